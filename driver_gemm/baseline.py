@@ -1,0 +1,84 @@
+"""The cuBLAS baseline: SGEMM through nvmath-python's cuBLAS bindings on our buffers and stream.
+
+cuBLAS is column-major. Row-major C = A @ B is, read column-major, C^T = B^T A^T,
+so we ask cuBLAS for that product with B first (m = N, n = M, k = K and leading
+dimensions N, K, N) and no transposes: the bytes it writes are row-major C.
+The handle is created while our context is current: a handle and a stream
+from different contexts fail with CUBLAS_STATUS_INTERNAL_ERROR.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .device import Device, DeviceBuffer, Stream
+from .errors import CudaError, DriverGemmError
+from .spec import Shape
+
+NAME = "cublas"
+
+
+class CublasUnavailable(DriverGemmError):
+    """nvmath-python (or the cuBLAS library it loads) is not installed."""
+
+
+class CublasSgemm:
+    """A cuBLAS handle bound to our context and stream; ``prepare(...)`` gives a launch callable."""
+
+    def __init__(self, device: Device, stream: Stream, *, tf32: bool = False):
+        try:
+            from nvmath.bindings import cublas
+        except ImportError as exc:
+            raise CublasUnavailable(f"the cuBLAS baseline needs nvmath-python ({exc})") from None
+        self._cublas = cublas
+        device.make_current()
+        try:
+            self.handle = cublas.create()
+        except Exception as exc:  # cuBLASError, or the library missing at load time
+            raise self._error("cublasCreate", exc) from None
+        self.closed = False
+        self._call("cublasSetStream", cublas.set_stream, self.handle, stream.address)
+        self._call("cublasSetPointerMode", cublas.set_pointer_mode, self.handle, cublas.PointerMode.HOST)
+        math_mode = cublas.Math.TF32_TENSOR_OP_MATH if tf32 else cublas.Math.DEFAULT_MATH
+        self._call("cublasSetMathMode", cublas.set_math_mode, self.handle, math_mode)
+        # alpha and beta are read from host memory at each call: keep them alive here.
+        self._scalars = np.array([1.0, 0.0], dtype=np.float32)
+        self.label = "cublas-tf32" if tf32 else NAME
+
+    @staticmethod
+    def _error(call: str, exc: Exception) -> CudaError:
+        status = getattr(exc, "status", None)
+        name = getattr(status, "name", None) or type(exc).__name__
+        return CudaError(call, name, str(exc))
+
+    def _call(self, name, function, *args):
+        try:
+            return function(*args)
+        except self._cublas.cuBLASError as exc:
+            raise self._error(name, exc) from None
+
+    def prepare(self, A: DeviceBuffer, B: DeviceBuffer, C: DeviceBuffer, shape: Shape):
+        """A callable that enqueues C = A @ B (row-major, float32) once."""
+        cublas = self._cublas
+        M, N, K = shape.M, shape.N, shape.K
+        alpha = self._scalars.ctypes.data
+        beta = alpha + 4
+        args = (self.handle, cublas.Operation.N, cublas.Operation.N, N, M, K,
+                alpha, B.address, N, A.address, K, beta, C.address, N)
+        sgemm = cublas.sgemm
+
+        def launch() -> None:
+            self._call("cublasSgemm", sgemm, *args)
+
+        return launch
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._call("cublasDestroy", self._cublas.destroy, self.handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,188 @@
+"""The ``driver-gemm`` command: thin glue over the library.
+
+Exit codes: 0 every case passed; 1 a case failed or errored; 2 the spec or
+the command line is wrong; 3 no CUDA driver or GPU; 130 interrupted (the
+results so far are still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from . import __version__
+from .errors import CompileError, DriverGemmError, NoGpuError, SpecError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_GPU, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own exit code is 2 too; keep its one-line form
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"driver-gemm: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="driver-gemm", description="Compile, launch, check and time CUDA GEMM kernels "
+                                                     "from YAML specs, through NVRTC and the CUDA driver API.")
+    parser.add_argument("--version", action="version", version=f"driver-gemm {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = commands.add_parser("run", help="run specs on a GPU: verify and time every kernel against cuBLAS")
+    run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    run.add_argument("--device", type=int, default=int(os.environ.get("DRIVER_GEMM_DEVICE", 0)),
+                     help="GPU ordinal (default 0, or $DRIVER_GEMM_DEVICE)")
+    run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
+    run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
+    run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json)")
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+
+    plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU")
+    plan.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
+    plan.add_argument("--kernel", "-k", action="append", default=[])
+    plan.add_argument("--shape", "-s", action="append", default=[])
+    plan.add_argument("--sms", type=int, help="SM count for the waves column (default: the GPU's, or a "
+                                              "typical part of the architecture)")
+
+    commands.add_parser("info", help="the GPU, driver and NVRTC this machine has")
+    return parser
+
+
+def _load(paths: list[Path], kernels: list[str], shapes: list[str]):
+    from .spec import DEFAULT_SPEC, load_spec
+
+    return [load_spec(path).select(kernels, shapes) for path in (paths or [DEFAULT_SPEC])]
+
+
+def _default_json(spec_name: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"{spec_name}-{stamp}.json"
+
+
+def _command_run(args, console: Console, errors: Console) -> int:
+    from .report import case_line, print_run
+    from .results import RunResult
+    from .runner import run_spec
+
+    specs = _load(args.specs, args.kernel, args.shape)
+    if args.json and len(specs) > 1:
+        raise SpecError("--json names one file; run one spec at a time with it", field="--json")
+    exit_code = EXIT_OK
+    for spec in specs:
+        result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+        path = args.json or _default_json(spec.name)
+        total = len(spec.shapes) * (len(spec.kernels) + int(spec.baseline))
+
+        def progress(case):
+            if not args.quiet:
+                errors.print(f"[{len(result.cases)}/{total}] {case_line(case)}", highlight=False, markup=False)
+
+        try:
+            run_spec(spec, device=args.device, on_result=progress, result=result)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            errors.print(f"interrupted: {len(result.cases)} finished cases kept in {result.write_json(path)}")
+            return EXIT_INTERRUPTED
+        finally:
+            if result.cases or result.environment:
+                result.write_json(path)
+        print_run(result, console)
+        console.print(f"results: {path}", style="dim")
+        if not result.ok:
+            exit_code = EXIT_FAILED
+    return exit_code
+
+
+def _command_plan(args, console: Console, errors: Console) -> int:
+    from .compile import compile_source
+    from .occupancy import arch_limits
+    from .plan import limits_for_device, plan_case
+    from .report import plan_table
+
+    specs = _load(args.specs, args.kernel, args.shape)
+    limits, arch = None, args.arch
+    if arch is None:
+        try:
+            from .device import read_properties
+            props = read_properties(int(os.environ.get("DRIVER_GEMM_DEVICE", 0)))
+            limits, arch = limits_for_device(props), props.arch
+        except NoGpuError:
+            arch = "sm_90"
+    from .compile import normalise_arch
+    arch = normalise_arch(arch)
+    if limits is None:
+        try:
+            limits = arch_limits(arch)
+        except KeyError as exc:
+            raise SpecError(str(exc.args[0]), field="--arch") from None
+    exit_code = EXIT_OK
+    for spec in specs:
+        plans = []
+        for kernel in spec.kernels:
+            try:
+                cubin = compile_source(kernel.source, [kernel.instance], arch, kernel.options)
+                resources = cubin.resources_of(kernel.instance)
+            except CompileError as exc:
+                errors.print(str(exc), markup=False, highlight=False)
+                exit_code = EXIT_FAILED
+                continue
+            for shape in spec.shapes:
+                plans.append(plan_case(kernel, shape, limits, resources, dict(spec.scalars), args.sms))
+        console.print(plan_table(plans, f"{spec.name}: launch plan for {arch} "
+                                        f"({args.sms or limits.typical_sm_count} SMs, {limits.typical_part})"))
+        for plan in plans:
+            for note in plan.notes:
+                console.print(f"{plan.kernel.label} at {plan.shape.label}: {note}", style="dim", markup=False)
+            for problem in plan.problems:
+                console.print(f"{plan.kernel.label} at {plan.shape.label}: {problem}", markup=False,
+                              highlight=False)
+        if any(not p.valid for p in plans):
+            exit_code = EXIT_FAILED
+    return exit_code
+
+
+def _command_info(args, console: Console, errors: Console) -> int:
+    from .compile import nvrtc_version, supported_archs
+    from .device import device_count, read_properties
+
+    console.print(f"NVRTC {'.'.join(map(str, nvrtc_version()))}, real architectures "
+                  f"{', '.join(f'sm_{a}' for a in supported_archs())}")
+    for ordinal in range(device_count()):
+        props = read_properties(ordinal)
+        console.print(f"GPU {ordinal}: {props.name} ({props.arch}, {props.sm_count} SMs, "
+                      f"{props.clock_khz / 1e6:.2f} GHz, L2 {props.l2_bytes >> 20} MiB, "
+                      f"{props.total_memory_bytes / 2**30:.0f} GiB), driver {props.driver_version}, "
+                      f"FP32 peak {props.fp32_peak_gflops or 0:,.0f} GFLOP/s, {props.uuid}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # Off a terminal (CI logs, files) rich would wrap tables at 80 columns: give them room instead.
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    errors = Console(stderr=True, soft_wrap=True)
+    command = {"run": _command_run, "plan": _command_plan, "info": _command_info}[args.command]
+    try:
+        return command(args, console, errors)
+    except SpecError as exc:
+        errors.print(f"driver-gemm: {exc}", markup=False, highlight=False)
+        return EXIT_USAGE
+    except NoGpuError as exc:
+        errors.print(f"driver-gemm: {exc}", markup=False, highlight=False)
+        return EXIT_NO_GPU
+    except DriverGemmError as exc:
+        errors.print(f"driver-gemm: {exc}", markup=False, highlight=False)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        errors.print("driver-gemm: interrupted")
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Step 2 of the data flow: kernel source to CUBIN with NVRTC, with the compiler's resource report.
+
+Every source is compiled for one real architecture (``sm_90``), never to PTX:
+PTX from a newer NVRTC can be newer than the driver understands, while a
+CUBIN for the exact architecture always loads. ``-Xptxas -v`` makes ptxas
+report, per kernel, registers, barriers, stack frame, spills and static shared
+memory; they are parsed from the log and kept with the binary. A compile
+error becomes a `CompileError` that quotes the file, the line, the source line
+and the compiler's message.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from cuda.bindings import nvrtc
+
+from . import cache
+from .errors import CompileError, check
+
+BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reported for one kernel (bytes unless said otherwise)."""
+
+    registers: int = 0
+    barriers: int = 0
+    static_shared_bytes: int = 0
+    stack_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    constant_bytes: int = 0
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_store_bytes or self.spill_load_bytes)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Cubin:
+    """A compiled source: the CUBIN image, the mangled name of each instance, and each kernel's resources."""
+
+    image: bytes
+    arch: str
+    lowered_names: Mapping[str, str]          # name expression -> mangled symbol
+    resources: Mapping[str, KernelResources]  # mangled symbol -> ptxas report
+    log: str
+    options: tuple[str, ...]
+    nvrtc_version: tuple[int, int]
+    compile_seconds: float = 0.0
+    from_cache: bool = field(default=False, compare=False)
+
+    def symbol(self, instance: str) -> str:
+        return self.lowered_names[instance]
+
+    def resources_of(self, instance: str) -> KernelResources:
+        return self.resources.get(self.symbol(instance), KernelResources())
+
+
+def nvrtc_version() -> tuple[int, int]:
+    major, minor = check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    return int(major), int(minor)
+
+
+def supported_archs() -> list[int]:
+    return [int(a) for a in check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")]
+
+
+def normalise_arch(arch: str | int) -> str:
+    """``90``, ``"90"``, ``"sm_90"``, ``"sm90"`` or ``"compute_90"`` to ``"sm_90"``; a real arch is required."""
+    text = str(arch).strip().lower()
+    match = re.fullmatch(r"(?:sm_?|compute_)?(\d{2,3})([af]?)", text)
+    if not match:
+        raise CompileError(f"not a GPU architecture: {arch!r} (expected e.g. sm_90)")
+    return f"sm_{match.group(1)}{match.group(2)}"
+
+
+def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
+                   extra_options: Iterable[str] = (), *, use_cache: bool = True) -> Cubin:
+    """Compile the kernel source at `path` for `arch`, instantiating every name expression in `instances`.
+
+    Results are cached on disk (see `driver_gemm.cache`) under a key made of
+    the source and the headers it includes, the options, the architecture and
+    the NVRTC version.
+    """
+    path = Path(path)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    return compile_text(source, path.name, instances, arch, extra_options,
+                        include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path))
+
+
+def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
+                 extra_options: Iterable[str] = (), *, include_dir: Path | None = None,
+                 use_cache: bool = True, display_path: str | None = None) -> Cubin:
+    """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
+    arch = normalise_arch(arch)
+    instances = tuple(dict.fromkeys(instances))
+    options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *extra_options)
+    if include_dir is not None:
+        options += (f"--include-path={include_dir}",)
+    version = nvrtc_version()
+    headers = _local_headers(source, include_dir) if include_dir else {}
+    key = cache.key_for(source=source, name=name, headers=headers, instances=instances,
+                        options=_portable(options, include_dir), arch=arch, nvrtc_version=version)
+    if use_cache:
+        cached = cache.load(key)
+        if cached is not None:
+            return cached
+    cubin = _compile(source, name, instances, arch, options, version, display_path or name)
+    if use_cache:
+        cache.store(key, cubin)
+    return cubin
+
+
+def _compile(source, name, instances, arch, options, version, display_path) -> Cubin:
+    started = time.perf_counter()
+    program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        for instance in instances:
+            check(nvrtc.nvrtcAddNameExpression(program, instance.encode()), f"nvrtcAddNameExpression({instance})")
+        encoded = [o.encode() for o in options]
+        status, = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
+        log = _program_log(program)
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(format_compile_error(log, source, display_path, status.name, options),
+                               log=log, options=options)
+        lowered = {}
+        for instance in instances:
+            symbol = check(nvrtc.nvrtcGetLoweredName(program, instance.encode()), f"nvrtcGetLoweredName({instance})")
+            lowered[instance] = symbol.decode()
+        size = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
+        image = bytearray(size)
+        check(nvrtc.nvrtcGetCUBIN(program, image), "nvrtcGetCUBIN")
+    finally:
+        check(nvrtc.nvrtcDestroyProgram(program), "nvrtcDestroyProgram")
+    return Cubin(bytes(image), arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
+                 time.perf_counter() - started)
+
+
+def _program_log(program) -> str:
+    size = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
+    buffer = b" " * size
+    check(nvrtc.nvrtcGetProgramLog(program, buffer), "nvrtcGetProgramLog")
+    return buffer.rstrip(b"\x00").decode(errors="replace")
+
+
+def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, ...]:
+    """Options without absolute paths, so a cache moved between checkouts still hits."""
+    return tuple(o for o in options if not o.startswith("--include-path=")) if include_dir else options
+
+
+def _local_headers(source: str, include_dir: Path, seen: dict[str, str] | None = None) -> dict[str, str]:
+    """The text of every ``#include "..."`` reachable from `source` in `include_dir` (they change the binary)."""
+    seen = {} if seen is None else seen
+    for header in _INCLUDE.findall(source):
+        candidate = include_dir / header
+        if header not in seen and candidate.is_file():
+            seen[header] = candidate.read_text()
+            _local_headers(seen[header], candidate.parent, seen)
+    return seen
+
+
+# ------------------------------------------------------------------------------ the compiler's report
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(.*)")
+
+
+def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
+    """Resources per mangled kernel name from a ``-Xptxas -v`` log.
+
+    ptxas prints, per entry function, a "Compiling entry function" line, a
+    "Function properties" line followed by the stack/spill line, and a "Used N
+    registers, used B barriers, S bytes smem, C bytes cmem[0]" line.
+    """
+    found: dict[str, dict[str, int]] = {}
+    current = None
+    for line in log.splitlines():
+        match = _ENTRY.search(line) or _PROPERTIES.search(line)
+        if match:
+            current = match.group(1)
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        match = _FRAME.search(line)
+        if match:
+            stack, stores, loads = (int(g) for g in match.groups())
+            found[current].update(stack_bytes=stack, spill_store_bytes=stores, spill_load_bytes=loads)
+            continue
+        match = _USED.search(line)
+        if match:
+            entry = found[current]
+            entry["registers"] = int(match.group(1))
+            rest = match.group(2)
+            for pattern, key in ((r"used (\d+) barriers", "barriers"), (r"(\d+) bytes smem", "static_shared_bytes"),
+                                 (r"(\d+) bytes cmem\[0\]", "constant_bytes")):
+                value = re.search(pattern, rest)
+                if value:
+                    entry[key] = int(value.group(1))
+    return {name: KernelResources(**values) for name, values in found.items()}
+
+
+# ----------------------------------------------------------------------------------- diagnostics
+
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<kind>error|warning|catastrophic error)"
+                         r"(?P<rest>.*)$")
+
+
+def format_compile_error(log: str, source: str, display_path: str, status: str,
+                         options: Iterable[str] = ()) -> str:
+    """A compile failure as a reader needs it: each error with its file:line, the source line and a marker.
+
+    NVRTC's log has lines ``name.cu(LINE): error: MESSAGE`` followed by the
+    offending source line and a caret; we rebuild that view with the real path
+    and the line number in front of the quoted source line.
+    """
+    lines = source.splitlines()
+    out = [f"{display_path}: compilation failed ({status})"]
+    shown = 0
+    for entry in log.splitlines():
+        match = _DIAGNOSTIC.match(entry.strip())
+        if not match or match.group("kind") == "warning":
+            continue
+        number = int(match.group("line"))
+        message = match.group("rest").lstrip(": ").strip()
+        out.append(f"  {display_path}:{number}: error: {message}")
+        if 1 <= number <= len(lines):
+            out.append(f"    {number:5d} | {lines[number - 1]}")
+        shown += 1
+        if shown == 10:
+            out.append("  ... (more errors in the full log)")
+            break
+    if shown == 0:
+        out.append("  " + "\n  ".join(log.strip().splitlines()[-15:]))
+    out.append(f"  options: {' '.join(options)}")
+    return "\n".join(out)

@@ -1,0 +1,336 @@
+"""Step 3a of the data flow: the GPU, our explicit context on it, and the handles that live in it.
+
+`Device` opens (or adopts) one CUDA context and owns everything created in it:
+streams, events, device buffers and loaded modules register with it and are
+released, newest first, by `Device.close()` (also on ``with`` exit). Each
+handle can be closed earlier by its own ``close()``; a ``weakref.finalize``
+is only the safety net for a handle nobody closed. Every driver call goes
+through `errors.check`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .errors import CudaError, NoGpuError, check
+
+
+def driver_module():
+    """`cuda.bindings.driver`, once `cuInit` has succeeded; `NoGpuError` when there is no driver or GPU."""
+    from cuda.bindings import driver
+
+    try:
+        status, = driver.cuInit(0)
+    except RuntimeError as exc:  # cuda.pathfinder's DynamicLibNotFoundError: no libcuda on this machine
+        raise NoGpuError(f"no CUDA driver on this machine ({type(exc).__name__}); "
+                         "compiling and planning still work (driver-gemm plan --arch sm_90)") from None
+    if status == driver.CUresult.CUDA_ERROR_NO_DEVICE:
+        raise NoGpuError("the CUDA driver is installed but sees no GPU")
+    check((status,), "cuInit")
+    return driver
+
+
+def device_count() -> int:
+    driver = driver_module()
+    return check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+# FP32 lanes (FFMA units) per SM by compute capability (CUDA C++ Programming Guide,
+# "Arithmetic Instructions" throughput table: results per clock per SM for 32-bit fma).
+FP32_LANES_PER_SM = {
+    (7, 0): 64, (7, 2): 64, (7, 5): 64,
+    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
+}
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What we need to know about a GPU: identity, limits, and the figures its peaks come from."""
+
+    ordinal: int
+    name: str
+    uuid: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    clock_khz: int
+    memory_clock_khz: int
+    memory_bus_bits: int
+    total_memory_bytes: int
+    l2_bytes: int
+    warp_size: int
+    max_threads_per_block: int
+    max_block_dims: tuple[int, int, int]
+    max_grid_dims: tuple[int, int, int]
+    max_shared_per_block: int
+    max_shared_per_block_optin: int
+    shared_per_sm: int
+    reserved_shared_per_block: int
+    registers_per_block: int
+    registers_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    driver_version: int
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+    @property
+    def fp32_lanes_per_sm(self) -> int | None:
+        return FP32_LANES_PER_SM.get(self.compute_capability)
+
+    @property
+    def fp32_peak_gflops(self) -> float | None:
+        """SMs x FP32 lanes per SM x 2 FLOP per FMA x the clock the driver reports (its maximum boost clock)."""
+        lanes = self.fp32_lanes_per_sm
+        return None if lanes is None else self.sm_count * lanes * 2 * self.clock_khz / 1e6
+
+    @property
+    def memory_bandwidth_gbs(self) -> float:
+        """Theoretical DRAM bandwidth: 2 transfers per memory clock x bus width (double data rate)."""
+        return 2 * self.memory_clock_khz * 1e3 * self.memory_bus_bits / 8 / 1e9
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extra"}
+        out.update(arch=self.arch, fp32_lanes_per_sm=self.fp32_lanes_per_sm,
+                   fp32_peak_gflops=self.fp32_peak_gflops,
+                   fp32_peak_source="SM count x FP32 lanes per SM (by compute capability) x 2 x "
+                                    "CU_DEVICE_ATTRIBUTE_CLOCK_RATE (the maximum SM clock)",
+                   memory_bandwidth_gbs=self.memory_bandwidth_gbs)
+        return out
+
+
+def read_properties(ordinal: int) -> DeviceProperties:
+    driver = driver_module()
+    device = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    attribute = driver.CUdevice_attribute
+
+    def get(name: str) -> int:
+        return int(check(driver.cuDeviceGetAttribute(getattr(attribute, f"CU_DEVICE_ATTRIBUTE_{name}"), device),
+                         f"cuDeviceGetAttribute({name})"))
+
+    raw_name = check(driver.cuDeviceGetName(256, device), "cuDeviceGetName")
+    uuid_bytes = bytes(check(driver.cuDeviceGetUuid(device), "cuDeviceGetUuid").bytes)
+    hex_uuid = uuid_bytes.hex()
+    uuid = f"GPU-{hex_uuid[:8]}-{hex_uuid[8:12]}-{hex_uuid[12:16]}-{hex_uuid[16:20]}-{hex_uuid[20:]}"
+    return DeviceProperties(
+        ordinal=ordinal,
+        name=raw_name.split(b"\x00", 1)[0].decode(),
+        uuid=uuid,
+        compute_capability=(get("COMPUTE_CAPABILITY_MAJOR"), get("COMPUTE_CAPABILITY_MINOR")),
+        sm_count=get("MULTIPROCESSOR_COUNT"),
+        clock_khz=get("CLOCK_RATE"),
+        memory_clock_khz=get("MEMORY_CLOCK_RATE"),
+        memory_bus_bits=get("GLOBAL_MEMORY_BUS_WIDTH"),
+        total_memory_bytes=int(check(driver.cuDeviceTotalMem(device), "cuDeviceTotalMem")),
+        l2_bytes=get("L2_CACHE_SIZE"),
+        warp_size=get("WARP_SIZE"),
+        max_threads_per_block=get("MAX_THREADS_PER_BLOCK"),
+        max_block_dims=(get("MAX_BLOCK_DIM_X"), get("MAX_BLOCK_DIM_Y"), get("MAX_BLOCK_DIM_Z")),
+        max_grid_dims=(get("MAX_GRID_DIM_X"), get("MAX_GRID_DIM_Y"), get("MAX_GRID_DIM_Z")),
+        max_shared_per_block=get("MAX_SHARED_MEMORY_PER_BLOCK"),
+        max_shared_per_block_optin=get("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+        shared_per_sm=get("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+        reserved_shared_per_block=get("RESERVED_SHARED_MEMORY_PER_BLOCK"),
+        registers_per_block=get("MAX_REGISTERS_PER_BLOCK"),
+        registers_per_sm=get("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+        max_threads_per_sm=get("MAX_THREADS_PER_MULTIPROCESSOR"),
+        max_blocks_per_sm=get("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        driver_version=int(check(driver.cuDriverGetVersion(), "cuDriverGetVersion")),
+    )
+
+
+class _Owned:
+    """A handle owned by a `Device`: closed by its owner at the latest, by a finalizer as a last resort."""
+
+    def __init__(self, device: "Device", release: Callable[[], None]):
+        self._device = device
+        self._finalizer = weakref.finalize(self, release)
+        device._adopt(self)
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Release the handle now (idempotent); after a fault in the context, just forget it."""
+        if self._device.poisoned:
+            self._finalizer.detach()
+        else:
+            self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _releaser(driver_call: Callable, handle, name: str) -> Callable[[], None]:
+    def release():
+        check(driver_call(handle), name)
+    return release
+
+
+class Stream(_Owned):
+    """A non-blocking stream (it never synchronises with the legacy default stream)."""
+
+    def __init__(self, device: "Device", *, handle=None):
+        driver = device.driver
+        self.owned = handle is None
+        if self.owned:
+            handle = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+            release = _releaser(driver.cuStreamDestroy, handle, "cuStreamDestroy")
+        else:  # a stream somebody else owns (CuPy, PyTorch): we use it, we never destroy it
+            handle = driver.CUstream(int(handle))
+            release = lambda: None  # noqa: E731
+        self.handle = handle
+        super().__init__(device, release)
+
+    @property
+    def address(self) -> int:
+        return int(self.handle)
+
+    def synchronize(self) -> None:
+        check(self._device.driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+
+
+class Event(_Owned):
+    """A timing event (resolution about half a microsecond)."""
+
+    def __init__(self, device: "Device"):
+        driver = device.driver
+        self.handle = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+        super().__init__(device, _releaser(driver.cuEventDestroy, self.handle, "cuEventDestroy"))
+
+    def record(self, stream: Stream) -> None:
+        check(self._device.driver.cuEventRecord(self.handle, stream.handle), "cuEventRecord")
+
+    def synchronize(self) -> None:
+        check(self._device.driver.cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def elapsed_ms_since(self, start: "Event") -> float:
+        return float(check(self._device.driver.cuEventElapsedTime(start.handle, self.handle), "cuEventElapsedTime"))
+
+
+class DeviceBuffer(_Owned):
+    """Device memory from cuMemAlloc (256-byte aligned), with copies to and from NumPy on a stream."""
+
+    def __init__(self, device: "Device", nbytes: int):
+        if nbytes <= 0:
+            raise ValueError(f"a device buffer needs a positive size, got {nbytes}")
+        driver = device.driver
+        self.nbytes = int(nbytes)
+        self.handle = check(driver.cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})")
+        super().__init__(device, _releaser(driver.cuMemFree, self.handle, "cuMemFree"))
+
+    @property
+    def address(self) -> int:
+        return int(self.handle)
+
+    def upload(self, array: np.ndarray, stream: Stream) -> None:
+        """Copy a C-contiguous array into the start of this buffer, ordered on `stream`."""
+        array = np.ascontiguousarray(array)
+        if array.nbytes > self.nbytes:
+            raise ValueError(f"array of {array.nbytes} bytes does not fit a buffer of {self.nbytes}")
+        check(self._device.driver.cuMemcpyHtoDAsync(self.handle, array.ctypes.data, array.nbytes, stream.handle),
+              "cuMemcpyHtoDAsync")
+        stream.synchronize()  # the host array may be pageable and short-lived
+
+    def download(self, shape, dtype, stream: Stream) -> np.ndarray:
+        """A new array of `shape` and `dtype` copied from the start of this buffer after `stream`'s work."""
+        out = np.empty(shape, dtype=dtype)
+        check(self._device.driver.cuMemcpyDtoHAsync(out.ctypes.data, self.handle, out.nbytes, stream.handle),
+              "cuMemcpyDtoHAsync")
+        stream.synchronize()
+        return out
+
+    def fill_u32(self, word: int, stream: Stream, nbytes: int | None = None) -> None:
+        """Set every 32-bit word (of the first `nbytes`) to `word`: a NaN pattern for poisoning, any for flushing."""
+        count = (self.nbytes if nbytes is None else nbytes) // 4
+        check(self._device.driver.cuMemsetD32Async(self.handle, word, count, stream.handle), "cuMemsetD32Async")
+
+
+class Device:
+    """One GPU with a CUDA context of our own (or one the caller lends us), and all that lives in it.
+
+    ``Device(0)`` creates a context with cuCtxCreate and makes it current;
+    ``Device(0, context=handle)`` adopts an existing context (a CuPy or
+    PyTorch one) without destroying it at the end.
+    """
+
+    def __init__(self, ordinal: int = 0, *, context=None):
+        self.driver = driver_module()
+        count = check(self.driver.cuDeviceGetCount(), "cuDeviceGetCount")
+        if not 0 <= ordinal < count:
+            raise NoGpuError(f"there is no GPU {ordinal}: this machine has {count} "
+                             f"(valid: {', '.join(map(str, range(count))) or 'none'})")
+        self.ordinal = ordinal
+        self.poisoned = False
+        self._children: list[weakref.ref] = []
+        self.properties = read_properties(ordinal)
+        handle = check(self.driver.cuDeviceGet(ordinal), "cuDeviceGet")
+        if context is None:
+            self.context = check(self.driver.cuCtxCreate(None, 0, handle), "cuCtxCreate")
+            self.owns_context = True
+        else:
+            self.context = self.driver.CUcontext(int(context))
+            self.owns_context = False
+        self.make_current()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"Device({self.ordinal}, {self.properties.name!r})"
+
+    def make_current(self) -> None:
+        check(self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    def synchronize(self) -> None:
+        check(self.driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def _adopt(self, child: _Owned) -> None:
+        self._children = [ref for ref in self._children if ref() is not None and not ref().closed]
+        self._children.append(weakref.ref(child))
+
+    def stream(self, handle=None) -> Stream:
+        return Stream(self, handle=handle)
+
+    def event(self) -> Event:
+        return Event(self)
+
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        return DeviceBuffer(self, nbytes)
+
+    def mark_poisoned(self, error: CudaError) -> None:
+        """Note a fault that killed the context: closing then only destroys the context."""
+        if error.is_sticky:
+            self.poisoned = True
+
+    def close(self) -> None:
+        """Release every handle made here, newest first, then the context (if it is ours)."""
+        if self._closed:
+            return
+        self._closed = True
+        for ref in reversed(self._children):
+            child = ref()
+            if child is not None:
+                try:
+                    child.close()
+                except CudaError:
+                    child._finalizer.detach()  # the context is going away; nothing else to do
+        self._children.clear()
+        if self.owns_context:
+            check(self.driver.cuCtxDestroy(self.context), "cuCtxDestroy")
+
+    def __enter__(self) -> "Device":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,117 @@
+"""Where a wrong kernel goes wrong: the failed elements of C summarised in words, blocks and threads.
+
+Pure NumPy over the verdict's masks. Rows or columns that are bad from end to
+end are named as ranges; the rest is described by its bounding box. With a
+declared output tile (``tile: [rows, cols]``, columns on grid x and rows on
+grid y) each failed element is traced to the block that should have written
+it, and, when the block divides its tile evenly, to the thread under the
+usual blocked mapping (each thread owning a contiguous sub-tile).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import expr
+from .verify import Verdict
+
+MAX_MISMATCHES = 10
+
+
+def ranges_text(indices: Sequence[int]) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` to ``"1-3, 7, 9-10"``."""
+    parts: list[str] = []
+    values = sorted(int(i) for i in indices)
+    start = previous = None
+    for value in values:
+        if start is None:
+            start = previous = value
+        elif value == previous + 1:
+            previous = value
+        else:
+            parts.append(f"{start}-{previous}" if previous != start else f"{start}")
+            start = previous = value
+    if start is not None:
+        parts.append(f"{start}-{previous}" if previous != start else f"{start}")
+    return ", ".join(parts)
+
+
+def _tile_of(kernel, plan) -> tuple[int, int] | None:
+    if kernel is None or kernel.tile is None:
+        return None
+    env = {**plan.shape.as_env(), **kernel.params}
+    try:
+        rows, cols = (expr.evaluate_int(t.source, env) for t in kernel.tile)
+    except expr.ExpressionError:
+        return None
+    return rows, cols
+
+
+def describe_region(mask: np.ndarray, what: str, tile: tuple[int, int] | None = None) -> str:
+    """One sentence saying where the True elements of `mask` are."""
+    count = int(mask.sum())
+    if count == 0:
+        return ""
+    rows_all = np.flatnonzero(mask.all(axis=1))
+    cols_all = np.flatnonzero(mask.all(axis=0))
+    rows_any = np.flatnonzero(mask.any(axis=1))
+    cols_any = np.flatnonzero(mask.any(axis=0))
+    total_rows, total_cols = mask.shape
+
+    def blocks(indices, size, axis_name):
+        if tile is None or size is None:
+            return ""
+        block_ids = sorted({int(i) // size for i in indices})
+        return f" = block {axis_name} {ranges_text(block_ids)}"
+
+    tile_rows, tile_cols = tile if tile else (None, None)
+    if len(rows_all) and count == len(rows_all) * total_cols:
+        return (f"{count} {what}: rows {ranges_text(rows_all)}{blocks(rows_all, tile_rows, 'row')}, "
+                f"every column")
+    if len(cols_all) and count == len(cols_all) * total_rows:
+        return (f"{count} {what}: columns {ranges_text(cols_all)}{blocks(cols_all, tile_cols, 'column')}, "
+                f"every row")
+    if len(rows_all) + len(cols_all) and count == mask[rows_all].sum() + mask[:, cols_all].sum() - \
+            mask[np.ix_(rows_all, cols_all)].sum():
+        return (f"{count} {what}: rows {ranges_text(rows_all)} and columns {ranges_text(cols_all)} "
+                f"(the edges of C)")
+    density = count / (len(rows_any) * len(cols_any))
+    return (f"{count} {what} within rows {rows_any[0]}-{rows_any[-1]}, columns {cols_any[0]}-{cols_any[-1]}"
+            f"{blocks(rows_any, tile_rows, 'rows')}{'' if tile is None else ','}"
+            f"{blocks(cols_any, tile_cols, 'columns')} ({100 * density:.0f}% of that box)")
+
+
+def diagnose(verdict: Verdict, output: np.ndarray, expected: np.ndarray, kernel=None, plan=None) -> dict[str, Any]:
+    """Counts, a summary in words, and the first mismatches with the block and thread responsible."""
+    tile = _tile_of(kernel, plan) if plan is not None else None
+    unwritten = verdict.masks["unwritten"]
+    bad_values = verdict.masks["wrong"] | verdict.masks["nonfinite"]
+    sentences = [s for s in (describe_region(unwritten, "elements unwritten", tile),
+                             describe_region(bad_values, "elements wrong", tile)) if s]
+    if not sentences:
+        sentences.append(f"every element within 10x the tolerance, but the relative Frobenius error "
+                         f"{verdict.rel_fro_error:.2e} exceeds {verdict.tolerance:.1e}")
+    elif verdict.right and (unwritten.any() != bad_values.any()):
+        sentences.append("every other element right")
+    block = plan.config.block if plan is not None and plan.config is not None else None
+    mismatches = []
+    rows, cols = np.nonzero(unwritten | bad_values)
+    for row, col in zip(rows[:MAX_MISMATCHES], cols[:MAX_MISMATCHES]):
+        entry = {"row": int(row), "col": int(col), "expected": float(expected[row, col]),
+                 "got": None if unwritten[row, col] else float(output[row, col]),
+                 "kind": "unwritten" if unwritten[row, col] else "wrong"}
+        if tile:
+            tile_rows, tile_cols = tile
+            entry["block"] = [int(col) // tile_cols, int(row) // tile_rows]
+            if block and tile_cols % block[0] == 0 and tile_rows % block[1] == 0:
+                per_x, per_y = tile_cols // block[0], tile_rows // block[1]
+                entry["thread"] = [(int(col) % tile_cols) // per_x, (int(row) % tile_rows) // per_y]
+        mismatches.append(entry)
+    return {
+        "summary": "; ".join(sentences),
+        "unwritten": verdict.unwritten, "wrong": verdict.wrong, "nonfinite": verdict.nonfinite,
+        "right": verdict.right, "tile": list(tile) if tile else None,
+        "first_mismatches": mismatches,
+    }

@@ -1,0 +1,180 @@
+"""A small, safe evaluator for the arithmetic in specs: grids, blocks, shared memory, constraints.
+
+Grammar: numbers, names, ``+ - * / // %``, unary minus, parentheses and the
+functions ``ceil``, ``floor``, ``min`` and ``max``. Constraints (``require:``)
+may also compare (``== != < <= > >=``) and combine with ``and``, ``or``,
+``not``. Python's own parser builds the tree; only the node kinds above are
+accepted and they are evaluated here, never by ``eval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Mapping, Union
+
+Number = Union[int, float]
+
+
+class ExpressionError(ValueError):
+    """An expression that is malformed, uses something not allowed, or cannot be evaluated."""
+
+
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_FUNCTIONS = {
+    "ceil": (1, 1, lambda x: int(math.ceil(x))),
+    "floor": (1, 1, lambda x: int(math.floor(x))),
+    "min": (2, None, min),
+    "max": (2, None, max),
+}
+
+
+def _reject(node: ast.AST, what: str) -> ExpressionError:
+    column = getattr(node, "col_offset", None)
+    where = f" at column {column + 1}" if column is not None else ""
+    return ExpressionError(f"{what}{where}")
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression: its source text, the names it reads, and whether it is a condition."""
+
+    source: str
+    tree: ast.AST = field(repr=False, compare=False)
+    names: frozenset[str]
+    condition: bool = False
+
+    def evaluate(self, env: Mapping[str, Number]) -> Number | bool:
+        missing = sorted(self.names - set(env))
+        if missing:
+            raise ExpressionError(f"unknown name{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                                  f"(known: {', '.join(sorted(env)) or 'none'})")
+        try:
+            return _evaluate(self.tree, env)
+        except ZeroDivisionError:
+            raise ExpressionError(f"division by zero in {self.source!r}") from None
+
+
+def parse(source: str | int | float, *, condition: bool = False) -> Expression:
+    """Parse `source` (a number is accepted as its own expression).
+
+    With ``condition=True`` comparisons and ``and``/``or``/``not`` are allowed.
+    Raises `ExpressionError` naming what is not allowed and where.
+    """
+    if isinstance(source, bool) or not isinstance(source, (str, int, float)):
+        raise ExpressionError(f"expected a number or an expression string, got {type(source).__name__}")
+    text = str(source).strip()
+    if not text:
+        raise ExpressionError("empty expression")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {text!r}: {exc.msg} at column {exc.offset}") from None
+    names: set[str] = set()
+    _validate(tree, names, condition)
+    return Expression(text, tree, frozenset(names), condition)
+
+
+def evaluate(source: str | int | float, env: Mapping[str, Number], *, condition: bool = False) -> Number | bool:
+    """Parse and evaluate in one step."""
+    return parse(source, condition=condition).evaluate(env)
+
+
+def evaluate_int(source: str | int | float, env: Mapping[str, Number]) -> int:
+    """Evaluate an expression that must give a whole number (a grid or block extent, a byte count)."""
+    value = evaluate(source, env)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ExpressionError(f"{source!r} gives {value}, not a whole number (use ceil(), floor() or //)")
+        value = int(value)
+    return value
+
+
+def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise _reject(node, f"only numbers are allowed, not {node.value!r}")
+    elif isinstance(node, ast.Name):
+        names.add(node.id)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINARY:
+            raise _reject(node, f"operator {type(node.op).__name__} is not allowed (use + - * / // %)")
+        _validate(node.left, names, condition)
+        _validate(node.right, names, condition)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        _validate(node.operand, names, condition)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
+            raise _reject(node, f"only {', '.join(_FUNCTIONS)} may be called")
+        if node.keywords:
+            raise _reject(node, f"{node.func.id}() takes no keyword arguments")
+        low, high, _ = _FUNCTIONS[node.func.id]
+        count = len(node.args)
+        if count < low or (high is not None and count > high):
+            raise _reject(node, f"{node.func.id}() takes {low if low == high else f'at least {low}'} "
+                                f"argument{'s' if low > 1 else ''}, got {count}")
+        for argument in node.args:
+            _validate(argument, names, condition)
+    elif condition and isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _COMPARE:
+                raise _reject(node, f"comparison {type(op).__name__} is not allowed")
+        for operand in (node.left, *node.comparators):
+            _validate(operand, names, condition)
+    elif condition and isinstance(node, ast.BoolOp):
+        for value in node.values:
+            _validate(value, names, condition)
+    elif condition and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _validate(node.operand, names, condition)
+    else:
+        kind = type(node).__name__
+        allowed = "comparisons, and/or/not, " if condition else ""
+        raise _reject(node, f"{kind} is not allowed (numbers, names, + - * / // %, {allowed}"
+                            f"parentheses, {', '.join(_FUNCTIONS)})")
+
+
+def _evaluate(node: ast.AST, env: Mapping[str, Number]):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        return _BINARY[type(node.op)](_evaluate(node.left, env), _evaluate(node.right, env))
+    if isinstance(node, ast.UnaryOp):
+        operand = _evaluate(node.operand, env)
+        if isinstance(node.op, ast.USub):
+            return -operand
+        if isinstance(node.op, ast.Not):
+            return not operand
+        return +operand
+    if isinstance(node, ast.Call):
+        return _FUNCTIONS[node.func.id][2](*(_evaluate(a, env) for a in node.args))
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, env)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = _evaluate(comparator, env)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BoolOp):
+        values = (_evaluate(v, env) for v in node.values)
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    raise AssertionError(f"unvalidated node {type(node).__name__}")  # _validate guards this

@@ -1,0 +1,163 @@
+"""Step 4a of the data flow: kernel arguments packed once with exact C widths, and the launch itself.
+
+`PackedArguments` lays every argument out in one host buffer at its natural
+alignment, typed from the kernel's declared signature (never from Python's
+types: a Python float would otherwise become a double), plus the array of
+their addresses that cuLaunchKernel's ``kernelParams`` expects. `PreparedLaunch`
+binds a kernel, a grid, a block, shared memory, a stream and packed arguments
+once; calling it enqueues one launch at the cost of a single foreign call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import check, check_status_code
+
+# struct format of each C type in a kernel signature ("ptr" is a 64-bit device address).
+C_FORMATS = {"ptr": "Q", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
+_INTEGER_RANGES = {"int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-2**63, 2**63 - 1),
+                   "uint64": (0, 2**64 - 1), "ptr": (0, 2**64 - 1)}
+
+
+class ArgumentError(TypeError):
+    """A kernel argument that does not fit its declared C type."""
+
+
+def _convert(ctype: str, value: Any, name: str):
+    if ctype not in C_FORMATS:
+        raise ArgumentError(f"argument {name}: unknown C type {ctype!r} (known: {', '.join(C_FORMATS)})")
+    if ctype == "ptr" and hasattr(value, "address"):
+        value = value.address
+    if ctype.startswith("float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise ArgumentError(f"argument {name}: {ctype} needs a number, got {value!r}")
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ArgumentError(f"argument {name}: {ctype} needs a whole number, got {value!r}")
+    low, high = _INTEGER_RANGES[ctype]
+    if not low <= int(value) <= high:
+        raise ArgumentError(f"argument {name}: {value} does not fit {ctype} [{low}, {high}]")
+    return int(value)
+
+
+class PackedArguments:
+    """Kernel arguments in one host buffer, each at its C size and alignment, with their address array.
+
+    ``storage`` holds the values exactly as the kernel reads them; ``pointers``
+    holds one 64-bit host address per argument, pointing into ``storage``;
+    ``address`` is what cuLaunchKernel takes as ``kernelParams``. Both arrays
+    live as long as this object, which must outlive every launch using it.
+    """
+
+    def __init__(self, ctypes_: Sequence[str], values: Sequence[Any], names: Sequence[str] | None = None):
+        if len(ctypes_) != len(values):
+            raise ArgumentError(f"{len(values)} values for {len(ctypes_)} arguments")
+        names = list(names) if names is not None else [f"#{i}" for i in range(len(values))]
+        self.ctypes = tuple(ctypes_)
+        self.offsets: list[int] = []
+        offset = 0
+        for ctype in self.ctypes:
+            size = struct.calcsize(C_FORMATS.get(ctype, "x"))
+            offset = (offset + size - 1) // size * size   # natural alignment, as the C ABI lays out parameters
+            self.offsets.append(offset)
+            offset += size
+        self.storage = np.zeros(max(offset, 8), dtype=np.uint8)
+        for ctype, value, name, at in zip(self.ctypes, values, names, self.offsets):
+            converted = _convert(ctype, value, name)
+            struct.pack_into("<" + C_FORMATS[ctype], self.storage, at, converted)
+        base = self.storage.ctypes.data
+        self.pointers = np.array([base + at for at in self.offsets] or [0], dtype=np.uint64)
+
+    @property
+    def address(self) -> int:
+        return int(self.pointers.ctypes.data)
+
+    def value_bytes(self, index: int) -> bytes:
+        """The bytes the kernel will read for argument `index`."""
+        size = struct.calcsize(C_FORMATS[self.ctypes[index]])
+        return self.storage[self.offsets[index]:self.offsets[index] + size].tobytes()
+
+
+def _dims(values: Sequence[int], what: str) -> tuple[int, int, int]:
+    values = tuple(int(v) for v in values)
+    if not 1 <= len(values) <= 3:
+        raise ValueError(f"{what} has 1 to 3 dimensions, got {len(values)}")
+    return values + (1,) * (3 - len(values))  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Grid and block extents (x, y, z) and dynamic shared memory of one launch."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+
+    @classmethod
+    def of(cls, grid: Sequence[int], block: Sequence[int], shared_bytes: int = 0) -> "LaunchConfig":
+        return cls(_dims(grid, "grid"), _dims(block, "block"), int(shared_bytes))
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def total_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"grid": list(self.grid), "block": list(self.block), "shared_bytes": self.shared_bytes,
+                "threads_per_block": self.threads_per_block, "total_blocks": self.total_blocks}
+
+
+# cuLaunchKernel's C prototype (cuda.h): CUresult (CUfunction, 6 x unsigned grid/block,
+# unsigned sharedMemBytes, CUstream, void **kernelParams, void **extra).
+_LAUNCH_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *([ctypes.c_uint] * 7),
+                                     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_launch_entries: dict[int, Any] = {}
+
+
+def launch_entry(driver) -> Any:
+    """The driver's cuLaunchKernel, fetched with cuGetProcAddress and called through ctypes.
+
+    The bindings' Python wrapper costs several microseconds per call converting
+    its arguments; with every argument already an integer, a direct call of the
+    same driver entry point costs about one. Status codes still go through the
+    error funnel.
+    """
+    version = int(check(driver.cuDriverGetVersion(), "cuDriverGetVersion"))
+    if version not in _launch_entries:
+        address, _status = check(driver.cuGetProcAddress(
+            b"cuLaunchKernel", version, driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT),
+            "cuGetProcAddress(cuLaunchKernel)")
+        if not address:
+            raise RuntimeError("the CUDA driver has no cuLaunchKernel entry point for its own version")
+        _launch_entries[version] = _LAUNCH_PROTOTYPE(int(address))
+    return _launch_entries[version]
+
+
+class PreparedLaunch:
+    """One kernel launch with everything bound; ``launch()`` enqueues it on the stream."""
+
+    def __init__(self, kernel, config: LaunchConfig, arguments: PackedArguments, stream):
+        self.kernel = kernel
+        self.config = config
+        self.arguments = arguments   # kept alive: the driver reads it at every launch
+        self.stream = stream
+        self._entry = launch_entry(kernel.device.driver)
+        self._call = (kernel.address, *config.grid, *config.block, config.shared_bytes, stream.address,
+                      arguments.address, None)
+        self._name = f"cuLaunchKernel({kernel.instance})"
+
+    def launch(self) -> None:
+        status = self._entry(*self._call)
+        if status:
+            check_status_code(status, self._name)
+
+    __call__ = launch

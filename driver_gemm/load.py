@@ -1,0 +1,96 @@
+"""Step 3b of the data flow: a CUBIN loaded into our context, and its kernels with their attributes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .compile import Cubin, KernelResources
+from .device import Device, _Owned, _releaser
+from .errors import ConfigError, check
+
+
+@dataclass(frozen=True)
+class FunctionAttributes:
+    """What the driver says about a loaded kernel (cuFuncGetAttribute)."""
+
+    registers: int
+    static_shared_bytes: int
+    local_bytes: int
+    max_threads_per_block: int
+    max_dynamic_shared_bytes: int
+    binary_version: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+class Module(_Owned):
+    """A CUBIN loaded with cuModuleLoadData; unloaded by `close()` or by its device."""
+
+    def __init__(self, device: Device, cubin: Cubin):
+        driver = device.driver
+        self.cubin = cubin
+        self.handle = check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData")
+        super().__init__(device, _releaser(driver.cuModuleUnload, self.handle, "cuModuleUnload"))
+        self._kernels: dict[str, Kernel] = {}
+
+    def kernel(self, instance: str) -> "Kernel":
+        """The kernel for a name expression compiled into this module (``f`` or ``f<64, 4>``)."""
+        if instance not in self._kernels:
+            symbol = self.cubin.symbol(instance)
+            handle = check(self._device.driver.cuModuleGetFunction(self.handle, symbol.encode()),
+                           f"cuModuleGetFunction({instance})")
+            self._kernels[instance] = Kernel(self, handle, instance, self.cubin.resources_of(instance))
+        return self._kernels[instance]
+
+
+class Kernel:
+    """A launchable function: its driver handle, the compiler's report and the driver's attributes.
+
+    It keeps its module alive: a function handle is valid only while its module is loaded.
+    """
+
+    def __init__(self, module: Module, handle, instance: str, resources: KernelResources):
+        self.module = module
+        self.device = module._device
+        self.handle = handle
+        self.address = int(handle)
+        self.instance = instance
+        self.resources = resources
+        self.attributes = self._read_attributes()
+
+    def _read_attributes(self) -> FunctionAttributes:
+        driver = self.device.driver
+        attribute = driver.CUfunction_attribute
+
+        def get(name: str) -> int:
+            return int(check(driver.cuFuncGetAttribute(getattr(attribute, f"CU_FUNC_ATTRIBUTE_{name}"), self.handle),
+                             f"cuFuncGetAttribute({name})"))
+
+        return FunctionAttributes(
+            registers=get("NUM_REGS"),
+            static_shared_bytes=get("SHARED_SIZE_BYTES"),
+            local_bytes=get("LOCAL_SIZE_BYTES"),
+            max_threads_per_block=get("MAX_THREADS_PER_BLOCK"),
+            max_dynamic_shared_bytes=get("MAX_DYNAMIC_SHARED_SIZE_BYTES"),
+            binary_version=get("BINARY_VERSION"),
+        )
+
+    def allow_dynamic_shared(self, nbytes: int) -> None:
+        """Opt in to `nbytes` of dynamic shared memory; needed above the default 48 KB per block."""
+        if nbytes <= self.attributes.max_dynamic_shared_bytes:
+            return
+        limit = self.device.properties.max_shared_per_block_optin - self.attributes.static_shared_bytes
+        if nbytes > limit:
+            raise ConfigError(f"{self.instance} asks for {nbytes} bytes of dynamic shared memory; with "
+                              f"{self.attributes.static_shared_bytes} static bytes this GPU allows at most {limit}")
+        driver = self.device.driver
+        check(driver.cuFuncSetAttribute(self.handle,
+                                        driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        self.attributes = self._read_attributes()
+
+    def max_active_blocks_per_sm(self, threads_per_block: int, dynamic_shared_bytes: int) -> int:
+        """The driver's occupancy figure, to cross-check our own calculation."""
+        return int(check(self.device.driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            self.handle, threads_per_block, dynamic_shared_bytes), "cuOccupancyMaxActiveBlocksPerMultiprocessor"))

@@ -1,0 +1,227 @@
+"""Between spec and launch: what one kernel gets for one shape, and every check that can fail before launching.
+
+`plan_case` evaluates the spec's expressions for a shape (grid, block, dynamic
+shared memory, scalar arguments, the declared output tile) and checks the
+result against the target's limits, the kernel's compiled resources and its
+own ``require:`` constraints. Each failed check is a `ConfigError` naming the
+spec file, line and field, the values involved, and a hint. Pure: no GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import expr
+from .compile import KernelResources
+from .errors import ConfigError
+from .launch import LaunchConfig
+from .occupancy import ArchLimits, Occupancy, arch_limits, occupancy, waves
+from .spec import KernelSpec, Shape
+
+DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
+
+
+@dataclass
+class CasePlan:
+    """One kernel on one shape: its launch, its arguments' values, its occupancy and what is wrong with it."""
+
+    kernel: KernelSpec
+    shape: Shape
+    config: LaunchConfig | None
+    argument_values: dict[str, Any]
+    resources: KernelResources | None
+    occupancy: Occupancy | None
+    waves: float | None
+    problems: list[ConfigError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict:
+        return {
+            "kernel": self.kernel.label, "instance": self.kernel.instance, "shape": self.shape.label,
+            "launch": self.config.as_dict() if self.config else None,
+            "resources": self.resources.as_dict() if self.resources else None,
+            "occupancy": self.occupancy.as_dict() if self.occupancy else None,
+            "waves": self.waves, "problems": [str(p) for p in self.problems], "notes": self.notes,
+        }
+
+
+def limits_for_device(properties) -> ArchLimits:
+    """The architecture table with the figures a real device reports put in its place."""
+    base = arch_limits(properties.arch)
+    return dataclasses.replace(
+        base,
+        max_threads_per_sm=properties.max_threads_per_sm,
+        max_blocks_per_sm=properties.max_blocks_per_sm,
+        registers_per_sm=properties.registers_per_sm,
+        registers_per_block=properties.registers_per_block,
+        shared_per_sm=properties.shared_per_sm,
+        max_shared_per_block=properties.max_shared_per_block_optin,
+        default_shared_per_block=properties.max_shared_per_block,
+        reserved_shared_per_block=properties.reserved_shared_per_block,
+        max_threads_per_block=properties.max_threads_per_block,
+        max_block_dims=properties.max_block_dims,
+        max_grid_dims=properties.max_grid_dims,
+        typical_sm_count=properties.sm_count,
+        typical_part=properties.name,
+    )
+
+
+def base_env(kernel: KernelSpec, shape: Shape) -> dict[str, int]:
+    return {**shape.as_env(), **kernel.params}
+
+
+def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
+              scalars: dict[str, float] | None = None, sm_count: int | None = None) -> CasePlan:
+    """Evaluate and check one kernel on one shape; problems are collected, not raised."""
+    env = base_env(kernel, shape)
+    problems: list[ConfigError] = []
+    notes: list[str] = []
+
+    def problem(message: str, field_name: str, hint: str | None = None) -> None:
+        problems.append(ConfigError(message, where=kernel.where_field(field_name.split("[")[0]),
+                                    field=f"{kernel.field_path}.{field_name}", hint=hint))
+
+    def evaluate(expression: expr.Expression, field_name: str) -> int | None:
+        try:
+            return expr.evaluate_int(expression.source, env)
+        except expr.ExpressionError as exc:
+            problem(f"{expression.source!r}: {exc}", field_name)
+            return None
+
+    block = [evaluate(e, f"block[{i}]") for i, e in enumerate(kernel.block)]
+    grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(kernel.grid)]
+    shared = evaluate(kernel.shared_bytes, "shared_bytes")
+    config = None
+    if None not in block and None not in grid and shared is not None:
+        config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
+
+    argument_values = _argument_values(kernel, env, scalars or {}, problem)
+    occ = None
+    wave_count = None
+    if config is not None:
+        threads = config.threads_per_block
+        static = resources.static_shared_bytes if resources else 0
+        if resources is not None:
+            _check_resources(config, resources, limits, problem)
+        if config.shared_bytes > DEFAULT_SHARED_LIMIT and config.shared_bytes + static <= limits.max_shared_per_block:
+            notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
+                         "(cuFuncSetAttribute) is applied automatically")
+        _check_requirements(kernel, env, config, problem)
+        _check_tile(kernel, env, shape, config, problem)
+        if resources is not None and 1 <= threads <= limits.max_threads_per_block:
+            occ = occupancy(limits, threads, resources.registers, static, config.shared_bytes)
+            if occ.blocks_per_sm == 0 and occ.reason and not problems:
+                problem(f"cannot launch: {occ.reason}", "block")
+            wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
+    return CasePlan(kernel, shape, config, argument_values, resources, occ, wave_count, problems, notes)
+
+
+def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:
+    ok = True
+    threads = 1
+    for axis, (extent, maximum) in enumerate(zip(block, limits.max_block_dims)):
+        threads *= extent
+        if extent < 1 or extent > maximum:
+            problem(f"block {'xyz'[axis]} extent {extent} ('{kernel.block[axis].source}' with "
+                    f"{_names(kernel.block[axis], env)}) must be 1 to {maximum}", f"block[{axis}]")
+            ok = False
+    if ok and threads > limits.max_threads_per_block:
+        problem(f"{threads} threads per block ({' x '.join(map(str, block))}) exceed the limit of "
+                f"{limits.max_threads_per_block}", "block",
+                hint="make the block smaller or give each thread more of the tile")
+        ok = False
+    for axis, (extent, maximum) in enumerate(zip(grid, limits.max_grid_dims)):
+        if extent < 1 or extent > maximum:
+            problem(f"grid {'xyz'[axis]} extent {extent} ('{kernel.grid[axis].source}' with "
+                    f"{_names(kernel.grid[axis], env)}) must be 1 to {maximum}", f"grid[{axis}]",
+                    hint="the y and z extents are limited to 65535: put the largest dimension on x"
+                    if axis else None)
+            ok = False
+    if shared < 0:
+        problem(f"dynamic shared memory {shared} is negative", "shared_bytes")
+        ok = False
+    elif shared > limits.max_shared_per_block:
+        problem(f"{shared} bytes of dynamic shared memory exceed the {limits.max_shared_per_block} a block may "
+                f"have on {limits.arch}", "shared_bytes", hint="use smaller tiles or fewer pipeline stages")
+        ok = False
+    return LaunchConfig.of(grid, block, shared) if ok else None
+
+
+def _check_resources(config: LaunchConfig, resources: KernelResources, limits: ArchLimits, problem) -> None:
+    total_shared = resources.static_shared_bytes + config.shared_bytes
+    if total_shared > limits.max_shared_per_block:
+        problem(f"{resources.static_shared_bytes} static + {config.shared_bytes} dynamic = {total_shared} bytes of "
+                f"shared memory exceed the {limits.max_shared_per_block} a block may have on {limits.arch}",
+                "shared_bytes")
+    warps = -(-config.threads_per_block // limits.warp_size)
+    per_warp = -(-resources.registers * limits.warp_size // limits.register_unit) * limits.register_unit
+    if per_warp * warps > limits.registers_per_block:
+        problem(f"{resources.registers} registers per thread x {config.threads_per_block} threads need "
+                f"{per_warp * warps} registers, more than the {limits.registers_per_block} of a block: "
+                "the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "block",
+                hint="use fewer threads per block or cap registers with __launch_bounds__")
+
+
+def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig, problem) -> None:
+    full = {**env, "blockDim_x": config.block[0], "blockDim_y": config.block[1], "blockDim_z": config.block[2],
+            "threads": config.threads_per_block}
+    for index, requirement in enumerate(kernel.require):
+        try:
+            holds = requirement.evaluate(full)
+        except expr.ExpressionError as exc:
+            problem(f"'{requirement.source}': {exc}", f"require[{index}]")
+            continue
+        if not holds:
+            problem(f"'{requirement.source}' does not hold with {_names(requirement, full)}", f"require[{index}]",
+                    hint="the kernel was written for launches where this is true")
+
+
+def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> None:
+    """With a declared tile (rows x cols of C per block; columns on grid x, rows on grid y), the grid must cover C."""
+    if kernel.tile is None:
+        return
+    try:
+        rows, cols = (expr.evaluate_int(t.source, env) for t in kernel.tile)
+    except expr.ExpressionError as exc:
+        problem(str(exc), "tile")
+        return
+    covered_cols, covered_rows = config.grid[0] * cols, config.grid[1] * rows
+    if covered_cols < shape.N:
+        problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[0]} blocks x {cols}): "
+                f"columns {covered_cols}-{shape.N - 1} would never be written", "grid[0]",
+                hint=f"grid x should be ceil(N / {kernel.tile[1].source})")
+    if covered_rows < shape.M:
+        problem(f"the grid covers {covered_rows} of M = {shape.M} rows ({config.grid[1]} blocks x {rows}): "
+                f"rows {covered_rows}-{shape.M - 1} would never be written", "grid[1]",
+                hint=f"grid y should be ceil(M / {kernel.tile[0].source})")
+
+
+def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for index, argument in enumerate(kernel.signature):
+        if argument.ctype == "ptr":
+            values[argument.name] = argument.name   # bound to a buffer at launch
+            continue
+        try:
+            value = argument.value.evaluate({**env, **scalars})
+        except expr.ExpressionError as exc:
+            problem(f"argument {argument.name}: {exc}", f"signature[{index}]")
+            continue
+        if not argument.ctype.startswith("float"):
+            if isinstance(value, float) and not value.is_integer():
+                problem(f"argument {argument.name} = {value} is not a whole number for {argument.ctype}",
+                        f"signature[{index}]")
+                continue
+            value = int(value)
+        values[argument.name] = value
+    return values
+
+
+def _names(expression: expr.Expression, env) -> str:
+    return ", ".join(f"{name}={env[name]}" for name in sorted(expression.names) if name in env) or "no names"

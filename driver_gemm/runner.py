@@ -1,0 +1,308 @@
+"""The whole data flow for a spec: compile, then per shape and kernel plan, load, launch, verify, time.
+
+`run_spec` is what ``driver-gemm run`` and library users call. Each case ends
+as a `CaseResult`, whatever happens to it: a kernel that does not compile, an
+invalid launch configuration or a CUDA error is recorded with its message and
+the run goes on; a fault that poisons the CUDA context (an illegal address, a
+trap) is recorded and the run continues in a fresh context. Results are handed
+to `on_result` as they land, so nothing already measured is lost.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+from dataclasses import asdict
+from typing import Callable, Iterable
+
+import numpy as np
+
+from . import __version__, cache
+from .baseline import CublasSgemm, CublasUnavailable
+from .compile import Cubin, compile_source, nvrtc_version
+from .device import Device, DeviceBuffer
+from .errors import CompileError, CudaError, DriverGemmError
+from .launch import PackedArguments, PreparedLaunch
+from .load import Module
+from .plan import limits_for_device, plan_case
+from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult
+from .spec import KernelSpec, Shape, Spec
+from .stats import gflops
+from .timing import L2Flusher, measure
+from .verify import POISON_WORD, case_seed, compare, make_inputs, reference
+
+CUBLAS_LABEL = "cublas"
+
+
+def compile_spec(spec: Spec, arch: str) -> dict[str, Cubin | CompileError]:
+    """Compile every kernel of `spec` for `arch`, one NVRTC program per source and option set.
+
+    The value for a kernel label is its `Cubin`, or the `CompileError` that
+    its source raised (recorded against each of its cases, not raised).
+    """
+    groups: dict[tuple, list[KernelSpec]] = {}
+    for kernel in spec.kernels:
+        groups.setdefault((kernel.source, kernel.options), []).append(kernel)
+    compiled: dict[str, Cubin | CompileError] = {}
+    for (source, options), kernels in groups.items():
+        try:
+            cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], arch, options,
+                                                         use_cache=cache.enabled())
+        except CompileError as exc:
+            cubin = exc
+        for kernel in kernels:
+            compiled[kernel.label] = cubin
+    return compiled
+
+
+class _Session:
+    """The CUDA state of a run on one GPU: context, stream, L2 flusher, cuBLAS, loaded modules, buffers.
+
+    When a kernel faults, the context is beyond repair: `reset()` closes all
+    of this (the context last) and opens it anew.
+    """
+
+    def __init__(self, ordinal: int, want_cublas: bool):
+        self.ordinal = ordinal
+        self.want_cublas = want_cublas
+        self.cublas_error: str | None = None
+        self._open()
+
+    def _open(self) -> None:
+        self.device = Device(self.ordinal)
+        self.stream = self.device.stream()
+        self.flusher = L2Flusher(self.device, self.stream)
+        self.modules: dict[int, Module] = {}
+        self.buffers: dict[str, DeviceBuffer] = {}
+        self.buffer_shape: Shape | None = None
+        self.cublas = None
+        if self.want_cublas:
+            try:
+                self.cublas = CublasSgemm(self.device, self.stream)
+            except (CublasUnavailable, CudaError) as exc:
+                self.cublas_error = str(exc)
+
+    def module(self, cubin: Cubin) -> Module:
+        if id(cubin) not in self.modules:
+            self.modules[id(cubin)] = Module(self.device, cubin)
+        return self.modules[id(cubin)]
+
+    def buffers_for(self, shape: Shape) -> dict[str, DeviceBuffer]:
+        """A, B, C and a cuBLAS reference output sized for `shape` (kept while the shape stays the same)."""
+        if self.buffer_shape != shape:
+            for buffer in self.buffers.values():
+                buffer.close()
+            sizes = {"A": shape.M * shape.K, "B": shape.K * shape.N, "C": shape.M * shape.N,
+                     "C_ref": shape.M * shape.N}
+            self.buffers = {name: self.device.alloc(4 * count) for name, count in sizes.items()}
+            self.buffer_shape = shape
+        return self.buffers
+
+    def reset(self) -> None:
+        self.close()
+        self._open()
+
+    def close(self) -> None:
+        if self.cublas is not None and not self.device.poisoned:
+            try:
+                self.cublas.close()
+            except CudaError:
+                pass
+        self.device.close()
+
+
+def environment(device: Device | None) -> dict:
+    """Where a run happened: GPU, driver, NVRTC and package versions, host."""
+    from importlib import metadata
+
+    def version(package: str) -> str | None:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+
+    out = {
+        "driver_gemm": __version__,
+        "nvrtc_version": ".".join(map(str, nvrtc_version())),
+        "cuda_bindings": version("cuda-bindings"),
+        "nvmath_python": version("nvmath-python"),
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+        "host": platform.node(),
+    }
+    if device is not None:
+        props = device.properties
+        out["device"] = props.as_dict()
+        out["driver_version"] = props.driver_version
+    return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_spec(spec: Spec, *, device: int = 0, on_result: Callable[[CaseResult], None] | None = None,
+             on_start: Callable[[str, Shape], None] | None = None, result: RunResult | None = None) -> RunResult:
+    """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
+
+    Results go into `result` (a new `RunResult` if none) as they finish and
+    are passed to `on_result`; if the caller interrupts the run, what was
+    collected stays in `result`.
+    """
+    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result.started = _now()
+    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars)}
+    session = _Session(device, spec.baseline)
+    try:
+        props = session.device.properties
+        result.environment = environment(session.device)
+        compiled = compile_spec(spec, props.arch)
+        for shape in spec.shapes:
+            baseline_ms: float | None = None
+            cases: list[KernelSpec | None] = ([None] if spec.baseline else []) + list(spec.kernels)
+            for kernel in cases:
+                label = CUBLAS_LABEL if kernel is None else kernel.label
+                if on_start:
+                    on_start(label, shape)
+                try:
+                    case = (_run_cublas(session, spec, shape) if kernel is None
+                            else _run_kernel(session, spec, kernel, shape, compiled[kernel.label]))
+                except CudaError as exc:
+                    case = _error_case(kernel, shape, f"{exc}")
+                    session.device.mark_poisoned(exc)
+                    if session.device.poisoned:
+                        case.message += " (the context was lost; the run goes on in a fresh one)"
+                        session.reset()
+                case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
+                if kernel is None and case.timing is not None and case.status in (PASS, REF):
+                    baseline_ms = case.timing.median_ms
+                _finish_figures(case, shape, baseline_ms, props.fp32_peak_gflops)
+                result.cases.append(case)
+                if on_result:
+                    on_result(case)
+    finally:
+        result.finished = _now()
+        session.close()
+    return result
+
+
+def _finish_figures(case: CaseResult, shape: Shape, baseline_ms: float | None, peak: float | None) -> None:
+    if case.timing is None:
+        return
+    case.gflops = gflops(shape.flops, case.timing.median_ms)
+    if baseline_ms:
+        case.pct_cublas = 100.0 * baseline_ms / case.timing.median_ms
+    if peak:
+        case.pct_peak = 100.0 * case.gflops / peak
+
+
+def _error_case(kernel: KernelSpec | None, shape: Shape, message: str, status: str = ERROR) -> CaseResult:
+    if kernel is None:
+        return CaseResult(kernel=CUBLAS_LABEL, name=CUBLAS_LABEL, shape=shape, status=status, message=message)
+    return CaseResult(kernel=kernel.label, name=kernel.name, shape=shape, status=status, message=message,
+                      params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source))
+
+
+def _uses_cpu_reference(spec: Spec, shape: Shape, session: _Session) -> bool:
+    if spec.verify.reference == "cpu" or session.cublas is None:
+        return True
+    if spec.verify.reference == "cublas":
+        return False
+    return shape.flops <= spec.verify.cpu_reference_max_gflop * 1e9
+
+
+def _run_cublas(session: _Session, spec: Spec, shape: Shape) -> CaseResult:
+    if session.cublas is None:
+        return _error_case(None, shape, session.cublas_error or "cuBLAS is unavailable")
+    buffers = session.buffers_for(shape)
+    seed = case_seed(spec.verify.seed, CUBLAS_LABEL, shape.label)
+    inputs = make_inputs(shape, seed)
+    buffers["A"].upload(inputs.A, session.stream)
+    buffers["B"].upload(inputs.B, session.stream)
+    buffers["C"].fill_u32(POISON_WORD, session.stream)
+    launch = session.cublas.prepare(buffers["A"], buffers["B"], buffers["C"], shape)
+    launch()
+    session.stream.synchronize()
+    case = CaseResult(kernel=CUBLAS_LABEL, name=CUBLAS_LABEL, shape=shape, status=REF, seed=seed)
+    if _uses_cpu_reference(spec, shape, session):
+        output = buffers["C"].download((shape.M, shape.N), np.float32, session.stream)
+        verdict = compare(output, reference(inputs), rel_tolerance=spec.verify.rel_tolerance,
+                          abs_tolerance=spec.verify.abs_tolerance)
+        case.verification = verdict.as_dict()
+        case.status = verdict.status
+    else:
+        case.message = "reference for this shape (float64 on the CPU would be slow); not itself checked"
+    case.timing, _ = measure(launch, session.device, session.stream, spec.measure, session.flusher)
+    return case
+
+
+def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
+                cubin: Cubin | CompileError) -> CaseResult:
+    if isinstance(cubin, CompileError):
+        return _error_case(kernel, shape, str(cubin))
+    device = session.device
+    props = device.properties
+    resources = cubin.resources_of(kernel.instance)
+    plan = plan_case(kernel, shape, limits_for_device(props), resources, dict(spec.scalars), props.sm_count)
+    case = _error_case(kernel, shape, "", status=PASS)
+    case.resources = resources.as_dict()
+    case.launch = plan.config.as_dict() if plan.config else None
+    case.occupancy = plan.occupancy.as_dict() if plan.occupancy else None
+    if not plan.valid:
+        case.status = INVALID
+        case.problems = [str(p) for p in plan.problems]
+        case.message = case.problems[0]
+        return case
+
+    function = session.module(cubin).kernel(kernel.instance)
+    function.allow_dynamic_shared(plan.config.shared_bytes)
+    case.attributes = function.attributes.as_dict()
+    blocks_per_sm = function.max_active_blocks_per_sm(plan.config.threads_per_block, plan.config.shared_bytes)
+    case.occupancy = {**(case.occupancy or {}), "driver_blocks_per_sm": blocks_per_sm}
+
+    buffers = session.buffers_for(shape)
+    case.seed = case_seed(spec.verify.seed, kernel.label, shape.label)
+    reads_c = kernel.reads_c()
+    inputs = make_inputs(shape, case.seed, with_c=reads_c)
+    stream = session.stream
+    buffers["A"].upload(inputs.A, stream)
+    buffers["B"].upload(inputs.B, stream)
+    alpha = float(plan.argument_values.get("alpha", 1.0))
+    beta = float(plan.argument_values.get("beta", 0.0)) if reads_c else 0.0
+    if _uses_cpu_reference(spec, shape, session):
+        expected, reference_name = reference(inputs, alpha, beta), "numpy-float64"
+    else:
+        product = session.cublas.prepare(buffers["A"], buffers["B"], buffers["C_ref"], shape)
+        product()
+        expected = buffers["C_ref"].download((shape.M, shape.N), np.float32, stream).astype(np.float64)
+        expected = alpha * expected + (beta * inputs.C0.astype(np.float64) if beta else 0.0)
+        reference_name = "cublas"
+    if reads_c:
+        buffers["C"].upload(inputs.C0, stream)
+    else:
+        buffers["C"].fill_u32(POISON_WORD, stream)
+
+    values = [buffers[a.name] if a.ctype == "ptr" else plan.argument_values[a.name] for a in kernel.signature]
+    packed = PackedArguments([a.ctype for a in kernel.signature], values, [a.name for a in kernel.signature])
+    launch = PreparedLaunch(function, plan.config, packed, stream)
+    launch()
+    stream.synchronize()
+    output = buffers["C"].download((shape.M, shape.N), np.float32, stream)
+    verdict = compare(output, expected, rel_tolerance=spec.verify.rel_tolerance,
+                      abs_tolerance=spec.verify.abs_tolerance, reference_name=reference_name,
+                      start=inputs.C0 if reads_c else None)
+    case.verification = verdict.as_dict()
+    case.status = verdict.status
+    if verdict.status == FAIL:
+        from .diagnose import diagnose
+        case.diagnosis = diagnose(verdict, output, expected, kernel, plan)
+        case.message = case.diagnosis.get("summary", "")
+    case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher)
+    return case
+
+
+def run_specs(specs: Iterable[Spec], **kwargs) -> list[RunResult]:
+    return [run_spec(spec, **kwargs) for spec in specs]
+
+
+__all__ = ["run_spec", "run_specs", "compile_spec", "environment", "DriverGemmError"]

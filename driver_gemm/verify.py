@@ -1,0 +1,125 @@
+"""Step 5 of the data flow: inputs from a recorded seed, a float64 reference, and the verdict.
+
+Unwritten outputs are found by poisoning C with a NaN whose bit pattern no
+arithmetic produces (a quiet NaN with payload 0xDEAD; hardware NaNs carry the
+canonical payload): an element that still holds that exact pattern after the
+launch was never written. Kernels that read C (they take ``beta``) get finite
+random values in C instead, and an element still bit-equal to its starting
+value where the reference differs counts as unwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .spec import Shape
+
+POISON_WORD = 0x7FC0DEAD
+PASS, FAIL = "PASS", "FAIL"
+
+
+def case_seed(base_seed: int, *parts: object) -> int:
+    """A stable 63-bit seed for one case, from the spec's seed and what names the case."""
+    text = "|".join(str(p) for p in (base_seed, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
+
+
+@dataclass
+class Inputs:
+    """A, B (and C's starting values for kernels that read C), drawn uniformly from [-0.5, 0.5)."""
+
+    seed: int
+    A: np.ndarray
+    B: np.ndarray
+    C0: np.ndarray | None = None
+
+
+def make_inputs(shape: Shape, seed: int, *, with_c: bool = False) -> Inputs:
+    rng = np.random.default_rng(seed)
+
+    def draw(rows: int, cols: int) -> np.ndarray:
+        return (rng.random((rows, cols), dtype=np.float32) - np.float32(0.5))
+
+    A = draw(shape.M, shape.K)
+    B = draw(shape.K, shape.N)
+    return Inputs(seed, A, B, draw(shape.M, shape.N) if with_c else None)
+
+
+def reference(inputs: Inputs, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    """alpha * A @ B + beta * C0 in float64 on the CPU."""
+    product = inputs.A.astype(np.float64) @ inputs.B.astype(np.float64)
+    if alpha != 1.0:
+        product *= alpha
+    if beta != 0.0 and inputs.C0 is not None:
+        product += beta * inputs.C0.astype(np.float64)
+    return product
+
+
+@dataclass
+class Verdict:
+    """The check of one output against its reference."""
+
+    status: str
+    rel_fro_error: float
+    max_abs_error: float
+    unwritten: int
+    nonfinite: int
+    wrong: int
+    elements: int
+    reference: str
+    tolerance: float
+    abs_tolerance: float | None = None
+    masks: dict = field(default_factory=dict, repr=False)   # unwritten / wrong boolean maps, for diagnosis
+
+    @property
+    def right(self) -> int:
+        return self.elements - self.unwritten - self.nonfinite - self.wrong
+
+    def as_dict(self) -> dict:
+        return {"status": self.status, "rel_fro_error": self.rel_fro_error, "max_abs_error": self.max_abs_error,
+                "unwritten": self.unwritten, "nonfinite": self.nonfinite, "wrong": self.wrong,
+                "right": self.right, "elements": self.elements, "reference": self.reference,
+                "tolerance": self.tolerance, "abs_tolerance": self.abs_tolerance}
+
+
+def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, abs_tolerance: float | None = None,
+            reference_name: str = "numpy-float64", start: np.ndarray | None = None) -> Verdict:
+    """Compare a float32 `output` with a float64 `expected`.
+
+    `start` is what C held before the launch (for kernels that read C); without
+    it, unwritten elements are those still holding the poison pattern. The
+    relative Frobenius error and the maximum absolute error are over the
+    written, finite elements; PASS needs every element written and finite and
+    the errors within tolerance. An element is counted wrong when its error
+    is far outside what float32 rounding gives (10 x the tolerance, scaled by
+    the reference's RMS and the element's own size).
+    """
+    output = np.asarray(output, dtype=np.float32)
+    if output.shape != expected.shape:
+        raise ValueError(f"output shape {output.shape} does not match the reference's {expected.shape}")
+    if start is None:
+        unwritten = output.view(np.uint32) == np.uint32(POISON_WORD)
+    else:
+        unwritten = (output.view(np.uint32) == np.asarray(start, np.float32).view(np.uint32)) & \
+                    (expected != np.asarray(start, np.float64))
+    nonfinite = ~np.isfinite(output) & ~unwritten
+    usable = ~(unwritten | nonfinite)
+    difference = np.where(usable, output.astype(np.float64) - expected, 0.0)
+    reference_norm = float(np.linalg.norm(expected))
+    rel_fro = float(np.linalg.norm(difference)) / reference_norm if reference_norm > 0 else \
+        float(np.linalg.norm(difference))
+    max_abs = float(np.max(np.abs(difference))) if difference.size else 0.0
+    rms = reference_norm / np.sqrt(max(expected.size, 1))
+    element_tolerance = 10 * rel_tolerance * (rms + np.abs(expected))
+    if abs_tolerance is not None:
+        element_tolerance = np.maximum(element_tolerance, abs_tolerance)
+    wrong = usable & (np.abs(difference) > element_tolerance)
+    counts = int(unwritten.sum()), int(nonfinite.sum()), int(wrong.sum())
+    passed = (counts[0] == 0 and counts[1] == 0 and rel_fro <= rel_tolerance
+              and (abs_tolerance is None or max_abs <= abs_tolerance))
+    return Verdict(PASS if passed else FAIL, rel_fro, max_abs, *counts, elements=int(output.size),
+                   reference=reference_name, tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
+                   masks={"unwritten": unwritten, "nonfinite": nonfinite, "wrong": wrong})

@@ -1,0 +1,20 @@
+"""Specs built in tests: quick measurement settings, kernels from kernels/ and tests/kernels/."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from conftest import ROOT, TEST_KERNELS
+
+AWKWARD_SHAPES = ["1x1x1", "7x5x3", "127x33x65", "1001x513x777"]
+QUICK_MEASURE = "measure: {warmup: 1, min_samples: 3, min_time_s: 0, timeout_s: 0.05}\n"
+
+
+def write_spec(tmp_path: Path, kernels_yaml: str, shapes: list[str], extra: str = "") -> Path:
+    text = "shapes: [" + ", ".join(shapes) + "]\n" + QUICK_MEASURE + extra + "kernels:\n" + \
+        textwrap.indent(textwrap.dedent(kernels_yaml), "  ")
+    text = text.replace("@KERNELS@", str(ROOT / "kernels")).replace("@TESTS@", str(TEST_KERNELS))
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path

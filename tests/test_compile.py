@@ -1,0 +1,156 @@
+import pytest
+
+from driver_gemm import cache
+from driver_gemm.compile import compile_source, compile_text, normalise_arch, parse_ptxas_report
+from driver_gemm.errors import CompileError
+from driver_gemm.spec import load_spec
+
+from conftest import SPECS, TEST_KERNELS
+
+ELF_MAGIC = b"\x7fELF"
+
+
+def shipped_kernels():
+    seen = {}
+    for path in sorted(SPECS.glob("*.yaml")):
+        for kernel in load_spec(path).kernels:
+            seen.setdefault((kernel.source, kernel.instance, kernel.options), (path.name, kernel))
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("spec_name, kernel", shipped_kernels(), ids=lambda v: getattr(v, "label", v))
+def test_every_shipped_kernel_compiles_to_sm90_cubin(spec_name, kernel):
+    cubin = compile_source(kernel.source, [kernel.instance], "sm_90", kernel.options)
+    assert cubin.image.startswith(ELF_MAGIC)
+    assert cubin.arch == "sm_90"
+    resources = cubin.resources_of(kernel.instance)
+    assert 0 < resources.registers <= 255
+    assert not resources.spills, f"{kernel.label} spills: {resources}"
+    assert resources.barriers >= (0 if kernel.name in ("v0", "v1") else 1)
+
+
+def test_template_instances_get_their_mangled_names():
+    cubin = compile_source(SPECS.parent / "kernels" / "02_smem_tiles.cu",
+                           ["sgemm_smem_tiles<16>", "sgemm_smem_tiles<32>"], use_cache=False)
+    assert cubin.lowered_names == {"sgemm_smem_tiles<16>": "_Z16sgemm_smem_tilesILi16EEvPKfS1_Pfiii",
+                                   "sgemm_smem_tiles<32>": "_Z16sgemm_smem_tilesILi32EEvPKfS1_Pfiii"}
+    assert cubin.resources_of("sgemm_smem_tiles<16>").static_shared_bytes == 2 * 16 * 16 * 4
+    assert cubin.resources_of("sgemm_smem_tiles<32>").static_shared_bytes == 2 * 32 * 32 * 4
+
+
+def test_ptxas_report_parsing():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_Z3fooPf' for 'sm_90'
+ptxas info    : Function properties for _Z3fooPf
+ptxas         .     24 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 16384 bytes smem, 368 bytes cmem[0]
+ptxas info    : Compiling entry function 'bar' for 'sm_90'
+ptxas info    : Function properties for bar
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 12 registers, 360 bytes cmem[0]
+"""
+    report = parse_ptxas_report(log)
+    foo, bar = report["_Z3fooPf"], report["bar"]
+    assert (foo.registers, foo.barriers, foo.static_shared_bytes, foo.constant_bytes) == (255, 1, 16384, 368)
+    assert (foo.stack_bytes, foo.spill_store_bytes, foo.spill_load_bytes) == (24, 8, 12) and foo.spills
+    assert (bar.registers, bar.barriers, bar.static_shared_bytes, bar.spills) == (12, 0, 0, False)
+
+
+def test_compile_error_shows_file_line_and_source():
+    path = TEST_KERNELS / "broken_syntax.cu"
+    with pytest.raises(CompileError) as info:
+        compile_source(path, ["broken"], use_cache=False)
+    message = str(info.value)
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if "undeclared_accumulator" in line)
+    assert f"{path}:{number}: error:" in message
+    assert "undeclared_accumulator" in message and "identifier" in message
+    assert f"{number:5d} | {lines[number - 1]}" in message
+    assert "--gpu-architecture=sm_90" in message
+    assert info.value.log
+
+
+def test_unknown_instance_is_a_compile_error():
+    with pytest.raises(CompileError):
+        compile_text('extern "C" __global__ void f() {}', "f.cu", ["g<3>"], use_cache=False)
+
+
+@pytest.mark.parametrize("given, arch", [("sm_90", "sm_90"), ("90", "sm_90"), (86, "sm_86"), ("sm90a", "sm_90a"),
+                                         ("compute_80", "sm_80")])
+def test_arch_names(given, arch):
+    assert normalise_arch(given) == arch
+
+
+def test_bad_arch_name():
+    with pytest.raises(CompileError, match="not a GPU architecture"):
+        normalise_arch("hopper")
+
+
+SOURCE = 'extern "C" __global__ void f(float* x) { x[threadIdx.x] += 1.0f; }\n'
+
+
+def test_cache_hit_miss_and_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path))
+    first = compile_text(SOURCE, "f.cu", ["f"])
+    assert not first.from_cache
+    entries = list(tmp_path.rglob("*.cubin"))
+    assert len(entries) == 1
+    second = compile_text(SOURCE, "f.cu", ["f"])
+    assert second.from_cache and second.image == first.image and second.resources == first.resources
+    # Anything that changes the binary changes the key: source, options, arch.
+    assert not compile_text(SOURCE + "\n", "f.cu", ["f"]).from_cache
+    assert not compile_text(SOURCE, "f.cu", ["f"], extra_options=["-DX=1"]).from_cache
+    assert not compile_text(SOURCE, "f.cu", ["f"], arch="sm_80").from_cache
+    assert len(list(tmp_path.rglob("*.cubin"))) == 4
+    assert not list(tmp_path.rglob(".tmp-*")), "temporary files left behind"
+
+
+def test_cache_key_covers_included_headers(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "scale.cuh").write_text("#define SCALE 2.0f\n")
+    source = tmp_path / "k.cu"
+    source.write_text('#include "scale.cuh"\nextern "C" __global__ void k(float* x) { x[0] *= SCALE; }\n')
+    assert not compile_source(source, ["k"]).from_cache
+    assert compile_source(source, ["k"]).from_cache
+    (tmp_path / "scale.cuh").write_text("#define SCALE 3.0f\n")
+    assert not compile_source(source, ["k"]).from_cache
+
+
+def test_corrupt_cache_entry_is_ignored_and_rewritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path))
+    good = compile_text(SOURCE, "f.cu", ["f"])
+    entry, = tmp_path.rglob("*.cubin")
+    blob = bytearray(entry.read_bytes())
+    blob[-10] ^= 0xFF
+    entry.write_bytes(bytes(blob))
+    again = compile_text(SOURCE, "f.cu", ["f"])
+    assert not again.from_cache and again.image == good.image
+    assert compile_text(SOURCE, "f.cu", ["f"]).from_cache
+    entry.write_bytes(b"garbage")
+    assert not compile_text(SOURCE, "f.cu", ["f"]).from_cache
+
+
+def test_cache_can_be_disabled(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", "1")
+    assert not cache.enabled()
+    compile_text(SOURCE, "f.cu", ["f"])
+    assert not compile_text(SOURCE, "f.cu", ["f"]).from_cache
+    assert not list(tmp_path.rglob("*.cubin"))
+
+
+def test_cache_is_relocatable(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "one"))
+    compile_text(SOURCE, "f.cu", ["f"])
+    (tmp_path / "one").rename(tmp_path / "two")
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "two"))
+    assert compile_text(SOURCE, "f.cu", ["f"]).from_cache
+
+
+def test_same_source_in_two_checkouts_shares_entries(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "f.cu").write_text(SOURCE)
+    assert not compile_source(tmp_path / "a" / "f.cu", ["f"]).from_cache
+    assert compile_source(tmp_path / "b" / "f.cu", ["f"]).from_cache

@@ -1,0 +1,77 @@
+import pytest
+
+from driver_gemm import expr
+
+
+@pytest.mark.parametrize("source, env, expected", [
+    ("ceil(N / 64)", {"N": 513}, 9),
+    ("ceil(M / BM)", {"M": 1001, "BM": 64}, 16),
+    ("BN / TN", {"BN": 64, "TN": 4}, 16.0),
+    ("(M + 31) // 32", {"M": 33}, 2),
+    ("M % 32", {"M": 33}, 1),
+    ("min(M, 4) * max(N, 2)", {"M": 7, "N": 1}, 8),
+    ("-K + 2 * 3", {"K": 1}, 5),
+    ("floor(7 / 2)", {}, 3),
+    (128, {}, 128),
+    ("max(1, 2, 3)", {}, 3),
+])
+def test_arithmetic(source, env, expected):
+    assert expr.evaluate(source, env) == expected
+
+
+@pytest.mark.parametrize("source, env, expected", [
+    ("blockDim_x * TN == BN", {"blockDim_x": 16, "TN": 4, "BN": 64}, True),
+    ("(BM * BK) % threads == 0", {"BM": 64, "BK": 16, "threads": 768}, False),
+    ("1 <= M < 10 and not N > 3", {"M": 5, "N": 3}, True),
+    ("M == 1 or N == 1", {"M": 2, "N": 2}, False),
+])
+def test_conditions(source, env, expected):
+    assert expr.evaluate(source, env, condition=True) is expected
+
+
+@pytest.mark.parametrize("source, message", [
+    ("__import__('os')", "only ceil, floor, min, max may be called"),
+    ("M ** 2", "Pow is not allowed"),
+    ("M.real", "Attribute is not allowed"),
+    ("[M]", "List is not allowed"),
+    ("'text'", "only numbers are allowed"),
+    ("M if N else K", "IfExp is not allowed"),
+    ("ceil(M, N)", "ceil() takes 1 argument"),
+    ("max(M)", "max() takes at least 2 arguments"),
+    ("ceil(x=1)", "takes no keyword arguments"),
+    ("M ==", "cannot parse"),
+    ("", "empty expression"),
+    ("M << 2", "LShift is not allowed"),
+    ("lambda: 1", "Lambda is not allowed"),
+    ("True", "only numbers are allowed"),
+])
+def test_rejects_everything_else(source, message):
+    with pytest.raises(expr.ExpressionError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("*", r"\*")):
+        expr.parse(source)
+
+
+def test_comparisons_only_in_conditions():
+    with pytest.raises(expr.ExpressionError, match="Compare is not allowed"):
+        expr.parse("M == 1")
+    assert expr.parse("M == 1", condition=True).names == {"M"}
+
+
+def test_unknown_names_are_listed():
+    with pytest.raises(expr.ExpressionError, match="unknown name BQ .*known: BM, M"):
+        expr.evaluate("BQ * M", {"M": 1, "BM": 2})
+
+
+def test_division_by_zero_is_reported():
+    with pytest.raises(expr.ExpressionError, match="division by zero"):
+        expr.evaluate("M // (N - N)", {"M": 1, "N": 2})
+
+
+def test_whole_number_results():
+    assert expr.evaluate_int("BN / TN", {"BN": 64, "TN": 4}) == 16
+    with pytest.raises(expr.ExpressionError, match="not a whole number"):
+        expr.evaluate_int("M / 2", {"M": 3})
+
+
+def test_names_collected():
+    assert expr.parse("ceil(N / BN) + min(M, BM)").names == {"N", "BN", "M", "BM"}

@@ -1,0 +1,206 @@
+"""End-to-end on a GPU: every kernel right on awkward shapes, broken kernels caught, faults survived.
+
+Run on a machine with a CUDA driver; elsewhere each test is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from driver_gemm.results import ERROR, FAIL, INVALID, PASS
+from driver_gemm.runner import run_spec
+from driver_gemm.spec import load_spec
+
+from conftest import ROOT, SPECS
+from gpu_specs import AWKWARD_SHAPES, write_spec
+
+pytestmark = pytest.mark.gpu
+
+
+def quick(spec):
+    import dataclasses
+
+    return dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, warmup=1, min_samples=3,
+                                                                 min_time_s=0.0, timeout_s=0.05))
+
+
+@pytest.fixture(scope="module")
+def seed_run():
+    spec = load_spec(SPECS / "seed.yaml")
+    spec = quick(spec.select(shapes=["1024x512x1024", *AWKWARD_SHAPES]))
+    return run_spec(spec)
+
+
+def test_every_seed_kernel_passes_on_seed_and_awkward_shapes(seed_run):
+    failed = [(c.kernel, c.shape.label, c.status, c.message) for c in seed_run.cases if c.status != PASS]
+    assert not failed
+    kernels = {c.kernel for c in seed_run.cases}
+    assert {"cublas", "v0", "v1", "v2[TILE=32]"} <= kernels and len(kernels) == 6
+    assert len(seed_run.cases) == 6 * 5
+    for case in seed_run.cases:
+        assert case.verification["unwritten"] == 0 and case.verification["rel_fro_error"] < 1e-5
+        assert case.timing.samples >= 3 and case.timing.median_ms > 0
+
+
+def test_cublas_baseline_passes_and_sets_percentages(seed_run):
+    for case in seed_run.cases:
+        if case.kernel == "cublas":
+            assert case.status == PASS and case.pct_cublas == pytest.approx(100.0)
+        else:
+            assert case.pct_cublas is not None and case.pct_cublas > 0
+
+
+def test_our_occupancy_agrees_with_the_driver(seed_run):
+    for case in seed_run.cases:
+        if case.kernel != "cublas":
+            occupancy = case.occupancy
+            assert occupancy["blocks_per_sm"] == occupancy["driver_blocks_per_sm"], case.kernel
+
+
+def test_run_records_the_device_and_versions(seed_run):
+    device = seed_run.environment["device"]
+    assert device["sm_count"] > 0 and device["l2_bytes"] > 0 and device["fp32_peak_gflops"] > 0
+    assert seed_run.environment["nvrtc_version"]
+    assert all(case.device["uuid"] == device["uuid"] for case in seed_run.cases)
+
+
+def test_every_shipped_kernel_passes_on_awkward_shapes(tmp_path):
+    for path in sorted(SPECS.glob("*.yaml")):
+        spec = quick(load_spec(path).select(shapes=AWKWARD_SHAPES))
+        import dataclasses
+        spec = dataclasses.replace(spec, baseline=False)
+        run = run_spec(spec)
+        failed = [(path.name, c.kernel, c.shape.label, c.status, c.message) for c in run.cases if c.status != PASS]
+        assert not failed
+
+
+def test_broken_tail_write_is_a_fail_with_unwritten_columns(tmp_path):
+    spec = load_spec(write_spec(tmp_path, """\
+        - name: v3-no-tail
+          source: "@TESTS@/v3_no_tail_write.cu"
+          function: sgemm_coarsen_1d_no_tail
+          params: {BM: 64, BN: 64, BK: 16, TN: 4}
+          block: [BN / TN, BM]
+          grid: [ceil(N / BN), ceil(M / BM)]
+          tile: [BM, BN]
+        """, ["1001x513x777", "1024x512x1024"], "baseline: false\n"))
+    run = run_spec(spec)
+    ragged, even = run.cases
+    assert ragged.status == FAIL and even.status == PASS
+    assert ragged.verification["unwritten"] == 1001      # column 512 of every row
+    assert ragged.verification["wrong"] == 0
+    diagnosis = ragged.diagnosis
+    assert diagnosis["summary"].startswith("1001 elements unwritten: columns 512 = block column 8, every row")
+    first = diagnosis["first_mismatches"][0]
+    assert (first["row"], first["col"], first["kind"], first["got"]) == (0, 512, "unwritten", None)
+    assert first["block"] == [8, 0] and first["thread"] == [0, 0]
+
+
+def test_grid_that_misses_rows_is_diagnosed(tmp_path):
+    spec = load_spec(write_spec(tmp_path, """\
+        - name: v4-short-grid
+          source: "@KERNELS@/04_coarsen_2d.cu"
+          function: sgemm_coarsen_2d
+          params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+          block: [BN / TN, BM / TM]
+          grid: [ceil(N / BN), M // BM]
+        """, ["1001x513x777"], "baseline: false\n"))
+    case, = run_spec(spec).cases
+    assert case.status == FAIL and case.verification["unwritten"] == 41 * 513
+    assert case.diagnosis["summary"].startswith("21033 elements unwritten: rows 960-1000, every column")
+
+
+def test_alpha_beta_kernel_with_its_own_argument_order(tmp_path):
+    spec = load_spec(write_spec(tmp_path, """\
+        - name: axpby
+          source: "@TESTS@/sgemm_alpha_beta.cu"
+          function: sgemm_alpha_beta
+          signature: [M, N, K, alpha, A, B, beta, C]
+          block: [16, 16]
+          grid: [ceil(N / 16), ceil(M / 16)]
+        """, ["127x33x65", "64x64x64"], "baseline: false\nscalars: {alpha: 2.0, beta: 0.5}\n"))
+    run = run_spec(spec)
+    assert [c.status for c in run.cases] == [PASS, PASS]
+
+
+def test_faulting_kernels_are_errors_and_the_run_goes_on(tmp_path):
+    spec = load_spec(write_spec(tmp_path, """\
+        - name: wild
+          source: "@TESTS@/faults.cu"
+          function: write_wild
+          block: [32]
+          grid: [1]
+        - name: trap
+          source: "@TESTS@/faults.cu"
+          function: trap_now
+          block: [32]
+          grid: [1]
+        - name: v1
+          source: "@KERNELS@/01_naive_col_on_x.cu"
+          function: sgemm_naive_col_on_x
+          block: [32, 32]
+          grid: [ceil(N / 32), ceil(M / 32)]
+        """, ["64x64x64"], "baseline: false\n"))
+    wild, trap, good = run_spec(spec).cases
+    assert wild.status == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild.message and "fresh" in wild.message
+    assert trap.status == ERROR and "CUDA_ERROR_" in trap.message
+    assert good.status == PASS
+
+
+def test_invalid_config_is_refused_and_others_run(tmp_path):
+    spec = load_spec(write_spec(tmp_path, """\
+        - name: too-big
+          source: "@KERNELS@/01_naive_col_on_x.cu"
+          function: sgemm_naive_col_on_x
+          block: [64, 32]
+          grid: [ceil(N / 64), ceil(M / 32)]
+        - name: v1
+          source: "@KERNELS@/01_naive_col_on_x.cu"
+          function: sgemm_naive_col_on_x
+          block: [32, 32]
+          grid: [ceil(N / 32), ceil(M / 32)]
+        """, ["64x64x64"], "baseline: false\n"))
+    invalid, good = run_spec(spec).cases
+    assert invalid.status == INVALID and "2048 threads per block" in invalid.message
+    assert good.status == PASS
+
+
+def test_cli_run_exit_codes_and_json(tmp_path):
+    out = tmp_path / "r.json"
+    ok = subprocess.run([sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-k", "v1", "-k", "v4",
+                         "-s", "127x33x65", "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(out.read_text())
+    assert [c["kernel"].split("[")[0] for c in data["cases"]] == ["cublas", "v1", "v4"]
+    assert "127x33x65" in ok.stdout and "PASS" in ok.stdout
+    broken = write_spec(tmp_path, """\
+        - name: v3-no-tail
+          source: "@TESTS@/v3_no_tail_write.cu"
+          function: sgemm_coarsen_1d_no_tail
+          params: {BM: 64, BN: 64, BK: 16, TN: 4}
+          block: [BN / TN, BM]
+          grid: [ceil(N / BN), ceil(M / BM)]
+        """, ["127x33x65"], "baseline: false\n")
+    failed = subprocess.run([sys.executable, "-m", "driver_gemm", "run", str(broken), "--json",
+                             str(tmp_path / "f.json"), "-q"], capture_output=True, text=True, cwd=ROOT)
+    assert failed.returncode == 1
+    assert "FAIL" in failed.stdout and "unwritten" in failed.stdout
+
+
+def test_device_handles_are_released(tmp_path):
+    from driver_gemm.device import Device
+
+    with Device(0) as device:
+        stream = device.stream()
+        buffer = device.alloc(1 << 20)
+        data = np.arange(1 << 18, dtype=np.float32)
+        buffer.upload(data, stream)
+        assert np.array_equal(buffer.download(data.shape, np.float32, stream), data)
+        buffer.close()
+        assert buffer.closed and not stream.closed
+    assert stream.closed

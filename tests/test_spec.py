@@ -1,0 +1,212 @@
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from driver_gemm.errors import SpecError
+from driver_gemm.spec import DEFAULT_SPEC, Shape, load_spec, parse_shape_text, parse_spec
+
+from conftest import ROOT, SPECS
+
+KERNEL = "../kernels/04_coarsen_2d.cu"
+
+
+def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    """A spec in a folder beside a copy of kernels/, so relative sources resolve."""
+    folder = tmp_path / "specs"
+    folder.mkdir(exist_ok=True)
+    kernels = tmp_path / "kernels"
+    if not kernels.exists():
+        kernels.symlink_to(ROOT / "kernels")
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+MINIMAL = f"""\
+shapes:
+  - [64, 32, 16]
+kernels:
+  - name: v4
+    source: {KERNEL}
+    function: sgemm_coarsen_2d
+    params: {{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}}
+    block: [BN / TN, BM / TM]
+    grid: [ceil(N / BN), ceil(M / BM)]
+"""
+
+
+def test_shipped_specs_load():
+    seed = load_spec(SPECS / "seed.yaml")
+    assert [k.name for k in seed.kernels] == ["v0", "v1", "v2", "v3", "v4"]
+    assert seed.shapes == (Shape(1024, 512, 1024), Shape(1001, 513, 777))
+    assert DEFAULT_SPEC == SPECS / "seed.yaml"
+    tiles = load_spec(SPECS / "tiles.yaml")
+    assert [k.label for k in tiles.kernels] == ["v2[TILE=16]", "v2[TILE=32]"]
+    assert [s.M for s in tiles.shapes] == [512, 1024, 2048, 4096]
+    for path in SPECS.glob("*.yaml"):
+        load_spec(path)
+
+
+def test_minimal_spec_gets_defaults(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL))
+    kernel = spec.kernels[0]
+    assert kernel.instance == "sgemm_coarsen_2d<64, 64, 16, 4, 4>"
+    assert kernel.label == "v4[BM=64,BN=64,BK=16,TM=4,TN=4]"
+    assert [a.name for a in kernel.signature] == ["A", "B", "C", "M", "N", "K"]
+    assert [a.ctype for a in kernel.signature] == ["ptr", "ptr", "ptr", "int32", "int32", "int32"]
+    assert spec.measure.min_samples == 10 and spec.measure.max_noise == 0.005 and spec.measure.flush_l2
+    assert spec.verify.rel_tolerance == 1e-5 and spec.baseline
+    assert spec.name == "spec"
+    assert kernel.source == (ROOT / "kernels" / "04_coarsen_2d.cu").resolve()
+
+
+def test_alpha_beta_signature(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL + """\
+    signature: [M, N, K, alpha, A, B, beta, C, {name: lda, type: int64, value: K}]
+scalars: {alpha: 2.0, beta: 0.5}
+"""))
+    kernel = spec.kernels[0]
+    assert [a.ctype for a in kernel.signature] == ["int32", "int32", "int32", "float32", "ptr", "ptr", "float32",
+                                                  "ptr", "int64"]
+    assert kernel.signature[3].value.evaluate({}) == 2.0
+    assert kernel.reads_c()
+
+
+def test_parameter_lists_sweep(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL.replace("TM: 4, TN: 4", "TM: [2, 4], TN: [4, 8]")))
+    assert [k.params["TM"] * 10 + k.params["TN"] for k in spec.kernels] == [24, 28, 44, 48]
+
+
+def test_shape_sets(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL.replace("  - [64, 32, 16]", """\
+  - [64, 32, 16]
+  - 7x5x3
+  - {M: [1, 2], N: 3, K: {from: 4, to: 12, step: 4}}
+  - {MNK: {from: 256, to: 2048, times: 2}}
+  - {MN: 100, K: [1, 2]}
+  - [64, 32, 16]""")))
+    labels = [s.label for s in spec.shapes]
+    assert labels == ["64x32x16", "7x5x3", "1x3x4", "1x3x8", "1x3x12", "2x3x4", "2x3x8", "2x3x12",
+                      "256x256x256", "512x512x512", "1024x1024x1024", "2048x2048x2048", "100x100x1", "100x100x2"]
+
+
+def error_of(tmp_path, text) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        load_spec(write(tmp_path, text))
+    return info.value
+
+
+@pytest.mark.parametrize("change, line, field, message", [
+    (("    block: [BN / TN, BM / TM]", "    blok: [BN / TN, BM / TM]"), 8, "kernels[0].blok",
+     "unknown field 'blok'"),
+    (("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [ceil(N / BX), ceil(M / BM)]"), 9, "kernels[v4].grid",
+     "uses unknown name BX"),
+    (("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [N ** 2, 1]"), 9, "kernels[v4].grid[0]",
+     "Pow is not allowed"),
+    (("  - [64, 32, 16]", "  - [64, 32]"), 2, "shapes[0]", "three entries"),
+    (("  - [64, 32, 16]", "  - [64, 0, 16]"), 2, "shapes[0][1]", "at least 1"),
+    (("BK: 16", "BK: 16.5"), 7, "kernels[v4].params.BK", "whole numbers"),
+    (("source: ../kernels/04_coarsen_2d.cu", "source: ../kernels/nope.cu"), 5, "kernels[v4].source",
+     "does not exist"),
+])
+def test_errors_name_file_line_and_field(tmp_path, change, line, field, message):
+    error = error_of(tmp_path, MINIMAL.replace(*change))
+    assert error.where.endswith(f"spec.yaml:{line}"), error.where
+    assert error.field == field
+    assert message in error.message
+    assert f"spec.yaml:{line}: {field}: " in str(error)
+
+
+def test_typo_gets_a_suggestion(tmp_path):
+    error = error_of(tmp_path, MINIMAL.replace("    block:", "    blok:"))
+    assert error.hint == "did you mean 'block'?"
+
+
+def test_missing_required_fields(tmp_path):
+    error = error_of(tmp_path, MINIMAL.replace("    function: sgemm_coarsen_2d\n", ""))
+    assert "missing required field 'function'" in error.message and error.field == "kernels[0]"
+    error = error_of(tmp_path, "kernels: []\n")
+    assert "missing required field 'shapes'" in error.message
+
+
+def test_bad_yaml_names_the_line(tmp_path):
+    error = error_of(tmp_path, "shapes: [[1, 2, 3]]\nkernels: [\n  - x: : y\n")
+    assert "not valid YAML" in error.message and error.where.rsplit(":", 1)[1].isdigit()
+
+
+def test_duplicate_keys_are_refused(tmp_path):
+    error = error_of(tmp_path, MINIMAL + "shapes: [[1, 1, 1]]\n")
+    assert "duplicate key 'shapes'" in error.message and error.where.endswith(":10")
+
+
+def test_yaml_tags_are_not_constructed(tmp_path):
+    error = error_of(tmp_path, "!!python/object/apply:os.system ['true']\n")
+    assert "not valid YAML" in error.message
+
+
+@pytest.mark.parametrize("extra, field, message", [
+    ("measure: {min_samples: 0}\n", "measure.min_samples", "at least"),
+    ("measure: {flush_l2: 1}\n", "measure.flush_l2", "true or false"),
+    ("measure: {warmpu: 1}\n", "measure.warmpu", "unknown field"),
+    ("verify: {reference: gpu}\n", "verify.reference", "auto, cpu or cublas"),
+    ("verify: {tolerance: {rel: -1}}\n", "verify.tolerance.rel", "at least 0"),
+    ("baseline: yes please\n", "baseline", "true or false"),
+])
+def test_settings_errors(tmp_path, extra, field, message):
+    error = error_of(tmp_path, MINIMAL + extra)
+    assert error.field == field and message in error.message
+
+
+@pytest.mark.parametrize("signature, message", [
+    ("[A, B, M, N, K]", "must take C exactly once"),
+    ("[A, B, C, C, M]", "must take C exactly once"),
+    ("[A, B, C, lda]", "unknown argument 'lda'"),
+    ("[A, B, C, {name: lda, type: short, value: K}]", "type must be one of"),
+    ("[A, B, C, {name: lda, type: int32}]", "needs a value"),
+])
+def test_signature_errors(tmp_path, signature, message):
+    error = error_of(tmp_path, MINIMAL + f"    signature: {signature}\n")
+    assert message in error.message
+
+
+def test_selection():
+    spec = load_spec(SPECS / "seed.yaml")
+    chosen = spec.select(["v4", "v2[TILE=32]"], ["7x5x3"])
+    assert [k.name for k in chosen.kernels] == ["v2", "v4"]
+    assert chosen.shapes == (Shape(7, 5, 3),)
+    with pytest.raises(SpecError, match="no kernel named v9"):
+        spec.select(["v9"])
+
+
+@pytest.mark.parametrize("text, shape", [("1024x512x1024", Shape(1024, 512, 1024)), ("7*5*3", Shape(7, 5, 3)),
+                                         ("1,2,3", Shape(1, 2, 3))])
+def test_shape_text(text, shape):
+    assert parse_shape_text(text) == shape
+
+
+def test_bad_shape_text():
+    with pytest.raises(SpecError, match="not MxNxK"):
+        parse_shape_text("10x10")
+
+
+def test_inline_spec_without_file():
+    text = MINIMAL.replace(KERNEL, str(ROOT / "kernels" / "04_coarsen_2d.cu"))
+    spec = parse_spec(text)
+    assert spec.path is None and spec.kernels[0].where.startswith("<spec>:")
+
+
+def test_schema_accepts_shipped_specs_and_rejects_mistakes():
+    jsonschema = pytest.importorskip("jsonschema")
+    import json
+
+    import yaml
+
+    schema = json.loads((ROOT / "driver_gemm" / "spec.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in SPECS.glob("*.yaml"):
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        assert not errors, (path, errors[:1])
+    broken = yaml.safe_load(MINIMAL.replace("block:", "blok:"))
+    assert list(validator.iter_errors(broken))

@@ -1,0 +1,91 @@
+import numpy as np
+import pytest
+
+from driver_gemm.spec import Shape
+from driver_gemm.verify import FAIL, PASS, POISON_WORD, case_seed, compare, make_inputs, reference
+
+
+def poisoned(shape):
+    return np.full(shape, POISON_WORD, dtype=np.uint32).view(np.float32)
+
+
+def test_poison_is_a_nan_no_arithmetic_makes():
+    value = np.array([POISON_WORD], dtype=np.uint32).view(np.float32)[0]
+    assert np.isnan(value)
+    with np.errstate(invalid="ignore"):
+        computed = np.float32(np.inf) - np.float32(np.inf)
+    assert np.array([computed], dtype=np.float32).view(np.uint32)[0] != POISON_WORD
+
+
+def test_inputs_are_reproducible_and_in_range():
+    first = make_inputs(Shape(7, 5, 3), 123)
+    again = make_inputs(Shape(7, 5, 3), 123)
+    other = make_inputs(Shape(7, 5, 3), 124)
+    assert first.A.shape == (7, 3) and first.B.shape == (3, 5) and first.A.dtype == np.float32
+    assert np.array_equal(first.A, again.A) and not np.array_equal(first.A, other.A)
+    assert first.A.min() >= -0.5 and first.A.max() < 0.5 and first.C0 is None
+    assert make_inputs(Shape(2, 2, 2), 1, with_c=True).C0.shape == (2, 2)
+
+
+def test_case_seed_is_stable_and_distinct():
+    assert case_seed(2026, "v4", "1x1x1") == case_seed(2026, "v4", "1x1x1")
+    assert case_seed(2026, "v4", "1x1x1") != case_seed(2026, "v3", "1x1x1")
+    assert 0 <= case_seed(1, "x") < 2**63
+
+
+def test_exact_float32_product_passes():
+    inputs = make_inputs(Shape(64, 48, 32), 5)
+    expected = reference(inputs)
+    verdict = compare((inputs.A @ inputs.B).astype(np.float32), expected, rel_tolerance=1e-5)
+    assert verdict.status == PASS and verdict.unwritten == 0 and verdict.wrong == 0
+    assert 0 < verdict.rel_fro_error < 1e-6
+
+
+def test_unwritten_rows_fail_and_are_counted():
+    inputs = make_inputs(Shape(100, 40, 16), 5)
+    expected = reference(inputs)
+    output = poisoned(expected.shape)
+    output[:90] = expected[:90]
+    verdict = compare(output, expected, rel_tolerance=1e-5)
+    assert verdict.status == FAIL and verdict.unwritten == 10 * 40
+    assert verdict.masks["unwritten"][90:].all() and not verdict.masks["unwritten"][:90].any()
+    assert verdict.nonfinite == 0 and verdict.wrong == 0 and verdict.right == 90 * 40
+    assert verdict.rel_fro_error < 1e-6  # measured on the written elements only
+
+
+def test_computed_nan_is_nonfinite_not_unwritten():
+    expected = np.ones((4, 4))
+    output = np.ones((4, 4), dtype=np.float32)
+    output[1, 2] = np.nan
+    verdict = compare(output, expected, rel_tolerance=1e-5)
+    assert verdict.status == FAIL and verdict.nonfinite == 1 and verdict.unwritten == 0
+
+
+def test_wrong_values_fail():
+    expected = np.arange(16, dtype=np.float64).reshape(4, 4) + 1
+    output = expected.astype(np.float32)
+    output[3, 3] += 1.0
+    verdict = compare(output, expected, rel_tolerance=1e-5)
+    assert verdict.status == FAIL and verdict.wrong == 1 and verdict.max_abs_error == pytest.approx(1.0)
+
+
+def test_absolute_tolerance_is_enforced():
+    expected = np.ones((2, 2))
+    output = np.full((2, 2), 1 + 1e-6, dtype=np.float32)
+    assert compare(output, expected, rel_tolerance=1e-5).status == PASS
+    assert compare(output, expected, rel_tolerance=1e-5, abs_tolerance=1e-9).status == FAIL
+
+
+def test_kernels_that_read_c_count_untouched_elements():
+    inputs = make_inputs(Shape(8, 8, 8), 3, with_c=True)
+    expected = reference(inputs, alpha=1.0, beta=0.5)
+    output = expected.astype(np.float32)
+    output[0] = inputs.C0[0]          # row 0 left as it was
+    verdict = compare(output, expected, rel_tolerance=1e-5, start=inputs.C0)
+    assert verdict.unwritten == 8 and verdict.status == FAIL
+    assert np.allclose(expected, 0.5 * inputs.C0 + inputs.A.astype(np.float64) @ inputs.B)
+
+
+def test_shape_mismatch_is_an_error():
+    with pytest.raises(ValueError, match="does not match"):
+        compare(np.zeros((2, 3), np.float32), np.zeros((3, 2)), rel_tolerance=1e-5)
