@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
     run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json)")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    run.add_argument("--in-process", action="store_true",
+                     help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
+                          "in a worker process that is replaced after a fault or a hang")
 
     plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU")
     plan.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
@@ -84,7 +87,7 @@ def _command_run(args, console: Console, errors: Console) -> int:
                 errors.print(f"[{len(result.cases)}/{total}] {case_line(case)}", highlight=False, markup=False)
 
         try:
-            run_spec(spec, device=args.device, on_result=progress, result=result)
+            run_spec(spec, device=args.device, isolate=not args.in_process, on_result=progress, result=result)
         except KeyboardInterrupt:
             result.interrupted = True
             errors.print(f"interrupted: {len(result.cases)} finished cases kept in {result.write_json(path)}")

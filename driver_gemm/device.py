@@ -153,6 +153,7 @@ class _Owned:
     def __init__(self, device: "Device", release: Callable[[], None]):
         self._device = device
         self._finalizer = weakref.finalize(self, release)
+        self._finalizer.atexit = False  # at exit the driver frees everything with the process
         device._adopt(self)
 
     @property
@@ -327,7 +328,9 @@ class Device:
                     child._finalizer.detach()  # the context is going away; nothing else to do
         self._children.clear()
         if self.owns_context:
-            check(self.driver.cuCtxDestroy(self.context), "cuCtxDestroy")
+            status = self.driver.cuCtxDestroy(self.context)
+            if not self.poisoned:  # after a fault the context is going anyway; its status says nothing new
+                check(status, "cuCtxDestroy")
 
     def __enter__(self) -> "Device":
         return self

@@ -49,8 +49,12 @@ def _tile_of(kernel, plan) -> tuple[int, int] | None:
     return rows, cols
 
 
-def describe_region(mask: np.ndarray, what: str, tile: tuple[int, int] | None = None) -> str:
-    """One sentence saying where the True elements of `mask` are."""
+def _counted(count: int, state: str) -> str:
+    return " ".join((str(count), "element" if count == 1 else "elements", state))
+
+
+def describe_region(mask: np.ndarray, state: str, tile: tuple[int, int] | None = None) -> str:
+    """One sentence saying where the True elements of `mask` are (`state`: "unwritten", "wrong")."""
     count = int(mask.sum())
     if count == 0:
         return ""
@@ -59,28 +63,32 @@ def describe_region(mask: np.ndarray, what: str, tile: tuple[int, int] | None = 
     rows_any = np.flatnonzero(mask.any(axis=1))
     cols_any = np.flatnonzero(mask.any(axis=0))
     total_rows, total_cols = mask.shape
-
-    def blocks(indices, size, axis_name):
-        if tile is None or size is None:
-            return ""
-        block_ids = sorted({int(i) // size for i in indices})
-        return f" = block {axis_name} {ranges_text(block_ids)}"
-
     tile_rows, tile_cols = tile if tile else (None, None)
+
+    def blocks(indices, size: int | None, axis: str) -> str:
+        if size is None:
+            return ""
+        return " = block " + axis + " " + ranges_text(sorted({int(i) // size for i in indices}))
+
+    counted = _counted(count, state)
     if len(rows_all) and count == len(rows_all) * total_cols:
-        return (f"{count} {what}: rows {ranges_text(rows_all)}{blocks(rows_all, tile_rows, 'row')}, "
-                f"every column")
+        return counted + ": rows " + ranges_text(rows_all) + blocks(rows_all, tile_rows, "row") + ", every column"
     if len(cols_all) and count == len(cols_all) * total_rows:
-        return (f"{count} {what}: columns {ranges_text(cols_all)}{blocks(cols_all, tile_cols, 'column')}, "
-                f"every row")
-    if len(rows_all) + len(cols_all) and count == mask[rows_all].sum() + mask[:, cols_all].sum() - \
-            mask[np.ix_(rows_all, cols_all)].sum():
-        return (f"{count} {what}: rows {ranges_text(rows_all)} and columns {ranges_text(cols_all)} "
-                f"(the edges of C)")
-    density = count / (len(rows_any) * len(cols_any))
-    return (f"{count} {what} within rows {rows_any[0]}-{rows_any[-1]}, columns {cols_any[0]}-{cols_any[-1]}"
-            f"{blocks(rows_any, tile_rows, 'rows')}{'' if tile is None else ','}"
-            f"{blocks(cols_any, tile_cols, 'columns')} ({100 * density:.0f}% of that box)")
+        return counted + ": columns " + ranges_text(cols_all) + blocks(cols_all, tile_cols, "column") + ", every row"
+    edges = mask[rows_all].sum() + mask[:, cols_all].sum() - mask[np.ix_(rows_all, cols_all)].sum()
+    if len(rows_all) and len(cols_all) and count == edges:
+        return (counted + ": rows " + ranges_text(rows_all) + " and columns " + ranges_text(cols_all)
+                + " (the edges of C)")
+    if count == 1:
+        row, col = int(rows_any[0]), int(cols_any[0])
+        owner = f" (block ({col // tile_cols}, {row // tile_rows}))" if tile else ""
+        return f"{counted} at row {row}, column {col}{owner}"
+    box = (rows_any[-1] - rows_any[0] + 1) * (cols_any[-1] - cols_any[0] + 1)
+    where = f"rows {rows_any[0]}-{rows_any[-1]}, columns {cols_any[0]}-{cols_any[-1]}"
+    if tile:
+        where += (" (block rows " + ranges_text(sorted({int(r) // tile_rows for r in rows_any}))
+                  + ", block columns " + ranges_text(sorted({int(c) // tile_cols for c in cols_any})) + ")")
+    return f"{counted} within {where}, {100 * count / box:.0f}% of that box"
 
 
 def diagnose(verdict: Verdict, output: np.ndarray, expected: np.ndarray, kernel=None, plan=None) -> dict[str, Any]:
@@ -88,8 +96,8 @@ def diagnose(verdict: Verdict, output: np.ndarray, expected: np.ndarray, kernel=
     tile = _tile_of(kernel, plan) if plan is not None else None
     unwritten = verdict.masks["unwritten"]
     bad_values = verdict.masks["wrong"] | verdict.masks["nonfinite"]
-    sentences = [s for s in (describe_region(unwritten, "elements unwritten", tile),
-                             describe_region(bad_values, "elements wrong", tile)) if s]
+    sentences = [s for s in (describe_region(unwritten, "unwritten", tile),
+                             describe_region(bad_values, "wrong", tile)) if s]
     if not sentences:
         sentences.append(f"every element within 10x the tolerance, but the relative Frobenius error "
                          f"{verdict.rel_fro_error:.2e} exceeds {verdict.tolerance:.1e}")

@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .plan import CasePlan
-from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult
+from .results import ERROR, FAIL, INVALID, PASS, REF, TIMEOUT, CaseResult, RunResult
 
-_STATUS_STYLE = {PASS: "green", REF: "cyan", FAIL: "bold red", ERROR: "bold red", INVALID: "yellow"}
+_STATUS_STYLE = {PASS: "green", REF: "cyan", FAIL: "bold red", ERROR: "bold red", INVALID: "yellow", TIMEOUT: "bold red"}
 
 
 def _number(value: float | None, digits: int) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from .spec import Shape
 from .stats import TimingSummary
 
-PASS, FAIL, ERROR, INVALID, REF = "PASS", "FAIL", "ERROR", "INVALID", "REF"
+PASS, FAIL, ERROR, INVALID, REF, TIMEOUT = "PASS", "FAIL", "ERROR", "INVALID", "REF", "TIMEOUT"
 OK_STATUSES = (PASS, REF)
 
 

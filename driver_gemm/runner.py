@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
-from dataclasses import asdict
-from typing import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -21,9 +21,10 @@ from . import __version__, cache
 from .baseline import CublasSgemm, CublasUnavailable
 from .compile import Cubin, compile_source, nvrtc_version
 from .device import Device, DeviceBuffer
-from .errors import CompileError, CudaError, DriverGemmError
+from .errors import CompileError, CudaError
 from .launch import PackedArguments, PreparedLaunch
 from .load import Module
+from .occupancy import occupancy
 from .plan import limits_for_device, plan_case
 from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult
 from .spec import KernelSpec, Shape, Spec
@@ -56,19 +57,12 @@ def compile_spec(spec: Spec, arch: str) -> dict[str, Cubin | CompileError]:
 
 
 class _Session:
-    """The CUDA state of a run on one GPU: context, stream, L2 flusher, cuBLAS, loaded modules, buffers.
-
-    When a kernel faults, the context is beyond repair: `reset()` closes all
-    of this (the context last) and opens it anew.
-    """
+    """The CUDA state of a run on one GPU: context, stream, L2 flusher, cuBLAS, loaded modules, buffers."""
 
     def __init__(self, ordinal: int, want_cublas: bool):
         self.ordinal = ordinal
         self.want_cublas = want_cublas
         self.cublas_error: str | None = None
-        self._open()
-
-    def _open(self) -> None:
         self.device = Device(self.ordinal)
         self.stream = self.device.stream()
         self.flusher = L2Flusher(self.device, self.stream)
@@ -98,20 +92,13 @@ class _Session:
             self.buffer_shape = shape
         return self.buffers
 
-    def reset(self) -> None:
-        self.close()
-        self._open()
-
     def close(self) -> None:
         if self.cublas is not None and not self.device.poisoned:
-            try:
-                self.cublas.close()
-            except CudaError:
-                pass
+            self.cublas.close()
         self.device.close()
 
 
-def environment(device: Device | None) -> dict:
+def environment(props=None) -> dict:
     """Where a run happened: GPU, driver, NVRTC and package versions, host."""
     from importlib import metadata
 
@@ -130,8 +117,7 @@ def environment(device: Device | None) -> dict:
         "python": platform.python_version(),
         "host": platform.node(),
     }
-    if device is not None:
-        props = device.properties
+    if props is not None:
         out["device"] = props.as_dict()
         out["driver_version"] = props.driver_version
     return out
@@ -141,49 +127,104 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_spec(spec: Spec, *, device: int = 0, on_result: Callable[[CaseResult], None] | None = None,
-             on_start: Callable[[str, Shape], None] | None = None, result: RunResult | None = None) -> RunResult:
+@dataclass(frozen=True)
+class Case:
+    """One unit of work: a kernel (None for cuBLAS) on a shape, numbered in run order."""
+
+    index: int
+    kernel: KernelSpec | None
+    shape: Shape
+
+    @property
+    def label(self) -> str:
+        return CUBLAS_LABEL if self.kernel is None else self.kernel.label
+
+
+def cases_of(spec: Spec) -> list[Case]:
+    """Per shape, cuBLAS first (its time is the 100% of the others), then every kernel."""
+    out: list[Case] = []
+    for shape in spec.shapes:
+        for kernel in ([None] if spec.baseline else []) + list(spec.kernels):
+            out.append(Case(len(out), kernel, shape))
+    return out
+
+
+def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False,
+             on_result: Callable[[CaseResult], None] | None = None,
+             on_start: Callable[[Case], None] | None = None, result: RunResult | None = None) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
     Results go into `result` (a new `RunResult` if none) as they finish and
     are passed to `on_result`; if the caller interrupts the run, what was
-    collected stays in `result`.
+    collected stays in `result`. With ``isolate=True`` the cases run in a
+    child process, replaced after a kernel fault or a hang (a fault leaves the
+    whole process's CUDA state unusable, so only a new process recovers);
+    in-process, a fault ends the run and the remaining cases are recorded as
+    not run.
     """
+    from .device import read_properties
+
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = _now()
-    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars)}
-    session = _Session(device, spec.baseline)
+    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars),
+                       "isolate": isolate}
+    props = read_properties(device)
+    result.environment = environment(props)
+    compiled = compile_spec(spec, props.arch)
+    cases = cases_of(spec)
+    baselines: dict[Shape, float] = {}
+
+    def finish(case: CaseResult) -> None:
+        if case.kernel == CUBLAS_LABEL and case.timing is not None and case.status in (PASS, REF):
+            baselines[case.shape] = case.timing.median_ms
+        _finish_figures(case, case.shape, baselines.get(case.shape), props.fp32_peak_gflops)
+        case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
+        result.cases.append(case)
+        if on_result:
+            on_result(case)
+
     try:
-        props = session.device.properties
-        result.environment = environment(session.device)
-        compiled = compile_spec(spec, props.arch)
-        for shape in spec.shapes:
-            baseline_ms: float | None = None
-            cases: list[KernelSpec | None] = ([None] if spec.baseline else []) + list(spec.kernels)
-            for kernel in cases:
-                label = CUBLAS_LABEL if kernel is None else kernel.label
-                if on_start:
-                    on_start(label, shape)
-                try:
-                    case = (_run_cublas(session, spec, shape) if kernel is None
-                            else _run_kernel(session, spec, kernel, shape, compiled[kernel.label]))
-                except CudaError as exc:
-                    case = _error_case(kernel, shape, f"{exc}")
-                    session.device.mark_poisoned(exc)
-                    if session.device.poisoned:
-                        case.message += " (the context was lost; the run goes on in a fresh one)"
-                        session.reset()
-                case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
-                if kernel is None and case.timing is not None and case.status in (PASS, REF):
-                    baseline_ms = case.timing.median_ms
-                _finish_figures(case, shape, baseline_ms, props.fp32_peak_gflops)
-                result.cases.append(case)
-                if on_result:
-                    on_result(case)
+        if isolate:
+            from .worker import run_isolated
+            run_isolated(spec, cases, compiled, device, finish, on_start)
+        else:
+            run_in_process(spec, cases, compiled, device, finish, on_start)
     finally:
         result.finished = _now()
-        session.close()
     return result
+
+
+def run_in_process(spec: Spec, cases: list[Case], compiled, device: int, finish, on_start=None) -> None:
+    """Run `cases` in this process; after a fault that poisons CUDA, the rest are recorded as not run."""
+    session = _Session(device, spec.baseline)
+    try:
+        for position, case in enumerate(cases):
+            if on_start:
+                on_start(case)
+            outcome = execute_case(session, spec, case, compiled)
+            finish(outcome)
+            if session.device.poisoned:
+                for rest in cases[position + 1:]:
+                    finish(_error_case(rest.kernel, rest.shape,
+                                       f"not run: CUDA is unusable in this process after {case.label} at "
+                                       f"{case.shape.label} faulted (run isolated to go on past faults)"))
+                return
+    finally:
+        session.close()
+
+
+def execute_case(session: _Session, spec: Spec, case: Case, compiled) -> CaseResult:
+    """One case, whatever happens to it: a CUDA error becomes an ERROR result (and marks a poisoned context)."""
+    try:
+        if case.kernel is None:
+            return _run_cublas(session, spec, case.shape)
+        return _run_kernel(session, spec, case.kernel, case.shape, compiled[case.kernel.label])
+    except CudaError as exc:
+        session.device.mark_poisoned(exc)
+        message = str(exc)
+        if session.device.poisoned:
+            message += " (this fault leaves CUDA unusable in the process that ran it)"
+        return _error_case(case.kernel, case.shape, message)
 
 
 def _finish_figures(case: CaseResult, shape: Shape, baseline_ms: float | None, peak: float | None) -> None:
@@ -243,7 +284,8 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
     device = session.device
     props = device.properties
     resources = cubin.resources_of(kernel.instance)
-    plan = plan_case(kernel, shape, limits_for_device(props), resources, dict(spec.scalars), props.sm_count)
+    limits = limits_for_device(props)
+    plan = plan_case(kernel, shape, limits, resources, dict(spec.scalars), props.sm_count)
     case = _error_case(kernel, shape, "", status=PASS)
     case.resources = resources.as_dict()
     case.launch = plan.config.as_dict() if plan.config else None
@@ -256,9 +298,14 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
 
     function = session.module(cubin).kernel(kernel.instance)
     function.allow_dynamic_shared(plan.config.shared_bytes)
-    case.attributes = function.attributes.as_dict()
+    attributes = function.attributes
+    case.attributes = attributes.as_dict()
+    # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
+    # driver's own answer beside ours as a cross-check.
+    loaded = occupancy(limits, plan.config.threads_per_block, attributes.registers,
+                       attributes.static_shared_bytes, plan.config.shared_bytes)
     blocks_per_sm = function.max_active_blocks_per_sm(plan.config.threads_per_block, plan.config.shared_bytes)
-    case.occupancy = {**(case.occupancy or {}), "driver_blocks_per_sm": blocks_per_sm}
+    case.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
 
     buffers = session.buffers_for(shape)
     case.seed = case_seed(spec.verify.seed, kernel.label, shape.label)
@@ -301,8 +348,3 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
     return case
 
 
-def run_specs(specs: Iterable[Spec], **kwargs) -> list[RunResult]:
-    return [run_spec(spec, **kwargs) for spec in specs]
-
-
-__all__ = ["run_spec", "run_specs", "compile_spec", "environment", "DriverGemmError"]

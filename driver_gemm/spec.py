@@ -165,6 +165,7 @@ class MeasureSettings:
     min_time_s: float = 0.5
     timeout_s: float = 3.0
     flush_l2: bool = True
+    case_timeout_s: float = 300.0     # a case still running after this is stopped (isolated runs only)
 
 
 @dataclass(frozen=True)

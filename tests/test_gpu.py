@@ -5,6 +5,7 @@ Run on a machine with a CUDA driver; elsewhere each test is skipped with the rea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from driver_gemm.results import ERROR, FAIL, INVALID, PASS
+from driver_gemm.results import ERROR, FAIL, INVALID, PASS, TIMEOUT
 from driver_gemm.runner import run_spec
 from driver_gemm.spec import load_spec
 
@@ -23,8 +24,6 @@ pytestmark = pytest.mark.gpu
 
 
 def quick(spec):
-    import dataclasses
-
     return dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, warmup=1, min_samples=3,
                                                                  min_time_s=0.0, timeout_s=0.05))
 
@@ -59,7 +58,10 @@ def test_our_occupancy_agrees_with_the_driver(seed_run):
     for case in seed_run.cases:
         if case.kernel != "cublas":
             occupancy = case.occupancy
-            assert occupancy["blocks_per_sm"] == occupancy["driver_blocks_per_sm"], case.kernel
+            assert occupancy["blocks_per_sm"] == occupancy["driver_blocks_per_sm"], (case.kernel, occupancy)
+            # and the compiler's report, parsed from the NVRTC log, is what the driver loaded
+            assert case.resources["registers"] == case.attributes["registers"], (case.kernel, case.resources)
+            assert case.resources["static_shared_bytes"] == case.attributes["static_shared_bytes"]
 
 
 def test_run_records_the_device_and_versions(seed_run):
@@ -72,7 +74,6 @@ def test_run_records_the_device_and_versions(seed_run):
 def test_every_shipped_kernel_passes_on_awkward_shapes(tmp_path):
     for path in sorted(SPECS.glob("*.yaml")):
         spec = quick(load_spec(path).select(shapes=AWKWARD_SHAPES))
-        import dataclasses
         spec = dataclasses.replace(spec, baseline=False)
         run = run_spec(spec)
         failed = [(path.name, c.kernel, c.shape.label, c.status, c.message) for c in run.cases if c.status != PASS]
@@ -95,7 +96,7 @@ def test_broken_tail_write_is_a_fail_with_unwritten_columns(tmp_path):
     assert ragged.verification["unwritten"] == 1001      # column 512 of every row
     assert ragged.verification["wrong"] == 0
     diagnosis = ragged.diagnosis
-    assert diagnosis["summary"].startswith("1001 elements unwritten: columns 512 = block column 8, every row")
+    assert diagnosis["summary"] == "1001 elements unwritten: columns 512 = block column 8, every row; every other element right"
     first = diagnosis["first_mismatches"][0]
     assert (first["row"], first["col"], first["kind"], first["got"]) == (0, 512, "unwritten", None)
     assert first["block"] == [8, 0] and first["thread"] == [0, 0]
@@ -112,7 +113,7 @@ def test_grid_that_misses_rows_is_diagnosed(tmp_path):
         """, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec).cases
     assert case.status == FAIL and case.verification["unwritten"] == 41 * 513
-    assert case.diagnosis["summary"].startswith("21033 elements unwritten: rows 960-1000, every column")
+    assert case.diagnosis["summary"] == "21033 elements unwritten: rows 960-1000, every column; every other element right"
 
 
 def test_alpha_beta_kernel_with_its_own_argument_order(tmp_path):
@@ -128,28 +129,61 @@ def test_alpha_beta_kernel_with_its_own_argument_order(tmp_path):
     assert [c.status for c in run.cases] == [PASS, PASS]
 
 
-def test_faulting_kernels_are_errors_and_the_run_goes_on(tmp_path):
-    spec = load_spec(write_spec(tmp_path, """\
-        - name: wild
-          source: "@TESTS@/faults.cu"
-          function: write_wild
-          block: [32]
-          grid: [1]
-        - name: trap
-          source: "@TESTS@/faults.cu"
-          function: trap_now
-          block: [32]
-          grid: [1]
-        - name: v1
-          source: "@KERNELS@/01_naive_col_on_x.cu"
-          function: sgemm_naive_col_on_x
-          block: [32, 32]
-          grid: [ceil(N / 32), ceil(M / 32)]
-        """, ["64x64x64"], "baseline: false\n"))
-    wild, trap, good = run_spec(spec).cases
-    assert wild.status == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild.message and "fresh" in wild.message
-    assert trap.status == ERROR and "CUDA_ERROR_" in trap.message
+FAULTS = """\
+    - name: wild
+      source: "@TESTS@/faults.cu"
+      function: write_wild
+      block: [32]
+      grid: [1]
+    - name: v1
+      source: "@KERNELS@/01_naive_col_on_x.cu"
+      function: sgemm_naive_col_on_x
+      block: [32, 32]
+      grid: [ceil(N / 32), ceil(M / 32)]
+    - name: trap
+      source: "@TESTS@/faults.cu"
+      function: trap_now
+      block: [32]
+      grid: [1]
+    - name: spin
+      source: "@TESTS@/faults.cu"
+      function: spin_forever
+      block: [32]
+      grid: [1]
+    - name: v2
+      source: "@KERNELS@/02_smem_tiles.cu"
+      function: sgemm_smem_tiles
+      params: {TILE: 16}
+      block: [TILE, TILE]
+      grid: [ceil(N / TILE), ceil(M / TILE)]
+    """
+
+
+def test_isolated_run_survives_faults_and_hangs(tmp_path):
+    spec = load_spec(write_spec(tmp_path, FAULTS, ["64x64x64"], "baseline: false\n"))
+    spec = dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, case_timeout_s=10.0))
+    seen = []
+    run = run_spec(spec, isolate=True, on_result=seen.append)
+    wild, good, trap, spin, good_after = run.cases
+    assert [c.kernel for c in run.cases] == ["wild", "v1", "trap", "spin", "v2[TILE=16]"]
+    assert seen == run.cases
+    assert wild.status == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild.message
     assert good.status == PASS
+    assert trap.status == ERROR and "CUDA_ERROR_" in trap.message
+    assert spin.status == TIMEOUT and "10 s" in spin.message
+    assert good_after.status == PASS
+
+
+def test_in_process_run_records_what_a_fault_stopped(tmp_path):
+    # In a child process of its own: after the fault, CUDA is unusable in the process that ran it.
+    spec = write_spec(tmp_path, FAULTS, ["64x64x64"], "baseline: false\n")
+    out = tmp_path / "r.json"
+    done = subprocess.run([sys.executable, "-m", "driver_gemm", "run", str(spec), "--in-process", "-k", "wild",
+                           "-k", "v1", "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1, done.stderr
+    wild, good = json.loads(out.read_text())["cases"]
+    assert wild["status"] == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild["message"]
+    assert good["status"] == ERROR and good["message"].startswith("not run: CUDA is unusable in this process")
 
 
 def test_invalid_config_is_refused_and_others_run(tmp_path):

@@ -11,3 +11,11 @@ extern "C" __global__ void trap_now(const float* A, const float* B, float* C, in
 {
     __trap();
 }
+
+// Never finishes: spins until C[0] holds a value it never will (C starts as NaN, and NaN != anything).
+extern "C" __global__ void spin_forever(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    volatile float* flag = C;
+    while (flag[0] != 12345.0f) {
+    }
+}
