@@ -1,0 +1,96 @@
+import subprocess
+import sys
+
+import pytest
+
+from driver_gemm.cli import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE, main
+
+from conftest import ROOT, SPECS
+from test_spec import MINIMAL, write
+
+NO_GPU = pytest.mark.skipif(
+    __import__("conftest")._gpu_missing_reason() is None, reason="checks the behaviour on a machine with no GPU")
+
+
+@NO_GPU
+def test_run_without_a_gpu_says_so_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "driver_gemm", "run"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == EXIT_NO_GPU
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("driver-gemm: no CUDA driver on this machine")
+
+
+@NO_GPU
+def test_info_without_a_gpu(capsys):
+    assert main(["info"]) == EXIT_NO_GPU
+    out, err = capsys.readouterr()
+    assert "NVRTC" in out and "no CUDA driver" in err
+
+
+def test_plan_of_the_seed_spec(capsys):
+    assert main(["plan", "--arch", "sm_90"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "seed: launch plan for sm_90 (132 SMs, H100 SXM / H200)" in out
+    line = next(l for l in out.splitlines() if l.strip().startswith("v4") and "1001x513x777" in l)
+    for expected in ("9x16x1", "16x16x1", "256", "144", "registers", "ok"):
+        assert expected in line, (expected, line)
+
+
+def test_plan_for_another_architecture_and_sm_count(capsys):
+    assert main(["plan", "--arch", "sm_86", "--sms", "84", "-k", "v2", "-s", "4096x4096x4096"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "launch plan for sm_86 (84 SMs" in out
+    row = next(l for l in out.splitlines() if l.strip().startswith("v2"))
+    assert "128x128x1" in row and "16384" in row and "warps" in row   # 1536 threads per SM: 1 block of 1024
+
+
+def test_plan_reports_an_invalid_configuration(tmp_path, capsys):
+    spec = write(tmp_path, MINIMAL.replace("block: [BN / TN, BM / TM]", "block: [BN, BM]"))
+    assert main(["plan", str(spec)]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "INVALID" in out and "4096 threads per block" in out and "spec.yaml:8" in out
+
+
+def test_malformed_spec_is_one_line_and_exit_2(tmp_path):
+    spec = write(tmp_path, MINIMAL.replace("grid:", "gird:"))
+    done = subprocess.run([sys.executable, "-m", "driver_gemm", "plan", str(spec)], capture_output=True, text=True)
+    assert done.returncode == EXIT_USAGE
+    assert "Traceback" not in done.stderr
+    assert "spec.yaml:9: kernels[0].gird: unknown field 'gird' (hint: did you mean 'grid'?)" in done.stderr
+
+
+def test_missing_spec_file(capsys):
+    assert main(["plan", "no/such/spec.yaml"]) == EXIT_USAGE
+    assert "no/such/spec.yaml: cannot read spec" in capsys.readouterr().err
+
+
+def test_unknown_kernel_and_bad_shape(capsys):
+    assert main(["plan", "-k", "v9"]) == EXIT_USAGE
+    assert "no kernel named v9" in capsys.readouterr().err
+    assert main(["plan", "-s", "12x12"]) == EXIT_USAGE
+    assert "--shape: shape '12x12' is not MxNxK" in capsys.readouterr().err
+
+
+def test_bad_command_line_is_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == EXIT_USAGE
+
+
+def test_compile_error_in_plan(tmp_path, capsys):
+    spec = write(tmp_path, f"""\
+shapes: [[8, 8, 8]]
+kernels:
+  - source: {ROOT / 'tests' / 'kernels' / 'broken_syntax.cu'}
+    function: broken
+    block: [32]
+    grid: [1]
+""")
+    assert main(["plan", str(spec)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "broken_syntax.cu:6: error:" in err and "undeclared_accumulator" in err
+
+
+def test_module_entry_point():
+    done = subprocess.run([sys.executable, "-m", "driver_gemm", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("driver-gemm ")

@@ -1,0 +1,138 @@
+import dataclasses
+
+import pytest
+
+from driver_gemm.compile import KernelResources
+from driver_gemm.occupancy import arch_limits
+from driver_gemm.plan import plan_case
+from driver_gemm.spec import Shape, load_spec
+
+from test_spec import MINIMAL, write
+
+SM90 = arch_limits("sm_90")
+
+
+def kernel_from(tmp_path, replace=(), extra=""):
+    text = MINIMAL
+    for old, new in replace:
+        assert old in text
+        text = text.replace(old, new)
+    return load_spec(write(tmp_path, text + extra)).kernels[0]
+
+
+def problems(plan):
+    return [str(p) for p in plan.problems]
+
+
+def test_seed_v4_plan(tmp_path):
+    kernel = kernel_from(tmp_path, extra="    tile: [BM, BN]\n")
+    resources = KernelResources(registers=48, barriers=1, static_shared_bytes=8192)
+    plan = plan_case(kernel, Shape(1001, 513, 777), SM90, resources)
+    assert plan.valid and plan.config.grid == (9, 16, 1) and plan.config.block == (16, 16, 1)
+    assert plan.occupancy.blocks_per_sm == 5 and plan.waves == pytest.approx(144 / (5 * 132))
+    assert plan.argument_values == {"A": "A", "B": "B", "C": "C", "M": 1001, "N": 513, "K": 777}
+
+
+def test_too_many_threads(tmp_path):
+    kernel = kernel_from(tmp_path, [("block: [BN / TN, BM / TM]", "block: [BN, BM]")])
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90)
+    message, = problems(plan)
+    assert "4096 threads per block (64 x 64) exceed the limit of 1024" in message
+    assert message.endswith("(hint: make the block smaller or give each thread more of the tile)")
+    assert "spec.yaml:8: kernels[v4].block" in message
+
+
+def test_block_and_grid_extents(tmp_path):
+    kernel = kernel_from(tmp_path, [("block: [BN / TN, BM / TM]", "block: [1, 1, 128]"),
+                                    ("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [1, M]")])
+    plan = plan_case(kernel, Shape(70000, 1, 1), SM90)
+    found = problems(plan)
+    assert any("block z extent 128 ('128' with no names) must be 1 to 64" in p for p in found)
+    assert any("grid y extent 70000 ('M' with M=70000) must be 1 to 65535" in p and "put the largest" in p
+               for p in found)
+
+
+def test_too_much_shared_memory(tmp_path):
+    kernel = kernel_from(tmp_path, extra="    shared_bytes: BM * 4096\n")
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90)
+    message, = problems(plan)
+    assert "262144 bytes of dynamic shared memory exceed the 232448 a block may have on sm_90" in message
+    assert "kernels[v4].shared_bytes" in message
+
+
+def test_static_plus_dynamic_shared_memory(tmp_path):
+    kernel = kernel_from(tmp_path, extra="    shared_bytes: 200 * 1024\n")
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90, KernelResources(registers=32, static_shared_bytes=40000))
+    assert any("40000 static + 204800 dynamic = 244800 bytes" in p for p in problems(plan))
+
+
+def test_large_dynamic_shared_memory_is_noted_not_refused(tmp_path):
+    kernel = kernel_from(tmp_path, extra="    shared_bytes: 100 * 1024\n")
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90, KernelResources(registers=32))
+    assert plan.valid and "opt-in (cuFuncSetAttribute) is applied automatically" in plan.notes[0]
+
+
+def test_registers_that_make_the_block_unlaunchable(tmp_path):
+    kernel = kernel_from(tmp_path, [("block: [BN / TN, BM / TM]", "block: [32, 32]")])
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90, KernelResources(registers=128))
+    message, = problems(plan)
+    assert "128 registers per thread x 1024 threads need 131072 registers" in message
+    assert "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" in message and "__launch_bounds__" in message
+
+
+def test_grid_that_does_not_cover_c(tmp_path):
+    kernel = kernel_from(tmp_path, [("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [ceil(N / BN), M // BM]")],
+                         extra="    tile: [BM, BN]\n")
+    plan = plan_case(kernel, Shape(1001, 513, 777), SM90)
+    message, = problems(plan)
+    assert "the grid covers 960 of M = 1001 rows (15 blocks x 64): rows 960-1000 would never be written" in message
+    assert "grid y should be ceil(M / BM)" in message and "kernels[v4].grid[1]" in message
+
+
+def test_grid_from_the_wrong_tile_width(tmp_path):
+    # A block that really computes 32 columns, launched on a grid computed from BN = 64.
+    kernel = kernel_from(tmp_path, extra="    tile: [BM, BN / 2]\n")
+    plan = plan_case(kernel, Shape(1001, 513, 777), SM90)
+    message, = problems(plan)
+    assert "the grid covers 288 of N = 513 columns (9 blocks x 32)" in message
+
+
+def test_require_constraints(tmp_path):
+    kernel = kernel_from(tmp_path, [("block: [BN / TN, BM / TM]", "block: [16, 48]")],
+                         extra="    require: ['blockDim_x * TN == BN', '(BM * BK) % threads == 0']\n")
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90)
+    message, = problems(plan)
+    assert "'(BM * BK) % threads == 0' does not hold with BK=16, BM=64, threads=768" in message
+    assert "kernels[v4].require[1]" in message and "spec.yaml:10" in message
+
+
+def test_argument_values_and_bad_arguments(tmp_path):
+    kernel = kernel_from(tmp_path, extra="    signature: [A, B, C, M, N, K, {name: ld, type: int32, value: K / 2}]\n")
+    assert plan_case(kernel, Shape(8, 8, 8), SM90).argument_values["ld"] == 4
+    plan = plan_case(kernel, Shape(8, 8, 7), SM90)
+    assert any("argument ld = 3.5 is not a whole number for int32" in p for p in problems(plan))
+
+
+def test_every_shipped_seed_case_is_valid():
+    spec = load_spec(__import__("conftest").SPECS / "seed.yaml")
+    for kernel in spec.kernels:
+        for shape in spec.shapes + (Shape(1, 1, 1), Shape(7, 5, 3)):
+            assert plan_case(kernel, shape, SM90).valid, kernel.label
+
+
+def test_limits_of_a_real_device_replace_the_table():
+    from driver_gemm.device import DeviceProperties
+    from driver_gemm.plan import limits_for_device
+
+    props = DeviceProperties(ordinal=0, name="NVIDIA H200", uuid="GPU-x", compute_capability=(9, 0), sm_count=132,
+                             clock_khz=1980000, memory_clock_khz=3201000, memory_bus_bits=6144,
+                             total_memory_bytes=141 << 30, l2_bytes=60 << 20, warp_size=32, max_threads_per_block=1024,
+                             max_block_dims=(1024, 1024, 64), max_grid_dims=(2**31 - 1, 65535, 65535),
+                             max_shared_per_block=49152, max_shared_per_block_optin=232448, shared_per_sm=233472,
+                             reserved_shared_per_block=1024, registers_per_block=65536, registers_per_sm=65536,
+                             max_threads_per_sm=2048, max_blocks_per_sm=32, driver_version=13000)
+    limits = limits_for_device(props)
+    assert limits.typical_sm_count == 132 and limits.max_shared_per_block == 232448
+    assert props.fp32_peak_gflops == pytest.approx(132 * 128 * 2 * 1.98)
+    assert props.memory_bandwidth_gbs == pytest.approx(2 * 3.201e9 * 768 / 1e9)
+    assert dataclasses.asdict(limits)["arch"] == "sm_90"

@@ -1,0 +1,74 @@
+import json
+
+from rich.console import Console
+
+from driver_gemm.report import case_line, print_run, problems_text
+from driver_gemm.results import FAIL, PASS, CaseResult, RunResult
+from driver_gemm.spec import Shape
+from driver_gemm.stats import summarize
+
+SHAPE = Shape(1024, 512, 1024)
+
+
+def sample_run() -> RunResult:
+    cublas = CaseResult(kernel="cublas", name="cublas", shape=SHAPE, status=PASS,
+                        timing=summarize([0.040, 0.041, 0.039]), gflops=26844.0, pct_cublas=100.0, pct_peak=40.1,
+                        verification={"rel_fro_error": 2.1e-7})
+    v4 = CaseResult(kernel="v4[BM=64,BN=64,BK=16,TM=4,TN=4]", name="v4", shape=SHAPE, status=PASS,
+                    params={"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
+                    timing=summarize([0.0806, 0.0810, 0.0800]), gflops=13321.0, pct_cublas=49.6, pct_peak=19.9,
+                    verification={"rel_fro_error": 5.7e-7})
+    broken = CaseResult(kernel="v3-no-tail", name="v3-no-tail", shape=Shape(1001, 513, 777), status=FAIL,
+                        message="1001 elements unwritten: columns 512 = block column 8, every row",
+                        verification={"rel_fro_error": 4e-7, "unwritten": 1001},
+                        diagnosis={"first_mismatches": [{"row": 0, "col": 512, "expected": 1.5, "got": None,
+                                                         "kind": "unwritten", "block": [8, 0], "thread": [0, 0]}]})
+    return RunResult(spec="seed", spec_path="specs/seed.yaml", cases=[cublas, v4, broken],
+                     environment={"device": {"name": "NVIDIA H200", "fp32_peak_gflops": 66908.0, "sm_count": 132,
+                                             "fp32_lanes_per_sm": 128, "clock_khz": 1980000}})
+
+
+def test_table_has_the_seed_articles_columns():
+    console = Console(width=200, record=True)
+    print_run(sample_run(), console)
+    text = console.export_text()
+    assert "seed: 1024x512x1024 (M x N x K) on NVIDIA H200" in text
+    for column in ("kernel", "status", "median ms", "GFLOP/s", "% cuBLAS", "% peak", "rel err", "samples", "noise"):
+        assert column in text
+    row = next(line for line in text.splitlines() if line.strip().startswith("v4["))
+    for cell in ("PASS", "0.0806", "13,321", "49.6", "19.9", "5.7e-07", "3"):
+        assert cell in row, cell
+    assert "FP32 peak 66,908 GFLOP/s = 132 SMs x 128 lanes x 2 x 1.98 GHz" in text
+    assert "C[0, 512]: expected 1.5, never written (block (8, 0), thread (0, 0))" in text
+
+
+def test_problems_list_only_cases_that_did_not_pass():
+    lines = problems_text(sample_run())
+    assert lines[0] == "v3-no-tail at 1001x513x777: FAIL"
+    assert "1001 elements unwritten" in lines[1]
+
+
+def test_case_line():
+    cublas, v4, broken = sample_run().cases
+    assert case_line(v4) == ("v4[BM=64,BN=64,BK=16,TM=4,TN=4] 1024x512x1024 PASS  0.0806 ms  13,321 GFLOP/s  "
+                             "49.6% of cuBLAS")
+    assert case_line(broken).endswith("FAIL  - 1001 elements unwritten: columns 512 = block column 8, every row")
+
+
+def test_json_round_trip(tmp_path):
+    run = sample_run()
+    path = run.write_json(tmp_path / "out" / "r.json")
+    data = json.loads(path.read_text())
+    assert data["cases"][1]["timing"]["median_ms"] == 0.0806
+    assert data["cases"][1]["shape"] == {"M": 1024, "N": 512, "K": 1024, "label": "1024x512x1024"}
+    again = RunResult.read_json(path)
+    assert again.cases[1].timing == run.cases[1].timing
+    assert again.cases[2].shape == Shape(1001, 513, 777) and again.cases[2].status == FAIL
+    assert not again.ok and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_non_finite_numbers_become_null(tmp_path):
+    run = RunResult(spec="s", spec_path=None, cases=[CaseResult(kernel="k", name="k", shape=SHAPE, status=PASS,
+                                                                gflops=float("nan"))])
+    data = json.loads(run.write_json(tmp_path / "r.json").read_text())
+    assert data["cases"][0]["gflops"] is None
