@@ -8,6 +8,7 @@ results so far are still written).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import os
 import sys
@@ -41,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
     run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json)")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    run.add_argument("--no-timing", action="store_true", help="verify only: one checked launch per case")
+    run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
+    run.add_argument("--artifacts", type=Path, metavar="DIR",
+                     help="save an error map of C (PNG) for every failing case in DIR")
+    run.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"),
+                     help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
     run.add_argument("--in-process", action="store_true",
                      help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
                           "in a worker process that is replaced after a fault or a hang")
@@ -71,9 +78,14 @@ def _default_json(spec_name: str) -> Path:
 def _command_run(args, console: Console, errors: Console) -> int:
     from .report import case_line, print_run
     from .results import RunResult
-    from .runner import run_spec
+    from .runner import RunOptions, run_spec
 
     specs = _load(args.specs, args.kernel, args.shape)
+    if args.no_baseline:
+        specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
+    if args.sanitize:
+        return _command_sanitize(args, specs, console, errors)
+    options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
     if args.json and len(specs) > 1:
         raise SpecError("--json names one file; run one spec at a time with it", field="--json")
     exit_code = EXIT_OK
@@ -87,7 +99,8 @@ def _command_run(args, console: Console, errors: Console) -> int:
                 errors.print(f"[{len(result.cases)}/{total}] {case_line(case)}", highlight=False, markup=False)
 
         try:
-            run_spec(spec, device=args.device, isolate=not args.in_process, on_result=progress, result=result)
+            run_spec(spec, device=args.device, isolate=not args.in_process, options=options, on_result=progress,
+                     result=result)
         except KeyboardInterrupt:
             result.interrupted = True
             errors.print(f"interrupted: {len(result.cases)} finished cases kept in {result.write_json(path)}")
@@ -95,6 +108,44 @@ def _command_run(args, console: Console, errors: Console) -> int:
         finally:
             if result.cases or result.environment:
                 result.write_json(path)
+        print_run(result, console)
+        console.print(f"results: {path}", style="dim")
+        if not result.ok:
+            exit_code = EXIT_FAILED
+    return exit_code
+
+
+def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
+    """Each selected case under compute-sanitizer, one child process a case; findings join the results."""
+    from .report import print_run
+    from .results import FAIL, CaseResult, RunResult
+    from .sanitize import sanitize_case
+
+    exit_code = EXIT_OK
+    for spec in specs:
+        if spec.path is None:
+            raise SpecError("--sanitize needs a spec file", field="--sanitize")
+        result = RunResult(spec=f"{spec.name} under {args.sanitize}", spec_path=str(spec.path),
+                           settings={"sanitize": args.sanitize})
+        for shape in spec.shapes:
+            for kernel in spec.kernels:
+                data = sanitize_case(spec.path, kernel.label, shape.label, args.sanitize, args.device)
+                findings = data.pop("sanitizer")
+                case = CaseResult.from_dict(data) if "shape" in data else CaseResult(
+                    kernel=kernel.label, name=kernel.name, shape=shape, status=data.get("status", "ERROR"),
+                    message=" ".join(data.get("message") or []))
+                case.sanitizer = findings
+                if findings["findings"]:
+                    case.status = FAIL
+                    case.message = (f"{args.sanitize}: {len(findings['findings'])} finding(s): "
+                                    + "; ".join(findings["summary"][:3]))
+                result.cases.append(case)
+                if not args.quiet:
+                    errors.print(f"[{len(result.cases)}] {kernel.label} {shape.label} {case.status} "
+                                 f"({len(findings['findings'])} {args.sanitize} findings)", highlight=False,
+                                 markup=False)
+        path = args.json or _default_json(f"{spec.name}-{args.sanitize}")
+        result.write_json(path)
         print_run(result, console)
         console.print(f"results: {path}", style="dim")
         if not result.ok:

@@ -239,6 +239,12 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
             continue
         number = int(match.group("line"))
         message = match.group("rest").lstrip(": ").strip()
+        if "name expression" in message or "which instance of function template" in message:
+            # About the template instance asked for, not about a line of the file (NVRTC's line is spurious).
+            out.append(f"  {display_path}: error: {message} (check the spec's function and params against "
+                       "the template's parameters)")
+            shown += 1
+            continue
         out.append(f"  {display_path}:{number}: error: {message}")
         if 1 <= number <= len(lines):
             out.append(f"    {number:5d} | {lines[number - 1]}")

@@ -43,6 +43,7 @@ class CaseResult:
     pct_peak: float | None = None
     problems: list = field(default_factory=list)
     diagnosis: dict | None = None
+    sanitizer: dict | None = None    # compute-sanitizer's findings, when the case ran under it
     device: dict | None = None       # name and UUID of the GPU that ran it
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -56,12 +57,21 @@ def compile_spec(spec: Spec, arch: str) -> dict[str, Cubin | CompileError]:
     return compiled
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run goes beyond its spec: whether cases are timed, and where failure pictures go."""
+
+    time: bool = True                 # False: verify only (one checked launch per case)
+    artifacts: Path | None = None     # an error map of C is saved here for every failing case
+
+
 class _Session:
     """The CUDA state of a run on one GPU: context, stream, L2 flusher, cuBLAS, loaded modules, buffers."""
 
-    def __init__(self, ordinal: int, want_cublas: bool):
+    def __init__(self, ordinal: int, want_cublas: bool, options: RunOptions = RunOptions()):
         self.ordinal = ordinal
         self.want_cublas = want_cublas
+        self.options = options
         self.cublas_error: str | None = None
         self.device = Device(self.ordinal)
         self.stream = self.device.stream()
@@ -149,7 +159,7 @@ def cases_of(spec: Spec) -> list[Case]:
     return out
 
 
-def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False,
+def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
              on_result: Callable[[CaseResult], None] | None = None,
              on_start: Callable[[Case], None] | None = None, result: RunResult | None = None) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
@@ -186,17 +196,18 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False,
     try:
         if isolate:
             from .worker import run_isolated
-            run_isolated(spec, cases, compiled, device, finish, on_start)
+            run_isolated(spec, cases, compiled, device, options, finish, on_start)
         else:
-            run_in_process(spec, cases, compiled, device, finish, on_start)
+            run_in_process(spec, cases, compiled, device, options, finish, on_start)
     finally:
         result.finished = _now()
     return result
 
 
-def run_in_process(spec: Spec, cases: list[Case], compiled, device: int, finish, on_start=None) -> None:
+def run_in_process(spec: Spec, cases: list[Case], compiled, device: int, options: RunOptions, finish,
+                   on_start=None) -> None:
     """Run `cases` in this process; after a fault that poisons CUDA, the rest are recorded as not run."""
-    session = _Session(device, spec.baseline)
+    session = _Session(device, spec.baseline, options)
     try:
         for position, case in enumerate(cases):
             if on_start:
@@ -273,7 +284,8 @@ def _run_cublas(session: _Session, spec: Spec, shape: Shape) -> CaseResult:
         case.status = verdict.status
     else:
         case.message = "reference for this shape (float64 on the CPU would be slow); not itself checked"
-    case.timing, _ = measure(launch, session.device, session.stream, spec.measure, session.flusher)
+    if session.options.time:
+        case.timing, _ = measure(launch, session.device, session.stream, spec.measure, session.flusher)
     return case
 
 
@@ -344,7 +356,12 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
         from .diagnose import diagnose
         case.diagnosis = diagnose(verdict, output, expected, kernel, plan)
         case.message = case.diagnosis.get("summary", "")
-    case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher)
+        if session.options.artifacts is not None:
+            from .artifacts import save_error_map
+            picture = save_error_map(verdict, case, session.options.artifacts, case.diagnosis.get("tile"))
+            case.diagnosis["error_map"] = str(picture)
+    if session.options.time:
+        case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher)
     return case
 
 

@@ -21,12 +21,12 @@ from .results import ERROR, TIMEOUT, CaseResult
 STARTUP_TIMEOUT_S = 120.0
 
 
-def _worker_main(connection, spec, cases, compiled, device: int) -> None:
+def _worker_main(connection, spec, cases, compiled, device: int, options) -> None:
     """Child process: run `cases` in order, reporting ("start", i) and ("result", i, dict) for each."""
     from .runner import _Session, execute_case
 
     try:
-        session = _Session(device, spec.baseline)
+        session = _Session(device, spec.baseline, options)
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the parent as a message
         connection.send(("fatal", f"{type(exc).__name__}: {exc}"))
         return
@@ -42,7 +42,7 @@ def _worker_main(connection, spec, cases, compiled, device: int) -> None:
         connection.close()
 
 
-def run_isolated(spec, cases, compiled, device: int, finish: Callable[[CaseResult], None],
+def run_isolated(spec, cases, compiled, device: int, options, finish: Callable[[CaseResult], None],
                  on_start: Callable | None = None) -> None:
     """Run `cases` in worker processes, calling `finish` with each result in order."""
     from .runner import _error_case
@@ -55,7 +55,7 @@ def run_isolated(spec, cases, compiled, device: int, finish: Callable[[CaseResul
     case_timeout = spec.measure.case_timeout_s
     while remaining:
         receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=_worker_main, args=(sender, spec, remaining, runnable, device), daemon=True)
+        process = context.Process(target=_worker_main, args=(sender, spec, remaining, runnable, device, options), daemon=True)
         process.start()
         sender.close()
         current = None

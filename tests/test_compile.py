@@ -154,3 +154,12 @@ def test_same_source_in_two_checkouts_shares_entries(tmp_path, monkeypatch):
         (tmp_path / folder / "f.cu").write_text(SOURCE)
     assert not compile_source(tmp_path / "a" / "f.cu", ["f"]).from_cache
     assert compile_source(tmp_path / "b" / "f.cu", ["f"]).from_cache
+
+
+def test_wrong_template_arguments_are_named_without_a_bogus_source_line():
+    with pytest.raises(CompileError) as info:
+        compile_source(SPECS.parent / "kernels" / "02_smem_tiles.cu", ["sgemm_smem_tiles<16, 2>"], use_cache=False)
+    message = str(info.value)
+    assert "02_smem_tiles.cu: error:" in message and "sgemm_smem_tiles" in message
+    assert "check the spec's function and params" in message
+    assert " | " not in message   # no quoted source line: NVRTC's line number means nothing here

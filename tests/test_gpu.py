@@ -238,3 +238,70 @@ def test_device_handles_are_released(tmp_path):
         buffer.close()
         assert buffer.closed and not stream.closed
     assert stream.closed
+
+
+SANITIZE = """\
+    - name: oob
+      source: "@TESTS@/v1_oob_read.cu"
+      function: sgemm_oob_read
+      block: [32, 32]
+      grid: [ceil(N / 32), ceil(M / 32)]
+    - name: nosync
+      source: "@TESTS@/v2_missing_sync.cu"
+      function: sgemm_tiles_missing_sync
+      params: {TILE: 16}
+      block: [TILE, TILE]
+      grid: [ceil(N / TILE), ceil(M / TILE)]
+    - name: v2
+      source: "@KERNELS@/02_smem_tiles.cu"
+      function: sgemm_smem_tiles
+      params: {TILE: 16}
+      block: [TILE, TILE]
+      grid: [ceil(N / TILE), ceil(M / TILE)]
+    """
+
+
+def sanitized(tmp_path, tool, kernels):
+    spec = write_spec(tmp_path, SANITIZE, ["64x64x64"])
+    out = tmp_path / f"{tool}.json"
+    command = [sys.executable, "-m", "driver_gemm", "run", str(spec), "--sanitize", tool, "--json", str(out), "-q"]
+    for kernel in kernels:
+        command += ["-k", kernel]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    return done, {c["kernel"]: c for c in json.loads(out.read_text())["cases"]}
+
+
+def test_memcheck_finds_the_out_of_bounds_read(tmp_path):
+    done, cases = sanitized(tmp_path, "memcheck", ["oob", "v2[TILE=16]"])
+    assert done.returncode == 1, done.stderr
+    findings = cases["oob"]["sanitizer"]["findings"]
+    assert cases["oob"]["status"] == FAIL and findings
+    assert any("Invalid __global__ read" in f["kind"] and "sgemm_oob_read" in (f["kernel"] or "") for f in findings)
+    assert cases["v2[TILE=16]"]["status"] == PASS and not cases["v2[TILE=16]"]["sanitizer"]["findings"]
+    assert "memcheck: " in done.stdout and "Invalid __global__ read" in done.stdout
+
+
+def test_racecheck_finds_the_missing_barrier(tmp_path):
+    done, cases = sanitized(tmp_path, "racecheck", ["nosync", "v2[TILE=16]"])
+    findings = cases["nosync[TILE=16]"]["sanitizer"]["findings"]
+    assert findings and any("sgemm_tiles_missing_sync" in (f["kernel"] or "") for f in findings), findings
+    assert not cases["v2[TILE=16]"]["sanitizer"]["findings"]
+
+
+def test_error_map_is_saved_for_a_failing_case(tmp_path):
+    from driver_gemm.runner import RunOptions
+
+    spec = load_spec(write_spec(tmp_path, """\
+        - name: v3-no-tail
+          source: "@TESTS@/v3_no_tail_write.cu"
+          function: sgemm_coarsen_1d_no_tail
+          params: {BM: 64, BN: 64, BK: 16, TN: 4}
+          block: [BN / TN, BM]
+          grid: [ceil(N / BN), ceil(M / BM)]
+          tile: [BM, BN]
+        """, ["1001x513x777"], "baseline: false\n"))
+    case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
+    picture = tmp_path / "maps" / "v3-no-tail_BM_64_BN_64_BK_16_TN_4_1001x513x777.png"
+    assert case.status == FAIL and case.timing is None
+    assert case.diagnosis["error_map"] == str(picture)
+    assert picture.read_bytes().startswith(b"\x89PNG")

@@ -1,0 +1,47 @@
+from driver_gemm.sanitize import parse_report
+
+MEMCHECK = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at sgemm_oob_read+0x1f0 in /work/tests/kernels/v1_oob_read.cu:12
+=========     by thread (31,31,0) in block (1,1,0)
+=========     Access at 0x7f3a2c010000 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f3a2c000000 of size 65536 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: cuLaunchKernel [0x2f2a1] in libcuda.so.1
+=========
+========= Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to "unspecified launch failure" on CUDA API call to cuStreamSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 2 errors
+"""
+
+RACECHECK = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at sgemm_tiles_missing_sync<16>(const float *, const float *, float *, int, int, int)+0x2a0 in /t/v2_missing_sync.cu:14
+=========     and Read access at sgemm_tiles_missing_sync<16>(const float *, const float *, float *, int, int, int)+0x3c0 in /t/v2_missing_sync.cu:18 [1024 hazards]
+=========
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+"""
+
+
+def test_memcheck_report():
+    first, second = parse_report(MEMCHECK)
+    assert first.kind == "Invalid __global__ read of size 4 bytes"
+    assert first.kernel == "sgemm_oob_read" and first.location == "/work/tests/kernels/v1_oob_read.cu:12"
+    assert first.block == (1, 1, 0) and first.thread == (31, 31, 0)
+    assert first.address == "0x7f3a2c010000"
+    assert first.line() == ("Invalid __global__ read of size 4 bytes, in sgemm_oob_read "
+                            "(/work/tests/kernels/v1_oob_read.cu:12), block (1, 1, 0) thread (31, 31, 0), "
+                            "address 0x7f3a2c010000")
+    assert second.kind.startswith("Program hit CUDA_ERROR_LAUNCH_FAILED")
+
+
+def test_racecheck_report():
+    finding, = parse_report(RACECHECK)
+    assert finding.kind.startswith("Race reported between Write access")
+    assert finding.kernel.startswith("sgemm_tiles_missing_sync<16>")
+    assert finding.location == "/t/v2_missing_sync.cu:14"
+    assert finding.detail.startswith("and Read access")
+
+
+def test_clean_report_has_no_findings():
+    assert parse_report("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") == []
