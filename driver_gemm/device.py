@@ -10,6 +10,7 @@ through `errors.check`.
 
 from __future__ import annotations
 
+import ctypes
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -259,6 +260,22 @@ class DeviceBuffer(_Owned):
         check(self._device.driver.cuMemsetD32Async(self.handle, word, count, stream.handle), "cuMemsetD32Async")
 
 
+class MappedHostWord(_Owned):
+    """A 32-bit word of pinned host memory that kernels can read: the host flips it, the GPU sees it."""
+
+    def __init__(self, device: "Device"):
+        driver = device.driver
+        self.host_address = int(check(driver.cuMemHostAlloc(4, driver.CU_MEMHOSTALLOC_DEVICEMAP),
+                                      "cuMemHostAlloc(DEVICEMAP)"))
+        self.address = int(check(driver.cuMemHostGetDevicePointer(self.host_address, 0), "cuMemHostGetDevicePointer"))
+        self._value = ctypes.c_int32.from_address(self.host_address)
+        self._value.value = 0
+        super().__init__(device, _releaser(driver.cuMemFreeHost, self.host_address, "cuMemFreeHost"))
+
+    def set(self, value: int) -> None:
+        self._value.value = value
+
+
 class Device:
     """One GPU with a CUDA context of our own (or one the caller lends us), and all that lives in it.
 
@@ -308,6 +325,9 @@ class Device:
 
     def alloc(self, nbytes: int) -> DeviceBuffer:
         return DeviceBuffer(self, nbytes)
+
+    def mapped_word(self) -> MappedHostWord:
+        return MappedHostWord(self)
 
     def mark_poisoned(self, error: CudaError) -> None:
         """Note a fault that killed the context: closing then only destroys the context."""

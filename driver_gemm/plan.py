@@ -84,7 +84,7 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
     notes: list[str] = []
 
     def problem(message: str, field_name: str, hint: str | None = None) -> None:
-        problems.append(ConfigError(message, where=kernel.where_field(field_name.split("[")[0]),
+        problems.append(ConfigError(message, where=kernel.where_field(field_name),
                                     field=f"{kernel.field_path}.{field_name}", hint=hint))
 
     def evaluate(expression: expr.Expression, field_name: str) -> int | None:

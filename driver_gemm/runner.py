@@ -30,7 +30,7 @@ from .plan import limits_for_device, plan_case
 from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult
 from .spec import KernelSpec, Shape, Spec
 from .stats import gflops
-from .timing import L2Flusher, measure
+from .timing import L2Flusher, LaunchGate, measure
 from .verify import POISON_WORD, case_seed, compare, make_inputs, reference
 
 CUBLAS_LABEL = "cublas"
@@ -76,6 +76,7 @@ class _Session:
         self.device = Device(self.ordinal)
         self.stream = self.device.stream()
         self.flusher = L2Flusher(self.device, self.stream)
+        self.gate = LaunchGate(self.device, self.stream)
         self.modules: dict[int, Module] = {}
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
@@ -285,7 +286,8 @@ def _run_cublas(session: _Session, spec: Spec, shape: Shape) -> CaseResult:
     else:
         case.message = "reference for this shape (float64 on the CPU would be slow); not itself checked"
     if session.options.time:
-        case.timing, _ = measure(launch, session.device, session.stream, spec.measure, session.flusher)
+        case.timing, _ = measure(launch, session.device, session.stream, spec.measure, session.flusher,
+                                 session.gate)
     return case
 
 
@@ -361,7 +363,7 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
             picture = save_error_map(verdict, case, session.options.artifacts, case.diagnosis.get("tile"))
             case.diagnosis["error_map"] = str(picture)
     if session.options.time:
-        case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher)
+        case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher, session.gate)
     return case
 
 

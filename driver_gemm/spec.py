@@ -145,8 +145,8 @@ class KernelSpec:
         return f"{self.name}[{','.join(f'{k}={v}' for k, v in self.params.items())}]"
 
     def where_field(self, name: str) -> str:
-        """``file:line`` of one of this kernel's fields (the kernel's own line if the field is absent)."""
-        line = self.field_lines.get(name)
+        """``file:line`` of a field (``grid`` or ``grid[1]``); the kernel's own line if the field is absent."""
+        line = self.field_lines.get(name) or self.field_lines.get(name.split("[")[0])
         return f"{self.where.rsplit(':', 1)[0]}:{line}" if line else self.where
 
     def reads_c(self) -> bool:
@@ -561,6 +561,9 @@ def _parse_kernel(context, node, parent, index, base_dir: Path, scalars) -> list
                                          + (", blockDim_x, blockDim_y, blockDim_z, threads" if key == "require" else ""))
 
     field_lines = dict(node.entry_lines)
+    for key, value in node.items():   # list items (grid[1], require[2]) have lines of their own
+        if isinstance(value, _LineList):
+            field_lines.update({f"{key}[{i}]": line for i, line in value.entry_lines.items()})
     kernels = []
     for combo in itertools.product(*sweep_values):
         kernels.append(KernelSpec(
