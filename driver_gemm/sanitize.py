@@ -21,7 +21,8 @@ from pathlib import Path
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 _PREFIX = "========="
 _AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(?P<function>.+?)\+0x[0-9a-f]+(?: in (?P<where>[^\s\[]+))?")
-_THREAD = re.compile(r"by thread \((?P<thread>[\d,]+)\) in block \((?P<block>[\d,]+)\)")
+_THREAD = re.compile(r"[Tt]hread \((?P<thread>\d+,\d+,\d+)\)")
+_BLOCK = re.compile(r"[Bb]lock \((?P<block>\d+,\d+,\d+)\)")
 _ADDRESS = re.compile(r"(?:[Aa]ddress|[Aa]ccess at) (?P<address>0x[0-9a-f]+)")
 _NOT_FINDINGS = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "Saved host backtrace",
                  "Host Frame", "Target application returned")
@@ -69,25 +70,25 @@ def parse_report(text: str) -> list[Finding]:
             if any(stripped.startswith(word) for word in _NOT_FINDINGS) or stripped.startswith("No "):
                 current = None
                 continue
-            current = Finding(kind=stripped.removeprefix("Error: "))
+            current = Finding(kind=stripped.removeprefix("Error: ").rstrip(" :"))
             findings.append(current)
-            match = _AT.search(stripped)
-            if match:
-                current.kernel, current.location = match.group("function"), match.group("where")
+        elif current is None or stripped.startswith(_NOT_FINDINGS):
             continue
-        if current is None or stripped.startswith(_NOT_FINDINGS):
-            continue
-        if current.kernel is None and stripped.startswith("at "):
-            match = _AT.match(stripped)
-            if match:
-                current.kernel, current.location = match.group("function"), match.group("where")
-        match = _THREAD.search(stripped)
+        # Where: "at KERNEL+0xOFFSET in FILE:LINE", on the first line (racecheck's "Race reported")
+        # or a detail line ("at ...", "Write Thread (x,y,z) at ..."); block and thread likewise.
+        match = _AT.search(stripped)
+        if match and current.kernel is None:
+            current.kernel, current.location = match.group("function"), match.group("where")
+        match = _BLOCK.search(stripped)
         if match and current.block is None:
-            current.thread, current.block = _triple(match.group("thread")), _triple(match.group("block"))
+            current.block = _triple(match.group("block"))
+        match = _THREAD.search(stripped)
+        if match and current.thread is None:
+            current.thread = _triple(match.group("thread"))
         match = _ADDRESS.search(stripped)
         if match and current.address is None:
             current.address = match.group("address")
-        if not current.detail and not stripped.startswith(("at ", "by thread")):
+        if not current.detail and body.startswith("     ") and not stripped.startswith(("at ", "by thread")):
             current.detail = stripped
     return findings
 
@@ -111,6 +112,10 @@ def sanitize_case(spec_path: Path, kernel: str, shape: str, tool: str, device: i
                    "--no-baseline", "--device", str(device), "-k", kernel, "-s", shape, "--json", str(out), "-q"]
         if tool == "racecheck":
             command[3:3] = ["--racecheck-report", "hazard"]
+        if tool == "memcheck":
+            # Our buffers are allocated back to back, so an overrun of one lands in the next, a valid
+            # allocation; padding after each allocation makes such overruns visible.
+            command[3:3] = ["--padding", "65536"]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:

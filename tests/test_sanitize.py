@@ -43,5 +43,21 @@ def test_racecheck_report():
     assert finding.detail.startswith("and Read access")
 
 
+RACECHECK_WARP = """========= COMPUTE-SANITIZER
+========= Warning: (Warp Level Programming) Potential WAR hazard detected at __shared__ 0x500 in block (0,0,0) :
+=========     Write Thread (0,2,0) at sgemm_tiles_missing_sync<16>(const float *, const float *, float *, int, int, int)+0x2a0 in /t/v2_missing_sync.cu:14
+=========     Read Thread (15,1,0) at sgemm_tiles_missing_sync<16>(const float *, const float *, float *, int, int, int)+0x3c0 in /t/v2_missing_sync.cu:18
+=========     Current Value : 0
+"""
+
+
+def test_racecheck_warp_level_hazard():
+    finding, = parse_report(RACECHECK_WARP)
+    assert finding.kind == ("Warning: (Warp Level Programming) Potential WAR hazard detected at __shared__ 0x500 "
+                            "in block (0,0,0)")
+    assert finding.kernel.startswith("sgemm_tiles_missing_sync<16>") and finding.location == "/t/v2_missing_sync.cu:14"
+    assert finding.block == (0, 0, 0) and finding.thread == (0, 2, 0)
+
+
 def test_clean_report_has_no_findings():
     assert parse_report("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") == []
