@@ -39,8 +39,22 @@ def downsample(categories: np.ndarray, limit: int = MAX_PIXELS) -> tuple[np.ndar
     return padded.reshape(rows // step, step, cols // step, step).max(axis=(1, 3)), step
 
 
-def save_error_map(verdict, case, directory: Path, tile=None) -> Path | str:
-    """Write ``KERNEL_MxNxK.png`` in `directory`; return its path (or why it could not be made)."""
+def _widen(marks: np.ndarray, minimum_fraction: float = 0.006) -> np.ndarray:
+    """Spread each mark over a few cells so that one bad row or column of thousands stays visible."""
+    reach = int(len(marks) * minimum_fraction)
+    if reach < 1:
+        return marks
+    padded = np.pad(marks, reach)
+    return np.max([padded[i:i + len(marks)] for i in range(2 * reach + 1)], axis=0)
+
+
+def save_error_map(verdict, case, directory: Path, tile=None, summary: str = "") -> Path | str:
+    """Write ``KERNEL_MxNxK.png`` in `directory`; return its path (or why it could not be made).
+
+    The map shows every element's category; the strips above and to the right
+    show, per column and per row, the worst category in it, widened so that a
+    single bad row or column of a large matrix can still be seen.
+    """
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -49,29 +63,44 @@ def save_error_map(verdict, case, directory: Path, tile=None) -> Path | str:
         from matplotlib.patches import Patch
     except ImportError:
         return "not drawn: matplotlib is not installed (pip install driver-gemm[plots])"
-    categories, step = downsample(category_map(verdict.masks))
+    full = category_map(verdict.masks)
+    categories, step = downsample(full)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9.-]+", "_", case.kernel).strip("_") + f"_{case.shape.label}.png"
-    rows, cols = verdict.masks["unwritten"].shape
-    figure, axes = plt.subplots(figsize=(8, 8 * min(2.0, max(0.25, rows / cols))), dpi=110)
-    axes.imshow(categories, cmap=ListedColormap(_COLOURS), vmin=0, vmax=3, interpolation="nearest",
-                extent=(0, cols, rows, 0), aspect="auto")
+    rows, cols = full.shape
+    colours = ListedColormap(_COLOURS)
+    figure = plt.figure(figsize=(9, 7.5), dpi=110)
+    grid = figure.add_gridspec(2, 2, width_ratios=(30, 1), height_ratios=(1, 30), wspace=0.02, hspace=0.02)
+    main = figure.add_subplot(grid[1, 0])
+    top = figure.add_subplot(grid[0, 0], sharex=main)
+    side = figure.add_subplot(grid[1, 1], sharey=main)
+    main.imshow(categories, cmap=colours, vmin=0, vmax=3, interpolation="nearest", extent=(0, cols, rows, 0),
+                aspect="auto")
+    top.imshow(_widen(full.max(axis=0))[None, :], cmap=colours, vmin=0, vmax=3, interpolation="nearest",
+               extent=(0, cols, 1, 0), aspect="auto")
+    side.imshow(_widen(full.max(axis=1))[:, None], cmap=colours, vmin=0, vmax=3, interpolation="nearest",
+                extent=(0, 1, rows, 0), aspect="auto")
+    for strip in (top, side):
+        strip.set_xticks([]) if strip is side else strip.set_yticks([])
+        strip.tick_params(labelbottom=False, labelleft=False)
     if tile:   # block boundaries, where few enough to draw
         tile_rows, tile_cols = tile
         if rows // tile_rows <= 64:
             for y in range(tile_rows, rows, tile_rows):
-                axes.axhline(y, color="#4a4a4a", linewidth=0.4)
+                main.axhline(y, color="#4a4a4a", linewidth=0.4)
         if cols // tile_cols <= 64:
             for x in range(tile_cols, cols, tile_cols):
-                axes.axvline(x, color="#4a4a4a", linewidth=0.4)
-    axes.set_xlabel("column of C" + (f" (cells of {step} x {step})" if step > 1 else ""))
-    axes.set_ylabel("row of C")
-    axes.set_title(f"{case.kernel} at {case.shape.label}: {verdict.unwritten} unwritten, {verdict.wrong} wrong, "
-                   f"{verdict.nonfinite} non-finite of {verdict.elements}", fontsize=9)
-    axes.legend(handles=[Patch(color=c, label=n) for c, n in zip(_COLOURS, _NAMES)], loc="upper left",
-                bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    figure.tight_layout()
+                main.axvline(x, color="#4a4a4a", linewidth=0.4)
+    main.set_xlabel("column of C" + (f" (cells of {step} x {step})" if step > 1 else "")
+                    + ("; lines: block tiles" if tile else ""))
+    main.set_ylabel("row of C")
+    title = (f"{case.kernel} at {case.shape.label}: {verdict.unwritten} unwritten, {verdict.wrong} wrong, "
+             f"{verdict.nonfinite} non-finite of {verdict.elements}")
+    top.set_title(title + (f"\n{summary}" if summary else ""), fontsize=8)
+    figure.legend(handles=[Patch(color=c, label=n) for c, n in zip(_COLOURS, _NAMES)], loc="lower center",
+                  ncol=4, fontsize=8, frameon=False)
+    figure.subplots_adjust(left=0.08, right=0.97, top=0.92, bottom=0.1)
     figure.savefig(directory / name)
     plt.close(figure)
     return directory / name

@@ -360,7 +360,8 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
         case.message = case.diagnosis.get("summary", "")
         if session.options.artifacts is not None:
             from .artifacts import save_error_map
-            picture = save_error_map(verdict, case, session.options.artifacts, case.diagnosis.get("tile"))
+            picture = save_error_map(verdict, case, session.options.artifacts, case.diagnosis.get("tile"),
+                                     case.message)
             case.diagnosis["error_map"] = str(picture)
     if session.options.time:
         case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher, session.gate)
