@@ -40,7 +40,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="GPU ordinal (default 0, or $DRIVER_GEMM_DEVICE)")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
-    run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json)")
+    run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json; the "
+                                              "cases are also appended, one line each, to the same name .jsonl)")
+    run.add_argument("--resume", type=Path, metavar="FILE.jsonl",
+                     help="continue an interrupted run: skip the cases already in FILE, append the rest to it")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     run.add_argument("--no-timing", action="store_true", help="verify only: one checked launch per case")
     run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
@@ -60,6 +63,19 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--sms", type=int, help="SM count for the waves column (default: the GPU's, or a "
                                               "typical part of the architecture)")
 
+    compare = commands.add_parser("compare", help="match two runs' cases and judge each: SAME, FASTER, SLOWER, "
+                                                  "BROKEN, FIXED; exit 1 on a regression")
+    compare.add_argument("old", type=Path, help="results of the reference run (.json or .jsonl)")
+    compare.add_argument("new", type=Path, help="results of the run to judge")
+    compare.add_argument("--threshold", type=float, default=0.0, metavar="PERCENT",
+                         help="also call differences up to this many percent SAME (default 0: noise only)")
+    compare.add_argument("--across-gpus", action="store_true", help="match cases whatever GPU ran them")
+
+    plot = commands.add_parser("plot", help="GFLOP/s against size, %% of cuBLAS per kernel and shape, and a "
+                                            "roofline, from results files")
+    plot.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
+    plot.add_argument("-o", "--output", type=Path, required=True, help="picture to write (.png or .svg)")
+
     commands.add_parser("info", help="the GPU, driver and NVRTC this machine has")
     return parser
 
@@ -75,10 +91,47 @@ def _default_json(spec_name: str) -> Path:
     return Path("results") / f"{spec_name}-{stamp}.json"
 
 
+class _Progress:
+    """Live progress on a terminal (cases done, failures, ETA, the case running); plain lines elsewhere."""
+
+    def __init__(self, errors: Console, total: int, quiet: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.errors, self.total, self.quiet = errors, total, quiet
+        self.done = self.failed = 0
+        self.live = None
+        if not quiet and errors.is_terminal:
+            self.live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+                                 console=errors, transient=True)
+            self.task = self.live.add_task("starting", total=total, failed=0)
+            self.live.start()
+
+    def started(self, case) -> None:
+        if self.live:
+            self.live.update(self.task, description=f"{case.label} {case.shape.label}")
+
+    def finished(self, case) -> None:
+        from .report import case_line
+
+        self.done += 1
+        self.failed += not case.ok
+        if self.live:
+            self.live.update(self.task, advance=1, failed=self.failed)
+            if not case.ok:
+                self.live.console.print(case_line(case), highlight=False, markup=False)
+        elif not self.quiet:
+            self.errors.print(f"[{self.done}/{self.total}] {case_line(case)}", highlight=False, markup=False)
+
+    def close(self) -> None:
+        if self.live:
+            self.live.stop()
+
+
 def _command_run(args, console: Console, errors: Console) -> int:
-    from .report import case_line, print_run
-    from .results import RunResult
-    from .runner import RunOptions, run_spec
+    from .report import print_run
+    from .results import CaseLog, RunResult
+    from .runner import RunOptions, cases_of, run_spec
 
     specs = _load(args.specs, args.kernel, args.shape)
     if args.no_baseline:
@@ -86,30 +139,44 @@ def _command_run(args, console: Console, errors: Console) -> int:
     if args.sanitize:
         return _command_sanitize(args, specs, console, errors)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
-    if args.json and len(specs) > 1:
-        raise SpecError("--json names one file; run one spec at a time with it", field="--json")
+    if (args.json or args.resume) and len(specs) > 1:
+        raise SpecError("--json and --resume name one run; give one spec with them", field="--json")
     exit_code = EXIT_OK
     for spec in specs:
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
-        path = args.json or _default_json(spec.name)
-        total = len(spec.shapes) * (len(spec.kernels) + int(spec.baseline))
+        previous = []
+        if args.resume:
+            if not args.resume.is_file():
+                raise SpecError(f"no such results file {args.resume}", field="--resume")
+            _, previous = CaseLog.read(args.resume)
+            lines = args.resume
+        else:
+            lines = (args.json or _default_json(spec.name)).with_suffix(".jsonl")
+        path = args.json or lines.with_suffix(".json")
+        progress = _Progress(errors, len(cases_of(spec)) - len(previous), args.quiet)
+        log = CaseLog(lines)
 
-        def progress(case):
-            if not args.quiet:
-                errors.print(f"[{len(result.cases)}/{total}] {case_line(case)}", highlight=False, markup=False)
+        def finished(case):
+            log.write_header(result)
+            log.append(case)
+            progress.finished(case)
 
         try:
-            run_spec(spec, device=args.device, isolate=not args.in_process, options=options, on_result=progress,
-                     result=result)
+            run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
+                     on_start=progress.started, on_result=finished, result=result, previous=previous)
         except KeyboardInterrupt:
             result.interrupted = True
-            errors.print(f"interrupted: {len(result.cases)} finished cases kept in {result.write_json(path)}")
+            progress.close()
+            errors.print(f"interrupted: {len(result.cases)} finished cases kept in {lines} and "
+                         f"{result.write_json(path)}; continue with --resume {lines}")
             return EXIT_INTERRUPTED
         finally:
+            progress.close()
+            log.close()
             if result.cases or result.environment:
                 result.write_json(path)
         print_run(result, console)
-        console.print(f"results: {path}", style="dim")
+        console.print(f"results: {path} (case by case: {lines})", style="dim")
         if not result.ok:
             exit_code = EXIT_FAILED
     return exit_code
@@ -201,6 +268,41 @@ def _command_plan(args, console: Console, errors: Console) -> int:
     return exit_code
 
 
+def _command_compare(args, console: Console, errors: Console) -> int:
+    from .compare import compare_runs
+    from .report import comparison_table
+    from .results import load_results
+
+    runs = []
+    for path in (args.old, args.new):
+        try:
+            runs.append(load_results(path))
+        except (OSError, ValueError, KeyError) as exc:
+            raise SpecError(f"cannot read results: {exc}", where=str(path)) from None
+    comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
+    console.print(comparison_table(comparisons, f"{args.old} -> {args.new}"))
+    regressions = [c for c in comparisons if c.regression]
+    console.print(f"{len(comparisons)} cases: " + ", ".join(
+        f"{sum(c.verdict == v for c in comparisons)} {v}" for v in dict.fromkeys(c.verdict for c in comparisons)))
+    return EXIT_FAILED if regressions else EXIT_OK
+
+
+def _command_plot(args, console: Console, errors: Console) -> int:
+    from .plots import plot_results
+    from .results import load_results
+
+    if args.output.suffix.lower() not in (".png", ".svg"):
+        raise SpecError("the picture is .png or .svg", field="--output")
+    runs = []
+    for path in args.results:
+        try:
+            runs.append(load_results(path))
+        except (OSError, ValueError, KeyError) as exc:
+            raise SpecError(f"cannot read results: {exc}", where=str(path)) from None
+    console.print(f"plot: {plot_results(runs, args.output)}")
+    return EXIT_OK
+
+
 def _command_info(args, console: Console, errors: Console) -> int:
     from .compile import nvrtc_version, supported_archs
     from .device import device_count, read_properties
@@ -221,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     # Off a terminal (CI logs, files) rich would wrap tables at 80 columns: give them room instead.
     console = Console(width=None if sys.stdout.isatty() else 200)
     errors = Console(stderr=True, soft_wrap=True)
-    command = {"run": _command_run, "plan": _command_plan, "info": _command_info}[args.command]
+    command = {"run": _command_run, "plan": _command_plan, "compare": _command_compare, "plot": _command_plot,
+               "info": _command_info}[args.command]
     try:
         return command(args, console, errors)
     except SpecError as exc:

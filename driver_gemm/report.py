@@ -138,3 +138,21 @@ def plan_table(plans: Iterable[CasePlan], title: str) -> Table:
             Text("ok", style="green") if plan.valid else Text("INVALID", style="bold red"),
         )
     return table
+
+
+_VERDICT_STYLE = {"SAME": "", "FASTER": "green", "FIXED": "green", "SLOWER": "bold red", "BROKEN": "bold red",
+                  "NEW": "cyan", "GONE": "yellow", "UNTIMED": "dim"}
+
+
+def comparison_table(comparisons, title: str) -> Table:
+    """Old and new median per case, the change, and the noise-aware verdict."""
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    for column, justify in (("kernel", "left"), ("shape", "left"), ("GPU", "left"), ("old ms", "right"),
+                            ("new ms", "right"), ("change", "right"), ("verdict", "left")):
+        table.add_column(column, justify=justify)
+    for c in comparisons:
+        table.add_row(c.kernel, c.shape, c.gpu or "-", _time(c.old.median_ms if c.old else None),
+                      _time(c.new.median_ms if c.new else None),
+                      f"{100 * c.change:+.1f}%" if c.change is not None else "-",
+                      Text(c.verdict, style=_VERDICT_STYLE.get(c.verdict, "")))
+    return table

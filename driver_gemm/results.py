@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,75 @@ def _finite(value):
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
+
+
+def case_key(case: CaseResult) -> tuple[str, str]:
+    """What names a case within a run: the kernel's label (its parameters included) and the shape."""
+    return case.kernel, case.shape.label
+
+
+class CaseLog:
+    """Finished cases appended to a file as JSON lines, each flushed and fsynced as it lands.
+
+    The first line describes the run (spec, environment, settings); every other
+    line is one `CaseResult`. A run killed mid-write leaves at most a torn last
+    line, which `read` skips, so every case that finished is kept.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.has_header = self.path.exists() and self.path.stat().st_size > 0
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def write_header(self, run: "RunResult") -> None:
+        """Describe the run once, before its first case (a resumed log keeps its own)."""
+        if not self.has_header:
+            self._write({"type": "run", "spec": run.spec, "spec_path": run.spec_path, "started": run.started,
+                         "environment": run.environment, "settings": run.settings})
+            self.has_header = True
+
+    def _write(self, record: dict) -> None:
+        self._file.write(json.dumps(_finite(record)) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def append(self, case: CaseResult) -> None:
+        self._write({"type": "case", **case.as_dict()})
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "CaseLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @staticmethod
+    def read(path: str | Path) -> tuple[dict, list[CaseResult]]:
+        """The run's header and its finished cases; a torn or foreign line is skipped."""
+        header: dict = {}
+        cases: list[CaseResult] = []
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            kind = record.pop("type", None)
+            if kind == "run":
+                header = record
+            elif kind == "case":
+                cases.append(CaseResult.from_dict(record))
+        return header, cases
+
+
+def load_results(path: str | Path) -> RunResult:
+    """A results file, whole (``.json``) or as case lines (``.jsonl``)."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        header, cases = CaseLog.read(path)
+        return RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
+                         environment=header.get("environment", {}), settings=header.get("settings", {}),
+                         cases=cases, started=header.get("started", ""))
+    return RunResult.read_json(path)

@@ -3,9 +3,10 @@
 `run_spec` is what ``driver-gemm run`` and library users call. Each case ends
 as a `CaseResult`, whatever happens to it: a kernel that does not compile, an
 invalid launch configuration or a CUDA error is recorded with its message and
-the run goes on; a fault that poisons the CUDA context (an illegal address, a
-trap) is recorded and the run continues in a fresh context. Results are handed
-to `on_result` as they land, so nothing already measured is lost.
+the run goes on; a fault that leaves CUDA unusable (an illegal address, a
+trap) is recorded and, in an isolated run, the rest continue in a new worker
+process (`worker.py`). Results are handed to `on_result` as they land, so
+nothing already measured is lost.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, cache
+from . import __version__
 from .baseline import CublasSgemm, CublasUnavailable
 from .compile import Cubin, compile_source, nvrtc_version
 from .device import Device, DeviceBuffer
@@ -27,7 +28,7 @@ from .launch import PackedArguments, PreparedLaunch
 from .load import Module
 from .occupancy import occupancy
 from .plan import limits_for_device, plan_case
-from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult
+from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult, case_key
 from .spec import KernelSpec, Shape, Spec
 from .stats import gflops
 from .timing import L2Flusher, LaunchGate, measure
@@ -40,20 +41,29 @@ def compile_spec(spec: Spec, arch: str) -> dict[str, Cubin | CompileError]:
     """Compile every kernel of `spec` for `arch`, one NVRTC program per source and option set.
 
     The value for a kernel label is its `Cubin`, or the `CompileError` that
-    its source raised (recorded against each of its cases, not raised).
+    its source raised (recorded against each of its cases, not raised). When
+    a program with several instances fails, each is compiled alone, so that
+    one bad instance does not take its siblings down.
     """
     groups: dict[tuple, list[KernelSpec]] = {}
     for kernel in spec.kernels:
         groups.setdefault((kernel.source, kernel.options), []).append(kernel)
     compiled: dict[str, Cubin | CompileError] = {}
-    for (source, options), kernels in groups.items():
+
+    def compile_group(source, options, kernels) -> None:
         try:
-            cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], arch, options,
-                                                         use_cache=cache.enabled())
+            cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], arch, options)
         except CompileError as exc:
+            if len(kernels) > 1:
+                for kernel in kernels:
+                    compile_group(source, options, [kernel])
+                return
             cubin = exc
         for kernel in kernels:
             compiled[kernel.label] = cubin
+
+    for (source, options), kernels in groups.items():
+        compile_group(source, options, kernels)
     return compiled
 
 
@@ -162,12 +172,14 @@ def cases_of(spec: Spec) -> list[Case]:
 
 def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
              on_result: Callable[[CaseResult], None] | None = None,
-             on_start: Callable[[Case], None] | None = None, result: RunResult | None = None) -> RunResult:
+             on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,
+             previous: list[CaseResult] = ()) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
     Results go into `result` (a new `RunResult` if none) as they finish and
     are passed to `on_result`; if the caller interrupts the run, what was
-    collected stays in `result`. With ``isolate=True`` the cases run in a
+    collected stays in `result`. Cases in `previous` (from an interrupted run
+    being resumed) are kept as they are and not run again. With ``isolate=True`` the cases run in a
     child process, replaced after a kernel fault or a hang (a fault leaves the
     whole process's CUDA state unusable, so only a new process recovers);
     in-process, a fault ends the run and the remaining cases are recorded as
@@ -181,9 +193,12 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
                        "isolate": isolate}
     props = read_properties(device)
     result.environment = environment(props)
-    compiled = compile_spec(spec, props.arch)
-    cases = cases_of(spec)
-    baselines: dict[Shape, float] = {}
+    done = {case_key(case) for case in previous}
+    cases = [case for case in cases_of(spec) if (case.label, case.shape.label) not in done]
+    compiled = compile_spec(spec, props.arch) if cases else {}
+    baselines: dict[Shape, float] = {case.shape: case.timing.median_ms for case in previous
+                                     if case.kernel == CUBLAS_LABEL and case.timing and case.ok}
+    result.cases.extend(previous)
 
     def finish(case: CaseResult) -> None:
         if case.kernel == CUBLAS_LABEL and case.timing is not None and case.status in (PASS, REF):

@@ -163,3 +163,15 @@ def test_wrong_template_arguments_are_named_without_a_bogus_source_line():
     assert "02_smem_tiles.cu: error:" in message and "sgemm_smem_tiles" in message
     assert "check the spec's function and params" in message
     assert " | " not in message   # no quoted source line: NVRTC's line number means nothing here
+
+
+def test_one_bad_instance_does_not_take_its_siblings_down(tmp_path):
+    from driver_gemm.runner import compile_spec
+
+    from test_spec import MINIMAL, write
+
+    spec = load_spec(write(tmp_path, MINIMAL.replace("TM: 4, TN: 4", "TM: 4, TN: [4, 0]")))
+    compiled = compile_spec(spec, "sm_90")
+    good, bad = (compiled[k.label] for k in spec.kernels)
+    assert not isinstance(good, CompileError) and good.image.startswith(ELF_MAGIC)
+    assert isinstance(bad, CompileError)

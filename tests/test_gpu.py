@@ -80,16 +80,19 @@ def test_every_shipped_kernel_passes_on_awkward_shapes(tmp_path):
         assert not failed
 
 
+V3_NO_TAIL = """\
+    - name: v3-no-tail
+      source: "@TESTS@/v3_no_tail_write.cu"
+      function: sgemm_coarsen_1d_no_tail
+      params: {BM: 64, BN: 64, BK: 16, TN: 4}
+      block: [BN / TN, BM]
+      grid: [ceil(N / BN), ceil(M / BM)]
+      tile: [BM, BN]
+    """
+
+
 def test_broken_tail_write_is_a_fail_with_unwritten_columns(tmp_path):
-    spec = load_spec(write_spec(tmp_path, """\
-        - name: v3-no-tail
-          source: "@TESTS@/v3_no_tail_write.cu"
-          function: sgemm_coarsen_1d_no_tail
-          params: {BM: 64, BN: 64, BK: 16, TN: 4}
-          block: [BN / TN, BM]
-          grid: [ceil(N / BN), ceil(M / BM)]
-          tile: [BM, BN]
-        """, ["1001x513x777", "1024x512x1024"], "baseline: false\n"))
+    spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777", "1024x512x1024"], "baseline: false\n"))
     run = run_spec(spec)
     ragged, even = run.cases
     assert ragged.status == FAIL and even.status == PASS
@@ -212,14 +215,7 @@ def test_cli_run_exit_codes_and_json(tmp_path):
     data = json.loads(out.read_text())
     assert [c["kernel"].split("[")[0] for c in data["cases"]] == ["cublas", "v1", "v4"]
     assert "127x33x65" in ok.stdout and "PASS" in ok.stdout
-    broken = write_spec(tmp_path, """\
-        - name: v3-no-tail
-          source: "@TESTS@/v3_no_tail_write.cu"
-          function: sgemm_coarsen_1d_no_tail
-          params: {BM: 64, BN: 64, BK: 16, TN: 4}
-          block: [BN / TN, BM]
-          grid: [ceil(N / BN), ceil(M / BM)]
-        """, ["127x33x65"], "baseline: false\n")
+    broken = write_spec(tmp_path, V3_NO_TAIL, ["127x33x65"], "baseline: false\n")
     failed = subprocess.run([sys.executable, "-m", "driver_gemm", "run", str(broken), "--json",
                              str(tmp_path / "f.json"), "-q"], capture_output=True, text=True, cwd=ROOT)
     assert failed.returncode == 1
@@ -291,17 +287,45 @@ def test_racecheck_finds_the_missing_barrier(tmp_path):
 def test_error_map_is_saved_for_a_failing_case(tmp_path):
     from driver_gemm.runner import RunOptions
 
-    spec = load_spec(write_spec(tmp_path, """\
-        - name: v3-no-tail
-          source: "@TESTS@/v3_no_tail_write.cu"
-          function: sgemm_coarsen_1d_no_tail
-          params: {BM: 64, BN: 64, BK: 16, TN: 4}
-          block: [BN / TN, BM]
-          grid: [ceil(N / BN), ceil(M / BM)]
-          tile: [BM, BN]
-        """, ["1001x513x777"], "baseline: false\n"))
+    spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
     picture = tmp_path / "maps" / "v3-no-tail_BM_64_BN_64_BK_16_TN_4_1001x513x777.png"
     assert case.status == FAIL and case.timing is None
     assert case.diagnosis["error_map"] == str(picture)
     assert picture.read_bytes().startswith(b"\x89PNG")
+
+
+def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
+    spec = load_spec(SPECS / "seed.yaml")
+    shapes = ["64x64x64", "127x33x65", "96x96x96"]
+    out = tmp_path / "r.json"
+    lines = tmp_path / "r.jsonl"
+    command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-q"]
+    for shape in shapes:
+        command += ["-s", shape]
+    child = subprocess.Popen(command + ["--json", str(out)], cwd=ROOT, start_new_session=True)
+    try:
+        import time
+        for _ in range(1200):   # until a few cases are on disk
+            if lines.exists() and lines.read_text().count('"type": "case"') >= 4:
+                break
+            time.sleep(0.05)
+    finally:
+        import os
+        import signal
+        os.killpg(child.pid, signal.SIGKILL)   # the run and its worker, with no chance to clean up
+        child.wait()
+    from driver_gemm.results import CaseLog
+
+    _, before = CaseLog.read(lines)
+    total = len(shapes) * (len(spec.kernels) + 1)
+    assert 4 <= len(before) < total
+    # without --json, the summary goes beside the lines: r.json again
+    resumed = subprocess.run(command + ["--resume", str(lines)], cwd=ROOT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    _, after = CaseLog.read(lines)
+    keys = [(c.kernel, c.shape.label) for c in after]
+    assert len(keys) == total and len(set(keys)) == total
+    final = json.loads(out.read_text())["cases"]
+    assert sorted((c["kernel"], c["shape"]["label"]) for c in final) == sorted(keys)
+    assert all(c["status"] == PASS for c in final)

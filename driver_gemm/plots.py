@@ -1,0 +1,110 @@
+"""Pictures of results: GFLOP/s against size, % of cuBLAS per kernel and shape, and a roofline.
+
+matplotlib is an optional extra (``pip install driver-gemm[plots]``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .errors import DriverGemmError
+from .results import RunResult
+
+CUBLAS = "cublas"
+
+
+def bytes_moved(M: int, N: int, K: int) -> int:
+    """The fewest bytes a float32 GEMM moves through DRAM: A and B read once, C written once."""
+    return 4 * (M * K + K * N + M * N)
+
+
+def _series(runs: list[RunResult]):
+    """Per kernel, its timed, passing cases; named by the kernel's short name where that is unambiguous."""
+    labels_of: dict[str, set] = {}
+    for run in runs:
+        for case in run.cases:
+            labels_of.setdefault(case.name, set()).add(case.kernel)
+    series: dict[str, list] = {}
+    for run in runs:
+        for case in run.cases:
+            if case.gflops and case.ok:
+                name = case.name if len(labels_of[case.name]) == 1 else case.kernel
+                series.setdefault(name, []).append(case)
+    return series
+
+
+def plot_results(runs: list[RunResult], output: str | Path) -> Path:
+    """Draw the three panels into `output` (.png or .svg) and return its path."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DriverGemmError("plots need matplotlib: pip install driver-gemm[plots]") from None
+    series = _series(runs)
+    if not series:
+        raise DriverGemmError("no timed, passing case to plot in these results")
+    device = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
+    figure, (speed, share, roof) = plt.subplots(1, 3, figsize=(18, 6.5), dpi=100)
+    colours = plt.get_cmap("tab20")
+    kernels = sorted(series, key=lambda k: (k != CUBLAS, k))
+    for index, kernel in enumerate(kernels):
+        cases = sorted(series[kernel], key=lambda c: c.shape.flops)
+        sizes = [(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases]
+        style = dict(color="black", linestyle="--", linewidth=2) if kernel == CUBLAS else \
+            dict(color=colours(index % 20), marker="o", markersize=4)
+        speed.plot(sizes, [c.gflops for c in cases], label=kernel, **style)
+        intensity = [c.shape.flops / bytes_moved(c.shape.M, c.shape.N, c.shape.K) for c in cases]
+        roof.scatter(intensity, [c.gflops for c in cases], s=18, label=kernel,
+                     color="black" if kernel == CUBLAS else colours(index % 20))
+    speed.set_xscale("log", base=2)
+    speed.set_xlabel("size (M N K)^(1/3)")
+    speed.set_ylabel("GFLOP/s")
+    speed.set_title("throughput against size")
+    speed.grid(True, alpha=0.3)
+
+    shapes = sorted({c.shape for k in kernels for c in series[k]}, key=lambda s: s.flops)
+    others = [k for k in kernels if k != CUBLAS]
+    grid = [[math.nan] * len(shapes) for _ in others]
+    for row, kernel in enumerate(others):
+        for case in series[kernel]:
+            if case.pct_cublas:
+                grid[row][shapes.index(case.shape)] = case.pct_cublas
+    image = share.imshow(grid, cmap="viridis", vmin=0, vmax=max(100, max((v for r in grid for v in r
+                                                                          if not math.isnan(v)), default=100)),
+                         aspect="auto")
+    for row in range(len(others)):
+        for column in range(len(shapes)):
+            value = grid[row][column]
+            if not math.isnan(value):
+                share.text(column, row, f"{value:.0f}", ha="center", va="center", fontsize=7,
+                           color="white" if value < 60 else "black")
+    share.set_xticks(range(len(shapes)), [s.label for s in shapes], rotation=45, ha="right", fontsize=7)
+    share.set_yticks(range(len(others)), others, fontsize=7)
+    share.set_title("% of cuBLAS SGEMM")
+    figure.colorbar(image, ax=share, fraction=0.046, pad=0.04)
+
+    roof.set_xscale("log")
+    roof.set_yscale("log")
+    peak = device.get("fp32_peak_gflops")
+    bandwidth = device.get("memory_bandwidth_gbs")
+    low, high = roof.get_xlim()
+    if peak and bandwidth:   # show the ridge, where the memory roof meets the compute roof
+        low = min(low, peak / bandwidth / 4)
+        xs = [low * (high / low) ** (i / 60) for i in range(61)]
+        roof.plot(xs, [min(peak, x * bandwidth) for x in xs], color="grey", linewidth=1.5,
+                  label=f"roof: {peak / 1e3:.1f} TFLOP/s FP32, {bandwidth / 1e3:.1f} TB/s DRAM (theoretical)")
+        roof.set_xlim(low, high)
+    roof.set_xlabel("arithmetic intensity, FLOP per DRAM byte (A, B read and C written once)")
+    roof.set_ylabel("GFLOP/s")
+    roof.set_title("roofline" + (f" ({device.get('name')})" if device.get("name") else ""))
+    roof.grid(True, which="both", alpha=0.2)
+    handles, labels = roof.get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.06 + 0.03 * (len(labels) // 6), 1, 1))
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(output)
+    plt.close(figure)
+    return output

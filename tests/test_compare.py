@@ -1,0 +1,68 @@
+import pytest
+
+from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from driver_gemm.compare import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
+from driver_gemm.results import FAIL, PASS, CaseResult, RunResult
+from driver_gemm.spec import Shape
+from driver_gemm.stats import summarize
+
+GPU = {"name": "NVIDIA H200", "uuid": "GPU-1"}
+
+
+def case(kernel, samples, status=PASS, shape=Shape(64, 64, 64), device=GPU):
+    return CaseResult(kernel=kernel, name=kernel, shape=shape, status=status,
+                      timing=summarize(samples) if samples else None, device=device)
+
+
+def test_overlapping_spreads_are_the_same():
+    verdict, change = judge(case("k", [1.00, 1.02, 1.04, 1.06]), case("k", [1.03, 1.05, 1.07, 1.09]))
+    assert verdict == SAME and change == pytest.approx(0.0294, abs=1e-3)
+
+
+def test_separate_spreads_are_faster_or_slower():
+    old = case("k", [1.00, 1.01, 1.02, 1.01])
+    assert judge(old, case("k", [1.20, 1.21, 1.22, 1.21]))[0] == SLOWER
+    verdict, change = judge(old, case("k", [0.80, 0.81, 0.80, 0.82]))
+    assert verdict == FASTER and change == pytest.approx(-0.2, abs=0.01)
+    assert judge(old, case("k", [1.03, 1.03, 1.03, 1.03]), threshold=0.05)[0] == SAME
+
+
+def test_status_changes_come_first():
+    assert judge(case("k", [1.0]), case("k", [0.5], status=FAIL))[0] == BROKEN
+    assert judge(case("k", [1.0], status=FAIL), case("k", [2.0]))[0] == FIXED
+
+
+def test_matching_by_kernel_shape_and_gpu():
+    old = RunResult(spec="s", spec_path=None, cases=[case("a", [1.0, 1.0]), case("gone", [1.0, 1.0]),
+                                                     case("a", [1.0, 1.0], shape=Shape(8, 8, 8))])
+    new = RunResult(spec="s", spec_path=None, cases=[case("a", [2.0, 2.0]), case("fresh", [1.0, 1.0]),
+                                                     case("a", [1.0, 1.0], shape=Shape(8, 8, 8),
+                                                          device={"name": "other GPU"})])
+    verdicts = {(c.kernel, c.shape, c.gpu): c.verdict for c in compare_runs(old, new)}
+    assert verdicts == {("a", "64x64x64", "NVIDIA H200"): SLOWER, ("fresh", "64x64x64", "NVIDIA H200"): NEW,
+                        ("a", "8x8x8", "other GPU"): NEW, ("gone", "64x64x64", "NVIDIA H200"): GONE,
+                        ("a", "8x8x8", "NVIDIA H200"): GONE}
+    across = {(c.kernel, c.shape): c.verdict for c in compare_runs(old, new, across_gpus=True)}
+    assert across[("a", "8x8x8")] == SAME
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    old = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.01, 0.99])])
+    same = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.005, 0.995])])
+    slower = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.5, 1.51, 1.49])])
+    for name, run in (("old", old), ("same", same), ("slower", slower)):
+        run.write_json(tmp_path / f"{name}.json")
+    assert main(["compare", str(tmp_path / "old.json"), str(tmp_path / "same.json")]) == EXIT_OK
+    assert main(["compare", str(tmp_path / "old.json"), str(tmp_path / "slower.json")]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "SLOWER" in out and "+50.0%" in out and "1 cases: 1 SLOWER" in out
+    assert main(["compare", str(tmp_path / "old.json"), str(tmp_path / "slower.json"), "--threshold", "60"]) == EXIT_OK
+    assert main(["compare", str(tmp_path / "nope.json"), str(tmp_path / "old.json")]) == EXIT_USAGE
+
+
+def test_compare_the_committed_h200_results_with_themselves(capsys):
+    from conftest import ROOT
+
+    path = str(ROOT / "bench" / "results" / "seed-h200.json")
+    assert main(["compare", path, path]) == EXIT_OK
+    assert "12 cases: 12 SAME" in capsys.readouterr().out

@@ -1,0 +1,94 @@
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from driver_gemm.results import PASS, CaseLog, CaseResult, RunResult, case_key, load_results
+from driver_gemm.spec import Shape
+from driver_gemm.stats import summarize
+
+from conftest import ROOT
+
+
+def case(kernel, shape=Shape(8, 8, 8), status=PASS, ms=1.0):
+    return CaseResult(kernel=kernel, name=kernel.split("[")[0], shape=shape, status=status,
+                      timing=summarize([ms, ms * 1.01, ms * 0.99]))
+
+
+def test_lines_are_written_as_cases_land_and_read_back(tmp_path):
+    path = tmp_path / "run.jsonl"
+    run = RunResult(spec="seed", spec_path="specs/seed.yaml", environment={"device": {"name": "GPU"}})
+    with CaseLog(path) as log:
+        log.write_header(run)
+        log.append(case("cublas"))
+        # a reader sees the finished case before the log is closed: it was flushed and fsynced
+        assert len(CaseLog.read(path)[1]) == 1
+        log.write_header(run)   # once only
+        log.append(case("v4[BM=64]", ms=2.0))
+    header, cases = CaseLog.read(path)
+    assert header["spec"] == "seed" and header["environment"]["device"]["name"] == "GPU"
+    assert [case_key(c) for c in cases] == [("cublas", "8x8x8"), ("v4[BM=64]", "8x8x8")]
+    assert cases[1].timing.median_ms == 2.0
+    assert sum(1 for line in path.read_text().splitlines() if '"type": "run"' in line) == 1
+
+
+def test_a_torn_last_line_loses_nothing_finished(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CaseLog(path) as log:
+        log.append(case("v1"))
+        log.append(case("v2"))
+    with open(path, "a") as handle:
+        handle.write('{"type": "case", "kernel": "v3", "sha')     # killed mid-write
+    header, cases = CaseLog.read(path)
+    assert [c.kernel for c in cases] == ["v1", "v2"]
+
+
+def test_a_resumed_log_appends_to_the_same_file(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CaseLog(path) as log:
+        log.write_header(RunResult(spec="s", spec_path=None))
+        log.append(case("v1"))
+    with CaseLog(path) as log:
+        assert log.has_header
+        log.write_header(RunResult(spec="other", spec_path=None))
+        log.append(case("v2"))
+    header, cases = CaseLog.read(path)
+    assert header["spec"] == "s" and [c.kernel for c in cases] == ["v1", "v2"]
+
+
+def test_load_results_reads_both_forms(tmp_path):
+    run = RunResult(spec="s", spec_path=None, cases=[case("v1")])
+    run.write_json(tmp_path / "r.json")
+    with CaseLog(tmp_path / "r.jsonl") as log:
+        log.write_header(run)
+        log.append(run.cases[0])
+    assert load_results(tmp_path / "r.json").cases[0].kernel == "v1"
+    assert load_results(tmp_path / "r.jsonl").cases[0].kernel == "v1"
+
+
+def test_log_survives_kill_9_of_the_writer(tmp_path):
+    """A writer killed with SIGKILL after some cases: every case it reported finished is on disk."""
+    path = tmp_path / "run.jsonl"
+    ready = tmp_path / "ready"
+    script = textwrap.dedent(f"""
+        import os, time
+        from driver_gemm.results import CaseLog, CaseResult
+        from driver_gemm.spec import Shape
+        log = CaseLog({str(path)!r})
+        for i in range(5):
+            log.append(CaseResult(kernel=f"k{{i}}", name="k", shape=Shape(1, 1, 1), status="PASS"))
+        open({str(ready)!r}, "w").close()
+        time.sleep(60)
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", script], env=env)
+    try:
+        for _ in range(600):
+            if ready.exists():
+                break
+            __import__("time").sleep(0.05)
+        child.kill()
+    finally:
+        child.wait()
+    assert [c.kernel for c in CaseLog.read(path)[1]] == [f"k{i}" for i in range(5)]
