@@ -1,3 +1,47 @@
-"""driver-gemm: compile, launch, check and time CUDA GEMM kernels from Python, with no C++ harness."""
+"""driver-gemm: compile, launch, check and time CUDA GEMM kernels from Python, with no C++ harness.
+
+The names below are the public API; everything else is private and may change.
+
+Run a spec::
+
+    import driver_gemm as dg
+    run = dg.run_spec(dg.load_spec("specs/seed.yaml"))
+    assert run.ok, [c.message for c in run.cases if not c.ok]
+    run.write_json("seed.json")
+
+Or drive a kernel yourself::
+
+    with dg.Device(0) as device:
+        stream = device.stream()
+        kernel = dg.load_kernel(device, "kernels/02_smem_tiles.cu", "sgemm_smem_tiles<32>")
+        A, B = device.upload(a, stream), device.upload(b, stream)
+        C = device.alloc(4 * M * N)
+        kernel.launch((ceil(N / 32), ceil(M / 32)), (32, 32),
+                      [("ptr", A), ("ptr", B), ("ptr", C), ("int32", M), ("int32", N), ("int32", K)], stream)
+        c = C.download((M, N), numpy.float32, stream)
+"""
 
 __version__ = "0.1.0"
+
+from .baseline import CublasSgemm
+from .compare import Comparison, compare_runs
+from .compile import Cubin, KernelResources, compile_source, compile_text
+from .device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count
+from .errors import CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError
+from .launch import LaunchConfig, PackedArguments, PreparedLaunch
+from .load import Kernel, Module, load_kernel
+from .occupancy import arch_limits, occupancy
+from .plan import CasePlan, plan_case
+from .results import CaseResult, RunResult, load_results
+from .runner import RunOptions, run_spec
+from .spec import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings, load_spec, spec_from_dict
+from .stats import TimingSummary
+
+__all__ = [
+    "CaseResult", "CasePlan", "CompileError", "Comparison", "ConfigError", "CublasSgemm", "Cubin", "CudaError",
+    "Device", "DeviceBuffer", "DeviceProperties", "DriverGemmError", "Event", "Kernel", "KernelResources",
+    "KernelSpec", "LaunchConfig", "MeasureSettings", "Module", "NoGpuError", "PackedArguments", "PreparedLaunch",
+    "RunOptions", "RunResult", "Shape", "Spec", "SpecError", "Stream", "TimingSummary", "VerifySettings",
+    "arch_limits", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel", "load_results",
+    "load_spec", "occupancy", "plan_case", "run_spec", "spec_from_dict",
+]

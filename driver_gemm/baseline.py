@@ -72,6 +72,10 @@ class CublasSgemm:
 
         return launch
 
+    def __call__(self, A: DeviceBuffer, B: DeviceBuffer, C: DeviceBuffer, shape: Shape) -> None:
+        """Enqueue C = A @ B once."""
+        self.prepare(A, B, C, shape)()
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True

@@ -326,6 +326,13 @@ class Device:
     def alloc(self, nbytes: int) -> DeviceBuffer:
         return DeviceBuffer(self, nbytes)
 
+    def upload(self, array: np.ndarray, stream: Stream) -> DeviceBuffer:
+        """A new device buffer holding a copy of `array`."""
+        array = np.ascontiguousarray(array)
+        buffer = DeviceBuffer(self, max(array.nbytes, 1))
+        buffer.upload(array, stream)
+        return buffer
+
     def mapped_word(self) -> MappedHostWord:
         return MappedHostWord(self)
 

@@ -90,7 +90,39 @@ class Kernel:
                                         nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         self.attributes = self._read_attributes()
 
+    def prepare(self, grid, block, arguments, stream, shared_bytes: int = 0):
+        """Bind a launch: `arguments` is a sequence of (C type, value) pairs, e.g. ``("ptr", buffer)``,
+        ``("int32", 1024)``, ``("float32", 0.5)``; calling the result enqueues it on `stream`."""
+        from .launch import LaunchConfig, PackedArguments, PreparedLaunch
+
+        config = LaunchConfig.of(grid, block, shared_bytes)
+        self.allow_dynamic_shared(config.shared_bytes)
+        packed = PackedArguments([ctype for ctype, _ in arguments], [value for _, value in arguments])
+        return PreparedLaunch(self, config, packed, stream)
+
+    def launch(self, grid, block, arguments, stream, shared_bytes: int = 0) -> None:
+        """Enqueue one launch (see `prepare`)."""
+        self.prepare(grid, block, arguments, stream, shared_bytes).launch()
+
     def max_active_blocks_per_sm(self, threads_per_block: int, dynamic_shared_bytes: int) -> int:
         """The driver's occupancy figure, to cross-check our own calculation."""
         return int(check(self.device.driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
             self.handle, threads_per_block, dynamic_shared_bytes), "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
+
+def load_kernel(device: Device, source, instance: str, *, options=(), arch: str | None = None) -> Kernel:
+    """Compile `source` (a path to a .cu file, or CUDA C++ text) for `device` and load `instance` from it.
+
+    `instance` is the function's name, or a template instance such as
+    ``"sgemm<64, 4>"``. The CUBIN comes from the disk cache when it can.
+    """
+    from pathlib import Path
+
+    from .compile import compile_source, compile_text
+
+    arch = arch or device.properties.arch
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".cu")):
+        cubin = compile_source(source, [instance], arch, options)
+    else:
+        cubin = compile_text(source, "kernel.cu", [instance], arch, options)
+    return Module(device, cubin).kernel(instance)

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__
+from . import __version__, ranges
 from .baseline import CublasSgemm, CublasUnavailable
 from .compile import Cubin, compile_source, nvrtc_version
 from .device import Device, DeviceBuffer
@@ -78,13 +78,14 @@ class RunOptions:
 class _Session:
     """The CUDA state of a run on one GPU: context, stream, L2 flusher, cuBLAS, loaded modules, buffers."""
 
-    def __init__(self, ordinal: int, want_cublas: bool, options: RunOptions = RunOptions()):
+    def __init__(self, ordinal: int, want_cublas: bool, options: RunOptions = RunOptions(), *,
+                 context=None, stream=None):
         self.ordinal = ordinal
         self.want_cublas = want_cublas
         self.options = options
         self.cublas_error: str | None = None
-        self.device = Device(self.ordinal)
-        self.stream = self.device.stream()
+        self.device = Device(self.ordinal, context=context)
+        self.stream = self.device.stream(handle=stream)
         self.flusher = L2Flusher(self.device, self.stream)
         self.gate = LaunchGate(self.device, self.stream)
         self.modules: dict[int, Module] = {}
@@ -173,7 +174,7 @@ def cases_of(spec: Spec) -> list[Case]:
 def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
              on_result: Callable[[CaseResult], None] | None = None,
              on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,
-             previous: list[CaseResult] = ()) -> RunResult:
+             previous: list[CaseResult] = (), context=None, stream=None) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
     Results go into `result` (a new `RunResult` if none) as they finish and
@@ -183,8 +184,12 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     child process, replaced after a kernel fault or a hang (a fault leaves the
     whole process's CUDA state unusable, so only a new process recovers);
     in-process, a fault ends the run and the remaining cases are recorded as
-    not run.
+    not run. In-process runs can use a CUDA context and a stream that the
+    caller already has (raw handles, e.g. from CuPy or PyTorch): `context`
+    and `stream`; they are used, never destroyed.
     """
+    if isolate and (context is not None or stream is not None):
+        raise ValueError("a caller's context or stream can only be used in-process (isolate=False)")
     from .device import read_properties
 
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
@@ -214,16 +219,16 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
             from .worker import run_isolated
             run_isolated(spec, cases, compiled, device, options, finish, on_start)
         else:
-            run_in_process(spec, cases, compiled, device, options, finish, on_start)
+            run_in_process(spec, cases, compiled, device, options, finish, on_start, context=context, stream=stream)
     finally:
         result.finished = _now()
     return result
 
 
 def run_in_process(spec: Spec, cases: list[Case], compiled, device: int, options: RunOptions, finish,
-                   on_start=None) -> None:
+                   on_start=None, *, context=None, stream=None) -> None:
     """Run `cases` in this process; after a fault that poisons CUDA, the rest are recorded as not run."""
-    session = _Session(device, spec.baseline, options)
+    session = _Session(device, spec.baseline, options, context=context, stream=stream)
     try:
         for position, case in enumerate(cases):
             if on_start:
@@ -243,9 +248,10 @@ def run_in_process(spec: Spec, cases: list[Case], compiled, device: int, options
 def execute_case(session: _Session, spec: Spec, case: Case, compiled) -> CaseResult:
     """One case, whatever happens to it: a CUDA error becomes an ERROR result (and marks a poisoned context)."""
     try:
-        if case.kernel is None:
-            return _run_cublas(session, spec, case.shape)
-        return _run_kernel(session, spec, case.kernel, case.shape, compiled[case.kernel.label])
+        with ranges.annotate(f"{case.label} {case.shape.label}", color="blue"):
+            if case.kernel is None:
+                return _run_cublas(session, spec, case.shape)
+            return _run_kernel(session, spec, case.kernel, case.shape, compiled[case.kernel.label])
     except CudaError as exc:
         session.device.mark_poisoned(exc)
         message = str(exc)
@@ -361,8 +367,9 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
     values = [buffers[a.name] if a.ctype == "ptr" else plan.argument_values[a.name] for a in kernel.signature]
     packed = PackedArguments([a.ctype for a in kernel.signature], values, [a.name for a in kernel.signature])
     launch = PreparedLaunch(function, plan.config, packed, stream)
-    launch()
-    stream.synchronize()
+    with ranges.annotate("checked launch", color="green"):
+        launch()
+        stream.synchronize()
     output = buffers["C"].download((shape.M, shape.N), np.float32, stream)
     verdict = compare(output, expected, rel_tolerance=spec.verify.rel_tolerance,
                       abs_tolerance=spec.verify.abs_tolerance, reference_name=reference_name,
@@ -379,7 +386,8 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
                                      case.message)
             case.diagnosis["error_map"] = str(picture)
     if session.options.time:
-        case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher, session.gate)
+        with ranges.annotate("time", color="orange"):
+            case.timing, _ = measure(launch, device, stream, spec.measure, session.flusher, session.gate)
     return case
 
 

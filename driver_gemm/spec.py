@@ -32,6 +32,7 @@ STANDARD_ARGUMENTS = {
 }
 ARGUMENT_TYPES = ("ptr", "int32", "uint32", "int64", "uint64", "float32", "float64")
 DEFAULT_SIGNATURE = ("A", "B", "C", "M", "N", "K")
+MEASURE_MODES = ("events", "graph")
 
 
 # --------------------------------------------------------------------------- YAML with line numbers
@@ -166,6 +167,8 @@ class MeasureSettings:
     timeout_s: float = 3.0
     flush_l2: bool = True
     case_timeout_s: float = 300.0     # a case still running after this is stopped (isolated runs only)
+    mode: str = "events"              # events: one launch per sample; graph: a CUDA graph of graph_launches
+    graph_launches: int = 20          # launches captured in the graph of graph mode (per-launch time = sample / this)
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,16 @@ def load_spec(path: str | Path) -> Spec:
     except OSError as exc:
         raise SpecError(f"cannot read spec: {exc.strerror}", where=str(path)) from None
     return parse_spec(text, path)
+
+
+def spec_from_dict(data: dict, base_dir: str | Path | None = None) -> Spec:
+    """A spec built in Python, with the same fields and checks as a YAML file.
+
+    Relative kernel sources are taken from `base_dir` (default: the current
+    directory); errors name the field, and the line of the spec as YAML.
+    """
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    return parse_spec(yaml.safe_dump(data, sort_keys=False), base / "<spec>.yaml")
 
 
 def parse_spec(text: str, path: Path | None = None) -> Spec:
@@ -356,12 +369,19 @@ def _parse_measure(context, document) -> MeasureSettings:
         default = getattr(defaults, f.name)
         if isinstance(default, bool):
             values[f.name] = _parse_bool(context, node, f.name, default, dotted)
+        elif isinstance(default, str):
+            values[f.name] = node.get(f.name, default)
+            if values[f.name] not in MEASURE_MODES:
+                raise context.error(f"must be one of {', '.join(MEASURE_MODES)}, got {values[f.name]!r}",
+                                    node, f.name, dotted)
         elif isinstance(default, int):
             values[f.name] = _parse_number(context, node, f.name, default, dotted, kind=int, minimum=0)
         else:
             values[f.name] = _parse_number(context, node, f.name, default, dotted, minimum=0)
     if values["min_samples"] < 1:
         raise context.error("must be at least 1", node, "min_samples", "measure.min_samples")
+    if values["graph_launches"] < 1:
+        raise context.error("must be at least 1", node, "graph_launches", "measure.graph_launches")
     if values["max_samples"] < values["min_samples"]:
         raise context.error("must not be below measure.min_samples", node, "max_samples", "measure.max_samples")
     return MeasureSettings(**values)

@@ -20,6 +20,7 @@ from typing import Callable
 
 from .compile import compile_text
 from .device import Device, DeviceBuffer, Stream
+from .errors import check
 from .launch import LaunchConfig, PackedArguments, PreparedLaunch
 from .load import Module
 from .spec import MeasureSettings
@@ -85,9 +86,50 @@ class LaunchGate:
         self.module.close()
 
 
+class CapturedLaunches:
+    """`count` launches captured from a stream into a CUDA graph; each replay runs them back to back."""
+
+    def __init__(self, device: Device, stream: Stream, launch: Callable[[], None], count: int):
+        driver = device.driver
+        self.driver, self.stream, self.count = driver, stream, count
+        check(driver.cuStreamBeginCapture(stream.handle,
+                                          driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+              "cuStreamBeginCapture")
+        try:
+            for _ in range(count):
+                launch()
+        finally:
+            graph = check(driver.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
+        try:
+            self.executable = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        finally:
+            check(driver.cuGraphDestroy(graph), "cuGraphDestroy")
+
+    def replay(self) -> None:
+        check(self.driver.cuGraphLaunch(self.executable, self.stream.handle), "cuGraphLaunch")
+
+    def close(self) -> None:
+        check(self.driver.cuGraphExecDestroy(self.executable), "cuGraphExecDestroy")
+
+
 def measure(launch: Callable[[], None], device: Device, stream: Stream, settings: MeasureSettings,
             flusher: L2Flusher | None = None, gate: LaunchGate | None = None) -> tuple[TimingSummary, list[float]]:
-    """Time `launch` (which enqueues one launch on `stream`); return the summary and the raw samples (ms)."""
+    """Time `launch` (which enqueues one launch on `stream`); return the summary and the raw samples (ms).
+
+    In graph mode a sample is one replay of a CUDA graph of `graph_launches`
+    launches, divided by their number: the launches run with no host gaps
+    between them, and only the first of each replay follows an L2 flush.
+    """
+    if settings.mode == "graph":
+        captured = CapturedLaunches(device, stream, launch, settings.graph_launches)
+        try:
+            return _sample(captured.replay, device, stream, settings, flusher, gate, settings.graph_launches)
+        finally:
+            captured.close()
+    return _sample(launch, device, stream, settings, flusher, gate, 1)
+
+
+def _sample(launch, device, stream, settings, flusher, gate, launches_per_sample: int):
     flush = flusher.flush if flusher is not None and settings.flush_l2 else (lambda: None)
     for _ in range(settings.warmup):
         flush()
@@ -118,7 +160,7 @@ def measure(launch: Callable[[], None], device: Device, stream: Stream, settings
             events[batch - 1][1].synchronize()
             stop = None
             for start, end in events[:batch]:
-                elapsed = end.elapsed_ms_since(start)
+                elapsed = end.elapsed_ms_since(start) / launches_per_sample
                 samples.append(elapsed)
                 noise.add(elapsed)
                 gpu_seconds += elapsed / 1e3

@@ -1,4 +1,4 @@
-"""Shared fixtures; the `gpu` marker skips, with the reason, where no CUDA driver or GPU is present."""
+"""Shared fixtures and paths; the `gpu` marker comes from driver-gemm's own pytest plugin."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
 TEST_KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+pytest_plugins = ["pytester"]
 
 
 def _gpu_missing_reason() -> str | None:
@@ -22,14 +25,14 @@ def _gpu_missing_reason() -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config, items):
-    gpu_items = [item for item in items if "gpu" in item.keywords]
-    if not gpu_items:
-        return
-    reason = _gpu_missing_reason()
-    if reason:
-        for item in gpu_items:
-            item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {reason}"))
+def pytest_configure(config):
+    # The plugin registers itself through its entry point once driver-gemm is installed; a checkout used
+    # from PYTHONPATH (the GPU machine) loads it here instead.
+    from driver_gemm import pytest_plugin
+
+    if not config.pluginmanager.is_registered(pytest_plugin):
+        config.pluginmanager.register(pytest_plugin, "driver_gemm")
+        pytest_plugin.pytest_configure(config)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,94 @@
+"""The pytest plugin, exercised in inner pytest sessions (pytester)."""
+
+import pytest
+
+from conftest import ROOT, _gpu_missing_reason
+
+CONFTEST = """
+from driver_gemm import pytest_plugin
+
+def pytest_configure(config):
+    if not config.pluginmanager.is_registered(pytest_plugin):
+        config.pluginmanager.register(pytest_plugin, "driver_gemm")
+        pytest_plugin.pytest_configure(config)
+"""
+SEED = str(ROOT / "specs" / "seed.yaml")
+NO_GPU = pytest.mark.skipif(_gpu_missing_reason() is None, reason="checks the behaviour on a machine with no GPU")
+
+
+@pytest.fixture
+def inner(pytester):
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def test_spec_cases_become_tests_with_readable_ids(inner):
+    result = inner.runpytest("--gemm-spec", SEED, "--collect-only", "-q")
+    ids = [line.strip() for line in result.outlines if "::" in line]
+    assert f"{SEED}::v4[BM=64,BN=64,BK=16,TM=4,TN=4]-1001x513x777" in ids
+    assert f"{SEED}::cublas-1024x512x1024" in ids
+    assert f"{SEED}::v2[TILE=32]-1024x512x1024" in ids
+    assert len(ids) == 12
+
+
+def test_two_specs_and_a_selection_by_id(inner):
+    result = inner.runpytest("--gemm-spec", SEED, "--gemm-spec", str(ROOT / "specs" / "tiles.yaml"),
+                             "--collect-only", "-q", "-k", "512x512x512 or 1001x513x777")
+    ids = [line.strip() for line in result.outlines if "::" in line]
+    assert len(ids) == 3 + 6 and all("512x512x512" in i or "1001x513x777" in i for i in ids)
+
+
+@NO_GPU
+def test_spec_cases_skip_with_the_reason_without_a_gpu(inner):
+    result = inner.runpytest("--gemm-spec", SEED, "-rs")
+    result.assert_outcomes(skipped=12)
+    result.stdout.fnmatch_lines(["*needs a GPU: no CUDA driver on this machine*"])
+
+
+@NO_GPU
+def test_gpu_marker_and_fixtures_skip_with_the_reason(inner):
+    inner.makepyfile("""
+        import pytest
+
+        @pytest.mark.gpu
+        def test_marked():
+            raise AssertionError("must not run")
+
+        def test_device(gemm_device):
+            raise AssertionError("must not run")
+
+        def test_runner(gemm_run):
+            raise AssertionError("must not run")
+
+        def test_plain():
+            pass
+    """)
+    result = inner.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines(["*needs a GPU*"])
+
+
+def test_missing_spec_file_is_a_usage_error(inner):
+    result = inner.runpytest("--gemm-spec", "no/such.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gemm-spec: no such spec file no/such.yaml*"])
+
+
+def test_device_option_and_environment(inner, monkeypatch):
+    inner.makepyfile("""
+        from driver_gemm import pytest_plugin
+
+        def test_ordinal(pytestconfig):
+            assert pytest_plugin._ordinal(pytestconfig) == 3
+    """)
+    assert inner.runpytest("--gemm-device", "3").ret == 0
+    monkeypatch.setenv("DRIVER_GEMM_DEVICE", "3")
+    assert inner.runpytest().ret == 0
+
+
+def test_malformed_spec_is_reported_with_its_place(inner, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("shapes: [[1, 2, 3]]\nkernels:\n  - blok: 1\n")
+    result = inner.runpytest("--gemm-spec", str(bad))
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*bad.yaml:3: kernels[[]0[]].blok: unknown field 'blok'*"])
