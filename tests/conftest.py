@@ -25,14 +25,21 @@ def _gpu_missing_reason() -> str | None:
     return None
 
 
-def pytest_configure(config):
+def plugin_args() -> list[str]:
+    """What an inner pytest session (pytester) needs to load the plugin: nothing when it is installed."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.name == "driver_gemm" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "driver_gemm.pytest_plugin"]
+
+
+def pytest_addoption(parser, pluginmanager):
     # The plugin registers itself through its entry point once driver-gemm is installed; a checkout used
-    # from PYTHONPATH (the GPU machine) loads it here instead.
+    # from PYTHONPATH loads it here, before the command line is parsed, so that its options exist.
     from driver_gemm import pytest_plugin
 
-    if not config.pluginmanager.is_registered(pytest_plugin):
-        config.pluginmanager.register(pytest_plugin, "driver_gemm")
-        pytest_plugin.pytest_configure(config)
+    if not pluginmanager.is_registered(pytest_plugin):
+        pluginmanager.register(pytest_plugin, "driver_gemm")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 
 import driver_gemm as dg
 
-from conftest import ROOT, SPECS
+from conftest import ROOT, SPECS, plugin_args
 
 pytestmark = pytest.mark.gpu
 
@@ -96,14 +96,6 @@ def test_graph_mode_against_event_mode(kernel, shape, long, capsys):
 
 
 def test_plugin_runs_spec_cases_on_the_gpu(pytester, tmp_path):
-    pytester.makeconftest("""
-from driver_gemm import pytest_plugin
-
-def pytest_configure(config):
-    if not config.pluginmanager.is_registered(pytest_plugin):
-        config.pluginmanager.register(pytest_plugin, "driver_gemm")
-        pytest_plugin.pytest_configure(config)
-""")
     good = tmp_path / "good.yaml"
     good.write_text(f"""
 shapes: [[127, 33, 65]]
@@ -122,6 +114,6 @@ kernels:
     grid: [ceil(N / BN), ceil(M / BM)]
     tile: [BM, BN]
 """)
-    result = pytester.runpytest("--gemm-spec", str(good), "-v")
+    result = pytester.runpytest(*plugin_args(), "--gemm-spec", str(good), "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*v3-no-tail*127x33x65: FAIL: 127 elements unwritten: columns 32*"])

@@ -2,24 +2,28 @@
 
 import pytest
 
-from conftest import ROOT, _gpu_missing_reason
+from conftest import ROOT, _gpu_missing_reason, plugin_args
 
-CONFTEST = """
-from driver_gemm import pytest_plugin
-
-def pytest_configure(config):
-    if not config.pluginmanager.is_registered(pytest_plugin):
-        config.pluginmanager.register(pytest_plugin, "driver_gemm")
-        pytest_plugin.pytest_configure(config)
-"""
 SEED = str(ROOT / "specs" / "seed.yaml")
 NO_GPU = pytest.mark.skipif(_gpu_missing_reason() is None, reason="checks the behaviour on a machine with no GPU")
 
 
+class _Inner:
+    """pytester with driver-gemm's plugin loaded in every inner session, installed or not."""
+
+    def __init__(self, pytester):
+        self.pytester = pytester
+
+    def runpytest(self, *args):
+        return self.pytester.runpytest(*plugin_args(), *args)
+
+    def makepyfile(self, *args, **kwargs):
+        return self.pytester.makepyfile(*args, **kwargs)
+
+
 @pytest.fixture
 def inner(pytester):
-    pytester.makeconftest(CONFTEST)
-    return pytester
+    return _Inner(pytester)
 
 
 def test_spec_cases_become_tests_with_readable_ids(inner):
