@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 from .baseline import CublasSgemm
 from .compare import Comparison, compare_runs
 from .compile import Cubin, KernelResources, compile_source, compile_text
-from .device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count
+from .device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count, read_properties
 from .errors import CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError
 from .launch import LaunchConfig, PackedArguments, PreparedLaunch
 from .load import Kernel, Module, load_kernel
@@ -43,5 +43,5 @@ __all__ = [
     "KernelSpec", "LaunchConfig", "MeasureSettings", "Module", "NoGpuError", "PackedArguments", "PreparedLaunch",
     "RunOptions", "RunResult", "Shape", "Spec", "SpecError", "Stream", "TimingSummary", "VerifySettings",
     "arch_limits", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel", "load_results",
-    "load_spec", "occupancy", "plan_case", "run_spec", "spec_from_dict",
+    "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
 ]

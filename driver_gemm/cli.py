@@ -36,8 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run specs on a GPU: verify and time every kernel against cuBLAS")
     run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
-    run.add_argument("--device", type=int, default=int(os.environ.get("DRIVER_GEMM_DEVICE", 0)),
-                     help="GPU ordinal (default 0, or $DRIVER_GEMM_DEVICE)")
+    run.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
     run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json; the "
@@ -78,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("info", help="the GPU, driver and NVRTC this machine has")
     return parser
+
+
+def _env_device() -> int:
+    text = os.environ.get("DRIVER_GEMM_DEVICE", "0")
+    try:
+        return int(text)
+    except ValueError:
+        raise SpecError(f"must be a GPU ordinal, got {text!r}", field="DRIVER_GEMM_DEVICE") from None
 
 
 def _load(paths: list[Path], kernels: list[str], shapes: list[str]):
@@ -134,6 +141,8 @@ def _command_run(args, console: Console, errors: Console) -> int:
     from .runner import RunOptions, cases_of, run_spec
 
     specs = _load(args.specs, args.kernel, args.shape)
+    if args.device is None:
+        args.device = _env_device()
     if args.no_baseline:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
     if args.sanitize:
@@ -231,7 +240,7 @@ def _command_plan(args, console: Console, errors: Console) -> int:
     if arch is None:
         try:
             from .device import read_properties
-            props = read_properties(int(os.environ.get("DRIVER_GEMM_DEVICE", 0)))
+            props = read_properties(_env_device())
             limits, arch = limits_for_device(props), props.arch
         except NoGpuError:
             arch = "sm_90"

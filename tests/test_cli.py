@@ -94,3 +94,9 @@ kernels:
 def test_module_entry_point():
     done = subprocess.run([sys.executable, "-m", "driver_gemm", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("driver-gemm ")
+
+
+def test_bad_device_variable_is_a_usage_error(monkeypatch, capsys):
+    monkeypatch.setenv("DRIVER_GEMM_DEVICE", "first")
+    assert main(["plan"]) == EXIT_USAGE
+    assert "DRIVER_GEMM_DEVICE: must be a GPU ordinal, got 'first'" in capsys.readouterr().err
