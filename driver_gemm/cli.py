@@ -75,6 +75,16 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
     plot.add_argument("-o", "--output", type=Path, required=True, help="picture to write (.png or .svg)")
 
+    tune = commands.add_parser("tune", help="run a sweep (params given as lists) and pick each kernel's best "
+                                            "configuration per shape; write a spec of the winners")
+    tune.add_argument("spec", type=Path, help="a spec whose kernels sweep their params")
+    tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
+    tune.add_argument("--kernel", "-k", action="append", default=[])
+    tune.add_argument("--shape", "-s", action="append", default=[])
+    tune.add_argument("--json", type=Path, help="results of every configuration (default results/SPEC-TIMESTAMP.json)")
+    tune.add_argument("--out", type=Path, help="the winners spec (default: beside the results, SPEC-winners.yaml)")
+    tune.add_argument("--quiet", "-q", action="store_true")
+
     commands.add_parser("info", help="the GPU, driver and NVRTC this machine has")
     return parser
 
@@ -312,6 +322,36 @@ def _command_plot(args, console: Console, errors: Console) -> int:
     return EXIT_OK
 
 
+def _command_tune(args, console: Console, errors: Console) -> int:
+    from .report import tune_table
+    from .results import CaseLog, RunResult
+    from .runner import cases_of, run_spec
+    from .tune import pick_winners, winners_spec
+
+    spec, = _load([args.spec], args.kernel, args.shape)
+    device = args.device if args.device is not None else _env_device()
+    path = args.json or _default_json(f"{spec.name}-tune")
+    result = RunResult(spec=spec.name, spec_path=str(spec.path))
+    progress = _Progress(errors, len(cases_of(spec)), args.quiet)
+    with CaseLog(path.with_suffix(".jsonl")) as log:
+        def finished(case):
+            log.write_header(result)
+            log.append(case)
+            progress.finished(case)
+
+        try:
+            run_spec(spec, device=device, isolate=True, on_start=progress.started, on_result=finished, result=result)
+        finally:
+            progress.close()
+            if result.cases:
+                result.write_json(path)
+    picks = pick_winners(result)
+    console.print(tune_table(picks, f"{spec.name}: best configuration per kernel and shape"))
+    out = winners_spec(spec, picks, args.out or path.with_name(f"{spec.name}-winners.yaml"))
+    console.print(f"results: {path}; winners: {out}", style="dim")
+    return EXIT_OK if any(p.best for p in picks) else EXIT_FAILED
+
+
 def _command_info(args, console: Console, errors: Console) -> int:
     from .compile import nvrtc_version, supported_archs
     from .device import device_count, read_properties
@@ -333,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=None if sys.stdout.isatty() else 200)
     errors = Console(stderr=True, soft_wrap=True)
     command = {"run": _command_run, "plan": _command_plan, "compare": _command_compare, "plot": _command_plot,
-               "info": _command_info}[args.command]
+               "tune": _command_tune, "info": _command_info}[args.command]
     try:
         return command(args, console, errors)
     except SpecError as exc:

@@ -156,3 +156,22 @@ def comparison_table(comparisons, title: str) -> Table:
                       f"{100 * c.change:+.1f}%" if c.change is not None else "-",
                       Text(c.verdict, style=_VERDICT_STYLE.get(c.verdict, "")))
     return table
+
+
+def tune_table(picks, title: str) -> Table:
+    """Per kernel and shape: what was tried, the best configuration and how clearly it beat the runner-up."""
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    for column, justify in (("kernel", "left"), ("shape", "left"), ("tried", "right"), ("passed", "right"),
+                            ("invalid", "right"), ("best", "left"), ("median ms", "right"), ("% cuBLAS", "right"),
+                            ("runner-up", "left"), ("margin", "right"), ("verdict", "left")):
+        table.add_column(column, justify=justify)
+    for pick in picks:
+        best, second = pick.best, pick.runner_up
+        verdict = "-" if best is None else ("only one passed" if second is None else
+                                            ("tie (within noise)" if pick.tie else "clear"))
+        table.add_row(pick.kernel, pick.shape, str(pick.tried), str(pick.passed), str(pick.invalid),
+                      best.kernel if best else Text("nothing passed", style="bold red"),
+                      _time(best.median_ms if best else None), _number(best.pct_cublas if best else None, 1),
+                      second.kernel if second else "-",
+                      f"{100 * pick.margin:.1f}%" if pick.margin is not None else "-", verdict)
+    return table

@@ -140,9 +140,8 @@ class CaseLog:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.has_header = self.path.exists() and self.path.stat().st_size > 0
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = None   # opened with the first line, so a run that never starts leaves no file
 
     def write_header(self, run: "RunResult") -> None:
         """Describe the run once, before its first case (a resumed log keeps its own)."""
@@ -152,6 +151,9 @@ class CaseLog:
             self.has_header = True
 
     def _write(self, record: dict) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")
         self._file.write(json.dumps(_finite(record)) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -160,7 +162,8 @@ class CaseLog:
         self._write({"type": "case", **case.as_dict()})
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self) -> "CaseLog":
         return self

@@ -14,8 +14,11 @@ NO_GPU = pytest.mark.skipif(
 
 @NO_GPU
 def test_run_without_a_gpu_says_so_in_one_line():
+    before = set((ROOT / "results").glob("*")) if (ROOT / "results").exists() else set()
     done = subprocess.run([sys.executable, "-m", "driver_gemm", "run"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == EXIT_NO_GPU
+    after = set((ROOT / "results").glob("*")) if (ROOT / "results").exists() else set()
+    assert after == before   # no empty results left behind
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("driver-gemm: no CUDA driver on this machine")
 
@@ -100,3 +103,11 @@ def test_bad_device_variable_is_a_usage_error(monkeypatch, capsys):
     monkeypatch.setenv("DRIVER_GEMM_DEVICE", "first")
     assert main(["plan"]) == EXIT_USAGE
     assert "DRIVER_GEMM_DEVICE: must be a GPU ordinal, got 'first'" in capsys.readouterr().err
+
+
+@NO_GPU
+def test_tune_without_a_gpu(tmp_path, capsys):
+    assert main(["tune", str(SPECS / "sweep-v4.yaml"), "-s", "64x64x64", "-q", "--json",
+                 str(tmp_path / "tune.json")]) == EXIT_NO_GPU
+    assert "no CUDA driver" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())   # nothing ran, nothing written

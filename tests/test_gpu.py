@@ -76,7 +76,9 @@ def test_every_shipped_kernel_passes_on_awkward_shapes(tmp_path):
         spec = quick(load_spec(path).select(shapes=AWKWARD_SHAPES))
         spec = dataclasses.replace(spec, baseline=False)
         run = run_spec(spec)
-        failed = [(path.name, c.kernel, c.shape.label, c.status, c.message) for c in run.cases if c.status != PASS]
+        # sweeps may hold configurations their constraints refuse (INVALID); every other case must pass
+        failed = [(path.name, c.kernel, c.shape.label, c.status, c.message) for c in run.cases
+                  if c.status not in (PASS, INVALID)]
         assert not failed
 
 

@@ -1,0 +1,61 @@
+from driver_gemm.results import FAIL, INVALID, PASS, CaseResult, RunResult
+from driver_gemm.spec import Shape, load_spec
+from driver_gemm.stats import summarize
+from driver_gemm.tune import pick_winners, winners_spec
+
+from test_spec import MINIMAL, write
+
+SWEEP = MINIMAL.replace("BM: 64, BN: 64, BK: 16, TM: 4, TN: 4", "BM: 64, BN: 64, BK: [8, 16], TM: 4, TN: 4").replace(
+    "  - [64, 32, 16]", "  - [64, 32, 16]\n  - [128, 128, 128]") + "    tile: [BM, BN]\n    require: ['blockDim_x * TN == BN']\n"
+
+
+def case(label, shape, samples, status=PASS):
+    return CaseResult(kernel=label, name=label.split("[")[0], shape=shape, status=status,
+                      timing=summarize(samples) if samples else None)
+
+
+SMALL, LARGE = Shape(64, 32, 16), Shape(128, 128, 128)
+BK8, BK16 = "v4[BM=64,BN=64,BK=8,TM=4,TN=4]", "v4[BM=64,BN=64,BK=16,TM=4,TN=4]"
+
+
+def sweep_run():
+    return RunResult(spec="s", spec_path=None, cases=[
+        case("cublas", SMALL, [0.5]),
+        case(BK8, SMALL, [1.00, 1.01, 0.99]), case(BK16, SMALL, [1.50, 1.52, 1.49]),      # BK=8 clearly
+        case(BK8, LARGE, [2.00, 2.10, 1.90]), case(BK16, LARGE, [1.98, 2.08, 1.95]),      # within noise
+        case("v5[X=1]", SMALL, None, status=INVALID), case("v5[X=2]", SMALL, [3.0], status=FAIL),
+    ])
+
+
+def test_winners_and_ties():
+    picks = {(p.kernel, p.shape): p for p in pick_winners(sweep_run())}
+    small = picks[("v4", "64x32x16")]
+    assert small.best.kernel == BK8 and small.runner_up.kernel == BK16 and not small.tie
+    assert round(small.margin, 3) == 0.5 and (small.tried, small.passed, small.invalid) == (2, 2, 0)
+    large = picks[("v4", "128x128x128")]
+    assert large.best.kernel == BK16 and large.tie
+    nothing = picks[("v5", "64x32x16")]
+    assert nothing.best is None and (nothing.tried, nothing.passed, nothing.invalid) == (2, 0, 1)
+    assert ("cublas", "64x32x16") not in picks
+
+
+def test_winners_spec_loads_back(tmp_path):
+    spec = load_spec(write(tmp_path, SWEEP))
+    assert [k.label for k in spec.kernels] == [BK8, BK16]
+    out = winners_spec(spec, pick_winners(sweep_run()), tmp_path / "specs" / "winners.yaml")
+    text = out.read_text()
+    assert "# v4 at 64x32x16: v4-1 = " + BK8 + ", ahead of the runner-up (+50.0%)" in text
+    assert "# v4 at 128x128x128: v4-2 = " + BK16 + ", a tie with the runner-up" in text
+    assert "# v5 at 64x32x16: nothing passed" in text
+    winners = load_spec(out)
+    assert [(k.name, k.params["BK"]) for k in winners.kernels] == [("v4-1", 8), ("v4-2", 16)]
+    assert winners.shapes == spec.shapes and winners.kernels[0].source == spec.kernels[0].source
+    assert winners.kernels[0].tile[1].source == "BN" and winners.kernels[0].require[0].source == "blockDim_x * TN == BN"
+    assert winners.measure == spec.measure
+
+
+def test_one_winner_keeps_the_kernel_name(tmp_path):
+    spec = load_spec(write(tmp_path, SWEEP))
+    run = RunResult(spec="s", spec_path=None, cases=[case(BK8, SMALL, [1.0]), case(BK16, SMALL, [2.0])])
+    winners = load_spec(winners_spec(spec, pick_winners(run), tmp_path / "specs" / "w.yaml"))
+    assert [k.label for k in winners.kernels] == [BK8]
