@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"),
                      help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
+    run.add_argument("--devices", help="spread the shapes over these GPUs, one Dask worker each: '0,1' or 'all'")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="spread the shapes over the GPU workers of a running Dask cluster (one GPU per worker)")
     run.add_argument("--in-process", action="store_true",
                      help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
                           "in a worker process that is replaced after a fault or a hang")
@@ -181,8 +184,14 @@ def _command_run(args, console: Console, errors: Console) -> int:
             progress.finished(case)
 
         try:
-            run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
-                     on_start=progress.started, on_result=finished, result=result, previous=previous)
+            if args.devices or args.scheduler:
+                if args.resume or args.in_process:
+                    raise SpecError("--devices and --scheduler take neither --resume nor --in-process",
+                                    field="--devices")
+                result = _run_on_gpus(spec, args, options, finished)
+            else:
+                run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
+                         on_start=progress.started, on_result=finished, result=result, previous=previous)
         except KeyboardInterrupt:
             result.interrupted = True
             progress.close()
@@ -199,6 +208,26 @@ def _command_run(args, console: Console, errors: Console) -> int:
         if not result.ok:
             exit_code = EXIT_FAILED
     return exit_code
+
+
+def _run_on_gpus(spec, args, options, finished):
+    from .device import device_count
+    from .distribute import gpu_cluster, run_on_workers
+
+    devices = None
+    if args.devices:
+        try:
+            devices = None if args.devices == "all" else [int(d) for d in args.devices.split(",")]
+        except ValueError:
+            raise SpecError(f"give GPU ordinals such as 0,1 or 'all', not {args.devices!r}", field="--devices") from None
+        count = device_count()   # here, before any worker starts: no GPU is one clear line
+        devices = list(range(count)) if devices is None else devices
+        missing = [d for d in devices if not 0 <= d < count]
+        if missing:
+            raise SpecError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
+                            field="--devices")
+    with gpu_cluster(devices, args.scheduler) as (client, workers):
+        return run_on_workers(spec, client, workers, options=options, on_result=finished)
 
 
 def _command_sanitize(args, specs, console: Console, errors: Console) -> int:

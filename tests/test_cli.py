@@ -111,3 +111,10 @@ def test_tune_without_a_gpu(tmp_path, capsys):
                  str(tmp_path / "tune.json")]) == EXIT_NO_GPU
     assert "no CUDA driver" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())   # nothing ran, nothing written
+
+
+@NO_GPU
+def test_several_gpus_without_a_gpu(tmp_path, capsys):
+    assert main(["run", "--devices", "0,1", "--json", str(tmp_path / "r.json")]) == EXIT_NO_GPU
+    assert main(["run", "--devices", "first", "--json", str(tmp_path / "r.json")]) == EXIT_USAGE
+    assert "--devices: give GPU ordinals such as 0,1" in capsys.readouterr().err

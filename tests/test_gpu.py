@@ -331,3 +331,23 @@ def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
     final = json.loads(out.read_text())["cases"]
     assert sorted((c["kernel"], c["shape"]["label"]) for c in final) == sorted(keys)
     assert all(c["status"] == PASS for c in final)
+
+
+def test_two_gpus_share_a_run(tmp_path):
+    from driver_gemm.device import device_count
+
+    if device_count() < 2:
+        pytest.skip("needs two GPUs")
+    pytest.importorskip("distributed")
+    out = tmp_path / "two.json"
+    shapes = ["1024x1024x1024", "2048x2048x2048", "1001x513x777", "512x512x512"]
+    command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-k", "v4", "-q",
+               "--devices", "0,1", "--json", str(out)]
+    for shape in shapes:
+        command += ["-s", shape]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    cases = json.loads(out.read_text())["cases"]
+    assert sorted((c["kernel"], c["shape"]["label"]) for c in cases) == sorted(
+        (k, s) for k in ("cublas", "v4[BM=64,BN=64,BK=16,TM=4,TN=4]") for s in shapes)
+    assert len({c["device"]["uuid"] for c in cases}) == 2

@@ -1,0 +1,72 @@
+"""Scheduling over several workers, checked on a local CPU-only Dask cluster with the no-GPU parts of a run."""
+
+import pytest
+
+from driver_gemm.occupancy import arch_limits
+from driver_gemm.plan import plan_case
+from driver_gemm.results import INVALID, PASS, CaseResult
+from driver_gemm.runner import RunOptions, cases_of, compile_spec
+from driver_gemm.spec import Shape, load_spec
+
+from conftest import SPECS
+
+distributed = pytest.importorskip("distributed")
+
+
+def plan_part(spec, shapes, device, isolate, options):
+    """A stand-in for a GPU worker's part: compile on the worker and plan every case, tag it with the GPU."""
+    spec = spec.select(shapes=shapes)
+    compiled = compile_spec(spec, "sm_90")
+    cases = []
+    for case in cases_of(spec):
+        result = CaseResult(kernel=case.label, name=case.label.split("[")[0], shape=case.shape, status=PASS,
+                            device={"name": f"GPU {device}", "ordinal": device})
+        if case.kernel is not None:
+            resources = compiled[case.kernel.label].resources_of(case.kernel.instance)
+            plan = plan_case(case.kernel, case.shape, arch_limits("sm_90"), resources)
+            result.status = PASS if plan.valid else INVALID
+            result.resources = resources.as_dict()
+            result.launch = plan.config.as_dict()
+        cases.append(result.as_dict())
+    return {"environment": {"worker_device": device}, "cases": cases}
+
+
+def test_shapes_are_dealt_by_work():
+    from driver_gemm.distribute import partition_shapes
+
+    spec = load_spec(SPECS / "tiles.yaml")     # 512, 1024, 2048, 4096 cubes
+    groups = partition_shapes(spec, 2)
+    assert [[s.M for s in g] for g in groups] == [[4096], [512, 1024, 2048]]
+    assert partition_shapes(spec, 8) == [[Shape(4096, 4096, 4096)], [Shape(2048, 2048, 2048)],
+                                         [Shape(1024, 1024, 1024)], [Shape(512, 512, 512)]]
+
+
+def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan():
+    from distributed import Client, LocalCluster
+
+    from driver_gemm.distribute import run_on_workers
+
+    spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"])
+    seen = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        workers = sorted(client.scheduler_info()["workers"])
+        run = run_on_workers(spec, client, list(zip(workers, [0, 1])), options=RunOptions(time=False),
+                             on_result=seen.append, part=plan_part)
+    keys = [(c.kernel, c.shape.label) for c in run.cases]
+    expected = [(c.label, c.shape.label) for c in cases_of(spec)]
+    assert sorted(keys) == sorted(expected) and len(set(keys)) == len(keys) == 24
+    assert len(seen) == 24
+    by_shape = {}
+    for case in run.cases:
+        by_shape.setdefault(case.shape.label, set()).add(case.device["ordinal"])
+    assert all(len(devices) == 1 for devices in by_shape.values())       # a shape stays on one GPU
+    assert set().union(*by_shape.values()) == {0, 1}                       # and both GPUs got work
+    local = compile_spec(spec, "sm_90")
+    for case in run.cases:
+        if case.kernel != "cublas":
+            kernel = next(k for k in spec.kernels if k.label == case.kernel)
+            assert case.resources == local[kernel.label].resources_of(kernel.instance).as_dict()
+    # the largest shape alone on one GPU, the three smaller ones (less work together) on the other
+    assert [s["shapes"] for s in run.settings["devices"]] == [["1024x512x1024"],
+                                                              ["1001x513x777", "64x64x64", "7x5x3"]]
