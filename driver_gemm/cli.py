@@ -148,6 +148,28 @@ class _Progress:
             self.live.stop()
 
 
+def _recorder(result, log, progress):
+    """A run's on_result: each finished case goes to the case log (after the run's header), then to progress."""
+    def finished(case) -> None:
+        log.write_header(result)
+        log.append(case)
+        progress.finished(case)
+    return finished
+
+
+def _read_results(paths: list[Path]) -> list:
+    """Results files (.json or .jsonl); one that cannot be read is a usage error naming it."""
+    from .results import load_results
+
+    runs = []
+    for path in paths:
+        try:
+            runs.append(load_results(path))
+        except (OSError, ValueError, KeyError) as exc:
+            raise SpecError(f"cannot read results: {exc}", where=str(path)) from None
+    return runs
+
+
 def _command_run(args, console: Console, errors: Console) -> int:
     from .report import print_run
     from .results import CaseLog, RunResult
@@ -177,12 +199,7 @@ def _command_run(args, console: Console, errors: Console) -> int:
         path = args.json or lines.with_suffix(".json")
         progress = _Progress(errors, len(cases_of(spec)) - len(previous), args.quiet)
         log = CaseLog(lines)
-
-        def finished(case):
-            log.write_header(result)
-            log.append(case)
-            progress.finished(case)
-
+        finished = _recorder(result, log, progress)
         try:
             if args.devices or args.scheduler:
                 if args.resume or args.in_process:
@@ -269,10 +286,10 @@ def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
 
 
 def _command_plan(args, console: Console, errors: Console) -> int:
-    from .compile import compile_source
     from .occupancy import arch_limits
     from .plan import limits_for_device, plan_case
     from .report import plan_table
+    from .runner import compile_spec
 
     specs = _load(args.specs, args.kernel, args.shape)
     limits, arch = None, args.arch
@@ -293,14 +310,17 @@ def _command_plan(args, console: Console, errors: Console) -> int:
     exit_code = EXIT_OK
     for spec in specs:
         plans = []
+        compiled = compile_spec(spec, arch)
+        reported: set[int] = set()
         for kernel in spec.kernels:
-            try:
-                cubin = compile_source(kernel.source, [kernel.instance], arch, kernel.options)
-                resources = cubin.resources_of(kernel.instance)
-            except CompileError as exc:
-                errors.print(str(exc), markup=False, highlight=False)
+            cubin = compiled[kernel.label]
+            if isinstance(cubin, CompileError):
+                if id(cubin) not in reported:   # one message per failed program, not per instance
+                    errors.print(str(cubin), markup=False, highlight=False)
+                    reported.add(id(cubin))
                 exit_code = EXIT_FAILED
                 continue
+            resources = cubin.resources_of(kernel.instance)
             for shape in spec.shapes:
                 plans.append(plan_case(kernel, shape, limits, resources, dict(spec.scalars), args.sms))
         console.print(plan_table(plans, f"{spec.name}: launch plan for {arch} "
@@ -319,14 +339,8 @@ def _command_plan(args, console: Console, errors: Console) -> int:
 def _command_compare(args, console: Console, errors: Console) -> int:
     from .compare import compare_runs
     from .report import comparison_table
-    from .results import load_results
 
-    runs = []
-    for path in (args.old, args.new):
-        try:
-            runs.append(load_results(path))
-        except (OSError, ValueError, KeyError) as exc:
-            raise SpecError(f"cannot read results: {exc}", where=str(path)) from None
+    runs = _read_results([args.old, args.new])
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
     console.print(comparison_table(comparisons, f"{args.old} -> {args.new}"))
     regressions = [c for c in comparisons if c.regression]
@@ -337,16 +351,10 @@ def _command_compare(args, console: Console, errors: Console) -> int:
 
 def _command_plot(args, console: Console, errors: Console) -> int:
     from .plots import plot_results
-    from .results import load_results
 
     if args.output.suffix.lower() not in (".png", ".svg"):
         raise SpecError("the picture is .png or .svg", field="--output")
-    runs = []
-    for path in args.results:
-        try:
-            runs.append(load_results(path))
-        except (OSError, ValueError, KeyError) as exc:
-            raise SpecError(f"cannot read results: {exc}", where=str(path)) from None
+    runs = _read_results(args.results)
     console.print(f"plot: {plot_results(runs, args.output)}")
     return EXIT_OK
 
@@ -363,13 +371,9 @@ def _command_tune(args, console: Console, errors: Console) -> int:
     result = RunResult(spec=spec.name, spec_path=str(spec.path))
     progress = _Progress(errors, len(cases_of(spec)), args.quiet)
     with CaseLog(path.with_suffix(".jsonl")) as log:
-        def finished(case):
-            log.write_header(result)
-            log.append(case)
-            progress.finished(case)
-
         try:
-            run_spec(spec, device=device, isolate=True, on_start=progress.started, on_result=finished, result=result)
+            run_spec(spec, device=device, isolate=True, on_start=progress.started,
+                     on_result=_recorder(result, log, progress), result=result)
         finally:
             progress.close()
             if result.cases:

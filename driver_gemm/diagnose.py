@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import expr
 from .verify import Verdict
 
 MAX_MISMATCHES = 10
@@ -36,17 +35,6 @@ def ranges_text(indices: Sequence[int]) -> str:
     if start is not None:
         parts.append(f"{start}-{previous}" if previous != start else f"{start}")
     return ", ".join(parts)
-
-
-def _tile_of(kernel, plan) -> tuple[int, int] | None:
-    if kernel is None or kernel.tile is None:
-        return None
-    env = {**plan.shape.as_env(), **kernel.params}
-    try:
-        rows, cols = (expr.evaluate_int(t.source, env) for t in kernel.tile)
-    except expr.ExpressionError:
-        return None
-    return rows, cols
 
 
 def _counted(count: int, state: str) -> str:
@@ -91,9 +79,9 @@ def describe_region(mask: np.ndarray, state: str, tile: tuple[int, int] | None =
     return f"{counted} within {where}, {100 * count / box:.0f}% of that box"
 
 
-def diagnose(verdict: Verdict, output: np.ndarray, expected: np.ndarray, kernel=None, plan=None) -> dict[str, Any]:
+def diagnose(verdict: Verdict, output: np.ndarray, expected: np.ndarray, plan=None) -> dict[str, Any]:
     """Counts, a summary in words, and the first mismatches with the block and thread responsible."""
-    tile = _tile_of(kernel, plan) if plan is not None else None
+    tile = plan.tile if plan is not None else None
     unwritten = verdict.masks["unwritten"]
     bad_values = verdict.masks["wrong"] | verdict.masks["nonfinite"]
     sentences = [s for s in (describe_region(unwritten, "unwritten", tile),

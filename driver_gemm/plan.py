@@ -36,6 +36,7 @@ class CasePlan:
     waves: float | None
     problems: list[ConfigError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tile: tuple[int, int] | None = None   # rows, cols of C one block computes, when the spec declares it
 
     @property
     def valid(self) -> bool:
@@ -104,6 +105,7 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
     argument_values = _argument_values(kernel, env, scalars or {}, problem)
     occ = None
     wave_count = None
+    tile = None
     if config is not None:
         threads = config.threads_per_block
         static = resources.static_shared_bytes if resources else 0
@@ -113,13 +115,13 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
             notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
                          "(cuFuncSetAttribute) is applied automatically")
         _check_requirements(kernel, env, config, problem)
-        _check_tile(kernel, env, shape, config, problem)
+        tile = _check_tile(kernel, env, shape, config, problem)
         if resources is not None and 1 <= threads <= limits.max_threads_per_block:
             occ = occupancy(limits, threads, resources.registers, static, config.shared_bytes)
             if occ.blocks_per_sm == 0 and occ.reason and not problems:
                 problem(f"cannot launch: {occ.reason}", "block")
             wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
-    return CasePlan(kernel, shape, config, argument_values, resources, occ, wave_count, problems, notes)
+    return CasePlan(kernel, shape, config, argument_values, resources, occ, wave_count, problems, notes, tile)
 
 
 def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:
@@ -182,15 +184,16 @@ def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig, problem) 
                     hint="the kernel was written for launches where this is true")
 
 
-def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> None:
-    """With a declared tile (rows x cols of C per block; columns on grid x, rows on grid y), the grid must cover C."""
+def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> tuple[int, int] | None:
+    """With a declared tile (rows x cols of C per block; columns on grid x, rows on grid y), the grid must
+    cover C. Returns the tile's rows and columns (None when undeclared or not computable)."""
     if kernel.tile is None:
-        return
+        return None
     try:
         rows, cols = (expr.evaluate_int(t.source, env) for t in kernel.tile)
     except expr.ExpressionError as exc:
         problem(str(exc), "tile")
-        return
+        return None
     covered_cols, covered_rows = config.grid[0] * cols, config.grid[1] * rows
     if covered_cols < shape.N:
         problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[0]} blocks x {cols}): "
@@ -200,6 +203,7 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         problem(f"the grid covers {covered_rows} of M = {shape.M} rows ({config.grid[1]} blocks x {rows}): "
                 f"rows {covered_rows}-{shape.M - 1} would never be written", "grid[1]",
                 hint=f"grid y should be ceil(M / {kernel.tile[0].source})")
+    return rows, cols
 
 
 def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:

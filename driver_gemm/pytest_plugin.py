@@ -30,18 +30,22 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
 
 
-def gpu_missing_reason(config) -> str | None:
-    """Why GPU tests cannot run here, or None; asked once per session."""
-    if _NO_GPU not in config.stash:
-        from .device import device_count
-        from .errors import NoGpuError
+def missing_gpu_reason(ordinal: int = 0) -> str | None:
+    """Why GPU `ordinal` cannot be used here (no driver, no such GPU), or None."""
+    from .device import device_count
+    from .errors import NoGpuError
 
-        try:
-            count = device_count()
-            reason = None if count > _ordinal(config) else f"no GPU {_ordinal(config)} (this machine has {count})"
-        except NoGpuError as exc:
-            reason = str(exc)
-        config.stash[_NO_GPU] = reason
+    try:
+        count = device_count()
+    except NoGpuError as exc:
+        return str(exc)
+    return None if count > ordinal else f"no GPU {ordinal} (this machine has {count})"
+
+
+def gpu_missing_reason(config) -> str | None:
+    """`missing_gpu_reason` for the session's chosen GPU, asked once per session."""
+    if _NO_GPU not in config.stash:
+        config.stash[_NO_GPU] = missing_gpu_reason(_ordinal(config))
     return config.stash[_NO_GPU]
 
 

@@ -201,12 +201,11 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     done = {case_key(case) for case in previous}
     cases = [case for case in cases_of(spec) if (case.label, case.shape.label) not in done]
     compiled = compile_spec(spec, props.arch) if cases else {}
-    baselines: dict[Shape, float] = {case.shape: case.timing.median_ms for case in previous
-                                     if case.kernel == CUBLAS_LABEL and case.timing and case.ok}
+    baselines: dict[Shape, float] = {case.shape: case.timing.median_ms for case in previous if _is_baseline(case)}
     result.cases.extend(previous)
 
     def finish(case: CaseResult) -> None:
-        if case.kernel == CUBLAS_LABEL and case.timing is not None and case.status in (PASS, REF):
+        if _is_baseline(case):
             baselines[case.shape] = case.timing.median_ms
         _finish_figures(case, case.shape, baselines.get(case.shape), props.fp32_peak_gflops)
         case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
@@ -258,6 +257,11 @@ def execute_case(session: _Session, spec: Spec, case: Case, compiled) -> CaseRes
         if session.device.poisoned:
             message += " (this fault leaves CUDA unusable in the process that ran it)"
         return _error_case(case.kernel, case.shape, message)
+
+
+def _is_baseline(case: CaseResult) -> bool:
+    """A cuBLAS case that passed and was timed: its median is the 100% of its shape."""
+    return case.kernel == CUBLAS_LABEL and case.timing is not None and case.ok
 
 
 def _finish_figures(case: CaseResult, shape: Shape, baseline_ms: float | None, peak: float | None) -> None:
@@ -378,7 +382,7 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
     case.status = verdict.status
     if verdict.status == FAIL:
         from .diagnose import diagnose
-        case.diagnosis = diagnose(verdict, output, expected, kernel, plan)
+        case.diagnosis = diagnose(verdict, output, expected, plan)
         case.message = case.diagnosis.get("summary", "")
         if session.options.artifacts is not None:
             from .artifacts import save_error_map

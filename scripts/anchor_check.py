@@ -27,7 +27,7 @@ TOLERANCE = 0.05
 
 def main(path: str) -> int:
     data = json.load(open(path))
-    print(f"| kernel | shape | driver-gemm ms | C++ ms | difference | within 5% |")
+    print("| kernel | shape | driver-gemm ms | C++ ms | difference | within 5% |")
     print("|---|---|---|---|---|---|")
     worst = 0.0
     for case in data["cases"]:

@@ -15,7 +15,6 @@ import ctypes
 import json
 import time
 
-import numpy as np
 
 from driver_gemm.compile import compile_text
 from driver_gemm.device import Device

@@ -15,14 +15,9 @@ pytest_plugins = ["pytester"]
 
 
 def _gpu_missing_reason() -> str | None:
-    from driver_gemm.device import device_count
-    from driver_gemm.errors import NoGpuError
+    from driver_gemm.pytest_plugin import missing_gpu_reason
 
-    try:
-        device_count()
-    except NoGpuError as exc:
-        return str(exc)
-    return None
+    return missing_gpu_reason(0)
 
 
 def plugin_args() -> list[str]:

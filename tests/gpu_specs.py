@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -18,3 +19,13 @@ def write_spec(tmp_path: Path, kernels_yaml: str, shapes: list[str], extra: str 
     path = tmp_path / "spec.yaml"
     path.write_text(text)
     return path
+
+
+def with_measure(spec, **changes):
+    """`spec` with some measurement settings changed."""
+    return dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, **changes))
+
+
+def quick(spec):
+    """`spec` measured just enough for tests: a few samples, no time minimum."""
+    return with_measure(spec, warmup=1, min_samples=3, min_time_s=0.0, timeout_s=0.05)

@@ -18,14 +18,9 @@ from driver_gemm.runner import run_spec
 from driver_gemm.spec import load_spec
 
 from conftest import ROOT, SPECS
-from gpu_specs import AWKWARD_SHAPES, write_spec
+from gpu_specs import AWKWARD_SHAPES, quick, with_measure, write_spec
 
 pytestmark = pytest.mark.gpu
-
-
-def quick(spec):
-    return dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, warmup=1, min_samples=3,
-                                                                 min_time_s=0.0, timeout_s=0.05))
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +161,7 @@ FAULTS = """\
 
 def test_isolated_run_survives_faults_and_hangs(tmp_path):
     spec = load_spec(write_spec(tmp_path, FAULTS, ["64x64x64"], "baseline: false\n"))
-    spec = dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, case_timeout_s=10.0))
+    spec = with_measure(spec, case_timeout_s=10.0)
     seen = []
     run = run_spec(spec, isolate=True, on_result=seen.append)
     wild, good, trap, spin, good_after = run.cases

@@ -11,6 +11,7 @@ import pytest
 import driver_gemm as dg
 
 from conftest import ROOT, SPECS, plugin_args
+from gpu_specs import with_measure
 
 pytestmark = pytest.mark.gpu
 
@@ -71,7 +72,7 @@ def test_cupy_context_stream_and_memory():
         stream.synchronize()
         assert cp.allclose(c, a @ b, rtol=1e-5)
         spec = dg.load_spec(SPECS / "seed.yaml").select(["v4"], ["127x33x65"])
-        spec = dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, min_time_s=0, timeout_s=0.05))
+        spec = with_measure(spec, min_time_s=0, timeout_s=0.05)
         run = dg.run_spec(spec, context=int(context), stream=stream.ptr)
         assert run.ok
     # CuPy's context survived us: it still computes
@@ -81,10 +82,10 @@ def test_cupy_context_stream_and_memory():
 @pytest.mark.parametrize("kernel, shape, long", [("v4", "2048x2048x2048", True), ("v1", "32x32x32", False)])
 def test_graph_mode_against_event_mode(kernel, shape, long, capsys):
     spec = dg.load_spec(SPECS / "seed.yaml").select([kernel], [shape])
-    spec = dataclasses.replace(spec, baseline=False, measure=dataclasses.replace(
-        spec.measure, flush_l2=False, min_samples=20, min_time_s=0.2, timeout_s=1.0))
+    spec = with_measure(dataclasses.replace(spec, baseline=False), flush_l2=False, min_samples=20, min_time_s=0.2,
+                        timeout_s=1.0)
     events = dg.run_spec(spec).cases[0].timing
-    graph_spec = dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, mode="graph", graph_launches=50))
+    graph_spec = with_measure(spec, mode="graph", graph_launches=50)
     graph = dg.run_spec(graph_spec).cases[0].timing
     with capsys.disabled():
         print(f"\n{kernel} {shape}: events median {events.median_ms * 1e3:.2f} us, "
