@@ -86,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument("--shape", "-s", action="append", default=[])
     tune.add_argument("--json", type=Path, help="results of every configuration (default results/SPEC-TIMESTAMP.json)")
     tune.add_argument("--out", type=Path, help="the winners spec (default: beside the results, SPEC-winners.yaml)")
+    tune.add_argument("--from", dest="recorded", type=Path, metavar="RESULTS",
+                      help="pick the winners from recorded results (.json or .jsonl, e.g. of a tune stopped "
+                           "before it finished) instead of running; no GPU needed")
     tune.add_argument("--quiet", "-q", action="store_true")
 
     commands.add_parser("info", help="the GPU, driver and NVRTC this machine has")
@@ -289,7 +292,7 @@ def _command_plan(args, console: Console, errors: Console) -> int:
     from .occupancy import arch_limits
     from .plan import limits_for_device, plan_case
     from .report import plan_table
-    from .runner import compile_spec
+    from .runner import compile_spec, refused_everywhere
 
     specs = _load(args.specs, args.kernel, args.shape)
     limits, arch = None, args.arch
@@ -310,10 +313,14 @@ def _command_plan(args, console: Console, errors: Console) -> int:
     exit_code = EXIT_OK
     for spec in specs:
         plans = []
-        compiled = compile_spec(spec, arch)
+        compiled = compile_spec(spec, arch, skip=refused_everywhere(spec, limits))
         reported: set[int] = set()
         for kernel in spec.kernels:
-            cubin = compiled[kernel.label]
+            cubin = compiled.get(kernel.label)
+            if cubin is None:                   # refused on every shape: the plans say why
+                plans.extend(plan_case(kernel, shape, limits, None, dict(spec.scalars), args.sms)
+                             for shape in spec.shapes)
+                continue
             if isinstance(cubin, CompileError):
                 if id(cubin) not in reported:   # one message per failed program, not per instance
                     errors.print(str(cubin), markup=False, highlight=False)
@@ -366,21 +373,33 @@ def _command_tune(args, console: Console, errors: Console) -> int:
     from .tune import pick_winners, winners_spec
 
     spec, = _load([args.spec], args.kernel, args.shape)
-    device = args.device if args.device is not None else _env_device()
-    path = args.json or _default_json(f"{spec.name}-tune")
-    result = RunResult(spec=spec.name, spec_path=str(spec.path))
-    progress = _Progress(errors, len(cases_of(spec)), args.quiet)
-    with CaseLog(path.with_suffix(".jsonl")) as log:
-        try:
-            run_spec(spec, device=device, isolate=True, on_start=progress.started,
-                     on_result=_recorder(result, log, progress), result=result)
-        finally:
-            progress.close()
-            if result.cases:
-                result.write_json(path)
+    if args.recorded:
+        path = args.recorded
+        result, = _read_results([path])
+        wanted = {(case.label, case.shape.label) for case in cases_of(spec)}
+        result.cases = [case for case in result.cases if (case.kernel, case.shape.label) in wanted]
+        if not result.cases:
+            raise SpecError(f"no case of {spec.name} (as selected) in these results", where=str(path))
+    else:
+        device = args.device if args.device is not None else _env_device()
+        path = args.json or _default_json(f"{spec.name}-tune")
+        result = RunResult(spec=spec.name, spec_path=str(spec.path))
+        progress = _Progress(errors, len(cases_of(spec)), args.quiet)
+        with CaseLog(path.with_suffix(".jsonl")) as log:
+            try:
+                run_spec(spec, device=device, isolate=True, on_start=progress.started,
+                         on_result=_recorder(result, log, progress), result=result)
+            finally:
+                progress.close()
+                if result.cases:
+                    result.write_json(path)
     picks = pick_winners(result)
     console.print(tune_table(picks, f"{spec.name}: best configuration per kernel and shape"))
     out = winners_spec(spec, picks, args.out or path.with_name(f"{spec.name}-winners.yaml"))
+    untried = len(cases_of(spec)) - len(result.cases)
+    if untried > 0:
+        console.print(f"{untried} case(s) of the sweep have no result here: the winners are of what was tried",
+                      style="yellow")
     console.print(f"results: {path}; winners: {out}", style="dim")
     return EXIT_OK if any(p.best for p in picks) else EXIT_FAILED
 

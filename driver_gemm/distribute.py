@@ -1,11 +1,13 @@
 """Cases spread over several GPUs of one machine, or over the GPUs of several machines, on Dask.
 
 Each shape and all its cases (cuBLAS first, so % of cuBLAS is measured on the
-same GPU) go to one GPU; shapes are dealt out so that the GPUs get about the
-same number of FLOPs. Every GPU is driven by one Dask worker, which runs its
-part with `run_spec` exactly as a single-GPU run would (isolated worker
-processes included), so the results are the same set of cases, each tagged
-with the GPU that ran it.
+same GPU) is one Dask task. Every GPU is driven by one single-threaded Dask
+worker, and the scheduler hands a worker its next shape only when it is free,
+largest shapes first: a case's time is set by the measurement's sample and
+time limits more than by its FLOPs, so no split made in advance would stay
+even, while handing out as GPUs free up does. Each task runs `run_spec`
+exactly as a single-GPU run would (isolated worker processes included), so
+the results are the same set of cases, each tagged with the GPU that ran it.
 
 Dask is an optional extra (``pip install driver-gemm[dask]``); with
 ``dask-cuda`` installed, a single machine gets its one-worker-per-GPU
@@ -18,7 +20,6 @@ must be allowed to start processes (``distributed.worker.daemon: false``).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Callable
 
 from .errors import DriverGemmError
@@ -31,32 +32,26 @@ class DaskUnavailable(DriverGemmError):
     """Dask (distributed) is not installed."""
 
 
-def partition_shapes(spec: Spec, parts: int) -> list[list[Shape]]:
-    """Deal the shapes into `parts` groups of about equal work (largest first, to the lightest group)."""
-    cases_per_shape = len(spec.kernels) + int(spec.baseline)
-    groups: list[list[Shape]] = [[] for _ in range(max(1, parts))]
-    loads = [0] * len(groups)
-    for shape in sorted(spec.shapes, key=lambda s: s.flops, reverse=True):
-        lightest = loads.index(min(loads))
-        groups[lightest].append(shape)
-        loads[lightest] += shape.flops * cases_per_shape
-    return [sorted(group, key=spec.shapes.index) for group in groups if group]
+def largest_first(spec: Spec) -> list[Shape]:
+    """The order in which shapes are handed out: most FLOPs first, so that no big shape is left for the end."""
+    return sorted(spec.shapes, key=lambda s: s.flops, reverse=True)
 
 
 def run_part(spec: Spec, shapes: list[str], device: int, isolate: bool, options: RunOptions) -> dict:
-    """What a Dask worker runs: the spec on some shapes, on one GPU; the results as plain data."""
+    """A GPU worker's part: the spec on some shapes, on one GPU; the results as plain data."""
     from .runner import run_spec
 
     return run_spec(spec.select(shapes=shapes), device=device, isolate=isolate, options=options).as_dict()
 
 
-@dataclass
-class Assignment:
-    """One part of the run: which worker, which GPU ordinal on that worker, which shapes."""
+def _run_shape_here(part: Callable, ordinals: dict[str, int], spec: Spec, shape: str, isolate: bool,
+                    options: RunOptions) -> tuple[str, int, dict]:
+    """The task of one shape: run it on the GPU of whichever worker the scheduler chose."""
+    from distributed import get_worker
 
-    worker: str
-    device: int
-    shapes: list[Shape]
+    worker = get_worker().address
+    device = ordinals[worker]
+    return worker, device, part(spec, [shape], device, isolate, options)
 
 
 @contextlib.contextmanager
@@ -79,7 +74,9 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
             yield client, [(worker, 0) for worker in workers]
         return
     devices = list(devices or [0])
-    with dask.config.set({"distributed.worker.daemon": False}):   # workers start our case processes
+    # Workers start our case processes (not daemons); the scheduler keeps unstarted shapes queued
+    # until a worker is free rather than assigning them all at submission.
+    with dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.worker-saturation": 1.0}):
         try:
             from dask_cuda import LocalCUDACluster
             cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1)
@@ -96,27 +93,32 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
 def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolate: bool = True,
                    options: RunOptions = RunOptions(), on_result: Callable[[CaseResult], None] | None = None,
                    part: Callable = run_part) -> RunResult:
-    """Run `spec` with its shapes dealt out over `workers` (address, GPU ordinal); gather every case."""
+    """Run `spec` on `workers` (address, GPU ordinal), a shape at a time to whichever is free; gather every case."""
     from distributed import as_completed
 
-    groups = partition_shapes(spec, len(workers))
-    assignments = [Assignment(worker, device, shapes) for (worker, device), shapes in zip(workers, groups)]
-    result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None, started=_now(),
-                       settings={"devices": [{"worker": a.worker, "device": a.device,
-                                              "shapes": [s.label for s in a.shapes]} for a in assignments]})
-    futures = {client.submit(part, spec, [s.label for s in a.shapes], a.device, isolate, options,
-                             workers=[a.worker], allow_other_workers=False, pure=False): a for a in assignments}
-    environments = []
+    ordinals = dict(workers)
+    result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None, started=_now())
+    shapes = largest_first(spec)
+    # Higher priority runs first; one task per worker at a time, so a free GPU takes the next shape.
+    futures = {client.submit(_run_shape_here, part, ordinals, spec, shape.label, isolate, options,
+                             priority=len(shapes) - rank, pure=False): shape.label
+               for rank, shape in enumerate(shapes)}
+    ran: dict[tuple[str, int], list[str]] = {}          # (worker, GPU) -> shapes, in the order run
+    environments: dict[tuple[str, int], dict] = {}
     for future in as_completed(futures):
-        data = future.result()
-        environments.append(data.get("environment", {}))
+        worker, device, data = future.result()
+        ran.setdefault((worker, device), []).append(futures[future])
+        environments.setdefault((worker, device), data.get("environment", {}))
         for case in data["cases"]:
             finished = CaseResult.from_dict(case)
             result.cases.append(finished)
             if on_result:
                 on_result(finished)
-    order = {(s.label): i for i, s in enumerate(spec.shapes)}
+    order = {s.label: i for i, s in enumerate(spec.shapes)}
     result.cases.sort(key=lambda c: order.get(c.shape.label, len(order)))
-    result.environment = {"gpus": environments, **(environments[0] if environments else {})}
+    result.settings = {"devices": [{"worker": worker, "device": device, "shapes": labels}
+                                   for (worker, device), labels in sorted(ran.items())]}
+    gpus = [environments[key] for key in sorted(environments)]
+    result.environment = {"gpus": gpus, **(gpus[0] if gpus else {})}
     result.finished = _now()
     return result

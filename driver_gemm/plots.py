@@ -9,9 +9,10 @@ import math
 from pathlib import Path
 
 from .errors import DriverGemmError
-from .results import RunResult
+from .results import BASELINE_LABELS, RunResult
 
-CUBLAS = "cublas"
+CUBLAS = BASELINE_LABELS["fp32"]
+CUBLAS_TF32 = BASELINE_LABELS["tf32"]
 
 
 def bytes_moved(M: int, N: int, K: int) -> int:
@@ -48,16 +49,17 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     device = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
     figure, (speed, share, roof) = plt.subplots(1, 3, figsize=(18, 6.5), dpi=100)
     colours = plt.get_cmap("tab20")
-    kernels = sorted(series, key=lambda k: (k != CUBLAS, k))
+    kernels = sorted(series, key=lambda k: (k not in (CUBLAS, CUBLAS_TF32), k))
     for index, kernel in enumerate(kernels):
         cases = sorted(series[kernel], key=lambda c: c.shape.flops)
         sizes = [(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases]
-        style = dict(color="black", linestyle="--", linewidth=2) if kernel == CUBLAS else \
+        baseline_colour = {CUBLAS: "black", CUBLAS_TF32: "dimgray"}.get(kernel)
+        style = dict(color=baseline_colour, linestyle="--", linewidth=2) if baseline_colour else \
             dict(color=colours(index % 20), marker="o", markersize=4)
         speed.plot(sizes, [c.gflops for c in cases], label=kernel, **style)
         intensity = [c.shape.flops / bytes_moved(c.shape.M, c.shape.N, c.shape.K) for c in cases]
         roof.scatter(intensity, [c.gflops for c in cases], s=18, label=kernel,
-                     color="black" if kernel == CUBLAS else colours(index % 20))
+                     color=baseline_colour or colours(index % 20))
     speed.set_xscale("log", base=2)
     speed.set_xlabel("size (M N K)^(1/3)")
     speed.set_ylabel("GFLOP/s")
@@ -65,7 +67,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     speed.grid(True, alpha=0.3)
 
     shapes = sorted({c.shape for k in kernels for c in series[k]}, key=lambda s: s.flops)
-    others = [k for k in kernels if k != CUBLAS]
+    others = [k for k in kernels if k not in (CUBLAS, CUBLAS_TF32)]   # each against its own precision's cuBLAS
     grid = [[math.nan] * len(shapes) for _ in others]
     for row, kernel in enumerate(others):
         for case in series[kernel]:

@@ -36,7 +36,7 @@ def case_line(case: CaseResult) -> str:
         if case.gflops:
             parts.append(f"{case.gflops:,.0f} GFLOP/s")
         if case.pct_cublas:
-            parts.append(f"{case.pct_cublas:.1f}% of cuBLAS")
+            parts.append(f"{case.pct_cublas:.1f}% of cuBLAS" + (" TF32" if case.precision == "tf32" else ""))
     if case.message and case.status not in (PASS,):
         parts.append(f"- {case.message.splitlines()[0]}")
     return "  ".join(parts)
@@ -56,7 +56,10 @@ def results_tables(run: RunResult) -> list[Table]:
                                 ("GFLOP/s", "right"), ("% cuBLAS", "right"), ("% peak", "right"),
                                 ("rel err", "right"), ("samples", "right"), ("noise", "right")):
             table.add_column(column, justify=justify)
-        for case in (c for c in run.cases if c.shape == shape):
+        cases = [c for c in run.cases if c.shape == shape]
+        if any(c.precision == "tf32" for c in cases):
+            table.caption = "TF32 rows (cublas-tf32 and precision: tf32 kernels): % of cuBLAS in TF32 tensor-op math"
+        for case in cases:
             verification = case.verification or {}
             error = verification.get("rel_fro_error")
             table.add_row(

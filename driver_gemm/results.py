@@ -18,6 +18,7 @@ from .stats import TimingSummary
 
 PASS, FAIL, ERROR, INVALID, REF, TIMEOUT = "PASS", "FAIL", "ERROR", "INVALID", "REF", "TIMEOUT"
 OK_STATUSES = (PASS, REF)
+BASELINE_LABELS = {"fp32": "cublas", "tf32": "cublas-tf32"}   # cuBLAS SGEMM per math mode, by precision
 
 
 @dataclass
@@ -46,10 +47,16 @@ class CaseResult:
     diagnosis: dict | None = None
     sanitizer: dict | None = None    # compute-sanitizer's findings, when the case ran under it
     device: dict | None = None       # name and UUID of the GPU that ran it
+    precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
 
     @property
     def ok(self) -> bool:
         return self.status in OK_STATUSES
+
+    @property
+    def is_baseline(self) -> bool:
+        """A cuBLAS case (FP32 or TF32 math), the 100% of the kernels of its precision."""
+        return self.kernel in BASELINE_LABELS.values()
 
     @property
     def median_ms(self) -> float | None:

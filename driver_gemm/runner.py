@@ -11,7 +11,9 @@ nothing already measured is lost.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as _dt
+import os
 import platform
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,42 +30,68 @@ from .launch import PackedArguments, PreparedLaunch
 from .load import Module
 from .occupancy import occupancy
 from .plan import limits_for_device, plan_case
-from .results import ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult, case_key
+from .results import BASELINE_LABELS, ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult, case_key
 from .spec import KernelSpec, Shape, Spec
 from .stats import gflops
 from .timing import L2Flusher, LaunchGate, measure
 from .verify import POISON_WORD, case_seed, compare, make_inputs, reference
 
-CUBLAS_LABEL = "cublas"
 
 
-def compile_spec(spec: Spec, arch: str) -> dict[str, Cubin | CompileError]:
-    """Compile every kernel of `spec` for `arch`, one NVRTC program per source and option set.
+def refused_everywhere(spec: Spec, limits) -> set[str]:
+    """Labels of the kernels whose launch checks fail on every shape before any compiler output is needed.
+
+    A sweep's `require:` constraints often rule out configurations that the
+    source cannot even instantiate (its static_asserts say the same thing):
+    those are not compiled, and their cases are INVALID with the constraint
+    that failed rather than ERROR with a compiler message.
+    """
+    return {kernel.label for kernel in spec.kernels
+            if not any(plan_case(kernel, shape, limits).valid for shape in spec.shapes)}
+
+
+def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
+                 skip: set[str] = frozenset()) -> dict[str, Cubin | CompileError]:
+    """Compile every kernel of `spec` for `arch`: NVRTC programs of one source and option set, in parallel.
 
     The value for a kernel label is its `Cubin`, or the `CompileError` that
-    its source raised (recorded against each of its cases, not raised). When
-    a program with several instances fails, each is compiled alone, so that
-    one bad instance does not take its siblings down.
+    its source raised (recorded against each of its cases, not raised). The
+    instances of one source are shared out over up to `jobs` programs
+    (default: one per CPU, at most 16) compiled on as many threads (NVRTC
+    compiles separate programs concurrently), so a sweep of a hundred
+    template instances takes minutes off its start. When a program with
+    several instances fails, each is compiled alone, so that one bad instance
+    does not take its siblings down. Kernels named in `skip` are left out.
     """
+    jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
     groups: dict[tuple, list[KernelSpec]] = {}
-    for kernel in spec.kernels:
+    for kernel in (k for k in spec.kernels if k.label not in skip):
         groups.setdefault((kernel.source, kernel.options), []).append(kernel)
+    programs = []
+    for (source, options), kernels in groups.items():
+        count = min(jobs, len(kernels))
+        programs.extend((source, options, kernels[part::count]) for part in range(count))
     compiled: dict[str, Cubin | CompileError] = {}
 
-    def compile_group(source, options, kernels) -> None:
+    def compile_program(source, options, kernels) -> None:
         try:
             cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], arch, options)
         except CompileError as exc:
             if len(kernels) > 1:
                 for kernel in kernels:
-                    compile_group(source, options, [kernel])
+                    compile_program(source, options, [kernel])
                 return
             cubin = exc
         for kernel in kernels:
             compiled[kernel.label] = cubin
 
-    for (source, options), kernels in groups.items():
-        compile_group(source, options, kernels)
+    if len(programs) <= 1:
+        for program in programs:
+            compile_program(*program)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs))) as pool:
+            for done in [pool.submit(compile_program, *program) for program in programs]:
+                done.result()
     return compiled
 
 
@@ -91,12 +119,23 @@ class _Session:
         self.modules: dict[int, Module] = {}
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
-        self.cublas = None
-        if self.want_cublas:
-            try:
-                self.cublas = CublasSgemm(self.device, self.stream)
-            except (CublasUnavailable, CudaError) as exc:
-                self.cublas_error = str(exc)
+        self._tf32: CublasSgemm | None = None
+        self.cublas = self.baseline("fp32") if want_cublas else None
+
+    def baseline(self, precision: str) -> CublasSgemm | None:
+        """cuBLAS SGEMM in FP32 math, or in TF32 tensor-op math (made on first use); None if unavailable."""
+        if precision == "fp32" and getattr(self, "cublas", None) is not None:   # (None while __init__ makes it)
+            return self.cublas
+        if precision == "tf32" and self._tf32 is not None:
+            return self._tf32
+        try:
+            handle = CublasSgemm(self.device, self.stream, tf32=precision == "tf32")
+        except (CublasUnavailable, CudaError) as exc:
+            self.cublas_error = str(exc)
+            return None
+        if precision == "tf32":
+            self._tf32 = handle
+        return handle
 
     def module(self, cubin: Cubin) -> Module:
         if id(cubin) not in self.modules:
@@ -115,8 +154,10 @@ class _Session:
         return self.buffers
 
     def close(self) -> None:
-        if self.cublas is not None and not self.device.poisoned:
-            self.cublas.close()
+        if not self.device.poisoned:
+            for handle in (self.cublas, self._tf32):
+                if handle is not None:
+                    handle.close()
         self.device.close()
 
 
@@ -151,23 +192,31 @@ def _now() -> str:
 
 @dataclass(frozen=True)
 class Case:
-    """One unit of work: a kernel (None for cuBLAS) on a shape, numbered in run order."""
+    """One unit of work: a kernel (None for cuBLAS, in the math of `precision`) on a shape, numbered in run order."""
 
     index: int
     kernel: KernelSpec | None
     shape: Shape
+    precision: str = "fp32"
 
     @property
     def label(self) -> str:
-        return CUBLAS_LABEL if self.kernel is None else self.kernel.label
+        return BASELINE_LABELS[self.precision] if self.kernel is None else self.kernel.label
 
 
 def cases_of(spec: Spec) -> list[Case]:
-    """Per shape, cuBLAS first (its time is the 100% of the others), then every kernel."""
+    """Per shape, cuBLAS first (its time is the 100% of the others), then every kernel.
+
+    cuBLAS runs in FP32 math, and also in TF32 tensor-op math when a kernel of the spec is TF32.
+    """
+    precisions = ["fp32"] + (["tf32"] if any(k.precision == "tf32" for k in spec.kernels) else [])
     out: list[Case] = []
     for shape in spec.shapes:
-        for kernel in ([None] if spec.baseline else []) + list(spec.kernels):
-            out.append(Case(len(out), kernel, shape))
+        if spec.baseline:
+            for precision in precisions:
+                out.append(Case(len(out), None, shape, precision))
+        for kernel in spec.kernels:
+            out.append(Case(len(out), kernel, shape, kernel.precision))
     return out
 
 
@@ -200,14 +249,16 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     result.environment = environment(props)
     done = {case_key(case) for case in previous}
     cases = [case for case in cases_of(spec) if (case.label, case.shape.label) not in done]
-    compiled = compile_spec(spec, props.arch) if cases else {}
-    baselines: dict[Shape, float] = {case.shape: case.timing.median_ms for case in previous if _is_baseline(case)}
+    compiled = compile_spec(spec, props.arch, skip=refused_everywhere(spec, limits_for_device(props))) if cases else {}
+    baselines: dict[tuple[Shape, str], float] = {(case.shape, case.precision): case.timing.median_ms
+                                                 for case in previous if _is_baseline(case)}
     result.cases.extend(previous)
 
     def finish(case: CaseResult) -> None:
         if _is_baseline(case):
-            baselines[case.shape] = case.timing.median_ms
-        _finish_figures(case, case.shape, baselines.get(case.shape), props.fp32_peak_gflops)
+            baselines[case.shape, case.precision] = case.timing.median_ms
+        _finish_figures(case, case.shape, baselines.get((case.shape, case.precision)),
+                        props.fp32_peak_gflops if case.precision == "fp32" else None)
         case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
         result.cases.append(case)
         if on_result:
@@ -249,8 +300,8 @@ def execute_case(session: _Session, spec: Spec, case: Case, compiled) -> CaseRes
     try:
         with ranges.annotate(f"{case.label} {case.shape.label}", color="blue"):
             if case.kernel is None:
-                return _run_cublas(session, spec, case.shape)
-            return _run_kernel(session, spec, case.kernel, case.shape, compiled[case.kernel.label])
+                return _run_cublas(session, spec, case.shape, case.precision)
+            return _run_kernel(session, spec, case.kernel, case.shape, compiled.get(case.kernel.label))
     except CudaError as exc:
         session.device.mark_poisoned(exc)
         message = str(exc)
@@ -260,8 +311,8 @@ def execute_case(session: _Session, spec: Spec, case: Case, compiled) -> CaseRes
 
 
 def _is_baseline(case: CaseResult) -> bool:
-    """A cuBLAS case that passed and was timed: its median is the 100% of its shape."""
-    return case.kernel == CUBLAS_LABEL and case.timing is not None and case.ok
+    """A cuBLAS case that passed and was timed: its median is the 100% of its shape and precision."""
+    return case.is_baseline and case.timing is not None and case.ok
 
 
 def _finish_figures(case: CaseResult, shape: Shape, baseline_ms: float | None, peak: float | None) -> None:
@@ -274,11 +325,18 @@ def _finish_figures(case: CaseResult, shape: Shape, baseline_ms: float | None, p
         case.pct_peak = 100.0 * case.gflops / peak
 
 
-def _error_case(kernel: KernelSpec | None, shape: Shape, message: str, status: str = ERROR) -> CaseResult:
+def _error_case(kernel: KernelSpec | None, shape: Shape, message: str, status: str = ERROR,
+                precision: str = "fp32") -> CaseResult:
     if kernel is None:
-        return CaseResult(kernel=CUBLAS_LABEL, name=CUBLAS_LABEL, shape=shape, status=status, message=message)
+        label = BASELINE_LABELS[precision]
+        return CaseResult(kernel=label, name=label, shape=shape, status=status, message=message, precision=precision)
     return CaseResult(kernel=kernel.label, name=kernel.name, shape=shape, status=status, message=message,
-                      params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source))
+                      params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source),
+                      precision=kernel.precision)
+
+
+def _tolerance(spec: Spec, precision: str) -> float:
+    return spec.verify.tf32_rel_tolerance if precision == "tf32" else spec.verify.rel_tolerance
 
 
 def _uses_cpu_reference(spec: Spec, shape: Shape, session: _Session) -> bool:
@@ -289,22 +347,24 @@ def _uses_cpu_reference(spec: Spec, shape: Shape, session: _Session) -> bool:
     return shape.flops <= spec.verify.cpu_reference_max_gflop * 1e9
 
 
-def _run_cublas(session: _Session, spec: Spec, shape: Shape) -> CaseResult:
-    if session.cublas is None:
-        return _error_case(None, shape, session.cublas_error or "cuBLAS is unavailable")
+def _run_cublas(session: _Session, spec: Spec, shape: Shape, precision: str = "fp32") -> CaseResult:
+    cublas = session.baseline(precision)
+    if cublas is None:
+        return _error_case(None, shape, session.cublas_error or "cuBLAS is unavailable", precision=precision)
+    label = BASELINE_LABELS[precision]
     buffers = session.buffers_for(shape)
-    seed = case_seed(spec.verify.seed, CUBLAS_LABEL, shape.label)
+    seed = case_seed(spec.verify.seed, label, shape.label)
     inputs = make_inputs(shape, seed)
     buffers["A"].upload(inputs.A, session.stream)
     buffers["B"].upload(inputs.B, session.stream)
     buffers["C"].fill_u32(POISON_WORD, session.stream)
-    launch = session.cublas.prepare(buffers["A"], buffers["B"], buffers["C"], shape)
+    launch = cublas.prepare(buffers["A"], buffers["B"], buffers["C"], shape)
     launch()
     session.stream.synchronize()
-    case = CaseResult(kernel=CUBLAS_LABEL, name=CUBLAS_LABEL, shape=shape, status=REF, seed=seed)
+    case = CaseResult(kernel=label, name=label, shape=shape, status=REF, seed=seed, precision=precision)
     if _uses_cpu_reference(spec, shape, session):
         output = buffers["C"].download((shape.M, shape.N), np.float32, session.stream)
-        verdict = compare(output, reference(inputs), rel_tolerance=spec.verify.rel_tolerance,
+        verdict = compare(output, reference(inputs), rel_tolerance=_tolerance(spec, precision),
                           abs_tolerance=spec.verify.abs_tolerance)
         case.verification = verdict.as_dict()
         case.status = verdict.status
@@ -317,16 +377,17 @@ def _run_cublas(session: _Session, spec: Spec, shape: Shape) -> CaseResult:
 
 
 def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
-                cubin: Cubin | CompileError) -> CaseResult:
+                cubin: Cubin | CompileError | None) -> CaseResult:
+    """One kernel on one shape; `cubin` is None for a kernel refused before compiling (see refused_everywhere)."""
     if isinstance(cubin, CompileError):
         return _error_case(kernel, shape, str(cubin))
     device = session.device
     props = device.properties
-    resources = cubin.resources_of(kernel.instance)
+    resources = cubin.resources_of(kernel.instance) if cubin is not None else None
     limits = limits_for_device(props)
     plan = plan_case(kernel, shape, limits, resources, dict(spec.scalars), props.sm_count)
     case = _error_case(kernel, shape, "", status=PASS)
-    case.resources = resources.as_dict()
+    case.resources = resources.as_dict() if resources else None
     case.launch = plan.config.as_dict() if plan.config else None
     case.occupancy = plan.occupancy.as_dict() if plan.occupancy else None
     if not plan.valid:
@@ -334,6 +395,8 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
         case.problems = [str(p) for p in plan.problems]
         case.message = case.problems[0]
         return case
+    if cubin is None:
+        return _error_case(kernel, shape, "not compiled: its launch checks failed on every shape of the spec")
 
     function = session.module(cubin).kernel(kernel.instance)
     function.allow_dynamic_shared(plan.config.shared_bytes)
@@ -375,7 +438,7 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
         launch()
         stream.synchronize()
     output = buffers["C"].download((shape.M, shape.N), np.float32, stream)
-    verdict = compare(output, expected, rel_tolerance=spec.verify.rel_tolerance,
+    verdict = compare(output, expected, rel_tolerance=_tolerance(spec, kernel.precision),
                       abs_tolerance=spec.verify.abs_tolerance, reference_name=reference_name,
                       start=inputs.C0 if reads_c else None)
     case.verification = verdict.as_dict()

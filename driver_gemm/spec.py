@@ -127,6 +127,7 @@ class KernelSpec:
     tile: tuple[expr.Expression, expr.Expression] | None = None
     require: tuple[expr.Expression, ...] = ()
     options: tuple[str, ...] = ()
+    precision: str = "fp32"          # tf32: multiplies inputs rounded to TF32 (checked and compared as such)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -177,6 +178,9 @@ class VerifySettings:
 
     rel_tolerance: float = 1e-5
     abs_tolerance: float | None = None
+    # TF32 rounds each input to 10 mantissa bits (unit roundoff 2^-11 ~ 4.9e-4): a K-long dot
+    # product of such inputs is off by ~4e-4 relative to the exact one; 2e-3 leaves a factor of 5.
+    tf32_rel_tolerance: float = 2e-3
     seed: int = 2026
     reference: str = "auto"           # auto | cpu | cublas
     cpu_reference_max_gflop: float = 40.0   # above this, "auto" checks against cuBLAS instead of NumPy
@@ -248,9 +252,10 @@ class _Context:
 
 _TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars")
 _KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
-                "tile", "require", "options")
+                "tile", "require", "options", "precision")
+PRECISIONS = ("fp32", "tf32")
 _MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
-_VERIFY_KEYS = ("tolerance", "seed", "reference", "cpu_reference_max_gflop")
+_VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -404,12 +409,15 @@ def _parse_verify(context, document) -> VerifySettings:
     elif tolerance is not None:
         raise context.error("must be a number (relative Frobenius error) or {rel: ..., abs: ...}",
                             node, "tolerance", "verify.tolerance")
+    tf32 = _parse_number(context, node, "tf32_tolerance", defaults.tf32_rel_tolerance, "verify.tf32_tolerance",
+                         minimum=0)
     reference = node.get("reference", defaults.reference)
     if reference not in ("auto", "cpu", "cublas"):
         raise context.error(f"must be auto, cpu or cublas, got {reference!r}", node, "reference", "verify.reference")
     return VerifySettings(
         rel_tolerance=rel,
         abs_tolerance=absolute,
+        tf32_rel_tolerance=tf32,
         seed=_parse_number(context, node, "seed", defaults.seed, "verify.seed", kind=int, minimum=0),
         reference=reference,
         cpu_reference_max_gflop=_parse_number(context, node, "cpu_reference_max_gflop",
@@ -568,6 +576,11 @@ def _parse_kernel(context, node, parent, index, base_dir: Path, scalars) -> list
     options_node = node.get("options", [])
     if not isinstance(options_node, list) or not all(isinstance(o, str) for o in options_node):
         raise context.error("options is a list of NVRTC option strings", node, "options", f"{dotted}.options")
+    precision = node.get("precision", "fp32")
+    if precision not in PRECISIONS:
+        raise context.error(f"precision is {' or '.join(PRECISIONS)}, got {precision!r}", node, "precision",
+                            f"{dotted}.precision", hint="tf32: checked with verify.tf32_tolerance and timed "
+                                                        "against cuBLAS in TF32 tensor-op math")
 
     known = set(param_node) | {"M", "N", "K"}
     for key, expressions in (("block", block), ("grid", grid), ("shared_bytes", (shared,)),
@@ -590,7 +603,8 @@ def _parse_kernel(context, node, parent, index, base_dir: Path, scalars) -> list
             name=name, source=source, function=function,
             params=dict(zip(param_node.keys(), combo)),
             block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile, require=require,
-            options=tuple(options_node), where=context.where(parent, index), field_path=dotted,
+            options=tuple(options_node), precision=precision, where=context.where(parent, index),
+            field_path=dotted,
             field_lines=field_lines,
         ))
     return kernels

@@ -40,7 +40,7 @@ def pick_winners(run: RunResult) -> list[Pick]:
     """Per kernel name and shape, the fastest passing configuration and how clearly it won."""
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for case in run.cases:
-        if case.kernel != "cublas":
+        if not case.is_baseline:
             groups.setdefault((case.name, case.shape.label), []).append(case)
     picks = []
     for (name, shape), cases in groups.items():

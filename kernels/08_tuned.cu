@@ -80,6 +80,9 @@
 // Measured on H200 (bench/results/fast-h200.json, cold L2): 2.88 ms at 4096^3 = 47.8 TFLOP/s,
 // 93.4% of cuBLAS; 22.82 ms at 8192^3 (94.2%). The small-shape configurations with KSPLIT:
 // v8_small 0.0376 ms at 1024x512x1024 (96.4%), v8_small_k4 0.0382 ms at 1001x513x777 (96.2%).
+// `driver-gemm tune specs/sweep-v8.yaml` finds no faster large configuration among 54;
+// specs/sweep-v8-small.yaml finds 97.9% at 1001x513x777 (32 x 32 tiles, KSPLIT 4, 2 stages) and
+// 96.3% at 1024x512x1024 (bench/results/winners-v8-*-h200.yaml).
 
 __device__ __forceinline__ unsigned smem_addr(const void* p)
 {

@@ -31,14 +31,11 @@ def plan_part(spec, shapes, device, isolate, options):
     return {"environment": {"worker_device": device}, "cases": cases}
 
 
-def test_shapes_are_dealt_by_work():
-    from driver_gemm.distribute import partition_shapes
+def test_shapes_are_handed_out_largest_first():
+    from driver_gemm.distribute import largest_first
 
-    spec = load_spec(SPECS / "tiles.yaml")     # 512, 1024, 2048, 4096 cubes
-    groups = partition_shapes(spec, 2)
-    assert [[s.M for s in g] for g in groups] == [[4096], [512, 1024, 2048]]
-    assert partition_shapes(spec, 8) == [[Shape(4096, 4096, 4096)], [Shape(2048, 2048, 2048)],
-                                         [Shape(1024, 1024, 1024)], [Shape(512, 512, 512)]]
+    spec = load_spec(SPECS / "seed.yaml").select(shapes=["64x64x64", "1001x513x777", "7x5x3", "1024x512x1024"])
+    assert [s.label for s in largest_first(spec)] == ["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"]
 
 
 def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan():
@@ -67,6 +64,7 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan():
         if case.kernel != "cublas":
             kernel = next(k for k in spec.kernels if k.label == case.kernel)
             assert case.resources == local[kernel.label].resources_of(kernel.instance).as_dict()
-    # the largest shape alone on one GPU, the three smaller ones (less work together) on the other
-    assert [s["shapes"] for s in run.settings["devices"]] == [["1024x512x1024"],
-                                                              ["1001x513x777", "64x64x64", "7x5x3"]]
+    # the record of who ran what agrees with the cases' tags and covers every shape once
+    ran = {s: d["device"] for d in run.settings["devices"] for s in d["shapes"]}
+    assert sorted(ran) == sorted(s.label for s in spec.shapes)
+    assert all(ran[case.shape.label] == case.device["ordinal"] for case in run.cases)

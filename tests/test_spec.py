@@ -109,6 +109,8 @@ def error_of(tmp_path, text) -> SpecError:
     (("BK: 16", "BK: 16.5"), 7, "kernels[v4].params.BK", "whole numbers"),
     (("source: ../kernels/04_coarsen_2d.cu", "source: ../kernels/nope.cu"), 5, "kernels[v4].source",
      "does not exist"),
+    (("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    precision: fp16"), 7,
+     "kernels[v4].precision", "precision is fp32 or tf32"),
 ])
 def test_errors_name_file_line_and_field(tmp_path, change, line, field, message):
     error = error_of(tmp_path, MINIMAL.replace(*change))
@@ -151,6 +153,7 @@ def test_yaml_tags_are_not_constructed(tmp_path):
     ("measure: {warmpu: 1}\n", "measure.warmpu", "unknown field"),
     ("verify: {reference: gpu}\n", "verify.reference", "auto, cpu or cublas"),
     ("verify: {tolerance: {rel: -1}}\n", "verify.tolerance.rel", "at least 0"),
+    ("verify: {tf32_tolerance: -1}\n", "verify.tf32_tolerance", "at least 0"),
     ("baseline: yes please\n", "baseline", "true or false"),
 ])
 def test_settings_errors(tmp_path, extra, field, message):
@@ -210,3 +213,17 @@ def test_schema_accepts_shipped_specs_and_rejects_mistakes():
         assert not errors, (path, errors[:1])
     broken = yaml.safe_load(MINIMAL.replace("block:", "blok:"))
     assert list(validator.iter_errors(broken))
+
+
+def test_tf32_kernels_get_their_own_tolerance_and_baseline(tmp_path):
+    from driver_gemm.runner import cases_of
+
+    spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
+    assert {k.name: k.precision for k in spec.kernels} == {"v8": "fp32", "v9": "tf32", "v9_big": "tf32"}
+    assert spec.verify.tf32_rel_tolerance == 2e-3 and spec.verify.rel_tolerance == 1e-5
+    assert [c.label for c in cases_of(spec)][:2] == ["cublas", "cublas-tf32"]
+    assert [c.precision for c in cases_of(spec)] == ["fp32", "tf32", "fp32", "tf32", "tf32"]
+    # no TF32 kernel, no TF32 baseline
+    assert [c.label for c in cases_of(load_spec(SPECS / "seed.yaml"))][:2] == ["cublas", "v0"]
+    spec = load_spec(write(tmp_path, MINIMAL + "verify: {tf32_tolerance: 0.01}\n"))
+    assert spec.verify.tf32_rel_tolerance == 0.01

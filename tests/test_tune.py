@@ -59,3 +59,49 @@ def test_one_winner_keeps_the_kernel_name(tmp_path):
     run = RunResult(spec="s", spec_path=None, cases=[case(BK8, SMALL, [1.0]), case(BK16, SMALL, [2.0])])
     winners = load_spec(winners_spec(spec, pick_winners(run), tmp_path / "specs" / "w.yaml"))
     assert [k.label for k in winners.kernels] == [BK8]
+
+
+def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
+    from driver_gemm import runner
+    from driver_gemm.occupancy import arch_limits
+    from driver_gemm.plan import plan_case
+
+    from conftest import SPECS
+
+    spec = load_spec(SPECS / "sweep-v8.yaml")
+    limits = arch_limits("sm_90")
+    refused = runner.refused_everywhere(spec, limits)
+    labels = {k.label: k for k in spec.kernels}
+    # a 16 x 16 thread tile breaks 'TM * TN == 128'; a 256 x 256 block tile needs 512 threads
+    assert any("TM=16,TN=16" in label for label in refused)
+    assert any("BM=256,BN=256" in label for label in refused)
+    assert "v8[BM=128,BN=256,BK=16,WM=64,WN=64,TM=16,TN=8,STAGES=3,GROUP=8,KSPLIT=1]" not in refused
+    for label in refused:
+        plan = plan_case(labels[label], spec.shapes[0], limits)
+        assert not plan.valid and plan.problems and plan.resources is None
+
+    compiled_instances = []
+    monkeypatch.setattr(runner, "compile_source",
+                        lambda source, instances, arch, options: compiled_instances.extend(instances) or object())
+    compiled = runner.compile_spec(spec, "sm_90", jobs=1, skip=refused)
+    assert set(compiled) == set(labels) - refused
+    assert not {labels[label].instance for label in refused} & set(compiled_instances)
+
+
+def test_tune_from_recorded_results_needs_no_gpu(tmp_path, capsys):
+    from driver_gemm.cli import main
+
+    spec_path = write(tmp_path, SWEEP)
+    recorded = sweep_run()
+    recorded.cases = [c for c in recorded.cases if c.shape == SMALL]      # stopped before the large shape
+    results = recorded.write_json(tmp_path / "stopped.json")
+    out = tmp_path / "specs" / "w.yaml"
+    assert main(["tune", str(spec_path), "--from", str(results), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "3 case(s) of the sweep have no result here" in printed     # cuBLAS and both configurations
+    winners = load_spec(out)
+    assert [(k.name, k.params["BK"]) for k in winners.kernels] == [("v4", 8)]
+    # results that hold nothing of the spec are a usage error naming the file
+    other = RunResult(spec="x", spec_path=None, cases=[case("v9[A=1]", SMALL, [1.0])]).write_json(tmp_path / "x.json")
+    assert main(["tune", str(spec_path), "--from", str(other), "--out", str(out)]) == 2
+    assert "x.json" in capsys.readouterr().err

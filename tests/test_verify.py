@@ -89,3 +89,24 @@ def test_kernels_that_read_c_count_untouched_elements():
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="does not match"):
         compare(np.zeros((2, 3), np.float32), np.zeros((3, 2)), rel_tolerance=1e-5)
+
+
+def round_to_tf32(x: np.ndarray) -> np.ndarray:
+    """What cvt.rna.tf32.f32 does: keep 10 mantissa bits, rounding half away from zero."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.mark.parametrize("K", [8, 777, 4096])
+def test_the_tf32_tolerance_fits_what_tf32_rounding_does(K):
+    from driver_gemm.spec import VerifySettings
+
+    inputs = make_inputs(Shape(96, 80, K), seed=K)
+    tf32_product = (round_to_tf32(inputs.A).astype(np.float64) @ round_to_tf32(inputs.B).astype(np.float64))
+    output = tf32_product.astype(np.float32)
+    settings = VerifySettings()
+    as_tf32 = compare(output, reference(inputs), rel_tolerance=settings.tf32_rel_tolerance)
+    as_fp32 = compare(output, reference(inputs), rel_tolerance=settings.rel_tolerance)
+    assert as_tf32.status == PASS and as_tf32.wrong == 0
+    assert 1e-4 < as_tf32.rel_fro_error < settings.tf32_rel_tolerance / 3   # ~4e-4: a factor of 5 below
+    assert as_fp32.status == FAIL                                            # far outside FP32 rounding
