@@ -72,3 +72,23 @@ def test_non_finite_numbers_become_null(tmp_path):
                                                                 gflops=float("nan"))])
     data = json.loads(run.write_json(tmp_path / "r.json").read_text())
     assert data["cases"][0]["gflops"] is None
+
+
+def test_tf32_rows_say_which_cublas_they_are_measured_against():
+    run = sample_run()
+    tf32_ref = CaseResult(kernel="cublas-tf32", name="cublas-tf32", shape=SHAPE, status=PASS, precision="tf32",
+                          timing=summarize([0.015, 0.016]), gflops=71000.0, pct_cublas=100.0)
+    v9 = CaseResult(kernel="v9[BM=128]", name="v9", shape=SHAPE, status=PASS, precision="tf32",
+                    timing=summarize([0.045, 0.046]), gflops=23800.0, pct_cublas=33.4)
+    assert tf32_ref.is_baseline and not v9.is_baseline and run.cases[0].is_baseline
+    run.cases[2:2] = [tf32_ref, v9]
+    console = Console(width=200, record=True)
+    print_run(run, console)
+    text = console.export_text()
+    assert "TF32 rows (cublas-tf32 and precision: tf32 kernels): % of cuBLAS in TF32 tensor-op math" in text
+    assert "33.4% of cuBLAS TF32" in case_line(v9)
+    assert "49.6% of cuBLAS" in case_line(run.cases[1]) and "TF32" not in case_line(run.cases[1])
+    # the other shape's table has no TF32 row and no such caption
+    assert text.count("TF32 rows") == 1
+    # the precision survives the JSON round trip
+    assert CaseResult.from_dict(v9.as_dict()).precision == "tf32"
