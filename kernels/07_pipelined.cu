@@ -49,33 +49,7 @@
 // 4096^3 (73.5% of cuBLAS: no gain over v6 at this tile size);
 // with v8's 128 x 256 tile (v7_big in specs/fast.yaml) 3.05 ms (87.9%) and 23.85 ms at 8192^3 (90.1%).
 
-__device__ __forceinline__ unsigned smem_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1; bytes past src_bytes (0 or 16 here) are zero-filled.
-__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-
-// 4 bytes global -> shared; src_bytes 0 writes a zero.
-__device__ __forceinline__ void cp_async_4(unsigned dst, const void* src, int src_bytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
+#include "cp_async.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int MINB>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)

@@ -84,27 +84,7 @@
 // specs/sweep-v8-small.yaml finds 97.9% at 1001x513x777 (32 x 32 tiles, KSPLIT 4, 2 stages) and
 // 96.3% at 1024x512x1024 (bench/results/winners-v8-*-h200.yaml).
 
-__device__ __forceinline__ unsigned smem_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 4 bytes global -> shared; src_bytes 0 writes a zero.
-__device__ __forceinline__ void cp_async_4(unsigned dst, const void* src, int src_bytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
+#include "cp_async.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int GROUP, int KSPLIT>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * KSPLIT)

@@ -35,31 +35,7 @@
 // cores: per k step a thread issues 24 scalar shared loads and 24 cvt for 16 mma, where
 // cuBLAS feeds Hopper's wgmma from shared memory filled by the TMA.
 
-__device__ __forceinline__ unsigned smem_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-template <int BYTES>
-__device__ __forceinline__ void cp_async(unsigned dst, const void* src, int src_bytes)
-{
-    if (BYTES == 16) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-    } else {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-    }
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
+#include "cp_async.cuh"
 
 // Round to nearest (ties away) to TF32; the result is a 32-bit pattern with the low 13 bits clear.
 __device__ __forceinline__ unsigned to_tf32(float x)
@@ -121,7 +97,7 @@ sgemm_tf32_mma(const float* A, const float* B, float* C, int M, int N, int K)
                 const int r = chunk / (BK / 4), c = (chunk % (BK / 4)) * 4;
                 const bool ok = block_row + r < M && k0 + c < K;
                 const float* src = ok ? A + (block_row + r) * K + k0 + c : A;
-                cp_async<16>(a_base + (r * A_STRIDE + c) * 4, src, ok ? 16 : 0);
+                cp_async_16(a_base + (r * A_STRIDE + c) * 4, src, ok ? 16 : 0);
             }
 #pragma unroll
             for (int i = 0; i < BK * BN / 4 / NT; ++i) {
@@ -129,7 +105,7 @@ sgemm_tf32_mma(const float* A, const float* B, float* C, int M, int N, int K)
                 const int r = chunk / (BN / 4), c = (chunk % (BN / 4)) * 4;
                 const bool ok = k0 + r < K && block_col + c < N;
                 const float* src = ok ? B + (k0 + r) * N + block_col + c : B;
-                cp_async<16>(b_base + (r * B_STRIDE + c) * 4, src, ok ? 16 : 0);
+                cp_async_16(b_base + (r * B_STRIDE + c) * 4, src, ok ? 16 : 0);
             }
         } else {
 #pragma unroll 4
@@ -138,7 +114,7 @@ sgemm_tf32_mma(const float* A, const float* B, float* C, int M, int N, int K)
                 const int r = e / BK, c = e % BK;
                 const bool ok = block_row + r < M && k0 + c < K;
                 const float* src = ok ? A + (block_row + r) * K + k0 + c : A;
-                cp_async<4>(a_base + (r * A_STRIDE + c) * 4, src, ok ? 4 : 0);
+                cp_async_4(a_base + (r * A_STRIDE + c) * 4, src, ok ? 4 : 0);
             }
 #pragma unroll 4
             for (int i = 0; i < BK * BN / NT; ++i) {
@@ -146,7 +122,7 @@ sgemm_tf32_mma(const float* A, const float* B, float* C, int M, int N, int K)
                 const int r = e / BN, c = e % BN;
                 const bool ok = k0 + r < K && block_col + c < N;
                 const float* src = ok ? B + (k0 + r) * N + block_col + c : B;
-                cp_async<4>(b_base + (r * B_STRIDE + c) * 4, src, ok ? 4 : 0);
+                cp_async_4(b_base + (r * B_STRIDE + c) * 4, src, ok ? 4 : 0);
             }
         }
     };
