@@ -95,6 +95,9 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
             problem(f"{expression.source!r}: {exc}", field_name)
             return None
 
+    if kernel.arch and kernel.arch.rstrip("af") != limits.arch:
+        problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {kernel.arch.rstrip('af')};"
+                f" this device is {limits.arch}", "arch")
     block = [evaluate(e, f"block[{i}]") for i, e in enumerate(kernel.block)]
     grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(kernel.grid)]
     shared = evaluate(kernel.shared_bytes, "shared_bytes")

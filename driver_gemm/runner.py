@@ -52,7 +52,7 @@ def refused_everywhere(spec: Spec, limits) -> set[str]:
 
 def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
                  skip: set[str] = frozenset()) -> dict[str, Cubin | CompileError]:
-    """Compile every kernel of `spec` for `arch`: NVRTC programs of one source and option set, in parallel.
+    """Compile every kernel of `spec` for `arch`, or for its own ``arch``: NVRTC programs, in parallel.
 
     The value for a kernel label is its `Cubin`, or the `CompileError` that
     its source raised (recorded against each of its cases, not raised). The
@@ -66,20 +66,20 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
     jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
     groups: dict[tuple, list[KernelSpec]] = {}
     for kernel in (k for k in spec.kernels if k.label not in skip):
-        groups.setdefault((kernel.source, kernel.options), []).append(kernel)
+        groups.setdefault((kernel.source, kernel.options, kernel.target(arch)), []).append(kernel)
     programs = []
-    for (source, options), kernels in groups.items():
+    for (source, options, target), kernels in groups.items():
         count = min(jobs, len(kernels))
-        programs.extend((source, options, kernels[part::count]) for part in range(count))
+        programs.extend((source, options, target, kernels[part::count]) for part in range(count))
     compiled: dict[str, Cubin | CompileError] = {}
 
-    def compile_program(source, options, kernels) -> None:
+    def compile_program(source, options, target, kernels) -> None:
         try:
-            cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], arch, options)
+            cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], target, options)
         except CompileError as exc:
             if len(kernels) > 1:
                 for kernel in kernels:
-                    compile_program(source, options, [kernel])
+                    compile_program(source, options, target, [kernel])
                 return
             cubin = exc
         for kernel in kernels:

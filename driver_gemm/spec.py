@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -127,7 +128,8 @@ class KernelSpec:
     tile: tuple[expr.Expression, expr.Expression] | None = None
     require: tuple[expr.Expression, ...] = ()
     options: tuple[str, ...] = ()
-    precision: str = "fp32"          # tf32: multiplies inputs rounded to TF32 (checked and compared as such)
+    precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
+    arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -138,6 +140,10 @@ class KernelSpec:
         if not self.params:
             return self.function
         return f"{self.function}<{', '.join(str(v) for v in self.params.values())}>"
+
+    def target(self, device_arch: str) -> str:
+        """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
+        return self.arch or device_arch
 
     @property
     def label(self) -> str:
@@ -252,7 +258,7 @@ class _Context:
 
 _TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars")
 _KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
-                "tile", "require", "options", "precision")
+                "tile", "require", "options", "precision", "arch")
 PRECISIONS = ("fp32", "tf32")
 _MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
 _VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
@@ -581,6 +587,13 @@ def _parse_kernel(context, node, parent, index, base_dir: Path, scalars) -> list
         raise context.error(f"precision is {' or '.join(PRECISIONS)}, got {precision!r}", node, "precision",
                             f"{dotted}.precision", hint="tf32: checked with verify.tf32_tolerance and timed "
                                                         "against cuBLAS in TF32 tensor-op math")
+    arch = node.get("arch")
+    if arch is not None:
+        if not re.fullmatch(r"sm_\d{2,3}[af]?", str(arch)):
+            raise context.error(f"arch is a real GPU architecture such as sm_90a, got {arch!r}", node, "arch",
+                                f"{dotted}.arch", hint="name it only for arch-specific instructions (wgmma needs "
+                                                       "sm_90a); without it a kernel is built for the device's own")
+        arch = str(arch)
 
     known = set(param_node) | {"M", "N", "K"}
     for key, expressions in (("block", block), ("grid", grid), ("shared_bytes", (shared,)),
@@ -603,7 +616,7 @@ def _parse_kernel(context, node, parent, index, base_dir: Path, scalars) -> list
             name=name, source=source, function=function,
             params=dict(zip(param_node.keys(), combo)),
             block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile, require=require,
-            options=tuple(options_node), precision=precision, where=context.where(parent, index),
+            options=tuple(options_node), precision=precision, arch=arch, where=context.where(parent, index),
             field_path=dotted,
             field_lines=field_lines,
         ))

@@ -73,6 +73,10 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
         entry["require"] = [e.source for e in kernel.require]
     if kernel.options:
         entry["options"] = list(kernel.options)
+    if kernel.precision != "fp32":
+        entry["precision"] = kernel.precision
+    if kernel.arch:
+        entry["arch"] = kernel.arch
     return entry
 
 

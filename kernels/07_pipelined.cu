@@ -153,13 +153,7 @@ sgemm_pipelined(const float* A, const float* B, float* C, int M, int N, int K)
     float b_frag[TN];
 
     const int ktiles = (K + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles) {
-            load_tile(s, s);
-        }
-        cp_async_commit();
-    }
+    cp_async_first_tiles<STAGES - 1>(ktiles, load_tile);
 
     int read_slot = 0;
     int write_slot = STAGES - 1;

@@ -68,7 +68,7 @@
 // epilogue (16-byte stores of C when N % 4 == 0) are otherwise v7's.
 //
 // Launch (large): BM = 128, BN = 256, BK = 16, WM = WN = 64, TM = 16, TN = 8,
-// STAGES = 3, GROUP = 8, KSPLIT = 1: 8 warps (2 x 4), 256 threads, block (256),
+// STAGES = 3, GROUP = 64, KSPLIT = 1: 8 warps (2 x 4), 256 threads, block (256),
 // grid (ceil(N / 256), ceil(M / 128)), dynamic shared memory
 // STAGES * BK * (BM + 4 + BN) * 4 = 74,496 bytes, ~234 registers: 1 block/SM.
 // Launch (small): BM = 32, BN = 64, BK = 32, WM = WN = 32, TM = 8, TN = 4,
@@ -77,13 +77,18 @@
 // max(STAGES * BK * (BM + 4 + BN), (KSPLIT - 1) * BM * BN) * 4 = 38,400 bytes.
 // Index arithmetic is 32-bit: M * K, K * N and M * N must stay below 2^31.
 //
-// Measured on H200 (bench/results/fast-h200.json, cold L2): 2.88 ms at 4096^3 = 47.8 TFLOP/s,
-// 93.4% of cuBLAS; 22.82 ms at 8192^3 (94.2%). The small-shape configurations with KSPLIT:
-// v8_small 0.0376 ms at 1024x512x1024 (96.4%), v8_small_k4 0.0382 ms at 1001x513x777 (96.2%).
+// Measured on H200 (bench/results/fast-h200.json, cold L2): 2.87 ms at 4096^3 = 47.9 TFLOP/s,
+// 93.2% of cuBLAS; 22.35 ms at 8192^3 (95.9%). The small-shape configurations with KSPLIT:
+// v8_small 0.0374 ms at 1024x512x1024 (97.0%), v8_small_k4 0.0380 ms at 1001x513x777 (96.3%).
+// The block order matters at 8192^3 (specs/sweep-v8-order.yaml): bands of 8 block rows give
+// 93.9%, 32 give 95.4%, and 64 or more (the grid's height there: column-major throughout)
+// 95.9%; at 4096^3 all orders are within 0.5%. Why the whole column beats an L2-sized band
+// was not profiled.
 // `driver-gemm tune specs/sweep-v8.yaml` finds no faster large configuration among 54;
 // specs/sweep-v8-small.yaml finds 97.9% at 1001x513x777 (32 x 32 tiles, KSPLIT 4, 2 stages) and
 // 96.3% at 1024x512x1024 (bench/results/winners-v8-*-h200.yaml).
 
+#include "block_order.cuh"
 #include "cp_async.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int GROUP, int KSPLIT>
@@ -109,17 +114,9 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
 
     extern __shared__ __align__(16) float smem[];     // STAGES x { a_tile[BK][BM + 4], b_tile[BK][BN] }
 
-    // Block swizzle: GROUP block rows per group, column-major inside a group.
-    int bx = blockIdx.x;
-    int by = blockIdx.y;
-    if (GROUP > 1) {
-        const int per_group = GROUP * gridDim.x;
-        const int bid = blockIdx.y * gridDim.x + blockIdx.x;
-        const int first = (bid / per_group) * GROUP;
-        const int rows = min(static_cast<int>(gridDim.y) - first, GROUP);
-        by = first + (bid % per_group) % rows;
-        bx = (bid % per_group) / rows;
-    }
+    const int2 tile = swizzled_tile<GROUP>();
+    const int bx = tile.x;
+    const int by = tile.y;
 
     const int tid = threadIdx.x;
     const int warp = tid / 32;
@@ -230,13 +227,7 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
     };
 
     const int ktiles = (K + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES; ++s) {
-        if (s < ktiles) {
-            load_tile(s, s);
-        }
-        cp_async_commit();
-    }
+    cp_async_first_tiles<STAGES>(ktiles, load_tile);
     cp_async_wait<STAGES - 1>();   // tile 0 (group 0) has landed
     __syncthreads();
     load_frags(0, 0, 0);

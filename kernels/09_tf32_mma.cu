@@ -108,35 +108,17 @@ sgemm_tf32_mma(const float* A, const float* B, float* C, int M, int N, int K)
                 cp_async_16(b_base + (r * B_STRIDE + c) * 4, src, ok ? 16 : 0);
             }
         } else {
-#pragma unroll 4
-            for (int i = 0; i < BM * BK / NT; ++i) {
-                const int e = tid + i * NT;
-                const int r = e / BK, c = e % BK;
-                const bool ok = block_row + r < M && k0 + c < K;
-                const float* src = ok ? A + (block_row + r) * K + k0 + c : A;
-                cp_async_4(a_base + (r * A_STRIDE + c) * 4, src, ok ? 4 : 0);
-            }
-#pragma unroll 4
-            for (int i = 0; i < BK * BN / NT; ++i) {
-                const int e = tid + i * NT;
-                const int r = e / BN, c = e % BN;
-                const bool ok = k0 + r < K && block_col + c < N;
-                const float* src = ok ? B + (k0 + r) * N + block_col + c : B;
-                cp_async_4(b_base + (r * B_STRIDE + c) * 4, src, ok ? 4 : 0);
-            }
+            cp_async_tile_4<BM, BK, NT>(A, K, block_row, k0, M, K,
+                                        [&](int r, int c) { return a_base + (r * A_STRIDE + c) * 4; });
+            cp_async_tile_4<BK, BN, NT>(B, N, k0, block_col, K, N,
+                                        [&](int r, int c) { return b_base + (r * B_STRIDE + c) * 4; });
         }
     };
 
     float acc[MT][NTL][4] = {};
 
     const int ktiles = (K + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ktiles) {
-            load_tile(s, s);
-        }
-        cp_async_commit();
-    }
+    cp_async_first_tiles<STAGES - 1>(ktiles, load_tile);
 
     for (int kt = 0; kt < ktiles; ++kt) {
         cp_async_wait<STAGES - 2>();   // tile kt has landed (for this thread's copies) ...

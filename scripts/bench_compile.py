@@ -45,7 +45,7 @@ def main() -> None:
         per_kernel = {}
         began = time.perf_counter()
         for kernel in spec.kernels:
-            cubin = compile_source(kernel.source, [kernel.instance], "sm_90", kernel.options)
+            cubin = compile_source(kernel.source, [kernel.instance], kernel.target("sm_90"), kernel.options)
             per_kernel[kernel.label] = cubin.compile_seconds
         cold = time.perf_counter() - began
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

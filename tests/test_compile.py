@@ -21,9 +21,9 @@ def shipped_kernels():
 
 @pytest.mark.parametrize("spec_name, kernel", shipped_kernels(), ids=lambda v: getattr(v, "label", v))
 def test_every_shipped_kernel_compiles_to_sm90_cubin(spec_name, kernel):
-    cubin = compile_source(kernel.source, [kernel.instance], "sm_90", kernel.options)
+    cubin = compile_source(kernel.source, [kernel.instance], kernel.target("sm_90"), kernel.options)
     assert cubin.image.startswith(ELF_MAGIC)
-    assert cubin.arch == "sm_90"
+    assert cubin.arch == kernel.target("sm_90") in ("sm_90", "sm_90a")
     resources = cubin.resources_of(kernel.instance)
     assert 0 < resources.registers <= 255
     assert not resources.spills, f"{kernel.label} spills: {resources}"
@@ -176,6 +176,20 @@ def test_one_bad_instance_does_not_take_its_siblings_down(tmp_path):
     good, bad = (compiled[k.label] for k in spec.kernels)
     assert not isinstance(good, CompileError) and good.image.startswith(ELF_MAGIC)
     assert isinstance(bad, CompileError)
+
+
+def test_a_kernel_that_names_its_arch_is_compiled_for_it(tmp_path):
+    from driver_gemm.runner import compile_spec
+
+    spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
+    compiled = compile_spec(spec, "sm_90")
+    assert {k.name: compiled[k.label].arch for k in spec.kernels} == {
+        "v8": "sm_90", "v9": "sm_90", "v9_big": "sm_90", "v10": "sm_90a"}
+    # without the key it would be built for the device's sm_90, which has no wgmma
+    v10 = spec.kernels[-1]
+    with pytest.raises(CompileError) as info:
+        compile_source(v10.source, [v10.instance], "sm_90", use_cache=False)
+    assert "wgmma" in str(info.value) and "sm_90" in str(info.value)
 
 
 def test_a_sweep_compiles_on_several_threads_with_the_same_result(tmp_path, monkeypatch):

@@ -136,3 +136,16 @@ def test_limits_of_a_real_device_replace_the_table():
     assert props.fp32_peak_gflops == pytest.approx(132 * 128 * 2 * 1.98)
     assert props.memory_bandwidth_gbs == pytest.approx(2 * 3.201e9 * 768 / 1e9)
     assert dataclasses.asdict(limits)["arch"] == "sm_90"
+
+
+def test_an_arch_specific_kernel_runs_only_on_its_architecture(tmp_path):
+    kernel = kernel_from(tmp_path, [("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    arch: sm_90a")])
+    assert kernel.arch == "sm_90a" and kernel.target("sm_100") == "sm_90a"
+    assert plan_case(kernel, Shape(64, 64, 64), SM90).valid
+    refused = plan_case(kernel, Shape(64, 64, 64), arch_limits("sm_89"))
+    assert not refused.valid
+    assert problems(refused) == [
+        f"{kernel.where_field('arch')}: {kernel.field_path}.arch: built for sm_90a, whose arch-specific "
+        "instructions run only on sm_90; this device is sm_89"]
+    plain = kernel_from(tmp_path)
+    assert plain.arch is None and plain.target("sm_89") == "sm_89"

@@ -111,6 +111,8 @@ def error_of(tmp_path, text) -> SpecError:
      "does not exist"),
     (("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    precision: fp16"), 7,
      "kernels[v4].precision", "precision is fp32 or tf32"),
+    (("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    arch: hopper"), 7,
+     "kernels[v4].arch", "arch is a real GPU architecture such as sm_90a"),
 ])
 def test_errors_name_file_line_and_field(tmp_path, change, line, field, message):
     error = error_of(tmp_path, MINIMAL.replace(*change))
@@ -219,10 +221,10 @@ def test_tf32_kernels_get_their_own_tolerance_and_baseline(tmp_path):
     from driver_gemm.runner import cases_of
 
     spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
-    assert {k.name: k.precision for k in spec.kernels} == {"v8": "fp32", "v9": "tf32", "v9_big": "tf32"}
+    assert {k.name: k.precision for k in spec.kernels} == {"v8": "fp32", "v9": "tf32", "v9_big": "tf32", "v10": "tf32"}
     assert spec.verify.tf32_rel_tolerance == 2e-3 and spec.verify.rel_tolerance == 1e-5
     assert [c.label for c in cases_of(spec)][:2] == ["cublas", "cublas-tf32"]
-    assert [c.precision for c in cases_of(spec)] == ["fp32", "tf32", "fp32", "tf32", "tf32"]
+    assert [c.precision for c in cases_of(spec)] == ["fp32", "tf32", "fp32", "tf32", "tf32", "tf32"]
     # no TF32 kernel, no TF32 baseline
     assert [c.label for c in cases_of(load_spec(SPECS / "seed.yaml"))][:2] == ["cublas", "v0"]
     spec = load_spec(write(tmp_path, MINIMAL + "verify: {tf32_tolerance: 0.01}\n"))

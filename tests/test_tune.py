@@ -61,6 +61,16 @@ def test_one_winner_keeps_the_kernel_name(tmp_path):
     assert [k.label for k in winners.kernels] == [BK8]
 
 
+def test_winners_keep_their_precision_and_arch(tmp_path):
+    from conftest import SPECS
+
+    spec = load_spec(SPECS / "sweep-v10.yaml").select(shapes=["4096x4096x4096"])
+    best = next(k.label for k in spec.kernels if k.params["BK"] == 32 and k.params["STAGES"] == 4)
+    run = RunResult(spec="s", spec_path=None, cases=[case(best, Shape(4096, 4096, 4096), [0.46])])
+    winners = load_spec(winners_spec(spec, pick_winners(run), tmp_path / "specs" / "w.yaml"))
+    assert [(k.label, k.precision, k.arch) for k in winners.kernels] == [(best, "tf32", "sm_90a")]
+
+
 def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
     from driver_gemm import runner
     from driver_gemm.occupancy import arch_limits

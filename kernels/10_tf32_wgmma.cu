@@ -1,0 +1,359 @@
+// v10: Hopper's warpgroup MMA (wgmma) in TF32, fed from shared memory. v9's mma.sync is the
+// Ampere tensor-core instruction: a warp multiplies 16 x 8 x 8 per instruction and every
+// operand passes through its registers: each thread issues about one shared load and one
+// conversion per multiply instruction.
+// wgmma is sm_90a's: four warps (a warpgroup) issue one 64 x N x 8 multiply, with N up to
+// 256, and the tensor cores read the wide operand straight from shared memory through a
+// 64-bit descriptor. One wgmma.m64n256k8 is 131,072 multiply-adds: the issue cost of
+// feeding the tensor cores all but disappears, and the instruction runs asynchronously
+// while the warps load the next operands.
+//
+// The operand rule that shapes this kernel: in TF32, wgmma only reads K-major operands
+// (k contiguous) from shared memory. A (M x K, row-major) is K-major; B (K x N,
+// row-major) is not. So the kernel computes the transpose, C^T = B^T A^T:
+// - wgmma's "A" (64 x 8 per warpgroup and k step) is B^T, held in registers. A thread
+//   loads its four values from the B tile in shared memory with scalar loads, the
+//   m16n8k8 fragment layout of v9 (lane = 4 g + t, warp w of the warpgroup owns rows
+//   16 w ..): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4), where a "row"
+//   is a column n of C and a "column" is k.
+// - wgmma's "B" (8 x BM) is A^T: the A tile, BM rows of BK = 32 floats = 128 bytes, read
+//   from shared memory through a descriptor with the 128-byte swizzle: the 16-byte chunk
+//   c of row r is stored at chunk c ^ (r % 8), so the eight rows the tensor cores read
+//   together hit eight different bank groups (BK = 16: 64-byte rows and the 64-byte
+//   swizzle). Stepping k by 8 moves the descriptor's start address by 32 bytes inside
+//   the swizzled rows.
+// - the accumulators are C^T: d[4 j + e] of lane (g, t) in warp w of warpgroup q is
+//   C^T row n = 64 q + 16 w + g + 8 (e / 2), column m = 8 j + 2 t + e % 2.
+//
+// Inputs reach the tensor cores as stored: they use the top 19 bits of each FP32 value
+// (TF32 by truncation, unit roundoff 2^-10) where v9 rounds to nearest first.
+//
+// Pipeline: a STAGES-deep ring of {A tile, B tile} filled by cp.async (zero-filled outside
+// the matrix, so any M, N, K works). The wgmmas of tile kt are queued behind those of tile
+// kt - 1, so the tensor cores always have a group waiting while the threads prepare the
+// next one:
+//
+//   prologue: issue tiles 0 .. STAGES-2; wait tile 0; barrier; load B^T fragments of tile 0
+//   tile kt:  fence; BK / 8 wgmma of tile kt; commit
+//             wgmma wait_group 1 (tile kt-1 done: its slot and fragment registers are free)
+//             cp.async wait_group(STAGES-3) (tile kt+1 landed); proxy fence; barrier
+//             issue tile kt+STAGES-1 into the slot of tile kt-1; commit
+//             load B^T fragments of tile kt+1
+//
+// Copies land through the generic proxy while wgmma reads through the async proxy, hence
+// fence.proxy.async between a thread's completed copies and the barrier that publishes them.
+// Blocks take their tiles in GROUP-row bands (block_order.cuh, as v8).
+//
+// Launch: block (128 * WGS), grid (ceil(N / (64 * WGS)), ceil(M / BM)); dynamic shared memory
+// STAGES * (BM * BK * 4 + BK * 4 * (64 * WGS + 8)) + 1024 bytes (the 1024 aligns the swizzle
+// atoms). Needs sm_90a. Index arithmetic is 32-bit: M * K, K * N and M * N below 2^31.
+//
+// Measured on H200 (bench/results/tf32-v10-h200.json, L2 flushed), BM 256, BK 32, 2
+// warpgroups, 4 stages, GROUP 8: 0.467 ms at 4096^3 = 295 TFLOP/s = 83.2% of cuBLAS TF32
+// (0.388 ms), 81.1% at 8192^3 (the tuning sweep, on another machine: 83.0% and 82.4%);
+// 2.2 times v9's best and 6.2 times v8. Relative error 6.9e-4: the tensor cores truncate to TF32,
+// where v9 and cuBLAS round (2.6e-4). The way there, each step's best in the sweep of its
+// time (bench/results/v10-steps/, the last one bench/results/tune-v10-h200.json):
+//                                                                           4096^3  8192^3
+//   first version: one wgmma group in flight, copies indexed like v9's       74.9%   71.7%
+//   queue tile kt behind kt - 1; blocks in GROUP bands                       73.4%   75.4%
+//   BK 16 (64-byte swizzle, up to 9 stages) next to BK 32 (4 stages)         67.2%   68.6%
+//     against 74.0% and 74.0%: a barrier per 2 wgmmas costs more than the depth gains
+//   copies planned once, outside the K loop                                  83.0%   82.4%
+// Before the last step ncu showed the tensor pipe busy 65% of the time, and of the two warps
+// per scheduler only 0.47 eligible per cycle, stalled mostly on fixed-latency integer
+// dependencies: each tile spent some 300 instructions per thread on copy addresses and
+// bounds, one serial chain the 2 warps could not hide. At 1024x512x1024 (16 blocks for 132
+// SMs) it reaches 49% of cuBLAS: small problems want smaller tiles or a split of K.
+
+#include "block_order.cuh"
+#include "cp_async.cuh"
+
+// The accumulator operands of a wgmma: "%0, ..., %63" in its text, d[0 .. 63] bound to them
+// (and the next 64 for N = 256), each read and written ("+f").
+#define WGMMA_D_0_63 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WGMMA_D_64_127 \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define WGMMA_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+                    "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WGMMA_D64(i) WGMMA_D8(i), WGMMA_D8(i + 8), WGMMA_D8(i + 16), WGMMA_D8(i + 24), \
+                     WGMMA_D8(i + 32), WGMMA_D8(i + 40), WGMMA_D8(i + 48), WGMMA_D8(i + 56)
+
+// D (64 x 128) += A (64 x 8, registers) * B (8 x 128, shared memory, described by b_desc).
+__device__ __forceinline__ void wgmma_m64n128k8(float (&d)[64], const unsigned (&a)[4], unsigned long long b_desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WGMMA_D_0_63 "}, "
+                 "{%64, %65, %66, %67}, %68, 1, 1, 1;\n"
+                 : WGMMA_D64(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
+}
+
+// D (64 x 256) += A (64 x 8, registers) * B (8 x 256, shared memory, described by b_desc).
+__device__ __forceinline__ void wgmma_m64n256k8(float (&d)[128], const unsigned (&a)[4], unsigned long long b_desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" WGMMA_D_0_63 ", " WGMMA_D_64_127 "}, "
+                 "{%128, %129, %130, %131}, %132, 1, 1, 1;\n"
+                 : WGMMA_D64(0), WGMMA_D64(64)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
+}
+
+// Shared-memory matrix descriptor of a K-major operand whose rows are ROW_BYTES long (128 or
+// 64) and swizzled to match: start address, leading-dimension offset (unused with these
+// swizzles, 1 by convention), stride between 8-row groups (8 rows), swizzle mode in bits
+// 62-63 (1: 128-byte, 2: 64-byte). Addresses and offsets are in units of 16 bytes.
+template <int ROW_BYTES>
+__device__ __forceinline__ unsigned long long swizzled_desc(unsigned smem_byte_addr)
+{
+    constexpr unsigned long long mode = ROW_BYTES == 128 ? 1 : 2;
+    return static_cast<unsigned long long>((smem_byte_addr >> 4) & 0x3FFF)
+         | (1ull << 16)
+         | (static_cast<unsigned long long>(8 * ROW_BYTES >> 4) << 32)
+         | (mode << 62);
+}
+
+// Byte offset of 16-byte chunk c of row r in a tile of ROW_BYTES-long rows, in the layout the
+// 128- and 64-byte swizzles expect: bits 4.. of the offset are XORed with bits 7.. (as many
+// bits as a row has chunks), so the eight rows the tensor cores read together, or a warp's
+// copies of one column of chunks, fall in different bank groups.
+template <int ROW_BYTES>
+__device__ __forceinline__ unsigned swizzled_offset(int r, int c)
+{
+    constexpr int CHUNKS = ROW_BYTES / 16;
+    const unsigned row = r * ROW_BYTES;
+    return row + ((c ^ ((row >> 7) & (CHUNKS - 1))) * 16);
+}
+
+__device__ __forceinline__ void wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+
+__device__ __forceinline__ void fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Registers a wgmma in flight reads or writes must not be reused or read by the compiler
+// until the wgmma has been waited for; an empty asm that "uses and redefines" them after
+// the wait keeps them live and in place until then.
+template <int COUNT>
+__device__ __forceinline__ void hold_registers(float (&r)[COUNT])
+{
+#pragma unroll
+    for (int i = 0; i < COUNT; ++i) {
+        asm volatile("" : "+f"(r[i])::"memory");
+    }
+}
+
+template <int COUNT>
+__device__ __forceinline__ void hold_registers(unsigned (&r)[COUNT])
+{
+#pragma unroll
+    for (int i = 0; i < COUNT; ++i) {
+        asm volatile("" : "+r"(r[i])::"memory");
+    }
+}
+
+template <int BM>
+__device__ __forceinline__ void wgmma_tile(float (&d)[BM / 2], const unsigned (&a)[4], unsigned long long b_desc)
+{
+    if constexpr (BM == 256) {
+        wgmma_m64n256k8(d, a, b_desc);
+    } else {
+        wgmma_m64n128k8(d, a, b_desc);
+    }
+}
+
+template <int BM, int BK, int WGS, int STAGES, int GROUP>
+__global__ void __launch_bounds__(WGS * 128, 1)
+sgemm_tf32_wgmma(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    constexpr int ROW_BYTES = BK * 4;               // a row of the A tile: one 128- or 64-byte swizzle row
+    constexpr int BN = 64 * WGS;                    // one 64-column slab of C per warpgroup
+    constexpr int NT = WGS * 128;
+    constexpr int B_STRIDE = BN + 8;                // floats; 8 t + g spreads a fragment load over 32 banks
+    constexpr int A_BYTES = BM * BK * 4;
+    constexpr int STAGE_BYTES = A_BYTES + BK * B_STRIDE * 4;
+    constexpr int KSTEPS = BK / 8;
+    static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
+    static_assert(WGS >= 1 && WGS <= 4, "1 to 4 warpgroups");
+    static_assert(STAGES >= 3, "the wait for tile kt + 1 during tile kt needs three slots");
+    static_assert(BK == 32 || BK == 16, "K-tiles of 128- or 64-byte rows");
+    static_assert(A_BYTES % 1024 == 0 && STAGE_BYTES % (8 * ROW_BYTES) == 0, "swizzle atoms stay aligned");
+    static_assert((BM * BK / 4) % NT == 0 && (BK * BN / 4) % NT == 0, "16-byte copies: whole passes");
+
+    extern __shared__ float smem_raw[];
+    const unsigned smem_base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const float* smem = smem_raw + (smem_base - smem_addr(smem_raw)) / 4;
+
+    const int tid = threadIdx.x;
+    const int warpgroup = tid / 128;
+    const int warp = (tid / 32) % 4;
+    const int lane = tid % 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+    const int2 tile = swizzled_tile<GROUP>();
+    const int block_row = tile.y * BM;
+    const int block_col = tile.x * BN;
+    const int frag_col = warpgroup * 64 + warp * 16 + g;    // this thread's column of the B tile (row of B^T)
+
+    // The 16-byte copies of a tile, planned once: with only the tile's k0 and ring slot
+    // changing from tile to tile, a copy costs an add, an address and a predicate instead
+    // of v9's divisions, swizzle and bounds arithmetic per copy (which, at two warps per
+    // scheduler, left the tensor pipe waiting on the integer pipes). A thread's A copies
+    // are chunk a_c of rows a_r0 + i * A_PASS_ROWS: the same chunk and, A_PASS_ROWS being a
+    // multiple of 8, the same swizzle in every row. Its B copies are columns b_c .. b_c + 3
+    // of rows b_r0 + i * B_PASS_ROWS of the tile.
+    constexpr int A_COPIES = BM * BK / 4 / NT;
+    constexpr int A_PASS_ROWS = NT / (BK / 4);
+    constexpr int B_COPIES = BK * BN / 4 / NT;
+    constexpr int B_PASS_ROWS = NT / (BN / 4);
+    static_assert(A_PASS_ROWS % 8 == 0 && A_COPIES <= 32, "one swizzle per thread; a bit per copy");
+    const int a_r0 = tid / (BK / 4), a_c = tid % (BK / 4);
+    const unsigned a_dst = swizzled_offset<ROW_BYTES>(a_r0, a_c);
+    const int a_src = (block_row + a_r0) * K + 4 * a_c;
+    const int a_pass = A_PASS_ROWS * K;
+    unsigned a_row_ok = 0;
+#pragma unroll
+    for (int i = 0; i < A_COPIES; ++i) {
+        a_row_ok |= (block_row + a_r0 + i * A_PASS_ROWS < M ? 1u : 0u) << i;
+    }
+    const int b_r0 = tid / (BN / 4), b_c = (tid % (BN / 4)) * 4;
+    const unsigned b_dst = A_BYTES + (b_r0 * B_STRIDE + b_c) * 4;
+    const int b_src = b_r0 * N + block_col + b_c;
+    const bool b_col_ok = block_col + b_c < N;
+
+    // Issue the copies of K-tile `tile` into ring slot `slot` (no commit).
+    auto load_tile = [&](int slot, int tile) {
+        const int k0 = tile * BK;
+        const unsigned stage = smem_base + slot * STAGE_BYTES;
+        if (K % 4 == 0) {
+            const bool k_ok = k0 + 4 * a_c < K;
+#pragma unroll
+            for (int i = 0; i < A_COPIES; ++i) {
+                const bool ok = k_ok && (a_row_ok >> i & 1u);
+                cp_async_16(stage + a_dst + i * A_PASS_ROWS * ROW_BYTES, A + (ok ? a_src + i * a_pass + k0 : 0),
+                            ok ? 16 : 0);
+            }
+        } else {
+            cp_async_tile_4<BM, BK, NT>(A, K, block_row, k0, M, K, [&](int r, int k) {
+                return stage + swizzled_offset<ROW_BYTES>(r, k / 4) + (k % 4) * 4;
+            });
+        }
+        if (N % 4 == 0) {
+            const int k0_rows = k0 * N;
+#pragma unroll
+            for (int i = 0; i < B_COPIES; ++i) {
+                const bool ok = b_col_ok && k0 + b_r0 + i * B_PASS_ROWS < K;
+                cp_async_16(stage + b_dst + i * B_PASS_ROWS * B_STRIDE * 4,
+                            B + (ok ? b_src + k0_rows + i * B_PASS_ROWS * N : 0), ok ? 16 : 0);
+            }
+        } else {
+            cp_async_tile_4<BK, BN, NT>(B, N, k0, block_col, K, N,
+                                        [&](int r, int c) { return stage + A_BYTES + (r * B_STRIDE + c) * 4; });
+        }
+    };
+
+    // The B^T fragments of every k step of the tile in `slot`.
+    auto load_fragments = [&](unsigned (&frag)[KSTEPS][4], int slot) {
+        const float* b_tile = smem + (slot * STAGE_BYTES + A_BYTES) / 4;
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            const float* b = b_tile + (8 * s + t) * B_STRIDE + frag_col;
+            frag[s][0] = __float_as_uint(b[0]);
+            frag[s][1] = __float_as_uint(b[8]);
+            frag[s][2] = __float_as_uint(b[4 * B_STRIDE]);
+            frag[s][3] = __float_as_uint(b[4 * B_STRIDE + 8]);
+        }
+    };
+
+    float acc[BM / 2];
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) {
+        acc[i] = 0.0f;
+    }
+    unsigned frag_even[KSTEPS][4], frag_odd[KSTEPS][4];   // fragments of even and odd K-tiles
+
+    const int ktiles = (K + BK - 1) / BK;
+    cp_async_first_tiles<STAGES - 1>(ktiles, load_tile);
+    cp_async_wait<STAGES - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    load_fragments(frag_even, 0);
+
+    // One K-tile: queue its wgmmas behind those of tile kt - 1, and while they run prepare
+    // tile kt + 1. `now` holds tile kt's fragments; `other` held tile kt - 1's and receives
+    // tile kt + 1's. Two named sets (not frag[kt % 2]) keep every index static: registers.
+    auto multiply_tile = [&](int kt, unsigned (&now)[KSTEPS][4], unsigned (&other)[KSTEPS][4]) {
+        const unsigned a_tile = smem_base + (kt % STAGES) * STAGE_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            wgmma_tile<BM>(acc, now[s], swizzled_desc<ROW_BYTES>(a_tile + 32 * s));
+        }
+        wgmma_commit();
+
+        wgmma_wait<1>();                // tile kt - 1's wgmmas are done: its fragments and slot are free
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            hold_registers(other[s]);
+        }
+        if (kt + 1 < ktiles) {
+            cp_async_wait<STAGES - 3>();
+            fence_proxy_async();
+            __syncthreads();            // every warpgroup is past tile kt - 1; tile kt + 1 is visible
+            const int refill = kt + STAGES - 1;
+            if (refill < ktiles) {
+                load_tile(refill % STAGES, refill);
+            }
+            cp_async_commit();
+            load_fragments(other, (kt + 1) % STAGES);
+        }
+    };
+
+    for (int kt = 0; kt < ktiles; kt += 2) {
+        multiply_tile(kt, frag_even, frag_odd);
+        if (kt + 1 < ktiles) {
+            multiply_tile(kt + 1, frag_odd, frag_even);
+        }
+    }
+    wgmma_wait<0>();
+    hold_registers(acc);
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s) {
+        hold_registers(frag_even[s]);
+        hold_registers(frag_odd[s]);
+    }
+    cp_async_wait<0>();
+
+    // d[4 j + e]: C row m = block_row + 8 j + 2 t + e % 2, column n = block_col + frag_col + 8 (e / 2).
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int m = block_row + 8 * j + 2 * t + e % 2;
+            const int n = block_col + frag_col + 8 * (e / 2);
+            if (m < M && n < N) {
+                C[m * N + n] = acc[4 * j + e];
+            }
+        }
+    }
+}
