@@ -62,11 +62,15 @@ ARCHES: dict[str, ArchLimits] = {
 }
 
 
+def base_arch(arch: str) -> str:
+    """``sm_90a`` or ``sm_100f`` without its arch- or family-specific suffix: the GPU it runs on."""
+    return arch[:-1] if arch[-1:] in ("a", "f") else arch
+
+
 def arch_limits(arch: str) -> ArchLimits:
     """The limits table for ``sm_XY``; ``sm_90a`` style suffixes use the base architecture."""
-    base = arch.rstrip("af") if arch[-1:] in ("a", "f") else arch
     try:
-        return ARCHES[base]
+        return ARCHES[base_arch(arch)]
     except KeyError:
         raise KeyError(f"no occupancy table for {arch} (have {', '.join(ARCHES)})") from None
 

@@ -17,7 +17,7 @@ from . import expr
 from .compile import KernelResources
 from .errors import ConfigError
 from .launch import LaunchConfig
-from .occupancy import ArchLimits, Occupancy, arch_limits, occupancy, waves
+from .occupancy import ArchLimits, Occupancy, arch_limits, base_arch, occupancy, waves
 from .spec import KernelSpec, Shape
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -95,8 +95,8 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
             problem(f"{expression.source!r}: {exc}", field_name)
             return None
 
-    if kernel.arch and kernel.arch.rstrip("af") != limits.arch:
-        problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {kernel.arch.rstrip('af')};"
+    if kernel.arch and base_arch(kernel.arch) != limits.arch:
+        problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {base_arch(kernel.arch)};"
                 f" this device is {limits.arch}", "arch")
     block = [evaluate(e, f"block[{i}]") for i, e in enumerate(kernel.block)]
     grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(kernel.grid)]

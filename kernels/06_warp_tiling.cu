@@ -40,6 +40,8 @@
 // Measured on H200 (bench/results/fast-h200.json, cold L2): 3.61 ms at 4096^3 = 38.0 TFLOP/s,
 // 74% of cuBLAS (1.19x over v5); 28.62 ms at 8192^3 (75.1%).
 
+#include "tile_io.cuh"
+
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 sgemm_warp_tiling(const float* A, const float* B, float* C, int M, int N, int K)
@@ -80,22 +82,7 @@ sgemm_warp_tiling(const float* A, const float* B, float* C, int M, int N, int K)
             const int idx = i * NT + tid;
             const int c = (idx % 2 + 2 * (idx / (2 * BM))) * 4;
             const int r = (idx / 2) % BM;
-            const int gr = block_row + r;
-            const int gc = k0 + c;
-            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (gr < M) {
-                const float* src = A + gr * K + gc;
-                if (a_vec) {
-                    if (gc < K) {
-                        v = *reinterpret_cast<const float4*>(src);
-                    }
-                } else {
-                    if (gc < K) v.x = src[0];
-                    if (gc + 1 < K) v.y = src[1];
-                    if (gc + 2 < K) v.z = src[2];
-                    if (gc + 3 < K) v.w = src[3];
-                }
-            }
+            const float4 v = load_float4_guarded(A, M, K, block_row + r, k0 + c, a_vec);
             a_tile[c + 0][r] = v.x;
             a_tile[c + 1][r] = v.y;
             a_tile[c + 2][r] = v.z;
@@ -106,22 +93,7 @@ sgemm_warp_tiling(const float* A, const float* B, float* C, int M, int N, int K)
             const int idx = i * NT + tid;
             const int r = idx / (BN / 4);
             const int c = (idx % (BN / 4)) * 4;
-            const int gr = k0 + r;
-            const int gc = block_col + c;
-            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (gr < K) {
-                const float* src = B + gr * N + gc;
-                if (b_vec) {
-                    if (gc < N) {
-                        v = *reinterpret_cast<const float4*>(src);
-                    }
-                } else {
-                    if (gc < N) v.x = src[0];
-                    if (gc + 1 < N) v.y = src[1];
-                    if (gc + 2 < N) v.z = src[2];
-                    if (gc + 3 < N) v.w = src[3];
-                }
-            }
+            const float4 v = load_float4_guarded(B, K, N, k0 + r, block_col + c, b_vec);
             *reinterpret_cast<float4*>(&b_tile[r][c]) = v;
         }
         __syncthreads();
@@ -155,31 +127,5 @@ sgemm_warp_tiling(const float* A, const float* B, float* C, int M, int N, int K)
         __syncthreads();
     }
 
-    // acc[4 * i + ii][4 * j + jj] is row thread_row + i * 4 * LR + ii, column thread_col + j * 4 * LC + jj.
-#pragma unroll
-    for (int i = 0; i < TM / 4; ++i) {
-#pragma unroll
-        for (int ii = 0; ii < 4; ++ii) {
-            const int row = block_row + thread_row + i * 4 * LR + ii;
-            if (row >= M) {
-                continue;
-            }
-#pragma unroll
-            for (int j = 0; j < TN / 4; ++j) {
-                const int col = block_col + thread_col + j * 4 * LC;
-                const float* v = &acc[4 * i + ii][4 * j];
-                float* dst = C + row * N + col;
-                if (b_vec) {
-                    if (col < N) {
-                        *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-                    }
-                } else {
-                    if (col < N) dst[0] = v[0];
-                    if (col + 1 < N) dst[1] = v[1];
-                    if (col + 2 < N) dst[2] = v[2];
-                    if (col + 3 < N) dst[3] = v[3];
-                }
-            }
-        }
-    }
+    store_c_tile<TM, TN, LR, LC>(C, M, N, block_row + thread_row, block_col + thread_col, acc, b_vec);
 }

@@ -50,6 +50,7 @@
 // with v8's 128 x 256 tile (v7_big in specs/fast.yaml) 3.05 ms (87.9%) and 23.85 ms at 8192^3 (90.1%).
 
 #include "cp_async.cuh"
+#include "tile_io.cuh"
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int MINB>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)
@@ -198,30 +199,5 @@ sgemm_pipelined(const float* A, const float* B, float* C, int M, int N, int K)
     }
     cp_async_wait<0>();
 
-#pragma unroll
-    for (int i = 0; i < TM / 4; ++i) {
-#pragma unroll
-        for (int ii = 0; ii < 4; ++ii) {
-            const int row = block_row + thread_row + i * 4 * LR + ii;
-            if (row >= M) {
-                continue;
-            }
-#pragma unroll
-            for (int j = 0; j < TN / 4; ++j) {
-                const int col = block_col + thread_col + j * 4 * LC;
-                const float* v = &acc[4 * i + ii][4 * j];
-                float* dst = C + row * N + col;
-                if (b_vec) {
-                    if (col < N) {
-                        *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-                    }
-                } else {
-                    if (col < N) dst[0] = v[0];
-                    if (col + 1 < N) dst[1] = v[1];
-                    if (col + 2 < N) dst[2] = v[2];
-                    if (col + 3 < N) dst[3] = v[3];
-                }
-            }
-        }
-    }
+    store_c_tile<TM, TN, LR, LC>(C, M, N, block_row + thread_row, block_col + thread_col, acc, b_vec);
 }
