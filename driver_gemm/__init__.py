@@ -23,19 +23,19 @@ Or drive a kernel yourself::
 
 __version__ = "0.1.0"
 
-from .baseline import CublasSgemm
-from .compare import Comparison, compare_runs
-from .compile import Cubin, KernelResources, compile_source, compile_text
-from .device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count, read_properties
+from .measure.baseline import CublasSgemm
+from .report.compare import Comparison, compare_runs
+from .cuda.compile import Cubin, KernelResources, compile_source, compile_text
+from .cuda.device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count, read_properties
 from .errors import CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError
-from .launch import LaunchConfig, PackedArguments, PreparedLaunch
-from .load import Kernel, Module, load_kernel
-from .occupancy import arch_limits, occupancy
-from .plan import CasePlan, plan_case
-from .results import CaseResult, RunResult, load_results
-from .runner import RunOptions, run_spec
-from .spec import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings, load_spec, spec_from_dict
-from .stats import TimingSummary
+from .cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
+from .cuda.module import Kernel, Module, load_kernel
+from .cuda.occupancy import arch_limits, occupancy
+from .pipeline.plan import CasePlan, plan_case
+from .results.records import CaseResult, RunResult, load_results
+from .pipeline.runner import RunOptions, run_spec
+from .spec.model import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings, load_spec, spec_from_dict
+from .measure.stats import TimingSummary
 
 __all__ = [
     "CaseResult", "CasePlan", "CompileError", "Comparison", "ConfigError", "CublasSgemm", "Cubin", "CudaError",

@@ -104,7 +104,7 @@ def _env_device() -> int:
 
 
 def _load(paths: list[Path], kernels: list[str], shapes: list[str]):
-    from .spec import DEFAULT_SPEC, load_spec
+    from .spec.model import DEFAULT_SPEC, load_spec
 
     return [load_spec(path).select(kernels, shapes) for path in (paths or [DEFAULT_SPEC])]
 
@@ -135,7 +135,7 @@ class _Progress:
             self.live.update(self.task, description=f"{case.label} {case.shape.label}")
 
     def finished(self, case) -> None:
-        from .report import case_line
+        from .report.tables import case_line
 
         self.done += 1
         self.failed += not case.ok
@@ -162,7 +162,7 @@ def _recorder(result, log, progress):
 
 def _read_results(paths: list[Path]) -> list:
     """Results files (.json or .jsonl); one that cannot be read is a usage error naming it."""
-    from .results import load_results
+    from .results.records import load_results
 
     runs = []
     for path in paths:
@@ -174,9 +174,9 @@ def _read_results(paths: list[Path]) -> list:
 
 
 def _command_run(args, console: Console, errors: Console) -> int:
-    from .report import print_run
-    from .results import CaseLog, RunResult
-    from .runner import RunOptions, cases_of, run_spec
+    from .report.tables import print_run
+    from .results.records import CaseLog, RunResult
+    from .pipeline.runner import RunOptions, cases_of, run_spec
 
     specs = _load(args.specs, args.kernel, args.shape)
     if args.device is None:
@@ -231,8 +231,8 @@ def _command_run(args, console: Console, errors: Console) -> int:
 
 
 def _run_on_gpus(spec, args, options, finished):
-    from .device import device_count
-    from .distribute import gpu_cluster, run_on_workers
+    from .cuda.device import device_count
+    from .pipeline.distribute import gpu_cluster, run_on_workers
 
     devices = None
     if args.devices:
@@ -252,9 +252,9 @@ def _run_on_gpus(spec, args, options, finished):
 
 def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
     """Each selected case under compute-sanitizer, one child process a case; findings join the results."""
-    from .report import print_run
-    from .results import FAIL, CaseResult, RunResult
-    from .sanitize import sanitize_case
+    from .report.tables import print_run
+    from .results.records import FAIL, CaseResult, RunResult
+    from .pipeline.sanitize import sanitize_case
 
     exit_code = EXIT_OK
     for spec in specs:
@@ -289,21 +289,21 @@ def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
 
 
 def _command_plan(args, console: Console, errors: Console) -> int:
-    from .occupancy import arch_limits
-    from .plan import limits_for_device, plan_case
-    from .report import plan_table
-    from .runner import compile_spec, refused_everywhere
+    from .cuda.occupancy import arch_limits
+    from .pipeline.plan import limits_for_device, plan_case
+    from .report.tables import plan_table
+    from .pipeline.runner import compile_spec, refused_everywhere
 
     specs = _load(args.specs, args.kernel, args.shape)
     limits, arch = None, args.arch
     if arch is None:
         try:
-            from .device import read_properties
+            from .cuda.device import read_properties
             props = read_properties(_env_device())
             limits, arch = limits_for_device(props), props.arch
         except NoGpuError:
             arch = "sm_90"
-    from .compile import normalise_arch
+    from .cuda.compile import normalise_arch
     arch = normalise_arch(arch)
     if limits is None:
         try:
@@ -344,8 +344,8 @@ def _command_plan(args, console: Console, errors: Console) -> int:
 
 
 def _command_compare(args, console: Console, errors: Console) -> int:
-    from .compare import compare_runs
-    from .report import comparison_table
+    from .report.compare import compare_runs
+    from .report.tables import comparison_table
 
     runs = _read_results([args.old, args.new])
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
@@ -357,7 +357,7 @@ def _command_compare(args, console: Console, errors: Console) -> int:
 
 
 def _command_plot(args, console: Console, errors: Console) -> int:
-    from .plots import plot_results
+    from .report.plots import plot_results
 
     if args.output.suffix.lower() not in (".png", ".svg"):
         raise SpecError("the picture is .png or .svg", field="--output")
@@ -367,10 +367,10 @@ def _command_plot(args, console: Console, errors: Console) -> int:
 
 
 def _command_tune(args, console: Console, errors: Console) -> int:
-    from .report import tune_table
-    from .results import CaseLog, RunResult
-    from .runner import cases_of, run_spec
-    from .tune import pick_winners, winners_spec
+    from .report.tables import tune_table
+    from .results.records import CaseLog, RunResult
+    from .pipeline.runner import cases_of, run_spec
+    from .report.tune import pick_winners, winners_spec
 
     spec, = _load([args.spec], args.kernel, args.shape)
     if args.recorded:
@@ -405,8 +405,8 @@ def _command_tune(args, console: Console, errors: Console) -> int:
 
 
 def _command_info(args, console: Console, errors: Console) -> int:
-    from .compile import nvrtc_version, supported_archs
-    from .device import device_count, read_properties
+    from .cuda.compile import nvrtc_version, supported_archs
+    from .cuda.device import device_count, read_properties
 
     console.print(f"NVRTC {'.'.join(map(str, nvrtc_version()))}, real architectures "
                   f"{', '.join(f'sm_{a}' for a in supported_archs())}")

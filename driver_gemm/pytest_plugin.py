@@ -32,7 +32,7 @@ def pytest_configure(config):
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
     """Why GPU `ordinal` cannot be used here (no driver, no such GPU), or None."""
-    from .device import device_count
+    from .cuda.device import device_count
     from .errors import NoGpuError
 
     try:
@@ -67,7 +67,7 @@ def gemm_device(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
-    from .device import Device
+    from .cuda.device import Device
 
     with Device(_ordinal(pytestconfig)) as device:
         yield device
@@ -79,8 +79,8 @@ def gemm_run(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
-    from .runner import run_spec
-    from .spec import Spec, load_spec, spec_from_dict
+    from .pipeline.runner import run_spec
+    from .spec.model import Spec, load_spec, spec_from_dict
 
     def run(spec, **options):
         if isinstance(spec, (str, Path)):
@@ -110,8 +110,8 @@ class GemmSpecItems(pytest.Collector):
         self._results: dict | None = None
 
     def collect(self):
-        from .runner import cases_of
-        from .spec import load_spec
+        from .pipeline.runner import cases_of
+        from .spec.model import load_spec
 
         spec = load_spec(self.spec_path)
         self.spec = spec
@@ -121,7 +121,7 @@ class GemmSpecItems(pytest.Collector):
 
     def results(self) -> dict:
         if self._results is None:
-            from .runner import run_spec
+            from .pipeline.runner import run_spec
 
             run = run_spec(self.spec, device=_ordinal(self.config), isolate=True)
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WARM_START = """
 import time, sys
 began = time.perf_counter()
-from driver_gemm.runner import compile_spec
-from driver_gemm.spec import load_spec
+from driver_gemm.pipeline.runner import compile_spec
+from driver_gemm.spec.model import load_spec
 compiled = compile_spec(load_spec(sys.argv[1]), "sm_90")
 assert all(not isinstance(c, Exception) and c.from_cache for c in compiled.values())
 print(time.perf_counter() - began)
@@ -36,8 +36,8 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from driver_gemm.compile import compile_source, nvrtc_version
-    from driver_gemm.spec import load_spec
+    from driver_gemm.cuda.compile import compile_source, nvrtc_version
+    from driver_gemm.spec.model import load_spec
 
     spec = load_spec(args.spec)
     with tempfile.TemporaryDirectory() as cache_dir:

@@ -16,11 +16,11 @@ import json
 import time
 
 
-from driver_gemm.compile import compile_text
-from driver_gemm.device import Device
+from driver_gemm.cuda.compile import compile_text
+from driver_gemm.cuda.device import Device
 from driver_gemm.errors import check
-from driver_gemm.launch import LaunchConfig, PackedArguments, PreparedLaunch
-from driver_gemm.load import Module
+from driver_gemm.cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
+from driver_gemm.cuda.module import Module
 
 SOURCE = 'extern "C" __global__ void empty(float* out, int n) { if (n < 0) out[0] = 0.0f; }\n'
 

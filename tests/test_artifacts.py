@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from driver_gemm.artifacts import NONFINITE, RIGHT, UNWRITTEN, WRONG, category_map, downsample, save_error_map
-from driver_gemm.results import CaseResult
-from driver_gemm.spec import Shape
-from driver_gemm.verify import POISON_WORD, compare
+from driver_gemm.results.artifacts import NONFINITE, RIGHT, UNWRITTEN, WRONG, category_map, downsample, save_error_map
+from driver_gemm.results.records import CaseResult
+from driver_gemm.spec.model import Shape
+from driver_gemm.measure.verify import POISON_WORD, compare
 
 
 def test_categories_and_their_precedence():

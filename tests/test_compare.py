@@ -1,10 +1,10 @@
 import pytest
 
 from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from driver_gemm.compare import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
-from driver_gemm.results import FAIL, PASS, CaseResult, RunResult
-from driver_gemm.spec import Shape
-from driver_gemm.stats import summarize
+from driver_gemm.report.compare import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
+from driver_gemm.results.records import FAIL, PASS, CaseResult, RunResult
+from driver_gemm.spec.model import Shape
+from driver_gemm.measure.stats import summarize
 
 GPU = {"name": "NVIDIA H200", "uuid": "GPU-1"}
 

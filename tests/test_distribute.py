@@ -2,11 +2,11 @@
 
 import pytest
 
-from driver_gemm.occupancy import arch_limits
-from driver_gemm.plan import plan_case
-from driver_gemm.results import INVALID, PASS, CaseResult
-from driver_gemm.runner import RunOptions, cases_of, compile_spec
-from driver_gemm.spec import Shape, load_spec
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.pipeline.plan import plan_case
+from driver_gemm.results.records import INVALID, PASS, CaseResult
+from driver_gemm.pipeline.runner import RunOptions, cases_of, compile_spec
+from driver_gemm.spec.model import Shape, load_spec
 
 from conftest import SPECS
 
@@ -32,7 +32,7 @@ def plan_part(spec, shapes, device, isolate, options):
 
 
 def test_shapes_are_handed_out_largest_first():
-    from driver_gemm.distribute import largest_first
+    from driver_gemm.pipeline.distribute import largest_first
 
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["64x64x64", "1001x513x777", "7x5x3", "1024x512x1024"])
     assert [s.label for s in largest_first(spec)] == ["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"]
@@ -41,7 +41,7 @@ def test_shapes_are_handed_out_largest_first():
 def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan():
     from distributed import Client, LocalCluster
 
-    from driver_gemm.distribute import run_on_workers
+    from driver_gemm.pipeline.distribute import run_on_workers
 
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"])
     seen = []

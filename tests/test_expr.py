@@ -1,6 +1,6 @@
 import pytest
 
-from driver_gemm import expr
+from driver_gemm.spec import expr
 
 
 @pytest.mark.parametrize("source, env, expected", [

@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from driver_gemm.results import ERROR, FAIL, INVALID, PASS, TIMEOUT
-from driver_gemm.runner import RunOptions, run_spec
-from driver_gemm.spec import load_spec
+from driver_gemm.results.records import ERROR, FAIL, INVALID, PASS, TIMEOUT
+from driver_gemm.pipeline.runner import RunOptions, run_spec
+from driver_gemm.spec.model import load_spec
 
 from conftest import ROOT, SPECS
 from gpu_specs import AWKWARD_SHAPES, quick, with_measure, write_spec
@@ -219,7 +219,7 @@ def test_cli_run_exit_codes_and_json(tmp_path):
 
 
 def test_device_handles_are_released(tmp_path):
-    from driver_gemm.device import Device
+    from driver_gemm.cuda.device import Device
 
     with Device(0) as device:
         stream = device.stream()
@@ -281,7 +281,7 @@ def test_racecheck_finds_the_missing_barrier(tmp_path):
 
 
 def test_error_map_is_saved_for_a_failing_case(tmp_path):
-    from driver_gemm.runner import RunOptions
+    from driver_gemm.pipeline.runner import RunOptions
 
     spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
@@ -311,7 +311,7 @@ def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
         import signal
         os.killpg(child.pid, signal.SIGKILL)   # the run and its worker, with no chance to clean up
         child.wait()
-    from driver_gemm.results import CaseLog
+    from driver_gemm.results.records import CaseLog
 
     _, before = CaseLog.read(lines)
     total = len(shapes) * (len(spec.kernels) + 1)
@@ -328,7 +328,7 @@ def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
 
 
 def test_two_gpus_share_a_run(tmp_path):
-    from driver_gemm.device import device_count
+    from driver_gemm.cuda.device import device_count
 
     if device_count() < 2:
         pytest.skip("needs two GPUs")

@@ -4,7 +4,7 @@ import struct
 import numpy as np
 import pytest
 
-from driver_gemm.launch import ArgumentError, LaunchConfig, PackedArguments
+from driver_gemm.cuda.launch import ArgumentError, LaunchConfig, PackedArguments
 
 
 class FakeBuffer:

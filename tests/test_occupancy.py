@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from driver_gemm.occupancy import arch_limits, occupancy, waves
+from driver_gemm.cuda.occupancy import arch_limits, occupancy, waves
 
 
 @pytest.mark.parametrize("arch, threads, regs, static, dynamic, blocks, limited_by, carveout", [

@@ -2,10 +2,10 @@ import dataclasses
 
 import pytest
 
-from driver_gemm.compile import KernelResources
-from driver_gemm.occupancy import arch_limits
-from driver_gemm.plan import plan_case
-from driver_gemm.spec import Shape, load_spec
+from driver_gemm.cuda.compile import KernelResources
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.pipeline.plan import plan_case
+from driver_gemm.spec.model import Shape, load_spec
 
 from test_spec import MINIMAL, write
 
@@ -121,8 +121,8 @@ def test_every_shipped_seed_case_is_valid():
 
 
 def test_limits_of_a_real_device_replace_the_table():
-    from driver_gemm.device import DeviceProperties
-    from driver_gemm.plan import limits_for_device
+    from driver_gemm.cuda.device import DeviceProperties
+    from driver_gemm.pipeline.plan import limits_for_device
 
     props = DeviceProperties(ordinal=0, name="NVIDIA H200", uuid="GPU-x", compute_capability=(9, 0), sm_count=132,
                              clock_khz=1980000, memory_clock_khz=3201000, memory_bus_bits=6144,

@@ -1,7 +1,7 @@
 import pytest
 
 from driver_gemm.cli import EXIT_OK, EXIT_USAGE, main
-from driver_gemm.plots import bytes_moved
+from driver_gemm.report.plots import bytes_moved
 
 from conftest import ROOT
 

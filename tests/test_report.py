@@ -2,10 +2,10 @@ import json
 
 from rich.console import Console
 
-from driver_gemm.report import case_line, print_run, problems_text
-from driver_gemm.results import FAIL, PASS, CaseResult, RunResult
-from driver_gemm.spec import Shape
-from driver_gemm.stats import summarize
+from driver_gemm.report.tables import case_line, print_run, problems_text
+from driver_gemm.results.records import FAIL, PASS, CaseResult, RunResult
+from driver_gemm.spec.model import Shape
+from driver_gemm.measure.stats import summarize
 
 SHAPE = Shape(1024, 512, 1024)
 

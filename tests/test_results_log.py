@@ -3,9 +3,9 @@ import subprocess
 import sys
 import textwrap
 
-from driver_gemm.results import PASS, CaseLog, CaseResult, RunResult, case_key, load_results
-from driver_gemm.spec import Shape
-from driver_gemm.stats import summarize
+from driver_gemm.results.records import PASS, CaseLog, CaseResult, RunResult, case_key, load_results
+from driver_gemm.spec.model import Shape
+from driver_gemm.measure.stats import summarize
 
 from conftest import ROOT
 
@@ -72,8 +72,8 @@ def test_log_survives_kill_9_of_the_writer(tmp_path):
     ready = tmp_path / "ready"
     script = textwrap.dedent(f"""
         import os, time
-        from driver_gemm.results import CaseLog, CaseResult
-        from driver_gemm.spec import Shape
+        from driver_gemm.results.records import CaseLog, CaseResult
+        from driver_gemm.spec.model import Shape
         log = CaseLog({str(path)!r})
         for i in range(5):
             log.append(CaseResult(kernel=f"k{{i}}", name="k", shape=Shape(1, 1, 1), status="PASS"))

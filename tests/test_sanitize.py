@@ -1,4 +1,4 @@
-from driver_gemm.sanitize import parse_report
+from driver_gemm.pipeline.sanitize import parse_report
 
 MEMCHECK = """========= COMPUTE-SANITIZER
 ========= Invalid __global__ read of size 4 bytes

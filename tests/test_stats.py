@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from driver_gemm.stats import RunningNoise, gflops, quantile, summarize
+from driver_gemm.measure.stats import RunningNoise, gflops, quantile, summarize
 
 
 def test_summary_matches_numpy():

@@ -1,7 +1,7 @@
-from driver_gemm.results import FAIL, INVALID, PASS, CaseResult, RunResult
-from driver_gemm.spec import Shape, load_spec
-from driver_gemm.stats import summarize
-from driver_gemm.tune import pick_winners, winners_spec
+from driver_gemm.results.records import FAIL, INVALID, PASS, CaseResult, RunResult
+from driver_gemm.spec.model import Shape, load_spec
+from driver_gemm.measure.stats import summarize
+from driver_gemm.report.tune import pick_winners, winners_spec
 
 from test_spec import MINIMAL, write
 
@@ -72,9 +72,9 @@ def test_winners_keep_their_precision_and_arch(tmp_path):
 
 
 def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
-    from driver_gemm import runner
-    from driver_gemm.occupancy import arch_limits
-    from driver_gemm.plan import plan_case
+    from driver_gemm.pipeline import runner
+    from driver_gemm.cuda.occupancy import arch_limits
+    from driver_gemm.pipeline.plan import plan_case
 
     from conftest import SPECS
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .compile import compile_text
-from .device import Device, DeviceBuffer, Stream
-from .errors import check
-from .launch import LaunchConfig, PackedArguments, PreparedLaunch
-from .load import Module
-from .spec import MeasureSettings
+from ..cuda.compile import compile_text
+from ..cuda.device import Device, DeviceBuffer, Stream
+from ..errors import check
+from ..cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
+from ..cuda.module import Module
+from ..spec.model import MeasureSettings
 from .stats import RunningNoise, TimingSummary, summarize
 
 # Never stop on the timeout before this many samples: a median needs a few.

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import CudaError, NoGpuError, check
+from ..errors import CudaError, NoGpuError, check
 
 
 def driver_module():

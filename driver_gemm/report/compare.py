@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .results import CaseResult, RunResult
+from ..results.records import CaseResult, RunResult
 
 SAME, FASTER, SLOWER, BROKEN, FIXED, NEW, GONE, UNTIMED = (
     "SAME", "FASTER", "SLOWER", "BROKEN", "FIXED", "NEW", "GONE", "UNTIMED")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import Device, DeviceBuffer, Stream
-from .errors import CudaError, DriverGemmError
-from .spec import Shape
+from ..cuda.device import Device, DeviceBuffer, Stream
+from ..errors import CudaError, DriverGemmError
+from ..spec.model import Shape
 
 NAME = "cublas"
 

@@ -20,9 +20,9 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from . import expr
-from .errors import SpecError
+from ..errors import SpecError
 
-DEFAULT_SPEC = Path(__file__).resolve().parent.parent / "specs" / "seed.yaml"
+DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "specs" / "seed.yaml"
 
 # Standard argument names and their C types. A, B, C are the matrices (device
 # pointers); the sizes are 32-bit ints like the seed kernels declare them.

@@ -22,10 +22,10 @@ from __future__ import annotations
 import contextlib
 from typing import Callable
 
-from .errors import DriverGemmError
-from .results import CaseResult, RunResult
+from ..errors import DriverGemmError
+from ..results.records import CaseResult, RunResult
 from .runner import RunOptions, _now
-from .spec import Shape, Spec
+from ..spec.model import Shape, Spec
 
 
 class DaskUnavailable(DriverGemmError):

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .spec import Shape
-from .stats import TimingSummary
+from ..spec.model import Shape
+from ..measure.stats import TimingSummary
 
 PASS, FAIL, ERROR, INVALID, REF, TIMEOUT = "PASS", "FAIL", "ERROR", "INVALID", "REF", "TIMEOUT"
 OK_STATUSES = (PASS, REF)

@@ -20,7 +20,7 @@ from typing import Iterable, Mapping
 from cuda.bindings import nvrtc
 
 from . import cache
-from .errors import CompileError, check
+from ..errors import CompileError, check
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .verify import Verdict
+from ..measure.verify import Verdict
 
 MAX_MISMATCHES = 10
 

@@ -21,20 +21,22 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, ranges
-from .baseline import CublasSgemm, CublasUnavailable
-from .compile import Cubin, compile_source, nvrtc_version
-from .device import Device, DeviceBuffer
-from .errors import CompileError, CudaError
-from .launch import PackedArguments, PreparedLaunch
-from .load import Module
-from .occupancy import occupancy
+from .. import __version__
+
+from ..cuda import nvtx as ranges
+from ..measure.baseline import CublasSgemm, CublasUnavailable
+from ..cuda.compile import Cubin, compile_source, nvrtc_version
+from ..cuda.device import Device, DeviceBuffer
+from ..errors import CompileError, CudaError
+from ..cuda.launch import PackedArguments, PreparedLaunch
+from ..cuda.module import Module
+from ..cuda.occupancy import occupancy
 from .plan import limits_for_device, plan_case
-from .results import BASELINE_LABELS, ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult, case_key
-from .spec import KernelSpec, Shape, Spec
-from .stats import gflops
-from .timing import L2Flusher, LaunchGate, measure
-from .verify import POISON_WORD, case_seed, compare, make_inputs, reference
+from ..results.records import BASELINE_LABELS, ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult, case_key
+from ..spec.model import KernelSpec, Shape, Spec
+from ..measure.stats import gflops
+from ..measure.timing import L2Flusher, LaunchGate, measure
+from ..measure.verify import POISON_WORD, case_seed, compare, make_inputs, reference
 
 
 
@@ -239,7 +241,7 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     """
     if isolate and (context is not None or stream is not None):
         raise ValueError("a caller's context or stream can only be used in-process (isolate=False)")
-    from .device import read_properties
+    from ..cuda.device import read_properties
 
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = _now()
@@ -444,11 +446,11 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
     case.verification = verdict.as_dict()
     case.status = verdict.status
     if verdict.status == FAIL:
-        from .diagnose import diagnose
+        from ..results.diagnose import diagnose
         case.diagnosis = diagnose(verdict, output, expected, plan)
         case.message = case.diagnosis.get("summary", "")
         if session.options.artifacts is not None:
-            from .artifacts import save_error_map
+            from ..results.artifacts import save_error_map
             picture = save_error_map(verdict, case, session.options.artifacts, case.diagnosis.get("tile"),
                                      case.message)
             case.diagnosis["error_map"] = str(picture)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .errors import DriverGemmError
-from .results import BASELINE_LABELS, RunResult
+from ..errors import DriverGemmError
+from ..results.records import BASELINE_LABELS, RunResult
 
 CUBLAS = BASELINE_LABELS["fp32"]
 CUBLAS_TF32 = BASELINE_LABELS["tf32"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .spec import Shape
+from ..spec.model import Shape
 
 POISON_WORD = 0x7FC0DEAD
 PASS, FAIL = "PASS", "FAIL"

@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from .compare import SAME, judge
-from .results import CaseResult, RunResult
-from .spec import STANDARD_ARGUMENTS, KernelSpec, Spec
+from ..results.records import CaseResult, RunResult
+from ..spec.model import STANDARD_ARGUMENTS, KernelSpec, Spec
 
 
 @dataclass

@@ -13,12 +13,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import expr
-from .compile import KernelResources
-from .errors import ConfigError
-from .launch import LaunchConfig
-from .occupancy import ArchLimits, Occupancy, arch_limits, base_arch, occupancy, waves
-from .spec import KernelSpec, Shape
+from ..spec import expr
+from ..cuda.compile import KernelResources
+from ..errors import ConfigError
+from ..cuda.launch import LaunchConfig
+from ..cuda.occupancy import ArchLimits, Occupancy, arch_limits, base_arch, occupancy, waves
+from ..spec.model import KernelSpec, Shape
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 

@@ -15,7 +15,7 @@ import multiprocessing
 import time
 from typing import Callable
 
-from .results import ERROR, TIMEOUT, CaseResult
+from ..results.records import ERROR, TIMEOUT, CaseResult
 
 # How long a new worker may take to start (import, create its context) before it counts as hung.
 STARTUP_TIMEOUT_S = 120.0

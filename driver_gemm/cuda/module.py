@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .compile import Cubin, KernelResources
 from .device import Device, _Owned, _releaser
-from .errors import ConfigError, check
+from ..errors import ConfigError, check
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import check, check_status_code
+from ..errors import check, check_status_code
 
 # struct format of each C type in a kernel signature ("ptr" is a 64-bit device address).
 C_FORMATS = {"ptr": "Q", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}

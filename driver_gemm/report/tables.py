@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .plan import CasePlan
-from .results import ERROR, FAIL, INVALID, PASS, REF, TIMEOUT, CaseResult, RunResult
+from ..pipeline.plan import CasePlan
+from ..results.records import ERROR, FAIL, INVALID, PASS, REF, TIMEOUT, CaseResult, RunResult
 
 _STATUS_STYLE = {PASS: "green", REF: "cyan", FAIL: "bold red", ERROR: "bold red", INVALID: "yellow", TIMEOUT: "bold red"}
 
