@@ -253,7 +253,8 @@ def _run_on_gpus(spec, args, options, finished):
 def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
     """Each selected case under compute-sanitizer, one child process a case; findings join the results."""
     from .report.tables import print_run
-    from .results.records import FAIL, CaseResult, RunResult
+    from .results.records import CaseResult, RunResult
+    from .status import Status
     from .pipeline.sanitize import sanitize_case
 
     exit_code = EXIT_OK
@@ -267,11 +268,11 @@ def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
                 data = sanitize_case(spec.path, kernel.label, shape.label, args.sanitize, args.device)
                 findings = data.pop("sanitizer")
                 case = CaseResult.from_dict(data) if "shape" in data else CaseResult(
-                    kernel=kernel.label, name=kernel.name, shape=shape, status=data.get("status", "ERROR"),
+                    kernel=kernel.label, name=kernel.name, shape=shape, status=Status(data.get("status", Status.ERROR)),
                     message=" ".join(data.get("message") or []))
                 case.sanitizer = findings
                 if findings["findings"]:
-                    case.status = FAIL
+                    case.status = Status.FAIL
                     case.message = (f"{args.sanitize}: {len(findings['findings'])} finding(s): "
                                     + "; ".join(findings["summary"][:3]))
                 result.cases.append(case)

@@ -2,14 +2,15 @@ import pytest
 
 from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from driver_gemm.report.compare import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
-from driver_gemm.results.records import FAIL, PASS, CaseResult, RunResult
+from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape
 from driver_gemm.measure.stats import summarize
 
 GPU = {"name": "NVIDIA H200", "uuid": "GPU-1"}
 
 
-def case(kernel, samples, status=PASS, shape=Shape(64, 64, 64), device=GPU):
+def case(kernel, samples, status=Status.PASS, shape=Shape(64, 64, 64), device=GPU):
     return CaseResult(kernel=kernel, name=kernel, shape=shape, status=status,
                       timing=summarize(samples) if samples else None, device=device)
 
@@ -28,8 +29,8 @@ def test_separate_spreads_are_faster_or_slower():
 
 
 def test_status_changes_come_first():
-    assert judge(case("k", [1.0]), case("k", [0.5], status=FAIL))[0] == BROKEN
-    assert judge(case("k", [1.0], status=FAIL), case("k", [2.0]))[0] == FIXED
+    assert judge(case("k", [1.0]), case("k", [0.5], status=Status.FAIL))[0] == BROKEN
+    assert judge(case("k", [1.0], status=Status.FAIL), case("k", [2.0]))[0] == FIXED
 
 
 def test_matching_by_kernel_shape_and_gpu():

@@ -4,7 +4,8 @@ import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.results.records import INVALID, PASS, CaseResult
+from driver_gemm.results.records import CaseResult
+from driver_gemm.status import Status
 from driver_gemm.pipeline.runner import RunOptions, cases_of, compile_spec
 from driver_gemm.spec.model import Shape, load_spec
 
@@ -19,12 +20,12 @@ def plan_part(spec, shapes, device, isolate, options):
     compiled = compile_spec(spec, "sm_90")
     cases = []
     for case in cases_of(spec):
-        result = CaseResult(kernel=case.label, name=case.label.split("[")[0], shape=case.shape, status=PASS,
+        result = CaseResult(kernel=case.label, name=case.label.split("[")[0], shape=case.shape, status=Status.PASS,
                             device={"name": f"GPU {device}", "ordinal": device})
         if case.kernel is not None:
             resources = compiled[case.kernel.label].resources_of(case.kernel.instance)
             plan = plan_case(case.kernel, case.shape, arch_limits("sm_90"), resources)
-            result.status = PASS if plan.valid else INVALID
+            result.status = Status.PASS if plan.valid else Status.INVALID
             result.resources = resources.as_dict()
             result.launch = plan.config.as_dict()
         cases.append(result.as_dict())

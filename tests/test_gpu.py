@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from driver_gemm.results.records import ERROR, FAIL, INVALID, PASS, TIMEOUT
+from driver_gemm.status import Status
 from driver_gemm.pipeline.runner import RunOptions, run_spec
 from driver_gemm.spec.model import load_spec
 
@@ -31,7 +31,7 @@ def seed_run():
 
 
 def test_every_seed_kernel_passes_on_seed_and_awkward_shapes(seed_run):
-    failed = [(c.kernel, c.shape.label, c.status, c.message) for c in seed_run.cases if c.status != PASS]
+    failed = [(c.kernel, c.shape.label, c.status, c.message) for c in seed_run.cases if c.status != Status.PASS]
     assert not failed
     kernels = {c.kernel for c in seed_run.cases}
     assert {"cublas", "v0", "v1", "v2[TILE=32]"} <= kernels and len(kernels) == 6
@@ -44,7 +44,7 @@ def test_every_seed_kernel_passes_on_seed_and_awkward_shapes(seed_run):
 def test_cublas_baseline_passes_and_sets_percentages(seed_run):
     for case in seed_run.cases:
         if case.kernel == "cublas":
-            assert case.status == PASS and case.pct_cublas == pytest.approx(100.0)
+            assert case.status == Status.PASS and case.pct_cublas == pytest.approx(100.0)
         else:
             assert case.pct_cublas is not None and case.pct_cublas > 0
 
@@ -70,9 +70,9 @@ def test_every_shipped_kernel_passes_on_awkward_shapes(tmp_path):
     for path in sorted(SPECS.glob("*.yaml")):      # the sweeps' configurations too
         spec = dataclasses.replace(load_spec(path).select(shapes=AWKWARD_SHAPES), baseline=False)
         run = run_spec(spec, options=RunOptions(time=False))
-        # sweeps may hold configurations their constraints refuse (INVALID); every other case must pass
+        # sweeps may hold configurations their constraints refuse (Status.INVALID); every other case must pass
         failed = [(path.name, c.kernel, c.shape.label, c.status, c.message) for c in run.cases
-                  if c.status not in (PASS, INVALID)]
+                  if c.status not in (Status.PASS, Status.INVALID)]
         assert not failed
 
 
@@ -91,7 +91,7 @@ def test_broken_tail_write_is_a_fail_with_unwritten_columns(tmp_path):
     spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777", "1024x512x1024"], "baseline: false\n"))
     run = run_spec(spec)
     ragged, even = run.cases
-    assert ragged.status == FAIL and even.status == PASS
+    assert ragged.status == Status.FAIL and even.status == Status.PASS
     assert ragged.verification["unwritten"] == 1001      # column 512 of every row
     assert ragged.verification["wrong"] == 0
     diagnosis = ragged.diagnosis
@@ -111,7 +111,7 @@ def test_grid_that_misses_rows_is_diagnosed(tmp_path):
           grid: [ceil(N / BN), M // BM]
         """, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec).cases
-    assert case.status == FAIL and case.verification["unwritten"] == 41 * 513
+    assert case.status == Status.FAIL and case.verification["unwritten"] == 41 * 513
     assert case.diagnosis["summary"] == "21033 elements unwritten: rows 960-1000, every column; every other element right"
 
 
@@ -125,7 +125,7 @@ def test_alpha_beta_kernel_with_its_own_argument_order(tmp_path):
           grid: [ceil(N / 16), ceil(M / 16)]
         """, ["127x33x65", "64x64x64"], "baseline: false\nscalars: {alpha: 2.0, beta: 0.5}\n"))
     run = run_spec(spec)
-    assert [c.status for c in run.cases] == [PASS, PASS]
+    assert [c.status for c in run.cases] == [Status.PASS, Status.PASS]
 
 
 FAULTS = """\
@@ -166,11 +166,11 @@ def test_isolated_run_survives_faults_and_hangs(tmp_path):
     wild, good, trap, spin, good_after = run.cases
     assert [c.kernel for c in run.cases] == ["wild", "v1", "trap", "spin", "v2[TILE=16]"]
     assert seen == run.cases
-    assert wild.status == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild.message
-    assert good.status == PASS
-    assert trap.status == ERROR and "CUDA_ERROR_" in trap.message
-    assert spin.status == TIMEOUT and "10 s" in spin.message
-    assert good_after.status == PASS
+    assert wild.status == Status.ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild.message
+    assert good.status == Status.PASS
+    assert trap.status == Status.ERROR and "CUDA_ERROR_" in trap.message
+    assert spin.status == Status.TIMEOUT and "10 s" in spin.message
+    assert good_after.status == Status.PASS
 
 
 def test_in_process_run_records_what_a_fault_stopped(tmp_path):
@@ -181,8 +181,8 @@ def test_in_process_run_records_what_a_fault_stopped(tmp_path):
                            "-k", "v1", "--json", str(out), "-q"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1, done.stderr
     wild, good = json.loads(out.read_text())["cases"]
-    assert wild["status"] == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild["message"]
-    assert good["status"] == ERROR and good["message"].startswith("not run: CUDA is unusable in this process")
+    assert wild["status"] == Status.ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in wild["message"]
+    assert good["status"] == Status.ERROR and good["message"].startswith("not run: CUDA is unusable in this process")
 
 
 def test_invalid_config_is_refused_and_others_run(tmp_path):
@@ -199,8 +199,8 @@ def test_invalid_config_is_refused_and_others_run(tmp_path):
           grid: [ceil(N / 32), ceil(M / 32)]
         """, ["64x64x64"], "baseline: false\n"))
     invalid, good = run_spec(spec).cases
-    assert invalid.status == INVALID and "2048 threads per block" in invalid.message
-    assert good.status == PASS
+    assert invalid.status == Status.INVALID and "2048 threads per block" in invalid.message
+    assert good.status == Status.PASS
 
 
 def test_cli_run_exit_codes_and_json(tmp_path):
@@ -267,9 +267,9 @@ def test_memcheck_finds_the_out_of_bounds_read(tmp_path):
     done, cases = sanitized(tmp_path, "memcheck", ["oob", "v2[TILE=16]"])
     assert done.returncode == 1, done.stderr
     findings = cases["oob"]["sanitizer"]["findings"]
-    assert cases["oob"]["status"] == FAIL and findings
+    assert cases["oob"]["status"] == Status.FAIL and findings
     assert any("Invalid __global__ read" in f["kind"] and "sgemm_oob_read" in (f["kernel"] or "") for f in findings)
-    assert cases["v2[TILE=16]"]["status"] == PASS and not cases["v2[TILE=16]"]["sanitizer"]["findings"]
+    assert cases["v2[TILE=16]"]["status"] == Status.PASS and not cases["v2[TILE=16]"]["sanitizer"]["findings"]
     assert "memcheck: " in done.stdout and "Invalid __global__ read" in done.stdout
 
 
@@ -286,7 +286,7 @@ def test_error_map_is_saved_for_a_failing_case(tmp_path):
     spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
     picture = tmp_path / "maps" / "v3-no-tail_BM_64_BN_64_BK_16_TN_4_1001x513x777.png"
-    assert case.status == FAIL and case.timing is None
+    assert case.status == Status.FAIL and case.timing is None
     assert case.diagnosis["error_map"] == str(picture)
     assert picture.read_bytes().startswith(b"\x89PNG")
 
@@ -324,7 +324,7 @@ def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
     assert len(keys) == total and len(set(keys)) == total
     final = json.loads(out.read_text())["cases"]
     assert sorted((c["kernel"], c["shape"]["label"]) for c in final) == sorted(keys)
-    assert all(c["status"] == PASS for c in final)
+    assert all(c["status"] == Status.PASS for c in final)
 
 
 def test_two_gpus_share_a_run(tmp_path):

@@ -3,7 +3,8 @@ import json
 from rich.console import Console
 
 from driver_gemm.report.tables import case_line, print_run, problems_text
-from driver_gemm.results.records import FAIL, PASS, CaseResult, RunResult
+from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape
 from driver_gemm.measure.stats import summarize
 
@@ -11,14 +12,14 @@ SHAPE = Shape(1024, 512, 1024)
 
 
 def sample_run() -> RunResult:
-    cublas = CaseResult(kernel="cublas", name="cublas", shape=SHAPE, status=PASS,
+    cublas = CaseResult(kernel="cublas", name="cublas", shape=SHAPE, status=Status.PASS,
                         timing=summarize([0.040, 0.041, 0.039]), gflops=26844.0, pct_cublas=100.0, pct_peak=40.1,
                         verification={"rel_fro_error": 2.1e-7})
-    v4 = CaseResult(kernel="v4[BM=64,BN=64,BK=16,TM=4,TN=4]", name="v4", shape=SHAPE, status=PASS,
+    v4 = CaseResult(kernel="v4[BM=64,BN=64,BK=16,TM=4,TN=4]", name="v4", shape=SHAPE, status=Status.PASS,
                     params={"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
                     timing=summarize([0.0806, 0.0810, 0.0800]), gflops=13321.0, pct_cublas=49.6, pct_peak=19.9,
                     verification={"rel_fro_error": 5.7e-7})
-    broken = CaseResult(kernel="v3-no-tail", name="v3-no-tail", shape=Shape(1001, 513, 777), status=FAIL,
+    broken = CaseResult(kernel="v3-no-tail", name="v3-no-tail", shape=Shape(1001, 513, 777), status=Status.FAIL,
                         message="1001 elements unwritten: columns 512 = block column 8, every row",
                         verification={"rel_fro_error": 4e-7, "unwritten": 1001},
                         diagnosis={"first_mismatches": [{"row": 0, "col": 512, "expected": 1.5, "got": None,
@@ -63,12 +64,12 @@ def test_json_round_trip(tmp_path):
     assert data["cases"][1]["shape"] == {"M": 1024, "N": 512, "K": 1024, "label": "1024x512x1024"}
     again = RunResult.read_json(path)
     assert again.cases[1].timing == run.cases[1].timing
-    assert again.cases[2].shape == Shape(1001, 513, 777) and again.cases[2].status == FAIL
+    assert again.cases[2].shape == Shape(1001, 513, 777) and again.cases[2].status == Status.FAIL
     assert not again.ok and not list(tmp_path.rglob("*.tmp"))
 
 
 def test_non_finite_numbers_become_null(tmp_path):
-    run = RunResult(spec="s", spec_path=None, cases=[CaseResult(kernel="k", name="k", shape=SHAPE, status=PASS,
+    run = RunResult(spec="s", spec_path=None, cases=[CaseResult(kernel="k", name="k", shape=SHAPE, status=Status.PASS,
                                                                 gflops=float("nan"))])
     data = json.loads(run.write_json(tmp_path / "r.json").read_text())
     assert data["cases"][0]["gflops"] is None
@@ -76,9 +77,9 @@ def test_non_finite_numbers_become_null(tmp_path):
 
 def test_tf32_rows_say_which_cublas_they_are_measured_against():
     run = sample_run()
-    tf32_ref = CaseResult(kernel="cublas-tf32", name="cublas-tf32", shape=SHAPE, status=PASS, precision="tf32",
+    tf32_ref = CaseResult(kernel="cublas-tf32", name="cublas-tf32", shape=SHAPE, status=Status.PASS, precision="tf32",
                           timing=summarize([0.015, 0.016]), gflops=71000.0, pct_cublas=100.0)
-    v9 = CaseResult(kernel="v9[BM=128]", name="v9", shape=SHAPE, status=PASS, precision="tf32",
+    v9 = CaseResult(kernel="v9[BM=128]", name="v9", shape=SHAPE, status=Status.PASS, precision="tf32",
                     timing=summarize([0.045, 0.046]), gflops=23800.0, pct_cublas=33.4)
     assert tf32_ref.is_baseline and not v9.is_baseline and run.cases[0].is_baseline
     run.cases[2:2] = [tf32_ref, v9]

@@ -3,14 +3,17 @@ import subprocess
 import sys
 import textwrap
 
-from driver_gemm.results.records import PASS, CaseLog, CaseResult, RunResult, case_key, load_results
+
+from driver_gemm.results.records import CaseLog, CaseResult, RunResult, case_key, load_results
+
+from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape
 from driver_gemm.measure.stats import summarize
 
 from conftest import ROOT
 
 
-def case(kernel, shape=Shape(8, 8, 8), status=PASS, ms=1.0):
+def case(kernel, shape=Shape(8, 8, 8), status=Status.PASS, ms=1.0):
     return CaseResult(kernel=kernel, name=kernel.split("[")[0], shape=shape, status=status,
                       timing=summarize([ms, ms * 1.01, ms * 0.99]))
 

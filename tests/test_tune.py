@@ -1,4 +1,5 @@
-from driver_gemm.results.records import FAIL, INVALID, PASS, CaseResult, RunResult
+from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape, load_spec
 from driver_gemm.measure.stats import summarize
 from driver_gemm.report.tune import pick_winners, winners_spec
@@ -9,7 +10,7 @@ SWEEP = MINIMAL.replace("BM: 64, BN: 64, BK: 16, TM: 4, TN: 4", "BM: 64, BN: 64,
     "  - [64, 32, 16]", "  - [64, 32, 16]\n  - [128, 128, 128]") + "    tile: [BM, BN]\n    require: ['blockDim_x * TN == BN']\n"
 
 
-def case(label, shape, samples, status=PASS):
+def case(label, shape, samples, status=Status.PASS):
     return CaseResult(kernel=label, name=label.split("[")[0], shape=shape, status=status,
                       timing=summarize(samples) if samples else None)
 
@@ -23,7 +24,7 @@ def sweep_run():
         case("cublas", SMALL, [0.5]),
         case(BK8, SMALL, [1.00, 1.01, 0.99]), case(BK16, SMALL, [1.50, 1.52, 1.49]),      # BK=8 clearly
         case(BK8, LARGE, [2.00, 2.10, 1.90]), case(BK16, LARGE, [1.98, 2.08, 1.95]),      # within noise
-        case("v5[X=1]", SMALL, None, status=INVALID), case("v5[X=2]", SMALL, [3.0], status=FAIL),
+        case("v5[X=1]", SMALL, None, status=Status.INVALID), case("v5[X=2]", SMALL, [3.0], status=Status.FAIL),
     ])
 
 

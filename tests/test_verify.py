@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from driver_gemm.spec.model import Shape
-from driver_gemm.measure.verify import FAIL, PASS, POISON_WORD, case_seed, compare, make_inputs, reference
+from driver_gemm.measure.verify import POISON_WORD, case_seed, compare, make_inputs, reference
+from driver_gemm.status import Status
 
 
 def poisoned(shape):
@@ -37,7 +38,7 @@ def test_exact_float32_product_passes():
     inputs = make_inputs(Shape(64, 48, 32), 5)
     expected = reference(inputs)
     verdict = compare((inputs.A @ inputs.B).astype(np.float32), expected, rel_tolerance=1e-5)
-    assert verdict.status == PASS and verdict.unwritten == 0 and verdict.wrong == 0
+    assert verdict.status == Status.PASS and verdict.unwritten == 0 and verdict.wrong == 0
     assert 0 < verdict.rel_fro_error < 1e-6
 
 
@@ -47,7 +48,7 @@ def test_unwritten_rows_fail_and_are_counted():
     output = poisoned(expected.shape)
     output[:90] = expected[:90]
     verdict = compare(output, expected, rel_tolerance=1e-5)
-    assert verdict.status == FAIL and verdict.unwritten == 10 * 40
+    assert verdict.status == Status.FAIL and verdict.unwritten == 10 * 40
     assert verdict.masks["unwritten"][90:].all() and not verdict.masks["unwritten"][:90].any()
     assert verdict.nonfinite == 0 and verdict.wrong == 0 and verdict.right == 90 * 40
     assert verdict.rel_fro_error < 1e-6  # measured on the written elements only
@@ -58,7 +59,7 @@ def test_computed_nan_is_nonfinite_not_unwritten():
     output = np.ones((4, 4), dtype=np.float32)
     output[1, 2] = np.nan
     verdict = compare(output, expected, rel_tolerance=1e-5)
-    assert verdict.status == FAIL and verdict.nonfinite == 1 and verdict.unwritten == 0
+    assert verdict.status == Status.FAIL and verdict.nonfinite == 1 and verdict.unwritten == 0
 
 
 def test_wrong_values_fail():
@@ -66,14 +67,14 @@ def test_wrong_values_fail():
     output = expected.astype(np.float32)
     output[3, 3] += 1.0
     verdict = compare(output, expected, rel_tolerance=1e-5)
-    assert verdict.status == FAIL and verdict.wrong == 1 and verdict.max_abs_error == pytest.approx(1.0)
+    assert verdict.status == Status.FAIL and verdict.wrong == 1 and verdict.max_abs_error == pytest.approx(1.0)
 
 
 def test_absolute_tolerance_is_enforced():
     expected = np.ones((2, 2))
     output = np.full((2, 2), 1 + 1e-6, dtype=np.float32)
-    assert compare(output, expected, rel_tolerance=1e-5).status == PASS
-    assert compare(output, expected, rel_tolerance=1e-5, abs_tolerance=1e-9).status == FAIL
+    assert compare(output, expected, rel_tolerance=1e-5).status == Status.PASS
+    assert compare(output, expected, rel_tolerance=1e-5, abs_tolerance=1e-9).status == Status.FAIL
 
 
 def test_kernels_that_read_c_count_untouched_elements():
@@ -82,7 +83,7 @@ def test_kernels_that_read_c_count_untouched_elements():
     output = expected.astype(np.float32)
     output[0] = inputs.C0[0]          # row 0 left as it was
     verdict = compare(output, expected, rel_tolerance=1e-5, start=inputs.C0)
-    assert verdict.unwritten == 8 and verdict.status == FAIL
+    assert verdict.unwritten == 8 and verdict.status == Status.FAIL
     assert np.allclose(expected, 0.5 * inputs.C0 + inputs.A.astype(np.float64) @ inputs.B)
 
 
@@ -107,6 +108,6 @@ def test_the_tf32_tolerance_fits_what_tf32_rounding_does(K):
     settings = VerifySettings()
     as_tf32 = compare(output, reference(inputs), rel_tolerance=settings.tf32_rel_tolerance)
     as_fp32 = compare(output, reference(inputs), rel_tolerance=settings.rel_tolerance)
-    assert as_tf32.status == PASS and as_tf32.wrong == 0
+    assert as_tf32.status == Status.PASS and as_tf32.wrong == 0
     assert 1e-4 < as_tf32.rel_fro_error < settings.tf32_rel_tolerance / 3   # ~4e-4: a factor of 5 below
-    assert as_fp32.status == FAIL                                            # far outside FP32 rounding
+    assert as_fp32.status == Status.FAIL                                            # far outside FP32 rounding

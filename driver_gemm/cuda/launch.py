@@ -17,12 +17,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..argtypes import C_TYPES
 from ..errors import check, check_status_code
 
-# struct format of each C type in a kernel signature ("ptr" is a 64-bit device address).
-C_FORMATS = {"ptr": "Q", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
-_INTEGER_RANGES = {"int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-2**63, 2**63 - 1),
-                   "uint64": (0, 2**64 - 1), "ptr": (0, 2**64 - 1)}
 
 
 class ArgumentError(TypeError):
@@ -30,8 +27,8 @@ class ArgumentError(TypeError):
 
 
 def _convert(ctype: str, value: Any, name: str):
-    if ctype not in C_FORMATS:
-        raise ArgumentError(f"argument {name}: unknown C type {ctype!r} (known: {', '.join(C_FORMATS)})")
+    if ctype not in C_TYPES:
+        raise ArgumentError(f"argument {name}: unknown C type {ctype!r} (known: {', '.join(C_TYPES)})")
     if ctype == "ptr" and hasattr(value, "address"):
         value = value.address
     if ctype.startswith("float"):
@@ -40,9 +37,9 @@ def _convert(ctype: str, value: Any, name: str):
         return float(value)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ArgumentError(f"argument {name}: {ctype} needs a whole number, got {value!r}")
-    low, high = _INTEGER_RANGES[ctype]
-    if not low <= int(value) <= high:
-        raise ArgumentError(f"argument {name}: {value} does not fit {ctype} [{low}, {high}]")
+    if not C_TYPES[ctype].fits(int(value)):
+        raise ArgumentError(f"argument {name}: {value} does not fit {ctype} "
+                            f"[{C_TYPES[ctype].low}, {C_TYPES[ctype].high}]")
     return int(value)
 
 
@@ -63,14 +60,14 @@ class PackedArguments:
         self.offsets: list[int] = []
         offset = 0
         for ctype in self.ctypes:
-            size = struct.calcsize(C_FORMATS.get(ctype, "x"))
+            size = C_TYPES[ctype].size if ctype in C_TYPES else 1
             offset = (offset + size - 1) // size * size   # natural alignment, as the C ABI lays out parameters
             self.offsets.append(offset)
             offset += size
         self.storage = np.zeros(max(offset, 8), dtype=np.uint8)
         for ctype, value, name, at in zip(self.ctypes, values, names, self.offsets):
             converted = _convert(ctype, value, name)
-            struct.pack_into("<" + C_FORMATS[ctype], self.storage, at, converted)
+            struct.pack_into("<" + C_TYPES[ctype].format, self.storage, at, converted)
         base = self.storage.ctypes.data
         self.pointers = np.array([base + at for at in self.offsets] or [0], dtype=np.uint64)
 
@@ -80,7 +77,7 @@ class PackedArguments:
 
     def value_bytes(self, index: int) -> bytes:
         """The bytes the kernel will read for argument `index`."""
-        size = struct.calcsize(C_FORMATS[self.ctypes[index]])
+        size = C_TYPES[self.ctypes[index]].size
         return self.storage[self.offsets[index]:self.offsets[index] + size].tobytes()
 
 

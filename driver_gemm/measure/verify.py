@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..spec.model import Shape
+from ..status import Status
 
 POISON_WORD = 0x7FC0DEAD
-PASS, FAIL = "PASS", "FAIL"
 
 
 def case_seed(base_seed: int, *parts: object) -> int:
@@ -62,7 +62,7 @@ def reference(inputs: Inputs, alpha: float = 1.0, beta: float = 0.0) -> np.ndarr
 class Verdict:
     """The check of one output against its reference."""
 
-    status: str
+    status: Status
     rel_fro_error: float
     max_abs_error: float
     unwritten: int
@@ -120,6 +120,6 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     counts = int(unwritten.sum()), int(nonfinite.sum()), int(wrong.sum())
     passed = (counts[0] == 0 and counts[1] == 0 and rel_fro <= rel_tolerance
               and (abs_tolerance is None or max_abs <= abs_tolerance))
-    return Verdict(PASS if passed else FAIL, rel_fro, max_abs, *counts, elements=int(output.size),
+    return Verdict(Status.PASS if passed else Status.FAIL, rel_fro, max_abs, *counts, elements=int(output.size),
                    reference=reference_name, tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                    masks={"unwritten": unwritten, "nonfinite": nonfinite, "wrong": wrong})

@@ -32,7 +32,8 @@ from ..cuda.launch import PackedArguments, PreparedLaunch
 from ..cuda.module import Module
 from ..cuda.occupancy import occupancy
 from .plan import limits_for_device, plan_case
-from ..results.records import BASELINE_LABELS, ERROR, FAIL, INVALID, PASS, REF, CaseResult, RunResult, case_key
+from ..results.records import CaseResult, RunResult, case_key
+from ..status import BASELINE_LABELS, Status
 from ..spec.model import KernelSpec, Shape, Spec
 from ..measure.stats import gflops
 from ..measure.timing import L2Flusher, LaunchGate, measure
@@ -45,8 +46,8 @@ def refused_everywhere(spec: Spec, limits) -> set[str]:
 
     A sweep's `require:` constraints often rule out configurations that the
     source cannot even instantiate (its static_asserts say the same thing):
-    those are not compiled, and their cases are INVALID with the constraint
-    that failed rather than ERROR with a compiler message.
+    those are not compiled, and their cases are Status.INVALID with the constraint
+    that failed rather than Status.ERROR with a compiler message.
     """
     return {kernel.label for kernel in spec.kernels
             if not any(plan_case(kernel, shape, limits).valid for shape in spec.shapes)}
@@ -298,7 +299,7 @@ def run_in_process(spec: Spec, cases: list[Case], compiled, device: int, options
 
 
 def execute_case(session: _Session, spec: Spec, case: Case, compiled) -> CaseResult:
-    """One case, whatever happens to it: a CUDA error becomes an ERROR result (and marks a poisoned context)."""
+    """One case, whatever happens to it: a CUDA error becomes an Status.ERROR result (and marks a poisoned context)."""
     try:
         with ranges.annotate(f"{case.label} {case.shape.label}", color="blue"):
             if case.kernel is None:
@@ -327,7 +328,7 @@ def _finish_figures(case: CaseResult, shape: Shape, baseline_ms: float | None, p
         case.pct_peak = 100.0 * case.gflops / peak
 
 
-def _error_case(kernel: KernelSpec | None, shape: Shape, message: str, status: str = ERROR,
+def _error_case(kernel: KernelSpec | None, shape: Shape, message: str, status: str = Status.ERROR,
                 precision: str = "fp32") -> CaseResult:
     if kernel is None:
         label = BASELINE_LABELS[precision]
@@ -363,7 +364,7 @@ def _run_cublas(session: _Session, spec: Spec, shape: Shape, precision: str = "f
     launch = cublas.prepare(buffers["A"], buffers["B"], buffers["C"], shape)
     launch()
     session.stream.synchronize()
-    case = CaseResult(kernel=label, name=label, shape=shape, status=REF, seed=seed, precision=precision)
+    case = CaseResult(kernel=label, name=label, shape=shape, status=Status.REF, seed=seed, precision=precision)
     if _uses_cpu_reference(spec, shape, session):
         output = buffers["C"].download((shape.M, shape.N), np.float32, session.stream)
         verdict = compare(output, reference(inputs), rel_tolerance=_tolerance(spec, precision),
@@ -388,12 +389,12 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
     resources = cubin.resources_of(kernel.instance) if cubin is not None else None
     limits = limits_for_device(props)
     plan = plan_case(kernel, shape, limits, resources, dict(spec.scalars), props.sm_count)
-    case = _error_case(kernel, shape, "", status=PASS)
+    case = _error_case(kernel, shape, "", status=Status.PASS)
     case.resources = resources.as_dict() if resources else None
     case.launch = plan.config.as_dict() if plan.config else None
     case.occupancy = plan.occupancy.as_dict() if plan.occupancy else None
     if not plan.valid:
-        case.status = INVALID
+        case.status = Status.INVALID
         case.problems = [str(p) for p in plan.problems]
         case.message = case.problems[0]
         return case
@@ -445,7 +446,7 @@ def _run_kernel(session: _Session, spec: Spec, kernel: KernelSpec, shape: Shape,
                       start=inputs.C0 if reads_c else None)
     case.verification = verdict.as_dict()
     case.status = verdict.status
-    if verdict.status == FAIL:
+    if verdict.status == Status.FAIL:
         from ..results.diagnose import diagnose
         case.diagnosis = diagnose(verdict, output, expected, plan)
         case.message = case.diagnosis.get("summary", "")

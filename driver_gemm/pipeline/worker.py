@@ -5,7 +5,7 @@ the whole process that hit it: every later call, even creating a new context,
 returns the same error. So the parent never touches a context; a worker
 process runs the cases and sends each result back as it finishes. When a
 worker reports a fault, dies, or spends longer than the case timeout on one
-case, the parent records that case (ERROR or TIMEOUT), ends the worker and
+case, the parent records that case (Status.ERROR or Status.TIMEOUT), ends the worker and
 starts a new one on the cases that remain. Nothing finished is lost or run twice.
 """
 
@@ -15,7 +15,10 @@ import multiprocessing
 import time
 from typing import Callable
 
-from ..results.records import ERROR, TIMEOUT, CaseResult
+
+from ..results.records import CaseResult
+
+from ..status import Status
 
 # How long a new worker may take to start (import, create its context) before it counts as hung.
 STARTUP_TIMEOUT_S = 120.0
@@ -67,7 +70,7 @@ def run_isolated(spec, cases, compiled, device: int, options, finish: Callable[[
                     victim = current or remaining[0]
                     finish(_error_case(victim.kernel, victim.shape,
                                        f"no result after {case_timeout:g} s: the case was stopped "
-                                       "(measure.case_timeout_s)", status=TIMEOUT))
+                                       "(measure.case_timeout_s)", status=Status.TIMEOUT))
                     remaining.remove(victim)
                     break
                 try:
@@ -101,7 +104,7 @@ def run_isolated(spec, cases, compiled, device: int, options, finish: Callable[[
                 elif kind == "fatal":
                     for case in remaining:
                         finish(_error_case(case.kernel, case.shape, f"could not start on the GPU: {message[1]}",
-                                           status=ERROR))
+                                           status=Status.ERROR))
                     remaining = []
         finally:
             receiver.close()

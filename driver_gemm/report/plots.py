@@ -9,7 +9,8 @@ import math
 from pathlib import Path
 
 from ..errors import DriverGemmError
-from ..results.records import BASELINE_LABELS, RunResult
+from ..results.records import RunResult
+from ..status import BASELINE_LABELS
 
 CUBLAS = BASELINE_LABELS["fp32"]
 CUBLAS_TF32 = BASELINE_LABELS["tf32"]

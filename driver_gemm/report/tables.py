@@ -11,9 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..pipeline.plan import CasePlan
-from ..results.records import ERROR, FAIL, INVALID, PASS, REF, TIMEOUT, CaseResult, RunResult
+from ..results.records import CaseResult, RunResult
+from ..status import Status
 
-_STATUS_STYLE = {PASS: "green", REF: "cyan", FAIL: "bold red", ERROR: "bold red", INVALID: "yellow", TIMEOUT: "bold red"}
+_STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red", Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -37,7 +38,7 @@ def case_line(case: CaseResult) -> str:
             parts.append(f"{case.gflops:,.0f} GFLOP/s")
         if case.pct_cublas:
             parts.append(f"{case.pct_cublas:.1f}% of cuBLAS" + (" TF32" if case.precision == "tf32" else ""))
-    if case.message and case.status not in (PASS,):
+    if case.message and case.status not in (Status.PASS,):
         parts.append(f"- {case.message.splitlines()[0]}")
     return "  ".join(parts)
 

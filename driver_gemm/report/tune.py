@@ -18,7 +18,9 @@ import yaml
 
 from .compare import SAME, judge
 from ..results.records import CaseResult, RunResult
-from ..spec.model import STANDARD_ARGUMENTS, KernelSpec, Spec
+from ..argtypes import STANDARD_ARGUMENTS
+from ..spec.model import KernelSpec, Spec
+from ..status import Status
 
 
 @dataclass
@@ -46,7 +48,7 @@ def pick_winners(run: RunResult) -> list[Pick]:
     for (name, shape), cases in groups.items():
         timed = sorted((c for c in cases if c.ok and c.timing), key=lambda c: c.timing.median_ms)
         pick = Pick(name, shape, timed[0] if timed else None, timed[1] if len(timed) > 1 else None,
-                    tried=len(cases), passed=len(timed), invalid=sum(c.status == "INVALID" for c in cases))
+                    tried=len(cases), passed=len(timed), invalid=sum(c.status == Status.INVALID for c in cases))
         if pick.best and pick.runner_up:
             pick.margin = pick.runner_up.timing.median_ms / pick.best.timing.median_ms - 1
             pick.tie = judge(pick.best, pick.runner_up)[0] == SAME

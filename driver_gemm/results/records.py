@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..spec.model import Shape
+from ..status import BASELINE_LABELS, Status
 from ..measure.stats import TimingSummary
 
-PASS, FAIL, ERROR, INVALID, REF, TIMEOUT = "PASS", "FAIL", "ERROR", "INVALID", "REF", "TIMEOUT"
-OK_STATUSES = (PASS, REF)
-BASELINE_LABELS = {"fp32": "cublas", "tf32": "cublas-tf32"}   # cuBLAS SGEMM per math mode, by precision
 
 
 @dataclass
@@ -28,7 +26,7 @@ class CaseResult:
     kernel: str                      # readable id, e.g. v4[BM=64,BN=64,BK=16,TM=4,TN=4]
     name: str
     shape: Shape
-    status: str
+    status: Status
     params: dict = field(default_factory=dict)
     instance: str | None = None
     source: str | None = None
@@ -51,7 +49,7 @@ class CaseResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in OK_STATUSES
+        return Status(self.status).ok
 
     @property
     def is_baseline(self) -> bool:

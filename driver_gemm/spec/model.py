@@ -20,19 +20,12 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from . import expr
+from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from ..errors import SpecError
 
 DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "specs" / "seed.yaml"
 
-# Standard argument names and their C types. A, B, C are the matrices (device
-# pointers); the sizes are 32-bit ints like the seed kernels declare them.
-STANDARD_ARGUMENTS = {
-    "A": "ptr", "B": "ptr", "C": "ptr",
-    "M": "int32", "N": "int32", "K": "int32",
-    "alpha": "float32", "beta": "float32",
-}
-ARGUMENT_TYPES = ("ptr", "int32", "uint32", "int64", "uint64", "float32", "float64")
-DEFAULT_SIGNATURE = ("A", "B", "C", "M", "N", "K")
+ARGUMENT_TYPES = tuple(C_TYPES)
 MEASURE_MODES = ("events", "graph")
 
 

@@ -1,0 +1,51 @@
+"""The C types a kernel argument may have: one table for the spec, the planner and the argument packer.
+
+Each entry gives the ``struct`` format (hence size and natural alignment, as
+the C ABI lays out kernel parameters) and, for integers, the range a value
+must fit. ``ptr`` is a 64-bit device address.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CType:
+    name: str
+    format: str                          # struct format character, little-endian
+    low: int | None = None               # integer range; None for floating-point types
+    high: int | None = None
+
+    @property
+    def size(self) -> int:
+        return struct.calcsize(self.format)
+
+    @property
+    def is_float(self) -> bool:
+        return self.low is None
+
+    def fits(self, value: int) -> bool:
+        return self.is_float or self.low <= value <= self.high
+
+
+C_TYPES: dict[str, CType] = {t.name: t for t in (
+    CType("ptr", "Q", 0, 2**64 - 1),
+    CType("int32", "i", -2**31, 2**31 - 1),
+    CType("uint32", "I", 0, 2**32 - 1),
+    CType("int64", "q", -2**63, 2**63 - 1),
+    CType("uint64", "Q", 0, 2**64 - 1),
+    CType("float32", "f"),
+    CType("float64", "d"),
+)}
+
+# The argument names a signature may use bare, with their C types: A, B and C
+# are the matrices (device pointers); the sizes are 32-bit ints as the seed
+# kernels declare them; alpha and beta are floats.
+STANDARD_ARGUMENTS = {
+    "A": "ptr", "B": "ptr", "C": "ptr",
+    "M": "int32", "N": "int32", "K": "int32",
+    "alpha": "float32", "beta": "float32",
+}
+DEFAULT_SIGNATURE = ("A", "B", "C", "M", "N", "K")
