@@ -90,7 +90,7 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
 
     def evaluate(expression: expr.Expression, field_name: str) -> int | None:
         try:
-            return expr.evaluate_int(expression.source, env)
+            return expression.evaluate_int(env)
         except expr.ExpressionError as exc:
             problem(f"{expression.source!r}: {exc}", field_name)
             return None
@@ -193,7 +193,7 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
     if kernel.tile is None:
         return None
     try:
-        rows, cols = (expr.evaluate_int(t.source, env) for t in kernel.tile)
+        rows, cols = (t.evaluate_int(env) for t in kernel.tile)
     except expr.ExpressionError as exc:
         problem(str(exc), "tile")
         return None

@@ -15,11 +15,16 @@ import operator
 from dataclasses import dataclass, field
 from typing import Mapping, Union
 
+from ..errors import DriverGemmError
+
 Number = Union[int, float]
 
 
-class ExpressionError(ValueError):
-    """An expression that is malformed, uses something not allowed, or cannot be evaluated."""
+class ExpressionError(DriverGemmError):
+    """An expression that is malformed, uses something not allowed, or cannot be evaluated.
+
+    The spec front end re-raises it as a `SpecError` with the file, line and field.
+    """
 
 
 _BINARY = {
@@ -71,6 +76,16 @@ class Expression:
         except ZeroDivisionError:
             raise ExpressionError(f"division by zero in {self.source!r}") from None
 
+    def evaluate_int(self, env: Mapping[str, Number]) -> int:
+        """Evaluate to a whole number (a grid or block extent, a byte count); a fraction is an error."""
+        value = self.evaluate(env)
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ExpressionError(f"{self.source!r} gives {value}, not a whole number "
+                                      "(use ceil(), floor() or //)")
+            value = int(value)
+        return value
+
 
 def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     """Parse `source` (a number is accepted as its own expression).
@@ -98,13 +113,8 @@ def evaluate(source: str | int | float, env: Mapping[str, Number], *, condition:
 
 
 def evaluate_int(source: str | int | float, env: Mapping[str, Number]) -> int:
-    """Evaluate an expression that must give a whole number (a grid or block extent, a byte count)."""
-    value = evaluate(source, env)
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ExpressionError(f"{source!r} gives {value}, not a whole number (use ceil(), floor() or //)")
-        value = int(value)
-    return value
+    """Parse and evaluate to a whole number in one step."""
+    return parse(source).evaluate_int(env)
 
 
 def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
