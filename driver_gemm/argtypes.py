@@ -14,20 +14,30 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class CType:
     name: str
-    format: str                          # struct format character, little-endian
-    low: int | None = None               # integer range; None for floating-point types
+    format: str                          # struct format, little-endian ("128s": an opaque 128-byte object)
+    low: int | None = None               # integer range; None for floating-point and opaque types
     high: int | None = None
+    align: int | None = None             # None: natural alignment (the size)
 
     @property
     def size(self) -> int:
         return struct.calcsize(self.format)
 
     @property
+    def alignment(self) -> int:
+        return self.align or self.size
+
+    @property
+    def is_opaque(self) -> bool:
+        """Passed as raw bytes (a tensor map), not converted from a number."""
+        return self.format.endswith("s")
+
+    @property
     def is_float(self) -> bool:
-        return self.low is None
+        return self.low is None and not self.is_opaque
 
     def fits(self, value: int) -> bool:
-        return self.is_float or self.low <= value <= self.high
+        return self.low is None or self.low <= value <= self.high
 
 
 C_TYPES: dict[str, CType] = {t.name: t for t in (
@@ -38,6 +48,9 @@ C_TYPES: dict[str, CType] = {t.name: t for t in (
     CType("uint64", "Q", 0, 2**64 - 1),
     CType("float32", "f"),
     CType("float64", "d"),
+    # A TMA descriptor passed by value (`const __grid_constant__ CUtensorMap`): 128 bytes, which
+    # cuTensorMapEncodeTiled requires 64-byte aligned; kernels declare it alignas(64) or alignas(128).
+    CType("tensormap", "128s", align=64),
 )}
 
 # The argument names a signature may use bare, with their C types: A, B and C

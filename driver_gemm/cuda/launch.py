@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..argtypes import C_TYPES
+from .launch_attributes import LaunchAttributes, launch_config
 from ..errors import check, check_status_code
 
 
@@ -31,6 +32,10 @@ def _convert(ctype: str, value: Any, name: str):
         raise ArgumentError(f"argument {name}: unknown C type {ctype!r} (known: {', '.join(C_TYPES)})")
     if ctype == "ptr" and hasattr(value, "address"):
         value = value.address
+    if C_TYPES[ctype].is_opaque:
+        if not isinstance(value, (bytes, bytearray)) or len(value) != C_TYPES[ctype].size:
+            raise ArgumentError(f"argument {name}: {ctype} needs {C_TYPES[ctype].size} bytes, got {value!r:.60}")
+        return bytes(value)
     if ctype.startswith("float"):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
             raise ArgumentError(f"argument {name}: {ctype} needs a number, got {value!r}")
@@ -52,7 +57,8 @@ class PackedArguments:
     live as long as this object, which must outlive every launch using it.
     """
 
-    def __init__(self, ctypes_: Sequence[str], values: Sequence[Any], names: Sequence[str] | None = None):
+    def __init__(self, ctypes_: Sequence[str], values: Sequence[Any], names: Sequence[str] | None = None,
+                 offsets: Sequence[int] | None = None):
         if len(ctypes_) != len(values):
             raise ArgumentError(f"{len(values)} values for {len(ctypes_)} arguments")
         names = list(names) if names is not None else [f"#{i}" for i in range(len(values))]
@@ -60,10 +66,16 @@ class PackedArguments:
         self.offsets: list[int] = []
         offset = 0
         for ctype in self.ctypes:
-            size = C_TYPES[ctype].size if ctype in C_TYPES else 1
-            offset = (offset + size - 1) // size * size   # natural alignment, as the C ABI lays out parameters
+            size, align = (C_TYPES[ctype].size, C_TYPES[ctype].alignment) if ctype in C_TYPES else (1, 1)
+            offset = (offset + align - 1) // align * align   # as the C ABI lays out parameters
             self.offsets.append(offset)
             offset += size
+        if offsets is not None:
+            # The compiled image's own parameter offsets (a kernel may over-align a parameter).
+            if len(offsets) != len(self.ctypes):
+                raise ArgumentError(f"{len(offsets)} offsets for {len(self.ctypes)} arguments")
+            self.offsets = [int(at) for at in offsets]
+            offset = max((at + C_TYPES[c].size for at, c in zip(self.offsets, self.ctypes)), default=0)
         self.storage = np.zeros(max(offset, 8), dtype=np.uint8)
         for ctype, value, name, at in zip(self.ctypes, values, names, self.offsets):
             converted = _convert(ctype, value, name)
@@ -140,19 +152,36 @@ def launch_entry(driver) -> Any:
 
 
 class PreparedLaunch:
-    """One kernel launch with everything bound; ``launch()`` enqueues it on the stream."""
+    """One kernel launch with everything bound; ``launch()`` enqueues it on the stream.
 
-    def __init__(self, kernel, config: LaunchConfig, arguments: PackedArguments, stream):
+    A launch with attributes (a cluster, programmatic dependent launch) goes
+    through cuLaunchKernelEx with its ``CUlaunchConfig`` built once here;
+    one without keeps the cheaper direct cuLaunchKernel entry point.
+    """
+
+    def __init__(self, kernel, config: LaunchConfig, arguments: PackedArguments, stream,
+                 attributes: LaunchAttributes | None = None):
         self.kernel = kernel
         self.config = config
         self.arguments = arguments   # kept alive: the driver reads it at every launch
         self.stream = stream
-        self._entry = launch_entry(kernel.device.driver)
-        self._call = (kernel.address, *config.grid, *config.block, config.shared_bytes, stream.address,
-                      arguments.address, None)
-        self._name = f"cuLaunchKernel({kernel.instance})"
+        self.attributes = attributes or LaunchAttributes()
+        driver = kernel.device.driver
+        if self.attributes.any:
+            self._ex_config = launch_config(driver, config.grid, config.block, config.shared_bytes, stream.handle,
+                                            self.attributes)
+            self._ex_call = driver.cuLaunchKernelEx
+            self._name = f"cuLaunchKernelEx({kernel.instance})"
+        else:
+            self._entry = launch_entry(driver)
+            self._call = (kernel.address, *config.grid, *config.block, config.shared_bytes, stream.address,
+                          arguments.address, None)
+            self._name = f"cuLaunchKernel({kernel.instance})"
 
     def launch(self) -> None:
+        if self.attributes.any:
+            check(self._ex_call(self._ex_config, self.kernel.handle, self.arguments.address, 0), self._name)
+            return
         status = self._entry(*self._call)
         if status:
             check_status_code(status, self._name)

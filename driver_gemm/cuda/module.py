@@ -90,19 +90,38 @@ class Kernel:
                                         nbytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         self.attributes = self._read_attributes()
 
-    def prepare(self, grid, block, arguments, stream, shared_bytes: int = 0):
+    def prepare(self, grid, block, arguments, stream, shared_bytes: int = 0, attributes=None):
         """Bind a launch: `arguments` is a sequence of (C type, value) pairs, e.g. ``("ptr", buffer)``,
-        ``("int32", 1024)``, ``("float32", 0.5)``; calling the result enqueues it on `stream`."""
+        ``("int32", 1024)``, ``("float32", 0.5)``, ``("tensormap", 128 bytes)``; `attributes` a
+        `LaunchAttributes` (cluster, PDL); calling the result enqueues it on `stream`."""
         from .launch import LaunchConfig, PackedArguments, PreparedLaunch
 
         config = LaunchConfig.of(grid, block, shared_bytes)
         self.allow_dynamic_shared(config.shared_bytes)
+        if attributes is not None and attributes.non_portable:
+            self.allow_non_portable_cluster()
         packed = PackedArguments([ctype for ctype, _ in arguments], [value for _, value in arguments])
-        return PreparedLaunch(self, config, packed, stream)
+        return PreparedLaunch(self, config, packed, stream, attributes)
 
-    def launch(self, grid, block, arguments, stream, shared_bytes: int = 0) -> None:
+    def launch(self, grid, block, arguments, stream, shared_bytes: int = 0, attributes=None) -> None:
         """Enqueue one launch (see `prepare`)."""
-        self.prepare(grid, block, arguments, stream, shared_bytes).launch()
+        self.prepare(grid, block, arguments, stream, shared_bytes, attributes).launch()
+
+    def allow_non_portable_cluster(self) -> None:
+        """Opt in to clusters above the portable 8 blocks (up to 16 on Hopper)."""
+        driver = self.device.driver
+        check(driver.cuFuncSetAttribute(self.handle,
+                                        driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                                        1), "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
+
+    def max_active_clusters(self, config, attributes, stream) -> int:
+        """The driver's count of clusters of `attributes.cluster` that fit on the GPU at once."""
+        from .launch_attributes import launch_config
+
+        driver = self.device.driver
+        return int(check(driver.cuOccupancyMaxActiveClusters(
+            self.handle, launch_config(driver, config.grid, config.block, config.shared_bytes, stream.handle,
+                                       attributes)), "cuOccupancyMaxActiveClusters"))
 
     def max_active_blocks_per_sm(self, threads_per_block: int, dynamic_shared_bytes: int) -> int:
         """The driver's occupancy figure, to cross-check our own calculation."""
