@@ -1,0 +1,19 @@
+# Source this on a GPU machine that reaches no package registry, from the checkout's root:
+#   . scripts/gpu_env.sh
+# It installs the wheels carried in .whl/ (e.g. nvmath-python) into /tmp/site, replaces the
+# image's NVRTC libraries with the ones carried in .gpu/nvrtc-*-lib.tar.xz (NVRTC 13.0 builds
+# slower code than nvcc 13.0; 13.1 and later match it), and installs this checkout without
+# dependencies, so the console script and the pytest plugin are registered.
+set -u
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+for archive in .gpu/nvrtc-*-lib.tar.xz; do
+    [ -f "$archive" ] || continue
+    lib=$(python3 -c "import nvidia.cu13, os; print(os.path.join(list(nvidia.cu13.__path__)[0], 'lib'))")
+    tar -xJf "$archive" -C "$lib" && echo "NVRTC libraries from $archive unpacked into $lib"
+done
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+python3 -c "from cuda.bindings import nvrtc; print('NVRTC', nvrtc.nvrtcVersion()[1:])"
+set +u
