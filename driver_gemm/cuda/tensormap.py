@@ -150,8 +150,9 @@ class TensorMapPlan:
         fill = (driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE if self.oob_fill == "zero"
                 else driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
         tensor_map = check(driver.cuTensorMapEncodeTiled(
-            data_type, self.rank, address, list(self.extents), list(self.strides_bytes), list(self.box),
-            list(self.element_strides or (1,) * self.rank),
+            data_type, self.rank, address, [driver.cuuint64_t(v) for v in self.extents],
+            [driver.cuuint64_t(v) for v in self.strides_bytes], [driver.cuuint32_t(v) for v in self.box],
+            [driver.cuuint32_t(v) for v in self.element_strides or (1,) * self.rank],
             driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion, fill),
             "cuTensorMapEncodeTiled")
         return tensor_map_bytes(tensor_map)
