@@ -1,0 +1,183 @@
+// v12: BF16 inputs, FP32 accumulation, on v11's machinery (TMA producer warpgroup, consumer
+// warpgroups on wgmma, a ring of stages handed back and forth through mbarriers).
+// What changes from TF32: for 16-bit types wgmma reads BOTH operands from shared memory in
+// either major order (the instruction's transpose bits), so the kernel computes C = A B
+// directly: the A tile is K-major (A row-major), the B tile MN-major (B row-major, n
+// contiguous), and no fragment passes through registers. A consumer's only instructions in
+// the K loop are a barrier wait, four wgmma and a barrier arrive.
+//
+// Tiles: BM = 64 * CWG rows (one 64-row slab per consumer warpgroup), BN = 256 columns (one
+// m64n256k16 wgmma per k step of 16), BK = 64 (one 128-byte swizzle row of bf16).
+// - A tile: BM rows of 64 bf16, 128-byte swizzled by the TMA engine; descriptor as v10's
+//   (K-major, 8-row groups 1024 bytes apart); a k step moves its start 32 bytes.
+// - B tile: BN / 64 boxes of 64 k rows x 64 n, each 128-byte swizzled; in wgmma's MN-major
+//   terms an atom is 8 k rows of 128 bytes (64 n); atoms follow along K every 1024 bytes and
+//   along N every box (BK * 128 bytes). BDESC says which of the descriptor's two offset
+//   fields holds which (0: leading = the step along N, stride = the step along K; 1: the
+//   other way round): the kernel is built both ways and the checked run shows which one is
+//   right; a k step of 16 rows moves the start 2048 bytes.
+//
+// Output C as fp32 (OUT 32) or bf16 (OUT 16, rounded to nearest even). TMA needs 16-byte
+// row strides: K % 8 == 0 and N % 8 == 0. Launch: block 128 * (CWG + 1), grid
+// (ceil(N / 256), ceil(M / (64 * CWG))), dynamic shared memory
+// STAGES * (64 * CWG + 256) * 128 + 16 * STAGES + 1024, tensor maps A (bf16, box 64 x BM) and
+// B (bf16, box 64 x 64), both with the 128-byte swizzle. Needs sm_90a.
+
+#include "block_order.cuh"
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+// D (64 x 256) += A (64 x 16) * B (16 x 256), both from shared memory; B MN-major (transposed).
+__device__ __forceinline__ void wgmma_bf16_m64n256k16(float (&d)[128], unsigned long long a_desc,
+                                                      unsigned long long b_desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" WGMMA_D_0_63 ", " WGMMA_D_64_127 "}, "
+                 "%128, %129, 1, 1, 1, 0, 1;\n"
+                 : WGMMA_D64(0), WGMMA_D64(64)
+                 : "l"(a_desc), "l"(b_desc));
+}
+
+// Descriptor of a 128-byte-swizzled operand with explicit leading and stride byte offsets.
+__device__ __forceinline__ unsigned long long desc_128b(unsigned smem_byte_addr, unsigned leading, unsigned stride)
+{
+    return static_cast<unsigned long long>((smem_byte_addr >> 4) & 0x3FFF)
+         | (static_cast<unsigned long long>((leading >> 4) & 0x3FFF) << 16)
+         | (static_cast<unsigned long long>((stride >> 4) & 0x3FFF) << 32)
+         | (1ull << 62);
+}
+
+__device__ __forceinline__ unsigned bf16_bits(float x)
+{
+    const unsigned bits = __float_as_uint(x);
+    return (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+}
+
+template <int CWG, int STAGES, int GROUP, int OUT, int BDESC>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1)
+gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                 void* C, int M, int N, int K)
+{
+    constexpr int BK = 64;
+    constexpr int BM = 64 * CWG;
+    constexpr int BN = 256;
+    constexpr int A_BYTES = BM * BK * 2;
+    constexpr int B_BOX_BYTES = BK * 64 * 2;
+    constexpr int STAGE_BYTES = A_BYTES + (BN / 64) * B_BOX_BYTES;
+    constexpr int KSTEPS = BK / 16;
+    constexpr int PRODUCER_REGISTERS = 40;
+    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr unsigned B_ALONG_N = B_BOX_BYTES;      // next 64 columns: the next box
+    constexpr unsigned B_ALONG_K = 1024;             // next 8 k rows inside a box
+    static_assert(CWG >= 1 && CWG <= 3, "1 to 3 consumer warpgroups");
+    static_assert(STAGES >= 2, "a ring of at least two stages");
+    static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = shared_address(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+
+    const int tid = threadIdx.x;
+    const int warpgroup = tid / 128;
+    const int2 tile = swizzled_tile<GROUP>();
+    const int block_row = tile.y * BM;
+    const int block_col = tile.x * BN;
+    const int ktiles = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(full + 8 * s, 1);
+            mbarrier_init(empty + 8 * s, 4 * CWG);
+        }
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        if constexpr (CWG > 1) {
+            registers_decrease<PRODUCER_REGISTERS>();
+        }
+        if (tid == 0) {
+            for (int kt = 0; kt < ktiles; ++kt) {
+                const int slot = kt % STAGES;
+                if (kt >= STAGES) {
+                    mbarrier_wait(empty + 8 * slot, (kt / STAGES - 1) & 1);
+                }
+                const unsigned stage = base + slot * STAGE_BYTES;
+                mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
+                tma_load_2d(stage, map_a, kt * BK, block_row, full + 8 * slot);
+#pragma unroll
+                for (int j = 0; j < BN / 64; ++j) {
+                    tma_load_2d(stage + A_BYTES + j * B_BOX_BYTES, map_b, block_col + 64 * j, kt * BK,
+                                full + 8 * slot);
+                }
+            }
+        }
+        return;
+    }
+    if constexpr (CWG > 1) {
+        registers_increase<CONSUMER_REGISTERS>();
+    }
+
+    const int consumer = warpgroup - 1;
+    const int warp = (tid / 32) % 4;
+    const int lane = tid % 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) {
+        acc[i] = 0.0f;
+    }
+    for (int kt = 0; kt < ktiles; ++kt) {
+        const int slot = kt % STAGES;
+        mbarrier_wait(full + 8 * slot, (kt / STAGES) & 1);
+        const unsigned a_tile = base + slot * STAGE_BYTES + consumer * 64 * 128;
+        const unsigned b_tile = base + slot * STAGE_BYTES + A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
+            const unsigned long long b_desc = BDESC == 0 ? desc_128b(b_tile + 2048 * s, B_ALONG_N, B_ALONG_K)
+                                                         : desc_128b(b_tile + 2048 * s, B_ALONG_K, B_ALONG_N);
+            wgmma_bf16_m64n256k16(acc, a_desc, b_desc);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();               // tile kt - 1's wgmmas are done: its stage can be refilled
+        if (kt >= 1 && lane == 0) {
+            mbarrier_arrive(empty + 8 * ((kt - 1) % STAGES));
+        }
+    }
+    wgmma_wait<0>();
+    hold_registers(acc);
+
+    // d[4 j + e]: row m = block_row + 64 consumer + 16 warp + g + 8 (e / 2), column n = block_col + 8 j + 2 t + e % 2.
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int m = block_row + 64 * consumer + 16 * warp + g + 8 * half;
+            const int n = block_col + 8 * j + 2 * t;
+            if (m >= M || n >= N) {
+                continue;
+            }
+            const float x = acc[4 * j + 2 * half], y = acc[4 * j + 2 * half + 1];
+            const size_t at = static_cast<size_t>(m) * N + n;
+            if constexpr (OUT == 32) {
+                float* out = static_cast<float*>(C);
+                out[at] = x;
+                if (n + 1 < N) {
+                    out[at + 1] = y;
+                }
+            } else {
+                unsigned short* out = static_cast<unsigned short*>(C);
+                out[at] = static_cast<unsigned short>(bf16_bits(x));
+                if (n + 1 < N) {
+                    out[at + 1] = static_cast<unsigned short>(bf16_bits(y));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+// The tensor memory accelerator (TMA) and the mbarriers its copies complete on, as v11 uses them.
+// A tensor map arrives as a `const __grid_constant__ TensorMap` kernel parameter (encoded on the
+// host by cuTensorMapEncodeTiled); one thread asks the copy engine for a box of a matrix, the
+// engine writes it into shared memory (swizzled as the map says) and counts the bytes against
+// an mbarrier's transaction count; threads wait on the barrier's phase. Needs sm_90.
+#pragma once
+
+struct alignas(64) TensorMap { unsigned long long opaque[16]; };
+
+__device__ __forceinline__ unsigned shared_address(const void* pointer)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ __forceinline__ void mbarrier_init(unsigned barrier, unsigned arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(barrier), "r"(arrivals) : "memory");
+}
+
+// Makes initialised barriers visible to the copy engine (the async proxy) and the other threads.
+__device__ __forceinline__ void mbarrier_init_fence()
+{
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One arrival that also announces `bytes` of copies still to land in this phase.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned barrier, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbarrier_arrive(unsigned barrier)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(barrier) : "memory");
+}
+
+// Spin until the barrier has completed the phase of the given parity.
+__device__ __forceinline__ void mbarrier_wait(unsigned barrier, unsigned parity)
+{
+    unsigned done = 0;
+    while (!done) {
+        asm volatile("{\n\t.reg .pred ready;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, ready;\n\t}"
+                     : "=r"(done)
+                     : "r"(barrier), "r"(parity)
+                     : "memory");
+    }
+}
+
+// Copy the box at element coordinates (x innermost, y) of `map` into shared memory at `dst`,
+// completing on `barrier`. Coordinates past the matrix read as zeros (the map's fill).
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, int x, int y, unsigned barrier)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(barrier)
+                 : "memory");
+}
+
+// Warp-specialised kernels give registers from the copying warps to the computing ones.
+template <int COUNT>
+__device__ __forceinline__ void registers_decrease()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(COUNT));
+}
+
+template <int COUNT>
+__device__ __forceinline__ void registers_increase()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(COUNT));
+}
