@@ -110,7 +110,7 @@ class GemmSpecItems(pytest.Collector):
         self._results: dict | None = None
 
     def collect(self):
-        from .pipeline.runner import cases_of
+        from .pipeline.cases import cases_of
         from .spec.model import load_spec
 
         spec = load_spec(self.spec_path)
