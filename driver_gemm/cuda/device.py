@@ -10,6 +10,9 @@ warning, never an exception at exit. Every release makes the owning context
 current first (push, release, pop), so a handle freed from another thread or
 while another context is current goes to the right place. Every driver call
 goes through `check.check`.
+
+Over 400 lines on purpose: the device, its properties and every kind of handle
+it owns are one ownership story, read together.
 """
 
 from __future__ import annotations
