@@ -21,27 +21,31 @@ Or drive a kernel yourself::
         c = C.download((M, N), numpy.float32, stream)
 """
 
-__version__ = "0.1.0"
-
+from .version import __version__
 from .measure.baseline import CublasSgemm
 from .report.compare import Comparison, compare_runs
-from .cuda.compile import Cubin, KernelResources, compile_source, compile_text
+from .cuda.compile import Cubin, compile_source, compile_text
 from .cuda.device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count, read_properties
-from .errors import CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError
+from .cuda.resources import KernelResources
+from .errors import (ArgumentError, CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError,
+                     ToolMissingError, UsageError)
 from .cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from .cuda.module import Kernel, Module, load_kernel
 from .cuda.occupancy import arch_limits, occupancy
 from .pipeline.plan import CasePlan, plan_case
 from .results.records import CaseResult, RunResult, load_results
-from .pipeline.runner import RunOptions, run_spec
+from .pipeline.cases import Case, cases_of
+from .pipeline.runner import run_spec
+from .pipeline.session import RunOptions
 from .spec.model import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings, load_spec, spec_from_dict
 from .measure.stats import TimingSummary
 
 __all__ = [
-    "CaseResult", "CasePlan", "CompileError", "Comparison", "ConfigError", "CublasSgemm", "Cubin", "CudaError",
-    "Device", "DeviceBuffer", "DeviceProperties", "DriverGemmError", "Event", "Kernel", "KernelResources",
-    "KernelSpec", "LaunchConfig", "MeasureSettings", "Module", "NoGpuError", "PackedArguments", "PreparedLaunch",
-    "RunOptions", "RunResult", "Shape", "Spec", "SpecError", "Stream", "TimingSummary", "VerifySettings",
-    "arch_limits", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel", "load_results",
+    "ArgumentError", "Case", "CasePlan", "CaseResult", "Comparison", "CompileError", "ConfigError", "Cubin",
+    "CublasSgemm", "CudaError", "Device", "DeviceBuffer", "DeviceProperties", "DriverGemmError", "Event",
+    "Kernel", "KernelResources", "KernelSpec", "LaunchConfig", "MeasureSettings", "Module", "NoGpuError",
+    "PackedArguments", "PreparedLaunch", "RunOptions", "RunResult", "Shape", "Spec", "SpecError", "Stream",
+    "TimingSummary", "ToolMissingError", "UsageError", "VerifySettings", "__version__", "arch_limits",
+    "cases_of", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel", "load_results",
     "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
 ]

@@ -1,9 +1,20 @@
-"""Every error driver-gemm raises, and the one funnel every CUDA status goes through.
+"""Every error driver-gemm raises.
 
 Two families: mistakes of the user (a spec, a shape, a launch configuration, a
-kernel that does not compile), which carry the place they were made, and
-failures of the CUDA stack, which carry the call, the error's name and its
+command line, a kernel that does not compile), which carry the place they were
+made, and failures of the machine or the CUDA stack (no GPU, a missing tool, a
+CUDA call that failed), which carry the call, the error's name and its
 description. The CLI turns any of them into one line and an exit code.
+
+The rule: every error the package raises on purpose is a `DriverGemmError`
+subclass from this module. The only exceptions are programming errors, which
+are bugs in the calling code rather than conditions a user can meet: an
+``assert`` on an internal invariant, and ``ValueError`` for a Python API called
+with arguments no correct caller passes (a negative buffer size, an output of
+the wrong shape). Anything else that escapes a case in a run (a plain
+``RuntimeError`` from a library, say) is caught by the run's funnel and
+recorded as that case's ERROR. The checker that turns CUDA statuses into
+`CudaError` is `driver_gemm.cuda.check`.
 """
 
 from __future__ import annotations
@@ -38,6 +49,18 @@ class ConfigError(SpecError):
     """A launch configuration that cannot work, found before launching it."""
 
 
+class ArgumentError(ConfigError):
+    """A kernel argument that does not fit its declared C type (or a list of arguments of the wrong length)."""
+
+
+class UnknownArchError(ConfigError, KeyError):
+    """No limits table for a GPU architecture (also a `KeyError`, for callers that look architectures up)."""
+
+
+class UsageError(SpecError):
+    """A mistake on the command line: an option's value that cannot be used; `field` names the option."""
+
+
 class CompileError(DriverGemmError):
     """NVRTC rejected a kernel source; the message quotes file, line and source."""
 
@@ -48,83 +71,31 @@ class CompileError(DriverGemmError):
 
 
 class CudaError(DriverGemmError):
-    """A CUDA driver, NVRTC or cuBLAS call returned an error status."""
+    """A CUDA driver, NVRTC or cuBLAS call returned an error status.
 
-    def __init__(self, call: str, name: str, description: str = "", code: int | None = None):
+    `sticky` is True for a fault that leaves the context unusable (see
+    `driver_gemm.cuda.check.STICKY_ERRORS`): only a new process recovers.
+    """
+
+    def __init__(self, call: str, name: str, description: str = "", code: int | None = None,
+                 sticky: bool = False):
         self.call = call
         self.name = name
         self.description = description
         self.code = code
+        self.sticky = sticky
         detail = f": {description}" if description and description != name else ""
         super().__init__(f"{call} failed with {name}{detail}")
 
     @property
     def is_sticky(self) -> bool:
         """True when the error poisons the context (a kernel fault): only a new context recovers."""
-        return self.name in STICKY_ERRORS
+        return self.sticky
 
 
 class NoGpuError(DriverGemmError):
-    """No CUDA driver or no CUDA device on this machine."""
+    """No CUDA driver or no CUDA device on this machine (exit code 3)."""
 
 
-# Errors after which the CUDA context is unusable (CUDA driver API documentation,
-# "the context cannot be used ... must be destroyed"). A run recovers from them by
-# recording the case and opening a fresh context.
-STICKY_ERRORS = frozenset({
-    "CUDA_ERROR_ILLEGAL_ADDRESS",
-    "CUDA_ERROR_LAUNCH_FAILED",
-    "CUDA_ERROR_HARDWARE_STACK_ERROR",
-    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-    "CUDA_ERROR_MISALIGNED_ADDRESS",
-    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
-    "CUDA_ERROR_INVALID_PC",
-    "CUDA_ERROR_ASSERT",
-    "CUDA_ERROR_LAUNCH_TIMEOUT",
-    "CUDA_ERROR_ECC_UNCORRECTABLE",
-    "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-})
-
-
-def _driver_error_text(status) -> tuple[str, str]:
-    from cuda.bindings import driver
-
-    err, name = driver.cuGetErrorName(status)
-    name_text = name.decode() if err == driver.CUresult.CUDA_SUCCESS else getattr(status, "name", str(status))
-    err, description = driver.cuGetErrorString(status)
-    description_text = description.decode() if err == driver.CUresult.CUDA_SUCCESS else ""
-    return name_text, description_text
-
-
-def _nvrtc_error_text(status) -> tuple[str, str]:
-    from cuda.bindings import nvrtc
-
-    err, text = nvrtc.nvrtcGetErrorString(status)
-    name = getattr(status, "name", str(status))
-    return name, text.decode() if isinstance(text, bytes) else str(text)
-
-
-def check(result, call: str):
-    """Check the status of a cuda.bindings call and return its outputs.
-
-    `result` is the tuple a `cuda.bindings.driver` or `cuda.bindings.nvrtc`
-    function returns: a status enum first, then the outputs. On success the
-    outputs are returned (none: ``None``; one: the value; several: a tuple).
-    On failure a `CudaError` names `call`, the error and its description.
-    """
-    status, *outputs = result if isinstance(result, tuple) else (result,)
-    if int(status) != 0:
-        module = type(status).__module__ or ""
-        name, description = _nvrtc_error_text(status) if "nvrtc" in module else _driver_error_text(status)
-        raise CudaError(call, name, description, int(status))
-    if not outputs:
-        return None
-    return outputs[0] if len(outputs) == 1 else tuple(outputs)
-
-
-def check_status_code(code: int, call: str) -> None:
-    """Check a raw driver status integer (from a call made without the bindings' wrapper)."""
-    if code != 0:
-        from cuda.bindings import driver
-
-        raise CudaError(call, *_driver_error_text(driver.CUresult(code)), code)
+class ToolMissingError(NoGpuError):
+    """A tool the command needs (compute-sanitizer, ncu) is not installed: like a missing driver, exit code 3."""

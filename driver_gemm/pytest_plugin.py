@@ -97,8 +97,8 @@ def gemm_run(pytestconfig):
 # ------------------------------------------------------------------------------------- spec cases as tests
 
 
-class GemmCaseFailed(Exception):
-    """A spec case that did not pass; its message is the case's diagnosis."""
+class GemmCaseFailed(AssertionError):
+    """A spec case that did not pass (a test failure, as pytest reports one); its message is the case's diagnosis."""
 
 
 class GemmSpecItems(pytest.Collector):
@@ -110,7 +110,7 @@ class GemmSpecItems(pytest.Collector):
         self._results: dict | None = None
 
     def collect(self):
-        from .pipeline.runner import cases_of
+        from .pipeline.cases import cases_of
         from .spec.model import load_spec
 
         spec = load_spec(self.spec_path)

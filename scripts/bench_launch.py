@@ -18,7 +18,7 @@ import time
 
 from driver_gemm.cuda.compile import compile_text
 from driver_gemm.cuda.device import Device
-from driver_gemm.errors import check
+from driver_gemm.cuda.check import check
 from driver_gemm.cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from driver_gemm.cuda.module import Module
 

@@ -6,7 +6,9 @@ from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.results.records import CaseResult
 from driver_gemm.status import Status
-from driver_gemm.pipeline.runner import RunOptions, cases_of, compile_spec
+from driver_gemm.pipeline.build import compile_spec
+from driver_gemm.pipeline.cases import cases_of
+from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.spec.model import Shape, load_spec
 
 from conftest import SPECS

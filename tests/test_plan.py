@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from driver_gemm.cuda.compile import KernelResources
+from driver_gemm.cuda.resources import KernelResources
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.spec.model import Shape, load_spec

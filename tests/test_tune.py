@@ -73,7 +73,7 @@ def test_winners_keep_their_precision_and_arch(tmp_path):
 
 
 def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
-    from driver_gemm.pipeline import runner
+    from driver_gemm.pipeline import build
     from driver_gemm.cuda.occupancy import arch_limits
     from driver_gemm.pipeline.plan import plan_case
 
@@ -81,7 +81,7 @@ def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
 
     spec = load_spec(SPECS / "sweep-v8.yaml")
     limits = arch_limits("sm_90")
-    refused = runner.refused_everywhere(spec, limits)
+    refused = build.refused_everywhere(spec, limits)
     labels = {k.label: k for k in spec.kernels}
     # a 16 x 16 thread tile breaks 'TM * TN == 128'; a 256 x 256 block tile needs 512 threads
     assert any("TM=16,TN=16" in label for label in refused)
@@ -92,9 +92,9 @@ def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
         assert not plan.valid and plan.problems and plan.resources is None
 
     compiled_instances = []
-    monkeypatch.setattr(runner, "compile_source",
+    monkeypatch.setattr(build, "compile_source",
                         lambda source, instances, arch, options: compiled_instances.extend(instances) or object())
-    compiled = runner.compile_spec(spec, "sm_90", jobs=1, skip=refused)
+    compiled = build.compile_spec(spec, "sm_90", jobs=1, skip=refused)
     assert set(compiled) == set(labels) - refused
     assert not {labels[label].instance for label in refused} & set(compiled_instances)
 

@@ -2,7 +2,9 @@ import numpy as np
 import pytest
 
 from driver_gemm.spec.model import Shape
-from driver_gemm.measure.verify import POISON_WORD, case_seed, compare, make_inputs, reference
+from driver_gemm.measure.inputs import case_seed, make_inputs
+from driver_gemm.measure.reference import cpu_reference as reference
+from driver_gemm.measure.verify import POISON_WORD, compare
 from driver_gemm.status import Status
 
 

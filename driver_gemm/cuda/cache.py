@@ -5,6 +5,9 @@ headers it includes, the file name (it is in the line table), the name
 expressions, the options, the architecture and the NVRTC version; no absolute
 path, so a cache directory can move between checkouts and machines. An entry
 is one file: a magic line, the SHA-256 of the rest, a JSON header, the image.
+The cache stores and returns that header (a plain dict) and the image; what
+they mean is the compiler's business (`compile.py`), so neither module imports
+the other's types.
 It is written to a temporary file and renamed into place, so readers never see
 half an entry; an entry whose checksum fails is ignored and rewritten.
 
@@ -19,10 +22,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
-
-if TYPE_CHECKING:
-    from .compile import Cubin
+from typing import Mapping
 
 _MAGIC = b"driver-gemm-cubin-v1\n"
 FORMAT_VERSION = 1
@@ -60,8 +60,8 @@ def path_for(key: str) -> Path:
     return directory() / key[:2] / f"{key}.cubin"
 
 
-def load(key: str) -> "Cubin | None":
-    """The cached compilation for `key`, or None when absent, disabled or corrupt."""
+def load(key: str) -> tuple[dict, bytes] | None:
+    """The cached header and image for `key`, or None when absent, disabled or corrupt."""
     if not enabled():
         return None
     try:
@@ -71,7 +71,7 @@ def load(key: str) -> "Cubin | None":
     return _decode(blob)
 
 
-def store(key: str, cubin: "Cubin") -> None:
+def store(key: str, header: dict, image: bytes) -> None:
     """Write an entry atomically; a cache that cannot be written is skipped, never fatal."""
     if not enabled():
         return
@@ -80,7 +80,7 @@ def store(key: str, cubin: "Cubin") -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".cubin")
         with os.fdopen(handle, "wb") as out:
-            out.write(_encode(cubin))
+            out.write(_encode(header, image))
         os.replace(temporary, target)
     except OSError:
         try:
@@ -89,23 +89,13 @@ def store(key: str, cubin: "Cubin") -> None:
             pass
 
 
-def _encode(cubin: "Cubin") -> bytes:
-    header = json.dumps({
-        "arch": cubin.arch,
-        "lowered_names": dict(cubin.lowered_names),
-        "resources": {name: r.as_dict() for name, r in cubin.resources.items()},
-        "log": cubin.log,
-        "options": list(cubin.options),
-        "nvrtc_version": list(cubin.nvrtc_version),
-        "compile_seconds": cubin.compile_seconds,
-    }).encode()
-    body = len(header).to_bytes(8, "little") + header + cubin.image
+def _encode(header: dict, image: bytes) -> bytes:
+    encoded = json.dumps(header).encode()
+    body = len(encoded).to_bytes(8, "little") + encoded + image
     return _MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
 
 
-def _decode(blob: bytes) -> "Cubin | None":
-    from .compile import Cubin, KernelResources
-
+def _decode(blob: bytes) -> tuple[dict, bytes] | None:
     if not blob.startswith(_MAGIC):
         return None
     rest = blob[len(_MAGIC):]
@@ -117,14 +107,4 @@ def _decode(blob: bytes) -> "Cubin | None":
         header = json.loads(body[8:8 + size])
     except ValueError:
         return None
-    return Cubin(
-        image=body[8 + size:],
-        arch=header["arch"],
-        lowered_names=header["lowered_names"],
-        resources={name: KernelResources(**r) for name, r in header["resources"].items()},
-        log=header["log"],
-        options=tuple(header["options"]),
-        nvrtc_version=tuple(header["nvrtc_version"]),
-        compile_seconds=header["compile_seconds"],
-        from_cache=True,
-    )
+    return (header, body[8 + size:]) if isinstance(header, dict) else None

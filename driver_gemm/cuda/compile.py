@@ -20,30 +20,12 @@ from typing import Iterable, Mapping
 from cuda.bindings import nvrtc
 
 from . import cache
-from ..errors import CompileError, check
+from .check import check
+from .resources import KernelResources, parse_ptxas_report
+from ..errors import CompileError
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class KernelResources:
-    """What ptxas reported for one kernel (bytes unless said otherwise)."""
-
-    registers: int = 0
-    barriers: int = 0
-    static_shared_bytes: int = 0
-    stack_bytes: int = 0
-    spill_store_bytes: int = 0
-    spill_load_bytes: int = 0
-    constant_bytes: int = 0
-
-    @property
-    def spills(self) -> bool:
-        return bool(self.spill_store_bytes or self.spill_load_bytes)
-
-    def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
@@ -118,11 +100,37 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     if use_cache:
         cached = cache.load(key)
         if cached is not None:
-            return cached
+            restored = _from_cache(*cached)
+            if restored is not None:
+                return restored
     cubin = _compile(source, name, instances, arch, options, version, display_path or name)
     if use_cache:
-        cache.store(key, cubin)
+        cache.store(key, _cache_header(cubin), cubin.image)
     return cubin
+
+
+def _cache_header(cubin: Cubin) -> dict:
+    return {
+        "arch": cubin.arch,
+        "lowered_names": dict(cubin.lowered_names),
+        "resources": {name: r.as_dict() for name, r in cubin.resources.items()},
+        "log": cubin.log,
+        "options": list(cubin.options),
+        "nvrtc_version": list(cubin.nvrtc_version),
+        "compile_seconds": cubin.compile_seconds,
+    }
+
+
+def _from_cache(header: dict, image: bytes) -> Cubin | None:
+    """A cached entry back as a `Cubin`; None for an entry of another layout (it is then rewritten)."""
+    try:
+        return Cubin(image=image, arch=header["arch"], lowered_names=header["lowered_names"],
+                     resources={name: KernelResources(**r) for name, r in header["resources"].items()},
+                     log=header["log"], options=tuple(header["options"]),
+                     nvrtc_version=tuple(header["nvrtc_version"]), compile_seconds=header["compile_seconds"],
+                     from_cache=True)
+    except (KeyError, TypeError, AttributeError):
+        return None
 
 
 def _compile(source, name, instances, arch, options, version, display_path) -> Cubin:
@@ -171,49 +179,6 @@ def _local_headers(source: str, include_dir: Path, seen: dict[str, str] | None =
             seen[header] = candidate.read_text()
             _local_headers(seen[header], candidate.parent, seen)
     return seen
-
-
-# ------------------------------------------------------------------------------ the compiler's report
-
-_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_PROPERTIES = re.compile(r"Function properties for (\S+)")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers(.*)")
-
-
-def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
-    """Resources per mangled kernel name from a ``-Xptxas -v`` log.
-
-    ptxas prints, per entry function, a "Compiling entry function" line, a
-    "Function properties" line followed by the stack/spill line, and a "Used N
-    registers, used B barriers, S bytes smem, C bytes cmem[0]" line.
-    """
-    found: dict[str, dict[str, int]] = {}
-    current = None
-    for line in log.splitlines():
-        match = _ENTRY.search(line) or _PROPERTIES.search(line)
-        if match:
-            current = match.group(1)
-            found.setdefault(current, {})
-            continue
-        if current is None:
-            continue
-        match = _FRAME.search(line)
-        if match:
-            stack, stores, loads = (int(g) for g in match.groups())
-            found[current].update(stack_bytes=stack, spill_store_bytes=stores, spill_load_bytes=loads)
-            continue
-        match = _USED.search(line)
-        if match:
-            entry = found[current]
-            entry["registers"] = int(match.group(1))
-            rest = match.group(2)
-            for pattern, key in ((r"used (\d+) barriers", "barriers"), (r"(\d+) bytes smem", "static_shared_bytes"),
-                                 (r"(\d+) bytes cmem\[0\]", "constant_bytes")):
-                value = re.search(pattern, rest)
-                if value:
-                    entry[key] = int(value.group(1))
-    return {name: KernelResources(**values) for name, values in found.items()}
 
 
 # ----------------------------------------------------------------------------------- diagnostics

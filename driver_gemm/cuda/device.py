@@ -1,23 +1,33 @@
 """Step 3a of the data flow: the GPU, our explicit context on it, and the handles that live in it.
 
 `Device` opens (or adopts) one CUDA context and owns everything created in it:
-streams, events, device buffers and loaded modules register with it and are
-released, newest first, by `Device.close()` (also on ``with`` exit). Each
-handle can be closed earlier by its own ``close()``; a ``weakref.finalize``
-is only the safety net for a handle nobody closed. Every driver call goes
-through `errors.check`.
+streams, events, device buffers, loaded modules, CUDA graphs and cuBLAS
+handles register with it (as `Owned` handles) and are released, newest first,
+by `Device.close()` (also on ``with`` exit), before the context. Each handle
+can be closed earlier by its own ``close()``; a ``weakref.finalize`` is only
+the safety net for a handle nobody closed, and an error inside it becomes a
+warning, never an exception at exit. Every release makes the owning context
+current first (push, release, pop), so a handle freed from another thread or
+while another context is current goes to the right place. Every driver call
+goes through `check.check`.
+
+Over 400 lines on purpose: the device, its properties and every kind of handle
+it owns are one ownership story, read together.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import CudaError, NoGpuError, check
+from .check import check
+from ..errors import CudaError, NoGpuError
 
 
 def driver_module():
@@ -148,14 +158,20 @@ def read_properties(ordinal: int) -> DeviceProperties:
     )
 
 
-class _Owned:
-    """A handle owned by a `Device`: closed by its owner at the latest, by a finalizer as a last resort."""
+class Owned:
+    """A handle owned by a `Device`: closed by its owner at the latest, by a finalizer as a last resort.
+
+    `release` frees the handle (it should make the owning context current: see
+    `releaser`). Called by `close()`, its errors are raised; called by the
+    garbage collector's finalizer, they become a `ResourceWarning`.
+    """
 
     def __init__(self, device: "Device", release: Callable[[], None]):
         self._device = device
-        self._finalizer = weakref.finalize(self, release)
+        self._release = release
+        self._finalizer = weakref.finalize(self, _release_quietly, release, type(self).__name__)
         self._finalizer.atexit = False  # at exit the driver frees everything with the process
-        device._adopt(self)
+        device.adopt(self)
 
     @property
     def closed(self) -> bool:
@@ -163,10 +179,14 @@ class _Owned:
 
     def close(self) -> None:
         """Release the handle now (idempotent); after a fault in the context, just forget it."""
-        if self._device.poisoned:
-            self._finalizer.detach()
-        else:
-            self._finalizer()
+        if self._finalizer.detach() is None:
+            return
+        if not self._device.poisoned:
+            self._release()
+
+    def forget(self) -> None:
+        """Drop the handle without releasing it (its context is gone or unusable)."""
+        self._finalizer.detach()
 
     def __enter__(self):
         return self
@@ -175,13 +195,22 @@ class _Owned:
         self.close()
 
 
-def _releaser(driver_call: Callable, handle, name: str) -> Callable[[], None]:
+def _release_quietly(release: Callable[[], None], what: str) -> None:
+    try:
+        release()
+    except Exception as exc:  # noqa: BLE001 - a finalizer must not raise: say what leaked instead
+        warnings.warn(f"releasing a {what} that was never closed failed: {exc}", ResourceWarning, stacklevel=1)
+
+
+def releaser(device: "Device", driver_call: Callable, handle, name: str) -> Callable[[], None]:
+    """A release function for `handle`: `driver_call(handle)` checked, with `device`'s context current."""
     def release():
-        check(driver_call(handle), name)
+        with device.current():
+            check(driver_call(handle), name)
     return release
 
 
-class Stream(_Owned):
+class Stream(Owned):
     """A non-blocking stream (it never synchronises with the legacy default stream)."""
 
     def __init__(self, device: "Device", *, handle=None):
@@ -189,7 +218,7 @@ class Stream(_Owned):
         self.owned = handle is None
         if self.owned:
             handle = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
-            release = _releaser(driver.cuStreamDestroy, handle, "cuStreamDestroy")
+            release = releaser(device, driver.cuStreamDestroy, handle, "cuStreamDestroy")
         else:  # a stream somebody else owns (CuPy, PyTorch): we use it, we never destroy it
             handle = driver.CUstream(int(handle))
             release = lambda: None  # noqa: E731
@@ -204,13 +233,13 @@ class Stream(_Owned):
         check(self._device.driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
 
 
-class Event(_Owned):
+class Event(Owned):
     """A timing event (resolution about half a microsecond)."""
 
     def __init__(self, device: "Device"):
         driver = device.driver
         self.handle = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
-        super().__init__(device, _releaser(driver.cuEventDestroy, self.handle, "cuEventDestroy"))
+        super().__init__(device, releaser(device, driver.cuEventDestroy, self.handle, "cuEventDestroy"))
 
     def record(self, stream: Stream) -> None:
         check(self._device.driver.cuEventRecord(self.handle, stream.handle), "cuEventRecord")
@@ -222,7 +251,7 @@ class Event(_Owned):
         return float(check(self._device.driver.cuEventElapsedTime(start.handle, self.handle), "cuEventElapsedTime"))
 
 
-class DeviceBuffer(_Owned):
+class DeviceBuffer(Owned):
     """Device memory from cuMemAlloc (256-byte aligned), with copies to and from NumPy on a stream."""
 
     def __init__(self, device: "Device", nbytes: int):
@@ -231,7 +260,7 @@ class DeviceBuffer(_Owned):
         driver = device.driver
         self.nbytes = int(nbytes)
         self.handle = check(driver.cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})")
-        super().__init__(device, _releaser(driver.cuMemFree, self.handle, "cuMemFree"))
+        super().__init__(device, releaser(device, driver.cuMemFree, self.handle, "cuMemFree"))
 
     @property
     def address(self) -> int:
@@ -260,7 +289,7 @@ class DeviceBuffer(_Owned):
         check(self._device.driver.cuMemsetD32Async(self.handle, word, count, stream.handle), "cuMemsetD32Async")
 
 
-class MappedHostWord(_Owned):
+class MappedHostWord(Owned):
     """A 32-bit word of pinned host memory that kernels can read: the host flips it, the GPU sees it."""
 
     def __init__(self, device: "Device"):
@@ -270,10 +299,22 @@ class MappedHostWord(_Owned):
         self.address = int(check(driver.cuMemHostGetDevicePointer(self.host_address, 0), "cuMemHostGetDevicePointer"))
         self._value = ctypes.c_int32.from_address(self.host_address)
         self._value.value = 0
-        super().__init__(device, _releaser(driver.cuMemFreeHost, self.host_address, "cuMemFreeHost"))
+        super().__init__(device, releaser(device, driver.cuMemFreeHost, self.host_address, "cuMemFreeHost"))
 
     def set(self, value: int) -> None:
         self._value.value = value
+
+
+class GraphExec(Owned):
+    """An instantiated CUDA graph (cuGraphInstantiate), replayed on a stream; destroyed by its device at the latest."""
+
+    def __init__(self, device: "Device", graph):
+        driver = device.driver
+        self.handle = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        super().__init__(device, releaser(device, driver.cuGraphExecDestroy, self.handle, "cuGraphExecDestroy"))
+
+    def launch(self, stream: Stream) -> None:
+        check(self._device.driver.cuGraphLaunch(self.handle, stream.handle), "cuGraphLaunch")
 
 
 class Device:
@@ -301,8 +342,12 @@ class Device:
         else:
             self.context = self.driver.CUcontext(int(context))
             self.owns_context = False
-        self.make_current()
         self._closed = False
+        try:
+            self.make_current()
+        except CudaError:
+            self.close()
+            raise
 
     def __repr__(self) -> str:
         return f"Device({self.ordinal}, {self.properties.name!r})"
@@ -310,10 +355,20 @@ class Device:
     def make_current(self) -> None:
         check(self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
+    @contextlib.contextmanager
+    def current(self):
+        """Make this device's context current for the block, then restore whatever was current before."""
+        check(self.driver.cuCtxPushCurrent(self.context), "cuCtxPushCurrent")
+        try:
+            yield self
+        finally:
+            check(self.driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
     def synchronize(self) -> None:
         check(self.driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
-    def _adopt(self, child: _Owned) -> None:
+    def adopt(self, child: Owned) -> None:
+        """Take ownership of `child`: `close()` releases it, newest first, before the context."""
         self._children = [ref for ref in self._children if ref() is not None and not ref().closed]
         self._children.append(weakref.ref(child))
 
@@ -336,6 +391,10 @@ class Device:
     def mapped_word(self) -> MappedHostWord:
         return MappedHostWord(self)
 
+    def instantiate_graph(self, graph) -> GraphExec:
+        """An executable of a captured graph (`graph` itself stays the caller's to destroy)."""
+        return GraphExec(self, graph)
+
     def mark_poisoned(self, error: CudaError) -> None:
         """Note a fault that killed the context: closing then only destroys the context."""
         if error.is_sticky:
@@ -352,7 +411,7 @@ class Device:
                 try:
                     child.close()
                 except CudaError:
-                    child._finalizer.detach()  # the context is going away; nothing else to do
+                    child.forget()  # the context is going away; nothing else to do
         self._children.clear()
         if self.owns_context:
             status = self.driver.cuCtxDestroy(self.context)

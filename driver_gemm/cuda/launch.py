@@ -19,12 +19,8 @@ import numpy as np
 
 from ..argtypes import C_TYPES
 from .launch_attributes import LaunchAttributes, launch_config
-from ..errors import check, check_status_code
-
-
-
-class ArgumentError(TypeError):
-    """A kernel argument that does not fit its declared C type."""
+from ..errors import ArgumentError, CudaError
+from .check import check, check_status_code
 
 
 def _convert(ctype: str, value: Any, name: str):
@@ -146,7 +142,8 @@ def launch_entry(driver) -> Any:
             b"cuLaunchKernel", version, driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT),
             "cuGetProcAddress(cuLaunchKernel)")
         if not address:
-            raise RuntimeError("the CUDA driver has no cuLaunchKernel entry point for its own version")
+            raise CudaError("cuGetProcAddress(cuLaunchKernel)", "CUDA_ERROR_NOT_FOUND",
+                            "the CUDA driver has no cuLaunchKernel entry point for its own version")
         _launch_entries[version] = _LAUNCH_PROTOTYPE(int(address))
     return _launch_entries[version]
 

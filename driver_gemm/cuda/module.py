@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .compile import Cubin, KernelResources
-from .device import Device, _Owned, _releaser
-from ..errors import ConfigError, check
+from .check import check
+from .compile import Cubin
+from .device import Device, Owned, releaser
+from .resources import KernelResources
+from ..errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -24,15 +26,19 @@ class FunctionAttributes:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-class Module(_Owned):
+class Module(Owned):
     """A CUBIN loaded with cuModuleLoadData; unloaded by `close()` or by its device."""
 
     def __init__(self, device: Device, cubin: Cubin):
         driver = device.driver
         self.cubin = cubin
         self.handle = check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData")
-        super().__init__(device, _releaser(driver.cuModuleUnload, self.handle, "cuModuleUnload"))
+        super().__init__(device, releaser(device, driver.cuModuleUnload, self.handle, "cuModuleUnload"))
         self._kernels: dict[str, Kernel] = {}
+
+    @property
+    def device(self) -> Device:
+        return self._device
 
     def kernel(self, instance: str) -> "Kernel":
         """The kernel for a name expression compiled into this module (``f`` or ``f<64, 4>``)."""
@@ -52,7 +58,7 @@ class Kernel:
 
     def __init__(self, module: Module, handle, instance: str, resources: KernelResources):
         self.module = module
-        self.device = module._device
+        self.device = module.device
         self.handle = handle
         self.address = int(handle)
         self.instance = instance

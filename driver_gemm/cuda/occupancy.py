@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import UnknownArchError
+
 KB = 1024
 
 
@@ -72,7 +74,7 @@ def arch_limits(arch: str) -> ArchLimits:
     try:
         return ARCHES[base_arch(arch)]
     except KeyError:
-        raise KeyError(f"no occupancy table for {arch} (have {', '.join(ARCHES)})") from None
+        raise UnknownArchError(f"no occupancy table for {arch} (have {', '.join(ARCHES)})") from None
 
 
 @dataclass(frozen=True)

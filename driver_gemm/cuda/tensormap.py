@@ -140,7 +140,7 @@ class TensorMapPlan:
 
     def encode(self, driver, address: int) -> bytes:
         """The 128 bytes of the map for data at `address` (cuTensorMapEncodeTiled; needs the driver)."""
-        from ..errors import check
+        from .check import check
 
         data_type = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{ELEMENT_TYPES[self.element_type][0]}")
         swizzle = getattr(driver.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{self.swizzle.upper()}")

@@ -4,14 +4,16 @@ cuBLAS is column-major. Row-major C = A @ B is, read column-major, C^T = B^T A^T
 so we ask cuBLAS for that product with B first (m = N, n = M, k = K and leading
 dimensions N, K, N) and no transposes: the bytes it writes are row-major C.
 The handle is created while our context is current: a handle and a stream
-from different contexts fail with CUBLAS_STATUS_INTERNAL_ERROR.
+from different contexts fail with CUBLAS_STATUS_INTERNAL_ERROR. It is owned by
+the `Device`, like every other handle: destroyed (with the context current)
+by `close()` or, at the latest, by the device before its context goes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..cuda.device import Device, DeviceBuffer, Stream
+from ..cuda.device import Device, DeviceBuffer, Owned, Stream
 from ..errors import CudaError, DriverGemmError
 from ..spec.model import Shape
 
@@ -22,7 +24,7 @@ class CublasUnavailable(DriverGemmError):
     """nvmath-python (or the cuBLAS library it loads) is not installed."""
 
 
-class CublasSgemm:
+class CublasSgemm(Owned):
     """A cuBLAS handle bound to our context and stream; ``prepare(...)`` gives a launch callable."""
 
     def __init__(self, device: Device, stream: Stream, *, tf32: bool = False):
@@ -31,12 +33,12 @@ class CublasSgemm:
         except ImportError as exc:
             raise CublasUnavailable(f"the cuBLAS baseline needs nvmath-python ({exc})") from None
         self._cublas = cublas
-        device.make_current()
-        try:
-            self.handle = cublas.create()
-        except Exception as exc:  # cuBLASError, or the library missing at load time
-            raise self._error("cublasCreate", exc) from None
-        self.closed = False
+        with device.current():
+            try:
+                self.handle = cublas.create()
+            except Exception as exc:  # noqa: BLE001 - cuBLASError, or the library missing at load time
+                raise _cuda_error("cublasCreate", exc) from None
+        super().__init__(device, self._releaser(device, cublas, self.handle))
         self._call("cublasSetStream", cublas.set_stream, self.handle, stream.address)
         self._call("cublasSetPointerMode", cublas.set_pointer_mode, self.handle, cublas.PointerMode.HOST)
         math_mode = cublas.Math.TF32_TENSOR_OP_MATH if tf32 else cublas.Math.DEFAULT_MATH
@@ -46,16 +48,20 @@ class CublasSgemm:
         self.label = "cublas-tf32" if tf32 else NAME
 
     @staticmethod
-    def _error(call: str, exc: Exception) -> CudaError:
-        status = getattr(exc, "status", None)
-        name = getattr(status, "name", None) or type(exc).__name__
-        return CudaError(call, name, str(exc))
+    def _releaser(device: Device, cublas, handle):
+        def release() -> None:
+            try:
+                with device.current():
+                    cublas.destroy(handle)
+            except cublas.cuBLASError as exc:
+                raise _cuda_error("cublasDestroy", exc) from None
+        return release
 
     def _call(self, name, function, *args):
         try:
             return function(*args)
         except self._cublas.cuBLASError as exc:
-            raise self._error(name, exc) from None
+            raise _cuda_error(name, exc) from None
 
     def prepare(self, A: DeviceBuffer, B: DeviceBuffer, C: DeviceBuffer, shape: Shape):
         """A callable that enqueues C = A @ B (row-major, float32) once."""
@@ -76,13 +82,9 @@ class CublasSgemm:
         """Enqueue C = A @ B once."""
         self.prepare(A, B, C, shape)()
 
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._call("cublasDestroy", self._cublas.destroy, self.handle)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+def _cuda_error(call: str, exc: Exception) -> CudaError:
+    """A cuBLAS failure in the package's terms: the call, the status's name and the library's message."""
+    status = getattr(exc, "status", None)
+    name = getattr(status, "name", None) or type(exc).__name__
+    return CudaError(call, name, str(exc))

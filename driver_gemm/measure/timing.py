@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..cuda.compile import compile_text
 from ..cuda.device import Device, DeviceBuffer, Stream
-from ..errors import check
+from ..cuda.check import check
 from ..cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from ..cuda.module import Module
 from ..spec.model import MeasureSettings
@@ -101,15 +101,15 @@ class CapturedLaunches:
         finally:
             graph = check(driver.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
         try:
-            self.executable = check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+            self.executable = device.instantiate_graph(graph)   # owned by the device, like every handle
         finally:
             check(driver.cuGraphDestroy(graph), "cuGraphDestroy")
 
     def replay(self) -> None:
-        check(self.driver.cuGraphLaunch(self.executable, self.stream.handle), "cuGraphLaunch")
+        self.executable.launch(self.stream)
 
     def close(self) -> None:
-        check(self.driver.cuGraphExecDestroy(self.executable), "cuGraphExecDestroy")
+        self.executable.close()
 
 
 def measure(launch: Callable[[], None], device: Device, stream: Stream, settings: MeasureSettings,

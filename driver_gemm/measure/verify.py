@@ -1,4 +1,6 @@
-"""Step 5 of the data flow: inputs from a recorded seed, a float64 reference, and the verdict.
+"""Step 5 of the data flow: an output checked against its float64 reference, and the verdict.
+
+Inputs come from `inputs.py`, the reference from `reference.py`.
 
 Unwritten outputs are found by poisoning C with a NaN whose bit pattern no
 arithmetic produces (a quiet NaN with payload 0xDEAD; hardware NaNs carry the
@@ -10,52 +12,13 @@ value where the reference differs counts as unwritten.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spec.model import Shape
 from ..status import Status
 
 POISON_WORD = 0x7FC0DEAD
-
-
-def case_seed(base_seed: int, *parts: object) -> int:
-    """A stable 63-bit seed for one case, from the spec's seed and what names the case."""
-    text = "|".join(str(p) for p in (base_seed, *parts))
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
-
-
-@dataclass
-class Inputs:
-    """A, B (and C's starting values for kernels that read C), drawn uniformly from [-0.5, 0.5)."""
-
-    seed: int
-    A: np.ndarray
-    B: np.ndarray
-    C0: np.ndarray | None = None
-
-
-def make_inputs(shape: Shape, seed: int, *, with_c: bool = False) -> Inputs:
-    rng = np.random.default_rng(seed)
-
-    def draw(rows: int, cols: int) -> np.ndarray:
-        return (rng.random((rows, cols), dtype=np.float32) - np.float32(0.5))
-
-    A = draw(shape.M, shape.K)
-    B = draw(shape.K, shape.N)
-    return Inputs(seed, A, B, draw(shape.M, shape.N) if with_c else None)
-
-
-def reference(inputs: Inputs, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
-    """alpha * A @ B + beta * C0 in float64 on the CPU."""
-    product = inputs.A.astype(np.float64) @ inputs.B.astype(np.float64)
-    if alpha != 1.0:
-        product *= alpha
-    if beta != 0.0 and inputs.C0 is not None:
-        product += beta * inputs.C0.astype(np.float64)
-    return product
 
 
 @dataclass

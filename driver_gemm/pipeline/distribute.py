@@ -24,8 +24,10 @@ from typing import Callable
 
 from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult
-from .runner import RunOptions, _now
 from ..spec.model import Shape, Spec
+from .environment import environment, now
+from .runner import run_spec
+from .session import RunOptions
 
 
 class DaskUnavailable(DriverGemmError):
@@ -39,8 +41,6 @@ def largest_first(spec: Spec) -> list[Shape]:
 
 def run_part(spec: Spec, shapes: list[str], device: int, isolate: bool, options: RunOptions) -> dict:
     """A GPU worker's part: the spec on some shapes, on one GPU; the results as plain data."""
-    from .runner import run_spec
-
     return run_spec(spec.select(shapes=shapes), device=device, isolate=isolate, options=options).as_dict()
 
 
@@ -92,12 +92,21 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
 
 def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolate: bool = True,
                    options: RunOptions = RunOptions(), on_result: Callable[[CaseResult], None] | None = None,
-                   part: Callable = run_part) -> RunResult:
-    """Run `spec` on `workers` (address, GPU ordinal), a shape at a time to whichever is free; gather every case."""
+                   part: Callable = run_part, result: RunResult | None = None) -> RunResult:
+    """Run `spec` on `workers` (address, GPU ordinal), a shape at a time to whichever is free; gather every case.
+
+    Cases land in `result` (a new `RunResult` if none) shape by shape as GPUs
+    finish them, so a caller interrupted with Ctrl-C keeps every finished
+    shape in it. Before the first case is handed to `on_result`, the run's
+    environment (the GPUs heard from so far) and settings are filled in, so a
+    case log's header written then describes the run.
+    """
     from distributed import as_completed
 
     ordinals = dict(workers)
-    result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None, started=_now())
+    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result.started = now()
+    result.environment = environment()
     shapes = largest_first(spec)
     # Higher priority runs first; one task per worker at a time, so a free GPU takes the next shape.
     futures = {client.submit(_run_shape_here, part, ordinals, spec, shape.label, isolate, options,
@@ -105,20 +114,28 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                for rank, shape in enumerate(shapes)}
     ran: dict[tuple[str, int], list[str]] = {}          # (worker, GPU) -> shapes, in the order run
     environments: dict[tuple[str, int], dict] = {}
-    for future in as_completed(futures):
-        worker, device, data = future.result()
-        ran.setdefault((worker, device), []).append(futures[future])
-        environments.setdefault((worker, device), data.get("environment", {}))
-        for case in data["cases"]:
-            finished = CaseResult.from_dict(case)
-            result.cases.append(finished)
-            if on_result:
-                on_result(finished)
     order = {s.label: i for i, s in enumerate(spec.shapes)}
-    result.cases.sort(key=lambda c: order.get(c.shape.label, len(order)))
+    try:
+        for future in as_completed(futures):
+            worker, device, data = future.result()
+            ran.setdefault((worker, device), []).append(futures[future])
+            environments.setdefault((worker, device), data.get("environment", {}))
+            _describe(result, ran, environments)
+            for case in data["cases"]:
+                finished = CaseResult.from_dict(case)
+                result.cases.append(finished)
+                if on_result:
+                    on_result(finished)
+    finally:
+        result.cases.sort(key=lambda c: order.get(c.shape.label, len(order)))
+        result.finished = now()
+    return result
+
+
+def _describe(result: RunResult, ran: dict[tuple[str, int], list[str]],
+              environments: dict[tuple[str, int], dict]) -> None:
+    """The run's settings (which GPU ran which shapes) and environment (every GPU's) from what is known so far."""
     result.settings = {"devices": [{"worker": worker, "device": device, "shapes": labels}
                                    for (worker, device), labels in sorted(ran.items())]}
     gpus = [environments[key] for key in sorted(environments)]
-    result.environment = {"gpus": gpus, **(gpus[0] if gpus else {})}
-    result.finished = _now()
-    return result
+    result.environment = {**result.environment, "gpus": gpus, **(gpus[0] if gpus else {})}

@@ -5,6 +5,10 @@ shared memory, scalar arguments, the declared output tile) and checks the
 result against the target's limits, the kernel's compiled resources and its
 own ``require:`` constraints. Each failed check is a `ConfigError` naming the
 spec file, line and field, the values involved, and a hint. Pure: no GPU.
+
+It is two halves, so that a run evaluates each case once: `plan_launch` needs
+no compiler output (it decides what is worth compiling), and `with_resources`
+adds the checks and the occupancy that need the compiler's report.
 """
 
 from __future__ import annotations
@@ -13,14 +17,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..argtypes import C_TYPES
 from ..spec import expr
-from ..cuda.compile import KernelResources
+from ..cuda.resources import KernelResources
 from ..errors import ConfigError
 from ..cuda.launch import LaunchConfig
 from ..cuda.occupancy import ArchLimits, Occupancy, arch_limits, base_arch, occupancy, waves
 from ..spec.model import KernelSpec, Shape
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
+INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
 
 
 @dataclass
@@ -80,13 +86,17 @@ def base_env(kernel: KernelSpec, shape: Shape) -> dict[str, int]:
 def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
               scalars: dict[str, float] | None = None, sm_count: int | None = None) -> CasePlan:
     """Evaluate and check one kernel on one shape; problems are collected, not raised."""
+    plan = plan_launch(kernel, shape, limits, scalars)
+    return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
+
+
+def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
+                scalars: dict[str, float] | None = None) -> CasePlan:
+    """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile."""
     env = base_env(kernel, shape)
     problems: list[ConfigError] = []
     notes: list[str] = []
-
-    def problem(message: str, field_name: str, hint: str | None = None) -> None:
-        problems.append(ConfigError(message, where=kernel.where_field(field_name),
-                                    field=f"{kernel.field_path}.{field_name}", hint=hint))
+    problem = _collector(kernel, problems)
 
     def evaluate(expression: expr.Expression, field_name: str) -> int | None:
         try:
@@ -106,25 +116,60 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
         config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
 
     argument_values = _argument_values(kernel, env, scalars or {}, problem)
-    occ = None
-    wave_count = None
+    notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
     if config is not None:
-        threads = config.threads_per_block
-        static = resources.static_shared_bytes if resources else 0
-        if resources is not None:
-            _check_resources(config, resources, limits, problem)
-        if config.shared_bytes > DEFAULT_SHARED_LIMIT and config.shared_bytes + static <= limits.max_shared_per_block:
+        if config.shared_bytes > DEFAULT_SHARED_LIMIT and config.shared_bytes <= limits.max_shared_per_block:
             notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
                          "(cuFuncSetAttribute) is applied automatically")
         _check_requirements(kernel, env, config, problem)
         tile = _check_tile(kernel, env, shape, config, problem)
-        if resources is not None and 1 <= threads <= limits.max_threads_per_block:
-            occ = occupancy(limits, threads, resources.registers, static, config.shared_bytes)
+    return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile)
+
+
+def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimits,
+                   sm_count: int | None = None) -> CasePlan:
+    """`plan` completed with the compiler's report: shared memory and register checks, occupancy, waves."""
+    problems = list(plan.problems)
+    notes = list(plan.notes)
+    problem = _collector(plan.kernel, problems)
+    config = plan.config
+    occ = None
+    wave_count = None
+    if config is not None:
+        threads = config.threads_per_block
+        _check_resources(config, resources, limits, problem)
+        if config.shared_bytes > DEFAULT_SHARED_LIMIT and \
+                config.shared_bytes + resources.static_shared_bytes > limits.max_shared_per_block:
+            notes = [note for note in notes if "opt-in" not in note]
+        if 1 <= threads <= limits.max_threads_per_block:
+            occ = occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes)
             if occ.blocks_per_sm == 0 and occ.reason and not problems:
                 problem(f"cannot launch: {occ.reason}", "block")
             wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
-    return CasePlan(kernel, shape, config, argument_values, resources, occ, wave_count, problems, notes, tile)
+    return dataclasses.replace(plan, resources=resources, occupancy=occ, waves=wave_count, problems=problems,
+                               notes=notes)
+
+
+def _collector(kernel: KernelSpec, problems: list[ConfigError]):
+    """A function that records a problem with `kernel`'s spec file, line and field."""
+    def problem(message: str, field_name: str, hint: str | None = None) -> None:
+        problems.append(ConfigError(message, where=kernel.where_field(field_name),
+                                    field=f"{kernel.field_path}.{field_name}", hint=hint))
+    return problem
+
+
+def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
+    """A warning when a matrix has 2**31 elements or more while the kernel takes its sizes as int32."""
+    narrow = [a.name for a in kernel.signature if a.name in ("M", "N", "K") and a.ctype == "int32"]
+    if not narrow:
+        return []
+    sizes = {"A (M*K)": shape.M * shape.K, "B (K*N)": shape.K * shape.N, "C (M*N)": shape.M * shape.N}
+    large = [f"{name} = {count}" for name, count in sizes.items() if count >= INDEX_LIMIT]
+    if not large:
+        return []
+    return [f"{', '.join(large)} elements reach 2**31 while {', '.join(narrow)} are int32: "
+            "an index computed in 32 bits (row * ld + col) overflows"]
 
 
 def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:
@@ -226,6 +271,11 @@ def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any
                         f"signature[{index}]")
                 continue
             value = int(value)
+            if not C_TYPES[argument.ctype].fits(value):
+                low, high = C_TYPES[argument.ctype].low, C_TYPES[argument.ctype].high
+                problem(f"argument {argument.name} = {value} does not fit {argument.ctype} [{low}, {high}]",
+                        f"signature[{index}]", hint="declare the argument with a wider type (int64)")
+                continue
         values[argument.name] = value
     return values
 

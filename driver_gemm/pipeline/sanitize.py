@@ -18,6 +18,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import ToolMissingError
+
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 _PREFIX = "========="
 _AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(?P<function>.+?)\+0x[0-9a-f]+(?: in (?P<where>[^\s\[]+))?")
@@ -104,7 +106,7 @@ def sanitize_case(spec_path: Path, kernel: str, shape: str, tool: str, device: i
         raise ValueError(f"unknown sanitizer tool {tool!r} (one of {', '.join(TOOLS)})")
     executable = sanitizer_path()
     if executable is None:
-        raise FileNotFoundError("compute-sanitizer is not on the PATH (it comes with the CUDA toolkit)")
+        raise ToolMissingError("compute-sanitizer is not on the PATH (it comes with the CUDA toolkit)")
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "case.json"
         command = [executable, "--tool", tool, "--print-limit", "50",

@@ -5,72 +5,97 @@ the whole process that hit it: every later call, even creating a new context,
 returns the same error. So the parent never touches a context; a worker
 process runs the cases and sends each result back as it finishes. When a
 worker reports a fault, dies, or spends longer than the case timeout on one
-case, the parent records that case (Status.ERROR or Status.TIMEOUT), ends the worker and
-starts a new one on the cases that remain. Nothing finished is lost or run twice.
+case, the parent records that case (Status.ERROR or Status.TIMEOUT), ends the
+worker and starts a new one on the cases that remain. A worker that cannot
+start (its session fails, or it is silent past `STARTUP_TIMEOUT_S`) is
+reported as such on every remaining case, marked not run so that a resume
+runs them. Nothing finished is lost or run twice.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import time
-from typing import Callable
-
+from typing import Callable, Sequence
 
 from ..results.records import CaseResult
-
 from ..status import Status
+from .cases import Case, new_record, not_run_record
+from .funnel import execute_case
+from .session import RunOptions, Session
 
 # How long a new worker may take to start (import, create its context) before it counts as hung.
 STARTUP_TIMEOUT_S = 120.0
 
 
-def _worker_main(connection, spec, cases, compiled, device: int, options) -> None:
-    """Child process: run `cases` in order, reporting ("start", i) and ("result", i, dict) for each."""
-    from .runner import _Session, execute_case
+def worker_main(connection, spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
+                session_factory: Callable[..., Session] = Session) -> None:
+    """Child process: make a session, say ("ready",), then run `cases` in order.
 
+    For each case it sends ("start", index) and ("result", index, record as a
+    dict); a session that cannot be made is reported as ("fatal", message).
+    """
     try:
-        session = _Session(device, spec.baseline, options)
+        session = session_factory(device, spec.baseline, options)
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the parent as a message
         connection.send(("fatal", f"{type(exc).__name__}: {exc}"))
+        connection.close()
         return
     try:
+        connection.send(("ready",))
         for case in cases:
             connection.send(("start", case.index))
             outcome = execute_case(session, spec, case, compiled)
             connection.send(("result", case.index, outcome.as_dict()))
-            if session.device.poisoned:
+            if session.poisoned:
                 return  # the parent starts a fresh process for the rest
     finally:
         session.close()
         connection.close()
 
 
-def run_isolated(spec, cases, compiled, device: int, options, finish: Callable[[CaseResult], None],
-                 on_start: Callable | None = None) -> None:
-    """Run `cases` in worker processes, calling `finish` with each result in order."""
-    from .runner import _error_case
+def run_isolated(spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
+                 finish: Callable[[CaseResult], None], on_start: Callable[[Case], None] | None = None, *,
+                 worker_starts: list[float] | None = None, target: Callable = worker_main,
+                 startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    """Run `cases` in worker processes, calling `finish` with each result in order.
 
+    The seconds from spawning each worker to its "ready" are appended to
+    `worker_starts`. `target` is the child's entry point (`worker_main`, or a
+    stand-in with its signature in tests).
+    """
     context = multiprocessing.get_context("spawn")   # never fork a process that may hold CUDA state
     kernels = {case.kernel.label for case in cases if case.kernel is not None}
     runnable = {label: cubin for label, cubin in compiled.items() if label in kernels}
     remaining = list(cases)
     by_index = {case.index: case for case in cases}
     case_timeout = spec.measure.case_timeout_s
+
+    def give_up(reason: str) -> None:
+        nonlocal remaining
+        for case in remaining:
+            finish(not_run_record(case, f"the worker process did not start: {reason}"))
+        remaining = []
+
     while remaining:
         receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=_worker_main, args=(sender, spec, remaining, runnable, device, options), daemon=True)
+        process = context.Process(target=target, args=(sender, spec, remaining, runnable, device, options),
+                                  daemon=True)
+        spawned = time.monotonic()
         process.start()
         sender.close()
-        current = None
-        heard = False
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        current: Case | None = None
+        ready = False
+        deadline = spawned + startup_timeout_s
         try:
             while remaining:
                 if not receiver.poll(max(0.0, deadline - time.monotonic())):
+                    if not ready:
+                        give_up(f"no word from it after {startup_timeout_s:g} s")
+                        break
                     victim = current or remaining[0]
-                    finish(_error_case(victim.kernel, victim.shape,
-                                       f"no result after {case_timeout:g} s: the case was stopped "
-                                       "(measure.case_timeout_s)", status=Status.TIMEOUT))
+                    finish(new_record(victim, Status.TIMEOUT, f"no result after {case_timeout:g} s: the case was "
+                                                              "stopped (measure.case_timeout_s)"))
                     remaining.remove(victim)
                     break
                 try:
@@ -78,34 +103,30 @@ def run_isolated(spec, cases, compiled, device: int, options, finish: Callable[[
                 except EOFError:
                     process.join(5)
                     if current is not None:   # it died inside a case: a crash of the process itself
-                        finish(_error_case(current.kernel, current.shape,
-                                           f"the worker process died (exit code {process.exitcode}) "
-                                           "while running this case"))
+                        finish(new_record(current, Status.ERROR, f"the worker process died (exit code "
+                                                                 f"{process.exitcode}) while running this case"))
                         remaining.remove(current)
-                    elif not heard:           # it died before saying anything: it cannot start at all
-                        for case in remaining:
-                            finish(_error_case(case.kernel, case.shape, "the worker process could not start "
-                                               f"(exit code {process.exitcode})"))
-                        remaining = []
+                    elif not ready:           # it died before it was ready: it cannot start at all
+                        give_up(f"it exited with code {process.exitcode} before it was ready")
                     break                     # else it stopped after a fault, as it should: start another
-                heard = True
                 kind = message[0]
-                if kind == "start":
+                if kind == "ready":
+                    ready = True
+                    if worker_starts is not None:
+                        worker_starts.append(round(time.monotonic() - spawned, 3))
+                    deadline = time.monotonic() + case_timeout
+                elif kind == "start":
                     current = by_index[message[1]]
                     deadline = time.monotonic() + case_timeout
                     if on_start:
                         on_start(current)
                 elif kind == "result":
-                    case = by_index[message[1]]
                     finish(CaseResult.from_dict(message[2]))
-                    remaining.remove(case)
+                    remaining.remove(by_index[message[1]])
                     current = None
                     deadline = time.monotonic() + case_timeout
                 elif kind == "fatal":
-                    for case in remaining:
-                        finish(_error_case(case.kernel, case.shape, f"could not start on the GPU: {message[1]}",
-                                           status=Status.ERROR))
-                    remaining = []
+                    give_up(f"could not start on the GPU: {message[1]}")
         finally:
             receiver.close()
             if process.is_alive():

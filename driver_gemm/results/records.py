@@ -46,6 +46,8 @@ class CaseResult:
     sanitizer: dict | None = None    # compute-sanitizer's findings, when the case ran under it
     device: dict | None = None       # name and UUID of the GPU that ran it
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
+    phases: dict | None = None       # seconds spent in each step of the case's pipeline
+    not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
 
     @property
     def ok(self) -> bool:

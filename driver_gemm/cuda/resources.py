@@ -1,0 +1,73 @@
+"""What ptxas reported for each compiled kernel: registers, barriers, shared memory, stack and spills.
+
+``-Xptxas -v`` makes ptxas print, per entry function, its resources; they are
+parsed from the NVRTC log into a `KernelResources` per mangled name and kept
+with the binary. The planner reads them without compiling anything itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reported for one kernel (bytes unless said otherwise)."""
+
+    registers: int = 0
+    barriers: int = 0
+    static_shared_bytes: int = 0
+    stack_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    constant_bytes: int = 0
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_store_bytes or self.spill_load_bytes)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(.*)")
+
+
+def parse_ptxas_report(log: str) -> dict[str, KernelResources]:
+    """Resources per mangled kernel name from a ``-Xptxas -v`` log.
+
+    ptxas prints, per entry function, a "Compiling entry function" line, a
+    "Function properties" line followed by the stack/spill line, and a "Used N
+    registers, used B barriers, S bytes smem, C bytes cmem[0]" line.
+    """
+    found: dict[str, dict[str, int]] = {}
+    current = None
+    for line in log.splitlines():
+        match = _ENTRY.search(line) or _PROPERTIES.search(line)
+        if match:
+            current = match.group(1)
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        match = _FRAME.search(line)
+        if match:
+            stack, stores, loads = (int(g) for g in match.groups())
+            found[current].update(stack_bytes=stack, spill_store_bytes=stores, spill_load_bytes=loads)
+            continue
+        match = _USED.search(line)
+        if match:
+            entry = found[current]
+            entry["registers"] = int(match.group(1))
+            rest = match.group(2)
+            for pattern, key in ((r"used (\d+) barriers", "barriers"), (r"(\d+) bytes smem", "static_shared_bytes"),
+                                 (r"(\d+) bytes cmem\[0\]", "constant_bytes")):
+                value = re.search(pattern, rest)
+                if value:
+                    entry[key] = int(value.group(1))
+    return {name: KernelResources(**values) for name, values in found.items()}

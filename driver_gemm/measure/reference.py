@@ -1,0 +1,49 @@
+"""What a kernel's output is checked against: alpha * A @ B + beta * C0 in float64.
+
+Computed on the CPU with NumPy, or, for shapes whose float64 product would take
+the CPU too long (above ``verify.cpu_reference_max_gflop``), from cuBLAS's
+float32 product on the same inputs, which the verdict then names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..spec.model import Shape, VerifySettings
+from .inputs import Inputs
+
+CPU_REFERENCE = "numpy-float64"
+CUBLAS_REFERENCE = "cublas"
+
+
+def cpu_reference(inputs: Inputs, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    """alpha * A @ B + beta * C0 in float64 on the CPU."""
+    product = inputs.A.astype(np.float64) @ inputs.B.astype(np.float64)
+    if alpha != 1.0:
+        product *= alpha
+    if beta != 0.0 and inputs.C0 is not None:
+        product += beta * inputs.C0.astype(np.float64)
+    return product
+
+
+def uses_cpu_reference(settings: VerifySettings, shape: Shape, have_cublas: bool) -> bool:
+    """Whether `shape` is checked against the CPU's float64 product (else against cuBLAS's)."""
+    if settings.reference == "cpu" or not have_cublas:
+        return True
+    if settings.reference == "cublas":
+        return False
+    return shape.flops <= settings.cpu_reference_max_gflop * 1e9
+
+
+def scaled_product(product: np.ndarray, inputs: Inputs, alpha: float, beta: float) -> np.ndarray:
+    """alpha * `product` + beta * C0 in float64, from a float32 product computed elsewhere (cuBLAS)."""
+    expected = alpha * product.astype(np.float64)
+    if beta and inputs.C0 is not None:
+        expected += beta * inputs.C0.astype(np.float64)
+    return expected
+
+
+def tolerance(settings: VerifySettings, precision: str) -> float:
+    """The relative Frobenius tolerance for a kernel of `precision` (TF32 rounds its inputs, so it gets its own)."""
+    return settings.tf32_rel_tolerance if precision == "tf32" else settings.rel_tolerance
+

@@ -1,0 +1,94 @@
+"""The CUDA state of a run on one GPU: device, stream, L2 flusher, launch gate, cuBLAS, modules, buffers.
+
+A `Session` is made once per process that runs cases (the calling process, or
+each worker) and closed at its end. Every handle in it is owned by its
+`Device`, so closing the device releases them all, newest first; a session
+whose construction fails halfway closes what it had made before raising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cuda.compile import Cubin
+from ..cuda.device import Device, DeviceBuffer
+from ..cuda.module import Module
+from ..errors import CudaError
+from ..measure.baseline import CublasSgemm, CublasUnavailable
+from ..measure.timing import L2Flusher, LaunchGate
+from ..spec.model import Shape
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run goes beyond its spec: whether cases are timed, and where failure pictures go."""
+
+    time: bool = True                 # False: verify only (one checked launch per case)
+    artifacts: Path | None = None     # an error map of C is saved here for every failing case
+
+
+class Session:
+    """What the cases of a run on one GPU share; see the module's docstring."""
+
+    def __init__(self, ordinal: int, want_cublas: bool, options: RunOptions = RunOptions(), *,
+                 context=None, stream=None):
+        self.ordinal = ordinal
+        self.options = options
+        self.baselines: dict[str, CublasSgemm | None] = {}     # per precision; None: unavailable
+        self.baseline_errors: dict[str, str] = {}
+        self.modules: dict[int, Module] = {}
+        self.buffers: dict[str, DeviceBuffer] = {}
+        self.buffer_shape: Shape | None = None
+        self.device = Device(ordinal, context=context)
+        try:
+            self.stream = self.device.stream(handle=stream)
+            self.flusher = L2Flusher(self.device, self.stream)
+            self.gate = LaunchGate(self.device, self.stream)
+            if want_cublas:
+                self.baseline("fp32")
+        except BaseException:
+            self.device.close()
+            raise
+
+    @property
+    def cublas(self) -> CublasSgemm | None:
+        """cuBLAS in FP32 math, when the run has it: the reference for shapes too large for the CPU."""
+        return self.baselines.get("fp32")
+
+    def baseline(self, precision: str) -> CublasSgemm | None:
+        """cuBLAS SGEMM in FP32 math, or in TF32 tensor-op math (made on first use); None if unavailable."""
+        if precision not in self.baselines:
+            try:
+                self.baselines[precision] = CublasSgemm(self.device, self.stream, tf32=precision == "tf32")
+            except (CublasUnavailable, CudaError) as exc:
+                self.baselines[precision] = None
+                self.baseline_errors[precision] = str(exc)
+        return self.baselines[precision]
+
+    def module(self, cubin: Cubin) -> Module:
+        """`cubin` loaded into the session's context, once."""
+        if id(cubin) not in self.modules:
+            self.modules[id(cubin)] = Module(self.device, cubin)
+        return self.modules[id(cubin)]
+
+    def buffers_for(self, shape: Shape) -> dict[str, DeviceBuffer]:
+        """A, B, C and a cuBLAS reference output sized for `shape` (kept while the shape stays the same)."""
+        if self.buffer_shape != shape:
+            for buffer in self.buffers.values():
+                buffer.close()
+            self.buffers, self.buffer_shape = {}, None
+            sizes = {"A": shape.M * shape.K, "B": shape.K * shape.N, "C": shape.M * shape.N,
+                     "C_ref": shape.M * shape.N}
+            self.buffers = {name: self.device.alloc(4 * count) for name, count in sizes.items()}
+            self.buffer_shape = shape
+        return self.buffers
+
+    @property
+    def poisoned(self) -> bool:
+        """True after a fault that left this process's CUDA unusable."""
+        return self.device.poisoned
+
+    def close(self) -> None:
+        """Release every handle of the session (the device owns them all), then the context if it is ours."""
+        self.device.close()

@@ -1,0 +1,234 @@
+"""The steps of one case, each a function over the case's `CaseRun`, in the order the runner calls them.
+
+A kernel case: plan -> load -> inputs -> reference -> launch_verify ->
+diagnose -> time. A baseline (cuBLAS) case: load -> inputs -> launch_verify
+-> time. A step that settles the case (a plan that refuses the launch, a
+kernel that did not compile, cuBLAS missing) sets its status and marks the
+run `settled`; the runner then calls no further step. Steps raise freely: the
+runner's funnel turns any exception into the case's ERROR record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..cuda import nvtx as ranges
+from ..cuda.compile import Cubin
+from ..cuda.launch import PackedArguments, PreparedLaunch
+from ..cuda.module import Kernel
+from ..cuda.occupancy import occupancy
+from ..errors import CompileError
+from ..measure.inputs import Inputs, case_seed, make_inputs
+from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
+                                 uses_cpu_reference)
+from ..measure.timing import measure
+from ..measure.verify import POISON_WORD, Verdict, compare
+from ..results.records import CaseResult
+from ..spec.model import Spec
+from ..status import Status
+from .cases import Case, new_record
+from .plan import limits_for_device
+from .session import Session
+
+
+@dataclass
+class CaseRun:
+    """What one case's steps hand on to each other, and the record they fill in."""
+
+    case: Case
+    session: Session
+    spec: Spec
+    compiled: Cubin | CompileError | None
+    record: CaseResult
+    settled: bool = False
+    kernel: Kernel | None = None
+    launch: Callable[[], None] | None = None
+    inputs: Inputs | None = None
+    expected: np.ndarray | None = None
+    reference_name: str = CPU_REFERENCE
+    output: np.ndarray | None = None
+    verdict: Verdict | None = None
+
+    def settle(self, status: Status, message: str) -> None:
+        """End the case here with `status`: no later step runs."""
+        self.record.status = status
+        self.record.message = message
+        self.settled = True
+
+
+Step = Callable[[CaseRun], None]
+
+
+# ----------------------------------------------------------------------------------------------- kernels
+
+def plan(run: CaseRun) -> None:
+    """Settle the case when it cannot run: its source did not compile, or its plan refuses the launch."""
+    case_plan, record = run.case.plan, run.record
+    if isinstance(run.compiled, CompileError):
+        run.settle(Status.ERROR, str(run.compiled))
+        return
+    assert case_plan is not None, "kernel cases are planned before they run (build.plan_cases)"
+    record.resources = case_plan.resources.as_dict() if case_plan.resources else None
+    record.launch = case_plan.config.as_dict() if case_plan.config else None
+    record.occupancy = case_plan.occupancy.as_dict() if case_plan.occupancy else None
+    if not case_plan.valid:
+        record.problems = [str(p) for p in case_plan.problems]
+        run.settle(Status.INVALID, record.problems[0])
+    elif run.compiled is None:
+        run.settle(Status.ERROR, "not compiled: its launch checks failed on every shape of the spec")
+
+
+def load(run: CaseRun) -> None:
+    """Load the kernel, opt in to its dynamic shared memory, and cross-check occupancy with the driver."""
+    config = run.case.plan.config
+    kernel = run.session.module(run.compiled).kernel(run.case.kernel.instance)
+    kernel.allow_dynamic_shared(config.shared_bytes)
+    attributes = kernel.attributes
+    run.record.attributes = attributes.as_dict()
+    # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
+    # driver's own answer beside ours as a cross-check.
+    loaded = occupancy(limits_for_device(run.session.device.properties), config.threads_per_block,
+                       attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
+    blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
+    run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
+    run.kernel = kernel
+
+
+def inputs(run: CaseRun) -> None:
+    """Draw the case's inputs from its seed and upload A and B."""
+    session, shape = run.session, run.case.shape
+    run.record.seed = case_seed(run.spec.verify.seed, run.case.label, shape.label)
+    reads_c = run.case.kernel is not None and run.case.kernel.reads_c()
+    run.inputs = make_inputs(shape, run.record.seed, with_c=reads_c)
+    buffers = session.buffers_for(shape)
+    buffers["A"].upload(run.inputs.A, session.stream)
+    buffers["B"].upload(run.inputs.B, session.stream)
+
+
+def _scalars(run: CaseRun) -> tuple[float, float]:
+    values = run.case.plan.argument_values
+    alpha = float(values.get("alpha", 1.0))
+    beta = float(values.get("beta", 0.0)) if run.inputs.C0 is not None else 0.0
+    return alpha, beta
+
+
+def reference(run: CaseRun) -> None:
+    """The float64 output to check against: NumPy's, or cuBLAS's for shapes too large for the CPU."""
+    session, spec, shape = run.session, run.spec, run.case.shape
+    alpha, beta = _scalars(run)
+    if uses_cpu_reference(spec.verify, shape, session.cublas is not None):
+        run.expected, run.reference_name = cpu_reference(run.inputs, alpha, beta), CPU_REFERENCE
+        return
+    buffers = session.buffers_for(shape)
+    session.cublas.prepare(buffers["A"], buffers["B"], buffers["C_ref"], shape)()
+    product = buffers["C_ref"].download((shape.M, shape.N), np.float32, session.stream)
+    run.expected, run.reference_name = scaled_product(product, run.inputs, alpha, beta), CUBLAS_REFERENCE
+
+
+def _reset_output(run: CaseRun) -> None:
+    """C before the launch: its starting values for a kernel that reads C, else the poison pattern."""
+    output = run.session.buffers_for(run.case.shape)["C"]
+    if run.inputs.C0 is not None:
+        output.upload(run.inputs.C0, run.session.stream)
+    else:
+        output.fill_u32(POISON_WORD, run.session.stream)
+
+
+def _check_output(run: CaseRun, precision: str) -> None:
+    session, shape = run.session, run.case.shape
+    run.output = session.buffers_for(shape)["C"].download((shape.M, shape.N), np.float32, session.stream)
+    run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision),
+                          abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
+                          start=run.inputs.C0)
+    run.record.verification = run.verdict.as_dict()
+    run.record.status = run.verdict.status
+
+
+def launch_verify(run: CaseRun) -> None:
+    """Bind the arguments from the kernel's signature, launch once, and compare C with the reference."""
+    session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
+    buffers = session.buffers_for(run.case.shape)
+    _reset_output(run)
+    values = [buffers[a.name] if a.ctype == "ptr" else case_plan.argument_values[a.name]
+              for a in kernel_spec.signature]
+    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature])
+    run.launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream)
+    with ranges.annotate("checked launch", color="green"):
+        run.launch()
+        session.stream.synchronize()
+    _check_output(run, kernel_spec.precision)
+
+
+def diagnose(run: CaseRun) -> None:
+    """For a wrong output: where and how it is wrong, and an error map when the run keeps artifacts."""
+    if run.verdict is None or run.verdict.status != Status.FAIL:
+        return
+    from ..results.artifacts import save_error_map
+    from ..results.diagnose import diagnose as diagnose_output
+
+    record = run.record
+    record.diagnosis = diagnose_output(run.verdict, run.output, run.expected, run.case.plan)
+    record.message = record.diagnosis.get("summary", "")
+    if run.session.options.artifacts is not None:
+        picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.get("tile"),
+                                 record.message)
+        record.diagnosis["error_map"] = str(picture)
+
+
+def time(run: CaseRun) -> None:
+    """Time the launch (nvbench's cold measurement), unless the run verifies only."""
+    session = run.session
+    if not session.options.time:
+        return
+    with ranges.annotate("time", color="orange"):
+        run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
+                                       session.flusher, session.gate)
+
+
+# ---------------------------------------------------------------------------------------------- baselines
+
+def load_baseline(run: CaseRun) -> None:
+    """The cuBLAS handle in the case's math; without one the case is an ERROR saying why."""
+    precision = run.case.precision
+    handle = run.session.baseline(precision)
+    if handle is None:
+        run.settle(Status.ERROR, run.session.baseline_errors.get(precision, "cuBLAS is unavailable"))
+        return
+    buffers = run.session.buffers_for(run.case.shape)
+    run.launch = handle.prepare(buffers["A"], buffers["B"], buffers["C"], run.case.shape)
+    run.record.status = Status.REF
+
+
+def launch_verify_baseline(run: CaseRun) -> None:
+    """Run cuBLAS once; check it against the CPU where the CPU reference is affordable, else it is the reference."""
+    session, shape = run.session, run.case.shape
+    _reset_output(run)
+    run.launch()
+    session.stream.synchronize()
+    if uses_cpu_reference(run.spec.verify, shape, session.cublas is not None):
+        run.expected = cpu_reference(run.inputs)
+        _check_output(run, run.case.precision)
+    else:
+        run.record.message = "reference for this shape (float64 on the CPU would be slow); not itself checked"
+
+
+KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
+    ("plan", plan), ("load", load), ("inputs", inputs), ("reference", reference),
+    ("launch_verify", launch_verify), ("diagnose", diagnose), ("time", time),
+)
+BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
+    ("load", load_baseline), ("inputs", inputs), ("launch_verify", launch_verify_baseline), ("time", time),
+)
+
+
+def steps_for(case: Case) -> Sequence[tuple[str, Step]]:
+    """The named steps of `case`, in order."""
+    return BASELINE_STEPS if case.is_baseline else KERNEL_STEPS
+
+
+def start(case: Case, session: Session, spec: Spec, compiled: Cubin | CompileError | None) -> CaseRun:
+    """The state a case's steps begin from: its record, named, PASS until a step says otherwise."""
+    return CaseRun(case, session, spec, compiled, new_record(case, Status.PASS))
