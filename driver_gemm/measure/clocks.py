@@ -79,7 +79,8 @@ class ClockTracker:
 
     A batch is throttled when its SM clock is under ``threshold`` of
     ``reference_mhz`` (the maximum SM clock). A reading that NVML marks as
-    taken on an idle GPU says nothing about the batch and never throttles it.
+    taken on an idle GPU says nothing about the batch: it never throttles it
+    and stays out of the clock figures.
     """
 
     reference_mhz: float
@@ -100,7 +101,9 @@ class ClockTracker:
         if reading is None:
             return False
         self.batches += 1
-        self.reasons_seen |= reading.reasons & ~GPU_IDLE
+        if reading.reasons & GPU_IDLE:   # read between kernels: not the clock the batch ran at
+            return False
+        self.reasons_seen |= reading.reasons
         self.lowest_mhz = reading.sm_mhz if self.lowest_mhz is None else min(self.lowest_mhz, reading.sm_mhz)
         if self.is_throttled(reading):
             self.throttled_batches += 1
@@ -114,7 +117,7 @@ class ClockTracker:
             return {}
         return {
             "sm_clock_mhz": float(statistics.median(self.kept_mhz)) if self.kept_mhz else None,
-            "sm_clock_min_mhz": float(self.lowest_mhz),
+            "sm_clock_min_mhz": float(self.lowest_mhz) if self.lowest_mhz is not None else None,
             "sm_clock_reference_mhz": float(self.reference_mhz),
             "throttled_fraction": self.throttled_batches / self.batches,
             "throttle_reasons": reason_names(self.reasons_seen),
