@@ -156,3 +156,18 @@ def test_lock_refusals_are_clear_errors(monkeypatch):
         with lock_sm_clock(UUID):
             pass
     assert isinstance(caught.value, DriverGemmError)
+
+
+@pytest.mark.gpu
+def test_nvml_finds_the_cuda_device_and_reads_its_clock():
+    pytest.importorskip("pynvml")
+    from driver_gemm.cuda.device import Device
+    from driver_gemm.measure.clocks import open_device_clocks
+
+    with Device(0) as device:
+        source = open_device_clocks(device)
+        assert source is not None, "NVML is installed but did not find the CUDA device by UUID or PCI bus id"
+        with source:
+            reading = source.read()
+            assert source.reference_mhz >= device.properties.clock_khz / 1000 * 0.5
+            assert reading is not None and 0 < reading.sm_mhz <= source.reference_mhz * 1.01

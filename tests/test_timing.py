@@ -180,6 +180,14 @@ def test_a_gpu_throttled_throughout_still_ends_on_the_timeout():
     assert samples and summary.samples == len(samples)
 
 
+def test_a_gpu_that_throttles_after_two_samples_still_ends_on_the_timeout():
+    gpu = FakeGpu(lambda i, b: 1.0)
+    clocks = FakeClocks(gpu, throttled=range(2, 10**6))
+    summary, samples = run(gpu, settings(timeout_s=0.5), clocks=clocks)
+    assert summary.stop_reason == StopReason.TIMEOUT
+    assert summary.samples == 2 and summary.discarded_samples > 0
+
+
 def test_a_lower_threshold_keeps_the_batches():
     gpu = FakeGpu(lambda i, b: 0.1)
     clocks = FakeClocks(gpu, throttled={2})

@@ -290,8 +290,8 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
         if reason is None:
             wall = now() - began
             reason = stop_reason(settings, len(samples), gpu_seconds, noise, wall)
-            if reason is None and not samples and throttled_samples and wall >= settings.timeout_s:
-                reason = StopReason.TIMEOUT   # throttled throughout: report what there is, flagged, rather than hang
+            if reason is None and throttled_samples and wall >= settings.timeout_s:
+                reason = StopReason.TIMEOUT   # too few unthrottled samples: report what there is rather than hang
             if samples:
                 batch = batch_size_for(gpu_seconds / len(samples))
         if pending is None:
