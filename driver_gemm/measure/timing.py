@@ -1,30 +1,65 @@
 """Step 4b of the data flow: time a launch the way nvbench's cold measurement does.
 
-The recipe, per case: check it once (done by the runner), warm up, then take
-samples in batches. A batch is queued behind a gate, a tiny kernel that holds
-the stream until the host has queued the whole batch: for each sample, an L2
-flush, an event, the launch, an event. Released, the batch runs back to back,
-so each event pair brackets its kernel alone and not the host's few
-microseconds of launch overhead (without the gate, an idle GPU records the
-first event as soon as it arrives, then waits for the launch). Sampling stops
-once there are at least `min_samples` samples, at least `min_time_s` of
-measured GPU time and the relative noise is under `max_noise`; or when
-`timeout_s` of wall time has gone or `max_samples` are taken. The reason is
-recorded.
+The recipe, per case, and why each step is there:
+
+1. The case is checked once first (by the runner): a wrong kernel's time means nothing.
+2. Warm up (`warmup` launches, each after an L2 flush): the first launches pay
+   for module loading, TLB misses and clocks ramping up.
+3. Take samples in batches. A sample is: flush L2, record an event, launch,
+   record an event. The flush (a write of twice the L2's size) makes every
+   sample a cold GEMM, as a real program sees it between other work; the
+   event pair brackets the launch alone, flush excluded.
+4. Each batch is queued behind a gate, a one-thread kernel that holds the
+   stream until the host has queued the whole batch (nvbench's blocking
+   kernel). Without it an idle GPU records the start event as soon as it
+   arrives and then waits for the launch, so a sample would include the
+   host's launch overhead.
+5. Batches are pipelined: the host queues batch k+1 while the GPU runs batch
+   k, then waits for batch k and reads its events. The host's per-sample cost
+   (a memset, two event records, a launch: ~10-20 us of Python and driver
+   calls) is hidden behind the GPU's (36 us or more of kernel plus ~35 us of
+   flush on an H200) instead of being added to it, and the GPU is never idle
+   between batches. Each sample still measures exactly one flushed launch.
+   The gate's release is a rising ticket, not a flag, so that releasing batch
+   k+1 can never re-close a gate of batch k that the GPU has not reached yet.
+6. Batch size: about `BATCH_GPU_SECONDS` of GPU time, at most `MAX_BATCH`
+   samples (so that a batch stays far under the driver's queue depth while
+   the gate holds it), sized from the time of a whole sample.
+7. Clocks (optional, `clocks=`): the SM clock is read through NVML while each
+   batch runs. A batch read under `throttle_threshold` (75%) of the maximum
+   clock is discarded and sampling pauses `throttle_recovery_delay_s`, as
+   nvbench does; the summary keeps the median and lowest clock, the share
+   of throttled batches and the reasons NVML gave, so that comparisons can
+   tell a slower kernel from a slower GPU.
+8. Stop (reason recorded): at least `min_samples` samples and `min_time_s` of
+   measured GPU time, and then either the relative noise is under
+   `max_noise` (noise-threshold) or it has stopped falling (noise-stable,
+   nvbench's rule for inherently noisy cases); otherwise at `timeout_s` of
+   wall time (timeout) or `max_samples` (max-samples).
+9. Keep every sample: the summary carries them (rounded) for later tests of
+   one distribution against another, and the wall time sampling took.
+
+In graph mode a sample is one replay of a CUDA graph of `graph_launches`
+launches (no host gaps between them; only the first follows a flush). The
+budget and the batch size count the whole replay; the recorded sample is the
+replay's time divided by its launches.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Protocol
 
 from ..cuda.compile import compile_text
 from ..cuda.device import Device, DeviceBuffer, Stream
 from ..cuda.check import check
+from ..errors import CudaError
 from ..cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from ..cuda.module import Module
 from ..spec.model import MeasureSettings
-from .stats import RunningNoise, TimingSummary, summarize
+from .clocks import THROTTLE_RECOVERY_DELAY_S, THROTTLE_THRESHOLD, ClockSource, ClockTracker
+from .stats import NoiseHistory, StopReason, TimingSummary, summarize
 
 # Never stop on the timeout before this many samples: a median needs a few.
 MIN_SAMPLES_ON_TIMEOUT = 3
@@ -32,12 +67,12 @@ MAX_BATCH = 32              # samples queued behind one gate (well under the dri
 BATCH_GPU_SECONDS = 0.02    # aim for batches of about this much kernel time
 
 _GATE_SOURCE = r"""
-// Holds its stream until the host sets *release (or about `patience` clock cycles pass,
-// so that a host that died cannot hang the GPU).
-extern "C" __global__ void hold_stream(const volatile int* release, long long patience)
+// Holds its stream until the host raises *release to at least `ticket` (or about `patience`
+// clock cycles pass, so that a host that died cannot hang the GPU).
+extern "C" __global__ void hold_stream(const volatile int* release, int ticket, long long patience)
 {
     const long long start = clock64();
-    while (*release == 0 && clock64() - start < patience) {
+    while (*release < ticket && clock64() - start < patience) {
     }
 }
 """
@@ -64,24 +99,33 @@ class L2Flusher:
 
 
 class LaunchGate:
-    """A one-thread kernel that blocks a stream until the host opens it (nvbench's blocking kernel)."""
+    """A one-thread kernel that blocks a stream until the host opens it (nvbench's blocking kernel).
+
+    Each `hold` queues a gate with the next ticket; `release` raises the shared
+    word to that ticket, which opens it and every earlier gate still queued.
+    """
 
     def __init__(self, device: Device, stream: Stream):
         cubin = compile_text(_GATE_SOURCE, "hold_stream.cu", ["hold_stream"], device.properties.arch)
         self.module = Module(device, cubin)
+        self.kernel = self.module.kernel("hold_stream")
+        self.stream = stream
         self.flag = device.mapped_word()
-        patience = 5 * device.properties.clock_khz * 1000   # about five seconds of cycles
-        arguments = PackedArguments(["ptr", "int64"], [self.flag.address, patience])
-        self._hold = PreparedLaunch(self.module.kernel("hold_stream"), LaunchConfig.of([1], [1]), arguments, stream)
+        self.patience = 5 * device.properties.clock_khz * 1000   # about five seconds of cycles
+        self.ticket = 0
+        self._held: PreparedLaunch | None = None   # the last gate's arguments, alive past its launch
 
     def hold(self) -> None:
-        self.flag.set(0)
-        self._hold.launch()
+        self.ticket += 1
+        arguments = PackedArguments(["ptr", "int32", "int64"], [self.flag.address, self.ticket, self.patience])
+        self._held = PreparedLaunch(self.kernel, LaunchConfig.of([1], [1]), arguments, self.stream)
+        self._held.launch()
 
     def release(self) -> None:
-        self.flag.set(1)
+        self.flag.set(self.ticket)
 
     def close(self) -> None:
+        self.release()
         self.flag.close()
         self.module.close()
 
@@ -112,71 +156,193 @@ class CapturedLaunches:
         self.executable.close()
 
 
+class SampleQueue(Protocol):
+    """What the sampling loop needs from the GPU: queue timed samples into slots, wait, read them.
+
+    `EventSampler` is the CUDA one; tests give the loop a fake with a fake clock.
+    """
+
+    def queue(self, first_slot: int, count: int) -> None: ...
+
+    def wait(self, slot: int) -> None: ...
+
+    def elapsed_ms(self, slot: int) -> float: ...
+
+
+class EventSampler:
+    """Queues batches of timed samples (flush, event, launch, event) behind the gate; reads their events."""
+
+    def __init__(self, device: Device, stream: Stream, launch: Callable[[], None], flush: Callable[[], None],
+                 gate: LaunchGate | None, slots: int = 2 * MAX_BATCH):
+        self.stream, self.launch, self.flush, self.gate = stream, launch, flush, gate
+        self.starts, self.ends = [], []
+        try:
+            for _ in range(slots):
+                self.starts.append(device.event())
+                self.ends.append(device.event())
+        except BaseException:
+            self.close()
+            raise
+
+    def queue(self, first_slot: int, count: int) -> None:
+        stream, launch, flush = self.stream, self.launch, self.flush
+        if self.gate is not None:
+            self.gate.hold()
+        try:
+            for slot in range(first_slot, first_slot + count):
+                flush()
+                self.starts[slot].record(stream)
+                launch()
+                self.ends[slot].record(stream)
+        finally:
+            if self.gate is not None:
+                self.gate.release()
+
+    def wait(self, slot: int) -> None:
+        self.ends[slot].synchronize()
+
+    def elapsed_ms(self, slot: int) -> float:
+        return self.ends[slot].elapsed_ms_since(self.starts[slot])
+
+    def close(self) -> None:
+        for event in self.starts + self.ends:
+            event.close()
+
+
+@dataclass(frozen=True)
+class ThrottlePolicy:
+    """nvbench's throttle handling: drop batches under `threshold` of the maximum clock, then pause."""
+
+    threshold: float = THROTTLE_THRESHOLD
+    recovery_delay_s: float = THROTTLE_RECOVERY_DELAY_S
+
+
+def batch_size_for(sample_seconds: float) -> int:
+    """Samples per batch for samples of `sample_seconds` of GPU time each (a whole graph replay in graph mode)."""
+    # (the small addend keeps 0.02 / 0.001 at 20 when the mean carries a rounding error)
+    return max(1, min(MAX_BATCH, int(BATCH_GPU_SECONDS / max(sample_seconds, 1e-9) + 1e-6)))
+
+
+def stop_reason(settings: MeasureSettings, samples: int, gpu_seconds: float, noise: NoiseHistory,
+                wall_seconds: float) -> StopReason | None:
+    """Why sampling should stop now, or None to go on (the rules of step 8 of the recipe)."""
+    if samples >= settings.max_samples:
+        return StopReason.MAX_SAMPLES
+    if samples >= settings.min_samples and gpu_seconds >= settings.min_time_s:
+        if noise.relative_stdev <= settings.max_noise:
+            return StopReason.NOISE_THRESHOLD
+        if noise.is_stable():
+            return StopReason.NOISE_STABLE
+    if wall_seconds >= settings.timeout_s and samples >= min(MIN_SAMPLES_ON_TIMEOUT, settings.min_samples):
+        return StopReason.TIMEOUT
+    return None
+
+
+def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_sample: int = 1,
+                clocks: ClockSource | None = None, throttle: ThrottlePolicy = ThrottlePolicy(),
+                now: Callable[[], float] = time.perf_counter, sleep: Callable[[float], None] = time.sleep,
+                started: float | None = None) -> tuple[TimingSummary, list[float]]:
+    """Take samples from `queue` until a stop rule holds; return the summary and the samples (ms per launch).
+
+    Two halves of `MAX_BATCH` slots alternate: one batch is read while the
+    next runs. `now` and `sleep` are the wall clock and the pause (injected for
+    tests); `started` is when the case's timing began (warm-up included) for
+    the wall time recorded; the timeout counts from the first sample.
+    """
+    began = now()
+    started = began if started is None else started
+    samples: list[float] = []
+    throttled_samples: list[float] = []
+    noise = NoiseHistory()
+    tracker = ClockTracker(clocks.reference_mhz, throttle.threshold) if clocks is not None else None
+    gpu_seconds = 0.0
+    batch = 1                          # the first sample sizes the batches that follow
+    half = 0
+    pending: tuple[int, int] | None = None
+    reason: StopReason | None = None
+    while True:
+        queued = None
+        in_flight = pending[1] if pending else 0
+        room = settings.max_samples - len(samples) - in_flight
+        if reason is None and room > 0:
+            count = min(batch, room)
+            queue.queue(half * MAX_BATCH, count)
+            queued = (half * MAX_BATCH, count)
+            half ^= 1
+        if pending is None:
+            if queued is None:
+                break
+            pending = queued
+            continue
+        reading = clocks.read() if clocks is not None else None   # taken while `pending` runs
+        first, count = pending
+        queue.wait(first + count - 1)
+        times = [queue.elapsed_ms(slot) for slot in range(first, first + count)]
+        if tracker is not None and tracker.record(reading):
+            throttled_samples.extend(t / launches_per_sample for t in times)
+            sleep(throttle.recovery_delay_s)
+        else:
+            for elapsed in times:
+                per_launch = elapsed / launches_per_sample
+                samples.append(per_launch)
+                noise.add(per_launch)
+                gpu_seconds += elapsed / 1e3      # the whole sample ran on the GPU, every launch of it
+        pending = queued
+        if reason is None:
+            wall = now() - began
+            reason = stop_reason(settings, len(samples), gpu_seconds, noise, wall)
+            if reason is None and throttled_samples and wall >= settings.timeout_s:
+                reason = StopReason.TIMEOUT   # too few unthrottled samples: report what there is rather than hang
+            if samples:
+                batch = batch_size_for(gpu_seconds / len(samples))
+        if pending is None:
+            break
+    kept = samples or throttled_samples
+    extra = tracker.summary_fields() if tracker is not None else {}
+    summary = summarize(kept, reason or StopReason.MAX_SAMPLES, launches_per_sample=launches_per_sample,
+                        wall_s=now() - started, discarded_samples=len(throttled_samples) if samples else 0,
+                        **extra)
+    return summary, kept
+
+
 def measure(launch: Callable[[], None], device: Device, stream: Stream, settings: MeasureSettings,
-            flusher: L2Flusher | None = None, gate: LaunchGate | None = None) -> tuple[TimingSummary, list[float]]:
+            flusher: L2Flusher | None = None, gate: LaunchGate | None = None, *,
+            clocks: ClockSource | None = None, throttle: ThrottlePolicy = ThrottlePolicy()
+            ) -> tuple[TimingSummary, list[float]]:
     """Time `launch` (which enqueues one launch on `stream`); return the summary and the raw samples (ms).
 
-    In graph mode a sample is one replay of a CUDA graph of `graph_launches`
-    launches, divided by their number: the launches run with no host gaps
-    between them, and only the first of each replay follows an L2 flush.
+    `clocks` (from `clocks.open_device_clocks(device)`, opened once per run)
+    adds the SM clock of every batch and drops throttled batches per
+    `throttle`; without it the summary's clock fields are None. In graph mode
+    a sample is one replay of a CUDA graph of `graph_launches` launches and
+    the recorded time is per launch.
     """
+    started = time.perf_counter()
     if settings.mode == "graph":
         captured = CapturedLaunches(device, stream, launch, settings.graph_launches)
         try:
-            return _sample(captured.replay, device, stream, settings, flusher, gate, settings.graph_launches)
+            return _measure(captured.replay, device, stream, settings, flusher, gate, settings.graph_launches,
+                            clocks, throttle, started)
         finally:
             captured.close()
-    return _sample(launch, device, stream, settings, flusher, gate, 1)
+    return _measure(launch, device, stream, settings, flusher, gate, 1, clocks, throttle, started)
 
 
-def _sample(launch, device, stream, settings, flusher, gate, launches_per_sample: int):
+def _measure(launch, device, stream, settings, flusher, gate, launches_per_sample, clocks, throttle, started):
     flush = flusher.flush if flusher is not None and settings.flush_l2 else (lambda: None)
     for _ in range(settings.warmup):
         flush()
         launch()
     stream.synchronize()
-
-    events = [(device.event(), device.event()) for _ in range(MAX_BATCH)]
+    sampler = EventSampler(device, stream, launch, flush, gate)
     try:
-        samples: list[float] = []
-        noise = RunningNoise()
-        gpu_seconds = 0.0
-        began = time.perf_counter()
-        batch = 1                      # the first sample sizes the batches that follow
-        reason = "max_samples"
-        while len(samples) < settings.max_samples:
-            batch = min(batch, settings.max_samples - len(samples))
-            if gate is not None:
-                gate.hold()
-            try:
-                for start, end in events[:batch]:
-                    flush()
-                    start.record(stream)
-                    launch()
-                    end.record(stream)
-            finally:
-                if gate is not None:
-                    gate.release()
-            events[batch - 1][1].synchronize()
-            stop = None
-            for start, end in events[:batch]:
-                elapsed = end.elapsed_ms_since(start) / launches_per_sample
-                samples.append(elapsed)
-                noise.add(elapsed)
-                gpu_seconds += elapsed / 1e3
-            if (len(samples) >= settings.min_samples and gpu_seconds >= settings.min_time_s
-                    and noise.relative_stdev <= settings.max_noise):
-                stop = "converged"
-            elif (time.perf_counter() - began >= settings.timeout_s
-                  and len(samples) >= min(MIN_SAMPLES_ON_TIMEOUT, settings.min_samples)):
-                stop = "timeout"
-            if stop:
-                reason = stop
-                break
-            per_sample = max(gpu_seconds / len(samples), 1e-6)
-            batch = max(1, min(MAX_BATCH, int(BATCH_GPU_SECONDS / per_sample)))
-        return summarize(samples, reason), samples
+        return sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
+                           throttle=throttle, started=started)
+    except BaseException:
+        try:
+            stream.synchronize()   # a batch still queued must not outlive its events
+        except CudaError:
+            pass                   # the error on its way out already says what went wrong
+        raise
     finally:
-        for start, end in events:
-            start.close()
-            end.close()
+        sampler.close()
