@@ -313,6 +313,8 @@ def demangle(symbol: str) -> Demangled | None:
             params.append(parser.type())
     except (_GiveUp, IndexError, ValueError):
         return None
+    if not params:         # a variable, not a function: a function's encoding lists at least "v"
+        return None
     if params == [ParamType("void", None, "void")]:
         params = []
     return Demangled(display, base, tuple(params))
