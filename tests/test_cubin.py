@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
+import sys
 
 import pytest
 
 from conftest import TEST_KERNELS
 from driver_gemm.cuda import compile as nvrtc_compile
 from driver_gemm.cuda.cubin import read_cubin
-from driver_gemm.cuda.fatbin import cubin_for_arch, ptx_entries, ptx_param_slots, read_fatbin
+from driver_gemm.cuda.fatbin import cubin_bytes, cubin_for_arch, ptx_entries, ptx_param_slots, read_fatbin
 from driver_gemm.errors import ImageError
 
 SOURCE = TEST_KERNELS / "signatures.cu"
@@ -94,17 +96,19 @@ def test_nvcc_cubin_reads_like_nvrtc(tmp_path, image):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("compression", ["--no-compress", "-compress-mode=speed"])
-def test_fatbin_gives_the_cubin_of_each_arch(tmp_path, compression):
-    data = _nvcc(tmp_path, "-fatbin", compression, "-gencode", "arch=compute_90,code=sm_90",
-                 "-gencode", "arch=compute_90a,code=sm_90a", "-gencode", "arch=compute_100,code=sm_100",
-                 "-gencode", "arch=compute_90,code=compute_90")
-    assert sorted(entry.arch for entry in read_fatbin(data)) == ["compute_90", "sm_100", "sm_90", "sm_90a"]
-    for arch in ("sm_90", "sm_90a", "sm_100"):
+def test_fatbin_gives_the_cubin_of_each_arch(tmp_path):
+    # LZ4 ("speed") compresses the PTX entry and leaves the CUBINs as they are: both paths are read.
+    data = _nvcc(tmp_path, "-fatbin", "-compress-mode=speed", "-gencode", "arch=compute_90,code=sm_90",
+                 "-gencode", "arch=compute_90a,code=sm_90a", "-gencode", "arch=compute_90,code=compute_90")
+    entries = read_fatbin(data)
+    assert sorted((entry.arch, entry.compression) for entry in entries) == [
+        ("compute_90", "lz4"), ("sm_90", None), ("sm_90a", None)]
+    for arch in ("sm_90", "sm_90a"):
         picked = read_cubin(cubin_for_arch(data, arch, "k.fatbin"))
         assert picked.arch == arch
         assert len(picked.kernel("gemm_plain").params) == 6
-    with pytest.raises(ImageError, match="no CUBIN for sm_80.*sm_90a"):
+        assert cubin_bytes(data, arch) == cubin_for_arch(data, arch)
+    with pytest.raises(ImageError, match=r"no CUBIN for sm_80 \(the fatbin holds .*sm_90a"):
         cubin_for_arch(data, "sm_80", "k.fatbin")
     ptx = next(entry for entry in read_fatbin(data) if entry.kind == "ptx").data().decode()
     assert ptx_entries(ptx)["padded"][1].type == ".f64"
@@ -166,3 +170,34 @@ def test_garbage_fatbin_is_a_clear_error():
     header = bytes.fromhex("50ed55ba01001000") + (1 << 20).to_bytes(8, "little")
     with pytest.raises(ImageError, match="truncated fatbin"):
         read_fatbin(header + bytes(64), "x.fatbin")
+
+
+def _synthetic_fatbin(kind: int, sm: int, flags: int, payload: bytes, uncompressed: int) -> bytes:
+    entry = struct.pack("<HHIQIIHHIIIQQQ", kind, 0x101, 0x40, len(payload), len(payload), 0, 0, 8, sm, 0, 0,
+                        flags, 0, uncompressed)
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(entry) + len(payload)) + entry + payload
+
+
+def test_zstd_entry_without_the_module_says_how_to_rebuild(monkeypatch):
+    data = _synthetic_fatbin(2, 90, 0x8011, b"\x28\xb5\x2f\xfd" + bytes(12), 4096)
+    (entry,) = read_fatbin(data, "z.fatbin")
+    assert (entry.arch, entry.compression) == ("sm_90", "zstd")
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(ImageError, match="Zstandard-compressed.*rebuild"):
+        cubin_for_arch(data, "sm_90", "z.fatbin")
+
+
+def test_lz4_entry_is_decoded_and_bad_lz4_is_a_clear_error():
+    # One sequence: 4 literals "abcd", then a match of 8 bytes at distance 4 (an overlapping copy), then "!".
+    block = bytes([0x44]) + b"abcd" + bytes([4, 0]) + bytes([0x10]) + b"!"
+    (entry,) = read_fatbin(_synthetic_fatbin(1, 90, 0x2011, block, 13))
+    assert entry.data() == b"abcdabcdabcd!"
+    (broken,) = read_fatbin(_synthetic_fatbin(1, 90, 0x2011, bytes([0x44]) + b"abcd" + bytes([9, 0]), 13))
+    with pytest.raises(ImageError, match="corrupt LZ4"):
+        broken.data("p.fatbin")
+
+
+def test_cubin_bytes_passes_a_cubin_through_and_rejects_text(nvrtc_cubin):
+    assert cubin_bytes(nvrtc_cubin.image, "sm_90") == nvrtc_cubin.image
+    with pytest.raises(ImageError, match="neither a CUBIN"):
+        cubin_bytes(b".version 9.0\n.target sm_90\n", "sm_90", "k.ptx")

@@ -115,6 +115,20 @@ def cubin_for_arch(data: bytes, arch: str, source: str = "<fatbin>") -> bytes:
     raise ImageError(f"{source}: no CUBIN for {arch} (the fatbin holds {held})")
 
 
+def cubin_bytes(data: bytes, arch: str, source: str = "<image>") -> bytes:
+    """The CUBIN to read and load for `arch` from a prebuilt binary: a CUBIN as it is, or a fatbin's entry.
+
+    PTX has no CUBIN to read: its signature comes from `ptx_entries`, and the
+    driver compiles it when `cuModuleLoadData` loads it.
+    """
+    if data[:4] == b"\x7fELF":
+        return data
+    if is_fatbin(data):
+        return cubin_for_arch(data, arch, source)
+    raise ImageError(f"{source}: neither a CUBIN (ELF) nor a fatbin (0x{FATBIN_MAGIC:08X}); PTX text is read with "
+                     "ptx_entries")
+
+
 def _lz4_block(block: bytes, size: int, source: str) -> bytes:
     """Decode one LZ4 block (the raw block format: sequences of literals and back-references)."""
     out = bytearray()
