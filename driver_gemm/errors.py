@@ -70,6 +70,10 @@ class CompileError(DriverGemmError):
         super().__init__(message)
 
 
+class ImageError(DriverGemmError):
+    """A prebuilt kernel image (CUBIN, fatbin or PTX) that cannot be read, or lacks what was asked of it."""
+
+
 class CudaError(DriverGemmError):
     """A CUDA driver, NVRTC or cuBLAS call returned an error status.
 

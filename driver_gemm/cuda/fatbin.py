@@ -1,0 +1,220 @@
+"""Prebuilt kernel binaries: find the CUBIN for an architecture in a fatbin, and read PTX signatures.
+
+A fatbin (``nvcc -fatbin``) is a 16-byte header (u32 magic ``0xBA55ED50``,
+u16 version, u16 header size, u64 size of what follows) and then entries,
+each with its own header: u16 kind (1 PTX, 2 ELF), u16 version, u32 header
+size, u64 payload size (padded to 8), u32 compressed size, u32 (unused here), u16 minor,
+u16 major, u32 SM number, u32/u32 name, u64 flags, u64 zero, u64
+uncompressed size. Flags seen from nvcc 13.0: 0x1 64-bit, 0x10 Linux,
+0x2000 LZ4-compressed (``-compress-mode=speed``), 0x8000 Zstandard-compressed
+(the default), 0x100000 an arch-specific (``sm_90a``) entry.
+
+LZ4 blocks are decoded here; Zstandard needs the optional ``zstandard``
+module, and without it the error says how to rebuild without compression.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import ImageError
+from .cubin import ParamSlot
+
+FATBIN_MAGIC = 0xBA55ED50
+KIND_PTX, KIND_ELF = 1, 2
+FLAG_LZ4 = 0x2000
+FLAG_ZSTD = 0x8000
+FLAG_ARCH_SPECIFIC = 0x100000
+
+_HEADER = struct.Struct("<IHHQ")
+_ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
+
+
+@dataclass(frozen=True)
+class FatbinEntry:
+    """One entry of a fatbin: a CUBIN (``kind`` ``"elf"``) or PTX for one architecture."""
+
+    kind: str                # "elf" or "ptx"
+    sm: int                  # 90 for sm_90 / compute_90
+    arch_specific: bool      # sm_90a
+    compression: str | None  # None, "lz4" or "zstd"
+    payload: bytes           # as stored (compressed when `compression` is set)
+    uncompressed_size: int
+
+    @property
+    def arch(self) -> str:
+        prefix = "sm" if self.kind == "elf" else "compute"
+        return f"{prefix}_{self.sm}{'a' if self.arch_specific else ''}"
+
+    def data(self, source: str = "<fatbin>") -> bytes:
+        """The entry's bytes, decompressed."""
+        if self.compression is None:
+            return self.payload
+        if self.compression == "lz4":
+            return _lz4_block(self.payload, self.uncompressed_size, source)
+        try:
+            import zstandard
+        except ImportError:
+            raise ImageError(f"{source}: the {self.arch} entry is Zstandard-compressed and the 'zstandard' module "
+                             "is not installed (install it, or rebuild with nvcc -Xfatbin -compress-all=false / "
+                             "--no-compress / -compress-mode=speed)") from None
+        try:
+            return zstandard.ZstdDecompressor().decompress(self.payload, max_output_size=self.uncompressed_size)
+        except zstandard.ZstdError as exc:
+            raise ImageError(f"{source}: the {self.arch} entry does not decompress: {exc}") from None
+
+
+def is_fatbin(data: bytes) -> bool:
+    return len(data) >= 4 and struct.unpack_from("<I", data)[0] == FATBIN_MAGIC
+
+
+def read_fatbin(data: bytes, source: str = "<fatbin>") -> list[FatbinEntry]:
+    """Every entry of the fatbin `data` (named `source` in messages), in file order; bounds-checked."""
+    if len(data) < _HEADER.size or not is_fatbin(data):
+        raise ImageError(f"{source}: not a fatbin (no 0x{FATBIN_MAGIC:08X} header)")
+    _, _, header_size, body_size = _HEADER.unpack_from(data)
+    position, end = header_size, header_size + body_size
+    if end > len(data):
+        raise ImageError(f"{source}: truncated fatbin (header announces {end} bytes, file has {len(data)})")
+    entries = []
+    while position + _ENTRY.size <= end:
+        (kind, _, entry_header, size, compressed, _, _, _, sm, _, _, flags, _, uncompressed) = _ENTRY.unpack_from(data, position)
+        start = position + entry_header
+        if entry_header < _ENTRY.size or start + size > end:
+            raise ImageError(f"{source}: truncated or corrupt fatbin (entry at byte {position} runs past the end)")
+        compression = "zstd" if flags & FLAG_ZSTD else "lz4" if flags & FLAG_LZ4 else None
+        stored = compressed if compression and 0 < compressed <= size else size   # the rest is padding
+        if kind in (KIND_PTX, KIND_ELF):
+            entries.append(FatbinEntry("ptx" if kind == KIND_PTX else "elf", sm, bool(flags & FLAG_ARCH_SPECIFIC),
+                                       compression, data[start:start + stored], uncompressed))
+        position = start + size
+    return entries
+
+
+def cubin_for_arch(data: bytes, arch: str, source: str = "<fatbin>") -> bytes:
+    """The CUBIN in fatbin `data` built for exactly `arch` (``sm_90`` or ``sm_90a``), decompressed.
+
+    An image for ``sm_90`` is taken for an ``sm_90a`` target when no ``sm_90a``
+    one exists (the plain code runs there); the reverse is not allowed. When
+    none fits, an `ImageError` lists the architectures the fatbin holds.
+    """
+    match = re.fullmatch(r"sm_(\d+)(a?)", arch)
+    if not match:
+        raise ImageError(f"{source}: not a real architecture: {arch!r}")
+    sm, specific = int(match.group(1)), bool(match.group(2))
+    entries = read_fatbin(data, source)
+    cubins = [e for e in entries if e.kind == "elf" and e.sm == sm]
+    for wanted in ((True, False) if specific else (False,)):
+        for entry in cubins:
+            if entry.arch_specific == wanted:
+                return entry.data(source)
+    held = ", ".join(e.arch for e in entries) or "nothing"
+    raise ImageError(f"{source}: no CUBIN for {arch} (the fatbin holds {held})")
+
+
+def cubin_bytes(data: bytes, arch: str, source: str = "<image>") -> bytes:
+    """The CUBIN to read and load for `arch` from a prebuilt binary: a CUBIN as it is, or a fatbin's entry.
+
+    PTX has no CUBIN to read: its signature comes from `ptx_entries`, and the
+    driver compiles it when `cuModuleLoadData` loads it.
+    """
+    if data[:4] == b"\x7fELF":
+        return data
+    if is_fatbin(data):
+        return cubin_for_arch(data, arch, source)
+    raise ImageError(f"{source}: neither a CUBIN (ELF) nor a fatbin (0x{FATBIN_MAGIC:08X}); PTX text is read with "
+                     "ptx_entries")
+
+
+def _lz4_block(block: bytes, size: int, source: str) -> bytes:
+    """Decode one LZ4 block (the raw block format: sequences of literals and back-references)."""
+    out = bytearray()
+    position = 0
+    try:
+        while position < len(block):
+            token = block[position]
+            position += 1
+            literals = token >> 4
+            if literals == 15:
+                while True:
+                    extra = block[position]
+                    position += 1
+                    literals += extra
+                    if extra != 255:
+                        break
+            out += block[position:position + literals]
+            position += literals
+            if position >= len(block):
+                break
+            distance = block[position] | block[position + 1] << 8
+            position += 2
+            length = token & 15
+            if length == 15:
+                while True:
+                    extra = block[position]
+                    position += 1
+                    length += extra
+                    if extra != 255:
+                        break
+            length += 4
+            if distance == 0 or distance > len(out):
+                raise ValueError("back-reference before the start")
+            start = len(out) - distance
+            for index in range(length):   # overlapping copies repeat the tail byte by byte
+                out.append(out[start + index])
+    except (IndexError, ValueError) as exc:
+        raise ImageError(f"{source}: corrupt LZ4-compressed fatbin entry ({exc})") from None
+    return bytes(out[:size]) if size else bytes(out)
+
+
+# ----------------------------------------------------------------------------------------------- PTX
+
+
+class PtxParam(NamedTuple):
+    """One ``.param`` of a PTX entry: its name, PTX type (``.u64``, ``.b8``...), size and alignment in bytes."""
+
+    name: str
+    type: str
+    size: int
+    align: int
+
+
+_PTX_TYPE_SIZES = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
+                   "b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "s64": 8, "f64": 8}
+_ENTRY_DECL = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)", re.DOTALL)
+_PARAM_DECL = re.compile(r"\.param\s+(?:\.attribute\s*\([^)]*\)\s*)?(?:\.ptr\s*(?:\.\w+\s*)*)?"
+                         r"(?:\.align\s+(\d+)\s+)?\.(\w+)\s+([\w$.]+)\s*(?:\[\s*(\d+)\s*\])?")
+
+
+def ptx_entries(ptx: str) -> dict[str, tuple[PtxParam, ...]]:
+    """Every ``.entry`` of PTX text and its ``.param`` list, in declaration order, without compiling.
+
+    A by-value struct is declared ``.param .align 64 .b8 name[128]``: its size
+    is the element size times the count, its alignment the ``.align``.
+    """
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", ptx, flags=re.DOTALL)
+    entries = {}
+    for name, body in _ENTRY_DECL.findall(text):
+        params = []
+        for declaration in filter(None, (part.strip() for part in body.split(","))):
+            match = _PARAM_DECL.search(declaration)
+            if not match or match.group(2) not in _PTX_TYPE_SIZES:
+                raise ImageError(f"PTX entry {name}: cannot read the parameter declaration {declaration!r}")
+            align, kind, param_name, count = match.groups()
+            element = _PTX_TYPE_SIZES[kind]
+            params.append(PtxParam(param_name, f".{kind}", element * int(count or 1), int(align or element)))
+        entries[name] = tuple(params)
+    return entries
+
+
+def ptx_param_slots(params: tuple[PtxParam, ...]) -> tuple[ParamSlot, ...]:
+    """The (ordinal, offset, size) layout of PTX parameters: each at the next multiple of its alignment."""
+    slots, offset = [], 0
+    for ordinal, param in enumerate(params):
+        offset = -(-offset // param.align) * param.align
+        slots.append(ParamSlot(ordinal, offset, param.size))
+        offset += param.size
+    return tuple(slots)

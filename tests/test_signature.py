@@ -1,0 +1,196 @@
+"""A spec's signature checked against the kernel's real parameters: counts, sizes and demangled types."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TEST_KERNELS
+from driver_gemm.cuda import compile as nvrtc_compile
+from driver_gemm.cuda.cubin import ParamSlot, read_cubin
+from driver_gemm.cuda.mangling import demangle, find_symbol
+from driver_gemm.cuda.signature import check_kernel_signature, check_signature, param_slots_from_function
+from driver_gemm.errors import ImageError, SpecError
+from driver_gemm.spec.model import Argument, KernelSpec
+
+SOURCE = TEST_KERNELS / "signatures.cu"
+INSTANCES = ("gemm_tiles<32>", "gemm_tiles<64>", "float_k")
+
+
+def signature(*entries: str) -> tuple[Argument, ...]:
+    """``signature("A:ptr", "M:int32")``."""
+    return tuple(Argument(*entry.split(":")) for entry in entries)
+
+
+SEED = signature("A:ptr", "B:ptr", "C:ptr", "M:int32", "N:int32", "K:int32")
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    cubin = nvrtc_compile.compile_source(SOURCE, INSTANCES, "sm_90", use_cache=False)
+    return cubin, read_cubin(cubin.image, "signatures.cu")
+
+
+# --------------------------------------------------------------------------------------- demangling
+
+@pytest.mark.parametrize("symbol, name, types", [
+    ("_Z16sgemm_smem_tilesILi32EEvPKfS1_Pfiii", "sgemm_smem_tiles<32>",
+     ["const float*", "const float*", "float*", "int", "int", "int"]),
+    ("_Z2gkIdEv14CUtensorMap_stPT_6__halfPKS1_S2_", "gk<double>",
+     ["CUtensorMap_st", "double*", "__half", "const double*", "double*"]),
+    ("_ZN2ns4kernIfLi64ELb1EEEvPKT_PS1_NS_4WrapIS1_Li2EEEdjx", "ns::kern<float, 64, true>",
+     ["const float*", "float*", "ns::Wrap<float, 2>", "double", "unsigned int", "long long"]),
+    ("_Z4litsILj64ELc97ELln3EEvPf", "lits<64u, (char)97, -3l>", ["float*"]),
+    ("_Z4overPfPKfatby", "over", ["float*", "const float*", "signed char", "unsigned short", "bool",
+                                  "unsigned long long"]),
+    ("_Z1kv", "k", []),
+])
+def test_demangles_names_and_parameter_types(symbol, name, types):
+    result = demangle(symbol)
+    assert result.name == name
+    assert [p.text for p in result.params] == types
+
+
+def test_demangled_kinds_and_sizes():
+    params = demangle("_Z2gkIdEv14CUtensorMap_stPT_6__halfPKS1_S2_").params
+    assert [(p.kind, p.size) for p in params] == [("struct", 128), ("pointer", 8), ("struct", 2), ("pointer", 8),
+                                                  ("pointer", 8)]
+    assert [(p.kind, p.size) for p in demangle("_Z1fidDhy").params] == [("int", 4), ("float", 8), ("float", 2),
+                                                                       ("int", 8)]
+
+
+@pytest.mark.parametrize("symbol", ["gemm_plain", "_Z", "_Z3fooIJifEEvDpT_", "_Z99x", "_ZN3fooE", "_Z1fS5_",
+                                    "_Z1fILZ1gvEEvv", "_Z" + "P" * 50])
+def test_what_is_not_understood_gives_none(symbol):
+    assert demangle(symbol) is None
+
+
+def test_find_symbol_by_mangled_template_id_or_unique_base_name():
+    symbols = ["gemm_plain", "_Z10gemm_tilesILi32EEvPKfS1_Pfiii", "_Z10gemm_tilesILi64EEvPKfS1_Pfiii",
+               "_Z7float_kPKfS0_Pfiif"]
+    assert find_symbol("gemm_plain", symbols) == "gemm_plain"
+    assert find_symbol("_Z7float_kPKfS0_Pfiif", symbols) == "_Z7float_kPKfS0_Pfiif"
+    assert find_symbol("gemm_tiles< 64 >", symbols) == "_Z10gemm_tilesILi64EEvPKfS1_Pfiii"
+    assert find_symbol("float_k", symbols) == "_Z7float_kPKfS0_Pfiif"
+    with pytest.raises(ImageError, match="ambiguous.*gemm_tiles<32>.*gemm_tiles<64>"):
+        find_symbol("gemm_tiles", symbols, "k.cubin")
+    with pytest.raises(ImageError, match="no kernel matches function 'sgemm'.*gemm_plain"):
+        find_symbol("sgemm", symbols, "k.cubin")
+
+
+# --------------------------------------------------------------------------------------- the check
+
+def test_matching_signature_has_no_problems(compiled):
+    cubin, image = compiled
+    for symbol in ("gemm_plain", cubin.symbol("gemm_tiles<32>")):
+        kernel = image.kernel(symbol)
+        types = demangle(symbol).params if demangle(symbol) else None
+        assert check_signature(kernel.params, types, SEED) == []
+
+
+def test_missing_parameter_is_a_count_mismatch(compiled):
+    _, image = compiled
+    problems = check_signature(image.kernel("gemm_plain").params, None, SEED[:5])
+    assert len(problems) == 1
+    assert "the kernel takes 6 parameters" in problems[0] and "the signature names 5: A, B, C, M, N" in problems[0]
+
+
+def test_extra_parameter_is_a_count_mismatch(compiled):
+    _, image = compiled
+    problems = check_signature(image.kernel("gemm_plain").params, None, SEED + signature("alpha:float32"))
+    assert "the kernel takes 6 parameters" in problems[0] and "names 7" in problems[0]
+
+
+def test_wrong_sizes_are_named_by_position(compiled):
+    _, image = compiled
+    wrong = signature("A:ptr", "B:int32", "C:ptr", "M:int64", "N:int32", "K:int32")
+    problems = check_signature(image.kernel("gemm_plain").params, None, wrong)
+    assert problems == ["parameter 2 (B, int32): the kernel's parameter is 8 bytes, int32 is 4",
+                        "parameter 4 (M, int64): the kernel's parameter is 4 bytes, int64 is 8"]
+
+
+def test_double_against_float32_is_a_size_mismatch(compiled):
+    _, image = compiled
+    wrong = signature("n:int32", "alpha:float32", "c:int32", "big:int64", "out:ptr")
+    problems = check_signature(image.kernel("padded").params, None, wrong)
+    assert [p.split(":")[0] for p in problems] == ["parameter 2 (alpha, float32)", "parameter 3 (c, int32)"]
+
+
+def test_same_size_wrong_type_is_caught_from_the_mangled_name(compiled):
+    cubin, image = compiled
+    symbol = cubin.symbol("float_k")
+    assert check_signature(image.kernel(symbol).params, None, SEED) == []     # sizes alone cannot tell
+    problems = check_signature(image.kernel(symbol).params, demangle(symbol).params, SEED)
+    assert problems == ["parameter 6 (K, int32): the kernel's parameter is float (float), the signature says int"]
+    pointer_as_int = signature("A:ptr", "B:uint64", "C:ptr", "M:int32", "N:int32", "K:float32")
+    problems = check_signature(image.kernel(symbol).params, demangle(symbol).params, pointer_as_int)
+    assert problems == ["parameter 2 (B, uint64): the kernel's parameter is const float* (pointer), "
+                        "the signature says int"]
+
+
+def _kernel_spec(signature_arguments) -> KernelSpec:
+    return KernelSpec(name="v1", source=SOURCE, function="gemm_plain", params={}, block=(), grid=(),
+                      shared_bytes=None, signature=signature_arguments, where="specs/demo.yaml:4",
+                      field_path="kernels[0]", field_lines={"signature": 11})
+
+
+def test_spec_error_points_at_the_signature_line(compiled):
+    _, image = compiled
+    check_kernel_signature(_kernel_spec(SEED), image.kernel("gemm_plain"))
+    with pytest.raises(SpecError) as caught:
+        check_kernel_signature(_kernel_spec(SEED[:5]), image.kernel("gemm_plain"))
+    assert caught.value.where == "specs/demo.yaml:11"
+    assert caught.value.field == "kernels[0].signature"
+    assert "the kernel takes 6 parameters" in str(caught.value)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_prebuilt_cubin_is_checked_the_same_way(tmp_path):
+    output = tmp_path / "signatures.cubin"
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(output), str(SOURCE)], check=True)
+    image = read_cubin(output.read_bytes(), str(output))
+    symbol = find_symbol("gemm_tiles<64>", image.kernels, str(output))
+    kernel = image.kernel(symbol)
+    assert check_signature(kernel.params, demangle(symbol).params, SEED) == []
+    assert "names 5" in check_signature(kernel.params, demangle(symbol).params, SEED[:5])[0]
+    float_k = image.kernel(find_symbol("float_k", image.kernels))
+    assert "parameter 6 (K, int32)" in check_signature(float_k.params, demangle(float_k.name).params, SEED)[0]
+
+
+# --------------------------------------------------------------------------------------- on a GPU
+
+@pytest.mark.gpu
+def test_driver_parameter_layout_equals_the_offline_reading(compiled):
+    from cuda.bindings import driver
+
+    from driver_gemm.errors import check
+
+    cubin, image = compiled
+    check(driver.cuInit(0), "cuInit")
+    device = check(driver.cuDeviceGet(0), "cuDeviceGet")
+    context = check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    try:
+        check(driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+        module = check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData")
+        try:
+            for symbol, kernel in image.kernels.items():
+                function = check(driver.cuModuleGetFunction(module, symbol.encode()), "cuModuleGetFunction")
+                assert param_slots_from_function(function) == kernel.params, symbol
+                registers = check(driver.cuFuncGetAttribute(
+                    driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, function), "cuFuncGetAttribute")
+                shared = check(driver.cuFuncGetAttribute(
+                    driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function), "cuFuncGetAttribute")
+                local = check(driver.cuFuncGetAttribute(
+                    driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, function), "cuFuncGetAttribute")
+                assert (registers, shared, local) == (kernel.registers, kernel.static_shared_bytes,
+                                                      kernel.local_bytes), symbol
+        finally:
+            check(driver.cuModuleUnload(module), "cuModuleUnload")
+    finally:
+        check(driver.cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease")
+
+
+def test_param_slots_are_tuples():
+    assert ParamSlot(0, 8, 4) == (0, 8, 4)
