@@ -319,3 +319,20 @@ def reference(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.
             raise ValueError("beta is not 0: the reference needs C's starting values")
         product += beta * np.asarray(c0, np.float64).reshape(product.shape)
     return product
+
+
+def typed_template_arguments(types: GemmTypes, orders: Mapping[str, str]) -> tuple[str, ...]:
+    """The leading template arguments of the kernels in ``kernels/types/``: TA, TB, TC, Acc, LayoutA, LayoutB.
+
+    E.g. bf16 in and out, fp32 accumulation, layout TN gives
+    ``("dg::bfloat16_t", "dg::bfloat16_t", "dg::bfloat16_t", "float", "dg::Col", "dg::Row")``.
+    Those kernels store C row-major and accumulate in fp32; other
+    combinations raise a `ValueError` naming what they lack.
+    """
+    if orders.get("c", "row") != "row":
+        raise ValueError("the typed kernels store C row-major")
+    if types.accumulate.name != "fp32" or types.a.is_integer or types.c.is_integer:
+        raise ValueError(f"the typed kernels accumulate floating-point inputs in fp32, not {types.accumulate.name}")
+    layout = {"row": "dg::Row", "col": "dg::Col"}
+    return (types.a.kernel_type, types.b.kernel_type, types.c.kernel_type, "float",
+            layout[orders["a"]], layout[orders["b"]])
