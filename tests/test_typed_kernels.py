@@ -165,3 +165,23 @@ def test_wrong_bf16_kernel_fails_only_when_k_has_a_partial_tile(gemm_device):
                            problem, types, inputs, 1.0, 0.0, (16, 16), 16)
         verdict = check_output(output, operands.reference(inputs.a, inputs.b), types, K)
         assert (verdict.status == "PASS") == should_pass, verdict.as_dict()
+
+
+def draft_kernels():
+    import yaml
+
+    document = yaml.safe_load((ROOT / "specs" / "drafts" / "types.yaml").read_text())
+    return document["kernels"]
+
+
+@pytest.mark.parametrize("entry", draft_kernels(), ids=lambda entry: entry["name"])
+def test_draft_spec_kernels_agree_with_their_types_and_compile(entry):
+    types = parse_types(entry["types"])
+    orders = parse_layout(entry.get("layout"), entry.get("layouts"))
+    params = entry["params"]
+    assert tuple(str(params[key]) for key in ("TA", "TB", "TC", "ACC", "LA", "LB")) == \
+        typed_template_arguments(types, orders)
+    instance = f"{entry['function']}<{', '.join(str(value) for value in params.values())}>"
+    source = (ROOT / "specs" / "drafts" / entry["source"]).resolve()
+    resources = compile_source(source, [instance], "sm_90").resources_of(instance)
+    assert resources.registers > 0 and not resources.spills
