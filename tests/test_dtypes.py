@@ -86,7 +86,8 @@ def test_rounding_is_to_nearest_with_ties_to_even():
 
 
 def test_fp16_encoding_agrees_with_numpy_on_float64_input():
-    values = np.random.default_rng(3).standard_normal(200_000) * np.exp2(np.random.default_rng(4).integers(-26, 17, 200_000))
+    rng = np.random.default_rng(3)
+    values = rng.standard_normal(200_000) * np.exp2(rng.integers(-26, 17, 200_000))
     with np.errstate(over="ignore"):
         expected = values.astype(np.float16).view(np.uint16)
     assert np.array_equal(dtypes.encode(values, "fp16"), expected)
@@ -147,7 +148,8 @@ def test_poison_codes_are_nans_no_conversion_produces():
         codes = dtypes.encode([1.0, 2.0], name)
         codes[1] = code
         assert dtypes.unwritten_mask(codes, name).tolist() == [False, True]
-    assert dtypes.unwritten_mask(np.array([dtypes.poison_code("int32"), 0], np.int32), "int32").tolist() == [True, False]
+    int32_codes = np.array([dtypes.poison_code("int32"), 0], np.int32)
+    assert dtypes.unwritten_mask(int32_codes, "int32").tolist() == [True, False]
 
 
 def test_cuda_enum_values_match_nvmath():

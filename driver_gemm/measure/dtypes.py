@@ -233,7 +233,8 @@ def is_representable(values, dtype: str | ElementType) -> np.ndarray:
 
 def to_bytes(values, dtype: str | ElementType) -> bytes:
     """The raw little-endian bytes of `values` in `dtype`, C order, ready to upload."""
-    return np.ascontiguousarray(encode(values, dtype)).astype(element_type(dtype).storage_dtype.newbyteorder("<")).tobytes()
+    little_endian = element_type(dtype).storage_dtype.newbyteorder("<")
+    return np.ascontiguousarray(encode(values, dtype)).astype(little_endian).tobytes()
 
 
 def from_bytes(raw, dtype: str | ElementType, shape) -> np.ndarray:
@@ -297,7 +298,8 @@ class GemmTypes:
 
     @property
     def label(self) -> str:
-        """Short name for reports: ``bf16`` when every type agrees, else ``e4m3-bf16`` (inputs-output) or ``e4m3.e5m2-bf16``."""
+        """Short name for reports: ``bf16`` when every type agrees, else ``e4m3-bf16`` (inputs-output)
+        or ``e4m3.e5m2-bf16``."""
         inputs = self.a.name if self.a == self.b else f"{self.a.name}.{self.b.name}"
         return inputs if self.a == self.b == self.c else f"{inputs}-{self.c.name}"
 

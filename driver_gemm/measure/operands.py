@@ -77,7 +77,8 @@ class MatrixLayout:
         return np.arange(self.batch, dtype=np.int64)[:, None, None] * self.batch_stride + within
 
     def pack(self, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
-        """The flat float64 buffer holding `values` (batch x rows x cols, or rows x cols for one matrix); `fill` elsewhere."""
+        """The flat float64 buffer holding `values` (batch x rows x cols, or rows x cols for one matrix);
+        `fill` everywhere else."""
         values = self.batched_values(values)
         flat = np.full(self.elements, fill, dtype=np.float64)
         flat[self.offsets()] = values        # a broadcast batch (stride 0) writes its matrix `batch` times
@@ -97,7 +98,7 @@ class MatrixLayout:
         return mask
 
     def batched_values(self, values: np.ndarray) -> np.ndarray:
-        """`values` as float64 batch x rows x cols (a single matrix gains the batch axis), checked against the layout."""
+        """`values` as float64 batch x rows x cols (one matrix gains the batch axis), checked against the layout."""
         values = np.asarray(values, dtype=np.float64)
         if values.ndim == 2:
             values = values[None]
@@ -236,7 +237,8 @@ def padding_value(element: ElementType) -> float:
 
 
 def input_bytes(layout: MatrixLayout, values: np.ndarray, element: ElementType | str) -> bytes:
-    """The upload of input `values` (batch x rows x cols float64, exactly representable) in `layout` and type `element`."""
+    """The upload of input `values` (batch x rows x cols float64, exactly representable) in `layout`
+    and type `element`."""
     element = dtypes.element_type(element)
     return dtypes.to_bytes(layout.pack(values, padding_value(element)), element)
 
