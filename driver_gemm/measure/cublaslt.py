@@ -1,0 +1,373 @@
+"""The cuBLASLt baseline: one matmul with the kernel's types, layouts, batch, alpha and beta, on our buffers.
+
+Planning is pure (`plan_matmul`): it maps a GEMM's types and operand layouts
+to what cuBLASLt is told, or refuses with the reason, and is tested without a
+GPU. `CublasLtMatmul` owns a cuBLASLt handle and a workspace in our context
+and turns a plan into a callable that enqueues the matmul on our stream.
+
+cuBLASLt is column-major: D (m x n) = alpha op(A') op(B') + beta C, each
+matrix described by rows, columns and leading dimension of its column-major
+storage. driver-gemm's C is row-major, and a row-major M x N matrix is, read
+column-major, its N x M transpose. So C = A @ B is asked for as
+C^T = B^T A^T: m = N, n = M, cuBLASLt's A' is our B and its B' our A. A
+row-major operand read column-major is already the transpose that product
+needs (op = N); a column-major one is the matrix itself and needs op = T.
+When a spec stores C column-major there is nothing to swap: A' is our A,
+B' our B, and a row-major operand needs op = T.
+
+Either way, cuBLASLt's "TN" (op(A') = T, op(B') = N), which fp8 requires
+on sm_89 and sm_90, is our A row-major and our B column-major: both inputs
+K-contiguous (layout code NT in driver-gemm's spelling, see
+`operands`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .baseline import CublasUnavailable
+from .dtypes import ELEMENT_TYPES, GemmTypes
+from .operands import GemmOperands, MatrixLayout
+from ..cuda.device import Device, DeviceBuffer, Stream
+from ..errors import CudaError, DriverGemmError
+
+NAME = "cublaslt"
+WORKSPACE_BYTES = 32 * 1024 * 1024   # what cuBLAS recommends for Hopper (cuBLAS docs, cublasSetWorkspace)
+
+# cublasComputeType_t and cublasOperation_t values (cublas_api.h); the tests compare them with nvmath's enums.
+COMPUTE_TYPES = {"COMPUTE_16F": 64, "COMPUTE_32F": 68, "COMPUTE_32F_FAST_TF32": 77, "COMPUTE_32I": 72}
+OPERATIONS = {"N": 0, "T": 1}
+ORDER_COL = 0
+FP8_ALIGNMENT_BYTES = 16
+
+
+class CublasLtUnsupported(DriverGemmError):
+    """cuBLASLt has no matmul for this combination; the baseline row says so, with the reason."""
+
+    def __init__(self, label: str, reason: str):
+        self.label = label
+        self.reason = reason
+        super().__init__(f"no cuBLASLt baseline for this combination ({label}): {reason}")
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """One cublasLtMatrixLayout: a column-major view of one of our operands."""
+
+    role: str             # cuBLASLt's name: A, B, C or D
+    operand: str          # ours: A, B or C
+    data_type: int        # cudaDataType_t
+    rows: int
+    cols: int
+    ld: int
+    batch_count: int
+    batch_offset: int     # elements between matrices (CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
+
+    def attributes(self) -> dict[str, int]:
+        return {"TYPE": self.data_type, "ORDER": ORDER_COL, "ROWS": self.rows, "COLS": self.cols, "LD": self.ld,
+                "BATCH_COUNT": self.batch_count, "STRIDED_BATCH_OFFSET": self.batch_offset}
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """Everything cuBLASLt is told for one baseline matmul, decided before any library call."""
+
+    label: str
+    m: int
+    n: int
+    k: int
+    compute_type: str                 # a key of COMPUTE_TYPES
+    scale_dtype: str                  # NumPy dtype of alpha and beta (cuBLASLt's scale type)
+    scale_data_type: int              # cudaDataType_t of the scale type
+    transa: str
+    transb: str
+    swapped: bool                     # cuBLASLt's A is our B (C row-major)
+    a: LayoutPlan
+    b: LayoutPlan
+    c: LayoutPlan
+    alpha: float
+    beta: float
+    operand_scales: tuple[float, float] | None = None   # fp8: (scale_a, scale_b) behind device pointers
+    workspace_bytes: int = WORKSPACE_BYTES
+    key: tuple = field(default=(), compare=False)
+
+    def descriptor_attributes(self) -> dict[str, object]:
+        """The matmul descriptor's attributes as they will be set (pointers by name)."""
+        attributes = {"COMPUTE_TYPE": COMPUTE_TYPES[self.compute_type], "SCALE_TYPE": self.scale_data_type,
+                      "POINTER_MODE": 0, "TRANSA": OPERATIONS[self.transa], "TRANSB": OPERATIONS[self.transb]}
+        if self.operand_scales is not None:
+            attributes["A_SCALE_POINTER"] = "scale_a" if not self.swapped else "scale_b"
+            attributes["B_SCALE_POINTER"] = "scale_b" if not self.swapped else "scale_a"
+        return attributes
+
+    @property
+    def layouts(self) -> dict[str, LayoutPlan]:
+        """cuBLASLt's A, B, C and D (D is C: the product is written in place, as a kernel does)."""
+        return {"A": self.a, "B": self.b, "C": self.c, "D": self.c}
+
+
+def baseline_label(types: GemmTypes, operands: GemmOperands, alpha: float, beta: float) -> str:
+    """The row name, e.g. ``cublaslt-bf16-TN``, with ``-x4`` for a batch of 4, ``-ld`` for padded leading
+    dimensions or strides, and ``-a2b0.5`` when alpha and beta are not 1 and 0."""
+    parts = [NAME, types.label, operands.layout_code]
+    if operands.batch > 1:
+        parts.append(f"x{operands.batch}")
+    padded = any(layout.ld != max(layout.tight_ld, 1) or
+                 (layout.batch > 1 and layout.batch_stride != layout.matrix_elements)
+                 for layout in (operands.a, operands.b, operands.c))
+    if padded:
+        parts.append("ld")
+    if (alpha, beta) != (1.0, 0.0):
+        parts.append(f"a{alpha:g}b{beta:g}")
+    return "-".join(parts)
+
+
+def _view(role: str, layout: MatrixLayout, data_type: int) -> tuple[LayoutPlan, bool]:
+    """`layout` read column-major: (its cuBLASLt layout, whether it is the transpose of the logical matrix)."""
+    rows, cols = (layout.cols, layout.rows) if layout.order == "row" else (layout.rows, layout.cols)
+    batch_offset = layout.batch_stride if layout.batch > 1 else 0
+    return LayoutPlan(role, layout.operand, data_type, rows, cols, layout.ld, layout.batch, batch_offset), \
+        layout.order == "row"
+
+
+def _compute_and_scale(types: GemmTypes) -> tuple[str, str, int] | str:
+    """(compute type, scale dtype, scale cudaDataType) for `types`, or why cuBLASLt has no such matmul."""
+    a, b, c, acc = types.a.name, types.b.name, types.c.name, types.accumulate.name
+    fp32, fp16, int32 = (ELEMENT_TYPES[name].cuda_data_type for name in ("fp32", "fp16", "int32"))
+    fp8 = {"e4m3", "e5m2"}
+    if a in fp8 or b in fp8:
+        if not (a in fp8 and b in fp8):
+            return "fp8 inputs go together: A and B both e4m3 or e5m2"
+        if a == b == "e5m2":
+            return "e5m2 x e5m2 has no cuBLASLt kernel (one input must be e4m3)"
+        return ("COMPUTE_32F", "float32", fp32) if acc == "fp32" else "fp8 accumulates in fp32"
+    if a != b:
+        return f"A ({a}) and B ({b}) must have one type outside fp8"
+    if a == "int8":
+        return ("COMPUTE_32I", "int32", int32) if c == "int32" else "int8 computes into int32 C"
+    if a in ("fp32", "tf32"):
+        if c != "fp32":
+            return f"{a} inputs give an fp32 C, not {c}"
+        return ("COMPUTE_32F_FAST_TF32" if a == "tf32" else "COMPUTE_32F"), "float32", fp32
+    if acc == "fp16":
+        return ("COMPUTE_16F", "float16", fp16) if a == c == "fp16" else "fp16 accumulation needs fp16 A, B and C"
+    if c not in (a, "fp32"):
+        return f"{a} inputs give a {a} or fp32 C, not {c}"
+    return "COMPUTE_32F", "float32", fp32
+
+
+def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, beta: float = 0.0, *,
+                scale_a: float = 1.0, scale_b: float = 1.0,
+                workspace_bytes: int = WORKSPACE_BYTES) -> MatmulPlan:
+    """What to ask cuBLASLt for C = alpha * A @ B + beta * C with these types and layouts, or `CublasLtUnsupported`.
+
+    The support table is cuBLASLt's for sm_90 (cuBLAS documentation,
+    cublasLtMatmul: "Datatypes supported"; FP8 requirements): same-type
+    fp16/bf16 inputs with a C of that type or fp32, fp16 accumulation only
+    all-fp16, fp32/tf32 into fp32, int8 into int32; fp8 e4m3/e5m2 inputs
+    (not both e5m2) into fp32, fp16 or bf16, in cuBLASLt's TN layout, with
+    16-byte aligned leading dimensions and batch strides. fp8's per-tensor
+    scales go behind the A and B scale pointers; alpha and beta are read from
+    host memory. The module docstring explains the transposes.
+    """
+    label = baseline_label(types, operands, alpha, beta)
+    decided = _compute_and_scale(types)
+    if isinstance(decided, str):
+        raise CublasLtUnsupported(label, decided)
+    compute_type, scale_dtype, scale_data_type = decided
+    swapped = operands.c.order == "row"
+    first, second = (operands.b, operands.a) if swapped else (operands.a, operands.b)
+    first_type, second_type = (types.b, types.a) if swapped else (types.a, types.b)
+    # op(A') must be m x k: with the swap that is B^T, which a row-major B read column-major already is.
+    a_plan, a_is_transpose = _view("A", first, first_type.cuda_data_type)
+    b_plan, b_is_transpose = _view("B", second, second_type.cuda_data_type)
+    transa = "N" if a_is_transpose == swapped else "T"
+    transb = "N" if b_is_transpose == swapped else "T"
+    c_plan, _ = _view("C", operands.c, types.c.cuda_data_type)     # a row-major C read column-major is C^T
+    m, n = (operands.N, operands.M) if swapped else (operands.M, operands.N)
+
+    scales = None
+    if types.is_fp8:
+        if (transa, transb) != ("T", "N"):
+            raise CublasLtUnsupported(label, "fp8 needs cuBLASLt's TN layout on sm_90: A row-major and B "
+                                      f"column-major (layout NT), not {operands.layout_code}")
+        for layout, element in ((operands.a, types.a), (operands.b, types.b), (operands.c, types.c)):
+            for what, count in (("ld", layout.ld), ("batch stride", layout.batch_stride if layout.batch > 1 else 0)):
+                if count * element.storage_bytes % FP8_ALIGNMENT_BYTES:
+                    raise CublasLtUnsupported(label, f"fp8 needs 16-byte aligned leading dimensions and batch "
+                                              f"strides: {layout.operand}'s {what} is {count} {element.name} "
+                                              f"elements (pad it to a multiple of "
+                                              f"{FP8_ALIGNMENT_BYTES // element.storage_bytes})")
+        scales = (float(scale_a), float(scale_b))
+    elif (scale_a, scale_b) != (1.0, 1.0):
+        raise CublasLtUnsupported(label, "per-tensor scale factors are for fp8 inputs")
+    if scale_dtype != "float32":
+        for name, value in (("alpha", alpha), ("beta", beta)):
+            if float(np.array(value).astype(scale_dtype)) != value:
+                raise CublasLtUnsupported(label, f"{name} = {value} is not exact in the scale type {scale_dtype}")
+    key = (types, operands.orders, operands.batch, tuple((l.ld, l.batch_stride) for l in (operands.a, operands.b,
+                                                                                          operands.c)),
+           float(alpha), float(beta), scales)
+    return MatmulPlan(label, m, n, operands.K, compute_type, scale_dtype, scale_data_type, transa, transb, swapped,
+                      a_plan, b_plan, c_plan, float(alpha), float(beta), scales, workspace_bytes, key)
+
+
+def simulate(plan: MatmulPlan, a_flat: np.ndarray, b_flat: np.ndarray, c_flat: np.ndarray) -> np.ndarray:
+    """What cuBLASLt computes from `plan` on flat float64 buffers of our A, B and C: the new C buffer.
+
+    A reading of cuBLASLt's column-major definition, for checking plans
+    without a GPU: each matrix is gathered from its buffer by its
+    LayoutPlan, multiplied as cuBLASLt would, and written back.
+    """
+    buffers = {"A": a_flat, "B": b_flat, "C": np.array(c_flat, dtype=np.float64)}
+
+    def gather(layout: LayoutPlan, batch: int) -> np.ndarray:
+        i = np.arange(layout.rows)[:, None]
+        j = np.arange(layout.cols)[None, :]
+        return buffers[layout.operand][batch * layout.batch_offset + j * layout.ld + i]
+
+    out = buffers["C"]
+    for batch in range(plan.c.batch_count):
+        a = gather(plan.a, batch)
+        b = gather(plan.b, batch)
+        a, b = (a.T if plan.transa == "T" else a), (b.T if plan.transb == "T" else b)
+        assert a.shape == (plan.m, plan.k) and b.shape == (plan.k, plan.n), (a.shape, b.shape)
+        scale = np.prod(plan.operand_scales) if plan.operand_scales else 1.0
+        d = plan.alpha * scale * (a @ b)
+        if plan.beta != 0.0:
+            d = d + plan.beta * gather(plan.c, batch)
+        i = np.arange(plan.c.rows)[:, None]
+        j = np.arange(plan.c.cols)[None, :]
+        out[batch * plan.c.batch_offset + j * plan.c.ld + i] = d
+    return out
+
+
+# -------------------------------------------------------------------------------------------- running
+
+class CublasLtMatmul:
+    """A cuBLASLt handle and workspace bound to our context and stream; ``prepare(plan, A, B, C)`` gives a launch
+    callable. Descriptors, layouts, preferences and fp8 scale buffers live until `close()`."""
+
+    def __init__(self, device: Device, stream: Stream, *, workspace_bytes: int = WORKSPACE_BYTES):
+        try:
+            from nvmath.bindings import cublasLt
+        except ImportError as exc:
+            raise CublasUnavailable(f"the cuBLASLt baseline needs nvmath-python ({exc})") from None
+        self._lt = cublasLt
+        self._device = device
+        self._stream = stream
+        self.closed = True
+        device.make_current()
+        try:
+            self.handle = cublasLt.create()
+        except Exception as exc:  # cuBLASLtError, or the library missing at load time
+            raise self._error("cublasLtCreate", exc) from None
+        self.closed = False
+        self.workspace_bytes = workspace_bytes
+        self.workspace: DeviceBuffer = device.alloc(workspace_bytes)
+        self._owned: list[tuple[str, object, int]] = []    # (destroy call name, function, handle), in creation order
+        self._keep_alive: list[object] = []                 # host scalars and device scale buffers read at launch
+
+    @staticmethod
+    def _error(call: str, exc: Exception) -> CudaError:
+        status = getattr(exc, "status", None)
+        name = getattr(status, "name", None) or type(exc).__name__
+        return CudaError(call, name, str(exc))
+
+    def _call(self, name, function, *args):
+        try:
+            return function(*args)
+        except (self._lt.cuBLASLtError, RuntimeError) as exc:
+            raise self._error(name, exc) from None
+
+    def _set(self, call: str, setter, handle, attribute, value, dtype) -> None:
+        buffer = np.array(value, dtype=dtype)
+        self._call(call, setter, handle, int(attribute), buffer.ctypes.data, buffer.nbytes)
+
+    def _create(self, call: str, destroy_call: str, create, destroy, *args) -> int:
+        handle = self._call(call, create, *args)
+        self._owned.append((destroy_call, destroy, handle))
+        return handle
+
+    def prepare(self, plan: MatmulPlan, A: DeviceBuffer, B: DeviceBuffer, C: DeviceBuffer):
+        """A callable that enqueues the planned matmul once on our A, B and C (C is read when beta != 0, and
+        overwritten); `CublasLtUnsupported` when the heuristic finds no algorithm for it."""
+        lt = self._lt
+        self._device.make_current()
+        desc = self._create("cublasLtMatmulDescCreate", "cublasLtMatmulDescDestroy", lt.matmul_desc_create,
+                            lt.matmul_desc_destroy, COMPUTE_TYPES[plan.compute_type], plan.scale_data_type)
+        attribute = lt.MatmulDescAttribute
+        for name, value in plan.descriptor_attributes().items():
+            if name.endswith("_SCALE_POINTER"):
+                continue
+            self._set("cublasLtMatmulDescSetAttribute", lt.matmul_desc_set_attribute, desc, getattr(attribute, name),
+                      value, lt.get_matmul_desc_attribute_dtype(getattr(attribute, name)))
+        if plan.operand_scales is not None:
+            scales = self._device.upload(np.array(plan.operand_scales, dtype=np.float32), self._stream)
+            self._keep_alive.append(scales)
+            ours = {"scale_a": scales.address, "scale_b": scales.address + 4}
+            for name, which in plan.descriptor_attributes().items():
+                if name.endswith("_SCALE_POINTER"):
+                    self._set("cublasLtMatmulDescSetAttribute", lt.matmul_desc_set_attribute, desc,
+                              getattr(attribute, name), ours[which], np.int64)
+        layouts = {}
+        for role, layout in (("A", plan.a), ("B", plan.b), ("C", plan.c)):
+            handle = self._create("cublasLtMatrixLayoutCreate", "cublasLtMatrixLayoutDestroy",
+                                  lt.matrix_layout_create, lt.matrix_layout_destroy, layout.data_type, layout.rows,
+                                  layout.cols, layout.ld)
+            for name in ("BATCH_COUNT", "STRIDED_BATCH_OFFSET"):
+                kind = getattr(lt.MatrixLayoutAttribute, name)
+                self._set("cublasLtMatrixLayoutSetAttribute", lt.matrix_layout_set_attribute, handle, kind,
+                          layout.attributes()[name], lt.get_matrix_layout_attribute_dtype(kind))
+            layouts[role] = handle
+        preference = self._create("cublasLtMatmulPreferenceCreate", "cublasLtMatmulPreferenceDestroy",
+                                  lt.matmul_preference_create, lt.matmul_preference_destroy)
+        kind = lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES
+        self._set("cublasLtMatmulPreferenceSetAttribute", lt.matmul_preference_set_attribute, preference, kind,
+                  min(plan.workspace_bytes, self.workspace_bytes), lt.get_matmul_preference_attribute_dtype(kind))
+        results = np.zeros(1, dtype=lt.matmul_heuristic_result_dtype)
+        found = np.zeros(1, dtype=np.int32)
+        try:
+            lt.matmul_algo_get_heuristic(self.handle, desc, layouts["A"], layouts["B"], layouts["C"], layouts["C"],
+                                         preference, 1, results.ctypes.data, found.ctypes.data)
+        except lt.cuBLASLtError as exc:
+            raise CublasLtUnsupported(plan.label, f"cublasLtMatmulAlgoGetHeuristic: {self._error('', exc).name}") \
+                from None
+        if found[0] < 1:
+            raise CublasLtUnsupported(plan.label, "cuBLASLt's heuristic offers no algorithm")
+        scalars = np.array([plan.alpha, plan.beta], dtype=plan.scale_dtype)
+        self._keep_alive += [results, scalars]
+        alpha, beta = scalars.ctypes.data, scalars.ctypes.data + scalars.itemsize
+        ours = {"A": A.address, "B": B.address, "C": C.address}      # with the swap, cuBLASLt's A is our B
+        args = (self.handle, desc, alpha, ours[plan.a.operand], layouts["A"], ours[plan.b.operand], layouts["B"],
+                beta, C.address, layouts["C"], C.address, layouts["C"], results.ctypes.data, self.workspace.address,
+                min(plan.workspace_bytes, self.workspace_bytes), self._stream.address)
+        matmul = lt.matmul
+
+        def launch() -> None:
+            self._call("cublasLtMatmul", matmul, *args)
+
+        return launch
+
+    def close(self) -> None:
+        """Destroy descriptors, layouts and preferences (newest first), then the handle; free the workspace."""
+        if self.closed:
+            return
+        self.closed = True
+        self._device.make_current()
+        while self._owned:
+            call, destroy, handle = self._owned.pop()
+            self._call(call, destroy, handle)
+        self._call("cublasLtDestroy", self._lt.destroy, self.handle)
+        for buffer in [self.workspace, *self._keep_alive]:
+            if isinstance(buffer, DeviceBuffer):
+                buffer.close()
+        self._keep_alive.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
