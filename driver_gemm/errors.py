@@ -68,6 +68,10 @@ class NoGpuError(DriverGemmError):
     """No CUDA driver or no CUDA device on this machine."""
 
 
+class ToolMissingError(DriverGemmError):
+    """An optional tool or package asked for is not installed (e.g. optuna, Nsight Compute's ncu); exit code 3."""
+
+
 # Errors after which the CUDA context is unusable (CUDA driver API documentation,
 # "the context cannot be used ... must be destroyed"). A run recovers from them by
 # recording the case and opening a fresh context.
