@@ -1,3 +1,5 @@
+import pytest
+
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape, load_spec
@@ -116,3 +118,40 @@ def test_tune_from_recorded_results_needs_no_gpu(tmp_path, capsys):
     other = RunResult(spec="x", spec_path=None, cases=[case("v9[A=1]", SMALL, [1.0])]).write_json(tmp_path / "x.json")
     assert main(["tune", str(spec_path), "--from", str(other), "--out", str(out)]) == 2
     assert "x.json" in capsys.readouterr().err
+
+
+def test_winners_keep_everything_that_made_the_measurement(tmp_path):
+    text = SWEEP + ("scalars: {alpha: 1.5, beta: 0.0}\nbaseline: false\n"
+                    "verify: {tolerance: {rel: 2.0e-5, abs: 1.0e-6}, seed: 7, reference: cpu}\n"
+                    "measure: {min_samples: 20, flush_l2: false}\n")
+    spec = load_spec(write(tmp_path, text))
+    winners = load_spec(winners_spec(spec, pick_winners(sweep_run()), tmp_path / "specs" / "w.yaml"))
+    assert winners.scalars == spec.scalars and winners.baseline is False
+    assert winners.verify == spec.verify and winners.measure == spec.measure
+
+
+def test_results_of_another_spec_are_refused(tmp_path):
+    from driver_gemm.errors import SpecError
+    from driver_gemm.tune.winners import check_results_match
+
+    spec = load_spec(write(tmp_path, SWEEP))
+    check_results_match(spec, RunResult(spec=spec.name, spec_path=None, cases=sweep_run().cases), "ok.json")
+    with pytest.raises(SpecError, match=r"other.json: these results are of spec 'sweep-v8', not 'spec'"):
+        check_results_match(spec, RunResult(spec="sweep-v8", spec_path=None, cases=sweep_run().cases), "other.json")
+    with pytest.raises(SpecError, match="made from specs/sweep-v8.yaml"):
+        check_results_match(spec, RunResult(spec="", spec_path="specs/sweep-v8.yaml", cases=[]), "r.json")
+    with pytest.raises(SpecError, match="no case of these results is a kernel configuration of spec"):
+        check_results_match(spec, RunResult(spec=spec.name, spec_path=None,
+                                            cases=[case("v9[A=1]", SMALL, [1.0])]), "r.json")
+
+
+def test_without_out_the_winners_go_under_results(tmp_path):
+    from driver_gemm.tune.winners import default_winners_path
+    from driver_gemm.errors import SpecError
+
+    spec = load_spec(write(tmp_path, SWEEP))
+    assert default_winners_path(spec).parts == ("results", "spec-winners.yaml")
+    nothing = RunResult(spec="s", spec_path=None, cases=[case(BK8, SMALL, None, status=Status.FAIL)])
+    with pytest.raises(SpecError, match="no configuration of spec passed"):
+        winners_spec(spec, pick_winners(nothing), tmp_path / "w.yaml")
+    assert not (tmp_path / "w.yaml").exists()

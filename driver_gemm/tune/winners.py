@@ -16,11 +16,14 @@ from pathlib import Path
 
 import yaml
 
+from ..argtypes import STANDARD_ARGUMENTS
+from ..errors import SpecError
 from ..report.compare import SAME, judge
 from ..results.records import CaseResult, RunResult
-from ..argtypes import STANDARD_ARGUMENTS
 from ..spec.model import KernelSpec, Spec
 from ..status import Status
+
+RESULTS_DIR = Path("results")      # untracked (.gitignore): where a winners spec goes unless --out says otherwise
 
 
 @dataclass
@@ -79,7 +82,52 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
         entry["precision"] = kernel.precision
     if kernel.arch:
         entry["arch"] = kernel.arch
+    types = getattr(kernel, "types", None)
+    if types:
+        entry["types"] = types if isinstance(types, (str, list, dict)) else dict(types)
     return entry
+
+
+def settings_of(spec: Spec) -> dict:
+    """The top-level fields of `spec` that made its measurements, as a spec file writes them."""
+    verify = spec.verify
+    tolerance = (verify.rel_tolerance if verify.abs_tolerance is None
+                 else {"rel": verify.rel_tolerance, "abs": verify.abs_tolerance})
+    out = {
+        "measure": dataclasses.asdict(spec.measure),
+        "verify": {"tolerance": tolerance, "tf32_tolerance": verify.tf32_rel_tolerance, "seed": verify.seed,
+                   "reference": verify.reference, "cpu_reference_max_gflop": verify.cpu_reference_max_gflop},
+        "baseline": spec.baseline,
+        "scalars": dict(spec.scalars),
+    }
+    types = getattr(spec, "types", None)
+    if types:
+        out["types"] = types if isinstance(types, (str, list, dict)) else dict(types)
+    return out
+
+
+def default_winners_path(spec: Spec, results_dir: str | Path = RESULTS_DIR) -> Path:
+    """Where ``tune`` writes the winners without ``--out``: under ``results/``, never into the tracked tree."""
+    return Path(results_dir) / f"{spec.name}-winners.yaml"
+
+
+def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) -> None:
+    """Refuse recorded results that are not of `spec` (``tune --from``), with a message naming both.
+
+    They must name the same spec (by name, or by path when both record one)
+    and hold at least one case of a kernel configuration of the spec; without
+    this, picks from another sweep would write a winners spec of ``kernels: []``.
+    """
+    where = str(results_path)
+    if run.spec and run.spec != spec.name:
+        raise SpecError(f"these results are of spec {run.spec!r}, not {spec.name!r}: pick winners with the spec "
+                        f"that made them", where=where)
+    if run.spec_path and spec.path and Path(run.spec_path).name != Path(spec.path).name:
+        raise SpecError(f"these results were made from {run.spec_path}, not {spec.path}", where=where)
+    labels = {kernel.label for kernel in spec.kernels}
+    if not any(case.kernel in labels for case in run.cases):
+        raise SpecError(f"no case of these results is a kernel configuration of {spec.name} "
+                        f"(as selected); nothing to pick from", where=where)
 
 
 def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
@@ -91,7 +139,9 @@ def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     """
     path = Path(path)
     by_label = {k.label: k for k in spec.kernels}
-    winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None))
+    winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None and p.best.kernel in by_label))
+    if not winning:
+        raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
     per_name: dict[str, list[str]] = {}
     for label in winning:
         per_name.setdefault(by_label[label].name, []).append(label)
@@ -101,7 +151,7 @@ def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         "name": f"{spec.name}-winners",
         "description": f"the fastest passing configuration of each kernel per shape, from a sweep of {spec.name}",
         "shapes": [[s.M, s.N, s.K] for s in spec.shapes],
-        "measure": dataclasses.asdict(spec.measure),
+        **settings_of(spec),
         "kernels": [_entry(by_label[label], names[label], path.parent.resolve()) for label in winning],
     }
     lines = []
@@ -112,4 +162,36 @@ def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         lines.append(f"# {p.kernel} at {p.shape}: {outcome}\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(lines) + yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
+    """Write a spec with one kernel per family and a ``dispatch:`` table choosing its params per shape.
+
+    The kernel entry carries the parameters that won the first shape (so the
+    file reads as a whole kernel); `driver_gemm.tune.dispatch` says how a run
+    picks the parameters for any other shape. Needs the spec front end to
+    accept ``dispatch:`` (`tune.dispatch.parse_dispatch`).
+    """
+    from .dispatch import build_dispatch, dispatch_document
+
+    path = Path(path)
+    tables = build_dispatch(picks)
+    if not tables:
+        raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
+    by_label = {k.label: k for k in spec.kernels}
+    kernels = []
+    for name, table in tables.items():
+        first = table.entries[0]
+        kernels.append(_entry(by_label[first.label], name, path.parent.resolve()))
+    document = {
+        "name": f"{spec.name}-dispatch",
+        "description": f"per shape, the fastest passing configuration of each kernel, from a sweep of {spec.name}",
+        "shapes": [[s.M, s.N, s.K] for s in spec.shapes],
+        **settings_of(spec),
+        "kernels": kernels,
+        "dispatch": dispatch_document(tables),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
