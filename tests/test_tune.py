@@ -155,3 +155,46 @@ def test_without_out_the_winners_go_under_results(tmp_path):
     with pytest.raises(SpecError, match="no configuration of spec passed"):
         winners_spec(spec, pick_winners(nothing), tmp_path / "w.yaml")
     assert not (tmp_path / "w.yaml").exists()
+
+
+def test_pruning_before_compile_gives_its_reasons():
+    from driver_gemm.cuda.compile import KernelResources
+    from driver_gemm.cuda.occupancy import arch_limits
+    from driver_gemm.pipeline.plan import plan_case
+    from driver_gemm.tune.prepare import prune_plans
+
+    from conftest import SPECS
+
+    spec = load_spec(SPECS / "sweep-v8.yaml")
+    limits, shape = arch_limits("sm_90"), spec.shapes[0]
+    plans = [plan_case(k, shape, limits) for k in spec.kernels]
+    kept, pruned = prune_plans(plans)
+    assert len(kept) + len(pruned) == len(plans) and kept and pruned
+    assert all(p.reason.startswith("invalid: ") for p in pruned)
+    assert {p.kernel for p in pruned} == {p.kernel.label for p in plans if not p.valid}
+    good = kept[0].kernel
+    spilling = plan_case(good, shape, limits, KernelResources(registers=255, spill_store_bytes=64, spill_load_bytes=32))
+    crowded = plan_case(good, shape, limits, KernelResources(registers=32, static_shared_bytes=240 * 1024))
+    kept, pruned = prune_plans([spilling, crowded])
+    reasons = [p.reason for p in pruned]
+    assert "spills registers: 64 bytes stored, 32 loaded per thread" in reasons[0]
+    assert reasons[1].startswith("invalid: ") and "shared memory" in reasons[1]
+    assert prune_plans([spilling], allow_spills=True)[0] == [spilling]
+
+
+def test_compiling_in_processes_keeps_each_jobs_outcome(tmp_path, monkeypatch):
+    from driver_gemm.errors import CompileError
+    from driver_gemm.tune.prepare import CompileJob, compile_in_processes
+
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    good = tmp_path / "good.cu"
+    good.write_text("template <int N> __global__ void scale(float *x) { x[threadIdx.x] *= N; }\n")
+    bad = tmp_path / "bad.cu"
+    bad.write_text("__global__ void broken(float *x) { x[0] = undefined_name; }\n")
+    jobs = [CompileJob(good, ("scale<2>",), "sm_90"), CompileJob(bad, ("broken",), "sm_90"),
+            CompileJob(good, ("scale<4>",), "sm_90")]
+    outcomes = compile_in_processes(jobs, workers=2)
+    assert [type(o).__name__ for o in outcomes] == ["Cubin", "CompileError", "Cubin"]
+    assert outcomes[0].image and "scale<2>" in outcomes[0].lowered_names
+    assert "undefined_name" in str(outcomes[1]) and "undefined_name" in outcomes[1].log
+    assert isinstance(outcomes[1], CompileError)
