@@ -102,4 +102,7 @@ class NoGpuError(DriverGemmError):
 
 
 class ToolMissingError(NoGpuError):
-    """A tool the command needs (compute-sanitizer, ncu) is not installed: like a missing driver, exit code 3."""
+    """A tool the command needs (compute-sanitizer, ncu) is not installed: like a missing driver, exit code 3.
+
+    Also an optional package asked for by name (optuna for the TPE search).
+    """

@@ -165,7 +165,7 @@ def test_prebuilt_cubin_is_checked_the_same_way(tmp_path):
 def test_driver_parameter_layout_equals_the_offline_reading(compiled):
     from cuda.bindings import driver
 
-    from driver_gemm.errors import check
+    from driver_gemm.cuda.check import check
 
     cubin, image = compiled
     check(driver.cuInit(0), "cuInit")

@@ -1,3 +1,5 @@
+import pytest
+
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape, load_spec
@@ -116,3 +118,83 @@ def test_tune_from_recorded_results_needs_no_gpu(tmp_path, capsys):
     other = RunResult(spec="x", spec_path=None, cases=[case("v9[A=1]", SMALL, [1.0])]).write_json(tmp_path / "x.json")
     assert main(["tune", str(spec_path), "--from", str(other), "--out", str(out)]) == 2
     assert "x.json" in capsys.readouterr().err
+
+
+def test_winners_keep_everything_that_made_the_measurement(tmp_path):
+    text = SWEEP + ("scalars: {alpha: 1.5, beta: 0.0}\nbaseline: false\n"
+                    "verify: {tolerance: {rel: 2.0e-5, abs: 1.0e-6}, seed: 7, reference: cpu}\n"
+                    "measure: {min_samples: 20, flush_l2: false}\n")
+    spec = load_spec(write(tmp_path, text))
+    winners = load_spec(winners_spec(spec, pick_winners(sweep_run()), tmp_path / "specs" / "w.yaml"))
+    assert winners.scalars == spec.scalars and winners.baseline is False
+    assert winners.verify == spec.verify and winners.measure == spec.measure
+
+
+def test_results_of_another_spec_are_refused(tmp_path):
+    from driver_gemm.errors import SpecError
+    from driver_gemm.tune.winners import check_results_match
+
+    spec = load_spec(write(tmp_path, SWEEP))
+    check_results_match(spec, RunResult(spec=spec.name, spec_path=None, cases=sweep_run().cases), "ok.json")
+    with pytest.raises(SpecError, match=r"other.json: these results are of spec 'sweep-v8', not 'spec'"):
+        check_results_match(spec, RunResult(spec="sweep-v8", spec_path=None, cases=sweep_run().cases), "other.json")
+    with pytest.raises(SpecError, match="made from specs/sweep-v8.yaml"):
+        check_results_match(spec, RunResult(spec="", spec_path="specs/sweep-v8.yaml", cases=[]), "r.json")
+    with pytest.raises(SpecError, match="no case of these results is a kernel configuration of spec"):
+        check_results_match(spec, RunResult(spec=spec.name, spec_path=None,
+                                            cases=[case("v9[A=1]", SMALL, [1.0])]), "r.json")
+
+
+def test_without_out_the_winners_go_under_results(tmp_path):
+    from driver_gemm.tune.winners import default_winners_path
+    from driver_gemm.errors import SpecError
+
+    spec = load_spec(write(tmp_path, SWEEP))
+    assert default_winners_path(spec).parts == ("results", "spec-winners.yaml")
+    nothing = RunResult(spec="s", spec_path=None, cases=[case(BK8, SMALL, None, status=Status.FAIL)])
+    with pytest.raises(SpecError, match="no configuration of spec passed"):
+        winners_spec(spec, pick_winners(nothing), tmp_path / "w.yaml")
+    assert not (tmp_path / "w.yaml").exists()
+
+
+def test_pruning_before_compile_gives_its_reasons():
+    from driver_gemm.cuda.compile import KernelResources
+    from driver_gemm.cuda.occupancy import arch_limits
+    from driver_gemm.pipeline.plan import plan_case
+    from driver_gemm.tune.prepare import prune_plans
+
+    from conftest import SPECS
+
+    spec = load_spec(SPECS / "sweep-v8.yaml")
+    limits, shape = arch_limits("sm_90"), spec.shapes[0]
+    plans = [plan_case(k, shape, limits) for k in spec.kernels]
+    kept, pruned = prune_plans(plans)
+    assert len(kept) + len(pruned) == len(plans) and kept and pruned
+    assert all(p.reason.startswith("invalid: ") for p in pruned)
+    assert {p.kernel for p in pruned} == {p.kernel.label for p in plans if not p.valid}
+    good = kept[0].kernel
+    spilling = plan_case(good, shape, limits, KernelResources(registers=255, spill_store_bytes=64, spill_load_bytes=32))
+    crowded = plan_case(good, shape, limits, KernelResources(registers=32, static_shared_bytes=240 * 1024))
+    kept, pruned = prune_plans([spilling, crowded])
+    reasons = [p.reason for p in pruned]
+    assert "spills registers: 64 bytes stored, 32 loaded per thread" in reasons[0]
+    assert reasons[1].startswith("invalid: ") and "shared memory" in reasons[1]
+    assert prune_plans([spilling], allow_spills=True)[0] == [spilling]
+
+
+def test_compiling_in_processes_keeps_each_jobs_outcome(tmp_path, monkeypatch):
+    from driver_gemm.errors import CompileError
+    from driver_gemm.tune.prepare import CompileJob, compile_in_processes
+
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    good = tmp_path / "good.cu"
+    good.write_text("template <int N> __global__ void scale(float *x) { x[threadIdx.x] *= N; }\n")
+    bad = tmp_path / "bad.cu"
+    bad.write_text("__global__ void broken(float *x) { x[0] = undefined_name; }\n")
+    jobs = [CompileJob(good, ("scale<2>",), "sm_90"), CompileJob(bad, ("broken",), "sm_90"),
+            CompileJob(good, ("scale<4>",), "sm_90")]
+    outcomes = compile_in_processes(jobs, workers=2)
+    assert [type(o).__name__ for o in outcomes] == ["Cubin", "CompileError", "Cubin"]
+    assert outcomes[0].image and "scale<2>" in outcomes[0].lowered_names
+    assert "undefined_name" in str(outcomes[1]) and "undefined_name" in outcomes[1].log
+    assert isinstance(outcomes[1], CompileError)

@@ -69,7 +69,7 @@ def test_fp8_conversions_are_the_hardware_instructions():
     """The fp8 widening must be cvt (sm_89+), not a software fallback: its PTX is in the CUBIN's symbols' code."""
     from cuda.bindings import nvrtc
 
-    from driver_gemm.errors import check
+    from driver_gemm.cuda.check import check
 
     source = (TYPES / "element_types.cuh").read_text() + (
         "\n__global__ void widen(const dg::e4m3_t* a, const dg::e5m2_t* b, float* out)"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..argtypes import C_TYPES
-from ..errors import SpecError, check
+from ..errors import SpecError
+from .check import check
 from .cubin import KernelImage, ParamSlot
 from .mangling import ParamType, demangle
 

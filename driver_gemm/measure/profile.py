@@ -1,0 +1,181 @@
+"""Hardware counters per case: Nsight Compute (``ncu``) over the NVTX range the case already emits.
+
+`ncu_command` wraps a command that runs one case (e.g. ``driver-gemm run
+SPEC -k KERNEL -s SHAPE --no-timing --no-baseline``) in ncu: only the first
+launch of the case's kernel inside the case's NVTX range
+(``driver-gemm@LABEL SHAPE/``, a push/pop range of the ``driver-gemm``
+domain) is profiled, with the fixed metric list `METRICS`, and with
+``--clock-control none``: ncu must not change the GPU's clocks (it locks
+them to base by default; on a shared GPU that is not ours to do, and the
+timings beside the counters were taken at the GPU's own clocks).
+`run_ncu` runs it and `parse_ncu_csv` reads ncu's ``--csv --page raw``
+output; `summarize` turns one profiled launch into the dict stored in the
+case's JSON (``CaseResult.profile``, or ``diagnosis`` until that field exists).
+
+The format of ``--csv --page raw`` (one row per profiled launch): ncu's own
+lines (``==PROF==``, ``==WARNING==``) may come first; then a header row of
+quoted names (``"ID"``, ``"Process ID"``, ``"Kernel Name"``, ..., then one
+column per metric, by its full name); then a row of units (empty for the
+launch columns, e.g. ``"nsecond"``, ``"byte"``, ``"%"``); then one row per
+launch, every value quoted and numbers printed with thousands separators
+(``"1,234,567"``) and a decimal point. A metric ncu cannot collect reads
+``"n/a"``.
+
+Profiling never changes a case's status: a missing ncu is a clear
+`ToolMissingError`, a failed profile an error message stored instead of counters.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ..errors import DriverGemmError, ToolMissingError
+
+NVTX_DOMAIN = "driver-gemm"       # driver_gemm.cuda.nvtx.DOMAIN
+
+# Metric names of Nsight Compute for sm_90 (Hopper), fixed so that cases compare.
+DURATION = "gpu__time_duration.sum"
+ACHIEVED_OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_WRITE = "dram__bytes_write.sum"
+L2_BYTES = "lts__t_bytes.sum"
+SHARED_BANK_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+FMA_PIPE = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
+TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
+STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+                 "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction",
+                 "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait")
+STALL_PREFIX = "smsp__average_warps_issue_stalled_"
+STALL_SUFFIX = "_per_issue_active.ratio"
+STALLS = tuple(f"{STALL_PREFIX}{reason}{STALL_SUFFIX}" for reason in STALL_REASONS)
+METRICS = (DURATION, ACHIEVED_OCCUPANCY, DRAM_READ, DRAM_WRITE, L2_BYTES, SHARED_BANK_CONFLICTS, FMA_PIPE,
+           TENSOR_PIPE, *STALLS)
+
+_TIME_UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+_BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+               "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+
+
+class ProfileError(DriverGemmError):
+    """ncu ran but gave no usable counters (it failed, or profiled nothing in the case's range)."""
+
+
+@dataclass(frozen=True)
+class ProfiledLaunch:
+    """One kernel launch as ncu reported it: its identity and every metric, with units."""
+
+    kernel: str
+    grid: str
+    block: str
+    values: Mapping[str, float | None]
+    units: Mapping[str, str] = field(default_factory=dict)
+
+
+def find_ncu() -> str:
+    """The ncu executable: ``$DRIVER_GEMM_NCU``, else ``ncu`` on the PATH; a `ToolMissingError` otherwise."""
+    configured = os.environ.get("DRIVER_GEMM_NCU")
+    found = configured if configured and os.path.isfile(configured) else shutil.which("ncu")
+    if not found:
+        raise ToolMissingError("--profile needs Nsight Compute's ncu: install Nsight Compute (it comes with the "
+                               "CUDA toolkit) and put ncu on the PATH, or set DRIVER_GEMM_NCU to it; "
+                               "the run itself does not need it")
+    return found
+
+
+def nvtx_range(label: str, shape_label: str) -> str:
+    """The ``--nvtx-include`` filter of a case's range, as `pipeline.runner.execute_case` names it."""
+    return f"{NVTX_DOMAIN}@{label} {shape_label}/"
+
+
+def ncu_command(target: Sequence[str], label: str, shape_label: str, function: str, *, ncu: str = "ncu",
+                metrics: Sequence[str] = METRICS) -> list[str]:
+    """ncu around `target`, profiling the first launch of `function` in the case's NVTX range."""
+    return [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", nvtx_range(label, shape_label),
+            "--kernel-name", f"regex:{function}", "--launch-count", "1",
+            "--metrics", ",".join(metrics), "--csv", "--page", "raw", *target]
+
+
+def run_ncu(command: Sequence[str], timeout_s: float = 600.0) -> list[ProfiledLaunch]:
+    """Run an `ncu_command` and parse what it printed; a `ProfileError` when it fails or finds nothing."""
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout_s, check=False)
+    except FileNotFoundError:
+        raise ToolMissingError(f"cannot run {command[0]}: not found") from None
+    except subprocess.TimeoutExpired:
+        raise ProfileError(f"ncu did not finish in {timeout_s:.0f} s") from None
+    launches = parse_ncu_csv(done.stdout)
+    if done.returncode != 0 or not launches:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise ProfileError(f"ncu exited with {done.returncode} and profiled {len(launches)} launch(es)"
+                           + (f": {tail}" if tail else ""))
+    return launches
+
+
+def parse_ncu_csv(text: str) -> list[ProfiledLaunch]:
+    """The launches of ncu's ``--csv --page raw`` output (see the module's docstring for the format)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    if len(rows) < 2:
+        return []
+    header, units = rows[0], rows[1]
+    column = {name: index for index, name in enumerate(header)}
+    launches = []
+    for row in rows[2:]:
+        if len(row) != len(header):
+            continue
+        values = {name: _number(row[index]) for name, index in column.items() if "__" in name}
+        launches.append(ProfiledLaunch(
+            kernel=row[column["Kernel Name"]] if "Kernel Name" in column else "",
+            grid=row[column["Grid Size"]] if "Grid Size" in column else "",
+            block=row[column["Block Size"]] if "Block Size" in column else "",
+            values=values,
+            units={name: units[index] for name, index in column.items() if "__" in name}))
+    return launches
+
+
+def _number(text: str) -> float | None:
+    cleaned = text.strip().replace(",", "")
+    try:
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def summarize(launch: ProfiledLaunch, flops: int | None = None) -> dict:
+    """The counters kept with a case: duration, achieved occupancy, DRAM and L2 bytes, shared-memory bank
+    conflicts, FMA and tensor pipe utilisation, the top 3 warp stall reasons, and (given the case's FLOPs)
+    the measured arithmetic intensity, FLOPs per DRAM byte."""
+    value, units = launch.values, launch.units
+
+    def scaled(name: str, table: Mapping[str, float]) -> float | None:
+        if value.get(name) is None:
+            return None
+        return value[name] * table.get(units.get(name, ""), 1.0)
+
+    dram_read, dram_write = scaled(DRAM_READ, _BYTE_UNITS), scaled(DRAM_WRITE, _BYTE_UNITS)
+    dram = None if dram_read is None or dram_write is None else dram_read + dram_write
+    stalls = sorted(((reason, value.get(name)) for reason, name in zip(STALL_REASONS, STALLS)
+                     if value.get(name) is not None and reason != "selected"),
+                    key=lambda item: -item[1])
+    return {
+        "kernel": launch.kernel,
+        "duration_us": scaled(DURATION, _TIME_UNITS),
+        "achieved_occupancy_pct": value.get(ACHIEVED_OCCUPANCY),
+        "dram_bytes": dram,
+        "l2_bytes": scaled(L2_BYTES, _BYTE_UNITS),
+        "shared_bank_conflicts": value.get(SHARED_BANK_CONFLICTS),
+        "fma_pipe_pct": value.get(FMA_PIPE),
+        "tensor_pipe_pct": value.get(TENSOR_PIPE),
+        "top_stalls": [{"reason": reason, "cycles_per_issue": cycles} for reason, cycles in stalls[:3]],
+        "arithmetic_intensity": flops / dram if flops and dram else None,
+        "metrics": dict(value),
+    }

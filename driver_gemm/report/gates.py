@@ -1,0 +1,124 @@
+"""Performance gates for test rigs: a minimum % of the baseline per case, and no regression against stored results.
+
+Two gates over a finished `RunResult`, pure (no GPU):
+
+- `min_pct_gate`: each kernel case must reach a % of its cuBLAS row (the one of its precision), from a
+  value for every kernel (``--gemm-min-pct 80``) or per kernel name (a spec's kernel ``min_pct:``, or
+  ``--gemm-min-pct v8=90``); a case that did not pass, or has no % (untimed, no baseline), fails the gate.
+- `regression_gate`: each case must not be SLOWER or BROKEN against a stored results file, by
+  `report.compare`'s noise-aware verdicts (interquartile ranges that overlap are the SAME).
+
+Each failure names the case, the measured and the required figure, and the noise of the measurement
+(the relative interquartile range, q3 - q1 over the median), so a reader can tell a real shortfall
+from a noisy one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..errors import DriverGemmError
+from ..results.records import CaseResult, RunResult
+from .compare import REGRESSIONS, compare_runs
+
+
+class GateError(DriverGemmError):
+    """A gate given something it cannot check (``--gemm-min-pct fast``)."""
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """One case that failed one gate."""
+
+    case: str                   # "LABEL at SHAPE"
+    gate: str                   # min-pct | regression
+    measured: str
+    required: str
+    noise: str
+
+    def __str__(self) -> str:
+        return f"{self.case}: {self.gate} gate: measured {self.measured}, required {self.required} ({self.noise})"
+
+
+def _noise(case: CaseResult | None) -> float | None:
+    if case is None or case.timing is None or not case.timing.median_ms:
+        return None
+    return (case.timing.q3_ms - case.timing.q1_ms) / case.timing.median_ms
+
+
+def _noise_text(*cases: CaseResult | None) -> str:
+    parts = [f"{100 * n:.2f}%" for n in map(_noise, cases) if n is not None]
+    return "noise " + " / ".join(parts) if parts else "noise unknown (untimed)"
+
+
+def parse_min_pct(values: list[str]) -> tuple[float | None, dict[str, float]]:
+    """``--gemm-min-pct`` values: ``80`` for every kernel, ``v8=90`` for one kernel name (repeatable)."""
+    every: float | None = None
+    per_kernel: dict[str, float] = {}
+    for value in values:
+        name, _, number = str(value).rpartition("=")
+        try:
+            pct = float(number)
+        except ValueError:
+            raise GateError(f"--gemm-min-pct {value!r}: expected a percentage like 80 or NAME=90") from None
+        if not 0 < pct:
+            raise GateError(f"--gemm-min-pct {value!r}: the percentage must be above 0")
+        if name:
+            per_kernel[name] = pct
+        else:
+            every = pct
+    return every, per_kernel
+
+
+def min_pct_gate(run: RunResult, min_pct: float | None = None,
+                 per_kernel: Mapping[str, float] | None = None) -> list[GateFailure]:
+    """Cases below their required % of the baseline; `per_kernel` (by kernel name) wins over `min_pct`."""
+    per_kernel = per_kernel or {}
+    failures = []
+    for case in run.cases:
+        if case.is_baseline:
+            continue
+        required = per_kernel.get(case.name, min_pct)
+        if required is None:
+            continue
+        where = f"{case.kernel} at {case.shape.label}"
+        wanted = f"{required:.1f}% of cuBLAS"
+        if not case.ok:
+            failures.append(GateFailure(where, "min-pct", f"status {case.status}", wanted, _noise_text(case)))
+        elif case.pct_cublas is None:
+            failures.append(GateFailure(where, "min-pct", "no % of cuBLAS (untimed, or no baseline row)", wanted,
+                                        _noise_text(case)))
+        elif case.pct_cublas < required:
+            failures.append(GateFailure(where, "min-pct", f"{case.pct_cublas:.1f}% of cuBLAS "
+                                        f"({case.timing.median_ms:.4g} ms)", wanted, _noise_text(case)))
+    return failures
+
+
+def regression_gate(run: RunResult, stored: RunResult, threshold: float = 0.0,
+                    across_gpus: bool = False) -> list[GateFailure]:
+    """Cases SLOWER (beyond both runs' noise and `threshold`) or BROKEN against the `stored` results."""
+    failures = []
+    for comparison in compare_runs(stored, run, threshold=threshold, across_gpus=across_gpus):
+        if comparison.verdict not in REGRESSIONS:
+            continue
+        old, new = comparison.old, comparison.new
+        where = f"{comparison.kernel} at {comparison.shape}"
+        if comparison.change is None:     # BROKEN
+            failures.append(GateFailure(where, "regression", f"status {new.status}",
+                                        f"status {old.status} as in the stored results", _noise_text(old, new)))
+        else:
+            failures.append(GateFailure(
+                where, "regression", f"{new.timing.median_ms:.4g} ms ({100 * comparison.change:+.1f}%)",
+                f"at most {old.timing.median_ms:.4g} ms within noise" +
+                (f" + {100 * threshold:.1f}%" if threshold else ""), _noise_text(old, new)))
+    return failures
+
+
+def check_gates(run: RunResult, *, min_pct: float | None = None, per_kernel: Mapping[str, float] | None = None,
+                stored: RunResult | None = None, threshold: float = 0.0) -> list[GateFailure]:
+    """Every gate asked for, over `run`: the minimum % first, then regressions against `stored`."""
+    failures = min_pct_gate(run, min_pct, per_kernel)
+    if stored is not None:
+        failures += regression_gate(run, stored, threshold)
+    return failures

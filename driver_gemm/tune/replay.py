@@ -1,0 +1,193 @@
+"""Strategies replayed on a recorded sweep: the evaluation callback without a GPU, and its cost in seconds.
+
+A recorded exhaustive sweep (a `RunResult` of ``tune``) knows every
+configuration's full cold measurement, so it can stand in for the GPU: a full
+evaluation returns the recorded median; a screen at fidelity f returns it
+perturbed as a short warm measurement would be (a seeded draw, see
+`CostModel`); a configuration that did not pass returns None. A simulated
+clock adds what each evaluation would have cost, so budgets in seconds and
+the cost of each strategy can be compared with the exhaustive one on the
+same terms. `compare_strategies` makes the table of strategy, best found and
+cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+
+from ..results.records import CaseResult, RunResult
+from ..spec.model import Shape
+from .strategies import FULL, Budget, Configuration, Strategy, search_all
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """What an evaluation costs in wall seconds, and how far a screen's number strays from the full one.
+
+    - once per shape: inputs and the float64 reference (`reference_s`), shared by every configuration;
+    - once per (configuration, shape): loading the module and setting up the launch (`setup_s`);
+    - once per (configuration, shape), before its first full measurement: verification, a few host
+      passes over the M x N elements of C (`verify_ns_per_element` each);
+    - a full measurement: `warmup` launches, then the recorded GPU time of its samples plus
+      `per_sample_s` (L2 flush, gate) each;
+    - a screen at fidelity f: one warm-up launch, then f of the recorded GPU time, at least
+      `screen_min_samples` launches, no flush.
+
+    A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
+    offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error
+    of a median of the screen's samples (the recorded interquartile range / 1.349 as their spread).
+    The defaults are estimates from the H200 runs in ``bench/results`` (verification took 1.9 s a
+    case at 4096^3 and 8192^3 when every case built its own inputs and reference), not measurements
+    of this model: a GPU run of ``tune --strategy`` is what confirms them.
+    """
+
+    reference_s: float = 1.5
+    verify_ns_per_element: float = 10.0
+    setup_s: float = 0.02
+    warmup: int = 3
+    per_sample_s: float = 60e-6
+    screen_min_samples: int = 1
+    screen_bias: float = 0.01
+
+
+class SimulatedClock:
+    """A clock that moves only when told to: the seconds a replayed search would have taken."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class RecordedSweep:
+    """The evaluation callback over a recorded sweep, charging its `CostModel` to a `SimulatedClock`."""
+
+    run: RunResult
+    cost: CostModel = field(default_factory=CostModel)
+    seed: int = 0
+    clock: SimulatedClock = field(default_factory=SimulatedClock)
+
+    def __post_init__(self):
+        self.cases: dict[tuple[str, str], CaseResult] = {
+            (c.kernel, c.shape.label): c for c in self.run.cases if not c.is_baseline}
+        self._shapes_ready: set[str] = set()
+        self._set_up: set[tuple[str, str]] = set()
+        self._verified: set[tuple[str, str]] = set()
+
+    def spaces(self) -> list[tuple[list[Configuration], Shape, str]]:
+        """Per kernel name and shape, the configurations that were not refused before launching."""
+        groups: dict[tuple[str, str], tuple[list[Configuration], Shape, str]] = {}
+        for case in self.cases.values():
+            if case.status == "INVALID":
+                continue
+            entry = groups.setdefault((case.name, case.shape.label), ([], case.shape, case.name))
+            entry[0].append(Configuration(case.kernel, dict(case.params)))
+        return list(groups.values())
+
+    def recorded_best(self, name: str, shape: Shape) -> CaseResult | None:
+        """The fastest passing configuration the exhaustive sweep found for `name` on `shape`."""
+        timed = [c for c in self.cases.values() if c.name == name and c.shape == shape and c.ok and c.timing]
+        return min(timed, key=lambda c: c.timing.median_ms, default=None)
+
+    def exhaustive_seconds(self, name: str, shape: Shape) -> float:
+        """What measuring every launched configuration fully costs under the same model."""
+        total = self.cost.reference_s
+        for case in self.cases.values():
+            if case.name == name and case.shape == shape and case.status != "INVALID":
+                total += self.cost.setup_s + self._verify_s(shape)
+                if case.ok and case.timing:
+                    total += self._full_s(case)
+        return total
+
+    def __call__(self, configuration: Configuration, shape: Shape, fidelity: float) -> float | None:
+        key = (configuration.label, shape.label)
+        case = self.cases.get(key)
+        if shape.label not in self._shapes_ready:
+            self._shapes_ready.add(shape.label)
+            self.clock.advance(self.cost.reference_s)
+        if key not in self._set_up:
+            self._set_up.add(key)
+            self.clock.advance(self.cost.setup_s)
+        if case is None or not case.ok or case.timing is None:
+            if fidelity >= FULL and key not in self._verified:
+                self._verified.add(key)
+                self.clock.advance(self._verify_s(shape))
+            return None
+        timing = case.timing
+        if fidelity >= FULL:
+            if key not in self._verified:
+                self._verified.add(key)
+                self.clock.advance(self._verify_s(shape))
+            self.clock.advance(self._full_s(case))
+            return timing.median_ms
+        samples = max(self.cost.screen_min_samples, round(fidelity * timing.samples))
+        self.clock.advance((timing.median_ms + max(fidelity * timing.total_ms, samples * timing.median_ms)) / 1e3)
+        spread = max((timing.q3_ms - timing.q1_ms) / 1.349, 1e-3 * timing.median_ms) / timing.median_ms
+        bias = self._draw("bias", configuration.label, shape.label).uniform(-1.0, 1.0) * self.cost.screen_bias
+        error = self._draw("error", configuration.label, shape.label, fidelity).gauss(0.0, 1.0)
+        return timing.median_ms * (1.0 + bias + error * 1.2533 * spread / samples ** 0.5)
+
+    def _verify_s(self, shape: Shape) -> float:
+        return shape.M * shape.N * self.cost.verify_ns_per_element * 1e-9
+
+    def _full_s(self, case: CaseResult) -> float:
+        timing = case.timing
+        return (self.cost.warmup * timing.median_ms + timing.total_ms) / 1e3 + timing.samples * self.cost.per_sample_s
+
+    def _draw(self, *what) -> random.Random:
+        digest = hashlib.sha256(repr((self.seed, *what)).encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "little"))
+
+
+@dataclass(frozen=True)
+class StrategyRow:
+    """One line of the strategy table: a strategy on one kernel family and shape, against the exhaustive sweep."""
+
+    strategy: str
+    kernel: str
+    shape: str
+    best: str | None
+    best_ms: float | None
+    recorded_best: str | None
+    recorded_best_ms: float | None
+    seconds: float
+    exhaustive_seconds: float
+    configurations: int
+
+    @property
+    def slower_than_best(self) -> float | None:
+        """best found / recorded best - 1 (0.0 when the strategy found the recorded best)."""
+        if self.best_ms is None or not self.recorded_best_ms:
+            return None
+        return self.best_ms / self.recorded_best_ms - 1
+
+    @property
+    def cost_fraction(self) -> float:
+        return self.seconds / self.exhaustive_seconds if self.exhaustive_seconds else 0.0
+
+
+def compare_strategies(run: RunResult, strategies: list[Strategy], budget: Budget | None = None,
+                       cost: CostModel = CostModel(), seed: int = 0) -> list[StrategyRow]:
+    """Replay each strategy on the recorded sweep `run`, per kernel family and shape, with a fresh clock each."""
+    rows = []
+    for strategy in strategies:
+        sweep = RecordedSweep(run, cost, seed)
+        spaces = sweep.spaces()
+        shared = Budget(budget.seconds, budget.configurations, sweep.clock) if budget else Budget(clock=sweep.clock)
+        results = search_all([(space, shape) for space, shape, _ in spaces], strategy, sweep, shared)
+        for (space, shape, name), result in zip(spaces, results):
+            recorded = sweep.recorded_best(name, shape)
+            rows.append(StrategyRow(strategy.name, name, shape.label,
+                                    result.best.label if result.best else None, result.best_ms,
+                                    recorded.kernel if recorded else None,
+                                    recorded.timing.median_ms if recorded else None,
+                                    result.seconds, sweep.exhaustive_seconds(name, shape),
+                                    result.configurations_tried))
+    return rows

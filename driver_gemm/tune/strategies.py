@@ -1,0 +1,366 @@
+"""Search strategies for a sweep: which configurations to measure, how well, and when to stop.
+
+Every strategy works through one callback, ``evaluate(configuration, shape,
+fidelity) -> median ms | None``: fidelity 1.0 (`FULL`) is the spec's full cold
+measurement, a smaller fidelity a short warm screen of that fraction of its
+time; None means the configuration cannot be used (it failed verification,
+faulted, or was refused). So a strategy never touches a GPU: on a GPU the
+callback measures, in tests it replays recorded results (`RecordedSweep`).
+
+Only a full-fidelity number can win: a screening number ranks configurations,
+never reports one. A `Budget` bounds a search by wall seconds (of its own
+clock, so a replay can count simulated seconds) and/or by the number of
+distinct configurations launched. Every random choice comes from the
+strategy's seed, so a search is repeatable.
+
+- `Exhaustive`: every configuration, in order, at full fidelity.
+- `RandomSampling`: configurations in a seeded random order, at full fidelity, until the budget ends.
+- `SuccessiveHalving`: screen every configuration at `min_fidelity`, keep the best 1/`eta`,
+  measure those `eta` times as long, and so on up to a full measurement of the last few.
+- `OptunaTPE`: Optuna's TPE sampler over the template parameters (optuna is imported only here).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+from ..errors import DriverGemmError, ToolMissingError
+from ..spec.model import Shape
+
+FULL = 1.0
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One point of a sweep: the kernel's label (its parameters included) and its template parameters."""
+
+    label: str
+    params: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+
+Evaluate = Callable[[Configuration, Shape, float], "float | None"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much a search may spend: wall seconds of `clock`, distinct configurations launched, or both."""
+
+    seconds: float | None = None
+    configurations: int | None = None
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self):
+        if self.seconds is not None and self.seconds <= 0:
+            raise BudgetError(f"a budget of {self.seconds} s leaves nothing to measure")
+        if self.configurations is not None and self.configurations < 1:
+            raise BudgetError(f"a budget of {self.configurations} configurations leaves nothing to measure")
+
+
+class BudgetError(DriverGemmError):
+    """A budget that cannot be met or read (``--budget 0``, ``--budget soon``)."""
+
+
+def parse_budget(text: str, clock: Callable[[], float] = time.monotonic) -> Budget:
+    """``300s``, ``5m``, ``1.5h``, ``40`` (configurations) or ``300s,40`` (both) as a `Budget`."""
+    seconds = configurations = None
+    for part in (p.strip().lower() for p in str(text).split(",")):
+        units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+        try:
+            if part and part[-1] in units:
+                seconds = float(part[:-1]) * units[part[-1]]
+            else:
+                configurations = int(part)
+        except ValueError:
+            raise BudgetError(f"--budget {text!r}: expected seconds like 300s, 5m or 1h, a number of "
+                              "configurations like 40, or both: 300s,40") from None
+    return Budget(seconds, configurations, clock)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One call of the evaluation callback and what it cost."""
+
+    configuration: Configuration
+    shape: Shape
+    fidelity: float
+    median_ms: float | None
+    seconds: float
+
+
+@dataclass
+class SearchResult:
+    """What a search found for one kernel family on one shape."""
+
+    strategy: str
+    shape: Shape
+    best: Configuration | None
+    best_ms: float | None
+    trials: list[Trial]
+    seconds: float
+    stopped_by: str = "done"       # done | seconds | configurations
+
+    @property
+    def configurations_tried(self) -> int:
+        return len({t.configuration for t in self.trials})
+
+    @property
+    def full_measurements(self) -> list[Trial]:
+        return [t for t in self.trials if t.fidelity >= FULL and t.median_ms is not None]
+
+
+class _BudgetSpent(Exception):
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class _Meter:
+    """The evaluation callback behind the budget: records each trial and refuses one the budget cannot pay."""
+
+    def __init__(self, evaluate: Evaluate, shape: Shape, budget: Budget):
+        self.evaluate = evaluate
+        self.shape = shape
+        self.budget = budget
+        self.started = budget.clock()
+        self.trials: list[Trial] = []
+        self.launched: set[Configuration] = set()
+
+    def elapsed(self) -> float:
+        return self.budget.clock() - self.started
+
+    def seconds_left(self) -> float:
+        return math.inf if self.budget.seconds is None else self.budget.seconds - self.elapsed()
+
+    def __call__(self, configuration: Configuration, fidelity: float) -> float | None:
+        if self.budget.seconds is not None and self.elapsed() >= self.budget.seconds:
+            raise _BudgetSpent("seconds")
+        if (self.budget.configurations is not None and configuration not in self.launched
+                and len(self.launched) >= self.budget.configurations):
+            raise _BudgetSpent("configurations")
+        self.launched.add(configuration)
+        before = self.budget.clock()
+        median_ms = self.evaluate(configuration, self.shape, fidelity)
+        self.trials.append(Trial(configuration, self.shape, fidelity, median_ms, self.budget.clock() - before))
+        return median_ms
+
+    def result(self, strategy: str, stopped_by: str = "done") -> SearchResult:
+        full = [t for t in self.trials if t.fidelity >= FULL and t.median_ms is not None]
+        best = min(full, key=lambda t: t.median_ms, default=None)
+        return SearchResult(strategy, self.shape, best.configuration if best else None,
+                            best.median_ms if best else None, self.trials, self.elapsed(), stopped_by)
+
+
+class Strategy(ABC):
+    """A way to choose which configurations of a sweep to measure; see the module's docstring."""
+
+    name = "strategy"
+
+    def search(self, space: Sequence[Configuration], shape: Shape, evaluate: Evaluate,
+               budget: Budget = Budget()) -> SearchResult:
+        """Search `space` on `shape` through `evaluate`, within `budget`; the best full measurement wins."""
+        meter = _Meter(evaluate, shape, budget)
+        try:
+            self._search(list(space), meter)
+        except _BudgetSpent as spent:
+            return meter.result(self.name, spent.reason)
+        return meter.result(self.name)
+
+    @abstractmethod
+    def _search(self, space: list[Configuration], measure: _Meter) -> None:
+        """Call `measure(configuration, fidelity)` as the strategy sees fit."""
+
+
+class Exhaustive(Strategy):
+    """Every configuration at full fidelity, in the sweep's order (what ``tune`` always did)."""
+
+    name = "exhaustive"
+
+    def _search(self, space, measure):
+        for configuration in space:
+            measure(configuration, FULL)
+
+
+class RandomSampling(Strategy):
+    """Configurations in a seeded random order, each fully measured, until the budget is spent."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def _search(self, space, measure):
+        random.Random(self.seed).shuffle(space)
+        for configuration in space:
+            measure(configuration, FULL)
+
+
+class SuccessiveHalving(Strategy):
+    """Screen everything briefly, then give longer measurements to the best 1/`eta`, up to a full one.
+
+    Rung r measures its configurations at fidelity ``min_fidelity * eta**r``
+    (the last rung at `FULL`) and passes the fastest ``ceil(n / eta)`` on; a
+    configuration that returns None drops out. With a configuration budget
+    smaller than the space, a seeded random subset is screened. With 54
+    configurations, eta 3 and min_fidelity 1/27 the cost is about eight full
+    measurements instead of 54.
+    """
+
+    name = "halving"
+
+    def __init__(self, eta: int = 3, min_fidelity: float = 1 / 27, seed: int = 0, finalists: int = 2):
+        if eta < 2:
+            raise BudgetError(f"successive halving needs eta >= 2 (got {eta})")
+        if not 0 < min_fidelity <= FULL:
+            raise BudgetError(f"min_fidelity must be in (0, 1] (got {min_fidelity})")
+        self.eta = eta
+        self.min_fidelity = min_fidelity
+        self.seed = seed
+        self.finalists = max(1, finalists)
+
+    def fidelities(self) -> list[float]:
+        """The fidelity of each rung, lowest first, ending at `FULL`."""
+        rungs = max(0, round(math.log(FULL / self.min_fidelity, self.eta)))
+        return [min(FULL, self.min_fidelity * self.eta ** r) for r in range(rungs)] + [FULL]
+
+    def _search(self, space, measure):
+        random.Random(self.seed).shuffle(space)
+        if measure.budget.configurations is not None:
+            space = space[:measure.budget.configurations]
+        alive = space
+        fidelities = self.fidelities()
+        for rung, fidelity in enumerate(fidelities):
+            last = rung == len(fidelities) - 1
+            if not last and len(alive) <= self.finalists:
+                fidelity, last = FULL, True
+            timed = []
+            for index, configuration in enumerate(alive):
+                if not last and timed and measure.seconds_left() < self._reserve(measure, min(timed)[2]):
+                    last = None      # the rest of the budget goes to full measurements of the best so far
+                    break
+                if (ms := measure(configuration, fidelity)) is not None:
+                    timed.append((ms, index, configuration))
+            if last:
+                return
+            timed.sort()
+            if last is None:
+                for _, _, configuration in timed[:self.finalists]:
+                    measure(configuration, FULL)
+                return
+            keep = max(self.finalists, math.ceil(len(timed) / self.eta))
+            alive = [c for _, _, c in timed[:keep]]
+
+    def _reserve(self, measure: _Meter, leader: Configuration) -> float:
+        """Seconds to keep for the finalists' full measurements (zero without a limit in seconds).
+
+        What a full measurement costs is learnt by making one, of the leader so far, the first time
+        the question is asked: screens cannot say it (their fixed costs do not scale with fidelity).
+        That measurement counts like any other, so the leader is already a finalist.
+        """
+        if measure.budget.seconds is None:
+            return 0.0
+        full = [t.seconds for t in measure.trials if t.fidelity >= FULL]
+        if not full:
+            measure(leader, FULL)
+            full = [t.seconds for t in measure.trials if t.fidelity >= FULL]
+        return self.finalists * max(full)
+
+
+class OptunaTPE(Strategy):
+    """Optuna's TPE sampler over the template parameters, each fully measured (for large spaces).
+
+    Each parameter is a categorical choice of the values the space gives it;
+    a suggested combination that is not in the space (the constraints refused
+    it) is told to Optuna as pruned and costs nothing, one measured before is
+    told its known time. optuna is imported only when this strategy is made.
+    """
+
+    name = "tpe"
+
+    def __init__(self, seed: int = 0, startup_trials: int = 8):
+        try:
+            import optuna
+        except ImportError:
+            raise ToolMissingError("the tpe strategy needs optuna: pip install 'driver-gemm[tune]' "
+                                   "(or pip install optuna), or choose --strategy halving") from None
+        self._optuna = optuna
+        self.seed = seed
+        self.startup_trials = startup_trials
+
+    def _search(self, space, measure):
+        optuna = self._optuna
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        by_params = {_params_key(c.params): c for c in space}
+        names = list(dict.fromkeys(name for c in space for name in c.params))
+        choices = {name: sorted({c.params[name] for c in space if name in c.params}) for name in names}
+        sampler = optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=self.startup_trials)
+        study = optuna.create_study(direction="minimize", sampler=sampler)
+        known: dict[Configuration, float | None] = {}
+        misses = 0
+        while len(known) < len(space) and misses < 50 * len(space):
+            trial = study.ask()
+            params = {name: trial.suggest_categorical(name, choices[name]) for name in names}
+            configuration = by_params.get(_params_key(params))
+            if configuration is None:
+                misses += 1
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                continue
+            if configuration not in known:
+                known[configuration] = measure(configuration, FULL)
+            else:
+                misses += 1
+            value = known[configuration]
+            if value is None:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            else:
+                study.tell(trial, value)
+
+
+def _params_key(params: Mapping[str, int]) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+STRATEGIES = {"exhaustive": Exhaustive, "random": RandomSampling, "halving": SuccessiveHalving, "tpe": OptunaTPE}
+
+
+def make_strategy(name: str, seed: int = 0) -> Strategy:
+    """The strategy called `name` (``exhaustive``, ``random``, ``halving``, ``tpe``), seeded where it draws."""
+    try:
+        kind = STRATEGIES[name]
+    except KeyError:
+        raise BudgetError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}") from None
+    return kind() if kind is Exhaustive else kind(seed=seed)
+
+
+def search_all(groups: Iterable[tuple[Sequence[Configuration], Shape]], strategy: Strategy, evaluate: Evaluate,
+               budget: Budget = Budget()) -> list[SearchResult]:
+    """Search each (space, shape) group in turn, sharing `budget`: each gets an equal part of what is left.
+
+    The seconds are shared out as the search goes (a group that finishes
+    early leaves its rest to the next); a configuration budget is split the
+    same way, at least one configuration per group.
+    """
+    groups = list(groups)
+    started = budget.clock()
+    results = []
+    configurations_left = budget.configurations
+    for position, (space, shape) in enumerate(groups):
+        remaining_groups = len(groups) - position
+        seconds = None
+        if budget.seconds is not None:
+            left = budget.seconds - (budget.clock() - started)
+            if left <= 0:
+                results.append(SearchResult(strategy.name, shape, None, None, [], 0.0, "seconds"))
+                continue
+            seconds = left / remaining_groups
+        share = None
+        if configurations_left is not None:
+            share = max(1, configurations_left // remaining_groups)
+        result = strategy.search(space, shape, evaluate, Budget(seconds, share, budget.clock))
+        if configurations_left is not None:
+            configurations_left = max(1, configurations_left - result.configurations_tried)
+        results.append(result)
+    return results

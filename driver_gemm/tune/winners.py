@@ -1,0 +1,197 @@
+"""Pick each kernel's best configuration per shape from a sweep, and write a spec of the winners.
+
+A sweep is a spec whose kernels give lists for their template parameters;
+configurations that break the kernel's `require:` constraints never launch.
+For each kernel and shape, the passing configurations are ranked by median
+time. The best wins clearly only when its interquartile range does not
+overlap the runner-up's; otherwise the two are a tie, and the report says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..argtypes import STANDARD_ARGUMENTS
+from ..errors import SpecError
+from ..report.compare import SAME, judge
+from ..results.records import CaseResult, RunResult
+from ..spec.model import KernelSpec, Spec
+from ..status import Status
+
+RESULTS_DIR = Path("results")      # untracked (.gitignore): where a winners spec goes unless --out says otherwise
+
+
+@dataclass
+class Pick:
+    """The outcome for one kernel on one shape."""
+
+    kernel: str                    # the kernel's name (its configurations differ in params)
+    shape: str
+    best: CaseResult | None
+    runner_up: CaseResult | None
+    tried: int                     # configurations run (passing or not)
+    passed: int
+    invalid: int
+    margin: float | None = None    # runner-up median / best median - 1
+    tie: bool = False
+
+
+def pick_winners(run: RunResult) -> list[Pick]:
+    """Per kernel name and shape, the fastest passing configuration and how clearly it won."""
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
+    for case in run.cases:
+        if not case.is_baseline:
+            groups.setdefault((case.name, case.shape.label), []).append(case)
+    picks = []
+    for (name, shape), cases in groups.items():
+        timed = sorted((c for c in cases if c.ok and c.timing), key=lambda c: c.timing.median_ms)
+        pick = Pick(name, shape, timed[0] if timed else None, timed[1] if len(timed) > 1 else None,
+                    tried=len(cases), passed=len(timed), invalid=sum(c.status == Status.INVALID for c in cases))
+        if pick.best and pick.runner_up:
+            pick.margin = pick.runner_up.timing.median_ms / pick.best.timing.median_ms - 1
+            pick.tie = judge(pick.best, pick.runner_up)[0] == SAME
+        picks.append(pick)
+    return picks
+
+
+def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
+    """A kernel entry of a spec file that describes `kernel` with its parameters fixed."""
+    entry = {
+        "name": name,
+        "source": os.path.relpath(kernel.source, relative_to),
+        "function": kernel.function,
+        "params": dict(kernel.params),
+        "block": [e.source for e in kernel.block],
+        "grid": [e.source for e in kernel.grid],
+        "shared_bytes": kernel.shared_bytes.source,
+        "signature": [a.name if a.name in STANDARD_ARGUMENTS else
+                      {"name": a.name, "type": a.ctype, "value": a.value.source} for a in kernel.signature],
+    }
+    if kernel.tile:
+        entry["tile"] = [e.source for e in kernel.tile]
+    if kernel.require:
+        entry["require"] = [e.source for e in kernel.require]
+    if kernel.options:
+        entry["options"] = list(kernel.options)
+    if kernel.precision != "fp32":
+        entry["precision"] = kernel.precision
+    if kernel.arch:
+        entry["arch"] = kernel.arch
+    types = getattr(kernel, "types", None)
+    if types:
+        entry["types"] = types if isinstance(types, (str, list, dict)) else dict(types)
+    return entry
+
+
+def settings_of(spec: Spec) -> dict:
+    """The top-level fields of `spec` that made its measurements, as a spec file writes them."""
+    verify = spec.verify
+    tolerance = (verify.rel_tolerance if verify.abs_tolerance is None
+                 else {"rel": verify.rel_tolerance, "abs": verify.abs_tolerance})
+    out = {
+        "measure": dataclasses.asdict(spec.measure),
+        "verify": {"tolerance": tolerance, "tf32_tolerance": verify.tf32_rel_tolerance, "seed": verify.seed,
+                   "reference": verify.reference, "cpu_reference_max_gflop": verify.cpu_reference_max_gflop},
+        "baseline": spec.baseline,
+        "scalars": dict(spec.scalars),
+    }
+    types = getattr(spec, "types", None)
+    if types:
+        out["types"] = types if isinstance(types, (str, list, dict)) else dict(types)
+    return out
+
+
+def default_winners_path(spec: Spec, results_dir: str | Path = RESULTS_DIR) -> Path:
+    """Where ``tune`` writes the winners without ``--out``: under ``results/``, never into the tracked tree."""
+    return Path(results_dir) / f"{spec.name}-winners.yaml"
+
+
+def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) -> None:
+    """Refuse recorded results that are not of `spec` (``tune --from``), with a message naming both.
+
+    They must name the same spec (by name, or by path when both record one)
+    and hold at least one case of a kernel configuration of the spec; without
+    this, picks from another sweep would write a winners spec of ``kernels: []``.
+    """
+    where = str(results_path)
+    if run.spec and run.spec != spec.name:
+        raise SpecError(f"these results are of spec {run.spec!r}, not {spec.name!r}: pick winners with the spec "
+                        f"that made them", where=where)
+    if run.spec_path and spec.path and Path(run.spec_path).name != Path(spec.path).name:
+        raise SpecError(f"these results were made from {run.spec_path}, not {spec.path}", where=where)
+    labels = {kernel.label for kernel in spec.kernels}
+    if not any(case.kernel in labels for case in run.cases):
+        raise SpecError(f"no case of these results is a kernel configuration of {spec.name} "
+                        f"(as selected); nothing to pick from", where=where)
+
+
+def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
+    """Write a spec with one kernel per winning configuration, on the shapes of the sweep.
+
+    A kernel whose best configuration is the same on every shape keeps its
+    name; otherwise each winning configuration is named ``NAME-1``, ``NAME-2``...
+    and a comment at the top says which shape each one won.
+    """
+    path = Path(path)
+    by_label = {k.label: k for k in spec.kernels}
+    winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None and p.best.kernel in by_label))
+    if not winning:
+        raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
+    per_name: dict[str, list[str]] = {}
+    for label in winning:
+        per_name.setdefault(by_label[label].name, []).append(label)
+    names = {label: name if len(labels) == 1 else f"{name}-{i + 1}"
+             for name, labels in per_name.items() for i, label in enumerate(labels)}
+    document = {
+        "name": f"{spec.name}-winners",
+        "description": f"the fastest passing configuration of each kernel per shape, from a sweep of {spec.name}",
+        "shapes": [[s.M, s.N, s.K] for s in spec.shapes],
+        **settings_of(spec),
+        "kernels": [_entry(by_label[label], names[label], path.parent.resolve()) for label in winning],
+    }
+    lines = []
+    for p in picks:
+        outcome = "nothing passed" if p.best is None else f"{names[p.best.kernel]} = {p.best.kernel}"
+        if p.margin is not None:
+            outcome += f", {'a tie with' if p.tie else 'ahead of'} the runner-up ({100 * p.margin:+.1f}%)"
+        lines.append(f"# {p.kernel} at {p.shape}: {outcome}\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines) + yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
+    """Write a spec with one kernel per family and a ``dispatch:`` table choosing its params per shape.
+
+    The kernel entry carries the parameters that won the first shape (so the
+    file reads as a whole kernel); `driver_gemm.tune.dispatch` says how a run
+    picks the parameters for any other shape. Needs the spec front end to
+    accept ``dispatch:`` (`tune.dispatch.parse_dispatch`).
+    """
+    from .dispatch import build_dispatch, dispatch_document
+
+    path = Path(path)
+    tables = build_dispatch(picks)
+    if not tables:
+        raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
+    by_label = {k.label: k for k in spec.kernels}
+    kernels = []
+    for name, table in tables.items():
+        first = table.entries[0]
+        kernels.append(_entry(by_label[first.label], name, path.parent.resolve()))
+    document = {
+        "name": f"{spec.name}-dispatch",
+        "description": f"per shape, the fastest passing configuration of each kernel, from a sweep of {spec.name}",
+        "shapes": [[s.M, s.N, s.K] for s in spec.shapes],
+        **settings_of(spec),
+        "kernels": kernels,
+        "dispatch": dispatch_document(tables),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path

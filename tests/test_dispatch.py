@@ -1,0 +1,89 @@
+"""Shape-dependent dispatch: the table built from winners, its spec field, and the choice for any shape."""
+
+import pytest
+import yaml
+
+from driver_gemm.errors import SpecError
+from driver_gemm.results.records import RunResult
+from driver_gemm.spec.model import Shape, load_spec, spec_from_dict
+from driver_gemm.tune.dispatch import DispatchEntry, DispatchTable, build_dispatch, parse_dispatch, select_kernel
+from driver_gemm.tune.winners import dispatch_spec, pick_winners
+
+from test_spec import write
+from test_tune import BK8, BK16, LARGE, SMALL, SWEEP, case
+
+BIG, SMALL_TILE = {"BM": 128, "BK": 16}, {"BM": 32, "BK": 8}
+
+
+def table():
+    return DispatchTable("v8", (DispatchEntry(Shape(4096, 4096, 4096), BIG),
+                                DispatchEntry(Shape(1024, 512, 1024), SMALL_TILE)))
+
+
+@pytest.mark.parametrize("shape, params", [
+    (Shape(4096, 4096, 4096), BIG),            # exact
+    (Shape(1024, 512, 1024), SMALL_TILE),      # exact
+    (Shape(8192, 8192, 8192), BIG),            # beyond the largest: the largest
+    (Shape(256, 256, 256), SMALL_TILE),        # below the smallest: the smallest
+    (Shape(2048, 2048, 2048), BIG),            # log distance: 0.48 * 3 from 4096^3 against 0, 1.9, 1.9 ... ours
+    (Shape(1500, 1000, 1500), SMALL_TILE),
+])
+def test_nearest_in_log_space(shape, params):
+    assert table().select(shape).params == params
+
+
+def test_exact_then_ranges_then_nearest():
+    ranged = DispatchTable("v8", (
+        DispatchEntry(Shape(4096, 4096, 4096), BIG),
+        DispatchEntry(Shape(1024, 512, 1024), SMALL_TILE, when={"M": (None, 3000), "N": (1, 3000)})))
+    assert ranged.select(Shape(2900, 2900, 8192)).params == SMALL_TILE      # nearer 4096^3, but in the range
+    assert ranged.select(Shape(3001, 2900, 8192)).params == BIG
+    assert ranged.select(Shape(4096, 4096, 4096)).params == BIG
+    tie = DispatchTable("k", (DispatchEntry(Shape(100, 100, 100), {"A": 1}), DispatchEntry(Shape(400, 400, 400), {"A": 2})))
+    assert tie.select(Shape(200, 200, 200)).params == {"A": 1}               # equal distance: the earlier
+
+
+def test_parse_dispatch_reads_what_is_written_and_names_mistakes():
+    document = {"v8": table().as_document() + [{"shape": "512x512x512", "params": {"BM": 64}, "when": {"K": [1, None]}}]}
+    parsed = parse_dispatch(yaml.safe_load(yaml.safe_dump(document)), kernel_names=["v8"])
+    assert parsed["v8"].entries[:2] == table().entries
+    assert parsed["v8"].entries[2].shape == Shape(512, 512, 512) and parsed["v8"].entries[2].when == {"K": (1, None)}
+    lines = {"dispatch.v8[0].params": "spec.yaml:12"}
+    cases = [
+        ({"v9": [{"shape": [1, 1, 1], "params": {}}]}, "dispatch.v9", "no kernel named 'v9'"),
+        ({"v8": []}, "dispatch.v8", "non-empty list"),
+        ({"v8": [{"shape": [1, 1], "params": {}}]}, "dispatch.v8[0].shape", "[M, N, K]"),
+        ({"v8": [{"shape": [1, 1, 1], "params": {"BM": 1.5}}]}, "spec.yaml:12: dispatch.v8[0].params", "whole numbers"),
+        ({"v8": [{"shape": [1, 1, 1]}]}, "dispatch.v8[0]", "missing required field 'params'"),
+        ({"v8": [{"shape": [1, 1, 1], "params": {}, "when": {"Q": [1, 2]}}]}, "dispatch.v8[0].when.Q", "use M, N or K"),
+        ({"v8": [{"shape": [1, 1, 1], "params": {}, "when": {"M": [9, 2]}}]}, "dispatch.v8[0].when.M", "above high"),
+        ({"v8": [{"shape": [1, 1, 1], "param": {}}]}, "dispatch.v8[0]", "unknown field 'param'"),
+    ]
+    for node, place, message in cases:
+        with pytest.raises(SpecError) as raised:
+            parse_dispatch(node, kernel_names=["v8"], where=lines.get)
+        assert place in str(raised.value) and message in str(raised.value)
+
+
+def test_built_from_winners_and_applied_to_a_kernel(tmp_path):
+    spec = load_spec(write(tmp_path, SWEEP))
+    run = RunResult(spec="s", spec_path=None, cases=[
+        case(BK8, SMALL, [1.0, 1.01, 0.99]), case(BK16, SMALL, [1.5, 1.52, 1.49]),
+        case(BK8, LARGE, [2.5, 2.6, 2.4]), case(BK16, LARGE, [2.0, 2.1, 1.9])])
+    for c in run.cases:
+        c.params = dict(next(k for k in spec.kernels if k.label == c.kernel).params)
+    tables = build_dispatch(pick_winners(run))
+    assert set(tables) == {"v4"}
+    v4 = tables["v4"]
+    assert select_kernel(spec.kernels[0], v4, SMALL).label == BK8
+    assert select_kernel(spec.kernels[0], v4, Shape(100, 100, 100)).label == BK16    # nearer 128^3
+    assert select_kernel(spec.kernels[0], v4, Shape(32, 32, 16)).label == BK8
+
+    out = dispatch_spec(spec, pick_winners(run), tmp_path / "specs" / "d.yaml")
+    document = yaml.safe_load(out.read_text())
+    dispatch = parse_dispatch(document.pop("dispatch"), kernel_names=[k["name"] for k in document["kernels"]])
+    reloaded = spec_from_dict(document, base_dir=out.parent)
+    assert [k.name for k in reloaded.kernels] == ["v4"]
+    assert select_kernel(reloaded.kernels[0], dispatch["v4"], LARGE).label == BK16
+    with pytest.raises(SpecError, match="do not have"):
+        select_kernel(reloaded.kernels[0], DispatchTable("v4", (DispatchEntry(SMALL, {"XX": 1}),)), SMALL)
