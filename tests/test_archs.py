@@ -309,3 +309,52 @@ def test_agrees_with_the_cuda_occupancy_calculator(calculator, arch):
                 assert ours == expected, (arch, threads, regs, static, dynamic)
                 checked += 1
     assert checked > 500
+
+
+# --- on a GPU: the driver's own occupancy answer for a loaded kernel ----------------------------------------
+
+PROBE = r"""
+template <int LIVE>
+__global__ void occupancy_probe(float* out, const float* in, int n) {
+    __shared__ float tile[1000];
+    extern __shared__ float dynamic_tile[];
+    float live[LIVE];
+#pragma unroll
+    for (int j = 0; j < LIVE; ++j) live[j] = in[(threadIdx.x + 33 * j) % n];
+    tile[threadIdx.x % 1000] = live[0];
+    dynamic_tile[threadIdx.x % 32] = live[LIVE - 1];
+    __syncthreads();
+    float sum = tile[(threadIdx.x + 1) % 1000] + dynamic_tile[(threadIdx.x + 1) % 32];
+#pragma unroll
+    for (int j = 0; j < LIVE; ++j) sum = sum * live[j] + live[(7 * j + 3) % LIVE];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+"""
+# Never launched, only asked about. On sm_90 NVRTC gives these instances 26, 56, 128 and 254 registers.
+PROBE_INSTANCES = ("occupancy_probe<8>", "occupancy_probe<40>", "occupancy_probe<100>", "occupancy_probe<180>")
+
+
+@pytest.mark.gpu
+def test_limits_from_this_device_agree_with_its_driver():
+    from driver_gemm.cuda.device import Device
+    from driver_gemm.cuda.module import load_kernel
+
+    with Device(0) as gpu:
+        limits = limits_from_device(gpu.properties)
+        assert limits.source.startswith("driver")
+        if gpu.properties.arch in ARCHES:      # the table of a known architecture is what its driver reports
+            table = ARCHES[gpu.properties.arch]
+            for name in ("max_threads_per_sm", "max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm",
+                         "registers_per_block", "shared_per_sm", "max_shared_per_block",
+                         "reserved_shared_per_block"):
+                assert getattr(limits, name) == getattr(table, name), name
+        for instance in PROBE_INSTANCES:
+            kernel = load_kernel(gpu, PROBE, instance)
+            static = kernel.attributes.static_shared_bytes
+            largest_dynamic = limits.max_shared_per_block - static
+            kernel.allow_dynamic_shared(largest_dynamic)
+            for threads in range(32, 1025, 32):
+                for dynamic in (0, 10879, 40000, largest_dynamic):
+                    ours = occupancy(limits, threads, kernel.attributes.registers, static, dynamic).blocks_per_sm
+                    theirs = kernel.max_active_blocks_per_sm(threads, dynamic)
+                    assert ours == theirs, (gpu.properties.arch, instance, threads, kernel.attributes.registers, dynamic)

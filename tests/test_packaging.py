@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,15 @@ def test_an_installed_copy_without_a_checkout_beside_it_uses_its_package_data(tm
     assert bundled.checkout_root() is None
     assert bundled.default_spec_path() == package / "_data" / "specs" / "seed.yaml"
     assert bundled.kernels_dir() == package / "_data" / "kernels"
+
+
+def test_the_suite_compiles_into_a_cache_of_its_own_that_subprocesses_inherit():
+    from driver_gemm.cuda import cache
+
+    user_default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "driver-gemm"
+    assert cache.directory() != user_default
+    assert cache.directory().resolve().is_relative_to(Path(tempfile.gettempdir()).resolve())
+    child = subprocess.run([sys.executable, "-c", "from driver_gemm.cuda import cache; print(cache.directory())"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert Path(child.stdout.strip()) == cache.directory()
