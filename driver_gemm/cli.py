@@ -291,7 +291,8 @@ def _command_sanitize(args, specs, console: Console, errors: Console) -> int:
 
 def _command_plan(args, console: Console, errors: Console) -> int:
     from .cuda.occupancy import arch_limits
-    from .pipeline.plan import limits_for_device, plan_case
+    from .cuda.occupancy import limits_from_device
+    from .pipeline.plan import plan_case
     from .report.tables import plan_table
     from .pipeline.runner import compile_spec, refused_everywhere
 
@@ -301,7 +302,7 @@ def _command_plan(args, console: Console, errors: Console) -> int:
         try:
             from .cuda.device import read_properties
             props = read_properties(_env_device())
-            limits, arch = limits_for_device(props), props.arch
+            limits, arch = limits_from_device(props), props.arch
         except NoGpuError:
             arch = "sm_90"
     from .cuda.compile import normalise_arch

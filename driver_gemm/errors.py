@@ -53,10 +53,6 @@ class ArgumentError(ConfigError):
     """A kernel argument that does not fit its declared C type (or a list of arguments of the wrong length)."""
 
 
-class UnknownArchError(ConfigError, KeyError):
-    """No limits table for a GPU architecture (also a `KeyError`, for callers that look architectures up)."""
-
-
 class UsageError(SpecError):
     """A mistake on the command line: an option's value that cannot be used; `field` names the option."""
 

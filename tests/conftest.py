@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,13 +40,35 @@ def pytest_addoption(parser, pluginmanager):
         pluginmanager.register(pytest_plugin, "driver_gemm")
 
 
+CACHE_VARIABLE = "DRIVER_GEMM_CACHE_DIR"
+_saved_cache_setting: list[str | None] = []
+
+
+def pytest_configure(config):
+    # Before any test (or module-level code) compiles, and for every subprocess a test starts: the session
+    # compiles into a cache of its own, never the user's.
+    _saved_cache_setting.append(os.environ.get(CACHE_VARIABLE))
+    os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="driver-gemm-test-cache-")
+
+
+def pytest_unconfigure(config):
+    if not _saved_cache_setting:
+        return
+    shutil.rmtree(os.environ.get(CACHE_VARIABLE, ""), ignore_errors=True)
+    saved = _saved_cache_setting.pop()
+    if saved is None:
+        os.environ.pop(CACHE_VARIABLE, None)
+    else:
+        os.environ[CACHE_VARIABLE] = saved
+
+
 @pytest.fixture(scope="session")
-def session_cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("cubin-cache")
+def session_cache_dir() -> Path:
+    return Path(os.environ[CACHE_VARIABLE])
 
 
 @pytest.fixture(autouse=True)
 def private_cache(session_cache_dir, monkeypatch):
-    """Tests compile into a cache of this session's own, never the user's."""
-    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(session_cache_dir))
+    """Each test starts with the session's cache (a test may move it) and with caching on."""
+    monkeypatch.setenv(CACHE_VARIABLE, str(session_cache_dir))
     monkeypatch.delenv("DRIVER_GEMM_NO_CACHE", raising=False)

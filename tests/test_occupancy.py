@@ -3,6 +3,7 @@ import math
 import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits, occupancy, waves
+from driver_gemm.errors import ConfigError
 
 
 @pytest.mark.parametrize("arch, threads, regs, static, dynamic, blocks, limited_by, carveout", [
@@ -56,8 +57,9 @@ def test_arch_table_has_the_common_architectures():
         assert limits.registers_per_sm == 65536 and limits.max_threads_per_block == 1024
     assert arch_limits("sm_90a").arch == "sm_90"
     assert arch_limits("sm_90").shared_carveouts_kb[-1] == 228
-    with pytest.raises(KeyError, match="no occupancy table for sm_50"):
+    with pytest.raises(ConfigError, match="no architecture table for sm_50") as caught:
         arch_limits("sm_50")
+    assert caught.value.field == "--arch"
 
 
 def test_waves():

@@ -122,7 +122,7 @@ def test_every_shipped_seed_case_is_valid():
 
 def test_limits_of_a_real_device_replace_the_table():
     from driver_gemm.cuda.device import DeviceProperties
-    from driver_gemm.pipeline.plan import limits_for_device
+    from driver_gemm.cuda.occupancy import limits_from_device
 
     props = DeviceProperties(ordinal=0, name="NVIDIA H200", uuid="GPU-x", compute_capability=(9, 0), sm_count=132,
                              clock_khz=1980000, memory_clock_khz=3201000, memory_bus_bits=6144,
@@ -131,7 +131,7 @@ def test_limits_of_a_real_device_replace_the_table():
                              max_shared_per_block=49152, max_shared_per_block_optin=232448, shared_per_sm=233472,
                              reserved_shared_per_block=1024, registers_per_block=65536, registers_per_sm=65536,
                              max_threads_per_sm=2048, max_blocks_per_sm=32, driver_version=13000)
-    limits = limits_for_device(props)
+    limits = limits_from_device(props)
     assert limits.typical_sm_count == 132 and limits.max_shared_per_block == 232448
     assert props.fp32_peak_gflops == pytest.approx(132 * 128 * 2 * 1.98)
     assert props.memory_bandwidth_gbs == pytest.approx(2 * 3.201e9 * 768 / 1e9)

@@ -1,27 +1,38 @@
-"""Theoretical occupancy from an architecture's published limits: a pure function, testable without a GPU.
+"""Architecture limits and theoretical occupancy: pure functions, testable without a GPU.
 
-It follows the CUDA occupancy calculator (cuda_occupancy.h): registers are
-allocated per warp in units of 256 and shared out per SM sub-partition (a
-quarter of the SM's register file each on these architectures); shared memory
-per block is static + dynamic + the per-block reserve, rounded up to the 128-byte
-allocation unit, against the largest carve-out (the driver's choice when the
-kernel states no preference); warps, threads and blocks per SM cap the rest.
+Two ways to get an `ArchLimits`. On a GPU, `limits_from_device` takes every
+figure the driver reports (cuDeviceGetAttribute, read into `DeviceProperties`)
+and fills in the few it does not report (allocation units and granularities)
+from the table of its architecture, so every compute capability works, known
+or not. Offline (`plan --arch sm_XY`), `arch_limits` reads the tables below.
+
+`occupancy` follows the CUDA occupancy calculator (``cuda_occupancy.h``):
+registers are allocated per warp in units of 256 and shared out per SM
+sub-partition, and a block's warps are rounded up to the number of
+sub-partitions for the per-block register check; shared memory per block is
+static + dynamic + the per-block reserve, rounded up to the allocation unit,
+against the largest carve-out (the driver's choice when the kernel states no
+preference); warps, threads and blocks per SM cap the rest.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
-from ..errors import UnknownArchError
+from ..errors import ConfigError
 
 KB = 1024
 
 
 @dataclass(frozen=True)
 class ArchLimits:
-    """Per-SM and per-block limits of one compute capability (CUDA C++ Programming Guide, Table 
-    "Technical Specifications per Compute Capability"), and the SM count of a typical part for planning."""
+    """Per-SM and per-block limits of one compute capability, and the SM count of a typical part for planning.
+
+    `source` says where the figures come from (a table, or a device's driver
+    plus a table); `notes` say what had to be assumed.
+    """
 
     arch: str
     max_threads_per_sm: int
@@ -31,7 +42,8 @@ class ArchLimits:
     max_registers_per_thread: int
     registers_per_block: int
     register_unit: int            # registers are allocated per warp in multiples of this
-    sub_partitions: int           # the register file is split among this many schedulers
+    sub_partitions: int           # the register file is split among this many schedulers; a block's warps are
+                                  # rounded up to it for the per-block check (the "warp allocation granularity")
     shared_per_sm: int
     shared_carveouts_kb: tuple[int, ...]
     max_shared_per_block: int     # with the opt-in (cuFuncSetAttribute)
@@ -44,24 +56,99 @@ class ArchLimits:
     warp_size: int = 32
     typical_sm_count: int = 0
     typical_part: str = ""
+    fp32_lanes_per_sm: int = 0    # FFMA results per clock per SM; 0 when unknown
+    source: str = "table"
+    notes: tuple[str, ...] = ()
+
+    @property
+    def warp_allocation_granularity(self) -> int:
+        return self.sub_partitions
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        return parse_arch(self.arch)
 
 
+# Carve-outs (KB of shared memory an SM can be configured with), as cuda_occupancy.h rounds a request up to them.
+VOLTA_CARVEOUTS = (0, 8, 16, 32, 64, 96)
+TURING_CARVEOUTS = (32, 64)
+A100_CARVEOUTS = (0, 8, 16, 32, 64, 100, 132, 164)
+GA10X_CARVEOUTS = (0, 8, 16, 32, 64, 100)
+HOPPER_CARVEOUTS = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+
+
+def _table(arch: str, *, threads: int, blocks: int, shared_kb: int, carveouts: tuple[int, ...],
+           per_block_kb: int, reserved: int, shared_unit: int, fp32_lanes: int, sms: int, part: str) -> ArchLimits:
+    # Every architecture here has 64 K registers per SM and per block, 255 per thread, registers allocated
+    # per warp in units of 256 over 4 sub-partitions, and 48 KB of shared memory per block without the opt-in.
+    return ArchLimits(arch, max_threads_per_sm=threads, max_warps_per_sm=threads // 32, max_blocks_per_sm=blocks,
+                      registers_per_sm=65536, max_registers_per_thread=255, registers_per_block=65536,
+                      register_unit=256, sub_partitions=4, shared_per_sm=shared_kb * KB,
+                      shared_carveouts_kb=carveouts, max_shared_per_block=per_block_kb * KB,
+                      default_shared_per_block=48 * KB, reserved_shared_per_block=reserved, shared_unit=shared_unit,
+                      typical_sm_count=sms, typical_part=part, fp32_lanes_per_sm=fp32_lanes)
+
+
+# Sources, per entry:
+#   [guide]  CUDA C++ Programming Guide, "Compute Capabilities" appendix, "Technical Specifications per Compute
+#            Capability": resident threads, warps and blocks per SM, registers, shared memory per SM and per block.
+#   [occ]    cuda_occupancy.h of CUDA 13.0 (the occupancy calculator the driver's occupancy API follows): blocks
+#            per SM, carve-outs, shared allocation unit (256 B up to 7.x, 128 B from 8.x), register allocation
+#            unit (256) and sub-partitions (4), the 1 KB per-block reserve applied from 8.x.
+#   [arith]  CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table: 32-bit FMA results per
+#            clock per SM, the FP32 lanes of the peak figure.
+# The SM count is a part's, not the architecture's: it only sizes `plan --arch` (and `--sms` overrides it).
 ARCHES: dict[str, ArchLimits] = {
-    "sm_75": ArchLimits("sm_75", 1024, 32, 16, 65536, 255, 65536, 256, 4, 64 * KB, (32, 64), 64 * KB, 48 * KB,
-                        0, 256, typical_sm_count=40, typical_part="Tesla T4"),
-    "sm_80": ArchLimits("sm_80", 2048, 64, 32, 65536, 255, 65536, 256, 4, 164 * KB,
-                        (0, 8, 16, 32, 64, 100, 132, 164), 163 * KB, 48 * KB, 1 * KB, 128,
-                        typical_sm_count=108, typical_part="A100"),
-    "sm_86": ArchLimits("sm_86", 1536, 48, 16, 65536, 255, 65536, 256, 4, 100 * KB,
-                        (0, 8, 16, 32, 64, 100), 99 * KB, 48 * KB, 1 * KB, 128,
-                        typical_sm_count=84, typical_part="RTX 3090 / A40"),
-    "sm_89": ArchLimits("sm_89", 1536, 48, 24, 65536, 255, 65536, 256, 4, 100 * KB,
-                        (0, 8, 16, 32, 64, 100), 99 * KB, 48 * KB, 1 * KB, 128,
-                        typical_sm_count=128, typical_part="RTX 4090 / L40S"),
-    "sm_90": ArchLimits("sm_90", 2048, 64, 32, 65536, 255, 65536, 256, 4, 228 * KB,
-                        (0, 8, 16, 32, 64, 100, 132, 164, 196, 228), 227 * KB, 48 * KB, 1 * KB, 128,
-                        typical_sm_count=132, typical_part="H100 SXM / H200"),
+    # Volta V100 [guide 7.0, occ major 7, arith 7.x]
+    "sm_70": _table("sm_70", threads=2048, blocks=32, shared_kb=96, carveouts=VOLTA_CARVEOUTS, per_block_kb=96,
+                    reserved=0, shared_unit=256, fp32_lanes=64, sms=80, part="Tesla V100"),
+    # Jetson AGX Xavier [guide 7.2, occ major 7, arith 7.x]
+    "sm_72": _table("sm_72", threads=2048, blocks=32, shared_kb=96, carveouts=VOLTA_CARVEOUTS, per_block_kb=96,
+                    reserved=0, shared_unit=256, fp32_lanes=64, sms=8, part="Jetson AGX Xavier"),
+    # Turing [guide 7.5, occ "isTuring": 16 blocks, 32 or 64 KB, arith 7.x]
+    "sm_75": _table("sm_75", threads=1024, blocks=16, shared_kb=64, carveouts=TURING_CARVEOUTS, per_block_kb=64,
+                    reserved=0, shared_unit=256, fp32_lanes=64, sms=40, part="Tesla T4"),
+    # Ampere A100 [guide 8.0, occ major 8 minor 0, arith 8.0]
+    "sm_80": _table("sm_80", threads=2048, blocks=32, shared_kb=164, carveouts=A100_CARVEOUTS, per_block_kb=163,
+                    reserved=KB, shared_unit=128, fp32_lanes=64, sms=108, part="A100"),
+    # Ampere GA10x [guide 8.6, occ major 8 other minors: 16 blocks, up to 100 KB, arith 8.6]
+    "sm_86": _table("sm_86", threads=1536, blocks=16, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
+                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=84, part="A40 / RTX A6000"),
+    # Jetson AGX Orin [guide 8.7, occ major 8 minor 7: A100's carve-outs, 16 blocks, arith 8.7]
+    "sm_87": _table("sm_87", threads=1536, blocks=16, shared_kb=164, carveouts=A100_CARVEOUTS, per_block_kb=163,
+                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=16, part="Jetson AGX Orin"),
+    # Ada [guide 8.9, occ major 8 minor 9: 24 blocks, arith 8.9]
+    "sm_89": _table("sm_89", threads=1536, blocks=24, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
+                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=128, part="RTX 4090"),
+    # Hopper [guide 9.0, occ major 9, arith 9.0]
+    "sm_90": _table("sm_90", threads=2048, blocks=32, shared_kb=228, carveouts=HOPPER_CARVEOUTS, per_block_kb=227,
+                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=132, part="H100 SXM / H200"),
+    # Blackwell B200 [guide 10.0, occ major 10 minor 0, arith 10.0]
+    "sm_100": _table("sm_100", threads=2048, blocks=32, shared_kb=228, carveouts=HOPPER_CARVEOUTS, per_block_kb=227,
+                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=148, part="B200"),
+    # Blackwell Ultra B300 [guide 10.3, occ major 10 minor 3, arith 10.3]; SM count taken as B200's
+    "sm_103": _table("sm_103", threads=2048, blocks=32, shared_kb=228, carveouts=HOPPER_CARVEOUTS, per_block_kb=227,
+                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=148, part="B300"),
+    # Blackwell GeForce / RTX PRO [guide 12.x, occ major 12: 24 blocks, up to 100 KB, arith 12.x]
+    "sm_120": _table("sm_120", threads=1536, blocks=24, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
+                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=170, part="RTX 5090"),
+    # DGX Spark GB10 [guide 12.x, occ major 12 minor 1, arith 12.x]
+    "sm_121": _table("sm_121", threads=1536, blocks=24, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
+                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=48, part="GB10 (DGX Spark)"),
 }
+
+# What an architecture with no table of its major gets for the figures the driver does not report: the
+# allocation units every architecture since Maxwell uses, and the larger (so fewer blocks) shared unit.
+DEFAULT_REGISTER_UNIT = 256
+DEFAULT_SUB_PARTITIONS = 4
+DEFAULT_SHARED_UNIT = 256
+DEFAULT_MAX_REGISTERS_PER_THREAD = 255
+
+_ARCH_PATTERN = re.compile(r"(?:sm_?|compute_)?(\d{2,3})([af]?)")
+
+
+def known_arches() -> tuple[str, ...]:
+    return tuple(ARCHES)
 
 
 def base_arch(arch: str) -> str:
@@ -69,12 +156,114 @@ def base_arch(arch: str) -> str:
     return arch[:-1] if arch[-1:] in ("a", "f") else arch
 
 
+def parse_arch(arch: str) -> tuple[int, int]:
+    """The compute capability ``(major, minor)`` of ``sm_XY`` (``sm_90a``, ``sm_100f``, ``compute_90`` too).
+
+    Anything else raises a `ConfigError` on field ``--arch`` that lists the
+    architectures with a table.
+    """
+    match = _ARCH_PATTERN.fullmatch(str(arch).strip().lower())
+    if not match:
+        raise ConfigError(f"not a GPU architecture: {arch!r}", field="--arch",
+                          hint=f"use sm_XY, e.g. one of {', '.join(ARCHES)}")
+    digits = match.group(1)
+    return int(digits[:-1]), int(digits[-1])
+
+
+def arch_name(compute_capability: tuple[int, int]) -> str:
+    major, minor = compute_capability
+    return f"sm_{major}{minor}"
+
+
 def arch_limits(arch: str) -> ArchLimits:
-    """The limits table for ``sm_XY``; ``sm_90a`` style suffixes use the base architecture."""
+    """The limits table for ``sm_XY`` (``sm_90a`` style suffixes use the base architecture).
+
+    An architecture with no table raises a `ConfigError` on field ``--arch``
+    naming the known ones: offline planning needs a table, while on a GPU
+    `limits_from_device` works for any architecture.
+    """
+    name = arch_name(parse_arch(arch))
     try:
-        return ARCHES[base_arch(arch)]
+        return ARCHES[name]
     except KeyError:
-        raise UnknownArchError(f"no occupancy table for {arch} (have {', '.join(ARCHES)})") from None
+        raise ConfigError(f"no architecture table for {arch} (known: {', '.join(ARCHES)})", field="--arch",
+                          hint="on the GPU itself the limits come from its driver; offline, "
+                               "plan for the nearest known architecture and give the SM count with --sms") from None
+
+
+def nearest_known_arch(compute_capability: tuple[int, int]) -> str | None:
+    """The table to borrow from: the architecture itself, else the newest older one of the same major, else None."""
+    major, minor = compute_capability
+    same_major = [parse_arch(name) for name in ARCHES if parse_arch(name)[0] == major]
+    older = [cc for cc in same_major if cc[1] <= minor]
+    return arch_name(max(older)) if older else None
+
+
+def _carveouts_up_to(carveouts: tuple[int, ...], shared_per_sm: int) -> tuple[int, ...]:
+    """The table's carve-outs that the device's shared memory holds, ending with the device's own size."""
+    top_kb = shared_per_sm // KB
+    kept = tuple(kb for kb in carveouts if kb < top_kb)
+    return kept + (top_kb,)
+
+
+def limits_from_device(properties) -> ArchLimits:
+    """The limits of a real GPU, for any compute capability: the driver's figures, the table's for the rest.
+
+    `properties` is a `cuda.device.DeviceProperties`. Threads, warps, blocks,
+    registers and shared memory per SM and per block, the per-block reserve,
+    block and grid dimensions and the SM count come from the driver (warps per
+    SM as threads per SM / warp size, as the occupancy calculator does). The
+    figures it does not report (register allocation unit, sub-partitions, the
+    shared allocation unit and carve-outs, registers per thread, FP32 lanes)
+    come from the architecture's table, else from the newest older table of
+    the same major (with a note), else from conservative defaults (with a note).
+    """
+    arch = properties.arch
+    reference_name = nearest_known_arch(properties.compute_capability)
+    notes: list[str] = []
+    if reference_name == arch:
+        reference = ARCHES[arch]
+        source = f"driver + {arch} table"
+    elif reference_name is not None:
+        reference = ARCHES[reference_name]
+        source = f"driver + {reference_name} table"
+        notes.append(f"{arch} has no table: allocation units, carve-outs and FP32 lanes per SM are "
+                     f"{reference_name}'s, the nearest older architecture of the same major")
+    else:
+        reference = None
+        source = "driver + defaults"
+        notes.append(f"{arch} has no table and no older architecture of its major does: registers are taken as "
+                     f"allocated in units of {DEFAULT_REGISTER_UNIT} over {DEFAULT_SUB_PARTITIONS} sub-partitions, "
+                     f"shared memory in units of {DEFAULT_SHARED_UNIT} B, and the FP32 peak is unknown")
+    warp_size = properties.warp_size or 32
+    shared_per_sm = properties.shared_per_sm
+    return ArchLimits(
+        arch=arch,
+        max_threads_per_sm=properties.max_threads_per_sm,
+        max_warps_per_sm=properties.max_threads_per_sm // warp_size,
+        max_blocks_per_sm=properties.max_blocks_per_sm,
+        registers_per_sm=properties.registers_per_sm,
+        max_registers_per_thread=reference.max_registers_per_thread if reference
+        else DEFAULT_MAX_REGISTERS_PER_THREAD,
+        registers_per_block=properties.registers_per_block,
+        register_unit=reference.register_unit if reference else DEFAULT_REGISTER_UNIT,
+        sub_partitions=reference.sub_partitions if reference else DEFAULT_SUB_PARTITIONS,
+        shared_per_sm=shared_per_sm,
+        shared_carveouts_kb=_carveouts_up_to(reference.shared_carveouts_kb if reference else (), shared_per_sm),
+        max_shared_per_block=max(properties.max_shared_per_block_optin, properties.max_shared_per_block),
+        default_shared_per_block=properties.max_shared_per_block,
+        reserved_shared_per_block=properties.reserved_shared_per_block,
+        shared_unit=reference.shared_unit if reference else DEFAULT_SHARED_UNIT,
+        max_threads_per_block=properties.max_threads_per_block,
+        max_block_dims=tuple(properties.max_block_dims),
+        max_grid_dims=tuple(properties.max_grid_dims),
+        warp_size=warp_size,
+        typical_sm_count=properties.sm_count,
+        typical_part=properties.name,
+        fp32_lanes_per_sm=reference.fp32_lanes_per_sm if reference else 0,
+        source=source,
+        notes=tuple(notes),
+    )
 
 
 @dataclass(frozen=True)
@@ -105,6 +294,8 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
     """Theoretical resident blocks per SM of a kernel launched with `threads_per_block` threads."""
     warps = -(-threads_per_block // limits.warp_size)
     registers_per_warp = _ceil_to(max(registers_per_thread, 1) * limits.warp_size, limits.register_unit)
+    # The hardware checks a block's registers as if its warps filled every sub-partition evenly.
+    registers_checked_per_block = registers_per_warp * _ceil_to(max(warps, 1), limits.sub_partitions)
     shared_per_block = _ceil_to(static_shared_bytes + dynamic_shared_bytes + limits.reserved_shared_per_block,
                                 limits.shared_unit)
     reason = ""
@@ -112,9 +303,10 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
         reason = f"{threads_per_block} threads per block (1 to {limits.max_threads_per_block} allowed)"
     elif registers_per_thread > limits.max_registers_per_thread:
         reason = f"{registers_per_thread} registers per thread (at most {limits.max_registers_per_thread})"
-    elif registers_per_warp * warps > limits.registers_per_block:
-        reason = (f"{registers_per_warp * warps} registers per block ({registers_per_thread} per thread, "
-                  f"{warps} warps) exceed the {limits.registers_per_block} a block may have")
+    elif registers_checked_per_block > limits.registers_per_block:
+        reason = (f"{registers_checked_per_block} registers per block ({registers_per_thread} per thread, "
+                  f"{warps} warps allocated as {_ceil_to(warps, limits.sub_partitions)}) exceed the "
+                  f"{limits.registers_per_block} a block may have")
     elif static_shared_bytes + dynamic_shared_bytes > limits.max_shared_per_block:
         reason = (f"{static_shared_bytes + dynamic_shared_bytes} bytes of shared memory per block "
                   f"exceed the {limits.max_shared_per_block} allowed")
@@ -129,7 +321,9 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
         "blocks": limits.max_blocks_per_sm,
     }
     blocks = 0 if reason else min(by_limit.values())
-    limited_by = tuple(name for name, value in by_limit.items() if value == blocks) if not reason else ()
+    # A block with no shared memory at all (possible before 8.x, which has no reserve) is never limited by it.
+    limiting = {name: value for name, value in by_limit.items() if name != "shared memory" or shared_per_block}
+    limited_by = tuple(name for name, value in limiting.items() if value == blocks) if not reason else ()
     carveout = None
     if blocks:
         needed_kb = math.ceil(blocks * shared_per_block / KB)

@@ -22,7 +22,7 @@ from ..spec import expr
 from ..cuda.resources import KernelResources
 from ..errors import ConfigError
 from ..cuda.launch import LaunchConfig
-from ..cuda.occupancy import ArchLimits, Occupancy, arch_limits, base_arch, occupancy, waves
+from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..spec.model import KernelSpec, Shape
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -56,27 +56,6 @@ class CasePlan:
             "occupancy": self.occupancy.as_dict() if self.occupancy else None,
             "waves": self.waves, "problems": [str(p) for p in self.problems], "notes": self.notes,
         }
-
-
-def limits_for_device(properties) -> ArchLimits:
-    """The architecture table with the figures a real device reports put in its place."""
-    base = arch_limits(properties.arch)
-    return dataclasses.replace(
-        base,
-        max_threads_per_sm=properties.max_threads_per_sm,
-        max_blocks_per_sm=properties.max_blocks_per_sm,
-        registers_per_sm=properties.registers_per_sm,
-        registers_per_block=properties.registers_per_block,
-        shared_per_sm=properties.shared_per_sm,
-        max_shared_per_block=properties.max_shared_per_block_optin,
-        default_shared_per_block=properties.max_shared_per_block,
-        reserved_shared_per_block=properties.reserved_shared_per_block,
-        max_threads_per_block=properties.max_threads_per_block,
-        max_block_dims=properties.max_block_dims,
-        max_grid_dims=properties.max_grid_dims,
-        typical_sm_count=properties.sm_count,
-        typical_part=properties.name,
-    )
 
 
 def base_env(kernel: KernelSpec, shape: Shape) -> dict[str, int]:

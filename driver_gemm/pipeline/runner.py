@@ -25,7 +25,7 @@ from .build import compile_spec, plan_cases, refused_everywhere   # noqa: F401 -
 from .cases import Case, cases_of, not_run_record, ran   # noqa: F401
 from .environment import environment, now
 from .funnel import StepsFor, execute_case
-from .plan import limits_for_device
+from ..cuda.occupancy import limits_from_device
 from .session import RunOptions, Session
 from .worker import run_isolated
 
@@ -61,7 +61,7 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     props = read_properties(device)
     result.environment = environment(props)
     kept = [case for case in previous if ran(case)]
-    cases, compiled = plan_cases(spec, limits_for_device(props), props.arch, props.sm_count,
+    cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
                                  skip={(case.kernel, case.shape.label) for case in kept})
     baselines: dict[tuple[Shape, str], float] = {(case.shape, case.precision): case.timing.median_ms
                                                  for case in kept if _is_timed_baseline(case)}

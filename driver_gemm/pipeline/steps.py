@@ -30,7 +30,7 @@ from ..results.records import CaseResult
 from ..spec.model import Spec
 from ..status import Status
 from .cases import Case, new_record
-from .plan import limits_for_device
+from ..cuda.occupancy import limits_from_device
 from .session import Session
 
 
@@ -90,7 +90,7 @@ def load(run: CaseRun) -> None:
     run.record.attributes = attributes.as_dict()
     # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
     # driver's own answer beside ours as a cross-check.
-    loaded = occupancy(limits_for_device(run.session.device.properties), config.threads_per_block,
+    loaded = occupancy(limits_from_device(run.session.device.properties), config.threads_per_block,
                        attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
     run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
