@@ -89,12 +89,7 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
         raise context.error(f"must be text, got {kind_name(description)}", document, "description", "description")
     scalars = _parse_scalars(context, document)
     kernels = _parse_kernels(context, document, scalars)
-    shapes = parse_shapes(context, document)
-    cases = len(kernels) * len(shapes)
-    if cases > MAX_CASES:
-        raise context.error(f"{len(kernels):,} kernels x {len(shapes):,} shapes is {cases:,} cases, more than the "
-                            f"limit of {MAX_CASES:,} (MAX_CASES)", document, "shapes", "shapes",
-                            hint="split the spec, or sweep fewer values")
+    shapes = parse_shapes(context, document, len(kernels))
     return Spec(path=path, name=name, description=description, kernels=kernels, shapes=shapes,
                 measure=_parse_measure(context, document), verify=_parse_verify(context, document),
                 baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars)

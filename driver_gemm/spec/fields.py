@@ -27,6 +27,7 @@ class Context:
     path: Path | None
     base_dir: Path
     allow_outside_sources: bool = False
+    kernel_count: int = 1            # shapes are counted as cases: each one runs every kernel
 
     @property
     def file(self) -> str:

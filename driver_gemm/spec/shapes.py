@@ -20,8 +20,9 @@ SHAPES_HINT = "e.g. [1024, 512, 1024], '1024x512x1024', {M: 1001, N: 513, K: 777
               "{MNK: {from: 512, to: 4096, times: 2}}"
 
 
-def parse_shapes(context: Context, document: dict) -> tuple[Shape, ...]:
-    """The spec's shapes in order, duplicates dropped; at most `MAX_CASES` of them."""
+def parse_shapes(context: Context, document: dict, kernel_count: int = 1) -> tuple[Shape, ...]:
+    """The spec's shapes in order, duplicates dropped; at most `MAX_CASES` cases with `kernel_count` kernels."""
+    context.kernel_count = max(kernel_count, 1)
     node = document["shapes"]
     if not isinstance(node, list) or not node:
         raise context.error(f"must be a non-empty list of shapes, got {kind_name(node)}", document, "shapes",
@@ -30,9 +31,7 @@ def parse_shapes(context: Context, document: dict) -> tuple[Shape, ...]:
     for index, item in enumerate(node):
         for shape in _shape_item(context, node, index, item):
             shapes[shape] = None
-        if len(shapes) > MAX_CASES:
-            raise context.error(f"the shapes expand to more than the limit of {MAX_CASES:,} (MAX_CASES)",
-                                node, index, f"shapes[{index}]")
+        _check_product(context, node, index, f"shapes[{index}]", len(shapes))
     return tuple(shapes)
 
 
@@ -61,9 +60,12 @@ def _product(context: Context, node: Any, key: Any, dotted: str, values: list[li
 
 
 def _check_product(context: Context, node: Any, key: Any, dotted: str, count: int) -> None:
-    if count > MAX_CASES:
-        raise context.error(f"the shapes expand to {count:,} cases, more than the limit of {MAX_CASES:,} "
-                            "(MAX_CASES)", node, key, dotted, hint="use fewer values or a coarser range")
+    """Refuse `count` shapes when, with every kernel, they make more than `MAX_CASES` cases."""
+    cases = count * context.kernel_count
+    if cases > MAX_CASES:
+        per_kernel = f" ({count:,} shapes x {context.kernel_count:,} kernels)" if context.kernel_count > 1 else ""
+        raise context.error(f"the shapes expand to {cases:,} cases{per_kernel}, more than the limit of "
+                            f"{MAX_CASES:,} (MAX_CASES)", node, key, dotted, hint="use fewer values or a coarser range")
 
 
 def _shape_set(context: Context, item: dict, dotted: str) -> list[Shape]:
