@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import SpecError
 from .limits import INT64_MAX, INT64_MIN
-from .yaml_lines import LineNode
+from .yaml_lines import LineNode, OversizedInteger
 
 
 @dataclass
@@ -91,6 +91,9 @@ def read_text(context: Context, node: dict, key: str, field_path: str, default: 
 def check_number(context: Context, value: Any, node: Any, key: Any, field_path: str, *, whole: bool = False,
                  minimum: float | None = None, maximum: float | None = None) -> int | float:
     """`value` as a finite number (a whole one in int64 range with `whole`), within the bounds given."""
+    if isinstance(value, OversizedInteger):
+        raise context.error(f"a whole number of {len(value):,} digits does not fit a 64-bit integer", node, key,
+                            field_path)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise context.error(f"must be {'a whole number' if whole else 'a number'}, got {kind_name(value)}",
                             node, key, field_path)
@@ -113,6 +116,8 @@ def read_number(context: Context, node: dict, key: str, default, field_path: str
     """The number at `node[key]` (`default` when absent; ``None`` stays ``None``), checked by `check_number`."""
     value = node.get(key, default)
     if value is None:
+        if key in node:    # written as null: never a way to ask for the default
+            raise context.error("must be a number, got nothing (null)", node, key, field_path)
         return None
     value = check_number(context, value, node, key, field_path, whole=whole, minimum=minimum, maximum=maximum)
     return int(value) if whole else float(value)

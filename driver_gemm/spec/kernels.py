@@ -178,10 +178,10 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         if not values:
             raise context.error("an empty list sweeps nothing", param_node, key, key_path)
         for v in values:
+            check_number(context, v, param_node, key, key_path, whole=True)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise context.error(f"template parameters are whole numbers, got {kind_name(v)}",
                                     param_node, key, key_path)
-            check_number(context, v, param_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
     return names, sweep

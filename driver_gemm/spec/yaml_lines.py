@@ -28,6 +28,10 @@ class LineNode:
     entry_lines: dict
 
 
+class OversizedInteger(str):
+    """The text of a YAML integer too long to convert; the field that reads it refuses it by name."""
+
+
 class LineDict(dict, LineNode):
     pass
 
@@ -82,9 +86,9 @@ class _BoundedLineLoader(yaml.SafeLoader):
         return node
 
     def construct_yaml_int(self, node):
+        # Python refuses to convert integers of over 4300 digits; none of over 40 fits any field.
         if len(node.value) > MAX_NUMBER_DIGITS:
-            raise self._refuse(f"an integer of {len(node.value):,} characters is not a number this spec "
-                               f"can use (at most {MAX_NUMBER_DIGITS})", node.start_mark)
+            return OversizedInteger(node.value)
         return super().construct_yaml_int(node)
 
     def construct_mapping(self, node, deep=False):
@@ -156,8 +160,9 @@ def check_text(text: str, file: str) -> None:
 def read_document(text: str, file: str) -> Any:
     """Parse YAML `text` into line-numbered values; every failure is a `SpecError` at `file:line`."""
     check_text(text, file)
-    loader = _BoundedLineLoader(text, file)
+    loader = None
     try:
+        loader = _BoundedLineLoader(text, file)   # the reader checks every character here
         return loader.get_single_data()
     except SpecError:
         raise
@@ -178,4 +183,5 @@ def read_document(text: str, file: str) -> Any:
     except (ValueError, OverflowError) as exc:   # a scalar the constructors cannot convert (a date out of range)
         raise SpecError(f"not valid YAML: {exc}", where=file) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
