@@ -23,7 +23,7 @@ from .archs import KNOWN_ARCHS, is_known_arch
 from .fields import Context, check_keys, check_number, kind_name, read_text
 from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
 from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
-from .yaml_lines import LineList
+from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
                "tile", "require", "options", "precision", "arch")
@@ -178,10 +178,10 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         if not values:
             raise context.error("an empty list sweeps nothing", param_node, key, key_path)
         for v in values:
-            check_number(context, v, param_node, key, key_path, whole=True)
-            if isinstance(v, bool) or not isinstance(v, int):
+            if not isinstance(v, OversizedInteger) and (isinstance(v, bool) or not isinstance(v, int)):
                 raise context.error(f"template parameters are whole numbers, got {kind_name(v)}",
                                     param_node, key, key_path)
+            check_number(context, v, param_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
     return names, sweep
@@ -191,12 +191,13 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
 
 
 def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: str, *,
-                     condition: bool = False) -> expr.Expression:
-    """`value` parsed as an expression; one without names is also evaluated now, so its errors show here."""
+                     condition: bool = False, whole: bool = False) -> expr.Expression:
+    """`value` parsed as an expression; one without names is also evaluated now (to a whole number with
+    `whole`: a launch extent or a byte count), so that its errors show at its line."""
     try:
         expression = expr.parse(value, condition=condition)
         if not expression.names:
-            expression.evaluate({})
+            expression.evaluate_int({}) if whole else expression.evaluate({})
     except expr.ExpressionError as exc:
         raise context.error(str(exc), node, key, dotted) from None
     return expression
@@ -208,7 +209,7 @@ def _dims(context: Context, node: dict, key: str, dotted: str) -> tuple[expr.Exp
     if not 1 <= len(items) <= 3:
         raise context.error(f"{key} has 1 to 3 dimensions (x, y, z), got {len(items)}", node, key, dotted)
     parent = value if isinstance(value, list) else node
-    return tuple(parse_expression(context, parent, i if parent is value else key, v, f"{dotted}[{i}]")
+    return tuple(parse_expression(context, parent, i if parent is value else key, v, f"{dotted}[{i}]", whole=True)
                  for i, v in enumerate(items))
 
 
@@ -216,14 +217,15 @@ def _launch(context: Context, node: dict, dotted: str):
     """Block, grid, dynamic shared memory and tile."""
     block = _dims(context, node, "block", f"{dotted}.block")
     grid = _dims(context, node, "grid", f"{dotted}.grid")
-    shared = parse_expression(context, node, "shared_bytes", node.get("shared_bytes", 0), f"{dotted}.shared_bytes")
+    shared = parse_expression(context, node, "shared_bytes", node.get("shared_bytes", 0), f"{dotted}.shared_bytes",
+                              whole=True)
     tile = None
     if "tile" in node:
         tile_node = node["tile"]
         if not isinstance(tile_node, list) or len(tile_node) != 2:
             raise context.error(f"tile is [rows, cols] of C computed by one block, got {kind_name(tile_node)}",
                                 node, "tile", f"{dotted}.tile")
-        tile = tuple(parse_expression(context, tile_node, i, v, f"{dotted}.tile[{i}]")
+        tile = tuple(parse_expression(context, tile_node, i, v, f"{dotted}.tile[{i}]", whole=True)
                      for i, v in enumerate(tile_node))
     return block, grid, shared, tile
 
