@@ -1,3 +1,4 @@
+import shutil
 import subprocess
 import sys
 
@@ -81,14 +82,15 @@ def test_bad_command_line_is_exit_2(capsys):
 
 
 def test_compile_error_in_plan(tmp_path, capsys):
-    spec = write(tmp_path, f"""\
+    spec = write(tmp_path, """\
 shapes: [[8, 8, 8]]
 kernels:
-  - source: {ROOT / 'tests' / 'kernels' / 'broken_syntax.cu'}
+  - source: ../kernels/broken_syntax.cu
     function: broken
     block: [32]
     grid: [1]
 """)
+    shutil.copy(ROOT / "tests" / "kernels" / "broken_syntax.cu", tmp_path / "kernels")
     assert main(["plan", str(spec)]) == EXIT_FAILED
     err = capsys.readouterr().err
     assert "broken_syntax.cu:6: error:" in err and "undeclared_accumulator" in err

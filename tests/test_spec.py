@@ -1,10 +1,11 @@
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from driver_gemm.errors import SpecError
-from driver_gemm.spec.model import DEFAULT_SPEC, Shape, load_spec, parse_shape_text, parse_spec
+from driver_gemm.spec import DEFAULT_SPEC, Shape, load_spec, parse_shape_text, parse_spec
 
 from conftest import ROOT, SPECS
 
@@ -12,12 +13,14 @@ KERNEL = "../kernels/04_coarsen_2d.cu"
 
 
 def write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
-    """A spec in a folder beside a copy of kernels/, so relative sources resolve."""
+    """A spec in specs/ of a small project (a pyproject.toml marks it) with a copy of kernels/ beside it,
+    laid out like the repository, so that relative sources resolve and stay inside the project."""
     folder = tmp_path / "specs"
     folder.mkdir(exist_ok=True)
+    (tmp_path / "pyproject.toml").touch()
     kernels = tmp_path / "kernels"
     if not kernels.exists():
-        kernels.symlink_to(ROOT / "kernels")
+        shutil.copytree(ROOT / "kernels", kernels)
     path = folder / name
     path.write_text(textwrap.dedent(text))
     return path
@@ -58,7 +61,7 @@ def test_minimal_spec_gets_defaults(tmp_path):
     assert spec.measure.min_samples == 10 and spec.measure.max_noise == 0.005 and spec.measure.flush_l2
     assert spec.verify.rel_tolerance == 1e-5 and spec.baseline
     assert spec.name == "spec"
-    assert kernel.source == (ROOT / "kernels" / "04_coarsen_2d.cu").resolve()
+    assert kernel.source == (tmp_path / "kernels" / "04_coarsen_2d.cu").resolve()
 
 
 def test_alpha_beta_signature(tmp_path):
@@ -197,7 +200,7 @@ def test_bad_shape_text():
 
 def test_inline_spec_without_file():
     text = MINIMAL.replace(KERNEL, str(ROOT / "kernels" / "04_coarsen_2d.cu"))
-    spec = parse_spec(text)
+    spec = parse_spec(text, allow_outside_sources=True)
     assert spec.path is None and spec.kernels[0].where.startswith("<spec>:")
 
 

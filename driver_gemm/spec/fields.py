@@ -1,0 +1,123 @@
+"""Reading one field of a loaded spec: where it is, and whether its value has the right kind.
+
+`Context` knows the file and anchors every error at ``file:line`` with the
+field's dotted path; the `read_*` helpers check one value each (booleans,
+finite numbers, whole numbers in int64 range, non-empty text) so that the
+builders above them never see NaN, infinity, a boolean posing as a number or
+an integer too large to pass to C.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError
+from .limits import INT64_MAX, INT64_MIN
+from .yaml_lines import LineNode, OversizedInteger
+
+
+@dataclass
+class Context:
+    """Where we are in the file, to name it in every error, and the rules for kernel sources."""
+
+    path: Path | None
+    base_dir: Path
+    allow_outside_sources: bool = False
+    kernel_count: int = 1            # shapes are counted as cases: each one runs every kernel
+
+    @property
+    def file(self) -> str:
+        return str(self.path) if self.path else "<spec>"
+
+    def where(self, node: Any, key: Any = None) -> str:
+        line = None
+        if isinstance(node, LineNode):
+            line = node.entry_lines.get(key, node.line) if key is not None else node.line
+        return f"{self.file}:{line}" if line else self.file
+
+    def error(self, message: str, node: Any, key: Any, field_path: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, where=self.where(node, key), field=field_path, hint=hint)
+
+
+def kind_name(value: Any) -> str:
+    """How a value reads in a message: ``a list``, ``a mapping``, ``true``, ``'text'``."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_keys(context: Context, node: dict, allowed: tuple[str, ...], field_path: str) -> None:
+    """Refuse a key not in `allowed`, suggesting the closest allowed one."""
+    for key in node:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
+            dotted = f"{field_path}.{key}" if field_path else str(key)
+            raise context.error(f"unknown field '{key}'", node, key, dotted, hint)
+
+
+def read_mapping(context: Context, node: dict, key: str, field_path: str, what: str = "a mapping") -> dict:
+    """The mapping at `node[key]` (an empty one when absent)."""
+    value = node.get(key, {})
+    if not isinstance(value, dict):
+        raise context.error(f"must be {what}, got {kind_name(value)}", node, key, field_path)
+    return value
+
+
+def read_bool(context: Context, node: dict, key: str, default: bool, field_path: str) -> bool:
+    value = node.get(key, default)
+    if not isinstance(value, bool):
+        raise context.error(f"must be true or false, got {kind_name(value)}", node, key, field_path)
+    return value
+
+
+def read_text(context: Context, node: dict, key: str, field_path: str, default: str | None = None) -> str:
+    """A non-empty string, stripped."""
+    value = node.get(key, default)
+    if not isinstance(value, str) or not value.strip():
+        raise context.error(f"must be a non-empty string, got {kind_name(value)}", node, key, field_path)
+    return value.strip()
+
+
+def check_number(context: Context, value: Any, node: Any, key: Any, field_path: str, *, whole: bool = False,
+                 minimum: float | None = None, maximum: float | None = None) -> int | float:
+    """`value` as a finite number (a whole one in int64 range with `whole`), within the bounds given."""
+    if isinstance(value, OversizedInteger):
+        raise context.error(f"a whole number of {len(value):,} digits does not fit a 64-bit integer", node, key,
+                            field_path)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise context.error(f"must be {'a whole number' if whole else 'a number'}, got {kind_name(value)}",
+                            node, key, field_path)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise context.error(f"must be a finite number, got {value}", node, key, field_path)
+    if whole and not isinstance(value, int):
+        raise context.error(f"must be a whole number, got {value!r}", node, key, field_path)
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        raise context.error(f"a whole number of {len(str(abs(value)))} digits does not fit a 64-bit integer",
+                            node, key, field_path)
+    if minimum is not None and value < minimum:
+        raise context.error(f"must be at least {minimum}, got {value}", node, key, field_path)
+    if maximum is not None and value > maximum:
+        raise context.error(f"must be at most {maximum:,}, got {value:,}", node, key, field_path)
+    return value
+
+
+def read_number(context: Context, node: dict, key: str, default, field_path: str, *, whole: bool = False,
+                minimum: float | None = None, maximum: float | None = None):
+    """The number at `node[key]` (`default` when absent; ``None`` stays ``None``), checked by `check_number`."""
+    value = node.get(key, default)
+    if value is None:
+        if key in node:    # written as null: never a way to ask for the default
+            raise context.error("must be a number, got nothing (null)", node, key, field_path)
+        return None
+    value = check_number(context, value, node, key, field_path, whole=whole, minimum=minimum, maximum=maximum)
+    return int(value) if whole else float(value)

@@ -1,0 +1,375 @@
+"""One ``kernels:`` entry of a spec, read field group by field group into `KernelSpec` instances.
+
+An entry names its identity (name, function), its source file, its template
+parameters (a list of values sweeps them), its launch (block, grid, dynamic
+shared memory, tile), its conditions (``require``), its compiler settings
+(options, precision, arch) and its argument signature. Each group is read and
+checked by one function here; `parse_kernel` puts them together and expands the
+parameter sweep, counted before it is built.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from . import expr
+from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
+from ..status import BASELINE_LABELS
+from .archs import KNOWN_ARCHS, is_known_arch
+from .fields import Context, check_keys, check_number, kind_name, read_text
+from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
+from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
+from .yaml_lines import LineList, OversizedInteger
+
+KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
+               "tile", "require", "options", "precision", "arch")
+ARGUMENT_TYPES = tuple(C_TYPES)
+LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
+RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {"ceil", "floor", "min", "max"}
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
+PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def parse_kernel(context: Context, node: Any, parent: list, index: int,
+                 scalars: dict[str, float]) -> list[KernelSpec]:
+    """One kernel entry; a ``params`` value given as a list sweeps it (the product of all lists)."""
+    dotted = f"kernels[{index}]"
+    if not isinstance(node, dict):
+        raise context.error(f"a kernel is a mapping with at least source, function, block and grid, "
+                            f"got {kind_name(node)}", parent, index, dotted)
+    check_keys(context, node, KERNEL_KEYS, dotted)
+    for required in ("source", "function", "block", "grid"):
+        if required not in node:
+            raise context.error(f"missing required field '{required}'", node, None, dotted)
+    name, function = _identity(context, node, dotted)
+    dotted = f"kernels[{name}]"
+    source = _source(context, node, dotted)
+    param_names, sweep = _params(context, node, dotted, function)
+    block, grid, shared, tile = _launch(context, node, dotted)
+    require = _require(context, node, dotted)
+    options, precision, arch = _compiler_settings(context, node, dotted)
+    signature = parse_signature(context, node, dotted, scalars)
+    _check_names_used(context, node, dotted, param_names, block=block, grid=grid, shared_bytes=(shared,),
+                      tile=tile or (), require=require)
+
+    count = math.prod(len(values) for values in sweep)
+    if count > MAX_CASES:
+        raise context.error(f"the parameter sweep expands to {count:,} kernels, more than the limit of "
+                            f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
+    field_lines = _field_lines(node)
+    return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
+                       block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
+                       require=require, options=options, precision=precision, arch=arch,
+                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines)
+            for combo in itertools.product(*sweep)]
+
+
+# ----------------------------------------------------------------------------------- identity
+
+
+def is_kernel_function(text: str) -> bool:
+    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``)."""
+    match = re.fullmatch(r"((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*(?:<(.*)>)?", text, re.ASCII)
+    if not match:
+        return False
+    inner = match.group(2)
+    if inner is None:
+        return True
+    if not re.fullmatch(r"[A-Za-z0-9_:<>, +\-]*", inner):
+        return False
+    depth, argument = 0, ""
+    for char in inner + ",":
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif char == "," and depth == 0:
+            if not argument.strip():
+                return False
+            argument = ""
+            continue
+        argument += char
+    return depth == 0
+
+
+def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
+    function = read_text(context, node, "function", f"{dotted}.function")
+    if len(function) > MAX_FUNCTION_CHARS or not is_kernel_function(function):
+        shown = function if len(function) <= 60 else function[:57] + "..."
+        raise context.error(f"{shown!r} is not a C++ function name or template-id", node, "function",
+                            f"{dotted}.function", hint="e.g. sgemm_tiled, or sgemm_tiled<64, 4> with no params")
+    default_name = function.split("<")[0].strip().split("::")[-1]
+    name = node.get("name", default_name)
+    if not isinstance(name, str) or not is_safe_name(name):
+        raise context.error(f"a kernel name is letters, digits and . _ - + = , [ ] (not first a dot), at most "
+                            f"{MAX_NAME_CHARS} characters; got {kind_name(name)}", node, "name", f"{dotted}.name",
+                            hint="names become file names and table labels")
+    if name in BASELINE_LABELS.values():
+        raise context.error(f"{name!r} names the cuBLAS baseline; give the kernel another name", node, "name",
+                            f"{dotted}.name")
+    return name, function
+
+
+# ----------------------------------------------------------------------------------- source
+
+
+def project_root(folder: Path) -> Path:
+    """The nearest folder at or above `folder` that holds a project marker (``.git``, ``pyproject.toml``...),
+    else `folder` itself: the tree relative kernel sources must stay in."""
+    folder = folder.resolve()
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return folder
+
+
+def _source(context: Context, node: dict, dotted: str) -> Path:
+    text = read_text(context, node, "source", f"{dotted}.source")
+    field_path = f"{dotted}.source"
+    written = Path(text)
+    if written.is_absolute() and not context.allow_outside_sources:
+        raise context.error(f"an absolute source path ({text}) needs the user's leave", node, "source", field_path,
+                            hint="write it relative to the spec, or pass --allow-outside-sources "
+                                 "(allow_outside_sources=True)")
+    source = (context.base_dir / written).resolve()
+    if not context.allow_outside_sources:
+        root = project_root(context.base_dir)
+        if not source.is_relative_to(root):
+            raise context.error(f"kernel source {text} leaves the spec's project ({root})", node, "source",
+                                field_path, hint="keep kernels beside the spec, or pass --allow-outside-sources "
+                                                 "(allow_outside_sources=True)")
+    if written.suffix not in SOURCE_SUFFIXES or source.suffix not in SOURCE_SUFFIXES:
+        raise context.error(f"a kernel source ends in {', '.join(SOURCE_SUFFIXES)}; got {text}", node, "source",
+                            field_path)
+    if not source.exists():
+        raise context.error(f"kernel source {source} does not exist", node, "source", field_path)
+    if not source.is_file():
+        raise context.error(f"kernel source {source} is not a regular file", node, "source", field_path)
+    return source
+
+
+# ----------------------------------------------------------------------------------- parameters
+
+
+def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[list[int]]]:
+    """Template parameter names in order, and the values of each (one value, or the list swept)."""
+    param_node = node.get("params", {})
+    if not isinstance(param_node, dict):
+        raise context.error(f"must be a mapping of template parameter names to values, got {kind_name(param_node)}",
+                            node, "params", f"{dotted}.params")
+    if param_node and "<" in function:
+        raise context.error("the function is already a template-id; give its arguments there or in params, "
+                            "not both", node, "params", f"{dotted}.params")
+    names, sweep = [], []
+    for key, value in param_node.items():
+        key_path = f"{dotted}.params.{key}"
+        if not isinstance(key, str) or not IDENTIFIER.fullmatch(key) or key in RESERVED_PARAM_NAMES:
+            raise context.error(f"template parameter name {kind_name(key)} must be a C identifier other than "
+                                f"{', '.join(sorted(RESERVED_PARAM_NAMES))}", param_node, key, key_path)
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise context.error("an empty list sweeps nothing", param_node, key, key_path)
+        for v in values:
+            if not isinstance(v, OversizedInteger) and (isinstance(v, bool) or not isinstance(v, int)):
+                raise context.error(f"template parameters are whole numbers, got {kind_name(v)}",
+                                    param_node, key, key_path)
+            check_number(context, v, param_node, key, key_path, whole=True)
+        names.append(key)
+        sweep.append(list(values))
+    return names, sweep
+
+
+# ----------------------------------------------------------------------------------- launch
+
+
+def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: str, *,
+                     condition: bool = False, whole: bool = False) -> expr.Expression:
+    """`value` parsed as an expression; one without names is also evaluated now (to a whole number with
+    `whole`: a launch extent or a byte count), so that its errors show at its line."""
+    try:
+        expression = expr.parse(value, condition=condition)
+        if not expression.names:
+            expression.evaluate_int({}) if whole else expression.evaluate({})
+    except expr.ExpressionError as exc:
+        raise context.error(str(exc), node, key, dotted) from None
+    return expression
+
+
+def _dims(context: Context, node: dict, key: str, dotted: str) -> tuple[expr.Expression, ...]:
+    value = node[key]
+    items = value if isinstance(value, list) else [value]
+    if not 1 <= len(items) <= 3:
+        raise context.error(f"{key} has 1 to 3 dimensions (x, y, z), got {len(items)}", node, key, dotted)
+    parent = value if isinstance(value, list) else node
+    return tuple(parse_expression(context, parent, i if parent is value else key, v, f"{dotted}[{i}]", whole=True)
+                 for i, v in enumerate(items))
+
+
+def _launch(context: Context, node: dict, dotted: str):
+    """Block, grid, dynamic shared memory and tile."""
+    block = _dims(context, node, "block", f"{dotted}.block")
+    grid = _dims(context, node, "grid", f"{dotted}.grid")
+    shared = parse_expression(context, node, "shared_bytes", node.get("shared_bytes", 0), f"{dotted}.shared_bytes",
+                              whole=True)
+    tile = None
+    if "tile" in node:
+        tile_node = node["tile"]
+        if not isinstance(tile_node, list) or len(tile_node) != 2:
+            raise context.error(f"tile is [rows, cols] of C computed by one block, got {kind_name(tile_node)}",
+                                node, "tile", f"{dotted}.tile")
+        tile = tuple(parse_expression(context, tile_node, i, v, f"{dotted}.tile[{i}]", whole=True)
+                     for i, v in enumerate(tile_node))
+    return block, grid, shared, tile
+
+
+def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression, ...]:
+    require_node = node.get("require", [])
+    if isinstance(require_node, str):
+        require_node = [require_node]
+    if not isinstance(require_node, list):
+        raise context.error(f"require is a list of conditions, got {kind_name(require_node)}", node, "require",
+                            f"{dotted}.require")
+    parent = require_node if isinstance(require_node, LineList) else node
+    return tuple(parse_expression(context, parent, i if parent is require_node else "require", v,
+                                  f"{dotted}.require[{i}]", condition=True)
+                 for i, v in enumerate(require_node))
+
+
+def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str], **groups) -> None:
+    known = set(param_names) | {"M", "N", "K"}
+    for key, expressions in groups.items():
+        allowed = known | (set(LAUNCH_NAMES) if key == "require" else set())
+        for expression in expressions:
+            unknown = sorted(expression.names - allowed)
+            if unknown:
+                raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}",
+                                    node, key, f"{dotted}.{key}",
+                                    hint=f"names available: M, N, K, {', '.join(param_names) or '(no params)'}"
+                                         + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else ""))
+
+
+# ----------------------------------------------------------------------------------- compiler settings
+
+
+def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple[str, ...], str, str | None]:
+    """NVRTC options, precision and target architecture."""
+    options = node.get("options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
+        raise context.error(f"options is a list of NVRTC option strings, got {kind_name(options)}", node,
+                            "options", f"{dotted}.options")
+    for option in options:
+        if option.strip().startswith(PATH_OPTIONS) and not context.allow_outside_sources:
+            raise context.error(f"option {option!r} names files to read; it needs the user's leave", node,
+                                "options", f"{dotted}.options",
+                                hint="headers beside the kernel source are found without it; or pass "
+                                     "--allow-outside-sources")
+    precision = node.get("precision", "fp32")
+    if precision not in PRECISIONS:
+        raise context.error(f"precision is {' or '.join(PRECISIONS)}, got {kind_name(precision)}", node,
+                            "precision", f"{dotted}.precision",
+                            hint="tf32: checked with verify.tf32_tolerance and timed against cuBLAS in TF32 "
+                                 "tensor-op math")
+    arch = node.get("arch")
+    if arch is not None:
+        if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
+            raise context.error(f"arch is a real GPU architecture such as sm_90a, got {kind_name(arch)}", node,
+                                "arch", f"{dotted}.arch",
+                                hint="name it only for arch-specific instructions (wgmma needs sm_90a); "
+                                     "without it a kernel is built for the device's own")
+        if not is_known_arch(arch):
+            raise context.error(f"unknown architecture {arch}", node, "arch", f"{dotted}.arch",
+                                hint=f"known: {', '.join(KNOWN_ARCHS)}")
+    return tuple(options), precision, arch
+
+
+# ----------------------------------------------------------------------------------- signature
+
+
+def _check_constant_fits(context: Context, argument: Argument, node: Any, key: Any, dotted: str) -> None:
+    """A constant scalar argument must fit its C type (a float32 beyond its range would become infinity)."""
+    if argument.value is None or argument.value.names:
+        return
+    value = argument.value.evaluate({})
+    ctype = C_TYPES[argument.ctype]
+    if ctype.is_float:
+        if argument.ctype == "float32" and abs(value) > FLOAT32_MAX:
+            raise context.error(f"{value} is beyond the range of float32", node, key, dotted)
+    elif isinstance(value, float) and not value.is_integer() or not ctype.fits(int(value)):
+        raise context.error(f"{value} does not fit {argument.ctype}", node, key, dotted)
+
+
+def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float]) -> tuple[Argument, ...]:
+    """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings."""
+    value = node.get("signature", list(DEFAULT_SIGNATURE))
+    if not isinstance(value, list) or not value:
+        raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
+                            "signature", f"{dotted}.signature")
+    arguments = []
+    for index, item in enumerate(value):
+        item_path = f"{dotted}.signature[{index}]"
+        if isinstance(item, str):
+            argument = _standard_argument(context, value, index, item, item_path, scalars)
+            _check_constant_fits(context, argument, value, index, item_path)
+        elif isinstance(item, dict):
+            argument = _typed_argument(context, value, index, item, item_path)
+            _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
+        else:
+            raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index,
+                                item_path)
+        arguments.append(argument)
+    names = [a.name for a in arguments]
+    for matrix in ("A", "B", "C"):
+        if names.count(matrix) != 1:
+            raise context.error(f"signature must take {matrix} exactly once", node, "signature",
+                                f"{dotted}.signature")
+    return tuple(arguments)
+
+
+def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:
+    if item not in STANDARD_ARGUMENTS:
+        raise context.error(f"unknown argument {item!r}", parent, index, item_path,
+                            hint=f"standard names are {', '.join(STANDARD_ARGUMENTS)}; "
+                                 "give others as {name: X, type: int32, value: EXPR}")
+    ctype = STANDARD_ARGUMENTS[item]
+    value = None
+    if ctype.startswith("float"):
+        value = expr.parse(scalars.get(item, 0.0))
+    elif ctype != "ptr":
+        value = expr.parse(item)
+    return Argument(item, ctype, value)
+
+
+def _typed_argument(context, parent, index, item: dict, item_path: str) -> Argument:
+    check_keys(context, item, ("name", "type", "value"), item_path)
+    if "name" not in item or "type" not in item:
+        raise context.error("an argument mapping needs name and type", parent, index, item_path)
+    name, ctype = item["name"], item["type"]
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+        raise context.error(f"an argument name is a C identifier, got {kind_name(name)}", item, "name",
+                            f"{item_path}.name")
+    if not isinstance(ctype, str) or ctype not in ARGUMENT_TYPES:
+        raise context.error(f"type must be one of {', '.join(ARGUMENT_TYPES)}, got {kind_name(ctype)}",
+                            item, "type", f"{item_path}.type")
+    if ctype == "ptr":
+        if name not in ("A", "B", "C"):
+            raise context.error("only A, B and C are device buffers", item, "name", f"{item_path}.name")
+        return Argument(name, ctype, None)
+    if "value" not in item:
+        raise context.error("a scalar argument needs a value", item, None, item_path)
+    return Argument(name, ctype, parse_expression(context, item, "value", item["value"], f"{item_path}.value"))
+
+
+def _field_lines(node: dict) -> dict:
+    lines = dict(node.entry_lines) if hasattr(node, "entry_lines") else {}
+    for key, value in node.items():   # list items (grid[1], require[2]) have lines of their own
+        if isinstance(value, LineList):
+            lines.update({f"{key}[{i}]": line for i, line in value.entry_lines.items()})
+    return lines

@@ -1,0 +1,187 @@
+"""Read spec bytes into Python values that remember their line numbers, within bounds.
+
+`read_document` turns bytes or text into mappings and lists that know the
+1-based line of every entry, with `yaml.safe_load`'s semantics otherwise, and
+refuses anything that could exhaust the machine before a single field is
+checked: files over `MAX_SPEC_BYTES`, text that is not UTF-8 or holds NUL
+bytes, nesting deeper than `MAX_YAML_DEPTH`, documents whose aliases expand to
+more than `MAX_YAML_NODES` nodes (the "billion laughs"), aliases that contain
+themselves, and integers too long to be a number anyone meant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from .limits import MAX_NUMBER_DIGITS, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+
+
+class LineNode:
+    """Mixin giving a loaded mapping or sequence its own line and its entries' lines."""
+
+    line: int
+    entry_lines: dict
+
+
+class OversizedInteger(str):
+    """The text of a YAML integer too long to convert; the field that reads it refuses it by name."""
+
+
+class LineDict(dict, LineNode):
+    pass
+
+
+class LineList(list, LineNode):
+    pass
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+class _BoundedLineLoader(yaml.SafeLoader):
+    """A SafeLoader that counts while composing and records lines while constructing."""
+
+    def __init__(self, stream, file: str):
+        super().__init__(stream)
+        self.file = file
+        self._depth = 0
+        self._expanded_size: dict[int, int] = {}   # id(node) -> nodes it stands for, aliases expanded
+
+    def _refuse(self, message: str, mark, hint: str | None = None) -> SpecError:
+        where = f"{self.file}:{mark.line + 1}" if mark is not None else self.file
+        return SpecError(message, where=where, hint=hint)
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            node = super().compose_node(parent, index)
+            if id(node) not in self._expanded_size:
+                raise self._refuse("an alias refers to a node that contains it (a recursive alias)", mark)
+            return node
+        mark = self.peek_event().start_mark
+        self._depth += 1
+        if self._depth > MAX_YAML_DEPTH:
+            raise self._refuse(f"nested more than {MAX_YAML_DEPTH} levels deep", mark,
+                               hint="a spec needs about 6 levels; MAX_YAML_DEPTH is the limit")
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            size += sum(self._expanded_size[id(child)] for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size += sum(self._expanded_size[id(key)] + self._expanded_size[id(value)] for key, value in node.value)
+        if size > MAX_YAML_NODES:
+            raise self._refuse(f"the document expands to more than {MAX_YAML_NODES:,} YAML nodes "
+                               "(counting every use of an alias)", mark,
+                               hint="aliases that repeat aliases multiply; write the values out instead")
+        self._expanded_size[id(node)] = size
+        return node
+
+    def construct_yaml_int(self, node):
+        # Python refuses to convert integers of over 4300 digits; none of over 40 fits any field.
+        if len(node.value) > MAX_NUMBER_DIGITS:
+            return OversizedInteger(node.value)
+        return super().construct_yaml_int(node)
+
+    def construct_mapping(self, node, deep=False):
+        self.flatten_mapping(node)
+        result = LineDict()
+        result.line = node.start_mark.line + 1
+        result.entry_lines = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                raise self._refuse("a mapping key must be a name or a number, not a list or a mapping",
+                                   key_node.start_mark)
+            if key in result:
+                raise self._refuse(f"duplicate key {key!r}", key_node.start_mark)
+            result[key] = self.construct_object(value_node, deep=True)
+            result.entry_lines[key] = key_node.start_mark.line + 1
+        return result
+
+    def construct_sequence(self, node, deep=False):
+        result = LineList(self.construct_object(child, deep=True) for child in node.value)
+        result.line = node.start_mark.line + 1
+        result.entry_lines = {i: child.start_mark.line + 1 for i, child in enumerate(node.value)}
+        return result
+
+
+_BoundedLineLoader.add_constructor("tag:yaml.org,2002:map", _BoundedLineLoader.construct_mapping)
+_BoundedLineLoader.add_constructor("tag:yaml.org,2002:seq", _BoundedLineLoader.construct_sequence)
+_BoundedLineLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLineLoader.construct_yaml_int)
+
+
+def read_spec_bytes(path: Path) -> bytes:
+    """The bytes of the spec file at `path`, refusing what is not a regular file or is over `MAX_SPEC_BYTES`."""
+    try:
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not a regular file"
+            raise SpecError(f"cannot read spec: {what}", where=str(path))
+        with path.open("rb") as stream:
+            data = stream.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"cannot read spec: {exc.strerror or exc}", where=str(path)) from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"the spec is larger than {MAX_SPEC_BYTES:,} bytes (MAX_SPEC_BYTES)", where=str(path),
+                        hint="a spec lists kernels and shapes; generate large sweeps with ranges and lists")
+    return data
+
+
+def decode_spec(data: bytes, file: str) -> str:
+    """Strict UTF-8 text of `data`; a bad byte or a NUL byte is refused with its offset and line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} ({exc.reason})",
+                        where=f"{file}:{line}", hint="a spec is a YAML text file in UTF-8") from None
+    check_text(text, file)
+    return text
+
+
+def check_text(text: str, file: str) -> None:
+    """Refuse text with NUL characters or longer than `MAX_SPEC_BYTES` once encoded."""
+    if "\x00" in text:
+        offset = text.index("\x00")
+        raise SpecError(f"a NUL character at offset {offset}: this is not a text file",
+                        where=f"{file}:{_line_of(text, offset)}", hint="a spec is a YAML text file in UTF-8")
+    if len(text) > MAX_SPEC_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_SPEC_BYTES:
+        raise SpecError(f"the spec is larger than {MAX_SPEC_BYTES:,} bytes (MAX_SPEC_BYTES)", where=file)
+
+
+def read_document(text: str, file: str) -> Any:
+    """Parse YAML `text` into line-numbered values; every failure is a `SpecError` at `file:line`."""
+    check_text(text, file)
+    loader = None
+    try:
+        loader = _BoundedLineLoader(text, file)   # the reader checks every character here
+        return loader.get_single_data()
+    except SpecError:
+        raise
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{file}:{mark.line + 1}" if mark else file
+        problem = exc.problem or exc.context or str(exc)
+        raise SpecError(f"not valid YAML: {problem}", where=where) from None
+    except yaml.reader.ReaderError as exc:
+        where = f"{file}:{_line_of(text, exc.position)}"
+        raise SpecError(f"not valid YAML: character {exc.character!r} is not allowed in YAML text",
+                        where=where) from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"not valid YAML: {exc}", where=file) from None
+    except RecursionError:
+        raise SpecError("nested too deeply to read", where=file,
+                        hint=f"a spec needs about 6 levels; MAX_YAML_DEPTH is {MAX_YAML_DEPTH}") from None
+    except (ValueError, OverflowError) as exc:   # a scalar the constructors cannot convert (a date out of range)
+        raise SpecError(f"not valid YAML: {exc}", where=file) from None
+    finally:
+        if loader is not None:
+            loader.dispose()

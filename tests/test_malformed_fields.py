@@ -1,0 +1,128 @@
+"""Names, functions, architectures and the type of every field: each wrong one refused at its field."""
+
+import pytest
+
+from driver_gemm.errors import SpecError
+from driver_gemm.spec import load_spec, spec_from_dict
+from driver_gemm.spec.archs import KNOWN_ARCHS
+
+from malformed import MINIMAL, refused, write
+
+FUNCTION = "    function: sgemm_coarsen_2d"
+
+
+@pytest.mark.parametrize("name", ["../../etc/x", "a/b", "a\\\\b", ".hidden", "x" * 101, "'with space'", "'tab\\t'",
+                                  "''", "42", "[a]", "{a: 1}", "null", "true", "'é'"])
+def test_spec_names(tmp_path, monkeypatch, capsys, name):
+    refused(tmp_path, f"name: {name}\n" + MINIMAL, monkeypatch, capsys, field="name")
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", ".v4", "cublas", "cublas-tf32", "x" * 101, "'v 4'", "[v4]", "7"])
+def test_kernel_names(tmp_path, monkeypatch, capsys, name):
+    refused(tmp_path, MINIMAL.replace("  - name: v4", f"  - name: {name}"), monkeypatch, capsys,
+            field="kernels[0].name")
+
+
+@pytest.mark.parametrize("function", ["'sgemm; rm -rf /'", "'f<1, 2'", "'f<1>>'", "'f<>'", "'f<1,,2>'", "'9abc'",
+                                      "'f(1)'", "'a b'", "'f<\"x\">'", "'" + "f" * 300 + "'", "[f]", "42"])
+def test_functions(tmp_path, monkeypatch, capsys, function):
+    refused(tmp_path, MINIMAL.replace(FUNCTION, f"    function: {function}"), monkeypatch, capsys,
+            field="kernels[0].function")
+
+
+def test_template_id_functions_are_accepted_without_params(tmp_path):
+    text = MINIMAL.replace(FUNCTION, "    function: sgemm_coarsen_2d<64, 64, 16, 4, 4>")
+    text = text.replace("    params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}\n", "")
+    text = text.replace("BN / TN, BM / TM", "16, 16").replace("ceil(N / BN), ceil(M / BM)", "ceil(N / 64), ceil(M / 64)")
+    kernel = load_spec(write(tmp_path, text)).kernels[0]
+    assert kernel.instance == "sgemm_coarsen_2d<64, 64, 16, 4, 4>"
+    with pytest.raises(SpecError, match="already a template-id"):
+        load_spec(write(tmp_path, MINIMAL.replace(FUNCTION, "    function: sgemm_coarsen_2d<64, 64, 16, 4, 4>")))
+
+
+@pytest.mark.parametrize("param", ["'B M'", "'1x'", "M", "threads", "ceil", "'é'", "'a-b'"])
+def test_template_parameter_names(tmp_path, monkeypatch, capsys, param):
+    refused(tmp_path, MINIMAL.replace("TN: 4}", f"TN: 4, {param}: 1}}"), monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("arch, message", [("sm_999", "unknown architecture"), ("sm_91", "unknown architecture"),
+                                           ("sm_75a", "unknown architecture"), ("hopper", "such as sm_90a"),
+                                           ("90", "such as sm_90a"), ("[sm_90]", "such as sm_90a")])
+def test_architectures(tmp_path, monkeypatch, capsys, arch, message):
+    error = refused(tmp_path, MINIMAL.replace(FUNCTION, FUNCTION + f"\n    arch: {arch}"), monkeypatch, capsys,
+                    field="kernels[v4].arch")
+    assert message in error.message
+    if "unknown" in message:
+        assert "sm_90a" in error.hint
+
+
+def test_known_architectures_are_accepted(tmp_path):
+    for arch in ("sm_90a", "sm_100a", "sm_120", "sm_80"):
+        assert arch in KNOWN_ARCHS
+        kernel = load_spec(write(tmp_path, MINIMAL.replace(FUNCTION, FUNCTION + f"\n    arch: {arch}"))).kernels[0]
+        assert kernel.arch == arch
+
+
+WRONG_TYPES = ["[]", "{}", "[1, 2]", "{a: 1}", "true", "null", "3.5", "'text'"]
+
+
+@pytest.mark.parametrize("top, valid", [("kernels", ()), ("shapes", ()), ("measure", ("{}",)), ("verify", ("{}",)),
+                                        ("scalars", ("{}", "{a: 1}")), ("baseline", ("true",)),
+                                        ("description", ("'text'",)), ("name", ("'text'",))])
+@pytest.mark.parametrize("value", WRONG_TYPES)
+def test_top_level_field_types(tmp_path, monkeypatch, capsys, top, valid, value):
+    if value in valid:
+        pytest.skip("a valid value")
+    text = MINIMAL
+    if top in ("kernels", "shapes"):
+        start = text.index(f"{top}:")
+        end = text.index("kernels:") if top == "shapes" else len(text)
+        text = text[:start] + f"{top}: {value}\n" + text[end:]
+    else:
+        text += f"{top}: {value}\n"
+    refused(tmp_path, text, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("field", ["block", "grid", "shared_bytes", "tile", "require", "options", "precision",
+                                   "signature", "params", "name", "source", "function"])
+@pytest.mark.parametrize("value", WRONG_TYPES)
+def test_kernel_field_types(tmp_path, monkeypatch, capsys, field, value):
+    if (field, value) in {("require", "[]"), ("options", "[]"), ("params", "{}"), ("require", "'text'"),
+                          ("shared_bytes", "'text'"), ("tile", "[1, 2]"), ("require", "[1, 2]"), ("grid", "[1, 2]"),
+                          ("block", "[1, 2]"), ("name", "'text'"), ("function", "'text'")}:
+        pytest.skip("a valid value")
+    kept = [line for line in MINIMAL.splitlines() if not line.startswith(f"    {field}:")
+            and not line.startswith(f"  - {field}:")]
+    text = "\n".join(kept) + f"\n    {field}: {value}\n"
+    if field == "name":
+        text = text.replace("kernels:\n", "kernels:\n  -\n").replace("  -\n    source", "  - source")
+    refused(tmp_path, text, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("dims", ["[64, 32, 16, 8]", "[64, 32]", "[]", "[64, 0, 16]", "[64, -1, 16]", "64x32",
+                                  "'64x32x0'", "'1099511627777x1x1'", "[1099511627777, 1, 1]", "{M: 1, N: 1}",
+                                  "{MNK: 64, M: 1}", "{MN: 64}", "{M: [], N: 1, K: 1}"])
+def test_shape_entries(tmp_path, monkeypatch, capsys, dims):
+    refused(tmp_path, MINIMAL.replace("  - [64, 32, 16]", f"  - {dims}"), monkeypatch, capsys)
+
+
+def test_select_raises_only_spec_errors(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL))
+    for kernels, shapes in [(["nope"], []), ([], ["1e9x1x1"]), ([], ["9" * 5000 + "x1x1"]), ([], ["0x1x1"]),
+                            ([], ["1099511627777x1x1"]), ([], ["x"]), ([], ["1x1x1x1"])]:
+        with pytest.raises(SpecError):
+            spec.select(kernels, shapes)
+
+
+@pytest.mark.parametrize("data", [[], "text", None, {"kernels": [], "shapes": [object()]},
+                                  {"shapes": [[1, 2, 3]], "kernels": [{"source": float("nan")}]}])
+def test_spec_from_dict_raises_only_spec_errors(data):
+    with pytest.raises(SpecError):
+        spec_from_dict(data)
+
+
+def test_spec_from_dict_with_a_cycle():
+    data = {"shapes": [[1, 2, 3]], "kernels": []}
+    data["kernels"].append(data)
+    with pytest.raises(SpecError):
+        spec_from_dict(data)
