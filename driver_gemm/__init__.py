@@ -37,7 +37,8 @@ from .results.records import CaseResult, RunResult, load_results
 from .pipeline.cases import Case, cases_of
 from .pipeline.runner import run_spec
 from .pipeline.session import RunOptions
-from .spec.model import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings, load_spec, spec_from_dict
+from .spec.model import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings
+from .spec import load_spec, spec_from_dict
 from .measure.stats import TimingSummary
 
 __all__ = [

@@ -104,7 +104,8 @@ def _env_device() -> int:
 
 
 def _load(paths: list[Path], kernels: list[str], shapes: list[str]):
-    from .spec.model import DEFAULT_SPEC, load_spec
+    from .spec.model import DEFAULT_SPEC
+    from .spec import load_spec
 
     return [load_spec(path).select(kernels, shapes) for path in (paths or [DEFAULT_SPEC])]
 

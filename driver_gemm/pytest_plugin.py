@@ -80,7 +80,8 @@ def gemm_run(pytestconfig):
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
     from .pipeline.runner import run_spec
-    from .spec.model import Spec, load_spec, spec_from_dict
+    from .spec.model import Spec
+    from .spec import load_spec, spec_from_dict
 
     def run(spec, **options):
         if isinstance(spec, (str, Path)):
@@ -111,7 +112,7 @@ class GemmSpecItems(pytest.Collector):
 
     def collect(self):
         from .pipeline.cases import cases_of
-        from .spec.model import load_spec
+        from .spec import load_spec
 
         spec = load_spec(self.spec_path)
         self.spec = spec

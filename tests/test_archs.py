@@ -224,7 +224,7 @@ def test_an_unknown_major_gets_conservative_defaults_and_says_so():
 
 def test_every_device_plans_the_seed_spec():
     from driver_gemm.pipeline.plan import plan_case
-    from driver_gemm.spec.model import load_spec
+    from driver_gemm.spec import load_spec
 
     spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "seed.yaml")
     for props in [*DEVICES.values(), device((10, 7)), device((11, 0), threads=1536, blocks=24),

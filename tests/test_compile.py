@@ -3,7 +3,7 @@ import pytest
 from driver_gemm.cuda import cache
 from driver_gemm.cuda.compile import compile_source, compile_text, normalise_arch, parse_ptxas_report
 from driver_gemm.errors import CompileError
-from driver_gemm.spec.model import load_spec
+from driver_gemm.spec import load_spec
 
 from conftest import SPECS, TEST_KERNELS
 

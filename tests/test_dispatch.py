@@ -5,7 +5,8 @@ import yaml
 
 from driver_gemm.errors import SpecError
 from driver_gemm.results.records import RunResult
-from driver_gemm.spec.model import Shape, load_spec, spec_from_dict
+from driver_gemm.spec.model import Shape
+from driver_gemm.spec import load_spec, spec_from_dict
 from driver_gemm.tune.dispatch import DispatchEntry, DispatchTable, build_dispatch, parse_dispatch, select_kernel
 from driver_gemm.tune.winners import dispatch_spec, pick_winners
 

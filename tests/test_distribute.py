@@ -9,7 +9,8 @@ from driver_gemm.status import Status
 from driver_gemm.pipeline.build import compile_spec
 from driver_gemm.pipeline.cases import cases_of
 from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec.model import Shape, load_spec
+from driver_gemm.spec.model import Shape
+from driver_gemm.spec import load_spec
 
 from conftest import SPECS
 

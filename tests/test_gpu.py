@@ -16,7 +16,7 @@ import pytest
 from driver_gemm.status import Status
 from driver_gemm.pipeline.runner import run_spec
 from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec.model import load_spec
+from driver_gemm.spec import load_spec
 
 from conftest import ROOT, SPECS
 from gpu_specs import AWKWARD_SHAPES, quick, with_measure, write_spec

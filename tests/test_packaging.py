@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driver_gemm.spec.model import load_spec
+from driver_gemm.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "driver_gemm", "kernels", "specs")
@@ -113,8 +113,7 @@ def test_plan_with_no_spec_uses_the_shipped_seed_spec(installed, tmp_path):
              "print(m.DEFAULT_SPEC == b.default_spec_path())")
     uses_bundled = run_installed(installed, ["-c", check], tmp_path)
     assert uses_bundled.returncode == 0, uses_bundled.stderr
-    if uses_bundled.stdout.strip() != "True":
-        pytest.xfail("spec/model.py's DEFAULT_SPEC is not bundled.default_spec_path() yet")
+    assert uses_bundled.stdout.strip() == "True"
     result = run_installed(installed, ["-m", "driver_gemm", "plan", "--arch", "sm_90"], tmp_path)
     assert result.returncode == 0, result.stderr
     for label in seed_labels():

@@ -18,7 +18,8 @@ from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.pipeline.runner import run_in_process
 from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.pipeline.worker import run_isolated
-from driver_gemm.spec.model import Shape, load_spec
+from driver_gemm.spec.model import Shape
+from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 
 from conftest import SPECS

@@ -5,7 +5,8 @@ import pytest
 from driver_gemm.cuda.resources import KernelResources
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.spec.model import Shape, load_spec
+from driver_gemm.spec.model import Shape
+from driver_gemm.spec import load_spec
 
 from test_spec import MINIMAL, write
 

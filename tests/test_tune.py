@@ -2,7 +2,8 @@ import pytest
 
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape, load_spec
+from driver_gemm.spec.model import Shape
+from driver_gemm.spec import load_spec
 from driver_gemm.measure.stats import summarize
 from driver_gemm.report.tune import pick_winners, winners_spec
 

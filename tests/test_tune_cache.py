@@ -7,7 +7,8 @@ import pytest
 
 from driver_gemm.measure.stats import summarize
 from driver_gemm.results.records import CaseResult
-from driver_gemm.spec.model import Shape, load_spec
+from driver_gemm.spec.model import Shape
+from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 from driver_gemm.tune.cache import TuningCache, case_key, source_digest
 
@@ -36,6 +37,7 @@ def spec_path(tmp_path):
     kernels.mkdir(parents=True)
     (kernels / "own.cu").write_text('#include "tile.h"\ntemplate <int BM> __global__ void tiled() {}\n')
     (kernels / "tile.h").write_text("#define TILE 4\n")
+    (tmp_path / "own" / "pyproject.toml").write_text("")   # the project the spec's sources stay in
     specs = tmp_path / "own" / "specs"
     specs.mkdir()
     (specs / "spec.yaml").write_text(SPEC)

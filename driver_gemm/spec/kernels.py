@@ -21,6 +21,7 @@ from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from ..status import BASELINE_LABELS
 from .archs import KNOWN_ARCHS, is_known_arch
 from .fields import Context, check_keys, check_number, kind_name, read_text
+from ..bundled import PACKAGE_DATA_DIR
 from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
 from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
 from .yaml_lines import LineList, OversizedInteger
@@ -123,10 +124,15 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
 
 def project_root(folder: Path) -> Path:
     """The nearest folder at or above `folder` that holds a project marker (``.git``, ``pyproject.toml``...),
-    else `folder` itself: the tree relative kernel sources must stay in."""
+    else `folder` itself: the tree relative kernel sources must stay in.
+
+    The specs shipped inside an installed package count as one project with
+    the kernels shipped beside them (their data folder).
+    """
     folder = folder.resolve()
+    shipped = PACKAGE_DATA_DIR.resolve()
     for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+        if candidate == shipped or any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate
     return folder
 

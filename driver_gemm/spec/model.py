@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from . import expr
+from ..bundled import default_spec_path
 from ..errors import SpecError
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 
-DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "specs" / "seed.yaml"
+DEFAULT_SPEC = default_spec_path()
 PRECISIONS = ("fp32", "tf32")
 
 # Names become file names (results/NAME-TIMESTAMP.json) and table cells: no separators, no leading dot.
@@ -202,15 +203,3 @@ def parse_shape_text(text: str) -> Shape:
     if max(M, N, K) > MAX_DIMENSION:
         raise SpecError(f"shape {text!r} has a dimension above {MAX_DIMENSION:,} (MAX_DIMENSION)", field="--shape")
     return Shape(M, N, K)
-
-
-_MOVED_TO_BUILD = ("load_spec", "parse_spec", "spec_from_dict")
-
-
-def __getattr__(name: str):
-    # The readers moved to driver_gemm.spec.build; old imports from this module keep working.
-    if name in _MOVED_TO_BUILD:
-        from . import build
-
-        return getattr(build, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
