@@ -68,6 +68,28 @@ class NoGpuError(DriverGemmError):
     """No CUDA driver or no CUDA device on this machine."""
 
 
+class UsageError(DriverGemmError):
+    """The command line, or an input that is not a spec (a results file), is wrong.
+
+    `where` is the file (``file:line`` for a line of a JSON-lines file) and
+    `field` the option or the JSON path of the bad value, when known.
+    """
+
+    def __init__(self, message: str, where: str | None = None, field: str | None = None):
+        self.message = message
+        self.where = where
+        self.field = field
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        place = ": ".join(part for part in (self.where, self.field) if part)
+        return f"{place}: {self.message}" if place else self.message
+
+
+class ToolMissingError(DriverGemmError):
+    """A tool a command needs is not installed: compute-sanitizer, ncu, matplotlib."""
+
+
 # Errors after which the CUDA context is unusable (CUDA driver API documentation,
 # "the context cannot be used ... must be destroyed"). A run recovers from them by
 # recording the case and opening a fresh context.

@@ -34,9 +34,11 @@ def test_plan_of_the_seed_spec(capsys):
     assert main(["plan", "--arch", "sm_90"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "seed: launch plan for sm_90 (132 SMs, H100 SXM / H200)" in out
-    line = next(l for l in out.splitlines() if l.strip().startswith("v4") and "1001x513x777" in l)
-    for expected in ("9x16x1", "16x16x1", "256", "144", "registers", "ok"):
-        assert expected in line, (expected, line)
+    line = next(l for l in out.splitlines() if l.strip().startswith("v4#1") and "1001x513x777" in l)
+    assert line.split() == ["v4#1", "1001x513x777", "9x16", "16x16", "54", "8192+0", "4", "50%", "regs", "0.27",
+                            "ok"]
+    assert "v4#1 = v4[BM=64,BN=64,BK=16,TM=4,TN=4]" in out
+    assert out.rstrip().splitlines()[-1] == "10 ok, 0 INVALID"
 
 
 def test_plan_for_another_architecture_and_sm_count(capsys):
@@ -44,7 +46,7 @@ def test_plan_for_another_architecture_and_sm_count(capsys):
     out = capsys.readouterr().out
     assert "launch plan for sm_86 (84 SMs" in out
     row = next(l for l in out.splitlines() if l.strip().startswith("v2"))
-    assert "128x128x1" in row and "16384" in row and "warps" in row   # 1536 threads per SM: 1 block of 1024
+    assert "128x128 " in row and " 1 " in row and "warps" in row   # 1536 threads per SM: 1 block of 1024
 
 
 def test_plan_reports_an_invalid_configuration(tmp_path, capsys):

@@ -5,12 +5,22 @@ measured: two cases whose interquartile ranges overlap are the SAME; beyond
 that the new one is FASTER or SLOWER by the ratio of the medians. A case that
 passed and now does not is BROKEN, the reverse FIXED; cases in one run only
 are NEW or GONE. Pure: it reads results, never a GPU.
+
+Where both cases carry their raw samples (``TimingSummary.samples_ms``),
+`samples_verdict` judges from them instead, with a rank test that needs no
+assumption about the distribution of times; the quartile overlap is the
+fallback for results that keep only the summary. A time that is not a
+positive finite number is never judged (files carrying one are refused when
+read, see `driver_gemm.results.read`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Sequence
 
+from ..measure.stats import TimingSummary
 from ..results.records import CaseResult, RunResult
 
 SAME, FASTER, SLOWER, BROKEN, FIXED, NEW, GONE, UNTIMED = (
@@ -40,19 +50,80 @@ def _key(case: CaseResult, across_gpus: bool) -> tuple[str, str, str]:
     return case.kernel, case.shape.label, gpu
 
 
+# Two-sided significance below which a difference of the samples' ranks counts as real.
+SIGNIFICANCE = 0.01
+
+
+def _usable(timing: TimingSummary | None) -> bool:
+    return timing is not None and all(
+        isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+        for value in (timing.median_ms, timing.q1_ms, timing.q3_ms))
+
+
+def rank_test_p_value(old: Sequence[float], new: Sequence[float]) -> float:
+    """Two-sided p-value of the Mann-Whitney U test (normal approximation, ties averaged)."""
+    pooled = sorted([(value, 0) for value in old] + [(value, 1) for value in new])
+    ranks = [0.0] * len(pooled)
+    tie_term = 0.0
+    start = 0
+    while start < len(pooled):
+        end = start
+        while end + 1 < len(pooled) and pooled[end + 1][0] == pooled[start][0]:
+            end += 1
+        for index in range(start, end + 1):
+            ranks[index] = (start + end) / 2 + 1
+        tied = end - start + 1
+        tie_term += tied ** 3 - tied
+        start = end + 1
+    n_old, n_new = len(old), len(new)
+    rank_sum_old = sum(rank for rank, (_, group) in zip(ranks, pooled) if group == 0)
+    u = rank_sum_old - n_old * (n_old + 1) / 2
+    total = n_old + n_new
+    variance = n_old * n_new / 12 * ((total + 1) - tie_term / (total * (total - 1)))
+    if variance <= 0:
+        return 1.0
+    z = (abs(u - n_old * n_new / 2) - 0.5) / math.sqrt(variance)
+    return math.erfc(max(z, 0.0) / math.sqrt(2))
+
+
+def samples_verdict(old: TimingSummary, new: TimingSummary, threshold: float = 0.0) -> str | None:
+    """SAME, FASTER or SLOWER from the raw samples of both summaries; None when either has too few.
+
+    The hook for a noise-aware statistic: a difference counts when the rank
+    test calls it significant (`SIGNIFICANCE`) and the medians differ by more
+    than `threshold`. Replace the test here to change how every comparison
+    (and `tune`'s tie) is judged from samples.
+    """
+    old_samples = getattr(old, "samples_ms", None) or ()
+    new_samples = getattr(new, "samples_ms", None) or ()
+    if len(old_samples) < 3 or len(new_samples) < 3:
+        return None
+    change = new.median_ms / old.median_ms - 1
+    if abs(change) <= threshold or rank_test_p_value(old_samples, new_samples) >= SIGNIFICANCE:
+        return SAME
+    return SLOWER if change > 0 else FASTER
+
+
+def summary_verdict(old: TimingSummary, new: TimingSummary, threshold: float = 0.0) -> str:
+    """SAME when the interquartile ranges overlap or the medians are within `threshold`; else FASTER or SLOWER."""
+    change = new.median_ms / old.median_ms - 1
+    overlap = old.q1_ms <= new.q3_ms and new.q1_ms <= old.q3_ms
+    if overlap or abs(change) <= threshold:
+        return SAME
+    return SLOWER if change > 0 else FASTER
+
+
 def judge(old: CaseResult, new: CaseResult, threshold: float = 0.0) -> tuple[str, float | None]:
     """The verdict on one matched case, and the relative change of its median time."""
     if old.ok and not new.ok:
         return BROKEN, None
     if not old.ok and new.ok:
         return FIXED, None
-    if old.timing is None or new.timing is None:
+    if not _usable(old.timing) or not _usable(new.timing):
         return UNTIMED, None
     change = new.timing.median_ms / old.timing.median_ms - 1
-    overlap = old.timing.q1_ms <= new.timing.q3_ms and new.timing.q1_ms <= old.timing.q3_ms
-    if overlap or abs(change) <= threshold:
-        return SAME, change
-    return (SLOWER if change > 0 else FASTER), change
+    verdict = samples_verdict(old.timing, new.timing, threshold)
+    return verdict or summary_verdict(old.timing, new.timing, threshold), change
 
 
 def compare_runs(old: RunResult, new: RunResult, *, threshold: float = 0.0,
