@@ -18,6 +18,12 @@ PIPE_WIDTH = 100
 FORMATS = ("table", "markdown", "csv")
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 here; the CLI's funnel gives a closed pipe its own code (and silences stdout).
+        raise BrokenPipeError
+
+
 @dataclass
 class Output:
     """Where a command writes: `console` (stdout: tables or the chosen format) and `errors` (stderr)."""
@@ -30,7 +36,7 @@ class Output:
     def for_terminal(cls, format: str = "table") -> "Output":
         """Consoles for this process: rich's own width on a terminal, `PIPE_WIDTH` (or $COLUMNS) elsewhere."""
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else PIPE_WIDTH
-        return cls(Console(width=width), Console(stderr=True, soft_wrap=True), format or "table")
+        return cls(_Console(width=width), Console(stderr=True, soft_wrap=True), format or "table")
 
     @property
     def plain(self) -> bool:
@@ -38,9 +44,11 @@ class Output:
         return self.format != "table"
 
     def data(self, text: str) -> None:
-        """Markdown or CSV, written as is."""
-        self.console.file.write(text)
-        self.console.file.flush()
+        """Markdown or CSV, written as is, line by line (a reader that stops early is noticed at the next line)."""
+        file = self.console.file
+        for line in text.splitlines(keepends=True):
+            file.write(line)
+        file.flush()
 
     def note(self, text: str, style: str | None = "dim") -> None:
         """A line about the output (where results went, what was skipped): stdout, or stderr beside data."""

@@ -31,8 +31,9 @@ from typing import Any
 from ..errors import UsageError
 from .records import CaseResult, RunResult
 
-# Results of the largest sweeps shipped are under 1 MiB; a file a thousand times that is no results file.
-MAX_RESULTS_BYTES = 256 * 2**20
+# The largest sweep shipped (146 cases) writes 0.4 MiB: 64 MiB holds some 25,000 cases, and a bigger
+# file is refused before it is parsed, so that a wrong path (a core dump, a video) costs no memory.
+MAX_RESULTS_BYTES = 64 * 2**20
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 _TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
 
@@ -134,12 +135,17 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
-            if number == last and torn_tail and (cases or header):
+            if number == last and torn_tail:
+                if not (cases or header):
+                    raise UsageError("the only line is torn (a run stopped while writing it): no complete record",
+                                     where=where) from None
                 skipped += 1
                 notes.append(f"{where}: the last line is torn (a run stopped while writing it): "
                              f"{skipped} line skipped, {len(cases)} finished cases read")
                 break
             detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            if number == 1 and _is_whole_results(text):
+                detail = "this is a whole results file, which is read under a .json name; --resume takes a .jsonl"
             raise UsageError(f"not a JSON line of a case log: {detail}", where=where) from None
         if not isinstance(record, dict):
             raise UsageError(f"a line of a case log is a JSON object, not {_json_type(record)}", where=where)
@@ -163,6 +169,14 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                     environment=header.get("environment", {}), settings=header.get("settings", {}),
                     cases=cases, started=header.get("started", ""))
     return ResultsFile(path, run, header=header, skipped_lines=skipped, notes=notes)
+
+
+def _is_whole_results(text: str) -> bool:
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(document, dict) and "cases" in document
 
 
 def _check_case_consistency(case: dict, path: str, where: str) -> None:
