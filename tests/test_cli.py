@@ -120,3 +120,37 @@ def test_several_gpus_without_a_gpu(tmp_path, capsys):
     assert main(["run", "--devices", "0,1", "--json", str(tmp_path / "r.json")]) == EXIT_NO_GPU
     assert main(["run", "--devices", "first", "--json", str(tmp_path / "r.json")]) == EXIT_USAGE
     assert "--devices: give GPU ordinals such as 0,1" in capsys.readouterr().err
+
+
+def test_plan_spec_is_a_library_function():
+    import pytest
+
+    from driver_gemm.errors import UsageError
+    from driver_gemm.pipeline.plan_spec import plan_spec, plan_target
+    from driver_gemm.spec.model import load_spec
+
+    planned = plan_spec(load_spec(SPECS / "seed.yaml"), arch="sm_90", sm_count=100)
+    assert planned.target.arch == "sm_90" and not planned.target.from_device and planned.sm_count == 100
+    assert len(planned.plans) == 10 and planned.ok and planned.summary() == "10 ok, 0 INVALID"
+    assert [p.kernel.name for p in planned.plans[::2]] == ["v0", "v1", "v2", "v3", "v4"]
+    with pytest.raises(UsageError, match="arch: not a GPU architecture: 'bogus'"):
+        plan_target("bogus")
+    with pytest.raises(UsageError, match="no occupancy table for sm_100"):
+        plan_target("sm_100")
+
+
+def test_plan_spec_keeps_compile_errors_apart(tmp_path):
+    from driver_gemm.pipeline.plan_spec import plan_spec
+    from driver_gemm.spec.model import load_spec
+
+    spec = write(tmp_path, f"""\
+shapes: [[8, 8, 8]]
+kernels:
+  - source: {ROOT / 'tests' / 'kernels' / 'broken_syntax.cu'}
+    function: broken
+    block: [32]
+    grid: [1]
+""")
+    planned = plan_spec(load_spec(spec), arch="sm_90")
+    assert not planned.plans and len(planned.compile_errors) == 1 and not planned.ok
+    assert planned.summary() == "0 ok, 0 INVALID, 1 source(s) did not compile"

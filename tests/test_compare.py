@@ -67,3 +67,60 @@ def test_compare_the_committed_h200_results_with_themselves(capsys):
     path = str(ROOT / "bench" / "results" / "seed-h200.json")
     assert main(["compare", path, path]) == EXIT_OK
     assert "12 cases: 12 SAME" in capsys.readouterr().out
+
+
+def with_samples(samples):
+    """A TimingSummary that also carries its raw samples, as the timing layer records them."""
+    import dataclasses
+
+    from driver_gemm.measure.stats import TimingSummary
+
+    @dataclasses.dataclass(frozen=True)
+    class Sampled(TimingSummary):
+        samples_ms: tuple = ()
+
+    return Sampled(**{f.name: getattr(summarize(samples), f.name) for f in dataclasses.fields(TimingSummary)},
+                   samples_ms=tuple(samples))
+
+
+def test_rank_test_matches_the_textbook_value():
+    from driver_gemm.report.compare import rank_test_p_value
+
+    old = [1.0, 1.1, 1.2, 1.3, 1.25, 1.05, 1.0]
+    new = [1.3, 1.4, 1.35, 1.5, 1.45, 1.3, 1.6]
+    # scipy.stats.mannwhitneyu(old, new, method="asymptotic") gives 0.0031255359...
+    assert rank_test_p_value(old, new) == pytest.approx(0.0031255359, rel=1e-6)
+    assert rank_test_p_value([1.0] * 5, [1.0] * 5) == 1.0
+
+
+def test_samples_decide_where_both_runs_have_them():
+    from driver_gemm.report.compare import samples_verdict
+
+    steady = [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.01, 1.00, 0.99, 1.01]
+    shifted = [v * 1.03 for v in steady]
+    # quartiles do not overlap either way, but the samples also say a 3% shift is real
+    assert samples_verdict(with_samples(steady), with_samples(shifted)) == SLOWER
+    assert samples_verdict(with_samples(shifted), with_samples(steady)) == FASTER
+    assert samples_verdict(with_samples(steady), with_samples(shifted), threshold=0.05) == SAME
+    # two draws of the same noise: the same, even where the quartiles barely miss each other
+    noisy_a = [1.00, 1.30, 0.95, 1.20, 1.05, 0.90, 1.25, 1.10]
+    noisy_b = [1.02, 1.28, 0.97, 1.22, 1.04, 0.92, 1.24, 1.12]
+    assert samples_verdict(with_samples(noisy_a), with_samples(noisy_b)) == SAME
+    # without samples on both sides, the hook steps aside and the quartile rule judges
+    assert samples_verdict(summarize(steady), with_samples(shifted)) is None
+    old, new = case("k", steady), case("k", shifted)
+    new.timing = with_samples(shifted)
+    assert judge(old, new)[0] == SLOWER
+
+
+def test_times_that_are_not_positive_numbers_are_never_judged():
+    import dataclasses
+
+    from driver_gemm.report.compare import UNTIMED
+
+    old = case("k", [1.0, 1.0, 1.0])
+    for bad in (float("nan"), float("-inf"), 0.0, -1.0):
+        new = case("k", [1.0, 1.0, 1.0])
+        new.timing = dataclasses.replace(new.timing, median_ms=bad, q1_ms=bad, q3_ms=bad)
+        assert judge(old, new) == (UNTIMED, None)
+        assert judge(new, old) == (UNTIMED, None)

@@ -1,7 +1,7 @@
 """The ``driver-gemm`` command line: its parser, its exit codes, and the one funnel every error goes through.
 
-Each command lives in its own module (`run`, `plan`, `compare`, `plot`,
-`tune`, `info`) with two functions: ``add_parser(commands)`` and
+Each command lives in its own module (`run`, `plan`, `show`, `compare`,
+`plot`, `tune`, `info`) with two functions: ``add_parser(commands)`` and
 ``execute(args, out) -> int``. `main` parses, runs the command, and turns
 whatever it raises into one line on stderr and the code `exit_code_for`
 gives; only ``--debug`` shows a traceback.
@@ -17,7 +17,7 @@ import traceback
 from .. import __version__
 from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
                       UsageError)
-from . import compare, info, plan, plot, run, tune
+from . import compare, info, plan, plot, run, show, tune
 from .common import Output
 
 EXIT_OK = 0             # every case passed; compare: no regression
@@ -38,7 +38,7 @@ exit codes:
   141  stdout was closed early (driver-gemm plan | head): output stops quietly
 """
 
-COMMANDS = {"run": run, "plan": plan, "compare": compare, "plot": plot, "tune": tune, "info": info}
+COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": plot, "tune": tune, "info": info}
 
 
 def _tool_missing_errors() -> tuple[type, ...]:

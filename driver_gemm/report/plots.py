@@ -120,6 +120,8 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     peak = device.get("fp32_peak_gflops")
     bandwidth = device.get("memory_bandwidth_gbs")
     low, high = roof.get_xlim()
+    high *= 1.5   # room for the markers of the most intense shape
+    roof.set_xlim(low, high)
     if peak and bandwidth:   # show the ridge, where the memory roof meets the compute roof
         low = min(low, peak / bandwidth / 4)
         xs = [low * (high / low) ** (i / 60) for i in range(61)]
@@ -135,8 +137,9 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     if rest:
         handles.append(grey_handles[0])
         labels.append(grey_labels[0])
-    # About 330 characters of 8-point text fit across the figure: as many columns as the longest label allows.
-    columns = max(1, min(6, len(labels), 330 // (max(map(len, labels)) + 6)))
+    # About 250 characters of 8-point text fit across the 18-inch figure: as many columns as the longest
+    # label allows, each with room for its marker.
+    columns = max(1, min(6, len(labels), 250 // (max(map(len, labels)) + 8)))
     rows = -(-len(labels) // columns)
     figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     figure.tight_layout(rect=(0, min(0.45, 0.03 + 0.028 * rows), 1, 1))

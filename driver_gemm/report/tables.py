@@ -137,6 +137,7 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         console.print(table)
         if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
             say(console, TF32_NOTE, "dim")
+        console.line()
     for line in legend_lines(names):
         say(console, line, "dim")
     device = run.environment.get("device") or {}
