@@ -124,3 +124,12 @@ def test_times_that_are_not_positive_numbers_are_never_judged():
         new.timing = dataclasses.replace(new.timing, median_ms=bad, q1_ms=bad, q3_ms=bad)
         assert judge(old, new) == (UNTIMED, None)
         assert judge(new, old) == (UNTIMED, None)
+
+
+def test_results_without_cases_are_nothing_to_compare(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    RunResult(spec="s", spec_path=None).write_json(empty)
+    full = tmp_path / "full.json"
+    RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.0])]).write_json(full)
+    assert main(["compare", str(full), str(empty)]) == EXIT_USAGE
+    assert capsys.readouterr().err == f"driver-gemm: {empty}: no cases in these results: nothing to compare\n"

@@ -16,6 +16,7 @@ from driver_gemm.errors import (CompileError, ConfigError, CudaError, DriverGemm
                                 ToolMissingError, UsageError)
 from driver_gemm.measure.baseline import CublasUnavailable
 from driver_gemm.pipeline.distribute import DaskUnavailable
+from driver_gemm.results.read import MAX_RESULTS_BYTES
 from driver_gemm.spec.expr import ExpressionError
 
 from conftest import ROOT, SPECS, _gpu_missing_reason
@@ -55,6 +56,7 @@ def test_help_lists_the_exit_codes(capsys):
         for line in ("exit codes:", "  0    every case passed", "  1    a case failed", "  2    bad input",
                      "  3    no CUDA driver or GPU, or a tool", "  130  interrupted", "  141  stdout was closed"):
             assert line in out, (argv, line)
+        assert f"{MAX_RESULTS_BYTES >> 20} MiB at most" in out   # the documented cap is the one applied
 
 
 def test_unknown_architectures_name_the_option(capsys):

@@ -56,6 +56,11 @@ def changed(path: str, value, *, delete: bool = False):
     return mutate
 
 
+def _log_lines(run: dict) -> list[str]:
+    header = {"type": "run", **{k: v for k, v in run.items() if k != "cases"}}
+    return [json.dumps(header)] + [json.dumps({"type": "case", **case}) for case in run["cases"]]
+
+
 # name: (bytes of the file, text that the one-line message must contain besides the file's name)
 def _json_variants() -> dict[str, tuple[bytes, str]]:
     def dump(document) -> bytes:
@@ -74,6 +79,9 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "truncated": (dump(good_run())[:-40], "not valid JSON"),
         "trailing garbage": (dump(good_run()) + b" }", "not valid JSON"),
         "yaml": (b"spec: seed\ncases: []\n", "not valid JSON"),
+        "bom": (b"\xef\xbb\xbf" + json.dumps(good_run()).encode(), "not valid JSON: Unexpected UTF-8 BOM"),
+        "case log named .json": (("\n".join(_log_lines(good_run())) + "\n").encode(),
+                                 "not valid JSON: Extra data at line 2, column 1 (a case log, one JSON record a line?"),
         "deep nesting": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         "top array": (b"[]", "must be object, got an array"),
         "top string": (b'"results"', "must be object, got a string"),
@@ -167,11 +175,6 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
 JSON_VARIANTS = _json_variants()
 
 
-def _log_lines(run: dict) -> list[str]:
-    header = {"type": "run", **{k: v for k, v in run.items() if k != "cases"}}
-    return [json.dumps(header)] + [json.dumps({"type": "case", **case}) for case in run["cases"]]
-
-
 def _jsonl_variants() -> dict[str, tuple[bytes, str]]:
     """Case logs: a bad line anywhere names its line number."""
     good = _log_lines(good_run())
@@ -214,7 +217,8 @@ def _jsonl_variants() -> dict[str, tuple[bytes, str]]:
         "log K float": (with_line(2, case_with(1, lambda c: c["shape"].update(K=7.5))), ":2: shape.K: must be integer"),
         "log missing shape": (with_line(3, case_with(2, lambda c: c.pop("shape"))), ":3: missing field shape"),
         "log bad status": (with_line(3, case_with(2, lambda c: c.update(status="OK"))), ":3: status: must be one of"),
-        "log pretty json": (json.dumps(good_run(), indent=1).encode(), ":1: not a JSON line of a case log: this is a whole"),
+        "log pretty json": (json.dumps(good_run(), indent=1).encode(),
+                            ":1: not a JSON line of a case log: this is a whole"),
         "log deep": (b"[" * 100_000 + b"\n", ":1: not a JSON line"),
     }
 

@@ -1,4 +1,4 @@
-"""What the commands print: tables that fit 100 columns, Markdown that is the README's, CSV, and user text kept literal."""
+"""What the commands print: tables that fit 100 columns, the README's Markdown, CSV, and user text kept literal."""
 
 from __future__ import annotations
 

@@ -28,6 +28,9 @@ def execute(args, out: Output) -> int:
     if not 0 <= args.threshold < 1e6:   # also refuses NaN
         raise UsageError(f"a threshold is a percentage of at least 0, got {args.threshold}", field="--threshold")
     runs = read_results_files([args.old, args.new], out)
+    for path, run in zip((args.old, args.new), runs):
+        if not run.cases:
+            raise UsageError("no cases in these results: nothing to compare", where=str(path))
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
     if out.format == "markdown":
         out.data(comparison_markdown(comparisons))

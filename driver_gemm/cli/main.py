@@ -30,10 +30,12 @@ EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as `ye
 EXIT_CODES_HELP = """\
 exit codes:
   0    every case passed (compare: no case SLOWER or BROKEN)
-  1    a case failed, errored or was INVALID, a kernel did not compile, or compare found a regression;
-       also an internal error of driver-gemm (one line; rerun with --debug for the traceback)
-  2    bad input: the command line, a spec, or a results file (named with its line or JSON path)
-  3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer, matplotlib, Dask, cuBLAS)
+  1    a case failed, errored or was INVALID, a kernel did not compile, or compare found
+       a regression; also an internal error (one line; rerun with --debug for the traceback)
+  2    bad input: the command line, a spec, or a results file (named with its line or JSON
+       path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most)
+  3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer,
+       matplotlib, Dask, cuBLAS)
   130  interrupted (Ctrl-C); a run keeps the results so far
   141  stdout was closed early (driver-gemm plan | head): output stops quietly
 """

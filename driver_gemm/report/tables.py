@@ -22,7 +22,8 @@ from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import legend_lines, short_labels
 
-_STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red", Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
+_STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
+                 Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
 
 
 def _number(value: float | None, digits: int) -> str:

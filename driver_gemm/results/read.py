@@ -113,7 +113,8 @@ def _parse_json(text: str, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}",
+        hint = " (a case log, one JSON record a line? its name ends in .jsonl)" if _is_case_log(text) else ""
+        raise UsageError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
                          where=where) from None
     except RecursionError:
         raise UsageError("not a results file: JSON nested too deeply", where=where) from None
@@ -169,6 +170,14 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                     environment=header.get("environment", {}), settings=header.get("settings", {}),
                     cases=cases, started=header.get("started", ""))
     return ResultsFile(path, run, header=header, skipped_lines=skipped, notes=notes)
+
+
+def _is_case_log(text: str) -> bool:
+    try:
+        first = json.loads(text.split("\n", 1)[0])
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and first.get("type") in ("run", "case")
 
 
 def _is_whole_results(text: str) -> bool:
