@@ -67,7 +67,7 @@ def read_results(path: str | Path) -> ResultsFile:
     if path.suffix.lower() == ".jsonl":
         return _read_case_log(path, text)
     document = _parse_json(text, str(path))
-    _validate(document, results_schema(), str(path))
+    check_against_schema(document, results_schema(), str(path))
     for index, case in enumerate(document["cases"]):
         _check_case_consistency(case, f"cases[{index}]", str(path))
     run = RunResult.from_dict(document)
@@ -155,10 +155,10 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             if header or cases:
                 raise UsageError("a run header after the first record: a case log has one, on its first line",
                                  where=where)
-            _validate(record, schema["$defs"]["run_line"], where)
+            check_against_schema(record, schema["$defs"]["run_line"], where)
             header = {k: v for k, v in record.items() if k != "type"}
         elif kind == "case":
-            _validate(record, schema["$defs"]["case_line"], where)
+            check_against_schema(record, schema["$defs"]["case_line"], where)
             _check_case_consistency(record, "", where)
             cases.append(CaseResult.from_dict({k: v for k, v in record.items() if k != "type"}))
         else:
@@ -246,8 +246,8 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _validate(value: Any, schema: dict, where: str) -> None:
-    """Check `value` against `schema` of the results schema, as a `UsageError` naming `where`."""
+def check_against_schema(value: Any, schema: dict, where: str) -> None:
+    """Check `value` against `schema` (the results schema or one of its ``$defs``); `UsageError` naming `where`."""
     try:
         _check(value, schema, results_schema(), "", where)
     except RecursionError:
