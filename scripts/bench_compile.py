@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WARM_START = """
 import time, sys
 began = time.perf_counter()
-from driver_gemm.pipeline.runner import compile_spec
+from driver_gemm.pipeline.build import compile_spec
 from driver_gemm.spec import load_spec
 compiled = compile_spec(load_spec(sys.argv[1]), "sm_90")
 assert all(not isinstance(c, Exception) and c.from_cache for c in compiled.values())

@@ -35,9 +35,11 @@ def test_plan_of_the_seed_spec(capsys):
     assert main(["plan", "--arch", "sm_90"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "seed: launch plan for sm_90 (132 SMs, H100 SXM / H200)" in out
-    line = next(l for l in out.splitlines() if l.strip().startswith("v4") and "1001x513x777" in l)
-    for expected in ("9x16x1", "16x16x1", "256", "144", "registers", "ok"):
-        assert expected in line, (expected, line)
+    line = next(l for l in out.splitlines() if l.strip().startswith("v4#1") and "1001x513x777" in l)
+    assert line.split() == ["v4#1", "1001x513x777", "9x16", "16x16", "54", "8192+0", "4", "50%", "regs", "0.27",
+                            "ok"]
+    assert "v4#1 = v4[BM=64,BN=64,BK=16,TM=4,TN=4]" in out
+    assert out.rstrip().splitlines()[-1] == "10 ok, 0 INVALID"
 
 
 def test_plan_for_another_architecture_and_sm_count(capsys):
@@ -45,7 +47,7 @@ def test_plan_for_another_architecture_and_sm_count(capsys):
     out = capsys.readouterr().out
     assert "launch plan for sm_86 (84 SMs" in out
     row = next(l for l in out.splitlines() if l.strip().startswith("v2"))
-    assert "128x128x1" in row and "16384" in row and "warps" in row   # 1536 threads per SM: 1 block of 1024
+    assert "128x128 " in row and " 1 " in row and "warps" in row   # 1536 threads per SM: 1 block of 1024
 
 
 def test_plan_reports_an_invalid_configuration(tmp_path, capsys):
@@ -120,3 +122,38 @@ def test_several_gpus_without_a_gpu(tmp_path, capsys):
     assert main(["run", "--devices", "0,1", "--json", str(tmp_path / "r.json")]) == EXIT_NO_GPU
     assert main(["run", "--devices", "first", "--json", str(tmp_path / "r.json")]) == EXIT_USAGE
     assert "--devices: give GPU ordinals such as 0,1" in capsys.readouterr().err
+
+
+def test_plan_spec_is_a_library_function():
+    import pytest
+
+    from driver_gemm.errors import ConfigError
+    from driver_gemm.pipeline.plan_spec import plan_spec, plan_target
+    from driver_gemm.spec import load_spec
+
+    planned = plan_spec(load_spec(SPECS / "seed.yaml"), arch="sm_90", sm_count=100)
+    assert planned.target.arch == "sm_90" and not planned.target.from_device and planned.sm_count == 100
+    assert len(planned.plans) == 10 and planned.ok and planned.summary() == "10 ok, 0 INVALID"
+    assert [p.kernel.name for p in planned.plans[::2]] == ["v0", "v1", "v2", "v3", "v4"]
+    with pytest.raises(ConfigError, match="arch: not a GPU architecture: 'bogus'"):
+        plan_target("bogus")
+    with pytest.raises(ConfigError, match="no architecture table for sm_999"):
+        plan_target("sm_999")
+    assert plan_target("sm_100").limits.arch == "sm_100"
+
+
+def test_plan_spec_keeps_compile_errors_apart(tmp_path):
+    from driver_gemm.pipeline.plan_spec import plan_spec
+    from driver_gemm.spec import load_spec
+
+    spec = write(tmp_path, f"""\
+shapes: [[8, 8, 8]]
+kernels:
+  - source: {ROOT / 'tests' / 'kernels' / 'broken_syntax.cu'}
+    function: broken
+    block: [32]
+    grid: [1]
+""")
+    planned = plan_spec(load_spec(spec, allow_outside_sources=True), arch="sm_90")
+    assert not planned.plans and len(planned.compile_errors) == 1 and not planned.ok
+    assert planned.summary() == "0 ok, 0 INVALID, 1 source(s) did not compile"

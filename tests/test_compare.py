@@ -67,3 +67,55 @@ def test_compare_the_committed_h200_results_with_themselves(capsys):
     path = str(ROOT / "bench" / "results" / "seed-h200.json")
     assert main(["compare", path, path]) == EXIT_OK
     assert "12 cases: 12 SAME" in capsys.readouterr().out
+
+
+def with_samples(samples):
+    """A TimingSummary that carries its raw samples, as the timing layer records them."""
+    return summarize(samples)
+
+
+def test_samples_decide_where_both_runs_have_them():
+    from driver_gemm.report.compare import samples_verdict, summary_verdict
+
+    steady = [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.01, 1.00, 0.99, 1.01]
+    shifted = [v * 1.03 for v in steady]
+    # quartiles do not overlap either way, but the samples also say a 3% shift is real
+    assert samples_verdict(with_samples(steady), with_samples(shifted)) == SLOWER
+    assert samples_verdict(with_samples(shifted), with_samples(steady)) == FASTER
+    assert samples_verdict(with_samples(steady), with_samples(shifted), threshold=0.05) == SAME
+    # two draws of the same noise: the same
+    noisy_a = [1.00, 1.30, 0.95, 1.20, 1.05, 0.90, 1.25, 1.10, 1.15, 0.97]
+    noisy_b = [1.02, 1.28, 0.97, 1.22, 1.04, 0.92, 1.24, 1.12, 1.16, 0.99]
+    assert samples_verdict(with_samples(noisy_a), with_samples(noisy_b)) == SAME
+    # separate quartiles, but too few samples for the rank test to call it: SAME
+    few_a, few_b = [1.0, 1.02, 1.05, 1.0, 1.01, 1.2] * 2, [1.06, 1.08, 1.1, 1.07, 0.99, 1.3] * 2
+    assert summary_verdict(summarize(few_a), summarize(few_b)) == SLOWER
+    assert samples_verdict(with_samples(few_a), with_samples(few_b)) == SAME
+    # without enough samples on both sides, the hook steps aside and the quartile rule judges
+    assert samples_verdict(summarize(steady, keep_samples=False), with_samples(shifted)) is None
+    assert samples_verdict(summarize(steady[:4]), summarize(shifted[:4])) is None
+    old, new = case("k", steady), case("k", shifted)
+    new.timing = with_samples(shifted)
+    assert judge(old, new)[0] == SLOWER
+
+
+def test_times_that_are_not_positive_numbers_are_never_judged():
+    import dataclasses
+
+    from driver_gemm.report.compare import UNTIMED
+
+    old = case("k", [1.0, 1.0, 1.0])
+    for bad in (float("nan"), float("-inf"), 0.0, -1.0):
+        new = case("k", [1.0, 1.0, 1.0])
+        new.timing = dataclasses.replace(new.timing, median_ms=bad, q1_ms=bad, q3_ms=bad)
+        assert judge(old, new) == (UNTIMED, None)
+        assert judge(new, old) == (UNTIMED, None)
+
+
+def test_results_without_cases_are_nothing_to_compare(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    RunResult(spec="s", spec_path=None).write_json(empty)
+    full = tmp_path / "full.json"
+    RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.0])]).write_json(full)
+    assert main(["compare", str(full), str(empty)]) == EXIT_USAGE
+    assert capsys.readouterr().err == f"driver-gemm: {empty}: no cases in these results: nothing to compare\n"

@@ -117,8 +117,10 @@ def test_no_module_imports_another_modules_private_names():
 
 ERROR_CLASSES = {name for name, value in inspect.getmembers(errors, inspect.isclass)
                  if issubclass(value, errors.DriverGemmError)}
-# Programming errors, not conditions a user meets (see errors.py): allowed outside the funnel.
-ALLOWED = {"ValueError", "AssertionError", "NotImplementedError", "KeyboardInterrupt", "SystemExit"}
+# Programming errors, not conditions a user meets (see errors.py), and the process's own signals (an
+# interrupt, a closed stdout), which the CLI maps to exit codes: allowed outside the funnel.
+ALLOWED = {"ValueError", "AssertionError", "NotImplementedError", "KeyboardInterrupt", "SystemExit",
+           "BrokenPipeError"}
 
 
 def _raised_names(tree: ast.AST):

@@ -30,3 +30,33 @@ def test_plot_refuses_other_formats_and_empty_results(tmp_path, capsys):
     empty.write_text('{"spec": "s", "cases": []}')
     assert main(["plot", str(empty), "-o", str(tmp_path / "p.png")]) != EXIT_OK
     assert "no timed, passing case" in capsys.readouterr().err
+
+
+def test_a_sweep_plot_keeps_the_fastest_in_the_legend(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from driver_gemm.report.plots import TOP_SERIES, series_of, top_series
+    from driver_gemm.results.read import read_results
+
+    run = read_results(RESULTS / "tune-v8-small-h200.json").run
+    series = series_of([run])
+    shown, rest = top_series(series)
+    assert shown[0] == "cublas" and len(shown) == TOP_SERIES + 1 and len(rest) == len(series) - len(shown)
+    best = [max(c.gflops for c in series[k]) for k in shown[1:]]
+    assert best == sorted(best, reverse=True) and best[-1] >= max(max(c.gflops for c in series[k]) for k in rest)
+    out = tmp_path / "sweep.svg"
+    assert main(["plot", str(RESULTS / "tune-v8-small-h200.json"), "-o", str(out)]) == EXIT_OK
+    text = out.read_text()
+    assert f"{len(rest)} slower configurations" in text
+    assert f"({TOP_SERIES} fastest of {len(series) - 1})" in text
+    assert "v8#1: v8[" in text   # short name in the panel, full label in the legend
+
+
+def test_plot_of_results_with_no_timed_case_is_bad_input(tmp_path, capsys):
+    from driver_gemm.cli import EXIT_USAGE
+
+    failed = tmp_path / "failed.json"
+    failed.write_text('{"spec": "s", "cases": [{"kernel": "k", "name": "k", "status": "FAIL", '
+                      '"shape": {"M": 8, "N": 8, "K": 8}}]}')
+    assert main(["plot", str(failed), "-o", str(tmp_path / "p.png")]) == EXIT_USAGE
+    assert capsys.readouterr().err == f"driver-gemm: {failed}: no timed, passing case to plot\n"
+    assert not (tmp_path / "p.png").exists()

@@ -94,3 +94,26 @@ def test_log_survives_kill_9_of_the_writer(tmp_path):
     finally:
         child.wait()
     assert [c.kernel for c in CaseLog.read(path)[1]] == [f"k{i}" for i in range(5)]
+
+
+def test_resuming_a_log_with_a_torn_line_appends_clean_lines(tmp_path):
+    """A run killed mid-line, then resumed: the torn piece is dropped, not glued to the next case."""
+    path = tmp_path / "run.jsonl"
+    with CaseLog(path) as log:
+        log.write_header(RunResult(spec="s", spec_path=None))
+        log.append(case("v1"))
+    with open(path, "a") as handle:
+        handle.write('{"type": "case", "kernel": "v2", "sha')
+    header, cases = CaseLog.read(path)
+    assert [c.kernel for c in cases] == ["v1"]
+    with CaseLog(path) as log:
+        log.write_header(RunResult(spec="s", spec_path=None))   # kept: the log has its header
+        log.append(case("v2"))
+    assert [c.kernel for c in CaseLog.read(path)[1]] == ["v1", "v2"]
+    assert all(line.startswith('{"type": ') for line in path.read_text().splitlines())
+
+
+def test_status_reads_back_as_the_enum(tmp_path):
+    run = RunResult(spec="s", spec_path=None, cases=[case("v1", status=Status.FAIL)])
+    again = load_results(run.write_json(tmp_path / "r.json"))
+    assert again.cases[0].status is Status.FAIL

@@ -61,3 +61,58 @@ def test_racecheck_warp_level_hazard():
 
 def test_clean_report_has_no_findings():
     assert parse_report("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n") == []
+
+
+def _spec(tmp_path):
+    from driver_gemm.spec import load_spec
+    from test_spec import MINIMAL, write
+
+    return load_spec(write(tmp_path, MINIMAL))
+
+
+def test_sanitize_spec_needs_the_tool_before_anything_runs(tmp_path, monkeypatch):
+    import pytest
+
+    from driver_gemm.errors import ToolMissingError
+    from driver_gemm.pipeline import sanitize
+
+    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    with pytest.raises(ToolMissingError, match="--sanitize needs compute-sanitizer, which is not on the PATH"):
+        sanitize.sanitize_spec(_spec(tmp_path), "memcheck")
+
+
+def test_sanitize_spec_refuses_unknown_tools_and_specs_without_a_file(tmp_path):
+    import dataclasses
+
+    import pytest
+
+    from driver_gemm.errors import UsageError
+    from driver_gemm.pipeline.sanitize import sanitize_spec
+
+    with pytest.raises(UsageError, match="unknown sanitizer tool 'leakcheck'"):
+        sanitize_spec(_spec(tmp_path), "leakcheck")
+    with pytest.raises(UsageError, match="give one"):
+        sanitize_spec(dataclasses.replace(_spec(tmp_path), path=None), "memcheck")
+
+
+def test_sanitize_spec_records_findings_as_failures(tmp_path, monkeypatch):
+    """The orchestration without a GPU: each case's child replaced by a canned result."""
+    from driver_gemm.pipeline import sanitize
+    from driver_gemm.status import Status
+
+    monkeypatch.setattr(sanitize, "_require_sanitizer", lambda: "compute-sanitizer")
+    monkeypatch.setattr(sanitize, "_require_gpu", lambda device: None)
+    findings = parse_report(MEMCHECK)
+    seen = []
+
+    def fake_case(spec_path, kernel, shape, tool, device, timeout_s):
+        return {"status": "ERROR", "message": ["the child wrote no result"],
+                "sanitizer": {"tool": tool, "findings": [vars(f) for f in findings],
+                              "summary": [f.line() for f in findings], "exit_code": 1}}
+
+    monkeypatch.setattr(sanitize, "sanitize_case", fake_case)
+    result = sanitize.sanitize_spec(_spec(tmp_path), "memcheck", on_case=lambda case, n: seen.append(n))
+    case, = result.cases
+    assert result.spec.endswith("under memcheck") and result.settings == {"sanitize": "memcheck"}
+    assert case.status == Status.FAIL and case.message.startswith("memcheck: 2 finding(s): Invalid __global__ read")
+    assert case.sanitizer["exit_code"] == 1 and seen == [2] and not result.ok

@@ -221,7 +221,7 @@ def test_schema_accepts_shipped_specs_and_rejects_mistakes():
 
 
 def test_tf32_kernels_get_their_own_tolerance_and_baseline(tmp_path):
-    from driver_gemm.pipeline.runner import cases_of
+    from driver_gemm.pipeline.cases import cases_of
 
     spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
     assert {k.name: k.precision for k in spec.kernels} == {"v8": "fp32", "v9": "tf32", "v9_big": "tf32", "v10": "tf32"}

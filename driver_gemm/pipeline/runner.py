@@ -21,13 +21,14 @@ from ..measure.stats import gflops
 from ..results.records import CaseResult, RunResult
 from ..spec.model import Shape, Spec
 from . import steps as case_steps
-from .build import compile_spec, plan_cases, refused_everywhere   # noqa: F401 - also the runner's public API
-from .cases import Case, cases_of, not_run_record, ran   # noqa: F401
+from .build import plan_cases
+from .cases import Case, not_run_record, ran
 from .environment import environment, now
 from .funnel import StepsFor, execute_case
 from ..cuda.occupancy import limits_from_device
 from .session import RunOptions, Session
 from .worker import run_isolated
+
 
 def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
              on_result: Callable[[CaseResult], None] | None = None,

@@ -17,8 +17,12 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
-from ..errors import ToolMissingError
+from ..errors import NoGpuError, ToolMissingError, UsageError
+from ..results.records import CaseResult, RunResult
+from ..spec.model import Spec
+from ..status import Status
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 _PREFIX = "========="
@@ -99,14 +103,66 @@ def sanitizer_path() -> str | None:
     return shutil.which("compute-sanitizer")
 
 
+def _require_sanitizer() -> str:
+    executable = sanitizer_path()
+    if executable is None:
+        raise ToolMissingError("--sanitize needs compute-sanitizer, which is not on the PATH "
+                               "(it comes with the CUDA toolkit)")
+    return executable
+
+
+def _require_gpu(device: int) -> None:
+    from ..cuda.device import device_count
+
+    count = device_count()   # NoGpuError without a driver or a GPU
+    if not 0 <= device < count:
+        raise NoGpuError(f"no GPU {device} on this machine (it has {count})")
+
+
+def sanitize_spec(spec: Spec, tool: str, device: int = 0, *,
+                  on_case: Callable[[CaseResult, int], None] | None = None, timeout_s: float = 600.0) -> RunResult:
+    """Every case of `spec` (kernels by shapes, no cuBLAS) under compute-sanitizer's `tool`, one child each.
+
+    A case with findings is a FAIL whose message lists the first three; its
+    ``sanitizer`` field holds them all. Checks first that the tool is
+    installed (`ToolMissingError`) and that there is a GPU (`NoGpuError`), so
+    that neither turns into an ERROR per case. `on_case(case, findings)` is
+    called as each case finishes.
+    """
+    if tool not in TOOLS:
+        raise UsageError(f"unknown sanitizer tool {tool!r} (one of {', '.join(TOOLS)})", field="--sanitize")
+    if spec.path is None:
+        raise UsageError("--sanitize runs a spec file in a child process: give one", field="--sanitize")
+    _require_sanitizer()
+    _require_gpu(device)
+    result = RunResult(spec=f"{spec.name} under {tool}", spec_path=str(spec.path), settings={"sanitize": tool})
+    for shape in spec.shapes:
+        for kernel in spec.kernels:
+            data = sanitize_case(spec.path, kernel.label, shape.label, tool, device, timeout_s)
+            report = data.pop("sanitizer")
+            if "shape" in data:
+                case = CaseResult.from_dict(data)
+            else:   # the child wrote no result: it failed before the case, or timed out
+                case = CaseResult(kernel=kernel.label, name=kernel.name, shape=shape,
+                                  status=Status(data.get("status", Status.ERROR)),
+                                  message=" ".join(data.get("message") or []))
+            case.sanitizer = report
+            if report["findings"]:
+                case.status = Status.FAIL
+                case.message = (f"{tool}: {len(report['findings'])} finding(s): "
+                                + "; ".join(report.get("summary", [])[:3]))
+            result.cases.append(case)
+            if on_case:
+                on_case(case, len(report["findings"]))
+    return result
+
+
 def sanitize_case(spec_path: Path, kernel: str, shape: str, tool: str, device: int = 0,
                   timeout_s: float = 600.0) -> dict:
     """Run `kernel` at `shape` of the spec under `tool`; return the case's result with ``sanitizer`` findings."""
     if tool not in TOOLS:
-        raise ValueError(f"unknown sanitizer tool {tool!r} (one of {', '.join(TOOLS)})")
-    executable = sanitizer_path()
-    if executable is None:
-        raise ToolMissingError("compute-sanitizer is not on the PATH (it comes with the CUDA toolkit)")
+        raise UsageError(f"unknown sanitizer tool {tool!r} (one of {', '.join(TOOLS)})", field="--sanitize")
+    executable = _require_sanitizer()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "case.json"
         command = [executable, "--tool", tool, "--print-limit", "50",
@@ -121,8 +177,9 @@ def sanitize_case(spec_path: Path, kernel: str, shape: str, tool: str, device: i
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            return {"status": "TIMEOUT", "sanitizer": {"tool": tool, "findings": [],
-                                                       "message": f"no answer after {timeout_s:g} s"}}
+            return {"status": "TIMEOUT", "message": [f"no answer from compute-sanitizer after {timeout_s:g} s"],
+                    "sanitizer": {"tool": tool, "findings": [], "summary": [],
+                                  "message": f"no answer after {timeout_s:g} s"}}
         findings = parse_report(done.stdout + "\n" + done.stderr)
         cases = json.loads(out.read_text())["cases"] if out.exists() else []
     case = cases[0] if cases else {"status": "ERROR", "message": done.stderr.strip().splitlines()[-1:]}

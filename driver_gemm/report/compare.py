@@ -5,12 +5,21 @@ measured: two cases whose interquartile ranges overlap are the SAME; beyond
 that the new one is FASTER or SLOWER by the ratio of the medians. A case that
 passed and now does not is BROKEN, the reverse FIXED; cases in one run only
 are NEW or GONE. Pure: it reads results, never a GPU.
+
+Where both cases carry their raw samples (``TimingSummary.samples_ms``),
+`samples_verdict` judges from them instead, with a rank test that needs no
+assumption about the distribution of times; the quartile overlap is the
+fallback for results that keep only the summary. A time that is not a
+positive finite number is never judged (files carrying one are refused when
+read, see `driver_gemm.results.read`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from ..measure.stats import TimingSummary, mann_whitney_u
 from ..results.records import CaseResult, RunResult
 
 SAME, FASTER, SLOWER, BROKEN, FIXED, NEW, GONE, UNTIMED = (
@@ -40,19 +49,58 @@ def _key(case: CaseResult, across_gpus: bool) -> tuple[str, str, str]:
     return case.kernel, case.shape.label, gpu
 
 
+# Two-sided significance below which a difference of the samples' ranks counts as real.
+SIGNIFICANCE = 0.01
+MIN_RANK_SAMPLES = 10     # below this a rank test cannot reach SIGNIFICANCE: the summary rule decides
+
+
+def _usable(timing: TimingSummary | None) -> bool:
+    return timing is not None and all(
+        isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+        for value in (timing.median_ms, timing.q1_ms, timing.q3_ms))
+
+
+def samples_verdict(old: TimingSummary, new: TimingSummary, threshold: float = 0.0) -> str | None:
+    """SAME, FASTER or SLOWER from the raw samples of both summaries; None when either has too few.
+
+    A difference counts when the Mann-Whitney rank test over the samples calls
+    it significant (`SIGNIFICANCE`), the interquartile ranges do not overlap
+    and the medians differ by more than `threshold`: with thousands of samples
+    a rank test alone would call a shift far inside the noise real. Replace
+    the rule here to change how every comparison (and `tune`'s tie) is judged.
+    """
+    old_samples = getattr(old, "samples_ms", None) or ()
+    new_samples = getattr(new, "samples_ms", None) or ()
+    if len(old_samples) < MIN_RANK_SAMPLES or len(new_samples) < MIN_RANK_SAMPLES:
+        return None
+    if summary_verdict(old, new, threshold) == SAME:
+        return SAME
+    change = new.median_ms / old.median_ms - 1
+    if mann_whitney_u(old_samples, new_samples).p_value >= SIGNIFICANCE:
+        return SAME
+    return SLOWER if change > 0 else FASTER
+
+
+def summary_verdict(old: TimingSummary, new: TimingSummary, threshold: float = 0.0) -> str:
+    """SAME when the interquartile ranges overlap or the medians are within `threshold`; else FASTER or SLOWER."""
+    change = new.median_ms / old.median_ms - 1
+    overlap = old.q1_ms <= new.q3_ms and new.q1_ms <= old.q3_ms
+    if overlap or abs(change) <= threshold:
+        return SAME
+    return SLOWER if change > 0 else FASTER
+
+
 def judge(old: CaseResult, new: CaseResult, threshold: float = 0.0) -> tuple[str, float | None]:
     """The verdict on one matched case, and the relative change of its median time."""
     if old.ok and not new.ok:
         return BROKEN, None
     if not old.ok and new.ok:
         return FIXED, None
-    if old.timing is None or new.timing is None:
+    if not _usable(old.timing) or not _usable(new.timing):
         return UNTIMED, None
     change = new.timing.median_ms / old.timing.median_ms - 1
-    overlap = old.timing.q1_ms <= new.timing.q3_ms and new.timing.q1_ms <= old.timing.q3_ms
-    if overlap or abs(change) <= threshold:
-        return SAME, change
-    return (SLOWER if change > 0 else FASTER), change
+    verdict = samples_verdict(old.timing, new.timing, threshold)
+    return verdict or summary_verdict(old.timing, new.timing, threshold), change
 
 
 def compare_runs(old: RunResult, new: RunResult, *, threshold: float = 0.0,

@@ -1,6 +1,10 @@
 """Pictures of results: GFLOP/s against size, % of cuBLAS per kernel and shape, and a roofline.
 
 matplotlib is an optional extra (``pip install driver-gemm[plots]``).
+A sweep gives dozens of configurations: only the `TOP_SERIES` fastest (by
+their best GFLOP/s) get a colour, a legend entry and a row of the % of cuBLAS
+panel; the others are drawn thin and grey, under one legend entry. Long
+labels are shortened (``v8#3``) in the panel, and given in full in the legend.
 """
 
 from __future__ import annotations
@@ -8,12 +12,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..errors import DriverGemmError
+from ..errors import ToolMissingError, UsageError
 from ..results.records import RunResult
 from ..status import BASELINE_LABELS
+from .labels import short_labels
 
 CUBLAS = BASELINE_LABELS["fp32"]
 CUBLAS_TF32 = BASELINE_LABELS["tf32"]
+TOP_SERIES = 12
 
 
 def bytes_moved(M: int, N: int, K: int) -> int:
@@ -21,7 +27,7 @@ def bytes_moved(M: int, N: int, K: int) -> int:
     return 4 * (M * K + K * N + M * N)
 
 
-def _series(runs: list[RunResult]):
+def series_of(runs: list[RunResult]):
     """Per kernel, its timed, passing cases; named by the kernel's short name where that is unambiguous."""
     labels_of: dict[str, set] = {}
     for run in runs:
@@ -36,30 +42,51 @@ def _series(runs: list[RunResult]):
     return series
 
 
-def plot_results(runs: list[RunResult], output: str | Path) -> Path:
-    """Draw the three panels into `output` (.png or .svg) and return its path."""
+def top_series(series: dict[str, list], count: int = TOP_SERIES) -> tuple[list[str], list[str]]:
+    """The baselines and the `count` fastest other series (by best GFLOP/s), and the rest, both in order."""
+    baselines = [k for k in (CUBLAS, CUBLAS_TF32) if k in series]
+    ranked = sorted((k for k in series if k not in baselines), key=lambda k: -max(c.gflops for c in series[k]))
+    return baselines + ranked[:count], ranked[count:]
+
+
+def require_matplotlib():
+    """`matplotlib.pyplot` on the Agg backend; `ToolMissingError` when matplotlib is not installed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise DriverGemmError("plots need matplotlib: pip install driver-gemm[plots]") from None
-    series = _series(runs)
+        raise ToolMissingError("plots need matplotlib, which is not installed: "
+                               "pip install 'driver-gemm[plots]'") from None
+    return plt
+
+
+def plot_results(runs: list[RunResult], output: str | Path) -> Path:
+    """Draw the three panels into `output` (.png or .svg) and return its path."""
+    plt = require_matplotlib()
+    series = series_of(runs)
     if not series:
-        raise DriverGemmError("no timed, passing case to plot in these results")
+        raise UsageError("no timed, passing case to plot in these results")
     device = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
     figure, (speed, share, roof) = plt.subplots(1, 3, figsize=(18, 6.5), dpi=100)
     colours = plt.get_cmap("tab20")
-    kernels = sorted(series, key=lambda k: (k not in (CUBLAS, CUBLAS_TF32), k))
+    kernels, rest = top_series(series)
+    names = short_labels(kernels, max_width=20)
+    for index, kernel in enumerate(rest):
+        cases = sorted(series[kernel], key=lambda c: c.shape.flops)
+        speed.plot([(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases], [c.gflops for c in cases],
+                   color="lightgrey", linewidth=0.8, zorder=1,
+                   label=f"{len(rest)} slower configurations" if index == 0 else None)
     for index, kernel in enumerate(kernels):
         cases = sorted(series[kernel], key=lambda c: c.shape.flops)
         sizes = [(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases]
         baseline_colour = {CUBLAS: "black", CUBLAS_TF32: "dimgray"}.get(kernel)
         style = dict(color=baseline_colour, linestyle="--", linewidth=2) if baseline_colour else \
             dict(color=colours(index % 20), marker="o", markersize=4)
-        speed.plot(sizes, [c.gflops for c in cases], label=kernel, **style)
+        label = kernel if names[kernel] == kernel else f"{names[kernel]}: {kernel}"
+        speed.plot(sizes, [c.gflops for c in cases], label=label, **style)
         intensity = [c.shape.flops / bytes_moved(c.shape.M, c.shape.N, c.shape.K) for c in cases]
-        roof.scatter(intensity, [c.gflops for c in cases], s=18, label=kernel,
+        roof.scatter(intensity, [c.gflops for c in cases], s=18, label=label,
                      color=baseline_colour or colours(index % 20))
     speed.set_xscale("log", base=2)
     speed.set_xlabel("size (M N K)^(1/3)")
@@ -84,8 +111,8 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
                 share.text(column, row, f"{value:.0f}", ha="center", va="center", fontsize=7,
                            color="white" if value < 60 else "black")
     share.set_xticks(range(len(shapes)), [s.label for s in shapes], rotation=45, ha="right", fontsize=7)
-    share.set_yticks(range(len(others)), others, fontsize=7)
-    share.set_title("% of cuBLAS SGEMM")
+    share.set_yticks(range(len(others)), [names[k] for k in others], fontsize=7)
+    share.set_title("% of cuBLAS SGEMM" + (f" ({len(others)} fastest of {len(others) + len(rest)})" if rest else ""))
     figure.colorbar(image, ax=share, fraction=0.046, pad=0.04)
 
     roof.set_xscale("log")
@@ -93,6 +120,8 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     peak = device.get("fp32_peak_gflops")
     bandwidth = device.get("memory_bandwidth_gbs")
     low, high = roof.get_xlim()
+    high *= 1.5   # room for the markers of the most intense shape
+    roof.set_xlim(low, high)
     if peak and bandwidth:   # show the ridge, where the memory roof meets the compute roof
         low = min(low, peak / bandwidth / 4)
         xs = [low * (high / low) ** (i / 60) for i in range(61)]
@@ -104,8 +133,16 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     roof.set_title("roofline" + (f" ({device.get('name')})" if device.get("name") else ""))
     roof.grid(True, which="both", alpha=0.2)
     handles, labels = roof.get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
-    figure.tight_layout(rect=(0, 0.06 + 0.03 * (len(labels) // 6), 1, 1))
+    grey_handles, grey_labels = speed.get_legend_handles_labels()
+    if rest:
+        handles.append(grey_handles[0])
+        labels.append(grey_labels[0])
+    # About 250 characters of 8-point text fit across the 18-inch figure: as many columns as the longest
+    # label allows, each with room for its marker.
+    columns = max(1, min(6, len(labels), 250 // (max(map(len, labels)) + 8)))
+    rows = -(-len(labels) // columns)
+    figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, min(0.45, 0.03 + 0.028 * rows), 1, 1))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(output)

@@ -1,4 +1,11 @@
-"""Step 6 of the data flow: results as the seed article's table in the terminal, and as a launch plan."""
+"""Step 6 of the data flow: results as the seed article's table in the terminal, and as a launch plan.
+
+Tables are made to fit a 100-column terminal: kernel labels longer than
+`labels.MAX_LABEL_WIDTH` are shortened to ``NAME#i`` in the table and given in
+full once, in a legend below it. Every piece of user text (kernel names,
+messages, spec names) goes into a table as a `Text`, and is printed with
+markup off, so that a kernel named ``[bold]x`` prints as written.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +20,10 @@ from rich.text import Text
 from ..pipeline.plan import CasePlan
 from ..results.records import CaseResult, RunResult
 from ..status import Status
+from .labels import legend_lines, short_labels
 
-_STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red", Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
+_STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
+                 Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -43,28 +52,44 @@ def case_line(case: CaseResult) -> str:
     return "  ".join(parts)
 
 
-def results_tables(run: RunResult) -> list[Table]:
-    """Per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of FP32 peak, error, samples."""
+def say(console: Console, text: str, style: str | None = None) -> None:
+    """Print a line of plain text: no markup, no highlighting, and no hard wrap (a pipe gets it whole)."""
+    console.print(Text(text, style=style or ""), soft_wrap=True, highlight=False)
+
+
+def _table(title: str) -> Table:
+    # Two spaces between columns (padding and the box's blank divider), none at the edges: tables fit 100 columns.
+    return Table(title=Text(title), box=box.SIMPLE_HEAVY, title_justify="left", pad_edge=False, show_edge=False,
+                 padding=(0, 1, 0, 0))
+
+
+TF32_NOTE = "TF32 rows (cublas-tf32 and precision: tf32 kernels): % of cuBLAS in TF32 tensor-op math"
+
+
+def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[Table]:
+    """Per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of FP32 peak, error, samples.
+
+    `names` maps kernel labels to what the table shows (default: `short_labels`).
+    """
+    names = names or short_labels(case.kernel for case in run.cases)
     tables = []
     shapes = list(dict.fromkeys(case.shape for case in run.cases))
-    device = run.environment.get("device", {})
+    device = run.environment.get("device") or {}
     for shape in shapes:
         title = f"{run.spec}: {shape.label} (M x N x K)"
-        if device:
+        if device.get("name"):
             title += f" on {device.get('name')}"
-        table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+        table = _table(title)
         for column, justify in (("kernel", "left"), ("status", "left"), ("median ms", "right"),
                                 ("GFLOP/s", "right"), ("% cuBLAS", "right"), ("% peak", "right"),
                                 ("rel err", "right"), ("samples", "right"), ("noise", "right")):
             table.add_column(column, justify=justify)
         cases = [c for c in run.cases if c.shape == shape]
-        if any(c.precision == "tf32" for c in cases):
-            table.caption = "TF32 rows (cublas-tf32 and precision: tf32 kernels): % of cuBLAS in TF32 tensor-op math"
         for case in cases:
             verification = case.verification or {}
             error = verification.get("rel_fro_error")
             table.add_row(
-                case.kernel,
+                Text(names.get(case.kernel, case.kernel)),
                 Text(case.status, style=_STATUS_STYLE.get(case.status, "")),
                 _time(case.median_ms),
                 _number(case.gflops, 0),
@@ -105,77 +130,158 @@ def problems_text(run: RunResult) -> list[str]:
 
 
 def print_run(run: RunResult, console: Console | None = None) -> None:
+    """The run's tables, the legend of shortened labels, the FP32 peak and what went wrong."""
     console = console or Console()
-    for table in results_tables(run):
+    names = short_labels(case.kernel for case in run.cases)
+    shapes = list(dict.fromkeys(case.shape for case in run.cases))
+    for shape, table in zip(shapes, results_tables(run, names)):
         console.print(table)
+        if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
+            say(console, TF32_NOTE, "dim")
+        console.line()
+    for line in legend_lines(names):
+        say(console, line, "dim")
     device = run.environment.get("device") or {}
-    if device.get("fp32_peak_gflops"):
-        console.print(f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "
-                      f"{device['fp32_lanes_per_sm']} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
-                      "(clock as the driver reports it)", style="dim")
+    if device.get("fp32_peak_gflops") and device.get("sm_count") and device.get("clock_khz"):
+        say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "
+                     f"{device.get('fp32_lanes_per_sm', '?')} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
+                     "(clock as the driver reports it)", "dim")
     for line in problems_text(run):
-        console.print(line, highlight=False, markup=False)
+        say(console, line)
 
 
-def plan_table(plans: Iterable[CasePlan], title: str) -> Table:
-    """The launch plan: grid, block, resources, occupancy and its limiter, waves, and problems."""
-    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
-    for column in ("kernel", "shape", "grid", "block", "thr/blk", "blocks", "regs", "spill", "smem st+dyn",
-                   "blk/SM", "occupancy", "limited by", "waves", "check"):
-        table.add_column(column)
+_LIMITER_ABBREVIATIONS = {"registers": "regs", "shared memory": "smem"}
+PLAN_LABEL_WIDTH = 16   # a plan has twelve columns: its labels are shortened sooner than a results table's
+
+
+def _dims(values) -> str:
+    """``32x17x1`` as ``32x17``: trailing unit dimensions dropped, the first one kept."""
+    values = list(values)
+    while len(values) > 1 and values[-1] == 1:
+        values.pop()
+    return "x".join(map(str, values))
+
+
+def plan_table(plans: Iterable[CasePlan], title: str, names: dict[str, str] | None = None) -> Table:
+    """The launch plan: grid, block, resources, occupancy and its limiter, waves, and the check.
+
+    Threads per block and the number of blocks follow from block and grid, and
+    spills show beside the registers when there are any: `formats.plan_csv`
+    and `formats.plan_markdown` give each as a column.
+    """
+    plans = list(plans)
+    names = names or short_labels((plan.kernel.label for plan in plans), PLAN_LABEL_WIDTH)
+    table = _table(title)
+    table.padding = (0, 0, 0, 0)   # twelve columns: one space between them
+    for column, justify in (("kernel", "left"), ("shape", "left"), ("grid", "left"), ("block", "left"),
+                            ("regs", "right"), ("smem", "right"), ("blk/SM", "right"),
+                            ("occ", "right"), ("limited by", "left"), ("waves", "right"), ("check", "left")):
+        table.add_column(column, justify=justify, no_wrap=True)
     for plan in plans:
         config, res, occ = plan.config, plan.resources, plan.occupancy
+        registers = "-"
+        if res:   # spills are rare and bad: shown beside the registers only when there are any
+            registers = str(res.registers)
+            if res.spill_store_bytes or res.spill_load_bytes:
+                registers += f" spill {res.spill_store_bytes}/{res.spill_load_bytes}"
         table.add_row(
-            plan.kernel.label, plan.shape.label,
-            "x".join(map(str, config.grid)) if config else "-",
-            "x".join(map(str, config.block)) if config else "-",
-            str(config.threads_per_block) if config else "-",
-            str(config.total_blocks) if config else "-",
-            str(res.registers) if res else "-",
-            (f"{res.spill_store_bytes}/{res.spill_load_bytes}" + (f" stk {res.stack_bytes}" if res.stack_bytes else ""))
-            if res else "-",
+            Text(names.get(plan.kernel.label, plan.kernel.label)), plan.shape.label,
+            _dims(config.grid) if config else "-",
+            _dims(config.block) if config else "-",
+            registers,
             f"{res.static_shared_bytes if res else 0}+{config.shared_bytes if config else 0}",
             str(occ.blocks_per_sm) if occ else "-",
             f"{100 * occ.occupancy:.0f}%" if occ else "-",
-            ", ".join(occ.limited_by) if occ else "-",
+            ",".join(_LIMITER_ABBREVIATIONS.get(name, name) for name in occ.limited_by) if occ else "-",
             f"{plan.waves:.2f}" if plan.waves is not None and math.isfinite(plan.waves) else "-",
             Text("ok", style="green") if plan.valid else Text("INVALID", style="bold red"),
         )
     return table
 
 
+def print_plan(plans: list[CasePlan], title: str, console: Console, summary: str | None = None) -> None:
+    """The plan table, its legend, each case's notes and problems, and a summary line (``N ok, M INVALID``)."""
+    names = short_labels((plan.kernel.label for plan in plans), PLAN_LABEL_WIDTH)
+    console.print(plan_table(plans, title, names))
+    for line in legend_lines(names):
+        say(console, line, "dim")
+    for plan in plans:
+        for note in plan.notes:
+            say(console, f"{plan.kernel.label} at {plan.shape.label}: {note}", "dim")
+        for problem in plan.problems:
+            say(console, f"{plan.kernel.label} at {plan.shape.label}: {problem}")
+    if summary is None:
+        invalid = sum(not plan.valid for plan in plans)
+        summary = f"{len(plans) - invalid} ok, {invalid} INVALID"
+    say(console, summary, "bold red" if "INVALID" in summary and not summary.endswith(" 0 INVALID") else None)
+
+
 _VERDICT_STYLE = {"SAME": "", "FASTER": "green", "FIXED": "green", "SLOWER": "bold red", "BROKEN": "bold red",
                   "NEW": "cyan", "GONE": "yellow", "UNTIMED": "dim"}
 
 
-def comparison_table(comparisons, title: str) -> Table:
+def comparison_table(comparisons, title: str, names: dict[str, str] | None = None) -> Table:
     """Old and new median per case, the change, and the noise-aware verdict."""
-    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    comparisons = list(comparisons)
+    names = names or short_labels(c.kernel for c in comparisons)
+    table = _table(title)
     for column, justify in (("kernel", "left"), ("shape", "left"), ("GPU", "left"), ("old ms", "right"),
                             ("new ms", "right"), ("change", "right"), ("verdict", "left")):
         table.add_column(column, justify=justify)
     for c in comparisons:
-        table.add_row(c.kernel, c.shape, c.gpu or "-", _time(c.old.median_ms if c.old else None),
+        table.add_row(Text(names.get(c.kernel, c.kernel)), c.shape, Text(c.gpu or "-"),
+                      _time(c.old.median_ms if c.old else None),
                       _time(c.new.median_ms if c.new else None),
                       f"{100 * c.change:+.1f}%" if c.change is not None else "-",
                       Text(c.verdict, style=_VERDICT_STYLE.get(c.verdict, "")))
     return table
 
 
-def tune_table(picks, title: str) -> Table:
-    """Per kernel and shape: what was tried, the best configuration and how clearly it beat the runner-up."""
-    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
-    for column, justify in (("kernel", "left"), ("shape", "left"), ("tried", "right"), ("passed", "right"),
-                            ("invalid", "right"), ("best", "left"), ("median ms", "right"), ("% cuBLAS", "right"),
+def print_comparison(comparisons, title: str, console: Console) -> None:
+    """The comparison table, its legend, and one line counting each verdict."""
+    names = short_labels(c.kernel for c in comparisons)
+    console.print(comparison_table(comparisons, title, names))
+    for line in legend_lines(names):
+        say(console, line, "dim")
+    counts = ", ".join(f"{sum(c.verdict == v for c in comparisons)} {v}"
+                       for v in dict.fromkeys(c.verdict for c in comparisons))
+    say(console, f"{len(comparisons)} cases: {counts or 'none'}")
+
+
+def tune_table(picks, title: str, names: dict[str, str] | None = None) -> Table:
+    """Per kernel and shape: what was tried, the best configuration and how clearly it beat the runner-up.
+
+    The best and the runner-up are different configurations of one kernel;
+    their short names differ (``v8#1``, ``v8#4``) and the legend gives both.
+    """
+    picks = list(picks)
+    names = names or short_labels(_tune_labels(picks))
+    table = _table(title)
+    for column, justify in (("kernel", "left"), ("shape", "left"), ("tried", "right"), ("pass/inv", "right"),
+                            ("best", "left"), ("median ms", "right"), ("% cuBLAS", "right"),
                             ("runner-up", "left"), ("margin", "right"), ("verdict", "left")):
         table.add_column(column, justify=justify)
     for pick in picks:
         best, second = pick.best, pick.runner_up
-        verdict = "-" if best is None else ("only one passed" if second is None else
-                                            ("tie (within noise)" if pick.tie else "clear"))
-        table.add_row(pick.kernel, pick.shape, str(pick.tried), str(pick.passed), str(pick.invalid),
-                      best.kernel if best else Text("nothing passed", style="bold red"),
+        verdict = "-" if best is None else ("only one" if second is None else ("tie" if pick.tie else "clear"))
+        table.add_row(Text(pick.kernel), pick.shape, str(pick.tried), f"{pick.passed}/{pick.invalid}",
+                      Text(names.get(best.kernel, best.kernel), style="bold green") if best else
+                      Text("nothing passed", style="bold red"),
                       _time(best.median_ms if best else None), _number(best.pct_cublas if best else None, 1),
-                      second.kernel if second else "-",
+                      Text(names.get(second.kernel, second.kernel)) if second else "-",
                       f"{100 * pick.margin:.1f}%" if pick.margin is not None else "-", verdict)
     return table
+
+
+def _tune_labels(picks) -> list[str]:
+    return [case.kernel for pick in picks for case in (pick.best, pick.runner_up) if case is not None]
+
+
+def print_tune(picks, title: str, console: Console) -> None:
+    """The tune table and the legend of its configurations."""
+    names = short_labels(_tune_labels(picks))
+    console.print(tune_table(picks, title, names))
+    for line in legend_lines(names):
+        say(console, line, "dim")
+    if any(pick.tie for pick in picks):
+        say(console, "tie: the runner-up's time is within the noise of the best's; either may win a rerun", "dim")

@@ -76,6 +76,7 @@ class CaseResult:
         if timing:
             timing = TimingSummary(**{k: v for k, v in timing.items() if k in TimingSummary.__dataclass_fields__})
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["status"] = Status(known["status"])
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
 
 
@@ -118,7 +119,8 @@ class RunResult:
 
     @classmethod
     def read_json(cls, path: str | Path) -> "RunResult":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """A results file written by `write_json`, checked as `load_results` checks it."""
+        return load_results(path)
 
 
 def _finite(value):
@@ -160,6 +162,7 @@ class CaseLog:
     def _write(self, record: dict) -> None:
         if self._file is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _drop_torn_tail(self.path)
             self._file = open(self.path, "a", encoding="utf-8")
         self._file.write(json.dumps(_finite(record)) + "\n")
         self._file.flush()
@@ -180,28 +183,33 @@ class CaseLog:
 
     @staticmethod
     def read(path: str | Path) -> tuple[dict, list[CaseResult]]:
-        """The run's header and its finished cases; a torn or foreign line is skipped."""
-        header: dict = {}
-        cases: list[CaseResult] = []
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            kind = record.pop("type", None)
-            if kind == "run":
-                header = record
-            elif kind == "case":
-                cases.append(CaseResult.from_dict(record))
-        return header, cases
+        """The run's header and its finished cases; a torn last line is skipped, any other bad line refused.
+
+        See `driver_gemm.results.read.read_case_log`: a file that is not a
+        case log driver-gemm could have written raises `UsageError`.
+        """
+        from .read import read_case_log   # read.py builds these records: imported here, not at the top
+
+        return read_case_log(path)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a torn last line (no newline: its writer was killed) so that appended lines start clean."""
+    try:
+        with open(path, "rb+") as handle:
+            data = handle.read()
+            if data and not data.endswith(b"\n"):
+                handle.truncate(data.rfind(b"\n") + 1)
+    except FileNotFoundError:
+        pass
 
 
 def load_results(path: str | Path) -> RunResult:
-    """A results file, whole (``.json``) or as case lines (``.jsonl``)."""
-    path = Path(path)
-    if path.suffix == ".jsonl":
-        header, cases = CaseLog.read(path)
-        return RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
-                         environment=header.get("environment", {}), settings=header.get("settings", {}),
-                         cases=cases, started=header.get("started", ""))
-    return RunResult.read_json(path)
+    """A results file, whole (``.json``) or as case lines (``.jsonl``), checked against ``schema.json``.
+
+    Raises `driver_gemm.errors.UsageError` naming the file, the line or JSON
+    path, and what is wrong, for anything driver-gemm could not have written.
+    """
+    from .read import read_results
+
+    return read_results(path).run

@@ -1,0 +1,124 @@
+"""The ``driver-gemm`` command line: its parser, its exit codes, and the one funnel every error goes through.
+
+Each command lives in its own module (`run`, `plan`, `show`, `compare`,
+`plot`, `tune`, `info`) with two functions: ``add_parser(commands)`` and
+``execute(args, out) -> int``. `main` parses, runs the command, and turns
+whatever it raises into one line on stderr and the code `exit_code_for`
+gives; only ``--debug`` shows a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from .. import __version__
+from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
+                      UsageError)
+from . import compare, info, plan, plot, run, show, tune
+from .common import Output
+
+EXIT_OK = 0             # every case passed; compare: no regression
+EXIT_FAILED = 1         # a case failed, errored or was invalid; compare: SLOWER or BROKEN; an internal error
+EXIT_USAGE = 2          # the command line, a spec or a results file is wrong
+EXIT_NO_GPU = 3         # no CUDA driver or GPU, or a tool the command needs is missing
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); the results so far are kept
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as `yes | head` reports it
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    every case passed (compare: no case SLOWER or BROKEN)
+  1    a case failed, errored or was INVALID, a kernel did not compile, or compare found
+       a regression; also an internal error (one line; rerun with --debug for the traceback)
+  2    bad input: the command line, a spec, or a results file (named with its line or JSON
+       path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most)
+  3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer,
+       matplotlib, Dask, cuBLAS)
+  130  interrupted (Ctrl-C); a run keeps the results so far
+  141  stdout was closed early (driver-gemm plan | head): output stops quietly
+"""
+
+COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": plot, "tune": tune, "info": info}
+
+
+def _tool_missing_errors() -> tuple[type, ...]:
+    """Errors of optional layers that mean 'a tool or library is not installed' (exit 3)."""
+    from ..measure.baseline import CublasUnavailable
+    from ..pipeline.distribute import DaskUnavailable
+
+    return ToolMissingError, NoGpuError, CublasUnavailable, DaskUnavailable
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The exit code for an exception that ended a command (the table in `EXIT_CODES_HELP`)."""
+    from ..spec.expr import ExpressionError
+
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(error, BrokenPipeError):
+        return EXIT_BROKEN_PIPE
+    if isinstance(error, (SpecError, UsageError, ExpressionError)):
+        return EXIT_USAGE
+    if isinstance(error, _tool_missing_errors()):
+        return EXIT_NO_GPU
+    if isinstance(error, (CudaError, DriverGemmError)):
+        return EXIT_FAILED
+    return EXIT_FAILED
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # keep argparse's one-line form and its exit code, which is ours for usage too
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"driver-gemm: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: one sub-command per module of `COMMANDS`, the exit codes in the epilog."""
+    parser = _Parser(prog="driver-gemm", description="Compile, launch, check and time CUDA GEMM kernels "
+                                                     "from YAML specs, through NVRTC and the CUDA driver API.",
+                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"driver-gemm {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the traceback of an internal error")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for module in COMMANDS.values():
+        module.add_parser(commands, parents=[common], epilog=EXIT_CODES_HELP,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: send what is left of stdout to /dev/null, so that exiting prints nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``driver-gemm`` with `argv` (default: the process's arguments) and return its exit code."""
+    args = build_parser().parse_args(argv)
+    out = Output.for_terminal(getattr(args, "format", "table"))
+    try:
+        return COMMANDS[args.command].execute(args, out)
+    except BaseException as error:   # the one funnel: every ending of a command is a line and a code
+        if isinstance(error, SystemExit):
+            raise
+        code = exit_code_for(error)
+        if code == EXIT_BROKEN_PIPE:
+            _silence_stdout()
+        elif code == EXIT_INTERRUPTED:
+            out.error("interrupted")
+        elif isinstance(error, DriverGemmError) or code != EXIT_FAILED:
+            out.error(str(error))
+        else:
+            out.error(f"internal error: {type(error).__name__}: {error} "
+                      "(please report it; rerun with --debug for the traceback)")
+        if args.debug and code not in (EXIT_BROKEN_PIPE, EXIT_INTERRUPTED):
+            traceback.print_exception(error, file=sys.stderr)
+        return code

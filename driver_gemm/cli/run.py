@@ -1,0 +1,201 @@
+"""``driver-gemm run``: verify and time every kernel of a spec on a GPU, against cuBLAS."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..errors import UsageError
+from .common import Output, add_format_options, default_json, env_device, load_specs
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+def add_parser(commands, **common) -> None:
+    run = commands.add_parser("run", help="run specs on a GPU: verify and time every kernel against cuBLAS",
+                              **common)
+    run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    run.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
+    run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
+    run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
+    run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json; the "
+                                              "cases are also appended, one line each, to the same name .jsonl)")
+    run.add_argument("--resume", type=Path, metavar="FILE.jsonl",
+                     help="continue an interrupted run: skip the cases already in FILE, append the rest to it")
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    run.add_argument("--no-timing", action="store_true", help="verify only: one checked launch per case")
+    run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
+    run.add_argument("--artifacts", type=Path, metavar="DIR",
+                     help="save an error map of C (PNG) for every failing case in DIR")
+    run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
+                     help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
+    run.add_argument("--devices", help="spread the shapes over these GPUs, one Dask worker each: '0,1' or 'all'")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="spread the shapes over the GPU workers of a running Dask cluster (one GPU per worker)")
+    run.add_argument("--in-process", action="store_true",
+                     help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
+                          "in a worker process that is replaced after a fault or a hang")
+    add_format_options(run)
+
+
+class Progress:
+    """Live progress on a terminal (cases done, failures, ETA, the case running); plain lines elsewhere."""
+
+    def __init__(self, errors: Console, total: int, quiet: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as LiveProgress
+
+        self.errors, self.total, self.quiet = errors, total, quiet
+        self.done = self.failed = 0
+        self.live = None
+        if not quiet and errors.is_terminal:
+            self.live = LiveProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(),
+                                     console=errors, transient=True)
+            self.task = self.live.add_task("starting", total=total, failed=0)
+            self.live.start()
+
+    def started(self, case) -> None:
+        if self.live:   # a description is rich markup: the kernel's label is escaped
+            self.live.update(self.task, description=escape(f"{case.label} {case.shape.label}"))
+
+    def finished(self, case) -> None:
+        from ..report.tables import case_line, say
+
+        self.done += 1
+        self.failed += not case.ok
+        if self.live:
+            self.live.update(self.task, advance=1, failed=self.failed)
+            if not case.ok:
+                say(self.live.console, case_line(case))
+        elif not self.quiet:
+            say(self.errors, f"[{self.done}/{self.total}] {case_line(case)}")
+
+    def close(self) -> None:
+        if self.live:
+            self.live.stop()
+
+
+def recorder(result, log, progress):
+    """A run's on_result: each finished case goes to the case log (after the run's header), then to progress."""
+    def finished(case) -> None:
+        log.write_header(result)
+        log.append(case)
+        progress.finished(case)
+    return finished
+
+
+def show_run(result, out: Output) -> None:
+    """The run's tables in the chosen format."""
+    from ..report.formats import run_csv, run_markdown
+    from ..report.tables import print_run
+
+    if out.format == "markdown":
+        out.data(run_markdown(result))
+    elif out.format == "csv":
+        out.data(run_csv(result))
+    else:
+        print_run(result, out.console)
+
+
+def execute(args, out: Output) -> int:
+    from ..pipeline.cases import cases_of
+    from ..pipeline.runner import run_spec
+    from ..pipeline.session import RunOptions
+    from ..results.records import CaseLog, RunResult
+    from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
+    specs = load_specs(args.specs, args.kernel, args.shape)
+    if args.device is None:
+        args.device = env_device()
+    if (args.json or args.resume) and len(specs) > 1:
+        raise UsageError("--json and --resume name one run; give one spec with them", field="--json")
+    if args.no_baseline:
+        specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
+    if args.sanitize:
+        return _sanitize(args, specs, out)
+    if (args.devices or args.scheduler) and (args.resume or args.in_process):
+        raise UsageError("--devices and --scheduler take neither --resume nor --in-process", field="--devices")
+    previous = []
+    if args.resume:   # read and checked before anything runs or is written
+        _, previous = CaseLog.read(args.resume)
+    options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
+    exit_code = EXIT_OK
+    for spec in specs:
+        result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+        lines = args.resume or (args.json or default_json(spec.name)).with_suffix(".jsonl")
+        path = args.json or lines.with_suffix(".json")
+        progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
+        log = CaseLog(lines)
+        finished = recorder(result, log, progress)
+        try:
+            if args.devices or args.scheduler:
+                result = _run_on_gpus(spec, args, options, finished)
+            else:
+                run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
+                         on_start=progress.started, on_result=finished, result=result, previous=previous)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            progress.close()
+            out.error(f"interrupted: {len(result.cases)} finished cases kept in {lines} and "
+                      f"{result.write_json(path)}; continue with --resume {lines}")
+            return EXIT_INTERRUPTED
+        finally:
+            progress.close()
+            log.close()
+            if result.cases or result.environment:
+                result.write_json(path)
+        show_run(result, out)
+        out.note(f"results: {path} (case by case: {lines})")
+        if not result.ok:
+            exit_code = EXIT_FAILED
+    return exit_code
+
+
+def _run_on_gpus(spec, args, options, finished):
+    from ..cuda.device import device_count
+    from ..pipeline.distribute import gpu_cluster, run_on_workers
+
+    devices = None
+    if args.devices:
+        try:
+            devices = None if args.devices == "all" else [int(d) for d in args.devices.split(",")]
+        except ValueError:
+            raise UsageError(f"give GPU ordinals such as 0,1 or 'all', not {args.devices!r}",
+                             field="--devices") from None
+        count = device_count()   # here, before any worker starts: no GPU is one clear line
+        devices = list(range(count)) if devices is None else devices
+        missing = [d for d in devices if not 0 <= d < count]
+        if missing:
+            raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
+                             field="--devices")
+    with gpu_cluster(devices, args.scheduler) as (client, workers):
+        return run_on_workers(spec, client, workers, options=options, on_result=finished)
+
+
+def _sanitize(args, specs, out: Output) -> int:
+    """Each selected case under compute-sanitizer (see `pipeline.sanitize.sanitize_spec`)."""
+    from ..pipeline.sanitize import sanitize_spec
+    from .main import EXIT_FAILED, EXIT_OK
+
+    if args.resume or args.devices or args.scheduler:
+        raise UsageError("--sanitize runs each case in its own child process: it takes neither --resume, "
+                         "--devices nor --scheduler", field="--sanitize")
+
+    def finished(case, findings: int) -> None:
+        if not args.quiet:
+            from ..report.tables import say
+            say(out.errors, f"{case.kernel} {case.shape.label} {case.status} ({findings} {args.sanitize} findings)")
+
+    exit_code = EXIT_OK
+    for spec in specs:
+        result = sanitize_spec(spec, args.sanitize, args.device, on_case=finished)
+        path = result.write_json(args.json or default_json(f"{spec.name}-{args.sanitize}"))
+        show_run(result, out)
+        out.note(f"results: {path}")
+        if not result.ok:
+            exit_code = EXIT_FAILED
+    return exit_code

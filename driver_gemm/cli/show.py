@@ -1,0 +1,24 @@
+"""``driver-gemm show RESULTS...``: a recorded run's tables again, in the terminal, as Markdown or as CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .common import Output, add_format_options, read_results_files
+
+
+def add_parser(commands, **common) -> None:
+    show = commands.add_parser("show", help="print the tables of recorded results (.json or .jsonl), as `run` "
+                                            "does; --markdown gives the README's tables; no GPU needed", **common)
+    show.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
+    add_format_options(show)
+
+
+def execute(args, out: Output) -> int:
+    from .main import EXIT_FAILED, EXIT_OK
+    from .run import show_run
+
+    runs = read_results_files(args.results, out)
+    for run in runs:
+        show_run(run, out)
+    return EXIT_OK if all(run.ok for run in runs) else EXIT_FAILED

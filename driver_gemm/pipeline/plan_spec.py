@@ -1,0 +1,105 @@
+"""The launch plan of a whole spec: every kernel compiled for a target, every case planned. No GPU needed.
+
+The target is an architecture (``sm_90``...) with its published limits, or
+the GPU at hand with the limits it reports. Kernels refused on every shape are
+not compiled; a source NVRTC rejects is reported once, with its cases left
+out of the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..cuda.compile import normalise_arch
+from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
+from ..errors import CompileError, NoGpuError, UsageError
+from ..spec.model import Spec
+from .build import compile_spec, refused_everywhere
+from .plan import CasePlan, plan_case
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    """What the plan is for: the architecture and its limits (the GPU's own when one was read)."""
+
+    arch: str
+    limits: ArchLimits
+    from_device: bool = False
+
+
+@dataclass
+class SpecPlan:
+    """Every planned case of a spec, and the compile errors that kept some kernels out."""
+
+    spec: Spec
+    target: PlanTarget
+    sm_count: int
+    plans: list[CasePlan] = field(default_factory=list)
+    compile_errors: list[CompileError] = field(default_factory=list)
+
+    @property
+    def valid_count(self) -> int:
+        return sum(plan.valid for plan in self.plans)
+
+    @property
+    def invalid_count(self) -> int:
+        return sum(not plan.valid for plan in self.plans)
+
+    @property
+    def ok(self) -> bool:
+        return not self.compile_errors and not self.invalid_count
+
+    def summary(self) -> str:
+        """One line: ``N ok, M INVALID`` (and the sources that did not compile, if any)."""
+        text = f"{self.valid_count} ok, {self.invalid_count} INVALID"
+        if self.compile_errors:
+            text += f", {len(self.compile_errors)} source(s) did not compile"
+        return text
+
+
+def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
+    """The target named by `arch`; without one, the GPU `device` if there is one, else ``sm_90``.
+
+    Raises `ConfigError` (field ``--arch``) for a name that is no architecture
+    or one without a limits table, `UsageError` for one NVRTC cannot build.
+    """
+    if arch is None:
+        try:
+            from ..cuda.device import read_properties
+
+            properties = read_properties(device)
+            return PlanTarget(normalise_arch(properties.arch), limits_from_device(properties), from_device=True)
+        except NoGpuError:
+            arch = "sm_90"
+    parse_arch(arch)     # a ConfigError on --arch for what is no architecture at all
+    try:
+        arch = normalise_arch(arch)
+    except CompileError as exc:
+        raise UsageError(str(exc), field="--arch") from None
+    return PlanTarget(arch, arch_limits(arch))
+
+
+def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, *,
+              target: PlanTarget | None = None, device: int = 0) -> SpecPlan:
+    """Compile every kernel of `spec` for the target and plan every case (see `plan_case`).
+
+    `sm_count` overrides the SM count used for the waves column. The result
+    lists the plans in spec order (kernel by kernel, shape by shape) and any
+    compile errors, one per failed source.
+    """
+    target = target or plan_target(arch, device)
+    limits = target.limits
+    result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
+    compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits))
+    seen: set[int] = set()
+    for kernel in spec.kernels:
+        cubin = compiled.get(kernel.label)
+        if isinstance(cubin, CompileError):
+            if id(cubin) not in seen:   # one error per failed program, not per template instance
+                seen.add(id(cubin))
+                result.compile_errors.append(cubin)
+            continue
+        resources = cubin.resources_of(kernel.instance) if cubin is not None else None
+        result.plans.extend(plan_case(kernel, shape, limits, resources, dict(spec.scalars), sm_count)
+                            for shape in spec.shapes)
+    return result

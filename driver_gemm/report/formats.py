@@ -1,0 +1,148 @@
+"""Results, plans and comparisons as Markdown (the README's tables) and as CSV (every figure, unrounded).
+
+Markdown rounds as the terminal tables do and keeps full kernel labels, so
+that ``driver-gemm run --markdown`` prints the tables the README shows. CSV
+has one row per case with raw numbers and empty cells for missing ones, for
+spreadsheets and scripts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Iterable, Sequence
+
+from ..pipeline.plan import CasePlan
+from ..results.records import RunResult
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A GitHub-flavoured Markdown table; ``|`` in a cell is escaped."""
+    def line(cells) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]) + "\n"
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """CSV with a header row; None is an empty cell, floats keep every digit."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if cell is None or (isinstance(cell, float) and not math.isfinite(cell)) else cell
+                         for cell in row])
+    return out.getvalue()
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 10:
+        return f"{value:.4f}"
+    return f"{value:.4g}" if value < 1000 else f"{value:,.0f}"
+
+
+def _fixed(value: float | None, digits: int) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:,.{digits}f}"
+
+
+def run_markdown(run: RunResult) -> str:
+    """One table per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of FP32 peak."""
+    tables = []
+    for shape in dict.fromkeys(case.shape for case in run.cases):
+        rows = [(case.kernel, case.status, _ms(case.median_ms), _fixed(case.gflops, 0), _fixed(case.pct_cublas, 1),
+                 _fixed(case.pct_peak, 1)) for case in run.cases if case.shape == shape]
+        tables.append(markdown_table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS",
+                                      "% of FP32 peak"), rows))
+    return "\n".join(tables)
+
+
+RUN_CSV_HEADER = ("spec", "kernel", "name", "M", "N", "K", "status", "median_ms", "q1_ms", "q3_ms", "min_ms",
+                  "samples", "gflops", "pct_cublas", "pct_peak", "rel_fro_error", "precision", "gpu", "message")
+
+
+def run_csv(run: RunResult) -> str:
+    """Every case of the run, one row each (`RUN_CSV_HEADER`)."""
+    rows = []
+    for case in run.cases:
+        timing = case.timing
+        rows.append((run.spec, case.kernel, case.name, case.shape.M, case.shape.N, case.shape.K, case.status,
+                     timing.median_ms if timing else None, timing.q1_ms if timing else None,
+                     timing.q3_ms if timing else None, timing.min_ms if timing else None,
+                     timing.samples if timing else None, case.gflops, case.pct_cublas, case.pct_peak,
+                     (case.verification or {}).get("rel_fro_error"), case.precision,
+                     (case.device or {}).get("name"), (case.message or "").split("\n", 1)[0]))
+    return csv_text(RUN_CSV_HEADER, rows)
+
+
+PLAN_HEADER = ("kernel", "shape", "grid", "block", "threads", "blocks", "registers", "spill st/ld", "smem st+dyn",
+               "blocks/SM", "occupancy", "limited by", "waves", "check")
+
+
+def _plan_cells(plan: CasePlan) -> tuple:
+    config, resources, occupancy = plan.config, plan.resources, plan.occupancy
+    return (
+        "x".join(map(str, config.grid)) if config else "-",
+        "x".join(map(str, config.block)) if config else "-",
+        str(config.threads_per_block) if config else "-",
+        str(config.total_blocks) if config else "-",
+        str(resources.registers) if resources else "-",
+        f"{resources.spill_store_bytes}/{resources.spill_load_bytes}" if resources else "-",
+        f"{resources.static_shared_bytes if resources else 0}+{config.shared_bytes if config else 0}",
+        str(occupancy.blocks_per_sm) if occupancy else "-",
+        f"{100 * occupancy.occupancy:.0f}%" if occupancy else "-",
+        ", ".join(occupancy.limited_by) if occupancy else "-",
+        f"{plan.waves:.2f}" if plan.waves is not None and math.isfinite(plan.waves) else "-",
+    )
+
+
+def plan_markdown(plans: Iterable[CasePlan]) -> str:
+    """The launch plan as one Markdown table (`PLAN_HEADER`)."""
+    return markdown_table(PLAN_HEADER, ((plan.kernel.label, plan.shape.label, *_plan_cells(plan),
+                                         "ok" if plan.valid else "INVALID") for plan in plans))
+
+
+PLAN_CSV_HEADER = ("kernel", "M", "N", "K", "grid", "block", "threads", "blocks", "registers", "spill_store_bytes",
+                   "spill_load_bytes", "stack_bytes", "static_shared_bytes", "dynamic_shared_bytes", "blocks_per_sm",
+                   "occupancy", "limited_by", "waves", "valid", "problems")
+
+
+def plan_csv(plans: Iterable[CasePlan]) -> str:
+    """Every planned case, one row each (`PLAN_CSV_HEADER`), problems joined by ``; ``."""
+    rows = []
+    for plan in plans:
+        config, resources, occupancy = plan.config, plan.resources, plan.occupancy
+        rows.append((plan.kernel.label, plan.shape.M, plan.shape.N, plan.shape.K,
+                     "x".join(map(str, config.grid)) if config else None,
+                     "x".join(map(str, config.block)) if config else None,
+                     config.threads_per_block if config else None, config.total_blocks if config else None,
+                     resources.registers if resources else None, resources.spill_store_bytes if resources else None,
+                     resources.spill_load_bytes if resources else None, resources.stack_bytes if resources else None,
+                     resources.static_shared_bytes if resources else None, config.shared_bytes if config else None,
+                     occupancy.blocks_per_sm if occupancy else None, occupancy.occupancy if occupancy else None,
+                     " ".join(occupancy.limited_by) if occupancy else None, plan.waves, plan.valid,
+                     "; ".join(str(problem) for problem in plan.problems)))
+    return csv_text(PLAN_CSV_HEADER, rows)
+
+
+COMPARE_HEADER = ("kernel", "shape", "GPU", "old ms", "new ms", "change", "verdict")
+
+
+def comparison_markdown(comparisons) -> str:
+    """Old and new median per matched case, the change and the verdict, as Markdown."""
+    return markdown_table(COMPARE_HEADER, (
+        (c.kernel, c.shape, c.gpu or "-", _ms(c.old.median_ms if c.old else None),
+         _ms(c.new.median_ms if c.new else None), f"{100 * c.change:+.1f}%" if c.change is not None else "-",
+         c.verdict) for c in comparisons))
+
+
+COMPARE_CSV_HEADER = ("kernel", "shape", "gpu", "old_ms", "new_ms", "change", "verdict")
+
+
+def comparison_csv(comparisons) -> str:
+    """Every comparison, one row each; ``change`` is new / old - 1."""
+    return csv_text(COMPARE_CSV_HEADER, (
+        (c.kernel, c.shape, c.gpu, c.old.median_ms if c.old else None, c.new.median_ms if c.new else None,
+         c.change, c.verdict) for c in comparisons))

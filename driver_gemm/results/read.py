@@ -1,0 +1,316 @@
+"""Reading results files back, checked: whole runs (``.json``) and case logs (``.jsonl``).
+
+Every file `compare`, `plot`, `tune --from` and `run --resume` read goes
+through `read_results`, which refuses anything it cannot trust with one
+`UsageError` naming the file, the line (of a case log) or the JSON path of the
+bad value, and what is wrong: a file that is empty, binary, not UTF-8, over
+`MAX_RESULTS_BYTES`, not JSON, or not of the shape `schema.json` describes
+(NaN and infinite numbers, zero or negative times, dimensions that are not
+positive integers, quartiles out of order).
+
+The schema is checked by the small interpreter below, which knows the part of
+JSON Schema that `schema.json` uses (``type``, ``properties``, ``required``,
+``items``, ``enum``, ``const``, ``minimum``, ``exclusiveMinimum``,
+``maximum``, ``minLength``, ``allOf``, local ``$ref``), so that reading results needs no
+dependency; the tests check that `jsonschema` agrees with it.
+
+A case log whose last line is torn (the run was killed while writing it, and
+the line has no newline) is read without that line; `ResultsFile.notes` says
+so, with the number of lines skipped. A bad line anywhere else is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from .records import CaseResult, RunResult
+
+# The largest sweep shipped (146 cases) writes 0.4 MiB: 64 MiB holds some 25,000 cases, and a bigger
+# file is refused before it is parsed, so that a wrong path (a core dump, a video) costs no memory.
+MAX_RESULTS_BYTES = 64 * 2**20
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+_TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
+
+
+@dataclass
+class ResultsFile:
+    """A results file as read: the run, and what reading it had to skip."""
+
+    path: Path
+    run: RunResult
+    header: dict = field(default_factory=dict)     # a case log's first line (empty for a .json file)
+    skipped_lines: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def results_schema() -> dict:
+    """The JSON Schema of results files shipped with the package."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def read_results(path: str | Path) -> ResultsFile:
+    """Read and check a results file, whole (``.json``) or a case log (``.jsonl``).
+
+    Raises `UsageError` (where: the file, or ``file:line``; field: the JSON
+    path) for any file that is not a results file driver-gemm could have
+    written; never returns a run with a non-finite or non-positive time.
+    """
+    path = Path(path)
+    text = _read_text(path)
+    if path.suffix.lower() == ".jsonl":
+        return _read_case_log(path, text)
+    document = _parse_json(text, str(path))
+    check_against_schema(document, results_schema(), str(path))
+    for index, case in enumerate(document["cases"]):
+        _check_case_consistency(case, f"cases[{index}]", str(path))
+    run = RunResult.from_dict(document)
+    return ResultsFile(path, run)
+
+
+def read_case_log(path: str | Path) -> tuple[dict, list[CaseResult]]:
+    """A case log's header and its finished cases, checked as `read_results` checks them."""
+    path = Path(path)
+    loaded = _read_case_log(path, _read_text(path))
+    return loaded.header, loaded.run.cases
+
+
+def _read_text(path: Path) -> str:
+    where = str(path)
+    try:
+        if not path.exists():
+            raise UsageError("no such results file", where=where)
+        if path.is_dir():
+            raise UsageError("is a directory, not a results file", where=where)
+        if not path.is_file():
+            raise UsageError("is not a regular file", where=where)
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_RESULTS_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read results: {exc.strerror or exc}", where=where) from None
+    if len(data) > MAX_RESULTS_BYTES:
+        raise UsageError(f"larger than the {MAX_RESULTS_BYTES >> 20} MiB a results file may be", where=where)
+    if not data.strip():
+        raise UsageError("empty file: no results in it", where=where)
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise UsageError(f"binary data (a NUL byte at offset {nul}), not a results file", where=where)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UsageError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}): "
+                         "not a results file", where=where) from None
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = " (a case log, one JSON record a line? its name ends in .jsonl)" if _is_case_log(text) else ""
+        raise UsageError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
+                         where=where) from None
+    except RecursionError:
+        raise UsageError("not a results file: JSON nested too deeply", where=where) from None
+
+
+def _read_case_log(path: Path, text: str) -> ResultsFile:
+    lines = text.split("\n")
+    torn_tail = not text.endswith("\n")
+    header: dict = {}
+    cases: list[CaseResult] = []
+    notes: list[str] = []
+    skipped = 0
+    schema = results_schema()
+    last = max(number for number, line in enumerate(lines, 1) if line.strip())
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if number == last and torn_tail:
+                if not (cases or header):
+                    raise UsageError("the only line is torn (a run stopped while writing it): no complete record",
+                                     where=where) from None
+                skipped += 1
+                notes.append(f"{where}: the last line is torn (a run stopped while writing it): "
+                             f"{skipped} line skipped, {len(cases)} finished cases read")
+                break
+            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            if number == 1 and _is_whole_results(text):
+                detail = "this is a whole results file, which is read under a .json name; --resume takes a .jsonl"
+            raise UsageError(f"not a JSON line of a case log: {detail}", where=where) from None
+        if not isinstance(record, dict):
+            raise UsageError(f"a line of a case log is a JSON object, not {_json_type(record)}", where=where)
+        kind = record.get("type")
+        if kind == "run":
+            if header or cases:
+                raise UsageError("a run header after the first record: a case log has one, on its first line",
+                                 where=where)
+            check_against_schema(record, schema["$defs"]["run_line"], where)
+            header = {k: v for k, v in record.items() if k != "type"}
+        elif kind == "case":
+            check_against_schema(record, schema["$defs"]["case_line"], where)
+            _check_case_consistency(record, "", where)
+            cases.append(CaseResult.from_dict({k: v for k, v in record.items() if k != "type"}))
+        else:
+            raise UsageError(f"record type {kind!r}: a case log has 'run' and 'case' lines only",
+                             where=where, field="type")
+    if not cases and not header:
+        raise UsageError("no complete record: not a case log", where=str(path))
+    run = RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
+                    environment=header.get("environment", {}), settings=header.get("settings", {}),
+                    cases=cases, started=header.get("started", ""))
+    return ResultsFile(path, run, header=header, skipped_lines=skipped, notes=notes)
+
+
+def _is_case_log(text: str) -> bool:
+    try:
+        first = json.loads(text.split("\n", 1)[0])
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and first.get("type") in ("run", "case")
+
+
+def _is_whole_results(text: str) -> bool:
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(document, dict) and "cases" in document
+
+
+def _check_case_consistency(case: dict, path: str, where: str) -> None:
+    """What the schema cannot say: the summary's times in order, the shape's label its dimensions."""
+    shape = case["shape"]
+    label = f"{shape['M']}x{shape['N']}x{shape['K']}"
+    if "label" in shape and shape["label"] != label:
+        raise UsageError(f"label {shape['label']!r} is not M x N x K = {label}", where=where,
+                         field=_join(path, "shape.label"))
+    timing = case.get("timing")
+    if not timing:
+        return
+    times = [timing[name] for name in _TIME_ORDER]
+    for (low_name, low), (high_name, high) in zip(zip(_TIME_ORDER, times), zip(_TIME_ORDER[1:], times[1:])):
+        if low > high * (1 + 1e-9):
+            raise UsageError(f"{low_name} = {low!r} is above {high_name} = {high!r}: the summary is not of "
+                             "real samples", where=where, field=_join(path, f"timing.{low_name}"))
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name == "null":
+        return value is None
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name == "string":
+        return isinstance(value, str)
+    if name == "array":
+        return isinstance(value, list)
+    return isinstance(value, dict)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_against_schema(value: Any, schema: dict, where: str) -> None:
+    """Check `value` against `schema` (the results schema or one of its ``$defs``); `UsageError` naming `where`."""
+    try:
+        _check(value, schema, results_schema(), "", where)
+    except RecursionError:
+        raise UsageError("not a results file: JSON nested too deeply", where=where) from None
+
+
+def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
+    """Check `value` against `schema` (the subset of JSON Schema listed above); raise at the first problem."""
+    def fail(message: str) -> None:
+        raise UsageError(message, where=where, field=path or None)
+
+    if "$ref" in schema:
+        target = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        _check(value, target, root, path, where)
+    for part in schema.get("allOf", ()):
+        _check(value, part, root, path, where)
+    if isinstance(value, float) and not math.isfinite(value):
+        fail(f"{value!r} is not a finite number")
+    if "type" in schema:
+        allowed = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_is_type(value, name) for name in allowed):
+            fail(f"must be {' or '.join(allowed)}, got {_json_type(value)} {_show(value)}")
+    if "const" in schema and value != schema["const"]:
+        fail(f"must be {_show(schema['const'])}, got {_show(value)}")
+    if "enum" in schema and not any(value == option and type(value) is type(option) for option in schema["enum"]):
+        fail(f"must be one of {', '.join(map(str, schema['enum']))}, got {_show(value)}")
+    if _is_type(value, "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            fail(f"must be at least {schema['minimum']}, got {_show(value)}")
+        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+            fail(f"must be greater than {schema['exclusiveMinimum']}, got {_show(value)}")
+        if "maximum" in schema and value > schema["maximum"]:
+            fail(f"must be at most {schema['maximum']}, got {_show(value)}")
+    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+        fail("must not be empty")
+    if isinstance(value, dict):
+        missing = [name for name in schema.get("required", ()) if name not in value]
+        if missing:
+            fail(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        for name, sub_schema in schema.get("properties", {}).items():
+            if name in value:
+                _check(value[name], sub_schema, root, _join(path, name), where)
+        # Values of free-form objects (settings, launch, ...) are not read as numbers, but a NaN there
+        # still says the file was not written by driver-gemm, which writes null instead.
+        for name, item in value.items():
+            if name not in schema.get("properties", {}):
+                _check_finite(item, _join(path, name), where)
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if "items" in schema:
+                _check(item, schema["items"], root, f"{path}[{index}]", where)
+            else:
+                _check_finite(item, f"{path}[{index}]", where)
+
+
+def _check_finite(value: Any, path: str, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"{value!r} is not a finite number", where=where, field=path)
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _check_finite(item, _join(path, name), where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_finite(item, f"{path}[{index}]", where)

@@ -1,0 +1,179 @@
+"""One exit-code table for every command, and one funnel that turns every error into a line and a code."""
+
+from __future__ import annotations
+
+import fcntl
+import importlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from driver_gemm.cli import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE,
+                             exit_code_for, main)
+from driver_gemm.errors import (CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError,
+                                ToolMissingError, UsageError)
+from driver_gemm.measure.baseline import CublasUnavailable
+from driver_gemm.pipeline.distribute import DaskUnavailable
+from driver_gemm.results.read import MAX_RESULTS_BYTES
+from driver_gemm.spec.expr import ExpressionError
+
+from conftest import ROOT, SPECS, _gpu_missing_reason
+from test_spec import MINIMAL, write
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+main_module = importlib.import_module("driver_gemm.cli.main")   # the module, which the function's name hides
+NO_GPU = pytest.mark.skipif(_gpu_missing_reason() is None, reason="checks the behaviour on a machine with no GPU")
+
+
+@pytest.mark.parametrize("error, code", [
+    (SpecError("bad key"), EXIT_USAGE),
+    (ConfigError("grid too small"), EXIT_USAGE),
+    (UsageError("bad option"), EXIT_USAGE),
+    (ExpressionError("1 +"), EXIT_USAGE),
+    (NoGpuError("no driver"), EXIT_NO_GPU),
+    (ToolMissingError("no compute-sanitizer"), EXIT_NO_GPU),
+    (CublasUnavailable("no cuBLAS"), EXIT_NO_GPU),
+    (DaskUnavailable("no Dask"), EXIT_NO_GPU),
+    (CudaError("cuLaunchKernel", "CUDA_ERROR_ILLEGAL_ADDRESS"), EXIT_FAILED),
+    (CompileError("broken.cu:6: error"), EXIT_FAILED),
+    (DriverGemmError("a case failed"), EXIT_FAILED),
+    (RuntimeError("a bug"), EXIT_FAILED),
+    (KeyboardInterrupt(), EXIT_INTERRUPTED),
+    (BrokenPipeError(), EXIT_BROKEN_PIPE),
+])
+def test_one_table_maps_every_error_to_its_code(error, code):
+    assert exit_code_for(error) == code
+
+
+def test_help_lists_the_exit_codes(capsys):
+    for argv in (["--help"], ["plan", "--help"], ["compare", "--help"]):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        for line in ("exit codes:", "  0    every case passed", "  1    a case failed", "  2    bad input",
+                     "  3    no CUDA driver or GPU, or a tool", "  130  interrupted", "  141  stdout was closed"):
+            assert line in out, (argv, line)
+        assert f"{MAX_RESULTS_BYTES >> 20} MiB at most" in out   # the documented cap is the one applied
+
+
+def test_unknown_architectures_name_the_option(capsys):
+    assert main(["plan", "--arch", "bogus", "-k", "v1"]) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith("driver-gemm: --arch: not a GPU architecture: 'bogus'")
+    assert main(["plan", "--arch", "sm_999", "-k", "v1"]) == EXIT_USAGE
+    assert capsys.readouterr().err.startswith("driver-gemm: --arch: no architecture table for sm_999")
+
+
+@pytest.mark.parametrize("argv", [["plan", "--sms", "many"], ["compare", "a.json"], ["plot", "a.json"],
+                                  ["run", "--sanitize", "everything"], ["nonsense"], []])
+def test_command_line_mistakes_are_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == EXIT_USAGE
+    assert "driver-gemm: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["plan", "--sms", "0"], "--sms: an SM count is at least 1, got 0"),
+    (["compare", "a.json", "b.json", "--threshold", "-5"], "--threshold: a threshold is a percentage"),
+    (["compare", "a.json", "b.json", "--threshold", "nan"], "--threshold: a threshold is a percentage"),
+    (["plot", "a.json", "-o", "x.jpg"], "--output: the picture is .png or .svg"),
+    (["run", str(SPECS / "seed.yaml"), str(SPECS / "seed.yaml"), "--json", "r.json"], "--json: --json and --resume"),
+    (["run", str(SPECS / "seed.yaml"), str(SPECS / "seed.yaml"), "--sanitize", "memcheck", "--json", "r.json"],
+     "--json: --json and --resume name one run"),
+    (["run", "--sanitize", "memcheck", "--resume", "r.jsonl"], "--sanitize: --sanitize runs each case"),
+    (["run", "--devices", "0", "--in-process"], "--devices: --devices and --scheduler take neither"),
+])
+def test_bad_options_are_exit_2_in_one_line(argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"driver-gemm: {expected}") and err.count("\n") == 1, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_internal_error_is_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
+    def broken(args, out):
+        raise ZeroDivisionError("division by zero in a table")
+
+    monkeypatch.setattr(main_module.COMMANDS["info"], "execute", broken)
+    assert main(["info"]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err == ("driver-gemm: internal error: ZeroDivisionError: division by zero in a table (please report "
+                   "it; rerun with --debug for the traceback)\n")
+    for argv in (["--debug", "info"], ["info", "--debug"]):
+        assert main(argv) == EXIT_FAILED
+        err = capsys.readouterr().err
+        assert "Traceback (most recent call last)" in err and "ZeroDivisionError" in err
+
+
+def test_an_interrupt_is_130(monkeypatch, capsys):
+    def interrupted(args, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main_module.COMMANDS["plan"], "execute", interrupted)
+    assert main(["plan"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "driver-gemm: interrupted\n"
+
+
+def test_plan_summary_and_exit_code(tmp_path, capsys):
+    spec = write(tmp_path, MINIMAL.replace("[64, 32, 16]", "[64, 32, 16]\n  - [128, 64, 32]"))
+    assert main(["plan", str(spec), "--arch", "sm_90"]) == EXIT_OK
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "2 ok, 0 INVALID"
+    invalid = write(tmp_path, MINIMAL.replace("block: [BN / TN, BM / TM]", "block: [BN, BM]"), "invalid.yaml")
+    assert main(["plan", str(invalid), "--arch", "sm_90"]) == EXIT_FAILED
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "0 ok, 1 INVALID"
+
+
+def test_plot_without_matplotlib_is_3_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)   # import matplotlib now raises ImportError
+    out = tmp_path / "p.png"
+    assert main(["plot", str(ROOT / "bench" / "results" / "seed-h200.json"), "-o", str(out)]) == EXIT_NO_GPU
+    assert "plots need matplotlib, which is not installed" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_sanitize_without_compute_sanitizer_is_3(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))   # no compute-sanitizer anywhere
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--sanitize", "memcheck", "-k", "v1", "-q"]) == EXIT_NO_GPU
+    err = capsys.readouterr().err
+    assert err == ("driver-gemm: --sanitize needs compute-sanitizer, which is not on the PATH "
+                   "(it comes with the CUDA toolkit)\n")
+    assert not list(tmp_path.iterdir())
+
+
+@NO_GPU
+def test_sanitize_without_a_gpu_is_3(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "bin" / "compute-sanitizer"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--sanitize", "memcheck", "-k", "v1", "-q"]) == EXIT_NO_GPU
+    err = capsys.readouterr().err
+    assert err.startswith("driver-gemm: no CUDA driver on this machine") and "Traceback" not in err
+    assert [p.name for p in tmp_path.iterdir()] == ["bin"]
+
+
+@pytest.mark.parametrize("output", ["--csv", "--markdown", "table"])
+def test_a_closed_pipe_ends_quietly(output, tmp_path):
+    """``driver-gemm plan | head -1``: the reader goes away; no traceback, no 'Exception ignored', exit 141."""
+    spec = write(tmp_path, MINIMAL.replace("  - [64, 32, 16]",
+                                           "  - {M: {from: 16, to: 1024, step: 16}, N: {from: 16, to: 512, step: 16}, "
+                                           "K: 64}"))
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(read_end, F_SETPIPE_SZ, 4096)   # a small pipe, so that the writer blocks on it as a head would
+    argv = [sys.executable, "-m", "driver_gemm", "plan", str(spec), "--arch", "sm_90"]
+    child = subprocess.Popen(argv + ([output] if output != "table" else []), stdout=write_end,
+                             stderr=subprocess.PIPE, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        first = reader.readline()
+    err = child.stderr.read().decode()
+    child.wait(timeout=120)
+    assert first.strip()
+    assert err == "" and child.returncode == EXIT_BROKEN_PIPE, err
