@@ -177,3 +177,29 @@ def test_a_closed_pipe_ends_quietly(output, tmp_path):
     child.wait(timeout=120)
     assert first.strip()
     assert err == "" and child.returncode == EXIT_BROKEN_PIPE, err
+
+
+@NO_GPU
+def test_run_without_a_gpu_reports_what_cannot_launch_first(tmp_path, capsys):
+    spec = write(tmp_path, f"""\
+shapes: [[64, 64, 64], [1001, 513, 777]]
+kernels:
+  - name: too-wide
+    source: ../kernels/02_smem_tiles.cu
+    function: sgemm_smem_tiles
+    params: {{TILE: 32}}
+    block: [TILE, TILE * 2]
+    grid: [ceil(N / TILE), ceil(M / TILE)]
+""")
+    assert main(["run", str(spec)]) == EXIT_USAGE
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and all("Traceback" not in line for line in lines)
+    assert all(f"{spec}:7: kernels[too-wide].block: 2048 threads per block" in line for line in lines[:2])
+    assert "2 case(s) cannot launch as written" in lines[2] and "no GPU" in lines[2]
+    assert not (tmp_path / "results").exists()
+
+
+@NO_GPU
+def test_run_without_a_gpu_of_a_spec_that_would_launch_is_exit_3(capsys):
+    assert main(["run", str(SPECS / "seed.yaml")]) == EXIT_NO_GPU
+    assert "no CUDA driver" in capsys.readouterr().err

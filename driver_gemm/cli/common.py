@@ -77,15 +77,23 @@ def env_device() -> int:
         raise UsageError(f"must be a GPU ordinal, got {text!r}", field="DRIVER_GEMM_DEVICE") from None
 
 
-def load_specs(paths: list[Path], kernels: list[str], shapes: list[str]):
+def add_source_option(parser) -> None:
+    """``--allow-outside-sources``: kernel sources may leave the spec's project (the user's explicit leave)."""
+    parser.add_argument("--allow-outside-sources", action="store_true",
+                        help="let a spec's kernel sources be absolute paths or lie outside the spec's project "
+                             "(its folder tree up to the nearest .git or pyproject.toml)")
+
+
+def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):
     """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes."""
     from ..spec import DEFAULT_SPEC, load_spec
 
-    return [load_spec(path).select(kernels, shapes) for path in (paths or [DEFAULT_SPEC])]
+    return [load_spec(path, allow_outside_sources=allow_outside_sources).select(kernels, shapes)
+            for path in (paths or [DEFAULT_SPEC])]
 
 
 def default_json(name: str) -> Path:
-    """``results/NAME-TIMESTAMP.json``."""
+    """``results/NAME-TIMESTAMP.json`` (`name` a spec's `file_stem`: no path can leave results/)."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("results") / f"{name}-{stamp}.json"
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import Output, add_format_options, env_device, load_specs
+from .common import Output, add_format_options, add_source_option, env_device, load_specs
 
 
 def add_parser(commands, **common) -> None:
     plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU", **common)
     plan.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    add_source_option(plan)
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
     plan.add_argument("--kernel", "-k", action="append", default=[])
     plan.add_argument("--shape", "-s", action="append", default=[])
@@ -27,7 +28,7 @@ def execute(args, out: Output) -> int:
 
     if args.sms is not None and args.sms < 1:
         raise UsageError(f"an SM count is at least 1, got {args.sms}", field="--sms")
-    specs = load_specs(args.specs, args.kernel, args.shape)
+    specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     device = env_device() if args.arch is None else 0
     try:
         target = plan_target(args.arch, device)

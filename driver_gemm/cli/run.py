@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import UsageError
-from .common import Output, add_format_options, default_json, env_device, load_specs
+from ..errors import NoGpuError, SpecError, UsageError
+from .common import Output, add_format_options, add_source_option, default_json, env_device, load_specs
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -18,6 +18,7 @@ def add_parser(commands, **common) -> None:
     run = commands.add_parser("run", help="run specs on a GPU: verify and time every kernel against cuBLAS",
                               **common)
     run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    add_source_option(run)
     run.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
@@ -108,7 +109,7 @@ def execute(args, out: Output) -> int:
     from ..results.records import CaseLog, RunResult
     from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
-    specs = load_specs(args.specs, args.kernel, args.shape)
+    specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     if args.device is None:
         args.device = env_device()
     if (args.json or args.resume) and len(specs) > 1:
@@ -119,21 +120,23 @@ def execute(args, out: Output) -> int:
         return _sanitize(args, specs, out)
     if (args.devices or args.scheduler) and (args.resume or args.in_process):
         raise UsageError("--devices and --scheduler take neither --resume nor --in-process", field="--devices")
+    ordinals = _parse_devices(args.devices)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
         _, previous = CaseLog.read(args.resume)
+    _check_before_asking_for_a_gpu(specs, out)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
     exit_code = EXIT_OK
     for spec in specs:
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
-        lines = args.resume or (args.json or default_json(spec.name)).with_suffix(".jsonl")
+        lines = args.resume or (args.json or default_json(spec.file_stem)).with_suffix(".jsonl")
         path = args.json or lines.with_suffix(".json")
         progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
         log = CaseLog(lines)
         finished = recorder(result, log, progress)
         try:
             if args.devices or args.scheduler:
-                result = _run_on_gpus(spec, args, options, finished)
+                result = _run_on_gpus(spec, ordinals, args.scheduler, options, finished)
             else:
                 run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
                          on_start=progress.started, on_result=finished, result=result, previous=previous)
@@ -155,24 +158,52 @@ def execute(args, out: Output) -> int:
     return exit_code
 
 
-def _run_on_gpus(spec, args, options, finished):
+def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
+    """On a machine without a GPU, a spec whose launches cannot work gets its spec errors, not only 'no GPU'.
+
+    With a GPU the run goes on: cases refused by their launch checks are
+    INVALID rows with the same messages, as `plan` shows them.
+    """
+    from ..cuda.device import device_count
+    from ..pipeline.build import check_offline
+
+    try:
+        device_count()
+        return
+    except NoGpuError:
+        refused = [plan for spec in specs for plan in check_offline(spec)]
+        if not refused:
+            raise
+    for plan in refused:
+        for problem in plan.problems:
+            out.error(str(problem))
+    raise SpecError(f"{len(refused)} case(s) cannot launch as written (the lines above; "
+                    "`driver-gemm plan` shows every case); this machine has no GPU either")
+
+
+def _parse_devices(text: str | None) -> list[int] | str | None:
+    """``--devices``: a list of ordinals, ``"all"``, or None when not given."""
+    if text is None or text == "all":
+        return text
+    try:
+        return [int(d) for d in text.split(",")]
+    except ValueError:
+        raise UsageError(f"give GPU ordinals such as 0,1 or 'all', not {text!r}", field="--devices") from None
+
+
+def _run_on_gpus(spec, ordinals, scheduler, options, finished):
     from ..cuda.device import device_count
     from ..pipeline.distribute import gpu_cluster, run_on_workers
 
     devices = None
-    if args.devices:
-        try:
-            devices = None if args.devices == "all" else [int(d) for d in args.devices.split(",")]
-        except ValueError:
-            raise UsageError(f"give GPU ordinals such as 0,1 or 'all', not {args.devices!r}",
-                             field="--devices") from None
+    if ordinals:
         count = device_count()   # here, before any worker starts: no GPU is one clear line
-        devices = list(range(count)) if devices is None else devices
+        devices = list(range(count)) if ordinals == "all" else ordinals
         missing = [d for d in devices if not 0 <= d < count]
         if missing:
             raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
                              field="--devices")
-    with gpu_cluster(devices, args.scheduler) as (client, workers):
+    with gpu_cluster(devices, scheduler) as (client, workers):
         return run_on_workers(spec, client, workers, options=options, on_result=finished)
 
 
@@ -193,7 +224,7 @@ def _sanitize(args, specs, out: Output) -> int:
     exit_code = EXIT_OK
     for spec in specs:
         result = sanitize_spec(spec, args.sanitize, args.device, on_case=finished)
-        path = result.write_json(args.json or default_json(f"{spec.name}-{args.sanitize}"))
+        path = result.write_json(args.json or default_json(f"{spec.file_stem}-{args.sanitize}"))
         show_run(result, out)
         out.note(f"results: {path}")
         if not result.ok:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import Output, default_json, env_device, load_specs, read_results_files
+from .common import Output, add_source_option, default_json, env_device, load_specs, read_results_files
 
 
 def add_parser(commands, **common) -> None:
     tune = commands.add_parser("tune", help="run a sweep (params given as lists) and pick each kernel's best "
                                             "configuration per shape; write a spec of the winners", **common)
     tune.add_argument("spec", type=Path, help="a spec whose kernels sweep their params")
+    add_source_option(tune)
     tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     tune.add_argument("--kernel", "-k", action="append", default=[])
     tune.add_argument("--shape", "-s", action="append", default=[])
@@ -60,12 +61,12 @@ def execute(args, out: Output) -> int:
     from ..report.tune import pick_winners, winners_spec
     from .main import EXIT_FAILED, EXIT_OK
 
-    spec, = load_specs([args.spec], args.kernel, args.shape)
+    spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
     if args.recorded:
         path = args.recorded
         result = _recorded(spec, path, out)
     else:
-        path = args.json or default_json(f"{spec.name}-tune")
+        path = args.json or default_json(f"{spec.file_stem}-tune")
         result = _run(spec, args, out, path)
     picks = pick_winners(result)
     print_tune(picks, f"{spec.name}: best configuration per kernel and shape", out.console)

@@ -16,6 +16,7 @@ from ..cuda.device import Device, DeviceBuffer
 from ..cuda.module import Module
 from ..errors import CudaError
 from ..measure.baseline import CublasSgemm, CublasUnavailable
+from ..measure.clocks import NvmlClocks, open_device_clocks
 from ..measure.timing import L2Flusher, LaunchGate
 from ..spec.model import Shape
 
@@ -40,6 +41,7 @@ class Session:
         self.modules: dict[int, Module] = {}
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
+        self.clocks: NvmlClocks | None = None
         self.device = Device(ordinal, context=context)
         try:
             self.stream = self.device.stream(handle=stream)
@@ -47,8 +49,10 @@ class Session:
             self.gate = LaunchGate(self.device, self.stream)
             if want_cublas:
                 self.baseline("fp32")
+            # The SM clock of every sample batch, where NVML is installed (the 'nvml' extra).
+            self.clocks = open_device_clocks(self.device)
         except BaseException:
-            self.device.close()
+            self.close()
             raise
 
     @property
@@ -91,4 +95,7 @@ class Session:
 
     def close(self) -> None:
         """Release every handle of the session (the device owns them all), then the context if it is ours."""
+        if self.clocks is not None:
+            self.clocks.close()
+            self.clocks = None
         self.device.close()

@@ -185,7 +185,7 @@ def time(run: CaseRun) -> None:
         return
     with ranges.annotate("time", color="orange"):
         run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
-                                       session.flusher, session.gate)
+                                       session.flusher, session.gate, clocks=session.clocks)
 
 
 # ---------------------------------------------------------------------------------------------- baselines

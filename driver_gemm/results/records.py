@@ -74,7 +74,7 @@ class CaseResult:
         shape = data.pop("shape")
         timing = data.pop("timing", None)
         if timing:
-            timing = TimingSummary(**{k: v for k, v in timing.items() if k in TimingSummary.__dataclass_fields__})
+            timing = TimingSummary.from_dict(timing)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["status"] = Status(known["status"])
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
