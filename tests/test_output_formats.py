@@ -16,7 +16,7 @@ from driver_gemm.report.compare import compare_runs
 from driver_gemm.report.formats import RUN_CSV_HEADER, markdown_table, run_csv, run_markdown
 from driver_gemm.report.labels import legend_lines, short_labels
 from driver_gemm.report.tables import print_comparison, print_run, print_tune
-from driver_gemm.report.tune import pick_winners
+from driver_gemm.tune.winners import pick_winners
 from driver_gemm.results.read import read_results
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.spec.model import Shape

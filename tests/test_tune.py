@@ -5,7 +5,7 @@ from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape
 from driver_gemm.spec import load_spec
 from driver_gemm.measure.stats import summarize
-from driver_gemm.report.tune import pick_winners, winners_spec
+from driver_gemm.tune.winners import pick_winners, winners_spec
 
 from test_spec import MINIMAL, write
 

@@ -58,7 +58,7 @@ def _run(spec, args, out: Output, path: Path):
 def execute(args, out: Output) -> int:
     from ..pipeline.cases import cases_of
     from ..report.tables import print_tune
-    from ..report.tune import pick_winners, winners_spec
+    from ..tune.winners import pick_winners, winners_spec
     from .main import EXIT_FAILED, EXIT_OK
 
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
