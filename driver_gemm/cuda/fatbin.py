@@ -129,6 +129,18 @@ def cubin_bytes(data: bytes, arch: str, source: str = "<image>") -> bytes:
                      "ptx_entries")
 
 
+def _lz4_count(block: bytes, position: int, count: int) -> tuple[int, int]:
+    """A 4-bit count of an LZ4 sequence, extended while it is saturated: (count, next position)."""
+    if count == 15:
+        while True:
+            extra = block[position]
+            position += 1
+            count += extra
+            if extra != 255:
+                break
+    return count, position
+
+
 def _lz4_block(block: bytes, size: int, source: str) -> bytes:
     """Decode one LZ4 block (the raw block format: sequences of literals and back-references)."""
     out = bytearray()
@@ -136,29 +148,13 @@ def _lz4_block(block: bytes, size: int, source: str) -> bytes:
     try:
         while position < len(block):
             token = block[position]
-            position += 1
-            literals = token >> 4
-            if literals == 15:
-                while True:
-                    extra = block[position]
-                    position += 1
-                    literals += extra
-                    if extra != 255:
-                        break
+            literals, position = _lz4_count(block, position + 1, token >> 4)
             out += block[position:position + literals]
             position += literals
             if position >= len(block):
                 break
             distance = block[position] | block[position + 1] << 8
-            position += 2
-            length = token & 15
-            if length == 15:
-                while True:
-                    extra = block[position]
-                    position += 1
-                    length += extra
-                    if extra != 255:
-                        break
+            length, position = _lz4_count(block, position + 2, token & 15)
             length += 4
             if distance == 0 or distance > len(out):
                 raise ValueError("back-reference before the start")
