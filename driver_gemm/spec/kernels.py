@@ -352,15 +352,15 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
 def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> None:
     """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique."""
     names = [a.name for a in arguments]
+    mapped = {a.tensor_map.tensor for a in arguments if a.tensor_map is not None}
+    for matrix in ("A", "B", "C"):
+        if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
+            raise context.error(f"signature must take {matrix} exactly once (as a pointer, or through tensor "
+                                f"maps with tensor: {matrix})", node, "signature", f"{dotted}.signature")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
                             f"{dotted}.signature")
-    mapped = {a.tensor_map.tensor for a in arguments if a.tensor_map is not None}
-    for matrix in ("A", "B", "C"):
-        if matrix not in names and matrix not in mapped:
-            raise context.error(f"signature must take {matrix}, as a pointer or through a tensor map "
-                                f"(tensor: {matrix})", node, "signature", f"{dotted}.signature")
 
 
 def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:
