@@ -14,7 +14,7 @@ from driver_gemm.errors import SpecError
 from driver_gemm.pipeline.build import check_offline
 from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.spec import Shape, load_spec, parse_spec
-from driver_gemm.spec import kernels as spec_kernels
+from driver_gemm.spec import launch_fields as spec_kernels
 
 from conftest import SPECS
 

@@ -59,7 +59,8 @@ def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: Launch
     major, minor = parse_arch(base_arch(limits.arch))
     for field_name, message in attributes.problems(config.grid, config.shared_bytes, 10 * major + minor,
                                                    limits.shared_per_sm):
-        problem(message, field_name, hint="the grid's extents must be multiples of the cluster's" if "multiple" in message else None)
+        hint = "the grid's extents must be multiples of the cluster's" if "multiple" in message else None
+        problem(message, field_name, hint=hint)
     return attributes
 
 

@@ -189,8 +189,8 @@ def build_launch(run: CaseRun) -> PreparedLaunch:
             tensor_map = case_plan.tensor_maps[argument.name]
             misplaced = tensor_map.problems(buffer.address)
             if misplaced:
-                raise ConfigError(f"{argument.name}: {misplaced[0][1]}",
-                                  where=kernel_spec.where_field("signature"), field=f"{kernel_spec.field_path}.signature")
+                raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
+                                  field=f"{kernel_spec.field_path}.signature")
             values.append(tensor_map.encode(session.device.driver, buffer.address))
         else:
             values.append(case_plan.argument_values[argument.name])
