@@ -33,6 +33,42 @@
 // memory STAGES * (BM + 64 * CWG) * 128 + 16 * STAGES + 1024, tensor maps A (box 32 x BM) and
 // B (box 32 x 32), both fp32 with the 128-byte swizzle. Needs sm_90a. 32-bit indices in the
 // epilogue: M * N below 2^31.
+//
+// Predicted (before it ran): v10's profile showed the tensor pipe busy 65% of the time, its
+// warps stalled on about 300 integer instructions per thread and K-tile of copy addresses and
+// bounds, and the whole block meeting at a barrier every K-tile. v11 removes both from the
+// consumers: per K-tile a consumer thread waits on one mbarrier, issues 16 shared loads (its
+// B^T fragments) and 4 wgmma, and arrives on one mbarrier. With the copies off the
+// multiplying warps we expected the tensor pipe to stay fed the way cuBLAS keeps it: from
+// v10's 83% of cuBLAS TF32 to 90-95% at 4096^3 and 8192^3, the rest being the fragment loads
+// that the TF32 operand rule still puts in the K loop.
+//
+// Measured on H200 by scripts/tma_kernels.py (bench/results/tma/tma-dev.json: L2 flushed
+// before each launch, median of 60, beside torch.mm in TF32 timed the same way in the same run):
+//                                          4096^3                     8192^3
+//   BM 256, CWG 2, STAGES 4 (shipped)      0.3475 ms  395.6 TFLOP/s   3.174 ms  346.4 TFLOP/s
+//   BM 128, CWG 2, STAGES 6                0.4018 ms  342.1           3.523 ms  312.1
+//   BM 128, CWG 3, STAGES 5                0.4107 ms  334.6           3.337 ms  329.5
+//   torch.mm TF32                          0.3422 ms  401.6           3.061 ms  359.2
+// The shipped configuration is 98.5% of torch.mm at 4096^3 and 96.4% at 8192^3, 1.34 times
+// v10 (294.6 TFLOP/s): more than predicted, so the fragment loads cost less than feared once
+// no barrier serialises them with the copies. Relative error 6.9e-4 (truncation to TF32, as
+// v10). The spec run (specs/tma.yaml, against driver-gemm's cuBLAS TF32 row) is the figure of
+// record; its numbers go here when it has run.
+//
+// Small shapes: at 1024x512x1024 the 256 x 128 tile makes a 4 x 4 grid, 16 blocks for 132
+// SMs, each running 32 K-tiles alone: TMA does nothing for a GPU that is 88% idle, and we
+// expect about v10's 49% of cuBLAS there (1000x516x780: 20 blocks). 1001x513x777 is refused
+// before launch: with tight leading dimensions a row of A is 777 x 4 = 3108 bytes and of B
+// 2052, and TMA needs every row to start on a 16-byte boundary (the plan says
+// "map_a: dimension 1 stride 3108 bytes must be a positive multiple of 16"); v10 runs it.
+//
+// What is left: small shapes want smaller tiles, a split of K or a persistent (stream-K)
+// schedule; B^T still passes through registers (a transposed copy of B made once would let
+// both operands come from shared memory, as v12's BF16 does); pairs of blocks that share an
+// A or B tile could fetch it once with a cluster and TMA multicast; the epilogue stores C
+// from registers, where a TMA store from shared memory would overlap it; padded leading
+// dimensions would lift the 16-byte rule for shapes like 1001x513x777.
 
 #include "block_order.cuh"
 #include "tma.cuh"

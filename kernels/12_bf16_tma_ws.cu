@@ -22,6 +22,40 @@
 // (ceil(N / 256), ceil(M / (64 * CWG))), dynamic shared memory
 // STAGES * (64 * CWG + 256) * 128 + 16 * STAGES + 1024, tensor maps A (bf16, box 64 x BM) and
 // B (bf16, box 64 x 64), both with the 128-byte swizzle. Needs sm_90a.
+//
+// BDESC: the checked runs of scripts/tma_kernels.py (bench/results/tma/tma-dev.json) pass
+// with BDESC 0 on every shape (relative error 6e-7 with fp32 output) and fail with BDESC 1
+// (relative error 1.2) on every shape but 64x8x8, whose single 64-column box hides the order:
+// the leading offset is the step along N. The specs use 0.
+//
+// Predicted (before it ran): a consumer's K loop is four wgmma and two mbarrier operations, no
+// fragment loads at all, and BF16 wgmma does twice TF32's multiply-adds per cycle. With v11's
+// TF32 loop already at cuBLAS's pace, we expected 90-95% of cuBLAS BF16 at 4096^3 and 8192^3.
+//
+// Measured on H200 by scripts/tma_kernels.py (L2 flushed, beside torch.mm in BF16, whose
+// output is bf16, timed the same way in the same run), CWG 2, STAGES 4:
+//                               4096^3                     8192^3
+//   OUT 32 (fp32 C)             0.2249 ms  611.1 TFLOP/s   1.572 ms  699.6 TFLOP/s
+//   OUT 16 (bf16 C)             0.2250 ms  610.9           1.714 ms  641.6
+//   torch.mm BF16               0.1832 ms  750.3           1.646 ms  668.1
+// At 8192^3 the like-for-like OUT 16 is 96.0% of torch.mm (OUT 32, 105%: its stores are
+// twice the bytes but skip the rounding and the 2-byte scattered writes); at 4096^3 both are
+// 81%, short of the prediction. 4096^3 is 16 x 32 = 512 tiles of 128 x 256 on 132 SMs, 3.9
+// waves of one block per SM: every block fills its pipeline, drains it and writes its 128 KB
+// of C with nothing else running on its SM, and the last wave leaves 16 SMs idle. At 8192^3
+// (15.5 waves, 128 K-tiles per block against 64) those fixed costs weigh half as much. The
+// spec run (specs/drafts/tma-bf16.yaml once the spec reader has types:) is the figure of
+// record.
+//
+// Small shapes: 1024x512x1024 is a 2 x 8 grid, 16 blocks for 132 SMs (as v11). 1001x513x777
+// and 1000x516x780 are refused before launch: a bf16 row of K = 777 or 780 is 1554 or 1560
+// bytes, not a multiple of 16; 1001x520x776 is the awkward shape that runs.
+//
+// What is left: a persistent kernel (grid = number of SMs, tiles handed out in turn) would
+// overlap one tile's epilogue with the next tile's loads and smooth the last wave; a
+// 192-row tile (CWG 3) does not compile as written: a 512-thread block gets at most 128
+// registers a thread from ptxas, fewer than the 128 accumulators of a 64 x 256 wgmma need;
+// clusters with TMA multicast of the shared A or B tile; a TMA store epilogue.
 
 #include "block_order.cuh"
 #include "tma.cuh"

@@ -11,7 +11,9 @@ import driver_gemm as dg
 from driver_gemm.cuda.launch_attributes import LaunchAttributes
 from driver_gemm.cuda.tensormap import TensorMapPlan
 
-from conftest import TEST_KERNELS
+from conftest import ROOT, TEST_KERNELS
+
+KERNELS = ROOT / "kernels"
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +35,7 @@ def test_a_cluster_kernel_is_right_only_with_its_cluster(shape):
     a, b, expected = _inputs(M, N, K)
     with dg.Device(0) as device:
         stream = device.stream()
-        kernel = dg.load_kernel(device, TEST_KERNELS / "cluster_split_k.cu", "cluster_split_k")
+        kernel = dg.load_kernel(device, KERNELS / "cluster_split_k.cu", "cluster_split_k")
         A, B, C = device.upload(a, stream), device.upload(b, stream), device.alloc(4 * M * N)
         grid, block = (2 * math.ceil(N / 16), math.ceil(M / 16)), (16, 16)
         arguments = [("ptr", A), ("ptr", B), ("ptr", C), ("int32", M), ("int32", N), ("int32", K)]

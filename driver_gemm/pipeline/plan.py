@@ -22,8 +22,11 @@ from ..spec import expr
 from ..cuda.resources import KernelResources
 from ..errors import ConfigError
 from ..cuda.launch import LaunchConfig
+from ..cuda.launch_attributes import LaunchAttributes
+from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..spec.model import KernelSpec, Shape
+from .plan_tma import cluster_note, launch_attributes_of, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
@@ -43,6 +46,8 @@ class CasePlan:
     problems: list[ConfigError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tile: tuple[int, int] | None = None   # rows, cols of C one block computes, when the spec declares it
+    attributes: LaunchAttributes | None = None            # cluster, PDL (cuLaunchKernelEx)
+    tensor_maps: dict[str, TensorMapPlan] = field(default_factory=dict)   # by argument name
 
     @property
     def valid(self) -> bool:
@@ -55,6 +60,8 @@ class CasePlan:
             "resources": self.resources.as_dict() if self.resources else None,
             "occupancy": self.occupancy.as_dict() if self.occupancy else None,
             "waves": self.waves, "problems": [str(p) for p in self.problems], "notes": self.notes,
+            "attributes": self.attributes.as_dict() if self.attributes else None,
+            "tensor_maps": {name: plan.as_dict() for name, plan in self.tensor_maps.items()},
         }
 
 
@@ -97,13 +104,18 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     argument_values = _argument_values(kernel, env, scalars or {}, problem)
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
+    attributes = None
+    tensor_maps = tensor_maps_of(kernel, env, shape, problem)
     if config is not None:
+        attributes = launch_attributes_of(kernel, env, config, limits, problem)
+        notes.extend(cluster_note(attributes, config))
         if config.shared_bytes > DEFAULT_SHARED_LIMIT and config.shared_bytes <= limits.max_shared_per_block:
             notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
                          "(cuFuncSetAttribute) is applied automatically")
         _check_requirements(kernel, env, config, problem)
         tile = _check_tile(kernel, env, shape, config, problem)
-    return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile)
+    return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
+                    tensor_maps)
 
 
 def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimits,
@@ -236,8 +248,8 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
 def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for index, argument in enumerate(kernel.signature):
-        if argument.ctype == "ptr":
-            values[argument.name] = argument.name   # bound to a buffer at launch
+        if argument.ctype == "ptr" or argument.tensor_map is not None:
+            values[argument.name] = argument.name   # bound to a buffer (or a map encoded from one) at launch
             continue
         try:
             value = argument.value.evaluate({**env, **scalars})

@@ -20,7 +20,7 @@ from ..cuda.compile import Cubin
 from ..cuda.launch import PackedArguments, PreparedLaunch
 from ..cuda.module import Kernel
 from ..cuda.occupancy import occupancy
-from ..errors import CompileError
+from ..errors import CompileError, ConfigError
 from ..measure.inputs import Inputs, case_seed, make_inputs
 from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
                                  uses_cpu_reference)
@@ -95,6 +95,22 @@ def load(run: CaseRun) -> None:
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
     run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
     run.kernel = kernel
+    _load_cluster(run)
+
+
+def _load_cluster(run: CaseRun) -> None:
+    """For a cluster launch: the non-portable opt-in, and the driver's count of clusters that fit at once."""
+    attributes = run.case.plan.attributes
+    if attributes is None or not attributes.cluster:
+        return
+    if attributes.non_portable:
+        run.kernel.allow_non_portable_cluster()
+    clusters = run.kernel.max_active_clusters(run.case.plan.config, attributes, run.session.stream)
+    run.record.occupancy = {**run.record.occupancy, "cluster": list(attributes.cluster),
+                            "driver_max_active_clusters": clusters}
+    if clusters == 0:
+        run.settle(Status.INVALID, f"no cluster of {'x'.join(map(str, attributes.cluster))} blocks fits this GPU "
+                                   "with this kernel's resources (cuOccupancyMaxActiveClusters is 0)")
 
 
 def inputs(run: CaseRun) -> None:
@@ -149,17 +165,37 @@ def _check_output(run: CaseRun, precision: str) -> None:
 
 def launch_verify(run: CaseRun) -> None:
     """Bind the arguments from the kernel's signature, launch once, and compare C with the reference."""
-    session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    buffers = session.buffers_for(run.case.shape)
+    session, kernel_spec = run.session, run.case.kernel
     _reset_output(run)
-    values = [buffers[a.name] if a.ctype == "ptr" else case_plan.argument_values[a.name]
-              for a in kernel_spec.signature]
-    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature])
-    run.launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream)
+    run.launch = build_launch(run)
     with ranges.annotate("checked launch", color="green"):
         run.launch()
         session.stream.synchronize()
     _check_output(run, kernel_spec.precision)
+
+
+def build_launch(run: CaseRun) -> PreparedLaunch:
+    """The case's launch with everything bound: arguments packed from the signature (pointers to the
+    session's buffers, scalars from the plan, tensor maps encoded from the buffers they describe) and the
+    launch attributes (a cluster, PDL: cuLaunchKernelEx)."""
+    session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
+    buffers = session.buffers_for(run.case.shape)
+    values = []
+    for argument in kernel_spec.signature:
+        if argument.ctype == "ptr":
+            values.append(buffers[argument.name])
+        elif argument.tensor_map is not None:
+            buffer = buffers[argument.tensor_map.tensor]
+            tensor_map = case_plan.tensor_maps[argument.name]
+            misplaced = tensor_map.problems(buffer.address)
+            if misplaced:
+                raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
+                                  field=f"{kernel_spec.field_path}.signature")
+            values.append(tensor_map.encode(session.device.driver, buffer.address))
+        else:
+            values.append(case_plan.argument_values[argument.name])
+    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature])
+    return PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
 
 
 def diagnose(run: CaseRun) -> None:

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import expr
 from ..errors import SpecError
 from .limits import INT64_MAX, INT64_MIN
 from .yaml_lines import LineNode, OversizedInteger
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")   # a C identifier
 
 
 @dataclass
@@ -121,3 +125,16 @@ def read_number(context: Context, node: dict, key: str, default, field_path: str
         return None
     value = check_number(context, value, node, key, field_path, whole=whole, minimum=minimum, maximum=maximum)
     return int(value) if whole else float(value)
+
+
+def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: str, *,
+                     condition: bool = False, whole: bool = False) -> expr.Expression:
+    """`value` parsed as an expression; one without names is also evaluated now (to a whole number with
+    `whole`: a launch extent or a byte count), so that its errors show at its line."""
+    try:
+        expression = expr.parse(value, condition=condition)
+        if not expression.names:
+            expression.evaluate_int({}) if whole else expression.evaluate({})
+    except expr.ExpressionError as exc:
+        raise context.error(str(exc), node, key, dotted) from None
+    return expression

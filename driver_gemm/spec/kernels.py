@@ -3,7 +3,8 @@
 An entry names its identity (name, function), its source file, its template
 parameters (a list of values sweeps them), its launch (block, grid, dynamic
 shared memory, tile), its conditions (``require``), its compiler settings
-(options, precision, arch) and its argument signature. Each group is read and
+(options, precision, arch), its launch attributes (cluster, PDL) and its
+argument signature, whose ``tensormap`` entries describe TMA tensor maps. Each group is read and
 checked by one function here; `parse_kernel` puts them together and expands the
 parameter sweep, counted before it is built.
 """
@@ -20,18 +21,19 @@ from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from ..status import BASELINE_LABELS
 from .archs import KNOWN_ARCHS, is_known_arch
-from .fields import Context, check_keys, check_number, kind_name, read_text
+from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_text
 from ..bundled import PACKAGE_DATA_DIR
 from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
+from .launch_fields import (LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes,
+                            tensor_map_argument)
 from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
-               "tile", "require", "options", "precision", "arch")
+               "tile", "require", "options", "precision", "arch") + LAUNCH_ATTRIBUTE_KEYS
 ARGUMENT_TYPES = tuple(C_TYPES)
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {"ceil", "floor", "min", "max"}
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
 FLOAT32_MAX = 3.4028234663852886e38
@@ -56,8 +58,11 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     require = _require(context, node, dotted)
     options, precision, arch = _compiler_settings(context, node, dotted)
     signature = parse_signature(context, node, dotted, scalars)
+    launch_attributes = parse_launch_attributes(context, node, dotted)
     _check_names_used(context, node, dotted, param_names, block=block, grid=grid, shared_bytes=(shared,),
-                      tile=tile or (), require=require)
+                      tile=tile or (), require=require,
+                      cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
+    check_tensor_map_names(context, node, dotted, param_names, signature)
 
     count = math.prod(len(values) for values in sweep)
     if count > MAX_CASES:
@@ -67,7 +72,8 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
                        require=require, options=options, precision=precision, arch=arch,
-                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines)
+                       launch_attributes=launch_attributes, where=context.where(parent, index), field_path=dotted,
+                       field_lines=field_lines)
             for combo in itertools.product(*sweep)]
 
 
@@ -196,17 +202,6 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
 # ----------------------------------------------------------------------------------- launch
 
 
-def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: str, *,
-                     condition: bool = False, whole: bool = False) -> expr.Expression:
-    """`value` parsed as an expression; one without names is also evaluated now (to a whole number with
-    `whole`: a launch extent or a byte count), so that its errors show at its line."""
-    try:
-        expression = expr.parse(value, condition=condition)
-        if not expression.names:
-            expression.evaluate_int({}) if whole else expression.evaluate({})
-    except expr.ExpressionError as exc:
-        raise context.error(str(exc), node, key, dotted) from None
-    return expression
 
 
 def _dims(context: Context, node: dict, key: str, dotted: str) -> tuple[expr.Expression, ...]:
@@ -331,12 +326,22 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
             raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index,
                                 item_path)
         arguments.append(argument)
-    names = [a.name for a in arguments]
-    for matrix in ("A", "B", "C"):
-        if names.count(matrix) != 1:
-            raise context.error(f"signature must take {matrix} exactly once", node, "signature",
-                                f"{dotted}.signature")
+    _check_operands_reached(context, node, dotted, arguments)
     return tuple(arguments)
+
+
+def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> None:
+    """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique."""
+    names = [a.name for a in arguments]
+    mapped = {a.tensor_map.tensor for a in arguments if a.tensor_map is not None}
+    for matrix in ("A", "B", "C"):
+        if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
+            raise context.error(f"signature must take {matrix} exactly once (as a pointer, or through tensor "
+                                f"maps with tensor: {matrix})", node, "signature", f"{dotted}.signature")
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
+                            f"{dotted}.signature")
 
 
 def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:
@@ -354,6 +359,8 @@ def _standard_argument(context, parent, index, item: str, item_path: str, scalar
 
 
 def _typed_argument(context, parent, index, item: dict, item_path: str) -> Argument:
+    if item.get("type") == "tensormap":
+        return tensor_map_argument(context, parent, index, item, item_path)
     check_keys(context, item, ("name", "type", "value"), item_path)
     if "name" not in item or "type" not in item:
         raise context.error("an argument mapping needs name and type", parent, index, item_path)
@@ -364,6 +371,9 @@ def _typed_argument(context, parent, index, item: dict, item_path: str) -> Argum
     if not isinstance(ctype, str) or ctype not in ARGUMENT_TYPES:
         raise context.error(f"type must be one of {', '.join(ARGUMENT_TYPES)}, got {kind_name(ctype)}",
                             item, "type", f"{item_path}.type")
+    if ctype == "tensormap":
+        raise context.error("a tensormap argument is described by tensor, box and swizzle", item, "type",
+                            f"{item_path}.type")
     if ctype == "ptr":
         if name not in ("A", "B", "C"):
             raise context.error("only A, B and C are device buffers", item, "name", f"{item_path}.name")

@@ -62,12 +62,47 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class TensorMapArgument:
+    """How a ``tensormap`` argument describes one operand to the TMA engine.
+
+    `box` is the (rows, cols) of the matrix, row-major, that one copy moves,
+    as expressions of the shape and the parameters; `element` is the element
+    type the map declares (None: the operand's storage type).
+    """
+
+    tensor: str                                          # A, B or C
+    box: tuple[expr.Expression, expr.Expression]
+    swizzle: str = "none"
+    l2_promotion: str = "none"
+    oob_fill: str = "zero"
+    element: str | None = None
+
+
+@dataclass(frozen=True)
 class Argument:
-    """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value."""
+    """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value.
+
+    A ``tensormap`` argument has no value but a `tensor_map` description: the
+    map is encoded at launch from the operand's device buffer.
+    """
 
     name: str
     ctype: str
     value: expr.Expression | None = None
+    tensor_map: TensorMapArgument | None = None
+
+
+@dataclass(frozen=True)
+class LaunchAttributeSpec:
+    """What a kernel's launches ask for beyond grid and block: a thread-block cluster and PDL.
+
+    `cluster` holds the cluster's extents in blocks as expressions (None: no cluster).
+    """
+
+    cluster: tuple[expr.Expression, expr.Expression, expr.Expression] | None = None
+    non_portable: bool = False
+    scheduling: str | None = None
+    pdl: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +122,7 @@ class KernelSpec:
     options: tuple[str, ...] = ()
     precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
     arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
+    launch_attributes: LaunchAttributeSpec | None = None   # cluster, PDL: launched with cuLaunchKernelEx
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -110,9 +146,15 @@ class KernelSpec:
         return f"{self.name}[{','.join(f'{k}={v}' for k, v in self.params.items())}]"
 
     def where_field(self, name: str) -> str:
-        """``file:line`` of a field (``grid`` or ``grid[1]``); the kernel's own line if the field is absent."""
-        line = self.field_lines.get(name) or self.field_lines.get(name.split("[")[0])
+        """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
+        line if the field is absent."""
+        line = (self.field_lines.get(name) or self.field_lines.get(name.split(".")[0])
+                or self.field_lines.get(name.split("[")[0]))
         return f"{self.where.rsplit(':', 1)[0]}:{line}" if line else self.where
+
+    def tensor_maps(self) -> tuple[tuple[int, Argument], ...]:
+        """The (position, argument) of every ``tensormap`` argument of the signature."""
+        return tuple((i, a) for i, a in enumerate(self.signature) if a.tensor_map is not None)
 
     def reads_c(self) -> bool:
         """True when the kernel takes ``beta`` and so reads C before writing it."""

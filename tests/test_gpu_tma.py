@@ -1,0 +1,88 @@
+"""Clusters and TMA tensor maps through a spec on a GPU: planned, encoded, launched, verified, timed, sanitized."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from driver_gemm.pipeline.runner import run_spec
+from driver_gemm.pipeline.session import RunOptions
+from driver_gemm.spec import load_spec
+from driver_gemm.status import Status
+
+from conftest import ROOT, SPECS
+from gpu_specs import quick, with_measure, write_spec
+
+pytestmark = pytest.mark.gpu
+
+TMA_LEGAL_SHAPES = ["1000x516x780", "1024x512x1024", "129x132x68"]
+
+CLUSTER_KERNEL = """\
+- name: pair
+  source: "@KERNELS@/cluster_split_k.cu"
+  function: cluster_split_k
+  block: [16, 16]
+  grid: [2 * ceil(N / 16), ceil(M / 16)]
+  cluster: [2, 1, 1]
+- name: unpaired
+  source: "@KERNELS@/cluster_split_k.cu"
+  function: cluster_split_k
+  block: [16, 16]
+  grid: [2 * ceil(N / 16), ceil(M / 16)]
+"""
+
+
+def _no_baseline(spec):
+    return dataclasses.replace(spec, baseline=False)
+
+
+def test_v10_and_v11_pass_on_tma_legal_awkward_shapes_and_v11_is_refused_where_rows_misalign():
+    spec = _no_baseline(load_spec(SPECS / "tma.yaml").select(kernels=["v10", "v11"],
+                                                                 shapes=TMA_LEGAL_SHAPES + ["1001x513x777"]))
+    run = run_spec(spec, options=RunOptions(time=False))
+    statuses = {(c.name, c.shape.label): (c.status, c.message) for c in run.cases}
+    for shape in TMA_LEGAL_SHAPES:
+        assert statuses["v11", shape][0] == Status.PASS, statuses["v11", shape]
+        assert statuses["v10", shape][0] == Status.PASS, statuses["v10", shape]
+    status, message = statuses["v11", "1001x513x777"]
+    assert status == Status.INVALID and "map_a: dimension 1 stride 3108 bytes" in message
+    assert statuses["v10", "1001x513x777"][0] == Status.PASS
+
+
+def test_a_cluster_kernel_passes_with_its_cluster_and_fails_without(tmp_path):
+    spec = _no_baseline(load_spec(write_spec(tmp_path, CLUSTER_KERNEL, ["64x64x64", "1001x513x777"])))
+    run = run_spec(spec, options=RunOptions(time=False))
+    cases = {(c.name, c.shape.label): c for c in run.cases}
+    for shape in ("64x64x64", "1001x513x777"):
+        paired, unpaired = cases["pair", shape], cases["unpaired", shape]
+        assert paired.status == Status.PASS, paired.message
+        assert unpaired.status == Status.FAIL, unpaired.message
+        assert paired.occupancy["cluster"] == [2, 1, 1] and paired.occupancy["driver_max_active_clusters"] > 0
+        assert "driver_max_active_clusters" not in unpaired.occupancy
+
+
+@pytest.mark.parametrize("mode", ["events", "graph"])
+def test_cluster_and_tma_launches_are_timed_in_both_modes(tmp_path, mode):
+    spec = load_spec(SPECS / "tma.yaml").select(kernels=["v11", "cluster-split-k"], shapes=["1024x512x1024"])
+    spec = with_measure(quick(_no_baseline(spec)), mode=mode, graph_launches=4)
+    run = run_spec(spec)
+    for case in run.cases:
+        assert case.status == Status.PASS, (case.kernel, case.message)
+        assert case.timing is not None and case.timing.median_ms > 0
+
+
+def test_the_sanitizer_runs_tma_and_cluster_kernels(tmp_path):
+    out = tmp_path / "memcheck.json"
+    command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "tma.yaml"), "-k", "v11", "-k",
+               "cluster-split-k", "-s", "129x132x68", "--no-baseline", "--sanitize", "memcheck", "--json", str(out),
+               "-q"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = {c["kernel"]: c for c in json.loads(out.read_text())["cases"]}
+    assert len(cases) == 2
+    for case in cases.values():
+        assert case["status"] == Status.PASS and not case["sanitizer"]["findings"], case
