@@ -3,7 +3,6 @@ expression names, typed planning, the cuBLASLt baseline rows, and the typed step
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SpecError
-from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, baseline_label, plan_matmul
+from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
 from ..measure.dtypes import GemmTypes
 from ..measure.operands import GemmOperands
 from ..results.records import CaseResult
