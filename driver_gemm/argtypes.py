@@ -55,10 +55,15 @@ C_TYPES: dict[str, CType] = {t.name: t for t in (
 
 # The argument names a signature may use bare, with their C types: A, B and C
 # are the matrices (device pointers); the sizes are 32-bit ints as the seed
-# kernels declare them; alpha and beta are floats.
+# kernels declare them; alpha and beta are floats. The leading dimensions and
+# the batch count are int32, the batch strides (elements between matrices)
+# int64, as cuBLAS's strided-batched calls and the kernels of kernels/types/ take them.
 STANDARD_ARGUMENTS = {
     "A": "ptr", "B": "ptr", "C": "ptr",
     "M": "int32", "N": "int32", "K": "int32",
     "alpha": "float32", "beta": "float32",
+    "lda": "int32", "ldb": "int32", "ldc": "int32",
+    "strideA": "int64", "strideB": "int64", "strideC": "int64",
+    "batch": "int32",
 }
 DEFAULT_SIGNATURE = ("A", "B", "C", "M", "N", "K")

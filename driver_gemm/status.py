@@ -31,3 +31,10 @@ class Status(str, Enum):
 
 # cuBLAS rows, one per math mode; the kernels of a precision are measured against its row.
 BASELINE_LABELS = {"fp32": "cublas", "tf32": "cublas-tf32"}
+# cuBLASLt rows are named for what they compute (`measure.cublaslt.baseline_label`): cublaslt-bf16-TN, ...
+CUBLASLT_PREFIX = "cublaslt"
+
+
+def is_baseline_label(label: str) -> bool:
+    """True for the name of a baseline row: cuBLAS SGEMM in FP32 or TF32 math, or any cuBLASLt row."""
+    return label in BASELINE_LABELS.values() or label == CUBLASLT_PREFIX or label.startswith(CUBLASLT_PREFIX + "-")

@@ -169,7 +169,7 @@ def test_settings_errors(tmp_path, extra, field, message):
 @pytest.mark.parametrize("signature, message", [
     ("[A, B, M, N, K]", "must take C exactly once"),
     ("[A, B, C, C, M]", "must take C exactly once"),
-    ("[A, B, C, lda]", "unknown argument 'lda'"),
+    ("[A, B, C, ldd]", "unknown argument 'ldd'"),
     ("[A, B, C, {name: lda, type: short, value: K}]", "type must be one of"),
     ("[A, B, C, {name: lda, type: int32}]", "needs a value"),
 ])

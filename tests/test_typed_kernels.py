@@ -167,21 +167,21 @@ def test_wrong_bf16_kernel_fails_only_when_k_has_a_partial_tile(gemm_device):
         assert (verdict.status == "PASS") == should_pass, verdict.as_dict()
 
 
-def draft_kernels():
+def shipped_typed_kernels():
     import yaml
 
-    document = yaml.safe_load((ROOT / "specs" / "drafts" / "types.yaml").read_text())
+    document = yaml.safe_load((ROOT / "specs" / "types.yaml").read_text())
     return document["kernels"]
 
 
-@pytest.mark.parametrize("entry", draft_kernels(), ids=lambda entry: entry["name"])
-def test_draft_spec_kernels_agree_with_their_types_and_compile(entry):
+@pytest.mark.parametrize("entry", shipped_typed_kernels(), ids=lambda entry: entry["name"])
+def test_shipped_typed_kernels_agree_with_their_types_and_compile(entry):
     types = parse_types(entry["types"])
     orders = parse_layout(entry.get("layout"), entry.get("layouts"))
     params = entry["params"]
     assert tuple(str(params[key]) for key in ("TA", "TB", "TC", "ACC", "LA", "LB")) == \
         typed_template_arguments(types, orders)
     instance = f"{entry['function']}<{', '.join(str(value) for value in params.values())}>"
-    source = (ROOT / "specs" / "drafts" / entry["source"]).resolve()
+    source = (ROOT / "specs" / entry["source"]).resolve()
     resources = compile_source(source, [instance], "sm_90").resources_of(instance)
     assert resources.registers > 0 and not resources.spills

@@ -207,9 +207,8 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
         for name, value in (("alpha", alpha), ("beta", beta)):
             if float(np.array(value).astype(scale_dtype)) != value:
                 raise CublasLtUnsupported(label, f"{name} = {value} is not exact in the scale type {scale_dtype}")
-    key = (types, operands.orders, operands.batch, tuple((l.ld, l.batch_stride) for l in (operands.a, operands.b,
-                                                                                          operands.c)),
-           float(alpha), float(beta), scales)
+    layouts = tuple((layout.ld, layout.batch_stride) for layout in (operands.a, operands.b, operands.c))
+    key = (types, tuple(sorted(operands.orders.items())), operands.batch, layouts, float(alpha), float(beta), scales)
     return MatmulPlan(label, m, n, operands.K, compute_type, scale_dtype, scale_data_type, transa, transb, swapped,
                       a_plan, b_plan, c_plan, float(alpha), float(beta), scales, workspace_bytes, key)
 

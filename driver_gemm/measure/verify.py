@@ -8,6 +8,10 @@ canonical payload): an element that still holds that exact pattern after the
 launch was never written. Kernels that read C (they take ``beta``) get finite
 random values in C instead, and an element still bit-equal to its starting
 value where the reference differs counts as unwritten.
+
+Typed outputs (fp16, bf16, ... read back by `operands.read_output`) are
+checked by `compare_typed` the same way, with their type's poison code, and
+a write into the padding between rows or matrices is a failure of its own.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import dtypes
+from .operands import Output
 from ..status import Status
 
 POISON_WORD = 0x7FC0DEAD
@@ -35,6 +41,7 @@ class Verdict:
     reference: str
     tolerance: float
     abs_tolerance: float | None = None
+    padding_written: int | None = None    # typed outputs: elements written outside the matrices (out of bounds)
     masks: dict = field(default_factory=dict, repr=False)   # unwritten / wrong boolean maps, for diagnosis
 
     @property
@@ -45,7 +52,8 @@ class Verdict:
         return {"status": self.status, "rel_fro_error": self.rel_fro_error, "max_abs_error": self.max_abs_error,
                 "unwritten": self.unwritten, "nonfinite": self.nonfinite, "wrong": self.wrong,
                 "right": self.right, "elements": self.elements, "reference": self.reference,
-                "tolerance": self.tolerance, "abs_tolerance": self.abs_tolerance}
+                "tolerance": self.tolerance, "abs_tolerance": self.abs_tolerance,
+                **({} if self.padding_written is None else {"padding_written": self.padding_written})}
 
 
 def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, abs_tolerance: float | None = None,
@@ -68,9 +76,40 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     else:
         unwritten = (output.view(np.uint32) == np.asarray(start, np.float32).view(np.uint32)) & \
                     (expected != np.asarray(start, np.float64))
+    return _verdict(output.astype(np.float64), expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
+
+
+def compare_typed(output: Output, expected: np.ndarray, element: dtypes.ElementType | str, *, rel_tolerance: float,
+                  abs_tolerance: float | None = None, reference_name: str = "numpy-float64",
+                  start: np.ndarray | None = None) -> Verdict:
+    """Compare a typed `output` (batch x M x N, from `operands.read_output`) with a float64 `expected`.
+
+    As `compare`, with `element`'s poison code for unwritten elements (or,
+    when C started from `start`, an element whose code still equals its
+    starting one where the reference differs), and FAIL when the kernel
+    wrote into the padding.
+    """
+    element = dtypes.element_type(element)
+    expected = np.asarray(expected, dtype=np.float64).reshape(output.values.shape)
+    if start is None:
+        unwritten = output.unwritten(element)
+    else:
+        start = np.asarray(start, np.float64).reshape(output.values.shape)
+        unwritten = (output.codes == dtypes.encode(start, element)) & (expected != start)
+    verdict = _verdict(output.values, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
+    verdict.padding_written = output.padding_written
+    if output.padding_written:
+        verdict.status = Status.FAIL
+    return verdict
+
+
+def _verdict(output: np.ndarray, expected: np.ndarray, unwritten: np.ndarray, rel_tolerance: float,
+             abs_tolerance: float | None, reference_name: str) -> Verdict:
+    """The verdict on float64 `output` against `expected`, with the unwritten elements already known."""
     nonfinite = ~np.isfinite(output) & ~unwritten
     usable = ~(unwritten | nonfinite)
-    difference = np.where(usable, output.astype(np.float64) - expected, 0.0)
+    with np.errstate(invalid="ignore"):
+        difference = np.where(usable, output - expected, 0.0)
     reference_norm = float(np.linalg.norm(expected))
     rel_fro = float(np.linalg.norm(difference)) / reference_norm if reference_norm > 0 else \
         float(np.linalg.norm(difference))

@@ -20,7 +20,9 @@ from typing import Any
 from ..argtypes import C_TYPES
 from ..spec import expr
 from ..cuda.resources import KernelResources
-from ..errors import ConfigError
+from ..errors import ConfigError, SpecError
+from ..measure.operands import GemmOperands
+from ..spec.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
@@ -48,6 +50,7 @@ class CasePlan:
     tile: tuple[int, int] | None = None   # rows, cols of C one block computes, when the spec declares it
     attributes: LaunchAttributes | None = None            # cluster, PDL (cuLaunchKernelEx)
     tensor_maps: dict[str, TensorMapPlan] = field(default_factory=dict)   # by argument name
+    operands: GemmOperands | None = None  # A, B and C as laid out in memory (None: their fields did not evaluate)
 
     @property
     def valid(self) -> bool:
@@ -66,7 +69,7 @@ class CasePlan:
 
 
 def base_env(kernel: KernelSpec, shape: Shape) -> dict[str, int]:
-    return {**shape.as_env(), **kernel.params}
+    return {**shape.as_env(), **kernel.numeric_params}
 
 
 def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
@@ -83,6 +86,12 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     problems: list[ConfigError] = []
     notes: list[str] = []
     problem = _collector(kernel, problems)
+    try:
+        operands, layout_values = evaluate_operands(kernel, shape)
+        env.update(layout_values)
+    except SpecError as exc:
+        operands = None
+        problem(exc.message, exc.field or "ld", exc.hint)
 
     def evaluate(expression: expr.Expression, field_name: str) -> int | None:
         try:
@@ -102,6 +111,10 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
 
     argument_values = _argument_values(kernel, env, scalars or {}, problem)
+    if kernel.operands is not None and "alpha" in argument_values:
+        # fp8's per-tensor scales multiply the product where alpha does: the kernel gets them folded in.
+        scale_a, scale_b = kernel.operands.scales
+        argument_values["alpha"] = argument_values["alpha"] * scale_a * scale_b
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
     attributes = None
@@ -115,7 +128,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         _check_requirements(kernel, env, config, problem)
         tile = _check_tile(kernel, env, shape, config, problem)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
-                    tensor_maps)
+                    tensor_maps, operands)
 
 
 def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimits,

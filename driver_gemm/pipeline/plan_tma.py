@@ -19,23 +19,32 @@ from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.occupancy import ArchLimits, base_arch, parse_arch
 from ..cuda.tensormap import ELEMENT_TYPES, TensorMapPlan
 from ..spec import expr
+from ..spec.typed import evaluate_operands
 from ..spec.model import Argument, KernelSpec, Shape
 
 Problem = Callable[..., None]   # problem(message, field_name, hint=None), as plan._collector makes it
 
-# How each operand is stored today: float32, row-major, tightly packed.
+# An untyped kernel's operands are float32; a typed kernel's are its `types:` (the tensor map's names for them).
 STORAGE_ELEMENT = "fp32"
+TENSOR_MAP_ELEMENT = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "int8": "uint8"}
 
 
 def operand_storage(kernel: KernelSpec, tensor: str) -> str:
     """The element type operand `tensor` is stored in for `kernel` (the default of a map's ``element``)."""
-    return STORAGE_ELEMENT
+    if kernel.operands is None:
+        return STORAGE_ELEMENT
+    name = getattr(kernel.operands.types, tensor.lower()).name
+    return TENSOR_MAP_ELEMENT.get(name, name)
 
 
 def operand_geometry(kernel: KernelSpec, shape: Shape, tensor: str) -> tuple[int, int, int]:
-    """Rows, columns and leading dimension (in elements) of operand `tensor` as stored: row-major and tight."""
-    rows, cols = {"A": (shape.M, shape.K), "B": (shape.K, shape.N), "C": (shape.M, shape.N)}[tensor]
-    return rows, cols, cols
+    """Lines, elements per line and leading dimension (in elements) of operand `tensor` as stored.
+
+    A row-major matrix's lines are its rows, a column-major one's its columns;
+    a tensor map's box is given the same way, [lines, elements per line].
+    """
+    layout = getattr(evaluate_operands(kernel, shape)[0], tensor.lower())
+    return layout.lines, layout.tight_ld, layout.ld
 
 
 def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: LaunchConfig, limits: ArchLimits,

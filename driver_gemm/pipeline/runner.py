@@ -64,15 +64,17 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     kept = [case for case in previous if ran(case)]
     cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
                                  skip={(case.kernel, case.shape.label) for case in kept})
-    baselines: dict[tuple[Shape, str], float] = {(case.shape, case.precision): case.timing.median_ms
+    baselines: dict[tuple[Shape, str], float] = {(case.shape, case.kernel): case.timing.median_ms
                                                  for case in kept if _is_timed_baseline(case)}
     result.cases.extend(kept)
 
     def finish(case: CaseResult) -> None:
         if _is_timed_baseline(case):
-            baselines[case.shape, case.precision] = case.timing.median_ms
-        _finish_figures(case, baselines.get((case.shape, case.precision)),
-                        props.fp32_peak_gflops if case.precision == "fp32" else None)
+            baselines[case.shape, case.kernel] = case.timing.median_ms
+        # Typed rows (a cuBLASLt row, a typed kernel) have no FP32 peak to be a percentage of.
+        fp32 = case.precision == "fp32" and case.operands is None
+        _finish_figures(case, baselines.get((case.shape, case.baseline_label)),
+                        props.fp32_peak_gflops if fp32 else None)
         case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
         result.cases.append(case)
         if on_result:
@@ -113,7 +115,7 @@ def run_in_process(spec: Spec, cases: Sequence[Case], compiled, device: int, opt
 
 
 def _is_timed_baseline(case: CaseResult) -> bool:
-    """A cuBLAS case that passed and was timed: its median is the 100% of its shape and precision."""
+    """A baseline row that passed and was timed: its median is the 100% of the kernels measured against it."""
     return case.is_baseline and case.timing is not None and case.ok
 
 

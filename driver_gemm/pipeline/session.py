@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cuda.compile import Cubin
-from ..cuda.device import Device, DeviceBuffer
+from ..cuda.device import Device, DeviceBuffer, Owned
 from ..cuda.module import Module
 from ..errors import CudaError
 from ..measure.baseline import CublasSgemm, CublasUnavailable
 from ..measure.clocks import NvmlClocks, open_device_clocks
+from ..measure.cublaslt import CublasLtMatmul
 from ..measure.timing import L2Flusher, LaunchGate
 from ..spec.model import Shape
 
@@ -42,6 +43,10 @@ class Session:
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
         self.clocks: NvmlClocks | None = None
+        self.typed_buffers: dict[str, DeviceBuffer] = {}        # A, B, C of typed cases, by byte size
+        self.lt: CublasLtMatmul | None = None
+        self.lt_error: str | None = None
+        self.lt_owner: Owned | None = None
         self.device = Device(ordinal, context=context)
         try:
             self.stream = self.device.stream(handle=stream)
@@ -87,6 +92,28 @@ class Session:
             self.buffers = {name: self.device.alloc(4 * count) for name, count in sizes.items()}
             self.buffer_shape = shape
         return self.buffers
+
+    def buffers_of_sizes(self, sizes: dict[str, int]) -> dict[str, DeviceBuffer]:
+        """Buffers of at least `sizes` bytes by name (typed cases: A, B and C as laid out), kept while they fit."""
+        for name, nbytes in sizes.items():
+            held = self.typed_buffers.get(name)
+            if held is None or held.nbytes < max(nbytes, 1):
+                if held is not None:
+                    held.close()
+                self.typed_buffers[name] = self.device.alloc(max(nbytes, 1))
+        return self.typed_buffers
+
+    def cublaslt(self) -> CublasLtMatmul | None:
+        """The cuBLASLt handle and its workspace (made on first use, owned by the device); None if unavailable."""
+        if self.lt is None and self.lt_error is None:
+            try:
+                self.lt = CublasLtMatmul(self.device, self.stream)
+            except (CublasUnavailable, CudaError) as exc:
+                self.lt_error = str(exc)
+                return None
+            # Released with the device's other handles, newest first (the device holds only a weak reference).
+            self.lt_owner = Owned(self.device, self.lt.close)
+        return self.lt
 
     @property
     def poisoned(self) -> bool:

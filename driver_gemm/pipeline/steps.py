@@ -2,7 +2,8 @@
 
 A kernel case: plan -> load -> inputs -> reference -> launch_verify ->
 diagnose -> time. A baseline (cuBLAS) case: load -> inputs -> launch_verify
--> time. A step that settles the case (a plan that refuses the launch, a
+-> time. Typed kernels and cuBLASLt rows take their inputs, reference and
+check from `typed_steps.py`. A step that settles the case (a plan that refuses the launch, a
 kernel that did not compile, cuBLAS missing) sets its status and marks the
 run `settled`; the runner then calls no further step. Steps raise freely: the
 runner's funnel turns any exception into the case's ERROR record.
@@ -32,6 +33,7 @@ from ..status import Status
 from .cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
 from .session import Session
+from . import typed_steps
 
 
 @dataclass
@@ -51,6 +53,7 @@ class CaseRun:
     reference_name: str = CPU_REFERENCE
     output: np.ndarray | None = None
     verdict: Verdict | None = None
+    typed: typed_steps.TypedCase | None = None     # typed kernels and cuBLASLt rows
 
     def settle(self, status: Status, message: str) -> None:
         """End the case here with `status`: no later step runs."""
@@ -260,9 +263,23 @@ BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
 )
 
 
+TYPED_KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
+    ("plan", plan), ("load", load), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("launch_verify", typed_steps.launch_verify), ("diagnose", diagnose), ("time", time),
+)
+CUBLASLT_STEPS: tuple[tuple[str, Step], ...] = (
+    ("load", typed_steps.load_lt), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("launch_verify", typed_steps.launch_verify_lt), ("time", time),
+)
+
+
 def steps_for(case: Case) -> Sequence[tuple[str, Step]]:
     """The named steps of `case`, in order."""
-    return BASELINE_STEPS if case.is_baseline else KERNEL_STEPS
+    if case.lt is not None:
+        return CUBLASLT_STEPS
+    if case.is_baseline:
+        return BASELINE_STEPS
+    return TYPED_KERNEL_STEPS if case.kernel.is_typed else KERNEL_STEPS
 
 
 def start(case: Case, session: Session, spec: Spec, compiled: Cubin | CompileError | None) -> CaseRun:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ToolMissingError, UsageError
 from ..results.records import RunResult
-from ..status import BASELINE_LABELS
+from ..status import BASELINE_LABELS, is_baseline_label
 from .labels import short_labels
 
 CUBLAS = BASELINE_LABELS["fp32"]
@@ -44,7 +44,7 @@ def series_of(runs: list[RunResult]):
 
 def top_series(series: dict[str, list], count: int = TOP_SERIES) -> tuple[list[str], list[str]]:
     """The baselines and the `count` fastest other series (by best GFLOP/s), and the rest, both in order."""
-    baselines = [k for k in (CUBLAS, CUBLAS_TF32) if k in series]
+    baselines = [k for k in series if is_baseline_label(k)]
     ranked = sorted((k for k in series if k not in baselines), key=lambda k: -max(c.gflops for c in series[k]))
     return baselines + ranked[:count], ranked[count:]
 
@@ -80,7 +80,8 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     for index, kernel in enumerate(kernels):
         cases = sorted(series[kernel], key=lambda c: c.shape.flops)
         sizes = [(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases]
-        baseline_colour = {CUBLAS: "black", CUBLAS_TF32: "dimgray"}.get(kernel)
+        baseline_colour = {CUBLAS: "black", CUBLAS_TF32: "dimgray"}.get(
+            kernel, "gray" if is_baseline_label(kernel) else None)
         style = dict(color=baseline_colour, linestyle="--", linewidth=2) if baseline_colour else \
             dict(color=colours(index % 20), marker="o", markersize=4)
         label = kernel if names[kernel] == kernel else f"{names[kernel]}: {kernel}"
@@ -95,7 +96,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     speed.grid(True, alpha=0.3)
 
     shapes = sorted({c.shape for k in kernels for c in series[k]}, key=lambda s: s.flops)
-    others = [k for k in kernels if k not in (CUBLAS, CUBLAS_TF32)]   # each against its own precision's cuBLAS
+    others = [k for k in kernels if not is_baseline_label(k)]   # each against its own baseline row
     grid = [[math.nan] * len(shapes) for _ in others]
     for row, kernel in enumerate(others):
         for case in series[kernel]:

@@ -46,7 +46,8 @@ def case_line(case: CaseResult) -> str:
         if case.gflops:
             parts.append(f"{case.gflops:,.0f} GFLOP/s")
         if case.pct_cublas:
-            parts.append(f"{case.pct_cublas:.1f}% of cuBLAS" + (" TF32" if case.precision == "tf32" else ""))
+            against = f" ({case.baseline})" if case.baseline else " TF32" if case.precision == "tf32" else ""
+            parts.append(f"{case.pct_cublas:.1f}% of cuBLAS{against}")
     if case.message and case.status not in (Status.PASS,):
         parts.append(f"- {case.message.splitlines()[0]}")
     return "  ".join(parts)

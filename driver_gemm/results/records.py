@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec.model import Shape
-from ..status import BASELINE_LABELS, Status
+from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
 
 
@@ -48,6 +48,11 @@ class CaseResult:
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict | None = None       # seconds spent in each step of the case's pipeline
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
+    baseline: str | None = None      # typed kernels: the label of the cuBLASLt row their % is against
+    operands: dict | None = None     # typed kernels and cuBLASLt rows: types, layout, batch, ld, batch strides
+
+    # Written only when set, so that the records of untyped runs read as they always have.
+    OPTIONAL_KEYS = ("baseline", "operands")
 
     @property
     def ok(self) -> bool:
@@ -55,8 +60,18 @@ class CaseResult:
 
     @property
     def is_baseline(self) -> bool:
-        """A cuBLAS case (FP32 or TF32 math), the 100% of the kernels of its precision."""
-        return self.kernel in BASELINE_LABELS.values()
+        """A baseline row: cuBLAS in FP32 or TF32 math, or a cuBLASLt matmul (``cublaslt-...``)."""
+        return is_baseline_label(self.kernel)
+
+    @property
+    def baseline_label(self) -> str | None:
+        """The row whose time is this case's 100%: its own for a baseline, a typed kernel's cuBLASLt row
+        (None without one), else cuBLAS in the kernel's precision."""
+        if self.is_baseline:
+            return self.kernel
+        if self.operands is not None:
+            return self.baseline
+        return BASELINE_LABELS.get(self.precision)
 
     @property
     def median_ms(self) -> float | None:
@@ -66,6 +81,9 @@ class CaseResult:
         out = asdict(self)
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
         out["timing"] = self.timing.as_dict() if self.timing else None
+        for key in self.OPTIONAL_KEYS:
+            if out[key] is None:
+                del out[key]
         return _finite(out)
 
     @classmethod

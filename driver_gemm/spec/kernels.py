@@ -19,7 +19,7 @@ from typing import Any
 
 from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
-from ..status import BASELINE_LABELS
+from ..status import is_baseline_label
 from .archs import KNOWN_ARCHS, is_known_arch
 from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_text
 from ..bundled import PACKAGE_DATA_DIR
@@ -27,10 +27,11 @@ from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKE
 from .launch_fields import (LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes,
                             tensor_map_argument)
 from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
+from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
-               "tile", "require", "options", "precision", "arch") + LAUNCH_ATTRIBUTE_KEYS
+               "tile", "require", "options", "precision", "arch", "scalars") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
 ARGUMENT_TYPES = tuple(C_TYPES)
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {"ceil", "floor", "min", "max"}
@@ -57,12 +58,15 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     block, grid, shared, tile = _launch(context, node, dotted)
     require = _require(context, node, dotted)
     options, precision, arch = _compiler_settings(context, node, dotted)
+    scalars = parse_kernel_scalars(context, node, dotted, scalars)
     signature = parse_signature(context, node, dotted, scalars)
+    numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
+    operands = parse_operands(context, node, dotted, set(numeric_names))
     launch_attributes = parse_launch_attributes(context, node, dotted)
-    _check_names_used(context, node, dotted, param_names, block=block, grid=grid, shared_bytes=(shared,),
+    _check_names_used(context, node, dotted, numeric_names, block=block, grid=grid, shared_bytes=(shared,),
                       tile=tile or (), require=require,
                       cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
-    check_tensor_map_names(context, node, dotted, param_names, signature)
+    check_tensor_map_names(context, node, dotted, numeric_names, signature)
 
     count = math.prod(len(values) for values in sweep)
     if count > MAX_CASES:
@@ -71,7 +75,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     field_lines = _field_lines(node)
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
-                       require=require, options=options, precision=precision, arch=arch,
+                       require=require, options=options, precision=precision, arch=arch, operands=operands,
                        launch_attributes=launch_attributes, where=context.where(parent, index), field_path=dotted,
                        field_lines=field_lines)
             for combo in itertools.product(*sweep)]
@@ -119,9 +123,9 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
         raise context.error(f"a kernel name is letters, digits and . _ - + = , [ ] (not first a dot), at most "
                             f"{MAX_NAME_CHARS} characters; got {kind_name(name)}", node, "name", f"{dotted}.name",
                             hint="names become file names and table labels")
-    if name in BASELINE_LABELS.values():
-        raise context.error(f"{name!r} names the cuBLAS baseline; give the kernel another name", node, "name",
-                            f"{dotted}.name")
+    if is_baseline_label(name):
+        raise context.error(f"{name!r} names a cuBLAS or cuBLASLt baseline row; give the kernel another name", node,
+                            "name", f"{dotted}.name")
     return name, function
 
 
@@ -171,8 +175,9 @@ def _source(context: Context, node: dict, dotted: str) -> Path:
 # ----------------------------------------------------------------------------------- parameters
 
 
-def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[list[int]]]:
-    """Template parameter names in order, and the values of each (one value, or the list swept)."""
+def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[list[int | str]]]:
+    """Template parameter names in order, and the values of each (one value, or the list swept): whole numbers,
+    or C++ type names for kernels templated on their element types (``TA: dg::bfloat16_t``)."""
     param_node = node.get("params", {})
     if not isinstance(param_node, dict):
         raise context.error(f"must be a mapping of template parameter names to values, got {kind_name(param_node)}",
@@ -190,9 +195,12 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         if not values:
             raise context.error("an empty list sweeps nothing", param_node, key, key_path)
         for v in values:
+            if is_cpp_type(v):
+                continue
             if not isinstance(v, OversizedInteger) and (isinstance(v, bool) or not isinstance(v, int)):
-                raise context.error(f"template parameters are whole numbers, got {kind_name(v)}",
-                                    param_node, key, key_path)
+                raise context.error(f"template parameters are whole numbers or C++ type names, got {kind_name(v)}",
+                                    param_node, key, key_path, hint="a type is written as C++ spells it: float, "
+                                                                    "dg::bfloat16_t, __nv_bfloat16")
             check_number(context, v, param_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
@@ -245,7 +253,7 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
 
 
 def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str], **groups) -> None:
-    known = set(param_names) | {"M", "N", "K"}
+    known = set(param_names) | {"M", "N", "K"} | set(LAYOUT_NAMES)
     for key, expressions in groups.items():
         allowed = known | (set(LAUNCH_NAMES) if key == "require" else set())
         for expression in expressions:
@@ -253,7 +261,8 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
             if unknown:
                 raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}",
                                     node, key, f"{dotted}.{key}",
-                                    hint=f"names available: M, N, K, {', '.join(param_names) or '(no params)'}"
+                                    hint=f"names available: M, N, K, {', '.join(LAYOUT_NAMES)}, "
+                                         f"{', '.join(param_names) or '(no params)'}"
                                          + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else ""))
 
 

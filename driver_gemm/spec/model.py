@@ -17,6 +17,7 @@ from typing import Iterable, Mapping
 
 from . import expr
 from ..bundled import default_spec_path
+from ..measure.dtypes import GemmTypes
 from ..errors import SpecError
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 
@@ -106,6 +107,24 @@ class LaunchAttributeSpec:
 
 
 @dataclass(frozen=True)
+class OperandSpec:
+    """A typed kernel's operands: element types, storage orders, leading dimensions, batch and fp8 scales.
+
+    `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
+    `strides` hold the expressions the spec gave (an operand left out is
+    tight); `batch` is the number of matrices. Evaluated per shape by
+    `driver_gemm.spec.typed.evaluate_operands`.
+    """
+
+    types: GemmTypes
+    orders: Mapping[str, str]
+    ld: Mapping[str, expr.Expression] = field(default_factory=dict)
+    batch: expr.Expression = field(default_factory=lambda: expr.parse(1))
+    strides: Mapping[str, expr.Expression] = field(default_factory=dict)
+    scales: tuple[float, float] = (1.0, 1.0)
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """One kernel configuration: everything needed to compile, plan and launch it for any shape."""
 
@@ -123,6 +142,7 @@ class KernelSpec:
     precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
     arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
     launch_attributes: LaunchAttributeSpec | None = None   # cluster, PDL: launched with cuLaunchKernelEx
+    operands: OperandSpec | None = None   # typed kernels (types, layout, ld, batch, scales); None: FP32, tight NN
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -140,10 +160,12 @@ class KernelSpec:
 
     @property
     def label(self) -> str:
-        """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``."""
-        if not self.params:
+        """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``. Parameters that are C++ type names are left out:
+        a typed kernel's name and ``types`` say them."""
+        shown = self.numeric_params
+        if not shown:
             return self.name
-        return f"{self.name}[{','.join(f'{k}={v}' for k, v in self.params.items())}]"
+        return f"{self.name}[{','.join(f'{k}={v}' for k, v in shown.items())}]"
 
     def where_field(self, name: str) -> str:
         """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
@@ -155,6 +177,16 @@ class KernelSpec:
     def tensor_maps(self) -> tuple[tuple[int, Argument], ...]:
         """The (position, argument) of every ``tensormap`` argument of the signature."""
         return tuple((i, a) for i, a in enumerate(self.signature) if a.tensor_map is not None)
+
+    @property
+    def is_typed(self) -> bool:
+        """True for a kernel that declares its operands (types, layout, ld, batch): checked and timed as such."""
+        return self.operands is not None
+
+    @property
+    def numeric_params(self) -> dict[str, int]:
+        """The template parameters that are numbers (those expressions may use); C++ type names are left out."""
+        return {name: value for name, value in self.params.items() if not isinstance(value, str)}
 
     def reads_c(self) -> bool:
         """True when the kernel takes ``beta`` and so reads C before writing it."""
