@@ -14,8 +14,8 @@ from ..cuda.compile import normalise_arch
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, NoGpuError, UsageError
 from ..spec.model import Spec
-from .build import compile_spec, refused_everywhere
-from .plan import CasePlan, plan_case
+from .build import compile_spec, complete_plan, refused_everywhere
+from .plan import CasePlan, plan_launch
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
                 seen.add(id(cubin))
                 result.compile_errors.append(cubin)
             continue
-        resources = cubin.resources_of(kernel.instance) if cubin is not None else None
-        result.plans.extend(plan_case(kernel, shape, limits, resources, dict(spec.scalars), sm_count)
+        result.plans.extend(complete_plan(plan_launch(kernel, shape, limits, dict(spec.scalars)), cubin, limits,
+                                          sm_count)
                             for shape in spec.shapes)
     return result

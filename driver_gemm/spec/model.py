@@ -87,6 +87,8 @@ class KernelSpec:
     options: tuple[str, ...] = ()
     precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
     arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
+    compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
+    binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
