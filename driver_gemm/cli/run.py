@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import UsageError
+from ..errors import NoGpuError, UsageError
 from .common import Output, add_format_options, default_json, env_device, load_specs
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -135,8 +135,12 @@ def execute(args, out: Output) -> int:
             if args.devices or args.scheduler:
                 result = _run_on_gpus(spec, args, options, finished)
             else:
-                run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
-                         on_start=progress.started, on_result=finished, result=result, previous=previous)
+                try:
+                    run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
+                             on_start=progress.started, on_result=finished, result=result, previous=previous)
+                except NoGpuError:
+                    raise_offline_problem(spec)
+                    raise
         except KeyboardInterrupt:
             result.interrupted = True
             progress.close()
@@ -153,6 +157,19 @@ def execute(args, out: Output) -> int:
         if not result.ok:
             exit_code = EXIT_FAILED
     return exit_code
+
+
+def raise_offline_problem(spec) -> None:
+    """Without a GPU, a spec's own mistake (a launch no GPU allows, a signature the kernel does not have)
+    is still the user's to fix: raise it as the spec error it is, before saying that no GPU answered."""
+    from ..pipeline.build import check_offline
+
+    invalid = check_offline(spec)
+    if invalid:
+        problem = invalid[0].problems[0]
+        more = (f" (and {len(invalid) - 1} more INVALID case(s): driver-gemm plan lists them)"
+                if len(invalid) > 1 else "")
+        raise type(problem)(problem.message + more, where=problem.where, field=problem.field, hint=problem.hint)
 
 
 def _run_on_gpus(spec, args, options, finished):

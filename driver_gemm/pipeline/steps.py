@@ -94,6 +94,7 @@ def load(run: CaseRun) -> None:
                        attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
     run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
+    run.record.attributes["param_info"] = kernel.param_layout_check()
     run.kernel = kernel
 
 
@@ -154,7 +155,8 @@ def launch_verify(run: CaseRun) -> None:
     _reset_output(run)
     values = [buffers[a.name] if a.ctype == "ptr" else case_plan.argument_values[a.name]
               for a in kernel_spec.signature]
-    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature])
+    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature],
+                             offsets=run.kernel.param_offsets(len(values)))
     run.launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream)
     with ranges.annotate("checked launch", color="green"):
         run.launch()
