@@ -152,10 +152,10 @@ def test_sizes_whose_products_reach_2_to_the_31_are_noted_for_int32_kernels(tmp_
 
 
 def test_check_offline_finds_launch_mistakes_without_a_gpu_or_compiler(tmp_path, monkeypatch):
-    monkeypatch.setattr(build, "compile_source", lambda *a, **k: pytest.fail("check_offline must not compile"))
-    assert check_offline(seed_spec()) == []
+    monkeypatch.setattr(build, "compile_source", lambda *a, **k: pytest.fail("compile=False must not compile"))
+    assert check_offline(seed_spec(), compile=False) == []
     broken = load_spec(write(tmp_path, MINIMAL.replace("block: [BN / TN, BM / TM]", "block: [BN, BM]")))
-    refused = check_offline(broken)
+    refused = check_offline(broken, compile=False)
     assert len(refused) == 1 and "4096 threads per block" in str(refused[0].problems[0])
 
 

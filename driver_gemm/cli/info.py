@@ -11,11 +11,14 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from ..cuda.compile import nvrtc_version, supported_archs
+    from ..cuda.compile import nvrtc_version, nvrtc_warning, supported_archs
     from ..cuda.device import device_count, read_properties
 
     say(out.console, f"NVRTC {'.'.join(map(str, nvrtc_version()))}, real architectures "
                      f"{', '.join(f'sm_{a}' for a in supported_archs())}")
+    warning = nvrtc_warning()
+    if warning:
+        say(out.console, f"warning: {warning}")
     for ordinal in range(device_count()):
         props = read_properties(ordinal)
         say(out.console, f"GPU {ordinal}: {props.name} ({props.arch}, {props.sm_count} SMs, "

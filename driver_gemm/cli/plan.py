@@ -17,11 +17,15 @@ def add_parser(commands, **common) -> None:
     plan.add_argument("--shape", "-s", action="append", default=[])
     plan.add_argument("--sms", type=int, help="SM count for the waves column (default: the GPU's, or a "
                                               "typical part of the architecture)")
+    plan.add_argument("--sass", action="store_true",
+                      help="also count each kernel's instructions (FFMA, HMMA/HGMMA, LDS/LDG by width, STG, BAR) "
+                           "in its machine code; needs cuobjdump or nvdisasm")
     add_format_options(plan)
 
 
 def execute(args, out: Output) -> int:
-    from ..pipeline.plan_spec import plan_spec, plan_target
+    from ..cuda.compile import nvrtc_warning
+    from ..pipeline.plan_spec import instruction_mixes, plan_spec, plan_target
     from ..report.formats import plan_csv, plan_markdown
     from ..report.tables import print_plan, say
     from .main import EXIT_FAILED, EXIT_OK
@@ -35,6 +39,9 @@ def execute(args, out: Output) -> int:
     except UsageError as exc:
         raise UsageError(exc.message, field="--arch") from None
     exit_code = EXIT_OK
+    warning = nvrtc_warning()
+    if warning:
+        out.note(f"warning: {warning}", "yellow")
     for spec in specs:
         planned = plan_spec(spec, sm_count=args.sms, target=target)
         for error in planned.compile_errors:
@@ -47,8 +54,32 @@ def execute(args, out: Output) -> int:
             out.data(plan_csv(planned.plans))
         else:
             print_plan(planned.plans, title, out.console, planned.summary())
+        if args.sass:
+            out.data(sass_table(instruction_mixes(planned), out.format))
         if out.plain:
             out.note(f"{spec.name}: {planned.summary()}", None)
         if not planned.ok:
             exit_code = EXIT_FAILED
     return exit_code
+
+
+def sass_table(mixes: dict, format: str) -> str:
+    """The instruction mix per kernel as text: aligned columns (long labels shortened, with a legend), or
+    markdown / CSV with the full labels for those formats."""
+    from ..cuda.sass import MIX_COLUMNS
+    from ..report.labels import legend_lines, short_labels
+
+    names = short_labels(mixes, 16) if format not in ("markdown", "csv") else {label: label for label in mixes}
+    header = ["kernel", *MIX_COLUMNS]
+    rows = [[names[label], *(str(mix[column]) for column in MIX_COLUMNS)] if not isinstance(mix, str)
+            else [names[label], mix] for label, mix in mixes.items()]
+    if format == "csv":
+        return "\n".join(",".join(f'"{cell}"' if "," in cell else cell for cell in row)
+                         for row in [header, *rows]) + "\n"
+    if format == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
+    widths = [max(len(row[i]) for row in [header, *rows] if len(row) == len(header)) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(width) if i else cell.ljust(width)
+                       for i, (cell, width) in enumerate(zip(row, widths))).rstrip() for row in [header, *rows]]
+    return "\n".join(lines + list(legend_lines(names))) + "\n"

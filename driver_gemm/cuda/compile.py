@@ -11,6 +11,7 @@ and the compiler's message.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from cuda.bindings import nvrtc
 
 from . import cache
 from .check import check
+from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
+from .fatbin import cubin_bytes
 from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError
 
@@ -38,15 +41,57 @@ class Cubin:
     resources: Mapping[str, KernelResources]  # mangled symbol -> ptxas report
     log: str
     options: tuple[str, ...]
-    nvrtc_version: tuple[int, int]
+    nvrtc_version: tuple[int, int]            # the version of the compiler named by `origin`
     compile_seconds: float = 0.0
     from_cache: bool = field(default=False, compare=False)
+    origin: str = "nvrtc"                     # nvrtc, nvcc, or prebuilt (a binary the spec names)
+    image_format: str = "cubin"               # what `image` is, as cuModuleLoadData gets it: cubin, fatbin, ptx
+    ptx_params: Mapping[str, tuple[ParamSlot, ...]] = field(default_factory=dict)  # PTX only: symbol -> slots
 
     def symbol(self, instance: str) -> str:
         return self.lowered_names[instance]
 
     def resources_of(self, instance: str) -> KernelResources:
         return self.resources.get(self.symbol(instance), KernelResources())
+
+    @property
+    def resources_known(self) -> bool:
+        """False for PTX: the driver compiles it when loading, so its resources are known only then."""
+        return self.image_format != "ptx"
+
+    def kernel_image(self, instance: str) -> KernelImage | None:
+        """What the compiled image says about `instance` (parameters, resources); None for PTX."""
+        if self.image_format == "ptx":
+            return None
+        return _parsed(self.image, self.arch, self.origin).kernel(self.symbol(instance))
+
+    def param_slots(self, instance: str) -> tuple[ParamSlot, ...]:
+        """The (ordinal, offset, size) of each parameter of `instance`, read from the image, not the spec.
+
+        Raises `ImageError` when the image cannot be read."""
+        if self.image_format == "ptx":
+            return self.ptx_params[self.symbol(instance)]
+        return self.kernel_image(instance).params
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(image: bytes, arch: str, origin: str) -> CubinImage:
+    return read_cubin(cubin_bytes(image, arch, f"{origin} image"), f"{origin} image for {arch}")
+
+
+# NVRTC 13.0 addresses shared memory through 64-bit generic pointers where nvcc 13.0 uses 32-bit
+# shared-window ones (more registers, more address arithmetic); from 13.1 the two emit the same SASS.
+NVRTC_MATCHES_NVCC = (13, 1)
+
+
+def nvrtc_warning(version: tuple[int, int] | None = None) -> str | None:
+    """A one-line warning when the loaded NVRTC (or `version`) is older than 13.1; None otherwise."""
+    version = version or nvrtc_version()
+    if tuple(version) >= NVRTC_MATCHES_NVCC:
+        return None
+    return (f"NVRTC {version[0]}.{version[1]} addresses shared memory with 64-bit pointers where nvcc uses "
+            "32-bit ones, which makes kernels slower than nvcc's; install NVRTC 13.1 or newer "
+            "(nvidia-cuda-nvrtc) for code identical to nvcc's")
 
 
 def nvrtc_version() -> tuple[int, int]:
@@ -94,22 +139,23 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)
     version = nvrtc_version()
-    headers = _local_headers(source, include_dir) if include_dir else {}
+    headers = local_headers(source, include_dir) if include_dir else {}
     key = cache.key_for(source=source, name=name, headers=headers, instances=instances,
                         options=_portable(options, include_dir), arch=arch, nvrtc_version=version)
     if use_cache:
         cached = cache.load(key)
         if cached is not None:
-            restored = _from_cache(*cached)
+            restored = from_cache_header(*cached)
             if restored is not None:
                 return restored
     cubin = _compile(source, name, instances, arch, options, version, display_path or name)
     if use_cache:
-        cache.store(key, _cache_header(cubin), cubin.image)
+        cache.store(key, cache_header(cubin), cubin.image)
     return cubin
 
 
-def _cache_header(cubin: Cubin) -> dict:
+def cache_header(cubin: Cubin) -> dict:
+    """What the disk cache keeps beside a compiled image (see `from_cache_header`)."""
     return {
         "arch": cubin.arch,
         "lowered_names": dict(cubin.lowered_names),
@@ -118,17 +164,18 @@ def _cache_header(cubin: Cubin) -> dict:
         "options": list(cubin.options),
         "nvrtc_version": list(cubin.nvrtc_version),
         "compile_seconds": cubin.compile_seconds,
+        "origin": cubin.origin,
     }
 
 
-def _from_cache(header: dict, image: bytes) -> Cubin | None:
+def from_cache_header(header: dict, image: bytes) -> Cubin | None:
     """A cached entry back as a `Cubin`; None for an entry of another layout (it is then rewritten)."""
     try:
         return Cubin(image=image, arch=header["arch"], lowered_names=header["lowered_names"],
                      resources={name: KernelResources(**r) for name, r in header["resources"].items()},
                      log=header["log"], options=tuple(header["options"]),
                      nvrtc_version=tuple(header["nvrtc_version"]), compile_seconds=header["compile_seconds"],
-                     from_cache=True)
+                     from_cache=True, origin=header.get("origin", "nvrtc"))
     except (KeyError, TypeError, AttributeError):
         return None
 
@@ -170,14 +217,14 @@ def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, 
     return tuple(o for o in options if not o.startswith("--include-path=")) if include_dir else options
 
 
-def _local_headers(source: str, include_dir: Path, seen: dict[str, str] | None = None) -> dict[str, str]:
+def local_headers(source: str, include_dir: Path, seen: dict[str, str] | None = None) -> dict[str, str]:
     """The text of every ``#include "..."`` reachable from `source` in `include_dir` (they change the binary)."""
     seen = {} if seen is None else seen
     for header in _INCLUDE.findall(source):
         candidate = include_dir / header
         if header not in seen and candidate.is_file():
             seen[header] = candidate.read_text()
-            _local_headers(seen[header], candidate.parent, seen)
+            local_headers(seen[header], candidate.parent, seen)
     return seen
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple
 
 from ..errors import ImageError
-from .compile import KernelResources
+from .resources import KernelResources
 
 ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190

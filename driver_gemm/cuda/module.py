@@ -1,4 +1,10 @@
-"""Step 3b of the data flow: a CUBIN loaded into our context, and its kernels with their attributes."""
+"""Step 3b of the data flow: a compiled image loaded into our context, and its kernels with their attributes.
+
+The image is what `compile.Cubin` holds: NVRTC's or nvcc's CUBIN, or a
+prebuilt CUBIN, fatbin or PTX as the spec's file has it. Each kernel knows
+its parameter layout from the image (the offsets its arguments are packed
+at) and can cross-check it with the driver's ``cuFuncGetParamInfo``.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ from dataclasses import dataclass
 
 from .check import check
 from .compile import Cubin
+from .cubin import ParamSlot
 from .device import Device, Owned, releaser
 from .resources import KernelResources
-from ..errors import ConfigError
+from ..errors import ConfigError, CudaError, ImageError
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,13 @@ class Module(Owned):
     def __init__(self, device: Device, cubin: Cubin):
         driver = device.driver
         self.cubin = cubin
-        self.handle = check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData")
+        try:
+            self.handle = check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData")
+        except CudaError as exc:
+            if cubin.image_format != "ptx":
+                raise
+            raise CudaError(exc.call, exc.name, f"{exc.description}; {ptx_load_advice(cubin.image)}",
+                            exc.code) from None
         super().__init__(device, releaser(device, driver.cuModuleUnload, self.handle, "cuModuleUnload"))
         self._kernels: dict[str, Kernel] = {}
 
@@ -64,6 +77,43 @@ class Kernel:
         self.instance = instance
         self.resources = resources
         self.attributes = self._read_attributes()
+
+    def image_params(self) -> tuple[ParamSlot, ...] | None:
+        """The parameter layout the image declares; None when it cannot be read."""
+        try:
+            return self.module.cubin.param_slots(self.instance)
+        except (ImageError, KeyError):
+            return None
+
+    def param_offsets(self, count: int) -> list[int] | None:
+        """Where the image puts each of `count` arguments (an over-aligned tensor map is not where the C ABI
+        would put it); None when the image's layout is unknown or has another count (the plan says why)."""
+        slots = self.image_params()
+        if slots is None or len(slots) != count:
+            return None
+        return [slot.offset for slot in sorted(slots, key=lambda slot: slot.ordinal)]
+
+    def param_layout_check(self) -> str:
+        """The driver's parameter layout (cuFuncGetParamInfo) against the image's, in words; never raises.
+
+        ``"agrees"`` when both list the same offsets and sizes; otherwise what
+        differs, or why the driver could not be asked (an older driver).
+        """
+        from .signature import param_slots_from_function
+
+        try:
+            driver_slots = param_slots_from_function(self.handle)
+        except CudaError as exc:
+            return f"not checked: cuFuncGetParamInfo failed ({exc.name})"
+        except AttributeError:
+            return "not checked: these bindings have no cuFuncGetParamInfo"
+        image_slots = self.image_params()
+        if image_slots is None:
+            return f"image unreadable; driver: {[tuple(slot) for slot in driver_slots]}"
+        if tuple(driver_slots) == tuple(image_slots):
+            return "agrees"
+        return (f"disagrees: image {[tuple(slot) for slot in image_slots]}, "
+                f"driver {[tuple(slot) for slot in driver_slots]} (ordinal, offset, size)")
 
     def _read_attributes(self) -> FunctionAttributes:
         driver = self.device.driver
@@ -133,6 +183,16 @@ class Kernel:
         """The driver's occupancy figure, to cross-check our own calculation."""
         return int(check(self.device.driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
             self.handle, threads_per_block, dynamic_shared_bytes), "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+
+
+def ptx_load_advice(ptx: bytes) -> str:
+    """Why a driver may refuse PTX, with the PTX's own ISA version and target to compare against."""
+    from .prebuilt import ptx_target
+
+    version, target = ptx_target(ptx)
+    return (f"this PTX is ISA {version or '?'} for {target or '?'}; a driver JIT-compiles only PTX up to its own "
+            "ISA (a CUDA 13.0 driver: ISA 9.0), so PTX from a newer compiler does not load: rebuild it with "
+            "an older toolkit or ship a CUBIN (-cubin -arch=sm_XX) instead")
 
 
 def load_kernel(device: Device, source, instance: str, *, options=(), arch: str | None = None) -> Kernel:

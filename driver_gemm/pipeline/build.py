@@ -3,9 +3,12 @@
 `plan_cases` evaluates every case's launch (no compiler output needed) and,
 once `compile_spec` has built what can run, completes each plan with its
 kernel's resources. `refused_everywhere` names the kernels no shape can
-launch: they are never compiled. `check_offline` is the same launch check for
-a machine without a GPU, so that a spec's mistakes are reported before a GPU
-is asked for.
+launch: they are never compiled. A kernel is compiled by NVRTC (the default)
+or nvcc, or read from the prebuilt binary the spec names; whatever built it,
+`complete_plan` checks the spec's signature against the parameters the image
+really has before anything is launched. `check_offline` is the same launch
+check for a machine without a GPU, so that a spec's mistakes are reported
+before a GPU is asked for.
 """
 
 from __future__ import annotations
@@ -15,8 +18,12 @@ import dataclasses
 import os
 
 from ..cuda.compile import Cubin, compile_source
+from ..cuda.cubin import KernelImage
+from ..cuda.nvcc import compile_with_nvcc
 from ..cuda.occupancy import ArchLimits, arch_limits
-from ..errors import CompileError
+from ..cuda.prebuilt import load_binary
+from ..cuda.signature import check_kernel_signature
+from ..errors import CompileError, ImageError, SpecError
 from ..spec.model import KernelSpec, Spec
 from .cases import Case, cases_of
 from .plan import CasePlan, plan_launch, with_resources
@@ -46,14 +53,82 @@ def refused_everywhere(spec: Spec, limits: ArchLimits,
             if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes)}
 
 
-def check_offline(spec: Spec, arch: str = "sm_90") -> list[CasePlan]:
-    """The launch plans of `spec` for `arch`'s published limits that fail a check: no GPU, no compiler.
+def check_offline(spec: Spec, arch: str = "sm_90", *, compile: bool = True) -> list[CasePlan]:
+    """The plans of `spec` for `arch`'s published limits that fail a check: no GPU needed.
 
-    For ``driver-gemm run`` to call before it asks for a GPU, so that a spec
-    whose launches cannot work is reported as such on any machine. An empty
-    list means every case passes the checks that need neither.
+    For ``driver-gemm run`` to call when no GPU answers, so that a spec whose
+    launches cannot work is reported as such on any machine. With `compile`
+    the kernels are built (NVRTC needs no GPU) and each plan completed with
+    its kernel's resources and signature check; a source that does not
+    compile is left to the run that reports it. An empty list means every
+    case passes the checks that can be made here.
     """
-    return [plan for plan in launch_plans(spec, arch_limits(arch)).values() if not plan.valid]
+    limits = arch_limits(arch)
+    plans = launch_plans(spec, limits)
+    if compile:
+        compiled = compile_spec(spec, arch, skip=refused_everywhere(spec, limits, plans))
+        plans = {key: complete_plan(plan, compiled.get(plan.kernel.label), limits)
+                 for key, plan in plans.items()}
+    return [plan for plan in plans.values() if not plan.valid]
+
+
+def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError | None:
+    """What is wrong with `kernel`'s signature against the image `built` holds; None when they agree.
+
+    A `SpecError` at the signature's file:line for a mismatch (count, sizes,
+    and the types a C++ symbol's mangling gives); an `ImageError` when the
+    image's parameters cannot be read (the check is then not made).
+    """
+    symbol = built.symbol(kernel.instance)
+    try:
+        slots = built.param_slots(kernel.instance)
+    except ImageError as exc:
+        return exc
+    image = KernelImage(name=symbol, params=slots, param_bytes=sum(slot.size for slot in slots), registers=0)
+    try:
+        check_kernel_signature(kernel, image)
+    except SpecError as exc:
+        return exc
+    return None
+
+
+def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: ArchLimits,
+                  sm_count: int | None = None) -> CasePlan:
+    """`plan` with what the built image says: its resources and occupancy, and its signature checked.
+
+    A plan whose kernel did not build is returned as it is. For PTX the
+    resources are unknown until the driver compiles it at load: the plan
+    says so in its notes. A signature that disagrees with the image makes
+    the plan invalid (its cases INVALID, never launched).
+    """
+    if not isinstance(built, Cubin):
+        return plan
+    kernel = plan.kernel
+    if built.resources_known:
+        plan = with_resources(plan, built.resources_of(kernel.instance), limits, sm_count)
+    else:
+        plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
+                                                             "once the driver has compiled it at load"])
+    problem = signature_error(kernel, built)
+    if isinstance(problem, SpecError):
+        plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
+    elif problem is not None:
+        plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
+    return plan
+
+
+def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
+    """One program: kernels sharing a source (or binary), compiler, options and target, built together."""
+    first = kernels[0]
+    instances = [kernel.instance for kernel in kernels]
+    if first.binary is not None:
+        try:
+            return load_binary(first.binary, instances, target)
+        except ImageError as exc:   # recorded against the kernel's cases, as a compile error is
+            raise CompileError(str(exc)) from None
+    if first.compiler == "nvcc":
+        return compile_with_nvcc(first.source, instances, target, first.options)
+    return compile_source(first.source, instances, target, first.options)
 
 
 def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] = frozenset()) -> Compiled:
@@ -71,20 +146,22 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] 
     jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
     groups: dict[tuple, list[KernelSpec]] = {}
     for kernel in (k for k in spec.kernels if k.label not in skip):
-        groups.setdefault((kernel.source, kernel.options, kernel.target(arch)), []).append(kernel)
+        key = (kernel.source, kernel.options, kernel.target(arch), kernel.compiler, kernel.binary)
+        groups.setdefault(key, []).append(kernel)
     programs = []
-    for (source, options, target), kernels in groups.items():
-        count = min(jobs, len(kernels))
-        programs.extend((source, options, target, kernels[part::count]) for part in range(count))
+    for key, kernels in groups.items():
+        # A binary is read once; nvcc and NVRTC programs are shared out over the jobs.
+        count = 1 if key[-1] is not None else min(jobs, len(kernels))
+        programs.extend((key[2], kernels[part::count]) for part in range(count))
     compiled: Compiled = {}
 
-    def compile_program(source, options, target, kernels) -> None:
+    def compile_program(target, kernels) -> None:
         try:
-            cubin: Cubin | CompileError = compile_source(source, [k.instance for k in kernels], target, options)
+            cubin: Cubin | CompileError = build_kernels(kernels, target)
         except CompileError as exc:
             if len(kernels) > 1:
                 for kernel in kernels:
-                    compile_program(source, options, target, [kernel])
+                    compile_program(target, [kernel])
                 return
             cubin = exc
         for kernel in kernels:
@@ -117,10 +194,7 @@ def plan_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None =
     planned = []
     for case in cases:
         if case.kernel is not None:
-            plan = plans[case.key]
-            cubin = compiled.get(case.kernel.label)
-            if isinstance(cubin, Cubin):
-                plan = with_resources(plan, cubin.resources_of(case.kernel.instance), limits, sm_count)
+            plan = complete_plan(plans[case.key], compiled.get(case.kernel.label), limits, sm_count)
             case = dataclasses.replace(case, plan=plan)
         planned.append(case)
     return planned, compiled

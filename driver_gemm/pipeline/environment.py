@@ -9,7 +9,7 @@ from importlib import metadata
 import numpy as np
 
 from ..version import __version__
-from ..cuda.compile import nvrtc_version
+from ..cuda.compile import nvrtc_version, nvrtc_warning
 
 
 def _package_version(package: str) -> str | None:
@@ -30,6 +30,9 @@ def environment(props=None) -> dict:
         "python": platform.python_version(),
         "host": platform.node(),
     }
+    warning = nvrtc_warning()
+    if warning:
+        out["nvrtc_warning"] = warning
     if props is not None:
         out["device"] = props.as_dict()
         out["driver_version"] = props.driver_version

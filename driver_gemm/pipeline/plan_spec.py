@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..cuda.compile import normalise_arch
+from ..cuda.compile import Cubin, normalise_arch
+from ..cuda.fatbin import cubin_bytes
+from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, NoGpuError, UsageError
 from ..spec.model import Spec
-from .build import compile_spec, refused_everywhere
-from .plan import CasePlan, plan_case
+from .build import Compiled, compile_spec, complete_plan, refused_everywhere
+from .plan import CasePlan, plan_launch
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class SpecPlan:
     sm_count: int
     plans: list[CasePlan] = field(default_factory=list)
     compile_errors: list[CompileError] = field(default_factory=list)
+    compiled: Compiled = field(default_factory=dict, repr=False)
 
     @property
     def valid_count(self) -> int:
@@ -91,6 +94,7 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
     limits = target.limits
     result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
     compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits))
+    result.compiled = compiled
     seen: set[int] = set()
     for kernel in spec.kernels:
         cubin = compiled.get(kernel.label)
@@ -99,7 +103,29 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
                 seen.add(id(cubin))
                 result.compile_errors.append(cubin)
             continue
-        resources = cubin.resources_of(kernel.instance) if cubin is not None else None
-        result.plans.extend(plan_case(kernel, shape, limits, resources, dict(spec.scalars), sm_count)
+        result.plans.extend(complete_plan(plan_launch(kernel, shape, limits, dict(spec.scalars)), cubin, limits,
+                                          sm_count)
                             for shape in spec.shapes)
     return result
+
+
+def instruction_mixes(planned: SpecPlan) -> dict[str, InstructionMix | str]:
+    """Each compiled kernel's instruction mix (`cuda.sass`), by kernel label; a string says why there is none.
+
+    Needs cuobjdump or nvdisasm (`ToolMissingError` otherwise). Each image is
+    disassembled once, however many kernels it holds.
+    """
+    by_image: dict[int, dict[str, InstructionMix]] = {}
+    out: dict[str, InstructionMix | str] = {}
+    for kernel in planned.spec.kernels:
+        built = planned.compiled.get(kernel.label)
+        if not isinstance(built, Cubin):
+            out[kernel.label] = "not compiled"
+            continue
+        if not built.resources_known:
+            out[kernel.label] = "PTX: no machine code until the driver compiles it"
+            continue
+        if id(built) not in by_image:
+            by_image[id(built)] = instruction_mix(cubin_bytes(built.image, built.arch))
+        out[kernel.label] = by_image[id(built)].get(built.symbol(kernel.instance), "not in the disassembly")
+    return out

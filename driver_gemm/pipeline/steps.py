@@ -18,10 +18,9 @@ import numpy as np
 
 from ..cuda import nvtx as ranges
 from ..cuda.compile import Cubin
-from ..cuda.launch import PackedArguments, PreparedLaunch
 from ..cuda.module import Kernel
 from ..cuda.occupancy import occupancy
-from ..errors import CompileError, ConfigError
+from ..errors import CompileError
 from ..measure.inputs import Inputs, case_seed, make_inputs
 from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
                                  uses_cpu_reference)
@@ -32,6 +31,7 @@ from ..spec.model import Spec
 from ..status import Status
 from .cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
+from .bind import build_launch
 from .session import Session
 from . import typed_steps
 
@@ -97,6 +97,7 @@ def load(run: CaseRun) -> None:
                        attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
     run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
+    run.record.attributes["param_info"] = kernel.param_layout_check()
     run.kernel = kernel
     _load_cluster(run)
 
@@ -170,35 +171,11 @@ def launch_verify(run: CaseRun) -> None:
     """Bind the arguments from the kernel's signature, launch once, and compare C with the reference."""
     session, kernel_spec = run.session, run.case.kernel
     _reset_output(run)
-    run.launch = build_launch(run)
+    run.launch = build_launch(run, session.buffers_for(run.case.shape))
     with ranges.annotate("checked launch", color="green"):
         run.launch()
         session.stream.synchronize()
     _check_output(run, kernel_spec.precision)
-
-
-def build_launch(run: CaseRun) -> PreparedLaunch:
-    """The case's launch with everything bound: arguments packed from the signature (pointers to the
-    session's buffers, scalars from the plan, tensor maps encoded from the buffers they describe) and the
-    launch attributes (a cluster, PDL: cuLaunchKernelEx)."""
-    session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    buffers = session.buffers_for(run.case.shape)
-    values = []
-    for argument in kernel_spec.signature:
-        if argument.ctype == "ptr":
-            values.append(buffers[argument.name])
-        elif argument.tensor_map is not None:
-            buffer = buffers[argument.tensor_map.tensor]
-            tensor_map = case_plan.tensor_maps[argument.name]
-            misplaced = tensor_map.problems(buffer.address)
-            if misplaced:
-                raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
-                                  field=f"{kernel_spec.field_path}.signature")
-            values.append(tensor_map.encode(session.device.driver, buffer.address))
-        else:
-            values.append(case_plan.argument_values[argument.name])
-    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature])
-    return PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
 
 
 def diagnose(run: CaseRun) -> None:

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cuda import nvtx as ranges
-from ..cuda.launch import PackedArguments, PreparedLaunch
 from ..measure import dtypes
 from ..measure.cublaslt import CublasLtUnsupported
 from ..measure.dtypes import GemmTypes
@@ -37,6 +36,7 @@ from ..measure.reference import CPU_REFERENCE
 from ..measure.verify import Verdict, compare_typed
 from ..spec.model import VerifySettings
 from ..status import Status
+from .bind import build_launch
 
 # Above verify.cpu_reference_max_gflop, outputs of 16 bits or fewer are checked against a float32 product of
 # the (exact) inputs: its error is far below their tolerance, and it takes half the time of float64.
@@ -129,13 +129,9 @@ def check_output(run) -> Verdict:
 
 def launch_verify(run) -> None:
     """Bind the kernel's arguments (buffers, sizes, leading dimensions, strides), launch once, and check C."""
-    session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
+    session = run.session
     _reset_output(run)
-    buffers = session.typed_buffers
-    values = [buffers[a.name] if a.ctype == "ptr" else case_plan.argument_values[a.name]
-              for a in kernel_spec.signature]
-    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature])
-    run.launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream)
+    run.launch = build_launch(run, session.typed_buffers)
     with ranges.annotate("checked launch", color="green"):
         run.launch()
         session.stream.synchronize()

@@ -30,8 +30,11 @@ from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
-KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
-               "tile", "require", "options", "precision", "arch", "scalars") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
+KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "block", "grid", "shared_bytes",
+               "signature", "tile", "require", "options", "precision", "arch", "scalars") + OPERAND_KEYS \
+    + LAUNCH_ATTRIBUTE_KEYS
+BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
+COMPILERS = ("nvrtc", "nvcc")
 ARGUMENT_TYPES = tuple(C_TYPES)
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {"ceil", "floor", "min", "max"}
@@ -48,12 +51,15 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
         raise context.error(f"a kernel is a mapping with at least source, function, block and grid, "
                             f"got {kind_name(node)}", parent, index, dotted)
     check_keys(context, node, KERNEL_KEYS, dotted)
-    for required in ("source", "function", "block", "grid"):
+    if "source" not in node and "binary" not in node:
+        raise context.error("missing required field 'source' (or 'binary' for a prebuilt kernel)", node, None,
+                            dotted)
+    for required in ("function", "block", "grid"):
         if required not in node:
             raise context.error(f"missing required field '{required}'", node, None, dotted)
     name, function = _identity(context, node, dotted)
     dotted = f"kernels[{name}]"
-    source = _source(context, node, dotted)
+    source, binary, compiler = _code(context, node, dotted)
     param_names, sweep = _params(context, node, dotted, function)
     block, grid, shared, tile = _launch(context, node, dotted)
     require = _require(context, node, dotted)
@@ -75,9 +81,9 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     field_lines = _field_lines(node)
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
-                       require=require, options=options, precision=precision, arch=arch, operands=operands,
-                       launch_attributes=launch_attributes, where=context.where(parent, index), field_path=dotted,
-                       field_lines=field_lines)
+                       require=require, options=options, precision=precision, arch=arch, compiler=compiler,
+                       binary=binary, operands=operands, launch_attributes=launch_attributes,
+                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines)
             for combo in itertools.product(*sweep)]
 
 
@@ -147,28 +153,54 @@ def project_root(folder: Path) -> Path:
     return folder
 
 
-def _source(context: Context, node: dict, dotted: str) -> Path:
-    text = read_text(context, node, "source", f"{dotted}.source")
-    field_path = f"{dotted}.source"
+def _code(context: Context, node: dict, dotted: str) -> tuple[Path, Path | None, str]:
+    """The kernel's code: a ``source`` and the ``compiler`` that builds it, or a prebuilt ``binary``.
+
+    A binary obeys the same containment rules as a source; its suffix says
+    what it is (CUBIN, fatbin or PTX), and it is loaded as it is, so neither a
+    compiler nor compiler options go with it.
+    """
+    compiler = node.get("compiler", "nvrtc")
+    if compiler not in COMPILERS:
+        raise context.error(f"compiler is {' or '.join(COMPILERS)}, got {kind_name(compiler)}", node, "compiler",
+                            f"{dotted}.compiler", hint="nvcc must be installed to use it")
+    if "binary" not in node:
+        return _source(context, node, dotted), None, compiler
+    if "source" in node:
+        raise context.error("give either source (compiled here) or binary (prebuilt), not both", node, "binary",
+                            f"{dotted}.binary")
+    for key in ("compiler", "options"):
+        if key in node:
+            raise context.error(f"a prebuilt binary is not compiled here: {key} does not apply", node, key,
+                                f"{dotted}.{key}")
+    binary = _source(context, node, dotted, "binary", BINARY_SUFFIXES)
+    return binary, binary, compiler
+
+
+def _source(context: Context, node: dict, dotted: str, key: str = "source",
+            suffixes: tuple[str, ...] = SOURCE_SUFFIXES) -> Path:
+    text = read_text(context, node, key, f"{dotted}.{key}")
+    field_path = f"{dotted}.{key}"
+    noun = "kernel source" if key == "source" else "kernel binary"
     written = Path(text)
     if written.is_absolute() and not context.allow_outside_sources:
-        raise context.error(f"an absolute source path ({text}) needs the user's leave", node, "source", field_path,
+        raise context.error(f"an absolute source path ({text}) needs the user's leave", node, key, field_path,
                             hint="write it relative to the spec, or pass --allow-outside-sources "
                                  "(allow_outside_sources=True)")
     source = (context.base_dir / written).resolve()
     if not context.allow_outside_sources:
         root = project_root(context.base_dir)
         if not source.is_relative_to(root):
-            raise context.error(f"kernel source {text} leaves the spec's project ({root})", node, "source",
+            raise context.error(f"{noun} {text} leaves the spec's project ({root})", node, key,
                                 field_path, hint="keep kernels beside the spec, or pass --allow-outside-sources "
                                                  "(allow_outside_sources=True)")
-    if written.suffix not in SOURCE_SUFFIXES or source.suffix not in SOURCE_SUFFIXES:
-        raise context.error(f"a kernel source ends in {', '.join(SOURCE_SUFFIXES)}; got {text}", node, "source",
+    if written.suffix not in suffixes or source.suffix not in suffixes:
+        raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {text}", node, key,
                             field_path)
     if not source.exists():
-        raise context.error(f"kernel source {source} does not exist", node, "source", field_path)
+        raise context.error(f"{noun} {source} does not exist", node, key, field_path)
     if not source.is_file():
-        raise context.error(f"kernel source {source} is not a regular file", node, "source", field_path)
+        raise context.error(f"{noun} {source} is not a regular file", node, key, field_path)
     return source
 
 

@@ -143,6 +143,8 @@ class KernelSpec:
     arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
     launch_attributes: LaunchAttributeSpec | None = None   # cluster, PDL: launched with cuLaunchKernelEx
     operands: OperandSpec | None = None   # typed kernels (types, layout, ld, batch, scales); None: FP32, tight NN
+    compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
+    binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)

@@ -1,0 +1,139 @@
+"""Step 2 with nvcc instead of NVRTC, for a kernel whose spec says ``compiler: nvcc``.
+
+nvcc has no name expressions, so the template instances are asked for by a
+small wrapper translation unit: it includes the kernel source and takes the
+address of each instance, which makes the front end instantiate it for the
+device. The wrapper is compiled with ``-cubin -arch=<target> -O3`` plus the
+kernel's options and ``-Xptxas -v``; the mangled name of each instance is
+then found in the CUBIN (`mangling.find_symbol`) and ptxas's report parsed
+as for NVRTC. Results share the disk cache, under a key that names nvcc and
+its version.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable
+
+from . import cache
+from .compile import BASE_OPTIONS, Cubin, cache_header, from_cache_header, local_headers, normalise_arch
+from .cubin import read_cubin
+from .mangling import find_symbol
+from .resources import parse_ptxas_report
+from ..errors import CompileError, ImageError, ToolMissingError
+
+NVCC_OPTIONS = ("-O3", *BASE_OPTIONS)
+_VERSION = re.compile(r"release (\d+)\.(\d+)")
+NVCC_TIMEOUT_S = 600
+
+
+def find_nvcc() -> Path | None:
+    """nvcc from ``$CUDA_HOME``/``$CUDA_PATH``, then PATH, then ``/usr/local/cuda``; None when absent."""
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(variable)
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return Path(root) / "bin" / "nvcc"
+    found = shutil.which("nvcc")
+    if found:
+        return Path(found)
+    fallback = Path("/usr/local/cuda/bin/nvcc")
+    return fallback if fallback.is_file() else None
+
+
+def require_nvcc() -> Path:
+    """nvcc's path, or `ToolMissingError` saying where it was looked for."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise ToolMissingError("compiler: nvcc needs nvcc, which is not installed here (looked in $CUDA_HOME/bin, "
+                               "$CUDA_PATH/bin, PATH and /usr/local/cuda/bin); install the CUDA toolkit or drop "
+                               "'compiler: nvcc' to build with NVRTC")
+    return nvcc
+
+
+@functools.lru_cache(maxsize=4)
+def nvcc_version(nvcc: Path | None = None) -> tuple[int, int]:
+    """(major, minor) of nvcc, from ``nvcc --version``."""
+    nvcc = nvcc or require_nvcc()
+    output = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60).stdout
+    match = _VERSION.search(output)
+    if not match:
+        raise ToolMissingError(f"{nvcc} --version does not say its release: {output.strip()[-200:]!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def wrapper_source(source_path: Path, instances: Iterable[str]) -> str:
+    """The translation unit nvcc compiles: the kernel source, and one address taken per template instance."""
+    lines = [f'#include "{source_path.name}"']
+    templated = [instance for instance in instances if "<" in instance]
+    if templated:
+        lines.append("static void* const driver_gemm_instances[] = {")
+        lines.extend(f"    (void*)&{instance}," for instance in templated)
+        lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
+                      extra_options: Iterable[str] = (), *, use_cache: bool = True) -> Cubin:
+    """Compile the kernel source at `path` with nvcc for `arch`, instantiating every name in `instances`.
+
+    The result is a `Cubin` like NVRTC's (``origin`` is ``"nvcc"``), cached
+    under a key made of the source and its headers, the instances, the
+    options, the architecture and nvcc's version. `ToolMissingError` when
+    nvcc is absent; `CompileError` with nvcc's diagnostics when it fails.
+    """
+    path = Path(path)
+    arch = normalise_arch(arch)
+    instances = tuple(dict.fromkeys(instances))
+    nvcc = require_nvcc()
+    version = nvcc_version(nvcc)
+    try:
+        source = path.read_text()
+    except OSError as exc:
+        raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
+    key = cache.key_for(source=source, name=path.name, headers=local_headers(source, path.resolve().parent),
+                        instances=instances, options=("nvcc", *options), arch=arch, nvrtc_version=version)
+    if use_cache:
+        cached = cache.load(key)
+        restored = from_cache_header(*cached) if cached is not None else None
+        if restored is not None:
+            return restored
+    cubin = _compile(nvcc, path, instances, arch, options, version)
+    if use_cache:
+        cache.store(key, cache_header(cubin), cubin.image)
+    return cubin
+
+
+def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="driver-gemm-nvcc-") as folder:
+        wrapper = Path(folder) / "instances.cu"
+        output = Path(folder) / "kernel.cubin"
+        wrapper.write_text(wrapper_source(path, instances))
+        command = [str(nvcc), "-cubin", *options, f"-I{path.resolve().parent}", "-o", str(output), str(wrapper)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"{path}: nvcc ran past {NVCC_TIMEOUT_S} s", options=tuple(options)) from None
+        log = done.stdout + done.stderr
+        if done.returncode != 0:
+            shown = "\n  ".join(log.strip().splitlines()[-20:])
+            raise CompileError(f"{path}: nvcc failed (exit status {done.returncode})\n  {shown}\n"
+                               f"  options: {' '.join(options)}", log=log, options=tuple(options))
+        image = output.read_bytes()
+    parsed = read_cubin(image, f"nvcc build of {path}")
+    lowered = {}
+    for instance in instances:
+        try:
+            lowered[instance] = find_symbol(instance, parsed.kernels, f"nvcc build of {path}")
+        except ImageError as exc:   # the instance is not in what nvcc built
+            raise CompileError(str(exc), log=log, options=tuple(options)) from None
+    return Cubin(image, arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
+                 time.perf_counter() - started, origin="nvcc")
