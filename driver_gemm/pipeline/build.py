@@ -18,7 +18,7 @@ from ..cuda.compile import Cubin, compile_source
 from ..cuda.occupancy import ArchLimits, arch_limits
 from ..errors import CompileError
 from ..spec.model import KernelSpec, Spec
-from .cases import Case, cases_of
+from .cases import Case, cases_of, kernels_of, kernels_on
 from .plan import CasePlan, plan_launch, with_resources
 
 Compiled = dict[str, "Cubin | CompileError"]
@@ -28,7 +28,7 @@ def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePl
     """Every kernel's launch plan on every shape, keyed by (kernel label, shape label); no compiler output needed."""
     scalars = dict(spec.scalars)
     return {(kernel.label, shape.label): plan_launch(kernel, shape, limits, scalars)
-            for shape in spec.shapes for kernel in spec.kernels}
+            for shape in spec.shapes for kernel in kernels_on(spec, shape)}
 
 
 def refused_everywhere(spec: Spec, limits: ArchLimits,
@@ -42,8 +42,9 @@ def refused_everywhere(spec: Spec, limits: ArchLimits,
     those of `launch_plans`, when already made.
     """
     plans = launch_plans(spec, limits) if plans is None else plans
-    return {kernel.label for kernel in spec.kernels
-            if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes)}
+    return {kernel.label for kernel in kernels_of(spec)
+            if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes
+                       if (kernel.label, shape.label) in plans)}
 
 
 def check_offline(spec: Spec, arch: str = "sm_90") -> list[CasePlan]:
@@ -70,7 +71,7 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] 
     """
     jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
     groups: dict[tuple, list[KernelSpec]] = {}
-    for kernel in (k for k in spec.kernels if k.label not in skip):
+    for kernel in (k for k in kernels_of(spec) if k.label not in skip):
         groups.setdefault((kernel.source, kernel.options, kernel.target(arch)), []).append(kernel)
     programs = []
     for (source, options, target), kernels in groups.items():

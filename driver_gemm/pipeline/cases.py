@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..results.records import CaseResult
 from ..spec.model import KernelSpec, Shape, Spec
 from ..status import BASELINE_LABELS, Status
+from ..spec.dispatch import select_kernel
 from .plan import CasePlan
 
 # The message of a case that a run gave up on before reaching it; a resumed run runs it again.
@@ -30,6 +31,7 @@ class Case:
     shape: Shape
     precision: str = "fp32"
     plan: CasePlan | None = None
+    dispatch: dict | None = None     # for a kernel whose params a dispatch table chose: which entry, by which rule
 
     @property
     def label(self) -> str:
@@ -57,8 +59,32 @@ def cases_of(spec: Spec) -> list[Case]:
             for precision in precisions:
                 out.append(Case(len(out), None, shape, precision))
         for kernel in spec.kernels:
-            out.append(Case(len(out), kernel, shape, kernel.precision))
+            kernel, chosen = dispatched(spec, kernel, shape)
+            out.append(Case(len(out), kernel, shape, kernel.precision, dispatch=chosen))
     return out
+
+
+def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, dict | None]:
+    """`kernel` with the params the spec's ``dispatch:`` table picks for `shape`, and which entry it picked.
+
+    A kernel without a table is returned as it is, with None.
+    """
+    table = spec.dispatch.get(kernel.name)
+    if table is None:
+        return kernel, None
+    index, rule = table.choose(shape)
+    entry = table.entries[index]
+    return select_kernel(kernel, table, shape), {"entry": index, "shape": entry.shape.label, "rule": rule}
+
+
+def kernels_on(spec: Spec, shape: Shape) -> list[KernelSpec]:
+    """The kernel configurations that run on `shape` (a dispatched kernel's as its table picks them)."""
+    return [dispatched(spec, kernel, shape)[0] for kernel in spec.kernels]
+
+
+def kernels_of(spec: Spec) -> list[KernelSpec]:
+    """Every kernel configuration that runs on some shape of `spec`, once each, in order."""
+    return list({kernel.label: kernel for shape in spec.shapes for kernel in kernels_on(spec, shape)}.values())
 
 
 def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
@@ -69,7 +95,7 @@ def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
     kernel = case.kernel
     return CaseResult(kernel=kernel.label, name=kernel.name, shape=case.shape, status=status, message=message,
                       params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source),
-                      precision=kernel.precision)
+                      precision=kernel.precision, dispatch=case.dispatch)
 
 
 def not_run_record(case: Case, reason: str) -> CaseResult:

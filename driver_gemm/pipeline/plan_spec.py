@@ -15,6 +15,7 @@ from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_
 from ..errors import CompileError, NoGpuError, UsageError
 from ..spec.model import Spec
 from .build import compile_spec, refused_everywhere
+from .cases import kernels_of, kernels_on
 from .plan import CasePlan, plan_case
 
 
@@ -92,7 +93,8 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
     result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
     compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits))
     seen: set[int] = set()
-    for kernel in spec.kernels:
+    runs_on = {shape: {k.label for k in kernels_on(spec, shape)} for shape in spec.shapes}
+    for kernel in kernels_of(spec):
         cubin = compiled.get(kernel.label)
         if isinstance(cubin, CompileError):
             if id(cubin) not in seen:   # one error per failed program, not per template instance
@@ -101,5 +103,5 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
             continue
         resources = cubin.resources_of(kernel.instance) if cubin is not None else None
         result.plans.extend(plan_case(kernel, shape, limits, resources, dict(spec.scalars), sm_count)
-                            for shape in spec.shapes)
+                            for shape in spec.shapes if kernel.label in runs_on[shape])
     return result

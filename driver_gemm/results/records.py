@@ -48,6 +48,8 @@ class CaseResult:
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict | None = None       # seconds spent in each step of the case's pipeline
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
+    dispatch: dict | None = None     # the dispatch entry that chose the params: {entry, shape, rule}
+    profile: dict | None = None      # Nsight Compute's counters for one launch (run --profile)
 
     @property
     def ok(self) -> bool:

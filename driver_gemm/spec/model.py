@@ -162,6 +162,7 @@ class Spec:
     verify: VerifySettings = VerifySettings()
     baseline: bool = True
     scalars: Mapping[str, float] = field(default_factory=lambda: {"alpha": 1.0, "beta": 0.0})
+    dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
 
     @property
     def file_stem(self) -> str:
