@@ -20,14 +20,14 @@ from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from ..status import BASELINE_LABELS
 from .archs import KNOWN_ARCHS, is_known_arch
-from .fields import Context, check_keys, check_number, kind_name, read_text
+from .fields import Context, check_keys, check_number, kind_name, read_number, read_text
 from ..bundled import PACKAGE_DATA_DIR
 from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
 from .model import PRECISIONS, Argument, KernelSpec, is_safe_name
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "function", "params", "block", "grid", "shared_bytes", "signature",
-               "tile", "require", "options", "precision", "arch")
+               "tile", "require", "options", "precision", "arch", "min_pct")
 ARGUMENT_TYPES = tuple(C_TYPES)
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {"ceil", "floor", "min", "max"}
@@ -64,11 +64,21 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
         raise context.error(f"the parameter sweep expands to {count:,} kernels, more than the limit of "
                             f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
     field_lines = _field_lines(node)
+    min_pct = _min_pct(context, node, dotted)
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
                        require=require, options=options, precision=precision, arch=arch,
-                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines)
+                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
+                       min_pct=min_pct)
             for combo in itertools.product(*sweep)]
+
+
+def _min_pct(context: Context, node: dict, dotted: str) -> float | None:
+    """The performance gate of the kernel: the % of cuBLAS each of its cases must reach (``run --min-pct``)."""
+    value = read_number(context, node, "min_pct", None, f"{dotted}.min_pct", minimum=0)
+    if value is not None and value <= 0:
+        raise context.error("must be above 0 (a % of cuBLAS)", node, "min_pct", f"{dotted}.min_pct")
+    return value
 
 
 # ----------------------------------------------------------------------------------- identity

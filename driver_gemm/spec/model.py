@@ -87,6 +87,7 @@ class KernelSpec:
     options: tuple[str, ...] = ()
     precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
     arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
+    min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
