@@ -6,6 +6,11 @@
 - ``--gemm-spec PATH`` (repeatable) turns every case of the spec into a test with a readable id,
   ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]-1001x513x777``; the spec runs once, the first time one of its
   cases is needed, and each test fails with its case's diagnosis.
+- Performance gates (`driver_gemm.report.gates`): ``--gemm-min-pct 80`` or ``NAME=95`` (and each kernel's
+  ``min_pct:``), ``--gemm-baseline-results OLD.json`` with ``--gemm-regression-threshold PCT``; a case
+  that fails a gate fails its test with the measured and required figures and the noise.
+- ``--gemm-results FILE``: judge recorded results of the spec (e.g. from ``driver-gemm run``) instead of
+  running it: no GPU needed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,14 @@ def pytest_addoption(parser):
                     help="run every case of this driver-gemm spec as a test (repeatable)")
     group.addoption("--gemm-device", type=int, default=None, metavar="N",
                     help="GPU for driver-gemm tests (default $DRIVER_GEMM_DEVICE or 0)")
+    group.addoption("--gemm-results", default=None, metavar="FILE",
+                    help="judge these recorded results of the --gemm-spec spec instead of running it (no GPU)")
+    group.addoption("--gemm-min-pct", action="append", default=[], metavar="PCT|NAME=PCT",
+                    help="each kernel case must reach PCT %% of cuBLAS (or kernel NAME must; repeatable)")
+    group.addoption("--gemm-baseline-results", default=None, metavar="OLD.json",
+                    help="no case may be SLOWER beyond noise or BROKEN against these stored results")
+    group.addoption("--gemm-regression-threshold", type=float, default=0.0, metavar="PCT",
+                    help="with --gemm-baseline-results: a slowdown must also exceed PCT %% to fail")
 
 
 def pytest_configure(config):
@@ -109,6 +122,7 @@ class GemmSpecItems(pytest.Collector):
         super().__init__(**kwargs)
         self.spec_path = spec_path
         self._results: dict | None = None
+        self.gate_failures: dict[str, list[str]] = {}
 
     def collect(self):
         from .pipeline.cases import cases_of
@@ -122,11 +136,33 @@ class GemmSpecItems(pytest.Collector):
 
     def results(self) -> dict:
         if self._results is None:
-            from .pipeline.runner import run_spec
+            recorded = self.config.getoption("--gemm-results")
+            if recorded:
+                from .results.read import read_results
 
-            run = run_spec(self.spec, device=_ordinal(self.config), isolate=True)
+                run = read_results(recorded).run
+            else:
+                from .pipeline.runner import run_spec
+
+                run = run_spec(self.spec, device=_ordinal(self.config), isolate=True)
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}
+            self.gate_failures = _gate_failures(self.config, self.spec, run)
         return self._results
+
+
+def _gate_failures(config, spec, run) -> dict[str, list[str]]:
+    """Per "LABEL at SHAPE", the gates its case fails (empty when no gate is asked for)."""
+    from .report.gates import check_gates, kernel_min_pcts, parse_min_pct
+    from .results.read import read_results
+
+    every, per_name = parse_min_pct(config.getoption("--gemm-min-pct"))
+    stored_path = config.getoption("--gemm-baseline-results")
+    stored = read_results(stored_path).run if stored_path else None
+    failures: dict[str, list[str]] = {}
+    for failure in check_gates(run, min_pct=every, per_kernel=kernel_min_pcts(spec.kernels, per_name),
+                               stored=stored, threshold=config.getoption("--gemm-regression-threshold") / 100):
+        failures.setdefault(failure.case, []).append(str(failure))
+    return failures
 
 
 class GemmCaseItem(pytest.Item):
@@ -135,7 +171,8 @@ class GemmCaseItem(pytest.Item):
     def __init__(self, *, key, **kwargs):
         super().__init__(**kwargs)
         self.key = key
-        self.add_marker(pytest.mark.gpu)
+        if not self.config.getoption("--gemm-results"):
+            self.add_marker(pytest.mark.gpu)
 
     def runtest(self):
         case = self.parent.results().get(self.key)
@@ -143,6 +180,9 @@ class GemmCaseItem(pytest.Item):
             raise GemmCaseFailed("the run produced no result for this case")
         if not case.ok:
             raise GemmCaseFailed(f"{case.status}: {case.message}")
+        gates = self.parent.gate_failures.get(f"{self.key[0]} at {self.key[1]}")
+        if gates:
+            raise GemmCaseFailed("; ".join(gates))
         if case.timing is not None:
             self.user_properties.append(("median_ms", case.timing.median_ms))
             if case.pct_cublas is not None:
@@ -157,7 +197,25 @@ class GemmCaseItem(pytest.Item):
         return self.parent.spec_path, None, f"{self.key[0]} at {self.key[1]}"
 
 
+def _check_gate_options(config) -> None:
+    """Gate options read once, before any test: a mistake is a usage error, not a failure of every case."""
+    from .errors import DriverGemmError
+    from .report.gates import parse_min_pct
+    from .results.read import read_results
+
+    try:
+        parse_min_pct(config.getoption("--gemm-min-pct"))
+        for option in ("--gemm-baseline-results", "--gemm-results"):
+            if config.getoption(option):
+                read_results(config.getoption(option))
+    except DriverGemmError as error:
+        raise pytest.UsageError(str(error)) from None
+    if config.getoption("--gemm-regression-threshold") < 0:
+        raise pytest.UsageError("--gemm-regression-threshold must be 0 or more (a percentage)")
+
+
 def pytest_collection_modifyitems(session, config, items):
+    _check_gate_options(config)
     for text in config.getoption("--gemm-spec"):
         path = Path(text)
         if not path.is_file():

@@ -88,3 +88,54 @@ def test_built_from_winners_and_applied_to_a_kernel(tmp_path):
     assert select_kernel(reloaded.kernels[0], dispatch["v4"], LARGE).label == BK16
     with pytest.raises(SpecError, match="do not have"):
         select_kernel(reloaded.kernels[0], DispatchTable("v4", (DispatchEntry(SMALL, {"XX": 1}),)), SMALL)
+
+
+def _winners_dispatch_spec(tmp_path):
+    spec = load_spec(write(tmp_path, SWEEP))
+    run = RunResult(spec="s", spec_path=None, cases=[
+        case(BK8, SMALL, [1.0, 1.01, 0.99]), case(BK16, SMALL, [1.5, 1.52, 1.49]),
+        case(BK8, LARGE, [2.5, 2.6, 2.4]), case(BK16, LARGE, [2.0, 2.1, 1.9])])
+    for c in run.cases:
+        c.params = dict(next(k for k in spec.kernels if k.label == c.kernel).params)
+    return dispatch_spec(spec, pick_winners(run), tmp_path / "specs" / "d.yaml")
+
+
+def test_a_written_dispatch_spec_loads_and_runs_each_shape_with_its_entry(tmp_path):
+    from driver_gemm.cuda.occupancy import arch_limits
+    from driver_gemm.pipeline.build import launch_plans
+    from driver_gemm.pipeline.cases import cases_of
+
+    path = _winners_dispatch_spec(tmp_path)
+    spec = load_spec(path).select(shapes=["64x32x16", "128x128x128", "100x100x100"])
+    assert set(spec.dispatch) == {"v4"}
+    kernels = {c.shape.label: c for c in cases_of(spec) if not c.is_baseline}
+    assert kernels["64x32x16"].kernel.label == BK8 and kernels["64x32x16"].dispatch["rule"] == "exact"
+    assert kernels["128x128x128"].kernel.label == BK16
+    assert kernels["100x100x100"].kernel.label == BK16
+    assert kernels["100x100x100"].dispatch == {"entry": 1, "shape": "128x128x128", "rule": "nearest"}
+    # each case's chosen configuration is what gets planned (and compiled): the plans are keyed by it
+    plans = launch_plans(spec, arch_limits("sm_90"))
+    assert {case.key for case in kernels.values()} <= set(plans)
+    from driver_gemm.pipeline.cases import new_record
+    from driver_gemm.status import Status
+    record = new_record(kernels["100x100x100"], Status.PASS)
+    assert record.dispatch["rule"] == "nearest" and record.as_dict()["dispatch"]["entry"] == 1
+
+
+@pytest.mark.parametrize("edit, field, message", [
+    (lambda d: d["dispatch"].update(v9=d["dispatch"]["v4"]), "dispatch.v9", "no kernel named 'v9'"),
+    (lambda d: d["dispatch"]["v4"][1]["params"].update(XX=1), "dispatch.v4[1].params", "XX, which kernel v4"),
+    (lambda d: d["dispatch"]["v4"][0].update(shape=[1, 2]), "dispatch.v4[0].shape", "must be"),
+    (lambda d: d["kernels"][0]["params"].update(BK=[8, 16]), "dispatch.v4", "2 kernels are named 'v4'"),
+])
+def test_dispatch_mistakes_name_the_file_line_and_field(tmp_path, edit, field, message):
+    path = _winners_dispatch_spec(tmp_path)
+    document = yaml.safe_load(path.read_text())
+    edit(document)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    text = str(raised.value)
+    assert message in text and field in text and f"{path}:" in text
+    line = int(text.split(f"{path}:")[1].split(":")[0])
+    assert line > path.read_text().splitlines().index("dispatch:")      # inside the dispatch field

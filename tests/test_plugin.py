@@ -96,3 +96,29 @@ def test_malformed_spec_is_reported_with_its_place(inner, tmp_path):
     result = inner.runpytest("--gemm-spec", str(bad))
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*bad.yaml:3: kernels[[]0[]].blok: unknown field 'blok'*"])
+
+
+SEED_RESULTS = str(ROOT / "bench" / "results" / "seed-h200.json")
+
+
+def test_gates_on_recorded_results_fail_each_gated_case_with_its_figures(inner):
+    # seed-h200.json: v4 reaches 33.5% and 41.6% of cuBLAS, v2 27.2% and 29.7%, v0 1.6% and 6.2%
+    result = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-min-pct", "25",
+                             "--gemm-min-pct", "v4=40", "-k", "v4 or v2 or v0")
+    result.assert_outcomes(passed=3, failed=3)
+    result.stdout.fnmatch_lines([
+        "*v4*1024x512x1024: min-pct gate: measured 33.5% of cuBLAS (* ms), required 40.0% of cuBLAS (noise *%)*",
+        "*v0 at 1001x513x777: min-pct gate: measured 6.2% of cuBLAS*required 25.0%*"])
+
+
+def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(inner):
+    result = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS,
+                             "--gemm-baseline-results", SEED_RESULTS)
+    result.assert_outcomes(passed=12)
+    older = str(ROOT / "bench" / "results" / "seed-before-h200.json")
+    compared = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-baseline-results", older,
+                               "--gemm-regression-threshold", "1000")
+    compared.assert_outcomes(passed=12)
+    bad = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-min-pct", "fast")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--gemm-min-pct 'fast': expected a percentage*"])

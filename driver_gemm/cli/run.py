@@ -39,7 +39,50 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--in-process", action="store_true",
                      help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
                           "in a worker process that is replaced after a fault or a hang")
+    run.add_argument("--profile", action="store_true",
+                     help="after each kernel case, profile one launch of it under Nsight Compute (ncu, at the GPU's "
+                          "own clocks) and show its counters beside the plan's occupancy")
+    gates = run.add_argument_group("performance gates (a failing gate names the case and makes the exit code 1)")
+    gates.add_argument("--min-pct", action="append", default=[], metavar="PCT|NAME=PCT",
+                       help="every kernel case must reach PCT %% of cuBLAS (or kernel NAME must: repeatable; "
+                            "a kernel's min_pct: in the spec says the same)")
+    gates.add_argument("--baseline-results", type=Path, metavar="OLD.json",
+                       help="no case may be SLOWER (beyond both runs' noise) or BROKEN against these results")
+    gates.add_argument("--regression-threshold", type=float, default=0.0, metavar="PCT",
+                       help="with --baseline-results: a slowdown must also exceed PCT %% to fail (default 0)")
     add_format_options(run)
+
+
+def read_gates(args, out: Output):
+    """The gates asked for on the command line, read before anything runs: (every, per name, stored results)."""
+    from ..report.gates import GateError, parse_min_pct
+    from .common import read_results_files
+
+    try:
+        every, per_name = parse_min_pct(args.min_pct)
+    except GateError as error:
+        raise UsageError(str(error).replace("--gemm-min-pct", "--min-pct"), field="--min-pct") from None
+    if args.regression_threshold < 0:
+        raise UsageError("must be 0 or more (a percentage)", field="--regression-threshold")
+    stored = read_results_files([args.baseline_results], out)[0] if args.baseline_results else None
+    return every, per_name, stored
+
+
+def check_run_gates(spec, result, gates, threshold_pct: float, out: Output) -> bool:
+    """Every gate over `result`; each failure is one line on stderr. True when all hold."""
+    from ..report.gates import check_gates, kernel_min_pcts
+
+    every, per_name, stored = gates
+    per_kernel = kernel_min_pcts(spec.kernels, per_name)
+    if every is None and not per_kernel and stored is None:
+        return True
+    failures = check_gates(result, min_pct=every, per_kernel=per_kernel, stored=stored,
+                           threshold=threshold_pct / 100)
+    for failure in failures:
+        out.error(f"gate failed: {failure}")
+    if not failures:
+        out.note("performance gates: every case holds")
+    return not failures
 
 
 class Progress:
@@ -124,6 +167,8 @@ def execute(args, out: Output) -> int:
     previous = []
     if args.resume:   # read and checked before anything runs or is written
         _, previous = CaseLog.read(args.resume)
+    gates = read_gates(args, out)
+    profiler = _profiler(args, out)
     _check_before_asking_for_a_gpu(specs, out)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
     exit_code = EXIT_OK
@@ -151,9 +196,17 @@ def execute(args, out: Output) -> int:
             log.close()
             if result.cases or result.environment:
                 result.write_json(path)
+        if profiler is not None:
+            _profile_cases(spec, result, profiler, args, out)
+            result.write_json(path)
         show_run(result, out)
+        if profiler is not None:
+            from ..report.tables import print_profile
+            print_profile(result, out.console)
         out.note(f"results: {path} (case by case: {lines})")
         if not result.ok:
+            exit_code = EXIT_FAILED
+        if not check_run_gates(spec, result, gates, args.regression_threshold, out):
             exit_code = EXIT_FAILED
     return exit_code
 
@@ -189,6 +242,35 @@ def _parse_devices(text: str | None) -> list[int] | str | None:
         return [int(d) for d in text.split(",")]
     except ValueError:
         raise UsageError(f"give GPU ordinals such as 0,1 or 'all', not {text!r}", field="--devices") from None
+
+
+def _profiler(args, out: Output) -> str | None:
+    """ncu's path when --profile is asked for and ncu is here; without it one line says so and the run goes on."""
+    if not args.profile:
+        return None
+    from ..errors import ToolMissingError
+    from ..measure.profile import find_ncu
+
+    if args.devices or args.scheduler or args.sanitize:
+        raise UsageError("--profile runs each case again in a child process on --device: it takes neither "
+                         "--devices, --scheduler nor --sanitize", field="--profile")
+    try:
+        return find_ncu()
+    except ToolMissingError as missing:
+        out.error(f"not profiling: {missing}")
+        return None
+
+
+def _profile_cases(spec, result, ncu: str, args, out: Output) -> None:
+    """Each verified kernel case, once more under ncu in a child process; its counters go to ``case.profile``."""
+    from ..pipeline.profile_case import profile_case
+
+    for case in result.cases:
+        if case.is_baseline or not case.ok or case.not_run:
+            continue
+        case.profile = profile_case(spec, case, ncu, device=args.device)
+        if not args.quiet and "error" in case.profile:
+            out.error(f"profile of {case.kernel} at {case.shape.label}: {case.profile['error']}")
 
 
 def _run_on_gpus(spec, ordinals, scheduler, options, finished):

@@ -1,23 +1,38 @@
-"""``driver-gemm tune SPEC``: run a sweep, or read one (``--from``), and write a spec of each kernel's winners."""
+"""``driver-gemm tune SPEC``: search a sweep within a budget, or read one (``--from``), and write a spec of the winners."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
 from .common import Output, add_source_option, default_json, env_device, load_specs, read_results_files
+
+STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 
 
 def add_parser(commands, **common) -> None:
-    tune = commands.add_parser("tune", help="run a sweep (params given as lists) and pick each kernel's best "
+    tune = commands.add_parser("tune", help="search a sweep (params given as lists) for each kernel's best "
                                             "configuration per shape; write a spec of the winners", **common)
     tune.add_argument("spec", type=Path, help="a spec whose kernels sweep their params")
     add_source_option(tune)
     tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     tune.add_argument("--kernel", "-k", action="append", default=[])
     tune.add_argument("--shape", "-s", action="append", default=[])
-    tune.add_argument("--json", type=Path, help="results of every configuration (default results/SPEC-TIMESTAMP.json)")
-    tune.add_argument("--out", type=Path, help="the winners spec (default: beside the results, SPEC-winners.yaml)")
+    tune.add_argument("--strategy", choices=STRATEGY_NAMES, default="exhaustive",
+                      help="exhaustive (every valid configuration, fully measured; the default), random (seeded "
+                           "order, fully measured, until the budget ends), halving (successive halving: short warm "
+                           "screens of everything, full measurements of the best), tpe (Optuna's TPE sampler)")
+    tune.add_argument("--budget", metavar="LIMIT",
+                      help="how much the whole search may spend: seconds (300s, 5m, 1h), configurations (40), "
+                           "or both (300s,40); shared out between the kernel families and shapes")
+    tune.add_argument("--seed", type=int, default=0, help="seed of the strategies that draw (default 0)")
+    tune.add_argument("--fresh", action="store_true",
+                      help="measure again what the tuning cache already knows (and record the new results)")
+    tune.add_argument("--json", type=Path, help="results of every full measurement (default "
+                                               "results/SPEC-tune-TIMESTAMP.json)")
+    tune.add_argument("--out", type=Path, help="the winners spec (default results/SPEC-winners.yaml)")
+    tune.add_argument("--dispatch", type=Path, metavar="SPEC.yaml",
+                      help="also write a spec with one kernel per family and a dispatch: table of its winners "
+                           "per shape (a run on any shape then picks the nearest winner)")
     tune.add_argument("--from", dest="recorded", type=Path, metavar="RESULTS",
                       help="pick the winners from recorded results (.json or .jsonl, e.g. of a tune stopped "
                            "before it finished) instead of running; no GPU needed")
@@ -25,9 +40,12 @@ def add_parser(commands, **common) -> None:
 
 
 def _recorded(spec, path: Path, out: Output):
+    from ..errors import UsageError
     from ..pipeline.cases import cases_of
+    from ..tune.winners import check_results_match
 
     result, = read_results_files([path], out)
+    check_results_match(spec, result, path)
     wanted = {(case.label, case.shape.label) for case in cases_of(spec)}
     result.cases = [case for case in result.cases if (case.kernel, case.shape.label) in wanted]
     if not result.cases:
@@ -35,44 +53,66 @@ def _recorded(spec, path: Path, out: Output):
     return result
 
 
-def _run(spec, args, out: Output, path: Path):
-    from ..pipeline.cases import cases_of
-    from ..pipeline.runner import run_spec
+def _search(spec, args, out: Output, path: Path, strategy, budget):
+    from ..pipeline.evaluate import TuneAborted
+    from ..report.tables import case_line, say
     from ..results.records import CaseLog, RunResult
-    from .run import Progress, recorder
+    from ..tune.search import tune_spec
 
     device = args.device if args.device is not None else env_device()
-    result = RunResult(spec=spec.name, spec_path=str(spec.path))
-    progress = Progress(out.errors, len(cases_of(spec)), args.quiet)
+    result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    searches = []
     with CaseLog(path.with_suffix(".jsonl")) as log:
+        def finished(case) -> None:
+            log.write_header(result)
+            log.append(case)
+            if not args.quiet:
+                say(out.errors, case_line(case))
         try:
-            run_spec(spec, device=device, isolate=True, on_start=progress.started,
-                     on_result=recorder(result, log, progress), result=result)
+            result, searches = tune_spec(spec, strategy, budget, device=device, fresh=args.fresh, result=result,
+                                         on_result=finished)
+        except TuneAborted as aborted:
+            out.error(str(aborted))
         finally:
-            progress.close()
             if result.cases:
                 result.write_json(path)
+    for search in searches:
+        found = f"best {search.best.label} {search.best_ms:.4g} ms" if search.best else "nothing usable"
+        out.note(f"{search.strategy} at {search.shape.label}: {search.configurations_tried} configuration(s), "
+                 f"{len(search.full_measurements)} full measurement(s), {search.seconds:.1f} s, stopped: "
+                 f"{search.stopped_by}; {found}")
     return result
 
 
 def execute(args, out: Output) -> int:
     from ..pipeline.cases import cases_of
     from ..report.tables import print_tune
-    from ..tune.winners import pick_winners, winners_spec
+    from ..errors import UsageError
+    from ..tune.strategies import Budget, BudgetError, make_strategy, parse_budget
+    from ..tune.winners import default_winners_path, dispatch_spec, pick_winners, winners_spec
     from .main import EXIT_FAILED, EXIT_OK
 
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
+    try:      # refused before any GPU work, as a mistake on the command line
+        strategy = make_strategy(args.strategy, seed=args.seed)
+        budget = parse_budget(args.budget) if args.budget else Budget()
+    except BudgetError as error:
+        raise UsageError(str(error), field="--budget" if args.budget else "--strategy") from None
     if args.recorded:
         path = args.recorded
         result = _recorded(spec, path, out)
     else:
         path = args.json or default_json(f"{spec.file_stem}-tune")
-        result = _run(spec, args, out, path)
+        result = _search(spec, args, out, path, strategy, budget)
     picks = pick_winners(result)
     print_tune(picks, f"{spec.name}: best configuration per kernel and shape", out.console)
-    winners = winners_spec(spec, picks, args.out or path.with_name(f"{spec.name}-winners.yaml"))
-    untried = len(cases_of(spec)) - len(result.cases)
+    winners = winners_spec(spec, picks, args.out or default_winners_path(spec))
+    measured = {(case.kernel, case.shape.label) for case in result.cases}
+    untried = sum((case.label, case.shape.label) not in measured for case in cases_of(spec) if not case.is_baseline)
     if untried > 0:
-        out.note(f"{untried} case(s) of the sweep have no result here: the winners are of what was tried", "yellow")
+        out.note(f"{untried} configuration(s) of the sweep have no result here: the winners are of what was tried",
+                 "yellow")
     out.note(f"results: {path}; winners: {winners}")
+    if args.dispatch:
+        out.note(f"dispatch spec: {dispatch_spec(spec, picks, args.dispatch)}")
     return EXIT_OK if any(p.best for p in picks) else EXIT_FAILED

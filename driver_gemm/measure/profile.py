@@ -94,11 +94,25 @@ def nvtx_range(label: str, shape_label: str) -> str:
 
 
 def ncu_command(target: Sequence[str], label: str, shape_label: str, function: str, *, ncu: str = "ncu",
-                metrics: Sequence[str] = METRICS) -> list[str]:
-    """ncu around `target`, profiling the first launch of `function` in the case's NVTX range."""
-    return [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", nvtx_range(label, shape_label),
-            "--kernel-name", f"regex:{function}", "--launch-count", "1",
+                metrics: Sequence[str] = METRICS, nvtx: bool = True, launch_skip: int = 0) -> list[str]:
+    """ncu around `target`, profiling the first launch of `function` in the case's NVTX range.
+
+    With ``nvtx=False`` (the nvtx package is not installed, so there are no
+    ranges, or the range's name holds a character ncu's filter reads as
+    syntax: `nvtx_filter_safe`) it profiles the launch of `function` after
+    `launch_skip` others of it instead.
+    """
+    where = (["--nvtx", "--nvtx-include", nvtx_range(label, shape_label)] if nvtx
+             else ["--launch-skip", str(launch_skip)])
+    return [ncu, "--clock-control", "none", *where, "--kernel-name", f"regex:{function}", "--launch-count", "1",
             "--metrics", ",".join(metrics), "--csv", "--page", "raw", *target]
+
+
+def nvtx_filter_safe(label: str, shape_label: str) -> bool:
+    """Whether a case's range name can go into ``--nvtx-include`` as it is: ncu's filter syntax gives
+    ``/`` (push/pop ranges), ``@`` (domains), ``[`` and ``]`` (stack anchors), ``*`` and ``\\`` a meaning,
+    and a kernel label with params holds brackets."""
+    return not any(character in f"{label} {shape_label}" for character in "/@[]*\\,")
 
 
 def run_ncu(command: Sequence[str], timeout_s: float = 600.0) -> list[ProfiledLaunch]:

@@ -25,7 +25,7 @@ from ..cuda.prebuilt import load_binary
 from ..cuda.signature import check_kernel_signature
 from ..errors import CompileError, ImageError, SpecError
 from ..spec.model import KernelSpec, Spec
-from .cases import Case, cases_of
+from .cases import Case, cases_of, kernels_of, kernels_on
 from .plan import CasePlan, plan_launch, with_resources
 
 Compiled = dict[str, "Cubin | CompileError"]
@@ -35,7 +35,7 @@ def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePl
     """Every kernel's launch plan on every shape, keyed by (kernel label, shape label); no compiler output needed."""
     scalars = dict(spec.scalars)
     return {(kernel.label, shape.label): plan_launch(kernel, shape, limits, scalars)
-            for shape in spec.shapes for kernel in spec.kernels}
+            for shape in spec.shapes for kernel in kernels_on(spec, shape)}
 
 
 def refused_everywhere(spec: Spec, limits: ArchLimits,
@@ -49,8 +49,9 @@ def refused_everywhere(spec: Spec, limits: ArchLimits,
     those of `launch_plans`, when already made.
     """
     plans = launch_plans(spec, limits) if plans is None else plans
-    return {kernel.label for kernel in spec.kernels
-            if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes)}
+    return {kernel.label for kernel in kernels_of(spec)
+            if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes
+                       if (kernel.label, shape.label) in plans)}
 
 
 def check_offline(spec: Spec, arch: str = "sm_90", *, compile: bool = True) -> list[CasePlan]:
@@ -145,7 +146,7 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] 
     """
     jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
     groups: dict[tuple, list[KernelSpec]] = {}
-    for kernel in (k for k in spec.kernels if k.label not in skip):
+    for kernel in (k for k in kernels_of(spec) if k.label not in skip):
         key = (kernel.source, kernel.options, kernel.target(arch), kernel.compiler, kernel.binary)
         groups.setdefault(key, []).append(kernel)
     programs = []

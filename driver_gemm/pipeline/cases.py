@@ -23,6 +23,7 @@ from ..spec import expr
 from ..spec.model import KernelSpec, Shape, Spec
 from ..spec.typed import evaluate_operands
 from ..status import BASELINE_LABELS, Status
+from ..spec.dispatch import select_kernel
 from .plan import CasePlan
 
 
@@ -66,6 +67,7 @@ class Case:
     plan: CasePlan | None = None
     lt: LtBaseline | None = None            # a cuBLASLt baseline row
     baseline_label: str | None = None       # a kernel's: the row its % of baseline is against
+    dispatch: dict | None = None     # for a kernel whose params a dispatch table chose: which entry, by which rule
 
     @property
     def label(self) -> str:
@@ -102,9 +104,10 @@ def cases_of(spec: Spec) -> list[Case]:
             for row in rows:
                 out.append(Case(len(out), None, shape, lt=row))
         for kernel in spec.kernels:
+            kernel, chosen = dispatched(spec, kernel, shape)
             label = row_of.get(kernel.label) if kernel.is_typed else BASELINE_LABELS[kernel.precision]
             out.append(Case(len(out), kernel, shape, kernel.precision,
-                            baseline_label=label if spec.baseline else None))
+                            baseline_label=label if spec.baseline else None, dispatch=chosen))
     return out
 
 
@@ -132,7 +135,7 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
     rows: dict[tuple, LtBaseline] = {}
     row_of: dict[str, str] = {}
     labels: set[str] = set()
-    for kernel in spec.kernels:
+    for kernel in kernels_on(spec, shape):
         if not kernel.is_typed:
             continue
         try:
@@ -165,6 +168,29 @@ def operands_summary(types: GemmTypes, operands: GemmOperands) -> dict:
             "batch_stride": {key: getattr(operands, key).batch_stride for key in "abc"}}
 
 
+def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, dict | None]:
+    """`kernel` with the params the spec's ``dispatch:`` table picks for `shape`, and which entry it picked.
+
+    A kernel without a table is returned as it is, with None.
+    """
+    table = spec.dispatch.get(kernel.name)
+    if table is None:
+        return kernel, None
+    index, rule = table.choose(shape)
+    entry = table.entries[index]
+    return select_kernel(kernel, table, shape), {"entry": index, "shape": entry.shape.label, "rule": rule}
+
+
+def kernels_on(spec: Spec, shape: Shape) -> list[KernelSpec]:
+    """The kernel configurations that run on `shape` (a dispatched kernel's as its table picks them)."""
+    return [dispatched(spec, kernel, shape)[0] for kernel in spec.kernels]
+
+
+def kernels_of(spec: Spec) -> list[KernelSpec]:
+    """Every kernel configuration that runs on some shape of `spec`, once each, in order."""
+    return list({kernel.label: kernel for shape in spec.shapes for kernel in kernels_on(spec, shape)}.values())
+
+
 def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
     """The record of `case` with what names it filled in, and `status` and `message`."""
     if case.lt is not None:
@@ -176,7 +202,7 @@ def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
     kernel = case.kernel
     record = CaseResult(kernel=kernel.label, name=kernel.name, shape=case.shape, status=status, message=message,
                         params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source),
-                        precision=kernel.precision)
+                        precision=kernel.precision, dispatch=case.dispatch)
     if kernel.is_typed:
         record.baseline = case.baseline_label
         operands = case.plan.operands if case.plan is not None else None

@@ -17,6 +17,7 @@ from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_
 from ..errors import CompileError, NoGpuError, UsageError
 from ..spec.model import Spec
 from .build import Compiled, compile_spec, complete_plan, refused_everywhere
+from .cases import kernels_of, kernels_on
 from .plan import CasePlan, plan_launch
 
 
@@ -96,7 +97,8 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
     compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits))
     result.compiled = compiled
     seen: set[int] = set()
-    for kernel in spec.kernels:
+    runs_on = {shape: {k.label for k in kernels_on(spec, shape)} for shape in spec.shapes}
+    for kernel in kernels_of(spec):
         cubin = compiled.get(kernel.label)
         if isinstance(cubin, CompileError):
             if id(cubin) not in seen:   # one error per failed program, not per template instance
@@ -105,7 +107,7 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
             continue
         result.plans.extend(complete_plan(plan_launch(kernel, shape, limits, dict(spec.scalars)), cubin, limits,
                                           sm_count)
-                            for shape in spec.shapes)
+                            for shape in spec.shapes if kernel.label in runs_on[shape])
     return result
 
 
@@ -117,7 +119,7 @@ def instruction_mixes(planned: SpecPlan) -> dict[str, InstructionMix | str]:
     """
     by_image: dict[int, dict[str, InstructionMix]] = {}
     out: dict[str, InstructionMix | str] = {}
-    for kernel in planned.spec.kernels:
+    for kernel in kernels_of(planned.spec):
         built = planned.compiled.get(kernel.label)
         if not isinstance(built, Cubin):
             out[kernel.label] = "not compiled"

@@ -122,3 +122,10 @@ def check_gates(run: RunResult, *, min_pct: float | None = None, per_kernel: Map
     if stored is not None:
         failures += regression_gate(run, stored, threshold)
     return failures
+
+
+def kernel_min_pcts(kernels, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Per kernel name, the % of cuBLAS it must reach: each kernel's ``min_pct:``, then `overrides` (by name)."""
+    required = {kernel.name: kernel.min_pct for kernel in kernels if getattr(kernel, "min_pct", None)}
+    required.update(overrides or {})
+    return required

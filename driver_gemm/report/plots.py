@@ -27,6 +27,15 @@ def bytes_moved(M: int, N: int, K: int) -> int:
     return 4 * (M * K + K * N + M * N)
 
 
+def arithmetic_intensity(case) -> tuple[float, bool]:
+    """A case's FLOP per DRAM byte: measured by Nsight Compute where it was profiled (True), else the
+    fewest bytes the shape can move (False)."""
+    measured = (case.profile or {}).get("arithmetic_intensity")
+    if measured:
+        return measured, True
+    return case.shape.flops / bytes_moved(case.shape.M, case.shape.N, case.shape.K), False
+
+
 def series_of(runs: list[RunResult]):
     """Per kernel, its timed, passing cases; named by the kernel's short name where that is unambiguous."""
     labels_of: dict[str, set] = {}
@@ -77,6 +86,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
         speed.plot([(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases], [c.gflops for c in cases],
                    color="lightgrey", linewidth=0.8, zorder=1,
                    label=f"{len(rest)} slower configurations" if index == 0 else None)
+    measured_any = False
     for index, kernel in enumerate(kernels):
         cases = sorted(series[kernel], key=lambda c: c.shape.flops)
         sizes = [(c.shape.M * c.shape.N * c.shape.K) ** (1 / 3) for c in cases]
@@ -86,9 +96,11 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
             dict(color=colours(index % 20), marker="o", markersize=4)
         label = kernel if names[kernel] == kernel else f"{names[kernel]}: {kernel}"
         speed.plot(sizes, [c.gflops for c in cases], label=label, **style)
-        intensity = [c.shape.flops / bytes_moved(c.shape.M, c.shape.N, c.shape.K) for c in cases]
-        roof.scatter(intensity, [c.gflops for c in cases], s=18, label=label,
-                     color=baseline_colour or colours(index % 20))
+        intensity = [arithmetic_intensity(c) for c in cases]
+        roof.scatter([x for x, _ in intensity], [c.gflops for c in cases], s=18, label=label,
+                     color=baseline_colour or colours(index % 20),
+                     marker="o" if not any(m for _, m in intensity) else "D")
+        measured_any = measured_any or any(m for _, m in intensity)
     speed.set_xscale("log", base=2)
     speed.set_xlabel("size (M N K)^(1/3)")
     speed.set_ylabel("GFLOP/s")
@@ -129,7 +141,9 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
         roof.plot(xs, [min(peak, x * bandwidth) for x in xs], color="grey", linewidth=1.5,
                   label=f"roof: {peak / 1e3:.1f} TFLOP/s FP32, {bandwidth / 1e3:.1f} TB/s DRAM (theoretical)")
         roof.set_xlim(low, high)
-    roof.set_xlabel("arithmetic intensity, FLOP per DRAM byte (A, B read and C written once)")
+    roof.set_xlabel("arithmetic intensity, FLOP per DRAM byte" + (
+        " (diamonds: measured by Nsight Compute; dots: A, B read and C written once)" if measured_any
+        else " (A, B read and C written once)"))
     roof.set_ylabel("GFLOP/s")
     roof.set_title("roofline" + (f" ({device.get('name')})" if device.get("name") else ""))
     roof.grid(True, which="both", alpha=0.2)

@@ -286,3 +286,52 @@ def print_tune(picks, title: str, console: Console) -> None:
         say(console, line, "dim")
     if any(pick.tie for pick in picks):
         say(console, "tie: the runner-up's time is within the noise of the best's; either may win a rerun", "dim")
+
+
+def profile_rows(run: RunResult) -> list[dict]:
+    """Per profiled case: Nsight Compute's counters beside the plan's theoretical occupancy (both in %)."""
+    rows = []
+    for case in run.cases:
+        profile = case.profile
+        if not profile:
+            continue
+        theoretical = (case.occupancy or {}).get("occupancy")
+        stalls = profile.get("top_stalls") or []
+        rows.append({
+            "kernel": case.kernel, "shape": case.shape.label, "error": profile.get("error"),
+            "duration_us": profile.get("duration_us"),
+            "achieved_occupancy_pct": profile.get("achieved_occupancy_pct"),
+            "theoretical_occupancy_pct": None if theoretical is None else 100.0 * theoretical,
+            "dram_gb": None if profile.get("dram_bytes") is None else profile["dram_bytes"] / 1e9,
+            "arithmetic_intensity": profile.get("arithmetic_intensity"),
+            "fma_pipe_pct": profile.get("fma_pipe_pct"), "tensor_pipe_pct": profile.get("tensor_pipe_pct"),
+            "shared_bank_conflicts": profile.get("shared_bank_conflicts"),
+            "top_stall": stalls[0]["reason"] if stalls else None,
+        })
+    return rows
+
+
+def profile_table(run: RunResult, names: dict[str, str] | None = None) -> Table:
+    """The profile table: time under ncu, achieved / theoretical occupancy, DRAM traffic, FLOP per DRAM byte,
+    pipe utilisation, bank conflicts and the first warp stall reason."""
+    table = _table("Nsight Compute, one launch per case (at the GPU's own clocks)")
+    for title in ("kernel", "shape", "us", "occupancy % achieved / theoretical", "DRAM GB", "FLOP/byte",
+                  "FMA %", "tensor %", "bank conflicts", "top stall"):
+        table.add_column(title, justify="left" if title in ("kernel", "shape", "top stall") else "right")
+    for row in profile_rows(run):
+        name = (names or {}).get(row["kernel"], row["kernel"])
+        if row["error"]:
+            table.add_row(Text(name), row["shape"], Text(f"not profiled: {row['error']}"[:60], style="yellow"))
+            continue
+        occupancy = f"{_number(row['achieved_occupancy_pct'], 1)} / {_number(row['theoretical_occupancy_pct'], 1)}"
+        table.add_row(Text(name), row["shape"], _number(row["duration_us"], 1), occupancy,
+                      _number(row["dram_gb"], 3), _number(row["arithmetic_intensity"], 1),
+                      _number(row["fma_pipe_pct"], 1), _number(row["tensor_pipe_pct"], 1),
+                      _number(row["shared_bank_conflicts"], 0), row["top_stall"] or "-")
+    return table
+
+
+def print_profile(run: RunResult, console: Console) -> None:
+    """The profile table, when any case of `run` was profiled."""
+    if any(case.profile for case in run.cases):
+        console.print(profile_table(run))

@@ -51,8 +51,11 @@ class CaseResult:
     baseline: str | None = None      # typed kernels: the label of the cuBLASLt row their % is against
     operands: dict | None = None     # typed kernels and cuBLASLt rows: types, layout, batch, ld, batch strides
 
+    dispatch: dict | None = None     # the dispatch entry that chose the params: {entry, shape, rule}
+    profile: dict | None = None      # Nsight Compute's counters for one launch (run --profile)
+
     # Written only when set, so that the records of untyped runs read as they always have.
-    OPTIONAL_KEYS = ("baseline", "operands")
+    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile")
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,7 @@ one part of the document. The top-level fields and the ``measure``,
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_na
 from .shapes import parse_shapes
 from .yaml_lines import decode_spec, read_document, read_spec_bytes
 
-TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars")
+TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
 MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
 MEASURE_MODES = ("events", "graph")
 VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
@@ -92,7 +93,8 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
     shapes = parse_shapes(context, document, len(kernels))
     return Spec(path=path, name=name, description=description, kernels=kernels, shapes=shapes,
                 measure=_parse_measure(context, document), verify=_parse_verify(context, document),
-                baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars)
+                baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
+                dispatch=_parse_dispatch(context, document, kernels))
 
 
 def _parse_name(context: Context, document: dict, path: Path | None) -> str:
@@ -124,6 +126,46 @@ def _parse_kernels(context: Context, document: dict, scalars: dict[str, float]) 
                                 document, "kernels", "kernels")
         seen.add(kernel.label)
     return tuple(kernels)
+
+
+def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec, ...]) -> dict:
+    """The ``dispatch:`` tables (`spec.dispatch`), each for exactly one kernel of the spec, its params known."""
+    if "dispatch" not in document:
+        return {}
+    from .dispatch import parse_dispatch
+
+    def where(field_path: str) -> str:
+        return _where_path(context, document, field_path)
+
+    tables = parse_dispatch(document["dispatch"], [k.name for k in kernels], where)
+    for name, table in tables.items():
+        named = [k for k in kernels if k.name == name]
+        if len(named) != 1:
+            raise SpecError(f"a dispatch table chooses the params of one kernel; {len(named)} kernels are named "
+                            f"{name!r} (give the kernel fixed params: the table sets them per shape)",
+                            where=where(f"dispatch.{name}"), field=f"dispatch.{name}")
+        for index, entry in enumerate(table.entries):
+            unknown = sorted(set(entry.params) - set(named[0].params))
+            if named[0].params and unknown:
+                path = f"dispatch.{name}[{index}].params"
+                raise SpecError(f"sets {', '.join(unknown)}, which kernel {name} does not have",
+                                where=where(path), field=path, hint=f"its params: {', '.join(named[0].params)}")
+    return tables
+
+
+def _where_path(context: Context, document: dict, field_path: str) -> str:
+    """``file:line`` of a dotted field path such as ``dispatch.v8[0].params`` (as near as the document goes)."""
+    parts = [int(index) if index else name for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field_path)]
+    node, key = document, None
+    for part in parts:
+        if key is not None:
+            node = node[key]
+        try:
+            node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+        key = part
+    return context.where(node, key)
 
 
 def _parse_scalars(context: Context, document: dict) -> dict[str, float]:

@@ -21,7 +21,7 @@ from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from ..status import is_baseline_label
 from .archs import KNOWN_ARCHS, is_known_arch
-from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_text
+from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_number, read_text
 from ..bundled import PACKAGE_DATA_DIR
 from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
 from .launch_fields import (LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes,
@@ -31,7 +31,7 @@ from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "block", "grid", "shared_bytes",
-               "signature", "tile", "require", "options", "precision", "arch", "scalars") + OPERAND_KEYS \
+               "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct") + OPERAND_KEYS \
     + LAUNCH_ATTRIBUTE_KEYS
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
@@ -79,12 +79,22 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
         raise context.error(f"the parameter sweep expands to {count:,} kernels, more than the limit of "
                             f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
     field_lines = _field_lines(node)
+    min_pct = _min_pct(context, node, dotted)
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
                        require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                        binary=binary, operands=operands, launch_attributes=launch_attributes,
-                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines)
+                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
+                       min_pct=min_pct)
             for combo in itertools.product(*sweep)]
+
+
+def _min_pct(context: Context, node: dict, dotted: str) -> float | None:
+    """The performance gate of the kernel: the % of cuBLAS each of its cases must reach (``run --min-pct``)."""
+    value = read_number(context, node, "min_pct", None, f"{dotted}.min_pct", minimum=0)
+    if value is not None and value <= 0:
+        raise context.error("must be above 0 (a % of cuBLAS)", node, "min_pct", f"{dotted}.min_pct")
+    return value
 
 
 # ----------------------------------------------------------------------------------- identity

@@ -145,6 +145,7 @@ class KernelSpec:
     operands: OperandSpec | None = None   # typed kernels (types, layout, ld, batch, scales); None: FP32, tight NN
     compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
     binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
+    min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
@@ -238,6 +239,7 @@ class Spec:
     verify: VerifySettings = VerifySettings()
     baseline: bool = True
     scalars: Mapping[str, float] = field(default_factory=lambda: {"alpha": 1.0, "beta": 0.0})
+    dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
 
     @property
     def file_stem(self) -> str:

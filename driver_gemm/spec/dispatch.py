@@ -1,0 +1,175 @@
+"""The ``dispatch:`` field of a spec: per kernel family, which configuration to run on any shape.
+
+A tune finds winners on a few shapes; a run on another shape needs the
+winner of the nearest one. The field (written by ``driver-gemm tune
+--dispatch``, read here at file:line):
+
+```yaml
+dispatch:
+  v8:                                   # a kernel name of the spec: its params are chosen per shape
+    - shape: [4096, 4096, 4096]         # where this configuration won (or "4096x4096x4096")
+      params: {BM: 128, BN: 256, BK: 16, WM: 64, WN: 64, TM: 16, TN: 8, STAGES: 3, GROUP: 8, KSPLIT: 1}
+    - shape: [1024, 512, 1024]
+      params: {BM: 32, BN: 32, BK: 16, WM: 32, WN: 32, TM: 8, TN: 4, STAGES: 2, GROUP: 1, KSPLIT: 2}
+      when: {M: [1, 2048], N: [1, 2048]}   # optional ranges, inclusive; a missing bound or dimension is open
+```
+
+The rule, in order: (1) the entry measured on exactly this shape; (2) the
+first entry whose ``when`` ranges contain the shape; (3) the entry nearest
+in log space, distance = sum over M, N, K of (ln shape - ln entry)^2, so that
+twice as large counts the same at any size; equal distances go to the
+earlier entry. Each entry therefore owns the shapes closer to it in that
+sense: the table is a set of shape ranges without writing their bounds.
+`select_kernel` gives a kernel the params its table picks for a shape.
+"""
+
+from __future__ import annotations
+
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from ..errors import SpecError
+from .model import KernelSpec, Shape, parse_shape_text
+
+DIMENSIONS = ("M", "N", "K")
+
+
+@dataclass(frozen=True)
+class DispatchEntry:
+    """One winning configuration and where it applies."""
+
+    shape: Shape
+    params: Mapping[str, int]
+    when: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    label: str | None = None        # the winner's label, for reading
+
+    def contains(self, shape: Shape) -> bool:
+        """True when every ``when`` range holds `shape` (False for an entry without ranges)."""
+        if not self.when:
+            return False
+        for dimension, (low, high) in self.when.items():
+            value = getattr(shape, dimension)
+            if (low is not None and value < low) or (high is not None and value > high):
+                return False
+        return True
+
+    def distance(self, shape: Shape) -> float:
+        return sum((math.log(getattr(shape, d)) - math.log(getattr(self.shape, d))) ** 2 for d in DIMENSIONS)
+
+
+@dataclass(frozen=True)
+class DispatchTable:
+    """The entries of one kernel family, in the order the spec gives them."""
+
+    kernel: str
+    entries: tuple[DispatchEntry, ...]
+
+    def select(self, shape: Shape) -> DispatchEntry:
+        """The entry for `shape` by the module's rule: exact shape, then ``when`` ranges, then nearest."""
+        return self.entries[self.choose(shape)[0]]
+
+    def choose(self, shape: Shape) -> tuple[int, str]:
+        """The index of the entry for `shape` and the rule that chose it: ``exact``, ``when`` or ``nearest``."""
+        for index, entry in enumerate(self.entries):
+            if entry.shape == shape:
+                return index, "exact"
+        for index, entry in enumerate(self.entries):
+            if entry.contains(shape):
+                return index, "when"
+        return min(range(len(self.entries)), key=lambda index: self.entries[index].distance(shape)), "nearest"
+
+    def as_document(self) -> list[dict]:
+        out = []
+        for entry in self.entries:
+            item: dict = {"shape": [entry.shape.M, entry.shape.N, entry.shape.K], "params": dict(entry.params)}
+            if entry.when:
+                item["when"] = {d: list(bounds) for d, bounds in entry.when.items()}
+            out.append(item)
+        return out
+
+
+def select_kernel(kernel: KernelSpec, table: DispatchTable, shape: Shape) -> KernelSpec:
+    """`kernel` with the template parameters the table chooses for `shape` (its name, launch and checks kept)."""
+    entry = table.select(shape)
+    unknown = set(entry.params) - set(kernel.params)
+    if kernel.params and unknown:
+        raise SpecError(f"dispatch for {kernel.name} sets {', '.join(sorted(unknown))}, which the kernel's "
+                        f"params ({', '.join(kernel.params)}) do not have", where=kernel.where,
+                        field=f"dispatch.{kernel.name}")
+    params = {name: entry.params.get(name, value) for name, value in kernel.params.items()} if kernel.params \
+        else dict(entry.params)
+    return dataclasses.replace(kernel, params=params)
+
+
+def parse_dispatch(node, kernel_names: Iterable[str] = (),
+                   where: Callable[[str], str | None] = lambda path: None) -> dict[str, DispatchTable]:
+    """Read a spec's ``dispatch:`` mapping (parsed YAML); a mistake is a `SpecError` naming its field.
+
+    `kernel_names` are the spec's kernel names (a table for another name is
+    an error); `where(field_path)` gives ``file:line`` of a field where the
+    front end knows it.
+    """
+    def error(message: str, path: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, where=where(path), field=path, hint=hint)
+
+    if not isinstance(node, dict):
+        raise error("must be a mapping of kernel names to lists of {shape, params}", "dispatch")
+    names = set(kernel_names)
+    tables = {}
+    for name, entries in node.items():
+        path = f"dispatch.{name}"
+        if names and name not in names:
+            raise error(f"no kernel named {name!r} in this spec", path, hint=f"kernels: {', '.join(sorted(names))}")
+        if not isinstance(entries, list) or not entries:
+            raise error("must be a non-empty list of {shape, params}", path)
+        tables[str(name)] = DispatchTable(str(name), tuple(
+            _parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries)))
+    return tables
+
+
+def _parse_entry(node, path: str, error) -> DispatchEntry:
+    if not isinstance(node, dict):
+        raise error("must be a mapping with shape and params", path)
+    unknown = set(node) - {"shape", "params", "when", "label"}
+    if unknown:
+        raise error(f"unknown field {sorted(unknown)[0]!r}", path, hint="allowed: shape, params, when, label")
+    for required in ("shape", "params"):
+        if required not in node:
+            raise error(f"missing required field '{required}'", path)
+    shape = _parse_shape(node["shape"], f"{path}.shape", error)
+    params = node["params"]
+    if not isinstance(params, dict) or not all(_is_int(v) for v in params.values()):
+        raise error("must be a mapping of template parameter names to whole numbers", f"{path}.params")
+    when = {}
+    ranges = node.get("when", {})
+    if not isinstance(ranges, dict):
+        raise error("must be a mapping like {M: [1, 2048]}", f"{path}.when")
+    for dimension, bounds in ranges.items():
+        where_bounds = f"{path}.when.{dimension}"
+        if dimension not in DIMENSIONS:
+            raise error(f"unknown dimension {dimension!r}", where_bounds, hint="use M, N or K")
+        if (not isinstance(bounds, list) or len(bounds) != 2
+                or not all(b is None or (_is_int(b) and b >= 1) for b in bounds)):
+            raise error("must be [low, high]: whole numbers from 1, or null for no bound", where_bounds)
+        if None not in bounds and bounds[0] > bounds[1]:
+            raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
+        when[dimension] = (bounds[0], bounds[1])
+    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, node.get("label"))
+
+
+def _parse_shape(value, path: str, error) -> Shape:
+    if isinstance(value, str):
+        try:
+            return parse_shape_text(value)
+        except SpecError as exc:
+            raise error(exc.message, path) from None
+    if isinstance(value, list) and len(value) == 3 and all(_is_int(v) and v >= 1 for v in value):
+        return Shape(*value)
+    raise error("must be [M, N, K] or 'MxNxK' with whole numbers from 1", path)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

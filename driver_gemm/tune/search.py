@@ -1,0 +1,132 @@
+"""A tune on a GPU, in order: plan and prune, compile ahead, then search each kernel family on each shape.
+
+`prepare_cases` needs no GPU (the device's limits and architecture are given):
+every kernel configuration is planned on every shape, the plans that cannot
+or should not launch are pruned before compiling (`prepare.prune_plans`),
+the rest compiled in parallel, and pruned again with their resources (spills,
+zero occupancy). `tune_spec` opens one `Session`, makes the evaluation
+callback (`pipeline.evaluate.Evaluator`) and runs the strategy over every
+(kernel family, shape) group with `strategies.search_all`, which shares the
+budget between them. Exhaustive prunes only what cannot launch, so that it
+measures every valid configuration, as ``tune`` always did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..cuda.compile import Cubin
+from ..cuda.occupancy import ArchLimits
+from ..pipeline.build import Compiled, compile_spec, launch_plans
+from ..pipeline.cases import Case, new_record
+from ..pipeline.plan import with_resources
+from ..results.records import CaseResult, RunResult
+from ..spec.model import Spec
+from ..status import Status
+from .prepare import Pruned, prune_plans
+from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, search_all
+
+
+@dataclass
+class PreparedTune:
+    """The cases worth measuring (by kernel label and shape label), what compiled, and what was pruned."""
+
+    cases: dict[tuple[str, str], Case]
+    compiled: Compiled
+    pruned: list[Pruned] = field(default_factory=list)
+    pruned_records: list[CaseResult] = field(default_factory=list)
+
+    def groups(self, spec: Spec) -> list[tuple[list[Configuration], object]]:
+        """Per shape (in the spec's order), per kernel family: the configurations to search."""
+        out = []
+        for shape in spec.shapes:
+            families: dict[str, list[Configuration]] = {}
+            for kernel in spec.kernels:
+                if (kernel.label, shape.label) in self.cases:
+                    families.setdefault(kernel.name, []).append(Configuration(kernel.label, dict(kernel.params)))
+            out.extend((space, shape) for space in families.values())
+        return out
+
+
+def prepare_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None, *,
+                  allow_spills: bool = False, compile: Callable[..., Compiled] = compile_spec) -> PreparedTune:
+    """Plan, prune, compile what is left, and prune again with the compiler's report (see the module's docstring)."""
+    by_label = {kernel.label: kernel for kernel in spec.kernels}
+    plans = launch_plans(spec, limits)
+    launchable, pruned = prune_plans(plans.values(), allow_spills=True)
+    wanted = {plan.kernel.label for plan in launchable}
+    compiled = compile(spec, arch, skip={label for label in by_label if label not in wanted})
+    completed = []
+    for plan in launchable:
+        cubin = compiled.get(plan.kernel.label)
+        if isinstance(cubin, Cubin):
+            plan = with_resources(plan, cubin.resources_of(plan.kernel.instance), limits, sm_count)
+        completed.append(plan)
+    kept, pruned_late = prune_plans(completed, allow_spills=allow_spills)
+    pruned += pruned_late
+    cases = {(plan.kernel.label, plan.shape.label): Case(index, plan.kernel, plan.shape, plan.kernel.precision, plan)
+             for index, plan in enumerate(kept)}
+    shapes = {shape.label: shape for shape in spec.shapes}
+    records = [new_record(Case(0, by_label[p.kernel], shapes[p.shape], by_label[p.kernel].precision),
+                          Status.INVALID, f"pruned before compiling: {p.reason}") for p in pruned]
+    return PreparedTune(cases, compiled, pruned, records)
+
+
+def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, device: int = 0, fresh: bool = False,
+              result: RunResult | None = None, on_result: Callable[[CaseResult], None] | None = None,
+              on_screen: Callable[[dict], None] | None = None) -> tuple[RunResult, list[SearchResult]]:
+    """Tune `spec` on GPU `device` with `strategy` within `budget`; every full measurement goes to `result`.
+
+    Screens (fidelity below 1) go to ``result.settings["tune"]["screens"]``,
+    never to its cases. The tuning cache answers what it knows unless
+    `fresh`. A fault that poisons the process ends the search with
+    `pipeline.evaluate.TuneAborted`; `result` keeps what was measured.
+    """
+    from ..cuda.device import read_properties
+    from ..cuda.occupancy import limits_from_device
+    from ..pipeline.environment import environment, now
+    from ..pipeline.evaluate import Evaluator
+    from ..pipeline.session import Session
+    from .cache import TuningCache, case_key
+
+    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result.started = now()
+    props = read_properties(device)
+    result.environment = environment(props)
+    screens: list[dict] = []
+    result.settings = {"measure": dataclasses.asdict(spec.measure), "verify": dataclasses.asdict(spec.verify),
+                       "scalars": dict(spec.scalars), "isolate": False,
+                       "tune": {"strategy": strategy.name, "budget_s": budget.seconds,
+                                "budget_configurations": budget.configurations, "screens": screens}}
+    limits = limits_from_device(props)
+    prepared = prepare_cases(spec, limits, props.arch, props.sm_count,
+                             allow_spills=isinstance(strategy, Exhaustive))
+
+    def record(case: CaseResult) -> None:
+        result.cases.append(case)
+        if on_result:
+            on_result(case)
+
+    def note(screen: dict) -> None:
+        screens.append(screen)
+        if on_screen:
+            on_screen(screen)
+
+    for case in prepared.pruned_records:
+        record(case)
+    cache = TuningCache(fresh=fresh)
+    session = Session(device, spec.baseline)
+    try:
+        evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
+                              cache=cache, cache_key=lambda case: case_key(spec, case.kernel, case.shape,
+                                                                          result.environment, props.arch),
+                              device_info={"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal},
+                              peak_gflops=props.fp32_peak_gflops)
+        searches = search_all(prepared.groups(spec), strategy, evaluator, budget)
+    finally:
+        session.close()
+        result.finished = now()
+        result.settings["tune"]["cache"] = {"hits": cache.hits, "misses": cache.misses}
+    return result, searches

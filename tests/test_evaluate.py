@@ -1,0 +1,159 @@
+"""The GPU evaluation callback of a tuning search, on a fake session: what is made once, what is measured."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.measure.stats import summarize
+from driver_gemm.pipeline import evaluate as evaluation
+from driver_gemm.pipeline import steps as case_steps
+from driver_gemm.pipeline.build import launch_plans
+from driver_gemm.pipeline.cases import Case
+from driver_gemm.spec import load_spec
+from driver_gemm.status import Status
+from driver_gemm.tune.strategies import Budget, Configuration, Exhaustive, SuccessiveHalving, search_all
+
+from test_spec import MINIMAL, write
+
+SWEEP = MINIMAL.replace("BK: 16, TM: 4", "BK: [4, 8, 16, 32], TM: 4").replace(
+    "  - [64, 32, 16]", "  - [64, 32, 16]\n  - [128, 64, 32]") + "baseline: false\n"
+BROKEN_BK = 32            # the configuration whose output is wrong
+MS = {4: 4.0, 8: 2.0, 16: 1.0, 32: 0.5}
+
+
+class _Buffer:
+    def upload(self, array, stream):
+        pass
+
+
+class _Device:
+    poisoned = False
+
+    def mark_poisoned(self, exc):
+        pass
+
+
+class FakeSession:
+    def __init__(self):
+        self.device, self.stream, self.flusher, self.gate, self.cublas = _Device(), None, "flusher", "gate", None
+        self.uploads = 0
+
+    @property
+    def poisoned(self):
+        return self.device.poisoned
+
+    def buffers_for(self, shape):
+        return {name: _Buffer() for name in ("A", "B", "C", "C_ref")}
+
+
+@pytest.fixture
+def tune(tmp_path, monkeypatch):
+    spec = load_spec(write(tmp_path, SWEEP))
+    plans = launch_plans(spec, arch_limits("sm_90"))
+    cases = {(k.label, s.label): Case(0, k, s, plan=plans[k.label, s.label]) for s in spec.shapes
+             for k in spec.kernels}
+    calls = {"cpu_reference": 0, "timer": []}
+
+    def fake_launch_verify(run):     # the launch and the comparison, without a GPU
+        run.launch = lambda: None
+        run.record.status = Status.FAIL if run.case.kernel.params["BK"] == BROKEN_BK else Status.PASS
+        assert run.expected is not None and run.inputs is not None
+
+    def fake_cpu_reference(inputs, alpha, beta):
+        calls["cpu_reference"] += 1
+        return inputs.A.astype(float) @ inputs.B.astype(float)
+
+    def fake_timer(launch, device, stream, settings, flusher, gate):
+        calls["timer"].append((settings, flusher))
+        bk = fake_timer.current
+        return summarize([MS[bk]] * 3), []
+
+    monkeypatch.setattr(case_steps, "load", lambda run: None)
+    monkeypatch.setattr(case_steps, "launch_verify", fake_launch_verify)
+    monkeypatch.setattr(evaluation, "cpu_reference", fake_cpu_reference)
+    recorded, screens = [], []
+    evaluator = evaluation.Evaluator(FakeSession(), spec, cases, {k.label: object() for k in spec.kernels},
+                                     record=recorded.append, note=screens.append, timer=fake_timer)
+
+    def evaluate(configuration, shape, fidelity):
+        fake_timer.current = configuration.params["BK"]
+        return evaluator(configuration, shape, fidelity)
+
+    space = [Configuration(k.label, dict(k.params)) for k in spec.kernels]
+    return spec, evaluator, evaluate, space, calls, recorded, screens
+
+
+def test_inputs_and_reference_once_per_shape_and_each_configuration_verified_once(tune):
+    spec, evaluator, evaluate, space, calls, recorded, screens = tune
+    strategy = SuccessiveHalving(eta=2, min_fidelity=0.25, finalists=1)
+    results = search_all([(space, shape) for shape in spec.shapes], strategy, evaluate)
+    assert evaluator.counts["inputs"] == len(spec.shapes) and calls["cpu_reference"] == len(spec.shapes)
+    # every configuration verified once per shape, however many rungs measured it
+    assert evaluator.counts["verify"] == len(space) * len(spec.shapes)
+    assert all(r.best is not None and r.best.params["BK"] == 16 for r in results)     # BK=32 is wrong
+    # screens are notes, full measurements are cases, and the wrong configuration is a FAIL case
+    assert screens and all(s["fidelity"] < 1 for s in screens)
+    passed = [c for c in recorded if c.status == Status.PASS]
+    assert passed and all(c.timing is not None for c in passed)
+    assert len(passed) == evaluator.counts["full"]
+    assert {c.kernel for c in recorded if c.status == Status.FAIL} == {
+        k.label for k in spec.kernels if k.params["BK"] == BROKEN_BK}
+    # a screen is warm (no flusher) and shorter; a full measurement uses the spec's settings and the flusher
+    for settings, flusher in calls["timer"]:
+        if flusher is None:
+            assert not settings.flush_l2 and settings.min_time_s < spec.measure.min_time_s
+        else:
+            assert settings == spec.measure
+
+
+def test_exhaustive_measures_every_valid_configuration_fully_and_records_each(tune):
+    spec, evaluator, evaluate, space, calls, recorded, screens = tune
+    results = search_all([(space, spec.shapes[0])], Exhaustive(), evaluate)
+    assert not screens and evaluator.counts["full"] == len(space) - 1
+    assert len(recorded) == len(space) and results[0].best_ms == MS[16]
+    assert all(c.seed == recorded[0].seed for c in recorded)          # one set of inputs for the shape
+
+
+def test_the_tuning_cache_answers_a_full_measurement_it_holds(tune):
+    spec, evaluator, evaluate, space, calls, recorded, screens = tune
+    store = {}
+
+    class Cache:
+        def lookup(self, key):
+            return store.get(key)
+
+        def store(self, key, case):
+            store[key] = dataclasses.replace(case)
+
+    evaluator.cache, evaluator.cache_key = Cache(), lambda case: case.key
+    search_all([(space, spec.shapes[0])], Exhaustive(), evaluate)
+    measured = evaluator.counts["full"]
+    evaluator.verified.clear()
+    evaluator.shape = None
+    recorded.clear()
+    again = search_all([(space, spec.shapes[0])], Exhaustive(), evaluate, Budget())
+    assert evaluator.counts["full"] == measured and evaluator.counts["cache_hits"] == measured
+    assert again[0].best_ms == MS[16]
+    assert all("tuning cache" in c.message for c in recorded if c.ok)
+
+
+def test_a_fault_that_poisons_the_process_stops_the_search(tune):
+    spec, evaluator, evaluate, space, calls, recorded, screens = tune
+
+    def faulting(run):
+        run.session.device.poisoned = True
+        raise evaluation.DriverGemmError("illegal address")
+
+    case_steps.launch_verify = faulting     # undone by monkeypatch at teardown
+    with pytest.raises(evaluation.TuneAborted, match="run tune again"):
+        evaluate(space[0], spec.shapes[0], 1.0)
+
+
+def test_screen_settings_scale_the_sampling_time_and_drop_the_flush(tune):
+    spec = tune[0]
+    screen = evaluation.screen_settings(spec.measure, 1 / 27)
+    assert not screen.flush_l2 and screen.min_time_s == pytest.approx(spec.measure.min_time_s / 27)
+    assert screen.min_samples >= evaluation.MIN_SCREEN_SAMPLES and screen.mode == "events"
