@@ -48,6 +48,7 @@ class CaseResult:
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict | None = None       # seconds spent in each step of the case's pipeline
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
+    measured_against: dict | None = None   # the baseline row of pct_cublas (kernel, shape, device), on several GPUs
 
     @property
     def ok(self) -> bool:
