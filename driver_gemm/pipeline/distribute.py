@@ -34,7 +34,7 @@ from uuid import uuid4
 
 from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult, case_key
-from ..spec.model import Shape, Spec
+from ..spec.model import Spec
 from .cases import cases_of, ran
 from .environment import environment, now
 from .runner import run_spec
@@ -50,11 +50,6 @@ class DaskUnavailable(DriverGemmError):
 # precision) -> record; and the UUID of each GPU it drives, once a case has named it.
 _BASELINES: dict[tuple[str, int, str, str], dict] = {}
 _UUIDS: dict[int, str] = {}
-
-
-def largest_first(spec: Spec) -> list[Shape]:
-    """Shapes by FLOPs, most first."""
-    return sorted(spec.shapes, key=lambda s: s.flops, reverse=True)
 
 
 def run_part(spec: Spec, device: int, isolate: bool, options: RunOptions, previous: list[CaseResult],
