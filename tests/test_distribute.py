@@ -9,7 +9,6 @@ from driver_gemm.status import Status
 from driver_gemm.pipeline.build import compile_spec
 from driver_gemm.pipeline.cases import cases_of
 from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec.model import Shape
 from driver_gemm.spec import load_spec
 
 from conftest import SPECS
@@ -17,58 +16,111 @@ from conftest import SPECS
 distributed = pytest.importorskip("distributed")
 
 
-def plan_part(spec, shapes, device, isolate, options):
+def plan_part(spec, device, isolate, options, previous, on_result):
     """A stand-in for a GPU worker's part: compile on the worker and plan every case, tag it with the GPU."""
-    spec = spec.select(shapes=shapes)
     compiled = compile_spec(spec, "sm_90")
-    cases = []
+    skip = {(c.kernel, c.shape.label) for c in previous}
+    cases = [c.as_dict() for c in previous]
     for case in cases_of(spec):
+        if case.key in skip:
+            continue
         result = CaseResult(kernel=case.label, name=case.label.split("[")[0], shape=case.shape, status=Status.PASS,
-                            device={"name": f"GPU {device}", "ordinal": device})
+                            device={"name": f"GPU {device}", "uuid": f"GPU-{device}", "ordinal": device})
         if case.kernel is not None:
             resources = compiled[case.kernel.label].resources_of(case.kernel.instance)
             plan = plan_case(case.kernel, case.shape, arch_limits("sm_90"), resources)
             result.status = Status.PASS if plan.valid else Status.INVALID
             result.resources = resources.as_dict()
             result.launch = plan.config.as_dict()
+        on_result(result)
         cases.append(result.as_dict())
     return {"environment": {"worker_device": device}, "cases": cases}
 
 
-def test_shapes_are_handed_out_largest_first():
-    from driver_gemm.pipeline.distribute import largest_first
-
-    spec = load_spec(SPECS / "seed.yaml").select(shapes=["64x64x64", "1001x513x777", "7x5x3", "1024x512x1024"])
-    assert [s.label for s in largest_first(spec)] == ["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"]
+def describe_stand_in(ordinals):
+    from distributed import get_worker
+    return {"device": {"name": f"GPU {ordinals[get_worker().address]}"}}
 
 
-def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan():
+@pytest.fixture
+def two_workers():
     from distributed import Client, LocalCluster
 
-    from driver_gemm.pipeline.distribute import run_on_workers
-
-    spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"])
-    seen = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         workers = sorted(client.scheduler_info()["workers"])
-        run = run_on_workers(spec, client, list(zip(workers, [0, 1])), options=RunOptions(time=False),
-                             on_result=seen.append, part=plan_part)
-    keys = [(c.kernel, c.shape.label) for c in run.cases]
-    expected = [(c.label, c.shape.label) for c in cases_of(spec)]
-    assert sorted(keys) == sorted(expected) and len(set(keys)) == len(keys) == 24
-    assert len(seen) == 24
-    by_shape = {}
+        yield client, list(zip(workers, [0, 1]))
+
+
+def run_planned(spec, client, workers, **kwargs):
+    from driver_gemm.pipeline.distribute import run_on_workers
+    return run_on_workers(spec, client, workers, options=RunOptions(time=False), part=plan_part,
+                          describe=describe_stand_in, **kwargs)
+
+
+def check_baselines(run):
+    """One baseline row per shape per GPU, and every kernel row measured against the one of its own GPU."""
+    baselines = {}
     for case in run.cases:
-        by_shape.setdefault(case.shape.label, set()).add(case.device["ordinal"])
-    assert all(len(devices) == 1 for devices in by_shape.values())       # a shape stays on one GPU
-    assert set().union(*by_shape.values()) == {0, 1}                       # and both GPUs got work
+        if case.is_baseline:
+            key = (case.shape.label, case.device["ordinal"])
+            assert key not in baselines, f"two baseline rows for {key}"
+            baselines[key] = case
+    for case in run.cases:
+        if not case.is_baseline:
+            against = case.measured_against
+            assert against is not None and against["device"]["ordinal"] == case.device["ordinal"], case.kernel
+            assert against["shape"] == case.shape.label and (case.shape.label, case.device["ordinal"]) in baselines
+    used = {(c.shape.label, c.device["ordinal"]) for c in run.cases if not c.is_baseline}
+    assert set(baselines) == used        # no GPU ran a baseline it did not need
+
+
+def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
+    client, workers = two_workers
+    spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3"])
+    seen = []
+    run = run_planned(spec, client, workers, on_result=seen.append)
+    kernels = [(c.kernel, c.shape.label) for c in run.cases if not c.is_baseline]
+    expected = [(c.label, c.shape.label) for c in cases_of(spec) if not c.is_baseline]
+    assert sorted(kernels) == sorted(expected) and len(set(kernels)) == len(kernels) == 20
+    assert len(seen) == len(run.cases)
+    check_baselines(run)
+    assert {case.device["ordinal"] for case in run.cases} == {0, 1}        # both GPUs got work
     local = compile_spec(spec, "sm_90")
     for case in run.cases:
-        if case.kernel != "cublas":
+        if not case.is_baseline:
             kernel = next(k for k in spec.kernels if k.label == case.kernel)
             assert case.resources == local[kernel.label].resources_of(kernel.instance).as_dict()
-    # the record of who ran what agrees with the cases' tags and covers every shape once
-    ran = {s: d["device"] for d in run.settings["devices"] for s in d["shapes"]}
-    assert sorted(ran) == sorted(s.label for s in spec.shapes)
-    assert all(ran[case.shape.label] == case.device["ordinal"] for case in run.cases)
+    # the environment of both GPUs was known before the first case landed, and every task is recorded
+    assert [gpu["device"]["name"] for gpu in run.environment["gpus"]] == ["GPU 0", "GPU 1"]
+    tasks = run.settings["tasks"]
+    assert tasks and all(t["device"] in (0, 1) and t["wall_s"] >= 0 for t in tasks)
+
+
+def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline(two_workers):
+    from driver_gemm.pipeline.schedule import CostModel
+
+    client, workers = two_workers
+    spec = load_spec(SPECS / "seed.yaml").select(shapes=["8192x8192x8192", "64x64x64"])
+    run = run_planned(spec, client, workers, model=CostModel(task_overhead_s=0.0))
+    big = [c for c in run.cases if c.shape.label == "8192x8192x8192" and not c.is_baseline]
+    assert {c.device["ordinal"] for c in big} == {0, 1}
+    check_baselines(run)
+
+
+def test_a_resumed_run_keeps_what_ran_and_reruns_what_did_not(two_workers):
+    from driver_gemm.pipeline.cases import not_run_record
+
+    client, workers = two_workers
+    spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "64x64x64"])
+    first = run_planned(spec, client, workers)
+    kept = [c for c in first.cases if c.shape.label == "1024x512x1024"]
+    gave_up = [not_run_record(case, "the worker process did not start") for case in cases_of(spec)
+               if case.shape.label == "64x64x64" and not case.is_baseline]
+    seen = []
+    resumed = run_planned(spec, client, workers, previous=kept + gave_up, on_result=seen.append)
+    assert all(c.shape.label == "64x64x64" for c in seen)              # nothing that ran is run again
+    kernels = sorted((c.kernel, c.shape.label) for c in resumed.cases if not c.is_baseline)
+    assert kernels == sorted((c.label, c.shape.label) for c in cases_of(spec) if not c.is_baseline)
+    assert not any(c.not_run for c in resumed.cases)
+    check_baselines(resumed)

@@ -84,7 +84,7 @@ def test_command_line_mistakes_are_exit_2(argv, capsys):
     (["run", str(SPECS / "seed.yaml"), str(SPECS / "seed.yaml"), "--sanitize", "memcheck", "--json", "r.json"],
      "--json: --json and --resume name one run"),
     (["run", "--sanitize", "memcheck", "--resume", "r.jsonl"], "--sanitize: --sanitize runs each case"),
-    (["run", "--devices", "0", "--in-process"], "--devices: --devices and --scheduler take neither"),
+    (["run", "--devices", "0", "--in-process"], "--devices: --devices and --scheduler run cases in worker processes"),
 ])
 def test_bad_options_are_exit_2_in_one_line(argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -117,3 +117,24 @@ def test_status_reads_back_as_the_enum(tmp_path):
     run = RunResult(spec="s", spec_path=None, cases=[case("v1", status=Status.FAIL)])
     again = load_results(run.write_json(tmp_path / "r.json"))
     assert again.cases[0].status is Status.FAIL
+
+
+def test_a_resume_reads_the_later_row_of_a_case_written_twice(tmp_path):
+    from driver_gemm.results.records import CaseLog, CaseResult, RunResult
+    from driver_gemm.spec.model import Shape
+    from driver_gemm.status import Status
+
+    shape = Shape(64, 64, 64)
+    gave_up = CaseResult(kernel="v1", name="v1", shape=shape, status=Status.ERROR, message="not run: no worker",
+                         not_run=True, device={"ordinal": 0})
+    ran = CaseResult(kernel="v1", name="v1", shape=shape, status=Status.PASS, device={"ordinal": 1})
+    baselines = [CaseResult(kernel="cublas", name="cublas", shape=shape, status=Status.PASS,
+                            device={"ordinal": gpu, "uuid": f"GPU-{gpu}"}) for gpu in (0, 1)]
+    path = tmp_path / "run.jsonl"
+    with CaseLog(path) as log:
+        log.write_header(RunResult(spec="s", spec_path=None))
+        for case in (baselines[0], gave_up, baselines[1], ran):
+            log.append(case)
+    _, cases = CaseLog.read(path)
+    assert [(c.kernel, c.status, c.device["ordinal"]) for c in cases] == [
+        ("cublas", Status.PASS, 0), ("cublas", Status.PASS, 1), ("v1", Status.PASS, 1)]

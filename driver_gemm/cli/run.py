@@ -33,9 +33,9 @@ def add_parser(commands, **common) -> None:
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
                      help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
-    run.add_argument("--devices", help="spread the shapes over these GPUs, one Dask worker each: '0,1' or 'all'")
+    run.add_argument("--devices", help="spread the cases over these GPUs, one Dask worker each: '0,1' or 'all'")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="spread the shapes over the GPU workers of a running Dask cluster (one GPU per worker)")
+                     help="spread the cases over the GPU workers of a running Dask cluster (one GPU per worker)")
     run.add_argument("--in-process", action="store_true",
                      help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
                           "in a worker process that is replaced after a fault or a hang")
@@ -161,8 +161,9 @@ def execute(args, out: Output) -> int:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
     if args.sanitize:
         return _sanitize(args, specs, out)
-    if (args.devices or args.scheduler) and (args.resume or args.in_process):
-        raise UsageError("--devices and --scheduler take neither --resume nor --in-process", field="--devices")
+    if (args.devices or args.scheduler) and args.in_process:
+        raise UsageError("--devices and --scheduler run cases in worker processes: they do not take --in-process",
+                         field="--devices")
     ordinals = _parse_devices(args.devices)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
@@ -179,23 +180,24 @@ def execute(args, out: Output) -> int:
         progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
         log = CaseLog(lines)
         finished = recorder(result, log, progress)
+        interrupted = False
         try:
             if args.devices or args.scheduler:
-                result = _run_on_gpus(spec, ordinals, args.scheduler, options, finished)
+                _run_on_gpus(spec, ordinals, args.scheduler, options, finished, result, previous)
             else:
                 run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
                          on_start=progress.started, on_result=finished, result=result, previous=previous)
         except KeyboardInterrupt:
-            result.interrupted = True
-            progress.close()
-            out.error(f"interrupted: {len(result.cases)} finished cases kept in {lines} and "
-                      f"{result.write_json(path)}; continue with --resume {lines}")
-            return EXIT_INTERRUPTED
+            interrupted = result.interrupted = True
         finally:
             progress.close()
             log.close()
-            if result.cases or result.environment:
+            if result.cases or result.environment:     # written once, whatever happened
                 result.write_json(path)
+        if interrupted:
+            out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
+                      f"{path}; continue with --resume {lines}")
+            return EXIT_INTERRUPTED
         if profiler is not None:
             _profile_cases(spec, result, profiler, args, out)
             result.write_json(path)
@@ -273,7 +275,20 @@ def _profile_cases(spec, result, ncu: str, args, out: Output) -> None:
             out.error(f"profile of {case.kernel} at {case.shape.label}: {case.profile['error']}")
 
 
-def _run_on_gpus(spec, ordinals, scheduler, options, finished):
+def _per_gpu(result) -> str:
+    """How many of the finished cases each GPU ran, where more than one did."""
+    counts: dict = {}
+    for case in result.cases:
+        ordinal = (case.device or {}).get("ordinal")
+        counts[ordinal] = counts.get(ordinal, 0) + 1
+    if len(counts) < 2:
+        return ""
+    return " (" + ", ".join(f"GPU {ordinal}: {count}" for ordinal, count in sorted(counts.items(),
+                                                                                     key=lambda item: str(item[0]))) + ")"
+
+
+def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous):
+    """The run on several GPUs (--devices, --scheduler): its cases land in `result` as they finish."""
     from ..cuda.device import device_count
     from ..pipeline.distribute import gpu_cluster, run_on_workers
 
@@ -286,7 +301,8 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished):
             raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
                              field="--devices")
     with gpu_cluster(devices, scheduler) as (client, workers):
-        return run_on_workers(spec, client, workers, options=options, on_result=finished)
+        return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
+                              previous=previous)
 
 
 def _sanitize(args, specs, out: Output) -> int:

@@ -1,13 +1,18 @@
 """Cases spread over several GPUs of one machine, or over the GPUs of several machines, on Dask.
 
-Each shape and all its cases (cuBLAS first, so % of cuBLAS is measured on the
-same GPU) is one Dask task. Every GPU is driven by one single-threaded Dask
-worker, and the scheduler hands a worker its next shape only when it is free,
-largest shapes first: a case's time is set by the measurement's sample and
-time limits more than by its FLOPs, so no split made in advance would stay
-even, while handing out as GPUs free up does. Each task runs `run_spec`
-exactly as a single-GPU run would (isolated worker processes included), so
-the results are the same set of cases, each tagged with the GPU that ran it.
+The spec is cut into tasks by `schedule.plan_tasks`: a large shape into
+groups of its kernels, small shapes bundled whole, each task about even under
+an estimated cost. Every GPU is driven by one single-threaded Dask worker,
+and the scheduler hands a worker its next task only when it is free, largest
+first, so what the estimate gets wrong is absorbed by the GPUs that finish
+early. The GPU that takes a task runs the cuBLAS case(s) of its shapes the
+first time it takes them and reuses them after, so every kernel's % of
+cuBLAS is measured on the GPU that ran the kernel; the results hold one
+baseline row per shape per GPU that took the shape, and each kernel row's
+``measured_against`` names its baseline (kernel, shape, GPU). Each task runs
+`run_spec` as a single-GPU run would (isolated worker processes included);
+its cases reach the caller as they finish (a Dask event each), so an
+interrupted run keeps every finished case of every GPU.
 
 Dask is an optional extra (``pip install driver-gemm[dask]``); with
 ``dask-cuda`` installed, a single machine gets its one-worker-per-GPU
@@ -20,13 +25,20 @@ must be allowed to start processes (``distributed.worker.daemon: false``).
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
+import json
+import queue
+import time
+from dataclasses import asdict
+from typing import Callable, Sequence
+from uuid import uuid4
 
 from ..errors import DriverGemmError
-from ..results.records import CaseResult, RunResult
-from ..spec.model import Shape, Spec
+from ..results.records import CaseResult, RunResult, case_key
+from ..spec.model import Spec
+from .cases import cases_of, ran
 from .environment import environment, now
 from .runner import run_spec
+from .schedule import CostModel, Task, plan_tasks
 from .session import RunOptions
 
 
@@ -34,24 +46,79 @@ class DaskUnavailable(DriverGemmError):
     """Dask (distributed) is not installed."""
 
 
-def largest_first(spec: Spec) -> list[Shape]:
-    """The order in which shapes are handed out: most FLOPs first, so that no big shape is left for the end."""
-    return sorted(spec.shapes, key=lambda s: s.flops, reverse=True)
+# A Dask worker's own baselines, kept between the tasks of a run: (run, GPU ordinal, shape label,
+# precision) -> record; and the UUID of each GPU it drives, once a case has named it.
+_BASELINES: dict[tuple[str, int, str, str], dict] = {}
+_UUIDS: dict[int, str] = {}
 
 
-def run_part(spec: Spec, shapes: list[str], device: int, isolate: bool, options: RunOptions) -> dict:
-    """A GPU worker's part: the spec on some shapes, on one GPU; the results as plain data."""
-    return run_spec(spec.select(shapes=shapes), device=device, isolate=isolate, options=options).as_dict()
+def run_part(spec: Spec, device: int, isolate: bool, options: RunOptions, previous: list[CaseResult],
+             on_result: Callable[[CaseResult], None]) -> dict:
+    """A GPU worker's part: `spec` (a task's) on one GPU, skipping `previous`; the results as plain data."""
+    return run_spec(spec, device=device, isolate=isolate, options=options, previous=previous,
+                    on_result=on_result).as_dict()
 
 
-def _run_shape_here(part: Callable, ordinals: dict[str, int], spec: Spec, shape: str, isolate: bool,
-                    options: RunOptions) -> tuple[str, int, dict]:
-    """The task of one shape: run it on the GPU of whichever worker the scheduler chose."""
+def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
+    """Whether `case` ran on this GPU: by UUID where both are known, else by ordinal."""
+    recorded = case.device or {}
+    if uuid and recorded.get("uuid"):
+        return recorded["uuid"] == uuid
+    return recorded.get("ordinal") == device
+
+
+def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, isolate: bool,
+             options: RunOptions, previous: list[dict], topic: str) -> dict:
+    """A task on the GPU of whichever worker the scheduler chose; each case is also sent as an event on `topic`.
+
+    The shapes' baselines this worker already ran (or that `previous`, a
+    resumed run's records, holds for this GPU) are reused, not run again.
+    """
     from distributed import get_worker
 
-    worker = get_worker().address
-    device = ordinals[worker]
-    return worker, device, part(spec, [shape], device, isolate, options)
+    worker = get_worker()
+    device = ordinals[worker.address]
+    started = time.monotonic()
+    subspec = task.spec_of(spec)
+    uuid = _UUIDS.get(device)
+    earlier = [CaseResult.from_dict(c) for c in previous]
+    reused = []
+    for shape in subspec.shapes:
+        for precision in {c.precision for c in cases_of(subspec) if c.shape == shape and c.is_baseline}:
+            known = _BASELINES.get((topic, device, shape.label, precision))
+            if known is None:
+                known = next((c.as_dict() for c in earlier if c.is_baseline and c.shape == shape and c.ok
+                              and c.precision == precision and same_gpu(c, device, uuid)), None)
+            if known is not None:
+                reused.append(CaseResult.from_dict(known))
+    mine = {case.key for case in cases_of(subspec)}
+    kept = [c for c in earlier if not c.is_baseline and case_key(c) in mine]
+    skip = {case_key(c) for c in reused + kept}
+
+    def landed(case: CaseResult) -> None:
+        worker.log_event(topic, {"case": json.dumps(case.as_dict()), "device": device})   # msgpack-safe text
+
+    data = part(subspec, device, isolate, options, reused + kept, landed)
+    new = [c for c in data["cases"] if (c["kernel"], c["shape"]["label"]) not in skip]
+    for case in new:
+        record = CaseResult.from_dict(case)
+        if record.is_baseline and record.ok:
+            _BASELINES[topic, device, record.shape.label, record.precision] = case
+        if record.device and record.device.get("uuid"):
+            _UUIDS[device] = record.device["uuid"]
+    return {"worker": worker.address, "device": device, "environment": data.get("environment", {}),
+            "cases": new, "reused": [c.as_dict() for c in reused], "task": task.label,
+            "estimate_s": round(task.estimate_s, 3), "wall_s": round(time.monotonic() - started, 3)}
+
+
+def _environment_here(ordinals: dict[str, int]) -> dict:
+    """The environment of the GPU this worker drives (called once per worker before any task)."""
+    from distributed import get_worker
+
+    from ..cuda.device import read_properties
+
+    device = ordinals[get_worker().address]
+    return environment(read_properties(device))
 
 
 @contextlib.contextmanager
@@ -92,50 +159,104 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
 
 def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolate: bool = True,
                    options: RunOptions = RunOptions(), on_result: Callable[[CaseResult], None] | None = None,
-                   part: Callable = run_part, result: RunResult | None = None) -> RunResult:
-    """Run `spec` on `workers` (address, GPU ordinal), a shape at a time to whichever is free; gather every case.
+                   part: Callable = run_part, result: RunResult | None = None,
+                   previous: Sequence[CaseResult] = (), model: CostModel = CostModel(),
+                   describe: Callable[[dict[str, int]], dict] | None = None) -> RunResult:
+    """Run `spec` on `workers` (address, GPU ordinal), a task at a time to whichever is free; gather every case.
 
-    Cases land in `result` (a new `RunResult` if none) shape by shape as GPUs
-    finish them, so a caller interrupted with Ctrl-C keeps every finished
-    shape in it. Before the first case is handed to `on_result`, the run's
-    environment (the GPUs heard from so far) and settings are filled in, so a
-    case log's header written then describes the run.
+    Before anything runs, each worker describes its GPU (`describe`, the
+    environment by default) and the run's environment and settings are
+    filled in, so a case log's header written with the first case describes
+    every GPU. Cases land in `result` (a new `RunResult` if none) one by one
+    as the GPUs finish them and are passed to `on_result`, so a caller
+    interrupted with Ctrl-C keeps every finished case. Cases of `previous`
+    (a resumed run) that ran are kept and not run again; a GPU reuses a
+    baseline of `previous` that it ran itself.
     """
-    from distributed import as_completed
+    from distributed import wait
 
     ordinals = dict(workers)
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
+    kept = [case for case in previous if ran(case)]
+    result.cases.extend(kept)
     result.environment = environment()
-    shapes = largest_first(spec)
-    # Higher priority runs first; one task per worker at a time, so a free GPU takes the next shape.
-    futures = {client.submit(_run_shape_here, part, ordinals, spec, shape.label, isolate, options,
-                             priority=len(shapes) - rank, pure=False): shape.label
-               for rank, shape in enumerate(shapes)}
-    ran: dict[tuple[str, int], list[str]] = {}          # (worker, GPU) -> shapes, in the order run
-    environments: dict[tuple[str, int], dict] = {}
+    describe = describe or _environment_here
+    environments = {address: client.submit(describe, ordinals, workers=[address], pure=False,
+                                           allow_other_workers=False).result()
+                    for address, _ in workers}
+    gpus = [{"worker": address, "device": ordinals[address], **environments[address]} for address, _ in workers]
+    result.environment = {**result.environment, **(environments[workers[0][0]] if workers else {}), "gpus": gpus}
+    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify),
+                       "scalars": dict(spec.scalars), "isolate": isolate, "tasks": []}
+    done = {_row_key(case) for case in kept}
+    skipped = {case_key(case) for case in kept if not case.is_baseline}
+    tasks = [task for task in plan_tasks(spec, max(1, len(workers)), model)
+             if any((label, shape.label) not in skipped for label in task.kernels for shape in task.shapes)
+             or not task.kernels]
+    topic = f"driver-gemm-{uuid4().hex}"
+    arrived: queue.SimpleQueue = queue.SimpleQueue()
+    client.subscribe_topic(topic, lambda event: arrived.put(event[1]))
+    previous_data = [case.as_dict() for case in kept]
+    # Higher priority runs first; one task per worker at a time, so a free GPU takes the next task.
+    futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
+                             priority=len(tasks) - rank, pure=False) for rank, task in enumerate(tasks)]
+    baselines: dict[tuple[int, str, str], CaseResult] = {}
+    for case in kept:
+        if case.is_baseline and case.device:
+            baselines[case.device.get("ordinal"), case.shape.label, case.precision] = case
+
+    def land(data: dict, device: int) -> None:
+        case = CaseResult.from_dict(data)
+        if _row_key(case) in done:
+            return
+        done.add(_row_key(case))
+        if case.is_baseline:
+            baselines[device, case.shape.label, case.precision] = case
+        else:
+            baseline = baselines.get((device, case.shape.label, case.precision))
+            if baseline is not None:
+                case.measured_against = {"kernel": baseline.kernel, "shape": baseline.shape.label,
+                                         "device": baseline.device}
+        result.cases.append(case)
+        if on_result:
+            on_result(case)
+
+    def drain() -> None:
+        while True:
+            try:
+                event = arrived.get_nowait()
+            except queue.Empty:
+                return
+            land(json.loads(event["case"]), event["device"])
+
     order = {s.label: i for i, s in enumerate(spec.shapes)}
     try:
-        for future in as_completed(futures):
-            worker, device, data = future.result()
-            ran.setdefault((worker, device), []).append(futures[future])
-            environments.setdefault((worker, device), data.get("environment", {}))
-            _describe(result, ran, environments)
-            for case in data["cases"]:
-                finished = CaseResult.from_dict(case)
-                result.cases.append(finished)
-                if on_result:
-                    on_result(finished)
+        pending = set(futures)
+        while pending:
+            try:
+                finished, pending = wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
+            except TimeoutError:        # none finished: land the cases that arrived meanwhile
+                finished = set()
+            drain()
+            for future in finished:
+                data = future.result()
+                for case in data["reused"]:
+                    baselines.setdefault((data["device"], case["shape"]["label"], case["precision"]),
+                                         CaseResult.from_dict(case))
+                for case in data["cases"]:        # any whose event has not arrived
+                    land(case, data["device"])
+                result.settings["tasks"].append({key: data[key] for key in ("task", "worker", "device",
+                                                                             "estimate_s", "wall_s")})
+        drain()
     finally:
-        result.cases.sort(key=lambda c: order.get(c.shape.label, len(order)))
+        client.unsubscribe_topic(topic)
+        result.cases.sort(key=lambda c: (order.get(c.shape.label, len(order)), not c.is_baseline))
         result.finished = now()
     return result
 
 
-def _describe(result: RunResult, ran: dict[tuple[str, int], list[str]],
-              environments: dict[tuple[str, int], dict]) -> None:
-    """The run's settings (which GPU ran which shapes) and environment (every GPU's) from what is known so far."""
-    result.settings = {"devices": [{"worker": worker, "device": device, "shapes": labels}
-                                   for (worker, device), labels in sorted(ran.items())]}
-    gpus = [environments[key] for key in sorted(environments)]
-    result.environment = {**result.environment, "gpus": gpus, **(gpus[0] if gpus else {})}
+def _row_key(case: CaseResult) -> tuple:
+    """A row of a run on several GPUs: a baseline once per GPU, a kernel case once."""
+    device = (case.device or {}).get("uuid") or (case.device or {}).get("ordinal")
+    return (*case_key(case), device) if case.is_baseline else case_key(case)

@@ -53,9 +53,10 @@ class CaseResult:
 
     dispatch: dict | None = None     # the dispatch entry that chose the params: {entry, shape, rule}
     profile: dict | None = None      # Nsight Compute's counters for one launch (run --profile)
+    measured_against: dict | None = None   # the baseline row of pct_cublas (kernel, shape, device), on several GPUs
 
     # Written only when set, so that the records of untyped runs read as they always have.
-    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile")
+    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against")
 
     @property
     def ok(self) -> bool:
@@ -206,12 +207,26 @@ class CaseLog:
     def read(path: str | Path) -> tuple[dict, list[CaseResult]]:
         """The run's header and its finished cases; a torn last line is skipped, any other bad line refused.
 
-        See `driver_gemm.results.read.read_case_log`: a file that is not a
-        case log driver-gemm could have written raises `UsageError`.
+        A case written twice (a run gave up on it, "not run", and a resumed
+        run then ran it) counts once, as its later row says; a baseline is one
+        case per GPU. See `driver_gemm.results.read.read_case_log`: a file
+        that is not a case log driver-gemm could have written raises
+        `UsageError`.
         """
         from .read import read_case_log   # read.py builds these records: imported here, not at the top
 
-        return read_case_log(path)
+        header, cases = read_case_log(path)
+        return header, latest_rows(cases)
+
+
+def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
+    """`cases` with each case once, as its last row has it, in the order of those last rows."""
+    last: dict[tuple, int] = {}
+    for position, case in enumerate(cases):
+        device = case.device or {}
+        key = (*case_key(case), device.get("uuid") or device.get("ordinal")) if case.is_baseline else case_key(case)
+        last[key] = position
+    return [cases[position] for position in sorted(last.values())]
 
 
 def _drop_torn_tail(path: Path) -> None:

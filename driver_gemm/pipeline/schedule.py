@@ -1,0 +1,239 @@
+"""How the cases of a spec are dealt out to several GPUs: an estimated cost per case, shapes cut into tasks.
+
+A task is one shape and a group of its kernels. The GPU that takes a task
+also runs the shape's cuBLAS case(s) unless it already has, so every
+kernel's % of cuBLAS is measured on the GPU that ran the kernel; a shape cut
+into two tasks that land on two GPUs therefore pays for its baseline twice.
+
+A case's time is set less by its FLOPs than by the measurement's limits
+(sampling stops between `min_time_s` of GPU time and `timeout_s` of wall
+time), by the work on the host that grows with the operands (drawing inputs,
+copying them, comparing C in float64, and the CPU's float64 product where
+that is the reference), and by a fixed cost per case. `CostModel` puts
+numbers on these; its defaults come from the ramp on H200s
+(`bench/results/ramp-h200.json`: 278 s on one GPU; `ramp-2gpu-h200x2.json`:
+the 16384^3 shape alone took about 150 s, some 95 s of it outside sampling)
+and from timing the host's steps (drawing an input element costs about a
+fifteenth of checking an output element). The estimate only has to rank and size tasks: the GPUs still
+take the next task when they are free (largest first), which absorbs what
+the model gets wrong as long as no task is a large share of the run.
+
+`plan_tasks` chooses how finely to cut by simulating that schedule
+(`simulate`) for several granularities, a start-up cost per task included,
+and keeping the shortest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from ..measure.reference import uses_cpu_reference
+from ..measure.timing import MIN_SAMPLES_ON_TIMEOUT
+from ..spec.model import MeasureSettings, Shape, Spec
+from .cases import Case, cases_of
+
+# Tasks per GPU tried by `plan_tasks` (about): 1 is a split made in advance, more is finer dealing.
+GRANULARITIES = tuple(1 + step / 4 for step in range(45))
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Estimated seconds of a case on one GPU; see the module's docstring for where the defaults come from."""
+
+    case_overhead_s: float = 0.3        # planning, module load, the record: what every case pays
+    input_element_s: float = 2.2e-9     # per element of A and B: drawn and copied to the GPU
+    output_element_s: float = 33e-9     # per element of C: copied back, reference scaled and compared in float64
+    cpu_reference_gflops: float = 100.0 # the host's float64 product, where it is the reference
+    kernel_tflops: float = 10.0         # assumed speed of a kernel under test (they range 0.5 to 50 on an H200)
+    baseline_tflops: float = 50.0       # cuBLAS SGEMM on an H200
+    flush_s: float = 40e-6              # the L2 flush before each sample (twice the L2 written)
+    task_overhead_s: float = 1.5        # a task's start: a worker process, its imports, context and cuBLAS
+    time_cases: bool = True             # False: verify only, one checked launch per case
+
+
+def timing_cost(launch_s: float, settings: MeasureSettings, flush_s: float) -> float:
+    """Wall seconds of warm-up and sampling for a launch of `launch_s`, under the stop rules of `measure`."""
+    launches = settings.graph_launches if settings.mode == "graph" else 1
+    gpu_per_sample = launch_s * launches
+    per_sample = gpu_per_sample + (flush_s if settings.flush_l2 else 0.0)
+    needed = max(settings.min_samples, math.ceil(settings.min_time_s / max(gpu_per_sample, 1e-9)))
+    sampling = min(needed, settings.max_samples) * per_sample
+    floor = min(MIN_SAMPLES_ON_TIMEOUT, settings.min_samples) * per_sample
+    return settings.warmup * per_sample + max(min(sampling, settings.timeout_s), floor)
+
+
+def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
+    """Estimated wall seconds of `case`: fixed cost, host work on the operands, reference, checked launch, timing."""
+    shape = case.shape
+    cost = model.case_overhead_s + (shape.M * shape.K + shape.K * shape.N) * model.input_element_s
+    checked = not case.is_baseline or uses_cpu_reference(spec.verify, shape, spec.baseline)
+    if checked:
+        cost += shape.M * shape.N * model.output_element_s
+    if checked and uses_cpu_reference(spec.verify, shape, spec.baseline):
+        cost += shape.flops / 1e9 / model.cpu_reference_gflops
+    launch_s = shape.flops / ((model.baseline_tflops if case.is_baseline else model.kernel_tflops) * 1e12)
+    cost += launch_s
+    if model.time_cases:
+        cost += timing_cost(launch_s, spec.measure, model.flush_s)
+    return cost
+
+
+@dataclass(frozen=True)
+class Task:
+    """Some shapes and some kernels (labels, in spec order): every kernel on every shape, with estimated seconds.
+
+    A large shape makes tasks of one shape and a group of its kernels; small
+    shapes are bundled, whole, into one task so that they share its start-up.
+    """
+
+    shapes: tuple[Shape, ...]
+    kernels: tuple[str, ...]
+    kernels_s: float                                          # the kernels' cases
+    baselines: tuple[tuple[Shape, str, float], ...] = ()      # (shape, precision, seconds) of its cuBLAS cases
+
+    @property
+    def estimate_s(self) -> float:
+        """The task's seconds on a GPU that has run none of its baselines yet (start-up not included)."""
+        return self.kernels_s + sum(seconds for _, _, seconds in self.baselines)
+
+    @property
+    def label(self) -> str:
+        shapes = ", ".join(shape.label for shape in self.shapes)
+        return f"{shapes} [{', '.join(self.kernels)}]" if len(self.shapes) == 1 else shapes
+
+    def spec_of(self, spec: Spec) -> Spec:
+        """`spec` cut down to this task: its shapes and its kernels (and their baselines, where the spec has them)."""
+        return dataclasses.replace(spec, shapes=self.shapes,
+                                   kernels=tuple(k for k in spec.kernels if k.label in self.kernels))
+
+
+@dataclass
+class Schedule:
+    """A simulated run: which worker ran which task, and when each worker finished."""
+
+    workers: int
+    assigned: list[list[Task]] = field(default_factory=list)
+    finish_s: list[float] = field(default_factory=list)
+    baseline_runs: int = 0                   # cuBLAS cases run, counting each GPU's own
+
+    @property
+    def makespan_s(self) -> float:
+        return max(self.finish_s, default=0.0)
+
+
+def shape_costs(spec: Spec, model: CostModel = CostModel()) -> dict[Shape, tuple[list[tuple[str, float, str]], dict]]:
+    """Per shape: its kernels (label, estimated seconds, precision) in spec order, and its baselines' seconds."""
+    out: dict[Shape, tuple[list[tuple[str, float, str]], dict]] = {shape: ([], {}) for shape in spec.shapes}
+    for case in cases_of(spec):
+        kernels, baselines = out[case.shape]
+        if case.is_baseline:
+            baselines[case.precision] = case_cost(case, spec, model)
+        else:
+            kernels.append((case.label, case_cost(case, spec, model), case.precision))
+    return out
+
+
+def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
+    """Estimated seconds of the whole spec on one GPU, as one run (one start-up)."""
+    return model.task_overhead_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
+
+
+def split_shape(shape: Shape, kernels: list[tuple[str, float, str]], baselines: dict[str, float],
+                groups: int) -> list[Task]:
+    """`kernels` of `shape` dealt into at most `groups` tasks of about equal cost (largest kernel to lightest group)."""
+    groups = max(1, min(groups, len(kernels)))
+    bins: list[list[tuple[str, float, str]]] = [[] for _ in range(groups)]
+    loads = [0.0] * groups
+    for kernel in sorted(kernels, key=lambda k: k[1], reverse=True):
+        lightest = loads.index(min(loads))
+        bins[lightest].append(kernel)
+        loads[lightest] += kernel[1]
+    order = {label: position for position, (label, _, _) in enumerate(kernels)}
+    tasks = []
+    for members, load in zip(bins, loads):
+        if not members:
+            continue
+        members.sort(key=lambda k: order[k[0]])
+        precisions = [p for p in baselines if p == "fp32" or any(k[2] == p for k in members)]
+        tasks.append(Task((shape,), tuple(k[0] for k in members), load,
+                          tuple((shape, p, baselines[p]) for p in precisions)))
+    return tasks
+
+
+def tasks_at(spec: Spec, target_s: float, model: CostModel = CostModel()) -> list[Task]:
+    """Tasks of about `target_s` each, largest first: large shapes cut into groups of kernels, small ones bundled.
+
+    The small shapes (under `target_s` each, baselines included) are dealt
+    into as many bundles as their total makes of `target_s`, each shape to
+    the lightest bundle, largest first.
+    """
+    every_kernel = tuple(k.label for k in spec.kernels)
+    tasks: list[Task] = []
+    small: list[tuple[Shape, float, dict]] = []
+    for shape, (kernels, baselines) in shape_costs(spec, model).items():
+        kernels_s = sum(cost for _, cost, _ in kernels)
+        if kernels and kernels_s + sum(baselines.values()) > target_s:
+            tasks.extend(split_shape(shape, kernels, baselines, math.ceil(kernels_s / max(target_s, 1e-9))))
+        else:
+            small.append((shape, kernels_s + sum(baselines.values()), baselines))
+    if small:
+        count = max(1, round(sum(cost for _, cost, _ in small) / max(target_s, 1e-9)))
+        bundles: list[list[tuple[Shape, float, dict]]] = [[] for _ in range(min(count, len(small)))]
+        loads = [0.0] * len(bundles)
+        for item in sorted(small, key=lambda item: item[1], reverse=True):
+            lightest = loads.index(min(loads))
+            bundles[lightest].append(item)
+            loads[lightest] += item[1]
+        tasks.extend(_bundled(bundle, every_kernel, spec) for bundle in bundles if bundle)
+    return sorted(tasks, key=lambda t: t.estimate_s, reverse=True)
+
+
+def _bundled(bundle: list[tuple[Shape, float, dict]], kernels: tuple[str, ...], spec: Spec) -> Task:
+    """Whole shapes as one task, in the spec's order."""
+    order = {shape: position for position, shape in enumerate(spec.shapes)}
+    bundle = sorted(bundle, key=lambda item: order[item[0]])
+    baselines = tuple((shape, p, seconds) for shape, _, costs in bundle for p, seconds in costs.items())
+    return Task(tuple(shape for shape, _, _ in bundle), kernels,
+                sum(cost for _, cost, _ in bundle) - sum(seconds for _, _, seconds in baselines), baselines)
+
+
+def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) -> Schedule:
+    """List scheduling as the cluster does it: each task, in order, to the worker that is free first.
+
+    A worker pays `model.task_overhead_s` per task and a shape's baselines the
+    first time it takes that shape.
+    """
+    schedule = Schedule(workers, [[] for _ in range(workers)], [0.0] * workers)
+    has_run: set[tuple[int, Shape, str]] = set()
+    for task in tasks:
+        worker = schedule.finish_s.index(min(schedule.finish_s))
+        cost = model.task_overhead_s + task.kernels_s
+        for shape, precision, seconds in task.baselines:
+            if (worker, shape, precision) not in has_run:
+                schedule.baseline_runs += 1
+                cost += seconds
+                has_run.add((worker, shape, precision))
+        schedule.assigned[worker].append(task)
+        schedule.finish_s[worker] += cost
+    return schedule
+
+
+def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list[Task]:
+    """The tasks to hand out to `workers` GPUs, largest first: the cut whose simulated schedule ends soonest.
+
+    Coarser cuts pay less start-up and fewer repeated baselines; finer ones
+    balance better. Each granularity in `GRANULARITIES` (tasks per GPU) is
+    simulated and the shortest kept (the coarser on a tie).
+    """
+    if workers < 1:
+        raise ValueError("at least one worker")
+    kernel_total = sum(cost for kernels, _ in shape_costs(spec, model).values() for _, cost, _ in kernels)
+    best: tuple[float, list[Task]] | None = None
+    for per_worker in GRANULARITIES:
+        tasks = tasks_at(spec, kernel_total / (workers * per_worker), model)
+        makespan = simulate(tasks, workers, model).makespan_s
+        if best is None or makespan < best[0] - 1e-9:
+            best = (makespan, tasks)
+    return best[1]
