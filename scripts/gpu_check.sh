@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
-# Everything that needs the GPU, in one go: the GPU tests, the seed spec, the
-# comparison with the C++ reference timings, and the host-overhead and compile
-# benchmarks. Full results land in $OUT (default ./gpu-results); the summary
-# tables are printed last.
+# Everything that needs the GPU, in one go. Full results land in $OUT (default ./gpu-results), one
+# folder per step; the summary lines are printed last.
 #
-#   scripts/gpu_check.sh [tests] [seed] [anchors] [launch] [compile] [SPEC ...]
-#   (no arguments: all five steps)
+#   scripts/gpu_check.sh STEP ...
+#
+# Steps: tests (every GPU test), seed (the seed spec, timed end to end), fast (specs/fast.yaml at
+# 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml), types (specs/types.yaml on its small shapes),
+# baselines (cuBLASLt against torch.mm timed by triton's do_bench), prebuilt (specs/prebuilt.yaml),
+# profile (run --profile of seed and v8 cases under Nsight Compute), strategies (tuning strategies on
+# specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), anchors, launch, compile (the
+# benchmarks), or any SPEC.yaml. Run on a GPU machine after `. scripts/gpu_env.sh`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests seed anchors launch compile)
 status=0
-for step in "${steps[@]}"; do
+summary=()
+step_done() {   # name, exit code, seconds
+    summary+=("$1: exit $2 in $3 s")
+    [ "$2" -eq 0 ] || status=1
+}
+for step in "$@"; do
     echo "=== $step ($(date -u +%FT%TZ))"
+    start=$(date +%s)
     case "$step" in
-        tests)   python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$OUT/gpu-tests.log" || status=1 ;;
-        seed)    python3 -m driver_gemm run specs/seed.yaml --json "$OUT/seed.json" -q || status=1 ;;
-        anchors) python3 -m driver_gemm run specs/anchors.yaml --json "$OUT/anchors.json" -q || status=1 ;;
-        launch)  python3 scripts/bench_launch.py --json "$OUT/launch.json" || status=1 ;;
-        compile) python3 scripts/bench_compile.py --json "$OUT/compile.json" || status=1 ;;
-        *.yaml)  name=$(basename "$step" .yaml)
-                 python3 -m driver_gemm run "$step" --json "$OUT/$name.json" -q || status=1 ;;
-        *)       echo "unknown step $step"; status=2 ;;
+        tests)      python3 -m pytest -q -m gpu tests -p no:cacheprovider -rfEs --durations=15 2>&1 | tee "$OUT/gpu-tests.log" ;;
+        seed)       /usr/bin/time -f "seed run wall %e s" python3 -m driver_gemm run specs/seed.yaml --json "$OUT/seed.json" -q 2>&1 | tail -40 ;;
+        fast)       python3 -m driver_gemm run specs/fast.yaml -s 4096x4096x4096 --json "$OUT/fast-4096.json" -q ;;
+        tma)        python3 -m driver_gemm run specs/tma.yaml --json "$OUT/tma.json" -q
+                    python3 -m driver_gemm run specs/tma-bf16.yaml --json "$OUT/tma-bf16.json" -q ;;
+        types)      python3 -m driver_gemm run specs/types.yaml -s 1001x513x777 -s 1024x512x1024 --json "$OUT/types.json" -q ;;
+        baselines)  python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" ;;
+        prebuilt)   python3 -m driver_gemm run specs/prebuilt.yaml --json "$OUT/prebuilt.json" -q ;;
+        profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
+                    python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
+        strategies) python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 --json "$OUT/tune-strategies.json" ;;
+        nvcc)       python3 scripts/nvcc_vs_nvrtc.py --run --json "$OUT/nvcc-vs-nvrtc.json" ;;
+        anchors)    python3 -m driver_gemm run specs/anchors.yaml --json "$OUT/anchors.json" -q ;;
+        launch)     python3 scripts/bench_launch.py --json "$OUT/launch.json" ;;
+        compile)    python3 scripts/bench_compile.py --json "$OUT/compile.json" ;;
+        *.yaml)     name=$(basename "$step" .yaml)
+                    python3 -m driver_gemm run "$step" --json "$OUT/$name.json" -q ;;
+        *)          echo "unknown step $step"; false ;;
     esac
+    step_done "$step" $? $(( $(date +%s) - start ))
 done
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
 exit $status
