@@ -27,6 +27,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("driver-gemm")
     group.addoption("--gemm-spec", action="append", default=[], metavar="PATH",
                     help="run every case of this driver-gemm spec as a test (repeatable)")
+    group.addoption("--gemm-allow-outside-sources", action="store_true", default=False,
+                    help="let --gemm-spec specs name kernel sources outside their project (absolute paths too)")
     group.addoption("--gemm-device", type=int, default=None, metavar="N",
                     help="GPU for driver-gemm tests (default $DRIVER_GEMM_DEVICE or 0)")
     group.addoption("--gemm-results", default=None, metavar="FILE",
@@ -128,7 +130,13 @@ class GemmSpecItems(pytest.Collector):
         from .pipeline.cases import cases_of
         from .spec import load_spec
 
-        spec = load_spec(self.spec_path)
+        from .errors import DriverGemmError
+
+        try:
+            spec = load_spec(self.spec_path,
+                             allow_outside_sources=self.config.getoption("--gemm-allow-outside-sources"))
+        except DriverGemmError as exc:   # the user's spec is wrong: one line, not an internal error
+            raise pytest.UsageError(f"--gemm-spec: {exc}") from None
         self.spec = spec
         for case in cases_of(spec):
             yield GemmCaseItem.from_parent(self, name=f"{case.label}-{case.shape.label}",

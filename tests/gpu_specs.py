@@ -17,11 +17,12 @@ QUICK_MEASURE = "measure: {warmup: 1, min_samples: 3, min_time_s: 0, timeout_s: 
 def write_spec(tmp_path: Path, kernels_yaml: str, shapes: list[str], extra: str = "") -> Path:
     text = "shapes: [" + ", ".join(shapes) + "]\n" + QUICK_MEASURE + extra + "kernels:\n" + \
         textwrap.indent(textwrap.dedent(kernels_yaml), "  ")
-    # Copies beside the spec: a spec's sources stay inside its own folder unless the user allows otherwise.
-    for name, folder in (("kernels", ROOT / "kernels"), ("test_kernels", TEST_KERNELS)):
+    # Copies beside the spec, laid out as in the repository (test kernels include ../../kernels/...): a
+    # spec's sources stay inside its own folder unless the user allows otherwise.
+    for name, folder in (("kernels", ROOT / "kernels"), ("tests/kernels", TEST_KERNELS)):
         if not (tmp_path / name).exists():
             shutil.copytree(folder, tmp_path / name)
-    text = text.replace("@KERNELS@", "kernels").replace("@TESTS@", "test_kernels")
+    text = text.replace("@KERNELS@", "kernels").replace("@TESTS@", "tests/kernels")
     path = tmp_path / "spec.yaml"
     path.write_text(text)
     return path

@@ -50,4 +50,5 @@ def test_run_profile_stores_counters_for_a_seed_case(tmp_path, capsys):
         assert "error" not in profile, profile
         assert profile["duration_us"] > 0 and 0 < profile["achieved_occupancy_pct"] <= 100
         assert profile["arithmetic_intensity"] > 0
-    assert "achieved / theoretical" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "achieved" in printed and "theoretical" in printed   # the profile table (its header may wrap)

@@ -78,6 +78,25 @@ def test_missing_spec_file_is_a_usage_error(inner):
     result.stderr.fnmatch_lines(["*--gemm-spec: no such spec file no/such.yaml*"])
 
 
+def test_a_wrong_spec_is_a_usage_error_and_outside_sources_need_leave(inner, tmp_path):
+    spec = tmp_path / "outside.yaml"
+    spec.write_text(f"""\
+shapes: [[64, 64, 64]]
+kernels:
+  - name: v1
+    source: {ROOT / 'kernels' / '01_naive_col_on_x.cu'}
+    function: sgemm_naive_col_on_x
+    block: [32, 32]
+    grid: [ceil(N / 32), ceil(M / 32)]
+""")
+    refused = inner.runpytest("--gemm-spec", str(spec), "--collect-only", "-q")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines([f"*--gemm-spec: {spec}:4: kernels[[]v1[]].source: an absolute source path*"])
+    assert "INTERNALERROR" not in refused.stdout.str() + refused.stderr.str()
+    allowed = inner.runpytest("--gemm-spec", str(spec), "--gemm-allow-outside-sources", "--collect-only", "-q")
+    allowed.stdout.fnmatch_lines(["*v1-64x64x64*"])
+
+
 def test_device_option_and_environment(inner, monkeypatch):
     inner.makepyfile("""
         from driver_gemm import pytest_plugin
@@ -94,8 +113,8 @@ def test_malformed_spec_is_reported_with_its_place(inner, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("shapes: [[1, 2, 3]]\nkernels:\n  - blok: 1\n")
     result = inner.runpytest("--gemm-spec", str(bad))
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(["*bad.yaml:3: kernels[[]0[]].blok: unknown field 'blok'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gemm-spec: *bad.yaml:3: kernels[[]0[]].blok: unknown field 'blok'*"])
 
 
 SEED_RESULTS = str(ROOT / "bench" / "results" / "seed-h200.json")

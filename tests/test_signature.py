@@ -177,7 +177,7 @@ def test_driver_parameter_layout_equals_the_offline_reading(compiled):
         try:
             for symbol, kernel in image.kernels.items():
                 function = check(driver.cuModuleGetFunction(module, symbol.encode()), "cuModuleGetFunction")
-                assert param_slots_from_function(function) == kernel.params, symbol
+                assert param_slots_from_function(function, len(kernel.params)) == kernel.params, symbol
                 registers = check(driver.cuFuncGetAttribute(
                     driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, function), "cuFuncGetAttribute")
                 shared = check(driver.cuFuncGetAttribute(

@@ -101,15 +101,15 @@ class Kernel:
         """
         from .signature import param_slots_from_function
 
+        image_slots = self.image_params()
+        if image_slots is None:
+            return "not checked: the image's parameters could not be read"
         try:
-            driver_slots = param_slots_from_function(self.handle)
+            driver_slots = param_slots_from_function(self.handle, len(image_slots))
         except CudaError as exc:
             return f"not checked: cuFuncGetParamInfo failed ({exc.name})"
         except AttributeError:
             return "not checked: these bindings have no cuFuncGetParamInfo"
-        image_slots = self.image_params()
-        if image_slots is None:
-            return f"image unreadable; driver: {[tuple(slot) for slot in driver_slots]}"
         if tuple(driver_slots) == tuple(image_slots):
             return "agrees"
         return (f"disagrees: image {[tuple(slot) for slot in image_slots]}, "

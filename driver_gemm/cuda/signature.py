@@ -84,20 +84,19 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
                         hint="list one argument per kernel parameter, in order, with its exact C type")
 
 
-def param_slots_from_function(function) -> tuple[ParamSlot, ...]:
-    """The parameter layout of a loaded `CUfunction` as the driver reports it (``cuFuncGetParamInfo``).
+def param_slots_from_function(function, count: int) -> tuple[ParamSlot, ...]:
+    """The layout of the first `count` parameters of a loaded `CUfunction` as the driver reports it
+    (``cuFuncGetParamInfo``).
 
-    Queries index 0, 1, ... until the driver answers
-    ``CUDA_ERROR_INVALID_VALUE`` (past the last parameter). Needs a GPU and a
-    current context; the offsets and sizes are the device-side layout, the
-    same as the CUBIN's ``EIATTR_KPARAM_INFO``.
+    `count` comes from the compiled image: asking past the last parameter is
+    an API error, which compute-sanitizer would report against the case.
+    Needs a GPU and a current context; the offsets and sizes are the
+    device-side layout, the same as the CUBIN's ``EIATTR_KPARAM_INFO``.
     """
     from cuda.bindings import driver
 
     slots = []
-    while True:
-        result = driver.cuFuncGetParamInfo(function, len(slots))
-        if result[0] == driver.CUresult.CUDA_ERROR_INVALID_VALUE:
-            return tuple(slots)
-        offset, size = check(result, f"cuFuncGetParamInfo(index {len(slots)})")
-        slots.append(ParamSlot(len(slots), int(offset), int(size)))
+    for index in range(count):
+        offset, size = check(driver.cuFuncGetParamInfo(function, index), f"cuFuncGetParamInfo(index {index})")
+        slots.append(ParamSlot(index, int(offset), int(size)))
+    return tuple(slots)
