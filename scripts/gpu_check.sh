@@ -28,7 +28,7 @@ for step in "$@"; do
         tests)      python3 -m pytest -q -m gpu tests -p no:cacheprovider -rfEs --durations=15 2>&1 | tee "$OUT/gpu-tests.log" ;;
         seed)       /usr/bin/time -f "seed run wall %e s" python3 -m driver_gemm run specs/seed.yaml --json "$OUT/seed.json" -q 2>&1 | tail -40 ;;
         fast)       python3 -m driver_gemm run specs/fast.yaml -s 4096x4096x4096 --json "$OUT/fast-4096.json" -q ;;
-        tma)        python3 -m driver_gemm run specs/tma.yaml --json "$OUT/tma.json" -q
+        tma)        python3 -m driver_gemm run specs/tma.yaml -k v10 -k v11 --json "$OUT/tma.json" -q
                     python3 -m driver_gemm run specs/tma-bf16.yaml --json "$OUT/tma-bf16.json" -q ;;
         types)      python3 -m driver_gemm run specs/types.yaml -s 1001x513x777 -s 1024x512x1024 --json "$OUT/types.json" -q ;;
         baselines)  python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" ;;

@@ -153,10 +153,19 @@ def test_enum_values_match_nvmath():
 
 # ------------------------------------------------------------------------------------------------ GPU
 
+# cuBLASLt 13.1 on the H200 refused every fp8 matmul these plans build (CUBLAS_STATUS_NOT_SUPPORTED after
+# its heuristic offered an algorithm; bench/results/types/fp8-probe-h200.log): the fp8 rows are INVALID with
+# that reason until the descriptor it wants is found. Strict: a plan that starts to pass is noticed.
+FP8_REFUSED = pytest.mark.xfail(raises=cublaslt.CublasLtUnsupported, strict=True,
+                                reason="cuBLASLt refuses the fp8 matmul these plans build")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("node, code", [({"a": "bf16"}, "NN"), ({"a": "bf16"}, "TN"), ({"a": "fp16"}, "TT"),
-                                        ({"a": "fp16", "c": "fp32"}, "NT"), ({"a": "e4m3", "c": "bf16"}, "NT"),
-                                        ({"a": "e4m3", "b": "e5m2", "c": "fp16"}, "NT"), ({"a": "e4m3"}, "NT")])
+                                        ({"a": "fp16", "c": "fp32"}, "NT"),
+                                        pytest.param({"a": "e4m3", "c": "bf16"}, "NT", marks=FP8_REFUSED),
+                                        pytest.param({"a": "e4m3", "b": "e5m2", "c": "fp16"}, "NT", marks=FP8_REFUSED),
+                                        pytest.param({"a": "e4m3"}, "NT", marks=FP8_REFUSED)])
 def test_cublaslt_matmul_matches_the_reference(gemm_device, node, code):
     from driver_gemm.measure.verify import compare
 

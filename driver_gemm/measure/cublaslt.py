@@ -346,7 +346,14 @@ class CublasLtMatmul:
         matmul = lt.matmul
 
         def launch() -> None:
-            self._call("cublasLtMatmul", matmul, *args)
+            try:
+                self._call("cublasLtMatmul", matmul, *args)
+            except CudaError as exc:
+                if "NOT_SUPPORTED" not in str(exc):
+                    raise
+                # The heuristic offered an algorithm, the matmul refused it: no baseline for this combination.
+                raise CublasLtUnsupported(plan.label, "cublasLtMatmul refused the heuristic's algorithm "
+                                          "(CUBLAS_STATUS_NOT_SUPPORTED)") from None
 
         return launch
 

@@ -159,12 +159,12 @@ def launch_verify_lt(run) -> None:
     """Prepare the planned matmul on the case's buffers, run it once, and check it against the reference."""
     session = run.session
     buffers = session.typed_buffers
+    _reset_output(run)
     try:
         run.launch = session.cublaslt().prepare(run.case.lt.plan, buffers["A"], buffers["B"], buffers["C"])
+        run.launch()
     except CublasLtUnsupported as exc:
         run.settle(Status.INVALID, exc.reason)
         return
-    _reset_output(run)
-    run.launch()
     session.stream.synchronize()
     check_output(run)
