@@ -43,7 +43,7 @@
 // v10's 83% of cuBLAS TF32 to 90-95% at 4096^3 and 8192^3, the rest being the fragment loads
 // that the TF32 operand rule still puts in the K loop.
 //
-// Measured on H200 by scripts/tma_kernels.py (bench/results/tma/tma-dev.json: L2 flushed
+// Measured on H200 by scripts/tma_kernels.py (bench/results/scripts/tma-dev-h200.json: L2 flushed
 // before each launch, median of 60, beside torch.mm in TF32 timed the same way in the same run):
 //                                          4096^3                     8192^3
 //   BM 256, CWG 2, STAGES 4 (shipped)      0.3475 ms  395.6 TFLOP/s   3.174 ms  346.4 TFLOP/s
@@ -53,12 +53,20 @@
 // The shipped configuration is 98.5% of torch.mm at 4096^3 and 96.4% at 8192^3, 1.34 times
 // v10 (294.6 TFLOP/s): more than predicted, so the fragment loads cost less than feared once
 // no barrier serialises them with the copies. Relative error 6.9e-4 (truncation to TF32, as
-// v10). The spec run (specs/tma.yaml, against driver-gemm's cuBLAS TF32 row) is the figure of
-// record; its numbers go here when it has run.
+// v10).
+// Of record, `driver-gemm run specs/tma.yaml -k v10 -k v11` (bench/results/round2/tma-h200.json,
+// nvbench-style sampling for seconds, L2 flushed, against driver-gemm's cuBLAS TF32 row):
+//                          4096^3                       8192^3
+//   v11                    0.4108 ms  95.4% of cuBLAS   3.178 ms  97.6%
+//   v10                    0.4603 ms  85.2%             3.646 ms  85.0%
+//   cuBLAS TF32            0.3920 ms                    3.100 ms
+// Sustained, the tensor cores pull the SM clock down from 1980 MHz to 1530-1635 MHz (the clock
+// each case records through NVML): seconds of sampling run hotter than the 60 launches above,
+// and every kernel of these rows, cuBLAS included, is timed at the clock the load leaves it.
 //
 // Small shapes: at 1024x512x1024 the 256 x 128 tile makes a 4 x 4 grid, 16 blocks for 132
-// SMs, each running 32 K-tiles alone: TMA does nothing for a GPU that is 88% idle, and we
-// expect about v10's 49% of cuBLAS there (1000x516x780: 20 blocks). 1001x513x777 is refused
+// SMs, each running 32 K-tiles alone: the GPU is 88% idle whatever feeds the tensor cores.
+// Measured: 55.1% of cuBLAS TF32 there (v10 50.6%) and 63.7% at 1000x516x780 (20 blocks). 1001x513x777 is refused
 // before launch: with tight leading dimensions a row of A is 777 x 4 = 3108 bytes and of B
 // 2052, and TMA needs every row to start on a 16-byte boundary (the plan says
 // "map_a: dimension 1 stride 3108 bytes must be a positive multiple of 16"); v10 runs it.

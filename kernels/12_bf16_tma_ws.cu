@@ -23,7 +23,7 @@
 // STAGES * (64 * CWG + 256) * 128 + 16 * STAGES + 1024, tensor maps A (bf16, box 64 x BM) and
 // B (bf16, box 64 x 64), both with the 128-byte swizzle. Needs sm_90a.
 //
-// BDESC: the checked runs of scripts/tma_kernels.py (bench/results/tma/tma-dev.json) pass
+// BDESC: the checked runs of scripts/tma_kernels.py (bench/results/scripts/tma-dev-h200.json) pass
 // with BDESC 0 on every shape (relative error 6e-7 with fp32 output) and fail with BDESC 1
 // (relative error 1.2) on every shape but 64x8x8, whose single 64-column box hides the order:
 // the leading offset is the step along N. The specs use 0.
@@ -43,9 +43,12 @@
 // 81%, short of the prediction. 4096^3 is 16 x 32 = 512 tiles of 128 x 256 on 132 SMs, 3.9
 // waves of one block per SM: every block fills its pipeline, drains it and writes its 128 KB
 // of C with nothing else running on its SM, and the last wave leaves 16 SMs idle. At 8192^3
-// (15.5 waves, 128 K-tiles per block against 64) those fixed costs weigh half as much. The
-// spec run (specs/drafts/tma-bf16.yaml once the spec reader has types:) is the figure of
-// record.
+// (15.5 waves, 128 K-tiles per block against 64) those fixed costs weigh half as much.
+// Of record at 4096^3, `driver-gemm run specs/tma-bf16.yaml` against driver-gemm's cuBLASLt BF16
+// rows (bench/results/round2/tma-bf16-h200.jsonl): OUT 32 0.2429 ms = 84.1% of cuBLASLt's
+// 0.2042 ms (fp32 out), OUT 16 0.2398 ms = 82.0% of its 0.1966 ms (bf16 out); 1024x512x1024
+// 37.0% and 35.6%, 1001x520x776 40.7% and 39.5%. The 8192^3 cases of that run did not finish
+// inside its time limit: the sustained BF16 load held the SM clock near 1530 MHz.
 //
 // Small shapes: 1024x512x1024 is a 2 x 8 grid, 16 blocks for 132 SMs (as v11). 1001x513x777
 // and 1000x516x780 are refused before launch: a bf16 row of K = 777 or 780 is 1554 or 1560

@@ -320,7 +320,7 @@ def test_a_torn_last_line_is_skipped_and_said(tmp_path, capsys):
 
 def test_good_files_still_read(tmp_path):
     for path in sorted((ROOT / "bench" / "results").rglob("*.json*")):
-        if path.name.startswith("launch-") or path.parent.name == "tma":   # benchmark scripts' figures, not runs
+        if path.name.startswith("launch-") or path.parent.name == "scripts":   # benchmark scripts' figures, not runs
             continue
         loaded = read.read_results(path)
         assert loaded.run.cases and not loaded.notes, path

@@ -57,8 +57,11 @@ STALLS = tuple(f"{STALL_PREFIX}{reason}{STALL_SUFFIX}" for reason in STALL_REASO
 METRICS = (DURATION, ACHIEVED_OCCUPANCY, DRAM_READ, DRAM_WRITE, L2_BYTES, SHARED_BANK_CONFLICTS, FMA_PIPE,
            TENSOR_PIPE, *STALLS)
 
-_TIME_UNITS = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
-_BYTE_UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+# To microseconds and bytes. The command asks ncu for base units (--print-units base: nanoseconds and
+# bytes); a unit cell left empty means that base unit, and both spellings of each unit are read.
+_TIME_UNITS = {"": 1e-3, "nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
+               "second": 1e6, "s": 1e6}
+_BYTE_UNITS = {"": 1, "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
                "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 
 
@@ -105,7 +108,7 @@ def ncu_command(target: Sequence[str], label: str, shape_label: str, function: s
     where = (["--nvtx", "--nvtx-include", nvtx_range(label, shape_label)] if nvtx
              else ["--launch-skip", str(launch_skip)])
     return [ncu, "--clock-control", "none", *where, "--kernel-name", f"regex:{function}", "--launch-count", "1",
-            "--metrics", ",".join(metrics), "--csv", "--page", "raw", *target]
+            "--metrics", ",".join(metrics), "--print-units", "base", "--csv", "--page", "raw", *target]
 
 
 def nvtx_filter_safe(label: str, shape_label: str) -> bool:
