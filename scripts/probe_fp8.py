@@ -1,4 +1,7 @@
-"""Which fp8 cuBLASLt matmuls run on this GPU (a probe for the support table)."""
+"""Which fp8 cuBLASLt matmuls run on this GPU: a probe for the support table.
+
+    python3 scripts/probe_fp8.py     (on a GPU machine; one line per combination tried)
+"""
 import itertools, sys
 import numpy as np
 import driver_gemm as dg
