@@ -2,7 +2,7 @@
 
     python3 scripts/probe_fp8.py     (on a GPU machine; one line per combination tried)
 """
-import itertools, sys
+import itertools
 import numpy as np
 import driver_gemm as dg
 from driver_gemm.measure import cublaslt, dtypes, operands

@@ -181,13 +181,13 @@ def test_a_closed_pipe_ends_quietly(output, tmp_path):
 
 @NO_GPU
 def test_run_without_a_gpu_reports_what_cannot_launch_first(tmp_path, capsys):
-    spec = write(tmp_path, f"""\
+    spec = write(tmp_path, """\
 shapes: [[64, 64, 64], [1001, 513, 777]]
 kernels:
   - name: too-wide
     source: ../kernels/02_smem_tiles.cu
     function: sgemm_smem_tiles
-    params: {{TILE: 32}}
+    params: {TILE: 32}
     block: [TILE, TILE * 2]
     grid: [ceil(N / TILE), ceil(M / TILE)]
 """)

@@ -39,7 +39,7 @@ SIGNATURES = {
 
 
 def prebuilt_spec(signature_line: str = "") -> str:
-    text = MINIMAL.replace(f"source: ../kernels/04_coarsen_2d.cu", f"binary: {V4_CUBIN}")
+    text = MINIMAL.replace("source: ../kernels/04_coarsen_2d.cu", f"binary: {V4_CUBIN}")
     return text + (f"    {signature_line}\n" if signature_line else "")
 
 
@@ -125,7 +125,7 @@ def test_prebuilt_function_that_is_not_in_the_image_is_a_compile_error_listing_t
 
 
 @pytest.mark.parametrize("change, words", [
-    (lambda t: t.replace("function:", f"source: ../kernels/04_coarsen_2d.cu\n    function:"), "not both"),
+    (lambda t: t.replace("function:", "source: ../kernels/04_coarsen_2d.cu\n    function:"), "not both"),
     (lambda t: t.replace(".cubin", ".bin"), "ends in .cubin, .fatbin, .ptx"),
     (lambda t: t.replace("v4_coarsen", "v5_coarsen"), "does not exist"),
     (lambda t: t + "    options: [-use_fast_math]\n", "options does not apply"),

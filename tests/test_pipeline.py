@@ -13,7 +13,7 @@ from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import ArgumentError, DriverGemmError, ToolMissingError, UsageError
 from driver_gemm.pipeline import build
 from driver_gemm.pipeline.build import check_offline, plan_cases
-from driver_gemm.pipeline.cases import cases_of, new_record, not_run_record, ran
+from driver_gemm.pipeline.cases import cases_of, new_record, ran
 from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.pipeline.runner import run_in_process
 from driver_gemm.pipeline.session import RunOptions

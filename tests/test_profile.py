@@ -6,14 +6,12 @@ separators; "n/a" where a metric could not be collected), with the figures of th
 bench/results/v10-steps; a GPU run confirms the metric names on the H200.
 """
 
-import os
 import stat
 from pathlib import Path
 
 import pytest
 
 from driver_gemm.errors import ToolMissingError
-from driver_gemm.measure import profile
 from driver_gemm.measure.profile import (METRICS, ProfileError, find_ncu, ncu_command, parse_ncu_csv, run_ncu,
                                          summarize)
 

@@ -1,6 +1,5 @@
 """Dealing a spec out to GPUs: estimated costs, tasks, and the simulated schedule, all on the CPU."""
 
-import dataclasses
 
 import pytest
 

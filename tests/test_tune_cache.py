@@ -12,7 +12,6 @@ from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 from driver_gemm.tune.cache import TuningCache, case_key, source_digest
 
-from test_spec import write
 
 ENVIRONMENT = {"device": {"name": "NVIDIA H200", "sm_count": 132}, "driver_version": "13.0",
                "nvrtc_version": "13.0", "host": "a", "numpy": "2.5"}
