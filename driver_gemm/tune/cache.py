@@ -20,36 +20,26 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Mapping
 
 from ..cuda import cache as cubin_cache
+from ..cuda.compile import local_headers
 from ..results.records import CaseResult
 from ..spec.model import KernelSpec, Shape, Spec
 
 _MAGIC = b"driver-gemm-tune-v1\n"
 FORMAT_VERSION = 1
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
 def source_digest(path: str | Path) -> str:
     """SHA-256 over a kernel source and every local ``#include "..."`` it reaches (names and texts)."""
     path = Path(path)
-    digest = hashlib.sha256()
-    seen: set[Path] = set()
-
-    def add(file: Path) -> None:
-        if file in seen or not file.is_file():
-            return
-        seen.add(file)
-        text = file.read_text()
-        digest.update(file.name.encode() + b"\0" + text.encode() + b"\0")
-        for header in _INCLUDE.findall(text):
-            add((file.parent / header).resolve())
-
-    add(path.resolve())
+    text = path.read_text()
+    digest = hashlib.sha256(path.name.encode() + b"\0" + text.encode() + b"\0")
+    for header, header_text in sorted(local_headers(text, path.resolve().parent).items()):
+        digest.update(header.encode() + b"\0" + header_text.encode() + b"\0")
     return digest.hexdigest()
 
 
