@@ -66,21 +66,27 @@ def test_parse_dispatch_reads_what_is_written_and_names_mistakes():
         assert place in str(raised.value) and message in str(raised.value)
 
 
-def test_built_from_winners_and_applied_to_a_kernel(tmp_path):
-    spec = load_spec(write(tmp_path, SWEEP))
+def _recorded_sweep(spec) -> RunResult:
+    """A recorded run of the sweep: BK 8 wins the small shape, BK 16 the large one."""
     run = RunResult(spec="s", spec_path=None, cases=[
         case(BK8, SMALL, [1.0, 1.01, 0.99]), case(BK16, SMALL, [1.5, 1.52, 1.49]),
         case(BK8, LARGE, [2.5, 2.6, 2.4]), case(BK16, LARGE, [2.0, 2.1, 1.9])])
     for c in run.cases:
         c.params = dict(next(k for k in spec.kernels if k.label == c.kernel).params)
-    tables = build_dispatch(pick_winners(run))
+    return run
+
+
+def test_built_from_winners_and_applied_to_a_kernel(tmp_path):
+    spec = load_spec(write(tmp_path, SWEEP))
+    winners = pick_winners(_recorded_sweep(spec))
+    tables = build_dispatch(winners)
     assert set(tables) == {"v4"}
     v4 = tables["v4"]
     assert select_kernel(spec.kernels[0], v4, SMALL).label == BK8
     assert select_kernel(spec.kernels[0], v4, Shape(100, 100, 100)).label == BK16    # nearer 128^3
     assert select_kernel(spec.kernels[0], v4, Shape(32, 32, 16)).label == BK8
 
-    out = dispatch_spec(spec, pick_winners(run), tmp_path / "specs" / "d.yaml")
+    out = dispatch_spec(spec, winners, tmp_path / "specs" / "d.yaml")
     document = yaml.safe_load(out.read_text())
     dispatch = parse_dispatch(document.pop("dispatch"), kernel_names=[k["name"] for k in document["kernels"]])
     reloaded = spec_from_dict(document, base_dir=out.parent)
@@ -92,12 +98,7 @@ def test_built_from_winners_and_applied_to_a_kernel(tmp_path):
 
 def _winners_dispatch_spec(tmp_path):
     spec = load_spec(write(tmp_path, SWEEP))
-    run = RunResult(spec="s", spec_path=None, cases=[
-        case(BK8, SMALL, [1.0, 1.01, 0.99]), case(BK16, SMALL, [1.5, 1.52, 1.49]),
-        case(BK8, LARGE, [2.5, 2.6, 2.4]), case(BK16, LARGE, [2.0, 2.1, 1.9])])
-    for c in run.cases:
-        c.params = dict(next(k for k in spec.kernels if k.label == c.kernel).params)
-    return dispatch_spec(spec, pick_winners(run), tmp_path / "specs" / "d.yaml")
+    return dispatch_spec(spec, pick_winners(_recorded_sweep(spec)), tmp_path / "specs" / "d.yaml")
 
 
 def test_a_written_dispatch_spec_loads_and_runs_each_shape_with_its_entry(tmp_path):
