@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from driver_gemm.cuda.device import FP32_LANES_PER_SM, DeviceProperties
+from driver_gemm.cuda.device import DeviceProperties
+from driver_gemm.cuda.occupancy import FP32_LANES_PER_SM
 from driver_gemm.cuda.occupancy import (
     ARCHES, arch_limits, limits_from_device, nearest_known_arch, occupancy, parse_arch,
 )

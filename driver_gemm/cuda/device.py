@@ -28,6 +28,7 @@ import numpy as np
 
 from .check import check
 from ..errors import CudaError, NoGpuError
+from .occupancy import FP32_LANES_PER_SM
 
 
 def driver_module():
@@ -49,15 +50,6 @@ def device_count() -> int:
     driver = driver_module()
     return check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
 
-
-# FP32 lanes (FFMA units) per SM by compute capability (CUDA C++ Programming Guide,
-# "Arithmetic Instructions" throughput table: results per clock per SM for 32-bit fma).
-FP32_LANES_PER_SM = {
-    (7, 0): 64, (7, 2): 64, (7, 5): 64,
-    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
-    (9, 0): 128,
-    (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
-}
 
 
 @dataclass(frozen=True)

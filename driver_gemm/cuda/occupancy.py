@@ -25,6 +25,15 @@ from ..errors import ConfigError
 
 KB = 1024
 
+# FP32 lanes (FFMA units) per SM by compute capability (CUDA C++ Programming Guide,
+# "Arithmetic Instructions" throughput table: results per clock per SM for 32-bit fma).
+FP32_LANES_PER_SM = {
+    (7, 0): 64, (7, 2): 64, (7, 5): 64,
+    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
+}
+
 
 @dataclass(frozen=True)
 class ArchLimits:
@@ -78,7 +87,7 @@ HOPPER_CARVEOUTS = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 
 
 def _table(arch: str, *, threads: int, blocks: int, shared_kb: int, carveouts: tuple[int, ...],
-           per_block_kb: int, reserved: int, shared_unit: int, fp32_lanes: int, sms: int, part: str) -> ArchLimits:
+           per_block_kb: int, reserved: int, shared_unit: int, sms: int, part: str) -> ArchLimits:
     # Every architecture here has 64 K registers per SM and per block, 255 per thread, registers allocated
     # per warp in units of 256 over 4 sub-partitions, and 48 KB of shared memory per block without the opt-in.
     return ArchLimits(arch, max_threads_per_sm=threads, max_warps_per_sm=threads // 32, max_blocks_per_sm=blocks,
@@ -86,7 +95,8 @@ def _table(arch: str, *, threads: int, blocks: int, shared_kb: int, carveouts: t
                       register_unit=256, sub_partitions=4, shared_per_sm=shared_kb * KB,
                       shared_carveouts_kb=carveouts, max_shared_per_block=per_block_kb * KB,
                       default_shared_per_block=48 * KB, reserved_shared_per_block=reserved, shared_unit=shared_unit,
-                      typical_sm_count=sms, typical_part=part, fp32_lanes_per_sm=fp32_lanes)
+                      typical_sm_count=sms, typical_part=part,
+                      fp32_lanes_per_sm=FP32_LANES_PER_SM[(int(arch[3:-1]), int(arch[-1]))])
 
 
 # Sources, per entry:
@@ -101,40 +111,40 @@ def _table(arch: str, *, threads: int, blocks: int, shared_kb: int, carveouts: t
 ARCHES: dict[str, ArchLimits] = {
     # Volta V100 [guide 7.0, occ major 7, arith 7.x]
     "sm_70": _table("sm_70", threads=2048, blocks=32, shared_kb=96, carveouts=VOLTA_CARVEOUTS, per_block_kb=96,
-                    reserved=0, shared_unit=256, fp32_lanes=64, sms=80, part="Tesla V100"),
+                    reserved=0, shared_unit=256, sms=80, part="Tesla V100"),
     # Jetson AGX Xavier [guide 7.2, occ major 7, arith 7.x]
     "sm_72": _table("sm_72", threads=2048, blocks=32, shared_kb=96, carveouts=VOLTA_CARVEOUTS, per_block_kb=96,
-                    reserved=0, shared_unit=256, fp32_lanes=64, sms=8, part="Jetson AGX Xavier"),
+                    reserved=0, shared_unit=256, sms=8, part="Jetson AGX Xavier"),
     # Turing [guide 7.5, occ "isTuring": 16 blocks, 32 or 64 KB, arith 7.x]
     "sm_75": _table("sm_75", threads=1024, blocks=16, shared_kb=64, carveouts=TURING_CARVEOUTS, per_block_kb=64,
-                    reserved=0, shared_unit=256, fp32_lanes=64, sms=40, part="Tesla T4"),
+                    reserved=0, shared_unit=256, sms=40, part="Tesla T4"),
     # Ampere A100 [guide 8.0, occ major 8 minor 0, arith 8.0]
     "sm_80": _table("sm_80", threads=2048, blocks=32, shared_kb=164, carveouts=A100_CARVEOUTS, per_block_kb=163,
-                    reserved=KB, shared_unit=128, fp32_lanes=64, sms=108, part="A100"),
+                    reserved=KB, shared_unit=128, sms=108, part="A100"),
     # Ampere GA10x [guide 8.6, occ major 8 other minors: 16 blocks, up to 100 KB, arith 8.6]
     "sm_86": _table("sm_86", threads=1536, blocks=16, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
-                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=84, part="A40 / RTX A6000"),
+                    reserved=KB, shared_unit=128, sms=84, part="A40 / RTX A6000"),
     # Jetson AGX Orin [guide 8.7, occ major 8 minor 7: A100's carve-outs, 16 blocks, arith 8.7]
     "sm_87": _table("sm_87", threads=1536, blocks=16, shared_kb=164, carveouts=A100_CARVEOUTS, per_block_kb=163,
-                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=16, part="Jetson AGX Orin"),
+                    reserved=KB, shared_unit=128, sms=16, part="Jetson AGX Orin"),
     # Ada [guide 8.9, occ major 8 minor 9: 24 blocks, arith 8.9]
     "sm_89": _table("sm_89", threads=1536, blocks=24, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
-                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=128, part="RTX 4090"),
+                    reserved=KB, shared_unit=128, sms=128, part="RTX 4090"),
     # Hopper [guide 9.0, occ major 9, arith 9.0]
     "sm_90": _table("sm_90", threads=2048, blocks=32, shared_kb=228, carveouts=HOPPER_CARVEOUTS, per_block_kb=227,
-                    reserved=KB, shared_unit=128, fp32_lanes=128, sms=132, part="H100 SXM / H200"),
+                    reserved=KB, shared_unit=128, sms=132, part="H100 SXM / H200"),
     # Blackwell B200 [guide 10.0, occ major 10 minor 0, arith 10.0]
     "sm_100": _table("sm_100", threads=2048, blocks=32, shared_kb=228, carveouts=HOPPER_CARVEOUTS, per_block_kb=227,
-                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=148, part="B200"),
+                     reserved=KB, shared_unit=128, sms=148, part="B200"),
     # Blackwell Ultra B300 [guide 10.3, occ major 10 minor 3, arith 10.3]; SM count taken as B200's
     "sm_103": _table("sm_103", threads=2048, blocks=32, shared_kb=228, carveouts=HOPPER_CARVEOUTS, per_block_kb=227,
-                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=148, part="B300"),
+                     reserved=KB, shared_unit=128, sms=148, part="B300"),
     # Blackwell GeForce / RTX PRO [guide 12.x, occ major 12: 24 blocks, up to 100 KB, arith 12.x]
     "sm_120": _table("sm_120", threads=1536, blocks=24, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
-                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=170, part="RTX 5090"),
+                     reserved=KB, shared_unit=128, sms=170, part="RTX 5090"),
     # DGX Spark GB10 [guide 12.x, occ major 12 minor 1, arith 12.x]
     "sm_121": _table("sm_121", threads=1536, blocks=24, shared_kb=100, carveouts=GA10X_CARVEOUTS, per_block_kb=99,
-                     reserved=KB, shared_unit=128, fp32_lanes=128, sms=48, part="GB10 (DGX Spark)"),
+                     reserved=KB, shared_unit=128, sms=48, part="GB10 (DGX Spark)"),
 }
 
 # What an architecture with no table of its major gets for the figures the driver does not report: the
