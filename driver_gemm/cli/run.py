@@ -187,6 +187,8 @@ def execute(args, out: Output) -> int:
             else:
                 run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
                          on_start=progress.started, on_result=finished, result=result, previous=previous)
+            if profiler is not None:
+                _profile_cases(spec, result, profiler, args, out)
         except KeyboardInterrupt:
             interrupted = result.interrupted = True
         finally:
@@ -198,9 +200,6 @@ def execute(args, out: Output) -> int:
             out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
                       f"{path}; continue with --resume {lines}")
             return EXIT_INTERRUPTED
-        if profiler is not None:
-            _profile_cases(spec, result, profiler, args, out)
-            result.write_json(path)
         show_run(result, out)
         if profiler is not None:
             from ..report.tables import print_profile
