@@ -16,9 +16,9 @@ from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, NoGpuError, UsageError
 from ..spec.model import Spec
-from .build import Compiled, compile_spec, complete_plan, refused_everywhere
-from .cases import kernels_of, kernels_on
-from .plan import CasePlan, plan_launch
+from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
+from .cases import kernels_of
+from .plan import CasePlan
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,10 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
     target = target or plan_target(arch, device)
     limits = target.limits
     result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
-    compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits))
+    plans = launch_plans(spec, limits)     # each case's launch planned once, before compiling
+    compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits, plans))
     result.compiled = compiled
     seen: set[int] = set()
-    runs_on = {shape: {k.label for k in kernels_on(spec, shape)} for shape in spec.shapes}
     for kernel in kernels_of(spec):
         cubin = compiled.get(kernel.label)
         if isinstance(cubin, CompileError):
@@ -105,9 +105,8 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
                 seen.add(id(cubin))
                 result.compile_errors.append(cubin)
             continue
-        result.plans.extend(complete_plan(plan_launch(kernel, shape, limits, dict(spec.scalars)), cubin, limits,
-                                          sm_count)
-                            for shape in spec.shapes if kernel.label in runs_on[shape])
+        result.plans.extend(complete_plan(plans[kernel.label, shape.label], cubin, limits, sm_count)
+                            for shape in spec.shapes if (kernel.label, shape.label) in plans)
     return result
 
 
