@@ -216,11 +216,18 @@ def test_an_unknown_major_gets_conservative_defaults_and_says_so():
     assert limits.source == "driver + defaults" and "sm_110 has no table" in limits.notes[0]
     assert limits.max_warps_per_sm == 48 and limits.max_blocks_per_sm == 24
     assert limits.shared_unit == 256 and limits.register_unit == 256 and limits.sub_partitions == 4
-    assert limits.fp32_lanes_per_sm == 0 and limits.shared_carveouts_kb == (228,)
+    assert limits.shared_carveouts_kb == (228,)
+    # FP32 lanes come from the one lanes table, as DeviceProperties takes them: one peak for one GPU
+    assert limits.fp32_lanes_per_sm == 128 and "FP32 peak is unknown" not in limits.notes[0]
     # 256 threads x 64 regs: 4 blocks by registers; 20000 B -> 20224 per block with the 256-byte unit
     assert occupancy(limits, 256, 64).blocks_per_sm == 4
     # 20000 B + the 1 KB reserve the driver reports = 21024 B -> 21248 (83 x 256)
     assert occupancy(limits, 128, 32, 20000).shared_per_block == 21248
+
+
+def test_an_architecture_in_no_table_has_an_unknown_fp32_peak_and_says_so():
+    limits = limits_from_device(device((13, 0), threads=1536, blocks=24, name="future"))
+    assert limits.fp32_lanes_per_sm == 0 and "FP32 peak is unknown" in limits.notes[0]
 
 
 def test_every_device_plans_the_seed_spec():

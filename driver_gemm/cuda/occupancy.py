@@ -244,7 +244,12 @@ def limits_from_device(properties) -> ArchLimits:
         source = "driver + defaults"
         notes.append(f"{arch} has no table and no older architecture of its major does: registers are taken as "
                      f"allocated in units of {DEFAULT_REGISTER_UNIT} over {DEFAULT_SUB_PARTITIONS} sub-partitions, "
-                     f"shared memory in units of {DEFAULT_SHARED_UNIT} B, and the FP32 peak is unknown")
+                     f"shared memory in units of {DEFAULT_SHARED_UNIT} B"
+                     + ("" if properties.compute_capability in FP32_LANES_PER_SM else ", and the FP32 peak is unknown"))
+    # The lanes table covers more architectures than the limits tables (it is one line per
+    # architecture), so it is asked first, as DeviceProperties asks it: one peak for one GPU.
+    fp32_lanes = FP32_LANES_PER_SM.get(properties.compute_capability,
+                                       reference.fp32_lanes_per_sm if reference else 0)
     warp_size = properties.warp_size or 32
     shared_per_sm = properties.shared_per_sm
     return ArchLimits(
@@ -270,7 +275,7 @@ def limits_from_device(properties) -> ArchLimits:
         warp_size=warp_size,
         typical_sm_count=properties.sm_count,
         typical_part=properties.name,
-        fp32_lanes_per_sm=reference.fp32_lanes_per_sm if reference else 0,
+        fp32_lanes_per_sm=fp32_lanes,
         source=source,
         notes=tuple(notes),
     )
