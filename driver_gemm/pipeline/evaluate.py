@@ -17,7 +17,7 @@ shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
 - A fidelity below 1 is a warm screen, reported to `note` only: the kernel
   loaded and bound to the shape's inputs (uploaded once per shape), one
   warm-up launch, then a few unflushed launches for that fraction of
-  ``min_time_s``. A screen is not verified: verification (a launch, a
+  ``min_time_s`` (`screen_settings`). A screen is not verified: verification (a launch, a
   download of C and a float64 comparison on the host, ~2 s at 8192^3) costs
   far more than the screen, and a search screens every configuration while
   it fully measures a few. So a wrong kernel can win a screen; it is caught
@@ -30,6 +30,7 @@ shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -50,20 +51,30 @@ from .funnel import execute_case
 from .session import Session
 
 FULL = 1.0
-MIN_SCREEN_SAMPLES = 3
+MIN_SCREEN_SAMPLES = 3          # what a median needs
+# A screen at fidelity f takes at most f x this many samples: the lowest rung of halving (1/27) the three a
+# median needs, a rung of 1/3 at most 27. Without a cap, the batch the sampling loop queues ahead (about
+# 20 ms of launches) would triple the cost of a short kernel's lowest-rung screen.
+SCREEN_SAMPLES_AT_FULL = 81
 
 
 class TuneAborted(DriverGemmError):
     """A fault left CUDA unusable in this process: the search cannot go on here (what was measured is kept)."""
 
 
+def screen_samples_cap(fidelity: float) -> int:
+    """The most samples a screen at `fidelity` takes (see `SCREEN_SAMPLES_AT_FULL`)."""
+    return max(MIN_SCREEN_SAMPLES, math.ceil(fidelity * SCREEN_SAMPLES_AT_FULL - 1e-9))
+
+
 def screen_settings(settings: MeasureSettings, fidelity: float) -> MeasureSettings:
-    """The measure settings of a warm screen at `fidelity`: that fraction of the sampling time, no L2 flush."""
+    """The measure settings of a warm screen at `fidelity`: one warm-up launch, that fraction of the sampling
+    time, at most `screen_samples_cap` samples, no L2 flush (no verification either: see the module's docstring)."""
+    min_samples = max(MIN_SCREEN_SAMPLES, min(settings.min_samples, round(settings.min_samples * fidelity)))
     return dataclasses.replace(
         settings, flush_l2=False, warmup=min(settings.warmup, 1), min_time_s=settings.min_time_s * fidelity,
-        timeout_s=max(settings.timeout_s * fidelity, 1e-3),
-        min_samples=max(MIN_SCREEN_SAMPLES, min(settings.min_samples, round(settings.min_samples * fidelity))),
-        max_samples=max(MIN_SCREEN_SAMPLES, settings.max_samples), mode="events")
+        timeout_s=max(settings.timeout_s * fidelity, 1e-3), min_samples=min_samples,
+        max_samples=max(min_samples, min(settings.max_samples, screen_samples_cap(fidelity))), mode="events")
 
 
 @dataclass
@@ -97,7 +108,9 @@ class Evaluator:
     shape label how many wall seconds (kinds: ``inputs``, ``reference``,
     ``baseline``, ``screen_load`` (plan, load and bind of a configuration
     screened before it was verified), ``verify`` (load, upload, checked
-    launch and comparison), ``screen``, ``full``).
+    launch and comparison), ``screen``, ``full``). ``inputs`` and
+    ``reference`` are also inside the ``screen_load`` or ``verify`` that
+    first needed them.
     """
 
     session: Session

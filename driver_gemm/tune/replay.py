@@ -14,10 +14,12 @@ cost.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from dataclasses import dataclass, field
 
 from ..measure.timing import MAX_BATCH
+from ..pipeline.evaluate import screen_samples_cap
 from ..results.records import CaseResult, RunResult
 from ..spec.model import Shape
 from .strategies import FULL, Budget, Configuration, Strategy, search_all
@@ -37,7 +39,8 @@ class CostModel:
       `per_sample_s` (L2 flush, gate) each;
     - a screen at fidelity f: `screen_overhead_s` (events, gate), one warm-up launch, then f of the
       recorded GPU time, at least `screen_min_samples` launches, no flush; the batch queued while
-      the last one ran (`screen_batch_s` of launches, one at least, `MAX_BATCH` at most) is paid too.
+      the last one ran (`screen_batch_s` of launches, one at least, `MAX_BATCH` at most) is paid too,
+      up to the screen's cap (`pipeline.evaluate.screen_samples_cap`).
 
     A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
     offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error
@@ -148,11 +151,12 @@ class RecordedSweep:
         return self.cost.reference_s + shape.M * shape.N * self.cost.reference_ns_per_element * 1e-9
 
     def _screen_s(self, timing, fidelity: float, samples: int) -> float:
-        launched_ms = timing.median_ms + max(fidelity * timing.total_ms, samples * timing.median_ms)
+        needed = max(samples, math.ceil(fidelity * timing.total_ms / timing.median_ms))
         # the batch queued while the last was read: about screen_batch_s of launches, one at least and
-        # MAX_BATCH at most (measure.timing sizes its batches so)
-        overshoot_ms = min(MAX_BATCH * timing.median_ms, max(timing.median_ms, self.cost.screen_batch_s * 1e3))
-        return self.cost.screen_overhead_s + (launched_ms + overshoot_ms) / 1e3
+        # MAX_BATCH at most (measure.timing sizes its batches so), unless the screen's cap stops it
+        ahead = min(MAX_BATCH, max(1, round(self.cost.screen_batch_s * 1e3 / timing.median_ms)))
+        taken = min(screen_samples_cap(fidelity), needed + ahead)
+        return self.cost.screen_overhead_s + (1 + taken) * timing.median_ms / 1e3
 
     def _verify_s(self, shape: Shape) -> float:
         return shape.M * shape.N * self.cost.verify_ns_per_element * 1e-9
