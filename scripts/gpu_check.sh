@@ -35,7 +35,8 @@ for step in "$@"; do
         prebuilt)   python3 -m driver_gemm run specs/prebuilt.yaml --json "$OUT/prebuilt.json" -q ;;
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
-        strategies) python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 --json "$OUT/tune-strategies.json" ;;
+        strategies) timeout 400 python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 \
+                        --max-seconds 330 --json "$OUT/tune-strategies.json" 2>&1 | tee "$OUT/tune-strategies.log" ;;
         nvcc)       python3 scripts/nvcc_vs_nvrtc.py --run --json "$OUT/nvcc-vs-nvrtc.json" ;;
         anchors)    python3 -m driver_gemm run specs/anchors.yaml --json "$OUT/anchors.json" -q ;;
         launch)     python3 scripts/bench_launch.py --json "$OUT/launch.json" ;;

@@ -72,6 +72,7 @@ def tune(tmp_path, monkeypatch):
         return summarize([MS[bk]] * 3), []
 
     monkeypatch.setattr(case_steps, "load", lambda run: None)
+    monkeypatch.setattr(case_steps, "bind", lambda run: setattr(run, "launch", lambda: None))
     monkeypatch.setattr(case_steps, "launch_verify", fake_launch_verify)
     monkeypatch.setattr(evaluation, "cpu_reference", fake_cpu_reference)
     recorded, screens = [], []
@@ -86,27 +87,67 @@ def tune(tmp_path, monkeypatch):
     return spec, evaluator, evaluate, space, calls, recorded, screens
 
 
-def test_inputs_and_reference_once_per_shape_and_each_configuration_verified_once(tune):
+def test_screens_skip_verification_and_a_finalist_that_fails_it_is_replaced(tune):
     spec, evaluator, evaluate, space, calls, recorded, screens = tune
     strategy = SuccessiveHalving(eta=2, min_fidelity=0.25, finalists=1)
     results = search_all([(space, shape) for shape in spec.shapes], strategy, evaluate)
     assert evaluator.counts["inputs"] == len(spec.shapes) and calls["cpu_reference"] == len(spec.shapes)
-    # every configuration verified once per shape, however many rungs measured it
-    assert evaluator.counts["verify"] == len(space) * len(spec.shapes)
-    assert all(r.best is not None and r.best.params["BK"] == 16 for r in results)     # BK=32 is wrong
-    # screens are notes, full measurements are cases, and the wrong configuration is a FAIL case
-    assert screens and all(s["fidelity"] < 1 for s in screens)
+    # every configuration is screened (loaded once per shape, however many rungs screened it), none verified there
+    assert evaluator.counts["screen_load"] == len(space) * len(spec.shapes)
+    assert screens and all(s["fidelity"] < 1 and not s["verified"] for s in screens)
+    # the wrong configuration (BK=32) is the fastest screen, so it reaches the last rung; its verification
+    # fails there and the next of the ranking (BK=16) is verified and measured in its place
+    for result in results:
+        full = [(t.configuration.params["BK"], t.median_ms) for t in result.trials if t.fidelity >= 1.0]
+        assert full == [(BROKEN_BK, None), (16, MS[16])]
+        assert result.best is not None and result.best.params["BK"] == 16 and result.best_ms == MS[16]
+    # only what reached a full measurement was verified: two per shape, not all four
+    assert evaluator.counts["verify"] == 2 * len(spec.shapes) < len(space) * len(spec.shapes)
+    # full measurements are cases, and the wrong configuration is a FAIL case
     passed = [c for c in recorded if c.status == Status.PASS]
     assert passed and all(c.timing is not None for c in passed)
     assert len(passed) == evaluator.counts["full"]
     assert {c.kernel for c in recorded if c.status == Status.FAIL} == {
         k.label for k in spec.kernels if k.params["BK"] == BROKEN_BK}
-    # a screen is warm (no flusher) and shorter; a full measurement uses the spec's settings and the flusher
+    # a screen is warm (no flusher), one warm-up launch and shorter; a full measurement uses the spec's
+    # settings and the flusher
     for settings, flusher in calls["timer"]:
         if flusher is None:
             assert not settings.flush_l2 and settings.min_time_s < spec.measure.min_time_s
+            assert settings.warmup == 1
         else:
             assert settings == spec.measure
+    # where the time went, by kind of work
+    for shape in spec.shapes:
+        assert {"inputs", "reference", "screen_load", "screen", "verify", "full"} <= set(evaluator.seconds[shape.label])
+
+
+def test_inputs_uploaded_once_per_shape_for_screens_and_again_before_each_checked_launch(tune, monkeypatch):
+    spec, evaluator, evaluate, space, calls, recorded, screens = tune
+    uploads = []
+    monkeypatch.setattr(_Buffer, "upload", lambda self, array, stream: uploads.append(array.shape))
+    for configuration in space:
+        evaluate(configuration, spec.shapes[0], 0.25)
+    assert len(uploads) == 2                       # A and B, once for every screen of the shape
+    evaluate(space[0], spec.shapes[0], 1.0)
+    assert len(uploads) == 4                       # verification uploads them again before its launch
+    evaluate(space[1], spec.shapes[1], 0.25)
+    assert len(uploads) == 6                       # a new shape, new inputs
+
+
+def test_a_screen_that_fails_to_launch_drops_the_configuration(tune):
+    spec, evaluator, evaluate, space, calls, recorded, screens = tune
+
+    def failing_launch(run):
+        def launch():
+            raise evaluation.DriverGemmError("launch failed")
+        run.launch = launch
+
+    case_steps.bind = failing_launch           # undone by monkeypatch at teardown
+    evaluator.timer = lambda launch, *args: launch()
+    assert evaluate(space[0], spec.shapes[0], 0.25) is None
+    assert evaluate(space[0], spec.shapes[0], 1.0) is None and evaluator.counts["verify"] == 0
+    assert recorded[-1].status == Status.ERROR and "launch failed" in recorded[-1].message
 
 
 def test_exhaustive_measures_every_valid_configuration_fully_and_records_each(tune):

@@ -1,4 +1,4 @@
-"""The evaluation callback of a tuning search on a live `Session`: verify once, then time at any fidelity.
+"""The evaluation callback of a tuning search on a live `Session`: screen cheaply, verify what is fully timed.
 
 `tune.strategies` searches through one callback, ``evaluate(configuration,
 shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
@@ -8,13 +8,21 @@ shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
   configuration is checked against the same product); the shape before is
   dropped when the search moves on, so that one shape's reference (512 MiB
   at 8192^3) is held at a time.
-- A configuration is verified once, by its first evaluation, through the
-  same steps and error funnel as ``run`` (`funnel.execute_case`); one that
-  fails, faults or is refused is None from then on.
 - Fidelity 1.0 is the spec's full cold measurement (its measure settings,
   L2 flushed before each sample): a `CaseResult` handed to `record`, as
-  ``run`` records a case. A fidelity below 1 is a warm screen: sampling for
-  that fraction of ``min_time_s`` with no flush, reported to `note` only.
+  ``run`` records a case. Before its first full measurement a configuration
+  is verified once, through the same steps and error funnel as ``run``
+  (`funnel.execute_case`); one that fails, faults or is refused is None
+  from then on.
+- A fidelity below 1 is a warm screen, reported to `note` only: the kernel
+  loaded and bound to the shape's inputs (uploaded once per shape), one
+  warm-up launch, then a few unflushed launches for that fraction of
+  ``min_time_s`` (`screen_settings`). A screen is not verified: verification (a launch, a
+  download of C and a float64 comparison on the host, ~2 s at 8192^3) costs
+  far more than the screen, and a search screens every configuration while
+  it fully measures a few. So a wrong kernel can win a screen; it is caught
+  when it reaches a full measurement, and the strategy measures the next
+  one in its place (`tune.strategies.SuccessiveHalving`).
 - The `TuningCache` answers a full measurement it already holds and keeps
   every new one.
 """
@@ -22,6 +30,7 @@ shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -42,20 +51,30 @@ from .funnel import execute_case
 from .session import Session
 
 FULL = 1.0
-MIN_SCREEN_SAMPLES = 3
+MIN_SCREEN_SAMPLES = 3          # what a median needs
+# A screen at fidelity f takes at most f x this many samples: the lowest rung of halving (1/27) the three a
+# median needs, a rung of 1/3 at most 27. Without a cap, the batch the sampling loop queues ahead (about
+# 20 ms of launches) would triple the cost of a short kernel's lowest-rung screen.
+SCREEN_SAMPLES_AT_FULL = 81
 
 
 class TuneAborted(DriverGemmError):
     """A fault left CUDA unusable in this process: the search cannot go on here (what was measured is kept)."""
 
 
+def screen_samples_cap(fidelity: float) -> int:
+    """The most samples a screen at `fidelity` takes (see `SCREEN_SAMPLES_AT_FULL`)."""
+    return max(MIN_SCREEN_SAMPLES, math.ceil(fidelity * SCREEN_SAMPLES_AT_FULL - 1e-9))
+
+
 def screen_settings(settings: MeasureSettings, fidelity: float) -> MeasureSettings:
-    """The measure settings of a warm screen at `fidelity`: that fraction of the sampling time, no L2 flush."""
+    """The measure settings of a warm screen at `fidelity`: one warm-up launch, that fraction of the sampling
+    time, at most `screen_samples_cap` samples, no L2 flush (no verification either: see the module's docstring)."""
+    min_samples = max(MIN_SCREEN_SAMPLES, min(settings.min_samples, round(settings.min_samples * fidelity)))
     return dataclasses.replace(
         settings, flush_l2=False, warmup=min(settings.warmup, 1), min_time_s=settings.min_time_s * fidelity,
-        timeout_s=max(settings.timeout_s * fidelity, 1e-3),
-        min_samples=max(MIN_SCREEN_SAMPLES, min(settings.min_samples, round(settings.min_samples * fidelity))),
-        max_samples=max(MIN_SCREEN_SAMPLES, settings.max_samples), mode="events")
+        timeout_s=max(settings.timeout_s * fidelity, 1e-3), min_samples=min_samples,
+        max_samples=max(min_samples, min(settings.max_samples, screen_samples_cap(fidelity))), mode="events")
 
 
 @dataclass
@@ -69,7 +88,9 @@ class SharedShape:
 
 
 @dataclass
-class _Verified:
+class _Loaded:
+    """A configuration ready to launch on the current shape, and its record so far."""
+
     record: CaseResult
     launch: Callable[[], None]
 
@@ -82,7 +103,14 @@ class Evaluator:
     is `build.compile_spec`'s outcome. `record` receives every full
     measurement and every baseline row; `note` every screen. `cache_key`
     (given a case) names its tuning-cache entry; `timer` is
-    `measure.timing.measure` (a test passes its own).
+    `measure.timing.measure` (a test passes its own). `counts` and
+    `seconds` say where the time went: per kind of work, how often, and per
+    shape label how many wall seconds (kinds: ``inputs``, ``reference``,
+    ``baseline``, ``screen_load`` (plan, load and bind of a configuration
+    screened before it was verified), ``verify`` (load, upload, checked
+    launch and comparison), ``screen``, ``full``). ``inputs`` and
+    ``reference`` are also inside the ``screen_load`` or ``verify`` that
+    first needed them.
     """
 
     session: Session
@@ -96,14 +124,17 @@ class Evaluator:
     timer: Callable = measure
     device_info: dict | None = None
     peak_gflops: float | None = None
-    verified: dict = field(default_factory=dict)
+    verified: dict = field(default_factory=dict)       # verified on the current shape
+    screened: dict = field(default_factory=dict)       # loaded for screens, not verified, on the current shape
     failed: dict = field(default_factory=dict)
     baselines: dict = field(default_factory=dict)
     shape: Shape | None = None
     shared: dict = field(default_factory=dict)        # per "reads C": the current shape's inputs and reference
     _launches: dict = field(default_factory=dict)
+    _uploaded: bool = False                            # the current shape's A and B are on the device
     counts: dict = field(default_factory=lambda: {"inputs": 0, "reference": 0, "verify": 0, "full": 0,
-                                                  "screen": 0, "cache_hits": 0})
+                                                  "screen_load": 0, "screen": 0, "cache_hits": 0})
+    seconds: dict = field(default_factory=dict)
 
     def __call__(self, configuration, shape: Shape, fidelity: float) -> float | None:
         key = (configuration.label, shape.label)
@@ -113,18 +144,27 @@ class Evaluator:
         if case is None:
             raise ValueError(f"no planned case for {configuration.label} at {shape.label}")
         self._enter_shape(shape)
-        if fidelity >= FULL and (cached := self._cached(case)) is not None:
-            return cached
-        if key not in self.verified and not self._verify(case, key):
-            return None
-        verified = self.verified[key]
+        if fidelity >= FULL:
+            if (cached := self._cached(case)) is not None:
+                return cached
+            if key not in self.verified and not self._verify(case, key):
+                return None
+            loaded = self.verified[key]
+        else:
+            loaded = self.verified.get(key) or self.screened.get(key) or self._load_for_screens(case, key)
+            if loaded is None:
+                return None
         try:
             if fidelity >= FULL:
-                return self._full(case, verified)
-            return self._screen(case, verified, fidelity)
+                return self._full(case, loaded)
+            return self._screen(case, loaded, fidelity)
         except Exception as exc:   # a launch that fails while timed drops out like one that failed its check
             self._drop(case, key, exc)
             return None
+
+    def _charge(self, kind: str, began: float) -> None:
+        per_shape = self.seconds.setdefault(self.shape.label, {})
+        per_shape[kind] = per_shape.get(kind, 0.0) + time.perf_counter() - began
 
     # ------------------------------------------------------------------------------------------------ shapes
 
@@ -132,11 +172,13 @@ class Evaluator:
         """On a new shape: forget the last one's launches and reference, and run its cuBLAS rows."""
         if self.shape == shape:
             return
-        self.verified, self.shared, self.shape = {}, {}, shape
+        self.verified, self.screened, self.shared, self.shape, self._uploaded = {}, {}, {}, shape, False
         if self.spec.baseline:
+            began = time.perf_counter()
             for case in cases_of(dataclasses.replace(self.spec, shapes=(shape,))):
                 if case.is_baseline:
                     self._baseline(case)
+            self._charge("baseline", began)
 
     def _baseline(self, case: Case) -> None:
         record = execute_case(self.session, self.spec, case, {})
@@ -148,23 +190,42 @@ class Evaluator:
     def _shared(self, run: case_steps.CaseRun) -> SharedShape:
         shape, reads_c = run.case.shape, run.case.kernel.reads_c()
         if reads_c not in self.shared:
+            began = time.perf_counter()
             inputs = make_inputs(shape, case_seed(self.spec.verify.seed, "tune", shape.label), with_c=reads_c)
             self.counts["inputs"] += 1
             self.shared[reads_c] = SharedShape(shape, inputs, None, CPU_REFERENCE)
+            self._charge("inputs", began)
         return self.shared[reads_c]
 
     # ---------------------------------------------------------------------------------------- the case steps
 
     def _shared_inputs(self, run: case_steps.CaseRun) -> None:
+        """Before a checked launch: A and B uploaded again, so that no earlier kernel's stray write can fail it."""
         shared = self._shared(run)
         run.inputs, run.record.seed = shared.inputs, shared.inputs.seed
         buffers = run.session.buffers_for(run.case.shape)
         buffers["A"].upload(shared.inputs.A, run.session.stream)
         buffers["B"].upload(shared.inputs.B, run.session.stream)
+        self._uploaded = True
+
+    def _screen_inputs(self, run: case_steps.CaseRun) -> None:
+        """Before a screen: the shape's A and B on the device, uploaded once for every screen of the shape."""
+        shared = self._shared(run)
+        run.inputs, run.record.seed = shared.inputs, shared.inputs.seed
+        if not self._uploaded:
+            buffers = run.session.buffers_for(run.case.shape)
+            buffers["A"].upload(shared.inputs.A, run.session.stream)
+            buffers["B"].upload(shared.inputs.B, run.session.stream)
+            self._uploaded = True
+
+    def _bind(self, run: case_steps.CaseRun) -> None:
+        case_steps.bind(run)
+        self._launches[run.case.key] = run.launch
 
     def _shared_reference(self, run: case_steps.CaseRun) -> None:
         shared = self._shared(run)
         if shared.expected is None:
+            began = time.perf_counter()
             alpha, beta = _scalars(run)
             session, shape = run.session, run.case.shape
             if uses_cpu_reference(self.spec.verify, shape, session.cublas is not None):
@@ -176,6 +237,7 @@ class Evaluator:
                 shared.expected = scaled_product(product, shared.inputs, alpha, beta)
                 shared.reference_name = CUBLAS_REFERENCE
             self.counts["reference"] += 1
+            self._charge("reference", began)
         run.expected, run.reference_name = shared.expected, shared.reference_name
 
     def _verify_steps(self, case: Case):
@@ -188,18 +250,42 @@ class Evaluator:
                 ("reference", self._shared_reference), ("launch_verify", launch_verify),
                 ("diagnose", case_steps.diagnose))
 
+    def _screen_steps(self, case: Case):
+        return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", self._screen_inputs),
+                ("bind", self._bind))
+
     def _verify(self, case: Case, key) -> bool:
+        began = time.perf_counter()
         record = execute_case(self.session, self.spec, case, self.compiled, steps_for=self._verify_steps)
+        self.screened.pop(key, None)
         self._check_process()
         launch = self._launches.pop(key, None)
-        if not record.ok or launch is None:
+        ok = record.ok and launch is not None
+        if ok:
+            self.verified[key] = _Loaded(record, launch)
+        else:
             self.failed[key] = record
             self._finish(record)
-            return False
-        self.verified[key] = _Verified(record, launch)
-        return True
+        self._charge("verify", began)
+        return ok
 
-    def _full(self, case: Case, verified: _Verified) -> float:
+    def _load_for_screens(self, case: Case, key) -> _Loaded | None:
+        """Plan, load and bind `case` for screens, without a checked launch; None (and its record) if it cannot run."""
+        began = time.perf_counter()
+        self.counts["screen_load"] += 1
+        record = execute_case(self.session, self.spec, case, self.compiled, steps_for=self._screen_steps)
+        self._check_process()
+        launch = self._launches.pop(key, None)
+        loaded = None
+        if record.ok and launch is not None:
+            loaded = self.screened[key] = _Loaded(record, launch)
+        else:
+            self.failed[key] = record
+            self._finish(record)
+        self._charge("screen_load", began)
+        return loaded
+
+    def _full(self, case: Case, verified: _Loaded) -> float:
         self.counts["full"] += 1
         session = self.session
         began = time.perf_counter()
@@ -210,15 +296,19 @@ class Evaluator:
         self._finish(record)
         if self.cache is not None and self.cache_key is not None:
             self.cache.store(self.cache_key(case), record)
+        self._charge("full", began)
         return timing.median_ms
 
-    def _screen(self, case: Case, verified: _Verified, fidelity: float) -> float:
+    def _screen(self, case: Case, loaded: _Loaded, fidelity: float) -> float:
         self.counts["screen"] += 1
         session = self.session
-        timing, _ = self.timer(verified.launch, session.device, session.stream,
+        began = time.perf_counter()
+        timing, _ = self.timer(loaded.launch, session.device, session.stream,
                                screen_settings(self.spec.measure, fidelity), None, session.gate)
+        self._charge("screen", began)
         self.note({"kernel": case.label, "shape": case.shape.label, "fidelity": fidelity,
-                   "median_ms": timing.median_ms, "samples": timing.samples})
+                   "median_ms": timing.median_ms, "samples": timing.samples,
+                   "verified": case.key in self.verified})
         return timing.median_ms
 
     def _cached(self, case: Case) -> float | None:
@@ -234,7 +324,8 @@ class Evaluator:
 
     def _drop(self, case: Case, key, error: Exception) -> None:
         self._check_process()
-        record = dataclasses.replace(self.verified.pop(key).record, status=Status.ERROR,
+        loaded = self.verified.pop(key, None) or self.screened.pop(key)
+        record = dataclasses.replace(loaded.record, status=Status.ERROR,
                                      message=str(error) if isinstance(error, DriverGemmError)
                                      else f"{type(error).__name__}: {error}")
         self.failed[key] = record

@@ -167,11 +167,16 @@ def _check_output(run: CaseRun, precision: str) -> None:
     run.record.status = run.verdict.status
 
 
+def bind(run: CaseRun) -> None:
+    """The launch, its arguments bound from the kernel's signature to the shape's buffers (nothing launched)."""
+    run.launch = build_launch(run, run.session.buffers_for(run.case.shape))
+
+
 def launch_verify(run: CaseRun) -> None:
     """Bind the arguments from the kernel's signature, launch once, and compare C with the reference."""
     session, kernel_spec = run.session, run.case.kernel
     _reset_output(run)
-    run.launch = build_launch(run, session.buffers_for(run.case.shape))
+    bind(run)
     with ranges.annotate("checked launch", color="green"):
         run.launch()
         session.stream.synchronize()

@@ -14,9 +14,12 @@ cost.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 from dataclasses import dataclass, field
 
+from ..measure.timing import MAX_BATCH
+from ..pipeline.evaluate import screen_samples_cap
 from ..results.records import CaseResult, RunResult
 from ..spec.model import Shape
 from .strategies import FULL, Budget, Configuration, Strategy, search_all
@@ -26,29 +29,39 @@ from .strategies import FULL, Budget, Configuration, Strategy, search_all
 class CostModel:
     """What an evaluation costs in wall seconds, and how far a screen's number strays from the full one.
 
-    - once per shape: inputs and the float64 reference (`reference_s`), shared by every configuration;
-    - once per (configuration, shape): loading the module and setting up the launch (`setup_s`);
-    - once per (configuration, shape), before its first full measurement: verification, a few host
-      passes over the M x N elements of C (`verify_ns_per_element` each);
+    - once per shape: inputs, the float64 reference and the cuBLAS row (`reference_s` plus
+      `reference_ns_per_element` for each of the M x N elements of C), shared by every configuration;
+    - once per (configuration, shape): loading the module and binding the launch (`setup_s`);
+    - once per (configuration, shape), before its first full measurement only (screens are not
+      verified): verification, an upload of A and B, a checked launch, a download of C and a float64
+      comparison on the host (`verify_ns_per_element` for each element of C);
     - a full measurement: `warmup` launches, then the recorded GPU time of its samples plus
       `per_sample_s` (L2 flush, gate) each;
-    - a screen at fidelity f: one warm-up launch, then f of the recorded GPU time, at least
-      `screen_min_samples` launches, no flush.
+    - a screen at fidelity f: `screen_overhead_s` (events, gate), one warm-up launch, then f of the
+      recorded GPU time, at least `screen_min_samples` launches, no flush; the batch queued while
+      the last one ran (`screen_batch_s` of launches, one at least, `MAX_BATCH` at most) is paid too,
+      up to the screen's cap (`pipeline.evaluate.screen_samples_cap`).
 
     A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
     offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error
     of a median of the screen's samples (the recorded interquartile range / 1.349 as their spread).
-    The defaults are estimates from the H200 runs in ``bench/results`` (verification took 1.9 s a
-    case at 4096^3 and 8192^3 when every case built its own inputs and reference), not measurements
-    of this model: a GPU run of ``tune --strategy`` is what confirms them.
+    The per-shape and verification costs are fitted to the H200 runs of ``scripts/tune_strategies.py``
+    on samples of sweep-v8 (``bench/results/scripts/tune-strategies-{12,30}-h200.json``: the
+    exhaustive search took 0.55 s + 0.68 s a configuration at 4096^3 and 1.06 s + 2.27 s a
+    configuration at 8192^3; less each configuration's full measurement as `_full_s` models it, that
+    is 27 and 29 ns an element of C to verify, and 0.38 s + 10 ns an element once per shape). The
+    screen and setup costs are estimates, not measurements: a GPU run of the benchmark confirms them.
     """
 
-    reference_s: float = 1.5
-    verify_ns_per_element: float = 10.0
+    reference_s: float = 0.38
+    reference_ns_per_element: float = 10.0
+    verify_ns_per_element: float = 28.0
     setup_s: float = 0.02
     warmup: int = 3
     per_sample_s: float = 60e-6
-    screen_min_samples: int = 1
+    screen_overhead_s: float = 0.01
+    screen_min_samples: int = 3
+    screen_batch_s: float = 0.02
     screen_bias: float = 0.01
 
 
@@ -98,7 +111,7 @@ class RecordedSweep:
 
     def exhaustive_seconds(self, name: str, shape: Shape) -> float:
         """What measuring every launched configuration fully costs under the same model."""
-        total = self.cost.reference_s
+        total = self._reference_s(shape)
         for case in self.cases.values():
             if case.name == name and case.shape == shape and case.status != "INVALID":
                 total += self.cost.setup_s + self._verify_s(shape)
@@ -111,7 +124,7 @@ class RecordedSweep:
         case = self.cases.get(key)
         if shape.label not in self._shapes_ready:
             self._shapes_ready.add(shape.label)
-            self.clock.advance(self.cost.reference_s)
+            self.clock.advance(self._reference_s(shape))
         if key not in self._set_up:
             self._set_up.add(key)
             self.clock.advance(self.cost.setup_s)
@@ -128,11 +141,22 @@ class RecordedSweep:
             self.clock.advance(self._full_s(case))
             return timing.median_ms
         samples = max(self.cost.screen_min_samples, round(fidelity * timing.samples))
-        self.clock.advance((timing.median_ms + max(fidelity * timing.total_ms, samples * timing.median_ms)) / 1e3)
+        self.clock.advance(self._screen_s(timing, fidelity, samples))
         spread = max((timing.q3_ms - timing.q1_ms) / 1.349, 1e-3 * timing.median_ms) / timing.median_ms
         bias = self._draw("bias", configuration.label, shape.label).uniform(-1.0, 1.0) * self.cost.screen_bias
         error = self._draw("error", configuration.label, shape.label, fidelity).gauss(0.0, 1.0)
         return timing.median_ms * (1.0 + bias + error * 1.2533 * spread / samples ** 0.5)
+
+    def _reference_s(self, shape: Shape) -> float:
+        return self.cost.reference_s + shape.M * shape.N * self.cost.reference_ns_per_element * 1e-9
+
+    def _screen_s(self, timing, fidelity: float, samples: int) -> float:
+        needed = max(samples, math.ceil(fidelity * timing.total_ms / timing.median_ms))
+        # the batch queued while the last was read: about screen_batch_s of launches, one at least and
+        # MAX_BATCH at most (measure.timing sizes its batches so), unless the screen's cap stops it
+        ahead = min(MAX_BATCH, max(1, round(self.cost.screen_batch_s * 1e3 / timing.median_ms)))
+        taken = min(screen_samples_cap(fidelity), needed + ahead)
+        return self.cost.screen_overhead_s + (1 + taken) * timing.median_ms / 1e3
 
     def _verify_s(self, shape: Shape) -> float:
         return shape.M * shape.N * self.cost.verify_ns_per_element * 1e-9

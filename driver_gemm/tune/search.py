@@ -118,6 +118,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         record(case)
     cache = TuningCache(fresh=fresh)
     session = Session(device, spec.baseline)
+    evaluator = None
     try:
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
                               cache=cache, cache_key=lambda case: case_key(spec, case.kernel, case.shape,
@@ -129,4 +130,6 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         session.close()
         result.finished = now()
         result.settings["tune"]["cache"] = {"hits": cache.hits, "misses": cache.misses}
+        if evaluator is not None:     # where the search's time went, by kind of work
+            result.settings["tune"]["work"] = {"counts": dict(evaluator.counts), "seconds": evaluator.seconds}
     return result, searches
