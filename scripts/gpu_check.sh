@@ -7,7 +7,7 @@
 # Steps: tests (every GPU test), seed (the seed spec, timed end to end), fast (specs/fast.yaml at
 # 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml), types (specs/types.yaml on its small shapes),
 # baselines (cuBLASLt against torch.mm timed by triton's do_bench), prebuilt (specs/prebuilt.yaml),
-# profile (run --profile of seed and v8 cases under Nsight Compute), strategies (tuning strategies on
+# profile (run --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on
 # specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), anchors, launch, compile (the
 # benchmarks), or any SPEC.yaml. Run on a GPU machine after `. scripts/gpu_env.sh`.
 set -uo pipefail
@@ -35,6 +35,8 @@ for step in "$@"; do
         prebuilt)   python3 -m driver_gemm run specs/prebuilt.yaml --json "$OUT/prebuilt.json" -q ;;
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
+        profile-tma) python3 -m driver_gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile --json "$OUT/profile-v11.json" -q
+                    python3 -m driver_gemm run specs/tma-bf16.yaml -k v12 -s 4096x4096x4096 --profile --json "$OUT/profile-v12.json" -q ;;
         strategies) timeout 400 python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 \
                         --max-seconds 330 --json "$OUT/tune-strategies.json" 2>&1 | tee "$OUT/tune-strategies.log" ;;
         nvcc)       python3 scripts/nvcc_vs_nvrtc.py --run --json "$OUT/nvcc-vs-nvrtc.json" ;;
