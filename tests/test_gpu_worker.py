@@ -15,7 +15,7 @@ import pytest
 
 from driver_gemm.pipeline.cases import cases_of, new_record, ran
 from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.pipeline.worker import GpuWorker, serve
+from driver_gemm.pipeline.worker import GpuWorker
 from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 
@@ -162,16 +162,17 @@ def describe_stand_in(ordinals):
     return {"device": {"name": f"GPU {ordinals[get_worker().address]}"}}
 
 
-@pytest.mark.parametrize("shapes, crashes", [
-    (["1024x512x1024", "64x64x64", "7x5x3", "8192x8192x8192", "4096x4096x4096"], False),
-    (["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3", "8192x8192x8192"], True),
+@pytest.mark.parametrize("kernels, shapes, crashes", [
+    (["v1", "v2", "v3", "v4"], ["1024x512x1024", "64x64x64", "8192x8192x8192", "4096x4096x4096", "2048x2048x2048"],
+     False),
+    (["v0", "v1", "v4"], ["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3", "8192x8192x8192"], True),
 ])
-def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(shapes, crashes):
+def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shapes, crashes):
     distributed = pytest.importorskip("distributed")
     from driver_gemm.pipeline.distribute import _GPU_WORKERS, run_on_workers
     from driver_gemm.pipeline.schedule import CostModel, plan_tasks
 
-    spec = spec_of(["v0", "v1", "v4"], shapes)
+    spec = spec_of(kernels, shapes)
     model = CostModel(task_overhead_s=0.0)
     assert len(plan_tasks(spec, 2, model)) > 2                 # more tasks than GPUs: some GPU takes several
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,

@@ -231,8 +231,8 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     pinned = {"pure": False, "allow_other_workers": False}
     starting = [client.submit(_start_gpu_worker, ordinals, options, spec.baseline, make_worker,
                               workers=[address], **pinned) for address, _ in workers if make_worker and isolate]
-    environments = {address: client.submit(describe, ordinals, workers=[address], **pinned).result()
-                    for address, _ in workers}
+    described = [client.submit(describe, ordinals, workers=[address], **pinned) for address, _ in workers]
+    environments = dict(zip((address for address, _ in workers), client.gather(described)))   # side by side
     client.gather(starting)
     gpus = [{"worker": address, "device": ordinals[address], **environments[address]} for address, _ in workers]
     result.environment = {**result.environment, **(environments[workers[0][0]] if workers else {}), "gpus": gpus}
