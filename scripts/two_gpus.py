@@ -1,12 +1,19 @@
 """Time a spec on one GPU against the same spec on two, and print the speed-up.
 
     python scripts/two_gpus.py                      # specs/mixed.yaml, then specs/ramp.yaml
-    python scripts/two_gpus.py --only mixed --json two-gpus.json
+    python scripts/two_gpus.py --only mixed --json two-gpus.json --out results/two-gpus
 
 Each run is ``driver-gemm run SPEC --device 0`` and ``driver-gemm run SPEC
 --devices 0,1`` in a fresh process, timed from start to exit (Dask's start
-included). The JSON written with --json holds the seconds of each run, the
-speed-up, and the results files of the runs.
+included). Before them, ``driver-gemm plan SPEC`` compiles the spec's kernels
+into the disk cache and reads the package's files once, so that neither run
+pays a cold cache the other does not. Per spec it prints both times, the
+speed-up, each GPU's busy seconds in the two-GPU run (the tasks it ran, and
+the sum of its cases' steps), the seconds its worker process took to start,
+and what the cost model (`driver_gemm.pipeline.schedule`), fed the launch
+times the one-GPU run measured, predicted for the two-GPU run. The JSON
+written with --json holds the same, rewritten after each spec, so a run cut
+short keeps the specs it finished.
 """
 
 from __future__ import annotations
@@ -22,14 +29,46 @@ ROOT = Path(__file__).resolve().parent.parent
 SPECS = {"mixed": ROOT / "specs" / "mixed.yaml", "ramp": ROOT / "specs" / "ramp.yaml"}
 
 
-def timed_run(spec: Path, placement: list[str], results: Path) -> float:
+def timed_run(spec: Path, placement: list[str], results: Path, timeout_s: float) -> float:
     command = [sys.executable, "-m", "driver_gemm", "run", str(spec), "-q", *placement, "--json", str(results)]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT)
+    done = subprocess.run(command, cwd=ROOT, timeout=timeout_s)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):          # 1: some case failed, the timing still counts
         raise SystemExit(f"{' '.join(command)} exited with {done.returncode}")
     return seconds
+
+
+def busy(results: Path) -> dict:
+    """Per GPU of a run: seconds of its tasks, of its cases' steps, its cases, its worker processes' start-up."""
+    run = json.loads(results.read_text())
+    gpus: dict[str, dict] = {}
+    for case in run["cases"]:
+        entry = gpus.setdefault(str((case.get("device") or {}).get("ordinal")), {"cases": 0, "steps_s": 0.0})
+        entry["cases"] += 1
+        entry["steps_s"] += sum((case.get("phases") or {}).values())
+    for task in run["settings"].get("tasks", []):
+        entry = gpus.setdefault(str(task["device"]), {"cases": 0, "steps_s": 0.0})
+        entry["tasks"] = entry.get("tasks", 0) + 1
+        entry["tasks_s"] = entry.get("tasks_s", 0.0) + task["wall_s"]
+    for held in run["settings"].get("gpu_workers", []):
+        gpus.setdefault(str(held["device"]), {})["worker_start_s"] = held.get("worker_start_s")
+    if "worker_start_s" in run["settings"] and len(gpus) == 1:
+        next(iter(gpus.values()))["worker_start_s"] = run["settings"]["worker_start_s"]
+    return {ordinal: {key: round(value, 2) if isinstance(value, float) else value for key, value in entry.items()}
+            for ordinal, entry in sorted(gpus.items())}
+
+
+def predicted(spec_path: Path, one_gpu_results: Path) -> dict:
+    """The cost model's seconds for one and two GPUs, fed the launch medians the one-GPU run measured."""
+    sys.path.insert(0, str(ROOT))
+    from driver_gemm.pipeline.schedule import CostModel, predicted_run_s
+    from driver_gemm.spec import load_spec
+
+    launch_ms = {(c["name"], c["shape"]["label"]): c["timing"]["median_ms"]
+                 for c in json.loads(one_gpu_results.read_text())["cases"] if c.get("timing")}
+    spec, model = load_spec(spec_path), CostModel(launch_ms=launch_ms)
+    return {"one_gpu_s": round(predicted_run_s(spec, 1, model), 1), "two_gpus_s": round(predicted_run_s(spec, 2, model), 1)}
 
 
 def main() -> int:
@@ -37,16 +76,29 @@ def main() -> int:
     parser.add_argument("--only", choices=sorted(SPECS), action="append", help="run only this spec (repeatable)")
     parser.add_argument("--json", type=Path, help="write the timings here")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "two-gpus", help="folder for results files")
+    parser.add_argument("--run-timeout", type=float, default=420.0, help="seconds any one run may take")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     report = {}
     for name in args.only or ["mixed", "ramp"]:
-        one = timed_run(SPECS[name], ["--device", "0"], args.out / f"{name}-1gpu.json")
-        two = timed_run(SPECS[name], ["--devices", "0,1"], args.out / f"{name}-2gpu.json")
+        spec = SPECS[name]
+        subprocess.run([sys.executable, "-m", "driver_gemm", "plan", str(spec)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                       timeout=120)
+        single, double = args.out / f"{name}-1gpu.json", args.out / f"{name}-2gpu.json"
+        one = timed_run(spec, ["--device", "0"], single, args.run_timeout)
+        two = timed_run(spec, ["--devices", "0,1"], double, args.run_timeout)
         report[name] = {"one_gpu_s": round(one, 1), "two_gpus_s": round(two, 1), "speedup": round(one / two, 3),
-                        "results": [str(args.out / f"{name}-1gpu.json"), str(args.out / f"{name}-2gpu.json")]}
-        print(f"{name}: one GPU {one:.1f} s, two GPUs {two:.1f} s, speed-up {one / two:.2f}x", flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
+                        "one_gpu": busy(single), "two_gpus": busy(double), "model": predicted(spec, single),
+                        "results": [str(single), str(double)]}
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"{name}: one GPU {one:.1f} s, two GPUs {two:.1f} s, speed-up {one / two:.2f}x "
+              f"(model: {report[name]['model']['one_gpu_s']} s and {report[name]['model']['two_gpus_s']} s)",
+              flush=True)
+        for ordinal, entry in report[name]["two_gpus"].items():
+            print(f"  GPU {ordinal}: {entry.get('tasks', 0)} tasks in {entry.get('tasks_s', 0.0):.1f} s, "
+                  f"{entry.get('cases', 0)} cases whose steps took {entry.get('steps_s', 0.0):.1f} s, "
+                  f"worker start {entry.get('worker_start_s')}", flush=True)
     return 0
 
 

@@ -16,7 +16,7 @@ from conftest import SPECS
 distributed = pytest.importorskip("distributed")
 
 
-def plan_part(spec, device, isolate, options, previous, on_result):
+def plan_part(spec, device, isolate, options, previous, on_result, gpu_worker=None):
     """A stand-in for a GPU worker's part: compile on the worker and plan every case, tag it with the GPU."""
     compiled = compile_spec(spec, "sm_90")
     skip = {(c.kernel, c.shape.label) for c in previous}
@@ -55,7 +55,7 @@ def two_workers():
 def run_planned(spec, client, workers, **kwargs):
     from driver_gemm.pipeline.distribute import run_on_workers
     return run_on_workers(spec, client, workers, options=RunOptions(time=False), part=plan_part,
-                          describe=describe_stand_in, **kwargs)
+                          describe=describe_stand_in, make_worker=None, **kwargs)
 
 
 def check_baselines(run):

@@ -5,12 +5,17 @@ groups of its kernels, small shapes bundled whole, each task about even under
 an estimated cost. Every GPU is driven by one single-threaded Dask worker,
 and the scheduler hands a worker its next task only when it is free, largest
 first, so what the estimate gets wrong is absorbed by the GPUs that finish
-early. The GPU that takes a task runs the cuBLAS case(s) of its shapes the
+early. Each Dask worker keeps one `GpuWorker` (a child process with its
+context, cuBLAS handle and loaded modules) for the whole run and sends it
+every task it takes; it is started as soon as the cluster is up, so that its
+start-up overlaps the planning, and stopped when the run ends. A case that
+crashes it becomes an ERROR row and a new process takes the rest, as in a
+run on one GPU. The GPU that takes a task runs the cuBLAS case(s) of its shapes the
 first time it takes them and reuses them after, so every kernel's % of
 cuBLAS is measured on the GPU that ran the kernel; the results hold one
 baseline row per shape per GPU that took the shape, and each kernel row's
 ``measured_against`` names its baseline (kernel, shape, GPU). Each task runs
-`run_spec` as a single-GPU run would (isolated worker processes included);
+`run_spec` as a single-GPU run would, on the worker's `GpuWorker`;
 its cases reach the caller as they finish (a Dask event each), so an
 interrupted run keeps every finished case of every GPU.
 
@@ -40,6 +45,7 @@ from .environment import environment, now
 from .runner import run_spec
 from .schedule import CostModel, Task, plan_tasks
 from .session import RunOptions
+from .worker import GpuWorker
 
 
 class DaskUnavailable(DriverGemmError):
@@ -47,16 +53,49 @@ class DaskUnavailable(DriverGemmError):
 
 
 # A Dask worker's own baselines, kept between the tasks of a run: (run, GPU ordinal, shape label,
-# precision) -> record; and the UUID of each GPU it drives, once a case has named it.
+# precision) -> record; the UUID of each GPU it drives, once a case has named it; and the worker
+# process that runs its GPU's cases, kept between tasks.
 _BASELINES: dict[tuple[str, int, str, str], dict] = {}
 _UUIDS: dict[int, str] = {}
+_GPU_WORKERS: dict[int, GpuWorker] = {}
 
 
 def run_part(spec: Spec, device: int, isolate: bool, options: RunOptions, previous: list[CaseResult],
-             on_result: Callable[[CaseResult], None]) -> dict:
+             on_result: Callable[[CaseResult], None], gpu_worker: GpuWorker | None = None) -> dict:
     """A GPU worker's part: `spec` (a task's) on one GPU, skipping `previous`; the results as plain data."""
     return run_spec(spec, device=device, isolate=isolate, options=options, previous=previous,
-                    on_result=on_result).as_dict()
+                    on_result=on_result, gpu_worker=gpu_worker).as_dict()
+
+
+def gpu_worker_of(device: int, options: RunOptions, want_cublas: bool,
+                  make_worker: Callable[..., GpuWorker] = GpuWorker) -> GpuWorker:
+    """This Dask worker's `GpuWorker` for `device`: made on first use, kept for every later task of the run."""
+    held = _GPU_WORKERS.get(device)
+    if held is not None and held.options != options:    # left by an earlier run with other options
+        held.close()
+        held = None
+    if held is None:
+        held = _GPU_WORKERS[device] = make_worker(device, options, want_cublas=want_cublas)
+    return held
+
+
+def _start_gpu_worker(ordinals: dict[str, int], options: RunOptions, want_cublas: bool,
+                      make_worker: Callable[..., GpuWorker]) -> None:
+    """On a Dask worker, before any task: spawn its GPU's worker process (it starts while the client plans)."""
+    from distributed import get_worker
+
+    gpu_worker_of(ordinals[get_worker().address], options, want_cublas, make_worker).start()
+
+
+def _stop_gpu_worker(ordinals: dict[str, int]) -> dict:
+    """On a Dask worker, after its last task: stop its GPU's worker process; how many it started, and their start-up."""
+    from distributed import get_worker
+
+    held = _GPU_WORKERS.pop(ordinals[get_worker().address], None)
+    if held is None:
+        return {}
+    held.close()
+    return {"processes": held.processes_started, "worker_start_s": held.starts}
 
 
 def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
@@ -68,7 +107,8 @@ def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
 
 
 def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, isolate: bool,
-             options: RunOptions, previous: list[dict], topic: str) -> dict:
+             options: RunOptions, previous: list[dict], topic: str,
+             make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> dict:
     """A task on the GPU of whichever worker the scheduler chose; each case is also sent as an event on `topic`.
 
     The shapes' baselines this worker already ran (or that `previous`, a
@@ -98,7 +138,8 @@ def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, i
     def landed(case: CaseResult) -> None:
         worker.log_event(topic, {"case": json.dumps(case.as_dict()), "device": device})   # msgpack-safe text
 
-    data = part(subspec, device, isolate, options, reused + kept, landed)
+    gpu_worker = gpu_worker_of(device, options, spec.baseline, make_worker) if isolate and make_worker else None
+    data = part(subspec, device, isolate, options, reused + kept, landed, gpu_worker=gpu_worker)
     new = [c for c in data["cases"] if (c["kernel"], c["shape"]["label"]) not in skip]
     for case in new:
         record = CaseResult.from_dict(case)
@@ -149,7 +190,8 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
             cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1)
             ordinals = [0] * len(devices)
         except ImportError:
-            cluster = LocalCluster(n_workers=len(devices), threads_per_worker=1, processes=True)
+            cluster = LocalCluster(n_workers=len(devices), threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
             ordinals = devices
         with cluster, Client(cluster) as client:
             client.wait_for_workers(len(devices))
@@ -161,7 +203,8 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                    options: RunOptions = RunOptions(), on_result: Callable[[CaseResult], None] | None = None,
                    part: Callable = run_part, result: RunResult | None = None,
                    previous: Sequence[CaseResult] = (), model: CostModel = CostModel(),
-                   describe: Callable[[dict[str, int]], dict] | None = None) -> RunResult:
+                   describe: Callable[[dict[str, int]], dict] | None = None,
+                   make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> RunResult:
     """Run `spec` on `workers` (address, GPU ordinal), a task at a time to whichever is free; gather every case.
 
     Before anything runs, each worker describes its GPU (`describe`, the
@@ -171,7 +214,10 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     as the GPUs finish them and are passed to `on_result`, so a caller
     interrupted with Ctrl-C keeps every finished case. Cases of `previous`
     (a resumed run) that ran are kept and not run again; a GPU reuses a
-    baseline of `previous` that it ran itself.
+    baseline of `previous` that it ran itself. Each worker keeps one GPU
+    worker process (`make_worker`; None: the `part` needs none) from before
+    its first task to the end of the run; the processes each started, and
+    their start-up seconds, go to ``result.settings["gpu_workers"]``.
     """
     from distributed import wait
 
@@ -182,9 +228,12 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     result.cases.extend(kept)
     result.environment = environment()
     describe = describe or _environment_here
-    environments = {address: client.submit(describe, ordinals, workers=[address], pure=False,
-                                           allow_other_workers=False).result()
-                    for address, _ in workers}
+    pinned = {"pure": False, "allow_other_workers": False}
+    starting = [client.submit(_start_gpu_worker, ordinals, options, spec.baseline, make_worker,
+                              workers=[address], **pinned) for address, _ in workers if make_worker and isolate]
+    described = [client.submit(describe, ordinals, workers=[address], **pinned) for address, _ in workers]
+    environments = dict(zip((address for address, _ in workers), client.gather(described)))   # side by side
+    client.gather(starting)
     gpus = [{"worker": address, "device": ordinals[address], **environments[address]} for address, _ in workers]
     result.environment = {**result.environment, **(environments[workers[0][0]] if workers else {}), "gpus": gpus}
     result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify),
@@ -200,7 +249,8 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     previous_data = [case.as_dict() for case in kept]
     # Higher priority runs first; one task per worker at a time, so a free GPU takes the next task.
     futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
-                             priority=len(tasks) - rank, pure=False) for rank, task in enumerate(tasks)]
+                             make_worker, priority=len(tasks) - rank, pure=False)
+               for rank, task in enumerate(tasks)]
     baselines: dict[tuple[int, str, str], CaseResult] = {}
     for case in kept:
         if case.is_baseline and case.device:
@@ -249,6 +299,11 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                 result.settings["tasks"].append({key: data[key] for key in ("task", "worker", "device",
                                                                              "estimate_s", "wall_s")})
         drain()
+        if starting:      # every task is done: each worker stops its GPU's process (after an interrupt the
+            stopped = client.gather([client.submit(_stop_gpu_worker, ordinals, workers=[address], **pinned)
+                                     for address, _ in workers])      # cluster's end takes them down)
+            result.settings["gpu_workers"] = [{"worker": address, "device": ordinals[address], **held}
+                                              for (address, _), held in zip(workers, stopped)]
     finally:
         client.unsubscribe_topic(topic)
         result.cases.sort(key=lambda c: (order.get(c.shape.label, len(order)), not c.is_baseline))

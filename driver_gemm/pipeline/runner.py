@@ -3,7 +3,7 @@
 `run_spec` is what ``driver-gemm run`` and library users call. It only
 sequences: `build.plan_cases` plans every case and compiles what can run,
 `funnel.execute_case` runs one case's steps (`steps.py`) through the error funnel,
-and `run_in_process` or `worker.run_isolated` runs the cases. Each case ends
+and `run_in_process` or a `worker.GpuWorker` runs the cases. Each case ends
 as a `CaseResult`, whatever happens to it: any exception inside a case, from
 a CUDA error to a plain bug, becomes that case's ERROR record with its
 message and the run goes on; a fault that leaves CUDA unusable (an illegal
@@ -14,6 +14,7 @@ nothing already measured is lost.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
 from typing import Callable, Sequence
 
@@ -22,18 +23,19 @@ from ..results.records import CaseResult, RunResult
 from ..spec.model import Shape, Spec
 from . import steps as case_steps
 from .build import plan_cases
-from .cases import Case, not_run_record, ran
+from .cases import Case, cases_of, not_run_record, ran
 from .environment import environment, now
 from .funnel import StepsFor, execute_case
 from ..cuda.occupancy import limits_from_device
 from .session import RunOptions, Session
-from .worker import run_isolated
+from .worker import GpuWorker
 
 
 def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
              on_result: Callable[[CaseResult], None] | None = None,
              on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,
-             previous: Sequence[CaseResult] = (), context=None, stream=None) -> RunResult:
+             previous: Sequence[CaseResult] = (), context=None, stream=None,
+             gpu_worker: GpuWorker | None = None) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
     Results go into `result` (a new `RunResult` if none) as they finish and
@@ -47,21 +49,37 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     the run and the remaining cases are recorded as not run. In-process runs
     can use a CUDA context and a stream that the caller already has (raw
     handles, e.g. from CuPy or PyTorch): `context` and `stream`; they are
-    used, never destroyed. The seconds each worker took to start go to
-    ``result.settings["worker_start_s"]``.
+    used, never destroyed. An isolated run starts its worker process before
+    planning and compiling, so that its start-up (imports, context, cuBLAS)
+    overlaps them; `gpu_worker` is one the caller keeps between runs (a GPU
+    of a run on several GPUs), used and left open. The seconds each worker
+    process took to start go to ``result.settings["worker_start_s"]``.
     """
     if isolate and (context is not None or stream is not None):
         raise ValueError("a caller's context or stream can only be used in-process (isolate=False)")
-    from ..cuda.device import read_properties
-
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
+    kept = [case for case in previous if ran(case)]
+    with contextlib.ExitStack() as stack:
+        if isolate and gpu_worker is None:
+            gpu_worker = stack.enter_context(GpuWorker(device, options, want_cublas=spec.baseline))
+        done = {(case.kernel, case.shape.label) for case in kept}
+        if isolate and any(case.key not in done for case in cases_of(spec)):
+            gpu_worker.start()
+        _run(spec, device, isolate, options, on_result, on_start, result, kept, context, stream, gpu_worker)
+    return result
+
+
+def _run(spec, device, isolate, options, on_result, on_start, result, kept, context, stream,
+         gpu_worker: GpuWorker | None) -> None:
+    """`run_spec` once its worker (if isolated) is starting: plan, compile, run every case into `result`."""
+    from ..cuda.device import read_properties
+
     worker_starts: list[float] = []
     result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars),
                        "isolate": isolate, "worker_start_s": worker_starts}
     props = read_properties(device)
     result.environment = environment(props)
-    kept = [case for case in previous if ran(case)]
     cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
                                  skip={(case.kernel, case.shape.label) for case in kept})
     baselines: dict[tuple[Shape, str], float] = {(case.shape, case.kernel): case.timing.median_ms
@@ -82,12 +100,15 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
 
     try:
         if isolate:
-            run_isolated(spec, cases, compiled, device, options, finish, on_start, worker_starts=worker_starts)
+            started = len(gpu_worker.starts)
+            try:
+                gpu_worker.run(spec, cases, compiled, finish, on_start)
+            finally:
+                worker_starts.extend(gpu_worker.starts[started:])
         else:
             run_in_process(spec, cases, compiled, device, options, finish, on_start, context=context, stream=stream)
     finally:
         result.finished = now()
-    return result
 
 
 def run_in_process(spec: Spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,

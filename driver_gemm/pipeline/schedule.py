@@ -6,21 +6,33 @@ kernel's % of cuBLAS is measured on the GPU that ran the kernel; a shape cut
 into two tasks that land on two GPUs therefore pays for its baseline twice.
 
 A case's time is set less by its FLOPs than by the measurement's limits
-(sampling stops between `min_time_s` of GPU time and `timeout_s` of wall
-time), by the work on the host that grows with the operands (drawing inputs,
-copying them, comparing C in float64, and the CPU's float64 product where
-that is the reference), and by a fixed cost per case. `CostModel` puts
-numbers on these; its defaults come from the ramp on H200s
-(`bench/results/ramp-h200.json`: 278 s on one GPU; `ramp-2gpu-h200x2.json`:
-the 16384^3 shape alone took about 150 s, some 95 s of it outside sampling)
-and from timing the host's steps (drawing an input element costs about a
-fifteenth of checking an output element). The estimate only has to rank and size tasks: the GPUs still
-take the next task when they are free (largest first), which absorbs what
-the model gets wrong as long as no task is a large share of the run.
+(sampling stops once `min_time_s` of GPU time is in, or at `timeout_s` of
+wall time), by the work on the host that grows with the operands (drawing
+inputs, copying them, comparing C in float64, and the CPU's float64 product
+where that is the reference), and by a small fixed cost per case. `CostModel`
+puts numbers on these; its defaults come from the per-step seconds that H200
+runs recorded in each case's ``phases`` (`bench/results/round2/`): drawing
+and uploading A and B about 5 ns an element (0.64 s at 8192^3), reading C
+back and comparing it 35 ns an element (2.0 s and 0.3 s of reference at
+8192^3), sampling about 35 us a sample beyond the kernel itself. Where the
+launch times of a spec's kernels have been recorded (`CostModel.launch_ms`),
+they replace the assumed TFLOP/s.
+
+A run also pays once for its start and end: the process, its imports,
+reading the spec, compiling (from the disk cache when warm), its GPU worker
+process (1.7-1.9 s from spawn to ready in the recorded runs'
+``worker_start_s``) and writing the results: `run_start_s`, 3 s (the seed
+spec's 12 cases took 12.4 s end to end, 8.8 s of it in their steps). A run on several GPUs pays that in parallel on each GPU, plus
+the Dask cluster's start and stop (`cluster_start_s`, timed on a CPU machine)
+and, per task, a Dask round trip and the task's planning (`task_overhead_s`);
+each GPU keeps one worker process for all its tasks, so a task pays no process
+start. The estimate only has to rank and size tasks: the GPUs still take the
+next task when they are free (largest first), which absorbs what the model
+gets wrong as long as no task is a large share of the run.
 
 `plan_tasks` chooses how finely to cut by simulating that schedule
-(`simulate`) for several granularities, a start-up cost per task included,
-and keeping the shortest.
+(`simulate`) for several granularities, the cost per task included, and
+keeping the shortest; `predicted_run_s` adds the run's start.
 """
 
 from __future__ import annotations
@@ -32,25 +44,33 @@ from dataclasses import dataclass, field
 from ..measure.reference import uses_cpu_reference
 from ..measure.timing import MIN_SAMPLES_ON_TIMEOUT
 from ..spec.model import MeasureSettings, Shape, Spec
+from ..cuda.occupancy import arch_limits
 from .cases import Case, cases_of
+from .plan import plan_launch
 
 # Tasks per GPU tried by `plan_tasks` (about): 1 is a split made in advance, more is finer dealing.
 GRANULARITIES = tuple(1 + step / 4 for step in range(45))
+# How much longer (as a share of the shortest simulated run) a finer cut may be and still be chosen.
+SLACK = 0.02
 
 
 @dataclass(frozen=True)
 class CostModel:
     """Estimated seconds of a case on one GPU; see the module's docstring for where the defaults come from."""
 
-    case_overhead_s: float = 0.3        # planning, module load, the record: what every case pays
-    input_element_s: float = 2.2e-9     # per element of A and B: drawn and copied to the GPU
-    output_element_s: float = 33e-9     # per element of C: copied back, reference scaled and compared in float64
+    case_overhead_s: float = 0.03       # planning, module load, the record and its trip to the parent
+    input_element_s: float = 5e-9       # per element of A and B: drawn and copied to the GPU
+    output_element_s: float = 35e-9     # per element of C: copied back, reference scaled and compared in float64
     cpu_reference_gflops: float = 100.0 # the host's float64 product, where it is the reference
     kernel_tflops: float = 10.0         # assumed speed of a kernel under test (they range 0.5 to 50 on an H200)
     baseline_tflops: float = 50.0       # cuBLAS SGEMM on an H200
-    flush_s: float = 40e-6              # the L2 flush before each sample (twice the L2 written)
-    task_overhead_s: float = 1.5        # a task's start: a worker process, its imports, context and cuBLAS
+    flush_s: float = 35e-6              # per sample beyond the kernel: the L2 flush, the gate, the events
+    task_overhead_s: float = 0.15       # a task: a Dask round trip, its planning and compiling (cached)
+    run_start_s: float = 3.0            # a run's start: process, imports, compile, its GPU worker process, its end
+    cluster_start_s: float = 1.0        # several GPUs: the Dask cluster's start and stop
     time_cases: bool = True             # False: verify only, one checked launch per case
+    # Recorded launch times (kernel name or baseline label, shape label) -> ms, used where known.
+    launch_ms: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 def timing_cost(launch_s: float, settings: MeasureSettings, flush_s: float) -> float:
@@ -64,8 +84,18 @@ def timing_cost(launch_s: float, settings: MeasureSettings, flush_s: float) -> f
     return settings.warmup * per_sample + max(min(sampling, settings.timeout_s), floor)
 
 
+def launchable(case: Case, spec: Spec) -> bool:
+    """Whether `case` gets past its launch checks (its plan, or one made for sm_90's limits): else it costs nothing."""
+    if case.kernel is None:
+        return True
+    plan = case.plan or plan_launch(case.kernel, case.shape, arch_limits("sm_90"), dict(spec.scalars))
+    return plan.valid
+
+
 def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
     """Estimated wall seconds of `case`: fixed cost, host work on the operands, reference, checked launch, timing."""
+    if not launchable(case, spec):       # an INVALID row (a `require:` that fails): recorded, never launched
+        return model.case_overhead_s
     shape = case.shape
     cost = model.case_overhead_s + (shape.M * shape.K + shape.K * shape.N) * model.input_element_s
     checked = not case.is_baseline or uses_cpu_reference(spec.verify, shape, spec.baseline)
@@ -73,7 +103,9 @@ def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
         cost += shape.M * shape.N * model.output_element_s
     if checked and uses_cpu_reference(spec.verify, shape, spec.baseline):
         cost += shape.flops / 1e9 / model.cpu_reference_gflops
-    launch_s = shape.flops / ((model.baseline_tflops if case.is_baseline else model.kernel_tflops) * 1e12)
+    recorded = model.launch_ms.get((case.label if case.kernel is None else case.kernel.name, shape.label))
+    launch_s = recorded / 1e3 if recorded is not None else \
+        shape.flops / ((model.baseline_tflops if case.is_baseline else model.kernel_tflops) * 1e12)
     cost += launch_s
     if model.time_cases:
         cost += timing_cost(launch_s, spec.measure, model.flush_s)
@@ -136,8 +168,16 @@ def shape_costs(spec: Spec, model: CostModel = CostModel()) -> dict[Shape, tuple
 
 
 def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
-    """Estimated seconds of the whole spec on one GPU, as one run (one start-up)."""
-    return model.task_overhead_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
+    """Estimated seconds of the whole spec on one GPU, as one run (one start-up), from start to exit."""
+    return model.run_start_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
+
+
+def predicted_run_s(spec: Spec, workers: int, model: CostModel = CostModel()) -> float:
+    """Estimated seconds of the whole spec on `workers` GPUs, from start to exit: start-up and the simulated tasks."""
+    if workers == 1:
+        return single_gpu_s(spec, model)
+    return model.run_start_s + model.cluster_start_s + simulate(plan_tasks(spec, workers, model), workers,
+                                                                model).makespan_s
 
 
 def split_shape(shape: Shape, kernels: list[tuple[str, float, str]], baselines: dict[str, float],
@@ -162,17 +202,17 @@ def split_shape(shape: Shape, kernels: list[tuple[str, float, str]], baselines: 
     return tasks
 
 
-def tasks_at(spec: Spec, target_s: float, model: CostModel = CostModel()) -> list[Task]:
+def tasks_at(spec: Spec, target_s: float, model: CostModel = CostModel(), costs: dict | None = None) -> list[Task]:
     """Tasks of about `target_s` each, largest first: large shapes cut into groups of kernels, small ones bundled.
 
     The small shapes (under `target_s` each, baselines included) are dealt
     into as many bundles as their total makes of `target_s`, each shape to
-    the lightest bundle, largest first.
+    the lightest bundle, largest first. `costs` are `shape_costs`, when already made.
     """
     every_kernel = tuple(k.label for k in spec.kernels)
     tasks: list[Task] = []
     small: list[tuple[Shape, float, dict]] = []
-    for shape, (kernels, baselines) in shape_costs(spec, model).items():
+    for shape, (kernels, baselines) in (costs or shape_costs(spec, model)).items():
         kernels_s = sum(cost for _, cost, _ in kernels)
         if kernels and kernels_s + sum(baselines.values()) > target_s:
             tasks.extend(split_shape(shape, kernels, baselines, math.ceil(kernels_s / max(target_s, 1e-9))))
@@ -203,7 +243,8 @@ def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) ->
     """List scheduling as the cluster does it: each task, in order, to the worker that is free first.
 
     A worker pays `model.task_overhead_s` per task and a shape's baselines the
-    first time it takes that shape.
+    first time it takes that shape (its worker process is kept between tasks,
+    so no task pays for a process).
     """
     schedule = Schedule(workers, [[] for _ in range(workers)], [0.0] * workers)
     has_run: set[tuple[int, Shape, str]] = set()
@@ -223,17 +264,23 @@ def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) ->
 def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list[Task]:
     """The tasks to hand out to `workers` GPUs, largest first: the cut whose simulated schedule ends soonest.
 
-    Coarser cuts pay less start-up and fewer repeated baselines; finer ones
-    balance better. Each granularity in `GRANULARITIES` (tasks per GPU) is
-    simulated and the shortest kept (the coarser on a tie).
+    Coarser cuts pay less per task and fewer repeated baselines; finer ones
+    balance better, in the simulation and, more so, against what the
+    estimate gets wrong: a GPU that finds its tasks longer than estimated
+    leaves the later ones to the other. Each granularity in `GRANULARITIES`
+    (tasks per GPU) is simulated, and of the cuts within `SLACK` of the
+    shortest the one with the most tasks is kept (on one GPU, the shortest).
     """
     if workers < 1:
         raise ValueError("at least one worker")
-    kernel_total = sum(cost for kernels, _ in shape_costs(spec, model).values() for _, cost, _ in kernels)
-    best: tuple[float, list[Task]] | None = None
+    costs = shape_costs(spec, model)
+    kernel_total = sum(cost for kernels, _ in costs.values() for _, cost, _ in kernels)
+    tried = []
     for per_worker in GRANULARITIES:
-        tasks = tasks_at(spec, kernel_total / (workers * per_worker), model)
-        makespan = simulate(tasks, workers, model).makespan_s
-        if best is None or makespan < best[0] - 1e-9:
-            best = (makespan, tasks)
-    return best[1]
+        tasks = tasks_at(spec, kernel_total / (workers * per_worker), model, costs)
+        tried.append((simulate(tasks, workers, model).makespan_s, tasks))
+    shortest = min(makespan for makespan, _ in tried)
+    if workers == 1:            # nothing to balance: the shortest, the coarser on a tie
+        return next(tasks for makespan, tasks in tried if makespan <= shortest + 1e-9)
+    return max((entry for entry in tried if entry[0] <= shortest * (1 + SLACK) + 1e-9),
+               key=lambda entry: (len(entry[1]), -entry[0]))[1]

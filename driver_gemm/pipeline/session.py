@@ -39,7 +39,7 @@ class Session:
         self.options = options
         self.baselines: dict[str, CublasSgemm | None] = {}     # per precision; None: unavailable
         self.baseline_errors: dict[str, str] = {}
-        self.modules: dict[int, Module] = {}
+        self.modules: dict[tuple[str, bytes], Module] = {}     # by image: a worker gets a fresh copy per batch
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
         self.clocks: NvmlClocks | None = None
@@ -76,10 +76,11 @@ class Session:
         return self.baselines[precision]
 
     def module(self, cubin: Cubin) -> Module:
-        """`cubin` loaded into the session's context, once."""
-        if id(cubin) not in self.modules:
-            self.modules[id(cubin)] = Module(self.device, cubin)
-        return self.modules[id(cubin)]
+        """`cubin` loaded into the session's context, once per image (however many copies of it arrive)."""
+        key = (cubin.image_format, cubin.image)
+        if key not in self.modules:
+            self.modules[key] = Module(self.device, cubin)
+        return self.modules[key]
 
     def buffers_for(self, shape: Shape) -> dict[str, DeviceBuffer]:
         """A, B, C and a cuBLAS reference output sized for `shape` (kept while the shape stays the same)."""

@@ -2,14 +2,21 @@
 
 A fault (illegal address, trap, misaligned access) leaves CUDA unusable in
 the whole process that hit it: every later call, even creating a new context,
-returns the same error. So the parent never touches a context; a worker
-process runs the cases and sends each result back as it finishes. When a
-worker reports a fault, dies, or spends longer than the case timeout on one
-case, the parent records that case (Status.ERROR or Status.TIMEOUT), ends the
-worker and starts a new one on the cases that remain. A worker that cannot
-start (its session fails, or it is silent past `STARTUP_TIMEOUT_S`) is
-reported as such on every remaining case, marked not run so that a resume
-runs them. Nothing finished is lost or run twice.
+returns the same error. So the parent never touches a context; a `GpuWorker`
+owns one child process on one GPU, which makes its session (context, cuBLAS
+handle, loaded modules) once and then runs every batch of cases it is sent,
+sending each result back as it finishes. A run on one GPU sends it one batch;
+a GPU of a run on several GPUs keeps its worker for the whole run and sends it
+one batch per task, so the process, its context and its modules are paid for
+once, not once per task.
+
+When the child reports a fault, dies, or spends longer than the case timeout
+on one case, the parent records that case (Status.ERROR or Status.TIMEOUT),
+ends the child and starts a new one on the cases that remain (and on later
+batches). A child that cannot start (its session fails, or it is silent past
+`STARTUP_TIMEOUT_S`) is reported as such on every remaining case, marked not
+run so that a resume runs them; later batches of the same worker are given up
+at once with the same reason. Nothing finished is lost or run twice.
 """
 
 from __future__ import annotations
@@ -28,94 +35,176 @@ from .session import RunOptions, Session
 STARTUP_TIMEOUT_S = 120.0
 
 
-def worker_main(connection, spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
-                session_factory: Callable[..., Session] = Session) -> None:
-    """Child process: make a session, say ("ready",), then run `cases` in order.
+def serve(connection, device: int, options: RunOptions, want_cublas: bool,
+          session_factory: Callable[..., Session] = Session, execute: Callable = execute_case) -> None:
+    """Child process: make a session, say ("ready",), then run each batch it is sent until told to stop.
 
-    For each case it sends ("start", index) and ("result", index, record as a
-    dict); a session that cannot be made is reported as ("fatal", message).
+    A batch is ("run", spec, cases, compiled); for each case it sends
+    ("start", index) and ("result", index, record as a dict, whether it now
+    exits), and ("done",) after the last. ("stop",), or the parent going away, ends it. A session
+    that cannot be made is reported as ("fatal", message). After a case that
+    leaves CUDA unusable it exits: the parent starts a fresh process.
     """
     try:
-        session = session_factory(device, spec.baseline, options)
+        session = session_factory(device, want_cublas, options)
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the parent as a message
         connection.send(("fatal", f"{type(exc).__name__}: {exc}"))
         connection.close()
         return
     try:
         connection.send(("ready",))
-        for case in cases:
-            connection.send(("start", case.index))
-            outcome = execute_case(session, spec, case, compiled)
-            connection.send(("result", case.index, outcome.as_dict()))
-            if session.poisoned:
-                return  # the parent starts a fresh process for the rest
+        while True:
+            try:
+                message = connection.recv()
+            except EOFError:
+                return
+            if message[0] != "run":
+                return
+            _, spec, cases, compiled = message
+            for case in cases:
+                connection.send(("start", case.index))
+                outcome = execute(session, spec, case, compiled)
+                connection.send(("result", case.index, outcome.as_dict(), session.poisoned))
+                if session.poisoned:
+                    return
+            connection.send(("done",))
     finally:
         session.close()
         connection.close()
 
 
-def run_isolated(spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
-                 finish: Callable[[CaseResult], None], on_start: Callable[[Case], None] | None = None, *,
-                 worker_starts: list[float] | None = None, target: Callable = worker_main,
-                 startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-    """Run `cases` in worker processes, calling `finish` with each result in order.
+class GpuWorker:
+    """The child process that runs cases on GPU `device`, kept between batches and replaced after a crash.
 
-    The seconds from spawning each worker to its "ready" are appended to
-    `worker_starts`. `target` is the child's entry point (`worker_main`, or a
-    stand-in with its signature in tests).
+    `start` spawns it without waiting (so that its start-up overlaps the
+    caller's planning and compiling); `run` waits for it where needed. The
+    seconds from spawning each process to its "ready" are appended to
+    `starts`. `target` is the child's entry point (`serve`, or a stand-in
+    with its signature in tests); `child_args` are passed to it after the
+    device, options and cuBLAS wish.
     """
-    context = multiprocessing.get_context("spawn")   # never fork a process that may hold CUDA state
-    kernels = {case.kernel.label for case in cases if case.kernel is not None}
-    runnable = {label: cubin for label, cubin in compiled.items() if label in kernels}
-    remaining = list(cases)
-    by_index = {case.index: case for case in cases}
-    case_timeout = spec.measure.case_timeout_s
 
-    def give_up(reason: str) -> None:
-        nonlocal remaining
-        for case in remaining:
-            finish(not_run_record(case, f"the worker process did not start: {reason}"))
-        remaining = []
+    def __init__(self, device: int, options: RunOptions = RunOptions(), *, want_cublas: bool = True,
+                 target: Callable = serve, child_args: tuple = (),
+                 startup_timeout_s: float = STARTUP_TIMEOUT_S):
+        self.device = device
+        self.options = options
+        self.want_cublas = want_cublas
+        self.target = target
+        self.child_args = child_args
+        self.startup_timeout_s = startup_timeout_s
+        self.starts: list[float] = []
+        self.processes_started = 0
+        self.broken: str | None = None      # why a process could not start: later batches are given up at once
+        self._context = multiprocessing.get_context("spawn")   # never fork a process that may hold CUDA state
+        self._process = None
+        self._connection = None
+        self._spawned = 0.0
+        self._ready = False
 
-    while remaining:
-        receiver, sender = context.Pipe(duplex=False)
-        process = context.Process(target=target, args=(sender, spec, remaining, runnable, device, options),
-                                  daemon=True)
-        spawned = time.monotonic()
-        process.start()
-        sender.close()
-        current: Case | None = None
-        ready = False
-        deadline = spawned + startup_timeout_s
+    def start(self) -> None:
+        """Spawn the child if none is running (returns at once; it says "ready" when its session is made)."""
+        if self._process is not None or self.broken is not None:
+            return
+        parent_end, child_end = self._context.Pipe(duplex=True)
+        self._process = self._context.Process(
+            target=self.target, args=(child_end, self.device, self.options, self.want_cublas, *self.child_args),
+            daemon=True)
+        self._spawned = time.monotonic()
+        self._process.start()
+        child_end.close()
+        self._connection, self._ready = parent_end, False
+        self.processes_started += 1
+
+    def _end(self) -> int | None:
+        """End the child (it is past use), and return its exit code."""
+        process, connection = self._process, self._connection
+        self._process = self._connection = None
+        self._ready = False
+        if process is None:
+            return None
+        connection.close()
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        return process.exitcode
+
+    def _await_ready(self) -> str | None:
+        """Wait for the child's "ready"; None when it is, else why it cannot start (and it is ended)."""
+        self.start()
+        if self.broken is not None:
+            return self.broken
+        if self._ready:
+            return None
+        deadline = self._spawned + self.startup_timeout_s
+        reason = None
         try:
-            while remaining:
-                if not receiver.poll(max(0.0, deadline - time.monotonic())):
-                    if not ready:
-                        give_up(f"no word from it after {startup_timeout_s:g} s")
+            if not self._connection.poll(max(0.0, deadline - time.monotonic())):
+                reason = f"no word from it after {self.startup_timeout_s:g} s"
+            else:
+                message = self._connection.recv()
+                if message[0] == "ready":
+                    self._ready = True
+                    self.starts.append(round(time.monotonic() - self._spawned, 3))
+                    return None
+                reason = (f"could not start on the GPU: {message[1]}" if message[0] == "fatal"
+                          else f"it said {message[0]!r} before it was ready")
+        except EOFError:
+            self._process.join(5)
+            reason = f"it exited with code {self._process.exitcode} before it was ready"
+        self._end()
+        self.broken = reason
+        return reason
+
+    def run(self, spec, cases: Sequence[Case], compiled, finish: Callable[[CaseResult], None],
+            on_start: Callable[[Case], None] | None = None) -> None:
+        """Run `cases` (a batch) on the child, calling `finish` with each result in order; every case ends as a record."""
+        kernels = {case.kernel.label for case in cases if case.kernel is not None}
+        runnable = {label: cubin for label, cubin in compiled.items() if label in kernels}
+        remaining = list(cases)
+        by_index = {case.index: case for case in cases}
+        case_timeout = spec.measure.case_timeout_s
+        while remaining:
+            reason = self._await_ready()
+            if reason is not None:
+                for case in remaining:
+                    finish(not_run_record(case, f"the worker process did not start: {reason}"))
+                return
+            current: Case | None = None
+            progressed = False
+            try:
+                self._connection.send(("run", spec, remaining, runnable))
+            except (BrokenPipeError, EOFError, OSError):
+                pass                          # it is gone: the receive below sees the end of the pipe
+            deadline = time.monotonic() + case_timeout
+            while True:                       # until its "done" (after the last result) or its end
+                if not self._connection.poll(max(0.0, deadline - time.monotonic())):
+                    if not remaining:         # every result is in but no "done": it is past use
+                        self._end()
                         break
                     victim = current or remaining[0]
                     finish(new_record(victim, Status.TIMEOUT, f"no result after {case_timeout:g} s: the case was "
                                                               "stopped (measure.case_timeout_s)"))
                     remaining.remove(victim)
+                    self._end()
                     break
                 try:
-                    message = receiver.recv()
+                    message = self._connection.recv()
                 except EOFError:
-                    process.join(5)
+                    code = self._end()
                     if current is not None:   # it died inside a case: a crash of the process itself
-                        finish(new_record(current, Status.ERROR, f"the worker process died (exit code "
-                                                                 f"{process.exitcode}) while running this case"))
+                        finish(new_record(current, Status.ERROR, f"the worker process died (exit code {code}) "
+                                                                 "while running this case"))
                         remaining.remove(current)
-                    elif not ready:           # it died before it was ready: it cannot start at all
-                        give_up(f"it exited with code {process.exitcode} before it was ready")
-                    break                     # else it stopped after a fault, as it should: start another
+                    elif not progressed:      # it died before its first case: it cannot run this batch at all
+                        for case in remaining:
+                            finish(not_run_record(case, f"the worker process ended (exit code {code}) "
+                                                        "before it ran a case"))
+                        remaining = []
+                    break
                 kind = message[0]
-                if kind == "ready":
-                    ready = True
-                    if worker_starts is not None:
-                        worker_starts.append(round(time.monotonic() - spawned, 3))
-                    deadline = time.monotonic() + case_timeout
-                elif kind == "start":
+                if kind == "start":
                     current = by_index[message[1]]
                     deadline = time.monotonic() + case_timeout
                     if on_start:
@@ -123,12 +212,42 @@ def run_isolated(spec, cases: Sequence[Case], compiled, device: int, options: Ru
                 elif kind == "result":
                     finish(CaseResult.from_dict(message[2]))
                     remaining.remove(by_index[message[1]])
-                    current = None
+                    current, progressed = None, True
                     deadline = time.monotonic() + case_timeout
-                elif kind == "fatal":
-                    give_up(f"could not start on the GPU: {message[1]}")
-        finally:
-            receiver.close()
-            if process.is_alive():
-                process.kill()
-            process.join()
+                    if message[3]:            # CUDA is unusable there: it exits, the rest go to a new one
+                        self._end()
+                        break
+                elif kind == "done":
+                    break
+
+    def close(self) -> None:
+        """Tell the child to stop (it closes its session) and wait for it; killed if it does not go."""
+        if self._process is not None and self._ready:
+            try:
+                self._connection.send(("stop",))
+            except (BrokenPipeError, OSError):
+                pass
+        self._end()
+
+    def __enter__(self) -> "GpuWorker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def run_isolated(spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
+                 finish: Callable[[CaseResult], None], on_start: Callable[[Case], None] | None = None, *,
+                 worker_starts: list[float] | None = None, target: Callable = serve,
+                 startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    """Run `cases` in worker processes of one `GpuWorker`, calling `finish` with each result in order.
+
+    The seconds from spawning each worker to its "ready" are appended to
+    `worker_starts`. `target` is the child's entry point (`serve`, or a
+    stand-in with its signature in tests).
+    """
+    with GpuWorker(device, options, want_cublas=spec.baseline, target=target,
+                   startup_timeout_s=startup_timeout_s) as worker:
+        worker.run(spec, cases, compiled, finish, on_start)
+    if worker_starts is not None:
+        worker_starts.extend(worker.starts)
