@@ -20,7 +20,10 @@ Three parts, one line per attempt, a summary last:
    the 16-byte dimension rule (K = 776 / 784, N = 516 / 520, M = 1000) with
    the plan's rule bypassed, to show whether the rule is as strict as cuBLAS
    says. cuBLASLt's own log (level 5) of the first variant of each scale
-   placement goes to DIR/cublaslt-fp8.log.
+   placement goes to DIR/cublaslt-fp8.<placement>.log. Outcomes: ACCEPTED
+   (with the error against float64), HEURISTIC-ERROR or NO-ALGORITHM (refused
+   when planning), MATMUL-REFUSED (the heuristic offered an algorithm and
+   cublasLtMatmul refused it: the old symptom), ERROR (anything else).
 3. torch._scaled_mm on the same e4m3 inputs at 1024x512x1024 (scales 0.5 and
    2, bf16 out): its error against float64 and its difference from ours.
 """
@@ -129,6 +132,7 @@ class Variants:
     def __init__(self, device, stream, log_path: Path):
         from nvmath.bindings import cublasLt
         self.lt, self.device, self.stream = cublasLt, device, stream
+        device.make_current()             # the handle must belong to the context of the stream it runs on
         self.handle = cublasLt.create()
         self.workspace = device.alloc(cublaslt.WORKSPACE_BYTES)
         self.log_path = log_path
@@ -151,10 +155,17 @@ class Variants:
         buffer = np.array(value, dtype=dtype_of(attribute))
         setter(handle, int(attribute), buffer.ctypes.data, buffer.nbytes)
 
-    def run(self, types, M, N, K, beta, *, scales_mode, out_of_place, fast_accum, scales=(0.5, 2.0)):
-        """(outcome, relative error or reason) for one variant."""
+    def run(self, *args, **kwargs):
+        """`attempt`, with any other failure reported as that variant's outcome."""
+        try:
+            return self.attempt(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 -- a probe reports every outcome and goes on
+            return tally("ERROR"), f"{type(exc).__name__}: {str(exc)[:160]}"
+
+    def attempt(self, types, M, N, K, beta, *, scales_mode, out_of_place, fast_accum, scales=(0.5, 2.0), ld=None):
+        """(outcome, relative error or reason) for one variant; `ld` pads leading dimensions (a, b, c)."""
         lt, device, stream = self.lt, self.device, self.stream
-        gemm = gemm_operands(M, N, K, orders=parse_layout("NT"))
+        gemm = gemm_operands(M, N, K, orders=parse_layout("NT"), ld=ld)
         inputs = operands.make_typed_inputs(gemm, types, seed=5, with_c=True)
         A, B, C, nbytes = uploaded(device, stream, gemm, types, inputs)
         D = device.upload(np.zeros(nbytes, np.uint8), stream) if out_of_place else C
@@ -174,9 +185,10 @@ class Variants:
             # cuBLASLt's A is our B: its A scale is scale_b.
             lt_scales = (scales[1], scales[0])
             if scales_mode == "packed":
-                both = device.upload(np.array(lt_scales, np.float32), stream)
+                # exactly as before the fix: [scale_a, scale_b] in one buffer, so cuBLASLt's A scale at +4 bytes
+                both = device.upload(np.array(scales, np.float32), stream)
                 owned.append(both)
-                pointers = (both.address, both.address + 4)
+                pointers = (both.address + 4, both.address)
             elif scales_mode == "separate":
                 each = [device.upload(np.array([value], np.float32), stream) for value in lt_scales]
                 owned += each
@@ -215,7 +227,7 @@ class Variants:
                           scalars.ctypes.data + 4, C.address, layouts["C"], D.address, d_layout,
                           results.ctypes.data, self.workspace.address, cublaslt.WORKSPACE_BYTES, stream.address)
             except lt.cuBLASLtError as exc:
-                return tally("NOT-SUPPORTED"), str(exc)[:100]
+                return tally("MATMUL-REFUSED"), str(exc)[:100]
             stream.synchronize()
             output = operands.read_output(gemm.c, D.download((nbytes,), np.uint8, stream).tobytes(), types.c)
             expected = operands.reference(inputs.a, inputs.b, ALPHA, beta, inputs.c0, scale_a=scales[0],
@@ -242,36 +254,66 @@ def variants(device, stream, out: Path) -> None:
                                         out_of_place=out_of_place, fast_accum=fast_accum)
             say(f"scales={scales_mode:<8} D={'own buffer' if out_of_place else 'in place'} "
                 f"fast_accum={int(fast_accum)} beta={beta:<4} 128x96x160  {outcome} {detail}")
-        say("--- 2b. the 16-byte dimension rule (separate scales, in place, plan rule bypassed)")
-        for node, (M, N, K) in [({"a": "e4m3", "c": "bf16"}, (1024, 512, 784)),
-                                ({"a": "e4m3", "c": "bf16"}, (1024, 512, 776)),
-                                ({"a": "e4m3", "c": "bf16"}, (1024, 520, 1024)),
-                                ({"a": "e4m3", "c": "bf16"}, (1024, 516, 1024)),
-                                ({"a": "e4m3", "c": "bf16"}, (1000, 512, 1024)),
-                                ({"a": "e4m3"}, (1024, 516, 1024)),
-                                ({"a": "e5m2", "c": "bf16"}, (128, 96, 160))]:
+        say("--- 2b. the 16-byte dimension rule (separate scales, in place, plan rule bypassed; "
+            "leading dimensions padded to 16 bytes where given, so that only the dimension is off)")
+        padded_k = {"a": 784, "b": 784}
+        for node, (M, N, K), ld in [({"a": "e4m3", "c": "bf16"}, (1024, 512, 784), None),
+                                    ({"a": "e4m3", "c": "bf16"}, (1024, 512, 776), padded_k),
+                                    ({"a": "e4m3", "c": "bf16"}, (1024, 512, 777), padded_k),
+                                    ({"a": "e4m3", "c": "bf16"}, (1024, 520, 1024), None),
+                                    ({"a": "e4m3", "c": "bf16"}, (1024, 516, 1024), {"c": 520}),
+                                    ({"a": "e4m3", "c": "bf16"}, (1000, 512, 1024), None),
+                                    ({"a": "e4m3", "c": "bf16"}, (1001, 512, 1024), None),
+                                    ({"a": "e4m3"}, (1024, 516, 1024), None),
+                                    ({"a": "e5m2", "c": "bf16"}, (128, 96, 160), None)]:
             types = parse_types(node)
             outcome, detail = probe.run(types, M, N, K, 0.0, scales_mode="separate", out_of_place=False,
-                                        fast_accum=False)
-            say(f"{types.label:<14} {M}x{N}x{K}  {outcome} {detail}")
+                                        fast_accum=False, ld=ld)
+            say(f"{types.label:<14} {M}x{N}x{K}{' ld ' + str(ld) if ld else ''}  {outcome} {detail}")
     finally:
         probe.close()
 
 
 # ---------------------------------------------------------------------------------------------- 3. torch
 
-def torch_cross_check(device, stream, lt) -> None:
-    say("--- 3. torch._scaled_mm on the same inputs (e4m3 -> bf16, 1024x512x1024, scales 0.5 and 2)")
+CROSS_SHAPE = (1024, 512, 1024)
+
+
+def ours_for_cross_check(device, stream, lt):
+    """(inputs, float64 expected, our C or the reason we have none) for the torch comparison."""
+    M, N, K = CROSS_SHAPE
+    types = parse_types({"a": "e4m3", "c": "bf16"})
+    gemm = gemm_operands(M, N, K, orders=parse_layout("NT"))
+    inputs = operands.make_typed_inputs(gemm, types, seed=21)
+    expected = operands.reference(inputs.a, inputs.b, scale_a=0.5, scale_b=2.0)[0]
+    plan = cublaslt.plan_matmul(types, gemm, 1.0, 0.0, scale_a=0.5, scale_b=2.0)
+    A, B, C, nbytes = uploaded(device, stream, gemm, types, inputs)
+    try:
+        lt.prepare(plan, A, B, C)()
+        stream.synchronize()
+        ours = operands.read_output(gemm.c, C.download((nbytes,), np.uint8, stream).tobytes(), types.c).values[0]
+    except cublaslt.CublasLtUnsupported as exc:
+        ours = exc.reason
+    finally:
+        for buffer in (A, B, C):
+            buffer.close()
+    return (gemm, types, inputs), expected, ours
+
+
+def torch_cross_check(case, expected, ours) -> None:
+    """torch._scaled_mm on the same bytes; run after driver-gemm's context is closed (no shared context)."""
+    M, N, K = CROSS_SHAPE
+    say(f"--- 3. torch._scaled_mm on the same inputs (e4m3 -> bf16, {M}x{N}x{K}, scales 0.5 and 2)")
+    if isinstance(ours, str):
+        say(f"ours refused: {ours}")
+    else:
+        say(f"ours: rel_err vs float64 {rel_error(ours, expected):.2e}")
     try:
         import torch
     except ImportError as exc:
         say(f"torch unavailable: {exc}")
         return
-    M, N, K = 1024, 512, 1024
-    types = parse_types({"a": "e4m3", "c": "bf16"})
-    gemm = gemm_operands(M, N, K, orders=parse_layout("NT"))
-    inputs = operands.make_typed_inputs(gemm, types, seed=21)
-    expected = operands.reference(inputs.a, inputs.b, scale_a=0.5, scale_b=2.0)[0]
+    gemm, types, inputs = case
     a_bytes = operands.input_bytes(gemm.a, inputs.a, types.a)           # row-major M x K
     b_bytes = operands.input_bytes(gemm.b, inputs.b, types.b)           # column-major K x N: N rows of K
     try:
@@ -281,23 +323,12 @@ def torch_cross_check(device, stream, lt) -> None:
         scale_b = torch.tensor(2.0, device="cuda")
         theirs = torch._scaled_mm(a, b.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
         theirs = theirs.float().cpu().numpy().astype(np.float64)
-        say(f"torch._scaled_mm: rel_err vs float64 {rel_error(theirs, expected):.2e}")
     except Exception as exc:  # noqa: BLE001
         say(f"torch._scaled_mm failed: {type(exc).__name__}: {str(exc)[:200]}")
         return
-    plan = cublaslt.plan_matmul(types, gemm, 1.0, 0.0, scale_a=0.5, scale_b=2.0)
-    A, B, C, nbytes = uploaded(device, stream, gemm, types, inputs)
-    try:
-        lt.prepare(plan, A, B, C)()
-        stream.synchronize()
-        ours = operands.read_output(gemm.c, C.download((nbytes,), np.uint8, stream).tobytes(), types.c).values[0]
-        say(f"ours: rel_err vs float64 {rel_error(ours, expected):.2e}; ours vs torch: rel diff "
-            f"{rel_error(ours, theirs):.2e}, max |diff| {np.max(np.abs(ours - theirs)):.3g}")
-    except cublaslt.CublasLtUnsupported as exc:
-        say(f"ours refused: {exc.reason}")
-    finally:
-        for buffer in (A, B, C):
-            buffer.close()
+    say(f"torch._scaled_mm: rel_err vs float64 {rel_error(theirs, expected):.2e}")
+    if not isinstance(ours, str):
+        say(f"ours vs torch: rel diff {rel_error(ours, theirs):.2e}, max |diff| {np.max(np.abs(ours - theirs)):.3g}")
 
 
 def main(argv=None) -> int:
@@ -307,15 +338,23 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    cross = None
     with dg.Device(0) as device:
         stream = device.stream()
         with cublaslt.CublasLtMatmul(device, stream) as lt:
-            for part in (lambda: fixed_path(device, stream, lt), lambda: variants(device, stream, args.out),
-                         lambda: torch_cross_check(device, stream, lt)):
+            for name, part in (("1", lambda: fixed_path(device, stream, lt)),
+                               ("2", lambda: variants(device, stream, args.out)),
+                               ("3", lambda: ours_for_cross_check(device, stream, lt))):
                 try:
-                    part()
+                    result = part()
+                    cross = result if name == "3" else cross
                 except Exception as exc:  # noqa: BLE001 -- one broken part must not hide the others
-                    say(f"PART FAILED: {type(exc).__name__}: {str(exc)[:300]}")
+                    say(f"PART {name} FAILED: {type(exc).__name__}: {str(exc)[:300]}")
+    if cross is not None:
+        try:
+            torch_cross_check(*cross)
+        except Exception as exc:  # noqa: BLE001
+            say(f"PART 3 FAILED: {type(exc).__name__}: {str(exc)[:300]}")
     say(f"=== fp8 probe summary ({time.perf_counter() - started:.1f} s): " +
         ", ".join(f"{name} {count}" for name, count in sorted(counts.items())))
     return 0
