@@ -176,9 +176,14 @@ def torch_timer(warmup: int, rep: int):
     import torch
     try:
         from triton.testing import do_bench
-        return (lambda fn: do_bench(fn, warmup=warmup, rep=rep, return_mode="median")), "triton do_bench"
+        timer = lambda fn: do_bench(fn, warmup=warmup, rep=rep, return_mode="median")  # noqa: E731
+        # The first call sets triton's driver up (on a fresh machine it may build a helper): once, on a tiny op.
+        scratch = torch.zeros(1024, device="cuda")
+        timer(lambda: scratch.add_(1.0))
+        return timer, "triton do_bench"
     except Exception as exc:  # noqa: BLE001
-        say(f"triton unavailable ({type(exc).__name__}: {exc}); timing torch with CUDA events instead")
+        say(f"triton's do_bench unusable ({type(exc).__name__}: {str(exc)[:200]}); "
+            "timing torch with CUDA events and a 256 MiB flush instead")
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
 
     def events(fn) -> float:
@@ -200,8 +205,9 @@ def torch_timer(warmup: int, rep: int):
 def torch_rows(shapes, combinations, warmup: int, rep: int, shape_timeout: int) -> tuple[dict, str]:
     say("torch: importing torch and triton ...")
     import torch
+    say("torch: setting the timer up (triton's first do_bench) ...")
     timer, harness = torch_timer(warmup, rep)
-    say(f"torch: harness {harness}; first call warms it up ...")
+    say(f"torch: harness {harness}")
     rows = {}
     for name in combinations:
         for M, N, K in shapes:
