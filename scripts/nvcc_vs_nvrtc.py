@@ -1,16 +1,23 @@
 """Evidence: the same kernels built by NVRTC (the version loaded) and by nvcc, instruction mix side by side.
 
-For every kernel configuration of specs/seed.yaml and specs/fast.yaml, and
-v10 of specs/tf32.yaml, both builds are made for the kernel's target (sm_90,
-or its own arch) and their registers and instruction mix printed one above
-the other (CPU only). NVRTC 13.0 addresses shared memory with 64-bit
-pointers where nvcc uses 32-bit ones; from NVRTC 13.1 the two should match.
+Both builds of each chosen kernel configuration (by default v4 and v6 of
+specs/seed.yaml and specs/fast.yaml, v8 of specs/fast.yaml and v10 of
+specs/tf32.yaml; ``--kernels all`` for every kernel of those specs) are made
+for the kernel's target (sm_90, or its own arch) and their registers and
+instruction mix printed one above the other (CPU only). NVRTC 13.0 addresses
+shared memory with 64-bit pointers where nvcc uses 32-bit ones; from NVRTC
+13.1 the two should match.
 
-With --run (on a GPU) both builds are timed through the pipeline at
-4096x4096x4096: one spec holding each kernel twice, as given and with
-``compiler: nvcc``. --json writes the comparison (and the run) to a file.
+With --run (on a GPU) both builds are timed through the pipeline at --shape
+(4096x4096x4096): one spec holding each kernel twice, as given and with
+``compiler: nvcc``, then a table: kernel, NVRTC ms, nvcc ms, nvcc / NVRTC,
+registers and whether the instruction mix is the same. With the default four
+kernels that takes well under two minutes on an H200 (builds included). nvcc
+is looked for in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH and /usr/local/cuda/bin;
+without it the script says so and exits with status 2. --json writes the
+comparison (and the run) to a file.
 
-    python scripts/nvcc_vs_nvrtc.py [--run] [--json FILE]
+    python scripts/nvcc_vs_nvrtc.py [--run] [--kernels v4,v8|all] [--shape MxNxK] [--json FILE]
 """
 
 from __future__ import annotations
@@ -19,22 +26,31 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = (("seed.yaml", None), ("fast.yaml", None), ("tf32.yaml", {"v10"}))
+DEFAULT_KERNELS = ("v4", "v6", "v8", "v10")
+STARTED = time.perf_counter()
 SHOWN = ("FFMA", "HMMA", "HGMMA", "LDS", "LDS.64", "LDS.128", "LDG", "LDG.128", "LDGSTS", "STG", "BAR", "total")
 
 
-def kernels_to_compare():
-    """The kernels of `SPECS`, once each (by label and instance), in spec order."""
+def say(*parts) -> None:
+    print(f"[{time.perf_counter() - STARTED:6.1f} s]", *parts, flush=True)
+
+
+def kernels_to_compare(names=None):
+    """The kernels of `SPECS` (those named in `names`, when given), once each (by label and instance), in spec
+    order."""
     from driver_gemm.spec import load_spec
 
     seen, kernels = set(), []
     for name, only in SPECS:
         for kernel in load_spec(ROOT / "specs" / name).kernels:
             key = (kernel.label, kernel.instance, kernel.source)
-            if (only is None or kernel.name in only) and key not in seen:
+            wanted = (only is None or kernel.name in only) and (names is None or kernel.name in names)
+            if wanted and key not in seen:
                 seen.add(key)
                 kernels.append(kernel)
     return kernels
@@ -47,6 +63,7 @@ def build_both(kernels, arch: str):
 
     out = {}
     for kernel in kernels:
+        say(f"building {kernel.label} with NVRTC and with nvcc ...")
         pair = []
         for variant in (kernel, dataclasses.replace(kernel, compiler="nvcc")):
             try:
@@ -85,49 +102,95 @@ def print_side_by_side(rows: dict, nvrtc: str, nvcc: str) -> None:
             print(f"{'':<{width}}{'same mix' if same else 'differs'}")
 
 
-def run_both(kernels):
-    """Both builds of every kernel timed at 4096^3 through the pipeline (needs a GPU)."""
+def nvcc_label(kernel) -> str:
+    return dataclasses.replace(kernel, name=f"{kernel.name}_nvcc", compiler="nvcc").label
+
+
+def run_both(kernels, shape):
+    """Both builds of every kernel timed at `shape` through the pipeline (needs a GPU)."""
     from driver_gemm.pipeline.runner import run_spec
-    from driver_gemm.spec.model import Shape, Spec
+    from driver_gemm.spec.model import MeasureSettings, Spec
 
     doubled = []
     for kernel in kernels:
         doubled.append(kernel)
         doubled.append(dataclasses.replace(kernel, name=f"{kernel.name}_nvcc", compiler="nvcc"))
     spec = Spec(path=None, name="nvcc-vs-nvrtc", description="each kernel built by NVRTC and by nvcc",
-                kernels=tuple(doubled), shapes=(Shape(4096, 4096, 4096),))
-    return run_spec(spec)
+                kernels=tuple(doubled), shapes=(shape,), measure=MeasureSettings(timeout_s=3.0))
+    return run_spec(spec, on_result=lambda case: say(
+        f"ran {case.kernel}: {case.status}" + (f", median {case.timing.median_ms:.3f} ms" if case.timing else "")))
+
+
+def print_run_table(kernels, rows: dict, result, nvrtc: str, nvcc: str) -> None:
+    timed = {case.kernel: case for case in result.cases}
+
+    def median(label):
+        case = timed.get(label)
+        return case.timing.median_ms if case is not None and case.timing is not None else None
+
+    width = max(len(kernel.label) for kernel in kernels) + 2
+    print(f"=== {nvrtc} vs {nvcc} at {result.cases[0].shape.label if result.cases else '?'}: medians, cold L2",
+          flush=True)
+    print(f"{'kernel':<{width}}{'NVRTC ms':>10}{'nvcc ms':>10}{'nvcc/NVRTC':>12}{'regs NVRTC':>12}"
+          f"{'regs nvcc':>11}  mix", flush=True)
+    for kernel in kernels:
+        left, right = median(kernel.label), median(nvcc_label(kernel))
+        mix_left, mix_right = rows[kernel.label]
+        regs = [m.get("registers", "-") if isinstance(m, dict) else "-" for m in (mix_left, mix_right)]
+        same = (isinstance(mix_left, dict) and isinstance(mix_right, dict) and
+                all(mix_left.get(c) == mix_right.get(c) for c in ("registers", *SHOWN)))
+        fmt = lambda value: f"{value:10.3f}" if value is not None else f"{'-':>10}"  # noqa: E731
+        ratio = f"{right / left:12.3f}" if left and right else f"{'-':>12}"
+        statuses = {timed[label].status for label in (kernel.label, nvcc_label(kernel)) if label in timed}
+        note = "" if statuses <= {"PASS"} else f"  ({', '.join(sorted(statuses))})"
+        print(f"{kernel.label:<{width}}{fmt(left)}{fmt(right)}{ratio}{regs[0]:>12}{regs[1]:>11}  "
+              f"{'same' if same else 'differs'}{note}", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90")
-    parser.add_argument("--run", action="store_true", help="also time both builds at 4096^3 (needs a GPU)")
+    parser.add_argument("--run", action="store_true", help="also time both builds (needs a GPU)")
+    parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
+                        help="kernel names, comma-separated, or 'all' (default %(default)s)")
+    parser.add_argument("--shape", default="4096x4096x4096", help="MxNxK timed with --run")
     parser.add_argument("--json", type=Path, help="write the comparison (and the run) here")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from driver_gemm.cuda.compile import nvrtc_version, nvrtc_warning
-    from driver_gemm.cuda.nvcc import nvcc_version
+    from driver_gemm.cuda.nvcc import find_nvcc, nvcc_version
+    from driver_gemm.spec.model import Shape
 
     nvrtc = "NVRTC {}.{}".format(*nvrtc_version())
-    nvcc = "nvcc {}.{}".format(*nvcc_version())
-    print(f"{nvrtc} against {nvcc}, target {args.arch}")
+    found = find_nvcc()
+    if found is None:
+        say(f"{nvrtc} loaded, but nvcc is NOT installed here (looked in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH "
+            "and /usr/local/cuda/bin): nothing to compare; set CUDA_HOME to the toolkit to use")
+        return 2
+    nvcc = "nvcc {}.{}".format(*nvcc_version(found))
+    say(f"{nvrtc} against {nvcc} ({found}), target {args.arch}")
     if nvrtc_warning():
-        print(f"note: {nvrtc_warning()}")
-    kernels = kernels_to_compare()
+        say(f"note: {nvrtc_warning()}")
+    names = None if args.kernels == "all" else set(args.kernels.split(","))
+    kernels = kernels_to_compare(names)
+    if not kernels:
+        say(f"no kernel named {args.kernels} in {', '.join(name for name, _ in SPECS)}")
+        return 2
     built = build_both(kernels, args.arch)
     rows = {kernel.label: tuple(mix_of(b, kernel.instance) for b in built[kernel.label]) for kernel in kernels}
     print_side_by_side(rows, nvrtc, nvcc)
-    report = {"nvrtc": nvrtc, "nvcc": nvcc, "arch": args.arch,
+    report = {"nvrtc": nvrtc, "nvcc": nvcc, "nvcc_path": str(found), "arch": args.arch,
               "kernels": {label: {"nvrtc": left, "nvcc": right} for label, (left, right) in rows.items()}}
     if args.run:
-        result = run_both(kernels)
+        M, N, K = (int(x) for x in args.shape.split("x"))
+        say(f"timing both builds at {args.shape} ...")
+        result = run_both(kernels, Shape(M, N, K))
         report["run"] = result.as_dict()
-        for case in result.cases:
-            print(f"{case.kernel:<60} {case.status:<8} {case.timing.median_ms if case.timing else float('nan'):8.3f} ms")
+        print_run_table(kernels, rows, result, nvrtc, nvcc)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2))
-        print(f"written: {args.json}")
+        say(f"written: {args.json}")
     return 0
 
 

@@ -168,9 +168,13 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
     fp16/bf16 inputs with a C of that type or fp32, fp16 accumulation only
     all-fp16, fp32/tf32 into fp32, int8 into int32; fp8 e4m3/e5m2 inputs
     (not both e5m2) into fp32, fp16 or bf16, in cuBLASLt's TN layout, with
-    16-byte aligned leading dimensions and batch strides. fp8's per-tensor
-    scales go behind the A and B scale pointers; alpha and beta are read from
-    host memory. The module docstring explains the transposes.
+    16-byte aligned leading dimensions and batch strides and 16-byte aligned
+    matrix dimensions: K, and C's contiguous extent, a whole number of 16
+    bytes (cuBLAS documentation, cublasLtMatmul, "To use FP8 kernels": "pointers
+    and matrix dimension must support 16-byte alignment"; a K of 777 had the
+    heuristic itself fail on the H200). fp8's per-tensor scales go behind the
+    A and B scale pointers, each in its own allocation; alpha and beta are
+    read from host memory. The module docstring explains the transposes.
     """
     label = baseline_label(types, operands, alpha, beta)
     decided = _compute_and_scale(types)
@@ -200,6 +204,13 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
                                               f"strides: {layout.operand}'s {what} is {count} {element.name} "
                                               f"elements (pad it to a multiple of "
                                               f"{FP8_ALIGNMENT_BYTES // element.storage_bytes})")
+        for what, count, element in (("K", operands.K, types.a),          # A and B are K-contiguous in TN
+                                     (f"C's contiguous extent ({'N' if swapped else 'M'})",
+                                      operands.N if swapped else operands.M, types.c)):
+            if count * element.storage_bytes % FP8_ALIGNMENT_BYTES:
+                raise CublasLtUnsupported(label, f"fp8 needs 16-byte aligned matrix dimensions (cuBLAS, FP8 "
+                                          f"requirements): {what} = {count} {element.name} elements is not a "
+                                          f"multiple of {FP8_ALIGNMENT_BYTES // element.storage_bytes}")
         scales = (float(scale_a), float(scale_b))
     elif (scale_a, scale_b) != (1.0, 1.0):
         raise CublasLtUnsupported(label, "per-tensor scale factors are for fp8 inputs")
@@ -304,9 +315,14 @@ class CublasLtMatmul:
             self._set("cublasLtMatmulDescSetAttribute", lt.matmul_desc_set_attribute, desc, getattr(attribute, name),
                       value, lt.get_matmul_desc_attribute_dtype(getattr(attribute, name)))
         if plan.operand_scales is not None:
-            scales = self._device.upload(np.array(plan.operand_scales, dtype=np.float32), self._stream)
-            self._keep_alive.append(scales)
-            ours = {"scale_a": scales.address, "scale_b": scales.address + 4}
+            # Each scale in an allocation of its own (256-byte aligned): the scales once shared one buffer, the
+            # second at +4 bytes, and cuBLASLt refused every fp8 matmul at launch; what torch, nvmath-python and
+            # NVIDIA's fp8 sample pass are separately allocated scalars.
+            ours = {}
+            for which, value in zip(("scale_a", "scale_b"), plan.operand_scales):
+                scale = self._device.upload(np.array([value], dtype=np.float32), self._stream)
+                self._keep_alive.append(scale)
+                ours[which] = scale.address
             for name, which in plan.descriptor_attributes().items():
                 if name.endswith("_SCALE_POINTER"):
                     self._set("cublasLtMatmulDescSetAttribute", lt.matmul_desc_set_attribute, desc,
