@@ -218,3 +218,205 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
         }
     }
 }
+
+// The persistent kernels' epilogue: a consumer warpgroup's 64 x 256 accumulators (d[4 j + e]:
+// row row0 + 16 warp + g + 8 (e / 2), column col0 + 8 j + 2 t + e % 2) stored to C with one
+// store per pair of columns: 8 bytes (float2) for fp32, 4 bytes (two bf16 packed) for bf16,
+// where v12's epilogue issues two. A pair starts on an even column and N is a multiple of 8
+// (the tensor map of B needs 16-byte rows), so each pair is aligned to its size; a last odd
+// column, which no shape that passes the tensor maps has, takes the single store.
+template <int OUT>
+__device__ __forceinline__ void store_tile_pairs(const float (&acc)[128], void* C, int M, int N, int row0, int col0)
+{
+    const int lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4;
+    const int t = lane % 4;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int m = row0 + 16 * warp + g + 8 * half;
+            const int n = col0 + 8 * j + 2 * t;
+            if (m >= M || n >= N) {
+                continue;
+            }
+            const float x = acc[4 * j + 2 * half], y = acc[4 * j + 2 * half + 1];
+            const size_t at = static_cast<size_t>(m) * N + n;
+            if constexpr (OUT == 32) {
+                float* out = static_cast<float*>(C);
+                if (n + 1 < N) {
+                    *reinterpret_cast<float2*>(out + at) = make_float2(x, y);
+                } else {
+                    out[at] = x;
+                }
+            } else {
+                unsigned short* out = static_cast<unsigned short*>(C);
+                if (n + 1 < N) {
+                    *reinterpret_cast<unsigned*>(out + at) = bf16_bits(x) | (bf16_bits(y) << 16);
+                } else {
+                    out[at] = static_cast<unsigned short>(bf16_bits(x));
+                }
+            }
+        }
+    }
+}
+
+// v12p: the persistent form of v12. Same ring, same wgmma, same B tile (256 columns); the
+// grid is (at most) one block per SM and block b computes tiles b, b + gridDim.x, ... of the
+// tile grid ceil(N / 256) x ceil(M / TM), in its GROUP-swizzled order. The ring does not
+// restart at a tile boundary: the block's j-th tile uses K-tiles it = j * ktiles + kt of the
+// ring, so a stage's slot is it % STAGES and the parity of its n-th fill (it / STAGES) & 1
+// whichever tile it belongs to. While C of one tile is written, the producer already fills the
+// free stages with the next tile's first K-tiles.
+//
+// PINGPONG 0 (cooperative): a tile is TM = 64 * CWG rows and every consumer warpgroup takes
+// its 64-row slab of every tile, as v12. The consumers release a tile's last stage after its
+// final wgmma_wait<0> (v12 never releases it: its block ends there), then write C: while they
+// do, the tensor cores are idle, but the next tile's loads are in flight.
+// PINGPONG 1: two consumer warpgroups, each owning whole 64 x 256 tiles (TM = 64), taking the
+// block's tiles in turn; one warpgroup's epilogue runs while the other's wgmmas run. A
+// warpgroup skips the other's tiles, so on its own it could wait on a stage's parity two fills
+// early and read the other's data: before its j-th tile it waits on its `turn` barrier until
+// the other warpgroup has waited on every stage of the tile before (the other's lane 0 of
+// each warp arrives after its K loop). Then each stage is at most one fill behind the one it
+// wants, and the parity is unambiguous. A tile is half the rows of the cooperative one: per
+// multiply-add it loads 1.67 times the bytes from L2 (A 64 + B 256 rows per 64 x 256 outputs,
+// against 128 + 256 per 128 x 256).
+//
+// Launch: block 128 * (CWG + 1) (CWG 2 with PINGPONG), grid min(SMs, tiles) (any grid is
+// correct; more blocks than fit at once lose the overlap), dynamic shared memory
+// STAGES * (TM + 256) * 128 + 16 * STAGES + 16 + 1024 bytes, tensor maps A (box 64 x TM) and B
+// (box 64 x 64) with the 128-byte swizzle. Needs sm_90a.
+template <int CWG, int STAGES, int GROUP, int OUT, int BDESC, int PINGPONG>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1)
+gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                            void* C, int M, int N, int K)
+{
+    constexpr int BK = 64;
+    constexpr int TM = PINGPONG ? 64 : 64 * CWG;        // rows of C per tile
+    constexpr int BN = 256;
+    constexpr int A_BYTES = TM * BK * 2;
+    constexpr int B_BOX_BYTES = BK * 64 * 2;
+    constexpr int STAGE_BYTES = A_BYTES + (BN / 64) * B_BOX_BYTES;
+    constexpr int KSTEPS = BK / 16;
+    constexpr int PRODUCER_REGISTERS = 40;
+    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int RELEASES = PINGPONG ? 4 : 4 * CWG;    // lane 0 of each warp that reads a stage
+    constexpr unsigned B_ALONG_N = B_BOX_BYTES;
+    constexpr unsigned B_ALONG_K = 1024;
+    static_assert(CWG >= 1 && CWG <= 2, "1 or 2 consumer warpgroups");
+    static_assert(PINGPONG == 0 || CWG == 2, "ping-pong takes two consumer warpgroups");
+    static_assert(STAGES >= 2, "a ring of at least two stages");
+    static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = shared_address(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+    const unsigned turn = empty + 8 * STAGES;           // PINGPONG: one barrier per consumer warpgroup
+
+    const int tid = threadIdx.x;
+    const int warpgroup = tid / 128;
+    const int tile_columns = (N + BN - 1) / BN;
+    const int tile_rows = (M + TM - 1) / TM;
+    const int tiles = tile_columns * tile_rows;
+    const int ktiles = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(full + 8 * s, 1);
+            mbarrier_init(empty + 8 * s, RELEASES);
+        }
+        mbarrier_init(turn, 4);
+        mbarrier_init(turn + 8, 4);
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+
+    if (warpgroup == 0) {
+        if constexpr (CWG > 1) {
+            registers_decrease<PRODUCER_REGISTERS>();
+        }
+        if (tid == 0) {
+            int it = 0;                                  // K-tiles loaded by this block so far
+            for (int index = blockIdx.x; index < tiles; index += gridDim.x) {
+                const int2 tile = swizzled_tile_of<GROUP>(index, tile_columns, tile_rows);
+                const int tile_row = tile.y * TM;
+                const int tile_col = tile.x * BN;
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int slot = it % STAGES;
+                    if (it >= STAGES) {
+                        mbarrier_wait(empty + 8 * slot, (it / STAGES - 1) & 1);
+                    }
+                    const unsigned stage = base + slot * STAGE_BYTES;
+                    mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
+                    tma_load_2d(stage, map_a, kt * BK, tile_row, full + 8 * slot);
+#pragma unroll
+                    for (int j = 0; j < BN / 64; ++j) {
+                        tma_load_2d(stage + A_BYTES + j * B_BOX_BYTES, map_b, tile_col + 64 * j, kt * BK,
+                                    full + 8 * slot);
+                    }
+                }
+            }
+        }
+        return;
+    }
+    if constexpr (CWG > 1) {
+        registers_increase<CONSUMER_REGISTERS>();
+    }
+
+    const int consumer = warpgroup - 1;
+    const int lane = tid % 32;
+    const int slab = PINGPONG ? 0 : consumer;            // this warpgroup's 64 rows of a tile
+
+    int local = 0;                                       // the block's tiles so far
+    int turns = 0;                                       // PINGPONG: this warpgroup's tiles so far
+    for (int index = blockIdx.x; index < tiles; index += gridDim.x, ++local) {
+        if (PINGPONG && local % 2 != consumer) {
+            continue;
+        }
+        if (PINGPONG && local >= 1) {
+            // The other warpgroup has waited on every stage of tile local - 1: this is its
+            // turns-th (consumer 1) or turns - 1-th (consumer 0) arrival on our barrier.
+            mbarrier_wait(turn + 8 * consumer, (turns - 1 + consumer) & 1);
+        }
+        const int2 tile = swizzled_tile_of<GROUP>(index, tile_columns, tile_rows);
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i) {
+            acc[i] = 0.0f;
+        }
+        int it = local * ktiles;
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+            const int slot = it % STAGES;
+            mbarrier_wait(full + 8 * slot, (it / STAGES) & 1);
+            const unsigned a_tile = base + slot * STAGE_BYTES + slab * 64 * 128;
+            const unsigned b_tile = base + slot * STAGE_BYTES + A_BYTES;
+            wgmma_fence();
+#pragma unroll
+            for (int s = 0; s < KSTEPS; ++s) {
+                const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
+                const unsigned long long b_desc = BDESC == 0 ? desc_128b(b_tile + 2048 * s, B_ALONG_N, B_ALONG_K)
+                                                             : desc_128b(b_tile + 2048 * s, B_ALONG_K, B_ALONG_N);
+                wgmma_bf16_m64n256k16(acc, a_desc, b_desc);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
+            if (kt >= 1 && lane == 0) {
+                mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+            }
+        }
+        if (PINGPONG && lane == 0) {
+            mbarrier_arrive(turn + 8 * (1 - consumer));  // the other warpgroup's next tile may start
+        }
+        wgmma_wait<0>();
+        hold_registers(acc);
+        if (ktiles >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
+            mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+        }
+        store_tile_pairs<OUT>(acc, C, M, N, tile.y * TM + 64 * slab, tile.x * BN);
+        ++turns;
+    }
+}
