@@ -220,42 +220,77 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
 }
 
 // The persistent kernels' epilogue: a consumer warpgroup's 64 x 256 accumulators (d[4 j + e]:
-// row row0 + 16 warp + g + 8 (e / 2), column col0 + 8 j + 2 t + e % 2) stored to C with one
-// store per pair of columns: 8 bytes (float2) for fp32, 4 bytes (two bf16 packed) for bf16,
-// where v12's epilogue issues two. A pair starts on an even column and N is a multiple of 8
-// (the tensor map of B needs 16-byte rows), so each pair is aligned to its size; a last odd
-// column, which no shape that passes the tensor maps has, takes the single store.
+// row row0 + 16 warp + g + 8 (e / 2), column col0 + 8 j + 2 t + e % 2) stored so that each store
+// instruction of a warp writes whole 32-byte sectors: 8 rows x 32 contiguous bytes.
+// - fp32: the four threads of a quad (same g) hold 8 contiguous columns of a row for each j, two
+//   each: one float2 store per thread writes the row's 32 bytes. (v12 stores the two floats apart.)
+// - bf16: for each j the quad holds only 16 bytes of a row, half a sector; v12 writes them as eight
+//   2-byte stores. Here a quad swaps its words for columns j and j + 1 (j even) with four shuffles
+//   so that thread t holds columns 16 (j / 2) + 4 t .. + 3 (8 bytes) and stores them in one go.
+// Every store is aligned to its size: col0 is a multiple of 256 and N of 8 (the tensor map of B
+// needs 16-byte rows); a group of columns that would cross N (no shape passing the maps has one)
+// is stored element by element. Rows past M hold zeros (TMA's fill) and are not stored.
 template <int OUT>
-__device__ __forceinline__ void store_tile_pairs(const float (&acc)[128], void* C, int M, int N, int row0, int col0)
+__device__ __forceinline__ void store_tile(const float (&acc)[128], void* C, int M, int N, int row0, int col0)
 {
     const int lane = threadIdx.x % 32;
     const int warp = (threadIdx.x / 32) % 4;
     const int g = lane / 4;
     const int t = lane % 4;
+    if constexpr (OUT == 32) {
+        float* out = static_cast<float*>(C);
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+        for (int j = 0; j < 32; ++j) {
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int m = row0 + 16 * warp + g + 8 * half;
-            const int n = col0 + 8 * j + 2 * t;
-            if (m >= M || n >= N) {
-                continue;
-            }
-            const float x = acc[4 * j + 2 * half], y = acc[4 * j + 2 * half + 1];
-            const size_t at = static_cast<size_t>(m) * N + n;
-            if constexpr (OUT == 32) {
-                float* out = static_cast<float*>(C);
+            for (int half = 0; half < 2; ++half) {
+                const int m = row0 + 16 * warp + g + 8 * half;
+                const int n = col0 + 8 * j + 2 * t;
+                if (m >= M || n >= N) {
+                    continue;
+                }
+                const float x = acc[4 * j + 2 * half], y = acc[4 * j + 2 * half + 1];
+                const size_t at = static_cast<size_t>(m) * N + n;
                 if (n + 1 < N) {
                     *reinterpret_cast<float2*>(out + at) = make_float2(x, y);
                 } else {
                     out[at] = x;
                 }
-            } else {
-                unsigned short* out = static_cast<unsigned short*>(C);
-                if (n + 1 < N) {
-                    *reinterpret_cast<unsigned*>(out + at) = bf16_bits(x) | (bf16_bits(y) << 16);
+            }
+        }
+    } else {
+        unsigned short* out = static_cast<unsigned short*>(C);
+        const int quad = lane & ~3;
+        const int from_low = quad + (2 * t) % 4;      // the thread holding word 2 t of the 16 columns
+        const int from_high = quad + (2 * t + 1) % 4; // ... and word 2 t + 1
+#pragma unroll
+        for (int j = 0; j < 32; j += 2) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                // Word w (columns 2 w, 2 w + 1 of the 16) is held by thread w % 4, in p0 (w < 4) or p1.
+                const unsigned p0 = bf16_bits(acc[4 * j + 2 * half]) | (bf16_bits(acc[4 * j + 2 * half + 1]) << 16);
+                const unsigned p1 = bf16_bits(acc[4 * j + 4 + 2 * half])
+                                  | (bf16_bits(acc[4 * j + 4 + 2 * half + 1]) << 16);
+                const unsigned low0 = __shfl_sync(0xFFFFFFFFu, p0, from_low);
+                const unsigned low1 = __shfl_sync(0xFFFFFFFFu, p1, from_low);
+                const unsigned high0 = __shfl_sync(0xFFFFFFFFu, p0, from_high);
+                const unsigned high1 = __shfl_sync(0xFFFFFFFFu, p1, from_high);
+                const unsigned low = t < 2 ? low0 : low1;
+                const unsigned high = t < 2 ? high0 : high1;
+                const int m = row0 + 16 * warp + g + 8 * half;
+                const int n = col0 + 8 * j + 4 * t;
+                if (m >= M || n >= N) {
+                    continue;
+                }
+                const size_t at = static_cast<size_t>(m) * N + n;
+                if (n + 3 < N) {
+                    *reinterpret_cast<uint2*>(out + at) = make_uint2(low, high);
                 } else {
-                    out[at] = static_cast<unsigned short>(bf16_bits(x));
+                    const unsigned short parts[4] = {static_cast<unsigned short>(low), static_cast<unsigned short>(low >> 16),
+                                                     static_cast<unsigned short>(high),
+                                                     static_cast<unsigned short>(high >> 16)};
+                    for (int e = 0; e < 4 && n + e < N; ++e) {
+                        out[at + e] = parts[e];
+                    }
                 }
             }
         }
@@ -416,7 +451,7 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
         if (ktiles >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
             mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
         }
-        store_tile_pairs<OUT>(acc, C, M, N, tile.y * TM + 64 * slab, tile.x * BN);
+        store_tile<OUT>(acc, C, M, N, tile.y * TM + 64 * slab, tile.x * BN);
         ++turns;
     }
 }
