@@ -54,11 +54,55 @@
 // and 1000x516x780 are refused before launch: a bf16 row of K = 777 or 780 is 1554 or 1560
 // bytes, not a multiple of 16; 1001x520x776 is the awkward shape that runs.
 //
-// What is left: a persistent kernel (grid = number of SMs, tiles handed out in turn) would
-// overlap one tile's epilogue with the next tile's loads and smooth the last wave; a
-// 192-row tile (CWG 3) does not compile as written: a 512-thread block gets at most 128
-// registers a thread from ptxas, fewer than the 128 accumulators of a 64 x 256 wgmma need;
-// clusters with TMA multicast of the shared A or B tile; a TMA store epilogue.
+// v12p and v12pp: persistent forms (gemm_bf16_tma_ws_persistent, below; gemm_bf16_tma_ws above
+// is unchanged, so the measurements above stay reproducible). What changes:
+// - Grid min(sm_count, tiles): one block per SM takes tiles index, index + gridDim.x, ... in the
+//   same GROUP-swizzled order v12's blocks take them. The producer never stops between tiles: it
+//   counts K-tiles over all of its block's tiles, so when the consumers finish a tile's last
+//   wgmma the next tile's first STAGES K-tiles are already loading or landed, and its fill no
+//   longer adds to each tile. The consumers count the same way, and free a tile's last stage
+//   (which v12 never frees) before they write C.
+// - v12p (PINGPONG 0) keeps v12's cooperative 128 x 256 tile: while both consumer warpgroups
+//   store C the tensor cores still wait, but the loads do not.
+// - v12pp (PINGPONG 1): each of the two consumer warpgroups owns whole 64 x 256 tiles, taking the
+//   block's tiles in turn: while one stores its C, the other's wgmmas run. The ring is filled in
+//   tile order, so one warpgroup reaches its next tile's stages just as the other finishes its
+//   K loop; a `turn` barrier makes that order a rule (a warpgroup that skipped ahead could wait on
+//   a stage's parity two fills early). The price: a 64-row tile loads 1.67 times the bytes per
+//   multiply-add from L2 that a 128-row tile does, with 5 stages of 40 KB in shared memory.
+// - C stored in whole 32-byte sectors (store_tile): bf16 pairs of column groups swapped within a
+//   quad by shuffles, 8 bytes a thread; fp32 as float2. v12's bf16 epilogue writes 2 bytes a
+//   store, 16 scattered bytes of a row per warp instruction and row.
+// Resources (NVRTC, sm_90a): 168 registers at compile time (setmaxnreg then gives the consumers
+// 232 and the producer 40), no spills, no stack; dynamic shared memory 197,712 bytes (v12p,
+// 4 stages) and 205,920 (v12pp, 5 stages). The barrier protocol (ring index and parities across
+// tiles, the turn barriers, the tail tiles) was also checked in a model of the kernel's three
+// kinds of threads under random interleavings: no stage read before it landed or rewritten
+// before its release, no deadlock, every tile computed once.
+//
+// Predicted (before they ran): v12 loses to cuBLASLt at 4096^3 mostly at the tile boundaries (3.9
+// tiles per SM, each starting from an empty ring and ending in an epilogue with the tensor cores
+// idle) and, in bf16, in its scattered 2-byte stores. v12p removes the fill from every tile but
+// the first and halves or quarters the store instructions: from 84.1% / 82.0% (fp32 / bf16 out)
+// to about 88-90% of cuBLASLt at 4096^3, bf16 out gaining more than fp32 (its stores were the
+// worse); at 8192^3 bf16 out from 96% of torch.mm to about 100%, level with fp32 out. v12pp also
+// hides the epilogue behind the other warpgroup's wgmmas: 90-93% at 4096^3 if L2 delivers the
+// extra A traffic, below v12p if it does not; 8192^3 (A and B no longer fit in the 60 MB L2
+// together) is where the smaller tile is most at risk.
+//
+// Measured on H200 by `scripts/gpu_check.sh v12p` (specs/tma-bf16-dev.yaml, against driver-gemm's
+// cuBLASLt BF16 rows in the same run):
+//   MEASURED FIGURES PENDING: not yet run on a GPU; fill in from the run's tables.
+//                          4096^3 % of cuBLASLt    8192^3 % of cuBLASLt    1024x512x1024   1001x520x776
+//   v12 (fp32 / bf16 out)  [pending] / [pending]   (header above)          [pending]       [pending]
+//   v12p                   [pending] / [pending]   [pending] / [pending]   [pending]       [pending]
+//   v12pp                  [pending] / [pending]   [pending] / [pending]   [pending]       [pending]
+//
+// What is left: a 192-row tile (CWG 3) does not compile as written: a 512-thread block gets at
+// most 128 registers a thread from ptxas, fewer than the 128 accumulators of a 64 x 256 wgmma
+// need; clusters with TMA multicast of the shared A or B tile (halving v12p's L2 traffic for
+// one of them); a TMA store epilogue through shared memory, which needs room the ring now takes;
+// the small shapes (16 to 48 tiles for 132 SMs) want a split of K or a stream-K schedule.
 
 #include "block_order.cuh"
 #include "tma.cuh"
