@@ -33,9 +33,9 @@ for step in "$@"; do
         tma)        python3 -m driver_gemm run specs/tma.yaml -k v10 -k v11 --json "$OUT/tma.json" -q
                     python3 -m driver_gemm run specs/tma-bf16.yaml --json "$OUT/tma-bf16.json" -q ;;
         v12p)       # v12 and its persistent forms: small shapes and 4096^3, then 8192^3 without v12 (at most 4 min)
-                    timeout -s INT -k 10 130 python3 -m driver_gemm run specs/tma-bf16-dev.yaml -s 1024x512x1024 -s 1001x520x776 \
-                        -s 4096x4096x4096 --json "$OUT/tma-bf16-dev.json" -q; small=$?
-                    timeout -s INT -k 10 110 python3 -m driver_gemm run specs/tma-bf16-dev.yaml -s 8192x8192x8192 -k v12p \
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/tma-bf16-dev.yaml -s 1024x512x1024 -s 1001x520x776 \
+                        -s 4104x1032x200 -s 4096x4096x4096 --json "$OUT/tma-bf16-dev.json" -q; small=$?
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/tma-bf16-dev.yaml -s 8192x8192x8192 -k v12p \
                         -k v12p-bf16-out -k v12pp -k v12pp-bf16-out --json "$OUT/tma-bf16-dev-8192.json" -q; large=$?
                     echo "=== v12p cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/tma-bf16-dev*.jsonl

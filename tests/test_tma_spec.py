@@ -259,3 +259,9 @@ def test_persistent_v12_takes_one_block_per_sm_or_per_tile():
              for k in spec.kernels if k.name in ("v12p", "v12pp")}
     assert boxes == {"v12p": {"map_a": (64, 128), "map_b": (64, 64)},       # innermost (K) first
                      "v12pp": {"map_a": (64, 64), "map_b": (64, 64)}}
+
+
+def test_the_quick_bf16_spec_runs_the_same_kernels_as_tma_bf16():
+    quick, full = load_spec(SPECS / "tma-bf16-dev.yaml"), load_spec(SPECS / "tma-bf16.yaml")
+    assert [(k.label, k.instance) for k in quick.kernels] == [(k.label, k.instance) for k in full.kernels]
+    assert quick.measure.case_timeout_s < full.measure.case_timeout_s

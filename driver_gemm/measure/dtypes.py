@@ -165,19 +165,26 @@ def _encode_small_float(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     # bits shifted right past the dropped fraction bits, rounded half to even on them (a carry out of the
     # fraction lands on the next binade's first code, or on the overflow code), then rebiased. Below
     # the smallest normal the format's values are whole multiples of its smallest subnormal: the code is
-    # |x| over that spacing (a power of two, so exact) rounded half to even by np.rint.
+    # |x| over that spacing (a power of two, so exact) rounded half to even by np.rint. The arrays are
+    # as large as a case's operands (hundreds of MB at 8192^3): the work is done in place.
     grid = _rounding_grid(fmt)
     overflow_code = len(grid) - 1        # the first code past the largest finite value
     magnitude = np.abs(values)
-    dropped = 52 - fmt.mantissa_bits
     bits = magnitude.view(np.uint64)
-    rounded = (bits + np.uint64((1 << (dropped - 1)) - 1) + ((bits >> np.uint64(dropped)) & np.uint64(1))) \
-        >> np.uint64(dropped)
-    normal = rounded.astype(np.int64) - ((1023 - fmt.bias) << fmt.mantissa_bits)
+    dropped = np.uint64(52 - fmt.mantissa_bits)
+    code = bits >> dropped
+    code &= np.uint64(1)                                   # ties go to the even code
+    code += bits
+    code += np.uint64((1 << (52 - fmt.mantissa_bits - 1)) - 1)
+    code >>= dropped
+    code = code.view(np.int64)
+    code -= (1023 - fmt.bias) << fmt.mantissa_bits
     smallest_normal = 2.0 ** (1 - fmt.bias)
-    subnormal = np.rint(np.fmin(magnitude, smallest_normal) * 2.0 ** (fmt.bias - 1 + fmt.mantissa_bits))
-    code = np.where(magnitude >= smallest_normal, normal, subnormal.astype(np.int64))
-    code = np.where(magnitude <= grid[-1], np.minimum(code, overflow_code), overflow_code)   # NaN: overflow
+    subnormal = magnitude < smallest_normal
+    if subnormal.any():
+        code[subnormal] = np.rint(magnitude[subnormal] * 2.0 ** (fmt.bias - 1 + fmt.mantissa_bits)).astype(np.int64)
+    np.minimum(code, overflow_code, out=code)
+    code[~(magnitude <= grid[-1])] = overflow_code          # NaN too: replaced below
     sign_bit = 1 << (fmt.bits - 1)
     mantissa_ones = 2 ** fmt.mantissa_bits - 1
     if fmt.has_infinity:
@@ -185,9 +192,11 @@ def _encode_small_float(values: np.ndarray, fmt: FloatFormat) -> np.ndarray:
         nan = overflowed | (1 << (fmt.mantissa_bits - 1))                          # canonical quiet NaN
     else:
         overflowed = nan = ((2 ** fmt.exponent_bits - 1) << fmt.mantissa_bits) | mantissa_ones
-    code = np.where(code == overflow_code, overflowed, code)
-    code = np.where(np.signbit(values), code | sign_bit, code)
-    return np.where(np.isnan(values), nan, code)
+    if overflowed != overflow_code:
+        code[code == overflow_code] = overflowed
+    np.bitwise_or(code, sign_bit, out=code, where=np.signbit(values))
+    code[np.isnan(values)] = nan
+    return code
 
 
 def encode(values, dtype: str | ElementType) -> np.ndarray:
