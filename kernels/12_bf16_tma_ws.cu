@@ -76,9 +76,9 @@
 // Resources (NVRTC, sm_90a): 168 registers at compile time (setmaxnreg then gives the consumers
 // 232 and the producer 40), no spills, no stack; dynamic shared memory 197,712 bytes (v12p,
 // 4 stages) and 205,920 (v12pp, 5 stages). The barrier protocol (ring index and parities across
-// tiles, the turn barriers, the tail tiles) was also checked in a model of the kernel's three
-// kinds of threads under random interleavings: no stage read before it landed or rewritten
-// before its release, no deadlock, every tile computed once.
+// tiles, the turn barriers, the tail tiles) is modelled by scripts/model_v12p_barriers.py under
+// random interleavings: no stage read before it landed or rewritten before its release, no
+// deadlock, every tile computed once (and without the turn barrier, a stale read).
 //
 // Predicted (before they ran): v12 loses to cuBLASLt at 4096^3 mostly at the tile boundaries (3.9
 // tiles per SM, each starting from an empty ring and ending in an epilogue with the tensor cores
