@@ -1,19 +1,30 @@
-// The order in which blocks take their tiles of C, shared by v8 and v10.
+// The order in which blocks take their tiles of C, shared by v8, v10, v11 and v12.
 #pragma once
 
-// Block swizzle: consecutive block ids walk down GROUP block rows before moving one block
-// column right, so the blocks resident at one time share GROUP row panels of A and a few
+// Block swizzle: consecutive tile indices walk down GROUP tile rows before moving one tile
+// column right, so the tiles computed at one time share GROUP row panels of A and a few
 // column panels of B in L2, instead of one row panel of A and all of B. Returns the
-// (column, row) of the C tile this block computes; GROUP 1 keeps the launch order.
+// (column, row) of tile `index` of a grid of `columns` x `rows_total` tiles; GROUP 1 keeps
+// row-major order. A persistent kernel, whose blocks each take several tiles, asks for its
+// tiles by index.
+template <int GROUP>
+__device__ __forceinline__ int2 swizzled_tile_of(int index, int columns, int rows_total)
+{
+    if (GROUP <= 1) {
+        return make_int2(index % columns, index / columns);
+    }
+    const int per_group = GROUP * columns;
+    const int first = (index / per_group) * GROUP;
+    const int rows = min(rows_total - first, GROUP);
+    return make_int2((index % per_group) / rows, first + (index % per_group) % rows);
+}
+
+// The tile of a block of a one-tile-per-block launch: its block id's, in the launch's grid.
 template <int GROUP>
 __device__ __forceinline__ int2 swizzled_tile()
 {
     if (GROUP <= 1) {
         return make_int2(blockIdx.x, blockIdx.y);
     }
-    const int per_group = GROUP * gridDim.x;
-    const int bid = blockIdx.y * gridDim.x + blockIdx.x;
-    const int first = (bid / per_group) * GROUP;
-    const int rows = min(static_cast<int>(gridDim.y) - first, GROUP);
-    return make_int2((bid % per_group) / rows, first + (bid % per_group) % rows);
+    return swizzled_tile_of<GROUP>(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y);
 }

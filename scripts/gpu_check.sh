@@ -5,13 +5,14 @@
 #   scripts/gpu_check.sh STEP ...
 #
 # Steps: tests (every GPU test), seed (the seed spec, timed end to end), fast (specs/fast.yaml at
-# 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml), types (specs/types.yaml on its small shapes),
-# fp8probe (which fp8 cuBLASLt matmuls run, and with which descriptor; < 60 s), baselines (cuBLASLt
-# against torch timed by triton's do_bench; < 150 s), prebuilt (specs/prebuilt.yaml),
-# profile (run --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at
-# 4096^3), strategies (tuning strategies on
-# specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), anchors, launch, compile (the
-# benchmarks), or any SPEC.yaml. Run on a GPU machine after `. scripts/gpu_env.sh`.
+# 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml), v12p (specs/tma-bf16-dev.yaml: v12 and its
+# persistent forms against cuBLASLt BF16 on small shapes, 4096^3 and 8192^3, at most 4 minutes),
+# types (specs/types.yaml on its small shapes), fp8probe (which fp8 cuBLASLt matmuls run, and with
+# which descriptor; < 60 s), baselines (cuBLASLt against torch timed by triton's do_bench; < 150 s),
+# prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
+# profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
+# (the nvcc and NVRTC builds timed), anchors, launch, compile (the benchmarks), or any SPEC.yaml.
+# Run on a GPU machine after `. scripts/gpu_env.sh`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
@@ -32,6 +33,14 @@ for step in "$@"; do
         fast)       python3 -m driver_gemm run specs/fast.yaml -s 4096x4096x4096 --json "$OUT/fast-4096.json" -q ;;
         tma)        python3 -m driver_gemm run specs/tma.yaml -k v10 -k v11 --json "$OUT/tma.json" -q
                     python3 -m driver_gemm run specs/tma-bf16.yaml --json "$OUT/tma-bf16.json" -q ;;
+        v12p)       # v12 and its persistent forms: small shapes and 4096^3, then 8192^3 without v12 (at most 4 min)
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/tma-bf16-dev.yaml -s 1024x512x1024 -s 1001x520x776 \
+                        -s 4104x1032x200 -s 4096x4096x4096 --json "$OUT/tma-bf16-dev.json" -q; small=$?
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/tma-bf16-dev.yaml -s 8192x8192x8192 -k v12p \
+                        -k v12p-bf16-out -k v12pp -k v12pp-bf16-out --json "$OUT/tma-bf16-dev-8192.json" -q; large=$?
+                    echo "=== v12p cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT"/tma-bf16-dev*.jsonl
+                    [ $small -eq 0 ] && [ $large -eq 0 ] ;;
         types)      python3 -m driver_gemm run specs/types.yaml -s 1001x513x777 -s 1024x512x1024 --json "$OUT/types.json" -q ;;
         fp8probe)   timeout 90 python3 scripts/probe_fp8.py --out "$OUT" 2>&1 | tee "$OUT/fp8-probe.log" ;;
         baselines)  timeout 180 python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" 2>&1 \

@@ -142,6 +142,18 @@ def test_plan_spec_is_a_library_function():
     assert plan_target("sm_100").limits.arch == "sm_100"
 
 
+def test_plan_sms_is_the_sm_count_a_persistent_grid_reads(tmp_path, capsys):
+    spec = write(tmp_path, MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]",
+                                           'grid: ["min(sm_count, ceil(N / BN) * ceil(M / BM))"]')
+                 .replace("[64, 32, 16]", "[4096, 4096, 64]"))
+    assert main(["plan", str(spec), "--arch", "sm_90", "--sms", "100"]) == EXIT_OK
+    row = next(l for l in capsys.readouterr().out.splitlines() if l.strip().startswith("v4"))
+    assert row.split()[2] == "100"
+    assert main(["plan", str(spec), "--arch", "sm_90"]) == EXIT_OK
+    row = next(l for l in capsys.readouterr().out.splitlines() if l.strip().startswith("v4"))
+    assert row.split()[2] == "132"
+
+
 def test_plan_spec_keeps_compile_errors_apart(tmp_path):
     from driver_gemm.pipeline.plan_spec import plan_spec
     from driver_gemm.spec import load_spec

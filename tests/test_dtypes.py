@@ -112,6 +112,38 @@ def test_agrees_with_ml_dtypes(name, ml_name):
     assert np.array_equal(mine[finite], expected[finite])
 
 
+def nearest_code_by_search(name: str, values: np.ndarray) -> np.ndarray:
+    """Round to nearest, ties to the even code, by comparing with the two neighbouring finite values
+    (a second derivation, not the encoder's scaling); past the largest finite value: the overflow code."""
+    fmt = ELEMENT_TYPES[name].float_format
+    positive = dtypes.decode(np.arange(2 ** (fmt.bits - 1)), name)
+    finite = positive[: np.argmax(np.where(np.isfinite(positive), positive, -1.0)) + 1]   # codes 0 .. largest
+    grid = np.append(finite, 2 * finite[-1] - finite[-2])       # what the next binade would start with
+    magnitude = np.abs(values)
+    high = np.minimum(np.searchsorted(grid, magnitude), len(grid) - 1)
+    low = np.maximum(high - 1, 0)
+    up = (2 * magnitude > grid[low] + grid[high]) | ((2 * magnitude == grid[low] + grid[high]) & (high % 2 == 0))
+    code = np.where(magnitude > grid[-1], len(grid) - 1, np.where(up, high, low))
+    overflowed = (2 ** fmt.exponent_bits - 1) << fmt.mantissa_bits if fmt.has_infinity else len(grid) - 1
+    code = np.where(code == len(grid) - 1, overflowed, code)
+    return np.where(np.signbit(values), code | (1 << (fmt.bits - 1)), code)
+
+
+@pytest.mark.parametrize("name", SMALL_FLOATS)
+def test_encoding_rounds_every_tie_and_its_neighbours_to_the_nearest_code(name):
+    # Every midpoint between neighbouring finite values (the ties), a hair either side of each, and values
+    # spread over every binade from below the subnormals to past the overflow, both signs.
+    values = dtypes.decode(all_codes(name), name)
+    finite = np.sort(np.unique(np.abs(values[np.isfinite(values)])))
+    ties = (finite[:-1] + finite[1:]) / 2
+    rng = np.random.default_rng(11)
+    fmt = ELEMENT_TYPES[name].float_format
+    spread = rng.random(50_000) * np.exp2(rng.integers(-fmt.bias - fmt.mantissa_bits - 3, fmt.bias + 3, 50_000))
+    probes = np.concatenate([ties, np.nextafter(ties, 0), np.nextafter(ties, np.inf), finite, spread, [0.0]])
+    probes = np.concatenate([probes, -probes])
+    assert np.array_equal(dtypes.encode(probes, name), nearest_code_by_search(name, probes))
+
+
 @pytest.mark.parametrize("name", list(dtypes.INPUT_TYPES) + ["int32"])
 def test_draws_are_exactly_representable_and_spread(name):
     values = dtypes.draw((64, 48), name, np.random.default_rng(7))

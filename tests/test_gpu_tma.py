@@ -53,6 +53,19 @@ def test_v10_and_v11_pass_on_tma_legal_awkward_shapes_and_v11_is_refused_where_r
     assert statuses["v10", "1001x513x777"][0] == Status.PASS
 
 
+def test_v12_and_its_persistent_forms_pass_where_blocks_take_several_partial_tiles():
+    # 4104 x 1032 is 33 x 5 tiles of 128 x 256 (65 x 5 of 64 x 256): more than one tile per block on 132
+    # SMs, cut by M and N on the last row and column; K = 200 and 72 are 4 and 2 K-tiles, the last one
+    # partial, so the ring's slots and parities run on across tiles out of step with the stage count.
+    kernels = ["v12", "v12-bf16-out", "v12p", "v12p-bf16-out", "v12pp", "v12pp-bf16-out"]
+    shapes = ["4104x1032x200", "4104x1032x72", "1001x520x776"]
+    spec = _no_baseline(load_spec(SPECS / "tma-bf16.yaml").select(kernels=kernels, shapes=shapes))
+    run = run_spec(spec, options=RunOptions(time=False))
+    statuses = {(c.name, c.shape.label): (c.status, c.message) for c in run.cases}
+    assert len(statuses) == len(kernels) * len(shapes)
+    assert all(status == Status.PASS for status, _ in statuses.values()), statuses
+
+
 def test_a_cluster_kernel_passes_with_its_cluster_and_fails_without(tmp_path):
     spec = _no_baseline(load_spec(write_spec(tmp_path, CLUSTER_KERNEL, ["64x64x64", "1001x513x777"])))
     run = run_spec(spec, options=RunOptions(time=False))

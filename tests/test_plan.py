@@ -6,6 +6,7 @@ from driver_gemm.cuda.resources import KernelResources
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.spec.model import Shape
+from driver_gemm.errors import SpecError
 from driver_gemm.spec import load_spec
 
 from test_spec import MINIMAL, write
@@ -150,3 +151,31 @@ def test_an_arch_specific_kernel_runs_only_on_its_architecture(tmp_path):
         "instructions run only on sm_90; this device is sm_89"]
     plain = kernel_from(tmp_path)
     assert plain.arch is None and plain.target("sm_89") == "sm_89"
+
+
+PERSISTENT_GRID = ("grid: [ceil(N / BN), ceil(M / BM)]", 'grid: ["min(sm_count, ceil(N / BN) * ceil(M / BM))"]')
+
+
+def test_sm_count_is_the_targets_sm_count_in_launch_expressions(tmp_path):
+    # A persistent grid: one block per SM, or one per tile when there are fewer tiles than SMs.
+    kernel = kernel_from(tmp_path, [PERSISTENT_GRID])
+    assert plan_case(kernel, Shape(4096, 4096, 64), SM90).config.grid == (132, 1, 1)
+    assert plan_case(kernel, Shape(128, 192, 64), SM90).config.grid == (6, 1, 1)       # 3 x 2 tiles
+    smaller = dataclasses.replace(SM90, typical_sm_count=114)
+    assert plan_case(kernel, Shape(4096, 4096, 64), smaller).config.grid == (114, 1, 1)
+    assert plan_case(kernel, Shape(4096, 4096, 64), arch_limits("sm_86")).config.grid == \
+        (arch_limits("sm_86").typical_sm_count, 1, 1)
+
+
+def test_sm_count_in_require_and_shared_bytes(tmp_path):
+    kernel = kernel_from(tmp_path, [PERSISTENT_GRID],
+                         extra="    shared_bytes: sm_count * 16\n    require: [sm_count >= 200]\n")
+    plan = plan_case(kernel, Shape(64, 64, 64), SM90)
+    assert plan.config.shared_bytes == 132 * 16
+    message, = problems(plan)
+    assert "sm_count >= 200" in message
+
+
+def test_sm_count_cannot_be_a_param(tmp_path):
+    with pytest.raises(SpecError, match="template parameter name 'sm_count' must be a C identifier other than"):
+        kernel_from(tmp_path, [("params: {BM: 64,", "params: {sm_count: 1, BM: 64,")])

@@ -236,10 +236,32 @@ def test_bf16_maps_need_bf16_operands():
     # v12's maps read bf16: with its types: the operands are stored in bf16 and it plans; without, they
     # are float32 and every map is refused.
     spec = load_spec(SPECS / "tma-bf16.yaml")
-    assert [k.name for k in spec.kernels] == ["v12", "v12-bf16-out"]
+    assert [k.name for k in spec.kernels] == ["v12", "v12-bf16-out", "v12p", "v12p-bf16-out", "v12pp",
+                                              "v12pp-bf16-out"]
     assert check_offline(spec.select(shapes=["1024x512x1024"])) == []
     text = (SPECS / "tma-bf16.yaml").read_text()
     without_types = "\n".join(line for line in text.splitlines() if not line.strip().startswith("types:"))
     refused = check_offline(parse_spec(without_types, SPECS / "tma-bf16.yaml").select(shapes=["1024x512x1024"]))
-    assert len(refused) == 2
+    assert len(refused) == 6
     assert all("map_a: element bf16 is 2 bytes, but A is stored as fp32" in str(p.problems[0]) for p in refused)
+
+
+def test_persistent_v12_takes_one_block_per_sm_or_per_tile():
+    # v12p's 128 x 256 tiles and v12pp's 64 x 256: at most sm_count blocks, never more than the tiles.
+    spec = load_spec(SPECS / "tma-bf16.yaml")
+    grids = {(k.name, s.label): plan_case(k, s, SM90).config.grid for k in spec.kernels for s in spec.shapes
+             if k.name in ("v12p", "v12pp")}
+    assert grids[("v12p", "1024x512x1024")] == (8 * 2, 1, 1)
+    assert grids[("v12p", "1001x520x776")] == (8 * 3, 1, 1)
+    assert grids[("v12pp", "1001x520x776")] == (16 * 3, 1, 1)
+    assert grids[("v12p", "4096x4096x4096")] == grids[("v12pp", "8192x8192x8192")] == (132, 1, 1)
+    boxes = {k.name: {name: m.box for name, m in plan_case(k, Shape(4096, 4096, 4096), SM90).tensor_maps.items()}
+             for k in spec.kernels if k.name in ("v12p", "v12pp")}
+    assert boxes == {"v12p": {"map_a": (64, 128), "map_b": (64, 64)},       # innermost (K) first
+                     "v12pp": {"map_a": (64, 64), "map_b": (64, 64)}}
+
+
+def test_the_quick_bf16_spec_runs_the_same_kernels_as_tma_bf16():
+    quick, full = load_spec(SPECS / "tma-bf16-dev.yaml"), load_spec(SPECS / "tma-bf16.yaml")
+    assert [(k.label, k.instance) for k in quick.kernels] == [(k.label, k.instance) for k in full.kernels]
+    assert quick.measure.case_timeout_s < full.measure.case_timeout_s

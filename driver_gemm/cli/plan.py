@@ -15,8 +15,8 @@ def add_parser(commands, **common) -> None:
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
     plan.add_argument("--kernel", "-k", action="append", default=[])
     plan.add_argument("--shape", "-s", action="append", default=[])
-    plan.add_argument("--sms", type=int, help="SM count for the waves column (default: the GPU's, or a "
-                                              "typical part of the architecture)")
+    plan.add_argument("--sms", type=int, help="SM count for the waves column and the specs' sm_count "
+                                              "(default: the GPU's, or a typical part of the architecture)")
     plan.add_argument("--sass", action="store_true",
                       help="also count each kernel's instructions (FFMA, HMMA/HGMMA, LDS/LDG by width, STG, BAR) "
                            "in its machine code; needs cuobjdump or nvdisasm")

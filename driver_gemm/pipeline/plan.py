@@ -27,6 +27,7 @@ from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
+from ..spec.kernels import SM_COUNT_NAME
 from ..spec.model import KernelSpec, Shape
 from .plan_tma import cluster_note, launch_attributes_of, tensor_maps_of
 
@@ -72,6 +73,13 @@ def base_env(kernel: KernelSpec, shape: Shape) -> dict[str, int]:
     return {**shape.as_env(), **kernel.numeric_params}
 
 
+def launch_env(kernel: KernelSpec, shape: Shape, limits: ArchLimits) -> dict[str, int]:
+    """The names a launch expression reads: the shape's, the params', and `sm_count`, the target's SMs
+    (the device's in a run; the architecture's typical part, or `plan --sms`, offline), so that a
+    persistent kernel's grid can be one block per SM."""
+    return {**base_env(kernel, shape), SM_COUNT_NAME: limits.typical_sm_count}
+
+
 def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
               scalars: dict[str, float] | None = None, sm_count: int | None = None) -> CasePlan:
     """Evaluate and check one kernel on one shape; problems are collected, not raised."""
@@ -82,7 +90,7 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
 def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                 scalars: dict[str, float] | None = None) -> CasePlan:
     """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile."""
-    env = base_env(kernel, shape)
+    env = launch_env(kernel, shape, limits)
     problems: list[ConfigError] = []
     notes: list[str] = []
     problem = _collector(kernel, problems)

@@ -8,6 +8,7 @@ out of the plan.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..cuda.compile import Cubin, normalise_arch
@@ -87,12 +88,13 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
               target: PlanTarget | None = None, device: int = 0) -> SpecPlan:
     """Compile every kernel of `spec` for the target and plan every case (see `plan_case`).
 
-    `sm_count` overrides the SM count used for the waves column. The result
-    lists the plans in spec order (kernel by kernel, shape by shape) and any
-    compile errors, one per failed source.
+    `sm_count` overrides the target's SM count: the waves column's and the
+    `sm_count` that launch expressions read. The result lists the plans in
+    spec order (kernel by kernel, shape by shape) and any compile errors, one
+    per failed source.
     """
     target = target or plan_target(arch, device)
-    limits = target.limits
+    limits = target.limits if not sm_count else dataclasses.replace(target.limits, typical_sm_count=sm_count)
     result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
     plans = launch_plans(spec, limits)     # each case's launch planned once, before compiling
     compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits, plans))

@@ -36,7 +36,9 @@ KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "bl
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
-RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {"ceil", "floor", "min", "max"}
+SM_COUNT_NAME = "sm_count"   # the target's SM count, for the launch expressions (a persistent grid)
+RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {SM_COUNT_NAME} \
+    | {"ceil", "floor", "min", "max"}
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
 
@@ -293,7 +295,7 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
 
 
 def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str], **groups) -> None:
-    known = set(param_names) | {"M", "N", "K"} | set(LAYOUT_NAMES)
+    known = set(param_names) | {"M", "N", "K", SM_COUNT_NAME} | set(LAYOUT_NAMES)
     for key, expressions in groups.items():
         allowed = known | (set(LAUNCH_NAMES) if key == "require" else set())
         for expression in expressions:
@@ -301,7 +303,7 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
             if unknown:
                 raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}",
                                     node, key, f"{dotted}.{key}",
-                                    hint=f"names available: M, N, K, {', '.join(LAYOUT_NAMES)}, "
+                                    hint=f"names available: M, N, K, {SM_COUNT_NAME}, {', '.join(LAYOUT_NAMES)}, "
                                          f"{', '.join(param_names) or '(no params)'}"
                                          + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else ""))
 
