@@ -91,12 +91,21 @@
 // together) is where the smaller tile is most at risk.
 //
 // Measured on H200 by `scripts/gpu_check.sh v12p` (specs/tma-bf16-dev.yaml, against driver-gemm's
-// cuBLASLt BF16 rows in the same run):
-//   MEASURED FIGURES PENDING: not yet run on a GPU; fill in from the run's tables.
-//                          4096^3 % of cuBLASLt    8192^3 % of cuBLASLt    1024x512x1024   1001x520x776
-//   v12 (fp32 / bf16 out)  [pending] / [pending]   (header above)          [pending]       [pending]
-//   v12p                   [pending] / [pending]   [pending] / [pending]   [pending]       [pending]
-//   v12pp                  [pending] / [pending]   [pending] / [pending]   [pending]       [pending]
+// cuBLASLt BF16 rows of the same run and output type; bench/results/round3/tma-bf16-dev*.json,
+// v12p-h200.log), % of cuBLASLt, fp32 out / bf16 out; every case PASS, 4104x1032x200 included:
+//                          4096^3          8192^3           1024x512x1024   1001x520x776
+//   v12                    83.0 / 81.8     (header above)   36.4 / 35.1     40.6 / 38.9
+//   v12p                   93.6 / 95.3     108.6 / 107.2    48.4 / 47.5     56.7 / 55.0
+//   v12pp                  91.1 / 87.8     101.9 /  92.3    69.4 / 65.4     68.8 / 65.5
+// cuBLASLt there: 0.2024 / 0.1961 ms at 4096^3 (679 / 701 TFLOP/s), 1.643 / 1.601 ms at 8192^3;
+// v12p 0.2163 / 0.2059 ms and 1.512 / 1.493 ms (727 and 736 TFLOP/s at 8192^3).
+// The prediction held for v12p and was short: removing the per-tile fill gained 11-13 points at
+// 4096^3, not 4-6, and at 8192^3 v12p passes cuBLASLt. v12pp wins where tiles are few (a 64-row
+// tile doubles the blocks of work at the small shapes) and loses at 8192^3 with bf16 out, as
+// feared: its smaller tile reads more of A and B from L2 per multiply-add. The SM clock is not
+// held: each case records its median and lowest clock (sustained BF16 wgmma work pulls it from
+// 1980 to 1470-1770 MHz), so single-point differences of a few % between cases are within what
+// the clock alone moves.
 //
 // What is left: a 192-row tile (CWG 3) does not compile as written: a 512-thread block gets at
 // most 128 registers a thread from ptxas, fewer than the 128 accumulators of a 64 x 256 wgmma
