@@ -11,7 +11,7 @@
 # which descriptor; < 60 s), baselines (cuBLASLt against torch timed by triton's do_bench; < 150 s),
 # prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
 # profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
-# (the nvcc and NVRTC builds timed), anchors, launch, compile (the benchmarks), or any SPEC.yaml.
+# (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), anchors, launch, compile (the benchmarks), or any SPEC.yaml.
 # Run on a GPU machine after `. scripts/gpu_env.sh`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +41,12 @@ for step in "$@"; do
                     echo "=== v12p cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/tma-bf16-dev*.jsonl
                     [ $small -eq 0 ] && [ $large -eq 0 ] ;;
+        sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)
+                    for sweep in sweep-v12 sweep-v11; do
+                        timeout -s INT -k 10 100 python3 -m driver_gemm tune specs/$sweep.yaml --strategy halving \
+                            --budget 75s --json "$OUT/$sweep-halving.json" --out "$OUT/$sweep-winners.yaml" 2>&1 \
+                            | tee "$OUT/$sweep-halving.log" | tail -30
+                    done ;;
         types)      python3 -m driver_gemm run specs/types.yaml -s 1001x513x777 -s 1024x512x1024 --json "$OUT/types.json" -q ;;
         fp8probe)   timeout 90 python3 scripts/probe_fp8.py --out "$OUT" 2>&1 | tee "$OUT/fp8-probe.log" ;;
         baselines)  timeout 180 python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" 2>&1 \
