@@ -132,14 +132,8 @@ sgemm_tf32_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant
                 if (kt >= STAGES) {
                     mbarrier_wait(empty + 8 * slot, (kt / STAGES - 1) & 1);
                 }
-                const unsigned stage = base + slot * STAGE_BYTES;
-                mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
-                tma_load_2d(stage, map_a, kt * BK, block_row, full + 8 * slot);
-#pragma unroll
-                for (int j = 0; j < BN / 32; ++j) {
-                    tma_load_2d(stage + A_BYTES + j * B_BOX_BYTES, map_b, block_col + 32 * j, kt * BK,
-                                full + 8 * slot);
-                }
+                tma_fill_stage<A_BYTES, BN / 32, B_BOX_BYTES, 32>(base + slot * STAGE_BYTES, full + 8 * slot,
+                                                                  map_a, map_b, kt * BK, block_row, block_col);
             }
         }
         return;

@@ -194,14 +194,8 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
                 if (kt >= STAGES) {
                     mbarrier_wait(empty + 8 * slot, (kt / STAGES - 1) & 1);
                 }
-                const unsigned stage = base + slot * STAGE_BYTES;
-                mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
-                tma_load_2d(stage, map_a, kt * BK, block_row, full + 8 * slot);
-#pragma unroll
-                for (int j = 0; j < BN / 64; ++j) {
-                    tma_load_2d(stage + A_BYTES + j * B_BOX_BYTES, map_b, block_col + 64 * j, kt * BK,
-                                full + 8 * slot);
-                }
+                tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(base + slot * STAGE_BYTES, full + 8 * slot,
+                                                                  map_a, map_b, kt * BK, block_row, block_col);
             }
         }
         return;
@@ -438,14 +432,8 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
                     if (it >= STAGES) {
                         mbarrier_wait(empty + 8 * slot, (it / STAGES - 1) & 1);
                     }
-                    const unsigned stage = base + slot * STAGE_BYTES;
-                    mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
-                    tma_load_2d(stage, map_a, kt * BK, tile_row, full + 8 * slot);
-#pragma unroll
-                    for (int j = 0; j < BN / 64; ++j) {
-                        tma_load_2d(stage + A_BYTES + j * B_BOX_BYTES, map_b, tile_col + 64 * j, kt * BK,
-                                    full + 8 * slot);
-                    }
+                    tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(base + slot * STAGE_BYTES, full + 8 * slot,
+                                                                      map_a, map_b, kt * BK, tile_row, tile_col);
                 }
             }
         }

@@ -58,6 +58,21 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
                  : "memory");
 }
 
+// A producer's fill of one stage of a ring of {A tile, B tile}: arms the stage's `full` barrier
+// with the stage's bytes, then asks for the A box at (k, row) and B_BOXES boxes of B at (col +
+// BOX_COLUMNS * j, k), laid one after another behind the A tile. v11 and v12 share it.
+template <int A_BYTES, int B_BOXES, int B_BOX_BYTES, int BOX_COLUMNS>
+__device__ __forceinline__ void tma_fill_stage(unsigned stage, unsigned full, const TensorMap& map_a,
+                                               const TensorMap& map_b, int k, int row, int col)
+{
+    mbarrier_arrive_expect_tx(full, A_BYTES + B_BOXES * B_BOX_BYTES);
+    tma_load_2d(stage, map_a, k, row, full);
+#pragma unroll
+    for (int j = 0; j < B_BOXES; ++j) {
+        tma_load_2d(stage + A_BYTES + j * B_BOX_BYTES, map_b, col + BOX_COLUMNS * j, k, full);
+    }
+}
+
 // Warp-specialised kernels give registers from the copying warps to the computing ones.
 template <int COUNT>
 __device__ __forceinline__ void registers_decrease()
