@@ -42,7 +42,7 @@ timings taken at different times can differ by 5-10% for no other reason):
   GRAPH_SAMPLES x (L2 flush, event, op, event) with the events recorded as
   graph nodes (torch.cuda.Event(external=True)), each sample read on its own:
   no host work between the events. Where that graph cannot be built, do_bench
-  is used and the row says so. do_bench_cudagraph is not used: it does not
+  is used and the row's timer reads "do_bench+launch". do_bench_cudagraph is not used: it does not
   flush L2 between launches. Larger kernels keep do_bench (its flush, median):
   at >= 0.1 ms a launch's host cost hides behind the queue.
 
@@ -166,8 +166,14 @@ def side_figures(rounds: list[SideRound]) -> dict:
 
 
 def torch_timer_kind(ours_ms: float, graph_possible: bool) -> str:
-    """"cuda-graph" for a kernel short enough that do_bench's figure would carry launch cost, else "do_bench"."""
-    return "cuda-graph" if graph_possible and ours_ms < SMALL_KERNEL_MS else "do_bench"
+    """"cuda-graph" for a kernel short enough that do_bench's figure would carry launch cost, else "do_bench".
+
+    A short kernel without the graph timer gets "do_bench+launch": its figure
+    carries launch cost, and the table says so.
+    """
+    if ours_ms >= SMALL_KERNEL_MS:
+        return "do_bench"
+    return "cuda-graph" if graph_possible else "do_bench+launch"
 
 
 def do_bench_rep_ms(seconds: float) -> int:
@@ -438,7 +444,7 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
                                 timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=False)
                                 say(f"{name:<10} {label}: no CUDA-graph timer ({type(exc).__name__}: "
                                     f"{str(exc)[:160]}); do_bench, launch cost included")
-                        if timer_kind == "do_bench" and torch_side.large_harness != "triton do_bench":
+                        if timer_kind != "cuda-graph" and torch_side.large_harness != "triton do_bench":
                             timer_kind = torch_side.large_harness
                     began = time.perf_counter()
                     with ClockWatch(clocks) as watch:
@@ -531,7 +537,8 @@ def main(argv=None) -> int:
     say(f"=== driver-gemm cuBLASLt row vs torch, alpha 1 beta 0, L2 flushed, medians of {args.rounds} "
         "interleaved rounds' medians")
     say(f"torch timers: do_bench = {torch_side.large_harness} (rep = our wall time of the round); cuda-graph = "
-        f"{GRAPH_SAMPLES} x (flush, event, op, event) in one graph, for kernels under {SMALL_KERNEL_MS} ms")
+        f"{GRAPH_SAMPLES} x (flush, event, op, event) in one graph, for kernels under {SMALL_KERNEL_MS} ms; "
+        "do_bench+launch = do_bench on such a kernel (no graph timer): launch cost included")
     for line in format_table(rows, args.limit):
         print(line, flush=True)
     agree = bool(rows) and all(row["within_limit"] for row in rows)
