@@ -1,6 +1,6 @@
-"""driver-gemm's cuBLASLt baseline against an independent harness: torch timed by Triton's do_bench.
+"""driver-gemm's cuBLASLt baseline against an independent harness: torch, timed like-for-like.
 
-On a GPU machine with torch and triton (about a minute; each step prints as it goes):
+On a GPU machine with torch and triton (about 70-90 s on an H200; each step prints as it goes):
 
     python3 scripts/baseline_check.py --json bench/results/baseline-check.json
 
@@ -11,22 +11,44 @@ layout cuBLASLt has on sm_90; per-tensor scales 1) with torch._scaled_mm; at
 
 Our side is driver-gemm's cuBLASLt row as the pipeline builds and times it:
 `cublaslt.plan_matmul`, `CublasLtMatmul.prepare`, then `timing.measure` (an
-L2 flush before every sample, events around the launch alone, median), but
-without the pipeline's float64 check of the whole product, which at 8192^3
-takes the host minutes: instead 16 rows of C, picked at random, are checked
-against a float64 product of the same rows (a wrong layout or type fails it
-at once). The torch side is `triton.testing.do_bench` (its cache flush before
-every launch, median); where triton cannot be imported it says so and times
-torch with CUDA events and its own flush instead.
+L2 flush before every sample, events around the launch alone behind the
+launch gate, median; --our-timeout caps each measurement), but without the
+pipeline's float64 check of the whole product, which at 8192^3 takes the host
+minutes: instead 16 rows of C, picked at random, are checked against a
+float64 product of the same rows (a wrong layout or type fails it at once).
+No batch is discarded for a low clock on either side (the throttle threshold
+is off here): both sides keep every sample and the clock is reported instead.
 
-All of our rows run first, in driver-gemm's own CUDA context, which is then
-closed; torch starts after that, so the two never share a context. Each shape
-has a wall-time budget (--shape-timeout); a shape over it is reported as a
-timeout and the check goes on. The table gives ours, torch's, their ratio and
-whether ours is within --limit % (3). Note that do_bench does not hold the
-stream while it queues a launch, so at the smallest shape its figure carries
-some launch latency that ours does not: a miss there is read with that in mind.
-Exit status 1 unless every row is within the limit.
+Why the comparison is like-for-like (an H200 under sustained tensor-core load
+drops its SM clock from 1980 MHz to ~1500-1600 under its power limit, so two
+timings taken at different times can differ by 5-10% for no other reason):
+
+- Interleaved: both sides live in one process and one CUDA context (torch's;
+  driver-gemm adopts it), and each (combination, shape) is timed in --rounds
+  rounds, our side and torch's alternating in the order ours, torch | torch,
+  ours | ours, torch ... (a slow drift of the clock then weighs on both
+  alike). Each side's figure is the median over rounds of its per-round medians.
+- Same duration: torch is given the wall time our measurement took in the
+  round before (do_bench's `rep`, or the graph timer's budget), so both
+  sides spend about as long under load.
+- Same starting state: --soak seconds of an 8192^3 bf16 torch.mm before the
+  first case, so that neither side starts on a cool, unthrottled GPU.
+- The SM clock (NVML, read every 20 ms on a helper thread while each side is
+  measured; readings NVML marks as idle left out) is in the table for both
+  sides: ours MHz, torch MHz.
+- Launch overhead: our samples exclude it (the launch gate holds the stream
+  while a batch is queued). Triton's do_bench does not hold the stream, so for
+  kernels under SMALL_KERNEL_MS (0.1 ms) torch is timed by a CUDA graph of
+  GRAPH_SAMPLES x (L2 flush, event, op, event) with the events recorded as
+  graph nodes (torch.cuda.Event(external=True)), each sample read on its own:
+  no host work between the events. Where that graph cannot be built, do_bench
+  is used and the row's timer reads "do_bench+launch". do_bench_cudagraph is not used: it does not
+  flush L2 between launches. Larger kernels keep do_bench (its flush, median):
+  at >= 0.1 ms a launch's host cost hides behind the queue.
+
+Each shape has a wall-time budget (--shape-timeout); a shape over it is
+reported as a timeout and the check goes on. Exit status 1 unless every row
+is within --limit % (3) and its check passed.
 """
 
 from __future__ import annotations
@@ -34,11 +56,16 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import statistics
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from driver_gemm.measure.clocks import GPU_IDLE
 
 SHAPES = [(1024, 512, 1024), (4096, 4096, 4096), (8192, 8192, 8192)]
 COMBINATIONS = {          # name: (driver-gemm types, layout)
@@ -47,6 +74,11 @@ COMBINATIONS = {          # name: (driver-gemm types, layout)
     "e4m3-bf16": ({"a": "e4m3", "c": "bf16"}, "NT"),
 }
 CHECKED_ROWS = 16
+SMALL_KERNEL_MS = 0.1      # under this, torch is timed in a CUDA graph: do_bench's figure would carry launch cost
+GRAPH_SAMPLES = 50         # flushed samples per graph replay (about 2 ms of GPU time at 1024x512x1024)
+DO_BENCH_WARMUP_MS = 25    # do_bench's default warm-up
+MIN_REP_MS = 50            # do_bench's budget is never shorter than this
+CLOCK_INTERVAL_S = 0.02    # SM clock readings while a side is measured
 STARTED = time.perf_counter()
 
 
@@ -93,64 +125,159 @@ def decode(codes: np.ndarray, element: str) -> np.ndarray:
     return dtypes.decode(codes, element)
 
 
+# ------------------------------------------------------------------ pure logic (tested without a GPU)
+
+@dataclass(frozen=True)
+class SideRound:
+    """One side's measurement in one round: its median, the wall time it took, the SM clock meanwhile."""
+
+    ms: float
+    seconds: float
+    mhz: float | None = None          # median of the busy readings taken during the measurement
+    min_mhz: float | None = None
+
+
+def round_order(rounds: int) -> list[str]:
+    """The sides in the order they are timed: ours, torch | torch, ours | ours, torch ...
+
+    Round 0 starts with ours (torch's time budget is the wall time our
+    measurement took); later rounds swap the order, so that a clock drifting
+    one way over a case weighs on both sides alike.
+    """
+    order = []
+    for index in range(rounds):
+        order += ["ours", "torch"] if index % 2 == 0 else ["torch", "ours"]
+    return order
+
+
+def median_or_none(values) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return float(statistics.median(present)) if present else None
+
+
+def side_figures(rounds: list[SideRound]) -> dict:
+    """A side's figures over its rounds: the median of the per-round medians, clocks, per-round values."""
+    return {"ms": median_or_none(r.ms for r in rounds),
+            "mhz": median_or_none(r.mhz for r in rounds),
+            "min_mhz": min((r.min_mhz for r in rounds if r.min_mhz is not None), default=None),
+            "round_ms": [r.ms for r in rounds],
+            "round_s": [round(r.seconds, 3) for r in rounds],
+            "round_mhz": [r.mhz for r in rounds]}
+
+
+def torch_timer_kind(ours_ms: float, graph_possible: bool) -> str:
+    """"cuda-graph" for a kernel short enough that do_bench's figure would carry launch cost, else "do_bench".
+
+    A short kernel without the graph timer gets "do_bench+launch": its figure
+    carries launch cost, and the table says so.
+    """
+    if ours_ms >= SMALL_KERNEL_MS:
+        return "do_bench"
+    return "cuda-graph" if graph_possible else "do_bench+launch"
+
+
+def do_bench_rep_ms(seconds: float) -> int:
+    """do_bench's `rep` (ms) for a measurement that should last as long as ours did (`seconds`)."""
+    return max(MIN_REP_MS, round(seconds * 1000.0))
+
+
+def clock_figures(readings) -> tuple[float | None, float | None]:
+    """(median, lowest) SM clock of the readings NVML did not mark as taken on an idle GPU."""
+    busy = [reading.sm_mhz for reading in readings if not reading.reasons & GPU_IDLE]
+    return (float(statistics.median(busy)), float(min(busy))) if busy else (None, None)
+
+
+def case_row(name: str, layout: str, label: str, ours: list[SideRound], theirs: list[SideRound], *,
+             torch_timer: str | None, check: str | None, error: str | None, limit_pct: float) -> dict:
+    """One row of the table: each side's median of medians, their ratio, clocks, and whether it is within."""
+    our, their = side_figures(ours), side_figures(theirs)
+    ratio = our["ms"] / their["ms"] if our["ms"] is not None and their["ms"] else None
+    within = (ratio is not None and abs(ratio - 1.0) * 100.0 <= limit_pct and error is None
+              and (check or "").startswith("ok"))
+    return {"combination": name, "layout": layout, "shape": label,
+            "ours_ms": our["ms"], "torch_ms": their["ms"], "ratio": ratio,
+            "ours_mhz": our["mhz"], "torch_mhz": their["mhz"],
+            "ours_min_mhz": our["min_mhz"], "torch_min_mhz": their["min_mhz"],
+            "torch_timer": torch_timer, "rounds": min(len(ours), len(theirs)),
+            "ours_round_ms": our["round_ms"], "torch_round_ms": their["round_ms"],
+            "ours_round_s": our["round_s"], "torch_round_s": their["round_s"],
+            "ours_round_mhz": our["round_mhz"], "torch_round_mhz": their["round_mhz"],
+            "within_limit": within, "check": check, "error": error}
+
+
+def format_table(rows: list[dict], limit_pct: float) -> list[str]:
+    """The table as printed: figures, ratio, both sides' SM clocks, torch's timer, the verdict."""
+    def number(value, width, digits):
+        return f"{value:{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
+    lines = [f"{'combination':<11} {'layout':<6} {'shape':<15} {'ours ms':>9} {'torch ms':>9} {'ratio':>7} "
+             f"{'ours MHz':>8} {'torch MHz':>9}  {'torch timer':<11} within {limit_pct:g}%  check"]
+    for row in rows:
+        note = row["error"] or row["check"] or ""
+        lines.append(f"{row['combination']:<11} {row['layout']:<6} {row['shape']:<15} "
+                     f"{number(row['ours_ms'], 9, 4)} {number(row['torch_ms'], 9, 4)} {number(row['ratio'], 7, 3)} "
+                     f"{number(row['ours_mhz'], 8, 0)} {number(row['torch_mhz'], 9, 0)}  "
+                     f"{row['torch_timer'] or '-':<11} {'yes' if row['within_limit'] else 'NO':<10} {note}")
+    return lines
+
+
+class ClockWatch:
+    """Reads the SM clock every `interval_s` on a helper thread for the length of a `with` block.
+
+    Both sides are watched the same way (NVML only, no CUDA call from the
+    thread); `source` is an `NvmlClocks` or None (no NVML: no figures).
+    """
+
+    def __init__(self, source, interval_s: float = CLOCK_INTERVAL_S):
+        self.source, self.interval_s = source, interval_s
+        self.readings: list = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _watch(self) -> None:
+        while True:
+            reading = self.source.read()
+            if reading is not None:
+                self.readings.append(reading)
+            if self._stop.wait(self.interval_s):
+                return
+
+    def __enter__(self) -> "ClockWatch":
+        if self.source is not None:
+            self._thread = threading.Thread(target=self._watch, name="clock-watch", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+
+    def figures(self) -> tuple[float | None, float | None]:
+        return clock_figures(self.readings)
+
+
 # ------------------------------------------------------------------------------------------- ours
 
-def our_rows(shapes, combinations, shape_timeout: int) -> dict[tuple[str, str], dict]:
-    """(combination, MxNxK) -> {"ms", "samples", "check", "error"}: driver-gemm's cuBLASLt row timed by
-    driver-gemm's timing, with a sampled-row check."""
-    import driver_gemm as dg
-    from driver_gemm.measure import cublaslt
-    from driver_gemm.measure.dtypes import parse_types
-    from driver_gemm.measure.operands import gemm_operands, parse_layout
-    from driver_gemm.measure.timing import L2Flusher, LaunchGate, measure
-    from driver_gemm.spec.model import MeasureSettings
+class OurCase:
+    """driver-gemm's cuBLASLt row for one (combination, shape): inputs uploaded, planned, checked once."""
 
-    rows = {}
-    settings = MeasureSettings(timeout_s=3.0)
-    with dg.Device(0) as device:
-        stream = device.stream()
-        flusher, gate = L2Flusher(device, stream), LaunchGate(device, stream)
-        with cublaslt.CublasLtMatmul(device, stream) as lt:
-            for name in combinations:
-                node, layout = COMBINATIONS[name]
-                types = parse_types(node)
-                for M, N, K in shapes:
-                    label = f"{M}x{N}x{K}"
-                    say(f"ours  {name:<10} {label}: inputs, matmul, check, timing ...")
-                    try:
-                        with budget(shape_timeout):
-                            rows[name, label] = our_row(device, stream, lt, flusher, gate, settings, types,
-                                                        gemm_operands(M, N, K, orders=parse_layout(layout)),
-                                                        measure, cublaslt)
-                    except ShapeTimeout as exc:
-                        stream.synchronize()
-                        rows[name, label] = {"ms": None, "error": f"timeout ({exc})"}
-                    except Exception as exc:  # noqa: BLE001 -- one row's failure is that row's result
-                        rows[name, label] = {"ms": None, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
-                    row = rows[name, label]
-                    say(f"ours  {name:<10} {label}: " + (f"{row['ms']:.4f} ms, check {row['check']}"
-                                                         if row["ms"] is not None else row["error"]))
-        gate.close()
-        flusher.close()
-    return rows
-
-
-def our_row(device, stream, lt, flusher, gate, settings, types, gemm, measure, cublaslt) -> dict:
-    rng = np.random.default_rng(7)
-    a_codes = random_codes(types.a.name, gemm.a.elements, rng)
-    b_codes = random_codes(types.b.name, gemm.b.elements, rng)
-    plan = cublaslt.plan_matmul(types, gemm, 1.0, 0.0)
-    A, B = device.upload(a_codes, stream), device.upload(b_codes, stream)
-    C = device.alloc(gemm.c.elements * types.c.storage_bytes)
-    try:
-        launch = lt.prepare(plan, A, B, C)
-        launch()
+    def __init__(self, device, stream, lt, types, gemm):
+        from driver_gemm.measure import cublaslt
+        self.stream = stream
+        rng = np.random.default_rng(7)
+        a_codes = random_codes(types.a.name, gemm.a.elements, rng)
+        b_codes = random_codes(types.b.name, gemm.b.elements, rng)
+        plan = cublaslt.plan_matmul(types, gemm, 1.0, 0.0)
+        self.buffers = [device.upload(a_codes, stream), device.upload(b_codes, stream),
+                        device.alloc(gemm.c.elements * types.c.storage_bytes)]
+        A, B, C = self.buffers
+        self.launch = lt.prepare(plan, A, B, C)
+        self.launch()
         stream.synchronize()
-        check = sampled_check(gemm, types, a_codes, b_codes, C, stream, rng)
-        summary, _ = measure(launch, device, stream, settings, flusher, gate)
-        return {"ms": summary.median_ms, "samples": summary.samples, "check": check, "error": None}
-    finally:
-        for buffer in (A, B, C):
+        self.check = sampled_check(gemm, types, a_codes, b_codes, C, stream, rng)
+
+    def close(self) -> None:
+        for buffer in self.buffers:
             buffer.close()
 
 
@@ -171,114 +298,257 @@ def sampled_check(gemm, types, a_codes, b_codes, C, stream, rng) -> str:
 
 # ------------------------------------------------------------------------------------------ torch
 
-def torch_timer(warmup: int, rep: int):
-    """(timer(fn) -> median ms, its name): do_bench where triton imports, else CUDA events with a flush."""
-    import torch
-    try:
-        from triton.testing import do_bench
-        timer = lambda fn: do_bench(fn, warmup=warmup, rep=rep, return_mode="median")  # noqa: E731
-        # The first call sets triton's driver up (on a fresh machine it may build a helper): once, on a tiny op.
-        scratch = torch.zeros(1024, device="cuda")
-        timer(lambda: scratch.add_(1.0))
-        return timer, "triton do_bench"
-    except Exception as exc:  # noqa: BLE001
-        say(f"triton's do_bench unusable ({type(exc).__name__}: {str(exc)[:200]}); "
-            "timing torch with CUDA events and a 256 MiB flush instead")
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+def torch_operation(torch, name: str, M: int, N: int, K: int):
+    """A callable that runs torch's product of the combination once on fresh random inputs (kept alive by it)."""
+    if name == "e4m3-bf16":
+        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
+        b = (torch.rand(N, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn).t()   # K x N, column-major
+        one = torch.ones((), device="cuda")
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
+    a = torch.rand(M, K, device="cuda", dtype=dtype) * 2 - 1
+    b = torch.rand(K, N, device="cuda", dtype=dtype) * 2 - 1
+    return lambda: torch.mm(a, b)
 
-    def events(fn) -> float:
+
+class GraphTimer:
+    """torch's op in a CUDA graph of GRAPH_SAMPLES x (L2 flush, event, op, event); each sample read on its own.
+
+    The events are graph nodes (torch.cuda.Event(external=True)), so no host
+    work falls between them: the launch cost that do_bench's figure carries
+    for a short kernel is not in these samples. The flush writes twice the L2,
+    as ours does. Raises where the installed torch cannot build it.
+    """
+
+    def __init__(self, torch, operation, flush_bytes: int, samples: int = GRAPH_SAMPLES):
+        self.torch = torch
+        self.flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
+        self.starts = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(samples)]
+        self.ends = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(samples)]
+        self.stream = torch.cuda.Stream()
+        with torch.cuda.stream(self.stream):
+            for _ in range(3):          # cuBLAS settles its algorithm and workspace before the capture
+                operation()
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, stream=self.stream):
+            for start, end in zip(self.starts, self.ends):
+                self.flush.zero_()
+                start.record()
+                operation()
+                end.record()
+        first = self._replay()
+        if not all(t > 0 for t in first):
+            raise RuntimeError(f"the graph's events gave times {first[:3]}...")
+
+    def _replay(self) -> list[float]:
+        with self.torch.cuda.stream(self.stream):
+            self.graph.replay()
+        self.stream.synchronize()
+        return [start.elapsed_time(end) for start, end in zip(self.starts, self.ends)]
+
+    def median_ms(self, seconds: float) -> float:
+        times, began = [], time.perf_counter()
+        while not times or time.perf_counter() - began < seconds:
+            times += self._replay()
+        return float(np.median(times))
+
+
+class TorchSide:
+    """torch's timers: do_bench (or CUDA events with a flush where triton is unusable), and the graph timer."""
+
+    def __init__(self, torch, flush_bytes: int):
+        self.torch, self.flush_bytes = torch, flush_bytes
+        self.large_harness = "triton do_bench"
+        try:
+            from triton.testing import do_bench
+            self.do_bench = do_bench
+            # The first call sets triton's driver up (on a fresh machine it may build a helper): once, on a tiny op.
+            scratch = torch.zeros(1024, device="cuda")
+            do_bench(lambda: scratch.add_(1.0), warmup=5, rep=20, return_mode="median")
+        except Exception as exc:  # noqa: BLE001
+            say(f"triton's do_bench unusable ({type(exc).__name__}: {str(exc)[:200]}); "
+                "timing torch's large kernels with CUDA events and a flush of twice the L2 instead")
+            self.do_bench, self.large_harness = None, "events"
+            self.events_flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
+
+    def time_large(self, operation, seconds: float) -> float:
+        """Median ms of `operation` over about `seconds`: do_bench with rep = `seconds` (its flush, median)."""
+        if self.do_bench is not None:
+            return float(self.do_bench(operation, warmup=DO_BENCH_WARMUP_MS, rep=do_bench_rep_ms(seconds),
+                                       return_mode="median"))
+        torch, times, began = self.torch, [], time.perf_counter()
         for _ in range(5):
-            fn()
-        times = []
-        for _ in range(50):
-            flush.zero_()
+            operation()
+        while len(times) < 10 or time.perf_counter() - began < seconds:
+            self.events_flush.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fn()
+            operation()
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
         return float(np.median(times))
-    return events, "torch CUDA events"
 
 
-def torch_rows(shapes, combinations, warmup: int, rep: int, shape_timeout: int) -> tuple[dict, str]:
-    say("torch: importing torch and triton ...")
-    import torch
-    say("torch: setting the timer up (triton's first do_bench) ...")
-    timer, harness = torch_timer(warmup, rep)
-    say(f"torch: harness {harness}")
-    rows = {}
-    for name in combinations:
-        for M, N, K in shapes:
-            label = f"{M}x{N}x{K}"
-            say(f"torch {name:<10} {label} ...")
-            try:
-                with budget(shape_timeout):
-                    if name == "e4m3-bf16":
-                        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
-                        b = (torch.rand(N, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn).t()   # K x N, col-major
-                        one = torch.ones((), device="cuda")
-                        rows[name, label] = timer(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one,
-                                                                           out_dtype=torch.bfloat16))
-                    else:
-                        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
-                        a = torch.rand(M, K, device="cuda", dtype=dtype) * 2 - 1
-                        b = torch.rand(K, N, device="cuda", dtype=dtype) * 2 - 1
-                        rows[name, label] = timer(lambda: torch.mm(a, b))
-            except ShapeTimeout as exc:
-                torch.cuda.synchronize()
-                rows[name, label] = f"timeout ({exc})"
-            except Exception as exc:  # noqa: BLE001
-                rows[name, label] = f"{type(exc).__name__}: {str(exc)[:200]}"
-            value = rows[name, label]
-            say(f"torch {name:<10} {label}: " + (f"{value:.4f} ms" if isinstance(value, float) else value))
-    return rows, harness
+def soak(torch, seconds: float) -> None:
+    """Run an 8192^3 bf16 torch.mm for `seconds`, so that the first case starts on a GPU as warm as the rest."""
+    a = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.rand(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        for _ in range(20):
+            torch.mm(a, b)
+        torch.cuda.synchronize()
+
+
+# ------------------------------------------------------------------------------------------- cases
+
+def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch, torch_side) -> dict:
+    """Time one (combination, shape) on both sides in interleaved rounds; the table row."""
+    from driver_gemm.measure.dtypes import parse_types
+    from driver_gemm.measure.operands import gemm_operands, parse_layout
+    from driver_gemm.measure.timing import measure
+    from driver_gemm.spec.model import MeasureSettings
+
+    M, N, K = shape
+    label, layout = f"{M}x{N}x{K}", COMBINATIONS[name][1]
+    settings = MeasureSettings(timeout_s=args.our_timeout)
+    ours: list[SideRound] = []
+    theirs: list[SideRound] = []
+    timer_kind, check, error, case = None, None, None, None
+    say(f"{name:<10} {label}: inputs, matmul, check ...")
+    try:
+        with budget(args.shape_timeout):
+            case = OurCase(device, stream, lt, parse_types(COMBINATIONS[name][0]),
+                           gemm_operands(M, N, K, orders=parse_layout(layout)))
+            check = case.check
+            operation = torch_operation(torch, name, M, N, K)
+            graph, seconds = None, args.our_timeout
+            for index, side in enumerate(round_order(args.rounds)):
+                if side == "ours":
+                    with ClockWatch(clocks) as watch:
+                        summary, _ = measure(case.launch, device, stream, settings, flusher, gate)
+                        stream.synchronize()
+                    seconds = summary.wall_s
+                    ours.append(SideRound(summary.median_ms, summary.wall_s, *watch.figures()))
+                    result = ours[-1]
+                else:
+                    if timer_kind is None:
+                        timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=True)
+                        if timer_kind == "cuda-graph":
+                            try:
+                                graph = GraphTimer(torch, operation, flusher.buffer.nbytes)
+                            except Exception as exc:  # noqa: BLE001 -- say so and use do_bench
+                                torch.cuda.synchronize()
+                                timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=False)
+                                say(f"{name:<10} {label}: no CUDA-graph timer ({type(exc).__name__}: "
+                                    f"{str(exc)[:160]}); do_bench, launch cost included")
+                        if timer_kind != "cuda-graph" and torch_side.large_harness != "triton do_bench":
+                            timer_kind = torch_side.large_harness
+                    began = time.perf_counter()
+                    with ClockWatch(clocks) as watch:
+                        ms = graph.median_ms(seconds) if graph is not None else torch_side.time_large(operation, seconds)
+                        torch.cuda.synchronize()
+                    theirs.append(SideRound(ms, time.perf_counter() - began, *watch.figures()))
+                    result = theirs[-1]
+                say(f"{name:<10} {label}: round {index // 2} {side:<5} {result.ms:.4f} ms in {result.seconds:.2f} s"
+                    + (f" at {result.mhz:.0f} MHz (lowest {result.min_mhz:.0f})" if result.mhz else "")
+                    + (f" [{timer_kind}]" if side == "torch" else ""))
+    except ShapeTimeout as exc:
+        error = f"timeout ({exc})"
+    except Exception as exc:  # noqa: BLE001 -- one row's failure is that row's result
+        error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        try:
+            torch.cuda.synchronize()
+            stream.synchronize()
+        finally:
+            if case is not None:
+                case.close()
+    if error:
+        say(f"{name:<10} {label}: {error}")
+    return case_row(name, layout, label, ours, theirs, torch_timer=timer_kind, check=check, error=error,
+                    limit_pct=args.limit)
+
+
+def torch_context(torch) -> int:
+    """The handle of torch's (primary) context on GPU 0, made current by a first allocation."""
+    from driver_gemm.cuda.check import check
+    from driver_gemm.cuda.device import driver_module
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    handle = int(check(driver_module().cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    if not handle:
+        raise RuntimeError("torch left no CUDA context current after its first allocation")
+    return handle
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the table here as JSON")
-    parser.add_argument("--warmup", type=int, default=25, help="do_bench warm-up, ms")
-    parser.add_argument("--rep", type=int, default=100, help="do_bench repetitions, ms")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per case (ours, torch each)")
+    parser.add_argument("--our-timeout", type=float, default=1.0,
+                        help="our measurement's timeout (s); torch gets the time ours took")
+    parser.add_argument("--soak", type=float, default=2.0, help="seconds of 8192^3 bf16 torch.mm before the first case")
     parser.add_argument("--limit", type=float, default=3.0, help="the agreement asked for, %%")
     parser.add_argument("--shape-timeout", type=int, default=25, help="wall-time budget of one shape, s")
     parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="these combinations")
     parser.add_argument("--shapes", nargs="+", help="MxNxK shapes instead of the three default ones")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
     combinations = args.only or list(COMBINATIONS)
 
-    ours = our_rows(shapes, combinations, args.shape_timeout)
-    theirs, harness = torch_rows(shapes, combinations, args.warmup, args.rep, args.shape_timeout)
+    import driver_gemm as dg
+    from driver_gemm.measure import cublaslt
+    from driver_gemm.measure.clocks import open_device_clocks
+    from driver_gemm.measure.timing import L2Flusher, LaunchGate
 
-    table, agree = [], True
-    say(f"=== driver-gemm cuBLASLt row vs torch ({harness}), alpha 1 beta 0, L2 flushed, medians")
-    print(f"{'combination':<11} {'layout':<6} {'shape':<15} {'ours ms':>9} {'torch ms':>9} {'ratio':>7}  "
-          f"within {args.limit:g}%  check", flush=True)
-    for name in combinations:
-        for M, N, K in shapes:
-            label = f"{M}x{N}x{K}"
-            row = ours.get((name, label), {"ms": None, "error": "not run"})
-            reference = theirs.get((name, label))
-            ratio = row["ms"] / reference if row["ms"] is not None and isinstance(reference, float) else None
-            ok = ratio is not None and abs(ratio - 1.0) * 100.0 <= args.limit and \
-                (row.get("check") or "").startswith("ok")
-            agree &= ok
-            table.append({"combination": name, "layout": COMBINATIONS[name][1], "shape": label,
-                          "ours_ms": row["ms"], "torch_ms": reference if isinstance(reference, float) else None,
-                          "ratio": ratio, "within_limit": ok, "check": row.get("check"),
-                          "error": row.get("error") or (None if isinstance(reference, float) else reference)})
-            shown = lambda value: f"{value:9.4f}" if isinstance(value, float) else f"{'-':>9}"  # noqa: E731
-            note = row.get("check") or row.get("error") or ""
-            if not isinstance(reference, float):
-                note += f"; torch: {reference}"
-            print(f"{name:<11} {COMBINATIONS[name][1]:<6} {label:<15} {shown(row['ms'])} {shown(reference)} "
-                  f"{(f'{ratio:7.3f}' if ratio else '      -')}  {'yes' if ok else 'NO':<10} {note}", flush=True)
+    say("importing torch and triton ...")
+    import torch
+    context = torch_context(torch)
+    rows = []
+    with dg.Device(0, context=context) as device:     # torch's context, adopted: both sides in one context
+        stream = device.stream()
+        flusher, gate = L2Flusher(device, stream), LaunchGate(device, stream)
+        clocks = open_device_clocks(device)
+        say("clocks: " + (f"NVML, maximum SM clock {clocks.reference_mhz:.0f} MHz" if clocks else "no NVML: none"))
+        say("torch: setting the timers up (triton's first do_bench) ...")
+        torch_side = TorchSide(torch, flusher.buffer.nbytes)
+        try:
+            with cublaslt.CublasLtMatmul(device, stream) as lt:
+                with ClockWatch(clocks) as watch:
+                    soak(torch, args.soak)
+                mhz, lowest = watch.figures()
+                say(f"soak: {args.soak:g} s of 8192^3 bf16 torch.mm"
+                    + (f", SM clock median {mhz:.0f} MHz, lowest {lowest:.0f}" if mhz else ""))
+                for name in combinations:
+                    for shape in shapes:
+                        rows.append(run_case(name, shape, args, device, stream, lt, flusher, gate, clocks,
+                                             torch, torch_side))
+        finally:
+            gate.close()
+            flusher.close()
+            if clocks is not None:
+                clocks.close()
+
+    say(f"=== driver-gemm cuBLASLt row vs torch, alpha 1 beta 0, L2 flushed, medians of {args.rounds} "
+        "interleaved rounds' medians")
+    say(f"torch timers: do_bench = {torch_side.large_harness} (rep = our wall time of the round); cuda-graph = "
+        f"{GRAPH_SAMPLES} x (flush, event, op, event) in one graph, for kernels under {SMALL_KERNEL_MS} ms; "
+        "do_bench+launch = do_bench on such a kernel (no graph timer): launch cost included")
+    for line in format_table(rows, args.limit):
+        print(line, flush=True)
+    agree = bool(rows) and all(row["within_limit"] for row in rows)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"limit_pct": args.limit, "harness": harness, "checked_rows": CHECKED_ROWS,
-                                         "cases": table}, indent=1) + "\n")
+        args.json.write_text(json.dumps({
+            "limit_pct": args.limit, "rounds": args.rounds, "round_order": round_order(args.rounds),
+            "soak_s": args.soak, "our_timeout_s": args.our_timeout, "large_harness": torch_side.large_harness,
+            "graph_samples": GRAPH_SAMPLES, "small_kernel_ms": SMALL_KERNEL_MS, "checked_rows": CHECKED_ROWS,
+            "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "cases": rows}, indent=1) + "\n")
     say("all within" if agree else "NOT all within", f"{args.limit:g}% of the independent harness")
     return 0 if agree else 1
 

@@ -8,7 +8,9 @@
 # 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml), v12p (specs/tma-bf16-dev.yaml: v12 and its
 # persistent forms against cuBLASLt BF16 on small shapes, 4096^3 and 8192^3, at most 4 minutes),
 # types (specs/types.yaml on its small shapes), fp8probe (which fp8 cuBLASLt matmuls run, and with
-# which descriptor; < 60 s), baselines (cuBLASLt against torch timed by triton's do_bench; < 150 s),
+# which descriptor; < 60 s), baselines (cuBLASLt against torch in interleaved rounds of equal length,
+# SM clocks of both sides in the table: do_bench for large kernels, a CUDA graph of flushed samples for
+# small ones; ~75 s, < 120 s),
 # prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
 # profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
 # (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), anchors, launch, compile (the benchmarks), or any SPEC.yaml.

@@ -1,0 +1,245 @@
+"""The baseline check's own logic, without a GPU: the interleaved order, medians of medians, timers, the table."""
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from driver_gemm.measure.clocks import GPU_IDLE, ClockReading
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def check():
+    spec = importlib.util.spec_from_file_location("baseline_check", ROOT / "scripts" / "baseline_check.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module        # its dataclasses resolve their annotations through sys.modules
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_rounds_alternate_and_swap_the_side_that_goes_first(check):
+    order = check.round_order(3)
+    assert order == ["ours", "torch", "torch", "ours", "ours", "torch"]
+    assert order[0] == "ours"                     # torch's budget is the time our first measurement took
+    for rounds in range(1, 6):
+        order = check.round_order(rounds)
+        assert order.count("ours") == order.count("torch") == rounds
+        pairs = [order[i:i + 2] for i in range(0, len(order), 2)]
+        assert all(sorted(pair) == ["ours", "torch"] for pair in pairs)   # each round times both sides once
+
+
+def test_a_side_is_the_median_of_its_rounds_medians(check):
+    rounds = [check.SideRound(0.21, 1.0, 1600.0, 1550.0), check.SideRound(0.19, 1.1, 1500.0, 1490.0),
+              check.SideRound(0.30, 0.9, 1700.0, 1650.0)]
+    figures = check.side_figures(rounds)
+    assert figures["ms"] == pytest.approx(0.21)    # not the mean (0.233): one slow round does not move it
+    assert figures["mhz"] == pytest.approx(1600.0)
+    assert figures["min_mhz"] == pytest.approx(1490.0)
+    assert figures["round_ms"] == [0.21, 0.19, 0.30]
+    even = check.side_figures(rounds[:2])
+    assert even["ms"] == pytest.approx(0.20)
+    no_clock = check.side_figures([check.SideRound(1.0, 1.0), check.SideRound(3.0, 1.0)])
+    assert no_clock["ms"] == pytest.approx(2.0) and no_clock["mhz"] is None and no_clock["min_mhz"] is None
+    assert check.side_figures([])["ms"] is None
+
+
+def test_short_kernels_get_the_graph_timer_long_ones_do_bench(check):
+    assert check.torch_timer_kind(0.008, graph_possible=True) == "cuda-graph"
+    assert check.torch_timer_kind(0.008, graph_possible=False) == "do_bench+launch"   # the table says so
+    assert check.torch_timer_kind(0.19, graph_possible=False) == "do_bench"
+    assert check.torch_timer_kind(0.19, graph_possible=True) == "do_bench"
+    assert check.torch_timer_kind(check.SMALL_KERNEL_MS, graph_possible=True) == "do_bench"
+
+
+def test_do_bench_gets_the_time_our_side_took(check):
+    assert check.do_bench_rep_ms(1.234) == 1234
+    assert check.do_bench_rep_ms(0.0) == check.MIN_REP_MS
+
+
+def test_clock_figures_leave_idle_readings_out(check):
+    readings = [ClockReading(1980, GPU_IDLE), ClockReading(1620, 0x4), ClockReading(1500, 0x4),
+                ClockReading(1700, 0)]
+    assert check.clock_figures(readings) == (1620.0, 1500.0)
+    assert check.clock_figures([ClockReading(1980, GPU_IDLE)]) == (None, None)
+    assert check.clock_figures([]) == (None, None)
+
+
+class FakeClocks:
+    reference_mhz = 1980.0
+
+    def __init__(self, values):
+        self.values, self.reads = list(values), 0
+
+    def read(self):
+        self.reads += 1
+        return ClockReading(self.values[(self.reads - 1) % len(self.values)]) if self.values else None
+
+
+def test_clock_watch_reads_while_the_block_runs_and_stops_after(check):
+    source = FakeClocks([1500, 1600, 1700])
+    with check.ClockWatch(source, interval_s=0.005) as watch:
+        time.sleep(0.1)
+    reads = source.reads
+    assert reads >= 3 and len(watch.readings) == reads
+    time.sleep(0.03)
+    assert source.reads == reads                   # the thread has ended with the block
+    median, lowest = watch.figures()
+    assert lowest == 1500.0 and median in (1500.0, 1600.0, 1700.0)
+    with check.ClockWatch(None) as nothing:        # no NVML: no thread, no figures
+        pass
+    assert nothing.figures() == (None, None)
+
+
+def test_a_row_compares_medians_of_medians_and_needs_a_good_check(check):
+    ours = [check.SideRound(0.200, 1.0, 1610.0, 1590.0), check.SideRound(0.202, 1.0, 1600.0, 1580.0),
+            check.SideRound(0.260, 1.0, 1500.0, 1480.0)]
+    theirs = [check.SideRound(0.198, 1.0, 1605.0, 1590.0), check.SideRound(0.199, 1.0, 1602.0, 1585.0),
+              check.SideRound(0.150, 1.0, 1800.0, 1700.0)]
+    row = check.case_row("bf16", "NN", "4096x4096x4096", ours, theirs, torch_timer="do_bench",
+                         check="ok (rel err 1e-03 over 16 rows)", error=None, limit_pct=3.0)
+    assert row["ours_ms"] == pytest.approx(0.202) and row["torch_ms"] == pytest.approx(0.198)
+    assert row["ratio"] == pytest.approx(0.202 / 0.198)
+    assert row["within_limit"] is True
+    assert row["ours_mhz"] == pytest.approx(1600.0) and row["torch_mhz"] == pytest.approx(1605.0)
+    assert row["ours_min_mhz"] == 1480.0 and row["torch_min_mhz"] == 1585.0
+    assert row["rounds"] == 3 and row["torch_round_ms"] == [0.198, 0.199, 0.150]
+
+    tight = check.case_row("bf16", "NN", "4096x4096x4096", ours, theirs, torch_timer="do_bench",
+                           check="ok", error=None, limit_pct=1.0)
+    assert tight["within_limit"] is False          # 2.0% apart
+    failed = check.case_row("bf16", "NN", "4096x4096x4096", ours, theirs, torch_timer="do_bench",
+                            check="FAILED (rel err 1e+00 over 16 rows)", error=None, limit_pct=3.0)
+    assert failed["within_limit"] is False
+    cut = check.case_row("bf16", "NN", "8192x8192x8192", ours[:1], [], torch_timer=None, check="ok",
+                         error="timeout (over 25 s)", limit_pct=3.0)
+    assert cut["ratio"] is None and cut["within_limit"] is False and cut["rounds"] == 0
+
+
+def test_the_table_shows_both_clocks_and_the_timer(check):
+    ours = [check.SideRound(0.0082, 1.0, 1755.0, 1700.0)]
+    theirs = [check.SideRound(0.0080, 1.0, 1740.0, 1700.0)]
+    good = check.case_row("fp16", "NN", "1024x512x1024", ours, theirs, torch_timer="cuda-graph",
+                          check="ok (rel err 2e-04 over 16 rows)", error=None, limit_pct=3.0)
+    cut = check.case_row("fp16", "NN", "8192x8192x8192", [], [], torch_timer=None, check=None,
+                         error="timeout (over 25 s)", limit_pct=3.0)
+    header, first, second = check.format_table([good, cut], 3.0)
+    assert "ours MHz" in header and "torch MHz" in header and "torch timer" in header and "within 3%" in header
+    fields = first.split()
+    assert fields[:6] == ["fp16", "NN", "1024x512x1024", "0.0082", "0.0080", f"{0.0082 / 0.0080:.3f}"]
+    assert fields[6:10] == ["1755", "1740", "cuda-graph", "yes"]     # 2.5% apart, check ok: within 3%
+    assert second.split()[3:10] == ["-", "-", "-", "-", "-", "-", "NO"]
+    assert second.endswith("timeout (over 25 s)")
+
+
+class Recorder:
+    """What the fakes of one case saw, in order."""
+
+    def __init__(self):
+        self.calls = []
+
+
+class FakeSummary:
+    def __init__(self, median_ms, wall_s):
+        self.median_ms, self.wall_s = median_ms, wall_s
+
+
+class FakeTorch:
+    class cuda:
+        @staticmethod
+        def synchronize():
+            pass
+
+
+class FakeStream:
+    def synchronize(self):
+        pass
+
+
+class FakeFlusher:
+    class buffer:
+        nbytes = 1 << 20
+
+
+def fake_case(check, monkeypatch, recorder, our_ms, graph_fails=False):
+    """Wire run_case to fakes: our measurement, torch's timers, no GPU."""
+    import driver_gemm.measure.timing as timing
+
+    class FakeOurCase:
+        check = "ok (rel err 1e-03 over 16 rows)"
+
+        def __init__(self, *args):
+            self.launch = lambda: None
+
+        def close(self):
+            recorder.calls.append(("closed",))
+
+    walls = iter([0.8, 1.1, 0.9, 1.3])
+
+    def fake_measure(launch, device, stream, settings, flusher, gate):
+        wall = next(walls)
+        recorder.calls.append(("ours", settings.timeout_s, wall))
+        return FakeSummary(our_ms, wall), []
+
+    class FakeGraphTimer:
+        def __init__(self, torch, operation, flush_bytes):
+            if graph_fails:
+                raise TypeError("Event() got an unexpected keyword argument 'external'")
+            recorder.calls.append(("graph built", flush_bytes))
+
+        def median_ms(self, seconds):
+            recorder.calls.append(("torch graph", seconds))
+            return our_ms
+
+    class FakeTorchSide:
+        large_harness = "triton do_bench"
+
+        def time_large(self, operation, seconds):
+            recorder.calls.append(("torch do_bench", seconds))
+            return our_ms * 1.01
+
+    monkeypatch.setattr(check, "OurCase", FakeOurCase)
+    monkeypatch.setattr(check, "torch_operation", lambda torch, name, M, N, K: (lambda: None))
+    monkeypatch.setattr(check, "GraphTimer", FakeGraphTimer)
+    monkeypatch.setattr(timing, "measure", fake_measure)
+    return FakeTorchSide()
+
+
+def case_args(check, rounds=2):
+    return check.argparse.Namespace(our_timeout=1.0, rounds=rounds, shape_timeout=25, limit=3.0)
+
+
+def test_a_case_alternates_the_sides_and_gives_torch_the_time_ours_took(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.2)
+    row = check.run_case("bf16", (4096, 4096, 4096), case_args(check, rounds=2), None, FakeStream(), None,
+                         FakeFlusher(), None, FakeClocks([1600]), FakeTorch(), torch_side)
+    sides = [call[0] for call in recorder.calls]
+    assert sides == ["ours", "torch do_bench", "torch do_bench", "ours", "closed"]
+    assert recorder.calls[1][1] == 0.8 and recorder.calls[2][1] == 0.8   # the wall time of the ours before them
+    assert row["torch_timer"] == "do_bench" and row["rounds"] == 2
+    assert row["ratio"] == pytest.approx(1 / 1.01) and row["within_limit"] is True
+    assert row["ours_mhz"] == 1600.0 and row["torch_mhz"] == 1600.0
+
+
+def test_a_short_kernel_is_timed_in_a_graph_and_falls_back_to_do_bench_if_it_cannot_be(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.008)
+    row = check.run_case("fp16", (1024, 512, 1024), case_args(check, rounds=1), None, FakeStream(), None,
+                         FakeFlusher(), None, None, FakeTorch(), torch_side)
+    assert [call[0] for call in recorder.calls] == ["ours", "graph built", "torch graph", "closed"]
+    assert recorder.calls[1][1] == FakeFlusher.buffer.nbytes        # the same flush size as ours
+    assert row["torch_timer"] == "cuda-graph" and row["ours_mhz"] is None
+
+    recorder = Recorder()
+    torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.008, graph_fails=True)
+    row = check.run_case("fp16", (1024, 512, 1024), case_args(check, rounds=1), None, FakeStream(), None,
+                         FakeFlusher(), None, None, FakeTorch(), torch_side)
+    assert [call[0] for call in recorder.calls] == ["ours", "torch do_bench", "closed"]
+    assert row["torch_timer"] == "do_bench+launch" and row["error"] is None
