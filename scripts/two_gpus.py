@@ -4,8 +4,8 @@
     python scripts/two_gpus.py --only mixed --json two-gpus.json --out results/two-gpus
 
 Each run is ``driver-gemm run SPEC --device 0`` and ``driver-gemm run SPEC
---devices 0,1`` in a fresh process, timed from start to exit (Dask's start
-included). Before them, ``driver-gemm plan SPEC`` compiles the spec's kernels
+--devices 0,1`` in a fresh process, timed from start to exit (the process's
+start and the GPUs' worker processes included). Before them, ``driver-gemm plan SPEC`` compiles the spec's kernels
 into the disk cache and reads the package's files once, so that neither run
 pays a cold cache the other does not. Per spec it prints both times, the
 speed-up, each GPU's busy seconds in the two-GPU run (the tasks it ran, and

@@ -38,6 +38,17 @@ def paced_part(subspec, device, *args, seconds=0.1, **kwargs):
     return plan_part(subspec, device, *args, **kwargs)
 
 
+def recording(part, baselines_run):
+    """`part`, noting (shape, GPU) of every baseline it runs in `baselines_run` (the landing keeps a row only once)."""
+    def recorded_part(subspec, device, isolate, options, previous, on_result, **kwargs):
+        def ran(case):
+            if case.is_baseline:
+                baselines_run.append((case.shape.label, device))
+            on_result(case)
+        return part(subspec, device, isolate, options, previous, ran, **kwargs)
+    return recorded_part
+
+
 def run_planned(spec, part=paced_part, **kwargs):
     return run_on_local_gpus(spec, [0, 1], options=RunOptions(time=False), part=part, describe=describe_stand_in,
                              make_worker=None, **kwargs)
@@ -78,9 +89,15 @@ def test_every_case_runs_once_and_lands_on_the_callers_thread_with_both_gpus_des
 
 def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline():
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["8192x8192x8192", "64x64x64"])
-    run = run_planned(spec, model=CostModel(task_overhead_s=0.0))
+    model = CostModel(task_overhead_s=0.0)
+    assert sum(task.shapes[0].label == "8192x8192x8192" for task in plan_tasks(spec, 2, model)) > 2
+    baselines_run = []
+    run = run_planned(spec, part=recording(paced_part, baselines_run), model=model)
     big = [c for c in run.cases if c.shape.label == "8192x8192x8192" and not c.is_baseline]
     assert {c.device["ordinal"] for c in big} == {0, 1}
+    assert sorted(baselines_run) == sorted(set(baselines_run))       # each GPU ran a shape's baseline once
+    assert {key for key in baselines_run if key[0] == "8192x8192x8192"} == {("8192x8192x8192", 0),
+                                                                          ("8192x8192x8192", 1)}
     assert kernel_keys(run.cases) == expected_keys(spec)
     check_baselines(run)
 
@@ -88,12 +105,16 @@ def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline():
 def test_a_resumed_run_keeps_what_ran_and_each_gpu_reuses_only_its_own_baselines():
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "64x64x64"])
     first = run_planned(spec)
-    kept = [c for c in first.cases if c.shape.label == "1024x512x1024"]
+    kept = [c for c in first.cases if c.shape.label == "1024x512x1024" or c.is_baseline]
     gave_up = [not_run_record(case, "the worker process did not start") for case in cases_of(spec)
                if case.shape.label == "64x64x64" and not case.is_baseline]
+    baselines_run = []
     seen = []
-    resumed = run_planned(spec, previous=kept + gave_up, on_result=seen.append)
+    resumed = run_planned(spec, part=recording(paced_part, baselines_run), previous=kept + gave_up, on_result=seen.append)
     assert seen and all(c.shape.label == "64x64x64" for c in seen)      # nothing that ran is run again
+    had = {(c.shape.label, c.device["ordinal"]) for c in kept if c.is_baseline}
+    assert ("64x64x64", 0) in had or ("64x64x64", 1) in had
+    assert not set(baselines_run) & had                  # a GPU's own baselines of the earlier run are reused
     assert kernel_keys(resumed.cases) == expected_keys(spec)
     assert not any(c.not_run for c in resumed.cases)
     check_baselines(resumed)

@@ -17,6 +17,9 @@ batches). A child that cannot start (its session fails, or it is silent past
 `STARTUP_TIMEOUT_S`) is reported as such on every remaining case, marked not
 run so that a resume runs them; later batches of the same worker are given up
 at once with the same reason. Nothing finished is lost or run twice.
+`cancel`, from another thread (a run on several GPUs that is interrupted),
+kills the child at once; nothing it cut short is recorded and no new child
+starts.
 """
 
 from __future__ import annotations
