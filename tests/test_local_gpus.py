@@ -242,3 +242,52 @@ def test_devices_on_one_machine_run_without_dask(tmp_path):
     assert len([c for c in run["cases"] if c["kernel"] != "cublas"]) == 10
     header = json.loads(out.with_suffix(".jsonl").read_text().splitlines()[0])
     assert [gpu["device"]["name"] for gpu in header["environment"]["gpus"]] == ["GPU 0", "GPU 1"]
+
+
+CLI_WITH_A_HANGING_CASE = """
+import functools, sys
+sys.path[:0] = [{tests!r}]
+import driver_gemm.cuda.device as device
+import driver_gemm.pipeline.local_gpus as local_gpus
+from test_gpu_worker import make_fake_worker, serving_part
+from driver_gemm.cli.main import main
+
+if __name__ == "__main__":     # the worker processes are spawned: they import this as a module
+    device.device_count = lambda: 2
+    local_gpus.run_on_local_gpus = functools.partial(
+        local_gpus.run_on_local_gpus, part=serving_part, make_worker=make_fake_worker,
+        describe=lambda ordinal: {{"device": {{"name": f"GPU {{ordinal}}"}}}})
+    sys.exit(main(["run", {spec!r}, "-q", "-k", "v3", "-k", "v4", "-s", "1001x513x777", "-s", "64x64x64",
+                   "-s", "7x5x3", "--devices", "0,1", "--json", {out!r}]))
+"""
+
+
+def test_ctrl_c_on_the_terminal_keeps_the_finished_cases_and_ends_at_once(tmp_path):
+    """A real SIGINT to the whole process group (the GPUs' worker processes get it too), as Ctrl-C sends it."""
+    import os
+    import signal
+
+    from driver_gemm.cli.main import EXIT_INTERRUPTED
+
+    out = tmp_path / "run.json"
+    script = tmp_path / "run_cli.py"
+    script.write_text(CLI_WITH_A_HANGING_CASE.format(tests=str(ROOT / "tests"), spec=str(SPECS / "seed.yaml"),
+                                                     out=str(out)))
+    process = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = out.with_suffix(".jsonl")
+    deadline = time.monotonic() + 60
+    # Every case but v3 at 1001x513x777 (which hangs for 60 s) and v4 there (after it): a header and 7 cases.
+    while time.monotonic() < deadline and (not lines.exists() or len(lines.read_text().splitlines()) < 8):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)
+    signalled = time.monotonic()
+    _, stderr = process.communicate(timeout=30)
+    assert time.monotonic() - signalled < 5
+    assert process.returncode == EXIT_INTERRUPTED, stderr
+    assert "interrupted: 7 finished cases kept (GPU 0:" in stderr
+    run = json.loads(out.read_text())
+    assert run["interrupted"] and len(run["cases"]) == 7 and all(c["status"] == "PASS" for c in run["cases"])
+    assert ("1001x513x777", "v3") not in {(c["shape"]["label"], c["name"]) for c in run["cases"]}
