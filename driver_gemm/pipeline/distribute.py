@@ -57,6 +57,7 @@ class DaskUnavailable(DriverGemmError):
 _LEDGERS: dict[tuple[str, int], GpuLedger] = {}
 _GPU_WORKERS: dict[int, GpuWorker] = {}
 
+
 def gpu_worker_of(device: int, options: RunOptions, want_cublas: bool,
                   make_worker: Callable[..., GpuWorker] = GpuWorker) -> GpuWorker:
     """This Dask worker's `GpuWorker` for `device`: made on first use, kept for every later task of the run."""
