@@ -10,7 +10,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
         && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 # Dask and the requirements the image lacks (partd, locket, tblib, tornado, zict; cloudpickle and
-# toolz at the versions it needs), for --devices: carried in .whl-dask/.
+# toolz at the versions it needs), for --scheduler and the Dask tests (--devices needs none): carried in .whl-dask/.
 if ls .whl-dask/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl-dask/*.whl \
         && case ":${PYTHONPATH:-}:" in *:/tmp/site:*) ;; *) export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} ;; esac

@@ -4,8 +4,8 @@
     python scripts/two_gpus.py --only mixed --json two-gpus.json --out results/two-gpus
 
 Each run is ``driver-gemm run SPEC --device 0`` and ``driver-gemm run SPEC
---devices 0,1`` in a fresh process, timed from start to exit (Dask's start
-included). Before them, ``driver-gemm plan SPEC`` compiles the spec's kernels
+--devices 0,1`` in a fresh process, timed from start to exit (the process's
+start and the GPUs' worker processes included). Before them, ``driver-gemm plan SPEC`` compiles the spec's kernels
 into the disk cache and reads the package's files once, so that neither run
 pays a cold cache the other does not. Per spec it prints both times, the
 speed-up, each GPU's busy seconds in the two-GPU run (the tasks it ran, and
@@ -59,6 +59,14 @@ def busy(results: Path) -> dict:
             for ordinal, entry in sorted(gpus.items())}
 
 
+def inside_run_s(results: Path) -> float:
+    """Seconds from the run's start to its end as the results record them (to the second): the rest is outside the run."""
+    from datetime import datetime
+
+    run = json.loads(results.read_text())
+    return (datetime.fromisoformat(run["finished"]) - datetime.fromisoformat(run["started"])).total_seconds()
+
+
 def predicted(spec_path: Path, one_gpu_results: Path) -> dict:
     """The cost model's seconds for one and two GPUs, fed the launch medians the one-GPU run measured."""
     sys.path.insert(0, str(ROOT))
@@ -88,12 +96,14 @@ def main() -> int:
         one = timed_run(spec, ["--device", "0"], single, args.run_timeout)
         two = timed_run(spec, ["--devices", "0,1"], double, args.run_timeout)
         report[name] = {"one_gpu_s": round(one, 1), "two_gpus_s": round(two, 1), "speedup": round(one / two, 3),
+                        "one_gpu_run_s": inside_run_s(single), "two_gpus_run_s": inside_run_s(double),
                         "one_gpu": busy(single), "two_gpus": busy(double), "model": predicted(spec, single),
                         "results": [str(single), str(double)]}
         if args.json:
             args.json.write_text(json.dumps(report, indent=1) + "\n")
         print(f"{name}: one GPU {one:.1f} s, two GPUs {two:.1f} s, speed-up {one / two:.2f}x "
-              f"(model: {report[name]['model']['one_gpu_s']} s and {report[name]['model']['two_gpus_s']} s)",
+              f"(model: {report[name]['model']['one_gpu_s']} s and {report[name]['model']['two_gpus_s']} s; "
+              f"inside the runs: {report[name]['one_gpu_run_s']:.0f} s and {report[name]['two_gpus_run_s']:.0f} s)",
               flush=True)
         for ordinal, entry in report[name]["two_gpus"].items():
             print(f"  GPU {ordinal}: {entry.get('tasks', 0)} tasks in {entry.get('tasks_s', 0.0):.1f} s, "

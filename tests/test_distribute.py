@@ -2,39 +2,15 @@
 
 import pytest
 
-from driver_gemm.cuda.occupancy import arch_limits
-from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.results.records import CaseResult
-from driver_gemm.status import Status
 from driver_gemm.pipeline.build import compile_spec
 from driver_gemm.pipeline.cases import cases_of
 from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.spec import load_spec
 
 from conftest import SPECS
+from fake_gpus import check_baselines, plan_part
 
 distributed = pytest.importorskip("distributed")
-
-
-def plan_part(spec, device, isolate, options, previous, on_result, gpu_worker=None):
-    """A stand-in for a GPU worker's part: compile on the worker and plan every case, tag it with the GPU."""
-    compiled = compile_spec(spec, "sm_90")
-    skip = {(c.kernel, c.shape.label) for c in previous}
-    cases = [c.as_dict() for c in previous]
-    for case in cases_of(spec):
-        if case.key in skip:
-            continue
-        result = CaseResult(kernel=case.label, name=case.label.split("[")[0], shape=case.shape, status=Status.PASS,
-                            device={"name": f"GPU {device}", "uuid": f"GPU-{device}", "ordinal": device})
-        if case.kernel is not None:
-            resources = compiled[case.kernel.label].resources_of(case.kernel.instance)
-            plan = plan_case(case.kernel, case.shape, arch_limits("sm_90"), resources)
-            result.status = Status.PASS if plan.valid else Status.INVALID
-            result.resources = resources.as_dict()
-            result.launch = plan.config.as_dict()
-        on_result(result)
-        cases.append(result.as_dict())
-    return {"environment": {"worker_device": device}, "cases": cases}
 
 
 def describe_stand_in(ordinals):
@@ -56,23 +32,6 @@ def run_planned(spec, client, workers, **kwargs):
     from driver_gemm.pipeline.distribute import run_on_workers
     return run_on_workers(spec, client, workers, options=RunOptions(time=False), part=plan_part,
                           describe=describe_stand_in, make_worker=None, **kwargs)
-
-
-def check_baselines(run):
-    """One baseline row per shape per GPU, and every kernel row measured against the one of its own GPU."""
-    baselines = {}
-    for case in run.cases:
-        if case.is_baseline:
-            key = (case.shape.label, case.device["ordinal"])
-            assert key not in baselines, f"two baseline rows for {key}"
-            baselines[key] = case
-    for case in run.cases:
-        if not case.is_baseline:
-            against = case.measured_against
-            assert against is not None and against["device"]["ordinal"] == case.device["ordinal"], case.kernel
-            assert against["shape"] == case.shape.label and (case.shape.label, case.device["ordinal"]) in baselines
-    used = {(c.shape.label, c.device["ordinal"]) for c in run.cases if not c.is_baseline}
-    assert set(baselines) == used        # no GPU ran a baseline it did not need
 
 
 def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):

@@ -18,7 +18,6 @@ def test_a_mixed_run_on_two_gpus_measures_every_kernel_against_its_own_gpu(tmp_p
 
     if device_count() < 2:
         pytest.skip("needs two GPUs")
-    pytest.importorskip("distributed")
     out = tmp_path / "mixed.json"
     shapes = ["4096x4096x4096", "1024x512x1024", "1001x513x777", "512x512x512"]
     command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-q", "--devices", "0,1",

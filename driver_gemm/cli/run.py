@@ -33,9 +33,11 @@ def add_parser(commands, **common) -> None:
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
                      help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
-    run.add_argument("--devices", help="spread the cases over these GPUs, one Dask worker each: '0,1' or 'all'")
+    run.add_argument("--devices", help="spread the cases over these GPUs of this machine, each with its own worker "
+                                       "process, a free GPU taking the next share: '0,1' or 'all'")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="spread the cases over the GPU workers of a running Dask cluster (one GPU per worker)")
+                     help="spread the cases over the GPU workers of a running Dask cluster, on one machine or "
+                          "several (one GPU per worker; needs driver-gemm[dask])")
     run.add_argument("--in-process", action="store_true",
                      help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
                           "in a worker process that is replaced after a fault or a hang")
@@ -287,21 +289,23 @@ def _per_gpu(result) -> str:
 
 
 def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous):
-    """The run on several GPUs (--devices, --scheduler): its cases land in `result` as they finish."""
-    from ..cuda.device import device_count
-    from ..pipeline.distribute import gpu_cluster, run_on_workers
+    """The run on several GPUs (--devices: this machine's, one thread each; --scheduler: a Dask cluster's)."""
+    if scheduler is not None:
+        from ..pipeline.distribute import gpu_cluster, run_on_workers
 
-    devices = None
-    if ordinals:
-        count = device_count()   # here, before any worker starts: no GPU is one clear line
-        devices = list(range(count)) if ordinals == "all" else ordinals
-        missing = [d for d in devices if not 0 <= d < count]
-        if missing:
-            raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
-                             field="--devices")
-    with gpu_cluster(devices, scheduler) as (client, workers):
-        return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
-                              previous=previous)
+        with gpu_cluster(None, scheduler) as (client, workers):
+            return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
+                                  previous=previous)
+    from ..cuda.device import device_count
+    from ..pipeline.local_gpus import run_on_local_gpus
+
+    count = device_count()   # before any worker process starts: no GPU is one clear line
+    devices = list(range(count)) if ordinals == "all" else ordinals
+    missing = [d for d in devices if not 0 <= d < count]
+    if missing:
+        raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
+                         field="--devices")
+    return run_on_local_gpus(spec, devices, options=options, on_result=finished, result=result, previous=previous)
 
 
 def _sanitize(args, specs, out: Output) -> int:

@@ -1,30 +1,32 @@
-"""Cases spread over several GPUs of one machine, or over the GPUs of several machines, on Dask.
+"""Cases spread over the GPUs of several machines (or, for a library caller, of one) on Dask.
 
-The spec is cut into tasks by `schedule.plan_tasks`: a large shape into
-groups of its kernels, small shapes bundled whole, each task about even under
-an estimated cost. Every GPU is driven by one single-threaded Dask worker,
-and the scheduler hands a worker its next task only when it is free, largest
-first, so what the estimate gets wrong is absorbed by the GPUs that finish
-early. Each Dask worker keeps one `GpuWorker` (a child process with its
-context, cuBLAS handle and loaded modules) for the whole run and sends it
-every task it takes; it is started as soon as the cluster is up, so that its
-start-up overlaps the planning, and stopped when the run ends. A case that
-crashes it becomes an ERROR row and a new process takes the rest, as in a
-run on one GPU. The GPU that takes a task runs the cuBLAS case(s) of its shapes the
+``driver-gemm run --scheduler ADDRESS`` comes here; ``--devices`` on one
+machine needs no Dask (`local_gpus.py`). The spec is cut into tasks by
+`schedule.plan_tasks`: a large shape into groups of its kernels, small shapes
+bundled whole, each task about even under an estimated cost. Every GPU is
+driven by one single-threaded Dask worker, and the scheduler hands a worker
+its next task only when it is free, largest first, so what the estimate gets
+wrong is absorbed by the GPUs that finish early. Each Dask worker keeps one
+`GpuWorker` (a child process with its context, cuBLAS handle and loaded
+modules) for the whole run and sends it every task it takes; it is started
+as soon as the cluster is up, so that its start-up overlaps the planning,
+and stopped when the run ends. A case that crashes it becomes an ERROR row
+and a new process takes the rest, as in a run on one GPU. What a task reuses
+and runs, and how its cases land, is `gpu_tasks` (shared with the local
+driver): the GPU that takes a task runs the cuBLAS case(s) of its shapes the
 first time it takes them and reuses them after, so every kernel's % of
-cuBLAS is measured on the GPU that ran the kernel; the results hold one
-baseline row per shape per GPU that took the shape, and each kernel row's
-``measured_against`` names its baseline (kernel, shape, GPU). Each task runs
-`run_spec` as a single-GPU run would, on the worker's `GpuWorker`;
-its cases reach the caller as they finish (a Dask event each), so an
-interrupted run keeps every finished case of every GPU.
+cuBLAS is measured on the GPU that ran the kernel, and each kernel row's
+``measured_against`` names its baseline (kernel, shape, GPU). The cases
+reach the caller as they finish (a Dask event each), so an interrupted run
+keeps every finished case of every GPU.
 
-Dask is an optional extra (``pip install driver-gemm[dask]``); with
-``dask-cuda`` installed, a single machine gets its one-worker-per-GPU
-cluster from it. For several machines, start a scheduler and, on every
-machine, one worker per GPU (``dask-cuda-worker``, or ``dask worker`` with
-``CUDA_VISIBLE_DEVICES`` set), and pass the scheduler's address. Workers
-must be allowed to start processes (``distributed.worker.daemon: false``).
+Dask is an optional extra (``pip install driver-gemm[dask]``). Start a
+scheduler and, on every machine, one worker per GPU (``dask-cuda-worker``,
+or ``dask worker`` with ``CUDA_VISIBLE_DEVICES`` set), and pass the
+scheduler's address. Workers must be allowed to start processes
+(``distributed.worker.daemon: false``). `gpu_cluster` without an address
+starts a local cluster (dask-cuda's one-worker-per-GPU cluster when it is
+installed).
 """
 
 from __future__ import annotations
@@ -32,18 +34,15 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-import time
-from dataclasses import asdict
 from typing import Callable, Sequence
 from uuid import uuid4
 
 from ..errors import DriverGemmError
-from ..results.records import CaseResult, RunResult, case_key
+from ..results.records import CaseResult, RunResult
 from ..spec.model import Spec
-from .cases import cases_of, ran
-from .environment import environment, now
-from .runner import run_spec
-from .schedule import CostModel, Task, plan_tasks
+from .environment import environment
+from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
+from .schedule import CostModel, Task
 from .session import RunOptions
 from .worker import GpuWorker
 
@@ -52,19 +51,11 @@ class DaskUnavailable(DriverGemmError):
     """Dask (distributed) is not installed."""
 
 
-# A Dask worker's own baselines, kept between the tasks of a run: (run, GPU ordinal, shape label,
-# precision) -> record; the UUID of each GPU it drives, once a case has named it; and the worker
-# process that runs its GPU's cases, kept between tasks.
-_BASELINES: dict[tuple[str, int, str, str], dict] = {}
-_UUIDS: dict[int, str] = {}
+# A Dask worker's own state, kept between the tasks of a run: the ledger of the baselines each GPU it
+# drives has run, per run (its event topic) and GPU ordinal; and the worker process that runs each GPU's
+# cases, kept between tasks.
+_LEDGERS: dict[tuple[str, int], GpuLedger] = {}
 _GPU_WORKERS: dict[int, GpuWorker] = {}
-
-
-def run_part(spec: Spec, device: int, isolate: bool, options: RunOptions, previous: list[CaseResult],
-             on_result: Callable[[CaseResult], None], gpu_worker: GpuWorker | None = None) -> dict:
-    """A GPU worker's part: `spec` (a task's) on one GPU, skipping `previous`; the results as plain data."""
-    return run_spec(spec, device=device, isolate=isolate, options=options, previous=previous,
-                    on_result=on_result, gpu_worker=gpu_worker).as_dict()
 
 
 def gpu_worker_of(device: int, options: RunOptions, want_cublas: bool,
@@ -98,58 +89,28 @@ def _stop_gpu_worker(ordinals: dict[str, int]) -> dict:
     return {"processes": held.processes_started, "worker_start_s": held.starts}
 
 
-def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
-    """Whether `case` ran on this GPU: by UUID where both are known, else by ordinal."""
-    recorded = case.device or {}
-    if uuid and recorded.get("uuid"):
-        return recorded["uuid"] == uuid
-    return recorded.get("ordinal") == device
-
-
 def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, isolate: bool,
              options: RunOptions, previous: list[dict], topic: str,
              make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> dict:
     """A task on the GPU of whichever worker the scheduler chose; each case is also sent as an event on `topic`.
 
     The shapes' baselines this worker already ran (or that `previous`, a
-    resumed run's records, holds for this GPU) are reused, not run again.
+    resumed run's records, holds for this GPU) are reused, not run again
+    (`gpu_tasks.run_task_on`).
     """
     from distributed import get_worker
 
     worker = get_worker()
     device = ordinals[worker.address]
-    started = time.monotonic()
-    subspec = task.spec_of(spec)
-    uuid = _UUIDS.get(device)
-    earlier = [CaseResult.from_dict(c) for c in previous]
-    reused = []
-    for shape in subspec.shapes:
-        for precision in {c.precision for c in cases_of(subspec) if c.shape == shape and c.is_baseline}:
-            known = _BASELINES.get((topic, device, shape.label, precision))
-            if known is None:
-                known = next((c.as_dict() for c in earlier if c.is_baseline and c.shape == shape and c.ok
-                              and c.precision == precision and same_gpu(c, device, uuid)), None)
-            if known is not None:
-                reused.append(CaseResult.from_dict(known))
-    mine = {case.key for case in cases_of(subspec)}
-    kept = [c for c in earlier if not c.is_baseline and case_key(c) in mine]
-    skip = {case_key(c) for c in reused + kept}
+    ledger = _LEDGERS.setdefault((topic, device), GpuLedger(device))
 
     def landed(case: CaseResult) -> None:
         worker.log_event(topic, {"case": json.dumps(case.as_dict()), "device": device})   # msgpack-safe text
 
     gpu_worker = gpu_worker_of(device, options, spec.baseline, make_worker) if isolate and make_worker else None
-    data = part(subspec, device, isolate, options, reused + kept, landed, gpu_worker=gpu_worker)
-    new = [c for c in data["cases"] if (c["kernel"], c["shape"]["label"]) not in skip]
-    for case in new:
-        record = CaseResult.from_dict(case)
-        if record.is_baseline and record.ok:
-            _BASELINES[topic, device, record.shape.label, record.precision] = case
-        if record.device and record.device.get("uuid"):
-            _UUIDS[device] = record.device["uuid"]
-    return {"worker": worker.address, "device": device, "environment": data.get("environment", {}),
-            "cases": new, "reused": [c.as_dict() for c in reused], "task": task.label,
-            "estimate_s": round(task.estimate_s, 3), "wall_s": round(time.monotonic() - started, 3)}
+    report = run_task_on(ledger, part, spec, task, options, [CaseResult.from_dict(c) for c in previous], landed,
+                         gpu_worker, isolate)
+    return {"worker": worker.address, **report}
 
 
 def _environment_here(ordinals: dict[str, int]) -> dict:
@@ -222,27 +183,18 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     from distributed import wait
 
     ordinals = dict(workers)
-    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
-    result.started = now()
-    kept = [case for case in previous if ran(case)]
-    result.cases.extend(kept)
-    result.environment = environment()
+    host = environment()
     describe = describe or _environment_here
     pinned = {"pure": False, "allow_other_workers": False}
     starting = [client.submit(_start_gpu_worker, ordinals, options, spec.baseline, make_worker,
                               workers=[address], **pinned) for address, _ in workers if make_worker and isolate]
     described = [client.submit(describe, ordinals, workers=[address], **pinned) for address, _ in workers]
-    environments = dict(zip((address for address, _ in workers), client.gather(described)))   # side by side
+    environments = client.gather(described)                           # side by side
     client.gather(starting)
-    gpus = [{"worker": address, "device": ordinals[address], **environments[address]} for address, _ in workers]
-    result.environment = {**result.environment, **(environments[workers[0][0]] if workers else {}), "gpus": gpus}
-    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify),
-                       "scalars": dict(spec.scalars), "isolate": isolate, "tasks": []}
-    done = {_row_key(case) for case in kept}
-    skipped = {case_key(case) for case in kept if not case.is_baseline}
-    tasks = [task for task in plan_tasks(spec, max(1, len(workers)), model)
-             if any((label, shape.label) not in skipped for label in task.kernels for shape in task.shapes)
-             or not task.kernels]
+    result, kept = begin_run(spec, result, previous, host,
+                             [(address, ordinal, environments[i]) for i, (address, ordinal) in enumerate(workers)],
+                             isolate)
+    tasks = tasks_to_run(spec, kept, len(workers), model)
     topic = f"driver-gemm-{uuid4().hex}"
     arrived: queue.SimpleQueue = queue.SimpleQueue()
     client.subscribe_topic(topic, lambda event: arrived.put(event[1]))
@@ -251,26 +203,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
                              make_worker, priority=len(tasks) - rank, pure=False)
                for rank, task in enumerate(tasks)]
-    baselines: dict[tuple[int, str, str], CaseResult] = {}
-    for case in kept:
-        if case.is_baseline and case.device:
-            baselines[case.device.get("ordinal"), case.shape.label, case.precision] = case
-
-    def land(data: dict, device: int) -> None:
-        case = CaseResult.from_dict(data)
-        if _row_key(case) in done:
-            return
-        done.add(_row_key(case))
-        if case.is_baseline:
-            baselines[device, case.shape.label, case.precision] = case
-        else:
-            baseline = baselines.get((device, case.shape.label, case.precision))
-            if baseline is not None:
-                case.measured_against = {"kernel": baseline.kernel, "shape": baseline.shape.label,
-                                         "device": baseline.device}
-        result.cases.append(case)
-        if on_result:
-            on_result(case)
+    landing = Landing(result, kept, on_result)
 
     def drain() -> None:
         while True:
@@ -278,9 +211,8 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                 event = arrived.get_nowait()
             except queue.Empty:
                 return
-            land(json.loads(event["case"]), event["device"])
+            landing.land(json.loads(event["case"]), event["device"])
 
-    order = {s.label: i for i, s in enumerate(spec.shapes)}
     try:
         pending = set(futures)
         while pending:
@@ -290,14 +222,8 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                 finished = set()
             drain()
             for future in finished:
-                data = future.result()
-                for case in data["reused"]:
-                    baselines.setdefault((data["device"], case["shape"]["label"], case["precision"]),
-                                         CaseResult.from_dict(case))
-                for case in data["cases"]:        # any whose event has not arrived
-                    land(case, data["device"])
-                result.settings["tasks"].append({key: data[key] for key in ("task", "worker", "device",
-                                                                             "estimate_s", "wall_s")})
+                report = future.result()
+                landing.task_done(report, report["worker"])      # with any case whose event has not arrived
         drain()
         if starting:      # every task is done: each worker stops its GPU's process (after an interrupt the
             stopped = client.gather([client.submit(_stop_gpu_worker, ordinals, workers=[address], **pinned)
@@ -306,12 +232,5 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                                               for (address, _), held in zip(workers, stopped)]
     finally:
         client.unsubscribe_topic(topic)
-        result.cases.sort(key=lambda c: (order.get(c.shape.label, len(order)), not c.is_baseline))
-        result.finished = now()
+        landing.finish(spec)
     return result
-
-
-def _row_key(case: CaseResult) -> tuple:
-    """A row of a run on several GPUs: a baseline once per GPU, a kernel case once."""
-    device = (case.device or {}).get("uuid") or (case.device or {}).get("ordinal")
-    return (*case_key(case), device) if case.is_baseline else case_key(case)

@@ -22,11 +22,13 @@ A run also pays once for its start and end: the process, its imports,
 reading the spec, compiling (from the disk cache when warm), its GPU worker
 process (1.7-1.9 s from spawn to ready in the recorded runs'
 ``worker_start_s``) and writing the results: `run_start_s`, 3 s (the seed
-spec's 12 cases took 12.4 s end to end, 8.8 s of it in their steps). A run on several GPUs pays that in parallel on each GPU, plus
-the Dask cluster's start and stop (`cluster_start_s`, timed on a CPU machine)
-and, per task, a Dask round trip and the task's planning (`task_overhead_s`);
-each GPU keeps one worker process for all its tasks, so a task pays no process
-start. The estimate only has to rank and size tasks: the GPUs still take the
+spec's 12 cases took 12.4 s end to end, 8.8 s of it in their steps). A run
+on several GPUs pays that in parallel on each GPU, plus, per task, taking it
+and its planning (`task_overhead_s`); each GPU keeps one worker process for
+all its tasks, so a task pays no process start. A run on a Dask cluster
+(``--scheduler``) also pays the cluster's start and stop and a round trip per
+task: `cluster_start_s` is 0 for the GPUs of one machine, which need no
+cluster. The estimate only has to rank and size tasks: the GPUs still take the
 next task when they are free (largest first), which absorbs what the model
 gets wrong as long as no task is a large share of the run.
 
@@ -65,9 +67,9 @@ class CostModel:
     kernel_tflops: float = 10.0         # assumed speed of a kernel under test (they range 0.5 to 50 on an H200)
     baseline_tflops: float = 50.0       # cuBLAS SGEMM on an H200
     flush_s: float = 35e-6              # per sample beyond the kernel: the L2 flush, the gate, the events
-    task_overhead_s: float = 0.15       # a task: a Dask round trip, its planning and compiling (cached)
+    task_overhead_s: float = 0.15       # a task: taking it, its planning and compiling (cached)
     run_start_s: float = 3.0            # a run's start: process, imports, compile, its GPU worker process, its end
-    cluster_start_s: float = 1.0        # several GPUs: the Dask cluster's start and stop
+    cluster_start_s: float = 0.0        # several GPUs on Dask: the cluster's start and stop (local GPUs: none)
     time_cases: bool = True             # False: verify only, one checked launch per case
     # Recorded launch times (kernel name or baseline label, shape label) -> ms, used where known.
     launch_ms: dict = field(default_factory=dict, compare=False, hash=False)

@@ -17,6 +17,9 @@ batches). A child that cannot start (its session fails, or it is silent past
 `STARTUP_TIMEOUT_S`) is reported as such on every remaining case, marked not
 run so that a resume runs them; later batches of the same worker are given up
 at once with the same reason. Nothing finished is lost or run twice.
+`cancel`, from another thread (a run on several GPUs that is interrupted),
+kills the child at once; nothing it cut short is recorded and no new child
+starts.
 """
 
 from __future__ import annotations
@@ -96,6 +99,7 @@ class GpuWorker:
         self.starts: list[float] = []
         self.processes_started = 0
         self.broken: str | None = None      # why a process could not start: later batches are given up at once
+        self.cancelled = False              # `cancel` was called: no record is made up and no process started
         self._context = multiprocessing.get_context("spawn")   # never fork a process that may hold CUDA state
         self._process = None
         self._connection = None
@@ -104,17 +108,29 @@ class GpuWorker:
 
     def start(self) -> None:
         """Spawn the child if none is running (returns at once; it says "ready" when its session is made)."""
-        if self._process is not None or self.broken is not None:
+        if self._process is not None or self.broken is not None or self.cancelled:
             return
         parent_end, child_end = self._context.Pipe(duplex=True)
-        self._process = self._context.Process(
+        process = self._context.Process(
             target=self.target, args=(child_end, self.device, self.options, self.want_cublas, *self.child_args),
             daemon=True)
         self._spawned = time.monotonic()
-        self._process.start()
+        process.start()
         child_end.close()
         self._connection, self._ready = parent_end, False
+        self._process = process             # only once started: `cancel` may kill it from another thread
         self.processes_started += 1
+
+    def cancel(self) -> None:
+        """From another thread: stop now. The child is killed and `run` returns without a record for what it cut short.
+
+        What the child finished before is still passed to `finish`; no new
+        process is started after this.
+        """
+        self.cancelled = True
+        process = self._process
+        if process is not None:
+            process.kill()                  # a process already ended and reaped is left alone
 
     def _end(self) -> int | None:
         """End the child (it is past use), and return its exit code."""
@@ -133,6 +149,8 @@ class GpuWorker:
     def _await_ready(self) -> str | None:
         """Wait for the child's "ready"; None when it is, else why it cannot start (and it is ended)."""
         self.start()
+        if self.cancelled:
+            return "it was cancelled"
         if self.broken is not None:
             return self.broken
         if self._ready:
@@ -165,8 +183,11 @@ class GpuWorker:
         remaining = list(cases)
         by_index = {case.index: case for case in cases}
         case_timeout = spec.measure.case_timeout_s
-        while remaining:
+        while remaining and not self.cancelled:
             reason = self._await_ready()
+            if self.cancelled:
+                self._end()
+                return
             if reason is not None:
                 for case in remaining:
                     finish(not_run_record(case, f"the worker process did not start: {reason}"))
@@ -180,6 +201,9 @@ class GpuWorker:
             deadline = time.monotonic() + case_timeout
             while True:                       # until its "done" (after the last result) or its end
                 if not self._connection.poll(max(0.0, deadline - time.monotonic())):
+                    if self.cancelled:
+                        self._end()
+                        return
                     if not remaining:         # every result is in but no "done": it is past use
                         self._end()
                         break
@@ -193,6 +217,8 @@ class GpuWorker:
                     message = self._connection.recv()
                 except EOFError:
                     code = self._end()
+                    if self.cancelled:        # killed by `cancel`: nothing it cut short is a result
+                        return
                     if current is not None:   # it died inside a case: a crash of the process itself
                         finish(new_record(current, Status.ERROR, f"the worker process died (exit code {code}) "
                                                                  "while running this case"))
@@ -214,6 +240,9 @@ class GpuWorker:
                     remaining.remove(by_index[message[1]])
                     current, progressed = None, True
                     deadline = time.monotonic() + case_timeout
+                    if self.cancelled:        # (in case it started as `cancel` looked for it)
+                        self._end()
+                        return
                     if message[3]:            # CUDA is unusable there: it exits, the rest go to a new one
                         self._end()
                         break
