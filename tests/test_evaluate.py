@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +199,94 @@ def test_screen_settings_scale_the_sampling_time_and_drop_the_flush(tune):
     screen = evaluation.screen_settings(spec.measure, 1 / 27)
     assert not screen.flush_l2 and screen.min_time_s == pytest.approx(spec.measure.min_time_s / 27)
     assert screen.min_samples >= evaluation.MIN_SCREEN_SAMPLES and screen.mode == "events"
+
+
+# --------------------------------------------------------------------------------------- typed kernels
+
+TYPED_SWEEP = """
+name: typed-sweep
+shapes:
+  - [67, 40, 48]
+  - [32, 24, 16]
+baseline: false
+kernels:
+  - name: smem_bf16_TN
+    source: {source}
+    function: gemm_smem_typed
+    types: {{a: bf16, b: bf16, c: fp32, accumulate: fp32}}
+    layout: TN
+    params: {{TA: dg::bfloat16_t, TB: dg::bfloat16_t, TC: float, ACC: float, LA: dg::Col, LB: dg::Row,
+             TILE: [8, 16, 32]}}
+    signature: [A, B, C, M, N, K, lda, ldb, ldc, strideA, strideB, strideC, alpha, beta]
+    block: [TILE, TILE]
+    grid: [ceil(N / TILE), ceil(M / TILE), batch]
+"""
+
+
+class TypedFakeSession(FakeSession):
+    """A fake session with the typed buffers that `typed_steps.upload_inputs` fills."""
+
+    def __init__(self):
+        super().__init__()
+        self.typed_buffers, self.typed_uploads = {}, []
+
+    def buffers_of_sizes(self, sizes):
+        session = self
+
+        class Recorded(_Buffer):
+            def __init__(self, name):
+                self.name = name
+
+            def upload(self, array, stream):
+                session.typed_uploads.append((self.name, bytes(array)))
+
+        for name in sizes:
+            self.typed_buffers.setdefault(name, Recorded(name))
+        return self.typed_buffers
+
+
+def test_typed_configurations_are_checked_against_their_own_types_and_share_them_per_shape(tmp_path, monkeypatch):
+    """A sweep of a bf16 kernel: bf16 inputs drawn once per shape, uploaded as bf16 bytes, the typed reference."""
+    from driver_gemm.measure import operands
+    from driver_gemm.pipeline import typed_steps
+
+    root = Path(__file__).resolve().parent.parent
+    spec_path = tmp_path / "typed.yaml"
+    spec_path.write_text(TYPED_SWEEP.format(source=root / "kernels" / "types" / "smem_typed.cu"))
+    spec = load_spec(spec_path, allow_outside_sources=True)
+    plans = launch_plans(spec, arch_limits("sm_90"))
+    cases = {(k.label, s.label): Case(0, k, s, plan=plans[k.label, s.label]) for s in spec.shapes
+             for k in spec.kernels}
+    checked = []
+
+    def fake_typed_launch_verify(run):     # what the GPU would do: the product of what was uploaded, then compared
+        run.launch = lambda: None
+        a_bytes = dict(run.session.typed_uploads)["A"]
+        assert a_bytes == operands.input_bytes(run.typed.operands.a, run.typed.inputs.a, run.typed.types.a)
+        assert run.expected is not None and run.typed.types.a.name == "bf16"
+        checked.append((run.case.shape.label, run.record.seed, id(run.typed.inputs), id(run.expected)))
+        run.record.status = Status.PASS
+
+    monkeypatch.setattr(case_steps, "load", lambda run: None)
+    monkeypatch.setattr(typed_steps, "launch_verify", fake_typed_launch_verify)
+    monkeypatch.setattr(evaluation, "build_launch", lambda run, buffers: (lambda: None))
+    session = TypedFakeSession()
+    recorded = []
+    evaluator = evaluation.Evaluator(session, spec, cases, {k.label: object() for k in spec.kernels},
+                                     record=recorded.append, timer=lambda *args: (summarize([1.0] * 3), []))
+    space = [Configuration(k.label, dict(k.params)) for k in spec.kernels]
+    for shape in spec.shapes:
+        for configuration in space:
+            assert evaluator(configuration, shape, 0.25) == 1.0            # screened on the shared inputs
+        uploads_after_screens = len(session.typed_uploads)
+        for configuration in space:
+            assert evaluator(configuration, shape, 1.0) == 1.0             # verified, then fully measured
+        # A and B once for every screen of the shape, then again before each checked launch
+        assert uploads_after_screens == 2 * (spec.shapes.index(shape) + 1) + 2 * len(space) * spec.shapes.index(shape)
+    assert [c.status for c in recorded] == [Status.PASS] * len(space) * len(spec.shapes)
+    # one draw and one reference per shape, shared by every configuration; a seed per shape
+    assert evaluator.counts["inputs"] == evaluator.counts["reference"] == len(spec.shapes)
+    for shape in spec.shapes:
+        mine = [c for c in checked if c[0] == shape.label]
+        assert len(mine) == len(space) and len({c[1:] for c in mine}) == 1
+    assert len({c[1] for c in checked}) == len(spec.shapes)

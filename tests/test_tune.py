@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from driver_gemm.results.records import CaseResult, RunResult
@@ -202,3 +204,29 @@ def test_compiling_in_processes_keeps_each_jobs_outcome(tmp_path, monkeypatch):
     assert outcomes[0].image and "scale<2>" in outcomes[0].lowered_names
     assert "undefined_name" in str(outcomes[1]) and "undefined_name" in outcomes[1].log
     assert isinstance(outcomes[1], CompileError)
+
+
+SHIPPED_SPECS = sorted((Path(__file__).resolve().parent.parent / "specs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("spec_path", SHIPPED_SPECS, ids=[p.stem for p in SHIPPED_SPECS])
+def test_a_winner_of_any_shipped_spec_is_written_back_with_every_field_it_had(spec_path, tmp_path):
+    """Tensor maps, clusters, types, layouts, binaries...: the winners spec describes the same kernel."""
+    import dataclasses
+
+    spec = load_spec(spec_path)
+    first = {}
+    for kernel in spec.kernels:           # one configuration of each kernel family wins
+        first.setdefault(kernel.name, kernel)
+    shape = spec.shapes[0]
+    run = RunResult(spec=spec.name, spec_path=str(spec_path))
+    for kernel in first.values():
+        run.cases.append(CaseResult(kernel=kernel.label, name=kernel.name, shape=shape, status=Status.PASS,
+                                    params=dict(kernel.params), timing=summarize([1.0, 1.0, 1.0])))
+    written = load_spec(winners_spec(spec, pick_winners(run), tmp_path / "specs" / "w.yaml"),
+                        allow_outside_sources=True)
+    assert len(written.kernels) == len(first)
+    ignored = {"where", "field_path", "field_lines", "entry"}
+    for again, kernel in zip(written.kernels, first.values()):
+        for name in (f.name for f in dataclasses.fields(kernel) if f.name not in ignored):
+            assert getattr(again, name) == getattr(kernel, name), (spec_path.name, kernel.label, name)

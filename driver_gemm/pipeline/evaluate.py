@@ -5,7 +5,9 @@ shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
 
 - Inputs and the float64 reference are made once per shape and shared by
   every configuration of it (the seed comes from the shape alone, so every
-  configuration is checked against the same product); the shape before is
+  configuration is checked against the same product); kernels with
+  `types:` share theirs per shape and per matmul (types, layouts, batch,
+  alpha and beta), drawn and checked as ``run`` does; the shape before is
   dropped when the search moves on, so that one shape's reference (512 MiB
   at 8192^3) is held at a time.
 - Fidelity 1.0 is the spec's full cold measurement (its measure settings,
@@ -39,6 +41,7 @@ import numpy as np
 
 from ..errors import DriverGemmError
 from ..measure.inputs import Inputs, case_seed, make_inputs
+from ..measure.operands import make_typed_inputs
 from ..measure.reference import CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, uses_cpu_reference
 from ..measure.stats import gflops
 from ..measure.timing import measure
@@ -46,11 +49,14 @@ from ..results.records import CaseResult
 from ..spec.model import MeasureSettings, Shape, Spec
 from ..status import Status
 from . import steps as case_steps
+from . import typed_steps
+from .bind import build_launch
 from .cases import Case, cases_of
 from .funnel import execute_case
 from .session import Session
 
 FULL = 1.0
+FP32_INPUTS = "fp32"            # the shape's fp32 A and B are in the shape's buffers
 MIN_SCREEN_SAMPLES = 3          # what a median needs
 # A screen at fidelity f takes at most f x this many samples: the lowest rung of halving (1/27) the three a
 # median needs, a rung of 1/3 at most 27. Without a cap, the batch the sampling loop queues ahead (about
@@ -85,6 +91,21 @@ class SharedShape:
     inputs: Inputs
     expected: np.ndarray
     reference_name: str
+
+
+@dataclass
+class SharedTyped:
+    """What the typed configurations of one shape and one matmul (types, layouts, batch, scalars) share."""
+
+    inputs: object                   # operands.TypedInputs
+    seed: int
+    expected: np.ndarray | None = None
+    reference_name: str | None = None
+
+
+def typed_key(typed: typed_steps.TypedCase) -> tuple:
+    """The matmul a typed case computes, all that its inputs and reference depend on besides the shape."""
+    return repr(typed.types), repr(typed.operands), typed.alpha, typed.beta
 
 
 @dataclass
@@ -130,8 +151,10 @@ class Evaluator:
     baselines: dict = field(default_factory=dict)
     shape: Shape | None = None
     shared: dict = field(default_factory=dict)        # per "reads C": the current shape's inputs and reference
+    typed_shared: dict = field(default_factory=dict)  # per typed_key: the current shape's typed inputs, reference
     _launches: dict = field(default_factory=dict)
-    _uploaded: bool = False                            # the current shape's A and B are on the device
+    _uploaded: object = None                           # whose inputs A and B hold: FP32_INPUTS, a typed_key,
+                                                       # or None (none of the shared ones)
     counts: dict = field(default_factory=lambda: {"inputs": 0, "reference": 0, "verify": 0, "full": 0,
                                                   "screen_load": 0, "screen": 0, "cache_hits": 0})
     seconds: dict = field(default_factory=dict)
@@ -172,7 +195,8 @@ class Evaluator:
         """On a new shape: forget the last one's launches and reference, and run its cuBLAS rows."""
         if self.shape == shape:
             return
-        self.verified, self.screened, self.shared, self.shape, self._uploaded = {}, {}, {}, shape, False
+        self.verified, self.screened, self.shared, self.shape, self._uploaded = {}, {}, {}, shape, None
+        self.typed_shared = {}
         if self.spec.baseline:
             began = time.perf_counter()
             for case in cases_of(dataclasses.replace(self.spec, shapes=(shape,))):
@@ -206,20 +230,61 @@ class Evaluator:
         buffers = run.session.buffers_for(run.case.shape)
         buffers["A"].upload(shared.inputs.A, run.session.stream)
         buffers["B"].upload(shared.inputs.B, run.session.stream)
-        self._uploaded = True
+        self._uploaded = FP32_INPUTS
 
     def _screen_inputs(self, run: case_steps.CaseRun) -> None:
         """Before a screen: the shape's A and B on the device, uploaded once for every screen of the shape."""
         shared = self._shared(run)
         run.inputs, run.record.seed = shared.inputs, shared.inputs.seed
-        if not self._uploaded:
+        if self._uploaded != FP32_INPUTS:
             buffers = run.session.buffers_for(run.case.shape)
             buffers["A"].upload(shared.inputs.A, run.session.stream)
             buffers["B"].upload(shared.inputs.B, run.session.stream)
-            self._uploaded = True
+            self._uploaded = FP32_INPUTS
+
+    def _typed_shared(self, run: case_steps.CaseRun) -> SharedTyped:
+        """The typed inputs of `run`'s matmul on this shape, drawn once (from the shape's seed) and kept."""
+        typed = run.typed = typed_steps.typed_case(run)
+        key = typed_key(typed)
+        if key not in self.typed_shared:
+            began = time.perf_counter()
+            seed = case_seed(self.spec.verify.seed, "tune", run.case.shape.label)
+            inputs = make_typed_inputs(typed.operands, typed.types, seed, with_c=typed.beta != 0.0)
+            self.typed_shared[key] = SharedTyped(inputs, seed)
+            self.counts["inputs"] += 1
+            self._charge("inputs", began)
+        shared = self.typed_shared[key]
+        typed.inputs, run.record.seed = shared.inputs, shared.seed
+        return shared
+
+    def _typed_inputs(self, run: case_steps.CaseRun) -> None:
+        """Before a checked launch of a typed kernel: its matmul's A and B uploaded again (as `_shared_inputs`)."""
+        self._typed_shared(run)
+        typed_steps.upload_inputs(run)
+        self._uploaded = typed_key(run.typed)
+
+    def _typed_screen_inputs(self, run: case_steps.CaseRun) -> None:
+        """Before a screen of a typed kernel: its matmul's A and B on the device, uploaded when not already there."""
+        self._typed_shared(run)
+        if self._uploaded != typed_key(run.typed):
+            typed_steps.upload_inputs(run)
+            self._uploaded = typed_key(run.typed)
+
+    def _typed_reference(self, run: case_steps.CaseRun) -> None:
+        shared = self._typed_shared(run)
+        if shared.expected is None:
+            began = time.perf_counter()
+            typed_steps.reference_step(run)
+            shared.expected, shared.reference_name = run.expected, run.reference_name
+            self.counts["reference"] += 1
+            self._charge("reference", began)
+        run.expected, run.reference_name = shared.expected, shared.reference_name
 
     def _bind(self, run: case_steps.CaseRun) -> None:
-        case_steps.bind(run)
+        if run.case.kernel.is_typed:
+            run.launch = build_launch(run, run.session.typed_buffers)
+        else:
+            case_steps.bind(run)
         self._launches[run.case.key] = run.launch
 
     def _shared_reference(self, run: case_steps.CaseRun) -> None:
@@ -241,18 +306,22 @@ class Evaluator:
         run.expected, run.reference_name = shared.expected, shared.reference_name
 
     def _verify_steps(self, case: Case):
+        typed = case.kernel.is_typed
+        checked_launch = typed_steps.launch_verify if typed else case_steps.launch_verify
+
         def launch_verify(run):
             self.counts["verify"] += 1
-            case_steps.launch_verify(run)
+            checked_launch(run)
             self._launches[run.case.key] = run.launch
 
-        return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", self._shared_inputs),
-                ("reference", self._shared_reference), ("launch_verify", launch_verify),
-                ("diagnose", case_steps.diagnose))
+        return (("plan", case_steps.plan), ("load", case_steps.load),
+                ("inputs", self._typed_inputs if typed else self._shared_inputs),
+                ("reference", self._typed_reference if typed else self._shared_reference),
+                ("launch_verify", launch_verify), ("diagnose", case_steps.diagnose))
 
     def _screen_steps(self, case: Case):
-        return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", self._screen_inputs),
-                ("bind", self._bind))
+        inputs = self._typed_screen_inputs if case.kernel.is_typed else self._screen_inputs
+        return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", inputs), ("bind", self._bind))
 
     def _verify(self, case: Case, key) -> bool:
         began = time.perf_counter()

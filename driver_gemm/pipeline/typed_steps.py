@@ -76,9 +76,15 @@ def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float
 def inputs(run) -> None:
     """Draw the case's inputs in their types from its seed, and upload A and B as laid out."""
     typed = run.typed = typed_case(run)
-    operands, types = typed.operands, typed.types
     run.record.seed = case_seed(run.spec.verify.seed, run.case.label, run.case.shape.label)
-    typed.inputs = make_typed_inputs(operands, types, run.record.seed, with_c=typed.beta != 0.0)
+    typed.inputs = make_typed_inputs(typed.operands, typed.types, run.record.seed, with_c=typed.beta != 0.0)
+    upload_inputs(run)
+
+
+def upload_inputs(run) -> None:
+    """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C)."""
+    typed = run.typed
+    operands, types = typed.operands, typed.types
     uploads = {"A": input_bytes(operands.a, typed.inputs.a, types.a),
                "B": input_bytes(operands.b, typed.inputs.b, types.b)}
     sizes = {**{name: len(data) for name, data in uploads.items()},

@@ -80,12 +80,13 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                             f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
+    entry = plain(node)
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
                        require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                        binary=binary, operands=operands, launch_attributes=launch_attributes,
                        where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                       min_pct=min_pct)
+                       min_pct=min_pct, entry=entry)
             for combo in itertools.product(*sweep)]
 
 
@@ -340,6 +341,18 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
             raise context.error(f"unknown architecture {arch}", node, "arch", f"{dotted}.arch",
                                 hint=f"known: {', '.join(KNOWN_ARCHS)}")
     return tuple(options), precision, arch
+
+
+def plain(node: Any) -> Any:
+    """`node` as plain Python values (dicts, lists, str, int, float, bool, None), without the lines it remembers."""
+    if isinstance(node, dict):
+        return {str(key): plain(value) for key, value in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [plain(value) for value in node]
+    for kind in (bool, int, float, str):
+        if isinstance(node, kind):
+            return kind(node)
+    return node
 
 
 def _field_lines(node: dict) -> dict:

@@ -13,7 +13,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from . import expr
 from ..bundled import default_spec_path
@@ -146,6 +146,9 @@ class KernelSpec:
     compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
     binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
     min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
+    # The kernel's entry as the spec wrote it (plain values, params as swept): what `tune` writes back
+    # with the params of a winner, so that a winners spec describes the kernel with every field it had.
+    entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)

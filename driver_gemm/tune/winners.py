@@ -9,6 +9,7 @@ overlap the runner-up's; otherwise the two are a tie, and the report says so.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 from dataclasses import dataclass
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import yaml
 
-from ..argtypes import STANDARD_ARGUMENTS
 from ..errors import SpecError
 from ..report.compare import SAME, judge
 from ..results.records import CaseResult, RunResult
@@ -60,31 +60,22 @@ def pick_winners(run: RunResult) -> list[Pick]:
 
 
 def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
-    """A kernel entry of a spec file that describes `kernel` with its parameters fixed."""
-    entry = {
-        "name": name,
-        "source": os.path.relpath(kernel.source, relative_to),
-        "function": kernel.function,
-        "params": dict(kernel.params),
-        "block": [e.source for e in kernel.block],
-        "grid": [e.source for e in kernel.grid],
-        "shared_bytes": kernel.shared_bytes.source,
-        "signature": [a.name if a.name in STANDARD_ARGUMENTS else
-                      {"name": a.name, "type": a.ctype, "value": a.value.source} for a in kernel.signature],
-    }
-    if kernel.tile:
-        entry["tile"] = [e.source for e in kernel.tile]
-    if kernel.require:
-        entry["require"] = [e.source for e in kernel.require]
-    if kernel.options:
-        entry["options"] = list(kernel.options)
-    if kernel.precision != "fp32":
-        entry["precision"] = kernel.precision
-    if kernel.arch:
-        entry["arch"] = kernel.arch
-    types = getattr(kernel, "types", None)
-    if types:
-        entry["types"] = types if isinstance(types, (str, list, dict)) else dict(types)
+    """A kernel entry of a spec file that describes `kernel` with its parameters fixed.
+
+    It is the entry the sweep's spec wrote (every field it had: signature and
+    tensor maps, cluster, types, layouts, leading dimensions, batch, scales,
+    require, options, gates), with `name`, the configuration's params, and
+    its paths made relative to the winners spec's folder.
+    """
+    if kernel.entry is None:
+        raise ValueError(f"{kernel.label} was not read from a spec entry: there is nothing to write back")
+    entry = copy.deepcopy(dict(kernel.entry))
+    entry["name"] = name
+    entry["params"] = dict(kernel.params)
+    if "source" in entry:
+        entry["source"] = os.path.relpath(kernel.source, relative_to)
+    if "binary" in entry and kernel.binary is not None:
+        entry["binary"] = os.path.relpath(kernel.binary, relative_to)
     return entry
 
 
