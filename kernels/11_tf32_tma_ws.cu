@@ -54,7 +54,7 @@
 // v10 (294.6 TFLOP/s): more than predicted, so the fragment loads cost less than feared once
 // no barrier serialises them with the copies. Relative error 6.9e-4 (truncation to TF32, as
 // v10).
-// Of record, `driver-gemm run specs/tma.yaml -k v10 -k v11` (bench/results/round2/tma-h200.json,
+// Of record, `driver-gemm run specs/tma.yaml -k v10 -k v11` (bench/results/round2/tma-h200.json.gz,
 // nvbench-style sampling for seconds, L2 flushed, against driver-gemm's cuBLAS TF32 row):
 //                          4096^3                       8192^3
 //   v11                    0.4108 ms  95.4% of cuBLAS   3.178 ms  97.6%

@@ -45,7 +45,7 @@
 // of C with nothing else running on its SM, and the last wave leaves 16 SMs idle. At 8192^3
 // (15.5 waves, 128 K-tiles per block against 64) those fixed costs weigh half as much.
 // Of record at 4096^3, `driver-gemm run specs/tma-bf16.yaml` against driver-gemm's cuBLASLt BF16
-// rows (bench/results/round2/tma-bf16-h200.jsonl): OUT 32 0.2429 ms = 84.1% of cuBLASLt's
+// rows (bench/results/round2/tma-bf16-h200.jsonl.gz): OUT 32 0.2429 ms = 84.1% of cuBLASLt's
 // 0.2042 ms (fp32 out), OUT 16 0.2398 ms = 82.0% of its 0.1966 ms (bf16 out); 1024x512x1024
 // 37.0% and 35.6%, 1001x520x776 40.7% and 39.5%. The 8192^3 cases of that run did not finish
 // inside its time limit: the sustained BF16 load held the SM clock near 1530 MHz.

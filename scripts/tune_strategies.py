@@ -36,7 +36,7 @@ from driver_gemm.spec import load_spec  # noqa: E402
 from driver_gemm.tune.strategies import (FULL, Budget, Exhaustive, RandomSampling,  # noqa: E402
                                          SuccessiveHalving)
 
-RECORDED_SWEEP = Path(__file__).resolve().parent.parent / "bench" / "results" / "tune-v8-h200.jsonl"
+RECORDED_SWEEP = Path(__file__).resolve().parent.parent / "bench" / "results" / "tune-v8-h200.jsonl.gz"
 WITHIN_BEST_PCT = 99.0        # halving's best at least this % as fast as the exhaustive best (within 1%)
 AT_MOST_WALL_PCT = 25.0       # in at most this % of the exhaustive wall time
 

@@ -18,6 +18,7 @@ import pytest
 
 from driver_gemm.cli import EXIT_OK, EXIT_USAGE, main
 from driver_gemm.measure.stats import summarize
+from driver_gemm.errors import UsageError
 from driver_gemm.results import read
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.spec.model import Shape
@@ -368,3 +369,29 @@ def test_one_malformed_file_in_a_real_process(tmp_path):
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == EXIT_USAGE and "Traceback" not in done.stderr
     assert done.stderr == f"driver-gemm: {bad}: cases[0].shape.M: must be at least 1, got 0\n"
+
+
+def test_gzip_compressed_results_read_like_plain_ones_and_bad_ones_say_why(tmp_path):
+    import gzip
+
+    plain = tmp_path / "run.json"
+    plain.write_text(json.dumps(good_run()))
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert [c.kernel for c in read.read_results(packed).run.cases] == [c.kernel for c in read.read_results(plain).run.cases]
+    log = min((ROOT / "bench" / "results").rglob("*.jsonl"), key=lambda found: found.stat().st_size)
+    lines = tmp_path / "run.jsonl.gz"                     # a case log, compressed: read as a case log
+    lines.write_bytes(gzip.compress(log.read_bytes()))
+    assert len(read.read_results(lines).run.cases) == len(read.read_results(log).run.cases) > 0
+    cases = {
+        "not-gzip.json.gz": b"{\"spec\": 1}",
+        "torn.json.gz": gzip.compress(plain.read_bytes())[:-20],
+        "bomb.json.gz": gzip.compress(b" " * (read.MAX_RESULTS_BYTES + 10)),
+    }
+    expected = {"not-gzip.json.gz": "not gzip data", "torn.json.gz": "torn gzip file",
+                "bomb.json.gz": "decompresses to more than"}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(UsageError, match=expected[name]) as caught:
+            read.read_results(tmp_path / name)
+        assert caught.value.where == str(tmp_path / name)

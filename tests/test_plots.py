@@ -37,14 +37,14 @@ def test_a_sweep_plot_keeps_the_fastest_in_the_legend(tmp_path, capsys):
     from driver_gemm.report.plots import TOP_SERIES, series_of, top_series
     from driver_gemm.results.read import read_results
 
-    run = read_results(RESULTS / "tune-v8-small-h200.json").run
+    run = read_results(RESULTS / "tune-v8-small-h200.json.gz").run
     series = series_of([run])
     shown, rest = top_series(series)
     assert shown[0] == "cublas" and len(shown) == TOP_SERIES + 1 and len(rest) == len(series) - len(shown)
     best = [max(c.gflops for c in series[k]) for k in shown[1:]]
     assert best == sorted(best, reverse=True) and best[-1] >= max(max(c.gflops for c in series[k]) for k in rest)
     out = tmp_path / "sweep.svg"
-    assert main(["plot", str(RESULTS / "tune-v8-small-h200.json"), "-o", str(out)]) == EXIT_OK
+    assert main(["plot", str(RESULTS / "tune-v8-small-h200.json.gz"), "-o", str(out)]) == EXIT_OK
     text = out.read_text()
     assert f"{len(rest)} slower configurations" in text
     assert f"({TOP_SERIES} fastest of {len(series) - 1})" in text

@@ -18,7 +18,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 
 @pytest.fixture(scope="module")
 def v8():
-    return load_results(RESULTS / "tune-v8-h200.jsonl")
+    return load_results(RESULTS / "tune-v8-h200.jsonl.gz")
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -30,7 +30,7 @@ def test_halving_on_the_v8_sweep_finds_the_best_within_1_percent_for_a_quarter_o
         assert row.cost_fraction <= 0.25, row
 
 
-@pytest.mark.parametrize("name", ["tune-v8-small-h200.json", "tune-v4-h200.json", "tune-v10-h200.json"])
+@pytest.mark.parametrize("name", ["tune-v8-small-h200.json.gz", "tune-v4-h200.json", "tune-v10-h200.json"])
 def test_halving_finds_the_recorded_best_on_other_sweeps(name):
     for row in compare_strategies(load_results(RESULTS / name), [SuccessiveHalving()]):
         assert row.slower_than_best <= 0.01 and row.cost_fraction < 0.5, row

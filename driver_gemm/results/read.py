@@ -1,4 +1,5 @@
-"""Reading results files back, checked: whole runs (``.json``) and case logs (``.jsonl``).
+"""Reading results files back, checked: whole runs (``.json``) and case logs (``.jsonl``), either of
+them gzip-compressed (``.json.gz``, ``.jsonl.gz``: how large runs with their raw samples are kept).
 
 Every file `compare`, `plot`, `tune --from` and `run --resume` read goes
 through `read_results`, which refuses anything it cannot trust with one
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -64,7 +66,7 @@ def read_results(path: str | Path) -> ResultsFile:
     """
     path = Path(path)
     text = _read_text(path)
-    if path.suffix.lower() == ".jsonl":
+    if _kind(path) == ".jsonl":
         return _read_case_log(path, text)
     document = _parse_json(text, str(path))
     check_against_schema(document, results_schema(), str(path))
@@ -81,7 +83,29 @@ def read_case_log(path: str | Path) -> tuple[dict, list[CaseResult]]:
     return loaded.header, loaded.run.cases
 
 
+def _kind(path: Path) -> str:
+    """``.json`` or ``.jsonl`` (whatever else the name ends in), under a ``.gz`` if the file is compressed."""
+    named = Path(path.stem) if path.suffix.lower() == ".gz" else path
+    return named.suffix.lower()
+
+
+def _gunzip(data: bytes, where: str) -> bytes:
+    """A gzip-compressed results file's text, decompressed no further than the size a results file may have."""
+    decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        text = decompressor.decompress(data, MAX_RESULTS_BYTES + 1)
+    except zlib.error as exc:
+        raise UsageError(f"named .gz but not gzip data that can be read ({exc})", where=where) from None
+    if len(text) > MAX_RESULTS_BYTES:
+        raise UsageError(f"decompresses to more than the {MAX_RESULTS_BYTES >> 20} MiB a results file may be",
+                         where=where)
+    if not decompressor.eof:
+        raise UsageError("a torn gzip file: it ends before its compressed data does", where=where)
+    return text
+
+
 def _read_text(path: Path) -> str:
+    """The text of a results file (``.gz``: decompressed), or a `UsageError` saying why it has none."""
     where = str(path)
     try:
         if not path.exists():
@@ -96,6 +120,8 @@ def _read_text(path: Path) -> str:
         raise UsageError(f"cannot read results: {exc.strerror or exc}", where=where) from None
     if len(data) > MAX_RESULTS_BYTES:
         raise UsageError(f"larger than the {MAX_RESULTS_BYTES >> 20} MiB a results file may be", where=where)
+    if path.suffix.lower() == ".gz":
+        data = _gunzip(data, where)
     if not data.strip():
         raise UsageError("empty file: no results in it", where=where)
     nul = data.find(b"\0")
