@@ -171,3 +171,53 @@ def test_nvml_finds_the_cuda_device_and_reads_its_clock():
             reading = source.read()
             assert source.reference_mhz >= device.properties.clock_khz / 1000 * 0.5
             assert reading is not None and 0 < reading.sm_mhz <= source.reference_mhz * 1.01
+
+
+# ------------------------------------------------------------------------------------- run --lock-clocks
+
+def _cli_with_fakes(monkeypatch, nvml, ran):
+    """`driver-gemm run` with a fake GPU, NVML and run: what ran, and under which lock, is recorded."""
+    import types
+
+    from driver_gemm.cli import run as run_command
+    from driver_gemm.cuda import device
+    from driver_gemm.pipeline import runner
+
+    monkeypatch.setattr(clocks, "_import_nvml", lambda: nvml)
+    monkeypatch.setattr(device, "read_properties", lambda ordinal: types.SimpleNamespace(uuid=UUID))
+    monkeypatch.setattr(run_command, "_check_before_asking_for_a_gpu", lambda specs, out: None)
+
+    def fake_run_spec(spec, *, result, **kwargs):
+        ran.append(list(nvml.calls))
+        result.settings = {"measure": {}}
+        result.environment = {"device": {"name": "fake"}}
+
+    monkeypatch.setattr(runner, "run_spec", fake_run_spec)
+
+
+def test_run_lock_clocks_holds_the_lock_for_the_run_records_it_and_resets(tmp_path, monkeypatch):
+    import json
+
+    from driver_gemm.cli import main
+
+    nvml, ran = FakeNvml(), []
+    _cli_with_fakes(monkeypatch, nvml, ran)
+    out = tmp_path / "r.json"
+    main(["run", "--lock-clocks", "1500", "--json", str(out), "-q"])
+    assert ran == [[("lock", 1500, 1500)]]                       # locked while the run ran
+    assert nvml.calls == [("lock", 1500, 1500), ("reset",)] and nvml.started == 0
+    assert json.loads(out.read_text())["settings"]["locked_sm_clock_mhz"] == {"0": 1500}
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["--lock-clocks", "fast"], 2, "give a clock in MHz"),
+    (["--lock-clocks", "max", "--scheduler", "tcp://x:1"], 2, "GPUs are elsewhere"),
+    (["--lock-clocks", "max"], 3, "needs root"),
+])
+def test_run_lock_clocks_refusals_run_nothing(tmp_path, monkeypatch, capsys, argv, code, message):
+    from driver_gemm.cli import main
+
+    ran = []
+    _cli_with_fakes(monkeypatch, FakeNvml(may_lock=False), ran)
+    assert main(["run", *argv, "--json", str(tmp_path / "r.json"), "-q"]) == code
+    assert message in capsys.readouterr().err and not ran and not (tmp_path / "r.json").exists()

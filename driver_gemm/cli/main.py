@@ -35,7 +35,7 @@ exit codes:
   2    bad input: the command line, a spec, or a results file (named with its line or JSON
        path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most)
   3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer,
-       matplotlib, Dask, cuBLAS)
+       matplotlib, Dask, cuBLAS) or refuses (NVML locking clocks without root)
   130  interrupted (Ctrl-C); a run keeps the results so far
   141  stdout was closed early (driver-gemm plan | head): output stops quietly
 """
@@ -46,9 +46,10 @@ COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": 
 def _tool_missing_errors() -> tuple[type, ...]:
     """Errors of optional layers that mean 'a tool or library is not installed' (exit 3)."""
     from ..measure.baseline import CublasUnavailable
+    from ..measure.clocks import ClockError
     from ..pipeline.distribute import DaskUnavailable
 
-    return ToolMissingError, NoGpuError, CublasUnavailable, DaskUnavailable
+    return ToolMissingError, NoGpuError, CublasUnavailable, DaskUnavailable, ClockError
 
 
 def exit_code_for(error: BaseException) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -44,6 +45,10 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--profile", action="store_true",
                      help="after each kernel case, profile one launch of it under Nsight Compute (ncu, at the GPU's "
                           "own clocks) and show its counters beside the plan's occupancy")
+    run.add_argument("--lock-clocks", metavar="MHZ|max",
+                     help="lock the SM clock of every GPU the run uses to MHZ (or NVML's maximum) for the run, then "
+                          "reset it: samples at one clock compare across runs and tools (root only; needs NVML, "
+                          "the 'nvml' extra); the MHz go into the results' settings")
     gates = run.add_argument_group("performance gates (a failing gate names the case and makes the exit code 1)")
     gates.add_argument("--min-pct", action="append", default=[], metavar="PCT|NAME=PCT",
                        help="every kernel case must reach PCT %% of cuBLAS (or kernel NAME must: repeatable; "
@@ -148,11 +153,8 @@ def show_run(result, out: Output) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from ..pipeline.cases import cases_of
-    from ..pipeline.runner import run_spec
     from ..pipeline.session import RunOptions
-    from ..results.records import CaseLog, RunResult
-    from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+    from ..results.records import CaseLog
 
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     if args.device is None:
@@ -174,6 +176,18 @@ def execute(args, out: Output) -> int:
     profiler = _profiler(args, out)
     _check_before_asking_for_a_gpu(specs, out)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
+    with contextlib.ExitStack() as held:
+        locked = _lock_clocks(args, ordinals, held)
+        return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out)
+
+
+def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked: dict[str, int], out: Output) -> int:
+    """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
+    from ..pipeline.cases import cases_of
+    from ..pipeline.runner import run_spec
+    from ..results.records import CaseLog, RunResult
+    from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
     exit_code = EXIT_OK
     for spec in specs:
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
@@ -196,6 +210,8 @@ def execute(args, out: Output) -> int:
         finally:
             progress.close()
             log.close()
+            if locked:
+                result.settings["locked_sm_clock_mhz"] = locked
             if result.cases or result.environment:     # written once, whatever happened
                 result.write_json(path)
         if interrupted:
@@ -235,6 +251,27 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
             out.error(str(problem))
     raise SpecError(f"{len(refused)} case(s) cannot launch as written (the lines above; "
                     "`driver-gemm plan` shows every case); this machine has no GPU either")
+
+
+def _lock_clocks(args, ordinals, held: contextlib.ExitStack) -> dict[str, int]:
+    """``--lock-clocks``: each GPU of the run locked for as long as `held` is (then reset); MHz by ordinal."""
+    if args.lock_clocks is None:
+        return {}
+    if args.scheduler:
+        raise UsageError("--lock-clocks locks this machine's GPUs; with --scheduler the GPUs are elsewhere",
+                         field="--lock-clocks")
+    value = args.lock_clocks
+    if value != "max" and (not value.isdigit() or int(value) <= 0):
+        raise UsageError(f"give a clock in MHz (e.g. 1500) or 'max', not {value!r}", field="--lock-clocks")
+    from ..cuda.device import device_count, read_properties
+    from ..measure.clocks import lock_sm_clock
+
+    if ordinals == "all":
+        ordinals = list(range(device_count()))
+    devices = ordinals or [args.device]
+    return {str(ordinal): held.enter_context(lock_sm_clock(read_properties(ordinal).uuid,
+                                                           value if value == "max" else int(value)))
+            for ordinal in devices}
 
 
 def _parse_devices(text: str | None) -> list[int] | str | None:
