@@ -54,6 +54,7 @@ is within --limit % (3) and its check passed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import statistics
@@ -495,6 +496,9 @@ def main(argv=None) -> int:
     parser.add_argument("--shape-timeout", type=int, default=25, help="wall-time budget of one shape, s")
     parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="these combinations")
     parser.add_argument("--shapes", nargs="+", help="MxNxK shapes instead of the three default ones")
+    parser.add_argument("--lock-clocks", metavar="MHZ|max",
+                        help="lock GPU 0's SM clock for the whole check (root, NVML), so both sides run at one "
+                             "clock; reset afterwards")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -510,7 +514,15 @@ def main(argv=None) -> int:
     import torch
     context = torch_context(torch)
     rows = []
-    with dg.Device(0, context=context) as device:     # torch's context, adopted: both sides in one context
+    locked = None
+    with contextlib.ExitStack() as held, dg.Device(0, context=context) as device:   # torch's context, adopted
+        if args.lock_clocks:
+            from driver_gemm.cuda.device import read_properties
+            from driver_gemm.measure.clocks import lock_sm_clock
+
+            value = args.lock_clocks if args.lock_clocks == "max" else int(args.lock_clocks)
+            locked = held.enter_context(lock_sm_clock(read_properties(0).uuid, value))
+            say(f"SM clock locked at {locked} MHz for the check")
         stream = device.stream()
         flusher, gate = L2Flusher(device, stream), LaunchGate(device, stream)
         clocks = open_device_clocks(device)
@@ -548,7 +560,8 @@ def main(argv=None) -> int:
             "limit_pct": args.limit, "rounds": args.rounds, "round_order": round_order(args.rounds),
             "soak_s": args.soak, "our_timeout_s": args.our_timeout, "large_harness": torch_side.large_harness,
             "graph_samples": GRAPH_SAMPLES, "small_kernel_ms": SMALL_KERNEL_MS, "checked_rows": CHECKED_ROWS,
-            "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "cases": rows}, indent=1) + "\n")
+            "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "locked_sm_clock_mhz": locked,
+            "cases": rows}, indent=1) + "\n")
     say("all within" if agree else "NOT all within", f"{args.limit:g}% of the independent harness")
     return 0 if agree else 1
 

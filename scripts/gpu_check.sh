@@ -10,10 +10,12 @@
 # types (specs/types.yaml on its small shapes), fp8probe (which fp8 cuBLASLt matmuls run, and with
 # which descriptor; < 60 s), baselines (cuBLASLt against torch in interleaved rounds of equal length,
 # SM clocks of both sides in the table: do_bench for large kernels, a CUDA graph of flushed samples for
-# small ones; ~75 s, < 120 s),
+# small ones; ~75 s, < 120 s), baselines-locked (the same at a locked 1500 MHz SM clock; root),
+# gates (the seed spec with --min-pct and --baseline-results: exits 1 naming each failing gate),
 # prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
 # profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
-# (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), anchors, launch, compile (the benchmarks), or any SPEC.yaml.
+# (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), anchors, launch,
+# compile (the benchmarks), or any SPEC.yaml.
 # Run on a GPU machine after `. scripts/gpu_env.sh`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +55,14 @@ for step in "$@"; do
         fp8probe)   timeout 90 python3 scripts/probe_fp8.py --out "$OUT" 2>&1 | tee "$OUT/fp8-probe.log" ;;
         baselines)  timeout 180 python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" 2>&1 \
                         | tee "$OUT/baseline-check.log" ;;
+        baselines-locked) # the same at one locked SM clock (root), so that neither side runs cooler
+                    timeout 180 python3 scripts/baseline_check.py --lock-clocks 1500 --json "$OUT/baseline-check-locked.json" \
+                        2>&1 | tee "$OUT/baseline-check-locked.log" ;;
+        gates)      # the seed spec with performance gates: v4 must reach 30% of cuBLAS, every case 99% (most fail,
+                    # each named with its figures), and no case may be SLOWER than the committed round-3 run
+                    python3 -m driver_gemm run specs/seed.yaml --min-pct 99 --min-pct v4=30 \
+                        --baseline-results bench/results/round3/seed-h200.json.gz --json "$OUT/gates.json" -q 2>&1 \
+                        | tee "$OUT/gates.log"; [ "${PIPESTATUS[0]}" -eq 1 ] ;;
         prebuilt)   python3 -m driver_gemm run specs/prebuilt.yaml --json "$OUT/prebuilt.json" -q ;;
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
