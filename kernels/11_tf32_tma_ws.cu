@@ -54,6 +54,11 @@
 // v10 (294.6 TFLOP/s): more than predicted, so the fragment loads cost less than feared once
 // no barrier serialises them with the copies. Relative error 6.9e-4 (truncation to TF32, as
 // v10).
+// Profile (`driver-gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile`,
+// bench/results/round3/profile-v11.json): the tensor pipe busy 93.7% of the time (v10: 65%); top
+// stalls barrier (4.3 cycles per issue), long scoreboard (2.2: the B^T fragment loads), MIO throttle.
+// The halving sweep (bench/results/round3/sweep-v11-halving-h200.log) keeps the shipped
+// configuration: 96.4% of cuBLAS TF32 at 4096^3, GROUP 16 96.9% at 8192^3.
 // Of record, `driver-gemm run specs/tma.yaml -k v10 -k v11` (bench/results/round2/tma-h200.json.gz,
 // nvbench-style sampling for seconds, L2 flushed, against driver-gemm's cuBLAS TF32 row):
 //                          4096^3                       8192^3

@@ -99,6 +99,11 @@
 //   v12pp                  91.1 / 87.8     101.9 /  92.3    69.4 / 65.4     68.8 / 65.5
 // cuBLASLt there: 0.2024 / 0.1961 ms at 4096^3 (679 / 701 TFLOP/s), 1.643 / 1.601 ms at 8192^3;
 // v12p 0.2163 / 0.2059 ms and 1.512 / 1.493 ms (727 and 736 TFLOP/s at 8192^3).
+// The profile behind the step (`driver-gemm run specs/tma-bf16.yaml -k v12 -s 4096x4096x4096
+// --profile`, bench/results/round3/profile-v12.json; Nsight Compute, one launch): v12's tensor pipe
+// was busy 71.7% of the time (v11's TF32, the same way: 93.7%), its top stall the barrier (5.1
+// cycles per issue: consumers waiting on a ring stage), then LG throttle (2.8: the epilogue's global
+// stores queueing), at 3.88 waves: the fill and the epilogue were where the tensor cores stood.
 // The prediction held for v12p and was short: removing the per-tile fill gained 11-13 points at
 // 4096^3, not 4-6, and at 8192^3 v12p passes cuBLASLt. v12pp wins where tiles are few (a 64-row
 // tile doubles the blocks of work at the small shapes) and loses at 8192^3 with bf16 out, as
