@@ -56,7 +56,7 @@ for step in "$@"; do
         baselines)  timeout 180 python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" 2>&1 \
                         | tee "$OUT/baseline-check.log" ;;
         baselines-locked) # the same at one locked SM clock (root), so that neither side runs cooler
-                    timeout 180 python3 scripts/baseline_check.py --lock-clocks 1500 --json "$OUT/baseline-check-locked.json" \
+                    timeout -s INT -k 10 180 python3 scripts/baseline_check.py --lock-clocks 1500 --json "$OUT/baseline-check-locked.json" \
                         2>&1 | tee "$OUT/baseline-check-locked.log" ;;
         gates)      # the seed spec with performance gates: v4 must reach 30% of cuBLAS, every case 99% (most fail,
                     # each named with its figures), and no case may be SLOWER than the committed round-3 run

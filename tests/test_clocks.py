@@ -185,12 +185,21 @@ def _cli_with_fakes(monkeypatch, nvml, ran):
 
     monkeypatch.setattr(clocks, "_import_nvml", lambda: nvml)
     monkeypatch.setattr(device, "read_properties", lambda ordinal: types.SimpleNamespace(uuid=UUID))
+    monkeypatch.setattr(device, "device_count", lambda: 2)
     monkeypatch.setattr(run_command, "_check_before_asking_for_a_gpu", lambda specs, out: None)
 
-    def fake_run_spec(spec, *, result, **kwargs):
+    def fake_run_spec(spec, *, result, on_result, **kwargs):
+        from driver_gemm.measure.stats import summarize
+        from driver_gemm.results.records import CaseResult
+        from driver_gemm.status import Status
+
         ran.append(list(nvml.calls))
-        result.settings = {"measure": {}}
+        result.settings = {**result.settings, "measure": {}}
         result.environment = {"device": {"name": "fake"}}
+        case = CaseResult(kernel="cublas", name="cublas", shape=spec.shapes[0], status=Status.PASS,
+                          timing=summarize([1.0, 1.0, 1.0]))
+        result.cases.append(case)
+        on_result(case)
 
     monkeypatch.setattr(runner, "run_spec", fake_run_spec)
 
@@ -205,6 +214,8 @@ def test_run_lock_clocks_holds_the_lock_for_the_run_records_it_and_resets(tmp_pa
     out = tmp_path / "r.json"
     main(["run", "--lock-clocks", "1500", "--json", str(out), "-q"])
     assert ran == [[("lock", 1500, 1500)]]                       # locked while the run ran
+    header = json.loads(out.with_suffix(".jsonl").read_text().splitlines()[0])
+    assert header["settings"]["locked_sm_clock_mhz"] == {"0": 1500}   # in the case log's header too
     assert nvml.calls == [("lock", 1500, 1500), ("reset",)] and nvml.started == 0
     assert json.loads(out.read_text())["settings"]["locked_sm_clock_mhz"] == {"0": 1500}
 
@@ -213,6 +224,9 @@ def test_run_lock_clocks_holds_the_lock_for_the_run_records_it_and_resets(tmp_pa
     (["--lock-clocks", "fast"], 2, "give a clock in MHz"),
     (["--lock-clocks", "max", "--scheduler", "tcp://x:1"], 2, "GPUs are elsewhere"),
     (["--lock-clocks", "max"], 3, "needs root"),
+    (["--lock-clocks", "max", "--devices", "0,7"], 2, "no GPU 7 on this machine"),
+    (["--lock-clocks", "max", "--sanitize", "memcheck"], 2, "takes no --lock-clocks"),
+    (["--resume", "x.jsonl.gz"], 2, "a compressed results file is for reading"),
 ])
 def test_run_lock_clocks_refusals_run_nothing(tmp_path, monkeypatch, capsys, argv, code, message):
     from driver_gemm.cli import main

@@ -287,7 +287,41 @@ def test_ctrl_c_on_the_terminal_keeps_the_finished_cases_and_ends_at_once(tmp_pa
     _, stderr = process.communicate(timeout=30)
     assert time.monotonic() - signalled < 5
     assert process.returncode == EXIT_INTERRUPTED, stderr
-    assert "interrupted: 7 finished cases kept (GPU 0:" in stderr
+    assert "interrupted: 7 finished cases kept" in stderr
     run = json.loads(out.read_text())
     assert run["interrupted"] and len(run["cases"]) == 7 and all(c["status"] == "PASS" for c in run["cases"])
+    gpus = sorted({c["device"]["ordinal"] for c in run["cases"]})
+    if len(gpus) > 1:              # which GPU took the hanging case's task depends on which was ready first
+        assert "(GPU 0: " in stderr and ", GPU 1: " in stderr
     assert ("1001x513x777", "v3") not in {(c["shape"]["label"], c["name"]) for c in run["cases"]}
+
+
+def test_a_gpu_whose_worker_cannot_start_hands_its_tasks_to_the_others():
+    """GPU 1's worker process cannot start: GPU 0 runs every case; none is given up while a GPU works."""
+    from driver_gemm.pipeline.worker import GpuWorker
+    from test_gpu_worker import FakeSession, fails_to_start, fake_execute
+
+    def make_worker(device, options, *, want_cublas=True):
+        if device == 1:
+            return GpuWorker(device, options, want_cublas=want_cublas, target=fails_to_start)
+        return GpuWorker(device, options, want_cublas=want_cublas, child_args=(FakeSession, fake_execute))
+
+    spec = spec_of(["v0", "v4"], ["1024x512x1024", "64x64x64", "7x5x3", "8192x8192x8192"])
+    run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_worker,
+                            model=CostModel(task_overhead_s=0.0))
+    assert kernel_keys(run.cases) == expected_keys(spec)
+    assert all(c.status == Status.PASS and c.device["ordinal"] == 0 for c in run.cases)
+    assert {t["device"] for t in run.settings["tasks"]} == {0}
+    assert not multiprocessing.active_children()
+
+
+def test_when_no_gpu_can_start_a_worker_every_case_is_recorded_as_not_run():
+    from driver_gemm.pipeline.worker import GpuWorker
+    from test_gpu_worker import fails_to_start
+
+    spec = spec_of(["v0", "v4"], ["1024x512x1024", "64x64x64", "7x5x3"])
+    run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in,
+                            make_worker=lambda device, options, **kw: GpuWorker(device, options, target=fails_to_start),
+                            model=CostModel(task_overhead_s=0.0))
+    assert kernel_keys(run.cases) == expected_keys(spec)
+    assert all(c.not_run and "did not start" in c.message for c in run.cases)

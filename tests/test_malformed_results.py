@@ -387,9 +387,10 @@ def test_gzip_compressed_results_read_like_plain_ones_and_bad_ones_say_why(tmp_p
         "not-gzip.json.gz": b"{\"spec\": 1}",
         "torn.json.gz": gzip.compress(plain.read_bytes())[:-20],
         "bomb.json.gz": gzip.compress(b" " * (read.MAX_RESULTS_BYTES + 10)),
+        "joined.json.gz": gzip.compress(plain.read_bytes()) * 2,
     }
     expected = {"not-gzip.json.gz": "not gzip data", "torn.json.gz": "torn gzip file",
-                "bomb.json.gz": "decompresses to more than"}
+                "bomb.json.gz": "decompresses to more than", "joined.json.gz": "bytes after the gzip data"}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         with pytest.raises(UsageError, match=expected[name]) as caught:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import signal
 from pathlib import Path
 
 from rich.console import Console
@@ -159,11 +160,19 @@ def execute(args, out: Output) -> int:
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     if args.device is None:
         args.device = env_device()
+    for option, given in (("--json", args.json), ("--resume", args.resume)):
+        if given is not None and given.suffix.lower() == ".gz":
+            raise UsageError(f"{given}: a compressed results file is for reading (show, compare, plot, tune "
+                             f"--from); {'resume from' if option == '--resume' else 'write'} a plain one "
+                             f"({'gunzip it first' if option == '--resume' else 'compress it afterwards'})",
+                             field=option)
     if (args.json or args.resume) and len(specs) > 1:
         raise UsageError("--json and --resume name one run; give one spec with them", field="--json")
     if args.no_baseline:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
     if args.sanitize:
+        if args.lock_clocks is not None:
+            raise UsageError("--sanitize does not time anything: it takes no --lock-clocks", field="--lock-clocks")
         return _sanitize(args, specs, out)
     if (args.devices or args.scheduler) and args.in_process:
         raise UsageError("--devices and --scheduler run cases in worker processes: they do not take --in-process",
@@ -191,6 +200,8 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
     exit_code = EXIT_OK
     for spec in specs:
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+        if locked:
+            result.settings["locked_sm_clock_mhz"] = locked
         lines = args.resume or (args.json or default_json(spec.file_stem)).with_suffix(".jsonl")
         path = args.json or lines.with_suffix(".json")
         progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
@@ -210,8 +221,6 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         finally:
             progress.close()
             log.close()
-            if locked:
-                result.settings["locked_sm_clock_mhz"] = locked
             if result.cases or result.environment:     # written once, whatever happened
                 result.write_json(path)
         if interrupted:
@@ -266,12 +275,22 @@ def _lock_clocks(args, ordinals, held: contextlib.ExitStack) -> dict[str, int]:
     from ..cuda.device import device_count, read_properties
     from ..measure.clocks import lock_sm_clock
 
-    if ordinals == "all":
-        ordinals = list(range(device_count()))
-    devices = ordinals or [args.device]
+    present = device_count()
+    devices = list(range(present)) if ordinals == "all" else ordinals or [args.device]
+    missing = [ordinal for ordinal in devices if not 0 <= ordinal < present]
+    if missing:
+        raise UsageError(f"no GPU {missing[0]} on this machine ({present} found)",
+                         field="--devices" if ordinals else "--device")
+    # A run ended by SIGTERM (`timeout`, a job scheduler) must still reset the clocks: it ends as Ctrl-C does.
+    previous_handler = signal.signal(signal.SIGTERM, _interrupt)
+    held.callback(signal.signal, signal.SIGTERM, previous_handler)
     return {str(ordinal): held.enter_context(lock_sm_clock(read_properties(ordinal).uuid,
                                                            value if value == "max" else int(value)))
             for ordinal in devices}
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _parse_devices(text: str | None) -> list[int] | str | None:

@@ -276,5 +276,5 @@ def lock_sm_clock(uuid: str, mhz: int | str = "max", *, nvml=None) -> Iterator[i
     try:
         yield target
     finally:
-        atexit.unregister(reset)
         reset()
+        atexit.unregister(reset)    # only once the reset is done: a second Ctrl-C during it still has the net

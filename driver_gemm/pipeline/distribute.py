@@ -55,6 +55,7 @@ class DaskUnavailable(DriverGemmError):
 # drives has run, per run (its event topic) and GPU ordinal; and the worker process that runs each GPU's
 # cases, kept between tasks.
 _LEDGERS: dict[tuple[str, int], GpuLedger] = {}
+STOP_WAIT_S = 10.0          # how long an interrupted run waits for the workers to stop their GPUs' processes
 _GPU_WORKERS: dict[int, GpuWorker] = {}
 
 
@@ -78,10 +79,13 @@ def _start_gpu_worker(ordinals: dict[str, int], options: RunOptions, want_cublas
     gpu_worker_of(ordinals[get_worker().address], options, want_cublas, make_worker).start()
 
 
-def _stop_gpu_worker(ordinals: dict[str, int]) -> dict:
-    """On a Dask worker, after its last task: stop its GPU's worker process; how many it started, and their start-up."""
+def _end_of_run(ordinals: dict[str, int], topic: str) -> dict:
+    """On a Dask worker, after the run (finished or not): forget its ledgers, stop its GPU's process; how many it
+    started, and their start-up (nothing when it kept none). The cluster may outlive the run (``--scheduler``)."""
     from distributed import get_worker
 
+    for key in [key for key in _LEDGERS if key[0] == topic]:
+        del _LEDGERS[key]
     held = _GPU_WORKERS.pop(ordinals[get_worker().address], None)
     if held is None:
         return {}
@@ -91,7 +95,7 @@ def _stop_gpu_worker(ordinals: dict[str, int]) -> dict:
 
 def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, isolate: bool,
              options: RunOptions, previous: list[dict], topic: str,
-             make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> dict:
+             make_worker: Callable[..., GpuWorker] | None = GpuWorker, uuids: dict[str, str | None] | None = None) -> dict:
     """A task on the GPU of whichever worker the scheduler chose; each case is also sent as an event on `topic`.
 
     The shapes' baselines this worker already ran (or that `previous`, a
@@ -102,7 +106,7 @@ def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, i
 
     worker = get_worker()
     device = ordinals[worker.address]
-    ledger = _LEDGERS.setdefault((topic, device), GpuLedger(device))
+    ledger = _LEDGERS.setdefault((topic, device), GpuLedger(device, (uuids or {}).get(worker.address)))
 
     def landed(case: CaseResult) -> None:
         worker.log_event(topic, {"case": json.dumps(case.as_dict()), "device": device})   # msgpack-safe text
@@ -199,9 +203,11 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     arrived: queue.SimpleQueue = queue.SimpleQueue()
     client.subscribe_topic(topic, lambda event: arrived.put(event[1]))
     previous_data = [case.as_dict() for case in kept]
+    uuids = {address: (environments[i] or {}).get("device", {}).get("uuid")
+             for i, (address, _) in enumerate(workers)}
     # Higher priority runs first; one task per worker at a time, so a free GPU takes the next task.
     futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
-                             make_worker, priority=len(tasks) - rank, pure=False)
+                             make_worker, uuids, priority=len(tasks) - rank, pure=False)
                for rank, task in enumerate(tasks)]
     landing = Landing(result, kept, on_result)
 
@@ -213,6 +219,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                 return
             landing.land(json.loads(event["case"]), event["device"])
 
+    completed = False
     try:
         pending = set(futures)
         while pending:
@@ -225,12 +232,30 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                 report = future.result()
                 landing.task_done(report, report["worker"])      # with any case whose event has not arrived
         drain()
-        if starting:      # every task is done: each worker stops its GPU's process (after an interrupt the
-            stopped = client.gather([client.submit(_stop_gpu_worker, ordinals, workers=[address], **pinned)
-                                     for address, _ in workers])      # cluster's end takes them down)
-            result.settings["gpu_workers"] = [{"worker": address, "device": ordinals[address], **held}
-                                              for (address, _), held in zip(workers, stopped)]
+        completed = True
     finally:
+        _end_on_workers(client, workers, ordinals, topic, futures, completed, starting, result)
         client.unsubscribe_topic(topic)
         landing.finish(spec)
     return result
+
+
+def _end_on_workers(client, workers, ordinals, topic, futures, completed: bool, starting, result: RunResult) -> None:
+    """Every worker forgets the run and stops its GPU's process: on success, with their figures in the settings;
+    after an interrupt or a failed task, the rest cancelled and the stop a best effort that hides no first error."""
+    from distributed import wait
+
+    pinned = {"pure": False, "allow_other_workers": False}
+    if completed:
+        stopped = client.gather([client.submit(_end_of_run, ordinals, topic, workers=[address], **pinned)
+                                 for address, _ in workers])
+        if starting:
+            result.settings["gpu_workers"] = [{"worker": address, "device": ordinals[address], **held}
+                                              for (address, _), held in zip(workers, stopped)]
+        return
+    try:
+        client.cancel(futures)
+        wait([client.submit(_end_of_run, ordinals, topic, workers=[address], **pinned) for address, _ in workers],
+             timeout=STOP_WAIT_S)
+    except Exception:  # noqa: BLE001 - the error or interrupt that ended the run is the one to report
+        pass

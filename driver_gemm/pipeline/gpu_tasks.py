@@ -72,9 +72,10 @@ class GpuLedger:
     run whose earlier records hold one from this GPU.
     """
 
-    def __init__(self, device: int):
+    def __init__(self, device: int, uuid: str | None = None):
         self.device = device
-        self.uuid: str | None = None
+        # Known from the start where the GPU was described: several machines' GPUs can share an ordinal.
+        self.uuid: str | None = uuid
         self.baselines: dict[tuple[str, str], dict] = {}
 
     def inputs_of(self, spec: Spec, task: Task, earlier: Sequence[CaseResult]) -> TaskInputs:
@@ -139,7 +140,8 @@ def begin_run(spec: Spec, result: RunResult | None, previous: Sequence[CaseResul
     result.cases.extend(kept)
     gpus = [{"worker": worker, "device": ordinal, **described_gpu} for worker, ordinal, described_gpu in described]
     result.environment = {**host, **(described[0][2] if described else {}), "gpus": gpus}
-    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify),
+    result.settings = {**result.settings,      # what the caller recorded before (run --lock-clocks) stays
+                       "measure": asdict(spec.measure), "verify": asdict(spec.verify),
                        "scalars": dict(spec.scalars), "isolate": isolate, "tasks": []}
     return result, kept
 
@@ -166,22 +168,30 @@ class Landing:
                  on_result: Callable[[CaseResult], None] | None = None):
         self.result = result
         self.on_result = on_result
-        self.done = {row_key(case) for case in kept}
-        self.baselines: dict[tuple[int, str, str], CaseResult] = {}
+        self.rows = {row_key(case): case for case in kept}
+        self.baselines: dict[tuple, CaseResult] = {}
         for case in kept:
-            if case.is_baseline and case.device:
-                self.baselines[case.device.get("ordinal"), case.shape.label, case.precision] = case
+            if case.is_baseline and case.device and case.ok:
+                self.baselines[gpu_of(case, case.device.get("ordinal")), case.shape.label, case.precision] = case
 
     def land(self, data: dict, device: int) -> None:
-        """A case (as plain data) that GPU `device` finished: into the result and to `on_result`, unless landed already."""
+        """A case (as plain data) that GPU `device` finished: into the result and to `on_result`, unless landed already.
+
+        A baseline that failed (or crashed) and that its GPU ran again, passing,
+        takes the failed row's place: the GPU's kernels were measured against it.
+        """
         case = CaseResult.from_dict(data)
-        if row_key(case) in self.done:
-            return
-        self.done.add(row_key(case))
+        earlier = self.rows.get(row_key(case))
+        if earlier is not None:
+            if not (case.is_baseline and case.ok and not earlier.ok):
+                return
+            self.result.cases.remove(earlier)
+        self.rows[row_key(case)] = case
+        gpu = gpu_of(case, device)
         if case.is_baseline:
-            self.baselines[device, case.shape.label, case.precision] = case
+            self.baselines[gpu, case.shape.label, case.precision] = case
         else:
-            baseline = self.baselines.get((device, case.shape.label, case.precision))
+            baseline = self.baselines.get((gpu, case.shape.label, case.precision))
             if baseline is not None:
                 case.measured_against = {"kernel": baseline.kernel, "shape": baseline.shape.label,
                                          "device": baseline.device}
@@ -191,9 +201,9 @@ class Landing:
 
     def reused(self, report: dict) -> None:
         """The baselines a task reused (from `run_task_on`'s report): its kernel rows are measured against them."""
-        for case in report["reused"]:
-            self.baselines.setdefault((report["device"], case["shape"]["label"], case["precision"]),
-                                      CaseResult.from_dict(case))
+        for data in report["reused"]:
+            case = CaseResult.from_dict(data)
+            self.baselines.setdefault((gpu_of(case, report["device"]), case.shape.label, case.precision), case)
 
     def task_done(self, report: dict, worker: str) -> None:
         """A finished task's report: its cases not landed yet, and its line in ``settings["tasks"]``."""
@@ -208,6 +218,11 @@ class Landing:
         order = {s.label: i for i, s in enumerate(spec.shapes)}
         self.result.cases.sort(key=lambda c: (order.get(c.shape.label, len(order)), not c.is_baseline))
         self.result.finished = now()
+
+
+def gpu_of(case: CaseResult, device: int | None) -> str | tuple:
+    """The GPU that ran `case`: its UUID where the record has one (ordinals repeat across machines), else its ordinal."""
+    return (case.device or {}).get("uuid") or ("ordinal", device)
 
 
 def row_key(case: CaseResult) -> tuple:

@@ -49,9 +49,10 @@ STOP_WAIT_S = 10.0
 class TaskList:
     """The run's tasks in the order they are to be taken, shared by the GPUs' threads; `stop` empties it."""
 
-    def __init__(self, tasks: Sequence[Task]):
+    def __init__(self, tasks: Sequence[Task], gpus: int = 1):
         self._tasks = deque(tasks)
         self._lock = threading.Lock()
+        self._working = gpus                 # GPUs whose worker process can run cases
         self.stopped = threading.Event()
 
     def take(self) -> Task | None:
@@ -60,6 +61,13 @@ class TaskList:
             if self.stopped.is_set() or not self._tasks:
                 return None
             return self._tasks.popleft()
+
+    def retire(self) -> bool:
+        """A GPU whose worker process cannot start leaves the tasks to the others: True while another GPU works;
+        False for the last (it then takes the tasks anyway and records them as not run: none is left unrecorded)."""
+        with self._lock:
+            self._working -= 1
+            return self._working > 0
 
     def stop(self) -> None:
         with self._lock:
@@ -109,19 +117,21 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
         host = environment()
         described = [(thread_name(device), device, describe(device)) for device in devices]
         result, kept = begin_run(spec, result, previous, host, described)
-        tasks = TaskList(tasks_to_run(spec, kept, len(devices), model))
-        _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result))
+        tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
+        uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
+                 for _, device, environment_of in described}
+        _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids)
     return result
 
 
 def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[int, GpuWorker], part: Callable,
-           options: RunOptions, kept: list[CaseResult], landing: Landing) -> None:
+           options: RunOptions, kept: list[CaseResult], landing: Landing, uuids: dict[int, str | None]) -> None:
     """One thread per GPU takes tasks from `tasks`; their cases land here, on the caller's thread, as they finish."""
     events: queue.SimpleQueue = queue.SimpleQueue()
 
     def drive(device: int) -> None:
         """A GPU's thread: its tasks, one after the other, until the list is empty; then its worker process ends."""
-        ledger = GpuLedger(device)
+        ledger = GpuLedger(device, uuids.get(device))
         gpu_worker = gpu_workers.get(device)
 
         def finished(case: CaseResult) -> None:
@@ -129,6 +139,9 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
                 events.put(("case", device, case.as_dict()))
 
         try:
+            # Before its first task: a GPU whose worker process cannot start takes none while another GPU works.
+            if gpu_worker is not None and gpu_worker.wait_ready() is not None and tasks.retire():
+                return
             while (task := tasks.take()) is not None:
                 report = run_task_on(ledger, part, spec, task, options, kept, finished, gpu_worker)
                 if not tasks.stopped.is_set():

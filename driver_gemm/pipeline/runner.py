@@ -76,7 +76,8 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
     from ..cuda.device import read_properties
 
     worker_starts: list[float] = []
-    result.settings = {"measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars),
+    result.settings = {**result.settings,      # what the caller recorded before (run --lock-clocks) stays
+                       "measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars),
                        "isolate": isolate, "worker_start_s": worker_starts}
     props = read_properties(device)
     result.environment = environment(props)

@@ -146,6 +146,10 @@ class GpuWorker:
             process.join()
         return process.exitcode
 
+    def wait_ready(self) -> str | None:
+        """Start the child if needed and wait for it; None when it is ready, else why it cannot start."""
+        return self._await_ready()
+
     def _await_ready(self) -> str | None:
         """Wait for the child's "ready"; None when it is, else why it cannot start (and it is ended)."""
         self.start()

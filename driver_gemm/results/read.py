@@ -101,6 +101,9 @@ def _gunzip(data: bytes, where: str) -> bytes:
                          where=where)
     if not decompressor.eof:
         raise UsageError("a torn gzip file: it ends before its compressed data does", where=where)
+    if decompressor.unused_data:
+        raise UsageError(f"{len(decompressor.unused_data)} bytes after the gzip data (several files joined?): "
+                         "a results file is one compressed file", where=where)
     return text
 
 

@@ -68,7 +68,8 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
     its paths made relative to the winners spec's folder.
     """
     if kernel.entry is None:
-        raise ValueError(f"{kernel.label} was not read from a spec entry: there is nothing to write back")
+        raise SpecError(f"{kernel.label} was built in code, not read from a spec entry: a winners spec copies "
+                        "the entry the kernel was read from", where=kernel.where or None)
     entry = copy.deepcopy(dict(kernel.entry))
     entry["name"] = name
     entry["params"] = dict(kernel.params)
