@@ -221,3 +221,9 @@ def not_run_record(case: Case, reason: str) -> CaseResult:
 def ran(record: CaseResult) -> bool:
     """Whether `record` is of a case that really ran (or was refused), as opposed to one given up on unreached."""
     return not (record.not_run or (record.status == Status.ERROR and record.message.startswith(NOT_RUN)))
+
+
+def left_to_run(spec: Spec, previous) -> bool:
+    """Whether any case of `spec` is still to run after `previous` (a resumed run's records): a GPU worker is wanted."""
+    done = {(record.kernel, record.shape.label) for record in previous if ran(record)}
+    return any(case.key not in done for case in cases_of(spec))

@@ -19,14 +19,14 @@ around a task, and this module is that thing:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..results.records import CaseResult, RunResult, case_key
 from ..spec.model import Spec
 from .cases import cases_of, ran
 from .environment import now
-from .runner import run_spec
+from .runner import run_settings, run_spec
 from .schedule import CostModel, Task, plan_tasks
 from .session import RunOptions
 from .worker import GpuWorker
@@ -140,9 +140,7 @@ def begin_run(spec: Spec, result: RunResult | None, previous: Sequence[CaseResul
     result.cases.extend(kept)
     gpus = [{"worker": worker, "device": ordinal, **described_gpu} for worker, ordinal, described_gpu in described]
     result.environment = {**host, **(described[0][2] if described else {}), "gpus": gpus}
-    result.settings = {**result.settings,      # what the caller recorded before (run --lock-clocks) stays
-                       "measure": asdict(spec.measure), "verify": asdict(spec.verify),
-                       "scalars": dict(spec.scalars), "isolate": isolate, "tasks": []}
+    result.settings = run_settings(result, spec, isolate, tasks=[])
     return result, kept
 
 

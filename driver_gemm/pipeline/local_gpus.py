@@ -31,9 +31,9 @@ import threading
 from collections import deque
 from typing import Callable, Sequence
 
-from ..results.records import CaseResult, RunResult, case_key
+from ..results.records import CaseResult, RunResult
 from ..spec.model import Spec
-from .cases import cases_of, ran
+from .cases import left_to_run
 from .environment import environment
 from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
 from .schedule import CostModel, Task
@@ -106,10 +106,8 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     ``result.settings["gpu_workers"]``.
     """
     devices = list(devices)
-    done = {case_key(case) for case in previous if ran(case)}
-    to_run = any(case.key not in done for case in cases_of(spec))
     gpu_workers = {device: make_worker(device, options, want_cublas=spec.baseline)
-                   for device in devices} if make_worker and to_run else {}
+                   for device in devices} if make_worker and left_to_run(spec, previous) else {}
     with contextlib.ExitStack() as stack:
         for gpu_worker in gpu_workers.values():
             stack.callback(gpu_worker.close)      # a safety net: each GPU's thread closes its own

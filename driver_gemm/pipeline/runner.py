@@ -23,7 +23,7 @@ from ..results.records import CaseResult, RunResult
 from ..spec.model import Shape, Spec
 from . import steps as case_steps
 from .build import plan_cases
-from .cases import Case, cases_of, not_run_record, ran
+from .cases import Case, left_to_run, not_run_record, ran
 from .environment import environment, now
 from .funnel import StepsFor, execute_case
 from ..cuda.occupancy import limits_from_device
@@ -63,8 +63,7 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     with contextlib.ExitStack() as stack:
         if isolate and gpu_worker is None:
             gpu_worker = stack.enter_context(GpuWorker(device, options, want_cublas=spec.baseline))
-        done = {(case.kernel, case.shape.label) for case in kept}
-        if isolate and any(case.key not in done for case in cases_of(spec)):
+        if isolate and left_to_run(spec, kept):
             gpu_worker.start()
         _run(spec, device, isolate, options, on_result, on_start, result, kept, context, stream, gpu_worker)
     return result
@@ -76,9 +75,7 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
     from ..cuda.device import read_properties
 
     worker_starts: list[float] = []
-    result.settings = {**result.settings,      # what the caller recorded before (run --lock-clocks) stays
-                       "measure": asdict(spec.measure), "verify": asdict(spec.verify), "scalars": dict(spec.scalars),
-                       "isolate": isolate, "worker_start_s": worker_starts}
+    result.settings = run_settings(result, spec, isolate, worker_start_s=worker_starts)
     props = read_properties(device)
     result.environment = environment(props)
     cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
@@ -110,6 +107,13 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
             run_in_process(spec, cases, compiled, device, options, finish, on_start, context=context, stream=stream)
     finally:
         result.finished = now()
+
+
+def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> dict:
+    """A run's settings: what the caller recorded before (``run --lock-clocks``), the spec's measure, verify and
+    scalars, whether cases ran isolated, and `more` (what the driver of the run adds)."""
+    return {**result.settings, "measure": asdict(spec.measure), "verify": asdict(spec.verify),
+            "scalars": dict(spec.scalars), "isolate": isolate, **more}
 
 
 def run_in_process(spec: Spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
