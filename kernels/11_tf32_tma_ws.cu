@@ -134,9 +134,7 @@ sgemm_tf32_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant
         if (tid == 0) {
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int slot = kt % STAGES;
-                if (kt >= STAGES) {
-                    mbarrier_wait(empty + 8 * slot, (kt / STAGES - 1) & 1);
-                }
+                ring_wait_free<STAGES>(empty, kt);
                 tma_fill_stage<A_BYTES, BN / 32, B_BOX_BYTES, 32>(base + slot * STAGE_BYTES, full + 8 * slot,
                                                                   map_a, map_b, kt * BK, block_row, block_col);
             }

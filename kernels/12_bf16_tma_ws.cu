@@ -196,9 +196,7 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
         if (tid == 0) {
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int slot = kt % STAGES;
-                if (kt >= STAGES) {
-                    mbarrier_wait(empty + 8 * slot, (kt / STAGES - 1) & 1);
-                }
+                ring_wait_free<STAGES>(empty, kt);
                 tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(base + slot * STAGE_BYTES, full + 8 * slot,
                                                                   map_a, map_b, kt * BK, block_row, block_col);
             }
@@ -434,9 +432,7 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
                 const int tile_col = tile.x * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    if (it >= STAGES) {
-                        mbarrier_wait(empty + 8 * slot, (it / STAGES - 1) & 1);
-                    }
+                    ring_wait_free<STAGES>(empty, it);
                     tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(base + slot * STAGE_BYTES, full + 8 * slot,
                                                                       map_a, map_b, kt * BK, tile_row, tile_col);
                 }

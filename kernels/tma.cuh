@@ -58,6 +58,16 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
                  : "memory");
 }
 
+// A producer's wait for its `fill`-th stage fill (counted over the whole ring, from 0) to have a free
+// slot: from the second lap on, the consumers' release of that slot on the lap before.
+template <int STAGES>
+__device__ __forceinline__ void ring_wait_free(unsigned empty, int fill)
+{
+    if (fill >= STAGES) {
+        mbarrier_wait(empty + 8 * (fill % STAGES), (fill / STAGES - 1) & 1);
+    }
+}
+
 // A producer's fill of one stage of a ring of {A tile, B tile}: arms the stage's `full` barrier
 // with the stage's bytes, then asks for the A box at (k, row) and B_BOXES boxes of B at (col +
 // BOX_COLUMNS * j, k), laid one after another behind the A tile. v11 and v12 share it.
