@@ -46,6 +46,13 @@ timings taken at different times can differ by 5-10% for no other reason):
   flush L2 between launches. Larger kernels keep do_bench (its flush, median):
   at >= 0.1 ms a launch's host cost hides behind the queue.
 
+With --kernels, each case also gets a third figure that no event timer
+enters: the kernels each side launches and their own durations as CUPTI
+records them (through torch.profiler), over --kernel-launches launches of each
+side back to back, unflushed. Where both sides run the same kernel, the
+CUPTI durations say whether a difference between the timers' figures is the
+kernel's or the timer's (under 0.1 ms, half a microsecond of timer is 5%).
+
 Each shape has a wall-time budget (--shape-timeout); a shape over it is
 reported as a timeout and the check goes on. Exit status 1 unless every row
 is within --limit % (3) and its check passed.
@@ -218,6 +225,21 @@ def format_table(rows: list[dict], limit_pct: float) -> list[str]:
                      f"{number(row['ours_ms'], 9, 4)} {number(row['torch_ms'], 9, 4)} {number(row['ratio'], 7, 3)} "
                      f"{number(row['ours_mhz'], 8, 0)} {number(row['torch_mhz'], 9, 0)}  "
                      f"{row['torch_timer'] or '-':<11} {'yes' if row['within_limit'] else 'NO':<10} {note}")
+    return lines
+
+
+def kernel_table(rows: list[dict]) -> list[str]:
+    """With --kernels: per row, each side's summed CUPTI kernel medians, their ratio, and whether the kernels match."""
+    measured = [row for row in rows if row.get("kernels")]
+    if not measured:
+        return []
+    lines = [f"{'combination':<11} {'shape':<15} {'ours us':>9} {'torch us':>9} {'ratio':>7}  same kernels  "
+             "(CUPTI durations, unflushed, back to back)"]
+    for row in measured:
+        k = row["kernels"]
+        ratio = f"{k['ratio']:7.3f}" if k["ratio"] is not None else f"{'-':>7}"
+        lines.append(f"{row['combination']:<11} {row['shape']:<15} {k['ours_us'] or 0:9.2f} {k['torch_us'] or 0:9.2f} "
+                     f"{ratio}  {'yes' if k['same_kernels'] else 'NO: ' + ' | '.join(sorted(k['torch']))}")
     return lines
 
 
@@ -417,7 +439,7 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
     settings = MeasureSettings(timeout_s=args.our_timeout)
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
-    timer_kind, check, error, case = None, None, None, None
+    timer_kind, check, error, case, kernels = None, None, None, None, None
     say(f"{name:<10} {label}: inputs, matmul, check ...")
     try:
         with budget(args.shape_timeout):
@@ -456,6 +478,12 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
                 say(f"{name:<10} {label}: round {index // 2} {side:<5} {result.ms:.4f} ms in {result.seconds:.2f} s"
                     + (f" at {result.mhz:.0f} MHz (lowest {result.min_mhz:.0f})" if result.mhz else "")
                     + (f" [{timer_kind}]" if side == "torch" else ""))
+            if args.kernels:
+                kernels = kernel_figures(
+                    kernel_durations(torch, case.launch, stream.synchronize, args.kernel_launches),
+                    kernel_durations(torch, operation, torch.cuda.synchronize, args.kernel_launches))
+                say(f"{name:<10} {label}: CUPTI kernel time ours {kernels['ours_us'] or 0:.2f} us "
+                    f"{sorted(kernels['ours'])}, torch {kernels['torch_us'] or 0:.2f} us {sorted(kernels['torch'])}")
     except ShapeTimeout as exc:
         error = f"timeout ({exc})"
     except Exception as exc:  # noqa: BLE001 -- one row's failure is that row's result
@@ -469,8 +497,44 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
                 case.close()
     if error:
         say(f"{name:<10} {label}: {error}")
-    return case_row(name, layout, label, ours, theirs, torch_timer=timer_kind, check=check, error=error,
-                    limit_pct=args.limit)
+    row = case_row(name, layout, label, ours, theirs, torch_timer=timer_kind, check=check, error=error,
+                   limit_pct=args.limit)
+    if kernels is not None:
+        row["kernels"] = kernels
+    return row
+
+
+def kernel_durations(torch, launch, synchronize, launches: int) -> dict:
+    """The kernels `launch` runs, by name, with the median of their CUPTI durations (us): timer-independent.
+
+    `launches` calls back to back inside one torch.profiler session (CUDA
+    activities only), after one call outside it; `synchronize` waits for the
+    side's stream.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    launch()
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as session:
+        for _ in range(launches):
+            launch()
+        synchronize()
+    durations: dict[str, list[float]] = {}
+    for event in session.events():
+        if str(getattr(event, "device_type", "")).endswith("CUDA") and event.time_range.elapsed_us() > 0:
+            durations.setdefault(event.name, []).append(float(event.time_range.elapsed_us()))
+    return {name: {"launches": len(values), "median_us": round(statistics.median(values), 3)}
+            for name, values in durations.items()}
+
+
+def kernel_figures(ours: dict, theirs: dict) -> dict:
+    """Both sides' kernels side by side: whether they are the same, and the ratio of their summed medians."""
+    def total(side: dict) -> float | None:
+        return sum(entry["median_us"] for entry in side.values()) if side else None
+    our_us, their_us = total(ours), total(theirs)
+    return {"ours": ours, "torch": theirs, "same_kernels": set(ours) == set(theirs) and bool(ours),
+            "ours_us": our_us, "torch_us": their_us,
+            "ratio": our_us / their_us if our_us and their_us else None}
 
 
 def torch_context(torch) -> int:
@@ -496,6 +560,9 @@ def main(argv=None) -> int:
     parser.add_argument("--shape-timeout", type=int, default=25, help="wall-time budget of one shape, s")
     parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="these combinations")
     parser.add_argument("--shapes", nargs="+", help="MxNxK shapes instead of the three default ones")
+    parser.add_argument("--kernels", action="store_true",
+                        help="also each side's kernels and their CUPTI durations (torch.profiler), unflushed")
+    parser.add_argument("--kernel-launches", type=int, default=50, help="launches of each side for --kernels")
     parser.add_argument("--lock-clocks", metavar="MHZ|max",
                         help="lock GPU 0's SM clock for the whole check (root, NVML), so both sides run at one "
                              "clock; reset afterwards")
@@ -552,6 +619,8 @@ def main(argv=None) -> int:
         f"{GRAPH_SAMPLES} x (flush, event, op, event) in one graph, for kernels under {SMALL_KERNEL_MS} ms; "
         "do_bench+launch = do_bench on such a kernel (no graph timer): launch cost included")
     for line in format_table(rows, args.limit):
+        print(line, flush=True)
+    for line in kernel_table(rows):
         print(line, flush=True)
     agree = bool(rows) and all(row["within_limit"] for row in rows)
     if args.json:

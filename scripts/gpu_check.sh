@@ -11,6 +11,7 @@
 # which descriptor; < 60 s), baselines (cuBLASLt against torch in interleaved rounds of equal length,
 # SM clocks of both sides in the table: do_bench for large kernels, a CUDA graph of flushed samples for
 # small ones; ~75 s, < 120 s), baselines-locked (the same at a locked 1500 MHz SM clock; root),
+# baselines-kernels (1024x512x1024 and 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI),
 # gates (the seed spec with --min-pct and --baseline-results: exits 1 naming each failing gate),
 # prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
 # profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
@@ -58,6 +59,11 @@ for step in "$@"; do
         baselines-locked) # the same at one locked SM clock (root), so that neither side runs cooler
                     timeout -s INT -k 10 180 python3 scripts/baseline_check.py --lock-clocks 1500 --json "$OUT/baseline-check-locked.json" \
                         2>&1 | tee "$OUT/baseline-check-locked.log" ;;
+        baselines-kernels) # the small shape (and 4096^3 for scale) at 1500 MHz, with both sides' kernels and
+                    # their CUPTI durations: is a difference between the timers the kernel's or the timer's?
+                    timeout -s INT -k 10 120 python3 scripts/baseline_check.py --lock-clocks 1500 --kernels \
+                        --shapes 1024x512x1024 4096x4096x4096 --json "$OUT/baseline-kernels.json" 2>&1 \
+                        | tee "$OUT/baseline-kernels.log" ;;
         gates)      # the seed spec with performance gates: v4 must reach 30% of cuBLAS, every case 99% (most fail,
                     # each named with its figures), and no case may be SLOWER than the committed round-3 run
                     python3 -m driver_gemm run specs/seed.yaml --min-pct 99 --min-pct v4=30 \

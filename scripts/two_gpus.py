@@ -9,7 +9,7 @@ start and the GPUs' worker processes included). Before them, ``driver-gemm plan 
 into the disk cache and reads the package's files once, so that neither run
 pays a cold cache the other does not. Per spec it prints both times, the
 speed-up, each GPU's busy seconds in the two-GPU run (the tasks it ran, and
-the sum of its cases' steps), the seconds its worker process took to start,
+the sum of its cases' steps), the seconds its worker process took to start (and where they went),
 and what the cost model (`driver_gemm.pipeline.schedule`), fed the launch
 times the one-GPU run measured, predicted for the two-GPU run. The JSON
 written with --json holds the same, rewritten after each spec, so a run cut
@@ -52,9 +52,12 @@ def busy(results: Path) -> dict:
         entry["tasks"] = entry.get("tasks", 0) + 1
         entry["tasks_s"] = entry.get("tasks_s", 0.0) + task["wall_s"]
     for held in run["settings"].get("gpu_workers", []):
-        gpus.setdefault(str(held["device"]), {})["worker_start_s"] = held.get("worker_start_s")
+        entry = gpus.setdefault(str(held["device"]), {})
+        entry["worker_start_s"], entry["start_steps"] = held.get("worker_start_s"), held.get("start_steps")
     if "worker_start_s" in run["settings"] and len(gpus) == 1:
-        next(iter(gpus.values()))["worker_start_s"] = run["settings"]["worker_start_s"]
+        entry = next(iter(gpus.values()))
+        entry["worker_start_s"] = run["settings"]["worker_start_s"]
+        entry["start_steps"] = run["settings"].get("worker_start_steps")
     return {ordinal: {key: round(value, 2) if isinstance(value, float) else value for key, value in entry.items()}
             for ordinal, entry in sorted(gpus.items())}
 
@@ -108,7 +111,10 @@ def main() -> int:
         for ordinal, entry in report[name]["two_gpus"].items():
             print(f"  GPU {ordinal}: {entry.get('tasks', 0)} tasks in {entry.get('tasks_s', 0.0):.1f} s, "
                   f"{entry.get('cases', 0)} cases whose steps took {entry.get('steps_s', 0.0):.1f} s, "
-                  f"worker start {entry.get('worker_start_s')}", flush=True)
+                  f"worker start {entry.get('worker_start_s')} {entry.get('start_steps') or ''}", flush=True)
+        one_gpu = next(iter(report[name]["one_gpu"].values()), {})
+        print(f"  one GPU: worker start {one_gpu.get('worker_start_s')} {one_gpu.get('start_steps') or ''}",
+              flush=True)
     return 0
 
 

@@ -212,7 +212,8 @@ def fake_case(check, monkeypatch, recorder, our_ms, graph_fails=False):
 
 
 def case_args(check, rounds=2):
-    return check.argparse.Namespace(our_timeout=1.0, rounds=rounds, shape_timeout=25, limit=3.0)
+    return check.argparse.Namespace(our_timeout=1.0, rounds=rounds, shape_timeout=25, limit=3.0, kernels=False,
+                                     kernel_launches=50)
 
 
 def test_a_case_alternates_the_sides_and_gives_torch_the_time_ours_took(check, monkeypatch):
@@ -243,3 +244,54 @@ def test_a_short_kernel_is_timed_in_a_graph_and_falls_back_to_do_bench_if_it_can
                          FakeFlusher(), None, None, FakeTorch(), torch_side)
     assert [call[0] for call in recorder.calls] == ["ours", "torch do_bench", "closed"]
     assert row["torch_timer"] == "do_bench+launch" and row["error"] is None
+
+
+def test_kernel_figures_compare_the_summed_medians_and_the_kernel_names(check):
+    ours = {"sm90_xmma_gemm_bf16": {"launches": 50, "median_us": 9.5}}
+    same = check.kernel_figures(ours, {"sm90_xmma_gemm_bf16": {"launches": 50, "median_us": 10.0}})
+    assert same["same_kernels"] and same["ours_us"] == 9.5 and same["ratio"] == pytest.approx(0.95)
+    other = check.kernel_figures(ours, {"cutlass_a": {"launches": 50, "median_us": 8.0},
+                                        "splitk_reduce": {"launches": 50, "median_us": 2.0}})
+    assert not other["same_kernels"] and other["torch_us"] == 10.0
+    assert check.kernel_figures({}, {})["ratio"] is None and not check.kernel_figures({}, {})["same_kernels"]
+    rows = [{"combination": "bf16", "shape": "1024x512x1024", "kernels": other}, {"combination": "fp16"}]
+    lines = check.kernel_table(rows)
+    assert len(lines) == 2 and "NO: cutlass_a | splitk_reduce" in lines[1] and "0.950" in lines[1]
+    assert check.kernel_table([{"combination": "fp16"}]) == []
+
+
+def test_kernel_durations_keep_only_the_device_side_and_take_medians(check, monkeypatch):
+    import types
+
+    class Range:
+        def __init__(self, us):
+            self.us = us
+
+        def elapsed_us(self):
+            return self.us
+
+    class Event:
+        def __init__(self, name, device_type, us):
+            self.name, self.device_type, self.time_range = name, device_type, Range(us)
+
+    recorded = [Event("gemm", "DeviceType.CUDA", us) for us in (9.0, 10.0, 30.0)]
+    recorded += [Event("cudaLaunchKernel", "DeviceType.CPU", 4.0), Event("gemm", "DeviceType.CUDA", 0)]
+
+    class Session:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def events(self):
+            return recorded
+
+    profiler = types.SimpleNamespace(ProfilerActivity=types.SimpleNamespace(CUDA="cuda"),
+                                     profile=lambda activities: Session())
+    monkeypatch.setitem(sys.modules, "torch.profiler", profiler)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(profiler=profiler))
+    calls = []
+    result = check.kernel_durations(None, lambda: calls.append(1), lambda: None, launches=3)
+    assert len(calls) == 4                                   # one outside the session, then the launches
+    assert result == {"gemm": {"launches": 3, "median_us": 10.0}}

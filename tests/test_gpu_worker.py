@@ -32,6 +32,7 @@ class FakeSession:
         SESSIONS_MADE += 1
         self.serial = SESSIONS_MADE
         self.poisoned = False
+        self.start_steps = {"driver_and_context_s": 0.25, "cublas_s": 0.5}
 
     def close(self):
         pass
@@ -195,3 +196,26 @@ def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shap
         assert sorted(entry["processes"] for entry in held.values()) == [1, 2]
     else:
         assert not crashed and all(entry["processes"] == 1 for entry in held.values())
+
+
+def test_each_start_says_where_its_seconds_went():
+    spec = spec_of(["v0"], ["64x64x64", "1001x513x777"])
+    with make_fake_worker(0, RunOptions()) as worker:
+        cases = cases_of(spec)
+        worker.run(spec, [c for c in cases if c.shape.label == "64x64x64"], {}, lambda record: None)
+        worker.run(spec, [c for c in cases if c.shape.label != "64x64x64"], {}, lambda record: None)
+    assert worker.processes_started == 1 and len(worker.start_steps) == len(worker.starts) == 1
+    steps = worker.start_steps[0]
+    # The child's own parts as its session reports them; before them, the interpreter and its imports,
+    # measured from the parent's spawn to the child's entry on the machine's one monotonic clock.
+    assert steps["driver_and_context_s"] == 0.25 and steps["cublas_s"] == 0.5
+    assert 0 < steps["interpreter_and_imports_s"] <= worker.starts[0]
+
+
+def test_a_child_that_only_says_ready_has_no_breakdown():
+    from driver_gemm.pipeline.worker import start_steps
+
+    assert start_steps(("ready",), 10.0) == {}
+    assert start_steps(("ready", {"entered": 12.5, "steps": {"cublas_s": 0.3, "bad": "x"}}), 10.0) == \
+        {"interpreter_and_imports_s": 2.5, "cublas_s": 0.3}
+    assert start_steps(("ready", {"entered": 9.0}), 10.0) == {"interpreter_and_imports_s": 0.0}

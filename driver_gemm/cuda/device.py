@@ -46,6 +46,22 @@ def driver_module():
     return driver
 
 
+def driver_library_present() -> bool:
+    """Whether this machine has the CUDA driver's library (loaded, not initialised: milliseconds, not cuInit's second).
+
+    For work worth starting before the driver answers (a run's worker
+    processes); cuInit still says whether a GPU is there.
+    """
+    import ctypes
+    import sys
+
+    try:
+        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def device_count() -> int:
     driver = driver_module()
     return check(driver.cuDeviceGetCount(), "cuDeviceGetCount")

@@ -91,7 +91,8 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
                       on_result: Callable[[CaseResult], None] | None = None, part: Callable = run_part,
                       result: RunResult | None = None, previous: Sequence[CaseResult] = (),
                       model: CostModel = CostModel(), describe: Callable[[int], dict] = describe_gpu,
-                      make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> RunResult:
+                      make_worker: Callable[..., GpuWorker] | None = GpuWorker,
+                      gpu_workers: dict[int, GpuWorker] | None = None) -> RunResult:
     """Run `spec` on the GPUs `devices` of this machine, a task at a time to whichever is free; gather every case.
 
     Each GPU is described (`describe`) and the run's environment and
@@ -103,32 +104,42 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     ran itself. Each GPU's worker process (`make_worker`; None: the `part`
     needs none) lives from before the planning to the GPU's last task; the
     processes each started, and their start-up seconds, go to
-    ``result.settings["gpu_workers"]``.
+    ``result.settings["gpu_workers"]``. `gpu_workers` are the caller's, by
+    GPU, started earlier (``driver-gemm run`` starts them before it asks the
+    driver anything, so that their start-up overlaps its own): used, and left
+    to the caller to close.
     """
     devices = list(devices)
-    gpu_workers = {device: make_worker(device, options, want_cublas=spec.baseline)
+    given = dict(gpu_workers or {})
+    gpu_workers = {device: given.get(device) or make_worker(device, options, want_cublas=spec.baseline)
                    for device in devices} if make_worker and left_to_run(spec, previous) else {}
+    # What the caller's workers had started before this run (an earlier spec's) is not this run's.
+    before = {device: (len(held.starts), held.processes_started) for device, held in gpu_workers.items()}
     with contextlib.ExitStack() as stack:
-        for gpu_worker in gpu_workers.values():
-            stack.callback(gpu_worker.close)      # a safety net: each GPU's thread closes its own
-            gpu_worker.start()                    # now: its start-up overlaps what follows
+        for device, gpu_worker in gpu_workers.items():
+            if device not in given:
+                stack.callback(gpu_worker.close)  # a safety net: each GPU's thread closes its own
+            gpu_worker.start()                    # now (if not already): its start-up overlaps what follows
         host = environment()
         described = [(thread_name(device), device, describe(device)) for device in devices]
         result, kept = begin_run(spec, result, previous, host, described)
         tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
         uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
                  for _, device, environment_of in described}
-        _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids)
+        _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids,
+               keep_open=set(given), before=before)
     return result
 
 
 def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[int, GpuWorker], part: Callable,
-           options: RunOptions, kept: list[CaseResult], landing: Landing, uuids: dict[int, str | None]) -> None:
+           options: RunOptions, kept: list[CaseResult], landing: Landing, uuids: dict[int, str | None],
+           keep_open: set[int] = frozenset(), before: dict[int, tuple[int, int]] | None = None) -> None:
     """One thread per GPU takes tasks from `tasks`; their cases land here, on the caller's thread, as they finish."""
     events: queue.SimpleQueue = queue.SimpleQueue()
 
     def drive(device: int) -> None:
-        """A GPU's thread: its tasks, one after the other, until the list is empty; then its worker process ends."""
+        """A GPU's thread: its tasks, one after the other, until the list is empty; then its worker process ends
+        (unless the caller keeps it: `keep_open`)."""
         ledger = GpuLedger(device, uuids.get(device))
         gpu_worker = gpu_workers.get(device)
 
@@ -147,7 +158,7 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
         except BaseException as error:  # noqa: BLE001 - the caller's thread re-raises it
             events.put(("error", device, error))
         finally:
-            if gpu_worker is not None:
+            if gpu_worker is not None and device not in keep_open:
                 gpu_worker.close()
             events.put(("done", device, None))
 
@@ -186,9 +197,13 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
                     thread.join(STOP_WAIT_S)
             _land_the_rest(events, landing)
         if gpu_workers:
+            earlier = before or {}
             landing.result.settings["gpu_workers"] = [
-                {"worker": thread_name(device), "device": device, "processes": held.processes_started,
-                 "worker_start_s": held.starts} for device, held in gpu_workers.items()]
+                {"worker": thread_name(device), "device": device,
+                 "processes": held.processes_started - earlier.get(device, (0, 0))[1],
+                 "worker_start_s": held.starts[earlier.get(device, (0, 0))[0]:],
+                 "start_steps": held.start_steps[earlier.get(device, (0, 0))[0]:]}
+                for device, held in gpu_workers.items()]
         landing.finish(spec)
 
 

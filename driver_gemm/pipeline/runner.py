@@ -53,7 +53,8 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
     planning and compiling, so that its start-up (imports, context, cuBLAS)
     overlaps them; `gpu_worker` is one the caller keeps between runs (a GPU
     of a run on several GPUs), used and left open. The seconds each worker
-    process took to start go to ``result.settings["worker_start_s"]``.
+    process took to start go to ``result.settings["worker_start_s"]``, and
+    where they went to ``worker_start_steps``.
     """
     if isolate and (context is not None or stream is not None):
         raise ValueError("a caller's context or stream can only be used in-process (isolate=False)")
@@ -75,7 +76,9 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
     from ..cuda.device import read_properties
 
     worker_starts: list[float] = []
-    result.settings = run_settings(result, spec, isolate, worker_start_s=worker_starts)
+    worker_start_steps: list[dict] = []
+    result.settings = run_settings(result, spec, isolate, worker_start_s=worker_starts,
+                                   worker_start_steps=worker_start_steps)
     props = read_properties(device)
     result.environment = environment(props)
     cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
@@ -103,6 +106,7 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
                 gpu_worker.run(spec, cases, compiled, finish, on_start)
             finally:
                 worker_starts.extend(gpu_worker.starts[started:])
+                worker_start_steps.extend(gpu_worker.start_steps[started:])
         else:
             run_in_process(spec, cases, compiled, device, options, finish, on_start, context=context, stream=stream)
     finally:

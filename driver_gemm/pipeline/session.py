@@ -8,6 +8,7 @@ whose construction fails halfway closes what it had made before raising.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,15 +48,28 @@ class Session:
         self.lt: CublasLtMatmul | None = None
         self.lt_error: str | None = None
         self.lt_owner: Owned | None = None
+        # Seconds of each part of making the session (a worker's start-up, where a run's first seconds go).
+        self.start_steps: dict[str, float] = {}
+        mark = time.monotonic()
+
+        def step_done(name: str) -> None:
+            nonlocal mark
+            self.start_steps[name] = round(time.monotonic() - mark, 3)
+            mark = time.monotonic()
+
         self.device = Device(ordinal, context=context)
+        step_done("driver_and_context_s")
         try:
             self.stream = self.device.stream(handle=stream)
             self.flusher = L2Flusher(self.device, self.stream)
             self.gate = LaunchGate(self.device, self.stream)
+            step_done("stream_flush_gate_s")
             if want_cublas:
                 self.baseline("fp32")
+                step_done("cublas_s")
             # The SM clock of every sample batch, where NVML is installed (the 'nvml' extra).
             self.clocks = open_device_clocks(self.device)
+            step_done("nvml_s")
         except BaseException:
             self.close()
             raise

@@ -47,7 +47,11 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
     exits), and ("done",) after the last. ("stop",), or the parent going away, ends it. A session
     that cannot be made is reported as ("fatal", message). After a case that
     leaves CUDA unusable it exits: the parent starts a fresh process.
+    The "ready" message carries when this function was entered (the
+    machine's monotonic clock, which the parent shares) and the session's
+    `start_steps`, so the parent can say where the start-up went.
     """
+    entered = time.monotonic()          # the interpreter has started and imported this module
     try:
         session = session_factory(device, want_cublas, options)
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the parent as a message
@@ -55,7 +59,7 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
         connection.close()
         return
     try:
-        connection.send(("ready",))
+        connection.send(("ready", {"entered": entered, "steps": dict(getattr(session, "start_steps", {}))}))
         while True:
             try:
                 message = connection.recv()
@@ -76,13 +80,27 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
         connection.close()
 
 
+def start_steps(ready: tuple, spawned: float) -> dict[str, float]:
+    """Where a child's start-up went, from its "ready" message: the interpreter and imports, then the session's parts."""
+    if len(ready) < 2 or not isinstance(ready[1], dict):
+        return {}                       # a stand-in child that says only "ready"
+    report = ready[1]
+    steps = {}
+    if isinstance(report.get("entered"), (int, float)):
+        steps["interpreter_and_imports_s"] = round(max(0.0, report["entered"] - spawned), 3)
+    steps.update({name: seconds for name, seconds in (report.get("steps") or {}).items()
+                  if isinstance(seconds, (int, float))})
+    return steps
+
+
 class GpuWorker:
     """The child process that runs cases on GPU `device`, kept between batches and replaced after a crash.
 
     `start` spawns it without waiting (so that its start-up overlaps the
     caller's planning and compiling); `run` waits for it where needed. The
     seconds from spawning each process to its "ready" are appended to
-    `starts`. `target` is the child's entry point (`serve`, or a stand-in
+    `starts`, and where they went to `start_steps` (the interpreter and its
+    imports, then each part of the session, as the child reports them). `target` is the child's entry point (`serve`, or a stand-in
     with its signature in tests); `child_args` are passed to it after the
     device, options and cuBLAS wish.
     """
@@ -97,6 +115,7 @@ class GpuWorker:
         self.child_args = child_args
         self.startup_timeout_s = startup_timeout_s
         self.starts: list[float] = []
+        self.start_steps: list[dict[str, float]] = []
         self.processes_started = 0
         self.broken: str | None = None      # why a process could not start: later batches are given up at once
         self.cancelled = False              # `cancel` was called: no record is made up and no process started
@@ -169,6 +188,7 @@ class GpuWorker:
                 if message[0] == "ready":
                     self._ready = True
                     self.starts.append(round(time.monotonic() - self._spawned, 3))
+                    self.start_steps.append(start_steps(message, self._spawned))
                     return None
                 reason = (f"could not start on the GPU: {message[1]}" if message[0] == "fatal"
                           else f"it said {message[0]!r} before it was ready")

@@ -1,0 +1,121 @@
+"""`driver-gemm run` spawns its GPUs' worker processes before it asks the CUDA driver anything.
+
+A worker's start (imports, context, cuBLAS) takes 1.7-1.9 s on an H200 and
+the command's own cuInit about 1 s: spawned first, the two overlap. Checked
+here with stand-ins for the worker, the driver and the runners, by the order
+in which things happen and by what each runner is handed.
+"""
+
+import pytest
+
+import driver_gemm.cuda.device as device
+import driver_gemm.pipeline.local_gpus as local_gpus
+import driver_gemm.pipeline.runner as runner
+import driver_gemm.pipeline.worker as worker
+from driver_gemm.cli.main import main
+from driver_gemm.errors import NoGpuError
+
+from conftest import SPECS
+
+SEED = str(SPECS / "seed.yaml")
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+        self.workers = {}
+        self.handed = None
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    record = Recorder()
+
+    class StandInWorker:
+        def __init__(self, ordinal, options, *, want_cublas=True):
+            self.ordinal, self.want_cublas = ordinal, want_cublas
+            self.cancelled = self.closed = False
+            record.workers[ordinal] = self
+
+        def start(self):
+            record.events.append(f"spawn {self.ordinal}")
+
+        def cancel(self):
+            self.cancelled = True
+
+        def close(self):
+            self.closed = True
+
+    def count():
+        record.events.append("cuInit")
+        return 2
+
+    def on_gpus(spec, devices, **kwargs):
+        record.events.append("run on GPUs")
+        record.handed = kwargs.get("gpu_workers")
+        return kwargs["result"]
+
+    def on_one_gpu(spec, **kwargs):
+        record.events.append("run on one GPU")
+        record.handed = kwargs.get("gpu_worker")
+        return kwargs["result"]
+
+    monkeypatch.setattr(device, "driver_library_present", lambda: True)
+    monkeypatch.setattr(device, "device_count", count)
+    monkeypatch.setattr(worker, "GpuWorker", StandInWorker)
+    monkeypatch.setattr(local_gpus, "run_on_local_gpus", on_gpus)
+    monkeypatch.setattr(runner, "run_spec", on_one_gpu)
+    return record
+
+
+def test_the_workers_of_named_gpus_are_spawned_before_cuinit_and_handed_to_the_run(recorder, tmp_path):
+    main(["run", SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")])
+    assert recorder.events[:3] == ["spawn 0", "spawn 1", "cuInit"]
+    assert "run on GPUs" in recorder.events
+    assert set(recorder.handed) == {0, 1} and all(w.want_cublas for w in recorder.handed.values())
+    assert all(w.closed and not w.cancelled for w in recorder.workers.values())
+
+
+def test_one_gpu_gets_its_worker_too(recorder, tmp_path):
+    main(["run", SEED, "-q", "--device", "1", "--no-baseline", "--json", str(tmp_path / "run.json")])
+    assert recorder.events[:2] == ["spawn 1", "cuInit"]
+    assert recorder.handed is recorder.workers[1] and not recorder.handed.want_cublas
+    assert recorder.handed.closed
+
+
+def test_when_the_driver_then_finds_no_gpu_the_workers_are_killed_and_the_exit_says_so(recorder, monkeypatch,
+                                                                                       capsys):
+    def no_gpu():
+        recorder.events.append("cuInit")
+        raise NoGpuError("the CUDA driver is installed but sees no GPU")
+
+    monkeypatch.setattr(device, "device_count", no_gpu)
+    code = main(["run", SEED, "-q", "--devices", "0,1"])
+    assert code == 3 and "sees no GPU" in capsys.readouterr().err
+    assert recorder.events[:3] == ["spawn 0", "spawn 1", "cuInit"]
+    assert all(w.cancelled and w.closed for w in recorder.workers.values())
+
+
+@pytest.mark.parametrize("extra", [["--in-process"], ["--devices", "all"]])
+def test_no_early_worker_where_the_run_makes_none_or_the_gpus_are_not_known_yet(recorder, tmp_path, extra):
+    main(["run", SEED, "-q", "--json", str(tmp_path / "run.json"), *extra])
+    assert not recorder.workers and recorder.events[0] == "cuInit"
+
+
+def test_no_early_worker_without_the_drivers_library(recorder, monkeypatch, tmp_path):
+    monkeypatch.setattr(device, "driver_library_present", lambda: False)
+    main(["run", SEED, "-q", "--json", str(tmp_path / "run.json")])
+    assert not recorder.workers and recorder.events[0] == "cuInit"
+
+
+def test_without_the_library_the_driver_never_answers():
+    present = device.driver_library_present()
+    try:
+        device.device_count()
+        reason = None
+    except NoGpuError as exc:
+        reason = str(exc)
+    if not present:            # e.g. this CI machine: then cuInit fails too, saying why
+        assert reason is not None and "no CUDA driver" in reason
+    else:                      # a GPU machine: the library loads; the driver answers or says what is missing
+        assert reason is None or "GPU" in reason
