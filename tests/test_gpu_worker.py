@@ -219,3 +219,14 @@ def test_a_child_that_only_says_ready_has_no_breakdown():
     assert start_steps(("ready", {"entered": 12.5, "steps": {"cublas_s": 0.3, "bad": "x"}}), 10.0) == \
         {"interpreter_and_imports_s": 2.5, "cublas_s": 0.3}
     assert start_steps(("ready", {"entered": 9.0}), 10.0) == {"interpreter_and_imports_s": 0.0}
+
+
+def test_a_kept_worker_reports_each_process_in_the_first_run_it_serves():
+    spec = spec_of(["v0"], ["64x64x64"])
+    with make_fake_worker(0, RunOptions()) as worker:
+        worker.start()                     # spawned before the run, as `driver-gemm run` does
+        worker.run(spec, cases_of(spec), {}, lambda record: None)
+        first = worker.starts_to_report()  # a run's report, made at its end
+        assert first["processes"] == 1 and len(first["worker_start_s"]) == len(first["start_steps"]) == 1
+        worker.run(spec, cases_of(spec), {}, lambda record: None)     # the next spec of the command
+        assert worker.starts_to_report() == {"processes": 0, "worker_start_s": [], "start_steps": []}

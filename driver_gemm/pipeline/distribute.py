@@ -90,7 +90,7 @@ def _end_of_run(ordinals: dict[str, int], topic: str) -> dict:
     if held is None:
         return {}
     held.close()
-    return {"processes": held.processes_started, "worker_start_s": held.starts, "start_steps": held.start_steps}
+    return held.starts_to_report()
 
 
 def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, isolate: bool,

@@ -113,8 +113,6 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     given = dict(gpu_workers or {})
     gpu_workers = {device: given.get(device) or make_worker(device, options, want_cublas=spec.baseline)
                    for device in devices} if make_worker and left_to_run(spec, previous) else {}
-    # What the caller's workers had started before this run (an earlier spec's) is not this run's.
-    before = {device: (len(held.starts), held.processes_started) for device, held in gpu_workers.items()}
     with contextlib.ExitStack() as stack:
         for device, gpu_worker in gpu_workers.items():
             if device not in given:
@@ -127,13 +125,13 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
         uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
                  for _, device, environment_of in described}
         _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids,
-               keep_open=set(given), before=before)
+               keep_open=set(given))
     return result
 
 
 def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[int, GpuWorker], part: Callable,
            options: RunOptions, kept: list[CaseResult], landing: Landing, uuids: dict[int, str | None],
-           keep_open: set[int] = frozenset(), before: dict[int, tuple[int, int]] | None = None) -> None:
+           keep_open: set[int] = frozenset()) -> None:
     """One thread per GPU takes tasks from `tasks`; their cases land here, on the caller's thread, as they finish."""
     events: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -197,12 +195,8 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
                     thread.join(STOP_WAIT_S)
             _land_the_rest(events, landing)
         if gpu_workers:
-            earlier = before or {}
             landing.result.settings["gpu_workers"] = [
-                {"worker": thread_name(device), "device": device,
-                 "processes": held.processes_started - earlier.get(device, (0, 0))[1],
-                 "worker_start_s": held.starts[earlier.get(device, (0, 0))[0]:],
-                 "start_steps": held.start_steps[earlier.get(device, (0, 0))[0]:]}
+                {"worker": thread_name(device), "device": device, **held.starts_to_report()}
                 for device, held in gpu_workers.items()]
         landing.finish(spec)
 

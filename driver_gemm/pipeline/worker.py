@@ -116,6 +116,7 @@ class GpuWorker:
         self.startup_timeout_s = startup_timeout_s
         self.starts: list[float] = []
         self.start_steps: list[dict[str, float]] = []
+        self._reported = (0, 0)             # (starts, processes) already in an earlier run's report
         self.processes_started = 0
         self.broken: str | None = None      # why a process could not start: later batches are given up at once
         self.cancelled = False              # `cancel` was called: no record is made up and no process started
@@ -272,6 +273,18 @@ class GpuWorker:
                         break
                 elif kind == "done":
                     break
+
+    def starts_to_report(self) -> dict:
+        """What this worker started since the last call: its processes, their start-up seconds and where they went.
+
+        A worker kept for several runs (the specs of one command) reports each
+        process in the run it served first, including one spawned before that
+        run began.
+        """
+        starts, processes = self._reported
+        self._reported = (len(self.starts), self.processes_started)
+        return {"processes": self.processes_started - processes, "worker_start_s": self.starts[starts:],
+                "start_steps": self.start_steps[starts:]}
 
     def close(self) -> None:
         """Tell the child to stop (it closes its session) and wait for it; killed if it does not go."""
