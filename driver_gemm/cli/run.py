@@ -194,7 +194,7 @@ def execute(args, out: Output) -> int:
 def _start_workers_early(args, specs, ordinals, options, profiler, held: contextlib.ExitStack) -> dict:
     """The GPUs' worker processes, spawned before this process asks the CUDA driver anything; by GPU ordinal.
 
-    A worker's start (imports, context, cuBLAS: 1.7-1.9 s on an H200) then
+    A worker's start (imports, context, cuBLAS: 1.7-2.1 s on an H200) then
     overlaps this process's own cuInit (about 1 s there) and its planning,
     instead of following them: every run on this machine's GPUs starts that
     much sooner. Only for GPUs named up front (``--devices all`` needs the

@@ -100,9 +100,10 @@ class GpuWorker:
     caller's planning and compiling); `run` waits for it where needed. The
     seconds from spawning each process to its "ready" are appended to
     `starts`, and where they went to `start_steps` (the interpreter and its
-    imports, then each part of the session, as the child reports them). `target` is the child's entry point (`serve`, or a stand-in
-    with its signature in tests); `child_args` are passed to it after the
-    device, options and cuBLAS wish.
+    imports, then each part of the session, as the child reports them).
+    `target` is the child's entry point (`serve`, or a stand-in with its
+    signature in tests); `child_args` are passed to it after the device,
+    options and cuBLAS wish.
     """
 
     def __init__(self, device: int, options: RunOptions = RunOptions(), *, want_cublas: bool = True,
