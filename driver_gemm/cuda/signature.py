@@ -79,9 +79,14 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
     problems = check_signature(image.params, demangled.params if demangled else None, kernel.signature)
     if problems:
         field = f"{kernel.field_path}.signature" if kernel.field_path else "signature"
-        raise SpecError(f"signature does not match kernel {image.name}: " + "; ".join(problems),
+        shown = f"{image.name} ({demangled.name})" if demangled else image.name
+        takes = (f"the kernel is ({', '.join(p.text for p in demangled.params)}); " if demangled
+                 else f"the kernel's parameters are {', '.join(f'{slot.size}' for slot in image.params)} bytes; ")
+        raise SpecError(f"signature does not match kernel {shown}: " + "; ".join(problems),
                         where=kernel.where_field("signature"), field=field,
-                        hint="list one argument per kernel parameter, in order, with its exact C type")
+                        hint=takes + "list one argument per kernel parameter, in order, with its exact C type; "
+                             "a standard name of another type is written {name: M, type: uint64, value: M} "
+                             "(size_t M), {name: alpha, type: float64, value: alpha}...")
 
 
 def param_slots_from_function(function, count: int) -> tuple[ParamSlot, ...]:

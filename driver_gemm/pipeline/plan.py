@@ -28,7 +28,7 @@ from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..spec.kernels import SM_COUNT_NAME
-from ..spec.model import KernelSpec, Shape
+from ..spec.model import KernelSpec, Shape, template_argument
 from .plan_tma import cluster_note, launch_attributes_of, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -293,4 +293,5 @@ def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any
 
 
 def _names(expression: expr.Expression, env) -> str:
-    return ", ".join(f"{name}={env[name]}" for name in sorted(expression.names) if name in env) or "no names"
+    return ", ".join(f"{name}={template_argument(env[name])}" for name in sorted(expression.names)
+                     if name in env) or "no names"
