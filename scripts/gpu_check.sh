@@ -76,7 +76,7 @@ for step in "$@"; do
                         -p no:cacheprovider -rfEs 2>&1 | tee "$OUT/thirdparty-tests.log"; tests=${PIPESTATUS[0]}
                     timeout -s INT -k 10 120 python3 -m driver_gemm run tests/kernels/thirdparty_style/specs/thirdparty.yaml \
                         --no-timing --json "$OUT/thirdparty.json" -q 2>&1 | tail -30; run=${PIPESTATUS[0]}
-                    [ $tests -eq 0 ] && [ $run -eq 1 ] ;;   # run: 1 for its one INVALID case, by design
+                    [ $tests -eq 0 ] && [ $run -eq 1 ] ;;   # run: 1 for its three INVALID cases, by design
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
         profile-tma) python3 -m driver_gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile --json "$OUT/profile-v11.json" -q

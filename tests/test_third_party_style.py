@@ -38,6 +38,7 @@ NVCC = shutil.which("nvcc") or nvcc_module.find_nvcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 needs_toolkit = pytest.mark.skipif(not headers.toolkit_include_dirs(), reason="no CUDA toolkit headers found")
 NVCC_KERNELS = {"host-code-nvcc"}
+REFUSED = {("ns-template[TILE=16,CHECKED=false]", "129x65x33"), ("wmma", "96x80x72"), ("wmma", "129x65x33")}
 
 
 def spec_without_nvcc():
@@ -67,11 +68,13 @@ def test_every_kernel_of_the_outside_style_spec_plans_without_a_gpu():
     by_kernel = {}
     for plan in planned.plans:
         by_kernel.setdefault(plan.kernel.label, []).append(plan)
-    # every kernel planned on both shapes, its signature checked against the compiled image
-    assert all(len(plans) == 2 for plans in by_kernel.values()), by_kernel.keys()
+    # every kernel planned on every shape, its signature checked against the compiled image
+    assert all(len(plans) == 3 for plans in by_kernel.values()), by_kernel.keys()
+    assert len(by_kernel) == len(load_spec(SPEC).kernels) - (0 if NVCC else len(NVCC_KERNELS))
     invalid = {(plan.kernel.label, plan.shape.label) for plan in planned.plans if not plan.valid}
-    # the bool parameter reaches require: the unchecked instance is refused where M, N are not whole tiles
-    assert invalid == {("ns-template[TILE=16,CHECKED=false]", "129x65x33")}
+    # the bool parameter reaches require: the unchecked instance is refused where M, N are not whole tiles;
+    # WMMA needs whole 16 x 16 x 16 tiles
+    assert invalid == REFUSED
     refused = next(plan for plan in planned.plans if not plan.valid)
     assert "CHECKED=false, M=129, N=65" in " ".join(str(p) for p in refused.problems)
     column_major = by_kernel["column-major[TILE=16]"][0]
@@ -83,7 +86,8 @@ def test_plan_command_on_the_spec_exits_1_only_for_the_refused_case(capsys):
     code = main(["plan", "--arch", "sm_90", str(SPEC)] + ([] if NVCC else ["-k", "host-headers"]))
     out = capsys.readouterr()
     if NVCC:
-        assert code == EXIT_FAILED and "19 ok, 1 INVALID" in out.out, out.out + out.err
+        cases = 3 * len(load_spec(SPEC).kernels)     # every kernel (a sweep expanded) on every shape
+        assert code == EXIT_FAILED and f"{cases - 3} ok, 3 INVALID" in out.out, out.out + out.err
     else:
         assert code == EXIT_OK
 
@@ -91,9 +95,13 @@ def test_plan_command_on_the_spec_exits_1_only_for_the_refused_case(capsys):
 @NO_GPU
 @needs_toolkit
 def test_run_checks_everything_then_stops_at_the_missing_gpu(capsys):
-    args = ["run", str(SPEC), "-s", "96x80x72"] + ([] if NVCC else [f"-k={k}" for k in ("host-headers", "column-major")])
-    assert main(args) == EXIT_NO_GPU
+    kernels = [] if NVCC else [f"-k={k}" for k in ("host-headers", "column-major", "wmma")]
+    assert main(["run", str(SPEC), "-s", "64x48x32"] + kernels) == EXIT_NO_GPU
     assert "no CUDA driver" in capsys.readouterr().err
+    # a shape some case cannot take: those cases' errors at their lines first
+    assert main(["run", str(SPEC), "-s", "96x80x72"] + kernels) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "kernels[wmma].require[2]: 'K % 16 == 0' does not hold with K=72" in err and "no GPU either" in err
 
 
 def test_bool_template_parameters_are_cpp_literals_in_the_instance_and_the_label():
@@ -175,6 +183,17 @@ def test_host_code_in_the_kernel_file_fails_with_the_two_ways_out(tmp_path, caps
     assert "hint: NVRTC compiles device code only" in err and "compiler: nvcc" in err \
         and "#ifndef __CUDACC_RTC__" in err
     assert "Traceback" not in err
+
+
+@NO_GPU
+def test_run_without_a_gpu_reports_a_kernel_that_does_not_build_not_only_the_missing_gpu(tmp_path, capsys):
+    path = write_spec(tmp_path, f"  - {{name: h, source: {STYLE / 'kernels' / 'with_host_code.cu'}, "
+                                "function: sgemm_with_host_code, block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)]}\n")
+    assert main(["run", "--allow-outside-sources", str(path)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert f"{path}:3: kernels[h].source did not build" in err and "hint: NVRTC compiles device code only" in err
+    assert "1 kernel source(s) did not build (above); this machine has no GPU either" in err
+    assert "Traceback" not in err and not (tmp_path / "results").exists()
 
 
 def test_compile_hints_name_each_missing_header_once():
@@ -371,7 +390,61 @@ def test_the_outside_style_kernels_compute_the_right_product_on_the_gpu(gemm_run
     spec = dataclasses.replace(spec_without_nvcc(), baseline=False)
     run = gemm_run(spec, options=RunOptions(time=False))
     statuses = {(c.kernel, c.shape.label): c.status for c in run.cases}
-    assert statuses.pop(("ns-template[TILE=16,CHECKED=false]", "129x65x33")) == Status.INVALID
+    assert {key: statuses.pop(key) for key in REFUSED} == dict.fromkeys(REFUSED, Status.INVALID)
     wrong = {key: status for key, status in statuses.items() if status != Status.PASS}
     assert not wrong, [(c.kernel, c.shape.label, c.message) for c in run.cases if c.status not in
                        (Status.PASS, Status.INVALID)]
+
+
+# ----------------------------------------------------------------------------------- structs by value
+
+
+def test_a_struct_is_laid_out_and_packed_as_the_c_abi_lays_it_out():
+    from driver_gemm.argtypes import struct_type
+    from driver_gemm.cuda.launch import PackedArguments, pack_struct
+    import struct as pystruct
+
+    kind, offsets = struct_type(["int32", "int32", "int32", "ptr", "ptr", "ptr", "float32"])
+    assert offsets == (0, 4, 8, 16, 24, 32, 40) and kind.size == 48 and kind.alignment == 8
+    data = pack_struct(["int32", "ptr", "float32"], [7, 0x1234, 1.5], ["M", "A", "alpha"])
+    assert data == pystruct.pack("<i4xQf4x", 7, 0x1234, 1.5)
+    packed = PackedArguments([struct_type(["int32", "ptr", "float32"])[0], "int32"], [data, 3], ["args", "K"])
+    assert packed.offsets == [0, 24] and packed.value_bytes(0) == data
+
+
+def test_a_struct_argument_is_planned_with_its_fields_values():
+    kernel = next(k for k in load_spec(SPEC).kernels if k.name == "struct-args")
+    args, = kernel.signature
+    assert args.ctype == "struct" and [f.name for f in args.fields] == ["M", "N", "K", "A", "B", "C", "alpha"]
+    assert [path for path, _ in kernel.leaf_arguments()][-1] == "signature[0].fields[6]"
+    planned = plan_spec(load_spec(SPEC).select(kernels=["struct-args"]), "sm_90")
+    plan = planned.plans[0]
+    assert plan.valid and plan.argument_values["M"] == 96 and plan.argument_values["alpha"] == 1.5
+
+
+@pytest.mark.parametrize("entry, message, field", [
+    ("{name: args, type: struct}", "lists its fields in order", "signature[0].fields"),
+    ("{name: args, type: struct, fields: []}", "lists its fields in order", "signature[0].fields"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, {name: s, type: struct, fields: [M]}]}",
+     "not structs", "signature[0].fields[6].type"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, X]}", "unknown argument 'X'", "signature[0].fields[6]"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, M]}", "names M more than once", "signature"),
+    ("{name: args, type: struct, fields: [A, B, M, N, K]}", "must take C exactly once", "signature"),
+])
+def test_malformed_struct_arguments_are_refused_at_their_field(tmp_path, entry, message, field):
+    (tmp_path / "k.cu").write_text("")
+    path = write_spec(tmp_path, f"  - {{name: s, source: k.cu, function: f, block: [1], grid: [1], "
+                                f"signature: [{entry}]}}\n")
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(path)
+    assert info.value.field == f"kernels[s].{field}", info.value.field
+
+
+def test_a_struct_of_the_wrong_size_is_named_with_its_fields(tmp_path):
+    source = STYLE / "kernels" / "struct_args.cu"
+    path = write_spec(tmp_path, f"  - {{name: s, source: {source}, function: sgemm_struct_args, block: [1], "
+                                "grid: [1], signature: [{name: args, type: struct, fields: [M, N, K, A, B, C]}]}\n")
+    planned = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90")
+    problems = " ".join(str(p) for p in planned.plans[0].problems)
+    assert "parameter 1 (args, struct): the kernel's parameter (GemmArgs) is 48 bytes" in problems
+    assert "(M: int32, N: int32, K: int32, A: ptr, B: ptr, C: ptr) make 40" in problems

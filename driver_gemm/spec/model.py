@@ -92,13 +92,16 @@ class Argument:
     """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value.
 
     A ``tensormap`` argument has no value but a `tensor_map` description: the
-    map is encoded at launch from the operand's device buffer.
+    map is encoded at launch from the operand's device buffer. A ``struct``
+    argument (a struct passed by value) has `fields`, arguments themselves,
+    laid out by the C ABI (`argtypes.struct_type`).
     """
 
     name: str
     ctype: str
     value: expr.Expression | None = None
     tensor_map: TensorMapArgument | None = None
+    fields: tuple["Argument", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,19 @@ class KernelSpec:
 
     def reads_c(self) -> bool:
         """True when the kernel takes ``beta`` and so reads C before writing it."""
-        return any(arg.name == "beta" for arg in self.signature)
+        return any(arg.name == "beta" for _, arg in self.leaf_arguments())
+
+    def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
+        """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
+        its structs in their place (``signature[2].fields[0]``)."""
+        leaves = []
+        for index, argument in enumerate(self.signature):
+            if argument.fields:
+                leaves.extend((f"signature[{index}].fields[{position}]", field)
+                              for position, field in enumerate(argument.fields))
+            else:
+                leaves.append((f"signature[{index}]", argument))
+        return tuple(leaves)
 
 
 @dataclass(frozen=True)
