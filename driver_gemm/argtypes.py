@@ -53,6 +53,21 @@ C_TYPES: dict[str, CType] = {t.name: t for t in (
     CType("tensormap", "128s", align=64),
 )}
 
+def struct_type(field_types: "list[str] | tuple[str, ...]") -> tuple[CType, tuple[int, ...]]:
+    """A struct of the given C types passed by value, laid out as the C ABI lays it out: each field at its
+    natural alignment, the whole aligned to its widest field. Returns the struct's (opaque) type and the
+    offset of each field."""
+    offsets, offset, widest = [], 0, 1
+    for name in field_types:
+        field = C_TYPES[name]
+        offset = (offset + field.alignment - 1) // field.alignment * field.alignment
+        offsets.append(offset)
+        offset += field.size
+        widest = max(widest, field.alignment)
+    size = (offset + widest - 1) // widest * widest
+    return CType(f"struct[{size} bytes]", f"{size}s", align=widest), tuple(offsets)
+
+
 # The argument names a signature may use bare, with their C types: A, B and C
 # are the matrices (device pointers); the sizes are 32-bit ints as the seed
 # kernels declare them; alpha and beta are floats. The leading dimensions and

@@ -15,7 +15,8 @@
 # gates (the seed spec with --min-pct and --baseline-results: exits 1 naming each failing gate),
 # prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
 # profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
-# (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), anchors, launch,
+# (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), thirdparty (kernels in
+# outside collections' styles: host headers, namespaces, overloads, column-major), anchors, launch,
 # compile (the benchmarks), or any SPEC.yaml.
 # Run on a GPU machine after `. scripts/gpu_env.sh`.
 set -uo pipefail
@@ -70,6 +71,12 @@ for step in "$@"; do
                         --baseline-results bench/results/round3/seed-h200.json.gz --json "$OUT/gates.json" -q 2>&1 \
                         | tee "$OUT/gates.log"; [ "${PIPESTATUS[0]}" -eq 1 ] ;;
         prebuilt)   python3 -m driver_gemm run specs/prebuilt.yaml --json "$OUT/prebuilt.json" -q ;;
+        thirdparty) # kernels written the way outside collections write them, checked on the GPU (< 60 s)
+                    timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_third_party_style.py \
+                        -p no:cacheprovider -rfEs 2>&1 | tee "$OUT/thirdparty-tests.log"; tests=${PIPESTATUS[0]}
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run tests/kernels/thirdparty_style/specs/thirdparty.yaml \
+                        --no-timing --json "$OUT/thirdparty.json" -q 2>&1 | tail -30; run=${PIPESTATUS[0]}
+                    [ $tests -eq 0 ] && [ $run -eq 1 ] ;;   # run: 1 for its three INVALID cases, by design
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
         profile-tma) python3 -m driver_gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile --json "$OUT/profile-v11.json" -q

@@ -210,9 +210,13 @@ def test_unknown_compiler_is_a_spec_error(tmp_path):
         load_spec(write(tmp_path, MINIMAL + "    compiler: clang\n"))
 
 
-def test_wrapper_instantiates_only_templates():
-    text = nvcc_module.wrapper_source(ROOT / "kernels" / "04_coarsen_2d.cu", [V4, "plain_kernel"])
-    assert '#include "04_coarsen_2d.cu"' in text and f"(void*)&{V4}," in text and "plain_kernel" not in text
+def test_wrapper_keeps_a_device_pointer_to_every_instance():
+    overload = "static_cast<void(*)(const float*, int)>(f)"
+    text = nvcc_module.wrapper_source(ROOT / "kernels" / "04_coarsen_2d.cu", [V4, "plain_kernel", overload])
+    assert text.splitlines() == ['#include "04_coarsen_2d.cu"',
+                                 f"__device__ void* driver_gemm_instance_0 = (void*)&{V4};",
+                                 "__device__ void* driver_gemm_instance_1 = (void*)&plain_kernel;",
+                                 f"__device__ void* driver_gemm_instance_2 = (void*){overload};"]
 
 
 # ------------------------------------------------------------------------------------- NVRTC version

@@ -62,9 +62,18 @@ def test_scalars(tmp_path, monkeypatch, capsys, number):
     refused(tmp_path, MINIMAL + f"scalars: {{alpha: {number}}}\n", monkeypatch, capsys, field="scalars.alpha")
 
 
-@pytest.mark.parametrize("number", [n for n in BAD_NUMBERS if n != "[1]"] + ["16.0", "[]", "[16, .nan]"])
+# true/false are template arguments of their own (C++ bools), not numbers gone wrong: see the test below.
+@pytest.mark.parametrize("number", [n for n in BAD_NUMBERS if n not in ("[1]", "true")] + ["16.0", "[]", "[16, .nan]"])
 def test_template_params(tmp_path, monkeypatch, capsys, number):
     refused(tmp_path, MINIMAL.replace("BK: 16", f"BK: {number}"), monkeypatch, capsys, field="kernels[v4].params.BK")
+
+
+def test_a_bool_template_param_is_passed_as_a_cpp_bool(tmp_path):
+    from driver_gemm.spec import load_spec
+    from test_spec import write
+
+    kernel, = load_spec(write(tmp_path, MINIMAL.replace("BK: 16", "BK: true"))).kernels
+    assert kernel.params["BK"] is True and ", true, " in kernel.instance and "BK=true" in kernel.label
 
 
 @pytest.mark.parametrize("expression, message", [

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from driver_gemm.cuda.headers import STAND_INS
+
 from driver_gemm.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +91,9 @@ def test_the_install_holds_every_spec_and_the_sources_and_headers_they_reference
                 assert (source.parent / header).is_file(), (source.name, header)
             referenced += 1
     assert referenced >= 10
+    # NVRTC's stand-ins for the C library and host-only headers go with the package (cuda/headers.py)
+    stand_ins = installed / "cuda" / "nvrtc_headers"
+    assert sorted(p.name for p in stand_ins.iterdir()) == sorted(p.name for p in STAND_INS.iterdir())
 
 
 def test_the_installed_copy_is_what_runs_and_finds_its_data(installed, tmp_path):

@@ -102,7 +102,7 @@ def test_field_mistakes_name_file_line_and_field(tmp_path, extra, needle, messag
 
 def test_a_param_that_is_neither_a_number_nor_a_type_is_refused(tmp_path):
     text = spec_text().replace("LB: dg::Row}", "LB: 'dg::Row; int x'}")
-    with pytest.raises(SpecError, match="whole numbers or C\\+\\+ type names"):
+    with pytest.raises(SpecError, match="whole numbers, true/false, C\\+\\+ type names"):
         parse(text, tmp_path)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import NoGpuError, SpecError, UsageError
+from ..errors import CompileError, NoGpuError, SpecError, UsageError
 from .common import Output, add_format_options, add_source_option, default_json, env_device, load_specs
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -286,20 +286,26 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     INVALID rows with the same messages, as `plan` shows them.
     """
     from ..cuda.device import device_count
-    from ..pipeline.build import check_offline
+    from ..pipeline.plan_spec import plan_spec
 
     try:
         device_count()
         return
     except NoGpuError:
-        refused = [plan for spec in specs for plan in check_offline(spec)]
-        if not refused:
+        planned = [plan_spec(spec, "sm_90") for spec in specs]
+        refused = [plan for spec_plan in planned for plan in spec_plan.plans if not plan.valid]
+        not_built = [error for spec_plan in planned for error in spec_plan.compile_errors]
+        if not refused and not not_built:
             raise
     for plan in refused:
         for problem in plan.problems:
             out.error(str(problem))
-    raise SpecError(f"{len(refused)} case(s) cannot launch as written (the lines above; "
-                    "`driver-gemm plan` shows every case); this machine has no GPU either")
+    for error in not_built:   # each led by the spec's line of the kernel it kept out
+        out.error(str(error))
+    if refused:
+        raise SpecError(f"{len(refused)} case(s) cannot launch as written (the lines above; "
+                        "`driver-gemm plan` shows every case); this machine has no GPU either")
+    raise CompileError(f"{len(not_built)} kernel source(s) did not build (above); this machine has no GPU either")
 
 
 def _lock_clocks(args, ordinals, held: contextlib.ExitStack) -> dict[str, int]:

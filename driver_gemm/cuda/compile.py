@@ -21,7 +21,7 @@ from typing import Iterable, Mapping
 
 from cuda.bindings import nvrtc
 
-from . import cache
+from . import cache, headers
 from .check import check
 from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
@@ -29,7 +29,7 @@ from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
-_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -136,13 +136,17 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
+    extra_options = tuple(extra_options)
     options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *extra_options)
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)
+    options += headers.search_options()   # after the kernel's own folders: the toolkit's, then the stand-ins
     version = nvrtc_version()
-    headers = local_headers(source, include_dir) if include_dir else {}
-    key = cache.key_for(source=source, name=name, headers=headers, instances=instances,
-                        options=_portable(options, include_dir), arch=arch, nvrtc_version=version)
+    folders = ([include_dir] if include_dir else []) + include_folders(extra_options)
+    local = local_headers(source, folders) if folders else {}
+    key = cache.key_for(source=source, name=name, headers=local, instances=instances,
+                        options=_portable(options, include_dir) + headers.cache_tokens(), arch=arch,
+                        nvrtc_version=version)
     if use_cache:
         cached = cache.load(key)
         if cached is not None:
@@ -236,18 +240,40 @@ def _program_log(program) -> str:
 
 
 def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, ...]:
-    """Options without absolute paths, so a cache moved between checkouts still hits."""
-    return tuple(o for o in options if not o.startswith("--include-path=")) if include_dir else options
+    """Options without the search path driver-gemm adds, so a cache moved between checkouts still hits (what
+    those folders hold enters the key by itself: the headers' texts, `headers.cache_tokens`)."""
+    return tuple(o for o in options if not o.startswith("--include-path="))
 
 
-def local_headers(source: str, include_dir: Path, seen: dict[str, str] | None = None) -> dict[str, str]:
-    """The text of every ``#include "..."`` reachable from `source` in `include_dir` (they change the binary)."""
+def include_folders(options: Iterable[str]) -> list[Path]:
+    """The folders a kernel's own options put on the search path (``-IDIR``, ``--include-path=DIR``)."""
+    folders = []
+    for option in options:
+        option = option.strip()
+        for prefix in ("--include-path=", "-I"):
+            if option.startswith(prefix) and option[len(prefix):].strip():
+                folders.append(Path(option[len(prefix):].strip()))
+                break
+    return folders
+
+
+def local_headers(source: str, include_dirs: Path | Iterable[Path],
+                  seen: dict[str, str] | None = None) -> dict[str, str]:
+    """The text of every header reachable from `source` that `include_dirs` hold (they change the binary):
+    ``#include "..."`` looked up beside the including file and then in the folders, ``#include <...>`` in the
+    folders (the toolkit's and the C library's headers are keyed by version instead)."""
+    folders = [include_dirs] if isinstance(include_dirs, Path) else list(include_dirs)
     seen = {} if seen is None else seen
-    for header in _INCLUDE.findall(source):
-        candidate = include_dir / header
-        if header not in seen and candidate.is_file():
-            seen[header] = candidate.read_text()
-            local_headers(seen[header], candidate.parent, seen)
+    for quoted, angled in _INCLUDE.findall(source):
+        header = quoted or angled
+        candidates = ([folders[0]] if quoted else []) + folders[1:] + ([] if quoted else folders[:1])
+        for folder in candidates:
+            candidate = folder / header
+            if candidate.is_file():
+                if header not in seen:   # keyed by the name as written, so that the key holds no paths
+                    seen[header] = candidate.read_text(errors="replace")
+                    local_headers(seen[header], [candidate.parent, *folders[1:]], seen)
+                break
     return seen
 
 
@@ -274,20 +300,53 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
             continue
         number = int(match.group("line"))
         message = match.group("rest").lstrip(": ").strip()
-        if "name expression" in message or "which instance of function template" in message:
+        if "name expression" in message or "which instance of function template" in message \
+                or "which instance of overloaded function" in message:
             # About the template instance asked for, not about a line of the file (NVRTC's line is spurious).
             out.append(f"  {display_path}: error: {message} (check the spec's function and params against "
-                       "the template's parameters)")
+                       "the template's parameters; one of several overloads is picked by its parameter types, "
+                       "function: name(const float*, int))")
             shown += 1
             continue
-        out.append(f"  {display_path}:{number}: error: {message}")
-        if 1 <= number <= len(lines):
-            out.append(f"    {number:5d} | {lines[number - 1]}")
+        file_path, file_lines = _diagnosed_file(match.group("file").strip(), display_path, lines)
+        out.append(f"  {file_path}:{number}: error: {message}")
+        if 1 <= number <= len(file_lines):
+            out.append(f"    {number:5d} | {file_lines[number - 1]}")
         shown += 1
         if shown == 10:
             out.append("  ... (more errors in the full log)")
             break
     if shown == 0:
         out.append("  " + "\n  ".join(log.strip().splitlines()[-15:]))
+    out.extend(f"  hint: {hint}" for hint in compile_hints(log))
     out.append(f"  options: {' '.join(options)}")
     return "\n".join(out)
+
+
+def _diagnosed_file(logged: str, display_path: str, lines: list[str]) -> tuple[str, list[str]]:
+    """The path and lines of the file a diagnostic is about: the program itself, or a header it includes
+    (NVRTC names a header by the path it found it at)."""
+    if logged in (display_path, Path(display_path).name):
+        return display_path, lines
+    header = Path(logged) if Path(logged).is_absolute() else Path(display_path).parent / logged
+    try:
+        return str(header), header.read_text(errors="replace").splitlines()
+    except OSError:
+        return logged, []
+
+
+_MISSING_HEADER = re.compile(r'(?:cannot|could not) open source file "([^"]+)"')
+_HOST_CODE = ("host functions are not allowed in JIT mode", "__host__ function is not allowed in JIT mode")
+
+
+def compile_hints(log: str) -> list[str]:
+    """What to do about the failures NVRTC's `log` shows that come from the file's setting, not its kernels:
+    headers it could not find, and host code (NVRTC compiles device code only)."""
+    hints = [headers.missing_header_hint(name) for name in dict.fromkeys(_MISSING_HEADER.findall(log))]
+    if any(marker in log for marker in _HOST_CODE):
+        hints.append("NVRTC compiles device code only, and this file has host code (main, a launcher, cudaMalloc): "
+                     "build it with compiler: nvcc, or put the host code inside #ifndef __CUDACC_RTC__ ... #endif "
+                     "(NVRTC defines __CUDACC_RTC__); functions without __host__/__device__ in a header library "
+                     "(CUTLASS's and CuTe's constexpr helpers) compile as device functions with options: "
+                     "[-default-device]")
+    return hints

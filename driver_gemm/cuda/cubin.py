@@ -44,6 +44,7 @@ from .resources import KernelResources
 ELF_MAGIC = b"\x7fELF"
 EM_CUDA = 190
 STT_FUNC = 2
+STT_OBJECT = 1
 STO_CUDA_ENTRY = 0x10
 RESERVED_SHARED_WINDOW = 1024   # sm_90+: bytes at the start of a kernel's shared section
 
@@ -162,6 +163,35 @@ def read_cubin(data: bytes, source: str = "<image>") -> CubinImage:
     return CubinImage(elf.arch(), elf.abi_version, kernels, source)
 
 
+_RELOCATION = struct.Struct("<QQq")
+SHT_RELA = 4
+
+
+def pointer_targets(data: bytes, source: str = "<image>") -> dict[str, str]:
+    """The function each initialised device pointer variable of a CUBIN points at: {variable: symbol}.
+
+    ``__device__ void* p = (void*)&kernel<64>;`` leaves a relocation at p's
+    place in the initialised data naming the kernel's symbol: how an nvcc
+    build says which mangled name an instance expression became
+    (`cuda.nvcc`), exactly, defaulted template arguments and overloads included.
+    """
+    elf = _Elf(bytes(data), source)
+    by_place = {(symbol.section, symbol.value): symbol.name for symbol in elf.symbols
+                if symbol.type == STT_OBJECT and symbol.name}
+    targets = {}
+    for section in elf.sections:
+        if section.type != SHT_RELA:
+            continue
+        for position in range(section.offset, section.offset + section.size - _RELOCATION.size + 1,
+                              _RELOCATION.size):
+            offset, info, _ = _RELOCATION.unpack_from(elf.data, position)
+            symbol_index = info >> 32
+            variable = by_place.get((section.info, offset))
+            if variable is not None and 0 <= symbol_index < len(elf.symbols):
+                targets[variable] = elf.symbols[symbol_index].name
+    return targets
+
+
 def _kernel(elf: "_Elf", symbol_index: int, name: str, per_symbol: dict[int, int],
             reserved_window: int) -> KernelImage:
     info = _Info.parse(elf.section_data_named(f".nv.info.{name}"), elf.source, f".nv.info.{name}")
@@ -205,6 +235,7 @@ class _Symbol(NamedTuple):
     type: int
     other: int
     section: int
+    value: int = 0
 
 
 class _Elf:
@@ -261,8 +292,9 @@ class _Elf:
         strings = self.sections[table.link]
         symbols = []
         for position in range(table.offset, table.offset + table.size - _SYMBOL.size + 1, _SYMBOL.size):
-            name, info, other, section, _, _ = _SYMBOL.unpack_from(self.data, position)
-            symbols.append(_Symbol(self._string(strings.offset, strings.size, name), info & 0xF, other, section))
+            name, info, other, section, value, _ = _SYMBOL.unpack_from(self.data, position)
+            symbols.append(_Symbol(self._string(strings.offset, strings.size, name), info & 0xF, other, section,
+                                   value))
         return symbols
 
     def has_section(self, name: str) -> bool:

@@ -17,20 +17,27 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..argtypes import C_TYPES
+from ..argtypes import C_TYPES, CType, struct_type
 from .launch_attributes import LaunchAttributes, launch_config
 from ..errors import ArgumentError, CudaError
 from .check import check, check_status_code
 
 
-def _convert(ctype: str, value: Any, name: str):
-    if ctype not in C_TYPES:
+def _type(ctype: "str | CType") -> CType | None:
+    return ctype if isinstance(ctype, CType) else C_TYPES.get(ctype)
+
+
+def _convert(ctype: "str | CType", value: Any, name: str):
+    known = _type(ctype)
+    if known is None:
         raise ArgumentError(f"argument {name}: unknown C type {ctype!r} (known: {', '.join(C_TYPES)})")
+    if isinstance(ctype, CType):
+        ctype = ctype.name
     if ctype == "ptr" and hasattr(value, "address"):
         value = value.address
-    if C_TYPES[ctype].is_opaque:
-        if not isinstance(value, (bytes, bytearray)) or len(value) != C_TYPES[ctype].size:
-            raise ArgumentError(f"argument {name}: {ctype} needs {C_TYPES[ctype].size} bytes, got {value!r:.60}")
+    if known.is_opaque:
+        if not isinstance(value, (bytes, bytearray)) or len(value) != known.size:
+            raise ArgumentError(f"argument {name}: {ctype} needs {known.size} bytes, got {value!r:.60}")
         return bytes(value)
     if ctype.startswith("float"):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
@@ -62,7 +69,8 @@ class PackedArguments:
         self.offsets: list[int] = []
         offset = 0
         for ctype in self.ctypes:
-            size, align = (C_TYPES[ctype].size, C_TYPES[ctype].alignment) if ctype in C_TYPES else (1, 1)
+            known = _type(ctype)
+            size, align = (known.size, known.alignment) if known else (1, 1)
             offset = (offset + align - 1) // align * align   # as the C ABI lays out parameters
             self.offsets.append(offset)
             offset += size
@@ -71,11 +79,12 @@ class PackedArguments:
             if len(offsets) != len(self.ctypes):
                 raise ArgumentError(f"{len(offsets)} offsets for {len(self.ctypes)} arguments")
             self.offsets = [int(at) for at in offsets]
-            offset = max((at + C_TYPES[c].size for at, c in zip(self.offsets, self.ctypes)), default=0)
+            offset = max((at + (_type(c).size if _type(c) else 1) for at, c in zip(self.offsets, self.ctypes)),
+                         default=0)
         self.storage = np.zeros(max(offset, 8), dtype=np.uint8)
         for ctype, value, name, at in zip(self.ctypes, values, names, self.offsets):
             converted = _convert(ctype, value, name)
-            struct.pack_into("<" + C_TYPES[ctype].format, self.storage, at, converted)
+            struct.pack_into("<" + _type(ctype).format, self.storage, at, converted)
         base = self.storage.ctypes.data
         self.pointers = np.array([base + at for at in self.offsets] or [0], dtype=np.uint64)
 
@@ -85,8 +94,17 @@ class PackedArguments:
 
     def value_bytes(self, index: int) -> bytes:
         """The bytes the kernel will read for argument `index`."""
-        size = C_TYPES[self.ctypes[index]].size
+        size = _type(self.ctypes[index]).size
         return self.storage[self.offsets[index]:self.offsets[index] + size].tobytes()
+
+
+def pack_struct(field_types: Sequence[str], values: Sequence[Any], names: Sequence[str]) -> bytes:
+    """The bytes of a struct passed by value: each field converted to its C type at its C ABI offset."""
+    kind, offsets = struct_type(field_types)
+    data = bytearray(kind.size)
+    for ctype, value, name, at in zip(field_types, values, names, offsets):
+        struct.pack_into("<" + C_TYPES[ctype].format, data, at, _convert(ctype, value, name))
+    return bytes(data)
 
 
 def _dims(values: Sequence[int], what: str) -> tuple[int, int, int]:

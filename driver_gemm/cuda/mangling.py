@@ -10,10 +10,12 @@ literals), template parameters (``T_``) and substitutions (``S_``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from ..errors import ImageError
+from ..kernel_names import split_overload, split_parameter_types
 
 # code -> (spelling, kind, size in bytes)
 _BUILTINS = {
@@ -198,8 +200,13 @@ class _Parser:
             if self.peek(2) == "_Z":
                 raise _GiveUp
             code = self.peek()
-            if code not in _BUILTINS:
-                raise _GiveUp
+            if code not in _BUILTINS or code == "u":   # a value of an enum (or other named) type: L <type> <n> E
+                named = self.type()
+                negative = self.peek() == "n"
+                self.position += negative
+                value = self.number()
+                self.take("E")
+                return ParamType("literal", None, f"({named.text}){'-' if negative else ''}{value}")
             self.position += 1
             negative = self.peek() == "n"
             if negative:
@@ -324,6 +331,58 @@ def _normalise(name: str) -> str:
     return "".join(name.split())
 
 
+def _template_prefix_matches(wanted: str, display: str) -> bool:
+    """True when `display` (``ns::gemm<64, true, (ns::Order)1, float>``) is the template `wanted` names
+    (``ns::gemm<64, true, ns::Order::Col>``): the same base, and each argument given equal, or an enumerator
+    where the mangled name has a number; arguments left out are taken as defaulted."""
+    if "<" not in wanted or "<" not in display:
+        return False
+    wanted_base, wanted_args = wanted.split("<", 1)
+    display_base, display_args = display.split("<", 1)
+    if _normalise(wanted_base) != _normalise(display_base):
+        return False
+    given = split_parameter_types(wanted_args.rsplit(">", 1)[0])
+    held = split_parameter_types(display_args.rsplit(">", 1)[0])
+    if len(given) > len(held):
+        return False
+    for mine, theirs in zip(given, held):
+        if theirs.startswith("(") and re.fullmatch(r"[A-Za-z_][\w:]*", mine.strip()):
+            continue     # an enumerator or constant by name against its value
+        if _literal(mine) != _literal(theirs) and normalise_parameter_type(mine) != normalise_parameter_type(theirs):
+            return False
+    return True
+
+
+def _literal(text: str) -> str:
+    """``64u``, ``64ul``, ``(unsigned long)64`` and ``64`` alike."""
+    text = re.sub(r"^\([^()]*\)", "", "".join(text.split()))
+    return re.sub(r"(?<=\d)[uUlL]+$", "", text)
+
+
+# Type names that are aliases of builtin types in CUDA's headers and on 64-bit Linux: a spec may use either.
+_ALIASES = {"size_t": "unsigned long", "ptrdiff_t": "long", "int64_t": "long", "uint64_t": "unsigned long",
+            "int32_t": "int", "uint32_t": "unsigned int", "int16_t": "short", "uint16_t": "unsigned short",
+            "int8_t": "signed char", "uint8_t": "unsigned char", "uint": "unsigned int", "half": "__half",
+            "nv_bfloat16": "__nv_bfloat16", "intptr_t": "long", "uintptr_t": "unsigned long"}
+_TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "long", "short", "int", "char", "float", "double", "bool",
+               "void", "struct", "class", "enum"}
+
+
+def normalise_parameter_type(text: str) -> str:
+    """A parameter type spelt the way `demangle` spells it, for comparison: ``float const *__restrict__ A``
+    and ``const float*`` are both ``constfloat*`` (top-level restrict and parameter names are not the type's;
+    ``size_t``, ``int64_t``, ``half``... are their builtin types)."""
+    text = re.sub(r"\b(__restrict__|__restrict|restrict)\b", " ", text)
+    words = re.findall(r"[A-Za-z_][\w]*(?:::[A-Za-z_]\w*)*|::|[^\sA-Za-z_]", text)
+    if len(words) > 1 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]) and words[-1] not in _TYPE_WORDS \
+            and (words[-2] in ("*", "&", ">") or re.fullmatch(r"[A-Za-z_][\w:]*", words[-2])):
+        words.pop()     # a parameter name: float* A, int M
+    words = [word for alias in words for word in _ALIASES.get(alias, alias).split()]
+    if len(words) >= 2 and words[1] == "const" and words[0] != "const":   # west const, as the demangler writes it
+        words[0], words[1] = words[1], words[0]
+    return "".join(words)
+
+
 def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") -> str:
     """The symbol in `symbols` that a spec's ``function:`` names.
 
@@ -335,12 +394,24 @@ def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") 
     symbols = list(symbols)
     if function in symbols:
         return function
+    function, parameter_types = split_overload(function)
     wanted = _normalise(function)
     demangled = {symbol: demangle(symbol) for symbol in symbols}
+    if parameter_types is not None:   # an overload picked by its parameter types
+        wanted_types = [normalise_parameter_type(t) for t in parameter_types]
+        demangled = {s: d for s, d in demangled.items()
+                     if d and [normalise_parameter_type(p.text) for p in d.params] == wanted_types}
     by_display = [s for s, d in demangled.items() if d and _normalise(d.name) == wanted]
     matches = by_display or [s for s, d in demangled.items() if d and _normalise(d.base_name) == wanted]
+    if not matches and "<" in wanted:
+        # The template arguments as the spec gives them may stop short of defaulted ones and name enumerators
+        # (Order::Col) that a mangled name holds as numbers ((Order)1): compare what can be compared.
+        matches = [s for s, d in demangled.items() if d and _template_prefix_matches(function, d.name)]
     if len(matches) == 1:
         return matches[0]
+    if parameter_types is not None:
+        demangled = {symbol: demangle(symbol) for symbol in symbols}
+        function = f"{function}({', '.join(parameter_types)})"
 
     def listing(candidates):
         return "; ".join(f"{s} ({demangled[s].name})" if demangled[s] else s for s in candidates)
@@ -348,4 +419,5 @@ def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") 
     if not matches:
         raise ImageError(f"{source}: no kernel matches function {function!r} (kernels: {listing(symbols) or 'none'})")
     raise ImageError(f"{source}: function {function!r} is ambiguous: {listing(matches)}; give the template "
-                     "arguments or the mangled name")
+                     "arguments in full as listed (an enumerator as (Type)value), the parameter types "
+                     "(gemm(const float*, const float*, float*, int)) or the mangled name")

@@ -23,15 +23,18 @@ from pathlib import Path
 from typing import Iterable
 
 from . import cache
-from .compile import BASE_OPTIONS, Cubin, cache_header, from_cache_header, local_headers, normalise_arch
-from .cubin import read_cubin
+from .compile import (BASE_OPTIONS, Cubin, cache_header, from_cache_header, include_folders, local_headers,
+                      normalise_arch)
+from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .resources import parse_ptxas_report
 from ..errors import CompileError, ImageError, ToolMissingError
+from ..kernel_names import split_overload
 
 NVCC_OPTIONS = ("-O3", *BASE_OPTIONS)
 _VERSION = re.compile(r"release (\d+)\.(\d+)")
 NVCC_TIMEOUT_S = 600
+_MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
 
 
 def find_nvcc() -> Path | None:
@@ -68,14 +71,22 @@ def nvcc_version(nvcc: Path | None = None) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
+INSTANCE_VARIABLE = "driver_gemm_instance_{}"
+
+
 def wrapper_source(source_path: Path, instances: Iterable[str]) -> str:
-    """The translation unit nvcc compiles: the kernel source, and one address taken per template instance."""
+    """The translation unit nvcc compiles: the kernel source, and a device pointer to each instance.
+
+    Taking an instance's address makes nvcc instantiate a template; keeping
+    it in an initialised ``__device__`` pointer leaves a relocation that
+    names the instance's mangled symbol (`cubin.pointer_targets`), so the
+    symbol is known exactly rather than guessed from demangled names. An
+    overload is picked by a ``static_cast``, which is already an address.
+    """
     lines = [f'#include "{source_path.name}"']
-    templated = [instance for instance in instances if "<" in instance]
-    if templated:
-        lines.append("static void* const driver_gemm_instances[] = {")
-        lines.extend(f"    (void*)&{instance}," for instance in templated)
-        lines.append("};")
+    for index, instance in enumerate(instances):
+        address = f"(void*){instance}" if split_overload(instance)[1] is not None else f"(void*)&{instance}"
+        lines.append(f"__device__ void* {INSTANCE_VARIABLE.format(index)} = {address};")
     return "\n".join(lines) + "\n"
 
 
@@ -97,8 +108,9 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
         source = path.read_text()
     except OSError as exc:
         raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    extra_options = tuple(extra_options)
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
-    key = cache.key_for(source=source, name=path.name, headers=local_headers(source, path.resolve().parent),
+    key = cache.key_for(source=source, name=path.name, headers=local_headers(source, [path.resolve().parent, *include_folders(extra_options)]),
                         instances=instances, options=("nvcc", *options), arch=arch, nvrtc_version=version)
     if use_cache:
         cached = cache.load(key)
@@ -125,13 +137,21 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin
         log = done.stdout + done.stderr
         if done.returncode != 0:
             shown = "\n  ".join(log.strip().splitlines()[-20:])
-            raise CompileError(f"{path}: nvcc failed (exit status {done.returncode})\n  {shown}\n"
+            hints = "".join(f"  hint: {name} was not found: give the folder that holds it in the kernel's "
+                            "options: [-I FOLDER] (relative to the spec)\n"
+                            for name in dict.fromkeys(_MISSING_HEADER.findall(log)))
+            raise CompileError(f"{path}: nvcc failed (exit status {done.returncode})\n  {shown}\n{hints}"
                                f"  options: {' '.join(options)}", log=log, options=tuple(options))
         image = output.read_bytes()
     parsed = read_cubin(image, f"nvcc build of {path}")
+    targets = pointer_targets(image, f"nvcc build of {path}")
     lowered = {}
-    for instance in instances:
-        try:
+    for index, instance in enumerate(instances):
+        symbol = targets.get(INSTANCE_VARIABLE.format(index))
+        if symbol in parsed.kernels:
+            lowered[instance] = symbol
+            continue
+        try:   # no relocation to read: matched by name, as for a prebuilt image
             lowered[instance] = find_symbol(instance, parsed.kernels, f"nvcc build of {path}")
         except ImageError as exc:   # the instance is not in what nvcc built
             raise CompileError(str(exc), log=log, options=tuple(options)) from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..argtypes import C_TYPES
+from ..argtypes import C_TYPES, struct_type
 from ..errors import SpecError
 from .check import check
 from .cubin import KernelImage, ParamSlot
@@ -47,12 +47,21 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
         problems.append(f"the kernel takes {len(slots)} parameter{'s' if len(slots) != 1 else ''} ({described}), "
                         f"the signature names {len(spec_signature)}: {names}")
     for position, (slot, argument) in enumerate(zip(slots, spec_signature)):
-        ctype = C_TYPES.get(argument.ctype)
-        if ctype is None:
-            continue
         kernel_type = types[position] if types else None
         where = f"parameter {position + 1} ({argument.name}, {argument.ctype})"
         kernel_text = f" ({kernel_type.text})" if kernel_type else ""
+        if argument.fields:   # a struct by value: its size as the C ABI lays out its fields
+            size = struct_type([field.ctype for field in argument.fields])[0].size
+            if slot.size != size:
+                problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, the struct's "
+                                f"fields ({', '.join(f'{f.name}: {f.ctype}' for f in argument.fields)}) make "
+                                f"{size}")
+            elif kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
+                problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, not a struct")
+            continue
+        ctype = C_TYPES.get(argument.ctype)
+        if ctype is None:
+            continue
         if slot.size != ctype.size:
             problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, "
                             f"{argument.ctype} is {ctype.size}")
@@ -79,9 +88,14 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
     problems = check_signature(image.params, demangled.params if demangled else None, kernel.signature)
     if problems:
         field = f"{kernel.field_path}.signature" if kernel.field_path else "signature"
-        raise SpecError(f"signature does not match kernel {image.name}: " + "; ".join(problems),
+        shown = f"{image.name} ({demangled.name})" if demangled else image.name
+        takes = (f"the kernel is ({', '.join(p.text for p in demangled.params)}); " if demangled
+                 else f"the kernel's parameters are {', '.join(f'{slot.size}' for slot in image.params)} bytes; ")
+        raise SpecError(f"signature does not match kernel {shown}: " + "; ".join(problems),
                         where=kernel.where_field("signature"), field=field,
-                        hint="list one argument per kernel parameter, in order, with its exact C type")
+                        hint=takes + "list one argument per kernel parameter, in order, with its exact C type; "
+                             "a standard name of another type is written {name: M, type: uint64, value: M} "
+                             "(size_t M); a struct by value is {name: args, type: struct, fields: [M, N, K, A, ...]}")
 
 
 def param_slots_from_function(function, count: int) -> tuple[ParamSlot, ...]:

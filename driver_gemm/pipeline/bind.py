@@ -9,7 +9,8 @@ cuLaunchKernelEx.
 
 from __future__ import annotations
 
-from ..cuda.launch import PackedArguments, PreparedLaunch
+from ..argtypes import struct_type
+from ..cuda.launch import PackedArguments, PreparedLaunch, pack_struct
 from ..cuda.device import DeviceBuffer
 from ..errors import ConfigError
 
@@ -17,9 +18,16 @@ from ..errors import ConfigError
 def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
     """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name), ready to call."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    values = []
+    values, types = [], []
     for argument in kernel_spec.signature:
-        if argument.ctype == "ptr":
+        types.append(argument.ctype)
+        if argument.fields:   # a struct by value: its fields packed as the C ABI lays them out
+            field_types = [field.ctype for field in argument.fields]
+            types[-1] = struct_type(field_types)[0]
+            values.append(pack_struct(field_types, [buffers[f.name] if f.ctype == "ptr" else
+                                                    case_plan.argument_values[f.name] for f in argument.fields],
+                                      [f.name for f in argument.fields]))
+        elif argument.ctype == "ptr":
             values.append(buffers[argument.name])
         elif argument.tensor_map is not None:
             buffer = buffers[argument.tensor_map.tensor]
@@ -31,6 +39,6 @@ def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
             values.append(tensor_map.encode(session.device.driver, buffer.address))
         else:
             values.append(case_plan.argument_values[argument.name])
-    packed = PackedArguments([a.ctype for a in kernel_spec.signature], values, [a.name for a in kernel_spec.signature],
+    packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
     return PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)

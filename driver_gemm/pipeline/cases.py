@@ -116,7 +116,7 @@ def gemm_scalars(kernel: KernelSpec, shape: Shape, scalars: dict[str, float]) ->
     before fp8 scales are folded into alpha."""
     env = {**scalars, **shape.as_env(), **kernel.numeric_params}
     found = {}
-    for argument in kernel.signature:
+    for _, argument in kernel.leaf_arguments():
         if argument.name in ("alpha", "beta") and argument.value is not None:
             try:
                 found[argument.name] = float(argument.value.evaluate(env))

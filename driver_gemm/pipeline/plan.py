@@ -28,7 +28,7 @@ from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..spec.kernels import SM_COUNT_NAME
-from ..spec.model import KernelSpec, Shape
+from ..spec.model import KernelSpec, Shape, template_argument
 from .plan_tma import cluster_note, launch_attributes_of, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -173,7 +173,7 @@ def _collector(kernel: KernelSpec, problems: list[ConfigError]):
 
 def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
     """A warning when a matrix has 2**31 elements or more while the kernel takes its sizes as int32."""
-    narrow = [a.name for a in kernel.signature if a.name in ("M", "N", "K") and a.ctype == "int32"]
+    narrow = [a.name for _, a in kernel.leaf_arguments() if a.name in ("M", "N", "K") and a.ctype == "int32"]
     if not narrow:
         return []
     sizes = {"A (M*K)": shape.M * shape.K, "B (K*N)": shape.K * shape.N, "C (M*N)": shape.M * shape.N}
@@ -268,29 +268,30 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
 
 def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for index, argument in enumerate(kernel.signature):
+    for field_name, argument in kernel.leaf_arguments():
         if argument.ctype == "ptr" or argument.tensor_map is not None:
             values[argument.name] = argument.name   # bound to a buffer (or a map encoded from one) at launch
             continue
         try:
             value = argument.value.evaluate({**env, **scalars})
         except expr.ExpressionError as exc:
-            problem(f"argument {argument.name}: {exc}", f"signature[{index}]")
+            problem(f"argument {argument.name}: {exc}", field_name)
             continue
         if not argument.ctype.startswith("float"):
             if isinstance(value, float) and not value.is_integer():
                 problem(f"argument {argument.name} = {value} is not a whole number for {argument.ctype}",
-                        f"signature[{index}]")
+                        field_name)
                 continue
             value = int(value)
             if not C_TYPES[argument.ctype].fits(value):
                 low, high = C_TYPES[argument.ctype].low, C_TYPES[argument.ctype].high
                 problem(f"argument {argument.name} = {value} does not fit {argument.ctype} [{low}, {high}]",
-                        f"signature[{index}]", hint="declare the argument with a wider type (int64)")
+                        field_name, hint="declare the argument with a wider type (int64)")
                 continue
         values[argument.name] = value
     return values
 
 
 def _names(expression: expr.Expression, env) -> str:
-    return ", ".join(f"{name}={env[name]}" for name in sorted(expression.names) if name in env) or "no names"
+    return ", ".join(f"{name}={template_argument(env[name])}" for name in sorted(expression.names)
+                     if name in env) or "no names"

@@ -16,7 +16,7 @@ from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, NoGpuError, UsageError
-from ..spec.model import Spec
+from ..spec.model import KernelSpec, Spec
 from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
 from .cases import kernels_of
 from .plan import CasePlan
@@ -99,17 +99,30 @@ def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, 
     plans = launch_plans(spec, limits)     # each case's launch planned once, before compiling
     compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits, plans))
     result.compiled = compiled
-    seen: set[int] = set()
+    failed: dict[str, list[KernelSpec]] = {}   # message -> the kernels it kept out
+    errors: dict[str, CompileError] = {}
     for kernel in kernels_of(spec):
         cubin = compiled.get(kernel.label)
         if isinstance(cubin, CompileError):
-            if id(cubin) not in seen:   # one error per failed program, not per template instance
-                seen.add(id(cubin))
-                result.compile_errors.append(cubin)
+            # One error per distinct failure, not per template instance or program: the instances of a
+            # failed program are compiled again one by one and mostly fail the same way.
+            failed.setdefault(str(cubin), []).append(kernel)
+            errors.setdefault(str(cubin), cubin)
             continue
         result.plans.extend(complete_plan(plans[kernel.label, shape.label], cubin, limits, sm_count)
                             for shape in spec.shapes if (kernel.label, shape.label) in plans)
+    result.compile_errors = [_with_kernels(errors[message], kernels) for message, kernels in failed.items()]
     return result
+
+
+def _with_kernels(error: CompileError, kernels: list[KernelSpec]) -> CompileError:
+    """`error` led by the spec's line of the kernel entry it kept out (and how many more it kept out)."""
+    first = kernels[0]
+    names = list(dict.fromkeys(kernel.name for kernel in kernels))
+    field_name = "binary" if first.binary is not None else "source"
+    others = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
+    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build:"
+    return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
 
 
 def instruction_mixes(planned: SpecPlan) -> dict[str, InstructionMix | str]:

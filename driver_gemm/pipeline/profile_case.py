@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..cuda import nvtx as ranges
 from ..errors import DriverGemmError
+from ..kernel_names import split_overload
 from ..measure.profile import ncu_command, nvtx_filter_safe, run_ncu, summarize
 from ..results.records import CaseResult
 from ..spec.model import Spec
@@ -37,7 +38,7 @@ def child_command(spec: Spec, case: CaseResult, device: int, json_path: Path) ->
 
 def profile_command(spec: Spec, case: CaseResult, ncu: str, device: int, json_path: Path) -> list[str]:
     """ncu around `child_command`, by the case's NVTX range where it can, else by its function name."""
-    function = (case.instance or case.kernel).split("<")[0]
+    function = split_overload(case.instance or case.kernel)[0].split("<")[0]
     nvtx = ranges.enabled() and nvtx_filter_safe(case.kernel, case.shape.label)
     return ncu_command(child_command(spec, case, device, json_path), case.kernel, case.shape.label, function,
                        ncu=ncu, nvtx=nvtx, launch_skip=0)

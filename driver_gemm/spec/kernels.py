@@ -23,6 +23,7 @@ from ..status import is_baseline_label
 from .archs import KNOWN_ARCHS, is_known_arch
 from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_number, read_text
 from ..bundled import PACKAGE_DATA_DIR
+from ..kernel_names import split_overload
 from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PRECISIONS, KernelSpec, is_safe_name
@@ -41,6 +42,7 @@ RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) |
     | {"ceil", "floor", "min", "max"}
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
+INCLUDE_OPTION = "--include-path="   # how an include folder is passed on, absolute, whatever the spec wrote
 
 
 def parse_kernel(context: Context, node: Any, parent: list, index: int,
@@ -102,14 +104,19 @@ def _min_pct(context: Context, node: dict, dotted: str) -> float | None:
 
 
 def is_kernel_function(text: str) -> bool:
-    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``)."""
+    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``),
+    either followed by the parameter types that pick one overload (``sgemm(const float*, int)``)."""
+    text, parameter_types = split_overload(text)
+    if parameter_types is not None and not all(re.fullmatch(r"[A-Za-z_:][A-Za-z0-9_:<>, *&]*", t, re.ASCII)
+                                               for t in parameter_types):
+        return False
     match = re.fullmatch(r"((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*(?:<(.*)>)?", text, re.ASCII)
     if not match:
         return False
     inner = match.group(2)
     if inner is None:
         return True
-    if not re.fullmatch(r"[A-Za-z0-9_:<>, +\-]*", inner):
+    if not re.fullmatch(r"[A-Za-z0-9_:<>, +\-()]*", inner):   # (ns::Order)1: an enumerator as demangled
         return False
     depth, argument = 0, ""
     for char in inner + ",":
@@ -133,8 +140,10 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
     if len(function) > MAX_FUNCTION_CHARS or not is_kernel_function(function):
         shown = function if len(function) <= 60 else function[:57] + "..."
         raise context.error(f"{shown!r} is not a C++ function name or template-id", node, "function",
-                            f"{dotted}.function", hint="e.g. sgemm_tiled, or sgemm_tiled<64, 4> with no params")
-    default_name = function.split("<")[0].strip().split("::")[-1]
+                            f"{dotted}.function", hint="e.g. sgemm_tiled, sgemm_tiled<64, 4> with no params, or "
+                                                       "sgemm_tiled(const float*, const float*, float*, int) for one "
+                                                       "of several overloads")
+    default_name = split_overload(function)[0].split("<")[0].strip().split("::")[-1]
     name = node.get("name", default_name)
     if not isinstance(name, str) or not is_safe_name(name):
         raise context.error(f"a kernel name is letters, digits and . _ - + = , [ ] (not first a dot), at most "
@@ -220,12 +229,13 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
 
 def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[list[int | str]]]:
     """Template parameter names in order, and the values of each (one value, or the list swept): whole numbers,
-    or C++ type names for kernels templated on their element types (``TA: dg::bfloat16_t``)."""
+    true/false, or C++ names as written: types for kernels templated on their element types
+    (``TA: dg::bfloat16_t``), enumerators and constants (``ORDER: lib::Order::Col``)."""
     param_node = node.get("params", {})
     if not isinstance(param_node, dict):
         raise context.error(f"must be a mapping of template parameter names to values, got {kind_name(param_node)}",
                             node, "params", f"{dotted}.params")
-    if param_node and "<" in function:
+    if param_node and "<" in split_overload(function)[0]:
         raise context.error("the function is already a template-id; give its arguments there or in params, "
                             "not both", node, "params", f"{dotted}.params")
     names, sweep = [], []
@@ -238,12 +248,13 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         if not values:
             raise context.error("an empty list sweeps nothing", param_node, key, key_path)
         for v in values:
-            if is_cpp_type(v):
+            if is_cpp_type(v) or isinstance(v, bool):   # bool: passed as true/false, 1/0 in expressions
                 continue
-            if not isinstance(v, OversizedInteger) and (isinstance(v, bool) or not isinstance(v, int)):
-                raise context.error(f"template parameters are whole numbers or C++ type names, got {kind_name(v)}",
-                                    param_node, key, key_path, hint="a type is written as C++ spells it: float, "
-                                                                    "dg::bfloat16_t, __nv_bfloat16")
+            if not isinstance(v, OversizedInteger) and not isinstance(v, int):
+                raise context.error(f"template parameters are whole numbers, true/false, C++ type names or "
+                                    f"enumerators, got {kind_name(v)}", param_node, key, key_path,
+                                    hint="a type or enumerator is written as C++ spells it: float, "
+                                         "dg::bfloat16_t, __nv_bfloat16, lib::Layout::ColMajor")
             check_number(context, v, param_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
@@ -318,8 +329,10 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
     if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
         raise context.error(f"options is a list of NVRTC option strings, got {kind_name(options)}", node,
                             "options", f"{dotted}.options")
+    options = [_include_option(context, node, dotted, option) for option in options]
     for option in options:
-        if option.strip().startswith(PATH_OPTIONS) and not context.allow_outside_sources:
+        if option.startswith(PATH_OPTIONS) and not option.startswith(INCLUDE_OPTION) \
+                and not context.allow_outside_sources:
             raise context.error(f"option {option!r} names files to read; it needs the user's leave", node,
                                 "options", f"{dotted}.options",
                                 hint="headers beside the kernel source are found without it; or pass "
@@ -341,6 +354,29 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
             raise context.error(f"unknown architecture {arch}", node, "arch", f"{dotted}.arch",
                                 hint=f"known: {', '.join(KNOWN_ARCHS)}")
     return tuple(options), precision, arch
+
+
+def _include_option(context: Context, node: dict, dotted: str, option: str) -> str:
+    """``-I FOLDER`` / ``--include-path=FOLDER`` as ``--include-path=ABSOLUTE``: a relative folder is relative to
+    the spec, like ``source:``, and may be given without leave while it stays inside the spec's project (an
+    absolute one, or one outside, needs --allow-outside-sources)."""
+    text = option.strip()
+    match = re.fullmatch(r"(?:-I|--include-path(?:=|\s))\s*(.+)", text)
+    if not match:
+        return text
+    written = Path(match.group(1).strip())
+    folder = (context.base_dir / written).resolve()
+    if not context.allow_outside_sources:
+        root = project_root(context.base_dir)
+        if written.is_absolute() or not folder.is_relative_to(root):
+            raise context.error(f"option {option!r} names a folder outside the spec's project ({root}); it needs "
+                                "the user's leave", node, "options", f"{dotted}.options",
+                                hint="give a folder relative to the spec inside its project, or pass "
+                                     "--allow-outside-sources")
+    if not folder.is_dir():
+        raise context.error(f"option {option!r}: {folder} is not a folder", node, "options", f"{dotted}.options",
+                            hint="a relative include folder is relative to the spec file")
+    return f"{INCLUDE_OPTION}{folder}"
 
 
 def plain(node: Any) -> Any:

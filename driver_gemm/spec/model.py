@@ -19,6 +19,7 @@ from . import expr
 from ..bundled import default_spec_path
 from ..measure.dtypes import GemmTypes
 from ..errors import SpecError
+from ..kernel_names import overload_expression, split_overload
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 
 DEFAULT_SPEC = default_spec_path()
@@ -26,6 +27,13 @@ PRECISIONS = ("fp32", "tf32")
 
 # Names become file names (results/NAME-TIMESTAMP.json) and table cells: no separators, no leading dot.
 SAFE_NAME = re.compile(r"[A-Za-z0-9_+=,\[\]-][A-Za-z0-9._+=,\[\]-]*")
+
+
+def template_argument(value: Any) -> str:
+    """A template parameter's value as C++ spells it: ``64``, ``true``, ``float``, ``lib::Order::Col``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def is_safe_name(name: str) -> bool:
@@ -84,13 +92,16 @@ class Argument:
     """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value.
 
     A ``tensormap`` argument has no value but a `tensor_map` description: the
-    map is encoded at launch from the operand's device buffer.
+    map is encoded at launch from the operand's device buffer. A ``struct``
+    argument (a struct passed by value) has `fields`, arguments themselves,
+    laid out by the C ABI (`argtypes.struct_type`).
     """
 
     name: str
     ctype: str
     value: expr.Expression | None = None
     tensor_map: TensorMapArgument | None = None
+    fields: tuple["Argument", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,9 +167,12 @@ class KernelSpec:
     @property
     def instance(self) -> str:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
-        if not self.params:
-            return self.function
-        return f"{self.function}<{', '.join(str(v) for v in self.params.values())}>"
+        function, parameter_types = split_overload(self.function)
+        if self.params:
+            function = f"{function}<{', '.join(template_argument(v) for v in self.params.values())}>"
+        if parameter_types is None:
+            return function
+        return overload_expression(function, parameter_types)
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
@@ -171,7 +185,7 @@ class KernelSpec:
         shown = self.numeric_params
         if not shown:
             return self.name
-        return f"{self.name}[{','.join(f'{k}={v}' for k, v in shown.items())}]"
+        return f"{self.name}[{','.join(f'{k}={template_argument(v)}' for k, v in shown.items())}]"
 
     def where_field(self, name: str) -> str:
         """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
@@ -196,7 +210,19 @@ class KernelSpec:
 
     def reads_c(self) -> bool:
         """True when the kernel takes ``beta`` and so reads C before writing it."""
-        return any(arg.name == "beta" for arg in self.signature)
+        return any(arg.name == "beta" for _, arg in self.leaf_arguments())
+
+    def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
+        """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
+        its structs in their place (``signature[2].fields[0]``)."""
+        leaves = []
+        for index, argument in enumerate(self.signature):
+            if argument.fields:
+                leaves.extend((f"signature[{index}].fields[{position}]", field)
+                              for position, field in enumerate(argument.fields))
+            else:
+                leaves.append((f"signature[{index}]", argument))
+        return tuple(leaves)
 
 
 @dataclass(frozen=True)

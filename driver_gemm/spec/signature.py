@@ -17,7 +17,7 @@ from .fields import IDENTIFIER, Context, check_keys, kind_name, parse_expression
 from .launch_fields import tensor_map_argument
 from .model import Argument
 
-ARGUMENT_TYPES = tuple(C_TYPES)
+ARGUMENT_TYPES = (*C_TYPES, "struct")
 FLOAT32_MAX = 3.4028234663852886e38
 
 
@@ -47,7 +47,7 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
             argument = _standard_argument(context, value, index, item, item_path, scalars)
             _check_constant_fits(context, argument, value, index, item_path)
         elif isinstance(item, dict):
-            argument = _typed_argument(context, value, index, item, item_path)
+            argument = _typed_argument(context, value, index, item, item_path, scalars)
             _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
         else:
             raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index,
@@ -59,7 +59,7 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
 
 def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> None:
     """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique."""
-    names = [a.name for a in arguments]
+    names = [a.name for a in arguments] + [field.name for a in arguments for field in a.fields]
     mapped = {a.tensor_map.tensor for a in arguments if a.tensor_map is not None}
     for matrix in ("A", "B", "C"):
         if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
@@ -85,9 +85,14 @@ def _standard_argument(context, parent, index, item: str, item_path: str, scalar
     return Argument(item, ctype, value)
 
 
-def _typed_argument(context, parent, index, item: dict, item_path: str) -> Argument:
+def _typed_argument(context, parent, index, item: dict, item_path: str, scalars=None) -> Argument:
     if item.get("type") == "tensormap":
         return tensor_map_argument(context, parent, index, item, item_path)
+    if item.get("type") == "struct":
+        if scalars is None:   # a field of a struct
+            raise context.error("a struct's fields are scalars and pointers, not structs", item, "type",
+                                f"{item_path}.type")
+        return _struct_argument(context, parent, index, item, item_path, scalars)
     check_keys(context, item, ("name", "type", "value"), item_path)
     if "name" not in item or "type" not in item:
         raise context.error("an argument mapping needs name and type", parent, index, item_path)
@@ -108,3 +113,34 @@ def _typed_argument(context, parent, index, item: dict, item_path: str) -> Argum
     if "value" not in item:
         raise context.error("a scalar argument needs a value", item, None, item_path)
     return Argument(name, ctype, parse_expression(context, item, "value", item["value"], f"{item_path}.value"))
+
+
+def _struct_argument(context, parent, index, item: dict, item_path: str, scalars) -> Argument:
+    """``{name: args, type: struct, fields: [A, B, C, M, N, K, {name: lda, type: int64, value: K}]}``: a struct
+    passed by value, its fields in declaration order (standard names or typed scalars and pointers)."""
+    check_keys(context, item, ("name", "type", "fields"), item_path)
+    name, fields = item.get("name"), item.get("fields")
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+        raise context.error(f"an argument name is a C identifier, got {kind_name(name)}", item, "name" if "name" in item
+                            else None, f"{item_path}.name")
+    if not isinstance(fields, list) or not fields:
+        raise context.error(f"a struct argument lists its fields in order, got {kind_name(fields)}", item,
+                            "fields" if "fields" in item else None, f"{item_path}.fields",
+                            hint="fields: [A, B, C, M, N, K, alpha], each as in signature:")
+    parsed = []
+    for position, field in enumerate(fields):
+        field_path = f"{item_path}.fields[{position}]"
+        if isinstance(field, str):
+            argument = _standard_argument(context, fields, position, field, field_path, scalars)
+            _check_constant_fits(context, argument, fields, position, field_path)
+        elif isinstance(field, dict):
+            if field.get("type") == "tensormap":
+                raise context.error("a tensor map is an argument of its own, not a struct's field", field, "type",
+                                    f"{field_path}.type")
+            argument = _typed_argument(context, fields, position, field, field_path)
+            _check_constant_fits(context, argument, field, "value", f"{field_path}.value")
+        else:
+            raise context.error(f"a field is a name or a mapping, got {kind_name(field)}", fields, position,
+                                field_path)
+        parsed.append(argument)
+    return Argument(name, "struct", None, fields=tuple(parsed))

@@ -61,8 +61,8 @@ def case_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mapping,
         "target": kernel.target(arch),
         "launch": {"block": [e.source for e in kernel.block], "grid": [e.source for e in kernel.grid],
                    "shared_bytes": kernel.shared_bytes.source,
-                   "signature": [[a.name, a.ctype, a.value.source if a.value is not None else None]
-                                 for a in kernel.signature]},
+                   "signature": [[path, a.name, a.ctype, a.value.source if a.value is not None else None]
+                                 for path, a in kernel.leaf_arguments()]},
         "shape": [shape.M, shape.N, shape.K],
         "precision": kernel.precision,
         "scalars": dict(sorted(spec.scalars.items())),

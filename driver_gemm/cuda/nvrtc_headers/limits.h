@@ -1,0 +1,2 @@
+// driver-gemm stand-in for <limits.h> under NVRTC: see _c_library.h.
+#include "_c_library.h"

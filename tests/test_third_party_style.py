@@ -1,0 +1,450 @@
+"""Kernels written the way outside GEMM collections write them, planned and run unchanged.
+
+The kernels of `tests/kernels/thirdparty_style/` (our own, each reproducing one
+habit of those collections) cover: host headers (<cstdio>, <cassert>, <vector>,
+<cublas_v2.h>) and glibc's `uint` in a kernel file compiled by NVRTC, host code
+in the kernel's file (nvcc, or a guard), a shared header in a sibling folder
+found through a relative ``-I``, namespaces, bool/enum/defaulted template
+parameters, overloads picked by their parameter types, size_t and int64_t
+sizes, and cuBLAS's column-major convention with dynamic shared memory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from driver_gemm.cli import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE, main
+from driver_gemm.cuda import headers
+from driver_gemm.cuda import nvcc as nvcc_module
+from driver_gemm.cuda.compile import compile_hints, compile_source, local_headers
+from driver_gemm.cuda.cubin import read_cubin
+from driver_gemm.cuda.mangling import demangle, find_symbol, normalise_parameter_type
+from driver_gemm.errors import ImageError, SpecError
+from driver_gemm.kernel_names import overload_expression, split_overload
+from driver_gemm.pipeline.plan_spec import plan_spec
+from driver_gemm.spec import load_spec
+from driver_gemm.status import Status
+
+from conftest import TEST_KERNELS
+from test_cli import NO_GPU
+
+STYLE = TEST_KERNELS / "thirdparty_style"
+SPEC = STYLE / "specs" / "thirdparty.yaml"
+NVCC = shutil.which("nvcc") or nvcc_module.find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+needs_toolkit = pytest.mark.skipif(not headers.toolkit_include_dirs(), reason="no CUDA toolkit headers found")
+NVCC_KERNELS = {"host-code-nvcc"}
+REFUSED = {("ns-template[TILE=16,CHECKED=false]", "129x65x33"), ("wmma", "96x80x72"), ("wmma", "129x65x33")}
+
+
+def spec_without_nvcc():
+    """The spec, less its nvcc kernels where nvcc is missing."""
+    import dataclasses
+
+    spec = load_spec(SPEC)
+    if NVCC is None:
+        spec = dataclasses.replace(spec, kernels=tuple(k for k in spec.kernels if k.name not in NVCC_KERNELS))
+    return spec
+
+
+def write_spec(folder: Path, kernels: str, shapes: str = "[[64, 48, 40]]") -> Path:
+    (folder / "pyproject.toml").write_text("")
+    path = folder / "spec.yaml"
+    path.write_text(f"shapes: {shapes}\nkernels:\n{kernels}")
+    return path
+
+
+# ----------------------------------------------------------------------------------- the whole spec, offline
+
+
+@needs_toolkit
+def test_every_kernel_of_the_outside_style_spec_plans_without_a_gpu():
+    planned = plan_spec(spec_without_nvcc(), "sm_90")
+    assert not planned.compile_errors, [str(e) for e in planned.compile_errors]
+    by_kernel = {}
+    for plan in planned.plans:
+        by_kernel.setdefault(plan.kernel.label, []).append(plan)
+    # every kernel planned on every shape, its signature checked against the compiled image
+    assert all(len(plans) == 3 for plans in by_kernel.values()), by_kernel.keys()
+    assert len(by_kernel) == len(load_spec(SPEC).kernels) - (0 if NVCC else len(NVCC_KERNELS))
+    invalid = {(plan.kernel.label, plan.shape.label) for plan in planned.plans if not plan.valid}
+    # the bool parameter reaches require: the unchecked instance is refused where M, N are not whole tiles;
+    # WMMA needs whole 16 x 16 x 16 tiles
+    assert invalid == REFUSED
+    refused = next(plan for plan in planned.plans if not plan.valid)
+    assert "CHECKED=false, M=129, N=65" in " ".join(str(p) for p in refused.problems)
+    column_major = by_kernel["column-major[TILE=16]"][0]
+    assert column_major.config.shared_bytes == 2 * 16 * 16 * 4
+
+
+@needs_toolkit
+def test_plan_command_on_the_spec_exits_1_only_for_the_refused_case(capsys):
+    code = main(["plan", "--arch", "sm_90", str(SPEC)] + ([] if NVCC else ["-k", "host-headers"]))
+    out = capsys.readouterr()
+    if NVCC:
+        cases = 3 * len(load_spec(SPEC).kernels)     # every kernel (a sweep expanded) on every shape
+        assert code == EXIT_FAILED and f"{cases - 3} ok, 3 INVALID" in out.out, out.out + out.err
+    else:
+        assert code == EXIT_OK
+
+
+@NO_GPU
+@needs_toolkit
+def test_run_checks_everything_then_stops_at_the_missing_gpu(capsys):
+    kernels = [] if NVCC else [f"-k={k}" for k in ("host-headers", "column-major", "wmma")]
+    assert main(["run", str(SPEC), "-s", "64x48x32"] + kernels) == EXIT_NO_GPU
+    assert "no CUDA driver" in capsys.readouterr().err
+    # a shape some case cannot take: those cases' errors at their lines first
+    assert main(["run", str(SPEC), "-s", "96x80x72"] + kernels) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "kernels[wmma].require[2]: 'K % 16 == 0' does not hold with K=72" in err and "no GPU either" in err
+
+
+def test_bool_template_parameters_are_cpp_literals_in_the_instance_and_the_label():
+    kernel = next(k for k in load_spec(SPEC).kernels if k.name == "ns-template")
+    assert kernel.instance == "tp::detail::gemm<16, true>"
+    assert kernel.label == "ns-template[TILE=16,CHECKED=true]"
+    enum = next(k for k in load_spec(SPEC).kernels if k.name == "ns-template-col-b")
+    assert enum.instance == "tp::detail::gemm<16, true, tp::Order::Col>"
+
+
+def test_a_template_parameter_that_is_no_value_is_refused_at_its_line(tmp_path):
+    path = write_spec(tmp_path, "  - {name: x, source: k.cu, function: f, params: {T: [1.5]}, block: [1], grid: [1]}\n")
+    (tmp_path / "k.cu").write_text("")
+    with pytest.raises(SpecError, match="whole numbers, true/false, C\\+\\+ type names or enumerators") as info:
+        load_spec(path)
+    assert info.value.where.endswith("spec.yaml:3")
+
+
+# ----------------------------------------------------------------------------------- headers under NVRTC
+
+
+def test_the_c_library_stand_ins_give_the_types_nvcc_gives_on_linux():
+    source = ("#include <cstdint>\n#include <climits>\n#include <cstdio>\n#include <cassert>\n"
+              "__global__ void k(int64_t a, uint64_t b, uint c, size_t d) { assert(a < INT64_MAX); "
+              "printf(\"%d\", INT_MAX); }\n")
+    folder = Path(__import__("tempfile").mkdtemp())
+    (folder / "k.cu").write_text(source)
+    cubin = compile_source(folder / "k.cu", ["k"], use_cache=False)
+    # int64_t is long (l), uint64_t unsigned long (m), uint unsigned int (j), as with nvcc and glibc
+    assert cubin.symbol("k") == "_Z1klmjm"
+
+
+def test_host_only_headers_are_empty_under_nvrtc_and_their_use_in_device_code_is_named(tmp_path):
+    (tmp_path / "k.cu").write_text("#include <vector>\n__global__ void k(float* c) { std::vector<float> v; }\n")
+    with pytest.raises(Exception) as info:
+        compile_source(tmp_path / "k.cu", ["k"], use_cache=False)
+    assert "k.cu:2: error" in str(info.value) and "vector" in str(info.value)
+
+
+def test_a_header_nowhere_to_be_found_says_where_to_give_it(tmp_path):
+    (tmp_path / "k.cu").write_text('#include <cute/tensor.hpp>\n__global__ void k() {}\n')
+    with pytest.raises(Exception) as info:
+        compile_source(tmp_path / "k.cu", ["k"], use_cache=False)
+    text = str(info.value)
+    assert "k.cu:1: error: cannot open source file \"cute/tensor.hpp\"" in text
+    assert "hint: cute/tensor.hpp is not beside the kernel source" in text and "options: [-I FOLDER]" in text
+
+
+def test_an_error_in_an_included_header_is_quoted_from_that_header(tmp_path):
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "util.h").write_text("#pragma once\nint broken = ;\n")
+    (tmp_path / "k.cu").write_text('#include "common/util.h"\n__global__ void k() {}\n')
+    with pytest.raises(Exception) as info:
+        compile_source(tmp_path / "k.cu", ["k"], use_cache=False)
+    assert "util.h:2: error" in str(info.value) and "int broken = ;" in str(info.value)
+
+
+def test_toolkit_headers_without_a_toolkit_say_so(monkeypatch):
+    monkeypatch.setattr(headers, "toolkit_include_dirs", lambda: ())
+    hint = headers.missing_header_hint("cuda_fp16.h")
+    assert "comes with the CUDA toolkit" in hint and "CUDA_HOME" in hint
+    assert headers.missing_header_hint("cuda/pipeline").startswith("<cuda/pipeline> comes with the CUDA toolkit")
+
+
+@needs_toolkit
+def test_toolkit_headers_are_found_without_options(tmp_path):
+    (tmp_path / "k.cu").write_text("#include <cuda_fp16.h>\n#include <mma.h>\n#include <cuda/pipeline>\n"
+                                   "__global__ void k(__half* c) { c[0] = __float2half(1.0f); }\n")
+    assert compile_source(tmp_path / "k.cu", ["k"], use_cache=False).symbol("k") == "_Z1kP6__half"
+
+
+def test_host_code_in_the_kernel_file_fails_with_the_two_ways_out(tmp_path, capsys):
+    path = write_spec(tmp_path, f"  - {{name: h, source: {STYLE / 'kernels' / 'with_host_code.cu'}, "
+                                "function: sgemm_with_host_code, block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)]}\n")
+    assert main(["plan", "--arch", "sm_90", "--allow-outside-sources", str(path)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert f"{path}:3: kernels[h].source did not build" in err
+    assert "host functions are not allowed in JIT mode" in err
+    assert "hint: NVRTC compiles device code only" in err and "compiler: nvcc" in err \
+        and "#ifndef __CUDACC_RTC__" in err
+    assert "Traceback" not in err
+
+
+@NO_GPU
+def test_run_without_a_gpu_reports_a_kernel_that_does_not_build_not_only_the_missing_gpu(tmp_path, capsys):
+    path = write_spec(tmp_path, f"  - {{name: h, source: {STYLE / 'kernels' / 'with_host_code.cu'}, "
+                                "function: sgemm_with_host_code, block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)]}\n")
+    assert main(["run", "--allow-outside-sources", str(path)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert f"{path}:3: kernels[h].source did not build" in err and "hint: NVRTC compiles device code only" in err
+    assert "1 kernel source(s) did not build (above); this machine has no GPU either" in err
+    assert "Traceback" not in err and not (tmp_path / "results").exists()
+
+
+def test_compile_hints_name_each_missing_header_once():
+    log = ('a.cu(1): catastrophic error: cannot open source file "x.h"\n'
+           'b.h(3): catastrophic error: cannot open source file "x.h"\n')
+    hints = compile_hints(log)
+    assert len(hints) == 1 and hints[0].startswith("x.h is not beside")
+
+
+# ----------------------------------------------------------------------------------- include folders
+
+
+def test_a_relative_include_folder_is_the_specs_and_needs_no_leave_inside_the_project(tmp_path):
+    (tmp_path / "lib" / "common").mkdir(parents=True)
+    (tmp_path / "lib" / "kernels").mkdir()
+    (tmp_path / "lib" / "common" / "tile.h").write_text("#define TILE 8\n")
+    (tmp_path / "lib" / "kernels" / "k.cu").write_text(
+        '#include "tile.h"\n__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) '
+        "{ C[0] = TILE; }\n")
+    path = write_spec(tmp_path, "  - {name: k, source: lib/kernels/k.cu, function: k, options: [-Ilib/common], "
+                                "block: [1], grid: [1]}\n")
+    kernel = load_spec(path).kernels[0]
+    assert kernel.options == (f"--include-path={tmp_path.resolve() / 'lib' / 'common'}",)
+    planned = plan_spec(load_spec(path), "sm_90")
+    assert not planned.compile_errors and planned.plans
+
+
+@pytest.mark.parametrize("option, message", [
+    ("-I../outside", "outside the spec's project"),
+    ("-I/usr/include", "outside the spec's project"),
+    ("-Ino/such/folder", "is not a folder"),
+])
+def test_include_folders_that_are_refused(tmp_path, capsys, option, message):
+    (tmp_path / "project").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "project" / "k.cu").write_text("__global__ void k() {}\n")
+    path = write_spec(tmp_path / "project", f"  - {{name: k, source: k.cu, function: k, options: ['{option}'], "
+                                            "block: [1], grid: [1]}\n")
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(path)
+    assert info.value.field == "kernels[k].options" and info.value.where.endswith("spec.yaml:3")
+    assert main(["plan", "--arch", "sm_90", str(path)]) == EXIT_USAGE
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_headers_in_include_folders_are_part_of_the_cache_key(tmp_path):
+    (tmp_path / "inc" / "sub").mkdir(parents=True)
+    (tmp_path / "inc" / "lib.h").write_text('#include "sub/deeper.h"\n')
+    (tmp_path / "inc" / "sub" / "deeper.h").write_text("#define VALUE 1\n")
+    source = '#include <lib.h>\n#include "missing.h"\n__global__ void k(int* c) { c[0] = VALUE; }\n'
+    found = local_headers(source, [tmp_path / "src", tmp_path / "inc"])
+    assert set(found) == {"lib.h", "sub/deeper.h"}
+    (tmp_path / "k.cu").write_text(source.replace('#include "missing.h"\n', ""))
+    first = compile_source(tmp_path / "k.cu", ["k"], extra_options=[f"-I{tmp_path / 'inc'}"])
+    (tmp_path / "inc" / "sub" / "deeper.h").write_text("#define VALUE 2\n")
+    second = compile_source(tmp_path / "k.cu", ["k"], extra_options=[f"-I{tmp_path / 'inc'}"])
+    assert not second.from_cache and first.image != second.image
+    third = compile_source(tmp_path / "k.cu", ["k"], extra_options=[f"-I{tmp_path / 'inc'}"])
+    assert third.from_cache
+
+
+# ----------------------------------------------------------------------------------- names, overloads, mangling
+
+
+def test_split_overload_reads_both_spellings():
+    assert split_overload("f(const float* A, int)") == ("f", ("const float* A", "int"))
+    assert split_overload("ns::g<1, 2>(Pair<int, int>, float)") == ("ns::g<1, 2>", ("Pair<int, int>", "float"))
+    assert split_overload(overload_expression("ns::g<1>", ["int", "float*"])) == ("ns::g<1>", ("int", "float*"))
+    assert split_overload("g<1, 2>") == ("g<1, 2>", None)
+    assert split_overload("g()") == ("g", ())
+
+
+@pytest.mark.parametrize("written, demangled", [
+    ("const float* __restrict__ A", "const float*"), ("float const *B", "const float*"), ("int M", "int"),
+    ("size_t K", "unsigned long"), ("int64_t", "long"), ("const half *__restrict__ A", "const __half*"),
+    ("unsigned int", "unsigned int"), ("lib::Pair<int, int> p", "lib::Pair<int, int>"),
+])
+def test_parameter_types_compare_as_the_demangler_writes_them(written, demangled):
+    assert normalise_parameter_type(written) == normalise_parameter_type(demangled)
+
+
+def test_an_enum_template_argument_is_demangled():
+    found = demangle("_ZN3lib6detail4gemmILi64ELb1ELNS0_5OrderE1EfEEviiiPKT2_S5_PS3_")
+    assert found.name == "lib::detail::gemm<64, true, (lib::detail::Order)1, float>"
+    assert [p.text for p in found.params] == ["int", "int", "int", "const float*", "const float*", "float*"]
+
+
+def test_find_symbol_picks_an_overload_by_its_parameter_types():
+    symbols = ["_Z4overPK6__halfS1_PS_iii", "_Z4overPKfS0_Pfiii"]
+    assert find_symbol("over(const half* A, const half*, half*, int, int, int)", symbols) == symbols[0]
+    assert find_symbol("over(float const*, const float*, float*, int, int, int)", symbols) == symbols[1]
+    with pytest.raises(ImageError, match="ambiguous.*the parameter types"):
+        find_symbol("over", symbols)
+    with pytest.raises(ImageError, match="no kernel matches function 'over\\(double\\)'"):
+        find_symbol("over(double)", symbols)
+
+
+def test_find_symbol_takes_defaulted_arguments_and_enumerators_by_name():
+    symbols = ["_ZN3lib6detail4gemmILi64ELb1ELNS0_5OrderE0EfEEviiiPKT2_S5_PS3_",
+               "_ZN3lib6detail4gemmILi32ELb1ELNS0_5OrderE0EfEEviiiPKT2_S5_PS3_"]
+    assert find_symbol("lib::detail::gemm<64, true>", symbols) == symbols[0]
+    assert find_symbol("lib::detail::gemm<32, true, lib::detail::Order::Row, float>", symbols) == symbols[1]
+    with pytest.raises(ImageError):
+        find_symbol("lib::detail::gemm<64, false>", symbols)
+
+
+def test_an_overloaded_name_without_parameter_types_says_how_to_pick_one(tmp_path, capsys):
+    path = write_spec(tmp_path, f"  - {{name: o, source: {STYLE / 'kernels' / 'names.cu'}, function: gemm_overloaded, "
+                                f"options: ['-I{STYLE / 'common'}'], block: [1], grid: [1]}}\n")
+    assert main(["plan", "--arch", "sm_90", "--allow-outside-sources", str(path)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "overloaded function" in err and "function: name(const float*, int)" in err
+
+
+@pytest.mark.parametrize("function", ["f(1)", "f(int", "f(int)(int)", "f(int; x)"])
+def test_malformed_parameter_lists_are_refused(tmp_path, function):
+    (tmp_path / "k.cu").write_text("")
+    path = write_spec(tmp_path, f"  - {{name: x, source: k.cu, function: '{function}', block: [1], grid: [1]}}\n")
+    with pytest.raises(SpecError, match="not a C\\+\\+ function name"):
+        load_spec(path)
+
+
+def test_a_mismatched_signature_shows_the_kernels_own_parameters(tmp_path):
+    path = write_spec(tmp_path, f"  - {{name: w, source: {STYLE / 'kernels' / 'names.cu'}, function: gemm_wide_sizes, "
+                                f"options: ['-I{STYLE / 'common'}'], block: [1], grid: [1], "
+                                "signature: [A, B, C, M, N, K, alpha]}\n")
+    (tmp_path / "pyproject.toml").unlink()
+    planned = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90")
+    problems = " ".join(str(p) for plan in planned.plans for p in plan.problems)
+    assert "parameter 4 (M, int32): the kernel's parameter (unsigned long) is 8 bytes" in problems
+    assert "the kernel is (const float*, const float*, float*, unsigned long, unsigned long, long, float)" in problems
+    assert "{name: M, type: uint64, value: M}" in problems
+
+
+# ----------------------------------------------------------------------------------- nvcc and prebuilt images
+
+
+@needs_nvcc
+@needs_toolkit
+def test_nvcc_and_a_prebuilt_cubin_find_the_same_kernels_as_nvrtc(tmp_path):
+    names = STYLE / "kernels" / "names.cu"
+    (tmp_path / "instances.cu").write_text(
+        f'#include "{names}"\n'
+        "template __global__ void tp::detail::gemm<16, true>(int, int, int, const float*, const float*, float*);\n"
+        "template __global__ void tp::detail::gemm<16, true, tp::Order::Col>"
+        "(int, int, int, const float*, const float*, float*);\n")
+    cubin = tmp_path / "names.cubin"
+    subprocess.run([str(NVCC), "-cubin", "-arch=sm_90", f"-I{STYLE / 'common'}", "-o", str(cubin),
+                    str(tmp_path / "instances.cu")], check=True, capture_output=True, timeout=300)
+    entries = {
+        "tp::detail::gemm<16, true>": "[M, N, K, A, B, C]",
+        "tp::detail::gemm<16, true, tp::Order::Col>": "[M, N, K, A, B, C]",
+        "gemm_overloaded(const float*, const float*, float*, int, int, int)": "[A, B, C, M, N, K]",
+        "gemm_overloaded(const __half*, const __half*, __half*, int, int, int)": "[A, B, C, M, N, K]",
+    }
+    symbols = {}
+    for how in ("source", "nvcc", "binary"):
+        lines = []
+        for index, (function, signature) in enumerate(entries.items()):
+            code = {"source": f"source: {names}", "nvcc": f"source: {names}, compiler: nvcc",
+                    "binary": f"binary: {cubin}"}[how]
+            options = "" if how == "binary" else f", options: ['-I{STYLE / 'common'}']"
+            if how == "binary":
+                if "gemm_overloaded" in function:
+                    continue     # the explicit instantiations above hold the templates only
+                # an image cannot say what a defaulted argument or an enumerator was: named as demangled
+                function = f"tp::detail::gemm<16, true, (tp::Order){index}, float>"
+            lines.append(f"  - {{name: k{index}, {code}{options}, function: '{function}', "
+                         f"signature: {signature}, block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)]}}\n")
+        folder = tmp_path / how
+        folder.mkdir()
+        spec = load_spec(write_spec(folder, "".join(lines)), allow_outside_sources=True)
+        planned = plan_spec(spec, "sm_90")
+        assert not planned.compile_errors, [str(e) for e in planned.compile_errors]
+        assert all(plan.valid for plan in planned.plans), [p.problems for p in planned.plans]
+        symbols[how] = {kernel.name: planned.compiled[kernel.label].symbol(kernel.instance) for kernel in spec.kernels}
+    assert symbols["source"] == symbols["nvcc"]
+    with pytest.raises(ImageError, match="is ambiguous") as info:
+        find_symbol("tp::detail::gemm<16, true>", read_cubin(cubin.read_bytes()).kernels)
+    assert "(tp::detail::gemm<16, true, (tp::Order)0, float>)" in str(info.value)
+    assert "(tp::detail::gemm<16, true, (tp::Order)1, float>)" in str(info.value)
+    assert symbols["binary"] == {name: symbol for name, symbol in symbols["source"].items() if name in ("k0", "k1")}
+
+
+# ----------------------------------------------------------------------------------- on a GPU
+
+
+@pytest.mark.gpu
+def test_the_outside_style_kernels_compute_the_right_product_on_the_gpu(gemm_run):
+    """Every kernel of the spec launched and checked against the float64 reference (about 20 s on the H200)."""
+    import dataclasses
+    from driver_gemm.pipeline.session import RunOptions
+
+    spec = dataclasses.replace(spec_without_nvcc(), baseline=False)
+    run = gemm_run(spec, options=RunOptions(time=False))
+    statuses = {(c.kernel, c.shape.label): c.status for c in run.cases}
+    assert {key: statuses.pop(key) for key in REFUSED} == dict.fromkeys(REFUSED, Status.INVALID)
+    wrong = {key: status for key, status in statuses.items() if status != Status.PASS}
+    assert not wrong, [(c.kernel, c.shape.label, c.message) for c in run.cases if c.status not in
+                       (Status.PASS, Status.INVALID)]
+
+
+# ----------------------------------------------------------------------------------- structs by value
+
+
+def test_a_struct_is_laid_out_and_packed_as_the_c_abi_lays_it_out():
+    from driver_gemm.argtypes import struct_type
+    from driver_gemm.cuda.launch import PackedArguments, pack_struct
+    import struct as pystruct
+
+    kind, offsets = struct_type(["int32", "int32", "int32", "ptr", "ptr", "ptr", "float32"])
+    assert offsets == (0, 4, 8, 16, 24, 32, 40) and kind.size == 48 and kind.alignment == 8
+    data = pack_struct(["int32", "ptr", "float32"], [7, 0x1234, 1.5], ["M", "A", "alpha"])
+    assert data == pystruct.pack("<i4xQf4x", 7, 0x1234, 1.5)
+    packed = PackedArguments([struct_type(["int32", "ptr", "float32"])[0], "int32"], [data, 3], ["args", "K"])
+    assert packed.offsets == [0, 24] and packed.value_bytes(0) == data
+
+
+def test_a_struct_argument_is_planned_with_its_fields_values():
+    kernel = next(k for k in load_spec(SPEC).kernels if k.name == "struct-args")
+    args, = kernel.signature
+    assert args.ctype == "struct" and [f.name for f in args.fields] == ["M", "N", "K", "A", "B", "C", "alpha"]
+    assert [path for path, _ in kernel.leaf_arguments()][-1] == "signature[0].fields[6]"
+    planned = plan_spec(load_spec(SPEC).select(kernels=["struct-args"]), "sm_90")
+    plan = planned.plans[0]
+    assert plan.valid and plan.argument_values["M"] == 96 and plan.argument_values["alpha"] == 1.5
+
+
+@pytest.mark.parametrize("entry, message, field", [
+    ("{name: args, type: struct}", "lists its fields in order", "signature[0].fields"),
+    ("{name: args, type: struct, fields: []}", "lists its fields in order", "signature[0].fields"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, {name: s, type: struct, fields: [M]}]}",
+     "not structs", "signature[0].fields[6].type"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, X]}", "unknown argument 'X'", "signature[0].fields[6]"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, M]}", "names M more than once", "signature"),
+    ("{name: args, type: struct, fields: [A, B, M, N, K]}", "must take C exactly once", "signature"),
+])
+def test_malformed_struct_arguments_are_refused_at_their_field(tmp_path, entry, message, field):
+    (tmp_path / "k.cu").write_text("")
+    path = write_spec(tmp_path, f"  - {{name: s, source: k.cu, function: f, block: [1], grid: [1], "
+                                f"signature: [{entry}]}}\n")
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(path)
+    assert info.value.field == f"kernels[s].{field}", info.value.field
+
+
+def test_a_struct_of_the_wrong_size_is_named_with_its_fields(tmp_path):
+    source = STYLE / "kernels" / "struct_args.cu"
+    path = write_spec(tmp_path, f"  - {{name: s, source: {source}, function: sgemm_struct_args, block: [1], "
+                                "grid: [1], signature: [{name: args, type: struct, fields: [M, N, K, A, B, C]}]}\n")
+    planned = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90")
+    problems = " ".join(str(p) for p in planned.plans[0].problems)
+    assert "parameter 1 (args, struct): the kernel's parameter (GemmArgs) is 48 bytes" in problems
+    assert "(M: int32, N: int32, K: int32, A: ptr, B: ptr, C: ptr) make 40" in problems
