@@ -448,3 +448,69 @@ def test_a_struct_of_the_wrong_size_is_named_with_its_fields(tmp_path):
     problems = " ".join(str(p) for p in planned.plans[0].problems)
     assert "parameter 1 (args, struct): the kernel's parameter (GemmArgs) is 48 bytes" in problems
     assert "(M: int32, N: int32, K: int32, A: ptr, B: ptr, C: ptr) make 40" in problems
+
+
+def test_one_loaded_image_serves_every_program_that_built_it(monkeypatch):
+    """Plain (non-template) kernels of one source, compiled a program per instance, give byte-identical images
+    whose names each cover one instance; a session loads the image once, so a kernel is looked up by the
+    names of the build that asked for it, not of the build that was loaded first."""
+    import types
+
+    from driver_gemm.cuda import module as module_mod
+    from driver_gemm.pipeline.build import compile_spec
+
+    spec = spec_without_nvcc()
+    kernels = {k.label: k for k in spec.kernels}
+    built = compile_spec(spec, "sm_90", jobs=16)
+    first, second = built["overload-fp32"], built["wide-sizes"]
+    assert first.image == second.image and first.lowered_names != second.lowered_names
+    instance = kernels["wide-sizes"].instance
+    with pytest.raises(KeyError):
+        first.symbol(instance)
+    loaded = object.__new__(module_mod.Module)        # as if loaded from `first`, no GPU needed
+    loaded.cubin, loaded.handle, loaded._kernels = first, "module", {}
+    loaded._device = types.SimpleNamespace(driver=types.SimpleNamespace(
+        cuModuleGetFunction=lambda module, symbol: (0, symbol)))
+    monkeypatch.setattr(module_mod, "check", lambda result, call: result[1])
+    monkeypatch.setattr(module_mod, "Kernel", lambda module, handle, name, resources: (handle, name, resources))
+    handle, name, resources = loaded.kernel(instance, second)
+    assert handle == second.symbol(instance).encode() and name == instance
+    assert resources == second.resources_of(instance)
+
+
+def fake_toolkit(root: Path, complete: bool) -> Path:
+    include = root / "include"
+    (include / "cccl" / "cuda").mkdir(parents=True)
+    (include / "cuda_fp16.h").write_text("// fp16\n")
+    (include / "mma.h").write_text('#include "crt/mma.h"\n')
+    if complete:
+        (include / "crt").mkdir()
+        (include / "crt" / "host_defines.h").write_text("// defines\n")
+    return include
+
+
+def test_a_runtime_wheels_headers_give_way_to_a_complete_toolkits(tmp_path, monkeypatch):
+    """A CUDA runtime wheel's include folder has <mma.h> but not the crt/ it includes: a toolkit's folder
+    that has crt/ is searched instead, with its CCCL; the stand-ins come before either."""
+    from cuda import pathfinder
+
+    wheel = fake_toolkit(tmp_path / "wheel", complete=False)
+    toolkit = fake_toolkit(tmp_path / "toolkit", complete=True)
+    found = {"cudart": str(wheel), "cccl": str(toolkit / "cccl")}
+    monkeypatch.setattr(pathfinder, "find_nvidia_header_directory", lambda library: found.get(library))
+    assert headers.toolkit_include_dirs.__wrapped__() == (toolkit.resolve(), (toolkit / "cccl").resolve())
+    monkeypatch.setattr(headers, "toolkit_include_dirs", lambda: (toolkit, toolkit / "cccl"))
+    assert headers.search_options() == (f"--include-path={headers.STAND_INS}", f"--include-path={toolkit}",
+                                        f"--include-path={toolkit / 'cccl'}")
+
+
+def test_without_a_complete_toolkit_the_wheels_headers_are_used(tmp_path, monkeypatch):
+    from cuda import pathfinder
+
+    wheel = fake_toolkit(tmp_path / "wheel", complete=False)
+    monkeypatch.setattr(pathfinder, "find_nvidia_header_directory",
+                        lambda library: str(wheel) if library == "cudart" else None)
+    for name in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(headers, "TOOLKIT_ROOTS", ())
+    assert headers.toolkit_include_dirs.__wrapped__() == (wheel.resolve(),)

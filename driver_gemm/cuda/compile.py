@@ -140,7 +140,7 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *extra_options)
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)
-    options += headers.search_options()   # after the kernel's own folders: the toolkit's, then the stand-ins
+    options += headers.search_options()   # after the kernel's own folders: the stand-ins, then the toolkit's
     version = nvrtc_version()
     folders = ([include_dir] if include_dir else []) + include_folders(extra_options)
     local = local_headers(source, folders) if folders else {}

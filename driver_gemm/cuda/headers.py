@@ -7,13 +7,14 @@ toolkit's include folder on its search path, and one that includes ``<cstdio>``,
 even then, because NVRTC has no C library. So every NVRTC compile searches, after
 the kernel's own folder and the spec's ``-I`` options:
 
-1. the CUDA toolkit's headers (``include`` and its ``cccl`` folder), found by
-   ``cuda.pathfinder`` ($CUDA_HOME/$CUDA_PATH, the CUDA wheels, /usr/local/cuda)
-   or, without it, $CUDA_HOME, $CUDA_PATH and /usr/local/cuda;
-2. driver-gemm's own stand-ins (``nvrtc_headers/``): the C library headers,
+1. driver-gemm's own stand-ins (``nvrtc_headers/``): the C library headers,
    giving the fixed-width integer types and limits (the rest of them NVRTC has
    built in), and empty host-only headers (``<vector>``, ``<cublas_v2.h>``...)
-   so that a kernel file that includes them for its host runner still compiles.
+   so that a kernel file that includes them for its host runner still compiles;
+2. the CUDA toolkit's headers (one ``include`` folder, a complete one with the
+   compiler's ``crt/`` where there is one, and a ``cccl`` folder), found by
+   ``cuda.pathfinder`` ($CUDA_HOME/$CUDA_PATH, the CUDA wheels, /usr/local/cuda)
+   and in $CUDA_HOME, $CUDA_PATH and /usr/local/cuda.
 
 Both enter the cache key by what they are (the toolkit's version, the
 stand-ins' digest), not by where they are.
@@ -28,6 +29,7 @@ import re
 from pathlib import Path
 
 STAND_INS = Path(__file__).resolve().parent / "nvrtc_headers"
+TOOLKIT_ROOTS = ("/usr/local/cuda",)     # where a toolkit is looked for besides $CUDA_HOME and $CUDA_PATH
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
 
 # Headers that come with the CUDA toolkit, by name or by folder: a kernel including one needs the toolkit.
@@ -37,9 +39,22 @@ TOOLKIT_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_fp6.h", "cu
 TOOLKIT_FOLDERS = ("cuda/", "cub/", "thrust/", "nv/", "cooperative_groups/")
 
 
+def _complete(folder: Path) -> bool:
+    """Whether a toolkit include folder has the compiler's own headers (``crt/``), which ``<mma.h>``,
+    ``<cuda_runtime.h>`` and others include: the runtime's wheel ships its headers without them."""
+    return (folder / "crt" / "host_defines.h").is_file()
+
+
 @functools.lru_cache(maxsize=1)
 def toolkit_include_dirs() -> tuple[Path, ...]:
-    """The CUDA toolkit's header folders (``include``, then ``include/cccl`` where it exists); () when none."""
+    """The CUDA toolkit's header folders, a complete one (with ``crt/``) first, then ``cccl``; () when none.
+
+    Candidates: what ``cuda.pathfinder`` finds for the runtime and CCCL (a
+    wheel's folder, or a toolkit's), the folder holding the CCCL folder it
+    found, and $CUDA_HOME, $CUDA_PATH and /usr/local/cuda. A runtime wheel's
+    folder lacks ``crt/``; where a complete folder exists too, it is searched
+    first, so that ``<mma.h>`` finds its ``crt/mma.h``.
+    """
     found: list[Path] = []
     try:
         from cuda import pathfinder
@@ -50,16 +65,22 @@ def toolkit_include_dirs() -> tuple[Path, ...]:
                 folder = None
             if folder:
                 found.append(Path(folder))
+                if library == "cccl" and Path(folder).name == "cccl":
+                    found.append(Path(folder).parent)
     except ImportError:
         pass
-    if not found:
-        roots = [os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
-        for root in filter(None, roots):
-            include = Path(root) / "include"
-            if (include / "cuda_fp16.h").is_file():
-                found = [include] + ([include / "cccl"] if (include / "cccl").is_dir() else [])
-                break
-    return tuple(dict.fromkeys(path.resolve() for path in found if path.is_dir()))
+    roots = [os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH")] + list(TOOLKIT_ROOTS)
+    for root in filter(None, roots):
+        include = Path(root) / "include"
+        if (include / "cuda_fp16.h").is_file():
+            found += [include] + ([include / "cccl"] if (include / "cccl").is_dir() else [])
+    folders = [path.resolve() for path in found if path.is_dir()]
+    headers = [path for path in folders if path.name != "cccl" and (path / "cuda_fp16.h").is_file()]
+    complete = [path for path in headers if _complete(path)]
+    cccl = [path for path in folders if path.name == "cccl"]
+    # One folder of toolkit headers (mixing two toolkits' could pair headers of different versions), then CCCL.
+    chosen = (complete or headers)[:1] + cccl[:1]
+    return tuple(dict.fromkeys(chosen))
 
 
 @functools.lru_cache(maxsize=1)
@@ -84,8 +105,14 @@ def stand_ins_digest() -> str:
 
 
 def search_options() -> tuple[str, ...]:
-    """The NVRTC options that put the toolkit's headers and the stand-ins on the search path, in that order."""
-    return tuple(f"--include-path={folder}" for folder in (*toolkit_include_dirs(), STAND_INS))
+    """The NVRTC options that put the stand-ins and the toolkit's headers on the search path, in that order.
+
+    The stand-ins come first: the only names they share with a toolkit are
+    host libraries' headers (``<cublas_v2.h>``, ``<curand.h>``, which a CUDA
+    wheel's include folder may hold), which NVRTC cannot compile and which a
+    kernel file includes only for its host runner.
+    """
+    return tuple(f"--include-path={folder}" for folder in (STAND_INS, *toolkit_include_dirs()))
 
 
 def cache_tokens() -> tuple[str, ...]:

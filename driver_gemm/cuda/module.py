@@ -53,13 +53,21 @@ class Module(Owned):
     def device(self) -> Device:
         return self._device
 
-    def kernel(self, instance: str) -> "Kernel":
-        """The kernel for a name expression compiled into this module (``f`` or ``f<64, 4>``)."""
+    def kernel(self, instance: str, build: Cubin | None = None) -> "Kernel":
+        """The kernel for a name expression compiled into this module (``f`` or ``f<64, 4>``).
+
+        `build` is the compile that named `instance`, when it is not the one
+        this module was loaded from: one source compiled as several programs
+        (a program per instance) gives byte-identical images when its kernels
+        are not templates, so a session loads the image once, but each
+        program's names cover only the instances it was given.
+        """
         if instance not in self._kernels:
-            symbol = self.cubin.symbol(instance)
+            names = build or self.cubin
+            symbol = names.symbol(instance)
             handle = check(self._device.driver.cuModuleGetFunction(self.handle, symbol.encode()),
                            f"cuModuleGetFunction({instance})")
-            self._kernels[instance] = Kernel(self, handle, instance, self.cubin.resources_of(instance))
+            self._kernels[instance] = Kernel(self, handle, instance, names.resources_of(instance))
         return self._kernels[instance]
 
 

@@ -87,7 +87,7 @@ def plan(run: CaseRun) -> None:
 def load(run: CaseRun) -> None:
     """Load the kernel, opt in to its dynamic shared memory, and cross-check occupancy with the driver."""
     config = run.case.plan.config
-    kernel = run.session.module(run.compiled).kernel(run.case.kernel.instance)
+    kernel = run.session.module(run.compiled).kernel(run.case.kernel.instance, run.compiled)
     kernel.allow_dynamic_shared(config.shared_bytes)
     attributes = kernel.attributes
     run.record.attributes = attributes.as_dict()
