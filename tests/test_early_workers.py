@@ -119,3 +119,22 @@ def test_without_the_library_the_driver_never_answers():
         assert reason is not None and "no CUDA driver" in reason
     else:                      # a GPU machine: the library loads; the driver answers or says what is missing
         assert reason is None or "GPU" in reason
+
+
+def test_no_early_worker_when_a_resumed_run_has_nothing_left(recorder):
+    import argparse
+    import contextlib
+
+    from driver_gemm.cli.run import _start_workers_early
+    from driver_gemm.pipeline.cases import cases_of, new_record
+    from driver_gemm.pipeline.session import RunOptions
+    from driver_gemm.spec import load_spec
+    from driver_gemm.status import Status
+
+    spec = load_spec(SEED).select(["v0"], ["7x5x3"])
+    done = [new_record(case, Status.PASS) for case in cases_of(spec)]
+    args = argparse.Namespace(in_process=False, scheduler=None, device=0)
+    with contextlib.ExitStack() as held:
+        assert _start_workers_early(args, [spec], None, RunOptions(), None, done, held) == {}
+        assert set(_start_workers_early(args, [spec], None, RunOptions(), None, done[:1], held)) == {0}
+    assert recorder.events == ["spawn 0"]

@@ -185,13 +185,13 @@ def execute(args, out: Output) -> int:
     profiler = _profiler(args, out)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
     with contextlib.ExitStack() as held:
-        early = _start_workers_early(args, specs, ordinals, options, profiler, held)
+        early = _start_workers_early(args, specs, ordinals, options, profiler, previous, held)
         _check_before_asking_for_a_gpu(specs, out)
         locked = _lock_clocks(args, ordinals, held)
         return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
 
 
-def _start_workers_early(args, specs, ordinals, options, profiler, held: contextlib.ExitStack) -> dict:
+def _start_workers_early(args, specs, ordinals, options, profiler, previous, held: contextlib.ExitStack) -> dict:
     """The GPUs' worker processes, spawned before this process asks the CUDA driver anything; by GPU ordinal.
 
     A worker's start (imports, context, cuBLAS: 1.7-2.1 s on an H200) then
@@ -202,15 +202,16 @@ def _start_workers_early(args, specs, ordinals, options, profiler, held: context
     ``--scheduler``, not ``--profile``, whose profiling follows the run), and
     where the driver's library is present at all. The workers last for every
     spec of the command; they are closed with `held`, or killed at once when
-    the command ends in an error (e.g. the driver then finds no GPU).
+    the command ends in an error (e.g. the driver then finds no GPU). None is
+    spawned when no case is left to run (a finished run resumed).
     """
     if args.in_process or args.scheduler or profiler is not None or ordinals == "all":
         return {}
     from ..cuda.device import driver_library_present
-    from ..pipeline.cases import cases_of
+    from ..pipeline.cases import left_to_run
     from ..pipeline.worker import GpuWorker
 
-    if not driver_library_present() or not any(cases_of(spec) for spec in specs):
+    if not driver_library_present() or not any(left_to_run(spec, previous) for spec in specs):
         return {}
     want_cublas = any(spec.baseline for spec in specs)
     workers = {device: GpuWorker(device, options, want_cublas=want_cublas)
