@@ -126,3 +126,34 @@ def test_spec_from_dict_with_a_cycle():
     data["kernels"].append(data)
     with pytest.raises(SpecError):
         spec_from_dict(data)
+
+
+DISPATCH = MINIMAL + """\
+dispatch:
+  v4:
+    - shape: [64, 32, 16]
+      params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+      label: v4-best
+      when: {M: [1, 128]}
+"""
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ("label: v4-best", "label: [1, 2]", "dispatch.v4[0].label"),
+    ("label: v4-best", "label: {a: 1}", "dispatch.v4[0].label"),
+    ("label: v4-best", "label: .nan", "dispatch.v4[0].label"),
+    ("label: v4-best", "label: 7", "dispatch.v4[0].label"),
+    ("shape: [64, 32, 16]", f"shape: [{2 ** 63}, 32, 16]", "dispatch.v4[0].shape"),
+    ("shape: [64, 32, 16]", f"shape: [64, {2 ** 41}, 16]", "dispatch.v4[0].shape"),
+    ("when: {M: [1, 128]}", f"when: {{M: [1, {2 ** 63}]}}", "dispatch.v4[0].when.M"),
+    ("when: {M: [1, 128]}", f"when: {{M: [{2 ** 41}, null]}}", "dispatch.v4[0].when.M"),
+    ("BK: 16, TM: 4, TN: 4}\n      label", f"BK: {2 ** 64}, TM: 4, TN: 4}}\n      label", "dispatch.v4[0].params"),
+])
+def test_dispatch_entries_out_of_range_or_of_the_wrong_type(tmp_path, monkeypatch, capsys, old, new, field):
+    assert old in DISPATCH
+    refused(tmp_path, DISPATCH.replace(old, new), monkeypatch, capsys, field=field)
+
+
+def test_the_dispatch_table_itself_loads(tmp_path):
+    spec = load_spec(write(tmp_path, DISPATCH))
+    assert spec.dispatch["v4"].entries[0].label == "v4-best"

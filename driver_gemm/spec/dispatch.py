@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
+from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, parse_shape_text
 
 DIMENSIONS = ("M", "N", "K")
@@ -141,8 +142,11 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
             raise error(f"missing required field '{required}'", path)
     shape = _parse_shape(node["shape"], f"{path}.shape", error)
     params = node["params"]
-    if not isinstance(params, dict) or not all(_is_int(v) for v in params.values()):
-        raise error("must be a mapping of template parameter names to whole numbers", f"{path}.params")
+    if not isinstance(params, dict) or not all(_is_int(v) and INT64_MIN <= v <= INT64_MAX for v in params.values()):
+        raise error("must be a mapping of template parameter names to whole numbers (64-bit)", f"{path}.params")
+    label = node.get("label")
+    if label is not None and not isinstance(label, str):
+        raise error(f"must be text (the winner's label), got {type(label).__name__}", f"{path}.label")
     when = {}
     ranges = node.get("when", {})
     if not isinstance(ranges, dict):
@@ -152,12 +156,13 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
         if dimension not in DIMENSIONS:
             raise error(f"unknown dimension {dimension!r}", where_bounds, hint="use M, N or K")
         if (not isinstance(bounds, list) or len(bounds) != 2
-                or not all(b is None or (_is_int(b) and b >= 1) for b in bounds)):
-            raise error("must be [low, high]: whole numbers from 1, or null for no bound", where_bounds)
+                or not all(b is None or (_is_int(b) and 1 <= b <= MAX_DIMENSION) for b in bounds)):
+            raise error(f"must be [low, high]: whole numbers from 1 to {MAX_DIMENSION:,} (MAX_DIMENSION), or null "
+                        "for no bound", where_bounds)
         if None not in bounds and bounds[0] > bounds[1]:
             raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
         when[dimension] = (bounds[0], bounds[1])
-    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, node.get("label"))
+    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label)
 
 
 def _parse_shape(value, path: str, error) -> Shape:
@@ -166,9 +171,9 @@ def _parse_shape(value, path: str, error) -> Shape:
             return parse_shape_text(value)
         except SpecError as exc:
             raise error(exc.message, path) from None
-    if isinstance(value, list) and len(value) == 3 and all(_is_int(v) and v >= 1 for v in value):
+    if isinstance(value, list) and len(value) == 3 and all(_is_int(v) and 1 <= v <= MAX_DIMENSION for v in value):
         return Shape(*value)
-    raise error("must be [M, N, K] or 'MxNxK' with whole numbers from 1", path)
+    raise error(f"must be [M, N, K] or 'MxNxK' with whole numbers from 1 to {MAX_DIMENSION:,} (MAX_DIMENSION)", path)
 
 
 def _is_int(value) -> bool:
