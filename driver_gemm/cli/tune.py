@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import Output, add_source_option, default_json, env_device, load_specs, read_results_files
+from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
+                     load_specs, read_results_files)
 
 STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 
@@ -59,7 +60,7 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     from ..results.records import CaseLog, RunResult
     from ..tune.search import tune_spec
 
-    device = args.device if args.device is not None else env_device()
+    device = check_ordinal(args.device, "--device") if args.device is not None else env_device()
     result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     searches = []
     with CaseLog(path.with_suffix(".jsonl")) as log:
@@ -84,6 +85,22 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     return result
 
 
+def _check_outputs(args, spec) -> None:
+    """The files tune will write, checked before it searches or picks anything (a late failure loses the work)."""
+    from ..errors import UsageError
+    from ..tune.winners import default_winners_path
+
+    if not args.recorded:
+        json_path = args.json or default_json(f"{spec.file_stem}-tune")
+        if json_path.suffix.lower() in (".gz", ".jsonl"):
+            raise UsageError(f"{json_path}: --json names the whole results file (.json); its case log is written "
+                             "beside it as .jsonl, and either may be compressed afterwards", field="--json")
+        check_output_file(json_path, "--json")
+        check_output_file(json_path.with_suffix(".jsonl"), "--json")
+    check_output_file(args.out or default_winners_path(spec), "--out")
+    check_output_file(args.dispatch, "--dispatch")
+
+
 def execute(args, out: Output) -> int:
     from ..pipeline.cases import cases_of
     from ..report.tables import print_tune
@@ -93,11 +110,14 @@ def execute(args, out: Output) -> int:
     from .main import EXIT_FAILED, EXIT_OK
 
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
+    if not 0 <= args.seed < 1 << 63:
+        raise UsageError(f"a seed is a whole number from 0 to 2**63 - 1, got {args.seed}", field="--seed")
     try:      # refused before any GPU work, as a mistake on the command line
         strategy = make_strategy(args.strategy, seed=args.seed)
-        budget = parse_budget(args.budget) if args.budget else Budget()
+        budget = parse_budget(args.budget) if args.budget is not None else Budget()
     except BudgetError as error:
-        raise UsageError(str(error), field="--budget" if args.budget else "--strategy") from None
+        raise UsageError(str(error), field="--budget" if args.budget is not None else "--strategy") from None
+    _check_outputs(args, spec)
     if args.recorded:
         path = args.recorded
         result = _recorded(spec, path, out)
