@@ -122,10 +122,7 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
     the NVRTC version.
     """
     path = Path(path)
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
                         include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path))
 
@@ -240,13 +237,24 @@ def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, 
     return tuple(o for o in options if not o.startswith("--include-path=")) if include_dir else options
 
 
+def read_source(path: Path, what: str = "kernel source") -> str:
+    """The UTF-8 text of a source or header; a `CompileError` naming the file when it cannot be read as such."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CompileError(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CompileError(f"{what} {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                           f"{exc.start:,})") from None
+
+
 def local_headers(source: str, include_dir: Path, seen: dict[str, str] | None = None) -> dict[str, str]:
     """The text of every ``#include "..."`` reachable from `source` in `include_dir` (they change the binary)."""
     seen = {} if seen is None else seen
     for header in _INCLUDE.findall(source):
         candidate = include_dir / header
         if header not in seen and candidate.is_file():
-            seen[header] = candidate.read_text()
+            seen[header] = read_source(candidate, "header")
             local_headers(seen[header], candidate.parent, seen)
     return seen
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Iterable
 
 from . import cache
-from .compile import BASE_OPTIONS, Cubin, cache_header, from_cache_header, local_headers, normalise_arch
+from .compile import (BASE_OPTIONS, Cubin, cache_header, from_cache_header, local_headers, normalise_arch,
+                      read_source)
 from .cubin import read_cubin
 from .mangling import find_symbol
 from .resources import parse_ptxas_report
@@ -93,10 +94,7 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     instances = tuple(dict.fromkeys(instances))
     nvcc = require_nvcc()
     version = nvcc_version(nvcc)
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    source = read_source(path)
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
     key = cache.key_for(source=source, name=path.name, headers=local_headers(source, path.resolve().parent),
                         instances=instances, options=("nvcc", *options), arch=arch, nvrtc_version=version)
