@@ -115,7 +115,8 @@ def test_select_raises_only_spec_errors(tmp_path):
 
 
 @pytest.mark.parametrize("data", [[], "text", None, {"kernels": [], "shapes": [object()]},
-                                  {"shapes": [[1, 2, 3]], "kernels": [{"source": float("nan")}]}])
+                                  {"shapes": [[1, 2, 3]], "kernels": [{"source": float("nan")}]},
+                                  {"shapes": [[10 ** 5000, 1, 1]], "kernels": []}])
 def test_spec_from_dict_raises_only_spec_errors(data):
     with pytest.raises(SpecError):
         spec_from_dict(data)

@@ -61,6 +61,8 @@ def spec_from_dict(data: dict, base_dir: str | Path | None = None, *, allow_outs
         text = yaml.safe_dump(data, sort_keys=False)
     except yaml.YAMLError as exc:
         raise SpecError(f"the dictionary holds something a spec cannot: {exc}", where="<spec>") from None
+    except ValueError as exc:     # an integer of thousands of digits: Python refuses to write it out
+        raise SpecError(f"the dictionary holds a number no spec field takes: {exc}", where="<spec>") from None
     except RecursionError:
         raise SpecError("the dictionary is nested too deeply to be a spec", where="<spec>") from None
     return parse_spec(text, base / "<spec>.yaml", allow_outside_sources=allow_outside_sources)
