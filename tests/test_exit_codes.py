@@ -203,3 +203,21 @@ kernels:
 def test_run_without_a_gpu_of_a_spec_that_would_launch_is_exit_3(capsys):
     assert main(["run", str(SPECS / "seed.yaml")]) == EXIT_NO_GPU
     assert "no CUDA driver" in capsys.readouterr().err
+
+
+@NO_GPU
+@pytest.mark.parametrize("change, expected", [
+    (("BK: 16", "BK: 0"), "the size of an array must be greater than zero"),        # params that do not instantiate
+    (("function: sgemm_coarsen_2d", "function: sgemm_nothere"), 'identifier "sgemm_nothere" is undefined'),
+])
+def test_run_without_a_gpu_reports_kernels_that_do_not_build_first(tmp_path, monkeypatch, capsys, change, expected):
+    """As plan does (exit 1, a kernel did not compile), not 'no GPU' alone: the spec's own mistakes come first."""
+    spec = write(tmp_path, MINIMAL.replace(*change))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert main(["run", str(spec)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert err.rstrip().splitlines()[-1] == ("driver-gemm: 1 kernel build(s) failed (the lines above; `driver-gemm "
+                                             "plan` shows every case); this machine has no GPU either")
+    assert sorted(tmp_path.rglob("*")) == before

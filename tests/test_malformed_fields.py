@@ -152,7 +152,8 @@ dispatch:
 ])
 def test_dispatch_entries_out_of_range_or_of_the_wrong_type(tmp_path, monkeypatch, capsys, old, new, field):
     assert old in DISPATCH
-    refused(tmp_path, DISPATCH.replace(old, new), monkeypatch, capsys, field=field)
+    error = refused(tmp_path, DISPATCH.replace(old, new), monkeypatch, capsys, field=field)
+    assert "List" not in error.message and "Dict" not in error.message   # said as a list or a mapping
 
 
 def test_the_dispatch_table_itself_loads(tmp_path):

@@ -301,20 +301,30 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     INVALID rows with the same messages, as `plan` shows them.
     """
     from ..cuda.device import device_count
-    from ..pipeline.build import check_offline
+    from ..errors import CompileError
+    from ..pipeline.build import offline_problems
 
     try:
         device_count()
         return
     except NoGpuError:
-        refused = [plan for spec in specs for plan in check_offline(spec)]
-        if not refused:
+        refused, failed = [], []
+        for spec in specs:
+            plans, errors = offline_problems(spec)
+            refused += plans
+            failed += errors
+        if not refused and not failed:
             raise
+    for error in failed:           # as plan says them; a run on a GPU would record them as the cases' errors
+        out.error(str(error))
     for plan in refused:
         for problem in plan.problems:
             out.error(str(problem))
-    raise SpecError(f"{len(refused)} case(s) cannot launch as written (the lines above; "
-                    "`driver-gemm plan` shows every case); this machine has no GPU either")
+    said = [f"{len(failed)} kernel build(s) failed"] if failed else []
+    said += [f"{len(refused)} case(s) cannot launch as written"] if refused else []
+    text = (f"{' and '.join(said)} (the lines above; `driver-gemm plan` shows every case); this machine has no "
+            "GPU either")
+    raise SpecError(text) if refused else CompileError(text)
 
 
 def _check_outputs(args, specs) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
+from .fields import kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, parse_shape_text
 
@@ -146,7 +147,7 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
         raise error("must be a mapping of template parameter names to whole numbers (64-bit)", f"{path}.params")
     label = node.get("label")
     if label is not None and not isinstance(label, str):
-        raise error(f"must be text (the winner's label), got {type(label).__name__}", f"{path}.label")
+        raise error(f"must be text (the winner's label), got {kind_name(label)}", f"{path}.label")
     when = {}
     ranges = node.get("when", {})
     if not isinstance(ranges, dict):
