@@ -396,3 +396,15 @@ def test_gzip_compressed_results_read_like_plain_ones_and_bad_ones_say_why(tmp_p
         with pytest.raises(UsageError, match=expected[name]) as caught:
             read.read_results(tmp_path / name)
         assert caught.value.where == str(tmp_path / name)
+
+
+def test_resume_refuses_the_case_log_of_another_spec(tmp_path, capsys, monkeypatch):
+    """Its cases would be taken as done and this spec's appended to it: one file holding two runs."""
+    run = good_run()
+    run["spec"] = "another"
+    log = tmp_path / "other.jsonl"
+    log.write_text("\n".join(_log_lines(run)) + "\n")
+    before = log.read_bytes()
+    _check_refused(["run", str(SPEC), "--resume", str(log)], log, "the case log of spec 'another', not 'seed'",
+                   tmp_path, capsys, monkeypatch)
+    assert log.read_bytes() == before

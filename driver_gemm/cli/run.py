@@ -195,7 +195,11 @@ def execute(args, out: Output) -> int:
     lock_mhz = _lock_clock_value(args)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
-        _, previous = CaseLog.read(args.resume)
+        header, previous = CaseLog.read(args.resume)
+        made_by = header.get("spec")
+        if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
+            raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
+                             "spec that wrote it", where=str(args.resume), field="--resume")
     gates = read_gates(args, out, specs)
     profiler = _profiler(args, out)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
