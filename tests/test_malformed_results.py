@@ -161,6 +161,14 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "K negative": (changed("cases.2.shape.K", -1), "cases[2].shape.K: must be at least 1"),
         "M huge": (changed("cases.0.shape.M", 2**40), "cases[0].shape.M: must be at most"),
         "M enormous": (changed("cases.0.shape.M", 10**400), "cases[0].shape.M: must be at most"),
+        # whole numbers beyond 64 bits where a float is read: Python cannot convert them
+        "error enormous": (changed("cases.0.verification", {"rel_fro_error": 10**400}),
+                           "cases[0].verification.rel_fro_error: a whole number of 1329 bits"),
+        "clock enormous": (changed("environment.device.clock_khz", 10**30),
+                           "environment.device.clock_khz: a whole number of 100 bits"),
+        "peak enormous": (changed("environment.device.fp32_peak_gflops", 10**30),
+                          "environment.device.fp32_peak_gflops: a whole number of 100 bits"),
+        "settings enormous": (changed("settings", {"noise": 10**30}), "settings.noise: a whole number of 100 bits"),
         # what the schema cannot say
         "quartiles reversed": (changed("cases.1.timing.q1_ms", 1.0), "cases[1].timing.q1_ms: q1_ms = 1.0 is above"),
         "min above max": (changed("cases.1.timing.max_ms", 0.0001), "is above max_ms"),
