@@ -115,3 +115,16 @@ def test_a_header_that_is_not_text_is_a_compile_error_naming_it(tmp_path, monkey
     err = capsys.readouterr().err
     assert "Traceback" not in err and "internal error" not in err
     assert f"header {kernels / 'latin.cuh'} is not UTF-8 text (byte 0xe9 at offset 6)" in err
+
+
+def test_a_source_saved_with_a_byte_order_mark_compiles(tmp_path, monkeypatch, capsys):
+    """Editors on Windows write one; NVRTC reads it as a stray token, so it is left out of what NVRTC is given."""
+    from driver_gemm.cli import EXIT_OK, main
+
+    write(tmp_path, MINIMAL)
+    kernels = tmp_path / "kernels"
+    (kernels / "bom.cu").write_bytes(b"\xef\xbb\xbf" + (kernels / "04_coarsen_2d.cu").read_bytes())
+    spec = write(tmp_path, MINIMAL.replace(KERNEL, "../kernels/bom.cu"))
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", "1")
+    assert main(["plan", str(spec), "--arch", "sm_90"]) == EXIT_OK
+    assert "did not compile" not in capsys.readouterr().err

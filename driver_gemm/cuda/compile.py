@@ -238,9 +238,10 @@ def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, 
 
 
 def read_source(path: Path, what: str = "kernel source") -> str:
-    """The UTF-8 text of a source or header; a `CompileError` naming the file when it cannot be read as such."""
+    """The UTF-8 text of a source or header (without a byte-order mark, which NVRTC reads as a stray token); a
+    `CompileError` naming the file when it cannot be read as such."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise CompileError(f"cannot read {what} {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
