@@ -156,6 +156,11 @@ def test_dispatch_entries_out_of_range_or_of_the_wrong_type(tmp_path, monkeypatc
     assert "List" not in error.message and "Dict" not in error.message   # said as a list or a mapping
 
 
+def test_a_dispatch_entry_that_could_never_be_chosen(tmp_path, monkeypatch, capsys):
+    text = DISPATCH + "    - shape: 64x32x16\n      params: {BM: 32, BN: 32, BK: 8, TM: 4, TN: 4}\n"
+    refused(tmp_path, text, monkeypatch, capsys, field="dispatch.v4[1].shape", message="also the shape of entry 0")
+
+
 def test_the_dispatch_table_itself_loads(tmp_path):
     spec = load_spec(write(tmp_path, DISPATCH))
     assert spec.dispatch["v4"].entries[0].label == "v4-best"

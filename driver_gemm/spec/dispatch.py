@@ -127,8 +127,14 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
             raise error(f"no kernel named {name!r} in this spec", path, hint=f"kernels: {', '.join(sorted(names))}")
         if not isinstance(entries, list) or not entries:
             raise error("must be a non-empty list of {shape, params}", path)
-        tables[str(name)] = DispatchTable(str(name), tuple(
-            _parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries)))
+        parsed = tuple(_parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries))
+        first_of: dict[Shape, int] = {}
+        for index, entry in enumerate(parsed):
+            earlier = first_of.setdefault(entry.shape, index)
+            if earlier != index:      # the rule takes the first entry of a shape: this one could never be chosen
+                raise error(f"{entry.shape.label} is also the shape of entry {earlier}, which is chosen first: "
+                            "this entry would never be used", f"{path}[{index}].shape")
+        tables[str(name)] = DispatchTable(str(name), parsed)
     return tables
 
 
