@@ -316,7 +316,7 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
         for spec in specs:
             plans, errors = offline_problems(spec)
             refused += plans
-            failed += errors
+            failed += {str(error): error for error in errors.values()}.values()   # once per message
         if not refused and not failed:
             raise
     for error in failed:           # as plan says them; a run on a GPU would record them as the cases' errors

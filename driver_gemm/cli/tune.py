@@ -85,6 +85,34 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     return result
 
 
+def _check_before_asking_for_a_gpu(spec) -> None:
+    """Without a GPU, a sweep none of whose configurations can launch or build is said to be so, not 'no GPU'.
+
+    Some configurations of a sweep being refused is normal (tune skips them);
+    all of them is a spec to fix before any GPU can help.
+    """
+    from ..cuda.device import device_count
+    from ..errors import CompileError, NoGpuError, SpecError
+    from ..pipeline.build import offline_problems
+    from ..pipeline.cases import cases_of
+
+    try:
+        device_count()
+        return
+    except NoGpuError:
+        refused, failed = offline_problems(spec)
+        wanted = {(case.label, case.shape.label) for case in cases_of(spec) if not case.is_baseline}
+        unlaunchable = {(plan.kernel.label, plan.shape.label) for plan in refused} & wanted
+        unbuilt = {key for key in wanted if key[0] in failed} - unlaunchable
+        if not wanted or unlaunchable | unbuilt != wanted:
+            raise
+    first = refused[0].problems[0] if refused else next(iter(failed.values()))
+    error = SpecError if refused else CompileError
+    raise error(f"none of the {len(wanted)} kernel case(s) of the sweep can run ({len(unlaunchable)} cannot launch "
+                f"as written, {len(unbuilt)} do not build; `driver-gemm plan` shows each); the first: {first}; "
+                "this machine has no GPU either")
+
+
 def _check_outputs(args, spec) -> None:
     """The files tune will write, checked before it searches or picks anything (a late failure loses the work)."""
     from ..errors import UsageError
@@ -123,6 +151,7 @@ def execute(args, out: Output) -> int:
         result = _recorded(spec, path, out)
     else:
         path = args.json or default_json(f"{spec.file_stem}-tune")
+        _check_before_asking_for_a_gpu(spec)
         result = _search(spec, args, out, path, strategy, budget)
     picks = pick_winners(result)
     print_tune(picks, f"{spec.name}: best configuration per kernel and shape", out.console)

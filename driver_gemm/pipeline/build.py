@@ -68,8 +68,8 @@ def check_offline(spec: Spec, arch: str = "sm_90", *, compile: bool = True) -> l
 
 
 def offline_problems(spec: Spec, arch: str = "sm_90", *,
-                     compile: bool = True) -> tuple[list[CasePlan], list[CompileError]]:
-    """`check_offline`'s plans, and the error of each kernel that did not build (once per distinct message)."""
+                     compile: bool = True) -> tuple[list[CasePlan], dict[str, CompileError]]:
+    """`check_offline`'s plans, and the error of each kernel that did not build, by kernel label."""
     limits = arch_limits(arch)
     plans = launch_plans(spec, limits)
     failed: dict[str, CompileError] = {}
@@ -77,8 +77,8 @@ def offline_problems(spec: Spec, arch: str = "sm_90", *,
         compiled = compile_spec(spec, arch, skip=refused_everywhere(spec, limits, plans))
         plans = {key: complete_plan(plan, compiled.get(plan.kernel.label), limits)
                  for key, plan in plans.items()}
-        failed = {str(built): built for built in compiled.values() if isinstance(built, CompileError)}
-    return [plan for plan in plans.values() if not plan.valid], list(failed.values())
+        failed = {label: built for label, built in compiled.items() if isinstance(built, CompileError)}
+    return [plan for plan in plans.values() if not plan.valid], failed
 
 
 def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError | None:
