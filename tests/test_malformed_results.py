@@ -169,6 +169,16 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "peak enormous": (changed("environment.device.fp32_peak_gflops", 10**30),
                           "environment.device.fp32_peak_gflops: a whole number of 100 bits"),
         "settings enormous": (changed("settings", {"noise": 10**30}), "settings.noise: a whole number of 100 bits"),
+        # the timing fields beside the quartiles, which are read into the summary as they are
+        "throttle reasons number": (changed("cases.1.timing.throttle_reasons", 0),
+                                    "cases[1].timing.throttle_reasons: must be array"),
+        "throttle reasons null": (changed("cases.1.timing.throttle_reasons", None),
+                                  "cases[1].timing.throttle_reasons: must be array"),
+        "throttled fraction 2": (changed("cases.1.timing.throttled_fraction", 2.0),
+                                 "cases[1].timing.throttled_fraction: must be at most 1"),
+        "launches zero": (changed("cases.1.timing.launches_per_sample", 0),
+                          "cases[1].timing.launches_per_sample: must be at least 1"),
+        "clock text": (changed("cases.1.timing.sm_clock_mhz", "fast"), "cases[1].timing.sm_clock_mhz: must be number"),
         # what the schema cannot say
         "quartiles reversed": (changed("cases.1.timing.q1_ms", 1.0), "cases[1].timing.q1_ms: q1_ms = 1.0 is above"),
         "min above max": (changed("cases.1.timing.max_ms", 0.0001), "is above max_ms"),
