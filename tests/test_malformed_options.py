@@ -118,7 +118,8 @@ def test_a_missing_folder_for_an_output_is_made(tmp_path, monkeypatch, capsys):
 # ------------------------------------------------------------------------------ values read before the GPU
 
 
-@pytest.mark.parametrize("value", ["", "0", "-5", "abc", "MAX", "1e3", "1500.5", "99999999999999999999999", "１５００"])
+@pytest.mark.parametrize("value", ["", "0", "-5", "abc", "MAX", "1e3", "1500.5", "99999999999999999999999",
+                                   "１５００"])
 def test_lock_clocks_values(value, tmp_path, monkeypatch, capsys):
     refused(["run", SEED, "--lock-clocks", value], tmp_path, monkeypatch, capsys, "--lock-clocks",
             "give a clock in MHz")

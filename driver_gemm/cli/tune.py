@@ -60,7 +60,7 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     from ..results.records import CaseLog, RunResult
     from ..tune.search import tune_spec
 
-    device = check_ordinal(args.device, "--device") if args.device is not None else env_device()
+    device = args.device if args.device is not None else env_device()
     result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     searches = []
     with CaseLog(path.with_suffix(".jsonl")) as log:
@@ -151,6 +151,7 @@ def execute(args, out: Output) -> int:
         result = _recorded(spec, path, out)
     else:
         path = args.json or default_json(f"{spec.file_stem}-tune")
+        args.device = check_ordinal(args.device, "--device") if args.device is not None else env_device()
         _check_before_asking_for_a_gpu(spec)
         result = _search(spec, args, out, path, strategy, budget)
     picks = pick_winners(result)

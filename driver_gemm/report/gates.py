@@ -130,7 +130,8 @@ def check_gate_names(per_kernel: Mapping[str, float], kernel_names) -> None:
     names = set(kernel_names)
     for name in per_kernel:
         if name not in names:
-            raise GateError(f"--gemm-min-pct {name}=...: no kernel named {name!r} (kernels: {', '.join(sorted(names))})")
+            raise GateError(f"--gemm-min-pct {name}=...: no kernel named {name!r} "
+                            f"(kernels: {', '.join(sorted(names))})")
 
 
 def check_stored_matches(stored: RunResult, case_keys,
