@@ -164,3 +164,10 @@ def test_a_dispatch_entry_that_could_never_be_chosen(tmp_path, monkeypatch, caps
 def test_the_dispatch_table_itself_loads(tmp_path):
     spec = load_spec(write(tmp_path, DISPATCH))
     assert spec.dispatch["v4"].entries[0].label == "v4-best"
+
+
+@pytest.mark.parametrize("require", ["[1, 2]", "3.5", "[true]", "[BM > 0, 7]", "[[BM > 0]]", "[null]"])
+def test_conditions_that_are_not_text(tmp_path, monkeypatch, capsys, require):
+    """A bare number or flag holds always or never: it checks nothing about a case, so it is refused."""
+    error = refused(tmp_path, MINIMAL + f"    require: {require}\n", monkeypatch, capsys)
+    assert error.field.startswith("kernels[v4].require") and "condition" in error.message

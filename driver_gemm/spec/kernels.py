@@ -317,6 +317,11 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
         raise context.error(f"require is a list of conditions, got {kind_name(require_node)}", node, "require",
                             f"{dotted}.require")
     parent = require_node if isinstance(require_node, LineList) else node
+    for index, value in enumerate(require_node):
+        if not isinstance(value, str):   # a bare number holds always or never: it checks nothing about a case
+            raise context.error(f"a condition is text over the names, such as 'BM % TM == 0'; got {kind_name(value)}",
+                                parent, index if parent is require_node else "require",
+                                f"{dotted}.require[{index}]")
     return tuple(parse_expression(context, parent, i if parent is require_node else "require", v,
                                   f"{dotted}.require[{i}]", condition=True)
                  for i, v in enumerate(require_node))
