@@ -138,6 +138,7 @@ class GemmSpecItems(pytest.Collector):
         except DriverGemmError as exc:   # the user's spec is wrong: one line, not an internal error
             raise pytest.UsageError(f"--gemm-spec: {exc}") from None
         self.spec = spec
+        _check_options_against_spec(self.config, spec, {(case.label, case.shape.label) for case in cases_of(spec)})
         for case in cases_of(spec):
             yield GemmCaseItem.from_parent(self, name=f"{case.label}-{case.shape.label}",
                                            key=(case.label, case.shape.label))
@@ -156,6 +157,26 @@ class GemmSpecItems(pytest.Collector):
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}
             self.gate_failures = _gate_failures(self.config, self.spec, run)
         return self._results
+
+
+def _check_options_against_spec(config, spec, case_keys) -> None:
+    """Options that name kernels or hold results, refused when they have nothing to do with `spec`: a gate on
+    a kernel it lacks, or results of another spec, would pass (or fail) every case without checking it."""
+    from .errors import DriverGemmError
+    from .report.gates import check_gate_names, check_stored_matches, parse_min_pct
+    from .results.read import read_results
+
+    option = "--gemm-min-pct"
+    try:
+        check_gate_names(parse_min_pct(config.getoption(option))[1], [kernel.name for kernel in spec.kernels])
+        for option, consequence in (("--gemm-baseline-results", "the regression gate would compare nothing"),
+                                    ("--gemm-results", "no case of the spec would have a result")):
+            path = config.getoption(option)
+            if path:
+                check_stored_matches(read_results(path).run, case_keys, consequence)
+    except DriverGemmError as error:
+        where = f"{config.getoption(option)}: " if option != "--gemm-min-pct" else ""
+        raise pytest.UsageError(f"{option}: {where}{error}") from None
 
 
 def _gate_failures(config, spec, run) -> dict[str, list[str]]:
@@ -218,7 +239,7 @@ def _check_gate_options(config) -> None:
                 read_results(config.getoption(option))
     except DriverGemmError as error:
         raise pytest.UsageError(str(error)) from None
-    if config.getoption("--gemm-regression-threshold") < 0:
+    if not 0 <= config.getoption("--gemm-regression-threshold") < float("inf"):   # also refuses NaN
         raise pytest.UsageError("--gemm-regression-threshold must be 0 or more (a percentage)")
 
 

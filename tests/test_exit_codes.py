@@ -203,3 +203,46 @@ kernels:
 def test_run_without_a_gpu_of_a_spec_that_would_launch_is_exit_3(capsys):
     assert main(["run", str(SPECS / "seed.yaml")]) == EXIT_NO_GPU
     assert "no CUDA driver" in capsys.readouterr().err
+
+
+@NO_GPU
+@pytest.mark.parametrize("change, expected", [
+    (("BK: 16", "BK: 0"), "the size of an array must be greater than zero"),        # params that do not instantiate
+    (("function: sgemm_coarsen_2d", "function: sgemm_nothere"), 'identifier "sgemm_nothere" is undefined'),
+])
+def test_run_without_a_gpu_reports_kernels_that_do_not_build_first(tmp_path, monkeypatch, capsys, change, expected):
+    """As plan does (exit 1, a kernel did not compile), not 'no GPU' alone: the spec's own mistakes come first."""
+    spec = write(tmp_path, MINIMAL.replace(*change))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert main(["run", str(spec)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert err.rstrip().splitlines()[-1] == ("driver-gemm: 1 kernel build(s) failed (the lines above; `driver-gemm "
+                                             "plan` shows every case); this machine has no GPU either")
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+@NO_GPU
+@pytest.mark.parametrize("change, code, expected", [
+    (("block: [BN / TN, BM / TM]", "block: [4096, 1]"), EXIT_USAGE, "(2 cannot launch as written, 0 do not build;"),
+    (("BK: 16", "BK: [0, -1]"), EXIT_FAILED, "(0 cannot launch as written, 4 do not build;"),
+])
+def test_tune_without_a_gpu_says_when_no_configuration_can_run(tmp_path, monkeypatch, capsys, change, code, expected):
+    spec = write(tmp_path, MINIMAL.replace(*change).replace("TM: 4", "TM: [4, 2]"))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    assert main(["tune", str(spec)]) == code
+    err = capsys.readouterr().err
+    count = 2 * (2 if "BK: [0, -1]" in change[1] else 1)     # TM swept too
+    assert f"none of the {count} kernel case(s) of the sweep can run " + expected in err, err
+    assert err.rstrip().endswith("this machine has no GPU either") and "Traceback" not in err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+@NO_GPU
+def test_tune_without_a_gpu_of_a_sweep_with_one_runnable_configuration_is_exit_3(tmp_path, monkeypatch, capsys):
+    spec = write(tmp_path, MINIMAL.replace("BK: 16", "BK: [0, 16]"))    # BK 0 does not build; BK 16 does
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", str(spec)]) == EXIT_NO_GPU
+    assert "no CUDA driver" in capsys.readouterr().err

@@ -115,7 +115,8 @@ def test_select_raises_only_spec_errors(tmp_path):
 
 
 @pytest.mark.parametrize("data", [[], "text", None, {"kernels": [], "shapes": [object()]},
-                                  {"shapes": [[1, 2, 3]], "kernels": [{"source": float("nan")}]}])
+                                  {"shapes": [[1, 2, 3]], "kernels": [{"source": float("nan")}]},
+                                  {"shapes": [[10 ** 5000, 1, 1]], "kernels": []}])
 def test_spec_from_dict_raises_only_spec_errors(data):
     with pytest.raises(SpecError):
         spec_from_dict(data)
@@ -126,3 +127,47 @@ def test_spec_from_dict_with_a_cycle():
     data["kernels"].append(data)
     with pytest.raises(SpecError):
         spec_from_dict(data)
+
+
+DISPATCH = MINIMAL + """\
+dispatch:
+  v4:
+    - shape: [64, 32, 16]
+      params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+      label: v4-best
+      when: {M: [1, 128]}
+"""
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ("label: v4-best", "label: [1, 2]", "dispatch.v4[0].label"),
+    ("label: v4-best", "label: {a: 1}", "dispatch.v4[0].label"),
+    ("label: v4-best", "label: .nan", "dispatch.v4[0].label"),
+    ("label: v4-best", "label: 7", "dispatch.v4[0].label"),
+    ("shape: [64, 32, 16]", f"shape: [{2 ** 63}, 32, 16]", "dispatch.v4[0].shape"),
+    ("shape: [64, 32, 16]", f"shape: [64, {2 ** 41}, 16]", "dispatch.v4[0].shape"),
+    ("when: {M: [1, 128]}", f"when: {{M: [1, {2 ** 63}]}}", "dispatch.v4[0].when.M"),
+    ("when: {M: [1, 128]}", f"when: {{M: [{2 ** 41}, null]}}", "dispatch.v4[0].when.M"),
+    ("BK: 16, TM: 4, TN: 4}\n      label", f"BK: {2 ** 64}, TM: 4, TN: 4}}\n      label", "dispatch.v4[0].params"),
+])
+def test_dispatch_entries_out_of_range_or_of_the_wrong_type(tmp_path, monkeypatch, capsys, old, new, field):
+    assert old in DISPATCH
+    error = refused(tmp_path, DISPATCH.replace(old, new), monkeypatch, capsys, field=field)
+    assert "List" not in error.message and "Dict" not in error.message   # said as a list or a mapping
+
+
+def test_a_dispatch_entry_that_could_never_be_chosen(tmp_path, monkeypatch, capsys):
+    text = DISPATCH + "    - shape: 64x32x16\n      params: {BM: 32, BN: 32, BK: 8, TM: 4, TN: 4}\n"
+    refused(tmp_path, text, monkeypatch, capsys, field="dispatch.v4[1].shape", message="also the shape of entry 0")
+
+
+def test_the_dispatch_table_itself_loads(tmp_path):
+    spec = load_spec(write(tmp_path, DISPATCH))
+    assert spec.dispatch["v4"].entries[0].label == "v4-best"
+
+
+@pytest.mark.parametrize("require", ["[1, 2]", "3.5", "[true]", "[BM > 0, 7]", "[[BM > 0]]", "[null]"])
+def test_conditions_that_are_not_text(tmp_path, monkeypatch, capsys, require):
+    """A bare number or flag holds always or never: it checks nothing about a case, so it is refused."""
+    error = refused(tmp_path, MINIMAL + f"    require: {require}\n", monkeypatch, capsys)
+    assert error.field.startswith("kernels[v4].require") and "condition" in error.message

@@ -110,3 +110,27 @@ def test_evaluation_turns_math_errors_into_expression_errors():
                         ("ceil(M)", {"M": float("nan")}), ("M + 1", {"M": 2 ** 64})]:
         with pytest.raises(expr.ExpressionError):
             expr.parse(source).evaluate(env)
+
+
+@pytest.mark.parametrize("setting, field", [
+    ("verify: {{tolerance: {n}}}", "verify.tolerance"), ("verify: {{tolerance: {{rel: {n}}}}}", "verify.tolerance.rel"),
+    ("scalars: {{alpha: {n}}}", "scalars.alpha"), ("measure: {{max_noise: {n}}}", "measure.max_noise"),
+    ("verify: {{tf32_tolerance: {n}}}", "verify.tf32_tolerance"),
+])
+@pytest.mark.parametrize("number, written", [("1e-5", "1.0e-5"), ("2E+3", "2.0e+3"), ("-3e2", "-3.0e2")])
+def test_numbers_yaml_reads_as_text_say_how_to_write_them(tmp_path, monkeypatch, capsys, setting, field, number,
+                                                          written):
+    """YAML 1.1 (PyYAML) needs a dot in a float with an exponent: 1e-5 is the text '1e-5', refused with a hint."""
+    error = refused(tmp_path, MINIMAL + setting.format(n=number) + "\n", monkeypatch, capsys, field=field)
+    assert error.hint and f"write {written}" in error.hint, error.hint
+
+
+@pytest.mark.parametrize("value", ["0", "0.0", "-1"])
+def test_a_case_timeout_of_zero_would_stop_every_case(tmp_path, monkeypatch, capsys, value):
+    refused(tmp_path, MINIMAL + f"measure: {{case_timeout_s: {value}}}\n", monkeypatch, capsys,
+            field="measure.case_timeout_s")
+
+
+def test_a_null_tolerance_is_not_the_default(tmp_path, monkeypatch, capsys):
+    refused(tmp_path, MINIMAL + "verify: {tolerance: null}\n", monkeypatch, capsys, field="verify.tolerance",
+            message="got nothing (null)")

@@ -161,6 +161,24 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "K negative": (changed("cases.2.shape.K", -1), "cases[2].shape.K: must be at least 1"),
         "M huge": (changed("cases.0.shape.M", 2**40), "cases[0].shape.M: must be at most"),
         "M enormous": (changed("cases.0.shape.M", 10**400), "cases[0].shape.M: must be at most"),
+        # whole numbers beyond 64 bits where a float is read: Python cannot convert them
+        "error enormous": (changed("cases.0.verification", {"rel_fro_error": 10**400}),
+                           "cases[0].verification.rel_fro_error: a whole number of 1329 bits"),
+        "clock enormous": (changed("environment.device.clock_khz", 10**30),
+                           "environment.device.clock_khz: a whole number of 100 bits"),
+        "peak enormous": (changed("environment.device.fp32_peak_gflops", 10**30),
+                          "environment.device.fp32_peak_gflops: a whole number of 100 bits"),
+        "settings enormous": (changed("settings", {"noise": 10**30}), "settings.noise: a whole number of 100 bits"),
+        # the timing fields beside the quartiles, which are read into the summary as they are
+        "throttle reasons number": (changed("cases.1.timing.throttle_reasons", 0),
+                                    "cases[1].timing.throttle_reasons: must be array"),
+        "throttle reasons null": (changed("cases.1.timing.throttle_reasons", None),
+                                  "cases[1].timing.throttle_reasons: must be array"),
+        "throttled fraction 2": (changed("cases.1.timing.throttled_fraction", 2.0),
+                                 "cases[1].timing.throttled_fraction: must be at most 1"),
+        "launches zero": (changed("cases.1.timing.launches_per_sample", 0),
+                          "cases[1].timing.launches_per_sample: must be at least 1"),
+        "clock text": (changed("cases.1.timing.sm_clock_mhz", "fast"), "cases[1].timing.sm_clock_mhz: must be number"),
         # what the schema cannot say
         "quartiles reversed": (changed("cases.1.timing.q1_ms", 1.0), "cases[1].timing.q1_ms: q1_ms = 1.0 is above"),
         "min above max": (changed("cases.1.timing.max_ms", 0.0001), "is above max_ms"),
@@ -396,3 +414,15 @@ def test_gzip_compressed_results_read_like_plain_ones_and_bad_ones_say_why(tmp_p
         with pytest.raises(UsageError, match=expected[name]) as caught:
             read.read_results(tmp_path / name)
         assert caught.value.where == str(tmp_path / name)
+
+
+def test_resume_refuses_the_case_log_of_another_spec(tmp_path, capsys, monkeypatch):
+    """Its cases would be taken as done and this spec's appended to it: one file holding two runs."""
+    run = good_run()
+    run["spec"] = "another"
+    log = tmp_path / "other.jsonl"
+    log.write_text("\n".join(_log_lines(run)) + "\n")
+    before = log.read_bytes()
+    _check_refused(["run", str(SPEC), "--resume", str(log)], log, "the case log of spec 'another', not 'seed'",
+                   tmp_path, capsys, monkeypatch)
+    assert log.read_bytes() == before

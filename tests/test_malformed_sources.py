@@ -74,3 +74,57 @@ def test_spec_from_dict_allows_absolute_sources_by_default(tmp_path):
     assert spec_from_dict(data).kernels[0].name == "v4"
     with pytest.raises(SpecError, match="absolute source path"):
         spec_from_dict(data, allow_outside_sources=False)
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"// caf\xe9\n__global__ void k() {}\n", "is not UTF-8 text: byte 0xe9 at offset 6 (line 1)"),
+    (bytes(range(256)) * 8, "is not UTF-8 text: byte 0x80 at offset 128"),
+    ("// ok\n".encode("utf-16"), "is not UTF-8 text: byte 0xff at offset 0"),
+    (b"__global__ void k() {}\n\0\n", "holds a NUL byte (line 2)"),
+])
+def test_sources_that_are_not_text(tmp_path, monkeypatch, capsys, data, message):
+    write(tmp_path, MINIMAL)
+    (tmp_path / "kernels" / "bad.cu").write_bytes(data)
+    refused(tmp_path, MINIMAL.replace(KERNEL, "../kernels/bad.cu"), monkeypatch, capsys, field="kernels[v4].source",
+            message=message)
+
+
+@pytest.mark.parametrize("key, name, limit", [("source", "big.cu", "MAX_SOURCE_BYTES"),
+                                              ("binary", "big.cubin", "MAX_BINARY_BYTES")])
+def test_oversized_sources_and_binaries_are_refused_unread(tmp_path, monkeypatch, capsys, key, name, limit):
+    from driver_gemm.spec import kernels
+
+    write(tmp_path, MINIMAL)
+    with open(tmp_path / "kernels" / name, "wb") as handle:       # sparse: large on paper, nothing on disk
+        handle.truncate(getattr(kernels, limit) + 1)
+    text = MINIMAL.replace(f"source: {KERNEL}", f"{key}: ../kernels/{name}")
+    refused(tmp_path, text, monkeypatch, capsys, field=f"kernels[v4].{key}", message=limit)
+
+
+def test_a_header_that_is_not_text_is_a_compile_error_naming_it(tmp_path, monkeypatch, capsys):
+    from driver_gemm.cli import EXIT_FAILED, main
+
+    write(tmp_path, MINIMAL)
+    kernels = tmp_path / "kernels"
+    (kernels / "latin.cuh").write_bytes(b"// caf\xe9\n")
+    (kernels / "with_header.cu").write_text('#include "latin.cuh"\n' + (kernels / "04_coarsen_2d.cu").read_text())
+    spec = write(tmp_path, MINIMAL.replace(KERNEL, "../kernels/with_header.cu"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", "1")
+    assert main(["plan", str(spec), "--arch", "sm_90"]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    assert f"header {kernels / 'latin.cuh'} is not UTF-8 text (byte 0xe9 at offset 6)" in err
+
+
+def test_a_source_saved_with_a_byte_order_mark_compiles(tmp_path, monkeypatch, capsys):
+    """Editors on Windows write one; NVRTC reads it as a stray token, so it is left out of what NVRTC is given."""
+    from driver_gemm.cli import EXIT_OK, main
+
+    write(tmp_path, MINIMAL)
+    kernels = tmp_path / "kernels"
+    (kernels / "bom.cu").write_bytes(b"\xef\xbb\xbf" + (kernels / "04_coarsen_2d.cu").read_bytes())
+    spec = write(tmp_path, MINIMAL.replace(KERNEL, "../kernels/bom.cu"))
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", "1")
+    assert main(["plan", str(spec), "--arch", "sm_90"]) == EXIT_OK
+    assert "did not compile" not in capsys.readouterr().err

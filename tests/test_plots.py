@@ -60,3 +60,16 @@ def test_plot_of_results_with_no_timed_case_is_bad_input(tmp_path, capsys):
     assert main(["plot", str(failed), "-o", str(tmp_path / "p.png")]) == EXIT_USAGE
     assert capsys.readouterr().err == f"driver-gemm: {failed}: no timed, passing case to plot\n"
     assert not (tmp_path / "p.png").exists()
+
+
+def test_results_with_only_baseline_rows_plot_without_the_share_panel(tmp_path):
+    """run -k cublas gives no kernel row to put as a % of the baseline: the panel says so instead of failing."""
+    pytest.importorskip("matplotlib")
+    from driver_gemm.report.plots import plot_results
+    from driver_gemm.results.read import read_results
+
+    run = read_results(ROOT / "bench" / "results" / "seed-h200.json").run
+    run.cases = [case for case in run.cases if case.is_baseline]
+    assert run.cases
+    out = plot_results([run], tmp_path / "baselines.png")
+    assert out.stat().st_size > 10_000

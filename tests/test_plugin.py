@@ -141,3 +141,21 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
     bad = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-min-pct", "fast")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--gemm-min-pct 'fast': expected a percentage*"])
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--gemm-results", str(ROOT / "bench" / "results" / "tf32-h200.json")],
+     "*--gemm-results: *tf32-h200.json: no case of these results (spec 'tf32') is a case of this run*"),
+    (["--gemm-results", SEED_RESULTS, "--gemm-baseline-results", str(ROOT / "bench" / "results" / "tf32-h200.json")],
+     "*--gemm-baseline-results: *tf32-h200.json: no case of these results*the regression gate would compare nothing*"),
+    (["--gemm-results", SEED_RESULTS, "--gemm-min-pct", "v99=50"], "*--gemm-min-pct: *no kernel named 'v99'*"),
+    (["--gemm-results", SEED_RESULTS, "--gemm-min-pct", "inf"], "*--gemm-min-pct 'inf': the percentage must be*"),
+    (["--gemm-results", SEED_RESULTS, "--gemm-baseline-results", SEED_RESULTS, "--gemm-regression-threshold", "nan"],
+     "*--gemm-regression-threshold must be 0 or more*"),
+])
+def test_options_that_could_never_fail_a_case_are_usage_errors(inner, options, message):
+    """Results of another spec, or a gate on a kernel the spec lacks, would pass or fail every case unchecked."""
+    result = inner.runpytest("--gemm-spec", SEED, *options)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()

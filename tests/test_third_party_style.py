@@ -192,7 +192,7 @@ def test_run_without_a_gpu_reports_a_kernel_that_does_not_build_not_only_the_mis
     assert main(["run", "--allow-outside-sources", str(path)]) == EXIT_FAILED
     err = capsys.readouterr().err
     assert f"{path}:3: kernels[h].source did not build" in err and "hint: NVRTC compiles device code only" in err
-    assert "1 kernel source(s) did not build (above); this machine has no GPU either" in err
+    assert "1 kernel build(s) failed (the lines above; `driver-gemm plan` shows every case); this machine has no GPU either" in err
     assert "Traceback" not in err and not (tmp_path / "results").exists()
 
 

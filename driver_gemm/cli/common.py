@@ -72,9 +72,52 @@ def env_device() -> int:
     """The GPU ordinal in $DRIVER_GEMM_DEVICE, 0 when unset."""
     text = os.environ.get("DRIVER_GEMM_DEVICE", "0")
     try:
-        return int(text)
+        ordinal = int(text)
     except ValueError:
         raise UsageError(f"must be a GPU ordinal, got {text!r}", field="DRIVER_GEMM_DEVICE") from None
+    return check_ordinal(ordinal, "DRIVER_GEMM_DEVICE")
+
+
+def check_ordinal(ordinal: int, option: str) -> int:
+    """A GPU ordinal from the command line: 0 or more (whether that GPU exists is the driver's to say)."""
+    if not 0 <= ordinal < 1 << 31:
+        raise UsageError(f"a GPU ordinal is 0, 1, ... ; got {ordinal}", field=option)
+    return ordinal
+
+
+def check_output_file(path: Path | None, option: str) -> None:
+    """Refuse, before any work, a file to write that could never be written where it is named.
+
+    An existing folder or device, or a path under something that is not a
+    folder, would otherwise fail only when the results are ready, and lose them.
+    """
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError("is a folder: give the name of a file to write", where=str(path), field=option)
+    if path.exists() and not path.is_file():
+        raise UsageError("is not a regular file: give the name of a file to write", where=str(path), field=option)
+    _check_writable_folder(path.parent, path, option)
+
+
+def check_output_folder(path: Path | None, option: str) -> None:
+    """As `check_output_file`, for a folder the command fills (created when missing)."""
+    if path is None:
+        return
+    if path.exists() and not path.is_dir():
+        raise UsageError("is a file, not a folder", where=str(path), field=option)
+    _check_writable_folder(path, path, option)
+
+
+def _check_writable_folder(folder: Path, named: Path, option: str) -> None:
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{existing} is not a folder, so nothing can be written under it", where=str(named),
+                         field=option)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write in {existing} (permission denied)", where=str(named), field=option)
 
 
 def add_source_option(parser) -> None:

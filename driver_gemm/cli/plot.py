@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import Output, read_results_files
+from .common import Output, check_output_file, read_results_files
 
 
 def add_parser(commands, **common) -> None:
@@ -21,6 +21,7 @@ def execute(args, out: Output) -> int:
 
     if args.output.suffix.lower() not in (".png", ".svg"):
         raise UsageError("the picture is .png or .svg", field="--output")
+    check_output_file(args.output, "--output")
     runs = read_results_files(args.results, out)   # every input checked before anything is drawn or written
     if not series_of(runs):
         raise UsageError("no timed, passing case to plot", where=", ".join(map(str, args.results)))

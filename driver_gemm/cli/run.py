@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import CompileError, NoGpuError, SpecError, UsageError
-from .common import Output, add_format_options, add_source_option, default_json, env_device, load_specs
+from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
+                     check_output_folder, default_json, env_device, load_specs)
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -61,18 +62,31 @@ def add_parser(commands, **common) -> None:
     add_format_options(run)
 
 
-def read_gates(args, out: Output):
-    """The gates asked for on the command line, read before anything runs: (every, per name, stored results)."""
-    from ..report.gates import GateError, parse_min_pct
+def read_gates(args, out: Output, specs=()):
+    """The gates asked for on the command line, read before anything runs: (every, per name, stored results).
+
+    A gate that could never fail is refused with the rest: a kernel name the
+    specs lack, stored results that share no case with the run.
+    """
+    from ..pipeline.cases import cases_of
+    from ..report.gates import GateError, check_gate_names, check_stored_matches, parse_min_pct
     from .common import read_results_files
 
     try:
         every, per_name = parse_min_pct(args.min_pct)
+        for spec in specs:
+            check_gate_names(per_name, [kernel.name for kernel in spec.kernels])
     except GateError as error:
         raise UsageError(str(error).replace("--gemm-min-pct", "--min-pct"), field="--min-pct") from None
-    if args.regression_threshold < 0:
-        raise UsageError("must be 0 or more (a percentage)", field="--regression-threshold")
+    if not 0 <= args.regression_threshold < float("inf"):   # also refuses NaN
+        raise UsageError(f"must be 0 or more (a percentage), got {args.regression_threshold}",
+                         field="--regression-threshold")
     stored = read_results_files([args.baseline_results], out)[0] if args.baseline_results else None
+    if stored is not None and specs:
+        try:
+            check_stored_matches(stored, {(case.label, case.shape.label) for spec in specs for case in cases_of(spec)})
+        except GateError as error:
+            raise UsageError(str(error), where=str(args.baseline_results), field="--baseline-results") from None
     return every, per_name, stored
 
 
@@ -158,8 +172,7 @@ def execute(args, out: Output) -> int:
     from ..results.records import CaseLog
 
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
-    if args.device is None:
-        args.device = env_device()
+    args.device = env_device() if args.device is None else check_ordinal(args.device, "--device")
     for option, given in (("--json", args.json), ("--resume", args.resume)):
         if given is not None and given.suffix.lower() == ".gz":
             raise UsageError(f"{given}: a compressed results file is for reading (show, compare, plot, tune "
@@ -168,6 +181,7 @@ def execute(args, out: Output) -> int:
                              field=option)
     if (args.json or args.resume) and len(specs) > 1:
         raise UsageError("--json and --resume name one run; give one spec with them", field="--json")
+    _check_outputs(args, specs)
     if args.no_baseline:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
     if args.sanitize:
@@ -178,16 +192,21 @@ def execute(args, out: Output) -> int:
         raise UsageError("--devices and --scheduler run cases in worker processes: they do not take --in-process",
                          field="--devices")
     ordinals = _parse_devices(args.devices)
+    lock_mhz = _lock_clock_value(args)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
-        _, previous = CaseLog.read(args.resume)
-    gates = read_gates(args, out)
+        header, previous = CaseLog.read(args.resume)
+        made_by = header.get("spec")
+        if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
+            raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
+                             "spec that wrote it", where=str(args.resume), field="--resume")
+    gates = read_gates(args, out, specs)
     profiler = _profiler(args, out)
     options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
     with contextlib.ExitStack() as held:
         early = _start_workers_early(args, specs, ordinals, options, profiler, previous, held)
         _check_before_asking_for_a_gpu(specs, out)
-        locked = _lock_clocks(args, ordinals, held)
+        locked = _lock_clocks(args, lock_mhz, ordinals, held)
         return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
 
 
@@ -295,30 +314,54 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     except NoGpuError:
         planned = [plan_spec(spec, "sm_90") for spec in specs]
         refused = [plan for spec_plan in planned for plan in spec_plan.plans if not plan.valid]
-        not_built = [error for spec_plan in planned for error in spec_plan.compile_errors]
-        if not refused and not not_built:
+        # Each led by the spec's line of the kernel it kept out; once per message.
+        failed = list({str(error): error for spec_plan in planned for error in spec_plan.compile_errors}.values())
+        if not refused and not failed:
             raise
+    for error in failed:           # as plan says them; a run on a GPU would record them as the cases' errors
+        out.error(str(error))
     for plan in refused:
         for problem in plan.problems:
             out.error(str(problem))
-    for error in not_built:   # each led by the spec's line of the kernel it kept out
-        out.error(str(error))
-    if refused:
-        raise SpecError(f"{len(refused)} case(s) cannot launch as written (the lines above; "
-                        "`driver-gemm plan` shows every case); this machine has no GPU either")
-    raise CompileError(f"{len(not_built)} kernel source(s) did not build (above); this machine has no GPU either")
+    said = [f"{len(failed)} kernel build(s) failed"] if failed else []
+    said += [f"{len(refused)} case(s) cannot launch as written"] if refused else []
+    text = (f"{' and '.join(said)} (the lines above; `driver-gemm plan` shows every case); this machine has no "
+            "GPU either")
+    raise SpecError(text) if refused else CompileError(text)
 
 
-def _lock_clocks(args, ordinals, held: contextlib.ExitStack) -> dict[str, int]:
-    """``--lock-clocks``: each GPU of the run locked for as long as `held` is (then reset); MHz by ordinal."""
+def _check_outputs(args, specs) -> None:
+    """Every file and folder the run will write, checked before anything runs (see `check_output_file`)."""
+    if args.json is not None and args.json.suffix.lower() == ".jsonl":
+        raise UsageError(f"{args.json}: --json names the whole results file (.json); the case log is written "
+                         "beside it under the same name with .jsonl", field="--json")
+    for spec in specs:
+        path = args.json or default_json(spec.file_stem)
+        check_output_file(path, "--json")
+        if not args.sanitize and not args.resume:     # a log to resume is read (and checked) before anything
+            check_output_file(path.with_suffix(".jsonl"), "--json")
+    check_output_folder(args.artifacts, "--artifacts")
+
+
+def _lock_clock_value(args) -> str | int | None:
+    """``--lock-clocks`` read before any GPU is asked for: MHz, ``"max"``, or None when not given."""
     if args.lock_clocks is None:
-        return {}
+        return None
     if args.scheduler:
         raise UsageError("--lock-clocks locks this machine's GPUs; with --scheduler the GPUs are elsewhere",
                          field="--lock-clocks")
     value = args.lock_clocks
-    if value != "max" and (not value.isdigit() or int(value) <= 0):
+    if value == "max":
+        return value
+    if not value.isascii() or not value.isdigit() or not 0 < int(value) < 100_000:
         raise UsageError(f"give a clock in MHz (e.g. 1500) or 'max', not {value!r}", field="--lock-clocks")
+    return int(value)
+
+
+def _lock_clocks(args, value: str | int | None, ordinals, held: contextlib.ExitStack) -> dict[str, int]:
+    """``--lock-clocks``: each GPU of the run locked for as long as `held` is (then reset); MHz by ordinal."""
+    if value is None:
+        return {}
     from ..cuda.device import device_count, read_properties
     from ..measure.clocks import lock_sm_clock
 
@@ -331,8 +374,7 @@ def _lock_clocks(args, ordinals, held: contextlib.ExitStack) -> dict[str, int]:
     # A run ended by SIGTERM (`timeout`, a job scheduler) must still reset the clocks: it ends as Ctrl-C does.
     previous_handler = signal.signal(signal.SIGTERM, _interrupt)
     held.callback(signal.signal, signal.SIGTERM, previous_handler)
-    return {str(ordinal): held.enter_context(lock_sm_clock(read_properties(ordinal).uuid,
-                                                           value if value == "max" else int(value)))
+    return {str(ordinal): held.enter_context(lock_sm_clock(read_properties(ordinal).uuid, value))
             for ordinal in devices}
 
 
@@ -345,9 +387,12 @@ def _parse_devices(text: str | None) -> list[int] | str | None:
     if text is None or text == "all":
         return text
     try:
-        return [int(d) for d in text.split(",")]
+        ordinals = [check_ordinal(int(d), "--devices") for d in text.split(",")]
     except ValueError:
         raise UsageError(f"give GPU ordinals such as 0,1 or 'all', not {text!r}", field="--devices") from None
+    if len(set(ordinals)) != len(ordinals):
+        raise UsageError(f"each GPU once, not {text!r}", field="--devices")
+    return ordinals
 
 
 def _profiler(args, out: Output) -> str | None:

@@ -18,7 +18,12 @@ def execute(args, out: Output) -> int:
     from .main import EXIT_FAILED, EXIT_OK
     from .run import show_run
 
+    from ..errors import UsageError
+
     runs = read_results_files(args.results, out)
+    for path, run in zip(args.results, runs):
+        if not run.cases:   # said, not an empty table and a bare exit code
+            raise UsageError("no cases in these results: nothing to show", where=str(path))
     for run in runs:
         show_run(run, out)
     return EXIT_OK if all(run.ok for run in runs) else EXIT_FAILED

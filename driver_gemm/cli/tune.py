@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import Output, add_source_option, default_json, env_device, load_specs, read_results_files
+from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
+                     load_specs, read_results_files)
 
 STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 
@@ -84,6 +85,50 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     return result
 
 
+def _check_before_asking_for_a_gpu(spec) -> None:
+    """Without a GPU, a sweep none of whose configurations can launch or build is said to be so, not 'no GPU'.
+
+    Some configurations of a sweep being refused is normal (tune skips them);
+    all of them is a spec to fix before any GPU can help.
+    """
+    from ..cuda.device import device_count
+    from ..errors import CompileError, NoGpuError, SpecError
+    from ..pipeline.build import offline_problems
+    from ..pipeline.cases import cases_of
+
+    try:
+        device_count()
+        return
+    except NoGpuError:
+        refused, failed = offline_problems(spec)
+        wanted = {(case.label, case.shape.label) for case in cases_of(spec) if not case.is_baseline}
+        unlaunchable = {(plan.kernel.label, plan.shape.label) for plan in refused} & wanted
+        unbuilt = {key for key in wanted if key[0] in failed} - unlaunchable
+        if not wanted or unlaunchable | unbuilt != wanted:
+            raise
+    first = refused[0].problems[0] if refused else next(iter(failed.values()))
+    error = SpecError if refused else CompileError
+    raise error(f"none of the {len(wanted)} kernel case(s) of the sweep can run ({len(unlaunchable)} cannot launch "
+                f"as written, {len(unbuilt)} do not build; `driver-gemm plan` shows each); the first: {first}; "
+                "this machine has no GPU either")
+
+
+def _check_outputs(args, spec) -> None:
+    """The files tune will write, checked before it searches or picks anything (a late failure loses the work)."""
+    from ..errors import UsageError
+    from ..tune.winners import default_winners_path
+
+    if not args.recorded:
+        json_path = args.json or default_json(f"{spec.file_stem}-tune")
+        if json_path.suffix.lower() in (".gz", ".jsonl"):
+            raise UsageError(f"{json_path}: --json names the whole results file (.json); its case log is written "
+                             "beside it as .jsonl, and either may be compressed afterwards", field="--json")
+        check_output_file(json_path, "--json")
+        check_output_file(json_path.with_suffix(".jsonl"), "--json")
+    check_output_file(args.out or default_winners_path(spec), "--out")
+    check_output_file(args.dispatch, "--dispatch")
+
+
 def execute(args, out: Output) -> int:
     from ..pipeline.cases import cases_of
     from ..report.tables import print_tune
@@ -93,16 +138,21 @@ def execute(args, out: Output) -> int:
     from .main import EXIT_FAILED, EXIT_OK
 
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
+    if not 0 <= args.seed < 1 << 63:
+        raise UsageError(f"a seed is a whole number from 0 to 2**63 - 1, got {args.seed}", field="--seed")
     try:      # refused before any GPU work, as a mistake on the command line
         strategy = make_strategy(args.strategy, seed=args.seed)
-        budget = parse_budget(args.budget) if args.budget else Budget()
+        budget = parse_budget(args.budget) if args.budget is not None else Budget()
     except BudgetError as error:
-        raise UsageError(str(error), field="--budget" if args.budget else "--strategy") from None
+        raise UsageError(str(error), field="--budget" if args.budget is not None else "--strategy") from None
+    _check_outputs(args, spec)
     if args.recorded:
         path = args.recorded
         result = _recorded(spec, path, out)
     else:
         path = args.json or default_json(f"{spec.file_stem}-tune")
+        args.device = check_ordinal(args.device, "--device") if args.device is not None else env_device()
+        _check_before_asking_for_a_gpu(spec)
         result = _search(spec, args, out, path, strategy, budget)
     picks = pick_winners(result)
     print_tune(picks, f"{spec.name}: best configuration per kernel and shape", out.console)

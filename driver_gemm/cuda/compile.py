@@ -122,10 +122,7 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
     the NVRTC version.
     """
     path = Path(path)
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
                         include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path))
 
@@ -245,6 +242,18 @@ def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, 
     return tuple(o for o in options if not o.startswith("--include-path="))
 
 
+def read_source(path: Path, what: str = "kernel source") -> str:
+    """The UTF-8 text of a source or header (without a byte-order mark, which NVRTC reads as a stray token); a
+    `CompileError` naming the file when it cannot be read as such."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise CompileError(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CompileError(f"{what} {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                           f"{exc.start:,})") from None
+
+
 def include_folders(options: Iterable[str]) -> list[Path]:
     """The folders a kernel's own options put on the search path (``-IDIR``, ``--include-path=DIR``)."""
     folders = []
@@ -271,7 +280,7 @@ def local_headers(source: str, include_dirs: Path | Iterable[Path],
             candidate = folder / header
             if candidate.is_file():
                 if header not in seen:   # keyed by the name as written, so that the key holds no paths
-                    seen[header] = candidate.read_text(errors="replace")
+                    seen[header] = read_source(candidate, "header")
                     local_headers(seen[header], [candidate.parent, *folders[1:]], seen)
                 break
     return seen

@@ -24,7 +24,7 @@ from typing import Iterable
 
 from . import cache
 from .compile import (BASE_OPTIONS, Cubin, cache_header, from_cache_header, include_folders, local_headers,
-                      normalise_arch)
+                      normalise_arch, read_source)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .resources import parse_ptxas_report
@@ -104,10 +104,7 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     instances = tuple(dict.fromkeys(instances))
     nvcc = require_nvcc()
     version = nvcc_version(nvcc)
-    try:
-        source = path.read_text()
-    except OSError as exc:
-        raise CompileError(f"cannot read kernel source {path}: {exc.strerror}") from None
+    source = read_source(path)
     extra_options = tuple(extra_options)
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
     key = cache.key_for(source=source, name=path.name, headers=local_headers(source, [path.resolve().parent, *include_folders(extra_options)]),

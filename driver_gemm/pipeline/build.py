@@ -61,16 +61,24 @@ def check_offline(spec: Spec, arch: str = "sm_90", *, compile: bool = True) -> l
     launches cannot work is reported as such on any machine. With `compile`
     the kernels are built (NVRTC needs no GPU) and each plan completed with
     its kernel's resources and signature check; a source that does not
-    compile is left to the run that reports it. An empty list means every
-    case passes the checks that can be made here.
+    compile is left out here (`offline_problems` gives its error). An empty
+    list means every case passes the checks that can be made here.
     """
+    return offline_problems(spec, arch, compile=compile)[0]
+
+
+def offline_problems(spec: Spec, arch: str = "sm_90", *,
+                     compile: bool = True) -> tuple[list[CasePlan], dict[str, CompileError]]:
+    """`check_offline`'s plans, and the error of each kernel that did not build, by kernel label."""
     limits = arch_limits(arch)
     plans = launch_plans(spec, limits)
+    failed: dict[str, CompileError] = {}
     if compile:
         compiled = compile_spec(spec, arch, skip=refused_everywhere(spec, limits, plans))
         plans = {key: complete_plan(plan, compiled.get(plan.kernel.label), limits)
                  for key, plan in plans.items()}
-    return [plan for plan in plans.values() if not plan.valid]
+        failed = {label: built for label, built in compiled.items() if isinstance(built, CompileError)}
+    return [plan for plan in plans.values() if not plan.valid], failed
 
 
 def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError | None:

@@ -9,13 +9,14 @@ out of the plan.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 
-from ..cuda.compile import Cubin, normalise_arch
+from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
-from ..errors import CompileError, NoGpuError, UsageError
+from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
 from ..spec.model import KernelSpec, Spec
 from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
 from .cases import kernels_of
@@ -81,7 +82,21 @@ def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
         arch = normalise_arch(arch)
     except CompileError as exc:
         raise UsageError(str(exc), field="--arch") from None
-    return PlanTarget(arch, arch_limits(arch))
+    limits = arch_limits(arch)     # a ConfigError for an architecture without a limits table
+    _check_nvrtc_builds(arch)
+    return PlanTarget(arch, limits)
+
+
+def _check_nvrtc_builds(arch: str) -> None:
+    """A `UsageError` on ``--arch`` for an architecture the loaded NVRTC cannot compile for (sm_70 on NVRTC 13)."""
+    try:
+        supported = supported_archs()
+    except DriverGemmError:
+        return       # no NVRTC to ask: compiling will say so itself
+    number = int(re.match(r"sm_(\d+)", arch).group(1))
+    if supported and number not in supported:
+        raise UsageError(f"NVRTC {'.'.join(map(str, nvrtc_version()))} cannot compile for {arch}; it builds "
+                         f"sm_{min(supported)} to sm_{max(supported)}", field="--arch")
 
 
 def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, *,

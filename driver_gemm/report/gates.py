@@ -20,6 +20,7 @@ from typing import Mapping
 
 from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult
+from ..status import is_baseline_label
 from .compare import REGRESSIONS, compare_runs
 
 
@@ -62,8 +63,8 @@ def parse_min_pct(values: list[str]) -> tuple[float | None, dict[str, float]]:
             pct = float(number)
         except ValueError:
             raise GateError(f"--gemm-min-pct {value!r}: expected a percentage like 80 or NAME=90") from None
-        if not 0 < pct:
-            raise GateError(f"--gemm-min-pct {value!r}: the percentage must be above 0")
+        if not 0 < pct < float("inf"):   # also refuses NaN
+            raise GateError(f"--gemm-min-pct {value!r}: the percentage must be a number above 0")
         if name:
             per_kernel[name] = pct
         else:
@@ -122,6 +123,29 @@ def check_gates(run: RunResult, *, min_pct: float | None = None, per_kernel: Map
     if stored is not None:
         failures += regression_gate(run, stored, threshold)
     return failures
+
+
+def check_gate_names(per_kernel: Mapping[str, float], kernel_names) -> None:
+    """Refuse a per-kernel gate (``v8=90``) naming no kernel of the spec: it would hold without checking anything."""
+    names = set(kernel_names)
+    for name in per_kernel:
+        if name not in names:
+            raise GateError(f"--gemm-min-pct {name}=...: no kernel named {name!r} "
+                            f"(kernels: {', '.join(sorted(names))})")
+
+
+def check_stored_matches(stored: RunResult, case_keys,
+                         consequence: str = "the regression gate would compare nothing") -> None:
+    """Refuse stored results that share no (kernel, shape) case with the run (another spec's, say): a gate over
+    them would hold without checking anything. `case_keys` are the run's (label, shape label) pairs, cuBLAS
+    rows included. Where the run has kernel cases, one of them must be there: cuBLAS rows alone (the same shapes
+    of another spec) would leave every kernel unchecked."""
+    keys = set(case_keys)
+    kernel_keys = {key for key in keys if not is_baseline_label(key[0])}
+    if not any((case.kernel, case.shape.label) in (kernel_keys or keys) for case in stored.cases):
+        spec = f" (spec {stored.spec!r})" if stored.spec else ""
+        raise GateError(f"no case of these results{spec} is a case of this run: {consequence} (give results of "
+                        "the same spec, kernels and shapes)")
 
 
 def kernel_min_pcts(kernels, overrides: Mapping[str, float] | None = None) -> dict[str, float]:

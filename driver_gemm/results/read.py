@@ -38,6 +38,7 @@ from .records import CaseResult, RunResult
 MAX_RESULTS_BYTES = 64 * 2**20
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 _TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
+_INT_BOUND = 1 << 64      # every whole number driver-gemm writes fits 64 bits (seeds are unsigned)
 
 
 @dataclass
@@ -312,6 +313,8 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
             fail(f"must be greater than {schema['exclusiveMinimum']}, got {_show(value)}")
         if "maximum" in schema and value > schema["maximum"]:
             fail(f"must be at most {schema['maximum']}, got {_show(value)}")
+    if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:   # a float of it would overflow
+        fail(f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)")
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         fail("must not be empty")
     if isinstance(value, dict):
@@ -337,6 +340,9 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
 def _check_finite(value: Any, path: str, where: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise UsageError(f"{value!r} is not a finite number", where=where, field=path)
+    if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
+        raise UsageError(f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)",
+                         where=where, field=path)
     if isinstance(value, dict):
         for name, item in value.items():
             _check_finite(item, _join(path, name), where)

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError
-from .fields import Context, check_keys, kind_name, read_bool, read_mapping, read_number
+from .fields import Context, check_keys, kind_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kernels import IDENTIFIER, parse_kernel
 from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
@@ -61,6 +61,8 @@ def spec_from_dict(data: dict, base_dir: str | Path | None = None, *, allow_outs
         text = yaml.safe_dump(data, sort_keys=False)
     except yaml.YAMLError as exc:
         raise SpecError(f"the dictionary holds something a spec cannot: {exc}", where="<spec>") from None
+    except ValueError as exc:     # an integer of thousands of digits: Python refuses to write it out
+        raise SpecError(f"the dictionary holds a number no spec field takes: {exc}", where="<spec>") from None
     except RecursionError:
         raise SpecError("the dictionary is nested too deeply to be a spec", where="<spec>") from None
     return parse_spec(text, base / "<spec>.yaml", allow_outside_sources=allow_outside_sources)
@@ -205,6 +207,9 @@ def _parse_measure(context: Context, document: dict) -> MeasureSettings:
     for key in ("min_samples", "graph_launches"):
         if values[key] < 1:
             raise context.error("must be at least 1", node, key, f"measure.{key}")
+    if values["case_timeout_s"] <= 0:   # 0 would stop every case before it starts
+        raise context.error(f"must be above 0 seconds, got {values['case_timeout_s']:g}", node, "case_timeout_s",
+                            "measure.case_timeout_s")
     if values["max_samples"] < values["min_samples"]:
         raise context.error("must not be below measure.min_samples", node, "max_samples", "measure.max_samples")
     return MeasureSettings(**values)
@@ -216,6 +221,9 @@ def _parse_verify(context: Context, document: dict) -> VerifySettings:
     defaults = VerifySettings()
     rel, absolute = defaults.rel_tolerance, defaults.abs_tolerance
     tolerance = node.get("tolerance")
+    if tolerance is None and "tolerance" in node:
+        raise context.error("must be a number or {rel: ..., abs: ...}, got nothing (null); leave it out for the "
+                            "default", node, "tolerance", "verify.tolerance")
     if isinstance(tolerance, dict):
         check_keys(context, tolerance, ("rel", "abs"), "verify.tolerance")
         rel = read_number(context, tolerance, "rel", rel, "verify.tolerance.rel", minimum=0)
@@ -225,7 +233,8 @@ def _parse_verify(context: Context, document: dict) -> VerifySettings:
     elif tolerance is not None:
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
             raise context.error(f"must be a number (relative Frobenius error) or {{rel: ..., abs: ...}}, got "
-                                f"{kind_name(tolerance)}", node, "tolerance", "verify.tolerance")
+                                f"{kind_name(tolerance)}", node, "tolerance", "verify.tolerance",
+                                hint=number_as_text_hint(tolerance))
         rel = read_number(context, node, "tolerance", None, "verify.tolerance", minimum=0)
     tf32 = read_number(context, node, "tf32_tolerance", defaults.tf32_rel_tolerance, "verify.tf32_tolerance",
                        minimum=0)

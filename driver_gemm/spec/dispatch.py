@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
+from .fields import kind_name
+from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, parse_shape_text
 
 DIMENSIONS = ("M", "N", "K")
@@ -125,8 +127,14 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
             raise error(f"no kernel named {name!r} in this spec", path, hint=f"kernels: {', '.join(sorted(names))}")
         if not isinstance(entries, list) or not entries:
             raise error("must be a non-empty list of {shape, params}", path)
-        tables[str(name)] = DispatchTable(str(name), tuple(
-            _parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries)))
+        parsed = tuple(_parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries))
+        first_of: dict[Shape, int] = {}
+        for index, entry in enumerate(parsed):
+            earlier = first_of.setdefault(entry.shape, index)
+            if earlier != index:      # the rule takes the first entry of a shape: this one could never be chosen
+                raise error(f"{entry.shape.label} is also the shape of entry {earlier}, which is chosen first: "
+                            "this entry would never be used", f"{path}[{index}].shape")
+        tables[str(name)] = DispatchTable(str(name), parsed)
     return tables
 
 
@@ -141,8 +149,11 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
             raise error(f"missing required field '{required}'", path)
     shape = _parse_shape(node["shape"], f"{path}.shape", error)
     params = node["params"]
-    if not isinstance(params, dict) or not all(_is_int(v) for v in params.values()):
-        raise error("must be a mapping of template parameter names to whole numbers", f"{path}.params")
+    if not isinstance(params, dict) or not all(_is_int(v) and INT64_MIN <= v <= INT64_MAX for v in params.values()):
+        raise error("must be a mapping of template parameter names to whole numbers (64-bit)", f"{path}.params")
+    label = node.get("label")
+    if label is not None and not isinstance(label, str):
+        raise error(f"must be text (the winner's label), got {kind_name(label)}", f"{path}.label")
     when = {}
     ranges = node.get("when", {})
     if not isinstance(ranges, dict):
@@ -152,12 +163,13 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
         if dimension not in DIMENSIONS:
             raise error(f"unknown dimension {dimension!r}", where_bounds, hint="use M, N or K")
         if (not isinstance(bounds, list) or len(bounds) != 2
-                or not all(b is None or (_is_int(b) and b >= 1) for b in bounds)):
-            raise error("must be [low, high]: whole numbers from 1, or null for no bound", where_bounds)
+                or not all(b is None or (_is_int(b) and 1 <= b <= MAX_DIMENSION) for b in bounds)):
+            raise error(f"must be [low, high]: whole numbers from 1 to {MAX_DIMENSION:,} (MAX_DIMENSION), or null "
+                        "for no bound", where_bounds)
         if None not in bounds and bounds[0] > bounds[1]:
             raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
         when[dimension] = (bounds[0], bounds[1])
-    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, node.get("label"))
+    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label)
 
 
 def _parse_shape(value, path: str, error) -> Shape:
@@ -166,9 +178,9 @@ def _parse_shape(value, path: str, error) -> Shape:
             return parse_shape_text(value)
         except SpecError as exc:
             raise error(exc.message, path) from None
-    if isinstance(value, list) and len(value) == 3 and all(_is_int(v) and v >= 1 for v in value):
+    if isinstance(value, list) and len(value) == 3 and all(_is_int(v) and 1 <= v <= MAX_DIMENSION for v in value):
         return Shape(*value)
-    raise error("must be [M, N, K] or 'MxNxK' with whole numbers from 1", path)
+    raise error(f"must be [M, N, K] or 'MxNxK' with whole numbers from 1 to {MAX_DIMENSION:,} (MAX_DIMENSION)", path)
 
 
 def _is_int(value) -> bool:

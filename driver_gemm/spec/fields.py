@@ -100,7 +100,7 @@ def check_number(context: Context, value: Any, node: Any, key: Any, field_path: 
                             field_path)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise context.error(f"must be {'a whole number' if whole else 'a number'}, got {kind_name(value)}",
-                            node, key, field_path)
+                            node, key, field_path, hint=number_as_text_hint(value))
     if isinstance(value, float) and not math.isfinite(value):
         raise context.error(f"must be a finite number, got {value}", node, key, field_path)
     if whole and not isinstance(value, int):
@@ -113,6 +113,15 @@ def check_number(context: Context, value: Any, node: Any, key: Any, field_path: 
     if maximum is not None and value > maximum:
         raise context.error(f"must be at most {maximum:,}, got {value:,}", node, key, field_path)
     return value
+
+
+def number_as_text_hint(value: Any) -> str | None:
+    """For text that is a number to Python but not to YAML 1.1 (``1e-5`` has no dot): how to write it."""
+    if not isinstance(value, str) or not re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*", value):
+        return None
+    mantissa, exponent = value.strip().lower().split("e")
+    written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}"
+    return f"YAML reads {value.strip()} as text (a float with an exponent needs a dot): write {written}"
 
 
 def read_number(context: Context, node: dict, key: str, default, field_path: str, *, whole: bool = False,

@@ -24,7 +24,8 @@ from .archs import KNOWN_ARCHS, is_known_arch
 from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_number, read_text
 from ..bundled import PACKAGE_DATA_DIR
 from ..kernel_names import split_overload
-from .limits import MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, PROJECT_MARKERS, SOURCE_SUFFIXES
+from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
+                     PROJECT_MARKERS, SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PRECISIONS, KernelSpec, is_safe_name
 from .signature import parse_signature
@@ -221,7 +222,33 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
         raise context.error(f"{noun} {source} does not exist", node, key, field_path)
     if not source.is_file():
         raise context.error(f"{noun} {source} is not a regular file", node, key, field_path)
+    limit, name = (MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES") if key == "source" else (MAX_BINARY_BYTES, "MAX_BINARY_BYTES")
+    size = source.stat().st_size
+    if size > limit:
+        raise context.error(f"{noun} {source} is {size:,} bytes, more than the limit of {limit:,} ({name})", node,
+                            key, field_path)
+    if key == "source":
+        _check_source_text(context, node, key, field_path, source)
     return source
+
+
+def _check_source_text(context: Context, node: dict, key: str, field_path: str, source: Path) -> None:
+    """A kernel source is UTF-8 text without NUL bytes: NVRTC reads it as such, and a compile error quotes it."""
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise context.error(f"cannot read kernel source {source}: {exc.strerror}", node, key, field_path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise context.error(f"kernel source {source} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
+                            f"{exc.start:,} (line {line})", node, key, field_path,
+                            hint="save the source as UTF-8") from None
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise context.error(f"kernel source {source} holds a NUL byte (line {line}): not a source file", node, key,
+                            field_path)
 
 
 # ----------------------------------------------------------------------------------- parameters
@@ -301,6 +328,11 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
         raise context.error(f"require is a list of conditions, got {kind_name(require_node)}", node, "require",
                             f"{dotted}.require")
     parent = require_node if isinstance(require_node, LineList) else node
+    for index, value in enumerate(require_node):
+        if not isinstance(value, str):   # a bare number holds always or never: it checks nothing about a case
+            raise context.error(f"a condition is text over the names, such as 'BM % TM == 0'; got {kind_name(value)}",
+                                parent, index if parent is require_node else "require",
+                                f"{dotted}.require[{index}]")
     return tuple(parse_expression(context, parent, i if parent is require_node else "require", v,
                                   f"{dotted}.require[{i}]", condition=True)
                  for i, v in enumerate(require_node))

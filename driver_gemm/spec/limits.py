@@ -21,6 +21,9 @@ MAX_EXPRESSION_CHARS = 1000         # one grid, block, shared-memory or require 
 MAX_EXPRESSION_DEPTH = 100          # nesting of parentheses, and of the parsed tree
 MAX_EXPRESSION_NODES = 500          # nodes of the parsed tree
 
+MAX_SOURCE_BYTES = 16 << 20         # a kernel source (the shipped ones are under 40 KiB), refused unread
+MAX_BINARY_BYTES = 256 << 20        # a prebuilt CUBIN, fatbin or PTX (the shipped CUBINs are 50 KiB)
+
 MAX_NAME_CHARS = 100                # spec and kernel names (they become file names)
 MAX_FUNCTION_CHARS = 200            # a kernel's function or template-id
 

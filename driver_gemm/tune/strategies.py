@@ -55,7 +55,7 @@ class Budget:
     clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self):
-        if self.seconds is not None and self.seconds <= 0:
+        if self.seconds is not None and not self.seconds > 0:   # also NaN
             raise BudgetError(f"a budget of {self.seconds} s leaves nothing to measure")
         if self.configurations is not None and self.configurations < 1:
             raise BudgetError(f"a budget of {self.configurations} configurations leaves nothing to measure")
@@ -68,16 +68,23 @@ class BudgetError(DriverGemmError):
 def parse_budget(text: str, clock: Callable[[], float] = time.monotonic) -> Budget:
     """``300s``, ``5m``, ``1.5h``, ``40`` (configurations) or ``300s,40`` (both) as a `Budget`."""
     seconds = configurations = None
+    expected = (f"--budget {text!r}: expected seconds like 300s, 5m or 1h, a number of configurations like 40, "
+                "or both: 300s,40")
     for part in (p.strip().lower() for p in str(text).split(",")):
         units = {"s": 1.0, "m": 60.0, "h": 3600.0}
         try:
             if part and part[-1] in units:
+                if seconds is not None:
+                    raise BudgetError(f"--budget {text!r}: two time limits; give one, and one count at most")
                 seconds = float(part[:-1]) * units[part[-1]]
+                if not math.isfinite(seconds):
+                    raise ValueError(part)
             else:
+                if configurations is not None:
+                    raise BudgetError(f"--budget {text!r}: two configuration counts; give one, and one time at most")
                 configurations = int(part)
         except ValueError:
-            raise BudgetError(f"--budget {text!r}: expected seconds like 300s, 5m or 1h, a number of "
-                              "configurations like 40, or both: 300s,40") from None
+            raise BudgetError(expected) from None
     return Budget(seconds, configurations, clock)
 
 
