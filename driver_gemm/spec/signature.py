@@ -43,16 +43,10 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     arguments = []
     for index, item in enumerate(value):
         item_path = f"{dotted}.signature[{index}]"
-        if isinstance(item, str):
-            argument = _standard_argument(context, value, index, item, item_path, scalars)
-            _check_constant_fits(context, argument, value, index, item_path)
-        elif isinstance(item, dict):
-            argument = _typed_argument(context, value, index, item, item_path, scalars)
-            _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
-        else:
+        if not isinstance(item, (str, dict)):
             raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index,
                                 item_path)
-        arguments.append(argument)
+        arguments.append(_argument_at(context, value, index, item_path, scalars))
     _check_operands_reached(context, node, dotted, arguments)
     return tuple(arguments)
 
@@ -130,17 +124,27 @@ def _struct_argument(context, parent, index, item: dict, item_path: str, scalars
     parsed = []
     for position, field in enumerate(fields):
         field_path = f"{item_path}.fields[{position}]"
-        if isinstance(field, str):
-            argument = _standard_argument(context, fields, position, field, field_path, scalars)
-            _check_constant_fits(context, argument, fields, position, field_path)
-        elif isinstance(field, dict):
-            if field.get("type") == "tensormap":
-                raise context.error("a tensor map is an argument of its own, not a struct's field", field, "type",
-                                    f"{field_path}.type")
-            argument = _typed_argument(context, fields, position, field, field_path)
-            _check_constant_fits(context, argument, field, "value", f"{field_path}.value")
-        else:
+        if not isinstance(field, (str, dict)):
             raise context.error(f"a field is a name or a mapping, got {kind_name(field)}", fields, position,
                                 field_path)
-        parsed.append(argument)
+        if isinstance(field, dict) and field.get("type") == "tensormap":
+            raise context.error("a tensor map is an argument of its own, not a struct's field", field, "type",
+                                f"{field_path}.type")
+        parsed.append(_argument_at(context, fields, position, field_path, scalars, typed_scalars=False))
     return Argument(name, "struct", None, fields=tuple(parsed))
+
+
+def _argument_at(context: Context, parent: list, index: int, item_path: str, scalars: dict[str, float],
+                 typed_scalars: bool = True) -> Argument:
+    """The argument (a standard name or a typed mapping) at ``parent[index]``, its constant checked to fit its type.
+
+    A struct's typed fields do not take the spec's scalars by name (`typed_scalars`): their values are written out.
+    """
+    item = parent[index]
+    if isinstance(item, str):
+        argument = _standard_argument(context, parent, index, item, item_path, scalars)
+        _check_constant_fits(context, argument, parent, index, item_path)
+    else:
+        argument = _typed_argument(context, parent, index, item, item_path, scalars if typed_scalars else None)
+        _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
+    return argument
