@@ -426,3 +426,29 @@ def test_resume_refuses_the_case_log_of_another_spec(tmp_path, capsys, monkeypat
     _check_refused(["run", str(SPEC), "--resume", str(log)], log, "the case log of spec 'another', not 'seed'",
                    tmp_path, capsys, monkeypatch)
     assert log.read_bytes() == before
+
+
+@pytest.mark.parametrize("bad, message", [
+    (float("nan"), "nan is not a finite number"), (0.0, "must be greater than 0"), (-1, "must be greater than 0"),
+    (True, "must be number, got a boolean true"), ("0.1", 'must be number, got a string "0.1"'),
+    (2 ** 70, "a whole number of 71 bits"),
+])
+def test_one_bad_sample_among_thousands_is_named_by_its_index(tmp_path, bad, message):
+    """Lists of numbers are checked in one sweep (raw samples run to thousands per case); one that fails is
+    walked item by item, so the message names the sample, as it would for a short list."""
+    run = good_run()
+    samples = [0.04 + 1e-6 * i for i in range(10_000)]
+    samples[7777] = bad
+    run["cases"][1]["timing"]["samples_ms"] = samples
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    with pytest.raises(UsageError, match=message) as raised:
+        read.read_results(path)
+    assert raised.value.field == "cases[1].timing.samples_ms[7777]"
+    samples[7777] = 0.05
+    read.read_results(path.write_text(json.dumps(run)) and path)          # all 10,000 pass
+    run["settings"] = {"tasks": [1.5] * 5000 + [float("inf")]}       # a free-form list: finite numbers only
+    path.write_text(json.dumps(run))
+    with pytest.raises(UsageError, match="inf is not a finite number") as raised:
+        read.read_results(path)
+    assert raised.value.field == "settings.tasks[5000]"

@@ -330,11 +330,42 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
             if name not in schema.get("properties", {}):
                 _check_finite(item, _join(path, name), where)
     if isinstance(value, list):
+        items = schema.get("items")
+        if _plain_numbers(value, items if items is not None else {}):
+            return          # every item passes: the walk below would only say so, item by item
         for index, item in enumerate(value):
-            if "items" in schema:
-                _check(item, schema["items"], root, f"{path}[{index}]", where)
+            if items is not None:
+                _check(item, items, root, f"{path}[{index}]", where)
             else:
                 _check_finite(item, f"{path}[{index}]", where)
+
+
+_PLAIN_NUMBER_KEYS = frozenset({"type", "minimum", "exclusiveMinimum", "maximum"})
+
+
+def _plain_numbers(items: list, schema: dict) -> bool:
+    """Whether `items` are all numbers that pass `schema` (no schema: any finite number), in one sweep.
+
+    Raw samples run to thousands per case, and walking them item by item is
+    most of what reading a large results file costs. False when the schema is
+    more than a number's type and bounds, or when any item fails: the caller
+    then walks the items and names the first that fails, as before.
+    """
+    if not _PLAIN_NUMBER_KEYS.issuperset(schema) or schema.get("type", "number") not in ("number", "integer"):
+        return False
+    integer = schema.get("type") == "integer"
+    low, above, high = schema.get("minimum"), schema.get("exclusiveMinimum"), schema.get("maximum")
+    for item in items:
+        kind = type(item)
+        if kind is float:
+            if integer or not math.isfinite(item):
+                return False
+        elif kind is not int or not -_INT_BOUND < item < _INT_BOUND:      # bool is its own type
+            return False
+        if (low is not None and item < low) or (above is not None and item <= above) or \
+                (high is not None and item > high):
+            return False
+    return True
 
 
 def _check_finite(value: Any, path: str, where: str) -> None:
@@ -345,7 +376,19 @@ def _check_finite(value: Any, path: str, where: str) -> None:
                          where=where, field=path)
     if isinstance(value, dict):
         for name, item in value.items():
-            _check_finite(item, _join(path, name), where)
-    elif isinstance(value, list):
+            if not _plain_scalar(item):      # the path is built only where there is something to look into
+                _check_finite(item, _join(path, name), where)
+    elif isinstance(value, list) and not _plain_numbers(value, {}):
         for index, item in enumerate(value):
-            _check_finite(item, f"{path}[{index}]", where)
+            if not _plain_scalar(item):
+                _check_finite(item, f"{path}[{index}]", where)
+
+
+def _plain_scalar(value: Any) -> bool:
+    """A value `_check_finite` has nothing to say about: text, null, a boolean, or a number that fits."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is int:
+        return -_INT_BOUND < value < _INT_BOUND
+    return kind is str or kind is bool or value is None
