@@ -7,9 +7,9 @@ do one thing: start the interpreter, import the command line, import what a
 GPU worker process imports, initialise the CUDA driver (cuInit and the GPU
 count, as `run` does before it asks for a GPU), read every GPU's properties,
 and make a worker's whole session (context, stream, L2 flusher, cuBLAS,
-NVML) with its parts as `Session.start_steps` records them. The parts of a
-run's start that a run on several GPUs pays once, not once per GPU, are the
-ones two GPUs cannot halve.
+NVML) with its parts as `Session.start_steps` records them. A second GPU
+halves none of these: the command pays its own once, and each GPU's worker
+pays its own at the same time as the others.
 """
 
 from __future__ import annotations
