@@ -286,48 +286,45 @@ def check_against_schema(value: Any, schema: dict, where: str) -> None:
 
 def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
     """Check `value` against `schema` (the subset of JSON Schema listed above); raise at the first problem."""
-    def fail(message: str) -> None:
-        raise UsageError(message, where=where, field=path or None)
-
     if "$ref" in schema:
-        target = root
-        for part in schema["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        _check(value, target, root, path, where)
+        _check(value, _resolved(root, schema["$ref"]), root, path, where)
     for part in schema.get("allOf", ()):
         _check(value, part, root, path, where)
     if isinstance(value, float) and not math.isfinite(value):
-        fail(f"{value!r} is not a finite number")
-    if "type" in schema:
-        allowed = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        if not any(_is_type(value, name) for name in allowed):
-            fail(f"must be {' or '.join(allowed)}, got {_json_type(value)} {_show(value)}")
+        raise _problem(where, path, f"{value!r} is not a finite number")
+    allowed = schema.get("type")
+    if allowed is not None and not (_is_type(value, allowed) if isinstance(allowed, str)
+                                    else any(_is_type(value, name) for name in allowed)):
+        names = [allowed] if isinstance(allowed, str) else allowed
+        raise _problem(where, path, f"must be {' or '.join(names)}, got {_json_type(value)} {_show(value)}")
     if "const" in schema and value != schema["const"]:
-        fail(f"must be {_show(schema['const'])}, got {_show(value)}")
+        raise _problem(where, path, f"must be {_show(schema['const'])}, got {_show(value)}")
     if "enum" in schema and not any(value == option and type(value) is type(option) for option in schema["enum"]):
-        fail(f"must be one of {', '.join(map(str, schema['enum']))}, got {_show(value)}")
+        raise _problem(where, path, f"must be one of {', '.join(map(str, schema['enum']))}, got {_show(value)}")
     if _is_type(value, "number"):
         if "minimum" in schema and value < schema["minimum"]:
-            fail(f"must be at least {schema['minimum']}, got {_show(value)}")
+            raise _problem(where, path, f"must be at least {schema['minimum']}, got {_show(value)}")
         if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            fail(f"must be greater than {schema['exclusiveMinimum']}, got {_show(value)}")
+            raise _problem(where, path, f"must be greater than {schema['exclusiveMinimum']}, got {_show(value)}")
         if "maximum" in schema and value > schema["maximum"]:
-            fail(f"must be at most {schema['maximum']}, got {_show(value)}")
+            raise _problem(where, path, f"must be at most {schema['maximum']}, got {_show(value)}")
     if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:   # a float of it would overflow
-        fail(f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)")
+        raise _problem(where, path,
+                       f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)")
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        fail("must not be empty")
+        raise _problem(where, path, "must not be empty")
     if isinstance(value, dict):
         missing = [name for name in schema.get("required", ()) if name not in value]
         if missing:
-            fail(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+            raise _problem(where, path, f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         for name, sub_schema in schema.get("properties", {}).items():
             if name in value:
                 _check(value[name], sub_schema, root, _join(path, name), where)
         # Values of free-form objects (settings, launch, ...) are not read as numbers, but a NaN there
         # still says the file was not written by driver-gemm, which writes null instead.
+        properties = schema.get("properties", {})
         for name, item in value.items():
-            if name not in schema.get("properties", {}):
+            if name not in properties and not _plain_scalar(item):
                 _check_finite(item, _join(path, name), where)
     if isinstance(value, list):
         items = schema.get("items")
@@ -366,6 +363,19 @@ def _plain_numbers(items: list, schema: dict) -> bool:
                 (high is not None and item > high):
             return False
     return True
+
+
+def _problem(where: str, path: str, message: str) -> UsageError:
+    """What is wrong with the value at `path` of the file `where`."""
+    return UsageError(message, where=where, field=path or None)
+
+
+def _resolved(root: dict, reference: str) -> dict:
+    """The part of the schema `root` that a ``$ref`` names (``#/$defs/case``)."""
+    target = root
+    for part in reference.removeprefix("#/").split("/"):
+        target = target[part]
+    return target
 
 
 def _check_finite(value: Any, path: str, where: str) -> None:
