@@ -291,7 +291,7 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
     for part in schema.get("allOf", ()):
         _check(value, part, root, path, where)
     if isinstance(value, float) and not math.isfinite(value):
-        raise _problem(where, path, f"{value!r} is not a finite number")
+        raise _problem(where, path, _not_finite(value))
     allowed = schema.get("type")
     if allowed is not None and not (_is_type(value, allowed) if isinstance(allowed, str)
                                     else any(_is_type(value, name) for name in allowed)):
@@ -309,20 +309,19 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
         if "maximum" in schema and value > schema["maximum"]:
             raise _problem(where, path, f"must be at most {schema['maximum']}, got {_show(value)}")
     if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:   # a float of it would overflow
-        raise _problem(where, path,
-                       f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)")
+        raise _problem(where, path, _too_wide(value))
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         raise _problem(where, path, "must not be empty")
     if isinstance(value, dict):
         missing = [name for name in schema.get("required", ()) if name not in value]
         if missing:
             raise _problem(where, path, f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-        for name, sub_schema in schema.get("properties", {}).items():
+        properties = schema.get("properties", {})
+        for name, sub_schema in properties.items():
             if name in value:
                 _check(value[name], sub_schema, root, _join(path, name), where)
         # Values of free-form objects (settings, launch, ...) are not read as numbers, but a NaN there
         # still says the file was not written by driver-gemm, which writes null instead.
-        properties = schema.get("properties", {})
         for name, item in value.items():
             if name not in properties and not _plain_scalar(item):
                 _check_finite(item, _join(path, name), where)
@@ -378,12 +377,19 @@ def _resolved(root: dict, reference: str) -> dict:
     return target
 
 
+def _not_finite(value: float) -> str:
+    return f"{value!r} is not a finite number"
+
+
+def _too_wide(value: int) -> str:
+    return f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)"
+
+
 def _check_finite(value: Any, path: str, where: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
-        raise UsageError(f"{value!r} is not a finite number", where=where, field=path)
+        raise _problem(where, path, _not_finite(value))
     if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:
-        raise UsageError(f"a whole number of {value.bit_length()} bits, not written by driver-gemm (64 at most)",
-                         where=where, field=path)
+        raise _problem(where, path, _too_wide(value))
     if isinstance(value, dict):
         for name, item in value.items():
             if not _plain_scalar(item):      # the path is built only where there is something to look into
