@@ -10,7 +10,11 @@ into the disk cache and reads the package's files once, so that neither run
 pays a cold cache the other does not. Per spec it prints both times, the
 speed-up, each GPU's busy seconds in the two-GPU run (the tasks it ran, and
 the sum of its cases' steps), the seconds its worker process took to start (and where they went),
-and what the cost model (`driver_gemm.pipeline.schedule`), fed the launch
+each run's timeline (`driver_gemm.timeline`: seconds from the process's
+start to its moments, e.g. each GPU's first and last case), how many of the
+two-GPU run's cases were planned from launch times an earlier run recorded
+(`driver_gemm.pipeline.estimates`: the one-GPU run just before records
+them), and what the cost model (`driver_gemm.pipeline.schedule`), fed the launch
 times the one-GPU run measured, predicted for the two-GPU run. The JSON
 written with --json holds the same, rewritten after each spec, so a run cut
 short keeps the specs it finished.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -62,6 +67,12 @@ def busy(results: Path) -> dict:
             for ordinal, entry in sorted(gpus.items())}
 
 
+def timeline_of(results: Path) -> dict:
+    """The run's moments (seconds since its process started), and how its tasks were estimated."""
+    settings = json.loads(results.read_text())["settings"]
+    return {"timeline_s": settings.get("timeline_s", {}), "estimates": settings.get("estimates")}
+
+
 def inside_run_s(results: Path) -> float:
     """Seconds from the run's start to its end as the results record them (to the second): the rest is outside the run."""
     from datetime import datetime
@@ -88,6 +99,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the timings here")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "two-gpus", help="folder for results files")
     parser.add_argument("--run-timeout", type=float, default=420.0, help="seconds any one run may take")
+    parser.add_argument("--cold", action="store_true",
+                        help="before the two-GPU run, also time one planned without remembered launch times (as "
+                             "a spec's first run on these GPUs is): the launch times are forgotten for it")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     report = {}
@@ -97,10 +111,20 @@ def main() -> int:
                        timeout=120)
         single, double = args.out / f"{name}-1gpu.json", args.out / f"{name}-2gpu.json"
         one = timed_run(spec, ["--device", "0"], single, args.run_timeout)
+        if args.cold:
+            sys.path.insert(0, str(ROOT))
+            from driver_gemm.cuda import cache
+
+            shutil.rmtree(cache.directory() / "estimates", ignore_errors=True)
+            cold = args.out / f"{name}-2gpu-cold.json"
+            cold_s = timed_run(spec, ["--devices", "0,1"], cold, args.run_timeout)
+            print(f"{name}: two GPUs without remembered launch times {cold_s:.1f} s, speed-up {one / cold_s:.2f}x "
+                  f"({busy(cold)}; {timeline_of(cold)})", flush=True)
         two = timed_run(spec, ["--devices", "0,1"], double, args.run_timeout)
         report[name] = {"one_gpu_s": round(one, 1), "two_gpus_s": round(two, 1), "speedup": round(one / two, 3),
                         "one_gpu_run_s": inside_run_s(single), "two_gpus_run_s": inside_run_s(double),
                         "one_gpu": busy(single), "two_gpus": busy(double), "model": predicted(spec, single),
+                        "one_gpu_timeline": timeline_of(single), "two_gpus_timeline": timeline_of(double),
                         "results": [str(single), str(double)]}
         if args.json:
             args.json.write_text(json.dumps(report, indent=1) + "\n")
@@ -115,6 +139,11 @@ def main() -> int:
         one_gpu = next(iter(report[name]["one_gpu"].values()), {})
         print(f"  one GPU: worker start {one_gpu.get('worker_start_s')} {one_gpu.get('start_steps') or ''}",
               flush=True)
+        for placement, seconds in (("one GPU", one), ("two GPUs", two)):
+            moments = report[name][f"{'one_gpu' if placement == 'one GPU' else 'two_gpus'}_timeline"]
+            print(f"  timeline, {placement} (s since start; exit at {seconds:.1f}): "
+                  + ", ".join(f"{moment} {at:.2f}" for moment, at in moments["timeline_s"].items())
+                  + (f"; estimates {moments['estimates']}" if moments["estimates"] else ""), flush=True)
     return 0
 
 

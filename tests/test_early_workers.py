@@ -25,6 +25,7 @@ class Recorder:
         self.events = []
         self.workers = {}
         self.handed = None
+        self.release_given = []     # per run on several GPUs: whether its workers may stop once done
 
 
 @pytest.fixture
@@ -43,6 +44,9 @@ def recorder(monkeypatch):
         def cancel(self):
             self.cancelled = True
 
+        def release(self):
+            record.events.append(f"release {self.ordinal}")
+
         def close(self):
             self.closed = True
 
@@ -53,6 +57,7 @@ def recorder(monkeypatch):
     def on_gpus(spec, devices, **kwargs):
         record.events.append("run on GPUs")
         record.handed = kwargs.get("gpu_workers")
+        record.release_given.append(kwargs.get("release_given"))
         return kwargs["result"]
 
     def on_one_gpu(spec, **kwargs):
@@ -68,19 +73,38 @@ def recorder(monkeypatch):
     return record
 
 
-def test_the_workers_of_named_gpus_are_spawned_before_cuinit_and_handed_to_the_run(recorder, tmp_path):
-    main(["run", SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")])
+def ran(argv, capsys) -> None:
+    """`main(argv)` ran to its end: the stand-in runs record no case (exit 1: nothing passed), and nothing failed."""
+    assert main(argv) == 1
+    assert "internal error" not in capsys.readouterr().err
+
+
+def test_the_workers_of_named_gpus_are_spawned_before_cuinit_and_handed_to_the_run(recorder, tmp_path, capsys):
+    ran(["run", SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")], capsys)
     assert recorder.events[:3] == ["spawn 0", "spawn 1", "cuInit"]
     assert "run on GPUs" in recorder.events
     assert set(recorder.handed) == {0, 1} and all(w.want_cublas for w in recorder.handed.values())
+    assert recorder.release_given == [True]    # the only spec: each GPU's worker may stop as soon as it is done
     assert all(w.closed and not w.cancelled for w in recorder.workers.values())
 
 
-def test_one_gpu_gets_its_worker_too(recorder, tmp_path):
-    main(["run", SEED, "-q", "--device", "1", "--no-baseline", "--json", str(tmp_path / "run.json")])
+def test_one_gpu_gets_its_worker_too(recorder, tmp_path, capsys):
+    ran(["run", SEED, "-q", "--device", "1", "--no-baseline", "--json", str(tmp_path / "run.json")], capsys)
     assert recorder.events[:2] == ["spawn 1", "cuInit"]
     assert recorder.handed is recorder.workers[1] and not recorder.handed.want_cublas
+    assert recorder.events[-2:] == ["run on one GPU", "release 1"]     # told to stop before the results are written
     assert recorder.handed.closed
+
+
+@pytest.mark.parametrize("placement", [["--devices", "0,1"], ["--device", "0"]])
+def test_with_several_specs_the_workers_stop_only_after_the_last(recorder, tmp_path, monkeypatch, placement, capsys):
+    monkeypatch.chdir(tmp_path)                 # several specs: their results go to ./results
+    ran(["run", SEED, str(SPECS / "fast.yaml"), "-q", "--no-baseline", *placement], capsys)
+    runs = [event for event in recorder.events if event.startswith(("run on", "release"))]
+    if "--devices" in placement:
+        assert runs == ["run on GPUs"] * 2 and recorder.release_given == [False, True]
+    else:
+        assert runs == ["run on one GPU", "run on one GPU", "release 0"]
 
 
 def test_when_the_driver_then_finds_no_gpu_the_workers_are_killed_and_the_exit_says_so(recorder, monkeypatch,

@@ -230,3 +230,25 @@ def test_a_kept_worker_reports_each_process_in_the_first_run_it_serves():
         assert first["processes"] == 1 and len(first["worker_start_s"]) == len(first["start_steps"]) == 1
         worker.run(spec, cases_of(spec), {}, lambda record: None)     # the next spec of the command
         assert worker.starts_to_report() == {"processes": 0, "worker_start_s": [], "start_steps": []}
+
+
+def test_a_released_worker_leaves_on_its_own_and_later_work_gets_a_new_process():
+    from driver_gemm import timeline
+
+    timeline.forget()
+    spec = spec_of(["v0", "v4"], ["1024x512x1024", "64x64x64"])
+    first, second = batches(spec)
+    finished = []
+    with make_fake_worker(3, RunOptions()) as worker:
+        worker.run(spec, first, {}, finished.append)
+        child = worker._process
+        worker.release()                   # returns at once; the child closes its session and exits by itself
+        worker.release()                   # said once
+        child.join(20)
+        assert child.exitcode == 0
+        worker.run(spec, second, {}, finished.append)
+    assert all(r.status == Status.PASS for r in finished) and len(finished) == len(cases_of(spec))
+    assert pid_of(finished[0]) != pid_of(finished[-1]) and worker.processes_started == 2
+    # The first process's moments, then its stop; "last case" moved on with the second process's cases.
+    assert list(timeline.marks()) == ["gpu-3 spawned", "gpu-3 ready", "gpu-3 first case", "gpu-3 told to stop",
+                                      "gpu-3 last case"]

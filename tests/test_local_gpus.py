@@ -50,8 +50,8 @@ def recording(part, baselines_run):
 
 
 def run_planned(spec, part=paced_part, **kwargs):
-    return run_on_local_gpus(spec, [0, 1], options=RunOptions(time=False), part=part, describe=describe_stand_in,
-                             make_worker=None, **kwargs)
+    return run_on_local_gpus(spec, [0, 1], **{"options": RunOptions(time=False), "part": part,
+                                              "describe": describe_stand_in, "make_worker": None, **kwargs})
 
 
 def kernel_keys(cases):
@@ -242,6 +242,12 @@ def test_devices_on_one_machine_run_without_dask(tmp_path):
     assert len([c for c in run["cases"] if c["kernel"] != "cublas"]) == 10
     header = json.loads(out.with_suffix(".jsonl").read_text().splitlines()[0])
     assert [gpu["device"]["name"] for gpu in header["environment"]["gpus"]] == ["GPU 0", "GPU 1"]
+    # Where the run's time went: the command's own moments, then each GPU's thread running out of tasks.
+    moments = run["settings"]["timeline_s"]
+    assert list(moments)[:2] == ["specs read", "driver answered"] and list(moments)[-1] == "writing results"
+    assert {"gpu-0 out of tasks", "gpu-1 out of tasks"} <= set(moments)
+    assert list(moments.values()) == sorted(moments.values()) and moments["writing results"] < 60
+    assert run["settings"]["estimates"] == {"remembered_launches": 0, "cases": 12}
 
 
 CLI_WITH_A_HANGING_CASE = """

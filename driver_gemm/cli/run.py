@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from .. import timeline
 from ..errors import CompileError, NoGpuError, SpecError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
                      check_output_folder, default_json, env_device, load_specs)
@@ -172,6 +173,7 @@ def execute(args, out: Output) -> int:
     from ..results.records import CaseLog
 
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
+    timeline.mark("specs read", first=True)
     args.device = env_device() if args.device is None else check_ordinal(args.device, "--device")
     for option, given in (("--json", args.json), ("--resume", args.resume)):
         if given is not None and given.suffix.lower() == ".gz":
@@ -206,6 +208,7 @@ def execute(args, out: Output) -> int:
     with contextlib.ExitStack() as held:
         early = _start_workers_early(args, specs, ordinals, options, profiler, previous, held)
         _check_before_asking_for_a_gpu(specs, out)
+        timeline.mark("driver answered", first=True)
         locked = _lock_clocks(args, lock_mhz, ordinals, held)
         return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
 
@@ -252,12 +255,14 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
                early: dict | None = None) -> int:
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
     from ..pipeline.cases import cases_of
+    from ..pipeline.estimates import remember as remember_launches
     from ..pipeline.runner import run_spec
     from ..results.records import CaseLog, RunResult
     from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
     exit_code = EXIT_OK
     for spec in specs:
+        last = spec is specs[-1]          # the early workers serve no later spec: they may stop as soon as done
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
         if locked:
             result.settings["locked_sm_clock_mhz"] = locked
@@ -269,11 +274,13 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         interrupted = False
         try:
             if args.devices or args.scheduler:
-                _run_on_gpus(spec, ordinals, args.scheduler, options, finished, result, previous, early)
+                _run_on_gpus(spec, ordinals, args.scheduler, options, finished, result, previous, early, last)
             else:
                 run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
                          on_start=progress.started, on_result=finished, result=result, previous=previous,
                          gpu_worker=(early or {}).get(args.device))
+                if last and args.device in (early or {}):
+                    early[args.device].release()     # its teardown overlaps the writing and the tables
             if profiler is not None:
                 _profile_cases(spec, result, profiler, args, out)
         except KeyboardInterrupt:
@@ -282,6 +289,9 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
             progress.close()
             log.close()
             if result.cases or result.environment:     # written once, whatever happened
+                remember_launches(result)               # for the dealing of later runs on several GPUs
+                timeline.mark("writing results")
+                result.settings["timeline_s"] = timeline.marks()
                 result.write_json(path)
         if interrupted:
             out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
@@ -436,9 +446,9 @@ def _per_gpu(result) -> str:
                                                                                      key=lambda item: str(item[0]))) + ")"
 
 
-def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous, early=None):
-    """The run on several GPUs (--devices: this machine's, one thread each, on the `early` workers where started;
-    --scheduler: a Dask cluster's)."""
+def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous, early=None, last: bool = True):
+    """The run on several GPUs (--devices: this machine's, one thread each, on the `early` workers where started,
+    each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
     if scheduler is not None:
         from ..pipeline.distribute import gpu_cluster, run_on_workers
 
@@ -455,7 +465,7 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
         raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
                          field="--devices")
     return run_on_local_gpus(spec, devices, options=options, on_result=finished, result=result, previous=previous,
-                             gpu_workers=early)
+                             gpu_workers=early, release_given=last)
 
 
 def _sanitize(args, specs, out: Output) -> int:

@@ -64,43 +64,57 @@ def load(key: str) -> tuple[dict, bytes] | None:
     """The cached header and image for `key`, or None when absent, disabled or corrupt."""
     if not enabled():
         return None
-    try:
-        blob = path_for(key).read_bytes()
-    except OSError:
-        return None
-    return _decode(blob)
+    body = read_entry(path_for(key), _MAGIC)
+    return None if body is None else _decode(body)
 
 
 def store(key: str, header: dict, image: bytes) -> None:
     """Write an entry atomically; a cache that cannot be written is skipped, never fatal."""
-    if not enabled():
-        return
-    target = path_for(key)
+    if enabled():
+        write_entry(path_for(key), _MAGIC, _encode(header, image))
+
+
+def write_entry(target: Path, magic: bytes, body: bytes) -> None:
+    """`body` after `magic` and its SHA-256, written to a temporary file and renamed onto `target`.
+
+    The format of every file under the cache directory. A reader never
+    sees half an entry, and one that cannot be written is skipped: a cache
+    is never fatal.
+    """
+    temporary = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".cubin")
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
         with os.fdopen(handle, "wb") as out:
-            out.write(_encode(header, image))
+            out.write(magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
         os.replace(temporary, target)
     except OSError:
-        try:
-            os.unlink(temporary)  # type: ignore[possibly-undefined]
-        except (OSError, NameError):
-            pass
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def read_entry(path: Path, magic: bytes) -> bytes | None:
+    """The body of an entry `write_entry` made, or None when it is absent, unreadable, of another kind or corrupt."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    if not blob.startswith(magic):
+        return None
+    digest, _, body = blob[len(magic):].partition(b"\n")
+    return body if hashlib.sha256(body).hexdigest().encode() == digest else None
 
 
 def _encode(header: dict, image: bytes) -> bytes:
     encoded = json.dumps(header).encode()
-    body = len(encoded).to_bytes(8, "little") + encoded + image
-    return _MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+    return len(encoded).to_bytes(8, "little") + encoded + image
 
 
-def _decode(blob: bytes) -> tuple[dict, bytes] | None:
-    if not blob.startswith(_MAGIC):
-        return None
-    rest = blob[len(_MAGIC):]
-    digest, _, body = rest.partition(b"\n")
-    if hashlib.sha256(body).hexdigest().encode() != digest or len(body) < 8:
+def _decode(body: bytes) -> tuple[dict, bytes] | None:
+    if len(body) < 8:
         return None
     size = int.from_bytes(body[:8], "little")
     try:

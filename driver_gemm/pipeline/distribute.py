@@ -42,7 +42,7 @@ from ..results.records import CaseResult, RunResult
 from ..spec.model import Spec
 from .environment import environment
 from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
-from .schedule import CostModel, Task
+from .schedule import CostModel, Task, remembered_model
 from .session import RunOptions
 from .worker import GpuWorker
 
@@ -167,7 +167,7 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
 def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolate: bool = True,
                    options: RunOptions = RunOptions(), on_result: Callable[[CaseResult], None] | None = None,
                    part: Callable = run_part, result: RunResult | None = None,
-                   previous: Sequence[CaseResult] = (), model: CostModel = CostModel(),
+                   previous: Sequence[CaseResult] = (), model: CostModel | None = None,
                    describe: Callable[[dict[str, int]], dict] | None = None,
                    make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> RunResult:
     """Run `spec` on `workers` (address, GPU ordinal), a task at a time to whichever is free; gather every case.
@@ -179,10 +179,13 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     as the GPUs finish them and are passed to `on_result`, so a caller
     interrupted with Ctrl-C keeps every finished case. Cases of `previous`
     (a resumed run) that ran are kept and not run again; a GPU reuses a
-    baseline of `previous` that it ran itself. Each worker keeps one GPU
-    worker process (`make_worker`; None: the `part` needs none) from before
-    its first task to the end of the run; the processes each started, and
-    their start-up seconds, go to ``result.settings["gpu_workers"]``.
+    baseline of `previous` that it ran itself. The tasks are planned with
+    `model`; by default, with the launch times earlier runs of the spec
+    recorded on GPUs of the workers' models (`schedule.remembered_model`,
+    read where this runs). Each worker keeps one GPU worker process
+    (`make_worker`; None: the `part` needs none) from before its first task
+    to the end of the run; the processes each started, and their start-up
+    seconds, go to ``result.settings["gpu_workers"]``.
     """
     from distributed import wait
 
@@ -198,6 +201,9 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     result, kept = begin_run(spec, result, previous, host,
                              [(address, ordinal, environments[i]) for i, (address, ordinal) in enumerate(workers)],
                              isolate)
+    if model is None:
+        model, result.settings["estimates"] = remembered_model(
+            spec, [((described_gpu or {}).get("device") or {}).get("name") for described_gpu in environments])
     tasks = tasks_to_run(spec, kept, len(workers), model)
     topic = f"driver-gemm-{uuid4().hex}"
     arrived: queue.SimpleQueue = queue.SimpleQueue()

@@ -9,8 +9,9 @@ its GPU is free, so what the cost estimate gets wrong is absorbed by the GPU
 that finishes early. The worker processes are spawned before anything else,
 so their start-up overlaps describing the GPUs, planning and compiling; each
 is kept for every task its GPU takes, replaced after a crash (which costs
-only the case that caused it, as on one GPU), and closed by its thread as
-soon as the list is empty.
+only the case that caused it, as on one GPU), and told to stop by its thread
+as soon as the list is empty, without waiting: its teardown then overlaps the
+other GPUs' last cases and the writing of the results.
 
 The threads mostly wait on their worker processes; they do not land cases:
 each finished case goes to this thread (the caller's) through a queue and
@@ -31,12 +32,13 @@ import threading
 from collections import deque
 from typing import Callable, Sequence
 
+from .. import timeline
 from ..results.records import CaseResult, RunResult
 from ..spec.model import Spec
 from .cases import left_to_run
 from .environment import environment
 from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
-from .schedule import CostModel, Task
+from .schedule import CostModel, Task, remembered_model
 from .session import RunOptions
 from .worker import GpuWorker
 
@@ -90,9 +92,9 @@ def describe_gpu(device: int) -> dict:
 def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions = RunOptions(),
                       on_result: Callable[[CaseResult], None] | None = None, part: Callable = run_part,
                       result: RunResult | None = None, previous: Sequence[CaseResult] = (),
-                      model: CostModel = CostModel(), describe: Callable[[int], dict] = describe_gpu,
+                      model: CostModel | None = None, describe: Callable[[int], dict] = describe_gpu,
                       make_worker: Callable[..., GpuWorker] | None = GpuWorker,
-                      gpu_workers: dict[int, GpuWorker] | None = None) -> RunResult:
+                      gpu_workers: dict[int, GpuWorker] | None = None, release_given: bool = False) -> RunResult:
     """Run `spec` on the GPUs `devices` of this machine, a task at a time to whichever is free; gather every case.
 
     Each GPU is described (`describe`) and the run's environment and
@@ -101,13 +103,17 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     to `on_result`, from the caller's thread; interrupted, `result` keeps
     every finished case. Cases of `previous` (a resumed run) that ran are
     kept and not run again; a GPU reuses a baseline of `previous` that it
-    ran itself. Each GPU's worker process (`make_worker`; None: the `part`
-    needs none) lives from before the planning to the GPU's last task; the
-    processes each started, and their start-up seconds, go to
+    ran itself. The tasks are planned with `model`; by default, with the
+    launch times earlier runs of the spec recorded on GPUs of these models
+    (`schedule.remembered_model`). Each GPU's worker process (`make_worker`;
+    None: the `part` needs none) lives from before the planning to the GPU's
+    last task; the processes each started, and their start-up seconds, go to
     ``result.settings["gpu_workers"]``. `gpu_workers` are the caller's, by
     GPU, started earlier (``driver-gemm run`` starts them before it asks the
     driver anything, so that their start-up overlaps its own): used, and left
-    to the caller to close.
+    to the caller to close; with `release_given` (the caller's last run with
+    them) each is told to stop once its GPU has no task left, as the run's
+    own workers are.
     """
     devices = list(devices)
     given = dict(gpu_workers or {})
@@ -116,16 +122,19 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     with contextlib.ExitStack() as stack:
         for device, gpu_worker in gpu_workers.items():
             if device not in given:
-                stack.callback(gpu_worker.close)  # a safety net: each GPU's thread closes its own
+                stack.callback(gpu_worker.close)  # each GPU's thread tells its own to stop; this waits for it
             gpu_worker.start()                    # now (if not already): its start-up overlaps what follows
         host = environment()
         described = [(thread_name(device), device, describe(device)) for device in devices]
         result, kept = begin_run(spec, result, previous, host, described)
+        if model is None:
+            model, result.settings["estimates"] = remembered_model(
+                spec, [((environment_of or {}).get("device") or {}).get("name") for _, _, environment_of in described])
         tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
         uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
                  for _, device, environment_of in described}
         _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids,
-               keep_open=set(given))
+               keep_open=set() if release_given else set(given))
     return result
 
 
@@ -136,8 +145,8 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
     events: queue.SimpleQueue = queue.SimpleQueue()
 
     def drive(device: int) -> None:
-        """A GPU's thread: its tasks, one after the other, until the list is empty; then its worker process ends
-        (unless the caller keeps it: `keep_open`)."""
+        """A GPU's thread: its tasks, one after the other, until the list is empty; then its worker process is
+        told to stop (unless the caller keeps it: `keep_open`)."""
         ledger = GpuLedger(device, uuids.get(device))
         gpu_worker = gpu_workers.get(device)
 
@@ -153,11 +162,13 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
                 report = run_task_on(ledger, part, spec, task, options, kept, finished, gpu_worker)
                 if not tasks.stopped.is_set():
                     events.put(("task", device, report))
+            timeline.mark(f"{thread_name(device)} out of tasks")
         except BaseException as error:  # noqa: BLE001 - the caller's thread re-raises it
             events.put(("error", device, error))
         finally:
+            # Told to stop, not waited for: its exit overlaps the other GPUs' last cases (`close` waits for it).
             if gpu_worker is not None and device not in keep_open:
-                gpu_worker.close()
+                gpu_worker.release()
             events.put(("done", device, None))
 
     threads = [threading.Thread(target=drive, args=(device,), name=f"driver-gemm {thread_name(device)}",

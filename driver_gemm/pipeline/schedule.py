@@ -71,7 +71,7 @@ class CostModel:
     run_start_s: float = 3.0            # a run's start: process, imports, compile, its GPU worker process, its end
     cluster_start_s: float = 0.0        # several GPUs on Dask: the cluster's start and stop (local GPUs: none)
     time_cases: bool = True             # False: verify only, one checked launch per case
-    # Recorded launch times (kernel name or baseline label, shape label) -> ms, used where known.
+    # Recorded launch times (kernel label, or its name, or baseline label; shape label) -> ms, used where known.
     launch_ms: dict = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -105,7 +105,9 @@ def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
         cost += shape.M * shape.N * model.output_element_s
     if checked and uses_cpu_reference(spec.verify, shape, spec.baseline):
         cost += shape.flops / 1e9 / model.cpu_reference_gflops
-    recorded = model.launch_ms.get((case.label if case.kernel is None else case.kernel.name, shape.label))
+    recorded = model.launch_ms.get((case.label, shape.label))        # as `estimates` remembers them
+    if recorded is None and case.kernel is not None:                  # as a results file names a kernel
+        recorded = model.launch_ms.get((case.kernel.name, shape.label))
     launch_s = recorded / 1e3 if recorded is not None else \
         shape.flops / ((model.baseline_tflops if case.is_baseline else model.kernel_tflops) * 1e12)
     cost += launch_s
@@ -172,6 +174,19 @@ def shape_costs(spec: Spec, model: CostModel = CostModel()) -> dict[Shape, tuple
 def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
     """Estimated seconds of the whole spec on one GPU, as one run (one start-up), from start to exit."""
     return model.run_start_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
+
+
+def remembered_model(spec: Spec, gpus: list[str | None]) -> tuple[CostModel, dict]:
+    """The default model, with the launch times earlier runs of `spec` recorded on GPUs of these names
+    (`estimates`); and how many of the spec's cases it knows that way, for the run's settings."""
+    from .estimates import recall
+
+    launch_ms: dict = {}
+    for gpu in dict.fromkeys(gpus):
+        launch_ms = {**recall(spec.name, gpu), **launch_ms}       # the first GPU's time wins
+    cases = cases_of(spec)
+    known = sum((case.label, case.shape.label) in launch_ms for case in cases)
+    return CostModel(launch_ms=launch_ms), {"remembered_launches": known, "cases": len(cases)}
 
 
 def predicted_run_s(spec: Spec, workers: int, model: CostModel = CostModel()) -> float:

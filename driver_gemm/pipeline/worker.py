@@ -28,6 +28,7 @@ import multiprocessing
 import time
 from typing import Callable, Sequence
 
+from .. import timeline
 from ..results.records import CaseResult
 from ..status import Status
 from .cases import Case, new_record, not_run_record
@@ -126,6 +127,7 @@ class GpuWorker:
         self._connection = None
         self._spawned = 0.0
         self._ready = False
+        self._stopping = False              # "stop" sent (`release`): the child is on its way out
 
     def start(self) -> None:
         """Spawn the child if none is running (returns at once; it says "ready" when its session is made)."""
@@ -136,6 +138,7 @@ class GpuWorker:
             target=self.target, args=(child_end, self.device, self.options, self.want_cublas, *self.child_args),
             daemon=True)
         self._spawned = time.monotonic()
+        timeline.mark(f"{self.name} spawned", first=True, at=self._spawned)
         process.start()
         child_end.close()
         self._connection, self._ready = parent_end, False
@@ -157,7 +160,7 @@ class GpuWorker:
         """End the child (it is past use), and return its exit code."""
         process, connection = self._process, self._connection
         self._process = self._connection = None
-        self._ready = False
+        self._ready = self._stopping = False
         if process is None:
             return None
         connection.close()
@@ -173,6 +176,8 @@ class GpuWorker:
 
     def _await_ready(self) -> str | None:
         """Wait for the child's "ready"; None when it is, else why it cannot start (and it is ended)."""
+        if self._stopping:                  # released, then given more work: that child is leaving, start another
+            self._end()
         self.start()
         if self.cancelled:
             return "it was cancelled"
@@ -189,6 +194,7 @@ class GpuWorker:
                 message = self._connection.recv()
                 if message[0] == "ready":
                     self._ready = True
+                    timeline.mark(f"{self.name} ready", first=True)
                     self.starts.append(round(time.monotonic() - self._spawned, 3))
                     self.start_steps.append(start_steps(message, self._spawned))
                     return None
@@ -258,10 +264,12 @@ class GpuWorker:
                 kind = message[0]
                 if kind == "start":
                     current = by_index[message[1]]
+                    timeline.mark(f"{self.name} first case", first=True)
                     deadline = time.monotonic() + case_timeout
                     if on_start:
                         on_start(current)
                 elif kind == "result":
+                    timeline.mark(f"{self.name} last case")
                     finish(CaseResult.from_dict(message[2]))
                     remaining.remove(by_index[message[1]])
                     current, progressed = None, True
@@ -287,13 +295,25 @@ class GpuWorker:
         return {"processes": self.processes_started - processes, "worker_start_s": self.starts[starts:],
                 "start_steps": self.start_steps[starts:]}
 
-    def close(self) -> None:
-        """Tell the child to stop (it closes its session) and wait for it; killed if it does not go."""
-        if self._process is not None and self._ready:
+    @property
+    def name(self) -> str:
+        """What the run's timeline calls this worker's moments (as `local_gpus` names its GPU's thread)."""
+        return f"gpu-{self.device}"
+
+    def release(self) -> None:
+        """Tell the child to stop now, without waiting for it: its session's teardown and its exit then
+        overlap what the caller still does (other GPUs' cases, writing the results); `close` waits for it."""
+        if self._process is not None and self._ready and not self._stopping:
+            self._stopping = True
+            timeline.mark(f"{self.name} told to stop", first=True)
             try:
                 self._connection.send(("stop",))
             except (BrokenPipeError, OSError):
                 pass
+
+    def close(self) -> None:
+        """Tell the child to stop (it closes its session) and wait for it; killed if it does not go."""
+        self.release()
         self._end()
 
     def __enter__(self) -> "GpuWorker":

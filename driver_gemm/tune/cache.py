@@ -19,8 +19,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
@@ -102,31 +100,12 @@ class TuningCache:
         """Record a finished case; only a verified, timed one is worth keeping. Never fatal."""
         if not self.enabled or not case.ok or case.timing is None:
             return
-        target = self.path_for(key)
         body = json.dumps(case.as_dict(), sort_keys=True).encode()
-        temporary = None
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(handle, "wb") as out:
-                out.write(_MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-            os.replace(temporary, target)
-        except OSError:
-            if temporary is not None:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
+        cubin_cache.write_entry(self.path_for(key), _MAGIC, body)
 
     def _read(self, key: str) -> CaseResult | None:
-        try:
-            blob = self.path_for(key).read_bytes()
-        except OSError:
-            return None
-        if not blob.startswith(_MAGIC):
-            return None
-        digest, _, body = blob[len(_MAGIC):].partition(b"\n")
-        if hashlib.sha256(body).hexdigest().encode() != digest:
+        body = cubin_cache.read_entry(self.path_for(key), _MAGIC)
+        if body is None:
             return None
         try:
             return CaseResult.from_dict(json.loads(body))
