@@ -113,3 +113,47 @@ def test_the_tf32_tolerance_fits_what_tf32_rounding_does(K):
     assert as_tf32.status == Status.PASS and as_tf32.wrong == 0
     assert 1e-4 < as_tf32.rel_fro_error < settings.tf32_rel_tolerance / 3   # ~4e-4: a factor of 5 below
     assert as_fp32.status == Status.FAIL                                            # far outside FP32 rounding
+
+
+def whole_array_verdict(output, expected, unwritten, rel_tolerance, abs_tolerance):
+    """The verdict's figures worked out over whole arrays in float64, as the definition reads (the test's oracle)."""
+    output = output.astype(np.float64)
+    nonfinite = ~np.isfinite(output) & ~unwritten
+    usable = ~(unwritten | nonfinite)
+    with np.errstate(invalid="ignore"):
+        difference = np.where(usable, output - expected, 0.0)
+    rms = np.sqrt(np.mean(expected ** 2))
+    tolerance = 10 * rel_tolerance * (rms + np.abs(expected))
+    if abs_tolerance is not None:
+        tolerance = np.maximum(tolerance, abs_tolerance)
+    return (np.sqrt(np.sum(difference ** 2)) / np.sqrt(np.sum(expected ** 2)), np.abs(difference).max(),
+            nonfinite, usable & (np.abs(difference) > tolerance))
+
+
+@pytest.mark.parametrize("piece", [1, 7, 1000, 1 << 22])
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("abs_tolerance", [None, 1e-3])
+def test_a_large_output_checked_piece_by_piece_gets_the_whole_arrays_verdict(monkeypatch, piece, threads,
+                                                                             abs_tolerance):
+    import driver_gemm.measure.verify as verify
+
+    monkeypatch.setattr(verify, "PIECE_ELEMENTS", piece)
+    monkeypatch.setattr(verify, "CHECK_THREADS", threads)
+    rng = np.random.default_rng(piece * 10 + threads)
+    expected = rng.standard_normal((61, 47))
+    output = (expected + rng.standard_normal(expected.shape) * 1e-7).astype(np.float32)
+    spots = rng.choice(output.size, 40, replace=False)
+    output.reshape(-1)[spots[:10]] = poisoned(10)              # never written
+    output.reshape(-1)[spots[10:15]] = np.inf                  # written, not finite
+    output.reshape(-1)[spots[15:20]] = np.nan
+    output.reshape(-1)[spots[20:40]] += 0.5                    # written wrong
+    verdict = compare(output, expected, rel_tolerance=1e-5, abs_tolerance=abs_tolerance)
+    rel_fro, max_abs, nonfinite, wrong = whole_array_verdict(output, expected, verdict.masks["unwritten"], 1e-5,
+                                                             abs_tolerance)
+    assert (verdict.unwritten, verdict.nonfinite, verdict.wrong) == (10, 10, int(wrong.sum())) and wrong.sum() >= 20
+    assert verdict.rel_fro_error == pytest.approx(rel_fro, rel=1e-12)
+    assert verdict.max_abs_error == pytest.approx(max_abs, rel=1e-12) and verdict.status == Status.FAIL
+    assert np.array_equal(verdict.masks["nonfinite"], nonfinite) and np.array_equal(verdict.masks["wrong"], wrong)
+    assert verdict.masks["unwritten"].reshape(-1)[spots[:10]].all() and verdict.masks["wrong"].shape == (61, 47)
+    good = compare((expected + 1e-9).astype(np.float32), expected, rel_tolerance=1e-5, abs_tolerance=abs_tolerance)
+    assert good.status == Status.PASS and good.wrong == 0 and good.rel_fro_error < 1e-6

@@ -16,6 +16,10 @@ a write into the padding between rows or matrices is a failure of its own.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,7 +80,7 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     else:
         unwritten = (output.view(np.uint32) == np.asarray(start, np.float32).view(np.uint32)) & \
                     (expected != np.asarray(start, np.float64))
-    return _verdict(output.astype(np.float64), expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
+    return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
 
 
 def compare_typed(output: Output, expected: np.ndarray, element: dtypes.ElementType | str, *, rel_tolerance: float,
@@ -103,25 +107,77 @@ def compare_typed(output: Output, expected: np.ndarray, element: dtypes.ElementT
     return verdict
 
 
+# Elements per piece of a large output: its float64 temporaries (32 MiB each) are made once per piece and
+# reused, instead of a dozen full-size arrays (2 GiB each at 16384^2) whose first touch the kernel pays for
+# page by page, and which two GPUs' worker processes checking at once would contend for.
+PIECE_ELEMENTS = 1 << 22
+# Threads checking pieces side by side (NumPy releases the GIL in its loops).
+CHECK_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+
 def _verdict(output: np.ndarray, expected: np.ndarray, unwritten: np.ndarray, rel_tolerance: float,
              abs_tolerance: float | None, reference_name: str) -> Verdict:
-    """The verdict on float64 `output` against `expected`, with the unwritten elements already known."""
-    nonfinite = ~np.isfinite(output) & ~unwritten
-    usable = ~(unwritten | nonfinite)
-    with np.errstate(invalid="ignore"):
-        difference = np.where(usable, output - expected, 0.0)
-    reference_norm = float(np.linalg.norm(expected))
-    rel_fro = float(np.linalg.norm(difference)) / reference_norm if reference_norm > 0 else \
-        float(np.linalg.norm(difference))
-    max_abs = float(np.max(np.abs(difference))) if difference.size else 0.0
-    rms = reference_norm / np.sqrt(max(expected.size, 1))
-    element_tolerance = 10 * rel_tolerance * (rms + np.abs(expected))
-    if abs_tolerance is not None:
-        element_tolerance = np.maximum(element_tolerance, abs_tolerance)
-    wrong = usable & (np.abs(difference) > element_tolerance)
+    """The verdict on `output` (float32 or float64) against float64 `expected`, the unwritten elements known.
+
+    The relative Frobenius error is over the written, finite elements; an
+    element is wrong when its error exceeds 10 x the tolerance scaled by the
+    reference's RMS and the element's own size (or `abs_tolerance`, if larger).
+    Large outputs are checked piece by piece (`PIECE_ELEMENTS`), on
+    `CHECK_THREADS` threads: the sums of squares are added in piece order,
+    so the figures do not depend on the threads.
+    """
+    shape = output.shape
+    output, expected, unwritten = output.reshape(-1), expected.reshape(-1), unwritten.reshape(-1)
+    pieces = [slice(start, start + PIECE_ELEMENTS) for start in range(0, expected.size, PIECE_ELEMENTS)]
+    with _pool(len(pieces)) as pool:
+        reference_norm = math.sqrt(sum(pool.map(lambda piece: float(np.dot(expected[piece], expected[piece])),
+                                                pieces)))
+        rms = reference_norm / math.sqrt(max(expected.size, 1))
+        nonfinite = np.empty(expected.size, dtype=bool)
+        wrong = np.empty(expected.size, dtype=bool)
+
+        def check(piece: slice) -> tuple[float, float]:
+            """Marks `piece`'s nonfinite and wrong elements; its sum of squared errors and its largest error."""
+            written, reference = output[piece].astype(np.float64), expected[piece]
+            nonfinite[piece] = ~np.isfinite(written) & ~unwritten[piece]
+            usable = ~(unwritten[piece] | nonfinite[piece])
+            with np.errstate(invalid="ignore"):
+                difference = np.where(usable, written - reference, 0.0)
+            error_sq = float(np.dot(difference, difference))
+            np.abs(difference, out=difference)
+            tolerance = np.abs(reference)
+            tolerance += rms
+            tolerance *= 10 * rel_tolerance
+            if abs_tolerance is not None:
+                np.maximum(tolerance, abs_tolerance, out=tolerance)
+            np.greater(difference, tolerance, out=wrong[piece])
+            wrong[piece] &= usable
+            return error_sq, float(difference.max()) if difference.size else 0.0
+
+        checked = list(pool.map(check, pieces))
+    error_norm = math.sqrt(sum(error_sq for error_sq, _ in checked))
+    rel_fro = error_norm / reference_norm if reference_norm > 0 else error_norm
+    max_abs = max((largest for _, largest in checked), default=0.0)
     counts = int(unwritten.sum()), int(nonfinite.sum()), int(wrong.sum())
     passed = (counts[0] == 0 and counts[1] == 0 and rel_fro <= rel_tolerance
               and (abs_tolerance is None or max_abs <= abs_tolerance))
-    return Verdict(Status.PASS if passed else Status.FAIL, rel_fro, max_abs, *counts, elements=int(output.size),
+    return Verdict(Status.PASS if passed else Status.FAIL, rel_fro, max_abs, *counts, elements=int(expected.size),
                    reference=reference_name, tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
-                   masks={"unwritten": unwritten, "nonfinite": nonfinite, "wrong": wrong})
+                   masks={"unwritten": unwritten.reshape(shape), "nonfinite": nonfinite.reshape(shape),
+                          "wrong": wrong.reshape(shape)})
+
+
+@contextlib.contextmanager
+def _pool(pieces: int):
+    """Threads for `pieces` pieces: none (the calling thread) for one."""
+    if pieces <= 1 or CHECK_THREADS <= 1:
+        yield _InThisThread()
+        return
+    with concurrent.futures.ThreadPoolExecutor(min(CHECK_THREADS, pieces)) as pool:
+        yield pool
+
+
+class _InThisThread:
+    @staticmethod
+    def map(function, items):
+        return map(function, items)
