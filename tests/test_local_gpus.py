@@ -247,7 +247,7 @@ def test_devices_on_one_machine_run_without_dask(tmp_path):
     assert list(moments)[:2] == ["specs read", "driver answered"] and list(moments)[-1] == "writing results"
     assert {"gpu-0 out of tasks", "gpu-1 out of tasks"} <= set(moments)
     assert list(moments.values()) == sorted(moments.values()) and moments["writing results"] < 60
-    assert run["settings"]["estimates"] == {"remembered_launches": 0, "cases": 12}
+    assert run["settings"]["estimates"] == {"remembered_cases": 0, "remembered_launches": 0, "cases": 12}
 
 
 CLI_WITH_A_HANGING_CASE = """

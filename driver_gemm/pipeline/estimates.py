@@ -1,17 +1,19 @@
-"""Launch times remembered from earlier runs, so that a run on several GPUs deals out its work by what it costs.
+"""What each case cost in earlier runs, remembered so that a run on several GPUs deals out its work by it.
 
-Before a run, the cost model (`schedule.CostModel`) knows a kernel only by
-its FLOPs and an assumed speed (10 TFLOP/s), while the kernels people run
-span 0.5 to 50 TFLOP/s on an H200: a naive kernel's task at 8192^3 took
-28 s where 15 were estimated, and the GPU that drew it finished last. So
-after each ``driver-gemm run``, every timed case's median launch is
+Before a run, the cost model (`schedule.CostModel`) knows a case only by its
+FLOPs, an assumed speed (10 TFLOP/s for a kernel, while the kernels people
+run span 0.5 to 50 on an H200) and per-element guesses for the work on the
+host: a naive kernel's task at 8192^3 took 28 s where 15 were estimated, and
+a 16384^3 case 13 s where 23 were, so the GPU that drew the wrong tasks
+finished last. After each ``driver-gemm run``, every case that ran is
 remembered under the GPU's name and the spec's name, by (kernel label,
-shape); a later run of that spec on several GPUs of the same model plans
-with those times (`CostModel.launch_ms`), and with the assumed speed for a
-case never timed there. They only steer the dealing: a stale time (the
-kernel changed since) can cost balance, never a result, and the run records
-how many of its cases were planned from a remembered time
-(``settings["estimates"]``).
+shape): its wall seconds (the sum of its steps) and, when it was timed, its
+median launch. A later run of that spec on several GPUs of the same model
+prices each case it knows at the seconds it took (`CostModel.case_s`), one
+whose launch alone is known by that launch (`CostModel.launch_ms`), and the
+rest by the guesses. They only steer the dealing: a stale figure (the kernel
+changed since) can cost balance, never a result, and the run records how
+many of its cases were priced from memory (``settings["estimates"]``).
 
 They live beside the CUBIN cache, under ``estimates/``, one file per GPU
 name and spec name in the cache's checksummed format (`cuda.cache`);
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cuda import cache
@@ -39,37 +42,73 @@ def path_for(gpu: str, spec_name: str) -> Path:
     return cache.directory() / "estimates" / key[:2] / f"{key}.json"
 
 
-def recall(spec_name: str, gpu: str | None) -> dict[tuple[str, str], float]:
-    """The launch medians (ms) remembered for `spec_name` on GPUs named `gpu`, by (kernel label, shape label)."""
+@dataclass
+class Remembered:
+    """What earlier runs recorded, by (kernel label, shape label): median launch (ms) and case wall seconds."""
+
+    launch_ms: dict[tuple[str, str], float] = field(default_factory=dict)
+    case_s: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def update(self, other: "Remembered") -> None:
+        """Take `other`'s figures over these (a key taken anew moves to the end: the newest are dropped last)."""
+        for mine, theirs in ((self.launch_ms, other.launch_ms), (self.case_s, other.case_s)):
+            for key, value in theirs.items():
+                mine.pop(key, None)
+                mine[key] = value
+
+
+def _figure(value) -> float | None:
+    """A stored figure: a finite positive number, else None (missing or damaged)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return float(value)
+    return None
+
+
+def recall(spec_name: str, gpu: str | None) -> Remembered:
+    """What is remembered for `spec_name` on GPUs named `gpu` (nothing, when caching is off or nothing is)."""
+    known = Remembered()
     if not gpu or not cache.enabled():
-        return {}
+        return known
     body = cache.read_entry(path_for(gpu, spec_name), _MAGIC)
     try:
-        rows = json.loads(body)["launch_ms"] if body is not None else []
+        rows = json.loads(body)["cases"] if body is not None else []
     except (ValueError, KeyError, TypeError):
-        return {}
-    known = {}
+        return known
     for row in rows if isinstance(rows, list) else []:
-        if (isinstance(row, list) and len(row) == 3 and all(isinstance(text, str) for text in row[:2])
-                and isinstance(row[2], (int, float)) and math.isfinite(row[2]) and row[2] > 0):
-            known[row[0], row[1]] = float(row[2])
+        if not (isinstance(row, list) and len(row) == 4 and all(isinstance(text, str) for text in row[:2])):
+            continue
+        launch_ms, case_s = _figure(row[2]), _figure(row[3])
+        if launch_ms is not None:
+            known.launch_ms[row[0], row[1]] = launch_ms
+        if case_s is not None:
+            known.case_s[row[0], row[1]] = case_s
     return known
 
 
 def remember(result: RunResult) -> int:
-    """Add `result`'s timed cases to what is remembered for its spec, per GPU name; how many were stored."""
+    """Add the cases of `result` that ran to what is remembered for its spec, per GPU name; how many were stored."""
     if not cache.enabled():
         return 0
-    by_gpu: dict[str, dict[tuple[str, str], float]] = {}
+    by_gpu: dict[str, Remembered] = {}
     for case in result.cases:
         gpu = (case.device or {}).get("name")
-        if gpu and case.timing is not None and math.isfinite(case.timing.median_ms) and case.timing.median_ms > 0:
-            by_gpu.setdefault(gpu, {})[case.kernel, case.shape.label] = case.timing.median_ms
+        if not gpu or case.not_run:
+            continue
+        measured = by_gpu.setdefault(gpu, Remembered())
+        key = (case.kernel, case.shape.label)
+        launch_ms = _figure(case.timing.median_ms) if case.timing is not None else None
+        case_s = _figure(sum(value for value in (case.phases or {}).values() if _figure(value) is not None))
+        if launch_ms is not None:
+            measured.launch_ms[key] = launch_ms
+        if case_s is not None:
+            measured.case_s[key] = case_s
+    stored = 0
     for gpu, measured in by_gpu.items():
         known = recall(result.spec, gpu)
-        for key in measured:              # re-inserted at the end: the newest are the last dropped
-            known.pop(key, None)
         known.update(measured)
-        rows = [[label, shape, ms] for (label, shape), ms in list(known.items())[-MAX_ENTRIES:]]
-        cache.write_entry(path_for(gpu, result.spec), _MAGIC, json.dumps({"launch_ms": rows}).encode())
-    return sum(len(measured) for measured in by_gpu.values())
+        keys = list(dict.fromkeys([*known.case_s, *known.launch_ms]))[-MAX_ENTRIES:]
+        rows = [[label, shape, known.launch_ms.get((label, shape)), known.case_s.get((label, shape))]
+                for label, shape in keys]
+        cache.write_entry(path_for(gpu, result.spec), _MAGIC, json.dumps({"cases": rows}).encode())
+        stored += len(set(measured.launch_ms) | set(measured.case_s))
+    return stored

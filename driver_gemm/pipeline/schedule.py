@@ -16,7 +16,9 @@ and uploading A and B about 5 ns an element (0.64 s at 8192^3), reading C
 back and comparing it 35 ns an element (2.0 s and 0.3 s of reference at
 8192^3), sampling about 35 us a sample beyond the kernel itself. Where the
 launch times of a spec's kernels have been recorded (`CostModel.launch_ms`),
-they replace the assumed TFLOP/s.
+they replace the assumed TFLOP/s; where whole cases' seconds have been
+(`CostModel.case_s`), they replace the estimate. Runs on several GPUs take
+both from what earlier runs of the spec recorded (`estimates`).
 
 A run also pays once for its start and end: the process, its imports,
 reading the spec, compiling (from the disk cache when warm), its GPU worker
@@ -73,6 +75,8 @@ class CostModel:
     time_cases: bool = True             # False: verify only, one checked launch per case
     # Recorded launch times (kernel label, or its name, or baseline label; shape label) -> ms, used where known.
     launch_ms: dict = field(default_factory=dict, compare=False, hash=False)
+    # Recorded wall seconds of whole cases (kernel or baseline label, shape label), used before anything else.
+    case_s: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 def timing_cost(launch_s: float, settings: MeasureSettings, flush_s: float) -> float:
@@ -98,6 +102,9 @@ def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
     """Estimated wall seconds of `case`: fixed cost, host work on the operands, reference, checked launch, timing."""
     if not launchable(case, spec):       # an INVALID row (a `require:` that fails): recorded, never launched
         return model.case_overhead_s
+    took = model.case_s.get((case.label, case.shape.label))
+    if took is not None:                 # what the case took in an earlier run on a GPU of this model
+        return took
     shape = case.shape
     cost = model.case_overhead_s + (shape.M * shape.K + shape.K * shape.N) * model.input_element_s
     checked = not case.is_baseline or uses_cpu_reference(spec.verify, shape, spec.baseline)
@@ -177,16 +184,17 @@ def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
 
 
 def remembered_model(spec: Spec, gpus: list[str | None]) -> tuple[CostModel, dict]:
-    """The default model, with the launch times earlier runs of `spec` recorded on GPUs of these names
-    (`estimates`); and how many of the spec's cases it knows that way, for the run's settings."""
-    from .estimates import recall
+    """The default model, with what earlier runs of `spec` recorded on GPUs of these names (`estimates`: whole
+    cases' seconds, launch times); and how many of the spec's cases it knows each way, for the run's settings."""
+    from .estimates import Remembered, recall
 
-    launch_ms: dict = {}
-    for gpu in dict.fromkeys(gpus):
-        launch_ms = {**recall(spec.name, gpu), **launch_ms}       # the first GPU's time wins
-    cases = cases_of(spec)
-    known = sum((case.label, case.shape.label) in launch_ms for case in cases)
-    return CostModel(launch_ms=launch_ms), {"remembered_launches": known, "cases": len(cases)}
+    known = Remembered()
+    for gpu in reversed(list(dict.fromkeys(gpus))):      # the first GPU's figures are taken last: they win
+        known.update(recall(spec.name, gpu))
+    cases = [(case.label, case.shape.label) for case in cases_of(spec)]
+    return (CostModel(launch_ms=known.launch_ms, case_s=known.case_s),
+            {"remembered_cases": sum(key in known.case_s for key in cases),
+             "remembered_launches": sum(key in known.launch_ms for key in cases), "cases": len(cases)})
 
 
 def predicted_run_s(spec: Spec, workers: int, model: CostModel = CostModel()) -> float:
