@@ -254,8 +254,8 @@ def _start_workers_early(args, specs, ordinals, options, profiler, previous, hel
 def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked: dict[str, int], out: Output,
                early: dict | None = None) -> int:
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
+    from ..pipeline import estimates
     from ..pipeline.cases import cases_of
-    from ..pipeline.estimates import remember as remember_launches
     from ..pipeline.runner import run_spec
     from ..results.records import CaseLog, RunResult
     from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -289,7 +289,8 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
             progress.close()
             log.close()
             if result.cases or result.environment:     # written once, whatever happened
-                remember_launches(result)               # for the dealing of later runs on several GPUs
+                estimates.remember(result)              # what each case took: later runs on several GPUs
+                                                        # deal their work by it
                 timeline.mark("writing results")
                 result.settings["timeline_s"] = timeline.marks()
                 result.write_json(path)

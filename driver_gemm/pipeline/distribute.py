@@ -180,9 +180,9 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     interrupted with Ctrl-C keeps every finished case. Cases of `previous`
     (a resumed run) that ran are kept and not run again; a GPU reuses a
     baseline of `previous` that it ran itself. The tasks are planned with
-    `model`; by default, with the launch times earlier runs of the spec
-    recorded on GPUs of the workers' models (`schedule.remembered_model`,
-    read where this runs). Each worker keeps one GPU worker process
+    `model`; by default, with what each case took in earlier runs of the
+    spec on GPUs of the workers' models (`schedule.remembered_model`, read
+    where this runs). Each worker keeps one GPU worker process
     (`make_worker`; None: the `part` needs none) from before its first task
     to the end of the run; the processes each started, and their start-up
     seconds, go to ``result.settings["gpu_workers"]``.

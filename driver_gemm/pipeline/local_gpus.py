@@ -103,8 +103,8 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     to `on_result`, from the caller's thread; interrupted, `result` keeps
     every finished case. Cases of `previous` (a resumed run) that ran are
     kept and not run again; a GPU reuses a baseline of `previous` that it
-    ran itself. The tasks are planned with `model`; by default, with the
-    launch times earlier runs of the spec recorded on GPUs of these models
+    ran itself. The tasks are planned with `model`; by default, with what
+    each case took in earlier runs of the spec on GPUs of these models
     (`schedule.remembered_model`). Each GPU's worker process (`make_worker`;
     None: the `part` needs none) lives from before the planning to the GPU's
     last task; the processes each started, and their start-up seconds, go to
