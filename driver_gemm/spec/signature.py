@@ -40,13 +40,8 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
                             "signature", f"{dotted}.signature")
-    arguments = []
-    for index, item in enumerate(value):
-        item_path = f"{dotted}.signature[{index}]"
-        if not isinstance(item, (str, dict)):
-            raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index,
-                                item_path)
-        arguments.append(_argument_at(context, value, index, item_path, scalars))
+    arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars)
+                 for index in range(len(value))]
     _check_operands_reached(context, node, dotted, arguments)
     return tuple(arguments)
 
@@ -121,30 +116,29 @@ def _struct_argument(context, parent, index, item: dict, item_path: str, scalars
         raise context.error(f"a struct argument lists its fields in order, got {kind_name(fields)}", item,
                             "fields" if "fields" in item else None, f"{item_path}.fields",
                             hint="fields: [A, B, C, M, N, K, alpha], each as in signature:")
-    parsed = []
-    for position, field in enumerate(fields):
-        field_path = f"{item_path}.fields[{position}]"
-        if not isinstance(field, (str, dict)):
-            raise context.error(f"a field is a name or a mapping, got {kind_name(field)}", fields, position,
-                                field_path)
-        if isinstance(field, dict) and field.get("type") == "tensormap":
-            raise context.error("a tensor map is an argument of its own, not a struct's field", field, "type",
-                                f"{field_path}.type")
-        parsed.append(_argument_at(context, fields, position, field_path, scalars, typed_scalars=False))
-    return Argument(name, "struct", None, fields=tuple(parsed))
+    parsed = tuple(_argument_at(context, fields, position, f"{item_path}.fields[{position}]", scalars, field=True)
+                   for position in range(len(fields)))
+    return Argument(name, "struct", None, fields=parsed)
 
 
 def _argument_at(context: Context, parent: list, index: int, item_path: str, scalars: dict[str, float],
-                 typed_scalars: bool = True) -> Argument:
+                 field: bool = False) -> Argument:
     """The argument (a standard name or a typed mapping) at ``parent[index]``, its constant checked to fit its type.
 
-    A struct's typed fields do not take the spec's scalars by name (`typed_scalars`): their values are written out.
+    A struct's `field` is a scalar or a pointer (no tensor map), and its typed
+    form does not take the spec's scalars by name: its value is written out.
     """
     item = parent[index]
+    if not isinstance(item, (str, dict)):
+        raise context.error(f"{'a field' if field else 'an argument'} is a name or a mapping, got {kind_name(item)}",
+                            parent, index, item_path)
+    if field and isinstance(item, dict) and item.get("type") == "tensormap":
+        raise context.error("a tensor map is an argument of its own, not a struct's field", item, "type",
+                            f"{item_path}.type")
     if isinstance(item, str):
         argument = _standard_argument(context, parent, index, item, item_path, scalars)
         _check_constant_fits(context, argument, parent, index, item_path)
     else:
-        argument = _typed_argument(context, parent, index, item, item_path, scalars if typed_scalars else None)
+        argument = _typed_argument(context, parent, index, item, item_path, None if field else scalars)
         _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
     return argument
