@@ -1,14 +1,18 @@
 """The inputs of a case: A, B (and C's starting values) drawn from a seed recorded with the case.
 
-A case's seed comes from the spec's seed and the names of the kernel and the
-shape, so the same case gets the same inputs in every run and on every GPU,
-and a failure can be reproduced from its record alone.
+A case's seed comes from the spec's seed and the shape's name, so the same
+case gets the same inputs in every run and on every GPU, every kernel of a
+shape and its cuBLAS row are measured on the same operands, and a failure
+can be reproduced from its record alone. The cases of one shape that run in
+a row share one draw of them, and the references worked out from them
+(`ShapeOperands`): at 16384^3, drawing A and B takes about 2.7 s and the
+cuBLAS reference 1.1 s, per case.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,3 +45,17 @@ def make_inputs(shape: Shape, seed: int, *, with_c: bool = False) -> Inputs:
     A = draw(shape.M, shape.K)
     B = draw(shape.K, shape.N)
     return Inputs(seed, A, B, draw(shape.M, shape.N) if with_c else None)
+
+
+@dataclass
+class ShapeOperands:
+    """A shape's inputs, drawn once for the cases of the shape that run in a row, and the references worked out
+    from them, by what decides a reference: (alpha, beta, whether C starts from C0) -> (float64 C, its name)."""
+
+    shape: Shape
+    inputs: Inputs
+    references: dict = field(default_factory=dict)
+
+    def inputs_for(self, reads_c: bool) -> Inputs:
+        """The inputs of a case: C's starting values only for a kernel that reads C."""
+        return Inputs(self.inputs.seed, self.inputs.A, self.inputs.B, self.inputs.C0 if reads_c else None)

@@ -18,6 +18,7 @@ from ..cuda.module import Module
 from ..errors import CudaError
 from ..measure.baseline import CublasSgemm, CublasUnavailable
 from ..measure.clocks import NvmlClocks, open_device_clocks
+from ..measure.inputs import ShapeOperands
 from ..measure.cublaslt import CublasLtMatmul
 from ..measure.timing import L2Flusher, LaunchGate
 from ..spec.model import Shape
@@ -43,6 +44,7 @@ class Session:
         self.modules: dict[tuple[str, bytes], Module] = {}     # by image: a worker gets a fresh copy per batch
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
+        self.shape_operands: ShapeOperands | None = None        # the host inputs and references of the last shape
         self.clocks: NvmlClocks | None = None
         self.typed_buffers: dict[str, DeviceBuffer] = {}        # A, B, C of typed cases, by byte size
         self.lt: CublasLtMatmul | None = None

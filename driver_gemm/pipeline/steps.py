@@ -21,7 +21,7 @@ from ..cuda.compile import Cubin
 from ..cuda.module import Kernel
 from ..cuda.occupancy import occupancy
 from ..errors import CompileError
-from ..measure.inputs import Inputs, case_seed, make_inputs
+from ..measure.inputs import Inputs, ShapeOperands, case_seed, make_inputs
 from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
                                  uses_cpu_reference)
 from ..measure.timing import measure
@@ -118,14 +118,30 @@ def _load_cluster(run: CaseRun) -> None:
 
 
 def inputs(run: CaseRun) -> None:
-    """Draw the case's inputs from its seed and upload A and B."""
+    """The shape's inputs (drawn from its seed by its first case, kept for the next), A and B uploaded.
+
+    A and B are uploaded for every case, so that a stray write of an earlier
+    kernel into them cannot fail this one.
+    """
     session, shape = run.session, run.case.shape
-    run.record.seed = case_seed(run.spec.verify.seed, run.case.label, shape.label)
     reads_c = run.case.kernel is not None and run.case.kernel.reads_c()
-    run.inputs = make_inputs(shape, run.record.seed, with_c=reads_c)
+    run.inputs = _shape_operands(run, reads_c).inputs_for(reads_c)
+    run.record.seed = run.inputs.seed
     buffers = session.buffers_for(shape)
     buffers["A"].upload(run.inputs.A, session.stream)
     buffers["B"].upload(run.inputs.B, session.stream)
+
+
+def _shape_operands(run: CaseRun, reads_c: bool) -> ShapeOperands:
+    """The session's operands of `run`'s shape: those of the case before when it had the same shape (and drew C0
+    if this one needs it), else drawn now, the last shape's released first."""
+    session, shape = run.session, run.case.shape
+    seed = case_seed(run.spec.verify.seed, shape.label)
+    held = session.shape_operands
+    if held is None or held.shape != shape or held.inputs.seed != seed or (reads_c and held.inputs.C0 is None):
+        session.shape_operands = None                 # the last shape's arrays go before the next are drawn
+        held = session.shape_operands = ShapeOperands(shape, make_inputs(shape, seed, with_c=reads_c))
+    return held
 
 
 def _scalars(run: CaseRun) -> tuple[float, float]:
@@ -137,15 +153,23 @@ def _scalars(run: CaseRun) -> tuple[float, float]:
 
 def reference(run: CaseRun) -> None:
     """The float64 output to check against: NumPy's, or cuBLAS's for shapes too large for the CPU."""
+    run.expected, run.reference_name = _expected(run, *_scalars(run))
+
+
+def _expected(run: CaseRun, alpha: float, beta: float) -> tuple[np.ndarray, str]:
+    """The reference for `run`'s inputs and scalars, worked out by the shape's first case that needs it."""
     session, spec, shape = run.session, run.spec, run.case.shape
-    alpha, beta = _scalars(run)
-    if uses_cpu_reference(spec.verify, shape, session.cublas is not None):
-        run.expected, run.reference_name = cpu_reference(run.inputs, alpha, beta), CPU_REFERENCE
-        return
-    buffers = session.buffers_for(shape)
-    session.cublas.prepare(buffers["A"], buffers["B"], buffers["C_ref"], shape)()
-    product = buffers["C_ref"].download((shape.M, shape.N), np.float32, session.stream)
-    run.expected, run.reference_name = scaled_product(product, run.inputs, alpha, beta), CUBLAS_REFERENCE
+    known = session.shape_operands.references
+    key = (alpha, beta, run.inputs.C0 is not None)
+    if key not in known:
+        if uses_cpu_reference(spec.verify, shape, session.cublas is not None):
+            known[key] = cpu_reference(run.inputs, alpha, beta), CPU_REFERENCE
+        else:
+            buffers = session.buffers_for(shape)
+            session.cublas.prepare(buffers["A"], buffers["B"], buffers["C_ref"], shape)()
+            product = buffers["C_ref"].download((shape.M, shape.N), np.float32, session.stream)
+            known[key] = scaled_product(product, run.inputs, alpha, beta), CUBLAS_REFERENCE
+    return known[key]
 
 
 def _reset_output(run: CaseRun) -> None:
@@ -230,7 +254,7 @@ def launch_verify_baseline(run: CaseRun) -> None:
     run.launch()
     session.stream.synchronize()
     if uses_cpu_reference(run.spec.verify, shape, session.cublas is not None):
-        run.expected = cpu_reference(run.inputs)
+        run.expected, run.reference_name = _expected(run, 1.0, 0.0)
         _check_output(run, run.case.precision)
     else:
         run.record.message = "reference for this shape (float64 on the CPU would be slow); not itself checked"
