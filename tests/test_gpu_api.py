@@ -118,3 +118,23 @@ kernels:
     result = pytester.runpytest(*plugin_args(), "--gemm-spec", str(good), "--gemm-allow-outside-sources", "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*v3-no-tail*127x33x65: FAIL: 127 elements unwritten: columns 32*"])
+
+
+def test_page_locked_arrays_copy_both_ways_and_unlock_when_closed():
+    """Uploads from and downloads into page-locked arrays (a session's large operands and output copy) carry
+    the same bytes as pageable ones; a closed lock unregisters, so the same memory can be locked again."""
+    rng = np.random.default_rng(3)
+    host = rng.random((512, 384), dtype=np.float32)
+    with dg.Device(0) as device:
+        stream = device.stream()
+        buffer = device.alloc(host.nbytes)
+        lock = device.page_lock(host)
+        buffer.upload(host, stream)
+        into = np.empty_like(host)
+        with device.page_lock(into):
+            assert buffer.download_into(into, stream) is into and np.array_equal(into, host)
+        lock.close()
+        device.page_lock(host).close()            # unregistered by the close above, so this lock succeeds
+        assert np.array_equal(buffer.download((512, 384), np.float32, stream), host)
+        with pytest.raises(ValueError):
+            buffer.download_into(np.empty((600, 384), np.float32), stream)

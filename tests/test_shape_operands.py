@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.measure import inputs as inputs_module
 from driver_gemm.pipeline import steps
 from driver_gemm.pipeline.build import launch_plans
 from driver_gemm.pipeline.cases import Case, new_record
@@ -50,6 +51,12 @@ class Session:
     def buffers_for(self, shape):
         return {name: Buffer(self.uploads, name) for name in ("A", "B", "C", "C_ref")}
 
+    def hold_operands(self, operands):
+        self.shape_operands = operands
+
+    def lock_operand(self, array):
+        pass
+
 
 @pytest.fixture
 def spec(tmp_path):
@@ -65,8 +72,8 @@ def run_of(spec, session, kernel_name, shape):
 
 def test_a_shapes_cases_share_one_draw_and_one_reference_per_scalars(spec, monkeypatch):
     drawn, worked_out = [], []
-    make_inputs, cpu_reference = steps.make_inputs, steps.cpu_reference
-    monkeypatch.setattr(steps, "make_inputs", lambda *a, **k: drawn.append((a, k)) or make_inputs(*a, **k))
+    draw_operand, cpu_reference = inputs_module.draw_operand, steps.cpu_reference
+    monkeypatch.setattr(inputs_module, "draw_operand", lambda *a: drawn.append(a[1]) or draw_operand(*a))
     monkeypatch.setattr(steps, "cpu_reference", lambda *a: worked_out.append(a[1:]) or cpu_reference(*a))
     session = Session()
     big, small = spec.shapes
@@ -78,20 +85,92 @@ def test_a_shapes_cases_share_one_draw_and_one_reference_per_scalars(spec, monke
             steps.reference(run)
         runs.append(run)
     baseline, plain, scaled, again, accumulating, after = runs
-    # One draw for the shape, and one more when a kernel first needs C's starting values (A and B the same).
-    assert [k["with_c"] for _, k in drawn] == [False, True]
+    # One draw of A and B for the shape, and of C's starting values when a kernel first needs them.
+    assert drawn == ["A", "B", "C0"]
     assert len({run.record.seed for run in runs}) == 1
     assert all(np.array_equal(run.inputs.A, plain.inputs.A) for run in runs)
     assert accumulating.inputs.C0 is not None and all(r.inputs.C0 is None for r in runs if r is not accumulating)
     # A and B uploaded for every case: an earlier kernel's stray write into them cannot fail a later one.
     assert [name for name, _ in session.uploads] == ["A", "B"] * len(runs)
-    # One reference per (alpha, beta, C0): the plain and scaled ones reused until C0 came in.
-    assert worked_out == [(1.0, 0.0), (2.0, 0.0), (1.0, 0.5), (1.0, 0.0)]
-    assert again.expected is plain.expected and np.allclose(scaled.expected, 2 * plain.expected)
-    assert np.array_equal(after.expected, plain.expected) and after.expected is not plain.expected
+    # One reference per (alpha, beta, C0), kept for the shape's later cases.
+    assert worked_out == [(1.0, 0.0), (2.0, 0.0), (1.0, 0.5)]
+    assert again.expected is plain.expected and after.expected is plain.expected
+    assert np.allclose(scaled.expected, 2 * plain.expected)
+    assert np.allclose(accumulating.expected, plain.expected + 0.5 * accumulating.inputs.C0)
     # A new shape: its own seed and draw, the last shape's arrays let go first.
     other = run_of(spec, session, "v4", small)
     steps.inputs(other)
     steps.reference(other)
     assert other.record.seed != plain.record.seed and other.inputs.A.shape == (small.M, small.K)
-    assert session.shape_operands.shape == small and len(drawn) == 3
+    assert session.shape_operands.shape == small and drawn[3:] == ["A", "B"]
+
+
+class LockingDevice:
+    """What `Session` asks of a device to page-lock host arrays: which arrays, and when each was let go."""
+
+    def __init__(self, refuse=False):
+        self.locked, self.refuse = [], refuse
+
+    def page_lock(self, array):
+        from driver_gemm.errors import CudaError
+
+        if self.refuse:
+            raise CudaError("cuMemHostRegister", "CUDA_ERROR_OUT_OF_MEMORY")
+        device = self
+
+        class Lock:
+            def __init__(self):
+                self.open = True
+                device.locked.append((array, self))
+
+            def close(self):
+                self.open = False
+        return Lock()
+
+
+def bare_session(device):
+    from driver_gemm.pipeline.session import Session
+
+    session = object.__new__(Session)
+    session.device, session.shape_operands, session.locked_operands, session.host_output = device, None, {}, None
+    session.buffers, session.buffer_shape = {}, None
+    return session
+
+
+def test_large_operands_and_the_output_copy_are_page_locked_while_their_shape_is_held(monkeypatch):
+    from driver_gemm.measure.inputs import ShapeOperands, make_inputs
+    from driver_gemm.pipeline import session as session_module
+    from driver_gemm.spec.model import Shape
+
+    monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 4 * 64 * 64)
+    device = LockingDevice()
+    session = bare_session(device)
+    big, small = Shape(64, 64, 64), Shape(64, 64, 8)
+    operands = ShapeOperands(big, make_inputs(big, 1))
+    session.hold_operands(operands)
+    for array in (operands.inputs.A, operands.inputs.B, operands.inputs.A, None):
+        session.lock_operand(array)
+    assert [array is operands.inputs.A for array, _ in device.locked] == [True, False]    # each once
+    output = session.output_array(big)
+    assert session.output_array(big) is output and output.shape == (64, 64) and device.locked[-1][0] is output
+    # The next shape: the last one's locks released before its arrays are let go; small arrays stay pageable.
+    session.hold_operands(ShapeOperands(small, make_inputs(small, 2)))
+    assert not any(lock.open for _, lock in device.locked[:2]) and device.locked[2][1].open
+    session.lock_operand(session.shape_operands.inputs.A)                  # 64 x 8: below the size that gains
+    assert session.output_array(small).shape == (64, 64) and len(device.locked) == 3
+    session.buffers_for = lambda shape: None
+    assert session.output_array(Shape(8, 8, 8)).shape == (8, 8) and not device.locked[2][1].open
+
+
+def test_a_refused_page_lock_leaves_the_copies_pageable(monkeypatch):
+    from driver_gemm.measure.inputs import ShapeOperands, make_inputs
+    from driver_gemm.pipeline import session as session_module
+    from driver_gemm.spec.model import Shape
+
+    monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 1)
+    session = bare_session(LockingDevice(refuse=True))
+    shape = Shape(16, 16, 16)
+    session.hold_operands(ShapeOperands(shape, make_inputs(shape, 1)))
+    session.lock_operand(session.shape_operands.inputs.A)
+    assert session.locked_operands == {} and session.output_array(shape).shape == (16, 16)
+    assert session.host_output[1] is None

@@ -157,3 +157,63 @@ def test_a_large_output_checked_piece_by_piece_gets_the_whole_arrays_verdict(mon
     assert verdict.masks["unwritten"].reshape(-1)[spots[:10]].all() and verdict.masks["wrong"].shape == (61, 47)
     good = compare((expected + 1e-9).astype(np.float32), expected, rel_tolerance=1e-5, abs_tolerance=abs_tolerance)
     assert good.status == Status.PASS and good.wrong == 0 and good.rel_fro_error < 1e-6
+
+
+@pytest.mark.parametrize("piece", [5, 64, 1 << 18])
+@pytest.mark.parametrize("abs_tolerance", [None, 1e-6])
+def test_the_screen_never_clears_an_element_the_exact_test_marks_wrong(monkeypatch, piece, abs_tolerance):
+    """Elements one rounding step either side of the wrong-element threshold, beside references 10^6 times the
+    smallest: the screened check marks exactly what the exact test marks on every element (the screen off)."""
+    import driver_gemm.measure.verify as verify
+
+    monkeypatch.setattr(verify, "PIECE_ELEMENTS", piece)
+    rng = np.random.default_rng(piece)
+    # Sixteenths and a few +-2^20: every sum of their squares is exact, so the check's RMS is this one, bit for bit.
+    expected = rng.integers(-32, 33, 4000) / 16.0
+    expected[rng.choice(expected.size, 8, replace=False)] = 2.0 ** 20
+    rms = np.sqrt(np.dot(expected, expected)) / np.sqrt(expected.size)
+    tolerance = (np.abs(expected) + rms) * (10 * 1e-5)
+    if abs_tolerance is not None:
+        tolerance = np.maximum(tolerance, abs_tolerance)
+    output = expected + rng.standard_normal(expected.size) * 1e-12
+    edge = rng.choice(expected.size, 600, replace=False)
+    for count, i in enumerate(edge):      # the last value whose error is within the threshold, or the first past it
+        sign = 1.0 if count % 2 else -1.0
+        value = expected[i] + sign * tolerance[i]
+        while abs(value - expected[i]) > tolerance[i]:
+            value = np.nextafter(value, expected[i])
+        while abs(np.nextafter(value, sign * np.inf) - expected[i]) <= tolerance[i]:
+            value = np.nextafter(value, sign * np.inf)
+        if count % 3 == 0:
+            value = np.nextafter(value, sign * np.inf)
+        output[i] = value
+
+    def check():
+        return verify._verdict(output, expected, lambda part: np.zeros(expected.size, dtype=bool)[part], 1e-5,
+                               abs_tolerance, "numpy-float64")
+
+    screened = check()
+    monkeypatch.setattr(verify, "SCREEN_MARGIN", np.inf)     # every piece gets the exact test
+    exact = check()
+    assert exact.wrong == 200           # every third edge element, one step past the threshold
+    assert np.array_equal(screened.masks["wrong"], exact.masks["wrong"]) and screened.wrong == exact.wrong
+    assert (screened.rel_fro_error, screened.max_abs_error) == (exact.rel_fro_error, exact.max_abs_error)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_inputs_do_not_depend_on_threads_blocks_or_whether_c_is_drawn(monkeypatch, threads):
+    """Blocks of rows from generators of their own, on any number of threads: the same values every time, each
+    operand its own, A and B the same with or without C's starting values."""
+    import driver_gemm.measure.inputs as inputs_module
+
+    one_block = make_inputs(Shape(50, 30, 20), 9, with_c=True)
+    monkeypatch.setattr(inputs_module, "DRAW_BLOCK_ELEMENTS", 64)          # 2 to 3 rows a block: many blocks
+    monkeypatch.setattr(inputs_module, "DRAW_THREADS", threads)
+    blocks = make_inputs(Shape(50, 30, 20), 9, with_c=True)
+    again = make_inputs(Shape(50, 30, 20), 9)
+    assert np.array_equal(blocks.A, again.A) and np.array_equal(blocks.B, again.B) and again.C0 is None
+    assert blocks.C0.shape == (50, 30) and blocks.C0.dtype == np.float32
+    assert not np.array_equal(blocks.A[:20, :20], blocks.B[:20, :20])                 # operands differ
+    assert not np.array_equal(blocks.A[:2], blocks.A[2:4])                            # so do blocks
+    assert np.array_equal(one_block.A[0], blocks.A[0]) and not np.array_equal(one_block.A[5], blocks.A[5])
+    assert -0.5 <= blocks.C0.min() and blocks.C0.max() < 0.5 and abs(float(blocks.A.mean())) < 0.05

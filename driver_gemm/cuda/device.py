@@ -285,7 +285,12 @@ class DeviceBuffer(Owned):
 
     def download(self, shape, dtype, stream: Stream) -> np.ndarray:
         """A new array of `shape` and `dtype` copied from the start of this buffer after `stream`'s work."""
-        out = np.empty(shape, dtype=dtype)
+        return self.download_into(np.empty(shape, dtype=dtype), stream)
+
+    def download_into(self, out: np.ndarray, stream: Stream) -> np.ndarray:
+        """`out` (C-contiguous) overwritten with the start of this buffer after `stream`'s work, and returned."""
+        if not out.flags.c_contiguous or out.nbytes > self.nbytes:
+            raise ValueError(f"cannot read {out.nbytes} bytes of a {self.nbytes}-byte buffer into this array")
         check(self._device.driver.cuMemcpyDtoHAsync(out.ctypes.data, self.handle, out.nbytes, stream.handle),
               "cuMemcpyDtoHAsync")
         stream.synchronize()
@@ -295,6 +300,27 @@ class DeviceBuffer(Owned):
         """Set every 32-bit word (of the first `nbytes`) to `word`: a NaN pattern for poisoning, any for flushing."""
         count = (self.nbytes if nbytes is None else nbytes) // 4
         check(self._device.driver.cuMemsetD32Async(self.handle, word, count, stream.handle), "cuMemsetD32Async")
+
+
+class PageLocked(Owned):
+    """A NumPy array's memory page-locked (cuMemHostRegister) until closed, for copies at the link's full speed.
+
+    At 16384^2 the H200 machine copied 1 GiB from pageable memory in 0.27-0.37 s,
+    from page-locked memory in 0.02-0.04 s. The registration holds the array,
+    so its memory cannot be freed while it is registered.
+    """
+
+    def __init__(self, device: "Device", array: np.ndarray):
+        if not array.flags.c_contiguous or array.nbytes == 0:
+            raise ValueError("only a non-empty C-contiguous array can be page-locked")
+        driver = device.driver
+        self.array = array
+        check(driver.cuMemHostRegister(array.ctypes.data, array.nbytes, 0), f"cuMemHostRegister({array.nbytes})")
+
+        def release(array=array):      # the closure keeps the array alive until it is unregistered
+            with device.current():
+                check(driver.cuMemHostUnregister(array.ctypes.data), "cuMemHostUnregister")
+        super().__init__(device, release)
 
 
 class MappedHostWord(Owned):
@@ -395,6 +421,9 @@ class Device:
         buffer = DeviceBuffer(self, max(array.nbytes, 1))
         buffer.upload(array, stream)
         return buffer
+
+    def page_lock(self, array: np.ndarray) -> PageLocked:
+        return PageLocked(self, array)
 
     def mapped_word(self) -> MappedHostWord:
         return MappedHostWord(self)

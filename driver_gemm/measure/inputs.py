@@ -5,13 +5,15 @@ case gets the same inputs in every run and on every GPU, every kernel of a
 shape and its cuBLAS row are measured on the same operands, and a failure
 can be reproduced from its record alone. The cases of one shape that run in
 a row share one draw of them, and the references worked out from them
-(`ShapeOperands`): at 16384^3, drawing A and B takes about 2.7 s and the
-cuBLAS reference 1.1 s, per case.
+(`ShapeOperands`): at 16384^3, drawing A and B on one thread took 2.5 s and
+the cuBLAS reference 1.1 s, per case, before they were shared.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,16 +37,41 @@ class Inputs:
     C0: np.ndarray | None = None
 
 
+# Elements drawn from one generator: the operands are cut into blocks of rows of about this size, each block
+# drawn from its own generator seeded by (seed, operand, block), so that the blocks can be drawn on several
+# threads and the values depend on neither the thread count nor which other operands are drawn.
+DRAW_BLOCK_ELEMENTS = 1 << 20
+# Threads drawing blocks side by side (NumPy's generators fill arrays without the GIL): at 16384^3, one thread
+# took 2.5 s to draw A and B on the H200 machine's host.
+DRAW_THREADS = max(1, min(8, os.cpu_count() or 1))
+OPERANDS = {"A": 0, "B": 1, "C0": 2}
+
+
+def draw_operand(seed: int, operand: str, rows: int, cols: int) -> np.ndarray:
+    """`operand`'s values for `seed`: float32, uniform in [-0.5, 0.5), drawn block by block of rows."""
+    out = np.empty((rows, cols), dtype=np.float32)
+    rows_per_block = max(1, DRAW_BLOCK_ELEMENTS // max(cols, 1))
+    blocks = range(-(-rows // rows_per_block))
+
+    def fill(block: int) -> None:
+        part = out[block * rows_per_block:(block + 1) * rows_per_block]
+        np.random.default_rng((seed, OPERANDS[operand], block)).random(out=part, dtype=np.float32)
+        part -= np.float32(0.5)
+
+    if len(blocks) <= 1 or DRAW_THREADS <= 1:
+        for block in blocks:
+            fill(block)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(min(DRAW_THREADS, len(blocks))) as pool:
+            list(pool.map(fill, blocks))
+    return out
+
+
 def make_inputs(shape: Shape, seed: int, *, with_c: bool = False) -> Inputs:
-    """Fresh float32 inputs for `shape` from `seed`; C's starting values too when the kernel reads C."""
-    rng = np.random.default_rng(seed)
-
-    def draw(rows: int, cols: int) -> np.ndarray:
-        return (rng.random((rows, cols), dtype=np.float32) - np.float32(0.5))
-
-    A = draw(shape.M, shape.K)
-    B = draw(shape.K, shape.N)
-    return Inputs(seed, A, B, draw(shape.M, shape.N) if with_c else None)
+    """Fresh float32 inputs for `shape` from `seed`; C's starting values too when the kernel reads C (A and B are
+    the same either way)."""
+    return Inputs(seed, draw_operand(seed, "A", shape.M, shape.K), draw_operand(seed, "B", shape.K, shape.N),
+                  draw_operand(seed, "C0", shape.M, shape.N) if with_c else None)
 
 
 @dataclass
@@ -57,5 +84,7 @@ class ShapeOperands:
     references: dict = field(default_factory=dict)
 
     def inputs_for(self, reads_c: bool) -> Inputs:
-        """The inputs of a case: C's starting values only for a kernel that reads C."""
+        """The inputs of a case: C's starting values only for a kernel that reads C (drawn on first need)."""
+        if reads_c and self.inputs.C0 is None:
+            self.inputs.C0 = draw_operand(self.inputs.seed, "C0", self.shape.M, self.shape.N)
         return Inputs(self.inputs.seed, self.inputs.A, self.inputs.B, self.inputs.C0 if reads_c else None)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cuda.compile import Cubin
-from ..cuda.device import Device, DeviceBuffer, Owned
+import numpy as np
+
+from ..cuda.device import Device, DeviceBuffer, Owned, PageLocked
 from ..cuda.module import Module
 from ..errors import CudaError
 from ..measure.baseline import CublasSgemm, CublasUnavailable
@@ -22,6 +24,10 @@ from ..measure.inputs import ShapeOperands
 from ..measure.cublaslt import CublasLtMatmul
 from ..measure.timing import L2Flusher, LaunchGate
 from ..spec.model import Shape
+
+# Host arrays at least this large are page-locked while the session uses them (a shape's operands, its output's
+# copy): below it, a pageable copy costs little more than locking the pages would.
+PAGE_LOCK_MIN_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,8 @@ class Session:
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
         self.shape_operands: ShapeOperands | None = None        # the host inputs and references of the last shape
+        self.locked_operands: dict[int, PageLocked] = {}         # its large arrays, page-locked, by id
+        self.host_output: tuple[np.ndarray, PageLocked | None] | None = None   # C's copy on the host, reused
         self.clocks: NvmlClocks | None = None
         self.typed_buffers: dict[str, DeviceBuffer] = {}        # A, B, C of typed cases, by byte size
         self.lt: CublasLtMatmul | None = None
@@ -98,12 +106,51 @@ class Session:
             self.modules[key] = Module(self.device, cubin)
         return self.modules[key]
 
+    def hold_operands(self, operands: ShapeOperands | None) -> None:
+        """Make `operands` the session's shape operands, the last ones unlocked and let go first."""
+        for lock in self.locked_operands.values():
+            lock.close()
+        self.locked_operands, self.shape_operands = {}, operands
+
+    def lock_operand(self, array: np.ndarray | None) -> None:
+        """Page-lock one of the held operands for its uploads, where it is large enough to gain from it.
+
+        Best effort: where the driver refuses (locked memory exhausted), the
+        copies go from pageable memory as before.
+        """
+        if array is None or array.nbytes < PAGE_LOCK_MIN_BYTES or id(array) in self.locked_operands:
+            return
+        try:
+            self.locked_operands[id(array)] = self.device.page_lock(array)
+        except CudaError:
+            pass
+
+    def output_array(self, shape: Shape) -> np.ndarray:
+        """A float32 host array for C of `shape`, reused from case to case (page-locked where large): a case's
+        output is only read before the next case runs."""
+        if self.host_output is None or self.host_output[0].shape != (shape.M, shape.N):
+            self._drop_host_output()
+            array, lock = np.empty((shape.M, shape.N), dtype=np.float32), None
+            if array.nbytes >= PAGE_LOCK_MIN_BYTES:
+                try:
+                    lock = self.device.page_lock(array)
+                except CudaError:
+                    pass
+            self.host_output = array, lock
+        return self.host_output[0]
+
+    def _drop_host_output(self) -> None:
+        if self.host_output is not None and self.host_output[1] is not None:
+            self.host_output[1].close()
+        self.host_output = None
+
     def buffers_for(self, shape: Shape) -> dict[str, DeviceBuffer]:
         """A, B, C and a cuBLAS reference output sized for `shape` (kept while the shape stays the same)."""
         if self.buffer_shape != shape:
             for buffer in self.buffers.values():
                 buffer.close()
             self.buffers, self.buffer_shape = {}, None
+            self._drop_host_output()
             sizes = {"A": shape.M * shape.K, "B": shape.K * shape.N, "C": shape.M * shape.N,
                      "C_ref": shape.M * shape.N}
             self.buffers = {name: self.device.alloc(4 * count) for name, count in sizes.items()}

@@ -127,20 +127,23 @@ def inputs(run: CaseRun) -> None:
     reads_c = run.case.kernel is not None and run.case.kernel.reads_c()
     run.inputs = _shape_operands(run, reads_c).inputs_for(reads_c)
     run.record.seed = run.inputs.seed
+    for operand in (run.inputs.A, run.inputs.B, run.inputs.C0):
+        session.lock_operand(operand)
     buffers = session.buffers_for(shape)
     buffers["A"].upload(run.inputs.A, session.stream)
     buffers["B"].upload(run.inputs.B, session.stream)
 
 
 def _shape_operands(run: CaseRun, reads_c: bool) -> ShapeOperands:
-    """The session's operands of `run`'s shape: those of the case before when it had the same shape (and drew C0
-    if this one needs it), else drawn now, the last shape's released first."""
+    """The session's operands of `run`'s shape: those of the case before when it had the same shape, else drawn
+    now, the last shape's released first."""
     session, shape = run.session, run.case.shape
     seed = case_seed(run.spec.verify.seed, shape.label)
     held = session.shape_operands
-    if held is None or held.shape != shape or held.inputs.seed != seed or (reads_c and held.inputs.C0 is None):
-        session.shape_operands = None                 # the last shape's arrays go before the next are drawn
-        held = session.shape_operands = ShapeOperands(shape, make_inputs(shape, seed, with_c=reads_c))
+    if held is None or held.shape != shape or held.inputs.seed != seed:
+        session.hold_operands(None)                   # the last shape's arrays go before the next are drawn
+        held = ShapeOperands(shape, make_inputs(shape, seed, with_c=reads_c))
+        session.hold_operands(held)
     return held
 
 
@@ -183,7 +186,7 @@ def _reset_output(run: CaseRun) -> None:
 
 def _check_output(run: CaseRun, precision: str) -> None:
     session, shape = run.session, run.case.shape
-    run.output = session.buffers_for(shape)["C"].download((shape.M, shape.N), np.float32, session.stream)
+    run.output = session.buffers_for(shape)["C"].download_into(session.output_array(shape), session.stream)
     run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision),
                           abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                           start=run.inputs.C0)
