@@ -1,5 +1,7 @@
 """The cases of one shape share its inputs and references: drawn once, A and B uploaded again for every case."""
 
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 
@@ -42,20 +44,13 @@ class Buffer:
         self.log.append((self.name, array))
 
 
-class Session:
-    """What the inputs and reference steps use of a session: buffers, no cuBLAS (the CPU reference), the memo."""
-
-    def __init__(self):
-        self.uploads, self.cublas, self.stream, self.shape_operands = [], None, None, None
-
-    def buffers_for(self, shape):
-        return {name: Buffer(self.uploads, name) for name in ("A", "B", "C", "C_ref")}
-
-    def hold_operands(self, operands):
-        self.shape_operands = operands
-
-    def lock_operand(self, array):
-        pass
+def Session(device=None):
+    """A real `Session` around a device that only page-locks, with buffers that log uploads and no cuBLAS (the
+    CPU reference): what the inputs and reference steps use of it."""
+    session = bare_session(device or LockingDevice())
+    session.uploads = []
+    session.buffers_for = lambda shape: {name: Buffer(session.uploads, name) for name in ("A", "B", "C", "C_ref")}
+    return session
 
 
 @pytest.fixture
@@ -102,7 +97,7 @@ def test_a_shapes_cases_share_one_draw_and_one_reference_per_scalars(spec, monke
     steps.inputs(other)
     steps.reference(other)
     assert other.record.seed != plain.record.seed and other.inputs.A.shape == (small.M, small.K)
-    assert session.shape_operands.shape == small and drawn[3:] == ["A", "B"]
+    assert [shape for shape, _ in session.held] == [big, small] and drawn[3:] == ["A", "B"]
 
 
 class LockingDevice:
@@ -132,8 +127,8 @@ def bare_session(device):
     from driver_gemm.pipeline.session import Session
 
     session = object.__new__(Session)
-    session.device, session.shape_operands, session.locked_operands, session.host_output = device, None, {}, None
-    session.buffers, session.buffer_shape = {}, None
+    session.device, session.held, session.host_output = device, OrderedDict(), None
+    session.buffers, session.buffer_shape, session.baselines, session.stream = {}, None, {}, None
     return session
 
 
@@ -146,20 +141,45 @@ def test_large_operands_and_the_output_copy_are_page_locked_while_their_shape_is
     device = LockingDevice()
     session = bare_session(device)
     big, small = Shape(64, 64, 64), Shape(64, 64, 8)
-    operands = ShapeOperands(big, make_inputs(big, 1))
-    session.hold_operands(operands)
+    operands = session.operands_for(big, 1, lambda: ShapeOperands(big, make_inputs(big, 1)))
     for array in (operands.inputs.A, operands.inputs.B, operands.inputs.A, None):
-        session.lock_operand(array)
+        session.lock_operand(operands, array)
     assert [array is operands.inputs.A for array, _ in device.locked] == [True, False]    # each once
     output = session.output_array(big)
     assert session.output_array(big) is output and output.shape == (64, 64) and device.locked[-1][0] is output
-    # The next shape: the last one's locks released before its arrays are let go; small arrays stay pageable.
-    session.hold_operands(ShapeOperands(small, make_inputs(small, 2)))
-    assert not any(lock.open for _, lock in device.locked[:2]) and device.locked[2][1].open
-    session.lock_operand(session.shape_operands.inputs.A)                  # 64 x 8: below the size that gains
-    assert session.output_array(small).shape == (64, 64) and len(device.locked) == 3
+    # Another shape: the first kept with its locks; small arrays stay pageable; C's copy is the same size.
+    other = session.operands_for(small, 2, lambda: ShapeOperands(small, make_inputs(small, 2)))
+    session.lock_operand(other, other.inputs.A)                       # 64 x 8: below the size that gains
+    assert all(lock.open for _, lock in device.locked) and len(device.locked) == 3
+    assert session.output_array(small) is output
+    assert session.operands_for(big, 1, lambda: pytest.fail("drawn again")) is operands
     session.buffers_for = lambda shape: None
     assert session.output_array(Shape(8, 8, 8)).shape == (8, 8) and not device.locked[2][1].open
+
+
+def test_shapes_are_kept_within_the_byte_budget_the_oldest_let_go_and_unlocked_first(monkeypatch):
+    from driver_gemm.measure.inputs import ShapeOperands, make_inputs
+    from driver_gemm.pipeline import session as session_module
+    from driver_gemm.spec.model import Shape
+
+    shapes = [Shape(32, 32, 32), Shape(32, 32, 16), Shape(32, 32, 8)]          # 8, 4 and 2 KiB of A and B
+    monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 1)
+    monkeypatch.setattr(session_module, "HELD_OPERANDS_BYTES", 8192 + 4096 + 2048 - 1)
+    device = LockingDevice()
+    session = bare_session(device)
+    held = {}
+    for seed, shape in enumerate(shapes):
+        held[shape] = session.operands_for(shape, seed, lambda shape=shape, seed=seed: ShapeOperands(
+            shape, make_inputs(shape, seed)))
+        session.lock_operand(held[shape], held[shape].inputs.A)
+    # The third did not fit beside both others: the oldest went, its lock closed; the others kept theirs.
+    assert [shape for shape, _ in session.held] == shapes[1:]
+    assert [lock.open for _, lock in device.locked] == [False, True, True]
+    # Coming back to a kept shape makes it the most recent; a new seed is another draw.
+    assert session.operands_for(shapes[1], 1, lambda: pytest.fail("drawn again")) is held[shapes[1]]
+    assert [shape for shape, _ in session.held] == [shapes[2], shapes[1]]
+    session.operands_for(shapes[1], 7, lambda: ShapeOperands(shapes[1], make_inputs(shapes[1], 7)))
+    assert list(session.held) == [(shapes[2], 2), (shapes[1], 1), (shapes[1], 7)]       # 10 KiB: all fit
 
 
 def test_a_refused_page_lock_leaves_the_copies_pageable(monkeypatch):
@@ -170,7 +190,7 @@ def test_a_refused_page_lock_leaves_the_copies_pageable(monkeypatch):
     monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 1)
     session = bare_session(LockingDevice(refuse=True))
     shape = Shape(16, 16, 16)
-    session.hold_operands(ShapeOperands(shape, make_inputs(shape, 1)))
-    session.lock_operand(session.shape_operands.inputs.A)
-    assert session.locked_operands == {} and session.output_array(shape).shape == (16, 16)
+    operands = session.operands_for(shape, 1, lambda: ShapeOperands(shape, make_inputs(shape, 1)))
+    session.lock_operand(operands, operands.inputs.A)
+    assert session.held[shape, 1].locks == {} and session.output_array(shape).shape == (16, 16)
     assert session.host_output[1] is None

@@ -83,6 +83,12 @@ class ShapeOperands:
     inputs: Inputs
     references: dict = field(default_factory=dict)
 
+    @property
+    def nbytes(self) -> int:
+        """Host bytes held: the inputs and the references."""
+        arrays = [self.inputs.A, self.inputs.B, self.inputs.C0, *(expected for expected, _ in self.references.values())]
+        return sum(array.nbytes for array in arrays if array is not None)
+
     def inputs_for(self, reads_c: bool) -> Inputs:
         """The inputs of a case: C's starting values only for a kernel that reads C (drawn on first need)."""
         if reads_c and self.inputs.C0 is None:

@@ -37,7 +37,9 @@ def uses_cpu_reference(settings: VerifySettings, shape: Shape, have_cublas: bool
 
 def scaled_product(product: np.ndarray, inputs: Inputs, alpha: float, beta: float) -> np.ndarray:
     """alpha * `product` + beta * C0 in float64, from a float32 product computed elsewhere (cuBLAS)."""
-    expected = alpha * product.astype(np.float64)
+    expected = product.astype(np.float64)
+    if alpha != 1.0:
+        expected *= alpha
     if beta and inputs.C0 is not None:
         expected += beta * inputs.C0.astype(np.float64)
     return expected

@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import math
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -78,15 +79,15 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
         raise ValueError(f"output shape {output.shape} does not match the reference's {expected.shape}")
     words = output.reshape(-1).view(np.uint32)
     if start is None:
-        def unwritten(piece: slice) -> np.ndarray:
-            return words[piece] == np.uint32(POISON_WORD)
+        def unwritten(piece: slice, out: np.ndarray) -> None:
+            np.equal(words[piece], np.uint32(POISON_WORD), out=out)
     else:
         start_values, reference = np.asarray(start).reshape(-1), expected.reshape(-1)
         start_words = start_values.astype(np.float32, copy=False).view(np.uint32)
 
-        def unwritten(piece: slice) -> np.ndarray:
-            return ((words[piece] == start_words[piece])
-                    & (reference[piece] != start_values[piece].astype(np.float64)))
+        def unwritten(piece: slice, out: np.ndarray) -> None:
+            np.equal(words[piece], start_words[piece], out=out)
+            out &= reference[piece] != start_values[piece].astype(np.float64)
     return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
 
 
@@ -108,17 +109,18 @@ def compare_typed(output: Output, expected: np.ndarray, element: dtypes.ElementT
         start = np.asarray(start, np.float64).reshape(output.values.shape)
         unwritten = (output.codes == dtypes.encode(start, element)) & (expected != start)
     flat_unwritten = unwritten.reshape(-1)
-    verdict = _verdict(output.values, expected, lambda piece: flat_unwritten[piece], rel_tolerance, abs_tolerance,
-                       reference_name)
+    verdict = _verdict(output.values, expected, lambda piece, out: np.copyto(out, flat_unwritten[piece]),
+                       rel_tolerance, abs_tolerance, reference_name)
     verdict.padding_written = output.padding_written
     if output.padding_written:
         verdict.status = Status.FAIL
     return verdict
 
 
-# Elements per piece of an output: small enough that a piece's float64 temporaries (2 MiB each) stay in the
-# CPU's cache while a dozen passes go over them, instead of each pass reading and writing main memory (at
-# 16384^2, the check took 2.3 s on 8 threads with pieces of 4M elements, most of it waiting on memory).
+# Elements per piece of an output: small enough that a piece's float64 working arrays (2 MiB each, made once
+# per thread and reused) stay in the CPU's cache while a dozen passes go over them. Arrays made afresh for
+# every piece cost more than the arithmetic: memory returned to the system between pieces is faulted in and
+# zeroed again (at 16384^2 on the H200 machine's host, 2.3 s on 8 threads, 5.8 s on one).
 PIECE_ELEMENTS = 1 << 18
 # Threads checking pieces side by side (NumPy releases the GIL in its loops).
 CHECK_THREADS = max(1, min(8, os.cpu_count() or 1))
@@ -128,10 +130,25 @@ CHECK_THREADS = max(1, min(8, os.cpu_count() or 1))
 SCREEN_MARGIN = 1e-12
 
 
-def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[slice], np.ndarray],
+def _sum_of_squares(values: np.ndarray) -> float:
+    """NumPy's own loop, not BLAS: a threaded BLAS wakes all its threads for every piece's dot product, which
+    costs more than the product itself when several threads each check pieces."""
+    return float(np.einsum("i,i->", values, values))
+
+
+class _Scratch(threading.local):
+    """One thread's working arrays for pieces of a check: made on the thread's first piece, reused after."""
+
+    def __init__(self, elements: int):
+        self.error = np.empty(elements, dtype=np.float64)
+        self.bound = np.empty(elements, dtype=np.float64)
+        self.finite = np.empty(elements, dtype=bool)
+
+
+def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[slice, np.ndarray], None],
              rel_tolerance: float, abs_tolerance: float | None, reference_name: str) -> Verdict:
-    """The verdict on `output` (float32 or float64) against float64 `expected`; `unwritten_in(piece)` marks the
-    unwritten elements of a piece of the flattened output.
+    """The verdict on `output` (float32 or float64) against float64 `expected`; `unwritten_in(piece, out)` marks
+    the unwritten elements of a piece of the flattened output in the boolean array `out`.
 
     The relative Frobenius error is over the written, finite elements; an
     element is wrong when its error exceeds 10 x the tolerance scaled by the
@@ -146,50 +163,57 @@ def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[s
     """
     shape = output.shape
     output, expected = output.reshape(-1), expected.reshape(-1)
-    pieces = [slice(start, start + PIECE_ELEMENTS) for start in range(0, expected.size, PIECE_ELEMENTS)]
+    pieces = [slice(start, min(start + PIECE_ELEMENTS, expected.size))
+              for start in range(0, expected.size, PIECE_ELEMENTS)]
     scale = 10 * rel_tolerance
-    # Zeroed maps cost nothing until written: most pieces of a passing output never write theirs.
+    scratch = _Scratch(min(PIECE_ELEMENTS, max(expected.size, 1)))
+    # Zeroed maps cost nothing until written: the pieces of a passing output never write theirs.
     unwritten = np.empty(expected.size, dtype=bool)
     nonfinite = np.zeros(expected.size, dtype=bool)
     wrong = np.zeros(expected.size, dtype=bool)
 
-    def differences(piece: slice) -> tuple[np.ndarray, np.ndarray | None]:
-        """The piece's errors (0 where unusable) and its usable elements (None when all are)."""
-        written, reference = output[piece].astype(np.float64), expected[piece]
-        finite = np.isfinite(written)
-        missing = unwritten[piece]
+    def errors(piece: slice) -> tuple[np.ndarray, np.ndarray | None]:
+        """The piece's errors (0 where unusable), in the thread's scratch, and its usable elements (None: all)."""
+        count = piece.stop - piece.start
+        error, reference, missing = scratch.error[:count], expected[piece], unwritten[piece]
+        np.copyto(error, output[piece])
+        finite = np.isfinite(error, out=scratch.finite[:count])
         if finite.all() and not missing.any():
-            np.subtract(written, reference, out=written)
-            return written, None
-        nonfinite[piece] = ~finite & ~missing
+            np.subtract(error, reference, out=error)
+            return error, None
+        nonfinite[piece] = finite
+        np.logical_not(nonfinite[piece], out=nonfinite[piece])
+        nonfinite[piece] &= ~missing
         usable = finite & ~missing
         with np.errstate(invalid="ignore"):
-            return np.where(usable, written - reference, 0.0), usable
+            np.subtract(error, reference, out=error)
+        error[~usable] = 0.0
+        return error, usable
 
     def measure(piece: slice) -> tuple[float, float, float, float, float]:
         """A piece's unwritten map; its sums of squared reference and error, its largest error, its largest
         |error| - 10 x tolerance x |reference| (the screen) and its largest 10 x tolerance x |reference|."""
-        unwritten[piece] = unwritten_in(piece)
+        unwritten_in(piece, unwritten[piece])
         reference = expected[piece]
-        difference, _ = differences(piece)
-        reference_sq, error_sq = float(np.dot(reference, reference)), float(np.dot(difference, difference))
-        np.abs(difference, out=difference)
-        scaled = np.abs(reference)
+        error, _ = errors(piece)
+        reference_sq, error_sq = _sum_of_squares(reference), _sum_of_squares(error)
+        np.abs(error, out=error)
+        scaled = np.abs(reference, out=scratch.bound[:error.size])
         scaled *= scale
         largest_scaled = float(scaled.max())
-        np.subtract(difference, scaled, out=scaled)
-        return reference_sq, error_sq, float(difference.max()), float(scaled.max()), largest_scaled
+        np.subtract(error, scaled, out=scaled)
+        return reference_sq, error_sq, float(error.max()), float(scaled.max()), largest_scaled
 
     def mark_wrong(piece: slice, rms: float) -> None:
         """The exact test of every element of a piece the screen did not clear."""
-        difference, usable = differences(piece)
-        np.abs(difference, out=difference)
-        tolerance = np.abs(expected[piece])
+        error, usable = errors(piece)
+        np.abs(error, out=error)
+        tolerance = np.abs(expected[piece], out=scratch.bound[:error.size])
         tolerance += rms
         tolerance *= scale
         if abs_tolerance is not None:
             np.maximum(tolerance, abs_tolerance, out=tolerance)
-        np.greater(difference, tolerance, out=wrong[piece])
+        np.greater(error, tolerance, out=wrong[piece])
         if usable is not None:
             wrong[piece] &= usable
 

@@ -8,9 +8,12 @@ whose construction fails halfway closes what it had made before raising.
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..cuda.compile import Cubin
 import numpy as np
@@ -28,6 +31,32 @@ from ..spec.model import Shape
 # Host arrays at least this large are page-locked while the session uses them (a shape's operands, its output's
 # copy): below it, a pageable copy costs little more than locking the pages would.
 PAGE_LOCK_MIN_BYTES = 64 << 20
+
+
+def _held_operands_budget() -> int:
+    """Bytes of operands and references a session keeps for shapes it may come back to: an eighth of the host's
+    memory (a GPU of a run on several takes tasks of several shapes in turn), at least 1 GiB."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    return max(1 << 30, memory // 8)
+
+
+HELD_OPERANDS_BYTES = _held_operands_budget()
+
+
+@dataclass
+class HeldOperands:
+    """A shape's operands kept by a session, and the page locks of its large arrays."""
+
+    operands: ShapeOperands
+    locks: dict[int, PageLocked] = field(default_factory=dict)    # by the array's id
+
+    def release(self) -> None:
+        for lock in self.locks.values():
+            lock.close()
+        self.locks.clear()
 
 
 @dataclass(frozen=True)
@@ -50,8 +79,8 @@ class Session:
         self.modules: dict[tuple[str, bytes], Module] = {}     # by image: a worker gets a fresh copy per batch
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
-        self.shape_operands: ShapeOperands | None = None        # the host inputs and references of the last shape
-        self.locked_operands: dict[int, PageLocked] = {}         # its large arrays, page-locked, by id
+        # The host inputs and references of the shapes run last, by (shape, seed), the most recent last.
+        self.held: OrderedDict[tuple[Shape, int], HeldOperands] = OrderedDict()
         self.host_output: tuple[np.ndarray, PageLocked | None] | None = None   # C's copy on the host, reused
         self.clocks: NvmlClocks | None = None
         self.typed_buffers: dict[str, DeviceBuffer] = {}        # A, B, C of typed cases, by byte size
@@ -106,22 +135,38 @@ class Session:
             self.modules[key] = Module(self.device, cubin)
         return self.modules[key]
 
-    def hold_operands(self, operands: ShapeOperands | None) -> None:
-        """Make `operands` the session's shape operands, the last ones unlocked and let go first."""
-        for lock in self.locked_operands.values():
-            lock.close()
-        self.locked_operands, self.shape_operands = {}, operands
+    def operands_for(self, shape: Shape, seed: int, draw: Callable[[], ShapeOperands]) -> ShapeOperands:
+        """The operands of `shape` from `seed`: those kept from an earlier case, else `draw()`n now.
 
-    def lock_operand(self, array: np.ndarray | None) -> None:
-        """Page-lock one of the held operands for its uploads, where it is large enough to gain from it.
+        Shapes are kept, most recent last, while their arrays together stay
+        within `HELD_OPERANDS_BYTES`; older ones are let go (their pages
+        unlocked first) before a new shape is drawn.
+        """
+        key = (shape, seed)
+        if key in self.held:
+            self.held.move_to_end(key)
+            return self.held[key].operands
+        self._let_go(keep_bytes=HELD_OPERANDS_BYTES - 4 * (shape.M * shape.K + shape.K * shape.N))
+        self.held[key] = HeldOperands(draw())
+        return self.held[key].operands
+
+    def _let_go(self, keep_bytes: int) -> None:
+        """Release the oldest shapes' operands until the rest fit in `keep_bytes`."""
+        while self.held and sum(held.operands.nbytes for held in self.held.values()) > max(keep_bytes, 0):
+            _, oldest = self.held.popitem(last=False)
+            oldest.release()
+
+    def lock_operand(self, operands: ShapeOperands, array: np.ndarray | None) -> None:
+        """Page-lock one of the held `operands`' arrays for its uploads, where it is large enough to gain.
 
         Best effort: where the driver refuses (locked memory exhausted), the
         copies go from pageable memory as before.
         """
-        if array is None or array.nbytes < PAGE_LOCK_MIN_BYTES or id(array) in self.locked_operands:
+        held = next((held for held in self.held.values() if held.operands is operands), None)
+        if held is None or array is None or array.nbytes < PAGE_LOCK_MIN_BYTES or id(array) in held.locks:
             return
         try:
-            self.locked_operands[id(array)] = self.device.page_lock(array)
+            held.locks[id(array)] = self.device.page_lock(array)
         except CudaError:
             pass
 
@@ -190,3 +235,4 @@ class Session:
             self.clocks.close()
             self.clocks = None
         self.device.close()
+        self.held.clear()              # their page locks went with the device's other handles

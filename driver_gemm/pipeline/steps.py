@@ -48,6 +48,7 @@ class CaseRun:
     settled: bool = False
     kernel: Kernel | None = None
     launch: Callable[[], None] | None = None
+    operands: ShapeOperands | None = None          # the shape's operands and references, as the session keeps them
     inputs: Inputs | None = None
     expected: np.ndarray | None = None
     reference_name: str = CPU_REFERENCE
@@ -118,33 +119,23 @@ def _load_cluster(run: CaseRun) -> None:
 
 
 def inputs(run: CaseRun) -> None:
-    """The shape's inputs (drawn from its seed by its first case, kept for the next), A and B uploaded.
+    """The shape's inputs (drawn from its seed by its first case on this GPU, kept by the session), A and B uploaded.
 
     A and B are uploaded for every case, so that a stray write of an earlier
     kernel into them cannot fail this one.
     """
     session, shape = run.session, run.case.shape
     reads_c = run.case.kernel is not None and run.case.kernel.reads_c()
-    run.inputs = _shape_operands(run, reads_c).inputs_for(reads_c)
+    seed = case_seed(run.spec.verify.seed, shape.label)
+    run.operands = session.operands_for(shape, seed, lambda: ShapeOperands(shape, make_inputs(shape, seed,
+                                                                                             with_c=reads_c)))
+    run.inputs = run.operands.inputs_for(reads_c)
     run.record.seed = run.inputs.seed
     for operand in (run.inputs.A, run.inputs.B, run.inputs.C0):
-        session.lock_operand(operand)
+        session.lock_operand(run.operands, operand)
     buffers = session.buffers_for(shape)
     buffers["A"].upload(run.inputs.A, session.stream)
     buffers["B"].upload(run.inputs.B, session.stream)
-
-
-def _shape_operands(run: CaseRun, reads_c: bool) -> ShapeOperands:
-    """The session's operands of `run`'s shape: those of the case before when it had the same shape, else drawn
-    now, the last shape's released first."""
-    session, shape = run.session, run.case.shape
-    seed = case_seed(run.spec.verify.seed, shape.label)
-    held = session.shape_operands
-    if held is None or held.shape != shape or held.inputs.seed != seed:
-        session.hold_operands(None)                   # the last shape's arrays go before the next are drawn
-        held = ShapeOperands(shape, make_inputs(shape, seed, with_c=reads_c))
-        session.hold_operands(held)
-    return held
 
 
 def _scalars(run: CaseRun) -> tuple[float, float]:
@@ -162,7 +153,7 @@ def reference(run: CaseRun) -> None:
 def _expected(run: CaseRun, alpha: float, beta: float) -> tuple[np.ndarray, str]:
     """The reference for `run`'s inputs and scalars, worked out by the shape's first case that needs it."""
     session, spec, shape = run.session, run.spec, run.case.shape
-    known = session.shape_operands.references
+    known = run.operands.references
     key = (alpha, beta, run.inputs.C0 is not None)
     if key not in known:
         if uses_cpu_reference(spec.verify, shape, session.cublas is not None):
