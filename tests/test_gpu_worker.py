@@ -249,6 +249,7 @@ def test_a_released_worker_leaves_on_its_own_and_later_work_gets_a_new_process()
         worker.run(spec, second, {}, finished.append)
     assert all(r.status == Status.PASS for r in finished) and len(finished) == len(cases_of(spec))
     assert pid_of(finished[0]) != pid_of(finished[-1]) and worker.processes_started == 2
-    # The first process's moments, then its stop; "last case" moved on with the second process's cases.
-    assert list(timeline.marks()) == ["gpu-3 spawned", "gpu-3 ready", "gpu-3 first case", "gpu-3 told to stop",
-                                      "gpu-3 last case"]
+    # The first process's moments (its session made by its own clock, before the parent heard it was ready),
+    # then its stop; "last case" moved on with the second process's cases.
+    assert list(timeline.marks()) == ["gpu-3 spawned", "gpu-3 session made", "gpu-3 ready", "gpu-3 first case",
+                                      "gpu-3 told to stop", "gpu-3 last case"]

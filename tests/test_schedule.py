@@ -149,3 +149,44 @@ def test_one_gpu_gets_few_tasks():
 def test_a_verify_only_run_costs_less():
     spec = load_spec(SPECS / "mixed.yaml")
     assert single_gpu_s(spec, CostModel(time_cases=False)) < 0.5 * single_gpu_s(spec)
+
+
+def remembered_ramp(big_baseline_s):
+    """The ramp priced as remembered: 16384^3 about half the work, its baseline (with the shape's operands and
+    reference) `big_baseline_s`; every other case one second."""
+    spec = load_spec(SPECS / "ramp.yaml")
+    big = max(spec.shapes, key=lambda s: s.flops)
+    case_s = {(c.label, c.shape.label): (big_baseline_s if c.is_baseline else 7.0) if c.shape == big else 1.0
+              for c in cases_of(spec)}
+    return spec, big, CostModel(case_s=case_s)
+
+
+@pytest.mark.parametrize("big_baseline_s, whole", [(8.0, True), (0.1, False)])
+def test_a_shape_whose_baseline_is_costly_stays_whole_the_small_ones_dealt_around_it(big_baseline_s, whole):
+    from driver_gemm.pipeline import schedule
+
+    spec, big, model = remembered_ramp(big_baseline_s)
+    assert schedule.remembered_share(spec, model) == 1.0
+    tasks = plan_tasks(spec, 2, model)
+    planned = simulate(tasks, 2, model)
+    assert (sum(big in task.shapes for task in tasks) == 1) is whole
+    # no worse than any cut that splits every shape larger than a task (the only cuts there were before)
+    total = sum(cost for kernels, _ in shape_costs(spec, model).values() for _, cost, _ in kernels)
+    cut = min(simulate(schedule.tasks_at(spec, total / (2 * g), model), 2, model).makespan_s
+              for g in schedule.GRANULARITIES)
+    assert planned.makespan_s <= cut * (1 + schedule.REMEMBERED_SLACK) + 1e-9
+    if whole:
+        assert planned.makespan_s < cut and planned.baseline_runs == len(spec.shapes)     # no baseline twice
+
+
+def test_guessed_costs_buy_more_insurance_than_remembered_ones(monkeypatch):
+    from driver_gemm.pipeline import schedule
+
+    spec, _, remembered = remembered_ramp(8.0)
+    guessed = CostModel(launch_ms={key: 1.0 for key in remembered.case_s})
+    assert schedule.remembered_share(spec, guessed) == 0.0
+    chosen = {}
+    for slack in (0.0, 0.5):              # the guessed plan follows SLACK, the remembered one REMEMBERED_SLACK
+        monkeypatch.setattr(schedule, "SLACK", slack)
+        chosen[slack] = (len(plan_tasks(spec, 2, guessed)), len(plan_tasks(spec, 2, remembered)))
+    assert chosen[0.5][0] > chosen[0.0][0] and chosen[0.5][1] == chosen[0.0][1]

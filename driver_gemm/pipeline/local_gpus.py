@@ -131,6 +131,7 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
             model, result.settings["estimates"] = remembered_model(
                 spec, [((environment_of or {}).get("device") or {}).get("name") for _, _, environment_of in described])
         tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
+        timeline.mark("tasks dealt", first=True)
         uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
                  for _, device, environment_of in described}
         _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids,

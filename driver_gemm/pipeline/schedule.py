@@ -54,8 +54,13 @@ from .plan import plan_launch
 
 # Tasks per GPU tried by `plan_tasks` (about): 1 is a split made in advance, more is finer dealing.
 GRANULARITIES = tuple(1 + step / 4 for step in range(45))
-# How much longer (as a share of the shortest simulated run) a finer cut may be and still be chosen.
+# How much longer (as a share of the shortest simulated run) a finer cut may be and still be chosen: insurance
+# against what the estimate gets wrong, bought with repeated baselines and operands. Cases priced at what they
+# took before (`CostModel.case_s`) are known to a few per cent, so a plan priced so takes less insurance: on
+# the H200 x2, the ramp's shortest plan (whole shapes, 64.5 s simulated) ran in 72.2 s when the 2% slack
+# chose a finer one (65.7 s simulated) that split 16384^3, whose second baseline, draw and reference cost 6 s.
 SLACK = 0.02
+REMEMBERED_SLACK = 0.005
 
 
 @dataclass(frozen=True)
@@ -227,19 +232,24 @@ def split_shape(shape: Shape, kernels: list[tuple[str, float, str]], baselines: 
     return tasks
 
 
-def tasks_at(spec: Spec, target_s: float, model: CostModel = CostModel(), costs: dict | None = None) -> list[Task]:
+def tasks_at(spec: Spec, target_s: float, model: CostModel = CostModel(), costs: dict | None = None,
+             split_s: float | None = None) -> list[Task]:
     """Tasks of about `target_s` each, largest first: large shapes cut into groups of kernels, small ones bundled.
 
-    The small shapes (under `target_s` each, baselines included) are dealt
-    into as many bundles as their total makes of `target_s`, each shape to
-    the lightest bundle, largest first. `costs` are `shape_costs`, when already made.
+    A shape over `split_s` (default `target_s`), baselines included, is cut
+    into groups of about `target_s`; the others are dealt into as many
+    bundles as their total makes of `target_s`, each shape to the lightest
+    bundle, largest first (with `split_s` infinite, every shape is kept
+    whole, a large one in a bundle of its own). `costs` are `shape_costs`,
+    when already made.
     """
+    split_s = target_s if split_s is None else split_s
     every_kernel = tuple(k.label for k in spec.kernels)
     tasks: list[Task] = []
     small: list[tuple[Shape, float, dict]] = []
     for shape, (kernels, baselines) in (costs or shape_costs(spec, model)).items():
         kernels_s = sum(cost for _, cost, _ in kernels)
-        if kernels and kernels_s + sum(baselines.values()) > target_s:
+        if kernels and kernels_s + sum(baselines.values()) > split_s:
             tasks.extend(split_shape(shape, kernels, baselines, math.ceil(kernels_s / max(target_s, 1e-9))))
         else:
             small.append((shape, kernels_s + sum(baselines.values()), baselines))
@@ -293,8 +303,13 @@ def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list
     balance better, in the simulation and, more so, against what the
     estimate gets wrong: a GPU that finds its tasks longer than estimated
     leaves the later ones to the other. Each granularity in `GRANULARITIES`
-    (tasks per GPU) is simulated, and of the cuts within `SLACK` of the
-    shortest the one with the most tasks is kept (on one GPU, the shortest).
+    (tasks per GPU) is simulated, with the shapes larger than a task cut or
+    kept whole (a shape whose baseline, operands and reference are costly
+    may be cheaper on one GPU, the small ones dealt around it), and of the
+    cuts within the slack of the
+    shortest the one with the most tasks is kept (on one GPU, the shortest):
+    `SLACK` for guessed costs, `REMEMBERED_SLACK` for remembered ones, in
+    proportion (`remembered_share`).
     """
     if workers < 1:
         raise ValueError("at least one worker")
@@ -302,10 +317,19 @@ def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list
     kernel_total = sum(cost for kernels, _ in costs.values() for _, cost, _ in kernels)
     tried = []
     for per_worker in GRANULARITIES:
-        tasks = tasks_at(spec, kernel_total / (workers * per_worker), model, costs)
-        tried.append((simulate(tasks, workers, model).makespan_s, tasks))
+        for split_s in (None, math.inf):         # large shapes cut, or every shape whole and the small ones dealt
+            tasks = tasks_at(spec, kernel_total / (workers * per_worker), model, costs, split_s)
+            tried.append((simulate(tasks, workers, model).makespan_s, tasks))
     shortest = min(makespan for makespan, _ in tried)
     if workers == 1:            # nothing to balance: the shortest, the coarser on a tie
         return next(tasks for makespan, tasks in tried if makespan <= shortest + 1e-9)
-    return max((entry for entry in tried if entry[0] <= shortest * (1 + SLACK) + 1e-9),
+    slack = SLACK + (REMEMBERED_SLACK - SLACK) * remembered_share(spec, model)
+    return max((entry for entry in tried if entry[0] <= shortest * (1 + slack) + 1e-9),
                key=lambda entry: (len(entry[1]), -entry[0]))[1]
+
+
+def remembered_share(spec: Spec, model: CostModel) -> float:
+    """The share of the spec's estimated seconds that `model` prices at what the cases took before."""
+    costs = [(case_cost(case, spec, model), (case.label, case.shape.label) in model.case_s) for case in cases_of(spec)]
+    total = sum(cost for cost, _ in costs)
+    return sum(cost for cost, known in costs if known) / total if total > 0 else 0.0

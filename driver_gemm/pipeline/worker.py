@@ -48,9 +48,10 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
     exits), and ("done",) after the last. ("stop",), or the parent going away, ends it. A session
     that cannot be made is reported as ("fatal", message). After a case that
     leaves CUDA unusable it exits: the parent starts a fresh process.
-    The "ready" message carries when this function was entered (the
-    machine's monotonic clock, which the parent shares) and the session's
-    `start_steps`, so the parent can say where the start-up went.
+    The "ready" message carries when this function was entered and when the
+    session was made (the machine's monotonic clock, which the parent
+    shares) and the session's `start_steps`, so the parent can say where
+    the start-up went.
     """
     entered = time.monotonic()          # the interpreter has started and imported this module
     try:
@@ -60,7 +61,8 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
         connection.close()
         return
     try:
-        connection.send(("ready", {"entered": entered, "steps": dict(getattr(session, "start_steps", {}))}))
+        connection.send(("ready", {"entered": entered, "made": time.monotonic(),
+                                   "steps": dict(getattr(session, "start_steps", {}))}))
         while True:
             try:
                 message = connection.recv()
@@ -194,6 +196,9 @@ class GpuWorker:
                 message = self._connection.recv()
                 if message[0] == "ready":
                     self._ready = True
+                    made = _session_made_at(message)
+                    if made is not None:      # by the child's clock: this thread may hear of it later
+                        timeline.mark(f"{self.name} session made", first=True, at=made)
                     timeline.mark(f"{self.name} ready", first=True)
                     self.starts.append(round(time.monotonic() - self._spawned, 3))
                     self.start_steps.append(start_steps(message, self._spawned))
@@ -321,6 +326,14 @@ class GpuWorker:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _session_made_at(message) -> float | None:
+    """When the child's session was made (the machine's monotonic clock), from its "ready" message."""
+    try:
+        return float(message[1]["made"])
+    except (IndexError, KeyError, TypeError, ValueError):
+        return None
 
 
 def run_isolated(spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,

@@ -6,6 +6,7 @@ as they land, reloaded, and compared across runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -82,7 +83,8 @@ class CaseResult:
         return self.timing.median_ms if self.timing else None
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
+        out = asdict(dataclasses.replace(self, timing=None))
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
         out["timing"] = self.timing.as_dict() if self.timing else None
         for key in self.OPTIONAL_KEYS:
@@ -152,6 +154,11 @@ def _finite(value):
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        try:     # a case's raw samples (tens of thousands of times): all numbers and all finite, in one C loop
+            if math.isfinite(math.fsum(value)):
+                return list(value)
+        except (TypeError, OverflowError):
+            pass
         return [_finite(v) for v in value]
     return value
 
