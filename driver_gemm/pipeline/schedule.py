@@ -3,22 +3,30 @@
 A task is one shape and a group of its kernels. The GPU that takes a task
 also runs the shape's cuBLAS case(s) unless it already has, so every
 kernel's % of cuBLAS is measured on the GPU that ran the kernel; a shape cut
-into two tasks that land on two GPUs therefore pays for its baseline twice.
+into two tasks that land on two GPUs therefore pays for its baseline, and
+for drawing its operands and working out its reference, twice.
 
 A case's time is set less by its FLOPs than by the measurement's limits
 (sampling stops once `min_time_s` of GPU time is in, or at `timeout_s` of
-wall time), by the work on the host that grows with the operands (drawing
-inputs, copying them, comparing C in float64, and the CPU's float64 product
-where that is the reference), and by a small fixed cost per case. `CostModel`
-puts numbers on these; its defaults come from the per-step seconds that H200
-runs recorded in each case's ``phases`` (`bench/results/round2/`): drawing
-and uploading A and B about 5 ns an element (0.64 s at 8192^3), reading C
-back and comparing it 35 ns an element (2.0 s and 0.3 s of reference at
-8192^3), sampling about 35 us a sample beyond the kernel itself. Where the
-launch times of a spec's kernels have been recorded (`CostModel.launch_ms`),
-they replace the assumed TFLOP/s; where whole cases' seconds have been
-(`CostModel.case_s`), they replace the estimate. Runs on several GPUs take
-both from what earlier runs of the spec recorded (`estimates`).
+wall time), by the work on the host that grows with the operands (copying
+A and B to the GPU, reading C back and comparing it in float64), and by a
+small fixed cost per case. A GPU also pays once for each shape whose FP32
+cases it takes (`operands_cost`): drawing A and B and working out the
+float64 reference, which its later cases of the shape share; typed cases
+draw their own and pay for them per case. `CostModel` puts numbers on
+these; its defaults come from the per-step seconds that H200 runs recorded
+in each case's ``phases`` (`bench/results/round6/4-whole-shapes/`): drawing
+A and B about 0.8 ns an element (0.41 s at 16384^3), copying them from
+page-locked memory 0.08 ns (0.04 s), reading C back and checking it about
+2 ns an element of C (0.35-0.55 s at 16384^3), cuBLAS's product read back
+as the float64 reference 3.5 ns (1.0 s), the CPU's float64 product about
+100 GFLOP/s where that is the reference, sampling about 35 us a sample
+beyond the kernel itself. Where the launch times of a spec's kernels have
+been recorded (`CostModel.launch_ms`), they replace the assumed TFLOP/s;
+where whole cases' seconds have been (`CostModel.case_s`), they replace the
+estimate, and the shape's draw and reference, which its first case's
+seconds include. Runs on several GPUs take both from what earlier runs of
+the spec recorded (`estimates`).
 
 A run also pays once for its start and end: the process, its imports,
 reading the spec, compiling (from the disk cache when warm), its GPU worker
@@ -52,6 +60,8 @@ from ..cuda.occupancy import arch_limits
 from .cases import Case, cases_of
 from .plan import plan_launch
 
+# What a task lists beside its baselines' precisions for a shape's operands and reference (`operands_cost`).
+OPERANDS = "operands"
 # Tasks per GPU tried by `plan_tasks` (about): 1 is a split made in advance, more is finer dealing.
 GRANULARITIES = tuple(1 + step / 4 for step in range(45))
 # How much longer (as a share of the shortest simulated run) a finer cut may be and still be chosen: insurance
@@ -68,8 +78,10 @@ class CostModel:
     """Estimated seconds of a case on one GPU; see the module's docstring for where the defaults come from."""
 
     case_overhead_s: float = 0.03       # planning, module load, the record and its trip to the parent
-    input_element_s: float = 5e-9       # per element of A and B: drawn and copied to the GPU
-    output_element_s: float = 35e-9     # per element of C: copied back, reference scaled and compared in float64
+    input_element_s: float = 0.08e-9    # per element of A and B, per case: copied to the GPU
+    draw_element_s: float = 0.8e-9      # per element of A and B, per shape and GPU (per case when typed): drawn
+    output_element_s: float = 2e-9      # per element of C: poisoned, copied back and checked in float64
+    reference_element_s: float = 3.5e-9 # per element of C, per shape and GPU: cuBLAS's product as the reference
     cpu_reference_gflops: float = 100.0 # the host's float64 product, where it is the reference
     kernel_tflops: float = 10.0         # assumed speed of a kernel under test (they range 0.5 to 50 on an H200)
     baseline_tflops: float = 50.0       # cuBLAS SGEMM on an H200
@@ -115,8 +127,8 @@ def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
     checked = not case.is_baseline or uses_cpu_reference(spec.verify, shape, spec.baseline)
     if checked:
         cost += shape.M * shape.N * model.output_element_s
-    if checked and uses_cpu_reference(spec.verify, shape, spec.baseline):
-        cost += shape.flops / 1e9 / model.cpu_reference_gflops
+    if not shares_operands(case):        # a typed case draws its own inputs and works out its own reference
+        cost += _draw_s(shape, model) + (_reference_s(shape, spec, model) if checked else 0.0)
     recorded = model.launch_ms.get((case.label, shape.label))        # as `estimates` remembers them
     if recorded is None and case.kernel is not None:                  # as a results file names a kernel
         recorded = model.launch_ms.get((case.kernel.name, shape.label))
@@ -126,6 +138,30 @@ def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
     if model.time_cases:
         cost += timing_cost(launch_s, spec.measure, model.flush_s)
     return cost
+
+
+def shares_operands(case: Case) -> bool:
+    """Whether `case` takes its shape's operands and reference as the GPU keeps them (FP32 kernels and cuBLAS)."""
+    return case.lt is None and (case.kernel is None or not case.kernel.is_typed)
+
+
+def _draw_s(shape: Shape, model: CostModel) -> float:
+    return (shape.M * shape.K + shape.K * shape.N) * model.draw_element_s
+
+
+def _reference_s(shape: Shape, spec: Spec, model: CostModel) -> float:
+    if uses_cpu_reference(spec.verify, shape, spec.baseline):
+        return shape.flops / 1e9 / model.cpu_reference_gflops
+    return shape.M * shape.N * model.reference_element_s
+
+
+def operands_cost(shape: Shape, spec: Spec, model: CostModel = CostModel()) -> float:
+    """What a GPU pays once for `shape` before its FP32 cases: drawing A and B and the float64 reference (0 when
+    the shape has no such case, or when a case of it is priced at what it took, which includes them)."""
+    cases = [case for case in cases_of(spec) if case.shape == shape and shares_operands(case)]
+    if not cases or any((case.label, shape.label) in model.case_s for case in cases):
+        return 0.0
+    return _draw_s(shape, model) + _reference_s(shape, spec, model)
 
 
 @dataclass(frozen=True)
@@ -139,7 +175,9 @@ class Task:
     shapes: tuple[Shape, ...]
     kernels: tuple[str, ...]
     kernels_s: float                                          # the kernels' cases
-    baselines: tuple[tuple[Shape, str, float], ...] = ()      # (shape, precision, seconds) of its cuBLAS cases
+    # What a GPU pays once for each shape it takes, (shape, what, seconds): its cuBLAS case per precision, and
+    # its operands and reference (`OPERANDS`).
+    baselines: tuple[tuple[Shape, str, float], ...] = ()
 
     @property
     def estimate_s(self) -> float:
@@ -172,7 +210,8 @@ class Schedule:
 
 
 def shape_costs(spec: Spec, model: CostModel = CostModel()) -> dict[Shape, tuple[list[tuple[str, float, str]], dict]]:
-    """Per shape: its kernels (label, estimated seconds, precision) in spec order, and its baselines' seconds."""
+    """Per shape: its kernels (label, estimated seconds, precision) in spec order, and what a GPU pays once for
+    it: its baselines' seconds by precision, and its operands' (`OPERANDS`) where they cost anything."""
     out: dict[Shape, tuple[list[tuple[str, float, str]], dict]] = {shape: ([], {}) for shape in spec.shapes}
     for case in cases_of(spec):
         kernels, baselines = out[case.shape]
@@ -180,12 +219,17 @@ def shape_costs(spec: Spec, model: CostModel = CostModel()) -> dict[Shape, tuple
             baselines[case.precision] = case_cost(case, spec, model)
         else:
             kernels.append((case.label, case_cost(case, spec, model), case.precision))
+    for shape, (_, baselines) in out.items():
+        operands = operands_cost(shape, spec, model)
+        if operands > 0:
+            baselines[OPERANDS] = operands
     return out
 
 
 def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
     """Estimated seconds of the whole spec on one GPU, as one run (one start-up), from start to exit."""
-    return model.run_start_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
+    return (model.run_start_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
+            + sum(operands_cost(shape, spec, model) for shape in spec.shapes))
 
 
 def remembered_model(spec: Spec, gpus: list[str | None]) -> tuple[CostModel, dict]:
@@ -226,7 +270,7 @@ def split_shape(shape: Shape, kernels: list[tuple[str, float, str]], baselines: 
         if not members:
             continue
         members.sort(key=lambda k: order[k[0]])
-        precisions = [p for p in baselines if p == "fp32" or any(k[2] == p for k in members)]
+        precisions = [p for p in baselines if p in ("fp32", OPERANDS) or any(k[2] == p for k in members)]
         tasks.append(Task((shape,), tuple(k[0] for k in members), load,
                           tuple((shape, p, baselines[p]) for p in precisions)))
     return tasks
@@ -277,9 +321,9 @@ def _bundled(bundle: list[tuple[Shape, float, dict]], kernels: tuple[str, ...], 
 def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) -> Schedule:
     """List scheduling as the cluster does it: each task, in order, to the worker that is free first.
 
-    A worker pays `model.task_overhead_s` per task and a shape's baselines the
-    first time it takes that shape (its worker process is kept between tasks,
-    so no task pays for a process).
+    A worker pays `model.task_overhead_s` per task, and a shape's baselines
+    and operands the first time it takes that shape (its worker process,
+    which keeps them, is kept between tasks, so no task pays for a process).
     """
     schedule = Schedule(workers, [[] for _ in range(workers)], [0.0] * workers)
     has_run: set[tuple[int, Shape, str]] = set()
@@ -288,7 +332,7 @@ def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) ->
         cost = model.task_overhead_s + task.kernels_s
         for shape, precision, seconds in task.baselines:
             if (worker, shape, precision) not in has_run:
-                schedule.baseline_runs += 1
+                schedule.baseline_runs += precision != OPERANDS
                 cost += seconds
                 has_run.add((worker, shape, precision))
         schedule.assigned[worker].append(task)
