@@ -15,25 +15,25 @@ from driver_gemm.status import Status
 
 from test_spec import KERNEL, MINIMAL, write
 
-# Three kernels on two shapes: v4 as written, v4 with alpha, v4 reading C (alpha and beta).
-SPEC = MINIMAL.replace("  - [64, 32, 16]", "  - [64, 32, 16]\n  - [32, 32, 8]") + f"""\
-  - name: scaled
+
+
+def v4_taking(name, scalars):
+    """A spec entry for v4 that takes `scalars` (alpha, beta) after its sizes, with their values."""
+    return f"""\
+  - name: {name}
     source: {KERNEL}
     function: sgemm_coarsen_2d
     params: {{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}}
     block: [BN / TN, BM / TM]
     grid: [ceil(N / BN), ceil(M / BM)]
-    signature: [A, B, C, M, N, K, alpha]
-    scalars: {{alpha: 2.0}}
-  - name: accumulating
-    source: {KERNEL}
-    function: sgemm_coarsen_2d
-    params: {{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}}
-    block: [BN / TN, BM / TM]
-    grid: [ceil(N / BN), ceil(M / BM)]
-    signature: [A, B, C, M, N, K, alpha, beta]
-    scalars: {{alpha: 1.0, beta: 0.5}}
+    signature: [A, B, C, M, N, K, {', '.join(scalars)}]
+    scalars: {{{', '.join(f'{k}: {v}' for k, v in scalars.items())}}}
 """
+
+
+# Three kernels on two shapes: v4 as written, v4 with alpha, v4 reading C (alpha and beta).
+SPEC = (MINIMAL.replace("  - [64, 32, 16]", "  - [64, 32, 16]\n  - [32, 32, 8]")
+        + v4_taking("scaled", {"alpha": 2.0}) + v4_taking("accumulating", {"alpha": 1.0, "beta": 0.5}))
 
 
 class Buffer:
