@@ -1,9 +1,10 @@
 """Where a command's wall time goes: named moments, in seconds since its process started.
 
 ``driver-gemm run`` marks the moments that divide a run: the specs read, the
-GPUs' worker processes spawned and ready, each GPU's first and last case and
-the moment it had no task left, its worker process told to stop, the results
-about to be written. They go into the results under
+tasks dealt (several GPUs), the GPUs' worker processes spawned, their
+sessions made (by the worker's clock) and their being heard to be ready,
+each GPU's first and last case and the moment it had no task left, its
+worker process told to stop, the results about to be written. They go into the results under
 ``settings["timeline_s"]``, so that what a run spends before its first case
 and after its last (the part a second GPU cannot halve) is read from the run
 itself rather than guessed from totals.

@@ -3,10 +3,11 @@
 A case's seed comes from the spec's seed and the shape's name, so the same
 case gets the same inputs in every run and on every GPU, every kernel of a
 shape and its cuBLAS row are measured on the same operands, and a failure
-can be reproduced from its record alone. The cases of one shape that run in
-a row share one draw of them, and the references worked out from them
-(`ShapeOperands`): at 16384^3, drawing A and B on one thread took 2.5 s and
-the cuBLAS reference 1.1 s, per case, before they were shared.
+can be reproduced from its record alone. The cases of one shape on one GPU
+share one draw of them, and the references worked out from them
+(`ShapeOperands`, which the GPU's session keeps): at 16384^3, drawing A and
+B on one thread took 2.5 s and the cuBLAS reference 1.1 s, per case, before
+they were shared.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def make_inputs(shape: Shape, seed: int, *, with_c: bool = False) -> Inputs:
 
 @dataclass
 class ShapeOperands:
-    """A shape's inputs, drawn once for the cases of the shape that run in a row, and the references worked out
-    from them, by what decides a reference: (alpha, beta, whether C starts from C0) -> (float64 C, its name)."""
+    """A shape's inputs, drawn once for the shape's cases on one GPU, and the references worked out from them, by
+    what decides a reference: (alpha, beta, whether C starts from C0) -> (float64 C, its name)."""
 
     shape: Shape
     inputs: Inputs

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..cuda.compile import Cubin
 import numpy as np
 
+from ..cuda.compile import Cubin
 from ..cuda.device import Device, DeviceBuffer, Owned, PageLocked
 from ..cuda.module import Module
 from ..errors import CudaError
