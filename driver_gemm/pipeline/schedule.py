@@ -158,8 +158,13 @@ def _reference_s(shape: Shape, spec: Spec, model: CostModel) -> float:
 def operands_cost(shape: Shape, spec: Spec, model: CostModel = CostModel()) -> float:
     """What a GPU pays once for `shape` before its FP32 cases: drawing A and B and the float64 reference (0 when
     the shape has no such case, or when a case of it is priced at what it took, which includes them)."""
-    cases = [case for case in cases_of(spec) if case.shape == shape and shares_operands(case)]
-    if not cases or any((case.label, shape.label) in model.case_s for case in cases):
+    return _operands_s(shape, [case for case in cases_of(spec) if case.shape == shape], spec, model)
+
+
+def _operands_s(shape: Shape, cases: list[Case], spec: Spec, model: CostModel) -> float:
+    """`operands_cost` of `shape`, whose cases are `cases`."""
+    shared = [case for case in cases if shares_operands(case)]
+    if not shared or any((case.label, shape.label) in model.case_s for case in shared):
         return 0.0
     return _draw_s(shape, model) + _reference_s(shape, spec, model)
 
@@ -213,23 +218,31 @@ def shape_costs(spec: Spec, model: CostModel = CostModel()) -> dict[Shape, tuple
     """Per shape: its kernels (label, estimated seconds, precision) in spec order, and what a GPU pays once for
     it: its baselines' seconds by precision, and its operands' (`OPERANDS`) where they cost anything."""
     out: dict[Shape, tuple[list[tuple[str, float, str]], dict]] = {shape: ([], {}) for shape in spec.shapes}
-    for case in cases_of(spec):
-        kernels, baselines = out[case.shape]
-        if case.is_baseline:
-            baselines[case.precision] = case_cost(case, spec, model)
-        else:
-            kernels.append((case.label, case_cost(case, spec, model), case.precision))
-    for shape, (_, baselines) in out.items():
-        operands = operands_cost(shape, spec, model)
+    for shape, cases in _by_shape(spec).items():
+        kernels, baselines = out[shape]
+        for case in cases:
+            if case.is_baseline:
+                baselines[case.precision] = case_cost(case, spec, model)
+            else:
+                kernels.append((case.label, case_cost(case, spec, model), case.precision))
+        operands = _operands_s(shape, cases, spec, model)
         if operands > 0:
             baselines[OPERANDS] = operands
     return out
 
 
+def _by_shape(spec: Spec) -> dict[Shape, list[Case]]:
+    """The spec's cases by shape, in run order."""
+    cases: dict[Shape, list[Case]] = {shape: [] for shape in spec.shapes}
+    for case in cases_of(spec):
+        cases[case.shape].append(case)
+    return cases
+
+
 def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
     """Estimated seconds of the whole spec on one GPU, as one run (one start-up), from start to exit."""
-    return (model.run_start_s + sum(case_cost(case, spec, model) for case in cases_of(spec))
-            + sum(operands_cost(shape, spec, model) for shape in spec.shapes))
+    return model.run_start_s + sum(sum(case_cost(case, spec, model) for case in cases)
+                                   + _operands_s(shape, cases, spec, model) for shape, cases in _by_shape(spec).items())
 
 
 def remembered_model(spec: Spec, gpus: list[str | None]) -> tuple[CostModel, dict]:
