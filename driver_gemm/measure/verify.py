@@ -181,9 +181,7 @@ def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[s
         if finite.all() and not missing.any():
             np.subtract(error, reference, out=error)
             return error, None
-        nonfinite[piece] = finite
-        np.logical_not(nonfinite[piece], out=nonfinite[piece])
-        nonfinite[piece] &= ~missing
+        nonfinite[piece] = ~finite & ~missing
         usable = finite & ~missing
         with np.errstate(invalid="ignore"):
             np.subtract(error, reference, out=error)

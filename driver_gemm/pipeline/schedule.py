@@ -373,9 +373,13 @@ def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list
     costs = shape_costs(spec, model)
     kernel_total = sum(cost for kernels, _ in costs.values() for _, cost, _ in kernels)
     tried = []
+    shape_s = [sum(cost for _, cost, _ in kernels) + sum(paid_once.values())
+               for kernels, paid_once in costs.values() if kernels]
     for per_worker in GRANULARITIES:
-        for split_s in (None, math.inf):         # large shapes cut, or every shape whole and the small ones dealt
-            tasks = tasks_at(spec, kernel_total / (workers * per_worker), model, costs, split_s)
+        target_s = kernel_total / (workers * per_worker)
+        # Large shapes cut, or every shape whole and the small ones dealt (the same tasks when none is large).
+        for split_s in (None, math.inf) if any(s > target_s for s in shape_s) else (None,):
+            tasks = tasks_at(spec, target_s, model, costs, split_s)
             tried.append((simulate(tasks, workers, model).makespan_s, tasks))
     shortest = min(makespan for makespan, _ in tried)
     if workers == 1:            # nothing to balance: the shortest, the coarser on a tie
