@@ -21,25 +21,54 @@ Or drive a kernel yourself::
         c = C.download((M, N), numpy.float32, stream)
 """
 
+from __future__ import annotations
+
+import importlib
+
 from .version import __version__
-from .measure.baseline import CublasSgemm
-from .report.compare import Comparison, compare_runs
-from .cuda.compile import Cubin, compile_source, compile_text
-from .cuda.device import Device, DeviceBuffer, DeviceProperties, Event, Stream, device_count, read_properties
-from .cuda.resources import KernelResources
-from .errors import (ArgumentError, CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError,
-                     ToolMissingError, UsageError)
-from .cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
-from .cuda.module import Kernel, Module, load_kernel
-from .cuda.occupancy import arch_limits, occupancy
-from .pipeline.plan import CasePlan, plan_case
-from .results.records import CaseResult, RunResult, load_results
-from .pipeline.cases import Case, cases_of
-from .pipeline.runner import run_spec
-from .pipeline.session import RunOptions
-from .spec.model import KernelSpec, MeasureSettings, Shape, Spec, VerifySettings
-from .spec import load_spec, spec_from_dict
-from .measure.stats import TimingSummary
+
+# Where each public name lives. They are imported on first use (PEP 562), not here: a GPU worker process, or a
+# command that only reads a spec, then pays for the modules it uses and not for all of them (NVRTC, nvmath-python
+# and the report layer cost a few tenths of a second to import, before the first case can start).
+_PUBLIC = {
+    "CublasSgemm": ".measure.baseline",
+    "Comparison": ".report.compare", "compare_runs": ".report.compare",
+    "Cubin": ".cuda.compile", "compile_source": ".cuda.compile", "compile_text": ".cuda.compile",
+    "Device": ".cuda.device", "DeviceBuffer": ".cuda.device", "DeviceProperties": ".cuda.device",
+    "Event": ".cuda.device", "Stream": ".cuda.device", "device_count": ".cuda.device",
+    "read_properties": ".cuda.device",
+    "KernelResources": ".cuda.resources",
+    "ArgumentError": ".errors", "CompileError": ".errors", "ConfigError": ".errors", "CudaError": ".errors",
+    "DriverGemmError": ".errors", "NoGpuError": ".errors", "SpecError": ".errors", "ToolMissingError": ".errors",
+    "UsageError": ".errors",
+    "LaunchConfig": ".cuda.launch", "PackedArguments": ".cuda.launch", "PreparedLaunch": ".cuda.launch",
+    "Kernel": ".cuda.module", "Module": ".cuda.module", "load_kernel": ".cuda.module",
+    "arch_limits": ".cuda.occupancy", "occupancy": ".cuda.occupancy",
+    "CasePlan": ".pipeline.plan", "plan_case": ".pipeline.plan",
+    "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.records",
+    "Case": ".pipeline.cases", "cases_of": ".pipeline.cases",
+    "run_spec": ".pipeline.runner",
+    "RunOptions": ".pipeline.options",
+    "KernelSpec": ".spec.model", "MeasureSettings": ".spec.model", "Shape": ".spec.model", "Spec": ".spec.model",
+    "VerifySettings": ".spec.model",
+    "load_spec": ".spec", "spec_from_dict": ".spec",
+    "TimingSummary": ".measure.stats",
+}
+
+
+def __getattr__(name: str):
+    """A public name, imported from its module the first time it is asked for (then kept here)."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
 
 __all__ = [
     "ArgumentError", "Case", "CasePlan", "CaseResult", "Comparison", "CompileError", "ConfigError", "Cubin",

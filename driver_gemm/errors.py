@@ -11,7 +11,8 @@ subclass from this module. The only exceptions are programming errors, which
 are bugs in the calling code rather than conditions a user can meet: an
 ``assert`` on an internal invariant, and ``ValueError`` for a Python API called
 with arguments no correct caller passes (a negative buffer size, an output of
-the wrong shape). Anything else that escapes a case in a run (a plain
+the wrong shape); and ``AttributeError`` for a name the package does not have
+(Python's protocol for the package's lazy attributes). Anything else that escapes a case in a run (a plain
 ``RuntimeError`` from a library, say) is caught by the run's funnel and
 recorded as that case's ERROR. The checker that turns CUDA statuses into
 `CudaError` is `driver_gemm.cuda.check`.

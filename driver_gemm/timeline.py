@@ -1,13 +1,17 @@
 """Where a command's wall time goes: named moments, in seconds since its process started.
 
-``driver-gemm run`` marks the moments that divide a run: the specs read, the
-tasks dealt (several GPUs), the GPUs' worker processes spawned, their
-sessions made (by the worker's clock) and their being heard to be ready,
-each GPU's first and last case and the moment it had no task left, its
-worker process told to stop, the results about to be written. They go into the results under
-``settings["timeline_s"]``, so that what a run spends before its first case
-and after its last (the part a second GPU cannot halve) is read from the run
-itself rather than guessed from totals.
+``driver-gemm run`` marks the moments that divide a run: the GPUs' worker
+processes spawned (before the specs are read), the specs read, the workers
+told to begin, the driver's answer, the tasks dealt (several GPUs), the
+workers' sessions made (by the worker's clock) and their being heard to be
+ready, each GPU's first and last case and the moment it had no task left,
+its worker told to stop, the results about to be written. They go into the
+results under ``settings["timeline_s"]``, so that what a run spends before
+its first case and after its last (the part a second GPU cannot halve) is
+read from the run itself rather than guessed from totals. The moments after
+the file is written (the results written, the tables shown, the workers let
+go) are kept too, for a caller that reads `marks` at the command's exit
+(``scripts/two_gpus.py`` does).
 
 The origin is the process's own start as the kernel records it (Linux's
 ``/proc/self/stat``), so the interpreter's start and the imports count;

@@ -11,7 +11,9 @@ pays a cold cache the other does not. Per spec it prints both times, the
 speed-up, each GPU's busy seconds in the two-GPU run (the tasks it ran, and
 the sum of its cases' steps), the seconds its worker process took to start (and where they went),
 each run's timeline (`driver_gemm.timeline`: seconds from the process's
-start to its moments, e.g. each GPU's first and last case), how many of the
+start to its moments, e.g. each GPU's first and last case, to its exit; the
+moments after the results file was written are kept beside it, in
+NAME-moments.json), how many of the
 two-GPU run's cases were planned from launch times an earlier run recorded
 (`driver_gemm.pipeline.estimates`: the one-GPU run just before records
 them), and what the cost model (`driver_gemm.pipeline.schedule`), fed the launch
@@ -34,8 +36,32 @@ ROOT = Path(__file__).resolve().parent.parent
 SPECS = {"mixed": ROOT / "specs" / "mixed.yaml", "ramp": ROOT / "specs" / "ramp.yaml"}
 
 
+# `driver-gemm run` whose whole timeline (`driver_gemm.timeline`) is kept: the results file has the moments up
+# to its writing; the rest (the tables, the workers let go, the moment of the command's exit) are written to the
+# file named first, as the command exits (its `console` ends the process with os._exit, which runs no atexit
+# hook: that call is where they are written).
+RUN_KEEPING_MOMENTS = """
+import json, os, sys
+from driver_gemm import timeline
+moments, exit_now = sys.argv.pop(1), os._exit
+def exit_keeping_moments(code):
+    timeline.mark("exit")
+    with open(moments, "w") as out:
+        json.dump(timeline.marks(), out)
+    exit_now(code)
+os._exit = exit_keeping_moments
+from driver_gemm.cli.main import console
+console()
+"""
+
+
+def moments_file(results: Path) -> Path:
+    return results.with_name(results.stem + "-moments.json")
+
+
 def timed_run(spec: Path, placement: list[str], results: Path, timeout_s: float) -> float:
-    command = [sys.executable, "-m", "driver_gemm", "run", str(spec), "-q", *placement, "--json", str(results)]
+    command = [sys.executable, "-c", RUN_KEEPING_MOMENTS, str(moments_file(results)), "run", str(spec), "-q",
+               *placement, "--json", str(results)]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, timeout=timeout_s)
     seconds = time.perf_counter() - started
@@ -68,9 +94,13 @@ def busy(results: Path) -> dict:
 
 
 def timeline_of(results: Path) -> dict:
-    """The run's moments (seconds since its process started), and how its tasks were estimated."""
+    """The run's moments (seconds since its process started) to its exit, and how its tasks were estimated."""
     settings = json.loads(results.read_text())["settings"]
-    return {"timeline_s": settings.get("timeline_s", {}), "estimates": settings.get("estimates")}
+    moments = dict(settings.get("timeline_s", {}))
+    if moments_file(results).exists():
+        moments.update(json.loads(moments_file(results).read_text()))
+    return {"timeline_s": dict(sorted(moments.items(), key=lambda item: item[1])),
+            "estimates": settings.get("estimates")}
 
 
 def inside_run_s(results: Path) -> float:

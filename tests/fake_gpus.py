@@ -1,5 +1,7 @@
 """Stand-ins for the GPU side of a run on several GPUs, shared by the tests of both drivers (threads, Dask)."""
 
+import time
+
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.build import compile_spec
 from driver_gemm.pipeline.cases import cases_of
@@ -27,6 +29,12 @@ def plan_part(spec, device, isolate, options, previous, on_result, gpu_worker=No
         on_result(result)
         cases.append(result.as_dict())
     return {"environment": {"worker_device": device}, "cases": cases}
+
+
+def paced_part(subspec, device, *args, seconds=0.1, **kwargs):
+    """`plan_part` taking a while, as a task on a GPU does: a GPU that is free takes the next task meanwhile."""
+    time.sleep(seconds)
+    return plan_part(subspec, device, *args, **kwargs)
 
 
 def check_baselines(run):

@@ -8,7 +8,7 @@ from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.spec import load_spec
 
 from conftest import SPECS
-from fake_gpus import check_baselines, plan_part
+from fake_gpus import check_baselines, paced_part, plan_part
 
 distributed = pytest.importorskip("distributed")
 
@@ -30,8 +30,8 @@ def two_workers():
 
 def run_planned(spec, client, workers, **kwargs):
     from driver_gemm.pipeline.distribute import run_on_workers
-    return run_on_workers(spec, client, workers, options=RunOptions(time=False), part=plan_part,
-                          describe=describe_stand_in, make_worker=None, **kwargs)
+    return run_on_workers(spec, client, workers, **{"options": RunOptions(time=False), "part": plan_part,
+                                                    "describe": describe_stand_in, "make_worker": None, **kwargs})
 
 
 def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
@@ -57,11 +57,15 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
 
 
 def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline(two_workers):
-    from driver_gemm.pipeline.schedule import CostModel
+    from driver_gemm.pipeline.schedule import CostModel, plan_tasks
 
     client, workers = two_workers
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["8192x8192x8192", "64x64x64"])
-    run = run_planned(spec, client, workers, model=CostModel(task_overhead_s=0.0))
+    # Its kernels known to take 20 s each there: the shape is cut, and its tasks are the first two dealt; each
+    # task takes a while, so the second goes to the worker the first did not.
+    model = CostModel(task_overhead_s=0.0, case_s={(k.label, "8192x8192x8192"): 20.0 for k in spec.kernels})
+    assert [task.shapes[0].label for task in plan_tasks(spec, 2, model)[:2]] == ["8192x8192x8192"] * 2
+    run = run_planned(spec, client, workers, model=model, part=paced_part)
     big = [c for c in run.cases if c.shape.label == "8192x8192x8192" and not c.is_baseline]
     assert {c.device["ordinal"] for c in big} == {0, 1}
     check_baselines(run)

@@ -1,14 +1,20 @@
-"""`driver-gemm run` spawns its GPUs' worker processes before it asks the CUDA driver anything.
+"""`driver-gemm run` spawns its GPUs' worker processes before it reads its specs or asks the CUDA driver anything.
 
-A worker's start (imports, context, cuBLAS) takes 1.7-1.9 s on an H200 and
-the command's own cuInit about 1 s: spawned first, the two overlap. Checked
-here with stand-ins for the worker, the driver and the runners, by the order
-in which things happen and by what each runner is handed.
+A worker's start (interpreter, imports, context, cuBLAS) takes about a
+second on an H200, and the command's own imports, spec reading and cuInit
+most of one: spawned first, they overlap. A child spawned that early only
+imports until the command has read its specs and tells it whether to load
+cuBLAS (`begin`); a command that ends before that kills it without its
+having touched a GPU. Checked here with stand-ins for the worker, the
+driver and the runners, by the order in which things happen and by what
+each runner is handed.
 """
 
 import pytest
 
+import driver_gemm.cli.run as run_command
 import driver_gemm.cuda.device as device
+import driver_gemm.cuda.presence as presence
 import driver_gemm.pipeline.local_gpus as local_gpus
 import driver_gemm.pipeline.runner as runner
 import driver_gemm.pipeline.worker as worker
@@ -41,14 +47,18 @@ def recorder(monkeypatch):
         def start(self):
             record.events.append(f"spawn {self.ordinal}")
 
+        def begin(self, want_cublas):
+            record.events.append(f"begin {self.ordinal}")
+            self.want_cublas = want_cublas
+
         def cancel(self):
             self.cancelled = True
 
         def release(self):
             record.events.append(f"release {self.ordinal}")
 
-        def close(self):
-            self.closed = True
+        def close(self, wait=True):
+            self.closed, self.waited = True, wait
 
     def count():
         record.events.append("cuInit")
@@ -65,7 +75,13 @@ def recorder(monkeypatch):
         record.handed = kwargs.get("gpu_worker")
         return kwargs["result"]
 
-    monkeypatch.setattr(device, "driver_library_present", lambda: True)
+    def read_specs(*args, **kwargs):
+        record.events.append("specs read")
+        return load_specs(*args, **kwargs)
+
+    load_specs = run_command.load_specs
+    monkeypatch.setattr(run_command, "load_specs", read_specs)
+    monkeypatch.setattr(presence, "driver_library_present", lambda: True)
     monkeypatch.setattr(device, "device_count", count)
     monkeypatch.setattr(worker, "GpuWorker", StandInWorker)
     monkeypatch.setattr(local_gpus, "run_on_local_gpus", on_gpus)
@@ -79,9 +95,10 @@ def ran(argv, capsys) -> None:
     assert "internal error" not in capsys.readouterr().err
 
 
-def test_the_workers_of_named_gpus_are_spawned_before_cuinit_and_handed_to_the_run(recorder, tmp_path, capsys):
+def test_the_workers_of_named_gpus_are_spawned_before_the_specs_are_read_and_handed_to_the_run(recorder, tmp_path,
+                                                                                            capsys):
     ran(["run", SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")], capsys)
-    assert recorder.events[:3] == ["spawn 0", "spawn 1", "cuInit"]
+    assert recorder.events[:6] == ["spawn 0", "spawn 1", "specs read", "begin 0", "begin 1", "cuInit"]
     assert "run on GPUs" in recorder.events
     assert set(recorder.handed) == {0, 1} and all(w.want_cublas for w in recorder.handed.values())
     assert recorder.release_given == [True]    # the only spec: each GPU's worker may stop as soon as it is done
@@ -90,7 +107,7 @@ def test_the_workers_of_named_gpus_are_spawned_before_cuinit_and_handed_to_the_r
 
 def test_one_gpu_gets_its_worker_too(recorder, tmp_path, capsys):
     ran(["run", SEED, "-q", "--device", "1", "--no-baseline", "--json", str(tmp_path / "run.json")], capsys)
-    assert recorder.events[:2] == ["spawn 1", "cuInit"]
+    assert recorder.events[:4] == ["spawn 1", "specs read", "begin 1", "cuInit"]
     assert recorder.handed is recorder.workers[1] and not recorder.handed.want_cublas
     assert recorder.events[-2:] == ["run on one GPU", "release 1"]     # told to stop before the results are written
     assert recorder.handed.closed
@@ -116,24 +133,37 @@ def test_when_the_driver_then_finds_no_gpu_the_workers_are_killed_and_the_exit_s
     monkeypatch.setattr(device, "device_count", no_gpu)
     code = main(["run", SEED, "-q", "--devices", "0,1"])
     assert code == 3 and "sees no GPU" in capsys.readouterr().err
-    assert recorder.events[:3] == ["spawn 0", "spawn 1", "cuInit"]
+    assert recorder.events[:6] == ["spawn 0", "spawn 1", "specs read", "begin 0", "begin 1", "cuInit"]
+    assert all(w.cancelled and w.closed for w in recorder.workers.values())
+
+
+@pytest.mark.parametrize("problem", ["a spec that does not parse", "an option that contradicts the spec count"])
+def test_a_command_that_ends_in_bad_input_kills_its_early_workers_before_they_touch_a_gpu(recorder, tmp_path,
+                                                                                         problem, capsys):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kernels: [\n")
+    argv = (["run", str(broken), "-q", "--devices", "0,1"] if problem.startswith("a spec")
+            else ["run", SEED, SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")])
+    assert main(argv) == 2 and "driver-gemm:" in capsys.readouterr().err
+    assert recorder.events[:2] == ["spawn 0", "spawn 1"]
+    assert not any(event.startswith(("begin", "cuInit")) for event in recorder.events)
     assert all(w.cancelled and w.closed for w in recorder.workers.values())
 
 
 @pytest.mark.parametrize("extra", [["--in-process"], ["--devices", "all"]])
 def test_no_early_worker_where_the_run_makes_none_or_the_gpus_are_not_known_yet(recorder, tmp_path, extra):
     main(["run", SEED, "-q", "--json", str(tmp_path / "run.json"), *extra])
-    assert not recorder.workers and recorder.events[0] == "cuInit"
+    assert not recorder.workers and recorder.events[:2] == ["specs read", "cuInit"]
 
 
 def test_no_early_worker_without_the_drivers_library(recorder, monkeypatch, tmp_path):
-    monkeypatch.setattr(device, "driver_library_present", lambda: False)
+    monkeypatch.setattr(presence, "driver_library_present", lambda: False)
     main(["run", SEED, "-q", "--json", str(tmp_path / "run.json")])
-    assert not recorder.workers and recorder.events[0] == "cuInit"
+    assert not recorder.workers and recorder.events[:2] == ["specs read", "cuInit"]
 
 
 def test_without_the_library_the_driver_never_answers():
-    present = device.driver_library_present()
+    present = presence.driver_library_present()
     try:
         device.device_count()
         reason = None
@@ -145,20 +175,19 @@ def test_without_the_library_the_driver_never_answers():
         assert reason is None or "GPU" in reason
 
 
-def test_no_early_worker_when_a_resumed_run_has_nothing_left(recorder):
-    import argparse
-    import contextlib
-
-    from driver_gemm.cli.run import _start_workers_early
+def test_early_workers_of_a_resumed_run_with_nothing_left_are_ended_unbegun(recorder):
+    from driver_gemm.cli.run import _begin_early_workers
     from driver_gemm.pipeline.cases import cases_of, new_record
-    from driver_gemm.pipeline.session import RunOptions
+    from driver_gemm.pipeline.options import RunOptions
     from driver_gemm.spec import load_spec
     from driver_gemm.status import Status
 
     spec = load_spec(SEED).select(["v0"], ["7x5x3"])
     done = [new_record(case, Status.PASS) for case in cases_of(spec)]
-    args = argparse.Namespace(in_process=False, scheduler=None, device=0)
-    with contextlib.ExitStack() as held:
-        assert _start_workers_early(args, [spec], None, RunOptions(), None, done, held) == {}
-        assert set(_start_workers_early(args, [spec], None, RunOptions(), None, done[:1], held)) == {0}
-    assert recorder.events == ["spawn 0"]
+    spawned = {ordinal: worker.GpuWorker(ordinal, RunOptions(), want_cublas=None) for ordinal in (0, 1)}
+    assert _begin_early_workers(dict(spawned), [spec], done) == {}
+    assert all(w.cancelled and w.want_cublas is None for w in spawned.values())
+    again = {0: worker.GpuWorker(0, RunOptions(), want_cublas=None)}
+    assert _begin_early_workers(dict(again), [spec], done[:0]) == again
+    assert again[0].want_cublas is spec.baseline and not again[0].cancelled
+    assert recorder.events == ["begin 0"]

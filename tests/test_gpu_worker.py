@@ -31,6 +31,7 @@ class FakeSession:
         global SESSIONS_MADE
         SESSIONS_MADE += 1
         self.serial = SESSIONS_MADE
+        self.want_cublas = want_cublas
         self.poisoned = False
         self.start_steps = {"driver_and_context_s": 0.25, "cublas_s": 0.5}
 
@@ -48,7 +49,7 @@ def fake_execute(session, spec, case, compiled):
             return new_record(case, Status.ERROR, f"pid={os.getpid()} session={session.serial} illegal address")
         if case.label.startswith("v3"):
             time.sleep(60)
-    return new_record(case, Status.PASS, f"pid={os.getpid()} session={session.serial}")
+    return new_record(case, Status.PASS, f"pid={os.getpid()} session={session.serial} cublas={session.want_cublas}")
 
 
 def fails_to_start(connection, *args):
@@ -85,6 +86,45 @@ def test_one_process_and_one_session_serve_every_batch():
     assert all(r.status == Status.PASS for r in finished)
     assert len({pid_of(r) for r in finished}) == 1 and {r.message.split()[1] for r in finished} == {"session=1"}
     assert worker.processes_started == 1 and len(worker.starts) == 1
+
+
+@pytest.mark.parametrize("want_cublas", [True, False])
+def test_a_child_spawned_before_its_specs_makes_its_session_only_when_told_and_as_told(want_cublas):
+    spec = spec_of(["v0"], ["64x64x64"])
+    finished = []
+    with make_fake_worker(0, RunOptions(), want_cublas=None) as worker:
+        worker.start()
+        time.sleep(1.5)                     # its imports take a fraction of this: then it waits
+        worker.begin(want_cublas)
+        worker.run(spec, cases_of(spec), {}, finished.append)
+    assert len(finished) == len(cases_of(spec)) and all(r.status == Status.PASS for r in finished)
+    assert {tuple(r.message.split()[1:]) for r in finished} == {("session=1", f"cublas={want_cublas}")}
+    steps = worker.start_steps[0]
+    assert steps["waiting_for_the_specs_s"] > 0.5 and steps["interpreter_and_imports_s"] < 1.5
+    assert worker.processes_started == 1
+
+
+def test_a_child_never_told_to_begin_ends_quietly_and_cannot_be_sent_cases():
+    spec = spec_of(["v0"], ["64x64x64"])
+    worker = make_fake_worker(0, RunOptions(), want_cublas=None)
+    worker.start()
+    with pytest.raises(AssertionError, match="`begin` was not called"):
+        worker.run(spec, cases_of(spec), {}, lambda record: None)
+    started = time.monotonic()
+    worker.close()                          # the pipe's end is its cue: no kill after a wait is needed
+    assert time.monotonic() - started < 4.0 and worker.starts == []
+
+
+def test_a_worker_let_go_without_waiting_closes_its_session_and_exits_on_its_own():
+    spec = spec_of(["v0"], ["64x64x64"])
+    worker = make_fake_worker(0, RunOptions())
+    worker.run(spec, cases_of(spec), {}, lambda record: None)
+    process = worker._process
+    started = time.monotonic()
+    worker.close(wait=False)
+    assert time.monotonic() - started < 0.5          # told to stop, not waited for
+    process.join(10)
+    assert process.exitcode == 0                      # it ended by itself, not killed
 
 
 def test_a_crash_is_an_error_row_and_a_new_process_takes_the_rest_and_the_later_batches():

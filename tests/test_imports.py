@@ -117,10 +117,11 @@ def test_no_module_imports_another_modules_private_names():
 
 ERROR_CLASSES = {name for name, value in inspect.getmembers(errors, inspect.isclass)
                  if issubclass(value, errors.DriverGemmError)}
-# Programming errors, not conditions a user meets (see errors.py), and the process's own signals (an
-# interrupt, a closed stdout), which the CLI maps to exit codes: allowed outside the funnel.
+# Programming errors, not conditions a user meets (see errors.py), the package's lazy attributes' protocol
+# (AttributeError), and the process's own signals (an interrupt, a closed stdout), which the CLI maps to exit
+# codes: allowed outside the funnel.
 ALLOWED = {"ValueError", "AssertionError", "NotImplementedError", "KeyboardInterrupt", "SystemExit",
-           "BrokenPipeError"}
+           "BrokenPipeError", "AttributeError"}
 
 
 def _raised_names(tree: ast.AST):
@@ -144,3 +145,28 @@ def test_every_error_raised_on_purpose_is_a_driver_gemm_error():
             if raised[0].isupper() and raised not in local_errors | ALLOWED:
                 offences.append(f"{name}:{line} raises {raised}")
     assert offences == []
+
+
+def test_every_public_name_resolves_to_the_object_of_its_module():
+    import importlib
+
+    assert set(driver_gemm.__all__) == set(driver_gemm._PUBLIC) | {"__version__"}
+    for name, module in driver_gemm._PUBLIC.items():
+        assert getattr(driver_gemm, name) is getattr(importlib.import_module(module, "driver_gemm"), name)
+    assert set(driver_gemm.__all__) <= set(dir(driver_gemm))
+
+
+def test_the_first_imports_of_a_command_and_of_a_worker_leave_the_heavy_modules_for_later():
+    """The command spawns its GPUs' workers after importing only these: NumPy, the driver's bindings, NVRTC and
+    nvmath-python (a few tenths of a second on a GPU machine) are imported while the workers start."""
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "cuda.bindings.driver", "cuda.bindings.nvrtc", "nvmath", "driver_gemm.pipeline.session")
+    probe = ("import sys; import driver_gemm, driver_gemm.cli.main, driver_gemm.pipeline.worker, "
+             "driver_gemm.cuda.presence, driver_gemm.pipeline.options; "
+             f"print([m for m in {heavy!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -24,18 +24,12 @@ from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS
-from fake_gpus import check_baselines, plan_part
+from fake_gpus import check_baselines, paced_part
 from test_gpu_worker import make_fake_worker, pid_of, serving_part, spec_of
 
 
 def describe_stand_in(device):
     return {"device": {"name": f"GPU {device}", "uuid": f"GPU-{device}"}}
-
-
-def paced_part(subspec, device, *args, seconds=0.1, **kwargs):
-    """`plan_part` taking a while, as a task on a GPU does: a GPU that is free takes the next task meanwhile."""
-    time.sleep(seconds)
-    return plan_part(subspec, device, *args, **kwargs)
 
 
 def recording(part, baselines_run):

@@ -159,3 +159,17 @@ def test_the_suite_compiles_into_a_cache_of_its_own_that_subprocesses_inherit():
                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert child.returncode == 0, child.stderr
     assert Path(child.stdout.strip()) == cache.directory()
+
+
+def test_the_installed_executable_prints_everything_and_exits_with_the_commands_code(installed, tmp_path):
+    """``driver-gemm`` ends its process without the interpreter's teardown: its output must be flushed first."""
+    executable = installed.parent / "bin" / "driver-gemm"
+    assert executable.is_file()
+    spec = installed / "_data" / "specs" / "seed.yaml"
+    planned = run_installed(installed, [str(executable), "plan", "--arch", "sm_90", str(spec)], tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert re.search(r"^\d+ ok, \d+ INVALID$", planned.stdout.strip().splitlines()[-1])   # its last line too
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kernels: [\n")
+    refused = run_installed(installed, [str(executable), "plan", str(broken)], tmp_path)
+    assert refused.returncode == 2 and "broken.yaml" in refused.stderr

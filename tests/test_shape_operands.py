@@ -129,6 +129,7 @@ def bare_session(device):
     session = object.__new__(Session)
     session.device, session.held, session.host_output = device, OrderedDict(), None
     session.buffers, session.buffer_shape, session.baselines, session.stream = {}, None, {}, None
+    session.want_cublas, session._cublas_loading = False, None
     return session
 
 

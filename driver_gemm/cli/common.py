@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..errors import UsageError
-from ..report.tables import say
+from ..report.lines import say
 
 # Off a terminal (a pipe, a file, a CI log) tables are laid out for this width and text lines are not wrapped.
 PIPE_WIDTH = 100

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..report.tables import say
+from ..report.lines import say
 from .common import Output
 
 

@@ -169,12 +169,19 @@ def show_run(result, out: Output) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from ..pipeline.session import RunOptions
+    args.device = env_device() if args.device is None else check_ordinal(args.device, "--device")
+    ordinals = _parse_devices(args.devices)
+    with contextlib.ExitStack() as held:
+        early = _spawn_workers_early(args, ordinals, held)
+        return _execute(args, out, ordinals, early, held)
+
+
+def _execute(args, out: Output, ordinals, early: dict, held: contextlib.ExitStack) -> int:
+    """`execute` once the GPUs' worker processes (if any) are on their way: read, check, then run."""
     from ..results.records import CaseLog
 
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     timeline.mark("specs read", first=True)
-    args.device = env_device() if args.device is None else check_ordinal(args.device, "--device")
     for option, given in (("--json", args.json), ("--resume", args.resume)):
         if given is not None and given.suffix.lower() == ".gz":
             raise UsageError(f"{given}: a compressed results file is for reading (show, compare, plot, tune "
@@ -193,7 +200,6 @@ def execute(args, out: Output) -> int:
     if (args.devices or args.scheduler) and args.in_process:
         raise UsageError("--devices and --scheduler run cases in worker processes: they do not take --in-process",
                          field="--devices")
-    ordinals = _parse_devices(args.devices)
     lock_mhz = _lock_clock_value(args)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
@@ -204,50 +210,78 @@ def execute(args, out: Output) -> int:
                              "spec that wrote it", where=str(args.resume), field="--resume")
     gates = read_gates(args, out, specs)
     profiler = _profiler(args, out)
-    options = RunOptions(time=not args.no_timing, artifacts=args.artifacts)
-    with contextlib.ExitStack() as held:
-        early = _start_workers_early(args, specs, ordinals, options, profiler, previous, held)
-        _check_before_asking_for_a_gpu(specs, out)
-        timeline.mark("driver answered", first=True)
-        locked = _lock_clocks(args, lock_mhz, ordinals, held)
-        return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
+    options = _run_options(args)
+    early = _begin_early_workers(early, specs, previous)
+    _check_before_asking_for_a_gpu(specs, out)
+    timeline.mark("driver answered", first=True)
+    locked = _lock_clocks(args, lock_mhz, ordinals, held)
+    return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
 
 
-def _start_workers_early(args, specs, ordinals, options, profiler, previous, held: contextlib.ExitStack) -> dict:
-    """The GPUs' worker processes, spawned before this process asks the CUDA driver anything; by GPU ordinal.
+def _spawn_workers_early(args, ordinals, held: contextlib.ExitStack) -> dict:
+    """The GPUs' worker processes, spawned before this process reads its specs; by GPU ordinal.
 
-    A worker's start (imports, context, cuBLAS: 1.7-2.1 s on an H200) then
-    overlaps this process's own cuInit (about 1 s there) and its planning,
-    instead of following them: every run on this machine's GPUs starts that
-    much sooner. Only for GPUs named up front (``--devices all`` needs the
-    driver's count first), with worker processes (not ``--in-process``, not
-    ``--scheduler``, not ``--profile``, whose profiling follows the run), and
-    where the driver's library is present at all. The workers last for every
-    spec of the command; they are closed with `held`, or killed at once when
-    the command ends in an error (e.g. the driver then finds no GPU). None is
-    spawned when no case is left to run (a finished run resumed).
+    A worker's start (its interpreter, its imports and, behind them, its
+    context; then its stream, flusher and NVML) then overlaps this process's
+    own imports, spec reading, cuInit and planning, instead of following
+    them; this process's own cuInit is started on a thread too, so that it
+    overlaps its imports and spec reading instead of following them. Until
+    `_begin_early_workers` tells it the specs' wish for cuBLAS, a child makes
+    no session: a command that ends in bad input kills it. Only for GPUs
+    named up front (``--devices all`` needs the driver's count first), with
+    worker processes (not ``--in-process``, ``--scheduler`` or
+    ``--sanitize``, nor ``--profile``, whose profiling follows the run), and
+    where the driver's library is present at all. The workers last for
+    every spec of the command; once its results are written they are told
+    to stop and left to close their sessions on their own (`held`), and
+    they are killed at once when the command ends in an error.
     """
-    if args.in_process or args.scheduler or profiler is not None or ordinals == "all":
+    if args.in_process or args.scheduler or args.sanitize or args.profile or ordinals == "all":
         return {}
-    from ..cuda.device import driver_library_present
-    from ..pipeline.cases import left_to_run
+    from ..cuda.presence import driver_library_present
     from ..pipeline.worker import GpuWorker
 
-    if not driver_library_present() or not any(left_to_run(spec, previous) for spec in specs):
+    if not driver_library_present():
         return {}
-    want_cublas = any(spec.baseline for spec in specs)
-    workers = {device: GpuWorker(device, options, want_cublas=want_cublas)
+    workers = {device: GpuWorker(device, _run_options(args), want_cublas=None)
                for device in dict.fromkeys(ordinals or [args.device]) if device >= 0}
 
     def end(error_type, error, traceback) -> None:
         for worker in workers.values():
-            if error_type is not None:
+            if error_type is not None or worker.want_cublas is None:
                 worker.cancel()           # nothing will run on it: no need to wait for its start-up
-            worker.close()
+                worker.close()
+            else:                         # its results are in: it closes its session and exits on its own
+                worker.close(wait=False)
+        timeline.mark("workers let go")
 
     held.push(end)
     for worker in workers.values():
         worker.start()
+    from ..cuda.device import initialise_in_background
+
+    initialise_in_background()
+    return workers
+
+
+def _run_options(args):
+    from ..pipeline.options import RunOptions
+
+    return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
+
+
+def _begin_early_workers(workers: dict, specs, previous) -> dict:
+    """Let the early workers make their sessions (with cuBLAS where a spec has a baseline); none when no case
+    is left to run (a finished run resumed): those are ended here, before they make one."""
+    from ..pipeline.cases import left_to_run
+
+    if not any(left_to_run(spec, previous) for spec in specs):
+        for worker in workers.values():
+            worker.cancel()
+        return {}
+    want_cublas = any(spec.baseline for spec in specs)
+    for worker in workers.values():
+        worker.begin(want_cublas)
     return workers
 
 
@@ -294,11 +328,14 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
                 timeline.mark("writing results")
                 result.settings["timeline_s"] = timeline.marks()
                 result.write_json(path)
+                timeline.mark("results written")      # this and what follows are not in the file: the
+                                                      # command's own timeline ends at its exit
         if interrupted:
             out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
                       f"{path}; continue with --resume {lines}")
             return EXIT_INTERRUPTED
         show_run(result, out)
+        timeline.mark("tables shown")
         if profiler is not None:
             from ..report.tables import print_profile
             print_profile(result, out.console)

@@ -46,20 +46,23 @@ def driver_module():
     return driver
 
 
-def driver_library_present() -> bool:
-    """Whether this machine has the CUDA driver's library (loaded, not initialised: milliseconds, not cuInit's second).
+def initialise_in_background() -> None:
+    """Start cuInit on a thread of its own and return at once (the call releases the GIL).
 
-    For work worth starting before the driver answers (a run's worker
-    processes); cuInit still says whether a GPU is there.
+    A command that will ask the driver later (``driver-gemm run``, after
+    reading its specs) then finds it answered: its own half second of cuInit
+    overlaps its imports and spec reading instead of following them. What
+    fails here is raised again, and reported, by the first real call.
     """
-    import ctypes
-    import sys
+    import threading
 
-    try:
-        ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-    except OSError:
-        return False
-    return True
+    def initialise() -> None:
+        try:
+            driver_module()
+        except Exception:  # noqa: BLE001 - the command's own call raises it again, where it is reported
+            pass
+
+    threading.Thread(target=initialise, name="driver-gemm cuInit", daemon=True).start()
 
 
 def device_count() -> int:
@@ -460,3 +463,45 @@ class Device:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class OpeningDevice:
+    """`Device(ordinal)` being opened on a thread of its own, for the caller to take when it needs it.
+
+    cuInit and the context take about half a second on an H200, with the GIL
+    released: a GPU worker process opens its device this way first, so that
+    the driver's work hides behind the worker's imports. `take` waits for it
+    and makes its context current in the calling thread (or raises what
+    opening it raised); `close` closes a device nobody took.
+    """
+
+    def __init__(self, ordinal: int):
+        import threading
+
+        self._device: Device | None = None
+        self._error: BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(target=self._open, args=(ordinal,), name=f"driver-gemm GPU {ordinal} opener",
+                                        daemon=True)
+        self._thread.start()
+
+    def _open(self, ordinal: int) -> None:
+        try:
+            self._device = Device(ordinal)
+        except BaseException as exc:  # noqa: BLE001 - raised again, in the caller's thread, by `take`
+            self._error = exc
+
+    def take(self) -> Device:
+        """The opened device, its context current here; it is then the caller's to close."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        self._taken = True
+        self._device.make_current()
+        return self._device
+
+    def close(self) -> None:
+        """Close the device if it was opened and never taken (a worker ended before it made its session)."""
+        self._thread.join()
+        if self._device is not None and not self._taken:
+            self._device.close()

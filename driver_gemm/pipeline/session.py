@@ -13,13 +13,12 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from ..cuda.compile import Cubin
-from ..cuda.device import Device, DeviceBuffer, Owned, PageLocked
+from ..cuda.device import Device, DeviceBuffer, OpeningDevice, Owned, PageLocked
 from ..cuda.module import Module
 from ..errors import CudaError
 from ..measure.baseline import CublasSgemm, CublasUnavailable
@@ -28,6 +27,7 @@ from ..measure.inputs import ShapeOperands
 from ..measure.cublaslt import CublasLtMatmul
 from ..measure.timing import L2Flusher, LaunchGate
 from ..spec.model import Shape
+from .options import RunOptions
 
 # Host arrays at least this large are page-locked while the session uses them (a shape's operands, its output's
 # copy): below it, a pageable copy costs little more than locking the pages would.
@@ -76,21 +76,14 @@ def _load_cublas_library_in_background() -> threading.Thread:
     return thread
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """How a run goes beyond its spec: whether cases are timed, and where failure pictures go."""
-
-    time: bool = True                 # False: verify only (one checked launch per case)
-    artifacts: Path | None = None     # an error map of C is saved here for every failing case
-
-
 class Session:
     """What the cases of a run on one GPU share; see the module's docstring."""
 
     def __init__(self, ordinal: int, want_cublas: bool, options: RunOptions = RunOptions(), *,
-                 context=None, stream=None):
+                 context=None, stream=None, opening: OpeningDevice | None = None):
         self.ordinal = ordinal
         self.options = options
+        self.want_cublas = want_cublas
         self.baselines: dict[str, CublasSgemm | None] = {}     # per precision; None: unavailable
         self.baseline_errors: dict[str, str] = {}
         self.modules: dict[tuple[str, bytes], Module] = {}     # by image: a worker gets a fresh copy per batch
@@ -113,20 +106,18 @@ class Session:
             self.start_steps[name] = round(time.monotonic() - mark, 3)
             mark = time.monotonic()
 
-        # nvmath-python's cuBLAS module and library load on a thread of their own (about 0.3 s of import and
-        # more of loading), while the context, stream and flusher are made; the handle is made after both.
-        cublas_loading = _load_cublas_library_in_background() if want_cublas else None
-        self.device = Device(ordinal, context=context)
+        # nvmath-python's cuBLAS module and library load on a thread of their own (half a second to a second
+        # on an H200, mostly under the GIL), while the context, stream and flusher are made and, the session
+        # made, while the first case draws its operands: its handle is made where a case first needs it
+        # (`baseline`), and no case is timed while the loading may still compete with it (`settle`).
+        self._cublas_loading = _load_cublas_library_in_background() if want_cublas else None
+        self.device = opening.take() if opening is not None else Device(ordinal, context=context)
         step_done("driver_and_context_s")
         try:
             self.stream = self.device.stream(handle=stream)
             self.flusher = L2Flusher(self.device, self.stream)
             self.gate = LaunchGate(self.device, self.stream)
             step_done("stream_flush_gate_s")
-            if cublas_loading is not None:
-                cublas_loading.join()
-                self.baseline("fp32")
-                step_done("cublas_s")
             # The SM clock of every sample batch, where NVML is installed (the 'nvml' extra).
             self.clocks = open_device_clocks(self.device)
             step_done("nvml_s")
@@ -137,10 +128,18 @@ class Session:
     @property
     def cublas(self) -> CublasSgemm | None:
         """cuBLAS in FP32 math, when the run has it: the reference for shapes too large for the CPU."""
-        return self.baselines.get("fp32")
+        return self.baseline("fp32") if self.want_cublas else self.baselines.get("fp32")
+
+    def settle(self) -> None:
+        """Wait for the cuBLAS library's loading, where it is still under way: nothing then competes with what
+        follows (a timing loop) for this process's GIL."""
+        if self._cublas_loading is not None:
+            self._cublas_loading.join()
+            self._cublas_loading = None
 
     def baseline(self, precision: str) -> CublasSgemm | None:
         """cuBLAS SGEMM in FP32 math, or in TF32 tensor-op math (made on first use); None if unavailable."""
+        self.settle()
         if precision not in self.baselines:
             try:
                 self.baselines[precision] = CublasSgemm(self.device, self.stream, tf32=precision == "tf32")

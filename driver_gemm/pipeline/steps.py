@@ -222,6 +222,7 @@ def time(run: CaseRun) -> None:
     session = run.session
     if not session.options.time:
         return
+    session.settle()
     with ranges.annotate("time", color="orange"):
         run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
                                        session.flusher, session.gate, clocks=session.clocks)
@@ -258,8 +259,9 @@ KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
     ("plan", plan), ("load", load), ("inputs", inputs), ("reference", reference),
     ("launch_verify", launch_verify), ("diagnose", diagnose), ("time", time),
 )
+# The operands first: a worker's first case draws them while its cuBLAS library may still be loading.
 BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
-    ("load", load_baseline), ("inputs", inputs), ("launch_verify", launch_verify_baseline), ("time", time),
+    ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline), ("time", time),
 )
 
 

@@ -24,24 +24,38 @@ starts.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import timeline
-from ..results.records import CaseResult
-from ..status import Status
-from .cases import Case, new_record, not_run_record
-from .funnel import execute_case
-from .session import RunOptions, Session
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..results.records import CaseResult
+    from .cases import Case
+    from .session import Session
+
+# This module is imported by the command before it reads its specs, to spawn the workers as early as it can: what
+# a worker needs to run cases (the session, the funnel, NumPy and the driver's bindings) is imported in `serve`,
+# in the child, and what the parent needs to follow a batch, in `GpuWorker.run`.
 
 # How long a new worker may take to start (import, create its context) before it counts as hung.
 STARTUP_TIMEOUT_S = 120.0
 
 
-def serve(connection, device: int, options: RunOptions, want_cublas: bool,
-          session_factory: Callable[..., Session] = Session, execute: Callable = execute_case) -> None:
+def serve(connection, device: int, options: RunOptions, want_cublas: bool | None,
+          session_factory: Callable[..., Session] | None = None, execute: Callable | None = None) -> None:
     """Child process: make a session, say ("ready",), then run each batch it is sent until told to stop.
+
+    The real session's GPU is opened (cuInit, its context) on a thread of
+    its own before the modules a session needs are imported: the driver's
+    half second hides behind the imports'. With `want_cublas` None the child
+    was spawned before the command knew its specs: it then waits for
+    ("session", want_cublas) before it makes the rest of its session (the
+    parent's end of the pipe closing first ends it quietly, its device
+    closed).
 
     A batch is ("run", spec, cases, compiled); for each case it sends
     ("start", index) and ("result", index, record as a dict, whether it now
@@ -53,7 +67,28 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
     shares) and the session's `start_steps`, so the parent can say where
     the start-up went.
     """
-    entered = time.monotonic()          # the interpreter has started and imported this module
+    opening = None
+    if session_factory is None:         # (a stand-in session, in tests, opens no GPU)
+        from ..cuda.device import OpeningDevice
+
+        opening = OpeningDevice(device)
+    from .funnel import execute_case
+    from .session import Session
+
+    session_factory = session_factory or functools.partial(Session, opening=opening)
+    execute = execute or execute_case
+    entered = time.monotonic()          # the interpreter has started and imported what a session needs
+    waited = None
+    if want_cublas is None:
+        try:
+            message = connection.recv()
+        except EOFError:
+            message = ("gone",)
+        if message[0] != "session":
+            if opening is not None:
+                opening.close()
+            return
+        want_cublas, waited = bool(message[1]), round(time.monotonic() - entered, 3)
     try:
         session = session_factory(device, want_cublas, options)
     except BaseException as exc:  # noqa: BLE001 - anything here must reach the parent as a message
@@ -61,8 +96,9 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool,
         connection.close()
         return
     try:
+        steps = {} if waited is None else {"waiting_for_the_specs_s": waited}
         connection.send(("ready", {"entered": entered, "made": time.monotonic(),
-                                   "steps": dict(getattr(session, "start_steps", {}))}))
+                                   "steps": {**steps, **getattr(session, "start_steps", {})}}))
         while True:
             try:
                 message = connection.recv()
@@ -107,9 +143,15 @@ class GpuWorker:
     `target` is the child's entry point (`serve`, or a stand-in with its
     signature in tests); `child_args` are passed to it after the device,
     options and cuBLAS wish.
+
+    A worker made with `want_cublas` None is spawned before its caller
+    knows its specs (the command line does this first of all, so that the
+    child's interpreter and imports overlap its own): the child imports
+    what it needs and opens its GPU, then makes no session until `begin`
+    says whether it loads cuBLAS; `cancel` ends a child nothing will run on.
     """
 
-    def __init__(self, device: int, options: RunOptions = RunOptions(), *, want_cublas: bool = True,
+    def __init__(self, device: int, options: RunOptions = RunOptions(), *, want_cublas: bool | None = True,
                  target: Callable = serve, child_args: tuple = (),
                  startup_timeout_s: float = STARTUP_TIMEOUT_S):
         self.device = device
@@ -147,6 +189,21 @@ class GpuWorker:
         self._process = process             # only once started: `cancel` may kill it from another thread
         self.processes_started += 1
 
+    def begin(self, want_cublas: bool) -> None:
+        """Let a child spawned before its specs were known make its session, with cuBLAS or without.
+
+        Every later child of this worker (one replacing a crashed one) is
+        spawned with the same wish and makes its session at once.
+        """
+        waiting = self.want_cublas is None
+        self.want_cublas = want_cublas
+        if waiting and self._process is not None:
+            timeline.mark(f"{self.name} told to begin", first=True)
+            try:
+                self._connection.send(("session", want_cublas))
+            except (BrokenPipeError, OSError):
+                pass                          # it is gone: waiting for its "ready" says so
+
     def cancel(self) -> None:
         """From another thread: stop now. The child is killed and `run` returns without a record for what it cut short.
 
@@ -178,6 +235,7 @@ class GpuWorker:
 
     def _await_ready(self) -> str | None:
         """Wait for the child's "ready"; None when it is, else why it cannot start (and it is ended)."""
+        assert self.want_cublas is not None, f"{self.name}: `begin` was not called: its child waits for its specs"
         if self._stopping:                  # released, then given more work: that child is leaving, start another
             self._end()
         self.start()
@@ -215,6 +273,10 @@ class GpuWorker:
     def run(self, spec, cases: Sequence[Case], compiled, finish: Callable[[CaseResult], None],
             on_start: Callable[[Case], None] | None = None) -> None:
         """Run `cases` (a batch) on the child, calling `finish` with each result in order; every case ends as a record."""
+        from ..results.records import CaseResult
+        from ..status import Status
+        from .cases import new_record, not_run_record
+
         kernels = {case.kernel.label for case in cases if case.kernel is not None}
         runnable = {label: cubin for label, cubin in compiled.items() if label in kernels}
         remaining = list(cases)
@@ -316,10 +378,17 @@ class GpuWorker:
             except (BrokenPipeError, OSError):
                 pass
 
-    def close(self) -> None:
-        """Tell the child to stop (it closes its session) and wait for it; killed if it does not go."""
+    def close(self, wait: bool = True) -> None:
+        """Tell the child to stop (it closes its session) and wait for it; killed if it does not go.
+
+        Without `wait`, a child that was told to stop is left to close its
+        session and exit on its own (a command that has written its results
+        need not wait for its workers' teardown); one that is not ready yet
+        is ended as with `wait`.
+        """
         self.release()
-        self._end()
+        if wait or not self._stopping:
+            self._end()
 
     def __enter__(self) -> "GpuWorker":
         return self

@@ -21,6 +21,7 @@ from ..pipeline.plan import CasePlan
 from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import legend_lines, short_labels
+from .lines import say
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
                  Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
@@ -51,11 +52,6 @@ def case_line(case: CaseResult) -> str:
     if case.message and case.status not in (Status.PASS,):
         parts.append(f"- {case.message.splitlines()[0]}")
     return "  ".join(parts)
-
-
-def say(console: Console, text: str, style: str | None = None) -> None:
-    """Print a line of plain text: no markup, no highlighting, and no hard wrap (a pipe gets it whole)."""
-    console.print(Text(text, style=style or ""), soft_wrap=True, highlight=False)
 
 
 def _table(title: str) -> Table:

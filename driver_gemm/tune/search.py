@@ -118,6 +118,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         record(case)
     cache = TuningCache(fresh=fresh)
     session = Session(device, spec.baseline)
+    session.settle()          # a search times from its first step: its cuBLAS library loaded first
     evaluator = None
     try:
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
