@@ -120,11 +120,21 @@ def test_a_worker_let_go_without_waiting_closes_its_session_and_exits_on_its_own
     worker = make_fake_worker(0, RunOptions())
     worker.run(spec, cases_of(spec), {}, lambda record: None)
     process = worker._process
+    worker.release()                                  # its work done: told to stop
     started = time.monotonic()
     worker.close(wait=False)
-    assert time.monotonic() - started < 0.5          # told to stop, not waited for
+    assert time.monotonic() - started < 0.5          # not waited for
     process.join(10)
     assert process.exitcode == 0                      # it ended by itself, not killed
+
+
+def test_a_worker_not_told_to_stop_is_ended_even_without_waiting():
+    spec = spec_of(["v0"], ["64x64x64"])
+    worker = make_fake_worker(0, RunOptions())
+    worker.run(spec, cases_of(spec), {}, lambda record: None)
+    process = worker._process
+    worker.close(wait=False)                          # e.g. a run cut short: nothing is left running
+    assert not process.is_alive() and worker._process is None
 
 
 def test_a_crash_is_an_error_row_and_a_new_process_takes_the_rest_and_the_later_batches():

@@ -251,7 +251,7 @@ def _spawn_workers_early(args, ordinals, held: contextlib.ExitStack) -> dict:
             if error_type is not None or worker.want_cublas is None:
                 worker.cancel()           # nothing will run on it: no need to wait for its start-up
                 worker.close()
-            else:                         # its results are in: it closes its session and exits on its own
+            else:                         # told to stop once done, it closes its session and exits on its own
                 worker.close(wait=False)
         timeline.mark("workers let go")
 

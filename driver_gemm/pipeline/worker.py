@@ -381,14 +381,16 @@ class GpuWorker:
     def close(self, wait: bool = True) -> None:
         """Tell the child to stop (it closes its session) and wait for it; killed if it does not go.
 
-        Without `wait`, a child that was told to stop is left to close its
-        session and exit on its own (a command that has written its results
-        need not wait for its workers' teardown); one that is not ready yet
-        is ended as with `wait`.
+        Without `wait`, a child already told to stop (`release`, once its work
+        was done) is left to close its session and exit on its own: a command
+        that has written its results need not wait for its workers' teardown.
+        Any other child (not ready yet, or cut short mid-batch) is ended as
+        with `wait`.
         """
+        if not wait and self._stopping:
+            return
         self.release()
-        if wait or not self._stopping:
-            self._end()
+        self._end()
 
     def __enter__(self) -> "GpuWorker":
         return self
