@@ -171,12 +171,13 @@ def show_run(result, out: Output) -> None:
 def execute(args, out: Output) -> int:
     args.device = env_device() if args.device is None else check_ordinal(args.device, "--device")
     ordinals = _parse_devices(args.devices)
+    options = _run_options(args)
     with contextlib.ExitStack() as held:
-        early = _spawn_workers_early(args, ordinals, held)
-        return _execute(args, out, ordinals, early, held)
+        early = _spawn_workers_early(args, ordinals, options, held)
+        return _execute(args, out, ordinals, options, early, held)
 
 
-def _execute(args, out: Output, ordinals, early: dict, held: contextlib.ExitStack) -> int:
+def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib.ExitStack) -> int:
     """`execute` once the GPUs' worker processes (if any) are on their way: read, check, then run."""
     from ..results.records import CaseLog
 
@@ -210,7 +211,6 @@ def _execute(args, out: Output, ordinals, early: dict, held: contextlib.ExitStac
                              "spec that wrote it", where=str(args.resume), field="--resume")
     gates = read_gates(args, out, specs)
     profiler = _profiler(args, out)
-    options = _run_options(args)
     early = _begin_early_workers(early, specs, previous)
     _check_before_asking_for_a_gpu(specs, out)
     timeline.mark("driver answered", first=True)
@@ -218,7 +218,7 @@ def _execute(args, out: Output, ordinals, early: dict, held: contextlib.ExitStac
     return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
 
 
-def _spawn_workers_early(args, ordinals, held: contextlib.ExitStack) -> dict:
+def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) -> dict:
     """The GPUs' worker processes, spawned before this process reads its specs; by GPU ordinal.
 
     A worker's start (its interpreter, its imports and, behind them, its
@@ -243,7 +243,7 @@ def _spawn_workers_early(args, ordinals, held: contextlib.ExitStack) -> dict:
 
     if not driver_library_present():
         return {}
-    workers = {device: GpuWorker(device, _run_options(args), want_cublas=None)
+    workers = {device: GpuWorker(device, options, want_cublas=None)
                for device in dict.fromkeys(ordinals or [args.device]) if device >= 0}
 
     def end(error_type, error, traceback) -> None:
@@ -265,6 +265,8 @@ def _spawn_workers_early(args, ordinals, held: contextlib.ExitStack) -> dict:
 
 
 def _run_options(args):
+    """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
+    import before the workers are spawned."""
     from ..pipeline.options import RunOptions
 
     return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
