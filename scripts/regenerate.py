@@ -111,7 +111,8 @@ def run_step(step: Step, work: Path, timeout_s: float) -> dict:
     started = time.monotonic()
     with open(log, "w") as output:
         executable = [sys.executable if part == "python3" else part for part in command]
-        process = subprocess.Popen(executable, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(executable, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
         timed_out = False
         try:
             process.wait(timeout=timeout_s)
@@ -133,7 +134,8 @@ def run_step(step: Step, work: Path, timeout_s: float) -> dict:
 
 def keep(step: Step, work: Path, folder: Path) -> str | None:
     """Compress what the step wrote into the results folder: its whole file, else its case log (a run cut short)."""
-    for written, name in ((work / f"{step.name}.json", step.file), (work / f"{step.name}.jsonl", f"{step.name}.jsonl.gz")):
+    candidates = ((work / f"{step.name}.json", step.file), (work / f"{step.name}.jsonl", f"{step.name}.jsonl.gz"))
+    for written, name in candidates:
         if written.exists() and written.stat().st_size > 0:
             (folder / name).write_bytes(gzip.compress(written.read_bytes(), 9, mtime=0))
             return name
