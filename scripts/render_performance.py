@@ -167,6 +167,23 @@ def not_regenerated(folder: Path, step: Step, record: dict) -> list[str]:
             f"(step `{step.name}` of `{REGENERATE}`) into `{shown_path(folder, step.file)}`.", ""]
 
 
+TEST_LOG = "gpu-tests.log.gz"
+TEST_COMMAND = "scripts/gpu_check.sh tests"
+
+
+def test_log_section(folder: Path) -> list[str]:
+    """The GPU test suite's log, where one is kept beside the results: its file, command and summary line."""
+    path = folder / TEST_LOG
+    if not path.exists():
+        return []
+    lines = gzip.decompress(path.read_bytes()).decode(errors="replace").splitlines()
+    summary = next((line.strip("= ") for line in reversed(lines) if " in " in line and
+                    any(word in line for word in ("passed", "failed", "error"))), "no summary line")
+    return ["## GPU test suite", "", f"- file: `{shown_path(folder, TEST_LOG)}`",
+            f"- command: `{TEST_COMMAND}` (`python3 -m pytest -q -m gpu tests`), its log gzip-compressed", "",
+            f"Summary: {summary}.", ""]
+
+
 def render(folder: Path) -> str:
     """The whole page, from the results in `folder` (one GPU's: bench/results/<gpu-name>/)."""
     folder = Path(folder)
@@ -194,6 +211,7 @@ def render(folder: Path) -> str:
             lines += not_regenerated(folder, step, record)
             continue
         lines += SECTIONS.get(step.name, run_section)(folder, path, step, record)
+    lines += test_log_section(folder)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -116,6 +116,15 @@ def test_a_missing_headline_says_not_regenerated_and_why_and_keeps_no_figure(scr
     assert "`python3 -m driver_gemm run specs/fast.yaml -s 4096x4096x4096 -q --json fp32.json`" in fp32
 
 
+def test_a_gpu_test_log_beside_the_results_is_named_with_its_summary(scripts, results):
+    _, render = scripts
+    assert "GPU test suite" not in render.render(results)
+    write_gz(results / "gpu-tests.log.gz", "....s...\n=== 79 passed, 1 skipped in 201.3s ===\n")
+    tests = section(render.render(results), "GPU test suite")
+    assert "`bench/results/nvidia-h200/gpu-tests.log.gz`" in tests and "`scripts/gpu_check.sh tests`" in tests
+    assert "Summary: 79 passed, 1 skipped in 201.3s." in tests
+
+
 def test_the_command_line_prints_the_page_and_refuses_a_missing_folder(scripts, results, capsys, tmp_path):
     _, render = scripts
     assert render.main([str(results)]) == 0
