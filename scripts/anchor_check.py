@@ -1,11 +1,11 @@
 """Benchmark check: driver-gemm's medians against the C++ harness's on the same H200.
 
+usage: python3 scripts/anchor_check.py RESULTS.json   (from `driver-gemm run specs/anchors.yaml --json RESULTS.json`)
+
 The C++ figures (nvcc -O3 -arch=sm_90, median of 50 launches, one event pair
 per launch, no L2 flush) are the project's reference measurements; run
 `driver-gemm run specs/anchors.yaml --json FILE` (timed the same way) and
 pass FILE here. Prints each pair and the difference; the target is within 5%.
-
-    python scripts/anchor_check.py bench/results/anchors-h200.json
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-# Median ms from the C++ harness on the lent H200, 2026-11-29.
+# Median ms from the C++ harness on an H200.
 CPP_MEDIAN_MS = {
     ("v2", "1024x512x1024"): 0.1259, ("v3", "1024x512x1024"): 0.1271, ("v4", "1024x512x1024"): 0.0806,
     ("cublas", "1024x512x1024"): 0.0400,

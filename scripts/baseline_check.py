@@ -1,8 +1,9 @@
 """driver-gemm's cuBLASLt baseline against an independent harness: torch, timed like-for-like.
 
-On a GPU machine with torch and triton (about 70-90 s on an H200; each step prints as it goes):
+usage: python3 scripts/baseline_check.py [--json FILE] [--lock-clocks MHZ|max] [--kernels] [--shapes MxNxK ...]
 
-    python3 scripts/baseline_check.py --json bench/results/baseline-check.json
+On a GPU machine with torch and triton (about 70-90 s on an H200; each step prints as it goes). The
+headline run is step `baselines` of scripts/regenerate.py.
 
 Combinations: bf16 and fp16 (layout NN, C of the input type) with torch.mm,
 and fp8 e4m3 -> bf16 (layout NT: A row-major, B column-major, the only fp8
@@ -549,6 +550,27 @@ def torch_context(torch) -> int:
     return handle
 
 
+def environment(started: str, torch) -> dict:
+    """When and where the check ran, with the versions of both sides (the results page prints them)."""
+    import platform
+    from importlib import metadata
+
+    import driver_gemm as dg
+    from cuda.bindings import nvrtc
+
+    def version(package: str) -> str | None:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+
+    properties = dg.read_properties(0)
+    return {"started": started, "gpu": properties.name, "driver_version": properties.driver_version,
+            "nvrtc_version": ".".join(map(str, nvrtc.nvrtcVersion()[1:])), "nvmath_python": version("nvmath-python"),
+            "cuda_bindings": version("cuda-bindings"), "torch": torch.__version__, "triton": version("triton"),
+            "host": platform.node()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the table here as JSON")
@@ -571,6 +593,7 @@ def main(argv=None) -> int:
         parser.error("--rounds must be at least 1")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
     combinations = args.only or list(COMBINATIONS)
+    started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
 
     import driver_gemm as dg
     from driver_gemm.measure import cublaslt
@@ -630,7 +653,7 @@ def main(argv=None) -> int:
             "soak_s": args.soak, "our_timeout_s": args.our_timeout, "large_harness": torch_side.large_harness,
             "graph_samples": GRAPH_SAMPLES, "small_kernel_ms": SMALL_KERNEL_MS, "checked_rows": CHECKED_ROWS,
             "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "locked_sm_clock_mhz": locked,
-            "cases": rows}, indent=1) + "\n")
+            "environment": environment(started, torch), "cases": rows}, indent=1) + "\n")
     say("all within" if agree else "NOT all within", f"{args.limit:g}% of the independent harness")
     return 0 if agree else 1
 

@@ -1,10 +1,10 @@
 """Benchmark: cold NVRTC compile time of a spec's kernels, and start-up time with a warm cache.
 
+usage: python3 scripts/bench_compile.py [SPEC] [--json FILE]
+
 Cold: every source compiled with the cache off. Warm: a fresh Python process
 that imports driver-gemm, loads the spec and gets every CUBIN from the cache
 (what `driver-gemm run` pays before its first launch). Needs no GPU.
-
-    python scripts/bench_compile.py [SPEC] [--json FILE]
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ print(time.perf_counter() - began)
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("spec", nargs="?", default=str(ROOT / "specs" / "seed.yaml"))
-    parser.add_argument("--json")
+    parser.add_argument("spec", nargs="?", default=str(ROOT / "specs" / "seed.yaml"),
+                        help="the spec whose kernels are compiled (default: specs/seed.yaml)")
+    parser.add_argument("--json", help="write the timings here as JSON")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from driver_gemm.cuda.compile import compile_source, nvrtc_version

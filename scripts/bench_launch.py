@@ -1,11 +1,11 @@
 """Benchmark: host cost per launch of driver-gemm's launch path, against the bindings' own cuLaunchKernel.
 
+usage: python3 scripts/bench_launch.py [--launches N] [--json FILE]   (on a GPU machine)
+
 An empty kernel is launched N times back to back on one stream; the host
 time per launch is the wall time of the loop over N (the queue never fills
 at these rates), and the GPU-timeline time per launch is the event time
 around the whole loop over N.
-
-    python scripts/bench_launch.py [--launches 20000] [--json FILE]
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def timed(device, stream, body, launches):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--launches", type=int, default=20_000)
-    parser.add_argument("--json")
+    parser.add_argument("--launches", type=int, default=20_000, help="launches per loop (default 20000)")
+    parser.add_argument("--json", help="write the timings here as JSON")
     args = parser.parse_args()
 
     with Device(0) as device:

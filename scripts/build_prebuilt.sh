@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# usage: scripts/build_prebuilt.sh      (NVCC=/path/to/nvcc ARCH=sm_90 to choose the compiler and target)
+#
 # Build, with nvcc, the prebuilt CUBINs that specs/prebuilt.yaml loads with `binary:`:
 # the seed spec's v4 instance and the fast spec's v8 instance, for sm_90.
 # The wrapper takes each template instance's address, which makes nvcc

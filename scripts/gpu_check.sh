@@ -1,24 +1,23 @@
 #!/usr/bin/env bash
+# usage: scripts/gpu_check.sh STEP ...     (on a GPU machine, after `. scripts/gpu_env.sh`)
+#
 # Everything that needs the GPU, in one go. Full results land in $OUT (default ./gpu-results), one
-# folder per step; the summary lines are printed last.
+# file or folder per step; the summary lines are printed last.
 #
-#   scripts/gpu_check.sh STEP ...
-#
-# Steps: tests (every GPU test), seed (the seed spec, timed end to end), fast (specs/fast.yaml at
-# 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml), v12p (specs/tma-bf16-dev.yaml: v12 and its
-# persistent forms against cuBLASLt BF16 on small shapes, 4096^3 and 8192^3, at most 4 minutes),
-# types (specs/types.yaml on its small shapes), fp8probe (which fp8 cuBLASLt matmuls run, and with
-# which descriptor; < 60 s), baselines (cuBLASLt against torch in interleaved rounds of equal length,
-# SM clocks of both sides in the table: do_bench for large kernels, a CUDA graph of flushed samples for
-# small ones; ~75 s, < 120 s), baselines-locked (the same at a locked 1500 MHz SM clock; root),
-# baselines-kernels (1024x512x1024 and 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI),
-# gates (the seed spec with --min-pct and --baseline-results: exits 1 naming each failing gate),
-# prebuilt (specs/prebuilt.yaml), profile (run --profile of seed and v8 cases under Nsight Compute),
-# profile-tma (v11 and v12 at 4096^3), strategies (tuning strategies on specs/sweep-v8.yaml), nvcc
-# (the nvcc and NVRTC builds timed), sweeps (the v11 and v12 sweeps by halving), thirdparty (kernels in
-# outside collections' styles: host headers, namespaces, overloads, column-major), anchors, launch,
-# compile (the benchmarks), or any SPEC.yaml.
-# Run on a GPU machine after `. scripts/gpu_env.sh`.
+# Steps: headlines (scripts/regenerate.py: the headline results into $OUT/<gpu-name>/ and the page
+# rendered from them into $OUT/performance.md; about 5 minutes), tests (every GPU test), seed (the seed
+# spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
+# v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
+# 4096^3 and 8192^3, at most 4 minutes), types (specs/types.yaml on its small shapes), baselines
+# (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
+# do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
+# baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
+# 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), gates (the seed spec with --min-pct and
+# --baseline-results: exits 1 naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
+# --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
+# (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
+# v12 sweeps by halving), thirdparty (kernels in outside collections' styles: host headers, namespaces,
+# overloads, column-major), anchors, launch, compile (the benchmarks), or any SPEC.yaml.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
@@ -34,6 +33,7 @@ for step in "$@"; do
     echo "=== $step ($(date -u +%FT%TZ))"
     start=$(date +%s)
     case "$step" in
+        headlines)  python3 scripts/regenerate.py --out "$OUT" --page "$OUT/performance.md" ;;
         tests)      python3 -m pytest -q -m gpu tests -p no:cacheprovider -rfEs --durations=15 2>&1 | tee "$OUT/gpu-tests.log" ;;
         seed)       /usr/bin/time -f "seed run wall %e s" python3 -m driver_gemm run specs/seed.yaml --json "$OUT/seed.json" -q 2>&1 | tail -40 ;;
         fast)       python3 -m driver_gemm run specs/fast.yaml -s 4096x4096x4096 --json "$OUT/fast-4096.json" -q ;;
@@ -54,7 +54,6 @@ for step in "$@"; do
                             | tee "$OUT/$sweep-halving.log" | tail -30
                     done ;;
         types)      python3 -m driver_gemm run specs/types.yaml -s 1001x513x777 -s 1024x512x1024 --json "$OUT/types.json" -q ;;
-        fp8probe)   timeout 90 python3 scripts/probe_fp8.py --out "$OUT" 2>&1 | tee "$OUT/fp8-probe.log" ;;
         baselines)  timeout 180 python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" 2>&1 \
                         | tee "$OUT/baseline-check.log" ;;
         baselines-locked) # the same at one locked SM clock (root), so that neither side runs cooler
@@ -66,9 +65,10 @@ for step in "$@"; do
                         --shapes 1024x512x1024 4096x4096x4096 --json "$OUT/baseline-kernels.json" 2>&1 \
                         | tee "$OUT/baseline-kernels.log" ;;
         gates)      # the seed spec with performance gates: v4 must reach 30% of cuBLAS, every case 99% (most fail,
-                    # each named with its figures), and no case may be SLOWER than the committed round-3 run
+                    # each named with its figures), and no case may be SLOWER than the committed headline run
+                    gpu=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import regenerate as r; print(r.folder_name(r.local_gpus()[0]))")
                     python3 -m driver_gemm run specs/seed.yaml --min-pct 99 --min-pct v4=30 \
-                        --baseline-results bench/results/round3/seed-h200.json.gz --json "$OUT/gates.json" -q 2>&1 \
+                        --baseline-results "bench/results/$gpu/seed.json.gz" --json "$OUT/gates.json" -q 2>&1 \
                         | tee "$OUT/gates.log"; [ "${PIPESTATUS[0]}" -eq 1 ] ;;
         prebuilt)   python3 -m driver_gemm run specs/prebuilt.yaml --json "$OUT/prebuilt.json" -q ;;
         thirdparty) # kernels written the way outside collections write them, checked on the GPU (< 60 s)

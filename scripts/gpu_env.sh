@@ -1,5 +1,5 @@
-# Source this on a GPU machine that reaches no package registry, from the checkout's root:
-#   . scripts/gpu_env.sh
+# usage: . scripts/gpu_env.sh     (sourced, from the checkout's root, on a GPU machine that reaches no package registry)
+#
 # It installs the wheels carried in .whl/ (e.g. nvmath-python) and .whl-dask/ into /tmp/site, replaces the
 # image's NVRTC libraries with the ones carried in .gpu/nvrtc-*-lib.tar.xz (NVRTC 13.0 builds
 # slower code than nvcc 13.0; 13.1 and later match it), and installs this checkout without

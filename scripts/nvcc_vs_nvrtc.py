@@ -1,4 +1,6 @@
-"""Evidence: the same kernels built by NVRTC (the version loaded) and by nvcc, instruction mix side by side.
+"""The same kernels built by NVRTC (the version loaded) and by nvcc, instruction mix side by side.
+
+usage: python3 scripts/nvcc_vs_nvrtc.py [--run] [--kernels v4,v8|all] [--shape MxNxK] [--arch SM] [--json FILE]
 
 Both builds of each chosen kernel configuration (by default v4 and v6 of
 specs/seed.yaml and specs/fast.yaml, v8 of specs/fast.yaml and v10 of
@@ -16,8 +18,6 @@ kernels that takes well under two minutes on an H200 (builds included). nvcc
 is looked for in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH and /usr/local/cuda/bin;
 without it the script says so and exits with status 2. --json writes the
 comparison (and the run) to a file.
-
-    python scripts/nvcc_vs_nvrtc.py [--run] [--kernels v4,v8|all] [--shape MxNxK] [--json FILE]
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def print_run_table(kernels, rows: dict, result, nvrtc: str, nvcc: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--arch", default="sm_90", help="target of kernels without an arch of their own (default sm_90)")
     parser.add_argument("--run", action="store_true", help="also time both builds (needs a GPU)")
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
                         help="kernel names, comma-separated, or 'all' (default %(default)s)")

@@ -1,8 +1,10 @@
 """Tuning strategies against each other on a GPU: exhaustive, successive halving, and random sampling given the
 seconds halving took, on the same spec and shapes, each with the tuning cache ignored (``--fresh``).
 
+usage: python3 scripts/tune_strategies.py SPEC --shapes MxNxK ... --json FILE [--configurations N] [--predict]
+
     python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 \
-        --json bench/results/tune-strategies-h200.json
+        --json tune-strategies.json
 
 The criterion this answers: halving within 1% of the exhaustive best in at most 25% of the exhaustive
 wall time. The comparison is of GPU-side search cost: every configuration is compiled first (NVRTC
@@ -36,7 +38,8 @@ from driver_gemm.spec import load_spec  # noqa: E402
 from driver_gemm.tune.strategies import (FULL, Budget, Exhaustive, RandomSampling,  # noqa: E402
                                          SuccessiveHalving)
 
-RECORDED_SWEEP = Path(__file__).resolve().parent.parent / "bench" / "results" / "tune-v8-h200.jsonl.gz"
+# A recorded H200 run of specs/sweep-v8.yaml (kept with the tests' data): what --predict replays.
+RECORDED_SWEEP = Path(__file__).resolve().parent.parent / "tests" / "data" / "results" / "tune-v8-h200.jsonl.gz"
 WITHIN_BEST_PCT = 99.0        # halving's best at least this % as fast as the exhaustive best (within 1%)
 AT_MOST_WALL_PCT = 25.0       # in at most this % of the exhaustive wall time
 
@@ -195,13 +198,13 @@ def write(path: Path, report: dict) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("spec", type=Path)
-    parser.add_argument("--shapes", nargs="+", required=True, metavar="MxNxK")
-    parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("spec", type=Path, help="the sweep spec, e.g. specs/sweep-v8.yaml")
+    parser.add_argument("--shapes", nargs="+", required=True, metavar="MxNxK", help="the shapes tuned")
+    parser.add_argument("--json", type=Path, required=True, help="write the comparison here (after each strategy)")
     parser.add_argument("--configurations", type=int, default=None,
                         help="the same seeded sample of this many configurations for every strategy")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the samples and of random sampling")
+    parser.add_argument("--device", type=int, default=0, help="the GPU (ordinal)")
     parser.add_argument("--max-seconds", type=float, default=330.0,
                         help="skip random sampling when it would end after this many seconds of the run")
     parser.add_argument("--predict", action="store_true", help="print the replay model's estimate and stop")

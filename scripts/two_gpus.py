@@ -1,7 +1,9 @@
 """Time a spec on one GPU against the same spec on two, and print the speed-up.
 
-    python scripts/two_gpus.py                      # specs/mixed.yaml, then specs/ramp.yaml
-    python scripts/two_gpus.py --only mixed --json two-gpus.json --out results/two-gpus
+usage: python3 scripts/two_gpus.py [--only mixed|ramp] [--json FILE] [--out DIR] [--run-timeout S] [--cold]
+
+    python3 scripts/two_gpus.py                      # specs/mixed.yaml, then specs/ramp.yaml
+    python3 scripts/two_gpus.py --only mixed --json two-gpus.json --out results/two-gpus
 
 Each run is ``driver-gemm run SPEC --device 0`` and ``driver-gemm run SPEC
 --devices 0,1`` in a fresh process, timed from start to exit (the process's
@@ -157,6 +159,9 @@ def main() -> int:
                         "one_gpu_timeline": timeline_of(single), "two_gpus_timeline": timeline_of(double),
                         "results": [str(single), str(double)]}
         if args.json:
+            run = json.loads(single.read_text())
+            report["environment"] = {**run["environment"], "started": report.get("environment", {}).get(
+                "started", run["started"])}
             args.json.write_text(json.dumps(report, indent=1) + "\n")
         print(f"{name}: one GPU {one:.1f} s, two GPUs {two:.1f} s, speed-up {one / two:.2f}x "
               f"(model: {report[name]['model']['one_gpu_s']} s and {report[name]['model']['two_gpus_s']} s; "

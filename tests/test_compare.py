@@ -64,7 +64,7 @@ def test_cli_exit_codes(tmp_path, capsys):
 def test_compare_the_committed_h200_results_with_themselves(capsys):
     from conftest import ROOT
 
-    path = str(ROOT / "bench" / "results" / "seed-h200.json")
+    path = str(ROOT / "tests" / "data" / "results" / "seed-h200.json")
     assert main(["compare", path, path]) == EXIT_OK
     assert "12 cases: 12 SAME" in capsys.readouterr().out
 

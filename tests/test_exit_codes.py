@@ -130,7 +130,7 @@ def test_plan_summary_and_exit_code(tmp_path, capsys):
 def test_plot_without_matplotlib_is_3_and_writes_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)   # import matplotlib now raises ImportError
     out = tmp_path / "p.png"
-    assert main(["plot", str(ROOT / "bench" / "results" / "seed-h200.json"), "-o", str(out)]) == EXIT_NO_GPU
+    assert main(["plot", str(ROOT / "tests" / "data" / "results" / "seed-h200.json"), "-o", str(out)]) == EXIT_NO_GPU
     assert "plots need matplotlib, which is not installed" in capsys.readouterr().err
     assert not out.exists()
 

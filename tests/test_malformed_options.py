@@ -21,9 +21,9 @@ from conftest import ROOT, SPECS
 
 SEED = str(SPECS / "seed.yaml")
 SWEEP = str(SPECS / "sweep-v4.yaml")
-SEED_RESULTS = str(ROOT / "bench" / "results" / "seed-h200.json")
-SWEEP_RESULTS = str(ROOT / "bench" / "results" / "tune-v4-h200.json")
-OTHER_RESULTS = str(ROOT / "bench" / "results" / "tf32-h200.json")   # v8, v9: no kernel case of the seed spec
+SEED_RESULTS = str(ROOT / "tests" / "data" / "results" / "seed-h200.json")
+SWEEP_RESULTS = str(ROOT / "tests" / "data" / "results" / "tune-v4-h200.json.gz")
+OTHER_RESULTS = str(ROOT / "tests" / "data" / "results" / "tf32-h200.json")   # v8, v9: no kernel case of the seed spec
 
 
 def _tree(folder: Path) -> dict:

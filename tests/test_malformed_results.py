@@ -26,7 +26,7 @@ from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS
 
-GOOD = ROOT / "bench" / "results" / "seed-h200.json"
+GOOD = ROOT / "tests" / "data" / "results" / "seed-h200.json"
 SPEC = SPECS / "seed.yaml"
 
 
@@ -338,7 +338,7 @@ def test_a_torn_last_line_is_skipped_and_said(tmp_path, capsys):
 
 
 def test_good_files_still_read(tmp_path):
-    for path in sorted((ROOT / "bench" / "results").rglob("*.json*")):
+    for path in sorted((ROOT / "tests" / "data" / "results").rglob("*.json*")):
         if path.name.startswith("launch-") or path.parent.name == "scripts":   # benchmark scripts' figures, not runs
             continue
         loaded = read.read_results(path)
@@ -354,7 +354,7 @@ def test_the_shipped_schema_agrees_with_jsonschema():
     schema = read.results_schema()
     validator = jsonschema.Draft202012Validator(schema)
     validator.check_schema(schema)
-    for path in sorted((ROOT / "bench" / "results").glob("*.json")):
+    for path in sorted((ROOT / "tests" / "data" / "results").glob("*.json")):
         if not path.name.startswith("launch-"):
             assert not list(validator.iter_errors(json.loads(path.read_text()))), path
     case_line = {"$ref": "#/$defs/case_line", "$defs": schema["$defs"]}
@@ -397,7 +397,7 @@ def test_gzip_compressed_results_read_like_plain_ones_and_bad_ones_say_why(tmp_p
     packed = tmp_path / "run.json.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert [c.kernel for c in read.read_results(packed).run.cases] == [c.kernel for c in read.read_results(plain).run.cases]
-    log = min((ROOT / "bench" / "results").rglob("*.jsonl"), key=lambda found: found.stat().st_size)
+    log = min((ROOT / "tests" / "data" / "results").rglob("*.jsonl"), key=lambda found: found.stat().st_size)
     lines = tmp_path / "run.jsonl.gz"                     # a case log, compressed: read as a case log
     lines.write_bytes(gzip.compress(log.read_bytes()))
     assert len(read.read_results(lines).run.cases) == len(read.read_results(log).run.cases) > 0

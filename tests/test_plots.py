@@ -5,7 +5,7 @@ from driver_gemm.report.plots import bytes_moved
 
 from conftest import ROOT
 
-RESULTS = ROOT / "bench" / "results"
+RESULTS = ROOT / "tests" / "data" / "results"
 
 
 def test_bytes_moved():
@@ -16,7 +16,7 @@ def test_bytes_moved():
 def test_plot_from_committed_results(tmp_path, capsys, suffix, magic):
     pytest.importorskip("matplotlib")
     out = tmp_path / f"plot{suffix}"
-    assert main(["plot", str(RESULTS / "fast-h200.json"), str(RESULTS / "seed-h200.json"), "-o", str(out)]) == EXIT_OK
+    assert main(["plot", str(RESULTS / "fast-h200.json.gz"), str(RESULTS / "seed-h200.json"), "-o", str(out)]) == EXIT_OK
     assert out.read_bytes().startswith(magic)
     if suffix == ".svg":
         text = out.read_text()
@@ -68,7 +68,7 @@ def test_results_with_only_baseline_rows_plot_without_the_share_panel(tmp_path):
     from driver_gemm.report.plots import plot_results
     from driver_gemm.results.read import read_results
 
-    run = read_results(ROOT / "bench" / "results" / "seed-h200.json").run
+    run = read_results(ROOT / "tests" / "data" / "results" / "seed-h200.json").run
     run.cases = [case for case in run.cases if case.is_baseline]
     assert run.cases
     out = plot_results([run], tmp_path / "baselines.png")

@@ -117,7 +117,7 @@ def test_malformed_spec_is_reported_with_its_place(inner, tmp_path):
     result.stderr.fnmatch_lines(["*--gemm-spec: *bad.yaml:3: kernels[[]0[]].blok: unknown field 'blok'*"])
 
 
-SEED_RESULTS = str(ROOT / "bench" / "results" / "seed-h200.json")
+SEED_RESULTS = str(ROOT / "tests" / "data" / "results" / "seed-h200.json")
 
 
 def test_gates_on_recorded_results_fail_each_gated_case_with_its_figures(inner):
@@ -134,7 +134,7 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
     result = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS,
                              "--gemm-baseline-results", SEED_RESULTS)
     result.assert_outcomes(passed=12)
-    older = str(ROOT / "bench" / "results" / "seed-before-h200.json")
+    older = str(ROOT / "tests" / "data" / "results" / "seed-before-h200.json")
     compared = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-baseline-results", older,
                                "--gemm-regression-threshold", "1000")
     compared.assert_outcomes(passed=12)
@@ -144,9 +144,9 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--gemm-results", str(ROOT / "bench" / "results" / "tf32-h200.json")],
+    (["--gemm-results", str(ROOT / "tests" / "data" / "results" / "tf32-h200.json")],
      "*--gemm-results: *tf32-h200.json: no case of these results (spec 'tf32') is a case of this run*"),
-    (["--gemm-results", SEED_RESULTS, "--gemm-baseline-results", str(ROOT / "bench" / "results" / "tf32-h200.json")],
+    (["--gemm-results", SEED_RESULTS, "--gemm-baseline-results", str(ROOT / "tests" / "data" / "results" / "tf32-h200.json")],
      "*--gemm-baseline-results: *tf32-h200.json: no case of these results*the regression gate would compare nothing*"),
     (["--gemm-results", SEED_RESULTS, "--gemm-min-pct", "v99=50"], "*--gemm-min-pct: *no kernel named 'v99'*"),
     (["--gemm-results", SEED_RESULTS, "--gemm-min-pct", "inf"], "*--gemm-min-pct 'inf': the percentage must be*"),

@@ -13,7 +13,7 @@ from driver_gemm.spec.model import MeasureSettings
 
 from conftest import ROOT, SPECS
 
-RESULTS = ROOT / "bench" / "results"
+RESULTS = ROOT / "tests" / "data" / "results"
 
 
 def whole_shapes(spec, model):
@@ -96,7 +96,7 @@ def recorded(*names):
 
 # One-GPU runs of the two specs dealt out to several GPUs, with every case's steps (``phases``), recorded on an
 # H200 after a GPU came to draw a shape's operands and work out its reference once for all its cases.
-PHASED = ["round6/4-whole-shapes/ramp-1gpu.json.gz", "round6/4-whole-shapes/mixed-1gpu.json.gz"]
+PHASED = ["ramp-1gpu.json.gz", "mixed-1gpu.json.gz"]
 
 
 @pytest.mark.parametrize("name", PHASED)
@@ -121,7 +121,7 @@ def test_the_model_gives_the_seconds_recorded_shapes_took(name):
 
 # Launch times of every case of both specs, recorded on an H200 (ramp-h200.json has every ramp case and
 # mixed's square shapes; fast-h200.json mixed's two small ones).
-LAUNCHES = ["ramp-h200.json", "fast-h200.json"]
+LAUNCHES = ["ramp-h200.json.gz", "fast-h200.json.gz"]
 
 
 @pytest.mark.parametrize("spec_name", ["ramp.yaml", "mixed.yaml"])

@@ -1,4 +1,4 @@
-"""Search strategies replayed on the recorded H200 sweeps (bench/results) as their oracle."""
+"""Search strategies replayed on the recorded H200 sweeps (tests/data/results) as their oracle."""
 
 import sys
 from pathlib import Path
@@ -13,7 +13,7 @@ from driver_gemm.tune.strategies import (FULL, Budget, BudgetError, Configuratio
                                          RandomSampling, SuccessiveHalving, make_strategy, parse_budget,
                                          search_all)
 
-RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
+RESULTS = Path(__file__).resolve().parent / "data" / "results"
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_halving_on_the_v8_sweep_finds_the_best_within_1_percent_for_a_quarter_o
         assert row.cost_fraction <= 0.25, row
 
 
-@pytest.mark.parametrize("name", ["tune-v8-small-h200.json.gz", "tune-v4-h200.json", "tune-v10-h200.json"])
+@pytest.mark.parametrize("name", ["tune-v8-small-h200.json.gz", "tune-v4-h200.json.gz", "tune-v10-h200.json.gz"])
 def test_halving_finds_the_recorded_best_on_other_sweeps(name):
     for row in compare_strategies(load_results(RESULTS / name), [SuccessiveHalving()]):
         assert row.slower_than_best <= 0.01 and row.cost_fraction < 0.5, row

@@ -12,7 +12,7 @@ from driver_gemm.spec import load_spec
 from driver_gemm.spec.model import MeasureSettings
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDED = ROOT / "bench" / "results" / "scripts" / "tune-strategies-30-h200.json"
+RECORDED = ROOT / "tests" / "data" / "tune-strategies-30-h200.json"
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from driver_gemm.spec import load_spec
 from conftest import ROOT, SPECS
 
 DATA = Path(__file__).resolve().parent / "data"
-SEED_RESULTS = ROOT / "bench" / "results" / "seed-h200.json"
+SEED_RESULTS = ROOT / "tests" / "data" / "results" / "seed-h200.json"
 
 
 def output():
@@ -82,7 +82,7 @@ def test_tune_refuses_a_bad_budget_or_strategy_before_any_gpu_work(capsys):
 def test_tune_from_writes_the_winners_and_a_dispatch_spec_that_runs(tmp_path, capsys):
     from driver_gemm.pipeline.cases import cases_of
 
-    results = ROOT / "bench" / "results" / "tune-v8-order-h200.json"
+    results = ROOT / "tests" / "data" / "results" / "tune-v8-order-h200.json.gz"
     spec_path = SPECS / "sweep-v8-order.yaml"
     dispatch = tmp_path / "dispatch.yaml"
     code = main(["tune", str(spec_path), "--from", str(results), "--out", str(tmp_path / "w.yaml"),
@@ -119,7 +119,7 @@ def test_profile_table_from_a_recorded_ncu_csv_beside_the_theoretical_occupancy(
     from driver_gemm.report.tables import profile_rows, profile_table
     from driver_gemm.report.plots import arithmetic_intensity
 
-    run = read_results(ROOT / "bench" / "results" / "tf32-v10-h200.json").run
+    run = read_results(ROOT / "tests" / "data" / "results" / "tf32-v10-h200.json").run
     case = next(c for c in run.cases if c.kernel.startswith("v10") and c.occupancy)
     launch = parse_ncu_csv((DATA / "ncu-raw-sm90.csv").read_text())[0]
     case.profile = summarize(launch, flops=case.shape.flops)

@@ -384,7 +384,7 @@ SAFETY = 5.0
 # Hopper's fp8 tensor cores add their products into an accumulator that keeps about 14 significant
 # bits between promotions to full fp32 (public measurements of sm_90's fp8 MMA; on the H200,
 # cuBLASLt's e4m3 -> fp32 matmul at K = 160 is 8.7e-5 off the float64 product,
-# bench/results/round3/fp8-probe-h200.log, where an fp32 accumulation would be ~1e-6). A correct
+# docs/kernels.md, where an fp32 accumulation would be ~1e-6). A correct
 # fp8 GEMM may use them, so its accumulation is bounded with this unit roundoff, not fp32's.
 FP8_TENSOR_CORE_UNIT_ROUNDOFF = 2.0 ** -14
 

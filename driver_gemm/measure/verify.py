@@ -120,7 +120,7 @@ def compare_typed(output: Output, expected: np.ndarray, element: dtypes.ElementT
 # Elements per piece of an output: small enough that a piece's float64 working arrays (2 MiB each, made once
 # per thread and reused) stay in the CPU's cache while a dozen passes go over them. At 16384^2 on the H200
 # machine's host, 8 threads checked C in 2.3 s with pieces of 4M elements and fresh arrays, in 3.2-4.1 s with
-# pieces of 256K, fresh arrays and BLAS's dot products, and in 0.5 s as now (`scripts/host_steps.py`).
+# pieces of 256K, fresh arrays and BLAS's dot products, and in 0.5 s as now (docs/multi-gpu.md).
 PIECE_ELEMENTS = 1 << 18
 # Threads checking pieces side by side (NumPy releases the GIL in its loops).
 CHECK_THREADS = max(1, min(8, os.cpu_count() or 1))

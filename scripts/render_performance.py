@@ -1,0 +1,234 @@
+"""Render docs/performance.md from one GPU's headline results (the files scripts/regenerate.py writes).
+
+usage: python3 scripts/render_performance.py bench/results/nvidia-h200 > docs/performance.md
+
+Runs anywhere (no GPU): it only reads the results files, with driver-gemm's own reader for run results.
+Every table names the file it comes from, the command that made it, and when, where and with what it
+ran (GPU, driver, NVRTC and cuBLAS versions, each case's SM clock). A headline whose file is missing is
+said to be not regenerated on that machine, with no figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from regenerate import MANIFEST, STEPS, Step, command_line  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+REGENERATE = "python3 scripts/regenerate.py"
+
+
+def shown_path(folder: Path, name: str) -> str:
+    """Where the file is committed: bench/results/<gpu-name>/NAME, wherever the folder is read from."""
+    return f"bench/results/{folder.resolve().name}/{name}"
+
+
+def found_file(folder: Path, step: Step) -> Path | None:
+    for name in (step.file, f"{step.name}.jsonl.gz"):
+        if (folder / name).exists():
+            return folder / name
+    return None
+
+
+def read_json(path: Path) -> dict:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+
+
+def driver_text(version) -> str:
+    """A CUDA driver version as the driver reports it (13000) in the usual form (13.0)."""
+    if not isinstance(version, int):
+        return str(version) if version else "?"
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def ms(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if value < 10 else f"{value:,.1f}"
+
+
+def fixed(value, digits: int) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def table(header, rows) -> list[str]:
+    def line(cells):
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(row) for row in rows), ""]
+
+
+def where_run(environment: dict, started: str) -> str:
+    """The line that says when, on what and with what versions a run ran."""
+    device = environment.get("device") or {}
+    gpu = device.get("name") or environment.get("gpu") or "?"
+    if device.get("sm_count"):
+        gpu += f" ({device['sm_count']} SMs, {device.get('arch', '?')})"
+    parts = [f"ran {started or '?'}", f"GPU {gpu}",
+             f"driver {driver_text(environment.get('driver_version') or device.get('driver_version'))}",
+             f"NVRTC {environment.get('nvrtc_version', '?')}",
+             f"cuBLAS through nvmath-python {environment.get('nvmath_python') or '?'}"]
+    for key, label in (("cuda_bindings", "cuda-bindings"), ("torch", "torch"), ("triton", "triton")):
+        if environment.get(key):
+            parts.append(f"{label} {environment[key]}")
+    if environment.get("host"):
+        parts.append(f"host {environment['host']}")
+    return ", ".join(parts)
+
+
+def provenance(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
+    command = record.get("command") or " ".join(command_line(step, f"{step.name}.json"))
+    lines = [f"- file: `{shown_path(folder, path.name)}`",
+             f"- command: `{command}` (step `{step.name}` of `{REGENERATE}`)"]
+    if "exit_code" in record:
+        lines.append(f"- exit status {record['exit_code']} after {record['seconds']} s"
+                     + (f", cut short by its {record['timeout_s']} s timeout" if record.get("timed_out") else ""))
+    return lines
+
+
+def run_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
+    import driver_gemm as dg
+
+    run = dg.load_results(path)
+    lines = provenance(folder, path, step, record)
+    lines.append(f"- {where_run(run.environment, run.started)}")
+    if run.interrupted:
+        lines.append("- the run was interrupted: the table holds the cases it finished")
+    lines.append("")
+    for shape in dict.fromkeys(case.shape for case in run.cases):
+        rows = []
+        for case in run.cases:
+            if case.shape != shape:
+                continue
+            timing = case.timing
+            clock = timing.sm_clock_mhz if timing else None
+            rows.append((case.kernel, str(case.status),
+                         ms(case.median_ms), fixed(case.gflops, 0), fixed(case.pct_cublas, 1),
+                         "" if case.is_baseline else (case.baseline_label or "-"), fixed(clock, 0)))
+        lines += table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS", "of", "SM MHz"), rows)
+    return lines
+
+
+def baselines_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
+    data = read_json(path)
+    lines = provenance(folder, path, step, record)
+    if data.get("environment"):
+        lines.append(f"- {where_run(data['environment'], data['environment'].get('started', ''))}")
+    lines.append(f"- {data.get('rounds', '?')} interleaved rounds per case, each side the median of its rounds' "
+                 f"medians; agreement asked for: {data.get('limit_pct', '?')}%; maximum SM clock "
+                 f"{fixed(data.get('max_sm_clock_mhz'), 0)} MHz"
+                 + (f", locked at {data['locked_sm_clock_mhz']} MHz" if data.get("locked_sm_clock_mhz") else ""))
+    lines.append("")
+    rows = [(case.get("combination"), case.get("layout"), case.get("shape"), ms(case.get("ours_ms")),
+             ms(case.get("torch_ms")), fixed(100 * case["ratio"] if case.get("ratio") else None, 1),
+             fixed(case.get("ours_mhz"), 0), fixed(case.get("torch_mhz"), 0), case.get("torch_timer") or "-",
+             "yes" if case.get("within_limit") else "no", case.get("error") or case.get("check") or "-")
+            for case in data.get("cases", [])]
+    return lines + table(("types", "layout", "shape", "ours ms", "torch ms", "ours / torch %", "ours MHz",
+                          "torch MHz", "torch timer", "within limit", "check"), rows)
+
+
+def two_gpus_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
+    data = read_json(path)
+    lines = provenance(folder, path, step, record)
+    environment = data.pop("environment", None)
+    if environment:
+        lines.append(f"- {where_run(environment, environment.get('started', ''))}")
+    lines.append("- seconds from the command's start to its exit, the spec run on GPU 0 alone and on GPUs 0 and 1; "
+                 "the model is the scheduler's prediction from the one-GPU run's launch times")
+    lines.append("")
+    rows = [(name, fixed(entry.get("one_gpu_s"), 1), fixed(entry.get("two_gpus_s"), 1),
+             fixed(entry.get("speedup"), 2), fixed((entry.get("model") or {}).get("one_gpu_s"), 1),
+             fixed((entry.get("model") or {}).get("two_gpus_s"), 1))
+            for name, entry in data.items() if isinstance(entry, dict) and "speedup" in entry]
+    return lines + table(("spec", "one GPU s", "two GPUs s", "speed-up", "model: one GPU s", "model: two GPUs s"),
+                         rows)
+
+
+SECTIONS = {"baselines": baselines_section, "two-gpus": two_gpus_section}
+
+
+def not_regenerated(folder: Path, step: Step, record: dict) -> list[str]:
+    if record.get("skipped"):
+        why = record["skipped"]
+    elif "exit_code" in record:
+        why = (f"its command exited with {record['exit_code']} after {record['seconds']} s"
+               + (" (timed out)" if record.get("timed_out") else "") + " and wrote no results")
+    else:
+        why = "no results file"
+    command = record.get("command") or " ".join(command_line(step, f"{step.name}.json"))
+    return [f"Not regenerated on this machine: {why}. No figure is shown. It is made by `{command}` "
+            f"(step `{step.name}` of `{REGENERATE}`) into `{shown_path(folder, step.file)}`.", ""]
+
+
+TEST_LOG = "gpu-tests.log.gz"
+TEST_COMMAND = "scripts/gpu_check.sh tests"
+
+
+def test_log_section(folder: Path) -> list[str]:
+    """The GPU test suite's log, where one is kept beside the results: its file, command and summary line."""
+    path = folder / TEST_LOG
+    if not path.exists():
+        return []
+    lines = gzip.decompress(path.read_bytes()).decode(errors="replace").splitlines()
+    summary = next((line.strip("= ") for line in reversed(lines) if " in " in line and
+                    any(word in line for word in ("passed", "failed", "error"))), "no summary line")
+    return ["## GPU test suite", "", f"- file: `{shown_path(folder, TEST_LOG)}`",
+            f"- command: `{TEST_COMMAND}` (`python3 -m pytest -q -m gpu tests`), its log gzip-compressed", "",
+            f"Summary: {summary}.", ""]
+
+
+def render(folder: Path) -> str:
+    """The whole page, from the results in `folder` (one GPU's: bench/results/<gpu-name>/)."""
+    folder = Path(folder)
+    manifest = read_json(folder / MANIFEST) if (folder / MANIFEST).exists() else {}
+    records = {record["name"]: record for record in manifest.get("steps", [])}
+    lines = ["# Performance", "",
+             "<!-- Generated: do not edit. Rendered by "
+             f"`python3 scripts/render_performance.py {shown_path(folder, '')[:-1]} > docs/performance.md`. -->", "",
+             f"The headline results on one GPU, as recorded in `{shown_path(folder, '')}`. They are regenerated on "
+             f"a GPU machine by one command, `. scripts/gpu_env.sh && {REGENERATE}` (about 5 minutes on an H200), "
+             "which writes the results files and renders this page from them; "
+             f"`python3 scripts/render_performance.py {shown_path(folder, '')[:-1]}` renders it again from the "
+             "committed files, without a GPU.", "",
+             "Each table names its results file and the command that made it; `driver-gemm show FILE` prints any "
+             "run's file in full. Times are medians of L2-flushed samples; % of cuBLAS is of the row named in "
+             "the `of` column, timed in the same run; SM MHz is the median SM clock while the case was timed.", ""]
+    if manifest:
+        lines += [f"Regenerated {manifest.get('started', '?')} to {manifest.get('finished', '?')} on "
+                  f"{len(manifest.get('gpus', []))} GPU(s): {', '.join(manifest.get('gpus', []))}.", ""]
+    for step in STEPS:
+        lines += [f"## {step.title}", ""]
+        record = records.get(step.name, {})
+        path = found_file(folder, step)
+        if path is None:
+            lines += not_regenerated(folder, step, record)
+            continue
+        lines += SECTIONS.get(step.name, run_section)(folder, path, step, record)
+    lines += test_log_section(folder)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="one GPU's results folder, e.g. bench/results/nvidia-h200")
+    parser.add_argument("-o", "--output", type=Path, help="write the page here (default: standard output)")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        parser.error(f"{args.folder}: not a folder")
+    page = render(args.folder)
+    if args.output:
+        args.output.write_text(page)
+    else:
+        sys.stdout.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
