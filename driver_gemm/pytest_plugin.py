@@ -1,16 +1,22 @@
-"""pytest integration for GPU test rigs: a `gpu` marker, device and runner fixtures, and spec cases as tests.
+"""pytest integration for GPU test rigs: a GPU marker, device and runner fixtures, and spec cases as tests.
 
-- ``@pytest.mark.gpu`` skips a test, with the reason, where there is no CUDA driver or GPU.
-- ``gemm_device`` (session): the `Device` chosen by ``--gemm-device`` or ``DRIVER_GEMM_DEVICE``.
-- ``gemm_run``: a function that runs a spec (a path, a `Spec` or a dict) on that GPU and returns its `RunResult`.
-- ``--gemm-spec PATH`` (repeatable) turns every case of the spec into a test with a readable id,
+Every name carries a ``driver_gemm`` prefix, so that the plugin, loaded in every pytest session where
+driver-gemm is installed, changes nothing in a session that does not use it: a project's own ``gpu``
+marker, options and fixtures keep their own meaning.
+
+- ``@pytest.mark.driver_gemm_gpu`` skips a test, with the reason, where there is no CUDA driver or GPU.
+- ``driver_gemm_device`` (session): the `Device` chosen by ``--driver-gemm-device`` or ``DRIVER_GEMM_DEVICE``.
+- ``driver_gemm_run``: a function that runs a spec (a path, a `Spec` or a dict) on that GPU and returns
+  its `RunResult`.
+- ``--driver-gemm-spec PATH`` (repeatable) turns every case of the spec into a test with a readable id,
   ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]-1001x513x777``; the spec runs once, the first time one of its
   cases is needed, and each test fails with its case's diagnosis.
-- Performance gates (`driver_gemm.report.gates`): ``--gemm-min-pct 80`` or ``NAME=95`` (and each kernel's
-  ``min_pct:``), ``--gemm-baseline-results OLD.json`` with ``--gemm-regression-threshold PCT``; a case
-  that fails a gate fails its test with the measured and required figures and the noise.
-- ``--gemm-results FILE``: judge recorded results of the spec (e.g. from ``driver-gemm run``) instead of
-  running it: no GPU needed.
+- Performance gates (`driver_gemm.report.gates`): ``--driver-gemm-min-pct 80`` or ``NAME=95`` (and each
+  kernel's ``min_pct:``), ``--driver-gemm-baseline-results OLD.json`` with
+  ``--driver-gemm-regression-threshold PCT``; a case that fails a gate fails its test with the measured
+  and required figures and the noise.
+- ``--driver-gemm-results FILE``: judge recorded results of the spec (e.g. from ``driver-gemm run``)
+  instead of running it: no GPU needed.
 """
 
 from __future__ import annotations
@@ -21,28 +27,30 @@ from pathlib import Path
 import pytest
 
 _NO_GPU = pytest.StashKey[object]()
+GPU_MARKER = "driver_gemm_gpu"
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("driver-gemm")
-    group.addoption("--gemm-spec", action="append", default=[], metavar="PATH",
+    group.addoption("--driver-gemm-spec", action="append", default=[], metavar="PATH",
                     help="run every case of this driver-gemm spec as a test (repeatable)")
-    group.addoption("--gemm-allow-outside-sources", action="store_true", default=False,
-                    help="let --gemm-spec specs name kernel sources outside their project (absolute paths too)")
-    group.addoption("--gemm-device", type=int, default=None, metavar="N",
+    group.addoption("--driver-gemm-allow-outside-sources", action="store_true", default=False,
+                    help="let --driver-gemm-spec specs name kernel sources outside their project (absolute paths too)")
+    group.addoption("--driver-gemm-device", type=int, default=None, metavar="N",
                     help="GPU for driver-gemm tests (default $DRIVER_GEMM_DEVICE or 0)")
-    group.addoption("--gemm-results", default=None, metavar="FILE",
-                    help="judge these recorded results of the --gemm-spec spec instead of running it (no GPU)")
-    group.addoption("--gemm-min-pct", action="append", default=[], metavar="PCT|NAME=PCT",
+    group.addoption("--driver-gemm-results", default=None, metavar="FILE",
+                    help="judge these recorded results of the --driver-gemm-spec spec instead of running it (no GPU)")
+    group.addoption("--driver-gemm-min-pct", action="append", default=[], metavar="PCT|NAME=PCT",
                     help="each kernel case must reach PCT %% of cuBLAS (or kernel NAME must; repeatable)")
-    group.addoption("--gemm-baseline-results", default=None, metavar="OLD.json",
+    group.addoption("--driver-gemm-baseline-results", default=None, metavar="OLD.json",
                     help="no case may be SLOWER beyond noise or BROKEN against these stored results")
-    group.addoption("--gemm-regression-threshold", type=float, default=0.0, metavar="PCT",
-                    help="with --gemm-baseline-results: a slowdown must also exceed PCT %% to fail")
+    group.addoption("--driver-gemm-regression-threshold", type=float, default=0.0, metavar="PCT",
+                    help="with --driver-gemm-baseline-results: a slowdown must also exceed PCT %% to fail")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
+    config.addinivalue_line("markers",
+                            f"{GPU_MARKER}: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
 
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
@@ -65,19 +73,19 @@ def gpu_missing_reason(config) -> str | None:
 
 
 def _ordinal(config) -> int:
-    chosen = config.getoption("--gemm-device")
+    chosen = config.getoption("--driver-gemm-device")
     return int(chosen if chosen is not None else os.environ.get("DRIVER_GEMM_DEVICE", 0))
 
 
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("gpu") is not None:
+    if item.get_closest_marker(GPU_MARKER) is not None:
         reason = gpu_missing_reason(item.config)
         if reason:
             pytest.skip(f"needs a GPU: {reason}")
 
 
 @pytest.fixture(scope="session")
-def gemm_device(pytestconfig):
+def driver_gemm_device(pytestconfig):
     """The GPU chosen for driver-gemm tests, with a context of its own for the session."""
     reason = gpu_missing_reason(pytestconfig)
     if reason:
@@ -89,7 +97,7 @@ def gemm_device(pytestconfig):
 
 
 @pytest.fixture
-def gemm_run(pytestconfig):
+def driver_gemm_run(pytestconfig):
     """Run a spec (path, `Spec` or dict) on the chosen GPU, isolated in a worker process; return the `RunResult`."""
     reason = gpu_missing_reason(pytestconfig)
     if reason:
@@ -134,9 +142,9 @@ class GemmSpecItems(pytest.Collector):
 
         try:
             spec = load_spec(self.spec_path,
-                             allow_outside_sources=self.config.getoption("--gemm-allow-outside-sources"))
+                             allow_outside_sources=self.config.getoption("--driver-gemm-allow-outside-sources"))
         except DriverGemmError as exc:   # the user's spec is wrong: one line, not an internal error
-            raise pytest.UsageError(f"--gemm-spec: {exc}") from None
+            raise pytest.UsageError(f"--driver-gemm-spec: {exc}") from None
         self.spec = spec
         _check_options_against_spec(self.config, spec, {(case.label, case.shape.label) for case in cases_of(spec)})
         for case in cases_of(spec):
@@ -145,7 +153,7 @@ class GemmSpecItems(pytest.Collector):
 
     def results(self) -> dict:
         if self._results is None:
-            recorded = self.config.getoption("--gemm-results")
+            recorded = self.config.getoption("--driver-gemm-results")
             if recorded:
                 from .results.read import read_results
 
@@ -166,16 +174,16 @@ def _check_options_against_spec(config, spec, case_keys) -> None:
     from .report.gates import check_gate_names, check_stored_matches, parse_min_pct
     from .results.read import read_results
 
-    option = "--gemm-min-pct"
+    option = "--driver-gemm-min-pct"
     try:
         check_gate_names(parse_min_pct(config.getoption(option))[1], [kernel.name for kernel in spec.kernels])
-        for option, consequence in (("--gemm-baseline-results", "the regression gate would compare nothing"),
-                                    ("--gemm-results", "no case of the spec would have a result")):
+        for option, consequence in (("--driver-gemm-baseline-results", "the regression gate would compare nothing"),
+                                    ("--driver-gemm-results", "no case of the spec would have a result")):
             path = config.getoption(option)
             if path:
                 check_stored_matches(read_results(path).run, case_keys, consequence)
     except DriverGemmError as error:
-        where = f"{config.getoption(option)}: " if option != "--gemm-min-pct" else ""
+        where = f"{config.getoption(option)}: " if option != "--driver-gemm-min-pct" else ""
         raise pytest.UsageError(f"{option}: {where}{error}") from None
 
 
@@ -184,12 +192,12 @@ def _gate_failures(config, spec, run) -> dict[str, list[str]]:
     from .report.gates import check_gates, kernel_min_pcts, parse_min_pct
     from .results.read import read_results
 
-    every, per_name = parse_min_pct(config.getoption("--gemm-min-pct"))
-    stored_path = config.getoption("--gemm-baseline-results")
+    every, per_name = parse_min_pct(config.getoption("--driver-gemm-min-pct"))
+    stored_path = config.getoption("--driver-gemm-baseline-results")
     stored = read_results(stored_path).run if stored_path else None
     failures: dict[str, list[str]] = {}
     for failure in check_gates(run, min_pct=every, per_kernel=kernel_min_pcts(spec.kernels, per_name),
-                               stored=stored, threshold=config.getoption("--gemm-regression-threshold") / 100):
+                               stored=stored, threshold=config.getoption("--driver-gemm-regression-threshold") / 100):
         failures.setdefault(failure.case, []).append(str(failure))
     return failures
 
@@ -200,8 +208,8 @@ class GemmCaseItem(pytest.Item):
     def __init__(self, *, key, **kwargs):
         super().__init__(**kwargs)
         self.key = key
-        if not self.config.getoption("--gemm-results"):
-            self.add_marker(pytest.mark.gpu)
+        if not self.config.getoption("--driver-gemm-results"):
+            self.add_marker(GPU_MARKER)
 
     def runtest(self):
         case = self.parent.results().get(self.key)
@@ -228,26 +236,30 @@ class GemmCaseItem(pytest.Item):
 
 def _check_gate_options(config) -> None:
     """Gate options read once, before any test: a mistake is a usage error, not a failure of every case."""
+    given = [config.getoption(option) for option in ("--driver-gemm-min-pct", "--driver-gemm-baseline-results",
+                                                       "--driver-gemm-results")]
+    if not any(given) and config.getoption("--driver-gemm-regression-threshold") == 0:
+        return   # a session that uses none of them imports nothing of driver-gemm's
     from .errors import DriverGemmError
     from .report.gates import parse_min_pct
     from .results.read import read_results
 
     try:
-        parse_min_pct(config.getoption("--gemm-min-pct"))
-        for option in ("--gemm-baseline-results", "--gemm-results"):
+        parse_min_pct(config.getoption("--driver-gemm-min-pct"))
+        for option in ("--driver-gemm-baseline-results", "--driver-gemm-results"):
             if config.getoption(option):
                 read_results(config.getoption(option))
     except DriverGemmError as error:
         raise pytest.UsageError(str(error)) from None
-    if not 0 <= config.getoption("--gemm-regression-threshold") < float("inf"):   # also refuses NaN
-        raise pytest.UsageError("--gemm-regression-threshold must be 0 or more (a percentage)")
+    if not 0 <= config.getoption("--driver-gemm-regression-threshold") < float("inf"):   # also refuses NaN
+        raise pytest.UsageError("--driver-gemm-regression-threshold must be 0 or more (a percentage)")
 
 
 def pytest_collection_modifyitems(session, config, items):
     _check_gate_options(config)
-    for text in config.getoption("--gemm-spec"):
+    for text in config.getoption("--driver-gemm-spec"):
         path = Path(text)
         if not path.is_file():
-            raise pytest.UsageError(f"--gemm-spec: no such spec file {text}")
+            raise pytest.UsageError(f"--driver-gemm-spec: no such spec file {text}")
         collector = GemmSpecItems.from_parent(session, name=path.name, nodeid=text, spec_path=path.resolve())
         items.extend(collector.collect())

@@ -1,4 +1,6 @@
-"""Shared fixtures and paths; the `gpu` marker comes from driver-gemm's own pytest plugin."""
+"""Shared fixtures and paths, and this project's own `gpu` marker (declared in pyproject.toml): a test marked
+`gpu` is skipped, with the reason, where there is no CUDA driver or GPU. driver-gemm's pytest plugin gives
+a rig the same as `driver_gemm_gpu`; it leaves a marker named `gpu` alone."""
 
 from __future__ import annotations
 
@@ -38,6 +40,15 @@ def pytest_addoption(parser, pluginmanager):
 
     if not pluginmanager.is_registered(pytest_plugin):
         pluginmanager.register(pytest_plugin, "driver_gemm")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") is not None:
+        from driver_gemm.pytest_plugin import gpu_missing_reason
+
+        reason = gpu_missing_reason(item.config)
+        if reason:
+            pytest.skip(f"needs a GPU: {reason}")
 
 
 CACHE_VARIABLE = "DRIVER_GEMM_CACHE_DIR"

@@ -183,18 +183,50 @@ def test_zstd_entry_without_the_module_says_how_to_rebuild(monkeypatch):
     (entry,) = read_fatbin(data, "z.fatbin")
     assert (entry.arch, entry.compression) == ("sm_90", "zstd")
     monkeypatch.setitem(sys.modules, "zstandard", None)
-    with pytest.raises(ImageError, match="Zstandard-compressed.*rebuild"):
+    with pytest.raises(ImageError, match=r"Zstandard-compressed.*driver-gemm\[fatbin\].*rebuild"):
         cubin_for_arch(data, "sm_90", "z.fatbin")
 
 
-def test_lz4_entry_is_decoded_and_bad_lz4_is_a_clear_error():
-    # One sequence: 4 literals "abcd", then a match of 8 bytes at distance 4 (an overlapping copy), then "!".
-    block = bytes([0x44]) + b"abcd" + bytes([4, 0]) + bytes([0x10]) + b"!"
-    (entry,) = read_fatbin(_synthetic_fatbin(1, 90, 0x2011, block, 13))
-    assert entry.data() == b"abcdabcdabcd!"
+PREBUILT = TEST_KERNELS.parents[1] / "kernels" / "prebuilt"
+
+
+@pytest.fixture(params=["lz4 module", "python"])
+def lz4_decoder(request, monkeypatch):
+    """The `lz4` module's decoder, or (with the module hidden) the Python one."""
+    if request.param == "lz4 module":
+        pytest.importorskip("lz4.block")
+    else:
+        monkeypatch.setitem(sys.modules, "lz4", None)
+    return request.param
+
+
+def test_lz4_entry_is_decoded_and_bad_lz4_is_a_clear_error(lz4_decoder):
+    # 4 literals "abcd", a match of 8 bytes at distance 4 (an overlapping copy), then the 5 literals that end
+    # every LZ4 block.
+    block = bytes([0x44]) + b"abcd" + bytes([4, 0]) + bytes([0x50]) + b"!!!!!"
+    (entry,) = read_fatbin(_synthetic_fatbin(1, 90, 0x2011, block, 17))
+    assert entry.data() == b"abcdabcdabcd!!!!!"
     (broken,) = read_fatbin(_synthetic_fatbin(1, 90, 0x2011, bytes([0x44]) + b"abcd" + bytes([9, 0]), 13))
     with pytest.raises(ImageError, match="corrupt LZ4"):
         broken.data("p.fatbin")
+
+
+def test_both_lz4_decoders_give_the_same_bytes_on_a_compressed_cubin(monkeypatch):
+    lz4_block = pytest.importorskip("lz4.block")
+    cubin = (PREBUILT / "v8_tuned_128x256x16_sm90.cubin").read_bytes()
+    compressed = lz4_block.compress(cubin, store_size=False)
+    (entry,) = read_fatbin(_synthetic_fatbin(2, 90, 0x2011, compressed, len(cubin)))
+    assert entry.compression == "lz4" and len(compressed) < len(cubin)
+    assert entry.data() == cubin
+    monkeypatch.setitem(sys.modules, "lz4", None)
+    assert entry.data() == cubin
+
+
+def test_zstd_entry_is_decoded_with_the_module():
+    zstandard = pytest.importorskip("zstandard")
+    cubin = (PREBUILT / "v4_coarsen_2d_64x64x16_4x4_sm90.cubin").read_bytes()
+    data = _synthetic_fatbin(2, 90, 0x8011, zstandard.ZstdCompressor().compress(cubin), len(cubin))
+    assert cubin_for_arch(data, "sm_90", "z.fatbin") == cubin
 
 
 def test_cubin_bytes_passes_a_cubin_through_and_rejects_text(nvrtc_cubin):

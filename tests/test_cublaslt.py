@@ -255,10 +255,10 @@ def test_enum_values_match_nvmath():
                                         ({"a": "fp16", "c": "fp32"}, "NT"),
                                         ({"a": "e4m3", "c": "bf16"}, "NT"), ({"a": "e4m3", "b": "e5m2", "c": "fp16"}, "NT"),
                                         ({"a": "e4m3"}, "NT")])
-def test_cublaslt_matmul_matches_the_reference(gemm_device, node, code):
+def test_cublaslt_matmul_matches_the_reference(driver_gemm_device, node, code):
     from driver_gemm.measure.verify import compare
 
-    device = gemm_device
+    device = driver_gemm_device
     stream = device.stream()
     types = parse_types(node)
     gemm = gemm_operands(128, 96, 160, orders=parse_layout(code), batch=3)
@@ -281,9 +281,9 @@ def test_cublaslt_matmul_matches_the_reference(gemm_device, node, code):
 
 
 @pytest.mark.gpu
-def test_unsupported_at_run_time_is_refused_not_raised_as_a_crash(gemm_device):
+def test_unsupported_at_run_time_is_refused_not_raised_as_a_crash(driver_gemm_device):
     """Where the table lets a combination through and the heuristic does not, the refusal has the same type."""
-    device = gemm_device
+    device = driver_gemm_device
     stream = device.stream()
     with cublaslt.CublasLtMatmul(device, stream) as lt:
         plan = plan_matmul(parse_types({"a": "int8"}), gemm_operands(3, 3, 3, orders=parse_layout("TT")))

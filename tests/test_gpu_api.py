@@ -115,7 +115,8 @@ kernels:
     grid: [ceil(N / BN), ceil(M / BM)]
     tile: [BM, BN]
 """)
-    result = pytester.runpytest(*plugin_args(), "--gemm-spec", str(good), "--gemm-allow-outside-sources", "-v")
+    result = pytester.runpytest(*plugin_args(), "--driver-gemm-spec", str(good), "--driver-gemm-allow-outside-sources",
+                                "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*v3-no-tail*127x33x65: FAIL: 127 elements unwritten: columns 32*"])
 

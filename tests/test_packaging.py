@@ -173,3 +173,7 @@ def test_the_installed_executable_prints_everything_and_exits_with_the_commands_
     broken.write_text("kernels: [\n")
     refused = run_installed(installed, [str(executable), "plan", str(broken)], tmp_path)
     assert refused.returncode == 2 and "broken.yaml" in refused.stderr
+
+
+def test_the_install_says_it_is_typed(installed):
+    assert (installed / "py.typed").is_file()   # PEP 561: type checkers read the package's annotations

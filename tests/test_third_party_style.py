@@ -382,13 +382,13 @@ def test_nvcc_and_a_prebuilt_cubin_find_the_same_kernels_as_nvrtc(tmp_path):
 
 
 @pytest.mark.gpu
-def test_the_outside_style_kernels_compute_the_right_product_on_the_gpu(gemm_run):
+def test_the_outside_style_kernels_compute_the_right_product_on_the_gpu(driver_gemm_run):
     """Every kernel of the spec launched and checked against the float64 reference (about 20 s on the H200)."""
     import dataclasses
     from driver_gemm.pipeline.session import RunOptions
 
     spec = dataclasses.replace(spec_without_nvcc(), baseline=False)
-    run = gemm_run(spec, options=RunOptions(time=False))
+    run = driver_gemm_run(spec, options=RunOptions(time=False))
     statuses = {(c.kernel, c.shape.label): c.status for c in run.cases}
     assert {key: statuses.pop(key) for key in REFUSED} == dict.fromkeys(REFUSED, Status.INVALID)
     wrong = {key: status for key, status in statuses.items() if status != Status.PASS}

@@ -134,8 +134,8 @@ def check_output(output, expected, types, K):
 @pytest.mark.gpu
 @pytest.mark.parametrize("node", TYPE_CASES[:5], ids=type_id)
 @pytest.mark.parametrize("code", LAYOUTS)
-def test_typed_kernels_match_the_reference_padded_and_batched(gemm_device, node, code):
-    device = gemm_device
+def test_typed_kernels_match_the_reference_padded_and_batched(driver_gemm_device, node, code):
+    device = driver_gemm_device
     stream = device.stream()
     types = parse_types(node)
     for M, N, K in SHAPES:
@@ -154,8 +154,8 @@ def test_typed_kernels_match_the_reference_padded_and_batched(gemm_device, node,
 
 
 @pytest.mark.gpu
-def test_wrong_bf16_kernel_fails_only_when_k_has_a_partial_tile(gemm_device):
-    device = gemm_device
+def test_wrong_bf16_kernel_fails_only_when_k_has_a_partial_tile(driver_gemm_device):
+    device = driver_gemm_device
     stream = device.stream()
     types = parse_types({"a": "bf16"})
     for K, should_pass in ((768, True), (777, False)):

@@ -78,7 +78,7 @@ def read_gates(args, out: Output, specs=()):
         for spec in specs:
             check_gate_names(per_name, [kernel.name for kernel in spec.kernels])
     except GateError as error:
-        raise UsageError(str(error).replace("--gemm-min-pct", "--min-pct"), field="--min-pct") from None
+        raise UsageError(str(error).replace("--driver-gemm-min-pct", "--min-pct"), field="--min-pct") from None
     if not 0 <= args.regression_threshold < float("inf"):   # also refuses NaN
         raise UsageError(f"must be 0 or more (a percentage), got {args.regression_threshold}",
                          field="--regression-threshold")

@@ -9,8 +9,11 @@ uncompressed size. Flags seen from nvcc 13.0: 0x1 64-bit, 0x10 Linux,
 0x2000 LZ4-compressed (``-compress-mode=speed``), 0x8000 Zstandard-compressed
 (the default), 0x100000 an arch-specific (``sm_90a``) entry.
 
-LZ4 blocks are decoded here; Zstandard needs the optional ``zstandard``
-module, and without it the error says how to rebuild without compression.
+LZ4 blocks are decoded by the ``lz4`` module where it is installed, else by
+the pure-Python decoder here (the same bytes, slower on a large entry);
+Zstandard needs the ``zstandard`` module, and without it the error names the
+extra that installs both (``driver-gemm[fatbin]``) and how to rebuild without
+compression.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ class FatbinEntry:
             import zstandard
         except ImportError:
             raise ImageError(f"{source}: the {self.arch} entry is Zstandard-compressed and the 'zstandard' module "
-                             "is not installed (install it, or rebuild with nvcc -Xfatbin -compress-all=false / "
-                             "--no-compress / -compress-mode=speed)") from None
+                             "is not installed (pip install 'driver-gemm[fatbin]', or rebuild with nvcc "
+                             "-Xfatbin -compress-all=false / --no-compress / -compress-mode=speed)") from None
         try:
             return zstandard.ZstdDecompressor().decompress(self.payload, max_output_size=self.uncompressed_size)
         except zstandard.ZstdError as exc:
@@ -142,6 +145,20 @@ def _lz4_count(block: bytes, position: int, count: int) -> tuple[int, int]:
 
 
 def _lz4_block(block: bytes, size: int, source: str) -> bytes:
+    """Decode one LZ4 block of `size` bytes decoded: by the `lz4` module where it is installed, else in Python."""
+    try:
+        from lz4 import block as lz4_block
+    except ImportError:
+        lz4_block = None
+    if lz4_block is None or size <= 0:   # the module needs the decoded size, which a fatbin entry states
+        return _lz4_block_python(block, size, source)
+    try:
+        return lz4_block.decompress(block, uncompressed_size=size)
+    except lz4_block.LZ4BlockError as exc:
+        raise ImageError(f"{source}: corrupt LZ4-compressed fatbin entry ({exc})") from None
+
+
+def _lz4_block_python(block: bytes, size: int, source: str) -> bytes:
     """Decode one LZ4 block (the raw block format: sequences of literals and back-references)."""
     out = bytearray()
     position = 0

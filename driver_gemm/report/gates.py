@@ -3,8 +3,8 @@
 Two gates over a finished `RunResult`, pure (no GPU):
 
 - `min_pct_gate`: each kernel case must reach a % of its cuBLAS row (the one of its precision), from a
-  value for every kernel (``--gemm-min-pct 80``) or per kernel name (a spec's kernel ``min_pct:``, or
-  ``--gemm-min-pct v8=90``); a case that did not pass, or has no % (untimed, no baseline), fails the gate.
+  value for every kernel (``--driver-gemm-min-pct 80``) or per kernel name (a spec's kernel ``min_pct:``, or
+  ``--driver-gemm-min-pct v8=90``); a case that did not pass, or has no % (untimed, no baseline), fails the gate.
 - `regression_gate`: each case must not be SLOWER or BROKEN against a stored results file, by
   `report.compare`'s noise-aware verdicts (interquartile ranges that overlap are the SAME).
 
@@ -25,7 +25,7 @@ from .compare import REGRESSIONS, compare_runs
 
 
 class GateError(DriverGemmError):
-    """A gate given something it cannot check (``--gemm-min-pct fast``)."""
+    """A gate given something it cannot check (``--driver-gemm-min-pct fast``)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _noise_text(*cases: CaseResult | None) -> str:
 
 
 def parse_min_pct(values: list[str]) -> tuple[float | None, dict[str, float]]:
-    """``--gemm-min-pct`` values: ``80`` for every kernel, ``v8=90`` for one kernel name (repeatable)."""
+    """``--driver-gemm-min-pct`` values: ``80`` for every kernel, ``v8=90`` for one kernel name (repeatable)."""
     every: float | None = None
     per_kernel: dict[str, float] = {}
     for value in values:
@@ -62,9 +62,9 @@ def parse_min_pct(values: list[str]) -> tuple[float | None, dict[str, float]]:
         try:
             pct = float(number)
         except ValueError:
-            raise GateError(f"--gemm-min-pct {value!r}: expected a percentage like 80 or NAME=90") from None
+            raise GateError(f"--driver-gemm-min-pct {value!r}: expected a percentage like 80 or NAME=90") from None
         if not 0 < pct < float("inf"):   # also refuses NaN
-            raise GateError(f"--gemm-min-pct {value!r}: the percentage must be a number above 0")
+            raise GateError(f"--driver-gemm-min-pct {value!r}: the percentage must be a number above 0")
         if name:
             per_kernel[name] = pct
         else:
@@ -130,7 +130,7 @@ def check_gate_names(per_kernel: Mapping[str, float], kernel_names) -> None:
     names = set(kernel_names)
     for name in per_kernel:
         if name not in names:
-            raise GateError(f"--gemm-min-pct {name}=...: no kernel named {name!r} "
+            raise GateError(f"--driver-gemm-min-pct {name}=...: no kernel named {name!r} "
                             f"(kernels: {', '.join(sorted(names))})")
 
 
