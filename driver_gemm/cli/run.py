@@ -13,7 +13,7 @@ from rich.markup import escape
 from .. import timeline
 from ..errors import CompileError, NoGpuError, SpecError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
-                     check_output_folder, default_json, env_device, load_specs)
+                     check_output_folder, default_json, env_device, load_specs, refuse_aliases, spec_inputs)
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -388,8 +388,12 @@ def _check_outputs(args, specs) -> None:
     for spec in specs:
         path = args.json or default_json(spec.file_stem)
         check_output_file(path, "--json")
+        outputs = [("--json", path)]
         if not args.sanitize and not args.resume:     # a log to resume is read (and checked) before anything
             check_output_file(path.with_suffix(".jsonl"), "--json")
+            outputs.append(("the case log beside --json", path.with_suffix(".jsonl")))
+        refuse_aliases(outputs, [*spec_inputs(spec), ("--baseline-results", args.baseline_results),
+                                 ("--resume", args.resume)])
     check_output_folder(args.artifacts, "--artifacts")
 
 
