@@ -212,8 +212,12 @@ _umask: int | None = None
 def _new_file_mode() -> int:
     global _umask
     if _umask is None:
-        _umask = os.umask(0o022)
-        os.umask(_umask)
+        try:     # read where the kernel shows it, so that no other thread's file is made under a changed umask
+            with open("/proc/self/status", encoding="ascii") as status:
+                _umask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+        except (OSError, ValueError, StopIteration, IndexError):
+            _umask = os.umask(0o022)
+            os.umask(_umask)
     return 0o666 & ~_umask
 
 

@@ -26,7 +26,7 @@ class _Console(Console):
         raise BrokenPipeError
 
     def print(self, *objects, **options) -> None:
-        """As rich prints, except that off a terminal a table is never cut: the width grows to what it needs."""
+        """As rich prints, except that off a terminal a table too wide for the width is printed whole, unwrapped."""
         table_type = getattr(sys.modules.get("rich.table"), "Table", None)   # no table before rich.table is read
         needed = 0 if self.is_terminal or table_type is None else max(
             (_uncut_width(self, table) for table in objects if isinstance(table, table_type)), default=0)
@@ -47,15 +47,11 @@ class _ErrorConsole(Console):
 
 
 def _uncut_width(console: Console, table) -> int:
-    """The narrowest width at which `table` shows every value whole: no-wrap columns at full width."""
-    options = console.options.update_width(1 << 14)
-    try:
-        columns = [(column, table._measure_column(console, options, column)) for column in table.columns]
-        return sum(width.maximum if column.no_wrap else width.minimum for column, width in columns) + table._extra_width
-    except AttributeError:     # another rich: its public measurement, whole
-        from rich.measure import Measurement
+    """The width at which `table` shows every value whole. rich's narrowing of a table too wide for its console
+    does not keep each column's narrowest width (it can cut a single-word label): only the table's own does."""
+    from rich.measure import Measurement
 
-        return Measurement.get(console, options, table).maximum
+    return Measurement.get(console, console.options.update_width(1 << 14), table).maximum
 
 
 class _Stream:

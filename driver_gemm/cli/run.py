@@ -385,8 +385,8 @@ def _check_outputs(args, specs) -> None:
     if args.json is not None and args.json.suffix.lower() == ".jsonl":
         raise UsageError(f"{args.json}: --json names the whole results file (.json); the case log is written "
                          "beside it under the same name with .jsonl", field="--json")
-    for spec in specs:
-        path = args.json or default_json(spec.file_stem)
+    for spec in specs:   # as `_run_specs` names them: a resumed run's results go beside its log
+        path = args.json or (args.resume.with_suffix(".json") if args.resume else default_json(spec.file_stem))
         check_output_file(path, "--json")
         outputs = [("--json", path)]
         if not args.sanitize and not args.resume:     # a log to resume is read (and checked) before anything
@@ -394,6 +394,7 @@ def _check_outputs(args, specs) -> None:
             outputs.append(("the case log beside --json", path.with_suffix(".jsonl")))
         refuse_aliases(outputs, [*spec_inputs(spec), ("--baseline-results", args.baseline_results),
                                  ("--resume", args.resume)])
+    check_output_file(args.resume, "--resume")      # appended to: a read-only or unreachable log is said now
     check_output_folder(args.artifacts, "--artifacts")
 
 
