@@ -394,7 +394,8 @@ def _check_outputs(args, specs) -> None:
             outputs.append(("the case log beside --json", path.with_suffix(".jsonl")))
         refuse_aliases(outputs, [*spec_inputs(spec), ("--baseline-results", args.baseline_results),
                                  ("--resume", args.resume)])
-    check_output_file(args.resume, "--resume")      # appended to: a read-only or unreachable log is said now
+    if args.resume is not None and args.resume.is_file():   # appended to: a read-only log is said now (what is
+        check_output_file(args.resume, "--resume")          # not a file is the reading's to say)
     check_output_folder(args.artifacts, "--artifacts")
 
 
