@@ -120,7 +120,7 @@ def test_a_corrupt_entry_is_ignored_and_rewritten(tmp_path, monkeypatch):
     assert cache.lookup("12" * 32) is None
     cache.store("12" * 32, timed_case())
     assert cache.lookup("12" * 32) is not None
-    assert not [p for p in path.parent.iterdir() if p.name.startswith(".tmp-")]
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_the_cache_lives_beside_the_cubin_cache_and_obeys_its_switch(tmp_path, monkeypatch):

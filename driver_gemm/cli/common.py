@@ -15,6 +15,8 @@ from ..report.lines import say
 
 # Off a terminal (a pipe, a file, a CI log) tables are laid out for this width and text lines are not wrapped.
 PIPE_WIDTH = 100
+# A narrower $COLUMNS or terminal is taken as unknown (PIPE_WIDTH): tables there would be all ellipses.
+MIN_WIDTH = 40
 FORMATS = ("table", "markdown", "csv")
 
 
@@ -22,6 +24,119 @@ class _Console(Console):
     def on_broken_pipe(self) -> None:
         # rich would exit 1 here; the CLI's funnel gives a closed pipe its own code (and silences stdout).
         raise BrokenPipeError
+
+    def print(self, *objects, **options) -> None:
+        """As rich prints, except that off a terminal a table too wide for the width is printed whole, unwrapped."""
+        table_type = getattr(sys.modules.get("rich.table"), "Table", None)   # no table before rich.table is read
+        needed = 0 if self.is_terminal or table_type is None else max(
+            (_uncut_width(self, table) for table in objects if isinstance(table, table_type)), default=0)
+        if needed <= self.width:
+            return super().print(*objects, **options)
+        given = self._width
+        self.width = needed
+        try:
+            return super().print(*objects, **options)
+        finally:
+            self._width = given
+
+
+class _ErrorConsole(Console):
+    def on_broken_pipe(self) -> None:
+        # A reader of stderr that went away ends nothing: the lines it would have read are dropped.
+        self.quiet = True
+
+
+def _uncut_width(console: Console, table) -> int:
+    """The width at which `table` shows every value whole. rich's narrowing of a table too wide for its console
+    does not keep each column's narrowest width (it can cut a single-word label): only the table's own does."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(1 << 14), table).maximum
+
+
+class _Stream:
+    """The file a console writes to: this process's stdout or stderr (as rich finds it), its failures ruled.
+
+    A stderr that is closed, or whose reader went away, loses its lines and
+    ends nothing. On stdout a reader that went away is `BrokenPipeError` (the
+    funnel's exit 141); any other failure to write is `OutputError` (exit 1).
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def stream(self):
+        stream = getattr(sys, self.name)
+        return getattr(stream, "rich_proxied_file", stream)
+
+    def _failed(self, error: BaseException | None):
+        if self.name == "stderr":
+            return 0
+        if isinstance(error, BrokenPipeError):
+            raise error
+        from ..output_files import OutputError, reason_of
+
+        reason = reason_of(error) if isinstance(error, OSError) else "it is closed"
+        raise OutputError(f"stdout could not be written ({reason}): the rest of the output is lost") from None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError, AttributeError) as error:   # AttributeError: no stream at all (None)
+            return self._failed(error)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError, AttributeError) as error:
+            self._failed(error)
+
+    def isatty(self) -> bool:
+        try:
+            return self.stream.isatty()
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def console_width(stream) -> int | None:
+    """The width to lay a console out for: None for rich's own (a terminal of sane width), else a number.
+
+    $COLUMNS, or a terminal's own width, below `MIN_WIDTH` counts as unknown:
+    `PIPE_WIDTH` then, as off a terminal.
+    """
+    columns = os.environ.get("COLUMNS", "")
+    sane = columns.isdigit() and int(columns) >= MIN_WIDTH
+    if not stream.isatty():
+        return int(columns) if sane else PIPE_WIDTH
+    if sane:
+        return None
+    try:
+        size = os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        size = 0
+    if size < MIN_WIDTH:
+        return PIPE_WIDTH
+    return size if columns else None
+
+
+def stdout_closed() -> bool:
+    """True when this process has no stdout to write to (started with it closed, or closed since)."""
+    stream = sys.stdout
+    if stream is None or getattr(stream, "closed", False):
+        return True
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError, AttributeError):   # no descriptor (a test's capture): open
+        return False
+    try:
+        os.fstat(descriptor)
+    except OSError:
+        return True
+    return False
 
 
 @dataclass
@@ -34,9 +149,10 @@ class Output:
 
     @classmethod
     def for_terminal(cls, format: str = "table") -> "Output":
-        """Consoles for this process: rich's own width on a terminal, `PIPE_WIDTH` (or $COLUMNS) elsewhere."""
-        width = None if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit() else PIPE_WIDTH
-        return cls(_Console(width=width), Console(stderr=True, soft_wrap=True), format or "table")
+        """Consoles for this process's stdout and stderr, of the width `console_width` gives each."""
+        stdout, stderr = _Stream("stdout"), _Stream("stderr")
+        return cls(_Console(file=stdout, width=console_width(stdout)),
+                   _ErrorConsole(file=stderr, soft_wrap=True, width=console_width(stderr)), format or "table")
 
     @property
     def plain(self) -> bool:
@@ -88,36 +204,37 @@ def check_ordinal(ordinal: int, option: str) -> int:
 def check_output_file(path: Path | None, option: str) -> None:
     """Refuse, before any work, a file to write that could never be written where it is named.
 
-    An existing folder or device, or a path under something that is not a
-    folder, would otherwise fail only when the results are ready, and lose them.
+    An existing folder or device, a read-only file, a dangling link or a loop,
+    or a path under something that is not a folder, would otherwise fail only
+    when the results are ready, and lose them (see `driver_gemm.output_files`).
     """
-    if path is None:
-        return
-    if path.is_dir():
-        raise UsageError("is a folder: give the name of a file to write", where=str(path), field=option)
-    if path.exists() and not path.is_file():
-        raise UsageError("is not a regular file: give the name of a file to write", where=str(path), field=option)
-    _check_writable_folder(path.parent, path, option)
+    from ..output_files import check_output
+
+    check_output(path, option)
 
 
 def check_output_folder(path: Path | None, option: str) -> None:
     """As `check_output_file`, for a folder the command fills (created when missing)."""
-    if path is None:
-        return
-    if path.exists() and not path.is_dir():
-        raise UsageError("is a file, not a folder", where=str(path), field=option)
-    _check_writable_folder(path, path, option)
+    from ..output_files import check_output_folder as check_folder
+
+    check_folder(path, option)
 
 
-def _check_writable_folder(folder: Path, named: Path, option: str) -> None:
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise UsageError(f"{existing} is not a folder, so nothing can be written under it", where=str(named),
-                         field=option)
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write in {existing} (permission denied)", where=str(named), field=option)
+def refuse_aliases(outputs, inputs=()) -> None:
+    """Refuse an output that is one of the command's inputs or another output (`output_files.refuse_aliases`)."""
+    from ..output_files import refuse_aliases as refuse
+
+    refuse(outputs, inputs)
+
+
+def spec_inputs(spec) -> list[tuple[str, Path]]:
+    """The files a spec makes a command read, as `refuse_aliases` takes them: the spec and its kernels' sources."""
+    inputs = {spec.path: "the spec"} if spec.path is not None else {}
+    for kernel in spec.kernels:       # a sweep's kernels share their source: each file once
+        for path in (kernel.source, kernel.binary):
+            if path is not None and path not in inputs:
+                inputs[path] = f"the source of kernel {kernel.name}"
+    return [(role, path) for path, role in inputs.items()]
 
 
 def add_source_option(parser) -> None:

@@ -18,7 +18,7 @@ from .. import __version__
 from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
                       UsageError)
 from . import compare, info, plan, plot, run, show, tune
-from .common import Output
+from .common import Output, stdout_closed
 
 EXIT_OK = 0             # every case passed; compare: no regression
 EXIT_FAILED = 1         # a case failed, errored or was invalid; compare: SLOWER or BROKEN; an internal error
@@ -31,9 +31,11 @@ EXIT_CODES_HELP = """\
 exit codes:
   0    every case passed (compare: no case SLOWER or BROKEN)
   1    a case failed, errored or was INVALID, a kernel did not compile, or compare found
-       a regression; also an internal error (one line; rerun with --debug for the traceback)
+       a regression; a file could not be written (disk full: the file there before is kept);
+       also an internal error (one line; rerun with --debug for the traceback)
   2    bad input: the command line, a spec, or a results file (named with its line or JSON
-       path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most)
+       path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most);
+       an output that is an input or cannot be written there; a closed stdout (>&-)
   3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer,
        matplotlib, Dask, cuBLAS) or refuses (NVML locking clocks without root)
   130  interrupted (Ctrl-C); a run keeps the results so far
@@ -97,8 +99,34 @@ def _silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
+
+
+def _claim_closed_descriptors() -> None:
+    """Descriptors 0, 1 and 2 that are closed opened on /dev/null; a closed stdout or stderr is then None to Python.
+
+    Otherwise the first file the command opens (a results file, a cache
+    entry) would take the number and receive whatever is written to that
+    stream, by this process's libraries or by the worker processes that
+    inherit it. Python itself makes a stream None when the process starts
+    with it closed; one closed later is made so here, so that `main` sees
+    both alike.
+    """
+    for descriptor, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(descriptor)
+            continue
+        except OSError:
+            pass
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+        except OSError:
+            continue
+        setattr(sys, name, None)
 
 
 def console() -> None:
@@ -111,10 +139,12 @@ def console() -> None:
     workers that close their sessions on their own (a tenth of a second or
     more after the last case, measured on an H200).
     """
+    _claim_closed_descriptors()
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:       # None: closed when the command started
+                stream.flush()
         except (OSError, ValueError):    # a reader that went away (141 already says so), or a closed stream
             pass
     os._exit(code)
@@ -124,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``driver-gemm`` with `argv` (default: the process's arguments) and return its exit code."""
     args = build_parser().parse_args(argv)
     out = Output.for_terminal(getattr(args, "format", "table"))
+    if stdout_closed():     # refused before any work: what the command shows would be lost
+        out.error("stdout is closed: what this command shows would be lost; send it to a file or to /dev/null "
+                  "(>/dev/null) instead of closing it")
+        return EXIT_USAGE
     try:
         return COMMANDS[args.command].execute(args, out)
     except BaseException as error:   # the one funnel: every ending of a command is a line and a code
@@ -139,6 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             out.error(f"internal error: {type(error).__name__}: {error} "
                       "(please report it; rerun with --debug for the traceback)")
-        if args.debug and code not in (EXIT_BROKEN_PIPE, EXIT_INTERRUPTED):
+        if args.debug and code not in (EXIT_BROKEN_PIPE, EXIT_INTERRUPTED) and sys.stderr is not None:
             traceback.print_exception(error, file=sys.stderr)
         return code

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import Output, check_output_file, read_results_files
+from .common import Output, check_output_file, read_results_files, refuse_aliases
 
 
 def add_parser(commands, **common) -> None:
@@ -22,6 +22,7 @@ def execute(args, out: Output) -> int:
     if args.output.suffix.lower() not in (".png", ".svg"):
         raise UsageError("the picture is .png or .svg", field="--output")
     check_output_file(args.output, "--output")
+    refuse_aliases([("--output", args.output)], [("a results file", path) for path in args.results])
     runs = read_results_files(args.results, out)   # every input checked before anything is drawn or written
     if not series_of(runs):
         raise UsageError("no timed, passing case to plot", where=", ".join(map(str, args.results)))

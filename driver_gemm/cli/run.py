@@ -13,7 +13,7 @@ from rich.markup import escape
 from .. import timeline
 from ..errors import CompileError, NoGpuError, SpecError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
-                     check_output_folder, default_json, env_device, load_specs)
+                     check_output_folder, default_json, env_device, load_specs, refuse_aliases, spec_inputs)
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -385,11 +385,17 @@ def _check_outputs(args, specs) -> None:
     if args.json is not None and args.json.suffix.lower() == ".jsonl":
         raise UsageError(f"{args.json}: --json names the whole results file (.json); the case log is written "
                          "beside it under the same name with .jsonl", field="--json")
-    for spec in specs:
-        path = args.json or default_json(spec.file_stem)
+    for spec in specs:   # as `_run_specs` names them: a resumed run's results go beside its log
+        path = args.json or (args.resume.with_suffix(".json") if args.resume else default_json(spec.file_stem))
         check_output_file(path, "--json")
+        outputs = [("--json", path)]
         if not args.sanitize and not args.resume:     # a log to resume is read (and checked) before anything
             check_output_file(path.with_suffix(".jsonl"), "--json")
+            outputs.append(("the case log beside --json", path.with_suffix(".jsonl")))
+        refuse_aliases(outputs, [*spec_inputs(spec), ("--baseline-results", args.baseline_results),
+                                 ("--resume", args.resume)])
+    if args.resume is not None and args.resume.is_file():   # appended to: a read-only log is said now (what is
+        check_output_file(args.resume, "--resume")          # not a file is the reading's to say)
     check_output_folder(args.artifacts, "--artifacts")
 
 

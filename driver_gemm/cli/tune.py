@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
-                     load_specs, read_results_files)
+                     load_specs, read_results_files, refuse_aliases, spec_inputs)
 
 STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 
@@ -127,6 +127,10 @@ def _check_outputs(args, spec) -> None:
         check_output_file(json_path.with_suffix(".jsonl"), "--json")
     check_output_file(args.out or default_winners_path(spec), "--out")
     check_output_file(args.dispatch, "--dispatch")
+    outputs = [("--json", json_path), ("the case log beside --json", json_path.with_suffix(".jsonl"))] \
+        if not args.recorded else []
+    refuse_aliases([*outputs, ("--out", args.out or default_winners_path(spec)), ("--dispatch", args.dispatch)],
+                   [*spec_inputs(spec), ("--from", args.recorded)])
 
 
 def execute(args, out: Output) -> int:

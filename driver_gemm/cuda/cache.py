@@ -12,14 +12,19 @@ It is written to a temporary file and renamed into place, so readers never see
 half an entry; an entry whose checksum fails is ignored and rewritten.
 
 ``DRIVER_GEMM_CACHE_DIR`` moves the cache (default: ``$XDG_CACHE_HOME/driver-gemm``
-or ``~/.cache/driver-gemm``); ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
+or ``~/.cache/driver-gemm``; without a home directory, ``driver-gemm-cache-UID`` under
+the temporary folder, used only when it is this user's alone); ``DRIVER_GEMM_NO_CACHE=1``
+turns it off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Mapping
@@ -29,15 +34,59 @@ FORMAT_VERSION = 1
 
 
 def enabled() -> bool:
-    return os.environ.get("DRIVER_GEMM_NO_CACHE", "").strip().lower() not in ("1", "true", "yes", "on")
+    if os.environ.get("DRIVER_GEMM_NO_CACHE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    return _usable(directory())
 
 
 def directory() -> Path:
     configured = os.environ.get("DRIVER_GEMM_CACHE_DIR")
     if configured:
         return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "driver-gemm"
+    base = os.environ.get("XDG_CACHE_HOME") or _home_cache()
+    return Path(base) / "driver-gemm" if base else _temporary_cache()
+
+
+def _home_cache() -> Path | None:
+    """``~/.cache``, or None without a home directory (no $HOME and no passwd entry, or a relative one)."""
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+    return home / ".cache" if home.is_absolute() else None
+
+
+def _temporary_cache() -> Path:
+    """Without a home directory: a folder of this user's own under the temporary folder."""
+    return Path(tempfile.gettempdir()) / f"driver-gemm-cache-{os.getuid()}"
+
+
+_refused_folders: dict[str, bool] = {}
+
+
+def _usable(folder: Path) -> bool:
+    """The temporary folder's cache only when this user owns it and nobody else can write it (else a note, once).
+
+    Another user could make that folder first and fill it with images this
+    process would load; a cache under a home or a configured folder is the
+    user's own choice and is not checked.
+    """
+    if folder != _temporary_cache():
+        return True
+    key = str(folder)
+    if key not in _refused_folders:
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            status = os.lstat(folder)
+            _refused_folders[key] = not (stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid()
+                                         and not status.st_mode & 0o022)
+        except OSError:
+            _refused_folders[key] = True
+        if _refused_folders[key] and sys.stderr is not None:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"driver-gemm: no disk cache: there is no home directory, and {folder} is not a "
+                                 "folder of this user's alone (set DRIVER_GEMM_CACHE_DIR to keep one)\n")
+    return not _refused_folders[key]
 
 
 def key_for(*, source: str, name: str, headers: Mapping[str, str], instances, options, arch: str,
@@ -81,19 +130,12 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
     sees half an entry, and one that cannot be written is skipped: a cache
     is never fatal.
     """
-    temporary = None
+    from ..output_files import OutputError, write_file
+
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
-        with os.fdopen(handle, "wb") as out:
-            out.write(magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-        os.replace(temporary, target)
-    except OSError:
-        if temporary is not None:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+        write_file(target, magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    except OutputError:
+        pass
 
 
 def read_entry(path: Path, magic: bytes) -> bytes | None:

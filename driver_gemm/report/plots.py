@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from ..errors import ToolMissingError, UsageError
+from ..output_files import replacing
 from ..results.records import RunResult
 from ..status import BASELINE_LABELS, is_baseline_label
 from .labels import short_labels
@@ -165,7 +166,9 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     figure.tight_layout(rect=(0, min(0.45, 0.03 + 0.028 * rows), 1, 1))
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(output)
-    plt.close(figure)
+    try:
+        with replacing(output, binary=True) as picture:
+            figure.savefig(picture, format=output.suffix.lstrip(".").lower() or "png")
+    finally:
+        plt.close(figure)
     return output

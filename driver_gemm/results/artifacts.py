@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..output_files import OutputError, replacing
+
 # Categories drawn in the map, in this order of precedence.
 RIGHT, WRONG, NONFINITE, UNWRITTEN = 0, 1, 2, 3
 _COLOURS = ["#d9f0d3", "#d7301f", "#7a0177", "#000000"]
@@ -66,7 +68,6 @@ def save_error_map(verdict, case, directory: Path, tile=None, summary: str = "")
     full = category_map(verdict.masks)
     categories, step = downsample(full)
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9.-]+", "_", case.kernel).strip("_") + f"_{case.shape.label}.png"
     rows, cols = full.shape
     colours = ListedColormap(_COLOURS)
@@ -101,6 +102,11 @@ def save_error_map(verdict, case, directory: Path, tile=None, summary: str = "")
     figure.legend(handles=[Patch(color=c, label=n) for c, n in zip(_COLOURS, _NAMES)], loc="lower center",
                   ncol=4, fontsize=8, frameon=False)
     figure.subplots_adjust(left=0.08, right=0.97, top=0.92, bottom=0.1)
-    figure.savefig(directory / name)
-    plt.close(figure)
+    try:
+        with replacing(directory / name, binary=True) as picture:
+            figure.savefig(picture, format="png")
+    except OutputError as error:   # the case keeps its verdict; the map's absence is said in its place
+        return f"not written: {error}"
+    finally:
+        plt.close(figure)
     return directory / name

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,23 +133,20 @@ class RunResult:
                    interrupted=data.get("interrupted", False))
 
     def write_json(self, path: str | Path) -> Path:
-        """Write the run to `path` (through a temporary file, so a reader never sees half of it).
+        """Write the run to `path` (atomically, by `driver_gemm.output_files`: a reader never sees half of it).
 
         The run's fields are indented; its cases are one line each. A case's
         raw samples are up to tens of thousands of numbers, which the C encoder
         writes several times faster than the indenting one (which is pure
         Python): this is the last thing a run does before its tables.
         """
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from ..output_files import write_file
+
         fields = self.as_dict()
         cases = fields.pop("cases")
         head = json.dumps(fields, indent=1)[:-2]          # without its closing "\n}"
         body = "[]" if not cases else "[\n" + ",\n".join(json.dumps(case) for case in cases) + "\n ]"
-        temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(f'{head},\n "cases": {body}\n}}\n')
-        temporary.replace(path)
-        return path
+        return write_file(path, f'{head},\n "cases": {body}\n}}\n')
 
     @classmethod
     def read_json(cls, path: str | Path) -> "RunResult":
@@ -188,9 +184,11 @@ class CaseLog:
     """
 
     def __init__(self, path: str | Path):
+        from ..output_files import AppendOnlyFile
+
         self.path = Path(path)
         self.has_header = self.path.exists() and self.path.stat().st_size > 0
-        self._file = None   # opened with the first line, so a run that never starts leaves no file
+        self._file = AppendOnlyFile(self.path)   # opened with the first line: a run that never starts leaves no file
 
     def write_header(self, run: "RunResult") -> None:
         """Describe the run once, before its first case (a resumed log keeps its own)."""
@@ -200,20 +198,13 @@ class CaseLog:
             self.has_header = True
 
     def _write(self, record: dict) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            _drop_torn_tail(self.path)
-            self._file = open(self.path, "a", encoding="utf-8")
-        self._file.write(json.dumps(_finite(record)) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self._file.append(json.dumps(_finite(record)) + "\n")
 
     def append(self, case: CaseResult) -> None:
         self._write({"type": "case", **case.as_dict()})
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        self._file.close()
 
     def __enter__(self) -> "CaseLog":
         return self
@@ -245,17 +236,6 @@ def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
         key = (*case_key(case), device.get("uuid") or device.get("ordinal")) if case.is_baseline else case_key(case)
         last[key] = position
     return [cases[position] for position in sorted(last.values())]
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a torn last line (no newline: its writer was killed) so that appended lines start clean."""
-    try:
-        with open(path, "rb+") as handle:
-            data = handle.read()
-            if data and not data.endswith(b"\n"):
-                handle.truncate(data.rfind(b"\n") + 1)
-    except FileNotFoundError:
-        pass
 
 
 def load_results(path: str | Path) -> RunResult:

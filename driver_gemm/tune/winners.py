@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import SpecError
+from ..output_files import write_file
 from ..report.compare import SAME, judge
 from ..results.records import CaseResult, RunResult
 from ..spec.model import KernelSpec, Spec
@@ -152,9 +153,7 @@ def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         if p.margin is not None:
             outcome += f", {'a tie with' if p.tie else 'ahead of'} the runner-up ({100 * p.margin:+.1f}%)"
         lines.append(f"# {p.kernel} at {p.shape}: {outcome}\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(lines) + yaml.safe_dump(document, sort_keys=False))
-    return path
+    return write_file(path, "".join(lines) + yaml.safe_dump(document, sort_keys=False))
 
 
 def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
@@ -184,6 +183,4 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         "kernels": kernels,
         "dispatch": dispatch_document(tables),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
+    return write_file(path, yaml.safe_dump(document, sort_keys=False))
