@@ -5,7 +5,7 @@ The names below are the public API; everything else is private and may change.
 Run a spec::
 
     import driver_gemm as dg
-    run = dg.run_spec(dg.load_spec("specs/seed.yaml"))
+    run = dg.run_spec(dg.load_spec("specs/seed.yaml"), dg.RunOptions(), dg.Placement(device=0, isolate=True))
     assert run.ok, [c.message for c in run.cases if not c.ok]
     run.write_json("seed.json")
 
@@ -48,7 +48,7 @@ _PUBLIC = {
     "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.records",
     "Case": ".pipeline.cases", "cases_of": ".pipeline.cases",
     "run_spec": ".pipeline.runner",
-    "RunOptions": ".pipeline.options",
+    "Placement": ".pipeline.options", "RunOptions": ".pipeline.options", "RunSettings": ".results.settings",
     "KernelSpec": ".spec.model", "MeasureSettings": ".spec.model", "Shape": ".spec.model", "Spec": ".spec.model",
     "VerifySettings": ".spec.model",
     "load_spec": ".spec", "spec_from_dict": ".spec",
@@ -74,8 +74,8 @@ __all__ = [
     "ArgumentError", "Case", "CasePlan", "CaseResult", "Comparison", "CompileError", "ConfigError", "Cubin",
     "CublasSgemm", "CudaError", "Device", "DeviceBuffer", "DeviceProperties", "DriverGemmError", "Event",
     "Kernel", "KernelResources", "KernelSpec", "LaunchConfig", "MeasureSettings", "Module", "NoGpuError",
-    "PackedArguments", "PreparedLaunch", "RunOptions", "RunResult", "Shape", "Spec", "SpecError", "Stream",
-    "TimingSummary", "ToolMissingError", "UsageError", "VerifySettings", "__version__", "arch_limits",
-    "cases_of", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel", "load_results",
-    "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
+    "PackedArguments", "Placement", "PreparedLaunch", "RunOptions", "RunResult", "RunSettings", "Shape", "Spec",
+    "SpecError", "Stream", "TimingSummary", "ToolMissingError", "UsageError", "VerifySettings", "__version__",
+    "arch_limits", "cases_of", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel",
+    "load_results", "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
 ]

@@ -10,8 +10,9 @@ from driver_gemm.results.records import CaseResult
 from driver_gemm.status import Status
 
 
-def plan_part(spec, device, isolate, options, previous, on_result, gpu_worker=None):
+def plan_part(spec, options, placement, previous, on_result):
     """A stand-in for a GPU worker's part: compile on the worker and plan every case, tag it with the GPU."""
+    device = placement.device
     compiled = compile_spec(spec, "sm_90")
     skip = {(c.kernel, c.shape.label) for c in previous}
     cases = [c.as_dict() for c in previous]
@@ -31,10 +32,10 @@ def plan_part(spec, device, isolate, options, previous, on_result, gpu_worker=No
     return {"environment": {"worker_device": device}, "cases": cases}
 
 
-def paced_part(subspec, device, *args, seconds=0.1, **kwargs):
+def paced_part(subspec, *args, seconds=0.1, **kwargs):
     """`plan_part` taking a while, as a task on a GPU does: a GPU that is free takes the next task meanwhile."""
     time.sleep(seconds)
-    return plan_part(subspec, device, *args, **kwargs)
+    return plan_part(subspec, *args, **kwargs)
 
 
 def check_baselines(run):

@@ -52,7 +52,7 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
             assert case.resources == local[kernel.label].resources_of(kernel.instance).as_dict()
     # the environment of both GPUs was known before the first case landed, and every task is recorded
     assert [gpu["device"]["name"] for gpu in run.environment["gpus"]] == ["GPU 0", "GPU 1"]
-    tasks = run.settings["tasks"]
+    tasks = run.settings.tasks
     assert tasks and all(t["device"] in (0, 1) and t["wall_s"] >= 0 for t in tasks)
 
 

@@ -130,14 +130,14 @@ def h200(device):
 def test_a_run_on_several_gpus_plans_with_what_earlier_runs_timed_and_says_how_many():
     spec = load_spec(SPECS / "ramp.yaml").select(["v0", "v1", "v4", "v8"], ["8192x8192x8192", "256x256x256"])
     fresh = run_planned(spec, **{"describe": h200})
-    assert fresh.settings["estimates"] == {"remembered_cases": 0, "remembered_launches": 0,
+    assert fresh.settings.estimates == {"remembered_cases": 0, "remembered_launches": 0,
                                            "cases": len(cases_of(spec))}
     estimates.remember(run_of(spec.name, timed("v0", BIG, 2193.3, seconds=27.5)))
     run = run_planned(spec, **{"describe": h200})
-    assert run.settings["estimates"]["remembered_cases"] == 1
+    assert run.settings.estimates["remembered_cases"] == 1
     # Known to take 2.2 s a launch, v0 at 8192^3 is the largest task: a task of its own, dealt out first.
     assert plan_tasks(spec, 2, remembered_model(spec, ["NVIDIA H200"])[0])[0].label == "8192x8192x8192 [v0]"
     assert plan_tasks(spec, 2, CostModel())[0].label != "8192x8192x8192 [v0]"
-    assert "8192x8192x8192 [v0]" in {task["task"] for task in run.settings["tasks"]}
+    assert "8192x8192x8192 [v0]" in {task["task"] for task in run.settings.tasks}
     others = run_planned(spec, **{"describe": describe_stand_in})          # other GPUs: nothing remembered
-    assert others.settings["estimates"]["remembered_cases"] == 0
+    assert others.settings.estimates["remembered_cases"] == 0

@@ -337,7 +337,7 @@ def test_two_gpus_share_a_run(tmp_path):
     out = tmp_path / "two.json"
     shapes = ["1024x1024x1024", "2048x2048x2048", "1001x513x777", "512x512x512"]
     command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-k", "v4", "-q",
-               "--devices", "0,1", "--json", str(out)]
+               "--device", "0,1", "--json", str(out)]
     for shape in shapes:
         command += ["-s", shape]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)

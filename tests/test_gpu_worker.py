@@ -194,8 +194,9 @@ def test_a_worker_that_cannot_start_gives_up_later_batches_at_once():
 
 # ----------------------------------------------------------------------------------- on Dask
 
-def serving_part(spec, device, isolate, options, previous, on_result, gpu_worker=None):
+def serving_part(spec, options, placement, previous, on_result):
     """A stand-in for a GPU worker's part that runs its cases on the Dask worker's kept GPU worker."""
+    device, gpu_worker = placement.device, placement.gpu_worker
     skip = {(c.kernel, c.shape.label) for c in previous}
     records = [c.as_dict() for c in previous]
 
@@ -233,9 +234,9 @@ def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shap
                              make_worker=functools.partial(make_fake_worker), model=model)
     assert sorted((c.kernel, c.shape.label) for c in run.cases if not c.is_baseline) == \
         sorted(c.key for c in cases_of(spec) if not c.is_baseline)
-    tasks_per_gpu = {d: sum(t["device"] == d for t in run.settings["tasks"]) for d in (0, 1)}
+    tasks_per_gpu = {d: sum(t["device"] == d for t in run.settings.tasks) for d in (0, 1)}
     assert sum(tasks_per_gpu.values()) > 2
-    held = {entry["device"]: entry for entry in run.settings["gpu_workers"]}
+    held = {entry["device"]: entry for entry in run.settings.gpu_workers}
     assert not _GPU_WORKERS                                     # stopped at the end of the run
     for device in (0, 1):
         pids = {pid_of(c) for c in run.cases if c.device["ordinal"] == device and "pid=" in c.message}

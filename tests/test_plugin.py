@@ -136,7 +136,7 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
     result.assert_outcomes(passed=12)
     older = str(ROOT / "bench" / "results" / "seed-before-h200.json")
     compared = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-baseline-results", older,
-                               "--gemm-regression-threshold", "1000")
+                               "--gemm-threshold", "1000")
     compared.assert_outcomes(passed=12)
     bad = inner.runpytest("--gemm-spec", SEED, "--gemm-results", SEED_RESULTS, "--gemm-min-pct", "fast")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
@@ -150,8 +150,8 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
      "*--gemm-baseline-results: *tf32-h200.json: no case of these results*the regression gate would compare nothing*"),
     (["--gemm-results", SEED_RESULTS, "--gemm-min-pct", "v99=50"], "*--gemm-min-pct: *no kernel named 'v99'*"),
     (["--gemm-results", SEED_RESULTS, "--gemm-min-pct", "inf"], "*--gemm-min-pct 'inf': the percentage must be*"),
-    (["--gemm-results", SEED_RESULTS, "--gemm-baseline-results", SEED_RESULTS, "--gemm-regression-threshold", "nan"],
-     "*--gemm-regression-threshold must be 0 or more*"),
+    (["--gemm-results", SEED_RESULTS, "--gemm-baseline-results", SEED_RESULTS, "--gemm-threshold", "nan"],
+     "*--gemm-threshold must be 0 or more*"),
 ])
 def test_options_that_could_never_fail_a_case_are_usage_errors(inner, options, message):
     """Results of another spec, or a gate on a kernel the spec lacks, would pass or fail every case unchecked."""

@@ -28,15 +28,14 @@ from .cases import cases_of, ran
 from .environment import now
 from .runner import run_settings, run_spec
 from .schedule import CostModel, Task, plan_tasks
-from .session import RunOptions
+from .options import Placement, RunOptions
 from .worker import GpuWorker
 
 
-def run_part(spec: Spec, device: int, isolate: bool, options: RunOptions, previous: list[CaseResult],
-             on_result: Callable[[CaseResult], None], gpu_worker: GpuWorker | None = None) -> dict:
+def run_part(spec: Spec, options: RunOptions, placement: Placement, previous: list[CaseResult],
+             on_result: Callable[[CaseResult], None]) -> dict:
     """A GPU's part: `spec` (a task's) on one GPU, skipping `previous`; the results as plain data."""
-    return run_spec(spec, device=device, isolate=isolate, options=options, previous=previous,
-                    on_result=on_result, gpu_worker=gpu_worker).as_dict()
+    return run_spec(spec, options, placement, previous=previous, on_result=on_result).as_dict()
 
 
 def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
@@ -116,7 +115,8 @@ def run_task_on(ledger: GpuLedger, part: Callable, spec: Spec, task: Task, optio
     """
     started = time.monotonic()
     inputs = ledger.inputs_of(spec, task, earlier)
-    data = part(inputs.subspec, ledger.device, isolate, options, inputs.previous, on_result, gpu_worker=gpu_worker)
+    placement = Placement(ledger.device, isolate, gpu_worker=gpu_worker)
+    data = part(inputs.subspec, options, placement, inputs.previous, on_result)
     skipped = inputs.skipped
     new = [c for c in data["cases"] if (c["kernel"], c["shape"]["label"]) not in skipped]
     ledger.remember(new)
@@ -204,12 +204,12 @@ class Landing:
             self.baselines.setdefault((gpu_of(case, report["device"]), case.shape.label, case.precision), case)
 
     def task_done(self, report: dict, worker: str) -> None:
-        """A finished task's report: its cases not landed yet, and its line in ``settings["tasks"]``."""
+        """A finished task's report: its cases not landed yet, and its line in ``settings.tasks``."""
         self.reused(report)
         for case in report["cases"]:
             self.land(case, report["device"])
-        self.result.settings["tasks"].append({"task": report["task"], "worker": worker, "device": report["device"],
-                                              "estimate_s": report["estimate_s"], "wall_s": report["wall_s"]})
+        self.result.settings.tasks.append({"task": report["task"], "worker": worker, "device": report["device"],
+                                            "estimate_s": report["estimate_s"], "wall_s": report["wall_s"]})
 
     def finish(self, spec: Spec) -> None:
         """The end of the run, however it ended: the cases in the spec's shape order, baselines first; the time."""

@@ -17,6 +17,7 @@ from typing import Any
 from ..spec.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
+from .settings import RunSettings
 
 
 
@@ -111,7 +112,7 @@ class RunResult:
     spec: str
     spec_path: str | None
     environment: dict = field(default_factory=dict)
-    settings: dict = field(default_factory=dict)
+    settings: RunSettings = field(default_factory=RunSettings)
     cases: list[CaseResult] = field(default_factory=list)
     started: str = ""
     finished: str = ""
@@ -123,13 +124,14 @@ class RunResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"spec": self.spec, "spec_path": self.spec_path, "started": self.started, "finished": self.finished,
-                "interrupted": self.interrupted, "environment": self.environment, "settings": self.settings,
-                "cases": [case.as_dict() for case in self.cases]}
+                "interrupted": self.interrupted, "environment": self.environment,
+                "settings": self.settings.to_json(), "cases": [case.as_dict() for case in self.cases]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResult":
         return cls(spec=data["spec"], spec_path=data.get("spec_path"), environment=data.get("environment", {}),
-                   settings=data.get("settings", {}), cases=[CaseResult.from_dict(c) for c in data.get("cases", [])],
+                   settings=RunSettings.from_json(data.get("settings", {})),
+                   cases=[CaseResult.from_dict(c) for c in data.get("cases", [])],
                    started=data.get("started", ""), finished=data.get("finished", ""),
                    interrupted=data.get("interrupted", False))
 
@@ -196,7 +198,7 @@ class CaseLog:
         """Describe the run once, before its first case (a resumed log keeps its own)."""
         if not self.has_header:
             self._write({"type": "run", "spec": run.spec, "spec_path": run.spec_path, "started": run.started,
-                         "environment": run.environment, "settings": run.settings})
+                         "environment": run.environment, "settings": run.settings.to_json()})
             self.has_header = True
 
     def _write(self, record: dict) -> None:
