@@ -6,7 +6,7 @@ from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.pipeline.build import compile_spec
 from driver_gemm.pipeline.cases import cases_of
 from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.results.records import CaseResult
+from driver_gemm.results.records import CaseDevice, CaseResult
 from driver_gemm.status import Status
 
 
@@ -20,7 +20,7 @@ def plan_part(spec, options, placement, previous, on_result):
         if case.key in skip:
             continue
         result = CaseResult(kernel=case.label, name=case.label.split("[")[0], shape=case.shape, status=Status.PASS,
-                            device={"name": f"GPU {device}", "uuid": f"GPU-{device}", "ordinal": device})
+                            device=CaseDevice(f"GPU {device}", f"GPU-{device}", device))
         if case.kernel is not None:
             resources = compiled[case.kernel.label].resources_of(case.kernel.instance)
             plan = plan_case(case.kernel, case.shape, arch_limits("sm_90"), resources)
@@ -43,13 +43,13 @@ def check_baselines(run):
     baselines = {}
     for case in run.cases:
         if case.is_baseline:
-            key = (case.shape.label, case.device["ordinal"])
+            key = (case.shape.label, case.device.ordinal)
             assert key not in baselines, f"two baseline rows for {key}"
             baselines[key] = case
     for case in run.cases:
         if not case.is_baseline:
             against = case.measured_against
-            assert against is not None and against["device"]["ordinal"] == case.device["ordinal"], case.kernel
-            assert against["shape"] == case.shape.label and (case.shape.label, case.device["ordinal"]) in baselines
-    used = {(c.shape.label, c.device["ordinal"]) for c in run.cases if not c.is_baseline}
+            assert against is not None and against.device.ordinal == case.device.ordinal, case.kernel
+            assert against.shape == case.shape.label and (case.shape.label, case.device.ordinal) in baselines
+    used = {(c.shape.label, c.device.ordinal) for c in run.cases if not c.is_baseline}
     assert set(baselines) == used        # no GPU ran a baseline it did not need

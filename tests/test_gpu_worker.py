@@ -16,6 +16,7 @@ import pytest
 from driver_gemm.pipeline.cases import cases_of, new_record, ran
 from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.pipeline.worker import GpuWorker
+from driver_gemm.results.records import CaseDevice
 from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 
@@ -201,7 +202,7 @@ def serving_part(spec, options, placement, previous, on_result):
     records = [c.as_dict() for c in previous]
 
     def finish(record):
-        record.device = {"name": f"GPU {device}", "uuid": f"GPU-{device}", "ordinal": device}
+        record.device = CaseDevice(f"GPU {device}", f"GPU-{device}", device)
         on_result(record)
         records.append(record.as_dict())
 
@@ -239,7 +240,7 @@ def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shap
     held = {entry["device"]: entry for entry in run.settings.gpu_workers}
     assert not _GPU_WORKERS                                     # stopped at the end of the run
     for device in (0, 1):
-        pids = {pid_of(c) for c in run.cases if c.device["ordinal"] == device and "pid=" in c.message}
+        pids = {pid_of(c) for c in run.cases if c.device.ordinal == device and "pid=" in c.message}
         assert len(pids) == held[device]["processes"]           # every task of a GPU on the same process
     crashed = [c for c in run.cases if c.status == Status.ERROR]
     if crashes:

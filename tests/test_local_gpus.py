@@ -73,7 +73,7 @@ def test_every_case_runs_once_and_lands_on_the_callers_thread_with_both_gpus_des
     assert threads == {threading.main_thread().name}           # on_result only ever on the caller's thread
     assert set(gpus_known) == {2}                               # both GPUs described before the first case
     check_baselines(run)
-    assert {case.device["ordinal"] for case in run.cases} == {0, 1}
+    assert {case.device.ordinal for case in run.cases} == {0, 1}
     assert [gpu["device"]["name"] for gpu in run.environment["gpus"]] == ["GPU 0", "GPU 1"]
     tasks = run.settings.tasks
     assert sorted(t["task"] for t in tasks) == sorted(t.label for t in plan_tasks(spec, 2))
@@ -90,7 +90,7 @@ def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline():
     baselines_run = []
     run = run_planned(spec, part=recording(paced_part, baselines_run), model=model)
     big = [c for c in run.cases if c.shape.label == "8192x8192x8192" and not c.is_baseline]
-    assert {c.device["ordinal"] for c in big} == {0, 1}
+    assert {c.device.ordinal for c in big} == {0, 1}
     assert sorted(baselines_run) == sorted(set(baselines_run))       # each GPU ran a shape's baseline once
     assert {key for key in baselines_run if key[0] == "8192x8192x8192"} == {("8192x8192x8192", 0),
                                                                           ("8192x8192x8192", 1)}
@@ -108,7 +108,7 @@ def test_a_resumed_run_keeps_what_ran_and_each_gpu_reuses_only_its_own_baselines
     seen = []
     resumed = run_planned(spec, part=recording(paced_part, baselines_run), previous=kept + gave_up, on_result=seen.append)
     assert seen and all(c.shape.label == "64x64x64" for c in seen)      # nothing that ran is run again
-    had = {(c.shape.label, c.device["ordinal"]) for c in kept if c.is_baseline}
+    had = {(c.shape.label, c.device.ordinal) for c in kept if c.is_baseline}
     assert ("64x64x64", 0) in had or ("64x64x64", 1) in had
     assert not set(baselines_run) & had                  # a GPU's own baselines of the earlier run are reused
     assert kernel_keys(resumed.cases) == expected_keys(spec)
@@ -154,7 +154,7 @@ def test_an_error_on_one_gpu_ends_the_run_and_keeps_what_the_other_finished():
     seen = []
     with pytest.raises(RuntimeError, match="failed on GPU 1"):
         run_planned(spec, part=broken_on_gpu_1, result=result, on_result=landed)
-    assert result.cases and all(c.device["ordinal"] == 0 for c in result.cases)
+    assert result.cases and all(c.device.ordinal == 0 for c in result.cases)
     assert len(seen) == len(result.cases) and result.finished
 
 
@@ -203,7 +203,7 @@ def test_a_crash_in_one_gpus_process_loses_no_case_of_either_gpu():
     held = {entry["device"]: entry for entry in run.settings.gpu_workers}
     assert sorted(entry["processes"] for entry in held.values()) == [1, 2]
     for device in (0, 1):
-        pids = {pid_of(c) for c in run.cases if c.device["ordinal"] == device and "pid=" in c.message}
+        pids = {pid_of(c) for c in run.cases if c.device.ordinal == device and "pid=" in c.message}
         assert len(pids) == held[device]["processes"]           # every task of a GPU on its kept process(es)
         assert len(held[device]["worker_start_s"]) == held[device]["processes"]
     assert sum(t["device"] == d for t in run.settings.tasks for d in (0, 1)) == len(run.settings.tasks)
@@ -318,7 +318,7 @@ def test_a_gpu_whose_worker_cannot_start_hands_its_tasks_to_the_others():
     run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_worker,
                             model=CostModel(task_overhead_s=0.0))
     assert kernel_keys(run.cases) == expected_keys(spec)
-    assert all(c.status == Status.PASS and c.device["ordinal"] == 0 for c in run.cases)
+    assert all(c.status == Status.PASS and c.device.ordinal == 0 for c in run.cases)
     assert {t["device"] for t in run.settings.tasks} == {0}
     assert not multiprocessing.active_children()
 

@@ -62,3 +62,23 @@ def test_options_name_the_field_that_is_wrong():
         Placement(isolate=True, stream=object())
     with pytest.raises(ValueError, match="Placement.gpu_worker"):
         Placement(isolate=False, gpu_worker=object())
+
+
+def test_a_cases_sub_records_are_typed_and_write_the_same_json():
+    from driver_gemm.results.records import BaselineRow, CaseDevice, CaseResult, DispatchChoice
+    from driver_gemm.spec.model import Shape
+    from driver_gemm.status import Status
+
+    gpu = CaseDevice(name="NVIDIA H200", uuid="GPU-1", ordinal=0)
+    case = CaseResult(kernel="v4", name="v4", shape=Shape(64, 64, 64), status=Status.PASS, device=gpu,
+                      dispatch=DispatchChoice(entry=1, shape="128x128x128", rule="nearest"),
+                      measured_against=BaselineRow("cublas", "64x64x64", gpu))
+    data = case.as_dict()
+    assert data["device"] == {"name": "NVIDIA H200", "uuid": "GPU-1", "ordinal": 0}
+    assert data["dispatch"] == {"entry": 1, "shape": "128x128x128", "rule": "nearest"}
+    assert data["measured_against"] == {"kernel": "cublas", "shape": "64x64x64", "device": data["device"]}
+    assert CaseResult.from_dict(data) == case
+    unrun = CaseResult(kernel="v4", name="v4", shape=Shape(64, 64, 64), status=Status.ERROR)
+    assert unrun.as_dict()["device"] is None and not unrun.device.known        # null, as before
+    assert "dispatch" not in unrun.as_dict() and "measured_against" not in unrun.as_dict()
+    assert CaseResult.from_dict({**data, "device": {"name": "GPU"}}).device == CaseDevice(name="GPU")

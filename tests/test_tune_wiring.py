@@ -91,7 +91,7 @@ def test_tune_from_writes_the_winners_and_a_dispatch_spec_that_runs(tmp_path, ca
     spec = load_spec(dispatch, allow_outside_sources=True)     # written outside the checkout
     assert spec.dispatch and len(spec.kernels) == len(spec.dispatch)
     picked = [case for case in cases_of(spec) if not case.is_baseline]
-    assert picked and all(case.dispatch["rule"] == "exact" for case in picked)
+    assert picked and all(case.dispatch.rule == "exact" for case in picked)
 
 
 def test_tune_prepares_before_the_gpu_pruning_what_cannot_launch():

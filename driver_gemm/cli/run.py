@@ -485,7 +485,7 @@ def _per_gpu(result) -> str:
     """How many of the finished cases each GPU ran, where more than one did."""
     counts: dict = {}
     for case in result.cases:
-        ordinal = (case.device or {}).get("ordinal")
+        ordinal = case.device.ordinal
         counts[ordinal] = counts.get(ordinal, 0) + 1
     if len(counts) < 2:
         return ""

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..results.records import CaseResult, RunResult, case_key
+from ..results.records import BaselineRow, CaseResult, RunResult, case_key
 from ..spec.model import Spec
 from .cases import cases_of, ran
 from .environment import now
@@ -40,10 +40,9 @@ def run_part(spec: Spec, options: RunOptions, placement: Placement, previous: li
 
 def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
     """Whether `case` ran on this GPU: by UUID where both are known, else by ordinal."""
-    recorded = case.device or {}
-    if uuid and recorded.get("uuid"):
-        return recorded["uuid"] == uuid
-    return recorded.get("ordinal") == device
+    if uuid and case.device.uuid:
+        return case.device.uuid == uuid
+    return case.device.ordinal == device
 
 
 @dataclass
@@ -100,8 +99,8 @@ class GpuLedger:
             record = CaseResult.from_dict(case)
             if record.is_baseline and record.ok:
                 self.baselines[record.shape.label, record.precision] = case
-            if record.device and record.device.get("uuid"):
-                self.uuid = record.device["uuid"]
+            if record.device.uuid:
+                self.uuid = record.device.uuid
 
 
 def run_task_on(ledger: GpuLedger, part: Callable, spec: Spec, task: Task, options: RunOptions,
@@ -169,8 +168,8 @@ class Landing:
         self.rows = {row_key(case): case for case in kept}
         self.baselines: dict[tuple, CaseResult] = {}
         for case in kept:
-            if case.is_baseline and case.device and case.ok:
-                self.baselines[gpu_of(case, case.device.get("ordinal")), case.shape.label, case.precision] = case
+            if case.is_baseline and case.device.known and case.ok:
+                self.baselines[gpu_of(case, case.device.ordinal), case.shape.label, case.precision] = case
 
     def land(self, data: dict, device: int) -> None:
         """A case (as plain data) that GPU `device` finished: into the result and to `on_result`, unless landed already.
@@ -191,8 +190,7 @@ class Landing:
         else:
             baseline = self.baselines.get((gpu, case.shape.label, case.precision))
             if baseline is not None:
-                case.measured_against = {"kernel": baseline.kernel, "shape": baseline.shape.label,
-                                         "device": baseline.device}
+                case.measured_against = BaselineRow(baseline.kernel, baseline.shape.label, baseline.device)
         self.result.cases.append(case)
         if self.on_result:
             self.on_result(case)
@@ -220,10 +218,9 @@ class Landing:
 
 def gpu_of(case: CaseResult, device: int | None) -> str | tuple:
     """The GPU that ran `case`: its UUID where the record has one (ordinals repeat across machines), else its ordinal."""
-    return (case.device or {}).get("uuid") or ("ordinal", device)
+    return case.device.uuid or ("ordinal", device)
 
 
 def row_key(case: CaseResult) -> tuple:
     """A row of a run on several GPUs: a baseline once per GPU, a kernel case once."""
-    device = (case.device or {}).get("uuid") or (case.device or {}).get("ordinal")
-    return (*case_key(case), device) if case.is_baseline else case_key(case)
+    return (*case_key(case), case.device.key) if case.is_baseline else case_key(case)

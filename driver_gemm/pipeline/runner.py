@@ -20,7 +20,7 @@ from dataclasses import asdict
 from typing import Callable, Sequence
 
 from ..measure.stats import gflops
-from ..results.records import CaseResult, RunResult
+from ..results.records import CaseDevice, CaseResult, RunResult
 from ..results.settings import RunSettings
 from ..spec.model import Shape, Spec
 from . import steps as case_steps
@@ -95,7 +95,7 @@ def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResul
         fp32 = case.precision == "fp32" and case.operands is None
         _finish_figures(case, baselines.get((case.shape, case.baseline_label)),
                         props.fp32_peak_gflops if fp32 else None)
-        case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
+        case.device = CaseDevice(props.name, props.uuid, props.ordinal)
         result.cases.append(case)
         if on_result:
             on_result(case)

@@ -21,6 +21,60 @@ from .settings import RunSettings
 
 
 
+@dataclass(frozen=True)
+class CaseDevice:
+    """The GPU that ran a case; all None (written as null) for a case that never reached one."""
+
+    name: str | None = None
+    uuid: str | None = None
+    ordinal: int | None = None
+
+    def as_dict(self) -> dict[str, Any] | None:
+        """The ``device`` object of a case (the fields that are known), or None when none is."""
+        known = {key: value for key, value in asdict(self).items() if value is not None}
+        return known or None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "CaseDevice":
+        data = data or {}
+        return cls(name=data.get("name"), uuid=data.get("uuid"), ordinal=data.get("ordinal"))
+
+    @property
+    def known(self) -> bool:
+        """Whether the case reached a GPU that it names."""
+        return self != CaseDevice()
+
+    @property
+    def key(self) -> str | int | None:
+        """What tells GPUs apart: the UUID where known, else the ordinal."""
+        return self.uuid or self.ordinal
+
+
+@dataclass(frozen=True)
+class DispatchChoice:
+    """Which entry of a kernel's ``dispatch:`` table chose its params for a shape, and by which rule."""
+
+    entry: int          # the entry's position in the table
+    shape: str          # the shape the entry was chosen for, e.g. 4096x4096x4096
+    rule: str           # how it was picked: exact, when, nearest (see spec.dispatch)
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    """The baseline row a case's % of cuBLAS is measured against, in a run on several GPUs."""
+
+    kernel: str
+    shape: str
+    device: CaseDevice = CaseDevice()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "shape": self.shape, "device": self.device.as_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BaselineRow":
+        return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")))
+
+
 @dataclass
 class CaseResult:
     """Everything known about one kernel on one shape."""
@@ -46,16 +100,16 @@ class CaseResult:
     problems: list = field(default_factory=list)
     diagnosis: dict | None = None
     sanitizer: dict | None = None    # compute-sanitizer's findings, when the case ran under it
-    device: dict | None = None       # name and UUID of the GPU that ran it
+    device: CaseDevice = CaseDevice()   # the GPU that ran it
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict | None = None       # seconds spent in each step of the case's pipeline
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
     baseline: str | None = None      # typed kernels: the label of the cuBLASLt row their % is against
     operands: dict | None = None     # typed kernels and cuBLASLt rows: types, layout, batch, ld, batch strides
 
-    dispatch: dict | None = None     # the dispatch entry that chose the params: {entry, shape, rule}
+    dispatch: DispatchChoice | None = None   # the dispatch entry that chose the params
     profile: dict | None = None      # Nsight Compute's counters for one launch (run --profile)
-    measured_against: dict | None = None   # the baseline row of pct_cublas (kernel, shape, device), on several GPUs
+    measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
 
     # Written only when set, so that the records of untyped runs read as they always have.
     OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against")
@@ -87,6 +141,8 @@ class CaseResult:
         # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
         out = asdict(dataclasses.replace(self, timing=None))
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
+        out["device"] = self.device.as_dict()
+        out["measured_against"] = self.measured_against.as_dict() if self.measured_against else None
         out["timing"] = self.timing.as_dict() if self.timing else None
         for key in self.OPTIONAL_KEYS:
             if out[key] is None:
@@ -102,6 +158,11 @@ class CaseResult:
             timing = TimingSummary.from_dict(timing)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["status"] = Status(known["status"])
+        known["device"] = CaseDevice.from_dict(known.get("device"))
+        if known.get("dispatch") is not None:
+            known["dispatch"] = DispatchChoice(**known["dispatch"])
+        if known.get("measured_against") is not None:
+            known["measured_against"] = BaselineRow.from_dict(known["measured_against"])
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
 
 
@@ -243,8 +304,7 @@ def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
     """`cases` with each case once, as its last row has it, in the order of those last rows."""
     last: dict[tuple, int] = {}
     for position, case in enumerate(cases):
-        device = case.device or {}
-        key = (*case_key(case), device.get("uuid") or device.get("ordinal")) if case.is_baseline else case_key(case)
+        key = (*case_key(case), case.device.key) if case.is_baseline else case_key(case)
         last[key] = position
     return [cases[position] for position in sorted(last.values())]
 

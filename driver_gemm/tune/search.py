@@ -22,7 +22,7 @@ from ..cuda.occupancy import ArchLimits
 from ..pipeline.build import Compiled, compile_spec, launch_plans
 from ..pipeline.cases import Case, new_record
 from ..pipeline.plan import with_resources
-from ..results.records import CaseResult, RunResult
+from ..results.records import CaseDevice, CaseResult, RunResult
 from ..results.settings import RunSettings
 from ..spec.model import Spec
 from ..status import Status
@@ -125,7 +125,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
                               cache=cache, cache_key=lambda case: case_key(spec, case.kernel, case.shape,
                                                                           result.environment, props.arch),
-                              device_info={"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal},
+                              device_info=CaseDevice(props.name, props.uuid, props.ordinal),
                               peak_gflops=props.fp32_peak_gflops)
         searches = search_all(prepared.groups(spec), strategy, evaluator, budget)
     finally:
