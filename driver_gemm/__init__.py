@@ -5,7 +5,7 @@ The names below are the public API; everything else is private and may change.
 Run a spec::
 
     import driver_gemm as dg
-    run = dg.run_spec(dg.load_spec("specs/seed.yaml"), dg.RunOptions(), dg.Placement(device=0, isolate=True))
+    run = dg.run_spec(dg.load_spec("specs/seed.yaml"))
     assert run.ok, [c.message for c in run.cases if not c.ok]
     run.write_json("seed.json")
 
