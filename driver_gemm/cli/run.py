@@ -23,7 +23,7 @@ def add_parser(commands, **common) -> None:
                               **common)
     run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
     add_source_option(run)
-    run.add_argument("--device", metavar="N|N,M,...|all",
+    run.add_argument("--device", metavar="N|N,M|all",
                      help="the GPU to run on (default $DRIVER_GEMM_DEVICE, or 0); several ('0,1') or 'all' spread "
                           "the cases over those GPUs of this machine, each with its own worker process, a free GPU "
                           "taking the next share")
