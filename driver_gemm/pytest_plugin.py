@@ -12,9 +12,8 @@ marker, options and fixtures keep their own meaning.
   ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]-1001x513x777``; the spec runs once, the first time one of its
   cases is needed, and each test fails with its case's diagnosis.
 - Performance gates (`driver_gemm.report.gates`): ``--driver-gemm-min-pct 80`` or ``NAME=95`` (and each
-  kernel's ``min_pct:``), ``--driver-gemm-baseline-results OLD.json`` with
-  ``--driver-gemm-regression-threshold PCT``; a case that fails a gate fails its test with the measured
-  and required figures and the noise.
+  kernel's ``min_pct:``), ``--driver-gemm-baseline-results OLD.json`` with ``--driver-gemm-threshold PCT``;
+  a case that fails a gate fails its test with the measured and required figures and the noise.
 - ``--driver-gemm-results FILE``: judge recorded results of the spec (e.g. from ``driver-gemm run``)
   instead of running it: no GPU needed.
 """
@@ -44,8 +43,9 @@ def pytest_addoption(parser):
                     help="each kernel case must reach PCT %% of cuBLAS (or kernel NAME must; repeatable)")
     group.addoption("--driver-gemm-baseline-results", default=None, metavar="OLD.json",
                     help="no case may be SLOWER beyond noise or BROKEN against these stored results")
-    group.addoption("--driver-gemm-regression-threshold", type=float, default=0.0, metavar="PCT",
-                    help="with --driver-gemm-baseline-results: a slowdown must also exceed PCT %% to fail")
+    group.addoption("--driver-gemm-threshold", type=float, default=0.0, metavar="PERCENT",
+                    help="with --driver-gemm-baseline-results: also call differences up to this many percent SAME, so "
+                         "that a slowdown must exceed it to fail (default 0: noise only)")
 
 
 def pytest_configure(config):
@@ -98,22 +98,26 @@ def driver_gemm_device(pytestconfig):
 
 @pytest.fixture
 def driver_gemm_run(pytestconfig):
-    """Run a spec (path, `Spec` or dict) on the chosen GPU, isolated in a worker process; return the `RunResult`."""
+    """Run a spec (path, `Spec` or dict) on the chosen GPU, isolated in a worker process; return the `RunResult`.
+
+    The function it gives takes the spec, a `RunOptions` (``options=``) and the
+    fields of a `Placement` to change (``isolate=False``, ``stream=...``).
+    """
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
+    from .pipeline.options import Placement, RunOptions
     from .pipeline.runner import run_spec
     from .spec.model import Spec
     from .spec import load_spec, spec_from_dict
 
-    def run(spec, **options):
+    def run(spec, options: RunOptions = RunOptions(), **placement):
         if isinstance(spec, (str, Path)):
             spec = load_spec(spec)
         elif isinstance(spec, dict):
             spec = spec_from_dict(spec)
         assert isinstance(spec, Spec), f"not a spec: {spec!r}"
-        options.setdefault("isolate", True)
-        return run_spec(spec, device=_ordinal(pytestconfig), **options)
+        return run_spec(spec, options, Placement(**{"device": _ordinal(pytestconfig), "isolate": True, **placement}))
 
     return run
 
@@ -159,9 +163,10 @@ class GemmSpecItems(pytest.Collector):
 
                 run = read_results(recorded).run
             else:
+                from .pipeline.options import Placement, RunOptions
                 from .pipeline.runner import run_spec
 
-                run = run_spec(self.spec, device=_ordinal(self.config), isolate=True)
+                run = run_spec(self.spec, RunOptions(), Placement(_ordinal(self.config), isolate=True))
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}
             self.gate_failures = _gate_failures(self.config, self.spec, run)
         return self._results
@@ -197,7 +202,7 @@ def _gate_failures(config, spec, run) -> dict[str, list[str]]:
     stored = read_results(stored_path).run if stored_path else None
     failures: dict[str, list[str]] = {}
     for failure in check_gates(run, min_pct=every, per_kernel=kernel_min_pcts(spec.kernels, per_name),
-                               stored=stored, threshold=config.getoption("--driver-gemm-regression-threshold") / 100):
+                               stored=stored, threshold=config.getoption("--driver-gemm-threshold") / 100):
         failures.setdefault(failure.case, []).append(str(failure))
     return failures
 
@@ -238,7 +243,7 @@ def _check_gate_options(config) -> None:
     """Gate options read once, before any test: a mistake is a usage error, not a failure of every case."""
     given = [config.getoption(option) for option in ("--driver-gemm-min-pct", "--driver-gemm-baseline-results",
                                                        "--driver-gemm-results")]
-    if not any(given) and config.getoption("--driver-gemm-regression-threshold") == 0:
+    if not any(given) and config.getoption("--driver-gemm-threshold") == 0:
         return   # a session that uses none of them imports nothing of driver-gemm's
     from .errors import DriverGemmError
     from .report.gates import parse_min_pct
@@ -251,8 +256,8 @@ def _check_gate_options(config) -> None:
                 read_results(config.getoption(option))
     except DriverGemmError as error:
         raise pytest.UsageError(str(error)) from None
-    if not 0 <= config.getoption("--driver-gemm-regression-threshold") < float("inf"):   # also refuses NaN
-        raise pytest.UsageError("--driver-gemm-regression-threshold must be 0 or more (a percentage)")
+    if not 0 <= config.getoption("--driver-gemm-threshold") < float("inf"):   # also refuses NaN
+        raise pytest.UsageError("--driver-gemm-threshold must be 0 or more (a percentage)")
 
 
 def pytest_collection_modifyitems(session, config, items):

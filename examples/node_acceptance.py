@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def check_gpu(ordinal: int, spec: dg.Spec, min_pct_cublas: float, json_dir: Path | None) -> list[str]:
     """Problems found on one GPU (none: it passes)."""
-    run = dg.run_spec(spec, device=ordinal, isolate=True)
+    run = dg.run_spec(spec, dg.RunOptions(), dg.Placement(device=ordinal, isolate=True))
     if json_dir is not None:
         run.write_json(json_dir / f"gpu{ordinal}.json")
     problems = [f"{c.kernel} at {c.shape.label}: {c.status} {c.message}" for c in run.cases if not c.ok]

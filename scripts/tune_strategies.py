@@ -93,7 +93,7 @@ def run_strategy(spec, strategy, budget, device: int) -> dict:
     result, searches = tune_spec(spec, strategy, budget, device=device, fresh=True)
     wall = time.monotonic() - began
     searched = sum(s.seconds for s in searches)
-    work = result.settings.get("tune", {}).get("work", {})
+    work = (result.settings.tune or {}).get("work", {})
     return {"strategy": strategy.name, "wall_s": wall, "prepare_s": wall - searched, "budget_s": budget.seconds,
             "searches": [search_summary(s) for s in searches], "work": work, "environment": result.environment}
 

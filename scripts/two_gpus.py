@@ -149,10 +149,10 @@ def main() -> int:
 
             shutil.rmtree(cache.directory() / "estimates", ignore_errors=True)
             cold = args.out / f"{name}-2gpu-cold.json"
-            cold_s = timed_run(spec, ["--devices", "0,1"], cold, args.run_timeout)
+            cold_s = timed_run(spec, ["--device", "0,1"], cold, args.run_timeout)
             print(f"{name}: two GPUs without remembered launch times {cold_s:.1f} s, speed-up {one / cold_s:.2f}x "
                   f"({busy(cold)}; {timeline_of(cold)})", flush=True)
-        two = timed_run(spec, ["--devices", "0,1"], double, args.run_timeout)
+        two = timed_run(spec, ["--device", "0,1"], double, args.run_timeout)
         report[name] = {"one_gpu_s": round(one, 1), "two_gpus_s": round(two, 1), "speedup": round(one / two, 3),
                         "one_gpu_run_s": inside_run_s(single), "two_gpus_run_s": inside_run_s(double),
                         "one_gpu": busy(single), "two_gpus": busy(double), "model": predicted(spec, single),

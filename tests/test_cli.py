@@ -119,9 +119,9 @@ def test_tune_without_a_gpu(tmp_path, capsys):
 
 @NO_GPU
 def test_several_gpus_without_a_gpu(tmp_path, capsys):
-    assert main(["run", "--devices", "0,1", "--json", str(tmp_path / "r.json")]) == EXIT_NO_GPU
-    assert main(["run", "--devices", "first", "--json", str(tmp_path / "r.json")]) == EXIT_USAGE
-    assert "--devices: give GPU ordinals such as 0,1" in capsys.readouterr().err
+    assert main(["run", "--device", "0,1", "--json", str(tmp_path / "r.json")]) == EXIT_NO_GPU
+    assert main(["run", "--device", "first", "--json", str(tmp_path / "r.json")]) == EXIT_USAGE
+    assert "--device: give a GPU ordinal, GPU ordinals such as 0,1" in capsys.readouterr().err
 
 
 def test_plan_spec_is_a_library_function():

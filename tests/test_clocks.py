@@ -1,5 +1,7 @@
 """SM clocks through NVML, on a fake NVML: finding the GPU, readings, throttle judgement, locking and its reset."""
 
+import dataclasses
+
 import pytest
 
 from driver_gemm.errors import DriverGemmError
@@ -188,13 +190,13 @@ def _cli_with_fakes(monkeypatch, nvml, ran):
     monkeypatch.setattr(device, "device_count", lambda: 2)
     monkeypatch.setattr(run_command, "_check_before_asking_for_a_gpu", lambda specs, out: None)
 
-    def fake_run_spec(spec, *, result, on_result, **kwargs):
+    def fake_run_spec(spec, options, placement, *, result, on_result, **kwargs):
         from driver_gemm.measure.stats import summarize
         from driver_gemm.results.records import CaseResult
         from driver_gemm.status import Status
 
         ran.append(list(nvml.calls))
-        result.settings = {**result.settings, "measure": {}}
+        result.settings = dataclasses.replace(result.settings, measure={})
         result.environment = {"device": {"name": "fake"}}
         case = CaseResult(kernel="cublas", name="cublas", shape=spec.shapes[0], status=Status.PASS,
                           timing=summarize([1.0, 1.0, 1.0]))
@@ -224,7 +226,7 @@ def test_run_lock_clocks_holds_the_lock_for_the_run_records_it_and_resets(tmp_pa
     (["--lock-clocks", "fast"], 2, "give a clock in MHz"),
     (["--lock-clocks", "max", "--scheduler", "tcp://x:1"], 2, "GPUs are elsewhere"),
     (["--lock-clocks", "max"], 3, "needs root"),
-    (["--lock-clocks", "max", "--devices", "0,7"], 2, "no GPU 7 on this machine"),
+    (["--lock-clocks", "max", "--device", "0,7"], 2, "no GPU 7 on this machine"),
     (["--lock-clocks", "max", "--sanitize", "memcheck"], 2, "takes no --lock-clocks"),
     (["--resume", "x.jsonl.gz"], 2, "a compressed results file is for reading"),
 ])

@@ -2,12 +2,12 @@ import pytest
 
 from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from driver_gemm.report.compare import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
-from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
 from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape
 from driver_gemm.measure.stats import summarize
 
-GPU = {"name": "NVIDIA H200", "uuid": "GPU-1"}
+GPU = CaseDevice(name="NVIDIA H200", uuid="GPU-1")
 
 
 def case(kernel, samples, status=Status.PASS, shape=Shape(64, 64, 64), device=GPU):
@@ -38,7 +38,7 @@ def test_matching_by_kernel_shape_and_gpu():
                                                      case("a", [1.0, 1.0], shape=Shape(8, 8, 8))])
     new = RunResult(spec="s", spec_path=None, cases=[case("a", [2.0, 2.0]), case("fresh", [1.0, 1.0]),
                                                      case("a", [1.0, 1.0], shape=Shape(8, 8, 8),
-                                                          device={"name": "other GPU"})])
+                                                          device=CaseDevice(name="other GPU"))])
     verdicts = {(c.kernel, c.shape, c.gpu): c.verdict for c in compare_runs(old, new)}
     assert verdicts == {("a", "64x64x64", "NVIDIA H200"): SLOWER, ("fresh", "64x64x64", "NVIDIA H200"): NEW,
                         ("a", "8x8x8", "other GPU"): NEW, ("gone", "64x64x64", "NVIDIA H200"): GONE,

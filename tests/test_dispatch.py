@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from driver_gemm.errors import SpecError
-from driver_gemm.results.records import RunResult
+from driver_gemm.results.records import DispatchChoice, RunResult
 from driver_gemm.spec.model import Shape
 from driver_gemm.spec import load_spec, spec_from_dict
 from driver_gemm.tune.dispatch import DispatchEntry, DispatchTable, build_dispatch, parse_dispatch, select_kernel
@@ -110,17 +110,17 @@ def test_a_written_dispatch_spec_loads_and_runs_each_shape_with_its_entry(tmp_pa
     spec = load_spec(path).select(shapes=["64x32x16", "128x128x128", "100x100x100"])
     assert set(spec.dispatch) == {"v4"}
     kernels = {c.shape.label: c for c in cases_of(spec) if not c.is_baseline}
-    assert kernels["64x32x16"].kernel.label == BK8 and kernels["64x32x16"].dispatch["rule"] == "exact"
+    assert kernels["64x32x16"].kernel.label == BK8 and kernels["64x32x16"].dispatch.rule == "exact"
     assert kernels["128x128x128"].kernel.label == BK16
     assert kernels["100x100x100"].kernel.label == BK16
-    assert kernels["100x100x100"].dispatch == {"entry": 1, "shape": "128x128x128", "rule": "nearest"}
+    assert kernels["100x100x100"].dispatch == DispatchChoice(entry=1, shape="128x128x128", rule="nearest")
     # each case's chosen configuration is what gets planned (and compiled): the plans are keyed by it
     plans = launch_plans(spec, arch_limits("sm_90"))
     assert {case.key for case in kernels.values()} <= set(plans)
     from driver_gemm.pipeline.cases import new_record
     from driver_gemm.status import Status
     record = new_record(kernels["100x100x100"], Status.PASS)
-    assert record.dispatch["rule"] == "nearest" and record.as_dict()["dispatch"]["entry"] == 1
+    assert record.dispatch.rule == "nearest" and record.as_dict()["dispatch"]["entry"] == 1
 
 
 @pytest.mark.parametrize("edit, field, message", [

@@ -44,7 +44,7 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
     assert sorted(kernels) == sorted(expected) and len(set(kernels)) == len(kernels) == 20
     assert len(seen) == len(run.cases)
     check_baselines(run)
-    assert {case.device["ordinal"] for case in run.cases} == {0, 1}        # both GPUs got work
+    assert {case.device.ordinal for case in run.cases} == {0, 1}        # both GPUs got work
     local = compile_spec(spec, "sm_90")
     for case in run.cases:
         if not case.is_baseline:
@@ -52,7 +52,7 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
             assert case.resources == local[kernel.label].resources_of(kernel.instance).as_dict()
     # the environment of both GPUs was known before the first case landed, and every task is recorded
     assert [gpu["device"]["name"] for gpu in run.environment["gpus"]] == ["GPU 0", "GPU 1"]
-    tasks = run.settings["tasks"]
+    tasks = run.settings.tasks
     assert tasks and all(t["device"] in (0, 1) and t["wall_s"] >= 0 for t in tasks)
 
 
@@ -67,7 +67,7 @@ def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline(two_work
     assert [task.shapes[0].label for task in plan_tasks(spec, 2, model)[:2]] == ["8192x8192x8192"] * 2
     run = run_planned(spec, client, workers, model=model, part=paced_part)
     big = [c for c in run.cases if c.shape.label == "8192x8192x8192" and not c.is_baseline]
-    assert {c.device["ordinal"] for c in big} == {0, 1}
+    assert {c.device.ordinal for c in big} == {0, 1}
     check_baselines(run)
 
 

@@ -70,9 +70,9 @@ def recorder(monkeypatch):
         record.release_given.append(kwargs.get("release_given"))
         return kwargs["result"]
 
-    def on_one_gpu(spec, **kwargs):
+    def on_one_gpu(spec, options, placement, **kwargs):
         record.events.append("run on one GPU")
-        record.handed = kwargs.get("gpu_worker")
+        record.handed = placement.gpu_worker
         return kwargs["result"]
 
     def read_specs(*args, **kwargs):
@@ -97,7 +97,7 @@ def ran(argv, capsys) -> None:
 
 def test_the_workers_of_named_gpus_are_spawned_before_the_specs_are_read_and_handed_to_the_run(recorder, tmp_path,
                                                                                             capsys):
-    ran(["run", SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")], capsys)
+    ran(["run", SEED, "-q", "--device", "0,1", "--json", str(tmp_path / "run.json")], capsys)
     assert recorder.events[:6] == ["spawn 0", "spawn 1", "specs read", "begin 0", "begin 1", "cuInit"]
     assert "run on GPUs" in recorder.events
     assert set(recorder.handed) == {0, 1} and all(w.want_cublas for w in recorder.handed.values())
@@ -113,12 +113,12 @@ def test_one_gpu_gets_its_worker_too(recorder, tmp_path, capsys):
     assert recorder.handed.closed
 
 
-@pytest.mark.parametrize("placement", [["--devices", "0,1"], ["--device", "0"]])
+@pytest.mark.parametrize("placement", [["--device", "0,1"], ["--device", "0"]])
 def test_with_several_specs_the_workers_stop_only_after_the_last(recorder, tmp_path, monkeypatch, placement, capsys):
     monkeypatch.chdir(tmp_path)                 # several specs: their results go to ./results
     ran(["run", SEED, str(SPECS / "fast.yaml"), "-q", "--no-baseline", *placement], capsys)
     runs = [event for event in recorder.events if event.startswith(("run on", "release"))]
-    if "--devices" in placement:
+    if "," in placement[1]:
         assert runs == ["run on GPUs"] * 2 and recorder.release_given == [False, True]
     else:
         assert runs == ["run on one GPU", "run on one GPU", "release 0"]
@@ -131,7 +131,7 @@ def test_when_the_driver_then_finds_no_gpu_the_workers_are_killed_and_the_exit_s
         raise NoGpuError("the CUDA driver is installed but sees no GPU")
 
     monkeypatch.setattr(device, "device_count", no_gpu)
-    code = main(["run", SEED, "-q", "--devices", "0,1"])
+    code = main(["run", SEED, "-q", "--device", "0,1"])
     assert code == 3 and "sees no GPU" in capsys.readouterr().err
     assert recorder.events[:6] == ["spawn 0", "spawn 1", "specs read", "begin 0", "begin 1", "cuInit"]
     assert all(w.cancelled and w.closed for w in recorder.workers.values())
@@ -142,15 +142,15 @@ def test_a_command_that_ends_in_bad_input_kills_its_early_workers_before_they_to
                                                                                          problem, capsys):
     broken = tmp_path / "broken.yaml"
     broken.write_text("kernels: [\n")
-    argv = (["run", str(broken), "-q", "--devices", "0,1"] if problem.startswith("a spec")
-            else ["run", SEED, SEED, "-q", "--devices", "0,1", "--json", str(tmp_path / "run.json")])
+    argv = (["run", str(broken), "-q", "--device", "0,1"] if problem.startswith("a spec")
+            else ["run", SEED, SEED, "-q", "--device", "0,1", "--json", str(tmp_path / "run.json")])
     assert main(argv) == 2 and "driver-gemm:" in capsys.readouterr().err
     assert recorder.events[:2] == ["spawn 0", "spawn 1"]
     assert not any(event.startswith(("begin", "cuInit")) for event in recorder.events)
     assert all(w.cancelled and w.closed for w in recorder.workers.values())
 
 
-@pytest.mark.parametrize("extra", [["--in-process"], ["--devices", "all"]])
+@pytest.mark.parametrize("extra", [["--in-process"], ["--device", "all"]])
 def test_no_early_worker_where_the_run_makes_none_or_the_gpus_are_not_known_yet(recorder, tmp_path, extra):
     main(["run", SEED, "-q", "--json", str(tmp_path / "run.json"), *extra])
     assert not recorder.workers and recorder.events[:2] == ["specs read", "cuInit"]

@@ -9,7 +9,7 @@ from driver_gemm.measure.stats import TimingSummary
 from driver_gemm.pipeline import estimates
 from driver_gemm.pipeline.cases import cases_of
 from driver_gemm.pipeline.schedule import CostModel, case_cost, plan_tasks, remembered_model
-from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
 from driver_gemm.spec import load_spec
 from driver_gemm.spec.model import Shape
 from driver_gemm.status import Status
@@ -29,7 +29,7 @@ def timed(kernel, shape, ms, gpu="NVIDIA H200", status=Status.PASS, seconds=None
                             samples=10, total_ms=10 * ms)
     seconds = 12 * ms / 1e3 + 1.0 if seconds is None else seconds
     return CaseResult(kernel=kernel, name=kernel.split("[")[0], shape=shape, status=status, timing=summary,
-                      device={"name": gpu, "uuid": "GPU-x", "ordinal": 0},
+                      device=CaseDevice(name=gpu, uuid="GPU-x", ordinal=0),
                       phases={"inputs": 0.5, "launch_verify": 0.5, "time": seconds - 1.0})
 
 
@@ -46,11 +46,11 @@ BIG, SMALL = Shape(8192, 8192, 8192), Shape(64, 64, 64)
 
 def test_what_one_run_took_the_next_recalls_by_gpu_and_spec():
     verified_only = CaseResult(kernel="v2", name="v2", shape=BIG, status=Status.PASS, phases={"launch_verify": 2.5},
-                               device={"name": "NVIDIA H200", "uuid": "GPU-x", "ordinal": 0})
+                               device=CaseDevice(name="NVIDIA H200", uuid="GPU-x", ordinal=0))
     stored = estimates.remember(run_of("ramp", timed("v0", BIG, 2193.3, seconds=30.0), timed("cublas", BIG, 21.4),
                                        timed("v4[BM=64]", SMALL, 0.01, gpu="NVIDIA B200"), verified_only,
                                        CaseResult(kernel="v1", name="v1", shape=BIG, status=Status.INVALID,
-                                                  device={"name": "NVIDIA H200"}, phases={"plan": 0.0})))
+                                                  device=CaseDevice(name="NVIDIA H200"), phases={"plan": 0.0})))
     assert stored == 4                      # the INVALID row never ran: it took nothing worth knowing
     known = estimates.recall("ramp", "NVIDIA H200")
     assert known.launch_ms == {("v0", BIG.label): 2193.3, ("cublas", BIG.label): 21.4}
@@ -130,14 +130,14 @@ def h200(device):
 def test_a_run_on_several_gpus_plans_with_what_earlier_runs_timed_and_says_how_many():
     spec = load_spec(SPECS / "ramp.yaml").select(["v0", "v1", "v4", "v8"], ["8192x8192x8192", "256x256x256"])
     fresh = run_planned(spec, **{"describe": h200})
-    assert fresh.settings["estimates"] == {"remembered_cases": 0, "remembered_launches": 0,
+    assert fresh.settings.estimates == {"remembered_cases": 0, "remembered_launches": 0,
                                            "cases": len(cases_of(spec))}
     estimates.remember(run_of(spec.name, timed("v0", BIG, 2193.3, seconds=27.5)))
     run = run_planned(spec, **{"describe": h200})
-    assert run.settings["estimates"]["remembered_cases"] == 1
+    assert run.settings.estimates["remembered_cases"] == 1
     # Known to take 2.2 s a launch, v0 at 8192^3 is the largest task: a task of its own, dealt out first.
     assert plan_tasks(spec, 2, remembered_model(spec, ["NVIDIA H200"])[0])[0].label == "8192x8192x8192 [v0]"
     assert plan_tasks(spec, 2, CostModel())[0].label != "8192x8192x8192 [v0]"
-    assert "8192x8192x8192 [v0]" in {task["task"] for task in run.settings["tasks"]}
+    assert "8192x8192x8192 [v0]" in {task["task"] for task in run.settings.tasks}
     others = run_planned(spec, **{"describe": describe_stand_in})          # other GPUs: nothing remembered
-    assert others.settings["estimates"]["remembered_cases"] == 0
+    assert others.settings.estimates["remembered_cases"] == 0

@@ -15,6 +15,7 @@ import pytest
 
 from driver_gemm.status import Status
 from driver_gemm.pipeline.runner import run_spec
+from driver_gemm.pipeline.options import Placement
 from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.spec import load_spec
 
@@ -64,7 +65,7 @@ def test_run_records_the_device_and_versions(seed_run):
     device = seed_run.environment["device"]
     assert device["sm_count"] > 0 and device["l2_bytes"] > 0 and device["fp32_peak_gflops"] > 0
     assert seed_run.environment["nvrtc_version"]
-    assert all(case.device["uuid"] == device["uuid"] for case in seed_run.cases)
+    assert all(case.device.uuid == device["uuid"] for case in seed_run.cases)
 
 
 def test_every_shipped_kernel_passes_on_awkward_shapes(tmp_path):
@@ -163,7 +164,7 @@ def test_isolated_run_survives_faults_and_hangs(tmp_path):
     spec = load_spec(write_spec(tmp_path, FAULTS, ["64x64x64"], "baseline: false\n"))
     spec = with_measure(spec, case_timeout_s=10.0)
     seen = []
-    run = run_spec(spec, isolate=True, on_result=seen.append)
+    run = run_spec(spec, RunOptions(), Placement(isolate=True), on_result=seen.append)
     wild, good, trap, spin, good_after = run.cases
     assert [c.kernel for c in run.cases] == ["wild", "v1", "trap", "spin", "v2[TILE=16]"]
     assert seen == run.cases
@@ -337,7 +338,7 @@ def test_two_gpus_share_a_run(tmp_path):
     out = tmp_path / "two.json"
     shapes = ["1024x1024x1024", "2048x2048x2048", "1001x513x777", "512x512x512"]
     command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-k", "v4", "-q",
-               "--devices", "0,1", "--json", str(out)]
+               "--device", "0,1", "--json", str(out)]
     for shape in shapes:
         command += ["-s", shape]
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)

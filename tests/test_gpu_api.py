@@ -73,7 +73,7 @@ def test_cupy_context_stream_and_memory():
         assert cp.allclose(c, a @ b, rtol=1e-5)
         spec = dg.load_spec(SPECS / "seed.yaml").select(["v4"], ["127x33x65"])
         spec = with_measure(spec, min_time_s=0, timeout_s=0.05)
-        run = dg.run_spec(spec, context=int(context), stream=stream.ptr)
+        run = dg.run_spec(spec, dg.RunOptions(), dg.Placement(context=int(context), stream=stream.ptr))
         assert run.ok
     # CuPy's context survived us: it still computes
     assert float(cp.sum(a @ b)) > 0

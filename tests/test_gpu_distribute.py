@@ -20,7 +20,7 @@ def test_a_mixed_run_on_two_gpus_measures_every_kernel_against_its_own_gpu(tmp_p
         pytest.skip("needs two GPUs")
     out = tmp_path / "mixed.json"
     shapes = ["4096x4096x4096", "1024x512x1024", "1001x513x777", "512x512x512"]
-    command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-q", "--devices", "0,1",
+    command = [sys.executable, "-m", "driver_gemm", "run", str(SPECS / "seed.yaml"), "-q", "--device", "0,1",
                "--json", str(out)]
     for shape in shapes:
         command += ["-s", shape]

@@ -16,6 +16,7 @@ import pytest
 from driver_gemm.pipeline.cases import cases_of, new_record, ran
 from driver_gemm.pipeline.session import RunOptions
 from driver_gemm.pipeline.worker import GpuWorker
+from driver_gemm.results.records import CaseDevice
 from driver_gemm.spec import load_spec
 from driver_gemm.status import Status
 
@@ -194,13 +195,14 @@ def test_a_worker_that_cannot_start_gives_up_later_batches_at_once():
 
 # ----------------------------------------------------------------------------------- on Dask
 
-def serving_part(spec, device, isolate, options, previous, on_result, gpu_worker=None):
+def serving_part(spec, options, placement, previous, on_result):
     """A stand-in for a GPU worker's part that runs its cases on the Dask worker's kept GPU worker."""
+    device, gpu_worker = placement.device, placement.gpu_worker
     skip = {(c.kernel, c.shape.label) for c in previous}
     records = [c.as_dict() for c in previous]
 
     def finish(record):
-        record.device = {"name": f"GPU {device}", "uuid": f"GPU-{device}", "ordinal": device}
+        record.device = CaseDevice(f"GPU {device}", f"GPU-{device}", device)
         on_result(record)
         records.append(record.as_dict())
 
@@ -233,12 +235,12 @@ def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shap
                              make_worker=functools.partial(make_fake_worker), model=model)
     assert sorted((c.kernel, c.shape.label) for c in run.cases if not c.is_baseline) == \
         sorted(c.key for c in cases_of(spec) if not c.is_baseline)
-    tasks_per_gpu = {d: sum(t["device"] == d for t in run.settings["tasks"]) for d in (0, 1)}
+    tasks_per_gpu = {d: sum(t["device"] == d for t in run.settings.tasks) for d in (0, 1)}
     assert sum(tasks_per_gpu.values()) > 2
-    held = {entry["device"]: entry for entry in run.settings["gpu_workers"]}
+    held = {entry["device"]: entry for entry in run.settings.gpu_workers}
     assert not _GPU_WORKERS                                     # stopped at the end of the run
     for device in (0, 1):
-        pids = {pid_of(c) for c in run.cases if c.device["ordinal"] == device and "pid=" in c.message}
+        pids = {pid_of(c) for c in run.cases if c.device.ordinal == device and "pid=" in c.message}
         assert len(pids) == held[device]["processes"]           # every task of a GPU on the same process
     crashed = [c for c in run.cases if c.status == Status.ERROR]
     if crashes:

@@ -34,12 +34,12 @@ def describe_stand_in(device):
 
 def recording(part, baselines_run):
     """`part`, noting (shape, GPU) of every baseline it runs in `baselines_run` (the landing keeps a row only once)."""
-    def recorded_part(subspec, device, isolate, options, previous, on_result, **kwargs):
+    def recorded_part(subspec, options, placement, previous, on_result):
         def ran(case):
             if case.is_baseline:
-                baselines_run.append((case.shape.label, device))
+                baselines_run.append((case.shape.label, placement.device))
             on_result(case)
-        return part(subspec, device, isolate, options, previous, ran, **kwargs)
+        return part(subspec, options, placement, previous, ran)
     return recorded_part
 
 
@@ -73,9 +73,9 @@ def test_every_case_runs_once_and_lands_on_the_callers_thread_with_both_gpus_des
     assert threads == {threading.main_thread().name}           # on_result only ever on the caller's thread
     assert set(gpus_known) == {2}                               # both GPUs described before the first case
     check_baselines(run)
-    assert {case.device["ordinal"] for case in run.cases} == {0, 1}
+    assert {case.device.ordinal for case in run.cases} == {0, 1}
     assert [gpu["device"]["name"] for gpu in run.environment["gpus"]] == ["GPU 0", "GPU 1"]
-    tasks = run.settings["tasks"]
+    tasks = run.settings.tasks
     assert sorted(t["task"] for t in tasks) == sorted(t.label for t in plan_tasks(spec, 2))
     assert all(t["device"] in (0, 1) and t["worker"] == f"gpu-{t['device']}" and t["wall_s"] >= 0 for t in tasks)
     assert run.started and run.finished
@@ -90,7 +90,7 @@ def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline():
     baselines_run = []
     run = run_planned(spec, part=recording(paced_part, baselines_run), model=model)
     big = [c for c in run.cases if c.shape.label == "8192x8192x8192" and not c.is_baseline]
-    assert {c.device["ordinal"] for c in big} == {0, 1}
+    assert {c.device.ordinal for c in big} == {0, 1}
     assert sorted(baselines_run) == sorted(set(baselines_run))       # each GPU ran a shape's baseline once
     assert {key for key in baselines_run if key[0] == "8192x8192x8192"} == {("8192x8192x8192", 0),
                                                                           ("8192x8192x8192", 1)}
@@ -108,7 +108,7 @@ def test_a_resumed_run_keeps_what_ran_and_each_gpu_reuses_only_its_own_baselines
     seen = []
     resumed = run_planned(spec, part=recording(paced_part, baselines_run), previous=kept + gave_up, on_result=seen.append)
     assert seen and all(c.shape.label == "64x64x64" for c in seen)      # nothing that ran is run again
-    had = {(c.shape.label, c.device["ordinal"]) for c in kept if c.is_baseline}
+    had = {(c.shape.label, c.device.ordinal) for c in kept if c.is_baseline}
     assert ("64x64x64", 0) in had or ("64x64x64", 1) in had
     assert not set(baselines_run) & had                  # a GPU's own baselines of the earlier run are reused
     assert kernel_keys(resumed.cases) == expected_keys(spec)
@@ -123,11 +123,11 @@ def test_a_free_gpu_takes_the_next_task():
     planned = plan_tasks(spec, 2, model)
     assert len(planned) >= 4
 
-    def slow_on_gpu_0(subspec, device, *args, **kwargs):
-        return paced_part(subspec, device, *args, seconds=1.5 if device == 0 else 0.05, **kwargs)
+    def slow_on_gpu_0(subspec, options, placement, *args):
+        return paced_part(subspec, options, placement, *args, seconds=1.5 if placement.device == 0 else 0.05)
 
     run = run_planned(spec, part=slow_on_gpu_0, model=model)
-    tasks = run.settings["tasks"]
+    tasks = run.settings.tasks
     assert sorted(t["task"] for t in tasks) == sorted(t.label for t in planned)      # each taken once
     per_gpu = {device: [t for t in tasks if t["device"] == device] for device in (0, 1)}
     assert len(per_gpu[0]) == 1 and len(per_gpu[1]) == len(planned) - 1   # the fast GPU took all the rest
@@ -140,11 +140,11 @@ def test_an_error_on_one_gpu_ends_the_run_and_keeps_what_the_other_finished():
 
     first_landed = threading.Event()
 
-    def broken_on_gpu_1(subspec, device, *args, **kwargs):
-        if device == 1:
+    def broken_on_gpu_1(subspec, options, placement, *args):
+        if placement.device == 1:
             first_landed.wait(30)          # once GPU 0 has a finished case
             raise RuntimeError("the part failed on GPU 1")
-        return paced_part(subspec, device, *args, **kwargs)
+        return paced_part(subspec, options, placement, *args)
 
     def landed(case):
         seen.append(case)
@@ -154,7 +154,7 @@ def test_an_error_on_one_gpu_ends_the_run_and_keeps_what_the_other_finished():
     seen = []
     with pytest.raises(RuntimeError, match="failed on GPU 1"):
         run_planned(spec, part=broken_on_gpu_1, result=result, on_result=landed)
-    assert result.cases and all(c.device["ordinal"] == 0 for c in result.cases)
+    assert result.cases and all(c.device.ordinal == 0 for c in result.cases)
     assert len(seen) == len(result.cases) and result.finished
 
 
@@ -200,13 +200,13 @@ def test_a_crash_in_one_gpus_process_loses_no_case_of_either_gpu():
     crashed = [c for c in run.cases if c.status == Status.ERROR]
     assert len(crashed) == 1 and "died (exit code 9)" in crashed[0].message
     assert all(c.status == Status.PASS for c in run.cases if c is not crashed[0])
-    held = {entry["device"]: entry for entry in run.settings["gpu_workers"]}
+    held = {entry["device"]: entry for entry in run.settings.gpu_workers}
     assert sorted(entry["processes"] for entry in held.values()) == [1, 2]
     for device in (0, 1):
-        pids = {pid_of(c) for c in run.cases if c.device["ordinal"] == device and "pid=" in c.message}
+        pids = {pid_of(c) for c in run.cases if c.device.ordinal == device and "pid=" in c.message}
         assert len(pids) == held[device]["processes"]           # every task of a GPU on its kept process(es)
         assert len(held[device]["worker_start_s"]) == held[device]["processes"]
-    assert sum(t["device"] == d for t in run.settings["tasks"] for d in (0, 1)) == len(run.settings["tasks"])
+    assert sum(t["device"] == d for t in run.settings.tasks for d in (0, 1)) == len(run.settings.tasks)
     assert not multiprocessing.active_children()
 
 
@@ -226,7 +226,7 @@ device.device_count = lambda: 2          # two stand-in GPUs, run by plan_part
 local_gpus.run_on_local_gpus = functools.partial(
     local_gpus.run_on_local_gpus, part=paced_part, make_worker=None,
     describe=lambda ordinal: {{"device": {{"name": f"GPU {{ordinal}}"}}}})
-code = main(["run", {spec!r}, "-q", "-s", "1024x512x1024", "-s", "64x64x64", "--devices", "0,1",
+code = main(["run", {spec!r}, "-q", "-s", "1024x512x1024", "-s", "64x64x64", "--device", "0,1",
              "--json", {out!r}])
 print(json.dumps({{"code": code, "dask": sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed"))}}))
 """
@@ -266,7 +266,7 @@ if __name__ == "__main__":     # the worker processes are spawned: they import t
         local_gpus.run_on_local_gpus, part=serving_part, make_worker=make_fake_worker,
         describe=lambda ordinal: {{"device": {{"name": f"GPU {{ordinal}}"}}}})
     sys.exit(main(["run", {spec!r}, "-q", "-k", "v3", "-k", "v4", "-s", "1001x513x777", "-s", "64x64x64",
-                   "-s", "7x5x3", "--devices", "0,1", "--json", {out!r}]))
+                   "-s", "7x5x3", "--device", "0,1", "--json", {out!r}]))
 """
 
 
@@ -318,8 +318,8 @@ def test_a_gpu_whose_worker_cannot_start_hands_its_tasks_to_the_others():
     run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_worker,
                             model=CostModel(task_overhead_s=0.0))
     assert kernel_keys(run.cases) == expected_keys(spec)
-    assert all(c.status == Status.PASS and c.device["ordinal"] == 0 for c in run.cases)
-    assert {t["device"] for t in run.settings["tasks"]} == {0}
+    assert all(c.status == Status.PASS and c.device.ordinal == 0 for c in run.cases)
+    assert {t["device"] for t in run.settings.tasks} == {0}
     assert not multiprocessing.active_children()
 
 

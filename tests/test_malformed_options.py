@@ -128,7 +128,7 @@ def test_lock_clocks_values(value, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("value, message", [("-1", "GPU ordinal"), ("0,-1", "GPU ordinal"), ("0,0", "each GPU once"),
                                             ("1,2,1", "each GPU once"), (str(2 ** 40), "GPU ordinal")])
 def test_devices_values(value, message, tmp_path, monkeypatch, capsys):
-    refused(["run", SEED, "--devices", value], tmp_path, monkeypatch, capsys, "--devices", message)
+    refused(["run", SEED, "--device", value], tmp_path, monkeypatch, capsys, "--device", message)
 
 
 @pytest.mark.parametrize("command", ["run", "tune"])
@@ -140,9 +140,9 @@ def test_negative_device_ordinals(command, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e400"])
-def test_regression_threshold_not_finite(value, tmp_path, monkeypatch, capsys):
-    refused(["run", SEED, "--baseline-results", SEED_RESULTS, "--regression-threshold", value], tmp_path,
-            monkeypatch, capsys, "--regression-threshold")
+def test_threshold_not_finite(value, tmp_path, monkeypatch, capsys):
+    refused(["run", SEED, "--baseline-results", SEED_RESULTS, "--threshold", value], tmp_path,
+            monkeypatch, capsys, "--threshold")
 
 
 @pytest.mark.parametrize("value, message", [("inf", "above 0"), ("1e400", "above 0"), ("nan", "above 0"),

@@ -20,7 +20,7 @@ from driver_gemm.cli import EXIT_OK, EXIT_USAGE, main
 from driver_gemm.measure.stats import summarize
 from driver_gemm.errors import UsageError
 from driver_gemm.results import read
-from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
 from driver_gemm.spec.model import Shape
 from driver_gemm.status import Status
 
@@ -35,7 +35,7 @@ def good_run() -> dict:
     shape = Shape(1024, 512, 1024)
     cases = [CaseResult(kernel=kernel, name=kernel.split("[")[0], shape=shape, status=Status.PASS,
                         timing=summarize([ms, ms * 1.01, ms * 0.99, ms * 1.02]), gflops=1000.0 / ms,
-                        pct_cublas=100.0 * 0.04 / ms, device={"name": "NVIDIA H200", "uuid": "GPU-1"})
+                        pct_cublas=100.0 * 0.04 / ms, device=CaseDevice(name="NVIDIA H200", uuid="GPU-1"))
              for kernel, ms in (("cublas", 0.04), ("v1", 0.18), ("v2[TILE=32]", 0.13))]
     return RunResult(spec="seed", spec_path="specs/seed.yaml", cases=cases,
                      environment={"device": {"name": "NVIDIA H200", "sm_count": 132}}).as_dict()

@@ -18,7 +18,7 @@ from driver_gemm.report.labels import legend_lines, short_labels
 from driver_gemm.report.tables import print_comparison, print_run, print_tune
 from driver_gemm.tune.winners import pick_winners
 from driver_gemm.results.read import read_results
-from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
 from driver_gemm.spec.model import Shape
 from driver_gemm.status import Status
 
@@ -124,7 +124,7 @@ def _run_with_markup_in_names() -> RunResult:
     shape = Shape(64, 64, 64)
     cases = [CaseResult(kernel="[bold]x[/bold]", name="[bold]x[/bold]", shape=shape, status=Status.FAIL,
                         message="[red]not red[/red] message", timing=summarize([1.0, 1.1, 0.9]),
-                        device={"name": "[link=x]GPU"}),
+                        device=CaseDevice(name="[link=x]GPU")),
              CaseResult(kernel="ok[", name="ok[", shape=shape, status=Status.PASS, timing=summarize([1.0, 1.0]))]
     return RunResult(spec="[italic]spec", spec_path=None, cases=cases,
                      environment={"device": {"name": "[blink]H200"}})

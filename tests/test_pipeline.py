@@ -16,7 +16,7 @@ from driver_gemm.pipeline.build import check_offline, plan_cases
 from driver_gemm.pipeline.cases import cases_of, new_record, ran
 from driver_gemm.pipeline.plan import plan_case
 from driver_gemm.pipeline.runner import run_in_process
-from driver_gemm.pipeline.session import RunOptions
+from driver_gemm.pipeline.options import Placement, RunOptions
 from driver_gemm.pipeline.worker import run_isolated
 from driver_gemm.spec.model import Shape
 from driver_gemm.spec import load_spec
@@ -74,7 +74,7 @@ def steps_raising(failing_index: int, exception: BaseException):
 
 def run_fake(spec, steps_for):
     finished, started = [], []
-    run_in_process(spec, cases_of(spec), {}, 0, RunOptions(), finished.append, started.append,
+    run_in_process(spec, cases_of(spec), {}, RunOptions(), Placement(), finished.append, started.append,
                    session_factory=FakeSession, steps_for=steps_for)
     return finished, started
 
@@ -259,13 +259,13 @@ def test_a_run_records_seconds_per_step_and_worker_start():
     from driver_gemm.pipeline.runner import run_spec
 
     spec = load_spec(SPECS / "seed.yaml").select(["v2"], ["127x33x65"])
-    run = run_spec(spec, isolate=True, options=RunOptions(time=False))
+    run = run_spec(spec, RunOptions(time=False), Placement(isolate=True))
     assert [c.status for c in run.cases] == [Status.PASS, Status.PASS]
     kernel = run.cases[1]
     assert set(kernel.phases) == {"plan", "load", "inputs", "reference", "launch_verify", "diagnose", "time"}
     assert set(run.cases[0].phases) == {"load", "inputs", "launch_verify", "time"}
-    assert len(run.settings["worker_start_s"]) == 1 and run.settings["worker_start_s"][0] > 0
-    steps = run.settings["worker_start_steps"][0]
+    assert len(run.settings.worker_start_s) == 1 and run.settings.worker_start_s[0] > 0
+    steps = run.settings.worker_start_steps[0]
     assert {"interpreter_and_imports_s", "driver_and_context_s", "stream_flush_gate_s", "nvml_s"} <= set(steps)
     assert "cublas_s" not in steps      # the library loads while the first case draws; its first use waits for it
-    assert sum(steps.values()) <= run.settings["worker_start_s"][0] + 0.01
+    assert sum(steps.values()) <= run.settings.worker_start_s[0] + 0.01

@@ -107,7 +107,7 @@ def test_options_and_fixtures_carry_the_prefix(inner):
     options = set(re.findall(r"--driver-gemm-[a-z-]*[a-z]", help_text))
     assert options == {"--driver-gemm-spec", "--driver-gemm-allow-outside-sources", "--driver-gemm-device",
                        "--driver-gemm-results", "--driver-gemm-min-pct", "--driver-gemm-baseline-results",
-                       "--driver-gemm-regression-threshold"}
+                       "--driver-gemm-threshold"}
     assert "--gemm-" not in help_text.replace("--driver-gemm-", "")
     fixtures = inner.runpytest("--fixtures").stdout.str()
     assert "driver_gemm_device" in fixtures and "driver_gemm_run" in fixtures
@@ -179,7 +179,7 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
     result.assert_outcomes(passed=12)
     older = str(ROOT / "tests" / "data" / "results" / "seed-before-h200.json")
     compared = inner.runpytest("--driver-gemm-spec", SEED, "--driver-gemm-results", SEED_RESULTS,
-                               "--driver-gemm-baseline-results", older, "--driver-gemm-regression-threshold", "1000")
+                               "--driver-gemm-baseline-results", older, "--driver-gemm-threshold", "1000")
     compared.assert_outcomes(passed=12)
     bad = inner.runpytest("--driver-gemm-spec", SEED, "--driver-gemm-results", SEED_RESULTS,
                           "--driver-gemm-min-pct", "fast")
@@ -199,8 +199,8 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
     (["--driver-gemm-results", SEED_RESULTS, "--driver-gemm-min-pct", "inf"],
      "*--driver-gemm-min-pct 'inf': the percentage must be*"),
     (["--driver-gemm-results", SEED_RESULTS, "--driver-gemm-baseline-results", SEED_RESULTS,
-      "--driver-gemm-regression-threshold", "nan"],
-     "*--driver-gemm-regression-threshold must be 0 or more*"),
+      "--driver-gemm-threshold", "nan"],
+     "*--driver-gemm-threshold must be 0 or more*"),
 ])
 def test_options_that_could_never_fail_a_case_are_usage_errors(inner, options, message):
     """Results of another spec, or a gate on a kernel the spec lacks, would pass or fail every case unchecked."""

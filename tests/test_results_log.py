@@ -4,7 +4,7 @@ import sys
 import textwrap
 
 
-from driver_gemm.results.records import CaseLog, CaseResult, RunResult, case_key, load_results
+from driver_gemm.results.records import CaseDevice, CaseLog, CaseResult, RunResult, case_key, load_results
 
 from driver_gemm.status import Status
 from driver_gemm.spec.model import Shape
@@ -126,15 +126,15 @@ def test_a_resume_reads_the_later_row_of_a_case_written_twice(tmp_path):
 
     shape = Shape(64, 64, 64)
     gave_up = CaseResult(kernel="v1", name="v1", shape=shape, status=Status.ERROR, message="not run: no worker",
-                         not_run=True, device={"ordinal": 0})
-    ran = CaseResult(kernel="v1", name="v1", shape=shape, status=Status.PASS, device={"ordinal": 1})
+                         not_run=True, device=CaseDevice(ordinal=0))
+    ran = CaseResult(kernel="v1", name="v1", shape=shape, status=Status.PASS, device=CaseDevice(ordinal=1))
     baselines = [CaseResult(kernel="cublas", name="cublas", shape=shape, status=Status.PASS,
-                            device={"ordinal": gpu, "uuid": f"GPU-{gpu}"}) for gpu in (0, 1)]
+                            device=CaseDevice(ordinal=gpu, uuid=f"GPU-{gpu}")) for gpu in (0, 1)]
     path = tmp_path / "run.jsonl"
     with CaseLog(path) as log:
         log.write_header(RunResult(spec="s", spec_path=None))
         for case in (baselines[0], gave_up, baselines[1], ran):
             log.append(case)
     _, cases = CaseLog.read(path)
-    assert [(c.kernel, c.status, c.device["ordinal"]) for c in cases] == [
+    assert [(c.kernel, c.status, c.device.ordinal) for c in cases] == [
         ("cublas", Status.PASS, 0), ("cublas", Status.PASS, 1), ("v1", Status.PASS, 1)]

@@ -113,6 +113,6 @@ def test_sanitize_spec_records_findings_as_failures(tmp_path, monkeypatch):
     monkeypatch.setattr(sanitize, "sanitize_case", fake_case)
     result = sanitize.sanitize_spec(_spec(tmp_path), "memcheck", on_case=lambda case, n: seen.append(n))
     case, = result.cases
-    assert result.spec.endswith("under memcheck") and result.settings == {"sanitize": "memcheck"}
+    assert result.spec.endswith("under memcheck") and result.settings.to_json() == {"sanitize": "memcheck"}
     assert case.status == Status.FAIL and case.message.startswith("memcheck: 2 finding(s): Invalid __global__ read")
     assert case.sanitizer["exit_code"] == 1 and seen == [2] and not result.ok

@@ -29,7 +29,7 @@ def output():
 
 
 def gate_args(*min_pct, baseline=None, threshold=0.0):
-    return argparse.Namespace(min_pct=list(min_pct), baseline_results=baseline, regression_threshold=threshold)
+    return argparse.Namespace(min_pct=list(min_pct), baseline_results=baseline, threshold=threshold)
 
 
 def test_run_gates_name_the_case_the_figures_and_the_noise():
@@ -53,7 +53,7 @@ def test_run_gates_name_the_case_the_figures_and_the_noise():
 
 @pytest.mark.parametrize("args, field", [
     (gate_args("fast"), "--min-pct"), (gate_args("0"), "--min-pct"),
-    (gate_args(threshold=-1.0), "--regression-threshold"),
+    (gate_args(threshold=-1.0), "--threshold"),
 ])
 def test_bad_gates_are_usage_errors(args, field):
     with pytest.raises(UsageError, match=field.lstrip("-")) as raised:
@@ -91,7 +91,7 @@ def test_tune_from_writes_the_winners_and_a_dispatch_spec_that_runs(tmp_path, ca
     spec = load_spec(dispatch, allow_outside_sources=True)     # written outside the checkout
     assert spec.dispatch and len(spec.kernels) == len(spec.dispatch)
     picked = [case for case in cases_of(spec) if not case.is_baseline]
-    assert picked and all(case.dispatch["rule"] == "exact" for case in picked)
+    assert picked and all(case.dispatch.rule == "exact" for case in picked)
 
 
 def test_tune_prepares_before_the_gpu_pruning_what_cannot_launch():

@@ -42,6 +42,8 @@ exit codes:
   141  stdout was closed early (driver-gemm plan | head): output stops quietly
 """
 
+EXIT_CODES_POINTER = "exit codes: see driver-gemm --help"
+
 COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": plot, "tune": tune, "info": info}
 
 
@@ -78,7 +80,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line: one sub-command per module of `COMMANDS`, the exit codes in the epilog."""
+    """The whole command line: one sub-command per module of `COMMANDS`; the exit codes once, in the epilog of
+    ``driver-gemm --help`` (each sub-command's help points there)."""
     parser = _Parser(prog="driver-gemm", description="Compile, launch, check and time CUDA GEMM kernels "
                                                      "from YAML specs, through NVRTC and the CUDA driver API.",
                      epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,8 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the traceback of an internal error")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in COMMANDS.values():
-        module.add_parser(commands, parents=[common], epilog=EXIT_CODES_HELP,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_parser(commands, parents=[common], epilog=EXIT_CODES_POINTER)
     return parser
 
 

@@ -13,8 +13,8 @@ def add_parser(commands, **common) -> None:
     plan.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
     add_source_option(plan)
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
-    plan.add_argument("--kernel", "-k", action="append", default=[])
-    plan.add_argument("--shape", "-s", action="append", default=[])
+    plan.add_argument("--kernel", "-k", action="append", default=[], help="plan only this kernel (repeatable)")
+    plan.add_argument("--shape", "-s", action="append", default=[], help="plan only this MxNxK shape (repeatable)")
     plan.add_argument("--sms", type=int, help="SM count for the waves column and the specs' sm_count "
                                               "(default: the GPU's, or a typical part of the architecture)")
     plan.add_argument("--sass", action="store_true",
@@ -55,7 +55,7 @@ def execute(args, out: Output) -> int:
         else:
             print_plan(planned.plans, title, out.console, planned.summary())
         if args.sass:
-            out.data(sass_table(instruction_mixes(planned), out.format))
+            out.data(sass_table(instruction_mixes(planned), out.format, out.console.width))
         if out.plain:
             out.note(f"{spec.name}: {planned.summary()}", None)
         if not planned.ok:
@@ -63,13 +63,21 @@ def execute(args, out: Output) -> int:
     return exit_code
 
 
-def sass_table(mixes: dict, format: str) -> str:
-    """The instruction mix per kernel as text: aligned columns (long labels shortened, with a legend), or
-    markdown / CSV with the full labels for those formats."""
-    from ..cuda.sass import MIX_COLUMNS
-    from ..report.labels import legend_lines, short_labels
+def sass_table(mixes: dict, format: str, width: int = 100) -> str:
+    """The instruction mix per kernel as text: aligned columns (long labels shortened, with a legend, where the
+    full ones would make a line wider than `width`), or markdown / CSV with the full labels for those formats."""
+    from ..report.labels import short_labels
 
-    names = short_labels(mixes, 16) if format not in ("markdown", "csv") else {label: label for label in mixes}
+    text = _sass_text(mixes, format, {label: label for label in mixes})
+    if format in ("markdown", "csv") or max(map(len, text.splitlines()), default=0) <= width:
+        return text
+    return _sass_text(mixes, format, short_labels(mixes, 16))
+
+
+def _sass_text(mixes: dict, format: str, names: dict[str, str]) -> str:
+    from ..cuda.sass import MIX_COLUMNS
+    from ..report.labels import legend_lines
+
     header = ["kernel", *MIX_COLUMNS]
     rows = [[names[label], *(str(mix[column]) for column in MIX_COLUMNS)] if not isinstance(mix, str)
             else [names[label], mix] for label, mix in mixes.items()]

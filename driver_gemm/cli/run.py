@@ -23,7 +23,10 @@ def add_parser(commands, **common) -> None:
                               **common)
     run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
     add_source_option(run)
-    run.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
+    run.add_argument("--device", metavar="N|N,M|all",
+                     help="the GPU to run on (default $DRIVER_GEMM_DEVICE, or 0); several ('0,1') or 'all' spread "
+                          "the cases over those GPUs of this machine, each with its own worker process, a free GPU "
+                          "taking the next share")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
     run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json; the "
@@ -37,8 +40,6 @@ def add_parser(commands, **common) -> None:
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
                      help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
-    run.add_argument("--devices", help="spread the cases over these GPUs of this machine, each with its own worker "
-                                       "process, a free GPU taking the next share: '0,1' or 'all'")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="spread the cases over the GPU workers of a running Dask cluster, on one machine or "
                           "several (one GPU per worker; needs driver-gemm[dask])")
@@ -58,8 +59,9 @@ def add_parser(commands, **common) -> None:
                             "a kernel's min_pct: in the spec says the same)")
     gates.add_argument("--baseline-results", type=Path, metavar="OLD.json",
                        help="no case may be SLOWER (beyond both runs' noise) or BROKEN against these results")
-    gates.add_argument("--regression-threshold", type=float, default=0.0, metavar="PCT",
-                       help="with --baseline-results: a slowdown must also exceed PCT %% to fail (default 0)")
+    gates.add_argument("--threshold", type=float, default=0.0, metavar="PERCENT",
+                       help="with --baseline-results: also call differences up to this many percent SAME, so that a "
+                            "slowdown must exceed it to fail (default 0: noise only)")
     add_format_options(run)
 
 
@@ -79,9 +81,8 @@ def read_gates(args, out: Output, specs=()):
             check_gate_names(per_name, [kernel.name for kernel in spec.kernels])
     except GateError as error:
         raise UsageError(str(error).replace("--driver-gemm-min-pct", "--min-pct"), field="--min-pct") from None
-    if not 0 <= args.regression_threshold < float("inf"):   # also refuses NaN
-        raise UsageError(f"must be 0 or more (a percentage), got {args.regression_threshold}",
-                         field="--regression-threshold")
+    if not 0 <= args.threshold < float("inf"):   # also refuses NaN
+        raise UsageError(f"must be 0 or more (a percentage), got {args.threshold}", field="--threshold")
     stored = read_results_files([args.baseline_results], out)[0] if args.baseline_results else None
     if stored is not None and specs:
         try:
@@ -169,8 +170,11 @@ def show_run(result, out: Output) -> None:
 
 
 def execute(args, out: Output) -> int:
-    args.device = env_device() if args.device is None else check_ordinal(args.device, "--device")
-    ordinals = _parse_devices(args.devices)
+    ordinals = _parse_devices(args.device)
+    # One GPU named is a run on that GPU; several, or 'all', spread the cases over them (`args.devices`).
+    several = ordinals == "all" or (ordinals is not None and len(ordinals) > 1)
+    args.device = ordinals[0] if ordinals and not several else env_device()
+    args.devices = ordinals = ordinals if several else None
     options = _run_options(args)
     with contextlib.ExitStack() as held:
         early = _spawn_workers_early(args, ordinals, options, held)
@@ -199,8 +203,8 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
             raise UsageError("--sanitize does not time anything: it takes no --lock-clocks", field="--lock-clocks")
         return _sanitize(args, specs, out)
     if (args.devices or args.scheduler) and args.in_process:
-        raise UsageError("--devices and --scheduler run cases in worker processes: they do not take --in-process",
-                         field="--devices")
+        raise UsageError("several GPUs (--device 0,1) and --scheduler run cases in worker processes: they do not "
+                         "take --in-process", field="--device" if args.devices else "--scheduler")
     lock_mhz = _lock_clock_value(args)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
@@ -228,7 +232,7 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
     overlaps its imports and spec reading instead of following them. Until
     `_begin_early_workers` tells it the specs' wish for cuBLAS, a child makes
     no session: a command that ends in bad input kills it. Only for GPUs
-    named up front (``--devices all`` needs the driver's count first), with
+    named up front (``--device all`` needs the driver's count first), with
     worker processes (not ``--in-process``, ``--scheduler`` or
     ``--sanitize``, nor ``--profile``, whose profiling follows the run), and
     where the driver's library is present at all. The workers last for
@@ -292,6 +296,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
     from ..pipeline import estimates
     from ..pipeline.cases import cases_of
+    from ..pipeline.options import Placement
     from ..pipeline.runner import run_spec
     from ..results.records import CaseLog, RunResult
     from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -301,7 +306,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         last = spec is specs[-1]          # the early workers serve no later spec: they may stop as soon as done
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
         if locked:
-            result.settings["locked_sm_clock_mhz"] = locked
+            result.settings.locked_sm_clock_mhz = locked
         lines = args.resume or (args.json or default_json(spec.file_stem)).with_suffix(".jsonl")
         path = args.json or lines.with_suffix(".json")
         progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
@@ -312,9 +317,10 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
             if args.devices or args.scheduler:
                 _run_on_gpus(spec, ordinals, args.scheduler, options, finished, result, previous, early, last)
             else:
-                run_spec(spec, device=args.device, isolate=not args.in_process, options=options,
-                         on_start=progress.started, on_result=finished, result=result, previous=previous,
-                         gpu_worker=(early or {}).get(args.device))
+                placement = Placement(args.device, isolate=not args.in_process,
+                                      gpu_worker=(early or {}).get(args.device))
+                run_spec(spec, options, placement, on_start=progress.started, on_result=finished, result=result,
+                         previous=previous)
                 if last and args.device in (early or {}):
                     early[args.device].release()     # its teardown overlaps the writing and the tables
             if profiler is not None:
@@ -328,7 +334,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
                 estimates.remember(result)              # what each case took: later runs on several GPUs
                                                         # deal their work by it
                 timeline.mark("writing results")
-                result.settings["timeline_s"] = timeline.marks()
+                result.settings.timeline_s = timeline.marks()
                 result.write_json(path)
                 timeline.mark("results written")      # this and what follows are not in the file: the
                                                       # command's own timeline ends at its exit
@@ -344,7 +350,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         out.note(f"results: {path} (case by case: {lines})")
         if not result.ok:
             exit_code = EXIT_FAILED
-        if not check_run_gates(spec, result, gates, args.regression_threshold, out):
+        if not check_run_gates(spec, result, gates, args.threshold, out):
             exit_code = EXIT_FAILED
     return exit_code
 
@@ -426,7 +432,7 @@ def _lock_clocks(args, value: str | int | None, ordinals, held: contextlib.ExitS
     missing = [ordinal for ordinal in devices if not 0 <= ordinal < present]
     if missing:
         raise UsageError(f"no GPU {missing[0]} on this machine ({present} found)",
-                         field="--devices" if ordinals else "--device")
+                         field="--device")
     # A run ended by SIGTERM (`timeout`, a job scheduler) must still reset the clocks: it ends as Ctrl-C does.
     previous_handler = signal.signal(signal.SIGTERM, _interrupt)
     held.callback(signal.signal, signal.SIGTERM, previous_handler)
@@ -439,15 +445,16 @@ def _interrupt(signum, frame) -> None:
 
 
 def _parse_devices(text: str | None) -> list[int] | str | None:
-    """``--devices``: a list of ordinals, ``"all"``, or None when not given."""
+    """``--device``: a list of one or more ordinals, ``"all"``, or None when not given."""
     if text is None or text == "all":
         return text
     try:
-        ordinals = [check_ordinal(int(d), "--devices") for d in text.split(",")]
+        ordinals = [check_ordinal(int(d), "--device") for d in text.split(",")]
     except ValueError:
-        raise UsageError(f"give GPU ordinals such as 0,1 or 'all', not {text!r}", field="--devices") from None
+        raise UsageError(f"give a GPU ordinal, GPU ordinals such as 0,1, or 'all', not {text!r}",
+                         field="--device") from None
     if len(set(ordinals)) != len(ordinals):
-        raise UsageError(f"each GPU once, not {text!r}", field="--devices")
+        raise UsageError(f"each GPU once, not {text!r}", field="--device")
     return ordinals
 
 
@@ -459,8 +466,8 @@ def _profiler(args, out: Output) -> str | None:
     from ..measure.profile import find_ncu
 
     if args.devices or args.scheduler or args.sanitize:
-        raise UsageError("--profile runs each case again in a child process on --device: it takes neither "
-                         "--devices, --scheduler nor --sanitize", field="--profile")
+        raise UsageError("--profile runs each case again in a child process on one GPU: it takes neither "
+                         "several GPUs (--device 0,1), --scheduler nor --sanitize", field="--profile")
     try:
         return find_ncu()
     except ToolMissingError as missing:
@@ -484,7 +491,7 @@ def _per_gpu(result) -> str:
     """How many of the finished cases each GPU ran, where more than one did."""
     counts: dict = {}
     for case in result.cases:
-        ordinal = (case.device or {}).get("ordinal")
+        ordinal = case.device.ordinal
         counts[ordinal] = counts.get(ordinal, 0) + 1
     if len(counts) < 2:
         return ""
@@ -493,8 +500,8 @@ def _per_gpu(result) -> str:
 
 
 def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous, early=None, last: bool = True):
-    """The run on several GPUs (--devices: this machine's, one thread each, on the `early` workers where started,
-    each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
+    """The run on several GPUs (--device 0,1 or all: this machine's, one thread each, on the `early` workers where
+    started, each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
     if scheduler is not None:
         from ..pipeline.distribute import gpu_cluster, run_on_workers
 
@@ -509,7 +516,7 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
     missing = [d for d in devices if not 0 <= d < count]
     if missing:
         raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
-                         field="--devices")
+                         field="--device")
     return run_on_local_gpus(spec, devices, options=options, on_result=finished, result=result, previous=previous,
                              gpu_workers=early, release_given=last)
 
@@ -520,8 +527,8 @@ def _sanitize(args, specs, out: Output) -> int:
     from .main import EXIT_FAILED, EXIT_OK
 
     if args.resume or args.devices or args.scheduler:
-        raise UsageError("--sanitize runs each case in its own child process: it takes neither --resume, "
-                         "--devices nor --scheduler", field="--sanitize")
+        raise UsageError("--sanitize runs each case in its own child process on one GPU: it takes neither "
+                         "--resume, several GPUs (--device 0,1) nor --scheduler", field="--sanitize")
 
     def finished(case, findings: int) -> None:
         if not args.quiet:

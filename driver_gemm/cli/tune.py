@@ -16,8 +16,8 @@ def add_parser(commands, **common) -> None:
     tune.add_argument("spec", type=Path, help="a spec whose kernels sweep their params")
     add_source_option(tune)
     tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
-    tune.add_argument("--kernel", "-k", action="append", default=[])
-    tune.add_argument("--shape", "-s", action="append", default=[])
+    tune.add_argument("--kernel", "-k", action="append", default=[], help="tune only this kernel (repeatable)")
+    tune.add_argument("--shape", "-s", action="append", default=[], help="tune only for this MxNxK shape (repeatable)")
     tune.add_argument("--strategy", choices=STRATEGY_NAMES, default="exhaustive",
                       help="exhaustive (every valid configuration, fully measured; the default), random (seeded "
                            "order, fully measured, until the budget ends), halving (successive halving: short warm "
@@ -37,7 +37,7 @@ def add_parser(commands, **common) -> None:
     tune.add_argument("--from", dest="recorded", type=Path, metavar="RESULTS",
                       help="pick the winners from recorded results (.json or .jsonl, e.g. of a tune stopped "
                            "before it finished) instead of running; no GPU needed")
-    tune.add_argument("--quiet", "-q", action="store_true")
+    tune.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
 
 def _recorded(spec, path: Path, out: Output):

@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
 from ..measure.dtypes import GemmTypes
 from ..measure.operands import GemmOperands
-from ..results.records import CaseResult
+from ..results.records import CaseResult, DispatchChoice
 from ..spec import expr
 from ..spec.model import KernelSpec, Shape, Spec
 from ..spec.typed import evaluate_operands
@@ -67,7 +67,7 @@ class Case:
     plan: CasePlan | None = None
     lt: LtBaseline | None = None            # a cuBLASLt baseline row
     baseline_label: str | None = None       # a kernel's: the row its % of baseline is against
-    dispatch: dict | None = None     # for a kernel whose params a dispatch table chose: which entry, by which rule
+    dispatch: DispatchChoice | None = None   # for a kernel whose params a dispatch table chose: which entry, how
 
     @property
     def label(self) -> str:
@@ -168,7 +168,7 @@ def operands_summary(types: GemmTypes, operands: GemmOperands) -> dict:
             "batch_stride": {key: getattr(operands, key).batch_stride for key in "abc"}}
 
 
-def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, dict | None]:
+def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, DispatchChoice | None]:
     """`kernel` with the params the spec's ``dispatch:`` table picks for `shape`, and which entry it picked.
 
     A kernel without a table is returned as it is, with None.
@@ -178,7 +178,7 @@ def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec
         return kernel, None
     index, rule = table.choose(shape)
     entry = table.entries[index]
-    return select_kernel(kernel, table, shape), {"entry": index, "shape": entry.shape.label, "rule": rule}
+    return select_kernel(kernel, table, shape), DispatchChoice(index, entry.shape.label, rule)
 
 
 def kernels_on(spec: Spec, shape: Shape) -> list[KernelSpec]:

@@ -185,7 +185,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     where this runs). Each worker keeps one GPU worker process
     (`make_worker`; None: the `part` needs none) from before its first task
     to the end of the run; the processes each started, and their start-up
-    seconds, go to ``result.settings["gpu_workers"]``.
+    seconds, go to ``result.settings.gpu_workers``.
     """
     from distributed import wait
 
@@ -202,7 +202,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                              [(address, ordinal, environments[i]) for i, (address, ordinal) in enumerate(workers)],
                              isolate)
     if model is None:
-        model, result.settings["estimates"] = remembered_model(
+        model, result.settings.estimates = remembered_model(
             spec, [((described_gpu or {}).get("device") or {}).get("name") for described_gpu in environments])
     tasks = tasks_to_run(spec, kept, len(workers), model)
     topic = f"driver-gemm-{uuid4().hex}"
@@ -256,7 +256,7 @@ def _end_on_workers(client, workers, ordinals, topic, futures, completed: bool, 
         stopped = client.gather([client.submit(_end_of_run, ordinals, topic, workers=[address], **pinned)
                                  for address, _ in workers])
         if starting:
-            result.settings["gpu_workers"] = [{"worker": address, "device": ordinals[address], **held}
+            result.settings.gpu_workers = [{"worker": address, "device": ordinals[address], **held}
                                               for (address, _), held in zip(workers, stopped)]
         return
     try:

@@ -91,7 +91,7 @@ def remember(result: RunResult) -> int:
         return 0
     by_gpu: dict[str, Remembered] = {}
     for case in result.cases:
-        gpu = (case.device or {}).get("name")
+        gpu = case.device.name
         if not gpu or case.not_run:
             continue
         measured = by_gpu.setdefault(gpu, Remembered())

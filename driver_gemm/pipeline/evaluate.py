@@ -45,7 +45,7 @@ from ..measure.operands import make_typed_inputs
 from ..measure.reference import CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, uses_cpu_reference
 from ..measure.stats import gflops
 from ..measure.timing import measure
-from ..results.records import CaseResult
+from ..results.records import CaseDevice, CaseResult
 from ..spec.model import MeasureSettings, Shape, Spec
 from ..status import Status
 from . import steps as case_steps
@@ -143,7 +143,7 @@ class Evaluator:
     cache: object | None = None
     cache_key: Callable[[Case], str] | None = None
     timer: Callable = measure
-    device_info: dict | None = None
+    device_info: CaseDevice | None = None
     peak_gflops: float | None = None
     verified: dict = field(default_factory=dict)       # verified on the current shape
     screened: dict = field(default_factory=dict)       # loaded for screens, not verified, on the current shape
@@ -417,7 +417,7 @@ class Evaluator:
             if self.peak_gflops and record.precision == "fp32":
                 record.pct_peak = 100.0 * record.gflops / self.peak_gflops
         if self.device_info is not None:
-            record.device = dict(self.device_info)
+            record.device = self.device_info
         self.record(record)
 
 

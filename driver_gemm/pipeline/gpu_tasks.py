@@ -22,29 +22,27 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..results.records import CaseResult, RunResult, case_key
+from ..results.records import BaselineRow, CaseResult, RunResult, case_key
 from ..spec.model import Spec
 from .cases import cases_of, ran
 from .environment import now
 from .runner import run_settings, run_spec
 from .schedule import CostModel, Task, plan_tasks
-from .session import RunOptions
+from .options import Placement, RunOptions
 from .worker import GpuWorker
 
 
-def run_part(spec: Spec, device: int, isolate: bool, options: RunOptions, previous: list[CaseResult],
-             on_result: Callable[[CaseResult], None], gpu_worker: GpuWorker | None = None) -> dict:
+def run_part(spec: Spec, options: RunOptions, placement: Placement, previous: list[CaseResult],
+             on_result: Callable[[CaseResult], None]) -> dict:
     """A GPU's part: `spec` (a task's) on one GPU, skipping `previous`; the results as plain data."""
-    return run_spec(spec, device=device, isolate=isolate, options=options, previous=previous,
-                    on_result=on_result, gpu_worker=gpu_worker).as_dict()
+    return run_spec(spec, options, placement, previous=previous, on_result=on_result).as_dict()
 
 
 def same_gpu(case: CaseResult, device: int, uuid: str | None) -> bool:
     """Whether `case` ran on this GPU: by UUID where both are known, else by ordinal."""
-    recorded = case.device or {}
-    if uuid and recorded.get("uuid"):
-        return recorded["uuid"] == uuid
-    return recorded.get("ordinal") == device
+    if uuid and case.device.uuid:
+        return case.device.uuid == uuid
+    return case.device.ordinal == device
 
 
 @dataclass
@@ -101,8 +99,8 @@ class GpuLedger:
             record = CaseResult.from_dict(case)
             if record.is_baseline and record.ok:
                 self.baselines[record.shape.label, record.precision] = case
-            if record.device and record.device.get("uuid"):
-                self.uuid = record.device["uuid"]
+            if record.device.uuid:
+                self.uuid = record.device.uuid
 
 
 def run_task_on(ledger: GpuLedger, part: Callable, spec: Spec, task: Task, options: RunOptions,
@@ -116,7 +114,8 @@ def run_task_on(ledger: GpuLedger, part: Callable, spec: Spec, task: Task, optio
     """
     started = time.monotonic()
     inputs = ledger.inputs_of(spec, task, earlier)
-    data = part(inputs.subspec, ledger.device, isolate, options, inputs.previous, on_result, gpu_worker=gpu_worker)
+    placement = Placement(ledger.device, isolate, gpu_worker=gpu_worker)
+    data = part(inputs.subspec, options, placement, inputs.previous, on_result)
     skipped = inputs.skipped
     new = [c for c in data["cases"] if (c["kernel"], c["shape"]["label"]) not in skipped]
     ledger.remember(new)
@@ -169,8 +168,8 @@ class Landing:
         self.rows = {row_key(case): case for case in kept}
         self.baselines: dict[tuple, CaseResult] = {}
         for case in kept:
-            if case.is_baseline and case.device and case.ok:
-                self.baselines[gpu_of(case, case.device.get("ordinal")), case.shape.label, case.precision] = case
+            if case.is_baseline and case.device.known and case.ok:
+                self.baselines[gpu_of(case, case.device.ordinal), case.shape.label, case.precision] = case
 
     def land(self, data: dict, device: int) -> None:
         """A case (as plain data) that GPU `device` finished: into the result and to `on_result`, unless landed already.
@@ -191,8 +190,7 @@ class Landing:
         else:
             baseline = self.baselines.get((gpu, case.shape.label, case.precision))
             if baseline is not None:
-                case.measured_against = {"kernel": baseline.kernel, "shape": baseline.shape.label,
-                                         "device": baseline.device}
+                case.measured_against = BaselineRow(baseline.kernel, baseline.shape.label, baseline.device)
         self.result.cases.append(case)
         if self.on_result:
             self.on_result(case)
@@ -204,12 +202,12 @@ class Landing:
             self.baselines.setdefault((gpu_of(case, report["device"]), case.shape.label, case.precision), case)
 
     def task_done(self, report: dict, worker: str) -> None:
-        """A finished task's report: its cases not landed yet, and its line in ``settings["tasks"]``."""
+        """A finished task's report: its cases not landed yet, and its line in ``settings.tasks``."""
         self.reused(report)
         for case in report["cases"]:
             self.land(case, report["device"])
-        self.result.settings["tasks"].append({"task": report["task"], "worker": worker, "device": report["device"],
-                                              "estimate_s": report["estimate_s"], "wall_s": report["wall_s"]})
+        self.result.settings.tasks.append({"task": report["task"], "worker": worker, "device": report["device"],
+                                            "estimate_s": report["estimate_s"], "wall_s": report["wall_s"]})
 
     def finish(self, spec: Spec) -> None:
         """The end of the run, however it ended: the cases in the spec's shape order, baselines first; the time."""
@@ -220,10 +218,9 @@ class Landing:
 
 def gpu_of(case: CaseResult, device: int | None) -> str | tuple:
     """The GPU that ran `case`: its UUID where the record has one (ordinals repeat across machines), else its ordinal."""
-    return (case.device or {}).get("uuid") or ("ordinal", device)
+    return case.device.uuid or ("ordinal", device)
 
 
 def row_key(case: CaseResult) -> tuple:
     """A row of a run on several GPUs: a baseline once per GPU, a kernel case once."""
-    device = (case.device or {}).get("uuid") or (case.device or {}).get("ordinal")
-    return (*case_key(case), device) if case.is_baseline else case_key(case)
+    return (*case_key(case), case.device.key) if case.is_baseline else case_key(case)

@@ -108,7 +108,7 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
     (`schedule.remembered_model`). Each GPU's worker process (`make_worker`;
     None: the `part` needs none) lives from before the planning to the GPU's
     last task; the processes each started, and their start-up seconds, go to
-    ``result.settings["gpu_workers"]``. `gpu_workers` are the caller's, by
+    ``result.settings.gpu_workers``. `gpu_workers` are the caller's, by
     GPU, started earlier (``driver-gemm run`` starts them before it asks the
     driver anything, so that their start-up overlaps its own): used, and left
     to the caller to close; with `release_given` (the caller's last run with
@@ -128,7 +128,7 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
         described = [(thread_name(device), device, describe(device)) for device in devices]
         result, kept = begin_run(spec, result, previous, host, described)
         if model is None:
-            model, result.settings["estimates"] = remembered_model(
+            model, result.settings.estimates = remembered_model(
                 spec, [((environment_of or {}).get("device") or {}).get("name") for _, _, environment_of in described])
         tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
         timeline.mark("tasks dealt", first=True)
@@ -207,7 +207,7 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
                     thread.join(STOP_WAIT_S)
             _land_the_rest(events, landing)
         if gpu_workers:
-            landing.result.settings["gpu_workers"] = [
+            landing.result.settings.gpu_workers = [
                 {"worker": thread_name(device), "device": device, **held.starts_to_report()}
                 for device, held in gpu_workers.items()]
         landing.finish(spec)

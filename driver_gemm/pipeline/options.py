@@ -1,10 +1,15 @@
-"""How a run goes beyond its spec, in a module of its own: the command line hands it to the GPUs' worker
-processes before it has imported anything that runs a case."""
+"""How a run goes beyond its spec (`RunOptions`) and where its cases run (`Placement`), in a module of its own:
+the command line hands the options to the GPUs' worker processes before it has imported anything that runs a
+case."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:      # the worker's module is heavy; this one is imported before the workers are spawned
+    from .worker import GpuWorker
 
 
 @dataclass(frozen=True)
@@ -13,3 +18,38 @@ class RunOptions:
 
     time: bool = True                 # False: verify only (one checked launch per case)
     artifacts: Path | None = None     # an error map of C is saved here for every failing case
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.time, bool):
+            raise ValueError(f"RunOptions.time: True or False, not {self.time!r}")
+        if self.artifacts is not None and not isinstance(self.artifacts, Path):
+            raise ValueError(f"RunOptions.artifacts: a pathlib.Path or None, not {self.artifacts!r}")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run on one GPU runs its cases.
+
+    device: the GPU's ordinal. isolate: in a worker process, replaced after a
+    kernel fault or a hang (True), or in this process, where a fault ends the
+    run (False). context, stream: a CUDA context and stream the caller already
+    has (raw handles, e.g. from CuPy or PyTorch), used and never destroyed;
+    in-process only. gpu_worker: a worker process the caller keeps between
+    runs (isolated only), used and left open.
+    """
+
+    device: int = 0
+    isolate: bool = False
+    context: Any = None
+    stream: Any = None
+    gpu_worker: "GpuWorker | None" = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.device, bool) or not isinstance(self.device, int) or self.device < 0:
+            raise ValueError(f"Placement.device: a GPU ordinal (0 or more), not {self.device!r}")
+        if self.isolate and (self.context is not None or self.stream is not None):
+            field = "context" if self.context is not None else "stream"
+            raise ValueError(f"Placement.{field}: a caller's context or stream can only be used in-process "
+                             "(isolate=False)")
+        if self.gpu_worker is not None and not self.isolate:
+            raise ValueError("Placement.gpu_worker: a worker process runs cases isolated (isolate=True)")

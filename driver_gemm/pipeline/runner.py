@@ -15,11 +15,13 @@ nothing already measured is lost.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import asdict
 from typing import Callable, Sequence
 
 from ..measure.stats import gflops
-from ..results.records import CaseResult, RunResult
+from ..results.records import CaseDevice, CaseResult, RunResult
+from ..results.settings import RunSettings
 from ..spec.model import Shape, Spec
 from . import steps as case_steps
 from .build import plan_cases
@@ -27,59 +29,58 @@ from .cases import Case, left_to_run, not_run_record, ran
 from .environment import environment, now
 from .funnel import StepsFor, execute_case
 from ..cuda.occupancy import limits_from_device
-from .session import RunOptions, Session
+from .options import Placement, RunOptions
+from .session import Session
 from .worker import GpuWorker
 
 
-def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
+def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placement = Placement(), *,
              on_result: Callable[[CaseResult], None] | None = None,
              on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,
-             previous: Sequence[CaseResult] = (), context=None, stream=None,
-             gpu_worker: GpuWorker | None = None) -> RunResult:
+             previous: Sequence[CaseResult] = ()) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
+    `options` says how the run goes beyond its spec (timed or verify only,
+    failure pictures) and `placement` where its cases run: the GPU, in-process
+    or isolated in a worker process, a caller's context, stream or worker.
     Results go into `result` (a new `RunResult` if none) as they finish and
-    are passed to `on_result`; if the caller interrupts the run, what was
-    collected stays in `result`. Cases in `previous` (from an interrupted run
-    being resumed) that really ran are kept as they are and not run again;
-    those the earlier run gave up on before reaching them (``not_run``) are
-    run now. With ``isolate=True`` the cases run in a child process, replaced
-    after a kernel fault or a hang (a fault leaves the whole process's CUDA
-    state unusable, so only a new process recovers); in-process, a fault ends
-    the run and the remaining cases are recorded as not run. In-process runs
-    can use a CUDA context and a stream that the caller already has (raw
-    handles, e.g. from CuPy or PyTorch): `context` and `stream`; they are
-    used, never destroyed. An isolated run starts its worker process before
-    planning and compiling, so that its start-up (imports, context, cuBLAS)
-    overlaps them; `gpu_worker` is one the caller keeps between runs (a GPU
-    of a run on several GPUs), used and left open. The seconds each worker
-    process took to start go to ``result.settings["worker_start_s"]``, and
-    where they went to ``worker_start_steps``.
+    are passed to `on_result`; `on_start` is told of each case before it
+    runs. If the caller interrupts the run, what was collected stays in
+    `result`. Cases in `previous` (from an interrupted run being resumed) that
+    really ran are kept as they are and not run again; those the earlier run
+    gave up on before reaching them (``not_run``) are run now. An isolated run
+    replaces its worker after a kernel fault or a hang (a fault leaves the
+    whole process's CUDA state unusable, so only a new process recovers);
+    in-process, a fault ends the run and the remaining cases are recorded as
+    not run. An isolated run starts its worker process before planning and
+    compiling, so that its start-up (imports, context, cuBLAS) overlaps them.
+    The seconds each worker process took to start go to
+    ``result.settings.worker_start_s``, and where they went to
+    ``worker_start_steps``.
     """
-    if isolate and (context is not None or stream is not None):
-        raise ValueError("a caller's context or stream can only be used in-process (isolate=False)")
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     kept = [case for case in previous if ran(case)]
     with contextlib.ExitStack() as stack:
-        if isolate and gpu_worker is None:
-            gpu_worker = stack.enter_context(GpuWorker(device, options, want_cublas=spec.baseline))
-        if isolate and left_to_run(spec, kept):
-            gpu_worker.start()
-        _run(spec, device, isolate, options, on_result, on_start, result, kept, context, stream, gpu_worker)
+        if placement.isolate and placement.gpu_worker is None:
+            worker = stack.enter_context(GpuWorker(placement.device, options, want_cublas=spec.baseline))
+            placement = dataclasses.replace(placement, gpu_worker=worker)
+        if placement.isolate and left_to_run(spec, kept):
+            placement.gpu_worker.start()
+        _run(spec, options, placement, result, kept, on_result=on_result, on_start=on_start)
     return result
 
 
-def _run(spec, device, isolate, options, on_result, on_start, result, kept, context, stream,
-         gpu_worker: GpuWorker | None) -> None:
+def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResult, kept: list[CaseResult], *,
+         on_result: Callable[[CaseResult], None] | None, on_start: Callable[[Case], None] | None) -> None:
     """`run_spec` once its worker (if isolated) is starting: plan, compile, run every case into `result`."""
     from ..cuda.device import read_properties
 
     worker_starts: list[float] = []
     worker_start_steps: list[dict] = []
-    result.settings = run_settings(result, spec, isolate, worker_start_s=worker_starts,
+    result.settings = run_settings(result, spec, placement.isolate, worker_start_s=worker_starts,
                                    worker_start_steps=worker_start_steps)
-    props = read_properties(device)
+    props = read_properties(placement.device)
     result.environment = environment(props)
     cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
                                  skip={(case.kernel, case.shape.label) for case in kept})
@@ -94,13 +95,14 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
         fp32 = case.precision == "fp32" and case.operands is None
         _finish_figures(case, baselines.get((case.shape, case.baseline_label)),
                         props.fp32_peak_gflops if fp32 else None)
-        case.device = {"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal}
+        case.device = CaseDevice(props.name, props.uuid, props.ordinal)
         result.cases.append(case)
         if on_result:
             on_result(case)
 
     try:
-        if isolate:
+        if placement.isolate:
+            gpu_worker = placement.gpu_worker
             started = len(gpu_worker.starts)
             try:
                 gpu_worker.run(spec, cases, compiled, finish, on_start)
@@ -108,28 +110,29 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
                 worker_starts.extend(gpu_worker.starts[started:])
                 worker_start_steps.extend(gpu_worker.start_steps[started:])
         else:
-            run_in_process(spec, cases, compiled, device, options, finish, on_start, context=context, stream=stream)
+            run_in_process(spec, cases, compiled, options, placement, finish, on_start)
     finally:
         result.finished = now()
 
 
-def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> dict:
+def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> RunSettings:
     """A run's settings: what the caller recorded before (``run --lock-clocks``), the spec's measure, verify and
-    scalars, whether cases ran isolated, and `more` (what the driver of the run adds)."""
-    return {**result.settings, "measure": asdict(spec.measure), "verify": asdict(spec.verify),
-            "scalars": dict(spec.scalars), "isolate": isolate, **more}
+    scalars, whether cases ran isolated, and `more` (fields the driver of the run fills)."""
+    return dataclasses.replace(result.settings, measure=asdict(spec.measure), verify=asdict(spec.verify),
+                               scalars=dict(spec.scalars), isolate=isolate, **more)
 
 
-def run_in_process(spec: Spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
+def run_in_process(spec: Spec, cases: Sequence[Case], compiled, options: RunOptions, placement: Placement,
                    finish: Callable[[CaseResult], None], on_start: Callable[[Case], None] | None = None, *,
-                   context=None, stream=None, session_factory: Callable[..., Session] = Session,
+                   session_factory: Callable[..., Session] = Session,
                    steps_for: StepsFor = case_steps.steps_for) -> None:
     """Run `cases` in this process; after a fault that poisons CUDA, the rest are recorded as not run.
 
     `session_factory` and `steps_for` make the session and each case's steps
     (the real ones by default; a test passes stand-ins).
     """
-    session = session_factory(device, spec.baseline, options, context=context, stream=stream)
+    session = session_factory(placement.device, spec.baseline, options, context=placement.context,
+                              stream=placement.stream)
     try:
         for position, case in enumerate(cases):
             if on_start:

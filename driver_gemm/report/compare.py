@@ -45,7 +45,7 @@ class Comparison:
 
 
 def _key(case: CaseResult, across_gpus: bool) -> tuple[str, str, str]:
-    gpu = "" if across_gpus else (case.device or {}).get("name", "")
+    gpu = "" if across_gpus else (case.device.name or "")
     return case.kernel, case.shape.label, gpu
 
 

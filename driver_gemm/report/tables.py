@@ -1,6 +1,7 @@
 """Step 6 of the data flow: results as the seed article's table in the terminal, and as a launch plan.
 
-Tables are made to fit a 100-column terminal: kernel labels longer than
+Tables are made to fit the terminal (100 columns off a terminal): where a
+table with full kernel labels is wider, labels longer than
 `labels.MAX_LABEL_WIDTH` are shortened to ``NAME#i`` in the table and given in
 full once, in a legend below it. Every piece of user text (kernel names,
 messages, spec names) goes into a table as a `Text`, and is printed with
@@ -10,17 +11,18 @@ markup off, so that a kernel named ``[bold]x`` prints as written.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Callable, Iterable
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from ..pipeline.plan import CasePlan
 from ..results.records import CaseResult, RunResult
 from ..status import Status
-from .labels import legend_lines, short_labels
+from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
@@ -52,6 +54,20 @@ def case_line(case: CaseResult) -> str:
     if case.message and case.status not in (Status.PASS,):
         parts.append(f"- {case.message.splitlines()[0]}")
     return "  ".join(parts)
+
+
+def fitting_names(labels: Iterable[str], make_tables: Callable[[dict[str, str]], list[Table]], console: Console,
+                  max_width: int = MAX_LABEL_WIDTH) -> tuple[list[Table], dict[str, str]]:
+    """The tables `make_tables` builds from a label-to-shown-name map, and that map: every label in full where
+    each table then fits `console`'s width, else the long ones shortened (`short_labels`)."""
+    labels = list(dict.fromkeys(labels))
+    full = {label: label for label in labels}
+    tables = make_tables(full)
+    unbounded = console.options.update_width(1 << 16)     # the width each table would take, not the one it gets
+    if all(Measurement.get(console, unbounded, table).maximum <= console.width for table in tables):
+        return tables, full
+    names = short_labels(labels, max_width)
+    return make_tables(names), names
 
 
 def _table(title: str) -> Table:
@@ -129,9 +145,10 @@ def problems_text(run: RunResult) -> list[str]:
 def print_run(run: RunResult, console: Console | None = None) -> None:
     """The run's tables, the legend of shortened labels, the FP32 peak and what went wrong."""
     console = console or Console()
-    names = short_labels(case.kernel for case in run.cases)
+    tables, names = fitting_names((case.kernel for case in run.cases), lambda names: results_tables(run, names),
+                                  console)
     shapes = list(dict.fromkeys(case.shape for case in run.cases))
-    for shape, table in zip(shapes, results_tables(run, names)):
+    for shape, table in zip(shapes, tables):
         console.print(table)
         if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
             say(console, TF32_NOTE, "dim")
@@ -198,8 +215,9 @@ def plan_table(plans: Iterable[CasePlan], title: str, names: dict[str, str] | No
 
 def print_plan(plans: list[CasePlan], title: str, console: Console, summary: str | None = None) -> None:
     """The plan table, its legend, each case's notes and problems, and a summary line (``N ok, M INVALID``)."""
-    names = short_labels((plan.kernel.label for plan in plans), PLAN_LABEL_WIDTH)
-    console.print(plan_table(plans, title, names))
+    tables, names = fitting_names((plan.kernel.label for plan in plans),
+                                  lambda names: [plan_table(plans, title, names)], console, PLAN_LABEL_WIDTH)
+    console.print(tables[0])
     for line in legend_lines(names):
         say(console, line, "dim")
     for plan in plans:
@@ -236,8 +254,10 @@ def comparison_table(comparisons, title: str, names: dict[str, str] | None = Non
 
 def print_comparison(comparisons, title: str, console: Console) -> None:
     """The comparison table, its legend, and one line counting each verdict."""
-    names = short_labels(c.kernel for c in comparisons)
-    console.print(comparison_table(comparisons, title, names))
+    comparisons = list(comparisons)
+    tables, names = fitting_names((c.kernel for c in comparisons),
+                                  lambda names: [comparison_table(comparisons, title, names)], console)
+    console.print(tables[0])
     for line in legend_lines(names):
         say(console, line, "dim")
     counts = ", ".join(f"{sum(c.verdict == v for c in comparisons)} {v}"
@@ -276,8 +296,9 @@ def _tune_labels(picks) -> list[str]:
 
 def print_tune(picks, title: str, console: Console) -> None:
     """The tune table and the legend of its configurations."""
-    names = short_labels(_tune_labels(picks))
-    console.print(tune_table(picks, title, names))
+    picks = list(picks)
+    tables, names = fitting_names(_tune_labels(picks), lambda names: [tune_table(picks, title, names)], console)
+    console.print(tables[0])
     for line in legend_lines(names):
         say(console, line, "dim")
     if any(pick.tie for pick in picks):

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .records import CaseResult, RunResult
+from .settings import RunSettings
 
 # The largest sweep shipped (146 cases) writes 0.4 MiB: 64 MiB holds some 25,000 cases, and a bigger
 # file is refused before it is parsed, so that a wrong path (a core dump, a video) costs no memory.
@@ -197,8 +198,9 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
     if not cases and not header:
         raise UsageError("no complete record: not a case log", where=str(path))
     run = RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
-                    environment=header.get("environment", {}), settings=header.get("settings", {}),
-                    cases=cases, started=header.get("started", ""))
+                    environment=header.get("environment", {}),
+                    settings=RunSettings.from_json(header.get("settings", {})), cases=cases,
+                    started=header.get("started", ""))
     return ResultsFile(path, run, header=header, skipped_lines=skipped, notes=notes)
 
 

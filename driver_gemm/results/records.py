@@ -16,7 +16,62 @@ from typing import Any
 from ..spec.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
+from .settings import RunSettings
 
+
+
+@dataclass(frozen=True)
+class CaseDevice:
+    """The GPU that ran a case; all None (written as null) for a case that never reached one."""
+
+    name: str | None = None
+    uuid: str | None = None
+    ordinal: int | None = None
+
+    def as_dict(self) -> dict[str, Any] | None:
+        """The ``device`` object of a case (the fields that are known), or None when none is."""
+        known = {key: value for key, value in asdict(self).items() if value is not None}
+        return known or None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "CaseDevice":
+        data = data or {}
+        return cls(name=data.get("name"), uuid=data.get("uuid"), ordinal=data.get("ordinal"))
+
+    @property
+    def known(self) -> bool:
+        """Whether the case reached a GPU that it names."""
+        return self != CaseDevice()
+
+    @property
+    def key(self) -> str | int | None:
+        """What tells GPUs apart: the UUID where known, else the ordinal."""
+        return self.uuid or self.ordinal
+
+
+@dataclass(frozen=True)
+class DispatchChoice:
+    """Which entry of a kernel's ``dispatch:`` table chose its params for a shape, and by which rule."""
+
+    entry: int          # the entry's position in the table
+    shape: str          # the shape the entry was chosen for, e.g. 4096x4096x4096
+    rule: str           # how it was picked: exact, when, nearest (see spec.dispatch)
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    """The baseline row a case's % of cuBLAS is measured against, in a run on several GPUs."""
+
+    kernel: str
+    shape: str
+    device: CaseDevice = CaseDevice()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "shape": self.shape, "device": self.device.as_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BaselineRow":
+        return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")))
 
 
 @dataclass
@@ -44,16 +99,16 @@ class CaseResult:
     problems: list = field(default_factory=list)
     diagnosis: dict | None = None
     sanitizer: dict | None = None    # compute-sanitizer's findings, when the case ran under it
-    device: dict | None = None       # name and UUID of the GPU that ran it
+    device: CaseDevice = CaseDevice()   # the GPU that ran it
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict | None = None       # seconds spent in each step of the case's pipeline
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
     baseline: str | None = None      # typed kernels: the label of the cuBLASLt row their % is against
     operands: dict | None = None     # typed kernels and cuBLASLt rows: types, layout, batch, ld, batch strides
 
-    dispatch: dict | None = None     # the dispatch entry that chose the params: {entry, shape, rule}
+    dispatch: DispatchChoice | None = None   # the dispatch entry that chose the params
     profile: dict | None = None      # Nsight Compute's counters for one launch (run --profile)
-    measured_against: dict | None = None   # the baseline row of pct_cublas (kernel, shape, device), on several GPUs
+    measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
 
     # Written only when set, so that the records of untyped runs read as they always have.
     OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against")
@@ -85,6 +140,8 @@ class CaseResult:
         # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
         out = asdict(dataclasses.replace(self, timing=None))
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
+        out["device"] = self.device.as_dict()
+        out["measured_against"] = self.measured_against.as_dict() if self.measured_against else None
         out["timing"] = self.timing.as_dict() if self.timing else None
         for key in self.OPTIONAL_KEYS:
             if out[key] is None:
@@ -100,6 +157,11 @@ class CaseResult:
             timing = TimingSummary.from_dict(timing)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["status"] = Status(known["status"])
+        known["device"] = CaseDevice.from_dict(known.get("device"))
+        if known.get("dispatch") is not None:
+            known["dispatch"] = DispatchChoice(**known["dispatch"])
+        if known.get("measured_against") is not None:
+            known["measured_against"] = BaselineRow.from_dict(known["measured_against"])
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
 
 
@@ -110,7 +172,7 @@ class RunResult:
     spec: str
     spec_path: str | None
     environment: dict = field(default_factory=dict)
-    settings: dict = field(default_factory=dict)
+    settings: RunSettings = field(default_factory=RunSettings)
     cases: list[CaseResult] = field(default_factory=list)
     started: str = ""
     finished: str = ""
@@ -122,13 +184,14 @@ class RunResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"spec": self.spec, "spec_path": self.spec_path, "started": self.started, "finished": self.finished,
-                "interrupted": self.interrupted, "environment": self.environment, "settings": self.settings,
-                "cases": [case.as_dict() for case in self.cases]}
+                "interrupted": self.interrupted, "environment": self.environment,
+                "settings": self.settings.to_json(), "cases": [case.as_dict() for case in self.cases]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResult":
         return cls(spec=data["spec"], spec_path=data.get("spec_path"), environment=data.get("environment", {}),
-                   settings=data.get("settings", {}), cases=[CaseResult.from_dict(c) for c in data.get("cases", [])],
+                   settings=RunSettings.from_json(data.get("settings", {})),
+                   cases=[CaseResult.from_dict(c) for c in data.get("cases", [])],
                    started=data.get("started", ""), finished=data.get("finished", ""),
                    interrupted=data.get("interrupted", False))
 
@@ -194,7 +257,7 @@ class CaseLog:
         """Describe the run once, before its first case (a resumed log keeps its own)."""
         if not self.has_header:
             self._write({"type": "run", "spec": run.spec, "spec_path": run.spec_path, "started": run.started,
-                         "environment": run.environment, "settings": run.settings})
+                         "environment": run.environment, "settings": run.settings.to_json()})
             self.has_header = True
 
     def _write(self, record: dict) -> None:
@@ -232,8 +295,7 @@ def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
     """`cases` with each case once, as its last row has it, in the order of those last rows."""
     last: dict[tuple, int] = {}
     for position, case in enumerate(cases):
-        device = case.device or {}
-        key = (*case_key(case), device.get("uuid") or device.get("ordinal")) if case.is_baseline else case_key(case)
+        key = (*case_key(case), case.device.key) if case.is_baseline else case_key(case)
         last[key] = position
     return [cases[position] for position in sorted(last.values())]
 

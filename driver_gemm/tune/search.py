@@ -22,7 +22,8 @@ from ..cuda.occupancy import ArchLimits
 from ..pipeline.build import Compiled, compile_spec, launch_plans
 from ..pipeline.cases import Case, new_record
 from ..pipeline.plan import with_resources
-from ..results.records import CaseResult, RunResult
+from ..results.records import CaseDevice, CaseResult, RunResult
+from ..results.settings import RunSettings
 from ..spec.model import Spec
 from ..status import Status
 from .prepare import Pruned, prune_plans
@@ -79,7 +80,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
               on_screen: Callable[[dict], None] | None = None) -> tuple[RunResult, list[SearchResult]]:
     """Tune `spec` on GPU `device` with `strategy` within `budget`; every full measurement goes to `result`.
 
-    Screens (fidelity below 1) go to ``result.settings["tune"]["screens"]``,
+    Screens (fidelity below 1) go to ``result.settings.tune["screens"]``,
     never to its cases. The tuning cache answers what it knows unless
     `fresh`. A fault that poisons the process ends the search with
     `pipeline.evaluate.TuneAborted`; `result` keeps what was measured.
@@ -96,10 +97,10 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
     props = read_properties(device)
     result.environment = environment(props)
     screens: list[dict] = []
-    result.settings = {"measure": dataclasses.asdict(spec.measure), "verify": dataclasses.asdict(spec.verify),
-                       "scalars": dict(spec.scalars), "isolate": False,
-                       "tune": {"strategy": strategy.name, "budget_s": budget.seconds,
-                                "budget_configurations": budget.configurations, "screens": screens}}
+    result.settings = RunSettings(measure=dataclasses.asdict(spec.measure), verify=dataclasses.asdict(spec.verify),
+                                  scalars=dict(spec.scalars), isolate=False,
+                                  tune={"strategy": strategy.name, "budget_s": budget.seconds,
+                                        "budget_configurations": budget.configurations, "screens": screens})
     limits = limits_from_device(props)
     prepared = prepare_cases(spec, limits, props.arch, props.sm_count,
                              allow_spills=isinstance(strategy, Exhaustive))
@@ -124,13 +125,13 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
                               cache=cache, cache_key=lambda case: case_key(spec, case.kernel, case.shape,
                                                                           result.environment, props.arch),
-                              device_info={"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal},
+                              device_info=CaseDevice(props.name, props.uuid, props.ordinal),
                               peak_gflops=props.fp32_peak_gflops)
         searches = search_all(prepared.groups(spec), strategy, evaluator, budget)
     finally:
         session.close()
         result.finished = now()
-        result.settings["tune"]["cache"] = {"hits": cache.hits, "misses": cache.misses}
+        result.settings.tune["cache"] = {"hits": cache.hits, "misses": cache.misses}
         if evaluator is not None:     # where the search's time went, by kind of work
-            result.settings["tune"]["work"] = {"counts": dict(evaluator.counts), "seconds": evaluator.seconds}
+            result.settings.tune["work"] = {"counts": dict(evaluator.counts), "seconds": evaluator.seconds}
     return result, searches

@@ -1,0 +1,84 @@
+"""A run's settings and options are typed (`RunSettings`, `RunOptions`, `Placement`), and the settings still
+read and write the JSON object results files have always held."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from driver_gemm.pipeline.options import Placement, RunOptions
+from driver_gemm.results.read import read_results
+from driver_gemm.results.records import RunResult
+from driver_gemm.results.settings import RunSettings
+
+from conftest import ROOT
+
+RECORDED = sorted(path for path in (ROOT / "bench" / "results").rglob("*.json*")
+                  if path.name.endswith((".json", ".json.gz")))[:12]
+
+
+def test_only_the_fields_that_are_set_are_written():
+    settings = RunSettings(measure={"flush_l2": True}, isolate=True, tasks=[])
+    assert settings.to_json() == {"measure": {"flush_l2": True}, "isolate": True, "tasks": []}
+    assert RunSettings().to_json() == {}
+
+
+def test_keys_this_version_does_not_know_are_kept_as_read():
+    data = {"isolate": False, "sanitize": "memcheck", "a_later_key": {"x": 1}}
+    settings = RunSettings.from_json(data)
+    assert settings.isolate is False and settings.sanitize == "memcheck" and settings.other == {"a_later_key": {"x": 1}}
+    assert settings.to_json() == data
+
+
+def test_a_run_writes_its_settings_as_the_same_object(tmp_path):
+    run = RunResult(spec="s", spec_path=None, settings=RunSettings(locked_sm_clock_mhz={"0": 1500}, isolate=True))
+    path = run.write_json(tmp_path / "run.json")
+    assert json.loads(path.read_text())["settings"] == {"isolate": True, "locked_sm_clock_mhz": {"0": 1500}}
+    assert read_results(path).run.settings == run.settings
+
+
+@pytest.mark.skipif(not RECORDED, reason="no recorded results in bench/results")
+@pytest.mark.parametrize("path", RECORDED, ids=lambda path: str(path.relative_to(ROOT)))
+def test_recorded_results_read_their_settings_back_unchanged(path: Path):
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
+    data = json.loads(text)
+    if not isinstance(data, dict) or "cases" not in data:
+        pytest.skip("not a results file")
+    recorded = data.get("settings", {})
+    assert read_results(path).run.settings.to_json() == recorded
+
+
+def test_options_name_the_field_that_is_wrong():
+    with pytest.raises(ValueError, match="RunOptions.time"):
+        RunOptions(time="no")
+    with pytest.raises(ValueError, match="RunOptions.artifacts"):
+        RunOptions(artifacts="maps")
+    with pytest.raises(ValueError, match="Placement.device"):
+        Placement(device=-1)
+    with pytest.raises(ValueError, match="Placement.stream: a caller's context or stream can only be used in-process"):
+        Placement(isolate=True, stream=object())
+    with pytest.raises(ValueError, match="Placement.gpu_worker"):
+        Placement(isolate=False, gpu_worker=object())
+
+
+def test_a_cases_sub_records_are_typed_and_write_the_same_json():
+    from driver_gemm.results.records import BaselineRow, CaseDevice, CaseResult, DispatchChoice
+    from driver_gemm.spec.model import Shape
+    from driver_gemm.status import Status
+
+    gpu = CaseDevice(name="NVIDIA H200", uuid="GPU-1", ordinal=0)
+    case = CaseResult(kernel="v4", name="v4", shape=Shape(64, 64, 64), status=Status.PASS, device=gpu,
+                      dispatch=DispatchChoice(entry=1, shape="128x128x128", rule="nearest"),
+                      measured_against=BaselineRow("cublas", "64x64x64", gpu))
+    data = case.as_dict()
+    assert data["device"] == {"name": "NVIDIA H200", "uuid": "GPU-1", "ordinal": 0}
+    assert data["dispatch"] == {"entry": 1, "shape": "128x128x128", "rule": "nearest"}
+    assert data["measured_against"] == {"kernel": "cublas", "shape": "64x64x64", "device": data["device"]}
+    assert CaseResult.from_dict(data) == case
+    unrun = CaseResult(kernel="v4", name="v4", shape=Shape(64, 64, 64), status=Status.ERROR)
+    assert unrun.as_dict()["device"] is None and not unrun.device.known        # null, as before
+    assert "dispatch" not in unrun.as_dict() and "measured_against" not in unrun.as_dict()
+    assert CaseResult.from_dict({**data, "device": {"name": "GPU"}}).device == CaseDevice(name="GPU")
