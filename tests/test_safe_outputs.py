@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gzip
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ from driver_gemm.status import Status
 from conftest import ROOT, SPECS
 from test_spec import MINIMAL, write
 
-RECORDED = ROOT / "bench" / "results" / "tune-v8-order-h200.json"
+RECORDED = ROOT / "tests" / "data" / "results" / "tune-v8-order-h200.json.gz"
 SWEEP = SPECS / "sweep-v8-order.yaml"
 ROOT_USER = os.geteuid() == 0
 
@@ -47,7 +48,7 @@ def _temporaries(folder):
 @pytest.fixture
 def recorded(tmp_path):
     good = tmp_path / "good.json"
-    shutil.copy(RECORDED, good)
+    good.write_bytes(gzip.decompress(RECORDED.read_bytes()))
     return good
 
 
@@ -256,7 +257,7 @@ def test_a_plot_that_fails_midway_keeps_the_old_picture(tmp_path, monkeypatch, c
 
     real_fdopen = os.fdopen
     monkeypatch.setattr(output_files.os, "fdopen", lambda *args, **kwargs: Full(real_fdopen(*args, **kwargs)))
-    code = main(["plot", str(ROOT / "bench" / "results" / "seed-h200.json"), "-o", str(picture)])
+    code = main(["plot", str(ROOT / "tests" / "data" / "results" / "seed-h200.json"), "-o", str(picture)])
     assert code == EXIT_FAILED
     assert "plot.png: not written (no space left on the device)" in capsys.readouterr().err
     assert picture.read_bytes() == b"\x89PNG old picture" and _temporaries(tmp_path) == []
@@ -370,7 +371,7 @@ def test_concurrent_writers_and_a_reader_never_see_a_torn_file(tmp_path):
 def test_two_plots_of_one_picture_at_once_leave_one_whole_picture(tmp_path):
     pytest.importorskip("matplotlib")
     picture = tmp_path / "same.png"
-    argv = [sys.executable, "-m", "driver_gemm", "plot", str(ROOT / "bench" / "results" / "seed-h200.json"), "-o",
+    argv = [sys.executable, "-m", "driver_gemm", "plot", str(ROOT / "tests" / "data" / "results" / "seed-h200.json"), "-o",
             str(picture)]
     children = [subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  env={**os.environ, "PYTHONPATH": str(ROOT)}) for _ in range(2)]

@@ -16,8 +16,8 @@ from driver_gemm.cuda import cache
 
 from conftest import ROOT, SPECS
 
-RECORDED = ROOT / "bench" / "results" / "tune-v8-order-h200.json"
-SEED_RESULTS = ROOT / "bench" / "results" / "seed-h200.json"
+RECORDED = ROOT / "tests" / "data" / "results" / "tune-v8-order-h200.json.gz"
+SEED_RESULTS = ROOT / "tests" / "data" / "results" / "seed-h200.json"
 ENTRY = "from driver_gemm.cli.main import console; console()"
 
 
