@@ -94,9 +94,9 @@ def gemm_run(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
-    from .pipeline.runner import run_spec
-    from .spec.model import Spec
-    from .spec import load_spec, spec_from_dict
+    from .runners.one_gpu import run_spec
+    from .specfile.model import Spec
+    from .specfile import load_spec, spec_from_dict
 
     def run(spec, **options):
         if isinstance(spec, (str, Path)):
@@ -127,8 +127,8 @@ class GemmSpecItems(pytest.Collector):
         self.gate_failures: dict[str, list[str]] = {}
 
     def collect(self):
-        from .pipeline.cases import cases_of
-        from .spec import load_spec
+        from .planning.cases import cases_of
+        from .specfile import load_spec
 
         from .errors import DriverGemmError
 
@@ -151,7 +151,7 @@ class GemmSpecItems(pytest.Collector):
 
                 run = read_results(recorded).run
             else:
-                from .pipeline.runner import run_spec
+                from .runners.one_gpu import run_spec
 
                 run = run_spec(self.spec, device=_ordinal(self.config), isolate=True)
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}

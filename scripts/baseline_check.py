@@ -432,7 +432,7 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
     from driver_gemm.measure.dtypes import parse_types
     from driver_gemm.measure.operands import gemm_operands, parse_layout
     from driver_gemm.measure.timing import measure
-    from driver_gemm.spec.model import MeasureSettings
+    from driver_gemm.specfile.model import MeasureSettings
 
     M, N, K = shape
     label, layout = f"{M}x{N}x{K}", COMBINATIONS[name][1]

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from driver_gemm.cuda.compile import compile_source  # noqa: E402
-from driver_gemm.spec import load_spec  # noqa: E402
+from driver_gemm.specfile import load_spec  # noqa: E402
 
 
 def main() -> int:

@@ -49,7 +49,7 @@ def profile(ordinal: int, sizes: list[int], repeats: int) -> dict:
     from driver_gemm.measure import verify
     from driver_gemm.measure.inputs import make_inputs
     from driver_gemm.measure.reference import scaled_product
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.specfile.model import Shape
 
     out: dict = {"gpu": ordinal, "sizes": {}}
     with Device(ordinal) as device:

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBES = {
     "interpreter": "pass",
     "import the command line": "import driver_gemm.cli.main",
-    "import a GPU worker": "import driver_gemm.pipeline.worker",
+    "import a GPU worker": "import driver_gemm.runners.worker",
     "cuInit and GPU count": "from driver_gemm.cuda.device import device_count; device_count()",
     "read every GPU's properties": ("from driver_gemm.cuda.device import device_count, read_properties; "
                                     "[read_properties(d) for d in range(device_count())]"),
 }
-SESSION = ("import json, time; t = time.monotonic(); from driver_gemm.pipeline.session import Session; "
+SESSION = ("import json, time; t = time.monotonic(); from driver_gemm.session.state import Session; "
            "i = time.monotonic() - t; s = Session(0, True); print(json.dumps({'imports_s': round(i, 3), "
            "**s.start_steps})); s.close()")
 

@@ -9,7 +9,7 @@ running Python): "imports" is what a worker imports to run cases (NumPy, the
 session, the funnel), "context" cuInit then cuCtxCreate on GPU 0, "loader"
 nvmath-python's cuBLAS bindings and the library's loading. The driver's calls
 release the GIL, so the context hides behind the imports; the loading is
-mostly Python under the GIL, so it adds to them (`driver_gemm.pipeline.worker`
+mostly Python under the GIL, so it adds to them (`driver_gemm.runners.worker`
 and `.session` are arranged by these figures).
 """
 
@@ -33,7 +33,7 @@ def loader():
     cublas.get_property(0)
     out["cublas_loaded_at"] = round(time.monotonic() - T0, 3)
 def imports():
-    import numpy, driver_gemm.pipeline.session, driver_gemm.pipeline.funnel
+    import numpy, driver_gemm.session.state, driver_gemm.session.execute
     out["imports_done_at"] = round(time.monotonic() - T0, 3)
 threads = []
 for name in mode.split("+")[1:]:

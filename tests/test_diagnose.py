@@ -2,9 +2,9 @@ import numpy as np
 
 from driver_gemm.results.diagnose import describe_region, diagnose, ranges_text
 from driver_gemm.cuda.occupancy import arch_limits
-from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec
 from driver_gemm.measure.verify import POISON_WORD, compare
 
 from conftest import SPECS

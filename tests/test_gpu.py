@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from driver_gemm.status import Status
-from driver_gemm.pipeline.runner import run_spec
-from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec import load_spec
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
 
 from conftest import ROOT, SPECS
 from gpu_specs import AWKWARD_SHAPES, quick, with_measure, write_spec
@@ -282,7 +282,7 @@ def test_racecheck_finds_the_missing_barrier(tmp_path):
 
 
 def test_error_map_is_saved_for_a_failing_case(tmp_path):
-    from driver_gemm.pipeline.session import RunOptions
+    from driver_gemm.session.state import RunOptions
 
     spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases

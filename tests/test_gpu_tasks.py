@@ -1,9 +1,9 @@
 """Landing the cases of a run on several GPUs: one row per baseline and GPU, each kernel against its own GPU's."""
 
 from driver_gemm.measure.stats import summarize
-from driver_gemm.pipeline.gpu_tasks import GpuLedger, Landing
+from driver_gemm.runners.gpu_tasks import GpuLedger, Landing
 from driver_gemm.results.records import CaseResult, RunResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 SHAPE = Shape(256, 256, 256)
@@ -41,8 +41,8 @@ def test_a_failed_baseline_run_again_and_passing_takes_the_failed_rows_place():
 
 
 def test_a_gpus_ledger_reuses_only_its_own_earlier_baselines_from_its_first_task():
-    from driver_gemm.pipeline.schedule import Task
-    from driver_gemm.spec import load_spec
+    from driver_gemm.runners.schedule import Task
+    from driver_gemm.specfile import load_spec
 
     from conftest import SPECS
 

@@ -97,10 +97,10 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_the_reader_sees_relative_and_function_level_imports():
-    runner = "driver_gemm.pipeline.runner"
+    runner = "driver_gemm.runners.one_gpu"
     module_level = {target for target, _, _ in imports_of(runner, module_level_only=True)}
     everywhere = {target for target, _, _ in imports_of(runner, module_level_only=False)}
-    assert {"driver_gemm.pipeline.steps", "driver_gemm.pipeline.session", "driver_gemm.pipeline.worker"} <= module_level
+    assert {"driver_gemm.session.steps", "driver_gemm.session.state", "driver_gemm.runners.worker"} <= module_level
     assert "driver_gemm.cuda.device" in everywhere - module_level     # read_properties, imported in run_spec
 
 
@@ -162,9 +162,9 @@ def test_the_first_imports_of_a_command_and_of_a_worker_leave_the_heavy_modules_
     import subprocess
     import sys
 
-    heavy = ("numpy", "cuda.bindings.driver", "cuda.bindings.nvrtc", "nvmath", "driver_gemm.pipeline.session")
-    probe = ("import sys; import driver_gemm, driver_gemm.cli.main, driver_gemm.pipeline.worker, "
-             "driver_gemm.cuda.presence, driver_gemm.pipeline.options; "
+    heavy = ("numpy", "cuda.bindings.driver", "cuda.bindings.nvrtc", "nvmath", "driver_gemm.session.state")
+    probe = ("import sys; import driver_gemm, driver_gemm.cli.main, driver_gemm.runners.worker, "
+             "driver_gemm.cuda.presence, driver_gemm.session.options; "
              f"print([m for m in {heavy!r} if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parent.parent)

@@ -5,7 +5,7 @@ from rich.console import Console
 from driver_gemm.report.tables import case_line, print_run, problems_text
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
 
 SHAPE = Shape(1024, 512, 1024)

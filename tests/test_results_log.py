@@ -7,7 +7,7 @@ import textwrap
 from driver_gemm.results.records import CaseLog, CaseResult, RunResult, case_key, load_results
 
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
 
 from conftest import ROOT
@@ -76,7 +76,7 @@ def test_log_survives_kill_9_of_the_writer(tmp_path):
     script = textwrap.dedent(f"""
         import os, time
         from driver_gemm.results.records import CaseLog, CaseResult
-        from driver_gemm.spec.model import Shape
+        from driver_gemm.specfile.model import Shape
         log = CaseLog({str(path)!r})
         for i in range(5):
             log.append(CaseResult(kernel=f"k{{i}}", name="k", shape=Shape(1, 1, 1), status="PASS"))
@@ -121,7 +121,7 @@ def test_status_reads_back_as_the_enum(tmp_path):
 
 def test_a_resume_reads_the_later_row_of_a_case_written_twice(tmp_path):
     from driver_gemm.results.records import CaseLog, CaseResult, RunResult
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.specfile.model import Shape
     from driver_gemm.status import Status
 
     shape = Shape(64, 64, 64)

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from driver_gemm.pipeline.cases import cases_of
-from driver_gemm.pipeline.schedule import (CostModel, Task, case_cost, operands_cost, plan_tasks, predicted_run_s,
+from driver_gemm.planning.cases import cases_of
+from driver_gemm.runners.schedule import (CostModel, Task, case_cost, operands_cost, plan_tasks, predicted_run_s,
                                            shape_costs, simulate, single_gpu_s, timing_cost)
-from driver_gemm.spec import load_spec
-from driver_gemm.spec.model import MeasureSettings
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import MeasureSettings
 
 from conftest import ROOT, SPECS
 
@@ -50,7 +50,7 @@ def test_a_case_costs_more_as_its_operands_grow():
 
 
 def test_a_shapes_operands_are_paid_once_per_gpu_and_typed_cases_pay_their_own():
-    from driver_gemm.pipeline.schedule import OPERANDS, shares_operands
+    from driver_gemm.runners.schedule import OPERANDS, shares_operands
 
     spec = load_spec(SPECS / "ramp.yaml").select(["v4"], ["8192x8192x8192"])
     shape = spec.shapes[0]
@@ -190,7 +190,7 @@ def remembered_ramp(big_baseline_s):
 
 @pytest.mark.parametrize("big_baseline_s, whole", [(8.0, True), (0.1, False)])
 def test_a_shape_whose_baseline_is_costly_stays_whole_the_small_ones_dealt_around_it(big_baseline_s, whole):
-    from driver_gemm.pipeline import schedule
+    from driver_gemm.runners import schedule
 
     spec, big, model = remembered_ramp(big_baseline_s)
     assert schedule.remembered_share(spec, model) == 1.0
@@ -207,7 +207,7 @@ def test_a_shape_whose_baseline_is_costly_stays_whole_the_small_ones_dealt_aroun
 
 
 def test_guessed_costs_buy_more_insurance_than_remembered_ones(monkeypatch):
-    from driver_gemm.pipeline import schedule
+    from driver_gemm.runners import schedule
 
     spec, _, remembered = remembered_ramp(8.0)
     guessed = CostModel(launch_ms={key: 1.0 for key in remembered.case_s})

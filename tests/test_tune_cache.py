@@ -7,10 +7,10 @@ import pytest
 
 from driver_gemm.measure.stats import summarize
 from driver_gemm.results.records import CaseResult
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
-from driver_gemm.tune.cache import TuningCache, case_key, source_digest
+from driver_gemm.tune.tune_cache import TuningCache, case_key, source_digest
 
 
 ENVIRONMENT = {"device": {"name": "NVIDIA H200", "sm_count": 132}, "driver_version": "13.0",

@@ -12,13 +12,13 @@ from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import SpecError
 from driver_gemm.measure import operands
 from driver_gemm.measure.cublaslt import simulate
-from driver_gemm.pipeline import steps, typed_steps
-from driver_gemm.pipeline.cases import cases_of, new_record
-from driver_gemm.pipeline.plan import plan_launch
-from driver_gemm.pipeline.session import RunOptions
+from driver_gemm.session import steps, typed_steps
+from driver_gemm.planning.cases import cases_of, new_record
+from driver_gemm.planning.case_plan import plan_launch
+from driver_gemm.session.state import RunOptions
 from driver_gemm.results.records import CaseResult
-from driver_gemm.spec import load_spec
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status, is_baseline_label
 
 from conftest import ROOT

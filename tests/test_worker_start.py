@@ -16,8 +16,8 @@ import pytest
 import driver_gemm.cuda.device as device_module
 from driver_gemm.cuda.device import OpeningDevice, initialise_in_background
 from driver_gemm.errors import NoGpuError
-from driver_gemm.pipeline import session as session_module
-from driver_gemm.pipeline import steps
+from driver_gemm.session import state as session_module
+from driver_gemm.session import steps
 
 
 class StandInDevice:

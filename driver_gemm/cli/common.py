@@ -129,7 +129,7 @@ def add_source_option(parser) -> None:
 
 def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):
     """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes."""
-    from ..spec import DEFAULT_SPEC, load_spec
+    from ..specfile import DEFAULT_SPEC, load_spec
 
     return [load_spec(path, allow_outside_sources=allow_outside_sources).select(kernels, shapes)
             for path in (paths or [DEFAULT_SPEC])]

@@ -20,7 +20,7 @@ def add_parser(commands, **common) -> None:
 
 def execute(args, out: Output) -> int:
     from ..errors import UsageError
-    from ..report.compare import compare_runs
+    from ..report.comparison import compare_runs
     from ..report.formats import comparison_csv, comparison_markdown
     from ..report.tables import print_comparison
     from .main import EXIT_FAILED, EXIT_OK

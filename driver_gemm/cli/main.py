@@ -47,14 +47,14 @@ def _tool_missing_errors() -> tuple[type, ...]:
     """Errors of optional layers that mean 'a tool or library is not installed' (exit 3)."""
     from ..measure.baseline import CublasUnavailable
     from ..measure.clocks import ClockError
-    from ..pipeline.distribute import DaskUnavailable
+    from ..runners.distribute import DaskUnavailable
 
     return ToolMissingError, NoGpuError, CublasUnavailable, DaskUnavailable, ClockError
 
 
 def exit_code_for(error: BaseException) -> int:
     """The exit code for an exception that ended a command (the table in `EXIT_CODES_HELP`)."""
-    from ..spec.expr import ExpressionError
+    from ..specfile.expr import ExpressionError
 
     if isinstance(error, KeyboardInterrupt):
         return EXIT_INTERRUPTED

@@ -25,7 +25,7 @@ def add_parser(commands, **common) -> None:
 
 def execute(args, out: Output) -> int:
     from ..cuda.compile import nvrtc_warning
-    from ..pipeline.plan_spec import instruction_mixes, plan_spec, plan_target
+    from ..planning.spec_plan import instruction_mixes, plan_spec, plan_target
     from ..report.formats import plan_csv, plan_markdown
     from ..report.tables import print_plan, say
     from .main import EXIT_FAILED, EXIT_OK

@@ -69,7 +69,7 @@ def read_gates(args, out: Output, specs=()):
     A gate that could never fail is refused with the rest: a kernel name the
     specs lack, stored results that share no case with the run.
     """
-    from ..pipeline.cases import cases_of
+    from ..planning.cases import cases_of
     from ..report.gates import GateError, check_gate_names, check_stored_matches, parse_min_pct
     from .common import read_results_files
 
@@ -239,7 +239,7 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
     if args.in_process or args.scheduler or args.sanitize or args.profile or ordinals == "all":
         return {}
     from ..cuda.presence import driver_library_present
-    from ..pipeline.worker import GpuWorker
+    from ..runners.worker import GpuWorker
 
     if not driver_library_present():
         return {}
@@ -267,7 +267,7 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
 def _run_options(args):
     """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
     import before the workers are spawned."""
-    from ..pipeline.options import RunOptions
+    from ..session.options import RunOptions
 
     return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
 
@@ -275,7 +275,7 @@ def _run_options(args):
 def _begin_early_workers(workers: dict, specs, previous) -> dict:
     """Let the early workers make their sessions (with cuBLAS where a spec has a baseline); none when no case
     is left to run (a finished run resumed): those are ended here, before they make one."""
-    from ..pipeline.cases import left_to_run
+    from ..planning.cases import left_to_run
 
     if not any(left_to_run(spec, previous) for spec in specs):
         for worker in workers.values():
@@ -290,9 +290,9 @@ def _begin_early_workers(workers: dict, specs, previous) -> dict:
 def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked: dict[str, int], out: Output,
                early: dict | None = None) -> int:
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
-    from ..pipeline import estimates
-    from ..pipeline.cases import cases_of
-    from ..pipeline.runner import run_spec
+    from ..runners import estimates
+    from ..planning.cases import cases_of
+    from ..runners.one_gpu import run_spec
     from ..results.records import CaseLog, RunResult
     from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
@@ -356,7 +356,7 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     INVALID rows with the same messages, as `plan` shows them.
     """
     from ..cuda.device import device_count
-    from ..pipeline.plan_spec import plan_spec
+    from ..planning.spec_plan import plan_spec
 
     try:
         device_count()
@@ -464,7 +464,7 @@ def _profiler(args, out: Output) -> str | None:
 
 def _profile_cases(spec, result, ncu: str, args, out: Output) -> None:
     """Each verified kernel case, once more under ncu in a child process; its counters go to ``case.profile``."""
-    from ..pipeline.profile_case import profile_case
+    from ..session.profile_case import profile_case
 
     for case in result.cases:
         if case.is_baseline or not case.ok or case.not_run:
@@ -490,13 +490,13 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
     """The run on several GPUs (--devices: this machine's, one thread each, on the `early` workers where started,
     each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
     if scheduler is not None:
-        from ..pipeline.distribute import gpu_cluster, run_on_workers
+        from ..runners.distribute import gpu_cluster, run_on_workers
 
         with gpu_cluster(None, scheduler) as (client, workers):
             return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
                                   previous=previous)
     from ..cuda.device import device_count
-    from ..pipeline.local_gpus import run_on_local_gpus
+    from ..runners.local_gpus import run_on_local_gpus
 
     count = device_count()   # before any worker process starts: no GPU is one clear line
     devices = list(range(count)) if ordinals == "all" else ordinals
@@ -509,8 +509,8 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
 
 
 def _sanitize(args, specs, out: Output) -> int:
-    """Each selected case under compute-sanitizer (see `pipeline.sanitize.sanitize_spec`)."""
-    from ..pipeline.sanitize import sanitize_spec
+    """Each selected case under compute-sanitizer (see `session.sanitize.sanitize_spec`)."""
+    from ..session.sanitize import sanitize_spec
     from .main import EXIT_FAILED, EXIT_OK
 
     if args.resume or args.devices or args.scheduler:

@@ -42,7 +42,7 @@ def add_parser(commands, **common) -> None:
 
 def _recorded(spec, path: Path, out: Output):
     from ..errors import UsageError
-    from ..pipeline.cases import cases_of
+    from ..planning.cases import cases_of
     from ..tune.winners import check_results_match
 
     result, = read_results_files([path], out)
@@ -55,7 +55,7 @@ def _recorded(spec, path: Path, out: Output):
 
 
 def _search(spec, args, out: Output, path: Path, strategy, budget):
-    from ..pipeline.evaluate import TuneAborted
+    from ..tune.evaluate import TuneAborted
     from ..report.tables import case_line, say
     from ..results.records import CaseLog, RunResult
     from ..tune.search import tune_spec
@@ -93,8 +93,8 @@ def _check_before_asking_for_a_gpu(spec) -> None:
     """
     from ..cuda.device import device_count
     from ..errors import CompileError, NoGpuError, SpecError
-    from ..pipeline.build import offline_problems
-    from ..pipeline.cases import cases_of
+    from ..planning.build import offline_problems
+    from ..planning.cases import cases_of
 
     try:
         device_count()
@@ -130,7 +130,7 @@ def _check_outputs(args, spec) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from ..pipeline.cases import cases_of
+    from ..planning.cases import cases_of
     from ..report.tables import print_tune
     from ..errors import UsageError
     from ..tune.strategies import Budget, BudgetError, make_strategy, parse_budget

@@ -107,7 +107,7 @@ class Kernel:
         ``"agrees"`` when both list the same offsets and sizes; otherwise what
         differs, or why the driver could not be asked (an older driver).
         """
-        from .signature import param_slots_from_function
+        from .signature_check import param_slots_from_function
 
         image_slots = self.image_params()
         if image_slots is None:

@@ -19,7 +19,7 @@ from .cubin import read_cubin
 from .fatbin import cubin_bytes, is_fatbin, ptx_entries, ptx_param_slots
 from .mangling import find_symbol
 
-from ..spec.kernels import BINARY_SUFFIXES
+from ..specfile.kernels import BINARY_SUFFIXES
 
 
 def binary_format(path: Path) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cuda.device import Device, DeviceBuffer, Owned, Stream
 from ..errors import CudaError, DriverGemmError
-from ..spec.model import Shape
+from ..specfile.model import Shape
 
 NAME = "cublas"
 

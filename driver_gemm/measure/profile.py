@@ -92,7 +92,7 @@ def find_ncu() -> str:
 
 
 def nvtx_range(label: str, shape_label: str) -> str:
-    """The ``--nvtx-include`` filter of a case's range, as `pipeline.runner.execute_case` names it."""
+    """The ``--nvtx-include`` filter of a case's range, as `session.execute.execute_case` names it."""
     return f"{NVTX_DOMAIN}@{label} {shape_label}/"
 
 

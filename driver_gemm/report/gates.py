@@ -21,7 +21,7 @@ from typing import Mapping
 from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult
 from ..status import is_baseline_label
-from .compare import REGRESSIONS, compare_runs
+from .comparison import REGRESSIONS, compare_runs
 
 
 class GateError(DriverGemmError):

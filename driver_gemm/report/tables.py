@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..pipeline.plan import CasePlan
+from ..planning.case_plan import CasePlan
 from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import legend_lines, short_labels

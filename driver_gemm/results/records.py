@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..spec.model import Shape
+from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
 

@@ -19,9 +19,9 @@ import random
 from dataclasses import dataclass, field
 
 from ..measure.timing import MAX_BATCH
-from ..pipeline.evaluate import screen_samples_cap
+from .evaluate import screen_samples_cap
 from ..results.records import CaseResult, RunResult
-from ..spec.model import Shape
+from ..specfile.model import Shape
 from .strategies import FULL, Budget, Configuration, Strategy, search_all
 
 
@@ -40,7 +40,7 @@ class CostModel:
     - a screen at fidelity f: `screen_overhead_s` (events, gate), one warm-up launch, then f of the
       recorded GPU time, at least `screen_min_samples` launches, no flush; the batch queued while
       the last one ran (`screen_batch_s` of launches, one at least, `MAX_BATCH` at most) is paid too,
-      up to the screen's cap (`pipeline.evaluate.screen_samples_cap`).
+      up to the screen's cap (`tune.evaluate.screen_samples_cap`).
 
     A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
     offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error

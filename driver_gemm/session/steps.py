@@ -27,12 +27,12 @@ from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference,
 from ..measure.timing import measure
 from ..measure.verify import POISON_WORD, Verdict, compare
 from ..results.records import CaseResult
-from ..spec.model import Spec
+from ..specfile.model import Spec
 from ..status import Status
-from .cases import Case, new_record
+from ..planning.cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
 from .bind import build_launch
-from .session import Session
+from .state import Session
 from . import typed_steps
 
 

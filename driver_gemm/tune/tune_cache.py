@@ -25,7 +25,7 @@ from typing import Mapping
 from ..cuda import cache as cubin_cache
 from ..cuda.compile import local_headers
 from ..results.records import CaseResult
-from ..spec.model import KernelSpec, Shape, Spec
+from ..specfile.model import KernelSpec, Shape, Spec
 
 _MAGIC = b"driver-gemm-tune-v1\n"
 FORMAT_VERSION = 1

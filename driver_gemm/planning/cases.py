@@ -19,12 +19,12 @@ from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
 from ..measure.dtypes import GemmTypes
 from ..measure.operands import GemmOperands
 from ..results.records import CaseResult
-from ..spec import expr
-from ..spec.model import KernelSpec, Shape, Spec
-from ..spec.typed import evaluate_operands
+from ..specfile import expr
+from ..specfile.model import KernelSpec, Shape, Spec
+from ..specfile.typed import evaluate_operands
 from ..status import BASELINE_LABELS, Status
-from ..spec.dispatch import select_kernel
-from .plan import CasePlan
+from ..specfile.dispatch import select_kernel
+from .case_plan import CasePlan
 
 
 @dataclass(frozen=True)

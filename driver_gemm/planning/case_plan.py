@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..argtypes import C_TYPES
-from ..spec import expr
+from ..specfile import expr
 from ..cuda.resources import KernelResources
 from ..errors import ConfigError, SpecError
 from ..measure.operands import GemmOperands
-from ..spec.typed import evaluate_operands
+from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
-from ..spec.kernels import SM_COUNT_NAME
-from ..spec.model import KernelSpec, Shape, template_argument
-from .plan_tma import cluster_note, launch_attributes_of, tensor_maps_of
+from ..specfile.kernels import SM_COUNT_NAME
+from ..specfile.model import KernelSpec, Shape, template_argument
+from .hopper_checks import cluster_note, launch_attributes_of, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index

@@ -81,7 +81,7 @@ def _describe(slot: ParamSlot, kind: ParamType | None) -> str:
 def check_kernel_signature(kernel, image: KernelImage) -> None:
     """Raise `SpecError` at the spec's ``signature:`` line when `image` disagrees with `kernel.signature`.
 
-    `kernel` is a `spec.model.KernelSpec`; the demangled types of `image.name`
+    `kernel` is a `specfile.model.KernelSpec`; the demangled types of `image.name`
     are used when it is a C++ (mangled) symbol.
     """
     demangled = demangle(image.name)

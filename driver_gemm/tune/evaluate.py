@@ -46,14 +46,14 @@ from ..measure.reference import CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, 
 from ..measure.stats import gflops
 from ..measure.timing import measure
 from ..results.records import CaseResult
-from ..spec.model import MeasureSettings, Shape, Spec
+from ..specfile.model import MeasureSettings, Shape, Spec
 from ..status import Status
-from . import steps as case_steps
-from . import typed_steps
-from .bind import build_launch
-from .cases import Case, cases_of
-from .funnel import execute_case
-from .session import Session
+from ..session import steps as case_steps
+from ..session import typed_steps
+from ..session.bind import build_launch
+from ..planning.cases import Case, cases_of
+from ..session.execute import execute_case
+from ..session.state import Session
 
 FULL = 1.0
 FP32_INPUTS = "fp32"            # the shape's fp32 A and B are in the shape's buffers

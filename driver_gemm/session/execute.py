@@ -12,11 +12,11 @@ from typing import Callable, Sequence
 from ..cuda import nvtx as ranges
 from ..errors import CudaError, DriverGemmError
 from ..results.records import CaseResult
-from ..spec.model import Spec
+from ..specfile.model import Spec
 from ..status import Status
 from . import steps as case_steps
-from .cases import Case, new_record
-from .session import Session
+from ..planning.cases import Case, new_record
+from .state import Session
 
 StepsFor = Callable[[Case], Sequence[tuple[str, case_steps.Step]]]
 

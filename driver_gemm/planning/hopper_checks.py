@@ -18,9 +18,9 @@ from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.occupancy import ArchLimits, base_arch, parse_arch
 from ..cuda.tensormap import ELEMENT_TYPES, TensorMapPlan
-from ..spec import expr
-from ..spec.typed import evaluate_operands
-from ..spec.model import Argument, KernelSpec, Shape
+from ..specfile import expr
+from ..specfile.typed import evaluate_operands
+from ..specfile.model import Argument, KernelSpec, Shape
 
 Problem = Callable[..., None]   # problem(message, field_name, hint=None), as plan._collector makes it
 

@@ -20,14 +20,14 @@ from typing import Callable, Sequence
 
 from ..measure.stats import gflops
 from ..results.records import CaseResult, RunResult
-from ..spec.model import Shape, Spec
-from . import steps as case_steps
-from .build import plan_cases
-from .cases import Case, left_to_run, not_run_record, ran
+from ..specfile.model import Shape, Spec
+from ..session import steps as case_steps
+from ..planning.build import plan_cases
+from ..planning.cases import Case, left_to_run, not_run_record, ran
 from .environment import environment, now
-from .funnel import StepsFor, execute_case
+from ..session.execute import StepsFor, execute_case
 from ..cuda.occupancy import limits_from_device
-from .session import RunOptions, Session
+from ..session.state import RunOptions, Session
 from .worker import GpuWorker
 
 

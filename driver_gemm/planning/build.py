@@ -22,11 +22,11 @@ from ..cuda.cubin import KernelImage
 from ..cuda.nvcc import compile_with_nvcc
 from ..cuda.occupancy import ArchLimits, arch_limits
 from ..cuda.prebuilt import load_binary
-from ..cuda.signature import check_kernel_signature
+from ..cuda.signature_check import check_kernel_signature
 from ..errors import CompileError, ImageError, SpecError
-from ..spec.model import KernelSpec, Spec
+from ..specfile.model import KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
-from .plan import CasePlan, plan_launch, with_resources
+from .case_plan import CasePlan, plan_launch, with_resources
 
 Compiled = dict[str, "Cubin | CompileError"]
 

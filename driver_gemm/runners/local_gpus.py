@@ -34,12 +34,12 @@ from typing import Callable, Sequence
 
 from .. import timeline
 from ..results.records import CaseResult, RunResult
-from ..spec.model import Spec
-from .cases import left_to_run
+from ..specfile.model import Spec
+from ..planning.cases import left_to_run
 from .environment import environment
 from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
 from .schedule import CostModel, Task, remembered_model
-from .session import RunOptions
+from ..session.state import RunOptions
 from .worker import GpuWorker
 
 # How often the caller's thread, waiting for cases, looks for a pending Ctrl-C.

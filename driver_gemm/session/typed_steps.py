@@ -34,7 +34,7 @@ from ..measure.operands import (GemmOperands, Output, TypedInputs, input_bytes, 
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
 from ..measure.verify import Verdict, compare_typed
-from ..spec.model import VerifySettings
+from ..specfile.model import VerifySettings
 from ..status import Status
 from .bind import build_launch
 

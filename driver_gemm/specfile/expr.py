@@ -6,7 +6,7 @@ may also compare (``== != < <= > >=``) and combine with ``and``, ``or``,
 ``not``. Python's own parser builds the tree; only the node kinds above are
 accepted and they are evaluated here, never by ``eval``.
 
-Bounds (`driver_gemm.spec.limits`): an expression is at most
+Bounds (`driver_gemm.specfile.limits`): an expression is at most
 `MAX_EXPRESSION_CHARS` long, nests parentheses and its tree at most
 `MAX_EXPRESSION_DEPTH` deep and has at most `MAX_EXPRESSION_NODES` nodes;
 constants and every intermediate value are finite, and whole numbers stay in

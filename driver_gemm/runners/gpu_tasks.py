@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..results.records import CaseResult, RunResult, case_key
-from ..spec.model import Spec
-from .cases import cases_of, ran
+from ..specfile.model import Spec
+from ..planning.cases import cases_of, ran
 from .environment import now
-from .runner import run_settings, run_spec
+from .one_gpu import run_settings, run_spec
 from .schedule import CostModel, Task, plan_tasks
-from .session import RunOptions
+from ..session.state import RunOptions
 from .worker import GpuWorker
 
 

@@ -1,7 +1,7 @@
 """Dispatch tables built from a tune's winners (`build_dispatch`) and written as a spec's ``dispatch:`` field.
 
 The field, its rule for choosing an entry and its reader live in
-`driver_gemm.spec.dispatch` (a spec is read before anything runs); they are
+`driver_gemm.specfile.dispatch` (a spec is read before anything runs); they are
 imported here too, so that the tuning side reads as one place.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from ..spec.dispatch import (DIMENSIONS, DispatchEntry, DispatchTable, parse_dispatch,  # noqa: F401 (re-exported)
+from ..specfile.dispatch import (DIMENSIONS, DispatchEntry, DispatchTable, parse_dispatch,  # noqa: F401 (re-exported)
                              select_kernel)
 
 __all__ = ["DIMENSIONS", "DispatchEntry", "DispatchTable", "build_dispatch", "dispatch_document", "parse_dispatch",

@@ -26,7 +26,7 @@ from ..measure.clocks import NvmlClocks, open_device_clocks
 from ..measure.inputs import ShapeOperands
 from ..measure.cublaslt import CublasLtMatmul
 from ..measure.timing import L2Flusher, LaunchGate
-from ..spec.model import Shape
+from ..specfile.model import Shape
 from .options import RunOptions
 
 # Host arrays at least this large are page-locked while the session uses them (a shape's operands, its output's

@@ -23,7 +23,7 @@ from ..errors import DriverGemmError
 from ..kernel_names import split_overload
 from ..measure.profile import ncu_command, nvtx_filter_safe, run_ncu, summarize
 from ..results.records import CaseResult
-from ..spec.model import Spec
+from ..specfile.model import Spec
 
 
 def child_command(spec: Spec, case: CaseResult, device: int, json_path: Path) -> list[str]:

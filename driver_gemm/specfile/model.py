@@ -3,7 +3,7 @@
 A spec says which kernels to run (source, function or template instance,
 template parameters, launch grid and block as expressions of the shape and the
 parameters, dynamic shared memory, argument signature), on which shapes, how to
-measure and how to verify. The classes here hold what `driver_gemm.spec.build`
+measure and how to verify. The classes here hold what `driver_gemm.specfile.load`
 made of a YAML file or a dictionary; nothing here touches CUDA or YAML.
 """
 
@@ -124,7 +124,7 @@ class OperandSpec:
     `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
     `strides` hold the expressions the spec gave (an operand left out is
     tight); `batch` is the number of matrices. Evaluated per shape by
-    `driver_gemm.spec.typed.evaluate_operands`.
+    `driver_gemm.specfile.typed.evaluate_operands`.
     """
 
     types: GemmTypes

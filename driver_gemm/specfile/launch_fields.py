@@ -6,7 +6,7 @@ entry ``{name, type: tensormap, tensor: A|B|C, box: [rows, cols], swizzle,
 l2_promotion, oob_fill, element}`` becomes an `Argument` with a
 `TensorMapArgument`. Only the words and expressions are checked here; what
 depends on the shape (extents, strides, box limits) is checked per case by
-`pipeline.plan_tma`.
+`planning.hopper_checks`.
 """
 
 from __future__ import annotations

@@ -39,11 +39,11 @@ from uuid import uuid4
 
 from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult
-from ..spec.model import Spec
+from ..specfile.model import Spec
 from .environment import environment
 from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
 from .schedule import CostModel, Task, remembered_model
-from .session import RunOptions
+from ..session.state import RunOptions
 from .worker import GpuWorker
 
 

@@ -17,10 +17,10 @@ from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
-from ..spec.model import KernelSpec, Spec
+from ..specfile.model import KernelSpec, Spec
 from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
 from .cases import kernels_of
-from .plan import CasePlan
+from .case_plan import CasePlan
 
 
 @dataclass(frozen=True)

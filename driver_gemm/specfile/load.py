@@ -131,7 +131,7 @@ def _parse_kernels(context: Context, document: dict, scalars: dict[str, float]) 
 
 
 def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec, ...]) -> dict:
-    """The ``dispatch:`` tables (`spec.dispatch`), each for exactly one kernel of the spec, its params known."""
+    """The ``dispatch:`` tables (`specfile.dispatch`), each for exactly one kernel of the spec, its params known."""
     if "dispatch" not in document:
         return {}
     from .dispatch import parse_dispatch

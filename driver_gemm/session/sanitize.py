@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..errors import NoGpuError, ToolMissingError, UsageError
 from ..results.records import CaseResult, RunResult
-from ..spec.model import Spec
+from ..specfile.model import Spec
 from ..status import Status
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

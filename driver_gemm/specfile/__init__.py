@@ -1,6 +1,6 @@
 """Step 1 of the data flow: a YAML spec (or a dictionary) read into checked, immutable descriptions."""
 
-from .build import load_spec, parse_spec, spec_from_dict
+from .load import load_spec, parse_spec, spec_from_dict
 from .limits import MAX_CASES, MAX_SPEC_BYTES
 from .model import (DEFAULT_SPEC, PRECISIONS, Argument, KernelSpec, MeasureSettings, Shape, Spec, VerifySettings,
                     parse_shape_text)

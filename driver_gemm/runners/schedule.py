@@ -55,10 +55,10 @@ from dataclasses import dataclass, field
 
 from ..measure.reference import uses_cpu_reference
 from ..measure.timing import MIN_SAMPLES_ON_TIMEOUT
-from ..spec.model import MeasureSettings, Shape, Spec
+from ..specfile.model import MeasureSettings, Shape, Spec
 from ..cuda.occupancy import arch_limits
-from .cases import Case, cases_of
-from .plan import plan_launch
+from ..planning.cases import Case, cases_of
+from ..planning.case_plan import plan_launch
 
 # What a task lists beside its baselines' precisions for a shape's operands and reference (`operands_cost`).
 OPERANDS = "operands"

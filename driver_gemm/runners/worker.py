@@ -30,12 +30,12 @@ import time
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import timeline
-from .options import RunOptions
+from ..session.options import RunOptions
 
 if TYPE_CHECKING:
     from ..results.records import CaseResult
-    from .cases import Case
-    from .session import Session
+    from ..planning.cases import Case
+    from ..session.state import Session
 
 # This module is imported by the command before it reads its specs, to spawn the workers as early as it can: what
 # a worker needs to run cases (the session, the funnel, NumPy and the driver's bindings) is imported in `serve`,
@@ -72,8 +72,8 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool | None
         from ..cuda.device import OpeningDevice
 
         opening = OpeningDevice(device)
-    from .funnel import execute_case
-    from .session import Session
+    from ..session.execute import execute_case
+    from ..session.state import Session
 
     session_factory = session_factory or functools.partial(Session, opening=opening)
     execute = execute or execute_case
@@ -275,7 +275,7 @@ class GpuWorker:
         """Run `cases` (a batch) on the child, calling `finish` with each result in order; every case ends as a record."""
         from ..results.records import CaseResult
         from ..status import Status
-        from .cases import new_record, not_run_record
+        from ..planning.cases import new_record, not_run_record
 
         kernels = {case.kernel.label for case in cases if case.kernel is not None}
         runnable = {label: cubin for label, cubin in compiled.items() if label in kernels}
