@@ -100,7 +100,7 @@ def test_the_reader_sees_relative_and_function_level_imports():
     runner = "driver_gemm.runners.one_gpu"
     module_level = {target for target, _, _ in imports_of(runner, module_level_only=True)}
     everywhere = {target for target, _, _ in imports_of(runner, module_level_only=False)}
-    assert {"driver_gemm.session.steps", "driver_gemm.session.state", "driver_gemm.runners.worker"} <= module_level
+    assert {"driver_gemm.planning.build", "driver_gemm.runners.runner", "driver_gemm.runners.worker"} <= module_level
     assert "driver_gemm.cuda.device" in everywhere - module_level     # read_properties, imported in run_spec
 
 

@@ -15,7 +15,7 @@ from driver_gemm.planning import build
 from driver_gemm.planning.build import check_offline, plan_cases
 from driver_gemm.planning.cases import cases_of, new_record, ran
 from driver_gemm.planning.case_plan import plan_case
-from driver_gemm.runners.one_gpu import run_in_process
+from driver_gemm.runners.in_process import run_in_process
 from driver_gemm.session.state import RunOptions
 from driver_gemm.runners.worker import run_isolated
 from driver_gemm.specfile.model import Shape

@@ -2,8 +2,8 @@
 
 `run_spec` is what ``driver-gemm run`` and library users call. It only
 sequences: `build.plan_cases` plans every case and compiles what can run,
-`funnel.execute_case` runs one case's steps (`steps.py`) through the error funnel,
-and `run_in_process` or a `worker.GpuWorker` runs the cases. Each case ends
+`execute.execute_case` runs one case's steps (`steps.py`) through the error funnel,
+and a `runner.Runner` (in this process, or in a `worker.GpuWorker`) runs the cases. Each case ends
 as a `CaseResult`, whatever happens to it: any exception inside a case, from
 a CUDA error to a plain bug, becomes that case's ERROR record with its
 message and the run goes on; a fault that leaves CUDA unusable (an illegal
@@ -21,13 +21,12 @@ from typing import Callable, Sequence
 from ..measure.stats import gflops
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Shape, Spec
-from ..session import steps as case_steps
 from ..planning.build import plan_cases
-from ..planning.cases import Case, left_to_run, not_run_record, ran
+from ..planning.cases import Case, left_to_run, ran
 from .environment import environment, now
-from ..session.execute import StepsFor, execute_case
 from ..cuda.occupancy import limits_from_device
-from ..session.state import RunOptions, Session
+from ..session.options import RunOptions
+from .runner import InProcessRunner, IsolatedRunner
 from .worker import GpuWorker
 
 
@@ -99,16 +98,10 @@ def _run(spec, device, isolate, options, on_result, on_start, result, kept, cont
         if on_result:
             on_result(case)
 
+    runner = (IsolatedRunner(gpu_worker, worker_starts, worker_start_steps) if isolate
+              else InProcessRunner(device, options, context=context, stream=stream))
     try:
-        if isolate:
-            started = len(gpu_worker.starts)
-            try:
-                gpu_worker.run(spec, cases, compiled, finish, on_start)
-            finally:
-                worker_starts.extend(gpu_worker.starts[started:])
-                worker_start_steps.extend(gpu_worker.start_steps[started:])
-        else:
-            run_in_process(spec, cases, compiled, device, options, finish, on_start, context=context, stream=stream)
+        runner.run(spec, cases, compiled, finish, on_start)
     finally:
         result.finished = now()
 
@@ -118,30 +111,6 @@ def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> dict:
     scalars, whether cases ran isolated, and `more` (what the driver of the run adds)."""
     return {**result.settings, "measure": asdict(spec.measure), "verify": asdict(spec.verify),
             "scalars": dict(spec.scalars), "isolate": isolate, **more}
-
-
-def run_in_process(spec: Spec, cases: Sequence[Case], compiled, device: int, options: RunOptions,
-                   finish: Callable[[CaseResult], None], on_start: Callable[[Case], None] | None = None, *,
-                   context=None, stream=None, session_factory: Callable[..., Session] = Session,
-                   steps_for: StepsFor = case_steps.steps_for) -> None:
-    """Run `cases` in this process; after a fault that poisons CUDA, the rest are recorded as not run.
-
-    `session_factory` and `steps_for` make the session and each case's steps
-    (the real ones by default; a test passes stand-ins).
-    """
-    session = session_factory(device, spec.baseline, options, context=context, stream=stream)
-    try:
-        for position, case in enumerate(cases):
-            if on_start:
-                on_start(case)
-            finish(execute_case(session, spec, case, compiled, steps_for))
-            if session.device.poisoned:
-                for rest in cases[position + 1:]:
-                    finish(not_run_record(rest, f"CUDA is unusable in this process after {case.label} at "
-                                                f"{case.shape.label} faulted (run isolated to go on past faults)"))
-                return
-    finally:
-        session.close()
 
 
 def _is_timed_baseline(case: CaseResult) -> bool:
