@@ -276,7 +276,7 @@ def test_cublaslt_matmul_matches_the_reference(gemm_device, node, code):
     output = operands.read_output(gemm.c, raw, types.c)
     expected = operands.reference(inputs.a, inputs.b, alpha, beta, inputs.c0, **scales)
     verdict = compare(output.values.reshape(-1, gemm.N), expected.reshape(-1, gemm.N),
-                      rel_tolerance=dtypes.tolerance(types, gemm.K))
+                      rel_tolerance=dtypes.error_bound(types, gemm.K))
     assert verdict.status == "PASS", verdict.as_dict()
 
 

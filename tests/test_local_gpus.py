@@ -33,7 +33,7 @@ def describe_stand_in(device):
 
 
 def recording(part, baselines_run):
-    """`part`, noting (shape, GPU) of every baseline it runs in `baselines_run` (the landing keeps a row only once)."""
+    """`part`, noting (shape, GPU) of every baseline it runs in `baselines_run` (the collector keeps a row only once)."""
     def recorded_part(subspec, device, isolate, options, previous, on_result, **kwargs):
         def ran(case):
             if case.is_baseline:

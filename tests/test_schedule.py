@@ -7,7 +7,7 @@ import pytest
 
 from driver_gemm.planning.cases import cases_of
 from driver_gemm.runners.schedule import (CostModel, Task, case_cost, operands_cost, plan_tasks, predicted_run_s,
-                                           shape_costs, simulate, single_gpu_s, timing_cost)
+                                           shape_costs, simulate_schedule, single_gpu_s, timing_cost)
 from driver_gemm.specfile import load_spec
 from driver_gemm.specfile.model import MeasureSettings
 
@@ -59,9 +59,9 @@ def test_a_shapes_operands_are_paid_once_per_gpu_and_typed_cases_pay_their_own()
     assert all(shares_operands(case) for case in cases_of(spec))
     # Two tasks of the shape on one GPU pay for its operands once, on two GPUs twice.
     tasks = [Task((shape,), ("v4",), 1.0, ((shape, OPERANDS, 2.0),)) for _ in range(2)]
-    assert simulate(tasks, 1, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(4.0)
-    assert simulate(tasks, 2, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(3.0)
-    assert simulate(tasks, 2, CostModel(task_overhead_s=0)).baseline_runs == 0
+    assert simulate_schedule(tasks, 1, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(4.0)
+    assert simulate_schedule(tasks, 2, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(3.0)
+    assert simulate_schedule(tasks, 2, CostModel(task_overhead_s=0)).baseline_runs == 0
     # Remembered seconds include the operands: nothing is added for them.
     remembered = CostModel(case_s={(case.label, shape.label): 1.0 for case in cases_of(spec)})
     assert operands_cost(shape, spec, remembered) == 0.0
@@ -132,8 +132,8 @@ def test_the_dealing_keeps_two_gpus_busy_to_within_a_twentieth(spec_name):
     spec = load_spec(SPECS / spec_name)
     assert all((c.label if c.kernel is None else c.kernel.name, c.shape.label) in launch_ms for c in cases_of(spec)
                if c.kernel is None or c.kernel.name != "v0" or c.shape.M <= 8192)
-    planned = simulate(plan_tasks(spec, 2, model), 2, model).makespan_s
-    assert planned <= simulate(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
+    planned = simulate_schedule(plan_tasks(spec, 2, model), 2, model).makespan_s
+    assert planned <= simulate_schedule(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
     assert (single_gpu_s(spec, model) - model.run_start_s) / planned >= 1.9
 
 
@@ -160,12 +160,12 @@ def test_two_gpus_from_start_to_exit_under_recorded_launch_times(spec_name):
 def test_the_ramp_plan_is_no_worse_than_whole_shapes_and_each_gpu_pays_for_its_own_baselines():
     spec = load_spec(SPECS / "ramp.yaml")
     model = CostModel()
-    schedule = simulate(plan_tasks(spec, 2, model), 2, model)
+    schedule = simulate_schedule(plan_tasks(spec, 2, model), 2, model)
     taken = {(worker, shape) for worker, tasks in enumerate(schedule.assigned) for task in tasks
              for shape in task.shapes}
     assert schedule.baseline_runs == len(taken)            # a shape both GPUs take: its baseline on each
     assert {shape for _, shape in taken} == set(spec.shapes)
-    assert schedule.makespan_s <= simulate(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
+    assert schedule.makespan_s <= simulate_schedule(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
 
 
 def test_one_gpu_gets_few_tasks():
@@ -195,11 +195,11 @@ def test_a_shape_whose_baseline_is_costly_stays_whole_the_small_ones_dealt_aroun
     spec, big, model = remembered_ramp(big_baseline_s)
     assert schedule.remembered_share(spec, model) == 1.0
     tasks = plan_tasks(spec, 2, model)
-    planned = simulate(tasks, 2, model)
+    planned = simulate_schedule(tasks, 2, model)
     assert (sum(big in task.shapes for task in tasks) == 1) is whole
     # no worse than any cut that splits every shape larger than a task (the only cuts there were before)
     total = sum(cost for kernels, _ in shape_costs(spec, model).values() for _, cost, _ in kernels)
-    cut = min(simulate(schedule.tasks_at(spec, total / (2 * g), model), 2, model).makespan_s
+    cut = min(simulate_schedule(schedule.tasks_at(spec, total / (2 * g), model), 2, model).makespan_s
               for g in schedule.GRANULARITIES)
     assert planned.makespan_s <= cut * (1 + schedule.REMEMBERED_SLACK) + 1e-9
     if whole:

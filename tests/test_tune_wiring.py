@@ -13,7 +13,7 @@ from driver_gemm.cli import main
 from driver_gemm.cli.common import Output
 from driver_gemm.cli.run import check_run_gates, read_gates
 from driver_gemm.errors import UsageError
-from driver_gemm.measure.profile import ncu_command, nvtx_filter_safe, parse_ncu_csv, summarize
+from driver_gemm.measure.profile import ncu_command, nvtx_filter_safe, parse_ncu_csv, summarize_profile
 from driver_gemm.results.read import read_results
 from driver_gemm.specfile import load_spec
 
@@ -122,7 +122,7 @@ def test_profile_table_from_a_recorded_ncu_csv_beside_the_theoretical_occupancy(
     run = read_results(ROOT / "bench" / "results" / "tf32-v10-h200.json").run
     case = next(c for c in run.cases if c.kernel.startswith("v10") and c.occupancy)
     launch = parse_ncu_csv((DATA / "ncu-raw-sm90.csv").read_text())[0]
-    case.profile = summarize(launch, flops=case.shape.flops)
+    case.profile = summarize_profile(launch, flops=case.shape.flops)
     row, = profile_rows(run)
     assert row["achieved_occupancy_pct"] == pytest.approx(12.47)
     assert row["theoretical_occupancy_pct"] == pytest.approx(100 * case.occupancy["occupancy"])

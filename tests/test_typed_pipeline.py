@@ -202,7 +202,7 @@ def test_an_unsupported_combination_has_a_row_that_says_why(tmp_path):
     assert lt.plan is None and "layout NT" in lt.reason
     run = steps.start(rows["cublaslt-e5m2.e4m3-fp16-NN"], None, spec, None)
     typed_steps.load_lt(run)
-    assert run.settled and run.record.status == Status.INVALID and "layout NT" in run.record.message
+    assert run.stopped and run.record.status == Status.INVALID and "layout NT" in run.record.message
 
 
 def test_untyped_and_typed_kernels_keep_their_own_baselines():
@@ -287,7 +287,7 @@ def test_a_correct_typed_output_passes_and_a_k_tail_bug_fails(tmp_path, extra):
     verdict = typed_steps.check_output(run)
     assert verdict.status == Status.PASS, verdict.as_dict()
     assert verdict.padding_written == 0
-    assert run.record.verification["tolerance"] == operands.dtypes.tolerance(run.typed.types, 41)
+    assert run.record.verification["tolerance"] == operands.dtypes.error_bound(run.typed.types, 41)
 
     typed = run.typed
     tail = operands.reference(typed.inputs.a[:, :, :32], typed.inputs.b[:, :32, :], typed.alpha, typed.beta,

@@ -389,7 +389,7 @@ SAFETY = 5.0
 FP8_TENSOR_CORE_UNIT_ROUNDOFF = 2.0 ** -14
 
 
-def tolerance(types: GemmTypes, K: int, *, safety: float = SAFETY) -> float:
+def error_bound(types: GemmTypes, K: int, *, safety: float = SAFETY) -> float:
     """The relative Frobenius error a correct GEMM of `types` with inner size `K` stays within.
 
     Inputs are drawn exactly representable, so their rounding does not enter;

@@ -254,7 +254,7 @@ def output_bytes(layout: MatrixLayout, element: ElementType | str, start: np.nda
 
 
 @dataclass
-class Output:
+class KernelOutput:
     """A kernel's output read back: the values (batch x M x N), their raw codes, and the padding's fate."""
 
     values: np.ndarray
@@ -266,7 +266,7 @@ class Output:
         return dtypes.unwritten_mask(self.codes, element)
 
 
-def read_output(layout: MatrixLayout, raw: bytes, element: ElementType | str) -> Output:
+def read_output(layout: MatrixLayout, raw: bytes, element: ElementType | str) -> KernelOutput:
     """Decode the output buffer `raw` (filled by `output_bytes`, then written by a kernel)."""
     element = dtypes.element_type(element)
     if len(raw) != layout.elements * element.storage_bytes:
@@ -276,7 +276,7 @@ def read_output(layout: MatrixLayout, raw: bytes, element: ElementType | str) ->
     poison = np.array(dtypes.poison_code(element)).astype(element.storage_dtype)
     padding_written = int((codes[layout.padding_mask()] != poison).sum())
     matrix_codes = layout.unpack(codes)
-    return Output(dtypes.decode(matrix_codes, element), matrix_codes, padding_written)
+    return KernelOutput(dtypes.decode(matrix_codes, element), matrix_codes, padding_written)
 
 
 @dataclass

@@ -41,7 +41,7 @@ from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Spec
 from .environment import environment
-from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
+from .gpu_tasks import GpuBaselines, ResultCollector, begin_run, run_part, run_task_on, tasks_to_run
 from .schedule import CostModel, Task, remembered_model
 from ..session.state import RunOptions
 from .worker import GpuWorker
@@ -51,10 +51,10 @@ class DaskUnavailable(DriverGemmError):
     """Dask (distributed) is not installed."""
 
 
-# A Dask worker's own state, kept between the tasks of a run: the ledger of the baselines each GPU it
+# A Dask worker's own state, kept between the tasks of a run: the baselines each GPU it
 # drives has run, per run (its event topic) and GPU ordinal; and the worker process that runs each GPU's
 # cases, kept between tasks.
-_LEDGERS: dict[tuple[str, int], GpuLedger] = {}
+_GPU_BASELINES: dict[tuple[str, int], GpuBaselines] = {}
 STOP_WAIT_S = 10.0          # how long an interrupted run waits for the workers to stop their GPUs' processes
 _GPU_WORKERS: dict[int, GpuWorker] = {}
 
@@ -80,12 +80,12 @@ def _start_gpu_worker(ordinals: dict[str, int], options: RunOptions, want_cublas
 
 
 def _end_of_run(ordinals: dict[str, int], topic: str) -> dict:
-    """On a Dask worker, after the run (finished or not): forget its ledgers, stop its GPU's process; how many it
+    """On a Dask worker, after the run (finished or not): forget its baselines, stop its GPU's process; how many it
     started, and their start-up (nothing when it kept none). The cluster may outlive the run (``--scheduler``)."""
     from distributed import get_worker
 
-    for key in [key for key in _LEDGERS if key[0] == topic]:
-        del _LEDGERS[key]
+    for key in [key for key in _GPU_BASELINES if key[0] == topic]:
+        del _GPU_BASELINES[key]
     held = _GPU_WORKERS.pop(ordinals[get_worker().address], None)
     if held is None:
         return {}
@@ -106,13 +106,13 @@ def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, i
 
     worker = get_worker()
     device = ordinals[worker.address]
-    ledger = _LEDGERS.setdefault((topic, device), GpuLedger(device, (uuids or {}).get(worker.address)))
+    gpu_baselines = _GPU_BASELINES.setdefault((topic, device), GpuBaselines(device, (uuids or {}).get(worker.address)))
 
     def landed(case: CaseResult) -> None:
         worker.log_event(topic, {"case": json.dumps(case.as_dict()), "device": device})   # msgpack-safe text
 
     gpu_worker = gpu_worker_of(device, options, spec.baseline, make_worker) if isolate and make_worker else None
-    report = run_task_on(ledger, part, spec, task, options, [CaseResult.from_dict(c) for c in previous], landed,
+    report = run_task_on(gpu_baselines, part, spec, task, options, [CaseResult.from_dict(c) for c in previous], landed,
                          gpu_worker, isolate)
     return {"worker": worker.address, **report}
 
@@ -215,7 +215,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
                              make_worker, uuids, priority=len(tasks) - rank, pure=False)
                for rank, task in enumerate(tasks)]
-    landing = Landing(result, kept, on_result)
+    collector = ResultCollector(result, kept, on_result)
 
     def drain() -> None:
         while True:
@@ -223,7 +223,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                 event = arrived.get_nowait()
             except queue.Empty:
                 return
-            landing.land(json.loads(event["case"]), event["device"])
+            collector.add(json.loads(event["case"]), event["device"])
 
     completed = False
     try:
@@ -236,13 +236,13 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
             drain()
             for future in finished:
                 report = future.result()
-                landing.task_done(report, report["worker"])      # with any case whose event has not arrived
+                collector.task_done(report, report["worker"])      # with any case whose event has not arrived
         drain()
         completed = True
     finally:
         _end_on_workers(client, workers, ordinals, topic, futures, completed, starting, result)
         client.unsubscribe_topic(topic)
-        landing.finish(spec)
+        collector.finish(spec)
     return result
 
 

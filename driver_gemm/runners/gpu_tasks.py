@@ -5,11 +5,11 @@ this process, one per local GPU (`local_gpus.py`), and Dask workers, one per
 GPU of one or several machines (`distribute.py`). Both do the same thing
 around a task, and this module is that thing:
 
-- on the GPU's side, `GpuLedger` remembers the baselines the GPU has run (or
+- on the GPU's side, `GpuBaselines` remembers the baselines the GPU has run (or
   that a resumed run's records hold for it) and `run_task_on` runs a task
   there: its subspec, skipping the baselines the GPU already has and the
   kernel cases a resumed run already holds;
-- on the caller's side, `Landing` puts each case into the `RunResult` once,
+- on the caller's side, `ResultCollector` puts each case into the `RunResult` once,
   a baseline once per GPU, and names in each kernel row's
   ``measured_against`` the baseline of the GPU that ran it;
 - `begin_run` fills the run's environment and settings before the first case
@@ -64,7 +64,7 @@ class TaskInputs:
         return {case_key(case) for case in self.previous}
 
 
-class GpuLedger:
+class GpuBaselines:
     """One GPU's own baselines during a run, (shape label, precision) -> record, and the GPU's UUID once a case names it.
 
     A GPU runs a shape's baseline the first time it takes the shape; every
@@ -105,22 +105,24 @@ class GpuLedger:
                 self.uuid = record.device["uuid"]
 
 
-def run_task_on(ledger: GpuLedger, part: Callable, spec: Spec, task: Task, options: RunOptions,
+def run_task_on(gpu_baselines: GpuBaselines, part: Callable, spec: Spec, task: Task, options: RunOptions,
                 earlier: Sequence[CaseResult], on_result: Callable[[CaseResult], None],
                 gpu_worker: GpuWorker | None, isolate: bool = True) -> dict:
-    """`task` on the ledger's GPU with `part`; each case to `on_result` as it finishes; the task's report as plain data.
+    """`task` on the GPU of `gpu_baselines` with `part`; each case to `on_result` as it finishes; the task's report
+    as plain data.
 
     The report holds the GPU, the environment the part saw, the task's new
     cases (``cases``), the baselines it reused (``reused``), its label, its
     estimate and its wall seconds.
     """
     started = time.monotonic()
-    inputs = ledger.inputs_of(spec, task, earlier)
-    data = part(inputs.subspec, ledger.device, isolate, options, inputs.previous, on_result, gpu_worker=gpu_worker)
+    inputs = gpu_baselines.inputs_of(spec, task, earlier)
+    data = part(inputs.subspec, gpu_baselines.device, isolate, options, inputs.previous, on_result,
+                gpu_worker=gpu_worker)
     skipped = inputs.skipped
     new = [c for c in data["cases"] if (c["kernel"], c["shape"]["label"]) not in skipped]
-    ledger.remember(new)
-    return {"device": ledger.device, "environment": data.get("environment", {}), "cases": new,
+    gpu_baselines.remember(new)
+    return {"device": gpu_baselines.device, "environment": data.get("environment", {}), "cases": new,
             "reused": [c.as_dict() for c in inputs.reused], "task": task.label,
             "estimate_s": round(task.estimate_s, 3), "wall_s": round(time.monotonic() - started, 3)}
 
@@ -152,7 +154,7 @@ def tasks_to_run(spec: Spec, kept: Sequence[CaseResult], gpus: int, model: CostM
             or not task.kernels]
 
 
-class Landing:
+class ResultCollector:
     """The caller's side of a run on several GPUs: each case lands in `result` once, measured against its GPU's baseline.
 
     A baseline lands once per GPU, a kernel case once. A kernel row's
@@ -172,7 +174,7 @@ class Landing:
             if case.is_baseline and case.device and case.ok:
                 self.baselines[gpu_of(case, case.device.get("ordinal")), case.shape.label, case.precision] = case
 
-    def land(self, data: dict, device: int) -> None:
+    def add(self, data: dict, device: int) -> None:
         """A case (as plain data) that GPU `device` finished: into the result and to `on_result`, unless landed already.
 
         A baseline that failed (or crashed) and that its GPU ran again, passing,
@@ -207,7 +209,7 @@ class Landing:
         """A finished task's report: its cases not landed yet, and its line in ``settings["tasks"]``."""
         self.reused(report)
         for case in report["cases"]:
-            self.land(case, report["device"])
+            self.add(case, report["device"])
         self.result.settings["tasks"].append({"task": report["task"], "worker": worker, "device": report["device"],
                                               "estimate_s": report["estimate_s"], "wall_s": report["wall_s"]})
 

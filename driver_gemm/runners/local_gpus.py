@@ -15,7 +15,7 @@ other GPUs' last cases and the writing of the results.
 
 The threads mostly wait on their worker processes; they do not land cases:
 each finished case goes to this thread (the caller's) through a queue and
-lands there (`gpu_tasks.Landing`), measured against the baseline of the GPU
+lands there (`gpu_tasks.ResultCollector`), measured against the baseline of the GPU
 that ran it, so `on_result` is only ever called from the caller's thread and
 Ctrl-C, which Python delivers there, keeps every case that finished: the GPU
 processes are then cancelled and nothing they cut short is recorded.
@@ -37,7 +37,7 @@ from ..results.records import CaseResult, RunResult
 from ..specfile.model import Spec
 from ..planning.cases import left_to_run
 from .environment import environment
-from .gpu_tasks import GpuLedger, Landing, begin_run, run_part, run_task_on, tasks_to_run
+from .gpu_tasks import GpuBaselines, ResultCollector, begin_run, run_part, run_task_on, tasks_to_run
 from .schedule import CostModel, Task, remembered_model
 from ..session.state import RunOptions
 from .worker import GpuWorker
@@ -134,13 +134,13 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
         timeline.mark("tasks dealt", first=True)
         uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
                  for _, device, environment_of in described}
-        _drive(spec, devices, tasks, gpu_workers, part, options, kept, Landing(result, kept, on_result), uuids,
+        _drive(spec, devices, tasks, gpu_workers, part, options, kept, ResultCollector(result, kept, on_result), uuids,
                keep_open=set() if release_given else set(given))
     return result
 
 
 def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[int, GpuWorker], part: Callable,
-           options: RunOptions, kept: list[CaseResult], landing: Landing, uuids: dict[int, str | None],
+           options: RunOptions, kept: list[CaseResult], collector: ResultCollector, uuids: dict[int, str | None],
            keep_open: set[int] = frozenset()) -> None:
     """One thread per GPU takes tasks from `tasks`; their cases land here, on the caller's thread, as they finish."""
     events: queue.SimpleQueue = queue.SimpleQueue()
@@ -148,7 +148,7 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
     def drive(device: int) -> None:
         """A GPU's thread: its tasks, one after the other, until the list is empty; then its worker process is
         told to stop (unless the caller keeps it: `keep_open`)."""
-        ledger = GpuLedger(device, uuids.get(device))
+        gpu_baselines = GpuBaselines(device, uuids.get(device))
         gpu_worker = gpu_workers.get(device)
 
         def finished(case: CaseResult) -> None:
@@ -160,7 +160,7 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
             if gpu_worker is not None and gpu_worker.wait_ready() is not None and tasks.retire():
                 return
             while (task := tasks.take()) is not None:
-                report = run_task_on(ledger, part, spec, task, options, kept, finished, gpu_worker)
+                report = run_task_on(gpu_baselines, part, spec, task, options, kept, finished, gpu_worker)
                 if not tasks.stopped.is_set():
                     events.put(("task", device, report))
             timeline.mark(f"{thread_name(device)} out of tasks")
@@ -179,9 +179,9 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
     def handle(kind: str, device: int, payload) -> None:
         nonlocal running
         if kind == "case":
-            landing.land(payload, device)
+            collector.add(payload, device)
         elif kind == "task":
-            landing.task_done(payload, thread_name(device))
+            collector.task_done(payload, thread_name(device))
         elif kind == "error":
             raise payload
         else:
@@ -205,15 +205,15 @@ def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[in
             for thread in threads:
                 if thread.ident is not None:
                     thread.join(STOP_WAIT_S)
-            _land_the_rest(events, landing)
+            _collect_the_rest(events, collector)
         if gpu_workers:
-            landing.result.settings["gpu_workers"] = [
+            collector.result.settings["gpu_workers"] = [
                 {"worker": thread_name(device), "device": device, **held.starts_to_report()}
                 for device, held in gpu_workers.items()]
-        landing.finish(spec)
+        collector.finish(spec)
 
 
-def _land_the_rest(events: queue.SimpleQueue, landing: Landing) -> None:
+def _collect_the_rest(events: queue.SimpleQueue, collector: ResultCollector) -> None:
     """After a stop: the cases and tasks the GPUs finished before it, still in the queue."""
     while True:
         try:
@@ -221,6 +221,6 @@ def _land_the_rest(events: queue.SimpleQueue, landing: Landing) -> None:
         except queue.Empty:
             return
         if kind == "case":
-            landing.land(payload, device)
+            collector.add(payload, device)
         elif kind == "task":
-            landing.task_done(payload, thread_name(device))
+            collector.task_done(payload, thread_name(device))

@@ -43,7 +43,7 @@ next task when they are free (largest first), which absorbs what the model
 gets wrong as long as no task is a large share of the run.
 
 `plan_tasks` chooses how finely to cut by simulating that schedule
-(`simulate`) for several granularities, the cost per task included, and
+(`simulate_schedule`) for several granularities, the cost per task included, and
 keeping the shortest; `predicted_run_s` adds the run's start.
 """
 
@@ -263,7 +263,7 @@ def predicted_run_s(spec: Spec, workers: int, model: CostModel = CostModel()) ->
     """Estimated seconds of the whole spec on `workers` GPUs, from start to exit: start-up and the simulated tasks."""
     if workers == 1:
         return single_gpu_s(spec, model)
-    return model.run_start_s + model.cluster_start_s + simulate(plan_tasks(spec, workers, model), workers,
+    return model.run_start_s + model.cluster_start_s + simulate_schedule(plan_tasks(spec, workers, model), workers,
                                                                 model).makespan_s
 
 
@@ -331,7 +331,7 @@ def _bundled(bundle: list[tuple[Shape, float, dict]], kernels: tuple[str, ...], 
                 sum(cost for _, cost, _ in bundle) - sum(seconds for _, _, seconds in baselines), baselines)
 
 
-def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) -> Schedule:
+def simulate_schedule(tasks: list[Task], workers: int, model: CostModel = CostModel()) -> Schedule:
     """List scheduling as the cluster does it: each task, in order, to the worker that is free first.
 
     A worker pays `model.task_overhead_s` per task, and a shape's baselines
@@ -380,7 +380,7 @@ def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list
         # Large shapes cut, or every shape whole and the small ones dealt (the same tasks when none is large).
         for split_s in (None, math.inf) if any(s > target_s for s in shape_s) else (None,):
             tasks = tasks_at(spec, target_s, model, costs, split_s)
-            tried.append((simulate(tasks, workers, model).makespan_s, tasks))
+            tried.append((simulate_schedule(tasks, workers, model).makespan_s, tasks))
     shortest = min(makespan for makespan, _ in tried)
     if workers == 1:            # nothing to balance: the shortest, the coarser on a tie
         return next(tasks for makespan, tasks in tried if makespan <= shortest + 1e-9)

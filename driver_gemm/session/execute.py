@@ -42,7 +42,7 @@ def execute_case(session: Session, spec: Spec, case: Case, compiled,
                     step(run)
                 finally:
                     phases[name] = time.perf_counter() - began
-                if run.settled:
+                if run.stopped:
                     break
         record = run.record
     except CudaError as exc:

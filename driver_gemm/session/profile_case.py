@@ -4,7 +4,7 @@ The child is ``driver-gemm run SPEC -k KERNEL -s SHAPE --no-baseline
 --no-timing --in-process`` (its results go to a temporary file): it plans,
 loads and launches the case once, checked, and nothing else launches the
 kernel, so the launch ncu profiles is the case's own. ncu selects it by the
-case's NVTX range (``driver-gemm@LABEL SHAPE/``, as `funnel.execute_case`
+case's NVTX range (``driver-gemm@LABEL SHAPE/``, as `execute.execute_case`
 names it) when the nvtx package gives ranges and the name is one ncu's
 filter reads literally; otherwise by the kernel's function name, skipping
 no launch (`measure.profile.ncu_command`). Clocks are never touched
@@ -21,7 +21,7 @@ from pathlib import Path
 from ..cuda import nvtx as ranges
 from ..errors import DriverGemmError
 from ..kernel_names import split_overload
-from ..measure.profile import ncu_command, nvtx_filter_safe, run_ncu, summarize
+from ..measure.profile import ncu_command, nvtx_filter_safe, run_ncu, summarize_profile
 from ..results.records import CaseResult
 from ..specfile.model import Spec
 
@@ -45,13 +45,13 @@ def profile_command(spec: Spec, case: CaseResult, ncu: str, device: int, json_pa
 
 
 def profile_case(spec: Spec, case: CaseResult, ncu: str, *, device: int = 0, timeout_s: float = 600.0) -> dict:
-    """The counters of one launch of `case` (`measure.profile.summarize`), or ``{"error": message}``."""
+    """The counters of one launch of `case` (`measure.profile.summarize_profile`), or ``{"error": message}``."""
     try:
         with tempfile.TemporaryDirectory(prefix="driver-gemm-profile-") as folder:
             command = profile_command(spec, case, ncu, device, Path(folder) / "case.json")
             launches = run_ncu(command, timeout_s)
     except DriverGemmError as error:
         return {"error": str(error)}
-    profile = summarize(launches[0], flops=case.shape.flops)
+    profile = summarize_profile(launches[0], flops=case.shape.flops)
     profile["selected_by"] = "nvtx" if "--nvtx-include" in command else "kernel-name"
     return profile

@@ -109,7 +109,7 @@ class Session:
         # nvmath-python's cuBLAS module and library load on a thread of their own (half a second to a second
         # on an H200, mostly under the GIL), while the context, stream and flusher are made and, the session
         # made, while the first case draws its operands: its handle is made where a case first needs it
-        # (`baseline`), and no case is timed while the loading may still compete with it (`settle`).
+        # (`baseline`), and no case is timed while the loading may still compete with it (`wait_for_cublas`).
         self._cublas_loading = _load_cublas_library_in_background() if want_cublas else None
         self.device = opening.take() if opening is not None else Device(ordinal, context=context)
         step_done("driver_and_context_s")
@@ -130,7 +130,7 @@ class Session:
         """cuBLAS in FP32 math, when the run has it: the reference for shapes too large for the CPU."""
         return self.baseline("fp32") if self.want_cublas else self.baselines.get("fp32")
 
-    def settle(self) -> None:
+    def wait_for_cublas(self) -> None:
         """Wait for the cuBLAS library's loading, where it is still under way: nothing then competes with what
         follows (a timing loop) for this process's GIL."""
         if self._cublas_loading is not None:
@@ -139,7 +139,7 @@ class Session:
 
     def baseline(self, precision: str) -> CublasSgemm | None:
         """cuBLAS SGEMM in FP32 math, or in TF32 tensor-op math (made on first use); None if unavailable."""
-        self.settle()
+        self.wait_for_cublas()
         if precision not in self.baselines:
             try:
                 self.baselines[precision] = CublasSgemm(self.device, self.stream, tf32=precision == "tf32")

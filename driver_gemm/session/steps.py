@@ -3,9 +3,9 @@
 A kernel case: plan -> load -> inputs -> reference -> launch_verify ->
 diagnose -> time. A baseline (cuBLAS) case: load -> inputs -> launch_verify
 -> time. Typed kernels and cuBLASLt rows take their inputs, reference and
-check from `typed_steps.py`. A step that settles the case (a plan that refuses the launch, a
+check from `typed_steps.py`. A step that stops the case (a plan that refuses the launch, a
 kernel that did not compile, cuBLAS missing) sets its status and marks the
-run `settled`; the runner then calls no further step. Steps raise freely: the
+run `stopped`; the runner then calls no further step. Steps raise freely: the
 runner's funnel turns any exception into the case's ERROR record.
 """
 
@@ -45,7 +45,7 @@ class CaseRun:
     spec: Spec
     compiled: Cubin | CompileError | None
     record: CaseResult
-    settled: bool = False
+    stopped: bool = False
     kernel: Kernel | None = None
     launch: Callable[[], None] | None = None
     operands: ShapeOperands | None = None          # the shape's operands and references, as the session keeps them
@@ -56,11 +56,11 @@ class CaseRun:
     verdict: Verdict | None = None
     typed: typed_steps.TypedCase | None = None     # typed kernels and cuBLASLt rows
 
-    def settle(self, status: Status, message: str) -> None:
+    def stop(self, status: Status, message: str) -> None:
         """End the case here with `status`: no later step runs."""
         self.record.status = status
         self.record.message = message
-        self.settled = True
+        self.stopped = True
 
 
 Step = Callable[[CaseRun], None]
@@ -72,7 +72,7 @@ def plan(run: CaseRun) -> None:
     """Settle the case when it cannot run: its source did not compile, or its plan refuses the launch."""
     case_plan, record = run.case.plan, run.record
     if isinstance(run.compiled, CompileError):
-        run.settle(Status.ERROR, str(run.compiled))
+        run.stop(Status.ERROR, str(run.compiled))
         return
     assert case_plan is not None, "kernel cases are planned before they run (build.plan_cases)"
     record.resources = case_plan.resources.as_dict() if case_plan.resources else None
@@ -80,9 +80,9 @@ def plan(run: CaseRun) -> None:
     record.occupancy = case_plan.occupancy.as_dict() if case_plan.occupancy else None
     if not case_plan.valid:
         record.problems = [str(p) for p in case_plan.problems]
-        run.settle(Status.INVALID, record.problems[0])
+        run.stop(Status.INVALID, record.problems[0])
     elif run.compiled is None:
-        run.settle(Status.ERROR, "not compiled: its launch checks failed on every shape of the spec")
+        run.stop(Status.ERROR, "not compiled: its launch checks failed on every shape of the spec")
 
 
 def load(run: CaseRun) -> None:
@@ -114,7 +114,7 @@ def _load_cluster(run: CaseRun) -> None:
     run.record.occupancy = {**run.record.occupancy, "cluster": list(attributes.cluster),
                             "driver_max_active_clusters": clusters}
     if clusters == 0:
-        run.settle(Status.INVALID, f"no cluster of {'x'.join(map(str, attributes.cluster))} blocks fits this GPU "
+        run.stop(Status.INVALID, f"no cluster of {'x'.join(map(str, attributes.cluster))} blocks fits this GPU "
                                    "with this kernel's resources (cuOccupancyMaxActiveClusters is 0)")
 
 
@@ -206,7 +206,7 @@ def diagnose(run: CaseRun) -> None:
     if run.verdict is None or run.verdict.status != Status.FAIL:
         return
     from ..results.artifacts import save_error_map
-    from ..results.diagnose import diagnose as diagnose_output
+    from ..results.diagnose import diagnose_output
 
     record = run.record
     record.diagnosis = diagnose_output(run.verdict, run.output, run.expected, run.case.plan)
@@ -222,7 +222,7 @@ def time(run: CaseRun) -> None:
     session = run.session
     if not session.options.time:
         return
-    session.settle()
+    session.wait_for_cublas()
     with ranges.annotate("time", color="orange"):
         run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
                                        session.flusher, session.gate, clocks=session.clocks)
@@ -235,7 +235,7 @@ def load_baseline(run: CaseRun) -> None:
     precision = run.case.precision
     handle = run.session.baseline(precision)
     if handle is None:
-        run.settle(Status.ERROR, run.session.baseline_errors.get(precision, "cuBLAS is unavailable"))
+        run.stop(Status.ERROR, run.session.baseline_errors.get(precision, "cuBLAS is unavailable"))
         return
     buffers = run.session.buffers_for(run.case.shape)
     run.launch = handle.prepare(buffers["A"], buffers["B"], buffers["C"], run.case.shape)

@@ -12,7 +12,7 @@ with these in place of the FP32 inputs, reference and check:
   matrices; poison in the padding) for a kernel that reads C;
 * the reference is alpha * A @ B + beta * C0 in float64 for every batch;
 * the output is read back raw and decoded (`operands.read_output`), and
-  checked with the types' tolerance (`dtypes.tolerance`) unless the spec's
+  checked with the types' tolerance (`dtypes.error_bound`) unless the spec's
   ``verify.rel_tolerance`` is set.
 
 A cuBLASLt row runs load -> inputs -> reference -> launch_verify -> time on
@@ -30,7 +30,7 @@ from ..measure import dtypes
 from ..measure.cublaslt import CublasLtUnsupported
 from ..measure.dtypes import GemmTypes
 from ..measure.inputs import case_seed
-from ..measure.operands import (GemmOperands, Output, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
+from ..measure.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
 from ..measure.verify import Verdict, compare_typed
@@ -53,7 +53,7 @@ class TypedCase:
     alpha: float                 # fp8 scales folded in, as the kernel receives it
     beta: float
     inputs: TypedInputs | None = None
-    output: Output | None = None
+    output: KernelOutput | None = None
 
 
 def typed_case(run) -> TypedCase:
@@ -69,8 +69,8 @@ def typed_case(run) -> TypedCase:
 
 
 def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float:
-    """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.tolerance`)."""
-    return settings.rel_tolerance if settings.rel_tolerance != DEFAULT_TOLERANCE else dtypes.tolerance(types, K)
+    """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.error_bound`)."""
+    return settings.rel_tolerance if settings.rel_tolerance != DEFAULT_TOLERANCE else dtypes.error_bound(types, K)
 
 
 def inputs(run) -> None:
@@ -153,10 +153,10 @@ def load_lt(run) -> None:
     """The session's cuBLASLt; a combination cuBLASLt does not support ends INVALID with the reason."""
     row = run.case.lt
     if row.plan is None:
-        run.settle(Status.INVALID, f"no cuBLASLt matmul for this combination: {row.reason}")
+        run.stop(Status.INVALID, f"no cuBLASLt matmul for this combination: {row.reason}")
         return
     if run.session.cublaslt() is None:
-        run.settle(Status.ERROR, run.session.lt_error or "cuBLASLt is unavailable")
+        run.stop(Status.ERROR, run.session.lt_error or "cuBLASLt is unavailable")
         return
     run.record.status = Status.PASS
 
@@ -170,7 +170,7 @@ def launch_verify_lt(run) -> None:
         run.launch = session.cublaslt().prepare(run.case.lt.plan, buffers["A"], buffers["B"], buffers["C"])
         run.launch()
     except CublasLtUnsupported as exc:
-        run.settle(Status.INVALID, exc.reason)
+        run.stop(Status.INVALID, exc.reason)
         return
     session.stream.synchronize()
     check_output(run)

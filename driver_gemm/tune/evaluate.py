@@ -14,7 +14,7 @@ shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
   L2 flushed before each sample): a `CaseResult` handed to `record`, as
   ``run`` records a case. Before its first full measurement a configuration
   is verified once, through the same steps and error funnel as ``run``
-  (`funnel.execute_case`); one that fails, faults or is refused is None
+  (`execute.execute_case`); one that fails, faults or is refused is None
   from then on.
 - A fidelity below 1 is a warm screen, reported to `note` only: the kernel
   loaded and bound to the shape's inputs (uploaded once per shape), one

@@ -89,7 +89,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
     from ..runners.environment import environment, now
     from .evaluate import Evaluator
     from ..session.state import Session
-    from .tune_cache import TuningCache, case_key
+    from .tune_cache import TuningCache, tuning_key
 
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
@@ -118,11 +118,11 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         record(case)
     cache = TuningCache(fresh=fresh)
     session = Session(device, spec.baseline)
-    session.settle()          # a search times from its first step: its cuBLAS library loaded first
+    session.wait_for_cublas()          # a search times from its first step: its cuBLAS library loaded first
     evaluator = None
     try:
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
-                              cache=cache, cache_key=lambda case: case_key(spec, case.kernel, case.shape,
+                              cache=cache, cache_key=lambda case: tuning_key(spec, case.kernel, case.shape,
                                                                           result.environment, props.arch),
                               device_info={"name": props.name, "uuid": props.uuid, "ordinal": props.ordinal},
                               peak_gflops=props.fp32_peak_gflops)

@@ -48,7 +48,7 @@ def environment_identity(environment: Mapping) -> dict:
             "driver": environment.get("driver_version"), "nvrtc": environment.get("nvrtc_version")}
 
 
-def case_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mapping, arch: str) -> str:
+def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mapping, arch: str) -> str:
     """The hex digest naming the tuning-cache entry of `kernel` on `shape` (see the module's docstring)."""
     description = {
         "format": FORMAT_VERSION,
