@@ -45,7 +45,7 @@ _PUBLIC = {
     "Kernel": ".cuda.module", "Module": ".cuda.module", "load_kernel": ".cuda.module",
     "arch_limits": ".cuda.occupancy", "occupancy": ".cuda.occupancy",
     "CasePlan": ".planning.case_plan", "plan_case": ".planning.case_plan",
-    "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.records",
+    "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.read",
     "Case": ".planning.cases", "cases_of": ".planning.cases",
     "run_spec": ".runners.one_gpu",
     "RunOptions": ".session.options",

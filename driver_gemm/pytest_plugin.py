@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 import pytest
+from .errors import DriverGemmError, NoGpuError
 
 _NO_GPU = pytest.StashKey[object]()
 
@@ -47,8 +48,8 @@ def pytest_configure(config):
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
     """Why GPU `ordinal` cannot be used here (no driver, no such GPU), or None."""
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .cuda.device import device_count
-    from .errors import NoGpuError
 
     try:
         count = device_count()
@@ -82,6 +83,7 @@ def gemm_device(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .cuda.device import Device
 
     with Device(_ordinal(pytestconfig)) as device:
@@ -94,6 +96,7 @@ def gemm_run(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .runners.one_gpu import run_spec
     from .specfile.model import Spec
     from .specfile import load_spec, spec_from_dict
@@ -127,10 +130,9 @@ class GemmSpecItems(pytest.Collector):
         self.gate_failures: dict[str, list[str]] = {}
 
     def collect(self):
+        # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
         from .planning.cases import cases_of
         from .specfile import load_spec
-
-        from .errors import DriverGemmError
 
         try:
             spec = load_spec(self.spec_path,
@@ -147,10 +149,12 @@ class GemmSpecItems(pytest.Collector):
         if self._results is None:
             recorded = self.config.getoption("--gemm-results")
             if recorded:
+                # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
                 from .results.read import read_results
 
                 run = read_results(recorded).run
             else:
+                # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
                 from .runners.one_gpu import run_spec
 
                 run = run_spec(self.spec, device=_ordinal(self.config), isolate=True)
@@ -162,7 +166,7 @@ class GemmSpecItems(pytest.Collector):
 def _check_options_against_spec(config, spec, case_keys) -> None:
     """Options that name kernels or hold results, refused when they have nothing to do with `spec`: a gate on
     a kernel it lacks, or results of another spec, would pass (or fail) every case without checking it."""
-    from .errors import DriverGemmError
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .report.gates import check_gate_names, check_stored_matches, parse_min_pct
     from .results.read import read_results
 
@@ -181,6 +185,7 @@ def _check_options_against_spec(config, spec, case_keys) -> None:
 
 def _gate_failures(config, spec, run) -> dict[str, list[str]]:
     """Per "LABEL at SHAPE", the gates its case fails (empty when no gate is asked for)."""
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .report.gates import check_gates, kernel_min_pcts, parse_min_pct
     from .results.read import read_results
 
@@ -228,7 +233,7 @@ class GemmCaseItem(pytest.Item):
 
 def _check_gate_options(config) -> None:
     """Gate options read once, before any test: a mistake is a usage error, not a failure of every case."""
-    from .errors import DriverGemmError
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .report.gates import parse_min_pct
     from .results.read import read_results
 

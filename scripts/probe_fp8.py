@@ -41,8 +41,8 @@ import numpy as np
 
 import driver_gemm as dg
 from driver_gemm.measure import cublaslt, dtypes, operands
-from driver_gemm.measure.dtypes import parse_types
-from driver_gemm.measure.operands import gemm_operands, parse_layout
+from driver_gemm.gemm.dtypes import parse_types
+from driver_gemm.gemm.operands import gemm_operands, parse_layout
 
 ALPHA = 1.5
 FIXED_TYPES = [{"a": "e4m3", "c": "bf16"}, {"a": "e4m3", "c": "fp16"}, {"a": "e4m3"},

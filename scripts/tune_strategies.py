@@ -165,7 +165,7 @@ def predict(spec, recorded_path: Path = RECORDED_SWEEP, seed: int = 0) -> dict:
     measurement."""
     from driver_gemm.cuda.occupancy import arch_limits
     from driver_gemm.planning.build import launch_plans
-    from driver_gemm.results.records import load_results
+    from driver_gemm.results.read import load_results
     from driver_gemm.tune.replay import RecordedSweep
     from driver_gemm.tune.strategies import search_all
 

@@ -8,8 +8,8 @@ import pytest
 
 from driver_gemm.measure import cublaslt, dtypes, operands
 from driver_gemm.measure.cublaslt import CublasLtUnsupported, plan_matmul, simulate
-from driver_gemm.measure.dtypes import parse_types
-from driver_gemm.measure.operands import gemm_operands, parse_layout
+from driver_gemm.gemm.dtypes import parse_types
+from driver_gemm.gemm.operands import gemm_operands, parse_layout
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from driver_gemm.errors import SpecError
-from driver_gemm.measure import dtypes
-from driver_gemm.measure.dtypes import ELEMENT_TYPES, GemmTypes, parse_types, error_bound
+from driver_gemm.gemm import dtypes
+from driver_gemm.gemm.dtypes import ELEMENT_TYPES, GemmTypes, parse_types, error_bound
 from driver_gemm.measure.verify import compare
 
 SMALL_FLOATS = ("fp16", "bf16", "e4m3", "e5m2")

@@ -247,7 +247,7 @@ class TypedFakeSession(FakeSession):
 
 def test_typed_configurations_are_checked_against_their_own_types_and_share_them_per_shape(tmp_path, monkeypatch):
     """A sweep of a bf16 kernel: bf16 inputs drawn once per shape, uploaded as bf16 bytes, the typed reference."""
-    from driver_gemm.measure import operands
+    from driver_gemm.gemm import operands
     from driver_gemm.session import typed_steps
 
     root = Path(__file__).resolve().parent.parent

@@ -312,15 +312,15 @@ def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
         import signal
         os.killpg(child.pid, signal.SIGKILL)   # the run and its worker, with no chance to clean up
         child.wait()
-    from driver_gemm.results.records import CaseLog
+    from driver_gemm.results.read import read_finished_cases
 
-    _, before = CaseLog.read(lines)
+    _, before = read_finished_cases(lines)
     total = len(shapes) * (len(spec.kernels) + 1)
     assert 4 <= len(before) < total
     # without --json, the summary goes beside the lines: r.json again
     resumed = subprocess.run(command + ["--resume", str(lines)], cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
-    _, after = CaseLog.read(lines)
+    _, after = read_finished_cases(lines)
     keys = [(c.kernel, c.shape.label) for c in after]
     assert len(keys) == total and len(set(keys)) == total
     final = json.loads(out.read_text())["cases"]

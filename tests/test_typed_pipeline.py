@@ -10,7 +10,7 @@ import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import SpecError
-from driver_gemm.measure import operands
+from driver_gemm.gemm import operands
 from driver_gemm.measure.cublaslt import simulate
 from driver_gemm.session import steps, typed_steps
 from driver_gemm.planning.cases import cases_of, new_record

@@ -129,6 +129,7 @@ def add_source_option(parser) -> None:
 
 def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):
     """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..specfile import DEFAULT_SPEC, load_spec
 
     return [load_spec(path, allow_outside_sources=allow_outside_sources).select(kernels, shapes)
@@ -143,6 +144,7 @@ def default_json(name: str) -> Path:
 
 def read_results_files(paths: list[Path], out: Output) -> list:
     """Each results file, checked (see `driver_gemm.results.read`); what reading skipped is said on stderr."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..results.read import read_results
 
     runs = []

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from .common import Output, add_format_options, add_source_option, env_device, load_specs
+from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
@@ -24,11 +25,11 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.compile import nvrtc_warning
     from ..planning.spec_plan import instruction_mixes, plan_spec, plan_target
     from ..report.formats import plan_csv, plan_markdown
     from ..report.tables import print_plan, say
-    from .main import EXIT_FAILED, EXIT_OK
 
     if args.sms is not None and args.sms < 1:
         raise UsageError(f"an SM count is at least 1, got {args.sms}", field="--sms")
@@ -66,6 +67,7 @@ def execute(args, out: Output) -> int:
 def sass_table(mixes: dict, format: str) -> str:
     """The instruction mix per kernel as text: aligned columns (long labels shortened, with a legend), or
     markdown / CSV with the full labels for those formats."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.sass import MIX_COLUMNS
     from ..report.labels import legend_lines, short_labels
 

@@ -11,9 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import timeline
-from ..errors import CompileError, NoGpuError, SpecError, UsageError
+from ..errors import CompileError, NoGpuError, SpecError, ToolMissingError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
                      check_output_folder, default_json, env_device, load_specs)
+from .common import read_results_files
+from ..session.options import RunOptions
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -69,9 +72,9 @@ def read_gates(args, out: Output, specs=()):
     A gate that could never fail is refused with the rest: a kernel name the
     specs lack, stored results that share no case with the run.
     """
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..planning.cases import cases_of
     from ..report.gates import GateError, check_gate_names, check_stored_matches, parse_min_pct
-    from .common import read_results_files
 
     try:
         every, per_name = parse_min_pct(args.min_pct)
@@ -93,6 +96,7 @@ def read_gates(args, out: Output, specs=()):
 
 def check_run_gates(spec, result, gates, threshold_pct: float, out: Output) -> bool:
     """Every gate over `result`; each failure is one line on stderr. True when all hold."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.gates import check_gates, kernel_min_pcts
 
     every, per_name, stored = gates
@@ -112,6 +116,7 @@ class Progress:
     """Live progress on a terminal (cases done, failures, ETA, the case running); plain lines elsewhere."""
 
     def __init__(self, errors: Console, total: int, quiet: bool):
+        # rich.progress: only for the live progress bar of a run on a terminal
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as LiveProgress
 
@@ -130,6 +135,7 @@ class Progress:
             self.live.update(self.task, description=escape(f"{case.label} {case.shape.label}"))
 
     def finished(self, case) -> None:
+        # lazy: a command imports this when it runs, after its GPUs' workers are spawned
         from ..report.tables import case_line, say
 
         self.done += 1
@@ -157,6 +163,7 @@ def recorder(result, log, progress):
 
 def show_run(result, out: Output) -> None:
     """The run's tables in the chosen format."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.formats import run_csv, run_markdown
     from ..report.tables import print_run
 
@@ -179,7 +186,8 @@ def execute(args, out: Output) -> int:
 
 def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib.ExitStack) -> int:
     """`execute` once the GPUs' worker processes (if any) are on their way: read, check, then run."""
-    from ..results.records import CaseLog
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..results.read import read_finished_cases
 
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     timeline.mark("specs read", first=True)
@@ -204,7 +212,7 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     lock_mhz = _lock_clock_value(args)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
-        header, previous = CaseLog.read(args.resume)
+        header, previous = read_finished_cases(args.resume)
         made_by = header.get("spec")
         if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
             raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
@@ -238,6 +246,7 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
     """
     if args.in_process or args.scheduler or args.sanitize or args.profile or ordinals == "all":
         return {}
+    # looked up when the command runs, so that a test can stand in for the driver's presence and the workers
     from ..cuda.presence import driver_library_present
     from ..runners.worker import GpuWorker
 
@@ -258,6 +267,7 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
     held.push(end)
     for worker in workers.values():
         worker.start()
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import initialise_in_background
 
     initialise_in_background()
@@ -267,14 +277,13 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
 def _run_options(args):
     """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
     import before the workers are spawned."""
-    from ..session.options import RunOptions
-
     return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
 
 
 def _begin_early_workers(workers: dict, specs, previous) -> dict:
     """Let the early workers make their sessions (with cuBLAS where a spec has a baseline); none when no case
     is left to run (a finished run resumed): those are ended here, before they make one."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..planning.cases import left_to_run
 
     if not any(left_to_run(spec, previous) for spec in specs):
@@ -290,11 +299,11 @@ def _begin_early_workers(workers: dict, specs, previous) -> dict:
 def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked: dict[str, int], out: Output,
                early: dict | None = None) -> int:
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..runners import estimates
     from ..planning.cases import cases_of
     from ..runners.one_gpu import run_spec
     from ..results.records import CaseLog, RunResult
-    from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
     exit_code = EXIT_OK
     for spec in specs:
@@ -339,6 +348,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         show_run(result, out)
         timeline.mark("tables shown")
         if profiler is not None:
+            # lazy: a command imports this when it runs, after its GPUs' workers are spawned
             from ..report.tables import print_profile
             print_profile(result, out.console)
         out.note(f"results: {path} (case by case: {lines})")
@@ -355,6 +365,7 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     With a GPU the run goes on: cases refused by their launch checks are
     INVALID rows with the same messages, as `plan` shows them.
     """
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count
     from ..planning.spec_plan import plan_spec
 
@@ -412,6 +423,7 @@ def _lock_clocks(args, value: str | int | None, ordinals, held: contextlib.ExitS
     """``--lock-clocks``: each GPU of the run locked for as long as `held` is (then reset); MHz by ordinal."""
     if value is None:
         return {}
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count, read_properties
     from ..measure.clocks import lock_sm_clock
 
@@ -449,7 +461,7 @@ def _profiler(args, out: Output) -> str | None:
     """ncu's path when --profile is asked for and ncu is here; without it one line says so and the run goes on."""
     if not args.profile:
         return None
-    from ..errors import ToolMissingError
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..measure.profile import find_ncu
 
     if args.devices or args.scheduler or args.sanitize:
@@ -464,6 +476,7 @@ def _profiler(args, out: Output) -> str | None:
 
 def _profile_cases(spec, result, ncu: str, args, out: Output) -> None:
     """Each verified kernel case, once more under ncu in a child process; its counters go to ``case.profile``."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..session.profile_case import profile_case
 
     for case in result.cases:
@@ -490,11 +503,13 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
     """The run on several GPUs (--devices: this machine's, one thread each, on the `early` workers where started,
     each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
     if scheduler is not None:
+        # lazy: a command imports this when it runs, after its GPUs' workers are spawned
         from ..runners.distribute import gpu_cluster, run_on_workers
 
         with gpu_cluster(None, scheduler) as (client, workers):
             return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
                                   previous=previous)
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count
     from ..runners.local_gpus import run_on_local_gpus
 
@@ -510,8 +525,8 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
 
 def _sanitize(args, specs, out: Output) -> int:
     """Each selected case under compute-sanitizer (see `session.sanitize.sanitize_spec`)."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..session.sanitize import sanitize_spec
-    from .main import EXIT_FAILED, EXIT_OK
 
     if args.resume or args.devices or args.scheduler:
         raise UsageError("--sanitize runs each case in its own child process: it takes neither --resume, "
@@ -519,6 +534,7 @@ def _sanitize(args, specs, out: Output) -> int:
 
     def finished(case, findings: int) -> None:
         if not args.quiet:
+            # lazy: a command imports this when it runs, after its GPUs' workers are spawned
             from ..report.tables import say
             say(out.errors, f"{case.kernel} {case.shape.label} {case.status} ({findings} {args.sanitize} findings)")
 

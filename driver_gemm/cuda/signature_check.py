@@ -107,6 +107,7 @@ def param_slots_from_function(function, count: int) -> tuple[ParamSlot, ...]:
     Needs a GPU and a current context; the offsets and sizes are the
     device-side layout, the same as the CUBIN's ``EIATTR_KPARAM_INFO``.
     """
+    # cuda.bindings: heavy, only when the driver is asked
     from cuda.bindings import driver
 
     slots = []

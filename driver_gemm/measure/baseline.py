@@ -29,6 +29,7 @@ class CublasSgemm(Owned):
 
     def __init__(self, device: Device, stream: Stream, *, tf32: bool = False):
         try:
+            # nvmath-python (cuBLAS): heavy, loaded when the first handle is made
             from nvmath.bindings import cublas
         except ImportError as exc:
             raise CublasUnavailable(f"the cuBLAS baseline needs nvmath-python ({exc})") from None

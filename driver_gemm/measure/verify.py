@@ -26,8 +26,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import dtypes
-from .operands import KernelOutput
+from ..gemm import dtypes
+from ..gemm.operands import KernelOutput
 from ..status import Status
 
 POISON_WORD = 0x7FC0DEAD

@@ -21,7 +21,7 @@ from ..argtypes import C_TYPES
 from ..specfile import expr
 from ..cuda.resources import KernelResources
 from ..errors import ConfigError, SpecError
-from ..measure.operands import GemmOperands
+from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes

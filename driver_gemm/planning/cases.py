@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from ..errors import SpecError
 from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
-from ..measure.dtypes import GemmTypes
-from ..measure.operands import GemmOperands
+from ..gemm.dtypes import GemmTypes
+from ..gemm.operands import GemmOperands
 from ..results.records import CaseResult
 from ..specfile import expr
 from ..specfile.model import KernelSpec, Shape, Spec

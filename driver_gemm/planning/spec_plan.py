@@ -21,6 +21,7 @@ from ..specfile.model import KernelSpec, Spec
 from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
 from .cases import kernels_of
 from .case_plan import CasePlan
+from ..cuda.device import read_properties
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,6 @@ def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
     """
     if arch is None:
         try:
-            from ..cuda.device import read_properties
-
             properties = read_properties(device)
             return PlanTarget(normalise_arch(properties.arch), limits_from_device(properties), from_device=True)
         except NoGpuError:

@@ -152,12 +152,6 @@ class RunResult:
         temporary.replace(path)
         return path
 
-    @classmethod
-    def read_json(cls, path: str | Path) -> "RunResult":
-        """A results file written by `write_json`, checked as `load_results` checks it."""
-        return load_results(path)
-
-
 def _finite(value):
     """JSON has no NaN or infinity: write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -221,21 +215,6 @@ class CaseLog:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @staticmethod
-    def read(path: str | Path) -> tuple[dict, list[CaseResult]]:
-        """The run's header and its finished cases; a torn last line is skipped, any other bad line refused.
-
-        A case written twice (a run gave up on it, "not run", and a resumed
-        run then ran it) counts once, as its later row says; a baseline is one
-        case per GPU. See `driver_gemm.results.read.read_case_log`: a file
-        that is not a case log driver-gemm could have written raises
-        `UsageError`.
-        """
-        from .read import read_case_log   # read.py builds these records: imported here, not at the top
-
-        header, cases = read_case_log(path)
-        return header, latest_rows(cases)
-
 
 def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
     """`cases` with each case once, as its last row has it, in the order of those last rows."""
@@ -256,14 +235,3 @@ def _drop_torn_tail(path: Path) -> None:
                 handle.truncate(data.rfind(b"\n") + 1)
     except FileNotFoundError:
         pass
-
-
-def load_results(path: str | Path) -> RunResult:
-    """A results file, whole (``.json``) or as case lines (``.jsonl``), checked against ``schema.json``.
-
-    Raises `driver_gemm.errors.UsageError` naming the file, the line or JSON
-    path, and what is wrong, for anything driver-gemm could not have written.
-    """
-    from .read import read_results
-
-    return read_results(path).run

@@ -45,6 +45,7 @@ from .gpu_tasks import GpuBaselines, ResultCollector, begin_run, run_part, run_t
 from .schedule import CostModel, Task, remembered_model
 from ..session.state import RunOptions
 from .worker import GpuWorker
+from ..cuda.device import read_properties
 
 
 class DaskUnavailable(DriverGemmError):
@@ -74,6 +75,7 @@ def gpu_worker_of(device: int, options: RunOptions, want_cublas: bool,
 def _start_gpu_worker(ordinals: dict[str, int], options: RunOptions, want_cublas: bool,
                       make_worker: Callable[..., GpuWorker]) -> None:
     """On a Dask worker, before any task: spawn its GPU's worker process (it starts while the client plans)."""
+    # Dask: optional, only for a run on a cluster
     from distributed import get_worker
 
     gpu_worker_of(ordinals[get_worker().address], options, want_cublas, make_worker).start()
@@ -82,6 +84,7 @@ def _start_gpu_worker(ordinals: dict[str, int], options: RunOptions, want_cublas
 def _end_of_run(ordinals: dict[str, int], topic: str) -> dict:
     """On a Dask worker, after the run (finished or not): forget its baselines, stop its GPU's process; how many it
     started, and their start-up (nothing when it kept none). The cluster may outlive the run (``--scheduler``)."""
+    # Dask: optional, only for a run on a cluster
     from distributed import get_worker
 
     for key in [key for key in _GPU_BASELINES if key[0] == topic]:
@@ -102,6 +105,7 @@ def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, i
     resumed run's records, holds for this GPU) are reused, not run again
     (`gpu_tasks.run_task_on`).
     """
+    # Dask: optional, only for a run on a cluster
     from distributed import get_worker
 
     worker = get_worker()
@@ -119,9 +123,8 @@ def run_task(part: Callable, ordinals: dict[str, int], spec: Spec, task: Task, i
 
 def _environment_here(ordinals: dict[str, int]) -> dict:
     """The environment of the GPU this worker drives (called once per worker before any task)."""
+    # Dask: optional, only for a run on a cluster
     from distributed import get_worker
-
-    from ..cuda.device import read_properties
 
     device = ordinals[get_worker().address]
     return environment(read_properties(device))
@@ -137,6 +140,7 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
     ordinal 0), else one plain worker process per GPU, told its ordinal.
     """
     try:
+        # Dask: optional, only for a run on a cluster
         import dask
         from distributed import Client, LocalCluster
     except ImportError:
@@ -151,6 +155,7 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
     # until a worker is free rather than assigning them all at submission.
     with dask.config.set({"distributed.worker.daemon": False, "distributed.scheduler.worker-saturation": 1.0}):
         try:
+            # Dask: optional, only for a run on a cluster
             from dask_cuda import LocalCUDACluster
             cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=devices, threads_per_worker=1)
             ordinals = [0] * len(devices)
@@ -187,6 +192,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
     to the end of the run; the processes each started, and their start-up
     seconds, go to ``result.settings["gpu_workers"]``.
     """
+    # Dask: optional, only for a run on a cluster
     from distributed import wait
 
     ordinals = dict(workers)
@@ -249,6 +255,7 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
 def _end_on_workers(client, workers, ordinals, topic, futures, completed: bool, starting, result: RunResult) -> None:
     """Every worker forgets the run and stops its GPU's process: on success, with their figures in the settings;
     after an interrupt or a failed task, the rest cancelled and the stop a best effort that hides no first error."""
+    # Dask: optional, only for a run on a cluster
     from distributed import wait
 
     pinned = {"pure": False, "allow_other_workers": False}

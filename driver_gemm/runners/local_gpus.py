@@ -41,6 +41,7 @@ from .gpu_tasks import GpuBaselines, ResultCollector, begin_run, run_part, run_t
 from .schedule import CostModel, Task, remembered_model
 from ..session.state import RunOptions
 from .worker import GpuWorker
+from ..cuda.device import read_properties
 
 # How often the caller's thread, waiting for cases, looks for a pending Ctrl-C.
 POLL_S = 0.2
@@ -84,8 +85,6 @@ def thread_name(device: int) -> str:
 
 def describe_gpu(device: int) -> dict:
     """The environment of GPU `device`, read here (no context is made)."""
-    from ..cuda.device import read_properties
-
     return environment(read_properties(device))
 
 

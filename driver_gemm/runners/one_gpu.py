@@ -28,6 +28,7 @@ from ..cuda.occupancy import limits_from_device
 from ..session.options import RunOptions
 from .runner import InProcessRunner, IsolatedRunner
 from .worker import GpuWorker
+from ..cuda.device import read_properties
 
 
 def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: RunOptions = RunOptions(),
@@ -72,8 +73,6 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
 def _run(spec, device, isolate, options, on_result, on_start, result, kept, context, stream,
          gpu_worker: GpuWorker | None) -> None:
     """`run_spec` once its worker (if isolated) is starting: plan, compile, run every case into `result`."""
-    from ..cuda.device import read_properties
-
     worker_starts: list[float] = []
     worker_start_steps: list[dict] = []
     result.settings = run_settings(result, spec, isolate, worker_start_s=worker_starts,

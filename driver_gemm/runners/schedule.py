@@ -59,6 +59,7 @@ from ..specfile.model import MeasureSettings, Shape, Spec
 from ..cuda.occupancy import arch_limits
 from ..planning.cases import Case, cases_of
 from ..planning.case_plan import plan_launch
+from .estimates import Remembered, recall
 
 # What a task lists beside its baselines' precisions for a shape's operands and reference (`operands_cost`).
 OPERANDS = "operands"
@@ -248,8 +249,6 @@ def single_gpu_s(spec: Spec, model: CostModel = CostModel()) -> float:
 def remembered_model(spec: Spec, gpus: list[str | None]) -> tuple[CostModel, dict]:
     """The default model, with what earlier runs of `spec` recorded on GPUs of these names (`estimates`: whole
     cases' seconds, launch times); and how many of the spec's cases it knows each way, for the run's settings."""
-    from .estimates import Remembered, recall
-
     known = Remembered()
     for gpu in reversed(list(dict.fromkeys(gpus))):      # the first GPU's figures are taken last: they win
         known.update(recall(spec.name, gpu))

@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from .. import timeline
 from ..session.options import RunOptions
+from ..status import Status
 
 if TYPE_CHECKING:
+    # for annotations only
     from ..results.records import CaseResult
     from ..planning.cases import Case
     from ..session.state import Session
@@ -69,9 +71,11 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool | None
     """
     opening = None
     if session_factory is None:         # (a stand-in session, in tests, opens no GPU)
+        # the child's heavy imports (NumPy, CUDA), behind its start: the parent spawns it first
         from ..cuda.device import OpeningDevice
 
         opening = OpeningDevice(device)
+    # the child's heavy imports (NumPy, CUDA), behind its start: the parent spawns it first
     from ..session.execute import execute_case
     from ..session.state import Session
 
@@ -273,8 +277,8 @@ class GpuWorker:
     def run(self, spec, cases: Sequence[Case], compiled, finish: Callable[[CaseResult], None],
             on_start: Callable[[Case], None] | None = None) -> None:
         """Run `cases` (a batch) on the child, calling `finish` with each result in order; every case ends as a record."""
+        # lazy: the parent imports this module before anything heavy, to spawn its workers early
         from ..results.records import CaseResult
-        from ..status import Status
         from ..planning.cases import new_record, not_run_record
 
         kernels = {case.kernel.label for case in cases if case.kernel is not None}

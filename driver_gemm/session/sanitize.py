@@ -23,6 +23,7 @@ from ..errors import NoGpuError, ToolMissingError, UsageError
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Spec
 from ..status import Status
+from ..cuda.device import device_count
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 _PREFIX = "========="
@@ -112,8 +113,6 @@ def _require_sanitizer() -> str:
 
 
 def _require_gpu(device: int) -> None:
-    from ..cuda.device import device_count
-
     count = device_count()   # NoGpuError without a driver or a GPU
     if not 0 <= device < count:
         raise NoGpuError(f"no GPU {device} on this machine (it has {count})")

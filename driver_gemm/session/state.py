@@ -65,6 +65,7 @@ def _load_cublas_library_in_background() -> threading.Thread:
     no context). Whatever fails here fails again, and is reported, when the handle is made."""
     def load() -> None:
         try:
+            # nvmath-python (cuBLAS): heavy, loaded on a thread of its own
             from nvmath.bindings import cublas
 
             cublas.get_property(0)

@@ -205,6 +205,7 @@ def diagnose(run: CaseRun) -> None:
     """For a wrong output: where and how it is wrong, and an error map when the run keeps artifacts."""
     if run.verdict is None or run.verdict.status != Status.FAIL:
         return
+    # only for a wrong output: kept out of a GPU worker's start-up
     from ..results.artifacts import save_error_map
     from ..results.diagnose import diagnose_output
 

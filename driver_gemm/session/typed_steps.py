@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cuda import nvtx as ranges
-from ..measure import dtypes
+from ..gemm import dtypes
 from ..measure.cublaslt import CublasLtUnsupported
-from ..measure.dtypes import GemmTypes
+from ..gemm.dtypes import GemmTypes
 from ..measure.inputs import case_seed
-from ..measure.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
+from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
 from ..measure.verify import Verdict, compare_typed

@@ -23,6 +23,7 @@ from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
 from .shapes import parse_shapes
 from .yaml_lines import decode_spec, read_document, read_spec_bytes
+from .dispatch import parse_dispatch
 
 TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
 MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
@@ -134,7 +135,6 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
     """The ``dispatch:`` tables (`specfile.dispatch`), each for exactly one kernel of the spec, its params known."""
     if "dispatch" not in document:
         return {}
-    from .dispatch import parse_dispatch
 
     def where(field_path: str) -> str:
         return _where_path(context, document, field_path)

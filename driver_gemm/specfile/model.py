@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from . import expr
 from ..bundled import default_spec_path
-from ..measure.dtypes import GemmTypes
+from ..gemm.dtypes import GemmTypes
 from ..errors import SpecError
 from ..kernel_names import overload_expression, split_overload
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS

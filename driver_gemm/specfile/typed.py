@@ -7,7 +7,7 @@ are drawn in its types, uploaded with its layout, checked with its types'
 tolerance and timed against a cuBLASLt matmul of the same kind.
 
 The element types and layouts are checked here with the tables of
-`driver_gemm.measure.dtypes` and `driver_gemm.measure.operands`: both are
+`driver_gemm.gemm.dtypes` and `driver_gemm.gemm.operands`: both are
 pure (NumPy and the error classes only), so the spec layer can use them to
 refuse a mistake at its line. Leading dimensions and batch strides are
 expressions of the shape; they are evaluated, and checked against the
@@ -22,8 +22,8 @@ from typing import Any, Mapping
 
 from . import expr
 from ..errors import SpecError
-from ..measure.dtypes import parse_types
-from ..measure.operands import GemmOperands, gemm_operands, parse_layout
+from ..gemm.dtypes import parse_types
+from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
 from .fields import Context, check_keys, check_number, kind_name
 from .model import KernelSpec, OperandSpec, Shape
 

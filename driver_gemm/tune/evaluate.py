@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import DriverGemmError
 from ..measure.inputs import Inputs, case_seed, make_inputs
-from ..measure.operands import make_typed_inputs
+from ..gemm.operands import make_typed_inputs
 from ..measure.reference import CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, uses_cpu_reference
 from ..measure.stats import gflops
 from ..measure.timing import measure

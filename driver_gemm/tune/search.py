@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..cuda.compile import Cubin
-from ..cuda.occupancy import ArchLimits
+from ..cuda.occupancy import ArchLimits, limits_from_device
 from ..planning.build import Compiled, compile_spec, launch_plans
 from ..planning.cases import Case, new_record
 from ..planning.case_plan import with_resources
@@ -27,6 +27,11 @@ from ..specfile.model import Spec
 from ..status import Status
 from .prepare import Pruned, prune_plans
 from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, search_all
+from ..cuda.device import read_properties
+from ..runners.environment import environment, now
+from .evaluate import Evaluator
+from ..session.state import Session
+from .tune_cache import TuningCache, tuning_key
 
 
 @dataclass
@@ -84,13 +89,6 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
     `fresh`. A fault that poisons the process ends the search with
     `tune.evaluate.TuneAborted`; `result` keeps what was measured.
     """
-    from ..cuda.device import read_properties
-    from ..cuda.occupancy import limits_from_device
-    from ..runners.environment import environment, now
-    from .evaluate import Evaluator
-    from ..session.state import Session
-    from .tune_cache import TuningCache, tuning_key
-
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     props = read_properties(device)

@@ -305,6 +305,7 @@ class OptunaTPE(Strategy):
 
     def __init__(self, seed: int = 0, startup_trials: int = 8):
         try:
+            # optuna: optional
             import optuna
         except ImportError:
             raise ToolMissingError("the tpe strategy needs optuna: pip install 'driver-gemm[tune]' "

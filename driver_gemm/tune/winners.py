@@ -22,6 +22,7 @@ from ..report.comparison import SAME, judge
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import KernelSpec, Spec
 from ..status import Status
+from .dispatch_table import build_dispatch, dispatch_document
 
 RESULTS_DIR = Path("results")      # untracked (.gitignore): where a winners spec goes unless --out says otherwise
 
@@ -165,8 +166,6 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     picks the parameters for any other shape. Needs the spec front end to
     accept ``dispatch:`` (`tune.dispatch.parse_dispatch`).
     """
-    from .dispatch_table import build_dispatch, dispatch_document
-
     path = Path(path)
     tables = build_dispatch(picks)
     if not tables:
