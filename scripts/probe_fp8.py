@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 import driver_gemm as dg
-from driver_gemm.measure import cublaslt, dtypes, operands
+from driver_gemm.gemm import dtypes, operands
+from driver_gemm.measure import cublaslt
 from driver_gemm.gemm.dtypes import parse_types
 from driver_gemm.gemm.operands import gemm_operands, parse_layout
 

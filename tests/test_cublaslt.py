@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driver_gemm.measure import cublaslt, dtypes, operands
+from driver_gemm.gemm import dtypes, operands
+from driver_gemm.measure import cublaslt
 from driver_gemm.measure.cublaslt import CublasLtUnsupported, plan_matmul, simulate
 from driver_gemm.gemm.dtypes import parse_types
 from driver_gemm.gemm.operands import gemm_operands, parse_layout

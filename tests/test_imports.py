@@ -175,7 +175,7 @@ def test_the_layer_check_fails_on_an_import_from_a_higher_layer(tmp_path):
     copy = tmp_path / "driver_gemm"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     model = copy / "specfile" / "model.py"
-    model.write_text(model.read_text() + "\n\ndef _dtypes():\n    from ..measure import stats\n    return stats\n")
+    model.write_text(model.read_text() + "\n\ndef _stats():\n    from ..measure import stats\n    return stats\n")
     offences = layer_offences(modules_of(copy))
     assert len(offences) == 1 and "driver_gemm.specfile.model" in offences[0] and "(measure)" in offences[0]
 

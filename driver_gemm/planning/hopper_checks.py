@@ -1,6 +1,6 @@
 """The launch checks of Hopper kernels: a thread-block cluster's and each TMA tensor map's, per shape. No GPU.
 
-`plan.plan_launch` calls `launch_attributes_of` and `tensor_maps_of` once the
+`case_plan.plan_launch` calls `launch_attributes_of` and `tensor_maps_of` once the
 grid and dynamic shared memory are known. The cluster's extents are evaluated
 from the spec's expressions and checked by `LaunchAttributes.problems`; each
 ``tensormap`` argument becomes a `TensorMapPlan` of its operand as stored for
