@@ -32,7 +32,7 @@ from .version import __version__
 # and the report layer cost a few tenths of a second to import, before the first case can start).
 _PUBLIC = {
     "CublasSgemm": ".measure.baseline",
-    "Comparison": ".report.compare", "compare_runs": ".report.compare",
+    "Comparison": ".report.comparison", "compare_runs": ".report.comparison",
     "Cubin": ".cuda.compile", "compile_source": ".cuda.compile", "compile_text": ".cuda.compile",
     "Device": ".cuda.device", "DeviceBuffer": ".cuda.device", "DeviceProperties": ".cuda.device",
     "Event": ".cuda.device", "Stream": ".cuda.device", "device_count": ".cuda.device",
@@ -44,14 +44,14 @@ _PUBLIC = {
     "LaunchConfig": ".cuda.launch", "PackedArguments": ".cuda.launch", "PreparedLaunch": ".cuda.launch",
     "Kernel": ".cuda.module", "Module": ".cuda.module", "load_kernel": ".cuda.module",
     "arch_limits": ".cuda.occupancy", "occupancy": ".cuda.occupancy",
-    "CasePlan": ".pipeline.plan", "plan_case": ".pipeline.plan",
-    "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.records",
-    "Case": ".pipeline.cases", "cases_of": ".pipeline.cases",
-    "run_spec": ".pipeline.runner",
-    "Placement": ".pipeline.options", "RunOptions": ".pipeline.options", "RunSettings": ".results.settings",
-    "KernelSpec": ".spec.model", "MeasureSettings": ".spec.model", "Shape": ".spec.model", "Spec": ".spec.model",
-    "VerifySettings": ".spec.model",
-    "load_spec": ".spec", "spec_from_dict": ".spec",
+    "CasePlan": ".planning.case_plan", "plan_case": ".planning.case_plan",
+    "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.read",
+    "Case": ".planning.cases", "cases_of": ".planning.cases",
+    "run_spec": ".runners.one_gpu",
+    "Placement": ".session.options", "RunOptions": ".session.options", "RunSettings": ".results.settings",
+    "KernelSpec": ".specfile.model", "MeasureSettings": ".specfile.model", "Shape": ".specfile.model",
+    "Spec": ".specfile.model", "VerifySettings": ".specfile.model",
+    "load_spec": ".specfile", "spec_from_dict": ".specfile",
     "TimingSummary": ".measure.stats",
 }
 

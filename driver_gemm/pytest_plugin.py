@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 
 import pytest
+from .errors import DriverGemmError, NoGpuError
 
 _NO_GPU = pytest.StashKey[object]()
 GPU_MARKER = "driver_gemm_gpu"
@@ -55,8 +56,8 @@ def pytest_configure(config):
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
     """Why GPU `ordinal` cannot be used here (no driver, no such GPU), or None."""
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .cuda.device import device_count
-    from .errors import NoGpuError
 
     try:
         count = device_count()
@@ -90,6 +91,7 @@ def driver_gemm_device(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .cuda.device import Device
 
     with Device(_ordinal(pytestconfig)) as device:
@@ -106,10 +108,11 @@ def driver_gemm_run(pytestconfig):
     reason = gpu_missing_reason(pytestconfig)
     if reason:
         pytest.skip(f"needs a GPU: {reason}")
-    from .pipeline.options import Placement, RunOptions
-    from .pipeline.runner import run_spec
-    from .spec.model import Spec
-    from .spec import load_spec, spec_from_dict
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
+    from .runners.one_gpu import run_spec
+    from .session.options import Placement, RunOptions
+    from .specfile.model import Spec
+    from .specfile import load_spec, spec_from_dict
 
     def run(spec, options: RunOptions = RunOptions(), **placement):
         if isinstance(spec, (str, Path)):
@@ -139,10 +142,9 @@ class GemmSpecItems(pytest.Collector):
         self.gate_failures: dict[str, list[str]] = {}
 
     def collect(self):
-        from .pipeline.cases import cases_of
-        from .spec import load_spec
-
-        from .errors import DriverGemmError
+        # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
+        from .planning.cases import cases_of
+        from .specfile import load_spec
 
         try:
             spec = load_spec(self.spec_path,
@@ -159,12 +161,14 @@ class GemmSpecItems(pytest.Collector):
         if self._results is None:
             recorded = self.config.getoption("--driver-gemm-results")
             if recorded:
+                # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
                 from .results.read import read_results
 
                 run = read_results(recorded).run
             else:
-                from .pipeline.options import Placement, RunOptions
-                from .pipeline.runner import run_spec
+                # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
+                from .runners.one_gpu import run_spec
+                from .session.options import Placement, RunOptions
 
                 run = run_spec(self.spec, RunOptions(), Placement(_ordinal(self.config), isolate=True))
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}
@@ -175,7 +179,7 @@ class GemmSpecItems(pytest.Collector):
 def _check_options_against_spec(config, spec, case_keys) -> None:
     """Options that name kernels or hold results, refused when they have nothing to do with `spec`: a gate on
     a kernel it lacks, or results of another spec, would pass (or fail) every case without checking it."""
-    from .errors import DriverGemmError
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .report.gates import check_gate_names, check_stored_matches, parse_min_pct
     from .results.read import read_results
 
@@ -194,6 +198,7 @@ def _check_options_against_spec(config, spec, case_keys) -> None:
 
 def _gate_failures(config, spec, run) -> dict[str, list[str]]:
     """Per "LABEL at SHAPE", the gates its case fails (empty when no gate is asked for)."""
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .report.gates import check_gates, kernel_min_pcts, parse_min_pct
     from .results.read import read_results
 
@@ -245,7 +250,7 @@ def _check_gate_options(config) -> None:
                                                        "--driver-gemm-results")]
     if not any(given) and config.getoption("--driver-gemm-threshold") == 0:
         return   # a session that uses none of them imports nothing of driver-gemm's
-    from .errors import DriverGemmError
+    # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
     from .report.gates import parse_min_pct
     from .results.read import read_results
 

@@ -130,7 +130,7 @@ def random_codes(element: str, count: int, rng: np.random.Generator) -> np.ndarr
 
 
 def decode(codes: np.ndarray, element: str) -> np.ndarray:
-    from driver_gemm.measure import dtypes
+    from driver_gemm.gemm import dtypes
     return dtypes.decode(codes, element)
 
 
@@ -430,10 +430,10 @@ def soak(torch, seconds: float) -> None:
 
 def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch, torch_side) -> dict:
     """Time one (combination, shape) on both sides in interleaved rounds; the table row."""
-    from driver_gemm.measure.dtypes import parse_types
-    from driver_gemm.measure.operands import gemm_operands, parse_layout
+    from driver_gemm.gemm.dtypes import parse_types
+    from driver_gemm.gemm.operands import gemm_operands, parse_layout
     from driver_gemm.measure.timing import measure
-    from driver_gemm.spec.model import MeasureSettings
+    from driver_gemm.specfile.model import MeasureSettings
 
     M, N, K = shape
     label, layout = f"{M}x{N}x{K}", COMBINATIONS[name][1]

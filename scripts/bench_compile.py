@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WARM_START = """
 import time, sys
 began = time.perf_counter()
-from driver_gemm.pipeline.build import compile_spec
-from driver_gemm.spec import load_spec
+from driver_gemm.planning.build import compile_spec
+from driver_gemm.specfile import load_spec
 compiled = compile_spec(load_spec(sys.argv[1]), "sm_90")
 assert all(not isinstance(c, Exception) and c.from_cache for c in compiled.values())
 print(time.perf_counter() - began)
@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from driver_gemm.cuda.compile import compile_source, nvrtc_version
-    from driver_gemm.spec import load_spec
+    from driver_gemm.specfile import load_spec
 
     spec = load_spec(args.spec)
     with tempfile.TemporaryDirectory() as cache_dir:

@@ -43,7 +43,7 @@ def say(*parts) -> None:
 def kernels_to_compare(names=None):
     """The kernels of `SPECS` (those named in `names`, when given), once each (by label and instance), in spec
     order."""
-    from driver_gemm.spec import load_spec
+    from driver_gemm.specfile import load_spec
 
     seen, kernels = set(), []
     for name, only in SPECS:
@@ -59,7 +59,7 @@ def kernels_to_compare(names=None):
 def build_both(kernels, arch: str):
     """Per kernel label: (NVRTC build, nvcc build), each a `Cubin` or the error it raised."""
     from driver_gemm.errors import DriverGemmError
-    from driver_gemm.pipeline.build import build_kernels
+    from driver_gemm.planning.build import build_kernels
 
     out = {}
     for kernel in kernels:
@@ -108,8 +108,8 @@ def nvcc_label(kernel) -> str:
 
 def run_both(kernels, shape):
     """Both builds of every kernel timed at `shape` through the pipeline (needs a GPU)."""
-    from driver_gemm.pipeline.runner import run_spec
-    from driver_gemm.spec.model import MeasureSettings, Spec
+    from driver_gemm.runners.one_gpu import run_spec
+    from driver_gemm.specfile.model import MeasureSettings, Spec
 
     doubled = []
     for kernel in kernels:
@@ -159,7 +159,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from driver_gemm.cuda.compile import nvrtc_version, nvrtc_warning
     from driver_gemm.cuda.nvcc import find_nvcc, nvcc_version
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.specfile.model import Shape
 
     nvrtc = "NVRTC {}.{}".format(*nvrtc_version())
     found = find_nvcc()

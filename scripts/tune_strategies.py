@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from driver_gemm.spec import load_spec  # noqa: E402
+from driver_gemm.specfile import load_spec  # noqa: E402
 from driver_gemm.tune.strategies import (FULL, Budget, Exhaustive, RandomSampling,  # noqa: E402
                                          SuccessiveHalving)
 
@@ -167,8 +167,8 @@ def predict(spec, recorded_path: Path = RECORDED_SWEEP, seed: int = 0) -> dict:
     configuration scales, what is paid per shape and for the finalists does not). An estimate, never a
     measurement."""
     from driver_gemm.cuda.occupancy import arch_limits
-    from driver_gemm.pipeline.build import launch_plans
-    from driver_gemm.results.records import load_results
+    from driver_gemm.planning.build import launch_plans
+    from driver_gemm.results.read import load_results
     from driver_gemm.tune.replay import RecordedSweep
     from driver_gemm.tune.strategies import search_all
 

@@ -17,8 +17,8 @@ start to its moments, e.g. each GPU's first and last case, to its exit; the
 moments after the results file was written are kept beside it, in
 NAME-moments.json), how many of the
 two-GPU run's cases were planned from launch times an earlier run recorded
-(`driver_gemm.pipeline.estimates`: the one-GPU run just before records
-them), and what the cost model (`driver_gemm.pipeline.schedule`), fed the launch
+(`driver_gemm.runners.estimates`: the one-GPU run just before records
+them), and what the cost model (`driver_gemm.runners.schedule`), fed the launch
 times the one-GPU run measured, predicted for the two-GPU run. The JSON
 written with --json holds the same, rewritten after each spec, so a run cut
 short keeps the specs it finished.
@@ -116,8 +116,8 @@ def inside_run_s(results: Path) -> float:
 def predicted(spec_path: Path, one_gpu_results: Path) -> dict:
     """The cost model's seconds for one and two GPUs, fed the launch medians the one-GPU run measured."""
     sys.path.insert(0, str(ROOT))
-    from driver_gemm.pipeline.schedule import CostModel, predicted_run_s
-    from driver_gemm.spec import load_spec
+    from driver_gemm.runners.schedule import CostModel, predicted_run_s
+    from driver_gemm.specfile import load_spec
 
     launch_ms = {(c["name"], c["shape"]["label"]): c["timing"]["median_ms"]
                  for c in json.loads(one_gpu_results.read_text())["cases"] if c.get("timing")}

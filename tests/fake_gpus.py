@@ -3,9 +3,9 @@
 import time
 
 from driver_gemm.cuda.occupancy import arch_limits
-from driver_gemm.pipeline.build import compile_spec
-from driver_gemm.pipeline.cases import cases_of
-from driver_gemm.pipeline.plan import plan_case
+from driver_gemm.planning.build import compile_spec
+from driver_gemm.planning.cases import cases_of
+from driver_gemm.planning.case_plan import plan_case
 from driver_gemm.results.records import CaseDevice, CaseResult
 from driver_gemm.status import Status
 

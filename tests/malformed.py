@@ -16,7 +16,7 @@ import pytest
 
 from driver_gemm.cli import EXIT_USAGE, main
 from driver_gemm.errors import SpecError
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 
 from test_spec import MINIMAL, write
 

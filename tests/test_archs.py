@@ -231,8 +231,8 @@ def test_an_architecture_in_no_table_has_an_unknown_fp32_peak_and_says_so():
 
 
 def test_every_device_plans_the_seed_spec():
-    from driver_gemm.pipeline.plan import plan_case
-    from driver_gemm.spec import load_spec
+    from driver_gemm.planning.case_plan import plan_case
+    from driver_gemm.specfile import load_spec
 
     spec = load_spec(Path(__file__).resolve().parent.parent / "specs" / "seed.yaml")
     for props in [*DEVICES.values(), device((10, 7)), device((11, 0), threads=1536, blocks=24),

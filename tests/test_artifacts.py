@@ -3,7 +3,7 @@ import pytest
 
 from driver_gemm.results.artifacts import NONFINITE, RIGHT, UNWRITTEN, WRONG, category_map, downsample, save_error_map
 from driver_gemm.results.records import CaseResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.verify import POISON_WORD, compare
 
 

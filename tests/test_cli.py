@@ -128,8 +128,8 @@ def test_plan_spec_is_a_library_function():
     import pytest
 
     from driver_gemm.errors import ConfigError
-    from driver_gemm.pipeline.plan_spec import plan_spec, plan_target
-    from driver_gemm.spec import load_spec
+    from driver_gemm.planning.spec_plan import plan_spec, plan_target
+    from driver_gemm.specfile import load_spec
 
     planned = plan_spec(load_spec(SPECS / "seed.yaml"), arch="sm_90", sm_count=100)
     assert planned.target.arch == "sm_90" and not planned.target.from_device and planned.sm_count == 100
@@ -155,8 +155,8 @@ def test_plan_sms_is_the_sm_count_a_persistent_grid_reads(tmp_path, capsys):
 
 
 def test_plan_spec_keeps_compile_errors_apart(tmp_path):
-    from driver_gemm.pipeline.plan_spec import plan_spec
-    from driver_gemm.spec import load_spec
+    from driver_gemm.planning.spec_plan import plan_spec
+    from driver_gemm.specfile import load_spec
 
     spec = write(tmp_path, f"""\
 shapes: [[8, 8, 8]]

@@ -13,7 +13,7 @@ from driver_gemm.cli import main
 from driver_gemm.cli.main import COMMANDS, EXIT_CODES_HELP, build_parser
 from driver_gemm.report.tables import print_comparison, print_run
 from driver_gemm.results.records import CaseResult, RunResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 
@@ -98,7 +98,7 @@ def test_labels_are_shortened_with_a_legend_when_the_table_needs_the_room():
 
 
 def test_a_comparisons_labels_are_full_when_it_fits():
-    from driver_gemm.report.compare import compare_runs
+    from driver_gemm.report.comparison import compare_runs
 
     run = run_of([LONG])
     text = printed(lambda comparisons, console: print_comparison(comparisons, "old -> new", console),

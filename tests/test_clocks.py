@@ -183,7 +183,7 @@ def _cli_with_fakes(monkeypatch, nvml, ran):
 
     from driver_gemm.cli import run as run_command
     from driver_gemm.cuda import device
-    from driver_gemm.pipeline import runner
+    from driver_gemm.runners import one_gpu as runner
 
     monkeypatch.setattr(clocks, "_import_nvml", lambda: nvml)
     monkeypatch.setattr(device, "read_properties", lambda ordinal: types.SimpleNamespace(uuid=UUID))

@@ -1,10 +1,10 @@
 import pytest
 
 from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from driver_gemm.report.compare import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
+from driver_gemm.report.comparison import BROKEN, FASTER, FIXED, GONE, NEW, SAME, SLOWER, compare_runs, judge
 from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
 
 GPU = CaseDevice(name="NVIDIA H200", uuid="GPU-1")
@@ -75,7 +75,7 @@ def with_samples(samples):
 
 
 def test_samples_decide_where_both_runs_have_them():
-    from driver_gemm.report.compare import samples_verdict, summary_verdict
+    from driver_gemm.report.comparison import samples_verdict, summary_verdict
 
     steady = [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.01, 1.00, 0.99, 1.01]
     shifted = [v * 1.03 for v in steady]
@@ -102,7 +102,7 @@ def test_samples_decide_where_both_runs_have_them():
 def test_times_that_are_not_positive_numbers_are_never_judged():
     import dataclasses
 
-    from driver_gemm.report.compare import UNTIMED
+    from driver_gemm.report.comparison import UNTIMED
 
     old = case("k", [1.0, 1.0, 1.0])
     for bad in (float("nan"), float("-inf"), 0.0, -1.0):

@@ -3,7 +3,7 @@ import pytest
 from driver_gemm.cuda import cache
 from driver_gemm.cuda.compile import compile_source, compile_text, normalise_arch, parse_ptxas_report
 from driver_gemm.errors import CompileError
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 
 from conftest import SPECS, TEST_KERNELS
 
@@ -167,7 +167,7 @@ def test_wrong_template_arguments_are_named_without_a_bogus_source_line():
 
 
 def test_one_bad_instance_does_not_take_its_siblings_down(tmp_path):
-    from driver_gemm.pipeline.build import compile_spec
+    from driver_gemm.planning.build import compile_spec
 
     from test_spec import MINIMAL, write
 
@@ -179,7 +179,7 @@ def test_one_bad_instance_does_not_take_its_siblings_down(tmp_path):
 
 
 def test_a_kernel_that_names_its_arch_is_compiled_for_it(tmp_path):
-    from driver_gemm.pipeline.build import compile_spec
+    from driver_gemm.planning.build import compile_spec
 
     spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
     compiled = compile_spec(spec, "sm_90")
@@ -193,7 +193,7 @@ def test_a_kernel_that_names_its_arch_is_compiled_for_it(tmp_path):
 
 
 def test_a_sweep_compiles_on_several_threads_with_the_same_result(tmp_path, monkeypatch):
-    from driver_gemm.pipeline.build import compile_spec
+    from driver_gemm.planning.build import compile_spec
 
     monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", "1")
     spec = load_spec(SPECS / "sweep-v4.yaml")                 # 32 instances of one source

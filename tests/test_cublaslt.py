@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from driver_gemm.measure import cublaslt, dtypes, operands
+from driver_gemm.gemm import dtypes, operands
+from driver_gemm.measure import cublaslt
 from driver_gemm.measure.cublaslt import CublasLtUnsupported, plan_matmul, simulate
-from driver_gemm.measure.dtypes import parse_types
-from driver_gemm.measure.operands import gemm_operands, parse_layout
+from driver_gemm.gemm.dtypes import parse_types
+from driver_gemm.gemm.operands import gemm_operands, parse_layout
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -276,7 +277,7 @@ def test_cublaslt_matmul_matches_the_reference(driver_gemm_device, node, code):
     output = operands.read_output(gemm.c, raw, types.c)
     expected = operands.reference(inputs.a, inputs.b, alpha, beta, inputs.c0, **scales)
     verdict = compare(output.values.reshape(-1, gemm.N), expected.reshape(-1, gemm.N),
-                      rel_tolerance=dtypes.tolerance(types, gemm.K))
+                      rel_tolerance=dtypes.error_bound(types, gemm.K))
     assert verdict.status == "PASS", verdict.as_dict()
 
 

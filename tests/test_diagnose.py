@@ -1,10 +1,10 @@
 import numpy as np
 
-from driver_gemm.results.diagnose import describe_region, diagnose, ranges_text
+from driver_gemm.results.diagnose import describe_region, diagnose_output, ranges_text
 from driver_gemm.cuda.occupancy import arch_limits
-from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec
 from driver_gemm.measure.verify import POISON_WORD, compare
 
 from conftest import SPECS
@@ -58,7 +58,7 @@ def test_diagnosis_traces_elements_to_blocks_and_threads():
     output[:, 68:] = np.array(POISON_WORD, np.uint32).view(np.float32)   # last 2 columns never written
     output[129, 3] = 7.0                                                  # one wrong value
     verdict = compare(output, expected, rel_tolerance=1e-5)
-    report = diagnose(verdict, output, expected, plan)
+    report = diagnose_output(verdict, output, expected, plan)
     assert report["unwritten"] == 260 and report["wrong"] == 1 and report["right"] == 130 * 70 - 261
     assert report["summary"] == ("260 elements unwritten: columns 68-69 = block column 1, every row; "
                                  "1 element wrong at row 129, column 3 (block (0, 2))")
@@ -76,6 +76,6 @@ def test_diagnosis_without_a_tile_names_no_blocks():
     output = np.ones((4, 4), np.float32)
     output[2, 1] = 3.0
     verdict = compare(output, expected, rel_tolerance=1e-5)
-    report = diagnose(verdict, output, expected, plan)
+    report = diagnose_output(verdict, output, expected, plan)
     assert report["first_mismatches"] == [{"row": 2, "col": 1, "expected": 1.0, "got": 3.0, "kind": "wrong"}]
     assert report["summary"] == "1 element wrong at row 2, column 1; every other element right"

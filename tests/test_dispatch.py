@@ -5,9 +5,9 @@ import yaml
 
 from driver_gemm.errors import SpecError
 from driver_gemm.results.records import DispatchChoice, RunResult
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec, spec_from_dict
-from driver_gemm.tune.dispatch import DispatchEntry, DispatchTable, build_dispatch, parse_dispatch, select_kernel
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec, spec_from_dict
+from driver_gemm.tune.dispatch_table import DispatchEntry, DispatchTable, build_dispatch, parse_dispatch, select_kernel
 from driver_gemm.tune.winners import dispatch_spec, pick_winners
 
 from test_spec import write
@@ -103,8 +103,8 @@ def _winners_dispatch_spec(tmp_path):
 
 def test_a_written_dispatch_spec_loads_and_runs_each_shape_with_its_entry(tmp_path):
     from driver_gemm.cuda.occupancy import arch_limits
-    from driver_gemm.pipeline.build import launch_plans
-    from driver_gemm.pipeline.cases import cases_of
+    from driver_gemm.planning.build import launch_plans
+    from driver_gemm.planning.cases import cases_of
 
     path = _winners_dispatch_spec(tmp_path)
     spec = load_spec(path).select(shapes=["64x32x16", "128x128x128", "100x100x100"])
@@ -117,7 +117,7 @@ def test_a_written_dispatch_spec_loads_and_runs_each_shape_with_its_entry(tmp_pa
     # each case's chosen configuration is what gets planned (and compiled): the plans are keyed by it
     plans = launch_plans(spec, arch_limits("sm_90"))
     assert {case.key for case in kernels.values()} <= set(plans)
-    from driver_gemm.pipeline.cases import new_record
+    from driver_gemm.planning.cases import new_record
     from driver_gemm.status import Status
     record = new_record(kernels["100x100x100"], Status.PASS)
     assert record.dispatch.rule == "nearest" and record.as_dict()["dispatch"]["entry"] == 1

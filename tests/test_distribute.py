@@ -2,10 +2,10 @@
 
 import pytest
 
-from driver_gemm.pipeline.build import compile_spec
-from driver_gemm.pipeline.cases import cases_of
-from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec import load_spec
+from driver_gemm.planning.build import compile_spec
+from driver_gemm.planning.cases import cases_of
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
 
 from conftest import SPECS
 from fake_gpus import check_baselines, paced_part, plan_part
@@ -29,7 +29,7 @@ def two_workers():
 
 
 def run_planned(spec, client, workers, **kwargs):
-    from driver_gemm.pipeline.distribute import run_on_workers
+    from driver_gemm.runners.distribute import run_on_workers
     return run_on_workers(spec, client, workers, **{"options": RunOptions(time=False), "part": plan_part,
                                                     "describe": describe_stand_in, "make_worker": None, **kwargs})
 
@@ -57,7 +57,7 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
 
 
 def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline(two_workers):
-    from driver_gemm.pipeline.schedule import CostModel, plan_tasks
+    from driver_gemm.runners.schedule import CostModel, plan_tasks
 
     client, workers = two_workers
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["8192x8192x8192", "64x64x64"])
@@ -72,7 +72,7 @@ def test_a_large_shape_is_shared_and_each_gpu_measures_its_own_baseline(two_work
 
 
 def test_a_resumed_run_keeps_what_ran_and_reruns_what_did_not(two_workers):
-    from driver_gemm.pipeline.cases import not_run_record
+    from driver_gemm.planning.cases import not_run_record
 
     client, workers = two_workers
     spec = load_spec(SPECS / "seed.yaml").select(shapes=["1024x512x1024", "64x64x64"])

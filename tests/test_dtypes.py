@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from driver_gemm.errors import SpecError
-from driver_gemm.measure import dtypes
-from driver_gemm.measure.dtypes import ELEMENT_TYPES, GemmTypes, parse_types, tolerance
+from driver_gemm.gemm import dtypes
+from driver_gemm.gemm.dtypes import ELEMENT_TYPES, GemmTypes, parse_types, error_bound
 from driver_gemm.measure.verify import compare
 
 SMALL_FLOATS = ("fp16", "bf16", "e4m3", "e5m2")
@@ -229,26 +229,26 @@ def test_parse_types_errors_name_the_field(node, field, message):
 def test_tolerance_grows_with_k_and_with_coarser_types():
     bf16, fp16, fp32 = (parse_types({"a": name}) for name in ("bf16", "fp16", "fp32"))
     for types in (bf16, fp16, fp32):
-        assert tolerance(types, 64) < tolerance(types, 1024) < tolerance(types, 8192)
-    assert tolerance(fp32, 1024) < tolerance(fp16, 1024) < tolerance(bf16, 1024)
+        assert error_bound(types, 64) < error_bound(types, 1024) < error_bound(types, 8192)
+    assert error_bound(fp32, 1024) < error_bound(fp16, 1024) < error_bound(bf16, 1024)
     fp16_accumulate = parse_types({"a": "fp16", "accumulate": "fp16"})
-    assert tolerance(fp16_accumulate, 1024) > 4 * tolerance(fp16, 1024)
-    assert tolerance(parse_types({"a": "tf32"}), 1024) > 50 * tolerance(fp32, 1024)
-    assert tolerance(parse_types({"a": "int8"}), 4096) == 0.0
+    assert error_bound(fp16_accumulate, 1024) > 4 * error_bound(fp16, 1024)
+    assert error_bound(parse_types({"a": "tf32"}), 1024) > 50 * error_bound(fp32, 1024)
+    assert error_bound(parse_types({"a": "int8"}), 4096) == 0.0
     # fp32 keeps the order of the project's fixed 1e-5 at K = 1024.
-    assert 5e-6 < tolerance(fp32, 1024) < 2e-5
+    assert 5e-6 < error_bound(fp32, 1024) < 2e-5
 
 
 def test_fp8_tolerance_admits_hoppers_tensor_core_accumulation_and_still_catches_a_dropped_term():
     e4m3_fp32 = parse_types({"a": "e4m3", "c": "fp32"})
     # cuBLASLt's e4m3 -> fp32 matmul on the H200 at K = 160: 8.7e-5 (docs/kernels.md)
-    assert tolerance(e4m3_fp32, 160) > 2 * 8.7e-5
-    assert tolerance(e4m3_fp32, 160) > 100 * tolerance(parse_types({"a": "fp32"}), 160)
+    assert error_bound(e4m3_fp32, 160) > 2 * 8.7e-5
+    assert error_bound(e4m3_fp32, 160) > 100 * error_bound(parse_types({"a": "fp32"}), 160)
     # bf16 output rounding still dominates an e4m3 -> bf16 bound
     e4m3_bf16 = parse_types({"a": "e4m3", "c": "bf16"})
-    assert tolerance(e4m3_bf16, 160) < 1.5 * tolerance(parse_types({"a": "bf16", "c": "bf16"}), 160)
+    assert error_bound(e4m3_bf16, 160) < 1.5 * error_bound(parse_types({"a": "bf16", "c": "bf16"}), 160)
     # one missing K term in a hundred costs ~10 %, far above the bound even at K = 8192
-    assert tolerance(e4m3_fp32, 8192) < 0.05
+    assert error_bound(e4m3_fp32, 8192) < 0.05
 
 
 def simulated_gemm(a: np.ndarray, b: np.ndarray, types: GemmTypes) -> np.ndarray:
@@ -275,7 +275,7 @@ def test_tolerance_admits_a_correct_result_and_rejects_one_wrong_element(node):
     a, b = dtypes.draw((M, K), types.a, rng), dtypes.draw((K, N), types.b, rng)
     expected = a @ b
     result = simulated_gemm(a, b, types)
-    rel_tolerance = tolerance(types, K)
+    rel_tolerance = error_bound(types, K)
     verdict = compare(result, expected, rel_tolerance=rel_tolerance)
     assert verdict.status == "PASS" and verdict.wrong == 0
     assert verdict.rel_fro_error < rel_tolerance / 2          # a correct result sits well inside
@@ -290,4 +290,4 @@ def test_tolerance_rejects_a_kernel_that_drops_the_last_partial_k_tile():
     rng = np.random.default_rng(2)
     a, b = dtypes.draw((64, 777), types.a, rng), dtypes.draw((777, 64), types.b, rng)
     dropped = dtypes.round_to(a[:, :768] @ b[:768, :], types.c)      # 9 of 777 terms missing
-    assert compare(dropped, a @ b, rel_tolerance=tolerance(types, 777)).status == "FAIL"
+    assert compare(dropped, a @ b, rel_tolerance=error_bound(types, 777)).status == "FAIL"

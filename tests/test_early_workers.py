@@ -15,9 +15,9 @@ import pytest
 import driver_gemm.cli.run as run_command
 import driver_gemm.cuda.device as device
 import driver_gemm.cuda.presence as presence
-import driver_gemm.pipeline.local_gpus as local_gpus
-import driver_gemm.pipeline.runner as runner
-import driver_gemm.pipeline.worker as worker
+import driver_gemm.runners.local_gpus as local_gpus
+import driver_gemm.runners.one_gpu as runner
+import driver_gemm.runners.worker as worker
 from driver_gemm.cli.main import main
 from driver_gemm.errors import NoGpuError
 
@@ -177,9 +177,9 @@ def test_without_the_library_the_driver_never_answers():
 
 def test_early_workers_of_a_resumed_run_with_nothing_left_are_ended_unbegun(recorder):
     from driver_gemm.cli.run import _begin_early_workers
-    from driver_gemm.pipeline.cases import cases_of, new_record
-    from driver_gemm.pipeline.options import RunOptions
-    from driver_gemm.spec import load_spec
+    from driver_gemm.planning.cases import cases_of, new_record
+    from driver_gemm.session.options import RunOptions
+    from driver_gemm.specfile import load_spec
     from driver_gemm.status import Status
 
     spec = load_spec(SEED).select(["v0"], ["7x5x3"])

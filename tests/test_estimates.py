@@ -6,12 +6,12 @@ import pytest
 
 from driver_gemm.cuda import cache
 from driver_gemm.measure.stats import TimingSummary
-from driver_gemm.pipeline import estimates
-from driver_gemm.pipeline.cases import cases_of
-from driver_gemm.pipeline.schedule import CostModel, case_cost, plan_tasks, remembered_model
+from driver_gemm.runners import estimates
+from driver_gemm.planning.cases import cases_of
+from driver_gemm.runners.schedule import CostModel, case_cost, plan_tasks, remembered_model
 from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
-from driver_gemm.spec import load_spec
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 from conftest import SPECS

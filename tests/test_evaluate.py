@@ -9,11 +9,11 @@ import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.measure.stats import summarize
-from driver_gemm.pipeline import evaluate as evaluation
-from driver_gemm.pipeline import steps as case_steps
-from driver_gemm.pipeline.build import launch_plans
-from driver_gemm.pipeline.cases import Case
-from driver_gemm.spec import load_spec
+from driver_gemm.tune import evaluate as evaluation
+from driver_gemm.session import steps as case_steps
+from driver_gemm.planning.build import launch_plans
+from driver_gemm.planning.cases import Case
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 from driver_gemm.tune.strategies import Budget, Configuration, Exhaustive, SuccessiveHalving, search_all
 
@@ -247,8 +247,8 @@ class TypedFakeSession(FakeSession):
 
 def test_typed_configurations_are_checked_against_their_own_types_and_share_them_per_shape(tmp_path, monkeypatch):
     """A sweep of a bf16 kernel: bf16 inputs drawn once per shape, uploaded as bf16 bytes, the typed reference."""
-    from driver_gemm.measure import operands
-    from driver_gemm.pipeline import typed_steps
+    from driver_gemm.gemm import operands
+    from driver_gemm.session import typed_steps
 
     root = Path(__file__).resolve().parent.parent
     spec_path = tmp_path / "typed.yaml"

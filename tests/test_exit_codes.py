@@ -15,9 +15,9 @@ from driver_gemm.cli import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EX
 from driver_gemm.errors import (CompileError, ConfigError, CudaError, DriverGemmError, NoGpuError, SpecError,
                                 ToolMissingError, UsageError)
 from driver_gemm.measure.baseline import CublasUnavailable
-from driver_gemm.pipeline.distribute import DaskUnavailable
+from driver_gemm.runners.distribute import DaskUnavailable
 from driver_gemm.results.read import MAX_RESULTS_BYTES
-from driver_gemm.spec.expr import ExpressionError
+from driver_gemm.specfile.expr import ExpressionError
 
 from conftest import ROOT, SPECS, _gpu_missing_reason
 from test_spec import MINIMAL, write

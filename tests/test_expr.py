@@ -1,6 +1,6 @@
 import pytest
 
-from driver_gemm.spec import expr
+from driver_gemm.specfile import expr
 
 
 @pytest.mark.parametrize("source, env, expected", [

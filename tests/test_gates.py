@@ -5,7 +5,7 @@ import pytest
 from driver_gemm.measure.stats import summarize
 from driver_gemm.report.gates import GateError, check_gates, min_pct_gate, parse_min_pct, regression_gate
 from driver_gemm.results.records import CaseResult, RunResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 SHAPE = Shape(1024, 1024, 1024)

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 from driver_gemm.status import Status
-from driver_gemm.pipeline.runner import run_spec
-from driver_gemm.pipeline.options import Placement
-from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec import load_spec
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.options import Placement, RunOptions
+from driver_gemm.specfile import load_spec
 
 from conftest import ROOT, SPECS
 from gpu_specs import AWKWARD_SHAPES, quick, with_measure, write_spec
@@ -283,7 +282,7 @@ def test_racecheck_finds_the_missing_barrier(tmp_path):
 
 
 def test_error_map_is_saved_for_a_failing_case(tmp_path):
-    from driver_gemm.pipeline.session import RunOptions
+    from driver_gemm.session.state import RunOptions
 
     spec = load_spec(write_spec(tmp_path, V3_NO_TAIL, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
@@ -313,15 +312,15 @@ def test_killed_run_resumes_without_losing_or_repeating_a_case(tmp_path):
         import signal
         os.killpg(child.pid, signal.SIGKILL)   # the run and its worker, with no chance to clean up
         child.wait()
-    from driver_gemm.results.records import CaseLog
+    from driver_gemm.results.read import read_finished_cases
 
-    _, before = CaseLog.read(lines)
+    _, before = read_finished_cases(lines)
     total = len(shapes) * (len(spec.kernels) + 1)
     assert 4 <= len(before) < total
     # without --json, the summary goes beside the lines: r.json again
     resumed = subprocess.run(command + ["--resume", str(lines)], cwd=ROOT, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
-    _, after = CaseLog.read(lines)
+    _, after = read_finished_cases(lines)
     keys = [(c.kernel, c.shape.label) for c in after]
     assert len(keys) == total and len(set(keys)) == total
     final = json.loads(out.read_text())["cases"]

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from driver_gemm.pipeline.runner import run_spec
-from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.spec import load_spec
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS

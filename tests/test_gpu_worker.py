@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from driver_gemm.pipeline.cases import cases_of, new_record, ran
-from driver_gemm.pipeline.session import RunOptions
-from driver_gemm.pipeline.worker import GpuWorker
+from driver_gemm.planning.cases import cases_of, new_record, ran
+from driver_gemm.session.options import RunOptions
+from driver_gemm.runners.worker import GpuWorker
 from driver_gemm.results.records import CaseDevice
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import SPECS
@@ -222,8 +222,8 @@ def describe_stand_in(ordinals):
 ])
 def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shapes, crashes):
     distributed = pytest.importorskip("distributed")
-    from driver_gemm.pipeline.distribute import _GPU_WORKERS, run_on_workers
-    from driver_gemm.pipeline.schedule import CostModel, plan_tasks
+    from driver_gemm.runners.distribute import _GPU_WORKERS, run_on_workers
+    from driver_gemm.runners.schedule import CostModel, plan_tasks
 
     spec = spec_of(kernels, shapes)
     model = CostModel(task_overhead_s=0.0)
@@ -265,7 +265,7 @@ def test_each_start_says_where_its_seconds_went():
 
 
 def test_a_child_that_only_says_ready_has_no_breakdown():
-    from driver_gemm.pipeline.worker import start_steps
+    from driver_gemm.runners.worker import start_steps
 
     assert start_steps(("ready",), 10.0) == {}
     assert start_steps(("ready", {"entered": 12.5, "steps": {"cublas_s": 0.3, "bad": "x"}}), 10.0) == \

@@ -13,9 +13,9 @@ from driver_gemm.cuda import nvcc as nvcc_module
 from driver_gemm.cuda import sass
 from driver_gemm.cuda.compile import compile_source, nvrtc_warning
 from driver_gemm.errors import SpecError, ToolMissingError
-from driver_gemm.pipeline.build import check_offline, compile_spec
-from driver_gemm.pipeline.plan_spec import instruction_mixes, plan_spec
-from driver_gemm.spec import load_spec
+from driver_gemm.planning.build import check_offline, compile_spec
+from driver_gemm.planning.spec_plan import instruction_mixes, plan_spec
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS
@@ -282,7 +282,7 @@ def test_missing_disassembler_is_a_tool_missing_error(monkeypatch):
 @pytest.mark.gpu
 def test_prebuilt_cubin_runs_like_the_nvrtc_build_and_the_driver_agrees_on_parameters():
     from gpu_specs import quick
-    from driver_gemm.pipeline.runner import run_spec
+    from driver_gemm.runners.one_gpu import run_spec
 
     spec = load_spec(SPECS / "prebuilt.yaml")
     spec = quick(dataclasses.replace(spec, shapes=spec.shapes[:2], baseline=False))

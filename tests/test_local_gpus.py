@@ -15,12 +15,12 @@ import time
 
 import pytest
 
-from driver_gemm.pipeline.cases import cases_of, not_run_record
-from driver_gemm.pipeline.local_gpus import run_on_local_gpus
-from driver_gemm.pipeline.schedule import CostModel, plan_tasks
-from driver_gemm.pipeline.session import RunOptions
+from driver_gemm.planning.cases import cases_of, not_run_record
+from driver_gemm.runners.local_gpus import run_on_local_gpus
+from driver_gemm.runners.schedule import CostModel, plan_tasks
+from driver_gemm.session.state import RunOptions
 from driver_gemm.results.records import RunResult
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS
@@ -33,7 +33,7 @@ def describe_stand_in(device):
 
 
 def recording(part, baselines_run):
-    """`part`, noting (shape, GPU) of every baseline it runs in `baselines_run` (the landing keeps a row only once)."""
+    """`part`, noting (shape, GPU) of every baseline it runs in `baselines_run` (the collector keeps a row only once)."""
     def recorded_part(subspec, options, placement, previous, on_result):
         def ran(case):
             if case.is_baseline:
@@ -214,7 +214,7 @@ CLI_WITHOUT_A_GPU = """
 import functools, json, sys, time
 sys.path[:0] = [{tests!r}]
 import driver_gemm.cuda.device as device
-import driver_gemm.pipeline.local_gpus as local_gpus
+import driver_gemm.runners.local_gpus as local_gpus
 from fake_gpus import plan_part
 from driver_gemm.cli.main import main
 
@@ -256,7 +256,7 @@ CLI_WITH_A_HANGING_CASE = """
 import functools, sys
 sys.path[:0] = [{tests!r}]
 import driver_gemm.cuda.device as device
-import driver_gemm.pipeline.local_gpus as local_gpus
+import driver_gemm.runners.local_gpus as local_gpus
 from test_gpu_worker import make_fake_worker, serving_part
 from driver_gemm.cli.main import main
 
@@ -306,7 +306,7 @@ def test_ctrl_c_on_the_terminal_keeps_the_finished_cases_and_ends_at_once(tmp_pa
 
 def test_a_gpu_whose_worker_cannot_start_hands_its_tasks_to_the_others():
     """GPU 1's worker process cannot start: GPU 0 runs every case; none is given up while a GPU works."""
-    from driver_gemm.pipeline.worker import GpuWorker
+    from driver_gemm.runners.worker import GpuWorker
     from test_gpu_worker import FakeSession, fails_to_start, fake_execute
 
     def make_worker(device, options, *, want_cublas=True):
@@ -324,7 +324,7 @@ def test_a_gpu_whose_worker_cannot_start_hands_its_tasks_to_the_others():
 
 
 def test_when_no_gpu_can_start_a_worker_every_case_is_recorded_as_not_run():
-    from driver_gemm.pipeline.worker import GpuWorker
+    from driver_gemm.runners.worker import GpuWorker
     from test_gpu_worker import fails_to_start
 
     spec = spec_of(["v0", "v4"], ["1024x512x1024", "64x64x64", "7x5x3"])

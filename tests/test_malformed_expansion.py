@@ -2,7 +2,7 @@
 
 import pytest
 
-from driver_gemm.spec.limits import MAX_CASES, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
+from driver_gemm.specfile.limits import MAX_CASES, MAX_SPEC_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 from malformed import MINIMAL, refused
 

@@ -3,8 +3,8 @@
 import pytest
 
 from driver_gemm.errors import SpecError
-from driver_gemm.spec import load_spec, spec_from_dict
-from driver_gemm.spec.archs import KNOWN_ARCHS
+from driver_gemm.specfile import load_spec, spec_from_dict
+from driver_gemm.specfile.archs import KNOWN_ARCHS
 
 from malformed import MINIMAL, refused, write
 

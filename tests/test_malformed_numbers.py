@@ -69,7 +69,7 @@ def test_template_params(tmp_path, monkeypatch, capsys, number):
 
 
 def test_a_bool_template_param_is_passed_as_a_cpp_bool(tmp_path):
-    from driver_gemm.spec import load_spec
+    from driver_gemm.specfile import load_spec
     from test_spec import write
 
     kernel, = load_spec(write(tmp_path, MINIMAL.replace("BK: 16", "BK: true"))).kernels
@@ -104,7 +104,7 @@ def test_constant_arguments_fit_their_type(tmp_path, monkeypatch, capsys, argume
 
 
 def test_evaluation_turns_math_errors_into_expression_errors():
-    from driver_gemm.spec import expr
+    from driver_gemm.specfile import expr
 
     for source, env in [("ceil(M / N)", {"M": float("inf"), "N": 1}), ("M * M * M", {"M": 2 ** 40}),
                         ("ceil(M)", {"M": float("nan")}), ("M + 1", {"M": 2 ** 64})]:

@@ -21,7 +21,7 @@ from driver_gemm.measure.stats import summarize
 from driver_gemm.errors import UsageError
 from driver_gemm.results import read
 from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 
 from malformed import MINIMAL, refused, write
 
@@ -65,7 +65,7 @@ def test_leave_to_go_outside_is_the_users(tmp_path):
 
 def test_spec_from_dict_allows_absolute_sources_by_default(tmp_path):
     from driver_gemm.errors import SpecError
-    from driver_gemm.spec import spec_from_dict
+    from driver_gemm.specfile import spec_from_dict
 
     import yaml
 
@@ -92,7 +92,7 @@ def test_sources_that_are_not_text(tmp_path, monkeypatch, capsys, data, message)
 @pytest.mark.parametrize("key, name, limit", [("source", "big.cu", "MAX_SOURCE_BYTES"),
                                               ("binary", "big.cubin", "MAX_BINARY_BYTES")])
 def test_oversized_sources_and_binaries_are_refused_unread(tmp_path, monkeypatch, capsys, key, name, limit):
-    from driver_gemm.spec import kernels
+    from driver_gemm.specfile import kernels
 
     write(tmp_path, MINIMAL)
     with open(tmp_path / "kernels" / name, "wb") as handle:       # sparse: large on paper, nothing on disk

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from driver_gemm.errors import SpecError
-from driver_gemm.measure import dtypes, operands
-from driver_gemm.measure.dtypes import parse_types
-from driver_gemm.measure.operands import gemm_operands, matrix_layout, parse_layout
+from driver_gemm.gemm import dtypes, operands
+from driver_gemm.gemm.dtypes import parse_types
+from driver_gemm.gemm.operands import gemm_operands, matrix_layout, parse_layout
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 

@@ -12,14 +12,14 @@ from rich.console import Console
 
 from driver_gemm.cli import EXIT_FAILED, EXIT_OK, main
 from driver_gemm.measure.stats import summarize
-from driver_gemm.report.compare import compare_runs
+from driver_gemm.report.comparison import compare_runs
 from driver_gemm.report.formats import RUN_CSV_HEADER, markdown_table, run_csv, run_markdown
 from driver_gemm.report.labels import legend_lines, short_labels
 from driver_gemm.report.tables import print_comparison, print_run, print_tune
 from driver_gemm.tune.winners import pick_winners
 from driver_gemm.results.read import read_results
 from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 from conftest import ROOT

@@ -22,7 +22,7 @@ import yaml
 
 from driver_gemm.cuda.headers import STAND_INS
 
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "driver_gemm", "kernels", "specs")
@@ -117,7 +117,7 @@ def test_plan_of_the_shipped_seed_spec_from_another_directory(installed, tmp_pat
 
 
 def test_plan_with_no_spec_uses_the_shipped_seed_spec(installed, tmp_path):
-    check = ("import driver_gemm.bundled as b, driver_gemm.spec.model as m; "
+    check = ("import driver_gemm.bundled as b, driver_gemm.specfile.model as m; "
              "print(m.DEFAULT_SPEC == b.default_spec_path())")
     uses_bundled = run_installed(installed, ["-c", check], tmp_path)
     assert uses_bundled.returncode == 0, uses_bundled.stderr

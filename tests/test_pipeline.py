@@ -11,15 +11,15 @@ import pytest
 from driver_gemm.cuda.check import cuda_error
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import ArgumentError, DriverGemmError, ToolMissingError, UsageError
-from driver_gemm.pipeline import build
-from driver_gemm.pipeline.build import check_offline, plan_cases
-from driver_gemm.pipeline.cases import cases_of, new_record, ran
-from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.pipeline.runner import run_in_process
-from driver_gemm.pipeline.options import Placement, RunOptions
-from driver_gemm.pipeline.worker import run_isolated
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec
+from driver_gemm.planning import build
+from driver_gemm.planning.build import check_offline, plan_cases
+from driver_gemm.planning.cases import cases_of, new_record, ran
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.runners.in_process import run_in_process
+from driver_gemm.session.options import Placement, RunOptions
+from driver_gemm.runners.worker import run_isolated
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import SPECS
@@ -195,7 +195,7 @@ def test_a_worker_that_never_starts_is_reported_as_such_not_as_a_timeout(target,
 # ------------------------------------------------------------------------------------------- handles
 
 def test_a_session_that_fails_halfway_closes_what_it_made(monkeypatch):
-    from driver_gemm.pipeline import session as session_module
+    from driver_gemm.session import state as session_module
 
     made = []
 
@@ -256,7 +256,7 @@ def test_usage_and_tool_errors_sit_in_the_funnel_with_their_exit_codes():
 
 @pytest.mark.gpu
 def test_a_run_records_seconds_per_step_and_worker_start():
-    from driver_gemm.pipeline.runner import run_spec
+    from driver_gemm.runners.one_gpu import run_spec
 
     spec = load_spec(SPECS / "seed.yaml").select(["v2"], ["127x33x65"])
     run = run_spec(spec, RunOptions(time=False), Placement(isolate=True))

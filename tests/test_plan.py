@@ -4,10 +4,10 @@ import pytest
 
 from driver_gemm.cuda.resources import KernelResources
 from driver_gemm.cuda.occupancy import arch_limits
-from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.spec.model import Shape
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.specfile.model import Shape
 from driver_gemm.errors import SpecError
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 
 from test_spec import MINIMAL, write
 

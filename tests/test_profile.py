@@ -13,7 +13,7 @@ import pytest
 
 from driver_gemm.errors import ToolMissingError
 from driver_gemm.measure.profile import (METRICS, ProfileError, find_ncu, ncu_command, parse_ncu_csv, run_ncu,
-                                         summarize)
+                                         summarize_profile)
 
 DATA = Path(__file__).resolve().parent / "data"
 V10 = "v10[BM=256,BK=32,WGS=2,STAGES=4,GROUP=8]"
@@ -46,7 +46,7 @@ def test_parse_the_raw_csv_page():
 def test_summary_scales_units_and_ranks_stalls():
     launch = parse_ncu_csv((DATA / "ncu-raw-sm90.csv").read_text())[0]
     flops = 2 * 4096 ** 3
-    summary = summarize(launch, flops)
+    summary = summarize_profile(launch, flops)
     assert summary["duration_us"] == pytest.approx(457.984)
     assert summary["dram_bytes"] == pytest.approx((197.53 + 67.11) * 1e6)
     assert summary["l2_bytes"] == pytest.approx(1.87e9)
@@ -54,7 +54,7 @@ def test_summary_scales_units_and_ranks_stalls():
     assert summary["fma_pipe_pct"] == 18.93 and summary["shared_bank_conflicts"] == 1048576
     assert [s["reason"] for s in summary["top_stalls"]] == ["mio_throttle", "barrier", "math_pipe_throttle"]
     assert summary["arithmetic_intensity"] == pytest.approx(flops / ((197.53 + 67.11) * 1e6))
-    assert summarize(launch)["arithmetic_intensity"] is None
+    assert summarize_profile(launch)["arithmetic_intensity"] is None
 
 
 def test_without_ncu_a_clear_message(monkeypatch):

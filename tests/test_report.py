@@ -3,9 +3,10 @@ import json
 from rich.console import Console
 
 from driver_gemm.report.tables import case_line, print_run, problems_text
+from driver_gemm.results.read import load_results
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
 
 SHAPE = Shape(1024, 512, 1024)
@@ -63,7 +64,7 @@ def test_json_round_trip(tmp_path):
     data = json.loads(path.read_text())
     assert data["cases"][1]["timing"]["median_ms"] == 0.0806
     assert data["cases"][1]["shape"] == {"M": 1024, "N": 512, "K": 1024, "label": "1024x512x1024"}
-    again = RunResult.read_json(path)
+    again = load_results(path)
     assert again.cases[1].timing == run.cases[1].timing
     assert again.cases[2].shape == Shape(1001, 513, 777) and again.cases[2].status == Status.FAIL
     assert not again.ok and not list(tmp_path.rglob("*.tmp"))

@@ -4,10 +4,11 @@ import sys
 import textwrap
 
 
-from driver_gemm.results.records import CaseDevice, CaseLog, CaseResult, RunResult, case_key, load_results
+from driver_gemm.results.read import load_results, read_finished_cases
+from driver_gemm.results.records import CaseDevice, CaseLog, CaseResult, RunResult, case_key
 
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
 
 from conftest import ROOT
@@ -25,10 +26,10 @@ def test_lines_are_written_as_cases_land_and_read_back(tmp_path):
         log.write_header(run)
         log.append(case("cublas"))
         # a reader sees the finished case before the log is closed: it was flushed and fsynced
-        assert len(CaseLog.read(path)[1]) == 1
+        assert len(read_finished_cases(path)[1]) == 1
         log.write_header(run)   # once only
         log.append(case("v4[BM=64]", ms=2.0))
-    header, cases = CaseLog.read(path)
+    header, cases = read_finished_cases(path)
     assert header["spec"] == "seed" and header["environment"]["device"]["name"] == "GPU"
     assert [case_key(c) for c in cases] == [("cublas", "8x8x8"), ("v4[BM=64]", "8x8x8")]
     assert cases[1].timing.median_ms == 2.0
@@ -42,7 +43,7 @@ def test_a_torn_last_line_loses_nothing_finished(tmp_path):
         log.append(case("v2"))
     with open(path, "a") as handle:
         handle.write('{"type": "case", "kernel": "v3", "sha')     # killed mid-write
-    header, cases = CaseLog.read(path)
+    header, cases = read_finished_cases(path)
     assert [c.kernel for c in cases] == ["v1", "v2"]
 
 
@@ -55,7 +56,7 @@ def test_a_resumed_log_appends_to_the_same_file(tmp_path):
         assert log.has_header
         log.write_header(RunResult(spec="other", spec_path=None))
         log.append(case("v2"))
-    header, cases = CaseLog.read(path)
+    header, cases = read_finished_cases(path)
     assert header["spec"] == "s" and [c.kernel for c in cases] == ["v1", "v2"]
 
 
@@ -76,7 +77,7 @@ def test_log_survives_kill_9_of_the_writer(tmp_path):
     script = textwrap.dedent(f"""
         import os, time
         from driver_gemm.results.records import CaseLog, CaseResult
-        from driver_gemm.spec.model import Shape
+        from driver_gemm.specfile.model import Shape
         log = CaseLog({str(path)!r})
         for i in range(5):
             log.append(CaseResult(kernel=f"k{{i}}", name="k", shape=Shape(1, 1, 1), status="PASS"))
@@ -93,7 +94,7 @@ def test_log_survives_kill_9_of_the_writer(tmp_path):
         child.kill()
     finally:
         child.wait()
-    assert [c.kernel for c in CaseLog.read(path)[1]] == [f"k{i}" for i in range(5)]
+    assert [c.kernel for c in read_finished_cases(path)[1]] == [f"k{i}" for i in range(5)]
 
 
 def test_resuming_a_log_with_a_torn_line_appends_clean_lines(tmp_path):
@@ -104,12 +105,12 @@ def test_resuming_a_log_with_a_torn_line_appends_clean_lines(tmp_path):
         log.append(case("v1"))
     with open(path, "a") as handle:
         handle.write('{"type": "case", "kernel": "v2", "sha')
-    header, cases = CaseLog.read(path)
+    header, cases = read_finished_cases(path)
     assert [c.kernel for c in cases] == ["v1"]
     with CaseLog(path) as log:
         log.write_header(RunResult(spec="s", spec_path=None))   # kept: the log has its header
         log.append(case("v2"))
-    assert [c.kernel for c in CaseLog.read(path)[1]] == ["v1", "v2"]
+    assert [c.kernel for c in read_finished_cases(path)[1]] == ["v1", "v2"]
     assert all(line.startswith('{"type": ') for line in path.read_text().splitlines())
 
 
@@ -121,7 +122,7 @@ def test_status_reads_back_as_the_enum(tmp_path):
 
 def test_a_resume_reads_the_later_row_of_a_case_written_twice(tmp_path):
     from driver_gemm.results.records import CaseLog, CaseResult, RunResult
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.specfile.model import Shape
     from driver_gemm.status import Status
 
     shape = Shape(64, 64, 64)
@@ -135,6 +136,6 @@ def test_a_resume_reads_the_later_row_of_a_case_written_twice(tmp_path):
         log.write_header(RunResult(spec="s", spec_path=None))
         for case in (baselines[0], gave_up, baselines[1], ran):
             log.append(case)
-    _, cases = CaseLog.read(path)
+    _, cases = read_finished_cases(path)
     assert [(c.kernel, c.status, c.device.ordinal) for c in cases] == [
         ("cublas", Status.PASS, 0), ("cublas", Status.PASS, 1), ("v1", Status.PASS, 1)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from driver_gemm.pipeline.options import Placement, RunOptions
+from driver_gemm.session.options import Placement, RunOptions
 from driver_gemm.results.read import read_results
 from driver_gemm.results.records import RunResult
 from driver_gemm.results.settings import RunSettings
@@ -65,7 +65,7 @@ def test_options_name_the_field_that_is_wrong():
 
 def test_a_cases_sub_records_are_typed_and_write_the_same_json():
     from driver_gemm.results.records import BaselineRow, CaseDevice, CaseResult, DispatchChoice
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.specfile.model import Shape
     from driver_gemm.status import Status
 
     gpu = CaseDevice(name="NVIDIA H200", uuid="GPU-1", ordinal=0)

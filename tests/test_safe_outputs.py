@@ -6,7 +6,6 @@ import errno
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -18,8 +17,9 @@ from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from driver_gemm.errors import UsageError
 from driver_gemm.output_files import (AppendOnlyFile, OutputError, check_output, refuse_aliases, same_file,
                                       write_file)
+from driver_gemm.results.read import read_finished_cases
 from driver_gemm.results.records import CaseLog, CaseResult, RunResult
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS
@@ -301,7 +301,7 @@ def test_a_case_log_keeps_every_whole_record_when_an_append_fails(tmp_path, monk
     monkeypatch.setattr(output_files.os, "write", real_write)
     log.close()
     assert path.read_bytes() == before
-    header, cases = CaseLog.read(path)
+    header, cases = read_finished_cases(path)
     assert header["spec"] == "s" and [case.kernel for case in cases] == ["k1"]
 
 

@@ -1,4 +1,4 @@
-from driver_gemm.pipeline.sanitize import parse_report
+from driver_gemm.session.sanitize import parse_report
 
 MEMCHECK = """========= COMPUTE-SANITIZER
 ========= Invalid __global__ read of size 4 bytes
@@ -64,7 +64,7 @@ def test_clean_report_has_no_findings():
 
 
 def _spec(tmp_path):
-    from driver_gemm.spec import load_spec
+    from driver_gemm.specfile import load_spec
     from test_spec import MINIMAL, write
 
     return load_spec(write(tmp_path, MINIMAL))
@@ -74,7 +74,7 @@ def test_sanitize_spec_needs_the_tool_before_anything_runs(tmp_path, monkeypatch
     import pytest
 
     from driver_gemm.errors import ToolMissingError
-    from driver_gemm.pipeline import sanitize
+    from driver_gemm.session import sanitize
 
     monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
     with pytest.raises(ToolMissingError, match="--sanitize needs compute-sanitizer, which is not on the PATH"):
@@ -87,7 +87,7 @@ def test_sanitize_spec_refuses_unknown_tools_and_specs_without_a_file(tmp_path):
     import pytest
 
     from driver_gemm.errors import UsageError
-    from driver_gemm.pipeline.sanitize import sanitize_spec
+    from driver_gemm.session.sanitize import sanitize_spec
 
     with pytest.raises(UsageError, match="unknown sanitizer tool 'leakcheck'"):
         sanitize_spec(_spec(tmp_path), "leakcheck")
@@ -97,7 +97,7 @@ def test_sanitize_spec_refuses_unknown_tools_and_specs_without_a_file(tmp_path):
 
 def test_sanitize_spec_records_findings_as_failures(tmp_path, monkeypatch):
     """The orchestration without a GPU: each case's child replaced by a canned result."""
-    from driver_gemm.pipeline import sanitize
+    from driver_gemm.session import sanitize
     from driver_gemm.status import Status
 
     monkeypatch.setattr(sanitize, "_require_sanitizer", lambda: "compute-sanitizer")

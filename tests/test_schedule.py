@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from driver_gemm.pipeline.cases import cases_of
-from driver_gemm.pipeline.schedule import (CostModel, Task, case_cost, operands_cost, plan_tasks, predicted_run_s,
-                                           shape_costs, simulate, single_gpu_s, timing_cost)
-from driver_gemm.spec import load_spec
-from driver_gemm.spec.model import MeasureSettings
+from driver_gemm.planning.cases import cases_of
+from driver_gemm.runners.schedule import (CostModel, Task, case_cost, operands_cost, plan_tasks, predicted_run_s,
+                                           shape_costs, simulate_schedule, single_gpu_s, timing_cost)
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import MeasureSettings
 
 from conftest import ROOT, SPECS
 
@@ -50,7 +50,7 @@ def test_a_case_costs_more_as_its_operands_grow():
 
 
 def test_a_shapes_operands_are_paid_once_per_gpu_and_typed_cases_pay_their_own():
-    from driver_gemm.pipeline.schedule import OPERANDS, shares_operands
+    from driver_gemm.runners.schedule import OPERANDS, shares_operands
 
     spec = load_spec(SPECS / "ramp.yaml").select(["v4"], ["8192x8192x8192"])
     shape = spec.shapes[0]
@@ -59,9 +59,9 @@ def test_a_shapes_operands_are_paid_once_per_gpu_and_typed_cases_pay_their_own()
     assert all(shares_operands(case) for case in cases_of(spec))
     # Two tasks of the shape on one GPU pay for its operands once, on two GPUs twice.
     tasks = [Task((shape,), ("v4",), 1.0, ((shape, OPERANDS, 2.0),)) for _ in range(2)]
-    assert simulate(tasks, 1, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(4.0)
-    assert simulate(tasks, 2, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(3.0)
-    assert simulate(tasks, 2, CostModel(task_overhead_s=0)).baseline_runs == 0
+    assert simulate_schedule(tasks, 1, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(4.0)
+    assert simulate_schedule(tasks, 2, CostModel(task_overhead_s=0)).makespan_s == pytest.approx(3.0)
+    assert simulate_schedule(tasks, 2, CostModel(task_overhead_s=0)).baseline_runs == 0
     # Remembered seconds include the operands: nothing is added for them.
     remembered = CostModel(case_s={(case.label, shape.label): 1.0 for case in cases_of(spec)})
     assert operands_cost(shape, spec, remembered) == 0.0
@@ -132,8 +132,8 @@ def test_the_dealing_keeps_two_gpus_busy_to_within_a_twentieth(spec_name):
     spec = load_spec(SPECS / spec_name)
     assert all((c.label if c.kernel is None else c.kernel.name, c.shape.label) in launch_ms for c in cases_of(spec)
                if c.kernel is None or c.kernel.name != "v0" or c.shape.M <= 8192)
-    planned = simulate(plan_tasks(spec, 2, model), 2, model).makespan_s
-    assert planned <= simulate(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
+    planned = simulate_schedule(plan_tasks(spec, 2, model), 2, model).makespan_s
+    assert planned <= simulate_schedule(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
     assert (single_gpu_s(spec, model) - model.run_start_s) / planned >= 1.9
 
 
@@ -160,12 +160,12 @@ def test_two_gpus_from_start_to_exit_under_recorded_launch_times(spec_name):
 def test_the_ramp_plan_is_no_worse_than_whole_shapes_and_each_gpu_pays_for_its_own_baselines():
     spec = load_spec(SPECS / "ramp.yaml")
     model = CostModel()
-    schedule = simulate(plan_tasks(spec, 2, model), 2, model)
+    schedule = simulate_schedule(plan_tasks(spec, 2, model), 2, model)
     taken = {(worker, shape) for worker, tasks in enumerate(schedule.assigned) for task in tasks
              for shape in task.shapes}
     assert schedule.baseline_runs == len(taken)            # a shape both GPUs take: its baseline on each
     assert {shape for _, shape in taken} == set(spec.shapes)
-    assert schedule.makespan_s <= simulate(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
+    assert schedule.makespan_s <= simulate_schedule(whole_shapes(spec, model), 2, model).makespan_s + 1e-9
 
 
 def test_one_gpu_gets_few_tasks():
@@ -190,16 +190,16 @@ def remembered_ramp(big_baseline_s):
 
 @pytest.mark.parametrize("big_baseline_s, whole", [(8.0, True), (0.1, False)])
 def test_a_shape_whose_baseline_is_costly_stays_whole_the_small_ones_dealt_around_it(big_baseline_s, whole):
-    from driver_gemm.pipeline import schedule
+    from driver_gemm.runners import schedule
 
     spec, big, model = remembered_ramp(big_baseline_s)
     assert schedule.remembered_share(spec, model) == 1.0
     tasks = plan_tasks(spec, 2, model)
-    planned = simulate(tasks, 2, model)
+    planned = simulate_schedule(tasks, 2, model)
     assert (sum(big in task.shapes for task in tasks) == 1) is whole
     # no worse than any cut that splits every shape larger than a task (the only cuts there were before)
     total = sum(cost for kernels, _ in shape_costs(spec, model).values() for _, cost, _ in kernels)
-    cut = min(simulate(schedule.tasks_at(spec, total / (2 * g), model), 2, model).makespan_s
+    cut = min(simulate_schedule(schedule.tasks_at(spec, total / (2 * g), model), 2, model).makespan_s
               for g in schedule.GRANULARITIES)
     assert planned.makespan_s <= cut * (1 + schedule.REMEMBERED_SLACK) + 1e-9
     if whole:
@@ -207,7 +207,7 @@ def test_a_shape_whose_baseline_is_costly_stays_whole_the_small_ones_dealt_aroun
 
 
 def test_guessed_costs_buy_more_insurance_than_remembered_ones(monkeypatch):
-    from driver_gemm.pipeline import schedule
+    from driver_gemm.runners import schedule
 
     spec, _, remembered = remembered_ramp(8.0)
     guessed = CostModel(launch_ms={key: 1.0 for key in remembered.case_s})

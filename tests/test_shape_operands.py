@@ -7,10 +7,10 @@ import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.measure import inputs as inputs_module
-from driver_gemm.pipeline import steps
-from driver_gemm.pipeline.build import launch_plans
-from driver_gemm.pipeline.cases import Case, new_record
-from driver_gemm.spec import load_spec
+from driver_gemm.session import steps
+from driver_gemm.planning.build import launch_plans
+from driver_gemm.planning.cases import Case, new_record
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from test_spec import KERNEL, MINIMAL, write
@@ -124,7 +124,7 @@ class LockingDevice:
 
 
 def bare_session(device):
-    from driver_gemm.pipeline.session import Session
+    from driver_gemm.session.state import Session
 
     session = object.__new__(Session)
     session.device, session.held, session.host_output = device, OrderedDict(), None
@@ -135,8 +135,8 @@ def bare_session(device):
 
 def test_large_operands_and_the_output_copy_are_page_locked_while_their_shape_is_held(monkeypatch):
     from driver_gemm.measure.inputs import ShapeOperands, make_inputs
-    from driver_gemm.pipeline import session as session_module
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.session import state as session_module
+    from driver_gemm.specfile.model import Shape
 
     monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 4 * 64 * 64)
     device = LockingDevice()
@@ -160,8 +160,8 @@ def test_large_operands_and_the_output_copy_are_page_locked_while_their_shape_is
 
 def test_shapes_are_kept_within_the_byte_budget_the_oldest_let_go_and_unlocked_first(monkeypatch):
     from driver_gemm.measure.inputs import ShapeOperands, make_inputs
-    from driver_gemm.pipeline import session as session_module
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.session import state as session_module
+    from driver_gemm.specfile.model import Shape
 
     shapes = [Shape(32, 32, 32), Shape(32, 32, 16), Shape(32, 32, 8)]          # 8, 4 and 2 KiB of A and B
     monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 1)
@@ -185,8 +185,8 @@ def test_shapes_are_kept_within_the_byte_budget_the_oldest_let_go_and_unlocked_f
 
 def test_a_refused_page_lock_leaves_the_copies_pageable(monkeypatch):
     from driver_gemm.measure.inputs import ShapeOperands, make_inputs
-    from driver_gemm.pipeline import session as session_module
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.session import state as session_module
+    from driver_gemm.specfile.model import Shape
 
     monkeypatch.setattr(session_module, "PAGE_LOCK_MIN_BYTES", 1)
     session = bare_session(LockingDevice(refuse=True))

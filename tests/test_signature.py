@@ -11,9 +11,9 @@ from conftest import TEST_KERNELS
 from driver_gemm.cuda import compile as nvrtc_compile
 from driver_gemm.cuda.cubin import ParamSlot, read_cubin
 from driver_gemm.cuda.mangling import demangle, find_symbol
-from driver_gemm.cuda.signature import check_kernel_signature, check_signature, param_slots_from_function
+from driver_gemm.cuda.signature_check import check_kernel_signature, check_signature, param_slots_from_function
 from driver_gemm.errors import ImageError, SpecError
-from driver_gemm.spec.model import Argument, KernelSpec
+from driver_gemm.specfile.model import Argument, KernelSpec
 
 SOURCE = TEST_KERNELS / "signatures.cu"
 INSTANCES = ("gemm_tiles<32>", "gemm_tiles<64>", "float_k")

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from driver_gemm.errors import SpecError
-from driver_gemm.spec import DEFAULT_SPEC, Shape, load_spec, parse_shape_text, parse_spec
+from driver_gemm.specfile import DEFAULT_SPEC, Shape, load_spec, parse_shape_text, parse_spec
 
 from conftest import ROOT, SPECS
 
@@ -210,7 +210,7 @@ def test_schema_accepts_shipped_specs_and_rejects_mistakes():
 
     import yaml
 
-    schema = json.loads((ROOT / "driver_gemm" / "spec" / "schema.json").read_text())
+    schema = json.loads((ROOT / "driver_gemm" / "specfile" / "schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     for path in [*SPECS.glob("*.yaml"), *(ROOT / "tests" / "kernels").glob("*/specs/*.yaml")]:
@@ -221,7 +221,7 @@ def test_schema_accepts_shipped_specs_and_rejects_mistakes():
 
 
 def test_tf32_kernels_get_their_own_tolerance_and_baseline(tmp_path):
-    from driver_gemm.pipeline.cases import cases_of
+    from driver_gemm.planning.cases import cases_of
 
     spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
     assert {k.name: k.precision for k in spec.kernels} == {"v8": "fp32", "v9": "tf32", "v9_big": "tf32", "v10": "tf32"}

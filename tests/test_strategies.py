@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from driver_gemm.errors import DriverGemmError, ToolMissingError
-from driver_gemm.results.records import load_results
-from driver_gemm.spec.model import Shape
+from driver_gemm.results.read import load_results
+from driver_gemm.specfile.model import Shape
 from driver_gemm.tune.replay import RecordedSweep, SimulatedClock, compare_strategies
 from driver_gemm.tune.strategies import (FULL, Budget, BudgetError, Configuration, Exhaustive, OptunaTPE,
                                          RandomSampling, SuccessiveHalving, make_strategy, parse_budget,

@@ -25,8 +25,8 @@ from driver_gemm.cuda.cubin import read_cubin
 from driver_gemm.cuda.mangling import demangle, find_symbol, normalise_parameter_type
 from driver_gemm.errors import ImageError, SpecError
 from driver_gemm.kernel_names import overload_expression, split_overload
-from driver_gemm.pipeline.plan_spec import plan_spec
-from driver_gemm.spec import load_spec
+from driver_gemm.planning.spec_plan import plan_spec
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import TEST_KERNELS
@@ -385,7 +385,7 @@ def test_nvcc_and_a_prebuilt_cubin_find_the_same_kernels_as_nvrtc(tmp_path):
 def test_the_outside_style_kernels_compute_the_right_product_on_the_gpu(driver_gemm_run):
     """Every kernel of the spec launched and checked against the float64 reference (about 20 s on the H200)."""
     import dataclasses
-    from driver_gemm.pipeline.session import RunOptions
+    from driver_gemm.session.state import RunOptions
 
     spec = dataclasses.replace(spec_without_nvcc(), baseline=False)
     run = driver_gemm_run(spec, options=RunOptions(time=False))
@@ -457,7 +457,7 @@ def test_one_loaded_image_serves_every_program_that_built_it(monkeypatch):
     import types
 
     from driver_gemm.cuda import module as module_mod
-    from driver_gemm.pipeline.build import compile_spec
+    from driver_gemm.planning.build import compile_spec
 
     spec = spec_without_nvcc()
     kernels = {k.label: k for k in spec.kernels}

@@ -10,7 +10,7 @@ import pytest
 from driver_gemm.measure.clocks import ClockReading
 from driver_gemm.measure.stats import StopReason, TimingSummary
 from driver_gemm.measure.timing import (_GATE_SOURCE, MAX_BATCH, ThrottlePolicy, batch_size_for, sample_loop)
-from driver_gemm.spec.model import MeasureSettings
+from driver_gemm.specfile.model import MeasureSettings
 
 
 class FakeGpu:

@@ -11,10 +11,10 @@ from driver_gemm.cuda import launch_attributes, tensormap
 from driver_gemm.cuda.launch import PackedArguments
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import SpecError
-from driver_gemm.pipeline.build import check_offline
-from driver_gemm.pipeline.plan import plan_case
-from driver_gemm.spec import Shape, load_spec, parse_spec
-from driver_gemm.spec import launch_fields as spec_kernels
+from driver_gemm.planning.build import check_offline
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.specfile import Shape, load_spec, parse_spec
+from driver_gemm.specfile import launch_fields as spec_kernels
 
 from conftest import SPECS
 

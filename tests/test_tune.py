@@ -4,8 +4,8 @@ import pytest
 
 from driver_gemm.results.records import CaseResult, RunResult
 from driver_gemm.status import Status
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec
 from driver_gemm.measure.stats import summarize
 from driver_gemm.tune.winners import pick_winners, winners_spec
 
@@ -80,9 +80,9 @@ def test_winners_keep_their_precision_and_arch(tmp_path):
 
 
 def test_configurations_refused_by_require_are_not_compiled(monkeypatch):
-    from driver_gemm.pipeline import build
+    from driver_gemm.planning import build
     from driver_gemm.cuda.occupancy import arch_limits
-    from driver_gemm.pipeline.plan import plan_case
+    from driver_gemm.planning.case_plan import plan_case
 
     from conftest import SPECS
 
@@ -166,7 +166,7 @@ def test_without_out_the_winners_go_under_results(tmp_path):
 def test_pruning_before_compile_gives_its_reasons():
     from driver_gemm.cuda.compile import KernelResources
     from driver_gemm.cuda.occupancy import arch_limits
-    from driver_gemm.pipeline.plan import plan_case
+    from driver_gemm.planning.case_plan import plan_case
     from driver_gemm.tune.prepare import prune_plans
 
     from conftest import SPECS

@@ -7,10 +7,10 @@ import pytest
 
 from driver_gemm.measure.stats import summarize
 from driver_gemm.results.records import CaseResult
-from driver_gemm.spec.model import Shape
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
-from driver_gemm.tune.cache import TuningCache, case_key, source_digest
+from driver_gemm.tune.tune_cache import TuningCache, tuning_key, source_digest
 
 
 ENVIRONMENT = {"device": {"name": "NVIDIA H200", "sm_count": 132}, "driver_version": "13.0",
@@ -44,7 +44,7 @@ def spec_path(tmp_path):
 
 
 def key_of(spec, index=0, shape=SHAPE, environment=ENVIRONMENT):
-    return case_key(spec, spec.kernels[index], shape, environment, "sm_90")
+    return tuning_key(spec, spec.kernels[index], shape, environment, "sm_90")
 
 
 def test_the_key_covers_what_decides_a_measurement(spec_path):
@@ -61,8 +61,8 @@ def test_the_key_covers_what_decides_a_measurement(spec_path):
     assert key_of(dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, flush_l2=False))) != base
     assert key_of(dataclasses.replace(spec, scalars={"alpha": 2.0, "beta": 0.0})) != base
     kernel = dataclasses.replace(spec.kernels[0], options=("-DFAST",))
-    assert case_key(spec, kernel, SHAPE, ENVIRONMENT, "sm_90") != base
-    assert case_key(spec, spec.kernels[0], SHAPE, ENVIRONMENT, "sm_100") != base
+    assert tuning_key(spec, kernel, SHAPE, ENVIRONMENT, "sm_90") != base
+    assert tuning_key(spec, spec.kernels[0], SHAPE, ENVIRONMENT, "sm_100") != base
 
 
 def test_the_key_follows_the_source_and_its_headers_not_their_place(spec_path, tmp_path):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from driver_gemm.pipeline.evaluate import MIN_SCREEN_SAMPLES, screen_samples_cap, screen_settings
-from driver_gemm.spec import load_spec
-from driver_gemm.spec.model import MeasureSettings
+from driver_gemm.tune.evaluate import MIN_SCREEN_SAMPLES, screen_samples_cap, screen_settings
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import MeasureSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "tests" / "data" / "tune-strategies-30-h200.json"

@@ -13,9 +13,9 @@ from driver_gemm.cli import main
 from driver_gemm.cli.common import Output
 from driver_gemm.cli.run import check_run_gates, read_gates
 from driver_gemm.errors import UsageError
-from driver_gemm.measure.profile import ncu_command, nvtx_filter_safe, parse_ncu_csv, summarize
+from driver_gemm.measure.profile import ncu_command, nvtx_filter_safe, parse_ncu_csv, summarize_profile
 from driver_gemm.results.read import read_results
-from driver_gemm.spec import load_spec
+from driver_gemm.specfile import load_spec
 
 from conftest import ROOT, SPECS
 
@@ -80,7 +80,7 @@ def test_tune_refuses_a_bad_budget_or_strategy_before_any_gpu_work(capsys):
 
 
 def test_tune_from_writes_the_winners_and_a_dispatch_spec_that_runs(tmp_path, capsys):
-    from driver_gemm.pipeline.cases import cases_of
+    from driver_gemm.planning.cases import cases_of
 
     results = ROOT / "tests" / "data" / "results" / "tune-v8-order-h200.json.gz"
     spec_path = SPECS / "sweep-v8-order.yaml"
@@ -122,7 +122,7 @@ def test_profile_table_from_a_recorded_ncu_csv_beside_the_theoretical_occupancy(
     run = read_results(ROOT / "tests" / "data" / "results" / "tf32-v10-h200.json").run
     case = next(c for c in run.cases if c.kernel.startswith("v10") and c.occupancy)
     launch = parse_ncu_csv((DATA / "ncu-raw-sm90.csv").read_text())[0]
-    case.profile = summarize(launch, flops=case.shape.flops)
+    case.profile = summarize_profile(launch, flops=case.shape.flops)
     row, = profile_rows(run)
     assert row["achieved_occupancy_pct"] == pytest.approx(12.47)
     assert row["theoretical_occupancy_pct"] == pytest.approx(100 * case.occupancy["occupancy"])
@@ -139,9 +139,9 @@ def test_profile_table_from_a_recorded_ncu_csv_beside_the_theoretical_occupancy(
 
 def test_profile_command_falls_back_to_the_kernel_name_when_the_range_cannot_be_filtered(tmp_path, monkeypatch):
     from driver_gemm.cuda import nvtx
-    from driver_gemm.pipeline.profile_case import profile_command
+    from driver_gemm.session.profile_case import profile_command
     from driver_gemm.results.records import CaseResult
-    from driver_gemm.spec.model import Shape
+    from driver_gemm.specfile.model import Shape
     from driver_gemm.status import Status
 
     spec = load_spec(SPECS / "seed.yaml")

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from driver_gemm.cuda.compile import compile_source
-from driver_gemm.measure import dtypes, operands
-from driver_gemm.measure.dtypes import parse_types
-from driver_gemm.measure.operands import gemm_operands, parse_layout, typed_template_arguments
+from driver_gemm.gemm import dtypes, operands
+from driver_gemm.gemm.dtypes import parse_types
+from driver_gemm.gemm.operands import gemm_operands, parse_layout, typed_template_arguments
 
 from conftest import ROOT, TEST_KERNELS
 

@@ -10,15 +10,15 @@ import pytest
 
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import SpecError
-from driver_gemm.measure import operands
+from driver_gemm.gemm import operands
 from driver_gemm.measure.cublaslt import simulate
-from driver_gemm.pipeline import steps, typed_steps
-from driver_gemm.pipeline.cases import cases_of, new_record
-from driver_gemm.pipeline.plan import plan_launch
-from driver_gemm.pipeline.session import RunOptions
+from driver_gemm.session import steps, typed_steps
+from driver_gemm.planning.cases import cases_of, new_record
+from driver_gemm.planning.case_plan import plan_launch
+from driver_gemm.session.state import RunOptions
 from driver_gemm.results.records import CaseResult
-from driver_gemm.spec import load_spec
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status, is_baseline_label
 
 from conftest import ROOT
@@ -202,7 +202,7 @@ def test_an_unsupported_combination_has_a_row_that_says_why(tmp_path):
     assert lt.plan is None and "layout NT" in lt.reason
     run = steps.start(rows["cublaslt-e5m2.e4m3-fp16-NN"], None, spec, None)
     typed_steps.load_lt(run)
-    assert run.settled and run.record.status == Status.INVALID and "layout NT" in run.record.message
+    assert run.stopped and run.record.status == Status.INVALID and "layout NT" in run.record.message
 
 
 def test_untyped_and_typed_kernels_keep_their_own_baselines():
@@ -287,7 +287,7 @@ def test_a_correct_typed_output_passes_and_a_k_tail_bug_fails(tmp_path, extra):
     verdict = typed_steps.check_output(run)
     assert verdict.status == Status.PASS, verdict.as_dict()
     assert verdict.padding_written == 0
-    assert run.record.verification["tolerance"] == operands.dtypes.tolerance(run.typed.types, 41)
+    assert run.record.verification["tolerance"] == operands.dtypes.error_bound(run.typed.types, 41)
 
     typed = run.typed
     tail = operands.reference(typed.inputs.a[:, :, :32], typed.inputs.b[:, :32, :], typed.alpha, typed.beta,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from driver_gemm.spec.model import Shape
+from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.inputs import case_seed, make_inputs
 from driver_gemm.measure.reference import cpu_reference as reference
 from driver_gemm.measure.verify import POISON_WORD, compare
@@ -102,7 +102,7 @@ def round_to_tf32(x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("K", [8, 777, 4096])
 def test_the_tf32_tolerance_fits_what_tf32_rounding_does(K):
-    from driver_gemm.spec.model import VerifySettings
+    from driver_gemm.specfile.model import VerifySettings
 
     inputs = make_inputs(Shape(96, 80, K), seed=K)
     tf32_product = (round_to_tf32(inputs.A).astype(np.float64) @ round_to_tf32(inputs.B).astype(np.float64))

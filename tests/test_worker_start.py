@@ -16,8 +16,8 @@ import pytest
 import driver_gemm.cuda.device as device_module
 from driver_gemm.cuda.device import OpeningDevice, initialise_in_background
 from driver_gemm.errors import NoGpuError
-from driver_gemm.pipeline import session as session_module
-from driver_gemm.pipeline import steps
+from driver_gemm.session import state as session_module
+from driver_gemm.session import steps
 
 
 class StandInDevice:
@@ -90,7 +90,7 @@ def test_a_session_is_ready_before_cublas_has_loaded_and_its_first_use_waits_for
 def test_without_a_baseline_nothing_is_loaded_and_there_is_no_cublas(stand_ins):
     load, handles = stand_ins
     session = session_module.Session(0, want_cublas=False)
-    session.settle()
+    session.wait_for_cublas()
     assert session.cublas is None and handles == [] and not load.done.is_set()
 
 

@@ -246,7 +246,8 @@ def add_source_option(parser) -> None:
 
 def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):
     """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes."""
-    from ..spec import DEFAULT_SPEC, load_spec
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..specfile import DEFAULT_SPEC, load_spec
 
     return [load_spec(path, allow_outside_sources=allow_outside_sources).select(kernels, shapes)
             for path in (paths or [DEFAULT_SPEC])]
@@ -260,6 +261,7 @@ def default_json(name: str) -> Path:
 
 def read_results_files(paths: list[Path], out: Output) -> list:
     """Each results file, checked (see `driver_gemm.results.read`); what reading skipped is said on stderr."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..results.read import read_results
 
     runs = []

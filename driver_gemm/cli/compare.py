@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import Output, add_format_options, read_results_files
+from ..errors import UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
@@ -19,11 +21,10 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from ..errors import UsageError
-    from ..report.compare import compare_runs
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.comparison import compare_runs
     from ..report.formats import comparison_csv, comparison_markdown
     from ..report.tables import print_comparison
-    from .main import EXIT_FAILED, EXIT_OK
 
     if not 0 <= args.threshold < 1e6:   # also refuses NaN
         raise UsageError(f"a threshold is a percentage of at least 0, got {args.threshold}", field="--threshold")

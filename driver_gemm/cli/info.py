@@ -11,6 +11,7 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.compile import nvrtc_version, nvrtc_warning, supported_archs
     from ..cuda.device import device_count, read_properties
 

@@ -14,18 +14,13 @@ import os
 import sys
 import traceback
 
-from .. import __version__
+from ..version import __version__
 from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
                       UsageError)
 from . import compare, info, plan, plot, run, show, tune
 from .common import Output, stdout_closed
-
-EXIT_OK = 0             # every case passed; compare: no regression
-EXIT_FAILED = 1         # a case failed, errored or was invalid; compare: SLOWER or BROKEN; an internal error
-EXIT_USAGE = 2          # the command line, a spec or a results file is wrong
-EXIT_NO_GPU = 3         # no CUDA driver or GPU, or a tool the command needs is missing
-EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); the results so far are kept
-EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE), as `yes | head` reports it
+from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK,  # noqa: F401
+                         EXIT_USAGE)
 
 EXIT_CODES_HELP = """\
 exit codes:
@@ -49,16 +44,18 @@ COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": 
 
 def _tool_missing_errors() -> tuple[type, ...]:
     """Errors of optional layers that mean 'a tool or library is not installed' (exit 3)."""
+    # lazy: the layers whose errors these are, imported only once a command has failed
     from ..measure.baseline import CublasUnavailable
     from ..measure.clocks import ClockError
-    from ..pipeline.distribute import DaskUnavailable
+    from ..runners.distribute import DaskUnavailable
 
     return ToolMissingError, NoGpuError, CublasUnavailable, DaskUnavailable, ClockError
 
 
 def exit_code_for(error: BaseException) -> int:
     """The exit code for an exception that ended a command (the table in `EXIT_CODES_HELP`)."""
-    from ..spec.expr import ExpressionError
+    # lazy: the layers whose errors these are, imported only once a command has failed
+    from ..specfile.expr import ExpressionError
 
     if isinstance(error, KeyboardInterrupt):
         return EXIT_INTERRUPTED

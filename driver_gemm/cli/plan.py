@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from .common import Output, add_format_options, add_source_option, env_device, load_specs
+from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
@@ -24,11 +25,11 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.compile import nvrtc_warning
-    from ..pipeline.plan_spec import instruction_mixes, plan_spec, plan_target
+    from ..planning.spec_plan import instruction_mixes, plan_spec, plan_target
     from ..report.formats import plan_csv, plan_markdown
     from ..report.tables import print_plan, say
-    from .main import EXIT_FAILED, EXIT_OK
 
     if args.sms is not None and args.sms < 1:
         raise UsageError(f"an SM count is at least 1, got {args.sms}", field="--sms")
@@ -66,6 +67,7 @@ def execute(args, out: Output) -> int:
 def sass_table(mixes: dict, format: str, width: int = 100) -> str:
     """The instruction mix per kernel as text: aligned columns (long labels shortened, with a legend, where the
     full ones would make a line wider than `width`), or markdown / CSV with the full labels for those formats."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.labels import short_labels
 
     text = _sass_text(mixes, format, {label: label for label in mixes})
@@ -75,6 +77,7 @@ def sass_table(mixes: dict, format: str, width: int = 100) -> str:
 
 
 def _sass_text(mixes: dict, format: str, names: dict[str, str]) -> str:
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.sass import MIX_COLUMNS
     from ..report.labels import legend_lines
 

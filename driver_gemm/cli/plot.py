@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from .common import Output, check_output_file, read_results_files, refuse_aliases
+from .exit_codes import EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
@@ -16,8 +17,8 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
+    # matplotlib, behind report.plots: only when the command runs
     from ..report.plots import plot_results, require_matplotlib, series_of
-    from .main import EXIT_OK
 
     if args.output.suffix.lower() not in (".png", ".svg"):
         raise UsageError("the picture is .png or .svg", field="--output")

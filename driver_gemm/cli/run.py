@@ -11,9 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import timeline
-from ..errors import CompileError, NoGpuError, SpecError, UsageError
+from ..errors import CompileError, NoGpuError, SpecError, ToolMissingError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
                      check_output_folder, default_json, env_device, load_specs, refuse_aliases, spec_inputs)
+from .common import read_results_files
+from ..session.options import RunOptions
+from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
@@ -71,9 +74,9 @@ def read_gates(args, out: Output, specs=()):
     A gate that could never fail is refused with the rest: a kernel name the
     specs lack, stored results that share no case with the run.
     """
-    from ..pipeline.cases import cases_of
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..planning.cases import cases_of
     from ..report.gates import GateError, check_gate_names, check_stored_matches, parse_min_pct
-    from .common import read_results_files
 
     try:
         every, per_name = parse_min_pct(args.min_pct)
@@ -94,6 +97,7 @@ def read_gates(args, out: Output, specs=()):
 
 def check_run_gates(spec, result, gates, threshold_pct: float, out: Output) -> bool:
     """Every gate over `result`; each failure is one line on stderr. True when all hold."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.gates import check_gates, kernel_min_pcts
 
     every, per_name, stored = gates
@@ -113,6 +117,7 @@ class Progress:
     """Live progress on a terminal (cases done, failures, ETA, the case running); plain lines elsewhere."""
 
     def __init__(self, errors: Console, total: int, quiet: bool):
+        # rich.progress: only for the live progress bar of a run on a terminal
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as LiveProgress
 
@@ -131,6 +136,7 @@ class Progress:
             self.live.update(self.task, description=escape(f"{case.label} {case.shape.label}"))
 
     def finished(self, case) -> None:
+        # lazy: a command imports this when it runs, after its GPUs' workers are spawned
         from ..report.tables import case_line, say
 
         self.done += 1
@@ -158,6 +164,7 @@ def recorder(result, log, progress):
 
 def show_run(result, out: Output) -> None:
     """The run's tables in the chosen format."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.formats import run_csv, run_markdown
     from ..report.tables import print_run
 
@@ -183,7 +190,8 @@ def execute(args, out: Output) -> int:
 
 def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib.ExitStack) -> int:
     """`execute` once the GPUs' worker processes (if any) are on their way: read, check, then run."""
-    from ..results.records import CaseLog
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..results.read import read_finished_cases
 
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     timeline.mark("specs read", first=True)
@@ -208,7 +216,7 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     lock_mhz = _lock_clock_value(args)
     previous = []
     if args.resume:   # read and checked before anything runs or is written
-        header, previous = CaseLog.read(args.resume)
+        header, previous = read_finished_cases(args.resume)
         made_by = header.get("spec")
         if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
             raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
@@ -242,8 +250,9 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
     """
     if args.in_process or args.scheduler or args.sanitize or args.profile or ordinals == "all":
         return {}
+    # looked up when the command runs, so that a test can stand in for the driver's presence and the workers
     from ..cuda.presence import driver_library_present
-    from ..pipeline.worker import GpuWorker
+    from ..runners.worker import GpuWorker
 
     if not driver_library_present():
         return {}
@@ -262,6 +271,7 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
     held.push(end)
     for worker in workers.values():
         worker.start()
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import initialise_in_background
 
     initialise_in_background()
@@ -271,15 +281,14 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
 def _run_options(args):
     """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
     import before the workers are spawned."""
-    from ..pipeline.options import RunOptions
-
     return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
 
 
 def _begin_early_workers(workers: dict, specs, previous) -> dict:
     """Let the early workers make their sessions (with cuBLAS where a spec has a baseline); none when no case
     is left to run (a finished run resumed): those are ended here, before they make one."""
-    from ..pipeline.cases import left_to_run
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..planning.cases import left_to_run
 
     if not any(left_to_run(spec, previous) for spec in specs):
         for worker in workers.values():
@@ -294,12 +303,12 @@ def _begin_early_workers(workers: dict, specs, previous) -> dict:
 def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked: dict[str, int], out: Output,
                early: dict | None = None) -> int:
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
-    from ..pipeline import estimates
-    from ..pipeline.cases import cases_of
-    from ..pipeline.options import Placement
-    from ..pipeline.runner import run_spec
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..runners import estimates
+    from ..planning.cases import cases_of
+    from ..runners.one_gpu import run_spec
+    from ..session.options import Placement
     from ..results.records import CaseLog, RunResult
-    from .main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
     exit_code = EXIT_OK
     for spec in specs:
@@ -345,6 +354,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         show_run(result, out)
         timeline.mark("tables shown")
         if profiler is not None:
+            # lazy: a command imports this when it runs, after its GPUs' workers are spawned
             from ..report.tables import print_profile
             print_profile(result, out.console)
         out.note(f"results: {path} (case by case: {lines})")
@@ -361,8 +371,9 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     With a GPU the run goes on: cases refused by their launch checks are
     INVALID rows with the same messages, as `plan` shows them.
     """
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count
-    from ..pipeline.plan_spec import plan_spec
+    from ..planning.spec_plan import plan_spec
 
     try:
         device_count()
@@ -424,6 +435,7 @@ def _lock_clocks(args, value: str | int | None, ordinals, held: contextlib.ExitS
     """``--lock-clocks``: each GPU of the run locked for as long as `held` is (then reset); MHz by ordinal."""
     if value is None:
         return {}
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count, read_properties
     from ..measure.clocks import lock_sm_clock
 
@@ -462,7 +474,7 @@ def _profiler(args, out: Output) -> str | None:
     """ncu's path when --profile is asked for and ncu is here; without it one line says so and the run goes on."""
     if not args.profile:
         return None
-    from ..errors import ToolMissingError
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..measure.profile import find_ncu
 
     if args.devices or args.scheduler or args.sanitize:
@@ -477,7 +489,8 @@ def _profiler(args, out: Output) -> str | None:
 
 def _profile_cases(spec, result, ncu: str, args, out: Output) -> None:
     """Each verified kernel case, once more under ncu in a child process; its counters go to ``case.profile``."""
-    from ..pipeline.profile_case import profile_case
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..session.profile_case import profile_case
 
     for case in result.cases:
         if case.is_baseline or not case.ok or case.not_run:
@@ -503,13 +516,15 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
     """The run on several GPUs (--device 0,1 or all: this machine's, one thread each, on the `early` workers where
     started, each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
     if scheduler is not None:
-        from ..pipeline.distribute import gpu_cluster, run_on_workers
+        # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+        from ..runners.distribute import gpu_cluster, run_on_workers
 
         with gpu_cluster(None, scheduler) as (client, workers):
             return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
                                   previous=previous)
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count
-    from ..pipeline.local_gpus import run_on_local_gpus
+    from ..runners.local_gpus import run_on_local_gpus
 
     count = device_count()   # before any worker process starts: no GPU is one clear line
     devices = list(range(count)) if ordinals == "all" else ordinals
@@ -522,9 +537,9 @@ def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous,
 
 
 def _sanitize(args, specs, out: Output) -> int:
-    """Each selected case under compute-sanitizer (see `pipeline.sanitize.sanitize_spec`)."""
-    from ..pipeline.sanitize import sanitize_spec
-    from .main import EXIT_FAILED, EXIT_OK
+    """Each selected case under compute-sanitizer (see `session.sanitize.sanitize_spec`)."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..session.sanitize import sanitize_spec
 
     if args.resume or args.devices or args.scheduler:
         raise UsageError("--sanitize runs each case in its own child process on one GPU: it takes neither "
@@ -532,6 +547,7 @@ def _sanitize(args, specs, out: Output) -> int:
 
     def finished(case, findings: int) -> None:
         if not args.quiet:
+            # lazy: a command imports this when it runs, after its GPUs' workers are spawned
             from ..report.tables import say
             say(out.errors, f"{case.kernel} {case.shape.label} {case.status} ({findings} {args.sanitize} findings)")
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import Output, add_format_options, read_results_files
+from .exit_codes import EXIT_FAILED, EXIT_OK
+from .run import show_run
+from ..errors import UsageError
 
 
 def add_parser(commands, **common) -> None:
@@ -15,11 +18,6 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from .main import EXIT_FAILED, EXIT_OK
-    from .run import show_run
-
-    from ..errors import UsageError
-
     runs = read_results_files(args.results, out)
     for path, run in zip(args.results, runs):
         if not run.cases:   # said, not an empty table and a bare exit code

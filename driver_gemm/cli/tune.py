@@ -6,6 +6,8 @@ from pathlib import Path
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
                      load_specs, read_results_files, refuse_aliases, spec_inputs)
+from ..errors import CompileError, NoGpuError, SpecError, UsageError
+from .exit_codes import EXIT_FAILED, EXIT_OK
 
 STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 
@@ -41,8 +43,8 @@ def add_parser(commands, **common) -> None:
 
 
 def _recorded(spec, path: Path, out: Output):
-    from ..errors import UsageError
-    from ..pipeline.cases import cases_of
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..planning.cases import cases_of
     from ..tune.winners import check_results_match
 
     result, = read_results_files([path], out)
@@ -55,7 +57,8 @@ def _recorded(spec, path: Path, out: Output):
 
 
 def _search(spec, args, out: Output, path: Path, strategy, budget):
-    from ..pipeline.evaluate import TuneAborted
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..tune.evaluate import TuneAborted
     from ..report.tables import case_line, say
     from ..results.records import CaseLog, RunResult
     from ..tune.search import tune_spec
@@ -91,10 +94,10 @@ def _check_before_asking_for_a_gpu(spec) -> None:
     Some configurations of a sweep being refused is normal (tune skips them);
     all of them is a spec to fix before any GPU can help.
     """
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.device import device_count
-    from ..errors import CompileError, NoGpuError, SpecError
-    from ..pipeline.build import offline_problems
-    from ..pipeline.cases import cases_of
+    from ..planning.build import offline_problems
+    from ..planning.cases import cases_of
 
     try:
         device_count()
@@ -115,7 +118,7 @@ def _check_before_asking_for_a_gpu(spec) -> None:
 
 def _check_outputs(args, spec) -> None:
     """The files tune will write, checked before it searches or picks anything (a late failure loses the work)."""
-    from ..errors import UsageError
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..tune.winners import default_winners_path
 
     if not args.recorded:
@@ -134,12 +137,11 @@ def _check_outputs(args, spec) -> None:
 
 
 def execute(args, out: Output) -> int:
-    from ..pipeline.cases import cases_of
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..planning.cases import cases_of
     from ..report.tables import print_tune
-    from ..errors import UsageError
     from ..tune.strategies import Budget, BudgetError, make_strategy, parse_budget
     from ..tune.winners import default_winners_path, dispatch_spec, pick_winners, winners_spec
-    from .main import EXIT_FAILED, EXIT_OK
 
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
     if not 0 <= args.seed < 1 << 63:

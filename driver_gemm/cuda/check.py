@@ -34,6 +34,7 @@ def cuda_error(call: str, name: str, description: str = "", code: int | None = N
 
 
 def _driver_error_text(status) -> tuple[str, str]:
+    # cuda.bindings: heavy, imported only when a call has failed
     from cuda.bindings import driver
 
     err, name = driver.cuGetErrorName(status)
@@ -44,6 +45,7 @@ def _driver_error_text(status) -> tuple[str, str]:
 
 
 def _nvrtc_error_text(status) -> tuple[str, str]:
+    # cuda.bindings: heavy, imported only when a call has failed
     from cuda.bindings import nvrtc
 
     err, text = nvrtc.nvrtcGetErrorString(status)
@@ -72,6 +74,7 @@ def check(result, call: str):
 def check_status_code(code: int, call: str) -> None:
     """Check a raw driver status integer (from a call made without the bindings' wrapper)."""
     if code != 0:
+        # cuda.bindings: heavy, imported only when a call has failed
         from cuda.bindings import driver
 
         raise cuda_error(call, *_driver_error_text(driver.CUresult(code)), code)

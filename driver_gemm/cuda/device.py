@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from .occupancy import FP32_LANES_PER_SM
 
 def driver_module():
     """`cuda.bindings.driver`, once `cuInit` has succeeded; `NoGpuError` when there is no driver or GPU."""
+    # cuda.bindings: heavy, imported when the driver is first used
     from cuda.bindings import driver
 
     try:
@@ -54,8 +56,6 @@ def initialise_in_background() -> None:
     overlaps its imports and spec reading instead of following them. What
     fails here is raised again, and reported, by the first real call.
     """
-    import threading
-
     def initialise() -> None:
         try:
             driver_module()
@@ -476,8 +476,6 @@ class OpeningDevice:
     """
 
     def __init__(self, ordinal: int):
-        import threading
-
         self._device: Device | None = None
         self._error: BaseException | None = None
         self._taken = False

@@ -59,6 +59,7 @@ class FatbinEntry:
         if self.compression == "lz4":
             return _lz4_block(self.payload, self.uncompressed_size, source)
         try:
+            # zstandard: optional, only for a compressed fatbin
             import zstandard
         except ImportError:
             raise ImageError(f"{source}: the {self.arch} entry is Zstandard-compressed and the 'zstandard' module "

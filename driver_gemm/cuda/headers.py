@@ -57,6 +57,7 @@ def toolkit_include_dirs() -> tuple[Path, ...]:
     """
     found: list[Path] = []
     try:
+        # cuda.pathfinder: only when NVRTC's headers are looked for
         from cuda import pathfinder
         for library in ("cudart", "cccl"):
             try:

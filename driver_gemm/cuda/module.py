@@ -9,13 +9,16 @@ at) and can cross-check it with the driver's ``cuFuncGetParamInfo``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .check import check
-from .compile import Cubin
+from .compile import Cubin, compile_source, compile_text
 from .cubin import ParamSlot
 from .device import Device, Owned, releaser
 from .resources import KernelResources
 from ..errors import ConfigError, CudaError, ImageError
+from .launch import LaunchConfig, PackedArguments, PreparedLaunch
+from .launch_attributes import launch_config
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ class Kernel:
         ``"agrees"`` when both list the same offsets and sizes; otherwise what
         differs, or why the driver could not be asked (an older driver).
         """
-        from .signature import param_slots_from_function
+        # the image readers (mangling), kept out of a GPU worker's start-up: only this check needs them
+        from .signature_check import param_slots_from_function
 
         image_slots = self.image_params()
         if image_slots is None:
@@ -158,8 +162,6 @@ class Kernel:
         """Bind a launch: `arguments` is a sequence of (C type, value) pairs, e.g. ``("ptr", buffer)``,
         ``("int32", 1024)``, ``("float32", 0.5)``, ``("tensormap", 128 bytes)``; `attributes` a
         `LaunchAttributes` (cluster, PDL); calling the result enqueues it on `stream`."""
-        from .launch import LaunchConfig, PackedArguments, PreparedLaunch
-
         config = LaunchConfig.of(grid, block, shared_bytes)
         self.allow_dynamic_shared(config.shared_bytes)
         if attributes is not None and attributes.non_portable:
@@ -180,8 +182,6 @@ class Kernel:
 
     def max_active_clusters(self, config, attributes, stream) -> int:
         """The driver's count of clusters of `attributes.cluster` that fit on the GPU at once."""
-        from .launch_attributes import launch_config
-
         driver = self.device.driver
         return int(check(driver.cuOccupancyMaxActiveClusters(
             self.handle, launch_config(driver, config.grid, config.block, config.shared_bytes, stream.handle,
@@ -195,6 +195,7 @@ class Kernel:
 
 def ptx_load_advice(ptx: bytes) -> str:
     """Why a driver may refuse PTX, with the PTX's own ISA version and target to compare against."""
+    # the image readers (mangling), kept out of a GPU worker's start-up: only a refused PTX needs them
     from .prebuilt import ptx_target
 
     version, target = ptx_target(ptx)
@@ -209,10 +210,6 @@ def load_kernel(device: Device, source, instance: str, *, options=(), arch: str 
     `instance` is the function's name, or a template instance such as
     ``"sgemm<64, 4>"``. The CUBIN comes from the disk cache when it can.
     """
-    from pathlib import Path
-
-    from .compile import compile_source, compile_text
-
     arch = arch or device.properties.arch
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".cu")):
         cubin = compile_source(source, [instance], arch, options)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 
 try:
+    # nvtx: optional
     import nvtx as _nvtx
 except ImportError:   # optional: ranges cost nothing without it
     _nvtx = None

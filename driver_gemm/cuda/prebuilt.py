@@ -11,6 +11,7 @@ no resources until the driver has compiled it: the plan says so.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..errors import ImageError
@@ -19,7 +20,7 @@ from .cubin import read_cubin
 from .fatbin import cubin_bytes, is_fatbin, ptx_entries, ptx_param_slots
 from .mangling import find_symbol
 
-from ..spec.kernels import BINARY_SUFFIXES
+from ..specfile.kernels import BINARY_SUFFIXES
 
 
 def binary_format(path: Path) -> str:
@@ -79,8 +80,6 @@ def _from_ptx(data: bytes, path: Path, instances: list[str], arch: str) -> Cubin
 
 def ptx_target(ptx: bytes) -> tuple[str | None, str | None]:
     """The ``.version`` (PTX ISA) and ``.target`` of PTX text, for messages about what a driver can JIT."""
-    import re
-
     text = ptx.decode("ascii", errors="replace")
     version = re.search(r"^\s*\.version\s+(\d+\.\d+)", text, re.MULTILINE)
     target = re.search(r"^\s*\.target\s+(\w+)", text, re.MULTILINE)

@@ -54,6 +54,7 @@ def find_tool(name: str) -> Path | None:
     if found:
         return Path(found)
     try:
+        # the nvidia namespace package: optional, only to find nvdisasm
         import nvidia
     except ImportError:
         return None

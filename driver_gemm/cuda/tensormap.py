@@ -14,8 +14,11 @@ CUDA_ERROR_INVALID_VALUE into a message that names the field.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
+
+from .check import check
 
 TENSOR_MAP_BYTES = 128            # sizeof(CUtensorMap): 16 64-bit words
 TENSOR_MAP_ALIGN = 64             # the address alignment cuTensorMapEncodeTiled requires of the map
@@ -140,8 +143,6 @@ class TensorMapPlan:
 
     def encode(self, driver, address: int) -> bytes:
         """The 128 bytes of the map for data at `address` (cuTensorMapEncodeTiled; needs the driver)."""
-        from .check import check
-
         data_type = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{ELEMENT_TYPES[self.element_type][0]}")
         swizzle = getattr(driver.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{self.swizzle.upper()}")
         promotion = getattr(driver.CUtensorMapL2promotion,
@@ -160,7 +161,5 @@ class TensorMapPlan:
 
 def tensor_map_bytes(tensor_map) -> bytes:
     """The opaque words of a bindings ``CUtensorMap`` as the 128 bytes a kernel parameter holds."""
-    import struct
-
     words = [int(word) for word in tensor_map.opaque]
     return struct.pack(f"<{len(words)}Q", *words)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cuda.device import Device, DeviceBuffer, Owned, Stream
 from ..errors import CudaError, DriverGemmError
-from ..spec.model import Shape
+from ..specfile.model import Shape
 
 NAME = "cublas"
 
@@ -29,6 +29,7 @@ class CublasSgemm(Owned):
 
     def __init__(self, device: Device, stream: Stream, *, tf32: bool = False):
         try:
+            # nvmath-python (cuBLAS): heavy, loaded when the first handle is made
             from nvmath.bindings import cublas
         except ImportError as exc:
             raise CublasUnavailable(f"the cuBLAS baseline needs nvmath-python ({exc})") from None

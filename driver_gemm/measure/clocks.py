@@ -126,6 +126,7 @@ class ClockTracker:
 
 def _import_nvml():
     try:
+        # pynvml: optional
         import pynvml
     except ImportError:
         return None

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .baseline import CublasUnavailable
-from .dtypes import ELEMENT_TYPES, GemmTypes
-from .operands import GemmOperands, MatrixLayout
+from ..gemm.dtypes import ELEMENT_TYPES, GemmTypes
+from ..gemm.operands import GemmOperands, MatrixLayout
 from ..cuda.device import Device, DeviceBuffer, Stream
 from ..errors import CudaError, DriverGemmError
 
@@ -262,6 +262,7 @@ class CublasLtMatmul:
 
     def __init__(self, device: Device, stream: Stream, *, workspace_bytes: int = WORKSPACE_BYTES):
         try:
+            # nvmath-python (cuBLASLt): heavy, loaded when the first handle is made
             from nvmath.bindings import cublasLt
         except ImportError as exc:
             raise CublasUnavailable(f"the cuBLASLt baseline needs nvmath-python ({exc})") from None

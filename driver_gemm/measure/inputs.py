@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spec.model import Shape
+from ..specfile.model import Shape
 
 
 def case_seed(base_seed: int, *parts: object) -> int:

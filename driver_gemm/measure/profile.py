@@ -9,7 +9,7 @@ domain) is profiled, with the fixed metric list `METRICS`, and with
 them to base by default; on a shared GPU that is not ours to do, and the
 timings beside the counters were taken at the GPU's own clocks).
 `run_ncu` runs it and `parse_ncu_csv` reads ncu's ``--csv --page raw``
-output; `summarize` turns one profiled launch into the dict stored in the
+output; `summarize_profile` turns one profiled launch into the dict stored in the
 case's JSON (``CaseResult.profile``, or ``diagnosis`` until that field exists).
 
 The format of ``--csv --page raw`` (one row per profiled launch): ncu's own
@@ -92,7 +92,7 @@ def find_ncu() -> str:
 
 
 def nvtx_range(label: str, shape_label: str) -> str:
-    """The ``--nvtx-include`` filter of a case's range, as `pipeline.runner.execute_case` names it."""
+    """The ``--nvtx-include`` filter of a case's range, as `session.execute.execute_case` names it."""
     return f"{NVTX_DOMAIN}@{label} {shape_label}/"
 
 
@@ -167,7 +167,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-def summarize(launch: ProfiledLaunch, flops: int | None = None) -> dict:
+def summarize_profile(launch: ProfiledLaunch, flops: int | None = None) -> dict:
     """The counters kept with a case: duration, achieved occupancy, DRAM and L2 bytes, shared-memory bank
     conflicts, FMA and tensor pipe utilisation, the top 3 warp stall reasons, and (given the case's FLOPs)
     the measured arithmetic intensity, FLOPs per DRAM byte."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec.model import Shape, VerifySettings
+from ..specfile.model import Shape, VerifySettings
 from .inputs import Inputs
 
 CPU_REFERENCE = "numpy-float64"

@@ -57,7 +57,7 @@ from ..cuda.check import check
 from ..errors import CudaError
 from ..cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from ..cuda.module import Module
-from ..spec.model import MeasureSettings
+from ..specfile.model import MeasureSettings
 from .clocks import THROTTLE_RECOVERY_DELAY_S, THROTTLE_THRESHOLD, ClockSource, ClockTracker
 from .stats import NoiseHistory, StopReason, TimingSummary, summarize
 

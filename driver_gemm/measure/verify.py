@@ -26,8 +26,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import dtypes
-from .operands import Output
+from ..gemm import dtypes
+from ..gemm.operands import KernelOutput
 from ..status import Status
 
 POISON_WORD = 0x7FC0DEAD
@@ -91,8 +91,8 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
 
 
-def compare_typed(output: Output, expected: np.ndarray, element: dtypes.ElementType | str, *, rel_tolerance: float,
-                  abs_tolerance: float | None = None, reference_name: str = "numpy-float64",
+def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.ElementType | str, *,
+                  rel_tolerance: float, abs_tolerance: float | None = None, reference_name: str = "numpy-float64",
                   start: np.ndarray | None = None) -> Verdict:
     """Compare a typed `output` (batch x M x N, from `operands.read_output`) with a float64 `expected`.
 

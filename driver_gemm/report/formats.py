@@ -13,7 +13,7 @@ import io
 import math
 from typing import Iterable, Sequence
 
-from ..pipeline.plan import CasePlan
+from ..planning.case_plan import CasePlan
 from ..results.records import RunResult
 
 

@@ -6,7 +6,7 @@ Two gates over a finished `RunResult`, pure (no GPU):
   value for every kernel (``--driver-gemm-min-pct 80``) or per kernel name (a spec's kernel ``min_pct:``, or
   ``--driver-gemm-min-pct v8=90``); a case that did not pass, or has no % (untimed, no baseline), fails the gate.
 - `regression_gate`: each case must not be SLOWER or BROKEN against a stored results file, by
-  `report.compare`'s noise-aware verdicts (interquartile ranges that overlap are the SAME).
+  `report.comparison`'s noise-aware verdicts (interquartile ranges that overlap are the SAME).
 
 Each failure names the case, the measured and the required figure, and the noise of the measurement
 (the relative interquartile range, q3 - q1 over the median), so a reader can tell a real shortfall
@@ -21,7 +21,7 @@ from typing import Mapping
 from ..errors import DriverGemmError
 from ..results.records import CaseResult, RunResult
 from ..status import is_baseline_label
-from .compare import REGRESSIONS, compare_runs
+from .comparison import REGRESSIONS, compare_runs
 
 
 class GateError(DriverGemmError):

@@ -62,8 +62,10 @@ def top_series(series: dict[str, list], count: int = TOP_SERIES) -> tuple[list[s
 def require_matplotlib():
     """`matplotlib.pyplot` on the Agg backend; `ToolMissingError` when matplotlib is not installed."""
     try:
+        # matplotlib: optional, only when a picture is drawn
         import matplotlib
         matplotlib.use("Agg")
+        # matplotlib: optional, only when a picture is drawn
         import matplotlib.pyplot as plt
     except ImportError:
         raise ToolMissingError("plots need matplotlib, which is not installed: "

@@ -19,7 +19,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..pipeline.plan import CasePlan
+from ..planning.case_plan import CasePlan
 from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels

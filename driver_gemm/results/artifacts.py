@@ -58,8 +58,10 @@ def save_error_map(verdict, case, directory: Path, tile=None, summary: str = "")
     single bad row or column of a large matrix can still be seen.
     """
     try:
+        # matplotlib: optional, only when an error map is drawn
         import matplotlib
         matplotlib.use("Agg")
+        # matplotlib: optional, only when an error map is drawn
         import matplotlib.pyplot as plt
         from matplotlib.colors import ListedColormap
         from matplotlib.patches import Patch

@@ -79,7 +79,7 @@ def describe_region(mask: np.ndarray, state: str, tile: tuple[int, int] | None =
     return f"{counted} within {where}, {100 * count / box:.0f}% of that box"
 
 
-def diagnose(verdict: Verdict, output: np.ndarray, expected: np.ndarray, plan=None) -> dict[str, Any]:
+def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, plan=None) -> dict[str, Any]:
     """Counts, a summary in words, and the first mismatches with the block and thread responsible."""
     tile = plan.tile if plan is not None else None
     unwritten = verdict.masks["unwritten"]

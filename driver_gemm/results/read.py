@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .records import CaseResult, RunResult
+from .records import CaseResult, RunResult, latest_rows
 from .settings import RunSettings
 
 # The largest sweep shipped (146 cases) writes 0.4 MiB: 64 MiB holds some 25,000 cases, and a bigger
@@ -410,3 +410,24 @@ def _plain_scalar(value: Any) -> bool:
     if kind is int:
         return -_INT_BOUND < value < _INT_BOUND
     return kind is str or kind is bool or value is None
+
+
+def read_finished_cases(path: str | Path) -> tuple[dict, list[CaseResult]]:
+    """A case log's header and its finished cases; a torn last line is skipped, any other bad line refused.
+
+    A case written twice (a run gave up on it, "not run", and a resumed
+    run then ran it) counts once, as its later row says; a baseline is one
+    case per GPU. A file that is not a case log driver-gemm could have
+    written raises `UsageError` (see `read_case_log`).
+    """
+    header, cases = read_case_log(path)
+    return header, latest_rows(cases)
+
+
+def load_results(path: str | Path) -> RunResult:
+    """A results file, whole (``.json``) or as case lines (``.jsonl``), checked against ``schema.json``.
+
+    Raises `driver_gemm.errors.UsageError` naming the file, the line or JSON
+    path, and what is wrong, for anything driver-gemm could not have written.
+    """
+    return read_results(path).run

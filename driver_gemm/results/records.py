@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..spec.model import Shape
+from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
 from .settings import RunSettings
@@ -211,12 +211,6 @@ class RunResult:
         body = "[]" if not cases else "[\n" + ",\n".join(json.dumps(case) for case in cases) + "\n ]"
         return write_file(path, f'{head},\n "cases": {body}\n}}\n')
 
-    @classmethod
-    def read_json(cls, path: str | Path) -> "RunResult":
-        """A results file written by `write_json`, checked as `load_results` checks it."""
-        return load_results(path)
-
-
 def _finite(value):
     """JSON has no NaN or infinity: write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -275,21 +269,6 @@ class CaseLog:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    @staticmethod
-    def read(path: str | Path) -> tuple[dict, list[CaseResult]]:
-        """The run's header and its finished cases; a torn last line is skipped, any other bad line refused.
-
-        A case written twice (a run gave up on it, "not run", and a resumed
-        run then ran it) counts once, as its later row says; a baseline is one
-        case per GPU. See `driver_gemm.results.read.read_case_log`: a file
-        that is not a case log driver-gemm could have written raises
-        `UsageError`.
-        """
-        from .read import read_case_log   # read.py builds these records: imported here, not at the top
-
-        header, cases = read_case_log(path)
-        return header, latest_rows(cases)
-
 
 def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
     """`cases` with each case once, as its last row has it, in the order of those last rows."""
@@ -300,12 +279,3 @@ def latest_rows(cases: list[CaseResult]) -> list[CaseResult]:
     return [cases[position] for position in sorted(last.values())]
 
 
-def load_results(path: str | Path) -> RunResult:
-    """A results file, whole (``.json``) or as case lines (``.jsonl``), checked against ``schema.json``.
-
-    Raises `driver_gemm.errors.UsageError` naming the file, the line or JSON
-    path, and what is wrong, for anything driver-gemm could not have written.
-    """
-    from .read import read_results
-
-    return read_results(path).run

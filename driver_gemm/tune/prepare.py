@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 from ..cuda.compile import Cubin, compile_source
 from ..errors import CompileError
-from ..pipeline.plan import CasePlan
+from ..planning.case_plan import CasePlan
 
 
 @dataclass(frozen=True)

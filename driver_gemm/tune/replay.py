@@ -4,7 +4,7 @@ A recorded exhaustive sweep (a `RunResult` of ``tune``) knows every
 configuration's full cold measurement, so it can stand in for the GPU: a full
 evaluation returns the recorded median; a screen at fidelity f returns it
 perturbed as a short warm measurement would be (a seeded draw, see
-`CostModel`); a configuration that did not pass returns None. A simulated
+`EvaluationCosts`); a configuration that did not pass returns None. A simulated
 clock adds what each evaluation would have cost, so budgets in seconds and
 the cost of each strategy can be compared with the exhaustive one on the
 same terms. `compare_strategies` makes the table of strategy, best found and
@@ -19,14 +19,14 @@ import random
 from dataclasses import dataclass, field
 
 from ..measure.timing import MAX_BATCH
-from ..pipeline.evaluate import screen_samples_cap
+from .evaluate import screen_samples_cap
 from ..results.records import CaseResult, RunResult
-from ..spec.model import Shape
+from ..specfile.model import Shape
 from .strategies import FULL, Budget, Configuration, Strategy, search_all
 
 
 @dataclass(frozen=True)
-class CostModel:
+class EvaluationCosts:
     """What an evaluation costs in wall seconds, and how far a screen's number strays from the full one.
 
     - once per shape: inputs, the float64 reference and the cuBLAS row (`reference_s` plus
@@ -40,7 +40,7 @@ class CostModel:
     - a screen at fidelity f: `screen_overhead_s` (events, gate), one warm-up launch, then f of the
       recorded GPU time, at least `screen_min_samples` launches, no flush; the batch queued while
       the last one ran (`screen_batch_s` of launches, one at least, `MAX_BATCH` at most) is paid too,
-      up to the screen's cap (`pipeline.evaluate.screen_samples_cap`).
+      up to the screen's cap (`tune.evaluate.screen_samples_cap`).
 
     A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
     offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error
@@ -80,10 +80,10 @@ class SimulatedClock:
 
 @dataclass
 class RecordedSweep:
-    """The evaluation callback over a recorded sweep, charging its `CostModel` to a `SimulatedClock`."""
+    """The evaluation callback over a recorded sweep, charging its `EvaluationCosts` to a `SimulatedClock`."""
 
     run: RunResult
-    cost: CostModel = field(default_factory=CostModel)
+    cost: EvaluationCosts = field(default_factory=EvaluationCosts)
     seed: int = 0
     clock: SimulatedClock = field(default_factory=SimulatedClock)
 
@@ -198,7 +198,7 @@ class StrategyRow:
 
 
 def compare_strategies(run: RunResult, strategies: list[Strategy], budget: Budget | None = None,
-                       cost: CostModel = CostModel(), seed: int = 0) -> list[StrategyRow]:
+                       cost: EvaluationCosts = EvaluationCosts(), seed: int = 0) -> list[StrategyRow]:
     """Replay each strategy on the recorded sweep `run`, per kernel family and shape, with a fresh clock each."""
     rows = []
     for strategy in strategies:

@@ -5,7 +5,7 @@ every kernel configuration is planned on every shape, the plans that cannot
 or should not launch are pruned before compiling (`prepare.prune_plans`),
 the rest compiled in parallel, and pruned again with their resources (spills,
 zero occupancy). `tune_spec` opens one `Session`, makes the evaluation
-callback (`pipeline.evaluate.Evaluator`) and runs the strategy over every
+callback (`tune.evaluate.Evaluator`) and runs the strategy over every
 (kernel family, shape) group with `strategies.search_all`, which shares the
 budget between them. Exhaustive prunes only what cannot launch, so that it
 measures every valid configuration, as ``tune`` always did.
@@ -18,16 +18,21 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..cuda.compile import Cubin
-from ..cuda.occupancy import ArchLimits
-from ..pipeline.build import Compiled, compile_spec, launch_plans
-from ..pipeline.cases import Case, new_record
-from ..pipeline.plan import with_resources
+from ..cuda.occupancy import ArchLimits, limits_from_device
+from ..planning.build import Compiled, compile_spec, launch_plans
+from ..planning.cases import Case, new_record
+from ..planning.case_plan import with_resources
 from ..results.records import CaseDevice, CaseResult, RunResult
 from ..results.settings import RunSettings
-from ..spec.model import Spec
+from ..specfile.model import Spec
 from ..status import Status
 from .prepare import Pruned, prune_plans
 from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, search_all
+from ..cuda.device import read_properties
+from ..runners.environment import environment, now
+from .evaluate import Evaluator
+from ..session.state import Session
+from .tune_cache import TuningCache, tuning_key
 
 
 @dataclass
@@ -83,15 +88,8 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
     Screens (fidelity below 1) go to ``result.settings.tune["screens"]``,
     never to its cases. The tuning cache answers what it knows unless
     `fresh`. A fault that poisons the process ends the search with
-    `pipeline.evaluate.TuneAborted`; `result` keeps what was measured.
+    `tune.evaluate.TuneAborted`; `result` keeps what was measured.
     """
-    from ..cuda.device import read_properties
-    from ..cuda.occupancy import limits_from_device
-    from ..pipeline.environment import environment, now
-    from ..pipeline.evaluate import Evaluator
-    from ..pipeline.session import Session
-    from .cache import TuningCache, case_key
-
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     props = read_properties(device)
@@ -119,11 +117,11 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
         record(case)
     cache = TuningCache(fresh=fresh)
     session = Session(device, spec.baseline)
-    session.settle()          # a search times from its first step: its cuBLAS library loaded first
+    session.wait_for_cublas()          # a search times from its first step: its cuBLAS library loaded first
     evaluator = None
     try:
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
-                              cache=cache, cache_key=lambda case: case_key(spec, case.kernel, case.shape,
+                              cache=cache, cache_key=lambda case: tuning_key(spec, case.kernel, case.shape,
                                                                           result.environment, props.arch),
                               device_info=CaseDevice(props.name, props.uuid, props.ordinal),
                               peak_gflops=props.fp32_peak_gflops)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..errors import DriverGemmError, ToolMissingError
-from ..spec.model import Shape
+from ..specfile.model import Shape
 
 FULL = 1.0
 
@@ -265,7 +265,7 @@ class SuccessiveHalving(Strategy):
     def _finals(ranked: list[Configuration], wanted: int, measure: _Meter) -> None:
         """Full measurements down `ranked` until `wanted` of them succeed (or the ranking ends).
 
-        Screens are not verified (see `pipeline.evaluate`): a finalist whose
+        Screens are not verified (see `tune.evaluate`): a finalist whose
         full measurement is None (its output was wrong, it faulted) drops out
         and the next in the ranking is measured in its place.
         """
@@ -305,6 +305,7 @@ class OptunaTPE(Strategy):
 
     def __init__(self, seed: int = 0, startup_trials: int = 8):
         try:
+            # optuna: optional
             import optuna
         except ImportError:
             raise ToolMissingError("the tpe strategy needs optuna: pip install 'driver-gemm[tune]' "

@@ -19,10 +19,11 @@ import yaml
 
 from ..errors import SpecError
 from ..output_files import write_file
-from ..report.compare import SAME, judge
+from ..report.comparison import SAME, judge
 from ..results.records import CaseResult, RunResult
-from ..spec.model import KernelSpec, Spec
+from ..specfile.model import KernelSpec, Spec
 from ..status import Status
+from .dispatch_table import build_dispatch, dispatch_document
 
 RESULTS_DIR = Path("results")      # untracked (.gitignore): where a winners spec goes unless --out says otherwise
 
@@ -160,12 +161,10 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     """Write a spec with one kernel per family and a ``dispatch:`` table choosing its params per shape.
 
     The kernel entry carries the parameters that won the first shape (so the
-    file reads as a whole kernel); `driver_gemm.tune.dispatch` says how a run
+    file reads as a whole kernel); `driver_gemm.tune.dispatch_table` says how a run
     picks the parameters for any other shape. Needs the spec front end to
-    accept ``dispatch:`` (`tune.dispatch.parse_dispatch`).
+    accept ``dispatch:`` (`tune.dispatch_table.parse_dispatch`).
     """
-    from .dispatch import build_dispatch, dispatch_document
-
     path = Path(path)
     tables = build_dispatch(picks)
     if not tables:

@@ -1,0 +1,340 @@
+"""Operands in memory: row- or column-major matrices with leading dimensions, in strided batches.
+
+A GEMM's operands are logical matrices, A (M x K), B (K x N) and C (M x N),
+repeated `batch` times. Each is stored in one flat buffer: element (i, j) of
+matrix b lives at ``b * batch_stride + i * ld + j`` when row-major and
+``b * batch_stride + j * ld + i`` when column-major, counted in elements.
+The leading dimension may exceed the tight one (padding) and the batch
+stride may exceed one matrix; A and B may also use stride 0, every batch
+reading the same matrix (a broadcast). Padding is filled with values a
+kernel must not use (NaN, or the most negative integer), and C's padding is
+checked after the launch: a kernel that writes there writes out of bounds.
+
+Layout codes, as a spec writes them (``layout: TN``): one letter for A and
+one for B, relative to the row-major storage of the rest of driver-gemm: N is
+stored as is (row-major: A with K contiguous, B with N contiguous), T is
+stored transposed (column-major: A with M contiguous, B with K contiguous).
+NN is the contract of the original kernels; NT stores both inputs K-major
+(cuBLAS and CUTLASS call that layout "TN": it is the one fp8 tensor cores
+need). C is row-major unless a spec says ``layouts: {c: col}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from . import dtypes
+from .dtypes import ElementType, GemmTypes
+from ..errors import SpecError
+
+ORDERS = ("row", "col")
+LAYOUT_CODES = {"N": "row", "T": "col"}
+ORDER_WORDS = {"row": "row-major", "col": "column-major"}
+
+
+@dataclass(frozen=True)
+class MatrixLayout:
+    """A batch of `rows` x `cols` matrices in one flat buffer: order, leading dimension and batch stride."""
+
+    operand: str
+    rows: int
+    cols: int
+    order: str
+    ld: int
+    batch: int
+    batch_stride: int
+
+    @property
+    def tight_ld(self) -> int:
+        """The smallest leading dimension: the length of a row (row-major) or of a column (column-major)."""
+        return self.cols if self.order == "row" else self.rows
+
+    @property
+    def lines(self) -> int:
+        """How many rows (row-major) or columns (column-major) one matrix has: they are `ld` apart."""
+        return self.rows if self.order == "row" else self.cols
+
+    @property
+    def matrix_elements(self) -> int:
+        """The elements one matrix occupies, padding included: the tight batch stride."""
+        return self.lines * self.ld
+
+    @property
+    def elements(self) -> int:
+        """The length of the whole buffer in elements."""
+        if self.batch == 0 or self.matrix_elements == 0:
+            return 0
+        return (self.batch - 1) * self.batch_stride + self.matrix_elements
+
+    def offsets(self) -> np.ndarray:
+        """The flat index of every logical element, as an int64 array of shape (batch, rows, cols)."""
+        i = np.arange(self.rows, dtype=np.int64)[:, None]
+        j = np.arange(self.cols, dtype=np.int64)[None, :]
+        within = i * self.ld + j if self.order == "row" else j * self.ld + i
+        return np.arange(self.batch, dtype=np.int64)[:, None, None] * self.batch_stride + within
+
+    def pack(self, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
+        """The flat float64 buffer holding `values` (batch x rows x cols, or rows x cols for one matrix);
+        `fill` everywhere else."""
+        values = self.batched_values(values)
+        flat = np.full(self.elements, fill, dtype=np.float64)
+        flat[self.offsets()] = values        # a broadcast batch (stride 0) writes its matrix `batch` times
+        return flat
+
+    def unpack(self, flat: np.ndarray) -> np.ndarray:
+        """The batch x rows x cols matrices held in the flat buffer `flat` (the inverse of `pack`)."""
+        flat = np.asarray(flat)
+        if flat.shape != (self.elements,):
+            raise ValueError(f"{self.operand}: a buffer of {flat.size} elements, expected {self.elements}")
+        return flat[self.offsets()]
+
+    def padding_mask(self) -> np.ndarray:
+        """True for the buffer's elements that belong to no matrix (what a kernel must leave alone)."""
+        mask = np.ones(self.elements, dtype=bool)
+        mask[self.offsets()] = False
+        return mask
+
+    def batched_values(self, values: np.ndarray) -> np.ndarray:
+        """`values` as float64 batch x rows x cols (one matrix gains the batch axis), checked against the layout."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 2:
+            values = values[None]
+        if values.shape != (self.batch, self.rows, self.cols):
+            raise ValueError(f"{self.operand}: values of shape {values.shape}, expected "
+                             f"{(self.batch, self.rows, self.cols)}")
+        if self.batch_stride == 0 and self.batch > 1 and not (values == values[:1]).all():
+            raise ValueError(f"{self.operand} is broadcast (batch stride 0): every batch must hold the same matrix")
+        return values
+
+    def describe(self) -> str:
+        return f"{self.operand} ({self.rows} x {self.cols}, {ORDER_WORDS[self.order]})"
+
+
+def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: int | None = None,
+                  batch: int = 1, batch_stride: int | None = None, *, broadcast_allowed: bool = False,
+                  where: str | None = None, field: str | None = None) -> MatrixLayout:
+    """A checked `MatrixLayout`: `ld` and `batch_stride` default to tight, and too-small ones are refused.
+
+    The leading dimension must be at least the row length (row-major) or the
+    column length (column-major); the batch stride at least one padded
+    matrix, or 0 where `broadcast_allowed` (inputs). Mistakes raise a
+    `SpecError` that names the operand, the needed minimum, `where` and `field`.
+    """
+    if order not in ORDERS:
+        raise SpecError(f"the order of {operand} is row or col, got {order!r}", where, field and f"{field}.order")
+    for name, value in (("rows", rows), ("cols", cols), ("batch", batch)):
+        if int(value) != value or value < 0:
+            raise SpecError(f"{operand}: {name} must be a non-negative integer, got {value!r}", where, field)
+    tight = cols if order == "row" else rows
+    ld = max(tight, 1) if ld is None else ld
+    ld_name = f"ld{operand.lower()}"
+    if int(ld) != ld or ld < max(tight, 1):
+        what = "the length of a row" if order == "row" else "the length of a column"
+        raise SpecError(f"{ld_name} = {ld} is too small for {operand} ({rows} x {cols}, {ORDER_WORDS[order]}): "
+                        f"it needs {ld_name} >= {max(tight, 1)} ({what})", where, field and f"ld.{operand.lower()}",
+                        hint=f"leave {ld_name} out for the tight {max(tight, 1)}")
+    layout = MatrixLayout(operand, int(rows), int(cols), order, int(ld), int(batch), 0)
+    minimum = layout.matrix_elements
+    stride = minimum if batch_stride is None else batch_stride
+    if int(stride) != stride or (stride < minimum and not (stride == 0 and broadcast_allowed)):
+        broadcast = " (or 0, every batch reading one matrix)" if broadcast_allowed else ""
+        raise SpecError(f"the batch stride of {operand}, {stride}, is smaller than one matrix: "
+                        f"{layout.describe()} with {ld_name} = {ld} needs >= {minimum}{broadcast}",
+                        where, field and f"batch.stride.{operand.lower()}")
+    return MatrixLayout(operand, int(rows), int(cols), order, int(ld), int(batch), int(stride))
+
+
+def parse_layout(code: str | None = None, orders: Mapping[str, str] | None = None, *,
+                 where: str | None = None) -> dict[str, str]:
+    """The storage order of A, B and C from a layout code (``NN``, ``NT``, ``TN``, ``TT``) and/or ``layouts: {a: col}``.
+
+    See the module's docstring for what the letters mean. Both may be given
+    when they agree; the mapping may also set ``c``. Returns
+    ``{"a": ..., "b": ..., "c": ...}`` with values ``row`` or ``col``.
+    """
+    result = {"a": "row", "b": "row", "c": "row"}
+    if code is not None:
+        text = str(code).strip().upper()
+        if len(text) != 2 or any(letter not in LAYOUT_CODES for letter in text):
+            raise SpecError(f"layout is two letters of N and T (NN, NT, TN, TT), got {code!r}", where, "layout",
+                            hint="N: stored as driver-gemm stores it (row-major), T: transposed (column-major)")
+        result["a"], result["b"] = LAYOUT_CODES[text[0]], LAYOUT_CODES[text[1]]
+    for key, value in (orders or {}).items():
+        if key not in result:
+            raise SpecError(f"unknown operand {key!r}", where, f"layouts.{key}", hint="the operands are a, b and c")
+        if value not in ORDERS:
+            raise SpecError(f"an operand is row or col, got {value!r}", where, f"layouts.{key}")
+        if code is not None and key in "ab" and value != result[key]:
+            raise SpecError(f"layouts.{key} = {value} contradicts layout {code}", where, f"layouts.{key}")
+        result[key] = value
+    return result
+
+
+def layout_code(orders: Mapping[str, str]) -> str:
+    """``NN``/``NT``/``TN``/``TT`` for the orders of A and B, with ``-Ccol`` when C is column-major."""
+    code = "".join("N" if orders[key] == "row" else "T" for key in "ab")
+    return code + ("-Ccol" if orders.get("c", "row") == "col" else "")
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """The three operands of a (batched) GEMM C[b] = alpha * A[b] @ B[b] + beta * C[b] as laid out in memory."""
+
+    M: int
+    N: int
+    K: int
+    a: MatrixLayout
+    b: MatrixLayout
+    c: MatrixLayout
+
+    @property
+    def batch(self) -> int:
+        return self.c.batch
+
+    @property
+    def orders(self) -> dict[str, str]:
+        return {"a": self.a.order, "b": self.b.order, "c": self.c.order}
+
+    @property
+    def layout_code(self) -> str:
+        return layout_code(self.orders)
+
+    def kernel_scalars(self) -> dict[str, int]:
+        """The layout arguments of the typed kernels' signature (see ``kernels/types/``)."""
+        return {"lda": self.a.ld, "ldb": self.b.ld, "ldc": self.c.ld,
+                "strideA": self.a.batch_stride, "strideB": self.b.batch_stride, "strideC": self.c.batch_stride}
+
+
+def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = None,
+                  ld: Mapping[str, int] | None = None, batch: int = 1, strides: Mapping[str, int] | None = None,
+                  where: str | None = None) -> GemmOperands:
+    """Checked layouts of A, B and C for an M x N x K GEMM: `orders` from `parse_layout`, `ld` and `strides` per operand
+    (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each. C is never broadcast."""
+    orders = {"a": "row", "b": "row", "c": "row", **(orders or {})}
+    ld, strides = dict(ld or {}), dict(strides or {})
+    for name, mapping in (("ld", ld), ("batch.stride", strides)):
+        unknown = sorted(set(mapping) - {"a", "b", "c"})
+        if unknown:
+            raise SpecError(f"unknown operand {unknown[0]!r}", where, f"{name}.{unknown[0]}",
+                            hint="the operands are a, b and c")
+    if int(batch) != batch or batch < 1:
+        raise SpecError(f"the batch count must be a positive integer, got {batch!r}", where, "batch.count")
+    shapes = {"a": (M, K), "b": (K, N), "c": (M, N)}
+    layouts = {key: matrix_layout(key.upper(), *shapes[key], orders[key], ld.get(key), batch, strides.get(key),
+                                  broadcast_allowed=key != "c", where=where, field=key)
+               for key in "abc"}
+    return GemmOperands(M, N, K, layouts["a"], layouts["b"], layouts["c"])
+
+
+# --------------------------------------------------------------------------- inputs, outputs, reference
+
+def padding_value(element: ElementType) -> float:
+    """What fills the padding of an input: NaN for floating-point types, the most negative integer otherwise."""
+    return float(np.iinfo(element.storage_dtype).min) if element.is_integer else np.nan
+
+
+def input_bytes(layout: MatrixLayout, values: np.ndarray, element: ElementType | str) -> bytes:
+    """The upload of input `values` (batch x rows x cols float64, exactly representable) in `layout`
+    and type `element`."""
+    element = dtypes.element_type(element)
+    return dtypes.to_bytes(layout.pack(values, padding_value(element)), element)
+
+
+def output_bytes(layout: MatrixLayout, element: ElementType | str, start: np.ndarray | None = None) -> bytes:
+    """The starting content of the output buffer: the poison pattern everywhere, or `start` (C0, for kernels
+    that read C) in the matrices and the poison pattern in the padding."""
+    element = dtypes.element_type(element)
+    codes = np.full(layout.elements, dtypes.poison_code(element)).astype(element.storage_dtype)
+    if start is not None:
+        codes[layout.offsets()] = dtypes.encode(layout.batched_values(start), element)
+    return codes.astype(element.storage_dtype.newbyteorder("<")).tobytes()
+
+
+@dataclass
+class KernelOutput:
+    """A kernel's output read back: the values (batch x M x N), their raw codes, and the padding's fate."""
+
+    values: np.ndarray
+    codes: np.ndarray
+    padding_written: int
+
+    def unwritten(self, element: ElementType | str) -> np.ndarray:
+        """True where an element still holds the poison pattern (only meaningful when C started poisoned)."""
+        return dtypes.unwritten_mask(self.codes, element)
+
+
+def read_output(layout: MatrixLayout, raw: bytes, element: ElementType | str) -> KernelOutput:
+    """Decode the output buffer `raw` (filled by `output_bytes`, then written by a kernel)."""
+    element = dtypes.element_type(element)
+    if len(raw) != layout.elements * element.storage_bytes:
+        raise ValueError(f"{layout.operand}: {len(raw)} bytes read back, expected "
+                         f"{layout.elements * element.storage_bytes}")
+    codes = np.frombuffer(raw, dtype=element.storage_dtype.newbyteorder("<")).astype(element.storage_dtype)
+    poison = np.array(dtypes.poison_code(element)).astype(element.storage_dtype)
+    padding_written = int((codes[layout.padding_mask()] != poison).sum())
+    matrix_codes = layout.unpack(codes)
+    return KernelOutput(dtypes.decode(matrix_codes, element), matrix_codes, padding_written)
+
+
+@dataclass
+class TypedInputs:
+    """A, B and (for kernels that read C) C0 as exact float64 values, batch x rows x cols each."""
+
+    seed: int
+    a: np.ndarray
+    b: np.ndarray
+    c0: np.ndarray | None = None
+
+
+def make_typed_inputs(operands: GemmOperands, types: GemmTypes, seed: int, *, with_c: bool = False) -> TypedInputs:
+    """Inputs drawn by `dtypes.draw` in each operand's type (a broadcast operand: one matrix, repeated)."""
+    rng = np.random.default_rng(seed)
+
+    def draw(layout: MatrixLayout, element: ElementType) -> np.ndarray:
+        count = 1 if layout.batch_stride == 0 else layout.batch
+        values = dtypes.draw((count, layout.rows, layout.cols), element, rng)
+        return np.broadcast_to(values, (layout.batch, layout.rows, layout.cols)).copy()
+
+    c0 = draw(operands.c, types.c) if with_c else None
+    return TypedInputs(seed, draw(operands.a, types.a), draw(operands.b, types.b), c0)
+
+
+def reference(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.0, c0: np.ndarray | None = None,
+              *, scale_a: float = 1.0, scale_b: float = 1.0) -> np.ndarray:
+    """``C[b] = alpha * scale_a * scale_b * A[b] @ B[b] + beta * C0[b]`` in float64, batch x M x N.
+
+    `scale_a` and `scale_b` are fp8's per-tensor scale factors (cuBLASLt's
+    A and B scale pointers): the kernel multiplies by them after the dot
+    product, as cuBLASLt does.
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    a, b = (a[None] if a.ndim == 2 else a), (b[None] if b.ndim == 2 else b)
+    product = np.matmul(a, b)
+    factor = alpha * scale_a * scale_b
+    if factor != 1.0:
+        product *= factor
+    if beta != 0.0:
+        if c0 is None:
+            raise ValueError("beta is not 0: the reference needs C's starting values")
+        product += beta * np.asarray(c0, np.float64).reshape(product.shape)
+    return product
+
+
+def typed_template_arguments(types: GemmTypes, orders: Mapping[str, str]) -> tuple[str, ...]:
+    """The leading template arguments of the kernels in ``kernels/types/``: TA, TB, TC, Acc, LayoutA, LayoutB.
+
+    E.g. bf16 in and out, fp32 accumulation, layout TN gives
+    ``("dg::bfloat16_t", "dg::bfloat16_t", "dg::bfloat16_t", "float", "dg::Col", "dg::Row")``.
+    Those kernels store C row-major and accumulate in fp32; other
+    combinations raise a `ValueError` naming what they lack.
+    """
+    if orders.get("c", "row") != "row":
+        raise ValueError("the typed kernels store C row-major")
+    if types.accumulate.name != "fp32" or types.a.is_integer or types.c.is_integer:
+        raise ValueError(f"the typed kernels accumulate floating-point inputs in fp32, not {types.accumulate.name}")
+    layout = {"row": "dg::Row", "col": "dg::Col"}
+    return (types.a.kernel_type, types.b.kernel_type, types.c.kernel_type, "float",
+            layout[orders["a"]], layout[orders["b"]])

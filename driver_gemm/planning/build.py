@@ -1,0 +1,209 @@
+"""Before any GPU work: every case planned once, the kernels worth compiling compiled, in parallel.
+
+`plan_cases` evaluates every case's launch (no compiler output needed) and,
+once `compile_spec` has built what can run, completes each plan with its
+kernel's resources. `refused_everywhere` names the kernels no shape can
+launch: they are never compiled. A kernel is compiled by NVRTC (the default)
+or nvcc, or read from the prebuilt binary the spec names; whatever built it,
+`complete_plan` checks the spec's signature against the parameters the image
+really has before anything is launched. `check_offline` is the same launch
+check for a machine without a GPU, so that a spec's mistakes are reported
+before a GPU is asked for.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+
+from ..cuda.compile import Cubin, compile_source
+from ..cuda.cubin import KernelImage
+from ..cuda.nvcc import compile_with_nvcc
+from ..cuda.occupancy import ArchLimits, arch_limits
+from ..cuda.prebuilt import load_binary
+from ..cuda.signature_check import check_kernel_signature
+from ..errors import CompileError, ImageError, SpecError
+from ..specfile.model import KernelSpec, Spec
+from .cases import Case, cases_of, kernels_of, kernels_on
+from .case_plan import CasePlan, plan_launch, with_resources
+
+Compiled = dict[str, "Cubin | CompileError"]
+
+
+def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePlan]:
+    """Every kernel's launch plan on every shape, keyed by (kernel label, shape label); no compiler output needed."""
+    scalars = dict(spec.scalars)
+    return {(kernel.label, shape.label): plan_launch(kernel, shape, limits, scalars)
+            for shape in spec.shapes for kernel in kernels_on(spec, shape)}
+
+
+def refused_everywhere(spec: Spec, limits: ArchLimits,
+                       plans: dict[tuple[str, str], CasePlan] | None = None) -> set[str]:
+    """Labels of the kernels whose launch checks fail on every shape before any compiler output is needed.
+
+    A sweep's `require:` constraints often rule out configurations that the
+    source cannot even instantiate (its static_asserts say the same thing):
+    those are not compiled, and their cases are Status.INVALID with the constraint
+    that failed rather than Status.ERROR with a compiler message. `plans` are
+    those of `launch_plans`, when already made.
+    """
+    plans = launch_plans(spec, limits) if plans is None else plans
+    return {kernel.label for kernel in kernels_of(spec)
+            if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes
+                       if (kernel.label, shape.label) in plans)}
+
+
+def check_offline(spec: Spec, arch: str = "sm_90", *, compile: bool = True) -> list[CasePlan]:
+    """The plans of `spec` for `arch`'s published limits that fail a check: no GPU needed.
+
+    For ``driver-gemm run`` to call when no GPU answers, so that a spec whose
+    launches cannot work is reported as such on any machine. With `compile`
+    the kernels are built (NVRTC needs no GPU) and each plan completed with
+    its kernel's resources and signature check; a source that does not
+    compile is left out here (`offline_problems` gives its error). An empty
+    list means every case passes the checks that can be made here.
+    """
+    return offline_problems(spec, arch, compile=compile)[0]
+
+
+def offline_problems(spec: Spec, arch: str = "sm_90", *,
+                     compile: bool = True) -> tuple[list[CasePlan], dict[str, CompileError]]:
+    """`check_offline`'s plans, and the error of each kernel that did not build, by kernel label."""
+    limits = arch_limits(arch)
+    plans = launch_plans(spec, limits)
+    failed: dict[str, CompileError] = {}
+    if compile:
+        compiled = compile_spec(spec, arch, skip=refused_everywhere(spec, limits, plans))
+        plans = {key: complete_plan(plan, compiled.get(plan.kernel.label), limits)
+                 for key, plan in plans.items()}
+        failed = {label: built for label, built in compiled.items() if isinstance(built, CompileError)}
+    return [plan for plan in plans.values() if not plan.valid], failed
+
+
+def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError | None:
+    """What is wrong with `kernel`'s signature against the image `built` holds; None when they agree.
+
+    A `SpecError` at the signature's file:line for a mismatch (count, sizes,
+    and the types a C++ symbol's mangling gives); an `ImageError` when the
+    image's parameters cannot be read (the check is then not made).
+    """
+    symbol = built.symbol(kernel.instance)
+    try:
+        slots = built.param_slots(kernel.instance)
+    except ImageError as exc:
+        return exc
+    image = KernelImage(name=symbol, params=slots, param_bytes=sum(slot.size for slot in slots), registers=0)
+    try:
+        check_kernel_signature(kernel, image)
+    except SpecError as exc:
+        return exc
+    return None
+
+
+def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: ArchLimits,
+                  sm_count: int | None = None) -> CasePlan:
+    """`plan` with what the built image says: its resources and occupancy, and its signature checked.
+
+    A plan whose kernel did not build is returned as it is. For PTX the
+    resources are unknown until the driver compiles it at load: the plan
+    says so in its notes. A signature that disagrees with the image makes
+    the plan invalid (its cases INVALID, never launched).
+    """
+    if not isinstance(built, Cubin):
+        return plan
+    kernel = plan.kernel
+    if built.resources_known:
+        plan = with_resources(plan, built.resources_of(kernel.instance), limits, sm_count)
+    else:
+        plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
+                                                             "once the driver has compiled it at load"])
+    problem = signature_error(kernel, built)
+    if isinstance(problem, SpecError):
+        plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
+    elif problem is not None:
+        plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
+    return plan
+
+
+def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
+    """One program: kernels sharing a source (or binary), compiler, options and target, built together."""
+    first = kernels[0]
+    instances = [kernel.instance for kernel in kernels]
+    if first.binary is not None:
+        try:
+            return load_binary(first.binary, instances, target)
+        except ImageError as exc:   # recorded against the kernel's cases, as a compile error is
+            raise CompileError(str(exc)) from None
+    if first.compiler == "nvcc":
+        return compile_with_nvcc(first.source, instances, target, first.options)
+    return compile_source(first.source, instances, target, first.options)
+
+
+def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] = frozenset()) -> Compiled:
+    """Compile every kernel of `spec` for `arch`, or for its own ``arch``: NVRTC programs, in parallel.
+
+    The value for a kernel label is its `Cubin`, or the `CompileError` that
+    its source raised (recorded against each of its cases, not raised). The
+    instances of one source are shared out over up to `jobs` programs
+    (default: one per CPU, at most 16) compiled on as many threads (NVRTC
+    compiles separate programs concurrently), so a sweep of a hundred
+    template instances takes minutes off its start. When a program with
+    several instances fails, each is compiled alone, so that one bad instance
+    does not take its siblings down. Kernels named in `skip` are left out.
+    """
+    jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
+    groups: dict[tuple, list[KernelSpec]] = {}
+    for kernel in (k for k in kernels_of(spec) if k.label not in skip):
+        key = (kernel.source, kernel.options, kernel.target(arch), kernel.compiler, kernel.binary)
+        groups.setdefault(key, []).append(kernel)
+    programs = []
+    for key, kernels in groups.items():
+        # A binary is read once; nvcc and NVRTC programs are shared out over the jobs.
+        count = 1 if key[-1] is not None else min(jobs, len(kernels))
+        programs.extend((key[2], kernels[part::count]) for part in range(count))
+    compiled: Compiled = {}
+
+    def compile_program(target, kernels) -> None:
+        try:
+            cubin: Cubin | CompileError = build_kernels(kernels, target)
+        except CompileError as exc:
+            if len(kernels) > 1:
+                for kernel in kernels:
+                    compile_program(target, [kernel])
+                return
+            cubin = exc
+        for kernel in kernels:
+            compiled[kernel.label] = cubin
+
+    if len(programs) <= 1:
+        for program in programs:
+            compile_program(*program)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs))) as pool:
+            for done in [pool.submit(compile_program, *program) for program in programs]:
+                done.result()
+    return compiled
+
+
+def plan_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None,
+               skip: set[tuple[str, str]] = frozenset()) -> tuple[list[Case], Compiled]:
+    """The cases of `spec` still to run (those keyed in `skip` left out), each with its plan, and what compiled.
+
+    Each kernel case is planned once: its launch before compiling (a kernel
+    no shape can launch is not compiled), then, for a kernel that compiled,
+    completed with its resources. A case whose kernel was not compiled keeps
+    its launch plan; the pipeline records why it cannot run.
+    """
+    cases = [case for case in cases_of(spec) if case.key not in skip]
+    if not cases:
+        return [], {}
+    plans = launch_plans(spec, limits)
+    compiled = compile_spec(spec, arch, skip=refused_everywhere(spec, limits, plans))
+    planned = []
+    for case in cases:
+        if case.kernel is not None:
+            plan = complete_plan(plans[case.key], compiled.get(case.kernel.label), limits, sm_count)
+            case = dataclasses.replace(case, plan=plan)
+        planned.append(case)
+    return planned, compiled

@@ -1,0 +1,297 @@
+"""Between spec and launch: what one kernel gets for one shape, and every check that can fail before launching.
+
+`plan_case` evaluates the spec's expressions for a shape (grid, block, dynamic
+shared memory, scalar arguments, the declared output tile) and checks the
+result against the target's limits, the kernel's compiled resources and its
+own ``require:`` constraints. Each failed check is a `ConfigError` naming the
+spec file, line and field, the values involved, and a hint. Pure: no GPU.
+
+It is two halves, so that a run evaluates each case once: `plan_launch` needs
+no compiler output (it decides what is worth compiling), and `with_resources`
+adds the checks and the occupancy that need the compiler's report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..argtypes import C_TYPES
+from ..specfile import expr
+from ..cuda.resources import KernelResources
+from ..errors import ConfigError, SpecError
+from ..gemm.operands import GemmOperands
+from ..specfile.typed import evaluate_operands
+from ..cuda.launch import LaunchConfig
+from ..cuda.launch_attributes import LaunchAttributes
+from ..cuda.tensormap import TensorMapPlan
+from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
+from ..specfile.kernels import SM_COUNT_NAME
+from ..specfile.model import KernelSpec, Shape, template_argument
+from .hopper_checks import cluster_note, launch_attributes_of, tensor_maps_of
+
+DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
+INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
+
+
+@dataclass
+class CasePlan:
+    """One kernel on one shape: its launch, its arguments' values, its occupancy and what is wrong with it."""
+
+    kernel: KernelSpec
+    shape: Shape
+    config: LaunchConfig | None
+    argument_values: dict[str, Any]
+    resources: KernelResources | None
+    occupancy: Occupancy | None
+    waves: float | None
+    problems: list[ConfigError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tile: tuple[int, int] | None = None   # rows, cols of C one block computes, when the spec declares it
+    attributes: LaunchAttributes | None = None            # cluster, PDL (cuLaunchKernelEx)
+    tensor_maps: dict[str, TensorMapPlan] = field(default_factory=dict)   # by argument name
+    operands: GemmOperands | None = None  # A, B and C as laid out in memory (None: their fields did not evaluate)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict:
+        return {
+            "kernel": self.kernel.label, "instance": self.kernel.instance, "shape": self.shape.label,
+            "launch": self.config.as_dict() if self.config else None,
+            "resources": self.resources.as_dict() if self.resources else None,
+            "occupancy": self.occupancy.as_dict() if self.occupancy else None,
+            "waves": self.waves, "problems": [str(p) for p in self.problems], "notes": self.notes,
+            "attributes": self.attributes.as_dict() if self.attributes else None,
+            "tensor_maps": {name: plan.as_dict() for name, plan in self.tensor_maps.items()},
+        }
+
+
+def base_env(kernel: KernelSpec, shape: Shape) -> dict[str, int]:
+    return {**shape.as_env(), **kernel.numeric_params}
+
+
+def launch_env(kernel: KernelSpec, shape: Shape, limits: ArchLimits) -> dict[str, int]:
+    """The names a launch expression reads: the shape's, the params', and `sm_count`, the target's SMs
+    (the device's in a run; the architecture's typical part, or `plan --sms`, offline), so that a
+    persistent kernel's grid can be one block per SM."""
+    return {**base_env(kernel, shape), SM_COUNT_NAME: limits.typical_sm_count}
+
+
+def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
+              scalars: dict[str, float] | None = None, sm_count: int | None = None) -> CasePlan:
+    """Evaluate and check one kernel on one shape; problems are collected, not raised."""
+    plan = plan_launch(kernel, shape, limits, scalars)
+    return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
+
+
+def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
+                scalars: dict[str, float] | None = None) -> CasePlan:
+    """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile."""
+    env = launch_env(kernel, shape, limits)
+    problems: list[ConfigError] = []
+    notes: list[str] = []
+    problem = _collector(kernel, problems)
+    try:
+        operands, layout_values = evaluate_operands(kernel, shape)
+        env.update(layout_values)
+    except SpecError as exc:
+        operands = None
+        problem(exc.message, exc.field or "ld", exc.hint)
+
+    def evaluate(expression: expr.Expression, field_name: str) -> int | None:
+        try:
+            return expression.evaluate_int(env)
+        except expr.ExpressionError as exc:
+            problem(f"{expression.source!r}: {exc}", field_name)
+            return None
+
+    if kernel.arch and base_arch(kernel.arch) != limits.arch:
+        problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {base_arch(kernel.arch)};"
+                f" this device is {limits.arch}", "arch")
+    block = [evaluate(e, f"block[{i}]") for i, e in enumerate(kernel.block)]
+    grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(kernel.grid)]
+    shared = evaluate(kernel.shared_bytes, "shared_bytes")
+    config = None
+    if None not in block and None not in grid and shared is not None:
+        config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
+
+    argument_values = _argument_values(kernel, env, scalars or {}, problem)
+    if kernel.operands is not None and "alpha" in argument_values:
+        # fp8's per-tensor scales multiply the product where alpha does: the kernel gets them folded in.
+        scale_a, scale_b = kernel.operands.scales
+        argument_values["alpha"] = argument_values["alpha"] * scale_a * scale_b
+    notes.extend(_index_overflow_notes(kernel, shape))
+    tile = None
+    attributes = None
+    tensor_maps = tensor_maps_of(kernel, env, shape, problem)
+    if config is not None:
+        attributes = launch_attributes_of(kernel, env, config, limits, problem)
+        notes.extend(cluster_note(attributes, config))
+        if config.shared_bytes > DEFAULT_SHARED_LIMIT and config.shared_bytes <= limits.max_shared_per_block:
+            notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
+                         "(cuFuncSetAttribute) is applied automatically")
+        _check_requirements(kernel, env, config, problem)
+        tile = _check_tile(kernel, env, shape, config, problem)
+    return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
+                    tensor_maps, operands)
+
+
+def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimits,
+                   sm_count: int | None = None) -> CasePlan:
+    """`plan` completed with the compiler's report: shared memory and register checks, occupancy, waves."""
+    problems = list(plan.problems)
+    notes = list(plan.notes)
+    problem = _collector(plan.kernel, problems)
+    config = plan.config
+    occ = None
+    wave_count = None
+    if config is not None:
+        threads = config.threads_per_block
+        _check_resources(config, resources, limits, problem)
+        if config.shared_bytes > DEFAULT_SHARED_LIMIT and \
+                config.shared_bytes + resources.static_shared_bytes > limits.max_shared_per_block:
+            notes = [note for note in notes if "opt-in" not in note]
+        if 1 <= threads <= limits.max_threads_per_block:
+            occ = occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes)
+            if occ.blocks_per_sm == 0 and occ.reason and not problems:
+                problem(f"cannot launch: {occ.reason}", "block")
+            wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
+    return dataclasses.replace(plan, resources=resources, occupancy=occ, waves=wave_count, problems=problems,
+                               notes=notes)
+
+
+def _collector(kernel: KernelSpec, problems: list[ConfigError]):
+    """A function that records a problem with `kernel`'s spec file, line and field."""
+    def problem(message: str, field_name: str, hint: str | None = None) -> None:
+        problems.append(ConfigError(message, where=kernel.where_field(field_name),
+                                    field=f"{kernel.field_path}.{field_name}", hint=hint))
+    return problem
+
+
+def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
+    """A warning when a matrix has 2**31 elements or more while the kernel takes its sizes as int32."""
+    narrow = [a.name for _, a in kernel.leaf_arguments() if a.name in ("M", "N", "K") and a.ctype == "int32"]
+    if not narrow:
+        return []
+    sizes = {"A (M*K)": shape.M * shape.K, "B (K*N)": shape.K * shape.N, "C (M*N)": shape.M * shape.N}
+    large = [f"{name} = {count}" for name, count in sizes.items() if count >= INDEX_LIMIT]
+    if not large:
+        return []
+    return [f"{', '.join(large)} elements reach 2**31 while {', '.join(narrow)} are int32: "
+            "an index computed in 32 bits (row * ld + col) overflows"]
+
+
+def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:
+    ok = True
+    threads = 1
+    for axis, (extent, maximum) in enumerate(zip(block, limits.max_block_dims)):
+        threads *= extent
+        if extent < 1 or extent > maximum:
+            problem(f"block {'xyz'[axis]} extent {extent} ('{kernel.block[axis].source}' with "
+                    f"{_names(kernel.block[axis], env)}) must be 1 to {maximum}", f"block[{axis}]")
+            ok = False
+    if ok and threads > limits.max_threads_per_block:
+        problem(f"{threads} threads per block ({' x '.join(map(str, block))}) exceed the limit of "
+                f"{limits.max_threads_per_block}", "block",
+                hint="make the block smaller or give each thread more of the tile")
+        ok = False
+    for axis, (extent, maximum) in enumerate(zip(grid, limits.max_grid_dims)):
+        if extent < 1 or extent > maximum:
+            problem(f"grid {'xyz'[axis]} extent {extent} ('{kernel.grid[axis].source}' with "
+                    f"{_names(kernel.grid[axis], env)}) must be 1 to {maximum}", f"grid[{axis}]",
+                    hint="the y and z extents are limited to 65535: put the largest dimension on x"
+                    if axis else None)
+            ok = False
+    if shared < 0:
+        problem(f"dynamic shared memory {shared} is negative", "shared_bytes")
+        ok = False
+    elif shared > limits.max_shared_per_block:
+        problem(f"{shared} bytes of dynamic shared memory exceed the {limits.max_shared_per_block} a block may "
+                f"have on {limits.arch}", "shared_bytes", hint="use smaller tiles or fewer pipeline stages")
+        ok = False
+    return LaunchConfig.of(grid, block, shared) if ok else None
+
+
+def _check_resources(config: LaunchConfig, resources: KernelResources, limits: ArchLimits, problem) -> None:
+    total_shared = resources.static_shared_bytes + config.shared_bytes
+    if total_shared > limits.max_shared_per_block:
+        problem(f"{resources.static_shared_bytes} static + {config.shared_bytes} dynamic = {total_shared} bytes of "
+                f"shared memory exceed the {limits.max_shared_per_block} a block may have on {limits.arch}",
+                "shared_bytes")
+    warps = -(-config.threads_per_block // limits.warp_size)
+    per_warp = -(-resources.registers * limits.warp_size // limits.register_unit) * limits.register_unit
+    if per_warp * warps > limits.registers_per_block:
+        problem(f"{resources.registers} registers per thread x {config.threads_per_block} threads need "
+                f"{per_warp * warps} registers, more than the {limits.registers_per_block} of a block: "
+                "the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "block",
+                hint="use fewer threads per block or cap registers with __launch_bounds__")
+
+
+def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig, problem) -> None:
+    full = {**env, "blockDim_x": config.block[0], "blockDim_y": config.block[1], "blockDim_z": config.block[2],
+            "threads": config.threads_per_block}
+    for index, requirement in enumerate(kernel.require):
+        try:
+            holds = requirement.evaluate(full)
+        except expr.ExpressionError as exc:
+            problem(f"'{requirement.source}': {exc}", f"require[{index}]")
+            continue
+        if not holds:
+            problem(f"'{requirement.source}' does not hold with {_names(requirement, full)}", f"require[{index}]",
+                    hint="the kernel was written for launches where this is true")
+
+
+def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> tuple[int, int] | None:
+    """With a declared tile (rows x cols of C per block; columns on grid x, rows on grid y), the grid must
+    cover C. Returns the tile's rows and columns (None when undeclared or not computable)."""
+    if kernel.tile is None:
+        return None
+    try:
+        rows, cols = (t.evaluate_int(env) for t in kernel.tile)
+    except expr.ExpressionError as exc:
+        problem(str(exc), "tile")
+        return None
+    covered_cols, covered_rows = config.grid[0] * cols, config.grid[1] * rows
+    if covered_cols < shape.N:
+        problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[0]} blocks x {cols}): "
+                f"columns {covered_cols}-{shape.N - 1} would never be written", "grid[0]",
+                hint=f"grid x should be ceil(N / {kernel.tile[1].source})")
+    if covered_rows < shape.M:
+        problem(f"the grid covers {covered_rows} of M = {shape.M} rows ({config.grid[1]} blocks x {rows}): "
+                f"rows {covered_rows}-{shape.M - 1} would never be written", "grid[1]",
+                hint=f"grid y should be ceil(M / {kernel.tile[0].source})")
+    return rows, cols
+
+
+def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for field_name, argument in kernel.leaf_arguments():
+        if argument.ctype == "ptr" or argument.tensor_map is not None:
+            values[argument.name] = argument.name   # bound to a buffer (or a map encoded from one) at launch
+            continue
+        try:
+            value = argument.value.evaluate({**env, **scalars})
+        except expr.ExpressionError as exc:
+            problem(f"argument {argument.name}: {exc}", field_name)
+            continue
+        if not argument.ctype.startswith("float"):
+            if isinstance(value, float) and not value.is_integer():
+                problem(f"argument {argument.name} = {value} is not a whole number for {argument.ctype}",
+                        field_name)
+                continue
+            value = int(value)
+            if not C_TYPES[argument.ctype].fits(value):
+                low, high = C_TYPES[argument.ctype].low, C_TYPES[argument.ctype].high
+                problem(f"argument {argument.name} = {value} does not fit {argument.ctype} [{low}, {high}]",
+                        field_name, hint="declare the argument with a wider type (int64)")
+                continue
+        values[argument.name] = value
+    return values
+
+
+def _names(expression: expr.Expression, env) -> str:
+    return ", ".join(f"{name}={template_argument(env[name])}" for name in sorted(expression.names)
+                     if name in env) or "no names"

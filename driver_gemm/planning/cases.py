@@ -1,0 +1,229 @@
+"""The unit of work of a run: a `Case` is one kernel (or a baseline row) on one shape, planned once.
+
+`cases_of` lists a spec's cases in run order; `new_record` and `not_run_record`
+make the `CaseResult` a case starts from or ends as when it cannot run.
+
+Baseline rows: cuBLAS SGEMM in FP32 math (and TF32 math when a kernel is
+``precision: tf32``) for the untyped kernels, and for the typed kernels of a
+shape one cuBLASLt row per distinct matmul they compute (types, layouts,
+leading dimensions, batch, alpha, beta: `MatmulPlan.key`). Each kernel case
+names the row its time is a percentage of (`Case.baseline_label`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError
+from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
+from ..gemm.dtypes import GemmTypes
+from ..gemm.operands import GemmOperands
+from ..results.records import CaseResult, DispatchChoice
+from ..specfile import expr
+from ..specfile.model import KernelSpec, Shape, Spec
+from ..specfile.typed import evaluate_operands
+from ..status import BASELINE_LABELS, Status
+from ..specfile.dispatch import select_kernel
+from .case_plan import CasePlan
+
+
+@dataclass(frozen=True)
+class LtBaseline:
+    """One cuBLASLt row of a shape: the matmul its typed kernels compute, and cuBLASLt's plan for it.
+
+    `plan` is None when cuBLASLt has no such matmul; `reason` then says why,
+    and the row ends INVALID with it (its kernels get no % figure).
+    """
+
+    label: str
+    types: GemmTypes
+    operands: GemmOperands
+    alpha: float
+    beta: float
+    scales: tuple[float, float]
+    plan: MatmulPlan | None
+    reason: str = ""
+
+    @property
+    def reads_c(self) -> bool:
+        return self.beta != 0.0
+
+# The message of a case that a run gave up on before reaching it; a resumed run runs it again.
+NOT_RUN = "not run: "
+
+
+@dataclass(frozen=True)
+class Case:
+    """One unit of work: a kernel (None for cuBLAS, in the math of `precision`) on a shape, numbered in run order.
+
+    `plan` is the kernel's launch plan for the shape, made once before any
+    process touches the GPU (None for a baseline, or before planning).
+    """
+
+    index: int
+    kernel: KernelSpec | None
+    shape: Shape
+    precision: str = "fp32"
+    plan: CasePlan | None = None
+    lt: LtBaseline | None = None            # a cuBLASLt baseline row
+    baseline_label: str | None = None       # a kernel's: the row its % of baseline is against
+    dispatch: DispatchChoice | None = None   # for a kernel whose params a dispatch table chose: which entry, how
+
+    @property
+    def label(self) -> str:
+        if self.lt is not None:
+            return self.lt.label
+        return BASELINE_LABELS[self.precision] if self.kernel is None else self.kernel.label
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.kernel is None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What names the case within a run, as `results.records.case_key` names its record."""
+        return self.label, self.shape.label
+
+
+def cases_of(spec: Spec) -> list[Case]:
+    """Per shape, the baseline rows first (their times are the 100% of the others), then every kernel.
+
+    cuBLAS runs in FP32 math when the spec has an untyped kernel, and also in
+    TF32 tensor-op math when one is TF32; each distinct cuBLASLt matmul of
+    the typed kernels gets its row (see the module's docstring).
+    """
+    untyped = [k for k in spec.kernels if not k.is_typed]
+    precisions = ["fp32"] if untyped or not spec.kernels else []
+    precisions += ["tf32"] if any(k.precision == "tf32" for k in untyped) else []
+    out: list[Case] = []
+    for shape in spec.shapes:
+        rows, row_of = lt_baselines(spec, shape)
+        if spec.baseline:
+            for precision in precisions:
+                out.append(Case(len(out), None, shape, precision))
+            for row in rows:
+                out.append(Case(len(out), None, shape, lt=row))
+        for kernel in spec.kernels:
+            kernel, chosen = dispatched(spec, kernel, shape)
+            label = row_of.get(kernel.label) if kernel.is_typed else BASELINE_LABELS[kernel.precision]
+            out.append(Case(len(out), kernel, shape, kernel.precision,
+                            baseline_label=label if spec.baseline else None, dispatch=chosen))
+    return out
+
+
+def gemm_scalars(kernel: KernelSpec, shape: Shape, scalars: dict[str, float]) -> tuple[float, float]:
+    """The alpha and beta `kernel` computes with (1 and 0 where its signature takes none; beta only when it reads C),
+    before fp8 scales are folded into alpha."""
+    env = {**scalars, **shape.as_env(), **kernel.numeric_params}
+    found = {}
+    for _, argument in kernel.leaf_arguments():
+        if argument.name in ("alpha", "beta") and argument.value is not None:
+            try:
+                found[argument.name] = float(argument.value.evaluate(env))
+            except expr.ExpressionError:
+                continue
+    return found.get("alpha", 1.0), found.get("beta", 0.0)
+
+
+def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, str]]:
+    """The cuBLASLt rows of `shape`, one per distinct matmul of its typed kernels, and each kernel's row label.
+
+    A kernel whose operands do not evaluate on this shape (its case is
+    INVALID) has no row. Two different matmuls that would share a label
+    (they differ only in padding) are told apart by a suffix ``-2``, ``-3``.
+    """
+    rows: dict[tuple, LtBaseline] = {}
+    row_of: dict[str, str] = {}
+    labels: set[str] = set()
+    for kernel in kernels_on(spec, shape):
+        if not kernel.is_typed:
+            continue
+        try:
+            operands, _ = evaluate_operands(kernel, shape)
+        except SpecError:
+            continue
+        alpha, beta = gemm_scalars(kernel, shape, dict(spec.scalars))
+        types, scales = kernel.operands.types, kernel.operands.scales
+        try:
+            plan: MatmulPlan | None = plan_matmul(types, operands, alpha, beta, scale_a=scales[0], scale_b=scales[1])
+            key, label, reason = plan.key, plan.label, ""
+        except CublasLtUnsupported as exc:
+            plan, label, reason = None, exc.label, exc.reason
+            key = ("unsupported", label, reason)
+        if key not in rows:
+            unique, count = label, 1
+            while unique in labels:
+                count += 1
+                unique = f"{label}-{count}"
+            labels.add(unique)
+            rows[key] = LtBaseline(unique, types, operands, alpha, beta, scales, plan, reason)
+        row_of[kernel.label] = rows[key].label
+    return list(rows.values()), row_of
+
+
+def operands_summary(types: GemmTypes, operands: GemmOperands) -> dict:
+    """What a typed record says about its operands: types, layout code, batch, leading dimensions and strides."""
+    return {"types": types.as_dict(), "layout": operands.layout_code, "batch": operands.batch,
+            "ld": {key: getattr(operands, key).ld for key in "abc"},
+            "batch_stride": {key: getattr(operands, key).batch_stride for key in "abc"}}
+
+
+def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, DispatchChoice | None]:
+    """`kernel` with the params the spec's ``dispatch:`` table picks for `shape`, and which entry it picked.
+
+    A kernel without a table is returned as it is, with None.
+    """
+    table = spec.dispatch.get(kernel.name)
+    if table is None:
+        return kernel, None
+    index, rule = table.choose(shape)
+    entry = table.entries[index]
+    return select_kernel(kernel, table, shape), DispatchChoice(index, entry.shape.label, rule)
+
+
+def kernels_on(spec: Spec, shape: Shape) -> list[KernelSpec]:
+    """The kernel configurations that run on `shape` (a dispatched kernel's as its table picks them)."""
+    return [dispatched(spec, kernel, shape)[0] for kernel in spec.kernels]
+
+
+def kernels_of(spec: Spec) -> list[KernelSpec]:
+    """Every kernel configuration that runs on some shape of `spec`, once each, in order."""
+    return list({kernel.label: kernel for shape in spec.shapes for kernel in kernels_on(spec, shape)}.values())
+
+
+def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
+    """The record of `case` with what names it filled in, and `status` and `message`."""
+    if case.lt is not None:
+        return CaseResult(kernel=case.label, name=case.label, shape=case.shape, status=status, message=message,
+                          operands=operands_summary(case.lt.types, case.lt.operands))
+    if case.kernel is None:
+        return CaseResult(kernel=case.label, name=case.label, shape=case.shape, status=status, message=message,
+                          precision=case.precision)
+    kernel = case.kernel
+    record = CaseResult(kernel=kernel.label, name=kernel.name, shape=case.shape, status=status, message=message,
+                        params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source),
+                        precision=kernel.precision, dispatch=case.dispatch)
+    if kernel.is_typed:
+        record.baseline = case.baseline_label
+        operands = case.plan.operands if case.plan is not None else None
+        if operands is not None:
+            record.operands = operands_summary(kernel.operands.types, operands)
+    return record
+
+
+def not_run_record(case: Case, reason: str) -> CaseResult:
+    """An ERROR record for a case the run never reached; `ran` says it did not run, so a resume runs it."""
+    record = new_record(case, Status.ERROR, NOT_RUN + reason)
+    record.not_run = True
+    return record
+
+
+def ran(record: CaseResult) -> bool:
+    """Whether `record` is of a case that really ran (or was refused), as opposed to one given up on unreached."""
+    return not (record.not_run or (record.status == Status.ERROR and record.message.startswith(NOT_RUN)))
+
+
+def left_to_run(spec: Spec, previous) -> bool:
+    """Whether any case of `spec` is still to run after `previous` (a resumed run's records): a GPU worker is wanted."""
+    done = {(record.kernel, record.shape.label) for record in previous if ran(record)}
+    return any(case.key not in done for case in cases_of(spec))

@@ -1,0 +1,126 @@
+"""The launch checks of Hopper kernels: a thread-block cluster's and each TMA tensor map's, per shape. No GPU.
+
+`case_plan.plan_launch` calls `launch_attributes_of` and `tensor_maps_of` once the
+grid and dynamic shared memory are known. The cluster's extents are evaluated
+from the spec's expressions and checked by `LaunchAttributes.problems`; each
+``tensormap`` argument becomes a `TensorMapPlan` of its operand as stored for
+the shape (extents, leading dimension, element size) and is checked by
+`TensorMapPlan.problems`. What fails is reported at the spec's file and line,
+with the map's name first: ``map_a: dimension 1 stride 3108 bytes must be a
+multiple of 16 ...`` for K = 777 in fp32.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..cuda.launch import LaunchConfig
+from ..cuda.launch_attributes import LaunchAttributes
+from ..cuda.occupancy import ArchLimits, base_arch, parse_arch
+from ..cuda.tensormap import ELEMENT_TYPES, TensorMapPlan
+from ..specfile import expr
+from ..specfile.typed import evaluate_operands
+from ..specfile.model import Argument, KernelSpec, Shape
+
+Problem = Callable[..., None]   # problem(message, field_name, hint=None), as plan._collector makes it
+
+# An untyped kernel's operands are float32; a typed kernel's are its `types:` (the tensor map's names for them).
+STORAGE_ELEMENT = "fp32"
+TENSOR_MAP_ELEMENT = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "int8": "uint8"}
+
+
+def operand_storage(kernel: KernelSpec, tensor: str) -> str:
+    """The element type operand `tensor` is stored in for `kernel` (the default of a map's ``element``)."""
+    if kernel.operands is None:
+        return STORAGE_ELEMENT
+    name = getattr(kernel.operands.types, tensor.lower()).name
+    return TENSOR_MAP_ELEMENT.get(name, name)
+
+
+def operand_geometry(kernel: KernelSpec, shape: Shape, tensor: str) -> tuple[int, int, int]:
+    """Lines, elements per line and leading dimension (in elements) of operand `tensor` as stored.
+
+    A row-major matrix's lines are its rows, a column-major one's its columns;
+    a tensor map's box is given the same way, [lines, elements per line].
+    """
+    layout = getattr(evaluate_operands(kernel, shape)[0], tensor.lower())
+    return layout.lines, layout.tight_ld, layout.ld
+
+
+def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: LaunchConfig, limits: ArchLimits,
+                         problem: Problem) -> LaunchAttributes | None:
+    """The kernel's launch attributes for this shape (None without any), their problems reported."""
+    spec = kernel.launch_attributes
+    if spec is None:
+        return None
+    cluster = None
+    if spec.cluster is not None:
+        extents = []
+        for axis, expression in enumerate(spec.cluster):
+            try:
+                extents.append(expression.evaluate_int(env))
+            except expr.ExpressionError as exc:
+                problem(f"{expression.source!r}: {exc}", f"cluster[{axis}]")
+                return None
+        cluster = tuple(extents)
+    attributes = LaunchAttributes(cluster=cluster, non_portable=spec.non_portable,
+                                  programmatic_dependent_launch=spec.pdl, cluster_scheduling=spec.scheduling)
+    major, minor = parse_arch(base_arch(limits.arch))
+    for field_name, message in attributes.problems(config.grid, config.shared_bytes, 10 * major + minor,
+                                                   limits.shared_per_sm):
+        hint = "the grid's extents must be multiples of the cluster's" if "multiple" in message else None
+        problem(message, field_name, hint=hint)
+    return attributes
+
+
+def cluster_note(attributes: LaunchAttributes | None, config: LaunchConfig) -> list[str]:
+    """What `plan` says about a cluster launch: its extents and the number of clusters in the grid."""
+    if attributes is None or not attributes.any:
+        return []
+    parts = []
+    if attributes.cluster:
+        clusters = config.total_blocks // attributes.cluster_size if attributes.cluster_size else 0
+        parts.append(f"cluster {'x'.join(map(str, attributes.cluster))} ({attributes.cluster_size} blocks, "
+                     f"{clusters} clusters)" + (", non-portable" if attributes.non_portable else "")
+                     + (f", scheduling {attributes.cluster_scheduling}" if attributes.cluster_scheduling else ""))
+    if attributes.programmatic_dependent_launch:
+        parts.append("programmatic dependent launch")
+    return ["launched with cuLaunchKernelEx: " + "; ".join(parts)]
+
+
+def tensor_map_of(kernel: KernelSpec, argument: Argument, env: dict[str, int], shape: Shape) -> TensorMapPlan:
+    """The map `argument` describes, for operand data laid out as `operand_geometry` says."""
+    description = argument.tensor_map
+    rows, cols, leading = operand_geometry(kernel, shape, description.tensor)
+    box_rows, box_cols = (e.evaluate_int(env) for e in description.box)
+    element = description.element or operand_storage(kernel, description.tensor)
+    return TensorMapPlan.for_matrix(element, rows, cols, leading, box_rows, box_cols, swizzle=description.swizzle,
+                                    l2_promotion=description.l2_promotion, oob_fill=description.oob_fill)
+
+
+def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
+                   problem: Problem) -> dict[str, TensorMapPlan]:
+    """Every tensor map of the signature for this shape, by argument name; their problems reported."""
+    maps: dict[str, TensorMapPlan] = {}
+    for index, argument in kernel.tensor_maps():
+        field_name = f"signature[{index}]"
+        try:
+            plan = tensor_map_of(kernel, argument, env, shape)
+        except expr.ExpressionError as exc:
+            problem(f"{argument.name}: box: {exc}", f"{field_name}.box")
+            continue
+        tensor = argument.tensor_map.tensor
+        stored = operand_storage(kernel, tensor)
+        if ELEMENT_TYPES[plan.element_type][1] != ELEMENT_TYPES[stored][1]:
+            problem(f"{argument.name}: element {plan.element_type} is {plan.element_bytes} bytes, but {tensor} is "
+                    f"stored as {stored} ({ELEMENT_TYPES[stored][1]} bytes)", f"{field_name}.element",
+                    hint="the map must describe the operand as it lies in memory")
+        for sub_field, message in plan.problems():
+            hint = None
+            if sub_field == "strides":
+                leading = operand_geometry(kernel, shape, tensor)[2]
+                hint = (f"{tensor}'s leading dimension ({leading} elements) must be a multiple of "
+                        f"{16 // plan.element_bytes or 1} for TMA; use a kernel without tensor maps for this shape")
+            problem(f"{argument.name}: {message}", f"{field_name}.{sub_field}", hint=hint)
+        maps[argument.name] = plan
+    return maps

@@ -1,0 +1,161 @@
+"""The launch plan of a whole spec: every kernel compiled for a target, every case planned. No GPU needed.
+
+The target is an architecture (``sm_90``...) with its published limits, or
+the GPU at hand with the limits it reports. Kernels refused on every shape are
+not compiled; a source NVRTC rejects is reported once, with its cases left
+out of the plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
+from ..cuda.fatbin import cubin_bytes
+from ..cuda.sass import InstructionMix, instruction_mix
+from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
+from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
+from ..specfile.model import KernelSpec, Spec
+from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
+from .cases import kernels_of
+from .case_plan import CasePlan
+from ..cuda.device import read_properties
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    """What the plan is for: the architecture and its limits (the GPU's own when one was read)."""
+
+    arch: str
+    limits: ArchLimits
+    from_device: bool = False
+
+
+@dataclass
+class SpecPlan:
+    """Every planned case of a spec, and the compile errors that kept some kernels out."""
+
+    spec: Spec
+    target: PlanTarget
+    sm_count: int
+    plans: list[CasePlan] = field(default_factory=list)
+    compile_errors: list[CompileError] = field(default_factory=list)
+    compiled: Compiled = field(default_factory=dict, repr=False)
+
+    @property
+    def valid_count(self) -> int:
+        return sum(plan.valid for plan in self.plans)
+
+    @property
+    def invalid_count(self) -> int:
+        return sum(not plan.valid for plan in self.plans)
+
+    @property
+    def ok(self) -> bool:
+        return not self.compile_errors and not self.invalid_count
+
+    def summary(self) -> str:
+        """One line: ``N ok, M INVALID`` (and the sources that did not compile, if any)."""
+        text = f"{self.valid_count} ok, {self.invalid_count} INVALID"
+        if self.compile_errors:
+            text += f", {len(self.compile_errors)} source(s) did not compile"
+        return text
+
+
+def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
+    """The target named by `arch`; without one, the GPU `device` if there is one, else ``sm_90``.
+
+    Raises `ConfigError` (field ``--arch``) for a name that is no architecture
+    or one without a limits table, `UsageError` for one NVRTC cannot build.
+    """
+    if arch is None:
+        try:
+            properties = read_properties(device)
+            return PlanTarget(normalise_arch(properties.arch), limits_from_device(properties), from_device=True)
+        except NoGpuError:
+            arch = "sm_90"
+    parse_arch(arch)     # a ConfigError on --arch for what is no architecture at all
+    try:
+        arch = normalise_arch(arch)
+    except CompileError as exc:
+        raise UsageError(str(exc), field="--arch") from None
+    limits = arch_limits(arch)     # a ConfigError for an architecture without a limits table
+    _check_nvrtc_builds(arch)
+    return PlanTarget(arch, limits)
+
+
+def _check_nvrtc_builds(arch: str) -> None:
+    """A `UsageError` on ``--arch`` for an architecture the loaded NVRTC cannot compile for (sm_70 on NVRTC 13)."""
+    try:
+        supported = supported_archs()
+    except DriverGemmError:
+        return       # no NVRTC to ask: compiling will say so itself
+    number = int(re.match(r"sm_(\d+)", arch).group(1))
+    if supported and number not in supported:
+        raise UsageError(f"NVRTC {'.'.join(map(str, nvrtc_version()))} cannot compile for {arch}; it builds "
+                         f"sm_{min(supported)} to sm_{max(supported)}", field="--arch")
+
+
+def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, *,
+              target: PlanTarget | None = None, device: int = 0) -> SpecPlan:
+    """Compile every kernel of `spec` for the target and plan every case (see `plan_case`).
+
+    `sm_count` overrides the target's SM count: the waves column's and the
+    `sm_count` that launch expressions read. The result lists the plans in
+    spec order (kernel by kernel, shape by shape) and any compile errors, one
+    per failed source.
+    """
+    target = target or plan_target(arch, device)
+    limits = target.limits if not sm_count else dataclasses.replace(target.limits, typical_sm_count=sm_count)
+    result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
+    plans = launch_plans(spec, limits)     # each case's launch planned once, before compiling
+    compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits, plans))
+    result.compiled = compiled
+    failed: dict[str, list[KernelSpec]] = {}   # message -> the kernels it kept out
+    errors: dict[str, CompileError] = {}
+    for kernel in kernels_of(spec):
+        cubin = compiled.get(kernel.label)
+        if isinstance(cubin, CompileError):
+            # One error per distinct failure, not per template instance or program: the instances of a
+            # failed program are compiled again one by one and mostly fail the same way.
+            failed.setdefault(str(cubin), []).append(kernel)
+            errors.setdefault(str(cubin), cubin)
+            continue
+        result.plans.extend(complete_plan(plans[kernel.label, shape.label], cubin, limits, sm_count)
+                            for shape in spec.shapes if (kernel.label, shape.label) in plans)
+    result.compile_errors = [_with_kernels(errors[message], kernels) for message, kernels in failed.items()]
+    return result
+
+
+def _with_kernels(error: CompileError, kernels: list[KernelSpec]) -> CompileError:
+    """`error` led by the spec's line of the kernel entry it kept out (and how many more it kept out)."""
+    first = kernels[0]
+    names = list(dict.fromkeys(kernel.name for kernel in kernels))
+    field_name = "binary" if first.binary is not None else "source"
+    others = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
+    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build:"
+    return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
+
+
+def instruction_mixes(planned: SpecPlan) -> dict[str, InstructionMix | str]:
+    """Each compiled kernel's instruction mix (`cuda.sass`), by kernel label; a string says why there is none.
+
+    Needs cuobjdump or nvdisasm (`ToolMissingError` otherwise). Each image is
+    disassembled once, however many kernels it holds.
+    """
+    by_image: dict[int, dict[str, InstructionMix]] = {}
+    out: dict[str, InstructionMix | str] = {}
+    for kernel in kernels_of(planned.spec):
+        built = planned.compiled.get(kernel.label)
+        if not isinstance(built, Cubin):
+            out[kernel.label] = "not compiled"
+            continue
+        if not built.resources_known:
+            out[kernel.label] = "PTX: no machine code until the driver compiles it"
+            continue
+        if id(built) not in by_image:
+            by_image[id(built)] = instruction_mix(cubin_bytes(built.image, built.arch))
+        out[kernel.label] = by_image[id(built)].get(built.symbol(kernel.instance), "not in the disassembly")
+    return out

@@ -1,0 +1,127 @@
+"""The whole data flow for a spec: plan and compile once, then run each case's steps, in-process or isolated.
+
+`run_spec` is what ``driver-gemm run`` and library users call. It only
+sequences: `build.plan_cases` plans every case and compiles what can run,
+`execute.execute_case` runs one case's steps (`steps.py`) through the error funnel,
+and a `runner.Runner` (in this process, or in a `worker.GpuWorker`) runs the cases. Each case ends
+as a `CaseResult`, whatever happens to it: any exception inside a case, from
+a CUDA error to a plain bug, becomes that case's ERROR record with its
+message and the run goes on; a fault that leaves CUDA unusable (an illegal
+address, a trap) is recorded and, in an isolated run, the rest continue in a
+new worker process. Results are handed to `on_result` as they land, so
+nothing already measured is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import asdict
+from typing import Callable, Sequence
+
+from ..measure.stats import gflops
+from ..results.records import CaseDevice, CaseResult, RunResult
+from ..results.settings import RunSettings
+from ..specfile.model import Shape, Spec
+from ..planning.build import plan_cases
+from ..planning.cases import Case, left_to_run, ran
+from .environment import environment, now
+from ..cuda.occupancy import limits_from_device
+from ..session.options import Placement, RunOptions
+from .runner import InProcessRunner, IsolatedRunner
+from .worker import GpuWorker
+from ..cuda.device import read_properties
+
+
+def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placement = Placement(), *,
+             on_result: Callable[[CaseResult], None] | None = None,
+             on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,
+             previous: Sequence[CaseResult] = ()) -> RunResult:
+    """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
+
+    `options` says how the run goes beyond its spec (timed or verify only,
+    failure pictures) and `placement` where its cases run: the GPU, in-process
+    or isolated in a worker process, a caller's context, stream or worker.
+    Results go into `result` (a new `RunResult` if none) as they finish and
+    are passed to `on_result`; `on_start` is told of each case before it
+    runs. If the caller interrupts the run, what was collected stays in
+    `result`. Cases in `previous` (from an interrupted run being resumed) that
+    really ran are kept as they are and not run again; those the earlier run
+    gave up on before reaching them (``not_run``) are run now. An isolated run
+    replaces its worker after a kernel fault or a hang (a fault leaves the
+    whole process's CUDA state unusable, so only a new process recovers);
+    in-process, a fault ends the run and the remaining cases are recorded as
+    not run. An isolated run starts its worker process before planning and
+    compiling, so that its start-up (imports, context, cuBLAS) overlaps them.
+    The seconds each worker process took to start go to
+    ``result.settings.worker_start_s``, and where they went to
+    ``worker_start_steps``.
+    """
+    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result.started = now()
+    kept = [case for case in previous if ran(case)]
+    with contextlib.ExitStack() as stack:
+        if placement.isolate and placement.gpu_worker is None:
+            worker = stack.enter_context(GpuWorker(placement.device, options, want_cublas=spec.baseline))
+            placement = dataclasses.replace(placement, gpu_worker=worker)
+        if placement.isolate and left_to_run(spec, kept):
+            placement.gpu_worker.start()
+        _run(spec, options, placement, result, kept, on_result=on_result, on_start=on_start)
+    return result
+
+
+def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResult, kept: list[CaseResult], *,
+         on_result: Callable[[CaseResult], None] | None, on_start: Callable[[Case], None] | None) -> None:
+    """`run_spec` once its worker (if isolated) is starting: plan, compile, run every case into `result`."""
+    worker_starts: list[float] = []
+    worker_start_steps: list[dict] = []
+    result.settings = run_settings(result, spec, placement.isolate, worker_start_s=worker_starts,
+                                   worker_start_steps=worker_start_steps)
+    props = read_properties(placement.device)
+    result.environment = environment(props)
+    cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
+                                 skip={(case.kernel, case.shape.label) for case in kept})
+    baselines: dict[tuple[Shape, str], float] = {(case.shape, case.kernel): case.timing.median_ms
+                                                 for case in kept if _is_timed_baseline(case)}
+    result.cases.extend(kept)
+
+    def finish(case: CaseResult) -> None:
+        if _is_timed_baseline(case):
+            baselines[case.shape, case.kernel] = case.timing.median_ms
+        # Typed rows (a cuBLASLt row, a typed kernel) have no FP32 peak to be a percentage of.
+        fp32 = case.precision == "fp32" and case.operands is None
+        _finish_figures(case, baselines.get((case.shape, case.baseline_label)),
+                        props.fp32_peak_gflops if fp32 else None)
+        case.device = CaseDevice(props.name, props.uuid, props.ordinal)
+        result.cases.append(case)
+        if on_result:
+            on_result(case)
+
+    runner = (IsolatedRunner(placement.gpu_worker, worker_starts, worker_start_steps) if placement.isolate
+              else InProcessRunner(options, placement))
+    try:
+        runner.run(spec, cases, compiled, finish, on_start)
+    finally:
+        result.finished = now()
+
+
+def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> RunSettings:
+    """A run's settings: what the caller recorded before (``run --lock-clocks``), the spec's measure, verify and
+    scalars, whether cases ran isolated, and `more` (fields the driver of the run fills)."""
+    return dataclasses.replace(result.settings, measure=asdict(spec.measure), verify=asdict(spec.verify),
+                               scalars=dict(spec.scalars), isolate=isolate, **more)
+
+
+def _is_timed_baseline(case: CaseResult) -> bool:
+    """A baseline row that passed and was timed: its median is the 100% of the kernels measured against it."""
+    return case.is_baseline and case.timing is not None and case.ok
+
+
+def _finish_figures(case: CaseResult, baseline_ms: float | None, peak: float | None) -> None:
+    if case.timing is None:
+        return
+    case.gflops = gflops(case.shape.flops, case.timing.median_ms)
+    if baseline_ms:
+        case.pct_cublas = 100.0 * baseline_ms / case.timing.median_ms
+    if peak:
+        case.pct_peak = 100.0 * case.gflops / peak

@@ -1,0 +1,259 @@
+"""The CUDA state of a run on one GPU: device, stream, L2 flusher, launch gate, cuBLAS, modules, buffers.
+
+A `Session` is made once per process that runs cases (the calling process, or
+each worker) and closed at its end. Every handle in it is owned by its
+`Device`, so closing the device releases them all, newest first; a session
+whose construction fails halfway closes what it had made before raising.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..cuda.compile import Cubin
+from ..cuda.device import Device, DeviceBuffer, OpeningDevice, Owned, PageLocked
+from ..cuda.module import Module
+from ..errors import CudaError
+from ..measure.baseline import CublasSgemm, CublasUnavailable
+from ..measure.clocks import NvmlClocks, open_device_clocks
+from ..measure.inputs import ShapeOperands
+from ..measure.cublaslt import CublasLtMatmul
+from ..measure.timing import L2Flusher, LaunchGate
+from ..specfile.model import Shape
+from .options import RunOptions
+
+# Host arrays at least this large are page-locked while the session uses them (a shape's operands, its output's
+# copy): below it, a pageable copy costs little more than locking the pages would.
+PAGE_LOCK_MIN_BYTES = 64 << 20
+
+
+def _held_operands_budget() -> int:
+    """Bytes of operands and references a session keeps for shapes it may come back to: an eighth of the host's
+    memory (a GPU of a run on several takes tasks of several shapes in turn), at least 1 GiB."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    return max(1 << 30, memory // 8)
+
+
+HELD_OPERANDS_BYTES = _held_operands_budget()
+
+
+@dataclass
+class HeldOperands:
+    """A shape's operands kept by a session, and the page locks of its large arrays."""
+
+    operands: ShapeOperands
+    locks: dict[int, PageLocked] = field(default_factory=dict)    # by the array's id
+
+    def release(self) -> None:
+        for lock in self.locks.values():
+            lock.close()
+        self.locks.clear()
+
+
+def _load_cublas_library_in_background() -> threading.Thread:
+    """A thread that imports nvmath-python's cuBLAS bindings and loads the library (asking for its version needs
+    no context). Whatever fails here fails again, and is reported, when the handle is made."""
+    def load() -> None:
+        try:
+            # nvmath-python (cuBLAS): heavy, loaded on a thread of its own
+            from nvmath.bindings import cublas
+
+            cublas.get_property(0)
+        except Exception:  # noqa: BLE001 - reported by `CublasSgemm`, in the session's thread
+            pass
+
+    thread = threading.Thread(target=load, name="driver-gemm cuBLAS loader", daemon=True)
+    thread.start()
+    return thread
+
+
+class Session:
+    """What the cases of a run on one GPU share; see the module's docstring."""
+
+    def __init__(self, ordinal: int, want_cublas: bool, options: RunOptions = RunOptions(), *,
+                 context=None, stream=None, opening: OpeningDevice | None = None):
+        self.ordinal = ordinal
+        self.options = options
+        self.want_cublas = want_cublas
+        self.baselines: dict[str, CublasSgemm | None] = {}     # per precision; None: unavailable
+        self.baseline_errors: dict[str, str] = {}
+        self.modules: dict[tuple[str, bytes], Module] = {}     # by image: a worker gets a fresh copy per batch
+        self.buffers: dict[str, DeviceBuffer] = {}
+        self.buffer_shape: Shape | None = None
+        # The host inputs and references of the shapes run last, by (shape, seed), the most recent last.
+        self.held: OrderedDict[tuple[Shape, int], HeldOperands] = OrderedDict()
+        self.host_output: tuple[np.ndarray, PageLocked | None] | None = None   # C's copy on the host, reused
+        self.clocks: NvmlClocks | None = None
+        self.typed_buffers: dict[str, DeviceBuffer] = {}        # A, B, C of typed cases, by byte size
+        self.lt: CublasLtMatmul | None = None
+        self.lt_error: str | None = None
+        self.lt_owner: Owned | None = None
+        # Seconds of each part of making the session (a worker's start-up, where a run's first seconds go).
+        self.start_steps: dict[str, float] = {}
+        mark = time.monotonic()
+
+        def step_done(name: str) -> None:
+            nonlocal mark
+            self.start_steps[name] = round(time.monotonic() - mark, 3)
+            mark = time.monotonic()
+
+        # nvmath-python's cuBLAS module and library load on a thread of their own (half a second to a second
+        # on an H200, mostly under the GIL), while the context, stream and flusher are made and, the session
+        # made, while the first case draws its operands: its handle is made where a case first needs it
+        # (`baseline`), and no case is timed while the loading may still compete with it (`wait_for_cublas`).
+        self._cublas_loading = _load_cublas_library_in_background() if want_cublas else None
+        self.device = opening.take() if opening is not None else Device(ordinal, context=context)
+        step_done("driver_and_context_s")
+        try:
+            self.stream = self.device.stream(handle=stream)
+            self.flusher = L2Flusher(self.device, self.stream)
+            self.gate = LaunchGate(self.device, self.stream)
+            step_done("stream_flush_gate_s")
+            # The SM clock of every sample batch, where NVML is installed (the 'nvml' extra).
+            self.clocks = open_device_clocks(self.device)
+            step_done("nvml_s")
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def cublas(self) -> CublasSgemm | None:
+        """cuBLAS in FP32 math, when the run has it: the reference for shapes too large for the CPU."""
+        return self.baseline("fp32") if self.want_cublas else self.baselines.get("fp32")
+
+    def wait_for_cublas(self) -> None:
+        """Wait for the cuBLAS library's loading, where it is still under way: nothing then competes with what
+        follows (a timing loop) for this process's GIL."""
+        if self._cublas_loading is not None:
+            self._cublas_loading.join()
+            self._cublas_loading = None
+
+    def baseline(self, precision: str) -> CublasSgemm | None:
+        """cuBLAS SGEMM in FP32 math, or in TF32 tensor-op math (made on first use); None if unavailable."""
+        self.wait_for_cublas()
+        if precision not in self.baselines:
+            try:
+                self.baselines[precision] = CublasSgemm(self.device, self.stream, tf32=precision == "tf32")
+            except (CublasUnavailable, CudaError) as exc:
+                self.baselines[precision] = None
+                self.baseline_errors[precision] = str(exc)
+        return self.baselines[precision]
+
+    def module(self, cubin: Cubin) -> Module:
+        """`cubin` loaded into the session's context, once per image (however many copies of it arrive)."""
+        key = (cubin.image_format, cubin.image)
+        if key not in self.modules:
+            self.modules[key] = Module(self.device, cubin)
+        return self.modules[key]
+
+    def operands_for(self, shape: Shape, seed: int, draw: Callable[[], ShapeOperands]) -> ShapeOperands:
+        """The operands of `shape` from `seed`: those kept from an earlier case, else `draw()`n now.
+
+        Shapes are kept, most recent last, while their arrays together stay
+        within `HELD_OPERANDS_BYTES`; older ones are let go (their pages
+        unlocked first) before a new shape is drawn.
+        """
+        key = (shape, seed)
+        if key in self.held:
+            self.held.move_to_end(key)
+            return self.held[key].operands
+        self._let_go(keep_bytes=HELD_OPERANDS_BYTES - 4 * (shape.M * shape.K + shape.K * shape.N))
+        self.held[key] = HeldOperands(draw())
+        return self.held[key].operands
+
+    def _let_go(self, keep_bytes: int) -> None:
+        """Release the oldest shapes' operands until the rest fit in `keep_bytes`."""
+        while self.held and sum(held.operands.nbytes for held in self.held.values()) > max(keep_bytes, 0):
+            _, oldest = self.held.popitem(last=False)
+            oldest.release()
+
+    def lock_operand(self, operands: ShapeOperands, array: np.ndarray | None) -> None:
+        """Page-lock one of the held `operands`' arrays for its uploads, where it is large enough to gain.
+
+        Best effort: where the driver refuses (locked memory exhausted), the
+        copies go from pageable memory as before.
+        """
+        held = next((held for held in self.held.values() if held.operands is operands), None)
+        if held is None or array is None or array.nbytes < PAGE_LOCK_MIN_BYTES or id(array) in held.locks:
+            return
+        try:
+            held.locks[id(array)] = self.device.page_lock(array)
+        except CudaError:
+            pass
+
+    def output_array(self, shape: Shape) -> np.ndarray:
+        """A float32 host array for C of `shape`, reused from case to case (page-locked where large): a case's
+        output is only read before the next case runs."""
+        if self.host_output is None or self.host_output[0].shape != (shape.M, shape.N):
+            self._drop_host_output()
+            array, lock = np.empty((shape.M, shape.N), dtype=np.float32), None
+            if array.nbytes >= PAGE_LOCK_MIN_BYTES:
+                try:
+                    lock = self.device.page_lock(array)
+                except CudaError:
+                    pass
+            self.host_output = array, lock
+        return self.host_output[0]
+
+    def _drop_host_output(self) -> None:
+        if self.host_output is not None and self.host_output[1] is not None:
+            self.host_output[1].close()
+        self.host_output = None
+
+    def buffers_for(self, shape: Shape) -> dict[str, DeviceBuffer]:
+        """A, B, C and a cuBLAS reference output sized for `shape` (kept while the shape stays the same)."""
+        if self.buffer_shape != shape:
+            for buffer in self.buffers.values():
+                buffer.close()
+            self.buffers, self.buffer_shape = {}, None
+            self._drop_host_output()
+            sizes = {"A": shape.M * shape.K, "B": shape.K * shape.N, "C": shape.M * shape.N,
+                     "C_ref": shape.M * shape.N}
+            self.buffers = {name: self.device.alloc(4 * count) for name, count in sizes.items()}
+            self.buffer_shape = shape
+        return self.buffers
+
+    def buffers_of_sizes(self, sizes: dict[str, int]) -> dict[str, DeviceBuffer]:
+        """Buffers of at least `sizes` bytes by name (typed cases: A, B and C as laid out), kept while they fit."""
+        for name, nbytes in sizes.items():
+            held = self.typed_buffers.get(name)
+            if held is None or held.nbytes < max(nbytes, 1):
+                if held is not None:
+                    held.close()
+                self.typed_buffers[name] = self.device.alloc(max(nbytes, 1))
+        return self.typed_buffers
+
+    def cublaslt(self) -> CublasLtMatmul | None:
+        """The cuBLASLt handle and its workspace (made on first use, owned by the device); None if unavailable."""
+        if self.lt is None and self.lt_error is None:
+            try:
+                self.lt = CublasLtMatmul(self.device, self.stream)
+            except (CublasUnavailable, CudaError) as exc:
+                self.lt_error = str(exc)
+                return None
+            # Released with the device's other handles, newest first (the device holds only a weak reference).
+            self.lt_owner = Owned(self.device, self.lt.close)
+        return self.lt
+
+    @property
+    def poisoned(self) -> bool:
+        """True after a fault that left this process's CUDA unusable."""
+        return self.device.poisoned
+
+    def close(self) -> None:
+        """Release every handle of the session (the device owns them all), then the context if it is ours."""
+        if self.clocks is not None:
+            self.clocks.close()
+            self.clocks = None
+        self.device.close()
+        self.held.clear()              # their page locks went with the device's other handles

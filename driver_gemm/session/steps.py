@@ -1,0 +1,290 @@
+"""The steps of one case, each a function over the case's `CaseRun`, in the order the runner calls them.
+
+A kernel case: plan -> load -> inputs -> reference -> launch_verify ->
+diagnose -> time. A baseline (cuBLAS) case: load -> inputs -> launch_verify
+-> time. Typed kernels and cuBLASLt rows take their inputs, reference and
+check from `typed_steps.py`. A step that stops the case (a plan that refuses the launch, a
+kernel that did not compile, cuBLAS missing) sets its status and marks the
+run `stopped`; the runner then calls no further step. Steps raise freely: the
+runner's funnel turns any exception into the case's ERROR record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..cuda import nvtx as ranges
+from ..cuda.compile import Cubin
+from ..cuda.module import Kernel
+from ..cuda.occupancy import occupancy
+from ..errors import CompileError
+from ..measure.inputs import Inputs, ShapeOperands, case_seed, make_inputs
+from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
+                                 uses_cpu_reference)
+from ..measure.timing import measure
+from ..measure.verify import POISON_WORD, Verdict, compare
+from ..results.records import CaseResult
+from ..specfile.model import Spec
+from ..status import Status
+from ..planning.cases import Case, new_record
+from ..cuda.occupancy import limits_from_device
+from .bind import build_launch
+from .state import Session
+from . import typed_steps
+
+
+@dataclass
+class CaseRun:
+    """What one case's steps hand on to each other, and the record they fill in."""
+
+    case: Case
+    session: Session
+    spec: Spec
+    compiled: Cubin | CompileError | None
+    record: CaseResult
+    stopped: bool = False
+    kernel: Kernel | None = None
+    launch: Callable[[], None] | None = None
+    operands: ShapeOperands | None = None          # the shape's operands and references, as the session keeps them
+    inputs: Inputs | None = None
+    expected: np.ndarray | None = None
+    reference_name: str = CPU_REFERENCE
+    output: np.ndarray | None = None
+    verdict: Verdict | None = None
+    typed: typed_steps.TypedCase | None = None     # typed kernels and cuBLASLt rows
+
+    def stop(self, status: Status, message: str) -> None:
+        """End the case here with `status`: no later step runs."""
+        self.record.status = status
+        self.record.message = message
+        self.stopped = True
+
+
+Step = Callable[[CaseRun], None]
+
+
+# ----------------------------------------------------------------------------------------------- kernels
+
+def plan(run: CaseRun) -> None:
+    """Settle the case when it cannot run: its source did not compile, or its plan refuses the launch."""
+    case_plan, record = run.case.plan, run.record
+    if isinstance(run.compiled, CompileError):
+        run.stop(Status.ERROR, str(run.compiled))
+        return
+    assert case_plan is not None, "kernel cases are planned before they run (build.plan_cases)"
+    record.resources = case_plan.resources.as_dict() if case_plan.resources else None
+    record.launch = case_plan.config.as_dict() if case_plan.config else None
+    record.occupancy = case_plan.occupancy.as_dict() if case_plan.occupancy else None
+    if not case_plan.valid:
+        record.problems = [str(p) for p in case_plan.problems]
+        run.stop(Status.INVALID, record.problems[0])
+    elif run.compiled is None:
+        run.stop(Status.ERROR, "not compiled: its launch checks failed on every shape of the spec")
+
+
+def load(run: CaseRun) -> None:
+    """Load the kernel, opt in to its dynamic shared memory, and cross-check occupancy with the driver."""
+    config = run.case.plan.config
+    kernel = run.session.module(run.compiled).kernel(run.case.kernel.instance, run.compiled)
+    kernel.allow_dynamic_shared(config.shared_bytes)
+    attributes = kernel.attributes
+    run.record.attributes = attributes.as_dict()
+    # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
+    # driver's own answer beside ours as a cross-check.
+    loaded = occupancy(limits_from_device(run.session.device.properties), config.threads_per_block,
+                       attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
+    blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
+    run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
+    run.record.attributes["param_info"] = kernel.param_layout_check()
+    run.kernel = kernel
+    _load_cluster(run)
+
+
+def _load_cluster(run: CaseRun) -> None:
+    """For a cluster launch: the non-portable opt-in, and the driver's count of clusters that fit at once."""
+    attributes = run.case.plan.attributes
+    if attributes is None or not attributes.cluster:
+        return
+    if attributes.non_portable:
+        run.kernel.allow_non_portable_cluster()
+    clusters = run.kernel.max_active_clusters(run.case.plan.config, attributes, run.session.stream)
+    run.record.occupancy = {**run.record.occupancy, "cluster": list(attributes.cluster),
+                            "driver_max_active_clusters": clusters}
+    if clusters == 0:
+        run.stop(Status.INVALID, f"no cluster of {'x'.join(map(str, attributes.cluster))} blocks fits this GPU "
+                                   "with this kernel's resources (cuOccupancyMaxActiveClusters is 0)")
+
+
+def inputs(run: CaseRun) -> None:
+    """The shape's inputs (drawn from its seed by its first case on this GPU, kept by the session), A and B uploaded.
+
+    A and B are uploaded for every case, so that a stray write of an earlier
+    kernel into them cannot fail this one.
+    """
+    session, shape = run.session, run.case.shape
+    reads_c = run.case.kernel is not None and run.case.kernel.reads_c()
+    seed = case_seed(run.spec.verify.seed, shape.label)
+    run.operands = session.operands_for(shape, seed, lambda: ShapeOperands(shape, make_inputs(shape, seed,
+                                                                                             with_c=reads_c)))
+    run.inputs = run.operands.inputs_for(reads_c)
+    run.record.seed = run.inputs.seed
+    for operand in (run.inputs.A, run.inputs.B, run.inputs.C0):
+        session.lock_operand(run.operands, operand)
+    buffers = session.buffers_for(shape)
+    buffers["A"].upload(run.inputs.A, session.stream)
+    buffers["B"].upload(run.inputs.B, session.stream)
+
+
+def _scalars(run: CaseRun) -> tuple[float, float]:
+    values = run.case.plan.argument_values
+    alpha = float(values.get("alpha", 1.0))
+    beta = float(values.get("beta", 0.0)) if run.inputs.C0 is not None else 0.0
+    return alpha, beta
+
+
+def reference(run: CaseRun) -> None:
+    """The float64 output to check against: NumPy's, or cuBLAS's for shapes too large for the CPU."""
+    run.expected, run.reference_name = _expected(run, *_scalars(run))
+
+
+def _expected(run: CaseRun, alpha: float, beta: float) -> tuple[np.ndarray, str]:
+    """The reference for `run`'s inputs and scalars, worked out by the shape's first case that needs it."""
+    session, spec, shape = run.session, run.spec, run.case.shape
+    known = run.operands.references
+    key = (alpha, beta, run.inputs.C0 is not None)
+    if key not in known:
+        if uses_cpu_reference(spec.verify, shape, session.cublas is not None):
+            known[key] = cpu_reference(run.inputs, alpha, beta), CPU_REFERENCE
+        else:
+            buffers = session.buffers_for(shape)
+            session.cublas.prepare(buffers["A"], buffers["B"], buffers["C_ref"], shape)()
+            product = buffers["C_ref"].download((shape.M, shape.N), np.float32, session.stream)
+            known[key] = scaled_product(product, run.inputs, alpha, beta), CUBLAS_REFERENCE
+    return known[key]
+
+
+def _reset_output(run: CaseRun) -> None:
+    """C before the launch: its starting values for a kernel that reads C, else the poison pattern."""
+    output = run.session.buffers_for(run.case.shape)["C"]
+    if run.inputs.C0 is not None:
+        output.upload(run.inputs.C0, run.session.stream)
+    else:
+        output.fill_u32(POISON_WORD, run.session.stream)
+
+
+def _check_output(run: CaseRun, precision: str) -> None:
+    session, shape = run.session, run.case.shape
+    run.output = session.buffers_for(shape)["C"].download_into(session.output_array(shape), session.stream)
+    run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision),
+                          abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
+                          start=run.inputs.C0)
+    run.record.verification = run.verdict.as_dict()
+    run.record.status = run.verdict.status
+
+
+def bind(run: CaseRun) -> None:
+    """The launch, its arguments bound from the kernel's signature to the shape's buffers (nothing launched)."""
+    run.launch = build_launch(run, run.session.buffers_for(run.case.shape))
+
+
+def launch_verify(run: CaseRun) -> None:
+    """Bind the arguments from the kernel's signature, launch once, and compare C with the reference."""
+    session, kernel_spec = run.session, run.case.kernel
+    _reset_output(run)
+    bind(run)
+    with ranges.annotate("checked launch", color="green"):
+        run.launch()
+        session.stream.synchronize()
+    _check_output(run, kernel_spec.precision)
+
+
+def diagnose(run: CaseRun) -> None:
+    """For a wrong output: where and how it is wrong, and an error map when the run keeps artifacts."""
+    if run.verdict is None or run.verdict.status != Status.FAIL:
+        return
+    # only for a wrong output: kept out of a GPU worker's start-up
+    from ..results.artifacts import save_error_map
+    from ..results.diagnose import diagnose_output
+
+    record = run.record
+    record.diagnosis = diagnose_output(run.verdict, run.output, run.expected, run.case.plan)
+    record.message = record.diagnosis.get("summary", "")
+    if run.session.options.artifacts is not None:
+        picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.get("tile"),
+                                 record.message)
+        record.diagnosis["error_map"] = str(picture)
+
+
+def time(run: CaseRun) -> None:
+    """Time the launch (nvbench's cold measurement), unless the run verifies only."""
+    session = run.session
+    if not session.options.time:
+        return
+    session.wait_for_cublas()
+    with ranges.annotate("time", color="orange"):
+        run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
+                                       session.flusher, session.gate, clocks=session.clocks)
+
+
+# ---------------------------------------------------------------------------------------------- baselines
+
+def load_baseline(run: CaseRun) -> None:
+    """The cuBLAS handle in the case's math; without one the case is an ERROR saying why."""
+    precision = run.case.precision
+    handle = run.session.baseline(precision)
+    if handle is None:
+        run.stop(Status.ERROR, run.session.baseline_errors.get(precision, "cuBLAS is unavailable"))
+        return
+    buffers = run.session.buffers_for(run.case.shape)
+    run.launch = handle.prepare(buffers["A"], buffers["B"], buffers["C"], run.case.shape)
+    run.record.status = Status.REF
+
+
+def launch_verify_baseline(run: CaseRun) -> None:
+    """Run cuBLAS once; check it against the CPU where the CPU reference is affordable, else it is the reference."""
+    session, shape = run.session, run.case.shape
+    _reset_output(run)
+    run.launch()
+    session.stream.synchronize()
+    if uses_cpu_reference(run.spec.verify, shape, session.cublas is not None):
+        run.expected, run.reference_name = _expected(run, 1.0, 0.0)
+        _check_output(run, run.case.precision)
+    else:
+        run.record.message = "reference for this shape (float64 on the CPU would be slow); not itself checked"
+
+
+KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
+    ("plan", plan), ("load", load), ("inputs", inputs), ("reference", reference),
+    ("launch_verify", launch_verify), ("diagnose", diagnose), ("time", time),
+)
+# The operands first: a worker's first case draws them while its cuBLAS library may still be loading.
+BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
+    ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline), ("time", time),
+)
+
+
+TYPED_KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
+    ("plan", plan), ("load", load), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("launch_verify", typed_steps.launch_verify), ("diagnose", diagnose), ("time", time),
+)
+CUBLASLT_STEPS: tuple[tuple[str, Step], ...] = (
+    ("load", typed_steps.load_lt), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("launch_verify", typed_steps.launch_verify_lt), ("time", time),
+)
+
+
+def steps_for(case: Case) -> Sequence[tuple[str, Step]]:
+    """The named steps of `case`, in order."""
+    if case.lt is not None:
+        return CUBLASLT_STEPS
+    if case.is_baseline:
+        return BASELINE_STEPS
+    return TYPED_KERNEL_STEPS if case.kernel.is_typed else KERNEL_STEPS
+
+
+def start(case: Case, session: Session, spec: Spec, compiled: Cubin | CompileError | None) -> CaseRun:
+    """The state a case's steps begin from: its record, named, PASS until a step says otherwise."""
+    return CaseRun(case, session, spec, compiled, new_record(case, Status.PASS))

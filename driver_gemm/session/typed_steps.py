@@ -1,0 +1,176 @@
+"""The steps of typed cases: a kernel that declares its operands, and a cuBLASLt baseline row.
+
+A typed kernel case runs plan -> load -> inputs -> reference -> launch_verify
+-> diagnose -> time like any other (`steps.py` puts the sequence together),
+with these in place of the FP32 inputs, reference and check:
+
+* inputs are drawn exactly representable in each operand's type
+  (`operands.make_typed_inputs`), uploaded as raw bytes in the case's
+  layout, leading dimensions and batch, padding filled with values no
+  kernel should read;
+* C starts as the output type's poison code, or as C0 (inside the
+  matrices; poison in the padding) for a kernel that reads C;
+* the reference is alpha * A @ B + beta * C0 in float64 for every batch;
+* the output is read back raw and decoded (`operands.read_output`), and
+  checked with the types' tolerance (`dtypes.error_bound`) unless the spec's
+  ``verify.rel_tolerance`` is set.
+
+A cuBLASLt row runs load -> inputs -> reference -> launch_verify -> time on
+the same kinds of buffers. Each step takes the case's `steps.CaseRun`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cuda import nvtx as ranges
+from ..gemm import dtypes
+from ..measure.cublaslt import CublasLtUnsupported
+from ..gemm.dtypes import GemmTypes
+from ..measure.inputs import case_seed
+from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
+                                read_output, reference)
+from ..measure.reference import CPU_REFERENCE
+from ..measure.verify import Verdict, compare_typed
+from ..specfile.model import VerifySettings
+from ..status import Status
+from .bind import build_launch
+
+# Above verify.cpu_reference_max_gflop, outputs of 16 bits or fewer are checked against a float32 product of
+# the (exact) inputs: its error is far below their tolerance, and it takes half the time of float64.
+FLOAT32_REFERENCE = "numpy-float32"
+DEFAULT_TOLERANCE = VerifySettings().rel_tolerance
+
+
+@dataclass
+class TypedCase:
+    """What a typed case computes: types, operands in memory, alpha and beta, and its inputs once drawn."""
+
+    types: GemmTypes
+    operands: GemmOperands
+    alpha: float                 # fp8 scales folded in, as the kernel receives it
+    beta: float
+    inputs: TypedInputs | None = None
+    output: KernelOutput | None = None
+
+
+def typed_case(run) -> TypedCase:
+    """The `TypedCase` of `run`: from the kernel's plan, or from the cuBLASLt row."""
+    case = run.case
+    if case.lt is not None:
+        scale = case.lt.scales[0] * case.lt.scales[1]
+        return TypedCase(case.lt.types, case.lt.operands, case.lt.alpha * scale, case.lt.beta)
+    values = case.plan.argument_values
+    reads_c = case.kernel.reads_c()
+    return TypedCase(case.kernel.operands.types, case.plan.operands, float(values.get("alpha", 1.0)),
+                     float(values.get("beta", 0.0)) if reads_c else 0.0)
+
+
+def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float:
+    """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.error_bound`)."""
+    return settings.rel_tolerance if settings.rel_tolerance != DEFAULT_TOLERANCE else dtypes.error_bound(types, K)
+
+
+def inputs(run) -> None:
+    """Draw the case's inputs in their types from its seed, and upload A and B as laid out."""
+    typed = run.typed = typed_case(run)
+    run.record.seed = case_seed(run.spec.verify.seed, run.case.label, run.case.shape.label)
+    typed.inputs = make_typed_inputs(typed.operands, typed.types, run.record.seed, with_c=typed.beta != 0.0)
+    upload_inputs(run)
+
+
+def upload_inputs(run) -> None:
+    """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C)."""
+    typed = run.typed
+    operands, types = typed.operands, typed.types
+    uploads = {"A": input_bytes(operands.a, typed.inputs.a, types.a),
+               "B": input_bytes(operands.b, typed.inputs.b, types.b)}
+    sizes = {**{name: len(data) for name, data in uploads.items()},
+             "C": operands.c.elements * types.c.storage_bytes}
+    buffers = run.session.buffers_of_sizes(sizes)
+    for name, data in uploads.items():
+        buffers[name].upload(np.frombuffer(data, dtype=np.uint8), run.session.stream)
+
+
+def reference_step(run) -> None:
+    """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs)."""
+    typed, settings, shape = run.typed, run.spec.verify, run.case.shape
+    a, b = typed.inputs.a, typed.inputs.b
+    run.reference_name = CPU_REFERENCE
+    if shape.flops * typed.operands.batch > settings.cpu_reference_max_gflop * 1e9 and \
+            typed.types.c.storage_bytes <= 2:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+        run.reference_name = FLOAT32_REFERENCE
+    run.expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+
+
+def _reset_output(run) -> None:
+    typed = run.typed
+    start = output_bytes(typed.operands.c, typed.types.c, typed.inputs.c0)
+    run.session.typed_buffers["C"].upload(np.frombuffer(start, dtype=np.uint8), run.session.stream)
+
+
+def check_output(run) -> Verdict:
+    """Read C back, decode it, and set the case's verdict and status (PASS or FAIL)."""
+    typed, session = run.typed, run.session
+    layout, element = typed.operands.c, typed.types.c
+    raw = session.typed_buffers["C"].download((layout.elements * element.storage_bytes,), np.uint8, session.stream)
+    typed.output = read_output(layout, raw.tobytes(), element)
+    K = run.case.shape.K
+    run.verdict = compare_typed(typed.output, run.expected, element,
+                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K),
+                                abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
+                                start=typed.inputs.c0)
+    # The diagnosis reads one matrix: a batch is shown as its matrices stacked (row b * M + i).
+    rows = typed.operands.batch * typed.operands.M
+    run.output = typed.output.values.reshape(rows, typed.operands.N)
+    run.expected = np.asarray(run.expected).reshape(rows, typed.operands.N)
+    run.verdict.masks = {name: mask.reshape(rows, typed.operands.N) for name, mask in run.verdict.masks.items()}
+    run.record.verification = run.verdict.as_dict()
+    run.record.status = run.verdict.status
+    return run.verdict
+
+
+def launch_verify(run) -> None:
+    """Bind the kernel's arguments (buffers, sizes, leading dimensions, strides), launch once, and check C."""
+    session = run.session
+    _reset_output(run)
+    run.launch = build_launch(run, session.typed_buffers)
+    with ranges.annotate("checked launch", color="green"):
+        run.launch()
+        session.stream.synchronize()
+    check_output(run)
+    if run.typed.operands.batch > 1 and run.verdict.status == Status.FAIL:
+        run.record.verification["rows"] = f"{run.typed.operands.batch} matrices stacked: row b * M + i"
+
+
+# ---------------------------------------------------------------------------------------------- cuBLASLt
+
+
+def load_lt(run) -> None:
+    """The session's cuBLASLt; a combination cuBLASLt does not support ends INVALID with the reason."""
+    row = run.case.lt
+    if row.plan is None:
+        run.stop(Status.INVALID, f"no cuBLASLt matmul for this combination: {row.reason}")
+        return
+    if run.session.cublaslt() is None:
+        run.stop(Status.ERROR, run.session.lt_error or "cuBLASLt is unavailable")
+        return
+    run.record.status = Status.PASS
+
+
+def launch_verify_lt(run) -> None:
+    """Prepare the planned matmul on the case's buffers, run it once, and check it against the reference."""
+    session = run.session
+    buffers = session.typed_buffers
+    _reset_output(run)
+    try:
+        run.launch = session.cublaslt().prepare(run.case.lt.plan, buffers["A"], buffers["B"], buffers["C"])
+        run.launch()
+    except CublasLtUnsupported as exc:
+        run.stop(Status.INVALID, exc.reason)
+        return
+    session.stream.synchronize()
+    check_output(run)

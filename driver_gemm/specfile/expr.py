@@ -1,0 +1,270 @@
+"""A small, safe evaluator for the arithmetic in specs: grids, blocks, shared memory, constraints.
+
+Grammar: numbers, names, ``+ - * / // %``, unary minus, parentheses and the
+functions ``ceil``, ``floor``, ``min`` and ``max``. Constraints (``require:``)
+may also compare (``== != < <= > >=``) and combine with ``and``, ``or``,
+``not``. Python's own parser builds the tree; only the node kinds above are
+accepted and they are evaluated here, never by ``eval``.
+
+Bounds (`driver_gemm.specfile.limits`): an expression is at most
+`MAX_EXPRESSION_CHARS` long, nests parentheses and its tree at most
+`MAX_EXPRESSION_DEPTH` deep and has at most `MAX_EXPRESSION_NODES` nodes;
+constants and every intermediate value are finite, and whole numbers stay in
+int64 range, so that evaluating never overflows, recurses without end or
+builds a number with a million digits.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Mapping, Union
+
+from ..errors import DriverGemmError
+from .limits import INT64_MAX, INT64_MIN, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_NODES
+
+Number = Union[int, float]
+
+
+class ExpressionError(DriverGemmError):
+    """An expression that is malformed, uses something not allowed, or cannot be evaluated.
+
+    The spec front end re-raises it as a `SpecError` with the file, line and field.
+    """
+
+
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+_FUNCTIONS = {
+    "ceil": (1, 1, lambda x: int(math.ceil(x))),
+    "floor": (1, 1, lambda x: int(math.floor(x))),
+    "min": (2, None, min),
+    "max": (2, None, max),
+}
+
+
+def _reject(node: ast.AST, what: str) -> ExpressionError:
+    column = getattr(node, "col_offset", None)
+    where = f" at column {column + 1}" if column is not None else ""
+    return ExpressionError(f"{what}{where}")
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression: its source text, the names it reads, and whether it is a condition."""
+
+    source: str
+    tree: ast.AST = field(repr=False, compare=False)
+    names: frozenset[str]
+    condition: bool = False
+
+    def evaluate(self, env: Mapping[str, Number]) -> Number | bool:
+        missing = sorted(self.names - set(env))
+        if missing:
+            raise ExpressionError(f"unknown name{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                                  f"(known: {', '.join(sorted(env)) or 'none'})")
+        for name in self.names:
+            try:
+                _check_value(env[name], f"{name} = {env[name]!r}")
+            except _OutOfRange as exc:
+                raise ExpressionError(f"{exc.args[0]} (in {self.source!r})") from None
+        try:
+            return _evaluate(self.tree, env)
+        except ZeroDivisionError:
+            raise ExpressionError(f"division by zero in {self.source!r}") from None
+        except _OutOfRange as exc:
+            raise ExpressionError(f"{self.source!r} {exc.args[0]}") from None
+        except (OverflowError, ValueError) as exc:     # math.ceil(inf), float(huge int), ...
+            raise ExpressionError(f"{self.source!r} cannot be evaluated: {exc}") from None
+
+    def evaluate_int(self, env: Mapping[str, Number]) -> int:
+        """Evaluate to a whole number (a grid or block extent, a byte count); a fraction is an error."""
+        value = self.evaluate(env)
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ExpressionError(f"{self.source!r} gives {value}, not a whole number "
+                                      "(use ceil(), floor() or //)")
+            value = int(value)
+        return value
+
+
+def parse(source: str | int | float, *, condition: bool = False) -> Expression:
+    """Parse `source` (a number is accepted as its own expression).
+
+    With ``condition=True`` comparisons and ``and``/``or``/``not`` are allowed.
+    Raises `ExpressionError` naming what is not allowed and where.
+    """
+    if isinstance(source, bool) or not isinstance(source, (str, int, float)):
+        raise ExpressionError(f"expected a number or an expression string, got {type(source).__name__}")
+    if not isinstance(source, str):
+        try:
+            _check_value(source, "the number")
+        except _OutOfRange as exc:
+            raise ExpressionError(exc.args[0]) from None
+    text = source.strip() if isinstance(source, str) else repr(source)
+    if not text:
+        raise ExpressionError("empty expression")
+    _check_text(text)
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionError(f"cannot parse {text!r}: {exc.msg} at column {exc.offset}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:   # NUL characters; nesting the parser refuses
+        raise ExpressionError(f"cannot parse {_shorten(text)!r}: {type(exc).__name__}") from None
+    _check_tree(tree, text)
+    names: set[str] = set()
+    _validate(tree, names, condition)
+    return Expression(text, tree, frozenset(names), condition)
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_text(text: str) -> None:
+    """Cheap bounds checked before Python's parser sees the text (it may recurse on deep nesting)."""
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionError(f"an expression of {len(text):,} characters is longer than the limit of "
+                              f"{MAX_EXPRESSION_CHARS:,} (MAX_EXPRESSION_CHARS)")
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    if deepest > MAX_EXPRESSION_DEPTH:
+        raise ExpressionError(f"{_shorten(text)!r} nests parentheses {deepest} deep, more than the limit of "
+                              f"{MAX_EXPRESSION_DEPTH} (MAX_EXPRESSION_DEPTH)")
+
+
+def _check_tree(tree: ast.AST, text: str) -> None:
+    """Count the tree's nodes and depth without recursing (``- - - 1`` nests without parentheses)."""
+    count, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise ExpressionError(f"{_shorten(text)!r} nests deeper than the limit of {MAX_EXPRESSION_DEPTH} "
+                                  "(MAX_EXPRESSION_DEPTH)")
+        if count > MAX_EXPRESSION_NODES:
+            raise ExpressionError(f"{_shorten(text)!r} has more than {MAX_EXPRESSION_NODES} terms and operators "
+                                  "(MAX_EXPRESSION_NODES)")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+class _OutOfRange(Exception):
+    """A value an expression may not hold: NaN, infinite, or a whole number beyond int64."""
+
+
+def _check_value(value, what: str):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _OutOfRange(f"{what} is {value}, not a finite number")
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        raise _OutOfRange(f"{what} does not fit a 64-bit integer")
+    return value
+
+
+def evaluate(source: str | int | float, env: Mapping[str, Number], *, condition: bool = False) -> Number | bool:
+    """Parse and evaluate in one step."""
+    return parse(source, condition=condition).evaluate(env)
+
+
+def evaluate_int(source: str | int | float, env: Mapping[str, Number]) -> int:
+    """Parse and evaluate to a whole number in one step."""
+    return parse(source).evaluate_int(env)
+
+
+def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise _reject(node, f"only numbers are allowed, not {_shorten(repr(node.value))}")
+        try:
+            _check_value(node.value, "a constant")
+        except _OutOfRange as exc:
+            raise _reject(node, exc.args[0]) from None
+    elif isinstance(node, ast.Name):
+        names.add(node.id)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINARY:
+            raise _reject(node, f"operator {type(node.op).__name__} is not allowed (use + - * / // %)")
+        _validate(node.left, names, condition)
+        _validate(node.right, names, condition)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        _validate(node.operand, names, condition)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
+            raise _reject(node, f"only {', '.join(_FUNCTIONS)} may be called")
+        if node.keywords:
+            raise _reject(node, f"{node.func.id}() takes no keyword arguments")
+        low, high, _ = _FUNCTIONS[node.func.id]
+        count = len(node.args)
+        if count < low or (high is not None and count > high):
+            raise _reject(node, f"{node.func.id}() takes {low if low == high else f'at least {low}'} "
+                                f"argument{'s' if low > 1 else ''}, got {count}")
+        for argument in node.args:
+            _validate(argument, names, condition)
+    elif condition and isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _COMPARE:
+                raise _reject(node, f"comparison {type(op).__name__} is not allowed")
+        for operand in (node.left, *node.comparators):
+            _validate(operand, names, condition)
+    elif condition and isinstance(node, ast.BoolOp):
+        for value in node.values:
+            _validate(value, names, condition)
+    elif condition and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _validate(node.operand, names, condition)
+    else:
+        kind = type(node).__name__
+        allowed = "comparisons, and/or/not, " if condition else ""
+        raise _reject(node, f"{kind} is not allowed (numbers, names, + - * / // %, {allowed}"
+                            f"parentheses, {', '.join(_FUNCTIONS)})")
+
+
+def _evaluate(node: ast.AST, env: Mapping[str, Number]):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        left, right = _evaluate(node.left, env), _evaluate(node.right, env)
+        return _check_value(_BINARY[type(node.op)](left, right), "gives a value that")
+    if isinstance(node, ast.UnaryOp):
+        operand = _evaluate(node.operand, env)
+        if isinstance(node.op, ast.USub):
+            return -operand
+        if isinstance(node.op, ast.Not):
+            return not operand
+        return +operand
+    if isinstance(node, ast.Call):
+        return _check_value(_FUNCTIONS[node.func.id][2](*(_evaluate(a, env) for a in node.args)),
+                            "gives a value that")
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, env)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = _evaluate(comparator, env)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BoolOp):
+        values = (_evaluate(v, env) for v in node.values)
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    raise AssertionError(f"unvalidated node {type(node).__name__}")  # _validate guards this

@@ -1,0 +1,252 @@
+"""Build a `Spec` from a YAML file, YAML text or a Python dictionary, checking every field.
+
+The entry points `load_spec`, `parse_spec` and `spec_from_dict` raise only
+`SpecError`, naming the file, the line and the field of the mistake; the
+readers below them (`yaml_lines`, `shapes`, `kernels`, `fields`) each keep to
+one part of the document. The top-level fields and the ``measure``,
+``verify`` and ``scalars`` settings are read here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from .fields import Context, check_keys, kind_name, number_as_text_hint, read_bool, read_mapping, read_number
+from .kernels import IDENTIFIER, parse_kernel
+from .limits import MAX_CASES, MAX_NAME_CHARS
+from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
+from .shapes import parse_shapes
+from .yaml_lines import decode_spec, read_document, read_spec_bytes
+from .dispatch import parse_dispatch
+
+TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
+MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
+MEASURE_MODES = ("events", "graph")
+VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
+REFERENCES = ("auto", "cpu", "cublas")
+
+
+def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
+    """Read and check the spec at `path`; raise `SpecError` naming file, line and field on any mistake.
+
+    Kernel sources are taken relative to the spec and must stay inside its
+    project (the nearest folder above it with ``.git`` or ``pyproject.toml``,
+    else its own folder) and be written as relative paths, unless
+    `allow_outside_sources` is true (the CLI's ``--allow-outside-sources``).
+    """
+    path = Path(path)
+    text = decode_spec(read_spec_bytes(path), str(path))
+    return parse_spec(text, path, allow_outside_sources=allow_outside_sources)
+
+
+def spec_from_dict(data: dict, base_dir: str | Path | None = None, *, allow_outside_sources: bool = True) -> Spec:
+    """A spec built in Python, with the same fields and checks as a YAML file.
+
+    Relative kernel sources are taken from `base_dir` (default: the current
+    directory). The caller is code, not a file from elsewhere, so absolute
+    sources and sources outside `base_dir`'s project are allowed unless
+    `allow_outside_sources` is false. Errors name the field, and the line of
+    the spec written out as YAML.
+    """
+    if not isinstance(data, dict):
+        raise SpecError(f"a spec is a dictionary with at least 'kernels' and 'shapes', got {kind_name(data)}",
+                        where="<spec>")
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    try:
+        text = yaml.safe_dump(data, sort_keys=False)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"the dictionary holds something a spec cannot: {exc}", where="<spec>") from None
+    except ValueError as exc:     # an integer of thousands of digits: Python refuses to write it out
+        raise SpecError(f"the dictionary holds a number no spec field takes: {exc}", where="<spec>") from None
+    except RecursionError:
+        raise SpecError("the dictionary is nested too deeply to be a spec", where="<spec>") from None
+    return parse_spec(text, base / "<spec>.yaml", allow_outside_sources=allow_outside_sources)
+
+
+def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bool = False) -> Spec:
+    """Parse spec text; `path` names the file in errors and anchors relative kernel sources (see `load_spec`)."""
+    if not isinstance(text, str):
+        raise SpecError(f"spec text must be a string, got {type(text).__name__}", where=str(path or "<spec>"))
+    path = Path(path) if path is not None else None
+    base_dir = path.resolve().parent if path else Path.cwd()
+    context = Context(path, base_dir, allow_outside_sources)
+    document = read_document(text, context.file)
+    if document is None:
+        raise SpecError("the spec is empty", where=context.file, hint="a spec needs at least 'kernels' and 'shapes'")
+    if not isinstance(document, dict):
+        raise SpecError(f"a spec must be a mapping with at least 'kernels' and 'shapes', got {kind_name(document)}",
+                        where=context.where(document))
+    check_keys(context, document, TOP_KEYS, "")
+    for required in ("kernels", "shapes"):
+        if required not in document:
+            raise SpecError(f"missing required field '{required}'", where=context.where(document), field=required)
+
+    name = _parse_name(context, document, path)
+    description = document.get("description", "")
+    if not isinstance(description, str):
+        raise context.error(f"must be text, got {kind_name(description)}", document, "description", "description")
+    scalars = _parse_scalars(context, document)
+    kernels = _parse_kernels(context, document, scalars)
+    shapes = parse_shapes(context, document, len(kernels))
+    return Spec(path=path, name=name, description=description, kernels=kernels, shapes=shapes,
+                measure=_parse_measure(context, document), verify=_parse_verify(context, document),
+                baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
+                dispatch=_parse_dispatch(context, document, kernels))
+
+
+def _parse_name(context: Context, document: dict, path: Path | None) -> str:
+    if "name" not in document:
+        return safe_file_stem(path.stem) if path else "spec"
+    name = document["name"]
+    if not isinstance(name, str) or not is_safe_name(name):
+        raise context.error(f"a spec name is letters, digits and . _ - + = , [ ] (not first a dot), at most "
+                            f"{MAX_NAME_CHARS} characters; got {kind_name(name)}", document, "name", "name",
+                            hint="the name becomes the results file's name")
+    return name
+
+
+def _parse_kernels(context: Context, document: dict, scalars: dict[str, float]) -> tuple[KernelSpec, ...]:
+    node = document["kernels"]
+    if not isinstance(node, list) or not node:
+        raise context.error(f"must be a non-empty list of kernels, got {kind_name(node)}", document, "kernels",
+                            "kernels")
+    kernels: list[KernelSpec] = []
+    for index, entry in enumerate(node):
+        kernels.extend(parse_kernel(context, entry, node, index, scalars))
+        if len(kernels) > MAX_CASES:
+            raise context.error(f"the kernels expand to more than the limit of {MAX_CASES:,} (MAX_CASES)",
+                                node, index, f"kernels[{index}]")
+    seen: set[str] = set()
+    for kernel in kernels:
+        if kernel.label in seen:
+            raise context.error(f"kernel {kernel.label} appears twice; give one a different name",
+                                document, "kernels", "kernels")
+        seen.add(kernel.label)
+    return tuple(kernels)
+
+
+def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec, ...]) -> dict:
+    """The ``dispatch:`` tables (`specfile.dispatch`), each for exactly one kernel of the spec, its params known."""
+    if "dispatch" not in document:
+        return {}
+
+    def where(field_path: str) -> str:
+        return _where_path(context, document, field_path)
+
+    tables = parse_dispatch(document["dispatch"], [k.name for k in kernels], where)
+    for name, table in tables.items():
+        named = [k for k in kernels if k.name == name]
+        if len(named) != 1:
+            raise SpecError(f"a dispatch table chooses the params of one kernel; {len(named)} kernels are named "
+                            f"{name!r} (give the kernel fixed params: the table sets them per shape)",
+                            where=where(f"dispatch.{name}"), field=f"dispatch.{name}")
+        for index, entry in enumerate(table.entries):
+            unknown = sorted(set(entry.params) - set(named[0].params))
+            if named[0].params and unknown:
+                path = f"dispatch.{name}[{index}].params"
+                raise SpecError(f"sets {', '.join(unknown)}, which kernel {name} does not have",
+                                where=where(path), field=path, hint=f"its params: {', '.join(named[0].params)}")
+    return tables
+
+
+def _where_path(context: Context, document: dict, field_path: str) -> str:
+    """``file:line`` of a dotted field path such as ``dispatch.v8[0].params`` (as near as the document goes)."""
+    parts = [int(index) if index else name for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field_path)]
+    node, key = document, None
+    for part in parts:
+        if key is not None:
+            node = node[key]
+        try:
+            node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+        key = part
+    return context.where(node, key)
+
+
+def _parse_scalars(context: Context, document: dict) -> dict[str, float]:
+    scalars = {"alpha": 1.0, "beta": 0.0}
+    node = read_mapping(context, document, "scalars", "scalars", "a mapping of scalar names to numbers")
+    for key in node:
+        if not isinstance(key, str) or not IDENTIFIER.fullmatch(key):
+            raise context.error(f"a scalar name is a C identifier, got {kind_name(key)}", node, key,
+                                f"scalars.{key}")
+        scalars[key] = read_number(context, node, key, None, f"scalars.{key}")
+        if scalars[key] is None:
+            raise context.error("must be a number, got nothing (null)", node, key, f"scalars.{key}")
+    return scalars
+
+
+def _parse_measure(context: Context, document: dict) -> MeasureSettings:
+    node = read_mapping(context, document, "measure", "measure")
+    check_keys(context, node, MEASURE_KEYS, "measure")
+    defaults = MeasureSettings()
+    values: dict[str, Any] = {}
+    for setting in dataclasses.fields(MeasureSettings):
+        dotted = f"measure.{setting.name}"
+        default = getattr(defaults, setting.name)
+        if isinstance(default, bool):
+            values[setting.name] = read_bool(context, node, setting.name, default, dotted)
+        elif isinstance(default, str):
+            values[setting.name] = node.get(setting.name, default)
+            if values[setting.name] not in MEASURE_MODES:
+                raise context.error(f"must be one of {', '.join(MEASURE_MODES)}, got {kind_name(values[setting.name])}",
+                                    node, setting.name, dotted)
+        elif isinstance(default, int):
+            values[setting.name] = read_number(context, node, setting.name, default, dotted, whole=True, minimum=0)
+        else:
+            values[setting.name] = read_number(context, node, setting.name, default, dotted, minimum=0)
+        if values[setting.name] is None:
+            raise context.error("must be given a value, not null", node, setting.name, dotted)
+    for key in ("min_samples", "graph_launches"):
+        if values[key] < 1:
+            raise context.error("must be at least 1", node, key, f"measure.{key}")
+    if values["case_timeout_s"] <= 0:   # 0 would stop every case before it starts
+        raise context.error(f"must be above 0 seconds, got {values['case_timeout_s']:g}", node, "case_timeout_s",
+                            "measure.case_timeout_s")
+    if values["max_samples"] < values["min_samples"]:
+        raise context.error("must not be below measure.min_samples", node, "max_samples", "measure.max_samples")
+    return MeasureSettings(**values)
+
+
+def _parse_verify(context: Context, document: dict) -> VerifySettings:
+    node = read_mapping(context, document, "verify", "verify")
+    check_keys(context, node, VERIFY_KEYS, "verify")
+    defaults = VerifySettings()
+    rel, absolute = defaults.rel_tolerance, defaults.abs_tolerance
+    tolerance = node.get("tolerance")
+    if tolerance is None and "tolerance" in node:
+        raise context.error("must be a number or {rel: ..., abs: ...}, got nothing (null); leave it out for the "
+                            "default", node, "tolerance", "verify.tolerance")
+    if isinstance(tolerance, dict):
+        check_keys(context, tolerance, ("rel", "abs"), "verify.tolerance")
+        rel = read_number(context, tolerance, "rel", rel, "verify.tolerance.rel", minimum=0)
+        absolute = read_number(context, tolerance, "abs", None, "verify.tolerance.abs", minimum=0)
+        if rel is None:
+            raise context.error("must be a number, got nothing (null)", tolerance, "rel", "verify.tolerance.rel")
+    elif tolerance is not None:
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
+            raise context.error(f"must be a number (relative Frobenius error) or {{rel: ..., abs: ...}}, got "
+                                f"{kind_name(tolerance)}", node, "tolerance", "verify.tolerance",
+                                hint=number_as_text_hint(tolerance))
+        rel = read_number(context, node, "tolerance", None, "verify.tolerance", minimum=0)
+    tf32 = read_number(context, node, "tf32_tolerance", defaults.tf32_rel_tolerance, "verify.tf32_tolerance",
+                       minimum=0)
+    reference = node.get("reference", defaults.reference)
+    if reference not in REFERENCES:
+        raise context.error(f"must be auto, cpu or cublas, got {kind_name(reference)}", node, "reference",
+                            "verify.reference")
+    seed = read_number(context, node, "seed", defaults.seed, "verify.seed", whole=True, minimum=0)
+    gflop = read_number(context, node, "cpu_reference_max_gflop", defaults.cpu_reference_max_gflop,
+                        "verify.cpu_reference_max_gflop", minimum=0)
+    for key, value in (("tf32_tolerance", tf32), ("seed", seed), ("cpu_reference_max_gflop", gflop)):
+        if value is None:
+            raise context.error("must be given a value, not null", node, key, f"verify.{key}")
+    return VerifySettings(rel_tolerance=rel, abs_tolerance=absolute, tf32_rel_tolerance=tf32, seed=seed,
+                          reference=reference, cpu_reference_max_gflop=gflop)

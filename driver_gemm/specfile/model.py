@@ -1,0 +1,312 @@
+"""Step 1 of the data flow: the checked, immutable description of a spec.
+
+A spec says which kernels to run (source, function or template instance,
+template parameters, launch grid and block as expressions of the shape and the
+parameters, dynamic shared memory, argument signature), on which shapes, how to
+measure and how to verify. The classes here hold what `driver_gemm.specfile.load`
+made of a YAML file or a dictionary; nothing here touches CUDA or YAML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from . import expr
+from ..bundled import default_spec_path
+from ..gemm.dtypes import GemmTypes
+from ..errors import SpecError
+from ..kernel_names import overload_expression, split_overload
+from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
+
+DEFAULT_SPEC = default_spec_path()
+PRECISIONS = ("fp32", "tf32")
+
+# Names become file names (results/NAME-TIMESTAMP.json) and table cells: no separators, no leading dot.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_+=,\[\]-][A-Za-z0-9._+=,\[\]-]*")
+
+
+def template_argument(value: Any) -> str:
+    """A template parameter's value as C++ spells it: ``64``, ``true``, ``float``, ``lib::Order::Col``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def is_safe_name(name: str) -> bool:
+    """True when `name` can be a file name on any system and printed as it is."""
+    return len(name) <= MAX_NAME_CHARS and SAFE_NAME.fullmatch(name) is not None
+
+
+def safe_file_stem(text: str) -> str:
+    """`text` with every character a file name should not hold replaced by ``-`` (``spec`` if none is left)."""
+    stem = re.sub(r"[^A-Za-z0-9._+=,\[\]-]", "-", text)[:MAX_NAME_CHARS].lstrip(".")
+    return stem or "spec"
+
+
+# --------------------------------------------------------------------------- descriptions
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One GEMM problem: C (M x N) = A (M x K) @ B (K x N), all row-major."""
+
+    M: int
+    N: int
+    K: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def as_env(self) -> dict[str, int]:
+        return {"M": self.M, "N": self.N, "K": self.K}
+
+
+@dataclass(frozen=True)
+class TensorMapArgument:
+    """How a ``tensormap`` argument describes one operand to the TMA engine.
+
+    `box` is the (rows, cols) of the matrix, row-major, that one copy moves,
+    as expressions of the shape and the parameters; `element` is the element
+    type the map declares (None: the operand's storage type).
+    """
+
+    tensor: str                                          # A, B or C
+    box: tuple[expr.Expression, expr.Expression]
+    swizzle: str = "none"
+    l2_promotion: str = "none"
+    oob_fill: str = "zero"
+    element: str | None = None
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value.
+
+    A ``tensormap`` argument has no value but a `tensor_map` description: the
+    map is encoded at launch from the operand's device buffer. A ``struct``
+    argument (a struct passed by value) has `fields`, arguments themselves,
+    laid out by the C ABI (`argtypes.struct_type`).
+    """
+
+    name: str
+    ctype: str
+    value: expr.Expression | None = None
+    tensor_map: TensorMapArgument | None = None
+    fields: tuple["Argument", ...] = ()
+
+
+@dataclass(frozen=True)
+class LaunchAttributeSpec:
+    """What a kernel's launches ask for beyond grid and block: a thread-block cluster and PDL.
+
+    `cluster` holds the cluster's extents in blocks as expressions (None: no cluster).
+    """
+
+    cluster: tuple[expr.Expression, expr.Expression, expr.Expression] | None = None
+    non_portable: bool = False
+    scheduling: str | None = None
+    pdl: bool = False
+
+
+@dataclass(frozen=True)
+class OperandSpec:
+    """A typed kernel's operands: element types, storage orders, leading dimensions, batch and fp8 scales.
+
+    `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
+    `strides` hold the expressions the spec gave (an operand left out is
+    tight); `batch` is the number of matrices. Evaluated per shape by
+    `driver_gemm.specfile.typed.evaluate_operands`.
+    """
+
+    types: GemmTypes
+    orders: Mapping[str, str]
+    ld: Mapping[str, expr.Expression] = field(default_factory=dict)
+    batch: expr.Expression = field(default_factory=lambda: expr.parse(1))
+    strides: Mapping[str, expr.Expression] = field(default_factory=dict)
+    scales: tuple[float, float] = (1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel configuration: everything needed to compile, plan and launch it for any shape."""
+
+    name: str
+    source: Path
+    function: str
+    params: Mapping[str, int]
+    block: tuple[expr.Expression, ...]
+    grid: tuple[expr.Expression, ...]
+    shared_bytes: expr.Expression
+    signature: tuple[Argument, ...]
+    tile: tuple[expr.Expression, expr.Expression] | None = None
+    require: tuple[expr.Expression, ...] = ()
+    options: tuple[str, ...] = ()
+    precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
+    arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
+    launch_attributes: LaunchAttributeSpec | None = None   # cluster, PDL: launched with cuLaunchKernelEx
+    operands: OperandSpec | None = None   # typed kernels (types, layout, ld, batch, scales); None: FP32, tight NN
+    compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
+    binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
+    min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
+    # The kernel's entry as the spec wrote it (plain values, params as swept): what `tune` writes back
+    # with the params of a winner, so that a winners spec describes the kernel with every field it had.
+    entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    where: str = ""
+    field_path: str = ""
+    field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def instance(self) -> str:
+        """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
+        function, parameter_types = split_overload(self.function)
+        if self.params:
+            function = f"{function}<{', '.join(template_argument(v) for v in self.params.values())}>"
+        if parameter_types is None:
+            return function
+        return overload_expression(function, parameter_types)
+
+    def target(self, device_arch: str) -> str:
+        """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
+        return self.arch or device_arch
+
+    @property
+    def label(self) -> str:
+        """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``. Parameters that are C++ type names are left out:
+        a typed kernel's name and ``types`` say them."""
+        shown = self.numeric_params
+        if not shown:
+            return self.name
+        return f"{self.name}[{','.join(f'{k}={template_argument(v)}' for k, v in shown.items())}]"
+
+    def where_field(self, name: str) -> str:
+        """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
+        line if the field is absent."""
+        line = (self.field_lines.get(name) or self.field_lines.get(name.split(".")[0])
+                or self.field_lines.get(name.split("[")[0]))
+        return f"{self.where.rsplit(':', 1)[0]}:{line}" if line else self.where
+
+    def tensor_maps(self) -> tuple[tuple[int, Argument], ...]:
+        """The (position, argument) of every ``tensormap`` argument of the signature."""
+        return tuple((i, a) for i, a in enumerate(self.signature) if a.tensor_map is not None)
+
+    @property
+    def is_typed(self) -> bool:
+        """True for a kernel that declares its operands (types, layout, ld, batch): checked and timed as such."""
+        return self.operands is not None
+
+    @property
+    def numeric_params(self) -> dict[str, int]:
+        """The template parameters that are numbers (those expressions may use); C++ type names are left out."""
+        return {name: value for name, value in self.params.items() if not isinstance(value, str)}
+
+    def reads_c(self) -> bool:
+        """True when the kernel takes ``beta`` and so reads C before writing it."""
+        return any(arg.name == "beta" for _, arg in self.leaf_arguments())
+
+    def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
+        """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
+        its structs in their place (``signature[2].fields[0]``)."""
+        leaves = []
+        for index, argument in enumerate(self.signature):
+            if argument.fields:
+                leaves.extend((f"signature[{index}].fields[{position}]", field)
+                              for position, field in enumerate(argument.fields))
+            else:
+                leaves.append((f"signature[{index}]", argument))
+        return tuple(leaves)
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How samples are taken (nvbench's cold-measurement recipe; defaults follow it)."""
+
+    warmup: int = 3
+    min_samples: int = 10
+    max_samples: int = 100_000
+    max_noise: float = 0.005
+    min_time_s: float = 0.5
+    timeout_s: float = 3.0
+    flush_l2: bool = True
+    case_timeout_s: float = 300.0     # a case still running after this is stopped (isolated runs only)
+    mode: str = "events"              # events: one launch per sample; graph: a CUDA graph of graph_launches
+    graph_launches: int = 20          # launches captured in the graph of graph mode (per-launch time = sample / this)
+
+
+@dataclass(frozen=True)
+class VerifySettings:
+    """How results are checked against a float64 reference."""
+
+    rel_tolerance: float = 1e-5
+    abs_tolerance: float | None = None
+    # TF32 rounds each input to 10 mantissa bits (unit roundoff 2^-11 ~ 4.9e-4): a K-long dot
+    # product of such inputs is off by ~4e-4 relative to the exact one; 2e-3 leaves a factor of 5.
+    tf32_rel_tolerance: float = 2e-3
+    seed: int = 2026
+    reference: str = "auto"           # auto | cpu | cublas
+    cpu_reference_max_gflop: float = 40.0   # above this, "auto" checks against cuBLAS instead of NumPy
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A whole spec file: kernels x shapes, with measurement and verification settings."""
+
+    path: Path | None
+    name: str
+    description: str
+    kernels: tuple[KernelSpec, ...]
+    shapes: tuple[Shape, ...]
+    measure: MeasureSettings = MeasureSettings()
+    verify: VerifySettings = VerifySettings()
+    baseline: bool = True
+    scalars: Mapping[str, float] = field(default_factory=lambda: {"alpha": 1.0, "beta": 0.0})
+    dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
+
+    @property
+    def file_stem(self) -> str:
+        """The spec's name made safe for a file name (``results/STEM-TIMESTAMP.json``)."""
+        return self.name if is_safe_name(self.name) else safe_file_stem(self.name)
+
+    def select(self, kernels: Iterable[str] = (), shapes: Iterable[str] = ()) -> "Spec":
+        """A copy restricted to the kernels named (by name or label) and the shapes given as MxNxK."""
+        kernels, shapes = [str(k) for k in kernels], list(shapes)
+        chosen = self.kernels
+        if kernels:
+            known = {k.name for k in self.kernels} | {k.label for k in self.kernels}
+            unknown = [k for k in kernels if k not in known and k != "cublas"]
+            if unknown:
+                named = ", ".join(k if len(k) <= 60 else k[:57] + "..." for k in unknown[:5])
+                raise SpecError(f"no kernel named {named} in this spec "
+                                f"(has {', '.join(sorted({k.name for k in self.kernels}))})",
+                                where=str(self.path or self.name), field="--kernel")
+            chosen = tuple(k for k in self.kernels if k.name in kernels or k.label in kernels)
+        chosen_shapes = self.shapes
+        if shapes:
+            if len(shapes) * max(len(chosen), 1) > MAX_CASES:
+                raise SpecError(f"{len(shapes):,} shapes x {len(chosen):,} kernels is more than the limit of "
+                                f"{MAX_CASES:,} cases", field="--shape")
+            chosen_shapes = tuple(dict.fromkeys(parse_shape_text(text) for text in shapes))
+        return dataclasses.replace(self, kernels=chosen, shapes=chosen_shapes)
+
+
+def parse_shape_text(text: str) -> Shape:
+    """Parse ``1024x512x1024`` (or with ``*`` or ``,``) into a `Shape`; a `SpecError` names what is wrong."""
+    if not isinstance(text, str) or len(text) > 100:
+        raise SpecError(f"shape {str(text)[:40]!r} is not MxNxK with three whole numbers", field="--shape")
+    parts = text.strip().lower().replace("*", "x").replace(",", "x").split("x")
+    if len(parts) != 3 or not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
+        raise SpecError(f"shape {text!r} is not MxNxK with three whole numbers", field="--shape")
+    M, N, K = (int(p) for p in parts)
+    if min(M, N, K) < 1:
+        raise SpecError(f"shape {text!r} has a dimension below 1", field="--shape")
+    if max(M, N, K) > MAX_DIMENSION:
+        raise SpecError(f"shape {text!r} has a dimension above {MAX_DIMENSION:,} (MAX_DIMENSION)", field="--shape")
+    return Shape(M, N, K)

@@ -1,0 +1,200 @@
+"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales.
+
+A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``,
+``batch`` and ``scales`` is an FP32 kernel on tight row-major matrices, read
+and run exactly as before. One that gives any of them is *typed*: its inputs
+are drawn in its types, uploaded with its layout, checked with its types'
+tolerance and timed against a cuBLASLt matmul of the same kind.
+
+The element types and layouts are checked here with the tables of
+`driver_gemm.gemm.dtypes` and `driver_gemm.gemm.operands`: both are
+pure (NumPy and the error classes only), so the spec layer can use them to
+refuse a mistake at its line. Leading dimensions and batch strides are
+expressions of the shape; they are evaluated, and checked against the
+matrices they must hold, per shape by `evaluate_operands` (the planner turns
+its errors into the case's INVALID reason).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from . import expr
+from ..errors import SpecError
+from ..gemm.dtypes import parse_types
+from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
+from .fields import Context, check_keys, check_number, kind_name
+from .model import KernelSpec, OperandSpec, Shape
+
+OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales")
+# Names the typed fields add to every expression (tight values for an untyped kernel).
+LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch")
+OPERANDS = ("a", "b", "c")
+SCALAR_NAMES = ("alpha", "beta")
+# A template argument that is a C++ type: `float`, `dg::bfloat16_t`, `__nv_fp8_e4m3`, `unsigned char`.
+CPP_TYPE = re.compile(r"(?:(?:unsigned|signed|long|short) )*(?:::)?(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*", re.ASCII)
+
+
+def parse_operands(context: Context, node: dict, dotted: str, names: set[str]) -> OperandSpec | None:
+    """The operand fields of kernel entry `node` (None when it has none); `names` are those its expressions
+    may use besides the shape (its numeric template parameters)."""
+    if not any(key in node for key in OPERAND_KEYS):
+        return None
+    types = _types(context, node, dotted)
+    orders = _orders(context, node, dotted)
+    ld_names = names | {"M", "N", "K"}
+    ld = _expressions(context, node, "ld", dotted, ld_names, "{a: EXPR, b: EXPR, c: EXPR} in elements")
+    batch, strides = _batch(context, node, dotted, ld_names | {"lda", "ldb", "ldc"})
+    scales = _scales(context, node, dotted, types)
+    if node.get("precision", "fp32") != "fp32":
+        raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
+                            "precision", f"{dotted}.precision")
+    return OperandSpec(types, orders, ld, batch, strides, scales)
+
+
+def parse_kernel_scalars(context: Context, node: dict, dotted: str, spec_scalars: dict[str, float]) -> dict:
+    """The spec's ``scalars`` with the kernel's own ``scalars: {alpha: X, beta: Y}`` over them."""
+    own = node.get("scalars", {})
+    if not isinstance(own, dict):
+        raise context.error(f"scalars is a mapping like {{alpha: 1.5, beta: -0.5}}, got {kind_name(own)}", node,
+                            "scalars", f"{dotted}.scalars")
+    check_keys(context, own, SCALAR_NAMES, f"{dotted}.scalars")
+    merged = dict(spec_scalars)
+    for key, value in own.items():
+        merged[key] = float(check_number(context, value, own, key, f"{dotted}.scalars.{key}"))
+    return merged
+
+
+def is_cpp_type(value: Any) -> bool:
+    """True for a template argument written as a C++ type name (``float``, ``dg::bfloat16_t``)."""
+    return isinstance(value, str) and len(value) <= 100 and CPP_TYPE.fullmatch(value.strip()) is not None
+
+
+def _types(context: Context, node: dict, dotted: str):
+    if "types" in node and not isinstance(node["types"], dict):
+        raise context.error(f"types is a mapping like {{a: bf16, b: bf16, c: bf16, accumulate: fp32}}, got "
+                            f"{kind_name(node['types'])}", node, "types", f"{dotted}.types")
+    types_node = node.get("types")
+    where = context.where(node, "types")
+    if types_node is None:
+        return parse_types(None)
+    check_keys(context, types_node, ("a", "b", "c", "accumulate"), f"{dotted}.types")
+    for key, value in types_node.items():
+        if not isinstance(value, str):
+            raise context.error(f"an element type is a name such as bf16, got {kind_name(value)}", types_node,
+                                key, f"{dotted}.types.{key}")
+    return parse_types(types_node, where=where, field=f"{dotted}.types")
+
+
+def _orders(context: Context, node: dict, dotted: str) -> dict[str, str]:
+    code, orders = node.get("layout"), node.get("layouts")
+    if code is not None and not isinstance(code, str):
+        raise context.error(f"layout is NN, NT, TN or TT, got {kind_name(code)}", node, "layout", f"{dotted}.layout")
+    if orders is not None and not isinstance(orders, dict):
+        raise context.error(f"layouts is a mapping like {{a: row, b: col}}, got {kind_name(orders)}", node,
+                            "layouts", f"{dotted}.layouts")
+    try:
+        return parse_layout(code, orders)
+    except SpecError as exc:
+        key = "layouts" if (exc.field or "").startswith("layouts") else "layout"
+        raise SpecError(exc.message, context.where(node, key), f"{dotted}.{exc.field}", exc.hint) from None
+
+
+def _expression(context: Context, parent: Any, key: Any, value: Any, field_path: str, names: set[str]):
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise context.error(f"must be a whole number or an expression, got {kind_name(value)}", parent, key,
+                            field_path)
+    try:
+        expression = expr.parse(value)
+        if not expression.names:
+            expression.evaluate_int({})
+    except expr.ExpressionError as exc:
+        raise context.error(str(exc), parent, key, field_path) from None
+    unknown = sorted(expression.names - names)
+    if unknown:
+        raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}", parent, key,
+                            field_path, hint=f"names available: {', '.join(sorted(names))}")
+    return expression
+
+
+def _expressions(context: Context, node: dict, key: str, dotted: str, names: set[str], what: str,
+                 field_path: str | None = None) -> dict[str, expr.Expression]:
+    field_path = field_path or f"{dotted}.{key}"
+    mapping = node.get(key, {})
+    if not isinstance(mapping, dict):
+        raise context.error(f"{key.split('.')[-1]} is {what}, got {kind_name(mapping)}", node, key, field_path)
+    check_keys(context, mapping, OPERANDS, field_path)
+    return {operand: _expression(context, mapping, operand, value, f"{field_path}.{operand}", names)
+            for operand, value in mapping.items()}
+
+
+def _batch(context: Context, node: dict, dotted: str, names: set[str]):
+    value = node.get("batch", 1)
+    if not isinstance(value, dict):     # ``batch: 4``: a count with tight strides
+        return _expression(context, node, "batch", value, f"{dotted}.batch", names), {}
+    check_keys(context, value, ("count", "stride"), f"{dotted}.batch")
+    count = _expression(context, value, "count", value.get("count", 1), f"{dotted}.batch.count", names)
+    strides = _expressions(context, value, "stride", dotted, names | {"batch"},
+                           "{a: EXPR, b: EXPR, c: EXPR} in elements (0 for a or b: one matrix for every batch)",
+                           field_path=f"{dotted}.batch.stride")
+    return count, strides
+
+
+def _scales(context: Context, node: dict, dotted: str, types) -> tuple[float, float]:
+    if "scales" not in node:
+        return 1.0, 1.0
+    value = node["scales"]
+    if not isinstance(value, dict):
+        raise context.error(f"scales is a mapping like {{a: 0.5, b: 2.0}}, got {kind_name(value)}", node, "scales",
+                            f"{dotted}.scales")
+    if not types.is_fp8:
+        raise context.error("per-tensor scales are for fp8 inputs (types: {a: e4m3})", node, "scales",
+                            f"{dotted}.scales")
+    check_keys(context, value, ("a", "b"), f"{dotted}.scales")
+    scale = [1.0, 1.0]
+    for index, key in enumerate("ab"):
+        if key in value:
+            number = check_number(context, value[key], value, key, f"{dotted}.scales.{key}")
+            if not number > 0:
+                raise context.error(f"a scale is a positive number, got {number}", value, key,
+                                    f"{dotted}.scales.{key}")
+            scale[index] = float(number)
+    return scale[0], scale[1]
+
+
+# ----------------------------------------------------------------------------------- per shape
+
+
+def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, dict[str, int]]:
+    """The operands of `kernel` on `shape`, laid out and checked, and the values of `LAYOUT_NAMES`.
+
+    An untyped kernel gets tight row-major operands and one matrix. Mistakes
+    (an expression that cannot be evaluated, a leading dimension or batch
+    stride too small for its matrix) raise a `SpecError` whose field is
+    relative to the kernel (``ld.a``, ``batch.count``).
+    """
+    env: dict[str, Any] = {**shape.as_env(), **kernel.numeric_params}
+    spec = kernel.operands
+    if spec is None:
+        operands = gemm_operands(shape.M, shape.N, shape.K)
+        return operands, _names(operands)
+
+    def evaluate(expression: expr.Expression, field_name: str, names: Mapping[str, Any]) -> int:
+        try:
+            return expression.evaluate_int(names)
+        except expr.ExpressionError as exc:
+            raise SpecError(f"{expression.source!r}: {exc}", field=field_name) from None
+
+    ld = {key: evaluate(e, f"ld.{key}", env) for key, e in spec.ld.items()}
+    tight = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders)
+    lds = {f"ld{key}": ld.get(key, getattr(tight, key).ld) for key in OPERANDS}
+    batch = evaluate(spec.batch, "batch.count", {**env, **lds})
+    strides = {key: evaluate(e, f"batch.stride.{key}", {**env, **lds, "batch": batch})
+               for key, e in spec.strides.items()}
+    operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides)
+    return operands, _names(operands)
+
+
+def _names(operands: GemmOperands) -> dict[str, int]:
+    return {**operands.kernel_scalars(), "batch": operands.batch}

@@ -1,0 +1,113 @@
+"""Tuning results that last across runs: a case measured once is not measured again unless asked (``--fresh``).
+
+The key is everything that decides a measurement: the kernel source and the
+local headers it includes (their SHA-256), the function and template
+parameters, the options and target, the launch expressions, the shape, the
+precision, the scalars and the verify and measure settings, and where it ran:
+the GPU's name and SM count, the driver and the NVRTC version. Nothing else
+(no path, no time), so a checkout can move and still hit.
+
+Entries live beside the CUBIN cache (`driver_gemm.cuda.cache.directory()`,
+under ``tune/``) and follow its rules: one file per entry, a magic line, the
+SHA-256 of the rest, then the JSON of the `CaseResult`; written to a temporary
+file and renamed into place; an entry whose checksum fails is ignored (and
+overwritten by the next store). ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Mapping
+
+from ..cuda import cache as cubin_cache
+from ..cuda.compile import local_headers
+from ..results.records import CaseResult
+from ..specfile.model import KernelSpec, Shape, Spec
+
+_MAGIC = b"driver-gemm-tune-v1\n"
+FORMAT_VERSION = 1
+
+
+def source_digest(path: str | Path) -> str:
+    """SHA-256 over a kernel source and every local ``#include "..."`` it reaches (names and texts)."""
+    path = Path(path)
+    text = path.read_text()
+    digest = hashlib.sha256(path.name.encode() + b"\0" + text.encode() + b"\0")
+    for header, header_text in sorted(local_headers(text, path.resolve().parent).items()):
+        digest.update(header.encode() + b"\0" + header_text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def environment_identity(environment: Mapping) -> dict:
+    """The part of a run's environment (`RunResult.environment`) that decides a measurement."""
+    device = environment.get("device") or {}
+    return {"gpu": device.get("name"), "sm_count": device.get("sm_count"),
+            "driver": environment.get("driver_version"), "nvrtc": environment.get("nvrtc_version")}
+
+
+def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mapping, arch: str) -> str:
+    """The hex digest naming the tuning-cache entry of `kernel` on `shape` (see the module's docstring)."""
+    description = {
+        "format": FORMAT_VERSION,
+        "source": source_digest(kernel.source),
+        "function": kernel.function,
+        "params": dict(sorted(kernel.params.items())),
+        "options": list(kernel.options),
+        "target": kernel.target(arch),
+        "launch": {"block": [e.source for e in kernel.block], "grid": [e.source for e in kernel.grid],
+                   "shared_bytes": kernel.shared_bytes.source,
+                   "signature": [[path, a.name, a.ctype, a.value.source if a.value is not None else None]
+                                 for path, a in kernel.leaf_arguments()]},
+        "shape": [shape.M, shape.N, shape.K],
+        "precision": kernel.precision,
+        "scalars": dict(sorted(spec.scalars.items())),
+        "verify": dataclasses.asdict(spec.verify),
+        "measure": dataclasses.asdict(spec.measure),
+        "where": environment_identity(environment),
+    }
+    return hashlib.sha256(json.dumps(description, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class TuningCache:
+    """Known `CaseResult`s by key, on disk; `fresh=True` ignores what is known but still records anew."""
+
+    def __init__(self, directory: str | Path | None = None, *, fresh: bool = False):
+        self.directory = Path(directory) if directory is not None else cubin_cache.directory() / "tune"
+        self.fresh = fresh
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def enabled(self) -> bool:
+        return cubin_cache.enabled()
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def lookup(self, key: str) -> CaseResult | None:
+        """The recorded case for `key`, or None when unknown, corrupt, disabled or `fresh`."""
+        found = None if self.fresh or not self.enabled else self._read(key)
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def store(self, key: str, case: CaseResult) -> None:
+        """Record a finished case; only a verified, timed one is worth keeping. Never fatal."""
+        if not self.enabled or not case.ok or case.timing is None:
+            return
+        body = json.dumps(case.as_dict(), sort_keys=True).encode()
+        cubin_cache.write_entry(self.path_for(key), _MAGIC, body)
+
+    def _read(self, key: str) -> CaseResult | None:
+        body = cubin_cache.read_entry(self.path_for(key), _MAGIC)
+        if body is None:
+            return None
+        try:
+            return CaseResult.from_dict(json.loads(body))
+        except (ValueError, KeyError, TypeError):
+            return None
