@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .. import output_files
 from ..errors import UsageError
 from ..report.lines import say
 
@@ -49,7 +50,7 @@ class _ErrorConsole(Console):
 def _uncut_width(console: Console, table) -> int:
     """The width at which `table` shows every value whole. rich's narrowing of a table too wide for its console
     does not keep each column's narrowest width (it can cut a single-word label): only the table's own does."""
-    from rich.measure import Measurement
+    from rich.measure import Measurement   # rich is heavy: imported once a table is printed
 
     return Measurement.get(console, console.options.update_width(1 << 14), table).maximum
 
@@ -75,10 +76,8 @@ class _Stream:
             return 0
         if isinstance(error, BrokenPipeError):
             raise error
-        from ..output_files import OutputError, reason_of
-
-        reason = reason_of(error) if isinstance(error, OSError) else "it is closed"
-        raise OutputError(f"stdout could not be written ({reason}): the rest of the output is lost") from None
+        reason = output_files.reason_of(error) if isinstance(error, OSError) else "it is closed"
+        raise output_files.OutputError(f"stdout could not be written ({reason}): the rest of the output is lost") from None
 
     def write(self, text: str) -> int:
         try:
@@ -208,23 +207,17 @@ def check_output_file(path: Path | None, option: str) -> None:
     or a path under something that is not a folder, would otherwise fail only
     when the results are ready, and lose them (see `driver_gemm.output_files`).
     """
-    from ..output_files import check_output
-
-    check_output(path, option)
+    output_files.check_output(path, option)
 
 
 def check_output_folder(path: Path | None, option: str) -> None:
     """As `check_output_file`, for a folder the command fills (created when missing)."""
-    from ..output_files import check_output_folder as check_folder
-
-    check_folder(path, option)
+    output_files.check_output_folder(path, option)
 
 
 def refuse_aliases(outputs, inputs=()) -> None:
     """Refuse an output that is one of the command's inputs or another output (`output_files.refuse_aliases`)."""
-    from ..output_files import refuse_aliases as refuse
-
-    refuse(outputs, inputs)
+    output_files.refuse_aliases(outputs, inputs)
 
 
 def spec_inputs(spec) -> list[tuple[str, Path]]:

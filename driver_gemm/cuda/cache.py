@@ -29,6 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
+from ..output_files import OutputError, write_file
+
 _MAGIC = b"driver-gemm-cubin-v1\n"
 FORMAT_VERSION = 1
 
@@ -130,8 +132,6 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
     sees half an entry, and one that cannot be written is skipped: a cache
     is never fatal.
     """
-    from ..output_files import OutputError, write_file
-
     try:
         write_file(target, magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     except OutputError:

@@ -148,7 +148,7 @@ def _lz4_count(block: bytes, position: int, count: int) -> tuple[int, int]:
 def _lz4_block(block: bytes, size: int, source: str) -> bytes:
     """Decode one LZ4 block of `size` bytes decoded: by the `lz4` module where it is installed, else in Python."""
     try:
-        from lz4 import block as lz4_block
+        from lz4 import block as lz4_block   # optional: the fatbin extra
     except ImportError:
         lz4_block = None
     if lz4_block is None or size <= 0:   # the module needs the decoded size, which a fatbin entry states

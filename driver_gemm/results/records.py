@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
@@ -203,8 +204,6 @@ class RunResult:
         writes several times faster than the indenting one (which is pure
         Python): this is the last thing a run does before its tables.
         """
-        from ..output_files import write_file
-
         fields = self.as_dict()
         cases = fields.pop("cases")
         head = json.dumps(fields, indent=1)[:-2]          # without its closing "\n}"
@@ -241,8 +240,6 @@ class CaseLog:
     """
 
     def __init__(self, path: str | Path):
-        from ..output_files import AppendOnlyFile
-
         self.path = Path(path)
         self.has_header = self.path.exists() and self.path.stat().st_size > 0
         self._file = AppendOnlyFile(self.path)   # opened with the first line: a run that never starts leaves no file

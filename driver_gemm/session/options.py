@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:      # the worker's module is heavy; this one is imported before the workers are spawned
-    from .worker import GpuWorker
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -42,7 +39,7 @@ class Placement:
     isolate: bool = False
     context: Any = None
     stream: Any = None
-    gpu_worker: "GpuWorker | None" = None
+    gpu_worker: Any = None            # a runners.worker.GpuWorker (a higher layer, so not imported here)
 
     def __post_init__(self) -> None:
         if isinstance(self.device, bool) or not isinstance(self.device, int) or self.device < 0:
