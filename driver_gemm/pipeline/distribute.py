@@ -1,32 +1,10 @@
 """Cases spread over the GPUs of several machines (or, for a library caller, of one) on Dask.
 
-``driver-gemm run --scheduler ADDRESS`` comes here; ``--devices`` on one
-machine needs no Dask (`local_gpus.py`). The spec is cut into tasks by
-`schedule.plan_tasks`: a large shape into groups of its kernels, small shapes
-bundled whole, each task about even under an estimated cost. Every GPU is
-driven by one single-threaded Dask worker, and the scheduler hands a worker
-its next task only when it is free, largest first, so what the estimate gets
-wrong is absorbed by the GPUs that finish early. Each Dask worker keeps one
-`GpuWorker` (a child process with its context, cuBLAS handle and loaded
-modules) for the whole run and sends it every task it takes; it is started
-as soon as the cluster is up, so that its start-up overlaps the planning,
-and stopped when the run ends. A case that crashes it becomes an ERROR row
-and a new process takes the rest, as in a run on one GPU. What a task reuses
-and runs, and how its cases land, is `gpu_tasks` (shared with the local
-driver): the GPU that takes a task runs the cuBLAS case(s) of its shapes the
-first time it takes them and reuses them after, so every kernel's % of
-cuBLAS is measured on the GPU that ran the kernel, and each kernel row's
-``measured_against`` names its baseline (kernel, shape, GPU). The cases
-reach the caller as they finish (a Dask event each), so an interrupted run
-keeps every finished case of every GPU.
-
-Dask is an optional extra (``pip install driver-gemm[dask]``). Start a
-scheduler and, on every machine, one worker per GPU (``dask-cuda-worker``,
-or ``dask worker`` with ``CUDA_VISIBLE_DEVICES`` set), and pass the
-scheduler's address. Workers must be allowed to start processes
-(``distributed.worker.daemon: false``). `gpu_cluster` without an address
-starts a local cluster (dask-cuda's one-worker-per-GPU cluster when it is
-installed).
+``driver-gemm run --scheduler ADDRESS`` comes here (``--devices`` on one machine needs no Dask:
+`local_gpus`). The spec is cut into tasks (`schedule.plan_tasks`) that the scheduler hands to
+whichever single-threaded worker, one per GPU, is free; each keeps one `GpuWorker` process for the
+run, and `gpu_tasks` runs and lands a task's cases. Dask is an optional extra
+(``pip install driver-gemm[dask]``); setting up a cluster: docs/multi-gpu.md.
 """
 
 from __future__ import annotations

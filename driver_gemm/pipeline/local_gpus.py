@@ -1,27 +1,10 @@
 """Cases spread over several GPUs of this machine: one thread per GPU in this process, no cluster to start.
 
-The spec is cut into tasks by `schedule.plan_tasks` (a large shape into
-groups of its kernels, small shapes bundled whole, largest first), and the
-tasks wait in one shared list. Each GPU has a thread here and a `GpuWorker`
-(the child process with its context, cuBLAS handle and loaded modules that
-runs the GPU's cases); the thread takes the next task from the list whenever
-its GPU is free, so what the cost estimate gets wrong is absorbed by the GPU
-that finishes early. The worker processes are spawned before anything else,
-so their start-up overlaps describing the GPUs, planning and compiling; each
-is kept for every task its GPU takes, replaced after a crash (which costs
-only the case that caused it, as on one GPU), and told to stop by its thread
-as soon as the list is empty, without waiting: its teardown then overlaps the
-other GPUs' last cases and the writing of the results.
-
-The threads mostly wait on their worker processes; they do not land cases:
-each finished case goes to this thread (the caller's) through a queue and
-lands there (`gpu_tasks.Landing`), measured against the baseline of the GPU
-that ran it, so `on_result` is only ever called from the caller's thread and
-Ctrl-C, which Python delivers there, keeps every case that finished: the GPU
-processes are then cancelled and nothing they cut short is recorded.
-
-What a task reuses and runs is `gpu_tasks`, shared with the Dask driver
-(`distribute.py`), which is for GPUs of several machines.
+The spec is cut into tasks (`schedule.plan_tasks`) in one shared list; each GPU's thread takes the
+next whenever its `GpuWorker` process is free, so a wrong estimate is absorbed by the GPU that ends
+early. Finished cases come back through a queue and land on the caller's thread (`gpu_tasks`), so
+`on_result` runs there and Ctrl-C keeps every finished case. Dask, for several machines:
+`distribute`. How it works: docs/multi-gpu.md.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """Cases run in a child process, so that a kernel that faults or hangs cannot take the run down.
 
-A fault (illegal address, trap, misaligned access) leaves CUDA unusable in
-the whole process that hit it: every later call, even creating a new context,
-returns the same error. So the parent never touches a context; a `GpuWorker`
-owns one child process on one GPU, which makes its session (context, cuBLAS
-handle, loaded modules) once and then runs every batch of cases it is sent,
-sending each result back as it finishes. A run on one GPU sends it one batch;
-a GPU of a run on several GPUs keeps its worker for the whole run and sends it
-one batch per task, so the process, its context and its modules are paid for
-once, not once per task.
-
-When the child reports a fault, dies, or spends longer than the case timeout
-on one case, the parent records that case (Status.ERROR or Status.TIMEOUT),
-ends the child and starts a new one on the cases that remain (and on later
-batches). A child that cannot start (its session fails, or it is silent past
-`STARTUP_TIMEOUT_S`) is reported as such on every remaining case, marked not
-run so that a resume runs them; later batches of the same worker are given up
-at once with the same reason. Nothing finished is lost or run twice.
-`cancel`, from another thread (a run on several GPUs that is interrupted),
-kills the child at once; nothing it cut short is recorded and no new child
-starts.
+A fault leaves CUDA unusable in the whole process that hit it, so the parent never touches a
+context: a `GpuWorker` owns a child process on one GPU that makes its session once and runs every
+batch it is sent. When the child faults, dies or overruns the case timeout, the parent records that
+case (ERROR or TIMEOUT) and a new child takes the rest; nothing finished is lost or run twice.
+More on faults: docs/debugging.md.
 """
 
 from __future__ import annotations
@@ -51,7 +36,7 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool | None
 
     The real session's GPU is opened (cuInit, its context) on a thread of
     its own before the modules a session needs are imported: the driver's
-    half second hides behind the imports'. With `want_cublas` None the child
+    start hides behind the imports'. With `want_cublas` None the child
     was spawned before the command knew its specs: it then waits for
     ("session", want_cublas) before it makes the rest of its session (the
     parent's end of the pipe closing first ends it quietly, its device
