@@ -1,16 +1,10 @@
 """pytest integration for GPU test rigs: a `gpu` marker, device and runner fixtures, and spec cases as tests.
 
-- ``@pytest.mark.gpu`` skips a test, with the reason, where there is no CUDA driver or GPU.
-- ``gemm_device`` (session): the `Device` chosen by ``--gemm-device`` or ``DRIVER_GEMM_DEVICE``.
-- ``gemm_run``: a function that runs a spec (a path, a `Spec` or a dict) on that GPU and returns its `RunResult`.
-- ``--gemm-spec PATH`` (repeatable) turns every case of the spec into a test with a readable id,
-  ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]-1001x513x777``; the spec runs once, the first time one of its
-  cases is needed, and each test fails with its case's diagnosis.
-- Performance gates (`driver_gemm.report.gates`): ``--gemm-min-pct 80`` or ``NAME=95`` (and each kernel's
-  ``min_pct:``), ``--gemm-baseline-results OLD.json`` with ``--gemm-regression-threshold PCT``; a case
-  that fails a gate fails its test with the measured and required figures and the noise.
-- ``--gemm-results FILE``: judge recorded results of the spec (e.g. from ``driver-gemm run``) instead of
-  running it: no GPU needed.
+``@pytest.mark.gpu`` skips a test where there is no GPU; ``gemm_device`` is the `Device` of
+``--gemm-device``; ``gemm_run`` runs a spec and returns its `RunResult`; ``--gemm-spec PATH`` makes
+every case of a spec a test with a readable id, failing with its diagnosis; the gates of
+`driver_gemm.report.gates` (``--gemm-min-pct``, ``--gemm-baseline-results``) fail a case's test;
+``--gemm-results FILE`` judges recorded results without a GPU. Options in full: docs/embedding.md.
 """
 
 from __future__ import annotations

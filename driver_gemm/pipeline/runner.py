@@ -1,15 +1,10 @@
 """The whole data flow for a spec: plan and compile once, then run each case's steps, in-process or isolated.
 
-`run_spec` is what ``driver-gemm run`` and library users call. It only
-sequences: `build.plan_cases` plans every case and compiles what can run,
-`funnel.execute_case` runs one case's steps (`steps.py`) through the error funnel,
-and `run_in_process` or a `worker.GpuWorker` runs the cases. Each case ends
-as a `CaseResult`, whatever happens to it: any exception inside a case, from
-a CUDA error to a plain bug, becomes that case's ERROR record with its
-message and the run goes on; a fault that leaves CUDA unusable (an illegal
-address, a trap) is recorded and, in an isolated run, the rest continue in a
-new worker process. Results are handed to `on_result` as they land, so
-nothing already measured is lost.
+`run_spec` is what ``driver-gemm run`` and library users call. It only sequences: `build.plan_cases`
+plans and compiles, `funnel.execute_case` runs one case's steps through the error funnel, and
+`run_in_process` or a `worker.GpuWorker` runs the cases. Every case ends as a `CaseResult`: any
+exception inside it becomes its ERROR record and the run goes on; after a fault that leaves CUDA
+unusable an isolated run continues in a new process. Results reach `on_result` as they land.
 """
 
 from __future__ import annotations
@@ -38,23 +33,13 @@ def run_spec(spec: Spec, *, device: int = 0, isolate: bool = False, options: Run
              gpu_worker: GpuWorker | None = None) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
-    Results go into `result` (a new `RunResult` if none) as they finish and
-    are passed to `on_result`; if the caller interrupts the run, what was
-    collected stays in `result`. Cases in `previous` (from an interrupted run
-    being resumed) that really ran are kept as they are and not run again;
-    those the earlier run gave up on before reaching them (``not_run``) are
-    run now. With ``isolate=True`` the cases run in a child process, replaced
-    after a kernel fault or a hang (a fault leaves the whole process's CUDA
-    state unusable, so only a new process recovers); in-process, a fault ends
-    the run and the remaining cases are recorded as not run. In-process runs
-    can use a CUDA context and a stream that the caller already has (raw
-    handles, e.g. from CuPy or PyTorch): `context` and `stream`; they are
-    used, never destroyed. An isolated run starts its worker process before
-    planning and compiling, so that its start-up (imports, context, cuBLAS)
-    overlaps them; `gpu_worker` is one the caller keeps between runs (a GPU
-    of a run on several GPUs), used and left open. The seconds each worker
-    process took to start go to ``result.settings["worker_start_s"]``, and
-    where they went to ``worker_start_steps``.
+    Results go into `result` (a new `RunResult` if none) as they finish and to `on_result`; an
+    interrupted run keeps them there. Cases of `previous` (a resumed run) that ran are kept, those
+    marked ``not_run`` are run. With ``isolate=True`` cases run in a child process, replaced after a
+    fault or hang (only a new process recovers CUDA); in-process a fault ends the run, the rest marked
+    not run, and `context` and `stream` may be the caller's own raw handles (used, never destroyed).
+    `gpu_worker` is a worker the caller keeps between runs, left open; each worker's start-up seconds go
+    to ``result.settings["worker_start_s"]`` and ``worker_start_steps``.
     """
     if isolate and (context is not None or stream is not None):
         raise ValueError("a caller's context or stream can only be used in-process (isolate=False)")
