@@ -182,10 +182,10 @@ def from_cache_header(header: dict, image: bytes) -> Cubin | None:
         return None
 
 
-# NVRTC compiling in several threads of one process sometimes hands back an empty program log (seen
-# on a 16-core machine with NVRTC 13.5: 11 of 32 compiles, scripts/compile_check.py), and with it goes
-# ptxas's report of each kernel's registers and shared memory. Such a compile is done once more; if the
-# report is still missing, the resources are read from the CUBIN itself (all but the spills).
+# NVRTC compiling in several threads of one process sometimes hands back an empty program log (NVRTC
+# 13.5 on a many-core machine), and with it goes ptxas's report of each kernel's registers and shared
+# memory. Such a compile is done once more; if the report is still missing, the resources are read from
+# the CUBIN itself (all but the spills).
 REPORT_ATTEMPTS = 2
 
 

@@ -300,9 +300,9 @@ class DeviceBuffer(Owned):
 class PageLocked(Owned):
     """A NumPy array's memory page-locked (cuMemHostRegister) until closed, for copies at the link's full speed.
 
-    At 16384^2 the H200 machine copied 1 GiB from pageable memory in 0.27-0.37 s,
-    from page-locked memory in 0.02-0.04 s. The registration holds the array,
-    so its memory cannot be freed while it is registered.
+    Copies from pageable memory go through a staging buffer, several times
+    slower. The registration holds the array, so its memory cannot be freed
+    while it is registered.
     """
 
     def __init__(self, device: "Device", array: np.ndarray):

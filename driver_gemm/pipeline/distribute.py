@@ -150,20 +150,13 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                    make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> RunResult:
     """Run `spec` on `workers` (address, GPU ordinal), a task at a time to whichever is free; gather every case.
 
-    Before anything runs, each worker describes its GPU (`describe`, the
-    environment by default) and the run's environment and settings are
-    filled in, so a case log's header written with the first case describes
-    every GPU. Cases land in `result` (a new `RunResult` if none) one by one
-    as the GPUs finish them and are passed to `on_result`, so a caller
-    interrupted with Ctrl-C keeps every finished case. Cases of `previous`
-    (a resumed run) that ran are kept and not run again; a GPU reuses a
-    baseline of `previous` that it ran itself. The tasks are planned with
-    `model`; by default, with what each case took in earlier runs of the
-    spec on GPUs of the workers' models (`schedule.remembered_model`, read
-    where this runs). Each worker keeps one GPU worker process
-    (`make_worker`; None: the `part` needs none) from before its first task
-    to the end of the run; the processes each started, and their start-up
-    seconds, go to ``result.settings["gpu_workers"]``.
+    Each worker first describes its GPU (`describe`), so the case log's header describes every GPU.
+    Cases land in `result` (a new `RunResult` if none) as they finish and go to `on_result`, so an
+    interrupted caller keeps every finished case; cases of `previous` (a resumed run) that ran are kept,
+    and a GPU reuses its own baselines from it. Tasks are planned with `model` (default: what the
+    spec's cases took before on GPUs of these models, `schedule.remembered_model`). Each worker keeps
+    one GPU worker process (`make_worker`; None: `part` needs none) for the run; their start-ups go to
+    ``result.settings["gpu_workers"]``.
     """
     from distributed import wait
 

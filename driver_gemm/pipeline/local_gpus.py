@@ -80,23 +80,12 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
                       gpu_workers: dict[int, GpuWorker] | None = None, release_given: bool = False) -> RunResult:
     """Run `spec` on the GPUs `devices` of this machine, a task at a time to whichever is free; gather every case.
 
-    Each GPU is described (`describe`) and the run's environment and
-    settings filled before any case lands. Cases land in `result` (a new
-    `RunResult` if none) one by one as the GPUs finish them and are passed
-    to `on_result`, from the caller's thread; interrupted, `result` keeps
-    every finished case. Cases of `previous` (a resumed run) that ran are
-    kept and not run again; a GPU reuses a baseline of `previous` that it
-    ran itself. The tasks are planned with `model`; by default, with what
-    each case took in earlier runs of the spec on GPUs of these models
-    (`schedule.remembered_model`). Each GPU's worker process (`make_worker`;
-    None: the `part` needs none) lives from before the planning to the GPU's
-    last task; the processes each started, and their start-up seconds, go to
-    ``result.settings["gpu_workers"]``. `gpu_workers` are the caller's, by
-    GPU, started earlier (``driver-gemm run`` starts them before it asks the
-    driver anything, so that their start-up overlaps its own): used, and left
-    to the caller to close; with `release_given` (the caller's last run with
-    them) each is told to stop once its GPU has no task left, as the run's
-    own workers are.
+    As `distribute.run_on_workers`: GPUs described first, cases landing in `result` and passed to
+    `on_result` (from the caller's thread) as they finish, `previous`'s finished cases and own baselines
+    kept, tasks planned with `model`, each GPU's worker process (`make_worker`) kept to its last task,
+    start-ups in ``result.settings["gpu_workers"]``. `gpu_workers` are the caller's own, by GPU, started
+    earlier: used and left to the caller to close; with `release_given` (the caller's last run with
+    them) each is told to stop once its GPU has no task left.
     """
     devices = list(devices)
     given = dict(gpu_workers or {})

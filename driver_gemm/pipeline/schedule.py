@@ -315,17 +315,11 @@ def simulate(tasks: list[Task], workers: int, model: CostModel = CostModel()) ->
 def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list[Task]:
     """The tasks to hand out to `workers` GPUs, largest first: the cut whose simulated schedule ends soonest.
 
-    Coarser cuts pay less per task and fewer repeated baselines; finer ones
-    balance better, in the simulation and, more so, against what the
-    estimate gets wrong: a GPU that finds its tasks longer than estimated
-    leaves the later ones to the other. Each granularity in `GRANULARITIES`
-    (tasks per GPU) is simulated, with the shapes larger than a task cut or
-    kept whole (a shape whose baseline, operands and reference are costly
-    may be cheaper on one GPU, the small ones dealt around it), and of the
-    cuts within the slack of the
-    shortest the one with the most tasks is kept (on one GPU, the shortest):
-    `SLACK` for guessed costs, `REMEMBERED_SLACK` for remembered ones, in
-    proportion (`remembered_share`).
+    Coarser cuts pay less per task and repeat fewer baselines; finer ones balance better, above all
+    against what the estimate gets wrong. Each granularity of `GRANULARITIES` (tasks per GPU) is
+    simulated with large shapes cut and with every shape whole, and of the cuts within the slack of the
+    shortest (`SLACK`, less where costs are remembered: `REMEMBERED_SLACK`, `remembered_share`) the one
+    with the most tasks is kept (on one GPU, the shortest).
     """
     if workers < 1:
         raise ValueError("at least one worker")

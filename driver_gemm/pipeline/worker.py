@@ -120,20 +120,11 @@ def start_steps(ready: tuple, spawned: float) -> dict[str, float]:
 class GpuWorker:
     """The child process that runs cases on GPU `device`, kept between batches and replaced after a crash.
 
-    `start` spawns it without waiting (so that its start-up overlaps the
-    caller's planning and compiling); `run` waits for it where needed. The
-    seconds from spawning each process to its "ready" are appended to
-    `starts`, and where they went to `start_steps` (the interpreter and its
-    imports, then each part of the session, as the child reports them).
-    `target` is the child's entry point (`serve`, or a stand-in with its
-    signature in tests); `child_args` are passed to it after the device,
-    options and cuBLAS wish.
-
-    A worker made with `want_cublas` None is spawned before its caller
-    knows its specs (the command line does this first of all, so that the
-    child's interpreter and imports overlap its own): the child imports
-    what it needs and opens its GPU, then makes no session until `begin`
-    says whether it loads cuBLAS; `cancel` ends a child nothing will run on.
+    `start` spawns it without waiting (its start-up overlaps the caller's planning); `run` waits where
+    needed. Each process's seconds from spawn to "ready" go to `starts`, and where they went to
+    `start_steps`. `target` is the child's entry point (`serve`, or a stand-in in tests); `child_args`
+    follow the device, options and cuBLAS wish. With `want_cublas` None the child is spawned before the
+    specs are known and makes no session until `begin`; `cancel` ends a child nothing will run on.
     """
 
     def __init__(self, device: int, options: RunOptions = RunOptions(), *, want_cublas: bool | None = True,
