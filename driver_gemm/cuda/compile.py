@@ -1,12 +1,9 @@
 """Step 2 of the data flow: kernel source to CUBIN with NVRTC, with the compiler's resource report.
 
-Every source is compiled for one real architecture (``sm_90``), never to PTX:
-PTX from a newer NVRTC can be newer than the driver understands, while a
-CUBIN for the exact architecture always loads. ``-Xptxas -v`` makes ptxas
-report, per kernel, registers, barriers, stack frame, spills and static shared
-memory; they are parsed from the log and kept with the binary. A compile
-error becomes a `CompileError` that quotes the file, the line, the source line
-and the compiler's message.
+Every source is compiled for one real architecture, never to PTX: PTX from a newer NVRTC may be
+newer than the driver understands, while a CUBIN for the exact architecture always loads. ptxas's
+``-v`` report (registers, barriers, stack, spills, static shared memory) is parsed and kept with
+the binary. A compile error becomes a `CompileError` quoting file, line, source line and message.
 """
 
 from __future__ import annotations
