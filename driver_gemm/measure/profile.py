@@ -117,7 +117,12 @@ def run_ncu(command: Sequence[str], timeout_s: float = 600.0) -> list[ProfiledLa
 
 
 def parse_ncu_csv(text: str) -> list[ProfiledLaunch]:
-    """The launches of ncu's ``--csv --page raw`` output (see the module's docstring for the format)."""
+    """The launches of ncu's ``--csv --page raw`` output: one per launch row.
+
+    The format: ncu's own lines (``==PROF==``) may come first, then a header row of quoted names (launch
+    columns, then one per metric), a row of units, and one row per launch, every value quoted, numbers
+    with thousands separators (``"1,234,567"``); a metric ncu could not collect reads ``"n/a"``.
+    """
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
