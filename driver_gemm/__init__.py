@@ -1,24 +1,12 @@
 """driver-gemm: compile, launch, check and time CUDA GEMM kernels from Python, with no C++ harness.
 
-The names below are the public API; everything else is private and may change.
-
-Run a spec::
+The names below are the public API; everything else is private and may change::
 
     import driver_gemm as dg
     run = dg.run_spec(dg.load_spec("specs/seed.yaml"))
     assert run.ok, [c.message for c in run.cases if not c.ok]
-    run.write_json("seed.json")
 
-Or drive a kernel yourself::
-
-    with dg.Device(0) as device:
-        stream = device.stream()
-        kernel = dg.load_kernel(device, "kernels/02_smem_tiles.cu", "sgemm_smem_tiles<32>")
-        A, B = device.upload(a, stream), device.upload(b, stream)
-        C = device.alloc(4 * M * N)
-        kernel.launch((ceil(N / 32), ceil(M / 32)), (32, 32),
-                      [("ptr", A), ("ptr", B), ("ptr", C), ("int32", M), ("int32", N), ("int32", K)], stream)
-        c = C.download((M, N), numpy.float32, stream)
+Driving a kernel yourself (`Device`, `load_kernel`), and the pytest plugin: docs/embedding.md.
 """
 
 from __future__ import annotations
@@ -29,7 +17,7 @@ from .version import __version__
 
 # Where each public name lives. They are imported on first use (PEP 562), not here: a GPU worker process, or a
 # command that only reads a spec, then pays for the modules it uses and not for all of them (NVRTC, nvmath-python
-# and the report layer cost a few tenths of a second to import, before the first case can start).
+# and the report layer are slow to import, and that time comes before the first case can start).
 _PUBLIC = {
     "CublasSgemm": ".measure.baseline",
     "Comparison": ".report.comparison", "compare_runs": ".report.comparison",

@@ -1,14 +1,9 @@
 """Where the seed kernels and specs are: the checkout's top-level folders, else the copies shipped in the package.
 
-A source checkout (and an editable install, which imports from it) keeps the
-kernel sources in ``kernels/`` and the specs in ``specs/`` beside the
-``driver_gemm`` package. A wheel or sdist build copies both folders into the
-package as ``driver_gemm/_data/kernels`` and ``driver_gemm/_data/specs``
-(``setup.py``), so that an ordinary install finds them too. Either way the two
-folders stay side by side under one data root, so the specs' ``source:``
-paths, relative to the spec file (``../kernels/02_smem_tiles.cu``), hold.
-
-Imports nothing from the rest of driver-gemm, so that any layer may use it.
+A checkout (or an editable install) has ``kernels/`` and ``specs/`` beside the package; a wheel or
+sdist copies both into ``driver_gemm/_data/`` (``setup.py``). Either way they stay side by side, so
+the specs' relative ``source:`` paths hold. Imports nothing from the rest of driver-gemm, so that
+any layer may use it.
 """
 
 from __future__ import annotations

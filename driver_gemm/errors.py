@@ -1,21 +1,12 @@
 """Every error driver-gemm raises.
 
-Two families: mistakes of the user (a spec, a shape, a launch configuration, a
-command line, a kernel that does not compile), which carry the place they were
-made, and failures of the machine or the CUDA stack (no GPU, a missing tool, a
-CUDA call that failed), which carry the call, the error's name and its
-description. The CLI turns any of them into one line and an exit code.
-
-The rule: every error the package raises on purpose is a `DriverGemmError`
-subclass from this module. The only exceptions are programming errors, which
-are bugs in the calling code rather than conditions a user can meet: an
-``assert`` on an internal invariant, and ``ValueError`` for a Python API called
-with arguments no correct caller passes (a negative buffer size, an output of
-the wrong shape); and ``AttributeError`` for a name the package does not have
-(Python's protocol for the package's lazy attributes). Anything else that escapes a case in a run (a plain
-``RuntimeError`` from a library, say) is caught by the run's funnel and
-recorded as that case's ERROR. The checker that turns CUDA statuses into
-`CudaError` is `driver_gemm.cuda.check`.
+Two families: mistakes of the user (a spec, a shape, a launch configuration, a command line, a
+kernel that does not compile), which carry the place they were made, and failures of the machine
+or the CUDA stack, which carry the call, the error's name and its description; the CLI turns either
+into one line and an exit code. Every error raised on purpose is a `DriverGemmError` subclass; only
+programming errors escape it (``assert``, ``ValueError`` for arguments no correct caller passes,
+``AttributeError`` for a missing name). Any other exception in a case is recorded as its ERROR.
+CUDA statuses become `CudaError` in `driver_gemm.cuda.check`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """How a spec names a kernel function: a name, a template-id, or one overload picked by its parameter types.
 
-``function: gemm(const float*, const float*, float*, int)`` picks that overload
-of ``gemm``; NVRTC is asked for it with the name expression
-``static_cast<void(*)(const float*, const float*, float*, int)>(gemm)`` (with
-the template arguments after ``gemm`` for a template), and a CUBIN's symbol is
-matched by its demangled parameter types (`cuda.mangling.find_symbol`).
-
-Imports nothing from the rest of driver-gemm, so that any layer may use it.
+``function: gemm(const float*, const float*, float*, int)`` is asked of NVRTC as
+``static_cast<void(*)(const float*, const float*, float*, int)>(gemm)`` and matched in a CUBIN by
+its demangled parameter types (`cuda.mangling.find_symbol`). Imports nothing from the rest of
+driver-gemm, so that any layer may use it.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """pytest integration for GPU test rigs: a GPU marker, device and runner fixtures, and spec cases as tests.
 
-Every name carries a ``driver_gemm`` prefix, so that the plugin, loaded in every pytest session where
-driver-gemm is installed, changes nothing in a session that does not use it: a project's own ``gpu``
-marker, options and fixtures keep their own meaning.
-
-- ``@pytest.mark.driver_gemm_gpu`` skips a test, with the reason, where there is no CUDA driver or GPU.
-- ``driver_gemm_device`` (session): the `Device` chosen by ``--driver-gemm-device`` or ``DRIVER_GEMM_DEVICE``.
-- ``driver_gemm_run``: a function that runs a spec (a path, a `Spec` or a dict) on that GPU and returns
-  its `RunResult`.
-- ``--driver-gemm-spec PATH`` (repeatable) turns every case of the spec into a test with a readable id,
-  ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]-1001x513x777``; the spec runs once, the first time one of its
-  cases is needed, and each test fails with its case's diagnosis.
-- Performance gates (`driver_gemm.report.gates`): ``--driver-gemm-min-pct 80`` or ``NAME=95`` (and each
-  kernel's ``min_pct:``), ``--driver-gemm-baseline-results OLD.json`` with ``--driver-gemm-threshold PCT``;
-  a case that fails a gate fails its test with the measured and required figures and the noise.
-- ``--driver-gemm-results FILE``: judge recorded results of the spec (e.g. from ``driver-gemm run``)
-  instead of running it: no GPU needed.
+Every name carries a ``driver_gemm`` prefix, so a session that uses none of them is left as it was
+and a project's own ``gpu`` marker keeps its meaning. ``@pytest.mark.driver_gemm_gpu`` skips a test
+where there is no GPU; ``driver_gemm_device`` is the `Device` of ``--driver-gemm-device``;
+``driver_gemm_run`` runs a spec and returns its `RunResult`; ``--driver-gemm-spec PATH`` makes every
+case of a spec a test with a readable id, failing with its diagnosis; the gates of
+`driver_gemm.report.gates` (``--driver-gemm-min-pct``, ``--driver-gemm-baseline-results``) fail a
+case's test; ``--driver-gemm-results FILE`` judges recorded results without a GPU. Options in full:
+docs/embedding.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Where a command's wall time goes: named moments, in seconds since its process started.
 
-``driver-gemm run`` marks the moments that divide a run: the GPUs' worker
-processes spawned (before the specs are read), the specs read, the workers
-told to begin, the driver's answer, the tasks dealt (several GPUs), the
-workers' sessions made (by the worker's clock) and their being heard to be
-ready, each GPU's first and last case and the moment it had no task left,
-its worker told to stop, the results about to be written. They go into the
-results under ``settings["timeline_s"]``, so that what a run spends before
-its first case and after its last (the part a second GPU cannot halve) is
-read from the run itself rather than guessed from totals. The moments after
-the file is written (the results written, the tables shown, the workers let
-go) are kept too, for a caller that reads `marks` at the command's exit
-(``scripts/two_gpus.py`` does).
-
-The origin is the process's own start as the kernel records it (Linux's
-``/proc/self/stat``), so the interpreter's start and the imports count;
-where that cannot be read, the moment this module was imported.
+``driver-gemm run`` marks the moments that divide a run (workers spawned, specs read, tasks dealt,
+each GPU's first and last case, results written, ...) into ``settings.timeline_s``, so that
+what a run spends outside its cases is read from the run itself rather than guessed from totals.
+The origin is the process's start as Linux records it (``/proc/self/stat``), else this module's import.
 """
 
 from __future__ import annotations

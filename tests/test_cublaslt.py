@@ -248,8 +248,8 @@ def test_enum_values_match_nvmath():
 
 # ------------------------------------------------------------------------------------------------ GPU
 
-# The fp8 cases: cuBLASLt 13.1 on the H200 refused them while both scales shared one allocation and takes them
-# with a separate allocation each (docs/kernels.md); fp8 -> fp32 is checked against the
+# The fp8 cases: cuBLASLt refuses them when both scales share one allocation and takes them with a separate
+# allocation each; fp8 -> fp32 is checked against the
 # tolerance that admits Hopper's fp8 tensor-core accumulation (dtypes.FP8_TENSOR_CORE_UNIT_ROUNDOFF).
 @pytest.mark.gpu
 @pytest.mark.parametrize("node, code", [({"a": "bf16"}, "NN"), ({"a": "bf16"}, "TN"), ({"a": "fp16"}, "TT"),

@@ -1,8 +1,8 @@
 """`driver-gemm run` spawns its GPUs' worker processes before it reads its specs or asks the CUDA driver anything.
 
-A worker's start (interpreter, imports, context, cuBLAS) takes about a
-second on an H200, and the command's own imports, spec reading and cuInit
-most of one: spawned first, they overlap. A child spawned that early only
+A worker's start (interpreter, imports, context, cuBLAS) and the command's
+own imports, spec reading and cuInit each take a noticeable time: spawned
+first, they overlap. A child spawned that early only
 imports until the command has read its specs and tells it whether to load
 cuBLAS (`begin`); a command that ends before that kills it without its
 having touched a GPU. Checked here with stand-ins for the worker, the

@@ -2,8 +2,8 @@
 
 tests/data/ncu-raw-sm90.csv is written in the format ncu prints with ``--csv --page raw`` (ncu's own
 lines first, a quoted header of metric names, a units row, one quoted row per launch with thousands
-separators; "n/a" where a metric could not be collected), with the figures of a v10 profile on the H200;
-a GPU run confirms the metric names on the H200.
+separators; "n/a" where a metric could not be collected), with the figures of a v10 profile on an H200;
+a GPU run confirms the metric names.
 """
 
 import stat

@@ -135,8 +135,7 @@ def console() -> None:
     and closed (results, case logs, the compile cache) and every GPU worker
     was told to stop or was killed: what the interpreter's teardown would
     add is freeing modules and arrays the OS frees at once, and waiting for
-    workers that close their sessions on their own (a tenth of a second or
-    more after the last case, measured on an H200).
+    workers that close their sessions on their own.
     """
     _claim_closed_descriptors()
     code = main()

@@ -233,20 +233,12 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
 def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) -> dict:
     """The GPUs' worker processes, spawned before this process reads its specs; by GPU ordinal.
 
-    A worker's start (its interpreter, its imports and, behind them, its
-    context; then its stream, flusher and NVML) then overlaps this process's
-    own imports, spec reading, cuInit and planning, instead of following
-    them; this process's own cuInit is started on a thread too, so that it
-    overlaps its imports and spec reading instead of following them. Until
-    `_begin_early_workers` tells it the specs' wish for cuBLAS, a child makes
-    no session: a command that ends in bad input kills it. Only for GPUs
-    named up front (``--device all`` needs the driver's count first), with
-    worker processes (not ``--in-process``, ``--scheduler`` or
-    ``--sanitize``, nor ``--profile``, whose profiling follows the run), and
-    where the driver's library is present at all. The workers last for
-    every spec of the command; once its results are written they are told
-    to stop and left to close their sessions on their own (`held`), and
-    they are killed at once when the command ends in an error.
+    A worker's start (interpreter, imports, context) then overlaps this process's imports, spec
+    reading, cuInit and planning. Until `_begin_early_workers` says whether the specs want cuBLAS a
+    child makes no session, so bad input just kills it. Only for GPUs named up front, with worker
+    processes (not ``--in-process``, ``--scheduler``, ``--sanitize`` or ``--profile``) and a driver
+    library present. The workers serve every spec of the command; once the results are written they
+    are told to stop and left to exit on their own (`held`), and killed when the command fails.
     """
     if args.in_process or args.scheduler or args.sanitize or args.profile or ordinals == "all":
         return {}

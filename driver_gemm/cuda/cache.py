@@ -1,20 +1,11 @@
 """The disk cache of compiled CUBINs, kept apart from compiling.
 
-The key covers everything that changes the binary: the source and the local
-headers it includes, the file name (it is in the line table), the name
-expressions, the options, the architecture and the NVRTC version; no absolute
-path, so a cache directory can move between checkouts and machines. An entry
-is one file: a magic line, the SHA-256 of the rest, a JSON header, the image.
-The cache stores and returns that header (a plain dict) and the image; what
-they mean is the compiler's business (`compile.py`), so neither module imports
-the other's types.
-It is written to a temporary file and renamed into place, so readers never see
-half an entry; an entry whose checksum fails is ignored and rewritten.
-
-``DRIVER_GEMM_CACHE_DIR`` moves the cache (default: ``$XDG_CACHE_HOME/driver-gemm``
-or ``~/.cache/driver-gemm``; without a home directory, ``driver-gemm-cache-UID`` under
-the temporary folder, used only when it is this user's alone); ``DRIVER_GEMM_NO_CACHE=1``
-turns it off.
+The key covers everything that changes the binary (source and local headers, file name, name
+expressions, options, architecture, NVRTC version) and no absolute path, so a cache can move. An
+entry is one file (magic line, SHA-256 of the rest, a JSON header, the image), written to a
+temporary file and renamed into place; one whose checksum fails is ignored and rewritten. What the
+header means is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR`` moves it (default
+``$XDG_CACHE_HOME/driver-gemm`` or ``~/.cache/driver-gemm``); ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations

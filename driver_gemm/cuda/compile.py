@@ -1,12 +1,9 @@
 """Step 2 of the data flow: kernel source to CUBIN with NVRTC, with the compiler's resource report.
 
-Every source is compiled for one real architecture (``sm_90``), never to PTX:
-PTX from a newer NVRTC can be newer than the driver understands, while a
-CUBIN for the exact architecture always loads. ``-Xptxas -v`` makes ptxas
-report, per kernel, registers, barriers, stack frame, spills and static shared
-memory; they are parsed from the log and kept with the binary. A compile
-error becomes a `CompileError` that quotes the file, the line, the source line
-and the compiler's message.
+Every source is compiled for one real architecture, never to PTX: PTX from a newer NVRTC may be
+newer than the driver understands, while a CUBIN for the exact architecture always loads. ptxas's
+``-v`` report (registers, barriers, stack, spills, static shared memory) is parsed and kept with
+the binary. A compile error becomes a `CompileError` quoting file, line, source line and message.
 """
 
 from __future__ import annotations
@@ -182,10 +179,10 @@ def from_cache_header(header: dict, image: bytes) -> Cubin | None:
         return None
 
 
-# NVRTC compiling in several threads of one process sometimes hands back an empty program log (seen
-# on a 16-core machine with NVRTC 13.5: 11 of 32 compiles; docs/kernels.md), and with it goes
-# ptxas's report of each kernel's registers and shared memory. Such a compile is done once more; if the
-# report is still missing, the resources are read from the CUBIN itself (all but the spills).
+# NVRTC compiling in several threads of one process sometimes hands back an empty program log (NVRTC
+# 13.5 on a many-core machine), and with it goes ptxas's report of each kernel's registers and shared
+# memory. Such a compile is done once more; if the report is still missing, the resources are read from
+# the CUBIN itself (all but the spills).
 REPORT_ATTEMPTS = 2
 
 

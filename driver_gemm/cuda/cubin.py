@@ -1,34 +1,10 @@
 """Read a kernel's real parameters and resources from a CUBIN, without a GPU.
 
-A CUBIN is an ELF64 file (machine ``EM_CUDA``, 190). Each kernel is a global
-function symbol marked ``STO_CUDA_ENTRY`` whose code lives in
-``.text.<name>``; the assembler leaves what the driver needs to launch it in
-``.nv.info.<name>``, a sequence of EIATTR records: a format byte (``EIFMT``:
-1 no value, 2 byte, 3 half-word, 4 sized blob), an attribute byte, then a
-16-bit value or a 16-bit length and that many bytes. The image-wide
-``.nv.info`` holds the per-function records keyed by symbol index (register
-count, stack frame, minimum stack).
-
-Layouts below were read off CUBINs made here by NVRTC 13.5 and nvcc 13.0 for
-sm_75 to sm_120a and checked against ptxas's ``-v`` report:
-
-* ``e_flags``: ABI version 8 (``e_ident[EI_ABIVERSION]``, CUDA 13) keeps the
-  SM number in bits 8-15 (``0x06005a04`` is sm_90); ABI 7 (CUDA 12 and older)
-  kept it in the low byte with ``0x800`` marking an ``a`` target. CUDA 13 does
-  not mark ``sm_90a`` in ``e_flags`` at all: the tool-kit note
-  (``.note.nv.tkinfo``) quotes the ``-arch sm_90a`` it was built with, and
-  attribute 9 of ``.nv.compat`` is 1 for arch-specific code.
-* ``EIATTR_KPARAM_INFO`` (0x17): u32 index, u16 ordinal, u16 offset, u32 whose
-  bits 18-31 are the size in bytes. Offsets are relative to the parameter
-  window (``EIATTR_PARAM_CBANK``) and may start after padding: a 64-byte
-  aligned ``CUtensorMap`` is placed so its constant-bank address is aligned.
-* Registers: ``EIATTR_REGCOUNT`` (0x2f) in ``.nv.info``; CUBINs of older tool
-  kits kept them in the top byte of ``.text.<name>``'s ``sh_info`` instead,
-  which is the fallback.
-* Static shared memory: the size of ``.nv.shared.<name>``. From sm_90 on, an
-  image that reserves shared memory (section ``.nv.shared.reserved.0``) lays
-  the 1 KB system window at the start of each kernel's section, so ptxas's
-  "400 bytes smem" is a 1,424-byte section; the window is subtracted.
+A CUBIN is an ELF64 file (machine ``EM_CUDA``). Each kernel is a function symbol marked
+``STO_CUDA_ENTRY`` with its code in ``.text.<name>``; what the driver needs to launch it (parameter
+offsets and sizes, registers, stack, cluster dimensions) is in the EIATTR records of
+``.nv.info.<name>`` and the image-wide ``.nv.info``. The record layouts, as NVRTC and nvcc 13
+write them for sm_75 to sm_120a, are noted beside the constants below.
 """
 
 from __future__ import annotations
@@ -48,6 +24,20 @@ STT_OBJECT = 1
 STO_CUDA_ENTRY = 0x10
 RESERVED_SHARED_WINDOW = 1024   # sm_90+: bytes at the start of a kernel's shared section
 
+# An .nv.info record: a format byte (EIFMT: 1 no value, 2 byte, 3 half-word, 4 sized blob), an attribute
+# byte, then a 16-bit value or a 16-bit length and that many bytes. Layouts, checked against ptxas -v:
+# - e_flags: ABI version 8 (e_ident[EI_ABIVERSION], CUDA 13) keeps the SM number in bits 8-15 (0x06005a04
+#   is sm_90); ABI 7 (CUDA 12 and older) kept it in the low byte with 0x800 marking an `a` target. CUDA 13
+#   does not mark sm_90a in e_flags: the tool-kit note (.note.nv.tkinfo) quotes the -arch it was built
+#   with, and attribute 9 of .nv.compat is 1 for arch-specific code.
+# - KPARAM_INFO: u32 index, u16 ordinal, u16 offset, u32 whose bits 18-31 are the size in bytes. Offsets
+#   are relative to the parameter window (PARAM_CBANK) and may start after padding: a 64-byte aligned
+#   CUtensorMap is placed so its constant-bank address is aligned.
+# - Registers: REGCOUNT in .nv.info; older tool kits kept them in the top byte of .text.<name>'s sh_info,
+#   which is the fallback.
+# - Static shared memory: the size of .nv.shared.<name>. From sm_90 on, an image that reserves shared
+#   memory (.nv.shared.reserved.0) lays the 1 KB system window at the start of each kernel's section (so
+#   ptxas's "400 bytes smem" is a 1,424-byte section); the window is subtracted.
 # EIATTR numbers (the attribute byte of an .nv.info record).
 EIATTR_MAX_THREADS = 0x05
 EIATTR_PARAM_CBANK = 0x0A

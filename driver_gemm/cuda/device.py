@@ -1,18 +1,11 @@
 """Step 3a of the data flow: the GPU, our explicit context on it, and the handles that live in it.
 
-`Device` opens (or adopts) one CUDA context and owns everything created in it:
-streams, events, device buffers, loaded modules, CUDA graphs and cuBLAS
-handles register with it (as `Owned` handles) and are released, newest first,
-by `Device.close()` (also on ``with`` exit), before the context. Each handle
-can be closed earlier by its own ``close()``; a ``weakref.finalize`` is only
-the safety net for a handle nobody closed, and an error inside it becomes a
-warning, never an exception at exit. Every release makes the owning context
-current first (push, release, pop), so a handle freed from another thread or
-while another context is current goes to the right place. Every driver call
-goes through `check.check`.
-
-Over 400 lines on purpose: the device, its properties and every kind of handle
-it owns are one ownership story, read together.
+`Device` opens (or adopts) one CUDA context and owns everything created in it (streams, events,
+buffers, modules, graphs, cuBLAS handles, as `Owned` handles), released newest first by
+`Device.close()` or ``with`` exit, before the context. A handle's own ``close()`` may come earlier;
+a ``weakref.finalize`` is only the safety net, and warns rather than raises. Every release makes the
+owning context current first, so a handle freed from another thread goes to the right place. One
+module because the device, its properties and its handles are one ownership story.
 """
 
 from __future__ import annotations
@@ -51,10 +44,9 @@ def driver_module():
 def initialise_in_background() -> None:
     """Start cuInit on a thread of its own and return at once (the call releases the GIL).
 
-    A command that will ask the driver later (``driver-gemm run``, after
-    reading its specs) then finds it answered: its own half second of cuInit
-    overlaps its imports and spec reading instead of following them. What
-    fails here is raised again, and reported, by the first real call.
+    A command that will ask the driver later (``driver-gemm run``, after reading its specs) then finds
+    it answered: cuInit overlaps its imports and spec reading. What fails here is raised again, and
+    reported, by the first real call.
     """
     def initialise() -> None:
         try:
@@ -308,9 +300,9 @@ class DeviceBuffer(Owned):
 class PageLocked(Owned):
     """A NumPy array's memory page-locked (cuMemHostRegister) until closed, for copies at the link's full speed.
 
-    At 16384^2 the H200 machine copied 1 GiB from pageable memory in 0.27-0.37 s,
-    from page-locked memory in 0.02-0.04 s. The registration holds the array,
-    so its memory cannot be freed while it is registered.
+    Copies from pageable memory go through a staging buffer, several times
+    slower. The registration holds the array, so its memory cannot be freed
+    while it is registered.
     """
 
     def __init__(self, device: "Device", array: np.ndarray):
@@ -468,11 +460,10 @@ class Device:
 class OpeningDevice:
     """`Device(ordinal)` being opened on a thread of its own, for the caller to take when it needs it.
 
-    cuInit and the context take about half a second on an H200, with the GIL
-    released: a GPU worker process opens its device this way first, so that
-    the driver's work hides behind the worker's imports. `take` waits for it
-    and makes its context current in the calling thread (or raises what
-    opening it raised); `close` closes a device nobody took.
+    cuInit and the context take a noticeable time with the GIL released: a GPU worker process opens
+    its device this way first, so that the driver's work hides behind the worker's imports. `take`
+    waits for it and makes its context current in the calling thread (or raises what opening it
+    raised); `close` closes a device nobody took.
     """
 
     def __init__(self, ordinal: int):

@@ -1,19 +1,10 @@
 """Prebuilt kernel binaries: find the CUBIN for an architecture in a fatbin, and read PTX signatures.
 
-A fatbin (``nvcc -fatbin``) is a 16-byte header (u32 magic ``0xBA55ED50``,
-u16 version, u16 header size, u64 size of what follows) and then entries,
-each with its own header: u16 kind (1 PTX, 2 ELF), u16 version, u32 header
-size, u64 payload size (padded to 8), u32 compressed size, u32 (unused here), u16 minor,
-u16 major, u32 SM number, u32/u32 name, u64 flags, u64 zero, u64
-uncompressed size. Flags seen from nvcc 13.0: 0x1 64-bit, 0x10 Linux,
-0x2000 LZ4-compressed (``-compress-mode=speed``), 0x8000 Zstandard-compressed
-(the default), 0x100000 an arch-specific (``sm_90a``) entry.
-
-LZ4 blocks are decoded by the ``lz4`` module where it is installed, else by
-the pure-Python decoder here (the same bytes, slower on a large entry);
-Zstandard needs the ``zstandard`` module, and without it the error names the
-extra that installs both (``driver-gemm[fatbin]``) and how to rebuild without
-compression.
+A fatbin (``nvcc -fatbin``) is a 16-byte header (magic ``0xBA55ED50``) and entries, each with its own
+header giving its kind (PTX or ELF), SM number, sizes and flags (64-bit, LZ4 or Zstandard
+compression, an arch-specific ``sm_90a`` entry); the struct layouts are below. LZ4 is decoded here;
+Zstandard needs the optional ``zstandard`` module, and without it the error says how to rebuild
+without compression.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Where NVRTC finds the headers a kernel includes besides its own: the CUDA toolkit's, and stand-ins.
 
-NVRTC's wheel ships no headers at all: a kernel that includes ``<cuda_fp16.h>``,
-``<mma.h>``, ``<cuda/pipeline>`` or ``<cuda_runtime.h>`` compiles only with the
-toolkit's include folder on its search path, and one that includes ``<cstdio>``,
-``<cassert>`` or ``<cstdint>`` (as most kernel files written for nvcc do) not
-even then, because NVRTC has no C library. So every NVRTC compile searches, after
-the kernel's own folder and the spec's ``-I`` options:
-
-1. driver-gemm's own stand-ins (``nvrtc_headers/``): the C library headers,
-   giving the fixed-width integer types and limits (the rest of them NVRTC has
-   built in), and empty host-only headers (``<vector>``, ``<cublas_v2.h>``...)
-   so that a kernel file that includes them for its host runner still compiles;
-2. the CUDA toolkit's headers (one ``include`` folder, a complete one with the
-   compiler's ``crt/`` where there is one, and a ``cccl`` folder), found by
-   ``cuda.pathfinder`` ($CUDA_HOME/$CUDA_PATH, the CUDA wheels, /usr/local/cuda)
-   and in $CUDA_HOME, $CUDA_PATH and /usr/local/cuda.
-
-Both enter the cache key by what they are (the toolkit's version, the
-stand-ins' digest), not by where they are.
+NVRTC's wheel ships no headers and NVRTC has no C library, so after the kernel's own folder and the
+spec's ``-I`` options every compile searches driver-gemm's stand-ins (``nvrtc_headers/``: C library
+headers and empty host-only ones such as ``<vector>``), then the toolkit's ``include`` and ``cccl``
+folders (found by ``cuda.pathfinder`` and in $CUDA_HOME, $CUDA_PATH, /usr/local/cuda). Both enter
+the cache key by what they are (version, digest), not by where they are.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Launch attributes beyond grid and block: thread-block clusters, their scheduling, programmatic dependent launch.
 
-A launch with any of them goes through ``cuLaunchKernelEx`` with a
-``CUlaunchConfig`` whose attribute array says what is asked; a launch with
-none keeps the plain ``cuLaunchKernel`` path (one foreign call, no structure
-to build). Everything that can be checked without a GPU is checked by
-`LaunchAttributes.problems`, so `plan` refuses an impossible cluster with the
-spec's file and line before anything is compiled or launched; the driver's own
-answer (``cuOccupancyMaxActiveClusters``) is read at load time as a cross-check.
+A launch with any goes through ``cuLaunchKernelEx`` with a ``CUlaunchConfig``; one with none keeps
+the plain ``cuLaunchKernel`` path. `LaunchAttributes.problems` checks all that can be checked
+without a GPU, so `plan` refuses an impossible cluster at the spec's line before compiling; the
+driver's ``cuOccupancyMaxActiveClusters`` cross-checks at load time. More: docs/hopper.md.
 """
 
 from __future__ import annotations

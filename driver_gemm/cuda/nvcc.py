@@ -1,13 +1,10 @@
 """Step 2 with nvcc instead of NVRTC, for a kernel whose spec says ``compiler: nvcc``.
 
-nvcc has no name expressions, so the template instances are asked for by a
-small wrapper translation unit: it includes the kernel source and takes the
-address of each instance, which makes the front end instantiate it for the
-device. The wrapper is compiled with ``-cubin -arch=<target> -O3`` plus the
-kernel's options and ``-Xptxas -v``; the mangled name of each instance is
-then found in the CUBIN (`mangling.find_symbol`) and ptxas's report parsed
-as for NVRTC. Results share the disk cache, under a key that names nvcc and
-its version.
+nvcc has no name expressions, so a small wrapper translation unit includes the kernel source and
+takes the address of each template instance, which makes the front end instantiate it. It is
+compiled with ``-cubin -arch=<target> -O3 -Xptxas -v`` and the kernel's options; each instance's
+mangled name is then found in the CUBIN (`mangling.find_symbol`). Results share the disk cache,
+under a key that names nvcc and its version.
 """
 
 from __future__ import annotations

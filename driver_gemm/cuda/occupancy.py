@@ -1,18 +1,10 @@
 """Architecture limits and theoretical occupancy: pure functions, testable without a GPU.
 
-Two ways to get an `ArchLimits`. On a GPU, `limits_from_device` takes every
-figure the driver reports (cuDeviceGetAttribute, read into `DeviceProperties`)
-and fills in the few it does not report (allocation units and granularities)
-from the table of its architecture, so every compute capability works, known
-or not. Offline (`plan --arch sm_XY`), `arch_limits` reads the tables below.
-
-`occupancy` follows the CUDA occupancy calculator (``cuda_occupancy.h``):
-registers are allocated per warp in units of 256 and shared out per SM
-sub-partition, and a block's warps are rounded up to the number of
-sub-partitions for the per-block register check; shared memory per block is
-static + dynamic + the per-block reserve, rounded up to the allocation unit,
-against the largest carve-out (the driver's choice when the kernel states no
-preference); warps, threads and blocks per SM cap the rest.
+On a GPU, `limits_from_device` takes every figure the driver reports and fills in the few it does
+not (allocation units, granularities) from its architecture's table, so any compute capability
+works; offline (`plan --arch sm_XY`), `arch_limits` reads the tables below. `occupancy` follows the
+CUDA occupancy calculator (``cuda_occupancy.h``): registers per warp and sub-partition, shared
+memory with the per-block reserve rounded to the allocation unit, then warps, threads and blocks.
 """
 
 from __future__ import annotations

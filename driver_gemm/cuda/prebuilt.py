@@ -1,12 +1,9 @@
 """Step 2, for a kernel the spec gives as a binary: a prebuilt CUBIN, fatbin or PTX read as a `Cubin`.
 
-Nothing is compiled here. The file's bytes are kept as they are, because
-they are what ``cuModuleLoadData`` loads (the driver picks a fatbin's entry
-itself and JIT-compiles PTX). What the planner needs is read from them: the
-symbol that the spec's ``function:`` names (`mangling.find_symbol`), its
-parameters and, for machine code, its resources (`cubin.read_cubin`, on the
-fatbin's entry for the target). PTX has parameters (its ``.param`` list) but
-no resources until the driver has compiled it: the plan says so.
+Nothing is compiled: the bytes are kept as ``cuModuleLoadData`` loads them (the driver picks a
+fatbin's entry and JIT-compiles PTX). The planner's needs are read from them: the symbol
+``function:`` names, its parameters and, for machine code, its resources (`cubin.read_cubin`). PTX
+has no resources until the driver compiles it: the plan says so. Building one: docs/kernels.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """What the machine code is: a CUBIN disassembled, and a short instruction mix counted per kernel.
 
-The counts that explain a GEMM's speed are few: the math (FFMA for FP32,
-HMMA for warp-level tensor cores, HGMMA/QGMMA for Hopper's warpgroup ones),
-the shared-memory loads by width (a kernel that reads its tiles with
-LDS.128 issues a quarter of the loads of one using LDS), the global loads by
-width, the stores, the barriers, and the total. They are static counts (each
-instruction once, however often a loop runs it), enough to compare two
-builds of one kernel instruction for instruction.
-
-``cuobjdump -sass`` is used when found, else ``nvdisasm``: on PATH, or in the
-``nvidia-cuda-cuobjdump`` / ``nvidia-cuda-nvdisasm`` wheels (``nvidia/cu13/bin``).
+The counts that explain a GEMM's speed are few: the math (FFMA, HMMA, HGMMA/QGMMA), shared and
+global loads by width, stores, barriers and the total. They are static counts (each instruction
+once, however often a loop runs it), enough to compare two builds of a kernel. ``cuobjdump -sass``
+is used when found, else ``nvdisasm`` (on PATH or in the CUDA wheels' ``nvidia/cu13/bin``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Check a spec's ``signature:`` against the parameters the compiled kernel really takes.
 
-A signature is otherwise taken on trust: a kernel with six parameters given
-five names would launch with garbage in the sixth. The image says how many
-parameters there are and how many bytes each takes (`cubin.KernelImage`); a
-C++ kernel's mangled name also says their types (`mangling.demangle`). Both
-are compared with the signature's C types (`argtypes.C_TYPES`) before any
-launch. On a GPU, `param_slots_from_function` reads the same layout from the
-driver (``cuFuncGetParamInfo``, driver 12.4+) to cross-check the reading.
+Taken on trust, a signature of five names for six parameters would launch with garbage in the
+sixth. The image gives each parameter's size (`cubin.KernelImage`) and a mangled name their types
+(`mangling.demangle`); both are compared with the signature's C types before any launch. On a GPU,
+`param_slots_from_function` cross-checks with the driver (``cuFuncGetParamInfo``, driver 12.4+).
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """TMA tensor maps: planned and checked without a GPU, encoded with cuTensorMapEncodeTiled on one.
 
-A tensor map tells Hopper's tensor memory accelerator how a matrix lies in
-global memory (element type, extents, strides) and which box of it one copy
-moves into shared memory (box extents, swizzle, L2 promotion, what to fill
-outside the matrix). A kernel takes it as a ``const __grid_constant__``
-parameter of 128 bytes; the launcher encodes it per launch from the buffer's
-address and packs its bytes like any other argument.
-
-Every rule below is a requirement of cuTensorMapEncodeTiled (CUDA driver API
-reference); checking them here turns a driver's bare
-CUDA_ERROR_INVALID_VALUE into a message that names the field.
+A tensor map tells Hopper's tensor memory accelerator how a matrix lies in global memory and which
+box of it one copy moves into shared memory. A kernel takes it as a 128-byte
+``const __grid_constant__`` parameter, encoded per launch from the buffer's address. Every rule
+below is a requirement of cuTensorMapEncodeTiled, checked here so that the driver's bare
+CUDA_ERROR_INVALID_VALUE becomes a message naming the field. Using them: docs/hopper.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Element types of a GEMM: the table, exact encoding to and from their bits, draws, and tolerances.
 
-A kernel's operands are uploaded as raw bytes of their storage type and its
-output is read back the same way, so every type needs an exact map between a
-float64 value and its bit pattern. NumPy has no bf16 or fp8, so each small
-float format is described by its exponent and mantissa widths and decoded
-through a table of all its codes (256 or 65,536 entries); encoding rounds to
-nearest, ties to the even code, on the float64 bits (exact: no detour through
-float32, no double rounding). Nothing here needs
-``ml_dtypes`` (the tests compare with it when it is importable).
-
-fp8 e4m3 is the "fn" variant of the OCP FP8 specification (what CUDA's
-``__nv_fp8_e4m3`` and cuBLASLt's ``CUDA_R_8F_E4M3`` are): no infinities, a
-single NaN pattern per sign (all exponent and mantissa bits set), largest
-finite value 448. A value that rounds past the largest finite one becomes
-infinity where the format has it and NaN in e4m3 (as ``ml_dtypes`` does; the
-draws below never get there).
+Operands go up and come back as raw bytes of their storage type, so every type needs an exact map
+between a float64 value and its bit pattern. NumPy has no bf16 or fp8: each small float format is
+described by its exponent and mantissa widths and decoded through a table of all its codes;
+encoding rounds to nearest even on the float64 bits (no double rounding) and needs no
+``ml_dtypes``. fp8 e4m3 is the OCP "fn" variant (CUDA's ``__nv_fp8_e4m3``): no infinities, one NaN
+per sign, largest finite 448.
 """
 
 from __future__ import annotations
@@ -382,42 +373,20 @@ def parse_types(node: Mapping | None, *, where: str | None = None, field: str = 
 SAFETY = 5.0
 
 # Hopper's fp8 tensor cores add their products into an accumulator that keeps about 14 significant
-# bits between promotions to full fp32 (public measurements of sm_90's fp8 MMA; on the H200,
-# cuBLASLt's e4m3 -> fp32 matmul at K = 160 is 8.7e-5 off the float64 product,
-# docs/kernels.md, where an fp32 accumulation would be ~1e-6). A correct
-# fp8 GEMM may use them, so its accumulation is bounded with this unit roundoff, not fp32's.
+# bits between promotions to full fp32 (public measurements of sm_90's fp8 MMA; cuBLASLt's e4m3 matmuls
+# agree). A correct fp8 GEMM may use them, so its accumulation is bounded with this unit roundoff, not fp32's.
 FP8_TENSOR_CORE_UNIT_ROUNDOFF = 2.0 ** -14
 
 
 def error_bound(types: GemmTypes, K: int, *, safety: float = SAFETY) -> float:
     """The relative Frobenius error a correct GEMM of `types` with inner size `K` stays within.
 
-    Inputs are drawn exactly representable, so their rounding does not enter;
-    what does is (u is a type's unit roundoff, `ElementType.unit_roundoff`):
-
-    * the accumulation: every addition into a partial sum s rounds it by up
-      to u_acc |s|. For random-sign inputs the partial sums grow like sqrt(k)
-      and the K rounding errors add like a random walk, giving a relative
-      error of about sqrt(K / 6) u_acc against |c| ~ sqrt(K); we take
-      sqrt(K) u_acc. The same bound holds for blocked or split-K orders,
-      which only shorten the chains. Products are exact in an fp32
-      accumulator for every input type here (at most 11 + 11 significant
-      bits); an fp16 accumulator rounds each product once more: + u_acc.
-    * the output: rounding to the type of C costs up to u_out per element.
-    * tf32 only: the tensor cores round (or truncate, on Hopper's wgmma)
-      each fp32 input to 10 fraction bits, an error of up to 2 u_tf32 on A
-      and on B, random across the products: + sqrt(2) * 2 u_tf32.
-    * fp8 inputs: the accumulation's u is at least
-      `FP8_TENSOR_CORE_UNIT_ROUNDOFF` (2^-14), what Hopper's fp8 tensor
-      cores keep of a partial sum, so a correct tensor-core kernel (or
-      cuBLASLt's) passes; a kernel accumulating in fp32 sits far below it.
-
-    The sum is multiplied by `safety` (5), as the CUTLASS profiler and
-    cuBLAS's tests scale their epsilon-based bounds: a correct kernel sits
-    near a fifth of it or below, and a kernel that drops or repeats even a
-    few of K's terms lands well above it (a missing 1 % of the terms gives
-    sqrt(0.01) = 10 % error). int8 with int32 accumulation and output is
-    exact: the tolerance is 0.
+    Inputs are exactly representable, so only the arithmetic's rounding counts: sqrt(K) times the
+    accumulator's unit roundoff (at least `FP8_TENSOR_CORE_UNIT_ROUNDOFF` for fp8 inputs), plus one
+    for an fp16 accumulator's products, plus the output's, plus sqrt(2) * 2 u_tf32 for tf32's input
+    rounding; all times `safety` (as the CUTLASS profiler and cuBLAS's tests scale theirs), so that a
+    kernel dropping even 1 % of K's terms (10 % error) fails. int8 into int32 is exact: 0. The
+    derivation: docs/debugging.md.
     """
     if K < 0:
         raise ValueError(f"K must be non-negative, got {K}")

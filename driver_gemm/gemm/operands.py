@@ -1,22 +1,11 @@
 """Operands in memory: row- or column-major matrices with leading dimensions, in strided batches.
 
-A GEMM's operands are logical matrices, A (M x K), B (K x N) and C (M x N),
-repeated `batch` times. Each is stored in one flat buffer: element (i, j) of
-matrix b lives at ``b * batch_stride + i * ld + j`` when row-major and
-``b * batch_stride + j * ld + i`` when column-major, counted in elements.
-The leading dimension may exceed the tight one (padding) and the batch
-stride may exceed one matrix; A and B may also use stride 0, every batch
-reading the same matrix (a broadcast). Padding is filled with values a
-kernel must not use (NaN, or the most negative integer), and C's padding is
-checked after the launch: a kernel that writes there writes out of bounds.
-
-Layout codes, as a spec writes them (``layout: TN``): one letter for A and
-one for B, relative to the row-major storage of the rest of driver-gemm: N is
-stored as is (row-major: A with K contiguous, B with N contiguous), T is
-stored transposed (column-major: A with M contiguous, B with K contiguous).
-NN is the contract of the original kernels; NT stores both inputs K-major
-(cuBLAS and CUTLASS call that layout "TN": it is the one fp8 tensor cores
-need). C is row-major unless a spec says ``layouts: {c: col}``.
+Each of A (M x K), B (K x N) and C (M x N), repeated `batch` times, is one flat buffer: element
+(i, j) of matrix b is at ``b * batch_stride + i * ld + j`` row-major, ``... + j * ld + i``
+column-major. Padding is filled with values a kernel must not use, and C's is checked after the
+launch. Layout codes (``layout: TN``) give A's and B's storage: N as is (row-major), T transposed
+(column-major); NT stores both inputs K-major, the layout fp8 tensor cores need (cuBLAS calls it
+"TN"). C is row-major unless ``layouts: {c: col}``. The spec fields: docs/spec-reference.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The cuBLAS baseline: SGEMM through nvmath-python's cuBLAS bindings on our buffers and stream.
 
-cuBLAS is column-major. Row-major C = A @ B is, read column-major, C^T = B^T A^T,
-so we ask cuBLAS for that product with B first (m = N, n = M, k = K and leading
-dimensions N, K, N) and no transposes: the bytes it writes are row-major C.
-The handle is created while our context is current: a handle and a stream
-from different contexts fail with CUBLAS_STATUS_INTERNAL_ERROR. It is owned by
-the `Device`, like every other handle: destroyed (with the context current)
-by `close()` or, at the latest, by the device before its context goes.
+cuBLAS is column-major, so row-major C = A @ B is asked for as C^T = B^T A^T (B first, m = N, n = M,
+no transposes): the bytes it writes are row-major C. The handle is created with our context current
+(a handle and a stream of different contexts fail with CUBLAS_STATUS_INTERNAL_ERROR) and owned by
+the `Device`, like every other handle.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The SM clock while samples are taken: read through NVML, judged, summarised; locked only on request.
 
-A GPU that throttles (power cap, heat) runs a kernel slower for reasons that
-have nothing to do with the kernel, and a comparison between runs that does
-not know the clocks can call that a regression. nvbench reads the clock with
-each sample and discards samples taken under a fraction of the GPU's maximum
-clock (``--throttle-threshold``, 75% by default), waiting a little
-(``--throttle-recovery-delay``, 0.05 s) before sampling again. Here the
-clock is read once per batch of samples, through NVML (the optional
-``nvidia-ml-py`` package, module ``pynvml``, imported only when a clock source
-is opened); without it timing works exactly as before and the summary's clock
-fields stay empty.
-
-Locking clocks (``lock_sm_clock``) changes a setting of the GPU for every
-process on it and needs root. It is never done unless a caller asks for it
-by name, and the lock is undone when the ``with`` block ends, whatever happens.
+A GPU that throttles runs a kernel slower for reasons unrelated to the kernel, which a comparison
+could call a regression. As nvbench does, a batch of samples under a share of the maximum clock is
+dropped and sampling pauses; the clock is read once per batch through NVML (the optional
+``nvidia-ml-py``), without which the summary's clock fields stay empty. `lock_sm_clock` needs root,
+changes the GPU for every process, and is done only when asked for by name. More: docs/timing.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """The cuBLASLt baseline: one matmul with the kernel's types, layouts, batch, alpha and beta, on our buffers.
 
-Planning is pure (`plan_matmul`): it maps a GEMM's types and operand layouts
-to what cuBLASLt is told, or refuses with the reason, and is tested without a
-GPU. `CublasLtMatmul` owns a cuBLASLt handle and a workspace in our context
-and turns a plan into a callable that enqueues the matmul on our stream.
-
-cuBLASLt is column-major: D (m x n) = alpha op(A') op(B') + beta C, each
-matrix described by rows, columns and leading dimension of its column-major
-storage. driver-gemm's C is row-major, and a row-major M x N matrix is, read
-column-major, its N x M transpose. So C = A @ B is asked for as
-C^T = B^T A^T: m = N, n = M, cuBLASLt's A' is our B and its B' our A. A
-row-major operand read column-major is already the transpose that product
-needs (op = N); a column-major one is the matrix itself and needs op = T.
-When a spec stores C column-major there is nothing to swap: A' is our A,
-B' our B, and a row-major operand needs op = T.
-
-Either way, cuBLASLt's "TN" (op(A') = T, op(B') = N), which fp8 requires
-on sm_89 and sm_90, is our A row-major and our B column-major: both inputs
-K-contiguous (layout code NT in driver-gemm's spelling, see
-`operands`).
+`plan_matmul` (pure, tested without a GPU) maps a GEMM's types and layouts to what cuBLASLt is told,
+or refuses with the reason; `CublasLtMatmul` owns a handle and a workspace in our context and turns a
+plan into a callable on our stream. cuBLASLt is column-major and a row-major M x N matrix read
+column-major is its transpose, so C = A @ B is asked for as C^T = B^T A^T (m = N, n = M, cuBLASLt's
+A' is our B); a column-major C needs no swap. cuBLASLt's "TN", which fp8 requires on sm_89 and
+sm_90, is then our A row-major and B column-major (layout NT in `operands`' spelling).
 """
 
 from __future__ import annotations
@@ -171,8 +158,7 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
     16-byte aligned leading dimensions and batch strides and 16-byte aligned
     matrix dimensions: K, and C's contiguous extent, a whole number of 16
     bytes (cuBLAS documentation, cublasLtMatmul, "To use FP8 kernels": "pointers
-    and matrix dimension must support 16-byte alignment"; a K of 777 had the
-    heuristic itself fail on the H200). fp8's per-tensor scales go behind the
+    and matrix dimension must support 16-byte alignment"). fp8's per-tensor scales go behind the
     A and B scale pointers, each in its own allocation; alpha and beta are
     read from host memory. The module docstring explains the transposes.
     """
@@ -316,9 +302,8 @@ class CublasLtMatmul:
             self._set("cublasLtMatmulDescSetAttribute", lt.matmul_desc_set_attribute, desc, getattr(attribute, name),
                       value, lt.get_matmul_desc_attribute_dtype(getattr(attribute, name)))
         if plan.operand_scales is not None:
-            # Each scale in an allocation of its own (256-byte aligned): the scales once shared one buffer, the
-            # second at +4 bytes, and cuBLASLt refused every fp8 matmul at launch; what torch, nvmath-python and
-            # NVIDIA's fp8 sample pass are separately allocated scalars.
+            # Each scale in an allocation of its own (256-byte aligned): cuBLASLt refuses fp8 matmuls whose scales
+            # share one buffer; torch, nvmath-python and NVIDIA's fp8 sample pass separately allocated scalars.
             ours = {}
             for which, value in zip(("scale_a", "scale_b"), plan.operand_scales):
                 scale = self._device.upload(np.array([value], dtype=np.float32), self._stream)

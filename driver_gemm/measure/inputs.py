@@ -1,13 +1,10 @@
 """The inputs of a case: A, B (and C's starting values) drawn from a seed recorded with the case.
 
-A case's seed comes from the spec's seed and the shape's name, so the same
-case gets the same inputs in every run and on every GPU, every kernel of a
-shape and its cuBLAS row are measured on the same operands, and a failure
-can be reproduced from its record alone. The cases of one shape on one GPU
-share one draw of them, and the references worked out from them
-(`ShapeOperands`, which the GPU's session keeps): at 16384^3, drawing A and
-B on one thread took 2.5 s and the cuBLAS reference 1.1 s, per case, before
-they were shared.
+A case's seed comes from the spec's seed and the shape's name, so the same case gets the same
+inputs in every run and on every GPU, a shape's kernels and cuBLAS row share operands, and a failure
+can be reproduced from its record alone. The cases of one shape on one GPU share one draw and the
+references worked out from it (`ShapeOperands`, kept by the GPU's session), since drawing and the
+reference cost seconds at large shapes.
 """
 
 from __future__ import annotations
@@ -42,8 +39,8 @@ class Inputs:
 # drawn from its own generator seeded by (seed, operand, block), so that the blocks can be drawn on several
 # threads and the values depend on neither the thread count nor which other operands are drawn.
 DRAW_BLOCK_ELEMENTS = 1 << 20
-# Threads drawing blocks side by side (NumPy's generators fill arrays without the GIL): at 16384^3, one thread
-# took 2.5 s to draw A and B on the H200 machine's host.
+# Threads drawing blocks side by side (NumPy's generators fill arrays without the GIL): one thread takes
+# seconds to draw A and B at the largest shapes.
 DRAW_THREADS = max(1, min(8, os.cpu_count() or 1))
 OPERANDS = {"A": 0, "B": 1, "C0": 2}
 

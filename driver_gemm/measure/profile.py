@@ -1,28 +1,10 @@
 """Hardware counters per case: Nsight Compute (``ncu``) over the NVTX range the case already emits.
 
-`ncu_command` wraps a command that runs one case (e.g. ``driver-gemm run
-SPEC -k KERNEL -s SHAPE --no-timing --no-baseline``) in ncu: only the first
-launch of the case's kernel inside the case's NVTX range
-(``driver-gemm@LABEL SHAPE/``, a push/pop range of the ``driver-gemm``
-domain) is profiled, with the fixed metric list `METRICS`, and with
-``--clock-control none``: ncu must not change the GPU's clocks (it locks
-them to base by default; on a shared GPU that is not ours to do, and the
-timings beside the counters were taken at the GPU's own clocks).
-`run_ncu` runs it and `parse_ncu_csv` reads ncu's ``--csv --page raw``
-output; `summarize_profile` turns one profiled launch into the dict stored in the
-case's JSON (``CaseResult.profile``, or ``diagnosis`` until that field exists).
-
-The format of ``--csv --page raw`` (one row per profiled launch): ncu's own
-lines (``==PROF==``, ``==WARNING==``) may come first; then a header row of
-quoted names (``"ID"``, ``"Process ID"``, ``"Kernel Name"``, ..., then one
-column per metric, by its full name); then a row of units (empty for the
-launch columns, e.g. ``"nsecond"``, ``"byte"``, ``"%"``); then one row per
-launch, every value quoted and numbers printed with thousands separators
-(``"1,234,567"``) and a decimal point. A metric ncu cannot collect reads
-``"n/a"``.
-
-Profiling never changes a case's status: a missing ncu is a clear
-`ToolMissingError`, a failed profile an error message stored instead of counters.
+`ncu_command` wraps a command that runs one case so that ncu profiles only the first launch of the
+case's kernel in its range, with the fixed `METRICS` and ``--clock-control none`` (ncu must not
+lock a shared GPU's clocks, and the timings beside the counters were taken at its own clocks).
+`run_ncu` runs it, `parse_ncu_csv` reads ``--csv --page raw`` and `summarize` keeps what the case's
+JSON stores. Profiling never changes a case's status. Using it: docs/debugging.md.
 """
 
 from __future__ import annotations
@@ -135,7 +117,12 @@ def run_ncu(command: Sequence[str], timeout_s: float = 600.0) -> list[ProfiledLa
 
 
 def parse_ncu_csv(text: str) -> list[ProfiledLaunch]:
-    """The launches of ncu's ``--csv --page raw`` output (see the module's docstring for the format)."""
+    """The launches of ncu's ``--csv --page raw`` output: one per launch row.
+
+    The format: ncu's own lines (``==PROF==``) may come first, then a header row of quoted names (launch
+    columns, then one per metric), a row of units, and one row per launch, every value quoted, numbers
+    with thousands separators (``"1,234,567"``); a metric ncu could not collect reads ``"n/a"``.
+    """
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:

@@ -29,7 +29,7 @@ class StopReason(str, Enum):
         return self.value
 
 
-SAMPLE_DIGITS = 4   # significant digits kept of each raw sample: beyond the events' ~0.5 us resolution at 36 us
+SAMPLE_DIGITS = 4   # significant digits kept of each raw sample: beyond the events' ~0.5 us resolution on the shortest kernels
 
 
 def round_significant(value: float, digits: int = SAMPLE_DIGITS) -> float:

@@ -1,48 +1,9 @@
-"""Step 4b of the data flow: time a launch the way nvbench's cold measurement does.
+"""Time a launch the way nvbench's cold measurement does (step 4b of the data flow).
 
-The recipe, per case, and why each step is there:
-
-1. The case is checked once first (by the runner): a wrong kernel's time means nothing.
-2. Warm up (`warmup` launches, each after an L2 flush): the first launches pay
-   for module loading, TLB misses and clocks ramping up.
-3. Take samples in batches. A sample is: flush L2, record an event, launch,
-   record an event. The flush (a write of twice the L2's size) makes every
-   sample a cold GEMM, as a real program sees it between other work; the
-   event pair brackets the launch alone, flush excluded.
-4. Each batch is queued behind a gate, a one-thread kernel that holds the
-   stream until the host has queued the whole batch (nvbench's blocking
-   kernel). Without it an idle GPU records the start event as soon as it
-   arrives and then waits for the launch, so a sample would include the
-   host's launch overhead.
-5. Batches are pipelined: the host queues batch k+1 while the GPU runs batch
-   k, then waits for batch k and reads its events. The host's per-sample cost
-   (a memset, two event records, a launch: ~10-20 us of Python and driver
-   calls) is hidden behind the GPU's (36 us or more of kernel plus ~35 us of
-   flush on an H200) instead of being added to it, and the GPU is never idle
-   between batches. Each sample still measures exactly one flushed launch.
-   The gate's release is a rising ticket, not a flag, so that releasing batch
-   k+1 can never re-close a gate of batch k that the GPU has not reached yet.
-6. Batch size: about `BATCH_GPU_SECONDS` of GPU time, at most `MAX_BATCH`
-   samples (so that a batch stays far under the driver's queue depth while
-   the gate holds it), sized from the time of a whole sample.
-7. Clocks (optional, `clocks=`): the SM clock is read through NVML while each
-   batch runs. A batch read under `throttle_threshold` (75%) of the maximum
-   clock is discarded and sampling pauses `throttle_recovery_delay_s`, as
-   nvbench does; the summary keeps the median and lowest clock, the share
-   of throttled batches and the reasons NVML gave, so that comparisons can
-   tell a slower kernel from a slower GPU.
-8. Stop (reason recorded): at least `min_samples` samples and `min_time_s` of
-   measured GPU time, and then either the relative noise is under
-   `max_noise` (noise-threshold) or it has stopped falling (noise-stable,
-   nvbench's rule for inherently noisy cases); otherwise at `timeout_s` of
-   wall time (timeout) or `max_samples` (max-samples).
-9. Keep every sample: the summary carries them (rounded) for later tests of
-   one distribution against another, and the wall time sampling took.
-
-In graph mode a sample is one replay of a CUDA graph of `graph_launches`
-launches (no host gaps between them; only the first follows a flush). The
-budget and the batch size count the whole replay; the recorded sample is the
-replay's time divided by its launches.
+Per sample: flush L2, record an event, launch, record an event. Batches of samples wait behind a
+one-thread gate kernel until the host has queued them all, so no sample includes the host's launch
+cost, and are pipelined so the GPU never idles; sampling stops on noise, time or count, with the
+reason recorded. Optional SM clock reads drop throttled batches. The recipe: docs/timing.md.
 """
 
 from __future__ import annotations
@@ -225,7 +186,7 @@ def batch_size_for(sample_seconds: float) -> int:
 
 def stop_reason(settings: MeasureSettings, samples: int, gpu_seconds: float, noise: NoiseHistory,
                 wall_seconds: float) -> StopReason | None:
-    """Why sampling should stop now, or None to go on (the rules of step 8 of the recipe)."""
+    """Why sampling should stop now, or None to go on (the stop rules of docs/timing.md)."""
     if samples >= settings.max_samples:
         return StopReason.MAX_SAMPLES
     if samples >= settings.min_samples and gpu_seconds >= settings.min_time_s:

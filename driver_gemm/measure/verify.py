@@ -1,17 +1,10 @@
 """Step 5 of the data flow: an output checked against its float64 reference, and the verdict.
 
-Inputs come from `inputs.py`, the reference from `reference.py`.
-
-Unwritten outputs are found by poisoning C with a NaN whose bit pattern no
-arithmetic produces (a quiet NaN with payload 0xDEAD; hardware NaNs carry the
-canonical payload): an element that still holds that exact pattern after the
-launch was never written. Kernels that read C (they take ``beta``) get finite
-random values in C instead, and an element still bit-equal to its starting
-value where the reference differs counts as unwritten.
-
-Typed outputs (fp16, bf16, ... read back by `operands.read_output`) are
-checked by `compare_typed` the same way, with their type's poison code, and
-a write into the padding between rows or matrices is a failure of its own.
+Inputs come from `inputs`, the reference from `reference`. C is poisoned before the launch with a
+NaN whose bit pattern no arithmetic produces, so an element still holding it was never written;
+kernels that read C start from random values instead, and an element unchanged where the
+reference differs counts as unwritten. Typed outputs are checked the same way by `compare_typed`,
+and a write into the padding fails. How checks work: docs/debugging.md.
 """
 
 from __future__ import annotations
@@ -118,9 +111,8 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
 
 
 # Elements per piece of an output: small enough that a piece's float64 working arrays (2 MiB each, made once
-# per thread and reused) stay in the CPU's cache while a dozen passes go over them. At 16384^2 on the H200
-# machine's host, 8 threads checked C in 2.3 s with pieces of 4M elements and fresh arrays, in 3.2-4.1 s with
-# pieces of 256K, fresh arrays and BLAS's dot products, and in 0.5 s as now (docs/multi-gpu.md).
+# per thread and reused) stay in the CPU's cache while a dozen passes go over them: several times faster than
+# larger pieces or fresh arrays.
 PIECE_ELEMENTS = 1 << 18
 # Threads checking pieces side by side (NumPy releases the GIL in its loops).
 CHECK_THREADS = max(1, min(8, os.cpu_count() or 1))

@@ -1,14 +1,10 @@
 """Before any GPU work: every case planned once, the kernels worth compiling compiled, in parallel.
 
-`plan_cases` evaluates every case's launch (no compiler output needed) and,
-once `compile_spec` has built what can run, completes each plan with its
-kernel's resources. `refused_everywhere` names the kernels no shape can
-launch: they are never compiled. A kernel is compiled by NVRTC (the default)
-or nvcc, or read from the prebuilt binary the spec names; whatever built it,
-`complete_plan` checks the spec's signature against the parameters the image
-really has before anything is launched. `check_offline` is the same launch
-check for a machine without a GPU, so that a spec's mistakes are reported
-before a GPU is asked for.
+`plan_cases` evaluates every case's launch and, once `compile_spec` has built what can run (NVRTC,
+nvcc or a prebuilt binary), completes each plan with its kernel's resources and checks the spec's
+signature against the image's real parameters. Kernels no shape can launch are never compiled
+(`refused_everywhere`). `check_offline` is the same check without a GPU, so that a spec's mistakes
+are reported before a GPU is asked for.
 """
 
 from __future__ import annotations
@@ -143,14 +139,11 @@ def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
 def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] = frozenset()) -> Compiled:
     """Compile every kernel of `spec` for `arch`, or for its own ``arch``: NVRTC programs, in parallel.
 
-    The value for a kernel label is its `Cubin`, or the `CompileError` that
-    its source raised (recorded against each of its cases, not raised). The
-    instances of one source are shared out over up to `jobs` programs
-    (default: one per CPU, at most 16) compiled on as many threads (NVRTC
-    compiles separate programs concurrently), so a sweep of a hundred
-    template instances takes minutes off its start. When a program with
-    several instances fails, each is compiled alone, so that one bad instance
-    does not take its siblings down. Kernels named in `skip` are left out.
+    The value for a kernel label is its `Cubin`, or the `CompileError` its source raised (recorded
+    against each of its cases, not raised). One source's instances are shared out over up to `jobs`
+    programs (default: one per CPU, at most 16) compiled on as many threads, since NVRTC compiles
+    separate programs concurrently; when a program of several instances fails, each is compiled alone
+    so one bad instance does not take its siblings down. Kernels named in `skip` are left out.
     """
     jobs = max(1, jobs or min(os.cpu_count() or 1, 16))
     groups: dict[tuple, list[KernelSpec]] = {}

@@ -1,14 +1,10 @@
 """Between spec and launch: what one kernel gets for one shape, and every check that can fail before launching.
 
-`plan_case` evaluates the spec's expressions for a shape (grid, block, dynamic
-shared memory, scalar arguments, the declared output tile) and checks the
-result against the target's limits, the kernel's compiled resources and its
-own ``require:`` constraints. Each failed check is a `ConfigError` naming the
-spec file, line and field, the values involved, and a hint. Pure: no GPU.
-
-It is two halves, so that a run evaluates each case once: `plan_launch` needs
-no compiler output (it decides what is worth compiling), and `with_resources`
-adds the checks and the occupancy that need the compiler's report.
+`plan_case` evaluates the spec's expressions for a shape (grid, block, dynamic shared memory,
+scalars, output tile) and checks them against the target's limits, the kernel's compiled resources
+and its ``require:`` constraints; each failure is a `ConfigError` naming file, line, field, values
+and a hint. Pure: no GPU. In two halves, so a run evaluates each case once: `plan_launch` needs no
+compiler output (it decides what to compile), `with_resources` adds what needs the compiler's report.
 """
 
 from __future__ import annotations

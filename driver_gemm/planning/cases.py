@@ -1,13 +1,10 @@
 """The unit of work of a run: a `Case` is one kernel (or a baseline row) on one shape, planned once.
 
-`cases_of` lists a spec's cases in run order; `new_record` and `not_run_record`
-make the `CaseResult` a case starts from or ends as when it cannot run.
-
-Baseline rows: cuBLAS SGEMM in FP32 math (and TF32 math when a kernel is
-``precision: tf32``) for the untyped kernels, and for the typed kernels of a
-shape one cuBLASLt row per distinct matmul they compute (types, layouts,
-leading dimensions, batch, alpha, beta: `MatmulPlan.key`). Each kernel case
-names the row its time is a percentage of (`Case.baseline_label`).
+`cases_of` lists a spec's cases in run order; `new_record` and `not_run_record` make the
+`CaseResult` a case starts from, or ends as when it cannot run. Baseline rows: cuBLAS SGEMM in FP32
+(and TF32 where a kernel is ``precision: tf32``) for untyped kernels, and one cuBLASLt row per
+distinct matmul (`MatmulPlan.key`) of a shape's typed kernels; each kernel case names its row
+(`Case.baseline_label`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The launch checks of Hopper kernels: a thread-block cluster's and each TMA tensor map's, per shape. No GPU.
 
-`case_plan.plan_launch` calls `launch_attributes_of` and `tensor_maps_of` once the
-grid and dynamic shared memory are known. The cluster's extents are evaluated
-from the spec's expressions and checked by `LaunchAttributes.problems`; each
-``tensormap`` argument becomes a `TensorMapPlan` of its operand as stored for
-the shape (extents, leading dimension, element size) and is checked by
-`TensorMapPlan.problems`. What fails is reported at the spec's file and line,
-with the map's name first: ``map_a: dimension 1 stride 3108 bytes must be a
-multiple of 16 ...`` for K = 777 in fp32.
+`case_plan.plan_launch` calls `launch_attributes_of` and `tensor_maps_of` once the grid and dynamic
+shared memory are known: the cluster's extents are evaluated and checked by
+`LaunchAttributes.problems`, each ``tensormap`` argument becomes a `TensorMapPlan` of its operand
+as stored for the shape, checked by `TensorMapPlan.problems`. A failure is reported at the spec's
+file and line, the map's name first (``map_a: dimension 1 stride ... must be a multiple of 16``).
 """
 
 from __future__ import annotations

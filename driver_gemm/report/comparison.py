@@ -1,17 +1,10 @@
 """Two runs side by side: each case matched by kernel (with its parameters), shape and GPU, and judged.
 
-A timing difference counts only when it is larger than the noise both runs
-measured: two cases whose interquartile ranges overlap are the SAME; beyond
-that the new one is FASTER or SLOWER by the ratio of the medians. A case that
-passed and now does not is BROKEN, the reverse FIXED; cases in one run only
-are NEW or GONE. Pure: it reads results, never a GPU.
-
-Where both cases carry their raw samples (``TimingSummary.samples_ms``),
-`samples_verdict` judges from them instead, with a rank test that needs no
-assumption about the distribution of times; the quartile overlap is the
-fallback for results that keep only the summary. A time that is not a
-positive finite number is never judged (files carrying one are refused when
-read, see `driver_gemm.results.read`).
+A timing difference counts only beyond the noise both runs measured: overlapping interquartile
+ranges are the SAME, else FASTER or SLOWER by the ratio of the medians; where both cases keep raw
+samples, `samples_verdict`'s rank test decides. A case that passed and now does not is BROKEN, the
+reverse FIXED; cases in one run only are NEW or GONE. Pure: it reads results, never a GPU. Reading
+a comparison: docs/timing.md.
 """
 
 from __future__ import annotations

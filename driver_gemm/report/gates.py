@@ -1,16 +1,10 @@
 """Performance gates for test rigs: a minimum % of the baseline per case, and no regression against stored results.
 
-Two gates over a finished `RunResult`, pure (no GPU):
-
-- `min_pct_gate`: each kernel case must reach a % of its cuBLAS row (the one of its precision), from a
-  value for every kernel (``--driver-gemm-min-pct 80``) or per kernel name (a spec's kernel ``min_pct:``, or
-  ``--driver-gemm-min-pct v8=90``); a case that did not pass, or has no % (untimed, no baseline), fails the gate.
-- `regression_gate`: each case must not be SLOWER or BROKEN against a stored results file, by
-  `report.comparison`'s noise-aware verdicts (interquartile ranges that overlap are the SAME).
-
-Each failure names the case, the measured and the required figure, and the noise of the measurement
-(the relative interquartile range, q3 - q1 over the median), so a reader can tell a real shortfall
-from a noisy one.
+Pure (no GPU), over a finished `RunResult`: `min_pct_gate` needs each kernel case to reach a % of
+its precision's cuBLAS row (``--driver-gemm-min-pct 80``, ``v8=90``, or a kernel's ``min_pct:``), and
+`regression_gate` no SLOWER or BROKEN verdict of `report.comparison` against a stored file. Each
+failure names the case, the measured and required figures and the noise (relative IQR), so a real
+shortfall can be told from a noisy one. Using them: docs/embedding.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
-"""Reading results files back, checked: whole runs (``.json``) and case logs (``.jsonl``), either of
-them gzip-compressed (``.json.gz``, ``.jsonl.gz``: how large runs with their raw samples are kept).
+"""Reading results files back, checked: whole runs (``.json``) and case logs (``.jsonl``), gzipped or not.
 
-Every file `compare`, `plot`, `tune --from` and `run --resume` read goes
-through `read_results`, which refuses anything it cannot trust with one
-`UsageError` naming the file, the line (of a case log) or the JSON path of the
-bad value, and what is wrong: a file that is empty, binary, not UTF-8, over
-`MAX_RESULTS_BYTES`, not JSON, or not of the shape `schema.json` describes
-(NaN and infinite numbers, zero or negative times, dimensions that are not
-positive integers, quartiles out of order).
-
-The schema is checked by the small interpreter below, which knows the part of
-JSON Schema that `schema.json` uses (``type``, ``properties``, ``required``,
-``items``, ``enum``, ``const``, ``minimum``, ``exclusiveMinimum``,
-``maximum``, ``minLength``, ``allOf``, local ``$ref``), so that reading results needs no
-dependency; the tests check that `jsonschema` agrees with it.
-
-A case log whose last line is torn (the run was killed while writing it, and
-the line has no newline) is read without that line; `ResultsFile.notes` says
-so, with the number of lines skipped. A bad line anywhere else is an error.
+Every file `compare`, `plot`, `tune --from` and `run --resume` read goes through `read_results`,
+which refuses anything it cannot trust with one `UsageError` naming the file, the line or JSON path
+and what is wrong. The schema (`schema.json`) is checked by the small interpreter below, which knows
+the part of JSON Schema the file uses, so reading needs no dependency. A case log whose last line is
+torn (the run was killed mid-write) is read without it, as `ResultsFile.notes` says.
 """
 
 from __future__ import annotations
@@ -34,8 +21,8 @@ from ..errors import UsageError
 from .records import CaseResult, RunResult, latest_rows
 from .settings import RunSettings
 
-# The largest sweep shipped (146 cases) writes 0.4 MiB: 64 MiB holds some 25,000 cases, and a bigger
-# file is refused before it is parsed, so that a wrong path (a core dump, a video) costs no memory.
+# Far more cases than any sweep makes; a bigger file is refused before it is parsed, so that a wrong
+# path (a core dump, a video) costs no memory.
 MAX_RESULTS_BYTES = 64 * 2**20
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 _TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
@@ -347,7 +334,7 @@ def _plain_numbers(items: list, schema: dict) -> bool:
     Raw samples run to thousands per case, and walking them item by item is
     most of what reading a large results file costs. False when the schema is
     more than a number's type and bounds, or when any item fails: the caller
-    then walks the items and names the first that fails, as before.
+    then walks the items and names the first that fails.
     """
     if not _PLAIN_NUMBER_KEYS.issuperset(schema) or schema.get("type", "number") not in ("number", "integer"):
         return False

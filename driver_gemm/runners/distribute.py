@@ -1,32 +1,10 @@
 """Cases spread over the GPUs of several machines (or, for a library caller, of one) on Dask.
 
-``driver-gemm run --scheduler ADDRESS`` comes here; ``--devices`` on one
-machine needs no Dask (`local_gpus.py`). The spec is cut into tasks by
-`schedule.plan_tasks`: a large shape into groups of its kernels, small shapes
-bundled whole, each task about even under an estimated cost. Every GPU is
-driven by one single-threaded Dask worker, and the scheduler hands a worker
-its next task only when it is free, largest first, so what the estimate gets
-wrong is absorbed by the GPUs that finish early. Each Dask worker keeps one
-`GpuWorker` (a child process with its context, cuBLAS handle and loaded
-modules) for the whole run and sends it every task it takes; it is started
-as soon as the cluster is up, so that its start-up overlaps the planning,
-and stopped when the run ends. A case that crashes it becomes an ERROR row
-and a new process takes the rest, as in a run on one GPU. What a task reuses
-and runs, and how its cases land, is `gpu_tasks` (shared with the local
-driver): the GPU that takes a task runs the cuBLAS case(s) of its shapes the
-first time it takes them and reuses them after, so every kernel's % of
-cuBLAS is measured on the GPU that ran the kernel, and each kernel row's
-``measured_against`` names its baseline (kernel, shape, GPU). The cases
-reach the caller as they finish (a Dask event each), so an interrupted run
-keeps every finished case of every GPU.
-
-Dask is an optional extra (``pip install driver-gemm[dask]``). Start a
-scheduler and, on every machine, one worker per GPU (``dask-cuda-worker``,
-or ``dask worker`` with ``CUDA_VISIBLE_DEVICES`` set), and pass the
-scheduler's address. Workers must be allowed to start processes
-(``distributed.worker.daemon: false``). `gpu_cluster` without an address
-starts a local cluster (dask-cuda's one-worker-per-GPU cluster when it is
-installed).
+``driver-gemm run --scheduler ADDRESS`` comes here (``--devices`` on one machine needs no Dask:
+`local_gpus`). The spec is cut into tasks (`schedule.plan_tasks`) that the scheduler hands to
+whichever single-threaded worker, one per GPU, is free; each keeps one `GpuWorker` process for the
+run, and `gpu_tasks` runs and lands a task's cases. Dask is an optional extra
+(``pip install driver-gemm[dask]``); setting up a cluster: docs/multi-gpu.md.
 """
 
 from __future__ import annotations
@@ -177,20 +155,13 @@ def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolat
                    make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> RunResult:
     """Run `spec` on `workers` (address, GPU ordinal), a task at a time to whichever is free; gather every case.
 
-    Before anything runs, each worker describes its GPU (`describe`, the
-    environment by default) and the run's environment and settings are
-    filled in, so a case log's header written with the first case describes
-    every GPU. Cases land in `result` (a new `RunResult` if none) one by one
-    as the GPUs finish them and are passed to `on_result`, so a caller
-    interrupted with Ctrl-C keeps every finished case. Cases of `previous`
-    (a resumed run) that ran are kept and not run again; a GPU reuses a
-    baseline of `previous` that it ran itself. The tasks are planned with
-    `model`; by default, with what each case took in earlier runs of the
-    spec on GPUs of the workers' models (`schedule.remembered_model`, read
-    where this runs). Each worker keeps one GPU worker process
-    (`make_worker`; None: the `part` needs none) from before its first task
-    to the end of the run; the processes each started, and their start-up
-    seconds, go to ``result.settings.gpu_workers``.
+    Each worker first describes its GPU (`describe`), so the case log's header describes every GPU.
+    Cases land in `result` (a new `RunResult` if none) as they finish and go to `on_result`, so an
+    interrupted caller keeps every finished case; cases of `previous` (a resumed run) that ran are kept,
+    and a GPU reuses its own baselines from it. Tasks are planned with `model` (default: what the
+    spec's cases took before on GPUs of these models, `schedule.remembered_model`). Each worker keeps
+    one GPU worker process (`make_worker`; None: `part` needs none) for the run; their start-ups go to
+    ``result.settings.gpu_workers``.
     """
     # Dask: optional, only for a run on a cluster
     from distributed import wait

@@ -1,24 +1,10 @@
 """What each case cost in earlier runs, remembered so that a run on several GPUs deals out its work by it.
 
-Before a run, the cost model (`schedule.CostModel`) knows a case only by its
-FLOPs, an assumed speed (10 TFLOP/s for a kernel, while the kernels people
-run span 0.5 to 50 on an H200) and per-element guesses for the work on the
-host: a naive kernel's task at 8192^3 took 28 s where 15 were estimated, and
-a 16384^3 case 13 s where 23 were, so the GPU that drew the wrong tasks
-finished last. After each ``driver-gemm run``, every case that ran is
-remembered under the GPU's name and the spec's name, by (kernel label,
-shape): its wall seconds (the sum of its steps) and, when it was timed, its
-median launch. A later run of that spec on several GPUs of the same model
-prices each case it knows at the seconds it took (`CostModel.case_s`), one
-whose launch alone is known by that launch (`CostModel.launch_ms`), and the
-rest by the guesses. They only steer the dealing: a stale figure (the kernel
-changed since) can cost balance, never a result, and the run records how
-many of its cases were priced from memory (``settings["estimates"]``).
-
-They live beside the CUBIN cache, under ``estimates/``, one file per GPU
-name and spec name in the cache's checksummed format (`cuda.cache`);
-``DRIVER_GEMM_NO_CACHE=1`` turns them off, and a file that does not read
-back whole is ignored (and replaced by the next run's).
+Without them the cost model (`schedule.CostModel`) knows a case only by its FLOPs and guesses,
+which can be off by a factor of several. After each run, every case is remembered under the GPU's
+name and the spec's name: its wall seconds and, when timed, its median launch. They only steer the
+dealing: a stale figure can cost balance, never a result. They live beside the CUBIN cache, under
+``estimates/``, in its checksummed format; ``DRIVER_GEMM_NO_CACHE=1`` turns them off.
 """
 
 from __future__ import annotations

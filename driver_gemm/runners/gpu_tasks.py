@@ -1,19 +1,10 @@
-"""The tasks of a run on several GPUs, whoever drives the GPUs: what a task reuses, how it runs, how its cases land.
+"""What a task of a run on several GPUs reuses, how it runs, and how its cases land, whoever drives the GPUs.
 
-Two drivers deal the tasks of `schedule.plan_tasks` out to GPUs: threads of
-this process, one per local GPU (`local_gpus.py`), and Dask workers, one per
-GPU of one or several machines (`distribute.py`). Both do the same thing
-around a task, and this module is that thing:
-
-- on the GPU's side, `GpuBaselines` remembers the baselines the GPU has run (or
-  that a resumed run's records hold for it) and `run_task_on` runs a task
-  there: its subspec, skipping the baselines the GPU already has and the
-  kernel cases a resumed run already holds;
-- on the caller's side, `ResultCollector` puts each case into the `RunResult` once,
-  a baseline once per GPU, and names in each kernel row's
-  ``measured_against`` the baseline of the GPU that ran it;
-- `begin_run` fills the run's environment and settings before the first case
-  lands, and `tasks_to_run` drops the tasks a resumed run has finished.
+Both drivers (threads of this process, `local_gpus`; Dask workers, `distribute`) share it:
+`GpuBaselines` remembers the baselines a GPU has run and `run_task_on` runs a task there, skipping
+those and what a resumed run holds; on the caller's side `ResultCollector` puts each case into the
+`RunResult` once, naming in each kernel row's ``measured_against`` its own GPU's baseline;
+`begin_run` fills the run's environment first, `tasks_to_run` drops the tasks a resume finished.
 """
 
 from __future__ import annotations

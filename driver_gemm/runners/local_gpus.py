@@ -1,27 +1,10 @@
 """Cases spread over several GPUs of this machine: one thread per GPU in this process, no cluster to start.
 
-The spec is cut into tasks by `schedule.plan_tasks` (a large shape into
-groups of its kernels, small shapes bundled whole, largest first), and the
-tasks wait in one shared list. Each GPU has a thread here and a `GpuWorker`
-(the child process with its context, cuBLAS handle and loaded modules that
-runs the GPU's cases); the thread takes the next task from the list whenever
-its GPU is free, so what the cost estimate gets wrong is absorbed by the GPU
-that finishes early. The worker processes are spawned before anything else,
-so their start-up overlaps describing the GPUs, planning and compiling; each
-is kept for every task its GPU takes, replaced after a crash (which costs
-only the case that caused it, as on one GPU), and told to stop by its thread
-as soon as the list is empty, without waiting: its teardown then overlaps the
-other GPUs' last cases and the writing of the results.
-
-The threads mostly wait on their worker processes; they do not land cases:
-each finished case goes to this thread (the caller's) through a queue and
-lands there (`gpu_tasks.ResultCollector`), measured against the baseline of the GPU
-that ran it, so `on_result` is only ever called from the caller's thread and
-Ctrl-C, which Python delivers there, keeps every case that finished: the GPU
-processes are then cancelled and nothing they cut short is recorded.
-
-What a task reuses and runs is `gpu_tasks`, shared with the Dask driver
-(`distribute.py`), which is for GPUs of several machines.
+The spec is cut into tasks (`schedule.plan_tasks`) in one shared list; each GPU's thread takes the
+next whenever its `GpuWorker` process is free, so a wrong estimate is absorbed by the GPU that ends
+early. Finished cases come back through a queue and land on the caller's thread (`gpu_tasks`), so
+`on_result` runs there and Ctrl-C keeps every finished case. Dask, for several machines:
+`distribute`. How it works: docs/multi-gpu.md.
 """
 
 from __future__ import annotations
@@ -79,7 +62,7 @@ class TaskList:
 
 
 def thread_name(device: int) -> str:
-    """What ``settings["tasks"]`` and ``environment["gpus"]`` call the thread that drives GPU `device`."""
+    """What ``settings.tasks`` and ``environment["gpus"]`` call the thread that drives GPU `device`."""
     return f"gpu-{device}"
 
 
@@ -96,23 +79,12 @@ def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions
                       gpu_workers: dict[int, GpuWorker] | None = None, release_given: bool = False) -> RunResult:
     """Run `spec` on the GPUs `devices` of this machine, a task at a time to whichever is free; gather every case.
 
-    Each GPU is described (`describe`) and the run's environment and
-    settings filled before any case lands. Cases land in `result` (a new
-    `RunResult` if none) one by one as the GPUs finish them and are passed
-    to `on_result`, from the caller's thread; interrupted, `result` keeps
-    every finished case. Cases of `previous` (a resumed run) that ran are
-    kept and not run again; a GPU reuses a baseline of `previous` that it
-    ran itself. The tasks are planned with `model`; by default, with what
-    each case took in earlier runs of the spec on GPUs of these models
-    (`schedule.remembered_model`). Each GPU's worker process (`make_worker`;
-    None: the `part` needs none) lives from before the planning to the GPU's
-    last task; the processes each started, and their start-up seconds, go to
-    ``result.settings.gpu_workers``. `gpu_workers` are the caller's, by
-    GPU, started earlier (``driver-gemm run`` starts them before it asks the
-    driver anything, so that their start-up overlaps its own): used, and left
-    to the caller to close; with `release_given` (the caller's last run with
-    them) each is told to stop once its GPU has no task left, as the run's
-    own workers are.
+    As `distribute.run_on_workers`: GPUs described first, cases landing in `result` and passed to
+    `on_result` (from the caller's thread) as they finish, `previous`'s finished cases and own baselines
+    kept, tasks planned with `model`, each GPU's worker process (`make_worker`) kept to its last task,
+    start-ups in ``result.settings.gpu_workers``. `gpu_workers` are the caller's own, by GPU, started
+    earlier: used and left to the caller to close; with `release_given` (the caller's last run with
+    them) each is told to stop once its GPU has no task left.
     """
     devices = list(devices)
     given = dict(gpu_workers or {})

@@ -1,15 +1,10 @@
-"""The whole data flow for a spec: plan and compile once, then run each case's steps, in-process or isolated.
+"""The whole data flow for a spec on one GPU: plan and compile once, then run each case's steps.
 
-`run_spec` is what ``driver-gemm run`` and library users call. It only
-sequences: `build.plan_cases` plans every case and compiles what can run,
-`execute.execute_case` runs one case's steps (`steps.py`) through the error funnel,
-and a `runner.Runner` (in this process, or in a `worker.GpuWorker`) runs the cases. Each case ends
-as a `CaseResult`, whatever happens to it: any exception inside a case, from
-a CUDA error to a plain bug, becomes that case's ERROR record with its
-message and the run goes on; a fault that leaves CUDA unusable (an illegal
-address, a trap) is recorded and, in an isolated run, the rest continue in a
-new worker process. Results are handed to `on_result` as they land, so
-nothing already measured is lost.
+`run_spec` is what ``driver-gemm run`` and library users call. It only sequences: `build.plan_cases`
+plans and compiles, and a `runner.Runner` (in this process, or isolated in a `worker.GpuWorker`) runs
+the cases through `execute.execute_case`. Every case ends as a `CaseResult`: any exception inside it
+becomes its ERROR record and the run goes on; after a fault that leaves CUDA unusable an isolated run
+continues in a new process. Results reach `on_result` as they land.
 """
 
 from __future__ import annotations
@@ -39,23 +34,14 @@ def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placemen
              previous: Sequence[CaseResult] = ()) -> RunResult:
     """Run every kernel of `spec` (and cuBLAS, unless the spec turns it off) on every shape.
 
-    `options` says how the run goes beyond its spec (timed or verify only,
-    failure pictures) and `placement` where its cases run: the GPU, in-process
-    or isolated in a worker process, a caller's context, stream or worker.
-    Results go into `result` (a new `RunResult` if none) as they finish and
-    are passed to `on_result`; `on_start` is told of each case before it
-    runs. If the caller interrupts the run, what was collected stays in
-    `result`. Cases in `previous` (from an interrupted run being resumed) that
-    really ran are kept as they are and not run again; those the earlier run
-    gave up on before reaching them (``not_run``) are run now. An isolated run
-    replaces its worker after a kernel fault or a hang (a fault leaves the
-    whole process's CUDA state unusable, so only a new process recovers);
-    in-process, a fault ends the run and the remaining cases are recorded as
-    not run. An isolated run starts its worker process before planning and
-    compiling, so that its start-up (imports, context, cuBLAS) overlaps them.
-    The seconds each worker process took to start go to
-    ``result.settings.worker_start_s``, and where they went to
-    ``worker_start_steps``.
+    `options` says how the run goes beyond its spec (timed or verify only, failure pictures) and
+    `placement` where its cases run: the GPU, in-process or isolated in a worker process, a caller's
+    context, stream or worker. Results go into `result` (a new `RunResult` if none) as they finish and
+    to `on_result` (`on_start` hears of each case first); an interrupted run keeps them there. Cases of
+    `previous` (a resumed run) that ran are kept, those marked ``not_run`` are run. Isolated, a worker is
+    replaced after a fault or hang (only a new process recovers CUDA) and is started before planning so
+    that its start-up overlaps it; in-process, a fault ends the run and the rest are marked not run.
+    Each worker's start-up seconds go to ``result.settings.worker_start_s`` and ``worker_start_steps``.
     """
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()

@@ -1,50 +1,10 @@
-"""How the cases of a spec are dealt out to several GPUs: an estimated cost per case, shapes cut into tasks.
+"""Deal the cases of a spec out to several GPUs: an estimated cost per case, shapes cut into tasks.
 
-A task is one shape and a group of its kernels. The GPU that takes a task
-also runs the shape's cuBLAS case(s) unless it already has, so every
-kernel's % of cuBLAS is measured on the GPU that ran the kernel; a shape cut
-into two tasks that land on two GPUs therefore pays for its baseline, and
-for drawing its operands and working out its reference, twice.
-
-A case's time is set less by its FLOPs than by the measurement's limits
-(sampling stops once `min_time_s` of GPU time is in, or at `timeout_s` of
-wall time), by the work on the host that grows with the operands (copying
-A and B to the GPU, reading C back and comparing it in float64), and by a
-small fixed cost per case. A GPU also pays once for each shape whose FP32
-cases it takes (`operands_cost`): drawing A and B and working out the
-float64 reference, which its later cases of the shape share; typed cases
-draw their own and pay for them per case. `CostModel` puts numbers on
-these; its defaults come from the per-step seconds that H200 runs recorded
-in each case's ``phases`` (`bench/results/round6/4-whole-shapes/`): drawing
-A and B about 0.8 ns an element (0.41 s at 16384^3), copying them from
-page-locked memory 0.08 ns (0.04 s), reading C back and checking it about
-2 ns an element of C (0.35-0.55 s at 16384^3), cuBLAS's product read back
-as the float64 reference 3.5 ns (1.0 s), the CPU's float64 product about
-100 GFLOP/s where that is the reference, sampling about 35 us a sample
-beyond the kernel itself. Where the launch times of a spec's kernels have
-been recorded (`CostModel.launch_ms`), they replace the assumed TFLOP/s;
-where whole cases' seconds have been (`CostModel.case_s`), they replace the
-estimate, and the shape's draw and reference, which its first case's
-seconds include. Runs on several GPUs take both from what earlier runs of
-the spec recorded (`estimates`).
-
-A run also pays once for its start and end: the process, its imports,
-reading the spec, compiling (from the disk cache when warm), its GPU worker
-process (1.7-1.9 s from spawn to ready in the recorded runs'
-``worker_start_s``) and writing the results: `run_start_s`, 3 s (the seed
-spec's 12 cases took 12.4 s end to end, 8.8 s of it in their steps). A run
-on several GPUs pays that in parallel on each GPU, plus, per task, taking it
-and its planning (`task_overhead_s`); each GPU keeps one worker process for
-all its tasks, so a task pays no process start. A run on a Dask cluster
-(``--scheduler``) also pays the cluster's start and stop and a round trip per
-task: `cluster_start_s` is 0 for the GPUs of one machine, which need no
-cluster. The estimate only has to rank and size tasks: the GPUs still take the
-next task when they are free (largest first), which absorbs what the model
-gets wrong as long as no task is a large share of the run.
-
-`plan_tasks` chooses how finely to cut by simulating that schedule
-(`simulate_schedule`) for several granularities, the cost per task included, and
-keeping the shortest; `predicted_run_s` adds the run's start.
+A task is one shape and a group of its kernels; the GPU that takes it also runs the shape's cuBLAS
+case(s), so each kernel's % of cuBLAS is measured on the GPU that ran it. `CostModel` estimates a
+case's seconds (sampling limits, host work on the operands, fixed costs), recorded times replacing
+the estimates where a spec has them (`estimates`); `plan_tasks` picks how finely to cut by
+simulating the schedule. The cost model in full: docs/multi-gpu.md.
 """
 
 from __future__ import annotations
@@ -67,16 +27,15 @@ OPERANDS = "operands"
 GRANULARITIES = tuple(1 + step / 4 for step in range(45))
 # How much longer (as a share of the shortest simulated run) a finer cut may be and still be chosen: insurance
 # against what the estimate gets wrong, bought with repeated baselines and operands. Cases priced at what they
-# took before (`CostModel.case_s`) are known to a few per cent, so a plan priced so takes less insurance: on
-# the H200 x2, the ramp's shortest plan (whole shapes, 64.5 s simulated) ran in 72.2 s when the 2% slack
-# chose a finer one (65.7 s simulated) that split 16384^3, whose second baseline, draw and reference cost 6 s.
+# took before (`CostModel.case_s`) are known to a few per cent, so a plan priced so takes less insurance
+# (a needless split of a large shape repeats its baseline, draw and reference, which cost seconds).
 SLACK = 0.02
 REMEMBERED_SLACK = 0.005
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """Estimated seconds of a case on one GPU; see the module's docstring for where the defaults come from."""
+    """Estimated seconds of a case on one GPU; the defaults are per-step costs of an H200 (docs/multi-gpu.md)."""
 
     case_overhead_s: float = 0.03       # planning, module load, the record and its trip to the parent
     input_element_s: float = 0.08e-9    # per element of A and B, per case: copied to the GPU
@@ -84,7 +43,7 @@ class CostModel:
     output_element_s: float = 2e-9      # per element of C: poisoned, copied back and checked in float64
     reference_element_s: float = 3.5e-9 # per element of C, per shape and GPU: cuBLAS's product as the reference
     cpu_reference_gflops: float = 100.0 # the host's float64 product, where it is the reference
-    kernel_tflops: float = 10.0         # assumed speed of a kernel under test (they range 0.5 to 50 on an H200)
+    kernel_tflops: float = 10.0         # assumed speed of a kernel under test (kernels under test vary widely)
     baseline_tflops: float = 50.0       # cuBLAS SGEMM on an H200
     flush_s: float = 35e-6              # per sample beyond the kernel: the L2 flush, the gate, the events
     task_overhead_s: float = 0.15       # a task: taking it, its planning and compiling (cached)
@@ -355,17 +314,11 @@ def simulate_schedule(tasks: list[Task], workers: int, model: CostModel = CostMo
 def plan_tasks(spec: Spec, workers: int, model: CostModel = CostModel()) -> list[Task]:
     """The tasks to hand out to `workers` GPUs, largest first: the cut whose simulated schedule ends soonest.
 
-    Coarser cuts pay less per task and fewer repeated baselines; finer ones
-    balance better, in the simulation and, more so, against what the
-    estimate gets wrong: a GPU that finds its tasks longer than estimated
-    leaves the later ones to the other. Each granularity in `GRANULARITIES`
-    (tasks per GPU) is simulated, with the shapes larger than a task cut or
-    kept whole (a shape whose baseline, operands and reference are costly
-    may be cheaper on one GPU, the small ones dealt around it), and of the
-    cuts within the slack of the
-    shortest the one with the most tasks is kept (on one GPU, the shortest):
-    `SLACK` for guessed costs, `REMEMBERED_SLACK` for remembered ones, in
-    proportion (`remembered_share`).
+    Coarser cuts pay less per task and repeat fewer baselines; finer ones balance better, above all
+    against what the estimate gets wrong. Each granularity of `GRANULARITIES` (tasks per GPU) is
+    simulated with large shapes cut and with every shape whole, and of the cuts within the slack of the
+    shortest (`SLACK`, less where costs are remembered: `REMEMBERED_SLACK`, `remembered_share`) the one
+    with the most tasks is kept (on one GPU, the shortest).
     """
     if workers < 1:
         raise ValueError("at least one worker")

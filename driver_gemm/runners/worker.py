@@ -1,25 +1,10 @@
 """Cases run in a child process, so that a kernel that faults or hangs cannot take the run down.
 
-A fault (illegal address, trap, misaligned access) leaves CUDA unusable in
-the whole process that hit it: every later call, even creating a new context,
-returns the same error. So the parent never touches a context; a `GpuWorker`
-owns one child process on one GPU, which makes its session (context, cuBLAS
-handle, loaded modules) once and then runs every batch of cases it is sent,
-sending each result back as it finishes. A run on one GPU sends it one batch;
-a GPU of a run on several GPUs keeps its worker for the whole run and sends it
-one batch per task, so the process, its context and its modules are paid for
-once, not once per task.
-
-When the child reports a fault, dies, or spends longer than the case timeout
-on one case, the parent records that case (Status.ERROR or Status.TIMEOUT),
-ends the child and starts a new one on the cases that remain (and on later
-batches). A child that cannot start (its session fails, or it is silent past
-`STARTUP_TIMEOUT_S`) is reported as such on every remaining case, marked not
-run so that a resume runs them; later batches of the same worker are given up
-at once with the same reason. Nothing finished is lost or run twice.
-`cancel`, from another thread (a run on several GPUs that is interrupted),
-kills the child at once; nothing it cut short is recorded and no new child
-starts.
+A fault leaves CUDA unusable in the whole process that hit it, so the parent never touches a
+context: a `GpuWorker` owns a child process on one GPU that makes its session once and runs every
+batch it is sent. When the child faults, dies or overruns the case timeout, the parent records that
+case (ERROR or TIMEOUT) and a new child takes the rest; nothing finished is lost or run twice.
+More on faults: docs/debugging.md.
 """
 
 from __future__ import annotations
@@ -53,7 +38,7 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool | None
 
     The real session's GPU is opened (cuInit, its context) on a thread of
     its own before the modules a session needs are imported: the driver's
-    half second hides behind the imports'. With `want_cublas` None the child
+    start hides behind the imports'. With `want_cublas` None the child
     was spawned before the command knew its specs: it then waits for
     ("session", want_cublas) before it makes the rest of its session (the
     parent's end of the pipe closing first ends it quietly, its device
@@ -139,20 +124,11 @@ def start_steps(ready: tuple, spawned: float) -> dict[str, float]:
 class GpuWorker:
     """The child process that runs cases on GPU `device`, kept between batches and replaced after a crash.
 
-    `start` spawns it without waiting (so that its start-up overlaps the
-    caller's planning and compiling); `run` waits for it where needed. The
-    seconds from spawning each process to its "ready" are appended to
-    `starts`, and where they went to `start_steps` (the interpreter and its
-    imports, then each part of the session, as the child reports them).
-    `target` is the child's entry point (`serve`, or a stand-in with its
-    signature in tests); `child_args` are passed to it after the device,
-    options and cuBLAS wish.
-
-    A worker made with `want_cublas` None is spawned before its caller
-    knows its specs (the command line does this first of all, so that the
-    child's interpreter and imports overlap its own): the child imports
-    what it needs and opens its GPU, then makes no session until `begin`
-    says whether it loads cuBLAS; `cancel` ends a child nothing will run on.
+    `start` spawns it without waiting (its start-up overlaps the caller's planning); `run` waits where
+    needed. Each process's seconds from spawn to "ready" go to `starts`, and where they went to
+    `start_steps`. `target` is the child's entry point (`serve`, or a stand-in in tests); `child_args`
+    follow the device, options and cuBLAS wish. With `want_cublas` None the child is spawned before the
+    specs are known and makes no session until `begin`; `cancel` ends a child nothing will run on.
     """
 
     def __init__(self, device: int, options: RunOptions = RunOptions(), *, want_cublas: bool | None = True,

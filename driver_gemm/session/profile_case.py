@@ -1,15 +1,9 @@
 """``run --profile``: one finished case run again, alone, in a child process under Nsight Compute.
 
-The child is ``driver-gemm run SPEC -k KERNEL -s SHAPE --no-baseline
---no-timing --in-process`` (its results go to a temporary file): it plans,
-loads and launches the case once, checked, and nothing else launches the
-kernel, so the launch ncu profiles is the case's own. ncu selects it by the
-case's NVTX range (``driver-gemm@LABEL SHAPE/``, as `execute.execute_case`
-names it) when the nvtx package gives ranges and the name is one ncu's
-filter reads literally; otherwise by the kernel's function name, skipping
-no launch (`measure.profile.ncu_command`). Clocks are never touched
-(``--clock-control none``). A profile never changes the case's status:
-a failure is stored as ``{"error": ...}`` instead of counters.
+The child runs only that case, once, checked, untimed and without its baseline, so the launch ncu
+profiles (chosen by the case's NVTX range, else by the kernel's name) is the case's own. Clocks
+are never touched (``--clock-control none``), and a profile never changes the case's status: a
+failure is stored as ``{"error": ...}`` instead of counters. More: docs/debugging.md.
 """
 
 from __future__ import annotations

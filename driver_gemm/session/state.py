@@ -107,8 +107,8 @@ class Session:
             self.start_steps[name] = round(time.monotonic() - mark, 3)
             mark = time.monotonic()
 
-        # nvmath-python's cuBLAS module and library load on a thread of their own (half a second to a second
-        # on an H200, mostly under the GIL), while the context, stream and flusher are made and, the session
+        # nvmath-python's cuBLAS module and library load on a thread of their own (slow, mostly under the
+        # GIL), while the context, stream and flusher are made and, the session
         # made, while the first case draws its operands: its handle is made where a case first needs it
         # (`baseline`), and no case is timed while the loading may still compete with it (`wait_for_cublas`).
         self._cublas_loading = _load_cublas_library_in_background() if want_cublas else None
@@ -181,7 +181,7 @@ class Session:
         """Page-lock one of the held `operands`' arrays for its uploads, where it is large enough to gain.
 
         Best effort: where the driver refuses (locked memory exhausted), the
-        copies go from pageable memory as before.
+        copies go from pageable memory.
         """
         held = next((held for held in self.held.values() if held.operands is operands), None)
         if held is None or array is None or array.nbytes < PAGE_LOCK_MIN_BYTES or id(array) in held.locks:

@@ -1,12 +1,9 @@
 """The steps of one case, each a function over the case's `CaseRun`, in the order the runner calls them.
 
-A kernel case: plan -> load -> inputs -> reference -> launch_verify ->
-diagnose -> time. A baseline (cuBLAS) case: load -> inputs -> launch_verify
--> time. Typed kernels and cuBLASLt rows take their inputs, reference and
-check from `typed_steps.py`. A step that stops the case (a plan that refuses the launch, a
-kernel that did not compile, cuBLAS missing) sets its status and marks the
-run `stopped`; the runner then calls no further step. Steps raise freely: the
-runner's funnel turns any exception into the case's ERROR record.
+A kernel case: plan -> load -> inputs -> reference -> launch_verify -> diagnose -> time; a cuBLAS
+case: load -> inputs -> launch_verify -> time; typed cases take inputs, reference and check from
+`typed_steps`. A step that decides the case (a refused plan, a failed compile) sets its status and
+marks the run `stopped`, and no further step runs. Steps raise freely: the funnel records it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """The steps of typed cases: a kernel that declares its operands, and a cuBLASLt baseline row.
 
-A typed kernel case runs plan -> load -> inputs -> reference -> launch_verify
--> diagnose -> time like any other (`steps.py` puts the sequence together),
-with these in place of the FP32 inputs, reference and check:
-
-* inputs are drawn exactly representable in each operand's type
-  (`operands.make_typed_inputs`), uploaded as raw bytes in the case's
-  layout, leading dimensions and batch, padding filled with values no
-  kernel should read;
-* C starts as the output type's poison code, or as C0 (inside the
-  matrices; poison in the padding) for a kernel that reads C;
-* the reference is alpha * A @ B + beta * C0 in float64 for every batch;
-* the output is read back raw and decoded (`operands.read_output`), and
-  checked with the types' tolerance (`dtypes.error_bound`) unless the spec's
-  ``verify.rel_tolerance`` is set.
-
-A cuBLASLt row runs load -> inputs -> reference -> launch_verify -> time on
-the same kinds of buffers. Each step takes the case's `steps.CaseRun`.
+A typed kernel case runs the same steps as any other (`steps` puts them together), with these in
+place of the FP32 inputs, reference and check: inputs drawn exactly representable in each operand's
+type and uploaded raw in the case's layout (padding poisoned), C poisoned or set to C0, a float64
+reference, and the raw output decoded and checked with the types' tolerance. A cuBLASLt row runs
+the same on the same kinds of buffers. Each step takes the case's `steps.CaseRun`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The GPU architectures a kernel's ``arch:`` may name.
 
-Real architectures (compute capabilities) NVIDIA has shipped for NVRTC targets:
-Volta (7.0, 7.2), Turing (7.5), Ampere (8.0, 8.6, 8.7, 8.8), Ada (8.9),
-Hopper (9.0), Blackwell (10.0, 10.1, 10.3, 10.7, 11.0, 12.0, 12.1); NVRTC 13.5
-lists 75 to 121 from ``nvrtcGetSupportedArchs`` (CUDA 13 dropped 7.0 and 7.2,
-which older toolkits still compile). The ``a`` suffix names an
-architecture-specific target (from Hopper on: wgmma, tcgen05), ``f`` a
-family-specific one (CUDA 12.9 on, Blackwell families). Whether the installed
-NVRTC can build a given one is the compiler's to say; this list only refuses
-names that are no GPU at all.
+Every compute capability NVIDIA has shipped, Volta (7.0) to Blackwell (12.1); the ``a`` suffix
+names an architecture-specific target (Hopper on: wgmma, tcgen05), ``f`` a family-specific one
+(Blackwell families). Whether the installed NVRTC can build one is the compiler's to say; this
+list only refuses names that are no GPU at all.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The ``dispatch:`` field of a spec: per kernel family, which configuration to run on any shape.
 
-A tune finds winners on a few shapes; a run on another shape needs the
-winner of the nearest one. The field (written by ``driver-gemm tune
---dispatch``, read here at file:line):
-
-```yaml
-dispatch:
-  v8:                                   # a kernel name of the spec: its params are chosen per shape
-    - shape: [4096, 4096, 4096]         # where this configuration won (or "4096x4096x4096")
-      params: {BM: 128, BN: 256, BK: 16, WM: 64, WN: 64, TM: 16, TN: 8, STAGES: 3, GROUP: 8, KSPLIT: 1}
-    - shape: [1024, 512, 1024]
-      params: {BM: 32, BN: 32, BK: 16, WM: 32, WN: 32, TM: 8, TN: 4, STAGES: 2, GROUP: 1, KSPLIT: 2}
-      when: {M: [1, 2048], N: [1, 2048]}   # optional ranges, inclusive; a missing bound or dimension is open
-```
-
-The rule, in order: (1) the entry measured on exactly this shape; (2) the
-first entry whose ``when`` ranges contain the shape; (3) the entry nearest
-in log space, distance = sum over M, N, K of (ln shape - ln entry)^2, so that
-twice as large counts the same at any size; equal distances go to the
-earlier entry. Each entry therefore owns the shapes closer to it in that
-sense: the table is a set of shape ranges without writing their bounds.
-`select_kernel` gives a kernel the params its table picks for a shape.
+The field (written by ``driver-gemm tune --dispatch``) lists, per kernel name, entries of a shape,
+its winning params and optional ``when:`` ranges. The rule, in order: the entry of exactly this
+shape; the first whose ``when`` ranges hold it; the nearest in log space (sum over M, N, K of
+(ln shape - ln entry)^2, the earlier entry on a tie). `select_kernel` applies it. The field's
+format: docs/tuning.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """A small, safe evaluator for the arithmetic in specs: grids, blocks, shared memory, constraints.
 
-Grammar: numbers, names, ``+ - * / // %``, unary minus, parentheses and the
-functions ``ceil``, ``floor``, ``min`` and ``max``. Constraints (``require:``)
-may also compare (``== != < <= > >=``) and combine with ``and``, ``or``,
-``not``. Python's own parser builds the tree; only the node kinds above are
-accepted and they are evaluated here, never by ``eval``.
-
-Bounds (`driver_gemm.specfile.limits`): an expression is at most
-`MAX_EXPRESSION_CHARS` long, nests parentheses and its tree at most
-`MAX_EXPRESSION_DEPTH` deep and has at most `MAX_EXPRESSION_NODES` nodes;
-constants and every intermediate value are finite, and whole numbers stay in
-int64 range, so that evaluating never overflows, recurses without end or
-builds a number with a million digits.
+Grammar: numbers, names, ``+ - * / // %``, unary minus, parentheses, ``ceil``, ``floor``, ``min``,
+``max``; constraints (``require:``) may also compare and combine with ``and``, ``or``, ``not``.
+Python's parser builds the tree, only those node kinds are accepted, and they are evaluated here,
+never by ``eval``. Length, depth, node count and values are bounded (`driver_gemm.specfile.limits`), so
+evaluating never overflows, recurses without end or builds a huge number.
 """
 
 from __future__ import annotations

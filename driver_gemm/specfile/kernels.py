@@ -1,12 +1,8 @@
 """One ``kernels:`` entry of a spec, read field group by field group into `KernelSpec` instances.
 
-An entry names its identity (name, function), its source file, its template
-parameters (a list of values sweeps them), its launch (block, grid, dynamic
-shared memory, tile), its conditions (``require``), its compiler settings
-(options, precision, arch), its launch attributes (cluster, PDL) and its
-argument signature, whose ``tensormap`` entries describe TMA tensor maps. Each group is read and
-checked by one function here; `parse_kernel` puts them together and expands the
-parameter sweep, counted before it is built.
+Each group (identity, source, template parameters, launch, ``require``, compiler settings, launch
+attributes, signature) is read and checked by one function here; `parse_kernel` puts them together
+and expands the parameter sweep, counted before it is built. The fields: docs/spec-reference.md.
 """
 
 from __future__ import annotations

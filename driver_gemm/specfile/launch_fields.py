@@ -1,12 +1,9 @@
 """The fields of a kernel entry for Hopper launches: thread-block clusters, PDL, and TMA tensor-map arguments.
 
-``cluster: [x, y, z]`` (expressions), ``cluster_non_portable``,
-``cluster_scheduling`` and ``pdl`` become a `LaunchAttributeSpec`; a signature
-entry ``{name, type: tensormap, tensor: A|B|C, box: [rows, cols], swizzle,
-l2_promotion, oob_fill, element}`` becomes an `Argument` with a
-`TensorMapArgument`. Only the words and expressions are checked here; what
-depends on the shape (extents, strides, box limits) is checked per case by
-`planning.hopper_checks`.
+``cluster``, ``cluster_non_portable``, ``cluster_scheduling`` and ``pdl`` become a
+`LaunchAttributeSpec`; a ``type: tensormap`` signature entry becomes an `Argument` with a
+`TensorMapArgument`. Only words and expressions are checked here; what depends on the shape is
+checked per case by `hopper_checks`. The fields: docs/hopper.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales.
 
-A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``,
-``batch`` and ``scales`` is an FP32 kernel on tight row-major matrices, read
-and run exactly as before. One that gives any of them is *typed*: its inputs
-are drawn in its types, uploaded with its layout, checked with its types'
-tolerance and timed against a cuBLASLt matmul of the same kind.
-
-The element types and layouts are checked here with the tables of
-`driver_gemm.gemm.dtypes` and `driver_gemm.gemm.operands`: both are
-pure (NumPy and the error classes only), so the spec layer can use them to
-refuse a mistake at its line. Leading dimensions and batch strides are
-expressions of the shape; they are evaluated, and checked against the
-matrices they must hold, per shape by `evaluate_operands` (the planner turns
-its errors into the case's INVALID reason).
+A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch`` and ``scales`` is
+an FP32 kernel on tight row-major matrices; one that gives any is *typed*: drawn in its types,
+uploaded in its layout, checked with its types' tolerance and timed against a cuBLASLt matmul of
+the same kind. Types and layouts are checked here with the pure tables of `gemm.dtypes` and
+`gemm.operands`, so a mistake is refused at its line; leading dimensions and batch strides are
+shape expressions, checked per shape by `evaluate_operands`.
 """
 
 from __future__ import annotations

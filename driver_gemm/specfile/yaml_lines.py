@@ -1,12 +1,9 @@
 """Read spec bytes into Python values that remember their line numbers, within bounds.
 
-`read_document` turns bytes or text into mappings and lists that know the
-1-based line of every entry, with `yaml.safe_load`'s semantics otherwise, and
-refuses anything that could exhaust the machine before a single field is
-checked: files over `MAX_SPEC_BYTES`, text that is not UTF-8 or holds NUL
-bytes, nesting deeper than `MAX_YAML_DEPTH`, documents whose aliases expand to
-more than `MAX_YAML_NODES` nodes (the "billion laughs"), aliases that contain
-themselves, and integers too long to be a number anyone meant.
+`read_document` gives mappings and lists that know the line of every entry (``yaml.safe_load``'s
+semantics otherwise) and first refuses anything that could exhaust the machine: oversized files,
+non-UTF-8 or NUL bytes, deep nesting, aliases that expand too far or contain themselves, absurdly
+long integers (bounds in `driver_gemm.specfile.limits`).
 """
 
 from __future__ import annotations

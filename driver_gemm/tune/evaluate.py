@@ -1,32 +1,10 @@
 """The evaluation callback of a tuning search on a live `Session`: screen cheaply, verify what is fully timed.
 
-`tune.strategies` searches through one callback, ``evaluate(configuration,
-shape, fidelity) -> median ms | None``; `Evaluator` is that callback on a GPU.
-
-- Inputs and the float64 reference are made once per shape and shared by
-  every configuration of it (the seed comes from the shape alone, so every
-  configuration is checked against the same product); kernels with
-  `types:` share theirs per shape and per matmul (types, layouts, batch,
-  alpha and beta), drawn and checked as ``run`` does; the shape before is
-  dropped when the search moves on, so that one shape's reference (512 MiB
-  at 8192^3) is held at a time.
-- Fidelity 1.0 is the spec's full cold measurement (its measure settings,
-  L2 flushed before each sample): a `CaseResult` handed to `record`, as
-  ``run`` records a case. Before its first full measurement a configuration
-  is verified once, through the same steps and error funnel as ``run``
-  (`execute.execute_case`); one that fails, faults or is refused is None
-  from then on.
-- A fidelity below 1 is a warm screen, reported to `note` only: the kernel
-  loaded and bound to the shape's inputs (uploaded once per shape), one
-  warm-up launch, then a few unflushed launches for that fraction of
-  ``min_time_s`` (`screen_settings`). A screen is not verified: verification (a launch, a
-  download of C and a float64 comparison on the host, ~2 s at 8192^3) costs
-  far more than the screen, and a search screens every configuration while
-  it fully measures a few. So a wrong kernel can win a screen; it is caught
-  when it reaches a full measurement, and the strategy measures the next
-  one in its place (`tune.strategies.SuccessiveHalving`).
-- The `TuningCache` answers a full measurement it already holds and keeps
-  every new one.
+`tune.strategies` searches through ``evaluate(configuration, shape, fidelity) -> median ms | None``;
+`Evaluator` is that callback on a GPU. Fidelity 1.0 is the spec's full cold measurement, verified
+first as ``run`` verifies a case; a lower fidelity is a short warm screen, not verified (a
+verification costs far more than a screen), so a wrong kernel is caught when it reaches a full
+measurement. Inputs and references are shared per shape. How it works: docs/tuning.md.
 """
 
 from __future__ import annotations

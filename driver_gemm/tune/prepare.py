@@ -1,13 +1,9 @@
 """Before the GPU: drop configurations the plan already condemns, and compile the rest in parallel processes.
 
-`prune_plans` keeps the plans worth launching and says why each other one
-was dropped: a failed launch check or ``require:`` constraint (INVALID), a
-kernel that spills registers to local memory, or one whose occupancy is
-zero blocks per SM. `compile_in_processes` compiles (source, instances,
-arch, options) jobs in a pool of spawned processes: NVRTC holds a lock
-inside a process, so threads compile one program at a time, while
-processes compile side by side (``spawn``, so no CUDA or NVRTC state is
-forked).
+`prune_plans` keeps the plans worth launching and says why each other was dropped: a failed check
+or ``require:`` (INVALID), register spills, or zero blocks per SM. `compile_in_processes` compiles
+in a pool of spawned processes: NVRTC holds a lock inside a process, so threads compile one program
+at a time while processes compile side by side (``spawn``, so no CUDA or NVRTC state is forked).
 """
 
 from __future__ import annotations

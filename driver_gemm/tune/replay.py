@@ -1,14 +1,10 @@
 """Strategies replayed on a recorded sweep: the evaluation callback without a GPU, and its cost in seconds.
 
-A recorded exhaustive sweep (a `RunResult` of ``tune``) knows every
-configuration's full cold measurement, so it can stand in for the GPU: a full
-evaluation returns the recorded median; a screen at fidelity f returns it
-perturbed as a short warm measurement would be (a seeded draw, see
-`EvaluationCosts`); a configuration that did not pass returns None. A simulated
-clock adds what each evaluation would have cost, so budgets in seconds and
-the cost of each strategy can be compared with the exhaustive one on the
-same terms. `compare_strategies` makes the table of strategy, best found and
-cost.
+A recorded exhaustive sweep knows every configuration's full cold measurement, so it can stand in
+for the GPU: a full evaluation returns the recorded median, a screen returns it perturbed as a short
+warm measurement would be (seeded), a configuration that did not pass None. A simulated clock adds
+what each evaluation would cost (`CostModel`), so strategies' budgets and costs compare with the
+exhaustive one's on the same terms (`compare_strategies`).
 """
 
 from __future__ import annotations
@@ -45,12 +41,8 @@ class EvaluationCosts:
     A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
     offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error
     of a median of the screen's samples (the recorded interquartile range / 1.349 as their spread).
-    The per-shape and verification costs are fitted to the H200 runs of ``scripts/tune_strategies.py``
-    on samples of sweep-v8 (``bench/results/scripts/tune-strategies-{12,30}-h200.json``: the
-    exhaustive search took 0.55 s + 0.68 s a configuration at 4096^3 and 1.06 s + 2.27 s a
-    configuration at 8192^3; less each configuration's full measurement as `_full_s` models it, that
-    is 27 and 29 ns an element of C to verify, and 0.38 s + 10 ns an element once per shape). The
-    screen and setup costs are estimates, not measurements: a GPU run of the benchmark confirms them.
+    The per-shape and verification defaults are fitted to exhaustive searches on an H200; the screen
+    and setup costs are estimates (docs/tuning.md).
     """
 
     reference_s: float = 0.38

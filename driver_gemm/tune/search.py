@@ -1,14 +1,11 @@
 """A tune on a GPU, in order: plan and prune, compile ahead, then search each kernel family on each shape.
 
-`prepare_cases` needs no GPU (the device's limits and architecture are given):
-every kernel configuration is planned on every shape, the plans that cannot
-or should not launch are pruned before compiling (`prepare.prune_plans`),
-the rest compiled in parallel, and pruned again with their resources (spills,
-zero occupancy). `tune_spec` opens one `Session`, makes the evaluation
-callback (`tune.evaluate.Evaluator`) and runs the strategy over every
-(kernel family, shape) group with `strategies.search_all`, which shares the
-budget between them. Exhaustive prunes only what cannot launch, so that it
-measures every valid configuration, as ``tune`` always did.
+`prepare_cases` needs no GPU: every configuration is planned on every shape, pruned before
+compiling (`prepare.prune_plans`), compiled in parallel and pruned again on its resources (spills,
+zero occupancy). `tune_spec` opens one `Session`, makes the evaluation callback
+(`evaluate.Evaluator`) and runs the strategy over every (family, shape) group with
+`strategies.search_all`. Exhaustive prunes only what cannot launch, so it measures every valid
+configuration.
 """
 
 from __future__ import annotations

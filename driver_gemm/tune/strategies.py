@@ -1,23 +1,11 @@
 """Search strategies for a sweep: which configurations to measure, how well, and when to stop.
 
-Every strategy works through one callback, ``evaluate(configuration, shape,
-fidelity) -> median ms | None``: fidelity 1.0 (`FULL`) is the spec's full cold
-measurement, a smaller fidelity a short warm screen of that fraction of its
-time; None means the configuration cannot be used (it failed verification,
-faulted, or was refused). So a strategy never touches a GPU: on a GPU the
-callback measures, in tests it replays recorded results (`RecordedSweep`).
-
-Only a full-fidelity number can win: a screening number ranks configurations,
-never reports one. A `Budget` bounds a search by wall seconds (of its own
-clock, so a replay can count simulated seconds) and/or by the number of
-distinct configurations launched. Every random choice comes from the
-strategy's seed, so a search is repeatable.
-
-- `Exhaustive`: every configuration, in order, at full fidelity.
-- `RandomSampling`: configurations in a seeded random order, at full fidelity, until the budget ends.
-- `SuccessiveHalving`: screen every configuration at `min_fidelity`, keep the best 1/`eta`,
-  measure those `eta` times as long, and so on up to a full measurement of the last few.
-- `OptunaTPE`: Optuna's TPE sampler over the template parameters (optuna is imported only here).
+Every strategy works through one callback, ``evaluate(configuration, shape, fidelity) -> median ms
+| None`` (fidelity `FULL` is the full cold measurement, less a short warm screen; None: unusable),
+so none touches a GPU and tests replay recorded results (`RecordedSweep`). Only a full-fidelity
+number can win. A `Budget` bounds a search by seconds and/or configurations; random choices come
+from the seed. `Exhaustive`, `RandomSampling`, `SuccessiveHalving` and `OptunaTPE` (optuna imported
+only there) are described in docs/tuning.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Tuning results that last across runs: a case measured once is not measured again unless asked (``--fresh``).
 
-The key is everything that decides a measurement: the kernel source and the
-local headers it includes (their SHA-256), the function and template
-parameters, the options and target, the launch expressions, the shape, the
-precision, the scalars and the verify and measure settings, and where it ran:
-the GPU's name and SM count, the driver and the NVRTC version. Nothing else
-(no path, no time), so a checkout can move and still hit.
-
-Entries live beside the CUBIN cache (`driver_gemm.cuda.cache.directory()`,
-under ``tune/``) and follow its rules: one file per entry, a magic line, the
-SHA-256 of the rest, then the JSON of the `CaseResult`; written to a temporary
-file and renamed into place; an entry whose checksum fails is ignored (and
-overwritten by the next store). ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
+The key is everything that decides a measurement (kernel source and headers, parameters, options,
+launch expressions, shape, precision, scalars, verify and measure settings, and the GPU's name, SM
+count, driver and NVRTC version), and no path or time, so a checkout can move and still hit.
+Entries live under ``tune/`` beside the CUBIN cache and follow its format and rules
+(`driver_gemm.cuda.cache`); ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
 """
 
 from __future__ import annotations
