@@ -242,8 +242,8 @@ def test_tolerance_grows_with_k_and_with_coarser_types():
 def test_fp8_tolerance_admits_hoppers_tensor_core_accumulation_and_still_catches_a_dropped_term():
     e4m3_fp32 = parse_types({"a": "e4m3", "c": "fp32"})
     # cuBLASLt's e4m3 -> fp32 matmul on an H200 at K = 160 is 8.7e-5 off the float64 product
-    assert tolerance(e4m3_fp32, 160) > 2 * 8.7e-5
-    assert tolerance(e4m3_fp32, 160) > 100 * tolerance(parse_types({"a": "fp32"}), 160)
+    assert error_bound(e4m3_fp32, 160) > 2 * 8.7e-5
+    assert error_bound(e4m3_fp32, 160) > 100 * error_bound(parse_types({"a": "fp32"}), 160)
     # bf16 output rounding still dominates an e4m3 -> bf16 bound
     e4m3_bf16 = parse_types({"a": "e4m3", "c": "bf16"})
     assert error_bound(e4m3_bf16, 160) < 1.5 * error_bound(parse_types({"a": "bf16", "c": "bf16"}), 160)

@@ -96,7 +96,7 @@ def recorded(*names):
 
 # One-GPU runs of the two specs dealt out to several GPUs, with every case's steps (``phases``), recorded on an
 # H200 where a GPU draws a shape's operands and works out its reference once for all its cases.
-PHASED = ["round6/4-whole-shapes/ramp-1gpu.json.gz", "round6/4-whole-shapes/mixed-1gpu.json.gz"]
+PHASED = ["ramp-1gpu.json.gz", "mixed-1gpu.json.gz"]
 
 
 @pytest.mark.parametrize("name", PHASED)
