@@ -286,7 +286,7 @@ def test_prebuilt_cubin_runs_like_the_nvrtc_build_and_the_driver_agrees_on_param
 
     spec = load_spec(SPECS / "prebuilt.yaml")
     spec = quick(dataclasses.replace(spec, shapes=spec.shapes[:2], baseline=False))
-    result = run_spec(spec, isolate=False)
+    result = run_spec(spec)
     assert {case.status for case in result.cases} == {Status.PASS}, [c.message for c in result.cases]
     for case in result.cases:
         assert case.attributes["param_info"] == "agrees", case.attributes

@@ -128,7 +128,7 @@ def check_output(output, expected, types, K):
     assert output.padding_written == 0
     assert not output.unwritten(types.c).any()
     return compare(output.values.reshape(-1, expected.shape[-1]), expected.reshape(-1, expected.shape[-1]),
-                   rel_tolerance=dtypes.tolerance(types, K))
+                   rel_tolerance=dtypes.error_bound(types, K))
 
 
 @pytest.mark.gpu
