@@ -5,7 +5,7 @@
 # file or folder per step; the summary lines are printed last.
 #
 # Steps: headlines (scripts/regenerate.py: the headline results into $OUT/<gpu-name>/ and the page
-# rendered from them into $OUT/performance.md; about 5 minutes), tests (every GPU test), seed (the seed
+# rendered from them into $OUT/performance.md; about 6 minutes), tests (every GPU test), seed (the seed
 # spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
 # 4096^3 and 8192^3, at most 4 minutes), types (specs/types.yaml on its small shapes), baselines

@@ -193,7 +193,7 @@ def render(folder: Path) -> str:
              "<!-- Generated: do not edit. Rendered by "
              f"`python3 scripts/render_performance.py {shown_path(folder, '')[:-1]} > docs/performance.md`. -->", "",
              f"The headline results on one GPU, as recorded in `{shown_path(folder, '')}`. They are regenerated on "
-             f"a GPU machine by one command, `. scripts/gpu_env.sh && {REGENERATE}` (about 5 minutes on an H200), "
+             f"a GPU machine by one command, `. scripts/gpu_env.sh && {REGENERATE}` (about 6 minutes on an H200), "
              "which writes the results files and renders this page from them; "
              f"`python3 scripts/render_performance.py {shown_path(folder, '')[:-1]}` renders it again from the "
              "committed files, without a GPU.", "",
