@@ -84,4 +84,4 @@ def test_the_wrong_bf16_kernel_fails_with_a_diagnosis(tmp_path):
     assert by_shape["129x132x64"].status == "PASS"      # TILE divides K: nothing skipped
     failed = by_shape["1001x513x777"]
     assert failed.status == "FAIL" and "wrong" in failed.diagnosis["summary"], failed.diagnosis
-    assert failed.verification["unwritten"] == 0
+    assert failed.verification.unwritten == 0

@@ -287,7 +287,7 @@ def test_a_correct_typed_output_passes_and_a_k_tail_bug_fails(tmp_path, extra):
     verdict = typed_steps.check_output(run)
     assert verdict.status == Status.PASS, verdict.as_dict()
     assert verdict.padding_written == 0
-    assert run.record.verification["tolerance"] == operands.dtypes.error_bound(run.typed.types, 41)
+    assert run.record.verification.tolerance == operands.dtypes.error_bound(run.typed.types, 41)
 
     typed = run.typed
     tail = operands.reference(typed.inputs.a[:, :, :32], typed.inputs.b[:, :32, :], typed.alpha, typed.beta,

@@ -99,8 +99,7 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
             table.add_column(column, justify=justify)
         cases = [c for c in run.cases if c.shape == shape]
         for case in cases:
-            verification = case.verification or {}
-            error = verification.get("rel_fro_error")
+            error = case.verification.rel_fro_error if case.verification else None
             table.add_row(
                 Text(names.get(case.kernel, case.kernel)),
                 Text(case.status, style=_STATUS_STYLE.get(case.status, "")),
@@ -312,7 +311,7 @@ def profile_rows(run: RunResult) -> list[dict]:
         profile = case.profile
         if not profile:
             continue
-        theoretical = (case.occupancy or {}).get("occupancy")
+        theoretical = case.occupancy.occupancy if case.occupancy else None
         stalls = profile.get("top_stalls") or []
         rows.append({
             "kernel": case.kernel, "shape": case.shape.label, "error": profile.get("error"),
