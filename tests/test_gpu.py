@@ -96,8 +96,8 @@ def test_broken_tail_write_is_a_fail_with_unwritten_columns(tmp_path):
     assert ragged.verification.unwritten == 1001      # column 512 of every row
     assert ragged.verification.wrong == 0
     diagnosis = ragged.diagnosis
-    assert diagnosis["summary"] == "1001 elements unwritten: columns 512 = block column 8, every row; every other element right"
-    first = diagnosis["first_mismatches"][0]
+    assert diagnosis.summary == "1001 elements unwritten: columns 512 = block column 8, every row; every other element right"
+    first = diagnosis.first_mismatches[0]
     assert (first["row"], first["col"], first["kind"], first["got"]) == (0, 512, "unwritten", None)
     assert first["block"] == [8, 0] and first["thread"] == [0, 0]
 
@@ -113,7 +113,7 @@ def test_grid_that_misses_rows_is_diagnosed(tmp_path):
         """, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec).cases
     assert case.status == Status.FAIL and case.verification.unwritten == 41 * 513
-    assert case.diagnosis["summary"] == "21033 elements unwritten: rows 960-1000, every column; every other element right"
+    assert case.diagnosis.summary == "21033 elements unwritten: rows 960-1000, every column; every other element right"
 
 
 def test_alpha_beta_kernel_with_its_own_argument_order(tmp_path):
@@ -288,7 +288,7 @@ def test_error_map_is_saved_for_a_failing_case(tmp_path):
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
     picture = tmp_path / "maps" / "v3-no-tail_BM_64_BN_64_BK_16_TN_4_1001x513x777.png"
     assert case.status == Status.FAIL and case.timing is None
-    assert case.diagnosis["error_map"] == str(picture)
+    assert case.diagnosis.error_map == str(picture)
     assert picture.read_bytes().startswith(b"\x89PNG")
 
 

@@ -83,7 +83,7 @@ def test_a_cases_sub_records_are_typed_and_write_the_same_json():
     assert CaseResult.from_dict({**data, "device": {"name": "GPU"}}).device == CaseDevice(name="GPU")
 
 
-FIXED_KEY_PARTS = ("launch", "resources", "attributes", "occupancy", "verification")
+FIXED_KEY_PARTS = ("launch", "resources", "attributes", "occupancy", "verification", "diagnosis", "operands")
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda path: str(path.relative_to(ROOT)))
@@ -135,3 +135,16 @@ def test_a_cases_fixed_key_parts_are_typed_and_keep_keys_they_do_not_know():
     later = {**data["resources"], "a_later_key": 7}
     read = ResourceRecord.from_json(later)
     assert read.registers == 40 and read.other == {"a_later_key": 7} and read.to_json() == later
+
+
+def test_a_diagnosis_and_operands_write_the_objects_they_always_have():
+    from driver_gemm.results.records import DiagnosisRecord, OperandsRecord
+
+    mismatch = {"row": 0, "col": 512, "expected": 1.5, "got": None, "kind": "unwritten", "block": [8, 0]}
+    diagnosis = {"summary": "1 element unwritten", "unwritten": 1, "wrong": 0, "nonfinite": 0, "right": 3,
+                 "tile": [64, 64], "first_mismatches": [mismatch]}
+    read = DiagnosisRecord.from_json(diagnosis)
+    assert read.tile == (64, 64) and read.error_map is None and read.to_json() == diagnosis   # no error map: no key
+    operands = {"types": {"a": "bf16", "b": "bf16", "c": "bf16"}, "layout": "TN", "batch": 2,
+                "ld": {"a": 64, "b": 64, "c": 64}, "batch_stride": {"a": 4096, "b": 4096, "c": 4096}}
+    assert OperandsRecord.from_json(operands).layout == "TN" and OperandsRecord.from_json(operands).to_json() == operands

@@ -128,9 +128,10 @@ def problems_text(run: RunResult) -> list[str]:
             out.append(f"    {extra}")
         for finding in (case.sanitizer or {}).get("summary", [])[:10]:
             out.append(f"    {finding}")
-        if (case.diagnosis or {}).get("error_map"):
-            out.append(f"    error map: {case.diagnosis['error_map']}")
-        for mismatch in (case.diagnosis or {}).get("first_mismatches", [])[:5]:
+        if case.diagnosis is not None and case.diagnosis.error_map:
+            out.append(f"    error map: {case.diagnosis.error_map}")
+        mismatches = (case.diagnosis.first_mismatches if case.diagnosis else None) or []
+        for mismatch in mismatches[:5]:
             where = f"C[{mismatch['row']}, {mismatch['col']}]"
             got = "never written" if mismatch["got"] is None else f"got {mismatch['got']:.6g}"
             owner = ""

@@ -199,6 +199,38 @@ class VerificationRecord(_CasePart):
     other: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DiagnosisRecord(_CasePart):
+    """Where and how a wrong output is wrong (`results.diagnose.diagnose_output`), and its error map."""
+
+    WRITTEN_WHEN_SET = ("error_map",)
+    TUPLES = ("tile",)
+
+    summary: str | None = None               # in words: which rows, columns or blocks are wrong
+    unwritten: int | None = None
+    wrong: int | None = None
+    nonfinite: int | None = None
+    right: int | None = None
+    tile: tuple[int, ...] | None = None      # rows x columns of C per block, when the plan knows it
+    # The first wrong elements, each {row, col, expected, got, kind} with the block and thread that wrote it
+    # when the tile tells; kept as read (small mappings whose keys depend on what the plan knows).
+    first_mismatches: list[dict[str, Any]] | None = None
+    error_map: str | None = None             # the picture's path, or why none was made (run --artifacts)
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OperandsRecord(_CasePart):
+    """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
+
+    types: dict[str, Any] | None = None      # `gemm.dtypes.GemmTypes.as_dict`: type name by operand and role
+    layout: str | None = None                # e.g. TN
+    batch: int | None = None
+    ld: dict[str, int] | None = None         # leading dimension by operand (a, b, c)
+    batch_stride: dict[str, int] | None = None   # elements between matrices, by operand (a, b, c)
+    other: dict[str, Any] = field(default_factory=dict)
+
+
 
 @dataclass
 class CaseResult:
@@ -223,14 +255,14 @@ class CaseResult:
     pct_cublas: float | None = None
     pct_peak: float | None = None
     problems: list = field(default_factory=list)
-    diagnosis: dict[str, Any] | None = None   # results.diagnose: a summary, counts and the first mismatches
+    diagnosis: DiagnosisRecord | None = None
     sanitizer: dict[str, Any] | None = None   # compute-sanitizer's findings, when the case ran under it
     device: CaseDevice = CaseDevice()   # the GPU that ran it
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict[str, float] | None = None    # step name -> seconds: the steps differ by kind of case
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
     baseline: str | None = None      # typed kernels: the label of the cuBLASLt row their % is against
-    operands: dict | None = None     # typed kernels and cuBLASLt rows: types, layout, batch, ld, batch strides
+    operands: OperandsRecord | None = None   # typed kernels and cuBLASLt rows
 
     dispatch: DispatchChoice | None = None   # the dispatch entry that chose the params
     profile: dict[str, Any] | None = None     # counter name -> value for one launch (run --profile): open-ended
@@ -241,7 +273,8 @@ class CaseResult:
     # The sub-records with fixed keys, by field.
     PARTS: ClassVar[dict[str, type[_CasePart]]] = {
         "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
-        "occupancy": OccupancyRecord, "verification": VerificationRecord}
+        "occupancy": OccupancyRecord, "verification": VerificationRecord, "diagnosis": DiagnosisRecord,
+        "operands": OperandsRecord}
 
     @property
     def ok(self) -> bool:

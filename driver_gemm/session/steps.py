@@ -23,8 +23,8 @@ from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference,
                                  uses_cpu_reference)
 from ..measure.timing import measure
 from ..measure.verify import POISON_WORD, Verdict, compare
-from ..results.records import (AttributeRecord, CaseResult, LaunchRecord, OccupancyRecord, ResourceRecord,
-                               VerificationRecord)
+from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, LaunchRecord, OccupancyRecord,
+                               ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
 from ..planning.cases import Case, new_record
@@ -208,12 +208,13 @@ def diagnose(run: CaseRun) -> None:
     from ..results.diagnose import diagnose_output
 
     record = run.record
-    record.diagnosis = diagnose_output(run.verdict, run.output, run.expected, run.case.plan)
-    record.message = record.diagnosis.get("summary", "")
+    record.diagnosis = DiagnosisRecord.from_json(diagnose_output(run.verdict, run.output, run.expected,
+                                                                 run.case.plan))
+    record.message = record.diagnosis.summary or ""
     if run.session.options.artifacts is not None:
-        picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.get("tile"),
+        picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.tile,
                                  record.message)
-        record.diagnosis["error_map"] = str(picture)
+        record.diagnosis = replace(record.diagnosis, error_map=str(picture))
 
 
 def time(run: CaseRun) -> None:
