@@ -83,7 +83,8 @@ def test_a_cases_sub_records_are_typed_and_write_the_same_json():
     assert CaseResult.from_dict({**data, "device": {"name": "GPU"}}).device == CaseDevice(name="GPU")
 
 
-FIXED_KEY_PARTS = ("launch", "resources", "attributes", "occupancy", "verification", "diagnosis", "operands")
+FIXED_KEY_PARTS = ("launch", "resources", "attributes", "occupancy", "verification", "diagnosis", "operands",
+                   "sanitizer")
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda path: str(path.relative_to(ROOT)))
@@ -137,8 +138,8 @@ def test_a_cases_fixed_key_parts_are_typed_and_keep_keys_they_do_not_know():
     assert read.registers == 40 and read.other == {"a_later_key": 7} and read.to_json() == later
 
 
-def test_a_diagnosis_and_operands_write_the_objects_they_always_have():
-    from driver_gemm.results.records import DiagnosisRecord, OperandsRecord
+def test_a_diagnosis_operands_and_sanitizer_report_write_the_objects_they_always_have():
+    from driver_gemm.results.records import DiagnosisRecord, OperandsRecord, SanitizerRecord
 
     mismatch = {"row": 0, "col": 512, "expected": 1.5, "got": None, "kind": "unwritten", "block": [8, 0]}
     diagnosis = {"summary": "1 element unwritten", "unwritten": 1, "wrong": 0, "nonfinite": 0, "right": 3,
@@ -148,3 +149,8 @@ def test_a_diagnosis_and_operands_write_the_objects_they_always_have():
     operands = {"types": {"a": "bf16", "b": "bf16", "c": "bf16"}, "layout": "TN", "batch": 2,
                 "ld": {"a": 64, "b": 64, "c": 64}, "batch_stride": {"a": 4096, "b": 4096, "c": 4096}}
     assert OperandsRecord.from_json(operands).layout == "TN" and OperandsRecord.from_json(operands).to_json() == operands
+    finished = {"tool": "memcheck", "findings": [{"kind": "Invalid __global__ read", "kernel": "k", "block": [0, 0, 0]}],
+                "summary": ["Invalid __global__ read in k"], "exit_code": 1}
+    timed_out = {"tool": "memcheck", "findings": [], "summary": [], "message": "no answer after 600 s"}
+    for report in (finished, timed_out):       # the exit code or the message: only the one there is
+        assert SanitizerRecord.from_json(report).to_json() == report

@@ -126,7 +126,7 @@ def problems_text(run: RunResult) -> list[str]:
             out.append(f"    {line}")
         for extra in case.problems[1:]:
             out.append(f"    {extra}")
-        for finding in (case.sanitizer or {}).get("summary", [])[:10]:
+        for finding in ((case.sanitizer.summary if case.sanitizer else None) or [])[:10]:
             out.append(f"    {finding}")
         if case.diagnosis is not None and case.diagnosis.error_map:
             out.append(f"    error map: {case.diagnosis.error_map}")

@@ -220,6 +220,21 @@ class DiagnosisRecord(_CasePart):
 
 
 @dataclass(frozen=True)
+class SanitizerRecord(_CasePart):
+    """What compute-sanitizer reported for a case (`session.sanitize`): its tool, findings and exit code."""
+
+    WRITTEN_WHEN_SET = ("exit_code", "message")
+
+    tool: str | None = None                  # memcheck, racecheck, initcheck or synccheck
+    # Each finding as `session.sanitize.Finding` writes it (kind, kernel, location, block, thread...).
+    findings: list[dict[str, Any]] | None = None
+    summary: list[str] | None = None         # the first findings, one line each
+    exit_code: int | None = None             # the sanitizer's, when it ran to the end
+    message: str | None = None               # why it did not (no answer in time)
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
@@ -256,7 +271,7 @@ class CaseResult:
     pct_peak: float | None = None
     problems: list = field(default_factory=list)
     diagnosis: DiagnosisRecord | None = None
-    sanitizer: dict[str, Any] | None = None   # compute-sanitizer's findings, when the case ran under it
+    sanitizer: SanitizerRecord | None = None   # when the case ran under compute-sanitizer
     device: CaseDevice = CaseDevice()   # the GPU that ran it
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
     phases: dict[str, float] | None = None    # step name -> seconds: the steps differ by kind of case
@@ -274,7 +289,7 @@ class CaseResult:
     PARTS: ClassVar[dict[str, type[_CasePart]]] = {
         "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
         "occupancy": OccupancyRecord, "verification": VerificationRecord, "diagnosis": DiagnosisRecord,
-        "operands": OperandsRecord}
+        "operands": OperandsRecord, "sanitizer": SanitizerRecord}
 
     @property
     def ok(self) -> bool:
