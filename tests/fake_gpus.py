@@ -6,7 +6,7 @@ from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.planning.build import compile_spec
 from driver_gemm.planning.cases import cases_of
 from driver_gemm.planning.case_plan import plan_case
-from driver_gemm.results.records import CaseDevice, CaseResult
+from driver_gemm.results.records import CaseDevice, CaseResult, LaunchRecord, ResourceRecord
 from driver_gemm.status import Status
 
 
@@ -25,8 +25,8 @@ def plan_part(spec, options, placement, previous, on_result):
             resources = compiled[case.kernel.label].resources_of(case.kernel.instance)
             plan = plan_case(case.kernel, case.shape, arch_limits("sm_90"), resources)
             result.status = Status.PASS if plan.valid else Status.INVALID
-            result.resources = resources.as_dict()
-            result.launch = plan.config.as_dict()
+            result.resources = ResourceRecord.from_json(resources.as_dict())
+            result.launch = LaunchRecord.from_json(plan.config.as_dict())
         on_result(result)
         cases.append(result.as_dict())
     return {"environment": {"worker_device": device}, "cases": cases}

@@ -49,7 +49,7 @@ def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):
     for case in run.cases:
         if not case.is_baseline:
             kernel = next(k for k in spec.kernels if k.label == case.kernel)
-            assert case.resources == local[kernel.label].resources_of(kernel.instance).as_dict()
+            assert case.resources.to_json() == local[kernel.label].resources_of(kernel.instance).as_dict()
     # the environment of both GPUs was known before the first case landed, and every task is recorded
     assert [gpu["device"]["name"] for gpu in run.environment["gpus"]] == ["GPU 0", "GPU 1"]
     tasks = run.settings.tasks

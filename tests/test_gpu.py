@@ -38,7 +38,7 @@ def test_every_seed_kernel_passes_on_seed_and_awkward_shapes(seed_run):
     assert {"cublas", "v0", "v1", "v2[TILE=32]"} <= kernels and len(kernels) == 6
     assert len(seed_run.cases) == 6 * (1 + len(AWKWARD_SHAPES))
     for case in seed_run.cases:
-        assert case.verification["unwritten"] == 0 and case.verification["rel_fro_error"] < 1e-5
+        assert case.verification.unwritten == 0 and case.verification.rel_fro_error < 1e-5
         assert case.timing.samples >= 3 and case.timing.median_ms > 0
 
 
@@ -54,10 +54,10 @@ def test_our_occupancy_agrees_with_the_driver(seed_run):
     for case in seed_run.cases:
         if case.kernel != "cublas":
             occupancy = case.occupancy
-            assert occupancy["blocks_per_sm"] == occupancy["driver_blocks_per_sm"], (case.kernel, occupancy)
+            assert occupancy.blocks_per_sm == occupancy.driver_blocks_per_sm, (case.kernel, occupancy)
             # and the compiler's report, parsed from the NVRTC log, is what the driver loaded
-            assert case.resources["registers"] == case.attributes["registers"], (case.kernel, case.resources)
-            assert case.resources["static_shared_bytes"] == case.attributes["static_shared_bytes"]
+            assert case.resources.registers == case.attributes.registers, (case.kernel, case.resources)
+            assert case.resources.static_shared_bytes == case.attributes.static_shared_bytes
 
 
 def test_run_records_the_device_and_versions(seed_run):
@@ -93,11 +93,11 @@ def test_broken_tail_write_is_a_fail_with_unwritten_columns(tmp_path):
     run = run_spec(spec)
     ragged, even = run.cases
     assert ragged.status == Status.FAIL and even.status == Status.PASS
-    assert ragged.verification["unwritten"] == 1001      # column 512 of every row
-    assert ragged.verification["wrong"] == 0
+    assert ragged.verification.unwritten == 1001      # column 512 of every row
+    assert ragged.verification.wrong == 0
     diagnosis = ragged.diagnosis
-    assert diagnosis["summary"] == "1001 elements unwritten: columns 512 = block column 8, every row; every other element right"
-    first = diagnosis["first_mismatches"][0]
+    assert diagnosis.summary == "1001 elements unwritten: columns 512 = block column 8, every row; every other element right"
+    first = diagnosis.first_mismatches[0]
     assert (first["row"], first["col"], first["kind"], first["got"]) == (0, 512, "unwritten", None)
     assert first["block"] == [8, 0] and first["thread"] == [0, 0]
 
@@ -112,8 +112,8 @@ def test_grid_that_misses_rows_is_diagnosed(tmp_path):
           grid: [ceil(N / BN), M // BM]
         """, ["1001x513x777"], "baseline: false\n"))
     case, = run_spec(spec).cases
-    assert case.status == Status.FAIL and case.verification["unwritten"] == 41 * 513
-    assert case.diagnosis["summary"] == "21033 elements unwritten: rows 960-1000, every column; every other element right"
+    assert case.status == Status.FAIL and case.verification.unwritten == 41 * 513
+    assert case.diagnosis.summary == "21033 elements unwritten: rows 960-1000, every column; every other element right"
 
 
 def test_alpha_beta_kernel_with_its_own_argument_order(tmp_path):
@@ -288,7 +288,7 @@ def test_error_map_is_saved_for_a_failing_case(tmp_path):
     case, = run_spec(spec, options=RunOptions(time=False, artifacts=tmp_path / "maps")).cases
     picture = tmp_path / "maps" / "v3-no-tail_BM_64_BN_64_BK_16_TN_4_1001x513x777.png"
     assert case.status == Status.FAIL and case.timing is None
-    assert case.diagnosis["error_map"] == str(picture)
+    assert case.diagnosis.error_map == str(picture)
     assert picture.read_bytes().startswith(b"\x89PNG")
 
 

@@ -74,8 +74,9 @@ def test_a_cluster_kernel_passes_with_its_cluster_and_fails_without(tmp_path):
         paired, unpaired = cases["pair", shape], cases["unpaired", shape]
         assert paired.status == Status.PASS, paired.message
         assert unpaired.status == Status.FAIL, unpaired.message
-        assert paired.occupancy["cluster"] == [2, 1, 1] and paired.occupancy["driver_max_active_clusters"] > 0
-        assert "driver_max_active_clusters" not in unpaired.occupancy
+        assert paired.occupancy.cluster == (2, 1, 1) and paired.occupancy.driver_max_active_clusters > 0
+        assert unpaired.occupancy.driver_max_active_clusters is None
+        assert "driver_max_active_clusters" not in unpaired.occupancy.to_json()
 
 
 @pytest.mark.parametrize("mode", ["events", "graph"])

@@ -83,5 +83,5 @@ def test_the_wrong_bf16_kernel_fails_with_a_diagnosis(tmp_path):
     by_shape = {c.shape.label: c for c in run.cases if not c.is_baseline}
     assert by_shape["129x132x64"].status == "PASS"      # TILE divides K: nothing skipped
     failed = by_shape["1001x513x777"]
-    assert failed.status == "FAIL" and "wrong" in failed.diagnosis["summary"], failed.diagnosis
-    assert failed.verification["unwritten"] == 0
+    assert failed.status == "FAIL" and "wrong" in failed.diagnosis.summary, failed.diagnosis
+    assert failed.verification.unwritten == 0

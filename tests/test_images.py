@@ -289,9 +289,9 @@ def test_prebuilt_cubin_runs_like_the_nvrtc_build_and_the_driver_agrees_on_param
     result = run_spec(spec)
     assert {case.status for case in result.cases} == {Status.PASS}, [c.message for c in result.cases]
     for case in result.cases:
-        assert case.attributes["param_info"] == "agrees", case.attributes
+        assert case.attributes.param_info == "agrees", case.attributes
     prebuilt = {c.shape.label: c for c in result.cases if c.kernel.startswith("v4_prebuilt")}
     nvrtc = {c.shape.label: c for c in result.cases if c.kernel.startswith("v4[")}
     for shape, case in prebuilt.items():
-        assert case.resources["static_shared_bytes"] == nvrtc[shape].resources["static_shared_bytes"]
-        assert case.attributes["registers"] == case.resources["registers"]
+        assert case.resources.static_shared_bytes == nvrtc[shape].resources.static_shared_bytes
+        assert case.attributes.registers == case.resources.registers

@@ -4,7 +4,7 @@ from rich.console import Console
 
 from driver_gemm.report.tables import case_line, print_run, problems_text
 from driver_gemm.results.read import load_results
-from driver_gemm.results.records import CaseResult, RunResult
+from driver_gemm.results.records import CaseResult, DiagnosisRecord, RunResult, VerificationRecord
 from driver_gemm.status import Status
 from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
@@ -15,16 +15,17 @@ SHAPE = Shape(1024, 512, 1024)
 def sample_run() -> RunResult:
     cublas = CaseResult(kernel="cublas", name="cublas", shape=SHAPE, status=Status.PASS,
                         timing=summarize([0.040, 0.041, 0.039]), gflops=26844.0, pct_cublas=100.0, pct_peak=40.1,
-                        verification={"rel_fro_error": 2.1e-7})
+                        verification=VerificationRecord(rel_fro_error=2.1e-7))
     v4 = CaseResult(kernel="v4[BM=64,BN=64,BK=16,TM=4,TN=4]", name="v4", shape=SHAPE, status=Status.PASS,
                     params={"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
                     timing=summarize([0.0806, 0.0810, 0.0800]), gflops=13321.0, pct_cublas=49.6, pct_peak=19.9,
-                    verification={"rel_fro_error": 5.7e-7})
+                    verification=VerificationRecord(rel_fro_error=5.7e-7))
     broken = CaseResult(kernel="v3-no-tail", name="v3-no-tail", shape=Shape(1001, 513, 777), status=Status.FAIL,
                         message="1001 elements unwritten: columns 512 = block column 8, every row",
-                        verification={"rel_fro_error": 4e-7, "unwritten": 1001},
-                        diagnosis={"first_mismatches": [{"row": 0, "col": 512, "expected": 1.5, "got": None,
-                                                         "kind": "unwritten", "block": [8, 0], "thread": [0, 0]}]})
+                        verification=VerificationRecord(rel_fro_error=4e-7, unwritten=1001),
+                        diagnosis=DiagnosisRecord(first_mismatches=[{"row": 0, "col": 512, "expected": 1.5,
+                                                                     "got": None, "kind": "unwritten",
+                                                                     "block": [8, 0], "thread": [0, 0]}]))
     return RunResult(spec="seed", spec_path="specs/seed.yaml", cases=[cublas, v4, broken],
                      environment={"device": {"name": "NVIDIA H200", "fp32_peak_gflops": 66908.0, "sm_count": 132,
                                              "fp32_lanes_per_sm": 128, "clock_khz": 1980000}})

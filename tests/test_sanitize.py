@@ -115,4 +115,4 @@ def test_sanitize_spec_records_findings_as_failures(tmp_path, monkeypatch):
     case, = result.cases
     assert result.spec.endswith("under memcheck") and result.settings.to_json() == {"sanitize": "memcheck"}
     assert case.status == Status.FAIL and case.message.startswith("memcheck: 2 finding(s): Invalid __global__ read")
-    assert case.sanitizer["exit_code"] == 1 and seen == [2] and not result.ok
+    assert case.sanitizer.exit_code == 1 and seen == [2] and not result.ok

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from driver_gemm.measure.stats import summarize
-from driver_gemm.results.records import CaseResult
+from driver_gemm.results.records import CaseResult, VerificationRecord
 from driver_gemm.specfile.model import Shape
 from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
@@ -79,7 +79,7 @@ def test_the_key_follows_the_source_and_its_headers_not_their_place(spec_path, t
 
 def timed_case(label="k[BM=32]", status=Status.PASS):
     return CaseResult(kernel=label, name="k", shape=SHAPE, status=status, params={"BM": 32},
-                      timing=summarize([1.0, 1.1, 0.9]), verification={"status": "PASS", "rel_fro_error": 1e-7})
+                      timing=summarize([1.0, 1.1, 0.9]), verification=VerificationRecord(status="PASS", rel_fro_error=1e-7))
 
 
 def test_a_stored_case_is_a_hit_until_fresh(tmp_path, monkeypatch):

@@ -125,7 +125,7 @@ def test_profile_table_from_a_recorded_ncu_csv_beside_the_theoretical_occupancy(
     case.profile = summarize_profile(launch, flops=case.shape.flops)
     row, = profile_rows(run)
     assert row["achieved_occupancy_pct"] == pytest.approx(12.47)
-    assert row["theoretical_occupancy_pct"] == pytest.approx(100 * case.occupancy["occupancy"])
+    assert row["theoretical_occupancy_pct"] == pytest.approx(100 * case.occupancy.occupancy)
     assert row["arithmetic_intensity"] == pytest.approx(case.shape.flops / ((197.53 + 67.11) * 1e6))
     assert arithmetic_intensity(case) == (row["arithmetic_intensity"], True)
     console = Console(file=io.StringIO(), width=200)

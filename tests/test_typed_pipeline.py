@@ -287,7 +287,7 @@ def test_a_correct_typed_output_passes_and_a_k_tail_bug_fails(tmp_path, extra):
     verdict = typed_steps.check_output(run)
     assert verdict.status == Status.PASS, verdict.as_dict()
     assert verdict.padding_written == 0
-    assert run.record.verification["tolerance"] == operands.dtypes.error_bound(run.typed.types, 41)
+    assert run.record.verification.tolerance == operands.dtypes.error_bound(run.typed.types, 41)
 
     typed = run.typed
     tail = operands.reference(typed.inputs.a[:, :, :32], typed.inputs.b[:, :32, :], typed.alpha, typed.beta,
@@ -297,7 +297,7 @@ def test_a_correct_typed_output_passes_and_a_k_tail_bug_fails(tmp_path, extra):
     write_result(run, tail)
     assert typed_steps.check_output(run).status == Status.FAIL
     steps.diagnose(run)
-    assert "wrong" in run.record.diagnosis["summary"]
+    assert "wrong" in run.record.diagnosis.summary
 
 
 def test_unwritten_columns_and_padding_writes_are_found(tmp_path):
@@ -315,7 +315,7 @@ def test_unwritten_columns_and_padding_writes_are_found(tmp_path):
     verdict = typed_steps.check_output(run)
     assert verdict.status == Status.FAIL and verdict.unwritten == 20 * 8
     steps.diagnose(run)
-    assert "columns 16-23" in run.record.diagnosis["summary"]
+    assert "columns 16-23" in run.record.diagnosis.summary
 
     typed_steps._reset_output(run)
     write_result(run, run.expected.reshape(1, 20, 24), touch_padding=True)
@@ -329,7 +329,7 @@ def test_a_cublaslt_row_checks_what_cublaslt_computes(tmp_path):
     case = next(c for c in cases_of(spec) if c.lt is not None)
     assert case.lt.plan is not None and case.label == "cublaslt-bf16-fp32-TN-x2-a1b0.25"
     run = steps.start(case, FakeSession(), spec, None)
-    assert new_record(case, Status.PASS).operands["layout"] == "TN"
+    assert new_record(case, Status.PASS).operands.layout == "TN"
     typed_steps.inputs(run)
     typed_steps.reference_step(run)
     typed_steps._reset_output(run)

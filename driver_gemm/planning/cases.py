@@ -15,7 +15,7 @@ from ..errors import SpecError
 from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
 from ..gemm.dtypes import GemmTypes
 from ..gemm.operands import GemmOperands
-from ..results.records import CaseResult, DispatchChoice
+from ..results.records import CaseResult, DispatchChoice, OperandsRecord
 from ..specfile import expr
 from ..specfile.model import KernelSpec, Shape, Spec
 from ..specfile.typed import evaluate_operands
@@ -158,11 +158,11 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
     return list(rows.values()), row_of
 
 
-def operands_summary(types: GemmTypes, operands: GemmOperands) -> dict:
+def operands_summary(types: GemmTypes, operands: GemmOperands) -> OperandsRecord:
     """What a typed record says about its operands: types, layout code, batch, leading dimensions and strides."""
-    return {"types": types.as_dict(), "layout": operands.layout_code, "batch": operands.batch,
-            "ld": {key: getattr(operands, key).ld for key in "abc"},
-            "batch_stride": {key: getattr(operands, key).batch_stride for key in "abc"}}
+    return OperandsRecord(types=types.as_dict(), layout=operands.layout_code, batch=operands.batch,
+                          ld={key: getattr(operands, key).ld for key in "abc"},
+                          batch_stride={key: getattr(operands, key).batch_stride for key in "abc"})
 
 
 def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, DispatchChoice | None]:

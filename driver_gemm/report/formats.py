@@ -72,7 +72,7 @@ def run_csv(run: RunResult) -> str:
                      timing.median_ms if timing else None, timing.q1_ms if timing else None,
                      timing.q3_ms if timing else None, timing.min_ms if timing else None,
                      timing.samples if timing else None, case.gflops, case.pct_cublas, case.pct_peak,
-                     (case.verification or {}).get("rel_fro_error"), case.precision,
+                     case.verification.rel_fro_error if case.verification else None, case.precision,
                      case.device.name, (case.message or "").split("\n", 1)[0]))
     return csv_text(RUN_CSV_HEADER, rows)
 

@@ -99,8 +99,7 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
             table.add_column(column, justify=justify)
         cases = [c for c in run.cases if c.shape == shape]
         for case in cases:
-            verification = case.verification or {}
-            error = verification.get("rel_fro_error")
+            error = case.verification.rel_fro_error if case.verification else None
             table.add_row(
                 Text(names.get(case.kernel, case.kernel)),
                 Text(case.status, style=_STATUS_STYLE.get(case.status, "")),
@@ -127,11 +126,12 @@ def problems_text(run: RunResult) -> list[str]:
             out.append(f"    {line}")
         for extra in case.problems[1:]:
             out.append(f"    {extra}")
-        for finding in (case.sanitizer or {}).get("summary", [])[:10]:
+        for finding in ((case.sanitizer.summary if case.sanitizer else None) or [])[:10]:
             out.append(f"    {finding}")
-        if (case.diagnosis or {}).get("error_map"):
-            out.append(f"    error map: {case.diagnosis['error_map']}")
-        for mismatch in (case.diagnosis or {}).get("first_mismatches", [])[:5]:
+        if case.diagnosis is not None and case.diagnosis.error_map:
+            out.append(f"    error map: {case.diagnosis.error_map}")
+        mismatches = (case.diagnosis.first_mismatches if case.diagnosis else None) or []
+        for mismatch in mismatches[:5]:
             where = f"C[{mismatch['row']}, {mismatch['col']}]"
             got = "never written" if mismatch["got"] is None else f"got {mismatch['got']:.6g}"
             owner = ""
@@ -312,7 +312,7 @@ def profile_rows(run: RunResult) -> list[dict]:
         profile = case.profile
         if not profile:
             continue
-        theoretical = (case.occupancy or {}).get("occupancy")
+        theoretical = case.occupancy.occupancy if case.occupancy else None
         stalls = profile.get("top_stalls") or []
         rows.append({
             "kernel": case.kernel, "shape": case.shape.label, "error": profile.get("error"),

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
@@ -75,6 +75,178 @@ class BaselineRow:
         return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")))
 
 
+_Part = TypeVar("_Part", bound="_CasePart")
+
+
+@dataclass(frozen=True)
+class _CasePart:
+    """A case's sub-record whose keys are fixed, written as the JSON object results files have always held.
+
+    Every key is optional on reading (a file may be older or partial); keys this version does not know are
+    kept in `other` and written back as read. Fields named in `WRITTEN_WHEN_SET` are left out while None;
+    the others are written always (as null when unknown). Tuples are written as JSON lists.
+    """
+
+    WRITTEN_WHEN_SET: ClassVar[tuple[str, ...]] = ()
+    TUPLES: ClassVar[tuple[str, ...]] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for part in fields(self):
+            value = getattr(self, part.name)
+            if part.name == "other" or (value is None and part.name in self.WRITTEN_WHEN_SET):
+                continue
+            out[part.name] = list(value) if isinstance(value, tuple) else value
+        out.update(getattr(self, "other"))
+        return out
+
+    @classmethod
+    def from_json(cls: type[_Part], data: dict[str, Any] | None) -> _Part | None:
+        if data is None:
+            return None
+        names = {part.name for part in fields(cls)} - {"other"}
+        known = {key: tuple(value) if key in cls.TUPLES and isinstance(value, list) else value
+                 for key, value in data.items() if key in names}
+        return cls(**known, other={key: value for key, value in data.items() if key not in names})
+
+
+@dataclass(frozen=True)
+class LaunchRecord(_CasePart):
+    """The launch a case was planned with (`cuda.launch.LaunchConfig`)."""
+
+    TUPLES = ("grid", "block")
+
+    grid: tuple[int, ...] | None = None
+    block: tuple[int, ...] | None = None
+    shared_bytes: int | None = None          # dynamic shared memory per block
+    threads_per_block: int | None = None
+    total_blocks: int | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResourceRecord(_CasePart):
+    """What the compiler reported for the kernel (`cuda.resources.KernelResources`), bytes unless said otherwise."""
+
+    registers: int | None = None             # per thread
+    barriers: int | None = None
+    static_shared_bytes: int | None = None
+    stack_bytes: int | None = None
+    spill_store_bytes: int | None = None
+    spill_load_bytes: int | None = None
+    constant_bytes: int | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AttributeRecord(_CasePart):
+    """What the driver says about the loaded kernel (`cuda.module.FunctionAttributes`), and its parameters' check."""
+
+    WRITTEN_WHEN_SET = ("param_info",)
+
+    registers: int | None = None
+    static_shared_bytes: int | None = None
+    local_bytes: int | None = None
+    max_threads_per_block: int | None = None
+    max_dynamic_shared_bytes: int | None = None
+    binary_version: int | None = None
+    param_info: str | None = None            # whether the image's parameter layout agrees with the signature
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OccupancyRecord(_CasePart):
+    """Theoretical occupancy (`cuda.occupancy.Occupancy`), with the driver's own figures once the kernel is loaded."""
+
+    WRITTEN_WHEN_SET = ("driver_blocks_per_sm", "cluster", "driver_max_active_clusters")
+    TUPLES = ("limited_by", "cluster")
+
+    blocks_per_sm: int | None = None
+    limited_by: tuple[str, ...] | None = None   # every limit equal to the minimum
+    limits: dict[str, int] | None = None         # blocks per SM allowed by each resource
+    warps_per_block: int | None = None
+    active_warps: int | None = None
+    occupancy: float | None = None               # active warps / maximum warps per SM
+    registers_per_warp: int | None = None
+    shared_per_block: int | None = None
+    shared_carveout_kb: int | None = None
+    reason: str | None = None                    # why no block fits, when blocks_per_sm is 0
+    driver_blocks_per_sm: int | None = None      # cuOccupancyMaxActiveBlocksPerMultiprocessor, as a cross-check
+    cluster: tuple[int, ...] | None = None       # a cluster launch: the cluster's shape
+    driver_max_active_clusters: int | None = None   # cuOccupancyMaxActiveClusters for that cluster
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VerificationRecord(_CasePart):
+    """How C compared with the reference (`measure.verify.Verdict`)."""
+
+    WRITTEN_WHEN_SET = ("padding_written", "rows")
+
+    status: str | None = None                # PASS or FAIL (a `Status`)
+    rel_fro_error: float | None = None       # relative Frobenius-norm error
+    max_abs_error: float | None = None
+    unwritten: int | None = None             # elements the kernel left as they were before the launch
+    nonfinite: int | None = None
+    wrong: int | None = None                 # finite elements outside the tolerance
+    right: int | None = None
+    elements: int | None = None
+    reference: str | None = None             # what computed the expected C
+    tolerance: float | None = None
+    abs_tolerance: float | None = None
+    padding_written: int | None = None       # typed outputs: elements written outside the matrices
+    rows: str | None = None                  # a failed batch: how its matrices' rows are numbered
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DiagnosisRecord(_CasePart):
+    """Where and how a wrong output is wrong (`results.diagnose.diagnose_output`), and its error map."""
+
+    WRITTEN_WHEN_SET = ("error_map",)
+    TUPLES = ("tile",)
+
+    summary: str | None = None               # in words: which rows, columns or blocks are wrong
+    unwritten: int | None = None
+    wrong: int | None = None
+    nonfinite: int | None = None
+    right: int | None = None
+    tile: tuple[int, ...] | None = None      # rows x columns of C per block, when the plan knows it
+    # The first wrong elements, each {row, col, expected, got, kind} with the block and thread that wrote it
+    # when the tile tells; kept as read (small mappings whose keys depend on what the plan knows).
+    first_mismatches: list[dict[str, Any]] | None = None
+    error_map: str | None = None             # the picture's path, or why none was made (run --artifacts)
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SanitizerRecord(_CasePart):
+    """What compute-sanitizer reported for a case (`session.sanitize`): its tool, findings and exit code."""
+
+    WRITTEN_WHEN_SET = ("exit_code", "message")
+
+    tool: str | None = None                  # memcheck, racecheck, initcheck or synccheck
+    # Each finding as `session.sanitize.Finding` writes it (kind, kernel, location, block, thread...).
+    findings: list[dict[str, Any]] | None = None
+    summary: list[str] | None = None         # the first findings, one line each
+    exit_code: int | None = None             # the sanitizer's, when it ran to the end
+    message: str | None = None               # why it did not (no answer in time)
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OperandsRecord(_CasePart):
+    """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
+
+    types: dict[str, Any] | None = None      # `gemm.dtypes.GemmTypes.as_dict`: type name by operand and role
+    layout: str | None = None                # e.g. TN
+    batch: int | None = None
+    ld: dict[str, int] | None = None         # leading dimension by operand (a, b, c)
+    batch_stride: dict[str, int] | None = None   # elements between matrices, by operand (a, b, c)
+    other: dict[str, Any] = field(default_factory=dict)
+
+
+
 @dataclass
 class CaseResult:
     """Everything known about one kernel on one shape."""
@@ -88,31 +260,36 @@ class CaseResult:
     source: str | None = None
     message: str = ""
     seed: int | None = None
-    launch: dict | None = None
-    resources: dict | None = None
-    attributes: dict | None = None
-    occupancy: dict | None = None
-    verification: dict | None = None
+    launch: LaunchRecord | None = None
+    resources: ResourceRecord | None = None
+    attributes: AttributeRecord | None = None
+    occupancy: OccupancyRecord | None = None
+    verification: VerificationRecord | None = None
     timing: TimingSummary | None = None
     gflops: float | None = None
     pct_cublas: float | None = None
     pct_peak: float | None = None
     problems: list = field(default_factory=list)
-    diagnosis: dict | None = None
-    sanitizer: dict | None = None    # compute-sanitizer's findings, when the case ran under it
+    diagnosis: DiagnosisRecord | None = None
+    sanitizer: SanitizerRecord | None = None   # when the case ran under compute-sanitizer
     device: CaseDevice = CaseDevice()   # the GPU that ran it
     precision: str = "fp32"          # tf32: checked with the TF32 tolerance, % of cuBLAS is of cuBLAS TF32
-    phases: dict | None = None       # seconds spent in each step of the case's pipeline
+    phases: dict[str, float] | None = None    # step name -> seconds: the steps differ by kind of case
     not_run: bool = False            # given up on before it ran (a fault earlier, no worker): a resume runs it
     baseline: str | None = None      # typed kernels: the label of the cuBLASLt row their % is against
-    operands: dict | None = None     # typed kernels and cuBLASLt rows: types, layout, batch, ld, batch strides
+    operands: OperandsRecord | None = None   # typed kernels and cuBLASLt rows
 
     dispatch: DispatchChoice | None = None   # the dispatch entry that chose the params
-    profile: dict | None = None      # Nsight Compute's counters for one launch (run --profile)
+    profile: dict[str, Any] | None = None     # counter name -> value for one launch (run --profile): open-ended
     measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
 
     # Written only when set, so that the records of untyped runs read as they always have.
     OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against")
+    # The sub-records with fixed keys, by field.
+    PARTS: ClassVar[dict[str, type[_CasePart]]] = {
+        "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
+        "occupancy": OccupancyRecord, "verification": VerificationRecord, "diagnosis": DiagnosisRecord,
+        "operands": OperandsRecord, "sanitizer": SanitizerRecord}
 
     @property
     def ok(self) -> bool:
@@ -144,6 +321,9 @@ class CaseResult:
         out["device"] = self.device.as_dict()
         out["measured_against"] = self.measured_against.as_dict() if self.measured_against else None
         out["timing"] = self.timing.as_dict() if self.timing else None
+        for key in self.PARTS:
+            part = getattr(self, key)
+            out[key] = part.to_json() if part is not None else None
         for key in self.OPTIONAL_KEYS:
             if out[key] is None:
                 del out[key]
@@ -163,6 +343,8 @@ class CaseResult:
             known["dispatch"] = DispatchChoice(**known["dispatch"])
         if known.get("measured_against") is not None:
             known["measured_against"] = BaselineRow.from_dict(known["measured_against"])
+        for key, part in cls.PARTS.items():
+            known[key] = part.from_json(known.get(key))
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import NoGpuError, ToolMissingError, UsageError
-from ..results.records import CaseResult, RunResult
+from ..results.records import CaseResult, RunResult, SanitizerRecord
 from ..results.settings import RunSettings
 from ..specfile.model import Spec
 from ..status import Status
@@ -140,7 +140,7 @@ def sanitize_spec(spec: Spec, tool: str, device: int = 0, *,
     for shape in spec.shapes:
         for kernel in spec.kernels:
             data = sanitize_case(spec.path, kernel.label, shape.label, tool, device, timeout_s)
-            report = data.pop("sanitizer")
+            report = SanitizerRecord.from_json(data.pop("sanitizer"))
             if "shape" in data:
                 case = CaseResult.from_dict(data)
             else:   # the child wrote no result: it failed before the case, or timed out
@@ -148,13 +148,13 @@ def sanitize_spec(spec: Spec, tool: str, device: int = 0, *,
                                   status=Status(data.get("status", Status.ERROR)),
                                   message=" ".join(data.get("message") or []))
             case.sanitizer = report
-            if report["findings"]:
+            findings = report.findings or []
+            if findings:
                 case.status = Status.FAIL
-                case.message = (f"{tool}: {len(report['findings'])} finding(s): "
-                                + "; ".join(report.get("summary", [])[:3]))
+                case.message = f"{tool}: {len(findings)} finding(s): " + "; ".join((report.summary or [])[:3])
             result.cases.append(case)
             if on_case:
-                on_case(case, len(report["findings"]))
+                on_case(case, len(findings))
     return result
 
 

@@ -8,7 +8,7 @@ marks the run `stopped`, and no further step runs. Steps raise freely: the funne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -23,7 +23,8 @@ from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference,
                                  uses_cpu_reference)
 from ..measure.timing import measure
 from ..measure.verify import POISON_WORD, Verdict, compare
-from ..results.records import CaseResult
+from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, LaunchRecord, OccupancyRecord,
+                               ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
 from ..planning.cases import Case, new_record
@@ -72,9 +73,9 @@ def plan(run: CaseRun) -> None:
         run.stop(Status.ERROR, str(run.compiled))
         return
     assert case_plan is not None, "kernel cases are planned before they run (build.plan_cases)"
-    record.resources = case_plan.resources.as_dict() if case_plan.resources else None
-    record.launch = case_plan.config.as_dict() if case_plan.config else None
-    record.occupancy = case_plan.occupancy.as_dict() if case_plan.occupancy else None
+    record.resources = ResourceRecord.from_json(case_plan.resources.as_dict()) if case_plan.resources else None
+    record.launch = LaunchRecord.from_json(case_plan.config.as_dict()) if case_plan.config else None
+    record.occupancy = OccupancyRecord.from_json(case_plan.occupancy.as_dict()) if case_plan.occupancy else None
     if not case_plan.valid:
         record.problems = [str(p) for p in case_plan.problems]
         run.stop(Status.INVALID, record.problems[0])
@@ -88,14 +89,14 @@ def load(run: CaseRun) -> None:
     kernel = run.session.module(run.compiled).kernel(run.case.kernel.instance, run.compiled)
     kernel.allow_dynamic_shared(config.shared_bytes)
     attributes = kernel.attributes
-    run.record.attributes = attributes.as_dict()
+    run.record.attributes = AttributeRecord.from_json(attributes.as_dict())
     # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
     # driver's own answer beside ours as a cross-check.
     loaded = occupancy(limits_from_device(run.session.device.properties), config.threads_per_block,
                        attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
-    run.record.occupancy = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm}
-    run.record.attributes["param_info"] = kernel.param_layout_check()
+    run.record.occupancy = OccupancyRecord.from_json({**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm})
+    run.record.attributes = replace(run.record.attributes, param_info=kernel.param_layout_check())
     run.kernel = kernel
     _load_cluster(run)
 
@@ -108,8 +109,8 @@ def _load_cluster(run: CaseRun) -> None:
     if attributes.non_portable:
         run.kernel.allow_non_portable_cluster()
     clusters = run.kernel.max_active_clusters(run.case.plan.config, attributes, run.session.stream)
-    run.record.occupancy = {**run.record.occupancy, "cluster": list(attributes.cluster),
-                            "driver_max_active_clusters": clusters}
+    run.record.occupancy = replace(run.record.occupancy, cluster=tuple(attributes.cluster),
+                                   driver_max_active_clusters=clusters)
     if clusters == 0:
         run.stop(Status.INVALID, f"no cluster of {'x'.join(map(str, attributes.cluster))} blocks fits this GPU "
                                    "with this kernel's resources (cuOccupancyMaxActiveClusters is 0)")
@@ -178,7 +179,7 @@ def _check_output(run: CaseRun, precision: str) -> None:
     run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision),
                           abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                           start=run.inputs.C0)
-    run.record.verification = run.verdict.as_dict()
+    run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
     run.record.status = run.verdict.status
 
 
@@ -207,12 +208,13 @@ def diagnose(run: CaseRun) -> None:
     from ..results.diagnose import diagnose_output
 
     record = run.record
-    record.diagnosis = diagnose_output(run.verdict, run.output, run.expected, run.case.plan)
-    record.message = record.diagnosis.get("summary", "")
+    record.diagnosis = DiagnosisRecord.from_json(diagnose_output(run.verdict, run.output, run.expected,
+                                                                 run.case.plan))
+    record.message = record.diagnosis.summary or ""
     if run.session.options.artifacts is not None:
-        picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.get("tile"),
+        picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.tile,
                                  record.message)
-        record.diagnosis["error_map"] = str(picture)
+        record.diagnosis = replace(record.diagnosis, error_map=str(picture))
 
 
 def time(run: CaseRun) -> None:

@@ -9,7 +9,7 @@ the same on the same kinds of buffers. Each step takes the case's `steps.CaseRun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_byte
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
 from ..measure.verify import Verdict, compare_typed
+from ..results.records import VerificationRecord
 from ..specfile.model import VerifySettings
 from ..status import Status
 from .bind import build_launch
@@ -116,7 +117,7 @@ def check_output(run) -> Verdict:
     run.output = typed.output.values.reshape(rows, typed.operands.N)
     run.expected = np.asarray(run.expected).reshape(rows, typed.operands.N)
     run.verdict.masks = {name: mask.reshape(rows, typed.operands.N) for name, mask in run.verdict.masks.items()}
-    run.record.verification = run.verdict.as_dict()
+    run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
     run.record.status = run.verdict.status
     return run.verdict
 
@@ -131,7 +132,8 @@ def launch_verify(run) -> None:
         session.stream.synchronize()
     check_output(run)
     if run.typed.operands.batch > 1 and run.verdict.status == Status.FAIL:
-        run.record.verification["rows"] = f"{run.typed.operands.batch} matrices stacked: row b * M + i"
+        run.record.verification = replace(run.record.verification,
+                                          rows=f"{run.typed.operands.batch} matrices stacked: row b * M + i")
 
 
 # ---------------------------------------------------------------------------------------------- cuBLASLt
