@@ -28,10 +28,12 @@ def two_workers():
         yield client, list(zip(workers, [0, 1]))
 
 
-def run_planned(spec, client, workers, **kwargs):
-    from driver_gemm.runners.distribute import run_on_workers
-    return run_on_workers(spec, client, workers, **{"options": RunOptions(time=False), "part": plan_part,
-                                                    "describe": describe_stand_in, "make_worker": None, **kwargs})
+def run_planned(spec, client, workers, *, on_result=None, previous=(), **kwargs):
+    """`spec` verified on the Dask `workers` by `plan_part`; `kwargs` go to `DaskWorkers`."""
+    from driver_gemm.runners.distribute import DaskWorkers
+    runner = DaskWorkers(client, workers, **{"part": plan_part, "describe": describe_stand_in, "make_worker": None,
+                                             **kwargs})
+    return runner.run(spec, RunOptions(time=False), on_result=on_result, previous=previous)
 
 
 def test_a_sweep_on_a_local_cluster_matches_the_single_worker_plan(two_workers):

@@ -64,11 +64,14 @@ def recorder(monkeypatch):
         record.events.append("cuInit")
         return 2
 
-    def on_gpus(spec, devices, **kwargs):
-        record.events.append("run on GPUs")
-        record.handed = kwargs.get("gpu_workers")
-        record.release_given.append(kwargs.get("release_given"))
-        return kwargs["result"]
+    class OnGpus:
+        def __init__(self, devices, *, gpu_workers=None, release_given=False):
+            record.handed = gpu_workers
+            record.release_given.append(release_given)
+
+        def run(self, spec, options, **kwargs):
+            record.events.append("run on GPUs")
+            return kwargs["result"]
 
     def on_one_gpu(spec, options, placement, **kwargs):
         record.events.append("run on one GPU")
@@ -84,7 +87,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(presence, "driver_library_present", lambda: True)
     monkeypatch.setattr(device, "device_count", count)
     monkeypatch.setattr(worker, "GpuWorker", StandInWorker)
-    monkeypatch.setattr(local_gpus, "run_on_local_gpus", on_gpus)
+    monkeypatch.setattr(local_gpus, "LocalGpus", OnGpus)
     monkeypatch.setattr(runner, "run_spec", on_one_gpu)
     return record
 

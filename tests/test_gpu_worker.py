@@ -222,7 +222,7 @@ def describe_stand_in(ordinals):
 ])
 def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shapes, crashes):
     distributed = pytest.importorskip("distributed")
-    from driver_gemm.runners.distribute import _GPU_WORKERS, run_on_workers
+    from driver_gemm.runners.distribute import _GPU_WORKERS, DaskWorkers
     from driver_gemm.runners.schedule import CostModel, plan_tasks
 
     spec = spec_of(kernels, shapes)
@@ -231,8 +231,8 @@ def test_each_gpu_keeps_one_worker_process_for_every_task_of_a_run(kernels, shap
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         workers = list(zip(sorted(client.scheduler_info()["workers"]), [0, 1]))
-        run = run_on_workers(spec, client, workers, part=serving_part, describe=describe_stand_in,
-                             make_worker=functools.partial(make_fake_worker), model=model)
+        run = DaskWorkers(client, workers, part=serving_part, describe=describe_stand_in,
+                          make_worker=functools.partial(make_fake_worker), model=model).run(spec)
     assert sorted((c.kernel, c.shape.label) for c in run.cases if not c.is_baseline) == \
         sorted(c.key for c in cases_of(spec) if not c.is_baseline)
     tasks_per_gpu = {d: sum(t["device"] == d for t in run.settings.tasks) for d in (0, 1)}

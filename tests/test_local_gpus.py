@@ -16,7 +16,7 @@ import time
 import pytest
 
 from driver_gemm.planning.cases import cases_of, not_run_record
-from driver_gemm.runners.local_gpus import run_on_local_gpus
+from driver_gemm.runners.local_gpus import LocalGpus
 from driver_gemm.runners.schedule import CostModel, plan_tasks
 from driver_gemm.session.state import RunOptions
 from driver_gemm.results.records import RunResult
@@ -43,9 +43,10 @@ def recording(part, baselines_run):
     return recorded_part
 
 
-def run_planned(spec, part=paced_part, **kwargs):
-    return run_on_local_gpus(spec, [0, 1], **{"options": RunOptions(time=False), "part": part,
-                                              "describe": describe_stand_in, "make_worker": None, **kwargs})
+def run_planned(spec, part=paced_part, *, on_result=None, result=None, previous=(), **kwargs):
+    """`spec` verified on stand-in GPUs 0 and 1 by `part`; `kwargs` go to `LocalGpus`."""
+    runner = LocalGpus([0, 1], **{"part": part, "describe": describe_stand_in, "make_worker": None, **kwargs})
+    return runner.run(spec, RunOptions(time=False), on_result=on_result, result=result, previous=previous)
 
 
 def kernel_keys(cases):
@@ -180,8 +181,8 @@ def test_an_interrupt_keeps_every_finished_case_and_stops_the_gpus_at_once():
     result = RunResult(spec=spec.name, spec_path=None)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_fake_worker,
-                          model=model, result=result, on_result=landed)
+        LocalGpus([0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_fake_worker,
+                  model=model).run(spec, result=result, on_result=landed)
     assert time.monotonic() - started < 8        # not the 60 s of the hanging case, nor a wait for its thread
     assert set(kernel_keys(result.cases)) == others            # every finished case, nothing made up for v3
     assert all(c.status == Status.PASS for c in result.cases)
@@ -194,8 +195,8 @@ def test_a_crash_in_one_gpus_process_loses_no_case_of_either_gpu():
     spec = spec_of(["v0", "v1", "v4"], ["1024x512x1024", "1001x513x777", "64x64x64", "7x5x3", "8192x8192x8192"])
     model = CostModel(task_overhead_s=0.0)
     assert len(plan_tasks(spec, 2, model)) > 2
-    run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in,
-                            make_worker=make_fake_worker, model=model)
+    run = LocalGpus([0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_fake_worker,
+                    model=model).run(spec)
     assert kernel_keys(run.cases) == expected_keys(spec)
     crashed = [c for c in run.cases if c.status == Status.ERROR]
     assert len(crashed) == 1 and "died (exit code 9)" in crashed[0].message
@@ -223,8 +224,8 @@ def paced_part(*args, **kwargs):
     return plan_part(*args, **kwargs)
 
 device.device_count = lambda: 2          # two stand-in GPUs, run by plan_part
-local_gpus.run_on_local_gpus = functools.partial(
-    local_gpus.run_on_local_gpus, part=paced_part, make_worker=None,
+local_gpus.LocalGpus = functools.partial(
+    local_gpus.LocalGpus, part=paced_part, make_worker=None,
     describe=lambda ordinal: {{"device": {{"name": f"GPU {{ordinal}}"}}}})
 code = main(["run", {spec!r}, "-q", "-s", "1024x512x1024", "-s", "64x64x64", "--device", "0,1",
              "--json", {out!r}])
@@ -262,8 +263,8 @@ from driver_gemm.cli.main import main
 
 if __name__ == "__main__":     # the worker processes are spawned: they import this as a module
     device.device_count = lambda: 2
-    local_gpus.run_on_local_gpus = functools.partial(
-        local_gpus.run_on_local_gpus, part=serving_part, make_worker=make_fake_worker,
+    local_gpus.LocalGpus = functools.partial(
+        local_gpus.LocalGpus, part=serving_part, make_worker=make_fake_worker,
         describe=lambda ordinal: {{"device": {{"name": f"GPU {{ordinal}}"}}}})
     sys.exit(main(["run", {spec!r}, "-q", "-k", "v3", "-k", "v4", "-s", "1001x513x777", "-s", "64x64x64",
                    "-s", "7x5x3", "--device", "0,1", "--json", {out!r}]))
@@ -315,8 +316,8 @@ def test_a_gpu_whose_worker_cannot_start_hands_its_tasks_to_the_others():
         return GpuWorker(device, options, want_cublas=want_cublas, child_args=(FakeSession, fake_execute))
 
     spec = spec_of(["v0", "v4"], ["1024x512x1024", "64x64x64", "7x5x3", "8192x8192x8192"])
-    run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_worker,
-                            model=CostModel(task_overhead_s=0.0))
+    run = LocalGpus([0, 1], part=serving_part, describe=describe_stand_in, make_worker=make_worker,
+                    model=CostModel(task_overhead_s=0.0)).run(spec)
     assert kernel_keys(run.cases) == expected_keys(spec)
     assert all(c.status == Status.PASS and c.device.ordinal == 0 for c in run.cases)
     assert {t["device"] for t in run.settings.tasks} == {0}
@@ -328,8 +329,8 @@ def test_when_no_gpu_can_start_a_worker_every_case_is_recorded_as_not_run():
     from test_gpu_worker import fails_to_start
 
     spec = spec_of(["v0", "v4"], ["1024x512x1024", "64x64x64", "7x5x3"])
-    run = run_on_local_gpus(spec, [0, 1], part=serving_part, describe=describe_stand_in,
-                            make_worker=lambda device, options, **kw: GpuWorker(device, options, target=fails_to_start),
-                            model=CostModel(task_overhead_s=0.0))
+    run = LocalGpus([0, 1], part=serving_part, describe=describe_stand_in,
+                    make_worker=lambda device, options, **kw: GpuWorker(device, options, target=fails_to_start),
+                    model=CostModel(task_overhead_s=0.0)).run(spec)
     assert kernel_keys(run.cases) == expected_keys(spec)
     assert all(c.not_run and "did not start" in c.message for c in run.cases)

@@ -298,8 +298,6 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..runners import estimates
     from ..planning.cases import cases_of
-    from ..runners.one_gpu import run_spec
-    from ..session.options import Placement
     from ..results.records import CaseLog, RunResult
 
     exit_code = EXIT_OK
@@ -315,15 +313,10 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         finished = recorder(result, log, progress)
         interrupted = False
         try:
-            if args.devices or args.scheduler:
-                _run_on_gpus(spec, ordinals, args.scheduler, options, finished, result, previous, early, last)
-            else:
-                placement = Placement(args.device, isolate=not args.in_process,
-                                      gpu_worker=(early or {}).get(args.device))
-                run_spec(spec, options, placement, on_start=progress.started, on_result=finished, result=result,
-                         previous=previous)
-                if last and args.device in (early or {}):
-                    early[args.device].release()     # its teardown overlaps the writing and the tables
+            with contextlib.ExitStack() as connection:
+                runner = _runner(args, ordinals, early or {}, last, connection)
+                runner.run(spec, options, on_start=progress.started, on_result=finished, result=result,
+                           previous=previous)
             if profiler is not None:
                 _profile_cases(spec, result, profiler, args, out)
         except KeyboardInterrupt:
@@ -504,28 +497,34 @@ def _per_gpu(result) -> str:
                                                                                      key=lambda item: str(item[0]))) + ")"
 
 
-def _run_on_gpus(spec, ordinals, scheduler, options, finished, result, previous, early=None, last: bool = True):
-    """The run on several GPUs (--device 0,1 or all: this machine's, one thread each, on the `early` workers where
-    started, each told to stop when its GPU is done if this is the `last` spec; --scheduler: a Dask cluster's)."""
-    if scheduler is not None:
+def _runner(args, ordinals, early: dict, last: bool, connection: contextlib.ExitStack):
+    """The `Runner` of a spec, by the options: a Dask cluster's GPU workers (--scheduler, connected for as long as
+    `connection` is), this machine's GPUs (--device 0,1 or all: one thread each) or one GPU; on the `early`
+    workers where started, each told to stop when its GPU is done if this is the `last` spec (its teardown then
+    overlaps the writing and the tables)."""
+    if args.scheduler:
         # lazy: a command imports this when it runs, after its GPUs' workers are spawned
-        from ..runners.distribute import gpu_cluster, run_on_workers
+        from ..runners.distribute import DaskWorkers, gpu_cluster
 
-        with gpu_cluster(None, scheduler) as (client, workers):
-            return run_on_workers(spec, client, workers, options=options, on_result=finished, result=result,
-                                  previous=previous)
+        return DaskWorkers(*connection.enter_context(gpu_cluster(None, args.scheduler)))
+    if args.devices:
+        # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+        from ..cuda.device import device_count
+        from ..runners.local_gpus import LocalGpus
+
+        count = device_count()   # before any worker process starts: no GPU is one clear line
+        devices = list(range(count)) if ordinals == "all" else ordinals
+        missing = [d for d in devices if not 0 <= d < count]
+        if missing:
+            raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
+                             field="--device")
+        return LocalGpus(devices, gpu_workers=early, release_given=last)
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
-    from ..cuda.device import device_count
-    from ..runners.local_gpus import run_on_local_gpus
+    from ..runners.one_gpu import OneGpu
+    from ..session.options import Placement
 
-    count = device_count()   # before any worker process starts: no GPU is one clear line
-    devices = list(range(count)) if ordinals == "all" else ordinals
-    missing = [d for d in devices if not 0 <= d < count]
-    if missing:
-        raise UsageError(f"no GPU {', '.join(map(str, missing))} on this machine (it has {count})",
-                         field="--device")
-    return run_on_local_gpus(spec, devices, options=options, on_result=finished, result=result, previous=previous,
-                             gpu_workers=early, release_given=last)
+    return OneGpu(Placement(args.device, isolate=not args.in_process, gpu_worker=early.get(args.device)),
+                  release_given=last)
 
 
 def _sanitize(args, specs, out: Output) -> int:

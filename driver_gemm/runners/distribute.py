@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
-from typing import Callable, Sequence
+from typing import Callable
 from uuid import uuid4
 
 from ..errors import DriverGemmError
@@ -20,6 +20,7 @@ from ..results.records import CaseResult, RunResult
 from ..specfile.model import Spec
 from .environment import environment
 from .gpu_tasks import GpuBaselines, ResultCollector, begin_run, run_part, run_task_on, tasks_to_run
+from .runner import Runner
 from .schedule import CostModel, Task, remembered_model
 from ..session.state import RunOptions
 from .worker import GpuWorker
@@ -147,80 +148,86 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
             yield client, list(zip(workers, ordinals))
 
 
-def run_on_workers(spec: Spec, client, workers: list[tuple[str, int]], *, isolate: bool = True,
-                   options: RunOptions = RunOptions(), on_result: Callable[[CaseResult], None] | None = None,
-                   part: Callable = run_part, result: RunResult | None = None,
-                   previous: Sequence[CaseResult] = (), model: CostModel | None = None,
-                   describe: Callable[[dict[str, int]], dict] | None = None,
-                   make_worker: Callable[..., GpuWorker] | None = GpuWorker) -> RunResult:
-    """Run `spec` on `workers` (address, GPU ordinal), a task at a time to whichever is free; gather every case.
+class DaskWorkers(Runner):
+    """The cases on the Dask `workers` (address, GPU ordinal) of `client`, a task at a time to whichever is free.
 
     Each worker first describes its GPU (`describe`), so the case log's header describes every GPU.
-    Cases land in `result` (a new `RunResult` if none) as they finish and go to `on_result`, so an
-    interrupted caller keeps every finished case; cases of `previous` (a resumed run) that ran are kept,
-    and a GPU reuses its own baselines from it. Tasks are planned with `model` (default: what the
-    spec's cases took before on GPUs of these models, `schedule.remembered_model`). Each worker keeps
-    one GPU worker process (`make_worker`; None: `part` needs none) for the run; their start-ups go to
-    ``result.settings.gpu_workers``.
+    Cases land in the result as they finish and go to `on_result`, so an interrupted caller keeps
+    every finished case; cases of `previous` (a resumed run) that ran are kept, and a GPU reuses its
+    own baselines from it. Tasks are planned with `model` (default: what the spec's cases took
+    before on GPUs of these models, `schedule.remembered_model`). With `isolate` each worker keeps
+    one GPU worker process (`make_worker`; None: `part` needs none) for the run; their start-ups go
+    to ``result.settings.gpu_workers``. `gpu_cluster` gives a client and its workers. Cases start on
+    the workers: no `on_start`.
     """
-    # Dask: optional, only for a run on a cluster
-    from distributed import wait
 
-    ordinals = dict(workers)
-    host = environment()
-    describe = describe or _environment_here
-    pinned = {"pure": False, "allow_other_workers": False}
-    starting = [client.submit(_start_gpu_worker, ordinals, options, spec.baseline, make_worker,
-                              workers=[address], **pinned) for address, _ in workers if make_worker and isolate]
-    described = [client.submit(describe, ordinals, workers=[address], **pinned) for address, _ in workers]
-    environments = client.gather(described)                           # side by side
-    client.gather(starting)
-    result, kept = begin_run(spec, result, previous, host,
-                             [(address, ordinal, environments[i]) for i, (address, ordinal) in enumerate(workers)],
-                             isolate)
-    if model is None:
-        model, result.settings.estimates = remembered_model(
-            spec, [((described_gpu or {}).get("device") or {}).get("name") for described_gpu in environments])
-    tasks = tasks_to_run(spec, kept, len(workers), model)
-    topic = f"driver-gemm-{uuid4().hex}"
-    arrived: queue.SimpleQueue = queue.SimpleQueue()
-    client.subscribe_topic(topic, lambda event: arrived.put(event[1]))
-    previous_data = [case.as_dict() for case in kept]
-    uuids = {address: (environments[i] or {}).get("device", {}).get("uuid")
-             for i, (address, _) in enumerate(workers)}
-    # Higher priority runs first; one task per worker at a time, so a free GPU takes the next task.
-    futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
-                             make_worker, uuids, priority=len(tasks) - rank, pure=False)
-               for rank, task in enumerate(tasks)]
-    collector = ResultCollector(result, kept, on_result)
+    def __init__(self, client, workers: list[tuple[str, int]], *, isolate: bool = True,
+                 model: CostModel | None = None, part: Callable = run_part,
+                 describe: Callable[[dict[str, int]], dict] | None = None,
+                 make_worker: Callable[..., GpuWorker] | None = GpuWorker):
+        self.client, self.workers, self.isolate, self.model, self.part = client, list(workers), isolate, model, part
+        self.describe, self.make_worker = describe or _environment_here, make_worker
 
-    def drain() -> None:
-        while True:
-            try:
-                event = arrived.get_nowait()
-            except queue.Empty:
-                return
-            collector.add(json.loads(event["case"]), event["device"])
+    def run(self, spec, options=RunOptions(), *, on_result=None, on_start=None, result=None, previous=()):
+        # Dask: optional, only for a run on a cluster
+        from distributed import wait
 
-    completed = False
-    try:
-        pending = set(futures)
-        while pending:
-            try:
-                finished, pending = wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
-            except TimeoutError:        # none finished: land the cases that arrived meanwhile
-                finished = set()
+        client, workers, isolate, part = self.client, self.workers, self.isolate, self.part
+        describe, make_worker, model = self.describe, self.make_worker, self.model
+        ordinals = dict(workers)
+        host = environment()
+        pinned = {"pure": False, "allow_other_workers": False}
+        starting = [client.submit(_start_gpu_worker, ordinals, options, spec.baseline, make_worker,
+                                  workers=[address], **pinned) for address, _ in workers if make_worker and isolate]
+        described = [client.submit(describe, ordinals, workers=[address], **pinned) for address, _ in workers]
+        environments = client.gather(described)                           # side by side
+        client.gather(starting)
+        result, kept = begin_run(spec, result, previous, host,
+                                 [(address, ordinal, environments[i]) for i, (address, ordinal) in enumerate(workers)],
+                                 isolate)
+        if model is None:
+            model, result.settings.estimates = remembered_model(
+                spec, [((described_gpu or {}).get("device") or {}).get("name") for described_gpu in environments])
+        tasks = tasks_to_run(spec, kept, len(workers), model)
+        topic = f"driver-gemm-{uuid4().hex}"
+        arrived: queue.SimpleQueue = queue.SimpleQueue()
+        client.subscribe_topic(topic, lambda event: arrived.put(event[1]))
+        previous_data = [case.as_dict() for case in kept]
+        uuids = {address: (environments[i] or {}).get("device", {}).get("uuid")
+                 for i, (address, _) in enumerate(workers)}
+        # Higher priority runs first; one task per worker at a time, so a free GPU takes the next task.
+        futures = [client.submit(run_task, part, ordinals, spec, task, isolate, options, previous_data, topic,
+                                 make_worker, uuids, priority=len(tasks) - rank, pure=False)
+                   for rank, task in enumerate(tasks)]
+        collector = ResultCollector(result, kept, on_result)
+
+        def drain() -> None:
+            while True:
+                try:
+                    event = arrived.get_nowait()
+                except queue.Empty:
+                    return
+                collector.add(json.loads(event["case"]), event["device"])
+
+        completed = False
+        try:
+            pending = set(futures)
+            while pending:
+                try:
+                    finished, pending = wait(pending, timeout=0.5, return_when="FIRST_COMPLETED")
+                except TimeoutError:        # none finished: land the cases that arrived meanwhile
+                    finished = set()
+                drain()
+                for future in finished:
+                    report = future.result()
+                    collector.task_done(report, report["worker"])      # with any case whose event has not arrived
             drain()
-            for future in finished:
-                report = future.result()
-                collector.task_done(report, report["worker"])      # with any case whose event has not arrived
-        drain()
-        completed = True
-    finally:
-        _end_on_workers(client, workers, ordinals, topic, futures, completed, starting, result)
-        client.unsubscribe_topic(topic)
-        collector.finish(spec)
-    return result
+            completed = True
+        finally:
+            _end_on_workers(client, workers, ordinals, topic, futures, completed, starting, result)
+            client.unsubscribe_topic(topic)
+            collector.finish(spec)
+        return result
 
 
 def _end_on_workers(client, workers, ordinals, topic, futures, completed: bool, starting, result: RunResult) -> None:

@@ -16,11 +16,12 @@ from collections import deque
 from typing import Callable, Sequence
 
 from .. import timeline
-from ..results.records import CaseResult, RunResult
+from ..results.records import CaseResult
 from ..specfile.model import Spec
 from ..planning.cases import left_to_run
 from .environment import environment
 from .gpu_tasks import GpuBaselines, ResultCollector, begin_run, run_part, run_task_on, tasks_to_run
+from .runner import Runner
 from .schedule import CostModel, Task, remembered_model
 from ..session.state import RunOptions
 from .worker import GpuWorker
@@ -71,43 +72,51 @@ def describe_gpu(device: int) -> dict:
     return environment(read_properties(device))
 
 
-def run_on_local_gpus(spec: Spec, devices: Sequence[int], *, options: RunOptions = RunOptions(),
-                      on_result: Callable[[CaseResult], None] | None = None, part: Callable = run_part,
-                      result: RunResult | None = None, previous: Sequence[CaseResult] = (),
-                      model: CostModel | None = None, describe: Callable[[int], dict] = describe_gpu,
-                      make_worker: Callable[..., GpuWorker] | None = GpuWorker,
-                      gpu_workers: dict[int, GpuWorker] | None = None, release_given: bool = False) -> RunResult:
-    """Run `spec` on the GPUs `devices` of this machine, a task at a time to whichever is free; gather every case.
+class LocalGpus(Runner):
+    """The cases on the GPUs `devices` of this machine, a task at a time to whichever is free.
 
-    As `distribute.run_on_workers`: GPUs described first, cases landing in `result` and passed to
-    `on_result` (from the caller's thread) as they finish, `previous`'s finished cases and own baselines
-    kept, tasks planned with `model`, each GPU's worker process (`make_worker`) kept to its last task,
-    start-ups in ``result.settings.gpu_workers``. `gpu_workers` are the caller's own, by GPU, started
-    earlier: used and left to the caller to close; with `release_given` (the caller's last run with
-    them) each is told to stop once its GPU has no task left.
+    As `distribute.DaskWorkers`: GPUs described first (`describe`), cases landing in the result and
+    passed to `on_result` (from the caller's thread) as they finish, `previous`'s finished cases and
+    own baselines kept, tasks planned with `model` (default: `schedule.remembered_model`), each GPU's
+    worker process (`make_worker`; None: `part` needs none) kept to its last task, start-ups in
+    ``result.settings.gpu_workers``. `gpu_workers` are the caller's own, by GPU, started earlier:
+    used and left to the caller to close; with `release_given` (the caller's last run with them)
+    each is told to stop once its GPU has no task left. Cases start on other threads: no `on_start`.
     """
-    devices = list(devices)
-    given = dict(gpu_workers or {})
-    gpu_workers = {device: given.get(device) or make_worker(device, options, want_cublas=spec.baseline)
-                   for device in devices} if make_worker and left_to_run(spec, previous) else {}
-    with contextlib.ExitStack() as stack:
-        for device, gpu_worker in gpu_workers.items():
-            if device not in given:
-                stack.callback(gpu_worker.close)  # each GPU's thread tells its own to stop; this waits for it
-            gpu_worker.start()                    # now (if not already): its start-up overlaps what follows
-        host = environment()
-        described = [(thread_name(device), device, describe(device)) for device in devices]
-        result, kept = begin_run(spec, result, previous, host, described)
-        if model is None:
-            model, result.settings.estimates = remembered_model(
-                spec, [((environment_of or {}).get("device") or {}).get("name") for _, _, environment_of in described])
-        tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
-        timeline.mark("tasks dealt", first=True)
-        uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
-                 for _, device, environment_of in described}
-        _drive(spec, devices, tasks, gpu_workers, part, options, kept, ResultCollector(result, kept, on_result), uuids,
-               keep_open=set() if release_given else set(given))
-    return result
+
+    def __init__(self, devices: Sequence[int], *, gpu_workers: dict[int, GpuWorker] | None = None,
+                 release_given: bool = False, model: CostModel | None = None, part: Callable = run_part,
+                 describe: Callable[[int], dict] = describe_gpu,
+                 make_worker: Callable[..., GpuWorker] | None = GpuWorker):
+        self.devices = list(devices)
+        self.given = dict(gpu_workers or {})
+        self.release_given, self.model, self.part, self.describe = release_given, model, part, describe
+        self.make_worker = make_worker
+
+    def run(self, spec, options=RunOptions(), *, on_result=None, on_start=None, result=None, previous=()):
+        devices, given, make_worker, model = self.devices, self.given, self.make_worker, self.model
+        gpu_workers = {device: given.get(device) or make_worker(device, options, want_cublas=spec.baseline)
+                       for device in devices} if make_worker and left_to_run(spec, previous) else {}
+        with contextlib.ExitStack() as stack:
+            for device, gpu_worker in gpu_workers.items():
+                if device not in given:
+                    stack.callback(gpu_worker.close)  # each GPU's thread tells its own to stop; this waits for it
+                gpu_worker.start()                    # now (if not already): its start-up overlaps what follows
+            host = environment()
+            described = [(thread_name(device), device, self.describe(device)) for device in devices]
+            result, kept = begin_run(spec, result, previous, host, described)
+            if model is None:
+                model, result.settings.estimates = remembered_model(
+                    spec, [((environment_of or {}).get("device") or {}).get("name")
+                           for _, _, environment_of in described])
+            tasks = TaskList(tasks_to_run(spec, kept, len(devices), model), len(devices))
+            timeline.mark("tasks dealt", first=True)
+            uuids = {device: (environment_of or {}).get("device", {}).get("uuid")
+                     for _, device, environment_of in described}
+            _drive(spec, devices, tasks, gpu_workers, self.part, options, kept,
+                   ResultCollector(result, kept, on_result), uuids,
+                   keep_open=set() if self.release_given else set(given))
+        return result
 
 
 def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[int, GpuWorker], part: Callable,

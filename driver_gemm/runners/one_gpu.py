@@ -1,10 +1,11 @@
 """The whole data flow for a spec on one GPU: plan and compile once, then run each case's steps.
 
-`run_spec` is what ``driver-gemm run`` and library users call. It only sequences: `build.plan_cases`
-plans and compiles, and a `runner.Runner` (in this process, or isolated in a `worker.GpuWorker`) runs
-the cases through `execute.execute_case`. Every case ends as a `CaseResult`: any exception inside it
-becomes its ERROR record and the run goes on; after a fault that leaves CUDA unusable an isolated run
-continues in a new process. Results reach `on_result` as they land.
+`run_spec` is what library users call, and `OneGpu` the same behind the `runner.Runner` interface
+(``driver-gemm run`` on one GPU). It only sequences: `build.plan_cases` plans and compiles, and the
+cases run through `execute.execute_case` in this process (`in_process`) or isolated in a
+`worker.GpuWorker`. Every case ends as a `CaseResult`: any exception inside it becomes its ERROR
+record and the run goes on; after a fault that leaves CUDA unusable an isolated run continues in a
+new process. Results reach `on_result` as they land.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from ..planning.cases import Case, left_to_run, ran
 from .environment import environment, now
 from ..cuda.occupancy import limits_from_device
 from ..session.options import Placement, RunOptions
-from .runner import InProcessRunner, IsolatedRunner
+from .in_process import run_in_process
+from .runner import Runner
 from .worker import GpuWorker
 from ..cuda.device import read_properties
 
@@ -56,6 +58,25 @@ def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placemen
     return result
 
 
+class OneGpu(Runner):
+    """The cases on the GPU of `placement` (`run_spec`), in this process or isolated in a worker process as it says.
+
+    With `release_given`, a worker process the caller gave in `placement` (for its last run on it)
+    is told to stop once the run is done, so that its exit overlaps what the caller does next; the
+    caller still closes it.
+    """
+
+    def __init__(self, placement: Placement = Placement(), *, release_given: bool = False):
+        self.placement, self.release_given = placement, release_given
+
+    def run(self, spec, options=RunOptions(), *, on_result=None, on_start=None, result=None, previous=()):
+        result = run_spec(spec, options, self.placement, on_result=on_result, on_start=on_start, result=result,
+                          previous=previous)
+        if self.release_given and self.placement.gpu_worker is not None:
+            self.placement.gpu_worker.release()
+        return result
+
+
 def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResult, kept: list[CaseResult], *,
          on_result: Callable[[CaseResult], None] | None, on_start: Callable[[Case], None] | None) -> None:
     """`run_spec` once its worker (if isolated) is starting: plan, compile, run every case into `result`."""
@@ -83,12 +104,27 @@ def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResul
         if on_result:
             on_result(case)
 
-    runner = (IsolatedRunner(placement.gpu_worker, worker_starts, worker_start_steps) if placement.isolate
-              else InProcessRunner(options, placement))
     try:
-        runner.run(spec, cases, compiled, finish, on_start)
+        if placement.isolate:
+            _run_isolated(placement.gpu_worker, spec, cases, compiled, finish, on_start, worker_starts,
+                          worker_start_steps)
+        else:
+            run_in_process(spec, cases, compiled, options, placement, finish, on_start)
     finally:
         result.finished = now()
+
+
+def _run_isolated(gpu_worker: GpuWorker, spec: Spec, cases: Sequence[Case], compiled,
+                  finish: Callable[[CaseResult], None], on_start: Callable[[Case], None] | None,
+                  worker_starts: list[float], worker_start_steps: list[dict]) -> None:
+    """The cases in `gpu_worker`'s child process, replaced after a fault or a hang; the start-ups of the processes
+    it made meanwhile go to `worker_starts` and `worker_start_steps`."""
+    started = len(gpu_worker.starts)
+    try:
+        gpu_worker.run(spec, cases, compiled, finish, on_start)
+    finally:
+        worker_starts.extend(gpu_worker.starts[started:])
+        worker_start_steps.extend(gpu_worker.start_steps[started:])
 
 
 def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> RunSettings:
