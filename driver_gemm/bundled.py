@@ -53,3 +53,37 @@ def specs_dir() -> Path:
 def default_spec_path() -> Path:
     """The spec ``driver-gemm run`` and ``plan`` use when given none: ``specs/seed.yaml``."""
     return specs_dir() / DEFAULT_SPEC_NAME
+
+
+def shipped_specs() -> list[Path]:
+    """Every shipped spec, sorted by name (empty for a broken install without its data)."""
+    return sorted(specs_dir().glob("*.yaml"), key=lambda path: path.stem)
+
+
+def shipped_spec(name: str) -> Path | None:
+    """The shipped spec a bare name (``fast`` or ``fast.yaml``) stands for, or None when it names none.
+
+    A name with a folder in it (``specs/fast.yaml``) is a path, never a
+    shipped spec's name.
+    """
+    if not name or Path(name).name != name or name.startswith("."):
+        return None
+    stem = name[:-len(".yaml")] if name.endswith(".yaml") else name
+    path = specs_dir() / f"{stem}.yaml"
+    return path if path.is_file() else None
+
+
+def spec_summary(path: Path) -> str:
+    """A spec's one-line description: its ``description:``, else its ``name:``, else '' (one it cannot read)."""
+    import yaml   # lazy: only a listing of the specs reads them here
+
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return ""
+    if not isinstance(document, dict):
+        return ""
+    for key in ("description", "name"):
+        if isinstance(document.get(key), str) and document[key].strip():
+            return " ".join(document[key].split())
+    return ""

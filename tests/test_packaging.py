@@ -128,6 +128,20 @@ def test_plan_with_no_spec_uses_the_shipped_seed_spec(installed, tmp_path):
         assert label in result.stdout
 
 
+def test_the_install_plans_and_lists_its_specs_by_name_from_another_directory(installed, tmp_path):
+    planned = run_installed(installed, ["-m", "driver_gemm", "plan", "--arch", "sm_90", "seed", "-k", "v0",
+                                        "-s", "1001x513x777"], tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    assert "seed: launch plan for sm_90" in planned.stdout
+    unknown = run_installed(installed, ["-m", "driver_gemm", "plan", "fats.yaml"], tmp_path)
+    assert unknown.returncode == 2 and "fast, mixed" in unknown.stderr
+    listed = run_installed(installed, ["-m", "driver_gemm", "specs", "--paths"], tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert names == sorted(path.stem for path in (ROOT / "specs").glob("*.yaml"))
+    assert all(Path(line.split()[1]).parent == installed / "_data" / "specs" for line in listed.stdout.splitlines())
+
+
 def test_a_checkout_uses_its_top_level_folders():
     from driver_gemm import bundled
 

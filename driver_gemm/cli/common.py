@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .. import output_files
-from ..errors import UsageError
+from .. import bundled, output_files
+from ..errors import SpecError, UsageError
 from ..report.lines import say
 
 # Off a terminal (a pipe, a file, a CI log) tables are laid out for this width and text lines are not wrapped.
@@ -237,12 +237,39 @@ def add_source_option(parser) -> None:
                              "(its folder tree up to the nearest .git or pyproject.toml)")
 
 
+SPEC_HELP = ("a spec file, or the name of a shipped spec (fast, or fast.yaml; `driver-gemm specs` lists them); "
+             "a file of that name here wins")
+
+
+def resolve_spec(path: Path) -> Path:
+    """The file a command's SPEC argument names: an existing path as given, else the shipped spec of that bare name.
+
+    A path that exists always wins, so a local ``fast.yaml`` is read before
+    the shipped one. A bare name (no folder in it) that is neither is refused
+    with the shipped specs listed; any other path is left for the loader to
+    report as missing.
+    """
+    if path.exists():
+        return path
+    shipped = bundled.shipped_spec(str(path))
+    if shipped is not None:
+        return shipped
+    if path.parent != Path("."):
+        return path
+    names = ", ".join(spec.stem for spec in bundled.shipped_specs()) or "none (the install lacks its data)"
+    raise SpecError(f"no such file, nor a shipped spec of that name; the shipped specs are {names}",
+                    where=str(path), hint="driver-gemm specs describes them")
+
+
 def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):
-    """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes."""
+    """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes.
+
+    Each of `paths` is a file or a shipped spec's name (`resolve_spec`).
+    """
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..specfile import DEFAULT_SPEC, load_spec
 
-    return [load_spec(path, allow_outside_sources=allow_outside_sources).select(kernels, shapes)
+    return [load_spec(resolve_spec(path), allow_outside_sources=allow_outside_sources).select(kernels, shapes)
             for path in (paths or [DEFAULT_SPEC])]
 
 

@@ -1,7 +1,7 @@
 """The ``driver-gemm`` command line: its parser, its exit codes, and the one funnel every error goes through.
 
 Each command lives in its own module (`run`, `plan`, `show`, `compare`,
-`plot`, `tune`, `info`) with two functions: ``add_parser(commands)`` and
+`plot`, `tune`, `info`, `specs`) with two functions: ``add_parser(commands)`` and
 ``execute(args, out) -> int``. `main` parses, runs the command, and turns
 whatever it raises into one line on stderr and the code `exit_code_for`
 gives; only ``--debug`` shows a traceback.
@@ -17,7 +17,7 @@ import traceback
 from ..version import __version__
 from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
                       UsageError)
-from . import compare, info, plan, plot, run, show, tune
+from . import compare, info, plan, plot, run, show, specs, tune
 from .common import Output, stdout_closed
 from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK,  # noqa: F401
                          EXIT_USAGE)
@@ -39,7 +39,8 @@ exit codes:
 
 EXIT_CODES_POINTER = "exit codes: see driver-gemm --help"
 
-COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": plot, "tune": tune, "info": info}
+COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": plot, "tune": tune, "info": info,
+            "specs": specs}
 
 
 def _tool_missing_errors() -> tuple[type, ...]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from .common import Output, add_format_options, add_source_option, env_device, load_specs
+from .common import SPEC_HELP, Output, add_format_options, add_source_option, env_device, load_specs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
     plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU", **common)
-    plan.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    plan.add_argument("specs", nargs="*", type=Path, metavar="SPEC", help=f"{SPEC_HELP} (default: the seed spec)")
     add_source_option(plan)
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
     plan.add_argument("--kernel", "-k", action="append", default=[], help="plan only this kernel (repeatable)")

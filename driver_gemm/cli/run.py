@@ -13,7 +13,8 @@ from rich.markup import escape
 from .. import timeline
 from ..errors import CompileError, NoGpuError, SpecError, ToolMissingError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
-                     check_output_folder, default_json, env_device, load_specs, refuse_aliases, spec_inputs)
+                     SPEC_HELP, check_output_folder, default_json, env_device, load_specs, refuse_aliases,
+                     spec_inputs)
 from .common import read_results_files
 from ..session.options import RunOptions
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -24,7 +25,7 @@ SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 def add_parser(commands, **common) -> None:
     run = commands.add_parser("run", help="run specs on a GPU: verify and time every kernel against cuBLAS",
                               **common)
-    run.add_argument("specs", nargs="*", type=Path, help="spec files (default: the seed spec)")
+    run.add_argument("specs", nargs="*", type=Path, metavar="SPEC", help=f"{SPEC_HELP} (default: the seed spec)")
     add_source_option(run)
     run.add_argument("--device", metavar="N|N,M|all",
                      help="the GPU to run on (default $DRIVER_GEMM_DEVICE, or 0); several ('0,1') or 'all' spread "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
-                     load_specs, read_results_files, refuse_aliases, spec_inputs)
+                     SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_inputs)
 from ..errors import CompileError, NoGpuError, SpecError, UsageError
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
@@ -15,7 +15,7 @@ STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 def add_parser(commands, **common) -> None:
     tune = commands.add_parser("tune", help="search a sweep (params given as lists) for each kernel's best "
                                             "configuration per shape; write a spec of the winners", **common)
-    tune.add_argument("spec", type=Path, help="a spec whose kernels sweep their params")
+    tune.add_argument("spec", type=Path, metavar="SPEC", help=f"a spec whose kernels sweep their params: {SPEC_HELP}")
     add_source_option(tune)
     tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     tune.add_argument("--kernel", "-k", action="append", default=[], help="tune only this kernel (repeatable)")
