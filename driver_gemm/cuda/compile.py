@@ -284,6 +284,7 @@ def read_source(path: Path, what: str = "kernel source", where: str | None = Non
     without blocking and checked before a byte is read, so a FIFO or a device
     never hangs and a huge file is refused by its size.
     """
+    # not at the top: importing this module need not load the spec package and its YAML parser
     from ..specfile.limits import MAX_SOURCE_BYTES
     place = f"{where}: " if where else ""
     try:
@@ -342,6 +343,7 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     path is keyed once, by its path relative to the project (or to its ``-I``
     folder), so two headers of one name in two folders both enter the key.
     """
+    # not at the top: importing this module need not load the spec package and its YAML parser
     from ..specfile.kernels import project_root
     folders = [Path(folder) for folder in folders]
     own = folders[0] if folders else None
@@ -458,7 +460,7 @@ def _diagnosed_file(logged: str, display_path: str, lines: list[str],
     or a toolkit header is quoted, and only a regular file of bounded size."""
     if logged in (display_path, Path(display_path).name):
         return display_path, lines
-    from ..specfile.limits import MAX_SOURCE_BYTES
+    from ..specfile.limits import MAX_SOURCE_BYTES   # lazy, as in read_source
     header = Path(logged) if Path(logged).is_absolute() else Path(display_path).parent / logged
     try:
         resolved = header.resolve()

@@ -10,12 +10,14 @@ import os
 import stat
 from pathlib import Path
 
+from ..errors import DriverGemmError
 
-class NotRegularFile(Exception):
+
+class NotRegularFile(DriverGemmError):
     """A path that is a FIFO, a device, a socket or a folder; the message says which."""
 
 
-class FileTooLarge(Exception):
+class FileTooLarge(DriverGemmError):
     """A file over the limit; args[0] is its size (or the bytes read before the limit was passed)."""
 
 
