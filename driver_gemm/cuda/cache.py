@@ -1,10 +1,11 @@
 """The disk cache of compiled CUBINs, kept apart from compiling.
 
-The key covers everything that changes the binary (source and local headers, file name, name
-expressions, options, architecture, NVRTC version) and no absolute path, so a cache can move. An
-entry is one file (magic line, SHA-256 of the rest, a JSON header, the image), written to a
-temporary file and renamed into place; one whose checksum fails is ignored and rewritten. What the
-header means is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR`` moves it (default
+The key covers everything that changes the binary (source and every local header it can include,
+by path relative to its project and digest, file name, name expressions, options, architecture,
+NVRTC version) and no absolute path, so a cache can move. An entry is one file (magic line, SHA-256
+of the rest, a JSON header, the image), written to a temporary file and renamed into place; one
+whose checksum fails, that is not a regular file of bounded size, or whose header does not name
+its key is ignored and rewritten. What the header means is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR`` moves it (default
 ``$XDG_CACHE_HOME/driver-gemm`` or ``~/.cache/driver-gemm``); ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
 """
 
@@ -21,9 +22,11 @@ from pathlib import Path
 from typing import Mapping
 
 from ..output_files import OutputError, write_file
+from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 
 _MAGIC = b"driver-gemm-cubin-v1\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+MAX_ENTRY_BYTES = 320 << 20   # an entry is read only as a regular file of at most this size (a CUBIN is < 256 MiB)
 
 
 def enabled() -> bool:
@@ -132,8 +135,8 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
 def read_entry(path: Path, magic: bytes) -> bytes | None:
     """The body of an entry `write_entry` made, or None when it is absent, unreadable, of another kind or corrupt."""
     try:
-        blob = path.read_bytes()
-    except OSError:
+        blob = read_regular_file(path, MAX_ENTRY_BYTES)
+    except (OSError, NotRegularFile, FileTooLarge):   # a FIFO, a link to /dev/zero, a huge file: not an entry
         return None
     if not blob.startswith(magic):
         return None

@@ -22,11 +22,12 @@ from . import cache, headers
 from .check import check
 from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
+from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
-_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.MULTILINE)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\b[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*)?)', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -111,22 +112,28 @@ def normalise_arch(arch: str | int) -> str:
 
 
 def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
-                   extra_options: Iterable[str] = (), *, use_cache: bool = True) -> Cubin:
+                   extra_options: Iterable[str] = (), *, use_cache: bool = True,
+                   allow_outside_headers: bool = False) -> Cubin:
     """Compile the kernel source at `path` for `arch`, instantiating every name expression in `instances`.
 
     Results are cached on disk (see `driver_gemm.cache`) under a key made of
-    the source and the headers it includes, the options, the architecture and
-    the NVRTC version.
+    the source and every local header it can include (by path and digest),
+    the options, the architecture and the NVRTC version. Local headers obey
+    the rules sources do (see `scan_headers`): inside the source's project
+    or an ``-I`` folder unless `allow_outside_headers`, regular files of at
+    most ``MAX_SOURCE_BYTES``.
     """
     path = Path(path)
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
-                        include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path))
+                        include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path),
+                        allow_outside_headers=allow_outside_headers)
 
 
 def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
                  extra_options: Iterable[str] = (), *, include_dir: Path | None = None,
-                 use_cache: bool = True, display_path: str | None = None) -> Cubin:
+                 use_cache: bool = True, display_path: str | None = None,
+                 allow_outside_headers: bool = False) -> Cubin:
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
@@ -137,20 +144,50 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     options += headers.search_options()   # after the kernel's own folders: the stand-ins, then the toolkit's
     version = nvrtc_version()
     folders = ([include_dir] if include_dir else []) + include_folders(extra_options)
-    local = local_headers(source, folders) if folders else {}
-    key = cache.key_for(source=source, name=name, headers=local, instances=instances,
+    found = scan_headers(source, display_path or name, folders, allow_outside=allow_outside_headers)
+    key = cache.key_for(source=source, name=name, headers=found.texts, instances=instances,
                         options=_portable(options, include_dir) + headers.cache_tokens(), arch=arch,
                         nvrtc_version=version)
+    use_cache = use_cache and found.cacheable
     if use_cache:
-        cached = cache.load(key)
-        if cached is not None:
-            restored = from_cache_header(*cached)
-            if restored is not None:
-                return restored
-    cubin = _compile(source, name, instances, arch, options, version, display_path or name)
+        restored = load_cached(key, instances)
+        if restored is not None:
+            return restored
+    cubin = _compile(source, name, instances, arch, options, version, display_path or name, found.paths)
     if use_cache:
-        cache.store(key, cache_header(cubin), cubin.image)
+        store_cached(key, cubin)
     return cubin
+
+
+def load_cached(key: str, instances: Iterable[str]) -> Cubin | None:
+    """The cached `Cubin` of `key`, or None unless the entry is this key's own and holds every instance.
+
+    An entry's checksum proves only that it is whole: one renamed from
+    another key, or rewritten with its checksum, must still name this key,
+    lower every instance asked for, and hold each lowered symbol in its image.
+    """
+    cached = cache.load(key)
+    if cached is None:
+        return None
+    header, image = cached
+    if header.get("key") != key:
+        return None
+    cubin = from_cache_header(header, image)
+    if cubin is None or not isinstance(cubin.lowered_names, dict) or not all(
+            isinstance(cubin.lowered_names.get(instance), str) for instance in instances):
+        return None
+    if cubin.image_format == "cubin":
+        try:
+            parsed = _parsed(cubin.image, cubin.arch, cubin.origin)
+            for instance in instances:
+                parsed.kernel(cubin.symbol(instance))
+        except Exception:   # any failure to read an image that came from disk means: not this entry
+            return None
+    return cubin
+
+
+def store_cached(key: str, cubin: Cubin) -> None:
+    cache.store(key, {**cache_header(cubin), "key": key}, cubin.image)
 
 
 def cache_header(cubin: Cubin) -> dict:
@@ -186,9 +223,9 @@ def from_cache_header(header: dict, image: bytes) -> Cubin | None:
 REPORT_ATTEMPTS = 2
 
 
-def _compile(source, name, instances, arch, options, version, display_path) -> Cubin:
+def _compile(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
     for _ in range(REPORT_ATTEMPTS):
-        cubin = _compile_once(source, name, instances, arch, options, version, display_path)
+        cubin = _compile_once(source, name, instances, arch, options, version, display_path, quotable)
         missing = [symbol for symbol in cubin.lowered_names.values() if symbol not in cubin.resources]
         if not missing:
             return cubin
@@ -201,7 +238,7 @@ def _compile(source, name, instances, arch, options, version, display_path) -> C
     return dataclasses.replace(cubin, resources=resources, log=(cubin.log + "\n" + note).lstrip("\n"))
 
 
-def _compile_once(source, name, instances, arch, options, version, display_path) -> Cubin:
+def _compile_once(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
     started = time.perf_counter()
     program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
@@ -211,7 +248,7 @@ def _compile_once(source, name, instances, arch, options, version, display_path)
         status, = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         log = _program_log(program)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(format_compile_error(log, source, display_path, status.name, options),
+            raise CompileError(format_compile_error(log, source, display_path, status.name, options, quotable),
                                log=log, options=options)
         lowered = {}
         for instance in instances:
@@ -239,15 +276,30 @@ def _portable(options: tuple[str, ...], include_dir: Path | None) -> tuple[str, 
     return tuple(o for o in options if not o.startswith("--include-path="))
 
 
-def read_source(path: Path, what: str = "kernel source") -> str:
+def read_source(path: Path, what: str = "kernel source", where: str | None = None) -> str:
     """The UTF-8 text of a source or header (without a byte-order mark, which NVRTC reads as a stray token); a
-    `CompileError` naming the file when it cannot be read as such."""
+    `CompileError` naming the file (and `where`, the including file:line) when it cannot be read as such.
+
+    Only a regular file of at most ``MAX_SOURCE_BYTES`` is read: it is opened
+    without blocking and checked before a byte is read, so a FIFO or a device
+    never hangs and a huge file is refused by its size.
+    """
+    # not at the top: importing this module need not load the spec package and its YAML parser
+    from ..specfile.limits import MAX_SOURCE_BYTES
+    place = f"{where}: " if where else ""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        data = read_regular_file(path, MAX_SOURCE_BYTES)
     except OSError as exc:
-        raise CompileError(f"cannot read {what} {path}: {exc.strerror}") from None
+        raise CompileError(f"{place}cannot read {what} {path}: {exc.strerror}") from None
+    except NotRegularFile as exc:
+        raise CompileError(f"{place}{what} {path} is not a regular file ({exc})") from None
+    except FileTooLarge as exc:
+        raise CompileError(f"{place}{what} {path} is {exc.args[0]:,} bytes, more than the limit of "
+                           f"{MAX_SOURCE_BYTES:,} (MAX_SOURCE_BYTES)") from None
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CompileError(f"{what} {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+        raise CompileError(f"{place}{what} {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                            f"{exc.start:,})") from None
 
 
@@ -263,24 +315,95 @@ def include_folders(options: Iterable[str]) -> list[Path]:
     return folders
 
 
-def local_headers(source: str, include_dirs: Path | Iterable[Path],
-                  seen: dict[str, str] | None = None) -> dict[str, str]:
-    """The text of every header reachable from `source` that `include_dirs` hold (they change the binary):
-    ``#include "..."`` looked up beside the including file and then in the folders, ``#include <...>`` in the
-    folders (the toolkit's and the C library's headers are keyed by version instead)."""
-    folders = [include_dirs] if isinstance(include_dirs, Path) else list(include_dirs)
-    seen = {} if seen is None else seen
-    for quoted, angled in _INCLUDE.findall(source):
-        header = quoted or angled
-        candidates = ([folders[0]] if quoted else []) + folders[1:] + ([] if quoted else folders[:1])
-        for folder in candidates:
-            candidate = folder / header
-            if candidate.is_file():
-                if header not in seen:   # keyed by the name as written, so that the key holds no paths
-                    seen[header] = read_source(candidate, "header")
-                    local_headers(seen[header], [candidate.parent, *folders[1:]], seen)
+@dataclass(frozen=True)
+class HeaderScan:
+    """The local headers a source can include: `texts` by a path-free label (the cache key's part), their
+    resolved `paths` (the only local files a compile error may quote), and whether every include was a literal
+    (an ``#include MACRO`` names a file only the preprocessor knows, so such a compile is not cached)."""
+
+    texts: dict[str, str]
+    paths: tuple[Path, ...]
+    cacheable: bool
+
+
+MAX_HEADERS = 4096   # local headers one source may reach
+
+
+def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
+                 allow_outside: bool = False) -> HeaderScan:
+    """Every local header reachable from `source`, looked up as NVRTC does: ``#include "..."`` beside the
+    including file and then in `folders`, ``#include <...>`` in `folders` (the first folder is the source's own,
+    the others its ``-I`` ones; the toolkit's and the stand-ins' headers are keyed by version instead).
+
+    Each header found is held to a source's rules, with a `CompileError` naming
+    the including file:line and the header: its resolved path inside the
+    source's project or one of the ``-I`` folders (which the spec vetted),
+    unless `allow_outside`; a regular file (a FIFO or a device is never
+    opened for reading); at most ``MAX_SOURCE_BYTES``. Every file of a given
+    path is keyed once, by its path relative to the project (or to its ``-I``
+    folder), so two headers of one name in two folders both enter the key.
+    """
+    # not at the top: importing this module need not load the spec package and its YAML parser
+    from ..specfile.kernels import project_root
+    folders = [Path(folder) for folder in folders]
+    own = folders[0] if folders else None
+    roots = [("-I0:", project_root(own))] if own is not None else []
+    roots += [(f"-I{index}:", folder.resolve()) for index, folder in enumerate(folders[1:], 1)]
+    texts: dict[str, str] = {}
+    seen: set[Path] = set()
+    cacheable = True
+    pending = [(source, source_name, own)]
+    while pending:
+        text, including, here = pending.pop()
+        for match in _INCLUDE.finditer(text):
+            quoted, angled, other = match.groups()
+            header = quoted or angled
+            if not header:
+                cacheable = cacheable and other is None   # a bare #include is NVRTC's error to report
+                continue
+            where = f"{including}:{text.count(chr(10), 0, match.start()) + 1}"
+            candidates = ([here] if quoted and here is not None else []) + folders
+            if Path(header).is_absolute():   # read from where it says, whatever the search path
+                candidates = [Path(Path(header).anchor)]
+            for folder in candidates:
+                candidate = Path(folder) / header
+                try:   # what NVRTC would open: anything there but a folder (a FIFO too, refused below)
+                    if not candidate.exists() or candidate.is_dir():
+                        continue
+                    resolved = candidate.resolve()
+                except (OSError, ValueError, RuntimeError):   # a NUL, a name too long, a symlink loop
+                    continue
+                if resolved in seen:
+                    break
+                label = _label(resolved, roots)
+                if label is None and not allow_outside:
+                    inside = ", ".join(str(root) for _, root in roots) or "no folder"
+                    raise CompileError(f"{where}: header {header} is {resolved}, outside the kernel's project and "
+                                       f"its -I folders ({inside}) (hint: keep headers inside the project, or pass "
+                                       "--allow-outside-sources (allow_outside_sources=True))")
+                if len(seen) >= MAX_HEADERS:
+                    raise CompileError(f"{where}: header {header}: more than {MAX_HEADERS:,} local headers")
+                seen.add(resolved)
+                label = label or str(resolved)
+                if label in texts:   # the same relative path under another root: told apart by the root
+                    label = next(prefix for prefix, root in roots if resolved.is_relative_to(root)) + label
+                texts[label] = read_source(resolved, "header", where)
+                pending.append((texts[label], str(candidate), resolved.parent))
                 break
-    return seen
+    return HeaderScan(texts, tuple(seen), cacheable)
+
+
+def _label(resolved: Path, roots: list[tuple[str, Path]]) -> str | None:
+    for _, root in roots:
+        if resolved.is_relative_to(root):
+            return resolved.relative_to(root).as_posix()
+    return None
+
+
+def local_headers(source: str, include_dirs: Path | Iterable[Path]) -> dict[str, str]:
+    """The text of every local header reachable from `source` (see `scan_headers`), by its path-free label."""
+    folders = [include_dirs] if isinstance(include_dirs, Path) else list(include_dirs)
+    return scan_headers(source, "<source>", folders).texts if folders else {}
 
 
 # ----------------------------------------------------------------------------------- diagnostics
@@ -290,7 +413,7 @@ _DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<kind>err
 
 
 def format_compile_error(log: str, source: str, display_path: str, status: str,
-                         options: Iterable[str] = ()) -> str:
+                         options: Iterable[str] = (), quotable: Iterable[Path] = ()) -> str:
     """A compile failure as a reader needs it: each error with its file:line, the source line and a marker.
 
     NVRTC's log has lines ``name.cu(LINE): error: MESSAGE`` followed by the
@@ -298,6 +421,7 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
     and the line number in front of the quoted source line.
     """
     lines = source.splitlines()
+    quotable = set(quotable)
     out = [f"{display_path}: compilation failed ({status})"]
     shown = 0
     for entry in log.splitlines():
@@ -314,7 +438,7 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
                        "function: name(const float*, int))")
             shown += 1
             continue
-        file_path, file_lines = _diagnosed_file(match.group("file").strip(), display_path, lines)
+        file_path, file_lines = _diagnosed_file(match.group("file").strip(), display_path, lines, quotable)
         out.append(f"  {file_path}:{number}: error: {message}")
         if 1 <= number <= len(file_lines):
             out.append(f"    {number:5d} | {file_lines[number - 1]}")
@@ -329,15 +453,22 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
     return "\n".join(out)
 
 
-def _diagnosed_file(logged: str, display_path: str, lines: list[str]) -> tuple[str, list[str]]:
+def _diagnosed_file(logged: str, display_path: str, lines: list[str],
+                    quotable: set[Path] = frozenset()) -> tuple[str, list[str]]:
     """The path and lines of the file a diagnostic is about: the program itself, or a header it includes
-    (NVRTC names a header by the path it found it at)."""
+    (NVRTC names a header by the path it found it at). Only a header the scan vetted (`quotable`), a stand-in
+    or a toolkit header is quoted, and only a regular file of bounded size."""
     if logged in (display_path, Path(display_path).name):
         return display_path, lines
+    from ..specfile.limits import MAX_SOURCE_BYTES   # lazy, as in read_source
     header = Path(logged) if Path(logged).is_absolute() else Path(display_path).parent / logged
     try:
-        return str(header), header.read_text(errors="replace").splitlines()
-    except OSError:
+        resolved = header.resolve()
+        trusted = (headers.STAND_INS, *headers.toolkit_include_dirs())
+        if resolved not in quotable and not any(resolved.is_relative_to(folder) for folder in trusted):
+            return logged, []
+        return str(header), read_regular_file(resolved, MAX_SOURCE_BYTES).decode(errors="replace").splitlines()
+    except (OSError, RuntimeError, NotRegularFile, FileTooLarge):
         return logged, []
 
 

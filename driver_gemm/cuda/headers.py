@@ -15,8 +15,11 @@ import os
 import re
 from pathlib import Path
 
+from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
+
 STAND_INS = Path(__file__).resolve().parent / "nvrtc_headers"
 TOOLKIT_ROOTS = ("/usr/local/cuda",)     # where a toolkit is looked for besides $CUDA_HOME and $CUDA_PATH
+MAX_TOOLKIT_HEADER_BYTES = 16 << 20   # a toolkit header or stand-in read here (cuda_runtime_api.h is ~0.5 MiB)
 _CUDART_VERSION = re.compile(r"#define\s+CUDART_VERSION\s+(\d+)")
 
 # Headers that come with the CUDA toolkit, by name or by folder: a kernel including one needs the toolkit.
@@ -77,7 +80,11 @@ def toolkit_version() -> str:
     for folder in toolkit_include_dirs():
         header = folder / "cuda_runtime_api.h"
         if header.is_file():
-            match = _CUDART_VERSION.search(header.read_text(errors="replace"))
+            try:
+                text = read_regular_file(header, MAX_TOOLKIT_HEADER_BYTES).decode(errors="replace")
+            except (OSError, NotRegularFile, FileTooLarge):
+                continue
+            match = _CUDART_VERSION.search(text)
             if match:
                 return match.group(1)
     return "none"
@@ -88,7 +95,7 @@ def stand_ins_digest() -> str:
     digest = hashlib.sha256()
     for path in sorted(STAND_INS.iterdir()):
         if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(path.name.encode() + b"\0" + read_regular_file(path, MAX_TOOLKIT_HEADER_BYTES) + b"\0")
     return digest.hexdigest()[:16]
 
 

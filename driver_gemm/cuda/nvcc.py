@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Iterable
 
 from . import cache
-from .compile import (BASE_OPTIONS, Cubin, cache_header, from_cache_header, include_folders, local_headers,
-                      normalise_arch, read_source)
+from .compile import (BASE_OPTIONS, Cubin, include_folders, load_cached, normalise_arch, read_source,
+                      scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .resources import parse_ptxas_report
@@ -88,7 +88,8 @@ def wrapper_source(source_path: Path, instances: Iterable[str]) -> str:
 
 
 def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
-                      extra_options: Iterable[str] = (), *, use_cache: bool = True) -> Cubin:
+                      extra_options: Iterable[str] = (), *, use_cache: bool = True,
+                      allow_outside_headers: bool = False) -> Cubin:
     """Compile the kernel source at `path` with nvcc for `arch`, instantiating every name in `instances`.
 
     The result is a `Cubin` like NVRTC's (``origin`` is ``"nvcc"``), cached
@@ -104,16 +105,18 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     source = read_source(path)
     extra_options = tuple(extra_options)
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
-    key = cache.key_for(source=source, name=path.name, headers=local_headers(source, [path.resolve().parent, *include_folders(extra_options)]),
+    found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
+                         allow_outside=allow_outside_headers)
+    key = cache.key_for(source=source, name=path.name, headers=found.texts,
                         instances=instances, options=("nvcc", *options), arch=arch, nvrtc_version=version)
+    use_cache = use_cache and found.cacheable
     if use_cache:
-        cached = cache.load(key)
-        restored = from_cache_header(*cached) if cached is not None else None
+        restored = load_cached(key, instances)
         if restored is not None:
             return restored
     cubin = _compile(nvcc, path, instances, arch, options, version)
     if use_cache:
-        cache.store(key, cache_header(cubin), cubin.image)
+        store_cached(key, cubin)
     return cubin
 
 

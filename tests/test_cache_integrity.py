@@ -1,0 +1,132 @@
+"""The disk cache serves an image only for the very compile it was made by: every local header the source can
+include is in the key (two headers of one name in two folders, both), a source that names a header through a
+macro is not cached, and an entry is believed only when it is a regular file of bounded size whose header names
+its key and whose image holds every instance asked for."""
+
+import os
+import shutil
+
+import pytest
+
+from driver_gemm.cuda import cache
+from driver_gemm.cuda.compile import compile_source
+from driver_gemm.errors import CompileError
+
+from test_header_containment import deadline
+
+KERNEL = "__global__ void {name}(int* c) {{ c[0] = VALUE; }}\n"
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    return root
+
+
+def entries(folder) -> set:
+    return set(folder.rglob("*.cubin"))
+
+
+def test_a_second_header_of_one_name_in_another_folder_is_in_the_key(project, cache_dir):
+    for side, value in (("a", 1), ("b", 2)):
+        (project / side).mkdir()
+        (project / side / "common.h").write_text('#include "util.h"\n')
+        (project / side / "util.h").write_text(f"#define VALUE_{side.upper()} {value}\n")
+    path = project / "k.cu"
+    path.write_text('#include "a/common.h"\n#include "b/common.h"\n#define VALUE (VALUE_A + VALUE_B)\n'
+                    + KERNEL.format(name="k"))
+    assert not compile_source(path, ["k"]).from_cache
+    assert compile_source(path, ["k"]).from_cache
+    (project / "b" / "util.h").write_text('#error "b/util.h changed"\n')
+    with pytest.raises(CompileError, match="b/util.h changed"):
+        compile_source(path, ["k"])
+
+
+def test_a_header_named_through_a_macro_is_never_served_from_the_cache(project, cache_dir):
+    (project / "m.h").write_text("#define VALUE 1\n")
+    path = project / "k.cu"
+    path.write_text('#define HEADER "m.h"\n#include HEADER\n' + KERNEL.format(name="k"))
+    assert not compile_source(path, ["k"]).from_cache
+    assert not compile_source(path, ["k"]).from_cache
+    (project / "m.h").write_text('#error "m.h changed"\n')
+    with pytest.raises(CompileError, match="m.h changed"):
+        compile_source(path, ["k"])
+
+
+def two_kernels(project, cache_dir):
+    """Kernel `first` compiled and cached, then kernel `second` (another source); their entries' paths."""
+    (project / "v.h").write_text("#define VALUE 1\n")
+    for name in ("first", "second"):
+        (project / f"{name}.cu").write_text('#include "v.h"\n' + KERNEL.format(name=name))
+    compile_source(project / "first.cu", ["first"])
+    first, = entries(cache_dir)
+    compile_source(project / "second.cu", ["second"])
+    second, = entries(cache_dir) - {first}
+    return first, second
+
+
+def recompiled(project):
+    cubin = compile_source(project / "first.cu", ["first"])
+    assert not cubin.from_cache and cubin.symbol("first")
+    return cubin
+
+
+def test_an_entry_swapped_for_another_kernels_entry_is_ignored_and_rebuilt(project, cache_dir):
+    first, second = two_kernels(project, cache_dir)
+    shutil.copyfile(second, first)
+    recompiled(project)
+    assert compile_source(project / "first.cu", ["first"]).from_cache   # rewritten by the rebuild
+
+
+def test_an_entry_holding_another_kernels_image_under_a_recomputed_checksum_is_ignored(project, cache_dir):
+    first, second = two_kernels(project, cache_dir)
+    header, _ = cache._decode(cache.read_entry(first, cache._MAGIC))
+    _, foreign = cache._decode(cache.read_entry(second, cache._MAGIC))
+    cache.write_entry(first, cache._MAGIC, cache._encode(header, foreign))
+    recompiled(project)
+
+
+def test_an_entry_whose_header_lacks_the_instance_is_ignored_instead_of_raising_key_error(project, cache_dir):
+    first, _ = two_kernels(project, cache_dir)
+    header, image = cache._decode(cache.read_entry(first, cache._MAGIC))
+    cache.write_entry(first, cache._MAGIC, cache._encode({**header, "lowered_names": {}}, image))
+    recompiled(project)
+
+
+@pytest.mark.parametrize("garbage", [os.urandom(4096), b"\x00" * 16, b"{}", b""], ids=["random", "zeros", "json", "empty"])
+def test_garbage_under_a_recomputed_checksum_is_ignored_and_rebuilt(project, cache_dir, garbage):
+    first, _ = two_kernels(project, cache_dir)
+    cache.write_entry(first, cache._MAGIC, garbage)
+    recompiled(project)
+
+
+def test_a_fifo_entry_does_not_hang_and_is_rebuilt(project, cache_dir):
+    first, _ = two_kernels(project, cache_dir)
+    first.unlink()
+    os.mkfifo(first)
+    with deadline():
+        recompiled(project)
+
+
+def test_an_entry_linked_to_dev_zero_is_not_read(project, cache_dir):
+    first, _ = two_kernels(project, cache_dir)
+    first.unlink()
+    first.symlink_to("/dev/zero")
+    with deadline():
+        recompiled(project)
+    assert cache.read_entry(cache_dir / "absent.cubin", cache._MAGIC) is None
+
+
+def test_an_oversized_entry_is_not_read(tmp_path):
+    with open(tmp_path / "huge.cubin", "wb") as huge:
+        huge.truncate(cache.MAX_ENTRY_BYTES + 1)
+    assert cache.read_entry(tmp_path / "huge.cubin", cache._MAGIC) is None

@@ -1,0 +1,116 @@
+"""Local headers obey the rules kernel sources do: inside the kernel's project (or an -I folder) unless the
+user allows outside files, regular files only (a FIFO never hangs a compile), and at most MAX_SOURCE_BYTES;
+a refusal names the including file:line and the header."""
+
+import contextlib
+import os
+import signal
+
+import pytest
+
+from driver_gemm.cuda.compile import compile_source
+from driver_gemm.errors import CompileError
+from driver_gemm.specfile.limits import MAX_SOURCE_BYTES
+
+KERNEL = "__global__ void k(int* c) { c[0] = VALUE; }\n"
+
+
+@contextlib.contextmanager
+def deadline(seconds: int = 30):
+    """Fail instead of hanging: a blocked open() or read() is interrupted by the alarm."""
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "evil.h").write_text("#define VALUE 7\n")
+    return root
+
+
+def kernel(folder, include: str):
+    path = folder / "k.cu"
+    path.write_text(f"// a kernel\n#include {include}\n{KERNEL}")
+    return path
+
+
+def test_an_absolute_include_outside_the_project_is_refused_without_leave_and_compiles_with_it(project):
+    outside = project.parent / "outside" / "evil.h"
+    path = kernel(project, f'"{outside}"')
+    with pytest.raises(CompileError) as info:
+        compile_source(path, ["k"], use_cache=False)
+    message = str(info.value)
+    assert f"{path}:2: header {outside} is {outside}, outside the kernel's project" in message
+    assert "--allow-outside-sources" in message and "#define VALUE 7" not in message
+    assert compile_source(path, ["k"], use_cache=False, allow_outside_headers=True).lowered_names["k"]
+
+
+def test_etc_passwd_as_a_header_is_refused_before_the_compiler_reads_it(project):
+    with pytest.raises(CompileError, match=r"k\.cu:2: header /etc/passwd is /etc/passwd, outside") as info:
+        compile_source(kernel(project, '"/etc/passwd"'), ["k"], use_cache=False)
+    assert "root:" not in str(info.value)
+
+
+def test_an_include_through_a_symlinked_folder_pointing_outside_is_refused(project):
+    (project / "lib").symlink_to(project.parent / "outside", target_is_directory=True)
+    path = kernel(project, '"lib/evil.h"')
+    with pytest.raises(CompileError, match=r"k\.cu:2: header lib/evil\.h is .*outside[/\\]evil\.h, outside"):
+        compile_source(path, ["k"], use_cache=False)
+
+
+def test_a_nested_include_leaving_the_project_names_the_including_header(project):
+    (project / "inner.h").write_text('#pragma once\n#include "../outside/evil.h"\n')
+    with pytest.raises(CompileError, match=r"inner\.h:2: header \.\./outside/evil\.h is .*, outside"):
+        compile_source(kernel(project, '"inner.h"'), ["k"], use_cache=False)
+
+
+def test_headers_inside_the_project_and_in_an_include_folder_compile(project):
+    (project / "include").mkdir()
+    (project / "include" / "value.h").write_text("#define VALUE 3\n")
+    (project / "src").mkdir()
+    path = kernel(project / "src", "<value.h>")
+    assert compile_source(path, ["k"], extra_options=[f"-I{project / 'include'}"], use_cache=False).image
+
+
+def test_a_fifo_header_is_refused_at_once(project):
+    os.mkfifo(project / "pipe.h")
+    with deadline(), pytest.raises(CompileError, match=r"k\.cu:2: header .*pipe\.h is not a regular file \(a FIFO\)"):
+        compile_source(kernel(project, '"pipe.h"'), ["k"], use_cache=False)
+
+
+def test_a_header_linked_to_a_device_is_refused(project):
+    (project / "zero.h").symlink_to("/dev/zero")
+    with deadline(), pytest.raises(CompileError, match=r"header .* is outside|not a regular file \(a character device\)"):
+        compile_source(kernel(project, '"zero.h"'), ["k"], use_cache=False, allow_outside_headers=True)
+
+
+def test_an_oversized_header_is_refused_with_its_size(project):
+    with open(project / "huge.h", "wb") as huge:
+        huge.truncate(MAX_SOURCE_BYTES + 1)
+    with pytest.raises(CompileError, match=rf"k\.cu:2: header .*huge\.h is {MAX_SOURCE_BYTES + 1:,} bytes, more than "
+                                           rf"the limit of {MAX_SOURCE_BYTES:,} \(MAX_SOURCE_BYTES\)"):
+        compile_source(kernel(project, '"huge.h"'), ["k"], use_cache=False)
+
+
+def test_a_fifo_kernel_source_is_refused_at_once(project):
+    from driver_gemm.cuda.compile import read_source
+    os.mkfifo(project / "k.cu")
+    with deadline(), pytest.raises(CompileError, match=r"kernel source .*k\.cu is not a regular file \(a FIFO\)"):
+        read_source(project / "k.cu")
+
+
+def test_an_absolute_include_in_text_compiled_without_a_folder_is_refused():
+    from driver_gemm.cuda.compile import compile_text
+    with pytest.raises(CompileError, match=r"kernel\.cu:1: header /etc/passwd is /etc/passwd, outside"):
+        compile_text('#include "/etc/passwd"\n' + KERNEL, "kernel.cu", ["k"], use_cache=False)
