@@ -114,3 +114,22 @@ def test_an_absolute_include_in_text_compiled_without_a_folder_is_refused():
     from driver_gemm.cuda.compile import compile_text
     with pytest.raises(CompileError, match=r"kernel\.cu:1: header /etc/passwd is /etc/passwd, outside"):
         compile_text('#include "/etc/passwd"\n' + KERNEL, "kernel.cu", ["k"], use_cache=False)
+
+
+
+def test_the_command_lines_allow_outside_sources_lets_a_spec_include_an_outside_header(project, tmp_path, capsys):
+    from driver_gemm.cli import EXIT_OK, main
+
+    outside = tmp_path / "outside" / "evil.h"
+    (project / "k.cu").write_text(f'#include "{outside}"\n'
+                                  "extern \"C\" __global__ void sgemm(const float* A, const float* B, float* C,"
+                                  " int M, int N, int K) { if (threadIdx.x == 0) C[0] = VALUE; }\n")
+    spec = project / "s.yaml"
+    spec.write_text("shapes: [[64, 64, 64]]\nkernels:\n  - name: k\n    source: k.cu\n    function: sgemm\n"
+                    "    block: [32]\n    grid: [1]\n")
+    main(["plan", str(spec)])
+    refused = capsys.readouterr()
+    assert "outside the kernel's project" in refused.out + refused.err
+    assert main(["plan", str(spec), "--allow-outside-sources"]) == EXIT_OK, capsys.readouterr()
+    allowed = capsys.readouterr()
+    assert "1 ok" in allowed.out and "outside" not in allowed.out + allowed.err

@@ -132,8 +132,10 @@ def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
         except ImageError as exc:   # recorded against the kernel's cases, as a compile error is
             raise CompileError(str(exc)) from None
     if first.compiler == "nvcc":
-        return compile_with_nvcc(first.source, instances, target, first.options)
-    return compile_source(first.source, instances, target, first.options)
+        return compile_with_nvcc(first.source, instances, target, first.options,
+                                 allow_outside_headers=first.allow_outside_headers)
+    return compile_source(first.source, instances, target, first.options,
+                          allow_outside_headers=first.allow_outside_headers)
 
 
 def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] = frozenset()) -> Compiled:

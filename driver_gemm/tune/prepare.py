@@ -66,6 +66,7 @@ class CompileJob:
     instances: tuple[str, ...]
     arch: str
     options: tuple[str, ...] = ()
+    allow_outside_headers: bool = False   # as the kernels' spec allows (--allow-outside-sources)
 
 
 def compile_in_processes(jobs: Sequence[CompileJob], workers: int | None = None) -> list[Cubin | CompileError]:
@@ -89,7 +90,8 @@ def compile_in_processes(jobs: Sequence[CompileJob], workers: int | None = None)
 
 def _compile_job(job: CompileJob) -> Cubin | CompileError:
     try:
-        return compile_source(job.source, job.instances, job.arch, job.options)
+        return compile_source(job.source, job.instances, job.arch, job.options,
+                              allow_outside_headers=job.allow_outside_headers)
     except CompileError as exc:
         return exc
 
@@ -107,12 +109,14 @@ def jobs_for(kernels, arch: str, programs_per_source: int = 1) -> list[tuple[Com
     up to `programs_per_source` programs; with each job, the labels of the kernels it compiles."""
     groups: dict[tuple, list] = {}
     for kernel in kernels:
-        groups.setdefault((kernel.source, tuple(kernel.options), kernel.target(arch)), []).append(kernel)
+        groups.setdefault((kernel.source, tuple(kernel.options), kernel.target(arch), kernel.allow_outside_headers),
+                          []).append(kernel)
     out = []
-    for (source, options, target), members in groups.items():
+    for (source, options, target, allow_outside_headers), members in groups.items():
         count = max(1, min(programs_per_source, len(members)))
         for part in range(count):
             chunk = members[part::count]
-            out.append((CompileJob(Path(source), tuple(k.instance for k in chunk), target, options),
+            out.append((CompileJob(Path(source), tuple(k.instance for k in chunk), target, options,
+                                   allow_outside_headers),
                         [k.label for k in chunk]))
     return out
