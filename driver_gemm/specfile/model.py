@@ -157,7 +157,9 @@ class KernelSpec:
     compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
     binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
     min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
-    allow_outside_headers: bool = False   # the spec was read with --allow-outside-sources: its headers may be too
+    # The spec was read with --allow-outside-sources, so its headers may be outside too: how it was read, not
+    # what it says, so it takes no part in comparing kernels.
+    allow_outside_headers: bool = field(default=False, compare=False)
     # The kernel's entry as the spec wrote it (plain values, params as swept): what `tune` writes back
     # with the params of a winner, so that a winners spec describes the kernel with every field it had.
     entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
