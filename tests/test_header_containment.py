@@ -133,3 +133,20 @@ def test_the_command_lines_allow_outside_sources_lets_a_spec_include_an_outside_
     assert main(["plan", str(spec), "--allow-outside-sources"]) == EXIT_OK, capsys.readouterr()
     allowed = capsys.readouterr()
     assert "1 ok" in allowed.out and "outside" not in allowed.out + allowed.err
+
+
+def test_a_header_anywhere_in_the_specs_project_is_inside_even_beside_the_sources_folder(tmp_path, capsys):
+    """Without a project marker the spec's folder is the project its sources stay in; so do their headers."""
+    from driver_gemm.cli import EXIT_OK, main
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "value.h").write_text("#define VALUE 7\n")
+    (tmp_path / "src" / "k.cu").write_text('#include "../include/value.h"\n'
+                                           "extern \"C\" __global__ void sgemm(const float* A, const float* B, float* C,"
+                                           " int M, int N, int K) { if (threadIdx.x == 0) C[0] = VALUE; }\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("shapes: [[64, 64, 64]]\nkernels:\n  - name: k\n    source: src/k.cu\n    function: sgemm\n"
+                    "    block: [32]\n    grid: [1]\n")
+    assert main(["plan", str(spec)]) == EXIT_OK, capsys.readouterr()
+    assert "1 ok" in capsys.readouterr().out

@@ -227,7 +227,7 @@ def test_a_winner_of_any_shipped_spec_is_written_back_with_every_field_it_had(sp
                         allow_outside_sources=True)
     assert len(written.kernels) == len(first)
     # where and how each file was read (the winners are read with allow_outside_sources), not what it says
-    ignored = {"where", "field_path", "field_lines", "entry", "allow_outside_headers"}
+    ignored = {"where", "field_path", "field_lines", "entry", "allow_outside_headers", "project"}
     for again, kernel in zip(written.kernels, first.values()):
         for name in (f.name for f in dataclasses.fields(kernel) if f.name not in ignored):
             assert getattr(again, name) == getattr(kernel, name), (spec_path.name, kernel.label, name)

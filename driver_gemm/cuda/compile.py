@@ -113,27 +113,27 @@ def normalise_arch(arch: str | int) -> str:
 
 def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
                    extra_options: Iterable[str] = (), *, use_cache: bool = True,
-                   allow_outside_headers: bool = False) -> Cubin:
+                   allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile the kernel source at `path` for `arch`, instantiating every name expression in `instances`.
 
     Results are cached on disk (see `driver_gemm.cache`) under a key made of
     the source and every local header it can include (by path and digest),
     the options, the architecture and the NVRTC version. Local headers obey
     the rules sources do (see `scan_headers`): inside the source's project
-    or an ``-I`` folder unless `allow_outside_headers`, regular files of at
-    most ``MAX_SOURCE_BYTES``.
+    (`project`, the spec's, where one is given) or an ``-I`` folder unless
+    `allow_outside_headers`, regular files of at most ``MAX_SOURCE_BYTES``.
     """
     path = Path(path)
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
                         include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path),
-                        allow_outside_headers=allow_outside_headers)
+                        allow_outside_headers=allow_outside_headers, project=project)
 
 
 def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
                  extra_options: Iterable[str] = (), *, include_dir: Path | None = None,
                  use_cache: bool = True, display_path: str | None = None,
-                 allow_outside_headers: bool = False) -> Cubin:
+                 allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
@@ -144,7 +144,8 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     options += headers.search_options()   # after the kernel's own folders: the stand-ins, then the toolkit's
     version = nvrtc_version()
     folders = ([include_dir] if include_dir else []) + include_folders(extra_options)
-    found = scan_headers(source, display_path or name, folders, allow_outside=allow_outside_headers)
+    found = scan_headers(source, display_path or name, folders, allow_outside=allow_outside_headers,
+                         project=project)
     key = cache.key_for(source=source, name=name, headers=found.texts, instances=instances,
                         options=_portable(options, include_dir) + headers.cache_tokens(), arch=arch,
                         nvrtc_version=version)
@@ -330,7 +331,7 @@ MAX_HEADERS = 4096   # local headers one source may reach
 
 
 def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
-                 allow_outside: bool = False) -> HeaderScan:
+                 allow_outside: bool = False, project: Path | None = None) -> HeaderScan:
     """Every local header reachable from `source`, looked up as NVRTC does: ``#include "..."`` beside the
     including file and then in `folders`, ``#include <...>`` in `folders` (the first folder is the source's own,
     the others its ``-I`` ones; the toolkit's and the stand-ins' headers are keyed by version instead).
@@ -347,7 +348,8 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     from ..specfile.kernels import project_root
     folders = [Path(folder) for folder in folders]
     own = folders[0] if folders else None
-    roots = [("-I0:", project_root(own))] if own is not None else []
+    # the spec's project where it is known (its sources are held to it), else the source folder's own
+    roots = [("-I0:", project.resolve() if project is not None else project_root(own))] if own is not None else []
     roots += [(f"-I{index}:", folder.resolve()) for index, folder in enumerate(folders[1:], 1)]
     texts: dict[str, str] = {}
     seen: set[Path] = set()

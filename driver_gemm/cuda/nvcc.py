@@ -89,7 +89,7 @@ def wrapper_source(source_path: Path, instances: Iterable[str]) -> str:
 
 def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
                       extra_options: Iterable[str] = (), *, use_cache: bool = True,
-                      allow_outside_headers: bool = False) -> Cubin:
+                      allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile the kernel source at `path` with nvcc for `arch`, instantiating every name in `instances`.
 
     The result is a `Cubin` like NVRTC's (``origin`` is ``"nvcc"``), cached
@@ -106,7 +106,7 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     extra_options = tuple(extra_options)
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
     found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
-                         allow_outside=allow_outside_headers)
+                         allow_outside=allow_outside_headers, project=project)
     key = cache.key_for(source=source, name=path.name, headers=found.texts,
                         instances=instances, options=("nvcc", *options), arch=arch, nvrtc_version=version)
     use_cache = use_cache and found.cacheable

@@ -133,9 +133,9 @@ def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
             raise CompileError(str(exc)) from None
     if first.compiler == "nvcc":
         return compile_with_nvcc(first.source, instances, target, first.options,
-                                 allow_outside_headers=first.allow_outside_headers)
+                                 allow_outside_headers=first.allow_outside_headers, project=first.project)
     return compile_source(first.source, instances, target, first.options,
-                          allow_outside_headers=first.allow_outside_headers)
+                          allow_outside_headers=first.allow_outside_headers, project=first.project)
 
 
 def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] = frozenset()) -> Compiled:

@@ -85,7 +85,8 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                        require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                        binary=binary, operands=operands, launch_attributes=launch_attributes,
                        where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                       min_pct=min_pct, entry=entry, allow_outside_headers=context.allow_outside_sources)
+                       min_pct=min_pct, entry=entry, allow_outside_headers=context.allow_outside_sources,
+                       project=project_root(context.base_dir))
             for combo in itertools.product(*sweep)]
 
 

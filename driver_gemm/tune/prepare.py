@@ -67,6 +67,7 @@ class CompileJob:
     arch: str
     options: tuple[str, ...] = ()
     allow_outside_headers: bool = False   # as the kernels' spec allows (--allow-outside-sources)
+    project: Path | None = None           # the spec's project, where the kernels' headers may be
 
 
 def compile_in_processes(jobs: Sequence[CompileJob], workers: int | None = None) -> list[Cubin | CompileError]:
@@ -91,7 +92,7 @@ def compile_in_processes(jobs: Sequence[CompileJob], workers: int | None = None)
 def _compile_job(job: CompileJob) -> Cubin | CompileError:
     try:
         return compile_source(job.source, job.instances, job.arch, job.options,
-                              allow_outside_headers=job.allow_outside_headers)
+                              allow_outside_headers=job.allow_outside_headers, project=job.project)
     except CompileError as exc:
         return exc
 
@@ -109,14 +110,14 @@ def jobs_for(kernels, arch: str, programs_per_source: int = 1) -> list[tuple[Com
     up to `programs_per_source` programs; with each job, the labels of the kernels it compiles."""
     groups: dict[tuple, list] = {}
     for kernel in kernels:
-        groups.setdefault((kernel.source, tuple(kernel.options), kernel.target(arch), kernel.allow_outside_headers),
-                          []).append(kernel)
+        groups.setdefault((kernel.source, tuple(kernel.options), kernel.target(arch), kernel.allow_outside_headers,
+                           kernel.project), []).append(kernel)
     out = []
-    for (source, options, target, allow_outside_headers), members in groups.items():
+    for (source, options, target, allow_outside_headers, project), members in groups.items():
         count = max(1, min(programs_per_source, len(members)))
         for part in range(count):
             chunk = members[part::count]
             out.append((CompileJob(Path(source), tuple(k.instance for k in chunk), target, options,
-                                   allow_outside_headers),
+                                   allow_outside_headers, project),
                         [k.label for k in chunk]))
     return out
