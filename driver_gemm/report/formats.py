@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from typing import Iterable, Sequence
 
@@ -146,3 +147,26 @@ def comparison_csv(comparisons) -> str:
     return csv_text(COMPARE_CSV_HEADER, (
         (c.kernel, c.shape, c.gpu, c.old.median_ms if c.old else None, c.new.median_ms if c.new else None,
          c.change, c.verdict) for c in comparisons))
+
+
+def comparison_json(comparisons, *, old: str, new: str, threshold: float, warnings: Sequence[str] = (),
+                    notes: Sequence[str] = ()) -> str:
+    """The comparison as one JSON object for CI: the runs, every case's medians, quartiles, change and verdict,
+    the count of each verdict, whether any is a regression, and what differs between the runs besides."""
+    def summary(case) -> dict | None:
+        timing = case.timing if case is not None else None
+        if timing is None:
+            return None if case is None else {"status": str(case.status)}
+        return {"status": str(case.status), "median_ms": timing.median_ms, "q1_ms": timing.q1_ms,
+                "q3_ms": timing.q3_ms, "samples": timing.samples, "sm_clock_mhz": timing.sm_clock_mhz}
+
+    comparisons = list(comparisons)
+    counts: dict[str, int] = {}
+    for c in comparisons:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    document = {"old": old, "new": new, "threshold_pct": 100 * threshold, "counts": counts,
+                "regression": any(c.regression for c in comparisons), "warnings": list(warnings),
+                "notes": list(notes),
+                "cases": [{"kernel": c.kernel, "shape": c.shape, "gpu": c.gpu or None, "verdict": c.verdict,
+                           "change": c.change, "old": summary(c.old), "new": summary(c.new)} for c in comparisons]}
+    return json.dumps(document, indent=1, allow_nan=False) + "\n"
