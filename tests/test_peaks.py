@@ -91,3 +91,17 @@ def test_a_bf16_case_is_a_percentage_of_the_bf16_peak():
     assert case.peak_gflops(device) == pytest.approx(132 * 4096 * 1980e-3)
     assert case.peak_gflops(device, clock_mhz=1530) == pytest.approx(132 * 4096 * 1530e-3)
     assert roofs([run], device) == [("bf16", pytest.approx(132 * 4096 * 1980e-3))]
+
+
+def test_an_architecture_outside_the_table_keeps_its_fp32_peak_from_the_device_record():
+    blackwell = {"arch": "sm_100", "sm_count": 148, "clock_khz": 1965000, "fp32_lanes_per_sm": 128}
+    assert peaks.device_peak_gflops(blackwell, "fp32") == pytest.approx(148 * 256 * 1965e-3)
+    assert peaks.device_peak_gflops(blackwell, "bf16") is None
+
+
+def test_fp32_cases_keep_the_peak_the_device_record_gives():
+    run = read_results(RESULTS / "seed-h200.json").run
+    device = run.environment["device"]
+    case = next(case for case in run.cases if case.gflops)
+    assert case.peak_gflops(device) == pytest.approx(device["fp32_peak_gflops"])
+    assert case.pct_peak == pytest.approx(100 * case.gflops / case.peak_gflops(device))

@@ -91,8 +91,12 @@ def device_peak_gflops(device: Mapping, math: str, accumulate: str = FP32,
         arch = f"sm_{major}{minor}"
     if clock_mhz is None:
         clock_mhz = (device.get("clock_khz") or 0) / 1e3
-    return peak_gflops(arch or "", math, device.get("sm_count") or 0, clock_mhz, device.get("name") or "",
+    peak = peak_gflops(arch or "", math, device.get("sm_count") or 0, clock_mhz, device.get("name") or "",
                        accumulate)
+    if peak is None and math == FP32 and device.get("fp32_lanes_per_sm") and device.get("sm_count"):
+        # an architecture the table does not hold: the FP32 lanes the device's record gives (cuda.occupancy)
+        peak = device["sm_count"] * 2 * device["fp32_lanes_per_sm"] * clock_mhz / 1e3 or None
+    return peak
 
 
 # Bytes per element of each type name a results file's ``operands.types`` holds.
