@@ -105,3 +105,15 @@ def test_fp32_cases_keep_the_peak_the_device_record_gives():
     case = next(case for case in run.cases if case.gflops)
     assert case.peak_gflops(device) == pytest.approx(device["fp32_peak_gflops"])
     assert case.pct_peak == pytest.approx(100 * case.gflops / case.peak_gflops(device))
+
+
+def test_a_markdown_table_says_of_which_peak_its_figures_are():
+    import dataclasses
+
+    from driver_gemm.report.formats import run_markdown
+
+    run = read_results(RESULTS / "seed-h200.json").run
+    assert "% of FP32 peak" in run_markdown(run)
+    case = next(case for case in run.cases if case.pct_peak is not None)
+    run.cases = [dataclasses.replace(case, precision="tf32")]
+    assert "% of FP32 peak" not in run_markdown(run) and "| % of peak |" in run_markdown(run)

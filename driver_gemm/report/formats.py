@@ -50,13 +50,16 @@ def _fixed(value: float | None, digits: int) -> str:
 
 
 def run_markdown(run: RunResult) -> str:
-    """One table per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of FP32 peak."""
+    """One table per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of peak (of the FP32 peak where
+    every figure of the table is, else of each case's own math: `gemm.peaks`)."""
     tables = []
     for shape in dict.fromkeys(case.shape for case in run.cases):
+        cases = [case for case in run.cases if case.shape == shape]
         rows = [(case.kernel, case.status, _ms(case.median_ms), _fixed(case.gflops, 0), _fixed(case.pct_cublas, 1),
-                 _fixed(case.pct_peak, 1)) for case in run.cases if case.shape == shape]
+                 _fixed(case.pct_peak, 1)) for case in cases]
+        fp32 = all(case.math == "fp32" for case in cases if case.pct_peak is not None)
         tables.append(markdown_table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS",
-                                      "% of FP32 peak"), rows))
+                                      "% of FP32 peak" if fp32 else "% of peak"), rows))
     return "\n".join(tables)
 
 
