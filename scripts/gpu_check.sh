@@ -17,7 +17,8 @@
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), thirdparty (kernels in outside collections' styles: host headers, namespaces,
-# overloads, column-major), anchors, launch, compile (the benchmarks), or any SPEC.yaml.
+# overloads, column-major), anchors, pictures (provenance, typed % of peak, the samples, roofline and compare
+# pictures from fresh runs), launch, compile (the benchmarks), or any SPEC.yaml.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
@@ -86,6 +87,18 @@ for step in "$@"; do
         nvcc)       timeout 150 python3 scripts/nvcc_vs_nvrtc.py --run --json "$OUT/nvcc-vs-nvrtc.json" 2>&1 \
                         | tee "$OUT/nvcc-vs-nvrtc.log" ;;
         anchors)    python3 -m driver_gemm run specs/anchors.yaml --json "$OUT/anchors.json" -q ;;
+        pictures)   # provenance, typed % of peak and every picture from fresh runs (< 60 s): the run's provenance is
+                    # printed, compare against the committed seed run says what differs, each picture is written
+                    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --json "$OUT/pictures-seed.json" -q
+                    python3 -m driver_gemm run specs/types.yaml -s 1024x512x1024 --json "$OUT/pictures-types.json" -q
+                    python3 -m driver_gemm show "$OUT/pictures-types.json" --plot "$OUT/pictures-samples.png"
+                    python3 -m driver_gemm plot "$OUT/pictures-types.json" "$OUT/pictures-seed.json" -o "$OUT/pictures-roofline.png"
+                    python3 -m driver_gemm compare tests/data/results/seed-h200.json "$OUT/pictures-seed.json" --json \
+                        --plot "$OUT/pictures-compare.png" > "$OUT/pictures-compare.json"
+                    python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['provenance']; print(json.dumps(p, indent=1)); \
+                        c = json.load(open(sys.argv[2])); print('compare warnings:', c['warnings'], c['counts'])" \
+                        "$OUT/pictures-seed.json" "$OUT/pictures-compare.json"
+                    ls "$OUT"/pictures-samples.png "$OUT"/pictures-roofline.png "$OUT"/pictures-compare.png ;;
         launch)     python3 scripts/bench_launch.py --json "$OUT/launch.json" ;;
         compile)    python3 scripts/bench_compile.py --json "$OUT/compile.json" ;;
         *.yaml)     name=$(basename "$step" .yaml)

@@ -174,13 +174,15 @@ class Output:
         say(self.errors, f"driver-gemm: {text}")
 
 
-def add_format_options(parser) -> None:
-    """``--markdown`` and ``--csv``: the command's tables in that form on stdout instead of terminal tables."""
+def add_format_options(parser):
+    """``--markdown`` and ``--csv``: the command's tables in that form on stdout instead of terminal tables; the
+    group, for a command to add a form of its own (``compare --json``)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--markdown", dest="format", action="store_const", const="markdown", default="table",
                        help="print the tables as Markdown (the README's tables are made this way)")
     group.add_argument("--csv", dest="format", action="store_const", const="csv",
                        help="print one CSV row per case, every figure unrounded")
+    return group
 
 
 def env_device() -> int:

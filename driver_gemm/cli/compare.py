@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import Output, add_format_options, read_results_files
+from .plot import check_picture
 from ..errors import UsageError
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
@@ -17,26 +18,54 @@ def add_parser(commands, **common) -> None:
     compare.add_argument("--threshold", type=float, default=0.0, metavar="PERCENT",
                          help="also call differences up to this many percent SAME (default 0: noise only)")
     compare.add_argument("--across-gpus", action="store_true", help="match cases whatever GPU ran them")
-    add_format_options(compare)
+    compare.add_argument("--plot", type=Path, metavar="FILE",
+                         help="also draw the change of each case with its noise band, coloured FASTER, SLOWER or "
+                              "SAME (.png or .svg; needs the plots extra)")
+    add_format_options(compare).add_argument(
+        "--json", dest="format", action="store_const", const="json",
+        help="print the comparison as one JSON object (cases, verdicts, counts, what differs between the runs)")
 
 
 def execute(args, out: Output) -> int:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.comparison import compare_runs
-    from ..report.formats import comparison_csv, comparison_markdown
+    from ..report.formats import comparison_csv, comparison_json, comparison_markdown
     from ..report.tables import print_comparison
+    from ..results.provenance import provenance_differences
 
     if not 0 <= args.threshold < 1e6:   # also refuses NaN
         raise UsageError(f"a threshold is a percentage of at least 0, got {args.threshold}", field="--threshold")
+    _check_plot(args)
     runs = read_results_files([args.old, args.new], out)
     for path, run in zip((args.old, args.new), runs):
         if not run.cases:
             raise UsageError("no cases in these results: nothing to compare", where=str(path))
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
+    warnings, notes = provenance_differences(*((run.provenance, run.environment) for run in runs))
     if out.format == "markdown":
-        out.data(comparison_markdown(comparisons))
+        out.data(comparison_markdown(comparisons) + "".join(f"\n> {line}\n" for line in (
+            *(f"warning: the runs differ in {text}" for text in warnings), *(f"note: {text}" for text in notes))))
     elif out.format == "csv":
         out.data(comparison_csv(comparisons))
+    elif out.format == "json":
+        out.data(comparison_json(comparisons, old=str(args.old), new=str(args.new), threshold=args.threshold / 100,
+                                 warnings=warnings, notes=notes))
     else:
         print_comparison(comparisons, f"{args.old} -> {args.new}", out.console)
+    for text in warnings:
+        out.note(f"warning: the runs differ in {text}", "yellow")
+    for text in notes:
+        out.note(f"note: {text}")
+    if args.plot is not None:
+        # matplotlib, behind report.figures: only when a picture is asked for
+        from ..report.figures import comparison_figure, save
+
+        out.note(f"plot: {save(comparison_figure(comparisons, f'{args.old.name} -> {args.new.name}'), args.plot)}",
+                 None)
     return EXIT_FAILED if any(c.regression for c in comparisons) else EXIT_OK
+
+
+def _check_plot(args) -> None:
+    """The picture to write, refused before anything is read (`plot.check_picture`)."""
+    if args.plot is not None:
+        check_picture(args.plot, "--plot", [("the old results", args.old), ("the new results", args.new)])

@@ -14,17 +14,43 @@ def add_parser(commands, **common) -> None:
                                             "roofline, from results files", **common)
     plot.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
     plot.add_argument("-o", "--output", type=Path, required=True, help="picture to write (.png or .svg)")
+    kind = plot.add_mutually_exclusive_group()
+    kind.add_argument("--samples", action="store_true",
+                      help="draw each case's raw samples instead: their distribution, and the samples in the order "
+                           "taken beside the SM clock of the sampling window")
+    kind.add_argument("--tune", action="store_true",
+                      help="draw a tune's search instead: each configuration's time in evaluation order and the "
+                           "best so far, per kernel and shape")
+
+
+def check_picture(path: Path, option: str, inputs) -> None:
+    """A picture to write, refused before any work: not .png or .svg, not writable there, one of `inputs`, or
+    matplotlib missing."""
+    # matplotlib, behind report.plots: only when a command draws
+    from ..report.plots import require_matplotlib
+
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise UsageError("the picture is .png or .svg", field=option)
+    check_output_file(path, option)
+    refuse_aliases([(option, path)], inputs)
+    require_matplotlib()
 
 
 def execute(args, out: Output) -> int:
     # matplotlib, behind report.plots: only when the command runs
     from ..report.plots import plot_results, require_matplotlib, series_of
 
-    if args.output.suffix.lower() not in (".png", ".svg"):
-        raise UsageError("the picture is .png or .svg", field="--output")
-    check_output_file(args.output, "--output")
-    refuse_aliases([("--output", args.output)], [("a results file", path) for path in args.results])
+    check_picture(args.output, "--output", [("a results file", path) for path in args.results])
     runs = read_results_files(args.results, out)   # every input checked before anything is drawn or written
+    if args.samples or args.tune:
+        # matplotlib: only when the command runs
+        from ..report.figures import sampled_cases, samples_figure, save, tune_figure
+
+        if args.tune and len(runs) != 1:
+            raise UsageError("--tune draws one tune's results: give one file", field="--tune")
+        figure = tune_figure(runs[0]) if args.tune else samples_figure(sampled_cases(runs))
+        out.note(f"plot: {save(figure, args.output)}", None)
+        return EXIT_OK
     if not series_of(runs):
         raise UsageError("no timed, passing case to plot", where=", ".join(map(str, args.results)))
     require_matplotlib()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+
+from rich.markup import escape
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
                      SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_inputs)
 from ..errors import CompileError, NoGpuError, SpecError, UsageError
+from ..status import Status
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
@@ -66,11 +70,14 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     device = args.device if args.device is not None else env_device()
     result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     searches = []
+    bar = LiveTune(out.errors, spec, budget) if not args.quiet and out.errors.is_terminal else None
     with CaseLog(path.with_suffix(".jsonl")) as log:
         def finished(case) -> None:
             log.write_header(result)
             log.append(case)
-            if not args.quiet:
+            if bar is not None:
+                bar.update(case)
+            elif not args.quiet:   # off a terminal: a line per case, for logs and pipes
                 say(out.errors, case_line(case))
         try:
             result, searches = tune_spec(spec, strategy, budget, device=device, fresh=args.fresh, result=result,
@@ -78,6 +85,8 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
         except TuneAborted as aborted:
             out.error(str(aborted))
         finally:
+            if bar is not None:
+                bar.close()
             if result.cases:
                 result.write_json(path)
     for search in searches:
@@ -86,6 +95,41 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
                  f"{len(search.full_measurements)} full measurement(s), {search.seconds:.1f} s, stopped: "
                  f"{search.stopped_by}; {found}")
     return result
+
+
+class LiveTune:
+    """A tune's progress bar on a terminal: configurations landed of those planned, failures, the time left and
+    the best so far of the kernel and shape being searched (`tune.progress.TuneProgress`); failures that are
+    not refusals ahead of the GPU print above it."""
+
+    def __init__(self, errors, spec, budget, clock=time.monotonic):
+        # rich.progress, and the planning and tune modules: only for the live bar of a tune on a terminal
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from ..planning.cases import cases_of
+        from ..tune.progress import TuneProgress
+
+        self.clock = clock
+        self.state = TuneProgress(planned=len(cases_of(spec)), started=clock(), budget_s=budget.seconds)
+        self.live = Progress(TextColumn("tune"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("{task.fields[failed]} failed"), TextColumn("ETA {task.fields[eta]}"),
+                             TextColumn("best {task.fields[best]}"), console=errors, transient=True)
+        self.task = self.live.add_task("tune", total=self.state.planned, failed=0, eta="-:--", best="-")
+        self.live.start()
+
+    def update(self, case) -> None:
+        # the report's line and the progress text: imported with the bar's first update
+        from ..report.tables import case_line, say
+        from ..tune.progress import clock_text
+
+        self.state.record(case)
+        self.live.update(self.task, completed=self.state.done, failed=self.state.failed,
+                         eta=clock_text(self.state.eta_s(self.clock())), best=escape(self.state.best_text()),
+                         refresh=True)
+        if not case.ok and case.status != Status.INVALID:
+            say(self.live.console, case_line(case))
+
+    def close(self) -> None:
+        self.live.stop()
 
 
 def _check_before_asking_for_a_gpu(spec) -> None:

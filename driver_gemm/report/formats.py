@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from typing import Iterable, Sequence
 
@@ -49,13 +50,16 @@ def _fixed(value: float | None, digits: int) -> str:
 
 
 def run_markdown(run: RunResult) -> str:
-    """One table per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of FP32 peak."""
+    """One table per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of peak (of the FP32 peak where
+    every figure of the table is, else of each case's own math: `gemm.peaks`)."""
     tables = []
     for shape in dict.fromkeys(case.shape for case in run.cases):
+        cases = [case for case in run.cases if case.shape == shape]
         rows = [(case.kernel, case.status, _ms(case.median_ms), _fixed(case.gflops, 0), _fixed(case.pct_cublas, 1),
-                 _fixed(case.pct_peak, 1)) for case in run.cases if case.shape == shape]
+                 _fixed(case.pct_peak, 1)) for case in cases]
+        fp32 = all(case.math == "fp32" for case in cases if case.pct_peak is not None)
         tables.append(markdown_table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS",
-                                      "% of FP32 peak"), rows))
+                                      "% of FP32 peak" if fp32 else "% of peak"), rows))
     return "\n".join(tables)
 
 
@@ -146,3 +150,26 @@ def comparison_csv(comparisons) -> str:
     return csv_text(COMPARE_CSV_HEADER, (
         (c.kernel, c.shape, c.gpu, c.old.median_ms if c.old else None, c.new.median_ms if c.new else None,
          c.change, c.verdict) for c in comparisons))
+
+
+def comparison_json(comparisons, *, old: str, new: str, threshold: float, warnings: Sequence[str] = (),
+                    notes: Sequence[str] = ()) -> str:
+    """The comparison as one JSON object for CI: the runs, every case's medians, quartiles, change and verdict,
+    the count of each verdict, whether any is a regression, and what differs between the runs besides."""
+    def summary(case) -> dict | None:
+        timing = case.timing if case is not None else None
+        if timing is None:
+            return None if case is None else {"status": str(case.status)}
+        return {"status": str(case.status), "median_ms": timing.median_ms, "q1_ms": timing.q1_ms,
+                "q3_ms": timing.q3_ms, "samples": timing.samples, "sm_clock_mhz": timing.sm_clock_mhz}
+
+    comparisons = list(comparisons)
+    counts: dict[str, int] = {}
+    for c in comparisons:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    document = {"old": old, "new": new, "threshold_pct": 100 * threshold, "counts": counts,
+                "regression": any(c.regression for c in comparisons), "warnings": list(warnings),
+                "notes": list(notes),
+                "cases": [{"kernel": c.kernel, "shape": c.shape, "gpu": c.gpu or None, "verdict": c.verdict,
+                           "change": c.change, "old": summary(c.old), "new": summary(c.new)} for c in comparisons]}
+    return json.dumps(document, indent=1, allow_nan=False) + "\n"

@@ -1,4 +1,5 @@
-"""Pictures of results: GFLOP/s against size, % of cuBLAS per kernel and shape, and a roofline.
+"""Pictures of results: GFLOP/s against size, % of cuBLAS per kernel and shape, and a roofline (a compute
+roof per math kind the cases use, from `gemm.peaks`; bytes in each case's element types).
 
 matplotlib is an optional extra (``pip install driver-gemm[plots]``).
 A sweep gives dozens of configurations: only the `TOP_SERIES` fastest (by
@@ -13,6 +14,7 @@ import math
 from pathlib import Path
 
 from ..errors import ToolMissingError, UsageError
+from ..gemm import peaks
 from ..output_files import replacing
 from ..results.records import RunResult
 from ..status import BASELINE_LABELS, is_baseline_label
@@ -23,18 +25,32 @@ CUBLAS_TF32 = BASELINE_LABELS["tf32"]
 TOP_SERIES = 12
 
 
-def bytes_moved(M: int, N: int, K: int) -> int:
-    """The fewest bytes a float32 GEMM moves through DRAM: A and B read once, C written once."""
-    return 4 * (M * K + K * N + M * N)
+def bytes_moved(M: int, N: int, K: int, types: dict | None = None) -> int:
+    """The fewest bytes a GEMM moves through DRAM: A and B read once, C written once, each in its element type
+    (`types` as a case's ``operands.types``; None: float32)."""
+    return peaks.bytes_moved(M, N, K, types)
 
 
 def arithmetic_intensity(case) -> tuple[float, bool]:
     """A case's FLOP per DRAM byte: measured by Nsight Compute where it was profiled (True), else the
-    fewest bytes the shape can move (False)."""
+    fewest bytes the shape can move in the case's element types (False)."""
     measured = (case.profile or {}).get("arithmetic_intensity")
     if measured:
         return measured, True
-    return case.shape.flops / bytes_moved(case.shape.M, case.shape.N, case.shape.K), False
+    types = case.operands.types if case.operands is not None else None
+    return case.shape.flops / bytes_moved(case.shape.M, case.shape.N, case.shape.K, types), False
+
+
+def roofs(runs: list[RunResult], device: dict) -> list[tuple[str, float]]:
+    """(math, peak GFLOP/s at the maximum clock) of every math kind the runs' timed cases use, FP32 first, then
+    by peak: the compute roofs of the roofline."""
+    found = {}
+    for run in runs:
+        for case in run.cases:
+            if case.gflops and case.ok and case.math not in found:
+                found[case.math] = case.peak_gflops(device)
+    return sorted(((math, peak) for math, peak in found.items() if peak),
+                  key=lambda item: (item[0] != peaks.FP32, item[1]))
 
 
 def series_of(runs: list[RunResult]):
@@ -139,20 +155,23 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
 
     roof.set_xscale("log")
     roof.set_yscale("log")
-    peak = device.get("fp32_peak_gflops")
     bandwidth = device.get("memory_bandwidth_gbs")
     low, high = roof.get_xlim()
     high *= 1.5   # room for the markers of the most intense shape
     roof.set_xlim(low, high)
-    if peak and bandwidth:   # show the ridge, where the memory roof meets the compute roof
-        low = min(low, peak / bandwidth / 4)
+    compute_roofs = roofs(runs, device) if bandwidth else []
+    if compute_roofs:   # show each ridge, where the memory roof meets a compute roof
+        low = min([low] + [peak / bandwidth / 4 for _, peak in compute_roofs])
         xs = [low * (high / low) ** (i / 60) for i in range(61)]
-        roof.plot(xs, [min(peak, x * bandwidth) for x in xs], color="grey", linewidth=1.5,
-                  label=f"roof: {peak / 1e3:.1f} TFLOP/s FP32, {bandwidth / 1e3:.1f} TB/s DRAM (theoretical)")
+        for index, (math_name, peak) in enumerate(compute_roofs):
+            roof.plot(xs, [min(peak, x * bandwidth) for x in xs], color="grey", linewidth=1.5,
+                      linestyle=("-", "--", "-.", ":")[index % 4],
+                      label=f"roof: {peak / 1e3:.1f} TFLOP/s {math_name.upper()} dense, "
+                            f"{bandwidth / 1e3:.1f} TB/s DRAM (theoretical)")
         roof.set_xlim(low, high)
     roof.set_xlabel("arithmetic intensity, FLOP per DRAM byte" + (
-        " (diamonds: measured by Nsight Compute; dots: A, B read and C written once)" if measured_any
-        else " (A, B read and C written once)"))
+        " (diamonds: measured by Nsight Compute; dots: A, B read and C written once, in their types)"
+        if measured_any else " (A, B read and C written once, in their types)"))
     roof.set_ylabel("GFLOP/s")
     roof.set_title("roofline" + (f" ({device.get('name')})" if device.get("name") else ""))
     roof.grid(True, which="both", alpha=0.2)

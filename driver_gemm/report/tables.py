@@ -160,8 +160,25 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "
                      f"{device.get('fp32_lanes_per_sm', '?')} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
                      "(clock as the driver reports it)", "dim")
+    line = tensor_peaks_line(run)
+    if line:
+        say(console, line, "dim")
     for line in problems_text(run):
         say(console, line)
+
+
+def tensor_peaks_line(run: RunResult) -> str | None:
+    """The dense peaks of the tensor-core math kinds the run's cases use, which their % of peak is of."""
+    device = run.environment.get("device") or {}
+    found = {}
+    for case in run.cases:
+        if case.math != "fp32" and case.math not in found:
+            found[case.math] = case.peak_gflops(device)
+    shown = [f"{math.upper()} {peak:,.0f}" for math, peak in found.items() if peak]
+    if not shown or not device.get("clock_khz"):
+        return None
+    return (f"dense tensor-core peaks (GFLOP/s; INT8 GOP/s): {', '.join(shown)}, at "
+            f"{device['clock_khz'] / 1e6:.2f} GHz on {device.get('sm_count')} SMs (gemm/peaks.py)")
 
 
 _LIMITER_ABBREVIATIONS = {"registers": "regs", "shared memory": "smem"}

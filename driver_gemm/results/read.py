@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .records import CaseResult, RunResult, latest_rows
+from .provenance import Provenance
 from .settings import RunSettings
 
 # Far more cases than any sweep makes; a bigger file is refused before it is parsed, so that a wrong
@@ -187,7 +188,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
     run = RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
                     environment=header.get("environment", {}),
                     settings=RunSettings.from_json(header.get("settings", {})), cases=cases,
-                    started=header.get("started", ""))
+                    started=header.get("started", ""), provenance=Provenance.from_json(header.get("provenance")))
     return ResultsFile(path, run, header=header, skipped_lines=skipped, notes=notes)
 
 

@@ -13,10 +13,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
+from .provenance import Provenance
 from .settings import RunSettings
 
 
@@ -314,6 +316,17 @@ class CaseResult:
     def median_ms(self) -> float | None:
         return self.timing.median_ms if self.timing else None
 
+    @property
+    def math(self) -> str:
+        """What its multiply-adds run on: fp32 (FMA lanes), tf32, fp16, bf16, fp8 or int8 (`gemm.peaks`)."""
+        return math_kind(self.operands.types if self.operands else None, self.precision)
+
+    def peak_gflops(self, device: dict, clock_mhz: float | None = None) -> float | None:
+        """The dense peak of its math on `device` (a results file's ``device`` object) at the device's maximum
+        clock, or at `clock_mhz`; None where `gemm.peaks` has no figure."""
+        types = (self.operands.types if self.operands else None) or {}
+        return device_peak_gflops(device, self.math, types.get("accumulate", "fp32"), clock_mhz)
+
     def as_dict(self) -> dict[str, Any]:
         # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
         out = asdict(dataclasses.replace(self, timing=None))
@@ -360,15 +373,18 @@ class RunResult:
     started: str = ""
     finished: str = ""
     interrupted: bool = False
+    provenance: Provenance | None = None   # commit, digests, versions, GPUs, clocks: written when known
 
     @property
     def ok(self) -> bool:
         return bool(self.cases) and all(case.ok for case in self.cases)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "spec_path": self.spec_path, "started": self.started, "finished": self.finished,
-                "interrupted": self.interrupted, "environment": self.environment,
-                "settings": self.settings.to_json(), "cases": [case.as_dict() for case in self.cases]}
+        head = {"spec": self.spec, "spec_path": self.spec_path, "started": self.started, "finished": self.finished,
+                "interrupted": self.interrupted, "environment": self.environment}
+        if self.provenance is not None:
+            head["provenance"] = self.provenance.to_json()
+        return {**head, "settings": self.settings.to_json(), "cases": [case.as_dict() for case in self.cases]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunResult":
@@ -376,7 +392,8 @@ class RunResult:
                    settings=RunSettings.from_json(data.get("settings", {})),
                    cases=[CaseResult.from_dict(c) for c in data.get("cases", [])],
                    started=data.get("started", ""), finished=data.get("finished", ""),
-                   interrupted=data.get("interrupted", False))
+                   interrupted=data.get("interrupted", False),
+                   provenance=Provenance.from_json(data.get("provenance")))
 
     def write_json(self, path: str | Path) -> Path:
         """Write the run to `path` (atomically, by `driver_gemm.output_files`: a reader never sees half of it).
@@ -429,8 +446,11 @@ class CaseLog:
     def write_header(self, run: "RunResult") -> None:
         """Describe the run once, before its first case (a resumed log keeps its own)."""
         if not self.has_header:
-            self._write({"type": "run", "spec": run.spec, "spec_path": run.spec_path, "started": run.started,
-                         "environment": run.environment, "settings": run.settings.to_json()})
+            header = {"type": "run", "spec": run.spec, "spec_path": run.spec_path, "started": run.started,
+                      "environment": run.environment, "settings": run.settings.to_json()}
+            if run.provenance is not None:
+                header["provenance"] = run.provenance.to_json()
+            self._write(header)
             self.has_header = True
 
     def _write(self, record: dict) -> None:

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from ..results.records import BaselineRow, CaseResult, RunResult, case_key
 from ..specfile.model import Spec
 from ..planning.cases import cases_of, ran
-from .environment import now
+from .environment import now, provenance
 from .one_gpu import run_settings, run_spec
 from .schedule import CostModel, Task, plan_tasks
 from ..session.options import Placement, RunOptions
@@ -132,6 +132,7 @@ def begin_run(spec: Spec, result: RunResult | None, previous: Sequence[CaseResul
     gpus = [{"worker": worker, "device": ordinal, **described_gpu} for worker, ordinal, described_gpu in described]
     result.environment = {**host, **(described[0][2] if described else {}), "gpus": gpus}
     result.settings = run_settings(result, spec, isolate, tasks=[])
+    result.provenance = provenance(spec, result.environment, result.settings)
     return result, kept
 
 

@@ -21,7 +21,7 @@ from ..results.settings import RunSettings
 from ..specfile.model import Shape, Spec
 from ..planning.build import plan_cases
 from ..planning.cases import Case, left_to_run, ran
-from .environment import environment, now
+from .environment import environment, now, provenance
 from ..cuda.occupancy import limits_from_device
 from ..session.options import Placement, RunOptions
 from .in_process import run_in_process
@@ -86,6 +86,8 @@ def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResul
                                    worker_start_steps=worker_start_steps)
     props = read_properties(placement.device)
     result.environment = environment(props)
+    result.provenance = provenance(spec, result.environment, result.settings)
+    device = result.environment["device"]
     cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count,
                                  skip={(case.kernel, case.shape.label) for case in kept})
     baselines: dict[tuple[Shape, str], float] = {(case.shape, case.kernel): case.timing.median_ms
@@ -95,10 +97,8 @@ def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResul
     def finish(case: CaseResult) -> None:
         if _is_timed_baseline(case):
             baselines[case.shape, case.kernel] = case.timing.median_ms
-        # Typed rows (a cuBLASLt row, a typed kernel) have no FP32 peak to be a percentage of.
-        fp32 = case.precision == "fp32" and case.operands is None
-        _finish_figures(case, baselines.get((case.shape, case.baseline_label)),
-                        props.fp32_peak_gflops if fp32 else None)
+        # % of the peak of the case's own math (FP32 lanes, or a tensor-core kind: `gemm.peaks`).
+        _finish_figures(case, baselines.get((case.shape, case.baseline_label)), case.peak_gflops(device))
         case.device = CaseDevice(props.name, props.uuid, props.ordinal)
         result.cases.append(case)
         if on_result:

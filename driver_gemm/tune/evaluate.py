@@ -123,6 +123,7 @@ class Evaluator:
     timer: Callable = measure
     device_info: CaseDevice | None = None
     peak_gflops: float | None = None
+    device_properties: dict | None = None   # the GPU's ``device`` object: the peak of each case's own math
     verified: dict = field(default_factory=dict)       # verified on the current shape
     screened: dict = field(default_factory=dict)       # loaded for screens, not verified, on the current shape
     failed: dict = field(default_factory=dict)
@@ -392,8 +393,10 @@ class Evaluator:
                 record.pct_cublas = 100.0 * baseline / record.timing.median_ms
             elif record.is_baseline and record.ok:
                 record.pct_cublas = 100.0
-            if self.peak_gflops and record.precision == "fp32":
-                record.pct_peak = 100.0 * record.gflops / self.peak_gflops
+            peak = record.peak_gflops(self.device_properties) if self.device_properties else \
+                self.peak_gflops if record.math == "fp32" else None
+            if peak:
+                record.pct_peak = 100.0 * record.gflops / peak
         if self.device_info is not None:
             record.device = self.device_info
         self.record(record)

@@ -26,7 +26,7 @@ from ..status import Status
 from .prepare import Pruned, prune_plans
 from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, search_all
 from ..cuda.device import read_properties
-from ..runners.environment import environment, now
+from ..runners.environment import environment, now, provenance
 from .evaluate import Evaluator
 from ..session.state import Session
 from .tune_cache import TuningCache, tuning_key
@@ -96,6 +96,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
                                   scalars=dict(spec.scalars), isolate=False,
                                   tune={"strategy": strategy.name, "budget_s": budget.seconds,
                                         "budget_configurations": budget.configurations, "screens": screens})
+    result.provenance = provenance(spec, result.environment, result.settings)
     limits = limits_from_device(props)
     prepared = prepare_cases(spec, limits, props.arch, props.sm_count,
                              allow_spills=isinstance(strategy, Exhaustive))
@@ -121,7 +122,7 @@ def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, devi
                               cache=cache, cache_key=lambda case: tuning_key(spec, case.kernel, case.shape,
                                                                           result.environment, props.arch),
                               device_info=CaseDevice(props.name, props.uuid, props.ordinal),
-                              peak_gflops=props.fp32_peak_gflops)
+                              peak_gflops=props.fp32_peak_gflops, device_properties=result.environment.get("device"))
         searches = search_all(prepared.groups(spec), strategy, evaluator, budget)
     finally:
         session.close()

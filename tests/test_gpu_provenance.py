@@ -1,0 +1,40 @@
+"""GPU: a run records what it was made from (`Provenance`), and its typed cases get % of their own peak."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.specfile import load_spec
+
+from conftest import ROOT
+from gpu_specs import quick
+
+pytestmark = pytest.mark.gpu
+
+
+def test_a_run_records_its_gpu_versions_and_the_digests_of_its_files():
+    spec = quick(load_spec(ROOT / "specs" / "seed.yaml")).select(kernels=["v0"], shapes=["1024x512x1024"])
+    run = run_spec(spec)
+    provenance = run.provenance
+    assert provenance is not None
+    assert provenance.gpus == [{"name": run.environment["device"]["name"], "uuid": run.environment["device"]["uuid"]}]
+    assert provenance.versions["nvrtc"] == run.environment["nvrtc_version"]
+    assert provenance.versions["cuda_driver_api"] == str(run.environment["driver_version"])
+    assert provenance.versions.get("driver", "").count(".") >= 1      # NVML's release, e.g. 580.159.04
+    assert provenance.versions.get("cublas")                          # the nvidia-cublas wheel
+    assert provenance.clocks_locked is False
+    assert list(provenance.sources) == ["kernels/00_naive_row_on_x.cu"] and "v0" in provenance.kernels
+    assert (provenance.commit is None) == (provenance.dirty is None)   # a git checkout gives both, else neither
+
+
+def test_typed_cases_are_a_percentage_of_their_own_tensor_core_peak():
+    spec = quick(load_spec(ROOT / "specs" / "types.yaml")).select(shapes=["1024x512x1024"])
+    run = run_spec(spec)
+    device = run.environment["device"]
+    typed = [case for case in run.cases if case.operands is not None and case.gflops]
+    assert typed
+    for case in typed:
+        assert case.math in ("fp16", "bf16", "fp8")
+        assert case.pct_peak == pytest.approx(100 * case.gflops / case.peak_gflops(device))
+        assert 0 < case.pct_peak < 100
