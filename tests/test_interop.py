@@ -353,3 +353,49 @@ def test_raw_bytes_read_back_decode_in_their_type_and_strides():
     assert np.array_equal(raw_values(bf16.tobytes(), "bfloat16"), values)
     flat = np.arange(10.0)
     assert np.array_equal(matrix_values(flat, 2, 3, (1, 4)), np.array([[0, 4, 8], [1, 5, 9]]))
+
+
+# ------------------------------------------------------------------------------------------- check_kernel
+
+def test_check_kernel_refuses_what_it_cannot_take_before_any_gpu_work():
+    import driver_gemm as dg
+
+    good = dict(grid=["ceil(N / 16)", "ceil(M / 16)"], block=[16, 16])
+    kernel = ROOT / "kernels" / "02_smem_tiles.cu"
+    with pytest.raises(ArgumentError, match="C is 4 x 4: it must be M x N = 4 x 8"):
+        dg.check_kernel(kernel, "sgemm_smem_tiles<16>", CudaArray((4, 4)), CudaArray((4, 8)), CudaArray((4, 4)),
+                        **good)
+    with pytest.raises(ArgumentError, match="B: test_interop.DlpackOnly is on the host"):
+        dg.check_kernel(kernel, "sgemm_smem_tiles<16>", CudaArray((4, 4)),
+                        DlpackOnly(ArrayExport(1, (4, 4), "float32", device_type=KDL_CPU)), CudaArray((4, 4)), **good)
+    with pytest.raises(ArgumentError, match="no kernel source file 'missing.cu'"):
+        dg.check_kernel("missing.cu", "f", CudaArray((4, 4)), CudaArray((4, 4)), CudaArray((4, 4)), **good)
+    with pytest.raises(ArgumentError, match="layouts= is not taken"):
+        dg.check_kernel(kernel, "f", CudaArray((4, 4)), CudaArray((4, 4)), CudaArray((4, 4)),
+                        layouts={"a": "col"}, **good)
+
+
+def test_check_kernel_reads_a_spec_mistake_as_the_spec_reader_does():
+    import driver_gemm as dg
+    from driver_gemm.errors import SpecError
+
+    with pytest.raises(SpecError, match="block"):
+        dg.check_kernel(ROOT / "kernels" / "02_smem_tiles.cu", "sgemm_smem_tiles<16>", CudaArray((4, 4)),
+                        CudaArray((4, 4)), CudaArray((4, 4)), grid=[1], block=[])
+
+
+def test_without_a_gpu_a_well_formed_check_stops_at_the_driver(monkeypatch):
+    import driver_gemm as dg
+    from driver_gemm.errors import NoGpuError
+    from driver_gemm.runners import on_tensors
+
+    def no_gpu(ordinal):
+        raise NoGpuError(f"no CUDA driver on this machine (asked for GPU {ordinal})")
+
+    monkeypatch.setattr(on_tensors, "read_properties", no_gpu)
+    a = CudaArray((8, 4), "<f2")
+    b = CudaArray((4, 6), "<f2", strides=(2, 8))
+    c = DlpackOnly(ArrayExport(1, (8, 6), "float32", device_id=2))
+    with pytest.raises(NoGpuError, match="asked for GPU 2"):          # the GPU the operands are on
+        dg.check_kernel("__global__ void k(const void* A, const void* B, float* C, int M, int N, int K) {}\n",
+                        "k", a, b, c, grid=[1], block=[1])
