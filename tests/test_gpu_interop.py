@@ -12,7 +12,8 @@ import pytest
 
 import driver_gemm as dg
 
-from conftest import ROOT
+from conftest import ROOT, SPECS
+from gpu_specs import with_measure
 
 pytestmark = pytest.mark.gpu
 
@@ -74,6 +75,16 @@ def test_a_kernel_runs_on_cupy_arrays_in_cupy_context_and_stream_with_no_host_co
         stream.synchronize()
         monkeypatch.undo()
     assert cp.allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_spec_runs_in_process_on_a_torch_stream_given_as_the_object():
+    torch = pytest.importorskip("torch")
+    stream = torch.cuda.Stream()
+    spec = with_measure(dg.load_spec(SPECS / "seed.yaml").select(["v4"], ["127x33x65"]), min_time_s=0,
+                        timeout_s=0.05)
+    run = dg.run_spec(spec, dg.RunOptions(), dg.Placement(stream=stream))
+    assert run.ok, [case.message for case in run.cases]
+    assert float(torch.ones(4, device="cuda").sum()) == 4.0             # torch's context is still whole
 
 
 def test_a_result_is_read_back_as_a_torch_tensor_through_dlpack():
