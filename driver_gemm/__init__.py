@@ -36,6 +36,7 @@ _PUBLIC = {
     "CaseResult": ".results.records", "RunResult": ".results.records", "load_results": ".results.read",
     "Case": ".planning.cases", "cases_of": ".planning.cases",
     "run_spec": ".runners.one_gpu",
+    "check_kernel": ".runners.on_tensors",
     "Placement": ".session.options", "RunOptions": ".session.options", "RunSettings": ".results.settings",
     "KernelSpec": ".specfile.model", "MeasureSettings": ".specfile.model", "Shape": ".specfile.model",
     "Spec": ".specfile.model", "VerifySettings": ".specfile.model",
@@ -64,6 +65,6 @@ __all__ = [
     "Kernel", "KernelResources", "KernelSpec", "LaunchConfig", "MeasureSettings", "Module", "NoGpuError",
     "PackedArguments", "Placement", "PreparedLaunch", "RunOptions", "RunResult", "RunSettings", "Shape", "Spec",
     "SpecError", "Stream", "TimingSummary", "ToolMissingError", "UsageError", "VerifySettings", "__version__",
-    "arch_limits", "cases_of", "compare_runs", "compile_source", "compile_text", "device_count", "load_kernel",
-    "load_results", "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
+    "arch_limits", "cases_of", "check_kernel", "compare_runs", "compile_source", "compile_text", "device_count",
+    "load_kernel", "load_results", "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
 ]

@@ -25,7 +25,7 @@ class StandInDevice:
 
     opened: list["StandInDevice"] = []
 
-    def __init__(self, ordinal, context=None):
+    def __init__(self, ordinal, context=None, own_context=False):
         self.ordinal, self.closed, self.current_in = ordinal, False, set()
         self.opened_in = threading.current_thread().name
         self.current_in.add(self.opened_in)
@@ -133,7 +133,7 @@ def test_a_device_opened_and_never_taken_is_closed_by_the_opener(stand_ins):
 
 
 def test_what_opening_the_device_raised_is_raised_to_the_taker(monkeypatch):
-    def no_gpu(ordinal, context=None):
+    def no_gpu(ordinal, context=None, own_context=False):
         raise NoGpuError("the CUDA driver is installed but sees no GPU")
 
     monkeypatch.setattr(device_module, "Device", no_gpu)

@@ -1,8 +1,10 @@
-"""Step 3a of the data flow: the GPU, our explicit context on it, and the handles that live in it.
+"""Step 3a of the data flow: the GPU, the context we work in on it, and the handles that live in it.
 
-`Device` opens (or adopts) one CUDA context and owns everything created in it (streams, events,
+`Device` works in the GPU's primary context by default (the one torch, CuPy and cuda.core use, so
+a kernel runs beside their tensors), in a context of its own where asked (``own_context=True``: the
+isolated GPU workers), or in one the caller lends. It owns everything created there (streams, events,
 buffers, modules, graphs, cuBLAS handles, as `Owned` handles), released newest first by
-`Device.close()` or ``with`` exit, before the context. A handle's own ``close()`` may come earlier;
+`Device.close()` or ``with`` exit, before the context is released. A handle's own ``close()`` may come earlier;
 a ``weakref.finalize`` is only the safety net, and warns rather than raises. Every release makes the
 owning context current first, so a handle freed from another thread goes to the right place. One
 module because the device, its properties and its handles are one ownership story.
@@ -20,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import interop
 from .check import check
 from ..errors import CudaError, NoGpuError
 from .occupancy import FP32_LANES_PER_SM
@@ -222,8 +225,8 @@ class Stream(Owned):
         if self.owned:
             handle = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
             release = releaser(device, driver.cuStreamDestroy, handle, "cuStreamDestroy")
-        else:  # a stream somebody else owns (CuPy, PyTorch): we use it, we never destroy it
-            handle = driver.CUstream(int(handle))
+        else:  # a stream somebody else owns (CuPy, PyTorch, cuda.core): we use it, we never destroy it
+            handle = driver.CUstream(interop.stream_handle(handle))
             release = lambda: None  # noqa: E731
         self.handle = handle
         super().__init__(device, release)
@@ -231,6 +234,10 @@ class Stream(Owned):
     @property
     def address(self) -> int:
         return int(self.handle)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """The CUDA stream protocol (version 0), as cuda.core, CuPy and torch read it."""
+        return 0, int(self.handle)
 
     def synchronize(self) -> None:
         check(self._device.driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
@@ -255,19 +262,55 @@ class Event(Owned):
 
 
 class DeviceBuffer(Owned):
-    """Device memory from cuMemAlloc (256-byte aligned), with copies to and from NumPy on a stream."""
+    """Device memory from cuMemAlloc (256-byte aligned), with copies to and from NumPy on a stream.
 
-    def __init__(self, device: "Device", nbytes: int):
+    It is offered to torch, CuPy and others as an array of `shape` and `dtype`
+    (those of the array it was uploaded from; bytes for `alloc`) through
+    ``__cuda_array_interface__`` and DLPack: ``torch.from_dlpack(buffer)``,
+    ``cupy.asarray(buffer)``. `view` offers it with another shape, type or
+    strides, and the stream its writes were enqueued on. The memory lives until
+    the buffer or its `Device` is closed, whoever holds the view.
+    """
+
+    def __init__(self, device: "Device", nbytes: int, *, shape: tuple[int, ...] | None = None,
+                 dtype: str = "uint8"):
         if nbytes <= 0:
             raise ValueError(f"a device buffer needs a positive size, got {nbytes}")
         driver = device.driver
         self.nbytes = int(nbytes)
+        self.dtype = dtype
+        self.shape = tuple(shape) if shape is not None else (self.nbytes // interop.element_size(dtype),)
         self.handle = check(driver.cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})")
         super().__init__(device, releaser(device, driver.cuMemFree, self.handle, "cuMemFree"))
 
     @property
     def address(self) -> int:
         return int(self.handle)
+
+    def view(self, shape: tuple[int, ...] | None = None, dtype: str | None = None, *,
+             strides: tuple[int, ...] | None = None, stream: "Stream | None" = None) -> interop.ArrayExport:
+        """This buffer as a typed array for other libraries (both protocols); `strides` in elements (None:
+        row-major), `stream` where its writes were enqueued (None: it is ready)."""
+        dtype = interop.dtype_name(dtype or self.dtype)
+        shape = tuple(shape) if shape is not None else self.shape
+        view = interop.ArrayExport(self.address, shape, dtype, strides=strides, device_id=self._device.ordinal,
+                                   owner=self, stream=stream)
+        span = interop.ArrayView(view.address, view.shape, view.dtype,
+                                 view.strides or interop.compact_strides(view.shape)).span_elements()
+        if span * interop.element_size(view.dtype) > self.nbytes:
+            raise ValueError(f"a {view.dtype} view of shape {view.shape} spans {span} elements: more than this "
+                             f"{self.nbytes}-byte buffer holds")
+        return view
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return self.view().__cuda_array_interface__
+
+    def __dlpack__(self, **kwargs):
+        return self.view().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return interop.KDL_CUDA, self._device.ordinal
 
     def upload(self, array: np.ndarray, stream: Stream) -> None:
         """Copy a C-contiguous array into the start of this buffer, ordered on `stream`."""
@@ -347,14 +390,17 @@ class GraphExec(Owned):
 
 
 class Device:
-    """One GPU with a CUDA context of our own (or one the caller lends us), and all that lives in it.
+    """One GPU, the CUDA context we work in on it, and all that lives in it.
 
-    ``Device(0)`` creates a context with cuCtxCreate and makes it current;
-    ``Device(0, context=handle)`` adopts an existing context (a CuPy or
-    PyTorch one) without destroying it at the end.
+    ``Device(0)`` retains the GPU's primary context (cuDevicePrimaryCtxRetain:
+    the context torch, CuPy and cuda.core share) and makes it current; closing
+    releases that hold. ``Device(0, own_context=True)`` creates a context of
+    its own with cuCtxCreate and destroys it at the end (what the isolated
+    GPU workers use: docs/embedding.md says why). ``Device(0, context=handle)``
+    adopts an existing context without releasing or destroying it.
     """
 
-    def __init__(self, ordinal: int = 0, *, context=None):
+    def __init__(self, ordinal: int = 0, *, context=None, own_context: bool = False):
         self.driver = driver_module()
         count = check(self.driver.cuDeviceGetCount(), "cuDeviceGetCount")
         if not 0 <= ordinal < count:
@@ -365,12 +411,20 @@ class Device:
         self._children: list[weakref.ref] = []
         self.properties = read_properties(ordinal)
         handle = check(self.driver.cuDeviceGet(ordinal), "cuDeviceGet")
-        if context is None:
+        self._device_handle = handle
+        if context is not None and own_context:
+            raise ValueError("Device: context= adopts a caller's context, own_context=True makes a new one: "
+                             "give one of them")
+        self.owns_context = False        # True: ours, destroyed by close()
+        self.retains_primary = False     # True: the primary context, held until close()
+        if context is not None:
+            self.context = self.driver.CUcontext(int(context))
+        elif own_context:
             self.context = check(self.driver.cuCtxCreate(None, 0, handle), "cuCtxCreate")
             self.owns_context = True
         else:
-            self.context = self.driver.CUcontext(int(context))
-            self.owns_context = False
+            self.context = check(self.driver.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain")
+            self.retains_primary = True
         self._closed = False
         try:
             self.make_current()
@@ -402,6 +456,8 @@ class Device:
         self._children.append(weakref.ref(child))
 
     def stream(self, handle=None) -> Stream:
+        """A new stream of ours, or `handle` used as it is: any stream `interop.stream_handle` reads (an object
+        with ``__cuda_stream__``, a torch or CuPy stream, a raw handle)."""
         return Stream(self, handle=handle)
 
     def event(self) -> Event:
@@ -413,7 +469,9 @@ class Device:
     def upload(self, array: np.ndarray, stream: Stream) -> DeviceBuffer:
         """A new device buffer holding a copy of `array`."""
         array = np.ascontiguousarray(array)
-        buffer = DeviceBuffer(self, max(array.nbytes, 1))
+        named = array.dtype.name in interop.ELEMENTS and array.nbytes > 0
+        buffer = DeviceBuffer(self, max(array.nbytes, 1), shape=array.shape if named else None,
+                              dtype=array.dtype.name if named else "uint8")
         buffer.upload(array, stream)
         return buffer
 
@@ -432,8 +490,13 @@ class Device:
         if error.is_sticky:
             self.poisoned = True
 
+    @property
+    def context_kind(self) -> str:
+        """``primary`` (the GPU's shared context), ``own`` (made with cuCtxCreate) or ``adopted`` (the caller's)."""
+        return "own" if self.owns_context else "primary" if self.retains_primary else "adopted"
+
     def close(self) -> None:
-        """Release every handle made here, newest first, then the context (if it is ours)."""
+        """Release every handle made here, newest first, then the context: destroyed if ours, released if primary."""
         if self._closed:
             return
         self._closed = True
@@ -449,6 +512,11 @@ class Device:
             status = self.driver.cuCtxDestroy(self.context)
             if not self.poisoned:  # after a fault the context is going anyway; its status says nothing new
                 check(status, "cuCtxDestroy")
+        elif self.retains_primary:
+            # Our hold only: the context lives on while torch, CuPy or another Device still retains it.
+            status = self.driver.cuDevicePrimaryCtxRelease(self._device_handle)
+            if not self.poisoned:
+                check(status, "cuDevicePrimaryCtxRelease")
 
     def __enter__(self) -> "Device":
         return self
@@ -458,7 +526,7 @@ class Device:
 
 
 class OpeningDevice:
-    """`Device(ordinal)` being opened on a thread of its own, for the caller to take when it needs it.
+    """`Device(ordinal, own_context=True)` being opened on a thread of its own, for the caller to take when it needs it.
 
     cuInit and the context take a noticeable time with the GIL released: a GPU worker process opens
     its device this way first, so that the driver's work hides behind the worker's imports. `take`
@@ -466,7 +534,8 @@ class OpeningDevice:
     raised); `close` closes a device nobody took.
     """
 
-    def __init__(self, ordinal: int):
+    def __init__(self, ordinal: int, *, own_context: bool = True):
+        self._own_context = own_context
         self._device: Device | None = None
         self._error: BaseException | None = None
         self._taken = False
@@ -476,7 +545,7 @@ class OpeningDevice:
 
     def _open(self, ordinal: int) -> None:
         try:
-            self._device = Device(ordinal)
+            self._device = Device(ordinal, own_context=self._own_context)
         except BaseException as exc:  # noqa: BLE001 - raised again, in the caller's thread, by `take`
             self._error = exc
 

@@ -21,6 +21,7 @@ from ..argtypes import C_TYPES, CType, struct_type
 from .launch_attributes import LaunchAttributes, launch_config
 from ..errors import ArgumentError, CudaError
 from .check import check, check_status_code
+from .interop import device_pointer
 
 
 def _type(ctype: "str | CType") -> CType | None:
@@ -33,8 +34,8 @@ def _convert(ctype: "str | CType", value: Any, name: str):
         raise ArgumentError(f"argument {name}: unknown C type {ctype!r} (known: {', '.join(C_TYPES)})")
     if isinstance(ctype, CType):
         ctype = ctype.name
-    if ctype == "ptr" and hasattr(value, "address"):
-        value = value.address
+    if ctype == "ptr" and not isinstance(value, (int, np.integer)):
+        value = device_pointer(value, name)   # our buffers, torch/CuPy/cuda.core arrays (interop's protocols)
     if known.is_opaque:
         if not isinstance(value, (bytes, bytearray)) or len(value) != known.size:
             raise ArgumentError(f"argument {name}: {ctype} needs {known.size} bytes, got {value!r:.60}")

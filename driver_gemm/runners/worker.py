@@ -59,7 +59,9 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool | None
         # the child's heavy imports (NumPy, CUDA), behind its start: the parent spawns it first
         from ..cuda.device import OpeningDevice
 
-        opening = OpeningDevice(device)
+        # A context of its own, not the primary one: the worker is a process of ours that nothing shares, and
+        # its context's flags and lifetime are then exactly ours (docs/embedding.md, "Which context").
+        opening = OpeningDevice(device, own_context=True)
     # the child's heavy imports (NumPy, CUDA), behind its start: the parent spawns it first
     from ..session.execute import execute_case
     from ..session.state import Session

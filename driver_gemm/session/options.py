@@ -29,9 +29,10 @@ class Placement:
 
     device: the GPU's ordinal. isolate: in a worker process, replaced after a
     kernel fault or a hang (True), or in this process, where a fault ends the
-    run (False). context, stream: a CUDA context and stream the caller already
-    has (raw handles, e.g. from CuPy or PyTorch), used and never destroyed;
-    in-process only. gpu_worker: a worker process the caller keeps between
+    run (False). context, stream: a CUDA context (a raw handle; None: the
+    GPU's primary context, torch's and CuPy's) and a stream the caller already
+    has (any object with ``__cuda_stream__``, a torch or CuPy stream, or a raw
+    handle), used and never destroyed; in-process only. gpu_worker: a worker process the caller keeps between
     runs (isolated only), used and left open.
     """
 

@@ -1,0 +1,145 @@
+"""A rig's own A, B and C read as a GEMM: sizes, element types, storage orders and leading dimensions.
+
+`rig_operands` takes the `interop.ArrayView` of each tensor and answers what a spec would have said
+(M, N, K, ``types``, ``layouts``, ``ld``), or refuses with the operand and what is wrong: a tensor
+on the host, an element type driver-gemm does not check, strides no kernel's leading dimension can
+describe, shapes that do not make a product. `matrix_values` decodes a matrix read back as raw bytes.
+Plain functions over plain values: all of it is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cuda.interop import DEVICE_TYPE_NAMES, KERNEL_ACCESSIBLE, ArrayView
+from ..errors import ArgumentError
+from ..gemm import dtypes
+
+# The element types of the protocols (interop's names) that driver-gemm's element types store.
+RIG_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3",
+             "float8_e5m2": "e5m2", "int8": "int8", "int32": "int32"}
+
+
+@dataclass(frozen=True)
+class RigMatrix:
+    """One operand as a kernel sees it: rows x cols, ``row`` or ``col`` order, leading dimension, element type."""
+
+    name: str
+    view: ArrayView
+    rows: int
+    cols: int
+    order: str
+    ld: int
+    element: str
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        """Element (i, j) is at ``i * strides[0] + j * strides[1]``."""
+        return (self.ld, 1) if self.order == "row" else (1, self.ld)
+
+    @property
+    def span_elements(self) -> int:
+        """The elements from the first to the last, padding between included."""
+        if self.rows == 0 or self.cols == 0:
+            return 0
+        return (self.rows - 1) * self.strides[0] + (self.cols - 1) * self.strides[1] + 1
+
+    @property
+    def span_bytes(self) -> int:
+        return self.span_elements * dtypes.element_type(self.element).storage_bytes
+
+    @property
+    def padded(self) -> bool:
+        return self.ld != (self.cols if self.order == "row" else self.rows)
+
+
+@dataclass(frozen=True)
+class RigOperands:
+    """A, B and C of the rig, with the spec fields they amount to."""
+
+    a: RigMatrix
+    b: RigMatrix
+    c: RigMatrix
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """M, N, K."""
+        return self.a.rows, self.b.cols, self.a.cols
+
+    def spec_fields(self) -> dict:
+        """The ``types``, ``layouts`` and ``ld`` of a spec's kernel entry for these operands."""
+        matrices = {"a": self.a, "b": self.b, "c": self.c}
+        return {"types": {key: matrix.element for key, matrix in matrices.items()},
+                "layouts": {key: matrix.order for key, matrix in matrices.items()},
+                "ld": {key: matrix.ld for key, matrix in matrices.items()}}
+
+
+def element_of(name: str, view: ArrayView) -> str:
+    """The driver-gemm element type of `view`; a refusal naming the supported ones otherwise."""
+    element = RIG_TYPES.get(view.dtype)
+    if element is None:
+        raise ArgumentError(f"{name} holds {view.dtype}: driver-gemm checks kernels on "
+                            f"{', '.join(RIG_TYPES)} tensors")
+    return element
+
+
+def matrix_of(name: str, view: ArrayView) -> RigMatrix:
+    """`view` as a row- or column-major matrix with a leading dimension, or a refusal that says why not."""
+    if view.device_type not in KERNEL_ACCESSIBLE:
+        where = DEVICE_TYPE_NAMES.get(view.device_type, f"DLPack device type {view.device_type}")
+        raise ArgumentError(f"{name} is in {where}: give a tensor on the GPU (no copy is made for you)")
+    if view.ndim != 2:
+        raise ArgumentError(f"{name} has {view.ndim} dimensions (shape {view.shape}): a matrix has 2")
+    element = element_of(name, view)
+    rows, cols = view.shape
+    row_stride, col_stride = view.strides
+    # A dimension of extent 1 has no meaningful stride (frameworks give it any value): it takes part in no test.
+    if (col_stride == 1 or cols == 1) and (rows == 1 or row_stride >= max(cols, 1)):
+        return RigMatrix(name, view, rows, cols, "row", max(cols, 1) if rows == 1 else row_stride, element)
+    if (row_stride == 1 or rows == 1) and (cols == 1 or col_stride >= max(rows, 1)):
+        return RigMatrix(name, view, rows, cols, "col", max(rows, 1) if cols == 1 else col_stride, element)
+    raise ArgumentError(f"{name} ({rows} x {cols}) has strides {view.strides} (in elements): a kernel takes a "
+                        "row-major matrix (stride 1 along a row) or a column-major one (stride 1 along a column) "
+                        "with a leading dimension; make it contiguous first (torch .contiguous(), "
+                        "cupy.ascontiguousarray)")
+
+
+def rig_operands(a: ArrayView, b: ArrayView, c: ArrayView) -> RigOperands:
+    """A (M x K), B (K x N) and C (M x N) read from their views, their sizes checked against each other."""
+    A, B, C = matrix_of("A", a), matrix_of("B", b), matrix_of("C", c)
+    if A.cols != B.rows:
+        raise ArgumentError(f"A is {A.rows} x {A.cols} and B is {B.rows} x {B.cols}: A's columns (K = {A.cols}) "
+                            f"must equal B's rows")
+    if (C.rows, C.cols) != (A.rows, B.cols):
+        raise ArgumentError(f"C is {C.rows} x {C.cols}: it must be M x N = {A.rows} x {B.cols} "
+                            f"(A is {A.rows} x {A.cols}, B {B.rows} x {B.cols})")
+    if C.view.readonly:
+        raise ArgumentError("C is read-only (its __cuda_array_interface__ says so): the kernel writes it")
+    devices = {matrix.name: matrix.view.device_id for matrix in (A, B, C) if matrix.view.device_id is not None}
+    if len(set(devices.values())) > 1:
+        raise ArgumentError("the operands are on different GPUs: "
+                            + ", ".join(f"{name} on GPU {ordinal}" for name, ordinal in devices.items()))
+    return RigOperands(A, B, C)
+
+
+def raw_values(raw: bytes | np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 values of raw little-endian bytes of a protocol element type (`interop.ELEMENTS`' names)."""
+    raw = raw.tobytes() if isinstance(raw, np.ndarray) else bytes(raw)
+    if dtype in RIG_TYPES:
+        element = dtypes.element_type(RIG_TYPES[dtype])
+        return dtypes.decode(np.frombuffer(raw, dtype=element.storage_dtype.newbyteorder("<")), element)
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(np.float64)
+
+
+def matrix_values(flat: np.ndarray, rows: int, cols: int, strides: tuple[int, int]) -> np.ndarray:
+    """The rows x cols matrix whose element (i, j) is ``flat[i * strides[0] + j * strides[1]]``."""
+    i = np.arange(rows, dtype=np.int64)[:, None]
+    j = np.arange(cols, dtype=np.int64)[None, :]
+    return np.asarray(flat)[i * strides[0] + j * strides[1]]
+
+
+def matrix_codes(flat: np.ndarray, matrix: RigMatrix) -> np.ndarray:
+    """The storage codes of `matrix`'s elements (rows x cols) from its span's codes."""
+    return matrix_values(flat, matrix.rows, matrix.cols, matrix.strides)

@@ -1,0 +1,313 @@
+"""A kernel compiled, checked and timed on tensors a rig already holds: `check_kernel`.
+
+The tensors say what a spec would: M, N and K, the element types, each operand's storage order and
+leading dimension (`measure.rig_operands`). From them one typed kernel entry is planned and compiled
+as any spec's (its signature checked against the compiled image, its launch checked against the
+GPU), and runs the steps of a spec's case with the rig's memory in place of drawn inputs: in the
+GPU's primary context (torch's, CuPy's) on the rig's stream. No operand is copied to the host except
+to work out the float64 reference when the rig gives none; C is read back to be checked. The
+result is the `CaseResult` a spec run records.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..cuda import nvtx as ranges
+from ..cuda.check import check
+from ..cuda.device import DeviceBuffer, read_properties
+from ..cuda.interop import ArrayView, array_view, stream_handle
+from ..cuda.occupancy import limits_from_device
+from ..errors import ArgumentError
+from ..gemm import dtypes
+from ..gemm.operands import KernelOutput, TypedInputs, reference as float64_reference
+from ..measure.reference import CPU_REFERENCE
+from ..measure.rig_operands import RigMatrix, RigOperands, matrix_values, raw_values, rig_operands
+from ..measure.stats import gflops
+from ..measure.verify import compare_typed
+from ..planning.build import plan_cases
+from ..results.records import CaseDevice, CaseResult, VerificationRecord
+from ..session import steps as case_steps
+from ..session.bind import build_launch
+from ..session.execute import execute_case
+from ..session.options import RunOptions
+from ..session.state import Session
+from ..session.typed_steps import typed_case, typed_tolerance
+from ..specfile.load import spec_from_dict
+
+RIG_REFERENCE = "rig"     # the reference_name of a check against the rig's own reference
+
+
+@dataclass
+class TensorMemory:
+    """A rig's tensor as the launch binds it: its address (and span), the tensor kept alive alongside."""
+
+    matrix: RigMatrix
+
+    @property
+    def address(self) -> int:
+        return self.matrix.view.address
+
+    @property
+    def nbytes(self) -> int:
+        return self.matrix.span_bytes
+
+
+@dataclass
+class RigState:
+    """What the rig gave, and what its steps hand on: its memory, host copies for the reference, C's start."""
+
+    operands: RigOperands
+    objects: tuple[Any, Any, Any]
+    reference: Any
+    memory: dict[str, TensorMemory] = field(default_factory=dict)
+    c_start: DeviceBuffer | None = None        # C's starting bytes on the GPU (a kernel that reads C)
+    c0: np.ndarray | None = None
+
+
+def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, grid: Sequence, block: Sequence,
+                 params: Mapping[str, Any] | None = None, alpha: float = 1.0, beta: float = 0.0,
+                 reference: Any = None, stream: Any = None, time: bool = True, name: str | None = None,
+                 measure: Mapping | None = None, verify: Mapping | None = None, device: int | None = None,
+                 context: Any = None, **fields: Any) -> CaseResult:
+    """Compile `function` of `source` (a path, or the kernel's text) and check and time it on the rig's A, B, C.
+
+    `a` (M x K), `b` (K x N) and `c` (M x N) are any GPU arrays with
+    ``__cuda_array_interface__`` or DLPack (torch, CuPy, cuda.core, a
+    `DeviceBuffer` view): sizes, element types, row/column-major order and
+    leading dimensions come from them. `grid`, `block`, `params` and any
+    other field of a spec's kernel entry (``signature=``, ``shared_bytes=``,
+    ``options=``, ``types=`` to add e.g. ``accumulate``) mean what they mean
+    in a spec, with M, N, K, lda, ldb, ldc as names; `measure` and `verify`
+    are a spec's sections. C = alpha A B + beta C is checked against
+    `reference` (the expected C as a tensor or array, or a callable
+    ``reference(a, b, c)`` called before the launch) or, without one, a
+    float64 product of host copies of A and B. It runs in the GPU's primary
+    context (or `context`) on `stream` (any stream object; None: a stream of
+    its own), after the rig's pending work on the context. With ``time=False``
+    the case is only checked. Returns the `CaseResult`; C holds the checked
+    product when it returns. docs/embedding.md has examples.
+    """
+    handle = stream_handle(stream)
+    views = tuple(_operand_view(name, obj, handle) for name, obj in zip("ABC", (a, b, c)))
+    operands = rig_operands(*views)
+    ordinal = device if device is not None else _ordinal(views, (a, b, c))
+    M, N, K = operands.shape
+    entry = _kernel_entry(function, grid, block, params, name, operands, fields)
+    with tempfile.TemporaryDirectory(prefix="driver-gemm-kernel-") as folder:
+        entry["source"] = str(_source_path(source, Path(folder)))
+        document = {"name": "check_kernel", "shapes": [[M, N, K]], "baseline": False, "kernels": [entry],
+                    "scalars": {"alpha": float(alpha), "beta": float(beta)}}
+        if measure:
+            document["measure"] = dict(measure)
+        if verify:
+            document["verify"] = dict(verify)
+        spec = spec_from_dict(document)
+        props = read_properties(ordinal)
+        cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count)
+    rig = RigState(operands, (a, b, c), reference)
+    session = Session(ordinal, False, RunOptions(time=bool(time)), context=context, stream=handle)
+    try:
+        record = execute_case(session, spec, cases[0], compiled, lambda case: _rig_steps(rig))
+    finally:
+        if rig.c_start is not None:
+            rig.c_start.close()
+        session.close()
+    record.device = CaseDevice(props.name, props.uuid, props.ordinal)
+    if record.timing is not None:
+        record.gflops = gflops(record.shape.flops, record.timing.median_ms)
+    return record
+
+
+def _operand_view(name: str, obj: Any, stream: int | None) -> ArrayView:
+    try:
+        return array_view(obj, stream=stream)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{name}: {exc}") from None
+
+
+def _kernel_entry(function: str, grid, block, params, name, operands: RigOperands, fields: dict) -> dict:
+    """The spec's kernel entry for the rig's operands (the caller's `fields` added; its ``types`` merged in)."""
+    read = operands.spec_fields()
+    fields = dict(fields)
+    for key in ("source", "shapes", "layout", "layouts", "ld"):
+        if key in fields:
+            raise ArgumentError(f"check_kernel: {key}= is not taken: "
+                                + ("the source is the first argument" if key == "source" else
+                                   "the tensors give it (sizes, storage order and leading dimensions)"))
+    entry = {"name": name or function.split("<")[0].split("(")[0].strip(), "function": function,
+             "grid": list(grid), "block": list(block)}
+    if params:
+        entry["params"] = dict(params)
+    entry["types"] = {**read["types"], **dict(fields.pop("types", None) or {})}
+    entry["layouts"], entry["ld"] = read["layouts"], read["ld"]
+    entry.update(fields)
+    return entry
+
+
+def _source_path(source: str | Path, folder: Path) -> Path:
+    """`source` as a file: a path as it is, or a kernel's text written into `folder`."""
+    if isinstance(source, Path) or ("\n" not in source and "__global__" not in source):
+        path = Path(source)
+        if not path.is_file():
+            raise ArgumentError(f"check_kernel: no kernel source file {str(path)!r} (give a path or the kernel's text)")
+        return path.resolve()
+    path = folder / "kernel.cu"
+    path.write_text(source)
+    return path
+
+
+def _ordinal(views: tuple[ArrayView, ...], objects: tuple) -> int:
+    """The GPU the operands are on: DLPack's device id, a torch tensor's ``device.index``, CuPy's ``device.id``."""
+    for view, obj in zip(views, objects):
+        if view.device_id is not None:
+            return int(view.device_id)
+        device = getattr(obj, "device", None)
+        for attribute in ("index", "id"):
+            value = getattr(device, attribute, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return 0
+
+
+# -------------------------------------------------------------------------------------------- the steps
+
+def _rig_steps(rig: RigState) -> tuple[tuple[str, case_steps.Step], ...]:
+    """A spec case's steps, with the rig's memory, reference and restored C in place of drawn inputs."""
+    return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", partial(rig_inputs, rig=rig)),
+            ("reference", partial(rig_reference, rig=rig)), ("launch_verify", partial(rig_launch_verify, rig=rig)),
+            ("diagnose", case_steps.diagnose), ("time", case_steps.time), ("restore", partial(rig_restore, rig=rig)))
+
+
+def _download(session: Session, address: int, nbytes: int) -> np.ndarray:
+    """`nbytes` from device `address`, after the session stream's work."""
+    out = np.empty(max(nbytes, 1), dtype=np.uint8)
+    driver = session.device.driver
+    check(driver.cuMemcpyDtoHAsync(out.ctypes.data, driver.CUdeviceptr(address), nbytes, session.stream.handle),
+          "cuMemcpyDtoHAsync")
+    session.stream.synchronize()
+    return out[:nbytes]
+
+
+def _host_matrix(session: Session, matrix: RigMatrix) -> np.ndarray:
+    """The float64 values of one of the rig's operands (the only host copies made: for the reference)."""
+    flat = raw_values(_download(session, matrix.view.address, matrix.span_bytes), matrix.view.dtype)
+    return matrix_values(flat, matrix.rows, matrix.cols, matrix.strides)
+
+
+def _as_expected(session: Session, value: Any, shape: tuple[int, int]) -> np.ndarray:
+    """The rig's reference as float64 M x N: a host array as it is, a GPU tensor read back."""
+    if isinstance(value, np.ndarray) or (hasattr(value, "__array_interface__") and
+                                         not hasattr(value, "__cuda_array_interface__")):
+        values = np.asarray(value, dtype=np.float64)
+    else:
+        view = array_view(value)
+        if view.ndim != 2:
+            raise ArgumentError(f"the reference has shape {view.shape}: it must be the expected C, M x N = "
+                                f"{shape[0]} x {shape[1]}")
+        flat = raw_values(_download(session, view.address, view.span_elements() * view.itemsize), view.dtype)
+        values = matrix_values(flat, view.shape[0], view.shape[1], (view.strides[0], view.strides[1]))
+    if values.shape != shape:
+        raise ArgumentError(f"the reference has shape {values.shape}: it must be the expected C, M x N = "
+                            f"{shape[0]} x {shape[1]}")
+    return values
+
+
+def rig_inputs(run, rig: RigState) -> None:
+    """The rig's A, B and C bound as they are; C's start kept (on the GPU, and on the host for the reference)
+    for a kernel that reads C; host copies of A and B only for the float64 reference."""
+    session = run.session
+    typed = run.typed = typed_case(run)
+    session.device.synchronize()        # the rig's pending work on its tensors (any stream of the context) is done
+    operands = rig.operands
+    rig.memory = {matrix.name: TensorMemory(matrix) for matrix in (operands.a, operands.b, operands.c)}
+    if typed.beta != 0.0:
+        C = operands.c
+        rig.c_start = session.device.alloc(max(C.span_bytes, 1))
+        driver = session.device.driver
+        check(driver.cuMemcpyDtoDAsync(rig.c_start.handle, driver.CUdeviceptr(C.view.address), C.span_bytes,
+                                       session.stream.handle), "cuMemcpyDtoDAsync")
+        rig.c0 = _host_matrix(session, C)
+    if rig.reference is None:
+        a, b = _host_matrix(session, operands.a), _host_matrix(session, operands.b)
+    else:
+        a = b = np.zeros((0, 0))          # not needed: the rig's reference is the expected C
+    typed.inputs = TypedInputs(0, a[None], b[None], None if rig.c0 is None else rig.c0[None])
+    run.record.seed = None
+
+
+def rig_reference(run, rig: RigState) -> None:
+    """The expected C: the rig's (a tensor or array, or its callable's answer), else alpha A B + beta C0 in float64."""
+    typed, shape = run.typed, (rig.operands.c.rows, rig.operands.c.cols)
+    if rig.reference is None:
+        run.expected = float64_reference(typed.inputs.a, typed.inputs.b, typed.alpha, typed.beta,
+                                         typed.inputs.c0)[0]
+        run.reference_name = CPU_REFERENCE
+        return
+    given = rig.reference(*rig.objects) if callable(rig.reference) else rig.reference
+    run.session.device.synchronize()    # the reference's own work, on whatever stream of the context it ran
+    run.expected = _as_expected(run.session, given, shape)
+    run.reference_name = RIG_REFERENCE
+
+
+def _poison(run, matrix: RigMatrix) -> None:
+    """Every element of C (not its padding, which is the rig's) set to its type's poison pattern."""
+    element = dtypes.element_type(matrix.element)
+    driver, session = run.session.device.driver, run.session
+    code = dtypes.poison_code(element)
+    width, height = (matrix.cols, matrix.rows) if matrix.order == "row" else (matrix.rows, matrix.cols)
+    pitch = matrix.ld * element.storage_bytes
+    target = driver.CUdeviceptr(matrix.view.address)
+    if element.storage_bytes == 4:
+        check(driver.cuMemsetD2D32Async(target, pitch, code & 0xFFFFFFFF, width, height, session.stream.handle),
+              "cuMemsetD2D32Async")
+    else:
+        check(driver.cuMemsetD2D16Async(target, pitch, code & 0xFFFF, width, height, session.stream.handle),
+              "cuMemsetD2D16Async")
+
+
+def _read_output(run, matrix: RigMatrix) -> KernelOutput:
+    element = dtypes.element_type(matrix.element)
+    raw = _download(run.session, matrix.view.address, matrix.span_bytes)
+    codes = np.frombuffer(raw.tobytes(), dtype=element.storage_dtype.newbyteorder("<")).astype(element.storage_dtype)
+    matrix_codes = matrix_values(codes, matrix.rows, matrix.cols, matrix.strides)[None]
+    return KernelOutput(dtypes.decode(matrix_codes, element), matrix_codes, 0)
+
+
+def rig_launch_verify(run, rig: RigState) -> None:
+    """C poisoned (or left at its start for a kernel that reads it), one launch on the rig's memory, C checked."""
+    session, typed, C = run.session, run.typed, rig.operands.c
+    if typed.beta == 0.0:
+        _poison(run, C)
+    run.launch = build_launch(run, rig.memory)
+    with ranges.annotate("checked launch", color="green"):
+        run.launch()
+        session.stream.synchronize()
+    typed.output = _read_output(run, C)
+    rows, cols = C.rows, C.cols
+    run.verdict = compare_typed(typed.output, run.expected[None], C.element,
+                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, run.case.shape.K),
+                                abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
+                                start=typed.inputs.c0)
+    run.output = typed.output.values.reshape(rows, cols)
+    run.verdict.masks = {key: mask.reshape(rows, cols) for key, mask in run.verdict.masks.items()}
+    run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
+    run.record.status = run.verdict.status
+
+
+def rig_restore(run, rig: RigState) -> None:
+    """After timing a kernel that reads C: C's start put back and one more launch, so C holds the checked result."""
+    if rig.c_start is None or run.record.timing is None:
+        return
+    session, C = run.session, rig.operands.c
+    driver = session.device.driver
+    check(driver.cuMemcpyDtoDAsync(driver.CUdeviceptr(C.view.address), rig.c_start.handle, C.span_bytes,
+                                   session.stream.handle), "cuMemcpyDtoDAsync")
+    run.launch()
+    session.stream.synchronize()
