@@ -9,6 +9,8 @@ as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKer
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.device import DeviceBuffer
 from ..errors import ConfigError
@@ -21,37 +23,47 @@ def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
     unless read-only."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
     own, resets = device_buffers(session, case_plan.buffers)
-    values, types = [], []
 
-    def scalar(argument, index):
-        if argument.buffer is not None:
-            return own[argument.name]
-        if argument.ctype == "ptr":
-            return buffers[argument.name]
-        value = case_plan.argument_values[argument.name]
-        return value if index is None else value[index]
+    def encode(argument) -> bytes:
+        buffer = buffers[argument.tensor_map.tensor]
+        tensor_map = case_plan.tensor_maps[argument.name]
+        misplaced = tensor_map.problems(buffer.address)
+        if misplaced:
+            raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
+                              field=f"{kernel_spec.field_path}.signature")
+        return tensor_map.encode(session.device.driver, buffer.address)
 
-    for argument in kernel_spec.signature:
-        types.append(argument.ctype)
-        if argument.fields:   # a struct by value: its fields packed as the C compiler lays them out
-            layout = argument.layout()
-            types[-1] = layout.opaque_type()
-            leaves = argument.scalar_leaves()
-            values.append(pack_layout(layout, [scalar(leaf, index) for leaf, index in leaves],
-                                      [leaf.name if index is None else f"{leaf.name}[{index}]"
-                                       for leaf, index in leaves]))
-        elif argument.tensor_map is not None:
-            buffer = buffers[argument.tensor_map.tensor]
-            tensor_map = case_plan.tensor_maps[argument.name]
-            misplaced = tensor_map.problems(buffer.address)
-            if misplaced:
-                raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
-                                  field=f"{kernel_spec.field_path}.signature")
-            values.append(tensor_map.encode(session.device.driver, buffer.address))
-        else:
-            values.append(scalar(argument, None))
+    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own}, encode)
     packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
     launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
     launch.resets = resets     # the contents of the checked launch are already enqueued
     return launch
+
+
+def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Callable) -> tuple[list, list]:
+    """The C type and value of each of the kernel's parameters, in order: a buffer (anything with an
+    ``address``) for a pointer, by name from `buffers` (A, B, C and the case's own); a number from
+    `argument_values`; a struct's bytes as the C compiler lays them out; `encode(argument)` for a tensor map."""
+    def scalar(argument, index):
+        if argument.ctype == "ptr":
+            return buffers[argument.name]
+        value = argument_values[argument.name]
+        return value if index is None else value[index]
+
+    types, values = [], []
+    for argument in kernel_spec.signature:
+        if argument.fields:   # a struct by value: its fields packed as the C compiler lays them out
+            layout = argument.layout()
+            leaves = argument.scalar_leaves()
+            types.append(layout.opaque_type())
+            values.append(pack_layout(layout, [scalar(leaf, index) for leaf, index in leaves],
+                                      [leaf.name if index is None else f"{leaf.name}[{index}]"
+                                       for leaf, index in leaves]))
+        elif argument.tensor_map is not None:
+            types.append(argument.ctype)
+            values.append(encode(argument))
+        else:
+            types.append(argument.ctype)
+            values.append(scalar(argument, None))
+    return types, values
