@@ -369,27 +369,32 @@ class FakeBuffer:
 
 def test_case_buffers_reset_by_memset_or_copy_and_leave_read_only_ones_alone():
     log = []
-    held = {}
+    made = []
 
-    def buffers_of_sizes(sizes):
-        for name in sizes:
-            held.setdefault(name, FakeBuffer(name, log))
-        return held
+    def alloc(nbytes):
+        made.append(FakeBuffer(f"#{len(made)}", log))
+        return made[-1]
 
-    session = types.SimpleNamespace(stream="stream", buffers_of_sizes=buffers_of_sizes)
+    def upload(array, stream):
+        buffer = alloc(array.nbytes)
+        buffer.upload(array, stream)
+        return buffer
+
+    session = types.SimpleNamespace(stream="stream", device=types.SimpleNamespace(alloc=alloc, upload=upload))
     plans = {"counter": BufferPlan("counter", "int32", 1, "zero"),
              "order": BufferPlan("order", "int32", 3, "iota"),
              "alpha": BufferPlan("alpha", "float32", 1, "values", (2.0,), read_only=True)}
-    buffers, resets = device_buffers(session, plans)
-    assert set(buffers) == {"counter", "order", "alpha"}
-    assert log == [("memset", "buffer:counter", 0, 4),
-                   ("upload", "buffer:order:initial", np.arange(3, dtype=np.int32).tobytes()),
-                   ("copy", "buffer:order", "buffer:order:initial", 12),
-                   ("memset", "buffer:alpha", 0x40000000, 4)]
+    buffers, resets, owned = device_buffers(session, plans)
+    assert {name: buffer.name for name, buffer in buffers.items()} == {"counter": "#0", "order": "#1", "alpha": "#3"}
+    assert owned == made     # the pattern's copy too: the launch keeps all of them
+    assert log == [("memset", "#0", 0, 4),
+                   ("upload", "#2", np.arange(3, dtype=np.int32).tobytes()),
+                   ("copy", "#1", "#2", 12),
+                   ("memset", "#3", 0x40000000, 4)]
     log.clear()
     for reset in resets:
         reset()
-    assert log == [("memset", "buffer:counter", 0, 4), ("copy", "buffer:order", "buffer:order:initial", 12)]
+    assert log == [("memset", "#0", 0, 4), ("copy", "#1", "#2", 12)]
 
 
 class FakeEvent:
@@ -492,3 +497,19 @@ def test_run_json_refuses_several_specs_of_one_name_and_resume_with_several(tmp_
     assert main(["run", str(seed), str(OUTSIDE), "--resume", str(tmp_path / "r.jsonl"), "-q"]) == EXIT_USAGE
     assert "--resume continues one run" in capsys.readouterr().err
     assert not ran and not list(tmp_path.iterdir())
+
+
+def test_the_tuning_cache_tells_apart_kernels_that_differ_only_in_a_buffer_an_array_or_the_epilogue(tmp_path):
+    from driver_gemm.tune.tune_cache import tuning_key
+
+    def key(fields):
+        spec = load_spec(write_spec(tmp_path, fields))
+        return tuning_key(spec, spec.kernels[0], spec.shapes[0], {}, "sm_90")
+
+    zero = key("signature: [A, B, C, {name: ws, type: buffer, element: int32, size: 4}]")
+    assert zero == key("signature: [A, B, C, {name: ws, type: buffer, element: int32, size: 4, fill: zero}]")
+    assert zero != key("signature: [A, B, C, {name: ws, type: buffer, element: int32, size: 4, fill: iota}]")
+    assert zero != key("signature: [A, B, C, {name: ws, type: buffer, element: int32, size: 8}]")
+    array = "signature: [{name: p, type: struct, fields: [A, B, C, {name: s, type: int32, value: [1, 2]}]}]"
+    assert key(array) != key(array.replace("[1, 2]", "[2, 1]"))
+    assert key("epilogue: accumulate") != key("epilogue: overwrite") != key("precision: fp32")

@@ -190,7 +190,8 @@ class PreparedLaunch:
         self.arguments = arguments   # kept alive: the driver reads it at every launch
         self.stream = stream
         self.attributes = attributes or LaunchAttributes()
-        self.resets: list = []       # what `reset` enqueues: set by whoever owns the buffers they reset
+        self.resets: list = []       # what `reset` enqueues: set by whoever made the buffers they reset
+        self.owned: list = []        # device buffers only this launch uses (a kernel's workspace): kept alive
         driver = kernel.device.driver
         if self.attributes.any:
             self._ex_config = launch_config(driver, config.grid, config.block, config.shared_bytes, stream.handle,

@@ -22,7 +22,7 @@ def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
     device buffers are given their contents now (enqueued on the stream), and again by each ``reset()``
     unless read-only."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    own, resets = device_buffers(session, case_plan.buffers)
+    own, resets, owned = device_buffers(session, case_plan.buffers)
 
     def encode(argument) -> bytes:
         buffer = buffers[argument.tensor_map.tensor]
@@ -38,6 +38,7 @@ def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
                              offsets=run.kernel.param_offsets(len(values)))
     launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
     launch.resets = resets     # the contents of the checked launch are already enqueued
+    launch.owned = owned       # the kernel reads them at every launch: they live as long as the launch
     return launch
 
 
