@@ -513,3 +513,32 @@ def test_the_tuning_cache_tells_apart_kernels_that_differ_only_in_a_buffer_an_ar
     array = "signature: [{name: p, type: struct, fields: [A, B, C, {name: s, type: int32, value: [1, 2]}]}]"
     assert key(array) != key(array.replace("[1, 2]", "[2, 1]"))
     assert key("epilogue: accumulate") != key("epilogue: overwrite") != key("precision: fp32")
+
+
+def test_a_buffer_whose_element_differs_from_what_the_kernels_pointer_points_to_is_refused(tmp_path):
+    pointer = [ParamType("pointer", 8, "int*")]
+    for element, ok in (("int32", True), ("uint32", True), ("int64", False), ("float32", False)):
+        kernel = kernel_of(tmp_path, "signature: [{name: p, type: struct, fields: [A, B, C]}, "
+                                     f"{{name: ws, type: buffer, element: {element}, size: 1}}]")
+        problems = check_signature(slots(24, 8), [ParamType("struct", None, "P")] + pointer, kernel.signature)
+        assert (problems == []) == ok, (element, problems)
+    kernel = kernel_of(tmp_path, "signature: [A, B, C, {name: ws, type: buffer, element: float64, size: 1}]")
+    problems = check_signature(slots(8, 8, 8, 8), [ParamType("pointer", 8, "float*")] * 3 +
+                               [ParamType("pointer", 8, "const float* __restrict__")], kernel.signature)
+    assert problems == ["parameter 4 (ws, ptr): the kernel's parameter is const float* __restrict__, 4-byte floats, "
+                        "and the buffer's element is float64"]
+
+
+def test_the_old_integer_form_of_a_workspace_is_refused_against_the_compiled_kernel(tmp_path):
+    from driver_gemm.planning.spec_plan import plan_spec
+
+    text = OUTSIDE.read_text().replace("../kernels/", str(SPECS.parent / "kernels") + "/").replace(
+        "{name: tile_counter, type: buffer, element: int32, size: 1, fill: zero}",
+        "{name: tile_counter, type: uint64, value: 0}")
+    (tmp_path / "spec.yaml").write_text(text)
+    spec = load_spec(tmp_path / "spec.yaml", allow_outside_sources=True).select(kernels=["args-persistent"],
+                                                                               shapes=["1001x520x776"])
+    problem, = plan_spec(spec, "sm_90").plans[0].problems
+    assert ("parameter 7 (tile_counter, uint64): the kernel's parameter is int* (pointer), the signature says int"
+            in str(problem))
+    assert "{name: workspace, type: buffer, element: int32, size: EXPR}" in problem.hint

@@ -14,7 +14,7 @@ from ..argtypes import C_TYPES, struct_layout
 from ..errors import SpecError
 from .check import check
 from .cubin import KernelImage, ParamSlot
-from .mangling import ParamType, demangle
+from .mangling import BUILTIN_TYPES, ParamType, demangle
 
 
 def _expected_kind(ctype: str) -> str:
@@ -67,7 +67,26 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             if kernel_type.kind != expected:
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text} ({kernel_type.kind}), "
                                 f"the signature says {expected}")
+            elif argument.buffer is not None:
+                problems.extend(_element_problems(where, kernel_type, argument.buffer.element))
     return problems
+
+
+def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[str]:
+    """A device buffer's element against what the kernel's pointer points to (``int*`` holds int32), where
+    the pointee is a builtin type: a buffer of int64 read as int would be read wrong from its second element."""
+    pointee = kernel_type.text.replace("__restrict__", "").replace("const", "").replace("volatile", "")
+    if pointee.count("*") != 1:
+        return []
+    pointee = " ".join(pointee.replace("*", "").split())
+    kind, size = BUILTIN_TYPES.get(pointee, (None, None))
+    if kind not in ("int", "float"):
+        return []
+    ctype = C_TYPES[element]
+    if size != ctype.size or (kind == "float") != ctype.is_float:
+        return [f"{where}: the kernel's parameter is {kernel_type.text}, {size}-byte {kind}s, and the buffer's "
+                f"element is {element}"]
+    return []
 
 
 def describe_fields(argument) -> str:

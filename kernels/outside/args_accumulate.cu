@@ -9,7 +9,7 @@
 
 #include "args_tile.cuh"
 
-extern "C" __global__ void __launch_bounds__(args::THREADS)
+__global__ void __launch_bounds__(args::THREADS)
 args_accumulate(const dg::bfloat16_t* A, const dg::bfloat16_t* B, float* C, int M, int N, int K)
 {
     const int row0 = blockIdx.y * args::TILE_M;

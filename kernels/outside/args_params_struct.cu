@@ -48,7 +48,7 @@ static_assert(sizeof(MainloopParams) == 48, "MainloopParams layout");
 static_assert(sizeof(EpilogueParams) == 40, "EpilogueParams layout");
 static_assert(sizeof(Params) == 112, "Params layout");
 
-extern "C" __global__ void __launch_bounds__(args::THREADS) args_params_struct(const Params params)
+__global__ void __launch_bounds__(args::THREADS) args_params_struct(const Params params)
 {
     const int M = params.problem.m, N = params.problem.n, K = params.problem.k;
     const int tile_x = params.raster_order == 0 ? blockIdx.x : blockIdx.y;

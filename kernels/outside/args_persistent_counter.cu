@@ -14,7 +14,7 @@
 
 #include "args_tile.cuh"
 
-extern "C" __global__ void __launch_bounds__(args::THREADS)
+__global__ void __launch_bounds__(args::THREADS)
 args_persistent_counter(const dg::bfloat16_t* A, const dg::bfloat16_t* B, float* C, int M, int N, int K,
                         int* tile_counter, const int* tile_order)
 {
