@@ -57,15 +57,55 @@ def struct_type(field_types: "list[str] | tuple[str, ...]") -> tuple[CType, tupl
     """A struct of the given C types passed by value, laid out as the C ABI lays it out: each field at its
     natural alignment, the whole aligned to its widest field. Returns the struct's (opaque) type and the
     offset of each field."""
-    offsets, offset, widest = [], 0, 1
-    for name in field_types:
-        field = C_TYPES[name]
-        offset = (offset + field.alignment - 1) // field.alignment * field.alignment
+    layout, offsets = struct_layout([scalar_layout(name) for name in field_types])
+    return layout.opaque_type(), offsets
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a C object's scalars lie: its size and alignment, and the (offset, C type) of every scalar in
+    declaration order (a struct's members depth first, an array's elements in index order)."""
+
+    size: int
+    alignment: int
+    leaves: tuple[tuple[int, str], ...]
+
+    def opaque_type(self) -> CType:
+        """The object as one parameter of the kernel: its bytes, at its alignment."""
+        return CType(f"struct[{self.size} bytes]", f"{self.size}s", align=self.alignment)
+
+
+def _round_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+def scalar_layout(ctype: str) -> Layout:
+    """One scalar (or pointer) of C type `ctype`."""
+    known = C_TYPES[ctype]
+    return Layout(known.size, known.alignment, ((0, ctype),))
+
+
+def array_layout(element: Layout, count: int) -> Layout:
+    """``T x[count]``: `count` elements back to back (an element's size is already a multiple of its
+    alignment), aligned as one element."""
+    if count < 1:
+        raise ValueError(f"an array has at least one element, got {count}")
+    leaves = tuple((index * element.size + at, ctype) for index in range(count) for at, ctype in element.leaves)
+    return Layout(element.size * count, element.alignment, leaves)
+
+
+def struct_layout(members: "list[Layout] | tuple[Layout, ...]") -> tuple[Layout, tuple[int, ...]]:
+    """A struct of `members` in declaration order, as the C ABI (and so nvcc and NVRTC) lays it out: each
+    member at the next offset that is a multiple of its alignment, the whole padded to a multiple of its
+    widest member's alignment. Returns its layout and each member's offset."""
+    offsets, offset, widest, leaves = [], 0, 1, []
+    for member in members:
+        offset = _round_up(offset, member.alignment)
         offsets.append(offset)
-        offset += field.size
-        widest = max(widest, field.alignment)
-    size = (offset + widest - 1) // widest * widest
-    return CType(f"struct[{size} bytes]", f"{size}s", align=widest), tuple(offsets)
+        leaves.extend((offset + at, ctype) for at, ctype in member.leaves)
+        offset += member.size
+        widest = max(widest, member.alignment)
+    return Layout(_round_up(max(offset, 1), widest), widest, tuple(leaves)), tuple(offsets)
 
 
 # The argument names a signature may use bare, with their C types: A, B and C

@@ -17,8 +17,10 @@
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), thirdparty (kernels in outside collections' styles: host headers, namespaces,
-# overloads, column-major), anchors, pictures (provenance, typed % of peak, the samples, roofline and compare
-# pictures from fresh runs), launch, compile (the benchmarks), or any SPEC.yaml.
+# overloads, column-major), outside-args (specs/outside-args.yaml: a workspace tile counter, a nested
+# Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p and cuBLASLt; its GPU
+# tests and a timed run, < 3 minutes), anchors, pictures (provenance, typed % of peak, the samples, roofline
+# and compare pictures from fresh runs), launch, compile (the benchmarks), or any SPEC.yaml.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
@@ -78,6 +80,12 @@ for step in "$@"; do
                     timeout -s INT -k 10 120 python3 -m driver_gemm run tests/kernels/thirdparty_style/specs/thirdparty.yaml \
                         --no-timing --json "$OUT/thirdparty.json" -q 2>&1 | tail -30; run=${PIPESTATUS[0]}
                     [ $tests -eq 0 ] && [ $run -eq 1 ] ;;   # run: 1 for its three INVALID cases, by design
+        outside-args) # kernels taking their arguments as outside kernels do: every case PASS, timed beside v12p
+                    timeout -s INT -k 10 240 python3 -m pytest -q -m gpu tests/test_gpu_outside_args.py \
+                        -p no:cacheprovider -rfEs 2>&1 | tee "$OUT/outside-args-tests.log"; tests=${PIPESTATUS[0]}
+                    timeout -s INT -k 10 240 python3 -m driver_gemm run specs/outside-args.yaml \
+                        --json "$OUT/outside-args.json" -q 2>&1 | tail -30; run=${PIPESTATUS[0]}
+                    [ $tests -eq 0 ] && [ $run -eq 0 ] ;;
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
         profile-tma) python3 -m driver_gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile --json "$OUT/profile-v11.json" -q

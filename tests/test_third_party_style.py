@@ -425,8 +425,8 @@ def test_a_struct_argument_is_planned_with_its_fields_values():
 @pytest.mark.parametrize("entry, message, field", [
     ("{name: args, type: struct}", "lists its fields in order", "signature[0].fields"),
     ("{name: args, type: struct, fields: []}", "lists its fields in order", "signature[0].fields"),
-    ("{name: args, type: struct, fields: [A, B, C, M, N, K, {name: s, type: struct, fields: [M]}]}",
-     "not structs", "signature[0].fields[6].type"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, {name: m, type: tensormap, tensor: A, box: [8, 8]}]}",
+     "an argument of its own", "signature[0].fields[6].type"),
     ("{name: args, type: struct, fields: [A, B, C, M, N, K, X]}", "unknown argument 'X'", "signature[0].fields[6]"),
     ("{name: args, type: struct, fields: [A, B, C, M, N, K, M]}", "names M more than once", "signature"),
     ("{name: args, type: struct, fields: [A, B, M, N, K]}", "must take C exactly once", "signature"),
@@ -447,7 +447,8 @@ def test_a_struct_of_the_wrong_size_is_named_with_its_fields(tmp_path):
     planned = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90")
     problems = " ".join(str(p) for p in planned.plans[0].problems)
     assert "parameter 1 (args, struct): the kernel's parameter (GemmArgs) is 48 bytes" in problems
-    assert "(M: int32, N: int32, K: int32, A: ptr, B: ptr, C: ptr) make 40" in problems
+    assert ("(M: int32 @0 (4), N: int32 @4 (4), K: int32 @8 (4), A: ptr @16 (8), B: ptr @24 (8), C: ptr @32 (8)) "
+            "make 40") in problems
 
 
 def test_one_loaded_image_serves_every_program_that_built_it(monkeypatch):

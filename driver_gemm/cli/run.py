@@ -34,7 +34,8 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
     run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json; the "
-                                              "cases are also appended, one line each, to the same name .jsonl)")
+                                              "cases are also appended, one line each, to the same name .jsonl); "
+                                              "with several specs, one file per spec: STEM-SPECNAME.json")
     run.add_argument("--resume", type=Path, metavar="FILE.jsonl",
                      help="continue an interrupted run: skip the cases already in FILE, append the rest to it")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
@@ -202,8 +203,15 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
                              f"--from); {'resume from' if option == '--resume' else 'write'} a plain one "
                              f"({'gunzip it first' if option == '--resume' else 'compress it afterwards'})",
                              field=option)
-    if (args.json or args.resume) and len(specs) > 1:
-        raise UsageError("--json and --resume name one run; give one spec with them", field="--json")
+    if args.resume and len(specs) > 1:
+        raise UsageError("--resume continues one run; give the one spec that wrote it", field="--resume")
+    if args.json and len(specs) > 1:
+        stems = [spec.file_stem for spec in specs]
+        twice = sorted({stem for stem in stems if stems.count(stem) > 1})
+        if twice:
+            raise UsageError(f"--json with several specs writes one file per spec, named by each spec's name, and "
+                             f"{', '.join(twice)} names more than one", field="--json",
+                             hint="give the specs different name: fields, or run them one at a time")
     _check_outputs(args, specs)
     if args.no_baseline:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
@@ -307,8 +315,9 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
         if locked:
             result.settings.locked_sm_clock_mhz = locked
-        lines = args.resume or (args.json or default_json(spec.file_stem)).with_suffix(".jsonl")
-        path = args.json or lines.with_suffix(".json")
+        lines = args.resume or (json_path(args.json, spec, len(specs)) or default_json(spec.file_stem)
+                                ).with_suffix(".jsonl")
+        path = json_path(args.json, spec, len(specs)) or lines.with_suffix(".json")
         progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
         log = CaseLog(lines)
         finished = recorder(result, log, progress)
@@ -351,6 +360,15 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
     return exit_code
 
 
+def json_path(given: Path | None, spec, spec_count: int) -> Path | None:
+    """Where ``--json`` puts `spec`'s results: the file it names for one spec; for several, one file per spec
+    beside it, its stem followed by the spec's name (``--json out/all.json`` with specs a and b writes
+    ``out/all-a.json`` and ``out/all-b.json``, each with its ``.jsonl`` case log). None without ``--json``."""
+    if given is None or spec_count <= 1:
+        return given
+    return given.with_name(f"{given.stem}-{spec.file_stem}{given.suffix or '.json'}")
+
+
 def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
     """On a machine without a GPU, a spec whose launches cannot work gets its spec errors, not only 'no GPU'.
 
@@ -389,7 +407,8 @@ def _check_outputs(args, specs) -> None:
         raise UsageError(f"{args.json}: --json names the whole results file (.json); the case log is written "
                          "beside it under the same name with .jsonl", field="--json")
     for spec in specs:   # as `_run_specs` names them: a resumed run's results go beside its log
-        path = args.json or (args.resume.with_suffix(".json") if args.resume else default_json(spec.file_stem))
+        path = json_path(args.json, spec, len(specs)) or (args.resume.with_suffix(".json") if args.resume
+                                                          else default_json(spec.file_stem))
         check_output_file(path, "--json")
         outputs = [("--json", path)]
         if not args.sanitize and not args.resume:     # a log to resume is read (and checked) before anything

@@ -339,6 +339,14 @@ class DeviceBuffer(Owned):
         count = (self.nbytes if nbytes is None else nbytes) // 4
         check(self._device.driver.cuMemsetD32Async(self.handle, word, count, stream.handle), "cuMemsetD32Async")
 
+    def copy_from(self, source: "DeviceBuffer", nbytes: int, stream: Stream) -> None:
+        """Copy the first `nbytes` of `source` into the start of this buffer, ordered on `stream` (no wait:
+        both are device memory, so nothing on the host must outlive the copy)."""
+        if nbytes > min(self.nbytes, source.nbytes):
+            raise ValueError(f"cannot copy {nbytes} bytes between buffers of {source.nbytes} and {self.nbytes}")
+        check(self._device.driver.cuMemcpyDtoDAsync(self.handle, source.handle, nbytes, stream.handle),
+              "cuMemcpyDtoDAsync")
+
 
 class PageLocked(Owned):
     """A NumPy array's memory page-locked (cuMemHostRegister) until closed, for copies at the link's full speed.

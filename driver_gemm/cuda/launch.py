@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..argtypes import C_TYPES, CType, struct_type
+from ..argtypes import C_TYPES, CType, Layout, scalar_layout, struct_layout
 from .launch_attributes import LaunchAttributes, launch_config
 from ..errors import ArgumentError, CudaError
 from .check import check, check_status_code
@@ -101,9 +101,18 @@ class PackedArguments:
 
 def pack_struct(field_types: Sequence[str], values: Sequence[Any], names: Sequence[str]) -> bytes:
     """The bytes of a struct passed by value: each field converted to its C type at its C ABI offset."""
-    kind, offsets = struct_type(field_types)
-    data = bytearray(kind.size)
-    for ctype, value, name, at in zip(field_types, values, names, offsets):
+    layout, _ = struct_layout([scalar_layout(ctype) for ctype in field_types])
+    return pack_layout(layout, values, names)
+
+
+def pack_layout(layout: Layout, values: Sequence[Any], names: Sequence[str]) -> bytes:
+    """The bytes of a C object of `layout` (a struct of structs and arrays): each of its scalars, in the
+    order of ``layout.leaves``, converted to its C type at its offset; padding is zero."""
+    if len(values) != len(layout.leaves) or len(names) != len(layout.leaves):
+        raise ArgumentError(f"{len(values)} values for the {len(layout.leaves)} scalars of a "
+                            f"{layout.size}-byte struct")
+    data = bytearray(layout.size)
+    for (at, ctype), value, name in zip(layout.leaves, values, names):
         struct.pack_into("<" + C_TYPES[ctype].format, data, at, _convert(ctype, value, name))
     return bytes(data)
 
@@ -182,6 +191,8 @@ class PreparedLaunch:
         self.arguments = arguments   # kept alive: the driver reads it at every launch
         self.stream = stream
         self.attributes = attributes or LaunchAttributes()
+        self.resets: list = []       # what `reset` enqueues: set by whoever made the buffers they reset
+        self.owned: list = []        # device buffers only this launch uses (a kernel's workspace): kept alive
         driver = kernel.device.driver
         if self.attributes.any:
             self._ex_config = launch_config(driver, config.grid, config.block, config.shared_bytes, stream.handle,
@@ -193,6 +204,12 @@ class PreparedLaunch:
             self._call = (kernel.address, *config.grid, *config.block, config.shared_bytes, stream.address,
                           arguments.address, None)
             self._name = f"cuLaunchKernel({kernel.instance})"
+
+    def reset(self) -> None:
+        """Enqueue the resets of the case's own device buffers (a workspace zeroed, a pattern copied back) on
+        the stream; the timing calls it before each sample's start event, so it is never timed."""
+        for reset in self.resets:
+            reset()
 
     def launch(self) -> None:
         if self.attributes.any:

@@ -31,6 +31,8 @@ _D_BUILTINS = {
     "Dh": ("half", "float", 2), "Di": ("char32_t", "int", 4), "Ds": ("char16_t", "int", 2),
     "Du": ("char8_t", "int", 1), "Dn": ("decltype(nullptr)", "pointer", 8), "DF16b": ("std::bfloat16_t", "float", 2),
 }
+# A builtin type's spelling -> (kind, size in bytes).
+BUILTIN_TYPES = {spelling: (kind, size) for spelling, kind, size in (*_BUILTINS.values(), *_D_BUILTINS.values())}
 # By-value structs that kernels take, with their sizes (CUDA headers).
 STRUCT_SIZES = {
     "CUtensorMap_st": 128, "CUtensorMap": 128, "__half": 2, "__nv_bfloat16": 2, "__half2": 4,

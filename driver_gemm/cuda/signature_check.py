@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..argtypes import C_TYPES, struct_type
+from ..argtypes import C_TYPES, struct_layout
 from ..errors import SpecError
 from .check import check
 from .cubin import KernelImage, ParamSlot
-from .mangling import ParamType, demangle
+from .mangling import BUILTIN_TYPES, ParamType, demangle
 
 
 def _expected_kind(ctype: str) -> str:
@@ -47,12 +47,11 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
         kernel_type = types[position] if types else None
         where = f"parameter {position + 1} ({argument.name}, {argument.ctype})"
         kernel_text = f" ({kernel_type.text})" if kernel_type else ""
-        if argument.fields:   # a struct by value: its size as the C ABI lays out its fields
-            size = struct_type([field.ctype for field in argument.fields])[0].size
+        if argument.fields:   # a struct by value: its size as the C compiler lays out its fields
+            size = argument.layout().size
             if slot.size != size:
                 problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, the struct's "
-                                f"fields ({', '.join(f'{f.name}: {f.ctype}' for f in argument.fields)}) make "
-                                f"{size}")
+                                f"fields ({describe_fields(argument)}) make {size}")
             elif kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, not a struct")
             continue
@@ -68,7 +67,38 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             if kernel_type.kind != expected:
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text} ({kernel_type.kind}), "
                                 f"the signature says {expected}")
+            elif argument.buffer is not None:
+                problems.extend(_element_problems(where, kernel_type, argument.buffer.element))
     return problems
+
+
+def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[str]:
+    """A device buffer's element against what the kernel's pointer points to (``int*`` holds int32), where
+    the pointee is a builtin type: a buffer of int64 read as int would be read wrong from its second element."""
+    pointee = kernel_type.text.replace("__restrict__", "").replace("const", "").replace("volatile", "")
+    if pointee.count("*") != 1:
+        return []
+    pointee = " ".join(pointee.replace("*", "").split())
+    kind, size = BUILTIN_TYPES.get(pointee, (None, None))
+    if kind not in ("int", "float"):
+        return []
+    ctype = C_TYPES[element]
+    if size != ctype.size or (kind == "float") != ctype.is_float:
+        return [f"{where}: the kernel's parameter is {kernel_type.text}, {size}-byte {kind}s, and the buffer's "
+                f"element is {element}"]
+    return []
+
+
+def describe_fields(argument) -> str:
+    """A struct argument's fields as C would declare them, with each one's offset and size:
+    ``M: int32 @0 (4), stride: int64[3] @8 (24), epilogue: struct @32 (24)``."""
+    layout, offsets = struct_layout([field.layout() for field in argument.fields])
+    parts = []
+    for field, offset in zip(argument.fields, offsets):
+        kind = "struct" if field.fields else f"{field.buffer.element}*" if field.buffer else \
+            f"{field.ctype}[{len(field.array)}]" if field.array else field.ctype
+        parts.append(f"{field.name}: {kind} @{offset} ({field.layout().size})")
+    return ", ".join(parts)
 
 
 def _describe(slot: ParamSlot, kind: ParamType | None) -> str:
@@ -92,7 +122,9 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
                         where=kernel.where_field("signature"), field=field,
                         hint=takes + "list one argument per kernel parameter, in order, with its exact C type; "
                              "a standard name of another type is written {name: M, type: uint64, value: M} "
-                             "(size_t M); a struct by value is {name: args, type: struct, fields: [M, N, K, A, ...]}")
+                             "(size_t M); a struct by value is {name: args, type: struct, fields: [M, N, K, A, ...]}; "
+                             "a device buffer (int* workspace) is {name: workspace, type: buffer, element: int32, "
+                             "size: EXPR}; alpha by pointer is {name: alpha, type: ptr}")
 
 
 def param_slots_from_function(function, count: int) -> tuple[ParamSlot, ...]:

@@ -15,7 +15,7 @@ from typing import Callable, Protocol
 from ..cuda.compile import compile_text
 from ..cuda.device import Device, DeviceBuffer, Stream
 from ..cuda.check import check
-from ..errors import CudaError
+from ..errors import ArgumentError, CudaError
 from ..cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from ..cuda.module import Module
 from ..specfile.model import MeasureSettings
@@ -276,10 +276,18 @@ def measure(launch: Callable[[], None], device: Device, stream: Stream, settings
     adds the SM clock of every batch and drops throttled batches per
     `throttle`; without it the summary's clock fields are None. In graph mode
     a sample is one replay of a CUDA graph of `graph_launches` launches and
-    the recorded time is per launch.
+    the recorded time is per launch. A `launch` with resets (a
+    `cuda.launch.PreparedLaunch` whose kernel has device buffers of its own)
+    has them enqueued before every warm-up launch and every sample, ahead of
+    the L2 flush and the start event, so that no sample times them; graph
+    mode, whose launches run back to back, refuses such a launch.
     """
     started = time.perf_counter()
+    resets = getattr(launch, "resets", None)
     if settings.mode == "graph":
+        if resets:
+            raise ArgumentError("measure.mode: graph replays its launches back to back, with no reset of the "
+                                "kernel's own device buffers between them: time this kernel with mode: events")
         captured = CapturedLaunches(device, stream, launch, settings.graph_launches)
         try:
             return _measure(captured.replay, device, stream, settings, flusher, gate, settings.graph_launches,
@@ -291,6 +299,8 @@ def measure(launch: Callable[[], None], device: Device, stream: Stream, settings
 
 def _measure(launch, device, stream, settings, flusher, gate, launches_per_sample, clocks, throttle, started):
     flush = flusher.flush if flusher is not None and settings.flush_l2 else (lambda: None)
+    if getattr(launch, "resets", None):
+        flush = _reset_then(launch.reset, flush)
     for _ in range(settings.warmup):
         flush()
         launch()
@@ -307,3 +317,12 @@ def _measure(launch, device, stream, settings, flusher, gate, launches_per_sampl
         raise
     finally:
         sampler.close()
+
+
+def _reset_then(reset: Callable[[], None], flush: Callable[[], None]) -> Callable[[], None]:
+    """What runs before each sample's start event: the kernel's buffers reset, then L2 flushed (so that the
+    reset's writes are evicted too and the sample stays cold)."""
+    def prepare() -> None:
+        reset()
+        flush()
+    return prepare

@@ -25,6 +25,7 @@ from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..specfile.kernels import SM_COUNT_NAME
 from ..specfile.model import KernelSpec, Shape, template_argument
+from .buffer_plans import BufferPlan, plan_buffers
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -48,6 +49,7 @@ class CasePlan:
     attributes: LaunchAttributes | None = None            # cluster, PDL (cuLaunchKernelEx)
     tensor_maps: dict[str, TensorMapPlan] = field(default_factory=dict)   # by argument name
     operands: GemmOperands | None = None  # A, B and C as laid out in memory (None: their fields did not evaluate)
+    buffers: dict[str, BufferPlan] = field(default_factory=dict)   # the kernel's own device buffers, by name
 
     @property
     def valid(self) -> bool:
@@ -62,6 +64,7 @@ class CasePlan:
             "waves": self.waves, "problems": [str(p) for p in self.problems], "notes": self.notes,
             "attributes": self.attributes.as_dict() if self.attributes else None,
             "tensor_maps": {name: plan.as_dict() for name, plan in self.tensor_maps.items()},
+            **({"buffers": {name: plan.as_dict() for name, plan in self.buffers.items()}} if self.buffers else {}),
         }
 
 
@@ -114,11 +117,13 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     if None not in block and None not in grid and shared is not None:
         config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
 
-    argument_values = _argument_values(kernel, env, scalars or {}, problem)
+    # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
+    argument_values = {**kernel.epilogue_scalars(), **_argument_values(kernel, env, scalars or {}, problem)}
     if kernel.operands is not None and "alpha" in argument_values:
         # fp8's per-tensor scales multiply the product where alpha does: the kernel gets them folded in.
         scale_a, scale_b = kernel.operands.scales
         argument_values["alpha"] = argument_values["alpha"] * scale_a * scale_b
+    buffers = plan_buffers(kernel, env, argument_values, problem)
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
     attributes = None
@@ -132,7 +137,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         _check_requirements(kernel, env, config, problem)
         tile = _check_tile(kernel, env, shape, config, problem)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
-                    tensor_maps, operands)
+                    tensor_maps, operands, buffers)
 
 
 def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimits,
@@ -265,27 +270,47 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
 def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for field_name, argument in kernel.leaf_arguments():
+        if argument.array:   # a struct's fixed array: one value per element
+            elements = [_argument_value(argument, element, f"{field_name}.value[{position}]", env, scalars, problem)
+                        for position, element in enumerate(argument.array)]
+            if None not in elements:
+                values[argument.name] = elements
+            continue
+        if argument.ctype == "ptr" and argument.value is not None:   # alpha or beta by pointer: its value
+            value = _argument_value(argument, argument.value, field_name, env, scalars, problem, "float64")
+            if value is not None:
+                values[argument.name] = value
+            continue
         if argument.ctype == "ptr" or argument.tensor_map is not None:
             values[argument.name] = argument.name   # bound to a buffer (or a map encoded from one) at launch
             continue
-        try:
-            value = argument.value.evaluate({**env, **scalars})
-        except expr.ExpressionError as exc:
-            problem(f"argument {argument.name}: {exc}", field_name)
-            continue
-        if not argument.ctype.startswith("float"):
-            if isinstance(value, float) and not value.is_integer():
-                problem(f"argument {argument.name} = {value} is not a whole number for {argument.ctype}",
-                        field_name)
-                continue
-            value = int(value)
-            if not C_TYPES[argument.ctype].fits(value):
-                low, high = C_TYPES[argument.ctype].low, C_TYPES[argument.ctype].high
-                problem(f"argument {argument.name} = {value} does not fit {argument.ctype} [{low}, {high}]",
-                        field_name, hint="declare the argument with a wider type (int64)")
-                continue
-        values[argument.name] = value
+        value = _argument_value(argument, argument.value, field_name, env, scalars, problem)
+        if value is not None:
+            values[argument.name] = value
     return values
+
+
+def _argument_value(argument, expression: expr.Expression, field_name: str, env, scalars, problem,
+                    ctype: str | None = None):
+    """The value of one scalar (or array element) of C type `ctype` (the argument's own by default), or None
+    with the problem reported."""
+    ctype = ctype or argument.ctype
+    try:
+        value = expression.evaluate({**env, **scalars})
+    except expr.ExpressionError as exc:
+        problem(f"argument {argument.name}: {exc}", field_name)
+        return None
+    if not ctype.startswith("float"):
+        if isinstance(value, float) and not value.is_integer():
+            problem(f"argument {argument.name} = {value} is not a whole number for {ctype}", field_name)
+            return None
+        value = int(value)
+        if not C_TYPES[ctype].fits(value):
+            low, high = C_TYPES[ctype].low, C_TYPES[ctype].high
+            problem(f"argument {argument.name} = {value} does not fit {ctype} [{low}, {high}]",
+                    field_name, hint="declare the argument with a wider type (int64)")
+            return None
+    return value
 
 
 def _names(expression: expr.Expression, env) -> str:

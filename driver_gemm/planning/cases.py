@@ -112,7 +112,7 @@ def gemm_scalars(kernel: KernelSpec, shape: Shape, scalars: dict[str, float]) ->
     """The alpha and beta `kernel` computes with (1 and 0 where its signature takes none; beta only when it reads C),
     before fp8 scales are folded into alpha."""
     env = {**scalars, **shape.as_env(), **kernel.numeric_params}
-    found = {}
+    found = kernel.epilogue_scalars()   # overwrite: 1 and 0; accumulate: 1 and 1
     for _, argument in kernel.leaf_arguments():
         if argument.name in ("alpha", "beta") and argument.value is not None:
             try:

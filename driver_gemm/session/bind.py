@@ -1,44 +1,70 @@
 """A case's launch with everything bound: its arguments packed once, its launch attributes set.
 
-Pointers come from the buffers the case runs on, scalars from its plan,
-tensor maps are encoded from the buffers they describe; arguments are placed
-at the compiled image's own parameter offsets (a kernel may over-align one,
-as a tensor map is), and a launch with a cluster or PDL goes through
-cuLaunchKernelEx.
+Pointers come from the buffers the case runs on (and from the case's own device buffers,
+`case_buffers`), scalars and fixed arrays from its plan, tensor maps are encoded from the buffers
+they describe, structs (of structs and arrays) are packed as the C compiler lays them out;
+arguments are placed at the compiled image's own parameter offsets (a kernel may over-align one,
+as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKernelEx.
 """
 
 from __future__ import annotations
 
-from ..argtypes import struct_type
-from ..cuda.launch import PackedArguments, PreparedLaunch, pack_struct
+from typing import Callable
+
+from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.device import DeviceBuffer
 from ..errors import ConfigError
+from .case_buffers import device_buffers
 
 
 def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
-    """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name), ready to call."""
+    """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name), ready to call; the case's own
+    device buffers are given their contents now (enqueued on the stream), and again by each ``reset()``
+    unless read-only."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    values, types = [], []
-    for argument in kernel_spec.signature:
-        types.append(argument.ctype)
-        if argument.fields:   # a struct by value: its fields packed as the C ABI lays them out
-            field_types = [field.ctype for field in argument.fields]
-            types[-1] = struct_type(field_types)[0]
-            values.append(pack_struct(field_types, [buffers[f.name] if f.ctype == "ptr" else
-                                                    case_plan.argument_values[f.name] for f in argument.fields],
-                                      [f.name for f in argument.fields]))
-        elif argument.ctype == "ptr":
-            values.append(buffers[argument.name])
-        elif argument.tensor_map is not None:
-            buffer = buffers[argument.tensor_map.tensor]
-            tensor_map = case_plan.tensor_maps[argument.name]
-            misplaced = tensor_map.problems(buffer.address)
-            if misplaced:
-                raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
-                                  field=f"{kernel_spec.field_path}.signature")
-            values.append(tensor_map.encode(session.device.driver, buffer.address))
-        else:
-            values.append(case_plan.argument_values[argument.name])
+    own, resets, owned = device_buffers(session, case_plan.buffers)
+
+    def encode(argument) -> bytes:
+        buffer = buffers[argument.tensor_map.tensor]
+        tensor_map = case_plan.tensor_maps[argument.name]
+        misplaced = tensor_map.problems(buffer.address)
+        if misplaced:
+            raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
+                              field=f"{kernel_spec.field_path}.signature")
+        return tensor_map.encode(session.device.driver, buffer.address)
+
+    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own}, encode)
     packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
-    return PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
+    launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
+    launch.resets = resets     # the contents of the checked launch are already enqueued
+    launch.owned = owned       # the kernel reads them at every launch: they live as long as the launch
+    return launch
+
+
+def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Callable) -> tuple[list, list]:
+    """The C type and value of each of the kernel's parameters, in order: a buffer (anything with an
+    ``address``) for a pointer, by name from `buffers` (A, B, C and the case's own); a number from
+    `argument_values`; a struct's bytes as the C compiler lays them out; `encode(argument)` for a tensor map."""
+    def scalar(argument, index):
+        if argument.ctype == "ptr":
+            return buffers[argument.name]
+        value = argument_values[argument.name]
+        return value if index is None else value[index]
+
+    types, values = [], []
+    for argument in kernel_spec.signature:
+        if argument.fields:   # a struct by value: its fields packed as the C compiler lays them out
+            layout = argument.layout()
+            leaves = argument.scalar_leaves()
+            types.append(layout.opaque_type())
+            values.append(pack_layout(layout, [scalar(leaf, index) for leaf, index in leaves],
+                                      [leaf.name if index is None else f"{leaf.name}[{index}]"
+                                       for leaf, index in leaves]))
+        elif argument.tensor_map is not None:
+            types.append(argument.ctype)
+            values.append(encode(argument))
+        else:
+            types.append(argument.ctype)
+            values.append(scalar(argument, None))
+    return types, values

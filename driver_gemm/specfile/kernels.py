@@ -29,10 +29,11 @@ from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "block", "grid", "shared_bytes",
-               "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct") + OPERAND_KEYS \
+               "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct", "epilogue") + OPERAND_KEYS \
     + LAUNCH_ATTRIBUTE_KEYS
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
+EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 SM_COUNT_NAME = "sm_count"   # the target's SM count, for the launch expressions (a persistent grid)
 RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {SM_COUNT_NAME} \
@@ -79,15 +80,35 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                             f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
+    epilogue = _epilogue(context, node, dotted, signature)
     entry = plain(node)
     return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                        block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
                        require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                        binary=binary, operands=operands, launch_attributes=launch_attributes,
                        where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                       min_pct=min_pct, entry=entry, allow_outside_headers=context.allow_outside_sources,
+                       min_pct=min_pct, epilogue=epilogue, entry=entry, allow_outside_headers=context.allow_outside_sources,
                        project=project_root(context.base_dir))
             for combo in itertools.product(*sweep)]
+
+
+def _epilogue(context: Context, node: dict, dotted: str, signature) -> str | None:
+    """What a kernel without alpha and beta computes: ``overwrite`` (C = A @ B) or ``accumulate`` (C += A @ B,
+    C read first); a signature that takes alpha or beta says it itself."""
+    if "epilogue" not in node:
+        return None
+    value = node["epilogue"]
+    if value not in EPILOGUES:
+        raise context.error(f"epilogue is overwrite (C = A @ B) or accumulate (C += A @ B), got {kind_name(value)}",
+                            node, "epilogue", f"{dotted}.epilogue")
+    def named(argument) -> bool:
+        return argument.name in ("alpha", "beta") or any(named(field) for field in argument.fields)
+    taken = [argument.name for argument in signature if named(argument)]
+    if taken:
+        raise context.error(f"epilogue: {value} is for a kernel without alpha and beta; this signature takes "
+                            f"{', '.join(taken)}", node, "epilogue", f"{dotted}.epilogue",
+                            hint="leave epilogue out: alpha and beta in the signature say what C gets")
+    return value
 
 
 def _min_pct(context: Context, node: dict, dotted: str) -> float | None:

@@ -34,3 +34,7 @@ SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 # A relative source must stay inside the project of the spec: the nearest folder
 # above the spec holding one of these, else the spec's own folder.
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+
+MAX_ARRAY_ELEMENTS = 1024           # elements of one fixed array in a struct argument (``int stride[3]``)
+MAX_BUFFER_VALUES = 4096            # values listed in one device buffer's ``fill:``
+MAX_BUFFER_BYTES = 1 << 30          # one device buffer of a kernel's own (a workspace), per case

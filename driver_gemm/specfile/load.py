@@ -94,10 +94,28 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
     scalars = _parse_scalars(context, document)
     kernels = _parse_kernels(context, document, scalars)
     shapes = parse_shapes(context, document, len(kernels))
+    measure = _parse_measure(context, document)
+    _check_resets_timed_apart(measure, kernels)
     return Spec(path=path, name=name, description=description, kernels=kernels, shapes=shapes,
-                measure=_parse_measure(context, document), verify=_parse_verify(context, document),
+                measure=measure, verify=_parse_verify(context, document),
                 baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
                 dispatch=_parse_dispatch(context, document, kernels))
+
+
+def _check_resets_timed_apart(measure: MeasureSettings, kernels) -> None:
+    """Graph mode replays launches back to back: a kernel whose own buffers are reset before every sample
+    (a tile counter, a workspace) cannot be timed that way without timing the resets too."""
+    if measure.mode != "graph":
+        return
+    for kernel in kernels:
+        buffers = [(path, argument) for path, argument in kernel.device_buffers() if not argument.buffer.read_only]
+        if buffers:
+            path, argument = buffers[0]
+            raise SpecError(f"measure.mode: graph replays launches back to back with no reset between them, and "
+                            f"kernel {kernel.name} has device buffer {argument.name}, reset before every sample",
+                            where=kernel.where_field(path), field=f"{kernel.field_path}.{path}",
+                            hint="time it with measure: {mode: events} (the default), which resets it outside "
+                                 "the timed region")
 
 
 def _parse_name(context: Context, document: dict, path: Path | None) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import expr
+from ..argtypes import Layout, array_layout, scalar_layout, struct_layout
 from ..bundled import default_spec_path
 from ..gemm.dtypes import GemmTypes
 from ..errors import SpecError
@@ -87,14 +88,39 @@ class TensorMapArgument:
     element: str | None = None
 
 
+BUFFER_FILLS = ("zero", "iota", "values")
+
+
+@dataclass(frozen=True)
+class DeviceBufferArgument:
+    """A device buffer the kernel takes besides A, B and C (a scheduler's workspace, alpha by pointer).
+
+    `size` is its length in elements of `element` (a C type of `argtypes`);
+    `fill` says what it holds before every launch and every sample: ``zero``,
+    ``iota`` (0, 1, 2, ...) or ``values``, the expressions of `values` repeated
+    over its length. A `read_only` buffer (alpha or beta by pointer) is
+    filled once per case; any other is reset before every sample too.
+    """
+
+    element: str
+    size: expr.Expression
+    fill: str = "zero"
+    values: tuple[expr.Expression, ...] = ()
+    read_only: bool = False
+
+
 @dataclass(frozen=True)
 class Argument:
     """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value.
 
     A ``tensormap`` argument has no value but a `tensor_map` description: the
     map is encoded at launch from the operand's device buffer. A ``struct``
-    argument (a struct passed by value) has `fields`, arguments themselves,
-    laid out by the C ABI (`argtypes.struct_type`).
+    argument (a struct passed by value) has `fields`, arguments themselves
+    (scalars, pointers, buffers, arrays, structs), laid out by the C ABI
+    (`layout`). A field with `array` is a fixed array (``int stride[3]``), one
+    expression per element. A ``ptr`` with `buffer` is a device buffer of the
+    case's own, filled as it says (alpha and beta by pointer are such buffers,
+    with the scalar's expression as `value` too).
     """
 
     name: str
@@ -102,6 +128,25 @@ class Argument:
     value: expr.Expression | None = None
     tensor_map: TensorMapArgument | None = None
     fields: tuple["Argument", ...] = ()
+    array: tuple[expr.Expression, ...] = ()
+    buffer: DeviceBufferArgument | None = None
+
+    def layout(self) -> Layout:
+        """Its size, alignment and scalars' offsets as the C compiler lays it out."""
+        if self.fields:
+            return struct_layout([field.layout() for field in self.fields])[0]
+        if self.array:
+            return array_layout(scalar_layout(self.ctype), len(self.array))
+        return scalar_layout(self.ctype)
+
+    def scalar_leaves(self) -> tuple[tuple["Argument", int | None], ...]:
+        """Every scalar it holds in the order of `layout().leaves`: (argument, element index of an array or
+        None)."""
+        if self.fields:
+            return tuple(leaf for field in self.fields for leaf in field.scalar_leaves())
+        if self.array:
+            return tuple((self, index) for index in range(len(self.array)))
+        return ((self, None),)
 
 
 @dataclass(frozen=True)
@@ -157,6 +202,7 @@ class KernelSpec:
     compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
     binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
     min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
+    epilogue: str | None = None      # overwrite (C = A @ B) or accumulate (C += A @ B): no alpha or beta taken
     # The spec was read with --allow-outside-sources, so its headers may be outside too: how it was read, not
     # what it says, so it takes no part in comparing kernels.
     allow_outside_headers: bool = field(default=False, compare=False)
@@ -215,20 +261,38 @@ class KernelSpec:
         return {name: value for name, value in self.params.items() if not isinstance(value, str)}
 
     def reads_c(self) -> bool:
-        """True when the kernel takes ``beta`` and so reads C before writing it."""
-        return any(arg.name == "beta" for _, arg in self.leaf_arguments())
+        """True when the kernel reads C before writing it: it takes ``beta``, or its epilogue accumulates."""
+        return self.epilogue == "accumulate" or any(arg.name == "beta" for _, arg in self.leaf_arguments())
+
+    def epilogue_scalars(self) -> dict[str, float]:
+        """The alpha and beta a kernel without them computes with: C = A @ B (overwrite) or C += A @ B
+        (accumulate); empty for a kernel whose signature takes its scalars."""
+        if self.epilogue == "overwrite":
+            return {"alpha": 1.0, "beta": 0.0}
+        if self.epilogue == "accumulate":
+            return {"alpha": 1.0, "beta": 1.0}
+        return {}
 
     def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
         """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
-        its structs in their place (``signature[2].fields[0]``)."""
+        its structs (of structs) in their place (``signature[2].fields[0].fields[1]``)."""
         leaves = []
-        for index, argument in enumerate(self.signature):
+
+        def add(path: str, argument: Argument) -> None:
             if argument.fields:
-                leaves.extend((f"signature[{index}].fields[{position}]", field)
-                              for position, field in enumerate(argument.fields))
+                for position, field in enumerate(argument.fields):
+                    add(f"{path}.fields[{position}]", field)
             else:
-                leaves.append((f"signature[{index}]", argument))
+                leaves.append((path, argument))
+
+        for index, argument in enumerate(self.signature):
+            add(f"signature[{index}]", argument)
         return tuple(leaves)
+
+    def device_buffers(self) -> tuple[tuple[str, Argument], ...]:
+        """The (field path, argument) of every device buffer of the kernel's own (workspaces, scalars by
+        pointer), wherever it is in the signature."""
+        return tuple((path, argument) for path, argument in self.leaf_arguments() if argument.buffer is not None)
 
 
 @dataclass(frozen=True)

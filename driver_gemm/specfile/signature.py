@@ -2,9 +2,12 @@
 
 Standard names (``A``, ``M``, ``alpha``, ``lda``...) are bound by driver-gemm;
 other scalars give a type and a value expression; ``tensormap`` entries
-describe TMA tensor maps (`launch_fields`). A, B and C must each reach the
-kernel once, as a pointer or through a tensor map, and a constant must fit its
-C type.
+describe TMA tensor maps (`launch_fields`); ``buffer`` entries and alpha or
+beta as ``ptr`` are device buffers of the case's own (`device_buffers`);
+``struct`` entries hold fields, structs and fixed arrays (a list ``value:``) in
+C layout. A, B and C must each reach the kernel once, as a pointer or through a
+tensor map, names are unique across the whole signature, and a constant must
+fit its C type.
 """
 
 from __future__ import annotations
@@ -14,24 +17,21 @@ from typing import Any
 from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from .fields import IDENTIFIER, Context, check_keys, kind_name, parse_expression
+from .device_buffers import buffer_argument, check_constant_fits, scalar_pointer_argument
 from .launch_fields import tensor_map_argument
+from .limits import MAX_ARRAY_ELEMENTS
 from .model import Argument
 
-ARGUMENT_TYPES = (*C_TYPES, "struct")
-FLOAT32_MAX = 3.4028234663852886e38
+ARGUMENT_TYPES = (*C_TYPES, "struct", "buffer")
 
 
 def _check_constant_fits(context: Context, argument: Argument, node: Any, key: Any, dotted: str) -> None:
-    """A constant scalar argument must fit its C type (a float32 beyond its range would become infinity)."""
-    if argument.value is None or argument.value.names:
+    if argument.buffer is not None or argument.ctype == "ptr":
         return
-    value = argument.value.evaluate({})
-    ctype = C_TYPES[argument.ctype]
-    if ctype.is_float:
-        if argument.ctype == "float32" and abs(value) > FLOAT32_MAX:
-            raise context.error(f"{value} is beyond the range of float32", node, key, dotted)
-    elif isinstance(value, float) and not value.is_integer() or not ctype.fits(int(value)):
-        raise context.error(f"{value} does not fit {argument.ctype}", node, key, dotted)
+    for position, element in enumerate(argument.array):
+        check_constant_fits(context, argument.ctype, element, node.get(key) if isinstance(node, dict) else node,
+                            position, f"{dotted}[{position}]")
+    check_constant_fits(context, argument.ctype, argument.value, node, key, dotted)
 
 
 def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float]) -> tuple[Argument, ...]:
@@ -47,8 +47,17 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
 
 
 def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> None:
-    """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique."""
-    names = [a.name for a in arguments] + [field.name for a in arguments for field in a.fields]
+    """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique,
+    struct fields (of structs) included, since each names one value of the case's plan."""
+    names: list[str] = []
+
+    def add(argument: Argument) -> None:
+        names.append(argument.name)
+        for field in argument.fields:
+            add(field)
+
+    for argument in arguments:
+        add(argument)
     mapped = {a.tensor_map.tensor for a in arguments if a.tensor_map is not None}
     for matrix in ("A", "B", "C"):
         if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
@@ -74,14 +83,15 @@ def _standard_argument(context, parent, index, item: str, item_path: str, scalar
     return Argument(item, ctype, value)
 
 
-def _typed_argument(context, parent, index, item: dict, item_path: str, scalars=None) -> Argument:
+def _typed_argument(context, parent, index, item: dict, item_path: str, scalars, field: bool = False) -> Argument:
     if item.get("type") == "tensormap":
         return tensor_map_argument(context, parent, index, item, item_path)
     if item.get("type") == "struct":
-        if scalars is None:   # a field of a struct
-            raise context.error("a struct's fields are scalars and pointers, not structs", item, "type",
-                                f"{item_path}.type")
         return _struct_argument(context, parent, index, item, item_path, scalars)
+    if item.get("type") == "buffer":
+        return buffer_argument(context, parent, index, item, item_path)
+    if item.get("type") == "ptr" and item.get("name") in ("alpha", "beta"):
+        return scalar_pointer_argument(context, item, item_path, scalars)
     check_keys(context, item, ("name", "type", "value"), item_path)
     if "name" not in item or "type" not in item:
         raise context.error("an argument mapping needs name and type", parent, index, item_path)
@@ -97,16 +107,37 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars=
                             f"{item_path}.type")
     if ctype == "ptr":
         if name not in ("A", "B", "C"):
-            raise context.error("only A, B and C are device buffers", item, "name", f"{item_path}.name")
+            raise context.error("a ptr argument is A, B or C, or alpha or beta by pointer", item, "name",
+                                f"{item_path}.name",
+                                hint="a device buffer of another name is {name: workspace, type: buffer, "
+                                     "element: int32, size: EXPR, fill: zero}")
         return Argument(name, ctype, None)
     if "value" not in item:
         raise context.error("a scalar argument needs a value", item, None, item_path)
+    if isinstance(item["value"], list):
+        return _array_argument(context, item, item_path, name, ctype, field)
     return Argument(name, ctype, parse_expression(context, item, "value", item["value"], f"{item_path}.value"))
+
+
+def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, field: bool) -> Argument:
+    """``{name: stride, type: int64, value: [K, 1, M * K]}``: a struct's fixed array (``int64_t stride[3]``),
+    one expression per element."""
+    values = item["value"]
+    if not field:
+        raise context.error("an array is a struct's field (a C array parameter is a pointer)", item, "value",
+                            f"{item_path}.value", hint="put it in a {type: struct, fields: [...]}")
+    if not values or len(values) > MAX_ARRAY_ELEMENTS:
+        raise context.error(f"an array has 1 to {MAX_ARRAY_ELEMENTS} elements, got {len(values)}", item, "value",
+                            f"{item_path}.value")
+    elements = tuple(parse_expression(context, values, position, value, f"{item_path}.value[{position}]")
+                     for position, value in enumerate(values))
+    return Argument(name, ctype, None, array=elements)
 
 
 def _struct_argument(context, parent, index, item: dict, item_path: str, scalars) -> Argument:
     """``{name: args, type: struct, fields: [A, B, C, M, N, K, {name: lda, type: int64, value: K}]}``: a struct
-    passed by value, its fields in declaration order (standard names or typed scalars and pointers)."""
+    passed by value, its fields in declaration order (standard names, typed scalars and pointers, device
+    buffers, fixed arrays and structs)."""
     check_keys(context, item, ("name", "type", "fields"), item_path)
     name, fields = item.get("name"), item.get("fields")
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
@@ -125,8 +156,8 @@ def _argument_at(context: Context, parent: list, index: int, item_path: str, sca
                  field: bool = False) -> Argument:
     """The argument (a standard name or a typed mapping) at ``parent[index]``, its constant checked to fit its type.
 
-    A struct's `field` is a scalar or a pointer (no tensor map), and its typed
-    form does not take the spec's scalars by name: its value is written out.
+    A struct's `field` is anything but a tensor map; an array (a list
+    ``value:``) is only a field.
     """
     item = parent[index]
     if not isinstance(item, (str, dict)):
@@ -139,6 +170,6 @@ def _argument_at(context: Context, parent: list, index: int, item_path: str, sca
         argument = _standard_argument(context, parent, index, item, item_path, scalars)
         _check_constant_fits(context, argument, parent, index, item_path)
     else:
-        argument = _typed_argument(context, parent, index, item, item_path, None if field else scalars)
+        argument = _typed_argument(context, parent, index, item, item_path, scalars, field)
         _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
     return argument

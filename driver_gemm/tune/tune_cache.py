@@ -52,16 +52,29 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         "target": kernel.target(arch),
         "launch": {"block": [e.source for e in kernel.block], "grid": [e.source for e in kernel.grid],
                    "shared_bytes": kernel.shared_bytes.source,
-                   "signature": [[path, a.name, a.ctype, a.value.source if a.value is not None else None]
-                                 for path, a in kernel.leaf_arguments()]},
+                   "signature": [[path, a.name, a.ctype, a.value.source if a.value is not None else None,
+                                  *_array_and_buffer(a)] for path, a in kernel.leaf_arguments()]},
         "shape": [shape.M, shape.N, shape.K],
         "precision": kernel.precision,
+        **({"epilogue": kernel.epilogue} if kernel.epilogue else {}),   # (absent: the keys of others stay)
         "scalars": dict(sorted(spec.scalars.items())),
         "verify": dataclasses.asdict(spec.verify),
         "measure": dataclasses.asdict(spec.measure),
         "where": environment_identity(environment),
     }
     return hashlib.sha256(json.dumps(description, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _array_and_buffer(argument) -> list:
+    """What else decides a leaf's value: a fixed array's elements, a device buffer's size and fill (nothing for
+    a plain scalar, so that the keys of kernels without them stay as they were)."""
+    extra = []
+    if argument.array:
+        extra.append([element.source for element in argument.array])
+    if argument.buffer is not None:
+        buffer = argument.buffer
+        extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]])
+    return extra
 
 
 class TuningCache:

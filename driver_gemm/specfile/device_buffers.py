@@ -1,0 +1,96 @@
+"""Device buffers a kernel takes besides A, B and C, as a ``signature:`` describes them.
+
+``{name: workspace, type: buffer, element: int32, size: EXPR, fill: zero}`` is a buffer of the case's
+own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, or a list of
+numbers repeated over its length, before every launch and every sample. ``{name: alpha, type: ptr}``
+(or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
+`Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
+them per shape. The fields: docs/kernels.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import expr
+from ..argtypes import C_TYPES, STANDARD_ARGUMENTS
+from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression
+from .limits import MAX_BUFFER_VALUES
+from .model import Argument, DeviceBufferArgument
+
+BUFFER_KEYS = ("name", "type", "element", "size", "fill")
+# What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
+BUFFER_ELEMENTS = tuple(name for name, ctype in C_TYPES.items() if name != "ptr" and not ctype.is_opaque)
+SCALAR_POINTER_ELEMENTS = ("float32", "float64")
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_constant_fits(context: Context, ctype_name: str, expression, node: Any, key: Any, dotted: str) -> None:
+    """A constant (an expression without names) must fit C type `ctype_name` (a float32 beyond its range would
+    become infinity, an integer would wrap)."""
+    if expression is None or expression.names:
+        return
+    value = expression.evaluate({})
+    ctype = C_TYPES[ctype_name]
+    if ctype.is_float:
+        if ctype_name == "float32" and abs(value) > FLOAT32_MAX:
+            raise context.error(f"{value} is beyond the range of float32", node, key, dotted)
+    elif isinstance(value, float) and not value.is_integer() or not ctype.fits(int(value)):
+        raise context.error(f"{value} does not fit {ctype_name}", node, key, dotted)
+
+
+def buffer_argument(context: Context, parent, index, item: dict, item_path: str) -> Argument:
+    """A ``type: buffer`` entry: its name, element type, size expression and fill, each checked."""
+    check_keys(context, item, BUFFER_KEYS, item_path)
+    for required in ("name", "element", "size"):
+        if required not in item:
+            raise context.error(f"a buffer argument needs {required}", parent, index, item_path,
+                                hint="{name: workspace, type: buffer, element: int32, size: ceil(M / 128), "
+                                     "fill: zero}")
+    name = item["name"]
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name) or name in STANDARD_ARGUMENTS:
+        raise context.error(f"a buffer's name is a C identifier other than {', '.join(STANDARD_ARGUMENTS)}, got "
+                            f"{kind_name(name)}", item, "name", f"{item_path}.name")
+    element = item["element"]
+    if element not in BUFFER_ELEMENTS:
+        raise context.error(f"element is one of {', '.join(BUFFER_ELEMENTS)}, got {kind_name(element)}", item,
+                            "element", f"{item_path}.element")
+    size = parse_expression(context, item, "size", item["size"], f"{item_path}.size", whole=True)
+    fill, values = _fill(context, item, item_path, element)
+    return Argument(name, "ptr", None, buffer=DeviceBufferArgument(element, size, fill, values))
+
+
+def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:
+    """``fill:`` as (kind, values): zero (the default), iota, one number or a list of numbers (values)."""
+    value = item.get("fill", "zero")
+    dotted = f"{item_path}.fill"
+    if value in ("zero", "iota"):
+        return value, ()
+    listed = value if isinstance(value, list) else [value]
+    if not listed or len(listed) > MAX_BUFFER_VALUES:
+        raise context.error(f"fill lists 1 to {MAX_BUFFER_VALUES} values, got {len(listed)}", item, "fill", dotted)
+    node = value if isinstance(value, list) else item
+    numbers = []
+    for position, number in enumerate(listed):
+        key = position if isinstance(value, list) else "fill"
+        if isinstance(number, str):
+            raise context.error(f"fill is zero, iota, a number or a list of numbers, got {kind_name(number)}",
+                                node, key, dotted, hint="fill: 0, fill: 7, fill: iota, fill: [1, 2, 3]")
+        number = check_number(context, number, node, key, dotted)
+        constant = expr.parse(number)
+        check_constant_fits(context, element, constant, node, key, dotted)
+        numbers.append(constant)
+    return "values", tuple(numbers)
+
+
+def scalar_pointer_argument(context: Context, item: dict, item_path: str, scalars: dict[str, float]) -> Argument:
+    """``{name: alpha, type: ptr}`` (or beta; ``element: float64`` for a double): the scalar in a one-element
+    device buffer of the case's own, whose address the kernel receives."""
+    check_keys(context, item, ("name", "type", "element"), item_path)
+    element = item.get("element", "float32")
+    if element not in SCALAR_POINTER_ELEMENTS:
+        raise context.error(f"alpha or beta by pointer is float32 or float64, got {kind_name(element)}", item,
+                            "element", f"{item_path}.element")
+    value = expr.parse(scalars.get(item["name"], 0.0))
+    return Argument(item["name"], "ptr", value,
+                    buffer=DeviceBufferArgument(element, expr.parse(1), "values", (value,), read_only=True))

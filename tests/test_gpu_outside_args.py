@@ -1,0 +1,49 @@
+"""Kernels taking their arguments as outside kernels do, on a GPU: each case PASS, verified and timed.
+
+specs/outside-args.yaml: a persistent kernel whose tiles come from an atomic counter in a zeroed
+workspace (reset before every sample, or the second sample would find no tile left), a CUTLASS-style
+nested Params struct with alpha and beta by pointer, and an epilogue that accumulates into C.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
+from driver_gemm.status import Status
+
+from conftest import SPECS
+from gpu_specs import quick
+
+pytestmark = pytest.mark.gpu
+
+OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-accumulate")
+
+
+def test_outside_style_arguments_pass_on_a_small_awkward_shape_and_several_partial_tiles():
+    # 1001 x 520 is 16 x 9 tiles of 64, the last row and column partial, taken by 144 blocks of the persistent
+    # grid; 65 x 130 x 17 is 2 x 3 tiles, each partial in M or N, with a partial K step.
+    spec = quick(load_spec(SPECS / "outside-args.yaml").select(kernels=OUTSIDE_KERNELS,
+                                                                shapes=["1001x520x776", "65x130x17"]))
+    run = run_spec(spec, options=RunOptions())
+    cases = {(case.name, case.shape.label): case for case in run.cases if case.name in OUTSIDE_KERNELS}
+    assert len(cases) == 6
+    for key, case in cases.items():
+        assert case.status == Status.PASS, (key, case.status, case.message)
+        assert case.timing is not None and case.timing.median_ms > 0, key
+
+
+def test_a_timed_persistent_kernel_still_computes_c_after_its_samples():
+    # Timing reruns the kernel many times: each sample needs the counter zeroed again. Its times must be
+    # those of a kernel that computes every tile (not of blocks that find the counter spent and return).
+    spec = quick(load_spec(SPECS / "outside-args.yaml").select(kernels=["args-persistent", "args-accumulate"],
+                                                                shapes=["4096x4096x4096"]))
+    run = run_spec(spec, options=RunOptions())
+    times = {case.name: case.timing.median_ms for case in run.cases if case.timing is not None}
+    assert all(case.status in (Status.PASS, Status.REF) for case in run.cases), \
+        [(case.name, case.status, case.message) for case in run.cases]
+    # Both compute the same tiles with the same inner loop: an unreset counter would make args-persistent
+    # a launch of empty blocks, far under a tenth of the other's time.
+    assert times["args-persistent"] > 0.3 * times["args-accumulate"], times
