@@ -172,13 +172,16 @@ class PreparedLaunch:
     A launch with attributes (a cluster, programmatic dependent launch) goes
     through cuLaunchKernelEx with its ``CUlaunchConfig`` built once here;
     one without keeps the cheaper direct cuLaunchKernel entry point.
+    `owned` holds device buffers the arguments point to (a tensor map passed
+    by pointer): kept as long as the launch, released with it.
     """
 
     def __init__(self, kernel, config: LaunchConfig, arguments: PackedArguments, stream,
-                 attributes: LaunchAttributes | None = None):
+                 attributes: LaunchAttributes | None = None, owned: tuple = ()):
         self.kernel = kernel
         self.config = config
         self.arguments = arguments   # kept alive: the driver reads it at every launch
+        self.owned = owned
         self.stream = stream
         self.attributes = attributes or LaunchAttributes()
         driver = kernel.device.driver

@@ -1,7 +1,9 @@
 """A case's launch with everything bound: its arguments packed once, its launch attributes set.
 
 Pointers come from the buffers the case runs on, scalars from its plan,
-tensor maps are encoded from the buffers they describe; arguments are placed
+tensor maps are encoded from the buffers they describe (a map the kernel takes
+by pointer is copied to a small device buffer the launch owns, before any
+timed launch, and its address passed); arguments are placed
 at the compiled image's own parameter offsets (a kernel may over-align one,
 as a tensor map is), and a launch with a cluster or PDL goes through
 cuLaunchKernelEx.
@@ -9,17 +11,21 @@ cuLaunchKernelEx.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..argtypes import struct_type
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_struct
 from ..cuda.device import DeviceBuffer
+from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError
 
 
 def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
     """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name), ready to call."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    values, types = [], []
-    for argument in kernel_spec.signature:
+    values, types, owned = [], [], []
+    slots = run.kernel.image_params()
+    for position, argument in enumerate(kernel_spec.signature):
         types.append(argument.ctype)
         if argument.fields:   # a struct by value: its fields packed as the C ABI lays them out
             field_types = [field.ctype for field in argument.fields]
@@ -36,9 +42,16 @@ def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
             if misplaced:
                 raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
                                   field=f"{kernel_spec.field_path}.signature")
-            values.append(tensor_map.encode(session.device.driver, buffer.address))
+            encoded = tensor_map.encode(session.device.driver, buffer.address)
+            size = slots[position].size if slots is not None and position < len(slots) else None
+            if passed_by_pointer(argument.tensor_map.passing, size):
+                # The kernel reads the map from global memory: one copy, owned by the launch.
+                owned.append(session.device.upload(np.frombuffer(encoded, dtype=np.uint8), session.stream))
+                types[-1], encoded = "ptr", owned[-1]
+            values.append(encoded)
         else:
             values.append(case_plan.argument_values[argument.name])
     packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
-    return PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
+    return PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes,
+                          owned=tuple(owned))
