@@ -4,6 +4,7 @@ image and checked before launch; CCCL and the C-header stand-ins together under 
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 
 import pytest
@@ -308,3 +309,30 @@ def test_the_outside_spec_plans_offline_and_plan_prints_its_maps(capsys):
     assert "tensor map map_a: passed by pointer (const CUtensorMap*)" in out
     assert "cluster 2x1x1 from the kernel's __cluster_dims__" in out
     assert (ROOT / "kernels" / "outside" / "bf16_maps.cu").is_file()
+
+
+SASS = """\
+        code for sm_90a
+                Function : copy_3d
+        /*0080*/                   UTMALDG.3D [UR8], [UR4] ;                 /* 0x0000000804007db4 */
+        /*0090*/              @P0  UTMALDG.2D [UR12], [UR6] ;                /* 0x0000000c06007db4 */
+        /*00a0*/                   UTMACCTL.PF [UR4] ;                       /* 0x00000000040079b9 */
+                Function : pair_cluster
+        /*0080*/                   STG.E [R2.64], R5 ;                       /* 0x0000000502007986 */
+"""
+
+
+def test_sass_names_the_ranks_of_a_cubin_without_ptx(monkeypatch):
+    from driver_gemm.cuda import sass
+    from driver_gemm.planning import image_checks
+
+    assert sass.tma_copies(SASS) == {"copy_3d": ((3, "UTMALDG.3D"), (2, "UTMALDG.2D")), "pair_cluster": ()}
+    built = compile_source(TEST_KERNELS / "tma_ranks.cu", ["copy_3d"], arch="sm_90a", use_cache=False)
+    from_nvcc = dataclasses.replace(built, ptx_facts=None)
+    monkeypatch.setattr(image_checks, "find_disassembler", lambda: ("cuobjdump", "cuobjdump"))
+    monkeypatch.setattr(image_checks, "disassemble", lambda image: SASS)
+    image_checks._sass_copies.cache_clear()
+    facts = image_checks.facts_of(from_nvcc, "copy_3d", with_sass=True)
+    assert facts.ranks_for(0) == {3: "UTMALDG.3D", 2: "UTMALDG.2D"}   # untraced: every map may have either rank
+    assert image_checks.facts_of(from_nvcc, "copy_3d") is None
+    image_checks._sass_copies.cache_clear()

@@ -10,20 +10,46 @@ refused here, at the spec's file and line, before any launch; how each map is pa
 
 from __future__ import annotations
 
+import functools
+import subprocess
+
 from ..cuda.compile import Cubin
-from ..cuda.ptx_facts import KernelPtxFacts, ptx_facts
+from ..cuda.fatbin import cubin_bytes
+from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
+from ..cuda.sass import disassemble, find_disassembler, tma_copies
 from ..cuda.tensormap import passed_by_pointer
-from ..errors import ConfigError, ImageError
+from ..errors import ConfigError, ImageError, ToolMissingError
 from .case_plan import CasePlan
 
 
-def facts_of(built: Cubin, symbol: str) -> KernelPtxFacts | None:
-    """The PTX facts of `symbol` in `built`: kept from NVRTC's compile, read from a PTX image; None if unknown."""
+def facts_of(built: Cubin, symbol: str, with_sass: bool = False) -> KernelPtxFacts | None:
+    """The PTX facts of `symbol` in `built`: kept from NVRTC's compile, read from a PTX image, or (`with_sass`,
+    for a CUBIN from nvcc or a spec's binary) the TMA copies of its SASS where a disassembler is installed,
+    untraced to parameters; None if unknown."""
     if built.ptx_facts is not None:
         return built.ptx_facts.get(symbol)
     if built.image_format == "ptx":
-        return ptx_facts(built.image.rstrip(b"\0").decode(errors="replace")).get(symbol)
-    return None
+        return _ptx_image_facts(built.image).get(symbol)
+    if not with_sass or find_disassembler() is None:
+        return None
+    copies = _sass_copies(built.image, built.arch)
+    if copies is None or symbol not in copies:
+        return None
+    return KernelPtxFacts(tuple(TmaCopy(rank, text, None) for rank, text in copies[symbol]))
+
+
+# A spec's cases share their kernel's image: it is read once, not once per shape.
+@functools.lru_cache(maxsize=16)
+def _ptx_image_facts(image: bytes) -> dict[str, KernelPtxFacts]:
+    return ptx_facts(image.rstrip(b"\0").decode(errors="replace"))
+
+
+@functools.lru_cache(maxsize=16)
+def _sass_copies(image: bytes, arch: str) -> dict[str, tuple[tuple[int, str], ...]] | None:
+    try:
+        return tma_copies(disassemble(cubin_bytes(image, arch)))
+    except (ImageError, ToolMissingError, OSError, subprocess.SubprocessError):
+        return None
 
 
 def compiled_cluster(built: Cubin, instance: str, facts: KernelPtxFacts | None) -> tuple[int, int, int] | None:
@@ -41,7 +67,7 @@ def image_checks(plan: CasePlan, built: Cubin) -> tuple[list[ConfigError], list[
     """The problems and notes of `plan` that its kernel's image shows (see the module's docstring)."""
     kernel = plan.kernel
     symbol = built.symbol(kernel.instance)
-    facts = facts_of(built, symbol)
+    facts = facts_of(built, symbol, with_sass=bool(kernel.tensor_maps()))
     problems: list[ConfigError] = []
     notes: list[str] = []
 
