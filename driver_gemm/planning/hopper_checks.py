@@ -125,7 +125,8 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
         try:
             plan = tensor_map_of(kernel, argument, env, shape)
         except expr.ExpressionError as exc:
-            problem(f"{argument.name}: box: {exc}", f"{field_name}.box")
+            key = "box" if argument.tensor_map.dims is None else "dims"
+            problem(f"{argument.name}: {key}: {exc}", f"{field_name}.{key}")
             continue
         tensor = argument.tensor_map.tensor
         stored = operand_storage(kernel, tensor)
