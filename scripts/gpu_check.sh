@@ -19,8 +19,10 @@
 # v12 sweeps by halving), thirdparty (kernels in outside collections' styles: host headers, namespaces,
 # overloads, column-major), outside-args (specs/outside-args.yaml: a workspace tile counter, a nested
 # Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p and cuBLASLt; its GPU
-# tests and a timed run, < 3 minutes), anchors, pictures (provenance, typed % of peak, the samples, roofline
-# and compare pictures from fresh runs), launch, compile (the benchmarks), or any SPEC.yaml.
+# tests and a timed run, < 3 minutes), outside-maps (specs/outside-maps.yaml: tensor maps by pointer, rank 3
+# and a compiled cluster, beside v12p and cuBLASLt BF16; at most 4 minutes), anchors, pictures (provenance,
+# typed % of peak, the samples, roofline and compare pictures from fresh runs), launch, compile (the
+# benchmarks), or any SPEC.yaml.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-results}
@@ -49,6 +51,14 @@ for step in "$@"; do
                         -k v12p-bf16-out -k v12pp -k v12pp-bf16-out --json "$OUT/tma-bf16-dev-8192.json" -q; large=$?
                     echo "=== v12p cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/tma-bf16-dev*.jsonl
+                    [ $small -eq 0 ] && [ $large -eq 0 ] ;;
+        outside-maps) # maps by pointer, rank 3 and __cluster_dims__ beside v12p: the small shape and 4096^3, then 8192^3
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/outside-maps.yaml -s 1000x512x776 \
+                        -s 4096x4096x4096 --json "$OUT/outside-maps.json" -q; small=$?
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/outside-maps.yaml -s 8192x8192x8192 \
+                        --json "$OUT/outside-maps-8192.json" -q; large=$?
+                    echo "=== outside-maps cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT"/outside-maps*.jsonl
                     [ $small -eq 0 ] && [ $large -eq 0 ] ;;
         sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)
                     for sweep in sweep-v12 sweep-v11; do

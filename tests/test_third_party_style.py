@@ -130,8 +130,9 @@ def test_the_c_library_stand_ins_give_the_types_nvcc_gives_on_linux():
     folder = Path(__import__("tempfile").mkdtemp())
     (folder / "k.cu").write_text(source)
     cubin = compile_source(folder / "k.cu", ["k"], use_cache=False)
-    # int64_t is long (l), uint64_t unsigned long (m), uint unsigned int (j), as with nvcc and glibc
-    assert cubin.symbol("k") == "_Z1klmjm"
+    # int64_t is long long (x) and uint64_t unsigned long long (y), as CCCL declares them under NVRTC;
+    # uint is unsigned int (j), size_t unsigned long (m), as with nvcc and glibc
+    assert cubin.symbol("k") == "_Z1kxyjm"
 
 
 def test_host_only_headers_are_empty_under_nvrtc_and_their_use_in_device_code_is_named(tmp_path):
@@ -268,7 +269,8 @@ def test_split_overload_reads_both_spellings():
 
 @pytest.mark.parametrize("written, demangled", [
     ("const float* __restrict__ A", "const float*"), ("float const *B", "const float*"), ("int M", "int"),
-    ("size_t K", "unsigned long"), ("int64_t", "long"), ("const half *__restrict__ A", "const __half*"),
+    ("size_t K", "unsigned long"), ("int64_t", "long"), ("int64_t", "long long"), ("uint64_t", "unsigned long long"),
+    ("const half *__restrict__ A", "const __half*"),
     ("unsigned int", "unsigned int"), ("lib::Pair<int, int> p", "lib::Pair<int, int>"),
 ])
 def test_parameter_types_compare_as_the_demangler_writes_them(written, demangled):
@@ -324,7 +326,7 @@ def test_a_mismatched_signature_shows_the_kernels_own_parameters(tmp_path):
     planned = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90")
     problems = " ".join(str(p) for plan in planned.plans for p in plan.problems)
     assert "parameter 4 (M, int32): the kernel's parameter (unsigned long) is 8 bytes" in problems
-    assert "the kernel is (const float*, const float*, float*, unsigned long, unsigned long, long, float)" in problems
+    assert "the kernel is (const float*, const float*, float*, unsigned long, unsigned long, long long, float)" in problems
     assert "{name: M, type: uint64, value: M}" in problems
 
 

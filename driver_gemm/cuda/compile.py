@@ -23,6 +23,7 @@ from .check import check
 from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
+from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError
 
@@ -46,6 +47,8 @@ class Cubin:
     origin: str = "nvrtc"                     # nvrtc, nvcc, or prebuilt (a binary the spec names)
     image_format: str = "cubin"               # what `image` is, as cuModuleLoadData gets it: cubin, fatbin, ptx
     ptx_params: Mapping[str, tuple[ParamSlot, ...]] = field(default_factory=dict)  # PTX only: symbol -> slots
+    # symbol -> its TMA copies and cluster, read from NVRTC's PTX (None: not known, as for nvcc's images)
+    ptx_facts: Mapping[str, KernelPtxFacts] | None = field(default=None, compare=False)
 
     def symbol(self, instance: str) -> str:
         return self.lowered_names[instance]
@@ -202,6 +205,8 @@ def cache_header(cubin: Cubin) -> dict:
         "nvrtc_version": list(cubin.nvrtc_version),
         "compile_seconds": cubin.compile_seconds,
         "origin": cubin.origin,
+        "ptx_facts": ({name: facts.as_dict() for name, facts in cubin.ptx_facts.items()}
+                      if cubin.ptx_facts is not None else None),
     }
 
 
@@ -212,7 +217,9 @@ def from_cache_header(header: dict, image: bytes) -> Cubin | None:
                      resources={name: KernelResources(**r) for name, r in header["resources"].items()},
                      log=header["log"], options=tuple(header["options"]),
                      nvrtc_version=tuple(header["nvrtc_version"]), compile_seconds=header["compile_seconds"],
-                     from_cache=True, origin=header.get("origin", "nvrtc"))
+                     from_cache=True, origin=header.get("origin", "nvrtc"),
+                     ptx_facts=({name: KernelPtxFacts.from_dict(facts) for name, facts in header["ptx_facts"].items()}
+                                if header.get("ptx_facts") is not None else None))
     except (KeyError, TypeError, AttributeError):
         return None
 
@@ -258,10 +265,20 @@ def _compile_once(source, name, instances, arch, options, version, display_path,
         size = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
         image = bytearray(size)
         check(nvrtc.nvrtcGetCUBIN(program, image), "nvrtcGetCUBIN")
+        facts = _ptx_facts_of(program, set(lowered.values()))
     finally:
         check(nvrtc.nvrtcDestroyProgram(program), "nvrtcDestroyProgram")
     return Cubin(bytes(image), arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
-                 time.perf_counter() - started)
+                 time.perf_counter() - started, ptx_facts=facts)
+
+
+def _ptx_facts_of(program, symbols: set[str]) -> dict[str, KernelPtxFacts]:
+    """The TMA copies and cluster of each compiled kernel, from the PTX NVRTC made on the way to the CUBIN."""
+    size = check(nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
+    text = b" " * size
+    check(nvrtc.nvrtcGetPTX(program, text), "nvrtcGetPTX")
+    facts = ptx_facts(text.rstrip(b"\0 ").decode(errors="replace"))
+    return {symbol: facts.get(symbol, KernelPtxFacts()) for symbol in symbols}
 
 
 def _program_log(program) -> str:

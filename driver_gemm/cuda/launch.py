@@ -182,17 +182,20 @@ class PreparedLaunch:
     A launch with attributes (a cluster, programmatic dependent launch) goes
     through cuLaunchKernelEx with its ``CUlaunchConfig`` built once here;
     one without keeps the cheaper direct cuLaunchKernel entry point.
+    `owned` holds device buffers only this launch's arguments point to (a
+    tensor map passed by pointer, a kernel's workspace): kept as long as the
+    launch, released with it.
     """
 
     def __init__(self, kernel, config: LaunchConfig, arguments: PackedArguments, stream,
-                 attributes: LaunchAttributes | None = None):
+                 attributes: LaunchAttributes | None = None, owned: tuple = ()):
         self.kernel = kernel
         self.config = config
         self.arguments = arguments   # kept alive: the driver reads it at every launch
+        self.owned = tuple(owned)
         self.stream = stream
         self.attributes = attributes or LaunchAttributes()
         self.resets: list = []       # what `reset` enqueues: set by whoever made the buffers they reset
-        self.owned: list = []        # device buffers only this launch uses (a kernel's workspace): kept alive
         driver = kernel.device.driver
         if self.attributes.any:
             self._ex_config = launch_config(driver, config.grid, config.block, config.shared_bytes, stream.handle,

@@ -373,7 +373,7 @@ _TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "long", "short", "int"
 def normalise_parameter_type(text: str) -> str:
     """A parameter type spelt the way `demangle` spells it, for comparison: ``float const *__restrict__ A``
     and ``const float*`` are both ``constfloat*`` (top-level restrict and parameter names are not the type's;
-    ``size_t``, ``int64_t``, ``half``... are their builtin types)."""
+    ``size_t``, ``int64_t``, ``half``... are their builtin types; ``long long`` is ``long``)."""
     text = re.sub(r"\b(__restrict__|__restrict|restrict)\b", " ", text)
     words = re.findall(r"[A-Za-z_][\w]*(?:::[A-Za-z_]\w*)*|::|[^\sA-Za-z_]", text)
     if len(words) > 1 and re.fullmatch(r"[A-Za-z_]\w*", words[-1]) and words[-1] not in _TYPE_WORDS \
@@ -382,7 +382,8 @@ def normalise_parameter_type(text: str) -> str:
     words = [word for alias in words for word in _ALIASES.get(alias, alias).split()]
     if len(words) >= 2 and words[1] == "const" and words[0] != "const":   # west const, as the demangler writes it
         words[0], words[1] = words[1], words[0]
-    return "".join(words)
+    # int64_t is long under nvcc and long long under NVRTC (CCCL's): both 8 bytes, one spelling here.
+    return "".join(words).replace("longlong", "long")
 
 
 def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") -> str:

@@ -105,6 +105,26 @@ def parse_disassembly(text: str) -> dict[str, InstructionMix]:
     return {symbol: InstructionMix(dict(counter)) for symbol, counter in counts.items()}
 
 
+def tma_copies(text: str) -> dict[str, tuple[tuple[int, str], ...]]:
+    """The (rank, instruction) of every tensor-map copy (UTMALDG, UTMASTG, UTMAREDG, UTMAPF ``.<N>D``) of each
+    function in cuobjdump ``-sass`` or nvdisasm output, by symbol. SASS names no parameter: the copies are
+    the kernel's, not a map's."""
+    copies: dict[str, list[tuple[int, str]]] = {}
+    current: list | None = None
+    for line in text.splitlines():
+        header = _CUOBJDUMP_FUNCTION.match(line) or _NVDISASM_FUNCTION.match(line)
+        if header:
+            current = copies.setdefault(header.group(1), [])
+            continue
+        match = _INSTRUCTION.search(line) if current is not None else None
+        if not match or not match.group(1).startswith("UTMA"):
+            continue
+        rank = re.search(r"\.([1-5])D\b", match.group(2))
+        if rank:
+            current.append((int(rank.group(1)), match.group(1) + match.group(2)))
+    return {symbol: tuple(found) for symbol, found in copies.items()}
+
+
 def disassemble(cubin: bytes) -> str:
     """The SASS text of a CUBIN, from cuobjdump or nvdisasm; `ToolMissingError` when neither is installed."""
     tool = find_disassembler()

@@ -15,6 +15,7 @@ from ..errors import SpecError
 from .check import check
 from .cubin import KernelImage, ParamSlot
 from .mangling import BUILTIN_TYPES, ParamType, demangle
+from .tensormap import POINTER_BYTES, TENSOR_MAP_BYTES
 
 
 def _expected_kind(ctype: str) -> str:
@@ -54,6 +55,9 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
                                 f"fields ({describe_fields(argument)}) make {size}")
             elif kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, not a struct")
+            continue
+        if argument.tensor_map is not None:
+            problems.extend(_tensor_map_problems(argument, slot, kernel_type, where, kernel_text))
             continue
         ctype = C_TYPES.get(argument.ctype)
         if ctype is None:
@@ -99,6 +103,26 @@ def describe_fields(argument) -> str:
             f"{field.ctype}[{len(field.array)}]" if field.array else field.ctype
         parts.append(f"{field.name}: {kind} @{offset} ({field.layout().size})")
     return ", ".join(parts)
+
+
+def _tensor_map_problems(argument, slot: ParamSlot, kernel_type: ParamType | None, where: str,
+                         kernel_text: str) -> list[str]:
+    """A tensor map reaches the kernel as its 128 bytes (by value) or as an 8-byte pointer to a copy."""
+    passing = argument.tensor_map.passing
+    pointer = kernel_type is not None and kernel_type.kind == "pointer"
+    if passing == "pointer" and (slot.size != POINTER_BYTES or kernel_type is not None and not pointer):
+        return [f"{where}: pass: pointer, but the kernel's parameter{kernel_text} is {slot.size} bytes, "
+                "not a pointer"]
+    if passing == "value" and (slot.size != TENSOR_MAP_BYTES or pointer):
+        return [f"{where}: pass: value needs a {TENSOR_MAP_BYTES}-byte parameter, the kernel's{kernel_text} is "
+                f"{slot.size} bytes" + (" (a pointer: write pass: pointer, or leave pass out)" if pointer else "")]
+    if passing is None and slot.size not in (TENSOR_MAP_BYTES, POINTER_BYTES):
+        return [f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes; a tensor map is passed as "
+                f"{TENSOR_MAP_BYTES} bytes by value or as an {POINTER_BYTES}-byte const CUtensorMap*"]
+    if passing is None and slot.size == POINTER_BYTES and kernel_type is not None and not pointer:
+        return [f"{where}: the kernel's parameter is {kernel_type.text} ({kernel_type.kind}), neither a tensor "
+                "map nor a pointer to one"]
+    return []
 
 
 def _describe(slot: ParamSlot, kind: ParamType | None) -> str:

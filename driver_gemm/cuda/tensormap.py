@@ -1,10 +1,12 @@
 """TMA tensor maps: planned and checked without a GPU, encoded with cuTensorMapEncodeTiled on one.
 
-A tensor map tells Hopper's tensor memory accelerator how a matrix lies in global memory and which
-box of it one copy moves into shared memory. A kernel takes it as a 128-byte
-``const __grid_constant__`` parameter, encoded per launch from the buffer's address. Every rule
-below is a requirement of cuTensorMapEncodeTiled, checked here so that the driver's bare
-CUDA_ERROR_INVALID_VALUE becomes a message naming the field. Using them: docs/hopper.md.
+A tensor map tells Hopper's tensor memory accelerator how a tensor of rank 1 to 5 lies in global
+memory and which box of it one copy moves into shared memory. A kernel takes it as a 128-byte
+``const __grid_constant__`` parameter, or as a pointer to a copy in device memory, encoded per
+launch from the buffer's address. Every rule below is a requirement cuTensorMapEncodeTiled's
+documentation states, checked here so that the driver's bare CUDA_ERROR_INVALID_VALUE becomes a
+message naming the field and the rule; nothing stricter (strides may overlap, a box may be wider
+than its dimension: the driver allows both). Using them: docs/hopper.md.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from .check import check
 
 TENSOR_MAP_BYTES = 128            # sizeof(CUtensorMap): 16 64-bit words
 TENSOR_MAP_ALIGN = 64             # the address alignment cuTensorMapEncodeTiled requires of the map
+POINTER_BYTES = 8                 # a const CUtensorMap* parameter: the map is copied to device memory
 MAX_RANK = 5
 MAX_BOX_EXTENT = 256
 MAX_GLOBAL_EXTENT = 2**32
 MAX_GLOBAL_STRIDE = 2**40
-GLOBAL_ALIGN = 16                 # bytes: the global address and every stride
+GLOBAL_ALIGN = 16                 # bytes: the global address and every stride (32 with 32-byte interleave)
+MAX_ELEMENT_STRIDE = 8
 
 # Element type name -> (CUtensorMapDataType member, bytes per element, is floating point).
 ELEMENT_TYPES = {
@@ -34,14 +38,18 @@ ELEMENT_TYPES = {
 SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 L2_PROMOTIONS = ("none", "64B", "128B", "256B")
 OOB_FILLS = ("zero", "nan")      # nan: NaN_REQUEST_ZERO_FMA, floating-point types only
+INTERLEAVES = ("none", "16B", "32B")
 
 
 @dataclass(frozen=True)
 class TensorMapPlan:
-    """One tensor map, dimensions innermost first (for a row-major M x K matrix: (K, M)).
+    """One tensor map, dimensions innermost first (for a row-major M x K matrix: (K, M)), as
+    cuTensorMapEncodeTiled takes it.
 
     `strides_bytes` holds the byte stride of every dimension but the first
-    (whose elements are contiguous); `box` the extents one copy moves.
+    (whose elements are contiguous); `box` the extents one copy moves;
+    `element_strides` the step between the elements a copy takes in each
+    dimension (None: 1 everywhere).
     """
 
     element_type: str
@@ -52,6 +60,7 @@ class TensorMapPlan:
     l2_promotion: str = "none"
     oob_fill: str = "zero"
     element_strides: tuple[int, ...] | None = None
+    interleave: str = "none"
 
     @classmethod
     def for_matrix(cls, element_type: str, rows: int, cols: int, leading_dimension: int, box_rows: int,
@@ -80,40 +89,60 @@ class TensorMapPlan:
         return count * self.element_bytes
 
     def problems(self, address: int | None = None) -> list[tuple[str, str]]:
-        """Every rule the encoder enforces, as (field, message); `address` is checked when given."""
+        """Every rule the encoder states, as (field, message naming the rule); `address` is checked when given.
+
+        The rules of cuTensorMapEncodeTiled (CUDA driver API, Tensor Map Object
+        Management): rank 1 to 5 (3 to 5 with interleave); every dimension 1 to
+        2^32; every stride a multiple of 16 bytes (32 with 32-byte interleave)
+        below 2^40; box extents 1 to 256; without interleave, a box's inner
+        extent a multiple of 16 bytes and, with a swizzle, at most the swizzle's
+        span; 32-byte interleave only with the 32-byte swizzle; element strides
+        1 to 8; a NaN fill only for floating-point types; the global address
+        16-byte aligned (32 with 32-byte interleave).
+        """
         found: list[tuple[str, str]] = []
         if self.element_type not in ELEMENT_TYPES:
             return [("type", f"unknown element type {self.element_type!r} (known: {', '.join(ELEMENT_TYPES)})")]
         size = self.element_bytes
+        interleaved = self.interleave != "none"
+        if self.interleave not in INTERLEAVES:
+            found.append(("interleave", f"interleave is one of {', '.join(INTERLEAVES)}, got {self.interleave!r}"))
         if not 1 <= self.rank <= MAX_RANK:
-            found.append(("extents", f"rank {self.rank}: a tensor map has 1 to {MAX_RANK} dimensions"))
-        if len(self.strides_bytes) != self.rank - 1 or len(self.box) != self.rank:
-            found.append(("box", f"{self.rank} extents need {self.rank - 1} strides and {self.rank} box extents, "
-                                 f"got {len(self.strides_bytes)} and {len(self.box)}"))
+            found.append(("dims", f"rank {self.rank}: a tensor map has 1 to {MAX_RANK} dimensions"))
+        elif interleaved and self.rank < 3:
+            found.append(("interleave", f"rank {self.rank}: an interleaved map needs rank 3 to {MAX_RANK}"))
+        if len(self.strides_bytes) != self.rank - 1:
+            found.append(("strides", f"{self.rank} dimensions need {self.rank - 1} strides (every dimension but "
+                                     f"the innermost), got {len(self.strides_bytes)}"))
+        if len(self.box) != self.rank:
+            found.append(("box", f"{self.rank} dimensions need {self.rank} box extents, got {len(self.box)}"))
+        if self.element_strides is not None and len(self.element_strides) != self.rank:
+            found.append(("element_strides", f"{self.rank} dimensions need {self.rank} element strides, "
+                                             f"got {len(self.element_strides)}"))
+        if found:
             return found
         for axis, extent in enumerate(self.extents):
             if not 1 <= extent <= MAX_GLOBAL_EXTENT:
-                found.append(("extents", f"dimension {axis} extent {extent} must be 1 to 2^32"))
-        previous = self.extents[0] * size
+                found.append(("dims", f"dimension {axis} is {extent} elements: each must be 1 to 2^32"))
+        stride_align = 32 if self.interleave == "32B" else GLOBAL_ALIGN
         for axis, stride in enumerate(self.strides_bytes, start=1):
-            if stride % GLOBAL_ALIGN or not 0 < stride < MAX_GLOBAL_STRIDE:
+            if stride % stride_align or not 0 < stride < MAX_GLOBAL_STRIDE:
+                padding = (f" (a row of {self.extents[0]} x {size}-byte elements needs padding to "
+                           f"{stride_align} bytes)" if axis == 1 and stride % stride_align else "")
                 found.append(("strides", f"dimension {axis} stride {stride} bytes must be a positive multiple of "
-                                         f"{GLOBAL_ALIGN} below 2^40 (a row of {self.extents[0]} x {size}-byte "
-                                         "elements needs padding to 16 bytes)"))
-            elif stride < previous:
-                found.append(("strides", f"dimension {axis} stride {stride} bytes is less than the "
-                                         f"{previous} bytes of the dimension inside it: rows would overlap"))
-            previous = stride * self.extents[axis]
+                                         f"{stride_align} below 2^40{padding}"))
         for axis, extent in enumerate(self.box):
             if not 1 <= extent <= MAX_BOX_EXTENT:
                 found.append(("box", f"box extent {extent} on dimension {axis} must be 1 to {MAX_BOX_EXTENT}"))
         inner_bytes = self.box[0] * size
-        if inner_bytes % 16:
+        if not interleaved and inner_bytes % 16:
             found.append(("box", f"the box's inner extent is {inner_bytes} bytes ({self.box[0]} x {size}); "
-                                 "it must be a multiple of 16"))
+                                 "without interleave it must be a multiple of 16"))
         if self.swizzle not in SWIZZLE_BYTES:
             found.append(("swizzle", f"swizzle is one of {', '.join(SWIZZLE_BYTES)}, got {self.swizzle!r}"))
-        elif SWIZZLE_BYTES[self.swizzle] and inner_bytes > SWIZZLE_BYTES[self.swizzle]:
+        elif self.interleave == "32B" and self.swizzle != "32B":
+            found.append(("swizzle", f"32-byte interleave needs the 32B swizzle, got {self.swizzle}"))
+        elif not interleaved and SWIZZLE_BYTES[self.swizzle] and inner_bytes > SWIZZLE_BYTES[self.swizzle]:
             found.append(("swizzle", f"the box's inner extent of {inner_bytes} bytes is wider than the "
                                      f"{self.swizzle} swizzle span: use box inner extent <= "
                                      f"{SWIZZLE_BYTES[self.swizzle] // size} elements or a wider swizzle"))
@@ -124,17 +153,40 @@ class TensorMapPlan:
             found.append(("oob_fill", f"oob_fill is zero or nan, got {self.oob_fill!r}"))
         elif self.oob_fill == "nan" and not ELEMENT_TYPES[self.element_type][2]:
             found.append(("oob_fill", f"a NaN fill needs a floating-point type, not {self.element_type}"))
-        for stride in self.element_strides or ():
-            if not 1 <= stride <= 8:
-                found.append(("element_strides", f"element strides are 1 to 8, got {stride}"))
-        if address is not None and address % GLOBAL_ALIGN:
-            found.append(("address", f"global address {address:#x} is not {GLOBAL_ALIGN}-byte aligned"))
+        for axis, stride in enumerate(self.element_strides or ()):
+            if not 1 <= stride <= MAX_ELEMENT_STRIDE:
+                found.append(("element_strides", f"element stride {stride} on dimension {axis} must be 1 to "
+                                                 f"{MAX_ELEMENT_STRIDE}"))
+        address_align = 32 if self.interleave == "32B" else GLOBAL_ALIGN
+        if address is not None and address % address_align:
+            found.append(("address", f"global address {address:#x} is not {address_align}-byte aligned"))
         return found
+
+    @property
+    def reach_bytes(self) -> int:
+        """One past the furthest byte the map can address from its base: what its buffer must hold."""
+        return self.element_bytes + sum((extent - 1) * stride for extent, stride
+                                        in zip(self.extents, (self.element_bytes, *self.strides_bytes)))
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": self.element_type, "extents": list(self.extents), "strides_bytes": list(self.strides_bytes),
-                "box": list(self.box), "swizzle": self.swizzle, "l2_promotion": self.l2_promotion,
-                "oob_fill": self.oob_fill, "box_bytes": self.box_bytes}
+                "box": list(self.box), "element_strides": list(self.element_strides or (1,) * self.rank),
+                "interleave": self.interleave, "swizzle": self.swizzle, "l2_promotion": self.l2_promotion,
+                "oob_fill": self.oob_fill, "rank": self.rank, "box_bytes": self.box_bytes}
+
+    def describe(self) -> str:
+        """The map in one line, innermost dimension first, as `plan` prints it."""
+        strides = self.element_strides or (1,) * self.rank
+        text = (f"{self.element_type}, rank {self.rank}, dims {{{', '.join(map(str, self.extents))}}}, "
+                f"strides {{{', '.join(map(str, self.strides_bytes))}}} B, box {{{', '.join(map(str, self.box))}}} "
+                f"({self.box_bytes} B), swizzle {self.swizzle}")
+        if any(stride != 1 for stride in strides):
+            text += f", element strides {{{', '.join(map(str, strides))}}}"
+        for name, value, default in (("interleave", self.interleave, "none"), ("L2 promotion", self.l2_promotion, "none"),
+                                     ("OOB fill", self.oob_fill, "zero")):
+            if value != default:
+                text += f", {name} {value}"
+        return text
 
     def encode(self, driver, address: int) -> bytes:
         """The 128 bytes of the map for data at `address` (cuTensorMapEncodeTiled; needs the driver)."""
@@ -149,9 +201,16 @@ class TensorMapPlan:
             data_type, self.rank, address, [driver.cuuint64_t(v) for v in self.extents],
             [driver.cuuint64_t(v) for v in self.strides_bytes], [driver.cuuint32_t(v) for v in self.box],
             [driver.cuuint32_t(v) for v in self.element_strides or (1,) * self.rank],
-            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, promotion, fill),
+            getattr(driver.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{self.interleave.upper()}"),
+            swizzle, promotion, fill),
             "cuTensorMapEncodeTiled")
         return tensor_map_bytes(tensor_map)
+
+
+def passed_by_pointer(passing: str | None, parameter_bytes: int | None) -> bool:
+    """Whether a map reaches its kernel as the address of a copy in device memory: ``pass: pointer``, or no
+    ``pass:`` and an 8-byte parameter (a ``const CUtensorMap*``) in the compiled image."""
+    return passing == "pointer" or (passing is None and parameter_bytes == POINTER_BYTES)
 
 
 def tensor_map_bytes(tensor_map) -> bytes:

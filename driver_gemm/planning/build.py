@@ -23,6 +23,7 @@ from ..errors import CompileError, ImageError, SpecError
 from ..specfile.model import KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
 from .case_plan import CasePlan, plan_launch, with_resources
+from .image_checks import image_checks
 
 Compiled = dict[str, "Cubin | CompileError"]
 
@@ -103,8 +104,10 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
 
     A plan whose kernel did not build is returned as it is. For PTX the
     resources are unknown until the driver compiles it at load: the plan
-    says so in its notes. A signature that disagrees with the image makes
-    the plan invalid (its cases INVALID, never launched).
+    says so in its notes. A signature that disagrees with the image, a tensor
+    map of another rank than the kernel's TMA copies, or a grid its compiled
+    cluster does not divide (`image_checks`) makes the plan invalid (its cases
+    INVALID, never launched).
     """
     if not isinstance(built, Cubin):
         return plan
@@ -119,6 +122,9 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
         plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
     elif problem is not None:
         plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
+    problems, notes = image_checks(plan, built)
+    if problems or notes:
+        plan = dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
     return plan
 
 

@@ -26,7 +26,7 @@ from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..specfile.kernels import SM_COUNT_NAME
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
-from .hopper_checks import cluster_note, launch_attributes_of, tensor_maps_of
+from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
@@ -128,6 +128,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     tile = None
     attributes = None
     tensor_maps = tensor_maps_of(kernel, env, shape, problem)
+    notes.extend(tensor_map_notes(tensor_maps))
     if config is not None:
         attributes = launch_attributes_of(kernel, env, config, limits, problem)
         notes.extend(cluster_note(attributes, config))

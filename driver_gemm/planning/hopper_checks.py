@@ -86,13 +86,34 @@ def cluster_note(attributes: LaunchAttributes | None, config: LaunchConfig) -> l
 
 
 def tensor_map_of(kernel: KernelSpec, argument: Argument, env: dict[str, int], shape: Shape) -> TensorMapPlan:
-    """The map `argument` describes, for operand data laid out as `operand_geometry` says."""
+    """The map `argument` describes: its own ``dims`` (innermost first), or operand data laid out as
+    `operand_geometry` says with a [rows, cols] box."""
     description = argument.tensor_map
+    element = description.element or operand_storage(kernel, description.tensor)
+    options = {"swizzle": description.swizzle, "l2_promotion": description.l2_promotion,
+               "oob_fill": description.oob_fill}
+    if description.dims is not None:
+        def values(expressions):
+            return tuple(e.evaluate_int(env) for e in expressions)
+
+        return TensorMapPlan(element, values(description.dims), values(description.strides or ()),
+                             values(description.box), interleave=description.interleave,
+                             element_strides=(values(description.element_strides)
+                                              if description.element_strides is not None else None), **options)
     rows, cols, leading = operand_geometry(kernel, shape, description.tensor)
     box_rows, box_cols = (e.evaluate_int(env) for e in description.box)
-    element = description.element or operand_storage(kernel, description.tensor)
-    return TensorMapPlan.for_matrix(element, rows, cols, leading, box_rows, box_cols, swizzle=description.swizzle,
-                                    l2_promotion=description.l2_promotion, oob_fill=description.oob_fill)
+    return TensorMapPlan.for_matrix(element, rows, cols, leading, box_rows, box_cols, **options)
+
+
+def operand_bytes(kernel: KernelSpec, shape: Shape, tensor: str, element: str) -> int:
+    """The bytes of operand `tensor`'s buffer (padding and batches included) in `element`s."""
+    layout = getattr(evaluate_operands(kernel, shape)[0], tensor.lower())
+    return layout.elements * ELEMENT_TYPES[element][1]
+
+
+def tensor_map_notes(maps: dict[str, TensorMapPlan]) -> list[str]:
+    """What `plan` says of each map it will encode: rank, dims, strides, box, swizzle..."""
+    return [f"tensor map {name}: {plan.describe()}" for name, plan in maps.items()]
 
 
 def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
@@ -104,7 +125,8 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
         try:
             plan = tensor_map_of(kernel, argument, env, shape)
         except expr.ExpressionError as exc:
-            problem(f"{argument.name}: box: {exc}", f"{field_name}.box")
+            key = "box" if argument.tensor_map.dims is None else "dims"
+            problem(f"{argument.name}: {key}: {exc}", f"{field_name}.{key}")
             continue
         tensor = argument.tensor_map.tensor
         stored = operand_storage(kernel, tensor)
@@ -112,9 +134,15 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
             problem(f"{argument.name}: element {plan.element_type} is {plan.element_bytes} bytes, but {tensor} is "
                     f"stored as {stored} ({ELEMENT_TYPES[stored][1]} bytes)", f"{field_name}.element",
                     hint="the map must describe the operand as it lies in memory")
-        for sub_field, message in plan.problems():
+        found = plan.problems()
+        if not found:
+            buffer_bytes = operand_bytes(kernel, shape, tensor, plan.element_type)
+            if plan.reach_bytes > buffer_bytes:
+                found.append(("dims", f"the map reaches {plan.reach_bytes} bytes from {tensor}'s start, past its "
+                                      f"{buffer_bytes}-byte buffer: a copy there would read outside it"))
+        for sub_field, message in found:
             hint = None
-            if sub_field == "strides":
+            if sub_field == "strides" and argument.tensor_map.dims is None:
                 leading = operand_geometry(kernel, shape, tensor)[2]
                 hint = (f"{tensor}'s leading dimension ({leading} elements) must be a multiple of "
                         f"{16 // plan.element_bytes or 1} for TMA; use a kernel without tensor maps for this shape")

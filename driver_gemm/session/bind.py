@@ -2,7 +2,9 @@
 
 Pointers come from the buffers the case runs on (and from the case's own device buffers,
 `case_buffers`), scalars and fixed arrays from its plan, tensor maps are encoded from the buffers
-they describe, structs (of structs and arrays) are packed as the C compiler lays them out;
+they describe (a map the kernel takes by pointer is copied to a small device buffer the launch owns,
+before any timed launch, and its address passed), structs (of structs and arrays) are packed as the
+C compiler lays them out;
 arguments are placed at the compiled image's own parameter offsets (a kernel may over-align one,
 as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKernelEx.
 """
@@ -11,8 +13,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.device import DeviceBuffer
+from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError
 from .case_buffers import device_buffers
 
@@ -23,29 +28,38 @@ def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
     unless read-only."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
     own, resets, owned = device_buffers(session, case_plan.buffers)
+    slots = run.kernel.image_params()
 
-    def encode(argument) -> bytes:
+    def encode(argument, position: int) -> tuple[str, object]:
         buffer = buffers[argument.tensor_map.tensor]
         tensor_map = case_plan.tensor_maps[argument.name]
         misplaced = tensor_map.problems(buffer.address)
         if misplaced:
             raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
                               field=f"{kernel_spec.field_path}.signature")
-        return tensor_map.encode(session.device.driver, buffer.address)
+        encoded = tensor_map.encode(session.device.driver, buffer.address)
+        size = slots[position].size if slots is not None and position < len(slots) else None
+        if passed_by_pointer(argument.tensor_map.passing, size):
+            # The kernel reads the map from global memory: one copy, owned by the launch.
+            owned.append(session.device.upload(np.frombuffer(encoded, dtype=np.uint8), session.stream))
+            return "ptr", owned[-1]
+        return argument.ctype, encoded
 
     types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own}, encode)
     packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
-    launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes)
+    # The kernel reads the owned buffers at every launch: they live as long as the launch.
+    launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes,
+                            owned=tuple(owned))
     launch.resets = resets     # the contents of the checked launch are already enqueued
-    launch.owned = owned       # the kernel reads them at every launch: they live as long as the launch
     return launch
 
 
 def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Callable) -> tuple[list, list]:
     """The C type and value of each of the kernel's parameters, in order: a buffer (anything with an
     ``address``) for a pointer, by name from `buffers` (A, B, C and the case's own); a number from
-    `argument_values`; a struct's bytes as the C compiler lays them out; `encode(argument)` for a tensor map."""
+    `argument_values`; a struct's bytes as the C compiler lays them out; for a tensor map, the type and value
+    `encode(argument, position)` gives (its 128 bytes, or a device copy passed as a pointer)."""
     def scalar(argument, index):
         if argument.ctype == "ptr":
             return buffers[argument.name]
@@ -53,7 +67,7 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
         return value if index is None else value[index]
 
     types, values = [], []
-    for argument in kernel_spec.signature:
+    for position, argument in enumerate(kernel_spec.signature):
         if argument.fields:   # a struct by value: its fields packed as the C compiler lays them out
             layout = argument.layout()
             leaves = argument.scalar_leaves()
@@ -62,8 +76,9 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
                                       [leaf.name if index is None else f"{leaf.name}[{index}]"
                                        for leaf, index in leaves]))
         elif argument.tensor_map is not None:
-            types.append(argument.ctype)
-            values.append(encode(argument))
+            ctype, value = encode(argument, position)
+            types.append(ctype)
+            values.append(value)
         else:
             types.append(argument.ctype)
             values.append(scalar(argument, None))

@@ -17,12 +17,16 @@ LAUNCH_ATTRIBUTE_KEYS = ("cluster", "cluster_non_portable", "cluster_scheduling"
 # The vocabulary of launch attributes and tensor maps as a spec spells it; cuda.launch_attributes and
 # cuda.tensormap translate each word to the driver's enum (tests/test_tma_spec.py keeps the lists equal).
 CLUSTER_SCHEDULING = ("default", "spread", "load_balancing")
-TENSOR_MAP_KEYS = ("name", "type", "tensor", "box", "swizzle", "l2_promotion", "oob_fill", "element")
+TENSOR_MAP_KEYS = ("name", "type", "tensor", "box", "swizzle", "l2_promotion", "oob_fill", "element", "dims", "strides",
+                   "element_strides", "interleave", "pass")
 TENSOR_MAP_ELEMENTS = ("uint8", "fp8_e4m3", "fp8_e5m2", "uint16", "fp16", "bf16", "uint32", "int32", "fp32", "tf32",
                        "uint64", "int64", "fp64")
 TENSOR_MAP_SWIZZLES = ("none", "32B", "64B", "128B")
 TENSOR_MAP_L2_PROMOTIONS = ("none", "64B", "128B", "256B")
 TENSOR_MAP_OOB_FILLS = ("zero", "nan")
+TENSOR_MAP_INTERLEAVES = ("none", "16B", "32B")
+TENSOR_MAP_PASSING = ("value", "pointer")
+TENSOR_MAP_MAX_RANK = 5
 
 # ----------------------------------------------------------------------------------- tensor maps
 
@@ -37,9 +41,21 @@ def _choice(context: Context, item: dict, key: str, choices: tuple[str, ...], de
     return value
 
 
+def _expression_list(context: Context, item: dict, key: str, item_path: str, lengths: range, what: str, hint=None):
+    node = item[key]
+    if not isinstance(node, list) or len(node) not in lengths:
+        counts = f"{lengths.start}" if len(lengths) == 1 else f"{lengths.start} to {lengths.stop - 1}"
+        raise context.error(f"{key} is {what}: a list of {counts} expressions, got {kind_name(node)}", item, key,
+                            f"{item_path}.{key}", hint=hint)
+    return tuple(parse_expression(context, node, i, v, f"{item_path}.{key}[{i}]", whole=True)
+                 for i, v in enumerate(node))
+
+
 def tensor_map_argument(context: Context, parent, index, item: dict, item_path: str) -> Argument:
     """A signature entry of type tensormap: ``{name, type: tensormap, tensor: A|B|C, box: [rows, cols],
-    swizzle, l2_promotion, oob_fill, element}``, its words checked against the driver's vocabulary."""
+    swizzle, l2_promotion, oob_fill, element, pass}``, or with ``dims`` (rank 1 to 5) and ``strides``,
+    ``element_strides`` and ``interleave`` the whole of what cuTensorMapEncodeTiled takes, innermost
+    dimension first; its words checked against the driver's vocabulary."""
     check_keys(context, item, TENSOR_MAP_KEYS, item_path)
     for required in ("name", "tensor", "box"):
         if required not in item:
@@ -54,13 +70,37 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
     if tensor not in ("A", "B", "C"):
         raise context.error(f"tensor is the matrix the map describes: A, B or C, got {kind_name(tensor)}", item,
                             "tensor", f"{item_path}.tensor")
-    box_node = item["box"]
-    if not isinstance(box_node, list) or len(box_node) != 2:
-        raise context.error(f"box is [rows, cols] of {tensor} (row-major) that one copy moves, got "
-                            f"{kind_name(box_node)}", item, "box", f"{item_path}.box",
-                            hint="e.g. box: [BM, 32] for BM rows of 32 elements")
-    box = tuple(parse_expression(context, box_node, i, v, f"{item_path}.box[{i}]", whole=True)
-                for i, v in enumerate(box_node))
+    dims = strides = element_strides = None
+    if "dims" in item:
+        dims = _expression_list(context, item, "dims", item_path, range(1, TENSOR_MAP_MAX_RANK + 1),
+                                "the map's dimensions in elements, innermost first",
+                                hint="e.g. dims: [64, K, N / 64] for B in 64-column panels")
+        rank = len(dims)
+        if "strides" not in item and rank > 1:
+            raise context.error(f"a map of rank {rank} needs strides: the byte stride of each dimension but the "
+                                "innermost", item, "dims", f"{item_path}.strides",
+                                hint="e.g. strides: [N * 2, 128] for dims: [64, K, N / 64] of bf16")
+        strides = (_expression_list(context, item, "strides", item_path, range(rank - 1, rank),
+                                    f"the byte strides of dimensions 1 to {rank - 1}")
+                   if rank > 1 or "strides" in item else ())
+        box = _expression_list(context, item, "box", item_path, range(rank, rank + 1),
+                               "the extents one copy moves in each dimension of dims, innermost first")
+        if "element_strides" in item:
+            element_strides = _expression_list(context, item, "element_strides", item_path, range(rank, rank + 1),
+                                               "the step between elements a copy takes in each dimension")
+    else:
+        for key in ("strides", "element_strides", "interleave"):
+            if key in item:
+                raise context.error(f"{key} belongs to a map given by its dims", item, key, f"{item_path}.{key}",
+                                    hint="give dims: [...] (innermost first) and a box of the same rank, or leave "
+                                         f"{key} out to describe {tensor} as stored")
+        box_node = item["box"]
+        if not isinstance(box_node, list) or len(box_node) != 2:
+            raise context.error(f"box is [rows, cols] of {tensor} (row-major) that one copy moves, got "
+                                f"{kind_name(box_node)}", item, "box", f"{item_path}.box",
+                                hint="e.g. box: [BM, 32] for BM rows of 32 elements; for another rank give dims:")
+        box = tuple(parse_expression(context, box_node, i, v, f"{item_path}.box[{i}]", whole=True)
+                    for i, v in enumerate(box_node))
     description = TensorMapArgument(
         tensor=tensor, box=box,
         swizzle=_choice(context, item, "swizzle", TENSOR_MAP_SWIZZLES, "none", item_path,
@@ -69,25 +109,31 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
         oob_fill=_choice(context, item, "oob_fill", TENSOR_MAP_OOB_FILLS, "zero", item_path,
                          hint="zero: elements past the matrix read as 0; nan: as NaN (floating-point types)"),
         element=_choice(context, item, "element", TENSOR_MAP_ELEMENTS, None, item_path,
-                        hint="default: the operand's storage type"))
+                        hint="default: the operand's storage type"),
+        dims=dims, strides=strides, element_strides=element_strides,
+        interleave=_choice(context, item, "interleave", TENSOR_MAP_INTERLEAVES, "none", item_path),
+        passing=_choice(context, item, "pass", TENSOR_MAP_PASSING, None, item_path,
+                        hint="value: a __grid_constant__ const CUtensorMap; pointer: a const CUtensorMap* to a "
+                             "copy in device memory; default: as the kernel's parameter is declared"))
     return Argument(name, "tensormap", None, description)
 
 
 def check_tensor_map_names(context: Context, node: dict, dotted: str, param_names: list[str],
                            signature: tuple[Argument, ...]) -> None:
-    """Refuse a box expression that uses a name other than M, N, K and the kernel's parameters."""
+    """Refuse a map's expression (box, dims, strides...) that uses a name other than M, N, K and the kernel's
+    parameters."""
     known = set(param_names) | {"M", "N", "K"}
     for index, argument in enumerate(signature):
         if argument.tensor_map is None:
             continue
-        for axis, expression in enumerate(argument.tensor_map.box):
-            unknown = sorted(expression.names - known)
-            if unknown:
-                box_path = f"{dotted}.signature[{index}].box[{axis}]"
-                item = node["signature"][index]
-                raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}", item, "box",
-                                    box_path,
-                                    hint=f"names available: M, N, K, {', '.join(param_names) or '(no params)'}")
+        for key, expressions in argument.tensor_map.expressions().items():
+            for axis, expression in enumerate(expressions):
+                unknown = sorted(expression.names - known)
+                if unknown:
+                    item = node["signature"][index]
+                    raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}", item, key,
+                                        f"{dotted}.signature[{index}].{key}[{axis}]",
+                                        hint=f"names available: M, N, K, {', '.join(param_names) or '(no params)'}")
 
 
 # ----------------------------------------------------------------------------------- launch attributes

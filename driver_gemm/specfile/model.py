@@ -75,17 +75,33 @@ class Shape:
 class TensorMapArgument:
     """How a ``tensormap`` argument describes one operand to the TMA engine.
 
-    `box` is the (rows, cols) of the matrix, row-major, that one copy moves,
-    as expressions of the shape and the parameters; `element` is the element
-    type the map declares (None: the operand's storage type).
+    Without `dims`, the map is the operand's matrix as stored and `box` is the
+    (rows, cols) of it, row-major, that one copy moves. With `dims` (rank 1 to
+    5), every list is innermost first, as cuTensorMapEncodeTiled takes it:
+    `dims` in elements, `strides` in bytes (every dimension but the first),
+    `box` and `element_strides` per dimension. All are expressions of the shape
+    and the parameters; `element` is the element type the map declares (None:
+    the operand's storage type); `passing` is ``value``, ``pointer`` (the map
+    copied to device memory, its address passed) or None: as the kernel's
+    parameter is declared (128 bytes by value, an 8-byte pointer).
     """
 
     tensor: str                                          # A, B or C
-    box: tuple[expr.Expression, expr.Expression]
+    box: tuple[expr.Expression, ...]
     swizzle: str = "none"
     l2_promotion: str = "none"
     oob_fill: str = "zero"
     element: str | None = None
+    dims: tuple[expr.Expression, ...] | None = None
+    strides: tuple[expr.Expression, ...] | None = None
+    element_strides: tuple[expr.Expression, ...] | None = None
+    interleave: str = "none"
+    passing: str | None = None
+
+    def expressions(self) -> dict[str, tuple[expr.Expression, ...]]:
+        """Every expression list of the description, by its key."""
+        lists = {"box": self.box, "dims": self.dims, "strides": self.strides, "element_strides": self.element_strides}
+        return {key: value for key, value in lists.items() if value is not None}
 
 
 BUFFER_FILLS = ("zero", "iota", "values")

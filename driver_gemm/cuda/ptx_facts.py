@@ -1,0 +1,105 @@
+"""What a kernel's PTX says about its TMA copies and its cluster, read without a GPU.
+
+A kernel that copies through a tensor map names the map's rank in every instruction
+(``cp.async.bulk.tensor.3d...``, ``cp.async.bulk.prefetch.tensor.2d...``,
+``cp.reduce.async.bulk.tensor.2d...``); the map operand is a register that NVVM loads from the
+kernel's parameter (``mov.b64 %rd1, f_param_0`` then ``cvta.param`` for a ``__grid_constant__``
+map, ``ld.param.u64 %rd2, [f_param_1]`` for a ``const CUtensorMap*``). Following those moves
+gives each instruction's parameter, so that a spec describing a rank-2 map for a kernel that
+copies rank-3 boxes through it is refused before launch rather than faulting on the GPU. A
+``__cluster_dims__`` kernel's entry carries ``.reqnctapercluster X, Y, Z``. The facts are kept
+beside the CUBIN (NVRTC hands out its PTX with it); checks that use them: `planning.image_checks`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.MULTILINE)
+_CLUSTER = re.compile(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+_TMA = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:cp\.async\.bulk(?:\.prefetch)?|cp\.reduce\.async\.bulk)\.tensor\.(\d)d[\w.:]*)"
+                  r"[^;]*?\[\s*([%\w$.]+)\s*,\s*\{", re.MULTILINE)
+_PARAM_MOVE = re.compile(r"^\s*(?:mov|ld\.param)\.[us]?b?\d+\s+(%\w+)\s*,\s*\[?\s*([\w$.]+)_param_(\d+)\s*(?:\+\s*0\s*)?\]?\s*;",
+                         re.MULTILINE)
+_REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
+                            re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TmaCopy:
+    """One TMA instruction: its rank, its text, and the kernel parameter (0-based) its map comes from (None:
+    not traced)."""
+
+    rank: int
+    instruction: str
+    param: int | None
+
+
+@dataclass(frozen=True)
+class KernelPtxFacts:
+    """A kernel's TMA instructions and its compile-time cluster (None without ``__cluster_dims__``)."""
+
+    copies: tuple[TmaCopy, ...] = ()
+    cluster: tuple[int, int, int] | None = None
+
+    def ranks_for(self, param: int) -> dict[int, str]:
+        """Rank -> one instruction of that rank, for the copies that read parameter `param`; when no copy could
+        be traced to any parameter, every copy's."""
+        traced = [copy for copy in self.copies if copy.param is not None]
+        chosen = [copy for copy in traced if copy.param == param] if traced else list(self.copies)
+        return {copy.rank: copy.instruction for copy in chosen}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"copies": [[copy.rank, copy.instruction, copy.param] for copy in self.copies],
+                "cluster": list(self.cluster) if self.cluster else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
+        cluster = data.get("cluster")
+        return cls(tuple(TmaCopy(int(rank), str(text), None if param is None else int(param))
+                         for rank, text, param in data.get("copies", ())),
+                   tuple(int(v) for v in cluster) if cluster else None)
+
+
+def _bodies(ptx: str) -> dict[str, str]:
+    """Each entry's text, from its ``.entry`` line to the next entry."""
+    starts = [(match.start(), match.group(1)) for match in _ENTRY.finditer(ptx)]
+    return {name: ptx[start:(starts[i + 1][0] if i + 1 < len(starts) else len(ptx))]
+            for i, (start, name) in enumerate(starts)}
+
+
+def kernel_facts(name: str, body: str) -> KernelPtxFacts:
+    """The facts of one entry `name` whose text is `body`."""
+    header = body.split("{", 1)[0]
+    cluster_match = _CLUSTER.search(header)
+    cluster = None
+    if cluster_match:
+        cluster = tuple(int(v) if v else 1 for v in cluster_match.groups())
+    origin: dict[str, int | None] = {}
+
+    def assign(register: str, param: int | None) -> None:
+        # PTX registers may be written more than once (a loop): a register from two parameters is untraced.
+        origin[register] = param if origin.get(register, param) == param else None
+
+    for match in _PARAM_MOVE.finditer(body):
+        if match.group(2) == name:
+            assign(match.group(1), int(match.group(3)))
+    for _ in range(4):   # moves may come in any order: a few passes settle chains of them
+        for match in _REGISTER_MOVE.finditer(body):
+            if match.group(2) in origin:
+                assign(match.group(1), origin[match.group(2)])
+    copies = []
+    for match in _TMA.finditer(body):
+        operand = match.group(3)
+        param = origin.get(operand)
+        if operand.startswith(f"{name}_param_"):
+            param = int(operand.rsplit("_", 1)[1])
+        copies.append(TmaCopy(int(match.group(2)), match.group(1), param))
+    return KernelPtxFacts(tuple(copies), cluster)   # type: ignore[arg-type]
+
+
+def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
+    """Every entry of a PTX module, by its (mangled) name."""
+    return {name: kernel_facts(name, body) for name, body in _bodies(ptx).items()}

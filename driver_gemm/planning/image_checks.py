@@ -1,0 +1,122 @@
+"""The checks of a case against what its compiled kernel says of itself: TMA ranks and compile-time clusters.
+
+`complete_plan` calls `image_checks` once a kernel is built. The kernel's PTX (`cuda.ptx_facts`)
+names the rank of every tensor-map copy and the parameter its map comes from, and a
+``__cluster_dims__`` kernel carries its cluster in the image (`KernelImage.cluster_dims`, or the
+PTX's ``.reqnctapercluster``). A spec map whose rank is not the rank the kernel copies with, a grid
+that the compiled cluster does not divide, or a spec ``cluster:`` other than the compiled one are
+refused here, at the spec's file and line, before any launch; how each map is passed is noted.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+
+from ..cuda.compile import Cubin
+from ..cuda.fatbin import cubin_bytes
+from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
+from ..cuda.sass import disassemble, find_disassembler, tma_copies
+from ..cuda.tensormap import passed_by_pointer
+from ..errors import ConfigError, ImageError, ToolMissingError
+from .case_plan import CasePlan
+
+
+def facts_of(built: Cubin, symbol: str, with_sass: bool = False) -> KernelPtxFacts | None:
+    """The PTX facts of `symbol` in `built`: kept from NVRTC's compile, read from a PTX image, or (`with_sass`,
+    for a CUBIN from nvcc or a spec's binary) the TMA copies of its SASS where a disassembler is installed,
+    untraced to parameters; None if unknown."""
+    if built.ptx_facts is not None:
+        return built.ptx_facts.get(symbol)
+    if built.image_format == "ptx":
+        return _ptx_image_facts(built.image).get(symbol)
+    if not with_sass or find_disassembler() is None:
+        return None
+    copies = _sass_copies(built.image, built.arch)
+    if copies is None or symbol not in copies:
+        return None
+    return KernelPtxFacts(tuple(TmaCopy(rank, text, None) for rank, text in copies[symbol]))
+
+
+# A spec's cases share their kernel's image: it is read once, not once per shape.
+@functools.lru_cache(maxsize=16)
+def _ptx_image_facts(image: bytes) -> dict[str, KernelPtxFacts]:
+    return ptx_facts(image.rstrip(b"\0").decode(errors="replace"))
+
+
+@functools.lru_cache(maxsize=16)
+def _sass_copies(image: bytes, arch: str) -> dict[str, tuple[tuple[int, str], ...]] | None:
+    try:
+        return tma_copies(disassemble(cubin_bytes(image, arch)))
+    except (ImageError, ToolMissingError, OSError, subprocess.SubprocessError):
+        return None
+
+
+def compiled_cluster(built: Cubin, instance: str, facts: KernelPtxFacts | None) -> tuple[int, int, int] | None:
+    """The kernel's ``__cluster_dims__``: from the CUBIN's attributes, else from its PTX."""
+    try:
+        image = built.kernel_image(instance)
+    except (ImageError, KeyError):
+        image = None
+    if image is not None and image.cluster_dims:
+        return tuple(image.cluster_dims)   # type: ignore[return-value]
+    return facts.cluster if facts else None
+
+
+def image_checks(plan: CasePlan, built: Cubin) -> tuple[list[ConfigError], list[str]]:
+    """The problems and notes of `plan` that its kernel's image shows (see the module's docstring)."""
+    kernel = plan.kernel
+    symbol = built.symbol(kernel.instance)
+    facts = facts_of(built, symbol, with_sass=bool(kernel.tensor_maps()))
+    problems: list[ConfigError] = []
+    notes: list[str] = []
+
+    def problem(message: str, field_name: str, hint: str | None = None) -> None:
+        problems.append(ConfigError(message, where=kernel.where_field(field_name),
+                                    field=f"{kernel.field_path}.{field_name}", hint=hint))
+
+    try:
+        slots = built.param_slots(kernel.instance)
+    except (ImageError, KeyError):
+        slots = ()
+    for position, argument in kernel.tensor_maps():
+        name = argument.name
+        size = slots[position].size if position < len(slots) else None
+        if passed_by_pointer(argument.tensor_map.passing, size):
+            notes.append(f"tensor map {name}: passed by pointer (const CUtensorMap*): encoded and copied to device "
+                         "memory before the timed launches")
+        map_plan = plan.tensor_maps.get(name)
+        if facts is None or map_plan is None:
+            continue
+        ranks = facts.ranks_for(position)
+        if ranks and map_plan.rank not in ranks:
+            rank, instruction = sorted(ranks.items())[0]
+            where = f"parameter {position + 1}" if any(c.param == position for c in facts.copies) else "its maps"
+            key = "dims" if argument.tensor_map.dims is not None else "box"
+            problem(f"{name}: the spec's map has rank {map_plan.rank}, but the kernel copies through {where} with "
+                    f"{instruction} (rank {rank})", f"signature[{position}].{key}",
+                    hint=f"describe {argument.tensor_map.tensor} as the kernel reads it: dims: [...] (innermost "
+                         f"first) with {rank} dimensions, strides: and a box of {rank} extents")
+    cluster = compiled_cluster(built, kernel.instance, facts)
+    if cluster is not None:
+        _check_compiled_cluster(plan, cluster, problem, notes)
+    return problems, notes
+
+
+def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], problem, notes: list[str]) -> None:
+    text = "x".join(map(str, cluster))
+    spec_cluster = plan.attributes.cluster if plan.attributes is not None else None
+    if spec_cluster is not None and tuple(spec_cluster) != tuple(cluster):
+        problem(f"cluster: [{', '.join(map(str, spec_cluster))}] disagrees with the kernel's "
+                f"__cluster_dims__({', '.join(map(str, cluster))})", "cluster",
+                hint="a compiled cluster cannot be changed at launch: leave cluster: out or give the same extents")
+    if plan.config is None:
+        return
+    grid = plan.config.grid
+    if any(extent % size for extent, size in zip(grid, cluster)):
+        problem(f"grid {'x'.join(map(str, grid))} is not a whole number of the kernel's __cluster_dims__ clusters "
+                f"({text})", "grid", hint="the grid's extents must be multiples of the cluster's")
+        return
+    size = cluster[0] * cluster[1] * cluster[2]
+    notes.append(f"cluster {text} from the kernel's __cluster_dims__ ({size} blocks, "
+                 f"{plan.config.total_blocks // size} clusters)")
