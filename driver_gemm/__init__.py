@@ -12,6 +12,7 @@ Driving a kernel yourself (`Device`, `load_kernel`), and the pytest plugin: docs
 from __future__ import annotations
 
 import importlib
+import logging
 
 from .version import __version__
 
@@ -52,6 +53,8 @@ _COMMANDS_API = {
     "Pick": ".tune.winners", "pick_winners": ".tune.winners", "winners_spec": ".tune.winners",
 }
 _PUBLIC.update(_COMMANDS_API)
+# What a library call reports goes to the `driver_gemm.<module>` loggers; the caller configures them, never this package.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
+_log = logging.getLogger(__name__)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\b[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*)?)', re.MULTILINE)
 
 
@@ -153,8 +155,11 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     if use_cache:
         restored = load_cached(key, instances)
         if restored is not None:
+            _log.debug("%s: %d kernel(s) for %s from the disk cache", display_path or name, len(instances), arch)
             return restored
     cubin = _compile(source, name, instances, arch, options, version, display_path or name, found.paths)
+    _log.info("%s: %d kernel(s) compiled for %s in %.2f s", display_path or name, len(instances), arch,
+              cubin.compile_seconds)
     if use_cache:
         store_cached(key, cubin)
     return cubin
