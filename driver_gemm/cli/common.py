@@ -150,8 +150,10 @@ class Output:
     def for_terminal(cls, format: str = "table") -> "Output":
         """Consoles for this process's stdout and stderr, of the width `console_width` gives each."""
         stdout, stderr = _Stream("stdout"), _Stream("stderr")
-        return cls(_Console(file=stdout, width=console_width(stdout)),
-                   _ErrorConsole(file=stderr, soft_wrap=True, width=console_width(stderr)), format or "table")
+        # (ignored below) rich uses only write, flush, isatty and fileno of its file; its stubs ask for IO[str]
+        return cls(_Console(file=stdout, width=console_width(stdout)),  # type: ignore[arg-type]
+                   _ErrorConsole(file=stderr, soft_wrap=True, width=console_width(stderr)),  # type: ignore[arg-type]
+                   format or "table")
 
     @property
     def plain(self) -> bool:

@@ -461,7 +461,7 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
 
 
 def _diagnosed_file(logged: str, display_path: str, lines: list[str],
-                    quotable: set[Path] = frozenset()) -> tuple[str, list[str]]:
+                    quotable: set[Path] | frozenset[Path] = frozenset()) -> tuple[str, list[str]]:
     """The path and lines of the file a diagnostic is about: the program itself, or a header it includes
     (NVRTC names a header by the path it found it at). Only a header the scan vetted (`quotable`), a stand-in
     or a toolkit header is quoted, and only a regular file of bounded size."""

@@ -18,7 +18,8 @@ from ..errors import ConfigError
 def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
     """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name), ready to call."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    values, types = [], []
+    values: list = []
+    types: list = []
     for argument in kernel_spec.signature:
         types.append(argument.ctype)
         if argument.fields:   # a struct by value: its fields packed as the C ABI lays them out

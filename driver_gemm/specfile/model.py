@@ -142,7 +142,7 @@ class KernelSpec:
     name: str
     source: Path
     function: str
-    params: Mapping[str, int]
+    params: Mapping[str, int | str]
     block: tuple[expr.Expression, ...]
     grid: tuple[expr.Expression, ...]
     shared_bytes: expr.Expression
@@ -221,7 +221,7 @@ class KernelSpec:
     def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
         """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
         its structs in their place (``signature[2].fields[0]``)."""
-        leaves = []
+        leaves: list[tuple[str, Argument]] = []
         for index, argument in enumerate(self.signature):
             if argument.fields:
                 leaves.extend((f"signature[{index}].fields[{position}]", field)

@@ -23,7 +23,7 @@ from ..planning.case_plan import with_resources
 from ..results.records import CaseDevice, CaseResult, RunResult
 from ..results.settings import RunSettings
 from ..specfile.load import load_spec
-from ..specfile.model import Spec
+from ..specfile.model import Shape, Spec
 from ..status import Status
 from .prepare import Pruned, prune_plans
 from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, make_strategy, search_all
@@ -43,9 +43,9 @@ class PreparedTune:
     pruned: list[Pruned] = field(default_factory=list)
     pruned_records: list[CaseResult] = field(default_factory=list)
 
-    def groups(self, spec: Spec) -> list[tuple[list[Configuration], object]]:
+    def groups(self, spec: Spec) -> list[tuple[list[Configuration], Shape]]:
         """Per shape (in the spec's order), per kernel family: the configurations to search."""
-        out = []
+        out: list[tuple[list[Configuration], Shape]] = []
         for shape in spec.shapes:
             families: dict[str, list[Configuration]] = {}
             for kernel in spec.kernels:
