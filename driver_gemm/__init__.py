@@ -12,6 +12,7 @@ Driving a kernel yourself (`Device`, `load_kernel`), and the pytest plugin: docs
 from __future__ import annotations
 
 import importlib
+import logging
 
 from .version import __version__
 
@@ -43,6 +44,18 @@ _PUBLIC = {
     "load_spec": ".specfile", "spec_from_dict": ".specfile",
     "TimingSummary": ".measure.stats",
 }
+# What the commands do, one call each: plan (`driver-gemm plan`), tune, read and compare results, the shipped specs.
+_COMMANDS_API = {
+    "PlanTarget": ".planning.spec_plan", "SpecPlan": ".planning.spec_plan", "plan_spec": ".planning.spec_plan",
+    "plan_target": ".planning.spec_plan",
+    "ShippedSpec": ".specfile.shipped", "shipped_specs": ".specfile.shipped",
+    "ResultsFile": ".results.read", "read_results": ".results.read",
+    "Budget": ".tune.strategies", "SearchResult": ".tune.strategies", "tune_spec": ".tune.search",
+    "Pick": ".tune.winners", "pick_winners": ".tune.winners", "winners_spec": ".tune.winners",
+}
+_PUBLIC.update(_COMMANDS_API)
+# What a library call reports goes to the `driver_gemm.<module>` loggers; the caller configures them, never this package.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str):
@@ -68,3 +81,4 @@ __all__ = [
     "arch_limits", "cases_of", "check_kernel", "compare_runs", "compile_source", "compile_text", "device_count",
     "load_kernel", "load_results", "load_spec", "occupancy", "plan_case", "read_properties", "run_spec", "spec_from_dict",
 ]
+__all__ += sorted(_COMMANDS_API)

@@ -98,7 +98,9 @@ def struct_layout(members: "list[Layout] | tuple[Layout, ...]") -> tuple[Layout,
     """A struct of `members` in declaration order, as the C ABI (and so nvcc and NVRTC) lays it out: each
     member at the next offset that is a multiple of its alignment, the whole padded to a multiple of its
     widest member's alignment. Returns its layout and each member's offset."""
-    offsets, offset, widest, leaves = [], 0, 1, []
+    offsets: list[int] = []
+    offset, widest = 0, 1
+    leaves: list = []
     for member in members:
         offset = _round_up(offset, member.alignment)
         offsets.append(offset)

@@ -241,7 +241,8 @@ def replacing(path: str | Path, *, binary: bool = False) -> Iterator[IO]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:120]}.", suffix=".tmp")
-        with os.fdopen(handle, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as out:
+        with os.fdopen(handle, "wb" if binary else "w",  # type: ignore[call-overload]  # typeshed types each mode alone
+                       **({} if binary else {"encoding": "utf-8"})) as out:
             yield out
             out.flush()
             os.fsync(out.fileno())

@@ -169,7 +169,7 @@ def test_no_home_directory_falls_back_to_a_folder_of_this_users_own(tmp_path, mo
     assert folder.stat().st_mode & 0o777 == 0o700
 
 
-def test_a_temporary_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch, capsys):
+def test_a_temporary_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch, caplog):
     for name in ("HOME", "XDG_CACHE_HOME", "DRIVER_GEMM_CACHE_DIR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(cache, "_home_cache", lambda: None)
@@ -178,9 +178,10 @@ def test_a_temporary_cache_folder_others_can_write_is_not_used(tmp_path, monkeyp
     planted = tmp_path / f"driver-gemm-cache-{os.getuid()}"
     planted.mkdir()
     os.chmod(planted, 0o777)
-    assert not cache.enabled() and not cache.enabled()
-    err = capsys.readouterr().err
-    assert err.count("driver-gemm: no disk cache: there is no home directory") == 1
+    with caplog.at_level("WARNING", logger="driver_gemm"):
+        assert not cache.enabled() and not cache.enabled()
+    said = [record.getMessage() for record in caplog.records if record.name == "driver_gemm.cuda.cache"]
+    assert sum(message.startswith("no disk cache: there is no home directory") for message in said) == 1
     cache.store("cd" * 32, {}, b"image")
     assert list(planted.iterdir()) == []
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .. import bundled, output_files
-from ..errors import SpecError, UsageError
+from .. import output_files
+from ..errors import UsageError
 from ..report.lines import say
 
 # Off a terminal (a pipe, a file, a CI log) tables are laid out for this width and text lines are not wrapped.
@@ -150,8 +150,10 @@ class Output:
     def for_terminal(cls, format: str = "table") -> "Output":
         """Consoles for this process's stdout and stderr, of the width `console_width` gives each."""
         stdout, stderr = _Stream("stdout"), _Stream("stderr")
-        return cls(_Console(file=stdout, width=console_width(stdout)),
-                   _ErrorConsole(file=stderr, soft_wrap=True, width=console_width(stderr)), format or "table")
+        # (ignored below) rich uses only write, flush, isatty and fileno of its file; its stubs ask for IO[str]
+        return cls(_Console(file=stdout, width=console_width(stdout)),  # type: ignore[arg-type]
+                   _ErrorConsole(file=stderr, soft_wrap=True, width=console_width(stderr)),  # type: ignore[arg-type]
+                   format or "table")
 
     @property
     def plain(self) -> bool:
@@ -246,21 +248,14 @@ SPEC_HELP = ("a spec file, or the name of a shipped spec (fast, or fast.yaml; `d
 def resolve_spec(path: Path) -> Path:
     """The file a command's SPEC argument names: an existing path as given, else the shipped spec of that bare name.
 
-    A path that exists always wins, so a local ``fast.yaml`` is read before
-    the shipped one. A bare name (no folder in it) that is neither is refused
-    with the shipped specs listed; any other path is left for the loader to
-    report as missing.
+    The rule is the library's (`driver_gemm.specfile.shipped.resolve_spec`): a path that exists always wins, so a
+    local ``fast.yaml`` is read before the shipped one; a bare name that is neither is refused with the shipped
+    specs listed.
     """
-    if path.exists():
-        return path
-    shipped = bundled.shipped_spec(str(path))
-    if shipped is not None:
-        return shipped
-    if path.parent != Path("."):
-        return path
-    names = ", ".join(spec.stem for spec in bundled.shipped_specs()) or "none (the install lacks its data)"
-    raise SpecError(f"no such file, nor a shipped spec of that name; the shipped specs are {names}",
-                    where=str(path), hint="driver-gemm specs describes them")
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..specfile.shipped import resolve_spec as resolve
+
+    return resolve(path)
 
 
 def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):

@@ -19,6 +19,7 @@ from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMis
                       UsageError)
 from . import compare, info, plan, plot, run, show, specs, tune
 from .common import Output, stdout_closed
+from . import log_output
 from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK,  # noqa: F401
                          EXIT_USAGE)
 
@@ -38,6 +39,9 @@ exit codes:
 """
 
 EXIT_CODES_POINTER = "exit codes: see driver-gemm --help"
+
+VERBOSE_HELP = "also print what the library logs as it works (-v: compiles; -vv: cache hits and more)"
+QUIET_HELP = "print only errors from the library's log (run and tune: also no progress lines, with their -q)"
 
 COMMANDS = {"run": run, "plan": plan, "show": show, "compare": compare, "plot": plot, "tune": tune, "info": info,
             "specs": specs}
@@ -85,9 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
                      epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"driver-gemm {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
+    parser.add_argument("--verbose", "-v", action="count", default=0, help=VERBOSE_HELP)
+    parser.add_argument("--quiet", "-q", dest="log_quiet", action="store_true", help=QUIET_HELP)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show the traceback of an internal error")
+    common.add_argument("--verbose", "-v", action="count", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in COMMANDS.values():
         module.add_parser(commands, parents=[common], epilog=EXIT_CODES_POINTER)
@@ -153,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``driver-gemm`` with `argv` (default: the process's arguments) and return its exit code."""
     args = build_parser().parse_args(argv)
     out = Output.for_terminal(getattr(args, "format", "table"))
+    quiet = args.log_quiet or getattr(args, "quiet", False)    # run's and tune's -q: no progress, no log lines
+    with log_output.logs_on(out.errors, log_output.level_of(args.verbose, quiet)):
+        return _execute(args, out)
+
+
+def _execute(args, out: Output) -> int:
     if stdout_closed():     # refused before any work: what the command shows would be lost
         out.error("stdout is closed: what this command shows would be lost; send it to a file or to /dev/null "
                   "(>/dev/null) instead of closing it")

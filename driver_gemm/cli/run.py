@@ -223,7 +223,7 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
         raise UsageError("several GPUs (--device 0,1) and --scheduler run cases in worker processes: they do not "
                          "take --in-process", field="--device" if args.devices else "--scheduler")
     lock_mhz = _lock_clock_value(args)
-    previous = []
+    previous: list = []
     if args.resume:   # read and checked before anything runs or is written
         header, previous = read_finished_cases(args.resume)
         made_by = header.get("spec")

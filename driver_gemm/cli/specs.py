@@ -16,10 +16,13 @@ def add_parser(commands, **common) -> None:
 
 
 def execute(args, out: Output) -> int:
-    shipped = bundled.shipped_specs()
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..specfile.shipped import shipped_specs
+
+    shipped = shipped_specs()
     if not shipped:
         raise SpecError("no shipped specs: the install lacks its data", where=str(bundled.specs_dir()))
-    width = max(len(path.stem) for path in shipped)
-    for path in shipped:
-        say(out.console, f"{path.stem:<{width}}  {path if args.paths else bundled.spec_summary(path)}")
+    width = max(len(spec.name) for spec in shipped)
+    for spec in shipped:
+        say(out.console, f"{spec.name:<{width}}  {spec.path if args.paths else spec.description}")
     return EXIT_OK

@@ -69,7 +69,7 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
 
     device = args.device if args.device is not None else env_device()
     result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
-    searches = []
+    searches: list = []
     bar = LiveTune(out.errors, spec, budget) if not args.quiet and out.errors.is_terminal else None
     with CaseLog(path.with_suffix(".jsonl")) as log:
         def finished(case) -> None:

@@ -11,12 +11,11 @@ its key is ignored and rewritten. What the header means is `compile`'s business.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import logging
 import os
 import stat
-import sys
 import tempfile
 from pathlib import Path
 from typing import Mapping
@@ -27,6 +26,7 @@ from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 _MAGIC = b"driver-gemm-cubin-v1\n"
 FORMAT_VERSION = 2
 MAX_ENTRY_BYTES = 320 << 20   # an entry is read only as a regular file of at most this size (a CUBIN is < 256 MiB)
+_log = logging.getLogger(__name__)
 
 
 def enabled() -> bool:
@@ -78,10 +78,9 @@ def _usable(folder: Path) -> bool:
                                          and not status.st_mode & 0o022)
         except OSError:
             _refused_folders[key] = True
-        if _refused_folders[key] and sys.stderr is not None:
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write(f"driver-gemm: no disk cache: there is no home directory, and {folder} is not a "
-                                 "folder of this user's alone (set DRIVER_GEMM_CACHE_DIR to keep one)\n")
+        if _refused_folders[key]:
+            _log.warning("no disk cache: there is no home directory, and %s is not a folder of this user's alone "
+                         "(set DRIVER_GEMM_CACHE_DIR to keep one)", folder)
     return not _refused_folders[key]
 
 
@@ -128,8 +127,8 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
     """
     try:
         write_file(target, magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-    except OutputError:
-        pass
+    except OutputError as error:
+        _log.debug("cache entry not written: %s", error)
 
 
 def read_entry(path: Path, magic: bytes) -> bytes | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
+_log = logging.getLogger(__name__)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\b[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*)?)', re.MULTILINE)
 
 
@@ -156,8 +158,11 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     if use_cache:
         restored = load_cached(key, instances)
         if restored is not None:
+            _log.debug("%s: %d kernel(s) for %s from the disk cache", display_path or name, len(instances), arch)
             return restored
     cubin = _compile(source, name, instances, arch, options, version, display_path or name, found.paths)
+    _log.info("%s: %d kernel(s) compiled for %s in %.2f s", display_path or name, len(instances), arch,
+              cubin.compile_seconds)
     if use_cache:
         store_cached(key, cubin)
     return cubin
@@ -473,7 +478,7 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
 
 
 def _diagnosed_file(logged: str, display_path: str, lines: list[str],
-                    quotable: set[Path] = frozenset()) -> tuple[str, list[str]]:
+                    quotable: set[Path] | frozenset[Path] = frozenset()) -> tuple[str, list[str]]:
     """The path and lines of the file a diagnostic is about: the program itself, or a header it includes
     (NVRTC names a header by the path it found it at). Only a header the scan vetted (`quotable`), a stand-in
     or a toolkit header is quoted, and only a regular file of bounded size."""

@@ -85,7 +85,8 @@ class PackedArguments:
         self.storage = np.zeros(max(offset, 8), dtype=np.uint8)
         for ctype, value, name, at in zip(self.ctypes, values, names, self.offsets):
             converted = _convert(ctype, value, name)
-            struct.pack_into("<" + _type(ctype).format, self.storage, at, converted)
+            # an ndarray is a writable buffer; numpy's stubs do not declare the buffer protocol before Python 3.12
+            struct.pack_into("<" + _type(ctype).format, self.storage, at, converted)  # type: ignore[arg-type]
         base = self.storage.ctypes.data
         self.pointers = np.array([base + at for at in self.offsets] or [0], dtype=np.uint64)
 
@@ -99,7 +100,7 @@ class PackedArguments:
         return self.storage[self.offsets[index]:self.offsets[index] + size].tobytes()
 
 
-def pack_struct(field_types: Sequence[str], values: Sequence[Any], names: Sequence[str]) -> bytes:
+def pack_struct(field_types: list[str] | tuple[str, ...], values: Sequence[Any], names: Sequence[str]) -> bytes:
     """The bytes of a struct passed by value: each field converted to its C type at its C ABI offset."""
     layout, _ = struct_layout([scalar_layout(ctype) for ctype in field_types])
     return pack_layout(layout, values, names)

@@ -60,7 +60,7 @@ class KernelPtxFacts:
         cluster = data.get("cluster")
         return cls(tuple(TmaCopy(int(rank), str(text), None if param is None else int(param))
                          for rank, text, param in data.get("copies", ())),
-                   tuple(int(v) for v in cluster) if cluster else None)
+                   (int(cluster[0]), int(cluster[1]), int(cluster[2])) if cluster else None)
 
 
 def _bodies(ptx: str) -> dict[str, str]:

@@ -67,6 +67,9 @@ class TensorMapPlan:
                    box_cols: int, batch: int = 1, batch_stride: int = 0, **options) -> "TensorMapPlan":
         """A row-major rows x cols matrix (leading dimension in elements), optionally a strided batch of them."""
         size = ELEMENT_TYPES[element_type][1] if element_type in ELEMENT_TYPES else 1
+        extents: tuple[int, ...]
+        strides: tuple[int, ...]
+        box: tuple[int, ...]
         extents, strides, box = (cols, rows), (leading_dimension * size,), (box_cols, box_rows)
         if batch > 1:
             extents, strides, box = extents + (batch,), strides + (batch_stride * size,), box + (1,)

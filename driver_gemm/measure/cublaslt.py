@@ -11,6 +11,7 @@ sm_90, is then our A row-major and B column-major (layout NT in `operands`' spel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -80,10 +81,11 @@ class MatmulPlan:
     workspace_bytes: int = WORKSPACE_BYTES
     key: tuple = field(default=(), compare=False)
 
-    def descriptor_attributes(self) -> dict[str, object]:
+    def descriptor_attributes(self) -> dict[str, Any]:
         """The matmul descriptor's attributes as they will be set (pointers by name)."""
-        attributes = {"COMPUTE_TYPE": COMPUTE_TYPES[self.compute_type], "SCALE_TYPE": self.scale_data_type,
-                      "POINTER_MODE": 0, "TRANSA": OPERATIONS[self.transa], "TRANSB": OPERATIONS[self.transb]}
+        attributes: dict[str, Any] = {
+            "COMPUTE_TYPE": COMPUTE_TYPES[self.compute_type], "SCALE_TYPE": self.scale_data_type,
+            "POINTER_MODE": 0, "TRANSA": OPERATIONS[self.transa], "TRANSB": OPERATIONS[self.transb]}
         if self.operand_scales is not None:
             attributes["A_SCALE_POINTER"] = "scale_a" if not self.swapped else "scale_b"
             attributes["B_SCALE_POINTER"] = "scale_b" if not self.swapped else "scale_a"

@@ -221,7 +221,8 @@ def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[s
     max_abs = max((largest for _, _, largest, *_ in measured), default=0.0)
     passed = (counts[0] == 0 and counts[1] == 0 and rel_fro <= rel_tolerance
               and (abs_tolerance is None or max_abs <= abs_tolerance))
-    return Verdict(Status.PASS if passed else Status.FAIL, rel_fro, max_abs, *counts, elements=int(expected.size),
+    return Verdict(Status.PASS if passed else Status.FAIL, rel_fro, max_abs, counts[0], counts[1], counts[2],
+                   elements=int(expected.size),
                    reference=reference_name, tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
                    masks={"unwritten": unwritten.reshape(shape), "nonfinite": nonfinite.reshape(shape),
                           "wrong": wrong.reshape(shape)})

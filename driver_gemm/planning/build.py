@@ -144,7 +144,8 @@ def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
                           allow_outside_headers=first.allow_outside_headers, project=first.project)
 
 
-def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] = frozenset()) -> Compiled:
+def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
+                 skip: set[str] | frozenset[str] = frozenset()) -> Compiled:
     """Compile every kernel of `spec` for `arch`, or for its own ``arch``: NVRTC programs, in parallel.
 
     The value for a kernel label is its `Cubin`, or the `CompileError` its source raised (recorded
@@ -158,7 +159,7 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] 
     for kernel in (k for k in kernels_of(spec) if k.label not in skip):
         key = (kernel.source, kernel.options, kernel.target(arch), kernel.compiler, kernel.binary)
         groups.setdefault(key, []).append(kernel)
-    programs = []
+    programs: list = []
     for key, kernels in groups.items():
         # A binary is read once; nvcc and NVRTC programs are shared out over the jobs.
         count = 1 if key[-1] is not None else min(jobs, len(kernels))
@@ -188,7 +189,7 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] 
 
 
 def plan_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None,
-               skip: set[tuple[str, str]] = frozenset()) -> tuple[list[Case], Compiled]:
+               skip: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()) -> tuple[list[Case], Compiled]:
     """The cases of `spec` still to run (those keyed in `skip` left out), each with its plan, and what compiled.
 
     Each kernel case is planned once: its launch before compiling (a kernel

@@ -43,7 +43,7 @@ class CasePlan:
     resources: KernelResources | None
     occupancy: Occupancy | None
     waves: float | None
-    problems: list[ConfigError] = field(default_factory=list)
+    problems: list[SpecError] = field(default_factory=list)   # ConfigErrors, and a signature the image refutes
     notes: list[str] = field(default_factory=list)
     tile: tuple[int, int] | None = None   # rows, cols of C one block computes, when the spec declares it
     attributes: LaunchAttributes | None = None            # cluster, PDL (cuLaunchKernelEx)
@@ -90,7 +90,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                 scalars: dict[str, float] | None = None) -> CasePlan:
     """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile."""
     env = launch_env(kernel, shape, limits)
-    problems: list[ConfigError] = []
+    problems: list[SpecError] = []
     notes: list[str] = []
     problem = _collector(kernel, problems)
     try:
@@ -165,7 +165,7 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
                                notes=notes)
 
 
-def _collector(kernel: KernelSpec, problems: list[ConfigError]):
+def _collector(kernel: KernelSpec, problems: list[SpecError]):
     """A function that records a problem with `kernel`'s spec file, line and field."""
     def problem(message: str, field_name: str, hint: str | None = None) -> None:
         problems.append(ConfigError(message, where=kernel.where_field(field_name),

@@ -9,7 +9,7 @@ file and line, the map's name first (``map_a: dimension 1 stride ... must be a m
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, cast
 
 from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
@@ -59,7 +59,7 @@ def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: Launch
             except expr.ExpressionError as exc:
                 problem(f"{expression.source!r}: {exc}", f"cluster[{axis}]")
                 return None
-        cluster = tuple(extents)
+        cluster = cast("tuple[int, int, int]", tuple(extents))   # the spec gives 3 extents (1 for each left out)
     attributes = LaunchAttributes(cluster=cluster, non_portable=spec.non_portable,
                                   programmatic_dependent_launch=spec.pdl, cluster_scheduling=spec.scheduling)
     major, minor = parse_arch(base_arch(limits.arch))
@@ -90,7 +90,7 @@ def tensor_map_of(kernel: KernelSpec, argument: Argument, env: dict[str, int], s
     `operand_geometry` says with a [rows, cols] box."""
     description = argument.tensor_map
     element = description.element or operand_storage(kernel, description.tensor)
-    options = {"swizzle": description.swizzle, "l2_promotion": description.l2_promotion,
+    options: dict[str, Any] = {"swizzle": description.swizzle, "l2_promotion": description.l2_promotion,
                "oob_fill": description.oob_fill}
     if description.dims is not None:
         def values(expressions):

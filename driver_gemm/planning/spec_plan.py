@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
+from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
 from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
 from .cases import kernels_of
@@ -98,15 +100,21 @@ def _check_nvrtc_builds(arch: str) -> None:
                          f"sm_{min(supported)} to sm_{max(supported)}", field="--arch")
 
 
-def plan_spec(spec: Spec, arch: str | None = None, sm_count: int | None = None, *,
-              target: PlanTarget | None = None, device: int = 0) -> SpecPlan:
-    """Compile every kernel of `spec` for the target and plan every case (see `plan_case`).
+def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | None = None, *,
+              target: PlanTarget | None = None, device: int = 0, allow_outside_sources: bool = False) -> SpecPlan:
+    """What ``driver-gemm plan`` shows: every kernel of `spec` compiled for the target, every case planned.
 
+    `spec` is a `Spec`, a spec file or a shipped spec's name (``"fast"``,
+    read with `load_spec` and `allow_outside_sources`). The target is `arch`
+    (``"sm_90"``), else the GPU `device`, else ``sm_90`` (`plan_target`).
     `sm_count` overrides the target's SM count: the waves column's and the
     `sm_count` that launch expressions read. The result lists the plans in
-    spec order (kernel by kernel, shape by shape) and any compile errors, one
-    per failed source.
+    spec order (kernel by kernel, shape by shape), each a `CasePlan` with its
+    launch, resources, occupancy, waves, problems and notes, and any compile
+    errors, one per failed source.
     """
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec, allow_outside_sources=allow_outside_sources)
     target = target or plan_target(arch, device)
     limits = target.limits if not sm_count else dataclasses.replace(target.limits, typical_sm_count=sm_count)
     result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)

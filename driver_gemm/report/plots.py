@@ -95,7 +95,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     series = series_of(runs)
     if not series:
         raise UsageError("no timed, passing case to plot in these results")
-    device = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
+    device: dict = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
     figure, (speed, share, roof) = plt.subplots(1, 3, figsize=(18, 6.5), dpi=100)
     colours = plt.get_cmap("tab20")
     kernels, rest = top_series(series)

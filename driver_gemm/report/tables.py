@@ -96,7 +96,7 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
         for column, justify in (("kernel", "left"), ("status", "left"), ("median ms", "right"),
                                 ("GFLOP/s", "right"), ("% cuBLAS", "right"), ("% peak", "right"),
                                 ("rel err", "right"), ("samples", "right"), ("noise", "right")):
-            table.add_column(column, justify=justify)
+            table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
         cases = [c for c in run.cases if c.shape == shape]
         for case in cases:
             error = case.verification.rel_fro_error if case.verification else None
@@ -207,7 +207,7 @@ def plan_table(plans: Iterable[CasePlan], title: str, names: dict[str, str] | No
     for column, justify in (("kernel", "left"), ("shape", "left"), ("grid", "left"), ("block", "left"),
                             ("regs", "right"), ("smem", "right"), ("blk/SM", "right"),
                             ("occ", "right"), ("limited by", "left"), ("waves", "right"), ("check", "left")):
-        table.add_column(column, justify=justify, no_wrap=True)
+        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]  # Literals, as str
     for plan in plans:
         config, res, occ = plan.config, plan.resources, plan.occupancy
         registers = "-"
@@ -259,7 +259,7 @@ def comparison_table(comparisons, title: str, names: dict[str, str] | None = Non
     table = _table(title)
     for column, justify in (("kernel", "left"), ("shape", "left"), ("GPU", "left"), ("old ms", "right"),
                             ("new ms", "right"), ("change", "right"), ("verdict", "left")):
-        table.add_column(column, justify=justify)
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
     for c in comparisons:
         table.add_row(Text(names.get(c.kernel, c.kernel)), c.shape, Text(c.gpu or "-"),
                       _time(c.old.median_ms if c.old else None),
@@ -294,7 +294,7 @@ def tune_table(picks, title: str, names: dict[str, str] | None = None) -> Table:
     for column, justify in (("kernel", "left"), ("shape", "left"), ("tried", "right"), ("pass/inv", "right"),
                             ("best", "left"), ("median ms", "right"), ("% cuBLAS", "right"),
                             ("runner-up", "left"), ("margin", "right"), ("verdict", "left")):
-        table.add_column(column, justify=justify)
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
     for pick in picks:
         best, second = pick.best, pick.runner_up
         verdict = "-" if best is None else ("only one" if second is None else ("tie" if pick.tie else "clear"))

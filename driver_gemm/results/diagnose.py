@@ -10,7 +10,7 @@ usual blocked mapping (each thread owning a contiguous sub-tile).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from ..measure.verify import Verdict
 MAX_MISMATCHES = 10
 
 
-def ranges_text(indices: Sequence[int]) -> str:
+def ranges_text(indices: Iterable[int]) -> str:
     """``[1, 2, 3, 7, 9, 10]`` to ``"1-3, 7, 9-10"``."""
     parts: list[str] = []
     values = sorted(int(i) for i in indices)
@@ -95,7 +95,7 @@ def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, 
     mismatches = []
     rows, cols = np.nonzero(unwritten | bad_values)
     for row, col in zip(rows[:MAX_MISMATCHES], cols[:MAX_MISMATCHES]):
-        entry = {"row": int(row), "col": int(col), "expected": float(expected[row, col]),
+        entry: dict[str, Any] = {"row": int(row), "col": int(col), "expected": float(expected[row, col]),
                  "got": None if unwritten[row, col] else float(output[row, col]),
                  "kind": "unwritten" if unwritten[row, col] else "wrong"}
         if tile:

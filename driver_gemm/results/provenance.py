@@ -116,8 +116,8 @@ def provenance_differences(old: tuple[Provenance | None, dict],
         if old_provenance.clocks_locked is not None and new_provenance.clocks_locked is not None \
                 and old_provenance.clocks_locked != new_provenance.clocks_locked:
             lines.append(f"clocks locked: {_yes(old_provenance.clocks_locked)} -> {_yes(new_provenance.clocks_locked)}")
-        before, after = old_provenance.kernels or {}, new_provenance.kernels or {}
-        changed = sorted(name for name in set(before) & set(after) if before[name] != after[name])
+        old_kernels, new_kernels = old_provenance.kernels or {}, new_provenance.kernels or {}
+        changed = sorted(name for name in set(old_kernels) & set(new_kernels) if old_kernels[name] != new_kernels[name])
         if changed:
             notes.append(f"sources differ (by digest) for kernel(s) of the same name: {', '.join(changed)}")
     return lines, notes

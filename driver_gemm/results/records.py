@@ -109,7 +109,8 @@ class _CasePart:
         names = {part.name for part in fields(cls)} - {"other"}
         known = {key: tuple(value) if key in cls.TUPLES and isinstance(value, list) else value
                  for key, value in data.items() if key in names}
-        return cls(**known, other={key: value for key, value in data.items() if key not in names})
+        other = {key: value for key, value in data.items() if key not in names}
+        return cls(**known, other=other)  # type: ignore[call-arg]  # every part has `other`; the base it is typed by not
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ class LocalGpus(Runner):
 
 def _drive(spec: Spec, devices: list[int], tasks: TaskList, gpu_workers: dict[int, GpuWorker], part: Callable,
            options: RunOptions, kept: list[CaseResult], collector: ResultCollector, uuids: dict[int, str | None],
-           keep_open: set[int] = frozenset()) -> None:
+           keep_open: set[int] | frozenset[int] = frozenset()) -> None:
     """One thread per GPU takes tasks from `tasks`; their cases land here, on the caller's thread, as they finish."""
     events: queue.SimpleQueue = queue.SimpleQueue()
 

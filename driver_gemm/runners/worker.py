@@ -149,8 +149,8 @@ class GpuWorker:
         self.broken: str | None = None      # why a process could not start: later batches are given up at once
         self.cancelled = False              # `cancel` was called: no record is made up and no process started
         self._context = multiprocessing.get_context("spawn")   # never fork a process that may hold CUDA state
-        self._process = None
-        self._connection = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._connection: multiprocessing.connection.Connection | None = None
         self._spawned = 0.0
         self._ready = False
         self._stopping = False              # "stop" sent (`release`): the child is on its way out

@@ -11,21 +11,20 @@ as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKer
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
-from ..cuda.device import DeviceBuffer
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError
 from .case_buffers import device_buffers
 
 
-def build_launch(run, buffers: dict[str, DeviceBuffer]) -> PreparedLaunch:
-    """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name), ready to call; the case's own
-    device buffers are given their contents now (enqueued on the stream), and again by each ``reset()``
-    unless read-only."""
+def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
+    """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name: `DeviceBuffer`s or a rig's own
+    memory, anything with an ``address``), ready to call; the case's own device buffers are given their
+    contents now (enqueued on the stream), and again by each ``reset()`` unless read-only."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
     own, resets, owned = device_buffers(session, case_plan.buffers)
     slots = run.kernel.image_params()

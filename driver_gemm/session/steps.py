@@ -9,7 +9,7 @@ marks the run `stopped`, and no further step runs. Steps raise freely: the funne
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 
@@ -86,7 +86,8 @@ def plan(run: CaseRun) -> None:
 def load(run: CaseRun) -> None:
     """Load the kernel, opt in to its dynamic shared memory, and cross-check occupancy with the driver."""
     config = run.case.plan.config
-    kernel = run.session.module(run.compiled).kernel(run.case.kernel.instance, run.compiled)
+    compiled = cast(Cubin, run.compiled)      # a case whose kernel did not compile stopped at its first step
+    kernel = run.session.module(compiled).kernel(run.case.kernel.instance, compiled)
     kernel.allow_dynamic_shared(config.shared_bytes)
     attributes = kernel.attributes
     run.record.attributes = AttributeRecord.from_json(attributes.as_dict())

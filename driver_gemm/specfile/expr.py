@@ -13,7 +13,7 @@ import ast
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Mapping, Union
+from typing import Any, Callable, Mapping, Union
 
 from ..errors import DriverGemmError
 from .limits import INT64_MAX, INT64_MIN, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_NODES
@@ -44,7 +44,7 @@ _COMPARE = {
     ast.Gt: operator.gt,
     ast.GtE: operator.ge,
 }
-_FUNCTIONS = {
+_FUNCTIONS: dict[str, tuple[int, int | None, Callable[..., Any]]] = {
     "ceil": (1, 1, lambda x: int(math.ceil(x))),
     "floor": (1, 1, lambda x: int(math.floor(x))),
     "min": (2, None, min),
@@ -247,7 +247,8 @@ def _evaluate(node: ast.AST, env: Mapping[str, Number]):
             return not operand
         return +operand
     if isinstance(node, ast.Call):
-        return _check_value(_FUNCTIONS[node.func.id][2](*(_evaluate(a, env) for a in node.args)),
+        function = _FUNCTIONS[node.func.id][2]  # type: ignore[attr-defined]  # the parse admits only a name's call
+        return _check_value(function(*(_evaluate(a, env) for a in node.args)),
                             "gives a value that")
     if isinstance(node, ast.Compare):
         left = _evaluate(node.left, env)

@@ -8,6 +8,8 @@ checked per case by `hopper_checks`. The fields: docs/hopper.md.
 
 from __future__ import annotations
 
+from typing import cast
+
 from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
 from .fields import IDENTIFIER, Context, check_keys, kind_name, parse_expression
@@ -102,7 +104,7 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
         box = tuple(parse_expression(context, box_node, i, v, f"{item_path}.box[{i}]", whole=True)
                     for i, v in enumerate(box_node))
     description = TensorMapArgument(
-        tensor=tensor, box=box,
+        tensor=tensor, box=cast("tuple[expr.Expression, expr.Expression]", box),   # two extents, checked above
         swizzle=_choice(context, item, "swizzle", TENSOR_MAP_SWIZZLES, "none", item_path,
                         hint="128B for a box row of 128 bytes read by wgmma"),
         l2_promotion=_choice(context, item, "l2_promotion", TENSOR_MAP_L2_PROMOTIONS, "none", item_path),
@@ -152,7 +154,8 @@ def parse_launch_attributes(context: Context, node: dict, dotted: str) -> Launch
                                 node, "cluster", f"{dotted}.cluster")
         extents = [parse_expression(context, cluster_node, i, v, f"{dotted}.cluster[{i}]", whole=True)
                    for i, v in enumerate(cluster_node)]
-        cluster = tuple(extents + [expr.parse(1)] * (3 - len(extents)))
+        cluster = cast("tuple[expr.Expression, expr.Expression, expr.Expression]",
+                       tuple(extents + [expr.parse(1)] * (3 - len(extents))))
     flags = {}
     for key in ("cluster_non_portable", "pdl"):
         value = node.get(key, False)

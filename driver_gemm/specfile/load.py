@@ -22,6 +22,7 @@ from .kernels import IDENTIFIER, parse_kernel
 from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
 from .shapes import parse_shapes
+from .shipped import resolve_spec
 from .yaml_lines import decode_spec, read_document, read_spec_bytes
 from .dispatch import parse_dispatch
 
@@ -35,12 +36,14 @@ REFERENCES = ("auto", "cpu", "cublas")
 def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
     """Read and check the spec at `path`; raise `SpecError` naming file, line and field on any mistake.
 
+    `path` is a file, or the bare name of a shipped spec (``"fast"``; see
+    `shipped_specs`), as on the command line: an existing file wins.
     Kernel sources are taken relative to the spec and must stay inside its
     project (the nearest folder above it with ``.git`` or ``pyproject.toml``,
     else its own folder) and be written as relative paths, unless
     `allow_outside_sources` is true (the CLI's ``--allow-outside-sources``).
     """
-    path = Path(path)
+    path = resolve_spec(path)
     text = decode_spec(read_spec_bytes(path), str(path))
     return parse_spec(text, path, allow_outside_sources=allow_outside_sources)
 

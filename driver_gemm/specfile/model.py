@@ -203,7 +203,7 @@ class KernelSpec:
     name: str
     source: Path
     function: str
-    params: Mapping[str, int]
+    params: Mapping[str, int | str]
     block: tuple[expr.Expression, ...]
     grid: tuple[expr.Expression, ...]
     shared_bytes: expr.Expression
@@ -292,7 +292,7 @@ class KernelSpec:
     def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
         """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
         its structs (of structs) in their place (``signature[2].fields[0].fields[1]``)."""
-        leaves = []
+        leaves: list[tuple[str, Argument]] = []
 
         def add(path: str, argument: Argument) -> None:
             if argument.fields:

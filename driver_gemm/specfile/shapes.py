@@ -108,7 +108,7 @@ def dimension_values(context: Context, node: Any, key: Any, dotted: str, value: 
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise context.error(f"a dimension must be a whole number, a list or a range, got {kind_name(value)}",
                             node, key, dotted)
-    return [check_number(context, value, node, key, dotted, whole=True, minimum=1, maximum=MAX_DIMENSION)]
+    return [int(check_number(context, value, node, key, dotted, whole=True, minimum=1, maximum=MAX_DIMENSION))]
 
 
 def _range_values(context: Context, node: Any, key: Any, dotted: str, value: dict) -> list[int]:

@@ -30,6 +30,7 @@ from ..session import steps as case_steps
 from ..session import typed_steps
 from ..session.bind import build_launch
 from ..planning.cases import Case, cases_of
+from .tune_cache import TuningCache
 from ..session.execute import execute_case
 from ..session.state import Session
 
@@ -118,7 +119,7 @@ class Evaluator:
     compiled: Mapping
     record: Callable[[CaseResult], None] = lambda case: None
     note: Callable[[dict], None] = lambda screen: None
-    cache: object | None = None
+    cache: TuningCache | None = None
     cache_key: Callable[[Case], str] | None = None
     timer: Callable = measure
     device_info: CaseDevice | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from ..cuda.compile import Cubin
@@ -21,10 +22,11 @@ from ..planning.cases import Case, new_record
 from ..planning.case_plan import with_resources
 from ..results.records import CaseDevice, CaseResult, RunResult
 from ..results.settings import RunSettings
-from ..specfile.model import Spec
+from ..specfile.load import load_spec
+from ..specfile.model import Shape, Spec
 from ..status import Status
 from .prepare import Pruned, prune_plans
-from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, search_all
+from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, make_strategy, search_all
 from ..cuda.device import read_properties
 from ..runners.environment import environment, now, provenance
 from .evaluate import Evaluator
@@ -41,9 +43,9 @@ class PreparedTune:
     pruned: list[Pruned] = field(default_factory=list)
     pruned_records: list[CaseResult] = field(default_factory=list)
 
-    def groups(self, spec: Spec) -> list[tuple[list[Configuration], object]]:
+    def groups(self, spec: Spec) -> list[tuple[list[Configuration], Shape]]:
         """Per shape (in the spec's order), per kernel family: the configurations to search."""
-        out = []
+        out: list[tuple[list[Configuration], Shape]] = []
         for shape in spec.shapes:
             families: dict[str, list[Configuration]] = {}
             for kernel in spec.kernels:
@@ -77,16 +79,25 @@ def prepare_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | Non
     return PreparedTune(cases, compiled, pruned, records)
 
 
-def tune_spec(spec: Spec, strategy: Strategy, budget: Budget = Budget(), *, device: int = 0, fresh: bool = False,
-              result: RunResult | None = None, on_result: Callable[[CaseResult], None] | None = None,
+def tune_spec(spec: Spec | str | Path, strategy: Strategy | str = "exhaustive", budget: Budget = Budget(), *,
+              device: int = 0, fresh: bool = False, result: RunResult | None = None,
+              on_result: Callable[[CaseResult], None] | None = None,
               on_screen: Callable[[dict], None] | None = None) -> tuple[RunResult, list[SearchResult]]:
     """Tune `spec` on GPU `device` with `strategy` within `budget`; every full measurement goes to `result`.
 
+    `spec` is a `Spec`, a spec file or a shipped spec's name; `strategy` a
+    `Strategy` or its name (``exhaustive``, ``random``, ``halving``, ``tpe``).
+    What ``driver-gemm tune`` then shows and writes is `pick_winners` of the
+    returned run and `winners_spec`.
     Screens (fidelity below 1) go to ``result.settings.tune["screens"]``,
     never to its cases. The tuning cache answers what it knows unless
     `fresh`. A fault that poisons the process ends the search with
     `tune.evaluate.TuneAborted`; `result` keeps what was measured.
     """
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
+    if isinstance(strategy, str):
+        strategy = make_strategy(strategy)
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     props = read_properties(device)

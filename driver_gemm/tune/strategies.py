@@ -28,7 +28,7 @@ class Configuration:
     """One point of a sweep: the kernel's label (its parameters included) and its template parameters."""
 
     label: str
-    params: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    params: Mapping[str, int | str] = field(default_factory=dict, compare=False, hash=False)
 
 
 Evaluate = Callable[[Configuration, Shape, float], "float | None"]
@@ -331,7 +331,7 @@ class OptunaTPE(Strategy):
                 study.tell(trial, value)
 
 
-def _params_key(params: Mapping[str, int]) -> tuple:
+def _params_key(params: Mapping[str, int | str]) -> tuple:
     return tuple(sorted(params.items()))
 
 
