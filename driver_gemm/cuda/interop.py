@@ -196,7 +196,9 @@ def array_view(obj: Any, *, stream: int | None = None) -> ArrayView:
     # torch raises for a dtype the interface cannot name (bfloat16), or a tensor needing grad: DLPack is next
     except (TypeError, ValueError, RuntimeError):
         interface = None
-    if interface is not None:
+    # An element type the interface spells only as raw bytes (torch gives bfloat16 as '<V2') is DLPack's to name.
+    untyped = isinstance(interface, dict) and interface.get("typestr") not in _BY_TYPESTR
+    if interface is not None and not (untyped and hasattr(obj, "__dlpack__")):
         return from_cuda_array_interface(obj, interface)
     if hasattr(obj, "__dlpack__"):
         return from_dlpack(obj, stream=stream)

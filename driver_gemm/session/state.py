@@ -8,7 +8,9 @@ whose construction fails halfway closes what it had made before raising.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -58,6 +60,17 @@ class HeldOperands:
         for lock in self.locks.values():
             lock.close()
         self.locks.clear()
+
+
+def _imports_cannot_race() -> bool:
+    """Whether nvmath-python can be imported on a thread of our own while the caller's threads go on. It imports
+    torch and CuPy where they are installed; if a caller's thread imports one of them at the same time, Python's
+    import locks can hand one thread a half-made module ("partially initialized module 'torch'"). So it is safe
+    only where both are imported already or absent."""
+    try:
+        return all(name in sys.modules or importlib.util.find_spec(name) is None for name in ("torch", "cupy"))
+    except (ImportError, ValueError):     # a broken install: load in the caller's thread, as if present
+        return False
 
 
 def _load_cublas_library_in_background() -> threading.Thread:
@@ -111,7 +124,10 @@ class Session:
         # GIL), while the context, stream and flusher are made and, the session
         # made, while the first case draws its operands: its handle is made where a case first needs it
         # (`baseline`), and no case is timed while the loading may still compete with it (`wait_for_cublas`).
-        self._cublas_loading = _load_cublas_library_in_background() if want_cublas else None
+        # That thread runs only where no caller's thread can import what nvmath imports at the same time: in
+        # a worker process of our own (`opening`), or where torch and CuPy are imported already or absent.
+        in_background = want_cublas and (opening is not None or _imports_cannot_race())
+        self._cublas_loading = _load_cublas_library_in_background() if in_background else None
         self.device = opening.take() if opening is not None else Device(ordinal, context=context)
         step_done("driver_and_context_s")
         try:
