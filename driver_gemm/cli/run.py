@@ -16,6 +16,7 @@ from .common import (Output, add_format_options, add_source_option, check_ordina
                      SPEC_HELP, check_output_folder, default_json, env_device, load_specs, refuse_aliases,
                      spec_inputs)
 from .common import read_results_files
+from ..measure.vendor_choice import BaselineChoice
 from ..session.options import RunOptions
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
@@ -40,6 +41,10 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     run.add_argument("--no-timing", action="store_true", help="verify only: one checked launch per case")
     run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
+    run.add_argument("--baseline", default="best", metavar="best[:N]|heuristic",
+                     help="the cuBLASLt rows' algorithm: the fastest of the heuristic's first N (default best = "
+                          "best:8), by a short timing with the case's pattern, or the heuristic's first alone; "
+                          "the results record which ran")
     run.add_argument("--artifacts", type=Path, metavar="DIR",
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
@@ -274,7 +279,17 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
 def _run_options(args):
     """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
     import before the workers are spawned."""
-    return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
+    try:
+        choice = BaselineChoice.parse(args.baseline)
+    except ValueError as exc:
+        raise UsageError(str(exc), field="--baseline") from None
+    return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice)
+
+
+def record_options(result, options: RunOptions) -> None:
+    """What of `options` a run's settings record: how the cuBLASLt rows chose their algorithm, and the timer."""
+    result.settings.baseline_algorithm = options.baseline_choice.as_json()
+    result.settings.timer = options.timer
 
 
 def _begin_early_workers(workers: dict, specs, previous) -> dict:
@@ -307,6 +322,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
         if locked:
             result.settings.locked_sm_clock_mhz = locked
+        record_options(result, options)
         lines = args.resume or (args.json or default_json(spec.file_stem)).with_suffix(".jsonl")
         path = args.json or lines.with_suffix(".json")
         progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)

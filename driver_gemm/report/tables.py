@@ -24,6 +24,7 @@ from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
+from .vendor_notes import algorithm_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
                  Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
@@ -152,6 +153,8 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         console.print(table)
         if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
             say(console, TF32_NOTE, "dim")
+        for line in algorithm_notes(run, shape):
+            say(console, line, "dim")
         console.line()
     for line in legend_lines(names):
         say(console, line, "dim")

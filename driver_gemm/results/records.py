@@ -17,6 +17,7 @@ from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
+from ..measure.vendor_choice import AlgorithmChoice
 from .settings import RunSettings
 
 
@@ -66,13 +67,18 @@ class BaselineRow:
     kernel: str
     shape: str
     device: CaseDevice = CaseDevice()
+    algorithm: AlgorithmChoice | None = None    # a cuBLASLt row: the algorithm it ran
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "shape": self.shape, "device": self.device.as_dict()}
+        out = {"kernel": self.kernel, "shape": self.shape, "device": self.device.as_dict()}
+        if self.algorithm is not None:
+            out["algorithm"] = self.algorithm.to_json()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "BaselineRow":
-        return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")))
+        return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")),
+                   algorithm=AlgorithmChoice.from_json(data.get("algorithm")))
 
 
 _Part = TypeVar("_Part", bound="_CasePart")
@@ -282,9 +288,10 @@ class CaseResult:
     dispatch: DispatchChoice | None = None   # the dispatch entry that chose the params
     profile: dict[str, Any] | None = None     # counter name -> value for one launch (run --profile): open-ended
     measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
+    algorithm: AlgorithmChoice | None = None      # a cuBLASLt row: the algorithm it ran, and how it was chosen
 
     # Written only when set, so that the records of untyped runs read as they always have.
-    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against")
+    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against", "algorithm")
     # The sub-records with fixed keys, by field.
     PARTS: ClassVar[dict[str, type[_CasePart]]] = {
         "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
@@ -316,11 +323,12 @@ class CaseResult:
 
     def as_dict(self) -> dict[str, Any]:
         # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
-        out = asdict(dataclasses.replace(self, timing=None))
+        out = asdict(dataclasses.replace(self, timing=None, algorithm=None))
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
         out["device"] = self.device.as_dict()
         out["measured_against"] = self.measured_against.as_dict() if self.measured_against else None
         out["timing"] = self.timing.as_dict() if self.timing else None
+        out["algorithm"] = self.algorithm.to_json() if self.algorithm is not None else None
         for key in self.PARTS:
             part = getattr(self, key)
             out[key] = part.to_json() if part is not None else None
@@ -343,6 +351,7 @@ class CaseResult:
             known["dispatch"] = DispatchChoice(**known["dispatch"])
         if known.get("measured_against") is not None:
             known["measured_against"] = BaselineRow.from_dict(known["measured_against"])
+        known["algorithm"] = AlgorithmChoice.from_json(known.get("algorithm"))
         for key, part in cls.PARTS.items():
             known[key] = part.from_json(known.get(key))
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
