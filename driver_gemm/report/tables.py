@@ -24,6 +24,7 @@ from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
+from .clock_figures import clock_cells, clock_columns, clock_notes
 from .vendor_notes import algorithm_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
@@ -99,6 +100,9 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
                                 ("rel err", "right"), ("samples", "right"), ("noise", "right")):
             table.add_column(column, justify=justify)
         cases = [c for c in run.cases if c.shape == shape]
+        clock_columns_shown = clock_columns(run, cases)
+        for column in clock_columns_shown:
+            table.add_column(column, justify="right")
         for case in cases:
             error = case.verification.rel_fro_error if case.verification else None
             table.add_row(
@@ -111,6 +115,7 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
                 f"{error:.1e}" if error is not None else "-",
                 str(case.timing.samples) if case.timing else "-",
                 f"{100 * case.timing.noise:.1f}%" if case.timing else "-",
+                *clock_cells(run, case, clock_columns_shown),
             )
         tables.append(table)
     return tables
@@ -154,6 +159,8 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
             say(console, TF32_NOTE, "dim")
         for line in algorithm_notes(run, shape):
+            say(console, line, "dim")
+        for line in clock_notes(run, [case for case in run.cases if case.shape == shape]):
             say(console, line, "dim")
         console.line()
     for line in legend_lines(names):
