@@ -45,6 +45,9 @@ def add_parser(commands, **common) -> None:
                      help="the cuBLASLt rows' algorithm: the fastest of the heuristic's first N (default best = "
                           "best:8), by a short timing with the case's pattern, or the heuristic's first alone; "
                           "the results record which ran")
+    run.add_argument("--samples", metavar="PATTERN",
+                     help="what runs between samples, for every spec (its measure.samples otherwise): flush, "
+                          "flush-idle:MS, do-bench, burst[:N[:MS]] (docs/timing.md)")
     run.add_argument("--artifacts", type=Path, metavar="DIR",
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
@@ -189,6 +192,7 @@ def execute(args, out: Output) -> int:
     args.device = ordinals[0] if ordinals and not several else env_device()
     args.devices = ordinals = ordinals if several else None
     options = _run_options(args)
+    sample_pattern(args.samples)          # refused before any worker is started
     with contextlib.ExitStack() as held:
         early = _spawn_workers_early(args, ordinals, options, held)
         return _execute(args, out, ordinals, options, early, held)
@@ -199,7 +203,8 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..results.read import read_finished_cases
 
-    specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
+    specs = with_sample_pattern(load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources),
+                                args.samples)
     timeline.mark("specs read", first=True)
     for option, given in (("--json", args.json), ("--resume", args.resume)):
         if given is not None and given.suffix.lower() == ".gz":
@@ -284,6 +289,32 @@ def _run_options(args):
     except ValueError as exc:
         raise UsageError(str(exc), field="--baseline") from None
     return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice)
+
+
+def sample_pattern(text: str | None) -> str | None:
+    """``--samples`` checked (`specfile.sample_patterns`), in the form settings record; None when not given."""
+    if text is None:
+        return None
+    # lazy: the specfile package imports NumPy, which the workers' start must not wait for
+    from ..specfile.sample_patterns import SamplePattern
+
+    try:
+        return SamplePattern.parse(text).label
+    except ValueError as exc:
+        raise UsageError(str(exc), field="--samples") from None
+
+
+def with_sample_pattern(specs, text: str | None):
+    """The specs with ``--samples`` in place of their own ``measure.samples``; a graph-mode spec takes flush
+    only."""
+    pattern = sample_pattern(text)
+    if pattern is None:
+        return specs
+    for spec in specs:
+        if spec.measure.mode == "graph" and pattern != "flush":
+            raise UsageError(f"{spec.name} times in graph mode, which replays its launches back to back: it takes "
+                             "flush only", field="--samples")
+    return [dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, samples=pattern)) for spec in specs]
 
 
 def record_options(result, options: RunOptions) -> None:
