@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import signal
 from pathlib import Path
 
@@ -45,6 +46,9 @@ def add_parser(commands, **common) -> None:
                      help="the cuBLASLt rows' algorithm: the fastest of the heuristic's first N (default best = "
                           "best:8), by a short timing with the case's pattern, or the heuristic's first alone; "
                           "the results record which ran")
+    run.add_argument("--timer", choices=("events", "cupti"), default="events",
+                     help="what times a sample: a CUDA event pair (default), or the kernels' own durations as CUPTI "
+                          "records them (needs NVIDIA's cupti-python, the 'cupti' extra)")
     run.add_argument("--samples", metavar="PATTERN",
                      help="what runs between samples, for every spec (its measure.samples otherwise): flush, "
                           "flush-idle:MS, do-bench, burst[:N[:MS]] (docs/timing.md)")
@@ -288,7 +292,10 @@ def _run_options(args):
         choice = BaselineChoice.parse(args.baseline)
     except ValueError as exc:
         raise UsageError(str(exc), field="--baseline") from None
-    return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice)
+    if args.timer == "cupti" and importlib.util.find_spec("cupti") is None:
+        raise ToolMissingError("--timer cupti needs NVIDIA's cupti-python: pip install 'driver-gemm[cupti]' (or "
+                               "time with --timer events)")
+    return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice, timer=args.timer)
 
 
 def sample_pattern(text: str | None) -> str | None:

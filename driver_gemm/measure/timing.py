@@ -8,9 +8,10 @@ reason recorded. Optional SM clock reads drop throttled batches. The recipe: doc
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, ContextManager, Protocol
 
 from ..cuda.compile import compile_text
 from ..cuda.device import Device, DeviceBuffer, Stream
@@ -140,6 +141,15 @@ class CapturedLaunches:
         self.executable.close()
 
 
+class KernelTimer(Protocol):
+    """What times samples other than by their events (`cupti_timer.CuptiRecorder`): a block of collection per
+    case, and a sampler made with `EventSampler`'s arguments."""
+
+    def collecting(self) -> ContextManager: ...
+
+    def sampler(self, *args, **kwargs) -> "EventSampler": ...
+
+
 class SampleQueue(Protocol):
     """What the sampling loop needs from the GPU: queue timed samples into slots, wait, read them.
 
@@ -186,16 +196,19 @@ class EventSampler:
             return
         self._queue(first_slot, first_slot + count)
 
+    def _launch_sample(self, slot: int) -> None:
+        for _ in range(self.pattern.launches):
+            self.launch()
+
     def _queue(self, first: int, end: int) -> None:
-        stream, launch, flush, launches = self.stream, self.launch, self.flush, self.pattern.launches
+        stream, flush = self.stream, self.flush
         if self.gate is not None:
             self.gate.hold()
         try:
             for slot in range(first, end):
                 flush()
                 self.starts[slot].record(stream)
-                for _ in range(launches):
-                    launch()
+                self._launch_sample(slot)
                 self.ends[slot].record(stream)
         finally:
             if self.gate is not None:
@@ -338,46 +351,49 @@ def _clock_reading(queue: SampleQueue, clocks: ClockSource | None, first_slot: i
 
 def measure(launch: Callable[[], None], device: Device, stream: Stream, settings: MeasureSettings,
             flusher: L2Flusher | None = None, gate: LaunchGate | None = None, *,
-            clocks: ClockSource | None = None, throttle: ThrottlePolicy = ThrottlePolicy()
-            ) -> tuple[TimingSummary, list[float]]:
+            clocks: ClockSource | None = None, throttle: ThrottlePolicy = ThrottlePolicy(),
+            timer: KernelTimer | None = None) -> tuple[TimingSummary, list[float]]:
     """Time `launch` (which enqueues one launch on `stream`); return the summary and the raw samples (ms).
 
     `clocks` (from `clocks.open_device_clocks(device)`, opened once per run)
     adds the SM clock of every batch and drops throttled batches per
     `throttle`; without it the summary's clock fields are None. In graph mode
     a sample is one replay of a CUDA graph of `graph_launches` launches and
-    the recorded time is per launch.
+    the recorded time is per launch. `timer` (a `cupti_timer.CuptiRecorder`)
+    times each sample by its kernels' own durations instead of its events.
     """
     started = time.perf_counter()
     if settings.mode == "graph":
         captured = CapturedLaunches(device, stream, launch, settings.graph_launches)
         try:
             return _measure(captured.replay, device, stream, settings, flusher, gate, settings.graph_launches,
-                            clocks, throttle, started)
+                            clocks, throttle, started, timer=timer)
         finally:
             captured.close()
     pattern = settings.pattern
     return _measure(launch, device, stream, settings, flusher, gate, pattern.launches, clocks, throttle, started,
-                    pattern)
+                    pattern, timer=timer)
 
 
 def _measure(launch, device, stream, settings, flusher, gate, launches_per_sample, clocks, throttle, started,
-             pattern: SamplePattern = SamplePattern()):
+             pattern: SamplePattern = SamplePattern(), *, timer: KernelTimer | None = None):
     flush = flusher.writing(pattern.flush_bytes(flusher.buffer.nbytes, settings.flush_l2)) \
         if flusher is not None else (lambda: None)
     for _ in range(settings.warmup):
         flush()
         launch()
     stream.synchronize()
-    sampler = EventSampler(device, stream, launch, flush, gate, pattern=pattern, clocks=clocks)
-    try:
-        return sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
-                           throttle=throttle, started=started)
-    except BaseException:
+    with timer.collecting() if timer is not None else contextlib.nullcontext():
+        make = timer.sampler if timer is not None else EventSampler
+        sampler = make(device, stream, launch, flush, gate, pattern=pattern, clocks=clocks)
         try:
-            stream.synchronize()   # a batch still queued must not outlive its events
-        except CudaError:
-            pass                   # the error on its way out already says what went wrong
-        raise
-    finally:
-        sampler.close()
+            return sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
+                               throttle=throttle, started=started)
+        except BaseException:
+            try:
+                stream.synchronize()   # a batch still queued must not outlive its events
+            except CudaError:
+                pass                   # the error on its way out already says what went wrong
+            raise
+        finally:
+            sampler.close()
