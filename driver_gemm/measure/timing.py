@@ -9,6 +9,7 @@ reason recorded. Optional SM clock reads drop throttled batches. The recipe: doc
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Callable, ContextManager, Protocol
@@ -245,6 +246,26 @@ class ThrottlePolicy:
     recovery_delay_s: float = THROTTLE_RECOVERY_DELAY_S
 
 
+class EnergyWindow:
+    """The GPU's energy counter read when sampling begins and when it ends (every batch waited for): the energy,
+    seconds and launches of the window go into the summary. Without a counter (no NVML, or a GPU without one),
+    the summary is left as it is."""
+
+    def __init__(self, clocks, now: Callable[[], float] = time.perf_counter):
+        self.read = getattr(clocks, "energy_mj", None) if clocks is not None else None
+        self.now = now
+        self.began = now()
+        self.start_mj = self.read() if self.read is not None else None
+
+    def close(self, summary: TimingSummary, launches_per_sample: int) -> TimingSummary:
+        end_mj = self.read() if self.start_mj is not None else None
+        if end_mj is None or end_mj < self.start_mj:      # no reading, or a counter that went back (a reset)
+            return summary
+        launches = (summary.samples + summary.discarded_samples) * launches_per_sample
+        return dataclasses.replace(summary, energy_j=(end_mj - self.start_mj) / 1e3,
+                                   energy_window_s=round(self.now() - self.began, 6), energy_launches=launches)
+
+
 def batch_size_for(sample_seconds: float) -> int:
     """Samples per batch for samples of `sample_seconds` of GPU time each (a whole graph replay in graph mode)."""
     # (the small addend keeps 0.02 / 0.001 at 20 when the mean carries a rounding error)
@@ -387,8 +408,10 @@ def _measure(launch, device, stream, settings, flusher, gate, launches_per_sampl
         make = timer.sampler if timer is not None else EventSampler
         sampler = make(device, stream, launch, flush, gate, pattern=pattern, clocks=clocks)
         try:
-            return sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
-                               throttle=throttle, started=started)
+            window = EnergyWindow(clocks)
+            summary, kept = sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
+                                        throttle=throttle, started=started)
+            return window.close(summary, launches_per_sample), kept
         except BaseException:
             try:
                 stream.synchronize()   # a batch still queued must not outlive its events

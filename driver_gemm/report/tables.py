@@ -25,6 +25,7 @@ from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
 from .clock_figures import clock_cells, clock_columns, clock_notes
+from .energy_table import energy_table
 from .vendor_notes import algorithm_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
@@ -165,6 +166,10 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         console.line()
     for line in legend_lines(names):
         say(console, line, "dim")
+    energy = energy_table(run, names)
+    if energy is not None:
+        console.print(energy)
+        console.line()
     device = run.environment.get("device") or {}
     if device.get("fp32_peak_gflops") and device.get("sm_count") and device.get("clock_khz"):
         say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "

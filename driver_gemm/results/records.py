@@ -241,6 +241,32 @@ class SanitizerRecord(_CasePart):
 
 
 @dataclass(frozen=True)
+class EnergyRecord(_CasePart):
+    """The GPU's energy per launch over a case's sampling window (NVML's counter), and the work per joule.
+
+    Everything the GPU drew in the window (the L2 flushes between samples, the
+    gate, any rest of the sample pattern) over every launch made in it.
+    """
+
+    joules_per_launch: float | None = None
+    average_w: float | None = None           # the window's energy over its seconds
+    gflops_per_watt: float | None = None     # GFLOP per launch over joules per launch (GFLOP/s per W)
+    window_s: float | None = None
+    launches: int | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, timing: TimingSummary | None, flops: float) -> "EnergyRecord | None":
+        """The figures of a summary that read the energy counter; None for one that did not."""
+        if timing is None or not timing.energy_j or not timing.energy_launches:
+            return None
+        per_launch = timing.energy_j / timing.energy_launches
+        watts = timing.energy_j / timing.energy_window_s if timing.energy_window_s else None
+        return cls(joules_per_launch=per_launch, average_w=watts, gflops_per_watt=flops / 1e9 / per_launch,
+                   window_s=timing.energy_window_s, launches=timing.energy_launches)
+
+
+@dataclass(frozen=True)
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
@@ -289,14 +315,15 @@ class CaseResult:
     profile: dict[str, Any] | None = None     # counter name -> value for one launch (run --profile): open-ended
     measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
     algorithm: AlgorithmChoice | None = None      # a cuBLASLt row: the algorithm it ran, and how it was chosen
+    energy: EnergyRecord | None = None            # with NVML's energy counter: per launch, and work per joule
 
     # Written only when set, so that the records of untyped runs read as they always have.
-    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against", "algorithm")
+    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against", "algorithm", "energy")
     # The sub-records with fixed keys, by field.
     PARTS: ClassVar[dict[str, type[_CasePart]]] = {
         "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
         "occupancy": OccupancyRecord, "verification": VerificationRecord, "diagnosis": DiagnosisRecord,
-        "operands": OperandsRecord, "sanitizer": SanitizerRecord}
+        "operands": OperandsRecord, "sanitizer": SanitizerRecord, "energy": EnergyRecord}
 
     @property
     def ok(self) -> bool:
