@@ -54,6 +54,10 @@ def test_the_preselection_keeps_the_pattern_and_shortens_the_time():
     short = preselect_settings(settings)
     assert (short.flush_l2, short.mode, short.max_noise) == (False, "graph", settings.max_noise)
     assert short.min_samples <= 10 and short.min_time_s <= 0.05 and short.timeout_s <= 0.5 and short.warmup >= 1
+    assert short.samples == "flush"
+    rested = preselect_settings(MeasureSettings(samples="burst:8:5000"))
+    assert rested.samples == "burst:8:100"
+    assert preselect_settings(MeasureSettings(samples="flush-idle:2")).samples == "flush-idle:2"
 
 
 @dataclass

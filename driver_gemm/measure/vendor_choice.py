@@ -30,6 +30,7 @@ PRESELECT_WARMUP = 2
 PRESELECT_MIN_SAMPLES = 10
 PRESELECT_MIN_TIME_S = 0.05
 PRESELECT_TIMEOUT_S = 0.5
+PRESELECT_MAX_PAUSE_MS = 100.0  # a resting pattern's rest, capped: 8 candidates x 3 samples x 5 s would be minutes
 
 
 @dataclass(frozen=True)
@@ -150,11 +151,15 @@ def pick_fastest(medians: Sequence[float | None]) -> int:
 
 def preselect_settings(settings: MeasureSettings) -> MeasureSettings:
     """The case's measure settings shortened for the pre-selection: the same sample pattern, flush and mode,
-    fewer samples and less time."""
+    fewer samples and less time; a pattern's rest before each sample at most `PRESELECT_MAX_PAUSE_MS`."""
+    pattern = settings.pattern
+    samples = settings.samples
+    if pattern.pause_ms > PRESELECT_MAX_PAUSE_MS:
+        samples = dataclasses.replace(pattern, pause_ms=PRESELECT_MAX_PAUSE_MS).label
     return dataclasses.replace(settings, warmup=min(settings.warmup, PRESELECT_WARMUP) or 1,
                                min_samples=min(settings.min_samples, PRESELECT_MIN_SAMPLES),
                                min_time_s=min(settings.min_time_s, PRESELECT_MIN_TIME_S),
-                               timeout_s=min(settings.timeout_s, PRESELECT_TIMEOUT_S))
+                               timeout_s=min(settings.timeout_s, PRESELECT_TIMEOUT_S), samples=samples)
 
 
 def choose_candidate(candidates: Sequence[Any], time_one, choice: BaselineChoice,
