@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import threading
 from typing import Iterable
 
 from ..errors import DriverGemmError
@@ -77,6 +78,7 @@ class CuptiRecorder:
         self.kinds = [kinds.CONCURRENT_KERNEL, kinds.DRIVER, kinds.RUNTIME]
         self.api_calls: list[tuple[int, int]] = []
         self.kernels: list[tuple[int, int, int]] = []
+        self.lock = threading.Lock()        # CUPTI may hand over a full buffer on a thread of its own
         self.active = False
         self._call("cuptiActivityRegisterCallbacks", self.cupti.activity_register_callbacks, self._requested,
                    self._completed)
@@ -92,12 +94,16 @@ class CuptiRecorder:
         return BUFFER_BYTES, 0
 
     def _completed(self, activities) -> None:
+        kernels, calls = [], []
         for activity in activities:
             kind = int(activity.kind)
             if kind in self.kernel_kinds:
-                self.kernels.append((int(activity.start), int(activity.end), int(activity.correlation_id)))
+                kernels.append((int(activity.start), int(activity.end), int(activity.correlation_id)))
             elif kind in self.api_kinds:
-                self.api_calls.append((int(activity.start), int(activity.correlation_id)))
+                calls.append((int(activity.start), int(activity.correlation_id)))
+        with self.lock:
+            self.kernels.extend(kernels)
+            self.api_calls.extend(calls)
 
     def timestamp(self) -> int:
         return int(self.cupti.get_timestamp())
@@ -110,8 +116,9 @@ class CuptiRecorder:
     @contextlib.contextmanager
     def collecting(self):
         """Records kept while in the block (one case's sampling); the lists start empty."""
-        self.api_calls.clear()
-        self.kernels.clear()
+        with self.lock:
+            self.api_calls.clear()
+            self.kernels.clear()
         enabled = []
         try:
             for kind in self.kinds:
@@ -124,17 +131,19 @@ class CuptiRecorder:
             for kind in reversed(enabled):
                 self._call("cuptiActivityDisable", self.cupti.activity_disable, kind)
             self.flush()
-            self.api_calls.clear()
-            self.kernels.clear()
+            with self.lock:
+                self.api_calls.clear()
+                self.kernels.clear()
 
     def take(self, brackets: list[tuple[int, int]]) -> list[float | None]:
         """The kernel times of `brackets` (`kernel_times`) from the records so far; the records of calls made before
         the last bracket ended are dropped, those of later calls kept."""
-        times = kernel_times(brackets, self.api_calls, self.kernels)
-        last = max((end for _, end in brackets), default=0)
-        used = {correlation for start, correlation in self.api_calls if start <= last}
-        self.api_calls = [call for call in self.api_calls if call[0] > last]
-        self.kernels = [kernel for kernel in self.kernels if kernel[2] not in used]
+        with self.lock:
+            times = kernel_times(brackets, self.api_calls, self.kernels)
+            last = max((end for _, end in brackets), default=0)
+            used = {correlation for start, correlation in self.api_calls if start <= last}
+            self.api_calls = [call for call in self.api_calls if call[0] > last]
+            self.kernels = [kernel for kernel in self.kernels if kernel[2] not in used]
         return times
 
     def sampler(self, *args, **kwargs) -> "CuptiSampler":
