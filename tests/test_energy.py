@@ -122,3 +122,16 @@ def test_the_energy_goes_through_a_results_file_its_schema_and_show(tmp_path, ca
     out = capsys.readouterr().out
     line = next(row for row in out.splitlines() if row.startswith("v12p") and "4096x4096x4096" in row)
     assert line.split()[2:5] == ["4.000", "20", "34,360"]      # mJ/launch, W, GFLOP/s/W
+
+
+def test_a_finished_case_gets_its_energy_figures_beside_its_gflops():
+    from driver_gemm.runners.one_gpu import _finish_figures
+
+    timing = dataclasses.replace(summary(), energy_j=6.0, energy_window_s=0.5, energy_launches=1500)
+    shape = Shape(2048, 2048, 2048)
+    case = CaseResult("k", "k", shape, Status.PASS, timing=timing)
+    _finish_figures(case, None, None)
+    assert case.energy.joules_per_launch == pytest.approx(0.004) and case.gflops is not None
+    quiet = CaseResult("k", "k", shape, Status.PASS, timing=summary())
+    _finish_figures(quiet, None, None)
+    assert quiet.energy is None

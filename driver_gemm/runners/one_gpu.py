@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Callable, Sequence
 
 from ..measure.stats import gflops
-from ..results.records import CaseDevice, CaseResult, RunResult
+from ..results.records import CaseDevice, CaseResult, EnergyRecord, RunResult
 from ..results.settings import RunSettings
 from ..specfile.model import Shape, Spec
 from ..planning.build import plan_cases
@@ -147,6 +147,7 @@ def _finish_figures(case: CaseResult, baseline_ms: float | None, peak: float | N
     if case.timing is None:
         return
     case.gflops = gflops(case.shape.flops, case.timing.median_ms)
+    case.energy = EnergyRecord.of(case.timing, case.shape.flops)
     if baseline_ms:
         case.pct_cublas = 100.0 * baseline_ms / case.timing.median_ms
     if peak:

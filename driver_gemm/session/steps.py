@@ -23,8 +23,8 @@ from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference,
                                  uses_cpu_reference)
 from ..measure.timing import measure
 from ..measure.verify import POISON_WORD, Verdict, compare
-from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, EnergyRecord, LaunchRecord,
-                               OccupancyRecord, ResourceRecord, VerificationRecord)
+from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, LaunchRecord, OccupancyRecord,
+                               ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
 from ..planning.cases import Case, new_record
@@ -227,7 +227,6 @@ def time(run: CaseRun) -> None:
         run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
                                        session.flusher, session.gate, clocks=session.clocks,
                                        timer=session.kernel_timer())
-        run.record.energy = EnergyRecord.of(run.record.timing, run.case.shape.flops)
 
 
 # ---------------------------------------------------------------------------------------------- baselines
