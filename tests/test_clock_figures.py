@@ -100,3 +100,12 @@ def test_equal_clock_needs_a_recorded_clock(capsys):
     seed = DATA / "seed-h200.json"
     assert main(["compare", str(seed), str(seed), "--equal-clock"]) == EXIT_USAGE
     assert "--equal-clock: neither run recorded an SM clock" in capsys.readouterr().err
+
+
+def test_markdown_tables_carry_the_same_notes_after_them(capsys):
+    assert main(["show", str(OLD), "--markdown"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.index("| v11 |") < out.index("- 4096x4096x4096: cublaslt-bf16-TN: best of 8: heuristic #2")
+    assert "- 4096x4096x4096: * v12p: 95.2% of cublaslt-bf16-TN as measured" in out
+    assert main(["show", str(DATA / "seed-h200.json"), "--markdown"]) == EXIT_OK
+    assert "\n- " not in capsys.readouterr().out          # nothing to say: the tables as they were
