@@ -1,6 +1,7 @@
 """driver-gemm's cuBLASLt baseline against an independent harness: torch, timed like-for-like.
 
 usage: python3 scripts/baseline_check.py [--json FILE] [--lock-clocks MHZ|max] [--kernels] [--shapes MxNxK ...]
+                                       [--samples PATTERN ...]
 
 On a GPU machine with torch and triton (about 70-90 s on an H200; each step prints as it goes). The
 headline run is step `baselines` of scripts/regenerate.py.
@@ -53,6 +54,11 @@ records them (through torch.profiler), over --kernel-launches launches of each
 side back to back, unflushed. Where both sides run the same kernel, the
 CUPTI durations say whether a difference between the timers' figures is the
 kernel's or the timer's (under 0.1 ms, half a microsecond of timer is 5%).
+
+With --samples, our side is timed once per sample pattern (`measure.samples`: flush, flush-idle:MS,
+do-bench, burst[:N[:MS]]; docs/timing.md), each against torch's do_bench in its own interleaved
+rounds, a row per pattern: how each pattern moves our clock and our figure against do_bench's.
+Our side runs the heuristic's first algorithm, as torch does (`CublasLtMatmul.prepare`).
 
 Each shape has a wall-time budget (--shape-timeout); a shape over it is
 reported as a timeout and the check goes on. Exit status 1 unless every row
@@ -197,7 +203,8 @@ def clock_figures(readings) -> tuple[float | None, float | None]:
 
 
 def case_row(name: str, layout: str, label: str, ours: list[SideRound], theirs: list[SideRound], *,
-             torch_timer: str | None, check: str | None, error: str | None, limit_pct: float) -> dict:
+             torch_timer: str | None, check: str | None, error: str | None, limit_pct: float,
+             samples: str = "flush") -> dict:
     """One row of the table: each side's median of medians, their ratio, clocks, and whether it is within."""
     our, their = side_figures(ours), side_figures(theirs)
     ratio = our["ms"] / their["ms"] if our["ms"] is not None and their["ms"] else None
@@ -211,18 +218,21 @@ def case_row(name: str, layout: str, label: str, ours: list[SideRound], theirs: 
             "ours_round_ms": our["round_ms"], "torch_round_ms": their["round_ms"],
             "ours_round_s": our["round_s"], "torch_round_s": their["round_s"],
             "ours_round_mhz": our["round_mhz"], "torch_round_mhz": their["round_mhz"],
-            "within_limit": within, "check": check, "error": error}
+            "within_limit": within, "check": check, "error": error, "samples": samples}
 
 
 def format_table(rows: list[dict], limit_pct: float) -> list[str]:
     """The table as printed: figures, ratio, both sides' SM clocks, torch's timer, the verdict."""
     def number(value, width, digits):
         return f"{value:{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
-    lines = [f"{'combination':<11} {'layout':<6} {'shape':<15} {'ours ms':>9} {'torch ms':>9} {'ratio':>7} "
+    patterns = any(row.get("samples", "flush") != "flush" for row in rows)
+    lines = [f"{'combination':<11} {'layout':<6} {'shape':<15} " + (f"{'samples':<14} " if patterns else "")
+             + f"{'ours ms':>9} {'torch ms':>9} {'ratio':>7} "
              f"{'ours MHz':>8} {'torch MHz':>9}  {'torch timer':<11} within {limit_pct:g}%  check"]
     for row in rows:
         note = row["error"] or row["check"] or ""
-        lines.append(f"{row['combination']:<11} {row['layout']:<6} {row['shape']:<15} "
+        pattern = f"{row.get('samples', 'flush'):<14} " if patterns else ""
+        lines.append(f"{row['combination']:<11} {row['layout']:<6} {row['shape']:<15} {pattern}"
                      f"{number(row['ours_ms'], 9, 4)} {number(row['torch_ms'], 9, 4)} {number(row['ratio'], 7, 3)} "
                      f"{number(row['ours_mhz'], 8, 0)} {number(row['torch_mhz'], 9, 0)}  "
                      f"{row['torch_timer'] or '-':<11} {'yes' if row['within_limit'] else 'NO':<10} {note}")
@@ -428,8 +438,9 @@ def soak(torch, seconds: float) -> None:
 
 # ------------------------------------------------------------------------------------------- cases
 
-def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch, torch_side) -> dict:
-    """Time one (combination, shape) on both sides in interleaved rounds; the table row."""
+def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch, torch_side,
+             pattern: str = "flush") -> dict:
+    """Time one (combination, shape) on both sides in interleaved rounds, ours with sample `pattern`; the row."""
     from driver_gemm.gemm.dtypes import parse_types
     from driver_gemm.gemm.operands import gemm_operands, parse_layout
     from driver_gemm.measure.timing import measure
@@ -437,11 +448,12 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
 
     M, N, K = shape
     label, layout = f"{M}x{N}x{K}", COMBINATIONS[name][1]
-    settings = MeasureSettings(timeout_s=args.our_timeout)
+    settings = MeasureSettings(timeout_s=args.our_timeout, samples=pattern)
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
     timer_kind, check, error, case, kernels = None, None, None, None, None
-    say(f"{name:<10} {label}: inputs, matmul, check ...")
+    label_shown = label if pattern == "flush" else f"{label} {pattern}"
+    say(f"{name:<10} {label_shown}: inputs, matmul, check ...")
     try:
         with budget(args.shape_timeout):
             case = OurCase(device, stream, lt, parse_types(COMBINATIONS[name][0]),
@@ -476,7 +488,7 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
                         torch.cuda.synchronize()
                     theirs.append(SideRound(ms, time.perf_counter() - began, *watch.figures()))
                     result = theirs[-1]
-                say(f"{name:<10} {label}: round {index // 2} {side:<5} {result.ms:.4f} ms in {result.seconds:.2f} s"
+                say(f"{name:<10} {label_shown}: round {index // 2} {side:<5} {result.ms:.4f} ms in {result.seconds:.2f} s"
                     + (f" at {result.mhz:.0f} MHz (lowest {result.min_mhz:.0f})" if result.mhz else "")
                     + (f" [{timer_kind}]" if side == "torch" else ""))
             if args.kernels:
@@ -499,7 +511,7 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
     if error:
         say(f"{name:<10} {label}: {error}")
     row = case_row(name, layout, label, ours, theirs, torch_timer=timer_kind, check=check, error=error,
-                   limit_pct=args.limit)
+                   limit_pct=args.limit, samples=pattern)
     if kernels is not None:
         row["kernels"] = kernels
     return row
@@ -585,12 +597,19 @@ def main(argv=None) -> int:
     parser.add_argument("--kernels", action="store_true",
                         help="also each side's kernels and their CUPTI durations (torch.profiler), unflushed")
     parser.add_argument("--kernel-launches", type=int, default=50, help="launches of each side for --kernels")
+    parser.add_argument("--samples", nargs="+", default=["flush"], metavar="PATTERN",
+                        help="our side's sample patterns, a row each (flush, flush-idle:MS, do-bench, burst[:N[:MS]])")
     parser.add_argument("--lock-clocks", metavar="MHZ|max",
                         help="lock GPU 0's SM clock for the whole check (root, NVML), so both sides run at one "
                              "clock; reset afterwards")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    from driver_gemm.specfile.sample_patterns import SamplePattern
+    try:
+        args.samples = [SamplePattern.parse(text).label for text in args.samples]
+    except ValueError as exc:
+        parser.error(f"--samples: {exc}")
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
     combinations = args.only or list(COMBINATIONS)
     started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
@@ -628,8 +647,9 @@ def main(argv=None) -> int:
                     + (f", SM clock median {mhz:.0f} MHz, lowest {lowest:.0f}" if mhz else ""))
                 for name in combinations:
                     for shape in shapes:
-                        rows.append(run_case(name, shape, args, device, stream, lt, flusher, gate, clocks,
-                                             torch, torch_side))
+                        for pattern in args.samples:
+                            rows.append(run_case(name, shape, args, device, stream, lt, flusher, gate, clocks,
+                                                 torch, torch_side, pattern))
         finally:
             gate.close()
             flusher.close()
@@ -650,7 +670,7 @@ def main(argv=None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "limit_pct": args.limit, "rounds": args.rounds, "round_order": round_order(args.rounds),
-            "soak_s": args.soak, "our_timeout_s": args.our_timeout, "large_harness": torch_side.large_harness,
+            "soak_s": args.soak, "our_timeout_s": args.our_timeout, "samples": args.samples, "large_harness": torch_side.large_harness,
             "graph_samples": GRAPH_SAMPLES, "small_kernel_ms": SMALL_KERNEL_MS, "checked_rows": CHECKED_ROWS,
             "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "locked_sm_clock_mhz": locked,
             "environment": environment(started, torch), "cases": rows}, indent=1) + "\n")

@@ -12,7 +12,9 @@
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
-# 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), gates (the seed spec with --min-pct and
+# 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), patterns (cuBLASLt BF16 at 4096^3 and 8192^3
+# with each sample pattern against torch+do_bench, clocks side by side), cupti (the CUPTI timer against events
+# and torch.profiler), gates (the seed spec with --min-pct and
 # --baseline-results: exits 1 naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
@@ -77,6 +79,19 @@ for step in "$@"; do
                     timeout -s INT -k 10 120 python3 scripts/baseline_check.py --lock-clocks 1500 --kernels \
                         --shapes 1024x512x1024 4096x4096x4096 --json "$OUT/baseline-kernels.json" 2>&1 \
                         | tee "$OUT/baseline-kernels.log" ;;
+        patterns)   # cuBLASLt BF16 at 4096^3 and 8192^3 with each sample pattern, interleaved with torch+do_bench,
+                    # both sides' NVML clocks in the table (docs/timing.md, "Sample patterns"; about 3 min)
+                    timeout -s INT -k 10 300 python3 scripts/baseline_check.py --only bf16 \
+                        --shapes 4096x4096x4096 8192x8192x8192 --shape-timeout 60 \
+                        --samples flush flush-idle:1 do-bench burst:8:100 burst:8:1000 \
+                        --json "$OUT/patterns.json" 2>&1 | tee "$OUT/patterns.log" ;;
+        cupti)      # the CUPTI timer against events at 4096^3 (within 0.5%) and against torch.profiler's kernel
+                    # durations at 1024x512x1024 (within 1%); then a run timed by it (needs cupti-python)
+                    timeout -s INT -k 10 120 python3 scripts/cupti_check.py --json "$OUT/cupti-check.json" 2>&1 \
+                        | tee "$OUT/cupti-check.log"; check=${PIPESTATUS[0]}
+                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/seed.yaml -k v4 -s 1024x512x1024 \
+                        --timer cupti --json "$OUT/seed-cupti.json" -q; run=$?
+                    [ $check -eq 0 ] && [ $run -eq 0 ] ;;
         gates)      # the seed spec with performance gates: v4 must reach 30% of cuBLAS, every case 99% (most fail,
                     # each named with its figures), and no case may be SLOWER than the committed headline run
                     gpu=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import regenerate as r; print(r.folder_name(r.local_gpus()[0]))")

@@ -94,6 +94,7 @@ def provenance(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
 
 def run_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
     import driver_gemm as dg
+    from driver_gemm.report.vendor_notes import algorithm_notes
 
     run = dg.load_results(path)
     lines = provenance(folder, path, step, record)
@@ -112,6 +113,9 @@ def run_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]
                          ms(case.median_ms), fixed(case.gflops, 0), fixed(case.pct_cublas, 1),
                          "" if case.is_baseline else (case.baseline_label or "-"), fixed(clock, 0)))
         lines += table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS", "of", "SM MHz"), rows)
+        notes = algorithm_notes(run, shape)
+        if notes:
+            lines += [f"- {note}" for note in notes] + [""]
     return lines
 
 

@@ -295,3 +295,16 @@ def test_kernel_durations_keep_only_the_device_side_and_take_medians(check, monk
     result = check.kernel_durations(None, lambda: calls.append(1), lambda: None, launches=3)
     assert len(calls) == 4                                   # one outside the session, then the launches
     assert result == {"gemm": {"launches": 3, "median_us": 10.0}}
+
+
+def test_a_row_per_sample_pattern_and_the_table_names_them(check):
+    ours = [check.SideRound(0.20, 1.0, 1600.0, 1590.0)]
+    theirs = [check.SideRound(0.19, 1.0, 1700.0, 1690.0)]
+    flush = check.case_row("bf16", "NN", "4096x4096x4096", ours, theirs, torch_timer="do_bench", check="ok",
+                           error=None, limit_pct=3.0)
+    burst = check.case_row("bf16", "NN", "4096x4096x4096", ours, theirs, torch_timer="do_bench", check="ok",
+                           error=None, limit_pct=3.0, samples="burst:8:100")
+    assert flush["samples"] == "flush" and burst["samples"] == "burst:8:100"
+    assert "samples" not in check.format_table([flush], 3.0)[0]          # the default table as it was
+    header, first, second = check.format_table([flush, burst], 3.0)
+    assert "samples" in header and " flush " in first and "burst:8:100" in second

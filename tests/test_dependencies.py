@@ -21,13 +21,13 @@ tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Py
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-CUDA_MAJOR_SPECIFIC = ("cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cublas")
+CUDA_MAJOR_SPECIFIC = ("cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cublas", "cupti-python")
 # Each third-party module the package imports, and the distribution that provides it.
 PROVIDERS = {
     "cuda.bindings": "cuda-bindings", "cuda.pathfinder": "cuda-pathfinder", "numpy": "numpy", "yaml": "pyyaml",
     "nvmath": "nvmath-python", "rich": "rich", "matplotlib": "matplotlib", "dask": "dask",
     "distributed": "dask", "nvtx": "nvtx", "pynvml": "nvidia-ml-py", "optuna": "optuna",
-    "zstandard": "zstandard", "lz4": "lz4", "pytest": "pytest",
+    "zstandard": "zstandard", "lz4": "lz4", "pytest": "pytest", "cupti": "cupti-python",
 }
 # Imported only where present, with a fallback that needs no extra: dask-cuda pins each Dask worker to its GPU
 # where it is installed (plain Dask workers, each told its GPU, do the same job without it); the `nvidia`

@@ -125,6 +125,17 @@ def test_lock_clocks_values(value, tmp_path, monkeypatch, capsys):
             "give a clock in MHz")
 
 
+@pytest.mark.parametrize("value", ["", "fastest", "best:0", "best:1000", "heuristic:4"])
+def test_baseline_choices(value, tmp_path, monkeypatch, capsys):
+    refused(["run", SEED, "--baseline", value], tmp_path, monkeypatch, capsys, "--baseline",
+            "give best, best:N")
+
+
+@pytest.mark.parametrize("value", ["", "idle", "flush-idle", "flush-idle:0", "burst:0", "do-bench:2"])
+def test_sample_patterns(value, tmp_path, monkeypatch, capsys):
+    refused(["run", SEED, "--samples", value], tmp_path, monkeypatch, capsys, "--samples", "give flush")
+
+
 @pytest.mark.parametrize("value, message", [("-1", "GPU ordinal"), ("0,-1", "GPU ordinal"), ("0,0", "each GPU once"),
                                             ("1,2,1", "each GPU once"), (str(2 ** 40), "GPU ordinal")])
 def test_devices_values(value, message, tmp_path, monkeypatch, capsys):

@@ -177,3 +177,18 @@ def test_the_committed_page_is_the_rendering_of_the_committed_results(scripts):
         pytest.skip("no committed headline results")
     assert len(folders) == 1, "docs/performance.md renders one GPU's folder"
     assert (ROOT / "docs" / "performance.md").read_text() == render.render(folders[0])
+
+
+
+def test_a_vendor_rows_algorithm_is_named_under_its_table(scripts, results, tmp_path):
+    from driver_gemm.measure.vendor_choice import AlgorithmChoice
+
+    _, render = scripts
+    run = seed_run()
+    run.cases.append(dg.CaseResult(kernel="cublaslt-bf16-NN", name="cublaslt", shape=run.cases[0].shape,
+                                   status="PASS", timing=timing(0.02, 1700.0),
+                                   algorithm=AlgorithmChoice(rank=3, algo_id=66, tile="256x128", stages="64x4",
+                                                             split_k=1, candidates=8, choice="best")))
+    write_gz(results / "seed.json.gz", run.write_json(tmp_path / "with-lt.json").read_text())
+    seed = section(render.render(results), "Seed kernels")
+    assert "- cublaslt-bf16-NN: best of 8: heuristic #3, algo 66, tile 256x128, stages 64x4, split-K 1" in seed

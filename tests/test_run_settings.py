@@ -154,3 +154,20 @@ def test_a_diagnosis_operands_and_sanitizer_report_write_the_objects_they_always
     timed_out = {"tool": "memcheck", "findings": [], "summary": [], "message": "no answer after 600 s"}
     for report in (finished, timed_out):       # the exit code or the message: only the one there is
         assert SanitizerRecord.from_json(report).to_json() == report
+
+
+def test_a_runs_settings_record_the_vendor_choice_and_the_timer_of_its_options():
+    from driver_gemm.measure.vendor_choice import BaselineChoice
+    from driver_gemm.runners.one_gpu import run_settings
+    from driver_gemm.specfile.model import MeasureSettings, Spec
+
+    spec = Spec(None, "s", "", (), (), measure=MeasureSettings(samples="do-bench"))
+    options = RunOptions(baseline_choice=BaselineChoice.parse("best:4"), timer="cupti")
+    settings = run_settings(RunResult("s", None), spec, False, options)
+    assert settings.baseline_algorithm["choice"] == "best" and settings.baseline_algorithm["candidates"] == 4
+    assert settings.timer == "cupti" and settings.measure["samples"] == "do-bench"
+    assert run_settings(RunResult("s", None), spec, False).timer is None
+    with pytest.raises(ValueError, match="RunOptions.timer"):
+        RunOptions(timer="clock")
+    with pytest.raises(ValueError, match="RunOptions.baseline_choice"):
+        RunOptions(baseline_choice="best")

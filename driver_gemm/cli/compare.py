@@ -18,6 +18,9 @@ def add_parser(commands, **common) -> None:
     compare.add_argument("--threshold", type=float, default=0.0, metavar="PERCENT",
                          help="also call differences up to this many percent SAME (default 0: noise only)")
     compare.add_argument("--across-gpus", action="store_true", help="match cases whatever GPU ran them")
+    compare.add_argument("--equal-clock", action="store_true",
+                         help="compare times scaled to one SM clock (each case's time x its median clock / the "
+                              "GPU's maximum): a change the clock alone explains reads SAME")
     compare.add_argument("--plot", type=Path, metavar="FILE",
                          help="also draw the change of each case with its noise band, coloured FASTER, SLOWER or "
                               "SAME (.png or .svg; needs the plots extra)")
@@ -40,6 +43,8 @@ def execute(args, out: Output) -> int:
     for path, run in zip((args.old, args.new), runs):
         if not run.cases:
             raise UsageError("no cases in these results: nothing to compare", where=str(path))
+    if args.equal_clock:
+        runs = _at_equal_clock(runs, out)
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
     warnings, notes = provenance_differences(*((run.provenance, run.environment) for run in runs))
     if out.format == "markdown":
@@ -62,6 +67,7 @@ def execute(args, out: Output) -> int:
 
         out.note(f"plot: {save(comparison_figure(comparisons, f'{args.old.name} -> {args.new.name}'), args.plot)}",
                  None)
+    _say_clock_differences(comparisons, args.equal_clock, out)
     return EXIT_FAILED if any(c.regression for c in comparisons) else EXIT_OK
 
 
@@ -69,3 +75,30 @@ def _check_plot(args) -> None:
     """The picture to write, refused before anything is read (`plot.check_picture`)."""
     if args.plot is not None:
         check_picture(args.plot, "--plot", [("the old results", args.old), ("the new results", args.new)])
+
+
+def _at_equal_clock(runs, out: Output) -> list:
+    """Both runs with their times scaled to one clock (`report.clock_figures.at_clock`); said on stderr."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.clock_figures import at_clock, target_clock
+
+    clock = target_clock(*runs)
+    if clock is None:
+        raise UsageError("neither run recorded an SM clock (NVML was not installed)",
+                         field="--equal-clock")
+    scaled = [at_clock(run, clock) for run in runs]
+    unscaled = sum(count for _, count in scaled)
+    out.note(f"times scaled to {clock:.0f} MHz (each case's time x its median SM clock / {clock:.0f})"
+             + (f"; {unscaled} timed case(s) without a clock left as measured" if unscaled else ""))
+    return [run for run, _ in scaled]
+
+
+def _say_clock_differences(comparisons, equal_clock: bool, out: Output) -> None:
+    """A line on stderr for each case whose runs' clocks differ by more than 2%."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.clock_figures import clock_differences
+
+    lines = clock_differences(comparisons)
+    for line in lines:
+        out.note(line.replace("part of the change is the clock", "compared at one clock") if equal_clock else line,
+                 "yellow")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import signal
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from .common import (Output, add_format_options, add_source_option, check_ordina
                      SPEC_HELP, check_output_folder, default_json, env_device, load_specs, refuse_aliases,
                      spec_inputs)
 from .common import read_results_files
+from ..measure.vendor_choice import BaselineChoice
 from ..session.options import RunOptions
 from .exit_codes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
@@ -41,6 +43,16 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     run.add_argument("--no-timing", action="store_true", help="verify only: one checked launch per case")
     run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
+    run.add_argument("--baseline", default="best", metavar="best[:N]|heuristic",
+                     help="the cuBLASLt rows' algorithm: the fastest of the heuristic's first N (default best = "
+                          "best:8), by a short timing with the case's pattern, or the heuristic's first alone; "
+                          "the results record which ran")
+    run.add_argument("--timer", choices=("events", "cupti"), default="events",
+                     help="what times a sample: a CUDA event pair (default), or the kernels' own durations as CUPTI "
+                          "records them (needs NVIDIA's cupti-python, the 'cupti' extra)")
+    run.add_argument("--samples", metavar="PATTERN",
+                     help="what runs between samples, for every spec (its measure.samples otherwise): flush, "
+                          "flush-idle:MS, do-bench, burst[:N[:MS]] (docs/timing.md)")
     run.add_argument("--artifacts", type=Path, metavar="DIR",
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
@@ -169,9 +181,10 @@ def show_run(result, out: Output) -> None:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.formats import run_csv, run_markdown
     from ..report.tables import print_run
+    from ..report.vendor_notes import markdown_notes
 
     if out.format == "markdown":
-        out.data(run_markdown(result))
+        out.data(run_markdown(result) + markdown_notes(result))
     elif out.format == "csv":
         out.data(run_csv(result))
     else:
@@ -185,6 +198,7 @@ def execute(args, out: Output) -> int:
     args.device = ordinals[0] if ordinals and not several else env_device()
     args.devices = ordinals = ordinals if several else None
     options = _run_options(args)
+    sample_pattern(args.samples)          # refused before any worker is started
     with contextlib.ExitStack() as held:
         early = _spawn_workers_early(args, ordinals, options, held)
         return _execute(args, out, ordinals, options, early, held)
@@ -195,7 +209,8 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..results.read import read_finished_cases
 
-    specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
+    specs = with_sample_pattern(load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources),
+                                args.samples)
     timeline.mark("specs read", first=True)
     for option, given in (("--json", args.json), ("--resume", args.resume)):
         if given is not None and given.suffix.lower() == ".gz":
@@ -282,7 +297,46 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
 def _run_options(args):
     """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
     import before the workers are spawned."""
-    return RunOptions(time=not args.no_timing, artifacts=args.artifacts)
+    try:
+        choice = BaselineChoice.parse(args.baseline)
+    except ValueError as exc:
+        raise UsageError(str(exc), field="--baseline") from None
+    if args.timer == "cupti" and importlib.util.find_spec("cupti") is None:
+        raise ToolMissingError("--timer cupti needs NVIDIA's cupti-python: pip install 'driver-gemm[cupti]' (or "
+                               "time with --timer events)")
+    return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice, timer=args.timer)
+
+
+def sample_pattern(text: str | None) -> str | None:
+    """``--samples`` checked (`specfile.sample_patterns`), in the form settings record; None when not given."""
+    if text is None:
+        return None
+    # lazy: the specfile package imports NumPy, which the workers' start must not wait for
+    from ..specfile.sample_patterns import SamplePattern
+
+    try:
+        return SamplePattern.parse(text).label
+    except ValueError as exc:
+        raise UsageError(str(exc), field="--samples") from None
+
+
+def with_sample_pattern(specs, text: str | None):
+    """The specs with ``--samples`` in place of their own ``measure.samples``; a graph-mode spec takes flush
+    only."""
+    pattern = sample_pattern(text)
+    if pattern is None:
+        return specs
+    for spec in specs:
+        if spec.measure.mode == "graph" and pattern != "flush":
+            raise UsageError(f"{spec.name} times in graph mode, which replays its launches back to back: it takes "
+                             "flush only", field="--samples")
+    return [dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, samples=pattern)) for spec in specs]
+
+
+def record_options(result, options: RunOptions) -> None:
+    """What of `options` a run's settings record: how the cuBLASLt rows chose their algorithm, and the timer."""
+    result.settings.baseline_algorithm = options.baseline_choice.as_json()
+    result.settings.timer = options.timer
 
 
 def _begin_early_workers(workers: dict, specs, previous) -> dict:
@@ -315,6 +369,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
         if locked:
             result.settings.locked_sm_clock_mhz = locked
+        record_options(result, options)
         lines = args.resume or (json_path(args.json, spec, len(specs)) or default_json(spec.file_stem)
                                 ).with_suffix(".jsonl")
         path = json_path(args.json, spec, len(specs)) or lines.with_suffix(".json")

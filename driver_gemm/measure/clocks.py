@@ -171,6 +171,18 @@ class NvmlClocks:
             reasons = 0
         return ClockReading(sm_mhz=mhz, reasons=reasons)
 
+    def energy_mj(self) -> int | None:
+        """The GPU's energy counter (nvmlDeviceGetTotalEnergyConsumption: millijoules since the driver loaded);
+        None where NVML or the GPU has none (never an exception mid-sampling)."""
+        nvml = self.nvml
+        read = getattr(nvml, "nvmlDeviceGetTotalEnergyConsumption", None)
+        if read is None:
+            return None
+        try:
+            return int(read(self.handle))
+        except nvml.NVMLError:
+            return None
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True

@@ -10,12 +10,14 @@ sm_90, is then our A row-major and B column-major (layout NT in `operands`' spel
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .baseline import CublasUnavailable
+from .vendor_choice import AlgorithmChoice, enum_suffix
 from ..gemm.dtypes import ELEMENT_TYPES, GemmTypes
 from ..gemm.operands import GemmOperands, MatrixLayout
 from ..cuda.device import Device, DeviceBuffer, Stream
@@ -242,6 +244,70 @@ def simulate(plan: MatmulPlan, a_flat: np.ndarray, b_flat: np.ndarray, c_flat: n
     return out
 
 
+# ------------------------------------------------------------------------------------- the algorithms
+
+# What is read of each candidate (cublasLtMatmulAlgoConfigAttributes_t), by our name.
+ALGORITHM_ATTRIBUTES = {"algo_id": "ID", "tile": "TILE_ID", "stages": "STAGES_ID", "split_k": "SPLITK_NUM",
+                        "reduction": "REDUCTION_SCHEME", "swizzle": "CTA_SWIZZLING", "cluster": "CLUSTER_SHAPE_ID"}
+
+
+@dataclass
+class Candidate:
+    """One of the heuristic's algorithms, ready to launch, and what it is."""
+
+    launch: object                  # a callable: enqueue the matmul once with this algorithm
+    algorithm: AlgorithmChoice
+
+
+def usable_results(results: np.ndarray, found: int) -> list[int]:
+    """The indices of the heuristic's results that it filled and marked CUBLAS_STATUS_SUCCESS (the others' fields
+    are not valid: cublasLtMatmulHeuristicResult_t), in its order."""
+    return [index for index in range(min(found, len(results))) if int(results[index]["state"]) == 0]
+
+
+def read_algorithm(lt, algo: int, call) -> dict[str, int | None]:
+    """The configuration attributes of the cublasLtMatmulAlgo_t at address `algo`, by our name; None for one this
+    library does not have. `call(name, function, *args)` is the error-checking caller."""
+    out: dict[str, int | None] = {}
+    written = np.zeros(1, dtype=np.uint64)
+    attributes = getattr(lt, "MatmulAlgoConfigAttribute", None)
+    for ours, theirs in ALGORITHM_ATTRIBUTES.items():
+        kind = getattr(attributes, theirs, None)
+        if kind is None:
+            out[ours] = None
+            continue
+        value = np.zeros(1, dtype=lt.get_matmul_algo_config_attribute_dtype(kind))
+        call("cublasLtMatmulAlgoConfigGetAttribute", lt.matmul_algo_config_get_attribute, algo, int(kind),
+             value.ctypes.data, value.nbytes, written.ctypes.data)
+        out[ours] = int(value[0])
+    return out
+
+
+def _enum_name(enum, value: int | None) -> str | None:
+    if enum is None or value is None:
+        return None
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
+
+
+def algorithm_choice(rank: int, config: dict[str, int | None], lt, *, workspace_bytes: int | None = None,
+                     waves: float | None = None, candidates: int = 1) -> AlgorithmChoice:
+    """The record of one candidate: its rank in the heuristic's list (1 first) and its attributes, the enums
+    (tile, stages, reduction, cluster) by name as cuBLASLt's headers spell them without their prefix."""
+    return AlgorithmChoice(
+        rank=rank, algo_id=config.get("algo_id"),
+        tile=enum_suffix(_enum_name(getattr(lt, "MatmulTile", None), config.get("tile")), "TILE_"),
+        stages=enum_suffix(_enum_name(getattr(lt, "MatmulStages", None), config.get("stages")), "STAGES_"),
+        split_k=config.get("split_k"),
+        reduction=enum_suffix(_enum_name(getattr(lt, "ReductionScheme", None), config.get("reduction")), ""),
+        swizzle=config.get("swizzle"),
+        cluster=enum_suffix(_enum_name(getattr(lt, "ClusterShape", None), config.get("cluster")), "SHAPE_"),
+        workspace_bytes=workspace_bytes, waves=waves if waves is None or math.isfinite(waves) else None,
+        candidates=candidates)
+
+
 # -------------------------------------------------------------------------------------------- running
 
 class CublasLtMatmul:
@@ -292,7 +358,14 @@ class CublasLtMatmul:
 
     def prepare(self, plan: MatmulPlan, A: DeviceBuffer, B: DeviceBuffer, C: DeviceBuffer):
         """A callable that enqueues the planned matmul once on our A, B and C (C is read when beta != 0, and
-        overwritten); `CublasLtUnsupported` when the heuristic finds no algorithm for it."""
+        overwritten) with the heuristic's first algorithm; `CublasLtUnsupported` when it finds none."""
+        return self.prepare_candidates(plan, A, B, C, 1)[0].launch
+
+    def prepare_candidates(self, plan: MatmulPlan, A: DeviceBuffer, B: DeviceBuffer, C: DeviceBuffer,
+                           count: int) -> list["Candidate"]:
+        """The heuristic's first `count` algorithms for the planned matmul (fewer where it offers fewer), each
+        as a `Candidate` whose launch enqueues the matmul once on our A, B and C with that algorithm;
+        `CublasLtUnsupported` when it offers none. The workspace covers the largest candidate's."""
         lt = self._lt
         self._device.make_current()
         desc = self._create("cublasLtMatmulDescCreate", "cublasLtMatmulDescDestroy", lt.matmul_desc_create,
@@ -330,24 +403,40 @@ class CublasLtMatmul:
         kind = lt.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES
         self._set("cublasLtMatmulPreferenceSetAttribute", lt.matmul_preference_set_attribute, preference, kind,
                   min(plan.workspace_bytes, self.workspace_bytes), lt.get_matmul_preference_attribute_dtype(kind))
-        results = np.zeros(1, dtype=lt.matmul_heuristic_result_dtype)
+        results = np.zeros(max(count, 1), dtype=lt.matmul_heuristic_result_dtype)
         found = np.zeros(1, dtype=np.int32)
         try:
             lt.matmul_algo_get_heuristic(self.handle, desc, layouts["A"], layouts["B"], layouts["C"], layouts["C"],
-                                         preference, 1, results.ctypes.data, found.ctypes.data)
+                                         preference, len(results), results.ctypes.data, found.ctypes.data)
         except lt.cuBLASLtError as exc:
             raise CublasLtUnsupported(plan.label, f"cublasLtMatmulAlgoGetHeuristic: {self._error('', exc).name}") \
                 from None
-        if found[0] < 1:
+        offered = usable_results(results, int(found[0]))
+        if not offered:
             raise CublasLtUnsupported(plan.label, "cuBLASLt's heuristic offers no algorithm")
+        workspace = min(plan.workspace_bytes, self.workspace_bytes)
+        needed = max(int(results[index]["workspace_size"]) for index in offered)
+        if needed > workspace:       # the preference caps it: a library that ignored the cap is refused here
+            raise CublasLtUnsupported(plan.label, f"the heuristic's algorithms need {needed} bytes of workspace, "
+                                      f"more than the {workspace} offered")
         scalars = np.array([plan.alpha, plan.beta], dtype=plan.scale_dtype)
         self._keep_alive += [results, scalars]
         alpha, beta = scalars.ctypes.data, scalars.ctypes.data + scalars.itemsize
         ours = {"A": A.address, "B": B.address, "C": C.address}      # with the swap, cuBLASLt's A is our B
-        args = (self.handle, desc, alpha, ours[plan.a.operand], layouts["A"], ours[plan.b.operand], layouts["B"],
-                beta, C.address, layouts["C"], C.address, layouts["C"], results.ctypes.data, self.workspace.address,
-                min(plan.workspace_bytes, self.workspace_bytes), self._stream.address)
-        matmul = lt.matmul
+        candidates = []
+        for index in offered:
+            algo = results.ctypes.data + index * results.itemsize    # the algo is the result's first field
+            args = (self.handle, desc, alpha, ours[plan.a.operand], layouts["A"], ours[plan.b.operand],
+                    layouts["B"], beta, C.address, layouts["C"], C.address, layouts["C"], algo,
+                    self.workspace.address, workspace, self._stream.address)
+            config = read_algorithm(lt, algo, self._call)
+            algorithm = algorithm_choice(index + 1, config, lt, workspace_bytes=int(results[index]["workspace_size"]),
+                                         waves=float(results[index]["waves_count"]), candidates=len(offered))
+            candidates.append(Candidate(self._launcher(plan, args), algorithm))
+        return candidates
+
+    def _launcher(self, plan: MatmulPlan, args: tuple):
+        matmul = self._lt.matmul
 
         def launch() -> None:
             try:

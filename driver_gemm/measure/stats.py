@@ -76,6 +76,11 @@ class TimingSummary:
     throttle_reasons: tuple[str, ...] = ()
     discarded_samples: int = 0
     locked_sm_clock_mhz: int | None = None      # set only when clocks were locked for the run on request
+    # The GPU's energy over the sampling window (NVML's counter read before and after it), the window's seconds
+    # and every launch made in it (discarded samples' too); None without NVML's energy counter.
+    energy_j: float | None = None
+    energy_window_s: float | None = None
+    energy_launches: int | None = None
 
     def __post_init__(self) -> None:
         # JSON gives lists back; tuples keep the summary hashable and equal to the one written.
@@ -90,8 +95,11 @@ class TimingSummary:
     def rel_spread(self) -> float:
         return (self.q3_ms - self.q1_ms) / self.median_ms if self.median_ms > 0 else math.inf
 
+    ENERGY_FIELDS = ("energy_j", "energy_window_s", "energy_launches")   # written only when read
+
     def as_dict(self) -> dict:
-        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__
+               if name not in self.ENERGY_FIELDS or getattr(self, name) is not None}
         out["samples_ms"] = list(self.samples_ms)
         out["throttle_reasons"] = list(self.throttle_reasons)
         out.update(noise=self.noise, rel_spread=self.rel_spread)

@@ -8,9 +8,11 @@ reason recorded. Optional SM clock reads drop throttled batches. The recipe: doc
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, ContextManager, Protocol
 
 from ..cuda.compile import compile_text
 from ..cuda.device import Device, DeviceBuffer, Stream
@@ -19,13 +21,15 @@ from ..errors import ArgumentError, CudaError
 from ..cuda.launch import LaunchConfig, PackedArguments, PreparedLaunch
 from ..cuda.module import Module
 from ..specfile.model import MeasureSettings
-from .clocks import THROTTLE_RECOVERY_DELAY_S, THROTTLE_THRESHOLD, ClockSource, ClockTracker
+from ..specfile.sample_patterns import SamplePattern
+from .clocks import GPU_IDLE, THROTTLE_RECOVERY_DELAY_S, THROTTLE_THRESHOLD, ClockSource, ClockTracker
 from .stats import NoiseHistory, StopReason, TimingSummary, summarize
 
 # Never stop on the timeout before this many samples: a median needs a few.
 MIN_SAMPLES_ON_TIMEOUT = 3
 MAX_BATCH = 32              # samples queued behind one gate (well under the driver's queue depth)
 BATCH_GPU_SECONDS = 0.02    # aim for batches of about this much kernel time
+ONE_BY_ONE_BATCH_S = 0.25   # a pattern that rests between samples: batches of about this much rest
 
 _GATE_SOURCE = r"""
 // Holds its stream until the host raises *release to at least `ticket` (or about `patience`
@@ -48,15 +52,36 @@ class L2Flusher:
 
     def __init__(self, device: Device, stream: Stream):
         self.stream = stream
+        self.device = device
         self.buffer: DeviceBuffer = device.alloc(2 * max(device.properties.l2_bytes, 1 << 20))
+        self.larger: DeviceBuffer | None = None     # a sample pattern's own flush (do-bench's 256 MB), made once
         self._word = 0
 
     def flush(self) -> None:
         self._word = (self._word + 1) & 0xFFFF  # a changing value, in case a no-op write is ever skipped
         self.buffer.fill_u32(self._word, self.stream)
 
+    def writing(self, nbytes: int) -> Callable[[], None]:
+        """A flush that writes `nbytes` (a sample pattern's): the L2 flush itself for its own size or none for 0."""
+        if nbytes <= 0:
+            return lambda: None
+        if nbytes <= self.buffer.nbytes:
+            return self.flush if nbytes == self.buffer.nbytes else (lambda: self._fill(self.buffer, nbytes))
+        if self.larger is None or self.larger.nbytes < nbytes:
+            if self.larger is not None:
+                self.larger.close()
+            self.larger = self.device.alloc(nbytes)
+        larger = self.larger
+        return lambda: self._fill(larger, nbytes)
+
+    def _fill(self, buffer: DeviceBuffer, nbytes: int) -> None:
+        self._word = (self._word + 1) & 0xFFFF
+        buffer.fill_u32(self._word, self.stream, nbytes)
+
     def close(self) -> None:
         self.buffer.close()
+        if self.larger is not None:
+            self.larger.close()
 
 
 class LaunchGate:
@@ -117,6 +142,15 @@ class CapturedLaunches:
         self.executable.close()
 
 
+class KernelTimer(Protocol):
+    """What times samples other than by their events (`cupti_timer.CuptiRecorder`): a block of collection per
+    case, and a sampler made with `EventSampler`'s arguments."""
+
+    def collecting(self) -> ContextManager: ...
+
+    def sampler(self, *args, **kwargs) -> "EventSampler": ...
+
+
 class SampleQueue(Protocol):
     """What the sampling loop needs from the GPU: queue timed samples into slots, wait, read them.
 
@@ -131,11 +165,19 @@ class SampleQueue(Protocol):
 
 
 class EventSampler:
-    """Queues batches of timed samples (flush, event, launch, event) behind the gate; reads their events."""
+    """Queues batches of timed samples (flush, event, launch, event) behind the gate; reads their events.
+
+    `pattern` (`specfile.sample_patterns.SamplePattern`) sets what a sample is: a burst times its launches
+    together between one event pair; a pattern with a pause queues each sample alone after the GPU has
+    rested (`sleep`), and reads `clocks` while that sample runs (`read_clock`).
+    """
 
     def __init__(self, device: Device, stream: Stream, launch: Callable[[], None], flush: Callable[[], None],
-                 gate: LaunchGate | None, slots: int = 2 * MAX_BATCH):
+                 gate: LaunchGate | None, slots: int = 2 * MAX_BATCH, *, pattern: SamplePattern = SamplePattern(),
+                 clocks: ClockSource | None = None, sleep: Callable[[float], None] = time.sleep):
         self.stream, self.launch, self.flush, self.gate = stream, launch, flush, gate
+        self.pattern, self.clocks, self.sleep = pattern, clocks, sleep
+        self.readings: dict = {}          # one-by-one patterns: the clock read during each sample, by slot
         self.starts, self.ends = [], []
         try:
             for _ in range(slots):
@@ -146,18 +188,44 @@ class EventSampler:
             raise
 
     def queue(self, first_slot: int, count: int) -> None:
-        stream, launch, flush = self.stream, self.launch, self.flush
+        if self.pattern.one_by_one:
+            for slot in range(first_slot, first_slot + count):
+                self.sleep(self.pattern.pause_ms / 1e3)     # the GPU rests: nothing of ours is queued
+                self._queue(slot, slot + 1)
+                self.readings[slot] = self.clocks.read() if self.clocks is not None else None   # while it runs
+                self.ends[slot].synchronize()
+            return
+        self._queue(first_slot, first_slot + count)
+
+    def _launch_sample(self, slot: int) -> None:
+        for _ in range(self.pattern.launches):
+            self.launch()
+
+    def _queue(self, first: int, end: int) -> None:
+        stream, flush = self.stream, self.flush
         if self.gate is not None:
             self.gate.hold()
         try:
-            for slot in range(first_slot, first_slot + count):
+            for slot in range(first, end):
                 flush()
                 self.starts[slot].record(stream)
-                launch()
+                self._launch_sample(slot)
                 self.ends[slot].record(stream)
         finally:
             if self.gate is not None:
                 self.gate.release()
+
+    def read_clock(self, first_slot: int, count: int):
+        """The clock of the batch in these slots, read while it runs: now, for samples queued back to back (it is
+        the batch in flight); the last reading taken during one of its samples that NVML did not mark idle, for
+        one-by-one patterns (it has run)."""
+        if self.clocks is None:
+            return None
+        if not self.pattern.one_by_one:
+            return self.clocks.read()
+        taken = [self.readings.get(slot) for slot in range(first_slot, first_slot + count)]
+        busy = [reading for reading in taken if reading is not None and not reading.reasons & GPU_IDLE]
+        return (busy or [reading for reading in taken if reading is not None] or [None])[-1]
 
     def wait(self, slot: int) -> None:
         self.ends[slot].synchronize()
@@ -178,10 +246,38 @@ class ThrottlePolicy:
     recovery_delay_s: float = THROTTLE_RECOVERY_DELAY_S
 
 
+class EnergyWindow:
+    """The GPU's energy counter read when sampling begins and when it ends (every batch waited for): the energy,
+    seconds and launches of the window go into the summary. Without a counter (no NVML, or a GPU without one),
+    the summary is left as it is."""
+
+    def __init__(self, clocks, now: Callable[[], float] = time.perf_counter):
+        self.read = getattr(clocks, "energy_mj", None) if clocks is not None else None
+        self.now = now
+        self.began = now()
+        self.start_mj = self.read() if self.read is not None else None
+
+    def close(self, summary: TimingSummary, launches_per_sample: int) -> TimingSummary:
+        end_mj = self.read() if self.start_mj is not None else None
+        if end_mj is None or end_mj < self.start_mj:      # no reading, or a counter that went back (a reset)
+            return summary
+        launches = (summary.samples + summary.discarded_samples) * launches_per_sample
+        return dataclasses.replace(summary, energy_j=(end_mj - self.start_mj) / 1e3,
+                                   energy_window_s=round(self.now() - self.began, 6), energy_launches=launches)
+
+
 def batch_size_for(sample_seconds: float) -> int:
     """Samples per batch for samples of `sample_seconds` of GPU time each (a whole graph replay in graph mode)."""
     # (the small addend keeps 0.02 / 0.001 at 20 when the mean carries a rounding error)
     return max(1, min(MAX_BATCH, int(BATCH_GPU_SECONDS / max(sample_seconds, 1e-9) + 1e-6)))
+
+
+def one_by_one_batch(pattern: SamplePattern) -> int:
+    """The most samples a batch holds: `MAX_BATCH`, or for a pattern that rests before each sample as many as
+    rest within `ONE_BY_ONE_BATCH_S` (at least one), so that the stop rules are checked that often."""
+    if not pattern.one_by_one:
+        return MAX_BATCH
+    return max(1, min(MAX_BATCH, int(ONE_BY_ONE_BATCH_S * 1e3 / pattern.pause_ms)))
 
 
 def stop_reason(settings: MeasureSettings, samples: int, gpu_seconds: float, noise: NoiseHistory,
@@ -218,6 +314,7 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
     tracker = ClockTracker(clocks.reference_mhz, throttle.threshold) if clocks is not None else None
     gpu_seconds = 0.0
     batch = 1                          # the first sample sizes the batches that follow
+    batch_limit = one_by_one_batch(settings.pattern)
     half = 0
     pending: tuple[int, int] | None = None
     reason: StopReason | None = None
@@ -226,7 +323,7 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
         in_flight = pending[1] if pending else 0
         room = settings.max_samples - len(samples) - in_flight
         if reason is None and room > 0:
-            count = min(batch, room)
+            count = min(batch, room, batch_limit)
             queue.queue(half * MAX_BATCH, count)
             queued = (half * MAX_BATCH, count)
             half ^= 1
@@ -235,8 +332,8 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
                 break
             pending = queued
             continue
-        reading = clocks.read() if clocks is not None else None   # taken while `pending` runs
         first, count = pending
+        reading = _clock_reading(queue, clocks, first, count)    # taken while `pending` runs
         queue.wait(first + count - 1)
         times = [queue.elapsed_ms(slot) for slot in range(first, first + count)]
         if tracker is not None and tracker.record(reading):
@@ -266,10 +363,17 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
     return summary, kept
 
 
+def _clock_reading(queue: SampleQueue, clocks: ClockSource | None, first_slot: int, count: int):
+    if clocks is None:
+        return None
+    read = getattr(queue, "read_clock", None)     # a sampler that reads the clock itself (one-by-one patterns)
+    return read(first_slot, count) if read is not None else clocks.read()
+
+
 def measure(launch: Callable[[], None], device: Device, stream: Stream, settings: MeasureSettings,
             flusher: L2Flusher | None = None, gate: LaunchGate | None = None, *,
-            clocks: ClockSource | None = None, throttle: ThrottlePolicy = ThrottlePolicy()
-            ) -> tuple[TimingSummary, list[float]]:
+            clocks: ClockSource | None = None, throttle: ThrottlePolicy = ThrottlePolicy(),
+            timer: KernelTimer | None = None) -> tuple[TimingSummary, list[float]]:
     """Time `launch` (which enqueues one launch on `stream`); return the summary and the raw samples (ms).
 
     `clocks` (from `clocks.open_device_clocks(device)`, opened once per run)
@@ -280,7 +384,9 @@ def measure(launch: Callable[[], None], device: Device, stream: Stream, settings
     `cuda.launch.PreparedLaunch` whose kernel has device buffers of its own)
     has them enqueued before every warm-up launch and every sample, ahead of
     the L2 flush and the start event, so that no sample times them; graph
-    mode, whose launches run back to back, refuses such a launch.
+    mode and a pattern of several launches per sample, whose launches run
+    back to back, refuse such a launch. `timer` (a `cupti_timer.CuptiRecorder`)
+    times each sample by its kernels' own durations instead of its events.
     """
     started = time.perf_counter()
     resets = getattr(launch, "resets", None)
@@ -291,32 +397,44 @@ def measure(launch: Callable[[], None], device: Device, stream: Stream, settings
         captured = CapturedLaunches(device, stream, launch, settings.graph_launches)
         try:
             return _measure(captured.replay, device, stream, settings, flusher, gate, settings.graph_launches,
-                            clocks, throttle, started)
+                            clocks, throttle, started, timer=timer)
         finally:
             captured.close()
-    return _measure(launch, device, stream, settings, flusher, gate, 1, clocks, throttle, started)
+    pattern = settings.pattern
+    if resets and pattern.launches > 1:
+        raise ArgumentError(f"measure.samples: {pattern.launches} launches a sample run back to back, with no reset "
+                            "of the kernel's own device buffers between them: time this kernel with one launch a "
+                            "sample (flush, flush-idle or do-bench)")
+    return _measure(launch, device, stream, settings, flusher, gate, pattern.launches, clocks, throttle, started,
+                    pattern, timer=timer)
 
 
-def _measure(launch, device, stream, settings, flusher, gate, launches_per_sample, clocks, throttle, started):
-    flush = flusher.flush if flusher is not None and settings.flush_l2 else (lambda: None)
+def _measure(launch, device, stream, settings, flusher, gate, launches_per_sample, clocks, throttle, started,
+             pattern: SamplePattern = SamplePattern(), *, timer: KernelTimer | None = None):
+    flush = flusher.writing(pattern.flush_bytes(flusher.buffer.nbytes, settings.flush_l2)) \
+        if flusher is not None else (lambda: None)
     if getattr(launch, "resets", None):
         flush = _reset_then(launch.reset, flush)
     for _ in range(settings.warmup):
         flush()
         launch()
     stream.synchronize()
-    sampler = EventSampler(device, stream, launch, flush, gate)
-    try:
-        return sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
-                           throttle=throttle, started=started)
-    except BaseException:
+    with timer.collecting() if timer is not None else contextlib.nullcontext():
+        make = timer.sampler if timer is not None else EventSampler
+        sampler = make(device, stream, launch, flush, gate, pattern=pattern, clocks=clocks)
         try:
-            stream.synchronize()   # a batch still queued must not outlive its events
-        except CudaError:
-            pass                   # the error on its way out already says what went wrong
-        raise
-    finally:
-        sampler.close()
+            window = EnergyWindow(clocks)
+            summary, kept = sample_loop(sampler, settings, launches_per_sample=launches_per_sample, clocks=clocks,
+                                        throttle=throttle, started=started)
+            return window.close(summary, launches_per_sample), kept
+        except BaseException:
+            try:
+                stream.synchronize()   # a batch still queued must not outlive its events
+            except CudaError:
+                pass                   # the error on its way out already says what went wrong
+            raise
+        finally:
+            sampler.close()
 
 
 def _reset_then(reset: Callable[[], None], flush: Callable[[], None]) -> Callable[[], None]:

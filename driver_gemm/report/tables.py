@@ -24,6 +24,9 @@ from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
+from .clock_figures import clock_cells, clock_columns, clock_notes
+from .energy_table import energy_table
+from .vendor_notes import algorithm_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
                  Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
@@ -98,6 +101,9 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
                                 ("rel err", "right"), ("samples", "right"), ("noise", "right")):
             table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
         cases = [c for c in run.cases if c.shape == shape]
+        clock_columns_shown = clock_columns(run, cases)
+        for column in clock_columns_shown:
+            table.add_column(column, justify="right")
         for case in cases:
             error = case.verification.rel_fro_error if case.verification else None
             table.add_row(
@@ -110,6 +116,7 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
                 f"{error:.1e}" if error is not None else "-",
                 str(case.timing.samples) if case.timing else "-",
                 f"{100 * case.timing.noise:.1f}%" if case.timing else "-",
+                *clock_cells(run, case, clock_columns_shown),
             )
         tables.append(table)
     return tables
@@ -152,9 +159,17 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         console.print(table)
         if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
             say(console, TF32_NOTE, "dim")
+        for line in algorithm_notes(run, shape):
+            say(console, line, "dim")
+        for line in clock_notes(run, [case for case in run.cases if case.shape == shape]):
+            say(console, line, "dim")
         console.line()
     for line in legend_lines(names):
         say(console, line, "dim")
+    energy = energy_table(run, names)
+    if energy is not None:
+        console.print(energy)
+        console.line()
     device = run.environment.get("device") or {}
     if device.get("fp32_peak_gflops") and device.get("sm_count") and device.get("clock_khz"):
         say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "

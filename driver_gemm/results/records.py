@@ -19,6 +19,7 @@ from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.stats import TimingSummary
 from .provenance import Provenance
+from ..measure.vendor_choice import AlgorithmChoice
 from .settings import RunSettings
 
 
@@ -68,13 +69,18 @@ class BaselineRow:
     kernel: str
     shape: str
     device: CaseDevice = CaseDevice()
+    algorithm: AlgorithmChoice | None = None    # a cuBLASLt row: the algorithm it ran
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "shape": self.shape, "device": self.device.as_dict()}
+        out = {"kernel": self.kernel, "shape": self.shape, "device": self.device.as_dict()}
+        if self.algorithm is not None:
+            out["algorithm"] = self.algorithm.to_json()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "BaselineRow":
-        return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")))
+        return cls(kernel=data["kernel"], shape=data["shape"], device=CaseDevice.from_dict(data.get("device")),
+                   algorithm=AlgorithmChoice.from_json(data.get("algorithm")))
 
 
 _Part = TypeVar("_Part", bound="_CasePart")
@@ -238,6 +244,32 @@ class SanitizerRecord(_CasePart):
 
 
 @dataclass(frozen=True)
+class EnergyRecord(_CasePart):
+    """The GPU's energy per launch over a case's sampling window (NVML's counter), and the work per joule.
+
+    Everything the GPU drew in the window (the L2 flushes between samples, the
+    gate, any rest of the sample pattern) over every launch made in it.
+    """
+
+    joules_per_launch: float | None = None
+    average_w: float | None = None           # the window's energy over its seconds
+    gflops_per_watt: float | None = None     # GFLOP per launch over joules per launch (GFLOP/s per W)
+    window_s: float | None = None
+    launches: int | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, timing: TimingSummary | None, flops: float) -> "EnergyRecord | None":
+        """The figures of a summary that read the energy counter; None for one that did not."""
+        if timing is None or not timing.energy_j or not timing.energy_launches:
+            return None
+        per_launch = timing.energy_j / timing.energy_launches
+        watts = timing.energy_j / timing.energy_window_s if timing.energy_window_s else None
+        return cls(joules_per_launch=per_launch, average_w=watts, gflops_per_watt=flops / 1e9 / per_launch,
+                   window_s=timing.energy_window_s, launches=timing.energy_launches)
+
+
+@dataclass(frozen=True)
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
@@ -285,14 +317,16 @@ class CaseResult:
     dispatch: DispatchChoice | None = None   # the dispatch entry that chose the params
     profile: dict[str, Any] | None = None     # counter name -> value for one launch (run --profile): open-ended
     measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
+    algorithm: AlgorithmChoice | None = None      # a cuBLASLt row: the algorithm it ran, and how it was chosen
+    energy: EnergyRecord | None = None            # with NVML's energy counter: per launch, and work per joule
 
     # Written only when set, so that the records of untyped runs read as they always have.
-    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against")
+    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against", "algorithm", "energy")
     # The sub-records with fixed keys, by field.
     PARTS: ClassVar[dict[str, type[_CasePart]]] = {
         "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
         "occupancy": OccupancyRecord, "verification": VerificationRecord, "diagnosis": DiagnosisRecord,
-        "operands": OperandsRecord, "sanitizer": SanitizerRecord}
+        "operands": OperandsRecord, "sanitizer": SanitizerRecord, "energy": EnergyRecord}
 
     @property
     def ok(self) -> bool:
@@ -330,11 +364,12 @@ class CaseResult:
 
     def as_dict(self) -> dict[str, Any]:
         # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
-        out = asdict(dataclasses.replace(self, timing=None))
+        out = asdict(dataclasses.replace(self, timing=None, algorithm=None))
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
         out["device"] = self.device.as_dict()
         out["measured_against"] = self.measured_against.as_dict() if self.measured_against else None
         out["timing"] = self.timing.as_dict() if self.timing else None
+        out["algorithm"] = self.algorithm.to_json() if self.algorithm is not None else None
         for key in self.PARTS:
             part = getattr(self, key)
             out[key] = part.to_json() if part is not None else None
@@ -357,6 +392,7 @@ class CaseResult:
             known["dispatch"] = DispatchChoice(**known["dispatch"])
         if known.get("measured_against") is not None:
             known["measured_against"] = BaselineRow.from_dict(known["measured_against"])
+        known["algorithm"] = AlgorithmChoice.from_json(known.get("algorithm"))
         for key, part in cls.PARTS.items():
             known[key] = part.from_json(known.get(key))
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)

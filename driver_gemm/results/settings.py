@@ -28,7 +28,9 @@ class RunSettings:
     GPU). tasks, gpu_workers, estimates: a run on several GPUs (each task's
     line, each GPU's worker, how many cases were priced from memory). tune:
     a search's strategy, budget, screens, cache and work. sanitize: the
-    compute-sanitizer tool of ``run --sanitize``.
+    compute-sanitizer tool of ``run --sanitize``. baseline_algorithm: how
+    the cuBLASLt rows chose their algorithm (``run --baseline``). timer: what
+    timed the samples (``run --timer``: events or cupti).
     """
 
     measure: dict | None = None
@@ -44,6 +46,8 @@ class RunSettings:
     estimates: dict | None = None
     tune: dict | None = None
     sanitize: str | None = None
+    baseline_algorithm: dict | None = None
+    timer: str | None = None
     other: dict[str, Any] = field(default_factory=dict)   # keys this version does not know, kept as read
 
     def to_json(self) -> dict[str, Any]:

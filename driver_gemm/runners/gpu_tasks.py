@@ -183,7 +183,8 @@ class ResultCollector:
         else:
             baseline = self.baselines.get((gpu, case.shape.label, case.precision))
             if baseline is not None:
-                case.measured_against = BaselineRow(baseline.kernel, baseline.shape.label, baseline.device)
+                case.measured_against = BaselineRow(baseline.kernel, baseline.shape.label, baseline.device,
+                                                    baseline.algorithm)
         self.result.cases.append(case)
         if self.on_result:
             self.on_result(case)

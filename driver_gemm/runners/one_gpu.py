@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Callable, Sequence
 
 from ..measure.stats import gflops
-from ..results.records import CaseDevice, CaseResult, RunResult
+from ..results.records import CaseDevice, CaseResult, EnergyRecord, RunResult
 from ..results.settings import RunSettings
 from ..specfile.model import Shape, Spec
 from ..planning.build import plan_cases
@@ -82,7 +82,7 @@ def _run(spec: Spec, options: RunOptions, placement: Placement, result: RunResul
     """`run_spec` once its worker (if isolated) is starting: plan, compile, run every case into `result`."""
     worker_starts: list[float] = []
     worker_start_steps: list[dict] = []
-    result.settings = run_settings(result, spec, placement.isolate, worker_start_s=worker_starts,
+    result.settings = run_settings(result, spec, placement.isolate, options, worker_start_s=worker_starts,
                                    worker_start_steps=worker_start_steps)
     props = read_properties(placement.device)
     result.environment = environment(props)
@@ -127,9 +127,13 @@ def _run_isolated(gpu_worker: GpuWorker, spec: Spec, cases: Sequence[Case], comp
         worker_start_steps.extend(gpu_worker.start_steps[started:])
 
 
-def run_settings(result: RunResult, spec: Spec, isolate: bool, **more) -> RunSettings:
+def run_settings(result: RunResult, spec: Spec, isolate: bool, options: RunOptions | None = None,
+                 **more) -> RunSettings:
     """A run's settings: what the caller recorded before (``run --lock-clocks``), the spec's measure, verify and
-    scalars, whether cases ran isolated, and `more` (fields the driver of the run fills)."""
+    scalars, whether cases ran isolated, the vendor rows' algorithm choice and the timer of `options`, and `more`
+    (fields the driver of the run fills)."""
+    if options is not None:
+        more = {"baseline_algorithm": options.baseline_choice.as_json(), "timer": options.timer, **more}
     return dataclasses.replace(result.settings, measure=asdict(spec.measure), verify=asdict(spec.verify),
                                scalars=dict(spec.scalars), isolate=isolate, **more)
 
@@ -143,6 +147,7 @@ def _finish_figures(case: CaseResult, baseline_ms: float | None, peak: float | N
     if case.timing is None:
         return
     case.gflops = gflops(case.shape.flops, case.timing.median_ms)
+    case.energy = EnergyRecord.of(case.timing, case.shape.flops)
     if baseline_ms:
         case.pct_cublas = 100.0 * baseline_ms / case.timing.median_ms
     if peak:

@@ -8,19 +8,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..measure.vendor_choice import BaselineChoice
+
+TIMERS = ("events", "cupti")
+
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a run goes beyond its spec: whether cases are timed, and where failure pictures go."""
+    """How a run goes beyond its spec: whether cases are timed, where failure pictures go, how the cuBLASLt rows
+    pick their algorithm and what times a sample."""
 
     time: bool = True                 # False: verify only (one checked launch per case)
     artifacts: Path | None = None     # an error map of C is saved here for every failing case
+    baseline_choice: BaselineChoice = BaselineChoice()   # ``run --baseline``: best of N, or the heuristic's first
+    timer: str = "events"             # ``run --timer``: CUDA events, or kernel durations from CUPTI
 
     def __post_init__(self) -> None:
         if not isinstance(self.time, bool):
             raise ValueError(f"RunOptions.time: True or False, not {self.time!r}")
         if self.artifacts is not None and not isinstance(self.artifacts, Path):
             raise ValueError(f"RunOptions.artifacts: a pathlib.Path or None, not {self.artifacts!r}")
+        if not isinstance(self.baseline_choice, BaselineChoice):
+            raise ValueError(f"RunOptions.baseline_choice: a BaselineChoice, not {self.baseline_choice!r}")
+        if self.timer not in TIMERS:
+            raise ValueError(f"RunOptions.timer: one of {', '.join(TIMERS)}, not {self.timer!r}")
 
 
 @dataclass(frozen=True)

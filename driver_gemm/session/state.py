@@ -27,6 +27,7 @@ from ..measure.baseline import CublasSgemm, CublasUnavailable
 from ..measure.clocks import NvmlClocks, open_device_clocks
 from ..measure.inputs import ShapeOperands
 from ..measure.cublaslt import CublasLtMatmul
+from ..measure.cupti_timer import CuptiRecorder
 from ..measure.timing import L2Flusher, LaunchGate
 from ..specfile.model import Shape
 from .options import RunOptions
@@ -111,6 +112,7 @@ class Session:
         self.lt: CublasLtMatmul | None = None
         self.lt_error: str | None = None
         self.lt_owner: Owned | None = None
+        self.cupti: CuptiRecorder | None = None                 # run --timer cupti: made when first timing
         # Seconds of each part of making the session (a worker's start-up, where a run's first seconds go).
         self.start_steps: dict[str, float] = {}
         mark = time.monotonic()
@@ -261,6 +263,15 @@ class Session:
             self.lt_owner = Owned(self.device, self.lt.close)
         return self.lt
 
+    def kernel_timer(self) -> CuptiRecorder | None:
+        """What times samples when not their events: CUPTI's recorder for ``--timer cupti`` (made on first use,
+        closed with the session; `cupti_timer.CuptiUnavailable` without cupti-python); None for events."""
+        if self.options.timer != "cupti":
+            return None
+        if self.cupti is None:
+            self.cupti = CuptiRecorder()
+        return self.cupti
+
     @property
     def poisoned(self) -> bool:
         """True after a fault that left this process's CUDA unusable."""
@@ -271,5 +282,8 @@ class Session:
         if self.clocks is not None:
             self.clocks.close()
             self.clocks = None
+        if self.cupti is not None:
+            self.cupti.close()
+            self.cupti = None
         self.device.close()
         self.held.clear()              # their page locks went with the device's other handles

@@ -226,7 +226,8 @@ def time(run: CaseRun) -> None:
     session.wait_for_cublas()
     with ranges.annotate("time", color="orange"):
         run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
-                                       session.flusher, session.gate, clocks=session.clocks)
+                                       session.flusher, session.gate, clocks=session.clocks,
+                                       timer=session.kernel_timer())
 
 
 # ---------------------------------------------------------------------------------------------- baselines

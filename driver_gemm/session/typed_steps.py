@@ -16,6 +16,8 @@ import numpy as np
 from ..cuda import nvtx as ranges
 from ..gemm import dtypes
 from ..measure.cublaslt import CublasLtUnsupported
+from ..measure.timing import measure
+from ..measure.vendor_choice import HEURISTIC, BaselineChoice, choose_candidate, preselect_settings
 from ..gemm.dtypes import GemmTypes
 from ..measure.inputs import case_seed
 from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
@@ -151,13 +153,37 @@ def load_lt(run) -> None:
     run.record.status = Status.PASS
 
 
-def launch_verify_lt(run) -> None:
-    """Prepare the planned matmul on the case's buffers, run it once, and check it against the reference."""
+def choose_lt_algorithm(run):
+    """The cuBLASLt algorithm the row runs (`measure.vendor_choice`): the fastest of the heuristic's first N by a
+    short timing with the case's own pattern, or its first alone (``--baseline heuristic``, or a run that does
+    not time)."""
     session = run.session
     buffers = session.typed_buffers
-    _reset_output(run)
+    choice = session.options.baseline_choice if session.options.time else BaselineChoice(HEURISTIC, 1)
+    if choice.requested > 1:
+        session.wait_for_cublas()       # nothing competes with the pre-selection's timing for the GIL
+    candidates = session.cublaslt().prepare_candidates(run.case.lt.plan, buffers["A"], buffers["B"], buffers["C"],
+                                                       choice.requested)
+    settings = preselect_settings(run.spec.measure)
+
+    def time_one(launch) -> float:
+        summary, _ = measure(launch, session.device, session.stream, settings, session.flusher, session.gate,
+                             clocks=session.clocks)
+        return summary.median_ms
+
+    with ranges.annotate("choose algorithm", color="orange"):
+        return choose_candidate(candidates, time_one, choice, refused=(CublasLtUnsupported,))
+
+
+def launch_verify_lt(run) -> None:
+    """Choose the algorithm, prepare the planned matmul on the case's buffers, run it once, and check it against
+    the reference."""
+    session = run.session
     try:
-        run.launch = session.cublaslt().prepare(run.case.lt.plan, buffers["A"], buffers["B"], buffers["C"])
+        chosen = choose_lt_algorithm(run)
+        run.launch = chosen.launch
+        run.record.algorithm = chosen.algorithm
+        _reset_output(run)
         run.launch()
     except CublasLtUnsupported as exc:
         run.stop(Status.INVALID, exc.reason)

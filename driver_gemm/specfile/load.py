@@ -21,6 +21,7 @@ from .fields import Context, check_keys, kind_name, number_as_text_hint, read_bo
 from .kernels import IDENTIFIER, parse_kernel
 from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
+from .sample_patterns import USAGE as SAMPLE_PATTERN_USAGE, SamplePattern
 from .shapes import parse_shapes
 from .shipped import resolve_spec
 from .yaml_lines import decode_spec, read_document, read_spec_bytes
@@ -214,6 +215,8 @@ def _parse_measure(context: Context, document: dict) -> MeasureSettings:
         default = getattr(defaults, setting.name)
         if isinstance(default, bool):
             values[setting.name] = read_bool(context, node, setting.name, default, dotted)
+        elif setting.name == "samples":
+            values[setting.name] = _parse_samples(context, node, default)
         elif isinstance(default, str):
             values[setting.name] = node.get(setting.name, default)
             if values[setting.name] not in MEASURE_MODES:
@@ -233,7 +236,20 @@ def _parse_measure(context: Context, document: dict) -> MeasureSettings:
                             "measure.case_timeout_s")
     if values["max_samples"] < values["min_samples"]:
         raise context.error("must not be below measure.min_samples", node, "max_samples", "measure.max_samples")
+    if values["mode"] == "graph" and values["samples"] != "flush":
+        raise context.error("graph mode replays its launches back to back: it takes samples: flush only", node,
+                            "samples", "measure.samples")
     return MeasureSettings(**values)
+
+
+def _parse_samples(context: Context, node: dict, default: str) -> str:
+    """``measure.samples`` checked (`sample_patterns.SamplePattern`), in the form settings record."""
+    value = node.get("samples", default)
+    try:
+        return SamplePattern.parse(value).label
+    except ValueError as exc:
+        raise context.error(str(exc) if isinstance(value, str) else f"give {SAMPLE_PATTERN_USAGE}, got "
+                            f"{kind_name(value)}", node, "samples", "measure.samples") from None
 
 
 def _parse_verify(context: Context, document: dict) -> VerifySettings:

@@ -22,6 +22,7 @@ from ..gemm.dtypes import GemmTypes
 from ..errors import SpecError
 from ..kernel_names import overload_expression, split_overload
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
+from .sample_patterns import SamplePattern
 
 DEFAULT_SPEC = default_spec_path()
 PRECISIONS = ("fp32", "tf32")
@@ -325,6 +326,12 @@ class MeasureSettings:
     case_timeout_s: float = 300.0     # a case still running after this is stopped (isolated runs only)
     mode: str = "events"              # events: one launch per sample; graph: a CUDA graph of graph_launches
     graph_launches: int = 20          # launches captured in the graph of graph mode (per-launch time = sample / this)
+    samples: str = "flush"            # what runs between samples (`sample_patterns.SamplePattern`): flush, do-bench...
+
+    @property
+    def pattern(self) -> SamplePattern:
+        """`samples` read (`sample_patterns.SamplePattern.parse`)."""
+        return SamplePattern.parse(self.samples)
 
 
 @dataclass(frozen=True)

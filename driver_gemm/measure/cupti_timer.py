@@ -1,0 +1,190 @@
+"""Kernel-only sample times from CUPTI activity records (``run --timer cupti``), beside the event timer.
+
+An event pair brackets a launch as the GPU's front end sees it, which adds a few tenths of a
+microsecond to each sample: 4-6% of a kernel of 8 us. CUPTI's kernel records carry the kernel's
+own start and end on the GPU. Each sample's launches are bracketed on the host by CUPTI
+timestamps; the driver and runtime API records whose calls began inside a bracket name (by
+correlation id) the kernels that sample launched, and the sample's time is the sum of those
+kernels' durations (a split-K matmul's reduction kernel included; memsets and gaps between kernels
+excluded). The samples are otherwise taken exactly as the event timer takes them
+(`timing.EventSampler`: same flush, gate, pattern and batches).
+
+NVIDIA's ``cupti-python`` (module ``cupti``, the ``cupti`` extra) is imported when a run asks for
+this timer, never before. `kernel_times` is the pure part, tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import threading
+from typing import Iterable
+
+from ..errors import DriverGemmError
+from .timing import EventSampler
+
+BUFFER_BYTES = 8 << 20        # each activity buffer CUPTI asks for (its samples use 8 MB)
+FLUSH_FORCED = 1              # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED (cupti.ActivityFlag): hand back buffers not yet full
+
+
+class CuptiUnavailable(DriverGemmError):
+    """``--timer cupti`` without NVIDIA's cupti-python, or CUPTI refusing to record."""
+
+
+def load_cupti():
+    """The ``cupti.cupti`` bindings; `CuptiUnavailable` saying how to get them."""
+    try:
+        # cupti-python: an optional extra, imported only for --timer cupti
+        from cupti import cupti
+    except ImportError as exc:
+        raise CuptiUnavailable(f"--timer cupti needs NVIDIA's cupti-python (pip install 'driver-gemm[cupti]'): "
+                               f"{exc}") from None
+    return cupti
+
+
+def kernel_times(brackets: Iterable[tuple[int, int]], api_calls: Iterable[tuple[int, int]],
+                 kernels: Iterable[tuple[int, int, int]]) -> list[float | None]:
+    """Per host bracket (start, end in CUPTI ns): the summed duration (ms) of the kernels launched by API calls
+    that began inside it, or None where no kernel was found.
+
+    `api_calls` are (start, correlation id) of driver and runtime API records;
+    `kernels` (start, end, correlation id) of kernel records.
+    """
+    calls = sorted(api_calls)
+    starts = [start for start, _ in calls]
+    by_call: dict[int, list[tuple[int, int]]] = {}
+    for start, end, correlation in kernels:
+        by_call.setdefault(correlation, []).append((start, end))
+    out: list[float | None] = []
+    for begin, end in brackets:
+        inside = calls[bisect.bisect_left(starts, begin):bisect.bisect_right(starts, end)]
+        spans = [span for _, correlation in inside for span in by_call.get(correlation, ())]
+        out.append(sum(stop - start for start, stop in spans) / 1e6 if spans else None)
+    return out
+
+
+class CuptiRecorder:
+    """CUPTI's activity collection for one process: kernel and API records into lists, while `collecting`.
+
+    Made once per session (`session.state.Session`) and closed with it; CUPTI's activity API is
+    process-wide, so one recorder serves every case of a process in turn.
+    """
+
+    def __init__(self, cupti=None):
+        self.cupti = cupti if cupti is not None else load_cupti()
+        kinds = self.cupti.ActivityKind
+        self.kernel_kinds = {int(kinds.CONCURRENT_KERNEL)}
+        self.api_kinds = {int(kinds.DRIVER), int(kinds.RUNTIME)}
+        self.kinds = [kinds.CONCURRENT_KERNEL, kinds.DRIVER, kinds.RUNTIME]
+        self.api_calls: list[tuple[int, int]] = []
+        self.kernels: list[tuple[int, int, int]] = []
+        self.lock = threading.Lock()        # CUPTI may hand over a full buffer on a thread of its own
+        self.active = False
+        self._call("cuptiActivityRegisterCallbacks", self.cupti.activity_register_callbacks, self._requested,
+                   self._completed)
+
+    def _call(self, name: str, function, *args):
+        try:
+            return function(*args)
+        except Exception as exc:  # noqa: BLE001 - cuptiError, whatever its module names it
+            raise CuptiUnavailable(f"{name}: {exc}") from None
+
+    @staticmethod
+    def _requested():
+        return BUFFER_BYTES, 0
+
+    def _completed(self, activities) -> None:
+        kernels, calls = [], []
+        for activity in activities:
+            kind = int(activity.kind)
+            if kind in self.kernel_kinds:
+                kernels.append((int(activity.start), int(activity.end), int(activity.correlation_id)))
+            elif kind in self.api_kinds:
+                calls.append((int(activity.start), int(activity.correlation_id)))
+        with self.lock:
+            self.kernels.extend(kernels)
+            self.api_calls.extend(calls)
+
+    def timestamp(self) -> int:
+        return int(self.cupti.get_timestamp())
+
+    def flush(self) -> None:
+        """Every record of work finished so far into the lists."""
+        flag = getattr(getattr(self.cupti, "ActivityFlag", None), "FLUSH_FORCED", FLUSH_FORCED)
+        self._call("cuptiActivityFlushAll", self.cupti.activity_flush_all, int(flag))
+
+    @contextlib.contextmanager
+    def collecting(self):
+        """Records kept while in the block (one case's sampling); the lists start empty."""
+        with self.lock:
+            self.api_calls.clear()
+            self.kernels.clear()
+        enabled = []
+        try:
+            for kind in self.kinds:
+                self._call("cuptiActivityEnable", self.cupti.activity_enable, kind)
+                enabled.append(kind)
+            self.active = True
+            yield self
+        finally:
+            self.active = False
+            for kind in reversed(enabled):
+                self._call("cuptiActivityDisable", self.cupti.activity_disable, kind)
+            self.flush()
+            with self.lock:
+                self.api_calls.clear()
+                self.kernels.clear()
+
+    def take(self, brackets: list[tuple[int, int]]) -> list[float | None]:
+        """The kernel times of `brackets` (`kernel_times`) from the records so far; the records of calls made before
+        the last bracket ended are dropped, those of later calls kept."""
+        with self.lock:
+            times = kernel_times(brackets, self.api_calls, self.kernels)
+            last = max((end for _, end in brackets), default=0)
+            used = {correlation for start, correlation in self.api_calls if start <= last}
+            self.api_calls = [call for call in self.api_calls if call[0] > last]
+            self.kernels = [kernel for kernel in self.kernels if kernel[2] not in used]
+        return times
+
+    def sampler(self, *args, **kwargs) -> "CuptiSampler":
+        """What `timing.measure` takes its samples with when this recorder times them (`EventSampler`'s
+        arguments)."""
+        return CuptiSampler(*args, recorder=self, **kwargs)
+
+    def close(self) -> None:
+        with contextlib.suppress(CuptiUnavailable):
+            self._call("cuptiFinalize", self.cupti.finalize)
+
+
+class CuptiSampler(EventSampler):
+    """`EventSampler`'s samples, each timed by the kernels CUPTI recorded for its launches (see the module)."""
+
+    def __init__(self, *args, recorder: CuptiRecorder, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.recorder = recorder
+        self.brackets: dict[int, tuple[int, int]] = {}
+        self.queued: list[int] = []            # slots whose kernel times are still to be read, in queue order
+        self.times: dict[int, float | None] = {}
+
+    def _launch_sample(self, slot: int) -> None:
+        begin = self.recorder.timestamp()
+        super()._launch_sample(slot)
+        self.brackets[slot] = (begin, self.recorder.timestamp())
+        self.queued.append(slot)
+
+    def wait(self, slot: int) -> None:
+        super().wait(slot)
+        done = self.queued[:self.queued.index(slot) + 1] if slot in self.queued else []
+        self.queued = self.queued[len(done):]
+        if done:
+            self.recorder.flush()
+            self.times.update(zip(done, self.recorder.take([self.brackets[s] for s in done])))
+
+    def elapsed_ms(self, slot: int) -> float:
+        value = self.times.pop(slot, None)
+        if value is None:
+            raise CuptiUnavailable("CUPTI recorded no kernel for a sample's launches (another CUPTI client, such as "
+                                   "a profiler, may hold the activity API): time with --timer events")
+        return value
+
+
