@@ -142,6 +142,32 @@ def problems_text(run: RunResult) -> list[str]:
     return out
 
 
+def geometric_mean_lines(run: RunResult) -> list[str]:
+    """Per kernel measured on two or more shapes: the geometric mean of its % of cuBLAS over them.
+
+    A kernel chosen by a dispatch table counts as one, whatever params each shape got (its name);
+    otherwise each configuration (its label) is a kernel of its own. Shapes where it has no figure
+    (not passed, no vendor row) are counted and named as such, not averaged in.
+    """
+    groups: dict[str, list[CaseResult]] = {}
+    for case in run.cases:
+        if not case.is_baseline:
+            groups.setdefault(case.name if case.dispatch is not None else case.kernel, []).append(case)
+    lines = []
+    for kernel, cases in groups.items():
+        figures = [case.pct_cublas for case in cases
+                   if case.pct_cublas is not None and math.isfinite(case.pct_cublas) and case.pct_cublas > 0]
+        shapes = len({case.shape for case in cases})
+        if shapes < 2 or not figures:
+            continue
+        mean = math.exp(sum(math.log(figure) for figure in figures) / len(figures))
+        line = f"{kernel}: geometric mean of % of cuBLAS over {len(figures)} shapes: {mean:.1f}%"
+        if len(figures) < shapes:
+            line += f" ({shapes - len(figures)} of its {shapes} shapes without a figure)"
+        lines.append(line)
+    return lines
+
+
 def print_run(run: RunResult, console: Console | None = None) -> None:
     """The run's tables, the legend of shortened labels, the FP32 peak and what went wrong."""
     console = console or Console()
@@ -160,6 +186,8 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "
                      f"{device.get('fp32_lanes_per_sm', '?')} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
                      "(clock as the driver reports it)", "dim")
+    for line in geometric_mean_lines(run):
+        say(console, line)
     for line in problems_text(run):
         say(console, line)
 
