@@ -8,7 +8,9 @@
 # rendered from them into $OUT/performance.md; about 6 minutes), tests (every GPU test), seed (the seed
 # spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
-# 4096^3 and 8192^3, at most 4 minutes), types (specs/types.yaml on its small shapes), baselines
+# 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
+# vendor rows, each kernel's geometric mean of % of cuBLAS last; at most ~4 minutes), fp8 (specs/fp8.yaml: v13
+# in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
@@ -47,6 +49,17 @@ for step in "$@"; do
                     echo "=== v12p cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/tma-bf16-dev*.jsonl
                     [ $small -eq 0 ] && [ $large -eq 0 ] ;;
+        suite)      # the shape suite (specs/suite.yaml): v12p, v11 and the dispatched v13 forms on 21 shapes against the
+                    # vendor rows, then its tables again with each kernel's geometric mean of % of cuBLAS (at most ~4 min)
+                    timeout -s INT -k 10 230 python3 -m driver_gemm run specs/suite.yaml --json "$OUT/suite.json" -q; ran=$?
+                    echo "=== suite cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT/suite.jsonl"
+                    [ $ran -eq 0 ] ;;
+        fp8)        # v13 in e4m3 (specs/fp8.yaml) against cuBLASLt FP8, bf16 and fp32 out (at most ~3 min)
+                    timeout -s INT -k 10 170 python3 -m driver_gemm run specs/fp8.yaml --json "$OUT/fp8.json" -q; ran=$?
+                    echo "=== fp8 cases"
+                    python3 -m driver_gemm show "$OUT/fp8.jsonl"
+                    [ $ran -eq 0 ] ;;
         sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)
                     for sweep in sweep-v12 sweep-v11; do
                         timeout -s INT -k 10 100 python3 -m driver_gemm tune specs/$sweep.yaml --strategy halving \
