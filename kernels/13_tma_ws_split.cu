@@ -32,7 +32,7 @@
 // cluster takes the same tiles (cluster c: c, c + clusters, ...), rank r summing K-tiles
 // [r kt / S, (r + 1) kt / S) of each into its own accumulators. The partial sums are then added
 // through distributed shared memory, in the ring's own bytes (a 64 x 256 slab of fp32 partials is
-// 64 KB a consumer warpgroup; the ring is at least 80 KB):
+// 64 KB a consumer warpgroup: they fit from 2 stages at CWG 1 and 3 at CWG 2):
 //   (a) cluster barrier: every block's wgmmas and copies of this tile are done, so the ring's
 //       bytes are free (the producer issues no load for the next tile before (c));
 //   each consumer thread writes the 128 partials it holds, as 32 float4 at (j * threads + thread)
@@ -57,22 +57,28 @@
 // [SPLITS, 1, 1] (any multiple of SPLITS is correct), dynamic shared memory
 // STAGES * (64 CWG + 256) * 128 + 16 * STAGES + 1024 bytes, tensor maps (128-byte swizzle):
 // A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [256, BK] (BT 1). Needs sm_90a.
+// Resources (NVRTC 13, sm_90a, every form of specs/sweep-v13.yaml): 168 registers at CWG 2 (setmaxnreg
+// then gives the consumers 232 and the producer 40), 154-190 at CWG 1 (256 threads, no setmaxnreg); no
+// spills, no stack; dynamic shared memory 197,696 bytes (CWG 2, 4 stages), 205,904 (CWG 1, 5 stages):
+// one block per SM, as v12p.
 //
 // Predicted (derived before any run; the measured table below is left for the GPU run):
 // - SPLITS 1, bf16 NN: the instructions of v12p, so v12p's figures (93.6 / 95.3% of cuBLASLt at
 //   4096^3, fp32 / bf16 out; 108.6 / 107.2% at 8192^3), give or take the launch's cluster
 //   attribute of one block.
-// - e4m3: per stage the same bytes (48 KB) and the same four wgmma as bf16, each doing twice the
-//   work at twice bf16's rate, so the ring's balance of copies and multiplies is v12p's: about
-//   v12p's fraction of cuBLASLt's fp8 rate at 4096^3 and 8192^3 (90-105%), provided L2 delivers
-//   a stage in the time four fp8 wgmma take (half of bf16's time per byte: the risk).
-// - split K, skinny shapes (M = 1 to 128, N, K of 4-16k): with SPLITS 1 such a shape has
-//   ceil(N / 256) = 16 to 56 tiles for 132 SMs; a split of 2 to 8 brings 112-128 blocks streaming
-//   B at once, so the time tends to B's bytes over the HBM bandwidth (4096 x 4096 bf16: 32 MB,
-//   about 7 us at 4.8 TB/s) plus the reduction (S - 1 of S slabs of 64 KB through DSMEM, under a
-//   microsecond). Expected 60-90% of cuBLASLt there, from 12-40% unsplit.
+// - e4m3: a stage is the same 48 KB as bf16's and its four wgmma take the same cycles (twice the K
+//   at twice the rate), so the ring's balance of copies and multiplies is v12p's, and v13-fp8
+//   should reach the fraction of the fp8 peak that v12p reaches of the bf16 peak: about 70% (v12p,
+//   ~700 of 989 TFLOP/s), where cuBLASLt's fp8 is at 61% (1.21 PFLOP/s at 4096^3). So 95-115% of
+//   cuBLASLt fp8 at 4096^3 and 8192^3, less if the fp8 load pulls the SM clock further down.
+// - split K, decode shapes (M = 1 to 128): unsplit, such a shape has ceil(N / 256) = 16 to 56
+//   tiles, so 16 to 56 of the 132 SMs stream B; with the dispatch table's splits 112 to 128 do.
+//   The time then tends to B's bytes over the HBM bandwidth: at 1x4096x4096 bf16, 32 MB at 3-4
+//   TB/s is 8-11 us, plus a few us to start the blocks and add S - 1 partial slabs each through
+//   distributed shared memory (64 KB a warpgroup and rank).
 //
-// Measured (to be filled from `scripts/gpu_check.sh suite fp8`; % of the run's own vendor row):
+// Measured (to be filled from `scripts/gpu_check.sh suite fp8`, which runs the bf16-out rows; the
+// fp32-out row from `driver-gemm run specs/suite.yaml -k v13-bf16`; % of the run's own vendor row):
 //   kernel / shape                    | 1024x512x1024 | 4096^3 | 8192^3 | 1x4096x4096 | 128x14336x4096 | geomean suite
 //   v13-bf16 dispatch, fp32 out       |               |        |        |             |                |
 //   v13-bf16 dispatch, bf16 out       |               |        |        |             |                |
