@@ -142,13 +142,14 @@ def problems_text(run: RunResult) -> list[str]:
     return out
 
 
-def geometric_mean_lines(run: RunResult) -> list[str]:
+def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) -> list[str]:
     """Per kernel measured on two or more shapes: the geometric mean of its % of cuBLAS over them.
 
     A kernel chosen by a dispatch table counts as one, whatever params each shape got (its name);
-    otherwise each configuration (its label) is a kernel of its own. Shapes where it has no figure
-    (not passed, no vendor row) are counted and named as such, not averaged in.
+    otherwise each configuration (its label, shown as `names` maps it) is a kernel of its own.
+    Shapes where it has no figure (not passed, no vendor row) are counted, not averaged in.
     """
+    names = names or {}
     groups: dict[str, list[CaseResult]] = {}
     for case in run.cases:
         if not case.is_baseline:
@@ -161,10 +162,8 @@ def geometric_mean_lines(run: RunResult) -> list[str]:
         if shapes < 2 or not figures:
             continue
         mean = math.exp(sum(math.log(figure) for figure in figures) / len(figures))
-        line = f"{kernel}: geometric mean of % of cuBLAS over {len(figures)} shapes: {mean:.1f}%"
-        if len(figures) < shapes:
-            line += f" ({shapes - len(figures)} of its {shapes} shapes without a figure)"
-        lines.append(line)
+        over = f"{len(figures)} shapes" if len(figures) == shapes else f"{len(figures)} of its {shapes} shapes"
+        lines.append(f"{names.get(kernel, kernel)}: geometric mean of % of cuBLAS over {over}: {mean:.1f}%")
     return lines
 
 
@@ -186,7 +185,7 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
         say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "
                      f"{device.get('fp32_lanes_per_sm', '?')} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
                      "(clock as the driver reports it)", "dim")
-    for line in geometric_mean_lines(run):
+    for line in geometric_mean_lines(run, names):
         say(console, line)
     for line in problems_text(run):
         say(console, line)
