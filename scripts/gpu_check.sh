@@ -8,7 +8,9 @@
 # rendered from them into $OUT/performance.md; about 6 minutes), tests (every GPU test), seed (the seed
 # spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
-# 4096^3 and 8192^3, at most 4 minutes), types (specs/types.yaml on its small shapes), baselines
+# 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
+# vendor rows, each kernel's geometric mean of % of cuBLAS last; at most ~4 minutes), fp8 (specs/fp8.yaml: v13
+# in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
@@ -62,6 +64,23 @@ for step in "$@"; do
                     echo "=== outside-maps cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/outside-maps*.jsonl
                     [ $small -eq 0 ] && [ $large -eq 0 ] ;;
+        suite)      # the shape suite (specs/suite.yaml), its like-for-like rows: BF16 (v13-bf16-out, bf16 out) then TF32 (v11,
+                    # v13-tf32) against their vendor rows, each part under its own timeout (at most ~4 min), then the
+                    # tables again with each kernel's geometric mean of % of cuBLAS over the shapes it finished
+                    timeout -s INT -k 10 150 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out \
+                        --json "$OUT/suite-bf16.json" -q; bf16=$?
+                    timeout -s INT -k 10 100 python3 -m driver_gemm run specs/suite.yaml -k v11 -k v13-tf32 \
+                        --json "$OUT/suite-tf32.json" -q; tf32=$?
+                    echo "=== suite cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT"/suite-bf16.jsonl "$OUT"/suite-tf32.jsonl
+                    [ $bf16 -eq 0 ] && [ $tf32 -eq 0 ] ;;
+        fp8)        # v13 in e4m3 (specs/fp8.yaml) against cuBLASLt FP8: bf16 out on every shape, fp32 out on two (at most ~4 min)
+                    timeout -s INT -k 10 170 python3 -m driver_gemm run specs/fp8.yaml -k v13-fp8 --json "$OUT/fp8.json" -q; bf16=$?
+                    timeout -s INT -k 10 60 python3 -m driver_gemm run specs/fp8.yaml -k v13-fp8-fp32-out -s 1024x512x1024 \
+                        -s 4096x4096x4096 --json "$OUT/fp8-fp32-out.json" -q; fp32=$?
+                    echo "=== fp8 cases"
+                    python3 -m driver_gemm show "$OUT"/fp8.jsonl "$OUT"/fp8-fp32-out.jsonl
+                    [ $bf16 -eq 0 ] && [ $fp32 -eq 0 ] ;;
         sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)
                     for sweep in sweep-v12 sweep-v11; do
                         timeout -s INT -k 10 100 python3 -m driver_gemm tune specs/$sweep.yaml --strategy halving \

@@ -134,7 +134,7 @@ def test_the_install_plans_and_lists_its_specs_by_name_from_another_directory(in
     assert planned.returncode == 0, planned.stderr
     assert "seed: launch plan for sm_90" in planned.stdout
     unknown = run_installed(installed, ["-m", "driver_gemm", "plan", "fats.yaml"], tmp_path)
-    assert unknown.returncode == 2 and "fast, mixed" in unknown.stderr
+    assert unknown.returncode == 2 and "anchors, fast" in unknown.stderr
     listed = run_installed(installed, ["-m", "driver_gemm", "specs", "--paths"], tmp_path)
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]

@@ -149,6 +149,31 @@ def problems_text(run: RunResult) -> list[str]:
     return out
 
 
+def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) -> list[str]:
+    """Per kernel measured on two or more shapes: the geometric mean of its % of cuBLAS over them.
+
+    A kernel chosen by a dispatch table counts as one, whatever params each shape got (its name);
+    otherwise each configuration (its label, shown as `names` maps it) is a kernel of its own.
+    Shapes where it has no figure (not passed, no vendor row) are counted, not averaged in.
+    """
+    names = names or {}
+    groups: dict[str, list[CaseResult]] = {}
+    for case in run.cases:
+        if not case.is_baseline:
+            groups.setdefault(case.name if case.dispatch is not None else case.kernel, []).append(case)
+    lines = []
+    for kernel, cases in groups.items():
+        figures = [case.pct_cublas for case in cases
+                   if case.pct_cublas is not None and math.isfinite(case.pct_cublas) and case.pct_cublas > 0]
+        shapes = len({case.shape for case in cases})
+        if shapes < 2 or not figures:
+            continue
+        mean = math.exp(sum(math.log(figure) for figure in figures) / len(figures))
+        over = f"{len(figures)} shapes" if len(figures) == shapes else f"{len(figures)} of its {shapes} shapes"
+        lines.append(f"{names.get(kernel, kernel)}: geometric mean of % of cuBLAS over {over}: {mean:.1f}%")
+    return lines
+
+
 def print_run(run: RunResult, console: Console | None = None) -> None:
     """The run's tables, the legend of shortened labels, the FP32 peak and what went wrong."""
     console = console or Console()
@@ -178,6 +203,8 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
     line = tensor_peaks_line(run)
     if line:
         say(console, line, "dim")
+    for line in geometric_mean_lines(run, names):
+        say(console, line)
     for line in problems_text(run):
         say(console, line)
 

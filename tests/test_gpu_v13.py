@@ -1,0 +1,94 @@
+"""v13 (kernels/13_tma_ws_split.cu) on a GPU: FP8, TF32 in layout NT and BF16, unsplit and with K split across a
+cluster, each checked against the float64 reference on shapes cut by M, N and K."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
+from driver_gemm.status import Status
+
+from conftest import SPECS
+from gpu_specs import write_spec
+
+pytestmark = pytest.mark.gpu
+
+# 1001x520x784: M odd, N and K no multiple of a tile (K % 16 == 0: fp8 rows of whole 16 bytes). 4104x1032x208:
+# 165 tiles of 128 x 256, so a cluster takes several tiles; K of 2 (fp8), 4 (bf16) and 7 (tf32) K-tiles, so
+# that a split of 8 leaves some ranks no K-tile at all and a split of 2 or 4 cuts K unevenly. 16x2048x1024: decode.
+SHAPES = ["1001x520x784", "4104x1032x208", "16x2048x1024"]
+
+V13 = """\
+- name: {name}
+  source: "@KERNELS@/13_tma_ws_split.cu"
+  function: gemm_tma_ws_split
+  arch: sm_90a
+  types: {types}
+  layout: {layout}
+  {scales}
+  params: {params}
+  block: [128 * (CWG + 1)]
+  grid: ["SPLITS * min(sm_count // SPLITS, ceil(N / 256) * ceil(M / (64 * CWG)))"]
+  cluster: [SPLITS, 1, 1]
+  shared_bytes: STAGES * (64 * CWG + 256) * 128 + 16 * STAGES + 1024
+  signature:
+    - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
+    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
+    - C
+    - M
+    - N
+    - K
+    - alpha
+"""
+
+KERNELS = "".join([
+    V13.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 8]}"),
+    V13.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 8]}"),
+    V13.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[256, 32]",
+               params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2]}"),
+    V13.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+               b_box="[256, 128]", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: [16, 32], SPLITS: [1, 4]}"),
+])
+
+
+def _statuses(run):
+    return {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
+
+
+def test_every_v13_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
+    spec = load_spec(write_spec(tmp_path, KERNELS, SHAPES))
+    spec = dataclasses.replace(spec, baseline=False)
+    run = run_spec(spec, options=RunOptions(time=False))
+    statuses = _statuses(run)
+    assert len(statuses) == 16 * len(SHAPES)       # bf16 4 + bf16-out 4 + tf32 4 + fp8 4 configurations
+    assert all(status == Status.PASS for status, _ in statuses.values()), \
+        {key: value for key, value in statuses.items() if value[0] != Status.PASS}
+
+
+def test_the_fp8_spec_passes_against_cublaslt_fp8_at_its_small_shape():
+    spec = load_spec(SPECS / "fp8.yaml").select(shapes=["1024x512x1024"])
+    run = run_spec(spec, options=RunOptions(time=False))
+    statuses = _statuses(run)
+    assert statuses["v13-fp8[ELEM=8,BT=1,CWG=2,STAGES=4,GROUP=8,OUT=16,SPLITS=1]", "1024x512x1024"][0] == Status.PASS
+    assert statuses["v13-fp8-fp32-out[ELEM=8,BT=1,CWG=2,STAGES=4,GROUP=8,OUT=32,SPLITS=1]",
+                    "1024x512x1024"][0] == Status.PASS
+    baselines = [case for case in run.cases if case.is_baseline]
+    assert baselines and all(case.ok for case in baselines), [(c.kernel, c.status, c.message) for c in baselines]
+
+
+def test_the_suites_dispatched_kernels_pass_where_their_table_splits_k():
+    # 1x4096x4096: CWG 1, split 8; 1001x520x776: CWG 1, split 2; 127x4104x1032: CWG 2, split 4 (by `when`).
+    shapes = ["1x4096x4096", "1001x520x776", "127x4104x1032"]
+    spec = load_spec(SPECS / "suite.yaml").select(kernels=["v13-bf16", "v13-bf16-out", "v13-tf32"], shapes=shapes)
+    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
+    splits = {(case.name, case.shape.label): case.params["SPLITS"] for case in run.cases}
+    assert splits["v13-bf16", "1x4096x4096"] == 8 and splits["v13-tf32", "127x4104x1032"] == 4
+    statuses = _statuses(run)
+    assert len(statuses) == 3 * len(shapes)
+    assert all(status == Status.PASS for status, _ in statuses.values()), statuses
