@@ -15,7 +15,8 @@
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
 # 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), patterns (cuBLASLt BF16 at 4096^3 and 8192^3
-# with each sample pattern against torch+do_bench, clocks side by side), cupti (the CUPTI timer against events
+# with each sample pattern against torch+do_bench, clocks side by side), vendor-choice (the BF16 headlines'
+# cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer against events
 # and torch.profiler), gates (the seed spec with --min-pct and
 # --baseline-results: exits 1 naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
@@ -111,6 +112,13 @@ for step in "$@"; do
                     timeout -s INT -k 10 120 python3 -m driver_gemm run specs/seed.yaml -k v4 -s 1024x512x1024 \
                         --timer cupti --json "$OUT/seed-cupti.json" -q; run=$?
                     [ $check -eq 0 ] && [ $run -eq 0 ] ;;
+        vendor-choice) # the cuBLASLt rows of the BF16 and FP8 headlines with the heuristic's first algorithm, then
+                    # with the fastest of its first 8 (the default), compared: best-of-N must be SAME or FASTER
+                    for choice in heuristic best; do
+                        timeout -s INT -k 10 100 python3 -m driver_gemm run specs/tma-bf16.yaml -k v12p-bf16-out \
+                            -s 4096x4096x4096 -s 8192x8192x8192 --baseline $choice --json "$OUT/vendor-$choice.json" -q
+                    done
+                    python3 -m driver_gemm compare "$OUT/vendor-heuristic.json" "$OUT/vendor-best.json" ;;
         gates)      # the seed spec with performance gates: v4 must reach 30% of cuBLAS, every case 99% (most fail,
                     # each named with its figures), and no case may be SLOWER than the committed headline run
                     gpu=$(python3 -c "import sys; sys.path.insert(0, 'scripts'); import regenerate as r; print(r.folder_name(r.local_gpus()[0]))")
