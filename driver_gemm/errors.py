@@ -34,6 +34,10 @@ class SpecError(DriverGemmError):
     def __str__(self) -> str:
         place = ": ".join(part for part in (self.where, self.field) if part)
         text = f"{place}: {self.message}" if place else self.message
+        if "\n" in text:
+            # A message with details: the one-line cause first, then the hint, then the details.
+            cause, details = text.split("\n", 1)
+            return f"{cause}\n  hint: {self.hint}\n{details}" if self.hint else text
         return f"{text} (hint: {self.hint})" if self.hint else text
 
 

@@ -373,9 +373,12 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
             raise
     for error in failed:           # as plan says them; a run on a GPU would record them as the cases' errors
         out.error(str(error))
-    for plan in refused:
-        for problem in plan.problems:
-            out.error(str(problem))
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.tables import per_kernel_lines, problem_text
+
+    for (label, text, is_problem), shapes in per_kernel_lines(refused).items():
+        if is_problem:     # once per kernel, with the shapes it holds for
+            out.error(problem_text(label, text, shapes))
     said = [f"{len(failed)} kernel build(s) failed"] if failed else []
     said += [f"{len(refused)} case(s) cannot launch as written"] if refused else []
     text = (f"{' and '.join(said)} (the lines above; `driver-gemm plan` shows every case); this machine has no "

@@ -15,6 +15,7 @@ import os
 
 from ..cuda.compile import Cubin, compile_source
 from ..cuda.cubin import KernelImage
+from ..cuda.mangling import demangle
 from ..cuda.nvcc import compile_with_nvcc
 from ..cuda.occupancy import ArchLimits, arch_limits
 from ..cuda.prebuilt import load_binary
@@ -105,6 +106,40 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     return None
 
 
+def boolean_parameter_problems(kernel: KernelSpec, built: Cubin) -> list[SpecError]:
+    """A YAML boolean (true/false) given for a template parameter the kernel declares as a number: C++ would take it
+    as 1 or 0 without a word, so it is refused at the parameter's line. Read from the image's symbol, whose
+    mangling keeps a bool argument (``Lb1E``) apart from an integer one (``Li1E``)."""
+    flags = [(name, value) for name, value in kernel.params.items() if isinstance(value, bool)]
+    if not flags:
+        return []
+    demangled = demangle(built.symbol(kernel.instance))
+    if demangled is None or not demangled.name.startswith(demangled.base_name + "<"):
+        return []
+    arguments = _template_arguments(demangled.name[len(demangled.base_name):])
+    if len(arguments) != len(kernel.params):
+        return []
+    by_name = dict(zip(kernel.params, arguments))
+    return [SpecError(f"{name} is {str(value).lower()}, a YAML boolean, but the kernel's template parameter takes "
+                      f"a number (it became {by_name[name]})", where=kernel.where_field(f"params.{name}"),
+                      field=f"{kernel.field_path}.params.{name}", hint=f"write {int(value)} for a number")
+            for name, value in flags if by_name[name] not in ("true", "false")]
+
+
+def _template_arguments(text: str) -> list[str]:
+    """``<64, true, ns::T<1, 2> >`` as its top-level arguments."""
+    inner = text.strip()[1:-1] if text.strip().startswith("<") and text.strip().endswith(">") else ""
+    arguments, depth, current = [], 0, ""
+    for character in inner:
+        if character == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+            continue
+        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(character, 0)
+        current += character
+    return [*arguments, current.strip()] if inner else []
+
+
 def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: ArchLimits,
                   sm_count: int | None = None) -> CasePlan:
     """`plan` with what the built image says: its resources and occupancy, and its signature checked.
@@ -122,12 +157,24 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     else:
         plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
                                                              "once the driver has compiled it at load"])
+    plan = dataclasses.replace(plan, problems=[*plan.problems, *boolean_parameter_problems(kernel, built)])
     problem = signature_error(kernel, built)
     if isinstance(problem, SpecError):
         plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
     elif problem is not None:
         plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
     return plan
+
+
+def led_by_spec_line(error: CompileError, kernels: list[KernelSpec]) -> CompileError:
+    """`error` led by the spec's line of the kernel entry it kept out (and the names of the others it kept out),
+    as `plan` says it and a run records it."""
+    first = kernels[0]
+    names = list(dict.fromkeys(kernel.name for kernel in kernels))
+    field_name = "binary" if first.binary is not None else "source"
+    others = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
+    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build:"
+    return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
 
 
 def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:

@@ -176,8 +176,8 @@ def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
     large = [f"{name} = {count}" for name, count in sizes.items() if count >= INDEX_LIMIT]
     if not large:
         return []
-    return [f"{', '.join(large)} elements reach 2**31 while {', '.join(narrow)} are int32: "
-            "an index computed in 32 bits (row * ld + col) overflows"]
+    return [f"{kernel.where_field('signature')}: shape {shape.label}: {', '.join(large)} elements reach 2**31 while "
+            f"{', '.join(narrow)} are int32: an index computed in 32 bits (row * ld + col) overflows"]
 
 
 def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:

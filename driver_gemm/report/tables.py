@@ -213,6 +213,32 @@ def plan_table(plans: Iterable[CasePlan], title: str, names: dict[str, str] | No
     return table
 
 
+def per_kernel_lines(plans: list[CasePlan]) -> dict[tuple[str, str, bool], list[str]]:
+    """Each distinct note and problem of a kernel once, with the shapes it holds for, in plan order: a mistake of
+    the kernel's own (its signature, its source) is said once, not once per shape. Keys: (kernel label, text,
+    whether it is a problem)."""
+    lines: dict[tuple[str, str, bool], list[str]] = {}
+    for plan in plans:
+        for text, is_problem in [*((note, False) for note in plan.notes),
+                                 *((str(problem), True) for problem in plan.problems)]:
+            lines.setdefault((plan.kernel.label, text, is_problem), []).append(plan.shape.label)
+    return lines
+
+
+def problem_text(label: str, text: str, shapes: list[str]) -> str:
+    """A problem as said once for a kernel: its cause (led by the spec's file:line) with the kernel and the shapes
+    it holds for on the first line, the hint and the details after."""
+    cause, _, details = text.partition("\n")
+    return f"{cause} [{label} at {shapes_text(shapes)}]" + (f"\n{details}" if details else "")
+
+
+def shapes_text(shapes: list[str], shown: int = 3) -> str:
+    """``64x64x64``, ``64x64x64, 128x128x128``, or ``5 shapes (64x64x64, 96x96x96, 128x128x128, ...)``."""
+    if len(shapes) <= shown:
+        return ", ".join(shapes)
+    return f"{len(shapes)} shapes ({', '.join(shapes[:shown])}, ...)"
+
+
 def print_plan(plans: list[CasePlan], title: str, console: Console, summary: str | None = None) -> None:
     """The plan table, its legend, each case's notes and problems, and a summary line (``N ok, M INVALID``)."""
     tables, names = fitting_names((plan.kernel.label for plan in plans),
@@ -220,11 +246,11 @@ def print_plan(plans: list[CasePlan], title: str, console: Console, summary: str
     console.print(tables[0])
     for line in legend_lines(names):
         say(console, line, "dim")
-    for plan in plans:
-        for note in plan.notes:
-            say(console, f"{plan.kernel.label} at {plan.shape.label}: {note}", "dim")
-        for problem in plan.problems:
-            say(console, f"{plan.kernel.label} at {plan.shape.label}: {problem}")
+    for (label, text, is_problem), shapes in per_kernel_lines(plans).items():
+        if is_problem:
+            say(console, problem_text(label, text, shapes))
+        else:
+            say(console, f"{label} at {shapes_text(shapes)}: {text}", "dim")
     if summary is None:
         invalid = sum(not plan.valid for plan in plans)
         summary = f"{len(plans) - invalid} ok, {invalid} INVALID"

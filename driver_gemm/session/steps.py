@@ -28,6 +28,7 @@ from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, Lau
                                ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
+from ..planning.build import led_by_spec_line
 from ..planning.cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
 from .bind import build_launch
@@ -71,7 +72,8 @@ def plan(run: CaseRun) -> None:
     """Settle the case when it cannot run: its source did not compile, or its plan refuses the launch."""
     case_plan, record = run.case.plan, run.record
     if isinstance(run.compiled, CompileError):
-        run.stop(Status.ERROR, str(run.compiled))
+        # Led by the kernel's line in the spec, as `plan` says it.
+        run.stop(Status.ERROR, str(led_by_spec_line(run.compiled, [run.case.kernel])))
         return
     assert case_plan is not None, "kernel cases are planned before they run (build.plan_cases)"
     record.resources = ResourceRecord.from_json(case_plan.resources.as_dict()) if case_plan.resources else None
