@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import pickle
 import re
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Iterable, Mapping
 
 from cuda.bindings import nvrtc
 
-from . import cache, headers
+from . import bounded, cache, headers
 from .check import check
 from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
@@ -226,7 +228,7 @@ REPORT_ATTEMPTS = 2
 
 def _compile(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
     for _ in range(REPORT_ATTEMPTS):
-        cubin = _compile_once(source, name, instances, arch, options, version, display_path, quotable)
+        cubin = _compile_bounded(source, name, instances, arch, options, version, display_path, quotable)
         missing = [symbol for symbol in cubin.lowered_names.values() if symbol not in cubin.resources]
         if not missing:
             return cubin
@@ -237,6 +239,46 @@ def _compile(source, name, instances, arch, options, version, display_path, quot
             f"{REPORT_ATTEMPTS} times; registers, barriers, shared memory and stack are read from the CUBIN "
             f"(spills are not in it: taken as 0)")
     return dataclasses.replace(cubin, resources=resources, log=(cubin.log + "\n" + note).lstrip("\n"))
+
+
+def _compile_bounded(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
+    """`compile_program` in a child process of its own (`bounded`): past its time or memory bound, or on Ctrl-C,
+    the child is killed; a bound reached is a `CompileError` naming the kernel and the bound."""
+    limits = bounded.compile_bounds()
+    request = pickle.dumps({"source": source, "name": name, "instances": tuple(instances), "arch": arch,
+                            "options": tuple(options), "version": tuple(version), "display_path": display_path,
+                            "quotable": tuple(quotable)})
+    command, env = bounded.python_child("driver_gemm.cuda.compile_child", str(limits.memory_bytes or 0))
+    what = f"{display_path} ({', '.join(instances)})"
+    try:
+        done = bounded.run_bounded(command, request, limits.seconds, env=env)
+    except bounded.ChildStopped as exc:
+        if exc.reason == "time":
+            raise CompileError(f"{what}: NVRTC was stopped after {limits.seconds:g} s, the time a compile may take "
+                               f"(set {bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
+        raise CompileError(f"{what}: the compile was stopped", options=tuple(options)) from None
+    try:
+        outcome = pickle.loads(done.stdout) if done.stdout else ("crashed",)
+    except (pickle.UnpicklingError, EOFError, ValueError):
+        outcome = ("crashed",)
+    if outcome[0] == "ok":
+        return outcome[1]
+    memory = f"{limits.memory_bytes >> 20} MiB" if limits.memory_bytes else "the memory it had"
+    out_of_memory = outcome[0] == "error" and limits.memory_bytes and "error: out of memory" in outcome[2]
+    if outcome[0] == "error" and not out_of_memory:
+        raise CompileError(outcome[1], log=outcome[2], options=outcome[3])
+    if out_of_memory or outcome[0] == "memory" or \
+            done.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL):
+        raise CompileError(f"{what}: NVRTC ran out of memory within {memory}, the address space a compile may have "
+                           f"(set {bounded.MEMORY_VARIABLE} to allow more)", options=tuple(options))
+    tail = done.stderr.decode(errors="replace").strip()[-500:]
+    raise CompileError(f"{what}: NVRTC's process ended with status {done.returncode} without a result"
+                       + (f": {tail}" if tail else ""), options=tuple(options))
+
+
+def compile_program(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
+    """One NVRTC program compiled in this process (the child's half of `_compile_bounded`)."""
+    return _compile_once(source, name, instances, arch, options, version, display_path, quotable)
 
 
 def _compile_once(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:

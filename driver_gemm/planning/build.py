@@ -13,6 +13,7 @@ import concurrent.futures
 import dataclasses
 import os
 
+from ..cuda import bounded
 from ..cuda.compile import Cubin, compile_source
 from ..cuda.cubin import KernelImage
 from ..cuda.mangling import demangle
@@ -155,8 +156,9 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     if built.resources_known:
         plan = with_resources(plan, built.resources_of(kernel.instance), limits, sm_count)
     else:
+        unchecked = [built.log] if built.log.startswith("PTX not checked") else []
         plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
-                                                             "once the driver has compiled it at load"])
+                                                             "once the driver has compiled it at load", *unchecked])
     plan = dataclasses.replace(plan, problems=[*plan.problems, *boolean_parameter_problems(kernel, built)])
     problem = signature_error(kernel, built)
     if isinstance(problem, SpecError):
@@ -226,13 +228,22 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None, skip: set[str] 
         for kernel in kernels:
             compiled[kernel.label] = cubin
 
+    bounded.allow_new()
     if len(programs) <= 1:
         for program in programs:
             compile_program(*program)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs))) as pool:
+        return compiled
+    pool = concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs)))
+    try:
+        with bounded.terminated_as_interrupt():
             for done in [pool.submit(compile_program, *program) for program in programs]:
                 done.result()
+    except BaseException:
+        # Ctrl-C (or SIGTERM): nothing queued starts, and every compile still running is killed now.
+        pool.shutdown(wait=False, cancel_futures=True)
+        bounded.stop_all()
+        raise
+    pool.shutdown()
     return compiled
 
 
