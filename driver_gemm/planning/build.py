@@ -107,6 +107,23 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     return None
 
 
+# The checks of a kernel against its image, made once per kernel and image, not once per shape: by the ids of
+# both, holding both so that the ids stay theirs; emptied when it grows past a sweep's worth.
+_IMAGE_CHECKS: dict[tuple[int, int], tuple] = {}
+_IMAGE_CHECKS_KEPT = 4096
+
+
+def _image_checks(kernel: KernelSpec, built: Cubin) -> tuple[list[SpecError], SpecError | ImageError | None]:
+    key = (id(kernel), id(built))
+    found = _IMAGE_CHECKS.get(key)
+    if found is None or found[0] is not kernel or found[1] is not built:
+        if len(_IMAGE_CHECKS) >= _IMAGE_CHECKS_KEPT:
+            _IMAGE_CHECKS.clear()
+        found = _IMAGE_CHECKS[key] = (kernel, built, boolean_parameter_problems(kernel, built),
+                                      signature_error(kernel, built))
+    return found[2], found[3]
+
+
 def boolean_parameter_problems(kernel: KernelSpec, built: Cubin) -> list[SpecError]:
     """A YAML boolean (true/false) given for a template parameter the kernel declares as a number: C++ would take it
     as 1 or 0 without a word, so it is refused at the parameter's line. Read from the image's symbol, whose
@@ -159,8 +176,8 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
         unchecked = [built.log] if built.log.startswith("PTX not checked") else []
         plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
                                                              "once the driver has compiled it at load", *unchecked])
-    plan = dataclasses.replace(plan, problems=[*plan.problems, *boolean_parameter_problems(kernel, built)])
-    problem = signature_error(kernel, built)
+    booleans, problem = _image_checks(kernel, built)
+    plan = dataclasses.replace(plan, problems=[*plan.problems, *booleans])
     if isinstance(problem, SpecError):
         plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
     elif problem is not None:

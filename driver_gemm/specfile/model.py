@@ -10,6 +10,7 @@ made of a YAML file or a dictionary; nothing here touches CUDA or YAML.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,7 +171,8 @@ class KernelSpec:
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
-    @property
+    # `instance` and `label` are worked out once per kernel (a plan of a million shapes asks for them each time).
+    @functools.cached_property
     def instance(self) -> str:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
         function, parameter_types = split_overload(self.function)
@@ -184,7 +186,7 @@ class KernelSpec:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
         return self.arch or device_arch
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``. Parameters that are C++ type names are left out:
         a typed kernel's name and ``types`` say them."""
