@@ -49,6 +49,11 @@ class ArgumentError(ConfigError):
     """A kernel argument that does not fit its declared C type (or a list of arguments of the wrong length)."""
 
 
+class WrongArgumentType(DriverGemmError, TypeError):
+    """A function of the library called with an argument of a kind it does not take: the message says what it
+    takes (a `TypeError` too, as Python's own would be)."""
+
+
 class UsageError(SpecError):
     """A mistake on the command line: an option's value that cannot be used; `field` names the option."""
 

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import pickle
 import re
+import shlex
 import signal
 import time
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import CompileError
+from ..errors import CompileError, WrongArgumentType
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\b[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*)?)', re.MULTILINE)
@@ -132,6 +133,30 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
                         allow_outside_headers=allow_outside_headers, project=project)
 
 
+def option_tuple(options: Iterable[str] | str) -> tuple[str, ...]:
+    """Compiler options as a tuple: a string is split as a shell would split it (``"-DX=1 -DY=2"``), never taken
+    character by character."""
+    if isinstance(options, str):
+        return tuple(shlex.split(options))
+    options = tuple(options)
+    wrong = [option for option in options if not isinstance(option, str)]
+    if wrong:
+        raise WrongArgumentType(f"compiler options are strings, got {wrong[0]!r} ({type(wrong[0]).__name__})")
+    return options
+
+
+def refuse_nul(source: str, name: str) -> None:
+    """A `CompileError` at the line and column of a NUL character in `source`: NVRTC reads its text as a C string,
+    so everything after one would silently not be compiled."""
+    position = source.find("\x00")
+    if position < 0:
+        return
+    line = source.count("\n", 0, position) + 1
+    column = position - (source.rfind("\n", 0, position) + 1) + 1
+    raise CompileError(f"{name}:{line}:{column}: a NUL character (offset {position}) in the source: NVRTC would "
+                       "stop reading there")
+
+
 def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
                  extra_options: Iterable[str] = (), *, include_dir: Path | None = None,
                  use_cache: bool = True, display_path: str | None = None,
@@ -139,7 +164,8 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
-    extra_options = tuple(extra_options)
+    extra_options = option_tuple(extra_options)
+    refuse_nul(source, display_path or name)
     options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *extra_options)
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Iterable
 
 from . import bounded, cache
-from .compile import (BASE_OPTIONS, Cubin, include_folders, load_cached, normalise_arch, read_source,
-                      scan_headers, store_cached)
+from .compile import (BASE_OPTIONS, Cubin, include_folders, load_cached, normalise_arch, option_tuple, read_source,
+                      refuse_nul, scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .resources import parse_ptxas_report
@@ -102,7 +102,8 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     nvcc = require_nvcc()
     version = nvcc_version(nvcc)
     source = read_source(path)
-    extra_options = tuple(extra_options)
+    extra_options = option_tuple(extra_options)
+    refuse_nul(source, str(path))
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
     found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
                          allow_outside=allow_outside_headers, project=project)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Iterable, Mapping
 from . import expr
 from ..bundled import default_spec_path
 from ..gemm.dtypes import GemmTypes
-from ..errors import SpecError
+from ..errors import SpecError, WrongArgumentType
 from ..kernel_names import overload_expression, split_overload
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 
@@ -58,6 +59,23 @@ class Shape:
     M: int
     N: int
     K: int
+
+    def __post_init__(self) -> None:
+        # A shape made in Python is held to what a spec's shapes are: whole numbers of at least 1.
+        for name in ("M", "N", "K"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                try:
+                    whole = operator.index(value)          # NumPy's integers are whole numbers too
+                except TypeError:
+                    raise WrongArgumentType(f"Shape: {name} must be a whole number, got {value!r} "
+                                            f"({type(value).__name__})") from None
+                if isinstance(value, bool):
+                    raise WrongArgumentType(f"Shape: {name} must be a whole number, got {value!r} (bool)")
+                object.__setattr__(self, name, int(whole))
+                value = int(whole)
+            if value < 1:
+                raise ValueError(f"Shape: {name} must be at least 1, got {value}")
 
     @property
     def label(self) -> str:
