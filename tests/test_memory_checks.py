@@ -67,13 +67,13 @@ def no_allocation(monkeypatch):
 
 def test_plan_refuses_a_shape_beyond_the_machine_with_figures(tmp_path, monkeypatch, capsys, no_allocation):
     monkeypatch.setattr(memory, "host_available", lambda: 125 * GiB)
-    monkeypatch.setattr(build, "host_available", lambda: 125 * GiB)
+    monkeypatch.setattr(build, "host_total", lambda: 125 * GiB)
     spec = write(tmp_path, MINIMAL.replace("[64, 32, 16]", "[262144, 262144, 262144]"))
     before = sorted(tmp_path.rglob("*"))
     assert main(["plan", "--arch", "sm_90", "--csv", str(spec)]) == EXIT_FAILED
     out = capsys.readouterr().out
     assert "shape 262144x262144x262144 needs 2816 GiB of host memory for A, B, the reference and the output's " \
-           "copies; this machine has 125 GiB available" in out
+           "copies; this machine has 125 GiB in all" in out
     assert "needs 1024 GiB of GPU memory for A, B, C and the reference" in out and "the largest sm_90 GPU" in out
     assert sorted(tmp_path.rglob("*")) == before
 

@@ -3,7 +3,7 @@
 A case draws its operands on the host, works out a float64 reference there, keeps a host copy of its output
 and holds A, B and C (and cuBLAS's reference product) on the GPU. Their sizes follow from the shape (and, for a
 typed case, from the operands' layout and types) alone, so a shape too large for the machine is refused with the
-figures before the first byte is allocated: at plan time against the host's available memory and the largest
+figures before the first byte is allocated: at plan time against the host's physical memory and the largest
 GPU of the target architecture, and again in the process that runs the case against what it really has
 (`/proc/meminfo`'s MemAvailable, ``cuMemGetInfo``). The figures are upper bounds: they count the temporary float64
 copies NumPy makes for the reference and the comparison.
@@ -98,6 +98,14 @@ def host_available() -> int | None:
         return None
 
 
+def host_total() -> int | None:
+    """Bytes of physical memory of this machine (the bound no run here can pass); None when unknown."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def device_available(device) -> int | None:
     """Free bytes on `device` (a `cuda.device.Device`, its context current) by ``cuMemGetInfo``; None if unknown."""
     # lazy: cuda.bindings is imported only where a GPU is used
@@ -131,14 +139,14 @@ def _what(parts: dict[str, int]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
-def memory_refusal(needs: MemoryNeeds, host: int | None, device: int | None, *,
-                   device_name: str = "the GPU", device_overhead: int = DEVICE_OVERHEAD_BYTES) -> str | None:
+def memory_refusal(needs: MemoryNeeds, host: int | None, device: int | None, *, device_name: str = "the GPU",
+                   device_overhead: int = DEVICE_OVERHEAD_BYTES, host_word: str = " available") -> str | None:
     """Why a case needing `needs` cannot run with `host` and `device` bytes available (None where unknown), with
     the figures; None when it fits (or nothing is known)."""
     reasons = []
     if host is not None and needs.host_bytes > host:
         reasons.append(f"needs {gib(needs.host_bytes)} of host memory for {_what(needs.host)}; this machine has "
-                       f"{gib(host)} available")
+                       f"{gib(host)}{host_word}")
     if device is not None and needs.device_bytes + device_overhead > device:
         reasons.append(f"needs {gib(needs.device_bytes)} of GPU memory for {_what(needs.device)} (and about "
                        f"{gib(device_overhead)} for the session); {device_name} has {gib(device)}")

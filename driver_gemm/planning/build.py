@@ -22,7 +22,7 @@ from ..cuda.occupancy import ArchLimits, arch_limits
 from ..cuda.prebuilt import load_binary
 from ..cuda.signature_check import check_kernel_signature
 from ..errors import CompileError, ImageError, SpecError
-from ..measure.memory import host_available
+from ..measure.memory import host_total
 from ..specfile.model import KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
 from .case_plan import CasePlan, plan_launch, with_resources
@@ -34,11 +34,11 @@ Compiled = dict[str, "Cubin | CompileError"]
 def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePlan]:
     """Every kernel's launch plan on every shape, keyed by (kernel label, shape label); no compiler output needed.
 
-    Each plan's memory is checked too (`memory_plan`): against this machine's available host memory and the
+    Each plan's memory is checked too (`memory_plan`): against this machine's physical memory and the
     largest GPU of the target architecture.
     """
     scalars = dict(spec.scalars)
-    host = host_available()
+    host = host_total()
     return {(kernel.label, shape.label): with_memory_check(plan_launch(kernel, shape, limits, scalars), host,
                                                            limits.arch)
             for shape in spec.shapes for kernel in kernels_on(spec, shape)}

@@ -1,6 +1,6 @@
 """A case's memory checked at plan time: a shape whose operands and reference cannot fit is INVALID before any run.
 
-The host's limit is this machine's available memory; the GPU's, without the GPU at hand, is the largest part of
+The host's limit is this machine's physical memory (what is free when the case runs is the worker's to check); the GPU's, without the GPU at hand, is the largest part of
 the target architecture (`measure.memory.LARGEST_PART_BYTES`), so that only what fits on no GPU of it is refused
 here. The process that runs a case checks again against what its GPU really has free.
 """
@@ -26,13 +26,13 @@ def memory_needs_of(plan: CasePlan):
 
 
 def with_memory_check(plan: CasePlan, host: int | None, arch: str) -> CasePlan:
-    """`plan` with a problem when its case needs more than `host` bytes of host memory or more
+    """`plan` with a problem when its case needs more than `host` bytes of host memory (this machine's in all) or more
     than the largest GPU of `arch` has."""
     needs = memory_needs_of(plan)
     if needs is None:
         return plan
     device = largest_part_bytes(arch)
-    refusal = memory_refusal(needs, host, device, device_name=f"the largest {arch} GPU")
+    refusal = memory_refusal(needs, host, device, device_name=f"the largest {arch} GPU", host_word=" in all")
     if refusal is None:
         return plan
     kernel = plan.kernel
