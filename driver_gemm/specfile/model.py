@@ -154,6 +154,25 @@ class OperandSpec:
     scales: tuple[float, float] = (1.0, 1.0)
 
 
+# A kernel's instance and label, worked out once per kernel rather than each time a plan of a million shapes asks.
+@functools.lru_cache(maxsize=1 << 14)
+def _instance(function: str, values: tuple) -> str:
+    function, parameter_types = split_overload(function)
+    if values:
+        function = f"{function}<{', '.join(template_argument(v) for v in values)}>"
+    if parameter_types is None:
+        return function
+    return overload_expression(function, parameter_types)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _label(name: str, params: tuple) -> str:
+    shown = [(key, value) for key, value in params if not isinstance(value, str)]
+    if not shown:
+        return name
+    return f"{name}[{','.join(f'{key}={template_argument(value)}' for key, value in shown)}]"
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One kernel configuration: everything needed to compile, plan and launch it for any shape."""
@@ -189,29 +208,20 @@ class KernelSpec:
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
-    # `instance` and `label` are worked out once per kernel (a plan of a million shapes asks for them each time).
-    @functools.cached_property
+    @property
     def instance(self) -> str:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
-        function, parameter_types = split_overload(self.function)
-        if self.params:
-            function = f"{function}<{', '.join(template_argument(v) for v in self.params.values())}>"
-        if parameter_types is None:
-            return function
-        return overload_expression(function, parameter_types)
+        return _instance(self.function, tuple(self.params.values()))
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
         return self.arch or device_arch
 
-    @functools.cached_property
+    @property
     def label(self) -> str:
         """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``. Parameters that are C++ type names are left out:
         a typed kernel's name and ``types`` say them."""
-        shown = self.numeric_params
-        if not shown:
-            return self.name
-        return f"{self.name}[{','.join(f'{k}={template_argument(v)}' for k, v in shown.items())}]"
+        return _label(self.name, tuple(self.params.items()))
 
     def where_field(self, name: str) -> str:
         """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
