@@ -34,6 +34,10 @@ class SpecError(DriverGemmError):
     def __str__(self) -> str:
         place = ": ".join(part for part in (self.where, self.field) if part)
         text = f"{place}: {self.message}" if place else self.message
+        if "\n" in text:
+            # A message with details: the one-line cause first, then the hint, then the details.
+            cause, details = text.split("\n", 1)
+            return f"{cause}\n  hint: {self.hint}\n{details}" if self.hint else text
         return f"{text} (hint: {self.hint})" if self.hint else text
 
 
@@ -43,6 +47,11 @@ class ConfigError(SpecError):
 
 class ArgumentError(ConfigError):
     """A kernel argument that does not fit its declared C type (or a list of arguments of the wrong length)."""
+
+
+class WrongArgumentType(DriverGemmError, TypeError):
+    """A function of the library called with an argument of a kind it does not take: the message says what it
+    takes (a `TypeError` too, as Python's own would be)."""
 
 
 class UsageError(SpecError):

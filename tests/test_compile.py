@@ -221,6 +221,7 @@ def test_a_compile_whose_log_comes_back_empty_is_done_again(monkeypatch):
         return "" if len(calls) == 1 else real(program)
 
     monkeypatch.setattr(compiling, "_program_log", first_empty)
+    monkeypatch.setattr(compiling, "_compile_bounded", compiling.compile_program)   # NVRTC here, where it is patched
     built = compile_source(SPECS.parent / "kernels" / "04_coarsen_2d.cu", [V4], "sm_90", use_cache=False)
     assert len(calls) == 2 and "ptxas info" in built.log and "driver-gemm:" not in built.log
     assert built.resources_of(V4).registers > 0
@@ -231,6 +232,7 @@ def test_without_any_ptxas_report_the_resources_come_from_the_cubin(monkeypatch)
 
     reported = compile_source(SPECS.parent / "kernels" / "04_coarsen_2d.cu", [V4], "sm_90", use_cache=False)
     monkeypatch.setattr(compiling, "_program_log", lambda program: "")
+    monkeypatch.setattr(compiling, "_compile_bounded", compiling.compile_program)   # NVRTC here, where it is patched
     built = compile_source(SPECS.parent / "kernels" / "04_coarsen_2d.cu", [V4], "sm_90", use_cache=False)
     from_image, from_ptxas = built.resources_of(V4), reported.resources_of(V4)
     assert (from_image.registers, from_image.static_shared_bytes, from_image.barriers) == \

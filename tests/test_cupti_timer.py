@@ -136,6 +136,16 @@ def test_a_sample_without_kernel_records_says_so():
             made.elapsed_ms(0)
 
 
+def test_zero_length_kernel_records_are_refused_as_a_version_mismatch_not_timed():
+    fake = FakeCupti()
+    recorder, made = sampler(fake, lambda: fake.launch(0))      # records laid out otherwise read as start == end
+    with recorder.collecting():
+        made.queue(0, 1)
+        made.wait(0)
+        with pytest.raises(CuptiUnavailable, match="zero-length: cupti-python and the CUPTI library"):
+            made.elapsed_ms(0)
+
+
 def test_cupti_refusing_is_a_clear_error():
     fake = FakeCupti()
 

@@ -193,11 +193,13 @@ kernels:
     block: [TILE, TILE * 2]
     grid: [ceil(N / TILE), ceil(M / TILE)]
 """)
-    assert main(["run", str(spec)]) == EXIT_USAGE
-    lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 3 and all("Traceback" not in line for line in lines)
-    assert all(f"{spec}:7: kernels[too-wide].block: 2048 threads per block" in line for line in lines[:2])
-    assert "2 case(s) cannot launch as written" in lines[2] and "no GPU" in lines[2]
+    assert main(["run", str(spec)]) == EXIT_FAILED == main(["plan", str(spec)])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("driver-gemm: ")][:2]
+    assert len(lines) == 2 and all("Traceback" not in line for line in lines)
+    # once for the kernel, with the shapes it holds for
+    assert lines[0].startswith(f"driver-gemm: {spec}:7: kernels[too-wide].block: 2048 threads per block")
+    assert lines[0].endswith("at 64x64x64, 1001x513x777]")
+    assert "2 case(s) cannot launch as written" in lines[1] and "no GPU" in lines[1]
     assert not (tmp_path / "results").exists()
 
 
@@ -227,7 +229,7 @@ def test_run_without_a_gpu_reports_kernels_that_do_not_build_first(tmp_path, mon
 
 @NO_GPU
 @pytest.mark.parametrize("change, code, expected", [
-    (("block: [BN / TN, BM / TM]", "block: [4096, 1]"), EXIT_USAGE, "(2 cannot launch as written, 0 do not build;"),
+    (("block: [BN / TN, BM / TM]", "block: [4096, 1]"), EXIT_FAILED, "(2 cannot launch as written, 0 do not build;"),
     (("BK: 16", "BK: [0, -1]"), EXIT_FAILED, "(0 cannot launch as written, 4 do not build;"),
 ])
 def test_tune_without_a_gpu_says_when_no_configuration_can_run(tmp_path, monkeypatch, capsys, change, code, expected):

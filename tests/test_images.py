@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from driver_gemm.cli import EXIT_USAGE, main
+from driver_gemm.cli import EXIT_FAILED, EXIT_USAGE, main
 from driver_gemm.cuda import nvcc as nvcc_module
 from driver_gemm.cuda import sass
 from driver_gemm.cuda.compile import compile_source, nvrtc_warning
@@ -79,7 +79,7 @@ def test_a_matching_signature_passes_and_check_offline_reports_a_wrong_one(tmp_p
 @NO_GPU
 def test_run_without_a_gpu_reports_the_signature_mistake_as_a_spec_error(tmp_path, capsys):
     bad = write(tmp_path, MINIMAL + "    signature: [A, B, C, M, N]\n")
-    assert main(["run", str(bad), "--json", str(tmp_path / "out.json")]) == EXIT_USAGE
+    assert main(["run", str(bad), "--json", str(tmp_path / "out.json")]) == EXIT_FAILED
     err = capsys.readouterr().err
     assert f"{bad}:{signature_line_of(bad)}: kernels[v4].signature" in err and "names 5" in err
     assert "Traceback" not in err

@@ -148,7 +148,8 @@ def test_piped_output_does_not_wrap_long_lines(tmp_path):
                           env={**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "PYTHONPATH": str(ROOT)})
     assert done.returncode == EXIT_FAILED
     problem = next(line for line in done.stdout.splitlines() if "4096 threads per block" in line)
-    assert len(problem) > 100 and problem.startswith("v4[BM=64,BN=64,BK=16,TM=4,TN=4] at 64x32x16: ")
+    assert len(problem) > 100 and problem.startswith(f"{spec}:")     # led by the spec's file:line
+    assert problem.endswith("[v4[BM=64,BN=64,BK=16,TM=4,TN=4] at 64x32x16]")
     assert "(hint:" in problem   # the hint is on the same line, not wrapped onto the next
     table = [line for line in done.stdout.splitlines() if line.startswith(("kernel", "v4#1", "━"))]
     assert table and max(map(len, table)) <= 100

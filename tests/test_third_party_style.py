@@ -99,7 +99,7 @@ def test_run_checks_everything_then_stops_at_the_missing_gpu(capsys):
     assert main(["run", str(SPEC), "-s", "64x48x32"] + kernels) == EXIT_NO_GPU
     assert "no CUDA driver" in capsys.readouterr().err
     # a shape some case cannot take: those cases' errors at their lines first
-    assert main(["run", str(SPEC), "-s", "96x80x72"] + kernels) == EXIT_USAGE
+    assert main(["run", str(SPEC), "-s", "96x80x72"] + kernels) == EXIT_FAILED
     err = capsys.readouterr().err
     assert "kernels[wmma].require[2]: 'K % 16 == 0' does not hold with K=72" in err and "no GPU either" in err
 
@@ -326,7 +326,7 @@ def test_a_mismatched_signature_shows_the_kernels_own_parameters(tmp_path):
     planned = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90")
     problems = " ".join(str(p) for plan in planned.plans for p in plan.problems)
     assert "parameter 4 (M, int32): the kernel's parameter (unsigned long) is 8 bytes" in problems
-    assert "the kernel is (const float*, const float*, float*, unsigned long, unsigned long, long long, float)" in problems
+    assert "it takes (const float*, const float*, float*, unsigned long, unsigned long, long long, float)" in problems
     assert "{name: M, type: uint64, value: M}" in problems
 
 

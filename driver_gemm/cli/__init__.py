@@ -1,6 +1,6 @@
 """The ``driver-gemm`` command: thin glue over the library, one module per command.
 
-Exit codes (`main.EXIT_CODES_HELP`, also in ``driver-gemm --help``): 0 every
+Exit codes (`exit_codes.EXIT_CODES_HELP`, also in ``driver-gemm --help``): 0 every
 case passed; 1 a case failed, errored or was invalid (or an internal error);
 2 the command line, a spec or a results file is wrong; 3 no CUDA driver or
 GPU, or a missing tool; 130 interrupted; 141 stdout closed early.

@@ -20,23 +20,8 @@ from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMis
 from . import compare, info, plan, plot, run, show, specs, tune
 from .common import Output, stdout_closed
 from . import log_output
-from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU, EXIT_OK,  # noqa: F401
-                         EXIT_USAGE)
-
-EXIT_CODES_HELP = """\
-exit codes:
-  0    every case passed (compare: no case SLOWER or BROKEN)
-  1    a case failed, errored or was INVALID, a kernel did not compile, or compare found
-       a regression; a file could not be written (disk full: the file there before is kept);
-       also an internal error (one line; rerun with --debug for the traceback)
-  2    bad input: the command line, a spec, or a results file (named with its line or JSON
-       path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most);
-       an output that is an input or cannot be written there; a closed stdout (>&-)
-  3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer,
-       matplotlib, Dask, cuBLAS) or refuses (NVML locking clocks without root)
-  130  interrupted (Ctrl-C); a run keeps the results so far
-  141  stdout was closed early (driver-gemm plan | head): output stops quietly
-"""
+from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU,  # noqa: F401
+                         EXIT_OK, EXIT_USAGE)
 
 EXIT_CODES_POINTER = "exit codes: see driver-gemm --help"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import ToolMissingError, UsageError
 from .common import SPEC_HELP, Output, add_format_options, add_source_option, env_device, load_specs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
@@ -56,7 +56,11 @@ def execute(args, out: Output) -> int:
         else:
             print_plan(planned.plans, title, out.console, planned.summary())
         if args.sass:
-            out.data(sass_table(instruction_mixes(planned), out.format, out.console.width))
+            try:
+                out.data(sass_table(instruction_mixes(planned), out.format, out.console.width))
+            except ToolMissingError as exc:
+                # The plan is whole without the instruction mix: a note, and the exit code the plan alone gives.
+                out.note(f"note: --sass: no instruction mix: {exc}", "yellow")
         if out.plain:
             out.note(f"{spec.name}: {planned.summary()}", None)
         if not planned.ok:

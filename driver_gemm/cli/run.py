@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import timeline
-from ..errors import CompileError, NoGpuError, SpecError, ToolMissingError, UsageError
+from ..errors import DriverGemmError, NoGpuError, ToolMissingError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
                      SPEC_HELP, check_output_folder, default_json, env_device, load_specs, refuse_aliases,
                      spec_inputs)
@@ -446,14 +446,18 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
             raise
     for error in failed:           # as plan says them; a run on a GPU would record them as the cases' errors
         out.error(str(error))
-    for plan in refused:
-        for problem in plan.problems:
-            out.error(str(problem))
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.tables import per_kernel_lines, problem_text
+
+    for (label, text, is_problem), shapes in per_kernel_lines(refused).items():
+        if is_problem:     # once per kernel, with the shapes it holds for
+            out.error(problem_text(label, text, shapes))
     said = [f"{len(failed)} kernel build(s) failed"] if failed else []
     said += [f"{len(refused)} case(s) cannot launch as written"] if refused else []
     text = (f"{' and '.join(said)} (the lines above; `driver-gemm plan` shows every case); this machine has no "
             "GPU either")
-    raise SpecError(text) if refused else CompileError(text)
+    # One rule for every command: an INVALID case or a failed build is exit 1, as `plan` and a run on a GPU end.
+    raise DriverGemmError(text)
 
 
 def _check_outputs(args, specs) -> None:

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
                      SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_inputs)
-from ..errors import CompileError, NoGpuError, SpecError, UsageError
+from ..errors import DriverGemmError, NoGpuError, UsageError
 from ..status import Status
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
@@ -154,8 +154,8 @@ def _check_before_asking_for_a_gpu(spec) -> None:
         if not wanted or unlaunchable | unbuilt != wanted:
             raise
     first = refused[0].problems[0] if refused else next(iter(failed.values()))
-    error = SpecError if refused else CompileError
-    raise error(f"none of the {len(wanted)} kernel case(s) of the sweep can run ({len(unlaunchable)} cannot launch "
+    # Exit 1, as for a sweep none of whose configurations ran on a GPU: INVALID cases and failed builds alike.
+    raise DriverGemmError(f"none of the {len(wanted)} kernel case(s) of the sweep can run ({len(unlaunchable)} cannot launch "
                 f"as written, {len(unbuilt)} do not build; `driver-gemm plan` shows each); the first: {first}; "
                 "this machine has no GPU either")
 

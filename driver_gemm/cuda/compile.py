@@ -11,7 +11,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import pickle
 import re
+import shlex
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,14 +22,14 @@ from typing import Iterable, Mapping
 
 from cuda.bindings import nvrtc
 
-from . import cache, headers
+from . import bounded, cache, headers
 from .check import check
 from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import CompileError
+from ..errors import CompileError, WrongArgumentType
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _log = logging.getLogger(__name__)
@@ -135,6 +138,30 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
                         allow_outside_headers=allow_outside_headers, project=project)
 
 
+def option_tuple(options: Iterable[str] | str) -> tuple[str, ...]:
+    """Compiler options as a tuple: a string is split as a shell would split it (``"-DX=1 -DY=2"``), never taken
+    character by character."""
+    if isinstance(options, str):
+        return tuple(shlex.split(options))
+    options = tuple(options)
+    wrong = [option for option in options if not isinstance(option, str)]
+    if wrong:
+        raise WrongArgumentType(f"compiler options are strings, got {wrong[0]!r} ({type(wrong[0]).__name__})")
+    return options
+
+
+def refuse_nul(source: str, name: str) -> None:
+    """A `CompileError` at the line and column of a NUL character in `source`: NVRTC reads its text as a C string,
+    so everything after one would silently not be compiled."""
+    position = source.find("\x00")
+    if position < 0:
+        return
+    line = source.count("\n", 0, position) + 1
+    column = position - (source.rfind("\n", 0, position) + 1) + 1
+    raise CompileError(f"{name}:{line}:{column}: a NUL character (offset {position}) in the source: NVRTC would "
+                       "stop reading there")
+
+
 def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
                  extra_options: Iterable[str] = (), *, include_dir: Path | None = None,
                  use_cache: bool = True, display_path: str | None = None,
@@ -142,7 +169,8 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
-    extra_options = tuple(extra_options)
+    extra_options = option_tuple(extra_options)
+    refuse_nul(source, display_path or name)
     options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *extra_options)
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)
@@ -238,7 +266,7 @@ REPORT_ATTEMPTS = 2
 
 def _compile(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
     for _ in range(REPORT_ATTEMPTS):
-        cubin = _compile_once(source, name, instances, arch, options, version, display_path, quotable)
+        cubin = _compile_bounded(source, name, instances, arch, options, version, display_path, quotable)
         missing = [symbol for symbol in cubin.lowered_names.values() if symbol not in cubin.resources]
         if not missing:
             return cubin
@@ -249,6 +277,47 @@ def _compile(source, name, instances, arch, options, version, display_path, quot
             f"{REPORT_ATTEMPTS} times; registers, barriers, shared memory and stack are read from the CUBIN "
             f"(spills are not in it: taken as 0)")
     return dataclasses.replace(cubin, resources=resources, log=(cubin.log + "\n" + note).lstrip("\n"))
+
+
+def _compile_bounded(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
+    """`compile_program` in a child process of its own (`bounded`): past its time or memory bound, or on Ctrl-C,
+    the child is killed; a bound reached is a `CompileError` naming the kernel and the bound."""
+    limits = bounded.compile_bounds()
+    request = pickle.dumps({"source": source, "name": name, "instances": tuple(instances), "arch": arch,
+                            "options": tuple(options), "version": tuple(version), "display_path": display_path,
+                            "quotable": tuple(quotable)})
+    command, env = bounded.python_child("driver_gemm.cuda.compile_child", str(limits.memory_bytes or 0))
+    what = f"{display_path} ({', '.join(instances)})"
+    try:
+        done = bounded.run_bounded(command, request, limits.seconds, env=env)
+    except bounded.ChildStopped as exc:
+        if exc.reason == "time":
+            raise CompileError(f"{what}: NVRTC was stopped after {limits.seconds:g} s, the time a compile may take "
+                               f"(set {bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
+        raise CompileError(f"{what}: the compile was stopped", options=tuple(options)) from None
+    try:
+        # ("ok", cubin) | ("error", message, log, options) | ("memory",) | ("crashed",)
+        outcome: tuple = pickle.loads(done.stdout) if done.stdout else ("crashed",)
+    except (pickle.UnpicklingError, EOFError, ValueError):
+        outcome = ("crashed",)
+    if outcome[0] == "ok":
+        return outcome[1]
+    memory = f"{limits.memory_bytes >> 20} MiB" if limits.memory_bytes else "the memory it had"
+    out_of_memory = outcome[0] == "error" and limits.memory_bytes and "error: out of memory" in outcome[2]
+    if outcome[0] == "error" and not out_of_memory:
+        raise CompileError(outcome[1], log=outcome[2], options=outcome[3])
+    if out_of_memory or outcome[0] == "memory" or \
+            done.returncode in (-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGKILL):
+        raise CompileError(f"{what}: NVRTC ran out of memory within {memory}, the address space a compile may have "
+                           f"(set {bounded.MEMORY_VARIABLE} to allow more)", options=tuple(options))
+    tail = done.stderr.decode(errors="replace").strip()[-500:]
+    raise CompileError(f"{what}: NVRTC's process ended with status {done.returncode} without a result"
+                       + (f": {tail}" if tail else ""), options=tuple(options))
+
+
+def compile_program(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
+    """One NVRTC program compiled in this process (the child's half of `_compile_bounded`)."""
+    return _compile_once(source, name, instances, arch, options, version, display_path, quotable)
 
 
 def _compile_once(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from . import cache
-from .compile import (BASE_OPTIONS, Cubin, include_folders, load_cached, normalise_arch, read_source,
-                      scan_headers, store_cached)
+from . import bounded, cache
+from .compile import (BASE_OPTIONS, Cubin, include_folders, load_cached, normalise_arch, option_tuple, read_source,
+                      refuse_nul, scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .resources import parse_ptxas_report
@@ -30,7 +30,6 @@ from ..kernel_names import split_overload
 
 NVCC_OPTIONS = ("-O3", *BASE_OPTIONS)
 _VERSION = re.compile(r"release (\d+)\.(\d+)")
-NVCC_TIMEOUT_S = 600
 _MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
 
 
@@ -103,7 +102,8 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     nvcc = require_nvcc()
     version = nvcc_version(nvcc)
     source = read_source(path)
-    extra_options = tuple(extra_options)
+    extra_options = option_tuple(extra_options)
+    refuse_nul(source, str(path))
     options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
     found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
                          allow_outside=allow_outside_headers, project=project)
@@ -127,11 +127,18 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin
         output = Path(folder) / "kernel.cubin"
         wrapper.write_text(wrapper_source(path, instances))
         command = [str(nvcc), "-cubin", *options, f"-I{path.resolve().parent}", "-o", str(output), str(wrapper)]
+        # nvcc in a session of its own, its intermediate files in our folder: a timeout, Ctrl-C or SIGTERM kills
+        # it with its gcc and cc1plus, and the folder goes with the block.
+        scratch = Path(folder) / "tmp"
+        scratch.mkdir()
+        env = {**os.environ, "TMPDIR": str(scratch), "TMP": str(scratch), "TEMP": str(scratch)}
+        seconds = bounded.compile_bounds().seconds
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"{path}: nvcc ran past {NVCC_TIMEOUT_S} s", options=tuple(options)) from None
-        log = done.stdout + done.stderr
+            done = bounded.run_bounded(command, None, seconds, env=env, cwd=folder)
+        except bounded.ChildStopped:
+            raise CompileError(f"{path}: nvcc was stopped after {seconds:g} s, the time a compile may take (set "
+                               f"{bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
+        log = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
         if done.returncode != 0:
             shown = "\n  ".join(log.strip().splitlines()[-20:])
             hints = "".join(f"  hint: {name} was not found: give the folder that holds it in the kernel's "

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import ImageError
 from .compile import Cubin, normalise_arch
 from .cubin import read_cubin
+from .ptx_check import check_ptx
 from .fatbin import cubin_bytes, is_fatbin, ptx_entries, ptx_param_slots
 from .mangling import find_symbol
 
@@ -70,8 +71,9 @@ def _from_ptx(data: bytes, path: Path, instances: list[str], arch: str) -> Cubin
         raise ImageError(f"{path}: no .entry in this PTX")
     lowered = {instance: find_symbol(instance, entries, str(path)) for instance in instances}
     slots = {symbol: ptx_param_slots(entries[symbol]) for symbol in lowered.values()}
+    unchecked = check_ptx(text, arch, path)     # an ImageError with the PTX's line for what ptxas refuses
     # cuModuleLoadData reads PTX as a NUL-terminated string.
-    return Cubin(image=text.encode() + b"\x00", arch=arch, lowered_names=lowered, resources={}, log="",
+    return Cubin(image=text.encode() + b"\x00", arch=arch, lowered_names=lowered, resources={}, log=unchecked or "",
                  options=(), nvrtc_version=(0, 0), origin="prebuilt", image_format="ptx", ptx_params=slots)
 
 

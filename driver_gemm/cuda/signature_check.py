@@ -140,11 +140,13 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
     if problems:
         field = f"{kernel.field_path}.signature" if kernel.field_path else "signature"
         shown = f"{image.name} ({demangled.name})" if demangled else image.name
-        takes = (f"the kernel is ({', '.join(p.text for p in demangled.params)}); " if demangled
-                 else f"the kernel's parameters are {', '.join(f'{slot.size}' for slot in image.params)} bytes; ")
-        raise SpecError(f"signature does not match kernel {shown}: " + "; ".join(problems),
+        takes = (f"it takes ({', '.join(p.text for p in demangled.params)})" if demangled
+                 else f"its parameters are {', '.join(f'{slot.size}' for slot in image.params)} bytes")
+        # The cause and what the kernel takes on the first line; each disagreement on a line of its own after.
+        raise SpecError(f"the signature does not match the kernel's parameters: {takes}\n"
+                        + "\n".join(f"  {problem}" for problem in problems) + f"\n  (kernel {shown})",
                         where=kernel.where_field("signature"), field=field,
-                        hint=takes + "list one argument per kernel parameter, in order, with its exact C type; "
+                        hint="list one argument per kernel parameter, in order, with its exact C type; "
                              "a standard name of another type is written {name: M, type: uint64, value: M} "
                              "(size_t M); a struct by value is {name: args, type: struct, fields: [M, N, K, A, ...]}; "
                              "a device buffer (int* workspace) is {name: workspace, type: buffer, element: int32, "

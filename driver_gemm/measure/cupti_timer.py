@@ -185,6 +185,12 @@ class CuptiSampler(EventSampler):
         if value is None:
             raise CuptiUnavailable("CUPTI recorded no kernel for a sample's launches (another CUPTI client, such as "
                                    "a profiler, may hold the activity API): time with --timer events")
+        if value <= 0:
+            # A kernel takes time: records that read as zero-length are read with another record layout than
+            # the CUPTI library wrote (cupti-python of a newer CUDA minor than the libcupti it loaded).
+            raise CuptiUnavailable("CUPTI's kernel records read as zero-length: cupti-python and the CUPTI library "
+                                   "it loaded are of different CUDA versions (install the cupti-python of the "
+                                   "CUDA minor your libcupti is): time with --timer events")
         return value
 
 

@@ -13,25 +13,35 @@ import concurrent.futures
 import dataclasses
 import os
 
+from ..cuda import bounded
 from ..cuda.compile import Cubin, compile_source
 from ..cuda.cubin import KernelImage
+from ..cuda.mangling import demangle
 from ..cuda.nvcc import compile_with_nvcc
 from ..cuda.occupancy import ArchLimits, arch_limits
 from ..cuda.prebuilt import load_binary
 from ..cuda.signature_check import check_kernel_signature
 from ..errors import CompileError, ImageError, SpecError
+from ..measure.memory import host_total
 from ..specfile.model import KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
 from .case_plan import CasePlan, plan_launch, with_resources
 from .image_checks import image_checks
+from .memory_plan import with_memory_check
 
 Compiled = dict[str, "Cubin | CompileError"]
 
 
 def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePlan]:
-    """Every kernel's launch plan on every shape, keyed by (kernel label, shape label); no compiler output needed."""
+    """Every kernel's launch plan on every shape, keyed by (kernel label, shape label); no compiler output needed.
+
+    Each plan's memory is checked too (`memory_plan`): against this machine's physical memory and the
+    largest GPU of the target architecture.
+    """
     scalars = dict(spec.scalars)
-    return {(kernel.label, shape.label): plan_launch(kernel, shape, limits, scalars)
+    host = host_total()
+    return {(kernel.label, shape.label): with_memory_check(plan_launch(kernel, shape, limits, scalars), host,
+                                                           limits.arch)
             for shape in spec.shapes for kernel in kernels_on(spec, shape)}
 
 
@@ -98,6 +108,57 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     return None
 
 
+# The checks of a kernel against its image, made once per kernel and image, not once per shape: by the ids of
+# both, holding both so that the ids stay theirs; emptied when it grows past a sweep's worth.
+_IMAGE_CHECKS: dict[tuple[int, int], tuple] = {}
+_IMAGE_CHECKS_KEPT = 4096
+
+
+def _image_checks(kernel: KernelSpec, built: Cubin) -> tuple[list[SpecError], SpecError | ImageError | None]:
+    key = (id(kernel), id(built))
+    found = _IMAGE_CHECKS.get(key)
+    if found is None or found[0] is not kernel or found[1] is not built:
+        if len(_IMAGE_CHECKS) >= _IMAGE_CHECKS_KEPT:
+            _IMAGE_CHECKS.clear()
+        found = _IMAGE_CHECKS[key] = (kernel, built, boolean_parameter_problems(kernel, built),
+                                      signature_error(kernel, built))
+    return found[2], found[3]
+
+
+def boolean_parameter_problems(kernel: KernelSpec, built: Cubin) -> list[SpecError]:
+    """A YAML boolean (true/false) given for a template parameter the kernel declares as a number: C++ would take it
+    as 1 or 0 without a word, so it is refused at the parameter's line. Read from the image's symbol, whose
+    mangling keeps a bool argument (``Lb1E``) apart from an integer one (``Li1E``)."""
+    flags = [(name, value) for name, value in kernel.params.items() if isinstance(value, bool)]
+    if not flags:
+        return []
+    demangled = demangle(built.symbol(kernel.instance))
+    if demangled is None or not demangled.name.startswith(demangled.base_name + "<"):
+        return []
+    arguments = _template_arguments(demangled.name[len(demangled.base_name):])
+    if len(arguments) != len(kernel.params):
+        return []
+    by_name = dict(zip(kernel.params, arguments))
+    return [SpecError(f"{name} is {str(value).lower()}, a YAML boolean, but the kernel's template parameter takes "
+                      f"a number (it became {by_name[name]})", where=kernel.where_field(f"params.{name}"),
+                      field=f"{kernel.field_path}.params.{name}", hint=f"write {int(value)} for a number")
+            for name, value in flags if by_name[name] not in ("true", "false")]
+
+
+def _template_arguments(text: str) -> list[str]:
+    """``<64, true, ns::T<1, 2> >`` as its top-level arguments."""
+    inner = text.strip()[1:-1] if text.strip().startswith("<") and text.strip().endswith(">") else ""
+    arguments, depth, current = [], 0, ""
+    for character in inner:
+        if character == "," and depth == 0:
+            arguments.append(current.strip())
+            current = ""
+            continue
+        depth += {"<": 1, ">": -1, "(": 1, ")": -1}.get(character, 0)
+        current += character
+    return [*arguments, current.strip()] if inner else []
+
+
 def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: ArchLimits,
                   sm_count: int | None = None) -> CasePlan:
     """`plan` with what the built image says: its resources and occupancy, and its signature checked.
@@ -115,9 +176,11 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     if built.resources_known:
         plan = with_resources(plan, built.resources_of(kernel.instance), limits, sm_count)
     else:
+        unchecked = [built.log] if built.log.startswith("PTX not checked") else []
         plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
-                                                             "once the driver has compiled it at load"])
-    problem = signature_error(kernel, built)
+                                                             "once the driver has compiled it at load", *unchecked])
+    booleans, problem = _image_checks(kernel, built)
+    plan = dataclasses.replace(plan, problems=[*plan.problems, *booleans])
     if isinstance(problem, SpecError):
         plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
     elif problem is not None:
@@ -126,6 +189,17 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     if problems or notes:
         plan = dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
     return plan
+
+
+def led_by_spec_line(error: CompileError, kernels: list[KernelSpec]) -> CompileError:
+    """`error` led by the spec's line of the kernel entry it kept out (and the names of the others it kept out),
+    as `plan` says it and a run records it."""
+    first = kernels[0]
+    names = list(dict.fromkeys(kernel.name for kernel in kernels))
+    field_name = "binary" if first.binary is not None else "source"
+    others = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
+    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build:"
+    return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
 
 
 def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
@@ -178,13 +252,22 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
         for kernel in kernels:
             compiled[kernel.label] = cubin
 
+    bounded.allow_new()
     if len(programs) <= 1:
         for program in programs:
             compile_program(*program)
-    else:
-        with concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs))) as pool:
+        return compiled
+    pool = concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs)))
+    try:
+        with bounded.terminated_as_interrupt():
             for done in [pool.submit(compile_program, *program) for program in programs]:
                 done.result()
+    except BaseException:
+        # Ctrl-C (or SIGTERM): nothing queued starts, and every compile still running is killed now.
+        pool.shutdown(wait=False, cancel_futures=True)
+        bounded.stop_all()
+        raise
+    pool.shutdown()
     return compiled
 
 

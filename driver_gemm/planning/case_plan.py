@@ -26,6 +26,7 @@ from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..specfile.kernels import SM_COUNT_NAME
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
+from .coverage import UNCHECKED_NOTE, inferred_tile
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -137,6 +138,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                          "(cuFuncSetAttribute) is applied automatically")
         _check_requirements(kernel, env, config, problem)
         tile = _check_tile(kernel, env, shape, config, problem)
+        if kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, problem):
+            notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers)
 
@@ -182,8 +185,8 @@ def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
     large = [f"{name} = {count}" for name, count in sizes.items() if count >= INDEX_LIMIT]
     if not large:
         return []
-    return [f"{', '.join(large)} elements reach 2**31 while {', '.join(narrow)} are int32: "
-            "an index computed in 32 bits (row * ld + col) overflows"]
+    return [f"{kernel.where_field('signature')}: shape {shape.label}: {', '.join(large)} elements reach 2**31 while "
+            f"{', '.join(narrow)} are int32: an index computed in 32 bits (row * ld + col) overflows"]
 
 
 def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:
@@ -266,6 +269,32 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
                 f"rows {covered_rows}-{shape.M - 1} would never be written", "grid[1]",
                 hint=f"grid y should be ceil(M / {kernel.tile[0].source})")
     return rows, cols
+
+
+def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> bool:
+    """Without a tile: the grid checked against the tile its own expressions divide M and N by (`coverage`).
+    False when they do not say (coverage unchecked)."""
+    if len(kernel.grid) < 2:
+        return False
+    cols, rows = inferred_tile(kernel.grid[0], "N"), inferred_tile(kernel.grid[1], "M")
+    if cols is None or rows is None:
+        return False
+    try:
+        col_extent, row_extent = cols.evaluate_int(env), rows.evaluate_int(env)
+    except expr.ExpressionError:
+        return False
+    for axis, extent, size_name, size, blocks in ((0, col_extent, "N", shape.N, config.grid[0]),
+                                                  (1, row_extent, "M", shape.M, config.grid[1])):
+        covered = blocks * extent
+        if covered < size:
+            what = "columns" if axis == 0 else "rows"
+            source = (cols if axis == 0 else rows).source
+            problem(f"the grid covers {covered} of {size_name} = {size} {what} ({blocks} blocks x {extent}, as "
+                    f"'{kernel.grid[axis].source}' divides {size_name} by {source}): {what} {covered}-{size - 1} "
+                    "would never be written", f"grid[{axis}]",
+                    hint=f"grid {'xy'[axis]} should be ceil({size_name} / {source}); if a block computes more than "
+                         "that, declare tile: [rows, cols]")
+    return True
 
 
 def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:

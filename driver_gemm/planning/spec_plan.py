@@ -20,7 +20,7 @@ from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_
 from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
-from .build import Compiled, compile_spec, complete_plan, launch_plans, refused_everywhere
+from .build import Compiled, compile_spec, complete_plan, launch_plans, led_by_spec_line, refused_everywhere
 from .cases import kernels_of
 from .case_plan import CasePlan
 from ..cuda.device import read_properties
@@ -139,12 +139,7 @@ def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | 
 
 def _with_kernels(error: CompileError, kernels: list[KernelSpec]) -> CompileError:
     """`error` led by the spec's line of the kernel entry it kept out (and how many more it kept out)."""
-    first = kernels[0]
-    names = list(dict.fromkeys(kernel.name for kernel in kernels))
-    field_name = "binary" if first.binary is not None else "source"
-    others = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
-    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build:"
-    return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
+    return led_by_spec_line(error, kernels)
 
 
 def instruction_mixes(planned: SpecPlan) -> dict[str, InstructionMix | str]:

@@ -10,9 +10,12 @@ a comparison: docs/timing.md.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from ..measure.stats import TimingSummary, mann_whitney_u
+from ..errors import WrongArgumentType
+from ..results.read import load_results
 from ..results.records import CaseResult, RunResult
 
 SAME, FASTER, SLOWER, BROKEN, FIXED, NEW, GONE, UNTIMED = (
@@ -96,9 +99,22 @@ def judge(old: CaseResult, new: CaseResult, threshold: float = 0.0) -> tuple[str
     return verdict or summary_verdict(old.timing, new.timing, threshold), change
 
 
+def _run_argument(run, name: str) -> RunResult:
+    if isinstance(run, RunResult):
+        return run
+    if isinstance(run, (str, os.PathLike)):
+        return load_results(str(run))
+    raise WrongArgumentType(f"compare_runs: {name} must be a RunResult (from run_spec or load_results(path)) or the "
+                            f"path of a results file, got {type(run).__name__}")
+
+
 def compare_runs(old: RunResult, new: RunResult, *, threshold: float = 0.0,
                  across_gpus: bool = False) -> list[Comparison]:
-    """Every case of either run, matched and judged, in the new run's order (then the gone ones)."""
+    """Every case of either run, matched and judged, in the new run's order (then the gone ones).
+
+    `old` and `new` are `RunResult`s, or the paths of results files (read with `load_results`).
+    """
+    old, new = _run_argument(old, "old"), _run_argument(new, "new")
     old_cases = {_key(case, across_gpus): case for case in old.cases}
     seen = set()
     out = []

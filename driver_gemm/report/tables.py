@@ -89,37 +89,61 @@ def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[
     """
     names = names or short_labels(case.kernel for case in run.cases)
     tables = []
-    shapes = list(dict.fromkeys(case.shape for case in run.cases))
-    device = run.environment.get("device") or {}
-    for shape in shapes:
-        title = f"{run.spec}: {shape.label} (M x N x K)"
-        if device.get("name"):
-            title += f" on {device.get('name')}"
-        table = _table(title)
-        for column, justify in (("kernel", "left"), ("status", "left"), ("median ms", "right"),
-                                ("GFLOP/s", "right"), ("% cuBLAS", "right"), ("% peak", "right"),
-                                ("rel err", "right"), ("samples", "right"), ("noise", "right")):
+    for shape, cases in cases_by_shape(run).items():
+        table = _table(_results_title(run, shape))
+        for column, justify in _RESULTS_COLUMNS:
             table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
-        cases = [c for c in run.cases if c.shape == shape]
         clock_columns_shown = clock_columns(run, cases)
         for column in clock_columns_shown:
             table.add_column(column, justify="right")
         for case in cases:
-            error = case.verification.rel_fro_error if case.verification else None
-            table.add_row(
-                Text(names.get(case.kernel, case.kernel)),
-                Text(case.status, style=_STATUS_STYLE.get(case.status, "")),
-                _time(case.median_ms),
-                _number(case.gflops, 0),
-                _number(case.pct_cublas, 1),
-                _number(case.pct_peak, 1),
-                f"{error:.1e}" if error is not None else "-",
-                str(case.timing.samples) if case.timing else "-",
-                f"{100 * case.timing.noise:.1f}%" if case.timing else "-",
-                *clock_cells(run, case, clock_columns_shown),
-            )
+            cells = _results_cells(case, names)
+            table.add_row(Text(cells[0]), Text(cells[1], style=_STATUS_STYLE.get(case.status, "")), *cells[2:],
+                          *clock_cells(run, case, clock_columns_shown))
         tables.append(table)
     return tables
+
+
+_RESULTS_COLUMNS = (("kernel", "left"), ("status", "left"), ("median ms", "right"), ("GFLOP/s", "right"),
+                    ("% cuBLAS", "right"), ("% peak", "right"), ("rel err", "right"), ("samples", "right"),
+                    ("noise", "right"))
+# A run of more cases than this is shown as plain aligned text: a terminal table per shape measures every cell,
+# which takes a minute for a results file of ten thousand cases.
+PLAIN_RESULTS_CASES = 2000
+
+
+def cases_by_shape(run: RunResult) -> dict:
+    """The run's cases grouped by shape, shapes in the order they first appear (one pass, not one per shape)."""
+    groups: dict = {}
+    for case in run.cases:
+        groups.setdefault(case.shape, []).append(case)
+    return groups
+
+
+def _results_title(run: RunResult, shape) -> str:
+    device = run.environment.get("device") or {}
+    title = f"{run.spec}: {shape.label} (M x N x K)"
+    return title + (f" on {device.get('name')}" if device.get("name") else "")
+
+
+def _results_cells(case, names: dict[str, str]) -> list[str]:
+    error = case.verification.rel_fro_error if case.verification else None
+    return [names.get(case.kernel, case.kernel), str(case.status), _time(case.median_ms), _number(case.gflops, 0),
+            _number(case.pct_cublas, 1), _number(case.pct_peak, 1), f"{error:.1e}" if error is not None else "-",
+            str(case.timing.samples) if case.timing else "-",
+            f"{100 * case.timing.noise:.1f}%" if case.timing else "-"]
+
+
+def _aligned(header: list[str], rows: list[list[str]], justify: list[str]) -> list[str]:
+    """`header` and `rows` as plain lines, each column as wide as its widest cell, a rule under the header."""
+    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return " ".join(cell.rjust(width) if side == "right" else cell.ljust(width)
+                        for cell, width, side in zip(cells, widths, justify)).rstrip()
+
+    top = line(header)
+    return [top, "-" * len(top), *map(line, rows)]
 
 
 def problems_text(run: RunResult) -> list[str]:
@@ -177,18 +201,29 @@ def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) ->
 def print_run(run: RunResult, console: Console | None = None) -> None:
     """The run's tables, the legend of shortened labels, the FP32 peak and what went wrong."""
     console = console or Console()
-    tables, names = fitting_names((case.kernel for case in run.cases), lambda names: results_tables(run, names),
-                                  console)
-    shapes = list(dict.fromkeys(case.shape for case in run.cases))
-    for shape, table in zip(shapes, tables):
-        console.print(table)
-        if any(case.precision == "tf32" for case in run.cases if case.shape == shape):
-            say(console, TF32_NOTE, "dim")
-        for line in algorithm_notes(run, shape):
-            say(console, line, "dim")
-        for line in clock_notes(run, [case for case in run.cases if case.shape == shape]):
-            say(console, line, "dim")
-        console.line()
+    groups = cases_by_shape(run)
+    if len(run.cases) > PLAIN_RESULTS_CASES:
+        names = short_labels(case.kernel for case in run.cases)
+        header, justify = [c for c, _ in _RESULTS_COLUMNS], [j for _, j in _RESULTS_COLUMNS]
+        lines = []
+        for shape, cases in groups.items():
+            lines += [_results_title(run, shape), *_aligned(header, [_results_cells(c, names) for c in cases],
+                                                            justify)]
+            lines += [TF32_NOTE] if any(case.precision == "tf32" for case in cases) else []
+            lines += [*algorithm_notes(run, shape), *clock_notes(run, cases), ""]
+        console.file.write("\n".join(lines) + "\n")
+    else:
+        tables, names = fitting_names((case.kernel for case in run.cases), lambda names: results_tables(run, names),
+                                      console)
+        for (shape, cases), table in zip(groups.items(), tables):
+            console.print(table)
+            if any(case.precision == "tf32" for case in cases):
+                say(console, TF32_NOTE, "dim")
+            for line in algorithm_notes(run, shape):
+                say(console, line, "dim")
+            for line in clock_notes(run, cases):
+                say(console, line, "dim")
+            console.line()
     for line in legend_lines(names):
         say(console, line, "dim")
     energy = energy_table(run, names)
@@ -251,39 +286,89 @@ def plan_table(plans: Iterable[CasePlan], title: str, names: dict[str, str] | No
                             ("occ", "right"), ("limited by", "left"), ("waves", "right"), ("check", "left")):
         table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]  # Literals, as str
     for plan in plans:
-        config, res, occ = plan.config, plan.resources, plan.occupancy
-        registers = "-"
-        if res:   # spills are rare and bad: shown beside the registers only when there are any
-            registers = str(res.registers)
-            if res.spill_store_bytes or res.spill_load_bytes:
-                registers += f" spill {res.spill_store_bytes}/{res.spill_load_bytes}"
-        table.add_row(
-            Text(names.get(plan.kernel.label, plan.kernel.label)), plan.shape.label,
-            _dims(config.grid) if config else "-",
-            _dims(config.block) if config else "-",
-            registers,
-            f"{res.static_shared_bytes if res else 0}+{config.shared_bytes if config else 0}",
-            str(occ.blocks_per_sm) if occ else "-",
-            f"{100 * occ.occupancy:.0f}%" if occ else "-",
-            ",".join(_LIMITER_ABBREVIATIONS.get(name, name) for name in occ.limited_by) if occ else "-",
-            f"{plan.waves:.2f}" if plan.waves is not None and math.isfinite(plan.waves) else "-",
-            Text("ok", style="green") if plan.valid else Text("INVALID", style="bold red"),
-        )
+        *cells, check = _plan_cells(plan, names)
+        table.add_row(Text(cells[0]), *cells[1:],
+                      Text("ok", style="green") if plan.valid else Text("INVALID", style="bold red"))
     return table
+
+
+_PLAN_COLUMNS = (("kernel", "left"), ("shape", "left"), ("grid", "left"), ("block", "left"), ("regs", "right"),
+                 ("smem", "right"), ("blk/SM", "right"), ("occ", "right"), ("limited by", "left"),
+                 ("waves", "right"), ("check", "left"))
+# A plan of more cases than this is printed as plain aligned text: a terminal table measures every cell of every
+# row, which takes minutes at 10^5 rows.
+PLAIN_PLAN_ROWS = 2000
+
+
+def _plan_cells(plan: CasePlan, names: dict[str, str]) -> list[str]:
+    config, res, occ = plan.config, plan.resources, plan.occupancy
+    registers = "-"
+    if res:   # spills are rare and bad: shown beside the registers only when there are any
+        registers = str(res.registers)
+        if res.spill_store_bytes or res.spill_load_bytes:
+            registers += f" spill {res.spill_store_bytes}/{res.spill_load_bytes}"
+    return [
+        names.get(plan.kernel.label, plan.kernel.label), plan.shape.label,
+        _dims(config.grid) if config else "-",
+        _dims(config.block) if config else "-",
+        registers,
+        f"{res.static_shared_bytes if res else 0}+{config.shared_bytes if config else 0}",
+        str(occ.blocks_per_sm) if occ else "-",
+        f"{100 * occ.occupancy:.0f}%" if occ else "-",
+        ",".join(_LIMITER_ABBREVIATIONS.get(name, name) for name in occ.limited_by) if occ else "-",
+        f"{plan.waves:.2f}" if plan.waves is not None and math.isfinite(plan.waves) else "-",
+        "ok" if plan.valid else "INVALID",
+    ]
+
+
+def plain_plan_lines(plans: list[CasePlan], title: str, names: dict[str, str]) -> list[str]:
+    """The plan table as plain lines, columns aligned by their widest cell: for plans too large for `plan_table`."""
+    return [title, *_aligned([column for column, _ in _PLAN_COLUMNS], [_plan_cells(plan, names) for plan in plans],
+                             [side for _, side in _PLAN_COLUMNS])]
+
+
+def per_kernel_lines(plans: list[CasePlan]) -> dict[tuple[str, str, bool], list[str]]:
+    """Each distinct note and problem of a kernel once, with the shapes it holds for, in plan order: a mistake of
+    the kernel's own (its signature, its source) is said once, not once per shape. Keys: (kernel label, text,
+    whether it is a problem)."""
+    lines: dict[tuple[str, str, bool], list[str]] = {}
+    for plan in plans:
+        for text, is_problem in [*((note, False) for note in plan.notes),
+                                 *((str(problem), True) for problem in plan.problems)]:
+            lines.setdefault((plan.kernel.label, text, is_problem), []).append(plan.shape.label)
+    return lines
+
+
+def problem_text(label: str, text: str, shapes: list[str]) -> str:
+    """A problem as said once for a kernel: its cause (led by the spec's file:line) with the kernel and the shapes
+    it holds for on the first line, the hint and the details after."""
+    cause, _, details = text.partition("\n")
+    return f"{cause} [{label} at {shapes_text(shapes)}]" + (f"\n{details}" if details else "")
+
+
+def shapes_text(shapes: list[str], shown: int = 3) -> str:
+    """``64x64x64``, ``64x64x64, 128x128x128``, or ``5 shapes (64x64x64, 96x96x96, 128x128x128, ...)``."""
+    if len(shapes) <= shown:
+        return ", ".join(shapes)
+    return f"{len(shapes)} shapes ({', '.join(shapes[:shown])}, ...)"
 
 
 def print_plan(plans: list[CasePlan], title: str, console: Console, summary: str | None = None) -> None:
     """The plan table, its legend, each case's notes and problems, and a summary line (``N ok, M INVALID``)."""
-    tables, names = fitting_names((plan.kernel.label for plan in plans),
-                                  lambda names: [plan_table(plans, title, names)], console, PLAN_LABEL_WIDTH)
-    console.print(tables[0])
+    if len(plans) > PLAIN_PLAN_ROWS:
+        names = short_labels(list(dict.fromkeys(plan.kernel.label for plan in plans)), PLAN_LABEL_WIDTH)
+        console.file.write("\n".join(plain_plan_lines(plans, title, names)) + "\n")
+    else:
+        tables, names = fitting_names((plan.kernel.label for plan in plans),
+                                      lambda names: [plan_table(plans, title, names)], console, PLAN_LABEL_WIDTH)
+        console.print(tables[0])
     for line in legend_lines(names):
         say(console, line, "dim")
-    for plan in plans:
-        for note in plan.notes:
-            say(console, f"{plan.kernel.label} at {plan.shape.label}: {note}", "dim")
-        for problem in plan.problems:
-            say(console, f"{plan.kernel.label} at {plan.shape.label}: {problem}")
+    for (label, text, is_problem), shapes in per_kernel_lines(plans).items():
+        if is_problem:
+            say(console, problem_text(label, text, shapes))
+        else:
+            say(console, f"{label} at {shapes_text(shapes)}: {text}", "dim")
     if summary is None:
         invalid = sum(not plan.valid for plan in plans)
         summary = f"{len(plans) - invalid} ok, {invalid} INVALID"

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from dataclasses import asdict
 from typing import Callable, Sequence
 
 from ..measure.stats import gflops
 from ..results.records import CaseDevice, CaseResult, EnergyRecord, RunResult
 from ..results.settings import RunSettings
+from ..errors import WrongArgumentType
+from ..specfile.load import load_spec
 from ..specfile.model import Shape, Spec
 from ..planning.build import plan_cases
 from ..planning.cases import Case, left_to_run, ran
@@ -44,7 +47,9 @@ def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placemen
     replaced after a fault or hang (only a new process recovers CUDA) and is started before planning so
     that its start-up overlaps it; in-process, a fault ends the run and the rest are marked not run.
     Each worker's start-up seconds go to ``result.settings.worker_start_s`` and ``worker_start_steps``.
+    `spec` may also be the path of a spec file (read with `load_spec`).
     """
+    spec = _spec_argument(spec)
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     kept = [case for case in previous if ran(case)]
@@ -56,6 +61,16 @@ def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placemen
             placement.gpu_worker.start()
         _run(spec, options, placement, result, kept, on_result=on_result, on_start=on_start)
     return result
+
+
+def _spec_argument(spec) -> Spec:
+    """`spec` as a `Spec`: one already, or read from its path; `WrongArgumentType` saying what is taken otherwise."""
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        return load_spec(str(spec))
+    raise WrongArgumentType(f"run_spec takes a Spec (from load_spec(path) or spec_from_dict(mapping)) or the path of "
+                            f"a spec file, got {type(spec).__name__}")
 
 
 class OneGpu(Runner):

@@ -19,6 +19,7 @@ from ..cuda.module import Kernel
 from ..cuda.occupancy import occupancy
 from ..errors import CompileError
 from ..measure.inputs import Inputs, ShapeOperands, case_seed, make_inputs
+from ..measure import memory as memory_needs
 from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
                                  uses_cpu_reference)
 from ..measure.timing import measure
@@ -27,6 +28,7 @@ from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, Lau
                                ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
+from ..planning.build import led_by_spec_line
 from ..planning.cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
 from .bind import build_launch
@@ -70,7 +72,8 @@ def plan(run: CaseRun) -> None:
     """Settle the case when it cannot run: its source did not compile, or its plan refuses the launch."""
     case_plan, record = run.case.plan, run.record
     if isinstance(run.compiled, CompileError):
-        run.stop(Status.ERROR, str(run.compiled))
+        # Led by the kernel's line in the spec, as `plan` says it.
+        run.stop(Status.ERROR, str(led_by_spec_line(run.compiled, [run.case.kernel])))
         return
     assert case_plan is not None, "kernel cases are planned before they run (build.plan_cases)"
     record.resources = ResourceRecord.from_json(case_plan.resources.as_dict()) if case_plan.resources else None
@@ -81,6 +84,37 @@ def plan(run: CaseRun) -> None:
         run.stop(Status.INVALID, record.problems[0])
     elif run.compiled is None:
         run.stop(Status.ERROR, "not compiled: its launch checks failed on every shape of the spec")
+
+
+def memory(run: CaseRun) -> None:
+    """Refuse the case, before anything of it is allocated, when its operands, reference and copies do not fit
+    the host's available memory or the GPU's free memory (`measure.memory`); a cuBLAS row also when a size does not
+    fit cuBLAS's int."""
+    case, session = run.case, run.session
+    if case.is_baseline and case.lt is None:
+        too_large = memory_needs.cublas_size_refusal(case.shape.M, case.shape.N, case.shape.K)
+        if too_large:
+            run.stop(Status.INVALID, too_large)
+            return
+    if case.lt is not None or (case.kernel is not None and case.kernel.is_typed):
+        typed = typed_steps.typed_case(run)
+        if typed.operands is None:
+            return
+        needs = memory_needs.typed_needs(typed.operands, typed.types, reads_c=typed.beta != 0.0)
+    else:
+        reads_c = case.kernel is not None and case.kernel.reads_c()
+        needs = memory_needs.fp32_needs(case.shape.M, case.shape.N, case.shape.K, reads_c=reads_c)
+    host = memory_needs.host_available()
+    if host is not None:
+        # What the session already holds for this shape is reused, not allocated again.
+        host += sum(held.operands.nbytes for (shape, _), held in session.held.items() if shape == case.shape)
+    device = memory_needs.device_available(session.device)
+    if device is not None:
+        # The session's buffers are reused or freed before a case's own are allocated.
+        device += sum(buffer.nbytes for buffer in [*session.buffers.values(), *session.typed_buffers.values()])
+    refusal = memory_needs.memory_refusal(needs, host, device, device_name=f"GPU {session.ordinal}")
+    if refusal:
+        run.stop(Status.INVALID, refusal)
 
 
 def load(run: CaseRun) -> None:
@@ -258,21 +292,21 @@ def launch_verify_baseline(run: CaseRun) -> None:
 
 
 KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
-    ("plan", plan), ("load", load), ("inputs", inputs), ("reference", reference),
+    ("plan", plan), ("memory", memory), ("load", load), ("inputs", inputs), ("reference", reference),
     ("launch_verify", launch_verify), ("diagnose", diagnose), ("time", time),
 )
 # The operands first: a worker's first case draws them while its cuBLAS library may still be loading.
 BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
-    ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline), ("time", time),
+    ("memory", memory), ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline), ("time", time),
 )
 
 
 TYPED_KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
-    ("plan", plan), ("load", load), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("plan", plan), ("memory", memory), ("load", load), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
     ("launch_verify", typed_steps.launch_verify), ("diagnose", diagnose), ("time", time),
 )
 CUBLASLT_STEPS: tuple[tuple[str, Step], ...] = (
-    ("load", typed_steps.load_lt), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("load", typed_steps.load_lt), ("memory", memory), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
     ("launch_verify", typed_steps.launch_verify_lt), ("time", time),
 )
 

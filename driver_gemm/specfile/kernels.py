@@ -192,6 +192,17 @@ def project_root(folder: Path) -> Path:
     return folder
 
 
+def _outside_hint(root: Path) -> str:
+    """What lets a source outside `root` in: a project marker where none was found, or the flag."""
+    flag = "pass --allow-outside-sources (allow_outside_sources=True)"
+    if root.resolve() == PACKAGE_DATA_DIR.resolve() or any((root / marker).exists() for marker in PROJECT_MARKERS):
+        return f"keep kernels inside {root}, or {flag}"
+    markers = " or ".join(f"`{marker}`" for marker in PROJECT_MARKERS[:2])
+    return (f"no folder above the spec holds a {markers} (which mark a project's root), so the project is the "
+            f"spec's own folder: put a pyproject.toml (or make a git repository) in the folder that holds both the "
+            f"specs and the kernels, or {flag}")
+
+
 def _code(context: Context, node: dict, dotted: str) -> tuple[Path, Path | None, str]:
     """The kernel's code: a ``source`` and the ``compiler`` that builds it, or a prebuilt ``binary``.
 
@@ -231,8 +242,7 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
         root = project_root(context.base_dir)
         if not source.is_relative_to(root):
             raise context.error(f"{noun} {text} leaves the spec's project ({root})", node, key,
-                                field_path, hint="keep kernels beside the spec, or pass --allow-outside-sources "
-                                                 "(allow_outside_sources=True)")
+                                field_path, hint=_outside_hint(root))
     if written.suffix not in suffixes or source.suffix not in suffixes:
         raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {text}", node, key,
                             field_path)

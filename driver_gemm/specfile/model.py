@@ -10,6 +10,8 @@ made of a YAML file or a dictionary; nothing here touches CUDA or YAML.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ from . import expr
 from ..argtypes import Layout, array_layout, scalar_layout, struct_layout
 from ..bundled import default_spec_path
 from ..gemm.dtypes import GemmTypes
-from ..errors import SpecError
+from ..errors import SpecError, WrongArgumentType
 from ..kernel_names import overload_expression, split_overload
 from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 from .sample_patterns import SamplePattern
@@ -59,6 +61,23 @@ class Shape:
     M: int
     N: int
     K: int
+
+    def __post_init__(self) -> None:
+        # A shape made in Python is held to what a spec's shapes are: whole numbers of at least 1.
+        for name in ("M", "N", "K"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                try:
+                    whole = operator.index(value)          # NumPy's integers are whole numbers too
+                except TypeError:
+                    raise WrongArgumentType(f"Shape: {name} must be a whole number, got {value!r} "
+                                            f"({type(value).__name__})") from None
+                if isinstance(value, bool):
+                    raise WrongArgumentType(f"Shape: {name} must be a whole number, got {value!r} (bool)")
+                object.__setattr__(self, name, int(whole))
+                value = int(whole)
+            if value < 1:
+                raise ValueError(f"Shape: {name} must be at least 1, got {value}")
 
     @property
     def label(self) -> str:
@@ -197,6 +216,25 @@ class OperandSpec:
     scales: tuple[float, float] = (1.0, 1.0)
 
 
+# A kernel's instance and label, worked out once per kernel rather than each time a plan of a million shapes asks.
+@functools.lru_cache(maxsize=1 << 14)
+def _instance(function: str, values: tuple) -> str:
+    function, parameter_types = split_overload(function)
+    if values:
+        function = f"{function}<{', '.join(template_argument(v) for v in values)}>"
+    if parameter_types is None:
+        return function
+    return overload_expression(function, parameter_types)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _label(name: str, params: tuple) -> str:
+    shown = [(key, value) for key, value in params if not isinstance(value, str)]
+    if not shown:
+        return name
+    return f"{name}[{','.join(f'{key}={template_argument(value)}' for key, value in shown)}]"
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One kernel configuration: everything needed to compile, plan and launch it for any shape."""
@@ -236,12 +274,7 @@ class KernelSpec:
     @property
     def instance(self) -> str:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
-        function, parameter_types = split_overload(self.function)
-        if self.params:
-            function = f"{function}<{', '.join(template_argument(v) for v in self.params.values())}>"
-        if parameter_types is None:
-            return function
-        return overload_expression(function, parameter_types)
+        return _instance(self.function, tuple(self.params.values()))
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
@@ -251,10 +284,7 @@ class KernelSpec:
     def label(self) -> str:
         """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``. Parameters that are C++ type names are left out:
         a typed kernel's name and ``types`` say them."""
-        shown = self.numeric_params
-        if not shown:
-            return self.name
-        return f"{self.name}[{','.join(f'{k}={template_argument(v)}' for k, v in shown.items())}]"
+        return _label(self.name, tuple(self.params.items()))
 
     def where_field(self, name: str) -> str:
         """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own

@@ -1,0 +1,154 @@
+"""Compilers run in processes of their own: bounded in time and memory, stopped at once, leaving nothing behind.
+
+NVRTC compiles in a child Python process (`compile_child`) whose address space is capped (``RLIMIT_AS``) and
+whose run is timed; nvcc runs as it is, in a session of its own with its temporary files in a folder of ours. Each
+child leads its own process group, so a Ctrl-C at the terminal reaches only this process, which then kills the
+groups of every compile still running (nvcc's gcc and cc1plus with it) before the interrupt goes on: one Ctrl-C
+stops a compile however long NVRTC would have taken. A SIGTERM while a compile runs ends it the same way. The
+bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s) and
+``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for none).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DriverGemmError, UsageError
+
+TIMEOUT_VARIABLE = "DRIVER_GEMM_COMPILE_TIMEOUT_S"
+MEMORY_VARIABLE = "DRIVER_GEMM_COMPILE_MEMORY_MB"
+DEFAULT_TIMEOUT_S = 600
+DEFAULT_MEMORY_MB = 16384
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])   # the folder the child imports driver_gemm from
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How long one compile may run, and how much address space NVRTC's process may have (None: no cap)."""
+
+    seconds: float
+    memory_bytes: int | None
+
+    def describe(self) -> str:
+        memory = f"{self.memory_bytes >> 20} MiB" if self.memory_bytes else "no memory cap"
+        return f"{self.seconds:g} s, {memory}"
+
+
+def compile_bounds() -> Bounds:
+    """The bounds from the environment; a `UsageError` naming the variable for a value that is no bound."""
+    values = {}
+    for name, default in ((TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S), (MEMORY_VARIABLE, DEFAULT_MEMORY_MB)):
+        text = os.environ.get(name, "").strip()
+        try:
+            values[name] = float(text) if text else float(default)
+        except ValueError:
+            raise UsageError(f"must be a number, got {text!r}", field=name) from None
+        if not values[name] >= 0 or values[name] == float("inf"):
+            raise UsageError(f"must be a finite number of at least 0, got {text!r}", field=name)
+    seconds = values[TIMEOUT_VARIABLE] or float(DEFAULT_TIMEOUT_S)
+    memory = int(values[MEMORY_VARIABLE] * 2**20)
+    return Bounds(seconds, memory or None)
+
+
+class ChildStopped(DriverGemmError):
+    """A child process ended by a bound: `reason` is ``"time"`` or ``"memory"``, or ``"stopped"`` (an interrupt)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+_lock = threading.Lock()
+_children: set[subprocess.Popen] = set()
+_stopping = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill the process group of every compile still running, and refuse new ones until `allow_new` (for the
+    threads of a parallel compile, while the interrupt that called this unwinds the main thread)."""
+    _stopping.set()
+    with _lock:
+        children = list(_children)
+    for child in children:
+        _kill_group(child)
+
+
+def allow_new() -> None:
+    _stopping.clear()
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        child.kill()
+    except ProcessLookupError:
+        pass
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt():
+    """Within the block (in the main thread), SIGTERM raises KeyboardInterrupt, so that the compiles' children are
+    killed and their files removed as on Ctrl-C; a handler someone else installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_bounded(command: list[str], request: bytes | None, seconds: float, *, env: dict | None = None,
+                cwd: str | None = None) -> subprocess.CompletedProcess:
+    """`command` in a session of its own, fed `request` on stdin, its stdout and stderr collected as bytes.
+
+    Raises `ChildStopped("time")` past `seconds`, and re-raises an interrupt (KeyboardInterrupt, or a SIGTERM
+    in the main thread) after killing the child's whole process group; either way nothing of it is left running.
+    """
+    if _stopping.is_set() and threading.current_thread() is not threading.main_thread():
+        raise ChildStopped("stopped")
+    with terminated_as_interrupt():
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True, env=env, cwd=cwd)
+        with _lock:
+            _children.add(child)
+        try:
+            if _stopping.is_set() and threading.current_thread() is not threading.main_thread():
+                raise ChildStopped("stopped")
+            stdout, stderr = child.communicate(request, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            _kill_group(child)
+            child.communicate()
+            raise ChildStopped("time") from None
+        except BaseException:
+            _kill_group(child)
+            child.communicate()
+            raise
+        finally:
+            _kill_group(child)     # whatever it started and left behind goes with it
+            with _lock:
+                _children.discard(child)
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
+
+
+def python_child(module: str, *arguments: str) -> tuple[list[str], dict]:
+    """The command and environment of a child Python process running `module`, importing this same package."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([PACKAGE_PARENT, *filter(None, [env.get("PYTHONPATH")])])
+    return [sys.executable, "-m", module, *arguments], env

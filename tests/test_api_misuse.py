@@ -1,0 +1,72 @@
+"""The library's functions called with the wrong kinds of arguments say what they take, as Python's own would."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import driver_gemm as dg
+from driver_gemm.cuda import compile as compiling
+from driver_gemm.errors import CompileError, DriverGemmError, WrongArgumentType
+from driver_gemm.specfile.model import Shape
+
+from conftest import ROOT, SPECS
+
+KERNEL = 'extern "C" __global__ void k(float* out) { out[0] = X; }'
+
+
+@pytest.mark.parametrize("arguments, error, words", [
+    (("a", None, -1), WrongArgumentType, "Shape: M must be a whole number, got 'a' (str)"),
+    ((64, None, 16), WrongArgumentType, "Shape: N must be a whole number, got None (NoneType)"),
+    ((64, 64, -1), ValueError, "Shape: K must be at least 1, got -1"),
+    ((True, 64, 64), WrongArgumentType, "got True (bool)"),
+    ((64.0, 64, 64), WrongArgumentType, "got 64.0 (float)"),
+])
+def test_a_shape_of_no_sizes_is_refused(arguments, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        Shape(*arguments)
+
+
+def test_numpy_integers_make_a_shape_of_ints():
+    shape = Shape(np.int64(64), 32, 16)
+    assert shape == Shape(64, 32, 16) and type(shape.M) is int
+
+
+def test_misuse_errors_are_type_errors_and_driver_gemm_errors():
+    assert issubclass(WrongArgumentType, TypeError) and issubclass(WrongArgumentType, DriverGemmError)
+
+
+def test_run_spec_of_a_mapping_says_what_it_takes():
+    with pytest.raises(TypeError, match=r"run_spec takes a Spec \(from load_spec\(path\) or spec_from_dict\(mapping\)"
+                                        r"\) or the path of a spec file, got dict"):
+        dg.run_spec({"shapes": [[64, 64, 64]]})
+
+
+def test_compare_runs_takes_paths_of_results_files_or_says_what_it_takes():
+    path = ROOT / "tests" / "data" / "results" / "seed-h200.json"
+    compared = dg.compare_runs(path, str(path))
+    assert compared and all(c.verdict == "SAME" for c in compared if c.old is not None and c.new is not None)
+    with pytest.raises(TypeError, match="compare_runs: old must be a RunResult .* got dict"):
+        dg.compare_runs({}, path)
+
+
+def test_options_given_as_one_string_are_split_as_a_shell_would():
+    assert compiling.option_tuple("-DX=1 -DY='a b'") == ("-DX=1", "-DY=a b")
+    cubin = dg.compile_text(KERNEL, "k.cu", ["k"], "sm_90", extra_options="-DX=1", use_cache=False)
+    assert "-DX=1" in cubin.options and "-" not in [option for option in cubin.options if len(option) == 1]
+    with pytest.raises(TypeError, match="compiler options are strings, got 1"):
+        compiling.option_tuple(["-DX=1", 1])
+
+
+def test_a_nul_in_source_text_is_refused_with_its_position():
+    source = 'extern "C" __global__ void k(float* out) {\n  out[0] = 1;\x00 out[1] = 2;\n}\n'
+    with pytest.raises(CompileError) as info:
+        dg.compile_text(source, "k.cu", ["k"], "sm_90", use_cache=False)
+    assert str(info.value).startswith("k.cu:2:14: a NUL character (offset 56) in the source")
+
+
+def test_the_seed_spec_still_runs_through_the_path_form(monkeypatch):
+    seen = []
+    monkeypatch.setattr("driver_gemm.runners.one_gpu._run", lambda spec, *args, **kwargs: seen.append(spec))
+    dg.run_spec(SPECS / "seed.yaml")
+    assert seen and seen[0].name == "seed"

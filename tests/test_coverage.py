@@ -1,0 +1,58 @@
+"""Coverage of C without a `tile:`: checked against the tile the grid's own expressions divide M and N by, or
+noted as unchecked with how to declare `tile:`."""
+
+from __future__ import annotations
+
+import pytest
+
+from driver_gemm.cli import EXIT_OK, main
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.planning.coverage import UNCHECKED_NOTE, inferred_tile
+from driver_gemm.specfile import expr, load_spec
+from driver_gemm.specfile.model import Shape
+
+from conftest import ROOT
+from test_spec import MINIMAL, write
+
+
+@pytest.mark.parametrize("grid, size, tile", [
+    ("ceil(N / BN)", "N", "BN"), ("N / BN", "N", "BN"), ("N // (BN * 2)", "N", "BN * 2"),
+    ("floor(M / BM)", "M", "BM"), ("(M + BM - 1) // BM", "M", "BM"),
+    ("ceil(M * N / 256)", "N", None), ("sm_count", "N", None), ("ceil(N / BN)", "M", None),
+])
+def test_the_tile_a_grid_expression_divides_by(grid, size, tile):
+    found = inferred_tile(expr.parse(grid), size)
+    assert (found.source if found else None) == tile
+
+
+def test_a_floor_grid_that_misses_rows_is_invalid_without_a_tile(tmp_path):
+    kernel = load_spec(write(tmp_path, MINIMAL.replace("ceil(M / BM)", "M // BM"))).kernels[0]
+    assert kernel.tile is None
+    plan = plan_case(kernel, Shape(1001, 513, 777), arch_limits("sm_90"))
+    assert [str(p).split(": ", 2)[1:] for p in plan.problems] == [[
+        "kernels[v4].grid[1]",
+        "the grid covers 960 of M = 1001 rows (15 blocks x 64, as 'M // BM' divides M by BM): rows 960-1000 would "
+        "never be written (hint: grid y should be ceil(M / BM); if a block computes more than that, declare tile: "
+        "[rows, cols])"]]
+    assert plan_case(kernel, Shape(1024, 512, 1024), arch_limits("sm_90")).valid
+
+
+def test_a_grid_that_says_nothing_of_the_tile_is_noted_unchecked(tmp_path, capsys):
+    spec = write(tmp_path, MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [ceil(M * N / 4096)]"))
+    plan = plan_case(load_spec(spec).kernels[0], Shape(64, 32, 16), arch_limits("sm_90"))
+    assert plan.valid and UNCHECKED_NOTE in plan.notes
+    assert "declare tile: [rows, cols]" in UNCHECKED_NOTE
+    assert main(["plan", "--arch", "sm_90", str(spec)]) == EXIT_OK
+    assert "coverage of C unchecked" in capsys.readouterr().out
+
+
+def test_a_declared_or_inferred_tile_leaves_no_note(tmp_path):
+    kernel = load_spec(write(tmp_path, MINIMAL)).kernels[0]
+    assert UNCHECKED_NOTE not in plan_case(kernel, Shape(64, 32, 16), arch_limits("sm_90")).notes
+
+
+def test_the_readme_example_declares_its_tile():
+    readme = (ROOT / "README.md").read_text()
+    example = readme[readme.index("grid: [ceil(N / TILE), ceil(M / TILE)]"):]
+    assert example.splitlines()[1].strip() == "tile: [TILE, TILE]"
