@@ -142,7 +142,7 @@ def test_zero_length_kernel_records_are_refused_as_a_version_mismatch_not_timed(
     with recorder.collecting():
         made.queue(0, 1)
         made.wait(0)
-        with pytest.raises(CuptiUnavailable, match="zero-length: cupti-python and the CUPTI library"):
+        with pytest.raises(CuptiUnavailable, match="zero-length .* --timer events"):
             made.elapsed_ms(0)
 
 

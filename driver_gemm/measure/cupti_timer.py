@@ -18,12 +18,15 @@ from __future__ import annotations
 import bisect
 import contextlib
 import threading
+import time
 from typing import Iterable
 
 from ..errors import DriverGemmError
 from .timing import EventSampler
 
 BUFFER_BYTES = 8 << 20        # each activity buffer CUPTI asks for (its samples use 8 MB)
+COMPLETE_ATTEMPTS = 50        # non-forced flushes a batch waits for its records' timestamps, COMPLETE_WAIT_S apart
+COMPLETE_WAIT_S = 0.002
 FLUSH_FORCED = 1              # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED (cupti.ActivityFlag): hand back buffers not yet full
 
 
@@ -108,10 +111,17 @@ class CuptiRecorder:
     def timestamp(self) -> int:
         return int(self.cupti.get_timestamp())
 
-    def flush(self) -> None:
-        """Every record of work finished so far into the lists."""
-        flag = getattr(getattr(self.cupti, "ActivityFlag", None), "FLUSH_FORCED", FLUSH_FORCED)
+    def flush(self, forced: bool = True) -> None:
+        """The records CUPTI holds into the lists: with `forced`, every buffer, records not yet complete
+        included (their kernels' timestamps then read 0); without, only buffers whose records are complete."""
+        flag = getattr(getattr(self.cupti, "ActivityFlag", None), "FLUSH_FORCED", FLUSH_FORCED) if forced else 0
         self._call("cuptiActivityFlushAll", self.cupti.activity_flush_all, int(flag))
+
+    def complete(self, brackets: list[tuple[int, int]]) -> bool:
+        """Whether every bracket has its kernels' records, each with its timestamps filled in."""
+        with self.lock:
+            times = kernel_times(brackets, self.api_calls, self.kernels)
+        return all(value is not None and value > 0 for value in times)
 
     @contextlib.contextmanager
     def collecting(self):
@@ -177,7 +187,16 @@ class CuptiSampler(EventSampler):
         done = self.queued[:self.queued.index(slot) + 1] if slot in self.queued else []
         self.queued = self.queued[len(done):]
         if done:
-            self.recorder.flush()
+            # CUPTI fills a kernel's timestamps in after the GPU has finished it: ask for complete records for a
+            # while, and only then for whatever it holds.
+            brackets = [self.brackets[s] for s in done]
+            for _ in range(COMPLETE_ATTEMPTS):
+                self.recorder.flush(forced=False)
+                if self.recorder.complete(brackets):
+                    break
+                time.sleep(COMPLETE_WAIT_S)
+            else:
+                self.recorder.flush()
             self.times.update(zip(done, self.recorder.take([self.brackets[s] for s in done])))
 
     def elapsed_ms(self, slot: int) -> float:
@@ -186,11 +205,10 @@ class CuptiSampler(EventSampler):
             raise CuptiUnavailable("CUPTI recorded no kernel for a sample's launches (another CUPTI client, such as "
                                    "a profiler, may hold the activity API): time with --timer events")
         if value <= 0:
-            # A kernel takes time: records that read as zero-length are read with another record layout than
-            # the CUPTI library wrote (cupti-python of a newer CUDA minor than the libcupti it loaded).
-            raise CuptiUnavailable("CUPTI's kernel records read as zero-length: cupti-python and the CUPTI library "
-                                   "it loaded are of different CUDA versions (install the cupti-python of the "
-                                   "CUDA minor your libcupti is): time with --timer events")
+            # A kernel takes time: a record of zero length is incomplete, or read with another layout than written
+            raise CuptiUnavailable("CUPTI's kernel records read as zero-length (their timestamps were not filled "
+                                   "in, or cupti-python reads another CUDA minor's record layout than its libcupti "
+                                   "writes): time with --timer events")
         return value
 
 
