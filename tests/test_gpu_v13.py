@@ -53,7 +53,11 @@ KERNELS = "".join([
     V13.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[256, 32]",
                params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2]}"),
     V13.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
-               b_box="[256, 128]", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: [16, 32], SPLITS: [1, 4]}"),
+               b_box="[256, 128]", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4]}"),
+    # OUT is the C the kernel writes: fp32 out needs a C of fp32
+    V13.format(name="fp8-fp32-out", types="{a: e4m3, c: fp32}", layout="NT", scales="scales: {a: 0.5, b: 2.0}",
+               bk=128, b_box="[256, 128]",
+               params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 4]}"),
 ])
 
 

@@ -262,8 +262,9 @@ def test_a_run_records_seconds_per_step_and_worker_start():
     run = run_spec(spec, RunOptions(time=False), Placement(isolate=True))
     assert [c.status for c in run.cases] == [Status.PASS, Status.PASS]
     kernel = run.cases[1]
-    assert set(kernel.phases) == {"plan", "load", "inputs", "reference", "launch_verify", "diagnose", "time"}
-    assert set(run.cases[0].phases) == {"load", "inputs", "launch_verify", "time"}
+    assert set(kernel.phases) == {"plan", "load", "memory", "inputs", "reference", "launch_verify", "diagnose",
+                                  "time"}
+    assert set(run.cases[0].phases) == {"load", "memory", "inputs", "launch_verify", "time"}
     assert len(run.settings.worker_start_s) == 1 and run.settings.worker_start_s[0] > 0
     steps = run.settings.worker_start_steps[0]
     assert {"interpreter_and_imports_s", "driver_and_context_s", "stream_flush_gate_s", "nvml_s"} <= set(steps)
