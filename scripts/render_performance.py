@@ -94,11 +94,16 @@ def provenance(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
 
 def run_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
     import driver_gemm as dg
-    from driver_gemm.report.vendor_notes import algorithm_notes
 
     run = dg.load_results(path)
-    lines = provenance(folder, path, step, record)
-    lines.append(f"- {where_run(run.environment, run.started)}")
+    return provenance(folder, path, step, record) + run_tables(run)
+
+
+def run_tables(run) -> list[str]:
+    """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithm notes."""
+    from driver_gemm.report.vendor_notes import algorithm_notes
+
+    lines = [f"- {where_run(run.environment, run.started)}"]
     if run.interrupted:
         lines.append("- the run was interrupted: the table holds the cases it finished")
     lines.append("")
@@ -121,7 +126,12 @@ def run_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]
 
 def baselines_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
     data = read_json(path)
-    lines = provenance(folder, path, step, record)
+    return provenance(folder, path, step, record) + baseline_tables(data)
+
+
+def baseline_tables(data: dict) -> list[str]:
+    """A baseline_check.py file: where it ran, how, and one row per case (with its sample pattern if chosen)."""
+    lines = []
     if data.get("environment"):
         lines.append(f"- {where_run(data['environment'], data['environment'].get('started', ''))}")
     lines.append(f"- {data.get('rounds', '?')} interleaved rounds per case, each side the median of its rounds' "
@@ -129,12 +139,15 @@ def baselines_section(folder: Path, path: Path, step: Step, record: dict) -> lis
                  f"{fixed(data.get('max_sm_clock_mhz'), 0)} MHz"
                  + (f", locked at {data['locked_sm_clock_mhz']} MHz" if data.get("locked_sm_clock_mhz") else ""))
     lines.append("")
-    rows = [(case.get("combination"), case.get("layout"), case.get("shape"), ms(case.get("ours_ms")),
+    patterns = any(case.get("samples") for case in data.get("cases", []))
+    rows = [(case.get("combination"), case.get("layout"), case.get("shape"),
+             *((case.get("samples") or "flush",) if patterns else ()), ms(case.get("ours_ms")),
              ms(case.get("torch_ms")), fixed(100 * case["ratio"] if case.get("ratio") else None, 1),
              fixed(case.get("ours_mhz"), 0), fixed(case.get("torch_mhz"), 0), case.get("torch_timer") or "-",
              "yes" if case.get("within_limit") else "no", case.get("error") or case.get("check") or "-")
             for case in data.get("cases", [])]
-    return lines + table(("types", "layout", "shape", "ours ms", "torch ms", "ours / torch %", "ours MHz",
+    return lines + table(("types", "layout", "shape", *(("our samples",) if patterns else ()), "ours ms",
+                          "torch ms", "ours / torch %", "ours MHz",
                           "torch MHz", "torch timer", "within limit", "check"), rows)
 
 
@@ -169,6 +182,44 @@ def not_regenerated(folder: Path, step: Step, record: dict) -> list[str]:
     command = record.get("command") or " ".join(command_line(step, f"{step.name}.json"))
     return [f"Not regenerated on this machine: {why}. No figure is shown. It is made by `{command}` "
             f"(step `{step.name}` of `{REGENERATE}`) into `{shown_path(folder, step.file)}`.", ""]
+
+
+CHECKS = "checks.json"
+
+
+def checks_section(folder: Path) -> list[str]:
+    """The measurements made beside the headlines (listed in checks.json, each with its file and command)."""
+    import driver_gemm as dg
+
+    path = folder / CHECKS
+    if not path.exists():
+        return []
+    listing = read_json(path)
+    lines = ["## Focused checks", "", f"{listing.get('about', '')} They are listed in `{shown_path(folder, CHECKS)}` "
+             "and are not remade by the regenerating command: each is remade by its own.", ""]
+    for check in listing.get("checks", []):
+        file = folder / check["file"]
+        lines += [f"### {check['title']}", "", f"- file: `{shown_path(folder, check['file'])}`",
+                  f"- command: `{check['command']}`", f"- made {check.get('date', '?')}"]
+        if check.get("note"):
+            lines.append(f"- {check['note']}")
+        if not file.exists():
+            lines += ["- the file is missing: no figure is shown", ""]
+            continue
+        kind = check.get("kind", "run")
+        if kind == "run":
+            lines += run_tables(dg.load_results(file))
+        elif kind == "baseline-check":
+            lines += baseline_tables(read_json(file))
+        elif kind == "cupti-check":
+            data = read_json(file)
+            rows = [(shape, ms(case.get("events_ms")), ms(case.get("cupti_ms")), ms(case.get("profiler_ms")),
+                     case.get("check") or "-") for shape, case in data.get("cases", {}).items()]
+            lines += ["", *table(("shape", "events ms", "CUPTI ms", "torch.profiler ms", "check"), rows)]
+        else:   # a log: its text as the command printed it
+            text = gzip.decompress(file.read_bytes()).decode(errors="replace").rstrip()
+            lines += ["", "```", *text.splitlines(), "```", ""]
+    return lines
 
 
 TEST_LOG = "gpu-tests.log.gz"
@@ -215,6 +266,7 @@ def render(folder: Path) -> str:
             lines += not_regenerated(folder, step, record)
             continue
         lines += SECTIONS.get(step.name, run_section)(folder, path, step, record)
+    lines += checks_section(folder)
     lines += test_log_section(folder)
     return "\n".join(lines).rstrip() + "\n"
 
