@@ -4,6 +4,8 @@ unchecked. No test needs ptxas on PATH: where one is used, it is a stand-in scri
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from driver_gemm.cli import EXIT_FAILED, EXIT_OK, main
@@ -38,6 +40,11 @@ SPEC = MINIMAL.replace("source: ../kernels/04_coarsen_2d.cu", "binary: ../kernel
     .replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [1]") + "    signature: [A, B, C, M, N, K]\n"
 
 
+# The wheel is a dependency, so CI has it; a machine set up without dependencies (the GPU machine's image) may not.
+needs_nvjitlink = pytest.mark.skipif(ptx_check.nvjitlink_check(PTX, "sm_90") is None,
+                                     reason="nvJitLink's library is not found (the nvidia-nvjitlink wheel)")
+
+
 def plan_of(tmp_path, ptx, capsys):
     spec = write(tmp_path, SPEC)
     (tmp_path / "kernels" / "copy.ptx").write_text(ptx)
@@ -46,12 +53,14 @@ def plan_of(tmp_path, ptx, capsys):
     return code, captured.out + captured.err
 
 
+@needs_nvjitlink
 def test_good_ptx_plans_ok(tmp_path, capsys):
     code, text = plan_of(tmp_path, PTX, capsys)
     assert code == EXIT_OK, text
     assert "not checked" not in text
 
 
+@needs_nvjitlink
 @pytest.mark.parametrize("change, line, expected", [
     (("ld.global.f32 %f1", "ld.glbal.f33 %f1"), 13, "Unknown modifier '.glbal'"),
     ((".target sm_90", ".target sm_999"), 2, "Unsupported .target 'sm_999'"),
@@ -67,6 +76,7 @@ def test_bad_ptx_is_refused_at_plan_with_its_line(tmp_path, capsys, monkeypatch,
     assert "NVJITLINK_ERROR" not in text and "aborted" not in text
 
 
+@needs_nvjitlink
 def test_a_ptx_for_another_target_variant_is_refused_without_a_line():
     with pytest.raises(ImageError) as caught:
         ptx_check.check_ptx(PTX.replace(".target sm_90", ".target sm_90a"), "sm_90", "k.ptx")
@@ -74,12 +84,14 @@ def test_a_ptx_for_another_target_variant_is_refused_without_a_line():
                                         "'sm_90' (nvJitLink 13.")
 
 
+@needs_nvjitlink
 def test_a_ptx_newer_than_nvjitlink_is_left_to_the_driver():
     note = ptx_check.check_ptx(PTX.replace(".version 8.0", ".version 99.9"), "sm_90", "k.ptx")
     assert note.startswith("PTX not checked before loading: its ISA is newer than this nvJitLink 13.")
     assert "Unsupported .version 99.9" in note and note.endswith("the driver decides")
 
 
+@needs_nvjitlink
 def test_a_target_nvjitlink_does_not_know_is_left_to_the_driver():
     note = ptx_check.check_ptx(PTX, "sm_999", "k.ptx")
     assert note.startswith("PTX not checked before loading: this nvJitLink 13.")
@@ -126,6 +138,16 @@ def test_a_child_that_dies_leaves_the_ptx_unchecked_with_the_reason(monkeypatch)
     note = ptx_check.check_ptx(PTX, "sm_90", "k.ptx")
     assert note == ("PTX not checked before loading: nvJitLink's check ended with status 139 and no answer "
                     "(Segmentation fault)")
+
+
+def test_a_check_past_its_time_bound_leaves_the_ptx_unchecked_and_nothing_running(monkeypatch, tmp_path):
+    marker = tmp_path / "still-running"
+    monkeypatch.setattr(ptx_check, "CHECK_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(ptx_check.bounded, "python_child",
+                        lambda *arguments: (["sh", "-c", f"sleep 3; touch {marker}"], None))
+    assert ptx_check.check_ptx(PTX, "sm_90", "k.ptx") == "PTX not checked before loading: nvJitLink ran past 0.5 s"
+    time.sleep(3.5)
+    assert not marker.exists()
 
 
 def test_ptxas_diagnostics_become_lines_of_the_ptx():
