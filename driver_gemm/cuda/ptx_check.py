@@ -84,7 +84,9 @@ def nvjitlink_check(text: str, arch: str) -> Verdict | None:
     command, env = bounded.python_child("driver_gemm.cuda.nvjitlink_child", arch, str(memory))
     try:
         done = bounded.run_bounded(command, text.encode(), CHECK_TIMEOUT_S, env=env)
-    except bounded.ChildStopped:
+    except bounded.ChildStopped as stopped:
+        if stopped.reason != "time":    # an interrupt stopping every compile: it goes on
+            raise
         return Verdict("nvJitLink", "unchecked", f"nvJitLink ran past {CHECK_TIMEOUT_S} s")
     try:
         said = json.loads(done.stdout)
@@ -106,7 +108,9 @@ def ptxas_check(ptxas: Path, text: str, arch: str) -> Verdict:
         command = [str(ptxas), f"-arch={arch}", str(source), "-o", os.devnull]
         try:
             done = bounded.run_bounded(command, None, CHECK_TIMEOUT_S, cwd=folder)
-        except bounded.ChildStopped:
+        except bounded.ChildStopped as stopped:
+            if stopped.reason != "time":
+                raise
             return Verdict("ptxas", "unchecked", f"ptxas ran past {CHECK_TIMEOUT_S} s")
     if done.returncode == 0:
         return Verdict("ptxas", "ok")
