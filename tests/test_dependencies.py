@@ -21,7 +21,7 @@ tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Py
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-CUDA_MAJOR_SPECIFIC = ("cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-cublas", "cupti-python")
+CUDA_MAJOR_SPECIFIC = ("cuda-bindings", "nvidia-cuda-nvrtc", "nvidia-nvjitlink", "nvidia-cublas", "cupti-python")
 # Each third-party module the package imports, and the distribution that provides it.
 PROVIDERS = {
     "cuda.bindings": "cuda-bindings", "cuda.pathfinder": "cuda-pathfinder", "numpy": "numpy", "yaml": "pyyaml",
@@ -81,8 +81,8 @@ def test_every_imported_module_is_declared_by_the_distribution_that_provides_it(
 
 def test_the_modules_the_package_cannot_run_without_are_plain_dependencies():
     plain = {requirement.name for requirement in requirements()}
-    assert {"cuda-bindings", "cuda-pathfinder", "nvidia-cuda-nvrtc", "numpy", "pyyaml", "nvmath-python",
-            "rich"} == plain
+    assert {"cuda-bindings", "cuda-pathfinder", "nvidia-cuda-nvrtc", "nvidia-nvjitlink", "numpy", "pyyaml",
+            "nvmath-python", "rich"} == plain
 
 
 def test_cuda_major_specific_packages_stay_below_the_next_major():

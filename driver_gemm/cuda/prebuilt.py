@@ -71,7 +71,7 @@ def _from_ptx(data: bytes, path: Path, instances: list[str], arch: str) -> Cubin
         raise ImageError(f"{path}: no .entry in this PTX")
     lowered = {instance: find_symbol(instance, entries, str(path)) for instance in instances}
     slots = {symbol: ptx_param_slots(entries[symbol]) for symbol in lowered.values()}
-    unchecked = check_ptx(text, arch, path)     # an ImageError with the PTX's line for what ptxas refuses
+    unchecked = check_ptx(text, arch, path)     # an ImageError with the PTX's line for what nvJitLink refuses
     # cuModuleLoadData reads PTX as a NUL-terminated string.
     return Cubin(image=text.encode() + b"\x00", arch=arch, lowered_names=lowered, resources={}, log=unchecked or "",
                  options=(), nvrtc_version=(0, 0), origin="prebuilt", image_format="ptx", ptx_params=slots)
