@@ -42,10 +42,10 @@ def test_a_plan_of_a_hundred_thousand_shapes_streams_its_csv_in_bounded_time_and
     assert lines[-1] == "spec: 100000 ok, 0 INVALID"
     rows = done.stdout.splitlines()
     assert len(rows) == 1 + 100_000 and rows[0].startswith("kernel,M,N,K,grid,block,")
-    assert rows[1].startswith("v4[BM=64,BN=64,BK=16,TM=4,TN=4],1,1,64,1x1x1,16x16x1,")
-    assert rows[-1].startswith("v4[BM=64,BN=64,BK=16,TM=4,TN=4],1000,100,64,2x16x1,16x16x1,")
-    # About 30 s on two busy cores; a compile per case or a quadratic step takes hours.
-    assert elapsed < 180, f"{elapsed:.0f} s"
+    assert rows[1].startswith("\"v4[BM=64,BN=64,BK=16,TM=4,TN=4]\",1,1,64,1x1x1,16x16x1,")
+    assert rows[-1].startswith("\"v4[BM=64,BN=64,BK=16,TM=4,TN=4]\",1000,100,64,2x16x1,16x16x1,")
+    # About 20 s on two busy cores; a compile per case or a step quadratic in the cases takes hours.
+    assert elapsed < 90, f"{elapsed:.0f} s"
     # About 100 MiB whatever the size (libraries and the spec's shapes); held as CasePlans, 10^5 cases take GBs.
     assert int(peak_kib) < 400 * 1024, f"{int(peak_kib) / 1024:.0f} MiB"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
+from typing import Iterable, Protocol
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -187,7 +188,11 @@ def plan_stream(spec: Spec, sm_count: int | None = None, *, target: PlanTarget) 
     return PlanStream(spec, target, sm_count)
 
 
-def _kernel_shapes(spec: Spec) -> list[tuple[KernelSpec, list]]:
+class _Cases(Sized, Iterable, Protocol):
+    """A kernel's cases: (kernel, shape) pairs that can be counted and read."""
+
+
+def _kernel_shapes(spec: Spec) -> list[tuple[KernelSpec, _Cases]]:
     """Every kernel configuration (`kernels_of`) with its cases in spec order, each the (kernel, shape) it is
     planned with. Without ``dispatch:`` that is every kernel on every shape, yielded as asked for; a dispatched
     kernel runs on the shapes its table picks it for."""
