@@ -94,3 +94,24 @@ def test_a_long_csv_plan_matches_the_held_one_row_for_row(tmp_path, capsys):
     from driver_gemm.report.formats import plan_csv
     assert out == plan_csv(plan_spec(load_spec(spec), target=plan_target("sm_90")).plans)
     assert len(list(csv.DictReader(io.StringIO(out)))) == 2500 and err == "spec: 2500 ok, 0 INVALID\n"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_plan_whose_rows_go_to_a_file_counts_its_cases_on_a_terminal():
+    from rich.console import Console
+
+    from driver_gemm.cli.common import Output
+    from driver_gemm.cli.plan import _progress
+
+    terminal, piped = _Terminal(), io.StringIO()
+    progress = _progress(Output(Console(file=piped), Console(file=terminal), "csv"), 3000)
+    progress(1000)
+    progress(-1)
+    assert terminal.getvalue() == "\rplanned 1,000 of 3,000 cases\x1b[K\r\x1b[K" and piped.getvalue() == ""
+    assert _progress(Output(Console(file=piped), Console(file=terminal), "csv"), 2000) is None   # short: no line
+    assert _progress(Output(Console(file=_Terminal()), Console(file=terminal), "table"), 3000) is None  # rows shown
+    assert _progress(Output(Console(file=piped), Console(file=io.StringIO()), "csv"), 3000) is None  # no terminal
