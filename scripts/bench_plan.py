@@ -33,12 +33,18 @@ kernels:
     grid: [ceil(N / TILE), ceil(M / TILE)]
     tile: [TILE, TILE]
 """
-# The plan in a child that reports its own peak memory (ru_maxrss: KiB on Linux) on its last stderr line.
+# The plan in a child that reports its own peak resident memory (KiB) on its last stderr line.
 CHILD = """
 import resource, sys
 from driver_gemm.cli.main import main
 code = main(["plan", sys.argv[1], "--arch", "sm_90", "--csv", "--allow-outside-sources"])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+# VmHWM: this process's own peak; ru_maxrss also counts what a forking parent had resident before the exec.
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(peak, file=sys.stderr)
 sys.exit(code)
 """
 
