@@ -20,9 +20,9 @@ from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
-from ..measure.memory import host_total
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
+from . import build
 from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
 from .cases import kernels_of, kernels_on
 from .case_plan import CasePlan, plan_launch
@@ -142,7 +142,7 @@ class PlanStream:
                                                                         typical_sm_count=sm_count)
         self.result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
         self._limits, self._sm_count = limits, sm_count
-        self._scalars, self._host = dict(spec.scalars), host_total()
+        self._scalars, self._host = dict(spec.scalars), build.host_total()
         self._pairs = _kernel_shapes(spec)
         skip = {kernel.label for kernel, cases in self._pairs if not any(self._launch(*case).valid
                                                                          for case in cases)}

@@ -58,7 +58,8 @@ def _reject(node: ast.AST, what: str) -> ExpressionError:
     return ExpressionError(f"{what}{where}")
 
 
-_MEMO_KEPT = 4096     # values kept per expression (`Expression.evaluate`)
+_MEMO_KEPT = 4096     # values kept per expression, and expressions with values kept (`Expression.evaluate`)
+_MEMOS: dict[int, tuple] = {}     # by id: (the expression, its values by input)
 _UNSEEN = object()
 
 
@@ -75,26 +76,25 @@ class Expression:
         # A plan evaluates each expression once per shape, mostly with values it has seen (the params, N of a
         # range of M): the value is kept per distinct input, typed so that 2 and 2.0 stay apart, and only when
         # it evaluated; failures take the full path below, with its messages.
-        memo = self.__dict__.get("_memo")
-        if memo is None:
-            memo = {}
-            object.__setattr__(self, "_memo", memo)
+        found = _MEMOS.get(id(self))
+        if found is None or found[0] is not self:
+            if len(_MEMOS) >= _MEMO_KEPT:
+                _MEMOS.clear()
+            found = _MEMOS[id(self)] = (self, {})
+        memo: dict = found[1]
         try:
             key: tuple | None = tuple([(env[name], type(env[name])) for name in self.names])
-            found = memo.get(key, _UNSEEN)
+            seen = memo.get(key, _UNSEEN)
         except (KeyError, TypeError):    # a name missing (said below), or a value that is no number
-            key, found = None, _UNSEEN
-        if found is not _UNSEEN:
-            return found
+            key, seen = None, _UNSEEN
+        if seen is not _UNSEEN:
+            return seen
         value = self._evaluate(env)
         if key is not None:
             if len(memo) >= _MEMO_KEPT:
                 memo.clear()
             memo[key] = value
         return value
-
-    def __getstate__(self) -> dict:
-        return {name: value for name, value in self.__dict__.items() if name != "_memo"}
 
     def _evaluate(self, env: Mapping[str, Number]) -> Number | bool:
         missing = sorted(self.names - set(env))

@@ -235,6 +235,11 @@ def _label(name: str, params: tuple) -> str:
     return f"{name}[{','.join(f'{key}={template_argument(value)}' for key, value in shown)}]"
 
 
+# `KernelSpec._kept`: by kernel id, (the kernel, its derived values by name); emptied past a sweep's worth.
+_KEPT: dict[int, tuple[Any, dict[str, Any]]] = {}
+_KEPT_KERNELS = 4096
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One kernel configuration: everything needed to compile, plan and launch it for any shape."""
@@ -288,15 +293,17 @@ class KernelSpec:
 
     def _kept(self, name: str, make):
         """What `make` gives, made once per kernel: a plan asks for the same derived values once per shape, a
-        million times in a large plan. Kept beside the fields (they are frozen), so never compared or copied by
-        `dataclasses.replace`."""
-        key = "_kept_" + name
-        try:
-            return self.__dict__[key]
-        except KeyError:
-            value = make()
-            object.__setattr__(self, key, value)
-            return value
+        million times in a large plan. Kept by the kernel's id beside the kernel itself (its fields are frozen, and
+        `__dict__` stays the fields alone)."""
+        found = _KEPT.get(id(self))
+        if found is None or found[0] is not self:
+            if len(_KEPT) >= _KEPT_KERNELS:
+                _KEPT.clear()
+            found = _KEPT[id(self)] = (self, {})
+        values = found[1]
+        if name not in values:
+            values[name] = make()
+        return values[name]
 
     def where_field(self, name: str) -> str:
         """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
