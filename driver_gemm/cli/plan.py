@@ -27,9 +27,8 @@ def add_parser(commands, **common) -> None:
 def execute(args, out: Output) -> int:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.compile import nvrtc_warning
-    from ..planning.spec_plan import instruction_mixes, plan_spec, plan_target
-    from ..report.formats import plan_csv, plan_markdown
-    from ..report.tables import print_plan, say
+    from ..planning.spec_plan import instruction_mixes, plan_stream, plan_summary, plan_target
+    from ..report.tables import print_plan_stream, say
 
     if args.sms is not None and args.sms < 1:
         raise UsageError(f"an SM count is at least 1, got {args.sms}", field="--sms")
@@ -44,17 +43,24 @@ def execute(args, out: Output) -> int:
     if warning:
         out.note(f"warning: {warning}", "yellow")
     for spec in specs:
-        planned = plan_spec(spec, sm_count=args.sms, target=target)
+        stream = plan_stream(spec, args.sms, target=target)
+        planned = stream.result
         for error in planned.compile_errors:
             say(out.errors, str(error))
         title = (f"{spec.name}: launch plan for {target.arch} "
                  f"({planned.sm_count} SMs, {target.limits.typical_part})")
-        if out.format == "markdown":
-            out.data(plan_markdown(planned.plans))
-        elif out.format == "csv":
-            out.data(plan_csv(planned.plans))
+        progress = _progress(out, stream.count)
+
+        def summary(valid: int, invalid: int) -> str:
+            return plan_summary(valid, invalid, len(planned.compile_errors))
+
+        if out.plain:
+            valid, invalid = _write_rows(stream, out, progress)
         else:
-            print_plan(planned.plans, title, out.console, planned.summary())
+            valid, invalid = print_plan_stream(stream, stream.count, stream.labels, title, out.console, summary,
+                                               progress)
+        if progress is not None:
+            progress(-1)
         if args.sass:
             try:
                 out.data(sass_table(instruction_mixes(planned), out.format, out.console.width))
@@ -62,10 +68,75 @@ def execute(args, out: Output) -> int:
                 # The plan is whole without the instruction mix: a note, and the exit code the plan alone gives.
                 out.note(f"note: --sass: no instruction mix: {exc}", "yellow")
         if out.plain:
-            out.note(f"{spec.name}: {planned.summary()}", None)
-        if not planned.ok:
+            out.note(f"{spec.name}: {summary(valid, invalid)}", None)
+        if planned.compile_errors or invalid:
             exit_code = EXIT_FAILED
     return exit_code
+
+
+# Rows of CSV or Markdown written at a time: the first show at once, and no more than these are held.
+_BLOCK_ROWS = 1000
+
+
+def _write_rows(stream, out: Output, progress) -> tuple[int, int]:
+    """The plans as CSV or Markdown rows on stdout, written block by block as they are planned; the counts of valid
+    and invalid plans."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.formats import PLAN_CSV_HEADER, PLAN_HEADER, csv_text, markdown_table, plan_csv_row, \
+        plan_markdown_row
+
+    if out.format == "csv":
+        out.data(csv_text(PLAN_CSV_HEADER, ()))
+    else:
+        out.data(markdown_table(PLAN_HEADER, ()))
+    valid = invalid = done = 0
+    block: list = []
+
+    def flush() -> None:
+        if out.format == "csv":
+            out.data(csv_text(PLAN_CSV_HEADER, map(plan_csv_row, block)).partition("\n")[2])
+        else:
+            out.data("".join(map(plan_markdown_row, block)))
+
+    for plan in stream:
+        block.append(plan)
+        if plan.valid:
+            valid += 1
+        else:
+            invalid += 1
+        if len(block) >= _BLOCK_ROWS:
+            flush()
+            done += len(block)
+            block = []
+            if progress is not None:
+                progress(done)
+    if block:
+        flush()
+    return valid, invalid
+
+
+def _progress(out: Output, count: int):
+    """A function that says on a terminal's stderr how many of `count` cases are planned (-1: clears the line), for a
+    long plan whose rows go elsewhere (stdout redirected); None when no such line is wanted."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.tables import PLAIN_PLAN_ROWS
+
+    errors = out.errors.file
+    if count <= PLAIN_PLAN_ROWS or not _is_terminal(errors) or _is_terminal(out.console.file):
+        return None
+
+    def progress(done: int) -> None:
+        text = "" if done < 0 else f"planned {done:,} of {count:,} cases"
+        errors.write(f"\r{text}\x1b[K" if text else "\r\x1b[K")
+        errors.flush()
+    return progress
+
+
+def _is_terminal(file) -> bool:
+    try:
+        return bool(file.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def sass_table(mixes: dict, format: str, width: int = 100) -> str:

@@ -180,7 +180,8 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
         plan = dataclasses.replace(plan, notes=[*plan.notes, "PTX: registers and shared memory are known only "
                                                              "once the driver has compiled it at load", *unchecked])
     booleans, problem = _image_checks(kernel, built)
-    plan = dataclasses.replace(plan, problems=[*plan.problems, *booleans])
+    if booleans:
+        plan = dataclasses.replace(plan, problems=[*plan.problems, *booleans])
     if isinstance(problem, SpecError):
         plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
     elif problem is not None:

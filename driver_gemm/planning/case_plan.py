@@ -10,6 +10,7 @@ compiler output (it decides what to compile), `with_resources` adds what needs t
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes,
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
+# A kernel's occupancy is the same on every shape it has one launch size for: worked out once per distinct input.
+_occupancy = functools.lru_cache(maxsize=1024)(occupancy)
 
 
 @dataclass
@@ -160,7 +163,7 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
                 config.shared_bytes + resources.static_shared_bytes > limits.max_shared_per_block:
             notes = [note for note in notes if "opt-in" not in note]
         if 1 <= threads <= limits.max_threads_per_block:
-            occ = occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes)
+            occ = _occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes)
             if occ.blocks_per_sm == 0 and occ.reason and not problems:
                 problem(f"cannot launch: {occ.reason}", "block")
             wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)

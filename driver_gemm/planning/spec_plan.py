@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator, Sized
+from typing import Iterable, Protocol
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,9 +22,11 @@ from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_
 from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
-from .build import Compiled, compile_spec, complete_plan, launch_plans, led_by_spec_line, refused_everywhere
-from .cases import kernels_of
-from .case_plan import CasePlan
+from . import build
+from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
+from .cases import kernels_of, kernels_on
+from .case_plan import CasePlan, plan_launch
+from .memory_plan import with_memory_check
 from ..cuda.device import read_properties
 
 
@@ -60,10 +64,15 @@ class SpecPlan:
 
     def summary(self) -> str:
         """One line: ``N ok, M INVALID`` (and the sources that did not compile, if any)."""
-        text = f"{self.valid_count} ok, {self.invalid_count} INVALID"
-        if self.compile_errors:
-            text += f", {len(self.compile_errors)} source(s) did not compile"
-        return text
+        return plan_summary(self.valid_count, self.invalid_count, len(self.compile_errors))
+
+
+def plan_summary(valid: int, invalid: int, compile_errors: int = 0) -> str:
+    """`SpecPlan.summary` from the counts: ``N ok, M INVALID`` (and the sources that did not compile)."""
+    text = f"{valid} ok, {invalid} INVALID"
+    if compile_errors:
+        text += f", {compile_errors} source(s) did not compile"
+    return text
 
 
 def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
@@ -115,26 +124,101 @@ def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | 
     """
     if not isinstance(spec, Spec):
         spec = load_spec(spec, allow_outside_sources=allow_outside_sources)
-    target = target or plan_target(arch, device)
-    limits = target.limits if not sm_count else dataclasses.replace(target.limits, typical_sm_count=sm_count)
-    result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
-    plans = launch_plans(spec, limits)     # each case's launch planned once, before compiling
-    compiled = compile_spec(spec, target.arch, skip=refused_everywhere(spec, limits, plans))
-    result.compiled = compiled
-    failed: dict[str, list[KernelSpec]] = {}   # message -> the kernels it kept out
-    errors: dict[str, CompileError] = {}
-    for kernel in kernels_of(spec):
-        cubin = compiled.get(kernel.label)
-        if isinstance(cubin, CompileError):
-            # One error per distinct failure, not per template instance or program: the instances of a
-            # failed program are compiled again one by one and mostly fail the same way.
-            failed.setdefault(str(cubin), []).append(kernel)
-            errors.setdefault(str(cubin), cubin)
-            continue
-        result.plans.extend(complete_plan(plans[kernel.label, shape.label], cubin, limits, sm_count)
-                            for shape in spec.shapes if (kernel.label, shape.label) in plans)
-    result.compile_errors = [_with_kernels(errors[message], kernels) for message, kernels in failed.items()]
-    return result
+    stream = plan_stream(spec, sm_count, target=target or plan_target(arch, device))
+    stream.result.plans = list(stream)
+    return stream.result
+
+
+class PlanStream:
+    """The plans of a spec one at a time, in `plan_spec`'s order, for a plan too large to hold: a million cases
+    as `CasePlan`s take gigabytes, while their rows can be written as they come.
+
+    `result` is the `SpecPlan` with every kernel compiled and the compile errors known, its `plans` empty;
+    `count` is how many plans iterating yields. Iterating again plans every case again.
+    """
+
+    def __init__(self, spec: Spec, target: PlanTarget, sm_count: int | None = None) -> None:
+        limits = target.limits if not sm_count else dataclasses.replace(target.limits,
+                                                                        typical_sm_count=sm_count)
+        self.result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
+        self._limits, self._sm_count = limits, sm_count
+        self._scalars, self._host = dict(spec.scalars), build.host_total()
+        self._pairs = _kernel_shapes(spec)
+        skip = {kernel.label for kernel, cases in self._pairs if not any(self._launch(*case).valid
+                                                                         for case in cases)}
+        compiled = compile_spec(spec, target.arch, skip=skip)
+        self.result.compiled = compiled
+        failed: dict[str, list[KernelSpec]] = {}   # message -> the kernels it kept out
+        errors: dict[str, CompileError] = {}
+        for kernel, _ in self._pairs:
+            cubin = compiled.get(kernel.label)
+            if isinstance(cubin, CompileError):
+                # One error per distinct failure, not per template instance or program: the instances of a
+                # failed program are compiled again one by one and mostly fail the same way.
+                failed.setdefault(str(cubin), []).append(kernel)
+                errors.setdefault(str(cubin), cubin)
+        self.result.compile_errors = [_with_kernels(errors[message], kernels) for message, kernels in failed.items()]
+        self.count = sum(len(cases) for kernel, cases in self._pairs
+                         if not isinstance(compiled.get(kernel.label), CompileError))
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels of the kernels whose plans iterating yields, in order."""
+        compiled = self.result.compiled
+        return [kernel.label for kernel, _ in self._pairs if not isinstance(compiled.get(kernel.label), CompileError)]
+
+    def _launch(self, kernel: KernelSpec, shape) -> CasePlan:
+        """The case's launch and memory checked, before compiling (`build.launch_plans` for one case)."""
+        return with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars), self._host,
+                                 self._limits.arch)
+
+    def __iter__(self) -> Iterator[CasePlan]:
+        compiled = self.result.compiled
+        for kernel, cases in self._pairs:
+            cubin = compiled.get(kernel.label)
+            if isinstance(cubin, CompileError):
+                continue
+            for case in cases:
+                yield complete_plan(self._launch(*case), cubin, self._limits, self._sm_count)
+
+
+def plan_stream(spec: Spec, sm_count: int | None = None, *, target: PlanTarget) -> PlanStream:
+    """`plan_spec` for `target` with its plans yielded one at a time (`PlanStream`): the kernels compiled and the
+    compile errors known now, each case planned as it is asked for, so memory stays bounded at any size."""
+    return PlanStream(spec, target, sm_count)
+
+
+class _Cases(Sized, Iterable, Protocol):
+    """A kernel's cases: (kernel, shape) pairs that can be counted and read."""
+
+
+def _kernel_shapes(spec: Spec) -> list[tuple[KernelSpec, _Cases]]:
+    """Every kernel configuration (`kernels_of`) with its cases in spec order, each the (kernel, shape) it is
+    planned with. Without ``dispatch:`` that is every kernel on every shape, yielded as asked for; a dispatched
+    kernel runs on the shapes its table picks it for."""
+    if not spec.dispatch:
+        kernels = list({kernel.label: kernel for kernel in spec.kernels}.values())
+        return [(kernel, _EveryShape(kernel, spec.shapes)) for kernel in kernels]
+    on: dict[str, dict[int, KernelSpec]] = {}
+    for index, shape in enumerate(spec.shapes):
+        for kernel in kernels_on(spec, shape):
+            on.setdefault(kernel.label, {})[index] = kernel
+    return [(kernel, [(on[kernel.label][index], spec.shapes[index]) for index in sorted(on[kernel.label])])
+            for kernel in kernels_of(spec)]
+
+
+class _EveryShape:
+    """One kernel's cases on every shape, as (kernel, shape), made as they are read."""
+
+    def __init__(self, kernel: KernelSpec, shapes) -> None:
+        self._kernel, self._shapes = kernel, shapes
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def __iter__(self):
+        kernel = self._kernel
+        return ((kernel, shape) for shape in self._shapes)
 
 
 def _with_kernels(error: CompileError, kernels: list[KernelSpec]) -> CompileError:

@@ -20,10 +20,12 @@ from ..results.records import RunResult
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """A GitHub-flavoured Markdown table; ``|`` in a cell is escaped."""
-    def line(cells) -> str:
-        return "| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
+    return "\n".join([markdown_line(header), "|" + "---|" * len(header), *map(markdown_line, rows)]) + "\n"
 
-    return "\n".join([line(header), "|" + "---|" * len(header), *(line(row) for row in rows)]) + "\n"
+
+def markdown_line(cells: Sequence[object]) -> str:
+    """One row of `markdown_table`."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -115,20 +117,28 @@ PLAN_CSV_HEADER = ("kernel", "M", "N", "K", "grid", "block", "threads", "blocks"
 
 def plan_csv(plans: Iterable[CasePlan]) -> str:
     """Every planned case, one row each (`PLAN_CSV_HEADER`), problems joined by ``; ``."""
-    rows = []
-    for plan in plans:
-        config, resources, occupancy = plan.config, plan.resources, plan.occupancy
-        rows.append((plan.kernel.label, plan.shape.M, plan.shape.N, plan.shape.K,
-                     "x".join(map(str, config.grid)) if config else None,
-                     "x".join(map(str, config.block)) if config else None,
-                     config.threads_per_block if config else None, config.total_blocks if config else None,
-                     resources.registers if resources else None, resources.spill_store_bytes if resources else None,
-                     resources.spill_load_bytes if resources else None, resources.stack_bytes if resources else None,
-                     resources.static_shared_bytes if resources else None, config.shared_bytes if config else None,
-                     occupancy.blocks_per_sm if occupancy else None, occupancy.occupancy if occupancy else None,
-                     " ".join(occupancy.limited_by) if occupancy else None, plan.waves, plan.valid,
-                     "; ".join(str(problem) for problem in plan.problems)))
-    return csv_text(PLAN_CSV_HEADER, rows)
+    return csv_text(PLAN_CSV_HEADER, map(plan_csv_row, plans))
+
+
+def plan_csv_row(plan: CasePlan) -> tuple:
+    """One case's row of `plan_csv`."""
+    config, resources, occupancy = plan.config, plan.resources, plan.occupancy
+    return (plan.kernel.label, plan.shape.M, plan.shape.N, plan.shape.K,
+            "x".join(map(str, config.grid)) if config else None,
+            "x".join(map(str, config.block)) if config else None,
+            config.threads_per_block if config else None, config.total_blocks if config else None,
+            resources.registers if resources else None, resources.spill_store_bytes if resources else None,
+            resources.spill_load_bytes if resources else None, resources.stack_bytes if resources else None,
+            resources.static_shared_bytes if resources else None, config.shared_bytes if config else None,
+            occupancy.blocks_per_sm if occupancy else None, occupancy.occupancy if occupancy else None,
+            " ".join(occupancy.limited_by) if occupancy else None, plan.waves, plan.valid,
+            "; ".join(str(problem) for problem in plan.problems))
+
+
+def plan_markdown_row(plan: CasePlan) -> str:
+    """One case's line of `plan_markdown`."""
+    return markdown_line((plan.kernel.label, plan.shape.label, *_plan_cells(plan),
+                          "ok" if plan.valid else "INVALID")) + "\n"
 
 
 COMPARE_HEADER = ("kernel", "shape", "GPU", "old ms", "new ms", "change", "verdict")

@@ -339,18 +339,103 @@ def per_kernel_lines(plans: list[CasePlan]) -> dict[tuple[str, str, bool], list[
     return lines
 
 
-def problem_text(label: str, text: str, shapes: list[str]) -> str:
+def problem_text(label: str, text: str, shapes: list[str], count: int | None = None) -> str:
     """A problem as said once for a kernel: its cause (led by the spec's file:line) with the kernel and the shapes
-    it holds for on the first line, the hint and the details after."""
+    it holds for on the first line, the hint and the details after. `count`: how many shapes, when `shapes` holds
+    only the first few."""
     cause, _, details = text.partition("\n")
-    return f"{cause} [{label} at {shapes_text(shapes)}]" + (f"\n{details}" if details else "")
+    return f"{cause} [{label} at {shapes_text(shapes, count=count)}]" + (f"\n{details}" if details else "")
 
 
-def shapes_text(shapes: list[str], shown: int = 3) -> str:
-    """``64x64x64``, ``64x64x64, 128x128x128``, or ``5 shapes (64x64x64, 96x96x96, 128x128x128, ...)``."""
-    if len(shapes) <= shown:
-        return ", ".join(shapes)
-    return f"{len(shapes)} shapes ({', '.join(shapes[:shown])}, ...)"
+def shapes_text(shapes: list[str], shown: int = 3, count: int | None = None) -> str:
+    """``64x64x64``, ``64x64x64, 128x128x128``, or ``5 shapes (64x64x64, 96x96x96, 128x128x128, ...)``; `count`
+    is the number of shapes when `shapes` holds only the first `shown`."""
+    count = len(shapes) if count is None else count
+    if count <= shown:
+        return ", ".join(shapes[:count])
+    return f"{count} shapes ({', '.join(shapes[:shown])}, ...)"
+
+
+class KernelLines:
+    """`per_kernel_lines` gathered one plan at a time, for a plan too large to hold: each distinct note and problem
+    of a kernel with the number of shapes it holds for and the first three of them."""
+
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str, bool], tuple[list[str], list[int]]] = {}
+
+    def add(self, plan: CasePlan) -> None:
+        for text, is_problem in [*((note, False) for note in plan.notes),
+                                 *((str(problem), True) for problem in plan.problems)]:
+            shapes, count = self.lines.setdefault((plan.kernel.label, text, is_problem), ([], [0]))
+            count[0] += 1
+            if len(shapes) < 3:
+                shapes.append(plan.shape.label)
+
+    def say(self, console: Console) -> None:
+        """The lines as `print_plan` says them."""
+        for (label, text, is_problem), (shapes, count) in self.lines.items():
+            if is_problem:
+                say(console, problem_text(label, text, shapes, count[0]))
+            else:
+                say(console, f"{label} at {shapes_text(shapes, count=count[0])}: {text}", "dim")
+
+
+# Rows of a long plan written at a time: each block's columns as wide as the widest cell so far.
+PLAN_BLOCK_ROWS = 1000
+
+
+def print_plan_stream(plans: Iterable[CasePlan], count: int, labels: list[str], title: str, console: Console,
+                      summary: Callable[[int, int], str], progress: Callable[[int], None] | None = None
+                      ) -> tuple[int, int]:
+    """`print_plan` for `count` plans read once from `plans` (their kernels' `labels` in order): up to
+    `PLAIN_PLAN_ROWS` as `print_plan` shows them; more as plain text written block by block as they are planned,
+    so that the first rows show at once and memory stays bounded. Columns are as wide as the widest cell so far
+    (a later block may widen them). `summary(valid, invalid)` gives the last line; `progress(done)` is called
+    after each block. Returns the counts of valid and invalid plans."""
+    if count <= PLAIN_PLAN_ROWS:
+        held = list(plans)
+        invalid = sum(not plan.valid for plan in held)
+        print_plan(held, title, console, summary(len(held) - invalid, invalid))
+        return len(held) - invalid, invalid
+    names = short_labels(list(dict.fromkeys(labels)), PLAN_LABEL_WIDTH)
+    header, justify = [column for column, _ in _PLAN_COLUMNS], [side for _, side in _PLAN_COLUMNS]
+    widths = [len(column) for column in header]
+    lines, valid, invalid, done = KernelLines(), 0, 0, 0
+    block: list[list[str]] = []
+
+    def write(rows: list[list[str]], first: bool) -> None:
+        for row in rows:
+            widths[:] = [max(width, len(cell)) for width, cell in zip(widths, row)]
+        text = [" ".join(cell.rjust(width) if side == "right" else cell.ljust(width)
+                         for cell, width, side in zip(cells, widths, justify)).rstrip() for cells in rows]
+        if first:
+            top = " ".join(cell.rjust(width) if side == "right" else cell.ljust(width)
+                           for cell, width, side in zip(header, widths, justify)).rstrip()
+            text = [title, top, "-" * len(top), *text]
+        console.file.write("\n".join(text) + "\n")
+        console.file.flush()
+
+    for plan in plans:
+        block.append(_plan_cells(plan, names))
+        lines.add(plan)
+        if plan.valid:
+            valid += 1
+        else:
+            invalid += 1
+        if len(block) >= PLAN_BLOCK_ROWS:
+            write(block, done == 0)
+            done += len(block)
+            block = []
+            if progress is not None:
+                progress(done)
+    if block or done == 0:
+        write(block, done == 0)
+    for line in legend_lines(names):
+        say(console, line, "dim")
+    lines.say(console)
+    text = summary(valid, invalid)
+    say(console, text, "bold red" if "INVALID" in text and not text.endswith(" 0 INVALID") else None)
+    return valid, invalid
 
 
 def print_plan(plans: list[CasePlan], title: str, console: Console, summary: str | None = None) -> None:

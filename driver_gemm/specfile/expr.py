@@ -58,6 +58,11 @@ def _reject(node: ast.AST, what: str) -> ExpressionError:
     return ExpressionError(f"{what}{where}")
 
 
+_MEMO_KEPT = 4096     # values kept per expression, and expressions with values kept (`Expression.evaluate`)
+_MEMOS: dict[int, tuple] = {}     # by id: (the expression, its values by input)
+_UNSEEN = object()
+
+
 @dataclass(frozen=True)
 class Expression:
     """A parsed expression: its source text, the names it reads, and whether it is a condition."""
@@ -68,6 +73,30 @@ class Expression:
     condition: bool = False
 
     def evaluate(self, env: Mapping[str, Number]) -> Number | bool:
+        # A plan evaluates each expression once per shape, mostly with values it has seen (the params, N of a
+        # range of M): the value is kept per distinct input, typed so that 2 and 2.0 stay apart, and only when
+        # it evaluated; failures take the full path below, with its messages.
+        found = _MEMOS.get(id(self))
+        if found is None or found[0] is not self:
+            if len(_MEMOS) >= _MEMO_KEPT:
+                _MEMOS.clear()
+            found = _MEMOS[id(self)] = (self, {})
+        memo: dict = found[1]
+        try:
+            key: tuple | None = tuple([(env[name], type(env[name])) for name in self.names])
+            seen = memo.get(key, _UNSEEN)
+        except (KeyError, TypeError):    # a name missing (said below), or a value that is no number
+            key, seen = None, _UNSEEN
+        if seen is not _UNSEEN:
+            return seen
+        value = self._evaluate(env)
+        if key is not None:
+            if len(memo) >= _MEMO_KEPT:
+                memo.clear()
+            memo[key] = value
+        return value
+
+    def _evaluate(self, env: Mapping[str, Number]) -> Number | bool:
         missing = sorted(self.names - set(env))
         if missing:
             raise ExpressionError(f"unknown name{'s' if len(missing) > 1 else ''} {', '.join(missing)} "

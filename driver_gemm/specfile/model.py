@@ -235,6 +235,11 @@ def _label(name: str, params: tuple) -> str:
     return f"{name}[{','.join(f'{key}={template_argument(value)}' for key, value in shown)}]"
 
 
+# `KernelSpec._kept`: by kernel id, (the kernel, its derived values by name); emptied past a sweep's worth.
+_KEPT: dict[int, tuple[Any, dict[str, Any]]] = {}
+_KEPT_KERNELS = 4096
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One kernel configuration: everything needed to compile, plan and launch it for any shape."""
@@ -274,7 +279,7 @@ class KernelSpec:
     @property
     def instance(self) -> str:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
-        return _instance(self.function, tuple(self.params.values()))
+        return self._kept("instance", lambda: _instance(self.function, tuple(self.params.values())))
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
@@ -284,7 +289,21 @@ class KernelSpec:
     def label(self) -> str:
         """A readable id: ``v4[BM=64,BN=64,BK=16,TM=4,TN=4]``. Parameters that are C++ type names are left out:
         a typed kernel's name and ``types`` say them."""
-        return _label(self.name, tuple(self.params.items()))
+        return self._kept("label", lambda: _label(self.name, tuple(self.params.items())))
+
+    def _kept(self, name: str, make):
+        """What `make` gives, made once per kernel: a plan asks for the same derived values once per shape, a
+        million times in a large plan. Kept by the kernel's id beside the kernel itself (its fields are frozen, and
+        `__dict__` stays the fields alone)."""
+        found = _KEPT.get(id(self))
+        if found is None or found[0] is not self:
+            if len(_KEPT) >= _KEPT_KERNELS:
+                _KEPT.clear()
+            found = _KEPT[id(self)] = (self, {})
+        values = found[1]
+        if name not in values:
+            values[name] = make()
+        return values[name]
 
     def where_field(self, name: str) -> str:
         """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
@@ -295,7 +314,8 @@ class KernelSpec:
 
     def tensor_maps(self) -> tuple[tuple[int, Argument], ...]:
         """The (position, argument) of every ``tensormap`` argument of the signature."""
-        return tuple((i, a) for i, a in enumerate(self.signature) if a.tensor_map is not None)
+        return self._kept("tensor_maps", lambda: tuple((i, a) for i, a in enumerate(self.signature)
+                                                       if a.tensor_map is not None))
 
     @property
     def is_typed(self) -> bool:
@@ -305,11 +325,13 @@ class KernelSpec:
     @property
     def numeric_params(self) -> dict[str, int]:
         """The template parameters that are numbers (those expressions may use); C++ type names are left out."""
-        return {name: value for name, value in self.params.items() if not isinstance(value, str)}
+        return dict(self._kept("numeric_params", lambda: {name: value for name, value in self.params.items()
+                                                          if not isinstance(value, str)}))
 
     def reads_c(self) -> bool:
         """True when the kernel reads C before writing it: it takes ``beta``, or its epilogue accumulates."""
-        return self.epilogue == "accumulate" or any(arg.name == "beta" for _, arg in self.leaf_arguments())
+        return self._kept("reads_c", lambda: self.epilogue == "accumulate"
+                          or any(arg.name == "beta" for _, arg in self.leaf_arguments()))
 
     def epilogue_scalars(self) -> dict[str, float]:
         """The alpha and beta a kernel without them computes with: C = A @ B (overwrite) or C += A @ B
@@ -323,6 +345,9 @@ class KernelSpec:
     def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
         """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
         its structs (of structs) in their place (``signature[2].fields[0].fields[1]``)."""
+        return self._kept("leaf_arguments", self._leaf_arguments)
+
+    def _leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
         leaves: list[tuple[str, Argument]] = []
 
         def add(path: str, argument: Argument) -> None:
@@ -339,7 +364,8 @@ class KernelSpec:
     def device_buffers(self) -> tuple[tuple[str, Argument], ...]:
         """The (field path, argument) of every device buffer of the kernel's own (workspaces, scalars by
         pointer), wherever it is in the signature."""
-        return tuple((path, argument) for path, argument in self.leaf_arguments() if argument.buffer is not None)
+        return self._kept("device_buffers", lambda: tuple((path, argument) for path, argument in self.leaf_arguments()
+                                                          if argument.buffer is not None))
 
 
 @dataclass(frozen=True)
