@@ -16,9 +16,9 @@
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
 # 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), patterns (cuBLASLt BF16 at 4096^3 and 8192^3
 # with each sample pattern against torch+do_bench, clocks side by side), vendor-choice (the BF16 headlines'
-# cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer against events
-# and torch.profiler), gates (the seed spec with --min-pct and
-# --baseline-results: exits 1 naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
+# cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
+# against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
+# naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), thirdparty (kernels in outside collections' styles: host headers, namespaces,
