@@ -95,13 +95,13 @@ def test_a_child_spawned_before_its_specs_makes_its_session_only_when_told_and_a
     finished = []
     with make_fake_worker(0, RunOptions(), want_cublas=None) as worker:
         worker.start()
-        time.sleep(1.5)                     # its imports take a fraction of this: then it waits
+        time.sleep(3.0)                     # its imports take about a second (more on a loaded machine): then it waits
         worker.begin(want_cublas)
         worker.run(spec, cases_of(spec), {}, finished.append)
     assert len(finished) == len(cases_of(spec)) and all(r.status == Status.PASS for r in finished)
     assert {tuple(r.message.split()[1:]) for r in finished} == {("session=1", f"cublas={want_cublas}")}
     steps = worker.start_steps[0]
-    assert steps["waiting_for_the_specs_s"] > 0.5 and steps["interpreter_and_imports_s"] < 1.5
+    assert steps["waiting_for_the_specs_s"] > 0.5 and steps["interpreter_and_imports_s"] < 2.5
     assert worker.processes_started == 1
 
 
