@@ -63,7 +63,8 @@ def execute(args, out: Output) -> int:
         out.note(f"note: {text}")
     if args.plot is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
-        from ..report.figures import comparison_figure, save
+        from ..report.figures import comparison_figure
+        from ..report.plots import save
 
         out.note(f"plot: {save(comparison_figure(comparisons, f'{args.old.name} -> {args.new.name}'), args.plot)}",
                  None)

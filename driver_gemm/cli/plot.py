@@ -44,7 +44,8 @@ def execute(args, out: Output) -> int:
     runs = read_results_files(args.results, out)   # every input checked before anything is drawn or written
     if args.samples or args.tune:
         # matplotlib: only when the command runs
-        from ..report.figures import sampled_cases, samples_figure, save, tune_figure
+        from ..report.figures import sampled_cases, samples_figure, tune_figure
+        from ..report.plots import save
 
         if args.tune and len(runs) != 1:
             raise UsageError("--tune draws one tune's results: give one file", field="--tune")

@@ -32,7 +32,8 @@ def execute(args, out: Output) -> int:
         show_run(run, out)
     if args.plot is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
-        from ..report.figures import sampled_cases, samples_figure, save
+        from ..report.figures import sampled_cases, samples_figure
+        from ..report.plots import save
 
         out.note(f"plot: {save(samples_figure(sampled_cases(runs)), args.plot)}", None)
     return EXIT_OK if all(run.ok for run in runs) else EXIT_FAILED

@@ -10,7 +10,7 @@
 - `tune_figure`: per kernel and shape of a tune, each configuration's time
   in the order it was measured, and the best so far.
 
-Each builder returns a matplotlib figure (tests read its axes); `save`
+Each builder returns a matplotlib figure (tests read its axes); `plots.save`
 writes it through `output_files` (staged beside the target, then renamed).
 matplotlib is the ``plots`` extra, imported when a picture is drawn.
 """
@@ -18,10 +18,8 @@ matplotlib is the ``plots`` extra, imported when a picture is drawn.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from ..errors import UsageError
-from ..output_files import replacing
 from ..results.records import CaseResult, RunResult
 from .comparison import FASTER, SAME, SLOWER, Comparison
 from .labels import short_labels
@@ -174,14 +172,3 @@ def tune_figure(run: RunResult):
     figure.tight_layout()
     return figure
 
-
-def save(figure, output: str | Path) -> Path:
-    """Write `figure` to `output` (.png or .svg, by its suffix) through `output_files`, and close it."""
-    plt = require_matplotlib()
-    output = Path(output)
-    try:
-        with replacing(output, binary=True) as picture:
-            figure.savefig(picture, format=output.suffix.lstrip(".").lower() or "png")
-    finally:
-        plt.close(figure)
-    return output

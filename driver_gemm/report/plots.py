@@ -186,6 +186,12 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     rows = -(-len(labels) // columns)
     figure.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     figure.tight_layout(rect=(0, min(0.45, 0.03 + 0.028 * rows), 1, 1))
+    return save(figure, output)
+
+
+def save(figure, output: str | Path) -> Path:
+    """Write `figure` to `output` (.png or .svg, by its suffix) through `output_files`, and close it."""
+    plt = require_matplotlib()
     output = Path(output)
     try:
         with replacing(output, binary=True) as picture:
