@@ -10,9 +10,10 @@ told from their ``environment`` stands in for it.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
+
+from .settings import from_known_fields, set_fields_json
 
 # The versions a difference in which can move a kernel's time, in the order `provenance_differences` names them.
 TOOL_VERSIONS = ("driver", "cuda_driver_api", "nvrtc", "ptxas", "cublas", "cuda_bindings", "nvmath_python",
@@ -49,18 +50,14 @@ class Provenance:
 
     def to_json(self) -> dict[str, Any]:
         """The ``provenance`` object of a results file: the fields that are set, then `other`."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "other" and getattr(self, f.name) is not None}
-        return {**out, **self.other}
+        return set_fields_json(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "Provenance | None":
         """The record `to_json` wrote (None for None); an unknown key goes to `other`."""
         if data is None:
             return None
-        known = {f.name for f in dataclasses.fields(cls)} - {"other"}
-        return cls(**{key: value for key, value in data.items() if key in known},
-                   other={key: value for key, value in data.items() if key not in known})
+        return from_known_fields(cls, data)
 
 
 def _from_environment(environment: dict) -> tuple[dict[str, str], list[dict[str, str]]]:

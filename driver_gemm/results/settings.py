@@ -52,15 +52,25 @@ class RunSettings:
 
     def to_json(self) -> dict[str, Any]:
         """The ``settings`` object of a results file: the fields that are set, then `other`."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "other" and getattr(self, f.name) is not None}
-        return {**out, **self.other}
+        return set_fields_json(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "RunSettings":
         """The settings of a results file (`to_json`'s form); an unknown key goes to `other`."""
         if not isinstance(data, dict):
             raise ValueError(f"RunSettings: the settings are a JSON object, not {type(data).__name__}")
-        known = {f.name for f in dataclasses.fields(cls)} - {"other"}
-        return cls(**{key: value for key, value in data.items() if key in known},
-                   other={key: value for key, value in data.items() if key not in known})
+        return from_known_fields(cls, data)
+
+
+def set_fields_json(record) -> dict[str, Any]:
+    """A record's JSON object: its fields that are set (not None), then the keys kept in its `other`."""
+    out = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)
+           if f.name != "other" and getattr(record, f.name) is not None}
+    return {**out, **record.other}
+
+
+def from_known_fields(cls, data: dict[str, Any]):
+    """`cls` from a JSON object `set_fields_json` wrote: its own fields by name, any other key into `other`."""
+    known = {f.name for f in dataclasses.fields(cls)} - {"other"}
+    return cls(**{key: value for key, value in data.items() if key in known},
+               other={key: value for key, value in data.items() if key not in known})
