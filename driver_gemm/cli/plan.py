@@ -74,9 +74,6 @@ def execute(args, out: Output) -> int:
     return exit_code
 
 
-# Rows of CSV or Markdown written at a time: the first show at once, and no more than these are held.
-_BLOCK_ROWS = 1000
-
 
 def _write_rows(stream, out: Output, progress) -> tuple[int, int]:
     """The plans as CSV or Markdown rows on stdout, written block by block as they are planned; the counts of valid
@@ -84,35 +81,19 @@ def _write_rows(stream, out: Output, progress) -> tuple[int, int]:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.formats import PLAN_CSV_HEADER, PLAN_HEADER, csv_text, markdown_table, plan_csv_row, \
         plan_markdown_row
+    from ..report.tables import PlanBlocks
 
     if out.format == "csv":
         out.data(csv_text(PLAN_CSV_HEADER, ()))
     else:
         out.data(markdown_table(PLAN_HEADER, ()))
-    valid = invalid = done = 0
-    block: list = []
-
-    def flush() -> None:
+    blocks = PlanBlocks(stream, progress)
+    for block in blocks:
         if out.format == "csv":
             out.data(csv_text(PLAN_CSV_HEADER, map(plan_csv_row, block)).partition("\n")[2])
         else:
             out.data("".join(map(plan_markdown_row, block)))
-
-    for plan in stream:
-        block.append(plan)
-        if plan.valid:
-            valid += 1
-        else:
-            invalid += 1
-        if len(block) >= _BLOCK_ROWS:
-            flush()
-            done += len(block)
-            block = []
-            if progress is not None:
-                progress(done)
-    if block:
-        flush()
-    return valid, invalid
+    return blocks.valid, blocks.invalid
 
 
 def _progress(out: Output, count: int):

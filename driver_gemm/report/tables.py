@@ -380,8 +380,36 @@ class KernelLines:
                 say(console, f"{label} at {shapes_text(shapes, count=count[0])}: {text}", "dim")
 
 
-# Rows of a long plan written at a time: each block's columns as wide as the widest cell so far.
+# Rows of a long plan written at a time (CSV, Markdown or plain text): the first show at once and no more are held;
+# in plain text each block's columns are as wide as the widest cell so far.
 PLAN_BLOCK_ROWS = 1000
+
+
+class PlanBlocks:
+    """Plans read once and handed on in lists of `PLAN_BLOCK_ROWS` as they come (the last one shorter), counted as
+    they pass (`valid`, `invalid`); `progress(done)` is called after each full block has been taken care of."""
+
+    def __init__(self, plans: Iterable[CasePlan], progress: Callable[[int], None] | None = None):
+        self.plans, self.progress = plans, progress
+        self.valid = self.invalid = 0
+
+    def __iter__(self):
+        block: list[CasePlan] = []
+        done = 0
+        for plan in self.plans:
+            block.append(plan)
+            if plan.valid:
+                self.valid += 1
+            else:
+                self.invalid += 1
+            if len(block) >= PLAN_BLOCK_ROWS:
+                yield block
+                done += len(block)
+                block = []
+                if self.progress is not None:
+                    self.progress(done)
+        if block:
+            yield block
 
 
 def print_plan_stream(plans: Iterable[CasePlan], count: int, labels: list[str], title: str, console: Console,
@@ -400,8 +428,7 @@ def print_plan_stream(plans: Iterable[CasePlan], count: int, labels: list[str], 
     names = short_labels(list(dict.fromkeys(labels)), PLAN_LABEL_WIDTH)
     header, justify = [column for column, _ in _PLAN_COLUMNS], [side for _, side in _PLAN_COLUMNS]
     widths = [len(column) for column in header]
-    lines, valid, invalid, done = KernelLines(), 0, 0, 0
-    block: list[list[str]] = []
+    lines = KernelLines()
 
     def write(rows: list[list[str]], first: bool) -> None:
         for row in rows:
@@ -415,21 +442,15 @@ def print_plan_stream(plans: Iterable[CasePlan], count: int, labels: list[str], 
         console.file.write("\n".join(text) + "\n")
         console.file.flush()
 
-    for plan in plans:
-        block.append(_plan_cells(plan, names))
-        lines.add(plan)
-        if plan.valid:
-            valid += 1
-        else:
-            invalid += 1
-        if len(block) >= PLAN_BLOCK_ROWS:
-            write(block, done == 0)
-            done += len(block)
-            block = []
-            if progress is not None:
-                progress(done)
-    if block or done == 0:
-        write(block, done == 0)
+    blocks, first = PlanBlocks(plans, progress), True
+    for block in blocks:
+        for plan in block:
+            lines.add(plan)
+        write([_plan_cells(plan, names) for plan in block], first)
+        first = False
+    if first:
+        write([], True)
+    valid, invalid = blocks.valid, blocks.invalid
     for line in legend_lines(names):
         say(console, line, "dim")
     lines.say(console)
