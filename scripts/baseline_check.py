@@ -33,6 +33,9 @@ timings taken at different times can differ by 5-10% for no other reason):
 - Same duration: torch is given the wall time our measurement took in the
   round before (do_bench's `rep`, or the graph timer's budget), so both
   sides spend about as long under load.
+- Same data: both sides multiply torch's operands, byte for byte (torch.rand * 2 - 1 in the type; --operands
+  own draws ours instead). A power-bound GEMM's clock depends on its data: values with few mantissa bits
+  set switch fewer transistors than uniform ones with full mantissas, so the GPU holds a higher clock.
 - Same starting state: --soak seconds of an 8192^3 bf16 torch.mm before the
   first case, so that neither side starts on a cool, unthrottled GPU.
 - The SM clock (NVML, read every 20 ms on a helper thread while each side is
@@ -56,8 +59,10 @@ CUPTI durations say whether a difference between the timers' figures is the
 kernel's or the timer's (under 0.1 ms, half a microsecond of timer is 5%).
 
 With --samples, our side is timed once per sample pattern (`measure.samples`: flush, flush-idle:MS,
-do-bench, burst[:N[:MS]]; docs/timing.md), each against torch's do_bench in its own interleaved
-rounds, a row per pattern: how each pattern moves our clock and our figure against do_bench's.
+do-bench, burst[:N[:MS]]; docs/timing.md), each against torch in its own interleaved rounds, a row
+per pattern: how each pattern moves our clock and our figure. torch is timed by do_bench, except
+against a burst pattern: then by a warm-burst harness of its own (the same rest, the same launches
+back to back between one event pair, no flush), as many authors time their kernels.
 Our side runs the heuristic's first algorithm, as torch does (`CublasLtMatmul.prepare`).
 
 Each shape has a wall-time budget (--shape-timeout); a shape over it is
@@ -295,12 +300,15 @@ class ClockWatch:
 class OurCase:
     """driver-gemm's cuBLASLt row for one (combination, shape): inputs uploaded, planned, checked once."""
 
-    def __init__(self, device, stream, lt, types, gemm):
+    def __init__(self, device, stream, lt, types, gemm, codes=None):
+        """codes: A's and B's storage codes as laid out in memory (torch's, for --operands torch), or None to draw
+        our own."""
         from driver_gemm.measure import cublaslt
         self.stream = stream
         rng = np.random.default_rng(7)
-        a_codes = random_codes(types.a.name, gemm.a.elements, rng)
-        b_codes = random_codes(types.b.name, gemm.b.elements, rng)
+        if codes is None:
+            codes = (random_codes(types.a.name, gemm.a.elements, rng), random_codes(types.b.name, gemm.b.elements, rng))
+        a_codes, b_codes = codes
         plan = cublaslt.plan_matmul(types, gemm, 1.0, 0.0)
         self.buffers = [device.upload(a_codes, stream), device.upload(b_codes, stream),
                         device.alloc(gemm.c.elements * types.c.storage_bytes)]
@@ -332,16 +340,32 @@ def sampled_check(gemm, types, a_codes, b_codes, C, stream, rng) -> str:
 
 # ------------------------------------------------------------------------------------------ torch
 
-def torch_operation(torch, name: str, M: int, N: int, K: int):
-    """A callable that runs torch's product of the combination once on fresh random inputs (kept alive by it)."""
+def torch_operands(torch, name: str, M: int, N: int, K: int):
+    """torch's random A and B for the combination, as torch's benchmarks draw them (rand * 2 - 1 in the type), and
+    B as it lies in memory: K x N row-major for NN, an N x K row-major tensor (B column-major) for NT."""
     if name == "e4m3-bf16":
         a = (torch.rand(M, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
-        b = (torch.rand(N, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn).t()   # K x N, column-major
-        one = torch.ones((), device="cuda")
-        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        stored_b = (torch.rand(N, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
+        return a, stored_b.t(), stored_b
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
     a = torch.rand(M, K, device="cuda", dtype=dtype) * 2 - 1
     b = torch.rand(K, N, device="cuda", dtype=dtype) * 2 - 1
+    return a, b, b
+
+
+def storage_codes(torch, tensor) -> np.ndarray:
+    """A contiguous tensor's storage codes on the host (uint8 for 1-byte types, uint16 for 2-byte ones)."""
+    width = tensor.element_size()
+    raw = tensor.contiguous().view(torch.uint8 if width == 1 else torch.int16).cpu().numpy().ravel()
+    return raw if width == 1 else raw.view(np.uint16)
+
+
+def torch_operation(torch, name: str, operands):
+    """A callable that runs torch's product of the combination once on `operands` (kept alive by it)."""
+    a, b, _ = operands
+    if name == "e4m3-bf16":
+        one = torch.ones((), device="cuda")
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     return lambda: torch.mm(a, b)
 
 
@@ -406,6 +430,25 @@ class TorchSide:
             self.do_bench, self.large_harness = None, "events"
             self.events_flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
 
+    def time_burst(self, operation, seconds: float, launches: int, rest_ms: float) -> float:
+        """A warm-burst harness, as many authors write their own: rest `rest_ms`, one warm-up launch (it warms the
+        L2 and wakes the GPU from its idle state), then `launches` back to back between one event pair; the median
+        per launch over bursts for about `seconds` (at least 3)."""
+        torch, times, began = self.torch, [], time.perf_counter()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        while len(times) < 3 or time.perf_counter() - began < seconds:
+            torch.cuda.synchronize()
+            time.sleep(rest_ms / 1e3)
+            operation()
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(launches):
+                operation()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / launches)
+        return float(np.median(times))
+
     def time_large(self, operation, seconds: float) -> float:
         """Median ms of `operation` over about `seconds`: do_bench with rep = `seconds` (its flush, median)."""
         if self.do_bench is not None:
@@ -448,7 +491,10 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
 
     M, N, K = shape
     label, layout = f"{M}x{N}x{K}", COMBINATIONS[name][1]
+    from driver_gemm.specfile.sample_patterns import BURST, SamplePattern
+
     settings = MeasureSettings(timeout_s=args.our_timeout, samples=pattern)
+    burst = SamplePattern.parse(pattern)      # a burst of ours is set against torch timed as a warm burst too
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
     timer_kind, check, error, case, kernels = None, None, None, None, None
@@ -456,10 +502,14 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
     say(f"{name:<10} {label_shown}: inputs, matmul, check ...")
     try:
         with budget(args.shape_timeout):
+            operands = torch_operands(torch, name, M, N, K)
+            codes = None
+            if args.operands == "torch":
+                codes = (storage_codes(torch, operands[0]), storage_codes(torch, operands[2]))
             case = OurCase(device, stream, lt, parse_types(COMBINATIONS[name][0]),
-                           gemm_operands(M, N, K, orders=parse_layout(layout)))
+                           gemm_operands(M, N, K, orders=parse_layout(layout)), codes)
             check = case.check
-            operation = torch_operation(torch, name, M, N, K)
+            operation = torch_operation(torch, name, operands)
             graph, seconds = None, args.our_timeout
             for index, side in enumerate(round_order(args.rounds)):
                 if side == "ours":
@@ -470,7 +520,7 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
                     ours.append(SideRound(summary.median_ms, summary.wall_s, *watch.figures()))
                     result = ours[-1]
                 else:
-                    if timer_kind is None:
+                    if timer_kind is None and burst.kind != BURST:
                         timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=True)
                         if timer_kind == "cuda-graph":
                             try:
@@ -482,9 +532,16 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
                                     f"{str(exc)[:160]}); do_bench, launch cost included")
                         if timer_kind != "cuda-graph" and torch_side.large_harness != "triton do_bench":
                             timer_kind = torch_side.large_harness
+                    if burst.kind == BURST:
+                        timer_kind = f"burst:{burst.launches}:{burst.pause_ms:g}"
                     began = time.perf_counter()
                     with ClockWatch(clocks) as watch:
-                        ms = graph.median_ms(seconds) if graph is not None else torch_side.time_large(operation, seconds)
+                        if burst.kind == BURST:
+                            ms = torch_side.time_burst(operation, seconds, burst.launches, burst.pause_ms)
+                        elif graph is not None:
+                            ms = graph.median_ms(seconds)
+                        else:
+                            ms = torch_side.time_large(operation, seconds)
                         torch.cuda.synchronize()
                     theirs.append(SideRound(ms, time.perf_counter() - began, *watch.figures()))
                     result = theirs[-1]
@@ -599,6 +656,10 @@ def main(argv=None) -> int:
     parser.add_argument("--kernel-launches", type=int, default=50, help="launches of each side for --kernels")
     parser.add_argument("--samples", nargs="+", default=["flush"], metavar="PATTERN",
                         help="our side's sample patterns, a row each (flush, flush-idle:MS, do-bench, burst[:N[:MS]])")
+    parser.add_argument("--operands", choices=("torch", "own"), default="torch",
+                        help="torch: both sides multiply torch's operands, byte for byte (the default); own: our side "
+                             "draws its own (uniform values, full mantissas), to see what the data alone does to the "
+                             "power-bound clock")
     parser.add_argument("--lock-clocks", metavar="MHZ|max",
                         help="lock GPU 0's SM clock for the whole check (root, NVML), so both sides run at one "
                              "clock; reset afterwards")
@@ -670,7 +731,8 @@ def main(argv=None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
             "limit_pct": args.limit, "rounds": args.rounds, "round_order": round_order(args.rounds),
-            "soak_s": args.soak, "our_timeout_s": args.our_timeout, "samples": args.samples, "large_harness": torch_side.large_harness,
+            "soak_s": args.soak, "our_timeout_s": args.our_timeout, "samples": args.samples,
+            "operands": args.operands, "large_harness": torch_side.large_harness,
             "graph_samples": GRAPH_SAMPLES, "small_kernel_ms": SMALL_KERNEL_MS, "checked_rows": CHECKED_ROWS,
             "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "locked_sm_clock_mhz": locked,
             "environment": environment(started, torch), "cases": rows}, indent=1) + "\n")

@@ -175,6 +175,7 @@ def fake_case(check, monkeypatch, recorder, our_ms, graph_fails=False):
         check = "ok (rel err 1e-03 over 16 rows)"
 
         def __init__(self, *args):
+            recorder.calls.append(("case", args[-1]))
             self.launch = lambda: None
 
         def close(self):
@@ -204,8 +205,14 @@ def fake_case(check, monkeypatch, recorder, our_ms, graph_fails=False):
             recorder.calls.append(("torch do_bench", seconds))
             return our_ms * 1.01
 
+        def time_burst(self, operation, seconds, launches, rest_ms):
+            recorder.calls.append(("torch burst", launches, rest_ms))
+            return our_ms
+
     monkeypatch.setattr(check, "OurCase", FakeOurCase)
-    monkeypatch.setattr(check, "torch_operation", lambda torch, name, M, N, K: (lambda: None))
+    monkeypatch.setattr(check, "torch_operands", lambda torch, name, M, N, K: ("A", "B view", "B stored"))
+    monkeypatch.setattr(check, "storage_codes", lambda torch, tensor: tensor)
+    monkeypatch.setattr(check, "torch_operation", lambda torch, name, operands: (lambda: None))
     monkeypatch.setattr(check, "GraphTimer", FakeGraphTimer)
     monkeypatch.setattr(timing, "measure", fake_measure)
     return FakeTorchSide()
@@ -213,7 +220,7 @@ def fake_case(check, monkeypatch, recorder, our_ms, graph_fails=False):
 
 def case_args(check, rounds=2):
     return check.argparse.Namespace(our_timeout=1.0, rounds=rounds, shape_timeout=25, limit=3.0, kernels=False,
-                                     kernel_launches=50)
+                                     kernel_launches=50, operands="torch")
 
 
 def test_a_case_alternates_the_sides_and_gives_torch_the_time_ours_took(check, monkeypatch):
@@ -221,6 +228,8 @@ def test_a_case_alternates_the_sides_and_gives_torch_the_time_ours_took(check, m
     torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.2)
     row = check.run_case("bf16", (4096, 4096, 4096), case_args(check, rounds=2), None, FakeStream(), None,
                          FakeFlusher(), None, FakeClocks([1600]), FakeTorch(), torch_side)
+    assert recorder.calls[0] == ("case", ("A", "B stored"))      # torch's operands, B as it lies in memory
+    del recorder.calls[0]
     sides = [call[0] for call in recorder.calls]
     assert sides == ["ours", "torch do_bench", "torch do_bench", "ours", "closed"]
     assert recorder.calls[1][1] == 0.8 and recorder.calls[2][1] == 0.8   # the wall time of the ours before them
@@ -229,20 +238,40 @@ def test_a_case_alternates_the_sides_and_gives_torch_the_time_ours_took(check, m
     assert row["ours_mhz"] == 1600.0 and row["torch_mhz"] == 1600.0
 
 
+def test_a_burst_of_ours_is_set_against_torch_timed_as_a_warm_burst_not_by_do_bench(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.008)     # short: no graph either
+    row = check.run_case("bf16", (1024, 512, 1024), case_args(check, rounds=1), None, FakeStream(), None,
+                         FakeFlusher(), None, None, FakeTorch(), torch_side, "burst:8:1000")
+    assert [call[0] for call in recorder.calls] == ["case", "ours", "torch burst", "closed"]
+    assert recorder.calls[2] == ("torch burst", 8, 1000.0)
+    assert row["torch_timer"] == "burst:8:1000" and row["samples"] == "burst:8:1000"
+
+
+def test_own_operands_leave_our_side_to_draw_its_own(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.2)
+    args = case_args(check, rounds=1)
+    args.operands = "own"
+    check.run_case("bf16", (4096, 4096, 4096), args, None, FakeStream(), None, FakeFlusher(), None,
+                   FakeClocks([1600]), FakeTorch(), torch_side)
+    assert recorder.calls[0] == ("case", None)
+
+
 def test_a_short_kernel_is_timed_in_a_graph_and_falls_back_to_do_bench_if_it_cannot_be(check, monkeypatch):
     recorder = Recorder()
     torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.008)
     row = check.run_case("fp16", (1024, 512, 1024), case_args(check, rounds=1), None, FakeStream(), None,
                          FakeFlusher(), None, None, FakeTorch(), torch_side)
-    assert [call[0] for call in recorder.calls] == ["ours", "graph built", "torch graph", "closed"]
-    assert recorder.calls[1][1] == FakeFlusher.buffer.nbytes        # the same flush size as ours
+    assert [call[0] for call in recorder.calls] == ["case", "ours", "graph built", "torch graph", "closed"]
+    assert recorder.calls[2][1] == FakeFlusher.buffer.nbytes        # the same flush size as ours
     assert row["torch_timer"] == "cuda-graph" and row["ours_mhz"] is None
 
     recorder = Recorder()
     torch_side = fake_case(check, monkeypatch, recorder, our_ms=0.008, graph_fails=True)
     row = check.run_case("fp16", (1024, 512, 1024), case_args(check, rounds=1), None, FakeStream(), None,
                          FakeFlusher(), None, None, FakeTorch(), torch_side)
-    assert [call[0] for call in recorder.calls] == ["ours", "torch do_bench", "closed"]
+    assert [call[0] for call in recorder.calls] == ["case", "ours", "torch do_bench", "closed"]
     assert row["torch_timer"] == "do_bench+launch" and row["error"] is None
 
 
