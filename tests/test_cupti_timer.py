@@ -12,6 +12,8 @@ import pytest
 
 from driver_gemm.measure import cupti_timer
 from driver_gemm.measure.cupti_timer import CuptiRecorder, CuptiUnavailable, kernel_times
+from driver_gemm.measure.timing import sample_loop
+from driver_gemm.specfile.model import MeasureSettings
 from driver_gemm.specfile.sample_patterns import SamplePattern
 
 from conftest import SPECS
@@ -96,7 +98,8 @@ def sampler(fake, launch, pattern="flush"):
     recorder = CuptiRecorder(fake)
     device = SimpleNamespace(event=FakeEvent)
     gate = SimpleNamespace(hold=lambda: fake.launch(5), release=lambda: None)   # the gate is a kernel too
-    return recorder, recorder.sampler(device, "stream", launch, lambda: None, gate,
+    stream = SimpleNamespace(synchronize=lambda: None)
+    return recorder, recorder.sampler(device, stream, launch, lambda: None, gate,
                                       pattern=SamplePattern.parse(pattern))
 
 
@@ -108,12 +111,26 @@ def test_each_sample_is_timed_by_its_own_kernels_and_not_by_the_gate_or_its_even
         made.queue(0, 2)
         made.queue(2, 2)          # in flight while the first batch is read
         made.wait(1)
-        assert [made.elapsed_ms(slot) for slot in (0, 1)] == [pytest.approx(0.002), pytest.approx(0.003)]
+        assert [made.elapsed_ms(slot) for slot in (0, 1)] == [1.0, 1.0]      # the events steer the loop
+        assert fake.calls == []                                            # and no record is read meanwhile
         made.wait(3)
-        assert [made.elapsed_ms(slot) for slot in (2, 3)] == [pytest.approx(0.004), pytest.approx(0.005)]
-    assert fake.enabled == set() and ("flush", 1) in fake.calls
+        assert [made.elapsed_ms(slot) for slot in (3, 2)] == [1.0, 1.0]
+        assert made.final_times() == [pytest.approx(0.002), pytest.approx(0.003), pytest.approx(0.005),
+                                      pytest.approx(0.004)]                  # in the order they were read
+    assert fake.enabled == set() and ("flush", 0) in fake.calls
     recorder.close()
     assert fake.calls[-1] == ("finalize",)
+
+
+def test_the_sampling_loop_reports_the_kernel_times_of_the_samples_it_kept():
+    fake = FakeCupti()
+    durations = iter(range(1000, 100_000, 1000))
+    recorder, made = sampler(fake, lambda: fake.launch(next(durations)))
+    settings = MeasureSettings(min_samples=4, max_samples=4, min_time_s=0.0, timeout_s=10.0)
+    with recorder.collecting():
+        summary, kept = sample_loop(made, settings)
+    assert kept == [pytest.approx(0.001 * n) for n in range(1, 5)]     # CUPTI's, not the events' 1.0 ms
+    assert summary.median_ms == pytest.approx(0.0025)
 
 
 def test_a_burst_sums_its_launches_and_a_split_k_matmul_its_kernels():
@@ -123,7 +140,8 @@ def test_a_burst_sums_its_launches_and_a_split_k_matmul_its_kernels():
     with recorder.collecting():
         made.queue(0, 1)
         made.wait(0)
-        assert made.elapsed_ms(0) == pytest.approx(0.006)     # 3 launches x 2 kernels x 1 us (per launch: / 3)
+        made.elapsed_ms(0)
+        assert made.final_times() == [pytest.approx(0.006)]   # 3 launches x 2 kernels x 1 us (per launch: / 3)
 
 
 def test_a_sample_without_kernel_records_says_so():
@@ -132,8 +150,9 @@ def test_a_sample_without_kernel_records_says_so():
     with recorder.collecting():
         made.queue(0, 1)
         made.wait(0)
+        made.elapsed_ms(0)
         with pytest.raises(CuptiUnavailable, match="CUPTI recorded no kernel .* --timer events"):
-            made.elapsed_ms(0)
+            made.final_times()
 
 
 def test_zero_length_kernel_records_are_refused_as_a_version_mismatch_not_timed():
@@ -142,8 +161,9 @@ def test_zero_length_kernel_records_are_refused_as_a_version_mismatch_not_timed(
     with recorder.collecting():
         made.queue(0, 1)
         made.wait(0)
+        made.elapsed_ms(0)
         with pytest.raises(CuptiUnavailable, match="zero-length .* --timer events"):
-            made.elapsed_ms(0)
+            made.final_times()
 
 
 def test_cupti_refusing_is_a_clear_error():

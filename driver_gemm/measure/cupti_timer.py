@@ -1,13 +1,16 @@
 """Kernel-only sample times from CUPTI activity records (``run --timer cupti``), beside the event timer.
 
-An event pair brackets a launch as the GPU's front end sees it, which adds a few tenths of a
-microsecond to each sample: 4-6% of a kernel of 8 us. CUPTI's kernel records carry the kernel's
-own start and end on the GPU. Each sample's launches are bracketed on the host by CUPTI
-timestamps; the driver and runtime API records whose calls began inside a bracket name (by
+An event pair brackets a launch as the GPU's front end sees it, so each sample holds the front
+end's time around the kernel too: noise for a large kernel, most of the error for a small one
+(docs/timing.md). CUPTI's kernel records carry the kernel's own start and end on the GPU. Each
+sample's launches are bracketed on the host by CUPTI timestamps; the driver and runtime API records whose calls began inside a bracket name (by
 correlation id) the kernels that sample launched, and the sample's time is the sum of those
 kernels' durations (a split-K matmul's reduction kernel included; memsets and gaps between kernels
 excluded). The samples are otherwise taken exactly as the event timer takes them
-(`timing.EventSampler`: same flush, gate, pattern and batches).
+(`timing.EventSampler`: same flush, gate, pattern, batches and events). The records are read once,
+after the last sample: CUPTI hands a buffer over only once every record in it is complete, so reading
+them batch by batch would leave the GPU idle while the host waits, and a power-bound GEMM would then
+run at a higher clock than under the event timer. The events steer the stop rules meanwhile.
 
 NVIDIA's ``cupti-python`` (module ``cupti``, the ``cupti`` extra) is imported when a run asks for
 this timer, never before. `kernel_times` is the pure part, tested without a GPU.
@@ -18,15 +21,12 @@ from __future__ import annotations
 import bisect
 import contextlib
 import threading
-import time
 from typing import Iterable
 
 from ..errors import DriverGemmError
 from .timing import EventSampler
 
 BUFFER_BYTES = 8 << 20        # each activity buffer CUPTI asks for (its samples use 8 MB)
-COMPLETE_ATTEMPTS = 50        # non-forced flushes a batch waits for its records' timestamps, COMPLETE_WAIT_S apart
-COMPLETE_WAIT_S = 0.002
 FLUSH_FORCED = 1              # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED (cupti.ActivityFlag): hand back buffers not yet full
 
 
@@ -172,43 +172,33 @@ class CuptiSampler(EventSampler):
     def __init__(self, *args, recorder: CuptiRecorder, **kwargs):
         super().__init__(*args, **kwargs)
         self.recorder = recorder
-        self.brackets: dict[int, tuple[int, int]] = {}
-        self.queued: list[int] = []            # slots whose kernel times are still to be read, in queue order
-        self.times: dict[int, float | None] = {}
+        self.brackets: dict[int, tuple[int, int]] = {}     # by slot: the host bracket of its latest sample
+        self.read: list[tuple[int, int]] = []               # the brackets of the samples read so far, in order
 
     def _launch_sample(self, slot: int) -> None:
         begin = self.recorder.timestamp()
         super()._launch_sample(slot)
         self.brackets[slot] = (begin, self.recorder.timestamp())
-        self.queued.append(slot)
-
-    def wait(self, slot: int) -> None:
-        super().wait(slot)
-        done = self.queued[:self.queued.index(slot) + 1] if slot in self.queued else []
-        self.queued = self.queued[len(done):]
-        if done:
-            # CUPTI fills a kernel's timestamps in after the GPU has finished it: ask for complete records for a
-            # while, and only then for whatever it holds.
-            brackets = [self.brackets[s] for s in done]
-            for _ in range(COMPLETE_ATTEMPTS):
-                self.recorder.flush(forced=False)
-                if self.recorder.complete(brackets):
-                    break
-                time.sleep(COMPLETE_WAIT_S)
-            else:
-                self.recorder.flush()
-            self.times.update(zip(done, self.recorder.take([self.brackets[s] for s in done])))
 
     def elapsed_ms(self, slot: int) -> float:
-        value = self.times.pop(slot, None)
-        if value is None:
+        """The sample's event time, for the stop rules; its kernels' time comes from `final_times`."""
+        self.read.append(self.brackets[slot])
+        return super().elapsed_ms(slot)
+
+    def final_times(self) -> list[float]:
+        """The kernel time (ms) of every sample read, in the order `elapsed_ms` read them: after the stream has
+        drained, every record is complete."""
+        self.stream.synchronize()
+        self.recorder.flush(forced=False)
+        if not self.recorder.complete(self.read):
+            self.recorder.flush()
+        times = self.recorder.take(self.read)
+        if any(value is None for value in times):
             raise CuptiUnavailable("CUPTI recorded no kernel for a sample's launches (another CUPTI client, such as "
                                    "a profiler, may hold the activity API): time with --timer events")
-        if value <= 0:
+        if any(value <= 0 for value in times):
             # A kernel takes time: a record of zero length is incomplete, or read with another layout than written
             raise CuptiUnavailable("CUPTI's kernel records read as zero-length (their timestamps were not filled "
                                    "in, or cupti-python reads another CUDA minor's record layout than its libcupti "
                                    "writes): time with --timer events")
-        return value
-
-
+        return times

@@ -61,22 +61,24 @@ class L2Flusher:
         self._word = (self._word + 1) & 0xFFFF  # a changing value, in case a no-op write is ever skipped
         self.buffer.fill_u32(self._word, self.stream)
 
-    def writing(self, nbytes: int) -> Callable[[], None]:
-        """A flush that writes `nbytes` (a sample pattern's): the L2 flush itself for its own size or none for 0."""
+    def writing(self, nbytes: int, zeros: bool = False) -> Callable[[], None]:
+        """A flush that writes `nbytes` (a sample pattern's): the L2 flush itself for its own size or none for 0.
+        `zeros` writes zeros every time, as Triton's ``cache.zero_()`` does (the data written moves the power the
+        flush draws, and so the clock of the GEMM after it)."""
         if nbytes <= 0:
             return lambda: None
-        if nbytes <= self.buffer.nbytes:
+        if nbytes <= self.buffer.nbytes and not zeros:
             return self.flush if nbytes == self.buffer.nbytes else (lambda: self._fill(self.buffer, nbytes))
         if self.larger is None or self.larger.nbytes < nbytes:
             if self.larger is not None:
                 self.larger.close()
             self.larger = self.device.alloc(nbytes)
         larger = self.larger
-        return lambda: self._fill(larger, nbytes)
+        return lambda: self._fill(larger, nbytes, zeros)
 
-    def _fill(self, buffer: DeviceBuffer, nbytes: int) -> None:
+    def _fill(self, buffer: DeviceBuffer, nbytes: int, zeros: bool = False) -> None:
         self._word = (self._word + 1) & 0xFFFF
-        buffer.fill_u32(self._word, self.stream, nbytes)
+        buffer.fill_u32(0 if zeros else self._word, self.stream, nbytes)
 
     def close(self) -> None:
         self.buffer.close()
@@ -304,12 +306,16 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
     Two halves of `MAX_BATCH` slots alternate: one batch is read while the
     next runs. `now` and `sleep` are the wall clock and the pause (injected for
     tests); `started` is when the case's timing began (warm-up included) for
-    the wall time recorded; the timeout counts from the first sample.
+    the wall time recorded; the timeout counts from the first sample. A queue with ``final_times`` (the
+    CUPTI sampler) gives every sample's figure once the last is read; its `elapsed_ms` steers the stop rules.
     """
     began = now()
     started = began if started is None else started
     samples: list[float] = []
     throttled_samples: list[float] = []
+    kept_reads: list[int] = []         # for each sample (and throttled one), its place in the order they were read
+    throttled_reads: list[int] = []
+    reads = 0
     noise = NoiseHistory()
     tracker = ClockTracker(clocks.reference_mhz, throttle.threshold) if clocks is not None else None
     gpu_seconds = 0.0
@@ -336,10 +342,14 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
         reading = _clock_reading(queue, clocks, first, count)    # taken while `pending` runs
         queue.wait(first + count - 1)
         times = [queue.elapsed_ms(slot) for slot in range(first, first + count)]
+        order = range(reads, reads + count)
+        reads += count
         if tracker is not None and tracker.record(reading):
             throttled_samples.extend(t / launches_per_sample for t in times)
+            throttled_reads.extend(order)
             sleep(throttle.recovery_delay_s)
         else:
+            kept_reads.extend(order)
             for elapsed in times:
                 per_launch = elapsed / launches_per_sample
                 samples.append(per_launch)
@@ -355,6 +365,11 @@ def sample_loop(queue: SampleQueue, settings: MeasureSettings, *, launches_per_s
                 batch = batch_size_for(gpu_seconds / len(samples))
         if pending is None:
             break
+    final_times = getattr(queue, "final_times", None)    # a kernel timer's figures, read after the last sample
+    if final_times is not None:
+        durations = final_times()
+        samples = [durations[index] / launches_per_sample for index in kept_reads]
+        throttled_samples = [durations[index] / launches_per_sample for index in throttled_reads]
     kept = samples or throttled_samples
     extra = tracker.summary_fields() if tracker is not None else {}
     summary = summarize(kept, reason or StopReason.MAX_SAMPLES, launches_per_sample=launches_per_sample,
@@ -411,7 +426,7 @@ def measure(launch: Callable[[], None], device: Device, stream: Stream, settings
 
 def _measure(launch, device, stream, settings, flusher, gate, launches_per_sample, clocks, throttle, started,
              pattern: SamplePattern = SamplePattern(), *, timer: KernelTimer | None = None):
-    flush = flusher.writing(pattern.flush_bytes(flusher.buffer.nbytes, settings.flush_l2)) \
+    flush = flusher.writing(pattern.flush_bytes(flusher.buffer.nbytes, settings.flush_l2), pattern.writes_zeros) \
         if flusher is not None else (lambda: None)
     if getattr(launch, "resets", None):
         flush = _reset_then(launch.reset, flush)
