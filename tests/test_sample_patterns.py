@@ -187,6 +187,23 @@ def test_the_flusher_writes_each_patterns_bytes_and_makes_do_benchs_buffer_once(
                          ("fill", 256 << 20, 256 << 20), ("close", 100 << 20), ("close", 256 << 20)]
 
 
+def test_do_benchs_flush_writes_zeros_and_the_l2_flush_a_changing_word():
+    words = []
+    buffer = SimpleNamespace(nbytes=100 << 20, close=lambda: None,
+                             fill_u32=lambda word, stream, nbytes=None: words.append((word, nbytes)))
+    device = SimpleNamespace(properties=SimpleNamespace(l2_bytes=50 << 20), alloc=lambda nbytes: buffer)
+    flusher = L2Flusher(device, "stream")
+    pattern = SamplePattern.parse("do-bench")
+    zeros = flusher.writing(pattern.flush_bytes(flusher.buffer.nbytes, True), pattern.writes_zeros)
+    zeros()
+    zeros()
+    flusher.flush()
+    flusher.flush()
+    assert words[:2] == [(0, DO_BENCH_FLUSH_BYTES)] * 2
+    assert words[2][0] != words[3][0] and 0 not in (words[2][0], words[3][0])
+    assert not SamplePattern.parse("flush").writes_zeros and not SamplePattern.parse("burst").writes_zeros
+
+
 def test_run_samples_replaces_every_specs_pattern_and_graph_mode_keeps_flush(tmp_path):
     from driver_gemm.cli.run import with_sample_pattern
     from driver_gemm.errors import UsageError

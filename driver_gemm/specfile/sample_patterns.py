@@ -5,8 +5,8 @@ A `SamplePattern` is read from ``measure: {samples: ...}`` or ``run --samples``:
 - ``flush``: an L2 flush (a write of twice the L2) before every sample, samples queued back to back
   behind the launch gate (nvbench's cold measurement; the default);
 - ``flush-idle:MS``: the same, each sample after MS milliseconds in which the GPU has nothing to do;
-- ``do-bench``: a 256 MB memset before every sample, queued back to back (Triton's ``do_bench``,
-  whose ``cache.zero_()`` writes 256 MB);
+- ``do-bench``: 256 MB of zeros written before every sample, queued back to back (Triton's ``do_bench``,
+  whose ``cache.zero_()`` writes them);
 - ``burst[:N[:MS]]``: N launches back to back on a warm L2 (no flush), timed together, each burst
   after MS milliseconds of rest (8 and 100 unless given): how many authors' own harnesses time.
 
@@ -68,6 +68,11 @@ class SamplePattern:
     def one_by_one(self) -> bool:
         """Whether each sample is queued and waited for alone (the GPU rests between samples)."""
         return self.pause_ms > 0
+
+    @property
+    def writes_zeros(self) -> bool:
+        """Whether the flush writes zeros (do-bench: Triton's ``cache.zero_()``) rather than a changing word."""
+        return self.kind == DO_BENCH
 
     def flush_bytes(self, l2_flush_bytes: int, flush_l2: bool) -> int:
         """Bytes written before each sample: the L2 flush (unless ``flush_l2: false``), do_bench's 256 MB, or
