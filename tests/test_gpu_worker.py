@@ -305,3 +305,32 @@ def test_a_released_worker_leaves_on_its_own_and_later_work_gets_a_new_process()
     # then its stop; "last case" moved on with the second process's cases.
     assert list(timeline.marks()) == ["gpu-3 spawned", "gpu-3 session made", "gpu-3 ready", "gpu-3 first case",
                                       "gpu-3 told to stop", "gpu-3 last case"]
+
+
+def test_an_interrupt_ends_the_child_quietly_with_its_session_closed():
+    from driver_gemm.runners.worker import serve
+
+    closed, sent = [], []
+
+    class Session(FakeSession):
+        def close(self):
+            closed.append("session")
+
+    class Connection:
+        def __init__(self):
+            self.messages = [("run", None, ["a case"], None)]
+
+        def recv(self):
+            return self.messages.pop(0)
+
+        def send(self, message):
+            sent.append(message[0])
+
+        def close(self):
+            closed.append("connection")
+
+    def interrupted(session, spec, case, compiled):
+        raise KeyboardInterrupt          # Ctrl-C reached the child's process group mid-case
+
+    assert serve(Connection(), 0, RunOptions(), True, Session, interrupted) is None
+    assert sent == ["ready", "start"] and closed == ["session", "connection"]

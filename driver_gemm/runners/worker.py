@@ -34,7 +34,18 @@ STARTUP_TIMEOUT_S = 120.0
 
 def serve(connection, device: int, options: RunOptions, want_cublas: bool | None,
           session_factory: Callable[..., Session] | None = None, execute: Callable | None = None) -> None:
-    """Child process: make a session, say ("ready",), then run each batch it is sent until told to stop.
+    """Child process: `_serve`, ended quietly by an interrupt. Ctrl-C (or a `timeout -s INT`) reaches the whole
+    process group: the parent keeps the results and says so; the child closes its session and leaves, with no
+    traceback of its own."""
+    try:
+        _serve(connection, device, options, want_cublas, session_factory, execute)
+    except KeyboardInterrupt:
+        pass
+
+
+def _serve(connection, device: int, options: RunOptions, want_cublas: bool | None,
+           session_factory: Callable[..., Session] | None = None, execute: Callable | None = None) -> None:
+    """Make a session, say ("ready",), then run each batch it is sent until told to stop.
 
     The real session's GPU is opened (cuInit, its context) on a thread of
     its own before the modules a session needs are imported: the driver's
