@@ -47,6 +47,28 @@ def test_matching_by_kernel_shape_and_gpu():
     assert across[("a", "8x8x8")] == SAME
 
 
+def test_a_dispatched_kernel_whose_pick_changed_is_one_case_named_by_its_kernel(tmp_path, capsys):
+    from driver_gemm.results.records import DispatchChoice
+
+    def dispatched(params, samples):
+        found = case(f"v13[{params}]", samples)
+        found.name, found.dispatch = "v13", DispatchChoice(entry=0, shape="64x64x64", rule="exact")
+        return found
+
+    old = RunResult(spec="s", spec_path=None, cases=[dispatched("SPLITS=8", [2.0, 2.01, 1.99]),
+                                                     case("v4[T=8]", [1.0, 1.0])])
+    new = RunResult(spec="s", spec_path=None, cases=[dispatched("SPLITS=4", [1.0, 1.01, 0.99]),
+                                                     case("v4[T=16]", [1.0, 1.0])])
+    found = {(c.kernel, c.verdict): c for c in compare_runs(old, new)}
+    assert set(found) == {("v13", FASTER), ("v4[T=16]", NEW), ("v4[T=8]", GONE)}   # undispatched: by its label
+    assert found[("v13", FASTER)].params_changed == ("v13[SPLITS=8]", "v13[SPLITS=4]")
+    assert found[("v4[T=16]", NEW)].params_changed is None
+    for name, run in (("old", old), ("new", new)):
+        run.write_json(tmp_path / f"{name}.json")
+    main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")])
+    assert "v13 at 64x64x64: its dispatch picked other params: v13[SPLITS=8] -> v13[SPLITS=4]" in capsys.readouterr().out
+
+
 def test_cli_exit_codes(tmp_path, capsys):
     old = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.01, 0.99])])
     same = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.005, 0.995])])

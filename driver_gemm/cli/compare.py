@@ -61,6 +61,10 @@ def execute(args, out: Output) -> int:
         out.note(f"warning: the runs differ in {text}", "yellow")
     for text in notes:
         out.note(f"note: {text}")
+    for comparison in comparisons:
+        if comparison.params_changed:
+            before, after = comparison.params_changed
+            out.note(f"{comparison.kernel} at {comparison.shape}: its dispatch picked other params: {before} -> {after}")
     if args.plot is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import comparison_figure

@@ -1,5 +1,9 @@
 """Two runs side by side: each case matched by kernel (with its parameters), shape and GPU, and judged.
 
+A kernel whose params a ``dispatch:`` table chose is matched by its name alone, so that a shape whose
+pick changed between the runs is compared as one case (`Comparison.params_changed` says so) rather
+than as one GONE and one NEW.
+
 A timing difference counts only beyond the noise both runs measured: overlapping interquartile
 ranges are the SAME, else FASTER or SLOWER by the ratio of the medians; where both cases keep raw
 samples, `samples_verdict`'s rank test decides. A case that passed and now does not is BROKEN, the
@@ -39,10 +43,17 @@ class Comparison:
     def regression(self) -> bool:
         return self.verdict in REGRESSIONS
 
+    @property
+    def params_changed(self) -> tuple[str, str] | None:
+        """(old label, new label) of a dispatched kernel whose pick for this shape changed between the runs."""
+        if self.old is None or self.new is None or self.old.kernel == self.new.kernel:
+            return None
+        return self.old.kernel, self.new.kernel
+
 
 def _key(case: CaseResult, across_gpus: bool) -> tuple[str, str, str]:
     gpu = "" if across_gpus else (case.device.name or "")
-    return case.kernel, case.shape.label, gpu
+    return case.name if case.dispatch is not None else case.kernel, case.shape.label, gpu
 
 
 # Two-sided significance below which a difference of the samples' ranks counts as real.

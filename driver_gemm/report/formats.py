@@ -171,7 +171,8 @@ def comparison_json(comparisons, *, old: str, new: str, threshold: float, warnin
         if timing is None:
             return None if case is None else {"status": str(case.status)}
         return {"status": str(case.status), "median_ms": timing.median_ms, "q1_ms": timing.q1_ms,
-                "q3_ms": timing.q3_ms, "samples": timing.samples, "sm_clock_mhz": timing.sm_clock_mhz}
+                "q3_ms": timing.q3_ms, "samples": timing.samples, "sm_clock_mhz": timing.sm_clock_mhz,
+                "label": case.kernel}
 
     comparisons = list(comparisons)
     counts: dict[str, int] = {}
