@@ -124,6 +124,46 @@ def run_tables(run) -> list[str]:
     return lines
 
 
+def suite_tables(run, before=None) -> list[str]:
+    """A shape suite, compactly: per kernel (its parameters aside), each shape's % of cuBLAS and the parameters its
+    dispatch chose, beside the same from `before` (a run of the suite with another dispatch) where given; each
+    kernel's geometric mean over the shapes both runs finished last."""
+    from driver_gemm.report.tables import geometric_mean
+
+    def by_kernel(result) -> dict:
+        found: dict = {}
+        for case in result.cases:
+            if case.is_baseline or case.pct_cublas is None:
+                continue
+            name, _, params = case.kernel.partition("[")
+            found.setdefault(name, {})[case.shape.label] = (case.pct_cublas, params.rstrip("]"))
+        return found
+
+    now, then = by_kernel(run), by_kernel(before) if before is not None else {}
+    lines = [f"- {where_run(run.environment, run.started)}"]
+    if run.interrupted:
+        lines.append("- the run was cut short by its timeout: the tables hold the shapes it finished")
+    lines.append("")
+    for name, shapes in now.items():
+        earlier = then.get(name, {})
+        rows = []
+        for label, (pct, params) in shapes.items():
+            old = earlier.get(label)
+            before_cells = ((fixed(old[0], 1), old[1]) if old else ("-", "-")) if then else ()
+            rows.append((label, *before_cells, fixed(pct, 1), params))
+        header = (f"{name}: shape", *(("% of cuBLAS before", "its params") if then else ()), "% of cuBLAS",
+                  "params")
+        lines += table(header, rows)
+        common = [label for label in shapes if not then or label in earlier]
+        if common:
+            mean = geometric_mean([shapes[label][0] for label in common])
+            text = f"- geometric mean over {len(common)} shape{'s' if len(common) != 1 else ''}: {mean:.1f}%"
+            if then:
+                text += f" (before: {geometric_mean([earlier[label][0] for label in common]):.1f}%)"
+            lines += [text, ""]
+    return lines
+
+
 def baselines_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
     data = read_json(path)
     return provenance(folder, path, step, record) + baseline_tables(data)
@@ -209,6 +249,10 @@ def checks_section(folder: Path) -> list[str]:
         kind = check.get("kind", "run")
         if kind == "run":
             lines += run_tables(dg.load_results(file))
+        elif kind == "suite":
+            before = folder / check["before"] if check.get("before") else None
+            lines += suite_tables(dg.load_results(file),
+                                  dg.load_results(before) if before is not None and before.exists() else None)
         elif kind == "baseline-check":
             lines += baseline_tables(read_json(file))
         elif kind == "cupti-check":

@@ -192,3 +192,36 @@ def test_a_vendor_rows_algorithm_is_named_under_its_table(scripts, results, tmp_
     write_gz(results / "seed.json.gz", run.write_json(tmp_path / "with-lt.json").read_text())
     seed = section(render.render(results), "Seed kernels")
     assert "- cublaslt-bf16-NN: best of 8: heuristic #3, algo 66, tile 256x128, stages 64x4, split-K 1" in seed
+
+
+def test_a_suite_check_shows_each_shapes_figure_and_params_beside_the_run_before(scripts, results, tmp_path):
+    import dataclasses
+
+    _, render = scripts
+    small, skinny = dg.Shape(1024, 512, 1024), dg.Shape(1, 4096, 4096)
+
+    def suite(splits: dict, pct: dict) -> dg.RunResult:
+        cases = []
+        for shape in (small, skinny):
+            cases.append(dg.CaseResult(kernel="cublaslt-bf16-NN", name="cublaslt", shape=shape, status="PASS",
+                                       timing=timing(0.02, 1700.0), pct_cublas=100.0))
+            if shape.label in pct:
+                cases.append(dg.CaseResult(kernel=f"v13[SPLITS={splits[shape.label]}]", name="v13", shape=shape,
+                                           status="PASS", timing=timing(0.03, 1700.0), pct_cublas=pct[shape.label]))
+        return dataclasses.replace(seed_run(), cases=cases)
+
+    checks = results / "checks"
+    checks.mkdir()
+    now = suite({"1024x512x1024": 2, "1x4096x4096": 4}, {"1024x512x1024": 60.0, "1x4096x4096": 80.0})
+    before = suite({"1024x512x1024": 4}, {"1024x512x1024": 40.0})        # cut short before the second shape
+    write_gz(checks / "now.json.gz", now.write_json(tmp_path / "now.json").read_text())
+    write_gz(checks / "before.json.gz", before.write_json(tmp_path / "before.json").read_text())
+    (results / "checks.json").write_text(json.dumps({"about": "Beside.", "checks": [
+        {"title": "Suite", "kind": "suite", "file": "checks/now.json.gz", "before": "checks/before.json.gz",
+         "command": "scripts/gpu_check.sh suite", "date": "2031-05-06"}]}))
+    page = section(render.render(results), "Focused checks")
+    assert "| v13: shape | % of cuBLAS before | its params | % of cuBLAS | params |" in page
+    assert "| 1024x512x1024 | 40.0 | SPLITS=4 | 60.0 | SPLITS=2 |" in page
+    assert "| 1x4096x4096 | - | - | 80.0 | SPLITS=4 |" in page
+    assert "- geometric mean over 1 shape: 60.0% (before: 40.0%)" in page       # the shapes both runs have
+    assert "cublaslt" not in page.split("| v13: shape")[1]                       # vendor rows are the 100%

@@ -173,6 +173,11 @@ def problems_text(run: RunResult) -> list[str]:
     return out
 
 
+def geometric_mean(values: list[float]) -> float:
+    """The geometric mean of positive figures (how % of cuBLAS is averaged over shapes: a ratio each)."""
+    return math.exp(sum(math.log(value) for value in values) / len(values))
+
+
 def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) -> list[str]:
     """Per kernel measured on two or more shapes: the geometric mean of its % of cuBLAS over them.
 
@@ -192,7 +197,7 @@ def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) ->
         shapes = len({case.shape for case in cases})
         if shapes < 2 or not figures:
             continue
-        mean = math.exp(sum(math.log(figure) for figure in figures) / len(figures))
+        mean = geometric_mean(figures)
         over = f"{len(figures)} shapes" if len(figures) == shapes else f"{len(figures)} of its {shapes} shapes"
         lines.append(f"{names.get(kernel, kernel)}: geometric mean of % of cuBLAS over {over}: {mean:.1f}%")
     return lines
