@@ -90,9 +90,22 @@
 //   v13-fp8 e4m3, bf16 out            | 58.6% (1980/1980) | 98.2% (1650/1980 MHz)  | 108.6% (1950/1590 MHz)
 //   v13-fp8 e4m3, fp32 out            | 61.3% (1980/1980) | -                       | -
 // At 8192^3 the kernel ran 360 MHz above its vendor row: at equal clock it is about 89% there. The rel err
-// at 8192^3 was 2.5e-3 (bf16 out), well inside the fp8 tolerance. The BF16, TF32 and split-K rows of the
-// suite (scripts/gpu_check.sh suite) are not measured yet; every form passes on shapes cut by M, N and K
-// (tests/test_gpu_v13.py).
+// at 8192^3 was 2.5e-3 (bf16 out), well inside the fp8 tolerance.
+//
+// Split K, the suite's decode shapes (scripts/gpu_check.sh suite, specs/suite.yaml's dispatch; every row at
+// 1980 MHz: these shapes stream B and do not reach the power limit), time in us and % of cuBLASLt:
+//   shape            | bf16 out: SPLITS, us, %  | cuBLASLt us | tf32 (NT): SPLITS, us, % | cuBLASLt us
+//   1x4096x4096      | 4, 22.0, 84.0%           | 18.5        | 4, 33.2, 71.5%           | 23.8
+//   128x4096x4096    | 4, 24.8, 75.6%           | 18.7        | 4, 37.6, 83.2%           | 31.3
+//   1x8192x8192      | 2, 51.7, 85.5%           | 44.2        | 2, 87.2, 85.1%           | 74.2
+//   1x14336x4096     | 2, 45.3, 91.0%           | 41.2        | 2, 76.3, 84.4%           | 64.4
+//   16x14336x4096    | 2, 45.4, 88.4%           | 40.1        | 2, 75.0, 99.9%           | 75.0
+// Against the prediction: 1x4096x4096 takes 22 us, not 8-11 plus a few; the vendor row takes 18.5 us, or
+// 1.8 TB/s of B, so neither streams B at HBM speed at this size, and an event pair's front-end time of a
+// few us (docs/timing.md, CUPTI) is in both. Splitting deeper than the table does lost: 8 ways at
+// N = 4096 read 50-60% and 4 ways at N = 8192 62-74% (checks/suite-bf16-deep-splits.json.gz), so the
+// partial sums' exchange through distributed shared memory costs more than the idle SMs it fills.
+// Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py).
 
 #include "12_bf16_tma_ws.cu"     // v12p's store_tile, desc_128b, wgmma_bf16_m64n256k16 (and tma.cuh, wgmma.cuh)
 
