@@ -14,8 +14,9 @@
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
-# 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), patterns (cuBLASLt BF16 at 4096^3 and 8192^3
-# with each sample pattern against torch+do_bench, clocks side by side), vendor-choice (the BF16 headlines'
+# 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), patterns (cuBLASLt bf16, fp16 and e4m3 at
+# 4096^3 and 8192^3, do-bench and flush patterns on torch's operands, against torch+do_bench, clocks side by
+# side; a warm burst against torch's; then bf16 on our own operands), vendor-choice (the BF16 headlines'
 # cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
@@ -99,12 +100,20 @@ for step in "$@"; do
                     timeout -s INT -k 10 120 python3 scripts/baseline_check.py --lock-clocks 1500 --kernels \
                         --shapes 1024x512x1024 4096x4096x4096 --json "$OUT/baseline-kernels.json" 2>&1 \
                         | tee "$OUT/baseline-kernels.log" ;;
-        patterns)   # cuBLASLt BF16 at 4096^3 and 8192^3 with each sample pattern, interleaved with torch+do_bench,
-                    # both sides' NVML clocks in the table (docs/timing.md, "Sample patterns"; about 3 min)
-                    timeout -s INT -k 10 300 python3 scripts/baseline_check.py --only bf16 \
-                        --shapes 4096x4096x4096 8192x8192x8192 --shape-timeout 60 \
-                        --samples flush flush-idle:1 do-bench burst:8:100 burst:8:1000 \
-                        --json "$OUT/patterns.json" 2>&1 | tee "$OUT/patterns.log" ;;
+        patterns)   # cuBLASLt bf16, fp16 and e4m3 at 4096^3 and 8192^3 with the do-bench and flush patterns on torch's
+                    # operands, interleaved with torch+do_bench, both sides' NVML clocks in the table; bf16 as a warm
+                    # burst against torch's warm burst; then bf16 with do-bench on our own operands: what the data
+                    # alone does (docs/timing.md; about 6 min)
+                    timeout -s INT -k 10 330 python3 scripts/baseline_check.py --shapes 4096x4096x4096 8192x8192x8192 \
+                        --shape-timeout 60 --samples do-bench flush --json "$OUT/patterns.json" 2>&1 \
+                        | tee "$OUT/patterns.log"; same=${PIPESTATUS[0]}
+                    timeout -s INT -k 10 120 python3 scripts/baseline_check.py --only bf16 --shapes 4096x4096x4096 \
+                        --shape-timeout 90 --samples burst:8:1000 --json "$OUT/patterns-burst.json" 2>&1 \
+                        | tee "$OUT/patterns-burst.log"; burst=${PIPESTATUS[0]}
+                    timeout -s INT -k 10 120 python3 scripts/baseline_check.py --only bf16 --operands own \
+                        --shapes 4096x4096x4096 8192x8192x8192 --shape-timeout 50 --samples do-bench \
+                        --json "$OUT/patterns-own.json" 2>&1 | tee "$OUT/patterns-own.log"
+                    [ "$same" -eq 0 ] && [ "$burst" -eq 0 ] ;;
         cupti)      # the CUPTI timer against events at 4096^3 (within 0.5%) and against torch.profiler's kernel
                     # durations at 1024x512x1024 (within 1%); then a run timed by it (needs cupti-python)
                     timeout -s INT -k 10 120 python3 scripts/cupti_check.py --json "$OUT/cupti-check.json" 2>&1 \

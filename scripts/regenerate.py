@@ -14,7 +14,8 @@ Steps (about 6 minutes in all on one H200; two-gpus only where the machine has t
   fp32       specs/fast.yaml at 4096^3: the SIMT ladder v4..v8                     (~20 s)
   tf32       specs/tma.yaml, v10 and v11 at 4096^3 and 8192^3                      (~30 s)
   bf16       specs/tma-bf16.yaml at 4096^3 and 8192^3: v12 and its persistent forms (~3 min)
-  baselines  scripts/baseline_check.py: our cuBLASLt rows against torch + triton, interleaved (~75-100 s)
+  baselines  scripts/baseline_check.py --samples do-bench: our cuBLASLt rows, sampled as do_bench samples, against
+             torch + triton on the same operands, interleaved (~75-100 s)
   two-gpus   scripts/two_gpus.py --only mixed: specs/mixed.yaml on one GPU and on two (~45 s)
 """
 
@@ -64,7 +65,7 @@ STEPS = (
     Step("bf16", "BF16 ladder (specs/tma-bf16.yaml)", (*RUN, "specs/tma-bf16.yaml", *LARGE, "-q", "--json", "{json}"),
          270),
     Step("baselines", "Baselines check (cuBLASLt against torch and triton)",
-         ("python3", "scripts/baseline_check.py", "--json", "{json}"), 160),
+         ("python3", "scripts/baseline_check.py", "--samples", "do-bench", "--json", "{json}"), 160),
     Step("two-gpus", "Two GPUs (specs/mixed.yaml on one GPU and on two)",
          ("python3", "scripts/two_gpus.py", "--only", "mixed", "--json", "{json}", "--out", "{work}/two-gpus"), 120,
          min_gpus=2),
