@@ -543,3 +543,12 @@ def test_an_unsupported_kernel_is_a_row_with_its_error_and_nothing_runs(check, m
     assert recorder.calls == []
     assert row["error"].startswith("not run: int8/int8 -> int32, layout NN") and row["passed"] is False
     assert row["combination"] == "-" and check.format_kernel_table([row])[1].split()[1] == "-"
+
+
+def test_clock_watch_figures_since_a_moment_keep_only_the_later_readings(check):
+    watch = check.ClockWatch(None)
+    watch.readings = [ClockReading(1900), ClockReading(1500), ClockReading(1600)]
+    watch.stamps = [1.0, 2.0, 3.0]
+    assert watch.figures(since=2.0) == (1550.0, 1500.0)      # our timing window only: not the check before it
+    assert watch.figures() == (1600.0, 1500.0)
+    assert watch.figures(since=4.0) == (None, None)
