@@ -1,7 +1,7 @@
 """driver-gemm's cuBLASLt baseline against an independent harness: torch, timed like-for-like.
 
 usage: python3 scripts/baseline_check.py [--json FILE] [--lock-clocks MHZ|max] [--kernels] [--shapes MxNxK ...]
-                                       [--samples PATTERN ...]
+                                       [--samples PATTERN ...] [--kernel SPEC.yaml:NAME ...]
 
 On a GPU machine with torch and triton (about 70-90 s on an H200; each step prints as it goes). The
 headline run is step `baselines` of scripts/regenerate.py.
@@ -65,15 +65,26 @@ against a burst pattern: then by a warm-burst harness of its own (the same rest,
 back to back between one event pair, no flush), as many authors time their kernels.
 Our side runs the heuristic's first algorithm, as torch does (`CublasLtMatmul.prepare`).
 
+With --kernel SPEC.yaml:NAME (repeatable), one of our kernels is set against torch instead, a row per kernel,
+shape and pattern: torch's A, B and an empty C in the types and layout of the kernel's spec entry (bf16 or fp16
+NN with C of the input type or fp32, e4m3 NT with bf16 C and the entry's scales, tf32 or fp32 NN; another is a
+row with an error), torch's op on them (torch.mm, with out_dtype for an fp32 C; torch._scaled_mm for fp8), and
+our side as `dg.check_kernel` runs the entry on those tensors in torch's context, checked in every round against
+their float64 product (torch, on the GPU) and timed with the pattern (do-bench unless --samples says) for
+--our-timeout seconds. The params are the entry's, or the spec's dispatch entry for the shape (the row says
+which). Our sampler keeps its throttle threshold (a batch under 75% of the maximum clock is dropped and counted);
+both clocks are read by the same watch. The cuBLASLt rows then run only for the combinations --only names.
+
 Each shape has a wall-time budget (--shape-timeout); a shape over it is
 reported as a timeout and the check goes on. Exit status 1 unless every row
-is within --limit % (3) and its check passed.
+is within --limit % (3) and its check passed, and every kernel row passed its check.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import signal
 import statistics
@@ -269,6 +280,7 @@ class ClockWatch:
     def __init__(self, source, interval_s: float = CLOCK_INTERVAL_S):
         self.source, self.interval_s = source, interval_s
         self.readings: list = []
+        self.stamps: list[float] = []        # time.perf_counter() of each reading
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -276,6 +288,7 @@ class ClockWatch:
         while True:
             reading = self.source.read()
             if reading is not None:
+                self.stamps.append(time.perf_counter())
                 self.readings.append(reading)
             if self._stop.wait(self.interval_s):
                 return
@@ -291,8 +304,253 @@ class ClockWatch:
             self._stop.set()
             self._thread.join()
 
-    def figures(self) -> tuple[float | None, float | None]:
-        return clock_figures(self.readings)
+    def figures(self, since: float | None = None) -> tuple[float | None, float | None]:
+        """(median, lowest) busy SM clock of the readings, or of those taken at `since` (perf_counter) or later."""
+        if since is None:
+            return clock_figures(self.readings)
+        return clock_figures(r for r, stamp in zip(self.readings, self.stamps) if stamp >= since)
+
+
+# ------------------------------------------------------------------------- a spec's kernel (--kernel)
+
+# What a spec kernel's (A, B, C, layout) is set against: torch's op on tensors of those types.
+KERNEL_COMBINATIONS = {
+    ("bf16", "bf16", "bf16", "NN"): "torch.mm",
+    ("bf16", "bf16", "fp32", "NN"): "torch.mm out_dtype=float32",
+    ("fp16", "fp16", "fp16", "NN"): "torch.mm",
+    ("fp16", "fp16", "fp32", "NN"): "torch.mm out_dtype=float32",
+    ("e4m3", "e4m3", "bf16", "NT"): "torch._scaled_mm",
+    ("tf32", "tf32", "fp32", "NN"): "torch.mm allow_tf32",
+    ("fp32", "fp32", "fp32", "NN"): "torch.mm",
+}
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32",
+                "e4m3": "float8_e4m3fn"}
+# Fields of a kernel entry this check sets itself: the tensors give the layout, both sides run alpha 1, beta 0.
+KERNEL_FIELDS_REFUSED = ("layouts", "ld", "batch", "scalars", "binary")
+KERNEL_SHAPE_TIMEOUT_S = 120   # a kernel row's budget: a first compile, and the check of every round
+
+
+class KernelUnsupported(Exception):
+    """A spec kernel this check cannot set against torch: that row's error."""
+
+
+@dataclass(frozen=True)
+class SpecKernel:
+    """A kernel entry named by --kernel SPEC.yaml:NAME: its fields as the spec writes them (`source` made absolute)
+    and the spec's dispatch table for it (None without one)."""
+
+    text: str
+    spec_path: Path
+    name: str
+    entry: dict
+    dispatch: object = None
+
+
+def read_spec_kernel(text: str) -> SpecKernel:
+    """--kernel's value read: the spec loaded (checked) and the named entry found; ValueError naming what is wrong."""
+    import yaml
+
+    from driver_gemm.errors import SpecError
+    from driver_gemm.specfile import load_spec
+
+    spec_text, colon, name = text.rpartition(":")
+    if not colon or not spec_text or not name:
+        raise ValueError(f"--kernel {text!r}: give SPEC.yaml:NAME (a spec file, a colon, one of its kernels' names)")
+    path = Path(spec_text)
+    if not path.is_file():
+        raise ValueError(f"--kernel {text!r}: no spec file {spec_text!r}")
+    try:
+        spec = load_spec(path)
+    except SpecError as exc:
+        raise ValueError(f"--kernel {text!r}: {exc}") from None
+    entries = [entry for entry in (yaml.safe_load(path.read_text()) or {}).get("kernels", [])
+               if isinstance(entry, dict) and entry.get("name") == name]
+    if not entries:
+        names = sorted({kernel.name for kernel in spec.kernels})
+        raise ValueError(f"--kernel {text!r}: {spec_text} has no kernel named {name!r} (its kernels: "
+                         f"{', '.join(names)})")
+    entry = dict(entries[0])
+    swept = sorted(key for key, value in (entry.get("params") or {}).items() if isinstance(value, list))
+    if swept:
+        raise ValueError(f"--kernel {text!r}: kernel {name} sweeps {', '.join(swept)}; name a kernel with one "
+                         "configuration (or give the spec a dispatch: table for it)")
+    if "source" in entry:
+        entry["source"] = str((path.resolve().parent / entry["source"]).resolve())
+    return SpecKernel(text, path, name, entry, spec.dispatch.get(name))
+
+
+@dataclass(frozen=True)
+class KernelCombination:
+    """A spec kernel's element types (driver-gemm's names), layout and fp8 scales, and the torch op set against it."""
+
+    a: str
+    b: str
+    c: str
+    layout: str
+    scales: tuple[float, float]
+    torch_op: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.a}-{self.c}" if self.a == self.b else f"{self.a}.{self.b}-{self.c}"
+
+
+def kernel_combination(entry: dict) -> KernelCombination:
+    """The combination of a kernel entry (`types:`, `precision:`, `layout:`, `scales:`); KernelUnsupported if
+    KERNEL_COMBINATIONS has none for it."""
+    refused = [key for key in KERNEL_FIELDS_REFUSED if key in entry]
+    if refused:
+        raise KernelUnsupported(f"the kernel sets {refused[0]}: this check lays the operands out itself (NN or NT, "
+                                "tight) and runs alpha 1, beta 0 on both sides")
+    types = entry.get("types")
+    if types is None:
+        a = b = "tf32" if entry.get("precision") == "tf32" else "fp32"
+        c = "fp32"
+    else:
+        a = types.get("a", "fp32")
+        b = types.get("b", a)
+        c = types.get("c", a if a in ("fp32", "fp16", "bf16") else "int32" if a == "int8" else "fp32")   # as specs
+    layout = str(entry.get("layout", "NN")).upper()
+    torch_op = KERNEL_COMBINATIONS.get((a, b, c, layout))
+    if torch_op is None:
+        built = "; ".join(f"{ka}/{kb} -> {kc} {kl}" for ka, kb, kc, kl in KERNEL_COMBINATIONS)
+        raise KernelUnsupported(f"{a}/{b} -> {c}, layout {layout}: not a combination this check sets against torch "
+                                f"(it has {built})")
+    scales = entry.get("scales") or {}
+    return KernelCombination(a, b, c, layout, (float(scales.get("a", 1.0)), float(scales.get("b", 1.0))), torch_op)
+
+
+def kernel_params(kernel: SpecKernel, shape) -> tuple[dict, str]:
+    """The params the kernel runs with at `shape` and where they come from: the spec's dispatch entry for the
+    shape (its rule: exact, when, nearest), else the entry's own params."""
+    from driver_gemm.specfile import Shape
+
+    params = dict(kernel.entry.get("params") or {})
+    if kernel.dispatch is None:
+        return params, "its own params"
+    index, rule = kernel.dispatch.choose(Shape(*shape))
+    chosen = kernel.dispatch.entries[index]
+    params.update(chosen.params)
+    return params, f"dispatch: {rule} entry {index} ({chosen.shape.label})"
+
+
+def kernel_label(name: str, params: dict) -> str:
+    return f"{name}[{','.join(f'{key}={value}' for key, value in params.items())}]" if params else name
+
+
+def kernel_fields(entry: dict, combination: KernelCombination) -> dict:
+    """The entry's fields as `check_kernel` takes them beside source, function, grid, block and params: the tensors
+    give the layout; an untyped TF32 kernel says so in its types, as a typed entry does."""
+    fields = {key: value for key, value in entry.items()
+              if key not in ("name", "source", "function", "grid", "block", "params", "layout", "precision")}
+    if combination.a == "tf32" and "types" not in entry:
+        fields["types"] = {"a": "tf32", "b": "tf32"}
+    return fields
+
+
+def kernel_check_text(record) -> str:
+    """PASS with its error, or the record's status and message."""
+    if record.ok:
+        error = record.verification.rel_fro_error if record.verification is not None else None
+        return "PASS" + (f" (rel err {error:.1e})" if error is not None else "")
+    return f"{record.status}: {record.message or 'no message'}"
+
+
+def kernel_row(kernel: SpecKernel, label: str, params_from: str, combination: KernelCombination | None,
+               shape_label: str, ours: list[SideRound], theirs: list[SideRound], *, torch_timer: str | None,
+               check: str | None, error: str | None, samples: str) -> dict:
+    """One kernel row: the figures of `case_row`, the kernel and where its params came from, % of torch."""
+    row = case_row(combination.name if combination else "-", combination.layout if combination else "-",
+                   shape_label, ours, theirs, torch_timer=torch_timer, check=check, error=error, limit_pct=0.0,
+                   samples=samples)
+    row.update({"kernel": label, "spec": str(kernel.spec_path), "params_from": params_from,
+                "torch_op": combination.torch_op if combination else None,
+                "pct_of_torch": 100.0 / row["ratio"] if row["ratio"] else None,
+                "passed": error is None and (check or "").startswith("PASS")})
+    row["within_limit"] = None          # our kernel is not meant to equal torch: the row reports, it does not judge
+    return row
+
+
+def format_kernel_table(rows: list[dict]) -> list[str]:
+    """The kernel rows as printed: kernel, shape, pattern, both figures, % of torch, both clocks, torch's op and
+    timer, the check."""
+    def number(value, width, digits):
+        return f"{value:{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
+    width = max([len("kernel")] + [len(row["kernel"]) for row in rows])
+    lines = [f"{'kernel':<{width}} {'types':<10} {'shape':<15} {'samples':<14} {'ours ms':>9} {'torch ms':>9} "
+             f"{'% torch':>8} {'ours MHz':>8} {'torch MHz':>9}  {'torch op':<27} {'torch timer':<11} check"]
+    for row in rows:
+        lines.append(f"{row['kernel']:<{width}} {row['combination'] + ' ' + row['layout']:<10} {row['shape']:<15} "
+                     f"{row['samples']:<14} {number(row['ours_ms'], 9, 4)} {number(row['torch_ms'], 9, 4)} "
+                     f"{number(row['pct_of_torch'], 8, 1)} {number(row['ours_mhz'], 8, 0)} "
+                     f"{number(row['torch_mhz'], 9, 0)}  {row['torch_op'] or '-':<27} {row['torch_timer'] or '-':<11} "
+                     f"{row['error'] or row['check'] or ''}  ({row['params_from']})")
+    return lines
+
+
+@dataclass
+class KernelOperands:
+    """torch's tensors for a kernel row, the op torch times on them, and the expected C both are checked against."""
+
+    a: object
+    b: object
+    c: object
+    operation: object
+    reference: object
+    torch_op: str
+
+
+def kernel_torch_operands(torch, combination: KernelCombination, M: int, N: int, K: int) -> KernelOperands:
+    """A and B as `torch_operands` draws them in the kernel's types (B a transposed view for NT), an empty C of
+    the kernel's C type, torch's op on them, and a reference: their float64 product on the GPU (scaled for fp8),
+    worked out once."""
+    def dtype(element: str):
+        return getattr(torch, TORCH_DTYPES[element])
+
+    if combination.layout == "NT":
+        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dtype(combination.a))
+        b = (torch.rand(N, K, device="cuda") * 2 - 1).to(dtype(combination.b)).t()
+    else:
+        a = torch.rand(M, K, device="cuda", dtype=dtype(combination.a)) * 2 - 1
+        b = torch.rand(K, N, device="cuda", dtype=dtype(combination.b)) * 2 - 1
+    c = torch.empty(M, N, device="cuda", dtype=dtype(combination.c))
+    torch_op = combination.torch_op
+    scale_a, scale_b = combination.scales
+    if combination.a == "e4m3":
+        scales = (torch.tensor(scale_a, device="cuda"), torch.tensor(scale_b, device="cuda"))
+
+        def operation():
+            return torch._scaled_mm(a, b, scale_a=scales[0], scale_b=scales[1], out_dtype=dtype(combination.c))
+    elif combination.a in ("fp32", "tf32"):
+        allow_tf32 = combination.a == "tf32"
+
+        def operation():
+            torch.backends.cuda.matmul.allow_tf32 = allow_tf32      # process-wide: set for this op each time
+            return torch.mm(a, b)
+    elif combination.c != combination.a:
+        def operation():
+            return torch.mm(a, b, out_dtype=dtype(combination.c))
+        try:
+            operation()
+        except (TypeError, RuntimeError) as exc:
+            torch_op = f"torch.mm ({combination.a} out: no out_dtype here)"
+            say(f"torch.mm(out_dtype={TORCH_DTYPES[combination.c]}) refused ({type(exc).__name__}: "
+                f"{str(exc)[:120]}); torch's side writes {combination.a}")
+
+            def operation():
+                return torch.mm(a, b)
+    else:
+        def operation():
+            return torch.mm(a, b)
+    expected: list = []
+
+    def reference(*_):
+        if not expected:
+            wide = torch.float64
+            product = torch.mm(a.to(torch.float32).to(wide), b.to(torch.float32).to(wide))
+            expected.append(product * (scale_a * scale_b) if (scale_a, scale_b) != (1.0, 1.0) else product)
+        return expected[0]
+    return KernelOperands(a, b, c, operation, reference, torch_op)
 
 
 # ------------------------------------------------------------------------------------------- ours
@@ -491,15 +749,12 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
 
     M, N, K = shape
     label, layout = f"{M}x{N}x{K}", COMBINATIONS[name][1]
-    from driver_gemm.specfile.sample_patterns import BURST, SamplePattern
-
     settings = MeasureSettings(timeout_s=args.our_timeout, samples=pattern)
-    burst = SamplePattern.parse(pattern)      # a burst of ours is set against torch timed as a warm burst too
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
     timer_kind, check, error, case, kernels = None, None, None, None, None
-    label_shown = label if pattern == "flush" else f"{label} {pattern}"
-    say(f"{name:<10} {label_shown}: inputs, matmul, check ...")
+    tag = f"{name:<10} {label if pattern == 'flush' else f'{label} {pattern}'}"
+    say(f"{tag}: inputs, matmul, check ...")
     try:
         with budget(args.shape_timeout):
             operands = torch_operands(torch, name, M, N, K)
@@ -509,45 +764,16 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
             case = OurCase(device, stream, lt, parse_types(COMBINATIONS[name][0]),
                            gemm_operands(M, N, K, orders=parse_layout(layout)), codes)
             check = case.check
+
+            def our_round() -> SideRound:
+                with ClockWatch(clocks) as watch:
+                    summary, _ = measure(case.launch, device, stream, settings, flusher, gate)
+                    stream.synchronize()
+                return SideRound(summary.median_ms, summary.wall_s, *watch.figures())
+
             operation = torch_operation(torch, name, operands)
-            graph, seconds = None, args.our_timeout
-            for index, side in enumerate(round_order(args.rounds)):
-                if side == "ours":
-                    with ClockWatch(clocks) as watch:
-                        summary, _ = measure(case.launch, device, stream, settings, flusher, gate)
-                        stream.synchronize()
-                    seconds = summary.wall_s
-                    ours.append(SideRound(summary.median_ms, summary.wall_s, *watch.figures()))
-                    result = ours[-1]
-                else:
-                    if timer_kind is None and burst.kind != BURST:
-                        timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=True)
-                        if timer_kind == "cuda-graph":
-                            try:
-                                graph = GraphTimer(torch, operation, flusher.buffer.nbytes)
-                            except Exception as exc:  # noqa: BLE001 -- say so and use do_bench
-                                torch.cuda.synchronize()
-                                timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=False)
-                                say(f"{name:<10} {label}: no CUDA-graph timer ({type(exc).__name__}: "
-                                    f"{str(exc)[:160]}); do_bench, launch cost included")
-                        if timer_kind != "cuda-graph" and torch_side.large_harness != "triton do_bench":
-                            timer_kind = torch_side.large_harness
-                    if burst.kind == BURST:
-                        timer_kind = f"burst:{burst.launches}:{burst.pause_ms:g}"
-                    began = time.perf_counter()
-                    with ClockWatch(clocks) as watch:
-                        if burst.kind == BURST:
-                            ms = torch_side.time_burst(operation, seconds, burst.launches, burst.pause_ms)
-                        elif graph is not None:
-                            ms = graph.median_ms(seconds)
-                        else:
-                            ms = torch_side.time_large(operation, seconds)
-                        torch.cuda.synchronize()
-                    theirs.append(SideRound(ms, time.perf_counter() - began, *watch.figures()))
-                    result = theirs[-1]
-                say(f"{name:<10} {label_shown}: round {index // 2} {side:<5} {result.ms:.4f} ms in {result.seconds:.2f} s"
-                    + (f" at {result.mhz:.0f} MHz (lowest {result.min_mhz:.0f})" if result.mhz else "")
-                    + (f" [{timer_kind}]" if side == "torch" else ""))
+            timer_kind = interleave(tag, our_round, operation, args, clocks, torch, torch_side,
+                                    flusher.buffer.nbytes, pattern, ours, theirs)
             if args.kernels:
                 kernels = kernel_figures(
                     kernel_durations(torch, case.launch, stream.synchronize, args.kernel_launches),
@@ -572,6 +798,125 @@ def run_case(name, shape, args, device, stream, lt, flusher, gate, clocks, torch
     if kernels is not None:
         row["kernels"] = kernels
     return row
+
+
+def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, flush_bytes: int, stream,
+                    pattern: str) -> dict:
+    """One spec kernel at `shape` against torch's op, in interleaved rounds on torch's operands; the row.
+
+    Each of our rounds is one `dg.check_kernel` call on torch's tensors, in
+    torch's context, on `stream`: compiled (cached after the first), checked
+    against the float64 product of the same tensors, and timed with sample
+    `pattern` for --our-timeout seconds. Our clock is what the watch read
+    during the timing alone (the last `wall_s` of the call).
+    """
+    import driver_gemm as dg
+
+    M, N, K = shape
+    shape_label = f"{M}x{N}x{K}"
+    params, params_from = kernel_params(kernel, shape)
+    label = kernel_label(kernel.name, params)
+    measure = {"samples": pattern, "timeout_s": args.our_timeout, "min_time_s": min(0.5, args.our_timeout)}
+    ours: list[SideRound] = []
+    theirs: list[SideRound] = []
+    timer_kind, check, error, combination = None, None, None, None
+    tag = f"{label} {shape_label} {pattern}"
+    say(f"{tag}: inputs, compile, check ...")
+    try:
+        combination = kernel_combination(kernel.entry)
+        for required in ("source", "function", "grid", "block"):
+            if required not in kernel.entry:
+                raise KernelUnsupported(f"the kernel entry has no {required}:")
+        fields = kernel_fields(kernel.entry, combination)
+        with budget(args.shape_timeout):
+            operands = kernel_torch_operands(torch, combination, M, N, K)
+            combination = dataclasses.replace(combination, torch_op=operands.torch_op)
+
+            def our_round() -> SideRound:
+                nonlocal check
+                with ClockWatch(clocks) as watch:
+                    record = dg.check_kernel(kernel.entry["source"], kernel.entry["function"], operands.a,
+                                             operands.b, operands.c, grid=kernel.entry["grid"],
+                                             block=kernel.entry["block"], params=params, name=kernel.name,
+                                             reference=operands.reference, stream=stream, measure=measure,
+                                             **fields)
+                    ended = time.perf_counter()
+                check = kernel_check_text(record)
+                if not record.ok or record.timing is None:
+                    raise KernelCheckFailed(check)
+                timing = record.timing
+                return SideRound(timing.median_ms, timing.wall_s, *watch.figures(since=ended - timing.wall_s))
+
+            timer_kind = interleave(tag, our_round, operands.operation, args, clocks, torch, torch_side,
+                                    flush_bytes, pattern, ours, theirs)
+    except KernelCheckFailed as exc:
+        error = str(exc)
+    except KernelUnsupported as exc:
+        error = f"not run: {exc}"
+    except ShapeTimeout as exc:
+        error = f"timeout ({exc})"
+    except Exception as exc:  # noqa: BLE001 -- one row's failure is that row's result
+        error = f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        torch.cuda.synchronize()
+    if error:
+        say(f"{tag}: {error}")
+    return kernel_row(kernel, label, params_from, combination, shape_label, ours, theirs, torch_timer=timer_kind,
+                      check=check, error=error, samples=pattern)
+
+
+class KernelCheckFailed(Exception):
+    """Our kernel's check (or its compile, or its launch) did not pass: that row's error."""
+
+
+def interleave(tag: str, our_round, operation, args, clocks, torch, torch_side, flush_bytes: int, pattern: str,
+               ours: list[SideRound], theirs: list[SideRound]) -> str | None:
+    """Both sides in `round_order`, appended to `ours` and `theirs` as they finish; torch's timer kind.
+
+    `our_round()` times our side once and returns its `SideRound`; torch's
+    side is given the wall time of the round of ours before it, timed by
+    do_bench, by the graph timer for a short kernel, or as a warm burst
+    against a burst `pattern` of ours.
+    """
+    from driver_gemm.specfile.sample_patterns import BURST, SamplePattern
+
+    burst = SamplePattern.parse(pattern)      # a burst of ours is set against torch timed as a warm burst too
+    timer_kind, graph, seconds = None, None, args.our_timeout
+    for index, side in enumerate(round_order(args.rounds)):
+        if side == "ours":
+            ours.append(our_round())
+            seconds = ours[-1].seconds
+            result = ours[-1]
+        else:
+            if timer_kind is None and burst.kind != BURST:
+                timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=True)
+                if timer_kind == "cuda-graph":
+                    try:
+                        graph = GraphTimer(torch, operation, flush_bytes)
+                    except Exception as exc:  # noqa: BLE001 -- say so and use do_bench
+                        torch.cuda.synchronize()
+                        timer_kind = torch_timer_kind(ours[-1].ms, graph_possible=False)
+                        say(f"{tag}: no CUDA-graph timer ({type(exc).__name__}: "
+                            f"{str(exc)[:160]}); do_bench, launch cost included")
+                if timer_kind != "cuda-graph" and torch_side.large_harness != "triton do_bench":
+                    timer_kind = torch_side.large_harness
+            if burst.kind == BURST:
+                timer_kind = f"burst:{burst.launches}:{burst.pause_ms:g}"
+            began = time.perf_counter()
+            with ClockWatch(clocks) as watch:
+                if burst.kind == BURST:
+                    ms = torch_side.time_burst(operation, seconds, burst.launches, burst.pause_ms)
+                elif graph is not None:
+                    ms = graph.median_ms(seconds)
+                else:
+                    ms = torch_side.time_large(operation, seconds)
+                torch.cuda.synchronize()
+            theirs.append(SideRound(ms, time.perf_counter() - began, *watch.figures()))
+            result = theirs[-1]
+        say(f"{tag}: round {index // 2} {side:<5} {result.ms:.4f} ms in {result.seconds:.2f} s"
+            + (f" at {result.mhz:.0f} MHz (lowest {result.min_mhz:.0f})" if result.mhz else "")
+            + (f" [{timer_kind}]" if side == "torch" else ""))
+    return timer_kind
 
 
 def kernel_durations(torch, launch, synchronize, launches: int) -> dict:
@@ -648,14 +993,19 @@ def main(argv=None) -> int:
                         help="our measurement's timeout (s); torch gets the time ours took")
     parser.add_argument("--soak", type=float, default=2.0, help="seconds of 8192^3 bf16 torch.mm before the first case")
     parser.add_argument("--limit", type=float, default=3.0, help="the agreement asked for, %%")
-    parser.add_argument("--shape-timeout", type=int, default=25, help="wall-time budget of one shape, s")
+    parser.add_argument("--shape-timeout", type=int,
+                        help=f"wall-time budget of one shape, s (25; {KERNEL_SHAPE_TIMEOUT_S} with --kernel)")
     parser.add_argument("--only", choices=sorted(COMBINATIONS), action="append", help="these combinations")
     parser.add_argument("--shapes", nargs="+", help="MxNxK shapes instead of the three default ones")
     parser.add_argument("--kernels", action="store_true",
                         help="also each side's kernels and their CUPTI durations (torch.profiler), unflushed")
     parser.add_argument("--kernel-launches", type=int, default=50, help="launches of each side for --kernels")
-    parser.add_argument("--samples", nargs="+", default=["flush"], metavar="PATTERN",
-                        help="our side's sample patterns, a row each (flush, flush-idle:MS, do-bench, burst[:N[:MS]])")
+    parser.add_argument("--samples", nargs="+", metavar="PATTERN",
+                        help="our side's sample patterns, a row each (flush, flush-idle:MS, do-bench, burst[:N[:MS]]; "
+                             "default flush, do-bench with --kernel)")
+    parser.add_argument("--kernel", action="append", metavar="SPEC.yaml:NAME", default=[],
+                        help="time this kernel of a spec on torch's operands against torch's op (repeatable); "
+                             "then the cuBLASLt rows run only for the combinations --only names")
     parser.add_argument("--operands", choices=("torch", "own"), default="torch",
                         help="torch: both sides multiply torch's operands, byte for byte (the default); own: our side "
                              "draws its own (uniform values, full mantissas), to see what the data alone does to the "
@@ -668,11 +1018,25 @@ def main(argv=None) -> int:
         parser.error("--rounds must be at least 1")
     from driver_gemm.specfile.sample_patterns import SamplePattern
     try:
-        args.samples = [SamplePattern.parse(text).label for text in args.samples]
+        args.samples = [SamplePattern.parse(text).label
+                        for text in args.samples or (["do-bench"] if args.kernel else ["flush"])]
     except ValueError as exc:
         parser.error(f"--samples: {exc}")
-    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
-    combinations = args.only or list(COMBINATIONS)
+    try:
+        kernels = [read_spec_kernel(text) for text in args.kernel]
+    except ValueError as exc:
+        parser.error(str(exc))
+    if kernels and args.kernels:
+        parser.error("--kernels (CUPTI durations) is for the cuBLASLt rows; leave it out with --kernel")
+    if args.shape_timeout is None:
+        args.shape_timeout = KERNEL_SHAPE_TIMEOUT_S if kernels else 25
+    try:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shapes] if args.shapes else SHAPES
+    except ValueError:
+        parser.error(f"--shapes: give MxNxK with whole numbers, not {' '.join(args.shapes)!r}")
+    if any(len(shape) != 3 or min(shape) < 1 for shape in shapes):
+        parser.error(f"--shapes: give MxNxK with whole numbers of at least 1, not {' '.join(args.shapes)!r}")
+    combinations = args.only or ([] if kernels else list(COMBINATIONS))
     started = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
 
     import driver_gemm as dg
@@ -683,7 +1047,8 @@ def main(argv=None) -> int:
     say("importing torch and triton ...")
     import torch
     context = torch_context(torch)
-    rows = []
+    rows: list[dict] = []
+    kernel_rows: list[dict] = []
     locked = None
     with contextlib.ExitStack() as held, dg.Device(0, context=context) as device:   # torch's context, adopted
         if args.lock_clocks:
@@ -711,22 +1076,35 @@ def main(argv=None) -> int:
                         for pattern in args.samples:
                             rows.append(run_case(name, shape, args, device, stream, lt, flusher, gate, clocks,
                                                  torch, torch_side, pattern))
+                kernel_stream = torch.cuda.Stream() if kernels else None
+                for kernel in kernels:
+                    for shape in shapes:
+                        for pattern in args.samples:
+                            kernel_rows.append(run_kernel_case(kernel, shape, args, clocks, torch, torch_side,
+                                                               flusher.buffer.nbytes, kernel_stream, pattern))
         finally:
             gate.close()
             flusher.close()
             if clocks is not None:
                 clocks.close()
 
-    say(f"=== driver-gemm cuBLASLt row vs torch, alpha 1 beta 0, L2 flushed, medians of {args.rounds} "
-        "interleaved rounds' medians")
     say(f"torch timers: do_bench = {torch_side.large_harness} (rep = our wall time of the round); cuda-graph = "
         f"{GRAPH_SAMPLES} x (flush, event, op, event) in one graph, for kernels under {SMALL_KERNEL_MS} ms; "
         "do_bench+launch = do_bench on such a kernel (no graph timer): launch cost included")
-    for line in format_table(rows, args.limit):
-        print(line, flush=True)
-    for line in kernel_table(rows):
-        print(line, flush=True)
-    agree = bool(rows) and all(row["within_limit"] for row in rows)
+    if rows:
+        say(f"=== driver-gemm cuBLASLt row vs torch, alpha 1 beta 0, medians of {args.rounds} "
+            "interleaved rounds' medians")
+        for line in format_table(rows, args.limit):
+            print(line, flush=True)
+        for line in kernel_table(rows):
+            print(line, flush=True)
+    if kernel_rows:
+        say(f"=== spec kernels vs torch on torch's operands, alpha 1 beta 0, medians of {args.rounds} interleaved "
+            "rounds' medians; % torch = torch ms / ours ms * 100")
+        for line in format_kernel_table(kernel_rows):
+            print(line, flush=True)
+    agree = all(row["within_limit"] for row in rows)
+    passed = all(row["passed"] for row in kernel_rows)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({
@@ -735,9 +1113,13 @@ def main(argv=None) -> int:
             "operands": args.operands, "large_harness": torch_side.large_harness,
             "graph_samples": GRAPH_SAMPLES, "small_kernel_ms": SMALL_KERNEL_MS, "checked_rows": CHECKED_ROWS,
             "max_sm_clock_mhz": clocks.reference_mhz if clocks else None, "locked_sm_clock_mhz": locked,
-            "environment": environment(started, torch), "cases": rows}, indent=1) + "\n")
-    say("all within" if agree else "NOT all within", f"{args.limit:g}% of the independent harness")
-    return 0 if agree else 1
+            "environment": environment(started, torch), "cases": rows,
+            "kernels": [kernel.text for kernel in kernels], "kernel_cases": kernel_rows}, indent=1) + "\n")
+    if rows:
+        say("all within" if agree else "NOT all within", f"{args.limit:g}% of the independent harness")
+    if kernel_rows:
+        say("every kernel row checked and timed" if passed else "NOT every kernel row checked and timed")
+    return 0 if agree and passed and (rows or kernel_rows) else 1
 
 
 if __name__ == "__main__":

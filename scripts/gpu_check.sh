@@ -16,7 +16,9 @@
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
 # 4096^3 at 1500 MHz, with each side's kernels timed by CUPTI), patterns (cuBLASLt bf16, fp16 and e4m3 at
 # 4096^3 and 8192^3, do-bench and flush patterns on torch's operands, against torch+do_bench, clocks side by
-# side; a warm burst against torch's; then bf16 on our own operands), vendor-choice (the BF16 headlines'
+# side; a warm burst against torch's; then bf16 on our own operands), torch-kernels (v12p-bf16-out and v12p of
+# specs/tma-bf16.yaml against torch.mm on torch's operands at 4096^3 and 8192^3, do-bench samples, interleaved
+# with torch's do_bench, both clocks and % of torch in the table; < 4 minutes), vendor-choice (the BF16 headlines'
 # cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
@@ -100,6 +102,10 @@ for step in "$@"; do
                     timeout -s INT -k 10 120 python3 scripts/baseline_check.py --lock-clocks 1500 --kernels \
                         --shapes 1024x512x1024 4096x4096x4096 --json "$OUT/baseline-kernels.json" 2>&1 \
                         | tee "$OUT/baseline-kernels.log" ;;
+        torch-kernels) # our kernels against torch.mm, timed by do_bench, on the same tensors, interleaved (at most 4 min)
+                    timeout -s INT -k 10 240 python3 scripts/baseline_check.py --kernel specs/tma-bf16.yaml:v12p-bf16-out \
+                        --kernel specs/tma-bf16.yaml:v12p --shapes 4096x4096x4096 8192x8192x8192 \
+                        --json "$OUT/torch-kernels.json" 2>&1 | tee "$OUT/torch-kernels.log" ;;
         patterns)   # cuBLASLt bf16, fp16 and e4m3 at 4096^3 and 8192^3 with the do-bench and flush patterns on torch's
                     # operands, interleaved with torch+do_bench, both sides' NVML clocks in the table; bf16 as a warm
                     # burst against torch's warm burst; then bf16 with do-bench on our own operands: what the data

@@ -337,3 +337,218 @@ def test_a_row_per_sample_pattern_and_the_table_names_them(check):
     assert "samples" not in check.format_table([flush], 3.0)[0]          # the default table as it was
     header, first, second = check.format_table([flush, burst], 3.0)
     assert "samples" in header and " flush " in first and "burst:8:100" in second
+
+
+# ------------------------------------------------------------------------- a spec's kernel (--kernel)
+
+TMA_BF16 = ROOT / "specs" / "tma-bf16.yaml"
+
+
+@pytest.mark.parametrize("value, named", [
+    ("nocolon", "give SPEC.yaml:NAME"),
+    (f"{ROOT}/specs/missing.yaml:v12p", "no spec file"),
+    (f"{TMA_BF16}:v99", "no kernel named 'v99' (its kernels: v12, v12-bf16-out, v12p"),
+    (f"{TMA_BF16}:", "give SPEC.yaml:NAME"),
+])
+def test_kernel_option_refuses_a_malformed_value_naming_it(check, capsys, value, named):
+    with pytest.raises(SystemExit) as stop:
+        check.main(["--kernel", value])
+    assert stop.value.code == 2
+    message = capsys.readouterr().err
+    assert repr(value) in message and named in message
+    assert "Traceback" not in message
+
+
+def test_kernel_option_refuses_cupti_durations_beside_it(check, capsys):
+    with pytest.raises(SystemExit):
+        check.main(["--kernel", f"{TMA_BF16}:v12p", "--kernels"])
+    assert "--kernels" in capsys.readouterr().err
+
+
+def test_a_kernel_value_gives_the_spec_entry_with_its_source_found(check):
+    kernel = check.read_spec_kernel(f"{TMA_BF16}:v12p-bf16-out")
+    assert kernel.name == "v12p-bf16-out" and kernel.dispatch is None
+    assert Path(kernel.entry["source"]).is_file() and Path(kernel.entry["source"]).is_absolute()
+    assert kernel.entry["signature"][0]["name"] == "map_a"            # the YAML anchor resolved
+    assert check.kernel_params(kernel, (4096, 4096, 4096)) == (kernel.entry["params"], "its own params")
+
+
+def test_a_kernel_with_a_dispatch_table_runs_the_entry_for_the_shape(check):
+    kernel = check.read_spec_kernel(f"{ROOT}/specs/suite.yaml:v13-bf16-out")
+    assert kernel.dispatch is not None
+    shape = kernel.dispatch.entries[0].shape
+    params, source = check.kernel_params(kernel, (shape.M, shape.N, shape.K))
+    assert source == f"dispatch: exact entry 0 ({shape.label})"
+    assert params == {**kernel.entry["params"], **kernel.dispatch.entries[0].params}
+
+
+def test_the_kernels_types_and_layout_pick_the_combination(check):
+    fp32_out = check.kernel_combination(check.read_spec_kernel(f"{TMA_BF16}:v12p").entry)
+    bf16_out = check.kernel_combination(check.read_spec_kernel(f"{TMA_BF16}:v12p-bf16-out").entry)
+    fp8 = check.kernel_combination(check.read_spec_kernel(f"{ROOT}/specs/fp8.yaml:v13-fp8").entry)
+    tf32 = check.kernel_combination(check.read_spec_kernel(f"{ROOT}/specs/tma.yaml:v11").entry)
+    assert (fp32_out.a, fp32_out.c, fp32_out.layout) == ("bf16", "fp32", "NN")
+    assert (bf16_out.a, bf16_out.c, bf16_out.torch_op) == ("bf16", "bf16", "torch.mm")
+    assert (fp8.a, fp8.c, fp8.layout, fp8.scales, fp8.torch_op) == ("e4m3", "bf16", "NT", (0.5, 2.0),
+                                                                    "torch._scaled_mm")
+    assert (tf32.a, tf32.c) == ("tf32", "fp32")
+    assert check.kernel_fields({"precision": "tf32", "signature": ["C"]}, tf32) == \
+        {"signature": ["C"], "types": {"a": "tf32", "b": "tf32"}}
+
+
+@pytest.mark.parametrize("entry, named", [
+    ({"types": {"a": "int8"}}, "int8/int8 -> int32, layout NN"),
+    ({"types": {"a": "bf16", "c": "fp32"}, "layout": "TN"}, "bf16/bf16 -> fp32, layout TN"),
+    ({"types": {"a": "bf16"}, "layouts": {"a": "col"}}, "sets layouts"),
+])
+def test_an_unsupported_combination_is_refused_saying_what_it_is(check, entry, named):
+    with pytest.raises(check.KernelUnsupported) as refused:
+        check.kernel_combination(entry)
+    assert named in str(refused.value)
+
+
+class FakeTensor:
+    def __init__(self, shape, dtype, transposed=False):
+        self.shape, self.dtype, self.transposed = shape, dtype, transposed
+
+    def __mul__(self, other):
+        return self
+
+    def __sub__(self, other):
+        return self
+
+    def to(self, dtype):
+        return FakeTensor(self.shape, dtype, self.transposed)
+
+    def t(self):
+        return FakeTensor(self.shape[::-1], self.dtype, not self.transposed)
+
+
+class FakeTensorTorch:
+    """torch's names the kernel rows use: dtypes as strings, tensors that remember their shape and dtype."""
+
+    bfloat16, float16, float32, float64, float8_e4m3fn = "bfloat16", "float16", "float32", "float64", "float8"
+
+    def __init__(self):
+        self.mm_calls = []
+
+    def rand(self, *shape, device, dtype="float32"):
+        return FakeTensor(shape, dtype)
+
+    def empty(self, *shape, device, dtype):
+        return FakeTensor(shape, dtype)
+
+    def tensor(self, value, device):
+        return FakeTensor((), "float32")
+
+    def mm(self, a, b, out_dtype=None):
+        self.mm_calls.append((a.dtype, b.dtype, out_dtype))
+        return FakeTensor((a.shape[0], b.shape[1]), out_dtype or a.dtype)
+
+
+def test_the_kernels_types_pick_torchs_operands_and_op(check):
+    torch = FakeTensorTorch()
+    fp32_out = check.kernel_combination({"types": {"a": "bf16", "c": "fp32"}})
+    operands = check.kernel_torch_operands(torch, fp32_out, 256, 128, 64)
+    assert (operands.a.shape, operands.a.dtype) == ((256, 64), "bfloat16")
+    assert (operands.b.shape, operands.b.dtype, operands.b.transposed) == ((64, 128), "bfloat16", False)
+    assert (operands.c.shape, operands.c.dtype) == ((256, 128), "float32")
+    operands.operation()
+    assert torch.mm_calls[-1] == ("bfloat16", "bfloat16", "float32")      # torch writes fp32 too
+    expected = operands.reference(operands.a, operands.b, operands.c)
+    assert expected.dtype == "float64" and operands.reference() is expected   # worked out once
+
+    bf16_out = check.kernel_torch_operands(torch, check.kernel_combination({"types": {"a": "bf16"}}), 256, 128, 64)
+    assert bf16_out.c.dtype == "bfloat16" and bf16_out.torch_op == "torch.mm"
+    fp8 = check.kernel_torch_operands(
+        torch, check.kernel_combination({"types": {"a": "e4m3", "c": "bf16"}, "layout": "NT"}), 256, 128, 64)
+    assert (fp8.b.shape, fp8.b.dtype, fp8.b.transposed) == ((64, 128), "float8", True)   # B column-major: a view
+    assert fp8.c.dtype == "bfloat16"
+
+
+class FakeRecord:
+    def __init__(self, median_ms, wall_s, ok=True, message=""):
+        import types
+        self.ok, self.status, self.message = ok, "PASS" if ok else "FAIL", message
+        self.timing = types.SimpleNamespace(median_ms=median_ms, wall_s=wall_s) if ok else None
+        self.verification = types.SimpleNamespace(rel_fro_error=2e-3)
+
+
+def fake_kernel_case(check, monkeypatch, recorder, our_ms=0.5, ok=True):
+    """run_kernel_case wired to fakes: check_kernel, torch's operands and timers."""
+    import driver_gemm
+
+    torch_side = fake_case(check, monkeypatch, recorder, our_ms)
+    walls = iter([0.8, 1.1, 0.9, 1.3])
+
+    def fake_check_kernel(source, function, a, b, c, **keywords):
+        recorder.calls.append(("ours", source, function, (a, b, c), keywords))
+        return FakeRecord(our_ms, next(walls), ok, "12 of 16777216 elements wrong, first at (0, 3)")
+
+    def fake_operands(torch, combination, M, N, K):
+        recorder.calls.append(("operands", combination.c, (M, N, K)))
+        return check.KernelOperands("A", "B", "C", lambda: None, "torch's product", combination.torch_op)
+
+    monkeypatch.setattr(driver_gemm, "check_kernel", fake_check_kernel)
+    monkeypatch.setattr(check, "kernel_torch_operands", fake_operands)
+    return torch_side
+
+
+def test_a_kernel_case_checks_on_torchs_tensors_and_alternates_with_torch(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_kernel_case(check, monkeypatch, recorder, our_ms=0.5)
+    kernel = check.read_spec_kernel(f"{TMA_BF16}:v12p-bf16-out")
+    row = check.run_kernel_case(kernel, (4096, 4096, 4096), case_args(check, rounds=2), FakeClocks([1600]),
+                                FakeTorch(), torch_side, 1 << 20, "stream", "do-bench")
+    assert recorder.calls[0] == ("operands", "bf16", (4096, 4096, 4096))
+    assert [call[0] for call in recorder.calls[1:]] == ["ours", "torch do_bench", "torch do_bench", "ours"]
+    assert recorder.calls[2][1] == 0.8 and recorder.calls[3][1] == 0.8    # torch gets our round's wall time
+    _, source, function, tensors, keywords = recorder.calls[1]
+    assert source == kernel.entry["source"] and function == "gemm_bf16_tma_ws_persistent"
+    assert tensors == ("A", "B", "C")                                       # the tensors torch multiplies
+    assert keywords["reference"] == "torch's product" and keywords["stream"] == "stream"
+    assert keywords["params"] == kernel.entry["params"] and keywords["grid"] == kernel.entry["grid"]
+    for field in ("signature", "shared_bytes", "types", "arch", "require"):
+        assert keywords[field] == kernel.entry[field]
+    assert "layout" not in keywords and "name" in keywords
+    assert keywords["measure"]["samples"] == "do-bench" and keywords["measure"]["timeout_s"] == 1.0
+    assert row["kernel"] == "v12p-bf16-out[CWG=2,STAGES=4,GROUP=8,OUT=16,BDESC=0,PINGPONG=0]"
+    assert row["params_from"] == "its own params" and row["torch_op"] == "torch.mm"
+    assert row["check"] == "PASS (rel err 2.0e-03)" and row["passed"] is True and row["error"] is None
+    assert row["pct_of_torch"] == pytest.approx(101.0) and row["torch_timer"] == "do_bench"
+    assert row["ours_mhz"] == 1600.0 and row["torch_mhz"] == 1600.0
+    lines = check.format_kernel_table([row])
+    assert "% torch" in lines[0] and "torch MHz" in lines[0]
+    assert lines[1].startswith(row["kernel"]) and " 101.0 " in lines[1] and "PASS" in lines[1]
+
+
+def test_a_failing_check_is_that_rows_error_and_the_rounds_stop(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_kernel_case(check, monkeypatch, recorder, ok=False)
+    kernel = check.read_spec_kernel(f"{TMA_BF16}:v12p")
+    row = check.run_kernel_case(kernel, (4096, 4096, 4096), case_args(check, rounds=2), None, FakeTorch(),
+                                torch_side, 1 << 20, None, "do-bench")
+    assert [call[0] for call in recorder.calls] == ["operands", "ours"]
+    assert row["error"] == "FAIL: 12 of 16777216 elements wrong, first at (0, 3)" and row["passed"] is False
+    assert row["ours_ms"] is None and row["pct_of_torch"] is None
+
+
+def test_an_unsupported_kernel_is_a_row_with_its_error_and_nothing_runs(check, monkeypatch):
+    recorder = Recorder()
+    torch_side = fake_kernel_case(check, monkeypatch, recorder)
+    kernel = check.read_spec_kernel(f"{TMA_BF16}:v12p")
+    int8 = check.SpecKernel(kernel.text, kernel.spec_path, "v12p", {**kernel.entry, "types": {"a": "int8"}})
+    row = check.run_kernel_case(int8, (4096, 4096, 4096), case_args(check), None, FakeTorch(), torch_side,
+                                1 << 20, None, "do-bench")
+    assert recorder.calls == []
+    assert row["error"].startswith("not run: int8/int8 -> int32, layout NN") and row["passed"] is False
+    assert row["combination"] == "-" and check.format_kernel_table([row])[1].split()[1] == "-"
+
+
+def test_clock_watch_figures_since_a_moment_keep_only_the_later_readings(check):
+    watch = check.ClockWatch(None)
+    watch.readings = [ClockReading(1900), ClockReading(1500), ClockReading(1600)]
+    watch.stamps = [1.0, 2.0, 3.0]
+    assert watch.figures(since=2.0) == (1550.0, 1500.0)      # our timing window only: not the check before it
+    assert watch.figures() == (1600.0, 1500.0)
+    assert watch.figures(since=4.0) == (None, None)
