@@ -820,6 +820,7 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
     timer_kind, check, error, combination = None, None, None, None
+    discarded: list[int] = []      # per round of ours: batches the run dropped as throttled (under 75% of the max clock)
     tag = f"{label} {shape_label} {pattern}"
     say(f"{tag}: inputs, compile, check ...")
     try:
@@ -845,6 +846,7 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
                 if not record.ok or record.timing is None:
                     raise KernelCheckFailed(check)
                 timing = record.timing
+                discarded.append(int(getattr(timing, "discarded_samples", 0) or 0))
                 return SideRound(timing.median_ms, timing.wall_s, *watch.figures(since=ended - timing.wall_s))
 
             timer_kind = interleave(tag, our_round, operands.operation, args, clocks, torch, torch_side,
@@ -861,8 +863,10 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
         torch.cuda.synchronize()
     if error:
         say(f"{tag}: {error}")
-    return kernel_row(kernel, label, params_from, combination, shape_label, ours, theirs, torch_timer=timer_kind,
-                      check=check, error=error, samples=pattern)
+    row = kernel_row(kernel, label, params_from, combination, shape_label, ours, theirs, torch_timer=timer_kind,
+                     check=check, error=error, samples=pattern)
+    row["ours_discarded_samples"] = discarded   # torch's side keeps every sample: a row with drops reads us faster
+    return row
 
 
 class KernelCheckFailed(Exception):
