@@ -9,7 +9,7 @@
 # spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
 # 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
-# vendor rows, each kernel's geometric mean of % of cuBLAS last; at most ~4 minutes), fp8 (specs/fp8.yaml: v13
+# vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), fp8 (specs/fp8.yaml: v13
 # in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
@@ -69,15 +69,26 @@ for step in "$@"; do
                     python3 -m driver_gemm show "$OUT"/outside-maps*.jsonl
                     [ $small -eq 0 ] && [ $large -eq 0 ] ;;
         suite)      # the shape suite (specs/suite.yaml), its like-for-like rows: BF16 (v13-bf16-out, bf16 out) then TF32 (v11,
-                    # v13-tf32) against their vendor rows, each part under its own timeout (at most ~4 min), then the
-                    # tables again with each kernel's geometric mean of % of cuBLAS over the shapes it finished
-                    timeout -s INT -k 10 150 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out \
-                        --json "$OUT/suite-bf16.json" -q; bf16=$?
-                    timeout -s INT -k 10 100 python3 -m driver_gemm run specs/suite.yaml -k v11 -k v13-tf32 \
-                        --json "$OUT/suite-tf32.json" -q; tf32=$?
+                    # v13-tf32) against their vendor rows, the small and skinny shapes and the large ones each under a
+                    # timeout of their own (at most ~9 min), then the tables again with each kernel's geometric mean of
+                    # % of cuBLAS over the shapes it finished
+                    large=(-s 8192x1024x8192 -s 4096x14336x4096 -s 4096x4096x14336 -s 4096x4096x4096 -s 8192x8192x8192)
+                    small=()
+                    for shape in $(python3 -c "import yaml; print(' '.join('x'.join(map(str, s)) for s in \
+                            yaml.safe_load(open('specs/suite.yaml'))['shapes']))"); do
+                        case " ${large[*]} " in *" $shape "*) ;; *) small+=(-s "$shape") ;; esac
+                    done
+                    status_suite=0
+                    for name in bf16 tf32; do
+                        if [ "$name" = bf16 ]; then kernels=(-k v13-bf16-out); else kernels=(-k v11 -k v13-tf32); fi
+                        timeout -s INT -k 10 150 python3 -m driver_gemm run specs/suite.yaml "${kernels[@]}" "${small[@]}" \
+                            --json "$OUT/suite-$name.json" -q || status_suite=1
+                        timeout -s INT -k 10 110 python3 -m driver_gemm run specs/suite.yaml "${kernels[@]}" "${large[@]}" \
+                            --json "$OUT/suite-$name-large.json" -q || status_suite=1
+                    done
                     echo "=== suite cases (a run cut short by its timeout keeps the cases it finished)"
-                    python3 -m driver_gemm show "$OUT"/suite-bf16.jsonl "$OUT"/suite-tf32.jsonl
-                    [ $bf16 -eq 0 ] && [ $tf32 -eq 0 ] ;;
+                    python3 -m driver_gemm show "$OUT"/suite-*.jsonl
+                    [ $status_suite -eq 0 ] ;;
         fp8)        # v13 in e4m3 (specs/fp8.yaml) against cuBLASLt FP8: bf16 out on every shape, fp32 out on two (at most ~4 min)
                     timeout -s INT -k 10 170 python3 -m driver_gemm run specs/fp8.yaml -k v13-fp8 --json "$OUT/fp8.json" -q; bf16=$?
                     timeout -s INT -k 10 60 python3 -m driver_gemm run specs/fp8.yaml -k v13-fp8-fp32-out -s 1024x512x1024 \
