@@ -1,19 +1,12 @@
 """Kernel-only sample times from CUPTI activity records (``run --timer cupti``), beside the event timer.
 
-An event pair brackets a launch as the GPU's front end sees it, so each sample holds the front
-end's time around the kernel too: noise for a large kernel, most of the error for a small one
-(docs/timing.md). CUPTI's kernel records carry the kernel's own start and end on the GPU. Each
-sample's launches are bracketed on the host by CUPTI timestamps; the driver and runtime API records whose calls began inside a bracket name (by
-correlation id) the kernels that sample launched, and the sample's time is the sum of those
-kernels' durations (a split-K matmul's reduction kernel included; memsets and gaps between kernels
-excluded). The samples are otherwise taken exactly as the event timer takes them
-(`timing.EventSampler`: same flush, gate, pattern, batches and events). The records are read once,
-after the last sample: CUPTI hands a buffer over only once every record in it is complete, so reading
-them batch by batch would leave the GPU idle while the host waits, and a power-bound GEMM would then
-run at a higher clock than under the event timer. The events steer the stop rules meanwhile.
-
-NVIDIA's ``cupti-python`` (module ``cupti``, the ``cupti`` extra) is imported when a run asks for
-this timer, never before. `kernel_times` is the pure part, tested without a GPU.
+Each sample's launches are bracketed on the host by CUPTI timestamps; the driver and runtime API
+records of calls made inside a bracket name (by correlation id) the kernels it launched, and the
+sample is the sum of their durations, with no front-end time around them (a split-K reduction
+counts; memsets and gaps do not). Samples are taken as the event timer takes them, and the records
+are read once, after the last, so that the GPU never waits on the host (docs/timing.md says why).
+``cupti-python`` (the ``cupti`` extra) is imported only for this timer; `kernel_times` is the pure
+part, tested without a GPU.
 """
 
 from __future__ import annotations
