@@ -78,7 +78,7 @@
 //   K = 8192 and 2% at 14336, inside the fp8 tolerance (gemm/dtypes.error_bound: 2.8% and 3.7% for
 //   fp32 out, 4.7% and 5.6% for bf16 out) but not far inside it (measured below: 2.5e-3 at 8192^3).
 // - split K, decode shapes (M = 1 to 128): unsplit, such a shape has ceil(N / 256) = 16 to 56
-//   tiles, so 16 to 56 of the 132 SMs stream B; with the dispatch table's splits 112 to 128 do.
+//   tiles, so 16 to 56 of the 132 SMs stream B; split 2 to 8 ways, 112 to 128 would.
 //   The time then tends to B's bytes over the HBM bandwidth: at 1x4096x4096 bf16, 32 MB at 3-4
 //   TB/s is 8-11 us, plus a few us to start the blocks and add S - 1 partial slabs each through
 //   distributed shared memory (64 KB a warpgroup and rank).
