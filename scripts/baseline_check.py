@@ -336,13 +336,15 @@ class KernelUnsupported(Exception):
 
 @dataclass(frozen=True)
 class SpecKernel:
-    """A kernel entry named by --kernel SPEC.yaml:NAME: its fields as the spec writes them (`source` made absolute)
-    and the spec's dispatch table for it (None without one)."""
+    """A kernel entry named by --kernel SPEC.yaml:NAME: its fields as the spec writes them (`source` made absolute),
+    the kernel as the spec loaded it (its params and label), and the spec's dispatch table for it (None without
+    one)."""
 
     text: str
     spec_path: Path
     name: str
     entry: dict
+    loaded: object
     dispatch: object = None
 
 
@@ -376,7 +378,8 @@ def read_spec_kernel(text: str) -> SpecKernel:
                          "configuration (or give the spec a dispatch: table for it)")
     if "source" in entry:
         entry["source"] = str((path.resolve().parent / entry["source"]).resolve())
-    return SpecKernel(text, path, name, entry, spec.dispatch.get(name))
+    loaded = next(kernel for kernel in spec.kernels if kernel.name == name)
+    return SpecKernel(text, path, name, entry, loaded, spec.dispatch.get(name))
 
 
 @dataclass(frozen=True)
@@ -420,22 +423,17 @@ def kernel_combination(entry: dict) -> KernelCombination:
     return KernelCombination(a, b, c, layout, (float(scales.get("a", 1.0)), float(scales.get("b", 1.0))), torch_op)
 
 
-def kernel_params(kernel: SpecKernel, shape) -> tuple[dict, str]:
-    """The params the kernel runs with at `shape` and where they come from: the spec's dispatch entry for the
-    shape (its rule: exact, when, nearest), else the entry's own params."""
+def kernel_params(kernel: SpecKernel, shape):
+    """The kernel as it runs at `shape` (the spec's dispatch entry for the shape applied by `select_kernel`, else
+    as loaded) and where its params come from (the dispatch rule: exact, when, nearest)."""
     from driver_gemm.specfile import Shape
+    from driver_gemm.specfile.dispatch import select_kernel
 
-    params = dict(kernel.entry.get("params") or {})
     if kernel.dispatch is None:
-        return params, "its own params"
+        return kernel.loaded, "its own params"
     index, rule = kernel.dispatch.choose(Shape(*shape))
-    chosen = kernel.dispatch.entries[index]
-    params.update(chosen.params)
-    return params, f"dispatch: {rule} entry {index} ({chosen.shape.label})"
-
-
-def kernel_label(name: str, params: dict) -> str:
-    return f"{name}[{','.join(f'{key}={value}' for key, value in params.items())}]" if params else name
+    return (select_kernel(kernel.loaded, kernel.dispatch, Shape(*shape)),
+            f"dispatch: {rule} entry {index} ({kernel.dispatch.entries[index].shape.label})")
 
 
 def kernel_fields(entry: dict, combination: KernelCombination) -> dict:
@@ -501,18 +499,13 @@ class KernelOperands:
 
 
 def kernel_torch_operands(torch, combination: KernelCombination, M: int, N: int, K: int) -> KernelOperands:
-    """A and B as `torch_operands` draws them in the kernel's types (B a transposed view for NT), an empty C of
+    """A and B as `draw_torch_operands` draws them in the kernel's types (B a transposed view for NT), an empty C of
     the kernel's C type, torch's op on them, and a reference: their float64 product on the GPU (scaled for fp8),
     worked out once."""
     def dtype(element: str):
         return getattr(torch, TORCH_DTYPES[element])
 
-    if combination.layout == "NT":
-        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dtype(combination.a))
-        b = (torch.rand(N, K, device="cuda") * 2 - 1).to(dtype(combination.b)).t()
-    else:
-        a = torch.rand(M, K, device="cuda", dtype=dtype(combination.a)) * 2 - 1
-        b = torch.rand(K, N, device="cuda", dtype=dtype(combination.b)) * 2 - 1
+    a, b, _ = draw_torch_operands(torch, dtype(combination.a), dtype(combination.b), combination.layout, M, N, K)
     c = torch.empty(M, N, device="cuda", dtype=dtype(combination.c))
     torch_op = combination.torch_op
     scale_a, scale_b = combination.scales
@@ -599,15 +592,23 @@ def sampled_check(gemm, types, a_codes, b_codes, C, stream, rng) -> str:
 # ------------------------------------------------------------------------------------------ torch
 
 def torch_operands(torch, name: str, M: int, N: int, K: int):
-    """torch's random A and B for the combination, as torch's benchmarks draw them (rand * 2 - 1 in the type), and
-    B as it lies in memory: K x N row-major for NN, an N x K row-major tensor (B column-major) for NT."""
+    """torch's random A and B for the combination (`draw_torch_operands`)."""
     if name == "e4m3-bf16":
-        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
-        stored_b = (torch.rand(N, K, device="cuda") * 2 - 1).to(torch.float8_e4m3fn)
-        return a, stored_b.t(), stored_b
+        return draw_torch_operands(torch, torch.float8_e4m3fn, torch.float8_e4m3fn, "NT", M, N, K)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[name]
-    a = torch.rand(M, K, device="cuda", dtype=dtype) * 2 - 1
-    b = torch.rand(K, N, device="cuda", dtype=dtype) * 2 - 1
+    return draw_torch_operands(torch, dtype, dtype, "NN", M, N, K)
+
+
+def draw_torch_operands(torch, a_dtype, b_dtype, layout: str, M: int, N: int, K: int):
+    """A and B as torch's benchmarks draw them (rand * 2 - 1 in the type; through float32 for NT, whose fp8 torch
+    cannot draw directly), and B as it lies in memory: K x N row-major for NN, an N x K row-major tensor (B
+    column-major) for NT. The one rule both the cuBLASLt rows and the kernel rows draw by."""
+    if layout == "NT":
+        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(a_dtype)
+        stored_b = (torch.rand(N, K, device="cuda") * 2 - 1).to(b_dtype)
+        return a, stored_b.t(), stored_b
+    a = torch.rand(M, K, device="cuda", dtype=a_dtype) * 2 - 1
+    b = torch.rand(K, N, device="cuda", dtype=b_dtype) * 2 - 1
     return a, b, b
 
 
@@ -814,13 +815,13 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
 
     M, N, K = shape
     shape_label = f"{M}x{N}x{K}"
-    params, params_from = kernel_params(kernel, shape)
-    label = kernel_label(kernel.name, params)
+    running, params_from = kernel_params(kernel, shape)
+    params, label = dict(running.params), running.label
     measure = {"samples": pattern, "timeout_s": args.our_timeout, "min_time_s": min(0.5, args.our_timeout)}
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
     timer_kind, check, error, combination = None, None, None, None
-    discarded: list[int] = []      # per round of ours: batches the run dropped as throttled (under 75% of the max clock)
+    discarded: list[int] = []      # per round of ours: batches dropped as throttled (under 75% of the max clock)
     tag = f"{label} {shape_label} {pattern}"
     say(f"{tag}: inputs, compile, check ...")
     try:

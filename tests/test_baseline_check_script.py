@@ -1,5 +1,6 @@
 """The baseline check's own logic, without a GPU: the interleaved order, medians of medians, timers, the table."""
 
+import dataclasses
 import importlib.util
 import sys
 import time
@@ -370,16 +371,17 @@ def test_a_kernel_value_gives_the_spec_entry_with_its_source_found(check):
     assert kernel.name == "v12p-bf16-out" and kernel.dispatch is None
     assert Path(kernel.entry["source"]).is_file() and Path(kernel.entry["source"]).is_absolute()
     assert kernel.entry["signature"][0]["name"] == "map_a"            # the YAML anchor resolved
-    assert check.kernel_params(kernel, (4096, 4096, 4096)) == (kernel.entry["params"], "its own params")
+    running, source = check.kernel_params(kernel, (4096, 4096, 4096))
+    assert (dict(running.params), source) == (kernel.entry["params"], "its own params")
 
 
 def test_a_kernel_with_a_dispatch_table_runs_the_entry_for_the_shape(check):
     kernel = check.read_spec_kernel(f"{ROOT}/specs/suite.yaml:v13-bf16-out")
     assert kernel.dispatch is not None
     shape = kernel.dispatch.entries[0].shape
-    params, source = check.kernel_params(kernel, (shape.M, shape.N, shape.K))
+    running, source = check.kernel_params(kernel, (shape.M, shape.N, shape.K))
     assert source == f"dispatch: exact entry 0 ({shape.label})"
-    assert params == {**kernel.entry["params"], **kernel.dispatch.entries[0].params}
+    assert dict(running.params) == {**kernel.entry["params"], **kernel.dispatch.entries[0].params}
 
 
 def test_the_kernels_types_and_layout_pick_the_combination(check):
@@ -537,7 +539,7 @@ def test_an_unsupported_kernel_is_a_row_with_its_error_and_nothing_runs(check, m
     recorder = Recorder()
     torch_side = fake_kernel_case(check, monkeypatch, recorder)
     kernel = check.read_spec_kernel(f"{TMA_BF16}:v12p")
-    int8 = check.SpecKernel(kernel.text, kernel.spec_path, "v12p", {**kernel.entry, "types": {"a": "int8"}})
+    int8 = dataclasses.replace(kernel, entry={**kernel.entry, "types": {"a": "int8"}})
     row = check.run_kernel_case(int8, (4096, 4096, 4096), case_args(check), None, FakeTorch(), torch_side,
                                 1 << 20, None, "do-bench")
     assert recorder.calls == []
