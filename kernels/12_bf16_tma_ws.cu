@@ -269,7 +269,7 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
     }
 }
 
-// The persistent kernels' epilogue: a consumer warpgroup's 64 x 256 accumulators (d[4 j + e]:
+// The persistent kernels' epilogue: a consumer warpgroup's 64 x 256 (or 64 x 128) accumulators (d[4 j + e]:
 // row row0 + 16 warp + g + 8 (e / 2), column col0 + 8 j + 2 t + e % 2) stored so that each store
 // instruction of a warp writes whole 32-byte sectors: 8 rows x 32 contiguous bytes.
 // - fp32: the four threads of a quad (same g) hold 8 contiguous columns of a row for each j, two
@@ -277,12 +277,14 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
 // - bf16: for each j the quad holds only 16 bytes of a row, half a sector; v12 writes them as eight
 //   2-byte stores. Here a quad swaps its words for columns j and j + 1 (j even) with four shuffles
 //   so that thread t holds columns 16 (j / 2) + 4 t .. + 3 (8 bytes) and stores them in one go.
-// Every store is aligned to its size: col0 is a multiple of 256 and N of 8 (the tensor map of B
+// Every store is aligned to its size: col0 is a multiple of the tile width and N of 8 (the tensor map of B
 // needs 16-byte rows); a group of columns that would cross N (no shape passing the maps has one)
 // is stored element by element. Rows past M hold zeros (TMA's fill) and are not stored.
-template <int OUT>
-__device__ __forceinline__ void store_tile(const float (&acc)[128], void* C, int M, int N, int row0, int col0)
+template <int OUT, int ACC>
+__device__ __forceinline__ void store_tile(const float (&acc)[ACC], void* C, int M, int N, int row0, int col0)
 {
+    constexpr int GROUPS = ACC / 4;                   // column groups of 8: 32 for a 64 x 256 tile, 16 for 64 x 128
+    static_assert(GROUPS % 2 == 0, "bf16 pairs column groups j and j + 1");
     const int lane = threadIdx.x % 32;
     const int warp = (threadIdx.x / 32) % 4;
     const int g = lane / 4;
@@ -290,7 +292,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], void* C, int
     if constexpr (OUT == 32) {
         float* out = static_cast<float*>(C);
 #pragma unroll
-        for (int j = 0; j < 32; ++j) {
+        for (int j = 0; j < GROUPS; ++j) {
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
                 const int m = row0 + 16 * warp + g + 8 * half;
@@ -313,7 +315,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[128], void* C, int
         const int from_low = quad + (2 * t) % 4;      // the thread holding word 2 t of the 16 columns
         const int from_high = quad + (2 * t + 1) % 4; // ... and word 2 t + 1
 #pragma unroll
-        for (int j = 0; j < 32; j += 2) {
+        for (int j = 0; j < GROUPS; j += 2) {
 #pragma unroll
             for (int half = 0; half < 2; ++half) {
                 // Word w (columns 2 w, 2 w + 1 of the 16) is held by thread w % 4, in p0 (w < 4) or p1.

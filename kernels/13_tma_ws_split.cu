@@ -1,9 +1,10 @@
 // v13: v12p's persistent, warp-specialised machinery (TMA producer warpgroup, consumer warpgroups
-// on wgmma, a ring of stages that runs on across tiles) for three input types, and with an
-// optional split of K across the blocks of a thread-block cluster for shapes with few tiles.
+// on wgmma, a ring of stages that runs on across tiles) for three input types, with a tile 256,
+// 128 or 64 columns wide, and an optional split of K across the blocks of a thread-block cluster,
+// for shapes with few tiles.
 //
 // One kernel, so that a spec's `dispatch:` table can pick per shape among its template
-// parameters (docs/tuning.md): the tile height (CWG), the ring's depth and the split.
+// parameters (docs/tuning.md): the tile width (BN) and height (CWG), the ring's depth and the split.
 //
 // Element types (ELEM: bits per input element). Every stage holds K-tiles of 128 bytes a row,
 // exactly one 128-byte swizzle row, so BK = 1024 / ELEM elements and a wgmma k step is always
@@ -20,25 +21,30 @@
 //   v11 takes B row-major and passes B^T through registers (TF32 wgmma reads only K-major
 //   operands from shared memory); with B column-major no fragment passes through registers, as in
 //   v12. Truncation to tf32 happens in the tensor cores, as in v10 and v11.
+// Tile width (BN 256, 128, 64): the same instructions at n256, n128 or n64, so BN / 2 accumulators a
+// consumer thread; the B tile is BN rows of K-major B (BT 1) or BN / 64 boxes of 64 columns (BT 0),
+// so a stage is (64 CWG + BN) * 128 bytes: 40 KB at CWG 1 and BN 256, 16 KB at BN 64, and a ring of
+// the narrow tile holds up to 8 stages. A narrower tile makes more tiles of a small or skinny shape
+// (1024x512x1024: 32 tiles of 64 x 256, 128 of 64 x 64) at more loads from L2 per multiply-add.
 // The accumulators are fp32 in every case, their layout that of any m64n256 wgmma, so C is
 // written by v12p's store_tile (fp32 as float2, bf16 in whole 32-byte sectors), after alpha:
 // alpha * A B, where a spec's fp8 `scales: {a, b}` arrive folded into alpha (scale_a * scale_b *
 // alpha), as cuBLASLt applies its scale pointers.
 //
-// SPLITS 1: v12p exactly (PINGPONG 0): a grid of at most one block per SM, block b takes tiles b,
-// b + gridDim.x, ... of the ceil(N / 256) x ceil(M / TM) tile grid (TM = 64 CWG) in GROUP-swizzled
-// order, the producer loading the next tile's K-tiles while the consumers store C.
+// SPLITS 1 (and BN 256: v12p exactly, PINGPONG 0): a grid of at most one block per SM, block b takes
+// tiles b, b + gridDim.x, ... of the ceil(N / BN) x ceil(M / TM) tile grid (TM = 64 CWG) in
+// GROUP-swizzled order, the producer loading the next tile's K-tiles while the consumers store C.
 // SPLITS > 1 (2, 4, 8): launched in clusters of SPLITS blocks ([SPLITS, 1, 1]); every block of a
 // cluster takes the same tiles (cluster c: c, c + clusters, ...), rank r summing K-tiles
 // [r kt / S, (r + 1) kt / S) of each into its own accumulators. The partial sums are then added
-// through distributed shared memory, in the ring's own bytes (a 64 x 256 slab of fp32 partials is
-// 64 KB a consumer warpgroup: they fit from 2 stages at CWG 1 and 3 at CWG 2):
+// through distributed shared memory, in the ring's own bytes (a 64 x BN slab of fp32 partials is
+// BN / 4 KB a consumer warpgroup, 64 KB at BN 256: they fit in any ring the specs allow):
 //   (a) cluster barrier: every block's wgmmas and copies of this tile are done, so the ring's
 //       bytes are free (the producer issues no load for the next tile before (c));
-//   each consumer thread writes the 128 partials it holds, as 32 float4 at (j * threads + thread)
+//   each consumer thread writes the BN / 2 partials it holds, as BN / 8 float4 at (j * threads + thread)
 //   * 16 bytes (conflict-free; every rank lays them out alike), except the columns it will sum;
 //   (b) cluster barrier: every partial is visible to the cluster;
-//   rank r owns column groups j in [32 r / S, 32 (r + 1) / S) (8 columns each) of the tile: it adds
+//   rank r owns column groups j in [G r / S, G (r + 1) / S) (G = BN / 8, 8 columns each): it adds
 //   the other ranks' float4 for those j (ld.shared::cluster at the same offset in their shared
 //   memory) to its own registers, and stores those columns of C: the epilogue's stores are spread
 //   over the cluster's blocks, 1 / S of the tile each;
@@ -55,12 +61,13 @@
 //
 // Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, tiles) with cluster
 // [SPLITS, 1, 1] (any multiple of SPLITS is correct), dynamic shared memory
-// STAGES * (64 CWG + 256) * 128 + 16 * STAGES + 1024 bytes, tensor maps (128-byte swizzle):
-// A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [256, BK] (BT 1). Needs sm_90a.
-// Resources (NVRTC 13, sm_90a, every form of specs/sweep-v13.yaml): 168 registers at CWG 2 (setmaxnreg
-// then gives the consumers 232 and the producer 40), 154-190 at CWG 1 (256 threads, no setmaxnreg); no
-// spills, no stack; dynamic shared memory 197,696 bytes (CWG 2, 4 stages), 205,904 (CWG 1, 5 stages):
-// one block per SM, as v12p.
+// STAGES * (64 CWG + BN) * 128 + 16 * STAGES + 1024 bytes, tensor maps (128-byte swizzle):
+// A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [BN, BK] (BT 1). Needs sm_90a.
+// Resources (NVRTC 13.5, sm_90a, the forms of specs/suite.yaml's tables): 168 registers at CWG 2
+// (setmaxnreg then gives the consumers 232 and the producer 40); at CWG 1 (256 threads, no setmaxnreg)
+// 188-190 at BN 256, 113 at BN 128, 58-78 at BN 64; no spills, no stack; dynamic shared memory from
+// 99,392 bytes (CWG 1, BN 128, 4 stages) to 205,904 (CWG 1, BN 256, 5 stages). The grid asks for one
+// block per SM, as v12p's does, even where two would fit.
 //
 // Predicted (derived from the design before it was measured; the measured table follows):
 // - SPLITS 1, bf16 NN: the instructions of v12p, so v12p's figures (93.6 / 95.3% of cuBLASLt at
@@ -92,51 +99,109 @@
 // At 8192^3 the kernel ran 360 MHz above its vendor row: at equal clock it is about 89% there. The rel err
 // at 8192^3 was 2.5e-3 (bf16 out), well inside the fp8 tolerance.
 //
-// Split K, the suite's decode shapes (scripts/gpu_check.sh suite, specs/suite.yaml's dispatch; every row at
-// 1980 MHz: these shapes stream B and do not reach the power limit), time in us and % of cuBLASLt:
-//   shape            | bf16 out: SPLITS, us, %  | cuBLASLt us | tf32 (NT): SPLITS, us, % | cuBLASLt us
-//   1x4096x4096      | 4, 22.0, 84.0%           | 18.5        | 4, 33.2, 71.5%           | 23.8
-//   128x4096x4096    | 4, 24.8, 75.6%           | 18.7        | 4, 37.6, 83.2%           | 31.3
-//   1x8192x8192      | 2, 51.7, 85.5%           | 44.2        | 2, 87.2, 85.1%           | 74.2
-//   1x14336x4096     | 2, 45.3, 91.0%           | 41.2        | 2, 76.3, 84.4%           | 64.4
-//   16x14336x4096    | 2, 45.4, 88.4%           | 40.1        | 2, 75.0, 99.9%           | 75.0
-// Against the prediction: 1x4096x4096 takes 22 us, not 8-11 plus a few; the vendor row takes 18.5 us, or
-// 1.8 TB/s of B, so neither streams B at HBM speed at this size, and an event pair's front-end time of a
-// few us (docs/timing.md, CUPTI) is in both. Splitting deeper than the table does lost: 8 ways at
-// N = 4096 read 50-60% and 4 ways at N = 8192 62-74% (checks/suite-bf16-deep-splits.json.gz), so the
-// partial sums' exchange through distributed shared memory costs more than the idle SMs it fills.
+// The suite's small and skinny shapes (scripts/gpu_check.sh suite, and tune-v13 for the 64-column entries
+// marked *, whose figures are the tune's own run; every row at 1980 MHz, as these shapes do not reach the power
+// limit): % of cuBLASLt with a table of 256-column tiles only -> with the shipped table (its BN/CWG/STAGES/
+// SPLITS), then the kernel's time against the vendor row's, in us:
+//   shape            | bf16 out                                 | tf32 (NT)
+//   1024x512x1024    | 60.4 -> 88.7% (64/1/8/1)*   9.3 vs 8.2   | 79.7 -> 107.6% (64/1/8/1)*  12.3 vs 13.2
+//   1x4096x4096      | 84.0 -> 84.6% (256/1/5/4)  21.8 vs 18.4  | 71.5 -> 72.7% (128/1/4/4)   32.5 vs 23.6
+//   64x4096x4096     | 76.8 -> 93.3% (64/1/8/2)*  18.6 vs 17.4  | 90.0 -> 100.6% (64/1/8/2)*  30.2 vs 30.4
+//   128x4096x4096    | 75.6 -> 94.7% (64/2/8/2)*  19.7 vs 18.7  | 83.2 -> 96.5% (64/2/8/2)*   32.1 vs 31.0
+//   1x8192x8192      | 85.5 -> 85.6% (256/1/5/2)  51.5 vs 44.1  | 85.1 -> 84.9% (256/1/5/2)   87.3 vs 74.1
+//   1x14336x4096     | 91.0 -> 91.2% (256/1/4/2)  45.0 vs 41.0  | 84.4 -> 84.3% (256/1/5/2)   76.1 vs 64.2
+//   128x14336x4096   | 86.3 -> 96.4% (128/2/5/1)  42.8 vs 41.3  | 92.2 -> 98.4% (128/2/5/1)   73.7 vs 72.5
+//   1001x520x776     | 57.4 -> 83.4% (64/2/6/1)*  10.0 vs 8.3   | 66.2 -> 98.5% (64/2/8/1)*   12.6 vs 12.4
+//   127x4104x1032    | 56.4 -> 78.0% (64/1/8/1)*  13.0 vs 10.1  | 66.9 -> 94.9% (64/2/6/2)*   15.6 vs 14.8
+//   4104x1032x200    | 59.6 -> 68.7% (128/2/4/1)  17.0 vs 11.6  |   -  -> 96.7% (128/2/4/1)   19.6 vs 18.9
+// (* tuned at 1001x520x784, the fp8-compatible K of the sweep, and shipped for 1001x520x776.)
+// The narrow tiles win wherever the wide ones left SMs idle or a last wave mostly empty, and with them a
+// deeper ring (8 stages of 16 KB at CWG 1 and BN 64): 6 to 32 points. At M = 1 (and the decode shapes
+// the tables' `when` ranges give its entries) tiles split 2 or 4 ways still win, and still at 84-91%
+// (bf16) and 72-85% (tf32): those shapes stream B (1x4096x4096 bf16: 32 MB in 18.4 us on the vendor
+// row, 1.8 TB/s), and an event pair's front-end time of a few us (docs/timing.md, CUPTI) is in both
+// rows. No tune winner splits 8 ways: the partial sums' exchange through distributed shared memory
+// costs more than the idle SMs it would fill. 4104x1032x200 (K of 200: 4 K-tiles a tile) stays the
+// weakest bf16 shape: each tile is mostly its fill and its epilogue, which a persistent block of one
+// tile at a time does not hide.
 // Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py).
 
 #include "12_bf16_tma_ws.cu"     // v12p's store_tile, desc_128b, wgmma_bf16_m64n256k16 (and tma.cuh, wgmma.cuh)
 
-// D (64 x 256) += A (64 x 16) * B (16 x 256), both K-major in shared memory.
-__device__ __forceinline__ void wgmma_bf16_kmajor_m64n256k16(float (&d)[128], unsigned long long a_desc,
-                                                             unsigned long long b_desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" WGMMA_D_0_63 ", " WGMMA_D_64_127 "}, "
-                 "%128, %129, 1, 1, 1, 0, 0;\n"
-                 : WGMMA_D64(0), WGMMA_D64(64)
-                 : "l"(a_desc), "l"(b_desc));
-}
+// A wgmma with both operands in shared memory: NAME(d, a_desc, b_desc) runs wgmma.mma_async.sync.aligned.SHAPE
+// on the ACC accumulators d (OPERANDS in the text, BIND the constraints), then TAIL: the two descriptors and the
+// immediates (scale-d, scale-a, scale-b and, for bf16, the transposes of A and B).
+#define V13_SMEM_WGMMA(NAME, ACC, SHAPE, OPERANDS, BIND, TAIL)                                               \
+    __device__ __forceinline__ void NAME(float (&d)[ACC], unsigned long long a_desc, unsigned long long b_desc) \
+    {                                                                                                       \
+        asm volatile("wgmma.mma_async.sync.aligned." SHAPE " {" OPERANDS "}, " TAIL ";\n"                   \
+                     : BIND                                                                                 \
+                     : "l"(a_desc), "l"(b_desc));                                                           \
+    }
+#define V13_D_0_127 WGMMA_D_0_63 ", " WGMMA_D_64_127
+#define V13_D128 WGMMA_D64(0), WGMMA_D64(64)
 
-// D (64 x 256) += A (64 x 32) * B (32 x 256) in e4m3, both K-major in shared memory (fp8 has no transpose).
-__device__ __forceinline__ void wgmma_e4m3_m64n256k32(float (&d)[128], unsigned long long a_desc,
-                                                      unsigned long long b_desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {" WGMMA_D_0_63 ", " WGMMA_D_64_127 "}, "
-                 "%128, %129, 1, 1, 1;\n"
-                 : WGMMA_D64(0), WGMMA_D64(64)
-                 : "l"(a_desc), "l"(b_desc));
-}
+// bf16 with B MN-major (B row-major: B transposed, the last immediate) at N = 128 and 64; v12's is N = 256.
+V13_SMEM_WGMMA(wgmma_bf16_m64n128k16, 64, "m64n128k16.f32.bf16.bf16", WGMMA_D_0_63, WGMMA_D64(0),
+               "%64, %65, 1, 1, 1, 0, 1")
+V13_SMEM_WGMMA(wgmma_bf16_m64n64k16, 32, "m64n64k16.f32.bf16.bf16", WGMMA_D_0_31, WGMMA_D32(0),
+               "%32, %33, 1, 1, 1, 0, 1")
+// bf16, both operands K-major (B column-major).
+V13_SMEM_WGMMA(wgmma_bf16_kmajor_m64n256k16, 128, "m64n256k16.f32.bf16.bf16", V13_D_0_127, V13_D128,
+               "%128, %129, 1, 1, 1, 0, 0")
+V13_SMEM_WGMMA(wgmma_bf16_kmajor_m64n128k16, 64, "m64n128k16.f32.bf16.bf16", WGMMA_D_0_63, WGMMA_D64(0),
+               "%64, %65, 1, 1, 1, 0, 0")
+V13_SMEM_WGMMA(wgmma_bf16_kmajor_m64n64k16, 32, "m64n64k16.f32.bf16.bf16", WGMMA_D_0_31, WGMMA_D32(0),
+               "%32, %33, 1, 1, 1, 0, 0")
+// e4m3, both K-major (fp8 wgmma has no transpose).
+V13_SMEM_WGMMA(wgmma_e4m3_m64n256k32, 128, "m64n256k32.f32.e4m3.e4m3", V13_D_0_127, V13_D128, "%128, %129, 1, 1, 1")
+V13_SMEM_WGMMA(wgmma_e4m3_m64n128k32, 64, "m64n128k32.f32.e4m3.e4m3", WGMMA_D_0_63, WGMMA_D64(0), "%64, %65, 1, 1, 1")
+V13_SMEM_WGMMA(wgmma_e4m3_m64n64k32, 32, "m64n64k32.f32.e4m3.e4m3", WGMMA_D_0_31, WGMMA_D32(0), "%32, %33, 1, 1, 1")
+// tf32, both K-major.
+V13_SMEM_WGMMA(wgmma_tf32_smem_m64n256k8, 128, "m64n256k8.f32.tf32.tf32", V13_D_0_127, V13_D128,
+               "%128, %129, 1, 1, 1")
+V13_SMEM_WGMMA(wgmma_tf32_smem_m64n128k8, 64, "m64n128k8.f32.tf32.tf32", WGMMA_D_0_63, WGMMA_D64(0),
+               "%64, %65, 1, 1, 1")
+V13_SMEM_WGMMA(wgmma_tf32_smem_m64n64k8, 32, "m64n64k8.f32.tf32.tf32", WGMMA_D_0_31, WGMMA_D32(0), "%32, %33, 1, 1, 1")
 
-// D (64 x 256) += A (64 x 8) * B (8 x 256) in tf32, both K-major in shared memory.
-__device__ __forceinline__ void wgmma_tf32_smem_m64n256k8(float (&d)[128], unsigned long long a_desc,
-                                                          unsigned long long b_desc)
+// One 32-byte k step of a consumer warpgroup's tile: the instruction for the input type, B's orientation and
+// the tile width. a_tile and b_tile are the stage's A rows of this warpgroup and its B tile; s is the step.
+template <int ELEM, int BT, int BN>
+__device__ __forceinline__ void wgmma_k_step(float (&acc)[BN / 2], unsigned a_tile, unsigned b_tile, int s,
+                                             unsigned b_box_bytes)
 {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" WGMMA_D_0_63 ", " WGMMA_D_64_127 "}, "
-                 "%128, %129, 1, 1, 1;\n"
-                 : WGMMA_D64(0), WGMMA_D64(64)
-                 : "l"(a_desc), "l"(b_desc));
+    const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
+    if constexpr (BT == 0) {                           // bf16, B row-major: 64-column boxes b_box_bytes apart
+        const unsigned long long b_desc = desc_128b(b_tile + 2048 * s, b_box_bytes, 1024);
+        if constexpr (BN == 256) {
+            wgmma_bf16_m64n256k16(acc, a_desc, b_desc);
+        } else if constexpr (BN == 128) {
+            wgmma_bf16_m64n128k16(acc, a_desc, b_desc);
+        } else {
+            wgmma_bf16_m64n64k16(acc, a_desc, b_desc);
+        }
+    } else {
+        const unsigned long long b_desc = swizzled_desc<128>(b_tile + 32 * s);
+        if constexpr (ELEM == 16 && BN == 256) {
+            wgmma_bf16_kmajor_m64n256k16(acc, a_desc, b_desc);
+        } else if constexpr (ELEM == 16 && BN == 128) {
+            wgmma_bf16_kmajor_m64n128k16(acc, a_desc, b_desc);
+        } else if constexpr (ELEM == 16) {
+            wgmma_bf16_kmajor_m64n64k16(acc, a_desc, b_desc);
+        } else if constexpr (ELEM == 8 && BN == 256) {
+            wgmma_e4m3_m64n256k32(acc, a_desc, b_desc);
+        } else if constexpr (ELEM == 8 && BN == 128) {
+            wgmma_e4m3_m64n128k32(acc, a_desc, b_desc);
+        } else if constexpr (ELEM == 8) {
+            wgmma_e4m3_m64n64k32(acc, a_desc, b_desc);
+        } else if constexpr (BN == 256) {
+            wgmma_tf32_smem_m64n256k8(acc, a_desc, b_desc);
+        } else if constexpr (BN == 128) {
+            wgmma_tf32_smem_m64n128k8(acc, a_desc, b_desc);
+        } else {
+            wgmma_tf32_smem_m64n64k8(acc, a_desc, b_desc);
+        }
+    }
 }
 
 // Every thread of the cluster arrives, then waits for all of them; the release/acquire pair makes
@@ -185,11 +250,11 @@ __device__ __forceinline__ void store_shared_float4(unsigned address, float x, f
                  : "memory");
 }
 
-// Column groups j in [first, last) of a consumer warpgroup's 64 x 256 accumulators (d[4 j + e]: row
+// Column groups j in [first, last) of a consumer warpgroup's 64 x BN accumulators (d[4 j + e]: row
 // row0 + 16 warp + g + 8 (e / 2), column col0 + 8 j + 2 t + e % 2) stored as pairs: fp32 as float2,
 // bf16 as one 32-bit word. Aligned: col0 and 8 j + 2 t are even, N % 8 == 0 (the spec requires it).
-template <int OUT>
-__device__ __forceinline__ void store_columns(const float (&acc)[128], void* C, int M, int N, int row0, int col0,
+template <int OUT, int ACC>
+__device__ __forceinline__ void store_columns(const float (&acc)[ACC], void* C, int M, int N, int row0, int col0,
                                               int first, int last)
 {
     const int lane = threadIdx.x % 32;
@@ -197,7 +262,7 @@ __device__ __forceinline__ void store_columns(const float (&acc)[128], void* C, 
     const int g = lane / 4;
     const int t = lane % 4;
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < ACC / 4; ++j) {
         if (j < first || j >= last) {
             continue;
         }
@@ -229,14 +294,15 @@ __device__ __forceinline__ void store_columns(const float (&acc)[128], void* C, 
     }
 }
 
-template <int ELEM, int BT, int CWG, int STAGES, int GROUP, int OUT, int SPLITS>
+template <int ELEM, int BT, int CWG, int STAGES, int GROUP, int OUT, int SPLITS, int BN>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1)
 gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                   void* C, int M, int N, int K, float alpha)
 {
     constexpr int BK = 1024 / ELEM;                    // elements in a 128-byte row
     constexpr int TM = 64 * CWG;                       // rows of C per tile
-    constexpr int BN = 256;
+    constexpr int ACC = BN / 2;                        // accumulators a consumer thread holds
+    constexpr int GROUPS = BN / 8;                     // their column groups of 8 (acc[4 j + e])
     constexpr int A_BYTES = TM * 128;
     constexpr int B_BYTES = BN * 128;
     constexpr int B_BOX_BYTES = BK * 64 * 2;           // BT 0 (bf16): a box of BK k rows x 64 n
@@ -246,7 +312,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
     constexpr int RELEASES = 4 * CWG;                  // lane 0 of each consumer warp
     constexpr int THREADS = 128 * CWG;                 // consumer threads
-    constexpr int SHARE = 32 / SPLITS;                 // column groups of a tile each rank sums and stores
+    constexpr int SHARE = GROUPS / SPLITS;             // column groups of a tile each rank sums and stores
     static_assert(ELEM == 32 || ELEM == 16 || ELEM == 8, "tf32, bf16 or e4m3 inputs");
     static_assert(BT == 1 || ELEM == 16, "only bf16 wgmma reads an MN-major (row-major) B");
     static_assert(BT == 0 || BT == 1, "B row-major (0) or column-major (1)");
@@ -254,7 +320,8 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     static_assert(STAGES >= 2, "a ring of at least two stages");
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(SPLITS == 1 || SPLITS == 2 || SPLITS == 4 || SPLITS == 8, "a split of 1, 2, 4 or 8");
-    static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 512 * THREADS, "the partials fit in the ring");
+    static_assert(BN == 256 || BN == 128 || BN == 64, "a tile 256, 128 or 64 columns wide");
+    static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 16 * GROUPS * THREADS, "the partials fit in the ring");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = shared_address(smem_raw);
@@ -332,9 +399,9 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     int local = 0;                                     // the block's tiles so far
     for (int index = first; index < tiles; index += step, ++local) {
         const int2 tile = swizzled_tile_of<GROUP>(index, tile_columns, tile_rows);
-        float acc[128];
+        float acc[ACC];
 #pragma unroll
-        for (int i = 0; i < 128; ++i) {
+        for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
         int it = local * kt_count;
@@ -346,16 +413,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
             wgmma_fence();
 #pragma unroll
             for (int s = 0; s < KSTEPS; ++s) {
-                const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
-                if constexpr (BT == 0) {
-                    wgmma_bf16_m64n256k16(acc, a_desc, desc_128b(b_tile + 2048 * s, B_BOX_BYTES, 1024));
-                } else if constexpr (ELEM == 16) {
-                    wgmma_bf16_kmajor_m64n256k16(acc, a_desc, swizzled_desc<128>(b_tile + 32 * s));
-                } else if constexpr (ELEM == 8) {
-                    wgmma_e4m3_m64n256k32(acc, a_desc, swizzled_desc<128>(b_tile + 32 * s));
-                } else {
-                    wgmma_tf32_smem_m64n256k8(acc, a_desc, swizzled_desc<128>(b_tile + 32 * s));
-                }
+                wgmma_k_step<ELEM, BT, BN>(acc, a_tile, b_tile, s, B_BOX_BYTES);
             }
             wgmma_commit();
             wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
@@ -372,7 +430,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
         const int col0 = tile.x * BN;
         if constexpr (SPLITS == 1) {
 #pragma unroll
-            for (int i = 0; i < 128; ++i) {
+            for (int i = 0; i < ACC; ++i) {
                 acc[i] *= alpha;
             }
             store_tile<OUT>(acc, C, M, N, row0, col0);
@@ -381,7 +439,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
             const int own_last = own_first + SHARE;
             cluster_sync();                                        // (a) the ring is free
 #pragma unroll
-            for (int j = 0; j < 32; ++j) {
+            for (int j = 0; j < GROUPS; ++j) {
                 if (j < own_first || j >= own_last) {
                     store_shared_float4(base + 16 * (j * THREADS + thread), acc[4 * j], acc[4 * j + 1],
                                         acc[4 * j + 2], acc[4 * j + 3]);
@@ -391,7 +449,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
             for (int other = 1; other < SPLITS; ++other) {
                 const unsigned peer = static_cast<unsigned>((rank + other) % SPLITS);
 #pragma unroll
-                for (int j = 0; j < 32; ++j) {
+                for (int j = 0; j < GROUPS; ++j) {
                     if (j >= own_first && j < own_last) {
                         const float4 v = load_cluster_float4(cluster_address(base + 16 * (j * THREADS + thread), peer));
                         acc[4 * j] += v.x;
@@ -402,7 +460,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
                 }
             }
 #pragma unroll
-            for (int i = 0; i < 128; ++i) {
+            for (int i = 0; i < ACC; ++i) {
                 acc[i] *= alpha;
             }
             store_columns<OUT>(acc, C, M, N, row0, col0, own_first, own_last);

@@ -18,14 +18,15 @@
 # 4096^3 and 8192^3, do-bench and flush patterns on torch's operands, against torch+do_bench, clocks side by
 # side; a warm burst against torch's; then bf16 on our own operands), torch-kernels (v12p-bf16-out and v12p of
 # specs/tma-bf16.yaml against torch.mm on torch's operands at 4096^3 and 8192^3, do-bench samples, interleaved
-# with torch's do_bench, both clocks and % of torch in the table; < 4 minutes), vendor-choice (the BF16 headlines'
+# with torch's do_bench, both clocks and % of torch in the table; < 4 minutes), torch-suite (the same for v13 of
+# specs/suite.yaml on its small and skinny shapes; < 3 minutes), vendor-choice (the BF16 headlines'
 # cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
-# v12 sweeps by halving), thirdparty (kernels in outside collections' styles: host headers, namespaces,
-# overloads, column-major), outside-args (specs/outside-args.yaml: a workspace tile counter, a nested
+# v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
+# thirdparty (kernels in outside collections' styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace tile counter, a nested
 # Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p and cuBLASLt; its GPU
 # tests and a timed run, < 3 minutes), outside-maps (specs/outside-maps.yaml: tensor maps by pointer, rank 3
 # and a compiled cluster, beside v12p and cuBLASLt BF16; at most 4 minutes), anchors, pictures (provenance,
@@ -96,6 +97,15 @@ for step in "$@"; do
                     echo "=== fp8 cases"
                     python3 -m driver_gemm show "$OUT"/fp8.jsonl "$OUT"/fp8-fp32-out.jsonl
                     [ $bf16 -eq 0 ] && [ $fp32 -eq 0 ] ;;
+        tune-v13)   # v13's tile width and height, ring depth and split of K (specs/sweep-v13.yaml) on its small and skinny
+                    # shapes by successive halving, BF16 (bf16 out) then TF32: the winners per shape, from which the
+                    # suite's dispatch table is written (at most ~6 min)
+                    for kernel in v13-bf16-out v13-tf32; do
+                        if [ "$kernel" = v13-bf16-out ]; then budget=190s; else budget=120s; fi
+                        timeout -s INT -k 10 250 python3 -m driver_gemm tune specs/sweep-v13.yaml -k $kernel --strategy halving \
+                            --budget $budget --json "$OUT/tune-$kernel.json" --out "$OUT/tune-$kernel-winners.yaml" 2>&1 \
+                            | tee "$OUT/tune-$kernel.log" | tail -30
+                    done ;;
         sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)
                     for sweep in sweep-v12 sweep-v11; do
                         timeout -s INT -k 10 100 python3 -m driver_gemm tune specs/$sweep.yaml --strategy halving \
@@ -117,6 +127,11 @@ for step in "$@"; do
                     timeout -s INT -k 10 240 python3 scripts/baseline_check.py --kernel specs/tma-bf16.yaml:v12p-bf16-out \
                         --kernel specs/tma-bf16.yaml:v12p --shapes 4096x4096x4096 8192x8192x8192 \
                         --json "$OUT/torch-kernels.json" 2>&1 | tee "$OUT/torch-kernels.log" ;;
+        torch-suite) # v13 (bf16 out, the suite's dispatch) against torch.mm on the suite's seed, decode and awkward
+                    # shapes, timed as torch-kernels is (at most 3 min)
+                    timeout -s INT -k 10 170 python3 scripts/baseline_check.py --kernel specs/suite.yaml:v13-bf16-out \
+                        --shapes 1024x512x1024 1x4096x4096 128x4096x4096 1x14336x4096 128x14336x4096 1001x520x776 \
+                        --shape-timeout 25 --json "$OUT/torch-suite.json" 2>&1 | tee "$OUT/torch-suite.log" ;;
         patterns)   # cuBLASLt bf16, fp16 and e4m3 at 4096^3 and 8192^3 with the do-bench and flush patterns on torch's
                     # operands, interleaved with torch+do_bench, both sides' NVML clocks in the table; bf16 as a warm
                     # burst against torch's warm burst; then bf16 with do-bench on our own operands: what the data

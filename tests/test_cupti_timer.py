@@ -192,7 +192,9 @@ def test_without_cupti_python_the_timer_says_how_to_get_it(capsys):
 @pytest.mark.gpu
 def test_cupti_and_events_time_a_long_launch_alike(driver_gemm_device):
     """On a GPU with cupti-python: cuBLASLt BF16 at 2048^3 timed by both timers (a kernel, not a memset: CUPTI's
-    kernel records are what the timer reads). The 0.5% agreement at 4096^3 is gpu_check.sh's step cupti."""
+    kernel records are what the timer reads). CUPTI times the kernel alone; an event pair also holds a few us of
+    the front end (docs/timing.md), 3.2 us of a 27 us median on the H200. The 0.5% agreement at 4096^3 is
+    gpu_check.sh's step cupti."""
     pytest.importorskip("cupti")
     import numpy as np
 
@@ -220,7 +222,8 @@ def test_cupti_and_events_time_a_long_launch_alike(driver_gemm_device):
             events, _ = measure(launch, device, stream, settings, flusher, gate)
             kernels, samples = measure(launch, device, stream, settings, flusher, gate, timer=recorder)
         assert len(samples) >= 20
-        assert abs(kernels.median_ms / events.median_ms - 1) < 0.05, (kernels.median_ms, events.median_ms)
+        front_end_ms = events.median_ms - kernels.median_ms
+        assert -0.02 * events.median_ms < front_end_ms < 0.005, (kernels.median_ms, events.median_ms)
     finally:
         recorder.close()
         gate.close()

@@ -10,6 +10,7 @@ import pytest
 from driver_gemm.runners.one_gpu import run_spec
 from driver_gemm.session.state import RunOptions
 from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.dispatch import select_kernel
 from driver_gemm.status import Status
 
 from conftest import SPECS
@@ -32,9 +33,9 @@ V13 = """\
   {scales}
   params: {params}
   block: [128 * (CWG + 1)]
-  grid: ["SPLITS * min(sm_count // SPLITS, ceil(N / 256) * ceil(M / (64 * CWG)))"]
+  grid: ["SPLITS * min(sm_count // SPLITS, ceil(N / BN) * ceil(M / (64 * CWG)))"]
   cluster: [SPLITS, 1, 1]
-  shared_bytes: STAGES * (64 * CWG + 256) * 128 + 16 * STAGES + 1024
+  shared_bytes: STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024
   signature:
     - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
     - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
@@ -47,17 +48,21 @@ V13 = """\
 
 KERNELS = "".join([
     V13.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 8]}"),
+               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 8], "
+                      "BN: [64, 128, 256]}"),
     V13.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 8]}"),
-    V13.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[256, 32]",
-               params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2]}"),
+               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 8], "
+                      "BN: [64, 128, 256]}"),
+    V13.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+               params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2], "
+                      "BN: [64, 128, 256]}"),
     V13.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
-               b_box="[256, 128]", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4]}"),
+               b_box="[BN, 128]",
+               params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4], BN: [64, 128, 256]}"),
     # OUT is the C the kernel writes: fp32 out needs a C of fp32
     V13.format(name="fp8-fp32-out", types="{a: e4m3, c: fp32}", layout="NT", scales="scales: {a: 0.5, b: 2.0}",
-               bk=128, b_box="[256, 128]",
-               params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 4]}"),
+               bk=128, b_box="[BN, 128]",
+               params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 4], BN: [64, 128, 256]}"),
 ])
 
 
@@ -70,7 +75,7 @@ def test_every_v13_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path)
     spec = dataclasses.replace(spec, baseline=False)
     run = run_spec(spec, options=RunOptions(time=False))
     statuses = _statuses(run)
-    assert len(statuses) == 16 * len(SHAPES)       # bf16 4 + bf16-out 4 + tf32 4 + fp8 4 configurations
+    assert len(statuses) == 48 * len(SHAPES)       # bf16, bf16-out and tf32 12 configurations each, fp8 forms 6
     assert all(status == Status.PASS for status, _ in statuses.values()), \
         {key: value for key, value in statuses.items() if value[0] != Status.PASS}
 
@@ -79,20 +84,27 @@ def test_the_fp8_spec_passes_against_cublaslt_fp8_at_its_small_shape():
     spec = load_spec(SPECS / "fp8.yaml").select(shapes=["1024x512x1024"])
     run = run_spec(spec, options=RunOptions(time=False))
     statuses = _statuses(run)
-    assert statuses["v13-fp8[ELEM=8,BT=1,CWG=2,STAGES=4,GROUP=8,OUT=16,SPLITS=1]", "1024x512x1024"][0] == Status.PASS
-    assert statuses["v13-fp8-fp32-out[ELEM=8,BT=1,CWG=2,STAGES=4,GROUP=8,OUT=32,SPLITS=1]",
+    assert statuses["v13-fp8[ELEM=8,BT=1,CWG=2,STAGES=4,GROUP=8,OUT=16,SPLITS=1,BN=256]",
+                    "1024x512x1024"][0] == Status.PASS
+    assert statuses["v13-fp8-fp32-out[ELEM=8,BT=1,CWG=2,STAGES=4,GROUP=8,OUT=32,SPLITS=1,BN=256]",
                     "1024x512x1024"][0] == Status.PASS
     baselines = [case for case in run.cases if case.is_baseline]
     assert baselines and all(case.ok for case in baselines), [(c.kernel, c.status, c.message) for c in baselines]
 
 
 def test_the_suites_dispatched_kernels_pass_where_their_table_splits_k():
-    # 1x4096x4096: CWG 1, split 8; 1001x520x776: CWG 1, split 2; 127x4104x1032: CWG 2, split 4 (by `when`).
+    # A decode shape, the seed's stand-in and an awkward one matched by `when` ranges: each runs the params its
+    # table gives it, and at least one of them splits K across a cluster.
     shapes = ["1x4096x4096", "1001x520x776", "127x4104x1032"]
-    spec = load_spec(SPECS / "suite.yaml").select(kernels=["v13-bf16", "v13-bf16-out", "v13-tf32"], shapes=shapes)
+    names = ["v13-bf16", "v13-bf16-out", "v13-tf32"]
+    spec = load_spec(SPECS / "suite.yaml").select(kernels=names, shapes=shapes)
     run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
-    splits = {(case.name, case.shape.label): case.params["SPLITS"] for case in run.cases}
-    assert splits["v13-bf16", "1x4096x4096"] == 8 and splits["v13-tf32", "127x4104x1032"] == 4
+    chosen = {(case.name, case.shape.label): dict(case.params) for case in run.cases}
+    kernels = {kernel.name: kernel for kernel in spec.kernels}
+    expected = {(name, shape.label): dict(select_kernel(kernels[name], spec.dispatch[name], shape).params)
+                for name in names for shape in spec.shapes}
+    assert chosen == expected
+    assert any(params["SPLITS"] > 1 for params in chosen.values())
     statuses = _statuses(run)
     assert len(statuses) == 3 * len(shapes)
     assert all(status == Status.PASS for status, _ in statuses.values()), statuses

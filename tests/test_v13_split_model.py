@@ -6,8 +6,7 @@ element stored exactly once, and no rank may read a partial its peer did not wri
 import numpy as np
 import pytest
 
-BN = 256
-COLUMN_GROUPS = 32          # 8 columns each: acc[4 j + e]
+WIDTHS = (256, 128, 64)     # the tile's columns (BN): BN / 8 column groups of 8 each, acc[4 j + e]
 
 
 def k_slice(ktiles: int, rank: int, splits: int) -> tuple[int, int]:
@@ -29,36 +28,37 @@ def element(thread: int, j: int, e: int) -> tuple[int, int]:
     return 64 * consumer + 16 * warp + g + 8 * (e // 2), 8 * j + 2 * t + e % 2
 
 
-def model_tile(A: np.ndarray, B: np.ndarray, cwg: int, splits: int, bk: int) -> tuple[np.ndarray, np.ndarray]:
-    """One tile (rows 0 .. 64 cwg, columns 0 .. 256) computed as the kernel does: C and how often each was stored."""
-    threads, share = 128 * cwg, COLUMN_GROUPS // splits
+def model_tile(A: np.ndarray, B: np.ndarray, cwg: int, splits: int, bk: int, bn: int) -> tuple[np.ndarray, np.ndarray]:
+    """One tile (rows 0 .. 64 cwg, columns 0 .. bn) computed as the kernel does: C and how often each was stored."""
+    groups = bn // 8
+    threads, share = 128 * cwg, groups // splits
     M, K = A.shape
     N = B.shape[1]
     ktiles = -(-K // bk)
     tile_rows = 64 * cwg
     padded_a = np.zeros((tile_rows, ktiles * bk))
     padded_a[:min(M, tile_rows), :K] = A[:tile_rows]
-    padded_b = np.zeros((ktiles * bk, BN))
-    padded_b[:K, :min(N, BN)] = B[:, :BN]
+    padded_b = np.zeros((ktiles * bk, bn))
+    padded_b[:K, :min(N, bn)] = B[:, :bn]
     partial = []
     for rank in range(splits):
         begin, count = k_slice(ktiles, rank, splits)
         k = slice(begin * bk, (begin + count) * bk)
         partial.append(padded_a[:, k] @ padded_b[k, :])
-    acc = np.zeros((splits, threads, 4 * COLUMN_GROUPS))
+    acc = np.zeros((splits, threads, 4 * groups))
     for thread in range(threads):
-        for j in range(COLUMN_GROUPS):
+        for j in range(groups):
             for e in range(4):
                 row, column = element(thread, j, e)
                 acc[:, thread, 4 * j + e] = [p[row, column] for p in partial]
     # Each rank's shared memory after (a): float4 j * threads + thread, for every j outside its own share.
-    smem = np.full((splits, COLUMN_GROUPS * threads, 4), np.nan)
+    smem = np.full((splits, groups * threads, 4), np.nan)
     for rank in range(splits):
-        for j in range(COLUMN_GROUPS):
+        for j in range(groups):
             if not share * rank <= j < share * (rank + 1):
                 smem[rank, j * threads:(j + 1) * threads] = acc[rank, :, 4 * j:4 * j + 4]
-    C = np.full((tile_rows, BN), np.nan)
-    stores = np.zeros((tile_rows, BN), dtype=int)
+    C = np.full((tile_rows, bn), np.nan)
+    stores = np.zeros((tile_rows, bn), dtype=int)
     for rank in range(splits):          # after (b): rank adds its peers' float4 of its own share and stores it
         for thread in range(threads):
             for j in range(share * rank, share * (rank + 1)):
@@ -74,12 +74,13 @@ def model_tile(A: np.ndarray, B: np.ndarray, cwg: int, splits: int, bk: int) -> 
 
 @pytest.mark.parametrize("cwg, splits, K, bk", [(1, 2, 776, 64), (2, 8, 200, 64), (2, 4, 208, 128), (1, 8, 32, 32),
                                                 (2, 1, 100, 32)])
-def test_the_split_tile_is_a_times_b_with_every_element_stored_once(cwg, splits, K, bk):
+@pytest.mark.parametrize("bn", WIDTHS)
+def test_the_split_tile_is_a_times_b_with_every_element_stored_once(cwg, splits, K, bk, bn):
     rng = np.random.default_rng(splits * 1000 + K)
-    M, N = 64 * cwg - 3, BN - 8         # the last rows and columns past the matrix: zero fill, as TMA's
+    M, N = 64 * cwg - 3, bn - 8         # the last rows and columns past the matrix: zero fill, as TMA's
     A = rng.integers(-4, 5, size=(M, K)).astype(np.float64)
     B = rng.integers(-4, 5, size=(K, N)).astype(np.float64)
-    C, stores = model_tile(A, B, cwg, splits, bk)
+    C, stores = model_tile(A, B, cwg, splits, bk, bn)
     assert (stores == 1).all()                       # every element of the tile by exactly one rank
     assert not np.isnan(C).any()                     # no rank read a partial that was never written
     assert np.array_equal(C[:M, :N], A @ B)
@@ -97,8 +98,10 @@ def test_the_ranks_k_slices_cover_every_k_tile_once(ktiles, splits):
 
 
 @pytest.mark.parametrize("cwg, stages", [(1, 2), (1, 5), (2, 3), (2, 4)])
-def test_the_partials_fit_in_the_ring_they_reuse(cwg, stages):
+@pytest.mark.parametrize("bn", WIDTHS)
+def test_the_partials_fit_in_the_ring_they_reuse(cwg, stages, bn):
     threads = 128 * cwg
-    last_byte = 16 * ((COLUMN_GROUPS - 1) * threads + threads - 1) + 16
-    ring = stages * (64 * cwg + BN) * 128
-    assert last_byte == 512 * threads <= ring        # the kernel's static_assert, and the spec's require
+    last_byte = 16 * ((bn // 8 - 1) * threads + threads - 1) + 16
+    ring = stages * (64 * cwg + bn) * 128
+    # The kernel's static_assert (16 GROUPS THREADS), and the spec's require (256 BN CWG)
+    assert last_byte == 16 * (bn // 8) * threads == 256 * bn * cwg <= ring
