@@ -11,6 +11,7 @@ said to be not regenerated on that machine, with no figure.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import sys
@@ -124,6 +125,46 @@ def run_tables(run) -> list[str]:
     return lines
 
 
+def tune_tables(run) -> list[str]:
+    """A tuning run, compactly: per kernel and shape, how many configurations were fully measured, the fastest that
+    passed and the runner-up, each with its % of cuBLAS (of the vendor row measured in the same run)."""
+    lines = [f"- {where_run(run.environment, run.started)}"]
+    if run.interrupted:
+        lines.append("- the run was interrupted: the table holds the cases it finished")
+    lines.append("")
+    measured: dict = {}
+    for case in run.cases:
+        if not case.is_baseline and case.median_ms is not None:
+            name, _, params = case.kernel.partition("[")
+            measured.setdefault(name, {}).setdefault(case.shape.label, []).append((case, params.rstrip("]")))
+    for name, shapes in measured.items():
+        rows = []
+        for label, found in shapes.items():
+            passed = sorted(((case.median_ms, case.pct_cublas, params) for case, params in found if case.ok),
+                            key=lambda row: row[0])
+            best = passed[0] if passed else (None, None, "-")
+            second = next((row for row in passed[1:] if row[2] != best[2]), (None, None, "-"))
+            rows.append((label, len({params for _, params in found}), best[2], ms(best[0]), fixed(best[1], 1),
+                         second[2], fixed(second[1], 1)))
+        lines += table((f"{name}: shape", "configurations fully measured", "fastest", "median ms", "% of cuBLAS",
+                        "runner-up", "its % of cuBLAS"), rows)
+    return lines
+
+
+def joined_run(folder: Path, file: Path, parts: list[str]):
+    """A run and the cases of the other parts of the same step (a suite's small and large shapes, each run under a
+    timeout of its own), as one run; a part that is missing adds nothing. The tables keep a shape's last case of a
+    kernel, so a later part's case of a shape replaces an earlier one's."""
+    import driver_gemm as dg
+
+    run = dg.load_results(file)
+    cases = list(run.cases)
+    for part in parts:
+        if (folder / part).exists():
+            cases += dg.load_results(folder / part).cases
+    return dataclasses.replace(run, cases=cases)
+
+
 def suite_tables(run, before=None) -> list[str]:
     """A shape suite, compactly: per kernel (its parameters aside), each shape's % of cuBLAS and the parameters its
     dispatch chose, beside the same from `before` (a run of the suite with another dispatch) where given; each
@@ -160,7 +201,11 @@ def suite_tables(run, before=None) -> list[str]:
             text = f"- geometric mean over {len(common)} shape{'s' if len(common) != 1 else ''}: {mean:.1f}%"
             if then:
                 text += f" (before: {geometric_mean([earlier[label][0] for label in common]):.1f}%)"
-            lines += [text, ""]
+            lines.append(text)
+            if len(common) < len(shapes):
+                lines.append(f"- geometric mean over all {len(shapes)} shapes of this run: "
+                             f"{geometric_mean([pct for pct, _ in shapes.values()]):.1f}%")
+            lines.append("")
     return lines
 
 
@@ -186,9 +231,19 @@ def baseline_tables(data: dict) -> list[str]:
              fixed(case.get("ours_mhz"), 0), fixed(case.get("torch_mhz"), 0), case.get("torch_timer") or "-",
              "yes" if case.get("within_limit") else "no", case.get("error") or case.get("check") or "-")
             for case in data.get("cases", [])]
-    return lines + table(("types", "layout", "shape", *(("our samples",) if patterns else ()), "ours ms",
-                          "torch ms", "ours / torch %", "ours MHz",
-                          "torch MHz", "torch timer", "within limit", "check"), rows)
+    if rows:
+        lines += table(("types", "layout", "shape", *(("our samples",) if patterns else ()), "ours ms",
+                        "torch ms", "ours / torch %", "ours MHz",
+                        "torch MHz", "torch timer", "within limit", "check"), rows)
+    kernel_rows = [(case.get("kernel"), case.get("shape"), case.get("samples") or "flush", ms(case.get("ours_ms")),
+                    ms(case.get("torch_ms")), fixed(case.get("pct_of_torch"), 1), fixed(case.get("ours_mhz"), 0),
+                    fixed(case.get("torch_mhz"), 0), case.get("torch_op") or "-", case.get("torch_timer") or "-",
+                    case.get("error") or case.get("check") or "-")
+                   for case in data.get("kernel_cases", [])]
+    if kernel_rows:     # --kernel: a spec kernel against torch's op on the same tensors; % of torch = torch / ours
+        lines += table(("kernel", "shape", "our samples", "ours ms", "torch ms", "% of torch", "ours MHz",
+                        "torch MHz", "torch op", "torch timer", "check"), kernel_rows)
+    return lines
 
 
 def two_gpus_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]:
@@ -239,7 +294,9 @@ def checks_section(folder: Path) -> list[str]:
              "and are not remade by the regenerating command: each is remade by its own.", ""]
     for check in listing.get("checks", []):
         file = folder / check["file"]
-        lines += [f"### {check['title']}", "", f"- file: `{shown_path(folder, check['file'])}`",
+        files = [check["file"], *check.get("parts", [])]
+        lines += [f"### {check['title']}", "",
+                  f"- file{'s' if len(files) > 1 else ''}: {', '.join(f'`{shown_path(folder, name)}`' for name in files)}",
                   f"- command: `{check['command']}`", f"- made {check.get('date', '?')}"]
         if check.get("note"):
             lines.append(f"- {check['note']}")
@@ -251,8 +308,10 @@ def checks_section(folder: Path) -> list[str]:
             lines += run_tables(dg.load_results(file))
         elif kind == "suite":
             before = folder / check["before"] if check.get("before") else None
-            lines += suite_tables(dg.load_results(file),
+            lines += suite_tables(joined_run(folder, file, check.get("parts", [])),
                                   dg.load_results(before) if before is not None and before.exists() else None)
+        elif kind == "tune":
+            lines += tune_tables(dg.load_results(file))
         elif kind == "baseline-check":
             lines += baseline_tables(read_json(file))
         elif kind == "cupti-check":

@@ -212,16 +212,55 @@ def test_a_suite_check_shows_each_shapes_figure_and_params_beside_the_run_before
 
     checks = results / "checks"
     checks.mkdir()
-    now = suite({"1024x512x1024": 2, "1x4096x4096": 4}, {"1024x512x1024": 60.0, "1x4096x4096": 80.0})
+    now = suite({"1024x512x1024": 2}, {"1024x512x1024": 60.0})
+    now_large = suite({"1x4096x4096": 4}, {"1x4096x4096": 80.0})              # the step's second part
     before = suite({"1024x512x1024": 4}, {"1024x512x1024": 40.0})        # cut short before the second shape
     write_gz(checks / "now.json.gz", now.write_json(tmp_path / "now.json").read_text())
+    write_gz(checks / "now-large.json.gz", now_large.write_json(tmp_path / "now-large.json").read_text())
     write_gz(checks / "before.json.gz", before.write_json(tmp_path / "before.json").read_text())
     (results / "checks.json").write_text(json.dumps({"about": "Beside.", "checks": [
-        {"title": "Suite", "kind": "suite", "file": "checks/now.json.gz", "before": "checks/before.json.gz",
-         "command": "scripts/gpu_check.sh suite", "date": "2031-05-06"}]}))
+        {"title": "Suite", "kind": "suite", "file": "checks/now.json.gz", "parts": ["checks/now-large.json.gz"],
+         "before": "checks/before.json.gz", "command": "scripts/gpu_check.sh suite", "date": "2031-05-06"}]}))
     page = section(render.render(results), "Focused checks")
+    files = page.split("- files: ")[1].splitlines()[0]                          # both parts named on one line
+    assert "checks/now.json.gz`, `" in files and files.endswith("checks/now-large.json.gz`")
     assert "| v13: shape | % of cuBLAS before | its params | % of cuBLAS | params |" in page
     assert "| 1024x512x1024 | 40.0 | SPLITS=4 | 60.0 | SPLITS=2 |" in page
-    assert "| 1x4096x4096 | - | - | 80.0 | SPLITS=4 |" in page
+    assert "| 1x4096x4096 | - | - | 80.0 | SPLITS=4 |" in page                   # from the second part
     assert "- geometric mean over 1 shape: 60.0% (before: 40.0%)" in page       # the shapes both runs have
+    assert f"- geometric mean over all 2 shapes of this run: {(60.0 * 80.0) ** 0.5:.1f}%" in page
     assert "cublaslt" not in page.split("| v13: shape")[1]                       # vendor rows are the 100%
+
+
+def test_spec_kernels_against_torch_are_rendered_with_their_percent_of_torch(scripts):
+    _, render = scripts
+    row = {"kernel": "v13-bf16-out[BN=128]", "shape": "1x4096x4096", "samples": "do-bench", "ours_ms": 0.022,
+           "torch_ms": 0.0182, "pct_of_torch": 82.4, "ours_mhz": 1980.0, "torch_mhz": 1965.0, "torch_op": "torch.mm",
+           "torch_timer": "cuda-graph", "check": "PASS (rel err 1.6e-03)"}
+    lines = render.baseline_tables({"rounds": 3, "limit_pct": 3.0, "cases": [], "kernel_cases": [row]})
+    assert "| kernel | shape | our samples | ours ms | torch ms | % of torch | ours MHz | torch MHz | torch op |" \
+           " torch timer | check |" in lines
+    assert "| v13-bf16-out[BN=128] | 1x4096x4096 | do-bench | 0.0220 | 0.0182 | 82.4 | 1,980 | 1,965 | torch.mm |" \
+           " cuda-graph | PASS (rel err 1.6e-03) |" in lines
+    assert not any(line.startswith("| types |") for line in lines)       # no rows of vendor-only cases: no table
+
+
+def test_a_tune_check_shows_per_shape_the_fastest_passing_configuration_and_the_runner_up(scripts):
+    import dataclasses
+
+    _, render = scripts
+    shape = dg.Shape(1024, 512, 1024)
+
+    def case(params, ms, pct, status="PASS"):
+        return dg.CaseResult(kernel=f"v13[{params}]", name="v13", shape=shape, status=status,
+                             timing=timing(ms, 1980.0), pct_cublas=pct)
+
+    cases = [dg.CaseResult(kernel="cublaslt-bf16-NN", name="cublaslt", shape=shape, status="PASS",
+                           timing=timing(0.008, 1980.0), pct_cublas=100.0),
+             case("BN=128", 0.0103, 77.7), case("BN=64", 0.0093, 86.0), case("BN=64", 0.0094, 85.1),
+             case("BN=32", 0.0050, 160.0, status="FAIL")]                  # fast but wrong: never the fastest
+    lines = render.tune_tables(dataclasses.replace(seed_run(), cases=cases))
+    assert "| v13: shape | configurations fully measured | fastest | median ms | % of cuBLAS | runner-up |" \
+           " its % of cuBLAS |" in lines
+    assert "| 1024x512x1024 | 3 | BN=64 | 0.0093 | 86.0 | BN=128 | 77.7 |" in lines   # the runner-up is another config
+    assert not any("cublaslt" in line for line in lines)                             # the vendor row is the 100%
