@@ -67,8 +67,8 @@ Our side runs the heuristic's first algorithm, as torch does (`CublasLtMatmul.pr
 
 With --kernel SPEC.yaml:NAME (repeatable), one of our kernels is set against torch instead, a row per kernel,
 shape and pattern: torch's A, B and an empty C in the types and layout of the kernel's spec entry (bf16 or fp16
-NN with C of the input type or fp32, e4m3 NT with bf16 C and the entry's scales, tf32 or fp32 NN; another is a
-row with an error), torch's op on them (torch.mm, with out_dtype for an fp32 C; torch._scaled_mm for fp8), and
+NN with C of the input type or fp32, bf16 NT likewise, e4m3 NT with bf16 or fp32 C and the entry's scales, tf32
+NN or NT, fp32 NN; another is a row with an error; NT's B is a transposed view of an N x K tensor), torch's op on them (torch.mm, with out_dtype for an fp32 C; torch._scaled_mm for fp8), and
 our side as `dg.check_kernel` runs the entry on those tensors in torch's context, checked in every round against
 their float64 product (torch, on the GPU) and timed with the pattern (do-bench unless --samples says) for
 --our-timeout seconds. The params are the entry's, or the spec's dispatch entry for the shape (the row says
@@ -319,8 +319,12 @@ KERNEL_COMBINATIONS = {
     ("bf16", "bf16", "fp32", "NN"): "torch.mm out_dtype=float32",
     ("fp16", "fp16", "fp16", "NN"): "torch.mm",
     ("fp16", "fp16", "fp32", "NN"): "torch.mm out_dtype=float32",
+    ("bf16", "bf16", "bf16", "NT"): "torch.mm",
+    ("bf16", "bf16", "fp32", "NT"): "torch.mm out_dtype=float32",
     ("e4m3", "e4m3", "bf16", "NT"): "torch._scaled_mm",
+    ("e4m3", "e4m3", "fp32", "NT"): "torch._scaled_mm out_dtype=float32",
     ("tf32", "tf32", "fp32", "NN"): "torch.mm allow_tf32",
+    ("tf32", "tf32", "fp32", "NT"): "torch.mm allow_tf32",
     ("fp32", "fp32", "fp32", "NN"): "torch.mm",
 }
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32",

@@ -19,7 +19,7 @@
 # side; a warm burst against torch's; then bf16 on our own operands), torch-kernels (v12p-bf16-out and v12p of
 # specs/tma-bf16.yaml against torch.mm on torch's operands at 4096^3 and 8192^3, do-bench samples, interleaved
 # with torch's do_bench, both clocks and % of torch in the table; < 4 minutes), torch-suite (the same for v13 of
-# specs/suite.yaml on its small and skinny shapes; < 3 minutes), vendor-choice (the BF16 headlines'
+# specs/suite.yaml, BF16 and TF32, on its small and skinny shapes; < 5 minutes), vendor-choice (the BF16 headlines'
 # cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
@@ -127,10 +127,10 @@ for step in "$@"; do
                     timeout -s INT -k 10 240 python3 scripts/baseline_check.py --kernel specs/tma-bf16.yaml:v12p-bf16-out \
                         --kernel specs/tma-bf16.yaml:v12p --shapes 4096x4096x4096 8192x8192x8192 \
                         --json "$OUT/torch-kernels.json" 2>&1 | tee "$OUT/torch-kernels.log" ;;
-        torch-suite) # v13 (bf16 out, the suite's dispatch) against torch.mm on the suite's seed, decode and awkward
-                    # shapes, timed as torch-kernels is (at most 3 min)
-                    timeout -s INT -k 10 170 python3 scripts/baseline_check.py --kernel specs/suite.yaml:v13-bf16-out \
-                        --shapes 1024x512x1024 1x4096x4096 128x4096x4096 1x14336x4096 128x14336x4096 1001x520x776 \
+        torch-suite) # v13 (bf16 out, and tf32 with B column-major; the suite's dispatch) against torch.mm on the suite's
+                    # seed, decode and awkward shapes, timed as torch-kernels is (at most 5 min)
+                    timeout -s INT -k 10 290 python3 scripts/baseline_check.py --kernel specs/suite.yaml:v13-bf16-out \
+                        --kernel specs/suite.yaml:v13-tf32 --shapes 1024x512x1024 1x4096x4096 128x4096x4096 1x14336x4096 128x14336x4096 1001x520x776 \
                         --shape-timeout 25 --json "$OUT/torch-suite.json" 2>&1 | tee "$OUT/torch-suite.log" ;;
         patterns)   # cuBLASLt bf16, fp16 and e4m3 at 4096^3 and 8192^3 with the do-bench and flush patterns on torch's
                     # operands, interleaved with torch+do_bench, both sides' NVML clocks in the table; bf16 as a warm

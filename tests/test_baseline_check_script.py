@@ -432,7 +432,9 @@ class FakeTensorTorch:
     bfloat16, float16, float32, float64, float8_e4m3fn = "bfloat16", "float16", "float32", "float64", "float8"
 
     def __init__(self):
+        import types
         self.mm_calls = []
+        self.backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)))
 
     def rand(self, *shape, device, dtype="float32"):
         return FakeTensor(shape, dtype)
@@ -466,6 +468,15 @@ def test_the_kernels_types_pick_torchs_operands_and_op(check):
         torch, check.kernel_combination({"types": {"a": "e4m3", "c": "bf16"}, "layout": "NT"}), 256, 128, 64)
     assert (fp8.b.shape, fp8.b.dtype, fp8.b.transposed) == ((64, 128), "float8", True)   # B column-major: a view
     assert fp8.c.dtype == "bfloat16"
+    # The suite's TF32 kernel takes B column-major: torch.mm with TF32 on a transposed view of an N x K tensor.
+    tf32_nt = check.kernel_combination(check.read_spec_kernel(f"{ROOT}/specs/suite.yaml:v13-tf32").entry)
+    assert (tf32_nt.a, tf32_nt.c, tf32_nt.layout, tf32_nt.torch_op) == ("tf32", "fp32", "NT", "torch.mm allow_tf32")
+    tf32 = check.kernel_torch_operands(torch, tf32_nt, 256, 128, 64)
+    assert (tf32.b.shape, tf32.b.dtype, tf32.b.transposed) == ((64, 128), "float32", True)
+    tf32.operation()
+    assert torch.mm_calls[-1] == ("float32", "float32", None) and torch.backends.cuda.matmul.allow_tf32
+    fp8_fp32 = check.kernel_combination(check.read_spec_kernel(f"{ROOT}/specs/fp8.yaml:v13-fp8-fp32-out").entry)
+    assert (fp8_fp32.c, fp8_fp32.layout, fp8_fp32.torch_op) == ("fp32", "NT", "torch._scaled_mm out_dtype=float32")
 
 
 class FakeRecord:
