@@ -126,43 +126,8 @@
 // tile at a time does not hide.
 // Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py).
 
-#include "12_bf16_tma_ws.cu"     // v12p's store_tile, desc_128b, wgmma_bf16_m64n256k16 (and tma.cuh, wgmma.cuh)
-
-// A wgmma with both operands in shared memory: NAME(d, a_desc, b_desc) runs wgmma.mma_async.sync.aligned.SHAPE
-// on the ACC accumulators d (OPERANDS in the text, BIND the constraints), then TAIL: the two descriptors and the
-// immediates (scale-d, scale-a, scale-b and, for bf16, the transposes of A and B).
-#define V13_SMEM_WGMMA(NAME, ACC, SHAPE, OPERANDS, BIND, TAIL)                                               \
-    __device__ __forceinline__ void NAME(float (&d)[ACC], unsigned long long a_desc, unsigned long long b_desc) \
-    {                                                                                                       \
-        asm volatile("wgmma.mma_async.sync.aligned." SHAPE " {" OPERANDS "}, " TAIL ";\n"                   \
-                     : BIND                                                                                 \
-                     : "l"(a_desc), "l"(b_desc));                                                           \
-    }
-#define V13_D_0_127 WGMMA_D_0_63 ", " WGMMA_D_64_127
-#define V13_D128 WGMMA_D64(0), WGMMA_D64(64)
-
-// bf16 with B MN-major (B row-major: B transposed, the last immediate) at N = 128 and 64; v12's is N = 256.
-V13_SMEM_WGMMA(wgmma_bf16_m64n128k16, 64, "m64n128k16.f32.bf16.bf16", WGMMA_D_0_63, WGMMA_D64(0),
-               "%64, %65, 1, 1, 1, 0, 1")
-V13_SMEM_WGMMA(wgmma_bf16_m64n64k16, 32, "m64n64k16.f32.bf16.bf16", WGMMA_D_0_31, WGMMA_D32(0),
-               "%32, %33, 1, 1, 1, 0, 1")
-// bf16, both operands K-major (B column-major).
-V13_SMEM_WGMMA(wgmma_bf16_kmajor_m64n256k16, 128, "m64n256k16.f32.bf16.bf16", V13_D_0_127, V13_D128,
-               "%128, %129, 1, 1, 1, 0, 0")
-V13_SMEM_WGMMA(wgmma_bf16_kmajor_m64n128k16, 64, "m64n128k16.f32.bf16.bf16", WGMMA_D_0_63, WGMMA_D64(0),
-               "%64, %65, 1, 1, 1, 0, 0")
-V13_SMEM_WGMMA(wgmma_bf16_kmajor_m64n64k16, 32, "m64n64k16.f32.bf16.bf16", WGMMA_D_0_31, WGMMA_D32(0),
-               "%32, %33, 1, 1, 1, 0, 0")
-// e4m3, both K-major (fp8 wgmma has no transpose).
-V13_SMEM_WGMMA(wgmma_e4m3_m64n256k32, 128, "m64n256k32.f32.e4m3.e4m3", V13_D_0_127, V13_D128, "%128, %129, 1, 1, 1")
-V13_SMEM_WGMMA(wgmma_e4m3_m64n128k32, 64, "m64n128k32.f32.e4m3.e4m3", WGMMA_D_0_63, WGMMA_D64(0), "%64, %65, 1, 1, 1")
-V13_SMEM_WGMMA(wgmma_e4m3_m64n64k32, 32, "m64n64k32.f32.e4m3.e4m3", WGMMA_D_0_31, WGMMA_D32(0), "%32, %33, 1, 1, 1")
-// tf32, both K-major.
-V13_SMEM_WGMMA(wgmma_tf32_smem_m64n256k8, 128, "m64n256k8.f32.tf32.tf32", V13_D_0_127, V13_D128,
-               "%128, %129, 1, 1, 1")
-V13_SMEM_WGMMA(wgmma_tf32_smem_m64n128k8, 64, "m64n128k8.f32.tf32.tf32", WGMMA_D_0_63, WGMMA_D64(0),
-               "%64, %65, 1, 1, 1")
-V13_SMEM_WGMMA(wgmma_tf32_smem_m64n64k8, 32, "m64n64k8.f32.tf32.tf32", WGMMA_D_0_31, WGMMA_D32(0), "%32, %33, 1, 1, 1")
+#include "12_bf16_tma_ws.cu"     // v12p's store_tile, desc_128b (and tma.cuh, wgmma.cuh)
+#include "wgmma_smem.cuh"       // SmemWgmma: every instruction v13 runs
 
 // One 32-byte k step of a consumer warpgroup's tile: the instruction for the input type, B's orientation and
 // the tile width. a_tile and b_tile are the stage's A rows of this warpgroup and its B tile; s is the step.
@@ -172,35 +137,9 @@ __device__ __forceinline__ void wgmma_k_step(float (&acc)[BN / 2], unsigned a_ti
 {
     const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
     if constexpr (BT == 0) {                           // bf16, B row-major: 64-column boxes b_box_bytes apart
-        const unsigned long long b_desc = desc_128b(b_tile + 2048 * s, b_box_bytes, 1024);
-        if constexpr (BN == 256) {
-            wgmma_bf16_m64n256k16(acc, a_desc, b_desc);
-        } else if constexpr (BN == 128) {
-            wgmma_bf16_m64n128k16(acc, a_desc, b_desc);
-        } else {
-            wgmma_bf16_m64n64k16(acc, a_desc, b_desc);
-        }
+        SmemWgmma<ELEM, 0, 1, BN>::run(acc, a_desc, desc_128b(b_tile + 2048 * s, b_box_bytes, 1024));
     } else {
-        const unsigned long long b_desc = swizzled_desc<128>(b_tile + 32 * s);
-        if constexpr (ELEM == 16 && BN == 256) {
-            wgmma_bf16_kmajor_m64n256k16(acc, a_desc, b_desc);
-        } else if constexpr (ELEM == 16 && BN == 128) {
-            wgmma_bf16_kmajor_m64n128k16(acc, a_desc, b_desc);
-        } else if constexpr (ELEM == 16) {
-            wgmma_bf16_kmajor_m64n64k16(acc, a_desc, b_desc);
-        } else if constexpr (ELEM == 8 && BN == 256) {
-            wgmma_e4m3_m64n256k32(acc, a_desc, b_desc);
-        } else if constexpr (ELEM == 8 && BN == 128) {
-            wgmma_e4m3_m64n128k32(acc, a_desc, b_desc);
-        } else if constexpr (ELEM == 8) {
-            wgmma_e4m3_m64n64k32(acc, a_desc, b_desc);
-        } else if constexpr (BN == 256) {
-            wgmma_tf32_smem_m64n256k8(acc, a_desc, b_desc);
-        } else if constexpr (BN == 128) {
-            wgmma_tf32_smem_m64n128k8(acc, a_desc, b_desc);
-        } else {
-            wgmma_tf32_smem_m64n64k8(acc, a_desc, b_desc);
-        }
+        SmemWgmma<ELEM, 0, 0, BN>::run(acc, a_desc, swizzled_desc<128>(b_tile + 32 * s));
     }
 }
 
@@ -294,6 +233,88 @@ __device__ __forceinline__ void store_columns(const float (&acc)[ACC], void* C, 
     }
 }
 
+// A block's share of its cluster's work: its rank, its slice [kt_begin, kt_begin + kt_count) of every tile's
+// `ktiles` K-tiles (balanced to one K-tile), and the clusters' order over the tiles (cluster `first` takes
+// first, first + step, ...). A block launched without a cluster of SPLITS blocks traps (an ERROR row, not a
+// wrong C).
+template <int SPLITS>
+struct ClusterSlice {
+    int rank, kt_begin, kt_count, first, step;
+
+    __device__ __forceinline__ explicit ClusterSlice(int ktiles)
+        : rank(SPLITS > 1 ? static_cast<int>(cluster_rank()) : 0),
+          kt_begin(ktiles * rank / SPLITS),
+          kt_count(ktiles * (rank + 1) / SPLITS - kt_begin),
+          first(blockIdx.x / SPLITS),
+          step(gridDim.x / SPLITS)
+    {
+        if (SPLITS > 1 && cluster_ranks() != SPLITS) {
+            __trap();
+        }
+    }
+};
+
+// A consumer warpgroup's K loop over one tile: K-tiles it .. it + count - 1 of the ring (counted over the block's
+// tiles), each awaited, multiplied by `k_step(stage, s)` for its KSTEPS steps and released once the wgmmas of the
+// next are issued; the tile's last stage is released when its wgmmas are done, before the epilogue.
+template <int STAGES, int STAGE_BYTES, int KSTEPS, int ACC, typename KStep>
+__device__ __forceinline__ void consume_ktiles(float (&acc)[ACC], unsigned base, unsigned full, unsigned empty, int it,
+                                               int count, KStep k_step)
+{
+    const int lane = threadIdx.x % 32;
+    for (int kt = 0; kt < count; ++kt, ++it) {
+        const int slot = it % STAGES;
+        mbarrier_wait(full + 8 * slot, (it / STAGES) & 1);
+        wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            k_step(base + slot * STAGE_BYTES, s);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
+        if (kt >= 1 && lane == 0) {
+            mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+        }
+    }
+    wgmma_wait<0>();
+    hold_registers(acc);
+    if (count >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
+        mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+    }
+}
+
+// Steps (a) and (b) of the split (see the header): this consumer thread's float4 groups j of partial sums that
+// another rank adds (`mine(j)` false) are written to shared memory at (j * THREADS + thread) * 16, as every rank
+// lays them out; to the groups it adds itself go the other ranks' partials at the same offset. Step (c), after
+// the stores, is the caller's.
+template <int SPLITS, int THREADS, int GROUPS, typename Mine>
+__device__ __forceinline__ void add_cluster_partials(float (&acc)[4 * GROUPS], unsigned base, int thread, int rank,
+                                                     Mine mine)
+{
+    cluster_sync();                                            // (a) the ring is free
+#pragma unroll
+    for (int j = 0; j < GROUPS; ++j) {
+        if (!mine(j)) {
+            store_shared_float4(base + 16 * (j * THREADS + thread), acc[4 * j], acc[4 * j + 1], acc[4 * j + 2],
+                                acc[4 * j + 3]);
+        }
+    }
+    cluster_sync();                                            // (b) every partial visible
+    for (int other = 1; other < SPLITS; ++other) {
+        const unsigned peer = static_cast<unsigned>((rank + other) % SPLITS);
+#pragma unroll
+        for (int j = 0; j < GROUPS; ++j) {
+            if (mine(j)) {
+                const float4 v = load_cluster_float4(cluster_address(base + 16 * (j * THREADS + thread), peer));
+                acc[4 * j] += v.x;
+                acc[4 * j + 1] += v.y;
+                acc[4 * j + 2] += v.z;
+                acc[4 * j + 3] += v.w;
+            }
+        }
+    }
+}
+
 template <int ELEM, int BT, int CWG, int STAGES, int GROUP, int OUT, int SPLITS, int BN>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1)
 gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
@@ -335,23 +356,10 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     const int tile_rows = (M + TM - 1) / TM;
     const int tiles = tile_columns * tile_rows;
     const int ktiles = (K + BK - 1) / BK;
-    const int rank = SPLITS > 1 ? static_cast<int>(cluster_rank()) : 0;
-    const int kt_begin = ktiles * rank / SPLITS;       // this block's K-tiles of every tile
-    const int kt_count = ktiles * (rank + 1) / SPLITS - kt_begin;
-    const int first = blockIdx.x / SPLITS;             // this block's cluster, and the clusters
-    const int step = gridDim.x / SPLITS;
-
-    if (SPLITS > 1 && cluster_ranks() != SPLITS) {
-        __trap();                                      // launched without its cluster
-    }
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbarrier_init(full + 8 * s, 1);
-            mbarrier_init(empty + 8 * s, RELEASES);
-        }
-        mbarrier_init_fence();
-    }
-    __syncthreads();
+    const ClusterSlice<SPLITS> slice(ktiles);
+    const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
+    const int first = slice.first, step = slice.step;
+    ring_init<STAGES>(full, empty, RELEASES);
 
     if (warpgroup == 0) {
         if constexpr (CWG > 1) {
@@ -393,7 +401,6 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     }
 
     const int consumer = warpgroup - 1;
-    const int lane = tid % 32;
     const int thread = tid - 128;                      // 0 .. THREADS - 1
 
     int local = 0;                                     // the block's tiles so far
@@ -404,28 +411,10 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
         for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
-        int it = local * kt_count;
-        for (int kt = 0; kt < kt_count; ++kt, ++it) {
-            const int slot = it % STAGES;
-            mbarrier_wait(full + 8 * slot, (it / STAGES) & 1);
-            const unsigned a_tile = base + slot * STAGE_BYTES + consumer * 64 * 128;
-            const unsigned b_tile = base + slot * STAGE_BYTES + A_BYTES;
-            wgmma_fence();
-#pragma unroll
-            for (int s = 0; s < KSTEPS; ++s) {
-                wgmma_k_step<ELEM, BT, BN>(acc, a_tile, b_tile, s, B_BOX_BYTES);
-            }
-            wgmma_commit();
-            wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
-            if (kt >= 1 && lane == 0) {
-                mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
-            }
-        }
-        wgmma_wait<0>();
-        hold_registers(acc);
-        if (kt_count >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
-            mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
-        }
+        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS>(acc, base, full, empty, local * kt_count, kt_count,
+                                                    [&](unsigned stage, int s) {
+            wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
+        });
         const int row0 = tile.y * TM + 64 * consumer;
         const int col0 = tile.x * BN;
         if constexpr (SPLITS == 1) {
@@ -437,28 +426,8 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
         } else {
             const int own_first = SHARE * rank;
             const int own_last = own_first + SHARE;
-            cluster_sync();                                        // (a) the ring is free
-#pragma unroll
-            for (int j = 0; j < GROUPS; ++j) {
-                if (j < own_first || j >= own_last) {
-                    store_shared_float4(base + 16 * (j * THREADS + thread), acc[4 * j], acc[4 * j + 1],
-                                        acc[4 * j + 2], acc[4 * j + 3]);
-                }
-            }
-            cluster_sync();                                        // (b) every partial visible
-            for (int other = 1; other < SPLITS; ++other) {
-                const unsigned peer = static_cast<unsigned>((rank + other) % SPLITS);
-#pragma unroll
-                for (int j = 0; j < GROUPS; ++j) {
-                    if (j >= own_first && j < own_last) {
-                        const float4 v = load_cluster_float4(cluster_address(base + 16 * (j * THREADS + thread), peer));
-                        acc[4 * j] += v.x;
-                        acc[4 * j + 1] += v.y;
-                        acc[4 * j + 2] += v.z;
-                        acc[4 * j + 3] += v.w;
-                    }
-                }
-            }
+            add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, base, thread, rank,
+                                                          [=](int j) { return j >= own_first && j < own_last; });
 #pragma unroll
             for (int i = 0; i < ACC; ++i) {
                 acc[i] *= alpha;

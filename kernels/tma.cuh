@@ -68,6 +68,21 @@ __device__ __forceinline__ void ring_wait_free(unsigned empty, int fill)
     }
 }
 
+// The ring's barriers, made by one thread before any thread uses them: each stage's `full` (one arrival, the
+// producer's, with the bytes its copies bring) and `empty` (`releases` arrivals, the consumer warps that read it).
+template <int STAGES>
+__device__ __forceinline__ void ring_init(unsigned full, unsigned empty, unsigned releases)
+{
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(full + 8 * s, 1);
+            mbarrier_init(empty + 8 * s, releases);
+        }
+        mbarrier_init_fence();
+    }
+    __syncthreads();
+}
+
 // A producer's fill of one stage of a ring of {A tile, B tile}: arms the stage's `full` barrier
 // with the stage's bytes, then asks for the A box at (k, row) and B_BOXES boxes of B at (col +
 // BOX_COLUMNS * j, k), laid one after another behind the A tile. v11 and v12 share it.

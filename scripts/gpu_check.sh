@@ -26,9 +26,10 @@
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
-# thirdparty (kernels in outside collections' styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace tile counter, a nested
-# Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p and cuBLASLt; its GPU
-# tests and a timed run, < 3 minutes), outside-maps (specs/outside-maps.yaml: tensor maps by pointer, rank 3
+# tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), thirdparty (kernels in outside collections'
+# styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace
+# tile counter, a nested Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p
+# and cuBLASLt; its GPU tests and a timed run, < 3 minutes), outside-maps (specs/outside-maps.yaml: tensor maps by pointer, rank 3
 # and a compiled cluster, beside v12p and cuBLASLt BF16; at most 4 minutes), anchors, pictures (provenance,
 # typed % of peak, the samples, roofline and compare pictures from fresh runs), launch, compile (the
 # benchmarks), or any SPEC.yaml.
@@ -104,6 +105,15 @@ for step in "$@"; do
                         if [ "$kernel" = v13-bf16-out ]; then budget=190s; else budget=120s; fi
                         timeout -s INT -k 10 250 python3 -m driver_gemm tune specs/sweep-v13.yaml -k $kernel --strategy halving \
                             --budget $budget --json "$OUT/tune-$kernel.json" --out "$OUT/tune-$kernel-winners.yaml" 2>&1 \
+                            | tee "$OUT/tune-$kernel.log" | tail -30
+                    done ;;
+        tune-v14)   # v14 (swapped operands, specs/sweep-v14.yaml) on the suite's decode shapes by successive halving,
+                    # BF16 (bf16 out) then TF32, after its GPU tests (at most ~7 min)
+                    timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v14.py -p no:cacheprovider -rfEs \
+                        2>&1 | tee "$OUT/gpu-tests-v14.log" | tail -5
+                    for kernel in v14-bf16-out v14-tf32; do
+                        timeout -s INT -k 10 150 python3 -m driver_gemm tune specs/sweep-v14.yaml -k $kernel --strategy halving \
+                            --budget 120s --json "$OUT/tune-$kernel.json" --out "$OUT/tune-$kernel-winners.yaml" 2>&1 \
                             | tee "$OUT/tune-$kernel.log" | tail -30
                     done ;;
         sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)

@@ -1,5 +1,5 @@
-"""specs/suite.yaml and specs/fp8.yaml without a GPU: the suite's shapes, what its dispatch table picks for
-each, and the blocks that makes on an H200's 132 SMs."""
+"""specs/suite.yaml, specs/fp8.yaml and specs/sweep-v14.yaml without a GPU: the suite's shapes, what its dispatch
+tables pick for each, the blocks that makes on an H200's 132 SMs, and that every form compiles and plans."""
 
 import pytest
 
@@ -55,3 +55,15 @@ def test_fp8_compiles_and_plans_offline(capsys):
     # NVRTC builds both forms for sm_90a and plan checks their tensor maps, cluster, shared memory and registers.
     assert main(["plan", str(SPECS / "fp8.yaml"), "--arch", "sm_90a", "-s", "4096x4096x4096"]) == EXIT_OK
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "2 ok, 0 INVALID"
+
+
+def test_the_v14_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):
+    # NVRTC builds every form of kernels/14_tma_ws_swap.cu the sweep names; plan refuses exactly the rings that
+    # exceed a block's shared memory.
+    import itertools
+
+    assert main(["plan", str(SPECS / "sweep-v14.yaml"), "--arch", "sm_90a", "-s", "16x4096x4096"]) != EXIT_OK
+    lines = capsys.readouterr().out.rstrip().splitlines()
+    forms = list(itertools.product((1, 2), (8, 12, 16), (1, 2, 4), (8, 16, 32, 64)))     # CWG, STAGES, SPLITS, MT
+    fit = sum(stages * (64 * cwg + mt) * 128 + 16 * stages + 1024 <= 232448 for cwg, stages, _, mt in forms)
+    assert lines[-1] == f"{2 * fit} ok, {2 * (len(forms) - fit)} INVALID"                 # BF16 and TF32

@@ -1,0 +1,200 @@
+// v14: v13's machinery for decode shapes (M of 1 to 64), with the operands swapped: the wgmma computes
+// C^T = B^T A^T, its 64-row side running along N and its narrow side (8 to 64) along M.
+//
+// Why: a wgmma's M is 64 rows at least, so v13 at M = 1 spends 63 of every 64 rows of tensor work and
+// of its A tile on zeros. Here a tile is 64 CWG columns of C (the wgmma's rows: B^T) by MT rows of C
+// (its columns, N of the instruction: A^T, 8, 16, 32 or 64), so M = 1 wastes 7 of 8 columns of the
+// narrowest instruction instead, and a stage is (64 CWG + MT) * 128 bytes: 9 KB at CWG 1 and MT 8, so a
+// ring of 16 stages keeps 144 KB of B in flight per SM, where decode shapes are bound by reading B.
+//
+// Operands (128-byte rows of K per stage, as v13: BK = 1024 / ELEM):
+// - the wgmma's A operand is B^T, 64 CWG columns of B: with B column-major (BT 1, layout NT) one TMA box
+//   of 64 CWG rows (n) of BK, K-major, the descriptor of v13's A tile; with B row-major (BT 0, layout
+//   NN, bf16 only) CWG boxes of BK rows (k) of 64 n, MN-major, read with the instruction's transpose of
+//   A and v12's MN-major descriptor (64-column panels, 8-row groups 1024 bytes apart);
+// - its B operand is A^T: MT rows of A, K-major, one box of [MT, BK], the descriptor of v13's B (BT 1).
+// The accumulators of an m64nMT wgmma (d[4 j + e]: row 16 warp + g + 8 (e / 2), column 8 j + 2 t + e % 2)
+// are element (m, n) = (m0 + 8 j + 2 t + e % 2, n0 + 16 warp + g + 8 (e / 2)) of C: stored one element
+// a thread at a time (C of a decode step is M x N, small next to B), after alpha.
+//
+// SPLITS 1, 2, 4, 8: as v13, every block of a cluster takes the same tiles and sums its slice of K;
+// the partial sums are added through distributed shared memory, in the ring's own bytes, but shared by
+// consumer threads rather than by column groups (MT 8 has one column group): rank r sums and stores the
+// elements of consumer threads [r T / S, (r + 1) T / S) (T = 128 CWG), reading the other ranks' float4
+// at the same offset (j * T + thread) * 16; the three cluster barriers are v13's.
+//
+// Tiles: ceil(N / (64 CWG)) x ceil(M / MT), taken along N first (consecutive clusters share A's rows),
+// cluster c taking c, c + clusters, ... as in v13. Shapes: as v13 (16-byte rows for TMA, N % 8 == 0
+// for B row-major); M, N and K need no multiple of a tile: the maps' zero fill covers them, elements
+// past M or N are not stored.
+//
+// Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, tiles), cluster [SPLITS, 1, 1],
+// dynamic shared memory STAGES * (64 CWG + MT) * 128 + 16 * STAGES + 1024 bytes; tensor maps (128-byte
+// swizzle): A box [MT, BK]; B box [BK, 64] (BT 0) or [64 CWG, BK] (BT 1). Needs sm_90a.
+//
+// Resources (NVRTC 13.5, sm_90a, the forms of specs/sweep-v14.yaml): 30 to 152 registers at CWG 1 (more with MT
+// and the split), 168 at CWG 2 (setmaxnreg then gives the consumers 232 and the producer 40); no spills.
+//
+// Status: every form of specs/sweep-v14.yaml and tests/test_gpu_v14.py compiles and plans, and the fragment's
+// mapping to C and the split's shares are modelled on the host (tests/test_v14_swap_model.py). It has not run on
+// a GPU yet: tests/test_gpu_v14.py is its check against float64, which `scripts/gpu_check.sh tune-v14` runs
+// before tuning it.
+
+#include "13_tma_ws_split.cu"   // v13's cluster helpers, descriptors and SmemWgmma (wgmma_smem.cuh)
+
+// One 32-byte k step of a consumer warpgroup: `columns` is its 64 columns of B in the stage (the wgmma's
+// A), `rows` the stage's MT rows of A (its B, K-major); the instruction for the type, B's orientation and MT.
+template <int ELEM, int BT, int MT>
+__device__ __forceinline__ void swap_k_step(float (&acc)[MT / 2], unsigned columns, unsigned rows, int s)
+{
+    const unsigned long long b_desc = swizzled_desc<128>(rows + 32 * s);
+    if constexpr (BT == 0) {                           // bf16, B row-major: one 64-column panel, MN-major
+        SmemWgmma<ELEM, 1, 0, MT>::run(acc, desc_128b(columns + 2048 * s, 64 * 128, 1024), b_desc);
+    } else {
+        SmemWgmma<ELEM, 0, 0, MT>::run(acc, swizzled_desc<128>(columns + 32 * s), b_desc);
+    }
+}
+
+// A consumer warpgroup's accumulators of C^T stored into C (row-major M x N): element (m, n) as the header
+// gives it, fp32 or bf16, one at a time; elements past M or N are not stored.
+template <int OUT, int ACC>
+__device__ __forceinline__ void store_transposed(const float (&acc)[ACC], void* C, int M, int N, int m0, int n0)
+{
+    const int lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4;
+    const int t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < ACC; ++i) {
+        const int m = m0 + 8 * (i / 4) + 2 * t + i % 2;
+        const int n = n0 + 16 * warp + g + 8 * ((i % 4) / 2);
+        if (m >= M || n >= N) {
+            continue;
+        }
+        const size_t at = static_cast<size_t>(m) * N + n;
+        if constexpr (OUT == 32) {
+            static_cast<float*>(C)[at] = acc[i];
+        } else {
+            static_cast<unsigned short*>(C)[at] = static_cast<unsigned short>(bf16_bits(acc[i]));
+        }
+    }
+}
+
+template <int ELEM, int BT, int CWG, int STAGES, int OUT, int SPLITS, int MT>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1)
+gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                 void* C, int M, int N, int K, float alpha)
+{
+    constexpr int BK = 1024 / ELEM;                    // elements in a 128-byte row
+    constexpr int TN = 64 * CWG;                       // columns of C per tile (the wgmma's rows)
+    constexpr int ACC = MT / 2;                        // accumulators a consumer thread holds
+    constexpr int GROUPS = MT / 8;                     // their float4 groups (acc[4 j + e])
+    constexpr int PANEL_BYTES = 64 * 128;              // a warpgroup's 64 columns of B in a stage
+    constexpr int B_BYTES = TN * 128;
+    constexpr int A_BYTES = MT * 128;
+    constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
+    constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
+    constexpr int PRODUCER_REGISTERS = 40;
+    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int RELEASES = 4 * CWG;                  // lane 0 of each consumer warp
+    constexpr int THREADS = 128 * CWG;                 // consumer threads
+    constexpr int SHARE = THREADS / SPLITS;            // consumer threads whose elements each rank sums and stores
+    static_assert(ELEM == 32 || ELEM == 16 || ELEM == 8, "tf32, bf16 or e4m3 inputs");
+    static_assert(BT == 1 || ELEM == 16, "only bf16 wgmma reads an MN-major (row-major) B");
+    static_assert(BT == 0 || BT == 1, "B row-major (0) or column-major (1)");
+    static_assert(CWG >= 1 && CWG <= 2, "1 or 2 consumer warpgroups");
+    static_assert(STAGES >= 2, "a ring of at least two stages");
+    static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
+    static_assert(SPLITS == 1 || SPLITS == 2 || SPLITS == 4 || SPLITS == 8, "a split of 1, 2, 4 or 8");
+    static_assert(MT == 8 || MT == 16 || MT == 32 || MT == 64, "a tile 8, 16, 32 or 64 rows of C high");
+    static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 16 * GROUPS * THREADS, "the partials fit in the ring");
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = shared_address(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+
+    const int tid = threadIdx.x;
+    const int warpgroup = tid / 128;
+    const int tile_columns = (N + TN - 1) / TN;
+    const int tiles = tile_columns * ((M + MT - 1) / MT);
+    const int ktiles = (K + BK - 1) / BK;
+    const ClusterSlice<SPLITS> slice(ktiles);
+    const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
+    const int first = slice.first, step = slice.step;
+    ring_init<STAGES>(full, empty, RELEASES);
+
+    if (warpgroup == 0) {
+        if constexpr (CWG > 1) {
+            registers_decrease<PRODUCER_REGISTERS>();
+        }
+        int it = 0;                                    // K-tiles loaded by this block so far
+        for (int index = first; index < tiles; index += step) {
+            if (tid == 0) {
+                const int n0 = (index % tile_columns) * TN;
+                const int m0 = (index / tile_columns) * MT;
+                if constexpr (SPLITS > 1) {
+                    fence_proxy_async();               // the partials' generic writes before these copies
+                }
+                for (int kt = kt_begin; kt < kt_begin + kt_count; ++kt, ++it) {
+                    const int slot = it % STAGES;
+                    const unsigned stage = base + slot * STAGE_BYTES;
+                    ring_wait_free<STAGES>(empty, it);
+                    mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
+                    if constexpr (BT == 0) {
+#pragma unroll
+                        for (int c = 0; c < CWG; ++c) {
+                            tma_load_2d(stage + c * PANEL_BYTES, map_b, n0 + 64 * c, kt * BK, full + 8 * slot);
+                        }
+                    } else {
+                        tma_load_2d(stage, map_b, kt * BK, n0, full + 8 * slot);
+                    }
+                    tma_load_2d(stage + B_BYTES, map_a, kt * BK, m0, full + 8 * slot);
+                }
+            }
+            if constexpr (SPLITS > 1) {
+                cluster_sync();                        // (a), (b), (c): see v13's header
+                cluster_sync();
+                cluster_sync();
+            }
+        }
+        return;
+    }
+    if constexpr (CWG > 1) {
+        registers_increase<CONSUMER_REGISTERS>();
+    }
+
+    const int consumer = warpgroup - 1;
+    const int thread = tid - 128;                      // 0 .. THREADS - 1
+    const bool owned = thread / SHARE == rank;         // this thread's elements are this rank's to sum and store
+
+    int local = 0;                                     // the block's tiles so far
+    for (int index = first; index < tiles; index += step, ++local) {
+        float acc[ACC];
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) {
+            acc[i] = 0.0f;
+        }
+        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS>(acc, base, full, empty, local * kt_count, kt_count,
+                                                    [&](unsigned stage, int s) {
+            swap_k_step<ELEM, BT, MT>(acc, stage + consumer * PANEL_BYTES, stage + B_BYTES, s);
+        });
+        const int n0 = (index % tile_columns) * TN + 64 * consumer;
+        const int m0 = (index / tile_columns) * MT;
+        if constexpr (SPLITS > 1) {
+            add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, base, thread, rank, [=](int) { return owned; });
+        }
+        if (owned) {
+#pragma unroll
+            for (int i = 0; i < ACC; ++i) {
+                acc[i] *= alpha;
+            }
+            store_transposed<OUT>(acc, C, M, N, m0, n0);
+        }
+        if constexpr (SPLITS > 1) {
+            fence_proxy_async();
+            cluster_sync();                                        // (c) no partial still read
+        }
+    }
+}

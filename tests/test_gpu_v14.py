@@ -1,0 +1,68 @@
+"""v14 (kernels/14_tma_ws_swap.cu, C^T = B^T A^T for decode shapes) on a GPU: BF16 with B row-major and column-major,
+TF32 and FP8 with B column-major, every tile height, unsplit and with K split across a cluster, each checked against
+the float64 reference on shapes cut by M, N and K."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
+from driver_gemm.status import Status
+
+from gpu_specs import write_spec
+
+pytestmark = pytest.mark.gpu
+
+# 1x520x784: one row of A (the decode case); 61x1032x208: M inside one tile of 64 but not of 8, 16 or 32, N no
+# multiple of 64 or 128, K of 3 and a quarter bf16 K-tiles (so a split of 4 cuts K unevenly); 130x200x96: M past
+# two tiles of 64, a short K that leaves a rank of a split of 4 without a K-tile in fp8.
+SHAPES = ["1x520x784", "61x1032x208", "130x200x96"]
+
+V14 = """\
+- name: {name}
+  source: "@KERNELS@/14_tma_ws_swap.cu"
+  function: gemm_tma_ws_swap
+  arch: sm_90a
+  types: {types}
+  layout: {layout}
+  {scales}
+  params: {params}
+  block: [128 * (CWG + 1)]
+  grid: ["SPLITS * min(sm_count // SPLITS, ceil(N / (64 * CWG)) * ceil(M / MT))"]
+  cluster: [SPLITS, 1, 1]
+  shared_bytes: STAGES * (64 * CWG + MT) * 128 + 16 * STAGES + 1024
+  signature:
+    - {{name: map_a, type: tensormap, tensor: A, box: [MT, {bk}], swizzle: 128B}}
+    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
+    - C
+    - M
+    - N
+    - K
+    - alpha
+"""
+
+# In the template's order: ELEM, BT, CWG, STAGES, OUT, SPLITS, MT.
+FORMS = "CWG: [1, 2], STAGES: 4, OUT: {out}, SPLITS: [1, 4], MT: [8, 16, 32, 64]"
+KERNELS = "".join([
+    V14.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               params="{ELEM: 16, BT: 0, " + FORMS.format(out=32) + "}"),
+    V14.format(name="bf16-out-nt", types="{a: bf16, c: bf16}", layout="NT", scales="", bk=64, b_box="[64 * CWG, 64]",
+               params="{ELEM: 16, BT: 1, " + FORMS.format(out=16) + "}"),
+    V14.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[64 * CWG, 32]",
+               params="{ELEM: 32, BT: 1, " + FORMS.format(out=32) + "}"),
+    V14.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+               b_box="[64 * CWG, 128]", params="{ELEM: 8, BT: 1, " + FORMS.format(out=16) + "}"),
+])
+
+
+def test_every_v14_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
+    spec = load_spec(write_spec(tmp_path, KERNELS, SHAPES))
+    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
+    statuses = {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
+    assert len(statuses) == 4 * 16 * len(SHAPES)   # 4 kernels x (2 widths x 2 splits x 4 heights)
+    assert all(status == Status.PASS for status, _ in statuses.values()), \
+        {key: value for key, value in statuses.items() if value[0] != Status.PASS}
