@@ -68,12 +68,13 @@ Our side runs the heuristic's first algorithm, as torch does (`CublasLtMatmul.pr
 With --kernel SPEC.yaml:NAME (repeatable), one of our kernels is set against torch instead, a row per kernel,
 shape and pattern: torch's A, B and an empty C in the types and layout of the kernel's spec entry (bf16 or fp16
 NN with C of the input type or fp32, bf16 NT likewise, e4m3 NT with bf16 or fp32 C and the entry's scales, tf32
-NN or NT, fp32 NN; another is a row with an error; NT's B is a transposed view of an N x K tensor), torch's op on them (torch.mm, with out_dtype for an fp32 C; torch._scaled_mm for fp8), and
-our side as `dg.check_kernel` runs the entry on those tensors in torch's context, checked in every round against
-their float64 product (torch, on the GPU) and timed with the pattern (do-bench unless --samples says) for
---our-timeout seconds. The params are the entry's, or the spec's dispatch entry for the shape (the row says
-which). Our sampler keeps its throttle threshold (a batch under 75% of the maximum clock is dropped and counted);
-both clocks are read by the same watch. The cuBLASLt rows then run only for the combinations --only names.
+NN or NT, fp32 NN; another is a row with an error; NT's B is a transposed view of an N x K tensor), torch's op
+on them (torch.mm, with out_dtype for an fp32 C; torch._scaled_mm for fp8), and our side as `dg.check_kernel`
+runs the entry on those tensors in torch's context, checked in every round against their float64 product (torch,
+on the GPU) and timed with the pattern (do-bench unless --samples says) for --our-timeout seconds. The params
+are the entry's, or the spec's dispatch entry for the shape (the row says which). Our sampler keeps its throttle
+threshold (a batch under 75% of the maximum clock is dropped and counted); both clocks are read by the same watch.
+The cuBLASLt rows then run only for the combinations --only names.
 
 Each shape has a wall-time budget (--shape-timeout); a shape over it is
 reported as a timeout and the check goes on. Exit status 1 unless every row

@@ -44,6 +44,14 @@ step_done() {   # name, exit code, seconds
     summary+=("$1: exit $2 in $3 s")
     [ "$2" -eq 0 ] || status=1
 }
+tune_halving() {   # time limit (s), budget, name, winners spec, then the spec and tune's other arguments
+    # Successive halving within the budget: its results in $OUT/NAME.json, its log in $OUT/NAME.log, its table
+    # last; the exit status is the tune's.
+    local limit=$1 budget=$2 name=$3 winners=$4
+    shift 4
+    timeout -s INT -k 10 "$limit" python3 -m driver_gemm tune "$@" --strategy halving --budget "$budget" \
+        --json "$OUT/$name.json" --out "$OUT/$winners" 2>&1 | tee "$OUT/$name.log" | tail -30
+}
 for step in "$@"; do
     echo "=== $step ($(date -u +%FT%TZ))"
     start=$(date +%s)
@@ -101,27 +109,25 @@ for step in "$@"; do
         tune-v13)   # v13's tile width and height, ring depth and split of K (specs/sweep-v13.yaml) on its small and skinny
                     # shapes by successive halving, BF16 (bf16 out) then TF32: the winners per shape, from which the
                     # suite's dispatch table is written (at most ~6 min)
-                    for kernel in v13-bf16-out v13-tf32; do
-                        if [ "$kernel" = v13-bf16-out ]; then budget=190s; else budget=120s; fi
-                        timeout -s INT -k 10 250 python3 -m driver_gemm tune specs/sweep-v13.yaml -k $kernel --strategy halving \
-                            --budget $budget --json "$OUT/tune-$kernel.json" --out "$OUT/tune-$kernel-winners.yaml" 2>&1 \
-                            | tee "$OUT/tune-$kernel.log" | tail -30
-                    done ;;
+                    tune_halving 250 190s tune-v13-bf16-out tune-v13-bf16-out-winners.yaml specs/sweep-v13.yaml \
+                        -k v13-bf16-out; bf16=$?
+                    tune_halving 250 120s tune-v13-tf32 tune-v13-tf32-winners.yaml specs/sweep-v13.yaml -k v13-tf32; tf32=$?
+                    [ $bf16 -eq 0 ] && [ $tf32 -eq 0 ] ;;
         tune-v14)   # v14 (swapped operands, specs/sweep-v14.yaml) on the suite's decode shapes by successive halving,
                     # BF16 (bf16 out) then TF32, after its GPU tests (at most ~7 min)
                     timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v14.py -p no:cacheprovider -rfEs \
-                        2>&1 | tee "$OUT/gpu-tests-v14.log" | tail -5
+                        2>&1 | tee "$OUT/gpu-tests-v14.log" | tail -5; status_v14=$?
                     for kernel in v14-bf16-out v14-tf32; do
-                        timeout -s INT -k 10 150 python3 -m driver_gemm tune specs/sweep-v14.yaml -k $kernel --strategy halving \
-                            --budget 120s --json "$OUT/tune-$kernel.json" --out "$OUT/tune-$kernel-winners.yaml" 2>&1 \
-                            | tee "$OUT/tune-$kernel.log" | tail -30
-                    done ;;
+                        tune_halving 150 120s "tune-$kernel" "tune-$kernel-winners.yaml" specs/sweep-v14.yaml -k $kernel \
+                            || status_v14=1
+                    done
+                    [ $status_v14 -eq 0 ] ;;
         sweeps)     # the v11 and v12 sweeps by successive halving, each within a budget (at most ~3 min)
+                    status_sweeps=0
                     for sweep in sweep-v12 sweep-v11; do
-                        timeout -s INT -k 10 100 python3 -m driver_gemm tune specs/$sweep.yaml --strategy halving \
-                            --budget 75s --json "$OUT/$sweep-halving.json" --out "$OUT/$sweep-winners.yaml" 2>&1 \
-                            | tee "$OUT/$sweep-halving.log" | tail -30
-                    done ;;
+                        tune_halving 100 75s "$sweep-halving" "$sweep-winners.yaml" "specs/$sweep.yaml" || status_sweeps=1
+                    done
+                    [ $status_sweeps -eq 0 ] ;;
         types)      python3 -m driver_gemm run specs/types.yaml -s 1001x513x777 -s 1024x512x1024 --json "$OUT/types.json" -q ;;
         baselines)  timeout 180 python3 scripts/baseline_check.py --json "$OUT/baseline-check.json" 2>&1 \
                         | tee "$OUT/baseline-check.log" ;;

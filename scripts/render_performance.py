@@ -100,14 +100,16 @@ def run_section(folder: Path, path: Path, step: Step, record: dict) -> list[str]
     return provenance(folder, path, step, record) + run_tables(run)
 
 
+def where_lines(run, cut_short: str) -> list[str]:
+    """The line saying where `run` ran, `cut_short` after it if the run was interrupted, and a blank line."""
+    return [f"- {where_run(run.environment, run.started)}", *([f"- {cut_short}"] if run.interrupted else []), ""]
+
+
 def run_tables(run) -> list[str]:
     """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithm notes."""
     from driver_gemm.report.vendor_notes import algorithm_notes
 
-    lines = [f"- {where_run(run.environment, run.started)}"]
-    if run.interrupted:
-        lines.append("- the run was interrupted: the table holds the cases it finished")
-    lines.append("")
+    lines = where_lines(run, "the run was interrupted: the table holds the cases it finished")
     for shape in dict.fromkeys(case.shape for case in run.cases):
         rows = []
         for case in run.cases:
@@ -125,18 +127,21 @@ def run_tables(run) -> list[str]:
     return lines
 
 
+def kernel_and_params(case) -> tuple[str, str]:
+    """A case's kernel name and its params as its label writes them: ``v13[BN=64,CWG=1]`` -> (v13, BN=64,CWG=1)."""
+    name, _, params = case.kernel.partition("[")
+    return name, params.rstrip("]")
+
+
 def tune_tables(run) -> list[str]:
     """A tuning run, compactly: per kernel and shape, how many configurations were fully measured, the fastest that
     passed and the runner-up, each with its % of cuBLAS (of the vendor row measured in the same run)."""
-    lines = [f"- {where_run(run.environment, run.started)}"]
-    if run.interrupted:
-        lines.append("- the run was interrupted: the table holds the cases it finished")
-    lines.append("")
+    lines = where_lines(run, "the run was interrupted: the table holds the cases it finished")
     measured: dict = {}
     for case in run.cases:
         if not case.is_baseline and case.median_ms is not None:
-            name, _, params = case.kernel.partition("[")
-            measured.setdefault(name, {}).setdefault(case.shape.label, []).append((case, params.rstrip("]")))
+            name, params = kernel_and_params(case)
+            measured.setdefault(name, {}).setdefault(case.shape.label, []).append((case, params))
     for name, shapes in measured.items():
         rows = []
         for label, found in shapes.items():
@@ -176,15 +181,12 @@ def suite_tables(run, before=None) -> list[str]:
         for case in result.cases:
             if case.is_baseline or case.pct_cublas is None:
                 continue
-            name, _, params = case.kernel.partition("[")
-            found.setdefault(name, {})[case.shape.label] = (case.pct_cublas, params.rstrip("]"))
+            name, params = kernel_and_params(case)
+            found.setdefault(name, {})[case.shape.label] = (case.pct_cublas, params)
         return found
 
     now, then = by_kernel(run), by_kernel(before) if before is not None else {}
-    lines = [f"- {where_run(run.environment, run.started)}"]
-    if run.interrupted:
-        lines.append("- the run was cut short by its timeout: the tables hold the shapes it finished")
-    lines.append("")
+    lines = where_lines(run, "the run was cut short by its timeout: the tables hold the shapes it finished")
     for name, shapes in now.items():
         earlier = then.get(name, {})
         rows = []

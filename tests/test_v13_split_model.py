@@ -28,23 +28,30 @@ def element(thread: int, j: int, e: int) -> tuple[int, int]:
     return 64 * consumer + 16 * warp + g + 8 * (e // 2), 8 * j + 2 * t + e % 2
 
 
-def model_tile(A: np.ndarray, B: np.ndarray, cwg: int, splits: int, bk: int, bn: int) -> tuple[np.ndarray, np.ndarray]:
-    """One tile (rows 0 .. 64 cwg, columns 0 .. bn) computed as the kernel does: C and how often each was stored."""
-    groups = bn // 8
-    threads, share = 128 * cwg, groups // splits
+def rank_partials(A: np.ndarray, B: np.ndarray, rows: int, columns: int, splits: int, bk: int) -> list[np.ndarray]:
+    """Each rank's partial sum of the tile (rows 0 .. rows of A, columns 0 .. columns of B) over its K slice, with A
+    and B zero-filled past the matrix and K padded to whole K-tiles, as TMA's fill leaves them."""
     M, K = A.shape
     N = B.shape[1]
     ktiles = -(-K // bk)
-    tile_rows = 64 * cwg
-    padded_a = np.zeros((tile_rows, ktiles * bk))
-    padded_a[:min(M, tile_rows), :K] = A[:tile_rows]
-    padded_b = np.zeros((ktiles * bk, bn))
-    padded_b[:K, :min(N, bn)] = B[:, :bn]
+    padded_a = np.zeros((rows, ktiles * bk))
+    padded_a[:min(M, rows), :K] = A[:rows]
+    padded_b = np.zeros((ktiles * bk, columns))
+    padded_b[:K, :min(N, columns)] = B[:, :columns]
     partial = []
     for rank in range(splits):
         begin, count = k_slice(ktiles, rank, splits)
         k = slice(begin * bk, (begin + count) * bk)
         partial.append(padded_a[:, k] @ padded_b[k, :])
+    return partial
+
+
+def model_tile(A: np.ndarray, B: np.ndarray, cwg: int, splits: int, bk: int, bn: int) -> tuple[np.ndarray, np.ndarray]:
+    """One tile (rows 0 .. 64 cwg, columns 0 .. bn) computed as the kernel does: C and how often each was stored."""
+    groups = bn // 8
+    threads, share = 128 * cwg, groups // splits
+    tile_rows = 64 * cwg
+    partial = rank_partials(A, B, tile_rows, bn, splits, bk)
     acc = np.zeros((splits, threads, 4 * groups))
     for thread in range(threads):
         for j in range(groups):

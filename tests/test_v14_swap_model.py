@@ -6,7 +6,7 @@ as A @ B, every element stored exactly once, and no rank may read a partial its 
 import numpy as np
 import pytest
 
-from test_v13_split_model import fragment, k_slice
+from test_v13_split_model import fragment, rank_partials
 
 
 def element(thread: int, i: int) -> tuple[int, int]:
@@ -22,19 +22,8 @@ def model_tile(A: np.ndarray, B: np.ndarray, cwg: int, splits: int, bk: int, mt:
     stored."""
     threads, accumulators = 128 * cwg, mt // 2
     share = threads // splits
-    M, K = A.shape
-    N = B.shape[1]
-    ktiles = -(-K // bk)
     columns = 64 * cwg
-    padded_a = np.zeros((mt, ktiles * bk))
-    padded_a[:min(M, mt), :K] = A[:mt]
-    padded_b = np.zeros((ktiles * bk, columns))
-    padded_b[:K, :min(N, columns)] = B[:, :columns]
-    partial = []
-    for rank in range(splits):
-        begin, count = k_slice(ktiles, rank, splits)
-        k = slice(begin * bk, (begin + count) * bk)
-        partial.append(padded_a[:, k] @ padded_b[k, :])
+    partial = rank_partials(A, B, mt, columns, splits, bk)
     acc = np.zeros((splits, threads, accumulators))
     for thread in range(threads):
         for i in range(accumulators):
