@@ -35,10 +35,31 @@
 // Resources (NVRTC 13.5, sm_90a, the forms of specs/sweep-v14.yaml): 30 to 152 registers at CWG 1 (more with MT
 // and the split), 168 at CWG 2 (setmaxnreg then gives the consumers 232 and the producer 40); no spills.
 //
-// Status: every form of specs/sweep-v14.yaml and tests/test_gpu_v14.py compiles and plans, and the fragment's
-// mapping to C and the split's shares are modelled on the host (tests/test_v14_swap_model.py). It has not run on
-// a GPU yet: tests/test_gpu_v14.py is its check against float64, which `scripts/gpu_check.sh tune-v14` runs
-// before tuning it.
+// The design's expectation: decode shapes are bound by reading B once (M = 1 at N = K = 4096:
+// 32 MB), and v13's best forms there left SMs idle (16 tiles of 256 columns split 4 ways: 64 blocks of 132).
+// v14's 64-column tiles make 64 of them at N = 4096 (128 blocks split 2 ways) and 128 to 224 at N = 8192 and
+// 14336 unsplit, each with up to 144 KB of B in flight: every SM streaming B, so about the vendor row's time
+// (100%, against v13's 84-91%), at M = 1 to 64; at M = 128 two row tiles read B twice, so v13 stays there.
+//
+// Measured (H200, NVRTC 13.5, % of the vendor row of the same run, cuBLASLt best of 8; docs/performance.md,
+// "Focused checks": checks/suite-bf16.json.gz and suite-tf32.json.gz, `scripts/gpu_check.sh suite`):
+//
+//   shape            BF16 (bf16 out, NN)   TF32 (NT)     v13 in the suite's run before (BF16 / TF32)
+//   1x4096x4096      107.8                  84.6          84.6 / 72.7
+//   16x4096x4096     107.5                 107.5          84.2 / 92.1
+//   64x4096x4096      93.6                 103.8          81.4 / 97.7
+//   1x8192x8192       99.9                  98.2          85.6 / 84.9
+//   16x8192x8192      99.3                 111.5          86.7 / 98.5
+//   64x8192x8192      96.1                  98.7          89.1 / 95.1
+//   1x14336x4096      99.8                  92.1          91.2 / 84.3
+//   16x14336x4096     98.1                 108.8          89.0 / 99.8
+//   64x14336x4096     96.0                 100.0          90.0 / 95.1
+//
+// At M = 128 (checks/tune-m128-v14-*.json.gz) v14's best is 61-90%, behind v13 as expected. Against torch.mm
+// under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
+// 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not, on
+// shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz). No Nsight Compute profile has
+// been taken of it: the DRAM throughput behind "bound by reading B" is inferred from the times, not measured.
 
 #include "13_tma_ws_split.cu"   // v13's cluster helpers, descriptors and SmemWgmma (wgmma_smem.cuh)
 

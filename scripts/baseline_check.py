@@ -343,7 +343,7 @@ class KernelUnsupported(Exception):
 class SpecKernel:
     """A kernel entry named by --kernel SPEC.yaml:NAME: its fields as the spec writes them (`source` made absolute),
     the kernel as the spec loaded it (its params and label), and the spec's dispatch table for it (None without
-    one)."""
+    one) with the members its entries name, each as (entry, loaded kernel)."""
 
     text: str
     spec_path: Path
@@ -351,6 +351,7 @@ class SpecKernel:
     entry: dict
     loaded: object
     dispatch: object = None
+    members: dict = dataclasses.field(default_factory=dict)
 
 
 def read_spec_kernel(text: str) -> SpecKernel:
@@ -370,21 +371,26 @@ def read_spec_kernel(text: str) -> SpecKernel:
         spec = load_spec(path)
     except SpecError as exc:
         raise ValueError(f"--kernel {text!r}: {exc}") from None
-    entries = [entry for entry in (yaml.safe_load(path.read_text()) or {}).get("kernels", [])
-               if isinstance(entry, dict) and entry.get("name") == name]
-    if not entries:
+    entries = {}
+    for entry in (yaml.safe_load(path.read_text()) or {}).get("kernels", []):
+        if isinstance(entry, dict) and entry.get("name") not in entries:
+            entry = dict(entry)
+            if "source" in entry:
+                entry["source"] = str((path.resolve().parent / entry["source"]).resolve())
+            entries[entry.get("name")] = entry
+    if name not in entries:
         names = sorted({kernel.name for kernel in spec.kernels})
         raise ValueError(f"--kernel {text!r}: {spec_text} has no kernel named {name!r} (its kernels: "
                          f"{', '.join(names)})")
-    entry = dict(entries[0])
+    entry = entries[name]
     swept = sorted(key for key, value in (entry.get("params") or {}).items() if isinstance(value, list))
     if swept:
         raise ValueError(f"--kernel {text!r}: kernel {name} sweeps {', '.join(swept)}; name a kernel with one "
                          "configuration (or give the spec a dispatch: table for it)")
-    if "source" in entry:
-        entry["source"] = str((path.resolve().parent / entry["source"]).resolve())
-    loaded = next(kernel for kernel in spec.kernels if kernel.name == name)
-    return SpecKernel(text, path, name, entry, loaded, spec.dispatch.get(name))
+    loaded = {kernel.name: kernel for kernel in spec.kernels}
+    table = spec.dispatch.get(name)
+    members = {member: (entries[member], loaded[member]) for member in (table.members if table else ())}
+    return SpecKernel(text, path, name, entry, loaded[name], table, members)
 
 
 @dataclass(frozen=True)
@@ -437,7 +443,8 @@ def kernel_params(kernel: SpecKernel, shape):
     if kernel.dispatch is None:
         return kernel.loaded, "its own params"
     index, rule = kernel.dispatch.choose(Shape(*shape))
-    return (select_kernel(kernel.loaded, kernel.dispatch, Shape(*shape)),
+    members = {name: loaded for name, (_, loaded) in kernel.members.items()}
+    return (select_kernel(kernel.loaded, kernel.dispatch, Shape(*shape), members),
             f"dispatch: {rule} entry {index} ({kernel.dispatch.entries[index].shape.label})")
 
 
@@ -822,6 +829,7 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
     shape_label = f"{M}x{N}x{K}"
     running, params_from = kernel_params(kernel, shape)
     params, label = dict(running.params), running.label
+    entry = kernel.members[running.name][0] if running.name in kernel.members else kernel.entry   # the table's pick
     measure = {"samples": pattern, "timeout_s": args.our_timeout, "min_time_s": min(0.5, args.our_timeout)}
     ours: list[SideRound] = []
     theirs: list[SideRound] = []
@@ -830,11 +838,11 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
     tag = f"{label} {shape_label} {pattern}"
     say(f"{tag}: inputs, compile, check ...")
     try:
-        combination = kernel_combination(kernel.entry)
+        combination = kernel_combination(entry)
         for required in ("source", "function", "grid", "block"):
-            if required not in kernel.entry:
+            if required not in entry:
                 raise KernelUnsupported(f"the kernel entry has no {required}:")
-        fields = kernel_fields(kernel.entry, combination)
+        fields = kernel_fields(entry, combination)
         with budget(args.shape_timeout):
             operands = kernel_torch_operands(torch, combination, M, N, K)
             combination = dataclasses.replace(combination, torch_op=operands.torch_op)
@@ -842,9 +850,9 @@ def run_kernel_case(kernel: SpecKernel, shape, args, clocks, torch, torch_side, 
             def our_round() -> SideRound:
                 nonlocal check
                 with ClockWatch(clocks) as watch:
-                    record = dg.check_kernel(kernel.entry["source"], kernel.entry["function"], operands.a,
-                                             operands.b, operands.c, grid=kernel.entry["grid"],
-                                             block=kernel.entry["block"], params=params, name=kernel.name,
+                    record = dg.check_kernel(entry["source"], entry["function"], operands.a,
+                                             operands.b, operands.c, grid=entry["grid"],
+                                             block=entry["block"], params=params, name=kernel.name,
                                              reference=operands.reference, stream=stream, measure=measure,
                                              **fields)
                     ended = time.perf_counter()

@@ -93,7 +93,7 @@ for step in "$@"; do
                         if [ "$name" = bf16 ]; then kernels=(-k v13-bf16-out); else kernels=(-k v11 -k v13-tf32); fi
                         timeout -s INT -k 10 150 python3 -m driver_gemm run specs/suite.yaml "${kernels[@]}" "${small[@]}" \
                             --json "$OUT/suite-$name.json" -q || status_suite=1
-                        timeout -s INT -k 10 110 python3 -m driver_gemm run specs/suite.yaml "${kernels[@]}" "${large[@]}" \
+                        timeout -s INT -k 10 130 python3 -m driver_gemm run specs/suite.yaml "${kernels[@]}" "${large[@]}" \
                             --json "$OUT/suite-$name-large.json" -q || status_suite=1
                     done
                     echo "=== suite cases (a run cut short by its timeout keeps the cases it finished)"

@@ -170,10 +170,11 @@ def joined_run(folder: Path, file: Path, parts: list[str]):
     return dataclasses.replace(run, cases=cases)
 
 
-def suite_tables(run, before=None) -> list[str]:
-    """A shape suite, compactly: per kernel (its parameters aside), each shape's % of cuBLAS and the parameters its
-    dispatch chose, beside the same from `before` (a run of the suite with another dispatch) where given; each
-    kernel's geometric mean over the shapes both runs finished last."""
+def suite_tables(run, before=None, kernels=()) -> list[str]:
+    """A shape suite, compactly: per kernel (its parameters aside; a dispatched family as one, whichever of its
+    kernels a shape ran), each shape's % of cuBLAS and the configuration its dispatch chose, beside the same from
+    `before` (a run of the suite with another dispatch) where given; each kernel's geometric mean over the shapes
+    both runs finished last. `kernels` (names) limits the tables to those, where given."""
     from driver_gemm.report.tables import geometric_mean
 
     def by_kernel(result) -> dict:
@@ -182,7 +183,11 @@ def suite_tables(run, before=None) -> list[str]:
             if case.is_baseline or case.pct_cublas is None:
                 continue
             name, params = kernel_and_params(case)
-            found.setdefault(name, {})[case.shape.label] = (case.pct_cublas, params)
+            family = case.name if case.dispatch is not None else name
+            if kernels and family not in kernels:
+                continue
+            shown = params if name == family else case.kernel     # a member of the family: its whole label
+            found.setdefault(family, {})[case.shape.label] = (case.pct_cublas, shown)
         return found
 
     now, then = by_kernel(run), by_kernel(before) if before is not None else {}
@@ -311,7 +316,8 @@ def checks_section(folder: Path) -> list[str]:
         elif kind == "suite":
             before = folder / check["before"] if check.get("before") else None
             lines += suite_tables(joined_run(folder, file, check.get("parts", [])),
-                                  dg.load_results(before) if before is not None and before.exists() else None)
+                                  dg.load_results(before) if before is not None and before.exists() else None,
+                                  check.get("kernels", ()))
         elif kind == "tune":
             lines += tune_tables(dg.load_results(file))
         elif kind == "baseline-check":

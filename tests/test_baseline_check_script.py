@@ -378,10 +378,20 @@ def test_a_kernel_value_gives_the_spec_entry_with_its_source_found(check):
 def test_a_kernel_with_a_dispatch_table_runs_the_entry_for_the_shape(check):
     kernel = check.read_spec_kernel(f"{ROOT}/specs/suite.yaml:v13-bf16-out")
     assert kernel.dispatch is not None
-    shape = kernel.dispatch.entries[0].shape
+    entries = kernel.dispatch.entries
+    own = next(index for index, entry in enumerate(entries) if entry.kernel is None)
+    shape = entries[own].shape
     running, source = check.kernel_params(kernel, (shape.M, shape.N, shape.K))
-    assert source == f"dispatch: exact entry 0 ({shape.label})"
-    assert dict(running.params) == {**kernel.entry["params"], **kernel.dispatch.entries[0].params}
+    assert source == f"dispatch: exact entry {own} ({shape.label})"
+    assert running.name == "v13-bf16-out"
+    assert dict(running.params) == {**kernel.entry["params"], **entries[own].params}
+    # an entry naming a member runs the member's kernel entry, with the entry's params over its own
+    picked = next(index for index, entry in enumerate(entries) if entry.kernel is not None)
+    shape = entries[picked].shape
+    running, source = check.kernel_params(kernel, (shape.M, shape.N, shape.K))
+    member_entry, _ = kernel.members[entries[picked].kernel]
+    assert running.name == entries[picked].kernel == member_entry["name"] and Path(member_entry["source"]).is_file()
+    assert dict(running.params) == {**member_entry["params"], **entries[picked].params}
 
 
 def test_the_kernels_types_and_layout_pick_the_combination(check):

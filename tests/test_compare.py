@@ -66,7 +66,7 @@ def test_a_dispatched_kernel_whose_pick_changed_is_one_case_named_by_its_kernel(
     for name, run in (("old", old), ("new", new)):
         run.write_json(tmp_path / f"{name}.json")
     main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")])
-    assert "v13 at 64x64x64: its dispatch picked other params: v13[SPLITS=8] -> v13[SPLITS=4]" in capsys.readouterr().out
+    assert "v13 at 64x64x64: its dispatch picked another configuration: v13[SPLITS=8] -> v13[SPLITS=4]" in capsys.readouterr().out
 
 
 def test_cli_exit_codes(tmp_path, capsys):

@@ -101,7 +101,7 @@ def test_the_suites_dispatched_kernels_pass_where_their_table_splits_k():
     run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
     chosen = {(case.name, case.shape.label): dict(case.params) for case in run.cases}
     kernels = {kernel.name: kernel for kernel in spec.kernels}
-    expected = {(name, shape.label): dict(select_kernel(kernels[name], spec.dispatch[name], shape).params)
+    expected = {(name, shape.label): dict(select_kernel(kernels[name], spec.dispatch[name], shape, kernels).params)
                 for name in names for shape in spec.shapes}
     assert chosen == expected
     assert any(params["SPLITS"] > 1 for params in chosen.values())

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import driver_gemm as dg
+from driver_gemm.results.records import DispatchChoice
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -230,6 +231,31 @@ def test_a_suite_check_shows_each_shapes_figure_and_params_beside_the_run_before
     assert "- geometric mean over 1 shape: 60.0% (before: 40.0%)" in page       # the shapes both runs have
     assert f"- geometric mean over all 2 shapes of this run: {(60.0 * 80.0) ** 0.5:.1f}%" in page
     assert "cublaslt" not in page.split("| v13: shape")[1]                       # vendor rows are the 100%
+
+
+def test_a_suite_family_is_one_table_whichever_kernel_its_dispatch_ran(scripts, results, tmp_path):
+    import dataclasses
+
+    _, render = scripts
+    small, skinny = dg.Shape(1024, 512, 1024), dg.Shape(1, 4096, 4096)
+    cases = [dg.CaseResult(kernel="v13[BN=64]", name="v13", shape=small, status="PASS", timing=timing(0.03, 1700.0),
+                           pct_cublas=90.0, dispatch=DispatchChoice(0, small.label, "exact")),
+             dg.CaseResult(kernel="v14[MT=8]", name="v13", shape=skinny, status="PASS", timing=timing(0.02, 1700.0),
+                           pct_cublas=110.0, dispatch=DispatchChoice(1, skinny.label, "exact", table="v13")),
+             dg.CaseResult(kernel="v11", name="v11", shape=small, status="PASS", timing=timing(0.03, 1700.0),
+                           pct_cublas=50.0)]
+    checks = results / "checks"
+    checks.mkdir()
+    run = dataclasses.replace(seed_run(), cases=cases)
+    write_gz(checks / "suite.json.gz", run.write_json(tmp_path / "suite.json").read_text())
+    (results / "checks.json").write_text(json.dumps({"about": "Beside.", "checks": [
+        {"title": "Suite", "kind": "suite", "file": "checks/suite.json.gz", "kernels": ["v13"],
+         "command": "scripts/gpu_check.sh suite", "date": "2031-05-06"}]}))
+    page = section(render.render(results), "Focused checks")
+    assert "| 1024x512x1024 | 90.0 | BN=64 |" in page
+    assert "| 1x4096x4096 | 110.0 | v14[MT=8] |" in page                 # the member's whole label
+    assert "v14: shape" not in page and "v11" not in page                   # one table, the one asked for
+    assert f"- geometric mean over 2 shapes: {(90.0 * 110.0) ** 0.5:.1f}%" in page
 
 
 def test_spec_kernels_against_torch_are_rendered_with_their_percent_of_torch(scripts):

@@ -36,11 +36,21 @@ def _blocks(kernel, shape):
 def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_leave_idle(name):
     kernel = next(k for k in SUITE.kernels if k.name == name)
     table = SUITE.dispatch[name]
+    kernels = {k.name: k for k in SUITE.kernels}
     for shape in SUITE.shapes:
-        blocks, params = _blocks(select_kernel(kernel, table, shape), shape)
+        chosen = select_kernel(kernel, table, shape, kernels)
+        blocks, params = _blocks(chosen, shape)
+        assert blocks % params["SPLITS"] == 0 and blocks <= SM_COUNT, (shape.label, params)
+        if chosen.name != name:
+            # a member: v14, for decode shapes of M up to 64 only, its MT rows holding all of M (B read once), and
+            # its 64 CWG-column tiles, split or not, giving a quarter of the SMs or more their work
+            assert chosen.function == "gemm_tma_ws_swap" and shape.M <= 64 <= shape.N, (shape.label, params)
+            assert shape.M <= params["MT"], (shape.label, params)
+            tiles = -(-shape.N // (64 * params["CWG"]))
+            assert params["SPLITS"] <= 4 and tiles * params["SPLITS"] >= SM_COUNT // 4, (shape.label, params)
+            continue
         wide_tiles = -(-shape.N // 256) * -(-shape.M // 128)               # v12p's 128 x 256 tiles
         tiles = -(-shape.N // params["BN"]) * -(-shape.M // (64 * params["CWG"]))
-        assert blocks % params["SPLITS"] == 0 and blocks <= SM_COUNT, (shape.label, params)
         if shape.M <= 128 or wide_tiles < 3 * SM_COUNT // 2:
             # skinny, or under one and a half waves of wide tiles (one full wave and a tail): a narrower tile or
             # a split of K, no deeper than 4 (the partial sums' exchange costs more than idle SMs: v13's header),
@@ -49,6 +59,17 @@ def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_le
             assert params["SPLITS"] <= 4 and tiles * params["SPLITS"] >= SM_COUNT // 4, (shape.label, params)
         else:                                            # the tiles fill the GPU: v12p's persistent form
             assert params == {**params, "SPLITS": 1, "CWG": 2, "BN": 256}, (shape.label, params)
+
+
+def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_above():
+    kernels = {k.name: k for k in SUITE.kernels}
+    for name, member in (("v13-bf16-out", "v14-bf16-out"), ("v13-tf32", "v14-tf32")):
+        for m, n, k in DECODE:
+            shape = next(s for s in SUITE.shapes if (s.M, s.N, s.K) == (m, n, k))
+            chosen = select_kernel(kernels[name], SUITE.dispatch[name], shape, kernels).name
+            assert chosen == (member if m <= 64 else name), (name, shape.label)
+    fp32_out = SUITE.dispatch["v13-bf16"]          # no v14 form computes bf16 -> fp32 here: v13 throughout
+    assert fp32_out.members == ()
 
 
 def test_fp8_compiles_and_plans_offline(capsys):

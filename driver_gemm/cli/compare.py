@@ -64,7 +64,8 @@ def execute(args, out: Output) -> int:
     for comparison in comparisons:
         if comparison.params_changed:
             before, after = comparison.params_changed
-            out.note(f"{comparison.kernel} at {comparison.shape}: its dispatch picked other params: {before} -> {after}")
+            out.note(f"{comparison.kernel} at {comparison.shape}: its dispatch picked another configuration: "
+                     f"{before} -> {after}")
     if args.plot is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import comparison_figure

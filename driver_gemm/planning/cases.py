@@ -100,7 +100,7 @@ def cases_of(spec: Spec) -> list[Case]:
                 out.append(Case(len(out), None, shape, precision))
             for row in rows:
                 out.append(Case(len(out), None, shape, lt=row))
-        for kernel in spec.kernels:
+        for kernel in standalone(spec):
             kernel, chosen = dispatched(spec, kernel, shape)
             label = row_of.get(kernel.label) if kernel.is_typed else BASELINE_LABELS[kernel.precision]
             out.append(Case(len(out), kernel, shape, kernel.precision,
@@ -165,8 +165,16 @@ def operands_summary(types: GemmTypes, operands: GemmOperands) -> OperandsRecord
                           batch_stride={key: getattr(operands, key).batch_stride for key in "abc"})
 
 
+def standalone(spec: Spec) -> list[KernelSpec]:
+    """The spec's kernels that run on every shape: all but the members of a dispatch table (`Spec.dispatch_members`),
+    which run where their family's table picks them."""
+    members = spec.dispatch_members
+    return [kernel for kernel in spec.kernels if kernel.name not in members] if members else list(spec.kernels)
+
+
 def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec, DispatchChoice | None]:
-    """`kernel` with the params the spec's ``dispatch:`` table picks for `shape`, and which entry it picked.
+    """`kernel` with the params the spec's ``dispatch:`` table picks for `shape`, and which entry it picked; where
+    the entry names a member, that member with the entry's params.
 
     A kernel without a table is returned as it is, with None.
     """
@@ -175,12 +183,15 @@ def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec
         return kernel, None
     index, rule = table.choose(shape)
     entry = table.entries[index]
-    return select_kernel(kernel, table, shape), DispatchChoice(index, entry.shape.label, rule)
+    members = {k.name: k for k in spec.kernels if k.name in table.members} if table.members else None
+    chosen = select_kernel(kernel, table, shape, members)
+    return chosen, DispatchChoice(index, entry.shape.label, rule, table=kernel.name if chosen.name != kernel.name
+                                  else None)
 
 
 def kernels_on(spec: Spec, shape: Shape) -> list[KernelSpec]:
     """The kernel configurations that run on `shape` (a dispatched kernel's as its table picks them)."""
-    return [dispatched(spec, kernel, shape)[0] for kernel in spec.kernels]
+    return [dispatched(spec, kernel, shape)[0] for kernel in standalone(spec)]
 
 
 def kernels_of(spec: Spec) -> list[KernelSpec]:
@@ -197,7 +208,8 @@ def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
         return CaseResult(kernel=case.label, name=case.label, shape=case.shape, status=status, message=message,
                           precision=case.precision)
     kernel = case.kernel
-    record = CaseResult(kernel=kernel.label, name=kernel.name, shape=case.shape, status=status, message=message,
+    family = case.dispatch.table if case.dispatch is not None and case.dispatch.table else kernel.name
+    record = CaseResult(kernel=kernel.label, name=family, shape=case.shape, status=status, message=message,
                         params=dict(kernel.params), instance=kernel.instance, source=str(kernel.source),
                         precision=kernel.precision, dispatch=case.dispatch)
     if kernel.is_typed:

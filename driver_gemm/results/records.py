@@ -60,6 +60,7 @@ class DispatchChoice:
     entry: int          # the entry's position in the table
     shape: str          # the shape the entry was chosen for, e.g. 4096x4096x4096
     rule: str           # how it was picked: exact, when, nearest (see spec.dispatch)
+    table: str | None = None   # the family whose table picked another kernel (the record's name); None: its own
 
 
 @dataclass(frozen=True)
@@ -376,6 +377,8 @@ class CaseResult:
         for key in self.OPTIONAL_KEYS:
             if out[key] is None:
                 del out[key]
+        if out.get("dispatch") and out["dispatch"]["table"] is None:    # its own table's pick: said by leaving it out
+            del out["dispatch"]["table"]
         return _finite(out)
 
     @classmethod

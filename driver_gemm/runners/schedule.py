@@ -17,7 +17,7 @@ from ..measure.reference import uses_cpu_reference
 from ..measure.timing import MIN_SAMPLES_ON_TIMEOUT
 from ..specfile.model import MeasureSettings, Shape, Spec
 from ..cuda.occupancy import arch_limits
-from ..planning.cases import Case, cases_of
+from ..planning.cases import Case, cases_of, dispatched
 from ..planning.case_plan import plan_launch
 from .estimates import Remembered, recall
 
@@ -156,8 +156,10 @@ class Task:
 
     def spec_of(self, spec: Spec) -> Spec:
         """`spec` cut down to this task: its shapes and its kernels (and their baselines, where the spec has them)."""
-        return dataclasses.replace(spec, shapes=self.shapes,
-                                   kernels=tuple(k for k in spec.kernels if k.label in self.kernels))
+        wanted = set(self.kernels)
+        kept = [k for k in spec.kernels   # a task names a dispatched kernel by the label its table gives it
+                if k.label in wanted or any(dispatched(spec, k, shape)[0].label in wanted for shape in self.shapes)]
+        return dataclasses.replace(spec, shapes=self.shapes, kernels=spec.with_members(kept))
 
 
 @dataclass

@@ -5,6 +5,11 @@ its winning params and optional ``when:`` ranges. The rule, in order: the entry 
 shape; the first whose ``when`` ranges hold it; the nearest in log space (sum over M, N, K of
 (ln shape - ln entry)^2, the earlier entry on a tie). `select_kernel` applies it. The field's
 format: docs/tuning.md.
+
+An entry may also name another kernel of the spec (``kernel:``) that computes the same GEMM: the
+table then picks among kernels as well as among params, as a vendor library's heuristic picks
+among its kernels. Such a member runs only where its family's table picks it, and its rows are
+counted as the family's (`Spec.dispatch_members`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class DispatchEntry:
     params: Mapping[str, int]
     when: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict)
     label: str | None = None        # the winner's label, for reading
+    kernel: str | None = None       # another kernel of the spec to run with `params` (None: the table's own)
 
     def contains(self, shape: Shape) -> bool:
         """True when every ``when`` range holds `shape` (False for an entry without ranges)."""
@@ -67,19 +73,33 @@ class DispatchTable:
                 return index, "when"
         return min(range(len(self.entries)), key=lambda index: self.entries[index].distance(shape)), "nearest"
 
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The other kernels its entries name, each once, in order."""
+        return tuple(dict.fromkeys(e.kernel for e in self.entries if e.kernel is not None and e.kernel != self.kernel))
+
     def as_document(self) -> list[dict]:
         out = []
         for entry in self.entries:
             item: dict = {"shape": [entry.shape.M, entry.shape.N, entry.shape.K], "params": dict(entry.params)}
+            if entry.kernel is not None:
+                item["kernel"] = entry.kernel
             if entry.when:
                 item["when"] = {d: list(bounds) for d, bounds in entry.when.items()}
             out.append(item)
         return out
 
 
-def select_kernel(kernel: KernelSpec, table: DispatchTable, shape: Shape) -> KernelSpec:
-    """`kernel` with the template parameters the table chooses for `shape` (its name, launch and checks kept)."""
+def select_kernel(kernel: KernelSpec, table: DispatchTable, shape: Shape,
+                  members: Mapping[str, KernelSpec] | None = None) -> KernelSpec:
+    """The kernel the table chooses for `shape` with the template parameters it chooses: `kernel` itself (its
+    name, launch and checks kept), or the member its entry names, looked up in `members` by name."""
     entry = table.select(shape)
+    if entry.kernel is not None and entry.kernel != table.kernel:
+        if members is None or entry.kernel not in members:
+            raise SpecError(f"dispatch for {kernel.name} names kernel {entry.kernel!r}, which is not in this spec",
+                            where=kernel.where, field=f"dispatch.{kernel.name}")
+        kernel = members[entry.kernel]
     unknown = set(entry.params) - set(kernel.params)
     if kernel.params and unknown:
         raise SpecError(f"dispatch for {kernel.name} sets {', '.join(sorted(unknown))}, which the kernel's "
@@ -112,6 +132,10 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
         if not isinstance(entries, list) or not entries:
             raise error("must be a non-empty list of {shape, params}", path)
         parsed = tuple(_parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries))
+        for index, entry in enumerate(parsed):
+            if names and entry.kernel is not None and entry.kernel not in names:
+                raise error(f"no kernel named {entry.kernel!r} in this spec", f"{path}[{index}].kernel",
+                            hint=f"kernels: {', '.join(sorted(names))}")
         first_of: dict[Shape, int] = {}
         for index, entry in enumerate(parsed):
             earlier = first_of.setdefault(entry.shape, index)
@@ -119,15 +143,33 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
                 raise error(f"{entry.shape.label} is also the shape of entry {earlier}, which is chosen first: "
                             "this entry would never be used", f"{path}[{index}].shape")
         tables[str(name)] = DispatchTable(str(name), parsed)
+    _check_members(tables, error)
     return tables
+
+
+def _check_members(tables: Mapping[str, DispatchTable], error) -> None:
+    """A member runs through one table, and has none of its own: which rows are whose stays plain."""
+    family_of: dict[str, str] = {}
+    for name, table in tables.items():
+        for member in table.members:
+            index = next(i for i, e in enumerate(table.entries) if e.kernel == member)
+            path = f"dispatch.{name}[{index}].kernel"
+            if member in tables:
+                raise error(f"kernel {member!r} has a dispatch table of its own: a table may pick a kernel, not "
+                            "another table", path)
+            other = family_of.setdefault(member, name)
+            if other != name:
+                raise error(f"kernel {member!r} is picked by the tables of {other} and {name}: a kernel runs "
+                            "through one table", path, hint="give the second table a kernel of its own (a copy "
+                            "of the entry under another name)")
 
 
 def _parse_entry(node, path: str, error) -> DispatchEntry:
     if not isinstance(node, dict):
         raise error("must be a mapping with shape and params", path)
-    unknown = set(node) - {"shape", "params", "when", "label"}
+    unknown = set(node) - {"shape", "params", "when", "label", "kernel"}
     if unknown:
-        raise error(f"unknown field {sorted(unknown)[0]!r}", path, hint="allowed: shape, params, when, label")
+        raise error(f"unknown field {sorted(unknown)[0]!r}", path, hint="allowed: shape, params, when, label, kernel")
     for required in ("shape", "params"):
         if required not in node:
             raise error(f"missing required field '{required}'", path)
@@ -138,6 +180,9 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
     label = node.get("label")
     if label is not None and not isinstance(label, str):
         raise error(f"must be text (the winner's label), got {kind_name(label)}", f"{path}.label")
+    kernel = node.get("kernel")
+    if kernel is not None and (not isinstance(kernel, str) or not kernel):
+        raise error(f"must be the name of a kernel of this spec, got {kind_name(kernel)}", f"{path}.kernel")
     when = {}
     ranges = node.get("when", {})
     if not isinstance(ranges, dict):
@@ -153,7 +198,7 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
         if None not in bounds and bounds[0] > bounds[1]:
             raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
         when[dimension] = (bounds[0], bounds[1])
-    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label)
+    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label, kernel)
 
 
 def _parse_shape(value, path: str, error) -> Shape:

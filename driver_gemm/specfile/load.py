@@ -154,27 +154,60 @@ def _parse_kernels(context: Context, document: dict, scalars: dict[str, float]) 
 
 
 def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec, ...]) -> dict:
-    """The ``dispatch:`` tables (`specfile.dispatch`), each for exactly one kernel of the spec, its params known."""
+    """The ``dispatch:`` tables (`specfile.dispatch`), each for exactly one kernel of the spec, its params known;
+    a member an entry names is one kernel too, with those params, computing the same GEMM as its family."""
     if "dispatch" not in document:
         return {}
 
     def where(field_path: str) -> str:
         return _where_path(context, document, field_path)
 
-    tables = parse_dispatch(document["dispatch"], [k.name for k in kernels], where)
-    for name, table in tables.items():
+    def only(name: str, path: str) -> KernelSpec:
         named = [k for k in kernels if k.name == name]
         if len(named) != 1:
             raise SpecError(f"a dispatch table chooses the params of one kernel; {len(named)} kernels are named "
                             f"{name!r} (give the kernel fixed params: the table sets them per shape)",
-                            where=where(f"dispatch.{name}"), field=f"dispatch.{name}")
+                            where=where(path), field=path)
+        return named[0]
+
+    tables = parse_dispatch(document["dispatch"], [k.name for k in kernels], where)
+    for name, table in tables.items():
+        family = only(name, f"dispatch.{name}")
         for index, entry in enumerate(table.entries):
-            unknown = sorted(set(entry.params) - set(named[0].params))
-            if named[0].params and unknown:
+            kernel = family
+            if entry.kernel is not None and entry.kernel != name:
+                kernel = only(entry.kernel, f"dispatch.{name}[{index}].kernel")
+                differs = _computes_differently(family, kernel)
+                if differs:
+                    path = f"dispatch.{name}[{index}].kernel"
+                    raise SpecError(f"kernel {kernel.name} computes another GEMM than {name}: {differs}",
+                                    where=where(path), field=path,
+                                    hint="a table picks among kernels of the same types, layout and scales")
+            unknown = sorted(set(entry.params) - set(kernel.params))
+            if kernel.params and unknown:
                 path = f"dispatch.{name}[{index}].params"
-                raise SpecError(f"sets {', '.join(unknown)}, which kernel {name} does not have",
-                                where=where(path), field=path, hint=f"its params: {', '.join(named[0].params)}")
+                raise SpecError(f"sets {', '.join(unknown)}, which kernel {kernel.name} does not have",
+                                where=where(path), field=path, hint=f"its params: {', '.join(kernel.params)}")
     return tables
+
+
+def _computes_differently(family: KernelSpec, member: KernelSpec) -> str:
+    """What makes `member`'s GEMM another than `family`'s (its rows would be against another baseline), or ''."""
+    if family.precision != member.precision:
+        return f"precision {member.precision}, not {family.precision}"
+    if (family.operands is None) != (member.operands is None):
+        return "typed operands on one side only"
+    if family.operands is not None:
+        ours, theirs = family.operands, member.operands
+        if ours.types != theirs.types:
+            return f"types {theirs.types.label}, not {ours.types.label}"
+        if dict(ours.orders) != dict(theirs.orders):
+            return f"storage orders {dict(theirs.orders)}, not {dict(ours.orders)}"
+        if ours.scales != theirs.scales:
+            return f"scales {theirs.scales}, not {ours.scales}"
+    if family.epilogue != member.epilogue:
+        return f"epilogue {member.epilogue or 'alpha and beta'}, not {family.epilogue or 'alpha and beta'}"
+    return ""
 
 
 def _where_path(context: Context, document: dict, field_path: str) -> str:

@@ -420,6 +420,21 @@ class Spec:
     dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
 
     @property
+    def dispatch_members(self) -> frozenset[str]:
+        """Names of the kernels that run only through another kernel's table: those its entries name, where that
+        kernel is in the spec (`specfile.dispatch`)."""
+        present = {k.name for k in self.kernels}
+        return frozenset(member for name, table in self.dispatch.items() if name in present
+                         for member in table.members)
+
+    def with_members(self, chosen: Iterable[KernelSpec]) -> tuple[KernelSpec, ...]:
+        """`chosen`, with the members of their dispatch tables (in spec order): a family runs with its members."""
+        kept = {id(k) for k in chosen}
+        names = {k.name for k in self.kernels if id(k) in kept}
+        members = {m for name in names if name in self.dispatch for m in self.dispatch[name].members} - names
+        return tuple(k for k in self.kernels if id(k) in kept or k.name in members)
+
+    @property
     def file_stem(self) -> str:
         """The spec's name made safe for a file name (``results/STEM-TIMESTAMP.json``)."""
         return self.name if is_safe_name(self.name) else safe_file_stem(self.name)
@@ -436,7 +451,7 @@ class Spec:
                 raise SpecError(f"no kernel named {named} in this spec "
                                 f"(has {', '.join(sorted({k.name for k in self.kernels}))})",
                                 where=str(self.path or self.name), field="--kernel")
-            chosen = tuple(k for k in self.kernels if k.name in kernels or k.label in kernels)
+            chosen = self.with_members(k for k in self.kernels if k.name in kernels or k.label in kernels)
         chosen_shapes = self.shapes
         if shapes:
             if len(shapes) * max(len(chosen), 1) > MAX_CASES:
