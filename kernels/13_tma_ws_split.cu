@@ -124,10 +124,11 @@
 // costs more than the idle SMs it would fill. 4104x1032x200 (K of 200: 4 K-tiles a tile) stays the
 // weakest bf16 shape: each tile is mostly its fill and its epilogue, which a persistent block of one
 // tile at a time does not hide.
-// The suite's tables now give the decode shapes with M up to 64 to v14 (kernels/14_tma_ws_swap.cu, its
-// header has the figures: 84-112%), whose tiles of 8 to 64 rows of C let every SM stream B unsplit or split
-// 2 ways; 128x8192x8192 took 64-column tiles unsplit (bf16 out, 81.6 -> 94.7%) and 128-column tiles split 2 ways
-// (tf32, 83.9 -> 98.5%) from a later tune (checks/tune-m128-v13-*.json.gz).
+// The suite's tables give the decode shapes with M up to 64 to v14 (kernels/14_tma_ws_swap.cu, its header
+// has the figures: 84-112%), whose tiles of 8 to 64 rows of C let every SM stream B unsplit or split 2 ways;
+// at 128x8192x8192 they run 64-column tiles unsplit (bf16 out, 94.7% against 81.6% for 256-column tiles split
+// 2 ways) and 128-column tiles split 2 ways (tf32, 98.5% against 83.9%), the winners of
+// checks/tune-m128-v13-*.json.gz.
 // Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py).
 
 #include "12_bf16_tma_ws.cu"     // v12p's store_tile, desc_128b (and tma.cuh, wgmma.cuh)

@@ -44,7 +44,7 @@
 // Measured (H200, NVRTC 13.5, % of the vendor row of the same run, cuBLASLt best of 8; docs/performance.md,
 // "Focused checks": checks/suite-bf16.json.gz and suite-tf32.json.gz, `scripts/gpu_check.sh suite`):
 //
-//   shape            BF16 (bf16 out, NN)   TF32 (NT)     v13 in the suite's run before (BF16 / TF32)
+//   shape            BF16 (bf16 out, NN)   TF32 (NT)     v13's forms (checks/suite-*-before.json.gz)
 //   1x4096x4096      107.8                  84.6          84.6 / 72.7
 //   16x4096x4096     107.5                 107.5          84.2 / 92.1
 //   64x4096x4096      93.6                 103.8          81.4 / 97.7
