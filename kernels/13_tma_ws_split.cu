@@ -259,10 +259,29 @@ struct ClusterSlice {
     }
 };
 
+// A warp's release of a ring stage (lane 0 arrives): on the stage's `empty` barrier in this block, or, where every
+// block of a cluster of RANKS writes into the stage (v15's multicast), on that barrier in each of them. The remote
+// arrival keeps the default release semantics at CTA scope: the stage's readers are the wgmmas already waited for,
+// and a release at cluster scope puts a GPU-wide memory barrier (MEMBAR.ALL.GPU) before every arrival.
+template <int RANKS>
+__device__ __forceinline__ void release_stage(unsigned empty_barrier)
+{
+    if constexpr (RANKS == 1) {
+        mbarrier_arrive(empty_barrier);
+    } else {
+#pragma unroll
+        for (int rank = 0; rank < RANKS; ++rank) {
+            asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];"
+                         ::"r"(cluster_address(empty_barrier, rank)) : "memory");
+        }
+    }
+}
+
 // A consumer warpgroup's K loop over one tile: K-tiles it .. it + count - 1 of the ring (counted over the block's
-// tiles), each awaited, multiplied by `k_step(stage, s)` for its KSTEPS steps and released once the wgmmas of the
-// next are issued; the tile's last stage is released when its wgmmas are done, before the epilogue.
-template <int STAGES, int STAGE_BYTES, int KSTEPS, int ACC, typename KStep>
+// tiles), each awaited, multiplied by `k_step(stage, s)` for its KSTEPS steps and released (release_stage<RANKS>)
+// once the wgmmas of the next are issued; the tile's last stage is released when its wgmmas are done, before the
+// epilogue.
+template <int STAGES, int STAGE_BYTES, int KSTEPS, int RANKS = 1, int ACC, typename KStep>
 __device__ __forceinline__ void consume_ktiles(float (&acc)[ACC], unsigned base, unsigned full, unsigned empty, int it,
                                                int count, KStep k_step)
 {
@@ -278,13 +297,13 @@ __device__ __forceinline__ void consume_ktiles(float (&acc)[ACC], unsigned base,
         wgmma_commit();
         wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
         if (kt >= 1 && lane == 0) {
-            mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+            release_stage<RANKS>(empty + 8 * ((it - 1) % STAGES));
         }
     }
     wgmma_wait<0>();
     hold_registers(acc);
     if (count >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
-        mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+        release_stage<RANKS>(empty + 8 * ((it - 1) % STAGES));
     }
 }
 

@@ -26,7 +26,8 @@
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
-# tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), thirdparty (kernels in outside collections'
+# tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), v15 (v15's GPU tests, then its forms beside v13 and
+# the vendor rows: BF16 at 4096^3 and 8192^3, TF32 and FP8 at 4096^3), thirdparty (kernels in outside collections'
 # styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace
 # tile counter, a nested Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p
 # and cuBLASLt; its GPU tests and a timed run, < 3 minutes), outside-maps (specs/outside-maps.yaml: tensor maps by pointer, rank 3
@@ -113,6 +114,18 @@ for step in "$@"; do
                         -k v13-bf16-out; bf16=$?
                     tune_halving 250 120s tune-v13-tf32 tune-v13-tf32-winners.yaml specs/sweep-v13.yaml -k v13-tf32; tf32=$?
                     [ $bf16 -eq 0 ] && [ $tf32 -eq 0 ] ;;
+        v15)        # v15's GPU tests, then its forms (specs/sweep-v15.yaml) beside v13 and the vendor rows: BF16 (bf16 out) at
+                    # 4096^3 and 8192^3, TF32 (NT) and FP8 at 4096^3, each run under a timeout of its own (at most ~8 min)
+                    timeout -s INT -k 10 150 python3 -m pytest -q -m gpu tests/test_gpu_v15.py -p no:cacheprovider -rfEs \
+                        2>&1 | tee "$OUT/gpu-tests-v15.log" | tail -5; status_v15=${PIPESTATUS[0]}
+                    for run in bf16-out:4096 bf16-out:8192 tf32:4096 fp8:4096; do
+                        kernel=${run%%:*} size=${run##*:}
+                        timeout -s INT -k 10 130 python3 -m driver_gemm run specs/sweep-v15.yaml -k "v15-$kernel" -k "v13-$kernel" \
+                            -s "${size}x${size}x${size}" --json "$OUT/v15-$kernel-$size.json" -q >/dev/null || status_v15=1
+                    done
+                    echo "=== v15 cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT"/v15-*.jsonl
+                    [ $status_v15 -eq 0 ] ;;
         tune-v14)   # v14 (swapped operands, specs/sweep-v14.yaml) on the suite's decode shapes by successive halving,
                     # BF16 (bf16 out) then TF32, after its GPU tests (at most ~7 min)
                     timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v14.py -p no:cacheprovider -rfEs \

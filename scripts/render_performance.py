@@ -158,8 +158,8 @@ def tune_tables(run) -> list[str]:
 
 def joined_run(folder: Path, file: Path, parts: list[str]):
     """A run and the cases of the other parts of the same step (a suite's small and large shapes, each run under a
-    timeout of its own), as one run; a part that is missing adds nothing. The tables keep a shape's last case of a
-    kernel, so a later part's case of a shape replaces an earlier one's."""
+    timeout of its own, or one command's runs of several shapes), as one run; a part that is missing adds nothing.
+    The tables keep a shape's last case of a kernel, so a later part's case of a shape replaces an earlier one's."""
     import driver_gemm as dg
 
     run = dg.load_results(file)
@@ -312,7 +312,7 @@ def checks_section(folder: Path) -> list[str]:
             continue
         kind = check.get("kind", "run")
         if kind == "run":
-            lines += run_tables(dg.load_results(file))
+            lines += run_tables(joined_run(folder, file, check.get("parts", [])))
         elif kind == "suite":
             before = folder / check["before"] if check.get("before") else None
             lines += suite_tables(joined_run(folder, file, check.get("parts", [])),

@@ -125,14 +125,17 @@ def test_member_mistakes_name_the_field(tmp_path, edit, field, message):
     assert message in text and field in text and f"{path}:" in text
 
 
-def test_the_suites_bf16_family_runs_v14_on_decode_against_v13s_vendor_row():
-    """v14 computes v13-bf16-out's GEMM (same types and layout), so its decode rows share the family's vendor row."""
+def test_the_suites_bf16_family_runs_v14_on_decode_and_v15_on_large_shapes_against_v13s_vendor_row():
+    """v14 and v15 compute v13-bf16-out's GEMM (same types and layout), so their rows share the family's vendor row."""
     from pathlib import Path
 
     suite = load_spec(Path(__file__).resolve().parents[1] / "specs" / "suite.yaml").select(["v13-bf16-out"])
-    assert "v14-bf16-out" in suite.dispatch_members
+    assert {"v14-bf16-out", "v15-bf16-out"} <= set(suite.dispatch_members)
     rows = {c.shape.label: c for c in cases_of(suite) if not c.is_baseline}
     assert rows["1x4096x4096"].kernel.name == "v14-bf16-out" and rows["1x4096x4096"].dispatch.table == "v13-bf16-out"
-    assert rows["4096x4096x4096"].kernel.name == "v13-bf16-out"
+    assert rows["4096x4096x4096"].kernel.name == "v15-bf16-out"
+    assert rows["4096x4096x4096"].dispatch.table == "v13-bf16-out"
+    assert rows["1024x512x1024"].kernel.name == "v13-bf16-out"
     baselines = {c.shape.label: c.label for c in cases_of(suite) if c.is_baseline}
-    assert rows["1x4096x4096"].baseline_label == baselines["1x4096x4096"] == "cublaslt-bf16-NN"
+    for shape in ("1x4096x4096", "4096x4096x4096"):
+        assert rows[shape].baseline_label == baselines[shape] == "cublaslt-bf16-NN"

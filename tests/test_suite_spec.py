@@ -1,5 +1,6 @@
-"""specs/suite.yaml, specs/fp8.yaml and specs/sweep-v14.yaml without a GPU: the suite's shapes, what its dispatch
-tables pick for each, the blocks that makes on an H200's 132 SMs, and that every form compiles and plans."""
+"""specs/suite.yaml, specs/fp8.yaml, specs/sweep-v14.yaml and specs/sweep-v15.yaml without a GPU: the suite's shapes,
+what its dispatch tables pick for each, the blocks that makes on an H200's 132 SMs, and that every form compiles and
+plans."""
 
 import pytest
 
@@ -40,7 +41,14 @@ def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_le
     for shape in SUITE.shapes:
         chosen = select_kernel(kernel, table, shape, kernels)
         blocks, params = _blocks(chosen, shape)
-        assert blocks % params["SPLITS"] == 0 and blocks <= SM_COUNT, (shape.label, params)
+        cluster = params.get("SPLITS", params.get("CM"))
+        assert blocks % cluster == 0 and blocks <= SM_COUNT, (shape.label, params)
+        wide_tiles = -(-shape.N // 256) * -(-shape.M // 128)               # v12p's 128 x 256 tiles
+        if chosen.function == "gemm_tma_ws_multicast":
+            # a member: v15, v12p's tile (B shared by a cluster of CM), only where those tiles fill the GPU
+            assert shape.M > 128 and wide_tiles >= 3 * SM_COUNT // 2, (shape.label, params)
+            assert -(-shape.M // 128) >= params["CM"], (shape.label, params)
+            continue
         if chosen.name != name:
             # a member: v14, for decode shapes of M up to 64 only, its MT rows holding all of M (B read once), and
             # its 64 CWG-column tiles, split or not, giving a quarter of the SMs or more their work
@@ -49,7 +57,6 @@ def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_le
             tiles = -(-shape.N // (64 * params["CWG"]))
             assert params["SPLITS"] <= 4 and tiles * params["SPLITS"] >= SM_COUNT // 4, (shape.label, params)
             continue
-        wide_tiles = -(-shape.N // 256) * -(-shape.M // 128)               # v12p's 128 x 256 tiles
         tiles = -(-shape.N // params["BN"]) * -(-shape.M // (64 * params["CWG"]))
         if shape.M <= 128 or wide_tiles < 3 * SM_COUNT // 2:
             # skinny, or under one and a half waves of wide tiles (one full wave and a tail): a narrower tile or
@@ -57,8 +64,26 @@ def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_le
             # gives a quarter of the SMs or more their work
             assert params["SPLITS"] > 1 or params["BN"] < 256, (shape.label, params)
             assert params["SPLITS"] <= 4 and tiles * params["SPLITS"] >= SM_COUNT // 4, (shape.label, params)
-        else:                                            # the tiles fill the GPU: v12p's persistent form
+        else:                            # the tiles fill the GPU: v12p's persistent form, where no v15 member runs
             assert params == {**params, "SPLITS": 1, "CWG": 2, "BN": 256}, (shape.label, params)
+            assert not any(kernels[member].function == "gemm_tma_ws_multicast" for member in table.members)
+
+
+def test_the_large_shapes_of_the_bf16_out_and_tf32_tables_run_v15_with_b_multicast_beyond_m_4096():
+    # bf16 out: C through the copy engine, B multicast to a cluster of two once M passes 4096; TF32: a cluster of
+    # two throughout (specs/sweep-v15.yaml's runs, docs/performance.md)
+    kernels = {k.name: k for k in SUITE.kernels}
+    large = [s for s in SUITE.shapes if s.M > 128 and -(-s.N // 256) * -(-s.M // 128) >= 3 * SM_COUNT // 2]
+    assert {s.label for s in large} == {"8192x1024x8192", "4096x14336x4096", "4096x4096x14336", "4096x4096x4096",
+                                        "8192x8192x8192"}
+    for shape in large:
+        bf16 = select_kernel(kernels["v13-bf16-out"], SUITE.dispatch["v13-bf16-out"], shape, kernels)
+        assert bf16.name == "v15-bf16-out" and bf16.params["STORE"] == 1, shape.label
+        assert bf16.params["CM"] == (2 if shape.M > 4096 else 1), shape.label
+        tf32 = select_kernel(kernels["v13-tf32"], SUITE.dispatch["v13-tf32"], shape, kernels)
+        assert tf32.name == "v15-tf32" and tf32.params["CM"] == 2, shape.label
+        fp32_out = select_kernel(kernels["v13-bf16"], SUITE.dispatch["v13-bf16"], shape, kernels)
+        assert fp32_out.name == "v13-bf16", shape.label
 
 
 def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_above():
@@ -76,6 +101,23 @@ def test_fp8_compiles_and_plans_offline(capsys):
     # NVRTC builds both forms for sm_90a and plan checks their tensor maps, cluster, shared memory and registers.
     assert main(["plan", str(SPECS / "fp8.yaml"), "--arch", "sm_90a", "-s", "4096x4096x4096"]) == EXIT_OK
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "2 ok, 0 INVALID"
+
+
+def test_the_v15_sweep_compiles_and_plans_offline(capsys):
+    # NVRTC builds every form of kernels/15_tma_ws_multicast.cu the sweep names (clusters of 1 and 2, C from
+    # registers or through the copy engine, in each type), and plan checks their maps, clusters and shared memory.
+    assert main(["plan", str(SPECS / "sweep-v15.yaml"), "--arch", "sm_90a", "-s", "4096x4096x4096"]) == EXIT_OK
+    forms = 8 + 4 + 8 + 8                 # bf16 out, fp32 out (GROUP 8 only), tf32, fp8: GROUP x CM x STORE
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{forms + 3} ok, 0 INVALID"   # and v13 in 3 types
+
+
+def test_the_v15_forms_of_the_gpu_test_plan_offline_clusters_of_four_and_wholly_empty_ranks_included(tmp_path, capsys):
+    # tests/test_gpu_v15.py's 18 forms on its 3 shapes: what the GPU checks must first pass plan here.
+    from gpu_specs import write_spec
+    from test_gpu_v15 import KERNELS, SHAPES
+
+    assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{18 * len(SHAPES)} ok, 0 INVALID"
 
 
 def test_the_v14_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):

@@ -1,0 +1,297 @@
+// v15: v13's persistent, warp-specialised kernel for large shapes (a 128 x 256 tile, two consumer warpgroups),
+// with the B tile shared by a cluster of CM blocks through TMA multicast, and an optional epilogue that leaves
+// C to the copy engine (STORE 1).
+//
+// Why: at 4096^3 a block of v13 reads a 48 KB stage (16 KB of A, 32 KB of B) from L2 for every 1,024 cycles
+// of wgmma (64 K of a 128 x 256 tile at 4,096 bf16 FLOP a cycle), 132 SMs together about 6.3 KB a cycle:
+// about 10 TB/s at 1.6 GHz, at the L2's own limit, and every byte moved costs power on a GPU whose clock
+// is set by its power. Blocks of tiles one above the other read the same B panel. In a cluster of CM such
+// blocks (tile rows CM u .. CM u + CM - 1 of one tile column), rank r loads its own A tile and 1 / CM of the
+// shared B tile, which the copy engine writes into every block of the cluster at once: CM = 2 asks L2 for
+// 32 KB a stage instead of 48 (4.2 KB a cycle over the GPU).
+//
+// The ring across a cluster: a stage of rank r's ring is written by every rank's producer (its B share), so
+// - each block's `full` barrier expects the whole stage (A plus all of B): the peers' copies count their bytes
+//   against it, completing at the same offset in every destination block;
+// - a stage is free only when every rank's consumers are done with it: each consumer warp releases a stage on
+//   the `empty` barrier of every rank (4 CWG CM arrivals a phase). A peer's copies of fill n + 1 can therefore
+//   not reach a block before its own consumers have finished fill n of that slot;
+// - the cluster meets once after the barriers are made (no copy may reach a barrier not yet made), and a
+//   block's producer, before it exits, waits for the release of its last STAGES fills, so that no peer still
+//   arrives on a barrier of an exited block.
+// Every block of a cluster walks the same units (cluster c: units c, c + clusters, ..., GROUP-swizzled over a
+// grid of ceil(N / 256) x ceil(tile rows / CM) units). Where the tile rows are odd, the last unit's second tile
+// lies past M: its loads read the maps' zeros and its rows are not stored.
+//
+// Epilogue (after alpha, as v13):
+// - STORE 0: v12p's store_tile from registers (fp32 as float2, bf16 in whole 32-byte sectors).
+// - STORE 1: each consumer warpgroup writes its 64 x 256 slab in chunks of 64 rows x 128 bytes (64 bf16 or 32
+//   fp32 columns) into one of two 8 KB staging buffers, in the 128-byte swizzle (conflict-free: the rows a warp
+//   writes together fall in different 16-byte columns), and one thread hands each chunk to the copy engine
+//   (a TMA store through the map of C, box [64, 1024 / OUT]), which clips rows past M and columns past N. Before
+//   a buffer is rewritten, that thread waits until the store two chunks back has read it. The consumers go on to
+//   the next tile's K loop while the last chunks are written to memory.
+//
+// Element types and B's orientation are v13's (ELEM 16 bf16 with B row-major, BT 0, or column-major, BT 1; ELEM
+// 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes 4 r / CM .. 4 (r + 1) / CM - 1 of the
+// tile's four 64-column boxes; BT 1, rows 256 r / CM .. of the tile's 256 K-major rows, one box of 256 / CM rows.
+// Shapes: as v13 (K * ELEM / 8 a multiple of 16; N % 8 == 0).
+//
+// Launch: block 384, cluster [CM, 1, 1], grid CM * min(sm_count // CM, ceil(N / 256) * ceil(ceil(M / 128) / CM)),
+// dynamic shared memory STAGES * 384 * 128 + STORE * 32768 + 16 * STAGES + 1024; tensor maps (128-byte swizzle):
+// A box [128, BK]; B box [BK, 64] (BT 0) or [256 / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs sm_90a.
+//
+// Predicted (from the design, before it ran): CM 2 takes a third of the L2 traffic away, as cuBLASLt's own
+// kernel for these shapes does with its cluster of two: from v13's 93-95% of cuBLASLt BF16 at 4096^3 to about
+// 100%, and a few points more at 8192^3. STORE 1 takes the epilogue's global stores (64 8-byte stores a thread
+// and tile) off the consumers' path: 1-2% more where a block has few K-tiles a tile.
+//
+// Measured on the H200, 2026-12-03: % of the run's own vendor row (the best of its heuristic's first 8), each run's
+// cases one after another; files and commands in docs/performance.md ("Focused checks"). The SM clock is set by
+// power at these shapes, so the same form moved by up to 8 points between runs of the same day (docs/timing.md).
+//   BF16, bf16 out, 4096^3 (8 forms and v13, one run): v13 91.4%; CM 1 92.6-109.0%, CM 2 97.0-107.7%; best GROUP 16,
+//     CM 1, STORE 1 (109.0%), then GROUP 16, CM 2, STORE 0 (107.7%).
+//   BF16, bf16 out, 8192^3 (6 forms before the step's timeout): CM 2 98.8% (STORE 0) and 100.3% (STORE 1); CM 1
+//     84.8-95.4%.
+//   TF32 (B column-major), 4096^3 and 4096x14336x4096 (a second run of its 8 forms): CM 2 with GROUP 8 and STORE 0
+//     at 103.1% and 107.1%, v13 at 93.5% and 94.2%. FP8 e4m3 at 4096^3: v15 101.9-114.6%, v13 109.5%.
+//   The suite's large shapes with its tables (bf16 out: GROUP 16, CM 1, STORE 1 up to M = 4096, GROUP 8, CM 2, STORE 1
+//   beyond; TF32: GROUP 8, CM 2, STORE 0), one run a type:
+//     shape             bf16 out   TF32
+//     8192x1024x8192    96.7%      100.2%
+//     4096x14336x4096   101.3%     114.9%
+//     4096x4096x14336   108.5%     100.0%
+//     4096^3            102.6%     108.3%
+//     8192^3            100.6%     104.3%
+//   Against torch.mm under triton's do_bench, interleaved on the same tensors (the suite's bf16-out entries): 96.1%
+//   at 4096^3 (ours at 1710 MHz, torch at 1770) and 101.9% at 8192^3 (1575 and 1545 MHz).
+// Against the prediction: the gain over v13 at 4096^3 (10-18 points) comes as much from the copy engine's stores with
+// a wider block order (CM 1) as from the multicast; the multicast is what wins at 8192^3 in bf16, where A and B no
+// longer fit in L2 together, and in TF32 at both shapes of its second run (why TF32 gains from it at 4096^3 where bf16
+// does not is not established).
+// Not yet done: an Nsight Compute profile of v15 (the reasons above are inferred from times), and an order of the
+// tiles along a space-filling curve.
+
+#include "13_tma_ws_split.cu"   // v13's k step (wgmma_k_step), consume_ktiles, cluster helpers and store_tile
+
+// Copy a box as tma_load_2d does, into the same offset of every block of the cluster in `ranks` (a bit each),
+// completing on the barrier at `barrier`'s offset in each of them.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap& map, int x, int y,
+                                                      unsigned barrier, unsigned short ranks)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%3, %4}], [%2], %5;"
+                 ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(barrier), "r"(x), "r"(y),
+                   "h"(ranks)
+                 : "memory");
+}
+
+// Copy the box of shared memory at `src` to the matrix of `map` at element coordinates (x innermost, y); rows and
+// columns past the matrix are not written. Completes in the issuing thread's current bulk group.
+__device__ __forceinline__ void tma_store_2d(const TensorMap& map, unsigned src, int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 ::"l"(reinterpret_cast<unsigned long long>(&map)), "r"(src), "r"(x), "r"(y)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit()
+{
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+// Until at most PENDING of this thread's bulk groups still read their shared memory.
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
+
+// Until every bulk group of this thread is complete, its writes done.
+__device__ __forceinline__ void bulk_wait_all()
+{
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+
+// The `threads` threads that meet at barrier `id` (1 to 15; 0 is __syncthreads') wait for each other.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Chunk q of a consumer warpgroup's 64 x 256 accumulators (d[4 j + e]: row 16 warp + g + 8 (e / 2), column
+// 8 j + 2 t + e % 2), the 1024 / OUT columns of 128 bytes a row from q * 1024 / OUT on, written at `buffer` as the
+// TMA engine reads a box of [64, 1024 / OUT] with the 128-byte swizzle (swizzled_offset<128>: 16-byte column c of
+// row r at r * 128 + (c ^ r % 8) * 16). A warp's rows g = 0..7 land in eight different 16-byte columns.
+template <int OUT, int ACC>
+__device__ __forceinline__ void stage_chunk(const float (&acc)[ACC], unsigned buffer, int q)
+{
+    constexpr int GROUPS = 128 / OUT;                 // column groups of 8 in a chunk: 8 bf16, 4 fp32
+    const int lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4;
+    const int t = lane % 4;
+#pragma unroll
+    for (int jj = 0; jj < GROUPS; ++jj) {
+        const int j = q * GROUPS + jj;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int r = 16 * warp + g + 8 * half;
+            const float x = acc[4 * j + 2 * half], y = acc[4 * j + 2 * half + 1];
+            if constexpr (OUT == 16) {
+                const unsigned at = buffer + swizzled_offset<128>(r, jj) + 4 * t;
+                asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(bf16_bits(x) | (bf16_bits(y) << 16))
+                             : "memory");
+            } else {
+                const unsigned at = buffer + swizzled_offset<128>(r, 2 * jj + t / 2) + 8 * (t % 2);
+                asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(x), "f"(y) : "memory");
+            }
+        }
+    }
+}
+
+template <int ELEM, int BT, int STAGES, int GROUP, int OUT, int CM, int STORE>
+__global__ void __launch_bounds__(384, 1)
+gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                      const __grid_constant__ TensorMap map_c, void* C, int M, int N, int K, float alpha)
+{
+    constexpr int CWG = 2;
+    constexpr int BK = 1024 / ELEM;                    // elements in a 128-byte row
+    constexpr int TM = 64 * CWG;                       // rows of C per tile
+    constexpr int BN = 256;
+    constexpr int ACC = BN / 2;
+    constexpr int A_BYTES = TM * 128;
+    constexpr int B_BYTES = BN * 128;
+    constexpr int B_BOXES = BN / 64;                   // BT 0: 64-column boxes of BK k rows
+    constexpr int B_BOX_BYTES = BK * 64 * 2;
+    constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
+    constexpr int PRODUCER_REGISTERS = 40;
+    constexpr int CONSUMER_REGISTERS = 232;
+    constexpr int RELEASES = 4 * CWG * CM;             // lane 0 of each consumer warp of every rank
+    constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: one staged chunk of 64 rows x 128 bytes
+    constexpr int CHUNKS = BN * OUT / 8 / 128;         // chunks in a warpgroup's 64 x 256 slab
+    constexpr int CHUNK_COLUMNS = 1024 / OUT;
+    static_assert(ELEM == 32 || ELEM == 16 || ELEM == 8, "tf32, bf16 or e4m3 inputs");
+    static_assert(BT == 1 || ELEM == 16, "only bf16 wgmma reads an MN-major (row-major) B");
+    static_assert(BT == 0 || BT == 1, "B row-major (0) or column-major (1)");
+    static_assert(STAGES >= 2, "a ring of at least two stages");
+    static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
+    static_assert(CM == 1 || CM == 2 || CM == 4, "clusters of 1, 2 or 4 blocks along M");
+    static_assert(STORE == 0 || STORE == 1, "stores from registers (0) or through the copy engine (1)");
+
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = shared_address(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;
+    const unsigned staging = base + STAGES * STAGE_BYTES;            // STORE 1: 2 buffers a consumer warpgroup
+    const unsigned full = staging + STORE * 2 * CWG * CHUNK_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+
+    const int tid = threadIdx.x;
+    const int warpgroup = tid / 128;
+    const int rank = CM > 1 ? static_cast<int>(cluster_rank()) : 0;
+    if (CM > 1 && cluster_ranks() != CM) {
+        __trap();                                      // launched without its cluster: an ERROR row, not a wrong C
+    }
+    const int tile_columns = (N + BN - 1) / BN;
+    const int tile_rows = (M + TM - 1) / TM;
+    const int unit_rows = (tile_rows + CM - 1) / CM;
+    const int units = tile_columns * unit_rows;
+    const int ktiles = (K + BK - 1) / BK;
+    const int first = blockIdx.x / CM;
+    const int step = gridDim.x / CM;
+    ring_init<STAGES>(full, empty, RELEASES);
+    if constexpr (CM > 1) {
+        cluster_sync();                                // every rank's barriers exist before a copy reaches them
+    }
+
+    if (warpgroup == 0) {
+        registers_decrease<PRODUCER_REGISTERS>();
+        if (tid == 0) {
+            constexpr unsigned short everyone = (1u << CM) - 1;
+            int it = 0;                                // K-tiles loaded by this block so far
+            for (int index = first; index < units; index += step) {
+                const int2 unit = swizzled_tile_of<GROUP>(index, tile_columns, unit_rows);
+                const int tile_row = (unit.y * CM + rank) * TM;
+                const int tile_col = unit.x * BN;
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int slot = it % STAGES;
+                    const unsigned stage = base + slot * STAGE_BYTES;
+                    const unsigned barrier = full + 8 * slot;
+                    ring_wait_free<STAGES>(empty, it);
+                    mbarrier_arrive_expect_tx(barrier, STAGE_BYTES);
+                    tma_load_2d(stage, map_a, kt * BK, tile_row, barrier);
+                    if constexpr (BT == 0) {
+#pragma unroll
+                        for (int j = B_BOXES * rank / CM; j < B_BOXES * (rank + 1) / CM; ++j) {
+                            const unsigned dst = stage + A_BYTES + j * B_BOX_BYTES;
+                            if constexpr (CM == 1) {
+                                tma_load_2d(dst, map_b, tile_col + 64 * j, kt * BK, barrier);
+                            } else {
+                                tma_load_2d_multicast(dst, map_b, tile_col + 64 * j, kt * BK, barrier, everyone);
+                            }
+                        }
+                    } else {
+                        const unsigned dst = stage + A_BYTES + rank * (B_BYTES / CM);
+                        if constexpr (CM == 1) {
+                            tma_load_2d(dst, map_b, kt * BK, tile_col, barrier);
+                        } else {
+                            tma_load_2d_multicast(dst, map_b, kt * BK, tile_col + rank * (BN / CM), barrier,
+                                                  everyone);
+                        }
+                    }
+                }
+            }
+            // The last STAGES fills released by every rank's consumers: no arrival reaches this block after it exits.
+            for (int s = 0; s < STAGES; ++s, ++it) {
+                ring_wait_free<STAGES>(empty, it);
+            }
+        }
+        return;
+    }
+    registers_increase<CONSUMER_REGISTERS>();
+
+    const int consumer = warpgroup - 1;
+    const bool leader = tid % 128 == 0;                // STORE 1: the thread that hands chunks to the copy engine
+    int local = 0;                                     // the block's tiles so far
+    for (int index = first; index < units; index += step, ++local) {
+        const int2 unit = swizzled_tile_of<GROUP>(index, tile_columns, unit_rows);
+        float acc[ACC];
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) {
+            acc[i] = 0.0f;
+        }
+        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS, CM>(acc, base, full, empty, local * ktiles, ktiles,
+                                                        [&](unsigned stage, int s) {
+            wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
+        });
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) {
+            acc[i] *= alpha;
+        }
+        const int row0 = (unit.y * CM + rank) * TM + 64 * consumer;
+        const int col0 = unit.x * BN;
+        if constexpr (STORE == 0) {
+            store_tile<OUT>(acc, C, M, N, row0, col0);
+        } else {
+#pragma unroll
+            for (int q = 0; q < CHUNKS; ++q) {
+                const unsigned buffer = staging + (2 * consumer + q % 2) * CHUNK_BYTES;
+                if (leader) {
+                    bulk_wait_read<1>();               // the chunk two back (this buffer's last) has been read
+                }
+                named_barrier_sync(1 + consumer, 128);
+                stage_chunk<OUT>(acc, buffer, q);
+                fence_proxy_async();                   // these writes before the copy engine's reads
+                named_barrier_sync(1 + consumer, 128);
+                if (leader) {
+                    tma_store_2d(map_c, buffer, col0 + q * CHUNK_COLUMNS, row0);
+                    bulk_commit();
+                }
+            }
+        }
+    }
+    if (STORE == 1 && leader) {
+        bulk_wait_all();
+    }
+}

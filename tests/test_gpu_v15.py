@@ -1,0 +1,68 @@
+"""v15 (kernels/15_tma_ws_multicast.cu) on a GPU: BF16 (bf16 and fp32 out), TF32 and FP8, with and without a cluster
+sharing B by multicast, C stored from registers or by the copy engine, each checked against the float64 reference
+on shapes cut by M, N and K, among them shapes whose last unit of a cluster lies partly or wholly past M."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
+from driver_gemm.status import Status
+
+from gpu_specs import write_spec
+
+pytestmark = pytest.mark.gpu
+
+# 1001x520x784: M odd, N and K no multiple of a tile. 4104x1032x208: 33 tile rows (a cluster of 2 or 4 has a last unit
+# partly past M) and 85 units of 2 tiles, so some clusters take two units in turn; K of 2 (fp8) to 7 (tf32) K-tiles.
+# 1x264x64: one row of C, so every rank but the first computes a tile wholly past M.
+SHAPES = ["1001x520x784", "4104x1032x208", "1x264x64"]
+
+V15 = """\
+- name: {name}
+  source: "@KERNELS@/15_tma_ws_multicast.cu"
+  function: gemm_tma_ws_multicast
+  arch: sm_90a
+  types: {types}
+  layout: {layout}
+  {scales}
+  params: {params}
+  block: [384]
+  grid: ["CM * min(sm_count // CM, ceil(N / 256) * ceil(ceil(M / 128) / CM))"]
+  cluster: [CM, 1, 1]
+  shared_bytes: STAGES * 384 * 128 + STORE * 32768 + 16 * STAGES + 1024
+  signature:
+    - {{name: map_a, type: tensormap, tensor: A, box: [128, {bk}], swizzle: 128B}}
+    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
+    - {{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}}
+    - C
+    - M
+    - N
+    - K
+    - alpha
+"""
+
+KERNELS = "".join([
+    V15.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               params="{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: [0, 1]}"),
+    V15.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               params="{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2], STORE: [0, 1]}"),
+    V15.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[256 / CM, 32]",
+               params="{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2], STORE: [0, 1]}"),
+    V15.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+               b_box="[256 / CM, 128]",
+               params="{ELEM: 8, BT: 1, STAGES: 3, GROUP: 16, OUT: 16, CM: [1, 2], STORE: [0, 1]}"),
+])
+
+
+def test_every_v15_form_passes_on_shapes_cut_by_m_n_and_k(tmp_path):
+    spec = load_spec(write_spec(tmp_path, KERNELS, SHAPES))
+    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
+    statuses = {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
+    assert len(statuses) == 18 * len(SHAPES)        # bf16-out 6 forms, bf16, tf32 and fp8 4 each
+    assert all(status == Status.PASS for status, _ in statuses.values()), \
+        {key: value for key, value in statuses.items() if value[0] != Status.PASS}
