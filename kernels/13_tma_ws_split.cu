@@ -238,24 +238,31 @@ __device__ __forceinline__ void store_columns(const float (&acc)[ACC], void* C, 
     }
 }
 
-// A block's share of its cluster's work: its rank, its slice [kt_begin, kt_begin + kt_count) of every tile's
-// `ktiles` K-tiles (balanced to one K-tile), and the clusters' order over the tiles (cluster `first` takes
-// first, first + step, ...). A block launched without a cluster of SPLITS blocks traps (an ERROR row, not a
-// wrong C).
-template <int SPLITS>
-struct ClusterSlice {
-    int rank, kt_begin, kt_count, first, step;
+// A block's place in its cluster of SIZE blocks: its rank, and the clusters' order over the work (cluster `first`
+// takes units first, first + step, ...). A block launched without a cluster of SIZE blocks traps (an ERROR row, not
+// a wrong C).
+template <int SIZE>
+struct ClusterPlace {
+    int rank, first, step;
 
-    __device__ __forceinline__ explicit ClusterSlice(int ktiles)
-        : rank(SPLITS > 1 ? static_cast<int>(cluster_rank()) : 0),
-          kt_begin(ktiles * rank / SPLITS),
-          kt_count(ktiles * (rank + 1) / SPLITS - kt_begin),
-          first(blockIdx.x / SPLITS),
-          step(gridDim.x / SPLITS)
+    __device__ __forceinline__ ClusterPlace()
+        : rank(SIZE > 1 ? static_cast<int>(cluster_rank()) : 0), first(blockIdx.x / SIZE), step(gridDim.x / SIZE)
     {
-        if (SPLITS > 1 && cluster_ranks() != SPLITS) {
+        if (SIZE > 1 && cluster_ranks() != SIZE) {
             __trap();
         }
+    }
+};
+
+// A block's share of its split cluster's work: its place, and its slice [kt_begin, kt_begin + kt_count) of every
+// tile's `ktiles` K-tiles (balanced to one K-tile).
+template <int SPLITS>
+struct ClusterSlice : ClusterPlace<SPLITS> {
+    int kt_begin, kt_count;
+
+    __device__ __forceinline__ explicit ClusterSlice(int ktiles)
+        : kt_begin(ktiles * this->rank / SPLITS), kt_count(ktiles * (this->rank + 1) / SPLITS - kt_begin)
+    {
     }
 };
 

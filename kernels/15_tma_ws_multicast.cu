@@ -72,7 +72,7 @@
 // Not yet done: an Nsight Compute profile of v15 (the reasons above are inferred from times), and an order of the
 // tiles along a space-filling curve.
 
-#include "13_tma_ws_split.cu"   // v13's k step (wgmma_k_step), consume_ktiles, cluster helpers and store_tile
+#include "13_tma_ws_split.cu"   // v13's wgmma_k_step, consume_ktiles, ClusterPlace, cluster helpers and store_tile
 
 // Copy a box as tma_load_2d does, into the same offset of every block of the cluster in `ranks` (a bit each),
 // completing on the barrier at `barrier`'s offset in each of them.
@@ -167,7 +167,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = 232;
+    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
     constexpr int RELEASES = 4 * CWG * CM;             // lane 0 of each consumer warp of every rank
     constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: one staged chunk of 64 rows x 128 bytes
     constexpr int CHUNKS = BN * OUT / 8 / 128;         // chunks in a warpgroup's 64 x 256 slab
@@ -189,17 +189,13 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
-    const int rank = CM > 1 ? static_cast<int>(cluster_rank()) : 0;
-    if (CM > 1 && cluster_ranks() != CM) {
-        __trap();                                      // launched without its cluster: an ERROR row, not a wrong C
-    }
+    const ClusterPlace<CM> place;
+    const int rank = place.rank, first = place.first, step = place.step;
     const int tile_columns = (N + BN - 1) / BN;
     const int tile_rows = (M + TM - 1) / TM;
     const int unit_rows = (tile_rows + CM - 1) / CM;
     const int units = tile_columns * unit_rows;
     const int ktiles = (K + BK - 1) / BK;
-    const int first = blockIdx.x / CM;
-    const int step = gridDim.x / CM;
     ring_init<STAGES>(full, empty, RELEASES);
     if constexpr (CM > 1) {
         cluster_sync();                                // every rank's barriers exist before a copy reaches them
@@ -208,7 +204,14 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     if (warpgroup == 0) {
         registers_decrease<PRODUCER_REGISTERS>();
         if (tid == 0) {
-            constexpr unsigned short everyone = (1u << CM) - 1;
+            // One box of B into this stage of every rank of the cluster (of this block alone where CM is 1).
+            const auto load_b = [&](unsigned dst, int x, int y, unsigned barrier) {
+                if constexpr (CM == 1) {
+                    tma_load_2d(dst, map_b, x, y, barrier);
+                } else {
+                    tma_load_2d_multicast(dst, map_b, x, y, barrier, (1u << CM) - 1);
+                }
+            };
             int it = 0;                                // K-tiles loaded by this block so far
             for (int index = first; index < units; index += step) {
                 const int2 unit = swizzled_tile_of<GROUP>(index, tile_columns, unit_rows);
@@ -224,21 +227,10 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                     if constexpr (BT == 0) {
 #pragma unroll
                         for (int j = B_BOXES * rank / CM; j < B_BOXES * (rank + 1) / CM; ++j) {
-                            const unsigned dst = stage + A_BYTES + j * B_BOX_BYTES;
-                            if constexpr (CM == 1) {
-                                tma_load_2d(dst, map_b, tile_col + 64 * j, kt * BK, barrier);
-                            } else {
-                                tma_load_2d_multicast(dst, map_b, tile_col + 64 * j, kt * BK, barrier, everyone);
-                            }
+                            load_b(stage + A_BYTES + j * B_BOX_BYTES, tile_col + 64 * j, kt * BK, barrier);
                         }
                     } else {
-                        const unsigned dst = stage + A_BYTES + rank * (B_BYTES / CM);
-                        if constexpr (CM == 1) {
-                            tma_load_2d(dst, map_b, kt * BK, tile_col, barrier);
-                        } else {
-                            tma_load_2d_multicast(dst, map_b, kt * BK, tile_col + rank * (BN / CM), barrier,
-                                                  everyone);
-                        }
+                        load_b(stage + A_BYTES + rank * (B_BYTES / CM), kt * BK, tile_col + rank * (BN / CM), barrier);
                     }
                 }
             }

@@ -48,10 +48,9 @@ def cluster_tiles(M: int, N: int, cm: int, group: int, grid: int) -> list[list[t
 @pytest.mark.parametrize("cm", [1, 2, 4])
 @pytest.mark.parametrize("group", [1, 8, 16])
 def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_panel(M, N, cm, group):
-    units = -(-N // 256) * -(-(-(-M // 128)) // cm)
-    grid = cm * min(132 // cm, units)                 # the spec's grid expression
-    blocks = cluster_tiles(M, N, cm, group, grid)
     columns, rows = -(-N // 256), -(-M // 128)
+    grid = cm * min(132 // cm, columns * -(-rows // cm))     # the spec's grid expression
+    blocks = cluster_tiles(M, N, cm, group, grid)
     inside = [tile for tiles in blocks for tile in tiles if tile[0] < rows]
     assert sorted(inside) == sorted((row, column) for row in range(rows) for column in range(columns))
     past = [tile for tiles in blocks for tile in tiles if tile[0] >= rows]
@@ -127,12 +126,16 @@ def run_cluster(cm: int, stages: int, fills: int, seed: int, release_everywhere:
 
     parts = ["A"] + [f"B{rank}" for rank in range(cm)]   # a stage: its own A, every rank's share of B
 
+    def slot_free(block, it) -> bool:
+        """ring_wait_free: fill `it`'s slot released on the lap before (always free on the first lap)."""
+        return it < stages or block.empty[it % stages].ready((it // stages - 1) & 1)
+
     def step_producer(rank) -> bool:
         it = producer_fill[rank]
         block = blocks[rank]
         if it < fills:
             slot = it % stages
-            if it >= stages and not block.empty[slot].ready((it // stages - 1) & 1):
+            if not slot_free(block, it):
                 return False
             block.full[slot].arrive(expect_tx=A_BYTES + B_BYTES)
             in_flight.append((rank, slot, "A", it, A_BYTES))
@@ -141,9 +144,7 @@ def run_cluster(cm: int, stages: int, fills: int, seed: int, release_everywhere:
             producer_fill[rank] += 1
             return True
         if tail[rank] < stages:                          # the tail: fills fills .. fills + stages - 1 free
-            it = fills + tail[rank]
-            slot = it % stages
-            if it >= stages and not block.empty[slot].ready((it // stages - 1) & 1):
+            if not slot_free(block, fills + tail[rank]):
                 return False
             tail[rank] += 1
             if tail[rank] == stages:
@@ -231,6 +232,11 @@ def test_the_model_catches_releases_on_the_own_block_only():
 
 # ---- the staged epilogue ----
 
+def swizzled_offset(row: int, column: int) -> int:
+    """kernels/wgmma.cuh's swizzled_offset<128>: 16-byte column `column` of row `row` of a 128-byte-swizzled tile."""
+    return row * 128 + (column ^ (row % 8)) * 16
+
+
 def chunk_writes(out: int, q: int) -> list[tuple[int, int, int, int, int]]:
     """stage_chunk's stores for chunk q of a consumer warpgroup: (warp, lane, byte address in the buffer, row,
     column of the first of the pair), in the order a warp issues them (one instruction per (jj, half))."""
@@ -243,9 +249,9 @@ def chunk_writes(out: int, q: int) -> list[tuple[int, int, int, int, int]]:
                 _, warp, g, t = fragment(thread)
                 r = 16 * warp + g + 8 * half
                 if out == 16:
-                    at = r * 128 + ((jj ^ g) * 16) + 4 * t
+                    at = swizzled_offset(r, jj) + 4 * t
                 else:
-                    at = r * 128 + (((2 * jj + t // 2) ^ g) * 16) + 8 * (t % 2)
+                    at = swizzled_offset(r, 2 * jj + t // 2) + 8 * (t % 2)
                 writes.append((warp, thread % 32, at, r, 8 * j + 2 * t))
     return writes
 
