@@ -27,7 +27,8 @@
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
 # tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), v15 (v15's GPU tests, then its forms beside v13 and
-# the vendor rows: BF16 at 4096^3 and 8192^3, TF32 and FP8 at 4096^3), thirdparty (kernels in outside collections'
+# the vendor rows: BF16 at 4096^3 and 8192^3, TF32 and FP8 at 4096^3), v16 (v16's GPU tests, then its stream-K forms
+# beside the suite's v13 on the small, awkward and M = 128 shapes, BF16 and TF32), thirdparty (kernels in outside collections'
 # styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace
 # tile counter, a nested Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p
 # and cuBLASLt; its GPU tests and a timed run, < 3 minutes), outside-maps (specs/outside-maps.yaml: tensor maps by pointer, rank 3
@@ -126,6 +127,26 @@ for step in "$@"; do
                     echo "=== v15 cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/v15-*.jsonl
                     [ $status_v15 -eq 0 ] ;;
+        v16)        # v16's GPU tests, then its stream-K forms (specs/sweep-v16.yaml) on the suite's small, awkward and M = 128
+                    # shapes, BF16 (bf16 out) then TF32, each beside the suite's own dispatch of v13 on the same shapes and
+                    # the vendor rows, each run under a timeout of its own (at most ~9 min)
+                    timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v16.py -p no:cacheprovider -rfEs \
+                        2>&1 | tee "$OUT/gpu-tests-v16.log" | tail -5; status_v16=${PIPESTATUS[0]}
+                    shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096
+                            -s 128x8192x8192 -s 128x14336x4096)
+                    for kernel in bf16-out tf32; do
+                        # The sweep's rings over a block's shared memory are INVALID rows, so this run exits 1: the
+                        # step judges its rows below instead.
+                        timeout -s INT -k 10 150 python3 -m driver_gemm run specs/sweep-v16.yaml -k "v16-$kernel" \
+                            --json "$OUT/v16-$kernel.json" -q >/dev/null
+                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${shapes[@]}" \
+                            --json "$OUT/v16-v13-$kernel.json" -q >/dev/null || status_v16=1
+                    done
+                    echo "=== v16 cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT"/v16-*.jsonl
+                    python3 -m driver_gemm show "$OUT"/v16-bf16-out.jsonl "$OUT"/v16-tf32.jsonl --csv \
+                        | grep -q -E ',(FAIL|ERROR|TIMEOUT),' && status_v16=1
+                    [ $status_v16 -eq 0 ] ;;
         tune-v14)   # v14 (swapped operands, specs/sweep-v14.yaml) on the suite's decode shapes by successive halving,
                     # BF16 (bf16 out) then TF32, after its GPU tests (at most ~7 min)
                     timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v14.py -p no:cacheprovider -rfEs \

@@ -1,4 +1,4 @@
-"""specs/suite.yaml, specs/fp8.yaml, specs/sweep-v14.yaml and specs/sweep-v15.yaml without a GPU: the suite's shapes,
+"""specs/suite.yaml, specs/fp8.yaml and the sweeps of v14, v15 and v16 without a GPU: the suite's shapes,
 what its dispatch tables pick for each, the blocks that makes on an H200's 132 SMs, and that every form compiles and
 plans."""
 
@@ -118,6 +118,28 @@ def test_the_v15_forms_of_the_gpu_test_plan_offline_clusters_of_four_and_wholly_
 
     assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{18 * len(SHAPES)} ok, 0 INVALID"
+
+
+def test_the_v16_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):
+    # NVRTC builds every stream-K form of kernels/16_tma_ws_streamk.cu the sweep names; plan checks its maps, its
+    # workspace and flags, and refuses exactly the rings that exceed a block's shared memory.
+    import itertools
+
+    assert main(["plan", str(SPECS / "sweep-v16.yaml"), "--arch", "sm_90a", "-s", "1001x520x776"]) != EXIT_OK
+    lines = capsys.readouterr().out.rstrip().splitlines()
+    forms = list(itertools.product((1, 2), (4, 8), (64, 128, 256)))                      # CWG, STAGES, BN
+    fit = sum(stages * (64 * cwg + bn) * 128 + 16 * stages + 1024 <= 232448 for cwg, stages, bn in forms)
+    assert fit == 9
+    assert lines[-1] == f"{2 * fit} ok, {2 * (len(forms) - fit)} INVALID"                 # BF16 and TF32
+
+
+def test_the_v16_forms_of_the_gpu_test_plan_offline_full_grids_included(tmp_path, capsys):
+    # tests/test_gpu_v16.py's 16 forms on its 4 shapes: what the GPU checks must first pass plan here.
+    from gpu_specs import write_spec
+    from test_gpu_v16 import KERNELS, SHAPES
+
+    assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{16 * len(SHAPES)} ok, 0 INVALID"
 
 
 def test_the_v14_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):

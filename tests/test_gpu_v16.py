@@ -1,0 +1,79 @@
+"""v16 (kernels/16_tma_ws_streamk.cu) on a GPU: BF16 (bf16 and fp32 out), TF32 and FP8 on tiles of every width and
+height, the work split stream-K, each checked against the float64 reference on shapes where tiles are split between
+blocks, where one tile is split among every block of the grid, and where a grid larger than the K-tiles leaves
+blocks with nothing to do."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from driver_gemm.runners.one_gpu import run_spec
+from driver_gemm.session.state import RunOptions
+from driver_gemm.specfile import load_spec
+from driver_gemm.status import Status
+
+from gpu_specs import write_spec
+
+pytestmark = pytest.mark.gpu
+
+# 1001x520x784: M odd, N and K no multiple of a tile, 72 to 288 tiles of 7 to 25 K-tiles, most of them split between
+# two blocks. 4104x1032x208: hundreds of tiles of 2 to 7 K-tiles, so ranges hold several whole tiles between their
+# ends. 64x64x8192: one tile of 64 to 256 K-tiles, its owner adding the partial sums of every other block of the grid
+# (at grid = sm_count and fp8's 64 K-tiles, some blocks have none). 1x264x64: every tile one K-tile, no partial tile.
+SHAPES = ["1001x520x784", "4104x1032x208", "64x64x8192", "1x264x64"]
+
+STREAM_K_GRID = "min(sm_count, ceil(N / BN) * ceil(M / (64 * CWG)) * ceil(K * ELEM / 1024))"
+
+V16 = """\
+- name: {name}
+  source: "@KERNELS@/16_tma_ws_streamk.cu"
+  function: gemm_tma_ws_streamk
+  arch: sm_90a
+  types: {types}
+  layout: {layout}
+  {scales}
+  params: {params}
+  block: [128 * (CWG + 1)]
+  grid: ["{grid}"]
+  shared_bytes: STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024
+  signature:
+    - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
+    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
+    - C
+    - M
+    - N
+    - K
+    - alpha
+    - {{name: workspace, type: buffer, element: float32, size: sm_count * 64 * CWG * BN}}
+    - {{name: flags, type: buffer, element: int32, size: sm_count}}
+"""
+
+KERNELS = "".join([
+    V16.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               grid=STREAM_K_GRID, params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, BN: [64, 128, 256]}"),
+    V16.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+               grid=STREAM_K_GRID, params="{ELEM: 16, BT: 0, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, BN: [64, 256]}"),
+    V16.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+               grid=STREAM_K_GRID, params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 6, GROUP: 8, OUT: 32, BN: [64, 128]}"),
+    V16.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+               b_box="[BN, 128]",
+               grid=STREAM_K_GRID, params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 3, GROUP: 16, OUT: 16, BN: [128, 256]}"),
+    # One block an SM whatever the work: where the K-tiles are fewer than the blocks, some ranges are empty.
+    V16.format(name="bf16-out-full-grid", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64,
+               b_box="[64, 64]", grid="sm_count",
+               params="{ELEM: 16, BT: 0, CWG: 1, STAGES: 8, GROUP: 1, OUT: 16, BN: 64}"),
+    V16.format(name="fp8-full-grid", types="{a: e4m3, c: fp32}", layout="NT", scales="", bk=128, b_box="[BN, 128]",
+               grid="sm_count", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, BN: 128}"),
+])
+
+
+def test_every_v16_form_passes_on_shapes_split_between_blocks(tmp_path):
+    spec = load_spec(write_spec(tmp_path, KERNELS, SHAPES))
+    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
+    statuses = {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
+    assert len(statuses) == 16 * len(SHAPES)        # bf16-out 6 forms, bf16 2, tf32 4, fp8 2, full grids 2
+    assert all(status == Status.PASS for status, _ in statuses.values()), \
+        {key: value for key, value in statuses.items() if value[0] != Status.PASS}
+
