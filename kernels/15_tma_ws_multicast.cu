@@ -1,6 +1,7 @@
-// v15: v13's persistent, warp-specialised kernel for large shapes (a 128 x 256 tile, two consumer warpgroups),
-// with the B tile shared by a cluster of CM blocks through TMA multicast, and an optional epilogue that leaves
-// C to the copy engine (STORE 1).
+// v15: v13's persistent, warp-specialised kernel with the B tile shared by a cluster of CM blocks through TMA
+// multicast, and an optional epilogue that leaves C to the copy engine (STORE 1). Its tile is v13's: CWG consumer
+// warpgroups of 64 rows by BN = 256, 128 or 64 columns; the large shapes take 128 x 256 (CWG 2, BN 256, the
+// defaults), and the narrow tiles are v13's for small shapes with the same two additions.
 //
 // Why: at 4096^3 a block of v13 reads a 48 KB stage (16 KB of A, 32 KB of B) from L2 for every 1,024 cycles
 // of wgmma (64 K of a 128 x 256 tile at 4,096 bf16 FLOP a cycle), 132 SMs together about 6.3 KB a cycle:
@@ -20,12 +21,12 @@
 //   block's producer, before it exits, waits for the release of its last STAGES fills, so that no peer still
 //   arrives on a barrier of an exited block.
 // Every block of a cluster walks the same units (cluster c: units c, c + clusters, ..., GROUP-swizzled over a
-// grid of ceil(N / 256) x ceil(tile rows / CM) units). Where the tile rows are odd, the last unit's second tile
+// grid of ceil(N / BN) x ceil(tile rows / CM) units). Where the tile rows are odd, the last unit's second tile
 // lies past M: its loads read the maps' zeros and its rows are not stored.
 //
 // Epilogue (after alpha, as v13):
 // - STORE 0: v12p's store_tile from registers (fp32 as float2, bf16 in whole 32-byte sectors).
-// - STORE 1: each consumer warpgroup writes its 64 x 256 slab in chunks of 64 rows x 128 bytes (64 bf16 or 32
+// - STORE 1: each consumer warpgroup writes its 64 x BN slab in chunks of 64 rows x 128 bytes (64 bf16 or 32
 //   fp32 columns) into one of two 8 KB staging buffers, in the 128-byte swizzle (conflict-free: the rows a warp
 //   writes together fall in different 16-byte columns), and one thread hands each chunk to the copy engine
 //   (a TMA store through the map of C, box [64, 1024 / OUT]), which clips rows past M and columns past N. Before
@@ -33,13 +34,15 @@
 //   the next tile's K loop while the last chunks are written to memory.
 //
 // Element types and B's orientation are v13's (ELEM 16 bf16 with B row-major, BT 0, or column-major, BT 1; ELEM
-// 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes 4 r / CM .. 4 (r + 1) / CM - 1 of the
-// tile's four 64-column boxes; BT 1, rows 256 r / CM .. of the tile's 256 K-major rows, one box of 256 / CM rows.
+// 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes b r / CM .. b (r + 1) / CM - 1 of the
+// tile's b = BN / 64 boxes of 64 columns (at BN 64 and CM 2, rank 1 loads the one box for both); BT 1, rows
+// BN r / CM .. of the tile's BN K-major rows, one box of BN / CM rows.
 // Shapes: as v13 (K * ELEM / 8 a multiple of 16; N % 8 == 0).
 //
-// Launch: block 384, cluster [CM, 1, 1], grid CM * min(sm_count // CM, ceil(N / 256) * ceil(ceil(M / 128) / CM)),
-// dynamic shared memory STAGES * 384 * 128 + STORE * 32768 + 16 * STAGES + 1024; tensor maps (128-byte swizzle):
-// A box [128, BK]; B box [BK, 64] (BT 0) or [256 / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs sm_90a.
+// Launch (CWG 2 and BN 256 unless given: the large shapes' tile): block 128 * (CWG + 1), cluster [CM, 1, 1], grid
+// CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared memory
+// STAGES * (64 CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle):
+// A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [BN / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs sm_90a.
 //
 // Predicted (from the design, before it ran): CM 2 takes a third of the L2 traffic away, as cuBLASLt's own
 // kernel for these shapes does with its cluster of two: from v13's 93-95% of cuBLASLt BF16 at 4096^3 to about
@@ -69,8 +72,36 @@
 // a wider block order (CM 1) as from the multicast; the multicast is what wins at 8192^3 in bf16, where A and B no
 // longer fit in L2 together, and in TF32 at both shapes of its second run (why TF32 gains from it at 4096^3 where bf16
 // does not is not established).
-// Not yet done: an Nsight Compute profile of v15 (the reasons above are inferred from times), and an order of the
-// tiles along a space-filling curve.
+// Nsight Compute (one launch a case at the GPU's own clocks, `scripts/gpu_check.sh profile-suite`, on another machine
+// the same day): at 4096^3 the tensor pipe is busy 93.9% of the kernel's active cycles, at 8192^3 97.2%; the top stall
+// is the barrier (4.7 and 3.8 cycles per issued instruction), then mio_throttle and long_scoreboard at 1.2-1.6. The
+// only bar.sync in the tile loop is the epilogue's named barrier, where a warpgroup waits while its leader waits for
+// the copy engine to have read the staging buffer it is about to reuse: so (inferred, not measured apart) the
+// epilogue's two buffers a warpgroup are what the consumers wait on. The tensor pipe has little idle time, so what
+// remains against the vendor row is mostly the clock a run gets. Both sides move between runs: at 8192^3 the suite's
+// form (GROUP 8, CM 2, STORE 1) measured 1.431, 1.557 and 1.573 ms in three runs (sweep, suite, profile) and the vendor
+// row 1.435, 1.566 and 1.388 ms, so the profile run's 88.3% and the suite's 100.6% are both single samples of a spread;
+// in the profile run v15's one launch under ncu took 1.374 ms against its timed median of 1.573 ms, a gap not
+// explained here.
+//
+// Narrow tiles (CWG 1 or 2 by BN 64 or 128, 6 stages, STORE 1, CM 1 or 2; `scripts/gpu_check.sh v15-small`, beside the
+// suite's own v13 entries in the same step, every row at 1980 MHz): the best form of each shape against v13's.
+//   shape             bf16 out: v15    v13      tf32: v15    v13
+//   1024x512x1024          86.6%      89.2%        100.2%    107.3%
+//   1001x520x776           84.1%      79.8%         94.2%     97.3%
+//   127x4104x1032          84.4%      78.3%         92.2%     95.1%
+//   4104x1032x200          81.9%      70.9%        106.8%     96.6%
+//   128x4096x4096          74.5%      93.8%         75.2%    100.4%
+//   128x8192x8192          89.2%      93.9%         90.4%     98.1%
+//   128x14336x4096         97.2%      96.6%         98.5%     98.6%
+// The suite's tables take v15 where it led by more than the runs' noise: bf16 out at 1001x520x776 and
+// 127x4104x1032 (CWG 1, BN 128, CM 2) and 4104x1032x200 (CWG 2, BN 128, CM 2), TF32 at 4104x1032x200 (CWG 2, BN 128,
+// CM 2); the suite run with those entries measured 84.2%, 84.9% and 83.0% (bf16 out) and 107.2% (TF32). At M = 128,
+// where v13's entries split K across a cluster, v15 has no split and loses. Under Nsight Compute the bf16
+// 4104x1032x200 launch takes 12.4 us (14.4 us timed by events) with the tensor pipe busy 31% of it and long_scoreboard
+// the top stall: its time is its fill, its waves of tiles (153 units of two for 66 clusters) and its epilogue, not its
+// multiplies.
+// Not yet done: an order of the tiles along a space-filling curve, and more staging buffers for the epilogue.
 
 #include "13_tma_ws_split.cu"   // v13's wgmma_k_step, consume_ktiles, ClusterPlace, cluster helpers and store_tile
 
@@ -119,7 +150,7 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads)
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Chunk q of a consumer warpgroup's 64 x 256 accumulators (d[4 j + e]: row 16 warp + g + 8 (e / 2), column
+// Chunk q of a consumer warpgroup's 64 x BN accumulators (d[4 j + e]: row 16 warp + g + 8 (e / 2), column
 // 8 j + 2 t + e % 2), the 1024 / OUT columns of 128 bytes a row from q * 1024 / OUT on, written at `buffer` as the
 // TMA engine reads a box of [64, 1024 / OUT] with the 128-byte swizzle (swizzled_offset<128>: 16-byte column c of
 // row r at r * 128 + (c ^ r % 8) * 16). A warp's rows g = 0..7 land in eight different 16-byte columns.
@@ -150,15 +181,13 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[ACC], unsigned bu
     }
 }
 
-template <int ELEM, int BT, int STAGES, int GROUP, int OUT, int CM, int STORE>
-__global__ void __launch_bounds__(384, 1)
+template <int ELEM, int BT, int STAGES, int GROUP, int OUT, int CM, int STORE, int CWG = 2, int BN = 256>
+__global__ void __launch_bounds__(128 * (CWG + 1), 1)
 gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                       const __grid_constant__ TensorMap map_c, void* C, int M, int N, int K, float alpha)
 {
-    constexpr int CWG = 2;
     constexpr int BK = 1024 / ELEM;                    // elements in a 128-byte row
     constexpr int TM = 64 * CWG;                       // rows of C per tile
-    constexpr int BN = 256;
     constexpr int ACC = BN / 2;
     constexpr int A_BYTES = TM * 128;
     constexpr int B_BYTES = BN * 128;
@@ -170,7 +199,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
     constexpr int RELEASES = 4 * CWG * CM;             // lane 0 of each consumer warp of every rank
     constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: one staged chunk of 64 rows x 128 bytes
-    constexpr int CHUNKS = BN * OUT / 8 / 128;         // chunks in a warpgroup's 64 x 256 slab
+    constexpr int CHUNKS = BN * OUT / 8 / 128;         // chunks in a warpgroup's 64 x BN slab
     constexpr int CHUNK_COLUMNS = 1024 / OUT;
     static_assert(ELEM == 32 || ELEM == 16 || ELEM == 8, "tf32, bf16 or e4m3 inputs");
     static_assert(BT == 1 || ELEM == 16, "only bf16 wgmma reads an MN-major (row-major) B");
@@ -179,6 +208,8 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(CM == 1 || CM == 2 || CM == 4, "clusters of 1, 2 or 4 blocks along M");
     static_assert(STORE == 0 || STORE == 1, "stores from registers (0) or through the copy engine (1)");
+    static_assert(CWG == 1 || CWG == 2, "1 or 2 consumer warpgroups");
+    static_assert(BN == 256 || BN == 128 || BN == 64, "a tile 256, 128 or 64 columns wide");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = shared_address(smem_raw);
@@ -202,7 +233,9 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     }
 
     if (warpgroup == 0) {
-        registers_decrease<PRODUCER_REGISTERS>();
+        if constexpr (CWG > 1) {
+            registers_decrease<PRODUCER_REGISTERS>();
+        }
         if (tid == 0) {
             // One box of B into this stage of every rank of the cluster (of this block alone where CM is 1).
             const auto load_b = [&](unsigned dst, int x, int y, unsigned barrier) {
@@ -241,7 +274,9 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         }
         return;
     }
-    registers_increase<CONSUMER_REGISTERS>();
+    if constexpr (CWG > 1) {
+        registers_increase<CONSUMER_REGISTERS>();
+    }
 
     const int consumer = warpgroup - 1;
     const bool leader = tid % 128 == 0;                // STORE 1: the thread that hands chunks to the copy engine

@@ -23,11 +23,13 @@
 # cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
-# --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), strategies
+# --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), profile-suite (the suite's
+# BF16 dispatch under Nsight Compute: v15 on two large shapes and two awkward ones), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
 # tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), v15 (v15's GPU tests, then its forms beside v13 and
-# the vendor rows: BF16 at 4096^3 and 8192^3, TF32 and FP8 at 4096^3), v16 (v16's GPU tests, then its stream-K forms
+# the vendor rows: BF16 at 4096^3 and 8192^3, TF32 and FP8 at 4096^3), v15-small (v15's GPU tests, then its narrow-tile
+# forms beside the suite's v13 on the small, awkward and M = 128 shapes, BF16 and TF32), v16 (v16's GPU tests, then its stream-K forms
 # beside the suite's v13 on the small, awkward and M = 128 shapes, BF16 and TF32), thirdparty (kernels in outside collections'
 # styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace
 # tile counter, a nested Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p
@@ -127,6 +129,22 @@ for step in "$@"; do
                     echo "=== v15 cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/v15-*.jsonl
                     [ $status_v15 -eq 0 ] ;;
+        v15-small)  # v15's GPU tests, then its narrow-tile forms (specs/sweep-v15-small.yaml: C through the copy engine, B
+                    # multicast to a cluster of two) on the suite's small, awkward and M = 128 shapes, BF16 (bf16 out) then
+                    # TF32, each beside the suite's own dispatch of v13 on the same shapes (at most ~8 min)
+                    timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v15.py -p no:cacheprovider -rfEs \
+                        2>&1 | tee "$OUT/gpu-tests-v15.log" | tail -5; status_small=${PIPESTATUS[0]}
+                    shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096
+                            -s 128x8192x8192 -s 128x14336x4096)
+                    for kernel in bf16-out tf32; do
+                        timeout -s INT -k 10 130 python3 -m driver_gemm run specs/sweep-v15-small.yaml -k "v15-$kernel-narrow" \
+                            --json "$OUT/v15-small-$kernel.json" -q >/dev/null || status_small=1
+                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${shapes[@]}" \
+                            --json "$OUT/v15-small-v13-$kernel.json" -q >/dev/null || status_small=1
+                    done
+                    echo "=== v15-small cases (a run cut short by its timeout keeps the cases it finished)"
+                    python3 -m driver_gemm show "$OUT"/v15-small-*.jsonl
+                    [ $status_small -eq 0 ] ;;
         v16)        # v16's GPU tests, then its stream-K forms (specs/sweep-v16.yaml) on the suite's small, awkward and M = 128
                     # shapes, BF16 (bf16 out) then TF32, each beside the suite's own dispatch of v13 on the same shapes and
                     # the vendor rows, each run under a timeout of its own (at most ~9 min)
@@ -231,6 +249,10 @@ for step in "$@"; do
                     [ $tests -eq 0 ] && [ $run -eq 0 ] ;;
         profile)    python3 -m driver_gemm run specs/seed.yaml -s 1024x512x1024 --profile --json "$OUT/profile-seed.json" -q
                     python3 -m driver_gemm run specs/fast.yaml -k v8 -s 4096x4096x4096 --profile --json "$OUT/profile-v8.json" -q ;;
+        profile-suite) # the suite's BF16 (bf16 out) dispatch under Nsight Compute: v15 at 4096^3 and 8192^3 and on two
+                    # awkward shapes (at most ~4 min)
+                    timeout -s INT -k 10 200 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out -s 4096x4096x4096 \
+                        -s 8192x8192x8192 -s 4104x1032x200 -s 1001x520x776 --profile --json "$OUT/profile-suite-bf16.json" -q ;;
         profile-tma) python3 -m driver_gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile --json "$OUT/profile-v11.json" -q
                     python3 -m driver_gemm run specs/tma-bf16.yaml -k v12 -s 4096x4096x4096 --profile --json "$OUT/profile-v12.json" -q ;;
         strategies) timeout 400 python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 \

@@ -1,6 +1,7 @@
-"""v15 (kernels/15_tma_ws_multicast.cu) on a GPU: BF16 (bf16 and fp32 out), TF32 and FP8, with and without a cluster
-sharing B by multicast, C stored from registers or by the copy engine, each checked against the float64 reference
-on shapes cut by M, N and K, among them shapes whose last unit of a cluster lies partly or wholly past M."""
+"""v15 (kernels/15_tma_ws_multicast.cu) on a GPU: BF16 (bf16 and fp32 out), TF32 and FP8, on the large shapes' tile
+and on narrow ones, with and without a cluster sharing B by multicast, C stored from registers or by the copy engine,
+each checked against the float64 reference on shapes cut by M, N and K, among them shapes whose last unit of a cluster
+lies partly or wholly past M."""
 
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ V15 = """\
   layout: {layout}
   {scales}
   params: {params}
-  block: [384]
-  grid: ["CM * min(sm_count // CM, ceil(N / 256) * ceil(ceil(M / 128) / CM))"]
+  block: [128 * (CWG + 1)]
+  grid: ["CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))"]
   cluster: [CM, 1, 1]
-  shared_bytes: STAGES * 384 * 128 + STORE * 32768 + 16 * STAGES + 1024
+  shared_bytes: STAGES * (64 * CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024
   signature:
-    - {{name: map_a, type: tensormap, tensor: A, box: [128, {bk}], swizzle: 128B}}
+    - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
     - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
     - {{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}}
     - C
@@ -46,23 +47,38 @@ V15 = """\
     - alpha
 """
 
-KERNELS = "".join([
-    V15.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: [0, 1]}"),
-    V15.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2], STORE: [0, 1]}"),
-    V15.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[256 / CM, 32]",
-               params="{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2], STORE: [0, 1]}"),
-    V15.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
-               b_box="[256 / CM, 128]",
-               params="{ELEM: 8, BT: 1, STAGES: 3, GROUP: 16, OUT: 16, CM: [1, 2], STORE: [0, 1]}"),
-])
+# Each input type's operands: its types, layout and scales, the K elements of a 128-byte row, and B's box.
+TYPES = {
+    "bf16-out": dict(types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]"),
+    "bf16": dict(types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]"),
+    "tf32": dict(types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN / CM, 32]"),
+    "fp8": dict(types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+                b_box="[BN / CM, 128]"),
+}
+
+FORMS = [   # name, input type, params
+    ("bf16-out", "bf16-out",
+     "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: [0, 1], CWG: 2, BN: 256}"),
+    ("bf16", "bf16", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2], STORE: [0, 1], CWG: 2, BN: 256}"),
+    ("tf32", "tf32", "{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2], STORE: [0, 1], CWG: 2, BN: 256}"),
+    ("fp8", "fp8", "{ELEM: 8, BT: 1, STAGES: 3, GROUP: 16, OUT: 16, CM: [1, 2], STORE: [0, 1], CWG: 2, BN: 256}"),
+    # Narrow tiles (the small shapes'): 64 or 128 rows by 64 or 128 columns; at BN 64 and CM 2 one rank loads the
+    # tile's one B box for both (bf16), or each rank 32 of its 64 K-major rows (tf32, fp8).
+    ("bf16-out-narrow", "bf16-out",
+     "{ELEM: 16, BT: 0, STAGES: 6, GROUP: 8, OUT: 16, CM: [1, 2], STORE: [0, 1], CWG: 1, BN: 64}"),
+    ("bf16-narrow", "bf16", "{ELEM: 16, BT: 0, STAGES: 6, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 128}"),
+    ("tf32-narrow", "tf32",
+     "{ELEM: 32, BT: 1, STAGES: 6, GROUP: 8, OUT: 32, CM: [1, 2], STORE: 1, CWG: [1, 2], BN: 64}"),
+    ("fp8-narrow", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 1, BN: 128}"),
+]
+
+KERNELS = "".join(V15.format(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS)
 
 
 def test_every_v15_form_passes_on_shapes_cut_by_m_n_and_k(tmp_path):
     spec = load_spec(write_spec(tmp_path, KERNELS, SHAPES))
     run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
     statuses = {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
-    assert len(statuses) == 18 * len(SHAPES)        # bf16-out 6 forms, bf16, tf32 and fp8 4 each
+    assert len(statuses) == 28 * len(SHAPES)        # bf16-out 6 forms, bf16, tf32 and fp8 4 each; narrow ones 10
     assert all(status == Status.PASS for status, _ in statuses.values()), \
         {key: value for key, value in statuses.items() if value[0] != Status.PASS}

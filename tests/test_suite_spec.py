@@ -45,9 +45,16 @@ def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_le
         assert blocks % cluster == 0 and blocks <= SM_COUNT, (shape.label, params)
         wide_tiles = -(-shape.N // 256) * -(-shape.M // 128)               # v12p's 128 x 256 tiles
         if chosen.function == "gemm_tma_ws_multicast":
-            # a member: v15, v12p's tile (B shared by a cluster of CM), only where those tiles fill the GPU
-            assert shape.M > 128 and wide_tiles >= 3 * SM_COUNT // 2, (shape.label, params)
-            assert -(-shape.M // 128) >= params["CM"], (shape.label, params)
+            # a member: v15 (B shared by a cluster of CM tiles one above the other): on v12p's tile only where those
+            # tiles fill the GPU, on a narrower one only where they would not, its tiles then giving a quarter of the
+            # SMs or more their work; every cluster has a tile row of its own
+            tile_rows = -(-shape.M // (64 * params["CWG"]))
+            if params["BN"] == 256:
+                assert params["CWG"] == 2 and shape.M > 128 and wide_tiles >= 3 * SM_COUNT // 2, (shape.label, params)
+            else:
+                assert wide_tiles < 3 * SM_COUNT // 2, (shape.label, params)
+                assert -(-shape.N // params["BN"]) * tile_rows >= SM_COUNT // 4, (shape.label, params)
+            assert tile_rows >= params["CM"], (shape.label, params)
             continue
         if chosen.name != name:
             # a member: v14, for decode shapes of M up to 64 only, its MT rows holding all of M (B read once), and
@@ -112,12 +119,13 @@ def test_the_v15_sweep_compiles_and_plans_offline(capsys):
 
 
 def test_the_v15_forms_of_the_gpu_test_plan_offline_clusters_of_four_and_wholly_empty_ranks_included(tmp_path, capsys):
-    # tests/test_gpu_v15.py's 18 forms on its 3 shapes: what the GPU checks must first pass plan here.
+    # tests/test_gpu_v15.py's 28 forms (narrow tiles among them) on its 3 shapes: what the GPU checks must first pass
+    # plan here.
     from gpu_specs import write_spec
     from test_gpu_v15 import KERNELS, SHAPES
 
     assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
-    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{18 * len(SHAPES)} ok, 0 INVALID"
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{28 * len(SHAPES)} ok, 0 INVALID"
 
 
 def test_the_v16_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):
@@ -140,6 +148,13 @@ def test_the_v16_forms_of_the_gpu_test_plan_offline_full_grids_included(tmp_path
 
     assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{16 * len(SHAPES)} ok, 0 INVALID"
+
+
+def test_the_narrow_v15_sweep_compiles_and_plans_offline(capsys):
+    # v15's copy-engine epilogue and B multicast on 64- and 128-column tiles of 64 or 128 rows, in BF16 and TF32: every
+    # form fits a block's shared memory with its staging buffers.
+    assert main(["plan", str(SPECS / "sweep-v15-small.yaml"), "--arch", "sm_90a", "-s", "127x4104x1032"]) == EXIT_OK
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{2 * 8} ok, 0 INVALID"     # CM x CWG x BN, 2 types
 
 
 def test_the_v14_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):
