@@ -1,5 +1,7 @@
 """A host model of v15 (kernels/15_tma_ws_multicast.cu), written as the kernel does its work:
-- the clusters' walk over units of CM tiles one above the other, which must compute every tile of C once;
+- the clusters' walk over units of CM tiles one above the other, which must compute every tile of C once, on the
+  large shapes' tile and the narrow ones;
+- the ranks' shares of the B tile at every tile width, which must write each byte of it once;
 - the ring shared by a cluster (each rank's A copy, every rank's share of B written into every rank, the `full`
   barriers' byte counts, releases on every rank's `empty` barriers, the producers' tail), run under random
   interleavings with the mbarriers' parity waits: no stage may be read before all of its bytes have landed or
@@ -27,10 +29,12 @@ def swizzled_tile_of(index: int, columns: int, rows_total: int, group: int) -> t
     return (index % per_group) // rows, first + (index % per_group) % rows
 
 
-def cluster_tiles(M: int, N: int, cm: int, group: int, grid: int) -> list[list[tuple[int, int]]]:
+def cluster_tiles(M: int, N: int, cm: int, group: int, grid: int, tm: int = 128, bn: int = 256) \
+        -> list[list[tuple[int, int]]]:
     """The tiles (row, column) each block of a grid of `grid` blocks computes, in its order, as the kernel's
-    consumers walk them: cluster blockIdx / CM takes units first, first + step, ...; rank r the unit's row CM u + r."""
-    columns, rows = -(-N // 256), -(-M // 128)
+    consumers walk them: cluster blockIdx / CM takes units first, first + step, ...; rank r the unit's row CM u + r.
+    Tiles are tm x bn (64 CWG x BN; the defaults are the large shapes' 128 x 256)."""
+    columns, rows = -(-N // bn), -(-M // tm)
     unit_rows = -(-rows // cm)
     units = columns * unit_rows
     blocks = []
@@ -44,13 +48,15 @@ def cluster_tiles(M: int, N: int, cm: int, group: int, grid: int) -> list[list[t
     return blocks
 
 
-@pytest.mark.parametrize("M, N", [(4096, 4096), (8192, 1024), (1001, 520), (4104, 1032), (128, 14336), (129, 256)])
+@pytest.mark.parametrize("M, N", [(4096, 4096), (8192, 1024), (1001, 520), (4104, 1032), (128, 14336), (129, 256),
+                                  (127, 4104)])
 @pytest.mark.parametrize("cm", [1, 2, 4])
 @pytest.mark.parametrize("group", [1, 8, 16])
-def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_panel(M, N, cm, group):
-    columns, rows = -(-N // 256), -(-M // 128)
+@pytest.mark.parametrize("tm, bn", [(128, 256), (64, 128), (128, 128), (64, 64)])
+def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_panel(M, N, cm, group, tm, bn):
+    columns, rows = -(-N // bn), -(-M // tm)
     grid = cm * min(132 // cm, columns * -(-rows // cm))     # the spec's grid expression
-    blocks = cluster_tiles(M, N, cm, group, grid)
+    blocks = cluster_tiles(M, N, cm, group, grid, tm, bn)
     inside = [tile for tiles in blocks for tile in tiles if tile[0] < rows]
     assert sorted(inside) == sorted((row, column) for row in range(rows) for column in range(columns))
     past = [tile for tiles in blocks for tile in tiles if tile[0] >= rows]
@@ -61,6 +67,37 @@ def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_p
         for step in zip(*ranks):
             assert len({column for _, column in step}) == 1
             assert [row % cm for row, _ in step] == list(range(cm))
+
+
+def b_shares(bt: int, bn: int, cm: int, bk_bytes: int = 128) -> list[list[tuple[int, int]]]:
+    """Each rank's copies of the B tile, as (byte offset in the stage's B tile, bytes), as the producer issues them:
+    BT 0, boxes j in [b r / CM, b (r + 1) / CM) of the b = BN / 64 boxes of 64 columns (64 k rows x 128 bytes each);
+    BT 1, one box of BN / CM K-major rows of 128 bytes at row BN r / CM."""
+    shares = []
+    for rank in range(cm):
+        if bt == 0:
+            boxes = bn // 64
+            box_bytes = 64 * bk_bytes
+            shares.append([(j * box_bytes, box_bytes) for j in range(boxes * rank // cm, boxes * (rank + 1) // cm)])
+        else:
+            rows = bn // cm
+            shares.append([(rank * rows * bk_bytes, rows * bk_bytes)])
+    return shares
+
+
+@pytest.mark.parametrize("bt", [0, 1])
+@pytest.mark.parametrize("bn", [64, 128, 256])
+@pytest.mark.parametrize("cm", [1, 2, 4])
+def test_the_ranks_shares_of_b_write_every_byte_of_the_tile_once_and_fill_each_full_barrier_exactly(bt, bn, cm):
+    shares = b_shares(bt, bn, cm)
+    written = sorted(copy for share in shares for copy in share)
+    position = 0
+    for offset, nbytes in written:                 # back to back from 0: no byte twice, none left out
+        assert offset == position
+        position += nbytes
+    assert position == bn * 128                    # B_BYTES: with A's, what each block's `full` barrier expects
+    for offset, nbytes in written:                 # each copy starts on a 1024-byte swizzle atom (8 rows of 128 bytes)
+        assert offset % 1024 == 0 and nbytes % 1024 == 0
 
 
 # ---- the ring shared by a cluster ----
