@@ -20,8 +20,8 @@
 //   acquires it, then the owner's consumers meet at theirs before reading.
 // So a block has at most one slot and one flag, and the owner of a tile meets the tile's parts last: the blocks it
 // waits for met them first, in the first steps of their ranges, and never wait on a lower block. The wait needs every
-// block resident at once: the grid is at most one block per SM (a block traps where the grid exceeds the GPU's SM
-// count, an ERROR row rather than a hang).
+// block resident at once: the grid is at most one block per SM (a block traps where the grid exceeds %nsmid, the
+// range of the GPU's SM ids, which may be above its SM count: an ERROR row rather than a hang).
 //
 // Element types, B's orientation, the tile (BN 256, 128 or 64 columns, CWG 1 or 2 warpgroups of 64 rows), the ring
 // and the epilogue (v12p's store_tile: fp32 as float2, bf16 in whole 32-byte sectors, after alpha) are v13's. The
