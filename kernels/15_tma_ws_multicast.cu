@@ -72,8 +72,8 @@
 // a wider block order (CM 1) as from the multicast; the multicast is what wins at 8192^3 in bf16, where A and B no
 // longer fit in L2 together, and in TF32 at both shapes of its second run (why TF32 gains from it at 4096^3 where bf16
 // does not is not established).
-// Nsight Compute (one launch a case at the GPU's own clocks, `scripts/gpu_check.sh profile-suite`, on another machine
-// the same day): at 4096^3 the tensor pipe is busy 93.9% of the kernel's active cycles, at 8192^3 97.2%; the top stall
+// Nsight Compute (one launch a case at the GPU's own clocks, `scripts/gpu_check.sh profile-suite`; its file on the
+// results page): at 4096^3 the tensor pipe is busy 93.9% of the kernel's active cycles, at 8192^3 97.2%; the top stall
 // is the barrier (4.7 and 3.8 cycles per issued instruction), then mio_throttle and long_scoreboard at 1.2-1.6. The
 // only bar.sync in the tile loop is the epilogue's named barrier, where a warpgroup waits while its leader waits for
 // the copy engine to have read the staging buffer it is about to reuse: so (inferred, not measured apart) the

@@ -48,6 +48,9 @@ step_done() {   # name, exit code, seconds
     summary+=("$1: exit $2 in $3 s")
     [ "$2" -eq 0 ] || status=1
 }
+# The suite's small, awkward and M = 128 shapes, where the v15-small and v16 steps time their forms beside v13.
+small_shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096 -s 128x8192x8192
+              -s 128x14336x4096)
 tune_halving() {   # time limit (s), budget, name, winners spec, then the spec and tune's other arguments
     # Successive halving within the budget: its results in $OUT/NAME.json, its log in $OUT/NAME.log, its table
     # last; the exit status is the tune's.
@@ -134,12 +137,10 @@ for step in "$@"; do
                     # TF32, each beside the suite's own dispatch of v13 on the same shapes (at most ~8 min)
                     timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v15.py -p no:cacheprovider -rfEs \
                         2>&1 | tee "$OUT/gpu-tests-v15.log" | tail -5; status_small=${PIPESTATUS[0]}
-                    shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096
-                            -s 128x8192x8192 -s 128x14336x4096)
                     for kernel in bf16-out tf32; do
                         timeout -s INT -k 10 130 python3 -m driver_gemm run specs/sweep-v15-small.yaml -k "v15-$kernel-narrow" \
                             --json "$OUT/v15-small-$kernel.json" -q >/dev/null || status_small=1
-                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${shapes[@]}" \
+                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${small_shapes[@]}" \
                             --json "$OUT/v15-small-v13-$kernel.json" -q >/dev/null || status_small=1
                     done
                     echo "=== v15-small cases (a run cut short by its timeout keeps the cases it finished)"
@@ -150,14 +151,12 @@ for step in "$@"; do
                     # the vendor rows, each run under a timeout of its own (at most ~9 min)
                     timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v16.py -p no:cacheprovider -rfEs \
                         2>&1 | tee "$OUT/gpu-tests-v16.log" | tail -5; status_v16=${PIPESTATUS[0]}
-                    shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096
-                            -s 128x8192x8192 -s 128x14336x4096)
                     for kernel in bf16-out tf32; do
                         # The sweep's rings over a block's shared memory are INVALID rows, so this run exits 1: the
                         # step judges its rows below instead.
                         timeout -s INT -k 10 150 python3 -m driver_gemm run specs/sweep-v16.yaml -k "v16-$kernel" \
                             --json "$OUT/v16-$kernel.json" -q >/dev/null
-                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${shapes[@]}" \
+                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${small_shapes[@]}" \
                             --json "$OUT/v16-v13-$kernel.json" -q >/dev/null || status_v16=1
                     done
                     echo "=== v16 cases (a run cut short by its timeout keeps the cases it finished)"

@@ -36,3 +36,26 @@ def with_measure(spec, **changes):
 def quick(spec):
     """`spec` measured just enough for tests: a few samples, no time minimum."""
     return with_measure(spec, warmup=1, min_samples=3, min_time_s=0.0, timeout_s=0.05)
+
+
+def statuses(run) -> dict:
+    """A run's cases as {(kernel, shape label): (status, message)}."""
+    return {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
+
+
+def verify_only(spec_path: Path) -> dict:
+    """Every kernel case of the spec at `spec_path` launched once and checked against float64, untimed and without
+    the vendor row: its `statuses`. Needs a GPU."""
+    from driver_gemm.runners.one_gpu import run_spec
+    from driver_gemm.session.state import RunOptions
+    from driver_gemm.specfile import load_spec
+
+    spec = dataclasses.replace(load_spec(spec_path), baseline=False)
+    return statuses(run_spec(spec, options=RunOptions(time=False)))
+
+
+def not_passing(found: dict) -> dict:
+    """The entries of `statuses` whose case did not PASS."""
+    from driver_gemm.status import Status
+
+    return {key: value for key, value in found.items() if value[0] != Status.PASS}

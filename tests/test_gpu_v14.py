@@ -4,16 +4,9 @@ the float64 reference on shapes cut by M, N and K."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from driver_gemm.runners.one_gpu import run_spec
-from driver_gemm.session.state import RunOptions
-from driver_gemm.specfile import load_spec
-from driver_gemm.status import Status
-
-from gpu_specs import write_spec
+from gpu_specs import not_passing, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -60,9 +53,6 @@ KERNELS = "".join([
 
 
 def test_every_v14_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
-    spec = load_spec(write_spec(tmp_path, KERNELS, SHAPES))
-    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
-    statuses = {(case.kernel, case.shape.label): (case.status, case.message) for case in run.cases}
-    assert len(statuses) == 4 * 16 * len(SHAPES)   # 4 kernels x (2 widths x 2 splits x 4 heights)
-    assert all(status == Status.PASS for status, _ in statuses.values()), \
-        {key: value for key, value in statuses.items() if value[0] != Status.PASS}
+    found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
+    assert len(found) == 4 * 16 * len(SHAPES)      # 4 kernels x (2 widths x 2 splits x 4 heights)
+    assert not not_passing(found), not_passing(found)

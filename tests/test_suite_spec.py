@@ -118,14 +118,19 @@ def test_the_v15_sweep_compiles_and_plans_offline(capsys):
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{forms + 3} ok, 0 INVALID"   # and v13 in 3 types
 
 
-def test_the_v15_forms_of_the_gpu_test_plan_offline_clusters_of_four_and_wholly_empty_ranks_included(tmp_path, capsys):
-    # tests/test_gpu_v15.py's 28 forms (narrow tiles among them) on its 3 shapes: what the GPU checks must first pass
-    # plan here.
-    from gpu_specs import write_spec
-    from test_gpu_v15 import KERNELS, SHAPES
+@pytest.mark.parametrize("module, forms", [
+    ("test_gpu_v15", 28),     # clusters of four, wholly empty ranks and narrow tiles among them
+    ("test_gpu_v16", 16),     # full grids (blocks with empty ranges) among them
+])
+def test_the_forms_of_a_gpu_test_plan_offline(module, forms, tmp_path, capsys):
+    # A GPU test's forms on its shapes: what the GPU checks must first pass plan here.
+    import importlib
 
-    assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
-    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{28 * len(SHAPES)} ok, 0 INVALID"
+    from gpu_specs import write_spec
+
+    test = importlib.import_module(module)
+    assert main(["plan", str(write_spec(tmp_path, test.KERNELS, test.SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{forms * len(test.SHAPES)} ok, 0 INVALID"
 
 
 def test_the_v16_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):
@@ -139,15 +144,6 @@ def test_the_v16_sweep_compiles_and_plans_offline_refusing_only_rings_over_share
     fit = sum(stages * (64 * cwg + bn) * 128 + 16 * stages + 1024 <= 232448 for cwg, stages, bn in forms)
     assert fit == 9
     assert lines[-1] == f"{2 * fit} ok, {2 * (len(forms) - fit)} INVALID"                 # BF16 and TF32
-
-
-def test_the_v16_forms_of_the_gpu_test_plan_offline_full_grids_included(tmp_path, capsys):
-    # tests/test_gpu_v16.py's 16 forms on its 4 shapes: what the GPU checks must first pass plan here.
-    from gpu_specs import write_spec
-    from test_gpu_v16 import KERNELS, SHAPES
-
-    assert main(["plan", str(write_spec(tmp_path, KERNELS, SHAPES)), "--arch", "sm_90a"]) == EXIT_OK
-    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{16 * len(SHAPES)} ok, 0 INVALID"
 
 
 def test_the_narrow_v15_sweep_compiles_and_plans_offline(capsys):
