@@ -1,7 +1,9 @@
 // v15: v13's persistent, warp-specialised kernel with the B tile shared by a cluster of CM blocks through TMA
-// multicast, and an optional epilogue that leaves C to the copy engine (STORE 1). Its tile is v13's: CWG consumer
-// warpgroups of 64 rows by BN = 256, 128 or 64 columns; the large shapes take 128 x 256 (CWG 2, BN 256, the
-// defaults), and the narrow tiles are v13's for small shapes with the same two additions.
+// multicast, and an optional epilogue that leaves C to the copy engine (STORE 1). Its tile is CWG consumer
+// warpgroups of 64 rows by BN = 256, 192, 128 or 64 columns; the large shapes take 128 x 256 (CWG 2, BN 256, the
+// defaults), the narrow tiles are v13's for small shapes with the same two additions, and 192 x 192 (CWG 3, BN 192)
+// is for shapes that it cuts into one tile for every SM, where any smaller tile leaves a second, partial wave
+// (4104x1032x200: 22 x 6 = 132 tiles; 128 x 128 makes 297, 2.25 waves).
 //
 // Why: at 4096^3 a block of v13 reads a 48 KB stage (16 KB of A, 32 KB of B) from L2 for every 1,024 cycles
 // of wgmma (64 K of a 128 x 256 tile at 4,096 bf16 FLOP a cycle), 132 SMs together about 6.3 KB a cycle:
@@ -31,7 +33,8 @@
 //   writes together fall in different 16-byte columns), and one thread hands each chunk to the copy engine
 //   (a TMA store through the map of C, box [64, 1024 / OUT]), which clips rows past M and columns past N. Before
 //   a buffer is rewritten, that thread waits until the store two chunks back has read it. The consumers go on to
-//   the next tile's K loop while the last chunks are written to memory.
+//   the next tile's K loop while the last chunks are written to memory; at the end the block waits only for the
+//   copy engine to have read its last chunks, not for their writes to land (they complete with the grid).
 //
 // Element types and B's orientation are v13's (ELEM 16 bf16 with B row-major, BT 0, or column-major, BT 1; ELEM
 // 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes b r / CM .. b (r + 1) / CM - 1 of the
@@ -43,6 +46,10 @@
 // CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared memory
 // STAGES * (64 CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle):
 // A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [BN / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs sm_90a.
+// The producer warpgroup keeps 40 registers a thread and gives the rest to the consumers: 232 at CWG 2, 152 at
+// CWG 3, which hold BN / 2 accumulators of at most 96 (BN 192; NVRTC 13.5: no spills at either). A 192 x 192 stage
+// is 48 KB, so with STORE 1's 48 KB of staging buffers the ring has 3 stages, without them 4.
+// One thread of the producer warpgroup fetches the tensor maps' descriptors while thread 0 makes the ring's barriers.
 //
 // Predicted (from the design, before it ran): CM 2 takes a third of the L2 traffic away, as cuBLASLt's own
 // kernel for these shapes does with its cluster of two: from v13's 93-95% of cuBLASLt BF16 at 4096^3 to about
@@ -51,7 +58,8 @@
 //
 // Measured on the H200, 2026-12-03: % of the run's own vendor row (the best of its heuristic's first 8), each run's
 // cases one after another; files and commands in docs/performance.md ("Focused checks"). The SM clock is set by
-// power at these shapes, so the same form moved by up to 8 points between runs of the same day (docs/timing.md).
+// power at these shapes, so the same form moved by up to 23 points against its vendor row between runs of the same day
+// (below; docs/timing.md).
 //   BF16, bf16 out, 4096^3 (8 forms and v13, one run): v13 91.4%; CM 1 92.6-109.0%, CM 2 97.0-107.7%; best GROUP 16,
 //     CM 1, STORE 1 (109.0%), then GROUP 16, CM 2, STORE 0 (107.7%).
 //   BF16, bf16 out, 8192^3 (6 forms before the step's timeout): CM 2 98.8% (STORE 0) and 100.3% (STORE 1); CM 1
@@ -59,15 +67,19 @@
 //   TF32 (B column-major), 4096^3 and 4096x14336x4096 (a second run of its 8 forms): CM 2 with GROUP 8 and STORE 0
 //     at 103.1% and 107.1%, v13 at 93.5% and 94.2%. FP8 e4m3 at 4096^3: v15 101.9-114.6%, v13 109.5%.
 //   The suite's large shapes with its tables (bf16 out: GROUP 16, CM 1, STORE 1 up to M = 4096, GROUP 8, CM 2, STORE 1
-//   beyond; TF32: GROUP 8, CM 2, STORE 0), one run a type:
+//   beyond; TF32: GROUP 8, CM 2, STORE 0), one run of `scripts/gpu_check.sh suite`:
 //     shape             bf16 out   TF32
-//     8192x1024x8192    96.7%      100.2%
-//     4096x14336x4096   101.3%     114.9%
-//     4096x4096x14336   108.5%     100.0%
-//     4096^3            102.6%     108.3%
-//     8192^3            100.6%     104.3%
-//   Against torch.mm under triton's do_bench, interleaved on the same tensors (the suite's bf16-out entries): 96.1%
-//   at 4096^3 (ours at 1710 MHz, torch at 1770) and 101.9% at 8192^3 (1575 and 1545 MHz).
+//     8192x1024x8192    103.5%      88.5%
+//     4096x14336x4096   108.7%      91.1%
+//     4096x4096x14336    85.0%     114.5%
+//     4096^3             86.0%     100.2%
+//     8192^3             94.6%     101.3%
+//   These are single samples of a wide spread: the clock is set by power, and both sides move between starts of the
+//   machine. At 4096^3 the suite's bf16 form took 0.1841, 0.1800 and 0.2039 ms in three runs (the sweep, the sweep
+//   again, the suite) and the vendor row 0.2007, 0.1748 and 0.1753 ms: 109.0%, 97.1% and 86.0%.
+//   Against torch.mm under triton's do_bench, interleaved on the same tensors with the clocks side by side (the suite's
+//   bf16-out entries), the spread is narrower: 96.1% and 95.7% at 4096^3 in two runs (ours at 1710 MHz both times,
+//   torch at 1770 and 1785), 95.9% at 4096x4096x14336 and 101.9% at 8192^3.
 // Against the prediction: the gain over v13 at 4096^3 (10-18 points) comes as much from the copy engine's stores with
 // a wider block order (CM 1) as from the multicast; the multicast is what wins at 8192^3 in bf16, where A and B no
 // longer fit in L2 together, and in TF32 at both shapes of its second run (why TF32 gains from it at 4096^3 where bf16
@@ -79,28 +91,32 @@
 // the copy engine to have read the staging buffer it is about to reuse: so (inferred, not measured apart) the
 // epilogue's two buffers a warpgroup are what the consumers wait on. The tensor pipe has little idle time, so what
 // remains against the vendor row is mostly the clock a run gets. Both sides move between runs: at 8192^3 the suite's
-// form (GROUP 8, CM 2, STORE 1) measured 1.431, 1.557 and 1.573 ms in three runs (sweep, suite, profile) and the vendor
-// row 1.435, 1.566 and 1.388 ms, so the profile run's 88.3% and the suite's 100.6% are both single samples of a spread;
+// form (GROUP 8, CM 2, STORE 1) measured 1.431, 1.459 and 1.573 ms in three runs (sweep, suite, profile) and the vendor
+// row 1.435, 1.380 and 1.388 ms, so the profile run's 88.3% and the suite's 94.6% are both single samples of a spread;
 // in the profile run v15's one launch under ncu took 1.374 ms against its timed median of 1.573 ms, a gap not
 // explained here.
 //
-// Narrow tiles (CWG 1 or 2 by BN 64 or 128, 6 stages, STORE 1, CM 1 or 2; `scripts/gpu_check.sh v15-small`, beside the
-// suite's own v13 entries in the same step, every row at 1980 MHz): the best form of each shape against v13's.
-//   shape             bf16 out: v15    v13      tf32: v15    v13
-//   1024x512x1024          86.6%      89.2%        100.2%    107.3%
-//   1001x520x776           84.1%      79.8%         94.2%     97.3%
-//   127x4104x1032          84.4%      78.3%         92.2%     95.1%
-//   4104x1032x200          81.9%      70.9%        106.8%     96.6%
-//   128x4096x4096          74.5%      93.8%         75.2%    100.4%
-//   128x8192x8192          89.2%      93.9%         90.4%     98.1%
-//   128x14336x4096         97.2%      96.6%         98.5%     98.6%
-// The suite's tables take v15 where it led by more than the runs' noise: bf16 out at 1001x520x776 and
-// 127x4104x1032 (CWG 1, BN 128, CM 2) and 4104x1032x200 (CWG 2, BN 128, CM 2), TF32 at 4104x1032x200 (CWG 2, BN 128,
-// CM 2); the suite run with those entries measured 84.2%, 84.9% and 83.0% (bf16 out) and 107.2% (TF32). At M = 128,
-// where v13's entries split K across a cluster, v15 has no split and loses. Under Nsight Compute the bf16
-// 4104x1032x200 launch takes 12.4 us (14.4 us timed by events) with the tensor pipe busy 31% of it and long_scoreboard
-// the top stall: its time is its fill, its waves of tiles (153 units of two for 66 clusters) and its epilogue, not its
-// multiplies.
+// Narrow tiles and 192-column ones (`scripts/gpu_check.sh v15-small`: the narrow forms (CWG 1 or 2 by BN 64 or 128,
+// 6 stages, STORE 1, CM 1 or 2) on every shape, the 192-column ones (CWG 2 or 3, 3 stages, STORE 1, CM 1 or 2) at
+// 4104x1032x200, then the suite's own dispatch on the same shapes; every row at 1980 MHz): the best form of each.
+//   shape             bf16 out: narrow  192 x 192  suite      tf32: narrow  192 x 192  suite
+//   1024x512x1024           87.1%          -       88.8%           100.7%         -      107.8%
+//   1001x520x776            84.6%          -       84.9%            94.7%         -       97.5%
+//   127x4104x1032           85.4%          -       84.7%            92.3%         -       95.3%
+//   4104x1032x200           83.0%        88.8%     83.9%           107.2%      121.5%     107.3%
+//   128x4096x4096           75.2%          -       94.6%            74.7%         -      100.2%
+//   128x8192x8192           89.1%          -       94.1%            91.0%         -       98.5%
+//   128x14336x4096     (1 of 8 forms)      -       96.2%            96.6%         -       98.5%
+// ("suite": the table's pick then, v15's narrow tile at 1001x520x776, 127x4104x1032 and, before the 192 x 192 tile
+// took it, 4104x1032x200, v13 elsewhere.) At 4104x1032x200 the 192 x 192 tile leads every narrow one by 5.8 points
+// in bf16 out and 14.3 in TF32: one tile for each SM, where 128 x 128 tiles made 153 units of two for 66 clusters.
+// Its 128 x 192 form (CWG 2: 33 x 6 = 198 tiles) is at 80-81% and 106%. With C from registers (STORE 0), which
+// leaves room for a fourth stage, it measured 79.3-81.1% and 112.1-114.0% (checks/v15-192-regs-*.json.gz): the
+// copy engine's epilogue matters more here than a deeper ring. The suite's tables take it in both types. Under
+// Nsight Compute (profile-suite, before the 192 x 192 tile) the bf16 4104x1032x200 launch of the 128 x 128 tile took
+// 12.4 us (14.4 us timed by events) with the tensor pipe busy 31% of it and long_scoreboard the top stall: its time
+// is its fill, its waves of tiles and its epilogue, not its multiplies. At M = 128, where v13's entries split K
+// across a cluster, v15 has no split and loses.
 // Not yet done: an order of the tiles along a space-filling curve, and more staging buffers for the epilogue.
 
 #include "13_tma_ws_split.cu"   // v13's wgmma_k_step, consume_ktiles, ClusterPlace, cluster helpers and store_tile
@@ -136,12 +152,6 @@ template <int PENDING>
 __device__ __forceinline__ void bulk_wait_read()
 {
     asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
-}
-
-// Until every bulk group of this thread is complete, its writes done.
-__device__ __forceinline__ void bulk_wait_all()
-{
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
 // The `threads` threads that meet at barrier `id` (1 to 15; 0 is __syncthreads') wait for each other.
@@ -208,8 +218,10 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(CM == 1 || CM == 2 || CM == 4, "clusters of 1, 2 or 4 blocks along M");
     static_assert(STORE == 0 || STORE == 1, "stores from registers (0) or through the copy engine (1)");
-    static_assert(CWG == 1 || CWG == 2, "1 or 2 consumer warpgroups");
-    static_assert(BN == 256 || BN == 128 || BN == 64, "a tile 256, 128 or 64 columns wide");
+    static_assert(CWG >= 1 && CWG <= 3, "1, 2 or 3 consumer warpgroups");
+    static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "a tile 256, 192, 128 or 64 columns wide");
+    static_assert(CWG < 3 || BN <= 192, "three consumer warpgroups have 152 registers a thread: BN / 2 accumulators "
+                                        "of at most 96");
 
     extern __shared__ unsigned char smem_raw[];
     const unsigned raw = shared_address(smem_raw);
@@ -227,6 +239,13 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     const int unit_rows = (tile_rows + CM - 1) / CM;
     const int units = tile_columns * unit_rows;
     const int ktiles = (K + BK - 1) / BK;
+    if (tid == 32) {                                   // beside thread 0's ring_init, before the first copies
+        prefetch_tensor_map(map_a);
+        prefetch_tensor_map(map_b);
+        if constexpr (STORE == 1) {
+            prefetch_tensor_map(map_c);
+        }
+    }
     ring_init<STAGES>(full, empty, RELEASES);
     if constexpr (CM > 1) {
         cluster_sync();                                // every rank's barriers exist before a copy reaches them
@@ -319,6 +338,8 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         }
     }
     if (STORE == 1 && leader) {
-        bulk_wait_all();
+        // The block's shared memory must outlive the copy engine's reads of the last chunks; their writes to C
+        // complete with the grid, so the block need not wait for them too.
+        bulk_wait_read<0>();
     }
 }

@@ -41,32 +41,27 @@
 // 24 KB split two ways.
 //
 // Measured on the H200, 2026-12-03 (`scripts/gpu_check.sh v16`: specs/sweep-v16.yaml's 9 forms a type that fit; files
-// in docs/performance.md, "Focused checks"): % of the run's vendor row, the best v16 form of each shape, beside v13 as
-// the suite's table runs it (the shape suite's tables on the same page; SM clocks 1920-1980 MHz throughout: these
-// shapes stay under the power limit).
-//   shape             bf16 out: v16   v13      tf32: v16   v13
-//   1024x512x1024          65.2%      89.3%         82.6%    107.1%
-//   1001x520x776           66.3%      80.9%         76.7%     94.6%
-//   127x4104x1032          70.1%      79.0%         86.4%     95.3%
-//   4104x1032x200          63.6%      68.7%         89.5%     97.1%
-//   128x4096x4096          79.1%      93.9%         89.3%     98.6%
-//   128x8192x8192          84.0%      94.7%         87.7%     98.5%
-//   128x14336x4096         60.9%      96.3%         88.5%     98.3%
+// in docs/performance.md, "Focused checks"): % of the run's vendor row, the best v16 form of each shape, beside the
+// suite's dispatch in the shape suite's run on the same page (v13, or v15 where the table picks it; SM clocks
+// 1920-1980 MHz throughout: these shapes stay under the power limit).
+//   shape             bf16 out: v16   suite    tf32: v16   suite
+//   1024x512x1024          65.2%      90.1%         82.6%    107.7%
+//   1001x520x776           66.3%      85.1%         76.7%     94.8%
+//   127x4104x1032          70.1%      85.6%         86.4%     95.5%
+//   4104x1032x200          63.6%      87.4%         89.5%    121.9%
+//   128x4096x4096          79.1%      94.4%         89.3%     99.2%
+//   128x8192x8192          84.0%      93.6%         87.7%     97.8%
+//   128x14336x4096         60.9%      96.3%         88.5%     98.4%
 // (bf16 at 128x14336x4096: 6 of its 9 forms before the run's timeout.) Against the prediction, stream-K loses on every
-// shape: in bf16 out, 1.5 to 4 us more than v13 on the small shapes and 4 to 25 us more at M = 128; at 1024x512x1024,
-// where v13 already gives each block one tile, v16's 132 blocks of 15.5 K-tiles take 13.2 us against v13's 128 blocks
-// of 16 at 9.3. Inferred, not profiled: the M = 128 shapes stream B from DRAM
-// (128 MB in 45 us at 128x8192x8192), and where v13's blocks all read the same band of K rows of B at once, v16's
+// shape: in bf16 out, 2.6 to 5 us more than the suite's kernels on the small shapes and 4 to 25 us more at M = 128; at
+// 1024x512x1024, where v13 already gives each block one tile, v16's 132 blocks of 15.5 K-tiles take 13.2 us against
+// v13's 128 blocks of 16 at 9.7. Inferred, not profiled: the M = 128 shapes stream B from DRAM
+// (128 MB in 48 us at 128x8192x8192), and where v13's blocks all read the same band of K rows of B at once, v16's
 // blocks start at K offsets spread over the whole of K, so the copies land all over B; on the small shapes, whose
 // time is mostly fill and epilogue, the hand-over adds an L2 round trip each way to the owner's path. The suite's
 // tables therefore keep v13 and v15 on these shapes.
 
 #include "15_tma_ws_multicast.cu"   // v13's wgmma_k_step, consume_ktiles and store_tile; v15's named_barrier_sync
-
-__device__ __forceinline__ void prefetch_tensor_map(const TensorMap& map)
-{
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&map)) : "memory");
-}
 
 __device__ __forceinline__ int load_acquire_gpu(const int* flag)
 {

@@ -58,6 +58,12 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
                  : "memory");
 }
 
+// Fetch a tensor map's descriptor ahead of the first copy through it, so that the copy does not wait for it.
+__device__ __forceinline__ void prefetch_tensor_map(const TensorMap& map)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&map)) : "memory");
+}
+
 // A producer's wait for its `fill`-th stage fill (counted over the whole ring, from 0) to have a free
 // slot: from the second lap on, the consumers' release of that slot on the lap before.
 template <int STAGES>

@@ -29,7 +29,8 @@
 # v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
 # tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), v15 (v15's GPU tests, then its forms beside v13 and
 # the vendor rows: BF16 at 4096^3 and 8192^3, TF32 and FP8 at 4096^3), v15-small (v15's GPU tests, then its narrow-tile
-# forms beside the suite's v13 on the small, awkward and M = 128 shapes, BF16 and TF32), v16 (v16's GPU tests, then its stream-K forms
+# forms beside the suite's v13 on the small, awkward and M = 128 shapes, and its 192-row and -column ones at
+# 4104x1032x200, BF16 and TF32), v16 (v16's GPU tests, then its stream-K forms
 # beside the suite's v13 on the small, awkward and M = 128 shapes, BF16 and TF32), thirdparty (kernels in outside collections'
 # styles: host headers, namespaces, overloads, column-major), outside-args (specs/outside-args.yaml: a workspace
 # tile counter, a nested Params struct with alpha and beta by pointer, an accumulating epilogue, beside v12p
@@ -133,13 +134,16 @@ for step in "$@"; do
                     python3 -m driver_gemm show "$OUT"/v15-*.jsonl
                     [ $status_v15 -eq 0 ] ;;
         v15-small)  # v15's GPU tests, then its narrow-tile forms (specs/sweep-v15-small.yaml: C through the copy engine, B
-                    # multicast to a cluster of two) on the suite's small, awkward and M = 128 shapes, BF16 (bf16 out) then
-                    # TF32, each beside the suite's own dispatch of v13 on the same shapes (at most ~8 min)
+                    # multicast to a cluster of two) on the suite's small, awkward and M = 128 shapes and its 192-row and
+                    # -column forms at 4104x1032x200, BF16 (bf16 out) then TF32, each beside the suite's own dispatch of
+                    # v13 on the same shapes (at most ~10 min)
                     timeout -s INT -k 10 120 python3 -m pytest -q -m gpu tests/test_gpu_v15.py -p no:cacheprovider -rfEs \
                         2>&1 | tee "$OUT/gpu-tests-v15.log" | tail -5; status_small=${PIPESTATUS[0]}
                     for kernel in bf16-out tf32; do
                         timeout -s INT -k 10 130 python3 -m driver_gemm run specs/sweep-v15-small.yaml -k "v15-$kernel-narrow" \
                             --json "$OUT/v15-small-$kernel.json" -q >/dev/null || status_small=1
+                        timeout -s INT -k 10 60 python3 -m driver_gemm run specs/sweep-v15-small.yaml -k "v15-$kernel-192" \
+                            -s 4104x1032x200 --json "$OUT/v15-small-192-$kernel.json" -q >/dev/null || status_small=1
                         timeout -s INT -k 10 60 python3 -m driver_gemm run specs/suite.yaml -k "v13-$kernel" "${small_shapes[@]}" \
                             --json "$OUT/v15-small-v13-$kernel.json" -q >/dev/null || status_small=1
                     done

@@ -1,7 +1,7 @@
-"""v15 (kernels/15_tma_ws_multicast.cu) on a GPU: BF16 (bf16 and fp32 out), TF32 and FP8, on the large shapes' tile
-and on narrow ones, with and without a cluster sharing B by multicast, C stored from registers or by the copy engine,
-each checked against the float64 reference on shapes cut by M, N and K, among them shapes whose last unit of a cluster
-lies partly or wholly past M."""
+"""v15 (kernels/15_tma_ws_multicast.cu) on a GPU: BF16 (bf16 and fp32 out), TF32 and FP8, on the large shapes' tile,
+on narrow ones and on tiles of 192 rows or columns, with and without a cluster sharing B by multicast, C stored from
+registers or by the copy engine, each checked against the float64 reference on shapes cut by M, N and K, among them
+shapes whose last unit of a cluster lies partly or wholly past M."""
 
 from __future__ import annotations
 
@@ -63,6 +63,14 @@ FORMS = [   # name, input type, params
     ("tf32-narrow", "tf32",
      "{ELEM: 32, BT: 1, STAGES: 6, GROUP: 8, OUT: 32, CM: [1, 2], STORE: 1, CWG: [1, 2], BN: 64}"),
     ("fp8-narrow", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 1, BN: 128}"),
+    # Tiles of 192 rows (three consumer warpgroups) or 192 columns: three B boxes, which a cluster of four shares with
+    # one rank loading none; at CM 2, 96 K-major rows of B a rank (tf32).
+    ("bf16-out-192", "bf16-out",
+     "{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: [0, 1], CWG: 3, BN: 192}"),
+    ("bf16-192", "bf16", "{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 192}"),
+    ("tf32-192", "tf32", "{ELEM: 32, BT: 1, STAGES: 3, GROUP: 8, OUT: 32, CM: [1, 2], STORE: 1, CWG: [2, 3], BN: 192}"),
+    ("fp8-tall", "fp8", "{ELEM: 8, BT: 1, STAGES: 3, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 128}"),
+    ("bf16-out-tall", "bf16-out", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 64}"),
 ]
 
 KERNELS = "".join(V15.format(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS)
@@ -70,5 +78,5 @@ KERNELS = "".join(V15.format(name=name, params=params, **TYPES[kind]) for name, 
 
 def test_every_v15_form_passes_on_shapes_cut_by_m_n_and_k(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
-    assert len(found) == 28 * len(SHAPES)        # bf16-out 6 forms, bf16, tf32 and fp8 4 each; narrow ones 10
+    assert len(found) == 41 * len(SHAPES)        # bf16-out 6 forms, bf16, tf32 and fp8 4 each; narrow 10; 192 13
     assert not not_passing(found), not_passing(found)

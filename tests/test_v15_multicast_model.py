@@ -1,6 +1,6 @@
 """A host model of v15 (kernels/15_tma_ws_multicast.cu), written as the kernel does its work:
 - the clusters' walk over units of CM tiles one above the other, which must compute every tile of C once, on the
-  large shapes' tile and the narrow ones;
+  large shapes' tile, the narrow ones and those of 192 rows or columns;
 - the ranks' shares of the B tile at every tile width, which must write each byte of it once;
 - the ring shared by a cluster (each rank's A copy, every rank's share of B written into every rank, the `full`
   barriers' byte counts, releases on every rank's `empty` barriers, the producers' tail), run under random
@@ -52,7 +52,7 @@ def cluster_tiles(M: int, N: int, cm: int, group: int, grid: int, tm: int = 128,
                                   (127, 4104)])
 @pytest.mark.parametrize("cm", [1, 2, 4])
 @pytest.mark.parametrize("group", [1, 8, 16])
-@pytest.mark.parametrize("tm, bn", [(128, 256), (64, 128), (128, 128), (64, 64)])
+@pytest.mark.parametrize("tm, bn", [(128, 256), (64, 128), (128, 128), (64, 64), (192, 192), (128, 192), (192, 64)])
 def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_panel(M, N, cm, group, tm, bn):
     columns, rows = -(-N // bn), -(-M // tm)
     grid = cm * min(132 // cm, columns * -(-rows // cm))     # the spec's grid expression
@@ -86,7 +86,7 @@ def b_shares(bt: int, bn: int, cm: int, bk_bytes: int = 128) -> list[list[tuple[
 
 
 @pytest.mark.parametrize("bt", [0, 1])
-@pytest.mark.parametrize("bn", [64, 128, 256])
+@pytest.mark.parametrize("bn", [64, 128, 192, 256])
 @pytest.mark.parametrize("cm", [1, 2, 4])
 def test_the_ranks_shares_of_b_write_every_byte_of_the_tile_once_and_fill_each_full_barrier_exactly(bt, bn, cm):
     shares = b_shares(bt, bn, cm)
@@ -144,11 +144,11 @@ class Block:
 A_BYTES, B_BYTES = 16384, 32768
 
 
-def run_cluster(cm: int, stages: int, fills: int, seed: int, release_everywhere: bool = True) -> None:
-    """One cluster's ring under a random interleaving; asserts the protocol's invariants as it goes. With
-    `release_everywhere` false, a warp releases a stage on its own block's `empty` barrier only (a wrong ring)."""
+def run_cluster(cm: int, stages: int, fills: int, seed: int, release_everywhere: bool = True, cwg: int = 2) -> None:
+    """One cluster's ring, its blocks of `cwg` consumer warpgroups, under a random interleaving; asserts the protocol's
+    invariants as it goes. With `release_everywhere` false, a warp releases a stage on its own block's `empty` barrier
+    only (a wrong ring)."""
     rng = random.Random(seed)
-    cwg = 2
     releasers = 4 * cwg * (cm if release_everywhere else 1)
     blocks = [Block([Barrier(1) for _ in range(stages)], [Barrier(releasers) for _ in range(stages)],
                     [dict() for _ in range(stages)]) for _ in range(cm)]
@@ -250,9 +250,10 @@ def run_cluster(cm: int, stages: int, fills: int, seed: int, release_everywhere:
 
 @pytest.mark.parametrize("cm", [1, 2, 4])
 @pytest.mark.parametrize("stages", [2, 3, 4])
-def test_the_clusters_ring_never_reads_early_overwrites_a_stage_in_use_or_deadlocks(cm, stages):
+@pytest.mark.parametrize("cwg", [1, 2, 3])
+def test_the_clusters_ring_never_reads_early_overwrites_a_stage_in_use_or_deadlocks(cm, stages, cwg):
     for seed in range(25):
-        run_cluster(cm, stages, fills=3 * stages + 1, seed=seed)
+        run_cluster(cm, stages, fills=3 * stages + 1, seed=seed, cwg=cwg)
 
 
 def test_the_model_catches_releases_on_the_own_block_only():
