@@ -212,6 +212,8 @@ def suite_tables(run, before=None, kernels=()) -> list[str]:
             if len(common) < len(shapes):
                 lines.append(f"- geometric mean over all {len(shapes)} shapes of this run: "
                              f"{geometric_mean([pct for pct, _ in shapes.values()]):.1f}%")
+            lowest = min(shapes, key=lambda label: shapes[label][0])
+            lines.append(f"- lowest: {shapes[lowest][0]:.1f}% at {lowest}")
             lines.append("")
     return lines
 

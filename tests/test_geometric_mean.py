@@ -34,25 +34,27 @@ def suite_run() -> RunResult:
 
 def test_each_kernel_gets_the_geometric_mean_of_its_figures_and_vendor_rows_none():
     lines = geometric_mean_lines(suite_run())
-    # 25, 100 and 400: the geometric mean is 100 (the arithmetic mean would be 175).
-    assert lines[0] == "v12p[CWG=2]: geometric mean of % of cuBLAS over 3 shapes: 100.0%"
+    # 25, 100 and 400: the geometric mean is 100 (the arithmetic mean would be 175), and 25 is named with its shape.
+    assert lines[0] == "v12p[CWG=2]: geometric mean of % of cuBLAS over 3 shapes: 100.0%; lowest 25.0% at 1x4096x4096"
     # A dispatched kernel is one kernel whatever params each shape got; its failed shape is named, not averaged.
-    assert lines[1] == f"v13: geometric mean of % of cuBLAS over 2 of its 3 shapes: {math.sqrt(80.0 * 125.0):.1f}%"
+    assert lines[1] == (f"v13: geometric mean of % of cuBLAS over 2 of its 3 shapes: {math.sqrt(80.0 * 125.0):.1f}%; "
+                        "lowest 80.0% at 1x4096x4096")
     assert len(lines) == 2      # no line for the vendor row, nor for v11 on one shape
 
 
 def test_configurations_of_a_sweep_are_kernels_of_their_own():
     cases = [_case(f"v4[BM={bm}]", "v4", shape, pct) for bm, pct in ((64, 50.0), (128, 200.0)) for shape in SHAPES[:2]]
     lines = geometric_mean_lines(RunResult(spec="sweep", spec_path=None, cases=cases, environment={}))
-    assert lines == ["v4[BM=64]: geometric mean of % of cuBLAS over 2 shapes: 50.0%",
-                     "v4[BM=128]: geometric mean of % of cuBLAS over 2 shapes: 200.0%"]
+    assert lines == ["v4[BM=64]: geometric mean of % of cuBLAS over 2 shapes: 50.0%; lowest 50.0% at 1x4096x4096",
+                     "v4[BM=128]: geometric mean of % of cuBLAS over 2 shapes: 200.0%; lowest 200.0% at 1x4096x4096"]
 
 
 def test_a_long_label_is_named_as_its_table_names_it():
     long = "v8[BM=128,BN=256,BK=16,STAGES=3,WM=64,WN=64,TM=8,TN=8,GROUP=16,SPLIT=1]"   # too wide for the table
     cases = [_case(long, "v8", shape, 50.0) for shape in SHAPES[:2]]
     run = RunResult(spec="sweep", spec_path=None, cases=cases, environment={})
-    assert geometric_mean_lines(run, {long: "v8#1"}) == ["v8#1: geometric mean of % of cuBLAS over 2 shapes: 50.0%"]
+    assert geometric_mean_lines(run, {long: "v8#1"}) == [
+        "v8#1: geometric mean of % of cuBLAS over 2 shapes: 50.0%; lowest 50.0% at 1x4096x4096"]
     console = Console(width=100, record=True)
     print_run(run, console)
     text = console.export_text()

@@ -230,6 +230,7 @@ def test_a_suite_check_shows_each_shapes_figure_and_params_beside_the_run_before
     assert "| 1x4096x4096 | - | - | 80.0 | SPLITS=4 |" in page                   # from the second part
     assert "- geometric mean over 1 shape: 60.0% (before: 40.0%)" in page       # the shapes both runs have
     assert f"- geometric mean over all 2 shapes of this run: {(60.0 * 80.0) ** 0.5:.1f}%" in page
+    assert "- lowest: 60.0% at 1024x512x1024" in page                          # over this run's shapes
     assert "cublaslt" not in page.split("| v13: shape")[1]                       # vendor rows are the 100%
 
 
@@ -256,6 +257,7 @@ def test_a_suite_family_is_one_table_whichever_kernel_its_dispatch_ran(scripts, 
     assert "| 1x4096x4096 | 110.0 | v14[MT=8] |" in page                 # the member's whole label
     assert "v14: shape" not in page and "v11" not in page                   # one table, the one asked for
     assert f"- geometric mean over 2 shapes: {(90.0 * 110.0) ** 0.5:.1f}%" in page
+    assert "- lowest: 90.0% at 1024x512x1024" in page
 
 
 def test_spec_kernels_against_torch_are_rendered_with_their_percent_of_torch(scripts):

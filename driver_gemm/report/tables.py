@@ -179,7 +179,8 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) -> list[str]:
-    """Per kernel measured on two or more shapes: the geometric mean of its % of cuBLAS over them.
+    """Per kernel measured on two or more shapes: the geometric mean of its % of cuBLAS over them, and its
+    lowest figure with the shape it came from (a mean can hide one shape far behind the rest).
 
     A kernel chosen by a dispatch table counts as one, whatever params each shape got (its name);
     otherwise each configuration (its label, shown as `names` maps it) is a kernel of its own.
@@ -192,14 +193,16 @@ def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) ->
             groups.setdefault(case.name if case.dispatch is not None else case.kernel, []).append(case)
     lines = []
     for kernel, cases in groups.items():
-        figures = [case.pct_cublas for case in cases
-                   if case.pct_cublas is not None and math.isfinite(case.pct_cublas) and case.pct_cublas > 0]
+        measured = [case for case in cases
+                    if case.pct_cublas is not None and math.isfinite(case.pct_cublas) and case.pct_cublas > 0]
         shapes = len({case.shape for case in cases})
-        if shapes < 2 or not figures:
+        if shapes < 2 or not measured:
             continue
-        mean = geometric_mean(figures)
-        over = f"{len(figures)} shapes" if len(figures) == shapes else f"{len(figures)} of its {shapes} shapes"
-        lines.append(f"{names.get(kernel, kernel)}: geometric mean of % of cuBLAS over {over}: {mean:.1f}%")
+        mean = geometric_mean([case.pct_cublas for case in measured])
+        lowest = min(measured, key=lambda case: case.pct_cublas)
+        over = f"{len(measured)} shapes" if len(measured) == shapes else f"{len(measured)} of its {shapes} shapes"
+        lines.append(f"{names.get(kernel, kernel)}: geometric mean of % of cuBLAS over {over}: {mean:.1f}%; "
+                     f"lowest {lowest.pct_cublas:.1f}% at {lowest.shape.label}")
     return lines
 
 
