@@ -14,7 +14,7 @@ from driver_gemm.specfile.dispatch import select_kernel
 from driver_gemm.status import Status
 
 from conftest import SPECS
-from gpu_specs import not_passing, statuses, verify_only, write_spec
+from gpu_specs import not_passing, statuses, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -23,46 +23,27 @@ pytestmark = pytest.mark.gpu
 # that a split of 8 leaves some ranks no K-tile at all and a split of 2 or 4 cuts K unevenly. 16x2048x1024: decode.
 SHAPES = ["1001x520x784", "4104x1032x208", "16x2048x1024"]
 
-V13 = """\
-- name: {name}
-  source: "@KERNELS@/13_tma_ws_split.cu"
-  function: gemm_tma_ws_split
-  arch: sm_90a
-  types: {types}
-  layout: {layout}
-  {scales}
-  params: {params}
-  block: [128 * (CWG + 1)]
-  grid: ["SPLITS * min(sm_count // SPLITS, ceil(N / BN) * ceil(M / (64 * CWG)))"]
-  cluster: [SPLITS, 1, 1]
-  shared_bytes: STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024
-  signature:
-    - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
-    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
-    - C
-    - M
-    - N
-    - K
-    - alpha
-"""
+V13 = tma_ws_kernel("13_tma_ws_split.cu", "gemm_tma_ws_split",
+                    grid="SPLITS * min(sm_count // SPLITS, ceil(N / BN) * ceil(M / (64 * CWG)))",
+                    cluster="[SPLITS, 1, 1]", shared_bytes="STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024")
 
 KERNELS = "".join([
-    V13.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 8], "
+    V13(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+        params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 8], "
                       "BN: [64, 128, 256]}"),
-    V13.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 8], "
+    V13(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+        params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 8], "
                       "BN: [64, 128, 256]}"),
-    V13.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
-               params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2], "
+    V13(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+        params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2], "
                       "BN: [64, 128, 256]}"),
-    V13.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
-               b_box="[BN, 128]",
-               params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4], BN: [64, 128, 256]}"),
+    V13(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+        b_box="[BN, 128]",
+        params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4], BN: [64, 128, 256]}"),
     # OUT is the C the kernel writes: fp32 out needs a C of fp32
-    V13.format(name="fp8-fp32-out", types="{a: e4m3, c: fp32}", layout="NT", scales="scales: {a: 0.5, b: 2.0}",
-               bk=128, b_box="[BN, 128]",
-               params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 4], BN: [64, 128, 256]}"),
+    V13(name="fp8-fp32-out", types="{a: e4m3, c: fp32}", layout="NT", scales="scales: {a: 0.5, b: 2.0}",
+        bk=128, b_box="[BN, 128]",
+        params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 4], BN: [64, 128, 256]}"),
 ])
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import not_passing, verify_only, write_spec
+from gpu_specs import not_passing, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -15,40 +15,22 @@ pytestmark = pytest.mark.gpu
 # two tiles of 64, a short K that leaves a rank of a split of 4 without a K-tile in fp8.
 SHAPES = ["1x520x784", "61x1032x208", "130x200x96"]
 
-V14 = """\
-- name: {name}
-  source: "@KERNELS@/14_tma_ws_swap.cu"
-  function: gemm_tma_ws_swap
-  arch: sm_90a
-  types: {types}
-  layout: {layout}
-  {scales}
-  params: {params}
-  block: [128 * (CWG + 1)]
-  grid: ["SPLITS * min(sm_count // SPLITS, ceil(N / (64 * CWG)) * ceil(M / MT))"]
-  cluster: [SPLITS, 1, 1]
-  shared_bytes: STAGES * (64 * CWG + MT) * 128 + 16 * STAGES + 1024
-  signature:
-    - {{name: map_a, type: tensormap, tensor: A, box: [MT, {bk}], swizzle: 128B}}
-    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
-    - C
-    - M
-    - N
-    - K
-    - alpha
-"""
+V14 = tma_ws_kernel("14_tma_ws_swap.cu", "gemm_tma_ws_swap",
+                    grid="SPLITS * min(sm_count // SPLITS, ceil(N / (64 * CWG)) * ceil(M / MT))",
+                    cluster="[SPLITS, 1, 1]", shared_bytes="STAGES * (64 * CWG + MT) * 128 + 16 * STAGES + 1024",
+                    a_rows="MT")
 
 # In the template's order: ELEM, BT, CWG, STAGES, OUT, SPLITS, MT.
 FORMS = "CWG: [1, 2], STAGES: 4, OUT: {out}, SPLITS: [1, 4], MT: [8, 16, 32, 64]"
 KERNELS = "".join([
-    V14.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               params="{ELEM: 16, BT: 0, " + FORMS.format(out=32) + "}"),
-    V14.format(name="bf16-out-nt", types="{a: bf16, c: bf16}", layout="NT", scales="", bk=64, b_box="[64 * CWG, 64]",
-               params="{ELEM: 16, BT: 1, " + FORMS.format(out=16) + "}"),
-    V14.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[64 * CWG, 32]",
-               params="{ELEM: 32, BT: 1, " + FORMS.format(out=32) + "}"),
-    V14.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
-               b_box="[64 * CWG, 128]", params="{ELEM: 8, BT: 1, " + FORMS.format(out=16) + "}"),
+    V14(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+        params="{ELEM: 16, BT: 0, " + FORMS.format(out=32) + "}"),
+    V14(name="bf16-out-nt", types="{a: bf16, c: bf16}", layout="NT", scales="", bk=64, b_box="[64 * CWG, 64]",
+        params="{ELEM: 16, BT: 1, " + FORMS.format(out=16) + "}"),
+    V14(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[64 * CWG, 32]",
+        params="{ELEM: 32, BT: 1, " + FORMS.format(out=32) + "}"),
+    V14(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+        b_box="[64 * CWG, 128]", params="{ELEM: 8, BT: 1, " + FORMS.format(out=16) + "}"),
 ])
 
 

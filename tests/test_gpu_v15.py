@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import not_passing, verify_only, write_spec
+from gpu_specs import not_passing, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -16,29 +16,11 @@ pytestmark = pytest.mark.gpu
 # 1x264x64: one row of C, so every rank but the first computes a tile wholly past M.
 SHAPES = ["1001x520x784", "4104x1032x208", "1x264x64"]
 
-V15 = """\
-- name: {name}
-  source: "@KERNELS@/15_tma_ws_multicast.cu"
-  function: gemm_tma_ws_multicast
-  arch: sm_90a
-  types: {types}
-  layout: {layout}
-  {scales}
-  params: {params}
-  block: [128 * (CWG + 1)]
-  grid: ["CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))"]
-  cluster: [CM, 1, 1]
-  shared_bytes: STAGES * (64 * CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024
-  signature:
-    - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
-    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
-    - {{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}}
-    - C
-    - M
-    - N
-    - K
-    - alpha
-"""
+V15 = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
+                    grid="CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
+                    cluster="[CM, 1, 1]",
+                    shared_bytes="STAGES * (64 * CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024",
+                    maps=("{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}",))
 
 # Each input type's operands: its types, layout and scales, the K elements of a 128-byte row, and B's box.
 TYPES = {
@@ -73,7 +55,7 @@ FORMS = [   # name, input type, params
     ("bf16-out-tall", "bf16-out", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 64}"),
 ]
 
-KERNELS = "".join(V15.format(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS)
+KERNELS = "".join(V15(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS)
 
 
 def test_every_v15_form_passes_on_shapes_cut_by_m_n_and_k(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import not_passing, verify_only, write_spec
+from gpu_specs import not_passing, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -19,46 +19,27 @@ SHAPES = ["1001x520x784", "4104x1032x208", "64x64x8192", "1x264x64"]
 
 STREAM_K_GRID = "min(sm_count, ceil(N / BN) * ceil(M / (64 * CWG)) * ceil(K * ELEM / 1024))"
 
-V16 = """\
-- name: {name}
-  source: "@KERNELS@/16_tma_ws_streamk.cu"
-  function: gemm_tma_ws_streamk
-  arch: sm_90a
-  types: {types}
-  layout: {layout}
-  {scales}
-  params: {params}
-  block: [128 * (CWG + 1)]
-  grid: ["{grid}"]
-  shared_bytes: STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024
-  signature:
-    - {{name: map_a, type: tensormap, tensor: A, box: [64 * CWG, {bk}], swizzle: 128B}}
-    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}
-    - C
-    - M
-    - N
-    - K
-    - alpha
-    - {{name: workspace, type: buffer, element: float32, size: sm_count * 64 * CWG * BN}}
-    - {{name: flags, type: buffer, element: int32, size: sm_count}}
-"""
+V16 = tma_ws_kernel("16_tma_ws_streamk.cu", "gemm_tma_ws_streamk", grid=STREAM_K_GRID,
+                    shared_bytes="STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024",
+                    args=("{name: workspace, type: buffer, element: float32, size: sm_count * 64 * CWG * BN}",
+                          "{name: flags, type: buffer, element: int32, size: sm_count}"))
 
 KERNELS = "".join([
-    V16.format(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               grid=STREAM_K_GRID, params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, BN: [64, 128, 256]}"),
-    V16.format(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
-               grid=STREAM_K_GRID, params="{ELEM: 16, BT: 0, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, BN: [64, 256]}"),
-    V16.format(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
-               grid=STREAM_K_GRID, params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 6, GROUP: 8, OUT: 32, BN: [64, 128]}"),
-    V16.format(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
-               b_box="[BN, 128]",
-               grid=STREAM_K_GRID, params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 3, GROUP: 16, OUT: 16, BN: [128, 256]}"),
+    V16(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+        params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, BN: [64, 128, 256]}"),
+    V16(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+        params="{ELEM: 16, BT: 0, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, BN: [64, 256]}"),
+    V16(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+        params="{ELEM: 32, BT: 1, CWG: [1, 2], STAGES: 6, GROUP: 8, OUT: 32, BN: [64, 128]}"),
+    V16(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+        b_box="[BN, 128]",
+        params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 3, GROUP: 16, OUT: 16, BN: [128, 256]}"),
     # One block an SM whatever the work: where the K-tiles are fewer than the blocks, some ranges are empty.
-    V16.format(name="bf16-out-full-grid", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64,
-               b_box="[64, 64]", grid="sm_count",
-               params="{ELEM: 16, BT: 0, CWG: 1, STAGES: 8, GROUP: 1, OUT: 16, BN: 64}"),
-    V16.format(name="fp8-full-grid", types="{a: e4m3, c: fp32}", layout="NT", scales="", bk=128, b_box="[BN, 128]",
-               grid="sm_count", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, BN: 128}"),
+    V16(name="bf16-out-full-grid", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64,
+        b_box="[64, 64]", grid="sm_count",
+        params="{ELEM: 16, BT: 0, CWG: 1, STAGES: 8, GROUP: 1, OUT: 16, BN: 64}"),
+    V16(name="fp8-full-grid", types="{a: e4m3, c: fp32}", layout="NT", scales="", bk=128, b_box="[BN, 128]",
+        grid="sm_count", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, BN: 128}"),
 ])
 
 
