@@ -75,8 +75,8 @@
 //     4096^3             86.0%     100.2%
 //     8192^3             94.6%     101.3%
 //   These are single samples of a wide spread: the clock is set by power, and both sides move between starts of the
-//   machine. At 4096^3 the suite's bf16 form took 0.1841, 0.1800 and 0.2039 ms in three runs (the sweep, the sweep
-//   again, the suite) and the vendor row 0.2007, 0.1748 and 0.1753 ms: 109.0%, 97.1% and 86.0%.
+//   machine. At 4096^3 the suite's bf16 form took 0.1841, 0.1800 and 0.2039 ms in three runs (two of specs/sweep-v15.yaml,
+//   one of the suite) and the vendor row 0.2007, 0.1748 and 0.1753 ms: 109.0%, 97.1% and 86.0%.
 //   Against torch.mm under triton's do_bench, interleaved on the same tensors with the clocks side by side (the suite's
 //   bf16-out entries), the spread is narrower: 96.1% and 95.7% at 4096^3 in two runs (ours at 1710 MHz both times,
 //   torch at 1770 and 1785), 95.9% at 4096x4096x14336 and 101.9% at 8192^3.
@@ -107,13 +107,13 @@
 //   128x4096x4096           75.2%          -       94.6%            74.7%         -      100.2%
 //   128x8192x8192           89.1%          -       94.1%            91.0%         -       98.5%
 //   128x14336x4096     (1 of 8 forms)      -       96.2%            96.6%         -       98.5%
-// ("suite": the table's pick then, v15's narrow tile at 1001x520x776, 127x4104x1032 and, before the 192 x 192 tile
-// took it, 4104x1032x200, v13 elsewhere.) At 4104x1032x200 the 192 x 192 tile leads every narrow one by 5.8 points
+// ("suite": the table the step ran, v15's narrow tile at 1001x520x776, 127x4104x1032 and 4104x1032x200, v13
+// elsewhere.) At 4104x1032x200 the 192 x 192 tile leads every narrow one by 5.8 points
 // in bf16 out and 14.3 in TF32: one tile for each SM, where 128 x 128 tiles made 153 units of two for 66 clusters.
 // Its 128 x 192 form (CWG 2: 33 x 6 = 198 tiles) is at 80-81% and 106%. With C from registers (STORE 0), which
 // leaves room for a fourth stage, it measured 79.3-81.1% and 112.1-114.0% (checks/v15-192-regs-*.json.gz): the
 // copy engine's epilogue matters more here than a deeper ring. The suite's tables take it in both types. Under
-// Nsight Compute (profile-suite, before the 192 x 192 tile) the bf16 4104x1032x200 launch of the 128 x 128 tile took
+// Nsight Compute (profile-suite, whose table gave it the 128 x 128 tile) the bf16 4104x1032x200 launch took
 // 12.4 us (14.4 us timed by events) with the tensor pipe busy 31% of it and long_scoreboard the top stall: its time
 // is its fill, its waves of tiles and its epilogue, not its multiplies. At M = 128, where v13's entries split K
 // across a cluster, v15 has no split and loses.
