@@ -168,10 +168,7 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
+    const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -182,8 +179,8 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbarrier_init(full + 8 * s, 1);
-            mbarrier_init(empty + 8 * s, 4 * CWG);
+            mbarrier_init(ring.full_bar(s), 1);
+            mbarrier_init(ring.empty_bar(s), 4 * CWG);
         }
         mbarrier_init_fence();
     }
@@ -196,8 +193,8 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
         if (tid == 0) {
             for (int kt = 0; kt < ktiles; ++kt) {
                 const int slot = kt % STAGES;
-                ring_wait_free<STAGES>(empty, kt);
-                tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(base + slot * STAGE_BYTES, full + 8 * slot,
+                ring_wait_free<STAGES>(ring.empty, kt);
+                tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(ring.stage(slot), ring.full_bar(slot),
                                                                   map_a, map_b, kt * BK, block_row, block_col);
             }
         }
@@ -220,9 +217,9 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
     }
     for (int kt = 0; kt < ktiles; ++kt) {
         const int slot = kt % STAGES;
-        mbarrier_wait(full + 8 * slot, (kt / STAGES) & 1);
-        const unsigned a_tile = base + slot * STAGE_BYTES + consumer * 64 * 128;
-        const unsigned b_tile = base + slot * STAGE_BYTES + A_BYTES;
+        mbarrier_wait(ring.full_bar(slot), (kt / STAGES) & 1);
+        const unsigned a_tile = ring.stage(slot) + consumer * 64 * 128;
+        const unsigned b_tile = ring.stage(slot) + A_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < KSTEPS; ++s) {
@@ -234,7 +231,7 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
         wgmma_commit();
         wgmma_wait<1>();               // tile kt - 1's wgmmas are done: its stage can be refilled
         if (kt >= 1 && lane == 0) {
-            mbarrier_arrive(empty + 8 * ((kt - 1) % STAGES));
+            mbarrier_arrive(ring.empty_bar((kt - 1) % STAGES));
         }
     }
     wgmma_wait<0>();
@@ -398,11 +395,8 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
-    const unsigned turn = empty + 8 * STAGES;           // PINGPONG: one barrier per consumer warpgroup
+    const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
+    const unsigned turn = ring.after_barriers();        // PINGPONG: one barrier per consumer warpgroup
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -413,8 +407,8 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbarrier_init(full + 8 * s, 1);
-            mbarrier_init(empty + 8 * s, RELEASES);
+            mbarrier_init(ring.full_bar(s), 1);
+            mbarrier_init(ring.empty_bar(s), RELEASES);
         }
         mbarrier_init(turn, 4);
         mbarrier_init(turn + 8, 4);
@@ -434,8 +428,8 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
                 const int tile_col = tile.x * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    ring_wait_free<STAGES>(empty, it);
-                    tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(base + slot * STAGE_BYTES, full + 8 * slot,
+                    ring_wait_free<STAGES>(ring.empty, it);
+                    tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(ring.stage(slot), ring.full_bar(slot),
                                                                       map_a, map_b, kt * BK, tile_row, tile_col);
                 }
             }
@@ -470,9 +464,9 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
         int it = local * ktiles;
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
             const int slot = it % STAGES;
-            mbarrier_wait(full + 8 * slot, (it / STAGES) & 1);
-            const unsigned a_tile = base + slot * STAGE_BYTES + slab * 64 * 128;
-            const unsigned b_tile = base + slot * STAGE_BYTES + A_BYTES;
+            mbarrier_wait(ring.full_bar(slot), (it / STAGES) & 1);
+            const unsigned a_tile = ring.stage(slot) + slab * 64 * 128;
+            const unsigned b_tile = ring.stage(slot) + A_BYTES;
             wgmma_fence();
 #pragma unroll
             for (int s = 0; s < KSTEPS; ++s) {
@@ -484,7 +478,7 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
             wgmma_commit();
             wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
             if (kt >= 1 && lane == 0) {
-                mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+                mbarrier_arrive(ring.empty_bar((it - 1) % STAGES));
             }
         }
         if (PINGPONG && lane == 0) {
@@ -493,7 +487,7 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
         wgmma_wait<0>();
         hold_registers(acc);
         if (ktiles >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
-            mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+            mbarrier_arrive(ring.empty_bar((it - 1) % STAGES));
         }
         store_tile<OUT>(acc, C, M, N, tile.y * TM + 64 * slab, tile.x * BN);
         ++turns;

@@ -288,29 +288,30 @@ __device__ __forceinline__ void release_stage(unsigned empty_barrier)
 // tiles), each awaited, multiplied by `k_step(stage, s)` for its KSTEPS steps and released (release_stage<RANKS>)
 // once the wgmmas of the next are issued; the tile's last stage is released when its wgmmas are done, before the
 // epilogue.
-template <int STAGES, int STAGE_BYTES, int KSTEPS, int RANKS = 1, int ACC, typename KStep>
-__device__ __forceinline__ void consume_ktiles(float (&acc)[ACC], unsigned base, unsigned full, unsigned empty, int it,
+template <int KSTEPS, int RANKS = 1, int STAGES, int STAGE_BYTES, int GAP_BYTES, int ACC, typename KStep>
+__device__ __forceinline__ void consume_ktiles(float (&acc)[ACC],
+                                               const RingLayout<STAGES, STAGE_BYTES, GAP_BYTES>& ring, int it,
                                                int count, KStep k_step)
 {
     const int lane = threadIdx.x % 32;
     for (int kt = 0; kt < count; ++kt, ++it) {
         const int slot = it % STAGES;
-        mbarrier_wait(full + 8 * slot, (it / STAGES) & 1);
+        mbarrier_wait(ring.full_bar(slot), (it / STAGES) & 1);
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < KSTEPS; ++s) {
-            k_step(base + slot * STAGE_BYTES, s);
+            k_step(ring.stage(slot), s);
         }
         wgmma_commit();
         wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
         if (kt >= 1 && lane == 0) {
-            release_stage<RANKS>(empty + 8 * ((it - 1) % STAGES));
+            release_stage<RANKS>(ring.empty_bar((it - 1) % STAGES));
         }
     }
     wgmma_wait<0>();
     hold_registers(acc);
     if (count >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
-        release_stage<RANKS>(empty + 8 * ((it - 1) % STAGES));
+        release_stage<RANKS>(ring.empty_bar((it - 1) % STAGES));
     }
 }
 
@@ -376,10 +377,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 16 * GROUPS * THREADS, "the partials fit in the ring");
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
+    const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -390,7 +388,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     const ClusterSlice<SPLITS> slice(ktiles);
     const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
     const int first = slice.first, step = slice.step;
-    ring_init<STAGES>(full, empty, RELEASES);
+    ring_init<STAGES>(ring.full, ring.empty, RELEASES);
 
     if (warpgroup == 0) {
         if constexpr (CWG > 1) {
@@ -407,15 +405,15 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
                 }
                 for (int kt = kt_begin; kt < kt_begin + kt_count; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    const unsigned stage = base + slot * STAGE_BYTES;
-                    ring_wait_free<STAGES>(empty, it);
+                    const unsigned stage = ring.stage(slot);
+                    ring_wait_free<STAGES>(ring.empty, it);
                     if constexpr (BT == 0) {
-                        tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(stage, full + 8 * slot, map_a, map_b,
+                        tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(stage, ring.full_bar(slot), map_a, map_b,
                                                                           kt * BK, tile_row, tile_col);
                     } else {
-                        mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
-                        tma_load_2d(stage, map_a, kt * BK, tile_row, full + 8 * slot);
-                        tma_load_2d(stage + A_BYTES, map_b, kt * BK, tile_col, full + 8 * slot);
+                        mbarrier_arrive_expect_tx(ring.full_bar(slot), STAGE_BYTES);
+                        tma_load_2d(stage, map_a, kt * BK, tile_row, ring.full_bar(slot));
+                        tma_load_2d(stage + A_BYTES, map_b, kt * BK, tile_col, ring.full_bar(slot));
                     }
                 }
             }
@@ -442,8 +440,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
         for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
-        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS>(acc, base, full, empty, local * kt_count, kt_count,
-                                                    [&](unsigned stage, int s) {
+        consume_ktiles<KSTEPS>(acc, ring, local * kt_count, kt_count, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
         });
         const int row0 = tile.y * TM + 64 * consumer;
@@ -457,7 +454,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
         } else {
             const int own_first = SHARE * rank;
             const int own_last = own_first + SHARE;
-            add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, base, thread, rank,
+            add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, ring.base, thread, rank,
                                                           [=](int j) { return j >= own_first && j < own_last; });
 #pragma unroll
             for (int i = 0; i < ACC; ++i) {

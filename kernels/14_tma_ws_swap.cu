@@ -131,10 +131,7 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 16 * GROUPS * THREADS, "the partials fit in the ring");
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
+    const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -144,7 +141,7 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     const ClusterSlice<SPLITS> slice(ktiles);
     const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
     const int first = slice.first, step = slice.step;
-    ring_init<STAGES>(full, empty, RELEASES);
+    ring_init<STAGES>(ring.full, ring.empty, RELEASES);
 
     if (warpgroup == 0) {
         if constexpr (CWG > 1) {
@@ -160,18 +157,18 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
                 }
                 for (int kt = kt_begin; kt < kt_begin + kt_count; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    const unsigned stage = base + slot * STAGE_BYTES;
-                    ring_wait_free<STAGES>(empty, it);
-                    mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
+                    const unsigned stage = ring.stage(slot);
+                    ring_wait_free<STAGES>(ring.empty, it);
+                    mbarrier_arrive_expect_tx(ring.full_bar(slot), STAGE_BYTES);
                     if constexpr (BT == 0) {
 #pragma unroll
                         for (int c = 0; c < CWG; ++c) {
-                            tma_load_2d(stage + c * PANEL_BYTES, map_b, n0 + 64 * c, kt * BK, full + 8 * slot);
+                            tma_load_2d(stage + c * PANEL_BYTES, map_b, n0 + 64 * c, kt * BK, ring.full_bar(slot));
                         }
                     } else {
-                        tma_load_2d(stage, map_b, kt * BK, n0, full + 8 * slot);
+                        tma_load_2d(stage, map_b, kt * BK, n0, ring.full_bar(slot));
                     }
-                    tma_load_2d(stage + B_BYTES, map_a, kt * BK, m0, full + 8 * slot);
+                    tma_load_2d(stage + B_BYTES, map_a, kt * BK, m0, ring.full_bar(slot));
                 }
             }
             if constexpr (SPLITS > 1) {
@@ -197,14 +194,13 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
         for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
-        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS>(acc, base, full, empty, local * kt_count, kt_count,
-                                                    [&](unsigned stage, int s) {
+        consume_ktiles<KSTEPS>(acc, ring, local * kt_count, kt_count, [&](unsigned stage, int s) {
             swap_k_step<ELEM, BT, MT>(acc, stage + consumer * PANEL_BYTES, stage + B_BYTES, s);
         });
         const int n0 = (index % tile_columns) * TN + 64 * consumer;
         const int m0 = (index / tile_columns) * MT;
         if constexpr (SPLITS > 1) {
-            add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, base, thread, rank, [=](int) { return owned; });
+            add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, ring.base, thread, rank, [=](int) { return owned; });
         }
         if (owned) {
 #pragma unroll

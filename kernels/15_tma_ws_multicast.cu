@@ -224,11 +224,9 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                                         "of at most 96");
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned staging = base + STAGES * STAGE_BYTES;            // STORE 1: 2 buffers a consumer warpgroup
-    const unsigned full = staging + STORE * 2 * CWG * CHUNK_BYTES;
-    const unsigned empty = full + 8 * STAGES;
+    // STORE 1: 2 staging buffers a consumer warpgroup, between the stages and the barriers
+    const RingLayout<STAGES, STAGE_BYTES, STORE * 2 * CWG * CHUNK_BYTES> ring(shared_address(smem_raw));
+    const unsigned staging = ring.gap();
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -246,7 +244,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
             prefetch_tensor_map(map_c);
         }
     }
-    ring_init<STAGES>(full, empty, RELEASES);
+    ring_init<STAGES>(ring.full, ring.empty, RELEASES);
     if constexpr (CM > 1) {
         cluster_sync();                                // every rank's barriers exist before a copy reaches them
     }
@@ -271,9 +269,9 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                 const int tile_col = unit.x * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    const unsigned stage = base + slot * STAGE_BYTES;
-                    const unsigned barrier = full + 8 * slot;
-                    ring_wait_free<STAGES>(empty, it);
+                    const unsigned stage = ring.stage(slot);
+                    const unsigned barrier = ring.full_bar(slot);
+                    ring_wait_free<STAGES>(ring.empty, it);
                     mbarrier_arrive_expect_tx(barrier, STAGE_BYTES);
                     tma_load_2d(stage, map_a, kt * BK, tile_row, barrier);
                     if constexpr (BT == 0) {
@@ -288,7 +286,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
             }
             // The last STAGES fills released by every rank's consumers: no arrival reaches this block after it exits.
             for (int s = 0; s < STAGES; ++s, ++it) {
-                ring_wait_free<STAGES>(empty, it);
+                ring_wait_free<STAGES>(ring.empty, it);
             }
         }
         return;
@@ -307,8 +305,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
-        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS, CM>(acc, base, full, empty, local * ktiles, ktiles,
-                                                        [&](unsigned stage, int s) {
+        consume_ktiles<KSTEPS, CM>(acc, ring, local * ktiles, ktiles, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
         });
 #pragma unroll

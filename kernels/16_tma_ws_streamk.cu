@@ -137,10 +137,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
     }
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
+    const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -151,7 +148,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
     const int block = blockIdx.x;
     const long long range_begin = line.begin(block);
     const long long range_end = line.begin(block + 1);
-    ring_init<STAGES>(full, empty, RELEASES);
+    ring_init<STAGES>(ring.full, ring.empty, RELEASES);
 
     if (warpgroup == 0) {
         if constexpr (CWG > 1) {
@@ -168,15 +165,15 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
                 const int tile_col = tile.x * BN;
                 for (int kt = segment.kt_begin; kt < segment.kt_end; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    const unsigned stage = base + slot * STAGE_BYTES;
-                    ring_wait_free<STAGES>(empty, it);
+                    const unsigned stage = ring.stage(slot);
+                    ring_wait_free<STAGES>(ring.empty, it);
                     if constexpr (BT == 0) {
-                        tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(stage, full + 8 * slot, map_a, map_b,
+                        tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(stage, ring.full_bar(slot), map_a, map_b,
                                                                           kt * BK, tile_row, tile_col);
                     } else {
-                        mbarrier_arrive_expect_tx(full + 8 * slot, STAGE_BYTES);
-                        tma_load_2d(stage, map_a, kt * BK, tile_row, full + 8 * slot);
-                        tma_load_2d(stage + A_BYTES, map_b, kt * BK, tile_col, full + 8 * slot);
+                        mbarrier_arrive_expect_tx(ring.full_bar(slot), STAGE_BYTES);
+                        tma_load_2d(stage, map_a, kt * BK, tile_row, ring.full_bar(slot));
+                        tma_load_2d(stage + A_BYTES, map_b, kt * BK, tile_col, ring.full_bar(slot));
                     }
                 }
                 unit += segment.kt_end - segment.kt_begin;
@@ -199,7 +196,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
         for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
-        consume_ktiles<STAGES, STAGE_BYTES, KSTEPS>(acc, base, full, empty, it, count, [&](unsigned stage, int s) {
+        consume_ktiles<KSTEPS>(acc, ring, it, count, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
         });
         it += count;

@@ -74,6 +74,43 @@ __device__ __forceinline__ void ring_wait_free(unsigned empty, int fill)
     }
 }
 
+// Where a ring lies in the kernel's dynamic shared memory, from the shared address `raw` of its first byte:
+// - the stages from `base`, `raw` rounded up to a multiple of 1024 bytes: the 128-byte swizzle's atom (8 rows of
+//   128 bytes) repeats every 1024 bytes, and the TMA engine writes, and wgmma's descriptors read, a swizzled tile
+//   only from such a boundary;
+// - STAGES stages of STAGE_BYTES (stage(slot)), then GAP_BYTES of the kernel's own from gap() (v15: its staging
+//   buffers of C), then the mbarriers, 8 bytes each: the STAGES `full` ones (full_bar(slot)), the STAGES `empty`
+//   ones (empty_bar(slot)), and from after_barriers() any the kernel adds (v12pp: its two `turn` barriers).
+// SHARED_BYTES is what a launch asks for (the kernels' launch lines, the specs' `shared_bytes:`): all of that but the
+// kernel's own further barriers, plus 1024 bytes, the most the rounding of `base` can skip.
+template <int STAGES, int STAGE_BYTES, int GAP_BYTES = 0>
+struct RingLayout {
+    // Constants, not static data members: NVRTC would give each of those a global in the image.
+    enum : int {
+        ALIGNMENT = 1024,
+        BARRIER_BYTES = 8,
+        SHARED_BYTES = STAGES * STAGE_BYTES + GAP_BYTES + 2 * STAGES * BARRIER_BYTES + ALIGNMENT,
+    };
+    static_assert(STAGE_BYTES % ALIGNMENT == 0, "every stage starts on a 1024-byte boundary");
+    static_assert(GAP_BYTES % BARRIER_BYTES == 0, "the barriers after the gap stay 8-byte aligned");
+
+    unsigned base;   // the first stage
+    unsigned full;   // STAGES `full` barriers
+    unsigned empty;  // STAGES `empty` barriers
+
+    __device__ __forceinline__ constexpr explicit RingLayout(unsigned raw)
+        : base((raw + (ALIGNMENT - 1)) & ~(ALIGNMENT - 1)), full(base + STAGES * STAGE_BYTES + GAP_BYTES),
+          empty(full + BARRIER_BYTES * STAGES)
+    {
+    }
+
+    __device__ __forceinline__ constexpr unsigned stage(int slot) const { return base + slot * STAGE_BYTES; }
+    __device__ __forceinline__ constexpr unsigned full_bar(int slot) const { return full + BARRIER_BYTES * slot; }
+    __device__ __forceinline__ constexpr unsigned empty_bar(int slot) const { return empty + BARRIER_BYTES * slot; }
+    __device__ __forceinline__ constexpr unsigned gap() const { return base + STAGES * STAGE_BYTES; }
+    __device__ __forceinline__ constexpr unsigned after_barriers() const { return empty + BARRIER_BYTES * STAGES; }
+};
+
 // The ring's barriers, made by one thread before any thread uses them: each stage's `full` (one arrival, the
 // producer's, with the bytes its copies bring) and `empty` (`releases` arrivals, the consumer warps that read it).
 template <int STAGES>

@@ -132,10 +132,7 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap* map_a, const CUtens
     static_assert(B_PANELS == 0 || B_PANELS == 1, "B as four rank-2 boxes or one rank-3 box");
 
     extern __shared__ unsigned char smem_raw[];
-    const unsigned raw = shared_address(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
+    const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
@@ -146,8 +143,8 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap* map_a, const CUtens
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbarrier_init(full + 8 * s, 1);
-            mbarrier_init(empty + 8 * s, RELEASES);
+            mbarrier_init(ring.full_bar(s), 1);
+            mbarrier_init(ring.empty_bar(s), RELEASES);
         }
         mbarrier_init_fence();
     }
@@ -163,9 +160,9 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap* map_a, const CUtens
                 const int tile_col = tile.x * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int slot = it % STAGES;
-                    const unsigned stage = base + slot * STAGE_BYTES;
-                    const unsigned barrier = full + 8 * slot;
-                    ring_wait_free<STAGES>(empty, it);
+                    const unsigned stage = ring.stage(slot);
+                    const unsigned barrier = ring.full_bar(slot);
+                    ring_wait_free<STAGES>(ring.empty, it);
                     mbarrier_arrive_expect_tx(barrier, STAGE_BYTES);
                     tma_load(stage, map_a, kt * BK, tile_row, barrier);
                     if constexpr (B_PANELS == 1) {
@@ -196,9 +193,9 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap* map_a, const CUtens
         int it = local * ktiles;
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
             const int slot = it % STAGES;
-            mbarrier_wait(full + 8 * slot, (it / STAGES) & 1);
-            const unsigned a_tile = base + slot * STAGE_BYTES + consumer * 64 * 128;
-            const unsigned b_tile = base + slot * STAGE_BYTES + A_BYTES;
+            mbarrier_wait(ring.full_bar(slot), (it / STAGES) & 1);
+            const unsigned a_tile = ring.stage(slot) + consumer * 64 * 128;
+            const unsigned b_tile = ring.stage(slot) + A_BYTES;
             wgmma_fence();
 #pragma unroll
             for (int s = 0; s < KSTEPS; ++s) {
@@ -207,13 +204,13 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap* map_a, const CUtens
             wgmma_commit();
             wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
             if (kt >= 1 && lane == 0) {
-                mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+                mbarrier_arrive(ring.empty_bar((it - 1) % STAGES));
             }
         }
         wgmma_wait<0>();
         hold_registers(acc);
         if (ktiles >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
-            mbarrier_arrive(empty + 8 * ((it - 1) % STAGES));
+            mbarrier_arrive(ring.empty_bar((it - 1) % STAGES));
         }
         store_tile(acc, C, M, N, tile.y * TM + 64 * consumer, tile.x * BN);
     }
