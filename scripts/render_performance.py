@@ -106,22 +106,21 @@ def where_lines(run, cut_short: str) -> list[str]:
 
 
 def run_tables(run) -> list[str]:
-    """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithm notes."""
-    from driver_gemm.report.vendor_notes import algorithm_notes
+    """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithms and the times
+    behind the % of each kernel timed in rounds with its vendor row."""
+    from driver_gemm.report.vendor_notes import algorithm_notes, rounds_notes
 
     lines = where_lines(run, "the run was interrupted: the table holds the cases it finished")
     for shape in dict.fromkeys(case.shape for case in run.cases):
-        rows = []
-        for case in run.cases:
-            if case.shape != shape:
-                continue
+        rows, cases = [], [case for case in run.cases if case.shape == shape]
+        for case in cases:
             timing = case.timing
             clock = timing.sm_clock_mhz if timing else None
             rows.append((case.kernel, str(case.status),
                          ms(case.median_ms), fixed(case.gflops, 0), fixed(case.pct_cublas, 1),
                          "" if case.is_baseline else (case.baseline_label or "-"), fixed(clock, 0)))
         lines += table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS", "of", "SM MHz"), rows)
-        notes = algorithm_notes(run, shape)
+        notes = algorithm_notes(run, shape) + rounds_notes(cases)
         if notes:
             lines += [f"- {note}" for note in notes] + [""]
     return lines
@@ -192,6 +191,10 @@ def suite_tables(run, before=None, kernels=()) -> list[str]:
 
     now, then = by_kernel(run), by_kernel(before) if before is not None else {}
     lines = where_lines(run, "the run was cut short by its timeout: the tables hold the shapes it finished")
+    rounds = sorted({case.interleaved.rounds for case in run.cases if case.interleaved is not None})
+    if rounds:
+        lines[-1:-1] = [f"- each kernel timed in {' or '.join(map(str, rounds))} rounds alternating with its vendor "
+                        "row (measure.rounds): its % of cuBLAS is the vendor's median over those rounds over its own"]
     for name, shapes in now.items():
         earlier = then.get(name, {})
         rows = []

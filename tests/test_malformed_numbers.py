@@ -38,7 +38,7 @@ def test_range_step_and_times(tmp_path, monkeypatch, capsys, key, number):
 
 
 @pytest.mark.parametrize("setting", ["warmup", "min_samples", "max_samples", "max_noise", "min_time_s", "timeout_s",
-                                     "case_timeout_s", "graph_launches"])
+                                     "case_timeout_s", "graph_launches", "rounds"])
 @pytest.mark.parametrize("number", BAD_NUMBERS + ["-1"])
 def test_measure_numbers(tmp_path, monkeypatch, capsys, setting, number):
     refused(tmp_path, MINIMAL + f"measure: {{{setting}: {number}}}\n", monkeypatch, capsys,

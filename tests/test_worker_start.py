@@ -18,6 +18,7 @@ from driver_gemm.cuda.device import OpeningDevice, initialise_in_background
 from driver_gemm.errors import NoGpuError
 from driver_gemm.session import state as session_module
 from driver_gemm.session import steps
+from driver_gemm.specfile.model import MeasureSettings
 
 
 class StandInDevice:
@@ -109,7 +110,7 @@ def test_no_case_is_timed_while_the_cublas_library_may_still_be_loading(stand_in
     run = Run()
     run.session, run.launch, run.record = session, None, Run()
     run.spec = Run()
-    run.spec.measure = None
+    run.spec.measure = MeasureSettings()
     monkeypatch.setattr(steps, "measure", measure)
     steps.time(run)
     assert timed_after_the_load == [True] and run.record.timing == "timing"

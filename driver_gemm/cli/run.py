@@ -53,6 +53,9 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--samples", metavar="PATTERN",
                      help="what runs between samples, for every spec (its measure.samples otherwise): flush, "
                           "flush-idle:MS, do-bench, burst[:N[:MS]] (docs/timing.md)")
+    run.add_argument("--rounds", metavar="N",
+                     help="time each kernel in N rounds alternating with its vendor row, for every spec (its "
+                          "measure.rounds otherwise): both then meet the GPU's clock in the same state (docs/timing.md)")
     run.add_argument("--artifacts", type=Path, metavar="DIR",
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
@@ -199,6 +202,7 @@ def execute(args, out: Output) -> int:
     args.devices = ordinals = ordinals if several else None
     options = _run_options(args)
     sample_pattern(args.samples)          # refused before any worker is started
+    round_count(args.rounds)
     with contextlib.ExitStack() as held:
         early = _spawn_workers_early(args, ordinals, options, held)
         return _execute(args, out, ordinals, options, early, held)
@@ -209,8 +213,8 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..results.read import read_finished_cases
 
-    specs = with_sample_pattern(load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources),
-                                args.samples)
+    specs = with_rounds(with_sample_pattern(load_specs(args.specs, args.kernel, args.shape,
+                                                       args.allow_outside_sources), args.samples), args.rounds)
     timeline.mark("specs read", first=True)
     for option, given in (("--json", args.json), ("--resume", args.resume)):
         if given is not None and given.suffix.lower() == ".gz":
@@ -331,6 +335,25 @@ def with_sample_pattern(specs, text: str | None):
             raise UsageError(f"{spec.name} times in graph mode, which replays its launches back to back: it takes "
                              "flush only", field="--samples")
     return [dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, samples=pattern)) for spec in specs]
+
+
+def round_count(text: str | None) -> int | None:
+    """``--rounds`` checked: a whole number from 1 to the spec field's maximum; None when not given."""
+    if text is None:
+        return None
+    from ..specfile.load import MAX_ROUNDS      # lazy, as in `sample_pattern`
+
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_ROUNDS):
+        raise UsageError(f"give a whole number of rounds from 1 to {MAX_ROUNDS}, not {text!r}", field="--rounds")
+    return int(text)
+
+
+def with_rounds(specs, text: str | None):
+    """The specs with ``--rounds`` in place of their own ``measure.rounds``."""
+    rounds = round_count(text)
+    if rounds is None:
+        return specs
+    return [dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, rounds=rounds)) for spec in specs]
 
 
 def record_options(result, options: RunOptions) -> None:

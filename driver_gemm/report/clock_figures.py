@@ -56,13 +56,23 @@ def baseline_case(run: RunResult, case: CaseResult) -> CaseResult | None:
     return (on_gpu or same or [None])[0]
 
 
+def vendor_clock(case: CaseResult, baseline: CaseResult | None) -> float | None:
+    """The SM clock of the vendor time that `case`'s % of cuBLAS is of: the vendor's in the rounds it shared with
+    the case (``measure.rounds``), else the baseline row's own."""
+    rounds = case.interleaved
+    if rounds is not None and rounds.pct_vendor is not None:
+        return rounds.vendor_sm_clock_mhz
+    return median_clock(baseline)
+
+
 def equal_clock_pct(case: CaseResult, baseline: CaseResult | None,
                     tolerance: float = CLOCK_TOLERANCE) -> float | None:
-    """`case`'s % of cuBLAS with its time scaled to the baseline row's clock, when their clocks differ by more
-    than `tolerance` (else None: the figure as measured stands)."""
-    if case.pct_cublas is None or not clocks_differ(case, baseline, tolerance):
+    """`case`'s % of cuBLAS with its time scaled to the clock of the vendor time it is of (`vendor_clock`), when
+    the two clocks differ by more than `tolerance` (else None: the figure as measured stands)."""
+    mine, theirs = median_clock(case), vendor_clock(case, baseline)
+    if case.pct_cublas is None or mine is None or theirs is None or abs(mine / theirs - 1) <= tolerance:
         return None
-    return case.pct_cublas / clock_ratio(case, baseline)
+    return case.pct_cublas * theirs / mine
 
 
 # ------------------------------------------------------------------------------------ the results table
@@ -98,9 +108,10 @@ def clock_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
         baseline = baseline_case(run, case)
         pct = equal_clock_pct(case, baseline)
         if pct is not None:
-            lines.append(f"{EQUAL_CLOCK_MARK} {case.kernel}: {case.pct_cublas:.1f}% of {baseline.kernel} as measured "
-                         f"({median_clock(case):.0f} MHz against {median_clock(baseline):.0f} MHz), {pct:.1f}% "
-                         "with its time scaled to the same clock")
+            against = baseline.kernel if baseline is not None else case.baseline_label
+            lines.append(f"{EQUAL_CLOCK_MARK} {case.kernel}: {case.pct_cublas:.1f}% of {against} as "
+                         f"measured ({median_clock(case):.0f} MHz against {vendor_clock(case, baseline):.0f} MHz), "
+                         f"{pct:.1f}% with its time scaled to the same clock")
     return lines
 
 

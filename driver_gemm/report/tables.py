@@ -24,9 +24,9 @@ from ..results.records import CaseResult, RunResult
 from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
-from .clock_figures import clock_cells, clock_columns, clock_notes
+from .clock_figures import clock_cells, clock_columns
 from .energy_table import energy_table
-from .vendor_notes import algorithm_notes
+from .vendor_notes import table_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
                  Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
@@ -218,7 +218,7 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
             lines += [_results_title(run, shape), *_aligned(header, [_results_cells(c, names) for c in cases],
                                                             justify)]
             lines += [TF32_NOTE] if any(case.precision == "tf32" for case in cases) else []
-            lines += [*algorithm_notes(run, shape), *clock_notes(run, cases), ""]
+            lines += [*table_notes(run, shape, cases), ""]
         console.file.write("\n".join(lines) + "\n")
     else:
         tables, names = fitting_names((case.kernel for case in run.cases), lambda names: results_tables(run, names),
@@ -227,9 +227,7 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
             console.print(table)
             if any(case.precision == "tf32" for case in cases):
                 say(console, TF32_NOTE, "dim")
-            for line in algorithm_notes(run, shape):
-                say(console, line, "dim")
-            for line in clock_notes(run, cases):
+            for line in table_notes(run, shape, cases):
                 say(console, line, "dim")
             console.line()
     for line in legend_lines(names):

@@ -17,6 +17,7 @@ from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
+from ..measure.rounds import RoundsOutcome
 from ..measure.stats import TimingSummary
 from .provenance import Provenance
 from ..measure.vendor_choice import AlgorithmChoice
@@ -271,6 +272,35 @@ class EnergyRecord(_CasePart):
 
 
 @dataclass(frozen=True)
+class InterleavedRecord(_CasePart):
+    """A kernel timed in rounds alternating with its vendor row (the spec's ``measure.rounds``; the module
+    `measure.rounds`): each side's median per round, and the medians of those, whose ratio is the case's % of
+    the vendor."""
+
+    TUPLES = ("kernel_round_ms", "vendor_round_ms")
+
+    vendor: str | None = None                 # the vendor row's label
+    rounds: int | None = None
+    kernel_ms: float | None = None            # the median of the kernel's round medians
+    vendor_ms: float | None = None            # the median of the vendor's round medians
+    vendor_sm_clock_mhz: float | None = None  # the vendor's median SM clock in these rounds (NVML)
+    kernel_round_ms: tuple[float, ...] | None = None
+    vendor_round_ms: tuple[float, ...] | None = None
+    other: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, outcome: RoundsOutcome, vendor: str) -> "InterleavedRecord":
+        return cls(vendor=vendor, rounds=len(outcome.kernel), kernel_ms=outcome.kernel_ms,
+                   vendor_ms=outcome.vendor_ms, vendor_sm_clock_mhz=outcome.vendor_clock_mhz,
+                   kernel_round_ms=tuple(summary.median_ms for summary in outcome.kernel),
+                   vendor_round_ms=tuple(summary.median_ms for summary in outcome.vendor))
+
+    @property
+    def pct_vendor(self) -> float | None:
+        return 100.0 * self.vendor_ms / self.kernel_ms if self.vendor_ms and self.kernel_ms else None
+
+
+@dataclass(frozen=True)
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
@@ -320,14 +350,17 @@ class CaseResult:
     measured_against: BaselineRow | None = None   # the baseline row of pct_cublas, on several GPUs
     algorithm: AlgorithmChoice | None = None      # a cuBLASLt row: the algorithm it ran, and how it was chosen
     energy: EnergyRecord | None = None            # with NVML's energy counter: per launch, and work per joule
+    interleaved: InterleavedRecord | None = None  # timed in rounds with its vendor row: pct_cublas is theirs
 
     # Written only when set, so that the records of untyped runs read as they always have.
-    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against", "algorithm", "energy")
+    OPTIONAL_KEYS = ("baseline", "operands", "dispatch", "profile", "measured_against", "algorithm", "energy",
+                     "interleaved")
     # The sub-records with fixed keys, by field.
     PARTS: ClassVar[dict[str, type[_CasePart]]] = {
         "launch": LaunchRecord, "resources": ResourceRecord, "attributes": AttributeRecord,
         "occupancy": OccupancyRecord, "verification": VerificationRecord, "diagnosis": DiagnosisRecord,
-        "operands": OperandsRecord, "sanitizer": SanitizerRecord, "energy": EnergyRecord}
+        "operands": OperandsRecord, "sanitizer": SanitizerRecord, "energy": EnergyRecord,
+        "interleaved": InterleavedRecord}
 
     @property
     def ok(self) -> bool:

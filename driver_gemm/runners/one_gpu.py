@@ -159,11 +159,16 @@ def _is_timed_baseline(case: CaseResult) -> bool:
 
 
 def _finish_figures(case: CaseResult, baseline_ms: float | None, peak: float | None) -> None:
+    """GFLOP/s, energy, % of peak, and % of the vendor row: of the vendor's time in the rounds the case shared
+    with it where it was timed so (``measure.rounds``), else of the vendor row's own median."""
     if case.timing is None:
         return
     case.gflops = gflops(case.shape.flops, case.timing.median_ms)
     case.energy = EnergyRecord.of(case.timing, case.shape.flops)
-    if baseline_ms:
+    interleaved = case.interleaved.pct_vendor if case.interleaved is not None else None
+    if interleaved is not None:
+        case.pct_cublas = interleaved
+    elif baseline_ms:
         case.pct_cublas = 100.0 * baseline_ms / case.timing.median_ms
     if peak:
         case.pct_peak = 100.0 * case.gflops / peak

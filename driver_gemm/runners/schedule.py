@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..measure.reference import uses_cpu_reference
+from ..measure.rounds import round_settings
 from ..measure.timing import MIN_SAMPLES_ON_TIMEOUT
 from ..specfile.model import MeasureSettings, Shape, Spec
 from ..cuda.occupancy import arch_limits
@@ -96,8 +97,20 @@ def case_cost(case: Case, spec: Spec, model: CostModel = CostModel()) -> float:
         shape.flops / ((model.baseline_tflops if case.is_baseline else model.kernel_tflops) * 1e12)
     cost += launch_s
     if model.time_cases:
-        cost += timing_cost(launch_s, spec.measure, model.flush_s)
+        cost += _timing_s(case, spec, launch_s, model)
     return cost
+
+
+def _timing_s(case: Case, spec: Spec, launch_s: float, model: CostModel) -> float:
+    """Wall seconds of timing `case`: alone, or in rounds with its vendor row (``measure.rounds``), each side
+    under `rounds.round_settings`."""
+    rounds = spec.measure.rounds
+    if rounds <= 1 or case.is_baseline or case.baseline_label is None:
+        return timing_cost(launch_s, spec.measure, model.flush_s)
+    recorded = model.launch_ms.get((case.baseline_label, case.shape.label))
+    vendor_s = recorded / 1e3 if recorded is not None else case.shape.flops / (model.baseline_tflops * 1e12)
+    share = round_settings(spec.measure, rounds)
+    return rounds * (timing_cost(launch_s, share, model.flush_s) + timing_cost(vendor_s, share, model.flush_s))
 
 
 def shares_operands(case: Case) -> bool:

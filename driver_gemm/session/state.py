@@ -63,6 +63,20 @@ class HeldOperands:
         self.locks.clear()
 
 
+@dataclass
+class VendorRow:
+    """A timed vendor row's launch, kept for the kernels of its shape to be timed against in rounds
+    (``measure.rounds``), with the buffers it reads and writes: they are the row's own from then on."""
+
+    launch: Callable[[], None]
+    buffers: dict[str, DeviceBuffer]
+
+    def release(self) -> None:
+        for buffer in self.buffers.values():
+            buffer.close()
+        self.buffers.clear()
+
+
 def _imports_cannot_race() -> bool:
     """Whether nvmath-python can be imported on a thread of our own while the caller's threads go on. It imports
     torch and CuPy where they are installed; if a caller's thread imports one of them at the same time, Python's
@@ -113,6 +127,7 @@ class Session:
         self.lt_error: str | None = None
         self.lt_owner: Owned | None = None
         self.cupti: CuptiRecorder | None = None                 # run --timer cupti: made when first timing
+        self.vendor_rows: dict[tuple[Shape, str], VendorRow] = {}   # by shape and label: `keep_vendor_row`
         # Seconds of each part of making the session (a worker's start-up, where a run's first seconds go).
         self.start_steps: dict[str, float] = {}
         mark = time.monotonic()
@@ -251,6 +266,26 @@ class Session:
                 self.typed_buffers[name] = self.device.alloc(max(nbytes, 1))
         return self.typed_buffers
 
+    def keep_vendor_row(self, shape: Shape, label: str, launch: Callable[[], None], typed: bool) -> None:
+        """Keep a timed vendor row's `launch` for the kernels of `shape` to be timed against (`vendor_row`).
+
+        The buffers it runs on (the typed buffers for a cuBLASLt row, else the shape's) leave the session's
+        working set with it, so that later cases get buffers of their own and none can free or resize the row's.
+        The rows kept for other shapes are let go first: a shape's kernels follow its vendor rows.
+        """
+        for key in [key for key in self.vendor_rows if key[0] != shape or key[1] == label]:
+            self.vendor_rows.pop(key).release()
+        if typed:
+            buffers, self.typed_buffers = self.typed_buffers, {}
+        else:
+            buffers, self.buffers, self.buffer_shape = self.buffers, {}, None
+        self.vendor_rows[shape, label] = VendorRow(launch, buffers)
+
+    def vendor_row(self, shape: Shape, label: str | None) -> VendorRow | None:
+        """The vendor row `label` kept for `shape`, if this session timed it (a resumed run, a worker that
+        replaced a faulted one, or a run whose GPUs split the shape may not have)."""
+        return self.vendor_rows.get((shape, label)) if label is not None else None
+
     def cublaslt(self) -> CublasLtMatmul | None:
         """The cuBLASLt handle and its workspace (made on first use, owned by the device); None if unavailable."""
         if self.lt is None and self.lt_error is None:
@@ -287,3 +322,4 @@ class Session:
             self.cupti = None
         self.device.close()
         self.held.clear()              # their page locks went with the device's other handles
+        self.vendor_rows.clear()       # and their buffers

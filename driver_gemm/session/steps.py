@@ -1,8 +1,8 @@
 """The steps of one case, each a function over the case's `CaseRun`, in the order the runner calls them.
 
 A kernel case: plan -> load -> inputs -> reference -> launch_verify -> diagnose -> time; a cuBLAS
-case: load -> inputs -> launch_verify -> time; typed cases take inputs, reference and check from
-`typed_steps`. A step that decides the case (a refused plan, a failed compile) sets its status and
+case: load -> inputs -> launch_verify -> time -> keep (for its shape's kernels to be timed against in
+rounds); typed cases take inputs, reference and check from `typed_steps`. A step that decides the case (a refused plan, a failed compile) sets its status and
 marks the run `stopped`, and no further step runs. Steps raise freely: the funnel records it.
 """
 
@@ -22,10 +22,11 @@ from ..measure.inputs import Inputs, ShapeOperands, case_seed, make_inputs
 from ..measure import memory as memory_needs
 from ..measure.reference import (CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, tolerance,
                                  uses_cpu_reference)
+from ..measure.rounds import interleave
 from ..measure.timing import measure
 from ..measure.verify import POISON_WORD, Verdict, compare
-from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, LaunchRecord, OccupancyRecord,
-                               ResourceRecord, VerificationRecord)
+from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, InterleavedRecord, LaunchRecord,
+                               OccupancyRecord, ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
 from ..planning.build import led_by_spec_line
@@ -253,15 +254,26 @@ def diagnose(run: CaseRun) -> None:
 
 
 def time(run: CaseRun) -> None:
-    """Time the launch (nvbench's cold measurement), unless the run verifies only."""
-    session = run.session
+    """Time the launch (nvbench's cold measurement), unless the run verifies only; a kernel whose spec asks for
+    rounds (``measure.rounds``) is timed in rounds alternating with its vendor row, where this session kept it."""
+    session, settings = run.session, run.spec.measure
     if not session.options.time:
         return
     session.wait_for_cublas()
+
+    def measure_launch(launch: Callable[[], None]):
+        return lambda each: measure(launch, session.device, session.stream, each, session.flusher, session.gate,
+                                    clocks=session.clocks, timer=session.kernel_timer())
+
+    vendor = session.vendor_row(run.case.shape, run.case.baseline_label) \
+        if settings.rounds > 1 and not run.case.is_baseline else None
     with ranges.annotate("time", color="orange"):
-        run.record.timing, _ = measure(run.launch, session.device, session.stream, run.spec.measure,
-                                       session.flusher, session.gate, clocks=session.clocks,
-                                       timer=session.kernel_timer())
+        if vendor is None:
+            run.record.timing, _ = measure_launch(run.launch)(settings)
+            return
+        outcome = interleave(measure_launch(run.launch), measure_launch(vendor.launch), settings, settings.rounds)
+        run.record.timing = outcome.kernel_timing
+        run.record.interleaved = InterleavedRecord.of(outcome, run.case.baseline_label)
 
 
 # ---------------------------------------------------------------------------------------------- baselines
@@ -276,6 +288,12 @@ def load_baseline(run: CaseRun) -> None:
     buffers = run.session.buffers_for(run.case.shape)
     run.launch = handle.prepare(buffers["A"], buffers["B"], buffers["C"], run.case.shape)
     run.record.status = Status.REF
+
+
+def keep_vendor_row(run: CaseRun) -> None:
+    """Keep a timed vendor row's launch and buffers for its shape's kernels to be timed against in rounds."""
+    if run.spec.measure.rounds > 1 and run.record.timing is not None and run.record.ok:
+        run.session.keep_vendor_row(run.case.shape, run.case.label, run.launch, typed=run.case.lt is not None)
 
 
 def launch_verify_baseline(run: CaseRun) -> None:
@@ -298,6 +316,7 @@ KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
 # The operands first: a worker's first case draws them while its cuBLAS library may still be loading.
 BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
     ("memory", memory), ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline), ("time", time),
+    ("keep", keep_vendor_row),
 )
 
 
@@ -307,7 +326,7 @@ TYPED_KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
 )
 CUBLASLT_STEPS: tuple[tuple[str, Step], ...] = (
     ("load", typed_steps.load_lt), ("memory", memory), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
-    ("launch_verify", typed_steps.launch_verify_lt), ("time", time),
+    ("launch_verify", typed_steps.launch_verify_lt), ("time", time), ("keep", keep_vendor_row),
 )
 
 

@@ -30,6 +30,7 @@ from .dispatch import parse_dispatch
 TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
 MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
 MEASURE_MODES = ("events", "graph")
+MAX_ROUNDS = 100          # measure.rounds: each round takes at least a few samples of both sides
 VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
 REFERENCES = ("auto", "cpu", "cublas")
 
@@ -261,9 +262,11 @@ def _parse_measure(context: Context, document: dict) -> MeasureSettings:
             values[setting.name] = read_number(context, node, setting.name, default, dotted, minimum=0)
         if values[setting.name] is None:
             raise context.error("must be given a value, not null", node, setting.name, dotted)
-    for key in ("min_samples", "graph_launches"):
+    for key in ("min_samples", "graph_launches", "rounds"):
         if values[key] < 1:
             raise context.error("must be at least 1", node, key, f"measure.{key}")
+    if values["rounds"] > MAX_ROUNDS:
+        raise context.error(f"must be at most {MAX_ROUNDS}, got {values['rounds']}", node, "rounds", "measure.rounds")
     if values["case_timeout_s"] <= 0:   # 0 would stop every case before it starts
         raise context.error(f"must be above 0 seconds, got {values['case_timeout_s']:g}", node, "case_timeout_s",
                             "measure.case_timeout_s")

@@ -383,6 +383,7 @@ class MeasureSettings:
     mode: str = "events"              # events: one launch per sample; graph: a CUDA graph of graph_launches
     graph_launches: int = 20          # launches captured in the graph of graph mode (per-launch time = sample / this)
     samples: str = "flush"            # what runs between samples (`sample_patterns.SamplePattern`): flush, do-bench...
+    rounds: int = 1                   # > 1: each kernel timed in this many rounds alternating with its vendor row
 
     @property
     def pattern(self) -> SamplePattern:
