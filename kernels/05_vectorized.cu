@@ -35,9 +35,9 @@
 // grid (ceil(N / 128), ceil(M / 128)), 8.3 KB of static shared memory.
 // Index arithmetic is 32-bit: M * K, K * N and M * N must stay below 2^31.
 //
-// Measured on H200 (bench/results/fast-h200.json, cold L2): 4.31 ms at 4096^3 = 31.9 TFLOP/s,
-// 62% of cuBLAS, against 5.60 ms for v4 (1.30x); 34.97 ms at 8192^3 (61.5%). At the seed's small
-// shapes its 128 x 128 tiles leave most SMs idle (32 blocks for 1024 x 512): 2x slower than v4.
+// Measured on H200 (bench/results/nvidia-h200/fp32.json.gz, cold L2): 4.23 ms at 4096^3 = 32.5 TFLOP/s,
+// 63.2% of cuBLAS, against 5.50 ms for v4 (1.30x). At the seed's small shapes its 128 x 128 tiles leave
+// most SMs idle (32 blocks for 1024 x 512).
 
 #include "tile_io.cuh"
 

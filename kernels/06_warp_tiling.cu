@@ -37,8 +37,8 @@
 // ceil(M / 128)), 8.3 KB of static shared memory (BK = 16: 16.6 KB).
 // Index arithmetic is 32-bit: M * K, K * N and M * N must stay below 2^31.
 //
-// Measured on H200 (bench/results/fast-h200.json, cold L2): 3.61 ms at 4096^3 = 38.0 TFLOP/s,
-// 74% of cuBLAS (1.19x over v5); 28.62 ms at 8192^3 (75.1%).
+// Measured on H200 (bench/results/nvidia-h200/fp32.json.gz, cold L2): 3.87 ms at 4096^3 = 35.5 TFLOP/s,
+// 69.1% of cuBLAS (1.09x over v5).
 
 #include "tile_io.cuh"
 

@@ -45,9 +45,8 @@
 // 48 KB: the runner raises the kernel's limit).
 // Index arithmetic is 32-bit: M * K, K * N and M * N must stay below 2^31.
 //
-// Measured on H200 (bench/results/fast-h200.json, cold L2): at 128 x 128 tiles, 3.65 ms at
-// 4096^3 (73.5% of cuBLAS: no gain over v6 at this tile size);
-// with v8's 128 x 256 tile (v7_big in specs/fast.yaml) 3.05 ms (87.9%) and 23.85 ms at 8192^3 (90.1%).
+// Measured on H200 (bench/results/nvidia-h200/fp32.json.gz, cold L2): at 128 x 128 tiles, 3.03 ms at
+// 4096^3 (88.3% of cuBLAS); with v8's 128 x 256 tile (v7_big in specs/fast.yaml) 3.01 ms (88.9%).
 
 #include "cp_async.cuh"
 #include "tile_io.cuh"

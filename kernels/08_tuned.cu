@@ -77,8 +77,10 @@
 // max(STAGES * BK * (BM + 4 + BN), (KSPLIT - 1) * BM * BN) * 4 = 38,400 bytes.
 // Index arithmetic is 32-bit: M * K, K * N and M * N must stay below 2^31.
 //
-// Measured on H200 (bench/results/fast-h200.json, cold L2): 2.87 ms at 4096^3 = 47.9 TFLOP/s,
-// 93.2% of cuBLAS; 22.35 ms at 8192^3 (95.9%). The small-shape configurations with KSPLIT:
+// Measured on H200 (cold L2): 2.85 ms at 4096^3 = 48.2 TFLOP/s, 93.7% of cuBLAS
+// (bench/results/nvidia-h200/fp32.json.gz); timed in 3 rounds alternating with cuBLAS, both at 1980 MHz,
+// 94.1% at 4096^3 and 96.8% at 8192^3 (22.22 against 21.51 ms; checks/fast-v8-rounds.json.gz).
+// The small-shape configurations with KSPLIT:
 // v8_small 0.0374 ms at 1024x512x1024 (97.0%), v8_small_k4 0.0380 ms at 1001x513x777 (96.3%).
 // The block order matters at 8192^3 (specs/sweep-v8-order.yaml): bands of 8 block rows give
 // 93.9%, 32 give 95.4%, and 64 or more (the grid's height there: column-major throughout)

@@ -41,19 +41,20 @@
 // 14336 unsplit, each with up to 144 KB of B in flight: every SM streaming B, so about the vendor row's time
 // (100%, against v13's 84-91%), at M = 1 to 64; at M = 128 two row tiles read B twice, so v13 stays there.
 //
-// Measured (H200, NVRTC 13.5, % of the vendor row of the same run, cuBLASLt best of 8; docs/performance.md,
-// "Focused checks": checks/suite-bf16.json.gz and suite-tf32.json.gz, `scripts/gpu_check.sh suite`):
+// Measured (H200, NVRTC 13.5, % of the vendor row of the same run, cuBLASLt best of 8, each form timed in 3 rounds
+// alternating with it; docs/performance.md, "Focused checks": checks/suite-bf16.json.gz and suite-tf32.json.gz,
+// `scripts/gpu_check.sh suite`):
 //
 //   shape            BF16 (bf16 out, NN)   TF32 (NT)     v13's forms (checks/suite-*-before.json.gz)
-//   1x4096x4096      108.7                  84.8          84.6 / 72.7
-//   16x4096x4096     107.4                 108.0          84.2 / 92.1
-//   64x4096x4096      95.3                 103.6          81.4 / 97.7
-//   1x8192x8192       99.8                  98.1          85.6 / 84.9
-//   16x8192x8192      99.6                 111.8          86.7 / 98.5
-//   64x8192x8192      96.0                  98.5          89.1 / 95.1
-//   1x14336x4096     100.0                  92.4          91.2 / 84.3
-//   16x14336x4096     98.2                 108.4          89.0 / 99.8
-//   64x14336x4096     95.9                 100.0          90.0 / 95.1
+//   1x4096x4096      107.9                  85.1          84.6 / 72.7
+//   16x4096x4096     108.5                 107.2          84.2 / 92.1
+//   64x4096x4096      94.1                 101.8          81.4 / 97.7
+//   1x8192x8192       98.6                  96.9          85.6 / 84.9
+//   16x8192x8192      98.8                 112.8          86.7 / 98.5
+//   64x8192x8192      96.9                 102.9          89.1 / 95.1
+//   1x14336x4096      99.7                  94.3          91.2 / 84.3
+//   16x14336x4096    100.6                 108.0          89.0 / 99.8
+//   64x14336x4096     97.4                 100.8          90.0 / 95.1
 //
 // At M = 128 (checks/tune-m128-v14-*.json.gz) v14's best is 61-90%, behind v13 as expected. Against torch.mm
 // under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at

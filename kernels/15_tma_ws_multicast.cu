@@ -67,16 +67,17 @@
 //   TF32 (B column-major), 4096^3 and 4096x14336x4096 (a second run of its 8 forms): CM 2 with GROUP 8 and STORE 0
 //     at 103.1% and 107.1%, v13 at 93.5% and 94.2%. FP8 e4m3 at 4096^3: v15 101.9-114.6%, v13 109.5%.
 //   The suite's large shapes with its tables (bf16 out: GROUP 16, CM 1, STORE 1 up to M = 4096, GROUP 8, CM 2, STORE 1
-//   beyond; TF32: GROUP 8, CM 2, STORE 0), one run of `scripts/gpu_check.sh suite`:
+//   beyond; TF32: GROUP 8, CM 2, STORE 0), one run of `scripts/gpu_check.sh suite`, each form timed in 3 rounds
+//   alternating with its vendor row (the suite's measure.rounds):
 //     shape             bf16 out   TF32
-//     8192x1024x8192    103.5%      88.5%
-//     4096x14336x4096   108.7%      91.1%
-//     4096x4096x14336    85.0%     114.5%
-//     4096^3             86.0%     100.2%
-//     8192^3             94.6%     101.3%
-//   These are single samples of a wide spread: the clock is set by power, and both sides move between starts of the
-//   machine. At 4096^3 the suite's bf16 form took 0.1841, 0.1800 and 0.2039 ms in three runs (two of specs/sweep-v15.yaml,
-//   one of the suite) and the vendor row 0.2007, 0.1748 and 0.1753 ms: 109.0%, 97.1% and 86.0%.
+//     8192x1024x8192    103.0%     103.8%
+//     4096x14336x4096    96.5%     106.1%
+//     4096x4096x14336    96.8%     101.3%
+//     4096^3            100.0%     106.0%
+//     8192^3             99.7%     100.8%
+//   Timed once each, one after the other, the figures spread widely: the clock is set by power, and both sides move
+//   between starts of the machine. At 4096^3 the suite's bf16 form took 0.1841 and 0.1800 ms in two runs of
+//   specs/sweep-v15.yaml and the vendor row 0.2007 and 0.1748 ms: 109.0% and 97.1%.
 //   Against torch.mm under triton's do_bench, interleaved on the same tensors with the clocks side by side (the suite's
 //   bf16-out entries), the spread is narrower: 96.1% and 95.7% at 4096^3 in two runs (ours at 1710 MHz both times,
 //   torch at 1770 and 1785), 95.9% at 4096x4096x14336 and 101.9% at 8192^3.
@@ -90,11 +91,10 @@
 // only bar.sync in the tile loop is the epilogue's named barrier, where a warpgroup waits while its leader waits for
 // the copy engine to have read the staging buffer it is about to reuse: so (inferred, not measured apart) the
 // epilogue's two buffers a warpgroup are what the consumers wait on. The tensor pipe has little idle time, so what
-// remains against the vendor row is mostly the clock a run gets. Both sides move between runs: at 8192^3 the suite's
-// form (GROUP 8, CM 2, STORE 1) measured 1.431, 1.459 and 1.573 ms in three runs (sweep, suite, profile) and the vendor
-// row 1.435, 1.380 and 1.388 ms, so the profile run's 88.3% and the suite's 94.6% are both single samples of a spread;
-// in the profile run v15's one launch under ncu took 1.374 ms against its timed median of 1.573 ms, a gap not
-// explained here.
+// remains against the vendor row is mostly the clock a run gets. Timed one after the other, both sides move between
+// runs: at 8192^3 the suite's form (GROUP 8, CM 2, STORE 1) measured 1.431 and 1.573 ms (sweep, profile) and the vendor
+// row 1.435 and 1.388 ms; in the suite's interleaved rounds, 1.583 against 1.578 ms (99.7%). In the profile run v15's
+// one launch under ncu took 1.374 ms against its timed median of 1.573 ms, a gap not explained here.
 //
 // Narrow tiles and 192-column ones (`scripts/gpu_check.sh v15-small`: the narrow forms (CWG 1 or 2 by BN 64 or 128,
 // 6 stages, STORE 1, CM 1 or 2) on every shape, the 192-column ones (CWG 2 or 3, 3 stages, STORE 1, CM 1 or 2) at

@@ -2,8 +2,9 @@
 
 A kernel case: plan -> load -> inputs -> reference -> launch_verify -> diagnose -> time; a cuBLAS
 case: load -> inputs -> launch_verify -> time -> keep (for its shape's kernels to be timed against in
-rounds); typed cases take inputs, reference and check from `typed_steps`. A step that decides the case (a refused plan, a failed compile) sets its status and
-marks the run `stopped`, and no further step runs. Steps raise freely: the funnel records it.
+rounds); typed cases take inputs, reference and check from `typed_steps`. A step that decides the
+case (a refused plan, a failed compile) sets its status and marks the run `stopped`, and no further
+step runs. Steps raise freely: the funnel records it.
 """
 
 from __future__ import annotations
