@@ -80,15 +80,14 @@
 // Measured on H200 (cold L2): 2.85 ms at 4096^3 = 48.2 TFLOP/s, 93.7% of cuBLAS
 // (bench/results/nvidia-h200/fp32.json.gz); timed in 3 rounds alternating with cuBLAS, both at 1980 MHz,
 // 94.1% at 4096^3 and 96.8% at 8192^3 (22.22 against 21.51 ms; checks/fast-v8-rounds.json.gz).
-// The small-shape configurations with KSPLIT:
-// v8_small 0.0374 ms at 1024x512x1024 (97.0%), v8_small_k4 0.0380 ms at 1001x513x777 (96.3%).
-// The block order matters at 8192^3 (specs/sweep-v8-order.yaml): bands of 8 block rows give
-// 93.9%, 32 give 95.4%, and 64 or more (the grid's height there: column-major throughout)
-// 95.9%; at 4096^3 all orders are within 0.5%. Why the whole column beats an L2-sized band
-// was not profiled.
-// `driver-gemm tune specs/sweep-v8.yaml` finds no faster large configuration among 54;
-// specs/sweep-v8-small.yaml finds 97.9% at 1001x513x777 (32 x 32 tiles, KSPLIT 4, 2 stages) and
-// 96.3% at 1024x512x1024 (bench/results/winners-v8-*-h200.yaml).
+// The small-shape configurations with KSPLIT, in the same rounds (checks/fast-v8-small-rounds.json.gz):
+// v8_small 97.8% at 1024x512x1024 and 91.8% at 1001x513x777, v8_small_k4 88.8% and 95.1%.
+// The block order matters at 8192^3 (specs/sweep-v8-order.yaml in the same rounds,
+// checks/v8-order-rounds.json.gz): bands of 1 to 8 block rows give 94.0-94.4%, 16 95.2%, 32 95.9%,
+// and 64 or more (the grid's height there: column-major throughout) 96.4%. Why the whole column
+// beats an L2-sized band was not profiled.
+// specs/sweep-v8.yaml and specs/sweep-v8-small.yaml are the tuning sweeps of the large and the small
+// configurations (`driver-gemm tune`).
 
 #include "block_order.cuh"
 #include "cp_async.cuh"

@@ -58,9 +58,16 @@
 //
 // At M = 128 (checks/tune-m128-v14-*.json.gz) v14's best is 61-90%, behind v13 as expected. Against torch.mm
 // under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
-// 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not, on
-// shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz). No Nsight Compute profile has
-// been taken of it: the DRAM throughput behind "bound by reading B" is inferred from the times, not measured.
+// 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not,
+// on shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz).
+// Nsight Compute (one launch a case at the GPU's own clocks, `scripts/gpu_check.sh profile-v14`,
+// checks/profile-v14-bf16.json.gz): at 1x4096x4096 (MT 8, split 2 ways) the launch reads 34.0 MB from DRAM
+// (B is 32 MB) in 11.6 us, 2.9 TB/s, with the tensor pipe busy 3% of the time and the barrier and
+// long_scoreboard the top stalls; at 64x8192x8192 (MT 64, unsplit) it reads 137.7 MB (B is 128 MB) in
+// 37.9 us, 3.6 TB/s, the tensor pipe busy 52%. Both read B about once, at 60-75% of the HBM's 4.8 TB/s; so
+// (inferred, not measured apart) what is left at M = 1 is the split's exchange and the launch's fill. The
+// event timer's median there is 16.9 us against the 11.6 us under ncu, a gap that holds the event pair's
+// front-end time (docs/timing.md, "A kernel-only timer: CUPTI").
 
 #include "13_tma_ws_split.cu"   // v13's cluster helpers, descriptors and SmemWgmma (wgmma_smem.cuh)
 

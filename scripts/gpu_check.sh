@@ -24,7 +24,8 @@
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
 # --profile of seed and v8 cases under Nsight Compute), profile-tma (v11 and v12 at 4096^3), profile-suite (the suite's
-# BF16 dispatch under Nsight Compute: v15 on two large shapes and two awkward ones), strategies
+# BF16 dispatch under Nsight Compute: v15 on two large shapes and two awkward ones), profile-v14 (the same for
+# its decode entries: v14 at 1x4096x4096 and 64x8192x8192), strategies
 # (tuning strategies on specs/sweep-v8.yaml), nvcc (the nvcc and NVRTC builds timed), sweeps (the v11 and
 # v12 sweeps by halving), tune-v13 (specs/sweep-v13.yaml's BF16 and TF32 kernels on its shapes by halving),
 # tune-v14 (v14's GPU tests, then specs/sweep-v14.yaml likewise), v15 (v15's GPU tests, then its forms beside v13 and
@@ -256,6 +257,10 @@ for step in "$@"; do
                     # awkward shapes (at most ~4 min)
                     timeout -s INT -k 10 200 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out -s 4096x4096x4096 \
                         -s 8192x8192x8192 -s 4104x1032x200 -s 1001x520x776 --profile --json "$OUT/profile-suite-bf16.json" -q ;;
+        profile-v14) # the suite's BF16 (bf16 out) decode entries under Nsight Compute: v14 at 1x4096x4096 and
+                    # 64x8192x8192 (about 1 min)
+                    timeout -s INT -k 10 150 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out -s 1x4096x4096 \
+                        -s 64x8192x8192 --profile --json "$OUT/profile-v14.json" -q ;;
         profile-tma) python3 -m driver_gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile --json "$OUT/profile-v11.json" -q
                     python3 -m driver_gemm run specs/tma-bf16.yaml -k v12 -s 4096x4096x4096 --profile --json "$OUT/profile-v12.json" -q ;;
         strategies) timeout 400 python3 scripts/tune_strategies.py specs/sweep-v8.yaml --shapes 4096x4096x4096 8192x8192x8192 \
