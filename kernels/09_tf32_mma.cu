@@ -29,7 +29,8 @@
 // shared memory STAGES * (BM * (BK + 4) + BK * (BN + 8)) * 4 bytes (107,520 for 3 stages).
 // Index arithmetic is 32-bit: M * K, K * N and M * N must stay below 2^31.
 //
-// Measured on H200 (bench/results/tf32-h200.json, cold L2): 1.083 ms at 4096^3 = 127 TFLOP/s,
+// Measured on H200 (tests/data/results/tf32-h200.json, `driver-gemm run specs/tf32.yaml`, cold L2):
+// 1.083 ms at 4096^3 = 127 TFLOP/s,
 // 2.7 times v8 but 34.3% of cuBLAS TF32 (0.372 ms); with a 128 x 256 tile (WN = 64) 1.016 ms
 // (36.6%). Where the rest goes was not profiled. The likely limit is feeding the tensor
 // cores: per k step a thread issues 24 scalar shared loads and 24 cvt for 16 mma, where

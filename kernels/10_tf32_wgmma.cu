@@ -48,23 +48,16 @@
 // STAGES * (BM * BK * 4 + BK * 4 * (64 * WGS + 8)) + 1024 bytes (the 1024 aligns the swizzle
 // atoms). Needs sm_90a. Index arithmetic is 32-bit: M * K, K * N and M * N below 2^31.
 //
-// Measured on H200 (bench/results/tf32-v10-h200.json, L2 flushed), BM 256, BK 32, 2
-// warpgroups, 4 stages, GROUP 8: 0.467 ms at 4096^3 = 295 TFLOP/s = 83.2% of cuBLAS TF32
-// (0.388 ms), 81.1% at 8192^3 (the tuning sweep, on another machine: 83.0% and 82.4%);
-// 2.2 times v9's best and 6.2 times v8. Relative error 6.9e-4: the tensor cores truncate to TF32,
-// where v9 and cuBLAS round (2.6e-4). The way there, each step's best in the sweep of its
-// time (bench/results/v10-steps/, the last one bench/results/tune-v10-h200.json):
-//                                                                           4096^3  8192^3
-//   first version: one wgmma group in flight, copies indexed like v9's       74.9%   71.7%
-//   queue tile kt behind kt - 1; blocks in GROUP bands                       73.4%   75.4%
-//   BK 16 (64-byte swizzle, up to 9 stages) next to BK 32 (4 stages)         67.2%   68.6%
-//     against 74.0% and 74.0%: a barrier per 2 wgmmas costs more than the depth gains
-//   copies planned once, outside the K loop                                  83.0%   82.4%
-// Before the last step ncu showed the tensor pipe busy 65% of the time, and of the two warps
-// per scheduler only 0.47 eligible per cycle, stalled mostly on fixed-latency integer
-// dependencies: each tile spent some 300 instructions per thread on copy addresses and
-// bounds, one serial chain the 2 warps could not hide. At 1024x512x1024 (16 blocks for 132
-// SMs) it reaches 49% of cuBLAS: small problems want smaller tiles or a split of K.
+// Measured on H200 (tests/data/results/tf32-v10-h200.json, `driver-gemm run specs/tf32.yaml -k v10`, L2
+// flushed), BM 256, BK 32, 2 warpgroups, 4 stages, GROUP 8: 0.467 ms at 4096^3 = 295 TFLOP/s = 83.2% of
+// cuBLAS TF32 (0.388 ms), 81.1% at 8192^3; 2.2 times v9's best and 6.2 times v8. Relative error 6.9e-4:
+// the tensor cores truncate to TF32, where v9 and cuBLAS round (2.6e-4). Its sweep
+// (tests/data/results/tune-v10-h200.json.gz, `driver-gemm tune specs/sweep-v10.yaml`) keeps this
+// configuration, at 83.0% and 82.4%; in the runs of bench/results/nvidia-h200/tf32.json.gz and
+// bench/results/nvidia-h200/checks/tma.json.gz, 84.2-85.2%.
+// The copies are planned once, outside the K loop, so that no per-tile chain of integer work on their
+// addresses and bounds stands between the 2 warps of a scheduler and the tensor pipe. At 1024x512x1024
+// (16 blocks for 132 SMs) it reaches 48.7% of cuBLAS TF32: small problems want smaller tiles or a split of K.
 
 #include "block_order.cuh"
 #include "cp_async.cuh"

@@ -43,31 +43,24 @@
 // v10's 83% of cuBLAS TF32 to 90-95% at 4096^3 and 8192^3, the rest being the fragment loads
 // that the TF32 operand rule still puts in the K loop.
 //
-// Measured on H200 by scripts/tma_kernels.py (bench/results/scripts/tma-dev-h200.json: L2 flushed
-// before each launch, median of 60, beside torch.mm in TF32 timed the same way in the same run):
-//                                          4096^3                     8192^3
-//   BM 256, CWG 2, STAGES 4 (shipped)      0.3475 ms  395.6 TFLOP/s   3.174 ms  346.4 TFLOP/s
-//   BM 128, CWG 2, STAGES 6                0.4018 ms  342.1           3.523 ms  312.1
-//   BM 128, CWG 3, STAGES 5                0.4107 ms  334.6           3.337 ms  329.5
-//   torch.mm TF32                          0.3422 ms  401.6           3.061 ms  359.2
-// The shipped configuration is 98.5% of torch.mm at 4096^3 and 96.4% at 8192^3, 1.34 times
-// v10 (294.6 TFLOP/s): more than predicted, so the fragment loads cost less than feared once
-// no barrier serialises them with the copies. Relative error 6.9e-4 (truncation to TF32, as
-// v10).
-// Profile (`driver-gemm run specs/tma.yaml -k v11 -s 4096x4096x4096 --profile`,
-// bench/results/round3/profile-v11.json): the tensor pipe busy 93.7% of the time (v10: 65%); top
-// stalls barrier (4.3 cycles per issue), long scoreboard (2.2: the B^T fragment loads), MIO throttle.
-// The halving sweep (bench/results/round3/sweep-v11-halving-h200.log) keeps the shipped
-// configuration: 96.4% of cuBLAS TF32 at 4096^3, GROUP 16 96.9% at 8192^3.
-// Of record, `driver-gemm run specs/tma.yaml -k v10 -k v11` (bench/results/round2/tma-h200.json.gz,
-// nvbench-style sampling for seconds, L2 flushed, against driver-gemm's cuBLAS TF32 row):
+// Measured on H200 (`driver-gemm run specs/tma.yaml`, bench/results/nvidia-h200/checks/tma.json.gz: nvbench-style
+// sampling for seconds, L2 flushed, against driver-gemm's cuBLAS TF32 row of the same run):
 //                          4096^3                       8192^3
 //   v11                    0.4108 ms  95.4% of cuBLAS   3.178 ms  97.6%
 //   v10                    0.4603 ms  85.2%             3.646 ms  85.0%
 //   cuBLAS TF32            0.3920 ms                    3.100 ms
-// Sustained, the tensor cores pull the SM clock down from 1980 MHz to 1530-1635 MHz (the clock
-// each case records through NVML): seconds of sampling run hotter than the 60 launches above,
-// and every kernel of these rows, cuBLAS included, is timed at the clock the load leaves it.
+// 1.12 times v10 at 4096^3 and 1.15 at 8192^3: more than predicted, so the fragment loads cost less than
+// feared once no barrier serialises them with the copies. Relative error 6.9e-4 (truncation to TF32, as
+// v10). The headline run (bench/results/nvidia-h200/tf32.json.gz) has it at 95.5% and 96.7%, and the
+// shape suite, timed in rounds alternating with the vendor row, at 98.5% and 108.7% (checks/suite-tf32*).
+// Profile (`scripts/gpu_check.sh profile-tma`, checks/profile-v11.json.gz; Nsight Compute, one launch at
+// 4096^3): the tensor pipe busy 93.7% of the time; top stalls barrier (4.3 cycles per issue), long
+// scoreboard (2.2: the B^T fragment loads), MIO throttle.
+// The halving sweep (`scripts/gpu_check.sh sweeps`, checks/tune-v11-halving.json.gz) keeps the shipped
+// configuration at 4096^3 (96.4% of cuBLAS TF32); at 8192^3 GROUP 16 leads (96.9%).
+// Sustained, the tensor cores pull the SM clock down from 1980 MHz to 1500-1635 MHz (the clock
+// each case records through NVML), and every kernel of these rows, cuBLAS included, is timed at the
+// clock the load leaves it.
 //
 // Small shapes: at 1024x512x1024 the 256 x 128 tile makes a 4 x 4 grid, 16 blocks for 132
 // SMs, each running 32 K-tiles alone: the GPU is 88% idle whatever feeds the tensor cores.

@@ -23,32 +23,25 @@
 // STAGES * (64 * CWG + 256) * 128 + 16 * STAGES + 1024, tensor maps A (bf16, box 64 x BM) and
 // B (bf16, box 64 x 64), both with the 128-byte swizzle. Needs sm_90a.
 //
-// BDESC: the checked runs of scripts/tma_kernels.py (bench/results/scripts/tma-dev-h200.json) pass
-// with BDESC 0 on every shape (relative error 6e-7 with fp32 output) and fail with BDESC 1
-// (relative error 1.2) on every shape but 64x8x8, whose single 64-column box hides the order:
-// the leading offset is the step along N. The specs use 0.
+// BDESC: which of a B descriptor's two byte offsets steps along N from one 64-column box to the next.
+// With boxes of 64 columns laid one after another it is the leading offset (BDESC 0), which the specs
+// use; BDESC 1 reads the boxes out of order wherever a tile holds more than one of them.
 //
 // Predicted (before it ran): a consumer's K loop is four wgmma and two mbarrier operations, no
 // fragment loads at all, and BF16 wgmma does twice TF32's multiply-adds per cycle. With v11's
 // TF32 loop already at cuBLAS's pace, we expected 90-95% of cuBLAS BF16 at 4096^3 and 8192^3.
 //
-// Measured on H200 by scripts/tma_kernels.py (L2 flushed, beside torch.mm in BF16, whose
-// output is bf16, timed the same way in the same run), CWG 2, STAGES 4:
-//                               4096^3                     8192^3
-//   OUT 32 (fp32 C)             0.2249 ms  611.1 TFLOP/s   1.572 ms  699.6 TFLOP/s
-//   OUT 16 (bf16 C)             0.2250 ms  610.9           1.714 ms  641.6
-//   torch.mm BF16               0.1832 ms  750.3           1.646 ms  668.1
-// At 8192^3 the like-for-like OUT 16 is 96.0% of torch.mm (OUT 32, 105%: its stores are
-// twice the bytes but skip the rounding and the 2-byte scattered writes); at 4096^3 both are
-// 81%, short of the prediction. 4096^3 is 16 x 32 = 512 tiles of 128 x 256 on 132 SMs, 3.9
-// waves of one block per SM: every block fills its pipeline, drains it and writes its 128 KB
-// of C with nothing else running on its SM, and the last wave leaves 16 SMs idle. At 8192^3
-// (15.5 waves, 128 K-tiles per block against 64) those fixed costs weigh half as much.
-// Of record at 4096^3, `driver-gemm run specs/tma-bf16.yaml` against driver-gemm's cuBLASLt BF16
-// rows (bench/results/round2/tma-bf16-h200.jsonl.gz): OUT 32 0.2429 ms = 84.1% of cuBLASLt's
-// 0.2042 ms (fp32 out), OUT 16 0.2398 ms = 82.0% of its 0.1966 ms (bf16 out); 1024x512x1024
-// 37.0% and 35.6%, 1001x520x776 40.7% and 39.5%. The 8192^3 cases of that run did not finish
-// inside its time limit: the sustained BF16 load held the SM clock near 1530 MHz.
+// Measured on H200 (`driver-gemm run specs/tma-bf16.yaml` against driver-gemm's cuBLASLt BF16 rows of
+// the same run and output type), CWG 2, STAGES 4, OUT 32 (fp32 C) / OUT 16 (bf16 C):
+//   bench/results/nvidia-h200/bf16.json.gz       4096^3 84.0% / 80.7%     8192^3 91.7% / 88.3%
+//   bench/results/nvidia-h200/checks/tma-bf16.jsonl.gz (a run stopped by its time limit before 8192^3):
+//     4096^3 84.1% / 82.0% (0.2429 ms against 0.2042 ms; 0.2398 against 0.1966 ms); 1024x512x1024 37.0% /
+//     35.6%, 1001x520x776 40.7% / 39.5%
+// Short of the prediction at 4096^3: it is 16 x 32 = 512 tiles of 128 x 256 on 132 SMs, 3.9 waves of
+// one block per SM, so every block fills its pipeline, drains it and writes its 128 KB of C with
+// nothing else running on its SM, and the last wave leaves 16 SMs idle. At 8192^3 (15.5 waves, 128
+// K-tiles per block against 64) those fixed costs weigh half as much. Sustained BF16 work held the
+// SM clock at 1560-1755 MHz in these runs (each case records it).
 //
 // Small shapes: 1024x512x1024 is a 2 x 8 grid, 16 blocks for 132 SMs (as v11). 1001x513x777
 // and 1000x516x780 are refused before launch: a bf16 row of K = 777 or 780 is 1554 or 1560
@@ -76,7 +69,7 @@
 // Resources (NVRTC, sm_90a): 168 registers at compile time (setmaxnreg then gives the consumers
 // 232 and the producer 40), no spills, no stack; dynamic shared memory 197,712 bytes (v12p,
 // 4 stages) and 205,920 (v12pp, 5 stages). The barrier protocol (ring index and parities across
-// tiles, the turn barriers, the tail tiles) is modelled by scripts/model_v12p_barriers.py under
+// tiles, the turn barriers, the tail tiles) is modelled by tests/test_v12p_barrier_model.py under
 // random interleavings: no stage read before it landed or rewritten before its release, no
 // deadlock, every tile computed once (and without the turn barrier, a stale read).
 //
@@ -85,14 +78,14 @@
 // idle) and, in bf16, in its scattered 2-byte stores. v12p removes the fill from every tile but
 // the first and halves or quarters the store instructions: from 84.1% / 82.0% (fp32 / bf16 out)
 // to about 88-90% of cuBLASLt at 4096^3, bf16 out gaining more than fp32 (its stores were the
-// worse); at 8192^3 bf16 out from 96% of torch.mm to about 100%, level with fp32 out. v12pp also
+// worse); at 8192^3 bf16 out level with fp32 out. v12pp also
 // hides the epilogue behind the other warpgroup's wgmmas: 90-93% at 4096^3 if L2 delivers the
 // extra A traffic, below v12p if it does not; 8192^3 (A and B no longer fit in the 60 MB L2
 // together) is where the smaller tile is most at risk.
 //
 // Measured on H200 by `scripts/gpu_check.sh v12p` (specs/tma-bf16-dev.yaml, against driver-gemm's
-// cuBLASLt BF16 rows of the same run and output type; bench/results/round3/tma-bf16-dev*.json,
-// v12p-h200.log), % of cuBLASLt, fp32 out / bf16 out; every case PASS, 4104x1032x200 included:
+// cuBLASLt BF16 rows of the same run and output type; bench/results/nvidia-h200/checks/tma-bf16-dev.json.gz and
+// tma-bf16-dev-8192.json.gz), % of cuBLASLt, fp32 out / bf16 out; every case PASS, 4104x1032x200 included:
 //                          4096^3          8192^3           1024x512x1024   1001x520x776
 //   v12                    83.0 / 81.8     (header above)   36.4 / 35.1     40.6 / 38.9
 //   v12p                   93.6 / 95.3     108.6 / 107.2    48.4 / 47.5     56.7 / 55.0
@@ -100,7 +93,7 @@
 // cuBLASLt there: 0.2024 / 0.1961 ms at 4096^3 (679 / 701 TFLOP/s), 1.643 / 1.601 ms at 8192^3;
 // v12p 0.2163 / 0.2059 ms and 1.512 / 1.493 ms (727 and 736 TFLOP/s at 8192^3).
 // The profile behind the step (`driver-gemm run specs/tma-bf16.yaml -k v12 -s 4096x4096x4096
-// --profile`, bench/results/round3/profile-v12.json; Nsight Compute, one launch): v12's tensor pipe
+// --profile`, bench/results/nvidia-h200/checks/profile-v12.json.gz; Nsight Compute, one launch): v12's tensor pipe
 // was busy 71.7% of the time (v11's TF32, the same way: 93.7%), its top stall the barrier (5.1
 // cycles per issue: consumers waiting on a ring stage), then LG throttle (2.8: the epilogue's global
 // stores queueing), at 3.88 waves: the fill and the epilogue were where the tensor cores stood.
