@@ -37,8 +37,8 @@ def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult]) -> list[s
 
 
 def markdown_notes(run: RunResult) -> str:
-    """The notes of every shape's table (the vendor rows' algorithms, figures at equal clock) as a Markdown list
-    after the tables; empty when there are none."""
+    """The notes of every shape's table (`table_notes`) as a Markdown list after the tables; empty when there are
+    none."""
     lines = []
     for shape in dict.fromkeys(case.shape for case in run.cases):
         cases = [case for case in run.cases if case.shape == shape]
