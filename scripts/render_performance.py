@@ -191,7 +191,7 @@ def suite_tables(run, before=None, kernels=()) -> list[str]:
 
     now, then = by_kernel(run), by_kernel(before) if before is not None else {}
     lines = where_lines(run, "the run was cut short by its timeout: the tables hold the shapes it finished")
-    rounds = sorted({case.interleaved.rounds for case in run.cases if case.interleaved is not None})
+    rounds = sorted({case.timed_in_rounds.rounds for case in run.cases if case.timed_in_rounds is not None})
     if rounds:
         lines[-1:-1] = [f"- each kernel timed in {' or '.join(map(str, rounds))} rounds alternating with its vendor "
                         "row (measure.rounds): its % of cuBLAS is the vendor's median over those rounds over its own"]

@@ -73,7 +73,7 @@ def test_interleave_measures_both_sides_in_turn_and_takes_the_median_of_round_me
     assert [name for name, _ in sides.calls] == [KERNEL, VENDOR, VENDOR, KERNEL, KERNEL, VENDOR]
     assert all(each == round_settings(settings, 3) for _, each in sides.calls)
     assert outcome.kernel_ms == pytest.approx(1.5) and outcome.vendor_ms == pytest.approx(1.2)
-    assert outcome.pct_vendor == pytest.approx(80.0)
+    assert InterleavedRecord.of(outcome, "cublas").pct_vendor == pytest.approx(80.0)
     assert outcome.vendor_clock_mhz == 1750
     pooled_timing = outcome.kernel_timing
     assert pooled_timing.samples == 9 and pooled_timing.median_ms == pytest.approx(1.5)

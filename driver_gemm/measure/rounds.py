@@ -7,7 +7,8 @@ again between two starts of the same machine. With N rounds, a kernel's time ste
 its vendor row's launch alternately, N times each, in the order kernel, vendor | vendor, kernel | kernel,
 vendor ... (a slow drift of the clock then weighs on both alike), each measurement with 1/N of the spec's
 sampling budget (`round_settings`). The kernel's timing pools its samples over the rounds (`pooled`); its
-% of the vendor is the median of the vendor's round medians over the median of its own (`RoundsOutcome`).
+% of the vendor is the median of the vendor's round medians over the median of its own (`RoundsOutcome`,
+kept in the case's `results.records.InterleavedRecord`).
 Pure apart from the two measuring callables it is given.
 """
 
@@ -60,10 +61,6 @@ class RoundsOutcome:
     def vendor_ms(self) -> float:
         """The median of the vendor's round medians: the 100% of the kernel's % of the vendor."""
         return statistics.median(summary.median_ms for summary in self.vendor)
-
-    @property
-    def pct_vendor(self) -> float:
-        return 100.0 * self.vendor_ms / self.kernel_ms
 
     @property
     def vendor_clock_mhz(self) -> float | None:

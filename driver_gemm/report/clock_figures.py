@@ -39,11 +39,6 @@ def clock_ratio(case: CaseResult | None, other: CaseResult | None) -> float | No
     return mine / theirs if mine is not None and theirs is not None else None
 
 
-def clocks_differ(case: CaseResult | None, other: CaseResult | None, tolerance: float = CLOCK_TOLERANCE) -> bool:
-    ratio = clock_ratio(case, other)
-    return ratio is not None and abs(ratio - 1) > tolerance
-
-
 def baseline_case(run: RunResult, case: CaseResult) -> CaseResult | None:
     """The row whose time is `case`'s 100%: its baseline label, at its shape, on its GPU where several ran."""
     label = case.baseline_label
@@ -59,10 +54,7 @@ def baseline_case(run: RunResult, case: CaseResult) -> CaseResult | None:
 def vendor_clock(case: CaseResult, baseline: CaseResult | None) -> float | None:
     """The SM clock of the vendor time that `case`'s % of cuBLAS is of: the vendor's in the rounds it shared with
     the case (``measure.rounds``), else the baseline row's own."""
-    rounds = case.interleaved
-    if rounds is not None and rounds.pct_vendor is not None:
-        return rounds.vendor_sm_clock_mhz
-    return median_clock(baseline)
+    return case.timed_in_rounds.vendor_sm_clock_mhz if case.timed_in_rounds is not None else median_clock(baseline)
 
 
 def equal_clock_pct(case: CaseResult, baseline: CaseResult | None,

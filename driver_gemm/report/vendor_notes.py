@@ -20,14 +20,10 @@ def rounds_notes(cases: list[CaseResult]) -> list[str]:
     """One line per kernel timed in rounds alternating with its vendor row (``measure.rounds``): the two times
     whose ratio is its % of cuBLAS, e.g. ``v15: 97.2% of cublaslt-bf16-NN in 3 interleaved rounds: 0.1801 ms
     against 0.1750 ms, each the median of its rounds' medians``."""
-    lines = []
-    for case in cases:
-        rounds = case.interleaved
-        if rounds is not None and rounds.pct_vendor is not None:
-            lines.append(f"{case.kernel}: {rounds.pct_vendor:.1f}% of {rounds.vendor} in {rounds.rounds} interleaved "
-                         f"rounds: {rounds.kernel_ms:.4g} ms against {rounds.vendor_ms:.4g} ms, each the median "
-                         "of its rounds' medians")
-    return lines
+    timed = [(case, case.timed_in_rounds) for case in cases if case.timed_in_rounds is not None]
+    return [f"{case.kernel}: {rounds.pct_vendor:.1f}% of {rounds.vendor} in {rounds.rounds} interleaved rounds: "
+            f"{rounds.kernel_ms:.4g} ms against {rounds.vendor_ms:.4g} ms, each the median of its rounds' medians"
+            for case, rounds in timed]
 
 
 def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult]) -> list[str]:

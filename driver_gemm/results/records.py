@@ -386,6 +386,11 @@ class CaseResult:
         return self.timing.median_ms if self.timing else None
 
     @property
+    def timed_in_rounds(self) -> InterleavedRecord | None:
+        """Its rounds with its vendor row, where it was timed so and both sides have a time (`InterleavedRecord`)."""
+        return self.interleaved if self.interleaved is not None and self.interleaved.pct_vendor is not None else None
+
+    @property
     def math(self) -> str:
         """What its multiply-adds run on: fp32 (FMA lanes), tf32, fp16, bf16, fp8 or int8 (`gemm.peaks`)."""
         return math_kind(self.operands.types if self.operands else None, self.precision)

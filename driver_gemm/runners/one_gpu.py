@@ -165,9 +165,8 @@ def _finish_figures(case: CaseResult, baseline_ms: float | None, peak: float | N
         return
     case.gflops = gflops(case.shape.flops, case.timing.median_ms)
     case.energy = EnergyRecord.of(case.timing, case.shape.flops)
-    interleaved = case.interleaved.pct_vendor if case.interleaved is not None else None
-    if interleaved is not None:
-        case.pct_cublas = interleaved
+    if case.timed_in_rounds is not None:
+        case.pct_cublas = case.timed_in_rounds.pct_vendor
     elif baseline_ms:
         case.pct_cublas = 100.0 * baseline_ms / case.timing.median_ms
     if peak:
