@@ -332,10 +332,28 @@ def checks_section(folder: Path) -> list[str]:
             rows = [(shape, ms(case.get("events_ms")), ms(case.get("cupti_ms")), ms(case.get("profiler_ms")),
                      case.get("check") or "-") for shape, case in data.get("cases", {}).items()]
             lines += ["", *table(("shape", "events ms", "CUPTI ms", "torch.profiler ms", "check"), rows)]
+        elif kind == "kernel-durations":
+            lines += ["", *kernel_duration_table(read_json(file))]
         else:   # a log: its text as the command printed it
             text = gzip.decompress(file.read_bytes()).decode(errors="replace").rstrip()
             lines += ["", "```", *text.splitlines(), "```", ""]
     return lines
+
+
+def kernel_duration_table(data: dict) -> list[str]:
+    """scripts/kernel_durations.py's rows: each case's event median beside its kernels' own median duration, and the
+    vendor row's kernel-only time over the case's."""
+    def us(value):
+        return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
+
+    def pct(value):
+        return f"{value:.1f}%" if isinstance(value, (int, float)) else "-"
+
+    rows = [(row["shape"], row["case"], us(row.get("event_us")), us(row.get("kernel_us")), us(row.get("front_end_us")),
+             pct(row.get("pct_vendor_events")), pct(row.get("pct_vendor_kernels_only")), row.get("vendor_kernel", ""))
+            for row in data.get("rows", [])]
+    return table(("shape", "case", "events us", "kernel us", "front end us", "% vendor, events",
+                  "% vendor, kernels only", "vendor kernel"), rows)
 
 
 TEST_LOG = "gpu-tests.log.gz"

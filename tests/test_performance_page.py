@@ -292,3 +292,15 @@ def test_a_tune_check_shows_per_shape_the_fastest_passing_configuration_and_the_
            " its % of cuBLAS |" in lines
     assert "| 1024x512x1024 | 3 | BN=64 | 0.0093 | 86.0 | BN=128 | 77.7 |" in lines   # the runner-up is another config
     assert not any("cublaslt" in line for line in lines)                             # the vendor row is the 100%
+
+
+def test_kernel_durations_are_rendered_beside_the_event_medians(scripts):
+    _, render = scripts
+    rows = [{"case": "cublaslt-bf16-NN", "shape": "1001x520x776", "baseline": True, "event_us": 9.02, "kernel_us": 5.5,
+             "front_end_us": 3.52, "launches": 27609, "vendor_kernel": "nvjet_96x64", "pct_vendor_events": 100.0,
+             "pct_vendor_kernels_only": 100.0},
+            {"case": "v15[BN=128]", "shape": "1001x520x776", "baseline": False, "event_us": 10.56, "kernel_us": None,
+             "front_end_us": None, "launches": 0}]
+    lines = render.kernel_duration_table({"rows": rows})
+    assert "| 1001x520x776 | cublaslt-bf16-NN | 9.02 | 5.50 | 3.52 | 100.0% | 100.0% | nvjet_96x64 |" in lines
+    assert "| 1001x520x776 | v15[BN=128] | 10.56 | - | - | - | - |  |" in lines     # no kernel found: no figure
