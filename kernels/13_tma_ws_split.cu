@@ -1,6 +1,6 @@
 // v13: v12p's persistent, warp-specialised machinery (TMA producer warpgroup, consumer warpgroups
 // on wgmma, a ring of stages that runs on across tiles) for three input types, with a tile 256,
-// 128 or 64 columns wide, and an optional split of K across the blocks of a thread-block cluster,
+// 128, 96 or 64 columns wide, and an optional split of K across the blocks of a thread-block cluster,
 // for shapes with few tiles.
 //
 // One kernel, so that a spec's `dispatch:` table can pick per shape among its template
@@ -21,10 +21,12 @@
 //   v11 takes B row-major and passes B^T through registers (TF32 wgmma reads only K-major
 //   operands from shared memory); with B column-major no fragment passes through registers, as in
 //   v12. Truncation to tf32 happens in the tensor cores, as in v10 and v11.
-// Tile width (BN 256, 128, 64): the same instructions at n256, n128 or n64, so BN / 2 accumulators a
-// consumer thread; the B tile is BN rows of K-major B (BT 1) or BN / 64 boxes of 64 columns (BT 0),
-// so a stage is (64 CWG + BN) * 128 bytes: 40 KB at CWG 1 and BN 256, 16 KB at BN 64, and a ring of
-// the narrow tile holds up to 8 stages. A narrower tile makes more tiles of a small or skinny shape
+// Tile width (BN 256, 128, 96, 64): the same instructions at n256, n128, n96 or n64, so BN / 2 accumulators a
+// consumer thread; the B tile is BN rows of K-major B (BT 1) or ceil(BN / 64) boxes of 64 columns (BT 0: at BN 96
+// two boxes, of which the wgmma reads 96 columns through the 128-byte swizzle of both panels), so a stage is
+// (64 CWG + BN) * 128 bytes ((64 CWG + 128) * 128 at BN 96 and BT 0): 40 KB at CWG 1 and BN 256, 16 KB at BN 64,
+// and a ring of the narrow tile holds up to 13 stages. A split shares the tile's BN / 8 column groups evenly (BN 96:
+// up to 4 ways). A narrower tile makes more tiles of a small or skinny shape
 // (1024x512x1024: 32 tiles of 64 x 256, 128 of 64 x 64) at more loads from L2 per multiply-add.
 // The accumulators are fp32 in every case, their layout that of any m64n256 wgmma, so C is
 // written by v12p's store_tile (fp32 as float2, bf16 in whole 32-byte sectors), after alpha:
@@ -61,12 +63,13 @@
 //
 // Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, tiles) with cluster
 // [SPLITS, 1, 1] (any multiple of SPLITS is correct), dynamic shared memory
-// STAGES * (64 CWG + BN) * 128 + 16 * STAGES + 1024 bytes, tensor maps (128-byte swizzle):
+// STAGES * (64 CWG + BN) * 128 + 16 * STAGES + 1024 bytes (B row-major: 64 ceil(BN / 64) for BN), tensor maps
+// (128-byte swizzle):
 // A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [BN, BK] (BT 1). Needs sm_90a.
 // Resources (NVRTC 13.5, sm_90a, the forms of specs/suite.yaml's tables): 168 registers at CWG 2
 // (setmaxnreg then gives the consumers 232 and the producer 40); at CWG 1 (256 threads, no setmaxnreg)
 // 188-190 at BN 256, 113 at BN 128, 58-78 at BN 64; no spills, no stack; dynamic shared memory from
-// 99,392 bytes (CWG 1, BN 128, 4 stages) to 205,904 (CWG 1, BN 256, 5 stages). The grid asks for one
+// 99,392 bytes (CWG 1, BN 128, 4 stages) to 214,224 (CWG 1, BN 64, 13 stages). The grid asks for one
 // block per SM, as v12p's does, even where two would fit.
 //
 // Predicted (derived from the design before it was measured; the measured table follows):
@@ -359,8 +362,9 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     constexpr int ACC = BN / 2;                        // accumulators a consumer thread holds
     constexpr int GROUPS = BN / 8;                     // their column groups of 8 (acc[4 j + e])
     constexpr int A_BYTES = TM * 128;
-    constexpr int B_BYTES = BN * 128;
     constexpr int B_BOX_BYTES = BK * 64 * 2;           // BT 0 (bf16): a box of BK k rows x 64 n
+    constexpr int B_BOXES = (BN + 63) / 64;            // BT 0: BN 96 reads two boxes and multiplies 96 columns
+    constexpr int B_BYTES = BT == 0 ? B_BOXES * B_BOX_BYTES : BN * 128;
     constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
@@ -375,7 +379,8 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     static_assert(STAGES >= 2, "a ring of at least two stages");
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(SPLITS == 1 || SPLITS == 2 || SPLITS == 4 || SPLITS == 8, "a split of 1, 2, 4 or 8");
-    static_assert(BN == 256 || BN == 128 || BN == 64, "a tile 256, 128 or 64 columns wide");
+    static_assert(BN == 256 || BN == 128 || BN == 96 || BN == 64, "a tile 256, 128, 96 or 64 columns wide");
+    static_assert(GROUPS % SPLITS == 0, "the ranks of a split share the tile's column groups evenly");
     static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 16 * GROUPS * THREADS, "the partials fit in the ring");
 
     extern __shared__ unsigned char smem_raw[];
@@ -410,7 +415,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
                     const unsigned stage = ring.stage(slot);
                     ring_wait_free<STAGES>(ring.empty, it);
                     if constexpr (BT == 0) {
-                        tma_fill_stage<A_BYTES, BN / 64, B_BOX_BYTES, 64>(stage, ring.full_bar(slot), map_a, map_b,
+                        tma_fill_stage<A_BYTES, B_BOXES, B_BOX_BYTES, 64>(stage, ring.full_bar(slot), map_a, map_b,
                                                                           kt * BK, tile_row, tile_col);
                     } else {
                         mbarrier_arrive_expect_tx(ring.full_bar(slot), STAGE_BYTES);

@@ -1,9 +1,9 @@
 // v15: v13's persistent, warp-specialised kernel with the B tile shared by a cluster of CM blocks through TMA
-// multicast, and an optional epilogue that leaves C to the copy engine (STORE 1). Its tile is CWG consumer
-// warpgroups of 64 rows by BN = 256, 192, 128 or 64 columns; the large shapes take 128 x 256 (CWG 2, BN 256, the
-// defaults), the narrow tiles are v13's for small shapes with the same two additions, and 192 x 192 (CWG 3, BN 192)
-// is for shapes that it cuts into one tile for every SM, where any smaller tile leaves a second, partial wave
-// (4104x1032x200: 22 x 6 = 132 tiles; 128 x 128 makes 297, 2.25 waves).
+// multicast (and, at CN > 1, the A tile by CN blocks side by side), and an optional epilogue that leaves C to the copy
+// engine (STORE 1). Its tile is CWG consumer warpgroups of 64 rows by BN = 256, 192, 128, 96 or 64 columns; the large
+// shapes take 128 x 256 (CWG 2, BN 256, the defaults), the narrow tiles are v13's for small shapes with the same
+// additions, and 192 x 192 (CWG 3, BN 192) is for shapes that it cuts into one tile for every SM, where any smaller
+// tile leaves a second, partial wave (4104x1032x200: 22 x 6 = 132 tiles; 128 x 128 makes 297, 2.25 waves).
 //
 // Why: at 4096^3 a block of v13 reads a 48 KB stage (16 KB of A, 32 KB of B) from L2 for every 1,024 cycles
 // of wgmma (64 K of a 128 x 256 tile at 4,096 bf16 FLOP a cycle), 132 SMs together about 6.3 KB a cycle:
@@ -13,11 +13,19 @@
 // shared B tile, which the copy engine writes into every block of the cluster at once: CM = 2 asks L2 for
 // 32 KB a stage instead of 48 (4.2 KB a cycle over the GPU).
 //
+// Clusters of CM tile rows by CN tile columns (CN 2 or 4, CM CN at most 8; rank = row rank + CM column rank): the
+// ranks of a tile column share B as above, and the ranks of a tile row share A, each loading 64 CWG / CN of the A
+// tile's rows into every rank of its row, so that a block asks L2 for 1 / CN of its A tile and 1 / CM of its B tile.
+// A unit is then CM x CN tiles, and the units' grid ceil(tile columns / CN) x ceil(tile rows / CM); a rank whose tile
+// lies past N, like one past M, loads zeros for its peers and stores nothing. At CN 1 the column rank is the constant
+// 0, and the kernel compiles as without it.
+//
 // The ring across a cluster: a stage of rank r's ring is written by every rank's producer (its B share), so
 // - each block's `full` barrier expects the whole stage (A plus all of B): the peers' copies count their bytes
 //   against it, completing at the same offset in every destination block;
 // - a stage is free only when every rank's consumers are done with it: each consumer warp releases a stage on
-//   the `empty` barrier of every rank (4 CWG CM arrivals a phase). A peer's copies of fill n + 1 can therefore
+//   the `empty` barrier of every rank (4 CWG CM CN arrivals a phase; at CN > 1 that includes ranks that write none
+//   of the stage, which only delays a refill until they too are done). A peer's copies of fill n + 1 can therefore
 //   not reach a block before its own consumers have finished fill n of that slot;
 // - the cluster meets once after the barriers are made (no copy may reach a barrier not yet made), and a
 //   block's producer, before it exits, waits for the release of its last STAGES fills, so that no peer still
@@ -32,20 +40,25 @@
 //   fp32 columns) into one of two 8 KB staging buffers, in the 128-byte swizzle (conflict-free: the rows a warp
 //   writes together fall in different 16-byte columns), and one thread hands each chunk to the copy engine
 //   (a TMA store through the map of C, box [64, 1024 / OUT]), which clips rows past M and columns past N. Before
-//   a buffer is rewritten, that thread waits until the store two chunks back has read it. The consumers go on to
+//   a buffer is rewritten, that thread waits until the store two chunks back has read it; the chunks alternate
+//   between the two buffers across the block's tiles too, so that with an odd number of chunks a tile (BN * OUT /
+//   1024: 1 at 64 bf16 columns, 3 at 192) a tile's first chunk does not reuse the buffer of the chunk just handed over.
+//   A 96-column bf16 slab is one and a half chunks, so BN 96 stores bf16 from registers. The consumers go on to
 //   the next tile's K loop while the last chunks are written to memory; at the end the block waits only for the
 //   copy engine to have read its last chunks, not for their writes to land (they complete with the grid).
 //
 // Element types and B's orientation are v13's (ELEM 16 bf16 with B row-major, BT 0, or column-major, BT 1; ELEM
 // 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes b r / CM .. b (r + 1) / CM - 1 of the
-// tile's b = BN / 64 boxes of 64 columns (at BN 64 and CM 2, rank 1 loads the one box for both); BT 1, rows
-// BN r / CM .. of the tile's BN K-major rows, one box of BN / CM rows.
+// tile's b = ceil(BN / 64) boxes of 64 columns (at BN 64 and CM 2, rank 1 loads the one box for both; at BN 96 the
+// second box's last 32 columns are loaded and not multiplied: the wgmma's n96 reads 96 columns of the two boxes'
+// 128-byte-swizzled panels); BT 1, rows BN r / CM .. of the tile's BN K-major rows, one box of BN / CM rows.
 // Shapes: as v13 (K * ELEM / 8 a multiple of 16; N % 8 == 0).
 //
-// Launch (CWG 2 and BN 256 unless given: the large shapes' tile): block 128 * (CWG + 1), cluster [CM, 1, 1], grid
-// CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared memory
-// STAGES * (64 CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle):
-// A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [BN / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs sm_90a.
+// Launch (CWG 2, BN 256 and CN 1 unless given: the large shapes' tile): block 128 * (CWG + 1), cluster [CM CN, 1, 1],
+// grid CM CN * min(sm_count // (CM CN), ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared
+// memory STAGES * (64 CWG + 64 ceil(BN / 64)) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte
+// swizzle): A box [64 CWG / CN, BK]; B box [BK, 64] (BT 0) or [BN / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs
+// sm_90a.
 // The producer warpgroup keeps 40 registers a thread and gives the rest to the consumers: 232 at CWG 2, 152 at
 // CWG 3, which hold BN / 2 accumulators of at most 96 (BN 192; NVRTC 13.5: no spills at either). A 192 x 192 stage
 // is 48 KB, so with STORE 1's 48 KB of staging buffers the ring has 3 stages, without them 4.
@@ -117,6 +130,24 @@
 // 12.4 us (14.4 us timed by events) with the tensor pipe busy 31% of it and long_scoreboard the top stall: its time
 // is its fill, its waves of tiles and its epilogue, not its multiplies. At M = 128, where v13's entries split K
 // across a cluster, v15 has no split and loses.
+//
+// The small shapes against the vendor's own kernels (BF16, bf16 out; checks/kernel-durations-bf16.json.gz:
+// scripts/kernel_durations.py, the suite's cases timed in 3 rounds under torch.profiler): the event pair's front end
+// is 3.3-3.6 us on both sides, so the gap is in the kernels. Kernel-only, ours against the vendor's: 1024x512x1024
+// 6.02 / 5.09 us (84.6%), 1001x520x776 7.07 / 5.50 (77.8%), 127x4104x1032 8.74 / 6.88 (78.7%), 4104x1032x200
+// 9.92 / 8.70 (87.7%). The vendor runs 64 x 96 tiles (in C's rows by columns) with 8 stages in clusters of 4 x 2 or
+// 2 x 4 at the two awkward shapes and 64 x 64 with 13 stages at the seed's. Each of those three traits tried here
+// (the best form of each, one run each, forms one after the other; files on the results page), beside the suite's own
+// form in its rounds before the change (checks/suite-bf16-before-rings.json.gz):
+//   shape            96 columns   clusters CM x CN, CN > 1   deep rings (8 to 13 stages)   the suite's form
+//   1024x512x1024      75.3%          83.2%                     91.5% (v13: 91.3%)           89.2%
+//   1001x520x776       80.2%          83.5%                     85.5%                        85.5%
+//   127x4104x1032      79.2%          86.1%                     87.3%                        83.9%
+//   4104x1032x200      79.0%          89.2% (192 x 192, CN 2)   74.9%                        88.6%
+// Neither the 96-column tile (its second B box half used) nor sharing A as well as B closes the gap; deeper rings
+// gain 1-3 points, and the suite's tables take them (8 stages at 1001x520x776 and 127x4104x1032, v13 with 13 at
+// 1024x512x1024: 87.3%, 86.6% and 90.4% in the suite's rounds, against 85.5%, 83.9% and 89.2% at 6 and 8 stages).
+// What else the vendor's kernels save, about 1-2 us a launch, is not located yet.
 // Not yet done: an order of the tiles along a space-filling curve, and more staging buffers for the epilogue.
 
 #include "13_tma_ws_split.cu"   // v13's wgmma_k_step, consume_ktiles, ClusterPlace, cluster helpers and store_tile
@@ -191,7 +222,7 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[ACC], unsigned bu
     }
 }
 
-template <int ELEM, int BT, int STAGES, int GROUP, int OUT, int CM, int STORE, int CWG = 2, int BN = 256>
+template <int ELEM, int BT, int STAGES, int GROUP, int OUT, int CM, int STORE, int CWG = 2, int BN = 256, int CN = 1>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1)
 gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                       const __grid_constant__ TensorMap map_c, void* C, int M, int N, int K, float alpha)
@@ -200,14 +231,15 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int TM = 64 * CWG;                       // rows of C per tile
     constexpr int ACC = BN / 2;
     constexpr int A_BYTES = TM * 128;
-    constexpr int B_BYTES = BN * 128;
-    constexpr int B_BOXES = BN / 64;                   // BT 0: 64-column boxes of BK k rows
+    constexpr int B_BOXES = (BN + 63) / 64;            // BT 0: 64-column boxes of BK k rows (BN 96: two, 96 used)
     constexpr int B_BOX_BYTES = BK * 64 * 2;
+    constexpr int B_BYTES = BT == 0 ? B_BOXES * B_BOX_BYTES : BN * 128;
     constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
     constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
-    constexpr int RELEASES = 4 * CWG * CM;             // lane 0 of each consumer warp of every rank
+    constexpr int RANKS = CM * CN;                     // blocks of a cluster: CM tile rows by CN tile columns
+    constexpr int RELEASES = 4 * CWG * RANKS;          // lane 0 of each consumer warp of every rank
     constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: one staged chunk of 64 rows x 128 bytes
     constexpr int CHUNKS = BN * OUT / 8 / 128;         // chunks in a warpgroup's 64 x BN slab
     constexpr int CHUNK_COLUMNS = 1024 / OUT;
@@ -217,9 +249,15 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     static_assert(STAGES >= 2, "a ring of at least two stages");
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(CM == 1 || CM == 2 || CM == 4, "clusters of 1, 2 or 4 blocks along M");
+    static_assert(CN == 1 || CN == 2 || CN == 4, "clusters of 1, 2 or 4 blocks along N");
+    static_assert(RANKS <= 8, "a cluster of at most 8 blocks (the portable size)");
+    static_assert(TM % (8 * CN) == 0, "each rank's share of the A tile is whole 8-row swizzle groups");
     static_assert(STORE == 0 || STORE == 1, "stores from registers (0) or through the copy engine (1)");
     static_assert(CWG >= 1 && CWG <= 3, "1, 2 or 3 consumer warpgroups");
-    static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 64, "a tile 256, 192, 128 or 64 columns wide");
+    static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 96 || BN == 64,
+                  "a tile 256, 192, 128, 96 or 64 columns wide");
+    static_assert(STORE == 0 || BN * OUT % 1024 == 0, "the copy engine stores whole chunks of 128-byte rows");
+    static_assert(BT == 0 || BN % (8 * CM) == 0, "each rank's share of K-major B is whole 8-row swizzle groups");
     static_assert(CWG < 3 || BN <= 192, "three consumer warpgroups have 152 registers a thread: BN / 2 accumulators "
                                         "of at most 96");
 
@@ -230,12 +268,17 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
 
     const int tid = threadIdx.x;
     const int warpgroup = tid / 128;
-    const ClusterPlace<CM> place;
-    const int rank = place.rank, first = place.first, step = place.step;
+    const ClusterPlace<RANKS> place;
+    const int first = place.first, step = place.step;
+    // The block's tile row in its unit, and its tile column (known to be 0 where CN is 1, so that those forms compile
+    // as without the column).
+    const int row_rank = CN == 1 ? place.rank : place.rank % CM;
+    const int column_rank = CN == 1 ? 0 : place.rank / CM;
     const int tile_columns = (N + BN - 1) / BN;
     const int tile_rows = (M + TM - 1) / TM;
     const int unit_rows = (tile_rows + CM - 1) / CM;
-    const int units = tile_columns * unit_rows;
+    const int unit_columns = (tile_columns + CN - 1) / CN;
+    const int units = unit_columns * unit_rows;
     const int ktiles = (K + BK - 1) / BK;
     if (tid == 32) {                                   // beside thread 0's ring_init, before the first copies
         prefetch_tensor_map(map_a);
@@ -245,7 +288,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         }
     }
     ring_init<STAGES>(ring.full, ring.empty, RELEASES);
-    if constexpr (CM > 1) {
+    if constexpr (RANKS > 1) {
         cluster_sync();                                // every rank's barriers exist before a copy reaches them
     }
 
@@ -254,33 +297,49 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
             registers_decrease<PRODUCER_REGISTERS>();
         }
         if (tid == 0) {
-            // One box of B into this stage of every rank of the cluster (of this block alone where CM is 1).
+            // One box of B into this stage of every rank of the unit's tile column (of this block alone where CM is
+            // 1); one box of A into every rank of its tile row (of this block alone where CN is 1).
+            const unsigned short column_ranks = ((1u << CM) - 1) << (CM * column_rank);
+            unsigned short row_ranks = 0;
+#pragma unroll
+            for (int c = 0; c < CN; ++c) {
+                row_ranks |= 1u << (row_rank + CM * c);
+            }
             const auto load_b = [&](unsigned dst, int x, int y, unsigned barrier) {
                 if constexpr (CM == 1) {
                     tma_load_2d(dst, map_b, x, y, barrier);
                 } else {
-                    tma_load_2d_multicast(dst, map_b, x, y, barrier, (1u << CM) - 1);
+                    tma_load_2d_multicast(dst, map_b, x, y, barrier, column_ranks);
+                }
+            };
+            const auto load_a = [&](unsigned dst, int x, int y, unsigned barrier) {
+                if constexpr (CN == 1) {
+                    tma_load_2d(dst, map_a, x, y, barrier);
+                } else {
+                    tma_load_2d_multicast(dst + column_rank * (A_BYTES / CN), map_a, x, y + column_rank * (TM / CN),
+                                          barrier, row_ranks);
                 }
             };
             int it = 0;                                // K-tiles loaded by this block so far
             for (int index = first; index < units; index += step) {
-                const int2 unit = swizzled_tile_of<GROUP>(index, tile_columns, unit_rows);
-                const int tile_row = (unit.y * CM + rank) * TM;
-                const int tile_col = unit.x * BN;
+                const int2 unit = swizzled_tile_of<GROUP>(index, unit_columns, unit_rows);
+                const int tile_row = (unit.y * CM + row_rank) * TM;
+                const int tile_col = (unit.x * CN + column_rank) * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int slot = it % STAGES;
                     const unsigned stage = ring.stage(slot);
                     const unsigned barrier = ring.full_bar(slot);
                     ring_wait_free<STAGES>(ring.empty, it);
                     mbarrier_arrive_expect_tx(barrier, STAGE_BYTES);
-                    tma_load_2d(stage, map_a, kt * BK, tile_row, barrier);
+                    load_a(stage, kt * BK, tile_row, barrier);
                     if constexpr (BT == 0) {
 #pragma unroll
-                        for (int j = B_BOXES * rank / CM; j < B_BOXES * (rank + 1) / CM; ++j) {
+                        for (int j = B_BOXES * row_rank / CM; j < B_BOXES * (row_rank + 1) / CM; ++j) {
                             load_b(stage + A_BYTES + j * B_BOX_BYTES, tile_col + 64 * j, kt * BK, barrier);
                         }
                     } else {
-                        load_b(stage + A_BYTES + rank * (B_BYTES / CM), kt * BK, tile_col + rank * (BN / CM), barrier);
+                        load_b(stage + A_BYTES + row_rank * (B_BYTES / CM), kt * BK, tile_col + row_rank * (BN / CM),
+                               barrier);
                     }
                 }
             }
@@ -299,27 +358,31 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     const bool leader = tid % 128 == 0;                // STORE 1: the thread that hands chunks to the copy engine
     int local = 0;                                     // the block's tiles so far
     for (int index = first; index < units; index += step, ++local) {
-        const int2 unit = swizzled_tile_of<GROUP>(index, tile_columns, unit_rows);
+        const int2 unit = swizzled_tile_of<GROUP>(index, unit_columns, unit_rows);
         float acc[ACC];
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {
             acc[i] = 0.0f;
         }
-        consume_ktiles<KSTEPS, CM>(acc, ring, local * ktiles, ktiles, [&](unsigned stage, int s) {
+        consume_ktiles<KSTEPS, RANKS>(acc, ring, local * ktiles, ktiles, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
         });
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {
             acc[i] *= alpha;
         }
-        const int row0 = (unit.y * CM + rank) * TM + 64 * consumer;
-        const int col0 = unit.x * BN;
+        const int row0 = (unit.y * CM + row_rank) * TM + 64 * consumer;
+        const int col0 = (unit.x * CN + column_rank) * BN;
         if constexpr (STORE == 0) {
             store_tile<OUT>(acc, C, M, N, row0, col0);
         } else {
 #pragma unroll
             for (int q = 0; q < CHUNKS; ++q) {
-                const unsigned buffer = staging + (2 * consumer + q % 2) * CHUNK_BYTES;
+                // The warpgroup's chunks alternate between its two buffers across tiles too: with an odd number of
+                // chunks a tile (one at BN * OUT = 1024 bits, three at 3072), q alone would put a tile's first chunk
+                // in the buffer of the last tile's last one, which the copy engine may still be reading.
+                const int chunk = CHUNKS % 2 == 0 ? q : local * CHUNKS + q;
+                const unsigned buffer = staging + (2 * consumer + chunk % 2) * CHUNK_BYTES;
                 if (leader) {
                     bulk_wait_read<1>();               // the chunk two back (this buffer's last) has been read
                 }

@@ -25,7 +25,8 @@ SHAPES = ["1001x520x784", "4104x1032x208", "16x2048x1024"]
 
 V13 = tma_ws_kernel("13_tma_ws_split.cu", "gemm_tma_ws_split",
                     grid="SPLITS * min(sm_count // SPLITS, ceil(N / BN) * ceil(M / (64 * CWG)))",
-                    cluster="[SPLITS, 1, 1]", shared_bytes="STAGES * (64 * CWG + BN) * 128 + 16 * STAGES + 1024")
+                    cluster="[SPLITS, 1, 1]",
+                    shared_bytes="STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + 16 * STAGES + 1024")
 
 KERNELS = "".join([
     V13(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
@@ -40,6 +41,12 @@ KERNELS = "".join([
     V13(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
         b_box="[BN, 128]",
         params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4], BN: [64, 128, 256]}"),
+    # 96 columns: two B boxes a stage of which the wgmma reads 96 columns (bf16), or 96 K-major rows (tf32); a split
+    # of 4 shares the tile's 12 column groups 3 a rank.
+    V13(name="bf16-out-96", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+        params="{ELEM: 16, BT: 0, CWG: [1, 2], STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 4], BN: 96}"),
+    V13(name="tf32-96", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+        params="{ELEM: 32, BT: 1, CWG: 1, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2], BN: 96}"),
     # OUT is the C the kernel writes: fp32 out needs a C of fp32
     V13(name="fp8-fp32-out", types="{a: e4m3, c: fp32}", layout="NT", scales="scales: {a: 0.5, b: 2.0}",
         bk=128, b_box="[BN, 128]",
@@ -49,7 +56,7 @@ KERNELS = "".join([
 
 def test_every_v13_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
-    assert len(found) == 48 * len(SHAPES)          # bf16, bf16-out and tf32 12 configurations each, fp8 forms 6
+    assert len(found) == 54 * len(SHAPES)          # bf16, bf16-out and tf32 12 configurations each, fp8 forms 6, 96: 6
     assert not not_passing(found), not_passing(found)
 
 

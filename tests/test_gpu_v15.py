@@ -19,8 +19,18 @@ SHAPES = ["1001x520x784", "4104x1032x208", "1x264x64"]
 V15 = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
                     grid="CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
                     cluster="[CM, 1, 1]",
-                    shared_bytes="STAGES * (64 * CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024",
+                    shared_bytes="STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + STORE * CWG * 16384 "
+                                 "+ 16 * STAGES + 1024",
                     maps=("{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}",))
+
+# Clusters of CM tile rows by CN tile columns: each rank loads 1 / CN of its A tile's rows into every rank of its row.
+V15_2D = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
+                       grid="CM * CN * min(sm_count // (CM * CN), "
+                            "ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 * CWG)) / CM))",
+                       cluster="[CM * CN, 1, 1]", a_rows="64 * CWG / CN",
+                       shared_bytes="STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + STORE * CWG * 16384 "
+                                    "+ 16 * STAGES + 1024",
+                       maps=("{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}",))
 
 # Each input type's operands: its types, layout and scales, the K elements of a 128-byte row, and B's box.
 TYPES = {
@@ -53,12 +63,47 @@ FORMS = [   # name, input type, params
     ("tf32-192", "tf32", "{ELEM: 32, BT: 1, STAGES: 3, GROUP: 8, OUT: 32, CM: [1, 2], STORE: 1, CWG: [2, 3], BN: 192}"),
     ("fp8-tall", "fp8", "{ELEM: 8, BT: 1, STAGES: 3, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 128}"),
     ("bf16-out-tall", "bf16-out", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 64}"),
+    # Tiles 96 columns wide: two B boxes a stage, of which the wgmma reads 96 columns, shared by ranks that load one
+    # box each or none (CM 4); K-major B (tf32, fp8) 48 or 24 rows a rank. bf16 out from registers (96 columns are one
+    # and a half of the copy engine's 64-column chunks), fp32 out in three 32-column chunks.
+    ("bf16-out-96", "bf16-out",
+     "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: 0, CWG: [1, 3], BN: 96}"),
+    ("bf16-96", "bf16", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 96}"),
+    ("tf32-96", "tf32", "{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2, 4], STORE: 1, CWG: 1, BN: 96}"),
+    ("fp8-96", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 0, CWG: 1, BN: 96}"),
 ]
 
-KERNELS = "".join(V15(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS)
+# Two-dimensional clusters, on shapes whose tile columns are no multiple of CN (9 of 64 columns at N = 520), so that
+# some ranks' tiles lie past N.
+FORMS_2D = [
+    ("bf16-out-2d", "bf16-out",
+     "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2], STORE: [0, 1], CWG: 1, BN: 64, CN: [2, 4]}"),
+    ("bf16-out-2d-192", "bf16-out",
+     "{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 16, CM: 1, STORE: 1, CWG: 3, BN: 192, CN: 2}"),
+    ("tf32-2d", "tf32", "{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 128, CN: 2}"),
+    ("fp8-2d", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 1, BN: 128, CN: 2}"),
+]
+
+KERNELS = "".join([*(V15(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS),
+                   *(V15_2D(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS_2D)])
 
 
 def test_every_v15_form_passes_on_shapes_cut_by_m_n_and_k(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
-    assert len(found) == 41 * len(SHAPES)        # bf16-out 6 forms, bf16, tf32 and fp8 4 each; narrow 10; 192 13
+    assert len(found) == 63 * len(SHAPES)        # bf16-out 6, bf16, tf32, fp8 4 each; narrow 10; 192 13; 96 11; 2-D 11
+    assert not not_passing(found), not_passing(found)
+
+
+def test_the_copy_engine_epilogue_alternates_its_buffers_across_a_blocks_tiles(tmp_path):
+    # An odd number of staged chunks a tile (one at 64 bf16 columns, three at 192), a block of many tiles, each of
+    # 4 K-tiles, and a ring deep enough that the next tile's chunk is staged while the copy engine still reads the last
+    # one: a tile's chunks must not land in the buffer of the chunk just handed over.
+    kernels = "".join([
+        V15(name="bf16-out-one-chunk", **TYPES["bf16-out"],
+            params="{ELEM: 16, BT: 0, STAGES: [10, 13], GROUP: 8, OUT: 16, CM: 1, STORE: 1, CWG: 1, BN: 64}"),
+        V15(name="bf16-out-three-chunks", **TYPES["bf16-out"],
+            params="{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 16, CM: [1, 2], STORE: 1, CWG: 3, BN: 192}"),
+    ])
+    found = verify_only(write_spec(tmp_path, kernels, ["4104x2064x208"]))   # 65 x 33 tiles of 64 x 64, 22 x 11 of 192
+    assert len(found) == 4
     assert not not_passing(found), not_passing(found)

@@ -52,7 +52,8 @@ def cluster_tiles(M: int, N: int, cm: int, group: int, grid: int, tm: int = 128,
                                   (127, 4104)])
 @pytest.mark.parametrize("cm", [1, 2, 4])
 @pytest.mark.parametrize("group", [1, 8, 16])
-@pytest.mark.parametrize("tm, bn", [(128, 256), (64, 128), (128, 128), (64, 64), (192, 192), (128, 192), (192, 64)])
+@pytest.mark.parametrize("tm, bn", [(128, 256), (64, 128), (128, 128), (64, 64), (192, 192), (128, 192), (192, 64),
+                                    (64, 96), (192, 96)])
 def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_panel(M, N, cm, group, tm, bn):
     columns, rows = -(-N // bn), -(-M // tm)
     grid = cm * min(132 // cm, columns * -(-rows // cm))     # the spec's grid expression
@@ -71,12 +72,13 @@ def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_p
 
 def b_shares(bt: int, bn: int, cm: int, bk_bytes: int = 128) -> list[list[tuple[int, int]]]:
     """Each rank's copies of the B tile, as (byte offset in the stage's B tile, bytes), as the producer issues them:
-    BT 0, boxes j in [b r / CM, b (r + 1) / CM) of the b = BN / 64 boxes of 64 columns (64 k rows x 128 bytes each);
-    BT 1, one box of BN / CM K-major rows of 128 bytes at row BN r / CM."""
+    BT 0, boxes j in [b r / CM, b (r + 1) / CM) of the b = ceil(BN / 64) boxes of 64 columns (64 k rows x 128 bytes
+    each; at BN 96 the second box's last 32 columns are loaded and not multiplied); BT 1, one box of BN / CM K-major rows
+    of 128 bytes at row BN r / CM."""
     shares = []
     for rank in range(cm):
         if bt == 0:
-            boxes = bn // 64
+            boxes = -(-bn // 64)
             box_bytes = 64 * bk_bytes
             shares.append([(j * box_bytes, box_bytes) for j in range(boxes * rank // cm, boxes * (rank + 1) // cm)])
         else:
@@ -86,7 +88,7 @@ def b_shares(bt: int, bn: int, cm: int, bk_bytes: int = 128) -> list[list[tuple[
 
 
 @pytest.mark.parametrize("bt", [0, 1])
-@pytest.mark.parametrize("bn", [64, 128, 192, 256])
+@pytest.mark.parametrize("bn", [64, 96, 128, 192, 256])
 @pytest.mark.parametrize("cm", [1, 2, 4])
 def test_the_ranks_shares_of_b_write_every_byte_of_the_tile_once_and_fill_each_full_barrier_exactly(bt, bn, cm):
     shares = b_shares(bt, bn, cm)
@@ -95,7 +97,8 @@ def test_the_ranks_shares_of_b_write_every_byte_of_the_tile_once_and_fill_each_f
     for offset, nbytes in written:                 # back to back from 0: no byte twice, none left out
         assert offset == position
         position += nbytes
-    assert position == bn * 128                    # B_BYTES: with A's, what each block's `full` barrier expects
+    b_bytes = -(-bn // 64) * 64 * 128 if bt == 0 else bn * 128
+    assert position == b_bytes                     # B_BYTES: with A's, what each block's `full` barrier expects
     for offset, nbytes in written:                 # each copy starts on a 1024-byte swizzle atom (8 rows of 128 bytes)
         assert offset % 1024 == 0 and nbytes % 1024 == 0
 
