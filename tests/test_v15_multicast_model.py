@@ -1,6 +1,7 @@
 """A host model of v15 (kernels/15_tma_ws_multicast.cu), written as the kernel does its work:
-- the clusters' walk over units of CM tiles one above the other, which must compute every tile of C once, on the
-  large shapes' tile, the narrow ones and those of 192 rows or columns;
+- the clusters' walk over units of CM tiles one above the other (and of CM x CN tiles, with the multicast masks that
+  must reach exactly the ranks sharing a tile row or column), which must compute every tile of C once, on the large
+  shapes' tile, the narrow ones and those of 192 rows or columns;
 - the ranks' shares of the B tile at every tile width, which must write each byte of it once;
 - the ring shared by a cluster (each rank's A copy, every rank's share of B written into every rank, the `full`
   barriers' byte counts, releases on every rank's `empty` barriers, the producers' tail), run under random
@@ -70,11 +71,58 @@ def test_every_tile_of_c_is_computed_once_and_ranks_of_a_cluster_share_their_b_p
             assert [row % cm for row, _ in step] == list(range(cm))
 
 
+def cluster_tiles_2d(M: int, N: int, cm: int, cn: int, group: int, grid: int, tm: int, bn: int) \
+        -> list[list[tuple[int, int]]]:
+    """As `cluster_tiles` for clusters of cm tile rows by cn tile columns: rank r is tile row r % cm and tile column
+    r // cm of its cluster's unit, units cm x cn tiles over a ceil(columns / cn) x ceil(rows / cm) grid."""
+    columns, rows = -(-N // bn), -(-M // tm)
+    unit_rows, unit_columns = -(-rows // cm), -(-columns // cn)
+    ranks = cm * cn
+    blocks = []
+    for block in range(grid):
+        rank, first, step = block % ranks, block // ranks, grid // ranks
+        blocks.append([(unit_row * cm + rank % cm, unit_column * cn + rank // cm)
+                       for unit_column, unit_row in (swizzled_tile_of(index, unit_columns, unit_rows, group)
+                                                     for index in range(first, unit_columns * unit_rows, step))])
+    return blocks
+
+
+def multicast_masks(cm: int, cn: int, rank: int) -> tuple[int, int]:
+    """The kernel's masks for rank `rank`: (the ranks its B copies reach, the ranks its A copies reach)."""
+    row_rank, column_rank = rank % cm, rank // cm
+    column_ranks = ((1 << cm) - 1) << (cm * column_rank)
+    row_ranks = sum(1 << (row_rank + cm * c) for c in range(cn))
+    return column_ranks, row_ranks
+
+
+@pytest.mark.parametrize("M, N", [(1001, 520), (127, 4104), (4104, 1032), (1, 264), (4096, 4096)])
+@pytest.mark.parametrize("cm, cn", [(1, 2), (1, 4), (2, 2), (2, 4), (4, 2)])
+@pytest.mark.parametrize("group", [1, 8])
+@pytest.mark.parametrize("tm, bn", [(64, 64), (64, 128), (192, 192)])
+def test_clusters_of_tile_rows_by_columns_compute_every_tile_once_and_multicast_to_the_ranks_that_share(
+        M, N, cm, cn, group, tm, bn):
+    columns, rows = -(-N // bn), -(-M // tm)
+    ranks = cm * cn
+    grid = ranks * min(132 // ranks, -(-columns // cn) * -(-rows // cm))     # the spec's grid expression
+    blocks = cluster_tiles_2d(M, N, cm, cn, group, grid, tm, bn)
+    inside = [tile for tiles in blocks for tile in tiles if tile[0] < rows and tile[1] < columns]
+    assert sorted(inside) == sorted((row, column) for row in range(rows) for column in range(columns))
+    for cluster in range(grid // ranks):
+        members = blocks[ranks * cluster:ranks * cluster + ranks]
+        assert len({len(tiles) for tiles in members}) == 1      # the ranks step together: each fill reaches all
+        for step in zip(*members):
+            for rank, (row, column) in enumerate(step):
+                b_mask, a_mask = multicast_masks(cm, cn, rank)
+                # B copies reach exactly the ranks of this tile column, A copies exactly those of this tile row
+                assert b_mask == sum(1 << r for r, tile in enumerate(step) if tile[1] == column)
+                assert a_mask == sum(1 << r for r, tile in enumerate(step) if tile[0] == row)
+
+
 def b_shares(bt: int, bn: int, cm: int, bk_bytes: int = 128) -> list[list[tuple[int, int]]]:
     """Each rank's copies of the B tile, as (byte offset in the stage's B tile, bytes), as the producer issues them:
     BT 0, boxes j in [b r / CM, b (r + 1) / CM) of the b = ceil(BN / 64) boxes of 64 columns (64 k rows x 128 bytes
-    each; at BN 96 the second box's last 32 columns are loaded and not multiplied); BT 1, one box of BN / CM K-major rows
-    of 128 bytes at row BN r / CM."""
+    each; at BN 96 the second box's last 32 columns are loaded and not multiplied); BT 1, one box of BN / CM K-major
+    rows of 128 bytes at row BN r / CM."""
     shares = []
     for rank in range(cm):
         if bt == 0:
