@@ -343,15 +343,12 @@ def checks_section(folder: Path) -> list[str]:
 def kernel_duration_table(data: dict) -> list[str]:
     """scripts/kernel_durations.py's rows: each case's event median beside its kernels' own median duration, and the
     vendor row's kernel-only time over the case's."""
-    def us(value):
-        return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
-
     def pct(value):
-        return f"{value:.1f}%" if isinstance(value, (int, float)) else "-"
+        return "-" if value is None else f"{fixed(value, 1)}%"
 
-    rows = [(row["shape"], row["case"], us(row.get("event_us")), us(row.get("kernel_us")), us(row.get("front_end_us")),
-             pct(row.get("pct_vendor_events")), pct(row.get("pct_vendor_kernels_only")), row.get("vendor_kernel", ""))
-            for row in data.get("rows", [])]
+    rows = [(row["shape"], row["case"], fixed(row.get("event_us"), 2), fixed(row.get("kernel_us"), 2),
+             fixed(row.get("front_end_us"), 2), pct(row.get("pct_vendor_events")),
+             pct(row.get("pct_vendor_kernels_only")), row.get("vendor_kernel", "")) for row in data.get("rows", [])]
     return table(("shape", "case", "events us", "kernel us", "front end us", "% vendor, events",
                   "% vendor, kernels only", "vendor kernel"), rows)
 

@@ -16,21 +16,18 @@ pytestmark = pytest.mark.gpu
 # 1x264x64: one row of C, so every rank but the first computes a tile wholly past M.
 SHAPES = ["1001x520x784", "4104x1032x208", "1x264x64"]
 
+SHARED_BYTES = "STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024"
+MAP_C = "{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}"
+
 V15 = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
                     grid="CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
-                    cluster="[CM, 1, 1]",
-                    shared_bytes="STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + STORE * CWG * 16384 "
-                                 "+ 16 * STAGES + 1024",
-                    maps=("{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}",))
+                    cluster="[CM, 1, 1]", shared_bytes=SHARED_BYTES, maps=(MAP_C,))
 
 # Clusters of CM tile rows by CN tile columns: each rank loads 1 / CN of its A tile's rows into every rank of its row.
 V15_2D = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
                        grid="CM * CN * min(sm_count // (CM * CN), "
                             "ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 * CWG)) / CM))",
-                       cluster="[CM * CN, 1, 1]", a_rows="64 * CWG / CN",
-                       shared_bytes="STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + STORE * CWG * 16384 "
-                                    "+ 16 * STAGES + 1024",
-                       maps=("{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}",))
+                       cluster="[CM * CN, 1, 1]", a_rows="64 * CWG / CN", shared_bytes=SHARED_BYTES, maps=(MAP_C,))
 
 # Each input type's operands: its types, layout and scales, the K elements of a 128-byte row, and B's box.
 TYPES = {

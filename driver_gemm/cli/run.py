@@ -334,7 +334,7 @@ def with_sample_pattern(specs, text: str | None):
         if spec.measure.mode == "graph" and pattern != "flush":
             raise UsageError(f"{spec.name} times in graph mode, which replays its launches back to back: it takes "
                              "flush only", field="--samples")
-    return [dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, samples=pattern)) for spec in specs]
+    return [spec.with_measure(samples=pattern) for spec in specs]
 
 
 def round_count(text: str | None) -> int | None:
@@ -353,7 +353,7 @@ def with_rounds(specs, text: str | None):
     rounds = round_count(text)
     if rounds is None:
         return specs
-    return [dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, rounds=rounds)) for spec in specs]
+    return [spec.with_measure(rounds=rounds) for spec in specs]
 
 
 def record_options(result, options: RunOptions) -> None:

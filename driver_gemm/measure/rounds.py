@@ -2,8 +2,8 @@
 the same state.
 
 A power-bound GEMM's SM clock follows the GPU's recent power and temperature: a vendor row timed when a shape
-begins and a kernel timed a minute later can differ by 5-15% for no reason of their own, and by as much
-again between two starts of the same machine. With N rounds, a kernel's time step measures its own launch and
+begins and a kernel timed a minute later can differ by several percent for no reason of their own, and by as
+much again between two starts of the same machine (docs/timing.md gives the figures). With N rounds, a kernel's time step measures its own launch and
 its vendor row's launch alternately, N times each, in the order kernel, vendor | vendor, kernel | kernel,
 vendor ... (a slow drift of the clock then weighs on both alike), each measurement with 1/N of the spec's
 sampling budget (`round_settings`). The kernel's timing pools its samples over the rounds (`pooled`); its

@@ -461,6 +461,10 @@ class Spec:
             chosen_shapes = tuple(dict.fromkeys(parse_shape_text(text) for text in shapes))
         return dataclasses.replace(self, kernels=chosen, shapes=chosen_shapes)
 
+    def with_measure(self, **changes: Any) -> "Spec":
+        """A copy whose measurement settings have `changes` (a command line's overrides of ``measure:``)."""
+        return dataclasses.replace(self, measure=dataclasses.replace(self.measure, **changes))
+
 
 def parse_shape_text(text: str) -> Shape:
     """Parse ``1024x512x1024`` (or with ``*`` or ``,``) into a `Shape`; a `SpecError` names what is wrong."""
