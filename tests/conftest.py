@@ -4,8 +4,10 @@ a rig the same as `driver_gemm_gpu`; it leaves a marker named `gpu` alone."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "specs"
 TEST_KERNELS = Path(__file__).resolve().parent / "kernels"
+SCRIPTS = ROOT / "scripts"
 
 
 pytest_plugins = ["pytester"]
@@ -71,6 +74,22 @@ def pytest_unconfigure(config):
         os.environ.pop(CACHE_VARIABLE, None)
     else:
         os.environ[CACHE_VARIABLE] = saved
+
+
+@pytest.fixture()
+def load_script(monkeypatch):
+    """Import modules of scripts/ by name, freshly and as they import their neighbours, and forget them after."""
+    loaded = []
+
+    def load(name: str):
+        monkeypatch.syspath_prepend(str(SCRIPTS))
+        sys.modules.pop(name, None)
+        loaded.append(name)
+        return importlib.import_module(name)
+
+    yield load
+    for name in loaded:
+        sys.modules.pop(name, None)
 
 
 @pytest.fixture(scope="session")

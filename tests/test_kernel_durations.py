@@ -1,23 +1,14 @@
 """scripts/kernel_durations.py's pairing of profiled kernels with a run's cases, on records made up here (the
 profiling itself needs a GPU and torch)."""
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
 
 @pytest.fixture()
-def durations_script(monkeypatch):
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    sys.modules.pop("kernel_durations", None)
-    import kernel_durations
-
-    yield kernel_durations
-    sys.modules.pop("kernel_durations", None)
+def durations_script(load_script):
+    return load_script("kernel_durations")
 
 
 def case(kernel, instance, median_ms, baseline=False):

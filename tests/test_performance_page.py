@@ -2,7 +2,6 @@
 
 import gzip
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ import driver_gemm as dg
 from driver_gemm.results.records import DispatchChoice
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ROOT / "scripts"
 
 ENVIRONMENT = {"driver_gemm": "0.1.0", "nvrtc_version": "13.5", "cuda_bindings": "13.3.1", "nvmath_python": "1.0.0",
                "host": "gpu-host", "driver_version": 13000,
@@ -19,17 +17,9 @@ ENVIRONMENT = {"driver_gemm": "0.1.0", "nvrtc_version": "13.5", "cuda_bindings":
 
 
 @pytest.fixture()
-def scripts(monkeypatch):
+def scripts(load_script):
     """scripts/regenerate.py and scripts/render_performance.py, imported as the renderer imports its neighbour."""
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    for name in ("regenerate", "render_performance"):
-        sys.modules.pop(name, None)
-    import regenerate
-    import render_performance
-
-    yield regenerate, render_performance
-    for name in ("regenerate", "render_performance"):
-        sys.modules.pop(name, None)
+    return load_script("regenerate"), load_script("render_performance")
 
 
 def timing(median_ms: float, clock_mhz: float) -> dg.TimingSummary:
