@@ -37,27 +37,30 @@
 // Epilogue (after alpha, as v13):
 // - STORE 0: v12p's store_tile from registers (fp32 as float2, bf16 in whole 32-byte sectors).
 // - STORE 1: each consumer warpgroup writes its 64 x BN slab in chunks of 64 rows x 128 bytes (64 bf16 or 32
-//   fp32 columns) into one of two 8 KB staging buffers, in the 128-byte swizzle (conflict-free: the rows a warp
+//   fp32 columns; 64 bytes, 32 bf16 columns, where a slab's row is an odd number of 64-byte halves: bf16 at BN 96)
+//   into one of two 8 KB staging buffers, in the swizzle of the chunk's row width (conflict-free: the rows a warp
 //   writes together fall in different 16-byte columns), and one thread hands each chunk to the copy engine
-//   (a TMA store through the map of C, box [64, 1024 / OUT]), which clips rows past M and columns past N. Before
-//   a buffer is rewritten, that thread waits until the store two chunks back has read it; the chunks alternate
-//   between the two buffers across the block's tiles too, so that with an odd number of chunks a tile (BN * OUT /
-//   1024: 1 at 64 bf16 columns, 3 at 192) a tile's first chunk does not reuse the buffer of the chunk just handed over.
-//   A 96-column bf16 slab is one and a half chunks, so BN 96 stores bf16 from registers. The consumers go on to
-//   the next tile's K loop while the last chunks are written to memory; at the end the block waits only for the
-//   copy engine to have read its last chunks, not for their writes to land (they complete with the grid).
+//   (a TMA store through the map of C, box [64, 1024 / OUT], or [64, 32] with the 64-byte swizzle at BN 96 bf16),
+//   which clips rows past M and columns past N. Before a buffer is rewritten, that thread waits until the store two
+//   chunks back has read it; the chunks alternate between the two buffers across the block's tiles too, so that with
+//   an odd number of chunks a tile (1 at 64 bf16 columns, 3 at 96 and 192) a tile's first chunk does not reuse the
+//   buffer of the chunk just handed over. The consumers go on to the next tile's K loop while the last chunks are
+//   written to memory; at the end the block waits only for the copy engine to have read its last chunks, not for
+//   their writes to land (they complete with the grid).
 //
 // Element types and B's orientation are v13's (ELEM 16 bf16 with B row-major, BT 0, or column-major, BT 1; ELEM
 // 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes b r / CM .. b (r + 1) / CM - 1 of the
-// tile's b = ceil(BN / 64) boxes of 64 columns (at BN 64 and CM 2, rank 1 loads the one box for both; at BN 96 the
-// second box's last 32 columns are loaded and not multiplied: the wgmma's n96 reads 96 columns of the two boxes'
-// 128-byte-swizzled panels); BT 1, rows BN r / CM .. of the tile's BN K-major rows, one box of BN / CM rows.
+// tile's b boxes (at BN 64 and CM 2, rank 1 loads the one box for both); BT 1, rows BN r / CM .. of the tile's BN
+// K-major rows, one box of BN / CM rows. With B row-major a box is one swizzle panel: 64 columns in 128-byte rows,
+// or at BN 96 (no multiple of 64) 32 columns in 64-byte rows with the 64-byte swizzle, three a stage, so that the
+// ring holds exactly the columns multiplied and the wgmma's descriptor steps from panel to panel.
 // Shapes: as v13 (K * ELEM / 8 a multiple of 16; N % 8 == 0).
 //
 // Launch (CWG 2, BN 256 and CN 1 unless given: the large shapes' tile): block 128 * (CWG + 1), cluster [CM CN, 1, 1],
 // grid CM CN * min(sm_count // (CM CN), ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared
-// memory STAGES * (64 CWG + 64 ceil(BN / 64)) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte
-// swizzle): A box [64 CWG / CN, BK]; B box [BK, 64] (BT 0) or [BN / CM, BK] (BT 1); C box [64, 1024 / OUT]. Needs
+// memory STAGES * (64 CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle
+// unless given): A box [64 CWG / CN, BK]; B box [BK, 64], at BN 96 [BK, 32] with the 64-byte swizzle (BT 0), or
+// [BN / CM, BK] (BT 1); C box [64, 1024 / OUT], at BN 96 with bf16 out [64, 32] with the 64-byte swizzle. Needs
 // sm_90a.
 // The producer warpgroup keeps 40 registers a thread and gives the rest to the consumers: 232 at CWG 2, 152 at
 // CWG 3, which hold BN / 2 accumulators of at most 96 (BN 192; NVRTC 13.5: no spills at either). A 192 x 192 stage
@@ -144,10 +147,26 @@
 //   1001x520x776       80.2%          83.5%                     85.5%                        85.5%
 //   127x4104x1032      79.2%          86.1%                     87.3%                        83.9%
 //   4104x1032x200      79.0%          89.2% (192 x 192, CN 2)   74.9%                        88.6%
-// Neither the 96-column tile (its second B box half used) nor sharing A as well as B closes the gap; deeper rings
-// gain 1-3 points, and the suite's tables take them (8 stages at 1001x520x776 and 127x4104x1032, v13 with 13 at
-// 1024x512x1024: 87.3%, 86.6% and 90.4% in the suite's rounds, against 85.5%, 83.9% and 89.2% at 6 and 8 stages).
-// What else the vendor's kernels save, about 1-2 us a launch, is not located yet.
+// Neither that 96-column form (two 64-column B boxes, 96 of their 128 columns multiplied, C from registers) nor sharing
+// A as well as B closed the gap; deeper rings gained 1-3 points, and the suite's tables took them.
+// 64 x 96 tiles as they are now: B in three 32-column boxes with the 64-byte swizzle, exactly the columns multiplied,
+// and C through the copy engine in 32-column chunks. Predicted: the vendor's tile, ring and copy-engine epilogue, so
+// its work per SM on the critical path, closing most of the gap (to about 95%). Measured, in 3 rounds each
+// (checks/v15-96-clusters.json.gz): 87.7% at 1001x520x776 in clusters of 4 tile rows, 89.4% at 127x4104x1032 in
+// clusters of 2 x 2, both with 8 stages (10 lost 1-5 points in a first run, checks/v15-96-copy-engine.json.gz); the
+// vendor's own cluster shapes for these tiles (4 x 2 and 2 x 4 tile rows by columns) measured 85.3% and 87.3%.
+// 256-byte L2 promotion on A and B adds about a point (checks/l2-promotion-*.json.gz: 88.4% and 90.1%). The suite's
+// tables take these forms: 89.3% and 89.6% in its rounds (87.3% and 86.6% on the 64 x 128 tile).
+// Nsight Compute beside the vendor's kernels (scripts/ncu_vs_vendor.py, checks/ncu-vs-vendor.log.gz: one launch each,
+// caches flushed): the busiest SM's tensor-pipe cycles are now the vendor's (9,984 and 13,056 on both sides), but its
+// active cycles are 15% and 12% more (10,211 against 8,867; 12,271 against 10,984), the kernels' L2 traffic 24% and
+// 36% more (20.6 against 16.6 MB, 31.9 against 23.6 MB), and in both kernels the top stall is the consumers' wait for
+// a stage to land (long scoreboard at the full barrier's try-wait). So the multiplies are even and what remains is
+// the data's arrival; which of our traits costs the extra L2 traffic is not established (the vendor's clusters of 8
+// blocks did not help here). Single launches of these shapes vary: the vendor's kernel at 127x4104x1032 took 12,839
+// active cycles on its busiest SM in a first pass (checks/ncu-vs-vendor-64x128.log.gz, where ours, still on 64 x 128
+// tiles, had 4/3 of its tensor-pipe cycles). At 4104x1032x200 the 192 x 192 tile took 10.40 us against the vendor's
+// 10.08.
 // Not yet done: an order of the tiles along a space-filling curve, and more staging buffers for the epilogue.
 
 #include "13_tma_ws_split.cu"   // v13's wgmma_k_step, consume_ktiles, ClusterPlace, cluster helpers and store_tile
@@ -192,13 +211,14 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads)
 }
 
 // Chunk q of a consumer warpgroup's 64 x BN accumulators (d[4 j + e]: row 16 warp + g + 8 (e / 2), column
-// 8 j + 2 t + e % 2), the 1024 / OUT columns of 128 bytes a row from q * 1024 / OUT on, written at `buffer` as the
-// TMA engine reads a box of [64, 1024 / OUT] with the 128-byte swizzle (swizzled_offset<128>: 16-byte column c of
-// row r at r * 128 + (c ^ r % 8) * 16). A warp's rows g = 0..7 land in eight different 16-byte columns.
-template <int OUT, int ACC>
+// 8 j + 2 t + e % 2), the ROW bytes a row (8 ROW / OUT columns) from column q * 8 ROW / OUT on, written at `buffer` as
+// the TMA engine reads a box of [64, 8 ROW / OUT] with the ROW-byte swizzle (swizzled_offset<ROW>: 16-byte column c
+// of row r at r * ROW + (c ^ (r * ROW / 128) % (ROW / 16)) * 16). A warp's rows g = 0..7 land in eight different
+// 16-byte columns of their 128-byte lines at either width, so its stores meet no bank conflict.
+template <int OUT, int ROW, int ACC>
 __device__ __forceinline__ void stage_chunk(const float (&acc)[ACC], unsigned buffer, int q)
 {
-    constexpr int GROUPS = 128 / OUT;                 // column groups of 8 in a chunk: 8 bf16, 4 fp32
+    constexpr int GROUPS = ROW / OUT;                 // column groups of 8 in a chunk: ROW / 16 bf16, ROW / 32 fp32
     const int lane = threadIdx.x % 32;
     const int warp = (threadIdx.x / 32) % 4;
     const int g = lane / 4;
@@ -211,11 +231,11 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[ACC], unsigned bu
             const int r = 16 * warp + g + 8 * half;
             const float x = acc[4 * j + 2 * half], y = acc[4 * j + 2 * half + 1];
             if constexpr (OUT == 16) {
-                const unsigned at = buffer + swizzled_offset<128>(r, jj) + 4 * t;
+                const unsigned at = buffer + swizzled_offset<ROW>(r, jj) + 4 * t;
                 asm volatile("st.shared.b32 [%0], %1;" ::"r"(at), "r"(bf16_bits(x) | (bf16_bits(y) << 16))
                              : "memory");
             } else {
-                const unsigned at = buffer + swizzled_offset<128>(r, 2 * jj + t / 2) + 8 * (t % 2);
+                const unsigned at = buffer + swizzled_offset<ROW>(r, 2 * jj + t / 2) + 8 * (t % 2);
                 asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(x), "f"(y) : "memory");
             }
         }
@@ -231,8 +251,12 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int TM = 64 * CWG;                       // rows of C per tile
     constexpr int ACC = BN / 2;
     constexpr int A_BYTES = TM * 128;
-    constexpr int B_BOXES = (BN + 63) / 64;            // BT 0: 64-column boxes of BK k rows (BN 96: two, 96 used)
-    constexpr int B_BOX_BYTES = BK * 64 * 2;
+    // BT 0: B in boxes of BK k rows by B_PANEL columns, one swizzle panel each: 64 columns in 128-byte rows, or, where
+    // BN is not a multiple of 64 (96), 32 columns in 64-byte rows with the 64-byte swizzle, so that the ring holds
+    // exactly the BN columns multiplied.
+    constexpr int B_PANEL = BT == 0 && BN % 64 != 0 ? 32 : 64;
+    constexpr int B_BOXES = BN / B_PANEL;
+    constexpr int B_BOX_BYTES = BK * B_PANEL * 2;
     constexpr int B_BYTES = BT == 0 ? B_BOXES * B_BOX_BYTES : BN * 128;
     constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
@@ -240,9 +264,11 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
     constexpr int RANKS = CM * CN;                     // blocks of a cluster: CM tile rows by CN tile columns
     constexpr int RELEASES = 4 * CWG * RANKS;          // lane 0 of each consumer warp of every rank
-    constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: one staged chunk of 64 rows x 128 bytes
-    constexpr int CHUNKS = BN * OUT / 8 / 128;         // chunks in a warpgroup's 64 x BN slab
-    constexpr int CHUNK_COLUMNS = 1024 / OUT;
+    constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: a staging buffer, for a chunk of 64 rows x 128 bytes
+    // A chunk's rows are 128 bytes, or 64 where a slab's row is an odd number of 64-byte halves (bf16 at BN 96).
+    constexpr int CHUNK_ROW = BN * OUT / 8 % 128 == 0 ? 128 : 64;
+    constexpr int CHUNKS = BN * OUT / 8 / CHUNK_ROW;   // chunks in a warpgroup's 64 x BN slab
+    constexpr int CHUNK_COLUMNS = 8 * CHUNK_ROW / OUT;
     static_assert(ELEM == 32 || ELEM == 16 || ELEM == 8, "tf32, bf16 or e4m3 inputs");
     static_assert(BT == 1 || ELEM == 16, "only bf16 wgmma reads an MN-major (row-major) B");
     static_assert(BT == 0 || BT == 1, "B row-major (0) or column-major (1)");
@@ -256,7 +282,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     static_assert(CWG >= 1 && CWG <= 3, "1, 2 or 3 consumer warpgroups");
     static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 96 || BN == 64,
                   "a tile 256, 192, 128, 96 or 64 columns wide");
-    static_assert(STORE == 0 || BN * OUT % 1024 == 0, "the copy engine stores whole chunks of 128-byte rows");
+    static_assert(STORE == 0 || BN * OUT % 512 == 0, "the copy engine stores whole chunks of 128- or 64-byte rows");
     static_assert(BT == 0 || BN % (8 * CM) == 0, "each rank's share of K-major B is whole 8-row swizzle groups");
     static_assert(CWG < 3 || BN <= 192, "three consumer warpgroups have 152 registers a thread: BN / 2 accumulators "
                                         "of at most 96");
@@ -335,7 +361,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                     if constexpr (BT == 0) {
 #pragma unroll
                         for (int j = B_BOXES * row_rank / CM; j < B_BOXES * (row_rank + 1) / CM; ++j) {
-                            load_b(stage + A_BYTES + j * B_BOX_BYTES, tile_col + 64 * j, kt * BK, barrier);
+                            load_b(stage + A_BYTES + j * B_BOX_BYTES, tile_col + B_PANEL * j, kt * BK, barrier);
                         }
                     } else {
                         load_b(stage + A_BYTES + row_rank * (B_BYTES / CM), kt * BK, tile_col + row_rank * (BN / CM),
@@ -365,7 +391,12 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
             acc[i] = 0.0f;
         }
         consume_ktiles<KSTEPS, RANKS>(acc, ring, local * ktiles, ktiles, [&](unsigned stage, int s) {
-            wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
+            if constexpr (B_PANEL == 32) {             // 32-column panels, B_BOX_BYTES apart; 8 k rows 512 bytes apart
+                SmemWgmma<ELEM, 0, 1, BN>::run(acc, swizzled_desc<128>(stage + consumer * 64 * 128 + 32 * s),
+                                               swizzled_desc_mn<64>(stage + A_BYTES + 1024 * s, B_BOX_BYTES));
+            } else {
+                wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
+            }
         });
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {
@@ -387,7 +418,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                     bulk_wait_read<1>();               // the chunk two back (this buffer's last) has been read
                 }
                 named_barrier_sync(1 + consumer, 128);
-                stage_chunk<OUT>(acc, buffer, q);
+                stage_chunk<OUT, CHUNK_ROW>(acc, buffer, q);
                 fence_proxy_async();                   // these writes before the copy engine's reads
                 named_barrier_sync(1 + consumer, 128);
                 if (leader) {

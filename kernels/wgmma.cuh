@@ -42,6 +42,18 @@ __device__ __forceinline__ void wgmma_m64n256k8(float (&d)[128], const unsigned 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc));
 }
 
+// Descriptor of an MN-major operand in ROW_BYTES-swizzled panels (ROW_BYTES / 2 bf16 columns by its K rows), the
+// panels `leading` bytes apart along M or N and each panel's groups of 8 K rows 8 * ROW_BYTES apart.
+template <int ROW_BYTES>
+__device__ __forceinline__ unsigned long long swizzled_desc_mn(unsigned smem_byte_addr, unsigned leading)
+{
+    constexpr unsigned long long mode = ROW_BYTES == 128 ? 1 : 2;
+    return static_cast<unsigned long long>((smem_byte_addr >> 4) & 0x3FFF)
+         | (static_cast<unsigned long long>((leading >> 4) & 0x3FFF) << 16)
+         | (static_cast<unsigned long long>(8 * ROW_BYTES >> 4) << 32)
+         | (mode << 62);
+}
+
 // Shared-memory matrix descriptor of a K-major operand whose rows are ROW_BYTES long (128 or
 // 64) and swizzled to match: start address, leading-dimension offset (unused with these
 // swizzles, 1 by convention), stride between 8-row groups (8 rows), swizzle mode in bits
@@ -49,11 +61,7 @@ __device__ __forceinline__ void wgmma_m64n256k8(float (&d)[128], const unsigned 
 template <int ROW_BYTES>
 __device__ __forceinline__ unsigned long long swizzled_desc(unsigned smem_byte_addr)
 {
-    constexpr unsigned long long mode = ROW_BYTES == 128 ? 1 : 2;
-    return static_cast<unsigned long long>((smem_byte_addr >> 4) & 0x3FFF)
-         | (1ull << 16)
-         | (static_cast<unsigned long long>(8 * ROW_BYTES >> 4) << 32)
-         | (mode << 62);
+    return swizzled_desc_mn<ROW_BYTES>(smem_byte_addr, 16);
 }
 
 // Byte offset of 16-byte chunk c of row r in a tile of ROW_BYTES-long rows, in the layout the

@@ -33,16 +33,16 @@ def tma_ws_kernel(source: str, function: str, *, grid: str, shared_bytes: str, a
     """The spec entries of a warp-specialised TMA kernel of kernels/ (v13 to v16): one producer and CWG consumer
     warpgroups, the A map's box `a_rows` by a 128-byte row, then the B map, `maps` (more tensor maps), C, M, N, K,
     alpha and `args`. Returns the maker of one entry: its name, types, layout, params, the K elements of a 128-byte
-    row (bk), B's box, its scales, and its own grid where the kernel's differs by form."""
+    row (bk), B's box and swizzle, its scales, and its own grid where the kernel's differs by form."""
     def entry(*, name: str, types: str, layout: str, params: str, bk: int, b_box: str, scales: str = "",
-              grid: str = grid) -> str:
+              grid: str = grid, b_swizzle: str = "128B") -> str:
         lines = [f"- name: {name}", f'  source: "@KERNELS@/{source}"', f"  function: {function}", "  arch: sm_90a",
                  f"  types: {types}", f"  layout: {layout}", f"  {scales}", f"  params: {params}",
                  "  block: [128 * (CWG + 1)]", f'  grid: ["{grid}"]']
         lines += [f"  cluster: {cluster}"] if cluster else []
         lines += [f"  shared_bytes: {shared_bytes}", "  signature:",
                   f"    - {{name: map_a, type: tensormap, tensor: A, box: [{a_rows}, {bk}], swizzle: 128B}}",
-                  f"    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: 128B}}"]
+                  f"    - {{name: map_b, type: tensormap, tensor: B, box: {b_box}, swizzle: {b_swizzle}}}"]
         lines += [f"    - {item}" for item in (*maps, "C", "M", "N", "K", "alpha", *args)]
         return "\n".join(lines) + "\n"
     return entry

@@ -16,23 +16,36 @@ pytestmark = pytest.mark.gpu
 # 1x264x64: one row of C, so every rank but the first computes a tile wholly past M.
 SHAPES = ["1001x520x784", "4104x1032x208", "1x264x64"]
 
-SHARED_BYTES = "STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024"
+SHARED_BYTES = "STAGES * (64 * CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024"
 MAP_C = "{name: map_c, type: tensormap, tensor: C, box: [64, 1024 / OUT], swizzle: 128B}"
+# A 96-column bf16 slab is staged in chunks of 64-byte rows (32 columns) with the 64-byte swizzle.
+MAP_C_64 = "{name: map_c, type: tensormap, tensor: C, box: [64, 512 / OUT], swizzle: 64B}"
 
-V15 = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
-                    grid="CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
-                    cluster="[CM, 1, 1]", shared_bytes=SHARED_BYTES, maps=(MAP_C,))
 
-# Clusters of CM tile rows by CN tile columns: each rank loads 1 / CN of its A tile's rows into every rank of its row.
-V15_2D = tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
-                       grid="CM * CN * min(sm_count // (CM * CN), "
-                            "ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 * CWG)) / CM))",
-                       cluster="[CM * CN, 1, 1]", a_rows="64 * CWG / CN", shared_bytes=SHARED_BYTES, maps=(MAP_C,))
+def v15(*, two_d: bool = False, map_c: str = MAP_C):
+    """The maker of v15's entries: clusters of CM tile rows (or, `two_d`, CM tile rows by CN tile columns, each rank
+    loading 1 / CN of its A tile's rows into every rank of its row), with C's map `map_c`."""
+    if two_d:
+        return tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
+                             grid="CM * CN * min(sm_count // (CM * CN), "
+                                  "ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 * CWG)) / CM))",
+                             cluster="[CM * CN, 1, 1]", a_rows="64 * CWG / CN", shared_bytes=SHARED_BYTES,
+                             maps=(map_c,))
+    return tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
+                         grid="CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
+                         cluster="[CM, 1, 1]", shared_bytes=SHARED_BYTES, maps=(map_c,))
 
-# Each input type's operands: its types, layout and scales, the K elements of a 128-byte row, and B's box.
+
+V15 = v15()
+
+# Each input type's operands: its types, layout and scales, the K elements of a 128-byte row, and B's box (and its
+# swizzle where not 128 bytes).
 TYPES = {
     "bf16-out": dict(types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]"),
     "bf16": dict(types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]"),
+    # BN 96 with B row-major: three boxes of 32 columns a stage, in 64-byte rows with the 64-byte swizzle.
+    "bf16-out-96": dict(types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 32]", b_swizzle="64B"),
+    "bf16-96": dict(types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 32]", b_swizzle="64B"),
     "tf32": dict(types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN / CM, 32]"),
     "fp8": dict(types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
                 b_box="[BN / CM, 128]"),
@@ -60,12 +73,12 @@ FORMS = [   # name, input type, params
     ("tf32-192", "tf32", "{ELEM: 32, BT: 1, STAGES: 3, GROUP: 8, OUT: 32, CM: [1, 2], STORE: 1, CWG: [2, 3], BN: 192}"),
     ("fp8-tall", "fp8", "{ELEM: 8, BT: 1, STAGES: 3, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 128}"),
     ("bf16-out-tall", "bf16-out", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 64}"),
-    # Tiles 96 columns wide: two B boxes a stage, of which the wgmma reads 96 columns, shared by ranks that load one
-    # box each or none (CM 4); K-major B (tf32, fp8) 48 or 24 rows a rank. bf16 out from registers (96 columns are one
-    # and a half of the copy engine's 64-column chunks), fp32 out in three 32-column chunks.
-    ("bf16-out-96", "bf16-out",
-     "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: 0, CWG: [1, 3], BN: 96}"),
-    ("bf16-96", "bf16", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 96}"),
+    # Tiles 96 columns wide: B row-major in three 32-column boxes a stage, shared by ranks that load one or two boxes
+    # (CM 2) or one or none (CM 4); K-major B (tf32, fp8) 48 or 24 rows a rank. bf16 out in three chunks of 32 columns
+    # (64-byte rows), fp32 out in three of 32 columns (128-byte rows).
+    ("bf16-out-96", "bf16-out-96",
+     "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2, 4], STORE: [0, 1], CWG: [1, 3], BN: 96}"),
+    ("bf16-96", "bf16-96", "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 96}"),
     ("tf32-96", "tf32", "{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: [1, 2, 4], STORE: 1, CWG: 1, BN: 96}"),
     ("fp8-96", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 0, CWG: 1, BN: 96}"),
 ]
@@ -77,30 +90,42 @@ FORMS_2D = [
      "{ELEM: 16, BT: 0, STAGES: 4, GROUP: 8, OUT: 16, CM: [1, 2], STORE: [0, 1], CWG: 1, BN: 64, CN: [2, 4]}"),
     ("bf16-out-2d-192", "bf16-out",
      "{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 16, CM: 1, STORE: 1, CWG: 3, BN: 192, CN: 2}"),
+    ("bf16-out-96-2d", "bf16-out-96",
+     "{ELEM: 16, BT: 0, STAGES: 8, GROUP: 8, OUT: 16, CM: [1, 2], STORE: 1, CWG: 1, BN: 96, CN: 2}"),
     ("tf32-2d", "tf32", "{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 128, CN: 2}"),
     ("fp8-2d", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 1, BN: 128, CN: 2}"),
 ]
 
-KERNELS = "".join([*(V15(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS),
-                   *(V15_2D(name=name, params=params, **TYPES[kind]) for name, kind, params in FORMS_2D)])
+
+def entries(forms, *, two_d: bool) -> list[str]:
+    """The spec entries of `forms` (name, input type, params); 96-column bf16 out takes C's 64-byte-swizzled map."""
+    return [v15(two_d=two_d, map_c=MAP_C_64 if kind == "bf16-out-96" else MAP_C)(name=name, params=params,
+                                                                                **TYPES[kind])
+            for name, kind, params in forms]
+
+
+KERNELS = "".join([*entries(FORMS, two_d=False), *entries(FORMS_2D, two_d=True)])
 
 
 def test_every_v15_form_passes_on_shapes_cut_by_m_n_and_k(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
-    assert len(found) == 63 * len(SHAPES)        # bf16-out 6, bf16, tf32, fp8 4 each; narrow 10; 192 13; 96 11; 2-D 11
+    assert len(found) == 71 * len(SHAPES)        # bf16-out 6, bf16, tf32, fp8 4 each; narrow 10; 192 13; 96 17; 2-D 13
     assert not not_passing(found), not_passing(found)
 
 
 def test_the_copy_engine_epilogue_alternates_its_buffers_across_a_blocks_tiles(tmp_path):
-    # An odd number of staged chunks a tile (one at 64 bf16 columns, three at 192), a block of many tiles, each of
-    # 4 K-tiles, and a ring deep enough that the next tile's chunk is staged while the copy engine still reads the last
-    # one: a tile's chunks must not land in the buffer of the chunk just handed over.
+    # An odd number of staged chunks a tile (one at 64 bf16 columns, three at 96 and 192), a block of many tiles, each
+    # of 4 K-tiles, and a ring deep enough that the next tile's chunk is staged while the copy engine still reads the
+    # last one: a tile's chunks must not land in the buffer of the chunk just handed over.
     kernels = "".join([
         V15(name="bf16-out-one-chunk", **TYPES["bf16-out"],
             params="{ELEM: 16, BT: 0, STAGES: [10, 13], GROUP: 8, OUT: 16, CM: 1, STORE: 1, CWG: 1, BN: 64}"),
         V15(name="bf16-out-three-chunks", **TYPES["bf16-out"],
             params="{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 16, CM: [1, 2], STORE: 1, CWG: 3, BN: 192}"),
+        v15(map_c=MAP_C_64)(name="bf16-out-96-three-chunks", **TYPES["bf16-out-96"],
+                            params="{ELEM: 16, BT: 0, STAGES: 10, GROUP: 8, OUT: 16, CM: 1, STORE: 1, CWG: 1, BN: 96}"),
     ])
-    found = verify_only(write_spec(tmp_path, kernels, ["4104x2064x208"]))   # 65 x 33 tiles of 64 x 64, 22 x 11 of 192
-    assert len(found) == 4
+    # 65 x 33 tiles of 64 x 64, 22 x 11 of 192 x 192, 65 x 22 of 64 x 96
+    found = verify_only(write_spec(tmp_path, kernels, ["4104x2064x208"]))
+    assert len(found) == 5
     assert not not_passing(found), not_passing(found)

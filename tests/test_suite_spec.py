@@ -119,8 +119,8 @@ def test_the_v15_sweep_compiles_and_plans_offline(capsys):
 
 
 @pytest.mark.parametrize("module, forms", [
-    ("test_gpu_v15", 63),     # clusters of four, wholly empty ranks, narrow tiles, 192-row and -column ones, 96-column
-                              # ones and clusters of tile rows by tile columns
+    ("test_gpu_v15", 71),     # clusters of four, wholly empty ranks, narrow tiles, 192-row and -column ones, 96-column
+                              # ones (B and C in 64-byte-swizzled boxes) and clusters of tile rows by tile columns
     ("test_gpu_v16", 16),     # full grids (blocks with empty ranges) among them
 ])
 def test_the_forms_of_a_gpu_test_plan_offline(module, forms, tmp_path, capsys):
@@ -150,12 +150,14 @@ def test_the_v16_sweep_compiles_and_plans_offline_refusing_only_rings_over_share
 def test_the_narrow_v15_sweep_compiles_and_plans_offline(capsys):
     # v15's copy-engine epilogue and B multicast on 64- and 128-column tiles of 64 or 128 rows, and on 192-column tiles
     # of 128 or 192 rows (and 192 x 192 with C from registers and a fourth stage), in BF16 and TF32; in BF16 also
-    # 96-column tiles, clusters of tile rows by tile columns and deep rings: every form fits a block's shared memory
+    # 96-column tiles (B and C in 64-byte-swizzled boxes), clusters of tile rows by tile columns and deep rings: every
+    # form fits a block's shared memory
     # with its staging buffers.
     assert main(["plan", str(SPECS / "sweep-v15-small.yaml"), "--arch", "sm_90a", "-s", "127x4104x1032"]) == EXIT_OK
     forms = 8 + 4 + 2                                    # narrow: CM x CWG x BN; 192: CM x CWG; 192 from registers: CM
-    bf16_only = 2 * 3 * 3 + 2 * 2 * 3 + 2 + 2 * 2 * 2 + 2 * 2   # 96: STAGES x CM x CWG; 2-D: CM x BN x CN, and CN at
-    #                                                            192; deep: STAGES x CM x STORE, and CM x STORE at 128
+    # 96: STAGES x CM x CN, and STAGES x CM at CN 4; 2-D: CM x BN x CN, and CN at 192; deep: STAGES x CM x STORE, and
+    # CM x STORE at 128
+    bf16_only = 2 * 3 * 2 + 2 * 2 + 2 * 2 * 3 + 2 + 2 * 2 * 2 + 2 * 2
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{2 * forms + bf16_only} ok, 0 INVALID"
 
 

@@ -118,16 +118,21 @@ def test_clusters_of_tile_rows_by_columns_compute_every_tile_once_and_multicast_
                 assert a_mask == sum(1 << r for r, tile in enumerate(step) if tile[0] == row)
 
 
+def b_panel(bn: int) -> int:
+    """Columns of a row-major B box (one swizzle panel): 64 in 128-byte rows, or 32 in 64-byte rows where BN is no
+    multiple of 64."""
+    return 64 if bn % 64 == 0 else 32
+
+
 def b_shares(bt: int, bn: int, cm: int, bk_bytes: int = 128) -> list[list[tuple[int, int]]]:
     """Each rank's copies of the B tile, as (byte offset in the stage's B tile, bytes), as the producer issues them:
-    BT 0, boxes j in [b r / CM, b (r + 1) / CM) of the b = ceil(BN / 64) boxes of 64 columns (64 k rows x 128 bytes
-    each; at BN 96 the second box's last 32 columns are loaded and not multiplied); BT 1, one box of BN / CM K-major
-    rows of 128 bytes at row BN r / CM."""
+    BT 0, boxes j in [b r / CM, b (r + 1) / CM) of the b = BN / panel boxes of `b_panel` columns (64 k rows each);
+    BT 1, one box of BN / CM K-major rows of 128 bytes at row BN r / CM."""
     shares = []
     for rank in range(cm):
         if bt == 0:
-            boxes = -(-bn // 64)
-            box_bytes = 64 * bk_bytes
+            boxes = bn // b_panel(bn)
+            box_bytes = 64 * 2 * b_panel(bn)
             shares.append([(j * box_bytes, box_bytes) for j in range(boxes * rank // cm, boxes * (rank + 1) // cm)])
         else:
             rows = bn // cm
@@ -145,10 +150,10 @@ def test_the_ranks_shares_of_b_write_every_byte_of_the_tile_once_and_fill_each_f
     for offset, nbytes in written:                 # back to back from 0: no byte twice, none left out
         assert offset == position
         position += nbytes
-    b_bytes = -(-bn // 64) * 64 * 128 if bt == 0 else bn * 128
-    assert position == b_bytes                     # B_BYTES: with A's, what each block's `full` barrier expects
-    for offset, nbytes in written:                 # each copy starts on a 1024-byte swizzle atom (8 rows of 128 bytes)
-        assert offset % 1024 == 0 and nbytes % 1024 == 0
+    assert position == bn * 128                    # B_BYTES: with A's, what each block's `full` barrier expects
+    atom = 8 * (2 * b_panel(bn) if bt == 0 else 128)
+    for offset, nbytes in written:                 # each copy starts on a swizzle atom (8 rows of its row width)
+        assert offset % atom == 0 and nbytes % atom == 0
 
 
 # ---- the ring shared by a cluster ----
@@ -321,15 +326,22 @@ def test_the_model_catches_releases_on_the_own_block_only():
 
 # ---- the staged epilogue ----
 
-def swizzled_offset(row: int, column: int) -> int:
-    """kernels/wgmma.cuh's swizzled_offset<128>: 16-byte column `column` of row `row` of a 128-byte-swizzled tile."""
-    return row * 128 + (column ^ (row % 8)) * 16
+def swizzled_offset(row: int, column: int, row_bytes: int = 128) -> int:
+    """kernels/wgmma.cuh's swizzled_offset<ROW>: 16-byte column `column` of row `row` of a tile of `row_bytes`-long
+    rows in the swizzle of that width (the bits of 16-byte columns XORed with those of 128-byte lines)."""
+    at = row * row_bytes
+    return at + (column ^ ((at >> 7) & (row_bytes // 16 - 1))) * 16
 
 
-def chunk_writes(out: int, q: int) -> list[tuple[int, int, int, int, int]]:
+def chunk_row(out: int, bn: int) -> int:
+    """Bytes of a staged chunk's row: 128, or 64 where a slab's row is an odd number of 64-byte halves."""
+    return 128 if bn * out // 8 % 128 == 0 else 64
+
+
+def chunk_writes(out: int, q: int, row_bytes: int = 128) -> list[tuple[int, int, int, int, int]]:
     """stage_chunk's stores for chunk q of a consumer warpgroup: (warp, lane, byte address in the buffer, row,
     column of the first of the pair), in the order a warp issues them (one instruction per (jj, half))."""
-    groups = 128 // out
+    groups = row_bytes // out
     writes = []
     for jj in range(groups):
         j = q * groups + jj
@@ -338,42 +350,46 @@ def chunk_writes(out: int, q: int) -> list[tuple[int, int, int, int, int]]:
                 _, warp, g, t = fragment(thread)
                 r = 16 * warp + g + 8 * half
                 if out == 16:
-                    at = swizzled_offset(r, jj) + 4 * t
+                    at = swizzled_offset(r, jj, row_bytes) + 4 * t
                 else:
-                    at = swizzled_offset(r, 2 * jj + t // 2) + 8 * (t % 2)
+                    at = swizzled_offset(r, 2 * jj + t // 2, row_bytes) + 8 * (t % 2)
                 writes.append((warp, thread % 32, at, r, 8 * j + 2 * t))
     return writes
 
 
-def tma_box_address(row: int, column: int, element_bytes: int) -> int:
-    """Where the copy engine reads element (row, column) of a [64, 128 / element_bytes] box with the 128-byte
-    swizzle: 16-byte column c of row r at r * 128 + (c ^ r % 8) * 16."""
-    byte = column * element_bytes
-    return row * 128 + ((byte // 16) ^ (row % 8)) * 16 + byte % 16
+def tma_box_address(row: int, column: int, element_bytes: int, row_bytes: int = 128) -> int:
+    """Where the copy engine reads element (row, column) of a [64, row_bytes / element_bytes] box with the swizzle of
+    its row width (128 bytes: 16-byte column c of row r at r * 128 + (c ^ r % 8) * 16; 64 bytes: at
+    r * 64 + (c ^ r / 2 % 4) * 16, bits 4-5 of the address XORed with bits 7-8)."""
+    byte = row * row_bytes + column * element_bytes
+    return byte ^ (((byte >> 7) & (row_bytes // 16 - 1)) << 4)
 
 
-@pytest.mark.parametrize("out", [16, 32])
-def test_every_staged_element_lies_where_the_copy_engine_reads_it_and_is_written_once(out):
+@pytest.mark.parametrize("out, bn", [(16, 256), (32, 256), (16, 96), (32, 96), (16, 192), (16, 64)])
+def test_every_staged_element_lies_where_the_copy_engine_reads_it_and_is_written_once(out, bn):
     element_bytes = out // 8
-    chunk_columns = 128 // element_bytes
-    for q in range(256 * element_bytes // 128):
-        written = [0] * 8192
-        for _, _, at, row, column in chunk_writes(out, q):
+    row_bytes = chunk_row(out, bn)
+    chunk_columns = row_bytes // element_bytes
+    chunks = bn * element_bytes // row_bytes
+    assert chunks * chunk_columns == bn                                      # the slab in whole chunks
+    for q in range(chunks):
+        written = [0] * (64 * row_bytes)
+        for _, _, at, row, column in chunk_writes(out, q, row_bytes):
             local = column - q * chunk_columns
             assert 0 <= local < chunk_columns
-            assert at == tma_box_address(row, local, element_bytes)          # the pair's first element
+            assert at == tma_box_address(row, local, element_bytes, row_bytes)  # the pair's first element
             for byte in range(at, at + 2 * element_bytes):                   # the pair: contiguous in its 16 bytes
                 written[byte] += 1
             assert at // 16 == (at + 2 * element_bytes - 1) // 16
-        assert written == [1] * 8192
+        assert written == [1] * (64 * row_bytes)
 
 
-@pytest.mark.parametrize("out, wavefronts", [(16, 1), (32, 2)])
-def test_a_warps_staging_stores_take_the_fewest_wavefronts(out, wavefronts):
+@pytest.mark.parametrize("out, row_bytes, wavefronts", [(16, 128, 1), (32, 128, 2), (16, 64, 1)])
+def test_a_warps_staging_stores_take_the_fewest_wavefronts(out, row_bytes, wavefronts):
     # Per instruction, a warp's 32 stores over 32 banks of 4 bytes: 128 bytes (bf16 pairs) fit one wavefront,
     # 256 (fp32 pairs) two; more would be bank conflicts.
     instructions = {}
-    for warp, lane, at, _, _ in chunk_writes(out, 1):
+    for warp, lane, at, _, _ in chunk_writes(out, 1, row_bytes):
         instructions.setdefault(warp, []).append((lane, at))
     for stores in instructions.values():
         for start in range(0, len(stores), 32):
