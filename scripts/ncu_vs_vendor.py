@@ -139,21 +139,32 @@ def report(folder: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_tool(command: list[str], what: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """`command` run to its end, or a SystemExit that says what did not run and why."""
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise SystemExit(f"{what}: cannot run {command[0]} (Nsight Compute's ncu: put it on the PATH or give --ncu)")
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{what}: ncu did not finish in {timeout:.0f} s (--timeout)")
+
+
 def capture(args) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for side, target in run_commands(args.spec, args.kernel, args.shape).items():
         rep = out / side
         regex = args.ours if side == "ours" else args.vendor
-        done = subprocess.run(profile_command(target, regex, rep, args.ncu), capture_output=True, text=True,
-                              timeout=args.timeout, check=False)
+        done = run_tool(profile_command(target, regex, rep, args.ncu), f"profiling the {side} side", args.timeout)
         (out / f"{side}.log").write_text(done.stdout + done.stderr)
         if done.returncode != 0 or not rep.with_suffix(".ncu-rep").exists():
-            raise SystemExit(f"ncu on the {side} side exited with {done.returncode} and wrote no report: see "
-                             f"{out / (side + '.log')}")
+            raise SystemExit(f"ncu on the {side} side exited with {done.returncode} and wrote no report (no launch "
+                             f"matched {regex!r}?): see {out / (side + '.log')}")
         for page, extra in (("raw", ["--print-units", "base"]), ("source", ["--print-source", "sass"])):
-            exported = subprocess.run([args.ncu, "--import", str(rep.with_suffix(".ncu-rep")), "--page", page,
-                                       "--csv", *extra], capture_output=True, text=True, check=False)
+            exported = run_tool([args.ncu, "--import", str(rep.with_suffix(".ncu-rep")), "--page", page, "--csv",
+                                 *extra], f"reading the {side} side's {page} page")
+            if exported.returncode != 0:
+                raise SystemExit(f"ncu could not print the {side} side's {page} page: {exported.stderr.strip()}")
             (out / f"{side}-{page}.csv").write_text(exported.stdout)
         rep.with_suffix(".ncu-rep").unlink()
 
@@ -172,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.report:
         folder = Path(args.report)
+        missing = [name for name in (f"{side}-raw.csv" for side in SIDES) if not (folder / name).is_file()]
+        if missing:
+            parser.error(f"--report {folder}: no {' or '.join(missing)} there (the pages a profiling run keeps)")
     else:
         if not (args.spec and args.kernel and args.shape and args.ours and args.vendor and args.out):
             parser.error("SPEC, -k, -s, --ours, --vendor and --out are needed to profile (or --report DIR)")

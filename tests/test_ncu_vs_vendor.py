@@ -95,3 +95,13 @@ def test_profiling_without_the_case_or_the_vendor_kernel_is_refused(script, caps
     with pytest.raises(SystemExit):
         script.main(["specs/suite.yaml", "-k", "v13-bf16-out", "-s", "1001x520x776", "--out", "x"])
     assert "--vendor" in capsys.readouterr().err
+
+
+def test_a_missing_ncu_or_a_folder_without_pages_is_said_plainly(script, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        script.main(["specs/suite.yaml", "-k", "v13-bf16-out", "-s", "1001x520x776", "--ours", "gemm",
+                     "--vendor", "nvjet", "--out", str(tmp_path / "out"), "--ncu", str(tmp_path / "no-ncu")])
+    assert "cannot run" in str(stopped.value.code) and "--ncu" in str(stopped.value.code)
+    with pytest.raises(SystemExit):
+        script.main(["--report", str(tmp_path)])
+    assert "no ours-raw.csv or vendor-raw.csv there" in capsys.readouterr().err

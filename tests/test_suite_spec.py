@@ -151,8 +151,7 @@ def test_the_narrow_v15_sweep_compiles_and_plans_offline(capsys):
     # v15's copy-engine epilogue and B multicast on 64- and 128-column tiles of 64 or 128 rows, and on 192-column tiles
     # of 128 or 192 rows (and 192 x 192 with C from registers and a fourth stage), in BF16 and TF32; in BF16 also
     # 96-column tiles (B and C in 64-byte-swizzled boxes), clusters of tile rows by tile columns and deep rings: every
-    # form fits a block's shared memory
-    # with its staging buffers.
+    # form fits a block's shared memory with its staging buffers.
     assert main(["plan", str(SPECS / "sweep-v15-small.yaml"), "--arch", "sm_90a", "-s", "127x4104x1032"]) == EXIT_OK
     forms = 8 + 4 + 2                                    # narrow: CM x CWG x BN; 192: CM x CWG; 192 from registers: CM
     # 96: STAGES x CM x CN, and STAGES x CM at CN 4; 2-D: CM x BN x CN, and CN at 192; deep: STAGES x CM x STORE, and
