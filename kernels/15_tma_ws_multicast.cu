@@ -167,7 +167,9 @@
 // active cycles on its busiest SM in a first pass (checks/ncu-vs-vendor-64x128.log.gz, where ours, still on 64 x 128
 // tiles, had 4/3 of its tensor-pipe cycles). At 4104x1032x200 the 192 x 192 tile took 10.40 us against the vendor's
 // 10.08.
-// Not yet done: an order of the tiles along a space-filling curve, and more staging buffers for the epilogue.
+// Not yet done: B's three 32-column panels and C's chunks through rank-3 maps, one copy each where there are three, as
+// the vendor's kernel does (its SASS loads and stores with UTMALDG.3D.MULTICAST and UTMASTG.3D, ours with the 2-D
+// forms: checks/ncu-vs-vendor-pages.tar.gz); an order of the tiles along a space-filling curve; more staging buffers.
 
 #include "13_tma_ws_split.cu"   // v13's wgmma_k_step, consume_ktiles, ClusterPlace, cluster helpers and store_tile
 
