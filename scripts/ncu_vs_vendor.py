@@ -18,11 +18,11 @@ DIR's files (a side without its source page reports no stall samples).
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import subprocess
 import sys
 from pathlib import Path
+
+from driver_gemm.measure.profile import ncu_csv_table, ncu_number
 
 SECTIONS = ("SpeedOfLight", "LaunchStats", "WarpStateStats", "SourceCounters")
 METRICS = ("gpu__time_duration.sum", "sm__cycles_active.max", "sm__cycles_active.avg",
@@ -58,22 +58,13 @@ def run_commands(spec: str, kernel: str, shape: str) -> dict[str, list[str]]:
 
 
 def read_raw(text: str) -> dict[str, str]:
-    """ncu's ``--page raw --csv`` of one launch: its columns by name (the first launch's values)."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        return {}
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    if len(rows) < 3:
-        return {}
-    return dict(zip(rows[0], rows[2]))
+    """ncu's ``--page raw --csv`` of one launch: its columns by name (the first launch's values, after the units)."""
+    rows = ncu_csv_table(text)
+    return dict(zip(rows[0], rows[2])) if len(rows) >= 3 else {}
 
 
 def number(text: str | None) -> float | None:
-    try:
-        return float((text or "").replace(",", ""))
-    except ValueError:
-        return None
+    return ncu_number(text or "")
 
 
 def shown(text: str | None, factor: float = 1) -> str:
@@ -88,11 +79,8 @@ def shown(text: str | None, factor: float = 1) -> str:
 
 def read_source(text: str) -> list[dict]:
     """ncu's ``--page source --csv --print-source sass``: one dict per instruction, with its stall samples."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"Address"')), None)
-    if start is None:
-        return []
-    return list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+    rows = ncu_csv_table(text, "Address")
+    return [dict(zip(rows[0], row)) for row in rows[1:]]
 
 
 def stall_shares(instructions: list[dict]) -> list[tuple[str, float]]:

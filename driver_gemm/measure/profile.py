@@ -123,11 +123,7 @@ def parse_ncu_csv(text: str) -> list[ProfiledLaunch]:
     columns, then one per metric), a row of units, and one row per launch, every value quoted, numbers
     with thousands separators (``"1,234,567"``); a metric ncu could not collect reads ``"n/a"``.
     """
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        return []
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    rows = ncu_csv_table(text)
     if len(rows) < 2:
         return []
     header, units = rows[0], rows[1]
@@ -136,7 +132,7 @@ def parse_ncu_csv(text: str) -> list[ProfiledLaunch]:
     for row in rows[2:]:
         if len(row) != len(header):
             continue
-        values = {name: _number(row[index]) for name, index in column.items() if "__" in name}
+        values = {name: ncu_number(row[index]) for name, index in column.items() if "__" in name}
         launches.append(ProfiledLaunch(
             kernel=row[column["Kernel Name"]] if "Kernel Name" in column else "",
             grid=row[column["Grid Size"]] if "Grid Size" in column else "",
@@ -146,7 +142,17 @@ def parse_ncu_csv(text: str) -> list[ProfiledLaunch]:
     return launches
 
 
-def _number(text: str) -> float | None:
+def ncu_csv_table(text: str, first_column: str = "ID") -> list[list[str]]:
+    """The rows of the CSV table in ncu's output whose header row begins with `first_column` (``ID`` on the raw
+    page, ``Address`` on the source page), header first; ncu's own lines before it are skipped. [] where there is
+    no such table."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(f'"{first_column}"')), None)
+    return [] if start is None else list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+
+
+def ncu_number(text: str) -> float | None:
+    """A value as ncu's CSV prints it (quoted, with thousands separators), or None where it is no number (n/a)."""
     cleaned = text.strip().replace(",", "")
     try:
         return float(cleaned)
