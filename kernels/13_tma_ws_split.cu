@@ -136,18 +136,20 @@
 // checks/tune-m128-v13-*.json.gz.
 // Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py).
 
-#include "12_bf16_tma_ws.cu"     // v12p's store_tile, desc_128b (and tma.cuh, wgmma.cuh)
+#include "12_bf16_tma_ws.cu"     // v12p's store_tile (and tma.cuh, wgmma.cuh)
 #include "wgmma_smem.cuh"       // SmemWgmma: every instruction v13 runs
 
 // One 32-byte k step of a consumer warpgroup's tile: the instruction for the input type, B's orientation and
-// the tile width. a_tile and b_tile are the stage's A rows of this warpgroup and its B tile; s is the step.
-template <int ELEM, int BT, int BN>
+// the tile width. a_tile and b_tile are the stage's A rows of this warpgroup and its B tile; s is the step. B
+// row-major (BT 0) lies in boxes b_box_bytes apart, each a panel of B_ROW-byte rows in the swizzle of that width:
+// 64 columns in 128-byte rows, or 32 in 64-byte rows (v15's 96-column tiles); a step is 16 of their k rows.
+template <int ELEM, int BT, int BN, int B_ROW = 128>
 __device__ __forceinline__ void wgmma_k_step(float (&acc)[BN / 2], unsigned a_tile, unsigned b_tile, int s,
                                              unsigned b_box_bytes)
 {
     const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
-    if constexpr (BT == 0) {                           // bf16, B row-major: 64-column boxes b_box_bytes apart
-        SmemWgmma<ELEM, 0, 1, BN>::run(acc, a_desc, desc_128b(b_tile + 2048 * s, b_box_bytes, 1024));
+    if constexpr (BT == 0) {
+        SmemWgmma<ELEM, 0, 1, BN>::run(acc, a_desc, swizzled_desc_mn<B_ROW>(b_tile + 16 * B_ROW * s, b_box_bytes));
     } else {
         SmemWgmma<ELEM, 0, 0, BN>::run(acc, a_desc, swizzled_desc<128>(b_tile + 32 * s));
     }

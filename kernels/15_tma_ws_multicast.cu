@@ -393,12 +393,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
             acc[i] = 0.0f;
         }
         consume_ktiles<KSTEPS, RANKS>(acc, ring, local * ktiles, ktiles, [&](unsigned stage, int s) {
-            if constexpr (B_PANEL == 32) {             // 32-column panels, B_BOX_BYTES apart; 8 k rows 512 bytes apart
-                SmemWgmma<ELEM, 0, 1, BN>::run(acc, swizzled_desc<128>(stage + consumer * 64 * 128 + 32 * s),
-                                               swizzled_desc_mn<64>(stage + A_BYTES + 1024 * s, B_BOX_BYTES));
-            } else {
-                wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
-            }
+            wgmma_k_step<ELEM, BT, BN, 2 * B_PANEL>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
         });
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {
