@@ -1,7 +1,7 @@
 // v15: v13's persistent, warp-specialised kernel with the B tile shared by a cluster of CM blocks through TMA
-// multicast (and, at CN > 1, the A tile by CN blocks side by side), and an optional epilogue that leaves C to the copy
-// engine (STORE 1). Its tile is CWG consumer warpgroups of 64 rows by BN = 256, 192, 128, 96 or 64 columns; the large
-// shapes take 128 x 256 (CWG 2, BN 256, the defaults), the narrow tiles are v13's for small shapes with the same
+// multicast (and, at CN > 1, the A tile by CN blocks side by side), and optional epilogues that leave C to the copy
+// engine (STORE 1 and 2). Its tile is CWG consumer warpgroups of 64 rows by BN = 256, 192, 128, 96 or 64 columns; the
+// large shapes take 128 x 256 (CWG 2, BN 256, the defaults), the narrow tiles are v13's for small shapes with the same
 // additions, and 192 x 192 (CWG 3, BN 192) is for shapes that it cuts into one tile for every SM, where any smaller
 // tile leaves a second, partial wave (4104x1032x200: 22 x 6 = 132 tiles; 128 x 128 makes 297, 2.25 waves).
 //
@@ -47,6 +47,11 @@
 //   buffer of the chunk just handed over. The consumers go on to the next tile's K loop while the last chunks are
 //   written to memory; at the end the block waits only for the copy engine to have read its last chunks, not for
 //   their writes to land (they complete with the grid).
+// - STORE 2: as STORE 1, in the same buffers, but each warp stages its own 16 rows of a chunk (bf16 with stmatrix,
+//   four 8 x 8 matrices an instruction, whose fragment layout is the accumulators') and hands them to the copy engine
+//   itself (box [16, chunk columns]; a warp's rows start 16 row widths into the buffer, a multiple of the swizzle's
+//   repeat, so the swizzle is the same). Before it rewrites a buffer a warp waits only for its own store two chunks
+//   back: no warp waits for another, where STORE 1's warpgroup meets at a named barrier twice a chunk.
 //
 // Element types and B's orientation are v13's (ELEM 16 bf16 with B row-major, BT 0, or column-major, BT 1; ELEM
 // 8 e4m3 and ELEM 32 tf32 with BT 1). B's share of rank r: BT 0, boxes b r / CM .. b (r + 1) / CM - 1 of the
@@ -58,10 +63,10 @@
 //
 // Launch (CWG 2, BN 256 and CN 1 unless given: the large shapes' tile): block 128 * (CWG + 1), cluster [CM CN, 1, 1],
 // grid CM CN * min(sm_count // (CM CN), ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared
-// memory STAGES * (64 CWG + BN) * 128 + STORE * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle
+// memory STAGES * (64 CWG + BN) * 128 + min(STORE, 1) * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle
 // unless given): A box [64 CWG / CN, BK]; B box [BK, 64], at BN 96 [BK, 32] with the 64-byte swizzle (BT 0), or
-// [BN / CM, BK] (BT 1); C box [64, 1024 / OUT], at BN 96 with bf16 out [64, 32] with the 64-byte swizzle. Needs
-// sm_90a.
+// [BN / CM, BK] (BT 1); C box [64, 1024 / OUT], at BN 96 with bf16 out [64, 32] with the 64-byte swizzle, 16 rows
+// instead of 64 at STORE 2. Needs sm_90a.
 // The producer warpgroup keeps 40 registers a thread and gives the rest to the consumers: 232 at CWG 2, 152 at
 // CWG 3, which hold BN / 2 accumulators of at most 96 (BN 192; NVRTC 13.5: no spills at either). A 192 x 192 stage
 // is 48 KB, so with STORE 1's 48 KB of staging buffers the ring has 3 stages, without them 4.
@@ -167,6 +172,14 @@
 // active cycles on its busiest SM in a first pass (checks/ncu-vs-vendor-64x128.log.gz, where ours, still on 64 x 128
 // tiles, had 4/3 of its tensor-pipe cycles). At 4104x1032x200 the 192 x 192 tile took 10.40 us against the vendor's
 // 10.08.
+// Each warp's own stores (STORE 2). Predicted: under Nsight Compute at 1001x520x776 the epilogue held 20% of the
+// warps' stall samples against the vendor's 8% (checks/ncu-vs-vendor-pages.tar.gz: there each warp stages its rows
+// with stmatrix and stores them itself, with no barrier between warps), so taking STORE 1's two named barriers a chunk
+// away should give back part of the 12-15% more active cycles: a few points on the small shapes. Measured, each pair
+// in 3 rounds (specs/sweep-v15-epilogue.yaml; checks/epilogue-*.json.gz): 0.8 points more at 1001x520x776 (89.4%),
+// 127x4104x1032 (90.2%) and 8192^3 (101.1%), even at 4104x1032x200 (88.5%), 2.8 fewer at 4096^3 (95.0%: a warpgroup's
+// 64 x 64 chunk leaves as four 2 KB stores instead of one of 8 KB; not profiled). So the epilogue is a small part of
+// what the small shapes lack; the suite's table takes STORE 2 where it gained.
 // Not yet done: B's three 32-column panels and C's chunks through rank-3 maps, one copy each where there are three, as
 // the vendor's kernel does (its SASS loads and stores with UTMALDG.3D.MULTICAST and UTMASTG.3D, ours with the 2-D
 // forms: checks/ncu-vs-vendor-pages.tar.gz); an order of the tiles along a space-filling curve; more staging buffers.
@@ -244,6 +257,32 @@ __device__ __forceinline__ void stage_chunk(const float (&acc)[ACC], unsigned bu
     }
 }
 
+// STORE 2's form of stage_chunk for bf16 out: the calling warp's 16 rows of chunk q, four 8 x 8 matrices of bf16 a
+// stmatrix (the accumulators' layout is the instruction's: d[4 j + 2 h + e] is row 8 h + g, column 8 j + 2 t + e of the
+// warp's rows), so a row's 16 bytes of a column group go out in one piece. Lane l gives the address of row l % 8 of
+// matrix l / 8: matrices 0 and 1 are column group jj, rows 0-7 and 8-15; 2 and 3 are group jj + 1.
+template <int ROW, int ACC>
+__device__ __forceinline__ void stage_warp_rows_bf16(const float (&acc)[ACC], unsigned buffer, int q)
+{
+    constexpr int GROUPS = ROW / 16;                  // 8-column groups in a chunk's row
+    static_assert(GROUPS % 2 == 0, "two column groups a stmatrix");
+    const int lane = threadIdx.x % 32;
+    const int warp = (threadIdx.x / 32) % 4;
+    const int r = 16 * warp + lane % 8 + 8 * ((lane / 8) % 2);
+    const int group_step = lane / 16;
+#pragma unroll
+    for (int jj = 0; jj < GROUPS; jj += 2) {
+        const int j = q * GROUPS + jj;
+        const unsigned at = buffer + swizzled_offset<ROW>(r, jj + group_step);
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                     ::"r"(at), "r"(bf16_bits(acc[4 * j]) | (bf16_bits(acc[4 * j + 1]) << 16)),
+                       "r"(bf16_bits(acc[4 * j + 2]) | (bf16_bits(acc[4 * j + 3]) << 16)),
+                       "r"(bf16_bits(acc[4 * j + 4]) | (bf16_bits(acc[4 * j + 5]) << 16)),
+                       "r"(bf16_bits(acc[4 * j + 6]) | (bf16_bits(acc[4 * j + 7]) << 16))
+                     : "memory");
+    }
+}
+
 template <int ELEM, int BT, int STAGES, int GROUP, int OUT, int CM, int STORE, int CWG = 2, int BN = 256, int CN = 1>
 __global__ void __launch_bounds__(128 * (CWG + 1), 1)
 gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
@@ -266,7 +305,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
     constexpr int RANKS = CM * CN;                     // blocks of a cluster: CM tile rows by CN tile columns
     constexpr int RELEASES = 4 * CWG * RANKS;          // lane 0 of each consumer warp of every rank
-    constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1: a staging buffer, for a chunk of 64 rows x 128 bytes
+    constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1, 2: a staging buffer, a chunk of 64 rows x 128 bytes
     // A chunk's rows are 128 bytes, or 64 where a slab's row is an odd number of 64-byte halves (bf16 at BN 96).
     constexpr int CHUNK_ROW = BN * OUT / 8 % 128 == 0 ? 128 : 64;
     constexpr int CHUNKS = BN * OUT / 8 / CHUNK_ROW;   // chunks in a warpgroup's 64 x BN slab
@@ -280,7 +319,8 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     static_assert(CN == 1 || CN == 2 || CN == 4, "clusters of 1, 2 or 4 blocks along N");
     static_assert(RANKS <= 8, "a cluster of at most 8 blocks (the portable size)");
     static_assert(TM % (8 * CN) == 0, "each rank's share of the A tile is whole 8-row swizzle groups");
-    static_assert(STORE == 0 || STORE == 1, "stores from registers (0) or through the copy engine (1)");
+    static_assert(STORE >= 0 && STORE <= 2, "stores from registers (0) or through the copy engine (1 a warpgroup's "
+                                            "chunk a copy, 2 a warp's rows of it)");
     static_assert(CWG >= 1 && CWG <= 3, "1, 2 or 3 consumer warpgroups");
     static_assert(BN == 256 || BN == 192 || BN == 128 || BN == 96 || BN == 64,
                   "a tile 256, 192, 128, 96 or 64 columns wide");
@@ -290,8 +330,9 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                                         "of at most 96");
 
     extern __shared__ unsigned char smem_raw[];
-    // STORE 1: 2 staging buffers a consumer warpgroup, between the stages and the barriers
-    const RingLayout<STAGES, STAGE_BYTES, STORE * 2 * CWG * CHUNK_BYTES> ring(shared_address(smem_raw));
+    // STORE 1 and 2: 2 staging buffers a consumer warpgroup, between the stages and the barriers
+    constexpr int STAGING_BYTES = (STORE == 0 ? 0 : 2 * CWG * CHUNK_BYTES);
+    const RingLayout<STAGES, STAGE_BYTES, STAGING_BYTES> ring(shared_address(smem_raw));
     const unsigned staging = ring.gap();
 
     const int tid = threadIdx.x;
@@ -311,7 +352,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     if (tid == 32) {                                   // beside thread 0's ring_init, before the first copies
         prefetch_tensor_map(map_a);
         prefetch_tensor_map(map_b);
-        if constexpr (STORE == 1) {
+        if constexpr (STORE != 0) {
             prefetch_tensor_map(map_c);
         }
     }
@@ -384,6 +425,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
 
     const int consumer = warpgroup - 1;
     const bool leader = tid % 128 == 0;                // STORE 1: the thread that hands chunks to the copy engine
+    const bool lane0 = tid % 32 == 0;                  // STORE 2: the thread of each warp that does
     int local = 0;                                     // the block's tiles so far
     for (int index = first; index < units; index += step, ++local) {
         const int2 unit = swizzled_tile_of<GROUP>(index, unit_columns, unit_rows);
@@ -403,6 +445,31 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         const int col0 = (unit.x * CN + column_rank) * BN;
         if constexpr (STORE == 0) {
             store_tile<OUT>(acc, C, M, N, row0, col0);
+        } else if constexpr (STORE == 2) {
+            // Each warp writes its own 16 rows of the chunk and hands them to the copy engine itself (box [16, chunk
+            // columns]): no warp of the warpgroup waits for another, where STORE 1 meets at a named barrier twice a
+            // chunk. A warp's rows start 16 ROW bytes into the buffer, a multiple of the swizzle's repeat.
+            const int warp = (tid / 32) % 4;
+#pragma unroll
+            for (int q = 0; q < CHUNKS; ++q) {
+                const int chunk = CHUNKS % 2 == 0 ? q : local * CHUNKS + q;   // as STORE 1, below
+                const unsigned buffer = staging + (2 * consumer + chunk % 2) * CHUNK_BYTES;
+                if (lane0) {
+                    bulk_wait_read<1>();               // this warp's store two back (from this buffer) has read it
+                }
+                __syncwarp();
+                if constexpr (OUT == 16) {
+                    stage_warp_rows_bf16<CHUNK_ROW>(acc, buffer, q);
+                } else {
+                    stage_chunk<OUT, CHUNK_ROW>(acc, buffer, q);   // writes only the calling warp's rows
+                }
+                fence_proxy_async();                   // each lane's writes before the copy engine's reads
+                __syncwarp();
+                if (lane0) {
+                    tma_store_2d(map_c, buffer + 16 * warp * CHUNK_ROW, col0 + q * CHUNK_COLUMNS, row0 + 16 * warp);
+                    bulk_commit();
+                }
+            }
         } else {
 #pragma unroll
             for (int q = 0; q < CHUNKS; ++q) {
@@ -425,7 +492,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
             }
         }
     }
-    if (STORE == 1 && leader) {
+    if ((STORE == 1 && leader) || (STORE == 2 && lane0)) {
         // The block's shared memory must outlive the copy engine's reads of the last chunks; their writes to C
         // complete with the grid, so the block need not wait for them too.
         bulk_wait_read<0>();

@@ -77,15 +77,16 @@ def test_the_dispatch_table_gives_work_to_the_sms_that_wide_tiles_alone_would_le
 
 
 def test_the_large_shapes_of_the_bf16_out_and_tf32_tables_run_v15_with_b_multicast_beyond_m_4096():
-    # bf16 out: C through the copy engine, B multicast to a cluster of two once M passes 4096; TF32: a cluster of
-    # two throughout (specs/sweep-v15.yaml's runs, docs/performance.md)
+    # bf16 out: C through the copy engine, B multicast to a cluster of two once M passes 4096, where each warp stores
+    # its own rows; TF32: a cluster of two throughout (specs/sweep-v15.yaml's and sweep-v15-epilogue.yaml's runs,
+    # docs/performance.md)
     kernels = {k.name: k for k in SUITE.kernels}
     large = [s for s in SUITE.shapes if s.M > 128 and -(-s.N // 256) * -(-s.M // 128) >= 3 * SM_COUNT // 2]
     assert {s.label for s in large} == {"8192x1024x8192", "4096x14336x4096", "4096x4096x14336", "4096x4096x4096",
                                         "8192x8192x8192"}
     for shape in large:
         bf16 = select_kernel(kernels["v13-bf16-out"], SUITE.dispatch["v13-bf16-out"], shape, kernels)
-        assert bf16.name == "v15-bf16-out" and bf16.params["STORE"] == 1, shape.label
+        assert bf16.name == "v15-bf16-out" and bf16.params["STORE"] == (2 if shape.M > 4096 else 1), shape.label
         assert bf16.params["CM"] == (2 if shape.M > 4096 else 1), shape.label
         tf32 = select_kernel(kernels["v13-tf32"], SUITE.dispatch["v13-tf32"], shape, kernels)
         assert tf32.name == "v15-tf32" and tf32.params["CM"] == 2, shape.label
@@ -118,9 +119,29 @@ def test_the_v15_sweep_compiles_and_plans_offline(capsys):
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{forms + 3} ok, 0 INVALID"   # and v13 in 3 types
 
 
+def test_the_v15_epilogue_sweep_plans_each_warps_stores_through_a_box_of_its_16_rows(capsys):
+    # STORE 1 hands a warpgroup's 64 rows of a chunk to the copy engine, STORE 2 each warp's 16: C's map must follow,
+    # on the 96-column tile (32-column chunks, 64-byte swizzle) and the 256-column one (64-column chunks).
+    spec = SPECS / "sweep-v15-epilogue.yaml"
+    assert main(["plan", str(spec), "--arch", "sm_90a", "-s", "1001x520x776"]) == EXIT_OK
+    lines = capsys.readouterr().out.rstrip().splitlines()
+    assert lines[-1] == "14 ok, 0 INVALID"                      # 6 kernels x STORE 1, 2 (one of them x CM 1, 2)
+    boxes = {}
+    for line in lines:
+        if ": tensor map map_c:" in line:
+            form, _, text = line.partition(" at 1001x520x776: tensor map map_c: ")
+            boxes[form] = text.split(", box ")[1].split(" (")[0]
+    store = {form: form.split("STORE=")[1][0] for form in boxes}
+    assert sorted(store.values()) == ["1"] * 7 + ["2"] * 7
+    for form, box in boxes.items():
+        columns = "32" if "BN=96" in form else "64"
+        assert box == f"{{{columns}, {64 if store[form] == '1' else 16}}}", (form, box)
+
+
 @pytest.mark.parametrize("module, forms", [
-    ("test_gpu_v15", 71),     # clusters of four, wholly empty ranks, narrow tiles, 192-row and -column ones, 96-column
-                              # ones (B and C in 64-byte-swizzled boxes) and clusters of tile rows by tile columns
+    ("test_gpu_v15", 93),     # clusters of four, wholly empty ranks, narrow tiles, 192-row and -column ones, 96-column
+                              # ones (B and C in 64-byte-swizzled boxes), clusters of tile rows by tile columns, and
+                              # both copy-engine epilogues
     ("test_gpu_v16", 16),     # full grids (blocks with empty ranges) among them
 ])
 def test_the_forms_of_a_gpu_test_plan_offline(module, forms, tmp_path, capsys):
