@@ -63,6 +63,24 @@
 //    SMs' FMA pipes fed without more, smaller, less efficient tiles, and C is
 //    written once (no atomics, no workspace).
 //
+// 6. SPREAD 1: a tile's copies spread over the k steps of the tile before it instead of one burst after the barrier.
+//    Nsight Compute beside cuBLAS's own SIMT kernel at 4096^3 (checks/ncu-vs-vendor-v8.log.gz, one launch each at
+//    1.98 GHz: 2.852 against 2.683 ms) finds the same FFMAs and as many 4-byte cp.async copies on both sides, but the
+//    vendor's warps issue 0.90 instructions a cycle per scheduler against v8's 0.83; v8's stall samples fall more on
+//    its copies (4.8% against 0.6%, with lg_throttle, the queue of global accesses full, at 3.2%), on dispatch (6.2%
+//    against 4.6%) and on long scoreboard (3.1% against 1.0%). The vendor issues its copies through its k loop; v8
+//    issued a tile's 24 a thread at once. With SPREAD 1 the ring's first STAGES - 1 tiles are issued before the loop,
+//    and during tile kt the copies of tile kt + STAGES - 1 go to the slot tile kt - 1 used, a part at each k step
+//    between the shared loads and the FFMAs (at most ceil(24 / 15) = 2 a step at 128 x 256), committed before the
+//    wait: still one group a tile, so the waits count as before, with one tile less of lead. Predicted: the copies'
+//    and the long-scoreboard stalls go, 2-4% at 4096^3 and 8192^3. Measured, each pair in 3 rounds
+//    (specs/sweep-v8-copies.yaml; checks/v8-copies-*.json.gz): SPREAD 1 lost 12-17 points in every configuration,
+//    81.5% against 93.9% of cuBLAS at 4096^3, 82.9% against 96.4% at 8192^3, 74.6-83.1% against 89.5-98.4% for the
+//    small ones. So the burst is not what holds v8 back; why spreading costs this much was not profiled (the copies
+//    sit between a k step's shared loads and its FFMAs, and the ring's lead is one tile shorter). The specs keep
+//    SPREAD 0, which compiles to the same machine code as v8 before the parameter (cuobjdump, instruction by
+//    instruction, in all three configurations of specs/fast.yaml).
+//
 // Copies (4-byte cp.async with zero-fill through src-size 0, any K and N), the
 // padded conflict-free shared layouts, the lane layout and the guarded
 // epilogue (16-byte stores of C when N % 4 == 0) are otherwise v7's.
@@ -93,7 +111,7 @@
 #include "cp_async.cuh"
 #include "tile_io.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int GROUP, int KSPLIT>
+template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, int STAGES, int GROUP, int KSPLIT, int SPREAD = 0>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32 * KSPLIT)
 sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
 {
@@ -113,6 +131,7 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
     static_assert(BK % (NT / 32) == 0 && BN % 32 == 0, "B copy: each warp copies whole rows of 32-column groups");
     static_assert(STAGES >= 2 && GROUP >= 1, "at least double buffering");
     static_assert(KSPLIT >= 1 && BK % KSPLIT == 0 && BKS % 2 == 0, "k-groups take an even number of k rows per tile");
+    static_assert(SPREAD == 0 || SPREAD == 1, "a tile's copies in one burst (0) or spread over the k steps (1)");
 
     extern __shared__ __align__(16) float smem[];     // STAGES x { a_tile[BK][BM + 4], b_tile[BK][BN] }
 
@@ -163,8 +182,10 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
     const float* b_src = B + warp * N + block_col + lane;
     const unsigned b_dst0 = smem_base + (A_FLOATS + warp * BN + (lane ^ 1)) * 4;
 
-    // Issue the copies of K-tile `tile` into ring slot `slot` (no commit).
-    auto load_tile = [&](int slot, int tile) {
+    // Issue the copies of K-tile `tile` into ring slot `slot` (no commit): the thread's copy c (A's first, then B's)
+    // where c % parts == part, or every one at part -1. part and parts are constants wherever it is called.
+    constexpr int A_COPIES = A_G * A_J;
+    auto load_tile = [&](int slot, int tile, int part, int parts) {
         const int k0 = tile * BK;
         const unsigned slot_bytes = slot * STAGE_FLOATS * 4;
 #pragma unroll
@@ -172,8 +193,10 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
             const bool k_ok = k0 + a_kk + 8 * g < K;
 #pragma unroll
             for (int j = 0; j < A_J; ++j) {
-                cp_async_4(a_dst0 + slot_bytes + ((8 * g) * A_STRIDE + j * A_ROWS) * 4,
-                           a_src[j] + k0 + 8 * g, (a_ok[j] && k_ok) ? 4 : 0);
+                if (part < 0 || (g * A_J + j) % parts == part) {
+                    cp_async_4(a_dst0 + slot_bytes + ((8 * g) * A_STRIDE + j * A_ROWS) * 4,
+                               a_src[j] + k0 + 8 * g, (a_ok[j] && k_ok) ? 4 : 0);
+                }
             }
         }
 #pragma unroll
@@ -183,8 +206,10 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
             const float* src = b_src + dk * N;
 #pragma unroll
             for (int m = 0; m < B_M; ++m) {
-                cp_async_4(b_dst0 + slot_bytes + (q * NWARPS * BN + 32 * m) * 4, src + 32 * m,
-                           (k_ok && b_col_ok[m]) ? 4 : 0);
+                if (part < 0 || (A_COPIES + q * B_M + m) % parts == part) {
+                    cp_async_4(b_dst0 + slot_bytes + (q * NWARPS * BN + 32 * m) * 4, src + 32 * m,
+                               (k_ok && b_col_ok[m]) ? 4 : 0);
+                }
             }
         }
     };
@@ -228,26 +253,43 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
         }
     };
 
+    // SPREAD 0 issues tiles 0 .. STAGES-1 first and refills a slot right after the barrier that frees it, all of a
+    // tile's copies at once. SPREAD 1 issues tiles 0 .. STAGES-2 first; during tile kt it issues tile kt + STAGES - 1
+    // into the slot tile kt - 1 used (free since the barrier that ended tile kt - 1; at kt = 0 the last slot, not yet
+    // used), a part of its copies at each k step between the shared loads and the FFMAs, and commits it before the
+    // wait: a tile's copies no longer queue up behind each other in one burst. Either way group g holds tile g, so
+    // the wait for tile kt + 1 allows STAGES - 2 groups in flight.
+    constexpr int LEAD = SPREAD ? STAGES - 1 : STAGES;   // tiles issued before the first multiply
     const int ktiles = (K + BK - 1) / BK;
-    cp_async_first_tiles<STAGES>(ktiles, load_tile);
-    cp_async_wait<STAGES - 1>();   // tile 0 (group 0) has landed
+    cp_async_first_tiles<LEAD>(ktiles, [&](int s, int tile) { load_tile(s, tile, -1, 1); });
+    cp_async_wait<LEAD - 1>();     // tile 0 (group 0) has landed
     __syncthreads();
     load_frags(0, 0, 0);
 
     int slot = 0;                  // ring slot of tile kt
     for (int kt = 0; kt < ktiles; ++kt) {
+        const int refill_slot = slot == 0 ? STAGES - 1 : slot - 1;
+        const bool refill = SPREAD && kt + STAGES - 1 < ktiles;
 #pragma unroll
         for (int k = 0; k < BKS - 1; ++k) {
             load_frags((k + 1) % 2, slot, k + 1);
+            if (SPREAD && refill) {
+                load_tile(refill_slot, kt + STAGES - 1, k, BKS - 1);
+            }
             fma_frags(k % 2);
+        }
+        if (SPREAD) {
+            cp_async_commit();         // tile kt + STAGES - 1 (empty past the last tile)
         }
         // Every thread has read its last fragments of this slot (its last k is in registers).
         cp_async_wait<STAGES - 2>();   // tile kt + 1 (group kt + 1) has landed
         __syncthreads();               // for every thread; and nobody reads slot `slot` any more
-        if (kt + STAGES < ktiles) {
-            load_tile(slot, kt + STAGES);
+        if (!SPREAD) {
+            if (kt + STAGES < ktiles) {
+                load_tile(slot, kt + STAGES, -1, 1);
+            }
+            cp_async_commit();
         }
-        cp_async_commit();
         const int next = slot + 1 == STAGES ? 0 : slot + 1;
         if (kt + 1 < ktiles) {
             load_frags(BKS % 2, next, 0);
