@@ -49,7 +49,7 @@
 //   their writes to land (they complete with the grid).
 // - STORE 2: as STORE 1, in the same buffers, but each warp stages its own 16 rows of a chunk (bf16 with stmatrix,
 //   four 8 x 8 matrices an instruction, whose fragment layout is the accumulators') and hands them to the copy engine
-//   itself (box [16, chunk columns]; a warp's rows start 16 row widths into the buffer, a multiple of the swizzle's
+//   itself (box [16, chunk columns]; warp w's rows start 16 w row widths into the buffer, a multiple of the swizzle's
 //   repeat, so the swizzle is the same). Before it rewrites a buffer a warp waits only for its own store two chunks
 //   back: no warp waits for another, where STORE 1's warpgroup meets at a named barrier twice a chunk.
 //
@@ -448,7 +448,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         } else if constexpr (STORE == 2) {
             // Each warp writes its own 16 rows of the chunk and hands them to the copy engine itself (box [16, chunk
             // columns]): no warp of the warpgroup waits for another, where STORE 1 meets at a named barrier twice a
-            // chunk. A warp's rows start 16 ROW bytes into the buffer, a multiple of the swizzle's repeat.
+            // chunk. Warp w's rows start 16 w CHUNK_ROW bytes into the buffer, a multiple of the swizzle's repeat.
             const int warp = (tid / 32) % 4;
 #pragma unroll
             for (int q = 0; q < CHUNKS; ++q) {
