@@ -273,7 +273,7 @@ sgemm_tuned(const float* A, const float* B, float* C, int M, int N, int K)
 #pragma unroll
         for (int k = 0; k < BKS - 1; ++k) {
             load_frags((k + 1) % 2, slot, k + 1);
-            if (SPREAD && refill) {
+            if (refill) {
                 load_tile(refill_slot, kt + STAGES - 1, k, BKS - 1);
             }
             fma_frags(k % 2);

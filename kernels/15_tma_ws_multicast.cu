@@ -424,8 +424,8 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     }
 
     const int consumer = warpgroup - 1;
-    const bool leader = tid % 128 == 0;                // STORE 1: the thread that hands chunks to the copy engine
-    const bool lane0 = tid % 32 == 0;                  // STORE 2: the thread of each warp that does
+    // The thread that hands chunks to the copy engine: one a warpgroup (STORE 1), or one a warp (STORE 2).
+    const bool issuer = tid % (STORE == 2 ? 32 : 128) == 0;
     int local = 0;                                     // the block's tiles so far
     for (int index = first; index < units; index += step, ++local) {
         const int2 unit = swizzled_tile_of<GROUP>(index, unit_columns, unit_rows);
@@ -445,32 +445,19 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         const int col0 = (unit.x * CN + column_rank) * BN;
         if constexpr (STORE == 0) {
             store_tile<OUT>(acc, C, M, N, row0, col0);
-        } else if constexpr (STORE == 2) {
-            // Each warp writes its own 16 rows of the chunk and hands them to the copy engine itself (box [16, chunk
-            // columns]): no warp of the warpgroup waits for another, where STORE 1 meets at a named barrier twice a
-            // chunk. Warp w's rows start 16 w CHUNK_ROW bytes into the buffer, a multiple of the swizzle's repeat.
-            const int warp = (tid / 32) % 4;
-#pragma unroll
-            for (int q = 0; q < CHUNKS; ++q) {
-                const int chunk = CHUNKS % 2 == 0 ? q : local * CHUNKS + q;   // as STORE 1, below
-                const unsigned buffer = staging + (2 * consumer + chunk % 2) * CHUNK_BYTES;
-                if (lane0) {
-                    bulk_wait_read<1>();               // this warp's store two back (from this buffer) has read it
-                }
-                __syncwarp();
-                if constexpr (OUT == 16) {
-                    stage_warp_rows_bf16<CHUNK_ROW>(acc, buffer, q);
-                } else {
-                    stage_chunk<OUT, CHUNK_ROW>(acc, buffer, q);   // writes only the calling warp's rows
-                }
-                fence_proxy_async();                   // each lane's writes before the copy engine's reads
-                __syncwarp();
-                if (lane0) {
-                    tma_store_2d(map_c, buffer + 16 * warp * CHUNK_ROW, col0 + q * CHUNK_COLUMNS, row0 + 16 * warp);
-                    bulk_commit();
-                }
-            }
         } else {
+            // STORE 1: the warpgroup stages a chunk, meets at its named barrier and its leader hands the chunk over.
+            // STORE 2: each warp stages its own 16 rows of the chunk and hands them over itself (box [16, chunk
+            // columns]), so that no warp of the warpgroup waits for another; warp w's rows start 16 w CHUNK_ROW bytes
+            // into the buffer, a multiple of the swizzle's repeat.
+            const int part_row = STORE == 1 ? 0 : 16 * ((tid / 32) % 4);   // the first row the issuer hands over
+            const auto meet = [&] {
+                if constexpr (STORE == 1) {
+                    named_barrier_sync(1 + consumer, 128);
+                } else {
+                    __syncwarp();
+                }
+            };
 #pragma unroll
             for (int q = 0; q < CHUNKS; ++q) {
                 // The warpgroup's chunks alternate between its two buffers across tiles too: with an odd number of
@@ -478,21 +465,25 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
                 // in the buffer of the last tile's last one, which the copy engine may still be reading.
                 const int chunk = CHUNKS % 2 == 0 ? q : local * CHUNKS + q;
                 const unsigned buffer = staging + (2 * consumer + chunk % 2) * CHUNK_BYTES;
-                if (leader) {
-                    bulk_wait_read<1>();               // the chunk two back (this buffer's last) has been read
+                if (issuer) {
+                    bulk_wait_read<1>();               // its store two back (from this buffer) has read it
                 }
-                named_barrier_sync(1 + consumer, 128);
-                stage_chunk<OUT, CHUNK_ROW>(acc, buffer, q);
+                meet();
+                if constexpr (STORE == 2 && OUT == 16) {
+                    stage_warp_rows_bf16<CHUNK_ROW>(acc, buffer, q);
+                } else {
+                    stage_chunk<OUT, CHUNK_ROW>(acc, buffer, q);   // each warp writes only its own rows
+                }
                 fence_proxy_async();                   // these writes before the copy engine's reads
-                named_barrier_sync(1 + consumer, 128);
-                if (leader) {
-                    tma_store_2d(map_c, buffer, col0 + q * CHUNK_COLUMNS, row0);
+                meet();
+                if (issuer) {
+                    tma_store_2d(map_c, buffer + part_row * CHUNK_ROW, col0 + q * CHUNK_COLUMNS, row0 + part_row);
                     bulk_commit();
                 }
             }
         }
     }
-    if ((STORE == 1 && leader) || (STORE == 2 && lane0)) {
+    if (STORE != 0 && issuer) {
         // The block's shared memory must outlive the copy engine's reads of the last chunks; their writes to C
         // complete with the grid, so the block need not wait for them too.
         bulk_wait_read<0>();

@@ -83,14 +83,21 @@ def read_source(text: str) -> list[dict]:
     return [dict(zip(rows[0], row)) for row in rows[1:]]
 
 
+def stall_samples(row: dict) -> dict[str, float]:
+    """One instruction's samples by stall reason (all samples, not only those where no warp issued)."""
+    return {name.removeprefix("stall_"): number(value) or 0.0 for name, value in row.items()
+            if name.startswith("stall_") and "Not Issued" not in name}
+
+
 def stall_shares(instructions: list[dict]) -> list[tuple[str, float]]:
     """Each stall reason's share of all samples (percent), largest first."""
-    reasons = [name for name in (instructions[0] if instructions else {})
-               if name.startswith("stall_") and "Not Issued" not in name]
-    totals = {reason: sum(number(row.get(reason)) or 0.0 for row in instructions) for reason in reasons}
+    totals: dict[str, float] = {}
+    for row in instructions:
+        for reason, value in stall_samples(row).items():
+            totals[reason] = totals.get(reason, 0.0) + value
     every = sum(totals.values())
-    return sorted(((reason.removeprefix("stall_"), 100.0 * value / every) for reason, value in totals.items()
-                   if value > 0), key=lambda item: -item[1]) if every else []
+    return sorted(((reason, 100.0 * value / every) for reason, value in totals.items() if value > 0),
+                  key=lambda item: -item[1]) if every else []
 
 
 def top_instructions(instructions: list[dict], count: int = 6) -> list[tuple[float, str, str, str]]:
@@ -99,8 +106,7 @@ def top_instructions(instructions: list[dict], count: int = 6) -> list[tuple[flo
     ranked = sorted(instructions, key=lambda row: -(number(row.get(SAMPLES)) or 0.0))[:count]
     found = []
     for row in ranked:
-        reasons = {name.removeprefix("stall_"): number(value) or 0.0 for name, value in row.items()
-                   if name.startswith("stall_") and "Not Issued" not in name}
+        reasons = stall_samples(row)
         main = max(reasons, key=reasons.get) if reasons else "-"
         share = 100.0 * (number(row.get(SAMPLES)) or 0.0) / every if every else 0.0
         found.append((share, row.get("Instructions Executed", ""), " ".join((row.get("Source") or "").split()), main))
