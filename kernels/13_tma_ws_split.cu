@@ -163,6 +163,15 @@ __device__ __forceinline__ void cluster_sync()
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+// The cluster's first meeting, once each block's barriers are made and fenced (ring_init's fence.mbarrier_init): every
+// thread arrives relaxed, as that fence is made for, then waits for all of them. A release arrival would put a
+// GPU-wide memory barrier (MEMBAR.ALL.GPU) in every warp at the kernel's start, to order writes there are none of.
+__device__ __forceinline__ void cluster_sync_barriers_made()
+{
+    __syncwarp();
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 __device__ __forceinline__ unsigned cluster_rank()
 {
     unsigned rank;
@@ -291,28 +300,61 @@ __device__ __forceinline__ void release_stage(unsigned empty_barrier)
     }
 }
 
+// The k steps (32 bytes of K each, KSTEPS a K-tile) of the last K-tile of K that hold any of it. The copy engine
+// fills the rest of that K-tile with zeros, whose multiplies need not run: where K is 8 past a multiple of the K-tile,
+// as in all the suite's awkward shapes, the tile's last K-tile takes one k step instead of four.
+template <int ELEM, int KSTEPS>
+__device__ __forceinline__ int tail_ksteps(int K)
+{
+    constexpr int STEP = 256 / ELEM;                   // elements a k step
+    constexpr int BK = KSTEPS * STEP;
+    const int tail = K - (K - 1) / BK * BK;            // 1 .. BK elements in the last K-tile
+    return (tail + STEP - 1) / STEP;
+}
+
+// A number of k steps known to the compiler, so that each count's K-tile is straight-line code.
+template <int N>
+struct KSteps {
+    static constexpr int value = N;
+};
+
 // A consumer warpgroup's K loop over one tile: K-tiles it .. it + count - 1 of the ring (counted over the block's
-// tiles), each awaited, multiplied by `k_step(stage, s)` for its KSTEPS steps and released (release_stage<RANKS>)
-// once the wgmmas of the next are issued; the tile's last stage is released when its wgmmas are done, before the
-// epilogue.
+// tiles), each awaited, multiplied by `k_step(stage, s)` for its KSTEPS steps (the last K-tile for its `last_steps`:
+// tail_ksteps where it is K's last) and released (release_stage<RANKS>) once the wgmmas of the next are issued; the
+// tile's last stage is released when its wgmmas are done, before the epilogue. The last K-tile has a copy of the
+// loop's body for each number of steps: with the wgmmas of one K-tile under a condition on a step, ptxas serialises
+// every wgmma of the kernel.
 template <int KSTEPS, int RANKS = 1, int STAGES, int STAGE_BYTES, int GAP_BYTES, int ACC, typename KStep>
 __device__ __forceinline__ void consume_ktiles(float (&acc)[ACC],
                                                const RingLayout<STAGES, STAGE_BYTES, GAP_BYTES>& ring, int it,
-                                               int count, KStep k_step)
+                                               int count, KStep k_step, int last_steps = KSTEPS)
 {
+    static_assert(KSTEPS == 4, "a short last K-tile below has 1 to 3 steps");
     const int lane = threadIdx.x % 32;
-    for (int kt = 0; kt < count; ++kt, ++it) {
+    const auto ktile = [&](auto steps, int kt) {
         const int slot = it % STAGES;
         mbarrier_wait(ring.full_bar(slot), (it / STAGES) & 1);
         wgmma_fence();
 #pragma unroll
-        for (int s = 0; s < KSTEPS; ++s) {
+        for (int s = 0; s < decltype(steps)::value; ++s) {
             k_step(ring.stage(slot), s);
         }
         wgmma_commit();
         wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
         if (kt >= 1 && lane == 0) {
             release_stage<RANKS>(ring.empty_bar((it - 1) % STAGES));
+        }
+        ++it;
+    };
+    const int whole = last_steps == KSTEPS ? count : count - 1;   // K-tiles of all KSTEPS steps
+    for (int kt = 0; kt < whole; ++kt) {
+        ktile(KSteps<KSTEPS>(), kt);
+    }
+    if (whole < count) {
+        switch (last_steps) {
+        case 1: ktile(KSteps<1>(), whole); break;
+        case 2: ktile(KSteps<2>(), whole); break;
+        default: ktile(KSteps<3>(), whole); break;
         }
     }
     wgmma_wait<0>();
@@ -389,7 +431,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
-    const int warpgroup = tid / 128;
+    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
     const int tile_columns = (N + BN - 1) / BN;
     const int tile_rows = (M + TM - 1) / TM;
     const int tiles = tile_columns * tile_rows;
@@ -397,6 +439,8 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     const ClusterSlice<SPLITS> slice(ktiles);
     const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
     const int first = slice.first, step = slice.step;
+    // the k steps of this block's last K-tile of a tile: fewer where its slice ends K
+    const int last_steps = kt_begin + kt_count == ktiles ? tail_ksteps<ELEM, KSTEPS>(K) : KSTEPS;
     ring_init<STAGES>(ring.full, ring.empty, RELEASES);
 
     if (warpgroup == 0) {
@@ -451,7 +495,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
         }
         consume_ktiles<KSTEPS>(acc, ring, local * kt_count, kt_count, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
-        });
+        }, last_steps);
         const int row0 = tile.y * TM + 64 * consumer;
         const int col0 = tile.x * BN;
         if constexpr (SPLITS == 1) {

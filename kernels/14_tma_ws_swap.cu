@@ -142,13 +142,15 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
-    const int warpgroup = tid / 128;
+    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
     const int tile_columns = (N + TN - 1) / TN;
     const int tiles = tile_columns * ((M + MT - 1) / MT);
     const int ktiles = (K + BK - 1) / BK;
     const ClusterSlice<SPLITS> slice(ktiles);
     const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
     const int first = slice.first, step = slice.step;
+    // the k steps of this block's last K-tile of a tile: fewer where its slice ends K
+    const int last_steps = kt_begin + kt_count == ktiles ? tail_ksteps<ELEM, KSTEPS>(K) : KSTEPS;
     ring_init<STAGES>(ring.full, ring.empty, RELEASES);
 
     if (warpgroup == 0) {
@@ -204,7 +206,7 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
         }
         consume_ktiles<KSTEPS>(acc, ring, local * kt_count, kt_count, [&](unsigned stage, int s) {
             swap_k_step<ELEM, BT, MT>(acc, stage + consumer * PANEL_BYTES, stage + B_BYTES, s);
-        });
+        }, last_steps);
         const int n0 = (index % tile_columns) * TN + 64 * consumer;
         const int m0 = (index / tile_columns) * MT;
         if constexpr (SPLITS > 1) {

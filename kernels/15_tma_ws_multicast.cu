@@ -336,7 +336,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     const unsigned staging = ring.gap();
 
     const int tid = threadIdx.x;
-    const int warpgroup = tid / 128;
+    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
     const ClusterPlace<RANKS> place;
     const int first = place.first, step = place.step;
     // The block's tile row in its unit, and its tile column (known to be 0 where CN is 1, so that those forms compile
@@ -358,7 +358,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     }
     ring_init<STAGES>(ring.full, ring.empty, RELEASES);
     if constexpr (RANKS > 1) {
-        cluster_sync();                                // every rank's barriers exist before a copy reaches them
+        cluster_sync_barriers_made();                  // every rank's barriers exist before a copy reaches them
     }
 
     if (warpgroup == 0) {
@@ -424,6 +424,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     }
 
     const int consumer = warpgroup - 1;
+    const int last_steps = tail_ksteps<ELEM, KSTEPS>(K);   // the k steps of a tile's last K-tile
     // The thread that hands chunks to the copy engine: one a warpgroup (STORE 1), or one a warp (STORE 2).
     const bool issuer = tid % (STORE == 2 ? 32 : 128) == 0;
     int local = 0;                                     // the block's tiles so far
@@ -436,7 +437,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
         }
         consume_ktiles<KSTEPS, RANKS>(acc, ring, local * ktiles, ktiles, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN, 2 * B_PANEL>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
-        });
+        }, last_steps);
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {
             acc[i] *= alpha;

@@ -140,7 +140,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
     const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
-    const int warpgroup = tid / 128;
+    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
     const int tile_columns = (N + BN - 1) / BN;
     const int tile_rows = (M + TM - 1) / TM;
     const int ktiles = (K + BK - 1) / BK;
@@ -191,6 +191,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
     for (long long unit = range_begin; unit < range_end;) {
         const Segment segment = segment_at(line, unit, range_end);
         const int count = segment.kt_end - segment.kt_begin;
+        const int last_steps = segment.kt_end == ktiles ? tail_ksteps<ELEM, KSTEPS>(K) : KSTEPS;   // K's end
         float acc[ACC];
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {
@@ -198,7 +199,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
         }
         consume_ktiles<KSTEPS>(acc, ring, it, count, [&](unsigned stage, int s) {
             wgmma_k_step<ELEM, BT, BN>(acc, stage + consumer * 64 * 128, stage + A_BYTES, s, B_BOX_BYTES);
-        });
+        }, last_steps);
         it += count;
         unit += count;
 

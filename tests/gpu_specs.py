@@ -11,6 +11,12 @@ from conftest import ROOT, TEST_KERNELS
 
 # K not a multiple of 4 in the first four (scalar paths); N and K multiples of 4 but not of any tile in the last
 AWKWARD_SHAPES = ["1x1x1", "7x5x3", "127x33x65", "1001x513x777", "129x132x68"]
+# K past its last whole K-tile by each number of k steps (32 bytes of K) the kernels of kernels/ multiply there:
+# bf16 tails of 48, 8, 24, 40 and 56 elements take 3, 1, 2, 3 and 4 steps, tf32 tails of 16, 8, 24, 8 and 24 take 2,
+# 1, 3, 1 and 3 (a whole K-tile, 4, is every other K-tile); fp8 (rows of whole 16 bytes) tails of 16, 48, 80 and 112
+# take 1 to 4. M past two tiles of 64 rows, N no multiple of a tile's width.
+K_TAIL_SHAPES = ["130x136x176", "130x136x200", "130x136x216", "130x136x232", "130x136x248"]
+K_TAIL_SHAPES_FP8 = ["130x136x144", "130x136x176", "130x136x208", "130x136x240"]
 QUICK_MEASURE = "measure: {warmup: 1, min_samples: 3, min_time_s: 0, timeout_s: 0.05}\n"
 
 

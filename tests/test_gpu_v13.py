@@ -14,7 +14,8 @@ from driver_gemm.specfile.dispatch import select_kernel
 from driver_gemm.status import Status
 
 from conftest import SPECS
-from gpu_specs import not_passing, statuses, tma_ws_kernel, verify_only, write_spec
+from gpu_specs import (K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, statuses, tma_ws_kernel, verify_only,
+                        write_spec)
 
 pytestmark = pytest.mark.gpu
 
@@ -57,6 +58,24 @@ KERNELS = "".join([
 def test_every_v13_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
     assert len(found) == 54 * len(SHAPES)          # bf16, bf16-out and tf32 12 configurations each, fp8 forms 6, 96: 6
+    assert not not_passing(found), not_passing(found)
+
+
+def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
+    # The last K-tile of K runs only its k steps that hold any of K (1 to 4); with a split, only the last rank's slice
+    # ends there.
+    kernels = "".join([
+        V13(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+            params="{ELEM: 16, BT: 0, CWG: 1, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 2], BN: 64}"),
+        V13(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+            params="{ELEM: 32, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 32, SPLITS: [1, 2], BN: 128}"),
+    ])
+    fp8 = V13(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+              b_box="[BN, 128]", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 2], "
+                                       "BN: 128}")
+    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels, K_TAIL_SHAPES))
+    found |= verify_only(write_spec(tmp_path / "fp8", fp8, K_TAIL_SHAPES_FP8))
+    assert len(found) == 4 * len(K_TAIL_SHAPES) + 2 * len(K_TAIL_SHAPES_FP8)
     assert not not_passing(found), not_passing(found)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import not_passing, tma_ws_kernel, verify_only, write_spec
+from gpu_specs import K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -37,4 +37,19 @@ KERNELS = "".join([
 def test_every_v14_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
     assert len(found) == 4 * 16 * len(SHAPES)      # 4 kernels x (2 widths x 2 splits x 4 heights)
+    assert not not_passing(found), not_passing(found)
+
+
+def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
+    kernels = "".join([
+        V14(name="bf16", types="{a: bf16, c: fp32}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+            params="{ELEM: 16, BT: 0, CWG: 1, STAGES: 4, OUT: 32, SPLITS: [1, 2], MT: 16}"),
+        V14(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[64 * CWG, 32]",
+            params="{ELEM: 32, BT: 1, CWG: 2, STAGES: 4, OUT: 32, SPLITS: [1, 2], MT: 8}"),
+    ])
+    fp8 = V14(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+              b_box="[64 * CWG, 128]", params="{ELEM: 8, BT: 1, CWG: 1, STAGES: 4, OUT: 16, SPLITS: [1, 2], MT: 64}")
+    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels, K_TAIL_SHAPES))
+    found |= verify_only(write_spec(tmp_path / "fp8", fp8, K_TAIL_SHAPES_FP8))
+    assert len(found) == 4 * len(K_TAIL_SHAPES) + 2 * len(K_TAIL_SHAPES_FP8)
     assert not not_passing(found), not_passing(found)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import not_passing, tma_ws_kernel, verify_only, write_spec
+from gpu_specs import K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -133,4 +133,24 @@ def test_the_copy_engine_epilogue_alternates_its_buffers_across_a_blocks_tiles(t
     # 65 x 33 tiles of 64 x 64, 22 x 11 of 192 x 192, 65 x 22 of 64 x 96
     found = verify_only(write_spec(tmp_path, kernels, ["4104x2064x208"]))
     assert len(found) == 10
+    assert not not_passing(found), not_passing(found)
+
+
+def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
+    # The suite's awkward forms (64 x 96 in clusters of 2 x 2, 192 x 192) and a cluster of two in tf32 and fp8.
+    kernels = "".join([
+        *entries([("bf16-out-96-2d", "bf16-out-96",
+                   "{ELEM: 16, BT: 0, STAGES: 8, GROUP: 8, OUT: 16, CM: 2, STORE: 2, CWG: 1, BN: 96, CN: 2}")],
+                 two_d=True),
+        *entries([("bf16-out-192", "bf16-out",
+                   "{ELEM: 16, BT: 0, STAGES: 3, GROUP: 8, OUT: 16, CM: 2, STORE: 1, CWG: 3, BN: 192}"),
+                  ("tf32", "tf32",
+                   "{ELEM: 32, BT: 1, STAGES: 4, GROUP: 8, OUT: 32, CM: 2, STORE: 1, CWG: 2, BN: 128}")],
+                 two_d=False),
+    ])
+    fp8 = "".join(entries([("fp8", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 2, CWG: 1, "
+                                          "BN: 128}")], two_d=False))
+    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels, K_TAIL_SHAPES))
+    found |= verify_only(write_spec(tmp_path / "fp8", fp8, K_TAIL_SHAPES_FP8))
+    assert len(found) == 3 * len(K_TAIL_SHAPES) + len(K_TAIL_SHAPES_FP8)
     assert not not_passing(found), not_passing(found)

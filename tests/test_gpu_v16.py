@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import not_passing, tma_ws_kernel, verify_only, write_spec
+from gpu_specs import K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, tma_ws_kernel, verify_only, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -46,4 +46,22 @@ KERNELS = "".join([
 def test_every_v16_form_passes_on_shapes_split_between_blocks(tmp_path):
     found = verify_only(write_spec(tmp_path, KERNELS, SHAPES))
     assert len(found) == 16 * len(SHAPES)        # bf16-out 6 forms, bf16 2, tf32 4, fp8 2, full grids 2
+    assert not not_passing(found), not_passing(found)
+
+
+def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
+    # Only the segment that ends a tile's K holds its last K-tile; the full grid splits these short tiles' K-tiles
+    # between blocks.
+    kernels = "".join([
+        V16(name="bf16-out", types="{a: bf16, c: bf16}", layout="NN", scales="", bk=64, b_box="[64, 64]",
+            grid="sm_count", params="{ELEM: 16, BT: 0, CWG: 1, STAGES: 4, GROUP: 8, OUT: 16, BN: 64}"),
+        V16(name="tf32", types="{a: tf32, c: fp32}", layout="NT", scales="", bk=32, b_box="[BN, 32]",
+            params="{ELEM: 32, BT: 1, CWG: 2, STAGES: 6, GROUP: 8, OUT: 32, BN: 128}"),
+    ])
+    fp8 = V16(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
+              b_box="[BN, 128]", grid="sm_count",
+              params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 3, GROUP: 16, OUT: 16, BN: 128}")
+    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels, K_TAIL_SHAPES))
+    found |= verify_only(write_spec(tmp_path / "fp8", fp8, K_TAIL_SHAPES_FP8))
+    assert len(found) == 2 * len(K_TAIL_SHAPES) + len(K_TAIL_SHAPES_FP8)
     assert not not_passing(found), not_passing(found)
