@@ -134,7 +134,37 @@
 // at 128x8192x8192 they run 64-column tiles unsplit (bf16 out, 94.7% against 81.6% for 256-column tiles split
 // 2 ways) and 128-column tiles split 2 ways (tf32, 98.5% against 83.9%), the winners of
 // checks/tune-m128-v13-*.json.gz.
-// Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py).
+//
+// The consumers' K loop (consume_ktiles, shared by v13 to v16). Nsight Compute's source pages beside the vendor's
+// kernel at 1001x520x776 (checks/ncu-vs-vendor-pages.tar.gz) show our consumers issuing about twice the vendor's
+// instructions a K-tile (about 100 against 45): the wgmma descriptors and the ring's slot built anew for every step
+// in ordinary registers, then moved to uniform ones (R2UR) for each wgmma, where the vendor's stay in uniform
+// registers. On 64- and 96-column tiles a K-tile's wgmmas take only 128 to 192 cycles, so those instructions are
+// not hidden behind them. Three changes:
+// - the warpgroup index is broadcast from lane 0 (__shfl_sync), so the compiler knows it is the same across a
+//   warp and keeps everything the consumers derive from it in uniform registers;
+// - the ring's slot and phase are carried from K-tile to K-tile, and each operand's descriptor is built once a
+//   K-tile and moved along K by adding to its address field (desc_advance);
+// - a tile's last K-tile runs only the k steps that hold any of K (tail_ksteps): the copy engine fills the rest
+//   with zeros. The suite's three awkward shapes have K 8 past a whole K-tile: one step instead of four.
+// Predicted: the loop of the 64 x 64 form shrinks from 91 instructions a K-tile to about 50 (cuobjdump: 66 after
+// the first change, 52 after the second); a few points on the narrow tiles, none on 256-column ones; the short
+// last K-tile about 4% at 4104x1032x200, whose last K-tile's wgmmas are on the critical path (a 192 x 192 tile's
+// K-tile is 1,152 cycles of them, of which it skips 864, about 0.4 us), and 1% at the other two.
+// Measured, bf16 out, the suite's forms, two runs of 3 rounds each alternating with the vendor row
+// (checks/consumer-loop-*.json.gz): % of cuBLASLt before -> after the tail steps, the relaxed cluster start (v15)
+// and the uniform index -> after the carried ring position and descriptors, and the kernel's median time:
+//   1024x512x1024    89.0, 89.0 -> 93.3, 93.5 -> 96.3, 96.2   (9.31 -> 8.96 -> 8.56 us)
+//   1001x520x776     87.3, 87.9 -> 89.8, 89.7 -> 92.1, 92.7   (9.81 -> 9.66 -> 9.25 us)
+//   127x4104x1032    91.1, 91.6 -> 93.3, 94.6 -> 94.1, 93.2   (11.14 -> 10.94 -> 10.77 us)
+//   4104x1032x200    88.4, 88.9 -> 90.7, 91.3 -> 91.8, 91.2   (13.39 -> 12.96 -> 12.80 us)
+// TF32 (v13-tf32's forms, before -> after, checks/consumer-loop-tf32-*.json.gz): 102.4 -> 104.3% at 1001x520x776,
+// 94.5 -> 95.3% at 127x4104x1032, and even at 4096^3 (v15, 256-column tiles: 104.0 / 100.6 -> 103.5 / 100.7%).
+// The narrow tiles gained more than predicted (7 points on the 64 x 64 tile), so (inferred, not profiled again) more
+// of their gap to the vendor's kernels lay in the consumers' instructions than the earlier profiles' top stall, the
+// wait for a stage to land, suggested.
+// Every form passes on shapes cut by M, N and K (tests/test_gpu_v13.py), and on K past its last whole K-tile by each
+// number of k steps in every type (K_TAIL_SHAPES).
 
 #include "12_bf16_tma_ws.cu"     // v12p's store_tile (and tma.cuh, wgmma.cuh)
 #include "wgmma_smem.cuh"       // SmemWgmma: every instruction v13 runs
@@ -147,11 +177,12 @@ template <int ELEM, int BT, int BN, int B_ROW = 128>
 __device__ __forceinline__ void wgmma_k_step(float (&acc)[BN / 2], unsigned a_tile, unsigned b_tile, int s,
                                              unsigned b_box_bytes)
 {
-    const unsigned long long a_desc = swizzled_desc<128>(a_tile + 32 * s);
+    const unsigned long long a_desc = desc_advance(swizzled_desc<128>(a_tile), 32 * s);
     if constexpr (BT == 0) {
-        SmemWgmma<ELEM, 0, 1, BN>::run(acc, a_desc, swizzled_desc_mn<B_ROW>(b_tile + 16 * B_ROW * s, b_box_bytes));
+        SmemWgmma<ELEM, 0, 1, BN>::run(acc, a_desc,
+                                       desc_advance(swizzled_desc_mn<B_ROW>(b_tile, b_box_bytes), 16 * B_ROW * s));
     } else {
-        SmemWgmma<ELEM, 0, 0, BN>::run(acc, a_desc, swizzled_desc<128>(b_tile + 32 * s));
+        SmemWgmma<ELEM, 0, 0, BN>::run(acc, a_desc, desc_advance(swizzled_desc<128>(b_tile), 32 * s));
     }
 }
 
@@ -331,20 +362,27 @@ __device__ __forceinline__ void consume_ktiles(float (&acc)[ACC],
 {
     static_assert(KSTEPS == 4, "a short last K-tile below has 1 to 3 steps");
     const int lane = threadIdx.x % 32;
+    // The ring position of K-tile it, carried from K-tile to K-tile rather than divided out of it each time.
+    int slot = it % STAGES;
+    unsigned phase = (it / STAGES) & 1;
+    int previous = 0;              // the slot of the K-tile before, released once this one's wgmmas are issued
     const auto ktile = [&](auto steps, int kt) {
-        const int slot = it % STAGES;
-        mbarrier_wait(ring.full_bar(slot), (it / STAGES) & 1);
+        mbarrier_wait(ring.full_bar(slot), phase);
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < decltype(steps)::value; ++s) {
             k_step(ring.stage(slot), s);
         }
         wgmma_commit();
-        wgmma_wait<1>();           // K-tile it - 1's wgmmas are done: its stage can be refilled
+        wgmma_wait<1>();           // the K-tile before's wgmmas are done: its stage can be refilled
         if (kt >= 1 && lane == 0) {
-            release_stage<RANKS>(ring.empty_bar((it - 1) % STAGES));
+            release_stage<RANKS>(ring.empty_bar(previous));
         }
-        ++it;
+        previous = slot;
+        if (++slot == STAGES) {
+            slot = 0;
+            phase ^= 1;
+        }
     };
     const int whole = last_steps == KSTEPS ? count : count - 1;   // K-tiles of all KSTEPS steps
     for (int kt = 0; kt < whole; ++kt) {
@@ -360,7 +398,7 @@ __device__ __forceinline__ void consume_ktiles(float (&acc)[ACC],
     wgmma_wait<0>();
     hold_registers(acc);
     if (count >= 1 && lane == 0) {  // the tile's last stage: free for the next tile's loads
-        release_stage<RANKS>(ring.empty_bar((it - 1) % STAGES));
+        release_stage<RANKS>(ring.empty_bar(previous));
     }
 }
 
@@ -431,6 +469,8 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
+    // From lane 0, so that the compiler knows it is one value a warp: what a warpgroup derives from it (its ring
+    // positions and descriptors) stays in uniform registers (see the header).
     const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
     const int tile_columns = (N + BN - 1) / BN;
     const int tile_rows = (M + TM - 1) / TM;

@@ -76,11 +76,11 @@
 template <int ELEM, int BT, int MT>
 __device__ __forceinline__ void swap_k_step(float (&acc)[MT / 2], unsigned columns, unsigned rows, int s)
 {
-    const unsigned long long b_desc = swizzled_desc<128>(rows + 32 * s);
+    const unsigned long long b_desc = desc_advance(swizzled_desc<128>(rows), 32 * s);
     if constexpr (BT == 0) {                           // bf16, B row-major: one 64-column panel, MN-major
-        SmemWgmma<ELEM, 1, 0, MT>::run(acc, desc_128b(columns + 2048 * s, 64 * 128, 1024), b_desc);
+        SmemWgmma<ELEM, 1, 0, MT>::run(acc, desc_advance(desc_128b(columns, 64 * 128, 1024), 2048 * s), b_desc);
     } else {
-        SmemWgmma<ELEM, 0, 0, MT>::run(acc, swizzled_desc<128>(columns + 32 * s), b_desc);
+        SmemWgmma<ELEM, 0, 0, MT>::run(acc, desc_advance(swizzled_desc<128>(columns), 32 * s), b_desc);
     }
 }
 
@@ -142,7 +142,7 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
-    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
+    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);   // one value a warp: see v13
     const int tile_columns = (N + TN - 1) / TN;
     const int tiles = tile_columns * ((M + MT - 1) / MT);
     const int ktiles = (K + BK - 1) / BK;

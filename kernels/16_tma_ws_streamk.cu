@@ -140,7 +140,7 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
     const RingLayout<STAGES, STAGE_BYTES> ring(shared_address(smem_raw));
 
     const int tid = threadIdx.x;
-    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);
+    const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);   // one value a warp: see v13
     const int tile_columns = (N + BN - 1) / BN;
     const int tile_rows = (M + TM - 1) / TM;
     const int ktiles = (K + BK - 1) / BK;
@@ -191,7 +191,8 @@ gemm_tma_ws_streamk(const __grid_constant__ TensorMap map_a, const __grid_consta
     for (long long unit = range_begin; unit < range_end;) {
         const Segment segment = segment_at(line, unit, range_end);
         const int count = segment.kt_end - segment.kt_begin;
-        const int last_steps = segment.kt_end == ktiles ? tail_ksteps<ELEM, KSTEPS>(K) : KSTEPS;   // K's end
+        // the k steps of the segment's last K-tile: fewer where it ends K
+        const int last_steps = segment.kt_end == ktiles ? tail_ksteps<ELEM, KSTEPS>(K) : KSTEPS;
         float acc[ACC];
 #pragma unroll
         for (int i = 0; i < ACC; ++i) {

@@ -64,6 +64,14 @@ __device__ __forceinline__ unsigned long long swizzled_desc(unsigned smem_byte_a
     return swizzled_desc_mn<ROW_BYTES>(smem_byte_addr, 16);
 }
 
+// The descriptor of the same operand `bytes` (a multiple of 16) further on in shared memory: its start address
+// field moved by bytes / 16, in the low word only. The field cannot carry into the next one: shared addresses stay
+// below 2^18 bytes. A k loop computes one descriptor an operand and moves it, instead of building each anew.
+__device__ __forceinline__ unsigned long long desc_advance(unsigned long long desc, unsigned bytes)
+{
+    return (desc & 0xFFFFFFFF00000000ull) | (static_cast<unsigned>(desc) + (bytes >> 4));
+}
+
 // Byte offset of 16-byte chunk c of row r in a tile of ROW_BYTES-long rows, in the layout the
 // 128- and 64-byte swizzles expect: bits 4.. of the offset are XORed with bits 7.. (as many
 // bits as a row has chunks), so the eight rows the tensor cores read together, or a warp's
