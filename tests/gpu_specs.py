@@ -80,6 +80,14 @@ def verify_only(spec_path: Path) -> dict:
     return statuses(run_spec(spec, options=RunOptions(time=False)))
 
 
+def verify_k_tails(tmp_path: Path, kernels_yaml: str, fp8_yaml: str) -> dict:
+    """verify_only of `kernels_yaml` (bf16 and tf32 entries) on K_TAIL_SHAPES and of `fp8_yaml` on K_TAIL_SHAPES_FP8,
+    each in a spec of its own: fp8 rows need K a multiple of 16. Needs a GPU."""
+    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels_yaml, K_TAIL_SHAPES))
+    found |= verify_only(write_spec(tmp_path / "fp8", fp8_yaml, K_TAIL_SHAPES_FP8))
+    return found
+
+
 def not_passing(found: dict) -> dict:
     """The entries of `statuses` whose case did not PASS."""
     from driver_gemm.status import Status

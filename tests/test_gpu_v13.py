@@ -14,8 +14,8 @@ from driver_gemm.specfile.dispatch import select_kernel
 from driver_gemm.status import Status
 
 from conftest import SPECS
-from gpu_specs import (K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, statuses, tma_ws_kernel, verify_only,
-                        write_spec)
+from gpu_specs import (K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, statuses, tma_ws_kernel, verify_k_tails,
+                        verify_only, write_spec)
 
 pytestmark = pytest.mark.gpu
 
@@ -73,8 +73,7 @@ def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
     fp8 = V13(name="fp8", types="{a: e4m3, c: bf16}", layout="NT", scales="scales: {a: 0.5, b: 2.0}", bk=128,
               b_box="[BN, 128]", params="{ELEM: 8, BT: 1, CWG: 2, STAGES: 4, GROUP: 8, OUT: 16, SPLITS: [1, 2], "
                                        "BN: 128}")
-    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels, K_TAIL_SHAPES))
-    found |= verify_only(write_spec(tmp_path / "fp8", fp8, K_TAIL_SHAPES_FP8))
+    found = verify_k_tails(tmp_path, kernels, fp8)
     assert len(found) == 4 * len(K_TAIL_SHAPES) + 2 * len(K_TAIL_SHAPES_FP8)
     assert not not_passing(found), not_passing(found)
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_specs import K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, tma_ws_kernel, verify_only, write_spec
+from gpu_specs import (K_TAIL_SHAPES, K_TAIL_SHAPES_FP8, not_passing, tma_ws_kernel, verify_k_tails, verify_only,
+                       write_spec)
 
 pytestmark = pytest.mark.gpu
 
@@ -150,7 +151,6 @@ def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
     ])
     fp8 = "".join(entries([("fp8", "fp8", "{ELEM: 8, BT: 1, STAGES: 4, GROUP: 8, OUT: 16, CM: 2, STORE: 2, CWG: 1, "
                                           "BN: 128}")], two_d=False))
-    found = verify_only(write_spec(tmp_path / "bf16-tf32", kernels, K_TAIL_SHAPES))
-    found |= verify_only(write_spec(tmp_path / "fp8", fp8, K_TAIL_SHAPES_FP8))
+    found = verify_k_tails(tmp_path, kernels, fp8)
     assert len(found) == 3 * len(K_TAIL_SHAPES) + len(K_TAIL_SHAPES_FP8)
     assert not not_passing(found), not_passing(found)
