@@ -67,6 +67,11 @@
 // unless given): A box [64 CWG / CN, BK]; B box [BK, 64], at BN 96 [BK, 32] with the 64-byte swizzle (BT 0), or
 // [BN / CM, BK] (BT 1); C box [64, 1024 / OUT], at BN 96 with bf16 out [64, 32] with the 64-byte swizzle, 16 rows
 // instead of 64 at STORE 2. Needs sm_90a.
+// Clusters of four blocks and that grid: on the H200 (132 SMs) 30 such clusters of these blocks fit at once, not 33,
+// so where the units are more than 30 the last clusters start only when others finish (the run notes it, the cluster
+// waves). The 128 x 256 tile at CM 2 by CN 2 measured 61.1% of the vendor row at 4096^3, about what a second wave of
+// three clusters predicts (inferred; checks/epilogue-bf16-out-m2n2-4096x4096x4096.json.gz). The suite's
+// cluster-of-four forms have at most 24 units.
 // The producer warpgroup keeps 40 registers a thread and gives the rest to the consumers: 232 at CWG 2, 152 at
 // CWG 3, which hold BN / 2 accumulators of at most 96 (BN 192; NVRTC 13.5: no spills at either). A 192 x 192 stage
 // is 48 KB, so with STORE 1's 48 KB of staging buffers the ring has 3 stages, without them 4.
@@ -133,7 +138,10 @@
 // in bf16 out and 14.3 in TF32: one tile for each SM, where 128 x 128 tiles made 153 units of two for 66 clusters.
 // Its 128 x 192 form (CWG 2: 33 x 6 = 198 tiles) is at 80-81% and 106%. With C from registers (STORE 0), which
 // leaves room for a fourth stage, it measured 79.3-81.1% and 112.1-114.0% (checks/v15-192-regs-*.json.gz): the
-// copy engine's epilogue matters more here than a deeper ring. The suite's tables take it in both types. Under
+// copy engine's epilogue matters more here than a deeper ring. The suite's tables take it in both types, with each
+// warp storing its own rows (STORE 2): after the consumers' K loop changed (v13's header), STORE 2 measured 93.0%
+// against STORE 1's 91.6% in bf16 out (clusters of two) and 127.3% against 124.4% in TF32, in rounds beside each
+// other (checks/epilogue-*-192-4104x1032x200.json.gz). Under
 // Nsight Compute (profile-suite, whose table gave it the 128 x 128 tile) the bf16 4104x1032x200 launch took
 // 12.4 us (14.4 us timed by events) with the tensor pipe busy 31% of it and long_scoreboard the top stall: its time
 // is its fill, its waves of tiles and its epilogue, not its multiplies. At M = 128, where v13's entries split K

@@ -77,6 +77,14 @@ def test_a_cluster_kernel_passes_with_its_cluster_and_fails_without(tmp_path):
         assert paired.occupancy.cluster == (2, 1, 1) and paired.occupancy.driver_max_active_clusters > 0
         assert unpaired.occupancy.driver_max_active_clusters is None
         assert "driver_max_active_clusters" not in unpaired.occupancy.to_json()
+        # the grid's waves on this GPU, of blocks by the driver's blocks per SM and of clusters by its resident ones
+        sm_count = run.environment["device"]["sm_count"]
+        for case in (paired, unpaired):
+            assert case.occupancy.driver_waves == pytest.approx(
+                case.launch.total_blocks / (case.occupancy.driver_blocks_per_sm * sm_count))
+        assert paired.occupancy.driver_cluster_waves == pytest.approx(
+            paired.launch.total_blocks / 2 / paired.occupancy.driver_max_active_clusters)
+        assert unpaired.occupancy.driver_cluster_waves is None
 
 
 @pytest.mark.parametrize("mode", ["events", "graph"])

@@ -1,9 +1,16 @@
+import json
 import math
 
 import pytest
+from rich.console import Console
 
-from driver_gemm.cuda.occupancy import arch_limits, occupancy, waves
+from driver_gemm.cuda.occupancy import arch_limits, cluster_waves, occupancy, waves
 from driver_gemm.errors import ConfigError
+from driver_gemm.report.tables import print_run
+from driver_gemm.report.vendor_notes import markdown_notes, residency_notes
+from driver_gemm.results.records import CaseResult, LaunchRecord, OccupancyRecord, RunResult
+from driver_gemm.specfile.model import Shape
+from driver_gemm.status import Status
 
 
 @pytest.mark.parametrize("arch, threads, regs, static, dynamic, blocks, limited_by, carveout", [
@@ -66,3 +73,39 @@ def test_waves():
     assert waves(144, 4, 132) == pytest.approx(144 / 528)
     assert waves(1056, 4, 132) == 2.0
     assert math.isinf(waves(10, 0, 132))
+
+
+def test_cluster_waves_count_the_clusters_that_fit_at_once():
+    # 132 blocks in clusters of 4 where only 30 clusters fit at once (120 SMs): 33 clusters, 1.1 waves
+    assert cluster_waves(132, 4, 30) == pytest.approx(1.1)
+    assert cluster_waves(132, 2, 66) == 1.0
+    assert math.isinf(cluster_waves(132, 4, 0))
+
+
+def _cluster_case(shape, cluster, max_active, blocks=132, sm_count=132):
+    size = math.prod(cluster)
+    return CaseResult(kernel=f"k{size}", name=f"k{size}", shape=shape, status=Status.PASS,
+                      launch=LaunchRecord(grid=(blocks, 1, 1), block=(384, 1, 1), total_blocks=blocks),
+                      occupancy=OccupancyRecord(cluster=cluster, driver_blocks_per_sm=1,
+                                                driver_max_active_clusters=max_active,
+                                                driver_waves=waves(blocks, 1, sm_count),
+                                                driver_cluster_waves=cluster_waves(blocks, size, max_active)))
+
+
+def test_a_cluster_launch_that_spills_into_another_wave_is_noted_under_its_table():
+    shape = Shape(4096, 4096, 4096)
+    spills = _cluster_case(shape, (4, 1, 1), 30)
+    fits = _cluster_case(shape, (2, 1, 1), 66)
+    many = _cluster_case(shape, (2, 1, 1), 66, blocks=1056)     # 8 waves either way: nothing to say
+    run = RunResult(spec="t", spec_path=None, cases=[spills, fits, many])
+    note = ("k4: its 33 clusters of 4 blocks take 2 waves (1.10): 30 fit at once (cuOccupancyMaxActiveClusters), "
+            "where its 132 blocks alone would take 1 (1.00)")
+    assert residency_notes(run.cases) == [note]
+    console = Console(width=240, record=True)
+    print_run(run, console)
+    assert note in console.export_text()
+    assert f"- 4096x4096x4096: {note}" in markdown_notes(run)
+    # the figures travel through the results file
+    again = OccupancyRecord.from_json(json.loads(json.dumps(spills.occupancy.to_json())))
+    assert again.driver_cluster_waves == pytest.approx(1.1) and again.driver_waves == 1.0
+    assert "driver_cluster_waves" not in OccupancyRecord().to_json()

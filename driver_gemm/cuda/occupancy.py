@@ -348,3 +348,12 @@ def waves(total_blocks: int, blocks_per_sm: int, sm_count: int) -> float:
     if blocks_per_sm <= 0 or sm_count <= 0:
         return math.inf
     return total_blocks / (blocks_per_sm * sm_count)
+
+
+def cluster_waves(total_blocks: int, cluster_blocks: int, max_active_clusters: int) -> float:
+    """`waves` counted in clusters: how many rounds of the clusters that fit at once (cuOccupancyMaxActiveClusters)
+    the grid takes. A cluster's blocks must share one GPC, so where the SMs do not divide into clusters evenly
+    fewer blocks fit at once in clusters than alone, and a grid sized by the SM count spills into a second wave."""
+    if cluster_blocks <= 0 or max_active_clusters <= 0:
+        return math.inf
+    return total_blocks / cluster_blocks / max_active_clusters

@@ -1,8 +1,11 @@
 """The notes under a results table: which cuBLASLt algorithm each vendor row ran and how it was chosen
 (`measure.vendor_choice`), the times behind the % of a kernel timed in rounds with its vendor row
-(`measure.rounds`), and the figures at equal clock (`clock_figures`)."""
+(`measure.rounds`), the figures at equal clock (`clock_figures`), and the cluster launches that took more waves
+than their blocks would have alone."""
 
 from __future__ import annotations
+
+import math
 
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Shape
@@ -26,10 +29,37 @@ def rounds_notes(cases: list[CaseResult]) -> list[str]:
             for case, rounds in timed]
 
 
+def _whole_waves(value: float) -> int:
+    """The waves a launch takes, counting a partial last one (a hair over a whole number, from division, is not
+    one)."""
+    return math.ceil(value - 1e-9)
+
+
+def residency_notes(cases: list[CaseResult]) -> list[str]:
+    """One line per cluster launch that takes more waves of clusters than its blocks would take alone, e.g.
+    ``v15[...]: its 33 clusters of 4 blocks take 2 waves (1.10): 30 fit at once (cuOccupancyMaxActiveClusters),
+    where its 132 blocks alone would take 1 (1.00)``: the GPU's SMs do not divide into such clusters evenly, so a
+    persistent grid sized by the SM count leaves some clusters to start only when others end."""
+    notes = []
+    for case in cases:
+        occupancy, launch = case.occupancy, case.launch
+        if occupancy is None or launch is None or not occupancy.cluster or not launch.total_blocks:
+            continue
+        by_cluster, by_block = occupancy.driver_cluster_waves, occupancy.driver_waves
+        if by_cluster is None or by_block is None or _whole_waves(by_cluster) <= _whole_waves(by_block):
+            continue
+        size = math.prod(occupancy.cluster)
+        notes.append(f"{case.kernel}: its {launch.total_blocks // size} clusters of {size} blocks take "
+                     f"{_whole_waves(by_cluster)} waves ({by_cluster:.2f}): {occupancy.driver_max_active_clusters} fit "
+                     f"at once (cuOccupancyMaxActiveClusters), where its {launch.total_blocks} blocks alone would "
+                     f"take {_whole_waves(by_block)} ({by_block:.2f})")
+    return notes
+
+
 def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult]) -> list[str]:
     """Every note under `shape`'s table: the vendor rows' algorithms, the kernels timed in rounds, the figures
-    at equal clock."""
-    return algorithm_notes(run, shape) + rounds_notes(cases) + clock_notes(run, cases)
+    at equal clock, the cluster launches that spill into another wave."""
+    return algorithm_notes(run, shape) + rounds_notes(cases) + clock_notes(run, cases) + residency_notes(cases)
 
 
 def markdown_notes(run: RunResult) -> str:

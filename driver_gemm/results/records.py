@@ -169,7 +169,8 @@ class AttributeRecord(_CasePart):
 class OccupancyRecord(_CasePart):
     """Theoretical occupancy (`cuda.occupancy.Occupancy`), with the driver's own figures once the kernel is loaded."""
 
-    WRITTEN_WHEN_SET = ("driver_blocks_per_sm", "cluster", "driver_max_active_clusters")
+    WRITTEN_WHEN_SET = ("driver_blocks_per_sm", "cluster", "driver_max_active_clusters", "driver_waves",
+                        "driver_cluster_waves")
     TUPLES = ("limited_by", "cluster")
 
     blocks_per_sm: int | None = None
@@ -185,6 +186,8 @@ class OccupancyRecord(_CasePart):
     driver_blocks_per_sm: int | None = None      # cuOccupancyMaxActiveBlocksPerMultiprocessor, as a cross-check
     cluster: tuple[int, ...] | None = None       # a cluster launch: the cluster's shape
     driver_max_active_clusters: int | None = None   # cuOccupancyMaxActiveClusters for that cluster
+    driver_waves: float | None = None            # the grid's waves of blocks on the GPU that ran it (driver's counts)
+    driver_cluster_waves: float | None = None    # a cluster launch: its waves of clusters (`cluster_waves`)
     other: dict[str, Any] = field(default_factory=dict)
 
 

@@ -9,6 +9,7 @@ step runs. Steps raise freely: the funnel records it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence, cast
 
@@ -17,7 +18,7 @@ import numpy as np
 from ..cuda import nvtx as ranges
 from ..cuda.compile import Cubin
 from ..cuda.module import Kernel
-from ..cuda.occupancy import occupancy
+from ..cuda.occupancy import cluster_waves, occupancy, waves
 from ..errors import CompileError
 from ..measure.inputs import Inputs, ShapeOperands, case_seed, make_inputs
 from ..measure import memory as memory_needs
@@ -132,22 +133,33 @@ def load(run: CaseRun) -> None:
     loaded = occupancy(limits_from_device(run.session.device.properties), config.threads_per_block,
                        attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
-    run.record.occupancy = OccupancyRecord.from_json({**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm})
+    run.record.occupancy = OccupancyRecord.from_json({
+        **loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm,
+        "driver_waves": _finite(waves(config.total_blocks, blocks_per_sm, run.session.device.properties.sm_count))})
     run.record.attributes = replace(run.record.attributes, param_info=kernel.param_layout_check())
     run.kernel = kernel
     _load_cluster(run)
 
 
+def _finite(value: float) -> float | None:
+    """`value`, or None where no block or cluster fits (infinite waves: the case stops INVALID for that)."""
+    return value if math.isfinite(value) else None
+
+
 def _load_cluster(run: CaseRun) -> None:
-    """For a cluster launch: the non-portable opt-in, and the driver's count of clusters that fit at once."""
+    """For a cluster launch: the non-portable opt-in, the driver's count of clusters that fit at once, and the grid's
+    waves of them."""
     attributes = run.case.plan.attributes
     if attributes is None or not attributes.cluster:
         return
     if attributes.non_portable:
         run.kernel.allow_non_portable_cluster()
-    clusters = run.kernel.max_active_clusters(run.case.plan.config, attributes, run.session.stream)
+    config = run.case.plan.config
+    clusters = run.kernel.max_active_clusters(config, attributes, run.session.stream)
     run.record.occupancy = replace(run.record.occupancy, cluster=tuple(attributes.cluster),
-                                   driver_max_active_clusters=clusters)
+                                   driver_max_active_clusters=clusters,
+                                   driver_cluster_waves=_finite(cluster_waves(config.total_blocks,
+                                                                              math.prod(attributes.cluster), clusters)))
     if clusters == 0:
         run.stop(Status.INVALID, f"no cluster of {'x'.join(map(str, attributes.cluster))} blocks fits this GPU "
                                    "with this kernel's resources (cuOccupancyMaxActiveClusters is 0)")
