@@ -108,7 +108,7 @@ def where_lines(run, cut_short: str) -> list[str]:
 def run_tables(run) -> list[str]:
     """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithms and the times
     behind the % of each kernel timed in rounds with its vendor row."""
-    from driver_gemm.report.vendor_notes import algorithm_notes, rounds_notes
+    from driver_gemm.report.notes import algorithm_notes, rounds_notes
 
     lines = where_lines(run, "the run was interrupted: the table holds the cases it finished")
     for shape in dict.fromkeys(case.shape for case in run.cases):

@@ -7,7 +7,7 @@ from rich.console import Console
 from driver_gemm.cuda.occupancy import arch_limits, cluster_waves, occupancy, waves
 from driver_gemm.errors import ConfigError
 from driver_gemm.report.tables import print_run
-from driver_gemm.report.vendor_notes import markdown_notes, residency_notes
+from driver_gemm.report.notes import markdown_notes, residency_notes
 from driver_gemm.results.records import CaseResult, LaunchRecord, OccupancyRecord, RunResult
 from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status

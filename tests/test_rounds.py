@@ -16,7 +16,7 @@ from driver_gemm.measure.stats import summarize
 from driver_gemm.planning.cases import cases_of
 from driver_gemm.report import clock_figures
 from driver_gemm.report.tables import print_run
-from driver_gemm.report.vendor_notes import markdown_notes
+from driver_gemm.report.notes import markdown_notes
 from driver_gemm.results.records import CaseResult, InterleavedRecord, RunResult
 from driver_gemm.runners.one_gpu import _finish_figures
 from driver_gemm.runners.schedule import CostModel, case_cost, timing_cost

@@ -184,7 +184,7 @@ def show_run(result, out: Output) -> None:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.formats import run_csv, run_markdown
     from ..report.tables import print_run
-    from ..report.vendor_notes import markdown_notes
+    from ..report.notes import markdown_notes
 
     if out.format == "markdown":
         out.data(run_markdown(result) + markdown_notes(result))

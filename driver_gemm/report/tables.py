@@ -26,7 +26,7 @@ from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
 from .clock_figures import clock_cells, clock_columns
 from .energy_table import energy_table
-from .vendor_notes import table_notes
+from .notes import table_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
                  Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
