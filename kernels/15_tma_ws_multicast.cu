@@ -139,7 +139,7 @@
 // Its 128 x 192 form (CWG 2: 33 x 6 = 198 tiles) is at 80-81% and 106%. With C from registers (STORE 0), which
 // leaves room for a fourth stage, it measured 79.3-81.1% and 112.1-114.0% (checks/v15-192-regs-*.json.gz): the
 // copy engine's epilogue matters more here than a deeper ring. The suite's tables take it in both types, with each
-// warp storing its own rows (STORE 2): after the consumers' K loop changed (v13's header), STORE 2 measured 93.0%
+// warp storing its own rows (STORE 2): with the consumers' K loop of v13's header, STORE 2 measured 93.0%
 // against STORE 1's 91.6% in bf16 out (clusters of two) and 127.3% against 124.4% in TF32, in rounds beside each
 // other (checks/epilogue-*-192-4104x1032x200.json.gz). Under
 // Nsight Compute (profile-suite, whose table gave it the 128 x 128 tile) the bf16 4104x1032x200 launch took

@@ -106,9 +106,10 @@ def where_lines(run, cut_short: str) -> list[str]:
 
 
 def run_tables(run) -> list[str]:
-    """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithms and the times
-    behind the % of each kernel timed in rounds with its vendor row."""
-    from driver_gemm.report.notes import algorithm_notes, rounds_notes
+    """Where a run ran, then one table per shape of its cases, with the vendor rows' algorithms, the times
+    behind the % of each kernel timed in rounds with its vendor row, and the cluster launches that took more waves
+    than their blocks would have alone."""
+    from driver_gemm.report.notes import algorithm_notes, residency_notes, rounds_notes
 
     lines = where_lines(run, "the run was interrupted: the table holds the cases it finished")
     for shape in dict.fromkeys(case.shape for case in run.cases):
@@ -120,7 +121,7 @@ def run_tables(run) -> list[str]:
                          ms(case.median_ms), fixed(case.gflops, 0), fixed(case.pct_cublas, 1),
                          "" if case.is_baseline else (case.baseline_label or "-"), fixed(clock, 0)))
         lines += table((shape.label, "status", "median ms", "GFLOP/s", "% of cuBLAS", "of", "SM MHz"), rows)
-        notes = algorithm_notes(run, shape) + rounds_notes(cases)
+        notes = algorithm_notes(run, shape) + rounds_notes(cases) + residency_notes(cases)
         if notes:
             lines += [f"- {note}" for note in notes] + [""]
     return lines

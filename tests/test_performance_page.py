@@ -185,6 +185,22 @@ def test_a_vendor_rows_algorithm_is_named_under_its_table(scripts, results, tmp_
     assert "- cublaslt-bf16-NN: best of 8: heuristic #3, algo 66, tile 256x128, stages 64x4, split-K 1" in seed
 
 
+def test_a_cluster_launch_that_spills_into_another_wave_is_named_under_its_table(scripts, results, tmp_path):
+    from driver_gemm.results.records import LaunchRecord, OccupancyRecord
+
+    _, render = scripts
+    run = seed_run()
+    case = run.cases[1]
+    run.cases[1] = dg.CaseResult(kernel=case.kernel, name=case.name, shape=case.shape, status=case.status,
+                                 timing=case.timing, launch=LaunchRecord(grid=(132, 1, 1), total_blocks=132),
+                                 occupancy=OccupancyRecord(cluster=(4, 1, 1), driver_max_active_clusters=30,
+                                                           driver_waves=1.0, driver_cluster_waves=1.1))
+    write_gz(results / "seed.json.gz", run.write_json(tmp_path / "clusters.json").read_text())
+    seed = section(render.render(results), "Seed kernels")
+    assert (f"- {case.kernel}: its 33 clusters of 4 blocks take 2 waves (1.10): 30 fit at once "
+            "(cuOccupancyMaxActiveClusters), where its 132 blocks alone would take 1 (1.00)") in seed
+
+
 def test_a_suite_check_shows_each_shapes_figure_and_params_beside_the_run_before(scripts, results, tmp_path):
     import dataclasses
 

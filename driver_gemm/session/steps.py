@@ -130,12 +130,13 @@ def load(run: CaseRun) -> None:
     run.record.attributes = AttributeRecord.from_json(attributes.as_dict())
     # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
     # driver's own answer beside ours as a cross-check.
-    loaded = occupancy(limits_from_device(run.session.device.properties), config.threads_per_block,
+    properties = run.session.device.properties
+    loaded = occupancy(limits_from_device(properties), config.threads_per_block,
                        attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
     run.record.occupancy = OccupancyRecord.from_json({
         **loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm,
-        "driver_waves": _finite(waves(config.total_blocks, blocks_per_sm, run.session.device.properties.sm_count))})
+        "driver_waves": _finite(waves(config.total_blocks, blocks_per_sm, properties.sm_count))})
     run.record.attributes = replace(run.record.attributes, param_info=kernel.param_layout_check())
     run.kernel = kernel
     _load_cluster(run)
