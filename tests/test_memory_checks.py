@@ -97,9 +97,12 @@ class _Session:
     """What the memory step reads of a session; anything else a step would touch fails."""
 
     def __init__(self):
+        from driver_gemm.session.state import Session
+
         self.ordinal = 0
         self.device = _Device()
         self.held, self.buffers, self.typed_buffers = {}, {}, {}
+        self.held_bytes = Session.held_bytes.__get__(self)
 
     def __getattr__(self, name):
         pytest.fail(f"a step past the memory check used session.{name}")
@@ -134,3 +137,34 @@ def test_the_worker_refuses_what_the_gpu_has_not_free(tmp_path, monkeypatch, no_
     assert record.status == Status.INVALID
     assert record.message == ("needs 8.0 GiB of GPU memory for A, B, C and the reference (and about 1.0 GiB for "
                               "the session); GPU 0 has 8.0 GiB")
+
+
+@pytest.mark.parametrize("held_kind", ["fp32", "typed"])
+def test_what_the_session_holds_of_a_shape_counts_as_free_for_its_next_case(tmp_path, monkeypatch, held_kind):
+    """A shape's inputs drawn by an earlier case and held by the session, FP32 or typed, are reused: the next case
+    of that shape counts them as free host memory; another shape's held inputs do not count."""
+    from driver_gemm.gemm.operands import TypedInputs
+    from driver_gemm.measure.inputs import ShapeOperands, make_inputs
+    from driver_gemm.session.state import HeldOperands, HeldTypedInputs
+    from driver_gemm.specfile.model import Shape
+
+    spec = load_spec(write(tmp_path, MINIMAL))
+    case = cases_of(spec)[0]
+    shape, other = case.shape, Shape(8, 8, 8)
+    needs = memory.fp32_needs(shape.M, shape.N, shape.K, reads_c=False).host_bytes
+
+    def held(of: Shape):
+        if held_kind == "fp32":
+            return HeldOperands(ShapeOperands(of, make_inputs(of, 1)))
+        values = np.zeros(2 * needs // 8)
+        return HeldTypedInputs(of, TypedInputs(1, values, values), {})
+
+    session = _Session()
+    session.held = {("held", other): held(other), ("held", shape): held(shape)}
+    assert session.held_bytes(shape) == session.held[("held", shape)].nbytes > 0
+    monkeypatch.setattr(memory, "device_available", lambda device: 80 * GiB)
+    for free, refused in ((needs - session.held_bytes(shape), False), (needs - session.held_bytes(shape) - 1, True)):
+        monkeypatch.setattr(memory, "host_available", lambda free=free: free)
+        run = case_steps.start(case, session, spec, None)
+        case_steps.memory(run)
+        assert run.stopped is refused and (run.record.status == Status.INVALID) is refused

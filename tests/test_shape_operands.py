@@ -183,6 +183,28 @@ def test_shapes_are_kept_within_the_byte_budget_the_oldest_let_go_and_unlocked_f
     assert list(session.held) == [(shapes[2], 2), (shapes[1], 1), (shapes[1], 7)]       # 10 KiB: all fit
 
 
+def test_typed_inputs_share_the_byte_budget_with_fp32_operands_the_oldest_let_go_first(monkeypatch):
+    from driver_gemm.gemm.operands import TypedInputs
+    from driver_gemm.measure.inputs import ShapeOperands, make_inputs
+    from driver_gemm.session import state as session_module
+    from driver_gemm.specfile.model import Shape
+
+    def typed(elements: int, seed: int) -> session_module.HeldTypedInputs:     # 8 bytes an element, uploads none
+        values = np.zeros(elements)
+        return session_module.HeldTypedInputs(shape, TypedInputs(seed, values, values.copy()), {})
+
+    monkeypatch.setattr(session_module, "HELD_OPERANDS_BYTES", 3 * 8192)
+    session = bare_session(LockingDevice())
+    shape = Shape(32, 32, 32)                                                     # 8 KiB of FP32 A and B
+    session.operands_for(shape, 1, lambda: ShapeOperands(shape, make_inputs(shape, 1)))
+    first = session.typed_inputs_for((shape, 1, "bf16"), lambda: typed(512, 1), 8192)        # 8 KiB
+    assert session.typed_inputs_for((shape, 1, "bf16"), lambda: pytest.fail("drawn again"), 8192) is first
+    # 16 KiB more leave room for one of the two held: the FP32 operands, the oldest, go.
+    session.typed_inputs_for((shape, 1, "fp16"), lambda: typed(1024, 1), 16384)
+    assert list(session.held) == [("typed", shape, 1, "bf16"), ("typed", shape, 1, "fp16")]
+    assert sum(held.nbytes for held in session.held.values()) == 3 * 8192 == session.held_bytes(shape)
+
+
 def test_a_refused_page_lock_leaves_the_copies_pageable(monkeypatch):
     from driver_gemm.measure.inputs import ShapeOperands, make_inputs
     from driver_gemm.session import state as session_module

@@ -3,6 +3,7 @@ expression names, typed planning, the cuBLASLt baseline rows, and the typed step
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +16,7 @@ from driver_gemm.measure.cublaslt import simulate
 from driver_gemm.session import steps, typed_steps
 from driver_gemm.planning.cases import cases_of, new_record
 from driver_gemm.planning.case_plan import plan_launch
-from driver_gemm.session.state import RunOptions
+from driver_gemm.session.state import RunOptions, Session
 from driver_gemm.results.records import CaseResult
 from driver_gemm.specfile import load_spec
 from driver_gemm.specfile.model import Shape
@@ -243,6 +244,11 @@ class FakeSession:
     typed_buffers: dict = field(default_factory=dict)
     stream: object = None
     options: RunOptions = RunOptions()
+    held: OrderedDict = field(default_factory=OrderedDict)
+
+    # the inputs a shape's cases share, kept as a real session keeps them
+    typed_inputs_for = Session.typed_inputs_for
+    _let_go = Session._let_go
 
     def buffers_of_sizes(self, sizes):
         for name, nbytes in sizes.items():
@@ -341,3 +347,36 @@ def test_a_cublaslt_row_checks_what_cublaslt_computes(tmp_path):
     result = simulate(case.lt.plan, flat["a"], flat["b"], flat["c"])
     write_result(run, typed.operands.c.unpack(result))
     assert typed_steps.check_output(run).status == Status.PASS
+
+
+def test_the_cases_of_one_matmul_on_a_shape_and_its_vendor_row_share_one_draw_and_one_reference(tmp_path, monkeypatch):
+    # k1 and k2 compute the same bf16 matmul (one cuBLASLt row); k3 writes fp32: a matmul of its own.
+    text = spec_text("types: {a: bf16}", name="k1") + KERNEL.format(name="k2", source="naive_typed.cu") + \
+        "    types: {a: bf16}\n" + KERNEL.format(name="k3", source="naive_typed.cu") + "    types: {a: bf16, c: fp32}\n"
+    spec = parse(text, tmp_path)
+    draws, products = [], []
+    make, multiply = typed_steps.make_typed_inputs, typed_steps.reference
+    monkeypatch.setattr(typed_steps, "make_typed_inputs", lambda *a, **k: draws.append(a[1]) or make(*a, **k))
+    monkeypatch.setattr(typed_steps, "reference", lambda *a, **k: products.append(1) or multiply(*a, **k))
+    session = FakeSession()
+    runs = {}
+    for case in cases_of(spec):
+        if case.kernel is not None:
+            from dataclasses import replace
+
+            case = replace(case, plan=plan_launch(case.kernel, case.shape, LIMITS, dict(spec.scalars)))
+        run = runs[case.label] = steps.start(case, session, spec, None)
+        typed_steps.inputs(run)
+        typed_steps.reference_step(run)
+    same = [runs[label] for label in ("k1", "k2", "cublaslt-bf16-NN")]
+    assert all(run.typed.inputs is same[0].typed.inputs and run.expected is same[0].expected for run in same)
+    assert {run.record.seed for run in runs.values()} == {same[0].record.seed}       # the shape's seed
+    assert len(draws) == 2 and len(products) == 2                  # the bf16 matmul once, k3's fp32 one once
+    assert runs["k3"].typed.inputs is not same[0].typed.inputs
+    # The same numbers in both matmuls' A and B: one seed, and bf16 inputs either way.
+    assert np.array_equal(runs["k3"].typed.inputs.a, same[0].typed.inputs.a)
+    # Every case uploads them again, as laid out: an earlier kernel's stray write into A cannot fail the next.
+    buffer = session.typed_buffers["A"]
+    buffer.data[:] = 0
+    typed_steps.inputs(runs["k2"])
+    assert buffer.data[:len(same[0].typed.held.uploads["A"])].tobytes() == same[0].typed.held.uploads["A"]

@@ -23,6 +23,7 @@ from ..cuda.compile import Cubin
 from ..cuda.device import Device, DeviceBuffer, OpeningDevice, Owned, PageLocked
 from ..cuda.module import Module
 from ..errors import CudaError
+from ..gemm.operands import TypedInputs
 from ..measure.baseline import CublasSgemm, CublasUnavailable
 from ..measure.clocks import NvmlClocks, open_device_clocks
 from ..measure.inputs import ShapeOperands
@@ -57,10 +58,39 @@ class HeldOperands:
     operands: ShapeOperands
     locks: dict[int, PageLocked] = field(default_factory=dict)    # by the array's id
 
+    @property
+    def shape(self) -> Shape:
+        return self.operands.shape
+
+    @property
+    def nbytes(self) -> int:
+        return self.operands.nbytes
+
     def release(self) -> None:
         for lock in self.locks.values():
             lock.close()
         self.locks.clear()
+
+
+@dataclass
+class HeldTypedInputs:
+    """The inputs of one typed matmul (types, layouts, batch) on one shape, drawn by its first case and kept for the
+    others, the vendor row's among them: their float64 values, their uploads as laid out, and the references worked
+    out from them, by (alpha, beta)."""
+
+    shape: Shape
+    inputs: TypedInputs
+    uploads: dict[str, bytes]
+    references: dict = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        """Host bytes held: the values, their uploads and the references."""
+        arrays = [self.inputs.a, self.inputs.b, self.inputs.c0, *(expected for expected, _ in self.references.values())]
+        return sum(array.nbytes for array in arrays if array is not None) + sum(map(len, self.uploads.values()))
+
+    def release(self) -> None:
+        pass                       # nothing page-locked: typed uploads go from their bytes
 
 
 @dataclass
@@ -118,8 +148,9 @@ class Session:
         self.modules: dict[tuple[str, bytes], Module] = {}     # by image: a worker gets a fresh copy per batch
         self.buffers: dict[str, DeviceBuffer] = {}
         self.buffer_shape: Shape | None = None
-        # The host inputs and references of the shapes run last, by (shape, seed), the most recent last.
-        self.held: OrderedDict[tuple[Shape, int], HeldOperands] = OrderedDict()
+        # The host inputs and references of the shapes run last, the most recent last: FP32 operands by (shape,
+        # seed), typed ones by `typed_inputs_for`'s key. One byte budget for both.
+        self.held: OrderedDict[tuple, HeldOperands | HeldTypedInputs] = OrderedDict()
         self.host_output: tuple[np.ndarray, PageLocked | None] | None = None   # C's copy on the host, reused
         self.clocks: NvmlClocks | None = None
         self.typed_buffers: dict[str, DeviceBuffer] = {}        # A, B, C of typed cases, by byte size
@@ -197,16 +228,34 @@ class Session:
         unlocked first) before a new shape is drawn.
         """
         key = (shape, seed)
-        if key in self.held:
+        held = self.held.get(key)
+        if isinstance(held, HeldOperands):
             self.held.move_to_end(key)
-            return self.held[key].operands
+            return held.operands
         self._let_go(keep_bytes=HELD_OPERANDS_BYTES - 4 * (shape.M * shape.K + shape.K * shape.N))
-        self.held[key] = HeldOperands(draw())
-        return self.held[key].operands
+        fresh = self.held[key] = HeldOperands(draw())
+        return fresh.operands
+
+    def typed_inputs_for(self, key: tuple, draw: Callable[[], HeldTypedInputs], draw_bytes: int) -> HeldTypedInputs:
+        """The typed inputs under `key` (what they depend on: shape, seed, types, layouts, whether C0 is drawn):
+        those kept from an earlier case, else `draw()`n now, once older ones are let go to leave `draw_bytes`
+        (about what the draw holds) within the budget, as `operands_for` does."""
+        key = ("typed", *key)
+        held = self.held.get(key)
+        if isinstance(held, HeldTypedInputs):
+            self.held.move_to_end(key)
+            return held
+        self._let_go(keep_bytes=HELD_OPERANDS_BYTES - draw_bytes)
+        fresh = self.held[key] = draw()
+        return fresh
+
+    def held_bytes(self, shape: Shape) -> int:
+        """Host bytes held for `shape`'s inputs and references, FP32 and typed: a case of that shape reuses them."""
+        return sum(held.nbytes for held in self.held.values() if held.shape == shape)
 
     def _let_go(self, keep_bytes: int) -> None:
-        """Release the oldest shapes' operands until the rest fit in `keep_bytes`."""
-        while self.held and sum(held.operands.nbytes for held in self.held.values()) > max(keep_bytes, 0):
+        """Release the oldest inputs (FP32 or typed) until the rest fit in `keep_bytes`."""
+        while self.held and sum(held.nbytes for held in self.held.values()) > max(keep_bytes, 0):
             _, oldest = self.held.popitem(last=False)
             oldest.release()
 
@@ -216,7 +265,8 @@ class Session:
         Best effort: where the driver refuses (locked memory exhausted), the
         copies go from pageable memory.
         """
-        held = next((held for held in self.held.values() if held.operands is operands), None)
+        held = next((held for held in self.held.values() if isinstance(held, HeldOperands) and held.operands is operands),
+                    None)
         if held is None or array is None or array.nbytes < PAGE_LOCK_MIN_BYTES or id(array) in held.locks:
             return
         try:

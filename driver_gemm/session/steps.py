@@ -110,7 +110,7 @@ def memory(run: CaseRun) -> None:
     host = memory_needs.host_available()
     if host is not None:
         # What the session already holds for this shape is reused, not allocated again.
-        host += sum(held.operands.nbytes for (shape, _), held in session.held.items() if shape == case.shape)
+        host += session.held_bytes(case.shape)
     device = memory_needs.device_available(session.device)
     if device is not None:
         # The session's buffers are reused or freed before a case's own are allocated.

@@ -28,6 +28,7 @@ from ..results.records import VerificationRecord
 from ..specfile.model import VerifySettings
 from ..status import Status
 from .bind import build_launch
+from .state import HeldTypedInputs
 
 # Above verify.cpu_reference_max_gflop, outputs of 16 bits or fewer are checked against a float32 product of
 # the (exact) inputs: its error is far below their tolerance, and it takes half the time of float64.
@@ -44,6 +45,7 @@ class TypedCase:
     alpha: float                 # fp8 scales folded in, as the kernel receives it
     beta: float
     inputs: TypedInputs | None = None
+    held: HeldTypedInputs | None = None    # where the session keeps the inputs (and their references)
     output: KernelOutput | None = None
 
 
@@ -65,10 +67,24 @@ def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float
 
 
 def inputs(run) -> None:
-    """Draw the case's inputs in their types from its seed, and upload A and B as laid out."""
+    """The case's inputs in their types and A and B uploaded as laid out. Drawn from the shape's seed by the first
+    case of the same matmul (types, layouts, batch; C0 where beta is not 0) on this GPU and kept by the session, so
+    that the other kernels of the shape and its vendor row multiply the same numbers; uploaded again for every case,
+    so that a stray write of an earlier kernel into them cannot fail this one."""
     typed = run.typed = typed_case(run)
-    run.record.seed = case_seed(run.spec.verify.seed, run.case.label, run.case.shape.label)
-    typed.inputs = make_typed_inputs(typed.operands, typed.types, run.record.seed, with_c=typed.beta != 0.0)
+    seed = case_seed(run.spec.verify.seed, run.case.shape.label)
+    with_c = typed.beta != 0.0
+    operands, types = typed.operands, typed.types
+
+    def draw():
+        drawn = make_typed_inputs(operands, types, seed, with_c=with_c)
+        return HeldTypedInputs(run.case.shape, drawn, {"A": input_bytes(operands.a, drawn.a, types.a),
+                                                        "B": input_bytes(operands.b, drawn.b, types.b)})
+
+    # float64 values and their uploads: at most 8 + 4 bytes an element of A and B (and C0)
+    draw_bytes = 12 * (operands.a.elements + operands.b.elements + (operands.c.elements if with_c else 0))
+    held = run.session.typed_inputs_for((run.case.shape, seed, repr(types), repr(operands), with_c), draw, draw_bytes)
+    typed.inputs, typed.held, run.record.seed = held.inputs, held, seed
     upload_inputs(run)
 
 
@@ -76,8 +92,8 @@ def upload_inputs(run) -> None:
     """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C)."""
     typed = run.typed
     operands, types = typed.operands, typed.types
-    uploads = {"A": input_bytes(operands.a, typed.inputs.a, types.a),
-               "B": input_bytes(operands.b, typed.inputs.b, types.b)}
+    uploads = typed.held.uploads if typed.held is not None else \
+        {"A": input_bytes(operands.a, typed.inputs.a, types.a), "B": input_bytes(operands.b, typed.inputs.b, types.b)}
     sizes = {**{name: len(data) for name, data in uploads.items()},
              "C": operands.c.elements * types.c.storage_bytes}
     buffers = run.session.buffers_of_sizes(sizes)
@@ -86,15 +102,20 @@ def upload_inputs(run) -> None:
 
 
 def reference_step(run) -> None:
-    """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs)."""
+    """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs): worked
+    out by the first case that needs it for these inputs and scalars, kept with the inputs."""
     typed, settings, shape = run.typed, run.spec.verify, run.case.shape
-    a, b = typed.inputs.a, typed.inputs.b
-    run.reference_name = CPU_REFERENCE
-    if shape.flops * typed.operands.batch > settings.cpu_reference_max_gflop * 1e9 and \
-            typed.types.c.storage_bytes <= 2:
-        a, b = a.astype(np.float32), b.astype(np.float32)
-        run.reference_name = FLOAT32_REFERENCE
-    run.expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+    known = typed.held.references if typed.held is not None else {}
+    key = (typed.alpha, typed.beta)
+    if key not in known:
+        a, b = typed.inputs.a, typed.inputs.b
+        name = CPU_REFERENCE
+        if shape.flops * typed.operands.batch > settings.cpu_reference_max_gflop * 1e9 and \
+                typed.types.c.storage_bytes <= 2:
+            a, b = a.astype(np.float32), b.astype(np.float32)
+            name = FLOAT32_REFERENCE
+        known[key] = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0), name
+    run.expected, run.reference_name = known[key]
 
 
 def _reset_output(run) -> None:
