@@ -96,12 +96,16 @@ def test_the_large_shapes_of_the_bf16_out_and_tf32_tables_run_v15_with_b_multica
 
 
 def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_above():
+    # Above M = 64, bf16 out at N = 8192 runs v15's 64 x 128 tile in clusters of two tile rows.
     kernels = {k.name: k for k in SUITE.kernels}
     for name, member in (("v13-bf16-out", "v14-bf16-out"), ("v13-tf32", "v14-tf32")):
         for m, n, k in DECODE:
             shape = next(s for s in SUITE.shapes if (s.M, s.N, s.K) == (m, n, k))
-            chosen = select_kernel(kernels[name], SUITE.dispatch[name], shape, kernels).name
-            assert chosen == (member if m <= 64 else name), (name, shape.label)
+            chosen = select_kernel(kernels[name], SUITE.dispatch[name], shape, kernels)
+            above = "v15-bf16-out" if name == "v13-bf16-out" and n == 8192 else name
+            assert chosen.name == (member if m <= 64 else above), (name, shape.label)
+            if chosen.name == "v15-bf16-out":
+                assert (chosen.params["CWG"], chosen.params["BN"], chosen.params["CM"]) == (1, 128, 2)
     fp32_out = SUITE.dispatch["v13-bf16"]          # no v14 form computes bf16 -> fp32 here: v13 throughout
     assert fp32_out.members == ()
 
@@ -170,17 +174,25 @@ def test_the_v16_sweep_compiles_and_plans_offline_refusing_only_rings_over_share
     assert lines[-1] == f"{2 * fit} ok, {2 * (len(forms) - fit)} INVALID"                 # BF16 and TF32
 
 
-def test_the_narrow_v15_sweep_compiles_and_plans_offline(capsys):
+def test_the_narrow_v15_sweep_compiles_and_plans_offline_refusing_only_forms_that_cannot_exist(capsys):
     # v15's copy-engine epilogue and B multicast on 64- and 128-column tiles of 64 or 128 rows, and on 192-column tiles
     # of 128 or 192 rows (and 192 x 192 with C from registers and a fourth stage), in BF16 and TF32; in BF16 also
     # 96-column tiles (B and C in 64-byte-swizzled boxes), clusters of tile rows by tile columns and deep rings: every
-    # form fits a block's shared memory with its staging buffers.
-    assert main(["plan", str(SPECS / "sweep-v15-small.yaml"), "--arch", "sm_90a", "-s", "127x4104x1032"]) == EXIT_OK
+    # form fits a block's shared memory with its staging buffers. The decode entries (BF16 and TF32) cross their
+    # lists: plan refuses exactly their rings over shared memory and their 128-row tiles in clusters of two rows.
+    import itertools
+
+    assert main(["plan", str(SPECS / "sweep-v15-small.yaml"), "--arch", "sm_90a", "-s", "127x4104x1032"]) != EXIT_OK
     forms = 8 + 4 + 2                                    # narrow: CM x CWG x BN; 192: CM x CWG; 192 from registers: CM
     # 96: STAGES x CM x CN, and STAGES x CM at CN 4; 2-D: CM x BN x CN, and CN at 192; deep: STAGES x CM x STORE, and
     # CM x STORE at 128
     bf16_only = 2 * 3 * 2 + 2 * 2 + 2 * 2 * 3 + 2 + 2 * 2 * 2 + 2 * 2
-    assert capsys.readouterr().out.rstrip().splitlines()[-1] == f"{2 * forms + bf16_only} ok, 0 INVALID"
+    decode = list(itertools.product((6, 8), (1, 2), (1, 2), (64, 128), (2, 4)))          # STAGES, CM, CWG, BN, CN
+    fit = sum((cwg == 1 or cm == 1) and stages * (64 * cwg + bn) * 128 + cwg * 16384 + 16 * stages + 1024 <= 232448
+              for stages, cm, cwg, bn, _ in decode)
+    assert fit == 22
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last == f"{2 * forms + bf16_only + 2 * fit} ok, {2 * (len(decode) - fit)} INVALID"
 
 
 def test_the_v14_sweep_compiles_and_plans_offline_refusing_only_rings_over_shared_memory(capsys):
