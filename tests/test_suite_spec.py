@@ -95,7 +95,7 @@ def test_the_large_shapes_of_the_bf16_out_and_tf32_tables_run_v15_with_b_multica
         assert fp32_out.name == "v13-bf16", shape.label
 
 
-def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_above():
+def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_or_v15_above():
     # Above M = 64, bf16 out at N = 8192 runs v15's 64 x 128 tile in clusters of two tile rows.
     kernels = {k.name: k for k in SUITE.kernels}
     for name, member in (("v13-bf16-out", "v14-bf16-out"), ("v13-tf32", "v14-tf32")):
