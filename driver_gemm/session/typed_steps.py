@@ -78,8 +78,7 @@ def inputs(run) -> None:
 
     def draw():
         drawn = make_typed_inputs(operands, types, seed, with_c=with_c)
-        return HeldTypedInputs(run.case.shape, drawn, {"A": input_bytes(operands.a, drawn.a, types.a),
-                                                        "B": input_bytes(operands.b, drawn.b, types.b)})
+        return HeldTypedInputs(run.case.shape, drawn, _uploads(operands, types, drawn))
 
     # float64 values and their uploads: at most 8 + 4 bytes an element of A and B (and C0)
     draw_bytes = 12 * (operands.a.elements + operands.b.elements + (operands.c.elements if with_c else 0))
@@ -88,12 +87,16 @@ def inputs(run) -> None:
     upload_inputs(run)
 
 
+def _uploads(operands: GemmOperands, types: GemmTypes, inputs: TypedInputs) -> dict[str, bytes]:
+    """The bytes of A and B as laid out in memory, ready to upload."""
+    return {"A": input_bytes(operands.a, inputs.a, types.a), "B": input_bytes(operands.b, inputs.b, types.b)}
+
+
 def upload_inputs(run) -> None:
     """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C)."""
     typed = run.typed
     operands, types = typed.operands, typed.types
-    uploads = typed.held.uploads if typed.held is not None else \
-        {"A": input_bytes(operands.a, typed.inputs.a, types.a), "B": input_bytes(operands.b, typed.inputs.b, types.b)}
+    uploads = typed.held.uploads if typed.held is not None else _uploads(operands, types, typed.inputs)
     sizes = {**{name: len(data) for name, data in uploads.items()},
              "C": operands.c.elements * types.c.storage_bytes}
     buffers = run.session.buffers_of_sizes(sizes)
