@@ -1,5 +1,6 @@
 """The vendor row's algorithm: ``--baseline best[:N]`` and ``heuristic`` read and refused, the fastest candidate
-kept (ties to the heuristic's earlier one, refused ones passed over), each candidate read from a fake cuBLASLt
+kept by a screen there and back and a final A B B A between its two fastest (ties to the heuristic's earlier one,
+refused ones passed over, a steady drift of the clock favouring none), each candidate read from a fake cuBLASLt
 (rank, tile, stages, split-K, its own algo pointer at launch, the workspace), and the record through results
 files and their schema."""
 
@@ -14,8 +15,8 @@ import pytest
 
 from driver_gemm.measure import cublaslt
 from driver_gemm.measure.cublaslt import CublasLtUnsupported, plan_matmul
-from driver_gemm.measure.vendor_choice import (AlgorithmChoice, BaselineChoice, choose_candidate, pick_fastest,
-                                               preselect_settings)
+from driver_gemm.measure.vendor_choice import (AlgorithmChoice, BaselineChoice, choose_candidate, final_settings,
+                                               pick_fastest, preselect_settings)
 from driver_gemm.gemm.dtypes import parse_types
 from driver_gemm.gemm.operands import gemm_operands, parse_layout
 from driver_gemm.specfile.model import MeasureSettings
@@ -39,6 +40,7 @@ def test_the_settings_record_says_the_choice_and_the_preselection():
     assert BaselineChoice.parse("heuristic").as_json() == {"choice": "heuristic", "candidates": 1}
     best = BaselineChoice.parse("best:4").as_json()
     assert best["choice"] == "best" and best["candidates"] == 4 and best["preselect"]["min_samples"] > 0
+    assert best["preselect"]["rounds"] == 2 and best["final"]["finalists"] == 2 and best["final"]["order"] == "ABBA"
 
 
 def test_the_fastest_wins_a_tie_keeps_the_heuristics_order_and_failures_are_passed_over():
@@ -52,12 +54,17 @@ def test_the_fastest_wins_a_tie_keeps_the_heuristics_order_and_failures_are_pass
 def test_the_preselection_keeps_the_pattern_and_shortens_the_time():
     settings = MeasureSettings(flush_l2=False, mode="graph", min_samples=50, min_time_s=2.0, timeout_s=10.0)
     short = preselect_settings(settings)
-    assert (short.flush_l2, short.mode, short.max_noise) == (False, "graph", settings.max_noise)
-    assert short.min_samples <= 10 and short.min_time_s <= 0.05 and short.timeout_s <= 0.5 and short.warmup >= 1
-    assert short.samples == "flush"
-    rested = preselect_settings(MeasureSettings(samples="burst:8:5000"))
-    assert rested.samples == "burst:8:100"
-    assert preselect_settings(MeasureSettings(samples="flush-idle:2")).samples == "flush-idle:2"
+    final = final_settings(settings)
+    for shortened in (short, final):
+        assert (shortened.flush_l2, shortened.mode, shortened.max_noise) == (False, "graph", settings.max_noise)
+        assert shortened.samples == "flush" and shortened.warmup >= 1
+    assert short.min_samples <= 5 and short.min_time_s <= 0.025 and short.timeout_s <= 0.25
+    assert short.min_time_s < final.min_time_s <= 0.1 and final.min_samples <= 10 and final.timeout_s <= 0.5
+    brief = MeasureSettings(min_samples=3, min_time_s=0.01, timeout_s=0.2)   # a case measured for less than a final
+    assert (final_settings(brief).min_samples, final_settings(brief).min_time_s) == (3, 0.01)
+    for shorten in (preselect_settings, final_settings):
+        assert shorten(MeasureSettings(samples="burst:8:5000")).samples == "burst:8:100"
+        assert shorten(MeasureSettings(samples="flush-idle:2")).samples == "flush-idle:2"
 
 
 @dataclass
@@ -71,20 +78,56 @@ def candidates(count):
             for rank in range(1, count + 1)]
 
 
-def test_best_times_every_candidate_and_records_all_medians():
+def test_best_screens_every_candidate_there_and_back_then_times_the_two_fastest_abba():
     medians = {"launch1": 0.21, "launch2": 0.19, "launch3": 0.20}
-    timed = []
+    screened, finals = [], []
 
-    def time_one(launch):
-        timed.append(launch)
+    def time_screen(launch):
+        screened.append(launch)
         return medians[launch]
 
-    chosen = choose_candidate(candidates(3), time_one, BaselineChoice.parse("best:3"))
-    assert timed == ["launch1", "launch2", "launch3"]
+    def time_final(launch):
+        finals.append(launch)
+        return medians[launch] * 10
+
+    chosen = choose_candidate(candidates(3), time_screen, BaselineChoice.parse("best:3"), time_final=time_final)
+    assert screened == ["launch1", "launch2", "launch3", "launch3", "launch2", "launch1"]
+    assert finals == ["launch2", "launch3", "launch3", "launch2"]
     assert chosen.launch == "launch2"
     assert (chosen.algorithm.rank, chosen.algorithm.algo_id, chosen.algorithm.choice) == (2, 62, "best")
     assert chosen.algorithm.candidates == 3 and chosen.algorithm.preselect_ms == (0.21, 0.19, 0.2)
+    assert chosen.algorithm.final_ms == (None, 1.9, 2.0)
     assert chosen.algorithm.describe().startswith("best of 3: heuristic #2, algo 62")
+
+
+def test_the_final_decides_between_the_screens_two_fastest():
+    # The screen's fastest (a short burst) is slower under the final's longer load: the final's winner runs.
+    screen = {"launch1": 0.30, "launch2": 0.20, "launch3": 0.21}
+    final = {"launch2": 0.25, "launch3": 0.22}
+    chosen = choose_candidate(candidates(3), screen.get, BaselineChoice.parse("best:3"), time_final=final.get)
+    assert chosen.launch == "launch3" and chosen.algorithm.final_ms == (None, 0.25, 0.22)
+    # A tie in the final keeps the screen's faster.
+    tie = {"launch2": 0.22, "launch3": 0.22}
+    assert choose_candidate(candidates(3), screen.get, BaselineChoice.parse("best:3"),
+                            time_final=tie.get).launch == "launch2"
+
+
+def test_a_clock_drifting_steadily_over_the_preselection_favours_no_candidate():
+    # The GPU heats as it runs: every timing 5% slower than the one before. Timed once each in heuristic order,
+    # the first candidate (1.00) would beat the truly fastest, the second (0.97 x 1.05 = 1.0185); there and back,
+    # each candidate's mean step is the same, and the final's A B B A keeps that.
+    truth = {"launch1": 1.00, "launch2": 0.97, "launch3": 1.05}
+    steps = []
+
+    def drifting(launch):
+        steps.append(launch)
+        return truth[launch] * (1 + 0.05 * (len(steps) - 1))
+
+    chosen = choose_candidate(candidates(3), drifting, BaselineChoice.parse("best:3"))
+    assert chosen.launch == "launch2"
+    assert steps[6:] == ["launch2", "launch1", "launch1", "launch2"]
+    once = [truth[name] * (1 + 0.05 * step) for step, name in enumerate(truth)]
+    assert pick_fastest(once) == 0          # what a single pass in order would have kept
 
 
 def test_the_heuristic_choice_and_a_single_candidate_are_not_timed():
@@ -108,6 +151,11 @@ def test_a_refused_candidate_is_passed_over_and_all_refused_raise_the_first_refu
     chosen = choose_candidate(candidates(3), refuse({"launch3"}), BaselineChoice.parse("best"),
                               refused=(CublasLtUnsupported,))
     assert chosen.launch == "launch1" and chosen.algorithm.preselect_ms == (0.2, 0.2, None)
+    assert chosen.algorithm.final_ms == (0.2, 0.2, None)
+    # one candidate left after the refusals: no final
+    alone = choose_candidate(candidates(3), refuse({"launch1", "launch3"}), BaselineChoice.parse("best"),
+                             refused=(CublasLtUnsupported,))
+    assert alone.launch == "launch2" and alone.algorithm.final_ms == (None, None, None)
     with pytest.raises(CublasLtUnsupported, match="launch1 refused"):
         choose_candidate(candidates(2), refuse({"launch1", "launch2"}), BaselineChoice.parse("best"),
                          refused=(CublasLtUnsupported,))
@@ -225,7 +273,7 @@ def test_the_algorithm_goes_through_a_results_file_and_its_schema(tmp_path):
 
     algorithm = AlgorithmChoice(rank=3, algo_id=66, tile="256x128", stages="64x4", split_k=1, reduction="NONE",
                                 workspace_bytes=0, waves=1.2, candidates=8, choice="best",
-                                preselect_ms=(0.2, None, 0.19), other={"later": 1})
+                                preselect_ms=(0.2, None, 0.19), final_ms=(0.21, None, 0.2), other={"later": 1})
     row = CaseResult("cublaslt-bf16-TN", "cublaslt", Shape(64, 32, 16), Status.PASS, algorithm=algorithm)
     kernel = CaseResult("k", "k", Shape(64, 32, 16), Status.PASS,
                         measured_against=BaselineRow(row.kernel, "64x32x16", CaseDevice("H200"), algorithm))

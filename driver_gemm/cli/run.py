@@ -45,8 +45,8 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
     run.add_argument("--baseline", default="best", metavar="best[:N]|heuristic",
                      help="the cuBLASLt rows' algorithm: the fastest of the heuristic's first N (default best = "
-                          "best:8), by a short timing with the case's pattern, or the heuristic's first alone; "
-                          "the results record which ran")
+                          "best:8), by a short screen of all and a longer final of the two fastest, with the case's "
+                          "pattern, or the heuristic's first alone; the results record which ran")
     run.add_argument("--timer", choices=("events", "cupti"), default="events",
                      help="what times a sample: a CUDA event pair (default), or the kernels' own durations as CUPTI "
                           "records them (needs NVIDIA's cupti-python, the 'cupti' extra)")

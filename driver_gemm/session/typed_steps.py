@@ -17,7 +17,7 @@ from ..cuda import nvtx as ranges
 from ..gemm import dtypes
 from ..measure.cublaslt import CublasLtUnsupported
 from ..measure.timing import measure
-from ..measure.vendor_choice import HEURISTIC, BaselineChoice, choose_candidate, preselect_settings
+from ..measure.vendor_choice import HEURISTIC, BaselineChoice, choose_candidate, final_settings, preselect_settings
 from ..gemm.dtypes import GemmTypes
 from ..measure.inputs import case_seed
 from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
@@ -179,8 +179,8 @@ def load_lt(run) -> None:
 
 def choose_lt_algorithm(run):
     """The cuBLASLt algorithm the row runs (`measure.vendor_choice`): the fastest of the heuristic's first N by a
-    short timing with the case's own pattern, or its first alone (``--baseline heuristic``, or a run that does
-    not time)."""
+    short screen and a longer final between the screen's two fastest, with the case's own pattern, or its first
+    alone (``--baseline heuristic``, or a run that does not time)."""
     session = run.session
     buffers = session.typed_buffers
     choice = session.options.baseline_choice if session.options.time else BaselineChoice(HEURISTIC, 1)
@@ -188,15 +188,17 @@ def choose_lt_algorithm(run):
         session.wait_for_cublas()       # nothing competes with the pre-selection's timing for the GIL
     candidates = session.cublaslt().prepare_candidates(run.case.lt.plan, buffers["A"], buffers["B"], buffers["C"],
                                                        choice.requested)
-    settings = preselect_settings(run.spec.measure)
 
-    def time_one(launch) -> float:
-        summary, _ = measure(launch, session.device, session.stream, settings, session.flusher, session.gate,
-                             clocks=session.clocks)
-        return summary.median_ms
+    def timer(settings):
+        def time_one(launch) -> float:
+            summary, _ = measure(launch, session.device, session.stream, settings, session.flusher, session.gate,
+                                 clocks=session.clocks)
+            return summary.median_ms
+        return time_one
 
     with ranges.annotate("choose algorithm", color="orange"):
-        return choose_candidate(candidates, time_one, choice, refused=(CublasLtUnsupported,))
+        return choose_candidate(candidates, timer(preselect_settings(run.spec.measure)), choice,
+                                refused=(CublasLtUnsupported,), time_final=timer(final_settings(run.spec.measure)))
 
 
 def launch_verify_lt(run) -> None:
