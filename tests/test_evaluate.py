@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.measure.stats import summarize
 from driver_gemm.tune import evaluate as evaluation
+from driver_gemm.measure.inputs import case_seed
 from driver_gemm.session import steps as case_steps
+from driver_gemm.session.state import Session
 from driver_gemm.planning.build import launch_plans
 from driver_gemm.planning.cases import Case
 from driver_gemm.specfile import load_spec
@@ -41,6 +44,15 @@ class FakeSession:
     def __init__(self):
         self.device, self.stream, self.flusher, self.gate, self.cublas = _Device(), None, "flusher", "gate", None
         self.uploads = 0
+        self.held = OrderedDict()
+
+    # the inputs a shape's cases share, kept as a real session keeps them
+    operands_for = Session.operands_for
+    typed_inputs_for = Session.typed_inputs_for
+    _let_go = Session._let_go
+
+    def lock_operand(self, operands, array):
+        pass
 
     @property
     def poisoned(self):
@@ -75,7 +87,7 @@ def tune(tmp_path, monkeypatch):
     monkeypatch.setattr(case_steps, "load", lambda run: None)
     monkeypatch.setattr(case_steps, "bind", lambda run: setattr(run, "launch", lambda: None))
     monkeypatch.setattr(case_steps, "launch_verify", fake_launch_verify)
-    monkeypatch.setattr(evaluation, "cpu_reference", fake_cpu_reference)
+    monkeypatch.setattr(case_steps, "cpu_reference", fake_cpu_reference)
     recorded, screens = [], []
     evaluator = evaluation.Evaluator(FakeSession(), spec, cases, {k.label: object() for k in spec.kernels},
                                      record=recorded.append, note=screens.append, timer=fake_timer)
@@ -157,6 +169,9 @@ def test_exhaustive_measures_every_valid_configuration_fully_and_records_each(tu
     assert not screens and evaluator.counts["full"] == len(space) - 1
     assert len(recorded) == len(space) and results[0].best_ms == MS[16]
     assert all(c.seed == recorded[0].seed for c in recorded)          # one set of inputs for the shape
+    # the inputs a run of the shape draws and keeps: its seed, held by the session for the run's cases too
+    assert recorded[0].seed == case_seed(spec.verify.seed, spec.shapes[0].label)
+    assert list(evaluator.session.held) == [(spec.shapes[0], recorded[0].seed)]
 
 
 def test_the_tuning_cache_answers_a_full_measurement_it_holds(tune):

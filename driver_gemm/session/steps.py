@@ -167,11 +167,17 @@ def _load_cluster(run: CaseRun) -> None:
 
 
 def inputs(run: CaseRun) -> None:
-    """The shape's inputs (drawn from its seed by its first case on this GPU, kept by the session), A and B uploaded.
+    """The shape's inputs (`held_inputs`), A and B uploaded.
 
     A and B are uploaded for every case, so that a stray write of an earlier
     kernel into them cannot fail this one.
     """
+    held_inputs(run)
+    upload_inputs(run)
+
+
+def held_inputs(run: CaseRun) -> None:
+    """The shape's inputs, drawn from its seed by its first case on this GPU and kept by the session."""
     session, shape = run.session, run.case.shape
     reads_c = run.case.kernel is not None and run.case.kernel.reads_c()
     seed = case_seed(run.spec.verify.seed, shape.label)
@@ -181,9 +187,13 @@ def inputs(run: CaseRun) -> None:
     run.record.seed = run.inputs.seed
     for operand in (run.inputs.A, run.inputs.B, run.inputs.C0):
         session.lock_operand(run.operands, operand)
-    buffers = session.buffers_for(shape)
-    buffers["A"].upload(run.inputs.A, session.stream)
-    buffers["B"].upload(run.inputs.B, session.stream)
+
+
+def upload_inputs(run: CaseRun) -> None:
+    """`run`'s A and B into the shape's buffers."""
+    buffers = run.session.buffers_for(run.case.shape)
+    buffers["A"].upload(run.inputs.A, run.session.stream)
+    buffers["B"].upload(run.inputs.B, run.session.stream)
 
 
 def _scalars(run: CaseRun) -> tuple[float, float]:

@@ -67,10 +67,16 @@ def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float
 
 
 def inputs(run) -> None:
-    """The case's inputs in their types and A and B uploaded as laid out. Drawn from the shape's seed by the first
-    case of the same matmul (types, layouts, batch; C0 where beta is not 0) on this GPU and kept by the session, so
-    that the other kernels of the shape and its vendor row multiply the same numbers; uploaded again for every case,
-    so that a stray write of an earlier kernel into them cannot fail this one."""
+    """The case's inputs in their types (`held_inputs`), and A and B uploaded as laid out: again for every case, so
+    that a stray write of an earlier kernel into them cannot fail this one."""
+    held_inputs(run)
+    upload_inputs(run)
+
+
+def held_inputs(run) -> None:
+    """The case's inputs in their types, drawn from the shape's seed by the first case of the same matmul (types,
+    layouts, batch; C0 where beta is not 0) on this GPU and kept by the session, so that the other kernels of the
+    shape and its vendor row multiply the same numbers."""
     typed = run.typed = typed_case(run)
     seed = case_seed(run.spec.verify.seed, run.case.shape.label)
     with_c = typed.beta != 0.0
@@ -84,7 +90,6 @@ def inputs(run) -> None:
     draw_bytes = 12 * (operands.a.elements + operands.b.elements + (operands.c.elements if with_c else 0))
     held = run.session.typed_inputs_for((run.case.shape, seed, repr(types), repr(operands), with_c), draw, draw_bytes)
     typed.inputs, typed.held, run.record.seed = held.inputs, held, seed
-    upload_inputs(run)
 
 
 def _uploads(operands: GemmOperands, types: GemmTypes, inputs: TypedInputs) -> dict[str, bytes]:
@@ -96,7 +101,8 @@ def upload_inputs(run) -> None:
     """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C)."""
     typed = run.typed
     operands, types = typed.operands, typed.types
-    uploads = typed.held.uploads if typed.held is not None else _uploads(operands, types, typed.inputs)
+    assert typed.held is not None, "held_inputs comes first"
+    uploads = typed.held.uploads
     sizes = {**{name: len(data) for name, data in uploads.items()},
              "C": operands.c.elements * types.c.storage_bytes}
     buffers = run.session.buffers_of_sizes(sizes)
@@ -108,7 +114,8 @@ def reference_step(run) -> None:
     """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs): worked
     out by the first case that needs it for these inputs and scalars, kept with the inputs."""
     typed, settings, shape = run.typed, run.spec.verify, run.case.shape
-    known = typed.held.references if typed.held is not None else {}
+    assert typed.held is not None, "held_inputs comes first"
+    known = typed.held.references
     key = (typed.alpha, typed.beta)
     if key not in known:
         a, b = typed.inputs.a, typed.inputs.b

@@ -4,7 +4,9 @@
 `Evaluator` is that callback on a GPU. Fidelity 1.0 is the spec's full cold measurement, verified
 first as ``run`` verifies a case; a lower fidelity is a short warm screen, not verified (a
 verification costs far more than a screen), so a wrong kernel is caught when it reaches a full
-measurement. Inputs and references are shared per shape. How it works: docs/tuning.md.
+measurement. Inputs and references are a run's: drawn from the shape's seed once per shape and matmul and
+kept by the session, so a configuration is checked on the numbers a run of it multiplies. How it works:
+docs/tuning.md.
 """
 
 from __future__ import annotations
@@ -15,12 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-import numpy as np
-
 from ..errors import DriverGemmError
-from ..measure.inputs import Inputs, case_seed, make_inputs
-from ..gemm.operands import make_typed_inputs
-from ..measure.reference import CPU_REFERENCE, CUBLAS_REFERENCE, cpu_reference, scaled_product, uses_cpu_reference
 from ..measure.stats import gflops
 from ..measure.timing import measure
 from ..results.records import CaseDevice, CaseResult
@@ -35,7 +32,6 @@ from ..session.execute import execute_case
 from ..session.state import Session
 
 FULL = 1.0
-FP32_INPUTS = "fp32"            # the shape's fp32 A and B are in the shape's buffers
 MIN_SCREEN_SAMPLES = 3          # what a median needs
 # A screen at fidelity f takes at most f x this many samples: the lowest rung of halving (1/27) the three a
 # median needs, a rung of 1/3 at most 27. Without a cap, the batch the sampling loop queues ahead (about
@@ -60,31 +56,6 @@ def screen_settings(settings: MeasureSettings, fidelity: float) -> MeasureSettin
         settings, flush_l2=False, warmup=min(settings.warmup, 1), min_time_s=settings.min_time_s * fidelity,
         timeout_s=max(settings.timeout_s * fidelity, 1e-3), min_samples=min_samples,
         max_samples=max(min_samples, min(settings.max_samples, screen_samples_cap(fidelity))), mode="events")
-
-
-@dataclass
-class SharedShape:
-    """What every configuration of one shape is checked against: its inputs and the expected output."""
-
-    shape: Shape
-    inputs: Inputs
-    expected: np.ndarray
-    reference_name: str
-
-
-@dataclass
-class SharedTyped:
-    """What the typed configurations of one shape and one matmul (types, layouts, batch, scalars) share."""
-
-    inputs: object                   # operands.TypedInputs
-    seed: int
-    expected: np.ndarray | None = None
-    reference_name: str | None = None
-
-
-def typed_key(typed: typed_steps.TypedCase) -> tuple:
-    """The matmul a typed case computes, all that its inputs and reference depend on besides the shape."""
-    return repr(typed.types), repr(typed.operands), typed.alpha, typed.beta
 
 
 @dataclass
@@ -130,11 +101,8 @@ class Evaluator:
     failed: dict = field(default_factory=dict)
     baselines: dict = field(default_factory=dict)
     shape: Shape | None = None
-    shared: dict = field(default_factory=dict)        # per "reads C": the current shape's inputs and reference
-    typed_shared: dict = field(default_factory=dict)  # per typed_key: the current shape's typed inputs, reference
     _launches: dict = field(default_factory=dict)
-    _uploaded: object = None                           # whose inputs A and B hold: FP32_INPUTS, a typed_key,
-                                                       # or None (none of the shared ones)
+    _uploaded: object = None    # the held inputs whose A and B the device holds (ShapeOperands or HeldTypedInputs)
     counts: dict = field(default_factory=lambda: {"inputs": 0, "reference": 0, "verify": 0, "full": 0,
                                                   "screen_load": 0, "screen": 0, "cache_hits": 0})
     seconds: dict = field(default_factory=dict)
@@ -175,8 +143,7 @@ class Evaluator:
         """On a new shape: forget the last one's launches and reference, and run its cuBLAS rows."""
         if self.shape == shape:
             return
-        self.verified, self.screened, self.shared, self.shape, self._uploaded = {}, {}, {}, shape, None
-        self.typed_shared = {}
+        self.verified, self.screened, self.shape, self._uploaded = {}, {}, shape, None
         if self.spec.baseline:
             began = time.perf_counter()
             for case in cases_of(dataclasses.replace(self.spec, shapes=(shape,))):
@@ -191,74 +158,41 @@ class Evaluator:
             self.baselines[case.shape, case.precision] = record.timing.median_ms
         self._finish(record)
 
-    def _shared(self, run: case_steps.CaseRun) -> SharedShape:
-        shape, reads_c = run.case.shape, run.case.kernel.reads_c()
-        if reads_c not in self.shared:
-            began = time.perf_counter()
-            inputs = make_inputs(shape, case_seed(self.spec.verify.seed, "tune", shape.label), with_c=reads_c)
-            self.counts["inputs"] += 1
-            self.shared[reads_c] = SharedShape(shape, inputs, None, CPU_REFERENCE)
-            self._charge("inputs", began)
-        return self.shared[reads_c]
-
     # ---------------------------------------------------------------------------------------- the case steps
 
-    def _shared_inputs(self, run: case_steps.CaseRun) -> None:
-        """Before a checked launch: A and B uploaded again, so that no earlier kernel's stray write can fail it."""
-        shared = self._shared(run)
-        run.inputs, run.record.seed = shared.inputs, shared.inputs.seed
-        buffers = run.session.buffers_for(run.case.shape)
-        buffers["A"].upload(shared.inputs.A, run.session.stream)
-        buffers["B"].upload(shared.inputs.B, run.session.stream)
-        self._uploaded = FP32_INPUTS
-
-    def _screen_inputs(self, run: case_steps.CaseRun) -> None:
-        """Before a screen: the shape's A and B on the device, uploaded once for every screen of the shape."""
-        shared = self._shared(run)
-        run.inputs, run.record.seed = shared.inputs, shared.inputs.seed
-        if self._uploaded != FP32_INPUTS:
-            buffers = run.session.buffers_for(run.case.shape)
-            buffers["A"].upload(shared.inputs.A, run.session.stream)
-            buffers["B"].upload(shared.inputs.B, run.session.stream)
-            self._uploaded = FP32_INPUTS
-
-    def _typed_shared(self, run: case_steps.CaseRun) -> SharedTyped:
-        """The typed inputs of `run`'s matmul on this shape, drawn once (from the shape's seed) and kept."""
-        typed = run.typed = typed_steps.typed_case(run)
-        key = typed_key(typed)
-        if key not in self.typed_shared:
-            began = time.perf_counter()
-            seed = case_seed(self.spec.verify.seed, "tune", run.case.shape.label)
-            inputs = make_typed_inputs(typed.operands, typed.types, seed, with_c=typed.beta != 0.0)
-            self.typed_shared[key] = SharedTyped(inputs, seed)
+    def _inputs(self, run: case_steps.CaseRun, upload: bool) -> None:
+        """`run`'s inputs as a run draws them (from the shape's seed, once per shape and matmul, kept by the
+        session), A and B uploaded where `upload` says (before every checked launch, so that no earlier kernel's
+        stray write can fail it) or where the device holds another matmul's (before a screen)."""
+        began = time.perf_counter()
+        kept = {id(held) for held in self.session.held.values()}
+        typed = run.case.kernel.is_typed
+        (typed_steps.held_inputs if typed else case_steps.held_inputs)(run)
+        if any(id(held) not in kept for held in self.session.held.values()):
             self.counts["inputs"] += 1
             self._charge("inputs", began)
-        shared = self.typed_shared[key]
-        typed.inputs, run.record.seed = shared.inputs, shared.seed
-        return shared
+        held = run.typed.held if typed else run.operands
+        if upload or self._uploaded is not held:
+            (typed_steps.upload_inputs if typed else case_steps.upload_inputs)(run)
+            self._uploaded = held
 
-    def _typed_inputs(self, run: case_steps.CaseRun) -> None:
-        """Before a checked launch of a typed kernel: its matmul's A and B uploaded again (as `_shared_inputs`)."""
-        self._typed_shared(run)
-        typed_steps.upload_inputs(run)
-        self._uploaded = typed_key(run.typed)
+    def _checked_inputs(self, run: case_steps.CaseRun) -> None:
+        self._inputs(run, upload=True)
 
-    def _typed_screen_inputs(self, run: case_steps.CaseRun) -> None:
-        """Before a screen of a typed kernel: its matmul's A and B on the device, uploaded when not already there."""
-        self._typed_shared(run)
-        if self._uploaded != typed_key(run.typed):
-            typed_steps.upload_inputs(run)
-            self._uploaded = typed_key(run.typed)
+    def _screen_inputs(self, run: case_steps.CaseRun) -> None:
+        self._inputs(run, upload=False)
 
-    def _typed_reference(self, run: case_steps.CaseRun) -> None:
-        shared = self._typed_shared(run)
-        if shared.expected is None:
-            began = time.perf_counter()
-            typed_steps.reference_step(run)
-            shared.expected, shared.reference_name = run.expected, run.reference_name
+    def _reference(self, run: case_steps.CaseRun) -> None:
+        """The reference a run checks against, worked out by the first case of the shape and matmul that needs it
+        and kept with its inputs."""
+        began = time.perf_counter()
+        typed = run.case.kernel.is_typed
+        known = run.typed.held.references if typed else run.operands.references
+        before = len(known)
+        (typed_steps.reference_step if typed else case_steps.reference)(run)
+        if len(known) > before:
             self.counts["reference"] += 1
             self._charge("reference", began)
-        run.expected, run.reference_name = shared.expected, shared.reference_name
 
     def _bind(self, run: case_steps.CaseRun) -> None:
         if run.case.kernel.is_typed:
@@ -266,24 +200,6 @@ class Evaluator:
         else:
             case_steps.bind(run)
         self._launches[run.case.key] = run.launch
-
-    def _shared_reference(self, run: case_steps.CaseRun) -> None:
-        shared = self._shared(run)
-        if shared.expected is None:
-            began = time.perf_counter()
-            alpha, beta = _scalars(run)
-            session, shape = run.session, run.case.shape
-            if uses_cpu_reference(self.spec.verify, shape, session.cublas is not None):
-                shared.expected, shared.reference_name = cpu_reference(shared.inputs, alpha, beta), CPU_REFERENCE
-            else:
-                buffers = session.buffers_for(shape)
-                session.cublas.prepare(buffers["A"], buffers["B"], buffers["C_ref"], shape)()
-                product = buffers["C_ref"].download((shape.M, shape.N), np.float32, session.stream)
-                shared.expected = scaled_product(product, shared.inputs, alpha, beta)
-                shared.reference_name = CUBLAS_REFERENCE
-            self.counts["reference"] += 1
-            self._charge("reference", began)
-        run.expected, run.reference_name = shared.expected, shared.reference_name
 
     def _verify_steps(self, case: Case):
         typed = case.kernel.is_typed
@@ -295,13 +211,12 @@ class Evaluator:
             self._launches[run.case.key] = run.launch
 
         return (("plan", case_steps.plan), ("load", case_steps.load),
-                ("inputs", self._typed_inputs if typed else self._shared_inputs),
-                ("reference", self._typed_reference if typed else self._shared_reference),
+                ("inputs", self._checked_inputs), ("reference", self._reference),
                 ("launch_verify", launch_verify), ("diagnose", case_steps.diagnose))
 
     def _screen_steps(self, case: Case):
-        inputs = self._typed_screen_inputs if case.kernel.is_typed else self._screen_inputs
-        return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", inputs), ("bind", self._bind))
+        return (("plan", case_steps.plan), ("load", case_steps.load), ("inputs", self._screen_inputs),
+                ("bind", self._bind))
 
     def _verify(self, case: Case, key) -> bool:
         began = time.perf_counter()
@@ -402,9 +317,3 @@ class Evaluator:
             record.device = self.device_info
         self.record(record)
 
-
-def _scalars(run: case_steps.CaseRun) -> tuple[float, float]:
-    values = run.case.plan.argument_values
-    alpha = float(values.get("alpha", 1.0))
-    beta = float(values.get("beta", 0.0)) if run.inputs is not None and run.inputs.C0 is not None else 0.0
-    return alpha, beta
