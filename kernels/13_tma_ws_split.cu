@@ -101,8 +101,9 @@
 //   v13-fp8 e4m3, fp32 out            | 61.3% (1980/1980) | -                       | -
 // At 8192^3 the kernel ran 360 MHz above its vendor row: at equal clock it is about 89% there. The rel err
 // at 8192^3 was 2.5e-3 (bf16 out), well inside the fp8 tolerance. Timed in 3 rounds alternating with its vendor
-// row (checks/fp8-rounds.json.gz), bf16 out: 98.5% at 4096^3, 96.6% at 8192^3, 103.6% at 8192x1024x8192, 96.4% at
-// 4096x14336x4096 and 103.0% at 4096x4096x14336.
+// row, the row's algorithm picked by a screen and a final (docs/timing.md; checks/fp8-rounds.json.gz), bf16 out:
+// 100.0% at 4096^3, 102.3% at 8192^3, 101.9% at 8192x1024x8192, 104.7% at 4096x14336x4096 and 98.9% at
+// 4096x4096x14336.
 //
 // The suite's small and skinny shapes (scripts/gpu_check.sh suite, and tune-v13 for the 64-column entries
 // marked *, whose figures are the tune's own run; every row at 1980 MHz, as these shapes do not reach the power
