@@ -140,7 +140,8 @@ class Evaluator:
     # ------------------------------------------------------------------------------------------------ shapes
 
     def _enter_shape(self, shape: Shape) -> None:
-        """On a new shape: forget the last one's launches and reference, and run its cuBLAS rows."""
+        """On a new shape: forget the last one's launches, and run its cuBLAS rows (its inputs and references stay
+        with the session, within its budget, for a later run or tune of the shape)."""
         if self.shape == shape:
             return
         self.verified, self.screened, self.shape, self._uploaded = {}, {}, shape, None
