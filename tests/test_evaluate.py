@@ -50,6 +50,7 @@ class FakeSession:
     operands_for = Session.operands_for
     typed_inputs_for = Session.typed_inputs_for
     _let_go = Session._let_go
+    _kept = Session._kept
 
     def lock_operand(self, operands, array):
         pass

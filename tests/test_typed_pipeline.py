@@ -249,6 +249,7 @@ class FakeSession:
     # the inputs a shape's cases share, kept as a real session keeps them
     typed_inputs_for = Session.typed_inputs_for
     _let_go = Session._let_go
+    _kept = Session._kept
 
     def buffers_of_sizes(self, sizes):
         for name, nbytes in sizes.items():

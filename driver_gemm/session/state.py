@@ -15,7 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -91,6 +91,9 @@ class HeldTypedInputs:
 
     def release(self) -> None:
         pass                       # nothing page-locked: typed uploads go from their bytes
+
+
+_Held = TypeVar("_Held", HeldOperands, HeldTypedInputs)
 
 
 @dataclass
@@ -227,22 +230,21 @@ class Session:
         within `HELD_OPERANDS_BYTES`; older ones are let go (their pages
         unlocked first) before a new shape is drawn.
         """
-        key = (shape, seed)
-        held = self.held.get(key)
-        if isinstance(held, HeldOperands):
-            self.held.move_to_end(key)
-            return held.operands
-        self._let_go(keep_bytes=HELD_OPERANDS_BYTES - 4 * (shape.M * shape.K + shape.K * shape.N))
-        fresh = self.held[key] = HeldOperands(draw())
-        return fresh.operands
+        held = self._kept((shape, seed), HeldOperands, lambda: HeldOperands(draw()),
+                           4 * (shape.M * shape.K + shape.K * shape.N))
+        return held.operands
 
     def typed_inputs_for(self, key: tuple, draw: Callable[[], HeldTypedInputs], draw_bytes: int) -> HeldTypedInputs:
         """The typed inputs under `key` (what they depend on: shape, seed, types, layouts, whether C0 is drawn):
         those kept from an earlier case, else `draw()`n now, once older ones are let go to leave `draw_bytes`
         (about what the draw holds) within the budget, as `operands_for` does."""
-        key = ("typed", *key)
+        return self._kept(("typed", *key), HeldTypedInputs, draw, draw_bytes)
+
+    def _kept(self, key: tuple, kind: type[_Held], draw: Callable[[], _Held], draw_bytes: int) -> _Held:
+        """What is held under `key` (made most recent), else `draw()`n now and held, once the oldest are let go to
+        leave `draw_bytes` within the budget."""
         held = self.held.get(key)
-        if isinstance(held, HeldTypedInputs):
+        if isinstance(held, kind):
             self.held.move_to_end(key)
             return held
         self._let_go(keep_bytes=HELD_OPERANDS_BYTES - draw_bytes)
