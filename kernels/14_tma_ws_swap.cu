@@ -68,6 +68,10 @@
 // (inferred, not measured apart) what is left at M = 1 is the split's exchange and the launch's fill. The
 // event timer's median there is 16.9 us against the 11.6 us under ncu, a gap that holds the event pair's
 // front-end time (docs/timing.md, "A kernel-only timer: CUPTI").
+// The ceiling (`scripts/gpu_check.sh read-ceiling`, checks/read-ceiling.json.gz: B read whole by a plain Triton
+// kernel beside torch.mm, both under do_bench with the L2 cleared before each call): torch.mm is within 3-6% of
+// that read at N = K = 8192 and at 14336x4096, so there no form of v14 can pass the vendor row by more than that;
+// at N = K = 4096 it is 10-20% above the read, which is where v14 leads at M = 1 and 16.
 
 #include "13_tma_ws_split.cu"   // v13's cluster helpers, descriptors and SmemWgmma (wgmma_smem.cuh)
 

@@ -9,7 +9,8 @@
 # spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
 # 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
-# vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), fp8 (specs/fp8.yaml: v13
+# vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), read-ceiling
+# (scripts/read_ceiling.py: the decode and M = 128 shapes' B read whole beside torch.mm, under do_bench), fp8 (specs/fp8.yaml: v13
 # in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
@@ -108,6 +109,9 @@ for step in "$@"; do
                     echo "=== suite cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/suite-*.jsonl
                     [ $status_suite -eq 0 ] ;;
+        read-ceiling) # the decode and M = 128 shapes' memory ceiling: B read whole, beside torch.mm, under do_bench
+                    timeout -s INT -k 10 150 python3 scripts/read_ceiling.py --json "$OUT/read-ceiling.json" 2>&1 \
+                        | tee "$OUT/read-ceiling.log"; [ "${PIPESTATUS[0]}" -eq 0 ] ;;
         fp8)        # v13 in e4m3 (specs/fp8.yaml) against cuBLASLt FP8: bf16 out on every shape, fp32 out on two (at most ~4 min)
                     timeout -s INT -k 10 170 python3 -m driver_gemm run specs/fp8.yaml -k v13-fp8 --json "$OUT/fp8.json" -q; bf16=$?
                     timeout -s INT -k 10 60 python3 -m driver_gemm run specs/fp8.yaml -k v13-fp8-fp32-out -s 1024x512x1024 \

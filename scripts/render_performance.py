@@ -335,6 +335,8 @@ def checks_section(folder: Path) -> list[str]:
             lines += ["", *table(("shape", "events ms", "CUPTI ms", "torch.profiler ms", "check"), rows)]
         elif kind == "kernel-durations":
             lines += ["", *kernel_duration_table(read_json(file))]
+        elif kind == "read-ceiling":
+            lines += ["", *read_ceiling_table(read_json(file))]
         else:   # a log: its text as the command printed it
             text = gzip.decompress(file.read_bytes()).decode(errors="replace").rstrip()
             lines += ["", "```", *text.splitlines(), "```", ""]
@@ -352,6 +354,18 @@ def kernel_duration_table(data: dict) -> list[str]:
              pct(row.get("pct_vendor_kernels_only")), row.get("vendor_kernel", "")) for row in data.get("rows", [])]
     return table(("shape", "case", "events us", "kernel us", "front end us", "% vendor, events",
                   "% vendor, kernels only", "vendor kernel"), rows)
+
+
+def read_ceiling_table(data: dict) -> list[str]:
+    """scripts/read_ceiling.py's rows: B read whole beside torch.mm, both under do_bench, then both as graphs."""
+    def ratio(row):
+        return fixed(row["mm_us"] / row["read_us"], 3) if row.get("read_us") and row.get("mm_us") else "-"
+
+    rows = [(row["shape"], fixed(row.get("b_bytes", 0) / 1e6, 1), fixed(row.get("read_us"), 1),
+             fixed(row.get("read_tb_s"), 2), fixed(row.get("mm_us"), 1), ratio(row), fixed(row.get("read_graph_us"), 1),
+             fixed(row.get("read_graph_tb_s"), 2), fixed(row.get("mm_graph_us"), 1)) for row in data.get("rows", [])]
+    return table(("shape", "B MB", "read us", "read TB/s", "torch.mm us", "mm / read", "read us, graph",
+                  "read TB/s, graph", "torch.mm us, graph"), rows)
 
 
 TEST_LOG = "gpu-tests.log.gz"

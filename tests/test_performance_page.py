@@ -310,3 +310,13 @@ def test_kernel_durations_are_rendered_beside_the_event_medians(scripts):
     lines = render.kernel_duration_table({"rows": rows})
     assert "| 1001x520x776 | cublaslt-bf16-NN | 9.02 | 5.50 | 3.52 | 100.0% | 100.0% | nvjet_96x64 |" in lines
     assert "| 1001x520x776 | v15[BN=128] | 10.56 | - | - | - | - |  |" in lines     # no kernel found: no figure
+
+
+def test_the_read_ceiling_is_rendered_beside_the_vendors_time(scripts):
+    _, render = scripts
+    rows = [{"shape": "1x8192x8192", "b_bytes": 134217728, "read_us": 42.3, "read_tb_s": 3.173, "mm_us": 43.5,
+             "read_graph_us": 31.9, "read_graph_tb_s": 4.207, "mm_graph_us": 33.4},
+            {"shape": "1x4096x4096", "b_bytes": 33554432, "read_us": None, "mm_us": 18.5}]   # a read that failed
+    lines = render.read_ceiling_table({"rows": rows})
+    assert "| 1x8192x8192 | 134.2 | 42.3 | 3.17 | 43.5 | 1.028 | 31.9 | 4.21 | 33.4 |" in lines
+    assert "| 1x4096x4096 | 33.6 | - | - | 18.5 | - | - | - | - |" in lines
