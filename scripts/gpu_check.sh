@@ -20,7 +20,8 @@
 # side; a warm burst against torch's; then bf16 on our own operands), torch-kernels (v12p-bf16-out and v12p of
 # specs/tma-bf16.yaml against torch.mm on torch's operands at 4096^3 and 8192^3, do-bench samples, interleaved
 # with torch's do_bench, both clocks and % of torch in the table; < 4 minutes), torch-suite (the same for v13 of
-# specs/suite.yaml, BF16 and TF32, on its small and skinny shapes; < 5 minutes), vendor-choice (the BF16 headlines'
+# specs/suite.yaml, BF16 and TF32, on its small and skinny shapes; < 5 minutes), torch-suite-all (the same on every
+# shape of the suite, BF16 then TF32; < 10 minutes), vendor-choice (the BF16 headlines'
 # cuBLASLt rows with the heuristic's first algorithm and with the best of 8, compared), cupti (the CUPTI timer
 # against events and torch.profiler), gates (the seed spec with --min-pct and --baseline-results: exits 1
 # naming each failing gate), prebuilt (specs/prebuilt.yaml), profile (run
@@ -208,6 +209,17 @@ for step in "$@"; do
                     timeout -s INT -k 10 290 python3 scripts/baseline_check.py --kernel specs/suite.yaml:v13-bf16-out \
                         --kernel specs/suite.yaml:v13-tf32 --shapes 1024x512x1024 1x4096x4096 128x4096x4096 1x14336x4096 128x14336x4096 1001x520x776 \
                         --shape-timeout 25 --json "$OUT/torch-suite.json" 2>&1 | tee "$OUT/torch-suite.log" ;;
+        torch-suite-all) # the same against torch.mm on every shape of the suite, BF16 then TF32, each within 300 s
+                    shapes=$(python3 -c "import yaml; print(' '.join('x'.join(map(str, s)) for s in \
+                        yaml.safe_load(open('specs/suite.yaml'))['shapes']))")
+                    status_torch=0
+                    for name in bf16 tf32; do
+                        kernel=v13-bf16-out; [ "$name" = tf32 ] && kernel=v13-tf32
+                        timeout -s INT -k 10 300 python3 scripts/baseline_check.py --kernel "specs/suite.yaml:$kernel" \
+                            --shapes $shapes --shape-timeout 40 --json "$OUT/torch-suite-all-$name.json" 2>&1 \
+                            | tee "$OUT/torch-suite-all-$name.log" | tail -30; [ "${PIPESTATUS[0]}" -eq 0 ] || status_torch=1
+                    done
+                    [ $status_torch -eq 0 ] ;;
         patterns)   # cuBLASLt bf16, fp16 and e4m3 at 4096^3 and 8192^3 with the do-bench and flush patterns on torch's
                     # operands, interleaved with torch+do_bench, both sides' NVML clocks in the table; bf16 as a warm
                     # burst against torch's warm burst; then bf16 with do-bench on our own operands: what the data

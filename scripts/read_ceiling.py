@@ -14,8 +14,9 @@ For each shape it times, in `--rounds` rounds alternating with each other:
   over that time the read rate;
 - torch.mm: A (M x K) times B, bf16, as torch dispatches it (cuBLAS or cuBLASLt).
 Each is also timed as a CUDA graph of repeated calls with no clearing between them (do_bench_cudagraph): the
-kernels' own time with the launch and the clearing's write-back out of it. The table gives both medians, the read
-rate, and torch.mm's time over the read's ("mm / read").
+kernels' own time, with the launch and the clearing's write-back out of it (where B fits in the L2, as at
+N = K = 4096, the repeated calls read it from there). The table gives both medians, the read rate, and torch.mm's
+time over the read's ("mm / read").
 """
 
 from __future__ import annotations
@@ -59,11 +60,17 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: rounds are a whole number, 1 or more")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-s", "--shape", action="append", type=parse_shape,
                         help="MxNxK (repeatable; default: the suite's decode and M = 128 shapes)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of read and torch.mm, alternating (default 3)")
+    parser.add_argument("--rounds", type=positive, default=3, help="rounds of read and torch.mm, alternating (default 3)")
     parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args(argv)
     if MISSING:

@@ -31,8 +31,10 @@ def test_without_torch_it_says_what_is_missing_and_exits_2(ceiling, capsys, tmp_
     assert not out.exists()
 
 
-def test_a_malformed_shape_is_refused_by_the_parser(ceiling, capsys):
+@pytest.mark.parametrize("arguments, said", [(["-s", "4096"], "MxNxK"), (["--rounds", "0"], "1 or more"),
+                                             (["--rounds", "two"], "1 or more")])
+def test_malformed_arguments_are_refused_by_the_parser(ceiling, capsys, arguments, said):
     with pytest.raises(SystemExit) as stop:
-        ceiling.main(["-s", "4096"])
+        ceiling.main(arguments)
     assert stop.value.code == 2
-    assert "MxNxK" in capsys.readouterr().err
+    assert said in capsys.readouterr().err
