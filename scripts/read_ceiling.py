@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-s", "--shape", action="append", type=parse_shape,
                         help="MxNxK (repeatable; default: the suite's decode and M = 128 shapes)")
-    parser.add_argument("--rounds", type=positive, default=3, help="rounds of read and torch.mm, alternating (default 3)")
+    parser.add_argument("--rounds", type=positive, default=3,
+                        help="rounds of read and torch.mm, alternating (default 3)")
     parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args(argv)
     if MISSING:
