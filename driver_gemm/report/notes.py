@@ -1,15 +1,19 @@
 """The notes under a results table: which cuBLASLt algorithm each vendor row ran and how it was chosen
 (`measure.vendor_choice`), the times behind the % of a kernel timed in rounds with its vendor row
-(`measure.rounds`), the figures at equal clock (`clock_figures`), and the cluster launches that took more waves
-than their blocks would have alone."""
+(`measure.rounds`), the figures at equal clock (`clock_figures`), the cluster launches that took more waves
+than their blocks would have alone, and the memory rate of cases that move more bytes than their multiplies can
+hide."""
 
 from __future__ import annotations
 
 import math
 
+from ..gemm.dtypes import element_type
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Shape
 from .clock_figures import clock_notes
+
+FP32_BYTES = 4   # an untyped case's operands: FP32 storage, in TF32 math too
 
 
 def algorithm_notes(run: RunResult, shape: Shape) -> list[str]:
@@ -56,10 +60,53 @@ def residency_notes(cases: list[CaseResult]) -> list[str]:
     return notes
 
 
+def least_bytes(case: CaseResult) -> int:
+    """The bytes a GEMM must move at the least: A and B read once and C written once, in their storage types."""
+    types = (case.operands.types if case.operands else None) or {}
+    size = {name: element_type(types[name]).storage_bytes if types.get(name) else FP32_BYTES for name in "abc"}
+    batch = (case.operands.batch if case.operands else None) or 1
+    M, N, K = case.shape.M, case.shape.N, case.shape.K
+    return batch * (M * K * size["a"] + K * N * size["b"] + M * N * size["c"])
+
+
+def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
+    """For the timed cases of a shape that is memory-bound on the run's GPU (fewer FLOP a byte moved than the
+    math's peak over the DRAM's theoretical bandwidth: the roofline's ridge), the rate at which each moved its
+    least bytes, e.g. ``memory-bound: 1.0 FLOP a byte, under the ridge at 222 (BF16 peak over DRAM peak); at least
+    134.3 MB to move: cublaslt-bf16-NN 3.06 TB/s (64%), v14 3.06 TB/s (64%) of the 4.81 TB/s DRAM peak``.
+    At such a shape % of peak says little, and this says how far the memory lets a kernel go. A case timed in
+    rounds with its vendor row is taken at its rounds' median; cases of other types or math make lines of their
+    own."""
+    device = run.environment.get("device") or {}
+    bandwidth = device.get("memory_bandwidth_gbs")
+    groups: dict[tuple[int, float, str], list[tuple[CaseResult, float]]] = {}
+    for case in cases:
+        rounds = case.timed_in_rounds
+        ms = rounds.kernel_ms if rounds is not None else case.median_ms
+        peak = case.peak_gflops(device) if bandwidth else None
+        if not ms or not peak:
+            continue
+        groups.setdefault((least_bytes(case), peak / bandwidth, case.math), []).append((case, ms))
+    notes = []
+    for (moved, ridge, math_kind), timed in groups.items():
+        case = timed[0][0]
+        batch = (case.operands.batch if case.operands else None) or 1
+        intensity = 2.0 * case.shape.M * case.shape.N * case.shape.K * batch / moved
+        if intensity >= ridge:
+            continue
+        rates = [(c, moved / (ms * 1e-3) / 1e9) for c, ms in timed]
+        listed = ", ".join(f"{c.kernel} {rate / 1e3:.2f} TB/s ({100 * rate / bandwidth:.0f}%)" for c, rate in rates)
+        notes.append(f"memory-bound: {intensity:.1f} FLOP a byte, under the ridge at {ridge:.0f} ({math_kind.upper()} "
+                     f"peak over DRAM peak); at least {moved / 1e6:.1f} MB to move: {listed} of the "
+                     f"{bandwidth / 1e3:.2f} TB/s DRAM peak")
+    return notes
+
+
 def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult]) -> list[str]:
     """Every note under `shape`'s table: the vendor rows' algorithms, the kernels timed in rounds, the figures
-    at equal clock, the cluster launches that spill into another wave."""
-    return algorithm_notes(run, shape) + rounds_notes(cases) + clock_notes(run, cases) + residency_notes(cases)
+    at equal clock, the cluster launches that spill into another wave, the memory-bound cases' rates."""
+    return (algorithm_notes(run, shape) + rounds_notes(cases) + clock_notes(run, cases) + residency_notes(cases)
+            + memory_notes(run, cases))
 
 
 def markdown_notes(run: RunResult) -> str:
