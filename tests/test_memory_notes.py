@@ -79,3 +79,11 @@ def test_the_note_is_printed_under_the_table_and_in_the_markdown_notes():
     print_run(run, console)
     assert note in console.export_text()
     assert f"- 1x14336x4096: {note}" in markdown_notes(run)
+
+
+def test_a_case_of_a_type_this_package_does_not_know_gets_no_line_and_stops_nothing():
+    shape = dg.Shape(1, 8192, 8192)
+    unknown = case("v99", shape, 0.044, types={"a": "bf17", "b": "bf16", "c": "bf16", "accumulate": "fp32"})
+    known = case("v14", shape, 0.044)
+    notes = memory_notes(run_of(unknown, known), [unknown, known])
+    assert len(notes) == 1 and "v14 3.05 TB/s" in notes[0] and "v99" not in notes[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import SpecError
 from ..gemm.dtypes import element_type
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Shape
@@ -73,7 +74,7 @@ def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
     """For the timed cases of a shape that is memory-bound on the run's GPU (fewer FLOP a byte moved than the
     math's peak over the DRAM's theoretical bandwidth: the roofline's ridge), the rate at which each moved its
     least bytes, e.g. ``memory-bound: 1.0 FLOP a byte, under the ridge at 222 (BF16 peak over DRAM peak); at least
-    134.3 MB to move: cublaslt-bf16-NN 3.06 TB/s (64%), v14 3.06 TB/s (64%) of the 4.81 TB/s DRAM peak``.
+    134.3 MB to move: cublaslt-bf16-NN 3.05 TB/s (63%), v14 3.06 TB/s (64%) of the 4.81 TB/s DRAM peak``.
     At such a shape % of peak says little, and this says how far the memory lets a kernel go. A case timed in
     rounds with its vendor row is taken at its rounds' median; cases of other types or math make lines of their
     own."""
@@ -86,7 +87,11 @@ def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
         peak = case.peak_gflops(device) if bandwidth else None
         if not ms or not peak:
             continue
-        groups.setdefault((least_bytes(case), peak / bandwidth, case.math), []).append((case, ms))
+        try:
+            moved = least_bytes(case)
+        except SpecError:       # a results file naming a type this package does not know: no line for the case
+            continue
+        groups.setdefault((moved, peak / bandwidth, case.math), []).append((case, ms))
     notes = []
     for (moved, ridge, math_kind), timed in groups.items():
         case = timed[0][0]
