@@ -10,8 +10,8 @@
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
 # 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
 # vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), read-ceiling
-# (scripts/read_ceiling.py: the decode and M = 128 shapes' B read whole beside torch.mm, under do_bench), fp8 (specs/fp8.yaml: v13
-# in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
+# (scripts/read_ceiling.py: the decode and M = 128 shapes' B read whole beside torch.mm, under do_bench), fp8
+# (specs/fp8.yaml: v13 in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
 # do_bench for large kernels, a CUDA graph of flushed samples for small ones; ~75 s, < 120 s),
 # baselines-locked (the same at a locked 1500 MHz SM clock; root), baselines-kernels (1024x512x1024 and
