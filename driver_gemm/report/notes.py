@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import math
 
-from ..errors import SpecError
-from ..gemm.dtypes import element_type
+from ..gemm.peaks import ELEMENT_BYTES, bytes_moved
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Shape
 from .clock_figures import clock_notes
-
-FP32_BYTES = 4   # an untyped case's operands: FP32 storage, in TF32 math too
 
 
 def algorithm_notes(run: RunResult, shape: Shape) -> list[str]:
@@ -61,13 +58,15 @@ def residency_notes(cases: list[CaseResult]) -> list[str]:
     return notes
 
 
+def _batch(case: CaseResult) -> int:
+    return (case.operands.batch if case.operands else None) or 1
+
+
 def least_bytes(case: CaseResult) -> int:
-    """The bytes a GEMM must move at the least: A and B read once and C written once, in their storage types."""
-    types = (case.operands.types if case.operands else None) or {}
-    size = {name: element_type(types[name]).storage_bytes if types.get(name) else FP32_BYTES for name in "abc"}
-    batch = (case.operands.batch if case.operands else None) or 1
-    M, N, K = case.shape.M, case.shape.N, case.shape.K
-    return batch * (M * K * size["a"] + K * N * size["b"] + M * N * size["c"])
+    """The bytes a GEMM must move at the least, every matrix of its batch: A and B read once and C written once, in
+    their storage types (`gemm.peaks.bytes_moved`, as the roofline counts them; an untyped case's are FP32)."""
+    types = case.operands.types if case.operands else None
+    return _batch(case) * bytes_moved(case.shape.M, case.shape.N, case.shape.K, types)
 
 
 def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
@@ -87,16 +86,14 @@ def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
         peak = case.peak_gflops(device) if bandwidth else None
         if not ms or not peak:
             continue
-        try:
-            moved = least_bytes(case)
-        except SpecError:       # a results file naming a type this package does not know: no line for the case
-            continue
-        groups.setdefault((moved, peak / bandwidth, case.math), []).append((case, ms))
+        types = (case.operands.types if case.operands else None) or {}
+        if any(types.get(name, "fp32") not in ELEMENT_BYTES for name in "abc"):
+            continue            # a results file naming a type this package does not know: no line for the case
+        groups.setdefault((least_bytes(case), peak / bandwidth, case.math), []).append((case, ms))
     notes = []
     for (moved, ridge, math_kind), timed in groups.items():
         case = timed[0][0]
-        batch = (case.operands.batch if case.operands else None) or 1
-        intensity = 2.0 * case.shape.M * case.shape.N * case.shape.K * batch / moved
+        intensity = case.shape.flops * _batch(case) / moved
         if intensity >= ridge:
             continue
         rates = [(c, moved / (ms * 1e-3) / 1e9) for c, ms in timed]
