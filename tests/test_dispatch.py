@@ -5,7 +5,7 @@ import yaml
 
 from driver_gemm.errors import SpecError
 from driver_gemm.results.records import DispatchChoice, RunResult
-from driver_gemm.specfile.model import Shape
+from driver_gemm.specfile.model import Shape, parse_shape_text
 from driver_gemm.specfile import load_spec, spec_from_dict
 from driver_gemm.tune.dispatch_table import DispatchEntry, DispatchTable, build_dispatch, parse_dispatch, select_kernel
 from driver_gemm.tune.winners import dispatch_spec, pick_winners
@@ -64,6 +64,49 @@ def test_parse_dispatch_reads_what_is_written_and_names_mistakes():
         with pytest.raises(SpecError) as raised:
             parse_dispatch(node, kernel_names=["v8"], where=lines.get)
         assert place in str(raised.value) and message in str(raised.value)
+
+
+WIDE_FILLS = "wave_efficiency(M, N, 128, 256, 132) >= 0.8"
+
+
+def test_a_condition_in_when_picks_by_how_well_the_tiles_fill_their_waves():
+    # 128 x 256 tiles where they come near whole waves of 132 SMs, 64 x 64 ones elsewhere past M = 128
+    document = {"v8": [
+        {"shape": [4096, 4096, 4096], "params": {"BM": 128}, "when": {"M": [129, None], "if": WIDE_FILLS}},
+        {"shape": [512, 512, 512], "params": {"BM": 64}, "when": {"M": [129, None]}}]}
+    parsed = parse_dispatch(yaml.safe_load(yaml.safe_dump(document)), kernel_names=["v8"])["v8"]
+    assert parsed.as_document() == document["v8"]                              # written back as read
+    picks = {label: parsed.choose(parse_shape_text(label)) for label in
+             ("2048x2048x64", "2048x3072x64", "2048x4096x64", "128x4096x64", "4096x4096x4096")}
+    assert picks == {"2048x2048x64": (0, "when"),      # 128 tiles: 0.97 of a wave
+                     "2048x3072x64": (1, "when"),      # 192 tiles: 0.73 of two waves
+                     "2048x4096x64": (0, "when"),      # 256 tiles: 0.97 of two
+                     "128x4096x64": (1, "nearest"),    # M under both ranges: the nearest, 512^3
+                     "4096x4096x4096": (0, "exact")}
+
+
+@pytest.mark.parametrize("condition, message", [
+    ("BM >= 64", "reads BM: a dispatch condition reads only M, N and K"),
+    ("M * N", "is a number, not a condition"),
+    ("wave_efficiency(M)", "wave_efficiency() takes 5 arguments"),
+    ("M >", "cannot parse"),
+    (64, "must be a condition over M, N and K as text, got"),
+])
+def test_a_condition_that_cannot_be_read_is_refused_naming_its_field(condition, message):
+    node = {"v8": [{"shape": [1, 1, 1], "params": {}, "when": {"if": condition}}]}
+    with pytest.raises(SpecError) as raised:
+        parse_dispatch(node, kernel_names=["v8"])
+    assert "dispatch.v8[0].when.if" in str(raised.value) and message in str(raised.value)
+
+
+def test_a_condition_that_fails_on_a_shape_names_the_entry_and_the_shape():
+    node = {"v8": [{"shape": [1, 1, 1], "params": {}, "when": {"if": "M // (N - 64) > 1"}}]}
+    table = parse_dispatch(node, kernel_names=["v8"], where={"dispatch.v8[0].when.if": "spec.yaml:9"}.get)["v8"]
+    assert table.choose(Shape(256, 128, 8)) == (0, "when")
+    with pytest.raises(SpecError) as raised:
+        table.choose(Shape(256, 64, 8))
+    assert "spec.yaml:9: dispatch.v8[0].when.if" in str(raised.value) and "division by zero" in str(raised.value)
+    assert "256x64x8" in str(raised.value)
 
 
 def _recorded_sweep(spec) -> RunResult:

@@ -14,6 +14,12 @@ from driver_gemm.specfile import expr
     ("floor(7 / 2)", {}, 3),
     (128, {}, 128),
     ("max(1, 2, 3)", {}, 3),
+    ("wave_efficiency(M, N, 128, 256, 132)", {"M": 2048, "N": 2048}, 128 / 132),   # one wave, 4 SMs idle
+    ("wave_efficiency(2048, 3072, 128, 256, 132)", {}, 192 / 264),                 # a wave and 60 of the next
+    ("wave_efficiency(320, 4096, 256, 128, 66)", {}, 320 * 4096 / (66 * 256 * 128)),  # 64 tiles, rows past M
+    ("wave_efficiency(4096, 4096, 128, 256, 132)", {}, 512 / 528),
+    ("wave_efficiency(4160, 4096, 128, 256, 132)", {}, 4160 * 4096 / (4 * 132 * 128 * 256)),  # half a tile row
+    ("wave_efficiency(128, 256, 128, 256, 1)", {}, 1.0),
 ])
 def test_arithmetic(source, env, expected):
     assert expr.evaluate(source, env) == expected
@@ -30,7 +36,7 @@ def test_conditions(source, env, expected):
 
 
 @pytest.mark.parametrize("source, message", [
-    ("__import__('os')", "only ceil, floor, min, max may be called"),
+    ("__import__('os')", "only ceil, floor, min, max, wave_efficiency may be called"),
     ("M ** 2", "Pow is not allowed"),
     ("M.real", "Attribute is not allowed"),
     ("[M]", "List is not allowed"),
@@ -38,6 +44,7 @@ def test_conditions(source, env, expected):
     ("M if N else K", "IfExp is not allowed"),
     ("ceil(M, N)", "ceil() takes 1 argument"),
     ("max(M)", "max() takes at least 2 arguments"),
+    ("wave_efficiency(M, N)", "wave_efficiency() takes 5 arguments, got 2"),
     ("ceil(x=1)", "takes no keyword arguments"),
     ("M ==", "cannot parse"),
     ("", "empty expression"),
@@ -49,6 +56,13 @@ def test_rejects_everything_else(source, message):
     with pytest.raises(expr.ExpressionError, match=message.replace("(", r"\(").replace(")", r"\)")
                        .replace("*", r"\*")):
         expr.parse(source)
+
+
+def test_wave_efficiency_refuses_what_is_no_tiling():
+    for source in ("wave_efficiency(64, 64, 64, 64, 0)", "wave_efficiency(0, 64, 64, 64, 132)",
+                   "wave_efficiency(64, 64, -64, 64, 132)"):
+        with pytest.raises(expr.ExpressionError, match="every argument must be 1 or more"):
+            expr.evaluate(source, {})
 
 
 def test_comparisons_only_in_conditions():

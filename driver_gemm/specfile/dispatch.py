@@ -1,8 +1,10 @@
 """The ``dispatch:`` field of a spec: per kernel family, which configuration to run on any shape.
 
 The field (written by ``driver-gemm tune --dispatch``) lists, per kernel name, entries of a shape,
-its winning params and optional ``when:`` ranges. The rule, in order: the entry of exactly this
-shape; the first whose ``when`` ranges hold it; the nearest in log space (sum over M, N, K of
+its winning params and an optional ``when:``: ranges of M, N and K, and a condition over them
+(``if:``, in the spec's expression language), so that an entry can say "where this tiling wastes less of its
+waves than that one" (``wave_efficiency``) as well as "where M is under 64". The rule, in order: the entry of exactly
+this shape; the first whose ``when`` holds it; the nearest in log space (sum over M, N, K of
 (ln shape - ln entry)^2, the earlier entry on a tie). `select_kernel` applies it. The field's
 format: docs/tuning.md.
 
@@ -14,13 +16,14 @@ counted as the family's (`Spec.dispatch_members`).
 
 from __future__ import annotations
 
-
+import ast
 import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
+from .expr import Expression, ExpressionError, parse
 from .fields import kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, parse_shape_text
@@ -37,16 +40,19 @@ class DispatchEntry:
     when: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict)
     label: str | None = None        # the winner's label, for reading
     kernel: str | None = None       # another kernel of the spec to run with `params` (None: the table's own)
+    condition: Expression | None = None   # ``when: {if: ...}``, over M, N and K
+    condition_where: str | None = None    # file:line of the condition, for the error a shape can raise in it
 
     def contains(self, shape: Shape) -> bool:
-        """True when every ``when`` range holds `shape` (False for an entry without ranges)."""
-        if not self.when:
+        """True when every ``when`` range and the ``if`` condition hold `shape` (False for an entry without
+        ``when``). A condition that cannot be evaluated raises `ExpressionError`."""
+        if not self.when and self.condition is None:
             return False
         for dimension, (low, high) in self.when.items():
             value = getattr(shape, dimension)
             if (low is not None and value < low) or (high is not None and value > high):
                 return False
-        return True
+        return self.condition is None or bool(self.condition.evaluate(shape.as_env()))
 
     def distance(self, shape: Shape) -> float:
         return sum((math.log(getattr(shape, d)) - math.log(getattr(self.shape, d))) ** 2 for d in DIMENSIONS)
@@ -69,7 +75,12 @@ class DispatchTable:
             if entry.shape == shape:
                 return index, "exact"
         for index, entry in enumerate(self.entries):
-            if entry.contains(shape):
+            try:
+                holds = entry.contains(shape)
+            except ExpressionError as exc:
+                raise SpecError(f"{exc} at {shape.label}", where=entry.condition_where,
+                                field=f"dispatch.{self.kernel}[{index}].when.if") from None
+            if holds:
                 return index, "when"
         return min(range(len(self.entries)), key=lambda index: self.entries[index].distance(shape)), "nearest"
 
@@ -84,8 +95,10 @@ class DispatchTable:
             item: dict = {"shape": [entry.shape.M, entry.shape.N, entry.shape.K], "params": dict(entry.params)}
             if entry.kernel is not None:
                 item["kernel"] = entry.kernel
-            if entry.when:
+            if entry.when or entry.condition is not None:
                 item["when"] = {d: list(bounds) for d, bounds in entry.when.items()}
+                if entry.condition is not None:
+                    item["when"]["if"] = entry.condition.source
             out.append(item)
         return out
 
@@ -132,6 +145,8 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
         if not isinstance(entries, list) or not entries:
             raise error("must be a non-empty list of {shape, params}", path)
         parsed = tuple(_parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries))
+        parsed = tuple(dataclasses.replace(entry, condition_where=where(f"{path}[{index}].when.if"))
+                       if entry.condition is not None else entry for index, entry in enumerate(parsed))
         for index, entry in enumerate(parsed):
             if names and entry.kernel is not None and entry.kernel not in names:
                 raise error(f"no kernel named {entry.kernel!r} in this spec", f"{path}[{index}].kernel",
@@ -187,10 +202,13 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
     ranges = node.get("when", {})
     if not isinstance(ranges, dict):
         raise error("must be a mapping like {M: [1, 2048]}", f"{path}.when")
+    condition = _parse_condition(ranges["if"], f"{path}.when.if", error) if "if" in ranges else None
     for dimension, bounds in ranges.items():
         where_bounds = f"{path}.when.{dimension}"
+        if dimension == "if":
+            continue
         if dimension not in DIMENSIONS:
-            raise error(f"unknown dimension {dimension!r}", where_bounds, hint="use M, N or K")
+            raise error(f"unknown dimension {dimension!r}", where_bounds, hint="use M, N or K, or if: a condition")
         if (not isinstance(bounds, list) or len(bounds) != 2
                 or not all(b is None or (_is_int(b) and 1 <= b <= MAX_DIMENSION) for b in bounds)):
             raise error(f"must be [low, high]: whole numbers from 1 to {MAX_DIMENSION:,} (MAX_DIMENSION), or null "
@@ -198,7 +216,27 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
         if None not in bounds and bounds[0] > bounds[1]:
             raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
         when[dimension] = (bounds[0], bounds[1])
-    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label, kernel)
+    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label, kernel, condition)
+
+
+def _parse_condition(value, path: str, error) -> Expression:
+    """``when: {if: ...}``: a condition over M, N and K alone, since a table picks before any GPU is open (a
+    tiling's wave efficiency is written against the SM count of the GPU the table was tuned for)."""
+    if not isinstance(value, str):
+        raise error(f"must be a condition over M, N and K as text, got {kind_name(value)}", path,
+                    hint="for instance 'wave_efficiency(M, N, 128, 256, 132) >= 0.8'")
+    try:
+        condition = parse(value, condition=True)
+    except ExpressionError as exc:
+        raise error(str(exc), path) from None
+    if not isinstance(condition.tree, (ast.Compare, ast.BoolOp)) \
+            and not (isinstance(condition.tree, ast.UnaryOp) and isinstance(condition.tree.op, ast.Not)):
+        raise error(f"{value!r} is a number, not a condition", path, hint="compare it: ... >= 0.8")
+    unknown = sorted(condition.names - set(DIMENSIONS))
+    if unknown:
+        raise error(f"reads {', '.join(unknown)}: a dispatch condition reads only M, N and K", path,
+                    hint="write the tile and the SM count the table was tuned for as numbers")
+    return condition
 
 
 def _parse_shape(value, path: str, error) -> Shape:
