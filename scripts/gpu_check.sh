@@ -9,7 +9,10 @@
 # spec, timed end to end), fast (specs/fast.yaml at 4096^3), tma (specs/tma.yaml and specs/tma-bf16.yaml),
 # v12p (specs/tma-bf16-dev.yaml: v12 and its persistent forms against cuBLASLt BF16 on small shapes,
 # 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
-# vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), read-ceiling
+# vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), fill
+# (specs/sweep-fill.yaml: the narrow tiles the suite's tables take between decode and large shapes, then the
+# 128 x 128 and 128 x 256 tiles where the wide one begins to fill the GPU; < 3 minutes), off-suite (the suite's
+# tables on two sets of 12 shapes outside the suite, bf16 out and TF32, then fp32 out; < 8 minutes), read-ceiling
 # (scripts/read_ceiling.py: the decode and M = 128 shapes' B read whole beside torch.mm, under do_bench), fp8
 # (specs/fp8.yaml: v13 in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
@@ -52,6 +55,13 @@ step_done() {   # name, exit code, seconds
     summary+=("$1: exit $2 in $3 s")
     [ "$2" -eq 0 ] || status=1
 }
+# Shapes outside the suite for its dispatch tables (the off-suite step): the first set found where the tables fell
+# short and checked their conditions; the second was first run once the conditions were final.
+off_suite_1=(-s 768x768x768 -s 1200x1200x1200 -s 1536x1536x1536 -s 640x2048x2048 -s 320x4096x4096 -s 200x8192x8192
+             -s 384x11008x4096 -s 2048x11008x4096 -s 2048x4096x11008 -s 3000x2000x1000 -s 32x4096x4096 -s 8x11008x4096)
+off_suite_2=(-s 1024x1024x1024 -s 2560x2560x2560 -s 4096x1024x4096 -s 448x4096x4096 -s 160x5120x5120
+             -s 1024x5120x13824 -s 720x1280x1280 -s 1600x2400x800 -s 96x12288x4096 -s 24x5120x5120 -s 512x14336x4096
+             -s 6144x6144x6144)
 # The suite's small, awkward and M = 128 shapes, where the v15-small and v16 steps time their forms beside v13.
 small_shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096 -s 128x8192x8192
               -s 128x14336x4096)
@@ -110,6 +120,27 @@ for step in "$@"; do
                     echo "=== suite cases (a run cut short by its timeout keeps the cases it finished)"
                     python3 -m driver_gemm show "$OUT"/suite-*.jsonl
                     [ $status_suite -eq 0 ] ;;
+        fill)       # specs/sweep-fill.yaml: the narrow forms on its shapes between decode and large (one round each),
+                    # then the 128 x 128 and 128 x 256 forms where the wide tile begins to fill the GPU (3 rounds each)
+                    timeout -s INT -k 10 150 python3 -m driver_gemm run specs/sweep-fill.yaml -k v13-bf16-out \
+                        -k v15-bf16-out -k v15-bf16-out-96 -k v13-tf32 -k v15-tf32 -s 512x512x512 -s 1000x1000x1000 \
+                        -s 2048x2048x2048 -s 256x4096x4096 -s 512x4096x4096 -s 384x3072x768 \
+                        --json "$OUT/fill-narrow.json" -q; narrow=$?
+                    timeout -s INT -k 10 100 python3 -m driver_gemm run specs/sweep-fill.yaml -k v15-bf16-out \
+                        -k v15-bf16-out-wide -k v15-tf32 -k v15-tf32-wide -s 2048x2048x2048 -s 1024x4096x4096 \
+                        -s 2048x3072x2048 -s 2048x4096x4096 --rounds 3 --json "$OUT/fill-wide.json" -q; wide=$?
+                    [ $narrow -eq 0 ] && [ $wide -eq 0 ] ;;
+        off-suite)  # the suite's tables on shapes outside it (off_suite_1 and _2 above): bf16 out and TF32, then
+                    # fp32 out
+                    status_off=0
+                    for set in 1 2; do
+                        if [ $set = 1 ]; then shapes=("${off_suite_1[@]}"); else shapes=("${off_suite_2[@]}"); fi
+                        timeout -s INT -k 10 150 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out \
+                            -k v13-tf32 "${shapes[@]}" --json "$OUT/off-suite-$set.json" -q || status_off=1
+                        timeout -s INT -k 10 100 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16 \
+                            "${shapes[@]}" --json "$OUT/off-suite-$set-fp32-out.json" -q || status_off=1
+                    done
+                    [ $status_off -eq 0 ] ;;
         read-ceiling) # the decode and M = 128 shapes' memory ceiling: B read whole, beside torch.mm, under do_bench
                     timeout -s INT -k 10 150 python3 scripts/read_ceiling.py --json "$OUT/read-ceiling.json" 2>&1 \
                         | tee "$OUT/read-ceiling.log"; [ "${PIPESTATUS[0]}" -eq 0 ] ;;

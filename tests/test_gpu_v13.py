@@ -106,3 +106,26 @@ def test_the_suites_dispatched_kernels_pass_where_their_table_splits_k():
     found = statuses(run)
     assert len(found) == 3 * len(shapes)
     assert not not_passing(found), found
+
+
+def test_the_suites_tables_pass_on_shapes_between_decode_and_large_with_each_form_their_conditions_pick():
+    # M past 128 on shapes none of the suite's: each form the tables' `if:` conditions pick where the 128 x 256 tile
+    # would leave SMs idle, checked against the float64 reference. Each shape's (tile rows, columns) for fp32 out,
+    # bf16 out and TF32.
+    picks = {"1024x4096x256": [(128, 256)] * 3,                 # 128 wide tiles: 0.97 of a wave
+             "512x4096x256": [(128, 128)] * 3,                  # alone (fp32 out) or in clusters of two tile rows
+             "256x4096x2048": [(128, 128)] * 3,                 # K split two ways
+             "1000x1000x264": [(64, 64), (64, 128), (64, 128)],  # 64 x 128 in pairs (bf16 out, TF32)
+             "520x512x264": [(64, 64)] * 3}                     # too few tiles for any wider form
+    names = ["v13-bf16", "v13-bf16-out", "v13-tf32"]
+    spec = load_spec(SPECS / "suite.yaml").select(kernels=names, shapes=list(picks))
+    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
+    kernels = {kernel.name: kernel for kernel in spec.kernels}
+    for case in run.cases:
+        chosen = select_kernel(kernels[case.name], spec.dispatch[case.name], case.shape, kernels)
+        assert dict(case.params) == dict(chosen.params), (case.name, case.shape.label)
+        tile = (64 * case.params["CWG"], case.params["BN"])
+        assert tile == picks[case.shape.label][names.index(case.name)], (case.name, case.shape.label)
+    found = statuses(run)
+    assert len(found) == 3 * len(picks)
+    assert not not_passing(found), found
