@@ -1,7 +1,8 @@
 """A small, safe evaluator for the arithmetic in specs: grids, blocks, shared memory, constraints.
 
 Grammar: numbers, names, ``+ - * / // %``, unary minus, parentheses, ``ceil``, ``floor``, ``min``,
-``max``, ``wave_efficiency``; constraints (``require:``) may also compare and combine with ``and``, ``or``, ``not``.
+``max``, ``wave_efficiency``; conditions (``require:``, a dispatch entry's ``if:``) may also compare and
+combine with ``and``, ``or``, ``not``.
 Python's parser builds the tree, only those node kinds are accepted, and they are evaluated here,
 never by ``eval``. Length, depth, node count and values are bounded (`driver_gemm.specfile.limits`), so
 evaluating never overflows, recurses without end or builds a huge number.
@@ -50,7 +51,7 @@ def wave_efficiency(m: Number, n: Number, rows: Number, columns: Number, slots: 
     """The share of what the waves of a tiling compute that lies in C: M x N over the tiles of `rows` x
     `columns` that `slots` SMs (or clusters) run at once, times the waves they take. 4096 x 4096 in 128 x 256
     tiles on 132 SMs: 512 tiles, 4 waves, 0.97; 2048 x 3072: 192 tiles, 2 waves, 0.73; 320 x 4096 in 256 x 128
-    tiles on 66 clusters: 64 tiles in one wave, of which a fifth of the rows lie past M, 0.61. A dispatch table's
+    tiles on 66 clusters: 64 tiles in one wave, three eighths of their rows past M, 0.61. A dispatch table's
     ``when: {if: ...}`` weighs one tiling's against another's."""
     if m < 1 or n < 1 or rows < 1 or columns < 1 or slots < 1:
         raise ValueError(f"wave_efficiency({m}, {n}, {rows}, {columns}, {slots}): every argument must be 1 or more")
