@@ -139,3 +139,21 @@ def test_the_suites_bf16_family_runs_v14_on_decode_and_v15_on_large_shapes_again
     baselines = {c.shape.label: c.label for c in cases_of(suite) if c.is_baseline}
     for shape in ("1x4096x4096", "4096x4096x4096"):
         assert rows[shape].baseline_label == baselines[shape] == "cublaslt-bf16-NN"
+
+
+def test_a_plan_says_which_entry_of_its_table_picked_each_dispatched_case_and_by_which_rule(tmp_path):
+    from driver_gemm.planning.spec_plan import plan_spec
+
+    text = FAMILY.replace("  - [256, 256, 256]\nkernels:", "  - [256, 256, 256]\n  - [300, 300, 300]\n"
+                          "  - [640, 640, 640]\nkernels:")
+    text += "    - {shape: [512, 512, 512], params: {BK: 16}, when: {M: [600, null], if: \"N % 64 == 0\"}}\n"
+    plans = {(plan.kernel.label, plan.shape.label): plan for plan in plan_spec(family_spec(tmp_path, text),
+                                                                                  arch="sm_90").plans}
+    picked = {key: [note for note in plan.notes if note.startswith("picked by")] for key, plan in plans.items()}
+    assert picked[("v2[TILE=32]", "64x32x16")] == ["picked by v4's dispatch table: entry 0 (64x32x16), the entry of "
+                                                   "this very shape"]
+    assert picked[("v2[TILE=16]", "300x300x300")] == ["picked by v4's dispatch table: entry 2 (256x256x256), the "
+                                                      "nearest of its shapes"]
+    assert picked[("v4[BM=64,BN=64,BK=16,TM=4,TN=4]", "640x640x640")] == [
+        "picked by v4's dispatch table: entry 3 (512x512x512), its when: holds here"]
+    assert picked[("v1", "300x300x300")] == []                                   # no table: nothing to say

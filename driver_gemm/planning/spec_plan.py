@@ -24,7 +24,7 @@ from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
 from . import build
 from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
-from .cases import kernels_of, kernels_on
+from .cases import dispatched, kernels_of, kernels_on, standalone
 from .case_plan import CasePlan, plan_launch
 from .memory_plan import with_memory_check
 from ..cuda.device import read_properties
@@ -144,6 +144,7 @@ class PlanStream:
         self._limits, self._sm_count = limits, sm_count
         self._scalars, self._host = dict(spec.scalars), build.host_total()
         self._pairs = _kernel_shapes(spec)
+        self._picked = _dispatch_notes(spec)
         skip = {kernel.label for kernel, cases in self._pairs if not any(self._launch(*case).valid
                                                                          for case in cases)}
         compiled = compile_spec(spec, target.arch, skip=skip)
@@ -179,7 +180,9 @@ class PlanStream:
             if isinstance(cubin, CompileError):
                 continue
             for case in cases:
-                yield complete_plan(self._launch(*case), cubin, self._limits, self._sm_count)
+                plan = complete_plan(self._launch(*case), cubin, self._limits, self._sm_count)
+                picked = self._picked.get((case[0].label, case[1].label))
+                yield dataclasses.replace(plan, notes=[picked, *plan.notes]) if picked else plan
 
 
 def plan_stream(spec: Spec, sm_count: int | None = None, *, target: PlanTarget) -> PlanStream:
@@ -205,6 +208,26 @@ def _kernel_shapes(spec: Spec) -> list[tuple[KernelSpec, _Cases]]:
             on.setdefault(kernel.label, {})[index] = kernel
     return [(kernel, [(on[kernel.label][index], spec.shapes[index]) for index in sorted(on[kernel.label])])
             for kernel in kernels_of(spec)]
+
+
+_PICKED_BY = {"exact": "the entry of this very shape", "when": "its when: holds here",
+              "nearest": "the nearest of its shapes"}
+
+
+def _dispatch_notes(spec: Spec) -> dict[tuple[str, str], str]:
+    """Why each case of a dispatched kernel runs the configuration it runs, by (kernel label, shape label): the
+    table, its entry and the rule that picked it (`specfile.dispatch`), so that a plan answers "why these params
+    here" as well as "what they launch"."""
+    if not spec.dispatch:
+        return {}
+    notes = {}
+    for shape in spec.shapes:
+        for family in standalone(spec):
+            kernel, choice = dispatched(spec, family, shape)
+            if choice is not None:
+                notes[(kernel.label, shape.label)] = (f"picked by {family.name}'s dispatch table: entry {choice.entry} "
+                                                      f"({choice.shape}), {_PICKED_BY[choice.rule]}")
+    return notes
 
 
 class _EveryShape:
