@@ -103,10 +103,18 @@ BETWEEN = [Shape(m, n, k) for m in (129, 200, 256, 384, 512, 640, 768, 1000, 120
            for n in (256, 768, 1000, 2048, 3072, 4096, 8192, 11008, 14336) for k in (512, 4096)]
 
 
+def _tile(chosen):
+    """The rows and columns of C a block of the chosen form computes: MT by 64 CWG for v14 (the operands
+    swapped), 64 CWG by BN for v13 and v15."""
+    if chosen.name.startswith("v14"):
+        return chosen.params["MT"], 64 * chosen.params["CWG"]
+    return 64 * chosen.params["CWG"], chosen.params["BN"]
+
+
 def _efficiency(chosen, shape):
     """The share of what the chosen form's waves compute that lies in C: a cluster of CM tile rows (v15) or of a
-    tile's SPLITS parts of K (v13) takes one of 132 // cluster slots."""
-    rows, columns = 64 * chosen.params["CWG"], chosen.params["BN"]
+    tile's SPLITS parts of K (v13, v14) takes one of 132 // cluster slots."""
+    rows, columns = _tile(chosen)
     if chosen.name.startswith("v15"):
         cluster = chosen.params["CM"]
         return wave_efficiency(shape.M, shape.N, rows * cluster, columns, SM_COUNT // cluster)
@@ -128,7 +136,8 @@ def _wide_efficiency(name, shape):
 @pytest.mark.parametrize("name", ["v13-bf16", "v13-bf16-out", "v13-tf32"])
 def test_between_decode_and_large_the_tables_leave_the_wide_tile_only_for_one_that_wastes_less(name):
     # Past M = 128 a table weighs each of its tilings' wave efficiency (wave_efficiency in its `if:` conditions):
-    # the 128 x 256 tile wherever its waves are nearly all work, a narrower one only where its waves waste less.
+    # the 128 x 256 tile wherever its waves are nearly all work, a narrower one only where its waves waste less
+    # (v14's 64-row tiles too, for bf16 out at M up to 192).
     kernels = {k.name: k for k in SUITE.kernels}
     kernel, table = kernels[name], SUITE.dispatch[name]
     narrower = 0
@@ -136,35 +145,38 @@ def test_between_decode_and_large_the_tables_leave_the_wide_tile_only_for_one_th
         chosen = select_kernel(kernel, table, shape, kernels)
         wide = _wide_efficiency(name, shape)
         if wide >= 0.9:
-            assert (chosen.params["CWG"], chosen.params["BN"]) == (2, 256), (shape.label, chosen.label)
-        elif chosen.params["BN"] < 256:
+            assert _tile(chosen) == (128, 256), (shape.label, chosen.label)
+        elif _tile(chosen)[1] < 256:
             assert _efficiency(chosen, shape) > wide, (shape.label, chosen.label)
             narrower += 1
     assert narrower >= len(BETWEEN) // 3       # the grid holds many shapes that the wide tile alone leaves idle
 
 
 @pytest.mark.parametrize("shape, name, form", [
-    # the forms specs/sweep-fill.yaml measured fastest on its shapes (checks/fill-narrow.json.gz, fill-wide.json.gz)
-    ("512x512x512", "v13-bf16-out", ("v13-bf16-out", 1, 64, 1)),       # 64 x 96 in 2 x 2 within a point
-    ("1000x1000x1000", "v13-bf16-out", ("v15-bf16-out", 1, 128, 2)),
-    ("1000x1000x1000", "v13-tf32", ("v15-tf32", 1, 128, 2)),
-    ("256x4096x4096", "v13-tf32", ("v13-tf32", 2, 128, 2)),
-    ("512x4096x4096", "v13-bf16-out", ("v15-bf16-out", 2, 128, 2)),
-    ("384x3072x768", "v13-bf16-out", ("v15-bf16-out", 2, 128, 2)),
-    ("2048x3072x2048", "v13-bf16-out", ("v15-bf16-out", 2, 128, 2)),
-    ("2048x3072x2048", "v13-tf32", ("v15-tf32", 2, 128, 2)),
-    ("2048x2048x2048", "v13-tf32", ("v15-tf32", 2, 256, 2)),
-    ("1024x4096x4096", "v13-bf16-out", ("v15-bf16-out", 2, 256, 1)),
-    ("2048x4096x4096", "v13-bf16-out", ("v15-bf16-out", 2, 256, 1)),
+    # the forms specs/sweep-fill.yaml measured fastest on its shapes (checks/fill-narrow.json.gz, fill-wide.json.gz,
+    # v14-band.json.gz): the kernel, the tile's rows and columns, and the cluster (CM or SPLITS)
+    ("512x512x512", "v13-bf16-out", ("v13-bf16-out", 64, 64, 1)),      # 64 x 96 in 2 x 2 within a point
+    ("1000x1000x1000", "v13-bf16-out", ("v15-bf16-out", 64, 128, 2)),
+    ("1000x1000x1000", "v13-tf32", ("v15-tf32", 64, 128, 2)),
+    ("256x4096x4096", "v13-tf32", ("v13-tf32", 128, 128, 2)),
+    ("512x4096x4096", "v13-bf16-out", ("v15-bf16-out", 128, 128, 2)),
+    ("384x3072x768", "v13-bf16-out", ("v15-bf16-out", 128, 128, 2)),
+    ("2048x3072x2048", "v13-bf16-out", ("v15-bf16-out", 128, 128, 2)),
+    ("2048x3072x2048", "v13-tf32", ("v15-tf32", 128, 128, 2)),
+    ("2048x2048x2048", "v13-tf32", ("v15-tf32", 128, 256, 2)),
+    ("1024x4096x4096", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
+    ("2048x4096x4096", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
+    ("192x4096x4096", "v13-bf16-out", ("v14-bf16-out", 64, 128, 1)),
+    ("256x8192x4096", "v13-bf16-out", ("v15-bf16-out", 128, 128, 2)),
     # 3 x 43 tiles of 128 x 256: 129 blocks alone fill a wave, 86 clusters of two tile rows take two; 98.6% against
     # 57.4% (checks/off-suite-1.json.gz and its before)
-    ("384x11008x4096", "v13-bf16-out", ("v15-bf16-out", 2, 256, 1)),
+    ("384x11008x4096", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
 ])
 def test_the_tables_pick_the_measured_winners_between_decode_and_large(shape, name, form):
     kernels = {k.name: k for k in SUITE.kernels}
     chosen = select_kernel(kernels[name], SUITE.dispatch[name], parse_shape_text(shape), kernels)
     params = chosen.params
-    assert (chosen.name, params["CWG"], params["BN"], params.get("CM", params.get("SPLITS"))) == form
+    assert (chosen.name, *_tile(chosen), params.get("CM", params.get("SPLITS"))) == form
 
 
 def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_or_v15_above():
