@@ -24,7 +24,7 @@ from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
 from . import build
 from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
-from .cases import dispatched, kernels_of, kernels_on, standalone
+from .cases import dispatched, kernels_of, standalone
 from .case_plan import CasePlan, plan_launch
 from .memory_plan import with_memory_check
 from ..cuda.device import read_properties
@@ -143,8 +143,7 @@ class PlanStream:
         self.result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
         self._limits, self._sm_count = limits, sm_count
         self._scalars, self._host = dict(spec.scalars), build.host_total()
-        self._pairs = _kernel_shapes(spec)
-        self._picked = _dispatch_notes(spec)
+        self._pairs, self._picked = _kernel_shapes(spec)
         skip = {kernel.label for kernel, cases in self._pairs if not any(self._launch(*case).valid
                                                                          for case in cases)}
         compiled = compile_spec(spec, target.arch, skip=skip)
@@ -195,39 +194,34 @@ class _Cases(Sized, Iterable, Protocol):
     """A kernel's cases: (kernel, shape) pairs that can be counted and read."""
 
 
-def _kernel_shapes(spec: Spec) -> list[tuple[KernelSpec, _Cases]]:
-    """Every kernel configuration (`kernels_of`) with its cases in spec order, each the (kernel, shape) it is
-    planned with. Without ``dispatch:`` that is every kernel on every shape, yielded as asked for; a dispatched
-    kernel runs on the shapes its table picks it for."""
-    if not spec.dispatch:
-        kernels = list({kernel.label: kernel for kernel in spec.kernels}.values())
-        return [(kernel, _EveryShape(kernel, spec.shapes)) for kernel in kernels]
-    on: dict[str, dict[int, KernelSpec]] = {}
-    for index, shape in enumerate(spec.shapes):
-        for kernel in kernels_on(spec, shape):
-            on.setdefault(kernel.label, {})[index] = kernel
-    return [(kernel, [(on[kernel.label][index], spec.shapes[index]) for index in sorted(on[kernel.label])])
-            for kernel in kernels_of(spec)]
-
-
 _PICKED_BY = {"exact": "the entry of this very shape", "when": "its when: holds here",
               "nearest": "the nearest of its shapes"}
 
 
-def _dispatch_notes(spec: Spec) -> dict[tuple[str, str], str]:
-    """Why each case of a dispatched kernel runs the configuration it runs, by (kernel label, shape label): the
-    table, its entry and the rule that picked it (`specfile.dispatch`), so that a plan answers "why these params
-    here" as well as "what they launch"."""
+def _kernel_shapes(spec: Spec) -> tuple[list[tuple[KernelSpec, _Cases]], dict[tuple[str, str], str]]:
+    """Every kernel configuration (as `kernels_of` lists them) with its cases in spec order, each the (kernel,
+    shape) it is planned with. Without ``dispatch:`` that is every kernel on every shape, yielded as asked for; a
+    dispatched kernel runs on the shapes its table picks it for. Second, by (kernel label, shape label), why each
+    dispatched case runs the configuration it runs: the table, its entry and the rule that picked it
+    (`specfile.dispatch`), so that a plan answers "why these params here" as well as "what they launch"."""
     if not spec.dispatch:
-        return {}
-    notes = {}
-    for shape in spec.shapes:
-        for family in standalone(spec):
+        kernels = list({kernel.label: kernel for kernel in spec.kernels}.values())
+        return [(kernel, _EveryShape(kernel, spec.shapes)) for kernel in kernels], {}
+    on: dict[str, dict[int, KernelSpec]] = {}
+    picked: dict[tuple[str, str], str] = {}
+    families = standalone(spec)
+    for index, shape in enumerate(spec.shapes):
+        for family in families:               # `kernels_on`, keeping each table's choice
             kernel, choice = dispatched(spec, family, shape)
+            on.setdefault(kernel.label, {})[index] = kernel
             if choice is not None:
-                notes[(kernel.label, shape.label)] = (f"picked by {family.name}'s dispatch table: entry {choice.entry} "
-                                                      f"({choice.shape}), {_PICKED_BY[choice.rule]}")
-    return notes
+                picked[(kernel.label, shape.label)] = (f"picked by {family.name}'s dispatch table: entry "
+                                                       f"{choice.entry} ({choice.shape}), {_PICKED_BY[choice.rule]}")
+    # `on` holds each configuration once, in the order `kernels_of` gives, its shapes in spec order
+    pairs: list[tuple[KernelSpec, _Cases]] = [
+        (next(iter(by_index.values())), [(kernel, spec.shapes[index]) for index, kernel in by_index.items()])
+        for by_index in on.values()]
+    return pairs, picked
 
 
 class _EveryShape:

@@ -144,9 +144,7 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
             raise error(f"no kernel named {name!r} in this spec", path, hint=f"kernels: {', '.join(sorted(names))}")
         if not isinstance(entries, list) or not entries:
             raise error("must be a non-empty list of {shape, params}", path)
-        parsed = tuple(_parse_entry(entry, f"{path}[{index}]", error) for index, entry in enumerate(entries))
-        parsed = tuple(dataclasses.replace(entry, condition_where=where(f"{path}[{index}].when.if"))
-                       if entry.condition is not None else entry for index, entry in enumerate(parsed))
+        parsed = tuple(_parse_entry(entry, f"{path}[{index}]", error, where) for index, entry in enumerate(entries))
         for index, entry in enumerate(parsed):
             if names and entry.kernel is not None and entry.kernel not in names:
                 raise error(f"no kernel named {entry.kernel!r} in this spec", f"{path}[{index}].kernel",
@@ -179,7 +177,7 @@ def _check_members(tables: Mapping[str, DispatchTable], error) -> None:
                             "of the entry under another name)")
 
 
-def _parse_entry(node, path: str, error) -> DispatchEntry:
+def _parse_entry(node, path: str, error, where: Callable[[str], str | None]) -> DispatchEntry:
     if not isinstance(node, dict):
         raise error("must be a mapping with shape and params", path)
     unknown = set(node) - {"shape", "params", "when", "label", "kernel"}
@@ -216,7 +214,8 @@ def _parse_entry(node, path: str, error) -> DispatchEntry:
         if None not in bounds and bounds[0] > bounds[1]:
             raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
         when[dimension] = (bounds[0], bounds[1])
-    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label, kernel, condition)
+    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label, kernel, condition,
+                         where(f"{path}.when.if") if condition is not None else None)
 
 
 def _parse_condition(value, path: str, error) -> Expression:

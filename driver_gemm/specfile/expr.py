@@ -66,6 +66,7 @@ _FUNCTIONS: dict[str, tuple[int, int | None, Callable[..., Any]]] = {
     "max": (2, None, max),
     "wave_efficiency": (5, 5, wave_efficiency),
 }
+FUNCTION_NAMES = frozenset(_FUNCTIONS)    # what an expression may call: no parameter may take these names
 
 
 def _reject(node: ast.AST, what: str) -> ExpressionError:

@@ -37,7 +37,7 @@ EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 SM_COUNT_NAME = "sm_count"   # the target's SM count, for the launch expressions (a persistent grid)
 RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {SM_COUNT_NAME} \
-    | {"ceil", "floor", "min", "max", "wave_efficiency"}
+    | expr.FUNCTION_NAMES
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
 INCLUDE_OPTION = "--include-path="   # how an include folder is passed on, absolute, whatever the spec wrote
