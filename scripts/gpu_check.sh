@@ -11,9 +11,10 @@
 # 4096^3 and 8192^3, at most 4 minutes), suite (specs/suite.yaml: the shape suite, BF16 and TF32 against the
 # vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), fill
 # (specs/sweep-fill.yaml: the narrow tiles the suite's tables take between decode and large shapes, then the
-# 128 x 128 and 128 x 256 tiles where the wide one begins to fill the GPU; < 3 minutes), band (specs/sweep-band.yaml:
-# split, stream-K and wide-tile forms at M = 160 to 320, then the suite's tables there; < 10 minutes), off-suite (the suite's
-# tables on two sets of 12 shapes outside the suite, bf16 out and TF32, then fp32 out; < 8 minutes), read-ceiling
+# 128 x 128 and 128 x 256 tiles where the wide one begins to fill the GPU; < 3 minutes), band
+# (specs/sweep-band.yaml: split, stream-K and wide-tile forms at M = 129 to 320, then the suite's tables there;
+# about 5 minutes), off-suite (the suite's tables on two sets of 12 shapes outside the suite, bf16 out and TF32,
+# then fp32 out; < 8 minutes), read-ceiling
 # (scripts/read_ceiling.py: the decode and M = 128 shapes' B read whole beside torch.mm, under do_bench), fp8
 # (specs/fp8.yaml: v13 in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
 # (cuBLASLt against torch in interleaved rounds of equal length, SM clocks of both sides in the table:
@@ -63,7 +64,7 @@ off_suite_1=(-s 768x768x768 -s 1200x1200x1200 -s 1536x1536x1536 -s 640x2048x2048
 off_suite_2=(-s 1024x1024x1024 -s 2560x2560x2560 -s 4096x1024x4096 -s 448x4096x4096 -s 160x5120x5120
              -s 1024x5120x13824 -s 720x1280x1280 -s 1600x2400x800 -s 96x12288x4096 -s 24x5120x5120 -s 512x14336x4096
              -s 6144x6144x6144)
-# Shapes with M of 160 to 320 and large N and K that judge the band's table entries (specs/sweep-band.yaml's own
+# Shapes with M of 176 to 320 and large N and K that judge the band's table entries (specs/sweep-band.yaml's own
 # shapes tune them): two of off_suite_1's and four that no step had run before the entries were set.
 band_judges=(-s 320x4096x4096 -s 200x8192x8192 -s 272x14336x4096 -s 240x5120x13824 -s 304x6144x6144
              -s 176x11008x4096)

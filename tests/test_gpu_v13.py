@@ -129,3 +129,25 @@ def test_the_suites_tables_pass_on_shapes_between_decode_and_large_with_each_for
     found = statuses(run)
     assert len(found) == 3 * len(picks)
     assert not not_passing(found), found
+
+
+def test_the_suites_tables_pass_at_m_129_to_320_with_each_form_their_band_entries_pick():
+    # The band entries of the bf16-out and TF32 tables (M of 129 to 320, N and K of 4096 or more), each form on a
+    # shape of odd M whose N or K is no multiple of its tile, checked against the float64 reference. Each shape's
+    # (tile rows, columns, blocks a cluster) in both tables.
+    picks = {"263x8200x4096": (128, 256, 1),     # the 128 x 256 tile alone
+             "303x5128x4104": (128, 256, 2),     # 128 x 256 with K split two ways
+             "199x8192x4104": (128, 128, 2),     # 128 x 128 in clusters of two tile rows
+             "231x4104x4096": (128, 128, 2)}     # 128 x 128 with K split two ways
+    names = ["v13-bf16-out", "v13-tf32"]
+    spec = load_spec(SPECS / "suite.yaml").select(kernels=names, shapes=list(picks))
+    run = run_spec(dataclasses.replace(spec, baseline=False), options=RunOptions(time=False))
+    kernels = {kernel.name: kernel for kernel in spec.kernels}
+    for case in run.cases:
+        chosen = select_kernel(kernels[case.name], spec.dispatch[case.name], case.shape, kernels)
+        assert dict(case.params) == dict(chosen.params), (case.name, case.shape.label)
+        cluster = case.params.get("CM", case.params.get("SPLITS"))
+        assert (64 * case.params["CWG"], case.params["BN"], cluster) == picks[case.shape.label], (case.name, case.shape.label)
+    found = statuses(run)
+    assert len(found) == 2 * len(picks)
+    assert not not_passing(found), found

@@ -171,12 +171,56 @@ def test_between_decode_and_large_the_tables_leave_the_wide_tile_only_for_one_th
     # 3 x 43 tiles of 128 x 256: 129 blocks alone fill a wave, 86 clusters of two tile rows take two; 98.6% against
     # 57.4% (checks/off-suite-1.json.gz and its before)
     ("384x11008x4096", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
+    # specs/sweep-band.yaml's shapes (checks/band-forms.json.gz, band-wide.json.gz, band-pairs.json.gz); at
+    # 256x11008x4096 the 128 x 256 tile in clusters of two is within 1.2 points of it alone in both types
+    ("224x4096x4096", "v13-bf16-out", ("v13-bf16-out", 128, 128, 2)),
+    ("224x4096x4096", "v13-tf32", ("v13-tf32", 128, 128, 2)),
+    ("256x11008x4096", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
+    ("256x11008x4096", "v13-tf32", ("v15-tf32", 128, 256, 1)),
+    ("288x8192x8192", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
+    ("288x8192x8192", "v13-tf32", ("v15-tf32", 128, 256, 1)),
+    ("320x5120x5120", "v13-bf16-out", ("v13-bf16-out", 128, 256, 2)),
+    ("320x5120x5120", "v13-tf32", ("v13-tf32", 128, 256, 2)),
 ])
 def test_the_tables_pick_the_measured_winners_between_decode_and_large(shape, name, form):
     kernels = {k.name: k for k in SUITE.kernels}
     chosen = select_kernel(kernels[name], SUITE.dispatch[name], parse_shape_text(shape), kernels)
     params = chosen.params
     assert (chosen.name, *_tile(chosen), params.get("CM", params.get("SPLITS"))) == form
+
+
+# M of 129 to 320 against N and K of 4096 or more: the band whose entries weigh four tilings by how fast each ran
+# there (specs/sweep-band.yaml).
+BAND = [Shape(m, n, k) for m in (129, 160, 193, 200, 224, 256, 257, 288, 300, 320)
+        for n in (4096, 5120, 6144, 8192, 11008, 14336) for k in (4096, 8192, 13824)]
+BAND_WEIGHTS = {(128, 256, 1): 1.0, (128, 256, 2): 0.74, (128, 128, "pairs"): 0.76, (128, 128, 2): 0.535}
+
+
+def _band_efficiency(form, shape):
+    rows, columns, cluster = form
+    if cluster == "pairs":
+        return wave_efficiency(shape.M, shape.N, 2 * rows, columns, SM_COUNT // 2)
+    return wave_efficiency(shape.M, shape.N, rows, columns, SM_COUNT // cluster)
+
+
+@pytest.mark.parametrize("name", ["v13-bf16-out", "v13-tf32"])
+def test_in_the_band_the_tables_pick_the_tiling_of_the_highest_weighed_wave_efficiency(name):
+    # Worked out here apart from the tables' `if:` text: the first of the four forms (in the tables' order) whose
+    # wave efficiency times its weight is highest. bf16 out keeps v14 up to M = 192.
+    kernels = {k.name: k for k in SUITE.kernels}
+    kernel, table = kernels[name], SUITE.dispatch[name]
+    seen = set()
+    for shape in BAND:
+        chosen = select_kernel(kernel, table, shape, kernels)
+        if name == "v13-bf16-out" and shape.M <= 192:
+            assert chosen.name == "v14-bf16-out", shape.label
+            continue
+        best = max(BAND_WEIGHTS, key=lambda form: BAND_WEIGHTS[form] * _band_efficiency(form, shape))
+        params = chosen.params
+        cluster = "pairs" if params.get("CM") == 2 else params.get("CM", params.get("SPLITS"))
+        assert (64 * params["CWG"], params["BN"], cluster) == best, (shape.label, chosen.label)
+        seen.add(best)
+    assert seen == set(BAND_WEIGHTS)      # the grid reaches every form
 
 
 def test_the_decode_shapes_of_the_bf16_out_and_tf32_tables_run_v14_up_to_m_64_and_v13_or_v15_above():
