@@ -147,7 +147,8 @@ def test_the_suites_tables_pass_at_m_129_to_320_with_each_form_their_band_entrie
         chosen = select_kernel(kernels[case.name], spec.dispatch[case.name], case.shape, kernels)
         assert dict(case.params) == dict(chosen.params), (case.name, case.shape.label)
         cluster = case.params.get("CM", case.params.get("SPLITS"))
-        assert (64 * case.params["CWG"], case.params["BN"], cluster) == picks[case.shape.label], (case.name, case.shape.label)
+        tile = (64 * case.params["CWG"], case.params["BN"], cluster)
+        assert tile == picks[case.shape.label], (case.name, case.shape.label)
     found = statuses(run)
     assert len(found) == 2 * len(picks)
     assert not not_passing(found), found
