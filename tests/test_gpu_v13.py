@@ -25,7 +25,8 @@ pytestmark = pytest.mark.gpu
 SHAPES = ["1001x520x784", "4104x1032x208", "16x2048x1024"]
 
 V13 = tma_ws_kernel("13_tma_ws_split.cu", "gemm_tma_ws_split",
-                    grid="SPLITS * min(sm_count // SPLITS, ceil(N / BN) * ceil(M / (64 * CWG)))",
+                    grid="SPLITS * min(sm_count // SPLITS, max_active_clusters, "
+                         "ceil(N / BN) * ceil(M / (64 * CWG)))",
                     cluster="[SPLITS, 1, 1]",
                     shared_bytes="STAGES * (64 * CWG + 64 * ceil(BN / 64)) * 128 + 16 * STAGES + 1024")
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 SHAPES = ["1x520x784", "61x1032x208", "130x200x96"]
 
 V14 = tma_ws_kernel("14_tma_ws_swap.cu", "gemm_tma_ws_swap",
-                    grid="SPLITS * min(sm_count // SPLITS, ceil(N / (64 * CWG)) * ceil(M / MT))",
+                    grid="SPLITS * min(sm_count // SPLITS, max_active_clusters, ceil(N / (64 * CWG)) * ceil(M / MT))",
                     cluster="[SPLITS, 1, 1]", shared_bytes="STAGES * (64 * CWG + MT) * 128 + 16 * STAGES + 1024",
                     a_rows="MT")
 

@@ -29,12 +29,13 @@ def v15(*, two_d: bool = False, map_c: str = MAP_C):
     loading 1 / CN of its A tile's rows into every rank of its row), with C's map `map_c`."""
     if two_d:
         return tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
-                             grid="CM * CN * min(sm_count // (CM * CN), "
+                             grid="CM * CN * min(sm_count // (CM * CN), max_active_clusters, "
                                   "ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 * CWG)) / CM))",
                              cluster="[CM * CN, 1, 1]", a_rows="64 * CWG / CN", shared_bytes=SHARED_BYTES,
                              maps=(map_c,))
     return tma_ws_kernel("15_tma_ws_multicast.cu", "gemm_tma_ws_multicast",
-                         grid="CM * min(sm_count // CM, ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
+                         grid="CM * min(sm_count // CM, max_active_clusters, "
+                              "ceil(N / BN) * ceil(ceil(M / (64 * CWG)) / CM))",
                          cluster="[CM, 1, 1]", shared_bytes=SHARED_BYTES, maps=(map_c,))
 
 

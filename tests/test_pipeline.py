@@ -126,7 +126,8 @@ def test_every_case_is_planned_once_before_it_runs(monkeypatch):
     for case in kernel_cases:
         assert case.plan.valid and case.plan.resources is not None and case.plan.occupancy is not None
         assert case.plan == plan_case(case.kernel, case.shape, arch_limits("sm_90"),
-                                      compiled[case.kernel.label].resources_of(case.kernel.instance), {}, 132)
+                                      compiled[case.kernel.label].resources_of(case.kernel.instance),
+                                      dict(spec.scalars), 132)
     # cases that already ran (a resume) are neither planned into the list nor run
     done = {cases[0].key, cases[1].key}
     rest, _ = plan_cases(spec, arch_limits("sm_90"), "sm_90", 132, skip=done)

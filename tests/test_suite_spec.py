@@ -2,9 +2,13 @@
 what its dispatch tables pick for each, the blocks that makes on an H200's 132 SMs, and that every form compiles and
 plans."""
 
+import dataclasses
+
 import pytest
 
 from driver_gemm.cli import EXIT_OK, main
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.planning.case_plan import plan_launch
 from driver_gemm.specfile import load_spec
 from driver_gemm.specfile.dispatch import select_kernel
 from driver_gemm.specfile.expr import wave_efficiency
@@ -13,6 +17,7 @@ from driver_gemm.specfile.model import Shape, parse_shape_text
 from conftest import SPECS
 
 SM_COUNT = 132
+H200 = dataclasses.replace(arch_limits("sm_90"), typical_sm_count=SM_COUNT)
 SUITE = load_spec(SPECS / "suite.yaml")
 DECODE = [(m, n, k) for m in (1, 16, 64, 128) for n, k in ((4096, 4096), (8192, 8192), (14336, 4096))]
 
@@ -31,8 +36,8 @@ def test_the_suite_holds_the_seed_squares_decode_prefill_and_awkward_shapes():
 
 
 def _blocks(kernel, shape):
-    env = {"M": shape.M, "N": shape.N, "K": shape.K, "sm_count": SM_COUNT, **kernel.params}
-    return kernel.grid[0].evaluate_int(env), kernel.params
+    """The blocks of `kernel`'s grid at `shape`, planned offline for an H200's 132 SMs."""
+    return plan_launch(kernel, shape, H200).config.total_blocks, kernel.params
 
 
 @pytest.mark.parametrize("name", ["v13-bf16", "v13-bf16-out", "v13-tf32"])

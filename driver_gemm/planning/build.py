@@ -192,6 +192,13 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     return plan
 
 
+def plan_with_drivers_count(plan: CasePlan, built: Cubin, limits: ArchLimits, active_clusters: int) -> CasePlan:
+    """`plan` made again, once its kernel is loaded, with the driver's count of the clusters (or blocks) that fit at
+    once, for a grid that reads `max_active_clusters`; `limits` are the GPU's."""
+    again = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, driver_active_clusters=active_clusters)
+    return complete_plan(again, built, limits, limits.typical_sm_count)
+
+
 def led_by_spec_line(error: CompileError, kernels: list[KernelSpec]) -> CompileError:
     """`error` led by the spec's line of the kernel entry it kept out (and the names of the others it kept out),
     as `plan` says it and a run records it."""

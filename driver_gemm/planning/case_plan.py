@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
-from ..specfile.kernels import SM_COUNT_NAME
+from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .coverage import UNCHECKED_NOTE, inferred_tile
@@ -34,6 +35,37 @@ DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the p
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
 # A kernel's occupancy is the same on every shape it has one launch size for: worked out once per distinct input.
 _occupancy = functools.lru_cache(maxsize=1024)(occupancy)
+
+
+@dataclass(frozen=True)
+class ActiveClusters:
+    """The `max_active_clusters` a grid read: the clusters of the kernel's launch (blocks, without a cluster)
+    that fit on the GPU at once.
+
+    Offline it is estimated, SMs x blocks an SM / blocks a cluster, an upper
+    bound: a cluster's blocks share one GPC, and a GPU's SMs need not divide
+    into clusters evenly. A run counts it with the driver for the loaded
+    kernel (`by_driver`) and plans the case again with that count.
+    """
+
+    count: int
+    by_driver: bool
+    blocks_per_sm: int = 1      # the estimate's: 1 until the kernel's resources say otherwise
+    cluster_size: int | None = None    # None: a launch without a cluster, whose count is of blocks
+
+    def note(self, sm_count: int) -> str:
+        if self.by_driver:
+            return (f"grid reads {MAX_ACTIVE_CLUSTERS_NAME} = {self.count}, the driver's count for the loaded kernel "
+                    + ("(cuOccupancyMaxActiveClusters)" if self.cluster_size else
+                       "(cuOccupancyMaxActiveBlocksPerMultiprocessor x SMs)"))
+        per_cluster = f" / {self.cluster_size} blocks a cluster, an upper bound (a cluster's blocks share one GPC)" \
+            if self.cluster_size and self.cluster_size > 1 else ""
+        return (f"grid reads {MAX_ACTIVE_CLUSTERS_NAME} = {self.count}, estimated as {sm_count} SMs x "
+                f"{self.blocks_per_sm} block{'s' if self.blocks_per_sm != 1 else ''} an SM{per_cluster}; "
+                "a run takes the driver's count for the loaded kernel")
+
+    def as_dict(self) -> dict:
+        return {"count": self.count, "counted_by": "driver" if self.by_driver else "estimate"}
 
 
 @dataclass
@@ -54,6 +86,8 @@ class CasePlan:
     tensor_maps: dict[str, TensorMapPlan] = field(default_factory=dict)   # by argument name
     operands: GemmOperands | None = None  # A, B and C as laid out in memory (None: their fields did not evaluate)
     buffers: dict[str, BufferPlan] = field(default_factory=dict)   # the kernel's own device buffers, by name
+    scalars: dict[str, float] = field(default_factory=dict)        # the spec's, which argument values read
+    active_clusters: ActiveClusters | None = None   # where the grid or an argument reads max_active_clusters
 
     @property
     def valid(self) -> bool:
@@ -69,6 +103,7 @@ class CasePlan:
             "attributes": self.attributes.as_dict() if self.attributes else None,
             "tensor_maps": {name: plan.as_dict() for name, plan in self.tensor_maps.items()},
             **({"buffers": {name: plan.as_dict() for name, plan in self.buffers.items()}} if self.buffers else {}),
+            **({MAX_ACTIVE_CLUSTERS_NAME: self.active_clusters.as_dict()} if self.active_clusters else {}),
         }
 
 
@@ -91,12 +126,26 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
 
 
 def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
-                scalars: dict[str, float] | None = None) -> CasePlan:
-    """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile."""
+                scalars: dict[str, float] | None = None, *, driver_active_clusters: int | None = None,
+                blocks_per_sm: int = 1) -> CasePlan:
+    """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile.
+
+    A grid that reads `max_active_clusters` gets `driver_active_clusters`,
+    the driver's count for the loaded kernel, where a run has it; otherwise an
+    estimate from the SM count, `blocks_per_sm` and the cluster's size.
+    """
     env = launch_env(kernel, shape, limits)
     problems: list[SpecError] = []
     notes: list[str] = []
     problem = _collector(kernel, problems)
+    active_clusters = None
+    if kernel.grid_or_signature_reads(MAX_ACTIVE_CLUSTERS_NAME):
+        active_clusters = _active_clusters(kernel, env, limits, driver_active_clusters, blocks_per_sm)
+        env[MAX_ACTIVE_CLUSTERS_NAME] = active_clusters.count
+        notes.append(active_clusters.note(limits.typical_sm_count))
+        if active_clusters.count < 1:
+            problem(f"{MAX_ACTIVE_CLUSTERS_NAME} is 0: no cluster of {active_clusters.cluster_size or 1} blocks "
+                    "fits at once with this kernel's resources", "grid")
     try:
         operands, layout_values = evaluate_operands(kernel, shape)
         env.update(layout_values)
@@ -144,16 +193,41 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         if kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, problem):
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
-                    tensor_maps, operands, buffers)
+                    tensor_maps, operands, buffers, dict(scalars or {}), active_clusters)
+
+
+def _active_clusters(kernel: KernelSpec, env: dict[str, int], limits: ArchLimits, driver_count: int | None,
+                     blocks_per_sm: int) -> ActiveClusters:
+    """What `max_active_clusters` is for this launch: the driver's count, else the estimate."""
+    cluster_size = None
+    spec = kernel.launch_attributes
+    if spec is not None and spec.cluster is not None:
+        try:
+            cluster_size = max(1, math.prod(expression.evaluate_int(env) for expression in spec.cluster))
+        except expr.ExpressionError:
+            cluster_size = 1   # the cluster's own evaluation reports it
+    if driver_count is not None:
+        return ActiveClusters(driver_count, True, cluster_size=cluster_size)
+    return ActiveClusters(limits.typical_sm_count * blocks_per_sm // (cluster_size or 1), False, blocks_per_sm,
+                          cluster_size)
 
 
 def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimits,
                    sm_count: int | None = None) -> CasePlan:
     """`plan` completed with the compiler's report: shared memory and register checks, occupancy, waves."""
+    config = plan.config
+    estimate = plan.active_clusters
+    if config is not None and estimate is not None and not estimate.by_driver \
+            and 1 <= config.threads_per_block <= limits.max_threads_per_block:
+        # The estimate of the clusters that fit counts the blocks an SM holds, which the resources decide.
+        blocks_per_sm = _occupancy(limits, config.threads_per_block, resources.registers,
+                                   resources.static_shared_bytes, config.shared_bytes).blocks_per_sm
+        if blocks_per_sm >= 1 and blocks_per_sm != estimate.blocks_per_sm:
+            plan = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, blocks_per_sm=blocks_per_sm)
+            config = plan.config
     problems = list(plan.problems)
     notes = list(plan.notes)
     problem = _collector(plan.kernel, problems)
-    config = plan.config
     occ = None
     wave_count = None
     if config is not None:

@@ -31,7 +31,7 @@ from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, Int
                                OccupancyRecord, ResourceRecord, VerificationRecord)
 from ..specfile.model import Spec
 from ..status import Status
-from ..planning.build import led_by_spec_line
+from ..planning.build import led_by_spec_line, plan_with_drivers_count
 from ..planning.cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
 from .bind import build_launch
@@ -121,11 +121,19 @@ def memory(run: CaseRun) -> None:
 
 
 def load(run: CaseRun) -> None:
-    """Load the kernel, opt in to its dynamic shared memory, and cross-check occupancy with the driver."""
+    """Load the kernel, opt in to its dynamic shared memory (and clusters past 8 blocks), plan a grid of the clusters
+    that fit with the driver's count of them, and cross-check occupancy with the driver."""
     config = run.case.plan.config
     compiled = cast(Cubin, run.compiled)      # a case whose kernel did not compile stopped at its first step
     kernel = run.session.module(compiled).kernel(run.case.kernel.instance, compiled)
     kernel.allow_dynamic_shared(config.shared_bytes)
+    if run.case.plan.attributes is not None and run.case.plan.attributes.non_portable:
+        kernel.allow_non_portable_cluster()
+    if run.case.plan.active_clusters is not None:
+        _plan_with_drivers_count(run, kernel, compiled)
+        if run.stopped:
+            return
+        config = run.case.plan.config
     attributes = kernel.attributes
     run.record.attributes = AttributeRecord.from_json(attributes.as_dict())
     # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
@@ -142,6 +150,27 @@ def load(run: CaseRun) -> None:
     _load_cluster(run)
 
 
+def _plan_with_drivers_count(run: CaseRun, kernel: Kernel, compiled: Cubin) -> None:
+    """The case planned again where its grid reads `max_active_clusters` and the driver counts otherwise than the
+    plan's estimate: clusters of its launch (cuOccupancyMaxActiveClusters), or for a launch without one, blocks
+    (those an SM holds times the SMs)."""
+    plan, session = run.case.plan, run.session
+    config, attributes = plan.config, plan.attributes
+    if attributes is not None and attributes.cluster:
+        count = kernel.max_active_clusters(config, attributes, session.stream)
+    else:
+        count = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes) \
+            * session.device.properties.sm_count
+    if plan.active_clusters.count == count:
+        return
+    plan = plan_with_drivers_count(plan, compiled, limits_from_device(session.device.properties), count)
+    run.case = replace(run.case, plan=plan)
+    run.record.launch = LaunchRecord.from_json(plan.config.as_dict()) if plan.config else None
+    if not plan.valid:
+        run.record.problems = [str(p) for p in plan.problems]
+        run.stop(Status.INVALID, run.record.problems[0])
+
+
 def _finite(value: float) -> float | None:
     """`value`, or None where no block or cluster fits (infinite waves: the case stops INVALID for that)."""
     return value if math.isfinite(value) else None
@@ -153,8 +182,6 @@ def _load_cluster(run: CaseRun) -> None:
     attributes = run.case.plan.attributes
     if attributes is None or not attributes.cluster:
         return
-    if attributes.non_portable:
-        run.kernel.allow_non_portable_cluster()
     config = run.case.plan.config
     clusters = run.kernel.max_active_clusters(config, attributes, run.session.stream)
     run.record.occupancy = replace(run.record.occupancy, cluster=tuple(attributes.cluster),

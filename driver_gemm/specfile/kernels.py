@@ -36,7 +36,12 @@ COMPILERS = ("nvrtc", "nvcc")
 EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 SM_COUNT_NAME = "sm_count"   # the target's SM count, for the launch expressions (a persistent grid)
-RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | {SM_COUNT_NAME} \
+# The clusters of the kernel's launch (blocks, without one) that fit on the GPU at once: a persistent grid of
+# clusters. Counted for the kernel's block, shared memory and cluster, so only the grid and the signature (argument
+# values, buffer sizes) may read it.
+MAX_ACTIVE_CLUSTERS_NAME = "max_active_clusters"
+RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) \
+    | {SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME} \
     | expr.FUNCTION_NAMES
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
@@ -369,15 +374,23 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
 def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str], **groups) -> None:
     known = set(param_names) | {"M", "N", "K", SM_COUNT_NAME} | set(LAYOUT_NAMES)
     for key, expressions in groups.items():
-        allowed = known | (set(LAUNCH_NAMES) if key == "require" else set())
+        allowed = known | (set(LAUNCH_NAMES) if key == "require" else set()) \
+            | ({MAX_ACTIVE_CLUSTERS_NAME} if key == "grid" else set())
         for expression in expressions:
             unknown = sorted(expression.names - allowed)
+            if MAX_ACTIVE_CLUSTERS_NAME in unknown:
+                raise context.error(f"{expression.source!r} reads {MAX_ACTIVE_CLUSTERS_NAME}, which only the grid "
+                                    "and the signature's values and buffer sizes may read", node, key,
+                                    f"{dotted}.{key}",
+                                    hint="it is the count of the clusters (or blocks) that fit with the kernel's "
+                                         "block, shared memory and cluster, so none of those can depend on it")
             if unknown:
                 raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}",
                                     node, key, f"{dotted}.{key}",
                                     hint=f"names available: M, N, K, {SM_COUNT_NAME}, {', '.join(LAYOUT_NAMES)}, "
                                          f"{', '.join(param_names) or '(no params)'}"
-                                         + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else ""))
+                                         + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else "")
+                                         + (f", {MAX_ACTIVE_CLUSTERS_NAME}" if key == "grid" else ""))
 
 
 # ----------------------------------------------------------------------------------- compiler settings

@@ -328,6 +328,21 @@ class KernelSpec:
         return dict(self._kept("numeric_params", lambda: {name: value for name, value in self.params.items()
                                                           if not isinstance(value, str)}))
 
+    def grid_or_signature_reads(self, name: str) -> bool:
+        """True when a grid extent, an argument's value or a device buffer's size or fill reads `name` (such as
+        the clusters that fit, which only those may read)."""
+        def names() -> frozenset[str]:
+            read: set[str] = set()
+            for expression in self.grid:
+                read |= expression.names
+            for _, argument in self.leaf_arguments():
+                buffer = argument.buffer
+                for value in (argument.value, *argument.array, *((buffer.size, *buffer.values) if buffer else ())):
+                    if value is not None:
+                        read |= value.names
+            return frozenset(read)
+        return name in self._kept("grid_and_signature_names", names)
+
     def reads_c(self) -> bool:
         """True when the kernel reads C before writing it: it takes ``beta``, or its epilogue accumulates."""
         return self._kept("reads_c", lambda: self.epilogue == "accumulate"
