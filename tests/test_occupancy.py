@@ -99,7 +99,8 @@ def test_a_cluster_launch_that_spills_into_another_wave_is_noted_under_its_table
     many = _cluster_case(shape, (2, 1, 1), 66, blocks=1056)     # 8 waves either way: nothing to say
     run = RunResult(spec="t", spec_path=None, cases=[spills, fits, many])
     note = ("k4: its 33 clusters of 4 blocks take 2 waves (1.10): 30 fit at once (cuOccupancyMaxActiveClusters), "
-            "where its 132 blocks alone would take 1 (1.00)")
+            "where its 132 blocks alone would take 1 (1.00); a persistent grid that reads max_active_clusters asks for "
+            "no more than fit")
     assert residency_notes(run.cases) == [note]
     console = Console(width=240, record=True)
     print_run(run, console)

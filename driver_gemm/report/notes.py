@@ -40,8 +40,8 @@ def _whole_waves(value: float) -> int:
 def residency_notes(cases: list[CaseResult]) -> list[str]:
     """One line per cluster launch that takes more waves of clusters than its blocks would take alone, e.g.
     ``v15[...]: its 33 clusters of 4 blocks take 2 waves (1.10): 30 fit at once (cuOccupancyMaxActiveClusters),
-    where its 132 blocks alone would take 1 (1.00)``: the GPU's SMs do not divide into such clusters evenly, so a
-    persistent grid sized by the SM count leaves some clusters to start only when others end."""
+    where its 132 blocks alone would take 1 (1.00); ...``: the GPU's SMs do not divide into such clusters evenly, so
+    a persistent grid sized by the SM count leaves some clusters to start only when others end."""
     notes = []
     for case in cases:
         occupancy, launch = case.occupancy, case.launch
@@ -54,7 +54,8 @@ def residency_notes(cases: list[CaseResult]) -> list[str]:
         notes.append(f"{case.kernel}: its {launch.total_blocks // size} clusters of {size} blocks take "
                      f"{_whole_waves(by_cluster)} waves ({by_cluster:.2f}): {occupancy.driver_max_active_clusters} fit "
                      f"at once (cuOccupancyMaxActiveClusters), where its {launch.total_blocks} blocks alone would "
-                     f"take {_whole_waves(by_block)} ({by_block:.2f})")
+                     f"take {_whole_waves(by_block)} ({by_block:.2f}); a persistent grid that reads "
+                     f"max_active_clusters asks for no more than fit")
     return notes
 
 
