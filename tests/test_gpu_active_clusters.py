@@ -1,5 +1,6 @@
 """Grids sized by the clusters that fit (`max_active_clusters`) on a GPU: a run plans the launch again with the
-driver's count for the loaded kernel, launches that grid, and the kernel still computes C."""
+driver's count for the loaded kernel, launches that grid with arguments of the same count, and the kernel still
+computes C."""
 
 from __future__ import annotations
 
@@ -57,3 +58,35 @@ def test_a_grid_of_the_clusters_that_fit_is_the_drivers_count_and_computes_c(tmp
             assert occupancy.driver_blocks_per_sm > 1 and occupancy.driver_max_active_clusters is None
             assert case.launch.total_blocks == min(fit, tiles) < tiles
             assert occupancy.driver_waves == pytest.approx(1.0)
+
+
+# One block an SM (its dynamic shared memory), in clusters of four: where the SMs do not divide into clusters of
+# four, fewer fit than the offline estimate, and the run plans the grid and the argument again.
+ARGUMENT = """\
+- name: quads
+  source: "@TESTS@/persistent_clusters.cu"
+  function: persistent_clusters
+  block: [128]
+  grid: ["4 * max_active_clusters"]
+  cluster: [4, 1, 1]
+  shared_bytes: 200 * 1024
+  signature: [A, B, C, M, N, K, {name: clusters, type: int32, value: max_active_clusters}]
+"""
+# The control: its argument the SM count's share, which is the count launched only where every cluster fits.
+BY_SM_COUNT = ARGUMENT.replace("name: quads", "name: by-sm-count").replace("value: max_active_clusters",
+                                                                           "value: sm_count // 4")
+
+
+def test_an_argument_that_reads_the_count_gets_the_drivers_as_the_grid_does(tmp_path):
+    spec = dataclasses.replace(load_spec(write_spec(tmp_path, ARGUMENT + BY_SM_COUNT, ["257x129x64", "64x64x16"])),
+                               baseline=False)
+    run = run_spec(spec, options=RunOptions(time=False))
+    sm_count = run.environment["device"]["sm_count"]
+    assert len(run.cases) == 4
+    for case in run.cases:
+        fit = case.occupancy.driver_max_active_clusters
+        assert case.occupancy.driver_blocks_per_sm == 1 and case.launch.total_blocks == 4 * fit
+        if case.name == "quads":
+            assert case.status == Status.PASS, (case.shape.label, case.message)
+        else:   # C unwritten where fewer clusters fit than the SM count's share
+            assert case.status == (Status.PASS if fit == sm_count // 4 else Status.FAIL), (case.shape.label, fit)
