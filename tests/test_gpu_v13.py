@@ -131,6 +131,14 @@ def test_the_suites_tables_pass_on_shapes_between_decode_and_large_with_each_for
         assert tile == picks[case.shape.label][names.index(case.name)], (case.name, case.shape.label)
 
 
+def test_the_suites_tables_pass_where_they_pick_the_128_x_192_tile():
+    # v15's 128 x 192 tile, which the bf16-out and TF32 tables take where its waves waste less than 128 x 256's, on
+    # shapes of odd M whose N is no multiple of 192 nor K of the K-tile, checked against the float64 reference.
+    for case in _run_the_suites_tables(["v13-bf16-out", "v13-tf32"], ["1001x2312x1032", "1535x1544x2056"]):
+        assert (64 * case.params["CWG"], case.params["BN"], case.params["CM"]) == (128, 192, 1), \
+            (case.name, case.shape.label)
+
+
 def test_the_suites_tables_pass_at_m_129_to_320_with_each_form_their_band_entries_pick():
     # The band entries of the bf16-out and TF32 tables (M of 129 to 320, N and K of 4096 or more), each form on a
     # shape of odd M whose N or K is no multiple of its tile, checked against the float64 reference. Each shape's

@@ -186,6 +186,18 @@ def test_between_decode_and_large_the_tables_leave_the_wide_tile_only_for_one_th
     ("288x8192x8192", "v13-tf32", ("v15-tf32", 128, 256, 1)),
     ("320x5120x5120", "v13-bf16-out", ("v13-bf16-out", 128, 256, 2)),
     ("320x5120x5120", "v13-tf32", ("v13-tf32", 128, 256, 2)),
+    # the 128 x 192 tile where its waves waste less than 128 x 256's (checks/mid-192.json.gz beside mid-tables and
+    # mid-wide); where it takes a second wave, the 128 x 256 tile still wins
+    ("1536x1536x1536", "v13-bf16-out", ("v15-bf16-out", 128, 192, 1)),
+    ("1536x1536x1536", "v13-tf32", ("v15-tf32", 128, 192, 1)),
+    ("1280x2048x2048", "v13-bf16-out", ("v15-bf16-out", 128, 192, 1)),
+    ("1280x2048x2048", "v13-tf32", ("v15-tf32", 128, 192, 1)),
+    ("2048x1536x1536", "v13-bf16-out", ("v15-bf16-out", 128, 192, 1)),
+    ("2048x1536x1536", "v13-tf32", ("v15-tf32", 128, 192, 1)),
+    ("1792x1792x1792", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
+    ("1792x1792x1792", "v13-tf32", ("v15-tf32", 128, 256, 2)),
+    # K under 1024, shorter than any K it was measured on: the 128 x 256 tile
+    ("1536x1536x1000", "v13-bf16-out", ("v15-bf16-out", 128, 256, 1)),
 ])
 def test_the_tables_pick_the_measured_winners_between_decode_and_large(shape, name, form):
     kernels = {k.name: k for k in SUITE.kernels}
