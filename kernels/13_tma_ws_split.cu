@@ -61,8 +61,8 @@
 // row-major, N * 2 too; the epilogue's vector stores need N % 8 == 0 (specs require it). M and the
 // last tiles of N and K need nothing: the maps' zero fill covers them, rows past M are not stored.
 //
-// Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, tiles) with cluster
-// [SPLITS, 1, 1] (any multiple of SPLITS is correct), dynamic shared memory
+// Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, max_active_clusters, tiles) with cluster
+// [SPLITS, 1, 1] (any multiple of SPLITS is correct; no more clusters than fit at once), dynamic shared memory
 // STAGES * (64 CWG + BN) * 128 + 16 * STAGES + 1024 bytes (B row-major: 64 ceil(BN / 64) for BN), tensor maps
 // (128-byte swizzle):
 // A box [64 CWG, BK]; B box [BK, 64] (BT 0) or [BN, BK] (BT 1). Needs sm_90a.

@@ -28,8 +28,8 @@
 // for B row-major); M, N and K need no multiple of a tile: the maps' zero fill covers them, elements
 // past M or N are not stored.
 //
-// Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, tiles), cluster [SPLITS, 1, 1],
-// dynamic shared memory STAGES * (64 CWG + MT) * 128 + 16 * STAGES + 1024 bytes; tensor maps (128-byte
+// Launch: block 128 * (CWG + 1), grid SPLITS * min(sm_count // SPLITS, max_active_clusters, tiles), cluster
+// [SPLITS, 1, 1], dynamic shared memory STAGES * (64 CWG + MT) * 128 + 16 * STAGES + 1024 bytes; tensor maps (128-byte
 // swizzle): A box [MT, BK]; B box [BK, 64] (BT 0) or [64 CWG, BK] (BT 1). Needs sm_90a.
 //
 // Resources (NVRTC 13.5, sm_90a, the forms of specs/sweep-v14.yaml): 30 to 152 registers at CWG 1 (more with MT

@@ -4,6 +4,9 @@
 // large shapes take 128 x 256 (CWG 2, BN 256, the defaults), the narrow tiles are v13's for small shapes with the same
 // additions, and 192 x 192 (CWG 3, BN 192) is for shapes that it cuts into one tile for every SM, where any smaller
 // tile leaves a second, partial wave (4104x1032x200: 22 x 6 = 132 tiles; 128 x 128 makes 297, 2.25 waves).
+// 128 x 192 (CWG 2, BN 192) is for mid-size shapes whose 128 x 256 tiles leave SMs idle (2048x1536x1536: 128 tiles
+// against 96), where it ran at 0.85 (bf16 out) and 0.81 (TF32) of the wide tile's rate over its waves
+// (checks/mid-192.json.gz beside mid-tables.json.gz).
 //
 // Why: at 4096^3 a block of v13 reads a 48 KB stage (16 KB of A, 32 KB of B) from L2 for every 1,024 cycles
 // of wgmma (64 K of a 128 x 256 tile at 4,096 bf16 FLOP a cycle), 132 SMs together about 6.3 KB a cycle:
@@ -62,16 +65,17 @@
 // Shapes: as v13 (K * ELEM / 8 a multiple of 16; N % 8 == 0).
 //
 // Launch (CWG 2, BN 256 and CN 1 unless given: the large shapes' tile): block 128 * (CWG + 1), cluster [CM CN, 1, 1],
-// grid CM CN * min(sm_count // (CM CN), ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 CWG)) / CM)), dynamic shared
-// memory STAGES * (64 CWG + BN) * 128 + min(STORE, 1) * CWG * 16384 + 16 * STAGES + 1024; tensor maps (128-byte swizzle
-// unless given): A box [64 CWG / CN, BK]; B box [BK, 64], at BN 96 [BK, 32] with the 64-byte swizzle (BT 0), or
-// [BN / CM, BK] (BT 1); C box [64, 1024 / OUT], at BN 96 with bf16 out [64, 32] with the 64-byte swizzle, 16 rows
-// instead of 64 at STORE 2. Needs sm_90a.
-// Clusters of four blocks and that grid: on the H200 (132 SMs) 30 such clusters of these blocks fit at once, not 33,
-// so where the units are more than 30 the last clusters start only when others finish (the run notes it, the cluster
-// waves). The 128 x 256 tile at CM 2 by CN 2 measured 61.1% of the vendor row at 4096^3, about what a second wave of
-// three clusters predicts (inferred; checks/epilogue-bf16-out-m2n2-4096x4096x4096.json.gz). The suite's
-// cluster-of-four forms have at most 24 units.
+// grid CM CN * min(sm_count // (CM CN), max_active_clusters, ceil(ceil(N / BN) / CN) * ceil(ceil(M / (64 CWG)) / CM)),
+// dynamic shared memory STAGES * (64 CWG + BN) * 128 + min(STORE, 1) * CWG * 16384 + 16 * STAGES + 1024; tensor maps
+// (128-byte swizzle unless given): A box [64 CWG / CN, BK]; B box [BK, 64], at BN 96 [BK, 32] with the 64-byte
+// swizzle (BT 0), or [BN / CM, BK] (BT 1); C box [64, 1024 / OUT], at BN 96 with bf16 out [64, 32] with the 64-byte
+// swizzle, 16 rows instead of 64 at STORE 2. Needs sm_90a.
+// Clusters of four blocks: on the H200 (132 SMs) 30 such clusters of these blocks fit at once, not 33; a grid of
+// sm_count // 4 clusters runs its last ones only when others finish (the run notes it, the cluster waves): the 128 x
+// 256 tile at CM 2 by CN 2 so measured 61.1% of the vendor row at 4096^3, about what a second wave of three clusters
+// predicts (inferred; checks/epilogue-bf16-out-m2n2-4096x4096x4096.json.gz). The grid above reads
+// max_active_clusters, the driver's count, and so asks for no more; the suite's cluster-of-four forms have at most
+// 24 units.
 // The producer warpgroup keeps 40 registers a thread and gives the rest to the consumers: 232 at CWG 2, 152 at
 // CWG 3, which hold BN / 2 accumulators of at most 96 (BN 192; NVRTC 13.5: no spills at either). A 192 x 192 stage
 // is 48 KB, so with STORE 1's 48 KB of staging buffers the ring has 3 stages, without them 4.
