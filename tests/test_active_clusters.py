@@ -11,7 +11,7 @@ import pytest
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.cuda.resources import KernelResources
 from driver_gemm.errors import SpecError
-from driver_gemm.planning.build import compile_spec, plan_with_drivers_count
+from driver_gemm.planning.build import compile_spec, plan_cases, plan_with_drivers_count
 from driver_gemm.planning.case_plan import plan_case, plan_launch, with_resources
 from driver_gemm.specfile import Shape, load_spec, parse_spec
 
@@ -104,19 +104,14 @@ def test_a_kernel_that_does_not_read_it_has_no_count():
     assert not any("max_active_clusters" in note for note in plan.notes)
 
 
-@pytest.mark.parametrize("field, text", [
-    ("block", "block: [16, max_active_clusters]"),
-    ("shared_bytes", "shared_bytes: max_active_clusters * 16"),
-    ("require", "require: [max_active_clusters > 2]"),
-    ("cluster", "cluster: [max_active_clusters, 1, 1]"),
+@pytest.mark.parametrize("field, line, text", [     # the spec's `line` made `text`; no line: `text` added
+    ("block", "block: [16, 16]", "block: [16, max_active_clusters]"),
+    ("shared_bytes", None, "shared_bytes: max_active_clusters * 16"),
+    ("require", None, "require: [max_active_clusters > 2]"),
+    ("cluster", "cluster: [4, 1, 1]", "cluster: [max_active_clusters, 1, 1]"),
 ])
-def test_what_it_is_counted_for_cannot_read_it(field, text):
-    source = CLUSTERS_OF_FOUR
-    for line in ("block: [16, 16]", "cluster: [4, 1, 1]"):
-        if text.startswith(line.split(":")[0] + ":"):
-            source = source.replace(line, text)
-    if source == CLUSTERS_OF_FOUR:
-        source += f"    {text}\n"
+def test_what_it_is_counted_for_cannot_read_it(field, line, text):
+    source = CLUSTERS_OF_FOUR.replace(line, text) if line else CLUSTERS_OF_FOUR + f"    {text}\n"
     with pytest.raises(SpecError) as caught:
         parse(source)
     message = str(caught.value)
@@ -158,3 +153,15 @@ def test_the_shipped_persistent_grids_keep_one_block_an_sm_and_take_fewer_cluste
     assert plan_launch(split_four, shape, SM90).config.grid == (132, 1, 1)
     assert plan_launch(split_four, shape, SM90, driver_active_clusters=30).config.grid == (120, 1, 1)
     assert plan_launch(split_four, shape, SM90, driver_active_clusters=62).config.grid == (132, 1, 1)
+
+
+def test_planned_again_for_the_blocks_an_sm_holds_a_case_keeps_its_memory_refusal():
+    # cluster_split_k holds eight blocks an SM, so its estimate is made again once compiled; the refusal that the
+    # memory check added to the launch plan (C alone is 160 GB at 200000 x 200000) must survive that.
+    spec = parse(CLUSTERS_OF_FOUR.replace("  - [4096, 4096, 64]", "  - [4096, 4096, 64]\n  - [200000, 200000, 64]"))
+    cases, _ = plan_cases(spec, SM90, "sm_90", 132)
+    plans = {case.shape.label: case.plan for case in cases if case.kernel is not None}
+    assert plans["4096x4096x64"].valid and plans["4096x4096x64"].active_clusters.blocks_per_sm == 8
+    huge = plans["200000x200000x64"]
+    assert huge.active_clusters.blocks_per_sm == 8
+    assert any("memory" in str(problem) for problem in huge.problems), [str(p) for p in huge.problems]

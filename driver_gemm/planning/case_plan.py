@@ -223,7 +223,13 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
         blocks_per_sm = _occupancy(limits, config.threads_per_block, resources.registers,
                                    resources.static_shared_bytes, config.shared_bytes).blocks_per_sm
         if blocks_per_sm >= 1 and blocks_per_sm != estimate.blocks_per_sm:
-            plan = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, blocks_per_sm=blocks_per_sm)
+            # The launch half again, with that count. The problems found after the launch half (the memory
+            # check's, appended to its own) read no launch value, so they stand: they are the ones past the
+            # launch half's count with the earlier estimate.
+            launch_problems = len(plan_launch(plan.kernel, plan.shape, limits, plan.scalars,
+                                              blocks_per_sm=estimate.blocks_per_sm).problems)
+            again = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, blocks_per_sm=blocks_per_sm)
+            plan = dataclasses.replace(again, problems=[*again.problems, *plan.problems[launch_problems:]])
             config = plan.config
     problems = list(plan.problems)
     notes = list(plan.notes)

@@ -177,8 +177,7 @@ def _finite(value: float) -> float | None:
 
 
 def _load_cluster(run: CaseRun) -> None:
-    """For a cluster launch: the non-portable opt-in, the driver's count of clusters that fit at once, and the grid's
-    waves of them."""
+    """For a cluster launch: the driver's count of clusters that fit at once, and the grid's waves of them."""
     attributes = run.case.plan.attributes
     if attributes is None or not attributes.cluster:
         return
