@@ -1,11 +1,13 @@
-// v14: v13's machinery for decode shapes (M of 1 to 64), with the operands swapped: the wgmma computes
-// C^T = B^T A^T, its 64-row side running along N and its narrow side (8 to 64) along M.
+// v14: v13's machinery for decode shapes (M of 1 to 64) and short ones (M of a few hundred), with the operands
+// swapped: the wgmma computes C^T = B^T A^T, its 64-row side running along N and its N along M.
 //
 // Why: a wgmma's M is 64 rows at least, so v13 at M = 1 spends 63 of every 64 rows of tensor work and
 // of its A tile on zeros. Here a tile is 64 CWG columns of C (the wgmma's rows: B^T) by MT rows of C
-// (its columns, N of the instruction: A^T, 8, 16, 32 or 64), so M = 1 wastes 7 of 8 columns of the
-// narrowest instruction instead, and a stage is (64 CWG + MT) * 128 bytes: 9 KB at CWG 1 and MT 8, so a
-// ring of 16 stages keeps 144 KB of B in flight per SM, where decode shapes are bound by reading B.
+// (its columns, N of the instruction: A^T, 8, 16, 32, 64, 96, 128, 160, 192 or 256), so M = 1 wastes 7 of 8
+// columns of the narrowest instruction instead, and a stage is (64 CWG + MT) * 128 bytes: 9 KB at CWG 1 and MT 8,
+// so a ring of 16 stages keeps 144 KB of B in flight per SM, where decode shapes are bound by reading B. Past
+// M = 128 the tile's height follows M in steps of 32 to 64 rows where v13's and v15's follow it in steps of
+// 128: 320 rows are two tiles of 160 rather than three of 128 with the last a third full.
 //
 // Operands (128-byte rows of K per stage, as v13: BK = 1024 / ELEM):
 // - the wgmma's A operand is B^T, 64 CWG columns of B: with B column-major (BT 1, layout NT) one TMA box
@@ -23,8 +25,9 @@
 // elements of consumer threads [r T / S, (r + 1) T / S) (T = 128 CWG), reading the other ranks' float4
 // at the same offset (j * T + thread) * 16; the three cluster barriers are v13's.
 //
-// Tiles: ceil(N / (64 CWG)) x ceil(M / MT), taken along N first (consecutive clusters share A's rows),
-// cluster c taking c, c + clusters, ... as in v13. Shapes: as v13 (16-byte rows for TMA, N % 8 == 0
+// Tiles: ceil(M / MT) x ceil(N / (64 CWG)), taken down M first, cluster c taking c, c + clusters, ... as in
+// v13: the row tiles of a column run at once and read its columns of B from DRAM once between them, where B
+// (N x K) is the large operand. Shapes: as v13 (16-byte rows for TMA, N % 8 == 0
 // for B row-major); M, N and K need no multiple of a tile: the maps' zero fill covers them, elements
 // past M or N are not stored.
 //
@@ -32,8 +35,10 @@
 // [SPLITS, 1, 1], dynamic shared memory STAGES * (64 CWG + MT) * 128 + 16 * STAGES + 1024 bytes; tensor maps (128-byte
 // swizzle): A box [MT, BK]; B box [BK, 64] (BT 0) or [64 CWG, BK] (BT 1). Needs sm_90a.
 //
-// Resources (NVRTC 13.5, sm_90a, the forms of specs/sweep-v14.yaml): 30 to 152 registers at CWG 1 (more with MT
-// and the split), 168 at CWG 2 (setmaxnreg then gives the consumers 232 and the producer 40); no spills.
+// Resources (NVRTC 13.5, sm_90a, the forms of specs/sweep-v14.yaml and sweep-band.yaml): 30 to 152 registers at
+// CWG 1 (more with MT and the split), 168 at CWG 2, 128 at 3 and 96 at 4 (setmaxnreg then gives the producer 40 and
+// the consumers the rest: 232, 152, 112); a consumer thread holds MT / 2 accumulators, so MT is at most 192 at
+// CWG 3 and 128 at 4. No spills, but for CWG 3 at MT 192 split (28 bytes).
 //
 // The design's expectation: decode shapes are bound by reading B once (M = 1 at N = K = 4096:
 // 32 MB), and v13's best forms there left SMs idle (16 tiles of 256 columns split 4 ways: 64 blocks of 132).
@@ -135,11 +140,15 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     static_assert(ELEM == 32 || ELEM == 16 || ELEM == 8, "tf32, bf16 or e4m3 inputs");
     static_assert(BT == 1 || ELEM == 16, "only bf16 wgmma reads an MN-major (row-major) B");
     static_assert(BT == 0 || BT == 1, "B row-major (0) or column-major (1)");
-    static_assert(CWG >= 1 && CWG <= 2, "1 or 2 consumer warpgroups");
+    static_assert(CWG >= 1 && CWG <= 4, "1 to 4 consumer warpgroups");
     static_assert(STAGES >= 2, "a ring of at least two stages");
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(SPLITS == 1 || SPLITS == 2 || SPLITS == 4 || SPLITS == 8, "a split of 1, 2, 4 or 8");
-    static_assert(MT == 8 || MT == 16 || MT == 32 || MT == 64, "a tile 8, 16, 32 or 64 rows of C high");
+    static_assert(MT == 8 || MT == 16 || MT == 32 || MT == 64 || MT == 96 || MT == 128 || MT == 160 || MT == 192
+                  || MT == 256, "a tile 8, 16, 32, 64, 96, 128, 160, 192 or 256 rows of C high");
+    // The accumulators live in the registers a consumer thread has under the launch bound of 128 (CWG + 1) threads
+    // (168 at CWG 2, 128 at 3, 96 at 4), beside about 30 of addresses and counters.
+    static_assert(ACC <= (CWG <= 2 ? 128 : CWG == 3 ? 96 : 64), "MT / 2 accumulators fit a consumer thread");
     static_assert(SPLITS == 1 || STAGES * STAGE_BYTES >= 16 * GROUPS * THREADS, "the partials fit in the ring");
 
     extern __shared__ unsigned char smem_raw[];
@@ -147,8 +156,8 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
 
     const int tid = threadIdx.x;
     const int warpgroup = __shfl_sync(0xffffffff, tid / 128, 0);   // one value a warp: see v13
-    const int tile_columns = (N + TN - 1) / TN;
-    const int tiles = tile_columns * ((M + MT - 1) / MT);
+    const int tile_rows = (M + MT - 1) / MT;
+    const int tiles = tile_rows * ((N + TN - 1) / TN);
     const int ktiles = (K + BK - 1) / BK;
     const ClusterSlice<SPLITS> slice(ktiles);
     const int rank = slice.rank, kt_begin = slice.kt_begin, kt_count = slice.kt_count;
@@ -164,8 +173,8 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
         int it = 0;                                    // K-tiles loaded by this block so far
         for (int index = first; index < tiles; index += step) {
             if (tid == 0) {
-                const int n0 = (index % tile_columns) * TN;
-                const int m0 = (index / tile_columns) * MT;
+                const int m0 = (index % tile_rows) * MT;
+                const int n0 = (index / tile_rows) * TN;
                 if constexpr (SPLITS > 1) {
                     fence_proxy_async();               // the partials' generic writes before these copies
                 }
@@ -211,8 +220,8 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
         consume_ktiles<KSTEPS>(acc, ring, local * kt_count, kt_count, [&](unsigned stage, int s) {
             swap_k_step<ELEM, BT, MT>(acc, stage + consumer * PANEL_BYTES, stage + B_BYTES, s);
         }, last_steps);
-        const int n0 = (index % tile_columns) * TN + 64 * consumer;
-        const int m0 = (index / tile_columns) * MT;
+        const int m0 = (index % tile_rows) * MT;
+        const int n0 = (index / tile_rows) * TN + 64 * consumer;
         if constexpr (SPLITS > 1) {
             add_cluster_partials<SPLITS, THREADS, GROUPS>(acc, ring.base, thread, rank, [=](int) { return owned; });
         }

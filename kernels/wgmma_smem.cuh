@@ -18,6 +18,8 @@ struct SmemWgmma;
 #define WGMMA_SMEM_D_96 WGMMA_D_0_31 ", " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
 #define WGMMA_SMEM_D_128 WGMMA_D_0_63
+#define WGMMA_SMEM_D_160 WGMMA_D_0_63 ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
 #define WGMMA_SMEM_D_192 WGMMA_D_0_63 ", " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
@@ -28,6 +30,7 @@ struct SmemWgmma;
 #define WGMMA_SMEM_BIND_64 WGMMA_D32(0)
 #define WGMMA_SMEM_BIND_96 WGMMA_D32(0), WGMMA_D8(32), WGMMA_D8(40)
 #define WGMMA_SMEM_BIND_128 WGMMA_D64(0)
+#define WGMMA_SMEM_BIND_160 WGMMA_D64(0), WGMMA_D8(64), WGMMA_D8(72)
 #define WGMMA_SMEM_BIND_192 WGMMA_D64(0), WGMMA_D32(64)
 #define WGMMA_SMEM_BIND_256 WGMMA_D64(0), WGMMA_D64(64)
 #define WGMMA_SMEM_DESC_8 "%4, %5"
@@ -36,6 +39,7 @@ struct SmemWgmma;
 #define WGMMA_SMEM_DESC_64 "%32, %33"
 #define WGMMA_SMEM_DESC_96 "%48, %49"
 #define WGMMA_SMEM_DESC_128 "%64, %65"
+#define WGMMA_SMEM_DESC_160 "%80, %81"
 #define WGMMA_SMEM_DESC_192 "%96, %97"
 #define WGMMA_SMEM_DESC_256 "%128, %129"
 
@@ -58,7 +62,7 @@ struct SmemWgmma;
 #define WGMMA_SMEM_TF32(N) WGMMA_SMEM(32, 0, 0, N, "m64n" #N "k8.f32.tf32.tf32", "1, 1, 1")
 
 // v13: bf16 with B row-major (B MN-major) at its tile widths, and v15's 192; both K-major for B column-major,
-// v14's too.
+// v14's too (its 160 among them, for its tiles of 160 rows of C).
 WGMMA_SMEM_BF16(0, 1, 256)
 WGMMA_SMEM_BF16(0, 1, 192)
 WGMMA_SMEM_BF16(0, 1, 128)
@@ -66,13 +70,19 @@ WGMMA_SMEM_BF16(0, 1, 96)
 WGMMA_SMEM_BF16(0, 1, 64)
 WGMMA_SMEM_BF16(0, 0, 256)
 WGMMA_SMEM_BF16(0, 0, 192)
+WGMMA_SMEM_BF16(0, 0, 160)
 WGMMA_SMEM_BF16(0, 0, 128)
 WGMMA_SMEM_BF16(0, 0, 96)
 WGMMA_SMEM_BF16(0, 0, 64)
 WGMMA_SMEM_BF16(0, 0, 32)
 WGMMA_SMEM_BF16(0, 0, 16)
 WGMMA_SMEM_BF16(0, 0, 8)
-// v14: bf16 with B row-major is the wgmma's A (B^T), MN-major.
+// v14: bf16 with B row-major is the wgmma's A (B^T), MN-major; N is its tile's rows of C (MT).
+WGMMA_SMEM_BF16(1, 0, 256)
+WGMMA_SMEM_BF16(1, 0, 192)
+WGMMA_SMEM_BF16(1, 0, 160)
+WGMMA_SMEM_BF16(1, 0, 128)
+WGMMA_SMEM_BF16(1, 0, 96)
 WGMMA_SMEM_BF16(1, 0, 64)
 WGMMA_SMEM_BF16(1, 0, 32)
 WGMMA_SMEM_BF16(1, 0, 16)
@@ -80,6 +90,7 @@ WGMMA_SMEM_BF16(1, 0, 8)
 // e4m3 and tf32 read both operands K-major only.
 WGMMA_SMEM_E4M3(256)
 WGMMA_SMEM_E4M3(192)
+WGMMA_SMEM_E4M3(160)
 WGMMA_SMEM_E4M3(128)
 WGMMA_SMEM_E4M3(96)
 WGMMA_SMEM_E4M3(64)
@@ -88,6 +99,7 @@ WGMMA_SMEM_E4M3(16)
 WGMMA_SMEM_E4M3(8)
 WGMMA_SMEM_TF32(256)
 WGMMA_SMEM_TF32(192)
+WGMMA_SMEM_TF32(160)
 WGMMA_SMEM_TF32(128)
 WGMMA_SMEM_TF32(96)
 WGMMA_SMEM_TF32(64)
