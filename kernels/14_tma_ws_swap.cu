@@ -37,7 +37,7 @@
 //
 // Resources (NVRTC 13.5, sm_90a, the forms of specs/sweep-v14.yaml and sweep-band.yaml): 30 to 152 registers at
 // CWG 1 (more with MT and the split), 168 at CWG 2, 128 at 3 and 96 at 4 (setmaxnreg then gives the producer 40 and
-// the consumers the rest: 232, 152, 112); a consumer thread holds MT / 2 accumulators, so MT is at most 192 at
+// the consumers the rest: 232, 152, 104); a consumer thread holds MT / 2 accumulators, so MT is at most 192 at
 // CWG 3 and 128 at 4. No spills, but for CWG 3 at MT 192 split (28 bytes).
 //
 // The design's expectation: decode shapes are bound by reading B once (M = 1 at N = K = 4096:
@@ -133,7 +133,12 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    // setmaxnreg moves registers within what the block was launched with, the launch bound's share a thread (the
+    // compiler allocates all of it to a kernel that uses setmaxnreg): at CWG 4 that is 96 x 640, and consumers
+    // that asked for more than the producer gives back would wait for registers forever.
+    constexpr int LAUNCH_REGISTERS = (65536 / (128 * (CWG + 1))) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS =
+        ((LAUNCH_REGISTERS * 128 * (CWG + 1) - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
     constexpr int RELEASES = 4 * CWG;                  // lane 0 of each consumer warp
     constexpr int THREADS = 128 * CWG;                 // consumer threads
     constexpr int SHARE = THREADS / SPLITS;            // consumer threads whose elements each rank sums and stores
