@@ -142,12 +142,21 @@ def test_the_suites_tables_pass_where_they_pick_the_128_x_192_tile():
 def test_the_suites_tables_pass_at_m_129_to_320_with_each_form_their_band_entries_pick():
     # The band entries of the bf16-out and TF32 tables (M of 129 to 320, N and K of 4096 or more), each form on a
     # shape of odd M whose N or K is no multiple of its tile, checked against the float64 reference. Each shape's
-    # (tile rows, columns, blocks a cluster) in both tables.
-    picks = {"263x8200x4096": (128, 256, 1),     # the 128 x 256 tile alone
-             "303x5128x4104": (128, 256, 2),     # 128 x 256 with K split two ways
-             "199x8192x4104": (128, 128, 2),     # 128 x 128 in clusters of two tile rows
-             "231x4104x4096": (128, 128, 2)}     # 128 x 128 with K split two ways
+    # (operands swapped, tile rows, columns, blocks a cluster) in both tables, or per table where they differ.
+    picks = {"263x11008x4104": (False, 128, 256, 1),   # the 128 x 256 tile alone
+             "303x5128x4104": (False, 128, 256, 2),    # 128 x 256 with K split two ways
+             "239x5128x13832": (False, 128, 128, 2),   # 128 x 128 in clusters of two tile rows
+             "207x4104x4096": (False, 128, 128, 2),    # 128 x 128 with K split two ways
+             "263x8200x4096": (True, 160, 128, 1),     # v14: 160 rows of C by 128 columns
+             "231x4104x4096": (True, 128, 128, 2),     # v14: 128 x 128 with K split two ways
+             # v14: 128 rows by 192 columns in TF32; 128 x 256 alone in bf16 out
+             "255x11000x4104": {"v13-tf32": (True, 128, 192, 1), "v13-bf16-out": (False, 128, 256, 1)}}
     for case in _run_the_suites_tables(["v13-bf16-out", "v13-tf32"], list(picks)):
-        cluster = case.params.get("CM", case.params.get("SPLITS"))
-        tile = (64 * case.params["CWG"], case.params["BN"], cluster)
-        assert tile == picks[case.shape.label], (case.name, case.shape.label)
+        if "MT" in case.params:
+            tile = (True, case.params["MT"], 64 * case.params["CWG"], case.params["SPLITS"])
+        else:
+            cluster = case.params.get("CM", case.params.get("SPLITS"))
+            tile = (False, 64 * case.params["CWG"], case.params["BN"], cluster)
+        expected = picks[case.shape.label]
+        expected = expected[case.name] if isinstance(expected, dict) else expected
+        assert tile == expected, (case.name, case.shape.label)
