@@ -224,12 +224,18 @@ def _band_swap(name, shape):
     """The swapped tile (MT rows, 64 CWG columns, SPLITS) the bf16-out and TF32 tables take ahead of the four forms,
     or None: 160 x 128 where its waves are 60% full or more, then (TF32) 128 x 192 where they are 80% full, then
     128 x 128 split two ways where its tiles fit one wave of clusters of two that is 80% full; each only where
-    its waves are no emptier than the 128 x 256 tile's."""
+    its row tiles are 85% full or more and its waves no emptier than the 128 x 256 tile's."""
     if name == "v13-bf16":
         return None
     wide = wave_efficiency(shape.M, shape.N, 128, 256, SM_COUNT)
-    if wave_efficiency(shape.M, shape.N, 160, 128, SM_COUNT) >= max(0.6, wide):
+
+    def rows_full(height):
+        return shape.M >= 0.85 * height * -(-shape.M // height)
+
+    if rows_full(160) and wave_efficiency(shape.M, shape.N, 160, 128, SM_COUNT) >= max(0.6, wide):
         return 160, 128, 1
+    if not rows_full(128):
+        return None
     if name == "v13-tf32" and wave_efficiency(shape.M, shape.N, 128, 192, SM_COUNT) >= max(0.8, wide):
         return 128, 192, 1
     tiles = -(-shape.M // 128) * -(-shape.N // 128)
