@@ -61,10 +61,16 @@
 //   16x14336x4096    100.6                 108.0          89.0 / 99.8
 //   64x14336x4096     97.4                 100.8          90.0 / 95.1
 //
-// At M = 128 (checks/tune-m128-v14-*.json.gz) v14's best is 61-90%, behind v13 as expected. Against torch.mm
+// At M = 128 (checks/tune-m128-v14-*.json.gz) v14's best is 61-90%, behind v13 as expected; one 128-row tile
+// (checks/m128-swap.json.gz) reaches 90-96%, still 1-4 points behind the suite's picks. At M = 224 to 320
+// (specs/sweep-band.yaml, checks/band-swap.json.gz, one round) the wide tiles beat the suite's earlier picks where
+// their rows and waves are nearly full: 288x8192x8192 on 160 x 128 tiles 90.6% (bf16 out) and 111.8% (TF32) against
+// 71.8% and 81.4%, 256x11008x4096 on 128 x 192 tiles 101.8% against 89.2% (TF32); the suite's tables take them
+// there (specs/suite.yaml; judged on new shapes, checks/band-swap-fresh-*.json.gz). Against torch.mm
 // under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
 // 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not,
-// on shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz).
+// on shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz), and so does every wide
+// form (checks/gpu-tests-v14-wide.log.gz).
 // Nsight Compute (one launch a case at the GPU's own clocks, `scripts/gpu_check.sh profile-v14`,
 // checks/profile-v14-bf16.json.gz): at 1x4096x4096 (MT 8, split 2 ways) the launch reads 34.0 MB from DRAM
 // (B is 32 MB) in 11.6 us, 2.9 TB/s, with the tensor pipe busy 3% of the time and the barrier and

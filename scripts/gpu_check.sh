@@ -12,8 +12,8 @@
 # vendor rows, small and large shapes apart, each kernel's geometric means last; at most ~9 minutes), fill
 # (specs/sweep-fill.yaml: the narrow tiles the suite's tables take between decode and large shapes, then the
 # 128 x 128 and 128 x 256 tiles where the wide one begins to fill the GPU; < 3 minutes), band
-# (specs/sweep-band.yaml: split, stream-K and wide-tile forms at M = 129 to 320, then the suite's tables there;
-# about 5 minutes), off-suite (the suite's tables on two sets of 12 shapes outside the suite, bf16 out and TF32,
+# (specs/sweep-band.yaml: split, stream-K, wide-tile and swapped forms at M = 129 to 320, then the suite's tables
+# there; about 8 minutes), off-suite (the suite's tables on two sets of 12 shapes outside the suite, bf16 out and TF32,
 # then fp32 out; < 8 minutes), read-ceiling
 # (scripts/read_ceiling.py: the decode and M = 128 shapes' B read whole beside torch.mm, under do_bench), fp8
 # (specs/fp8.yaml: v13 in e4m3 against cuBLASLt FP8), types (specs/types.yaml on its small shapes), baselines
@@ -68,6 +68,9 @@ off_suite_2=(-s 1024x1024x1024 -s 2560x2560x2560 -s 4096x1024x4096 -s 448x4096x4
 # shapes tune them): two of off_suite_1's and four that no step had run before the entries were set.
 band_judges=(-s 320x4096x4096 -s 200x8192x8192 -s 272x14336x4096 -s 240x5120x13824 -s 304x6144x6144
              -s 176x11008x4096)
+# Six more, first run when v14's swapped entries were judged the second time.
+band_judges_2=(-s 280x8192x4096 -s 300x14336x8192 -s 248x4096x8192 -s 240x11008x4096 -s 160x14336x4096
+               -s 264x6144x4096)
 # The suite's small, awkward and M = 128 shapes, where the v15-small and v16 steps time their forms beside v13.
 small_shapes=(-s 1024x512x1024 -s 1001x520x776 -s 127x4104x1032 -s 4104x1032x200 -s 128x4096x4096 -s 128x8192x8192
               -s 128x14336x4096)
@@ -138,7 +141,8 @@ for step in "$@"; do
                     [ $narrow -eq 0 ] && [ $wide -eq 0 ] ;;
         band)       # specs/sweep-band.yaml: its narrow forms (K split two and four ways, stream-K), then its wide ones
                     # (tiles 256 columns wide split or stream-K, v15's 128 x 256 and 192 x 192 alone or in pairs), its
-                    # 128 x 128 tiles in pairs, one round each, then the suite's tables on its shapes and band_judges
+                    # 128 x 128 tiles in pairs, v14's swapped tiles, one round each, then the suite's tables on its
+                    # shapes and both sets of judges
                     timeout -s INT -k 10 220 python3 -m driver_gemm run specs/sweep-band.yaml -k v13-bf16-out \
                         -k v16-bf16-out -k v13-tf32 -k v16-tf32 --json "$OUT/band-forms.json" -q; forms=$?
                     timeout -s INT -k 10 220 python3 -m driver_gemm run specs/sweep-band.yaml -k v13-bf16-out-wide \
@@ -146,10 +150,14 @@ for step in "$@"; do
                         -k v15-tf32-wide -k v15-tf32-192 --json "$OUT/band-wide.json" -q; wide=$?
                     timeout -s INT -k 10 100 python3 -m driver_gemm run specs/sweep-band.yaml -k v15-bf16-out-pairs \
                         -k v15-tf32-pairs --json "$OUT/band-pairs.json" -q; pairs=$?
-                    timeout -s INT -k 10 120 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out -k v13-tf32 \
+                    # v14's swapped tiles: the forms whose accumulators or ring do not fit are INVALID (exit 1)
+                    timeout -s INT -k 10 200 python3 -m driver_gemm run specs/sweep-band.yaml -k v14-bf16-out-swap \
+                        -k v14-bf16-out-swap-deep -k v14-tf32-swap -k v14-tf32-swap-deep --json "$OUT/band-swap.json" \
+                        -q; swap=$?
+                    timeout -s INT -k 10 200 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out -k v13-tf32 \
                         -s 224x4096x4096 -s 256x11008x4096 -s 288x8192x8192 -s 320x5120x5120 "${band_judges[@]}" \
-                        --json "$OUT/band-tables.json" -q; tables=$?
-                    [ $forms -eq 0 ] && [ $wide -eq 0 ] && [ $pairs -eq 0 ] && [ $tables -eq 0 ] ;;
+                        "${band_judges_2[@]}" --json "$OUT/band-tables.json" -q; tables=$?
+                    [ $forms -eq 0 ] && [ $wide -eq 0 ] && [ $pairs -eq 0 ] && [ $swap -le 1 ] && [ $tables -eq 0 ] ;;
         off-suite)  # the suite's tables on shapes outside it (off_suite_1 and _2 above): bf16 out and TF32, then
                     # fp32 out
                     status_off=0
