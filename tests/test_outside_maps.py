@@ -1,6 +1,7 @@
 """Tensor maps as outside kernels take them: by pointer, rank 1 to 5 with every encoder field, checked
-by the driver's own rules; the rank a kernel's TMA copies use and its compiled cluster read from the
-image and checked before launch; CCCL and the C-header stand-ins together under NVRTC. No GPU."""
+by the driver's own rules; the rank a kernel's TMA copies use, its compiled cluster and its setmaxnreg
+moves read from the image and checked before launch; CCCL and the C-header stand-ins together under
+NVRTC. No GPU."""
 
 from __future__ import annotations
 
@@ -280,6 +281,58 @@ def test_a_spec_cluster_other_than_the_compiled_one_is_refused_and_the_compiled_
     plans = {key: complete_plan(p, compiled[p.kernel.label], SM90) for key, p in launch_plans(spec, SM90).items()}
     pairs = next(p for p in plans.values() if p.kernel.label == "pairs")
     assert pairs.valid and "cluster 2x1x1 from the kernel's __cluster_dims__ (2 blocks, 2 clusters)" in pairs.notes
+
+
+def test_ptx_facts_read_each_setmaxnreg_count_once_and_keep_them_beside_the_cubin():
+    facts = ptx_facts(".visible .entry k(\n.param .u64 k_param_0\n)\n{\n"
+                      "setmaxnreg.dec.sync.aligned.u32 40;\n@%p1 setmaxnreg.inc.sync.aligned.u32 232;\n"
+                      "setmaxnreg.inc.sync.aligned.u32 232;\nsetmaxnreg.inc.sync.aligned.u32 152;\n}\n")["k"]
+    assert (facts.register_increases, facts.register_decreases) == ((152, 232), (40,))
+    assert KernelPtxFacts.from_dict(facts.as_dict()) == facts
+    assert KernelPtxFacts.from_dict({"copies": []}).register_increases == ()    # facts kept before the field
+
+
+MOVES = """\
+shapes:
+  - [64, 64, 64]
+kernels:
+  - name: moves
+    source: ../tests/kernels/register_moves.cu
+    function: register_moves
+    arch: sm_90a
+    params: {ASK: [104, 112, 120]}
+    block: [640]
+    grid: [7]
+    signature: [A, B, C, M, N, K]
+"""
+
+
+def _completed_plans(spec):
+    from driver_gemm.planning.build import compile_spec, complete_plan, launch_plans
+    compiled = compile_spec(spec, "sm_90a")
+    return [complete_plan(p, compiled[p.kernel.label], SM90) for p in launch_plans(spec, SM90).values()]
+
+
+def test_warpgroups_asking_setmaxnreg_for_more_than_the_launch_allocated_are_noted_with_what_fits():
+    # 640 threads under a bound of 640: 96 registers a thread, 61440 a block; one warpgroup down to 40 leaves the
+    # four others 104 a thread. Asking for 112 or 120 would wait forever.
+    notes = {plan.kernel.label: [n for n in plan.notes if n.startswith("setmaxnreg")] for plan in
+             _completed_plans(parse(MOVES))}
+    assert notes["moves[ASK=104]"] == []
+    assert notes["moves[ASK=112]"] == [
+        "setmaxnreg: 4 warpgroups asking for 112 registers a thread and one giving back down to 40 need 62464 "
+        "registers, but the block is launched with 61440 (96 a thread x 640 threads): the increase would wait for "
+        "registers forever (a hang); with that layout the most a thread can ask for is 104"]
+    assert "need 66560 registers" in notes["moves[ASK=120]"][0]
+
+
+def test_the_shipped_kernels_ask_setmaxnreg_for_no_more_registers_than_their_launch_allocated():
+    # v14 with four consumer warpgroups once asked for 112 of a block launched with 96 a thread, and hung.
+    spec = load_spec(SPECS / "sweep-band.yaml").select(kernels=["v14-bf16-out-swap", "v15-bf16-out-192"],
+                                                       shapes=["320x5120x5120"])
+    plans = [plan for plan in _completed_plans(spec) if plan.resources is not None]
+    assert {plan.kernel.params["CWG"] for plan in plans} == {2, 3, 4}
+    assert not [(plan.kernel.label, note) for plan in plans for note in plan.notes if note.startswith("setmaxnreg")]
 
 
 # ----------------------------------------------------------------------------------- headers and the shipped kernels

@@ -7,7 +7,8 @@ kernel's parameter (``mov.b64 %rd1, f_param_0`` then ``cvta.param`` for a ``__gr
 map, ``ld.param.u64 %rd2, [f_param_1]`` for a ``const CUtensorMap*``). Following those moves
 gives each instruction's parameter, so that a spec describing a rank-2 map for a kernel that
 copies rank-3 boxes through it is refused before launch rather than faulting on the GPU. A
-``__cluster_dims__`` kernel's entry carries ``.reqnctapercluster X, Y, Z``. The facts are kept
+``__cluster_dims__`` kernel's entry carries ``.reqnctapercluster X, Y, Z``. A warp-specialised kernel's
+``setmaxnreg.inc`` and ``.dec`` name the registers a thread asks for or gives back. The facts are kept
 beside the CUBIN (NVRTC hands out its PTX with it); checks that use them: `planning.image_checks`.
 """
 
@@ -23,6 +24,7 @@ _TMA = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:cp\.async\.bulk(?:\.prefetch)?|cp\.re
                   r"[^;]*?\[\s*([%\w$.]+)\s*,\s*\{", re.MULTILINE)
 _PARAM_MOVE = re.compile(r"^\s*(?:mov|ld\.param)\.[us]?b?\d+\s+(%\w+)\s*,\s*\[?\s*([\w$.]+)_param_(\d+)\s*(?:\+\s*0\s*)?\]?\s*;",
                          re.MULTILINE)
+_SETMAXNREG = re.compile(r"\bsetmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)\s*;")
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
 
@@ -39,10 +41,13 @@ class TmaCopy:
 
 @dataclass(frozen=True)
 class KernelPtxFacts:
-    """A kernel's TMA instructions and its compile-time cluster (None without ``__cluster_dims__``)."""
+    """A kernel's TMA instructions, its compile-time cluster (None without ``__cluster_dims__``) and the register
+    counts its ``setmaxnreg`` instructions move threads to (``inc`` and ``dec``, each value once, ascending)."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
+    register_increases: tuple[int, ...] = ()
+    register_decreases: tuple[int, ...] = ()
 
     def ranks_for(self, param: int) -> dict[int, str]:
         """Rank -> one instruction of that rank, for the copies that read parameter `param`; when no copy could
@@ -53,14 +58,17 @@ class KernelPtxFacts:
 
     def as_dict(self) -> dict[str, Any]:
         return {"copies": [[copy.rank, copy.instruction, copy.param] for copy in self.copies],
-                "cluster": list(self.cluster) if self.cluster else None}
+                "cluster": list(self.cluster) if self.cluster else None,
+                "setmaxnreg": {"inc": list(self.register_increases), "dec": list(self.register_decreases)}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
         cluster = data.get("cluster")
+        moves = data.get("setmaxnreg") or {}
         return cls(tuple(TmaCopy(int(rank), str(text), None if param is None else int(param))
                          for rank, text, param in data.get("copies", ())),
-                   (int(cluster[0]), int(cluster[1]), int(cluster[2])) if cluster else None)
+                   (int(cluster[0]), int(cluster[1]), int(cluster[2])) if cluster else None,
+                   tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())))
 
 
 def _bodies(ptx: str) -> dict[str, str]:
@@ -97,7 +105,11 @@ def kernel_facts(name: str, body: str) -> KernelPtxFacts:
         if operand.startswith(f"{name}_param_"):
             param = int(operand.rsplit("_", 1)[1])
         copies.append(TmaCopy(int(match.group(2)), match.group(1), param))
-    return KernelPtxFacts(tuple(copies), cluster)   # type: ignore[arg-type]
+    moves: dict[str, set[int]] = {"inc": set(), "dec": set()}
+    for match in _SETMAXNREG.finditer(body):
+        moves[match.group(1)].add(int(match.group(2)))
+    return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
+                          tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])))
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:

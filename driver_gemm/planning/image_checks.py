@@ -1,11 +1,15 @@
-"""The checks of a case against what its compiled kernel says of itself: TMA ranks and compile-time clusters.
+"""The checks of a case against what its compiled kernel says of itself: TMA ranks, compile-time clusters and the
+registers its warpgroups move with ``setmaxnreg``.
 
 `complete_plan` calls `image_checks` once a kernel is built. The kernel's PTX (`cuda.ptx_facts`)
 names the rank of every tensor-map copy and the parameter its map comes from, and a
 ``__cluster_dims__`` kernel carries its cluster in the image (`KernelImage.cluster_dims`, or the
 PTX's ``.reqnctapercluster``). A spec map whose rank is not the rank the kernel copies with, a grid
 that the compiled cluster does not divide, or a spec ``cluster:`` other than the compiled one are
-refused here, at the spec's file and line, before any launch; how each map is passed is noted.
+refused here, at the spec's file and line, before any launch; how each map is passed is noted. A kernel
+whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was launched with (after the
+one warpgroup that gives some back with ``.dec``) would wait for them forever: that is noted too, since
+which warps take which branch is not known before the launch.
 """
 
 from __future__ import annotations
@@ -100,7 +104,42 @@ def image_checks(plan: CasePlan, built: Cubin) -> tuple[list[ConfigError], list[
     cluster = compiled_cluster(built, kernel.instance, facts)
     if cluster is not None:
         _check_compiled_cluster(plan, cluster, problem, notes)
+    if facts is not None and facts.register_increases:
+        notes.extend(register_move_notes(facts, plan))
     return problems, notes
+
+
+THREADS_A_WARPGROUP = 128       # setmaxnreg moves the registers of a whole warpgroup (128 threads) at once
+REGISTER_STEP = 8               # a thread's registers are allocated in steps of 8 (256 a warp)
+
+
+def register_move_notes(facts: KernelPtxFacts, plan: CasePlan) -> list[str]:
+    """A note where the block's registers cannot cover its setmaxnreg requests in the usual warp-specialised
+    layout: one warpgroup gives registers back (the smallest ``.dec``) and every other asks for the largest
+    ``.inc``. The pool they share is what the launch allocated, the compiled count (rounded up to 8) a thread; an
+    ``.inc`` that the pool cannot cover waits forever."""
+    if plan.resources is None or plan.config is None or not plan.resources.registers:
+        return []
+    threads = plan.config.threads_per_block
+    allocated = -(-plan.resources.registers // REGISTER_STEP) * REGISTER_STEP
+    pool = allocated * threads
+    asked = max(facts.register_increases)
+    if facts.register_decreases and threads > THREADS_A_WARPGROUP:
+        given = min(facts.register_decreases)
+        askers = threads - THREADS_A_WARPGROUP
+        need = THREADS_A_WARPGROUP * given + askers * asked
+        layout = (f"{askers // THREADS_A_WARPGROUP} warpgroups asking for {asked} registers a thread and one "
+                  f"giving back down to {given}")
+        most = (pool - THREADS_A_WARPGROUP * given) // askers // REGISTER_STEP * REGISTER_STEP
+    else:
+        need = threads * asked
+        layout = f"every warp asking for {asked} registers a thread"
+        most = allocated
+    if need <= pool:
+        return []
+    return [f"setmaxnreg: {layout} need {need} registers, but the block is launched with {pool} ({allocated} a "
+            f"thread x {threads} threads): the increase would wait for registers forever (a hang); with that "
+            f"layout the most a thread can ask for is {most}"]
 
 
 def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], problem, notes: list[str]) -> None:
