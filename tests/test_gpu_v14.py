@@ -55,10 +55,10 @@ def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
     assert not not_passing(found), not_passing(found)
 
 
-# The wide forms (tiles 128 to 256 columns wide by 96 to 256 rows): 300x1000x520 cuts every tile height (two tiles
-# of 160 and 192 rows, the second mostly past M; four of 96 and three of 128, the last part-full) and every width
-# (1000 is no multiple of 128, 192 or 256); with the tiles taken down M first, a block's later tiles change both
-# row and column. 129x2056x144 holds one row past a tile of 128 and a K of two and a quarter bf16 K-tiles (one and
+# The wide forms (tiles 128 to 256 columns wide by 96 to 256 rows): 300x1000x528 cuts every tile height (two tiles
+# of 160, 192 or 256 rows, three of 128, four of 96, the last part-full each time) and every width (1000 is no
+# multiple of 128, 192 or 256); with the tiles taken down M first, a block's later tiles change both row and
+# column. 129x2056x144 holds one row past a tile of 128 and a K of two and a quarter bf16 K-tiles (one and
 # an eighth e4m3 ones).
 WIDE_SHAPES = ["300x1000x528", "129x2056x144"]
 # The heights a thread's registers hold its accumulators for, by width (the kernel's static_assert)
