@@ -326,6 +326,19 @@ def test_warpgroups_asking_setmaxnreg_for_more_than_the_launch_allocated_are_not
     assert "need 66560 registers" in notes["moves[ASK=120]"][0]
 
 
+def test_a_case_stopped_for_hanging_names_the_setmaxnreg_request_its_plan_noted():
+    from driver_gemm.planning.cases import Case, timeout_record
+    from driver_gemm.status import Status
+
+    plans = {plan.kernel.label: plan for plan in _completed_plans(parse(MOVES))}
+    hung = timeout_record(Case(0, plans["moves[ASK=112]"].kernel, Shape(64, 64, 64), plan=plans["moves[ASK=112]"]), 30)
+    assert hung.status == Status.TIMEOUT and hung.kernel == "moves[ASK=112]"
+    assert hung.message.startswith("no result after 30 s: the case was stopped (measure.case_timeout_s); its plan "
+                                   "noted why it may hang: setmaxnreg: 4 warpgroups asking for 112")
+    plain = timeout_record(Case(1, plans["moves[ASK=104]"].kernel, Shape(64, 64, 64), plan=plans["moves[ASK=104]"]), 30)
+    assert plain.message == "no result after 30 s: the case was stopped (measure.case_timeout_s)"
+
+
 def test_the_shipped_kernels_ask_setmaxnreg_for_no_more_registers_than_their_launch_allocated():
     # v14 with four consumer warpgroups once asked for 112 of a block launched with 96 a thread, and hung.
     spec = load_spec(SPECS / "sweep-band.yaml").select(kernels=["v14-bf16-out-swap", "v15-bf16-out-192"],

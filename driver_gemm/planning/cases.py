@@ -22,6 +22,7 @@ from ..specfile.typed import evaluate_operands
 from ..status import BASELINE_LABELS, Status
 from ..specfile.dispatch import select_kernel
 from .case_plan import CasePlan
+from .image_checks import REGISTER_MOVE_NOTE
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,17 @@ def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
         if operands is not None:
             record.operands = operands_summary(kernel.operands.types, operands)
     return record
+
+
+def timeout_record(case: Case, seconds: float) -> CaseResult:
+    """The TIMEOUT record of `case`, stopped after `seconds` without a result; where its plan foresaw a hang (a
+    setmaxnreg request beyond the block's registers), the message says so."""
+    message = f"no result after {seconds:g} s: the case was stopped (measure.case_timeout_s)"
+    foreseen = [note for note in (case.plan.notes if case.plan is not None else ()) if
+                note.startswith(REGISTER_MOVE_NOTE)]
+    if foreseen:
+        message += f"; its plan noted why it may hang: {foreseen[0]}"
+    return new_record(case, Status.TIMEOUT, message)
 
 
 def not_run_record(case: Case, reason: str) -> CaseResult:

@@ -109,6 +109,7 @@ def image_checks(plan: CasePlan, built: Cubin) -> tuple[list[ConfigError], list[
     return problems, notes
 
 
+REGISTER_MOVE_NOTE = "setmaxnreg: "   # how the note begins, so that a case that then hangs can name it
 THREADS_A_WARPGROUP = 128       # setmaxnreg moves the registers of a whole warpgroup (128 threads) at once
 REGISTER_STEP = 8               # a thread's registers are allocated in steps of 8 (256 a warp)
 
@@ -137,7 +138,7 @@ def register_move_notes(facts: KernelPtxFacts, plan: CasePlan) -> list[str]:
         most = allocated
     if need <= pool:
         return []
-    return [f"setmaxnreg: {layout} need {need} registers, but the block is launched with {pool} ({allocated} a "
+    return [f"{REGISTER_MOVE_NOTE}{layout} need {need} registers, but the block is launched with {pool} ({allocated} a "
             f"thread x {threads} threads): the increase would wait for registers forever (a hang); with that "
             f"layout the most a thread can ask for is {most}"]
 

@@ -268,7 +268,7 @@ class GpuWorker:
         """Run `cases` (a batch) on the child, calling `finish` with each result in order; every case ends as a record."""
         # lazy: the parent imports this module before anything heavy, to spawn its workers early
         from ..results.records import CaseResult
-        from ..planning.cases import new_record, not_run_record
+        from ..planning.cases import new_record, not_run_record, timeout_record
 
         kernels = {case.kernel.label for case in cases if case.kernel is not None}
         runnable = {label: cubin for label, cubin in compiled.items() if label in kernels}
@@ -300,8 +300,7 @@ class GpuWorker:
                         self._end()
                         break
                     victim = current or remaining[0]
-                    finish(new_record(victim, Status.TIMEOUT, f"no result after {case_timeout:g} s: the case was "
-                                                              "stopped (measure.case_timeout_s)"))
+                    finish(timeout_record(victim, case_timeout))
                     remaining.remove(victim)
                     self._end()
                     break
