@@ -228,6 +228,12 @@ def test_untraced_copies_count_for_every_map():
     assert facts.ranks_for(0) == facts.ranks_for(5) == {2: "cp.async.bulk.prefetch.tensor.2d.L2.global"}
 
 
+def _planned_cases(spec, arch="sm_90a"):
+    """The kernel cases of `spec` as a run plans them: each launch completed with what its compiled image says."""
+    from driver_gemm.planning.build import plan_cases
+    return [case for case in plan_cases(spec, SM90, arch)[0] if case.kernel is not None]
+
+
 RANKS = """\
 shapes:
   - [256, 256, 256]
@@ -275,11 +281,7 @@ def test_a_spec_cluster_other_than_the_compiled_one_is_refused_and_the_compiled_
     refused = {plan.kernel.label: plan for plan in check_offline(spec, "sm_90")}
     assert "cluster: [4, 1, 1] disagrees with the kernel's __cluster_dims__(2, 1, 1)" in \
         " ".join(str(p) for p in refused["pairs"].problems)
-    from driver_gemm.planning.build import compile_spec, complete_plan, launch_plans
-    spec = parse(RANKS)
-    compiled = compile_spec(spec, "sm_90")
-    plans = {key: complete_plan(p, compiled[p.kernel.label], SM90) for key, p in launch_plans(spec, SM90).items()}
-    pairs = next(p for p in plans.values() if p.kernel.label == "pairs")
+    pairs = next(case.plan for case in _planned_cases(parse(RANKS), "sm_90") if case.label == "pairs")
     assert pairs.valid and "cluster 2x1x1 from the kernel's __cluster_dims__ (2 blocks, 2 clusters)" in pairs.notes
 
 
@@ -307,17 +309,13 @@ kernels:
 """
 
 
-def _completed_plans(spec):
-    from driver_gemm.planning.build import compile_spec, complete_plan, launch_plans
-    compiled = compile_spec(spec, "sm_90a")
-    return [complete_plan(p, compiled[p.kernel.label], SM90) for p in launch_plans(spec, SM90).values()]
 
 
 def test_warpgroups_asking_setmaxnreg_for_more_than_the_launch_allocated_are_noted_with_what_fits():
     # 640 threads under a bound of 640: 96 registers a thread, 61440 a block; one warpgroup down to 40 leaves the
     # four others 104 a thread. Asking for 112 or 120 would wait forever.
-    notes = {plan.kernel.label: [n for n in plan.notes if n.startswith("setmaxnreg")] for plan in
-             _completed_plans(parse(MOVES))}
+    notes = {case.label: [n for n in case.plan.notes if n.startswith("setmaxnreg")] for case in
+             _planned_cases(parse(MOVES))}
     assert notes["moves[ASK=104]"] == []
     assert notes["moves[ASK=112]"] == [
         "setmaxnreg: 4 warpgroups asking for 112 registers a thread and one giving back down to 40 need 62464 "
@@ -327,15 +325,15 @@ def test_warpgroups_asking_setmaxnreg_for_more_than_the_launch_allocated_are_not
 
 
 def test_a_case_stopped_for_hanging_names_the_setmaxnreg_request_its_plan_noted():
-    from driver_gemm.planning.cases import Case, timeout_record
+    from driver_gemm.planning.cases import timeout_record
     from driver_gemm.status import Status
 
-    plans = {plan.kernel.label: plan for plan in _completed_plans(parse(MOVES))}
-    hung = timeout_record(Case(0, plans["moves[ASK=112]"].kernel, Shape(64, 64, 64), plan=plans["moves[ASK=112]"]), 30)
+    cases = {case.label: case for case in _planned_cases(parse(MOVES))}
+    hung = timeout_record(cases["moves[ASK=112]"], 30)
     assert hung.status == Status.TIMEOUT and hung.kernel == "moves[ASK=112]"
     assert hung.message.startswith("no result after 30 s: the case was stopped (measure.case_timeout_s); its plan "
                                    "noted why it may hang: setmaxnreg: 4 warpgroups asking for 112")
-    plain = timeout_record(Case(1, plans["moves[ASK=104]"].kernel, Shape(64, 64, 64), plan=plans["moves[ASK=104]"]), 30)
+    plain = timeout_record(cases["moves[ASK=104]"], 30)
     assert plain.message == "no result after 30 s: the case was stopped (measure.case_timeout_s)"
 
 
@@ -343,7 +341,7 @@ def test_the_shipped_kernels_ask_setmaxnreg_for_no_more_registers_than_their_lau
     # v14 with four consumer warpgroups once asked for 112 of a block launched with 96 a thread, and hung.
     spec = load_spec(SPECS / "sweep-band.yaml").select(kernels=["v14-bf16-out-swap", "v15-bf16-out-192"],
                                                        shapes=["320x5120x5120"])
-    plans = [plan for plan in _completed_plans(spec) if plan.resources is not None]
+    plans = [case.plan for case in _planned_cases(spec) if case.plan.resources is not None]
     assert {plan.kernel.params["CWG"] for plan in plans} == {2, 3, 4}
     assert not [(plan.kernel.label, note) for plan in plans for note in plan.notes if note.startswith("setmaxnreg")]
 

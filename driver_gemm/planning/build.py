@@ -186,7 +186,7 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
         plan = dataclasses.replace(plan, problems=[*plan.problems, problem])
     elif problem is not None:
         plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
-    problems, notes = image_checks(plan, built)
+    problems, notes = image_checks(plan, built, limits)
     if problems or notes:
         plan = dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
     return plan

@@ -303,17 +303,24 @@ def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, prob
     return LaunchConfig.of(grid, block, shared) if ok else None
 
 
+def block_registers(registers: int, threads: int, limits: ArchLimits) -> int:
+    """The registers a block of `threads` is launched with when each thread has `registers`: whole warps, each
+    rounded up to the allocation unit."""
+    warps = -(-threads // limits.warp_size)
+    per_warp = -(-registers * limits.warp_size // limits.register_unit) * limits.register_unit
+    return per_warp * warps
+
+
 def _check_resources(config: LaunchConfig, resources: KernelResources, limits: ArchLimits, problem) -> None:
     total_shared = resources.static_shared_bytes + config.shared_bytes
     if total_shared > limits.max_shared_per_block:
         problem(f"{resources.static_shared_bytes} static + {config.shared_bytes} dynamic = {total_shared} bytes of "
                 f"shared memory exceed the {limits.max_shared_per_block} a block may have on {limits.arch}",
                 "shared_bytes")
-    warps = -(-config.threads_per_block // limits.warp_size)
-    per_warp = -(-resources.registers * limits.warp_size // limits.register_unit) * limits.register_unit
-    if per_warp * warps > limits.registers_per_block:
+    need = block_registers(resources.registers, config.threads_per_block, limits)
+    if need > limits.registers_per_block:
         problem(f"{resources.registers} registers per thread x {config.threads_per_block} threads need "
-                f"{per_warp * warps} registers, more than the {limits.registers_per_block} of a block: "
+                f"{need} registers, more than the {limits.registers_per_block} of a block: "
                 "the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "block",
                 hint="use fewer threads per block or cap registers with __launch_bounds__")
 

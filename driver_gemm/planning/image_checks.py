@@ -23,7 +23,8 @@ from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
 from ..cuda.sass import disassemble, find_disassembler, tma_copies
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
-from .case_plan import CasePlan
+from ..cuda.occupancy import ArchLimits
+from .case_plan import CasePlan, block_registers
 
 
 def facts_of(built: Cubin, symbol: str, with_sass: bool = False) -> KernelPtxFacts | None:
@@ -67,8 +68,9 @@ def compiled_cluster(built: Cubin, instance: str, facts: KernelPtxFacts | None) 
     return facts.cluster if facts else None
 
 
-def image_checks(plan: CasePlan, built: Cubin) -> tuple[list[ConfigError], list[str]]:
-    """The problems and notes of `plan` that its kernel's image shows (see the module's docstring)."""
+def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list[ConfigError], list[str]]:
+    """The problems and notes of `plan` that its kernel's image shows (see the module's docstring); `limits` are
+    the architecture's."""
     kernel = plan.kernel
     symbol = built.symbol(kernel.instance)
     facts = facts_of(built, symbol, with_sass=bool(kernel.tensor_maps()))
@@ -105,25 +107,25 @@ def image_checks(plan: CasePlan, built: Cubin) -> tuple[list[ConfigError], list[
     if cluster is not None:
         _check_compiled_cluster(plan, cluster, problem, notes)
     if facts is not None and facts.register_increases:
-        notes.extend(register_move_notes(facts, plan))
+        notes.extend(register_move_notes(facts, plan, limits))
     return problems, notes
 
 
 REGISTER_MOVE_NOTE = "setmaxnreg: "   # how the note begins, so that a case that then hangs can name it
 THREADS_A_WARPGROUP = 128       # setmaxnreg moves the registers of a whole warpgroup (128 threads) at once
-REGISTER_STEP = 8               # a thread's registers are allocated in steps of 8 (256 a warp)
+SETMAXNREG_STEP = 8             # its counts are multiples of 8
 
 
-def register_move_notes(facts: KernelPtxFacts, plan: CasePlan) -> list[str]:
+def register_move_notes(facts: KernelPtxFacts, plan: CasePlan, limits: ArchLimits) -> list[str]:
     """A note where the block's registers cannot cover its setmaxnreg requests in the usual warp-specialised
     layout: one warpgroup gives registers back (the smallest ``.dec``) and every other asks for the largest
-    ``.inc``. The pool they share is what the launch allocated, the compiled count (rounded up to 8) a thread; an
-    ``.inc`` that the pool cannot cover waits forever."""
+    ``.inc``. The pool they share is what the launch allocated for the compiled count; an ``.inc`` that the pool
+    cannot cover waits forever."""
     if plan.resources is None or plan.config is None or not plan.resources.registers:
         return []
     threads = plan.config.threads_per_block
-    allocated = -(-plan.resources.registers // REGISTER_STEP) * REGISTER_STEP
-    pool = allocated * threads
+    pool = block_registers(plan.resources.registers, threads, limits)
+    allocated = block_registers(plan.resources.registers, limits.warp_size, limits) // limits.warp_size
     asked = max(facts.register_increases)
     if facts.register_decreases and threads > THREADS_A_WARPGROUP:
         given = min(facts.register_decreases)
@@ -131,7 +133,7 @@ def register_move_notes(facts: KernelPtxFacts, plan: CasePlan) -> list[str]:
         need = THREADS_A_WARPGROUP * given + askers * asked
         layout = (f"{askers // THREADS_A_WARPGROUP} warpgroups asking for {asked} registers a thread and one "
                   f"giving back down to {given}")
-        most = (pool - THREADS_A_WARPGROUP * given) // askers // REGISTER_STEP * REGISTER_STEP
+        most = (pool - THREADS_A_WARPGROUP * given) // askers // SETMAXNREG_STEP * SETMAXNREG_STEP
     else:
         need = threads * asked
         layout = f"every warp asking for {asked} registers a thread"
