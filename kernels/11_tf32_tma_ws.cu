@@ -92,7 +92,7 @@ sgemm_tf32_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant
     constexpr int STAGE_BYTES = A_BYTES + (BN / 32) * B_BOX_BYTES;
     constexpr int KSTEPS = BK / 8;
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();
     static_assert(BM == 128 || BM == 256, "wgmma N of 128 or 256");
     static_assert(CWG >= 1 && CWG <= 3, "1 to 3 consumer warpgroups");
     static_assert(STAGES >= 2, "a ring of at least two stages");

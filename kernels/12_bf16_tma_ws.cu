@@ -153,7 +153,7 @@ gemm_bf16_tma_ws(const __grid_constant__ TensorMap map_a, const __grid_constant_
     constexpr int STAGE_BYTES = A_BYTES + (BN / 64) * B_BOX_BYTES;
     constexpr int KSTEPS = BK / 16;
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();
     constexpr unsigned B_ALONG_N = B_BOX_BYTES;      // next 64 columns: the next box
     constexpr unsigned B_ALONG_K = 1024;             // next 8 k rows inside a box
     static_assert(CWG >= 1 && CWG <= 3, "1 to 3 consumer warpgroups");
@@ -378,7 +378,7 @@ gemm_bf16_tma_ws_persistent(const __grid_constant__ TensorMap map_a, const __gri
     constexpr int STAGE_BYTES = A_BYTES + (BN / 64) * B_BOX_BYTES;
     constexpr int KSTEPS = BK / 16;
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();
     constexpr int RELEASES = PINGPONG ? 4 : 4 * CWG;    // lane 0 of each warp that reads a stage
     constexpr unsigned B_ALONG_N = B_BOX_BYTES;
     constexpr unsigned B_ALONG_K = 1024;

@@ -451,7 +451,7 @@ gemm_tma_ws_split(const __grid_constant__ TensorMap map_a, const __grid_constant
     constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();
     constexpr int RELEASES = 4 * CWG;                  // lane 0 of each consumer warp
     constexpr int THREADS = 128 * CWG;                 // consumer threads
     constexpr int SHARE = GROUPS / SPLITS;             // column groups of a tile each rank sums and stores

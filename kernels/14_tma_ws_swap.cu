@@ -139,12 +139,7 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     constexpr int STAGE_BYTES = B_BYTES + A_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
-    // setmaxnreg moves registers within what the block was launched with, the launch bound's share a thread (the
-    // compiler allocates all of it to a kernel that uses setmaxnreg): at CWG 4 that is 96 x 640, and consumers
-    // that asked for more than the producer gives back would wait for registers forever.
-    constexpr int LAUNCH_REGISTERS = (65536 / (128 * (CWG + 1))) / 8 * 8;
-    constexpr int CONSUMER_REGISTERS =
-        ((LAUNCH_REGISTERS * 128 * (CWG + 1) - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();   // 104 at CWG 4 (96 x 640)
     constexpr int RELEASES = 4 * CWG;                  // lane 0 of each consumer warp
     constexpr int THREADS = 128 * CWG;                 // consumer threads
     constexpr int SHARE = THREADS / SPLITS;            // consumer threads whose elements each rank sums and stores

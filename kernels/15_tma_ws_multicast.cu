@@ -331,7 +331,7 @@ gemm_tma_ws_multicast(const __grid_constant__ TensorMap map_a, const __grid_cons
     constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     constexpr int KSTEPS = 4;                          // 32 bytes of K per wgmma
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();
     constexpr int RANKS = CM * CN;                     // blocks of a cluster: CM tile rows by CN tile columns
     constexpr int RELEASES = 4 * CWG * RANKS;          // lane 0 of each consumer warp of every rank
     constexpr int CHUNK_BYTES = 64 * 128;              // STORE 1, 2: a staging buffer, a chunk of 64 rows x 128 bytes

@@ -153,3 +153,15 @@ __device__ __forceinline__ void registers_increase()
 {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(COUNT));
 }
+
+// The registers each of CWG consumer warpgroups may ask for once the producer warpgroup has given back down to
+// PRODUCER: setmaxnreg moves registers only within what the block was launched with, the launch bound's share a
+// thread of 128 (CWG + 1) threads (the compiler allocates all of it to a kernel that uses setmaxnreg); a consumer
+// asking for more than that leaves would wait for registers forever. Counts are multiples of 8.
+template <int CWG, int PRODUCER>
+__host__ __device__ constexpr int consumer_registers()
+{
+    constexpr int threads = 128 * (CWG + 1);
+    constexpr int launched = (65536 / threads) / 8 * 8;
+    return ((launched * threads - 128 * PRODUCER) / (128 * CWG)) / 8 * 8;
+}

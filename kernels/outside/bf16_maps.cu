@@ -126,7 +126,7 @@ __device__ __forceinline__ void gemm_body(const CUtensorMap* map_a, const CUtens
     constexpr int STAGE_BYTES = A_BYTES + (BN / 64) * B_BOX_BYTES;
     constexpr int KSTEPS = BK / 16;
     constexpr int PRODUCER_REGISTERS = 40;
-    constexpr int CONSUMER_REGISTERS = ((65536 - 128 * PRODUCER_REGISTERS) / (128 * CWG)) / 8 * 8;
+    constexpr int CONSUMER_REGISTERS = consumer_registers<CWG, PRODUCER_REGISTERS>();
     constexpr int RELEASES = 4 * CWG;
     static_assert(STAGES >= 2, "a ring of at least two stages");
     static_assert(B_PANELS == 0 || B_PANELS == 1, "B as four rank-2 boxes or one rank-3 box");
