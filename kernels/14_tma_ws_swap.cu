@@ -66,7 +66,11 @@
 // (specs/sweep-band.yaml, checks/band-swap.json.gz, one round) the wide tiles beat the suite's earlier picks where
 // their rows and waves are nearly full: 288x8192x8192 on 160 x 128 tiles 90.6% (bf16 out) and 111.8% (TF32) against
 // 71.8% and 81.4%, 256x11008x4096 on 128 x 192 tiles 101.8% against 89.2% (TF32); the suite's tables take them
-// there (specs/suite.yaml; judged on new shapes, checks/band-swap-fresh-*.json.gz). Against torch.mm
+// there (specs/suite.yaml; judged on new shapes, checks/band-swap-fresh-*.json.gz). At M = 144 to 192
+// (checks/band-tall.json.gz beside band-tall-tables.json.gz, one round) one row tile of 160 or 192 rows, or K split
+// two ways over one of 160 or two of 96, ran 87.7-99.2% (bf16 out) where the tables' 64-row tiles ran 49.7-93.8%,
+// and in TF32 102.4-132.9% against 66.2-104.2% (three shapes); the tables do not take them before a judging run on
+// shapes they were not fitted to. Against torch.mm
 // under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
 // 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not,
 // on shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz), and so does every wide
