@@ -11,6 +11,8 @@ CUDA statuses become `CudaError` in `driver_gemm.cuda.check`.
 
 from __future__ import annotations
 
+import os
+
 
 class DriverGemmError(Exception):
     """Base of every error driver-gemm raises on purpose."""
@@ -52,6 +54,15 @@ class ArgumentError(ConfigError):
 class WrongArgumentType(DriverGemmError, TypeError):
     """A function of the library called with an argument of a kind it does not take: the message says what it
     takes (a `TypeError` too, as Python's own would be)."""
+
+
+def path_argument(function: str, name: str, value) -> "os.PathLike | str":
+    """`value` where `function` takes the path of a file: a str or a path object, else `WrongArgumentType` saying
+    so (rather than the TypeError pathlib would raise from inside)."""
+    if isinstance(value, (str, os.PathLike)):
+        return value
+    raise WrongArgumentType(f"{function}: {name} is a path (a str or a pathlib.Path), "
+                            f"got {type(value).__name__}")
 
 
 class UsageError(SpecError):

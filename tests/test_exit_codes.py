@@ -75,7 +75,8 @@ def test_command_line_mistakes_are_exit_2(argv, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["plan", "--sms", "0"], "--sms: an SM count is at least 1, got 0"),
+    (["plan", "--sms", "0"], "--sms: an SM count is 1 to 10,000, got 0"),
+    (["plan", "--sms", "99999999999999999999"], "--sms: an SM count is 1 to 10,000, got 99,999,999,999,999,999,999"),
     (["compare", "a.json", "b.json", "--threshold", "-5"], "--threshold: a threshold is a percentage"),
     (["compare", "a.json", "b.json", "--threshold", "nan"], "--threshold: a threshold is a percentage"),
     (["plot", "a.json", "-o", "x.jpg"], "--output: the picture is .png or .svg"),

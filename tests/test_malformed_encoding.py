@@ -26,8 +26,9 @@ def test_nul_bytes(tmp_path, monkeypatch, capsys, data):
 
 @pytest.mark.parametrize("text, message", [
     ("", "empty"), ("\n\n# only a comment\n", "empty"), ("---\n...\n", "empty"), ("null\n", "empty"),
-    ("42\n", "got 42"), ("just some words\n", "got 'just some words'"), ("- a\n- b\n", "got a list"),
-    ("[1, 2, 3]\n", "got a list"), ("true\n", "got True"), ("2024-01-01\n", "got datetime.date"),
+    ("42\n", "got 42"), ("just some words\n", "got 'just some words'"), ("- a\n- b\n", "got a list of 2"),
+    ("[1, 2, 3]\n", "got a list of 3"), ("true\n", "got true"), ("2024-01-01\n", "got '2024-01-01'"),
+    ("[]\n", "got an empty list"),
 ])
 def test_documents_that_are_not_a_mapping(tmp_path, monkeypatch, capsys, text, message):
     error = refused(tmp_path, text, monkeypatch, capsys)
@@ -57,3 +58,16 @@ def test_a_folder_or_a_missing_file(tmp_path, monkeypatch, capsys):
         assert main(["plan", str(path), "--arch", "sm_90"]) == EXIT_USAGE
         err = capsys.readouterr().err
         assert "cannot read spec" in err and str(path) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value, message", [("!!set {a: null}", "!!set is not a kind of value"),
+                                            ("!!omap [a: 1]", "!!omap is not a kind of value"),
+                                            ("!!binary aGVsbG8=", "!!binary is not a kind of value"),
+                                            ("[2024-13-45, 32, 16]", "'2024-13-45'"),
+                                            ("[1:2:3, 32, 16]", "'1:2:3'")])
+def test_yaml_kinds_a_spec_never_holds_are_refused_at_their_line(tmp_path, monkeypatch, capsys, value, message):
+    # A date is read as the text it is, so an impossible one (month 13) fails at its field, not in YAML's parser;
+    # so is YAML 1.1's base 60 (1:2:3 would be 3723).
+    text = MINIMAL.replace("  - [64, 32, 16]", f"  - {value}")
+    error = refused(tmp_path, text, monkeypatch, capsys)
+    assert message in error.message and error.where.endswith("spec.yaml:2")

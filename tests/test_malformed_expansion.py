@@ -54,7 +54,14 @@ def test_alias_bombs_are_refused_while_reading(tmp_path, monkeypatch, capsys, le
     text = "x:\n" + "".join(f"  {line}\n" for line in laughs(levels, fan).splitlines()) + \
         MINIMAL.replace(SHAPE_LINE, f"  - *a{levels - 1}")
     error = refused(tmp_path, text, monkeypatch, capsys)
-    assert f"more than {MAX_YAML_NODES:,} YAML nodes" in error.message
+    assert f"more than {MAX_YAML_NODES:,} YAML nodes" in error.message and "alias" in error.message
+
+
+def test_a_long_plain_list_is_refused_without_blaming_aliases(tmp_path, monkeypatch, capsys):
+    shapes = "".join(f"  - [{i + 1}, 8, 8]\n" for i in range(MAX_YAML_NODES // 4))
+    error = refused(tmp_path, MINIMAL.replace(SHAPE_LINE + "\n", shapes), monkeypatch, capsys)
+    assert f"holds more than {MAX_YAML_NODES:,} YAML nodes" in error.message and "alias" not in str(error)
+    assert "set of ranges" in error.hint
 
 
 def test_alias_bomb_in_shapes_only(tmp_path, monkeypatch, capsys):

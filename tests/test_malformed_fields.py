@@ -171,3 +171,25 @@ def test_conditions_that_are_not_text(tmp_path, monkeypatch, capsys, require):
     """A bare number or flag holds always or never: it checks nothing about a case, so it is refused."""
     error = refused(tmp_path, MINIMAL + f"    require: {require}\n", monkeypatch, capsys)
     assert error.field.startswith("kernels[v4].require") and "condition" in error.message
+
+
+@pytest.mark.parametrize("require", ["'TM - 4'", "BM", "'BM * BN'", "'max(BM, 0)'", "'-BM'"])
+def test_require_text_that_computes_a_number_rather_than_a_condition(tmp_path, monkeypatch, capsys, require):
+    """'TM - 4' where 'TM == 4' was meant is true for every TM but 4: refused, as a dispatch entry's if: is."""
+    error = refused(tmp_path, MINIMAL + f"    require: [{require}]\n", monkeypatch, capsys)
+    assert error.field == "kernels[v4].require[0]" and "is a number, not a condition" in error.message
+
+
+@pytest.mark.parametrize("value, kind", [("null", "nothing (null)"), ("{}", "an empty mapping"), ("true", "true"),
+                                         ("[BM > 0, BN > 0]", "a list of 2")])
+def test_a_value_of_the_wrong_kind_is_named_in_yaml_words(tmp_path, monkeypatch, capsys, value, kind):
+    error = refused(tmp_path, MINIMAL + f"    require: [{value}]\n", monkeypatch, capsys)
+    assert kind in error.message and "NoneType" not in error.message and "dict" not in error.message
+
+
+@pytest.mark.parametrize("path", ['"kernels/a\\nb.cu"', '"kernels/a\\x07.cu"', '"kernels/a\\tb.cu"'])
+def test_a_source_path_with_control_characters_is_refused_and_shown_escaped(tmp_path, monkeypatch, capsys, path):
+    text = "\n".join(f"    source: {path}" if line.startswith("    source: ") else line
+                     for line in MINIMAL.splitlines()) + "\n"
+    error = refused(tmp_path, text, monkeypatch, capsys, field="kernels[v4].source", message="printable text")
+    assert "\n" not in str(error) and "\x07" not in str(error)

@@ -169,6 +169,10 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "peak enormous": (changed("environment.device.fp32_peak_gflops", 10**30),
                           "environment.device.fp32_peak_gflops: a whole number of 100 bits"),
         "settings enormous": (changed("settings", {"noise": 10**30}), "settings.noise: a whole number of 100 bits"),
+        # the device's architecture, read to find its peak: a number there is refused, not met inside the report
+        "arch number": (changed("environment.device.arch", 90), "environment.device.arch: must be string"),
+        "capability text": (changed("environment.device.compute_capability", "9.0"),
+                            "environment.device.compute_capability: must be array"),
         # the timing fields beside the quartiles, which are read into the summary as they are
         "throttle reasons number": (changed("cases.1.timing.throttle_reasons", 0),
                                     "cases[1].timing.throttle_reasons: must be array"),
@@ -452,3 +456,14 @@ def test_one_bad_sample_among_thousands_is_named_by_its_index(tmp_path, bad, mes
     with pytest.raises(UsageError, match="inf is not a finite number") as raised:
         read.read_results(path)
     assert raised.value.field == "settings.tasks[5000]"
+
+
+@pytest.mark.parametrize("name", ["run.json", "run"])
+def test_resume_names_the_case_log_when_given_the_results_file(name, tmp_path, capsys, monkeypatch):
+    given = tmp_path / name
+    given.write_text(json.dumps(good_run()))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(SPEC), "--resume", str(given)]) == EXIT_USAGE
+    error = capsys.readouterr().err
+    assert "--resume takes the case log a run writes beside its results (FILE.jsonl)" in error
+    assert "--json" not in error

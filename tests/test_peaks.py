@@ -117,3 +117,9 @@ def test_a_markdown_table_says_of_which_peak_its_figures_are():
     case = next(case for case in run.cases if case.pct_peak is not None)
     run.cases = [dataclasses.replace(case, precision="tf32")]
     assert "% of FP32 peak" not in run_markdown(run) and "| % of peak |" in run_markdown(run)
+
+
+@pytest.mark.parametrize("device", [{"compute_capability": [9, 0, 1], "sm_count": 132, "clock_khz": 1980000},
+                                    {"arch": "hopper", "sm_count": 132, "clock_khz": 1980000}])
+def test_a_device_record_of_no_known_architecture_has_no_peak_rather_than_an_error(device):
+    assert peaks.device_peak_gflops(device, "bf16") is None

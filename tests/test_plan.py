@@ -9,6 +9,7 @@ from driver_gemm.specfile.model import Shape
 from driver_gemm.errors import SpecError
 from driver_gemm.specfile import load_spec
 
+from conftest import SPECS
 from test_spec import MINIMAL, write
 
 SM90 = arch_limits("sm_90")
@@ -99,6 +100,21 @@ def test_grid_from_the_wrong_tile_width(tmp_path):
     assert "the grid covers 288 of N = 513 columns (9 blocks x 32)" in message
 
 
+@pytest.mark.parametrize("tile, index, gives", [("[-BM, BN]", 0, "gives -64 rows"), ("[BM, 0]", 1, "gives 0 columns"),
+                                                ("[1.0e300, BN]", 0, "gives 1000... (301 digits) rows")])
+def test_a_tile_outside_the_range_of_a_matrix_is_named_not_blamed_on_the_grid(tmp_path, tile, index, gives):
+    kernel = kernel_from(tmp_path, extra=f"    tile: {tile}\n")
+    plan = plan_case(kernel, Shape(1001, 513, 777), SM90)
+    message, = problems(plan)
+    assert gives in message and f"kernels[v4].tile[{index}]" in message and "grid" not in message
+
+
+def test_a_huge_extent_is_shown_by_its_first_digits_and_length(tmp_path):
+    kernel = kernel_from(tmp_path, [("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [1.0e300, 1]")])
+    message, = problems(plan_case(kernel, Shape(64, 64, 64), SM90))
+    assert "grid x extent 1000... (301 digits)" in message and len(message) < 400
+
+
 def test_require_constraints(tmp_path):
     kernel = kernel_from(tmp_path, [("block: [BN / TN, BM / TM]", "block: [16, 48]")],
                          extra="    require: ['blockDim_x * TN == BN', '(BM * BK) % threads == 0']\n")
@@ -179,3 +195,13 @@ def test_sm_count_in_require_and_shared_bytes(tmp_path):
 def test_sm_count_cannot_be_a_param(tmp_path):
     with pytest.raises(SpecError, match="template parameter name 'sm_count' must be a C identifier other than"):
         kernel_from(tmp_path, [("params: {BM: 64,", "params: {sm_count: 1, BM: 64,")])
+
+
+def test_operands_that_do_not_fit_their_leading_dimensions_are_the_plans_one_problem():
+    # TT's leading dimensions with B row-major: ldb = K + 8 is too short for its rows. The launch and the
+    # arguments read lda, batch and the strides, which were never computed: their plan stops at the cause.
+    spec = load_spec(SPECS / "types.yaml").select(["smem_fp16_TT_batched"])
+    kernel = dataclasses.replace(spec.kernels[0], operands=dataclasses.replace(
+        spec.kernels[0].operands, orders={"a": "col", "b": "row", "c": "row"}))
+    message, = problems(plan_case(kernel, Shape(129, 132, 68), SM90))
+    assert "ldb = 76 is too small for B (68 x 132, row-major)" in message and "unknown name" not in message

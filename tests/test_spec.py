@@ -178,6 +178,14 @@ def test_signature_errors(tmp_path, signature, message):
     assert message in error.message
 
 
+@pytest.mark.parametrize("kind", ["tensormapp", "null", "3", "[tensormap]"])
+def test_a_misspelt_argument_type_is_named_before_the_fields_it_would_allow(tmp_path, kind):
+    # A tensor map whose type is wrong: its tensor and box are not the mistake, its type is.
+    signature = f"[{{name: map_a, type: {kind}, tensor: A, box: [64, 32]}}, B, C, M, N, K]"
+    error = error_of(tmp_path, MINIMAL + f"    signature: {signature}\n")
+    assert error.field == "kernels[v4].signature[0].type" and "type must be one of" in error.message
+
+
 def test_selection():
     spec = load_spec(SPECS / "seed.yaml")
     chosen = spec.select(["v4", "v2[TILE=32]"], ["7x5x3"])

@@ -8,6 +8,9 @@ from ..errors import ToolMissingError, UsageError
 from .common import SPEC_HELP, Output, add_format_options, add_source_option, env_device, load_specs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
+# Far above any GPU's SM count (a few hundred): a larger --sms is a slip, not a GPU to plan for.
+MAX_SM_COUNT = 10_000
+
 
 def add_parser(commands, **common) -> None:
     plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU", **common)
@@ -30,8 +33,8 @@ def execute(args, out: Output) -> int:
     from ..planning.spec_plan import instruction_mixes, plan_stream, plan_summary, plan_target
     from ..report.tables import print_plan_stream, say
 
-    if args.sms is not None and args.sms < 1:
-        raise UsageError(f"an SM count is at least 1, got {args.sms}", field="--sms")
+    if args.sms is not None and not 1 <= args.sms <= MAX_SM_COUNT:
+        raise UsageError(f"an SM count is 1 to {MAX_SM_COUNT:,}, got {args.sms:,}", field="--sms")
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     device = env_device() if args.arch is None else 0
     try:

@@ -224,6 +224,9 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
                              field=option)
     if args.resume and len(specs) > 1:
         raise UsageError("--resume continues one run; give the one spec that wrote it", field="--resume")
+    if args.resume and args.resume.suffix.lower() != ".jsonl":   # its results file goes beside it, as FILE.json
+        raise UsageError(f"{args.resume}: --resume takes the case log a run writes beside its results (FILE.jsonl), "
+                         "not the results file", field="--resume")
     if args.json and len(specs) > 1:
         stems = [spec.file_stem for spec in specs]
         twice = sorted({stem for stem in stems if stems.count(stem) > 1})

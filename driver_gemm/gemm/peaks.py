@@ -86,9 +86,9 @@ def device_peak_gflops(device: Mapping, math: str, accumulate: str = FP32,
     """`peak_gflops` of a results file's ``device`` object (``arch``, ``sm_count``, ``clock_khz``, ``name``), at
     its maximum clock unless `clock_mhz` says another."""
     arch = device.get("arch")
-    if not arch and device.get("compute_capability"):
-        major, minor = device["compute_capability"]
-        arch = f"sm_{major}{minor}"
+    capability = device.get("compute_capability")
+    if not arch and capability and len(capability) == 2:     # (major, minor), as the driver gives it
+        arch = f"sm_{capability[0]}{capability[1]}"
     if clock_mhz is None:
         clock_mhz = (device.get("clock_khz") or 0) / 1e3
     peak = peak_gflops(arch or "", math, device.get("sm_count") or 0, clock_mhz, device.get("name") or "",

@@ -26,6 +26,7 @@ from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
+from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .coverage import UNCHECKED_NOTE, inferred_tile
@@ -150,8 +151,11 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         operands, layout_values = evaluate_operands(kernel, shape)
         env.update(layout_values)
     except SpecError as exc:
-        operands = None
+        # The launch and the arguments read the operands' names (lda, batch, strideA...): with none to read,
+        # each would report an unknown name, which is not the mistake. The plan ends at its one cause.
         problem(exc.message, exc.field or "ld", exc.hint)
+        return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
+                        dict(scalars or {}), active_clusters)
 
     def evaluate(expression: expr.Expression, field_name: str) -> int | None:
         try:
@@ -272,13 +276,21 @@ def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
             f"{', '.join(narrow)} are int32: an index computed in 32 bits (row * ld + col) overflows"]
 
 
+def _count(value: int) -> str:
+    """A whole number as a message shows it: in full up to 20 digits, beyond that its first digits and length
+    (an expression over 1e300 evaluates to an integer of 301 digits)."""
+    text = str(value)
+    digits = len(text.lstrip("-"))
+    return text if digits <= 20 else f"{text[:4]}... ({digits} digits)"
+
+
 def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, problem) -> LaunchConfig | None:
     ok = True
     threads = 1
     for axis, (extent, maximum) in enumerate(zip(block, limits.max_block_dims)):
         threads *= extent
         if extent < 1 or extent > maximum:
-            problem(f"block {'xyz'[axis]} extent {extent} ('{kernel.block[axis].source}' with "
+            problem(f"block {'xyz'[axis]} extent {_count(extent)} ('{kernel.block[axis].source}' with "
                     f"{_names(kernel.block[axis], env)}) must be 1 to {maximum}", f"block[{axis}]")
             ok = False
     if ok and threads > limits.max_threads_per_block:
@@ -288,16 +300,16 @@ def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, prob
         ok = False
     for axis, (extent, maximum) in enumerate(zip(grid, limits.max_grid_dims)):
         if extent < 1 or extent > maximum:
-            problem(f"grid {'xyz'[axis]} extent {extent} ('{kernel.grid[axis].source}' with "
+            problem(f"grid {'xyz'[axis]} extent {_count(extent)} ('{kernel.grid[axis].source}' with "
                     f"{_names(kernel.grid[axis], env)}) must be 1 to {maximum}", f"grid[{axis}]",
                     hint="the y and z extents are limited to 65535: put the largest dimension on x"
                     if axis else None)
             ok = False
     if shared < 0:
-        problem(f"dynamic shared memory {shared} is negative", "shared_bytes")
+        problem(f"dynamic shared memory {_count(shared)} is negative", "shared_bytes")
         ok = False
     elif shared > limits.max_shared_per_block:
-        problem(f"{shared} bytes of dynamic shared memory exceed the {limits.max_shared_per_block} a block may "
+        problem(f"{_count(shared)} bytes of dynamic shared memory exceed the {limits.max_shared_per_block} a block may "
                 f"have on {limits.arch}", "shared_bytes", hint="use smaller tiles or fewer pipeline stages")
         ok = False
     return LaunchConfig.of(grid, block, shared) if ok else None
@@ -348,6 +360,14 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         rows, cols = (t.evaluate_int(env) for t in kernel.tile)
     except expr.ExpressionError as exc:
         problem(str(exc), "tile")
+        return None
+    extents_ok = True
+    for index, (extent, what) in enumerate(((rows, "rows"), (cols, "columns"))):
+        if not 1 <= extent <= MAX_DIMENSION:   # a tile outside C's own range covers nothing the grid can be checked by
+            problem(f"'{kernel.tile[index].source}' gives {_count(extent)} {what} of C a block computes: a tile is 1 "
+                    f"to {MAX_DIMENSION:,} (MAX_DIMENSION) {what}", f"tile[{index}]")
+            extents_ok = False
+    if not extents_ok:
         return None
     covered_cols, covered_rows = config.grid[0] * cols, config.grid[1] * rows
     if covered_cols < shape.N:

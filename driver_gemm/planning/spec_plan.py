@@ -9,6 +9,7 @@ out of the plan.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Iterator, Sized
 from typing import Iterable, Protocol
@@ -19,7 +20,7 @@ from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
-from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError
+from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
 from . import build
@@ -123,7 +124,16 @@ def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | 
     errors, one per failed source.
     """
     if not isinstance(spec, Spec):
+        if not isinstance(spec, (str, os.PathLike)):
+            raise WrongArgumentType(f"plan_spec: spec is a Spec (from load_spec or spec_from_dict) or the path of a "
+                                    f"spec file, got {type(spec).__name__}")
         spec = load_spec(spec, allow_outside_sources=allow_outside_sources)
+    if target is not None and not isinstance(target, PlanTarget):
+        raise WrongArgumentType(f"plan_spec: target is a PlanTarget (from plan_target), got {type(target).__name__}")
+    if sm_count is not None and (isinstance(sm_count, bool) or not isinstance(sm_count, int)):
+        raise WrongArgumentType(f"plan_spec: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
+    if sm_count is not None and sm_count < 1:      # no correct caller asks for this: a ValueError (errors.py)
+        raise ValueError(f"plan_spec: sm_count is at least 1, got {sm_count}")
     stream = plan_stream(spec, sm_count, target=target or plan_target(arch, device))
     stream.result.plans = list(stream)
     return stream.result

@@ -123,8 +123,13 @@ def compare_runs(old: RunResult, new: RunResult, *, threshold: float = 0.0,
                  across_gpus: bool = False) -> list[Comparison]:
     """Every case of either run, matched and judged, in the new run's order (then the gone ones).
 
-    `old` and `new` are `RunResult`s, or the paths of results files (read with `load_results`).
+    `old` and `new` are `RunResult`s, or the paths of results files (read with `load_results`); `threshold` is a
+    fraction of the old time (0.05: 5%) that a change must pass to count, 0 or more.
     """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise WrongArgumentType(f"compare_runs: threshold is a fraction such as 0.05, got {type(threshold).__name__}")
+    if not 0 <= threshold < 1e4:      # also refuses NaN; no correct caller passes these (a ValueError: errors.py)
+        raise ValueError(f"compare_runs: threshold is a fraction of at least 0, got {threshold}")
     old, new = _run_argument(old, "old"), _run_argument(new, "new")
     old_cases = {_key(case, across_gpus): case for case in old.cases}
     seen = set()

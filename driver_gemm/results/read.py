@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, path_argument
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
@@ -54,7 +54,7 @@ def read_results(path: str | Path) -> ResultsFile:
     path) for any file that is not a results file driver-gemm could have
     written; never returns a run with a non-finite or non-positive time.
     """
-    path = Path(path)
+    path = Path(path_argument("read_results", "path", path))
     text = _read_text(path)
     if _kind(path) == ".jsonl":
         return _read_case_log(path, text)
@@ -418,4 +418,4 @@ def load_results(path: str | Path) -> RunResult:
     Raises `driver_gemm.errors.UsageError` naming the file, the line or JSON
     path, and what is wrong, for anything driver-gemm could not have written.
     """
-    return read_results(path).run
+    return read_results(path_argument("load_results", "path", path)).run

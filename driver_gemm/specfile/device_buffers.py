@@ -14,7 +14,8 @@ from typing import Any
 
 from . import expr
 from ..argtypes import C_TYPES, STANDARD_ARGUMENTS
-from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression
+from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression
+from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
 from .model import Argument, DeviceBufferArgument
 

@@ -16,7 +16,6 @@ counted as the family's (`Spec.dispatch_members`).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
 from .expr import Expression, ExpressionError, parse
-from .fields import kind_name
+from .kinds import kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, parse_shape_text
 
@@ -228,9 +227,6 @@ def _parse_condition(value, path: str, error) -> Expression:
         condition = parse(value, condition=True)
     except ExpressionError as exc:
         raise error(str(exc), path) from None
-    if not isinstance(condition.tree, (ast.Compare, ast.BoolOp)) \
-            and not (isinstance(condition.tree, ast.UnaryOp) and isinstance(condition.tree.op, ast.Not)):
-        raise error(f"{value!r} is a number, not a condition", path, hint="compare it: ... >= 0.8")
     unknown = sorted(condition.names - set(DIMENSIONS))
     if unknown:
         raise error(f"reads {', '.join(unknown)}: a dispatch condition reads only M, N and K", path,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
 from ..errors import DriverGemmError
+from .kinds import kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_NODES
 
 Number = Union[int, float]
@@ -150,7 +151,7 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     Raises `ExpressionError` naming what is not allowed and where.
     """
     if isinstance(source, bool) or not isinstance(source, (str, int, float)):
-        raise ExpressionError(f"expected a number or an expression string, got {type(source).__name__}")
+        raise ExpressionError(f"expected a number or an expression string, got {kind_name(source)}")
     if not isinstance(source, str):
         try:
             _check_value(source, "the number")
@@ -169,7 +170,15 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     _check_tree(tree, text)
     names: set[str] = set()
     _validate(tree, names, condition)
+    if condition and not _is_condition(tree):      # a number holds for every case or none: it checks nothing
+        raise ExpressionError(f"{_shorten(text)!r} is a number, not a condition: compare it, as in 'N % 8 == 0'")
     return Expression(text, tree, frozenset(names), condition)
+
+
+def _is_condition(tree: ast.AST) -> bool:
+    """True for a comparison, an ``and``/``or`` of operands, or a ``not``: what a condition's text must be."""
+    return isinstance(tree, (ast.Compare, ast.BoolOp)) or (isinstance(tree, ast.UnaryOp)
+                                                            and isinstance(tree.op, ast.Not))
 
 
 def _shorten(text: str) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import expr
+from .kinds import kind_name
 from ..errors import SpecError
 from .limits import INT64_MAX, INT64_MIN
 from .yaml_lines import LineNode, OversizedInteger
@@ -45,18 +46,6 @@ class Context:
 
     def error(self, message: str, node: Any, key: Any, field_path: str, hint: str | None = None) -> SpecError:
         return SpecError(message, where=self.where(node, key), field=field_path, hint=hint)
-
-
-def kind_name(value: Any) -> str:
-    """How a value reads in a message: ``a list``, ``a mapping``, ``true``, ``'text'``."""
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "nothing (null)"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_keys(context: Context, node: dict, allowed: tuple[str, ...], field_path: str) -> None:

@@ -17,7 +17,8 @@ from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
 from ..status import is_baseline_label
 from .archs import KNOWN_ARCHS, is_known_arch
-from .fields import IDENTIFIER, Context, check_keys, check_number, kind_name, parse_expression, read_number, read_text
+from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression, read_number, read_text
+from .kinds import kind_name
 from ..bundled import PACKAGE_DATA_DIR
 from ..kernel_names import split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
@@ -237,6 +238,8 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
     text = read_text(context, node, key, f"{dotted}.{key}")
     field_path = f"{dotted}.{key}"
     noun = "kernel source" if key == "source" else "kernel binary"
+    if any(not character.isprintable() for character in text):   # a newline or a bell would garble every message
+        raise context.error(f"a {noun} path is printable text, got {text!r}", node, key, field_path)
     written = Path(text)
     if written.is_absolute() and not context.allow_outside_sources:
         raise context.error(f"an absolute source path ({text}) needs the user's leave", node, key, field_path,

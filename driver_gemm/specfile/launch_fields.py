@@ -12,7 +12,8 @@ from typing import cast
 
 from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
-from .fields import IDENTIFIER, Context, check_keys, kind_name, parse_expression
+from .fields import IDENTIFIER, Context, check_keys, parse_expression
+from .kinds import kind_name
 from .model import Argument, LaunchAttributeSpec, TensorMapArgument
 
 LAUNCH_ATTRIBUTE_KEYS = ("cluster", "cluster_non_portable", "cluster_scheduling", "pdl")

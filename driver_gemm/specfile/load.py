@@ -16,8 +16,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import SpecError
-from .fields import Context, check_keys, kind_name, number_as_text_hint, read_bool, read_mapping, read_number
+from ..errors import SpecError, path_argument
+from .fields import Context, check_keys, number_as_text_hint, read_bool, read_mapping, read_number
+from .kinds import kind_name
 from .kernels import IDENTIFIER, parse_kernel
 from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
@@ -45,7 +46,7 @@ def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
     else its own folder) and be written as relative paths, unless
     `allow_outside_sources` is true (the CLI's ``--allow-outside-sources``).
     """
-    path = resolve_spec(path)
+    path = resolve_spec(path_argument("load_spec", "path", path))
     text = decode_spec(read_spec_bytes(path), str(path))
     return parse_spec(text, path, allow_outside_sources=allow_outside_sources)
 
@@ -62,7 +63,7 @@ def spec_from_dict(data: dict, base_dir: str | Path | None = None, *, allow_outs
     if not isinstance(data, dict):
         raise SpecError(f"a spec is a dictionary with at least 'kernels' and 'shapes', got {kind_name(data)}",
                         where="<spec>")
-    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    base = Path(path_argument("spec_from_dict", "base_dir", base_dir)) if base_dir is not None else Path.cwd()
     try:
         text = yaml.safe_dump(data, sort_keys=False)
     except yaml.YAMLError as exc:

@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from ..errors import SpecError
-from .fields import Context, check_keys, check_number, kind_name, read_number
+from .fields import Context, check_keys, check_number, read_number
+from .kinds import kind_name
 from .limits import MAX_CASES, MAX_DIMENSION
 from .model import Shape, parse_shape_text
 

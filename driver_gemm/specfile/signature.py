@@ -16,7 +16,8 @@ from typing import Any
 
 from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
-from .fields import IDENTIFIER, Context, check_keys, kind_name, parse_expression
+from .fields import IDENTIFIER, Context, check_keys, parse_expression
+from .kinds import kind_name
 from .device_buffers import buffer_argument, check_constant_fits, scalar_pointer_argument
 from .launch_fields import tensor_map_argument
 from .limits import MAX_ARRAY_ELEMENTS
@@ -92,16 +93,18 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
         return buffer_argument(context, parent, index, item, item_path)
     if item.get("type") == "ptr" and item.get("name") in ("alpha", "beta"):
         return scalar_pointer_argument(context, item, item_path, scalars)
+    ctype = item.get("type")
+    if "type" in item and (not isinstance(ctype, str) or ctype not in ARGUMENT_TYPES):
+        # before the keys: a misspelt tensormap's tensor and box are no fault of their own
+        raise context.error(f"type must be one of {', '.join(ARGUMENT_TYPES)}, got {kind_name(ctype)}",
+                            item, "type", f"{item_path}.type")
     check_keys(context, item, ("name", "type", "value"), item_path)
     if "name" not in item or "type" not in item:
         raise context.error("an argument mapping needs name and type", parent, index, item_path)
-    name, ctype = item["name"], item["type"]
+    name = item["name"]
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise context.error(f"an argument name is a C identifier, got {kind_name(name)}", item, "name",
                             f"{item_path}.name")
-    if not isinstance(ctype, str) or ctype not in ARGUMENT_TYPES:
-        raise context.error(f"type must be one of {', '.join(ARGUMENT_TYPES)}, got {kind_name(ctype)}",
-                            item, "type", f"{item_path}.type")
     if ctype == "tensormap":
         raise context.error("a tensormap argument is described by tensor, box and swizzle", item, "type",
                             f"{item_path}.type")

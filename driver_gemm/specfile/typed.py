@@ -17,7 +17,8 @@ from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
 from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
-from .fields import Context, check_keys, check_number, kind_name
+from .fields import Context, check_keys, check_number
+from .kinds import kind_name
 from .model import KernelSpec, OperandSpec, Shape
 
 OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales")

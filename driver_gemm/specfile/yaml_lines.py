@@ -49,6 +49,7 @@ class _BoundedLineLoader(yaml.SafeLoader):
         self.file = file
         self._depth = 0
         self._expanded_size: dict[int, int] = {}   # id(node) -> nodes it stands for, aliases expanded
+        self._aliases = 0                           # aliases composed so far: whether they are to blame for a size
 
     def _refuse(self, message: str, mark, hint: str | None = None) -> SpecError:
         where = f"{self.file}:{mark.line + 1}" if mark is not None else self.file
@@ -57,6 +58,7 @@ class _BoundedLineLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
+            self._aliases += 1
             node = super().compose_node(parent, index)
             if id(node) not in self._expanded_size:
                 raise self._refuse("an alias refers to a node that contains it (a recursive alias)", mark)
@@ -75,10 +77,14 @@ class _BoundedLineLoader(yaml.SafeLoader):
             size += sum(self._expanded_size[id(child)] for child in node.value)
         elif isinstance(node, yaml.MappingNode):
             size += sum(self._expanded_size[id(key)] + self._expanded_size[id(value)] for key, value in node.value)
-        if size > MAX_YAML_NODES:
+        if size > MAX_YAML_NODES and self._aliases:
             raise self._refuse(f"the document expands to more than {MAX_YAML_NODES:,} YAML nodes "
                                "(counting every use of an alias)", mark,
                                hint="aliases that repeat aliases multiply; write the values out instead")
+        if size > MAX_YAML_NODES:
+            raise self._refuse(f"the document holds more than {MAX_YAML_NODES:,} YAML nodes (MAX_YAML_NODES)", mark,
+                               hint="write many shapes as a set of ranges, such as "
+                                    "{M: {from: 64, to: 4096, times: 2}, N: 4096, K: 4096}")
         self._expanded_size[id(node)] = size
         return node
 
@@ -86,7 +92,24 @@ class _BoundedLineLoader(yaml.SafeLoader):
         # Python refuses to convert integers of over 4300 digits; none of over 40 fits any field.
         if len(node.value) > MAX_NUMBER_DIGITS:
             return OversizedInteger(node.value)
+        if ":" in node.value:      # YAML 1.1's base 60 (1:2:3 is 3723): a typo, kept as the text it is
+            return self.construct_scalar(node)
         return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        if ":" in node.value:      # base 60 again (1:30.5 is 90.5)
+            return self.construct_scalar(node)
+        return super().construct_yaml_float(node)
+
+    def construct_yaml_timestamp_as_text(self, node):
+        # A spec reads no dates: 2024-01-01 where a number belongs is a typo, refused by the field that reads it
+        # (with its line), and out-of-range dates (2024-13-45) must not fail inside the constructor.
+        return self.construct_scalar(node)
+
+    def refuse_tag(self, node):
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise self._refuse(f"!!{tag} is not a kind of value a spec holds", node.start_mark,
+                           hint="a spec holds mappings, lists, text, numbers, true/false and null")
 
     def construct_mapping(self, node, deep=False):
         self.flatten_mapping(node)
@@ -114,6 +137,10 @@ class _BoundedLineLoader(yaml.SafeLoader):
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:map", _BoundedLineLoader.construct_mapping)
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:seq", _BoundedLineLoader.construct_sequence)
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLineLoader.construct_yaml_int)
+_BoundedLineLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLineLoader.construct_yaml_float)
+_BoundedLineLoader.add_constructor("tag:yaml.org,2002:timestamp", _BoundedLineLoader.construct_yaml_timestamp_as_text)
+for _tag in ("set", "omap", "pairs", "binary"):
+    _BoundedLineLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _BoundedLineLoader.refuse_tag)
 
 
 def read_spec_bytes(path: Path) -> bytes:
