@@ -70,3 +70,36 @@ def test_the_seed_spec_still_runs_through_the_path_form(monkeypatch):
     monkeypatch.setattr("driver_gemm.runners.one_gpu._run", lambda spec, *args, **kwargs: seen.append(spec))
     dg.run_spec(SPECS / "seed.yaml")
     assert seen and seen[0].name == "seed"
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: dg.load_spec(None), "load_spec: path is a path (a str or a pathlib.Path), got NoneType"),
+    (lambda: dg.load_results([]), "load_results: path is a path (a str or a pathlib.Path), got list"),
+    (lambda: dg.plan_spec(0), "plan_spec: spec is a Spec (from load_spec or spec_from_dict) or the path of a spec "
+                              "file, got int"),
+    (lambda: dg.plan_spec(SPECS / "seed.yaml", target="sm_90"), "plan_spec: target is a PlanTarget"),
+    (lambda: dg.plan_spec(SPECS / "seed.yaml", sm_count=1.5), "plan_spec: sm_count is a whole number"),
+    (lambda: dg.spec_from_dict({"shapes": [[1, 1, 1]], "kernels": []}, base_dir=0),
+     "spec_from_dict: base_dir is a path"),
+    (lambda: dg.compile_source(None, ["k"]), "compile_source: path is a path"),
+    (lambda: dg.compile_text(None, "k.cu", ["k"]), "compile_text: source is text, got NoneType"),
+    (lambda: dg.compile_text(KERNEL, "k.cu", "k"), "compile_text: instances are the kernels' names"),
+    (lambda: dg.compare_runs(ROOT / "tests" / "data" / "results" / "seed-h200.json",
+                             ROOT / "tests" / "data" / "results" / "seed-h200.json", threshold="5%"),
+     "compare_runs: threshold is a fraction such as 0.05, got str"),
+])
+def test_paths_and_options_of_the_wrong_kind_are_named_by_the_function_that_takes_them(call, words):
+    with pytest.raises(WrongArgumentType) as info:
+        call()
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: dg.plan_spec(SPECS / "seed.yaml", sm_count=0), "plan_spec: sm_count is at least 1, got 0"),
+    (lambda: dg.compare_runs(ROOT / "tests" / "data" / "results" / "seed-h200.json",
+                             ROOT / "tests" / "data" / "results" / "seed-h200.json", threshold=float("nan")),
+     "compare_runs: threshold is a fraction of at least 0, got nan"),
+])
+def test_values_no_caller_means_are_value_errors(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

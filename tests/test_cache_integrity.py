@@ -51,15 +51,25 @@ def test_a_second_header_of_one_name_in_another_folder_is_in_the_key(project, ca
         compile_source(path, ["k"])
 
 
-def test_a_header_named_through_a_macro_is_never_served_from_the_cache(project, cache_dir):
+def test_a_header_named_through_a_macro_is_keyed_as_the_file_its_define_names(project, cache_dir):
     (project / "m.h").write_text("#define VALUE 1\n")
     path = project / "k.cu"
     path.write_text('#define HEADER "m.h"\n#include HEADER\n' + KERNEL.format(name="k"))
     assert not compile_source(path, ["k"]).from_cache
-    assert not compile_source(path, ["k"]).from_cache
+    assert compile_source(path, ["k"]).from_cache
     (project / "m.h").write_text('#error "m.h changed"\n')
     with pytest.raises(CompileError, match="m.h changed"):
         compile_source(path, ["k"])
+
+
+def test_a_header_a_macro_names_elsewhere_is_never_served_from_the_cache(project, cache_dir):
+    # -DHEADER="m.h": the file is picked on the command line, so no key can hold it (and the user allowed it)
+    (project / "m.h").write_text("#define VALUE 1\n")
+    path = project / "k.cu"
+    path.write_text("#include HEADER\n" + KERNEL.format(name="k"))
+    options = ['-DHEADER="m.h"']
+    assert not compile_source(path, ["k"], "sm_90", options, allow_outside_headers=True).from_cache
+    assert not compile_source(path, ["k"], "sm_90", options, allow_outside_headers=True).from_cache
 
 
 def two_kernels(project, cache_dir):

@@ -76,6 +76,18 @@ def test_unknown_instance_is_a_compile_error():
         compile_text('extern "C" __global__ void f() {}', "f.cu", ["g<3>"], use_cache=False)
 
 
+def test_a_misspelt_function_is_named_beside_the_kernels_the_file_defines():
+    source = ("template <int T> __global__ void gemm_tiles(float* c) { c[0] = T; }\n"
+              'extern "C" __global__ void __launch_bounds__(64) gemm_plain(float* c) { c[0] = 1; }\n')
+    with pytest.raises(CompileError) as info:
+        compile_text(source, "k.cu", ["gemm_tile<16>"], use_cache=False)
+    assert ("no function named gemm_tile appears in the source or its headers: check the spec's function: against "
+            "the kernels the file defines (gemm_tiles, gemm_plain)") in str(info.value)
+    with pytest.raises(CompileError) as info:      # a name that is there, with arguments of the wrong kind
+        compile_text(source, "k.cu", ["gemm_tiles<float>"], use_cache=False)
+    assert "check the spec's function and params against the template's parameters" in str(info.value)
+
+
 @pytest.mark.parametrize("given, arch", [("sm_90", "sm_90"), ("90", "sm_90"), (86, "sm_86"), ("sm90a", "sm_90a"),
                                          ("compute_80", "sm_80")])
 def test_arch_names(given, arch):
@@ -238,3 +250,14 @@ def test_without_any_ptxas_report_the_resources_come_from_the_cubin(monkeypatch)
     assert (from_image.registers, from_image.static_shared_bytes, from_image.barriers) == \
         (from_ptxas.registers, from_ptxas.static_shared_bytes, from_ptxas.barriers) and from_image.registers > 0
     assert "missing from NVRTC's log" in built.log and "read from the CUBIN" in built.log
+
+
+def test_including_the_driver_header_gets_a_hint_of_its_own():
+    from driver_gemm.cuda.compile import compile_hints
+    host = ("/usr/local/cuda/include/cuda.h(5149): error: A function without execution space annotations "
+            "(__host__/__device__/__global__) is considered a host function, and host functions are not allowed in "
+            "JIT mode.")
+    hint, = compile_hints(host)
+    assert hint.startswith("<cuda.h> is the driver API's host header") and "CUtensorMap_st" in hint
+    hint, = compile_hints(host.replace("cuda.h(5149)", "k.cu(3)"))
+    assert hint.startswith("NVRTC compiles device code only, and this file has host code")

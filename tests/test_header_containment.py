@@ -150,3 +150,26 @@ def test_a_header_anywhere_in_the_specs_project_is_inside_even_beside_the_source
                     "    block: [32]\n    grid: [1]\n")
     assert main(["plan", str(spec)]) == EXIT_OK, capsys.readouterr()
     assert "1 ok" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("spelling", ['"{outside}"', "<{outside}>"])
+def test_an_include_named_through_a_macro_is_held_to_the_project_as_the_name_its_define_gives(project, spelling):
+    # #define HEADER "..." then #include HEADER: the header is the one the #define names, checked as any other.
+    outside = project.parent / "outside" / "evil.h"
+    path = project / "k.cu"
+    path.write_text(f"#define HEADER {spelling.format(outside=outside)}\n#include HEADER\n{KERNEL}")
+    with pytest.raises(CompileError) as info:
+        compile_source(path, ["k"], use_cache=False)
+    assert f"{path}:2: header {outside} is {outside}, outside the kernel's project" in str(info.value)
+    assert compile_source(path, ["k"], use_cache=False, allow_outside_headers=True).lowered_names["k"]
+
+
+@pytest.mark.parametrize("definition", ["#define HEADER PASTE(evil, .h)", "", "#define HEADER OTHER"])
+def test_an_include_through_a_macro_that_names_no_file_here_is_refused_without_leave(project, definition):
+    # A name pasted together, defined on the command line (-DHEADER=...), or through another macro: no file to check.
+    path = project / "k.cu"
+    path.write_text(f"{definition}\n#include HEADER\n{KERNEL}")
+    with pytest.raises(CompileError) as info:
+        compile_source(path, ["k"], use_cache=False)
+    assert f"{path}:2: #include HEADER names its header through a macro" in str(info.value)
+    assert "--allow-outside-sources" in str(info.value)

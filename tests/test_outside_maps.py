@@ -400,3 +400,46 @@ def test_sass_names_the_ranks_of_a_cubin_without_ptx(monkeypatch):
     assert facts.ranks_for(0) == {3: "UTMALDG.3D", 2: "UTMALDG.2D"}   # untraced: every map may have either rank
     assert image_checks.facts_of(from_nvcc, "copy_3d") is None
     image_checks._sass_copies.cache_clear()
+
+
+def _limits_kernel(name: str, function: str, threads: int, grid: str | None = None, arch: str = "") -> str:
+    """A spec entry of tests/kernels/launch_limits.cu: one element of C a thread."""
+    return (f"  - name: {name}\n    source: ../tests/kernels/launch_limits.cu\n    function: {function}\n"
+            + (f"    arch: {arch}\n" if arch else "")
+            + f"    block: [{threads}]\n    grid: [{grid or f'ceil(M * N / {threads})'}]\n")
+
+
+LIMITS = "shapes:\n  - [64, 64, 64]\nkernels:\n" + "".join([
+    _limits_kernel("bounded", "bounded", 64), _limits_kernel("overbound", "bounded", 128),
+    _limits_kernel("deep_stack", "deep_stack", 128), _limits_kernel("wide_cluster", "wide_cluster", 128, "32", "sm_90a")])
+
+
+def test_launches_the_compiled_image_forbids_are_refused_at_their_field():
+    # A block over the kernel's __launch_bounds__, a stack frame over a thread's local memory, a compiled cluster
+    # over the portable 8 without cluster_non_portable: the driver would refuse each, so plan does first.
+    text = LIMITS.replace("    grid: [32]\n",
+                          "    grid: [32]\n    cluster: [16, 1, 1]\n    cluster_non_portable: true\n")
+    plans = {case.label: case.plan for case in _planned_cases(parse(LIMITS), "sm_90")}
+    assert plans["bounded"].valid
+    message, = (str(p) for p in plans["overbound"].problems)
+    assert "a block of 128 threads (128 x 1 x 1) is over the kernel's __launch_bounds__ of 64 threads" in message
+    assert "kernels[overbound].block" in message
+    message, = (str(p) for p in plans["deep_stack"].problems)
+    assert "stack frame is 600,000 bytes a thread, over the 524,288" in message
+    assert "kernels[deep_stack].source" in message
+    message, = (str(p) for p in plans["wide_cluster"].problems)
+    assert "__cluster_dims__(16, 1, 1) make clusters of 16 blocks, over the portable limit of 8" in message
+    non_portable = next(case.plan for case in _planned_cases(parse(text), "sm_90") if case.label == "wide_cluster")
+    assert non_portable.valid
+
+
+def test_a_block_other_than_the_kernels_required_one_is_refused():
+    # .reqntid (a block the kernel was compiled for exactly): read from the image, checked like .maxntid
+    from driver_gemm.planning.image_checks import _check_compiled_bounds
+    from driver_gemm.cuda.cubin import KernelImage
+    plan = next(case.plan for case in _planned_cases(parse(LIMITS), "sm_90") if case.label == "bounded")
+    found = []
+    image = KernelImage("bounded", (), 0, 32, required_threads=(32, 2, 1))
+    _check_compiled_bounds(plan, image, lambda message, field, hint=None: found.append((message, field)))
+    assert found == [("block 64 x 1 x 1 is not the kernel's required block 32 x 2 x 1 (.reqntid): the driver "
+                      "refuses the launch", "block")]

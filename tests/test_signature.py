@@ -194,3 +194,39 @@ def test_driver_parameter_layout_equals_the_offline_reading(compiled):
 
 def test_param_slots_are_tuples():
     assert ParamSlot(0, 8, 4) == (0, 8, 4)
+
+
+# gemm_smem_typed<dg::half_t, dg::half_t, float, ...> of kernels/types/smem_typed.cu: fp16 A and B, an fp32 C.
+TYPED_SYMBOL = "_Z15gemm_smem_typedIN2dg6half_tES1_ffNS0_3RowES2_Li16EEvPKT_PKT0_PT1_iiiiiixxxff"
+TYPED = signature("A:ptr", "B:ptr", "C:ptr", "M:int32", "N:int32", "K:int32", "lda:int32", "ldb:int32", "ldc:int32",
+                  "strideA:int64", "strideB:int64", "strideC:int64", "alpha:float32", "beta:float32")
+TYPED_SLOTS = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4, 4, 4, 4, 8, 8, 8, 4, 4])]
+
+
+@pytest.mark.parametrize("types, wrong", [
+    ({"A": "fp16", "B": "fp16", "C": "fp32"}, []),
+    ({"A": "bf16", "B": "bf16", "C": "fp32"}, ["A", "B"]),      # the template's types against the spec's
+    ({"A": "fp16", "B": "fp16", "C": "bf16"}, ["C"]),           # float* written where bf16 is read back
+    ({"A": "e4m3", "B": "fp16", "C": "tf32"}, ["A"]),           # tf32 is held in float
+])
+def test_a_matrix_pointer_of_another_floating_type_than_the_specs_is_named(types, wrong):
+    problems = check_signature(TYPED_SLOTS, demangle(TYPED_SYMBOL).params, TYPED, types)
+    assert [problem.split(" (")[1].split(",")[0] for problem in problems] == wrong
+    assert all(f"types: makes {name} {types[name]}" in problem for name, problem in zip(wrong, problems))
+
+
+def test_raw_byte_and_word_pointers_say_nothing_about_the_element_type():
+    # uint16_t* for bf16 and void* for anything: a kernel that reads raw bits is not judged.
+    symbol = "_Z1kPKtPKvPfiii"
+    assert [p.text for p in demangle(symbol).params][:2] == ["const unsigned short*", "const void*"]
+    slots = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4])]
+    assert check_signature(slots, demangle(symbol).params, SEED, {"A": "bf16", "B": "e4m3", "C": "fp32"}) == []
+
+
+def test_a_tensor_map_by_pointer_described_as_the_matrix_is_named():
+    symbol = "_Z1kPK14CUtensorMap_stPKfPfiii"
+    assert demangle(symbol).params[0].text == "const CUtensorMap_st*"
+    slots = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4])]
+    problem, = check_signature(slots, demangle(symbol).params, SEED, {"A": "fp32", "B": "fp32", "C": "fp32"})
+    assert problem.startswith("parameter 1 (A, ptr): the kernel's parameter is const CUtensorMap_st*, a tensor map "
+                              "by pointer") and "pass: pointer" in problem

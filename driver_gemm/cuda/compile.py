@@ -29,7 +29,7 @@ from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import CompileError, WrongArgumentType
+from ..errors import CompileError, WrongArgumentType, path_argument
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
     (`project`, the spec's, where one is given) or an ``-I`` folder unless
     `allow_outside_headers`, regular files of at most ``MAX_SOURCE_BYTES``.
     """
-    path = Path(path)
+    path = Path(path_argument("compile_source", "path", path))
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
                         include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path),
@@ -167,6 +167,12 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
                  use_cache: bool = True, display_path: str | None = None,
                  allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
+    for argument, value in (("source", source), ("name", name)):
+        if not isinstance(value, str):
+            raise WrongArgumentType(f"compile_text: {argument} is text, got {type(value).__name__}")
+    if isinstance(instances, str) or not isinstance(instances, Iterable):
+        raise WrongArgumentType(f"compile_text: instances are the kernels' names (a list of str), got "
+                                f"{type(instances).__name__}")
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
     extra_options = option_tuple(extra_options)
@@ -330,8 +336,8 @@ def _compile_once(source, name, instances, arch, options, version, display_path,
         status, = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         log = _program_log(program)
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(format_compile_error(log, source, display_path, status.name, options, quotable),
-                               log=log, options=options)
+            raise CompileError(format_compile_error(log, source, display_path, status.name, options, quotable,
+                                                    instances), log=log, options=options)
         lowered = {}
         for instance in instances:
             symbol = check(nvrtc.nvrtcGetLoweredName(program, instance.encode()), f"nvrtcGetLoweredName({instance})")
@@ -451,10 +457,18 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
         for match in _INCLUDE.finditer(text):
             quoted, angled, other = match.groups()
             header = quoted or angled
+            where = f"{including}:{text.count(chr(10), 0, match.start()) + 1}"
+            if not header and other is not None:   # #include MACRO: the name its #define gives, where one does
+                quoted, angled = _defined_header(other.strip(), text)
+                header = quoted or angled
+                if not header and not allow_outside:
+                    raise CompileError(f"{where}: #include {other.strip()} names its header through a macro whose "
+                                       "#define is not a plain \"file\" or <file> in this file, so the header cannot "
+                                       "be held to the kernel's project (hint: write the header's name in quotes or "
+                                       "angle brackets, or pass --allow-outside-sources (allow_outside_sources=True))")
             if not header:
                 cacheable = cacheable and other is None   # a bare #include is NVRTC's error to report
                 continue
-            where = f"{including}:{text.count(chr(10), 0, match.start()) + 1}"
             candidates = ([here] if quoted and here is not None else []) + folders
             if Path(header).is_absolute():   # read from where it says, whatever the search path
                 candidates = [Path(Path(header).anchor)]
@@ -486,6 +500,16 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     return HeaderScan(texts, tuple(seen), cacheable)
 
 
+def _defined_header(macro: str, text: str) -> tuple[str | None, str | None]:
+    """The ``"file"`` or ``<file>`` that ``#define MACRO`` gives in `text` (the last such definition), else
+    (None, None): a computed ``#include MACRO`` read as the header it names."""
+    if not re.fullmatch(r"[A-Za-z_]\w*", macro):
+        return None, None
+    found = re.findall(rf'^[ \t]*#[ \t]*define[ \t]+{macro}[ \t]+(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*(?://.*)?$', text,
+                       re.MULTILINE)
+    return (found[-1][0] or None, found[-1][1] or None) if found else (None, None)
+
+
 def _label(resolved: Path, roots: list[tuple[str, Path]]) -> str | None:
     for _, root in roots:
         if resolved.is_relative_to(root):
@@ -505,8 +529,8 @@ _DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<kind>err
                          r"(?P<rest>.*)$")
 
 
-def format_compile_error(log: str, source: str, display_path: str, status: str,
-                         options: Iterable[str] = (), quotable: Iterable[Path] = ()) -> str:
+def format_compile_error(log: str, source: str, display_path: str, status: str, options: Iterable[str] = (),
+                         quotable: Iterable[Path] = (), instances: Iterable[str] = ()) -> str:
     """A compile failure as a reader needs it: each error with its file:line, the source line and a marker.
 
     NVRTC's log has lines ``name.cu(LINE): error: MESSAGE`` followed by the
@@ -526,9 +550,12 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
         if "name expression" in message or "which instance of function template" in message \
                 or "which instance of overloaded function" in message:
             # About the template instance asked for, not about a line of the file (NVRTC's line is spurious).
-            out.append(f"  {display_path}: error: {message} (check the spec's function and params against "
-                       "the template's parameters; one of several overloads is picked by its parameter types, "
-                       "function: name(const float*, int))")
+            absent = _names_not_in(source, quotable, instances)
+            out.append(f"  {display_path}: error: {message} (" + (
+                f"no function named {', '.join(absent)} appears in the source or its headers: check the spec's "
+                f"function: against the kernels the file defines ({', '.join(_kernels_in(source)) or 'none found'})"
+                if absent else "check the spec's function and params against the template's parameters; one of "
+                "several overloads is picked by its parameter types, function: name(const float*, int)") + ")")
             shown += 1
             continue
         file_path, file_lines = _diagnosed_file(match.group("file").strip(), display_path, lines, quotable)
@@ -544,6 +571,34 @@ def format_compile_error(log: str, source: str, display_path: str, status: str,
     out.extend(f"  hint: {hint}" for hint in compile_hints(log))
     out.append(f"  options: {' '.join(options)}")
     return "\n".join(out)
+
+
+_KERNEL_NAME = re.compile(r"__global__\b[^;{(]*?\b([A-Za-z_]\w*)\s*\(")
+_LAUNCH_QUALIFIER = re.compile(r"\b__(?:launch_bounds|cluster_dims|maxnreg)__\s*\([^)]*\)")
+
+
+def _kernels_in(source: str) -> list[str]:
+    """The names of the ``__global__`` functions `source` defines where their names are written out."""
+    return list(dict.fromkeys(_KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", source))))[:8]
+
+
+def _names_not_in(source: str, headers: Iterable[Path], instances: Iterable[str]) -> list[str]:
+    """The functions of `instances` (``name<...>`` or ``ns::name``) whose names are written nowhere in `source` or
+    its vetted headers: most likely a misspelt ``function:``, where NVRTC speaks of its name expression. Only
+    asked once NVRTC failed; a name that a macro pastes together (``gemm_##NAME``) is not written out either, so
+    NVRTC's own message is kept beside this one."""
+    texts = [source]
+    for header in headers:
+        try:
+            texts.append(Path(header).read_text(errors="replace"))
+        except OSError:
+            continue
+    absent = []
+    for instance in instances:
+        name = instance.split("<", 1)[0].split("(", 1)[0].rsplit("::", 1)[-1].strip()
+        if name and not any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts):
+            absent.append(name)
+    return list(dict.fromkeys(absent))
 
 
 def _diagnosed_file(logged: str, display_path: str, lines: list[str],
@@ -573,7 +628,12 @@ def compile_hints(log: str) -> list[str]:
     """What to do about the failures NVRTC's `log` shows that come from the file's setting, not its kernels:
     headers it could not find, and host code (NVRTC compiles device code only)."""
     hints = [headers.missing_header_hint(name) for name in dict.fromkeys(_MISSING_HEADER.findall(log))]
-    if any(marker in log for marker in _HOST_CODE):
+    if any(marker in log for marker in _HOST_CODE) and re.search(r"\bcuda\.h\(\d+\)", log):
+        hints.append("<cuda.h> is the driver API's host header, which NVRTC cannot compile; a kernel that only needs "
+                     "CUtensorMap can declare it under #ifdef __CUDACC_RTC__ (struct alignas(64) CUtensorMap_st "
+                     "{ unsigned long long opaque[16]; }; typedef CUtensorMap_st CUtensorMap;) and include "
+                     "<cuda.h> otherwise, or be built with compiler: nvcc")
+    elif any(marker in log for marker in _HOST_CODE):
         hints.append("NVRTC compiles device code only, and this file has host code (main, a launcher, cudaMalloc): "
                      "build it with compiler: nvcc, or put the host code inside #ifndef __CUDACC_RTC__ ... #endif "
                      "(NVRTC defines __CUDACC_RTC__); functions without __host__/__device__ in a header library "

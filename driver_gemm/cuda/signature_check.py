@@ -8,14 +8,25 @@ sixth. The image gives each parameter's size (`cubin.KernelImage`) and a mangled
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..argtypes import C_TYPES, struct_layout
 from ..errors import SpecError
+from ..gemm.dtypes import ELEMENT_TYPES
 from .check import check
 from .cubin import KernelImage, ParamSlot
 from .mangling import BUILTIN_TYPES, ParamType, demangle
 from .tensormap import POINTER_BYTES, TENSOR_MAP_BYTES
+
+
+# A pointee that names a floating element type (or a vector of it) -> the spec types whose elements it holds. Only
+# these are judged: kernels also read operands as raw bytes or words (uint8_t*, uint16_t*, void*), which say nothing.
+ELEMENT_POINTEES = {
+    **{name: (element.name,) for element in ELEMENT_TYPES.values() if element.float_format is not None
+       for name in (element.cuda_type, element.kernel_type)},
+    "half": ("fp16",), "__half2": ("fp16",), "nv_bfloat16": ("bf16",), "__nv_bfloat162": ("bf16",),
+    "float": ("fp32", "tf32"), "float2": ("fp32", "tf32"), "float4": ("fp32", "tf32"), "double": (),
+}
 
 
 def _expected_kind(ctype: str) -> str:
@@ -25,7 +36,8 @@ def _expected_kind(ctype: str) -> str:
 
 
 def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
-                    image_types: Sequence[ParamType] | None, spec_signature: Sequence) -> list[str]:
+                    image_types: Sequence[ParamType] | None, spec_signature: Sequence,
+                    operand_types: Mapping[str, str] | None = None) -> list[str]:
     """The ways `spec_signature` disagrees with the kernel's parameters; empty when they agree.
 
     `image_params` are the kernel's (ordinal, offset, size) slots, from the
@@ -34,7 +46,8 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
     `Argument` tuple. Reports a count mismatch, and per position a size
     mismatch (8-byte pointer against a 4-byte int32, int64 against int32,
     float64 against float32) or a type mismatch (pointer against integer,
-    float against integer of the same size).
+    float against integer of the same size). With `operand_types` (the spec's element type of A, B and C by
+    name), a pointer to a floating element type other than its operand's (``const __half*`` for a bf16 A).
     """
     slots = sorted((ParamSlot(*slot) for slot in image_params), key=lambda slot: slot.ordinal)
     types = list(image_types) if image_types is not None and len(image_types) == len(slots) else None
@@ -71,18 +84,41 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             if kernel_type.kind != expected:
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text} ({kernel_type.kind}), "
                                 f"the signature says {expected}")
+            elif _pointee(kernel_type) in ("CUtensorMap", "CUtensorMap_st"):
+                problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, a tensor map by pointer, "
+                                f"not the matrix: describe it as {{name: ..., type: tensormap, tensor: ..., box: "
+                                "[...], pass: pointer}")
             elif argument.buffer is not None:
                 problems.extend(_element_problems(where, kernel_type, argument.buffer.element))
+            elif operand_types and argument.name in operand_types:
+                problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[argument.name]))
     return problems
+
+
+def _pointee(kernel_type: ParamType) -> str | None:
+    """What a single-level pointer parameter points to, without qualifiers (None for anything else)."""
+    text = kernel_type.text
+    for qualifier in ("__restrict__", "const", "volatile"):
+        text = text.replace(qualifier, "")
+    return " ".join(text.replace("*", "").split()) if text.count("*") == 1 else None
+
+
+def _operand_problems(where: str, kernel_type: ParamType, name: str, element: str) -> list[str]:
+    """A matrix's pointer against the spec's element type for it: a kernel instantiated for fp16 and described as
+    bf16 would read every element wrong, and only a FAIL (not its cause) would show it."""
+    holds = ELEMENT_POINTEES.get(_pointee(kernel_type) or "")
+    if holds is None or element in holds:
+        return []
+    return [f"{where}: the kernel's parameter is {kernel_type.text}, and types: makes {name} {element} (instantiate "
+            f"the kernel for {element}, or give types: what it reads)"]
 
 
 def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[str]:
     """A device buffer's element against what the kernel's pointer points to (``int*`` holds int32), where
     the pointee is a builtin type: a buffer of int64 read as int would be read wrong from its second element."""
-    pointee = kernel_type.text.replace("__restrict__", "").replace("const", "").replace("volatile", "")
-    if pointee.count("*") != 1:
+    pointee = _pointee(kernel_type)
+    if pointee is None:
         return []
-    pointee = " ".join(pointee.replace("*", "").split())
     kind, size = BUILTIN_TYPES.get(pointee, (None, None))
     if kind not in ("int", "float"):
         return []
@@ -136,7 +172,8 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
     are used when it is a C++ (mangled) symbol.
     """
     demangled = demangle(image.name)
-    problems = check_signature(image.params, demangled.params if demangled else None, kernel.signature)
+    problems = check_signature(image.params, demangled.params if demangled else None, kernel.signature,
+                               _operand_types(kernel))
     if problems:
         field = f"{kernel.field_path}.signature" if kernel.field_path else "signature"
         shown = f"{image.name} ({demangled.name})" if demangled else image.name
@@ -151,6 +188,14 @@ def check_kernel_signature(kernel, image: KernelImage) -> None:
                              "(size_t M); a struct by value is {name: args, type: struct, fields: [M, N, K, A, ...]}; "
                              "a device buffer (int* workspace) is {name: workspace, type: buffer, element: int32, "
                              "size: EXPR}; alpha by pointer is {name: alpha, type: ptr}")
+
+
+def _operand_types(kernel) -> dict[str, str]:
+    """The element type of A, B and C by name: the spec's ``types:``, or fp32 for an untyped (SGEMM) kernel."""
+    types = kernel.operands.types if kernel.operands is not None else None
+    if types is None:
+        return {"A": "fp32", "B": "fp32", "C": "fp32"}
+    return {"A": types.a.name, "B": types.b.name, "C": types.c.name}
 
 
 def param_slots_from_function(function, count: int) -> tuple[ParamSlot, ...]:

@@ -6,7 +6,9 @@ names the rank of every tensor-map copy and the parameter its map comes from, an
 ``__cluster_dims__`` kernel carries its cluster in the image (`KernelImage.cluster_dims`, or the
 PTX's ``.reqnctapercluster``). A spec map whose rank is not the rank the kernel copies with, a grid
 that the compiled cluster does not divide, or a spec ``cluster:`` other than the compiled one are
-refused here, at the spec's file and line, before any launch; how each map is passed is noted. A kernel
+refused here, at the spec's file and line, before any launch, and so are a block over the kernel's own
+``__launch_bounds__``, a stack frame over a thread's local memory and a compiled cluster over the limit a spec's
+``cluster:`` has; how each map is passed is noted. A kernel
 whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was launched with (after the
 one warpgroup that gives some back with ``.dec``) would wait for them forever: that is noted too, since
 which warps take which branch is not known before the launch.
@@ -18,6 +20,8 @@ import functools
 import subprocess
 
 from ..cuda.compile import Cubin
+from ..cuda.cubin import KernelImage
+from ..cuda.launch_attributes import NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
 from ..cuda.sass import disassemble, find_disassembler, tma_copies
@@ -103,6 +107,12 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
                     f"{instruction} (rank {rank})", f"signature[{position}].{key}",
                     hint=f"describe {argument.tensor_map.tensor} as the kernel reads it: dims: [...] (innermost "
                          f"first) with {rank} dimensions, strides: and a box of {rank} extents")
+    try:
+        image = built.kernel_image(kernel.instance)
+    except (ImageError, KeyError):
+        image = None
+    if image is not None:
+        _check_compiled_bounds(plan, image, problem)
     cluster = compiled_cluster(built, kernel.instance, facts)
     if cluster is not None:
         _check_compiled_cluster(plan, cluster, problem, notes)
@@ -145,6 +155,33 @@ def register_move_notes(facts: KernelPtxFacts, plan: CasePlan, limits: ArchLimit
             f"layout the most a thread can ask for is {most}"]
 
 
+# The local memory a thread may have (CUDA's limit on every architecture since sm_20): a stack frame larger than
+# this is refused by the launch.
+MAX_LOCAL_BYTES_A_THREAD = 512 * 1024
+
+
+def _check_compiled_bounds(plan: CasePlan, image: KernelImage, problem) -> None:
+    """The block against the kernel's own ``__launch_bounds__`` (.maxntid) and ``.reqntid``, and its stack frame
+    against a thread's local memory: each a launch the driver refuses, however the spec's launch looks."""
+    config = plan.config
+    if config is not None and image.max_threads is not None:
+        bound = image.max_threads[0] * image.max_threads[1] * image.max_threads[2]
+        if config.threads_per_block > bound:
+            problem(f"a block of {config.threads_per_block} threads ({' x '.join(map(str, config.block))}) is over "
+                    f"the kernel's __launch_bounds__ of {bound} threads (.maxntid "
+                    f"{', '.join(map(str, image.max_threads))}): the driver refuses the launch", "block",
+                    hint=f"launch at most {bound} threads a block, or raise the kernel's __launch_bounds__")
+    if config is not None and image.required_threads is not None \
+            and tuple(config.block) != tuple(image.required_threads):
+        problem(f"block {' x '.join(map(str, config.block))} is not the kernel's required block "
+                f"{' x '.join(map(str, image.required_threads))} (.reqntid): the driver refuses the launch", "block")
+    stack = max(image.local_bytes, image.min_stack_bytes)
+    if stack > MAX_LOCAL_BYTES_A_THREAD:
+        problem(f"the kernel's stack frame is {stack:,} bytes a thread, over the {MAX_LOCAL_BYTES_A_THREAD:,} of "
+                "local memory a thread may have: the launch fails", "source",
+                hint="a large local array belongs in shared or global memory")
+
+
 def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], problem, notes: list[str]) -> None:
     text = "x".join(map(str, cluster))
     spec_cluster = plan.attributes.cluster if plan.attributes is not None else None
@@ -152,6 +189,16 @@ def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], probl
         problem(f"cluster: [{', '.join(map(str, spec_cluster))}] disagrees with the kernel's "
                 f"__cluster_dims__({', '.join(map(str, cluster))})", "cluster",
                 hint="a compiled cluster cannot be changed at launch: leave cluster: out or give the same extents")
+    blocks = cluster[0] * cluster[1] * cluster[2]
+    non_portable = plan.attributes is not None and plan.attributes.non_portable
+    limit = NON_PORTABLE_CLUSTER_SIZE if non_portable else PORTABLE_CLUSTER_SIZE
+    if blocks > limit:   # the same limits as a spec's cluster: (LaunchAttributes.problems)
+        extents = ", ".join(map(str, cluster))
+        problem(f"the kernel's __cluster_dims__({extents}) make clusters of {blocks} blocks, over the "
+                f"{'non-portable' if non_portable else 'portable'} limit of {limit}", "cluster",
+                hint=None if non_portable else f"up to {NON_PORTABLE_CLUSTER_SIZE} with cluster: [{extents}] and "
+                "cluster_non_portable: true, where the GPU allows it")
+        return
     if plan.config is None:
         return
     grid = plan.config.grid
@@ -159,6 +206,5 @@ def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], probl
         problem(f"grid {'x'.join(map(str, grid))} is not a whole number of the kernel's __cluster_dims__ clusters "
                 f"({text})", "grid", hint="the grid's extents must be multiples of the cluster's")
         return
-    size = cluster[0] * cluster[1] * cluster[2]
-    notes.append(f"cluster {text} from the kernel's __cluster_dims__ ({size} blocks, "
-                 f"{plan.config.total_blocks // size} clusters)")
+    notes.append(f"cluster {text} from the kernel's __cluster_dims__ ({blocks} blocks, "
+                 f"{plan.config.total_blocks // blocks} clusters)")
