@@ -12,6 +12,9 @@ CUDA statuses become `CudaError` in `driver_gemm.cuda.check`.
 from __future__ import annotations
 
 import os
+from typing import TypeVar
+
+PathT = TypeVar("PathT")   # what path_argument is given, returned as it is
 
 
 class DriverGemmError(Exception):
@@ -56,7 +59,7 @@ class WrongArgumentType(DriverGemmError, TypeError):
     takes (a `TypeError` too, as Python's own would be)."""
 
 
-def path_argument(function: str, name: str, value) -> "os.PathLike | str":
+def path_argument(function: str, name: str, value: PathT) -> PathT:
     """`value` where `function` takes the path of a file: a str or a path object, else `WrongArgumentType` saying
     so (rather than the TypeError pathlib would raise from inside)."""
     if isinstance(value, (str, os.PathLike)):

@@ -349,7 +349,9 @@ def test_nvcc_and_a_prebuilt_cubin_find_the_same_kernels_as_nvrtc(tmp_path):
         "tp::detail::gemm<16, true>": "[M, N, K, A, B, C]",
         "tp::detail::gemm<16, true, tp::Order::Col>": "[M, N, K, A, B, C]",
         "gemm_overloaded(const float*, const float*, float*, int, int, int)": "[A, B, C, M, N, K]",
-        "gemm_overloaded(const __half*, const __half*, __half*, int, int, int)": "[A, B, C, M, N, K]",
+        # the half overload's matrices are fp16: types: says so, as the signature check holds them to it
+        "gemm_overloaded(const __half*, const __half*, __half*, int, int, int)": "[A, B, C, M, N, K], "
+                                                                                 "types: {a: fp16, c: fp16}",
     }
     symbols = {}
     for how in ("source", "nvcc", "binary"):
