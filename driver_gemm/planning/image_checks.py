@@ -61,12 +61,8 @@ def _sass_copies(image: bytes, arch: str) -> dict[str, tuple[tuple[int, str], ..
         return None
 
 
-def compiled_cluster(built: Cubin, instance: str, facts: KernelPtxFacts | None) -> tuple[int, int, int] | None:
-    """The kernel's ``__cluster_dims__``: from the CUBIN's attributes, else from its PTX."""
-    try:
-        image = built.kernel_image(instance)
-    except (ImageError, KeyError):
-        image = None
+def compiled_cluster(image: KernelImage | None, facts: KernelPtxFacts | None) -> tuple[int, int, int] | None:
+    """The kernel's ``__cluster_dims__``: from its image's attributes (`image`, None for PTX), else from its PTX."""
     if image is not None and image.cluster_dims:
         return tuple(image.cluster_dims)   # type: ignore[return-value]
     return facts.cluster if facts else None
@@ -113,7 +109,7 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         image = None
     if image is not None:
         _check_compiled_bounds(plan, image, problem)
-    cluster = compiled_cluster(built, kernel.instance, facts)
+    cluster = compiled_cluster(image, facts)
     if cluster is not None:
         _check_compiled_cluster(plan, cluster, problem, notes)
     if facts is not None and facts.register_increases:
