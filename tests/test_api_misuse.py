@@ -95,7 +95,8 @@ def test_paths_and_options_of_the_wrong_kind_are_named_by_the_function_that_take
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: dg.plan_spec(SPECS / "seed.yaml", sm_count=0), "plan_spec: sm_count is at least 1, got 0"),
+    (lambda: dg.plan_spec(SPECS / "seed.yaml", sm_count=0), "plan_spec: sm_count is 1 to 10,000, got 0"),
+    (lambda: dg.plan_spec(SPECS / "seed.yaml", sm_count=10**6), "plan_spec: sm_count is 1 to 10,000, got 1,000,000"),
     (lambda: dg.compare_runs(ROOT / "tests" / "data" / "results" / "seed-h200.json",
                              ROOT / "tests" / "data" / "results" / "seed-h200.json", threshold=float("nan")),
      "compare_runs: threshold is a fraction of at least 0, got nan"),

@@ -8,9 +8,6 @@ from ..errors import ToolMissingError, UsageError
 from .common import SPEC_HELP, Output, add_format_options, add_source_option, env_device, load_specs
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
-# Far above any GPU's SM count (a few hundred): a larger --sms is a slip, not a GPU to plan for.
-MAX_SM_COUNT = 10_000
-
 
 def add_parser(commands, **common) -> None:
     plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU", **common)
@@ -30,7 +27,7 @@ def add_parser(commands, **common) -> None:
 def execute(args, out: Output) -> int:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..cuda.compile import nvrtc_warning
-    from ..planning.spec_plan import instruction_mixes, plan_stream, plan_summary, plan_target
+    from ..planning.spec_plan import MAX_SM_COUNT, instruction_mixes, plan_stream, plan_summary, plan_target
     from ..report.tables import print_plan_stream, say
 
     if args.sms is not None and not 1 <= args.sms <= MAX_SM_COUNT:

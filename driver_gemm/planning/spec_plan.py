@@ -30,6 +30,9 @@ from .case_plan import CasePlan, plan_launch
 from .memory_plan import with_memory_check
 from ..cuda.device import read_properties
 
+# Far above any GPU's SM count (a few hundred): a larger count is a slip, not a GPU to plan for.
+MAX_SM_COUNT = 10_000
+
 
 @dataclass(frozen=True)
 class PlanTarget:
@@ -132,8 +135,8 @@ def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | 
         raise WrongArgumentType(f"plan_spec: target is a PlanTarget (from plan_target), got {type(target).__name__}")
     if sm_count is not None and (isinstance(sm_count, bool) or not isinstance(sm_count, int)):
         raise WrongArgumentType(f"plan_spec: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
-    if sm_count is not None and sm_count < 1:      # no correct caller asks for this: a ValueError (errors.py)
-        raise ValueError(f"plan_spec: sm_count is at least 1, got {sm_count}")
+    if sm_count is not None and not 1 <= sm_count <= MAX_SM_COUNT:   # no correct caller asks this: errors.py
+        raise ValueError(f"plan_spec: sm_count is 1 to {MAX_SM_COUNT:,}, got {sm_count:,}")
     stream = plan_stream(spec, sm_count, target=target or plan_target(arch, device))
     stream.result.plans = list(stream)
     return stream.result
