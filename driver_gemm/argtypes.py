@@ -18,6 +18,7 @@ class CType:
     low: int | None = None               # integer range; None for floating-point and opaque types
     high: int | None = None
     align: int | None = None             # None: natural alignment (the size)
+    largest: float | None = None         # floating-point types: the largest finite value
 
     @property
     def size(self) -> int:
@@ -34,7 +35,7 @@ class CType:
 
     @property
     def is_float(self) -> bool:
-        return self.low is None and not self.is_opaque
+        return self.largest is not None
 
     def fits(self, value: int) -> bool:
         return self.low is None or self.low <= value <= self.high
@@ -46,12 +47,41 @@ C_TYPES: dict[str, CType] = {t.name: t for t in (
     CType("uint32", "I", 0, 2**32 - 1),
     CType("int64", "q", -2**63, 2**63 - 1),
     CType("uint64", "Q", 0, 2**64 - 1),
-    CType("float32", "f"),
-    CType("float64", "d"),
+    CType("float32", "f", largest=3.4028234663852886e38),
+    CType("float64", "d", largest=1.7976931348623157e308),
+    # The narrow scalars of hand-written half-precision and int8 kernels (__half alpha, bool flags, uint8_t).
+    CType("int8", "b", -2**7, 2**7 - 1),
+    CType("uint8", "B", 0, 2**8 - 1),
+    CType("int16", "h", -2**15, 2**15 - 1),
+    CType("uint16", "H", 0, 2**16 - 1),
+    CType("bool", "?", 0, 1),
+    CType("float16", "e", largest=65504.0),
+    CType("bfloat16", "H", largest=3.3895313892515355e38),   # packed as its 16 bits (`float_value`)
     # A TMA descriptor passed by value (`const __grid_constant__ CUtensorMap`): 128 bytes, which
     # cuTensorMapEncodeTiled requires 64-byte aligned; kernels declare it alignas(64) or alignas(128).
     CType("tensormap", "128s", align=64),
 )}
+
+def float_value(ctype: str, value: float) -> float:
+    """`value` as C type `ctype` holds it (rounded to nearest even): what the kernel reads, and so what the
+    reference must compute with. `ValueError` past the type's largest finite value."""
+    if ctype == "float64" or value != value or value in (float("inf"), float("-inf")):
+        return float(value)
+    if abs(value) > C_TYPES[ctype].largest:
+        raise ValueError(f"{value} is beyond the range of {ctype} (largest {C_TYPES[ctype].largest:g})")
+    if ctype == "bfloat16":
+        return struct.unpack("<f", struct.pack("<I", bfloat16_bits(value) << 16))[0]
+    code = "e" if ctype == "float16" else "f"
+    return struct.unpack("<" + code, struct.pack("<" + code, value))[0]
+
+
+def bfloat16_bits(value: float) -> int:
+    """The 16 bits of `value` as a bfloat16: float32's upper half, rounded to nearest even (a NaN stays one)."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if bits & 0x7FFFFFFF > 0x7F800000:
+        return (bits >> 16) | 0x40
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
 
 def struct_type(field_types: "list[str] | tuple[str, ...]") -> tuple[CType, tuple[int, ...]]:
     """A struct of the given C types passed by value, laid out as the C ABI lays it out: each field at its

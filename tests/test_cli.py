@@ -168,4 +168,4 @@ kernels:
 """)
     planned = plan_spec(load_spec(spec, allow_outside_sources=True), arch="sm_90")
     assert not planned.plans and len(planned.compile_errors) == 1 and not planned.ok
-    assert planned.summary() == "0 ok, 0 INVALID, 1 source(s) did not compile"
+    assert planned.summary() == "0 ok, 0 INVALID, 1 compile(s) failed"

@@ -8,7 +8,7 @@ import pytest
 from driver_gemm.cli import EXIT_OK, main
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.planning.case_plan import plan_case
-from driver_gemm.planning.coverage import UNCHECKED_NOTE, inferred_tile
+from driver_gemm.planning.coverage import PERSISTENT_NOTE, UNCHECKED_NOTE, inferred_tile
 from driver_gemm.specfile import expr, load_spec
 from driver_gemm.specfile.model import Shape
 
@@ -56,3 +56,55 @@ def test_the_readme_example_declares_its_tile():
     readme = (ROOT / "README.md").read_text()
     example = readme[readme.index("grid: [ceil(N / TILE), ceil(M / TILE)]"):]
     assert example.splitlines()[1].strip() == "tile: [TILE, TILE]"
+
+
+def _plan(tmp_path, grid: str, tile: str | None, shape=Shape(1001, 513, 777)):
+    text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", f"grid: {grid}")
+    if tile is not None:
+        text += f"    tile: {tile}\n"
+    return plan_case(load_spec(write(tmp_path, text)).kernels[0], shape, arch_limits("sm_90"))
+
+
+def _messages(plan):
+    return [str(problem).split(": ", 2)[1:] for problem in plan.problems]
+
+
+@pytest.mark.parametrize("grid, tile", [
+    ("[ceil(N / BN), ceil(M / BM)]", "[BM, BN]"),                 # columns on x, rows on y
+    ("[ceil(M / BM), ceil(N / BN)]", "[BM, BN]"),                 # rows on x, as many naive kernels launch
+    ("['ceil(M / BM) * ceil(N / BN)']", "[BM, BN]"),              # every tile numbered on one axis
+    ("[4, ceil(M / BM), 'ceil(N / (BN * 4))']", "[BM, BN]"),      # columns split over x and z (a swizzled grid)
+    ("[ceil(M / BM), ceil(N / BN)]", None),                       # no tile: read from the grid, either way round
+])
+def test_a_grid_that_covers_c_is_valid_whichever_axes_carry_rows_and_columns(tmp_path, grid, tile):
+    plan = _plan(tmp_path, grid, tile)
+    assert plan.valid, _messages(plan)
+    assert UNCHECKED_NOTE not in plan.notes and PERSISTENT_NOTE not in plan.notes
+
+
+def test_rows_on_grid_x_are_checked_on_x(tmp_path):
+    plan = _plan(tmp_path, "[M // BM, ceil(N / BN)]", "[BM, BN]")
+    assert _messages(plan) == [["kernels[v4].grid[0]", "the grid covers 960 of M = 1001 rows (15 blocks x 64): "
+                                "rows 960-1000 would never be written (hint: grid x should be ceil(M / BM))"]]
+    inferred = _plan(tmp_path, "[ceil(M / BM), N // BN]", None)
+    assert _messages(inferred)[0][0] == "kernels[v4].grid[1]"
+    assert "the grid covers 512 of N = 513 columns (8 blocks x 64, as 'N // BN' divides N by BN)" \
+        in _messages(inferred)[0][1]
+
+
+def test_a_grid_numbering_fewer_blocks_than_tiles_is_invalid(tmp_path):
+    plan = _plan(tmp_path, "['ceil(M / BM) * (N // BN)']", "[BM, BN]")
+    # 16 row tiles x 9 column tiles = 144 tiles; 16 x 8 = 128 blocks
+    assert _messages(plan) == [["kernels[v4].grid[0]", "the grid has 128 blocks for C's 144 tiles of 64 x 64 "
+                                "(ceil(M / BM) x ceil(N / BN)): 16 tiles would never be written (hint: a grid that "
+                                "numbers the tiles is ceil(M / BM) * ceil(N / BN))"]]
+
+
+@pytest.mark.parametrize("grid", ["[sm_count]", "['min(sm_count, ceil(M / BM) * ceil(N / BN))']", "[132]",
+                                  "['2 * min(sm_count // 2, max_active_clusters)']"])
+@pytest.mark.parametrize("tile", [None, "[BM, BN]"])
+def test_a_persistent_grid_is_noted_as_such_and_never_held_to_a_tile(tmp_path, grid, tile):
+    plan = _plan(tmp_path, grid, tile)
+    assert plan.valid, _messages(plan)
+    assert PERSISTENT_NOTE in plan.notes and UNCHECKED_NOTE not in plan.notes
+    assert "declare tile" not in PERSISTENT_NOTE

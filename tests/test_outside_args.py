@@ -212,7 +212,7 @@ def test_buffer_fills_give_their_contents_and_a_memset_word_where_one_word_repea
 
 @pytest.mark.parametrize("entry, message, field", [
     ("{name: ws, type: buffer, element: int32}", "needs size", "signature[3]"),
-    ("{name: ws, type: buffer, element: int8, size: 4}", "element is one of int32", "signature[3].element"),
+    ("{name: ws, type: buffer, element: int128, size: 4}", "element is one of int32", "signature[3].element"),
     ("{name: ws, type: buffer, element: ptr, size: 4}", "element is one of int32", "signature[3].element"),
     ("{name: M, type: buffer, element: int32, size: 4}", "other than A, B, C", "signature[3].name"),
     ("{name: ws, type: buffer, element: int32, size: 4, fill: ones}", "zero, iota, a number or a list",
@@ -223,7 +223,7 @@ def test_buffer_fills_give_their_contents_and_a_memset_word_where_one_word_repea
     ("{name: ws, type: buffer, element: int32, size: 4, fill: []}", "1 to 4096 values", "signature[3].fill"),
     ("{name: ws, type: buffer, element: int32, size: 4, values: 0}", "unknown field 'values'",
      "signature[3].values"),
-    ("{name: ws, type: ptr}", "A, B or C, or alpha or beta by pointer", "signature[3].name"),
+    ("{name: ws, type: ptr}", "alpha or beta by pointer, a null pointer", "signature[3].name"),
     ("{name: alpha, type: ptr, element: int32}", "float32 or float64", "signature[3].element"),
     ("{name: s, type: int64, value: [K, 1]}", "an array is a struct's field", "signature[3].value"),
     ("{name: p, type: struct, fields: [{name: s, type: int64, value: []}]}", "1 to 1024 elements",

@@ -15,6 +15,7 @@ from driver_gemm.cuda.compile import compile_source
 from driver_gemm.cuda.cubin import ParamSlot
 from driver_gemm.cuda.launch import PackedArguments
 from driver_gemm.cuda.mangling import ParamType
+from driver_gemm.cuda.nvcc import find_nvcc
 from driver_gemm.cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
 from driver_gemm.cuda.signature_check import check_signature
 from driver_gemm.cuda.tensormap import TensorMapPlan, passed_by_pointer
@@ -41,6 +42,8 @@ def plan(element="bf16", extents=(4096, 4096), strides=(8192,), box=(64, 64), **
     # B in 64-column panels: dimension 2 steps 128 bytes, inside dimension 1's rows (overlapping strides).
     plan(extents=(64, 4096, 64), strides=(8192, 128), box=(64, 64, 4), swizzle="128B"),
     plan(extents=(100,), strides=(), box=(256,)),                      # rank 1
+    # unit dimensions added for a rank-5 copy, never stepped along: stride 0 (as the encoder's rule allows)
+    plan(extents=(64, 4096, 64, 1, 1), strides=(8192, 128, 0, 0), box=(64, 64, 1, 1, 1)),
     plan(extents=(8, 4, 4, 4, 4), strides=(16, 64, 256, 1024), box=(8, 4, 4, 4, 4)),   # rank 5
     plan(extents=(40, 64), strides=(80,), box=(64, 64)),               # a box wider than its dimension
     plan(element_strides=(1, 8)), plan(l2_promotion="256B"), plan(oob_fill="nan"),
@@ -61,6 +64,7 @@ def test_maps_the_driver_accepts_pass(accepted):
     (plan(extents=(64, 8, 8), strides=(144, 1024), box=(8, 8, 8), interleave="32B", swizzle="32B"), "strides",
      "multiple of 32"),
     (plan(strides=(8192, 16)), "strides", "need 1 strides"),
+    (plan(extents=(64, 4096, 2), strides=(8192, 0), box=(64, 64, 1)), "strides", "positive multiple of 16"),
     (plan(box=(64, 257)), "box", "must be 1 to 256"),
     (plan(box=(64, 0)), "box", "must be 1 to 256"),
     (plan(box=(4, 64)), "box", "multiple of 16"),
@@ -274,6 +278,21 @@ def test_a_rank_3_copy_described_with_a_2d_map_is_refused_offline_and_a_cluster_
                                 "dims: [64, 256, 4], strides: [512, 128], box: [64, 64, 1]}\n      - {name: map_a"))
     [ok] = [plan for plan in offline_problems(fixed, "sm_90")[0] if plan.kernel.label == "copy3"] or [None]
     assert ok is None
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
+def test_nvcc_builds_keep_their_ptx_so_the_rank_and_cluster_checks_hold_as_for_nvrtc():
+    spec = parse(RANKS.replace("    arch: sm_90a\n", "    arch: sm_90a\n    compiler: nvcc\n")
+                 .replace("    block: [32]\n", "    compiler: nvcc\n    block: [32]\n"))
+    assert {kernel.compiler for kernel in spec.kernels} == {"nvcc"}
+    refused, failed = offline_problems(spec, "sm_90")
+    assert not failed
+    messages = {plan.kernel.label: " ".join(str(p) for p in plan.problems) for plan in refused}
+    assert set(messages) == {"copy3"}
+    assert "map_b: the spec's map has rank 2, but the kernel copies through parameter 1 with " \
+           "cp.async.bulk.tensor.3d" in messages["copy3"] and "map_a" not in messages["copy3"]
+    pairs = next(case.plan for case in _planned_cases(spec, "sm_90") if case.label == "pairs")
+    assert "cluster 2x1x1 from the kernel's __cluster_dims__ (2 blocks, 2 clusters)" in pairs.notes
 
 
 def test_a_spec_cluster_other_than_the_compiled_one_is_refused_and_the_compiled_one_noted():

@@ -223,6 +223,18 @@ def test_raw_byte_and_word_pointers_say_nothing_about_the_element_type():
     assert check_signature(slots, demangle(symbol).params, SEED, {"A": "bf16", "B": "e4m3", "C": "fp32"}) == []
 
 
+def test_unsigned_bytes_described_as_int8_are_named_and_signed_or_fp8_bytes_are_not():
+    slots = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4])]
+    unsigned = "_Z1kPKhS0_Piiii"      # k(const unsigned char*, const unsigned char*, int*, int, int, int)
+    assert [p.text for p in demangle(unsigned).params][:2] == ["const unsigned char*", "const unsigned char*"]
+    problems = check_signature(slots, demangle(unsigned).params, SEED, {"A": "int8", "B": "int8", "C": "int32"})
+    assert [problem.split(" (")[1].split(",")[0] for problem in problems] == ["A", "B"]
+    assert "unsigned, and types: makes A int8, which is signed" in problems[0]
+    assert check_signature(slots, demangle(unsigned).params, SEED, {"A": "e4m3", "B": "e4m3", "C": "fp32"}) == []
+    signed = "_Z1kPKaS0_Piiii"        # k(const signed char*, ...)
+    assert check_signature(slots, demangle(signed).params, SEED, {"A": "int8", "B": "int8", "C": "int32"}) == []
+
+
 def test_a_tensor_map_by_pointer_described_as_the_matrix_is_named():
     symbol = "_Z1kPK14CUtensorMap_stPKfPfiii"
     assert demangle(symbol).params[0].text == "const CUtensorMap_st*"

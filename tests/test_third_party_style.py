@@ -429,8 +429,8 @@ def test_a_struct_argument_is_planned_with_its_fields_values():
 @pytest.mark.parametrize("entry, message, field", [
     ("{name: args, type: struct}", "lists its fields in order", "signature[0].fields"),
     ("{name: args, type: struct, fields: []}", "lists its fields in order", "signature[0].fields"),
-    ("{name: args, type: struct, fields: [A, B, C, M, N, K, {name: m, type: tensormap, tensor: A, box: [8, 8]}]}",
-     "an argument of its own", "signature[0].fields[6].type"),
+    ("{name: args, type: struct, fields: [A, B, C, M, N, K, {name: m, type: tensormap, tensor: A, box: [8, 8], "
+     "pass: pointer}]}", "held by value", "signature[0].fields[6].pass"),
     ("{name: args, type: struct, fields: [A, B, C, M, N, K, X]}", "unknown argument 'X'", "signature[0].fields[6]"),
     ("{name: args, type: struct, fields: [A, B, C, M, N, K, M]}", "names M more than once", "signature"),
     ("{name: args, type: struct, fields: [A, B, M, N, K]}", "must take C exactly once", "signature"),

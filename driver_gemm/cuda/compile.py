@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import pickle
 import re
 import shlex
@@ -30,10 +31,31 @@ from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError, WrongArgumentType, path_argument
+from ..kernel_names import split_overload
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
+_STANDARD_OPTION = re.compile(r"^--?std(=|$)")
 _log = logging.getLogger(__name__)
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\b[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*)?)', re.MULTILINE)
+
+
+def base_options(extra_options: Iterable[str]) -> tuple[str, ...]:
+    """`BASE_OPTIONS` less its C++ standard where the kernel's options name one: the kernel's own wins, and nvcc
+    would warn on every compile of two."""
+    if any(_STANDARD_OPTION.match(option) for option in extra_options):
+        return tuple(option for option in BASE_OPTIONS if not _STANDARD_OPTION.match(option))
+    return BASE_OPTIONS
+
+
+# An include directive, its # also spelt as the digraph %: (include_next and import read a header as include does).
+_INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*(?:include|include_next|import)\b[ \t]*'
+                      r'(?:"([^"\n]+)"|<([^>\n]+)>|(\S.*)?)', re.MULTILINE)
+
+
+def _directive_text(text: str) -> str:
+    """`text` as the preprocessor's first phases leave it for its directives: trigraphs for # and \\ read as those
+    characters, and every backslash-newline spliced away, so that no spelling of an include escapes the scan (a
+    trigraph the compiler would not read makes the scan see more, never less)."""
+    return re.sub(r"\\[ \t]*\r?\n", "", text.replace("??=", "#").replace("??/", "\\"))
 
 
 @dataclass(frozen=True)
@@ -52,7 +74,7 @@ class Cubin:
     origin: str = "nvrtc"                     # nvrtc, nvcc, or prebuilt (a binary the spec names)
     image_format: str = "cubin"               # what `image` is, as cuModuleLoadData gets it: cubin, fatbin, ptx
     ptx_params: Mapping[str, tuple[ParamSlot, ...]] = field(default_factory=dict)  # PTX only: symbol -> slots
-    # symbol -> its TMA copies and cluster, read from NVRTC's PTX (None: not known, as for nvcc's images)
+    # symbol -> its TMA copies and cluster, read from the compiler's PTX (None: not known, as for a prebuilt CUBIN)
     ptx_facts: Mapping[str, KernelPtxFacts] | None = field(default=None, compare=False)
 
     def symbol(self, instance: str) -> str:
@@ -138,11 +160,19 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
                         allow_outside_headers=allow_outside_headers, project=project)
 
 
-def option_tuple(options: Iterable[str] | str) -> tuple[str, ...]:
+def option_tuple(options: Iterable[str] | str | None) -> tuple[str, ...]:
     """Compiler options as a tuple: a string is split as a shell would split it (``"-DX=1 -DY=2"``), never taken
     character by character."""
+    if options is None:
+        return ()
     if isinstance(options, str):
-        return tuple(shlex.split(options))
+        try:
+            return tuple(shlex.split(options))
+        except ValueError as exc:   # an unclosed quote
+            raise ValueError(f"compiler options {options!r}: {exc}") from None
+    if not isinstance(options, Iterable):
+        raise WrongArgumentType(f"compiler options are a list of strings (or one string), got "
+                                f"{type(options).__name__}")
     options = tuple(options)
     wrong = [option for option in options if not isinstance(option, str)]
     if wrong:
@@ -154,12 +184,27 @@ def refuse_nul(source: str, name: str) -> None:
     """A `CompileError` at the line and column of a NUL character in `source`: NVRTC reads its text as a C string,
     so everything after one would silently not be compiled."""
     position = source.find("\x00")
-    if position < 0:
-        return
-    line = source.count("\n", 0, position) + 1
-    column = position - (source.rfind("\n", 0, position) + 1) + 1
-    raise CompileError(f"{name}:{line}:{column}: a NUL character (offset {position}) in the source: NVRTC would "
-                       "stop reading there")
+    if position >= 0:
+        line, column = _line_column(source, position)
+        raise CompileError(f"{name}:{line}:{column}: a NUL character (offset {position}) in the source: NVRTC "
+                           "would stop reading there")
+    surrogate = re.search(r"[\ud800-\udfff]", source)
+    if surrogate:   # text decoded from bytes never holds one; it cannot be encoded for NVRTC
+        line, column = _line_column(source, surrogate.start())
+        raise CompileError(f"{name}:{line}:{column}: a lone surrogate {surrogate.group()!r} in the source, which "
+                           "UTF-8 cannot encode for NVRTC")
+
+
+def _line_column(text: str, position: int) -> tuple[int, int]:
+    return text.count("\n", 0, position) + 1, position - (text.rfind("\n", 0, position) + 1) + 1
+
+
+def _refuse_odd_names(function: str, **names: str) -> None:
+    """`WrongArgumentType` for a name holding a NUL or a lone surrogate: NVRTC reads names as C strings."""
+    for argument, text in names.items():
+        if "\x00" in text or re.search(r"[\ud800-\udfff]", text):
+            raise WrongArgumentType(f"{function}: {argument} {text!r} holds a NUL character or a lone surrogate, "
+                                    "which NVRTC cannot be given")
 
 
 def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
@@ -173,11 +218,24 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     if isinstance(instances, str) or not isinstance(instances, Iterable):
         raise WrongArgumentType(f"compile_text: instances are the kernels' names (a list of str), got "
                                 f"{type(instances).__name__}")
+    if include_dir is not None and not isinstance(include_dir, (str, os.PathLike)):
+        raise WrongArgumentType(f"compile_text: include_dir is a folder's path, got {type(include_dir).__name__}")
+    if project is not None and not isinstance(project, (str, os.PathLike)):
+        raise WrongArgumentType(f"compile_text: project is a folder's path, got {type(project).__name__}")
+    include_dir = Path(include_dir) if include_dir is not None else None
+    project = Path(project) if project is not None else None
     arch = normalise_arch(arch)
     instances = tuple(dict.fromkeys(instances))
+    wrong = [instance for instance in instances if not isinstance(instance, str)]
+    if wrong:
+        raise WrongArgumentType(f"compile_text: instances are the kernels' names (str), got {wrong[0]!r} "
+                                f"({type(wrong[0]).__name__})")
     extra_options = option_tuple(extra_options)
+    _refuse_odd_names("compile_text", name=name, **{f"instances[{index}]": instance
+                                                    for index, instance in enumerate(instances)},
+                      **{f"extra_options[{index}]": option for index, option in enumerate(extra_options)})
     refuse_nul(source, display_path or name)
-    options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *extra_options)
+    options = (f"--gpu-architecture={arch}", *base_options(extra_options), *extra_options)
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)
     options += headers.search_options()   # after the kernel's own folders: the stand-ins, then the toolkit's
@@ -395,10 +453,14 @@ def read_source(path: Path, what: str = "kernel source", where: str | None = Non
         raise CompileError(f"{place}{what} {path} is {exc.args[0]:,} bytes, more than the limit of "
                            f"{MAX_SOURCE_BYTES:,} (MAX_SOURCE_BYTES)") from None
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CompileError(f"{place}{what} {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                            f"{exc.start:,})") from None
+    if "\x00" in text:   # NVRTC would read a header only up to it, silently
+        line, column = _line_column(text, text.index("\x00"))
+        raise CompileError(f"{place}{what} {path}:{line}:{column}: a NUL character: NVRTC would stop reading there")
+    return text
 
 
 def include_folders(options: Iterable[str]) -> list[Path]:
@@ -454,16 +516,18 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     pending = [(source, source_name, own)]
     while pending:
         text, including, here = pending.pop()
+        text = _directive_text(text)
         for match in _INCLUDE.finditer(text):
             quoted, angled, other = match.groups()
             header = quoted or angled
             where = f"{including}:{text.count(chr(10), 0, match.start()) + 1}"
             if not header and other is not None:   # #include MACRO: the name its #define gives, where one does
-                quoted, angled = _defined_header(other.strip(), text)
+                quoted, angled = _defined_header(other.strip(), [text, *texts.values()])
                 header = quoted or angled
                 if not header and not allow_outside:
                     raise CompileError(f"{where}: #include {other.strip()} names its header through a macro whose "
-                                       "#define is not a plain \"file\" or <file> in this file, so the header cannot "
+                                       "#define is not a plain \"file\" or <file> in this file or the headers read "
+                                       "before it, so the header cannot "
                                        "be held to the kernel's project (hint: write the header's name in quotes or "
                                        "angle brackets, or pass --allow-outside-sources (allow_outside_sources=True))")
             if not header:
@@ -472,6 +536,12 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
             candidates = ([here] if quoted and here is not None else []) + folders
             if Path(header).is_absolute():   # read from where it says, whatever the search path
                 candidates = [Path(Path(header).anchor)]
+            elif ".." in Path(header).parts and not allow_outside and not _found_in(header, candidates):
+                # Not the project's own: NVRTC would look for it in the toolkit's folders, and '..' climbs out of them.
+                raise CompileError(f"{where}: header {header} climbs out of the folders it is looked for in with "
+                                   "'..', so it cannot be held to the kernel's project or the toolkit (hint: name "
+                                   "it from an -I folder of the project, or pass --allow-outside-sources "
+                                   "(allow_outside_sources=True))")
             for folder in candidates:
                 candidate = Path(folder) / header
                 try:   # what NVRTC would open: anything there but a folder (a FIFO too, refused below)
@@ -500,14 +570,49 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     return HeaderScan(texts, tuple(seen), cacheable)
 
 
-def _defined_header(macro: str, text: str) -> tuple[str | None, str | None]:
-    """The ``"file"`` or ``<file>`` that ``#define MACRO`` gives in `text` (the last such definition), else
-    (None, None): a computed ``#include MACRO`` read as the header it names."""
-    if not re.fullmatch(r"[A-Za-z_]\w*", macro):
+def _found_in(header: str, folders: Iterable[Path]) -> bool:
+    """Whether `header` names a file (anything but a folder) under one of `folders`."""
+    for folder in folders:
+        try:
+            candidate = Path(folder) / header
+            if candidate.exists() and not candidate.is_dir():
+                return True
+        except (OSError, ValueError, RuntimeError):
+            continue
+    return False
+
+
+def _defined_header(macro: str, texts: Iterable[str]) -> tuple[str | None, str | None]:
+    """The ``"file"`` or ``<file>`` that a computed ``#include MACRO`` or ``#include MACRO(args)`` names, read from
+    the macro's ``#define`` in the first of `texts` that has one (the including file, then the headers read before
+    it; within a text, its last definition), with a function-like macro's parameters replaced by the arguments
+    in a ``<...>`` body, as the preprocessor replaces tokens (CUTLASS's ``#define CUDA_STD_HEADER(header)
+    <cuda/std/header>``), never inside a ``"..."`` one, a string literal; (None, None) where no such plain
+    define is found."""
+    call = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?\s*(?://.*|/\*.*)?", macro)
+    if call is None:
         return None, None
-    found = re.findall(rf'^[ \t]*#[ \t]*define[ \t]+{macro}[ \t]+(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*(?://.*)?$', text,
-                       re.MULTILINE)
-    return (found[-1][0] or None, found[-1][1] or None) if found else (None, None)
+    name, arguments = call.group(1), call.group(2)
+    parameters = r"\(([^()]*)\)" if arguments is not None else ""
+    definition = re.compile(rf'^[ \t]*#[ \t]*define[ \t]+{name}{parameters}[ \t]+(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*'
+                            r'(?://.*)?$', re.MULTILINE)
+    for text in texts:
+        found = definition.findall(text)
+        if not found:
+            continue
+        if arguments is None:
+            quoted, angled = found[-1]
+        else:
+            names, quoted, angled = found[-1]
+            values = [argument.strip() for argument in arguments.split(",")]
+            names = [parameter.strip() for parameter in names.split(",")]
+            if len(values) != len(names):
+                return None, None
+            for parameter, value in zip(names, values):   # a string literal is not a token list: only <...>
+                if parameter and angled:
+                    angled = re.sub(rf"\b{re.escape(parameter)}\b", lambda _: value, angled)
+        return quoted or None, angled or None
+    return None, None
 
 
 def _label(resolved: Path, roots: list[tuple[str, Path]]) -> str | None:
@@ -550,12 +655,7 @@ def format_compile_error(log: str, source: str, display_path: str, status: str, 
         if "name expression" in message or "which instance of function template" in message \
                 or "which instance of overloaded function" in message:
             # About the template instance asked for, not about a line of the file (NVRTC's line is spurious).
-            absent = _names_not_in(source, quotable, instances)
-            out.append(f"  {display_path}: error: {message} (" + (
-                f"no function named {', '.join(absent)} appears in the source or its headers: check the spec's "
-                f"function: against the kernels the file defines ({', '.join(_kernels_in(source)) or 'none found'})"
-                if absent else "check the spec's function and params against the template's parameters; one of "
-                "several overloads is picked by its parameter types, function: name(const float*, int)") + ")")
+            out.append(f"  {display_path}: error: {message} ({_instance_advice(source, quotable, instances)})")
             shown += 1
             continue
         file_path, file_lines = _diagnosed_file(match.group("file").strip(), display_path, lines, quotable)
@@ -577,14 +677,16 @@ _KERNEL_NAME = re.compile(r"__global__\b[^;{(]*?\b([A-Za-z_]\w*)\s*\(")
 _LAUNCH_QUALIFIER = re.compile(r"\b__(?:launch_bounds|cluster_dims|maxnreg)__\s*\([^)]*\)")
 
 
-def _kernels_in(source: str) -> list[str]:
-    """The names of the ``__global__`` functions `source` defines where their names are written out."""
-    return list(dict.fromkeys(_KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", source))))[:8]
+def _kernels_in(texts: Iterable[str]) -> list[str]:
+    """The names of the ``__global__`` functions `texts` define where their names are written out."""
+    names = [name for text in texts for name in _KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", text))]
+    return list(dict.fromkeys(names))[:8]
 
 
-def _names_not_in(source: str, headers: Iterable[Path], instances: Iterable[str]) -> list[str]:
-    """The functions of `instances` (``name<...>`` or ``ns::name``) whose names are written nowhere in `source` or
-    its vetted headers: most likely a misspelt ``function:``, where NVRTC speaks of its name expression. Only
+def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[str]) -> str:
+    """What to check when NVRTC could not name an instance: a function written nowhere in `source` or its vetted
+    headers (most likely a misspelt ``function:``, beside the kernels the file defines), an overload whose
+    parameter types no declaration has (beside the declarations), or the params against the template's. Only
     asked once NVRTC failed; a name that a macro pastes together (``gemm_##NAME``) is not written out either, so
     NVRTC's own message is kept beside this one."""
     texts = [source]
@@ -593,12 +695,37 @@ def _names_not_in(source: str, headers: Iterable[Path], instances: Iterable[str]
             texts.append(Path(header).read_text(errors="replace"))
         except OSError:
             continue
-    absent = []
+    absent, overloads = [], []
     for instance in instances:
-        name = instance.split("<", 1)[0].split("(", 1)[0].rsplit("::", 1)[-1].strip()
+        function, parameter_types = split_overload(instance)
+        name = function.split("<", 1)[0].rsplit("::", 1)[-1].strip()
         if name and not any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts):
             absent.append(name)
-    return list(dict.fromkeys(absent))
+        elif name and parameter_types is not None:
+            overloads.append((name, parameter_types))
+    if absent:
+        return (f"no function named {', '.join(dict.fromkeys(absent))} appears in the source or its headers: check "
+                f"the spec's function: against the kernels the file defines "
+                f"({', '.join(_kernels_in(texts)) or 'none found'})")
+    if overloads:
+        name, parameter_types = overloads[0]
+        declared = _declarations(name, texts)
+        return (f"no declaration of {name} takes ({', '.join(parameter_types)}): an overload is named by its "
+                "parameter types exactly as declared, const included" +
+                (f"; the source declares {'; '.join(declared)}" if declared else ""))
+    return ("check the spec's function and params against the template's parameters (their number, and "
+            "enumerators or types with their namespace); one of several overloads is picked by its parameter "
+            "types, function: name(const float*, int)")
+
+
+def _declarations(name: str, texts: Iterable[str]) -> list[str]:
+    """Up to three ``__global__`` declarations of `name` in `texts`, each as ``name(its parameters)`` on one line."""
+    found = []
+    pattern = re.compile(rf"__global__\b[^;{{(]*?\b{re.escape(name)}\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+    for text in texts:
+        for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", text)):
+            found.append(f"{name}({' '.join(match.group(1).split())})")
+    return list(dict.fromkeys(found))[:3]
 
 
 def _diagnosed_file(logged: str, display_path: str, lines: list[str],
@@ -622,6 +749,10 @@ def _diagnosed_file(logged: str, display_path: str, lines: list[str],
 
 _MISSING_HEADER = re.compile(r'(?:cannot|could not) open source file "([^"]+)"')
 _HOST_CODE = ("host functions are not allowed in JIT mode", "__host__ function is not allowed in JIT mode")
+# Device functions nvcc declares in every file (its pre-included cuda_runtime.h), which NVRTC declares only where
+# the file includes their header.
+_DEVICE_RUNTIME = re.compile(r'identifier "(cudaGridDependencySynchronize|cudaTriggerProgrammaticLaunchCompletion'
+                             r'|cudaGetParameterBuffer\w*|cudaLaunchDevice\w*)" is undefined')
 
 
 def compile_hints(log: str) -> list[str]:
@@ -633,7 +764,17 @@ def compile_hints(log: str) -> list[str]:
                      "CUtensorMap can declare it under #ifdef __CUDACC_RTC__ (struct alignas(64) CUtensorMap_st "
                      "{ unsigned long long opaque[16]; }; typedef CUtensorMap_st CUtensorMap;) and include "
                      "<cuda.h> otherwise, or be built with compiler: nvcc")
-    elif any(marker in log for marker in _HOST_CODE):
+    if re.search(r'(__nv_name_map|instances\.cu)\S*: error: name followed by "::" must be a class or namespace', log):
+        hints.append("a template argument in params: names something by a scope that is not found where the "
+                     "instance is named, outside the kernel's namespace: write enumerators and types with their "
+                     "whole namespace (lib::Kind::Normal, not Kind::Normal)")
+    functions = list(dict.fromkeys(_DEVICE_RUNTIME.findall(log)))
+    if functions:
+        hints.append(f"{', '.join(functions)} {'is' if len(functions) == 1 else 'are'} declared by "
+                     "<cuda_device_runtime_api.h>, which nvcc includes in every file and NVRTC only where the file "
+                     "does: add #include <cuda_device_runtime_api.h> (or write the PTX: asm volatile(\"griddepcontrol"
+                     ".wait;\" ::: \"memory\") and \"griddepcontrol.launch_dependents;\")")
+    if any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log):
         hints.append("NVRTC compiles device code only, and this file has host code (main, a launcher, cudaMalloc): "
                      "build it with compiler: nvcc, or put the host code inside #ifndef __CUDACC_RTC__ ... #endif "
                      "(NVRTC defines __CUDACC_RTC__); functions without __host__/__device__ in a header library "

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..argtypes import C_TYPES, CType, Layout, scalar_layout, struct_layout
+from ..argtypes import C_TYPES, CType, Layout, bfloat16_bits, float_value, scalar_layout, struct_layout
 from .launch_attributes import LaunchAttributes, launch_config
 from ..errors import ArgumentError, CudaError
 from .check import check, check_status_code
@@ -40,10 +40,14 @@ def _convert(ctype: "str | CType", value: Any, name: str):
         if not isinstance(value, (bytes, bytearray)) or len(value) != known.size:
             raise ArgumentError(f"argument {name}: {ctype} needs {known.size} bytes, got {value!r:.60}")
         return bytes(value)
-    if ctype.startswith("float"):
+    if known.is_float:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
             raise ArgumentError(f"argument {name}: {ctype} needs a number, got {value!r}")
-        return float(value)
+        try:
+            value = float_value(ctype, float(value))
+        except (ValueError, OverflowError) as exc:   # OverflowError: an integer too large for a float at all
+            raise ArgumentError(f"argument {name}: {exc}") from None
+        return bfloat16_bits(value) if ctype == "bfloat16" else value   # its bits, packed as a uint16
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ArgumentError(f"argument {name}: {ctype} needs a whole number, got {value!r}")
     if not C_TYPES[ctype].fits(int(value)):

@@ -3,13 +3,15 @@
 nvcc has no name expressions, so a small wrapper translation unit includes the kernel source and
 takes the address of each template instance, which makes the front end instantiate it. It is
 compiled with ``-cubin -arch=<target> -O3 -Xptxas -v`` and the kernel's options; each instance's
-mangled name is then found in the CUBIN (`mangling.find_symbol`). Results share the disk cache,
-under a key that names nvcc and its version.
+mangled name is then found in the CUBIN (`mangling.find_symbol`). nvcc keeps the PTX it made on the
+way, so the checks that read PTX (TMA ranks, clusters, setmaxnreg) hold for its kernels as for
+NVRTC's. Results share the disk cache, under a key that names nvcc and its version.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import shutil
@@ -20,16 +22,20 @@ from pathlib import Path
 from typing import Iterable
 
 from . import bounded, cache
-from .compile import (BASE_OPTIONS, Cubin, include_folders, load_cached, normalise_arch, option_tuple, read_source,
-                      refuse_nul, scan_headers, store_cached)
+from .compile import (Cubin, base_options, compile_hints, include_folders, load_cached, normalise_arch,
+                      option_tuple, read_source, refuse_nul, scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
+from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import parse_ptxas_report
 from ..errors import CompileError, ImageError, ToolMissingError
 from ..kernel_names import split_overload
 
-NVCC_OPTIONS = ("-O3", *BASE_OPTIONS)
+_log = logging.getLogger(__name__)
 _VERSION = re.compile(r"release (\d+)\.(\d+)")
+# Headers of host libraries that a kernel file includes for its own benchmark runner.
+HOST_LIBRARY_HEADERS = ("cublas_v2.h", "cublas.h", "cublasLt.h", "cublas_api.h", "curand.h", "cusparse.h",
+                        "cudnn.h", "cufft.h", "nvml.h")
 _MISSING_HEADER = re.compile(r"fatal error: ([^:\s]+): No such file or directory")
 
 
@@ -104,17 +110,21 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     source = read_source(path)
     extra_options = option_tuple(extra_options)
     refuse_nul(source, str(path))
-    options = (f"-arch={arch}", *NVCC_OPTIONS, *extra_options)
+    options = (f"-arch={arch}", "-O3", *base_options(extra_options), *extra_options)
     found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
                          allow_outside=allow_outside_headers, project=project)
-    key = cache.key_for(source=source, name=path.name, headers=found.texts,
-                        instances=instances, options=("nvcc", *options), arch=arch, nvrtc_version=version)
+    # "ptx-facts": an entry stored before nvcc's PTX was kept would come back without its facts.
+    key = cache.key_for(source=source, name=path.name, headers=found.texts, instances=instances,
+                        options=("nvcc", "ptx-facts", *options), arch=arch, nvrtc_version=version)
     use_cache = use_cache and found.cacheable
     if use_cache:
         restored = load_cached(key, instances)
         if restored is not None:
+            _log.debug("%s: %d kernel(s) for %s from the disk cache (nvcc)", path, len(instances), arch)
             return restored
     cubin = _compile(nvcc, path, instances, arch, options, version)
+    _log.info("%s: %d kernel(s) compiled with nvcc for %s in %.2f s", path, len(instances), arch,
+              cubin.compile_seconds)
     if use_cache:
         store_cached(key, cubin)
     return cubin
@@ -126,7 +136,10 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin
         wrapper = Path(folder) / "instances.cu"
         output = Path(folder) / "kernel.cubin"
         wrapper.write_text(wrapper_source(path, instances))
-        command = [str(nvcc), "-cubin", *options, f"-I{path.resolve().parent}", "-o", str(output), str(wrapper)]
+        kept = Path(folder) / "kept"     # the intermediate files, the PTX among them
+        kept.mkdir()
+        command = [str(nvcc), "-cubin", *options, f"-I{path.resolve().parent}", "--keep", f"--keep-dir={kept}",
+                   "-o", str(output), str(wrapper)]
         # nvcc in a session of its own, its intermediate files in our folder: a timeout, Ctrl-C or SIGTERM kills
         # it with its gcc and cc1plus, and the folder goes with the block.
         scratch = Path(folder) / "tmp"
@@ -140,13 +153,16 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin
                                f"{bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
         log = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
         if done.returncode != 0:
-            shown = "\n  ".join(log.strip().splitlines()[-20:])
-            hints = "".join(f"  hint: {name} was not found: give the folder that holds it in the kernel's "
-                            "options: [-I FOLDER] (relative to the spec)\n"
-                            for name in dict.fromkeys(_MISSING_HEADER.findall(log)))
+            shown = "\n  ".join(first_errors(log))
+            hints = "".join(f"  hint: {hint}\n" for hint in nvcc_hints(log))
             raise CompileError(f"{path}: nvcc failed (exit status {done.returncode})\n  {shown}\n{hints}"
                                f"  options: {' '.join(options)}", log=log, options=tuple(options))
+        if not output.is_file():   # nvcc succeeded without building the image (an option of the kernel's stopped it)
+            said = " ".join(log.strip().splitlines()[-5:])
+            raise CompileError(f"{path}: nvcc ended without building a CUBIN\n  {said}\n  options: "
+                               f"{' '.join(options)}", log=log, options=tuple(options))
         image = output.read_bytes()
+        ptx_texts = [ptx.read_text(errors="replace") for ptx in sorted(kept.glob("*.ptx"))]
     parsed = read_cubin(image, f"nvcc build of {path}")
     targets = pointer_targets(image, f"nvcc build of {path}")
     lowered = {}
@@ -160,4 +176,46 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin
         except ImageError as exc:   # the instance is not in what nvcc built
             raise CompileError(str(exc), log=log, options=tuple(options)) from None
     return Cubin(image, arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
-                 time.perf_counter() - started, origin="nvcc")
+                 time.perf_counter() - started, origin="nvcc", ptx_facts=_kept_facts(ptx_texts, lowered.values()))
+
+
+_ERROR_LINE = re.compile(r"(\(\d+\)|:\d+(:\d+)?): (catastrophic error|fatal error|error)\b")
+
+
+def first_errors(log: str, most: int = 10) -> list[str]:
+    """The first `most` errors of an nvcc log, each with the lines nvcc quotes under it (the source line and its
+    caret), as the first error is most often the cause of the rest; the log's last lines when none is marked."""
+    lines = log.strip().splitlines()
+    starts = [index for index, line in enumerate(lines) if _ERROR_LINE.search(line)]
+    if not starts:
+        return lines[-20:]
+    shown: list[str] = []
+    for number, start in enumerate(starts[:most]):
+        end = starts[number + 1] if number + 1 < len(starts) else len(lines)
+        shown.extend(line for line in lines[start:min(end, start + 4)] if line.strip())
+    if len(starts) > most:
+        shown.append(f"... ({len(starts) - most} more errors in the full log)")
+    return shown
+
+
+def nvcc_hints(log: str) -> list[str]:
+    """What to do about an nvcc failure that comes from the file's setting rather than its kernels."""
+    hints = []
+    for name in dict.fromkeys(_MISSING_HEADER.findall(log)):
+        hints.append(f"{name} was not found: give the folder that holds it in the kernel's options: [-I FOLDER] "
+                     "(relative to the spec)" + (
+                         f"; {name} is a host library's header, which a kernel file includes for its own runner: "
+                         "where this toolkit lacks that library's headers, install them, or keep the kernels in a "
+                         "file of their own and name that file in source:" if name in HOST_LIBRARY_HEADERS else ""))
+    return hints + [hint for hint in compile_hints(log) if "NVRTC" not in hint]
+
+
+def _kept_facts(ptx_texts: list[str], symbols: Iterable[str]) -> dict[str, KernelPtxFacts] | None:
+    """Each built kernel's PTX facts from the PTX nvcc kept (one file per virtual architecture; a kernel's
+    entries agree across them); None when nvcc kept none, so that a disassembler may still be asked."""
+    if not ptx_texts:
+        return None
+    facts: dict[str, KernelPtxFacts] = {}
+    for text in ptx_texts:
+        facts = {**ptx_facts(text), **facts}
+    return {symbol: facts.get(symbol, KernelPtxFacts()) for symbol in symbols}

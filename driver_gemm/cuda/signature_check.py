@@ -90,8 +90,9 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
                                 "[...], pass: pointer}")
             elif argument.buffer is not None:
                 problems.extend(_element_problems(where, kernel_type, argument.buffer.element))
-            elif operand_types and argument.name in operand_types:
-                problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[argument.name]))
+            elif operand_types and (argument.alias or argument.name) in operand_types:
+                matrix = argument.alias or argument.name   # D passed where C is: C's element type
+                problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[matrix]))
     return problems
 
 
@@ -106,7 +107,14 @@ def _pointee(kernel_type: ParamType) -> str | None:
 def _operand_problems(where: str, kernel_type: ParamType, name: str, element: str) -> list[str]:
     """A matrix's pointer against the spec's element type for it: a kernel instantiated for fp16 and described as
     bf16 would read every element wrong, and only a FAIL (not its cause) would show it."""
-    holds = ELEMENT_POINTEES.get(_pointee(kernel_type) or "")
+    pointee = _pointee(kernel_type) or ""
+    if element == "int8" and pointee == "unsigned char":
+        # Raw bytes are not judged (fp8 is read through uint8_t*), but int8 through unsigned char is a certain
+        # misreading: every negative input would be read as 128 or more.
+        return [f"{where}: the kernel's parameter is {kernel_type.text}, unsigned, and types: makes {name} int8, "
+                "which is signed: every negative element would be read as 128 or more (driver-gemm draws int8 "
+                "inputs signed; a kernel of unsigned 8-bit inputs cannot be checked against them)"]
+    holds = ELEMENT_POINTEES.get(pointee)
     if holds is None or element in holds:
         return []
     return [f"{where}: the kernel's parameter is {kernel_type.text}, and types: makes {name} {element} (instantiate "

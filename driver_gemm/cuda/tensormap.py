@@ -97,7 +97,7 @@ class TensorMapPlan:
         The rules of cuTensorMapEncodeTiled (CUDA driver API, Tensor Map Object
         Management): rank 1 to 5 (3 to 5 with interleave); every dimension 1 to
         2^32; every stride a multiple of 16 bytes (32 with 32-byte interleave)
-        below 2^40; box extents 1 to 256; without interleave, a box's inner
+        below 2^40, positive but for a dimension of one element; box extents 1 to 256; without interleave, a box's inner
         extent a multiple of 16 bytes and, with a swizzle, at most the swizzle's
         span; 32-byte interleave only with the 32-byte swizzle; element strides
         1 to 8; a NaN fill only for floating-point types; the global address
@@ -129,6 +129,10 @@ class TensorMapPlan:
                 found.append(("dims", f"dimension {axis} is {extent} elements: each must be 1 to 2^32"))
         stride_align = 32 if self.interleave == "32B" else GLOBAL_ALIGN
         for axis, stride in enumerate(self.strides_bytes, start=1):
+            # A dimension of one element is never stepped along: its stride may be 0, as the encoder's "a multiple
+            # of 16" allows (kernels that add unit dimensions for a rank their copies need write it so).
+            if stride == 0 and self.extents[axis] == 1:
+                continue
             if stride % stride_align or not 0 < stride < MAX_GLOBAL_STRIDE:
                 padding = (f" (a row of {self.extents[0]} x {size}-byte elements needs padding to "
                            f"{stride_align} bytes)" if axis == 1 and stride % stride_align else "")

@@ -14,14 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..argtypes import C_TYPES
+from ..argtypes import C_TYPES, bfloat16_bits
 from ..specfile import expr
 from ..specfile.limits import MAX_BUFFER_BYTES
 from ..specfile.model import KernelSpec
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
-                  "float64": "<f8"}
+                  "float64": "<f8", "int8": "i1", "uint8": "u1", "int16": "<i2", "uint16": "<u2", "bool": "?",
+                  "float16": "<f2", "bfloat16": "<u2"}     # bfloat16 as its bits (`argtypes.bfloat16_bits`)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ class BufferPlan:
         dtype = np.dtype(NUMPY_ELEMENTS[self.element])
         if self.fill == "zero":
             return np.zeros(self.nbytes, dtype=np.uint8)
+        if self.element == "bfloat16":
+            values = range(self.count) if self.fill == "iota" else self.values
+            pattern = np.array([bfloat16_bits(float(value)) for value in values], dtype=dtype)
+            return np.resize(pattern, self.count).view(np.uint8)
         if self.fill == "iota":
             return np.arange(self.count, dtype=dtype).view(np.uint8)
         pattern = np.array(self.values, dtype=dtype)
@@ -92,7 +97,8 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
             except expr.ExpressionError as exc:
                 problem(f"buffer {argument.name}: {exc}", f"{path}.fill")
                 continue
-        if buffer.fill == "iota" and not element.is_float and not element.fits(count - 1):
+        if buffer.fill == "iota" and not (count - 1 <= element.largest if element.is_float
+                                          else element.fits(count - 1)):
             problem(f"buffer {argument.name}: iota up to {count - 1:,} does not fit {buffer.element}", f"{path}.fill")
             continue
         plans[argument.name] = BufferPlan(argument.name, buffer.element, count, buffer.fill, values,

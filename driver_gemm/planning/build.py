@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+from collections.abc import Mapping
 import os
 
 from ..cuda import bounded
@@ -206,8 +207,19 @@ def led_by_spec_line(error: CompileError, kernels: list[KernelSpec]) -> CompileE
     names = list(dict.fromkeys(kernel.name for kernel in kernels))
     field_name = "binary" if first.binary is not None else "source"
     others = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
-    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build:"
+    labels = list(dict.fromkeys(kernel.label for kernel in kernels if _swept(kernel)))
+    # A sweep whose other instances built: the ones that did not, by their parameters.
+    which = (f" for {', '.join(labels[:4])}" + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
+             if labels else "")
+    lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build{which}:"
     return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
+
+
+def _swept(kernel: KernelSpec) -> bool:
+    """Whether `kernel` is one configuration of an entry that sweeps its params (other ones may have built)."""
+    params = (kernel.entry or {}).get("params") or {}
+    return isinstance(params, Mapping) and any(isinstance(value, list) and len(value) > 1
+                                               for value in params.values())
 
 
 def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:

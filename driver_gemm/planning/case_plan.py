@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..argtypes import C_TYPES
+from ..argtypes import C_TYPES, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
 from ..errors import ConfigError, SpecError
@@ -29,7 +29,7 @@ from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
-from .coverage import UNCHECKED_NOTE, inferred_tile
+from .coverage import PERSISTENT_NOTE, UNCHECKED_NOTE, grid_axes, inferred_tile, is_persistent
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -193,8 +193,11 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
                          "(cuFuncSetAttribute) is applied automatically")
         _check_requirements(kernel, env, config, problem)
-        tile = _check_tile(kernel, env, shape, config, problem)
-        if kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, problem):
+        persistent = is_persistent(kernel.grid)
+        tile = _check_tile(kernel, env, shape, config, problem, persistent)
+        if persistent:
+            notes.append(PERSISTENT_NOTE)
+        elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, problem):
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters)
@@ -351,9 +354,12 @@ def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig, problem) 
                     hint="the kernel was written for launches where this is true")
 
 
-def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> tuple[int, int] | None:
-    """With a declared tile (rows x cols of C per block; columns on grid x, rows on grid y), the grid must
-    cover C. Returns the tile's rows and columns (None when undeclared or not computable)."""
+def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem,
+                persistent: bool = False) -> tuple[int, int] | None:
+    """With a declared tile (rows x cols of C per block), a grid that follows C must cover it: on the axes that
+    step along N and M (x and y as usual), or, where one axis numbers every tile, in its count of blocks. A
+    persistent grid is not held to it (`coverage`). Returns the tile's rows and columns (None when undeclared or
+    not computable)."""
     if kernel.tile is None:
         return None
     try:
@@ -369,41 +375,66 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
             extents_ok = False
     if not extents_ok:
         return None
-    covered_cols, covered_rows = config.grid[0] * cols, config.grid[1] * rows
+    if persistent:
+        return rows, cols
+    axes = grid_axes(kernel.grid)
+    if axes is None:
+        _check_tile_count(kernel, shape, config, rows, cols, problem)
+        return rows, cols
+    column_axis, row_axis = axes
+    covered_cols, covered_rows = config.grid[column_axis] * cols, config.grid[row_axis] * rows
     if covered_cols < shape.N:
-        problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[0]} blocks x {cols}): "
-                f"columns {covered_cols}-{shape.N - 1} would never be written", "grid[0]",
-                hint=f"grid x should be ceil(N / {kernel.tile[1].source})")
+        problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[column_axis]} blocks x "
+                f"{cols}): columns {covered_cols}-{shape.N - 1} would never be written", f"grid[{column_axis}]",
+                hint=f"grid {'xyz'[column_axis]} should be ceil(N / {kernel.tile[1].source})")
     if covered_rows < shape.M:
-        problem(f"the grid covers {covered_rows} of M = {shape.M} rows ({config.grid[1]} blocks x {rows}): "
-                f"rows {covered_rows}-{shape.M - 1} would never be written", "grid[1]",
-                hint=f"grid y should be ceil(M / {kernel.tile[0].source})")
+        problem(f"the grid covers {covered_rows} of M = {shape.M} rows ({config.grid[row_axis]} blocks x {rows}): "
+                f"rows {covered_rows}-{shape.M - 1} would never be written", f"grid[{row_axis}]",
+                hint=f"grid {'xyz'[row_axis]} should be ceil(M / {kernel.tile[0].source})")
     return rows, cols
 
 
+def _check_tile_count(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int,
+                      problem) -> None:
+    """A grid that numbers C's tiles its own way (``ceil(M / BM) * ceil(N / BN)`` blocks on one axis, or columns
+    split over two) covers C when it has a block for every tile: every axis but the batch's, multiplied."""
+    axes = [axis for axis, extent in enumerate(kernel.grid) if "batch" not in extent.names]
+    blocks = math.prod(config.grid[axis] for axis in axes)
+    tiles = -(-shape.M // rows) * -(-shape.N // cols)
+    if blocks < tiles:
+        where = axes[0] if len(axes) == 1 else 0
+        problem(f"the grid has {blocks:,} blocks for C's {tiles:,} tiles of {rows} x {cols} (ceil(M / "
+                f"{kernel.tile[0].source}) x ceil(N / {kernel.tile[1].source})): {tiles - blocks:,} tiles would "
+                "never be written", f"grid[{where}]",
+                hint=f"a grid that numbers the tiles is ceil(M / {kernel.tile[0].source}) * ceil(N / "
+                     f"{kernel.tile[1].source})")
+
+
 def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> bool:
-    """Without a tile: the grid checked against the tile its own expressions divide M and N by (`coverage`).
-    False when they do not say (coverage unchecked)."""
-    if len(kernel.grid) < 2:
+    """Without a tile: the grid checked against the tile its own expressions divide M and N by (`coverage`), on
+    the axes that step along N and M. False when they do not say (coverage unchecked)."""
+    axes = grid_axes(kernel.grid)
+    if axes is None:
         return False
-    cols, rows = inferred_tile(kernel.grid[0], "N"), inferred_tile(kernel.grid[1], "M")
+    column_axis, row_axis = axes
+    cols, rows = inferred_tile(kernel.grid[column_axis], "N"), inferred_tile(kernel.grid[row_axis], "M")
     if cols is None or rows is None:
         return False
     try:
         col_extent, row_extent = cols.evaluate_int(env), rows.evaluate_int(env)
     except expr.ExpressionError:
         return False
-    for axis, extent, size_name, size, blocks in ((0, col_extent, "N", shape.N, config.grid[0]),
-                                                  (1, row_extent, "M", shape.M, config.grid[1])):
+    for axis, extent, size_name, size, divisor in ((column_axis, col_extent, "N", shape.N, cols),
+                                                   (row_axis, row_extent, "M", shape.M, rows)):
+        blocks = config.grid[axis]
         covered = blocks * extent
         if covered < size:
-            what = "columns" if axis == 0 else "rows"
-            source = (cols if axis == 0 else rows).source
+            what = "columns" if size_name == "N" else "rows"
             problem(f"the grid covers {covered} of {size_name} = {size} {what} ({blocks} blocks x {extent}, as "
-                    f"'{kernel.grid[axis].source}' divides {size_name} by {source}): {what} {covered}-{size - 1} "
-                    "would never be written", f"grid[{axis}]",
-                    hint=f"grid {'xy'[axis]} should be ceil({size_name} / {source}); if a block computes more than "
-                         "that, declare tile: [rows, cols]")
+                    f"'{kernel.grid[axis].source}' divides {size_name} by {divisor.source}): {what} "
+                    f"{covered}-{size - 1} would never be written", f"grid[{axis}]",
+                    hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor.source}); if a block computes "
+                         "more than that, declare tile: [rows, cols]")
     return True
 
 
@@ -415,6 +446,9 @@ def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any
                         for position, element in enumerate(argument.array)]
             if None not in elements:
                 values[argument.name] = elements
+            continue
+        if argument.null:
+            values[argument.name] = 0   # nullptr
             continue
         if argument.ctype == "ptr" and argument.value is not None:   # alpha or beta by pointer: its value
             value = _argument_value(argument, argument.value, field_name, env, scalars, problem, "float64")
@@ -440,16 +474,21 @@ def _argument_value(argument, expression: expr.Expression, field_name: str, env,
     except expr.ExpressionError as exc:
         problem(f"argument {argument.name}: {exc}", field_name)
         return None
-    if not ctype.startswith("float"):
-        if isinstance(value, float) and not value.is_integer():
-            problem(f"argument {argument.name} = {value} is not a whole number for {ctype}", field_name)
+    if C_TYPES[ctype].is_float:
+        try:   # as the kernel reads it: a 16-bit alpha or beta reaches the reference rounded as the kernel has it
+            return float_value(ctype, float(value))
+        except (ValueError, OverflowError) as exc:   # OverflowError: an integer too large for a float at all
+            problem(f"argument {argument.name} = {exc}", field_name, hint="declare the argument with a wider type")
             return None
-        value = int(value)
-        if not C_TYPES[ctype].fits(value):
-            low, high = C_TYPES[ctype].low, C_TYPES[ctype].high
-            problem(f"argument {argument.name} = {value} does not fit {ctype} [{low}, {high}]",
-                    field_name, hint="declare the argument with a wider type (int64)")
-            return None
+    if isinstance(value, float) and not value.is_integer():
+        problem(f"argument {argument.name} = {value} is not a whole number for {ctype}", field_name)
+        return None
+    value = int(value)
+    if not C_TYPES[ctype].fits(value):
+        low, high = C_TYPES[ctype].low, C_TYPES[ctype].high
+        problem(f"argument {argument.name} = {value} does not fit {ctype} [{low}, {high}]",
+                field_name, hint="declare the argument with a wider type (int64)")
+        return None
     return value
 
 

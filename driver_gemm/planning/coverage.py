@@ -4,11 +4,16 @@ A grid written as ``ceil(N / X)``, ``N / X``, ``N // X``, ``floor(N / X)`` or ``
 the same of M on y) gives each block X columns (rows) of C: that is the tile the grid was written for, so the
 grid covers C when its extent times X reaches N (M). Any other grid says nothing about the tile; the plan then
 notes that coverage is unchecked and how to declare ``tile:``.
+
+A persistent grid (one that reads ``sm_count`` or ``max_active_clusters``, or neither M nor N) launches as many
+blocks as fit, each looping over tiles of its own choosing: no grid extent says what is covered, so nothing is
+checked before the launch, a declared tile included; the run's check of every element of C is what holds it.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from ..specfile import expr
 
@@ -34,6 +39,36 @@ def inferred_tile(grid: expr.Expression, size: str) -> expr.Expression | None:
 
 def _names_of(node: ast.AST) -> set[str]:
     return {child.id for child in ast.walk(node) if isinstance(child, ast.Name)}
+
+
+# The names whose reading makes a grid follow the GPU rather than C.
+_DEVICE_NAMES = frozenset({"sm_count", "max_active_clusters"})
+
+
+def is_persistent(grid: Sequence[expr.Expression]) -> bool:
+    """Whether `grid` launches blocks by the GPU's size (or a constant count) rather than by C's tiles."""
+    names = frozenset().union(*(extent.names for extent in grid))
+    return bool(names & _DEVICE_NAMES) or not names & {"M", "N"}
+
+
+def grid_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
+    """The grid axes that step along C's columns and rows: the one extent that reads N and not M, and the one that
+    reads M and not N (x and y as usual, either way round), any other axis being the batch's or 1. None for a grid
+    that numbers tiles otherwise (all on one axis, or columns split over two axes as a swizzled grid does)."""
+    reads = [extent.names & {"M", "N"} for extent in grid]
+    columns = [axis for axis, names in enumerate(reads) if names == {"N"}]
+    rows = [axis for axis, names in enumerate(reads) if names == {"M"}]
+    if len(columns) != 1 or len(rows) != 1:
+        return None
+    others = [extent for axis, extent in enumerate(grid) if axis not in (columns[0], rows[0])]
+    if any("batch" not in extent.names and extent.source.strip() != "1" for extent in others):
+        return None
+    return columns[0], rows[0]
+
+
+PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows the GPU (sm_count, "
+                   "max_active_clusters or a fixed count), not C's tiles, as a persistent kernel's does; the run's "
+                   "check names any element of C left unwritten")
 
 
 UNCHECKED_NOTE = ("coverage of C unchecked: the spec declares no tile: and the grid is not ceil(N / cols) x "

@@ -120,8 +120,7 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
                    problem: Problem) -> dict[str, TensorMapPlan]:
     """Every tensor map of the signature for this shape, by argument name; their problems reported."""
     maps: dict[str, TensorMapPlan] = {}
-    for index, argument in kernel.tensor_maps():
-        field_name = f"signature[{index}]"
+    for _, field_name, argument in kernel.tensor_map_fields():
         try:
             plan = tensor_map_of(kernel, argument, env, shape)
         except expr.ExpressionError as exc:

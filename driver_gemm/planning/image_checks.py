@@ -103,6 +103,8 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
                     f"{instruction} (rank {rank})", f"signature[{position}].{key}",
                     hint=f"describe {argument.tensor_map.tensor} as the kernel reads it: dims: [...] (innermost "
                          f"first) with {rank} dimensions, strides: and a box of {rank} extents")
+    if facts is None and kernel.tensor_maps():
+        notes.append(UNREAD_RANKS_NOTE)
     try:
         image = built.kernel_image(kernel.instance)
     except (ImageError, KeyError):
@@ -116,6 +118,10 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         notes.extend(register_move_notes(facts, plan, limits))
     return problems, notes
 
+
+# What the plan could not check, said where it would otherwise pass for checked.
+UNREAD_RANKS_NOTE = ("TMA copy ranks not checked against the maps: the image carries no PTX and no disassembler "
+                     "(cuobjdump or nvdisasm) is installed to read its machine code")
 
 REGISTER_MOVE_NOTE = "setmaxnreg: "   # how the note begins, so that a case that then hangs can name it
 THREADS_A_WARPGROUP = 128       # setmaxnreg moves the registers of a whole warpgroup (128 threads) at once

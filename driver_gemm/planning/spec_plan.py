@@ -67,15 +67,15 @@ class SpecPlan:
         return not self.compile_errors and not self.invalid_count
 
     def summary(self) -> str:
-        """One line: ``N ok, M INVALID`` (and the sources that did not compile, if any)."""
+        """One line: ``N ok, M INVALID`` (and the compiles that failed, if any)."""
         return plan_summary(self.valid_count, self.invalid_count, len(self.compile_errors))
 
 
 def plan_summary(valid: int, invalid: int, compile_errors: int = 0) -> str:
-    """`SpecPlan.summary` from the counts: ``N ok, M INVALID`` (and the sources that did not compile)."""
+    """`SpecPlan.summary` from the counts: ``N ok, M INVALID`` (and the compiles that failed)."""
     text = f"{valid} ok, {invalid} INVALID"
     if compile_errors:
-        text += f", {compile_errors} source(s) did not compile"
+        text += f", {compile_errors} compile(s) failed"
     return text
 
 

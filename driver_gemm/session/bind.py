@@ -3,7 +3,7 @@
 Pointers come from the buffers the case runs on (and from the case's own device buffers,
 `case_buffers`), scalars and fixed arrays from its plan, tensor maps are encoded from the buffers
 they describe (a map the kernel takes by pointer is copied to a small device buffer the launch owns,
-before any timed launch, and its address passed), structs (of structs and arrays) are packed as the
+before any timed launch, and its address passed), structs (of structs, arrays and tensor maps) are packed as the
 C compiler lays them out;
 arguments are placed at the compiled image's own parameter offsets (a kernel may over-align one,
 as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKernelEx.
@@ -61,7 +61,7 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
     `encode(argument, position)` gives (its 128 bytes, or a device copy passed as a pointer)."""
     def scalar(argument, index):
         if argument.ctype == "ptr":
-            return buffers[argument.name]
+            return 0 if argument.null else buffers[argument.alias or argument.name]
         value = argument_values[argument.name]
         return value if index is None else value[index]
 
@@ -71,7 +71,9 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
             layout = argument.layout()
             leaves = argument.scalar_leaves()
             types.append(layout.opaque_type())
-            values.append(pack_layout(layout, [scalar(leaf, index) for leaf, index in leaves],
+            # A map inside the struct: its 128 encoded bytes in their place (by value: the spec refuses a pointer).
+            values.append(pack_layout(layout, [encode(leaf, position)[1] if leaf.tensor_map is not None
+                                               else scalar(leaf, index) for leaf, index in leaves],
                                       [leaf.name if index is None else f"{leaf.name}[{index}]"
                                        for leaf, index in leaves]))
         elif argument.tensor_map is not None:

@@ -22,8 +22,10 @@ from .model import Argument, DeviceBufferArgument
 BUFFER_KEYS = ("name", "type", "element", "size", "fill")
 # What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
 BUFFER_ELEMENTS = tuple(name for name, ctype in C_TYPES.items() if name != "ptr" and not ctype.is_opaque)
+# The names types: and tensor maps give the same types, taken here too.
+BUFFER_ELEMENT_ALIASES = {"fp32": "float32", "fp64": "float64", "fp16": "float16", "bf16": "bfloat16",
+                          "half": "float16", "float": "float32", "double": "float64"}
 SCALAR_POINTER_ELEMENTS = ("float32", "float64")
-FLOAT32_MAX = 3.4028234663852886e38
 
 
 def check_constant_fits(context: Context, ctype_name: str, expression, node: Any, key: Any, dotted: str) -> None:
@@ -34,8 +36,9 @@ def check_constant_fits(context: Context, ctype_name: str, expression, node: Any
     value = expression.evaluate({})
     ctype = C_TYPES[ctype_name]
     if ctype.is_float:
-        if ctype_name == "float32" and abs(value) > FLOAT32_MAX:
-            raise context.error(f"{value} is beyond the range of float32", node, key, dotted)
+        if ctype.largest is not None and abs(value) > ctype.largest:
+            raise context.error(f"{value} is beyond the range of {ctype_name} (largest {ctype.largest:g})", node,
+                                key, dotted)
     elif isinstance(value, float) and not value.is_integer() or not ctype.fits(int(value)):
         raise context.error(f"{value} does not fit {ctype_name}", node, key, dotted)
 
@@ -53,6 +56,7 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         raise context.error(f"a buffer's name is a C identifier other than {', '.join(STANDARD_ARGUMENTS)}, got "
                             f"{kind_name(name)}", item, "name", f"{item_path}.name")
     element = item["element"]
+    element = BUFFER_ELEMENT_ALIASES.get(element, element) if isinstance(element, str) else element
     if element not in BUFFER_ELEMENTS:
         raise context.error(f"element is one of {', '.join(BUFFER_ELEMENTS)}, got {kind_name(element)}", item,
                             "element", f"{item_path}.element")

@@ -46,6 +46,26 @@ RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) \
     | expr.FUNCTION_NAMES
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
+# Options that set what driver-gemm sets itself: the target (the kernel's arch:, else the GPU's) and what the
+# compiler produces and where (a CUBIN, with the PTX kept, in a folder of driver-gemm's own).
+TARGET_OPTIONS = frozenset({"-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code"})
+OWN_OPTIONS = TARGET_OPTIONS | frozenset({
+    "-o", "--output-file", "-odir", "--output-directory", "-keep", "--keep", "-keep-dir", "--keep-dir",
+    "-save-temps", "--save-temps", "-E", "--preprocess", "-M", "-MM", "-MD", "-MMD", "--generate-dependencies",
+    "--generate-nonsystem-dependencies", "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-c",
+    "--compile", "-lib", "--lib", "-link", "--link", "-dlink", "--device-link", "-dc", "--device-c", "-dw",
+    "--device-w", "-cuda", "--cuda", "-lto", "-dlto", "--dlink-time-opt", "-fdevice-syntax-only",
+    "--fdevice-syntax-only", "-dryrun", "--dryrun", "-run", "--run",
+})
+# Options that run a program of their own or read and write files wherever they name: as an include folder
+# outside the project, they need the user's leave.
+LEAVE_OPTIONS = frozenset({
+    "-ccbin", "--compiler-bindir", "-Xcompiler", "--compiler-options", "-Xlinker", "--linker-options",
+    "-Xarchive", "--archive-options", "-Xnvlink", "--nvlink-options", "-run-args", "--run-args", "-optf",
+    "--options-file", "-MF", "--dependency-output", "-time", "--time", "-fdevice-time-trace",
+    "--fdevice-time-trace", "-create-pch", "--create-pch", "-use-pch", "--use-pch", "-pch-dir", "--pch-dir",
+    "-pch", "--pch", "-use-local-env", "--use-local-env", "-idp", "--input-drive-prefix",
+})
 INCLUDE_OPTION = "--include-path="   # how an include folder is passed on, absolute, whatever the spec wrote
 
 
@@ -128,6 +148,17 @@ def _min_pct(context: Context, node: dict, dotted: str) -> float | None:
 # ----------------------------------------------------------------------------------- identity
 
 
+# C++'s keywords and alternative tokens: words no function can be named.
+CXX_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class
+    compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype
+    default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+    int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+    reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template
+    this thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t
+    while xor xor_eq""".split())
+
+
 def is_kernel_function(text: str) -> bool:
     """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``),
     either followed by the parameter types that pick one overload (``sgemm(const float*, int)``)."""
@@ -136,8 +167,8 @@ def is_kernel_function(text: str) -> bool:
                                                for t in parameter_types):
         return False
     match = re.fullmatch(r"((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*(?:<(.*)>)?", text, re.ASCII)
-    if not match:
-        return False
+    if not match or any(part in CXX_KEYWORDS or part == "main" for part in match.group(1).split("::")):
+        return False   # a keyword is no name, and main is no kernel
     inner = match.group(2)
     if inner is None:
         return True
@@ -245,21 +276,26 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
         raise context.error(f"an absolute source path ({text}) needs the user's leave", node, key, field_path,
                             hint="write it relative to the spec, or pass --allow-outside-sources "
                                  "(allow_outside_sources=True)")
-    source = (context.base_dir / written).resolve()
-    if not context.allow_outside_sources:
-        root = project_root(context.base_dir)
-        if not source.is_relative_to(root):
-            raise context.error(f"{noun} {text} leaves the spec's project ({root})", node, key,
-                                field_path, hint=_outside_hint(root))
-    if written.suffix not in suffixes or source.suffix not in suffixes:
-        raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {text}", node, key,
-                            field_path)
-    if not source.exists():
-        raise context.error(f"{noun} {source} does not exist", node, key, field_path)
-    if not source.is_file():
-        raise context.error(f"{noun} {source} is not a regular file", node, key, field_path)
+    try:   # a symbolic link loop, a name too long, a folder that may not be searched: said at the field
+        source = (context.base_dir / written).resolve()
+        if not context.allow_outside_sources:
+            root = project_root(context.base_dir)
+            if not source.is_relative_to(root):
+                raise context.error(f"{noun} {text} leaves the spec's project ({root})", node, key,
+                                    field_path, hint=_outside_hint(root))
+        if written.suffix not in suffixes or source.suffix not in suffixes:
+            raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {text}", node, key,
+                                field_path)
+        if not source.exists():
+            raise context.error(f"{noun} {source} does not exist", node, key, field_path)
+        if not source.is_file():
+            raise context.error(f"{noun} {source} is not a regular file", node, key, field_path)
+        size = source.stat().st_size
+    except RuntimeError:   # Path.resolve's symbolic link loop before Python 3.13
+        raise context.error(f"{noun} {text} is a symbolic link loop", node, key, field_path) from None
+    except OSError as exc:
+        raise context.error(f"cannot read {noun} {text}: {exc.strerror or exc}", node, key, field_path) from None
     limit, name = (MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES") if key == "source" else (MAX_BINARY_BYTES, "MAX_BINARY_BYTES")
-    size = source.stat().st_size
     if size > limit:
         raise context.error(f"{noun} {source} is {size:,} bytes, more than the limit of {limit:,} ({name})", node,
                             key, field_path)
@@ -305,8 +341,12 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
     for key, value in param_node.items():
         key_path = f"{dotted}.params.{key}"
         if not isinstance(key, str) or not IDENTIFIER.fullmatch(key) or key in RESERVED_PARAM_NAMES:
+            reserved = isinstance(key, str) and key in RESERVED_PARAM_NAMES
             raise context.error(f"template parameter name {kind_name(key)} must be a C identifier other than "
-                                f"{', '.join(sorted(RESERVED_PARAM_NAMES))}", param_node, key, key_path)
+                                f"{', '.join(sorted(RESERVED_PARAM_NAMES))}", param_node, key, key_path,
+                                hint=f"params are given in the template's order, so their names are the spec's own: "
+                                     f"call it {key}_ (or any other name) even where the template says {key}"
+                                if reserved else None)
         values = value if isinstance(value, list) else [value]
         if not values:
             raise context.error("an empty list sweeps nothing", param_node, key, key_path)
@@ -405,6 +445,21 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
     if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
         raise context.error(f"options is a list of NVRTC option strings, got {kind_name(options)}", node,
                             "options", f"{dotted}.options")
+    for option in options:
+        name = re.split(r"[=\s]", option.strip(), maxsplit=1)[0]
+        if "\0" in option:
+            raise context.error(f"option {option!r} holds a NUL character, where the compiler's C strings would "
+                                "end", node, "options", f"{dotted}.options")
+        if name in OWN_OPTIONS:
+            raise context.error(f"option {option!r} sets what driver-gemm sets itself (the target architecture, "
+                                "or what the compiler writes and where)", node, "options", f"{dotted}.options",
+                                hint="name an arch-specific target with arch: (sm_90a); without it the kernel is "
+                                     "built for the GPU at hand" if name in TARGET_OPTIONS else
+                                     "driver-gemm builds a CUBIN, keeping the PTX, in a folder of its own")
+        if name in LEAVE_OPTIONS and not context.allow_outside_sources:
+            raise context.error(f"option {option!r} runs a program or reads or writes files of its choosing; it "
+                                "needs the user's leave", node, "options", f"{dotted}.options",
+                                hint="pass --allow-outside-sources (allow_outside_sources=True) to allow it")
     options = [_include_option(context, node, dotted, option) for option in options]
     for option in options:
         if option.startswith(PATH_OPTIONS) and not option.startswith(INCLUDE_OPTION) \

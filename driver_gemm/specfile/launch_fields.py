@@ -24,6 +24,9 @@ TENSOR_MAP_KEYS = ("name", "type", "tensor", "box", "swizzle", "l2_promotion", "
                    "element_strides", "interleave", "pass")
 TENSOR_MAP_ELEMENTS = ("uint8", "fp8_e4m3", "fp8_e5m2", "uint16", "fp16", "bf16", "uint32", "int32", "fp32", "tf32",
                        "uint64", "int64", "fp64")
+# The names types: and buffers give the same types, taken here too.
+TENSOR_MAP_ELEMENT_ALIASES = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16",
+                              "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "int8": "uint8"}
 TENSOR_MAP_SWIZZLES = ("none", "32B", "64B", "128B")
 TENSOR_MAP_L2_PROMOTIONS = ("none", "64B", "128B", "256B")
 TENSOR_MAP_OOB_FILLS = ("zero", "nan")
@@ -34,10 +37,13 @@ TENSOR_MAP_MAX_RANK = 5
 # ----------------------------------------------------------------------------------- tensor maps
 
 
-def _choice(context: Context, item: dict, key: str, choices: tuple[str, ...], default, item_path: str, hint=None):
+def _choice(context: Context, item: dict, key: str, choices: tuple[str, ...], default, item_path: str, hint=None,
+            aliases: dict[str, str] | None = None):
     value = item.get(key, default)
     if value is default:
         return value
+    if aliases and isinstance(value, str):
+        value = aliases.get(value, value)
     if not isinstance(value, str) or value not in choices:
         raise context.error(f"{key} is one of {', '.join(choices)}, got {kind_name(value)}", item, key,
                             f"{item_path}.{key}", hint=hint)
@@ -112,7 +118,7 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
         oob_fill=_choice(context, item, "oob_fill", TENSOR_MAP_OOB_FILLS, "zero", item_path,
                          hint="zero: elements past the matrix read as 0; nan: as NaN (floating-point types)"),
         element=_choice(context, item, "element", TENSOR_MAP_ELEMENTS, None, item_path,
-                        hint="default: the operand's storage type"),
+                        hint="default: the operand's storage type", aliases=TENSOR_MAP_ELEMENT_ALIASES),
         dims=dims, strides=strides, element_strides=element_strides,
         interleave=_choice(context, item, "interleave", TENSOR_MAP_INTERLEAVES, "none", item_path),
         passing=_choice(context, item, "pass", TENSOR_MAP_PASSING, None, item_path,

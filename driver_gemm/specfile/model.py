@@ -37,6 +37,8 @@ def template_argument(value: Any) -> str:
     """A template parameter's value as C++ spells it: ``64``, ``true``, ``float``, ``lib::Order::Col``."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value == -2**63:   # the literal 9223372036854775808 is unsigned: negate it not
+        return "(-9223372036854775807LL - 1)"
     return str(value)
 
 
@@ -156,7 +158,8 @@ class Argument:
     (`layout`). A field with `array` is a fixed array (``int stride[3]``), one
     expression per element. A ``ptr`` with `buffer` is a device buffer of the
     case's own, filled as it says (alpha and beta by pointer are such buffers,
-    with the scalar's expression as `value` too).
+    with the scalar's expression as `value` too); a ``ptr`` with `null` is passed as nullptr, one with `alias`
+    the address of that matrix.
     """
 
     name: str
@@ -166,6 +169,8 @@ class Argument:
     fields: tuple["Argument", ...] = ()
     array: tuple[expr.Expression, ...] = ()
     buffer: DeviceBufferArgument | None = None
+    null: bool = False            # a ptr passed as nullptr: an optional input the kernel tests for and skips
+    alias: str | None = None      # a ptr passed the address of this matrix (D = C: the output written in place)
 
     def layout(self) -> Layout:
         """Its size, alignment and scalars' offsets as the C compiler lays it out."""
@@ -313,9 +318,17 @@ class KernelSpec:
         return f"{self.where.rsplit(':', 1)[0]}:{line}" if line else self.where
 
     def tensor_maps(self) -> tuple[tuple[int, Argument], ...]:
-        """The (position, argument) of every ``tensormap`` argument of the signature."""
-        return self._kept("tensor_maps", lambda: tuple((i, a) for i, a in enumerate(self.signature)
-                                                       if a.tensor_map is not None))
+        """The (position, argument) of every ``tensormap`` argument of the signature, those inside a struct with
+        the struct's position."""
+        return tuple((position, argument) for position, _, argument in self.tensor_map_fields())
+
+    def tensor_map_fields(self) -> tuple[tuple[int, str, Argument], ...]:
+        """`tensor_maps` with each map's field path (``signature[0].fields[2]`` for one inside a struct)."""
+        def fields():
+            for path, argument in self.leaf_arguments():
+                if argument.tensor_map is not None:
+                    yield int(path.split("]", 1)[0].removeprefix("signature[")), path, argument
+        return self._kept("tensor_map_fields", lambda: tuple(fields()))
 
     @property
     def is_typed(self) -> bool:
@@ -400,10 +413,30 @@ class MeasureSettings:
     samples: str = "flush"            # what runs between samples (`sample_patterns.SamplePattern`): flush, do-bench...
     rounds: int = 1                   # > 1: each kernel timed in this many rounds alternating with its vendor row
 
+    def __post_init__(self):
+        # What the spec reader refuses, refused for a rig that builds the settings itself.
+        _at_least("MeasureSettings", self, 0, "warmup", "max_noise", "min_time_s", "timeout_s")
+        _at_least("MeasureSettings", self, 1, "min_samples", "graph_launches", "rounds")
+        if self.max_samples < self.min_samples:
+            raise ValueError(f"MeasureSettings.max_samples: {self.max_samples} is below min_samples "
+                             f"({self.min_samples})")
+        if not self.case_timeout_s > 0:
+            raise ValueError(f"MeasureSettings.case_timeout_s: above 0 seconds, got {self.case_timeout_s!r}")
+
     @property
     def pattern(self) -> SamplePattern:
         """`samples` read (`sample_patterns.SamplePattern.parse`)."""
         return SamplePattern.parse(self.samples)
+
+
+def _at_least(owner: str, settings, low: float, *names: str) -> None:
+    """A `ValueError` naming the first of `names` that is not a number of at least `low` (NaN never is)."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise WrongArgumentType(f"{owner}.{name}: a number, got {type(value).__name__}")
+        if not value >= low:
+            raise ValueError(f"{owner}.{name}: at least {low}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -418,6 +451,12 @@ class VerifySettings:
     seed: int = 2026
     reference: str = "auto"           # auto | cpu | cublas
     cpu_reference_max_gflop: float = 40.0   # above this, "auto" checks against cuBLAS instead of NumPy
+
+    def __post_init__(self):
+        # What the spec reader refuses, refused for a rig that builds the settings itself.
+        _at_least("VerifySettings", self, 0, "rel_tolerance", "tf32_rel_tolerance", "cpu_reference_max_gflop")
+        if self.abs_tolerance is not None:
+            _at_least("VerifySettings", self, 0, "abs_tolerance")
 
 
 @dataclass(frozen=True)

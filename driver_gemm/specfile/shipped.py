@@ -35,8 +35,11 @@ def resolve_spec(path: str | Path) -> Path:
     specs listed; any other path is left for the loader to report as missing.
     """
     path = Path(path)
-    if path.exists():
-        return path
+    try:
+        if path.exists():
+            return path
+    except OSError as exc:   # a folder that may not be searched, a name too long: not a missing file
+        raise SpecError(f"cannot read spec: {exc.strerror or exc}", where=str(path)) from None
     shipped = bundled.shipped_spec(str(path))
     if shipped is not None:
         return shipped

@@ -51,15 +51,17 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
     """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique,
     struct fields (of structs) included, since each names one value of the case's plan."""
     names: list[str] = []
+    mapped: set[str] = set()   # the matrices tensor maps reach, a struct's maps included
 
     def add(argument: Argument) -> None:
         names.append(argument.name)
+        if argument.tensor_map is not None:
+            mapped.add(argument.tensor_map.tensor)
         for field in argument.fields:
             add(field)
 
     for argument in arguments:
         add(argument)
-    mapped = {a.tensor_map.tensor for a in arguments if a.tensor_map is not None}
     for matrix in ("A", "B", "C"):
         if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
             raise context.error(f"signature must take {matrix} exactly once (as a pointer, or through tensor "
@@ -109,12 +111,23 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
         raise context.error("a tensormap argument is described by tensor, box and swizzle", item, "type",
                             f"{item_path}.type")
     if ctype == "ptr":
-        if name not in ("A", "B", "C"):
-            raise context.error("a ptr argument is A, B or C, or alpha or beta by pointer", item, "name",
-                                f"{item_path}.name",
-                                hint="a device buffer of another name is {name: workspace, type: buffer, "
-                                     "element: int32, size: EXPR, fill: zero}")
-        return Argument(name, ctype, None)
+        null = "value" in item and (item["value"] is None or item["value"] == 0) and not isinstance(item["value"],
+                                                                                                   bool)
+        if name in ("A", "B", "C") and not null and "value" not in item:
+            return Argument(name, ctype, None)
+        if null and name not in ("A", "B", "C"):
+            return Argument(name, ctype, None, null=True)
+        if item.get("value") in ("A", "B", "C") and name not in ("A", "B", "C"):
+            # A second pointer to a matrix: D = alpha * A @ B + beta * C written over C, as cuBLASLt allows.
+            return Argument(name, ctype, None, alias=item["value"])
+        raise context.error("a ptr argument is A, B or C, alpha or beta by pointer, a null pointer (value: null), "
+                            "or another pointer to a matrix (value: C)",
+                            item, "value" if "value" in item else "name",
+                            f"{item_path}.value" if "value" in item else f"{item_path}.name",
+                            hint="a device buffer of another name is {name: workspace, type: buffer, "
+                                 "element: int32, size: EXPR, fill: zero}; an optional pointer the kernel is "
+                                 "given as nullptr is {name: bias, type: ptr, value: null}; an output D written "
+                                 "where C is read is {name: D, type: ptr, value: C}")
     if "value" not in item:
         raise context.error("a scalar argument needs a value", item, None, item_path)
     if isinstance(item["value"], list):
@@ -166,9 +179,9 @@ def _argument_at(context: Context, parent: list, index: int, item_path: str, sca
     if not isinstance(item, (str, dict)):
         raise context.error(f"{'a field' if field else 'an argument'} is a name or a mapping, got {kind_name(item)}",
                             parent, index, item_path)
-    if field and isinstance(item, dict) and item.get("type") == "tensormap":
-        raise context.error("a tensor map is an argument of its own, not a struct's field", item, "type",
-                            f"{item_path}.type")
+    if field and isinstance(item, dict) and item.get("type") == "tensormap" and item.get("pass") == "pointer":
+        raise context.error("a tensor map inside a struct is held by value (the struct's bytes hold its 128); a "
+                            "const CUtensorMap* field is not supported", item, "pass", f"{item_path}.pass")
     if isinstance(item, str):
         argument = _standard_argument(context, parent, index, item, item_path, scalars)
         _check_constant_fits(context, argument, parent, index, item_path)

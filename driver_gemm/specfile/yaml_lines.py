@@ -111,23 +111,50 @@ class _BoundedLineLoader(yaml.SafeLoader):
         raise self._refuse(f"!!{tag} is not a kind of value a spec holds", node.start_mark,
                            hint="a spec holds mappings, lists, text, numbers, true/false and null")
 
+    def construct_object(self, node, deep=False):
+        # A tag that forces a kind on a value that is not one (!!bool maybe, !!int '', !!seq {a: 1}) fails inside
+        # PyYAML's constructors with Python's own errors: refused here with the node's line instead.
+        try:
+            return super().construct_object(node, deep)
+        except (SpecError, yaml.YAMLError, RecursionError):
+            raise
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError, OverflowError):
+            tag = node.tag.rsplit(":", 1)[-1]
+            shown = f" {node.value!r:.60}" if isinstance(node, yaml.ScalarNode) else (
+                " (a list)" if isinstance(node, yaml.SequenceNode) else " (a mapping)")
+            kind = {"bool": "true or false", "int": "a whole number", "float": "a number", "null": "null",
+                    "str": "text"}.get(tag, f"a {tag}")
+            raise self._refuse(f"the value{shown} is tagged !!{tag}, but is not {kind}", node.start_mark,
+                               hint="leave the tag out: a spec's fields read plain numbers, text, lists and "
+                                    "mappings") from None
+
     def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):
+            raise self._refuse("the value is tagged !!map but is not a mapping", node.start_mark)
+        # Keys merged in with <<: come first and may be overridden by the mapping's own; only its own may not repeat.
+        own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
         self.flatten_mapping(node)
+        merged = len(node.value) - own
         result = LineDict()
         result.line = node.start_mark.line + 1
         result.entry_lines = {}
-        for key_node, value_node in node.value:
+        own_keys: set = set()
+        for index, (key_node, value_node) in enumerate(node.value):
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, Hashable):
                 raise self._refuse("a mapping key must be a name or a number, not a list or a mapping",
                                    key_node.start_mark)
-            if key in result:
-                raise self._refuse(f"duplicate key {key!r}", key_node.start_mark)
+            if index >= merged:
+                if key in own_keys:
+                    raise self._refuse(f"duplicate key {key!r}", key_node.start_mark)
+                own_keys.add(key)
             result[key] = self.construct_object(value_node, deep=True)
             result.entry_lines[key] = key_node.start_mark.line + 1
         return result
 
     def construct_sequence(self, node, deep=False):
+        if not isinstance(node, yaml.SequenceNode):
+            raise self._refuse("the value is tagged !!seq but is not a list", node.start_mark)
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
         result.entry_lines = {i: child.start_mark.line + 1 for i, child in enumerate(node.value)}
@@ -147,7 +174,9 @@ def read_spec_bytes(path: Path) -> bytes:
     """The bytes of the spec file at `path`, refusing what is not a regular file or is over `MAX_SPEC_BYTES`."""
     try:
         if not path.is_file():
-            what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not a regular file"
+            what = ("a folder" if path.is_dir() else
+                    "a symbolic link to nothing (its target is missing, or a loop)" if path.is_symlink()
+                    and not path.exists() else "missing" if not path.exists() else "not a regular file")
             raise SpecError(f"cannot read spec: {what}", where=str(path))
         with path.open("rb") as stream:
             data = stream.read(MAX_SPEC_BYTES + 1)

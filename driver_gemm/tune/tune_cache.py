@@ -74,6 +74,8 @@ def _array_and_buffer(argument) -> list:
     if argument.buffer is not None:
         buffer = argument.buffer
         extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]])
+    if argument.null or argument.alias:
+        extra.append(["alias", argument.alias] if argument.alias else ["null"])
     return extra
 
 

@@ -1,0 +1,378 @@
+"""Kernel files written for other harnesses, as their authors keep them: the C++ library headers device code uses,
+includes named through function-like macros, programmatic-launch calls, enumerators as template arguments,
+overloads, narrow scalar parameters (__half alpha, bool, uint8_t), optional pointers passed as nullptr, and the
+element names each part of a spec shares. No GPU."""
+
+from __future__ import annotations
+
+import struct
+import textwrap
+
+import numpy as np
+import pytest
+
+from driver_gemm.argtypes import bfloat16_bits, float_value
+from driver_gemm.cuda.compile import base_options, compile_source
+from driver_gemm.cuda.launch import PackedArguments
+from driver_gemm.cuda.nvcc import first_errors, nvcc_hints
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.errors import ArgumentError, CompileError, SpecError
+from driver_gemm.planning.buffer_plans import BufferPlan
+from driver_gemm.planning.case_plan import plan_case
+from driver_gemm.session.bind import launch_values
+from driver_gemm.specfile import Shape, load_spec
+
+from test_spec import write
+
+
+def _project(tmp_path, files: dict[str, str]):
+    (tmp_path / "pyproject.toml").touch()
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def _compile_error(path, instances) -> str:
+    with pytest.raises(CompileError) as failure:
+        compile_source(path, instances, arch="sm_90", use_cache=False)
+    return str(failure.value)
+
+
+# ----------------------------------------------------------------------------------- headers and includes
+
+def test_the_cxx_library_headers_device_code_uses_compile_under_nvrtc_as_cccl_s(tmp_path):
+    folder = _project(tmp_path, {"k.cu": """\
+        #include <utility>
+        #include <type_traits>
+        #include <limits>
+        #include <array>
+        #include <tuple>
+        template <typename T> __device__ T pass(T&& x) { return std::forward<T>(x); }
+        __global__ void k(float* p) {
+            static_assert(std::is_same_v<float, std::remove_cv_t<const float>>, "traits");
+            std::array<int, 4> a{1, 2, 3, 4};
+            auto t = std::make_tuple(1, 2.0f);
+            std::swap(a[0], a[2]);
+            p[0] = std::numeric_limits<float>::max() + std::move(a[1]) + std::get<1>(t) + pass(1.0f);
+        }
+        """})
+    built = compile_source(folder / "k.cu", ["k"], arch="sm_90", use_cache=False)
+    assert built.lowered_names == {"k": "_Z1kPf"}
+
+
+def test_an_include_named_through_a_function_like_macro_is_read_from_its_define(tmp_path):
+    folder = _project(tmp_path, {
+        "lib/config.h": """\
+            #pragma once
+            #define STD_HEADER(name) <cuda/std/name>
+            #define LOCAL_HEADER(name) <name.cuh>
+            """,
+        "lib/tile.cuh": "#pragma once\nconstexpr int TILE = 16;\n",
+        "k.cu": """\
+            #include "lib/config.h"
+            #include STD_HEADER(cstdint)
+            #include LOCAL_HEADER(lib/tile)
+            __global__ void k(int32_t* p) { p[0] = TILE; }
+            """})
+    built = compile_source(folder / "k.cu", ["k"], arch="sm_90", use_cache=False)
+    assert "k" in built.lowered_names
+    # The header a macro names is held to the project as a written one is: here it is outside.
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.cuh"
+    outside.write_text("constexpr int TILE = 8;\n")
+    (folder / "lib" / "config.h").write_text(f"#define LOCAL_HEADER(name) <{outside}>\n"
+                                             "#define STD_HEADER(name) <cuda/std/name>\n")
+    assert "outside the kernel's project" in _compile_error(folder / "k.cu", ["k"])
+
+
+def test_programmatic_launch_calls_undeclared_under_nvrtc_get_their_header_named(tmp_path):
+    folder = _project(tmp_path, {"k.cu": "__global__ void k(int* p) { cudaGridDependencySynchronize(); p[0] = 1; }\n"})
+    message = _compile_error(folder / "k.cu", ["k"])
+    assert "hint: cudaGridDependencySynchronize is declared by <cuda_device_runtime_api.h>" in message
+    (folder / "k.cu").write_text("#include <cuda_device_runtime_api.h>\n" + (folder / "k.cu").read_text())
+    assert compile_source(folder / "k.cu", ["k"], arch="sm_90", use_cache=False).lowered_names
+
+
+# ----------------------------------------------------------------------------------- naming the kernel
+
+KERNELS_HEADER = """\
+    #pragma once
+    namespace lib {
+    enum class Kind { Normal, Grouped };
+    template <Kind KIND, int T> __global__ void gemm(const float* A, float* C) { C[0] = A[0] + T; }
+    }
+    __global__ void plain(const float* A, float* C, int n) { C[0] = A[0] * n; }
+    """
+
+
+def test_an_enumerator_without_its_namespace_gets_a_hint_to_qualify_it(tmp_path):
+    folder = _project(tmp_path, {"kernels.cuh": KERNELS_HEADER, "k.cu": '#include "kernels.cuh"\n'})
+    assert "write enumerators and types with their whole namespace" in \
+        _compile_error(folder / "k.cu", ["lib::gemm<Kind::Normal, 16>"])
+    assert compile_source(folder / "k.cu", ["lib::gemm<lib::Kind::Normal, 16>"], arch="sm_90",
+                          use_cache=False).lowered_names
+
+
+def test_an_overload_of_other_parameter_types_is_shown_the_declaration(tmp_path):
+    folder = _project(tmp_path, {"kernels.cuh": KERNELS_HEADER, "k.cu": '#include "kernels.cuh"\n'})
+    message = _compile_error(folder / "k.cu", ["plain(float*, float*, int)"])
+    assert "no declaration of plain takes (float*, float*, int): an overload is named by its parameter types " \
+           "exactly as declared, const included; the source declares plain(const float* A, float* C, int n)" in message
+    assert "static_cast appears" not in message
+
+
+def test_a_misspelt_function_lists_the_kernels_its_headers_define(tmp_path):
+    folder = _project(tmp_path, {"kernels.cuh": KERNELS_HEADER, "k.cu": '#include "kernels.cuh"\n'})
+    message = _compile_error(folder / "k.cu", ["plian"])
+    assert "no function named plian appears in the source or its headers" in message
+    assert "the kernels the file defines (gemm, plain)" in message
+
+
+def test_a_template_parameter_named_like_a_shape_is_told_that_names_are_free(tmp_path):
+    spec = write(tmp_path, """\
+        shapes: [[64, 64, 64]]
+        kernels:
+          - name: k
+            source: ../kernels/04_coarsen_2d.cu
+            function: sgemm_coarsen_2d
+            params: {K: 64}
+            block: [16, 16]
+            grid: [4, 4]
+        """)
+    with pytest.raises(SpecError) as failure:
+        load_spec(spec)
+    assert failure.value.field.endswith("params.K")
+    assert "call it K_ (or any other name) even where the template says K" in str(failure.value)
+
+
+# ----------------------------------------------------------------------------------- nvcc's diagnostics
+
+NVCC_LOG = """\
+k.cu(3): warning #177-D: variable "unused" was declared but never referenced
+      int unused;
+          ^
+
+k.cu(7): error: namespace "std" has no member "vector"
+      std::vector<int> v;
+           ^
+
+k.cu(8): error: type name is not allowed
+      auto x = int;
+               ^
+
+2 errors detected in the compilation of "k.cu".
+"""
+
+
+def test_nvcc_failures_show_their_first_errors_with_the_quoted_lines_not_the_log_s_tail():
+    shown = first_errors(NVCC_LOG)
+    assert shown[0] == 'k.cu(7): error: namespace "std" has no member "vector"'
+    assert shown[1].strip() == "std::vector<int> v;"
+    assert not any("warning" in line for line in shown)
+    assert first_errors(NVCC_LOG, most=1)[-1] == "... (1 more errors in the full log)"
+    assert first_errors("ld: cannot find -lfoo\ncollect2: error\n") == ["ld: cannot find -lfoo", "collect2: error"]
+
+
+def test_nvcc_hints_say_a_missing_host_library_header_comes_from_the_file_s_runner():
+    hint, = nvcc_hints("matmul.cu:4:10: fatal error: cublas_v2.h: No such file or directory\n")
+    assert hint.startswith("cublas_v2.h was not found") and "a host library's header" in hint
+
+
+@pytest.mark.parametrize("options, standard", [((), "-std=c++17"), (("-std=c++20",), None),
+                                               (("--std=c++20",), None), (("-std", "c++20"), None)])
+def test_a_kernel_s_own_cxx_standard_replaces_the_default(options, standard):
+    chosen = [option for option in base_options(options) if "std" in option]
+    assert chosen == ([standard] if standard else [])
+
+
+# ----------------------------------------------------------------------------------- narrow scalars
+
+@pytest.mark.parametrize("ctype, value, raw", [
+    ("float16", 1.5, struct.pack("<e", 1.5)),
+    ("float16", 0.1, struct.pack("<e", 0.1)),
+    ("bfloat16", 1.0, b"\x80\x3f"),
+    ("bfloat16", -2.0, b"\x00\xc0"),
+    ("int8", -5, b"\xfb"), ("uint8", 200, b"\xc8"), ("int16", -2, b"\xfe\xff"), ("uint16", 65535, b"\xff\xff"),
+    ("bool", 1, b"\x01"),
+])
+def test_narrow_scalars_are_packed_as_the_kernel_reads_them(ctype, value, raw):
+    packed = PackedArguments([ctype, "int32"], [value, 7])
+    assert packed.value_bytes(0) == raw
+    assert packed.offsets[1] == 4     # the int32 after it at its own alignment
+
+
+def test_bfloat16_rounds_to_nearest_even_and_a_16_bit_float_refuses_what_it_cannot_hold():
+    assert bfloat16_bits(1.0 + 2 ** -8) == 0x3F80          # a tie rounds to the even 1.0
+    assert bfloat16_bits(1.0 + 3 * 2 ** -8) == 0x3F82      # a tie rounds up to the even neighbour
+    assert float_value("bfloat16", 0.1) == struct.unpack("<f", struct.pack("<I", 0x3DCD << 16))[0]
+    assert float_value("float16", 0.1) == float(np.float16(0.1))
+    with pytest.raises(ArgumentError, match="beyond the range of float16"):
+        PackedArguments(["float16"], [70000.0], ["alpha"])
+    with pytest.raises(ArgumentError, match="does not fit int8"):
+        PackedArguments(["int8"], [128], ["flag"])
+
+
+HALF_SPEC = """\
+    shapes: [[64, 64, 64]]
+    scalars: {alpha: 0.1, beta: 0.0}
+    kernels:
+      - name: k
+        source: ../kernels/04_coarsen_2d.cu
+        function: sgemm_coarsen_2d
+        params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+        block: [16, 16]
+        grid: [ceil(N / BN), ceil(M / BM)]
+        signature:
+          - {name: M, type: int16, value: M}
+          - {name: transposed, type: bool, value: 0}
+          - {name: alpha, type: float16, value: alpha}
+          - A
+          - B
+          - {name: bias, type: ptr, value: null}
+          - C
+    """
+
+
+def test_a_half_alpha_reaches_the_reference_as_the_kernel_reads_it_and_a_null_pointer_as_nullptr(tmp_path):
+    spec = load_spec(write(tmp_path, HALF_SPEC))
+    kernel = spec.kernels[0]
+    bias = next(argument for argument in kernel.signature if argument.name == "bias")
+    assert bias.null and bias.ctype == "ptr"
+    plan = plan_case(kernel, Shape(64, 64, 64), arch_limits("sm_90"), scalars=dict(spec.scalars))
+    assert plan.valid, plan.problems
+    assert plan.argument_values["alpha"] == float(np.float16(0.1)) != 0.1
+    types, values = launch_values(kernel, plan.argument_values, {"A": 0xA000, "B": 0xB000, "C": 0xC000},
+                                  lambda argument, position: None)
+    assert types == ["int16", "bool", "float16", "ptr", "ptr", "ptr", "ptr"]
+    assert values == [64, 0, plan.argument_values["alpha"], 0xA000, 0xB000, 0, 0xC000]
+    assert PackedArguments(types, values).value_bytes(5) == bytes(8)
+
+
+def test_an_output_d_beside_c_is_given_c_s_address_as_cublaslt_s_in_place_product(tmp_path):
+    with_d = HALF_SPEC.replace("          - C\n", "          - C\n          - {name: D, type: ptr, value: C}\n")
+    spec = load_spec(write(tmp_path, with_d))
+    kernel = spec.kernels[0]
+    plan = plan_case(kernel, Shape(64, 64, 64), arch_limits("sm_90"), scalars=dict(spec.scalars))
+    assert plan.valid, plan.problems
+    types, values = launch_values(kernel, plan.argument_values, {"A": 0xA000, "B": 0xB000, "C": 0xC000},
+                                  lambda argument, position: None)
+    assert values[-2:] == [0xC000, 0xC000]
+
+
+@pytest.mark.parametrize("old, new, needle", [
+    ("{name: bias, type: ptr, value: null}", "{name: bias, type: ptr, value: 3}", "a null pointer (value: null)"),
+    ("          - A\n", "          - {name: A, type: ptr, value: null}\n", "a null pointer (value: null)"),
+    ("{name: bias, type: ptr, value: null}", "{name: bias, type: ptr, value: D}", "another pointer to a matrix"),
+    ("{name: M, type: int16, value: M}", "{name: M, type: int16, value: 40000}", "40000 does not fit int16"),
+    ("{name: alpha, type: float16, value: alpha}", "{name: alpha, type: float16, value: 1.0e+6}",
+     "beyond the range of float16"),
+])
+def test_narrow_scalars_and_null_pointers_are_refused_at_their_field(tmp_path, old, new, needle):
+    with pytest.raises(SpecError, match=needle.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+        load_spec(write(tmp_path, HALF_SPEC.replace(old, new)))
+
+
+# ----------------------------------------------------------------------------------- one name per type
+
+def test_buffers_and_tensor_maps_take_the_element_names_types_uses(tmp_path):
+    spec = write(tmp_path, HALF_SPEC.replace("{name: bias, type: ptr, value: null}",
+                                             "{name: bias, type: buffer, element: fp16, size: N, fill: 0.5}"))
+    bias = next(argument for argument in load_spec(spec).kernels[0].signature if argument.name == "bias")
+    assert bias.buffer.element == "float16"
+    assert BufferPlan("bias", "float16", 2, "values", (0.5,)).initial_bytes().view("<f2").tolist() == [0.5, 0.5]
+    assert BufferPlan("bias", "bfloat16", 3, "iota").initial_bytes().view("<u2").tolist() == [0, 0x3F80, 0x4000]
+    maps = write(tmp_path, HALF_SPEC.replace("          - A\n", "          - {name: map_a, type: tensormap, tensor: A, "
+                                             "box: [64, 64], element: float32}\n"), "maps.yaml")
+    map_a = next(argument for argument in load_spec(maps).kernels[0].signature if argument.name == "map_a")
+    assert map_a.tensor_map.element == "fp32"
+
+
+def test_a_sweep_whose_one_instance_does_not_build_names_that_instance(tmp_path):
+    from driver_gemm.planning.spec_plan import plan_spec
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "k.cu").write_text(
+        "template <int T> __global__ void k(const float* A, const float* B, float* C, int M, int N, int K)\n"
+        "{ static_assert(T != 3, \"T must not be 3\"); if (T > 0) C[0] = A[0] * B[0]; }\n")
+    spec = write(tmp_path, """\
+        shapes: [[64, 32, 16]]
+        kernels:
+          - name: k
+            source: ../kernels/k.cu
+            function: k
+            params: {T: [1, 2, 3]}
+            signature: [A, B, C, M, N, K]
+            block: [16, 16]
+            grid: [ceil(N / 16), ceil(M / 16)]
+        """)
+    planned = plan_spec(spec, arch="sm_90")
+    error, = planned.compile_errors
+    assert str(error).splitlines()[0].endswith("kernels[k].source did not build for k[T=3]:")
+    assert "T must not be 3" in str(error)
+    assert sorted(plan.kernel.label for plan in planned.plans) == ["k[T=1]", "k[T=2]"]
+
+
+GLOBALS_KERNEL = """\
+#ifdef __CUDACC_RTC__
+struct alignas(64) CUtensorMap_st { unsigned long long opaque[16]; };
+typedef CUtensorMap_st CUtensorMap;
+#else
+#include <cuda.h>
+#endif
+// A library's kernel parameters: pointers, sizes and tensor maps in one struct, passed by value.
+struct Globals { const float* a; CUtensorMap map_a; CUtensorMap map_b; float* c; int M, N, K; };
+__global__ void k(const __grid_constant__ Globals g)
+{
+    if (threadIdx.x == 0 && g.M > 0) g.c[0] = g.a[0] + (float)g.map_a.opaque[0] + (float)g.map_b.opaque[1];
+}
+"""
+
+GLOBALS_SPEC = """\
+    shapes: [[256, 256, 256]]
+    kernels:
+      - name: k
+        source: ../kernels/globals.cu
+        function: k
+        arch: sm_90a
+        block: [128]
+        grid: [1]
+        signature:
+          - name: g
+            type: struct
+            fields:
+              - A
+              - {name: map_a, type: tensormap, tensor: A, box: [64, 32]}
+              - {name: map_b, type: tensormap, tensor: B, box: [32, 64]}
+              - C
+              - M
+              - N
+              - K
+    """
+
+
+def test_tensor_maps_inside_a_struct_are_planned_checked_and_packed_in_their_place(tmp_path):
+    from driver_gemm.planning.spec_plan import plan_spec
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "globals.cu").write_text(GLOBALS_KERNEL)
+    spec = load_spec(write(tmp_path, GLOBALS_SPEC))
+    kernel = spec.kernels[0]
+    assert [(position, path) for position, path, _ in kernel.tensor_map_fields()] == [
+        (0, "signature[0].fields[1]"), (0, "signature[0].fields[2]")]
+    planned = plan_spec(spec, arch="sm_90a")
+    plan, = planned.plans
+    assert not planned.compile_errors and plan.valid, plan.problems    # 384 bytes, as the C compiler lays it out
+    assert set(plan.tensor_maps) == {"map_a", "map_b"}
+    encoded = {"map_a": bytes([1]) * 128, "map_b": bytes([2]) * 128}
+    types, values = launch_values(kernel, plan.argument_values, {"A": 0xA000, "B": 0xB000, "C": 0xC000},
+                                  lambda argument, position: ("tensormap", encoded[argument.name]))
+    data = values[0]
+    assert len(data) == 384 and types[0].alignment == 64
+    assert data[0:8] == (0xA000).to_bytes(8, "little") and data[320:328] == (0xC000).to_bytes(8, "little")
+    assert data[64:192] == encoded["map_a"] and data[192:320] == encoded["map_b"]
+    assert data[328:340] == struct.pack("<iii", 256, 256, 256)
+    wide = load_spec(write(tmp_path, GLOBALS_SPEC.replace("box: [64, 32]", "box: [512, 32]"), "wide.yaml"))
+    problem, = plan_case(wide.kernels[0], Shape(256, 256, 256), arch_limits("sm_90")).problems
+    assert problem.field == "kernels[k].signature[0].fields[1].box"
+    with pytest.raises(SpecError, match="a tensor map inside a struct is held by value"):
+        load_spec(write(tmp_path, GLOBALS_SPEC.replace("box: [64, 32]}", "box: [64, 32], pass: pointer}"),
+                        "pointer.yaml"))
