@@ -10,10 +10,11 @@ memory with the per-block reserve rounded to the allocation unit, then warps, th
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, WrongArgumentType
 
 KB = 1024
 
@@ -296,9 +297,31 @@ def _ceil_to(value: int, unit: int) -> int:
     return -(-value // unit) * unit
 
 
+def _count(name: str, value) -> int:
+    """`value`, an argument of `occupancy`, as an int of at least 0 (NumPy's integers too)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise WrongArgumentType(f"occupancy: {name} is a whole number, got {value!r} ({type(value).__name__})")
+    if value < 0:     # no launch has fewer than none: a slip of the caller's, not a block to explain (errors.py)
+        raise ValueError(f"occupancy: {name} is at least 0, got {value}")
+    return int(value)
+
+
 def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: int,
               static_shared_bytes: int = 0, dynamic_shared_bytes: int = 0) -> Occupancy:
-    """Theoretical resident blocks per SM of a kernel launched with `threads_per_block` threads."""
+    """Theoretical resident blocks per SM of a kernel launched with `threads_per_block` threads.
+
+    `limits` is an `ArchLimits` (`arch_limits("sm_90")`, `limits_from_device`). A block no SM can hold (no
+    threads or more than the architecture allows, more registers per thread than it has, too much shared memory)
+    gets 0 blocks and the `reason`; a count below 0 is a `ValueError`, an argument of another kind a
+    `WrongArgumentType`.
+    """
+    if not isinstance(limits, ArchLimits):
+        raise WrongArgumentType(f"occupancy: limits is an ArchLimits (from arch_limits('sm_90') or "
+                                f"limits_from_device), got {type(limits).__name__}")
+    threads_per_block = _count("threads_per_block", threads_per_block)
+    registers_per_thread = _count("registers_per_thread", registers_per_thread)
+    static_shared_bytes = _count("static_shared_bytes", static_shared_bytes)
+    dynamic_shared_bytes = _count("dynamic_shared_bytes", dynamic_shared_bytes)
     warps = -(-threads_per_block // limits.warp_size)
     registers_per_warp = _ceil_to(max(registers_per_thread, 1) * limits.warp_size, limits.register_unit)
     # The hardware checks a block's registers as if its warps filled every sub-partition evenly.

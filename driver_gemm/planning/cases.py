@@ -9,14 +9,16 @@ distinct matmul (`MatmulPlan.key`) of a shape's typed kernels; each kernel case 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ..errors import SpecError, WrongArgumentType
 from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
 from ..gemm.dtypes import GemmTypes
 from ..gemm.operands import GemmOperands
 from ..results.records import CaseResult, DispatchChoice, OperandsRecord
 from ..specfile import expr
+from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Shape, Spec
 from ..specfile.typed import evaluate_operands
 from ..status import BASELINE_LABELS, Status
@@ -83,13 +85,20 @@ class Case:
         return self.label, self.shape.label
 
 
-def cases_of(spec: Spec) -> list[Case]:
+def cases_of(spec: Spec | str | os.PathLike) -> list[Case]:
     """Per shape, the baseline rows first (their times are the 100% of the others), then every kernel.
 
     cuBLAS runs in FP32 math when the spec has an untyped kernel, and also in
     TF32 tensor-op math when one is TF32; each distinct cuBLASLt matmul of
-    the typed kernels gets its row (see the module's docstring).
+    the typed kernels gets its row (see the module's docstring). `spec` is a
+    `Spec`, or a spec file or a shipped spec's name, read with `load_spec`
+    as `plan_spec` reads it.
     """
+    if not isinstance(spec, Spec):
+        if not isinstance(spec, (str, os.PathLike)):
+            raise WrongArgumentType(f"cases_of: spec is a Spec (from load_spec or spec_from_dict) or the path of a "
+                                    f"spec file, got {type(spec).__name__}")
+        spec = load_spec(os.fspath(spec))
     untyped = [k for k in spec.kernels if not k.is_typed]
     precisions = ["fp32"] if untyped or not spec.kernels else []
     precisions += ["tf32"] if any(k.precision == "tf32" for k in untyped) else []

@@ -49,6 +49,13 @@ def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placemen
     Each worker's start-up seconds go to ``result.settings.worker_start_s`` and ``worker_start_steps``.
     `spec` may also be the path of a spec file (read with `load_spec`).
     """
+    # Checked before the spec is read or a worker started: a dict of options would otherwise fail deep inside.
+    if not isinstance(options, RunOptions):
+        raise WrongArgumentType(f"run_spec: options is a RunOptions (for instance RunOptions(time=False)), "
+                                f"got {type(options).__name__}")
+    if not isinstance(placement, Placement):
+        raise WrongArgumentType(f"run_spec: placement is a Placement (for instance Placement(device=0, "
+                                f"isolate=True)), got {type(placement).__name__}")
     spec = _spec_argument(spec)
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()

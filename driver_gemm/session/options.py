@@ -56,6 +56,9 @@ class Placement:
     def __post_init__(self) -> None:
         if isinstance(self.device, bool) or not isinstance(self.device, int) or self.device < 0:
             raise ValueError(f"Placement.device: a GPU ordinal (0 or more), not {self.device!r}")
+        # As RunOptions.time: a truthy string ("no") would otherwise isolate the run.
+        if not isinstance(self.isolate, bool):
+            raise ValueError(f"Placement.isolate: True or False, not {self.isolate!r}")
         if self.isolate and (self.context is not None or self.stream is not None):
             field = "context" if self.context is not None else "stream"
             raise ValueError(f"Placement.{field}: a caller's context or stream can only be used in-process "

@@ -11,13 +11,14 @@ only there) are described in docs/tuning.md.
 from __future__ import annotations
 
 import math
+import numbers
 import random
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
-from ..errors import DriverGemmError, ToolMissingError
+from ..errors import DriverGemmError, ToolMissingError, WrongArgumentType
 from ..specfile.model import Shape
 
 FULL = 1.0
@@ -43,6 +44,22 @@ class Budget:
     clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self):
+        # The kinds first, as a function of the library says what it takes (errors.py): a comparison of text
+        # with a number would otherwise fail inside with Python's own TypeError, and 1.5 configurations pass.
+        if self.seconds is not None:
+            if isinstance(self.seconds, bool) or not isinstance(self.seconds, numbers.Real):
+                raise WrongArgumentType(f"Budget: seconds is a number of seconds (parse_budget reads text such as "
+                                        f"'5m'), got {self.seconds!r} ({type(self.seconds).__name__})")
+            if not isinstance(self.seconds, (int, float)):   # NumPy's: a plain float, as the results file writes
+                object.__setattr__(self, "seconds", float(self.seconds))
+        if self.configurations is not None:
+            if isinstance(self.configurations, bool) or not isinstance(self.configurations, numbers.Integral):
+                raise WrongArgumentType(f"Budget: configurations is a whole number of configurations, got "
+                                        f"{self.configurations!r} ({type(self.configurations).__name__})")
+            object.__setattr__(self, "configurations", int(self.configurations))    # NumPy's too
+        if not callable(self.clock):
+            raise WrongArgumentType(f"Budget: clock is a function returning seconds (time.monotonic), "
+                                    f"got {type(self.clock).__name__}")
         if self.seconds is not None and not self.seconds > 0:   # also NaN
             raise BudgetError(f"a budget of {self.seconds} s leaves nothing to measure")
         if self.configurations is not None and self.configurations < 1:

@@ -12,15 +12,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from ..errors import SpecError
+from ..errors import SpecError, WrongArgumentType, path_argument
 from ..output_files import write_file
 from ..report.comparison import SAME, judge
+from ..results.read import ResultsFile, read_results
 from ..results.records import CaseResult, RunResult
+from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
 from ..status import Status
 from .dispatch_table import build_dispatch, dispatch_document
@@ -43,8 +46,13 @@ class Pick:
     tie: bool = False
 
 
-def pick_winners(run: RunResult) -> list[Pick]:
-    """Per kernel name and shape, the fastest passing configuration and how clearly it won."""
+def pick_winners(run: RunResult | ResultsFile | str | os.PathLike) -> list[Pick]:
+    """Per kernel name and shape, the fastest passing configuration and how clearly it won.
+
+    `run` is a `RunResult` (from `tune_spec`, `run_spec` or `load_results`), a `ResultsFile` (from
+    `read_results`: its run), or the path of a results file (read with `read_results`).
+    """
+    run = _run_argument(run)
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for case in run.cases:
         if not case.is_baseline:
@@ -59,6 +67,51 @@ def pick_winners(run: RunResult) -> list[Pick]:
             pick.tie = judge(pick.best, pick.runner_up)[0] == SAME
         picks.append(pick)
     return picks
+
+
+def _run_argument(run) -> RunResult:
+    """`pick_winners`' run: a ResultsFile and a path are taken too, since they hold exactly one run."""
+    if isinstance(run, RunResult):
+        return run
+    if isinstance(run, ResultsFile):
+        return run.run
+    if isinstance(run, (str, os.PathLike)):
+        return read_results(os.fspath(run)).run
+    raise WrongArgumentType(f"pick_winners: run is a RunResult (from tune_spec or load_results), a ResultsFile "
+                            f"(from read_results) or the path of a results file, got {type(run).__name__}")
+
+
+def _spec_argument(function: str, spec) -> Spec:
+    """`spec` as a `Spec`: one already, or read from its path (as `plan_spec` reads one)."""
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        return load_spec(os.fspath(spec))
+    raise WrongArgumentType(f"{function}: spec is a Spec (from load_spec or spec_from_dict) or the path of a spec "
+                            f"file, got {type(spec).__name__}")
+
+
+def _picks_argument(function: str, picks) -> list[Pick]:
+    """`picks` as a list of `Pick`s, else `WrongArgumentType` saying they come from `pick_winners`."""
+    if isinstance(picks, (str, bytes, RunResult, ResultsFile)) or not isinstance(picks, Iterable):
+        raise WrongArgumentType(f"{function}: picks is the list pick_winners(run) returns, got "
+                                f"{type(picks).__name__}")
+    picks = list(picks)
+    for pick in picks:
+        if not isinstance(pick, Pick):
+            raise WrongArgumentType(f"{function}: picks is the list pick_winners(run) returns, got a "
+                                    f"{type(pick).__name__} in it")
+    return picks
+
+
+def _check_picks_of(function: str, spec: Spec, picks: list[Pick]) -> None:
+    """A `ValueError` naming the first winner that is no kernel configuration of `spec`: picks of another sweep
+    would otherwise fail with a KeyError while the file is written."""
+    labels = {kernel.label for kernel in spec.kernels}
+    for pick in picks:
+        if pick.best is not None and pick.best.kernel not in labels:
+            raise ValueError(f"{function}: spec {spec.name} has no kernel {pick.best.kernel} (the winner of "
+                             f"{pick.kernel} at {pick.shape}): pick the winners from a run of this spec")
 
 
 def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
@@ -124,16 +177,21 @@ def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) ->
                         f"(as selected); nothing to pick from", where=where)
 
 
-def winners_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
+def winners_spec(spec: Spec | str | os.PathLike, picks: list[Pick], path: str | Path) -> Path:
     """Write a spec with one kernel per winning configuration, on the shapes of the sweep.
 
     A kernel whose best configuration is the same on every shape keeps its
     name; otherwise each winning configuration is named ``NAME-1``, ``NAME-2``...
-    and a comment at the top says which shape each one won.
+    and a comment at the top says which shape each one won. `spec` is the
+    sweep's `Spec` or its path; `picks` are `pick_winners`' of a run of it (a
+    winner the spec does not have is a `ValueError` naming it).
     """
-    path = Path(path)
+    spec = _spec_argument("winners_spec", spec)
+    picks = _picks_argument("winners_spec", picks)
+    path = Path(path_argument("winners_spec", "path", path))
+    _check_picks_of("winners_spec", spec, picks)
     by_label = {k.label: k for k in spec.kernels}
-    winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None and p.best.kernel in by_label))
+    winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None))
     if not winning:
         raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
     per_name: dict[str, list[str]] = {}
@@ -165,7 +223,10 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     picks the parameters for any other shape. Needs the spec front end to
     accept ``dispatch:`` (`tune.dispatch_table.parse_dispatch`).
     """
-    path = Path(path)
+    spec = _spec_argument("dispatch_spec", spec)
+    picks = _picks_argument("dispatch_spec", picks)
+    path = Path(path_argument("dispatch_spec", "path", path))
+    _check_picks_of("dispatch_spec", spec, picks)
     tables = build_dispatch(picks)
     if not tables:
         raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
