@@ -60,7 +60,9 @@ class _Stream:
 
     A stderr that is closed, or whose reader went away, loses its lines and
     ends nothing. On stdout a reader that went away is `BrokenPipeError` (the
-    funnel's exit 141); any other failure to write is `OutputError` (exit 1).
+    funnel's exit 141); any other failure to write is `OutputError` (exit 1),
+    saying what failed. Characters the stream's encoding cannot hold are
+    written as escapes (``\\u03bb``), not as a failure.
     """
 
     def __init__(self, name: str):
@@ -76,14 +78,33 @@ class _Stream:
             return 0
         if isinstance(error, BrokenPipeError):
             raise error
-        reason = output_files.reason_of(error) if isinstance(error, OSError) else "it is closed"
-        raise output_files.OutputError(f"stdout could not be written ({reason}): the rest of the output is lost") from None
+        raise output_files.OutputError(f"stdout could not be written ({self._reason(error)}): the rest of the "
+                                       "output is lost") from None
+
+    def _reason(self, error: BaseException | None) -> str:
+        if isinstance(error, OSError):
+            return output_files.reason_of(error)
+        stream = self.stream
+        if stream is None or getattr(stream, "closed", False):
+            return "it is closed"
+        return f"{type(error).__name__}: {error}"
 
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
+        except UnicodeEncodeError as error:
+            return self._write_escaped(text, error.encoding)
         except (OSError, ValueError, AttributeError) as error:   # AttributeError: no stream at all (None)
             return self._failed(error)
+
+    def _write_escaped(self, text: str, encoding: str) -> int:
+        # A stream whose encoding cannot hold a character (an ASCII locale's stdout and a Greek kernel name) still
+        # gets the rest of the output, and the escape still says which character it was.
+        try:
+            self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        except (OSError, ValueError, AttributeError) as error:
+            return self._failed(error)
+        return len(text)
 
     def flush(self) -> None:
         try:

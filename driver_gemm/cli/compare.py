@@ -7,6 +7,7 @@ from pathlib import Path
 from .common import Output, add_format_options, read_results_files
 from .plot import check_picture
 from ..errors import UsageError
+from ..results.text import printable
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
@@ -64,8 +65,8 @@ def execute(args, out: Output) -> int:
     for comparison in comparisons:
         if comparison.params_changed:
             before, after = comparison.params_changed
-            out.note(f"{comparison.kernel} at {comparison.shape}: its dispatch picked another configuration: "
-                     f"{before} -> {after}")
+            out.note(printable(f"{comparison.kernel} at {comparison.shape}: its dispatch picked another "
+                               f"configuration: {before} -> {after}"))
     if args.plot is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import comparison_figure

@@ -36,6 +36,15 @@ def check_picture(path: Path, option: str, inputs) -> None:
     require_matplotlib()
 
 
+def _is_tune(run) -> bool:
+    """Whether `run` is a tune's results: its settings say the search's strategy and budget; results written
+    before they did are told by a search's mark, one kernel measured in several configurations at a shape."""
+    # lazy, as the rest of the report: only when the command runs
+    from ..report.figures import tune_groups
+
+    return run.settings.tune is not None or any(len(cases) > 1 for cases in tune_groups(run).values())
+
+
 def execute(args, out: Output) -> int:
     # matplotlib, behind report.plots: only when the command runs
     from ..report.plots import plot_results, require_matplotlib, series_of
@@ -49,6 +58,10 @@ def execute(args, out: Output) -> int:
 
         if args.tune and len(runs) != 1:
             raise UsageError("--tune draws one tune's results: give one file", field="--tune")
+        if args.tune and not _is_tune(runs[0]):
+            raise UsageError("these are not a tune's results (no tune settings, and no kernel measured in more "
+                             "than one configuration at a shape): --tune draws what `driver-gemm tune` wrote; plot "
+                             "a run without --tune", where=str(args.results[0]), field="--tune")
         figure = tune_figure(runs[0]) if args.tune else samples_figure(sampled_cases(runs))
         out.note(f"plot: {save(figure, args.output)}", None)
         return EXIT_OK

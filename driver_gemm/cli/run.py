@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.util
+import os
+import re
 import signal
 from pathlib import Path
 
@@ -35,9 +37,9 @@ def add_parser(commands, **common) -> None:
                           "taking the next share")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
-    run.add_argument("--json", type=Path, help="results file (default results/SPEC-TIMESTAMP.json; the "
-                                              "cases are also appended, one line each, to the same name .jsonl); "
-                                              "with several specs, one file per spec: STEM-SPECNAME.json")
+    run.add_argument("--json", help="results file (default results/SPEC-TIMESTAMP.json; the cases are also "
+                                    "appended, one line each, to the same name .jsonl); with several specs, one "
+                                    "file per spec: STEM-SPECNAME.json")
     run.add_argument("--resume", type=Path, metavar="FILE.jsonl",
                      help="continue an interrupted run: skip the cases already in FILE, append the rest to it")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
@@ -56,7 +58,7 @@ def add_parser(commands, **common) -> None:
     run.add_argument("--rounds", metavar="N",
                      help="time each kernel in N rounds alternating with its vendor row, for every spec (its "
                           "measure.rounds otherwise): both then meet the GPU's clock in the same state (docs/timing.md)")
-    run.add_argument("--artifacts", type=Path, metavar="DIR",
+    run.add_argument("--artifacts", metavar="DIR",
                      help="save an error map of C (PNG) for every failing case in DIR")
     run.add_argument("--sanitize", choices=SANITIZER_TOOLS,
                      help="run each case under compute-sanitizer's TOOL (verify only) and report its findings")
@@ -79,7 +81,7 @@ def add_parser(commands, **common) -> None:
                             "a kernel's min_pct: in the spec says the same)")
     gates.add_argument("--baseline-results", type=Path, metavar="OLD.json",
                        help="no case may be SLOWER (beyond both runs' noise) or BROKEN against these results")
-    gates.add_argument("--threshold", type=float, default=0.0, metavar="PERCENT",
+    gates.add_argument("--threshold", type=float, metavar="PERCENT",
                        help="with --baseline-results: also call differences up to this many percent SAME, so that a "
                             "slowdown must exceed it to fail (default 0: noise only)")
     add_format_options(run)
@@ -101,7 +103,7 @@ def read_gates(args, out: Output, specs=()):
             check_gate_names(per_name, [kernel.name for kernel in spec.kernels])
     except GateError as error:
         raise UsageError(str(error).replace("--driver-gemm-min-pct", "--min-pct"), field="--min-pct") from None
-    if not 0 <= args.threshold < float("inf"):   # also refuses NaN
+    if args.threshold is not None and not 0 <= args.threshold < float("inf"):   # also refuses NaN
         raise UsageError(f"must be 0 or more (a percentage), got {args.threshold}", field="--threshold")
     stored = read_results_files([args.baseline_results], out)[0] if args.baseline_results else None
     if stored is not None and specs:
@@ -195,6 +197,10 @@ def show_run(result, out: Output) -> None:
 
 
 def execute(args, out: Output) -> int:
+    # Mistakes in the options alone are said first: before any worker is spawned or any GPU is asked for.
+    _check_option_combinations(args)
+    args.json = _output_path(args.json, "--json", folder=False)
+    args.artifacts = _output_path(args.artifacts, "--artifacts", folder=True)
     ordinals = _parse_devices(args.device)
     # One GPU named is a run on that GPU; several, or 'all', spread the cases over them (`args.devices`).
     several = ordinals == "all" or (ordinals is not None and len(ordinals) > 1)
@@ -241,9 +247,9 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
         if args.lock_clocks is not None:
             raise UsageError("--sanitize does not time anything: it takes no --lock-clocks", field="--lock-clocks")
         return _sanitize(args, specs, out)
-    if (args.devices or args.scheduler) and args.in_process:
+    if args.devices and args.in_process:   # --scheduler with --in-process is refused before anything starts
         raise UsageError("several GPUs (--device 0,1) and --scheduler run cases in worker processes: they do not "
-                         "take --in-process", field="--device" if args.devices else "--scheduler")
+                         "take --in-process", field="--device")
     lock_mhz = _lock_clock_value(args)
     previous: list = []
     if args.resume:   # read and checked before anything runs or is written
@@ -255,8 +261,9 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     gates = read_gates(args, out, specs)
     profiler = _profiler(args, out)
     early = _begin_early_workers(early, specs, previous)
-    _check_before_asking_for_a_gpu(specs, out)
-    timeline.mark("driver answered", first=True)
+    if not args.scheduler:   # the cluster's workers hold the GPUs: this machine needs none
+        _check_before_asking_for_a_gpu(specs, out)
+        timeline.mark("driver answered", first=True)
     locked = _lock_clocks(args, lock_mhz, ordinals, held)
     return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
 
@@ -436,7 +443,7 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
         out.note(f"results: {path} (case by case: {lines})")
         if not result.ok:
             exit_code = EXIT_FAILED
-        if not check_run_gates(spec, result, gates, args.threshold, out):
+        if not check_run_gates(spec, result, gates, args.threshold or 0.0, out):
             exit_code = EXIT_FAILED
     return exit_code
 
@@ -484,6 +491,55 @@ def _check_before_asking_for_a_gpu(specs, out: Output) -> None:
             "GPU either")
     # One rule for every command: an INVALID case or a failed build is exit 1, as `plan` and a run on a GPU end.
     raise DriverGemmError(text)
+
+
+def _scheduler_address(text: str) -> bool:
+    """Whether `text` can be a Dask scheduler's address: a scheme (tcp://, tls://, inproc://, ucx://, ...) or none,
+    then a place that starts with a host, no whitespace anywhere. Anything else Dask would only fail to reach,
+    after its connect timeout."""
+    scheme, separator, place = text.partition("://")
+    if not separator:
+        scheme, place = "", text
+    return (bool(place) and place[0] not in ":/" and not any(character.isspace() for character in text)
+            and (not separator or re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme) is not None))
+
+
+def _check_option_combinations(args) -> None:
+    """Options that cannot go together, or that nothing would read, refused before anything starts."""
+    if args.scheduler is not None:
+        if not _scheduler_address(args.scheduler):
+            raise UsageError(f"give a Dask scheduler's address, such as tcp://HOST:8786 or HOST:8786, not "
+                             f"{args.scheduler!r}", field="--scheduler")
+        if args.device is not None:
+            raise UsageError("--scheduler runs the cases on the cluster's GPU workers, one GPU each: it takes no "
+                             "--device", field="--scheduler")
+        if args.in_process:
+            raise UsageError("--scheduler runs cases in worker processes on the cluster: it takes no --in-process",
+                             field="--scheduler")
+    if args.threshold is not None and args.baseline_results is None:
+        raise UsageError("the threshold of the comparison with stored results: give --baseline-results too, or "
+                         "leave --threshold out", field="--threshold")
+    if args.min_pct:   # a percentage of the vendor's time needs both times
+        for option, given in (("--no-timing", args.no_timing), ("--no-baseline", args.no_baseline)):
+            if given:
+                raise UsageError(f"a percentage of cuBLAS cannot be judged with {option} (it needs the kernel's "
+                                 "time and cuBLAS's): leave one of them out", field="--min-pct")
+
+
+def _output_path(text: str | None, option: str, *, folder: bool) -> Path | None:
+    """An output path as given on the command line, refused when it can name no file (or, `folder`, no folder).
+
+    Read as text: a Path would turn "" into "." and drop the separator of "out/", which names a folder.
+    """
+    if text is None:
+        return None
+    if not text.strip():
+        raise UsageError(f"give the path of a {'folder' if folder else 'file'}, not {text!r}", field=option)
+    separators = tuple(filter(None, (os.sep, os.altsep)))
+    if not folder and text.endswith(separators):
+        raise UsageError(f"{text} ends in a separator, so it names a folder: give the results file's path (e.g. "
+                         f"{text.rstrip(''.join(separators)) or '.'}/results.json)", field=option)
+    return Path(text)
 
 
 def _check_outputs(args, specs) -> None:

@@ -24,14 +24,14 @@ def add_parser(commands, **common) -> None:
     tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     tune.add_argument("--kernel", "-k", action="append", default=[], help="tune only this kernel (repeatable)")
     tune.add_argument("--shape", "-s", action="append", default=[], help="tune only for this MxNxK shape (repeatable)")
-    tune.add_argument("--strategy", choices=STRATEGY_NAMES, default="exhaustive",
+    tune.add_argument("--strategy", choices=STRATEGY_NAMES,
                       help="exhaustive (every valid configuration, fully measured; the default), random (seeded "
                            "order, fully measured, until the budget ends), halving (successive halving: short warm "
                            "screens of everything, full measurements of the best), tpe (Optuna's TPE sampler)")
     tune.add_argument("--budget", metavar="LIMIT",
                       help="how much the whole search may spend: seconds (300s, 5m, 1h), configurations (40), "
                            "or both (300s,40); shared out between the kernel families and shapes")
-    tune.add_argument("--seed", type=int, default=0, help="seed of the strategies that draw (default 0)")
+    tune.add_argument("--seed", type=int, help="seed of the strategies that draw (default 0)")
     tune.add_argument("--fresh", action="store_true",
                       help="measure again what the tuning cache already knows (and record the new results)")
     tune.add_argument("--json", type=Path, help="results of every full measurement (default "
@@ -180,6 +180,20 @@ def _check_outputs(args, spec) -> None:
                    [*spec_inputs(spec), ("--from", args.recorded)])
 
 
+def _refuse_search_options_with_recorded(args) -> None:
+    """With ``--from`` nothing is searched or measured: an option of the search would be silently ignored."""
+    if not args.recorded:
+        return
+    given = [option for option, value in (("--strategy", args.strategy is not None),
+                                          ("--budget", args.budget is not None),
+                                          ("--seed", args.seed is not None), ("--fresh", args.fresh),
+                                          ("--json", args.json is not None)) if value]
+    if given:
+        what = ("writes the results of a search, and --from only reads recorded ones" if given[0] == "--json"
+                else "is an option of the search on a GPU, and --from only picks from recorded results")
+        raise UsageError(f"{given[0]} {what}: give one or the other", field="--from")
+
+
 def execute(args, out: Output) -> int:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..planning.cases import cases_of
@@ -187,6 +201,10 @@ def execute(args, out: Output) -> int:
     from ..tune.strategies import Budget, BudgetError, make_strategy, parse_budget
     from ..tune.winners import default_winners_path, dispatch_spec, pick_winners, winners_spec
 
+    _refuse_search_options_with_recorded(args)
+    # None: not given (so that --from can tell what was asked of a search); the search's defaults from here on
+    args.strategy = args.strategy or "exhaustive"
+    args.seed = 0 if args.seed is None else args.seed
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
     if not 0 <= args.seed < 1 << 63:
         raise UsageError(f"a seed is a whole number from 0 to 2**63 - 1, got {args.seed}", field="--seed")

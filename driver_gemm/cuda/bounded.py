@@ -5,13 +5,14 @@ whose run is timed; nvcc runs as it is, in a session of its own with its tempora
 child leads its own process group, so a Ctrl-C at the terminal reaches only this process, which then kills the
 groups of every compile still running (nvcc's gcc and cc1plus with it) before the interrupt goes on: one Ctrl-C
 stops a compile however long NVRTC would have taken. A SIGTERM while a compile runs ends it the same way. The
-bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s) and
-``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for none).
+bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s, 0 for no time limit) and
+``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for no cap, at most `MAX_MEMORY_MB`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -20,25 +21,29 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DriverGemmError, UsageError
+from ..errors import CompileError, DriverGemmError, UsageError
 
 TIMEOUT_VARIABLE = "DRIVER_GEMM_COMPILE_TIMEOUT_S"
 MEMORY_VARIABLE = "DRIVER_GEMM_COMPILE_MEMORY_MB"
 DEFAULT_TIMEOUT_S = 600
 DEFAULT_MEMORY_MB = 16384
+# 64 PiB: the largest address space Linux gives a process (5-level page tables); a larger cap could never be
+# reached, and RLIMIT_AS cannot even hold one past 2**63 bytes.
+MAX_MEMORY_MB = 1 << 36
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])   # the folder the child imports driver_gemm from
 
 
 @dataclass(frozen=True)
 class Bounds:
-    """How long one compile may run, and how much address space NVRTC's process may have (None: no cap)."""
+    """How long one compile may run (infinity: no time limit), and how much address space NVRTC's process may
+    have (None: no cap)."""
 
     seconds: float
     memory_bytes: int | None
 
     def describe(self) -> str:
         memory = f"{self.memory_bytes >> 20} MiB" if self.memory_bytes else "no memory cap"
-        return f"{self.seconds:g} s, {memory}"
+        return f"{self.seconds:g} s, {memory}" if math.isfinite(self.seconds) else f"no time limit, {memory}"
 
 
 def compile_bounds() -> Bounds:
@@ -52,7 +57,10 @@ def compile_bounds() -> Bounds:
             raise UsageError(f"must be a number, got {text!r}", field=name) from None
         if not values[name] >= 0 or values[name] == float("inf"):
             raise UsageError(f"must be a finite number of at least 0, got {text!r}", field=name)
-    seconds = values[TIMEOUT_VARIABLE] or float(DEFAULT_TIMEOUT_S)
+    if values[MEMORY_VARIABLE] > MAX_MEMORY_MB:
+        raise UsageError(f"must be at most {MAX_MEMORY_MB} MiB (64 PiB, more than any process can address; 0 for no "
+                         f"cap), got {os.environ[MEMORY_VARIABLE].strip()!r}", field=MEMORY_VARIABLE)
+    seconds = values[TIMEOUT_VARIABLE] or math.inf      # 0: no time limit, as 0 MiB is no memory cap
     memory = int(values[MEMORY_VARIABLE] * 2**20)
     return Bounds(seconds, memory or None)
 
@@ -118,20 +126,27 @@ def run_bounded(command: list[str], request: bytes | None, seconds: float, *, en
                 cwd: str | None = None) -> subprocess.CompletedProcess:
     """`command` in a session of its own, fed `request` on stdin, its stdout and stderr collected as bytes.
 
-    Raises `ChildStopped("time")` past `seconds`, and re-raises an interrupt (KeyboardInterrupt, or a SIGTERM
-    in the main thread) after killing the child's whole process group; either way nothing of it is left running.
+    Raises `ChildStopped("time")` past `seconds` (infinity: never), and re-raises an interrupt
+    (KeyboardInterrupt, or a SIGTERM in the main thread) after killing the child's whole process group; either
+    way nothing of it is left running. A child that cannot be started at all (its program missing or not
+    executable, no memory or processes left) is a `CompileError` naming the program: every caller runs a
+    compiler or a compiler's check, and records a `CompileError` as the kernel's failure to build.
     """
     if _stopping.is_set() and threading.current_thread() is not threading.main_thread():
         raise ChildStopped("stopped")
     with terminated_as_interrupt():
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 start_new_session=True, env=env, cwd=cwd)
+        try:
+            child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True, env=env, cwd=cwd)
+        except OSError as error:   # a Python child is named by its module: `python` alone says too little
+            program = " ".join(command[:3]) if command[1:2] == ["-m"] else command[0]
+            raise CompileError(f"could not start {program}: {error.strerror or error}") from None
         with _lock:
             _children.add(child)
         try:
             if _stopping.is_set() and threading.current_thread() is not threading.main_thread():
                 raise ChildStopped("stopped")
-            stdout, stderr = child.communicate(request, timeout=seconds)
+            stdout, stderr = child.communicate(request, timeout=seconds if math.isfinite(seconds) else None)
         except subprocess.TimeoutExpired:
             _kill_group(child)
             child.communicate()

@@ -118,17 +118,27 @@ def store(key: str, header: dict, image: bytes) -> None:
         write_entry(path_for(key), _MAGIC, _encode(header, image))
 
 
+_unwritable_folders: set[str] = set()
+
+
 def write_entry(target: Path, magic: bytes, body: bytes) -> None:
     """`body` after `magic` and its SHA-256, written to a temporary file and renamed onto `target`.
 
     The format of every file under the cache directory. A reader never
     sees half an entry, and one that cannot be written is skipped: a cache
-    is never fatal.
+    is never fatal. The first failure under a cache folder is a warning
+    naming it; later ones are debug lines.
     """
     try:
         write_file(target, magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     except OutputError as error:
         _log.debug("cache entry not written: %s", error)
+        folder = str(directory())
+        if folder not in _unwritable_folders:   # said once: a folder that cannot take one entry takes none
+            _unwritable_folders.add(folder)
+            _log.warning("the disk cache in %s cannot be written (%s): going on without it (set "
+                         "DRIVER_GEMM_CACHE_DIR to a folder that can be written, or DRIVER_GEMM_NO_CACHE=1)",
+                         folder, str(error).split("not written: ", 1)[-1])
 
 
 def read_entry(path: Path, magic: bytes) -> bytes | None:

@@ -15,6 +15,7 @@ import math
 
 from ..measure.stats import TimingSummary
 from ..results.records import CaseResult, RunResult
+from ..results.text import printable
 
 CLOCK_TOLERANCE = 0.02        # rows or runs whose clocks differ by more are compared at equal clock too
 EQUAL_CLOCK_MARK = "*"
@@ -39,16 +40,32 @@ def clock_ratio(case: CaseResult | None, other: CaseResult | None) -> float | No
     return mine / theirs if mine is not None and theirs is not None else None
 
 
-def baseline_case(run: RunResult, case: CaseResult) -> CaseResult | None:
-    """The row whose time is `case`'s 100%: its baseline label, at its shape, on its GPU where several ran."""
-    label = case.baseline_label
-    if label is None or case.is_baseline:
-        return None
-    if case.measured_against is not None:
-        label = case.measured_against.kernel
-    same = [row for row in run.cases if row.kernel == label and row.shape == case.shape and row.timing is not None]
-    on_gpu = [row for row in same if row.device.key == case.device.key]
-    return (on_gpu or same or [None])[0]
+class TimedRows:
+    """A run's timed rows by kernel label and shape, in the run's order: gathered once, so that finding the
+    baseline row of every case of a run is one look-up each, not a pass over the run per case."""
+
+    def __init__(self, run: RunResult):
+        self.rows: dict[tuple, list[CaseResult]] = {}
+        for row in run.cases:
+            if row.timing is not None:
+                self.rows.setdefault((row.kernel, row.shape), []).append(row)
+
+    def baseline_case(self, case: CaseResult) -> CaseResult | None:
+        """As the module's `baseline_case`, for a case of the run these rows are of."""
+        label = case.baseline_label
+        if label is None or case.is_baseline:
+            return None
+        if case.measured_against is not None:
+            label = case.measured_against.kernel
+        same = self.rows.get((label, case.shape), [])
+        on_gpu = [row for row in same if row.device.key == case.device.key]
+        return (on_gpu or same or [None])[0]
+
+
+def baseline_case(run: RunResult, case: CaseResult, rows: TimedRows | None = None) -> CaseResult | None:
+    """The row whose time is `case`'s 100%: its baseline label, at its shape, on its GPU where several ran.
+    `rows`: the run's `TimedRows`, where the caller looks up many cases of it."""
+    return (rows or TimedRows(run)).baseline_case(case)
 
 
 def vendor_clock(case: CaseResult, baseline: CaseResult | None) -> float | None:
@@ -69,18 +86,20 @@ def equal_clock_pct(case: CaseResult, baseline: CaseResult | None,
 
 # ------------------------------------------------------------------------------------ the results table
 
-def clock_columns(run: RunResult, cases: list[CaseResult]) -> list[str]:
+def clock_columns(run: RunResult, cases: list[CaseResult], rows: TimedRows | None = None) -> list[str]:
     """The clock columns a shape's table adds: ``SM MHz`` when a row ran under the maximum clock, ``% cuBLAS
-    @clk`` when a row's clock differs from its baseline row's by more than `CLOCK_TOLERANCE`."""
+    @clk`` when a row's clock differs from its baseline row's by more than `CLOCK_TOLERANCE`. `rows`: the
+    run's `TimedRows`, where the caller has them."""
     columns = []
     if any(under_maximum(case) for case in cases):
         columns.append("SM MHz")
-    if any(equal_clock_pct(case, baseline_case(run, case)) is not None for case in cases):
+    rows = rows or TimedRows(run)
+    if any(equal_clock_pct(case, rows.baseline_case(case)) is not None for case in cases):
         columns.append("% cuBLAS @clk")
     return columns
 
 
-def clock_cells(run: RunResult, case: CaseResult, columns: list[str]) -> list[str]:
+def clock_cells(run: RunResult, case: CaseResult, columns: list[str], rows: TimedRows | None = None) -> list[str]:
     """`case`'s cells of `clock_columns`."""
     cells = []
     for column in columns:
@@ -88,16 +107,17 @@ def clock_cells(run: RunResult, case: CaseResult, columns: list[str]) -> list[st
             clock = median_clock(case)
             cells.append(f"{clock:.0f}" if clock is not None else "-")
         else:
-            pct = equal_clock_pct(case, baseline_case(run, case))
+            pct = equal_clock_pct(case, baseline_case(run, case, rows))
             cells.append(f"{pct:.1f}{EQUAL_CLOCK_MARK}" if pct is not None else "-")
     return cells
 
 
-def clock_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
+def clock_notes(run: RunResult, cases: list[CaseResult], rows: TimedRows | None = None) -> list[str]:
     """The note under a table with an equal-clock column: what the marked figure is, row by row."""
     lines = []
+    rows = rows or TimedRows(run)
     for case in cases:
-        baseline = baseline_case(run, case)
+        baseline = rows.baseline_case(case)
         pct = equal_clock_pct(case, baseline)
         if pct is not None:
             against = baseline.kernel if baseline is not None else case.baseline_label
@@ -140,12 +160,13 @@ def at_clock(run: RunResult, clock_mhz: float) -> tuple[RunResult, int]:
 
 
 def clock_differences(comparisons, tolerance: float = CLOCK_TOLERANCE) -> list[str]:
-    """A line for each compared case whose two runs' clocks differ by more than `tolerance`."""
+    """A line for each compared case whose two runs' clocks differ by more than `tolerance` (escaped: `printable`)."""
     lines = []
     for comparison in comparisons:
         ratio = clock_ratio(comparison.new, comparison.old)
         if ratio is not None and abs(ratio - 1) > tolerance:
             where = f"{comparison.kernel} at {comparison.shape}" + (f" on {comparison.gpu}" if comparison.gpu else "")
-            lines.append(f"{where}: SM clock {median_clock(comparison.old):.0f} -> {median_clock(comparison.new):.0f} "
-                         f"MHz ({100 * (ratio - 1):+.1f}%): part of the change is the clock")
+            lines.append(printable(f"{where}: SM clock {median_clock(comparison.old):.0f} -> "
+                                   f"{median_clock(comparison.new):.0f} MHz ({100 * (ratio - 1):+.1f}%): part of the "
+                                   "change is the clock"))
     return lines

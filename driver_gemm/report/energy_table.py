@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results.records import RunResult
+from ..results.text import printable
 
 
 def energy_table(run: RunResult, names: dict[str, str] | None = None) -> Table | None:
@@ -23,7 +24,7 @@ def energy_table(run: RunResult, names: dict[str, str] | None = None) -> Table |
         table.add_column(column, justify=justify)  # type: ignore[arg-type]  # rich's stub wants a Literal
     for case in cases:
         energy = case.energy
-        table.add_row(Text(names.get(case.kernel, case.kernel)), case.shape.label,
+        table.add_row(Text(printable(names.get(case.kernel, case.kernel))), case.shape.label,
                       f"{1e3 * energy.joules_per_launch:.3f}",
                       f"{energy.average_w:.0f}" if energy.average_w else "-",
                       f"{energy.gflops_per_watt:,.0f}" if energy.gflops_per_watt else "-")

@@ -16,16 +16,19 @@ from typing import Iterable, Sequence
 
 from ..planning.case_plan import CasePlan
 from ..results.records import RunResult
+from ..results.text import printable
+from .notes import cases_by_shape
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A GitHub-flavoured Markdown table; ``|`` in a cell is escaped."""
+    """A GitHub-flavoured Markdown table; ``|`` and control characters in a cell are escaped (`markdown_line`)."""
     return "\n".join([markdown_line(header), "|" + "---|" * len(header), *map(markdown_line, rows)]) + "\n"
 
 
 def markdown_line(cells: Sequence[object]) -> str:
-    """One row of `markdown_table`."""
-    return "| " + " | ".join(str(cell).replace("|", "\\|").replace("\n", " ") for cell in cells) + " |"
+    """One row of `markdown_table`: a newline or a terminal's escape sequence in a cell is shown escaped
+    (`printable`), so that it can neither end the row nor drive the terminal the Markdown is printed on."""
+    return "| " + " | ".join(printable(str(cell)).replace("|", "\\|") for cell in cells) + " |"
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -55,8 +58,7 @@ def run_markdown(run: RunResult) -> str:
     """One table per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of peak (of the FP32 peak where
     every figure of the table is, else of each case's own math: `gemm.peaks`)."""
     tables = []
-    for shape in dict.fromkeys(case.shape for case in run.cases):
-        cases = [case for case in run.cases if case.shape == shape]
+    for shape, cases in cases_by_shape(run).items():
         rows = [(case.kernel, case.status, _ms(case.median_ms), _fixed(case.gflops, 0), _fixed(case.pct_cublas, 1),
                  _fixed(case.pct_peak, 1)) for case in cases]
         fp32 = all(case.math == "fp32" for case in cases if case.pct_peak is not None)

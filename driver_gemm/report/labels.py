@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..results.text import printable
+
 MAX_LABEL_WIDTH = 20
 
 
@@ -37,5 +39,5 @@ def short_labels(labels: Iterable[str], max_width: int = MAX_LABEL_WIDTH) -> dic
 
 
 def legend_lines(names: dict[str, str]) -> list[str]:
-    """``short = full label`` for every label that was shortened, in table order."""
-    return [f"{short} = {label}" for label, short in names.items() if short != label]
+    """``short = full label`` for every label that was shortened, in table order (escaped: `printable`)."""
+    return [printable(f"{short} = {label}") for label, short in names.items() if short != label]

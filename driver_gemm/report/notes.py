@@ -10,15 +10,28 @@ import math
 
 from ..gemm.peaks import ELEMENT_BYTES, bytes_moved
 from ..results.records import CaseResult, RunResult
+from ..results.text import printable
 from ..specfile.model import Shape
-from .clock_figures import clock_notes
+from .clock_figures import TimedRows, clock_notes
+
+
+def cases_by_shape(run: RunResult) -> dict[Shape, list[CaseResult]]:
+    """The run's cases grouped by shape, shapes in the order they first appear (one pass, not one per shape)."""
+    groups: dict[Shape, list[CaseResult]] = {}
+    for case in run.cases:
+        groups.setdefault(case.shape, []).append(case)
+    return groups
 
 
 def algorithm_notes(run: RunResult, shape: Shape) -> list[str]:
     """One line per cuBLASLt row of `shape` that records its algorithm, e.g.
     ``cublaslt-bf16-TN: best of 8: heuristic #3, algo 66, tile 256x128, stages 64x4, split-K 1``."""
-    return [f"{case.kernel}: {case.algorithm.describe()}" for case in run.cases
-            if case.shape == shape and case.algorithm is not None]
+    return _algorithm_lines([case for case in run.cases if case.shape == shape])
+
+
+def _algorithm_lines(cases: list[CaseResult]) -> list[str]:
+    """`algorithm_notes` of the cases of one shape."""
+    return [f"{case.kernel}: {case.algorithm.describe()}" for case in cases if case.algorithm is not None]
 
 
 def rounds_notes(cases: list[CaseResult]) -> list[str]:
@@ -105,18 +118,23 @@ def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
     return notes
 
 
-def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult]) -> list[str]:
+def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult], rows: TimedRows | None = None) -> list[str]:
     """Every note under `shape`'s table: the vendor rows' algorithms, the kernels timed in rounds, the figures
-    at equal clock, the cluster launches that spill into another wave, the memory-bound cases' rates."""
-    return (algorithm_notes(run, shape) + rounds_notes(cases) + clock_notes(run, cases) + residency_notes(cases)
-            + memory_notes(run, cases))
+    at equal clock, the cluster launches that spill into another wave, the memory-bound cases' rates.
+
+    `cases` are the run's cases of `shape` (`cases_by_shape`); `rows` the run's `TimedRows`, where the caller
+    has them. The names and figures in the notes come from the results file: each line is escaped
+    (`printable`)."""
+    notes = (_algorithm_lines(cases) + rounds_notes(cases) + clock_notes(run, cases, rows) + residency_notes(cases)
+             + memory_notes(run, cases))
+    return [printable(note) for note in notes]
 
 
 def markdown_notes(run: RunResult) -> str:
     """The notes of every shape's table (`table_notes`) as a Markdown list after the tables; empty when there are
     none."""
     lines = []
-    for shape in dict.fromkeys(case.shape for case in run.cases):
-        cases = [case for case in run.cases if case.shape == shape]
-        lines += [f"- {shape.label}: {note}" for note in table_notes(run, shape, cases)]
+    rows = TimedRows(run)
+    for shape, cases in cases_by_shape(run).items():
+        lines += [f"- {shape.label}: {note}" for note in table_notes(run, shape, cases, rows)]
     return "\n" + "\n".join(lines) + "\n" if lines else ""

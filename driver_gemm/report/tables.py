@@ -5,7 +5,9 @@ table with full kernel labels is wider, labels longer than
 `labels.MAX_LABEL_WIDTH` are shortened to ``NAME#i`` in the table and given in
 full once, in a legend below it. Every piece of user text (kernel names,
 messages, spec names) goes into a table as a `Text`, and is printed with
-markup off, so that a kernel named ``[bold]x`` prints as written.
+markup off, so that a kernel named ``[bold]x`` prints as written; text a
+results file holds is shown with its control characters escaped
+(`results.text.printable`), so that it can neither drive the terminal nor forge a row.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from rich.text import Text
 
 from ..planning.case_plan import CasePlan
 from ..results.records import CaseResult, RunResult
+from ..results.text import printable
 from ..status import Status
 from .labels import MAX_LABEL_WIDTH, legend_lines, short_labels
 from .lines import say
-from .clock_figures import clock_cells, clock_columns
+from .clock_figures import TimedRows, clock_cells, clock_columns
 from .energy_table import energy_table
-from .notes import table_notes
+from .notes import cases_by_shape, table_notes
 
 _STATUS_STYLE = {Status.PASS: "green", Status.REF: "cyan", Status.FAIL: "bold red", Status.ERROR: "bold red",
                  Status.INVALID: "yellow", Status.TIMEOUT: "bold red"}
@@ -45,7 +48,7 @@ def _time(ms: float | None) -> str:
 
 
 def case_line(case: CaseResult) -> str:
-    """One plain line for a finished case (progress output, logs)."""
+    """One plain line for a finished case (progress output, logs), its text from the case escaped (`printable`)."""
     parts = [f"{case.kernel} {case.shape.label} {case.status}"]
     if case.timing:
         parts.append(f"{_time(case.timing.median_ms)} ms")
@@ -56,7 +59,7 @@ def case_line(case: CaseResult) -> str:
             parts.append(f"{case.pct_cublas:.1f}% of cuBLAS{against}")
     if case.message and case.status not in (Status.PASS,):
         parts.append(f"- {case.message.splitlines()[0]}")
-    return "  ".join(parts)
+    return printable("  ".join(parts))
 
 
 def fitting_names(labels: Iterable[str], make_tables: Callable[[dict[str, str]], list[Table]], console: Console,
@@ -82,24 +85,27 @@ def _table(title: str) -> Table:
 TF32_NOTE = "TF32 rows (cublas-tf32 and precision: tf32 kernels): % of cuBLAS in TF32 tensor-op math"
 
 
-def results_tables(run: RunResult, names: dict[str, str] | None = None) -> list[Table]:
+def results_tables(run: RunResult, names: dict[str, str] | None = None,
+                   rows: TimedRows | None = None) -> list[Table]:
     """Per shape: kernel, status, median ms, GFLOP/s, % of cuBLAS, % of FP32 peak, error, samples.
 
-    `names` maps kernel labels to what the table shows (default: `short_labels`).
+    `names` maps kernel labels to what the table shows (default: `short_labels`); `rows` are the run's
+    `TimedRows`, where the caller has them.
     """
     names = names or short_labels(case.kernel for case in run.cases)
+    rows = rows or TimedRows(run)
     tables = []
     for shape, cases in cases_by_shape(run).items():
         table = _table(_results_title(run, shape))
         for column, justify in _RESULTS_COLUMNS:
             table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
-        clock_columns_shown = clock_columns(run, cases)
+        clock_columns_shown = clock_columns(run, cases, rows)
         for column in clock_columns_shown:
             table.add_column(column, justify="right")
         for case in cases:
             cells = _results_cells(case, names)
             table.add_row(Text(cells[0]), Text(cells[1], style=_STATUS_STYLE.get(case.status, "")), *cells[2:],
-                          *clock_cells(run, case, clock_columns_shown))
+                          *clock_cells(run, case, clock_columns_shown, rows))
         tables.append(table)
     return tables
 
@@ -112,24 +118,17 @@ _RESULTS_COLUMNS = (("kernel", "left"), ("status", "left"), ("median ms", "right
 PLAIN_RESULTS_CASES = 2000
 
 
-def cases_by_shape(run: RunResult) -> dict:
-    """The run's cases grouped by shape, shapes in the order they first appear (one pass, not one per shape)."""
-    groups: dict = {}
-    for case in run.cases:
-        groups.setdefault(case.shape, []).append(case)
-    return groups
-
-
 def _results_title(run: RunResult, shape) -> str:
     device = run.environment.get("device") or {}
     title = f"{run.spec}: {shape.label} (M x N x K)"
-    return title + (f" on {device.get('name')}" if device.get("name") else "")
+    return printable(title + (f" on {device.get('name')}" if device.get("name") else ""))
 
 
 def _results_cells(case, names: dict[str, str]) -> list[str]:
     error = case.verification.rel_fro_error if case.verification else None
-    return [names.get(case.kernel, case.kernel), str(case.status), _time(case.median_ms), _number(case.gflops, 0),
-            _number(case.pct_cublas, 1), _number(case.pct_peak, 1), f"{error:.1e}" if error is not None else "-",
+    return [printable(names.get(case.kernel, case.kernel)), str(case.status), _time(case.median_ms),
+            _number(case.gflops, 0), _number(case.pct_cublas, 1), _number(case.pct_peak, 1),
+            f"{error:.1e}" if error is not None else "-",
             str(case.timing.samples) if case.timing else "-",
             f"{100 * case.timing.noise:.1f}%" if case.timing else "-"]
 
@@ -147,7 +146,7 @@ def _aligned(header: list[str], rows: list[list[str]], justify: list[str]) -> li
 
 
 def problems_text(run: RunResult) -> list[str]:
-    """What went wrong, case by case, for the cases that did not pass."""
+    """What went wrong, case by case, for the cases that did not pass: lines of the file's text, escaped."""
     out = []
     for case in run.cases:
         if case.ok:
@@ -170,7 +169,7 @@ def problems_text(run: RunResult) -> list[str]:
                 owner = f" (block {tuple(mismatch['block'])}"
                 owner += f", thread {tuple(mismatch['thread'])})" if "thread" in mismatch else ")"
             out.append(f"    {where}: expected {mismatch['expected']:.6g}, {got}{owner}")
-    return out
+    return [printable(line) for line in out]
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -203,13 +202,14 @@ def geometric_mean_lines(run: RunResult, names: dict[str, str] | None = None) ->
         over = f"{len(measured)} shapes" if len(measured) == shapes else f"{len(measured)} of its {shapes} shapes"
         lines.append(f"{names.get(kernel, kernel)}: geometric mean of % of cuBLAS over {over}: {mean:.1f}%; "
                      f"lowest {lowest.pct_cublas:.1f}% at {lowest.shape.label}")
-    return lines
+    return [printable(line) for line in lines]
 
 
 def print_run(run: RunResult, console: Console | None = None) -> None:
     """The run's tables, the legend of shortened labels, the FP32 peak and what went wrong."""
     console = console or Console()
     groups = cases_by_shape(run)
+    rows = TimedRows(run)
     if len(run.cases) > PLAIN_RESULTS_CASES:
         names = short_labels(case.kernel for case in run.cases)
         header, justify = [c for c, _ in _RESULTS_COLUMNS], [j for _, j in _RESULTS_COLUMNS]
@@ -218,16 +218,16 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
             lines += [_results_title(run, shape), *_aligned(header, [_results_cells(c, names) for c in cases],
                                                             justify)]
             lines += [TF32_NOTE] if any(case.precision == "tf32" for case in cases) else []
-            lines += [*table_notes(run, shape, cases), ""]
+            lines += [*table_notes(run, shape, cases, rows), ""]
         console.file.write("\n".join(lines) + "\n")
     else:
-        tables, names = fitting_names((case.kernel for case in run.cases), lambda names: results_tables(run, names),
-                                      console)
+        tables, names = fitting_names((case.kernel for case in run.cases),
+                                      lambda names: results_tables(run, names, rows), console)
         for (shape, cases), table in zip(groups.items(), tables):
             console.print(table)
             if any(case.precision == "tf32" for case in cases):
                 say(console, TF32_NOTE, "dim")
-            for line in table_notes(run, shape, cases):
+            for line in table_notes(run, shape, cases, rows):
                 say(console, line, "dim")
             console.line()
     for line in legend_lines(names):
@@ -500,7 +500,7 @@ def comparison_table(comparisons, title: str, names: dict[str, str] | None = Non
                             ("new ms", "right"), ("change", "right"), ("verdict", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
     for c in comparisons:
-        table.add_row(Text(names.get(c.kernel, c.kernel)), c.shape, Text(c.gpu or "-"),
+        table.add_row(Text(printable(names.get(c.kernel, c.kernel))), c.shape, Text(printable(c.gpu or "-")),
                       _time(c.old.median_ms if c.old else None),
                       _time(c.new.median_ms if c.new else None),
                       f"{100 * c.change:+.1f}%" if c.change is not None else "-",
@@ -537,11 +537,11 @@ def tune_table(picks, title: str, names: dict[str, str] | None = None) -> Table:
     for pick in picks:
         best, second = pick.best, pick.runner_up
         verdict = "-" if best is None else ("only one" if second is None else ("tie" if pick.tie else "clear"))
-        table.add_row(Text(pick.kernel), pick.shape, str(pick.tried), f"{pick.passed}/{pick.invalid}",
-                      Text(names.get(best.kernel, best.kernel), style="bold green") if best else
+        table.add_row(Text(printable(pick.kernel)), pick.shape, str(pick.tried), f"{pick.passed}/{pick.invalid}",
+                      Text(printable(names.get(best.kernel, best.kernel)), style="bold green") if best else
                       Text("nothing passed", style="bold red"),
                       _time(best.median_ms if best else None), _number(best.pct_cublas if best else None, 1),
-                      Text(names.get(second.kernel, second.kernel)) if second else "-",
+                      Text(printable(names.get(second.kernel, second.kernel))) if second else "-",
                       f"{100 * pick.margin:.1f}%" if pick.margin is not None else "-", verdict)
     return table
 
@@ -592,15 +592,16 @@ def profile_table(run: RunResult, names: dict[str, str] | None = None) -> Table:
                   "FMA %", "tensor %", "bank conflicts", "top stall"):
         table.add_column(title, justify="left" if title in ("kernel", "shape", "top stall") else "right")
     for row in profile_rows(run):
-        name = (names or {}).get(row["kernel"], row["kernel"])
+        name = printable((names or {}).get(row["kernel"], row["kernel"]))
         if row["error"]:
-            table.add_row(Text(name), row["shape"], Text(f"not profiled: {row['error']}"[:60], style="yellow"))
+            table.add_row(Text(name), row["shape"],
+                          Text(printable(f"not profiled: {row['error']}")[:60], style="yellow"))
             continue
         occupancy = f"{_number(row['achieved_occupancy_pct'], 1)} / {_number(row['theoretical_occupancy_pct'], 1)}"
         table.add_row(Text(name), row["shape"], _number(row["duration_us"], 1), occupancy,
                       _number(row["dram_gb"], 3), _number(row["arithmetic_intensity"], 1),
                       _number(row["fma_pipe_pct"], 1), _number(row["tensor_pipe_pct"], 1),
-                      _number(row["shared_bank_conflicts"], 0), row["top_stall"] or "-")
+                      _number(row["shared_bank_conflicts"], 0), Text(printable(str(row["top_stall"] or "-"))))
     return table
 
 

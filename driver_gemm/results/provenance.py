@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .settings import from_known_fields, set_fields_json
+from .text import printable
 
 # The versions a difference in which can move a kernel's time, in the order `provenance_differences` names them.
 TOOL_VERSIONS = ("driver", "cuda_driver_api", "nvrtc", "ptxas", "cublas", "cuda_bindings", "nvmath_python",
@@ -95,6 +96,7 @@ def provenance_differences(old: tuple[Provenance | None, dict],
 
     Each of `old` and `new` is a run's (provenance, environment). A version
     known in one run only is not a difference (an older file did not record it).
+    The names and versions come from the files: each line is escaped (`printable`).
     """
     old_versions, old_gpus = versions_and_gpus(*old)
     new_versions, new_gpus = versions_and_gpus(*new)
@@ -117,7 +119,7 @@ def provenance_differences(old: tuple[Provenance | None, dict],
         changed = sorted(name for name in set(old_kernels) & set(new_kernels) if old_kernels[name] != new_kernels[name])
         if changed:
             notes.append(f"sources differ (by digest) for kernel(s) of the same name: {', '.join(changed)}")
-    return lines, notes
+    return [printable(line) for line in lines], [printable(note) for note in notes]
 
 
 def _yes(value: bool) -> str:

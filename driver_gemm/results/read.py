@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,6 +29,10 @@ MAX_RESULTS_BYTES = 64 * 2**20
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 _TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
 _INT_BOUND = 1 << 64      # every whole number driver-gemm writes fits 64 bits (seeds are unsigned)
+# Half of a UTF-16 surrogate pair reaches a string only as a JSON escape (UTF-8 decoding refuses the bytes of one);
+# a whole pair, as an ASCII-only writer spells a character past U+FFFF, is read as that character.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -62,6 +67,7 @@ def read_results(path: str | Path) -> ResultsFile:
     check_against_schema(document, results_schema(), str(path))
     for index, case in enumerate(document["cases"]):
         _check_case_consistency(case, f"cases[{index}]", str(path))
+    _check_text(text, document, str(path))
     run = RunResult.from_dict(document)
     return ResultsFile(path, run)
 
@@ -119,7 +125,8 @@ def _read_text(path: Path) -> str:
         raise UsageError("empty file: no results in it", where=where)
     nul = data.find(b"\0")
     if nul >= 0:
-        raise UsageError(f"binary data (a NUL byte at offset {nul}), not a results file", where=where)
+        line = data.count(b"\n", 0, nul) + 1
+        raise UsageError(f"binary data (a NUL byte at offset {nul}, line {line}), not a results file", where=where)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -175,10 +182,12 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                 raise UsageError("a run header after the first record: a case log has one, on its first line",
                                  where=where)
             check_against_schema(record, schema["$defs"]["run_line"], where)
+            _check_text(line, record, where)
             header = {k: v for k, v in record.items() if k != "type"}
         elif kind == "case":
             check_against_schema(record, schema["$defs"]["case_line"], where)
             _check_case_consistency(record, "", where)
+            _check_text(line, record, where)
             cases.append(CaseResult.from_dict({k: v for k, v in record.items() if k != "type"}))
         else:
             raise UsageError(f"record type {kind!r}: a case log has 'run' and 'case' lines only",
@@ -223,6 +232,38 @@ def _check_case_consistency(case: dict, path: str, where: str) -> None:
         if low > high * (1 + 1e-9):
             raise UsageError(f"{low_name} = {low!r} is above {high_name} = {high!r}: the summary is not of "
                              "real samples", where=where, field=_join(path, f"timing.{low_name}"))
+
+
+def _check_text(text: str, value: Any, where: str) -> None:
+    """Refuse a string or key of `value` (parsed from the JSON `text`) that holds half of a UTF-16 surrogate pair
+    alone: it is no Unicode text, and no output (a terminal, a file, a pipe) could take it."""
+    if _SURROGATE_ESCAPE.search(text) is None:     # the one way to spell one: most files need no walk
+        return
+    try:
+        _find_surrogate(value, "", where)
+    except RecursionError:
+        raise UsageError("not a results file: JSON nested too deeply", where=where) from None
+
+
+def _find_surrogate(value: Any, path: str, where: str) -> None:
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            raise _problem(where, path, f"{ascii(value)[:60]} {_lone_surrogate(found.group())}")
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            found = _SURROGATE.search(name)
+            if found is not None:     # the key itself is left out of the path: it cannot be printed
+                raise _problem(where, path, f"a key {ascii(name)[:60]} {_lone_surrogate(found.group())}")
+            _find_surrogate(item, _join(path, name), where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _find_surrogate(item, f"{path}[{index}]", where)
+
+
+def _lone_surrogate(character: str) -> str:
+    return (f"holds \\u{ord(character):04x}, half of a UTF-16 surrogate pair without the other half: not Unicode "
+            "text, and not written by driver-gemm")
 
 
 def _join(path: str, name: str) -> str:

@@ -483,7 +483,15 @@ class RunResult:
         raw samples are up to tens of thousands of numbers, which the C encoder
         writes several times faster than the indenting one (which is pure
         Python): this is the last thing a run does before its tables.
+
+        A name ending in ``.gz`` is refused (`ValueError`), as ``run --json``
+        refuses it: the file would be plain JSON that its readers take for
+        gzip data. Compress a written file afterwards.
         """
+        if Path(path).suffix.lower() == ".gz":
+            raise ValueError(f"RunResult.write_json: {path}: a .gz name is for a compressed results file, which is "
+                             "for reading (show, compare, plot, tune --from); write a plain .json and compress it "
+                             "afterwards")
         fields = self.as_dict()
         cases = fields.pop("cases")
         head = json.dumps(fields, indent=1)[:-2]          # without its closing "\n}"
