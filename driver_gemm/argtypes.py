@@ -67,12 +67,23 @@ def float_value(ctype: str, value: float) -> float:
     reference must compute with. `ValueError` past the type's largest finite value."""
     if ctype == "float64" or value != value or value in (float("inf"), float("-inf")):
         return float(value)
-    if abs(value) > C_TYPES[ctype].largest:
+    if not fits_float(ctype, value):
         raise ValueError(f"{value} is beyond the range of {ctype} (largest {C_TYPES[ctype].largest:g})")
     if ctype == "bfloat16":
         return struct.unpack("<f", struct.pack("<I", bfloat16_bits(value) << 16))[0]
     code = "e" if ctype == "float16" else "f"
     return struct.unpack("<" + code, struct.pack("<" + code, value))[0]
+
+
+# Where rounding to nearest reaches infinity: the largest finite value and half a unit in its last place. Below it
+# a value rounds to the largest finite one, as C's conversion does (65519 is 65504 in float16).
+_OVERFLOW_AT = {"float16": 65520.0, "bfloat16": 2.0**128 - 2.0**119, "float32": 2.0**128 - 2.0**103}
+
+
+def fits_float(ctype: str, value: float) -> bool:
+    """Whether `value` rounds to a finite number of the floating type `ctype` (infinities and NaN are themselves)."""
+    limit = _OVERFLOW_AT.get(ctype)
+    return limit is None or value != value or abs(value) == float("inf") or abs(value) < limit
 
 
 def bfloat16_bits(value: float) -> int:

@@ -75,6 +75,8 @@ def _messages(plan):
     ("['ceil(M / BM) * ceil(N / BN)']", "[BM, BN]"),              # every tile numbered on one axis
     ("[4, ceil(M / BM), 'ceil(N / (BN * 4))']", "[BM, BN]"),      # columns split over x and z (a swizzled grid)
     ("[ceil(M / BM), ceil(N / BN)]", None),                       # no tile: read from the grid, either way round
+    ("['2 * ceil(N / BN)', 'ceil(M / (2 * BM))']", "[BM, BN]"),  # CUTLASS's swizzle: twice the columns, half the rows
+    ("[ceil(N / BN), ceil(M / BM), 'ceil(K / 256)']", "[BM, BN]"),   # K split over z
 ])
 def test_a_grid_that_covers_c_is_valid_whichever_axes_carry_rows_and_columns(tmp_path, grid, tile):
     plan = _plan(tmp_path, grid, tile)
@@ -90,6 +92,12 @@ def test_rows_on_grid_x_are_checked_on_x(tmp_path):
     assert _messages(inferred)[0][0] == "kernels[v4].grid[1]"
     assert "the grid covers 512 of N = 513 columns (8 blocks x 64, as 'N // BN' divides N by BN)" \
         in _messages(inferred)[0][1]
+
+
+def test_a_split_of_k_on_z_is_not_counted_as_tiles(tmp_path):
+    plan = _plan(tmp_path, "['ceil(N / (2 * BN))', ceil(M / BM), 'ceil(K / 64)']", "[BM, BN]")
+    assert [message[0] for message in _messages(plan)] == ["kernels[v4].grid[0]"]
+    assert "the grid covers 320 of N = 513 columns" in _messages(plan)[0][1]
 
 
 def test_a_grid_numbering_fewer_blocks_than_tiles_is_invalid(tmp_path):

@@ -28,6 +28,11 @@ KERNEL = "__global__ void k(int* p) { p[0] = VALUE; }\n"
     '#include \\\n"{evil}"',                  # ... and before the name
     '??=include "{evil}"',                    # the trigraph of #
     '#include_next "{evil}"',
+    '#/**/include "{evil}"',                  # a comment between # and the word
+    '/* a comment */ #include "{evil}"',      # ... and before the #
+    '#\finclude "{evil}"',                   # a form feed
+    '\v#include "{evil}"',                   # a vertical tab
+    '#define HEADER "{evil}"\n#include HEADER\n#undef HEADER\n#define HEADER "k.cu"',   # redefined after use
 ])
 def test_every_spelling_of_an_include_is_held_to_the_project(project, directive):
     evil = project.parent / "outside" / "evil.h"
@@ -36,6 +41,18 @@ def test_every_spelling_of_an_include_is_held_to_the_project(project, directive)
     with pytest.raises(CompileError, match="outside the kernel's project") as failure:
         compile_source(path, ["k"], use_cache=False)
     assert "VALUE 7" not in str(failure.value)
+
+
+def test_a_macro_include_defined_in_a_header_its_headers_include_is_read_from_there(project):
+    (project / "a.h").write_text('#include "b.h"\n')
+    (project / "b.h").write_text('#define VALUE_HEADER "value.h"\n')
+    (project / "value.h").write_text("#define VALUE 5\n")
+    path = project / "k.cu"
+    path.write_text('#include "a.h"\n#include VALUE_HEADER\n' + KERNEL)
+    assert compile_source(path, ["k"], use_cache=False).lowered_names == {"k": "_Z1kPi"}
+    (project / "b.h").write_text(f'#define VALUE_HEADER "{project.parent / "outside" / "evil.h"}"\n')
+    with pytest.raises(CompileError, match="outside the kernel's project"):
+        compile_source(path, ["k"], use_cache=False)
 
 
 @pytest.mark.parametrize("name", ["<cuda/../../../../../../../../etc/hostname>",
@@ -164,3 +181,24 @@ def test_a_keyword_or_main_is_no_kernel_name(tmp_path, function):
 def test_the_most_negative_64_bit_parameter_is_written_as_a_signed_expression():
     assert template_argument(-2**63) == "(-9223372036854775807LL - 1)"
     assert template_argument(-2**63 + 1) == "-9223372036854775807"
+
+
+def test_beta_by_pointer_with_a_value_is_told_where_its_value_comes_from(tmp_path):
+    spec = MINIMAL + "    signature: [M, N, K, alpha, A, B, {name: beta, type: ptr, value: null}, C]\n"
+    with pytest.raises(SpecError, match="beta by pointer is the spec's scalars.beta in a device buffer") as failure:
+        load_spec(write(tmp_path, spec))
+    assert failure.value.field == "kernels[v4].signature[6].value"
+
+
+@pytest.mark.parametrize("options, needle", [
+    ('["-I", "../kernels", "-DX=1"]', None),                       # a path option and its value as two entries
+    ('["-isystem", "/usr/include"]', "names files to read; it needs the user's leave"),
+    ('["-L/usr/lib"]', "runs a program or reads or writes files of its choosing"),
+])
+def test_path_options_given_as_two_entries_are_read_as_one(tmp_path, options, needle):
+    text = write(tmp_path, MINIMAL + f"    options: {options}\n")
+    if needle is None:
+        assert load_spec(text).kernels[0].options[0].startswith("--include-path=")
+        return
+    with pytest.raises(SpecError, match=needle):
+        load_spec(text)

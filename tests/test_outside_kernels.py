@@ -376,3 +376,14 @@ def test_tensor_maps_inside_a_struct_are_planned_checked_and_packed_in_their_pla
     with pytest.raises(SpecError, match="a tensor map inside a struct is held by value"):
         load_spec(write(tmp_path, GLOBALS_SPEC.replace("box: [64, 32]}", "box: [64, 32], pass: pointer}"),
                         "pointer.yaml"))
+
+
+def test_16_bit_floats_round_as_c_does_and_an_iota_past_their_exact_whole_numbers_is_refused(tmp_path):
+    assert float_value("float16", 65519.0) == 65504.0           # rounds down to the largest finite value
+    with pytest.raises(ValueError, match="beyond the range of float16"):
+        float_value("float16", 65520.0)                          # rounds to infinity
+    spec = load_spec(write(tmp_path, HALF_SPEC.replace("{name: bias, type: ptr, value: null}",
+                                                       "{name: bias, type: buffer, element: fp16, size: N * 64, "
+                                                       "fill: iota}")))
+    problem, = plan_case(spec.kernels[0], Shape(64, 64, 64), arch_limits("sm_90"), scalars=dict(spec.scalars)).problems
+    assert "iota up to 4,095 does not fit float16 (its whole numbers are exact up to 2,048)" in str(problem)

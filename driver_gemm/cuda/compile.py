@@ -8,6 +8,7 @@ the binary. A compile error becomes a `CompileError` quoting file, line, source 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import logging
@@ -53,9 +54,40 @@ _INCLUDE = re.compile(r'^[ \t]*(?:#|%:)[ \t]*(?:include|include_next|import)\b[ 
 
 def _directive_text(text: str) -> str:
     """`text` as the preprocessor's first phases leave it for its directives: trigraphs for # and \\ read as those
-    characters, and every backslash-newline spliced away, so that no spelling of an include escapes the scan (a
-    trigraph the compiler would not read makes the scan see more, never less)."""
-    return re.sub(r"\\[ \t]*\r?\n", "", text.replace("??=", "#").replace("??/", "\\"))
+    characters, every backslash-newline spliced away, form feeds and vertical tabs read as spaces, so that no
+    spelling of an include escapes the scan (a trigraph the compiler would not read makes the scan see more, never
+    less)."""
+    text = text.replace("??=", "#").replace("??/", "\\").replace("\f", " ").replace("\v", " ")
+    return re.sub(r"\\[ \t]*\r?\n", "", text)
+
+
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+
+
+def _includes(text: str, including: str):
+    """(where, quoted, angled, other) of every include directive of `text`: read both as written and with each
+    block comment read as the one space the preprocessor makes of it (``#/**/include``, or a comment spanning
+    lines inside a directive), since a comment marker inside a string literal could hide a real directive from the
+    second reading; a directive in a comment is then read too, which only ever refuses more."""
+    spliced = _directive_text(text)
+    pieces, marks, kept, removed = [], [], 0, 0   # marks: (position in the reading, newlines taken out before it)
+    last = 0
+    for comment in _BLOCK_COMMENT.finditer(spliced):
+        pieces.append(spliced[last:comment.start()] + " ")
+        kept += comment.start() - last + 1
+        removed += comment.group().count("\n")
+        marks.append((kept, removed))
+        last = comment.end()
+    pieces.append(spliced[last:])
+    seen = set()
+    for reading, shifts in ((spliced, []), ("".join(pieces), marks)):
+        for match in _INCLUDE.finditer(reading):
+            before = bisect.bisect_right(shifts, (match.start(), float("inf"))) - 1
+            line = reading.count("\n", 0, match.start()) + 1 + (shifts[before][1] if before >= 0 else 0)
+            if (line, match.groups()) in seen:
+                continue
+            seen.add((line, match.groups()))
+            yield (f"{including}:{line}", *match.groups())
 
 
 @dataclass(frozen=True)
@@ -512,61 +544,74 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     roots += [(f"-I{index}:", folder.resolve()) for index, folder in enumerate(folders[1:], 1)]
     texts: dict[str, str] = {}
     seen: set[Path] = set()
-    cacheable = True
-    pending = [(source, source_name, own)]
-    while pending:
-        text, including, here = pending.pop()
-        text = _directive_text(text)
-        for match in _INCLUDE.finditer(text):
-            quoted, angled, other = match.groups()
-            header = quoted or angled
-            where = f"{including}:{text.count(chr(10), 0, match.start()) + 1}"
-            if not header and other is not None:   # #include MACRO: the name its #define gives, where one does
-                quoted, angled = _defined_header(other.strip(), [text, *texts.values()])
-                header = quoted or angled
-                if not header and not allow_outside:
-                    raise CompileError(f"{where}: #include {other.strip()} names its header through a macro whose "
-                                       "#define is not a plain \"file\" or <file> in this file or the headers read "
-                                       "before it, so the header cannot "
-                                       "be held to the kernel's project (hint: write the header's name in quotes or "
-                                       "angle brackets, or pass --allow-outside-sources (allow_outside_sources=True))")
-            if not header:
-                cacheable = cacheable and other is None   # a bare #include is NVRTC's error to report
-                continue
-            candidates = ([here] if quoted and here is not None else []) + folders
-            if Path(header).is_absolute():   # read from where it says, whatever the search path
-                candidates = [Path(Path(header).anchor)]
-            elif ".." in Path(header).parts and not allow_outside and not _found_in(header, candidates):
-                # Not the project's own: NVRTC would look for it in the toolkit's folders, and '..' climbs out of them.
-                raise CompileError(f"{where}: header {header} climbs out of the folders it is looked for in with "
-                                   "'..', so it cannot be held to the kernel's project or the toolkit (hint: name "
-                                   "it from an -I folder of the project, or pass --allow-outside-sources "
-                                   "(allow_outside_sources=True))")
-            for folder in candidates:
-                candidate = Path(folder) / header
-                try:   # what NVRTC would open: anything there but a folder (a FIFO too, refused below)
-                    if not candidate.exists() or candidate.is_dir():
-                        continue
-                    resolved = candidate.resolve()
-                except (OSError, ValueError, RuntimeError):   # a NUL, a name too long, a symlink loop
+
+    def visit(header: str, quoted: bool, where: str, here: Path | None) -> tuple[str, str, Path] | None:
+        """The header an include names, held to the rules and read; None where it is not a local file (the
+        toolkit's or a stand-in, or missing: NVRTC's to find or report) or was read already."""
+        candidates = ([here] if quoted and here is not None else []) + folders
+        if Path(header).is_absolute():   # read from where it says, whatever the search path
+            candidates = [Path(Path(header).anchor)]
+        elif ".." in Path(header).parts and not allow_outside and not _found_in(header, candidates):
+            # Not the project's own: NVRTC would look for it in the toolkit's folders, and '..' climbs out of them.
+            raise CompileError(f"{where}: header {header} climbs out of the folders it is looked for in with "
+                               "'..', so it cannot be held to the kernel's project or the toolkit (hint: name "
+                               "it from an -I folder of the project, or pass --allow-outside-sources "
+                               "(allow_outside_sources=True))")
+        for folder in candidates:
+            candidate = Path(folder) / header
+            try:   # what NVRTC would open: anything there but a folder (a FIFO too, refused below)
+                if not candidate.exists() or candidate.is_dir():
                     continue
-                if resolved in seen:
-                    break
-                label = _label(resolved, roots)
-                if label is None and not allow_outside:
-                    inside = ", ".join(str(root) for _, root in roots) or "no folder"
-                    raise CompileError(f"{where}: header {header} is {resolved}, outside the kernel's project and "
-                                       f"its -I folders ({inside}) (hint: keep headers inside the project, or pass "
-                                       "--allow-outside-sources (allow_outside_sources=True))")
-                if len(seen) >= MAX_HEADERS:
-                    raise CompileError(f"{where}: header {header}: more than {MAX_HEADERS:,} local headers")
-                seen.add(resolved)
-                label = label or str(resolved)
-                if label in texts:   # the same relative path under another root: told apart by the root
-                    label = next(prefix for prefix, root in roots if resolved.is_relative_to(root)) + label
-                texts[label] = read_source(resolved, "header", where)
-                pending.append((texts[label], str(candidate), resolved.parent))
-                break
+                resolved = candidate.resolve()
+            except (OSError, ValueError, RuntimeError):   # a NUL, a name too long, a symlink loop
+                continue
+            if resolved in seen:
+                return None
+            label = _label(resolved, roots)
+            if label is None and not allow_outside:
+                inside = ", ".join(str(root) for _, root in roots) or "no folder"
+                raise CompileError(f"{where}: header {header} is {resolved}, outside the kernel's project and "
+                                   f"its -I folders ({inside}) (hint: keep headers inside the project, or pass "
+                                   "--allow-outside-sources (allow_outside_sources=True))")
+            if len(seen) >= MAX_HEADERS:
+                raise CompileError(f"{where}: header {header}: more than {MAX_HEADERS:,} local headers")
+            seen.add(resolved)
+            label = label or str(resolved)
+            if label in texts:   # the same relative path under another root: told apart by the root
+                label = next(prefix for prefix, root in roots if resolved.is_relative_to(root)) + label
+            texts[label] = read_source(resolved, "header", where)
+            return texts[label], str(candidate), resolved.parent
+        return None
+
+    pending: list[tuple[str, str, Path | None]] = [(source, source_name, own)]
+    computed: list[tuple[str, str, Path | None]] = []   # (macro, where, folder) of every #include MACRO
+    while pending:
+        while pending:
+            text, including, here = pending.pop()
+            for where, quoted, angled, other in _includes(text, including):
+                if quoted or angled:
+                    found = visit(quoted or angled, bool(quoted), where, here)
+                    if found is not None:
+                        pending.append(found)
+                elif other is not None:   # read once every literal include is, where its #define may be
+                    computed.append((other.strip(), where, here))
+        # Every #define of each macro in the source and its headers is held to the rules: which one the
+        # preprocessor takes depends on #undef and #if, which are not followed here. A header one names may
+        # define more: the loop ends when nothing new is read.
+        for macro, where, here in computed:
+            for quoted, angled in _defined_headers(macro, [source, *texts.values()]):
+                found = visit(quoted or angled, bool(quoted), where, here)
+                if found is not None:
+                    pending.append(found)
+    unresolved = [(macro, where) for macro, where, _ in computed
+                  if not _defined_headers(macro, [source, *texts.values()])]
+    if unresolved and not allow_outside:
+        macro, where = unresolved[0]
+        raise CompileError(f"{where}: #include {macro} names its header through a macro whose #define is not a "
+                           "plain \"file\" or <file> in the source or its headers, so the header cannot be held to "
+                           "the kernel's project (hint: write the header's name in quotes or angle brackets, or "
+                           "pass --allow-outside-sources (allow_outside_sources=True))")
+    cacheable = not unresolved   # what NVRTC includes through such a macro is not known here: never cached
     return HeaderScan(texts, tuple(seen), cacheable)
 
 
@@ -582,37 +627,34 @@ def _found_in(header: str, folders: Iterable[Path]) -> bool:
     return False
 
 
-def _defined_header(macro: str, texts: Iterable[str]) -> tuple[str | None, str | None]:
-    """The ``"file"`` or ``<file>`` that a computed ``#include MACRO`` or ``#include MACRO(args)`` names, read from
-    the macro's ``#define`` in the first of `texts` that has one (the including file, then the headers read before
-    it; within a text, its last definition), with a function-like macro's parameters replaced by the arguments
-    in a ``<...>`` body, as the preprocessor replaces tokens (CUTLASS's ``#define CUDA_STD_HEADER(header)
-    <cuda/std/header>``), never inside a ``"..."`` one, a string literal; (None, None) where no such plain
-    define is found."""
+def _defined_headers(macro: str, texts: Iterable[str]) -> list[tuple[str | None, str | None]]:
+    """Every ``"file"`` or ``<file>`` that a computed ``#include MACRO`` or ``#include MACRO(args)`` may name: each
+    plain ``#define`` of the macro in `texts`, a function-like macro's parameters replaced by the arguments in a
+    ``<...>`` body, as the preprocessor replaces tokens (CUTLASS's ``#define CUDA_STD_HEADER(header)
+    <cuda/std/header>``), never inside a ``"..."`` one, a string literal. Empty where none is found."""
     call = re.fullmatch(r"([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?\s*(?://.*|/\*.*)?", macro)
     if call is None:
-        return None, None
+        return []
     name, arguments = call.group(1), call.group(2)
     parameters = r"\(([^()]*)\)" if arguments is not None else ""
     definition = re.compile(rf'^[ \t]*#[ \t]*define[ \t]+{name}{parameters}[ \t]+(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*'
                             r'(?://.*)?$', re.MULTILINE)
+    headers = []
     for text in texts:
-        found = definition.findall(text)
-        if not found:
-            continue
-        if arguments is None:
-            quoted, angled = found[-1]
-        else:
-            names, quoted, angled = found[-1]
-            values = [argument.strip() for argument in arguments.split(",")]
-            names = [parameter.strip() for parameter in names.split(",")]
-            if len(values) != len(names):
-                return None, None
-            for parameter, value in zip(names, values):   # a string literal is not a token list: only <...>
-                if parameter and angled:
-                    angled = re.sub(rf"\b{re.escape(parameter)}\b", lambda _: value, angled)
-        return quoted or None, angled or None
-    return None, None
+        for found in definition.findall(_directive_text(text)):
+            if arguments is None:
+                quoted, angled = found
+            else:
+                names, quoted, angled = found
+                values = [argument.strip() for argument in arguments.split(",")]
+                names = [parameter.strip() for parameter in names.split(",")]
+                if len(values) != len(names):
+                    continue
+                for parameter, value in zip(names, values):   # a string literal is not a token list: only <...>
+                    if parameter and angled:
+                        angled = re.sub(rf"\b{re.escape(parameter)}\b", lambda _: value, angled)
+            headers.append((quoted or None, angled or None))
+    return list(dict.fromkeys(headers))
 
 
 def _label(resolved: Path, roots: list[tuple[str, Path]]) -> str | None:

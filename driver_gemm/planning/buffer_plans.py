@@ -25,6 +25,10 @@ NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u
                   "float16": "<f2", "bfloat16": "<u2"}     # bfloat16 as its bits (`argtypes.bfloat16_bits`)
 
 
+# The largest whole number up to which every whole number is exact in a floating type: an iota past it repeats.
+EXACT_WHOLE_NUMBERS = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53}
+
+
 @dataclass(frozen=True)
 class BufferPlan:
     """One device buffer of a case: `count` elements of `element`, holding `fill` (zero, iota, or `values`
@@ -97,9 +101,11 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
             except expr.ExpressionError as exc:
                 problem(f"buffer {argument.name}: {exc}", f"{path}.fill")
                 continue
-        if buffer.fill == "iota" and not (count - 1 <= element.largest if element.is_float
-                                          else element.fits(count - 1)):
-            problem(f"buffer {argument.name}: iota up to {count - 1:,} does not fit {buffer.element}", f"{path}.fill")
+        exact = EXACT_WHOLE_NUMBERS.get(buffer.element)
+        if buffer.fill == "iota" and not (count - 1 <= exact if exact is not None else element.fits(count - 1)):
+            problem(f"buffer {argument.name}: iota up to {count - 1:,} does not fit {buffer.element}"
+                    + (f" (its whole numbers are exact up to {exact:,})" if exact is not None else ""),
+                    f"{path}.fill")
             continue
         plans[argument.name] = BufferPlan(argument.name, buffer.element, count, buffer.fill, values,
                                           buffer.read_only)

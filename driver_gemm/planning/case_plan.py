@@ -29,7 +29,7 @@ from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
-from .coverage import PERSISTENT_NOTE, UNCHECKED_NOTE, grid_axes, inferred_tile, is_persistent
+from .coverage import PERSISTENT_NOTE, UNCHECKED_NOTE, grid_axes, inferred_tile, is_persistent, tile_axes
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -383,6 +383,8 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         return rows, cols
     column_axis, row_axis = axes
     covered_cols, covered_rows = config.grid[column_axis] * cols, config.grid[row_axis] * rows
+    if (covered_cols < shape.N or covered_rows < shape.M) and _tile_count_covers(kernel, shape, config, rows, cols):
+        return rows, cols   # a swizzled grid (CUTLASS's x of twice the column tiles, y of half the rows) is whole
     if covered_cols < shape.N:
         problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[column_axis]} blocks x "
                 f"{cols}): columns {covered_cols}-{shape.N - 1} would never be written", f"grid[{column_axis}]",
@@ -394,11 +396,18 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
     return rows, cols
 
 
+def _tile_count_covers(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int) -> bool:
+    """Whether the grid has a block for every tile of C, counted over `coverage.tile_axes`."""
+    blocks = math.prod(config.grid[axis] for axis in tile_axes(kernel.grid))
+    return blocks >= -(-shape.M // rows) * -(-shape.N // cols)
+
+
 def _check_tile_count(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int,
                       problem) -> None:
     """A grid that numbers C's tiles its own way (``ceil(M / BM) * ceil(N / BN)`` blocks on one axis, or columns
-    split over two) covers C when it has a block for every tile: every axis but the batch's, multiplied."""
-    axes = [axis for axis, extent in enumerate(kernel.grid) if "batch" not in extent.names]
+    split over two) covers C when it has a block for every tile: every axis but the batch's and a split of K,
+    multiplied."""
+    axes = tile_axes(kernel.grid)
     blocks = math.prod(config.grid[axis] for axis in axes)
     tiles = -(-shape.M // rows) * -(-shape.N // cols)
     if blocks < tiles:

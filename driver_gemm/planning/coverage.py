@@ -53,17 +53,25 @@ def is_persistent(grid: Sequence[expr.Expression]) -> bool:
 
 def grid_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
     """The grid axes that step along C's columns and rows: the one extent that reads N and not M, and the one that
-    reads M and not N (x and y as usual, either way round), any other axis being the batch's or 1. None for a grid
-    that numbers tiles otherwise (all on one axis, or columns split over two axes as a swizzled grid does)."""
+    reads M and not N (x and y as usual, either way round), any other axis being the batch's, a split of K, or 1.
+    None for a grid that numbers tiles otherwise (all on one axis, or columns split over two axes as a swizzled
+    grid does)."""
     reads = [extent.names & {"M", "N"} for extent in grid]
     columns = [axis for axis, names in enumerate(reads) if names == {"N"}]
     rows = [axis for axis, names in enumerate(reads) if names == {"M"}]
     if len(columns) != 1 or len(rows) != 1:
         return None
     others = [extent for axis, extent in enumerate(grid) if axis not in (columns[0], rows[0])]
-    if any("batch" not in extent.names and extent.source.strip() != "1" for extent in others):
+    if any(not (extent.names & {"batch", "K"}) and extent.source.strip() != "1" for extent in others):
         return None
     return columns[0], rows[0]
+
+
+def tile_axes(grid: Sequence[expr.Expression]) -> list[int]:
+    """The axes whose blocks number C's tiles: all but the batch's and a split of K (an axis that reads K and
+    neither M nor N)."""
+    return [axis for axis, extent in enumerate(grid)
+            if "batch" not in extent.names and not ("K" in extent.names and not extent.names & {"M", "N"})]
 
 
 PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows the GPU (sm_count, "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import expr
-from ..argtypes import C_TYPES, STANDARD_ARGUMENTS
+from ..argtypes import C_TYPES, STANDARD_ARGUMENTS, fits_float
 from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression
 from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
@@ -36,7 +36,7 @@ def check_constant_fits(context: Context, ctype_name: str, expression, node: Any
     value = expression.evaluate({})
     ctype = C_TYPES[ctype_name]
     if ctype.is_float:
-        if ctype.largest is not None and abs(value) > ctype.largest:
+        if abs(value) == float("inf") or not fits_float(ctype_name, value):
             raise context.error(f"{value} is beyond the range of {ctype_name} (largest {ctype.largest:g})", node,
                                 key, dotted)
     elif isinstance(value, float) and not value.is_integer() or not ctype.fits(int(value)):

@@ -45,7 +45,9 @@ RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) \
     | {SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME} \
     | expr.FUNCTION_NAMES
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
-PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include")
+PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include", "-isystem", "--system-include")
+# An option whose value YAML may give as the next entry (options: [-I, inc]): read as one.
+_VALUE_OPTIONS = ("-I", "--include-path", "-include", "--pre-include", "-isystem", "--system-include")
 # Options that set what driver-gemm sets itself: the target (the kernel's arch:, else the GPU's) and what the
 # compiler produces and where (a CUBIN, with the PTX kept, in a folder of driver-gemm's own).
 TARGET_OPTIONS = frozenset({"-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code"})
@@ -64,7 +66,8 @@ LEAVE_OPTIONS = frozenset({
     "-Xarchive", "--archive-options", "-Xnvlink", "--nvlink-options", "-run-args", "--run-args", "-optf",
     "--options-file", "-MF", "--dependency-output", "-time", "--time", "-fdevice-time-trace",
     "--fdevice-time-trace", "-create-pch", "--create-pch", "-use-pch", "--use-pch", "-pch-dir", "--pch-dir",
-    "-pch", "--pch", "-use-local-env", "--use-local-env", "-idp", "--input-drive-prefix",
+    "-pch", "--pch", "-use-local-env", "--use-local-env", "-idp", "--input-drive-prefix", "-L", "--library-path",
+    "-l", "--library",
 })
 INCLUDE_OPTION = "--include-path="   # how an include folder is passed on, absolute, whatever the spec wrote
 
@@ -445,6 +448,7 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
     if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
         raise context.error(f"options is a list of NVRTC option strings, got {kind_name(options)}", node,
                             "options", f"{dotted}.options")
+    options = _joined_values(options)
     for option in options:
         name = re.split(r"[=\s]", option.strip(), maxsplit=1)[0]
         if "\0" in option:
@@ -456,7 +460,7 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
                                 hint="name an arch-specific target with arch: (sm_90a); without it the kernel is "
                                      "built for the GPU at hand" if name in TARGET_OPTIONS else
                                      "driver-gemm builds a CUBIN, keeping the PTX, in a folder of its own")
-        if name in LEAVE_OPTIONS and not context.allow_outside_sources:
+        if (name in LEAVE_OPTIONS or name.startswith("-L")) and not context.allow_outside_sources:   # -L/lib
             raise context.error(f"option {option!r} runs a program or reads or writes files of its choosing; it "
                                 "needs the user's leave", node, "options", f"{dotted}.options",
                                 hint="pass --allow-outside-sources (allow_outside_sources=True) to allow it")
@@ -485,6 +489,17 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
             raise context.error(f"unknown architecture {arch}", node, "arch", f"{dotted}.arch",
                                 hint=f"known: {', '.join(KNOWN_ARCHS)}")
     return tuple(options), precision, arch
+
+
+def _joined_values(options: list[str]) -> list[str]:
+    """`options` with an option that takes a path and its value, written as two entries, as one."""
+    joined: list[str] = []
+    for option in options:
+        if joined and joined[-1].strip() in _VALUE_OPTIONS:
+            joined[-1] = f"{joined[-1].strip()} {option.strip()}"
+        else:
+            joined.append(option)
+    return joined
 
 
 def _include_option(context: Context, node: dict, dotted: str, option: str) -> str:

@@ -94,6 +94,11 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
     if item.get("type") == "buffer":
         return buffer_argument(context, parent, index, item, item_path)
     if item.get("type") == "ptr" and item.get("name") in ("alpha", "beta"):
+        if "value" in item:
+            raise context.error(f"{item['name']} by pointer is the spec's scalars.{item['name']} in a device buffer; "
+                                "it takes no value", item, "value", f"{item_path}.value",
+                                hint=f"set scalars: {{{item['name']}: ...}}; for a pointer the kernel is given as "
+                                     "nullptr, name it otherwise")
         return scalar_pointer_argument(context, item, item_path, scalars)
     ctype = item.get("type")
     if "type" in item and (not isinstance(ctype, str) or ctype not in ARGUMENT_TYPES):
