@@ -97,9 +97,9 @@ class TensorMapPlan:
         The rules of cuTensorMapEncodeTiled (CUDA driver API, Tensor Map Object
         Management): rank 1 to 5 (3 to 5 with interleave); every dimension 1 to
         2^32; every stride a multiple of 16 bytes (32 with 32-byte interleave)
-        below 2^40, positive but for a dimension of one element; box extents 1 to 256; without interleave, a box's inner
-        extent a multiple of 16 bytes and, with a swizzle, at most the swizzle's
-        span; 32-byte interleave only with the 32-byte swizzle; element strides
+        below 2^40, positive but for a dimension of one element; box extents 1
+        to 256; without interleave, a box's inner extent a multiple of 16 bytes
+        and, with a swizzle, at most the swizzle's span; 32-byte interleave only with the 32-byte swizzle; element strides
         1 to 8; a NaN fill only for floating-point types; the global address
         16-byte aligned (32 with 32-byte interleave).
         """

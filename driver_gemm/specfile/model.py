@@ -37,7 +37,7 @@ def template_argument(value: Any) -> str:
     """A template parameter's value as C++ spells it: ``64``, ``true``, ``float``, ``lib::Order::Col``."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int) and value == -2**63:   # the literal 9223372036854775808 is unsigned: negate it not
+    if isinstance(value, int) and value == -2**63:   # 9223372036854775808 alone is unsigned, and so its negation
         return "(-9223372036854775807LL - 1)"
     return str(value)
 
