@@ -225,7 +225,7 @@ HALF_SPEC = """\
         grid: [ceil(N / BN), ceil(M / BM)]
         signature:
           - {name: M, type: int16, value: M}
-          - {name: transposed, type: bool, value: 0}
+          - {name: transposed, type: bool, value: false}
           - {name: alpha, type: float16, value: alpha}
           - A
           - B
@@ -373,6 +373,8 @@ def test_tensor_maps_inside_a_struct_are_planned_checked_and_packed_in_their_pla
     wide = load_spec(write(tmp_path, GLOBALS_SPEC.replace("box: [64, 32]", "box: [512, 32]"), "wide.yaml"))
     problem, = plan_case(wide.kernels[0], Shape(256, 256, 256), arch_limits("sm_90")).problems
     assert problem.field == "kernels[k].signature[0].fields[1].box"
+    line = next(number for number, text in enumerate(wide.path.read_text().splitlines(), 1) if "[512, 32]" in text)
+    assert str(problem).startswith(f"{wide.path}:{line}: ")       # the field's own line, not its struct's
     with pytest.raises(SpecError, match="a tensor map inside a struct is held by value"):
         load_spec(write(tmp_path, GLOBALS_SPEC.replace("box: [64, 32]}", "box: [64, 32], pass: pointer}"),
                         "pointer.yaml"))

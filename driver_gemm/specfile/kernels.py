@@ -542,4 +542,16 @@ def _field_lines(node: dict) -> dict:
     for key, value in node.items():   # list items (grid[1], require[2]) have lines of their own
         if isinstance(value, LineList):
             lines.update({f"{key}[{i}]": line for i, line in value.entry_lines.items()})
+            _nested_field_lines(key, value, lines)
     return lines
+
+
+def _nested_field_lines(path: str, items: LineList, lines: dict) -> None:
+    """The lines of a struct's fields (signature[0].fields[2]), at any depth, so that a problem of one is said at
+    its own line rather than at its struct's."""
+    for index, item in enumerate(items):
+        fields = item.get("fields") if isinstance(item, dict) else None
+        if isinstance(fields, LineList):
+            inner = f"{path}[{index}].fields"
+            lines.update({f"{inner}[{i}]": line for i, line in fields.entry_lines.items()})
+            _nested_field_lines(inner, fields, lines)

@@ -311,10 +311,11 @@ class KernelSpec:
         return values[name]
 
     def where_field(self, name: str) -> str:
-        """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``: its nearest line); the kernel's own
-        line if the field is absent."""
-        line = (self.field_lines.get(name) or self.field_lines.get(name.split(".")[0])
-                or self.field_lines.get(name.split("[")[0]))
+        """``file:line`` of a field (``grid``, ``grid[1]``, ``signature[0].box``, a struct's
+        ``signature[0].fields[1].box``: its nearest line); the kernel's own line if the field is absent."""
+        parts = name.split(".")
+        line = next((self.field_lines[prefix] for prefix in (".".join(parts[:end]) for end in range(len(parts), 0, -1))
+                     if prefix in self.field_lines), None) or self.field_lines.get(name.split("[")[0])
         return f"{self.where.rsplit(':', 1)[0]}:{line}" if line else self.where
 
     def tensor_maps(self) -> tuple[tuple[int, Argument], ...]:

@@ -137,7 +137,10 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
         raise context.error("a scalar argument needs a value", item, None, item_path)
     if isinstance(item["value"], list):
         return _array_argument(context, item, item_path, name, ctype, field)
-    return Argument(name, ctype, parse_expression(context, item, "value", item["value"], f"{item_path}.value"))
+    value = item["value"]
+    if ctype == "bool" and isinstance(value, bool):   # a bool parameter given true or false, as YAML writes them
+        value = int(value)
+    return Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value"))
 
 
 def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, field: bool) -> Argument:
