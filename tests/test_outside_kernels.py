@@ -90,6 +90,9 @@ def test_programmatic_launch_calls_undeclared_under_nvrtc_get_their_header_named
     folder = _project(tmp_path, {"k.cu": "__global__ void k(int* p) { cudaGridDependencySynchronize(); p[0] = 1; }\n"})
     message = _compile_error(folder / "k.cu", ["k"])
     assert "hint: cudaGridDependencySynchronize is declared by <cuda_device_runtime_api.h>" in message
+    assert "[--pre-include=cuda_device_runtime_api.h]" in message
+    pre_included = ["--pre-include=cuda_device_runtime_api.h"]        # the file left as it is
+    assert compile_source(folder / "k.cu", ["k"], arch="sm_90", extra_options=pre_included, use_cache=False)
     (folder / "k.cu").write_text("#include <cuda_device_runtime_api.h>\n" + (folder / "k.cu").read_text())
     assert compile_source(folder / "k.cu", ["k"], arch="sm_90", use_cache=False).lowered_names
 
@@ -127,6 +130,26 @@ def test_a_misspelt_function_lists_the_kernels_its_headers_define(tmp_path):
     message = _compile_error(folder / "k.cu", ["plian"])
     assert "no function named plian appears in the source or its headers" in message
     assert "the kernels the file defines (gemm, plain)" in message
+
+
+def test_a_spec_may_pre_include_the_toolkit_header_nvcc_includes_but_no_file_of_its_own(tmp_path):
+    text = MINIMAL_PRE.replace("OPTION", "--pre-include=cuda_device_runtime_api.h")
+    assert load_spec(write(tmp_path, text)).kernels[0].options == ("--pre-include=cuda_device_runtime_api.h",)
+    with pytest.raises(SpecError, match="names files to read; it needs the user's leave"):
+        load_spec(write(tmp_path, MINIMAL_PRE.replace("OPTION", "--pre-include=../kernels/04_coarsen_2d.cu")))
+
+
+MINIMAL_PRE = """\
+    shapes: [[64, 64, 64]]
+    kernels:
+      - name: k
+        source: ../kernels/04_coarsen_2d.cu
+        function: sgemm_coarsen_2d
+        params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+        block: [16, 16]
+        grid: [ceil(N / BN), ceil(M / BM)]
+        options: [OPTION]
+    """
 
 
 def test_a_template_parameter_named_like_a_shape_is_told_that_names_are_free(tmp_path):

@@ -814,7 +814,8 @@ def compile_hints(log: str) -> list[str]:
     if functions:
         hints.append(f"{', '.join(functions)} {'is' if len(functions) == 1 else 'are'} declared by "
                      "<cuda_device_runtime_api.h>, which nvcc includes in every file and NVRTC only where the file "
-                     "does: add #include <cuda_device_runtime_api.h> (or write the PTX: asm volatile(\"griddepcontrol"
+                     "does: add #include <cuda_device_runtime_api.h>, or, leaving the file as it is, options: "
+                     "[--pre-include=cuda_device_runtime_api.h] (or write the PTX: asm volatile(\"griddepcontrol"
                      ".wait;\" ::: \"memory\") and \"griddepcontrol.launch_dependents;\")")
     if any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log):
         hints.append("NVRTC compiles device code only, and this file has host code (main, a launcher, cudaMalloc): "

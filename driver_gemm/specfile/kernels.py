@@ -467,7 +467,7 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
     options = [_include_option(context, node, dotted, option) for option in options]
     for option in options:
         if option.startswith(PATH_OPTIONS) and not option.startswith(INCLUDE_OPTION) \
-                and not context.allow_outside_sources:
+                and not _toolkit_pre_include(option) and not context.allow_outside_sources:
             raise context.error(f"option {option!r} names files to read; it needs the user's leave", node,
                                 "options", f"{dotted}.options",
                                 hint="headers beside the kernel source are found without it; or pass "
@@ -489,6 +489,17 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
             raise context.error(f"unknown architecture {arch}", node, "arch", f"{dotted}.arch",
                                 hint=f"known: {', '.join(KNOWN_ARCHS)}")
     return tuple(options), precision, arch
+
+
+# CUDA headers nvcc includes in every file, which a file compiled under NVRTC may need pre-included
+# (cudaGridDependencySynchronize is declared in the first): the toolkit's, so no file of the user's is read.
+TOOLKIT_PRE_INCLUDES = frozenset({"cuda_device_runtime_api.h", "cuda_runtime.h", "cuda_runtime_api.h"})
+
+
+def _toolkit_pre_include(option: str) -> bool:
+    """Whether `option` pre-includes one of `TOOLKIT_PRE_INCLUDES` by its bare name."""
+    match = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S+)", option.strip())
+    return match is not None and match.group(1) in TOOLKIT_PRE_INCLUDES
 
 
 def _joined_values(options: list[str]) -> list[str]:
