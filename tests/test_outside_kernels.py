@@ -139,8 +139,8 @@ def test_a_spec_may_pre_include_the_toolkit_header_nvcc_includes_but_no_file_of_
         load_spec(write(tmp_path, MINIMAL_PRE.replace("OPTION", "--pre-include=../kernels/04_coarsen_2d.cu")))
 
 
-MINIMAL_PRE = """\
-    shapes: [[64, 64, 64]]
+# One kernel entry of the repository's v4, the spec's fields after it.
+COARSEN_ENTRY = """\
     kernels:
       - name: k
         source: ../kernels/04_coarsen_2d.cu
@@ -148,8 +148,9 @@ MINIMAL_PRE = """\
         params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
         block: [16, 16]
         grid: [ceil(N / BN), ceil(M / BM)]
-        options: [OPTION]
-    """
+"""
+
+MINIMAL_PRE = "    shapes: [[64, 64, 64]]\n" + COARSEN_ENTRY + "        options: [OPTION]\n"
 
 
 def test_a_template_parameter_named_like_a_shape_is_told_that_names_are_free(tmp_path):
@@ -236,16 +237,7 @@ def test_bfloat16_rounds_to_nearest_even_and_a_16_bit_float_refuses_what_it_cann
         PackedArguments(["int8"], [128], ["flag"])
 
 
-HALF_SPEC = """\
-    shapes: [[64, 64, 64]]
-    scalars: {alpha: 0.1, beta: 0.0}
-    kernels:
-      - name: k
-        source: ../kernels/04_coarsen_2d.cu
-        function: sgemm_coarsen_2d
-        params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
-        block: [16, 16]
-        grid: [ceil(N / BN), ceil(M / BM)]
+HALF_SPEC = "    shapes: [[64, 64, 64]]\n    scalars: {alpha: 0.1, beta: 0.0}\n" + COARSEN_ENTRY + """\
         signature:
           - {name: M, type: int16, value: M}
           - {name: transposed, type: bool, value: false}

@@ -584,7 +584,7 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
         return None
 
     pending: list[tuple[str, str, Path | None]] = [(source, source_name, own)]
-    computed: list[tuple[str, str, Path | None]] = []   # (macro, where, folder) of every #include MACRO
+    computed: list[_ComputedInclude] = []   # every #include MACRO, read once every literal include is
     while pending:
         while pending:
             text, including, here = pending.pop()
@@ -593,18 +593,20 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
                     found = visit(quoted or angled, bool(quoted), where, here)
                     if found is not None:
                         pending.append(found)
-                elif other is not None:   # read once every literal include is, where its #define may be
-                    computed.append((other.strip(), where, here))
+                elif other is not None:
+                    computed.append(_ComputedInclude(other.strip(), where, here))
         # Every #define of each macro in the source and its headers is held to the rules: which one the
         # preprocessor takes depends on #undef and #if, which are not followed here. A header one names may
-        # define more: the loop ends when nothing new is read.
-        for macro, where, here in computed:
-            for quoted, angled in _defined_headers(macro, [source, *texts.values()]):
-                found = visit(quoted or angled, bool(quoted), where, here)
+        # define more: the loop ends when nothing new is read, each text searched once for each macro.
+        read = [source, *texts.values()]
+        for include in computed:
+            defined = _defined_headers(include.macro, read[include.searched:])
+            include.searched, include.defined = len(read), include.defined or bool(defined)
+            for quoted, angled in defined:
+                found = visit(quoted or angled, bool(quoted), include.where, include.here)
                 if found is not None:
                     pending.append(found)
-    unresolved = [(macro, where) for macro, where, _ in computed
-                  if not _defined_headers(macro, [source, *texts.values()])]
+    unresolved = [(include.macro, include.where) for include in computed if not include.defined]
     if unresolved and not allow_outside:
         macro, where = unresolved[0]
         raise CompileError(f"{where}: #include {macro} names its header through a macro whose #define is not a "
@@ -613,6 +615,18 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
                            "pass --allow-outside-sources (allow_outside_sources=True))")
     cacheable = not unresolved   # what NVRTC includes through such a macro is not known here: never cached
     return HeaderScan(texts, tuple(seen), cacheable)
+
+
+@dataclass
+class _ComputedInclude:
+    """An ``#include MACRO`` of `scan_headers`: where it is, and how far the texts read were searched for its
+    ``#define`` (and whether one was found)."""
+
+    macro: str
+    where: str
+    here: Path | None
+    searched: int = 0
+    defined: bool = False
 
 
 def _found_in(header: str, folders: Iterable[Path]) -> bool:

@@ -396,10 +396,17 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
     return rows, cols
 
 
+def _blocks_and_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int,
+                      cols: int) -> tuple[int, int]:
+    """The grid's blocks over `coverage.tile_axes`, and C's tiles of `rows` x `cols`."""
+    return (math.prod(config.grid[axis] for axis in tile_axes(kernel.grid)),
+            -(-shape.M // rows) * -(-shape.N // cols))
+
+
 def _tile_count_covers(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int) -> bool:
-    """Whether the grid has a block for every tile of C, counted over `coverage.tile_axes`."""
-    blocks = math.prod(config.grid[axis] for axis in tile_axes(kernel.grid))
-    return blocks >= -(-shape.M // rows) * -(-shape.N // cols)
+    """Whether the grid has a block for every tile of C."""
+    blocks, tiles = _blocks_and_tiles(kernel, shape, config, rows, cols)
+    return blocks >= tiles
 
 
 def _check_tile_count(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int,
@@ -407,10 +414,9 @@ def _check_tile_count(kernel: KernelSpec, shape: Shape, config: LaunchConfig, ro
     """A grid that numbers C's tiles its own way (``ceil(M / BM) * ceil(N / BN)`` blocks on one axis, or columns
     split over two) covers C when it has a block for every tile: every axis but the batch's and a split of K,
     multiplied."""
-    axes = tile_axes(kernel.grid)
-    blocks = math.prod(config.grid[axis] for axis in axes)
-    tiles = -(-shape.M // rows) * -(-shape.N // cols)
+    blocks, tiles = _blocks_and_tiles(kernel, shape, config, rows, cols)
     if blocks < tiles:
+        axes = tile_axes(kernel.grid)
         where = axes[0] if len(axes) == 1 else 0
         problem(f"the grid has {blocks:,} blocks for C's {tiles:,} tiles of {rows} x {cols} (ceil(M / "
                 f"{kernel.tile[0].source}) x ceil(N / {kernel.tile[1].source})): {tiles - blocks:,} tiles would "

@@ -45,9 +45,8 @@ RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) \
     | {SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME} \
     | expr.FUNCTION_NAMES
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
+# Options that name files to read; each may take its path as the next entry too (options: [-I, inc]).
 PATH_OPTIONS = ("-I", "--include-path", "-include", "--pre-include", "-isystem", "--system-include")
-# An option whose value YAML may give as the next entry (options: [-I, inc]): read as one.
-_VALUE_OPTIONS = ("-I", "--include-path", "-include", "--pre-include", "-isystem", "--system-include")
 # Options that set what driver-gemm sets itself: the target (the kernel's arch:, else the GPU's) and what the
 # compiler produces and where (a CUBIN, with the PTX kept, in a folder of driver-gemm's own).
 TARGET_OPTIONS = frozenset({"-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code"})
@@ -506,7 +505,7 @@ def _joined_values(options: list[str]) -> list[str]:
     """`options` with an option that takes a path and its value, written as two entries, as one."""
     joined: list[str] = []
     for option in options:
-        if joined and joined[-1].strip() in _VALUE_OPTIONS:
+        if joined and joined[-1].strip() in PATH_OPTIONS:
             joined[-1] = f"{joined[-1].strip()} {option.strip()}"
         else:
             joined.append(option)
