@@ -69,9 +69,9 @@
 // there (specs/suite.yaml; judged on new shapes, checks/band-swap-fresh-*.json.gz). At M = 144 to 192
 // (checks/band-tall.json.gz beside band-tall-tables.json.gz, one round) one row tile of 160 or 192 rows, or K split
 // two ways over one of 160 or two of 96, ran 87.7-99.2% (bf16 out) where the tables' 64-row tiles ran 49.7-93.8%,
-// and in TF32 102.4-132.9% against 66.2-104.2% (three shapes); the tables do not take them before a judging run on
-// shapes they were not fitted to. Against torch.mm
-// under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
+// and in TF32 102.4-132.9% against 66.2-104.2% (three shapes); the tables take them, judged on six other shapes
+// (checks/band-tall-judges-*.json.gz): where the pick changed, 62.7% -> 91.5% (bf16 out) and 78.9% -> 115.1%.
+// Against torch.mm under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
 // 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not,
 // on shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz), and so does every wide
 // form (checks/gpu-tests-v14-wide.log.gz).

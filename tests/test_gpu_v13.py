@@ -150,7 +150,12 @@ def test_the_suites_tables_pass_at_m_129_to_320_with_each_form_their_band_entrie
              "281x8200x4096": (True, 160, 128, 1),     # v14: 160 rows of C by 128 columns
              "231x4104x4096": (True, 128, 128, 2),     # v14: 128 x 128 with K split two ways
              # v14: 128 rows by 192 columns in TF32; 128 x 256 alone in bf16 out
-             "255x11000x4104": {"v13-tf32": (True, 128, 192, 1), "v13-bf16-out": (False, 128, 256, 1)}}
+             "255x11000x4104": {"v13-tf32": (True, 128, 192, 1), "v13-bf16-out": (False, 128, 256, 1)},
+             # M of 129 to 192: v14's tall row tiles, and (bf16 out) its 64-row tiles where none of those holds
+             "181x11000x4104": (True, 192, 128, 1),    # v14: one 192-row tile of 128 columns
+             "147x8200x4104": (True, 160, 128, 2),     # v14: 160 x 128 with K split two ways
+             "185x4104x4104": (True, 96, 128, 2),      # v14: two 96-row tiles, K split two ways
+             "171x6152x4104": {"v13-bf16-out": (True, 64, 128, 1), "v13-tf32": (False, 128, 128, 2)}}
     for case in _run_the_suites_tables(["v13-bf16-out", "v13-tf32"], list(picks)):
         if "MT" in case.params:
             tile = (True, case.params["MT"], 64 * case.params["CWG"], case.params["SPLITS"])
