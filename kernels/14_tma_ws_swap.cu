@@ -3,11 +3,11 @@
 //
 // Why: a wgmma's M is 64 rows at least, so v13 at M = 1 spends 63 of every 64 rows of tensor work and
 // of its A tile on zeros. Here a tile is 64 CWG columns of C (the wgmma's rows: B^T) by MT rows of C
-// (its columns, N of the instruction: A^T, 8, 16, 32, 64, 96, 128, 160, 192 or 256), so M = 1 wastes 7 of 8
+// (its columns, N of the instruction: A^T, 8, 16, 32, 64, 96, 112, 128, 136, 160, 192 or 256), so M = 1 wastes 7 of 8
 // columns of the narrowest instruction instead, and a stage is (64 CWG + MT) * 128 bytes: 9 KB at CWG 1 and MT 8,
 // so a ring of 16 stages keeps 144 KB of B in flight per SM, where decode shapes are bound by reading B. Past
-// M = 128 the tile's height follows M in steps of 32 to 64 rows where v13's and v15's follow it in steps of
-// 128: 320 rows are two tiles of 160 rather than three of 128 with the last a third full.
+// M = 128 the tile's height follows M in steps of 8 to 64 rows where v13's and v15's follow it in steps of
+// 128: 320 rows are two tiles of 160 rather than three of 128 with the last a third full, and 224 two of 112.
 //
 // Operands (128-byte rows of K per stage, as v13: BK = 1024 / ELEM):
 // - the wgmma's A operand is B^T, 64 CWG columns of B: with B column-major (BT 1, layout NT) one TMA box
@@ -154,8 +154,9 @@ gemm_tma_ws_swap(const __grid_constant__ TensorMap map_a, const __grid_constant_
     static_assert(STAGES >= 2, "a ring of at least two stages");
     static_assert(OUT == 32 || OUT == 16, "fp32 or bf16 output");
     static_assert(SPLITS == 1 || SPLITS == 2 || SPLITS == 4 || SPLITS == 8, "a split of 1, 2, 4 or 8");
-    static_assert(MT == 8 || MT == 16 || MT == 32 || MT == 64 || MT == 96 || MT == 128 || MT == 160 || MT == 192
-                  || MT == 256, "a tile 8, 16, 32, 64, 96, 128, 160, 192 or 256 rows of C high");
+    static_assert(MT == 8 || MT == 16 || MT == 32 || MT == 64 || MT == 96 || MT == 112 || MT == 128 || MT == 136
+                  || MT == 160 || MT == 192 || MT == 256,
+                  "a tile 8, 16, 32, 64, 96, 112, 128, 136, 160, 192 or 256 rows of C high");
     // The accumulators live in the registers a consumer thread has under the launch bound of 128 (CWG + 1) threads
     // (168 at CWG 2, 128 at 3, 96 at 4), beside about 30 of addresses and counters.
     static_assert(ACC <= (CWG <= 2 ? 128 : CWG == 3 ? 96 : 64), "MT / 2 accumulators fit a consumer thread");

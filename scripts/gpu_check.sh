@@ -151,8 +151,9 @@ for step in "$@"; do
                     timeout -s INT -k 10 100 python3 -m driver_gemm run specs/sweep-band.yaml -k v15-bf16-out-pairs \
                         -k v15-tf32-pairs --json "$OUT/band-pairs.json" -q; pairs=$?
                     # v14's swapped tiles: the forms whose accumulators or ring do not fit are INVALID (exit 1)
-                    timeout -s INT -k 10 200 python3 -m driver_gemm run specs/sweep-band.yaml -k v14-bf16-out-swap \
-                        -k v14-bf16-out-swap-deep -k v14-tf32-swap -k v14-tf32-swap-deep --json "$OUT/band-swap.json" \
+                    timeout -s INT -k 10 300 python3 -m driver_gemm run specs/sweep-band.yaml -k v14-bf16-out-swap \
+                        -k v14-bf16-out-swap-deep -k v14-bf16-out-swap-tall -k v14-bf16-out-swap-fine -k v14-tf32-swap \
+                        -k v14-tf32-swap-deep -k v14-tf32-swap-tall -k v14-tf32-swap-fine --json "$OUT/band-swap.json" \
                         -q; swap=$?
                     timeout -s INT -k 10 200 python3 -m driver_gemm run specs/suite.yaml -k v13-bf16-out -k v13-tf32 \
                         -s 224x4096x4096 -s 256x11008x4096 -s 288x8192x8192 -s 320x5120x5120 "${band_judges[@]}" \

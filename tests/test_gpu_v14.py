@@ -56,13 +56,13 @@ def test_a_tiles_last_k_tile_multiplies_only_its_k_steps_that_hold_k(tmp_path):
 
 
 # The wide forms (tiles 128 to 256 columns wide by 96 to 256 rows): 300x1000x528 cuts every tile height (two tiles
-# of 160, 192 or 256 rows, three of 128, four of 96, the last part-full each time) and every width (1000 is no
-# multiple of 128, 192 or 256); with the tiles taken down M first, a block's later tiles change both row and
-# column. 129x2056x144 holds one row past a tile of 128 and a K of two and a quarter bf16 K-tiles (one and
-# an eighth e4m3 ones).
+# of 160, 192 or 256 rows, three of 112, 128 or 136, four of 96, the last part-full each time) and every width
+# (1000 is no multiple of 128, 192 or 256); with the tiles taken down M first, a block's later tiles change both
+# row and column. 129x2056x144 holds one row past a tile of 128 and a K of two and a quarter bf16 K-tiles (one
+# and an eighth e4m3 ones).
 WIDE_SHAPES = ["300x1000x528", "129x2056x144"]
 # The heights a thread's registers hold its accumulators for, by width (the kernel's static_assert)
-WIDE_HEIGHTS = {2: "[96, 128, 160, 192, 256]", 3: "[96, 128, 160, 192]", 4: "[96, 128]"}
+WIDE_HEIGHTS = {2: "[96, 112, 128, 136, 160, 192, 256]", 3: "[96, 112, 128, 136, 160, 192]", 4: "[96, 112, 128]"}
 
 
 def test_every_wide_v14_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_path):
@@ -78,5 +78,5 @@ def test_every_wide_v14_form_passes_split_or_not_on_shapes_cut_by_m_n_and_k(tmp_
                 bk=128, b_box="[64 * CWG, 128]", params="{ELEM: 8, BT: 1, " + forms.format(out=16) + "}"),
         ]
     found = verify_only(write_spec(tmp_path, "".join(kernels), WIDE_SHAPES))
-    assert len(found) == 3 * 2 * (5 + 4 + 2) * len(WIDE_SHAPES)   # 3 types x 2 splits x 11 (width, height) pairs
+    assert len(found) == 3 * 2 * (7 + 6 + 3) * len(WIDE_SHAPES)   # 3 types x 2 splits x 16 (width, height) pairs
     assert not not_passing(found), not_passing(found)
