@@ -120,6 +120,33 @@ def test_plan_in_csv_and_markdown(tmp_path, capsys):
     assert "| v4[BM=64,BN=64,BK=16,TM=4,TN=4] | 128x64x32 | 1x2x1 | 16x16x1 | 256 | 2 |" in out
 
 
+def test_a_csv_or_markdown_plan_names_the_cases_whose_kernel_did_not_compile(tmp_path, capsys):
+    # Such a kernel has no launch to plan, but a table that left its cases out would read as if they were not asked
+    # for: each gets a row with its problem (the compiler's first error) and the exit code says it failed.
+    spec = write(tmp_path, MINIMAL + """\
+  - name: broken
+    source: ../kernels/broken.cu
+    function: broken
+    block: [64]
+    grid: [1]
+""")
+    (tmp_path / "kernels" / "broken.cu").write_text(
+        'extern "C" __global__ void broken(const float* A, const float* B, float* C, int M, int N, int K)\n'
+        "{\n    not_declared_anywhere();\n}\n")
+    assert main(["plan", str(spec), "--arch", "sm_90", "--csv"]) == EXIT_FAILED
+    out, err = capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(row["kernel"], row["M"], row["valid"]) for row in rows] == [
+        ("v4[BM=64,BN=64,BK=16,TM=4,TN=4]", "64", "True"), ("broken", "64", "False")]
+    assert rows[1]["grid"] == rows[1]["registers"] == ""
+    assert rows[1]["problems"].startswith("did not compile: ") and "broken.cu:3: error:" in rows[1]["problems"]
+    assert "not_declared_anywhere" in rows[1]["problems"]
+    assert "1 compile(s) failed" in err
+    assert main(["plan", str(spec), "--arch", "sm_90", "--markdown"]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == "| broken | 64x32x16 |" + " - |" * 11 + " COMPILE FAILED |"
+
+
 def _run_with_markup_in_names() -> RunResult:
     shape = Shape(64, 64, 64)
     cases = [CaseResult(kernel="[bold]x[/bold]", name="[bold]x[/bold]", shape=shape, status=Status.FAIL,

@@ -22,7 +22,7 @@ from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
 from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType
 from ..specfile.load import load_spec
-from ..specfile.model import KernelSpec, Spec
+from ..specfile.model import KernelSpec, Shape, Spec
 from . import build
 from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
 from .cases import dispatched, kernels_of, standalone
@@ -179,6 +179,16 @@ class PlanStream:
         """The labels of the kernels whose plans iterating yields, in order."""
         compiled = self.result.compiled
         return [kernel.label for kernel, _ in self._pairs if not isinstance(compiled.get(kernel.label), CompileError)]
+
+    def not_compiled(self) -> Iterator[tuple[KernelSpec, Shape, CompileError]]:
+        """The cases iterating leaves out, each (kernel, shape, its kernel's compile error), in spec order: for a
+        table of the plan that names every case, planned or not."""
+        compiled = self.result.compiled
+        for kernel, cases in self._pairs:
+            error = compiled.get(kernel.label)
+            if isinstance(error, CompileError):
+                for case_kernel, shape in cases:
+                    yield case_kernel, shape, error
 
     def _launch(self, kernel: KernelSpec, shape) -> CasePlan:
         """The case's launch and memory checked, before compiling (`build.launch_plans` for one case)."""

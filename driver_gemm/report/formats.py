@@ -143,6 +143,24 @@ def plan_markdown_row(plan: CasePlan) -> str:
                           "ok" if plan.valid else "INVALID")) + "\n"
 
 
+def not_compiled_csv_row(kernel, shape, error: Exception) -> tuple:
+    """A `plan_csv` row for a case whose kernel did not compile: its launch is unknown, and its problem is the
+    compiler's first error (stderr has the whole message)."""
+    return (kernel.label, shape.M, shape.N, shape.K, *[None] * (len(PLAN_CSV_HEADER) - 6), False,
+            f"did not compile: {_first_error(error)}")
+
+
+def not_compiled_markdown_row(kernel, shape) -> str:
+    """A `plan_markdown` line for a case whose kernel did not compile."""
+    return markdown_line((kernel.label, shape.label, *["-"] * (len(PLAN_HEADER) - 3), "COMPILE FAILED")) + "\n"
+
+
+def _first_error(error: Exception) -> str:
+    """The message's first line that quotes the compiler's error, else its first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in lines if "error:" in line), lines[0] if lines else type(error).__name__)
+
+
 COMPARE_HEADER = ("kernel", "shape", "GPU", "old ms", "new ms", "change", "verdict")
 
 
