@@ -196,6 +196,10 @@ def test_between_decode_and_large_the_tables_leave_the_wide_tile_only_for_one_th
     ("192x4096x4096", "v13-tf32", ("v14-tf32", 96, 128, 2)),
     ("176x11008x4096", "v13-bf16-out", ("v14-bf16-out", 192, 128, 1)),
     ("176x11008x4096", "v13-tf32", ("v14-tf32", 192, 128, 1)),
+    # M of 257 to 272 (checks/band-fine.json.gz beside band-fine-tables.json.gz): two row tiles of 136, where
+    # 128-row tiles take three and 160-row ones stand 15% empty
+    ("264x6144x4096", "v13-bf16-out", ("v14-bf16-out", 136, 128, 1)),
+    ("264x6144x4096", "v13-tf32", ("v14-tf32", 136, 128, 1)),
     # the 128 x 192 tile where its waves waste less than 128 x 256's (checks/mid-192.json.gz beside mid-tables and
     # mid-wide); where it takes a second wave, the 128 x 256 tile still wins
     ("1536x1536x1536", "v13-bf16-out", ("v15-bf16-out", 128, 192, 1)),
@@ -234,9 +238,9 @@ def _band_swap(name, shape):
     """The swapped tile (MT rows, 64 CWG columns, SPLITS) the bf16-out and TF32 tables take ahead of the four forms,
     or None: 160 x 128 where its waves are 60% full or more; at M up to 192, 192 x 128 where they are 55% full,
     then 160 x 128 and 96 x 128 split two ways where their tiles fit one wave of clusters of two that is 80% full
-    (bf16 out: else v14's 64-row tiles); then (TF32) 128 x 192 where its waves are 80% full, then 128 x 128 split
-    two ways as the 160 and 96-row tiles are; each only where its row tiles are 85% full or more and its waves no
-    emptier than the 128 x 256 tile's."""
+    (bf16 out: else v14's 64-row tiles); at M of 257 to 272, 136 x 128 where its waves are 65% full; then (TF32)
+    128 x 192 where its waves are 80% full, then 128 x 128 split two ways as the 160 and 96-row tiles are; each
+    only where its row tiles are 85% full or more and its waves no emptier than the 128 x 256 tile's."""
     if name == "v13-bf16":
         return None
     wide = wave_efficiency(shape.M, shape.N, 128, 256, SM_COUNT)
@@ -259,6 +263,9 @@ def _band_swap(name, shape):
                 return height, 128, 2
         if name == "v13-bf16-out":
             return 64, 128, 1
+    if 257 <= shape.M <= 272 and rows_full(136) and (
+            wave_efficiency(shape.M, shape.N, 136, 128, SM_COUNT) >= max(0.65, wide)):
+        return 136, 128, 1
     if not rows_full(128):
         return None
     if name == "v13-tf32" and wave_efficiency(shape.M, shape.N, 128, 192, SM_COUNT) >= max(0.8, wide):
@@ -294,7 +301,7 @@ def test_in_the_band_the_tables_pick_the_tiling_of_the_highest_weighed_wave_effi
         assert (64 * params["CWG"], params["BN"], cluster) == best, (shape.label, chosen.label)
         seen.add(best)
     assert seen == set(weights)      # the grid reaches every form
-    swapped_tiles = {(160, 128, 1), (192, 128, 1), (160, 128, 2), (96, 128, 2), (128, 128, 2)}
+    swapped_tiles = {(160, 128, 1), (192, 128, 1), (160, 128, 2), (96, 128, 2), (136, 128, 1), (128, 128, 2)}
     assert swapped == {"v13-bf16": set(), "v13-bf16-out": swapped_tiles | {(64, 128, 1)},
                        "v13-tf32": swapped_tiles | {(128, 192, 1)}}[name]     # the grid reaches each of them
 
