@@ -73,7 +73,7 @@
 // (checks/band-tall-judges-*.json.gz): where the pick changed, 62.7% -> 91.5% (bf16 out) and 78.9% -> 115.1%.
 // At M = 257 to 272 two row tiles of 136 (checks/band-fine.json.gz): 90.8% (bf16 out) and 139.4% (TF32) at
 // 264x6144x4096 against the tables' 67.6% and 86.7%; judged at 268x8192x8192, 60.5% -> 93.7% and 76.8% -> 129.7%
-// (checks/band-fine-judges-*.json.gz). Tiles of 112 rows, and of 136 at M = 240, lost to the tables' v15 tiles.
+// (checks/band-fine-judges-*.json.gz). At M = 200 to 240 no tile of 112 or 136 rows beat the tables' picks.
 // Against torch.mm under do_bench on the same tensors (checks/torch-suite.json.gz): 104.9% (BF16) and 113.3% (TF32) at
 // 1x4096x4096, 97.7% and 103.3% at 1x14336x4096. Every form of tests/test_gpu_v14.py (64 forms, split or not,
 // on shapes cut by M, N and K) passes against float64 (checks/gpu-tests-v14.log.gz), and so does every wide
