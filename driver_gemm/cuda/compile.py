@@ -212,6 +212,10 @@ def option_tuple(options: Iterable[str] | str | None) -> tuple[str, ...]:
     return options
 
 
+# A lone surrogate: a str can hold one (not one decoded from bytes), but UTF-8 cannot encode it for NVRTC.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def refuse_nul(source: str, name: str) -> None:
     """A `CompileError` at the line and column of a NUL character in `source`: NVRTC reads its text as a C string,
     so everything after one would silently not be compiled."""
@@ -220,8 +224,8 @@ def refuse_nul(source: str, name: str) -> None:
         line, column = _line_column(source, position)
         raise CompileError(f"{name}:{line}:{column}: a NUL character (offset {position}) in the source: NVRTC "
                            "would stop reading there")
-    surrogate = re.search(r"[\ud800-\udfff]", source)
-    if surrogate:   # text decoded from bytes never holds one; it cannot be encoded for NVRTC
+    surrogate = _SURROGATE.search(source)
+    if surrogate:
         line, column = _line_column(source, surrogate.start())
         raise CompileError(f"{name}:{line}:{column}: a lone surrogate {surrogate.group()!r} in the source, which "
                            "UTF-8 cannot encode for NVRTC")
@@ -234,7 +238,7 @@ def _line_column(text: str, position: int) -> tuple[int, int]:
 def _refuse_odd_names(function: str, **names: str) -> None:
     """`WrongArgumentType` for a name holding a NUL or a lone surrogate: NVRTC reads names as C strings."""
     for argument, text in names.items():
-        if "\x00" in text or re.search(r"[\ud800-\udfff]", text):
+        if "\x00" in text or _SURROGATE.search(text):
             raise WrongArgumentType(f"{function}: {argument} {text!r} holds a NUL character or a lone surrogate, "
                                     "which NVRTC cannot be given")
 
