@@ -252,6 +252,18 @@ def test_without_any_ptxas_report_the_resources_come_from_the_cubin(monkeypatch)
     assert "missing from NVRTC's log" in built.log and "read from the CUBIN" in built.log
 
 
+def test_a_launcher_compiled_as_device_code_is_told_apart_from_a_header_library(tmp_path):
+    # -default-device turns a file's unannotated host launcher into a device function whose <<<...>>> NVRTC cannot
+    # build: the hint says why and the two ways out.
+    (tmp_path / "k.cu").write_text("__global__ void k(float* c) { c[0] = 1.0f; }\n"
+                                   "void launch(float* c) { k<<<1, 1>>>(c); }\n")
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path / "k.cu", ["k"], extra_options=("-default-device",), use_cache=False)
+    assert "device-side kernel launch could not be processed" in str(info.value)
+    assert "a <<<...>>> launch compiled as device code" in str(info.value)
+    assert "-default-device helps header libraries, not launchers" in str(info.value)
+
+
 def test_including_the_driver_header_gets_a_hint_of_its_own():
     from driver_gemm.cuda.compile import compile_hints
     host = ("/usr/local/cuda/include/cuda.h(5149): error: A function without execution space annotations "
@@ -259,5 +271,6 @@ def test_including_the_driver_header_gets_a_hint_of_its_own():
             "JIT mode.")
     hint, = compile_hints(host)
     assert hint.startswith("<cuda.h> is the driver API's host header") and "CUtensorMap_st" in hint
+    assert "options: [-I ...]" in hint
     hint, = compile_hints(host.replace("cuda.h(5149)", "k.cu(3)"))
     assert hint.startswith("NVRTC compiles device code only, and this file has host code")

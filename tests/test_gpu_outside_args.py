@@ -2,7 +2,8 @@
 
 specs/outside-args.yaml: a persistent kernel whose tiles come from an atomic counter in a zeroed
 workspace (reset before every sample, or the second sample would find no tile left), a CUTLASS-style
-nested Params struct with alpha and beta by pointer, and an epilogue that accumulates into C.
+nested Params struct with alpha and beta by pointer, an epilogue that accumulates into C, and a split-K
+kernel whose halves meet across a grid-wide barrier (a cooperative launch: launched otherwise it traps).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gpu_specs import quick
 
 pytestmark = pytest.mark.gpu
 
-OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-accumulate")
+OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-accumulate", "args-grid-sync")
 
 
 def test_outside_style_arguments_pass_on_a_small_awkward_shape_and_several_partial_tiles():
@@ -29,7 +30,7 @@ def test_outside_style_arguments_pass_on_a_small_awkward_shape_and_several_parti
                                                                 shapes=["1001x520x776", "65x130x17"]))
     run = run_spec(spec, options=RunOptions())
     cases = {(case.name, case.shape.label): case for case in run.cases if case.name in OUTSIDE_KERNELS}
-    assert len(cases) == 6
+    assert len(cases) == 8
     for key, case in cases.items():
         assert case.status == Status.PASS, (key, case.status, case.message)
         assert case.timing is not None and case.timing.median_ms > 0, key

@@ -67,6 +67,15 @@ def test_the_launch_config_carries_every_attribute():
     assert not LaunchAttributes().any
 
 
+def test_a_cooperative_launch_goes_through_cuLaunchKernelEx_with_the_cooperative_attribute():
+    attributes = LaunchAttributes(cooperative=True)
+    assert attributes.any and attributes.as_dict()["cooperative"] is True
+    config = launch_config(driver, (132, 1, 1), (256, 1, 1), 0, 0, attributes)
+    assert config.numAttrs == 1
+    (item,) = config.attrs
+    assert item.id == driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE and item.value.cooperative == 1
+
+
 # ------------------------------------------------------------------------------------------ tensor maps
 
 

@@ -346,8 +346,88 @@ def test_the_outside_args_spec_compiles_and_plans_offline():
     assert not planned.compile_errors, planned.compile_errors
     assert planned.ok and planned.invalid_count == 0, [str(p) for plan in planned.plans for p in plan.problems]
     assert {plan.kernel.name for plan in planned.plans} == {"v12p", "args-persistent", "args-params",
-                                                             "args-accumulate"}
+                                                             "args-accumulate", "args-grid-sync"}
     assert {plan.shape.label for plan in planned.plans} == {"1001x520x776", "4096x4096x4096"}
+    grid_sync = [plan for plan in planned.plans if plan.kernel.name == "args-grid-sync"]
+    # 1001 x 520 is 16 x 9 tiles, two halves of K each: 288 units, fewer than the 528 blocks that fit at once.
+    assert [plan.config.total_blocks for plan in grid_sync] == [288, 528]
+    assert all("cooperative (" in " ".join(plan.notes) for plan in grid_sync)
+
+
+# ------------------------------------------------------------------------------ cooperative launches
+
+
+def _grid_sync_plan(**changes):
+    """specs/outside-args.yaml's grid-barrier kernel at 4096^3, planned offline with `changes` to its entry."""
+    from driver_gemm.planning.spec_plan import plan_spec
+
+    spec = load_spec(OUTSIDE).select(kernels=["args-grid-sync"], shapes=["4096x4096x4096"])
+    kernel = dataclasses.replace(spec.kernels[0], **changes)
+    planned = plan_spec(dataclasses.replace(spec, kernels=[kernel]), "sm_90")
+    assert not planned.compile_errors, planned.compile_errors
+    (plan,) = planned.plans
+    return plan
+
+
+def test_a_kernel_that_waits_for_its_whole_grid_is_refused_without_a_cooperative_launch():
+    plan = _grid_sync_plan(launch_attributes=None)
+    (problem,) = plan.problems
+    assert "waits for its whole grid" in str(problem) and "grid.sync()" in str(problem)
+    assert problem.field == "kernels[args-grid-sync].cooperative" and "cooperative: true" in problem.hint
+
+
+def test_a_cooperative_grid_larger_than_the_gpu_holds_at_once_is_refused_with_both_counts():
+    from driver_gemm.specfile import expr
+
+    plan = _grid_sync_plan(grid=(expr.parse("2 * ceil(N / 64) * ceil(M / 64)"), expr.parse(1), expr.parse(1)))
+    (problem,) = plan.problems
+    # 64 registers x 256 threads: 4 blocks an SM on 132 SMs.
+    assert "the grid has 8192, but 528 fit (4 an SM x 132 SMs)" in str(problem)
+    assert problem.field == "kernels[args-grid-sync].cooperative" and "max_active_clusters" in problem.hint
+
+
+def test_ptx_facts_find_the_grid_workspace_read_in_an_entry_or_in_the_functions_it_calls():
+    from driver_gemm.cuda.ptx_facts import KernelPtxFacts, ptx_facts
+
+    module = (".func (.param .b32 func_retval0) workspace()\n{\nmov.u32 %r1, %envreg2;\n}\n"
+              ".func barrier()\n{\ncall.uni (retval0), workspace, ();\n}\n"
+              ".visible .entry outer(\n.param .u64 outer_param_0\n)\n{\ncall.uni barrier, ();\nret;\n}\n"
+              ".visible .entry inline(\n.param .u64 inline_param_0\n)\n{\nmov.u32 %r5, %envreg1;\nret;\n}\n"
+              ".visible .entry plain(\n.param .u64 plain_param_0\n)\n{\nmov.u32 %r5, %envreg10;\nret;\n}\n")
+    facts = ptx_facts(module)
+    assert {name: fact.grid_sync for name, fact in facts.items()} == {"outer": True, "inline": True, "plain": False}
+    assert KernelPtxFacts.from_dict(facts["outer"].as_dict()) == facts["outer"]
+    assert not KernelPtxFacts.from_dict({"copies": []}).grid_sync
+
+
+def test_ptx_facts_tell_a_kernel_that_uses_dynamic_shared_memory_from_one_that_declares_it_nearby():
+    from driver_gemm.cuda.ptx_facts import ptx_facts
+
+    module = (".func helper()\n{\nret;\n}\n"                       # the declaration below is no use of helper's
+              ".extern .shared .align 16 .b8 smem[];\n"
+              ".visible .entry uses(\n.param .u64 uses_param_0\n)\n{\nmov.u32 %r3, smem;\nret;\n}\n"
+              ".visible .entry plain(\n.param .u64 plain_param_0\n)\n{\nld.shared.f32 %f1, [%r1];\nret;\n}\n")
+    facts = ptx_facts(module)
+    assert {name: fact.dynamic_shared for name, fact in facts.items()} == {"uses": True, "plain": False}
+
+
+def test_a_kernel_using_dynamic_shared_memory_launched_with_none_is_refused_at_shared_bytes(tmp_path):
+    from driver_gemm.planning.spec_plan import plan_spec
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "k.cu").write_text("__global__ void f(const float* a, const float* b, float* c) { extern __shared__ "
+                                   "float s[]; s[threadIdx.x] = a[0] + b[0]; __syncthreads(); "
+                                   "c[threadIdx.x] = s[threadIdx.x ^ 1]; }\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("shapes: [[64, 48, 40]]\nkernels:\n  - {name: k, source: k.cu, function: f, block: [64], "
+                    "grid: [1], signature: [A, B, C]}\n")
+    (plan,) = plan_spec(load_spec(spec), "sm_90").plans
+    (problem,) = plan.problems
+    assert "uses dynamic shared memory (an extern __shared__ array), but shared_bytes gives it none" in str(problem)
+    assert problem.field == "kernels[k].shared_bytes" and "<<<grid, block, bytes>>>" in problem.hint
+    spec.write_text(spec.read_text().replace("signature: [A, B, C]", "signature: [A, B, C], shared_bytes: 256"))
+    (plan,) = plan_spec(load_spec(spec), "sm_90").plans
+    assert not [p for p in plan.problems if "dynamic shared memory" in str(p)]
 
 
 # ------------------------------------------------------------------------------ resets outside the timed region

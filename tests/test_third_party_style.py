@@ -135,6 +135,19 @@ def test_the_c_library_stand_ins_give_the_types_nvcc_gives_on_linux():
     assert cubin.symbol("k") == "_Z1kxyjm"
 
 
+def test_a_tma_kernel_that_includes_the_driver_header_builds_unchanged_under_nvrtc(tmp_path):
+    # As Hopper kernel files are written for nvcc: <cuda.h> for CUtensorMap and (through it) uint32_t, an enumerator
+    # as a constant, <cudaTypedefs.h> for the runner's function pointer.
+    (tmp_path / "k.cu").write_text(
+        "#include <cuda.h>\n#include <cudaTypedefs.h>\n"
+        "static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64, \"the driver's map\");\n"
+        "static_assert(CU_TENSOR_MAP_SWIZZLE_128B == 3 && CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 == 9, \"its values\");\n"
+        "__global__ void k(const __grid_constant__ CUtensorMap map, float* c) {\n"
+        "    uint32_t at = static_cast<uint32_t>(map.opaque[0]);\n    c[0] = at + CUDA_VERSION;\n}\n")
+    cubin = compile_source(tmp_path / "k.cu", ["k"], use_cache=False)
+    assert cubin.symbol("k") == "_Z1k14CUtensorMap_stPf"   # the type's name as nvcc's <cuda.h> gives it
+
+
 def test_host_only_headers_are_empty_under_nvrtc_and_their_use_in_device_code_is_named(tmp_path):
     (tmp_path / "k.cu").write_text("#include <vector>\n__global__ void k(float* c) { std::vector<float> v; }\n")
     with pytest.raises(Exception) as info:

@@ -88,6 +88,9 @@ def test_cluster_fields_are_read():
     attributes = parse(text).kernels[0].launch_attributes
     assert [e.source for e in attributes.cluster] == ["2", "1", "1"]
     assert attributes.scheduling == "spread" and attributes.pdl and not attributes.non_portable
+    assert not attributes.cooperative
+    cooperative = parse(CLUSTER.replace("cluster: [2, 1, 1]", "cooperative: true")).kernels[0].launch_attributes
+    assert cooperative.cooperative and cooperative.cluster is None
 
 
 @pytest.mark.parametrize("old, new, needle, field", [
@@ -121,6 +124,7 @@ def test_bad_tensor_map_entries_name_file_line_and_field(old, new, needle, field
     ("cluster: 2", "1 to 3 extents", "cluster"),
     ("cluster: [2, 1, 1]\n    cluster_scheduling: round_robin", "cluster_scheduling is one of", "cluster_scheduling"),
     ("cluster: [2, 1, 1]\n    pdl: yes please", "pdl is true or false", "pdl"),
+    ("cluster: [2, 1, 1]\n    cooperative: 1", "cooperative is true or false", "cooperative"),
     ("cluster_non_portable: true", "cluster_non_portable without a cluster", "cluster_non_portable"),
     ("clusters: [2, 1, 1]", "did you mean 'cluster'", "clusters"),
 ])

@@ -820,10 +820,10 @@ def compile_hints(log: str) -> list[str]:
     headers it could not find, and host code (NVRTC compiles device code only)."""
     hints = [headers.missing_header_hint(name) for name in dict.fromkeys(_MISSING_HEADER.findall(log))]
     if any(marker in log for marker in _HOST_CODE) and re.search(r"\bcuda\.h\(\d+\)", log):
-        hints.append("<cuda.h> is the driver API's host header, which NVRTC cannot compile; a kernel that only needs "
-                     "CUtensorMap can declare it under #ifdef __CUDACC_RTC__ (struct alignas(64) CUtensorMap_st "
-                     "{ unsigned long long opaque[16]; }; typedef CUtensorMap_st CUtensorMap;) and include "
-                     "<cuda.h> otherwise, or be built with compiler: nvcc")
+        hints.append("<cuda.h> is the driver API's host header, which NVRTC cannot compile, and this compile found "
+                     "the toolkit's through a folder of the kernel's options: [-I ...]; without that folder, "
+                     "driver-gemm's own <cuda.h> declares what device code takes from it (CUtensorMap_st and the "
+                     "tensor-map enumerations), or build the file with compiler: nvcc")
     if re.search(r'(__nv_name_map|instances\.cu)\S*: error: name followed by "::" must be a class or namespace', log):
         hints.append("a template argument in params: names something by a scope that is not found where the "
                      "instance is named, outside the kernel's namespace: write enumerators and types with their "
@@ -841,4 +841,9 @@ def compile_hints(log: str) -> list[str]:
                      "(NVRTC defines __CUDACC_RTC__); functions without __host__/__device__ in a header library "
                      "(CUTLASS's and CuTe's constexpr helpers) compile as device functions with options: "
                      "[-default-device]")
+    if "device-side kernel launch could not be processed" in log:
+        hints.append("a <<<...>>> launch compiled as device code: the file's host launcher became a device function "
+                     "(under -default-device, unannotated functions do), and NVRTC builds no device-side launches "
+                     "without the device runtime: build the file with compiler: nvcc, or put the launcher inside "
+                     "#ifndef __CUDACC_RTC__ ... #endif (-default-device helps header libraries, not launchers)")
     return hints

@@ -1,4 +1,5 @@
-"""Launch attributes beyond grid and block: thread-block clusters, their scheduling, programmatic dependent launch.
+"""Launch attributes beyond grid and block: thread-block clusters, their scheduling, programmatic dependent launch,
+and cooperative launches (a grid whose blocks may all wait for each other: cooperative_groups' ``grid.sync()``).
 
 A launch with any goes through ``cuLaunchKernelEx`` with a ``CUlaunchConfig``; one with none keeps
 the plain ``cuLaunchKernel`` path. `LaunchAttributes.problems` checks all that can be checked
@@ -29,18 +30,22 @@ class LaunchAttributes:
     `programmatic_dependent_launch` lets a launch start while the previous
     kernel on its stream finishes (the kernel must wait with
     ``griddepcontrol.wait`` before reading what that kernel wrote);
-    `cluster_scheduling` is the placement preference for the clusters.
+    `cluster_scheduling` is the placement preference for the clusters;
+    `cooperative` launches the grid so that all its blocks are resident at
+    once and the driver gives it the workspace a grid-wide barrier needs
+    (the driver refuses a grid larger than fits).
     """
 
     cluster: tuple[int, int, int] | None = None
     non_portable: bool = False
     programmatic_dependent_launch: bool = False
     cluster_scheduling: str | None = None
+    cooperative: bool = False
 
     @property
     def any(self) -> bool:
         """True when the launch needs cuLaunchKernelEx."""
-        return bool(self.cluster or self.programmatic_dependent_launch or self.cluster_scheduling)
+        return bool(self.cluster or self.programmatic_dependent_launch or self.cluster_scheduling or self.cooperative)
 
     @property
     def cluster_size(self) -> int:
@@ -88,7 +93,7 @@ class LaunchAttributes:
     def as_dict(self) -> dict[str, Any]:
         return {"cluster": list(self.cluster) if self.cluster else None, "non_portable": self.non_portable,
                 "programmatic_dependent_launch": self.programmatic_dependent_launch,
-                "cluster_scheduling": self.cluster_scheduling}
+                "cluster_scheduling": self.cluster_scheduling, "cooperative": self.cooperative}
 
     def driver_attributes(self, driver) -> list:
         """The ``CUlaunchAttribute`` array for cuLaunchKernelEx (built without a GPU)."""
@@ -109,6 +114,11 @@ class LaunchAttributes:
             item = driver.CUlaunchAttribute()
             item.id = attribute_id.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
             item.value.programmaticStreamSerializationAllowed = 1
+            out.append(item)
+        if self.cooperative:
+            item = driver.CUlaunchAttribute()
+            item.id = attribute_id.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            item.value.cooperative = 1
             out.append(item)
         return out
 

@@ -8,7 +8,10 @@ map, ``ld.param.u64 %rd2, [f_param_1]`` for a ``const CUtensorMap*``). Following
 gives each instruction's parameter, so that a spec describing a rank-2 map for a kernel that
 copies rank-3 boxes through it is refused before launch rather than faulting on the GPU. A
 ``__cluster_dims__`` kernel's entry carries ``.reqnctapercluster X, Y, Z``. A warp-specialised kernel's
-``setmaxnreg.inc`` and ``.dec`` name the registers a thread asks for or gives back. The facts are kept
+``setmaxnreg.inc`` and ``.dec`` name the registers a thread asks for or gives back. A kernel that waits for its whole
+grid (cooperative_groups' ``grid.sync()``) reads the grid's barrier workspace from ``%envreg1`` and ``%envreg2``,
+which the driver fills only for a cooperative launch (without one the kernel traps). A kernel's ``extern __shared__``
+array is a module-scope ``.extern .shared`` declaration that its code names. The facts are kept
 beside the CUBIN (NVRTC hands out its PTX with it); checks that use them: `planning.image_checks`.
 """
 
@@ -25,6 +28,17 @@ _TMA = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:cp\.async\.bulk(?:\.prefetch)?|cp\.re
 _PARAM_MOVE = re.compile(r"^\s*(?:mov|ld\.param)\.[us]?b?\d+\s+(%\w+)\s*,\s*\[?\s*([\w$.]+)_param_(\d+)\s*(?:\+\s*0\s*)?\]?\s*;",
                          re.MULTILINE)
 _SETMAXNREG = re.compile(r"\bsetmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)\s*;")
+# The grid workspace's address, which cooperative_groups reads (mov.u32 %r5, %envreg2;) before a grid-wide barrier.
+_GRID_WORKSPACE = re.compile(r"%envreg[12]\b")
+# Every function and entry of a module, from the line that names it (a .func may return: .func (.param ...) name(),
+# and the functions a body calls (call.uni (retval0), name, (...); or call.uni name, (...);).
+_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?\.(?:func|entry)\s+(?:\([^)]*\)\s*)?([\w$.]+)",
+                       re.MULTILINE)
+# A module-scope declaration (.extern .shared, .global, .const ...: a line outside every function body), and the
+# dynamic shared memory a module declares (extern __shared__ float s[]; becomes .extern .shared .align 16 .b8 s[];).
+_DECLARATION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:extern|global|const)\s+[^\n{]*;[ \t]*$", re.MULTILINE)
+_DYNAMIC_SHARED = re.compile(r"^\s*\.extern\s+\.shared\s+[^;\n]*?([\w$]+)\s*\[\s*\]\s*;", re.MULTILINE)
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([\w$.]+)")
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
 
@@ -41,13 +55,17 @@ class TmaCopy:
 
 @dataclass(frozen=True)
 class KernelPtxFacts:
-    """A kernel's TMA instructions, its compile-time cluster (None without ``__cluster_dims__``) and the register
-    counts its ``setmaxnreg`` instructions move threads to (``inc`` and ``dec``, each value once, ascending)."""
+    """A kernel's TMA instructions, its compile-time cluster (None without ``__cluster_dims__``), the register
+    counts its ``setmaxnreg`` instructions move threads to (``inc`` and ``dec``, each value once, ascending),
+    whether it reads the grid workspace of a cooperative launch (`grid_sync`), and whether it uses dynamic shared
+    memory (``extern __shared__``: `dynamic_shared`), whose size only the launch gives."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
     register_increases: tuple[int, ...] = ()
     register_decreases: tuple[int, ...] = ()
+    grid_sync: bool = False
+    dynamic_shared: bool = False
 
     def ranks_for(self, param: int) -> dict[int, str]:
         """Rank -> one instruction of that rank, for the copies that read parameter `param`; when no copy could
@@ -59,7 +77,8 @@ class KernelPtxFacts:
     def as_dict(self) -> dict[str, Any]:
         return {"copies": [[copy.rank, copy.instruction, copy.param] for copy in self.copies],
                 "cluster": list(self.cluster) if self.cluster else None,
-                "setmaxnreg": {"inc": list(self.register_increases), "dec": list(self.register_decreases)}}
+                "setmaxnreg": {"inc": list(self.register_increases), "dec": list(self.register_decreases)},
+                "grid_sync": self.grid_sync, "dynamic_shared": self.dynamic_shared}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -68,7 +87,8 @@ class KernelPtxFacts:
         return cls(tuple(TmaCopy(int(rank), str(text), None if param is None else int(param))
                          for rank, text, param in data.get("copies", ())),
                    (int(cluster[0]), int(cluster[1]), int(cluster[2])) if cluster else None,
-                   tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())))
+                   tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())),
+                   bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)))
 
 
 def _bodies(ptx: str) -> dict[str, str]:
@@ -78,8 +98,26 @@ def _bodies(ptx: str) -> dict[str, str]:
             for i, (start, name) in enumerate(starts)}
 
 
-def kernel_facts(name: str, body: str) -> KernelPtxFacts:
-    """The facts of one entry `name` whose text is `body`."""
+def _reaching(ptx: str, pattern: re.Pattern) -> frozenset[str]:
+    """The functions and entries whose code matches `pattern`, themselves or through the functions they call: a
+    grid-wide barrier left out of line (as a debug build leaves it) is reached by a ``call``. Module-scope
+    declarations are left out, so that an ``.extern .shared`` line is not taken for a use."""
+    code = _DECLARATION.sub("", ptx)
+    starts = [(match.start(), match.group(1)) for match in _FUNCTION.finditer(code)]
+    bodies = {name: code[start:(starts[i + 1][0] if i + 1 < len(starts) else len(code))]
+              for i, (start, name) in enumerate(starts)}
+    calls = {name: set(_CALL.findall(body)) for name, body in bodies.items()}
+    found = {name for name, body in bodies.items() if pattern.search(body)}
+    while True:
+        more = {name for name, callees in calls.items() if name not in found and callees & found}
+        if not more:
+            return frozenset(found)
+        found |= more
+
+
+def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False) -> KernelPtxFacts:
+    """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace and the module's
+    dynamic shared memory, which the module as a whole says (`ptx_facts`), are given."""
     header = body.split("{", 1)[0]
     cluster_match = _CLUSTER.search(header)
     cluster = None
@@ -109,9 +147,16 @@ def kernel_facts(name: str, body: str) -> KernelPtxFacts:
     for match in _SETMAXNREG.finditer(body):
         moves[match.group(1)].add(int(match.group(2)))
     return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
-                          tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])))
+                          tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared)
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
     """Every entry of a PTX module, by its (mangled) name."""
-    return {name: kernel_facts(name, body) for name, body in _bodies(ptx).items()}
+    grid_sync = _reaching(ptx, _GRID_WORKSPACE) if _GRID_WORKSPACE.search(ptx) else frozenset()
+    dynamic = _DYNAMIC_SHARED.findall(ptx)
+    uses_dynamic: frozenset[str] = frozenset()
+    if dynamic:
+        arrays = "|".join(re.escape(array) for array in dynamic)
+        uses_dynamic = _reaching(ptx, re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
+    return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic)
+            for name, body in _bodies(ptx).items()}

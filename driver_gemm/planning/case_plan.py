@@ -254,8 +254,27 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
             if occ.blocks_per_sm == 0 and occ.reason and not problems:
                 problem(f"cannot launch: {occ.reason}", "block")
             wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
+            if plan.attributes is not None and plan.attributes.cooperative and occ.blocks_per_sm >= 1:
+                refusal = cooperative_grid_refusal(config.total_blocks, occ.blocks_per_sm,
+                                                   sm_count or limits.typical_sm_count)
+                if refusal:
+                    problem(refusal, "cooperative", hint=COOPERATIVE_GRID_HINT)
     return dataclasses.replace(plan, resources=resources, occupancy=occ, waves=wave_count, problems=problems,
                                notes=notes)
+
+
+COOPERATIVE_GRID_HINT = ("cap the grid at the blocks that fit at once: max_active_clusters counts them (without a "
+                         "cluster, blocks an SM x SMs), e.g. grid: [\"min(max_active_clusters, TILES)\"]")
+
+
+def cooperative_grid_refusal(total_blocks: int, blocks_per_sm: int, sm_count: int) -> str | None:
+    """Why a cooperative launch of `total_blocks` cannot run where `blocks_per_sm` fit on each of `sm_count` SMs
+    (None: it fits). Its blocks may all wait for each other, so the driver launches only a grid resident at once."""
+    resident = blocks_per_sm * sm_count
+    if total_blocks <= resident:
+        return None
+    return (f"a cooperative launch needs all its blocks resident at once: the grid has {total_blocks}, but "
+            f"{resident} fit ({blocks_per_sm} an SM x {sm_count} SMs)")
 
 
 def _collector(kernel: KernelSpec, problems: list[SpecError]):

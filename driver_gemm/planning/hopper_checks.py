@@ -61,7 +61,8 @@ def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: Launch
                 return None
         cluster = cast("tuple[int, int, int]", tuple(extents))   # the spec gives 3 extents (1 for each left out)
     attributes = LaunchAttributes(cluster=cluster, non_portable=spec.non_portable,
-                                  programmatic_dependent_launch=spec.pdl, cluster_scheduling=spec.scheduling)
+                                  programmatic_dependent_launch=spec.pdl, cluster_scheduling=spec.scheduling,
+                                  cooperative=spec.cooperative)
     major, minor = parse_arch(base_arch(limits.arch))
     for field_name, message in attributes.problems(config.grid, config.shared_bytes, 10 * major + minor,
                                                    limits.shared_per_sm):
@@ -71,7 +72,8 @@ def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: Launch
 
 
 def cluster_note(attributes: LaunchAttributes | None, config: LaunchConfig) -> list[str]:
-    """What `plan` says about a cluster launch: its extents and the number of clusters in the grid."""
+    """What `plan` says about a launch through cuLaunchKernelEx: its cluster (extents and the number of clusters in
+    the grid), PDL, and a cooperative grid's blocks."""
     if attributes is None or not attributes.any:
         return []
     parts = []
@@ -82,6 +84,8 @@ def cluster_note(attributes: LaunchAttributes | None, config: LaunchConfig) -> l
                      + (f", scheduling {attributes.cluster_scheduling}" if attributes.cluster_scheduling else ""))
     if attributes.programmatic_dependent_launch:
         parts.append("programmatic dependent launch")
+    if attributes.cooperative:
+        parts.append(f"cooperative ({config.total_blocks} blocks)")
     return ["launched with cuLaunchKernelEx: " + "; ".join(parts)]
 
 

@@ -1,5 +1,5 @@
-"""The checks of a case against what its compiled kernel says of itself: TMA ranks, compile-time clusters and the
-registers its warpgroups move with ``setmaxnreg``.
+"""The checks of a case against what its compiled kernel says of itself: TMA ranks, compile-time clusters, the
+registers its warpgroups move with ``setmaxnreg``, a grid-wide barrier and dynamic shared memory.
 
 `complete_plan` calls `image_checks` once a kernel is built. The kernel's PTX (`cuda.ptx_facts`)
 names the rank of every tensor-map copy and the parameter its map comes from, and a
@@ -8,10 +8,10 @@ PTX's ``.reqnctapercluster``). A spec map whose rank is not the rank the kernel 
 that the compiled cluster does not divide, or a spec ``cluster:`` other than the compiled one are
 refused here, at the spec's file and line, before any launch, and so are a block over the kernel's own
 ``__launch_bounds__``, a stack frame over a thread's local memory and a compiled cluster over the limit a spec's
-``cluster:`` has; how each map is passed is noted. A kernel
-whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was launched with (after the
-one warpgroup that gives some back with ``.dec``) would wait for them forever: that is noted too, since
-which warps take which branch is not known before the launch.
+``cluster:`` has, a kernel that waits for its whole grid without ``cooperative: true``, and one that uses
+dynamic shared memory launched with none; how each map is passed is noted. A kernel whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was
+launched with (after the one warpgroup that gives some back with ``.dec``) would wait for them forever: that
+is noted too, since which warps take which branch is not known before the launch.
 """
 
 from __future__ import annotations
@@ -116,6 +116,17 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         _check_compiled_cluster(plan, cluster, problem, notes)
     if facts is not None and facts.register_increases:
         notes.extend(register_move_notes(facts, plan, limits))
+    if facts is not None and facts.dynamic_shared and plan.config is not None and plan.config.shared_bytes == 0:
+        problem("the kernel uses dynamic shared memory (an extern __shared__ array), but shared_bytes gives it none: "
+                "its first access would be out of bounds", "shared_bytes",
+                hint="give shared_bytes: the bytes its launcher passes as the third <<<grid, block, bytes>>> "
+                     "argument (an expression of the params and M, N, K)")
+    if facts is not None and facts.grid_sync and not (plan.attributes is not None and plan.attributes.cooperative):
+        problem("the kernel waits for its whole grid (it reads the grid workspace, %envreg1 and %envreg2, as "
+                "cooperative_groups' grid.sync() does), which only a cooperative launch provides: launched "
+                "otherwise it traps", "cooperative",
+                hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
+                     "(max_active_clusters counts the blocks that do)")
     return problems, notes
 
 

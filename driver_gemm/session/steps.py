@@ -32,6 +32,7 @@ from ..results.records import (AttributeRecord, CaseResult, DiagnosisRecord, Int
 from ..specfile.model import Spec
 from ..status import Status
 from ..planning.build import led_by_spec_line, plan_with_drivers_count
+from ..planning.case_plan import cooperative_grid_refusal
 from ..planning.cases import Case, new_record
 from ..cuda.occupancy import limits_from_device
 from .bind import build_launch
@@ -147,6 +148,11 @@ def load(run: CaseRun) -> None:
         "driver_waves": _finite(waves(config.total_blocks, blocks_per_sm, properties.sm_count))})
     run.record.attributes = replace(run.record.attributes, param_info=kernel.param_layout_check())
     run.kernel = kernel
+    if run.case.plan.attributes is not None and run.case.plan.attributes.cooperative:
+        refusal = cooperative_grid_refusal(config.total_blocks, blocks_per_sm, properties.sm_count)
+        if refusal:     # the driver would refuse the launch (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)
+            run.stop(Status.INVALID, f"{refusal}, by the driver's count for the loaded kernel")
+            return
     _load_cluster(run)
 
 

@@ -1,6 +1,7 @@
-"""The fields of a kernel entry for Hopper launches: thread-block clusters, PDL, and TMA tensor-map arguments.
+"""The fields of a kernel entry for Hopper launches: thread-block clusters, PDL, cooperative launches, and TMA
+tensor-map arguments.
 
-``cluster``, ``cluster_non_portable``, ``cluster_scheduling`` and ``pdl`` become a
+``cluster``, ``cluster_non_portable``, ``cluster_scheduling``, ``pdl`` and ``cooperative`` become a
 `LaunchAttributeSpec`; a ``type: tensormap`` signature entry becomes an `Argument` with a
 `TensorMapArgument`. Only words and expressions are checked here; what depends on the shape is
 checked per case by `hopper_checks`. The fields: docs/hopper.md.
@@ -16,7 +17,7 @@ from .fields import IDENTIFIER, Context, check_keys, parse_expression
 from .kinds import kind_name
 from .model import Argument, LaunchAttributeSpec, TensorMapArgument
 
-LAUNCH_ATTRIBUTE_KEYS = ("cluster", "cluster_non_portable", "cluster_scheduling", "pdl")
+LAUNCH_ATTRIBUTE_KEYS = ("cluster", "cluster_non_portable", "cluster_scheduling", "pdl", "cooperative")
 # The vocabulary of launch attributes and tensor maps as a spec spells it; cuda.launch_attributes and
 # cuda.tensormap translate each word to the driver's enum (tests/test_tma_spec.py keeps the lists equal).
 CLUSTER_SCHEDULING = ("default", "spread", "load_balancing")
@@ -149,8 +150,8 @@ def check_tensor_map_names(context: Context, node: dict, dotted: str, param_name
 
 
 def parse_launch_attributes(context: Context, node: dict, dotted: str) -> LaunchAttributeSpec | None:
-    """``cluster: [x, y, z]`` (expressions), ``cluster_non_portable``, ``cluster_scheduling`` and ``pdl``
-    as a `LaunchAttributeSpec`; None when the entry has none of them."""
+    """``cluster: [x, y, z]`` (expressions), ``cluster_non_portable``, ``cluster_scheduling``, ``pdl`` and
+    ``cooperative`` as a `LaunchAttributeSpec`; None when the entry has none of them."""
     if not any(key in node for key in LAUNCH_ATTRIBUTE_KEYS):
         return None
     cluster = None
@@ -164,7 +165,7 @@ def parse_launch_attributes(context: Context, node: dict, dotted: str) -> Launch
         cluster = cast("tuple[expr.Expression, expr.Expression, expr.Expression]",
                        tuple(extents + [expr.parse(1)] * (3 - len(extents))))
     flags = {}
-    for key in ("cluster_non_portable", "pdl"):
+    for key in ("cluster_non_portable", "pdl", "cooperative"):
         value = node.get(key, False)
         if not isinstance(value, bool):
             raise context.error(f"{key} is true or false, got {kind_name(value)}", node, key, f"{dotted}.{key}")
@@ -175,4 +176,4 @@ def parse_launch_attributes(context: Context, node: dict, dotted: str) -> Launch
         raise context.error(f"{key} without a cluster", node, key, f"{dotted}.{key}",
                             hint="give cluster: [x, y, z] as well")
     return LaunchAttributeSpec(cluster=cluster, non_portable=flags["cluster_non_portable"], scheduling=scheduling,
-                               pdl=flags["pdl"])
+                               pdl=flags["pdl"], cooperative=flags["cooperative"])

@@ -192,7 +192,7 @@ class Argument:
 
 @dataclass(frozen=True)
 class LaunchAttributeSpec:
-    """What a kernel's launches ask for beyond grid and block: a thread-block cluster and PDL.
+    """What a kernel's launches ask for beyond grid and block: a thread-block cluster, PDL, a cooperative launch.
 
     `cluster` holds the cluster's extents in blocks as expressions (None: no cluster).
     """
@@ -201,6 +201,7 @@ class LaunchAttributeSpec:
     non_portable: bool = False
     scheduling: str | None = None
     pdl: bool = False
+    cooperative: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ class KernelSpec:
     options: tuple[str, ...] = ()
     precision: str = "fp32"          # tf32: multiplies in TF32 (checked and compared as such)
     arch: str | None = None          # e.g. sm_90a: built for exactly this target (arch-specific instructions)
-    launch_attributes: LaunchAttributeSpec | None = None   # cluster, PDL: launched with cuLaunchKernelEx
+    launch_attributes: LaunchAttributeSpec | None = None   # cluster, PDL, cooperative: cuLaunchKernelEx
     operands: OperandSpec | None = None   # typed kernels (types, layout, ld, batch, scales); None: FP32, tight NN
     compiler: str = "nvrtc"          # nvrtc or nvcc: what builds `source`
     binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
