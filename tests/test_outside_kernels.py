@@ -203,6 +203,19 @@ def test_nvcc_hints_say_a_missing_host_library_header_comes_from_the_file_s_runn
     assert hint.startswith("cublas_v2.h was not found") and "a host library's header" in hint
 
 
+def test_nvcc_hints_name_the_installed_wheel_that_holds_a_missing_host_library_header(tmp_path, monkeypatch):
+    import sys
+
+    (tmp_path / "nvidia" / "cu13" / "include").mkdir(parents=True)
+    (tmp_path / "nvidia" / "cu13" / "include" / "curand.h").write_text("")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    hint, = nvcc_hints("matmul.cu:4:10: fatal error: curand.h: No such file or directory\n")
+    folder = (tmp_path / "nvidia" / "cu13" / "include").resolve()
+    assert f"an installed wheel has it: options: [-I {folder}], with --allow-outside-sources" in hint
+    hint, = nvcc_hints("matmul.cu:4:10: fatal error: cusparse.h: No such file or directory\n")
+    assert "install them" in hint and "installed wheel" not in hint
+
+
 @pytest.mark.parametrize("options, standard", [((), "-std=c++17"), (("-std=c++20",), None),
                                                (("--std=c++20",), None), (("-std", "c++20"), None)])
 def test_a_kernel_s_own_cxx_standard_replaces_the_default(options, standard):

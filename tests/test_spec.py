@@ -110,6 +110,7 @@ def error_of(tmp_path, text) -> SpecError:
     (("  - [64, 32, 16]", "  - [64, 32]"), 2, "shapes[0]", "three entries"),
     (("  - [64, 32, 16]", "  - [64, 0, 16]"), 2, "shapes[0][1]", "at least 1"),
     (("BK: 16", "BK: 16.5"), 7, "kernels[v4].params.BK", "whole numbers"),
+    (("BK: 16", "BK: K // 64"), 7, "kernels[v4].params.BK", "reads the shape (K), but template arguments are fixed"),
     (("source: ../kernels/04_coarsen_2d.cu", "source: ../kernels/nope.cu"), 5, "kernels[v4].source",
      "does not exist"),
     (("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    precision: fp16"), 7,
@@ -128,6 +129,18 @@ def test_errors_name_file_line_and_field(tmp_path, change, line, field, message)
 def test_typo_gets_a_suggestion(tmp_path):
     error = error_of(tmp_path, MINIMAL.replace("    block:", "    blok:"))
     assert error.hint == "did you mean 'block'?"
+
+
+def test_an_expression_cut_at_its_comma_in_a_flow_collection_is_told_to_be_quoted(tmp_path):
+    # YAML ends an item of [...] or {...} at a comma: min(4, K) arrives as 'min(4' and a stray 'K)'.
+    error = error_of(tmp_path, MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [min(4, N), 1]"))
+    assert error.field == "kernels[v4].grid[0]" and "never closed" in error.message
+    assert "put the whole expression in quotes" in error.hint
+    signature = "    signature: [A, B, C, M, N, K, {name: tiles, type: int32, value: min(132, ceil(M / 16))}]\n"
+    error = error_of(tmp_path, MINIMAL + signature)
+    assert error.field == "kernels[v4].signature[6].ceil(M / 16))"
+    assert "the rest of value's expression, 'min(132, ceil(M / 16))', cut off at its comma" in error.message
+    assert error.hint.endswith('value: "min(132, ceil(M / 16))"')
 
 
 def test_missing_required_fields(tmp_path):

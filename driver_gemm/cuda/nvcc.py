@@ -198,15 +198,35 @@ def first_errors(log: str, most: int = 10) -> list[str]:
     return shown
 
 
+def wheel_header_folder(name: str) -> Path | None:
+    """The include folder of an installed NVIDIA wheel that holds header `name` (the cuBLAS wheel's holds
+    <cublas_v2.h>, where a toolkit may lack it), None where none does."""
+    import sys
+
+    for entry in sys.path:
+        nvidia = Path(entry or ".") / "nvidia"
+        if not nvidia.is_dir():
+            continue
+        for folder in sorted(nvidia.glob("*/include")):
+            if (folder / name).is_file():
+                return folder.resolve()
+    return None
+
+
 def nvcc_hints(log: str) -> list[str]:
     """What to do about an nvcc failure that comes from the file's setting rather than its kernels."""
     hints = []
     for name in dict.fromkeys(_MISSING_HEADER.findall(log)):
+        host_library = name in HOST_LIBRARY_HEADERS
+        installed = wheel_header_folder(name) if host_library else None
+        where = (f"an installed wheel has it: options: [-I {installed}], with --allow-outside-sources (the folder "
+                 "is outside the spec's project), or" if installed else
+                 "where this toolkit lacks that library's headers, install them, or")
         hints.append(f"{name} was not found: give the folder that holds it in the kernel's options: [-I FOLDER] "
                      "(relative to the spec)" + (
                          f"; {name} is a host library's header, which a kernel file includes for its own runner: "
-                         "where this toolkit lacks that library's headers, install them, or keep the kernels in a "
-                         "file of their own and name that file in source:" if name in HOST_LIBRARY_HEADERS else ""))
+                         f"{where} keep the kernels in a file of their own and name that file in source:"
+                         if host_library else ""))
     return hints + [hint for hint in compile_hints(log) if "NVRTC" not in hint]
 
 

@@ -48,13 +48,28 @@ class Context:
         return SpecError(message, where=self.where(node, key), field=field_path, hint=hint)
 
 
+# What a comma does to an expression in a YAML flow collection: it ends the item, so "min(4, K // 64)" arrives cut.
+COMMA_HINT = "a comma inside [...] or {...} ends the item there: put the whole expression in quotes"
+
+
+def _opened(text: object) -> bool:
+    """True for a string with more '(' than ')': the head of an expression that a comma cut."""
+    return isinstance(text, str) and text.count("(") > text.count(")")
+
+
 def check_keys(context: Context, node: dict, allowed: tuple[str, ...], field_path: str) -> None:
-    """Refuse a key not in `allowed`, suggesting the closest allowed one."""
+    """Refuse a key not in `allowed`, suggesting the closest allowed one (or, where the key is the tail of an
+    expression a comma cut off in a ``{...}`` mapping, the quotes that keep it whole)."""
     for key in node:
         if key not in allowed:
+            dotted = f"{field_path}.{key}" if field_path else str(key)
+            head = next((other for other, value in node.items() if other in allowed and _opened(value)), None)
+            if head is not None and str(key).count(")") > str(key).count("("):
+                raise context.error(f"unknown field '{key}': it is the rest of {head}'s expression, "
+                                    f"'{node[head]}, {key}', cut off at its comma", node, key, dotted,
+                                    f'{COMMA_HINT}: {head}: "{node[head]}, {key}"')
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
-            dotted = f"{field_path}.{key}" if field_path else str(key)
             raise context.error(f"unknown field '{key}'", node, key, dotted, hint)
 
 
@@ -134,5 +149,5 @@ def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: 
         if not expression.names:
             expression.evaluate_int({}) if whole else expression.evaluate({})
     except expr.ExpressionError as exc:
-        raise context.error(str(exc), node, key, dotted) from None
+        raise context.error(str(exc), node, key, dotted, COMMA_HINT if _opened(value) else None) from None
     return expression

@@ -353,6 +353,14 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         if not values:
             raise context.error("an empty list sweeps nothing", param_node, key, key_path)
         for v in values:
+            shape_names = _shape_names(v)
+            if shape_names:
+                raise context.error(f"template parameter {key} = {v!r} reads the shape ({', '.join(shape_names)}), "
+                                    "but template arguments are fixed when the kernel compiles, once for every "
+                                    "shape", param_node, key, key_path,
+                                    hint=f"for a kernel built for one shape at a time, give each shape a dispatch: "
+                                         f"entry with its sizes as numbers ({key}: 1024), and require: [{key} == "
+                                         f"{shape_names[0]}] to refuse the shapes it was not built for")
             if is_cpp_type(v) or isinstance(v, bool):   # bool: passed as true/false, 1/0 in expressions
                 continue
             if not isinstance(v, OversizedInteger) and not isinstance(v, int):
@@ -364,6 +372,17 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         names.append(key)
         sweep.append(list(values))
     return names, sweep
+
+
+def _shape_names(value: Any) -> list[str]:
+    """The shape's names (M, N, K) that a parameter value written as an expression reads: ``M``, ``K // 64``."""
+    if not isinstance(value, str):
+        return []
+    try:
+        names = expr.parse(value).names
+    except expr.ExpressionError:   # a C++ name such as dg::bfloat16_t is no expression
+        return []
+    return [name for name in ("M", "N", "K") if name in names]
 
 
 # ----------------------------------------------------------------------------------- launch
