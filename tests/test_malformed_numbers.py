@@ -1,6 +1,7 @@
 """NaN, infinities, 5000-digit and int64-overflowing numbers, in every field that takes a number."""
 
 import pytest
+import yaml
 
 from malformed import MINIMAL, refused
 
@@ -117,12 +118,15 @@ def test_evaluation_turns_math_errors_into_expression_errors():
     ("scalars: {{alpha: {n}}}", "scalars.alpha"), ("measure: {{max_noise: {n}}}", "measure.max_noise"),
     ("verify: {{tf32_tolerance: {n}}}", "verify.tf32_tolerance"),
 ])
-@pytest.mark.parametrize("number, written", [("1e-5", "1.0e-5"), ("2E+3", "2.0e+3"), ("-3e2", "-3.0e2")])
+@pytest.mark.parametrize("number, written", [("1e-5", "1.0e-5"), ("2E+3", "2.0e+3"), ("-3e2", "-3.0e+2"),
+                                             ("1.0e5", "1.0e+5"), ("5.e3", "5.0e+3")])
 def test_numbers_yaml_reads_as_text_say_how_to_write_them(tmp_path, monkeypatch, capsys, setting, field, number,
                                                           written):
-    """YAML 1.1 (PyYAML) needs a dot in a float with an exponent: 1e-5 is the text '1e-5', refused with a hint."""
+    """YAML 1.1 (PyYAML) needs a dot and a signed exponent in a float with one: 1e-5 and 1.0e5 are text, refused with
+    a hint whose form YAML reads as the number."""
     error = refused(tmp_path, MINIMAL + setting.format(n=number) + "\n", monkeypatch, capsys, field=field)
-    assert error.hint and f"write {written}" in error.hint, error.hint
+    assert error.hint and error.hint.endswith(f"write {written}"), error.hint
+    assert yaml.safe_load(f"x: {written}")["x"] == float(number)
 
 
 @pytest.mark.parametrize("value", ["0", "0.0", "-1"])

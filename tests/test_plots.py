@@ -24,6 +24,14 @@ def test_plot_from_committed_results(tmp_path, capsys, suffix, magic):
             assert label in text
 
 
+def test_a_plot_drawn_leaves_stderr_free_of_font_fallback_warnings(tmp_path, capsys, caplog):
+    pytest.importorskip("matplotlib")
+    with caplog.at_level("WARNING"):
+        assert main(["plot", str(RESULTS / "seed-h200.json"), "-o", str(tmp_path / "p.png")]) == EXIT_OK
+    assert not [record for record in caplog.records if record.name.startswith("matplotlib.font_manager")]
+    assert "findfont" not in capsys.readouterr().err
+
+
 def test_plot_refuses_other_formats_and_empty_results(tmp_path, capsys):
     assert main(["plot", str(RESULTS / "seed-h200.json"), "-o", str(tmp_path / "p.jpg")]) == EXIT_USAGE
     empty = tmp_path / "empty.json"

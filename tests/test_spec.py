@@ -143,6 +143,26 @@ def test_an_expression_cut_at_its_comma_in_a_flow_collection_is_told_to_be_quote
     assert error.hint.endswith('value: "min(132, ceil(M / 16))"')
 
 
+def test_a_top_level_scalar_no_kernel_reads_is_refused_as_a_likely_misspelling(tmp_path):
+    error = error_of(tmp_path, MINIMAL + "scalars: {alpah: 2.0}\n")
+    assert error.field == "scalars.alpah" and "no kernel reads alpah" in error.message
+    assert error.hint == "did you mean 'alpha'?"
+    # A scalar an argument's value reads is what such names are for.
+    text = MINIMAL.replace("    grid:", "    signature: [A, B, C, M, N, K, {name: gamma, type: float32, "
+                                        "value: 2 * gamma}]\n    grid:") + "scalars: {gamma: 0.25}\n"
+    spec = load_spec(write(tmp_path, text))
+    assert spec.scalars["gamma"] == 0.25 and spec.kernels[0].grid_or_signature_reads("gamma")
+
+
+def test_a_key_with_an_invisible_character_is_shown_escaped_and_a_long_value_is_cut(tmp_path):
+    error = error_of(tmp_path, MINIMAL.replace("shapes:", "sha\u200bpes:"))
+    assert error.field == "sha\\u200bpes" and "unknown field 'sha\\u200bpes'" in error.message
+    assert error.hint == "did you mean 'shapes'?"
+    error = error_of(tmp_path, MINIMAL.replace(f"source: {KERNEL}", "source: " + "x" * 5000))
+    assert error.field == "kernels[v4].source" and "... (5,000 characters)" in error.message
+    assert len(str(error)) < 400
+
+
 def test_missing_required_fields(tmp_path):
     error = error_of(tmp_path, MINIMAL.replace("    function: sgemm_coarsen_2d\n", ""))
     assert "missing required field 'function'" in error.message and error.field == "kernels[0]"

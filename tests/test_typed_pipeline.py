@@ -171,6 +171,15 @@ def test_fp8_scales_are_folded_into_the_kernels_alpha(tmp_path):
     assert plan_launch(kernel, Shape(8, 8, 8), LIMITS, {}).argument_values["alpha"] == 1.5 * 0.5 * 4.0
 
 
+def test_fp8_scales_whose_product_with_alpha_overflows_the_kernels_alpha_make_the_case_invalid(tmp_path):
+    text = spec_text("types: {a: e4m3, c: bf16}", "layout: NT", "scales: {a: 1.0e+30, b: 1.0e+20}")
+    kernel = parse(text, tmp_path).kernels[0]
+    plan = plan_launch(kernel, Shape(8, 8, 8), LIMITS, {})
+    (problem,) = plan.problems
+    assert "alpha x the scales = 1e+50 is beyond the range of float32" in str(problem)
+    assert problem.field == "kernels[k].scales"
+
+
 # ------------------------------------------------------------------------------------------------ baselines
 
 def two_kernels(tmp_path, second_extra: str, second_types: str = "types: {a: bf16}"):

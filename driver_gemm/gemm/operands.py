@@ -148,7 +148,8 @@ def parse_layout(code: str | None = None, orders: Mapping[str, str] | None = Non
     if code is not None:
         text = str(code).strip().upper()
         if len(text) != 2 or any(letter not in LAYOUT_CODES for letter in text):
-            raise SpecError(f"layout is two letters of N and T (NN, NT, TN, TT), got {code!r}", where, "layout",
+            shown = repr(code) if len(repr(code)) <= 60 else repr(code)[:57] + "..."   # a message stays readable
+            raise SpecError(f"layout is two letters of N and T (NN, NT, TN, TT), got {shown}", where, "layout",
                             hint="N: stored as driver-gemm stores it (row-major), T: transposed (column-major)")
         result["a"], result["b"] = LAYOUT_CODES[text[0]], LAYOUT_CODES[text[1]]
     for key, value in (orders or {}).items():

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..argtypes import C_TYPES, float_value
+from ..argtypes import C_TYPES, fits_float, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
 from ..errors import ConfigError, SpecError
@@ -180,6 +180,11 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         # fp8's per-tensor scales multiply the product where alpha does: the kernel gets them folded in.
         scale_a, scale_b = kernel.operands.scales
         argument_values["alpha"] = argument_values["alpha"] * scale_a * scale_b
+        ctype = next((a.ctype for _, a in kernel.leaf_arguments() if a.name == "alpha"), "float32")
+        if ctype in C_TYPES and C_TYPES[ctype].is_float and not fits_float(ctype, argument_values["alpha"]):
+            problem(f"alpha x the scales = {argument_values['alpha']:g} is beyond the range of {ctype}, the type the "
+                    "kernel takes them in (folded into alpha)", "scales",
+                    hint="scale the inputs so that alpha x scale a x scale b fits")
     buffers = plan_buffers(kernel, env, argument_values, problem)
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None

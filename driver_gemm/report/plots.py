@@ -10,6 +10,7 @@ labels are shortened (``v8#3``) in the panel, and given in full in the legend.
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def require_matplotlib():
     except ImportError:
         raise ToolMissingError("plots need matplotlib, which is not installed: "
                                "pip install 'driver-gemm[plots]'") from None
+    # Where a font family the labels ask for is missing, matplotlib falls back to another and logs a warning for
+    # every piece of text: a picture drawn is no cause for twenty lines on stderr.
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     return plt
 
 

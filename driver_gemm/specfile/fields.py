@@ -62,7 +62,10 @@ def check_keys(context: Context, node: dict, allowed: tuple[str, ...], field_pat
     expression a comma cut off in a ``{...}`` mapping, the quotes that keep it whole)."""
     for key in node:
         if key not in allowed:
-            dotted = f"{field_path}.{key}" if field_path else str(key)
+            # A key with a character that does not print (a zero-width space) is shown escaped: printed as it is,
+            # it would look like the field it fails to be.
+            name = str(key) if str(key).isprintable() else ascii(str(key))[1:-1]
+            dotted = f"{field_path}.{name}" if field_path else name
             head = next((other for other, value in node.items() if other in allowed and _opened(value)), None)
             if head is not None and str(key).count(")") > str(key).count("("):
                 raise context.error(f"unknown field '{key}': it is the rest of {head}'s expression, "
@@ -70,7 +73,7 @@ def check_keys(context: Context, node: dict, allowed: tuple[str, ...], field_pat
                                     f'{COMMA_HINT}: {head}: "{node[head]}, {key}"')
             close = difflib.get_close_matches(str(key), allowed, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
-            raise context.error(f"unknown field '{key}'", node, key, dotted, hint)
+            raise context.error(f"unknown field '{name}'", node, key, dotted, hint)
 
 
 def read_mapping(context: Context, node: dict, key: str, field_path: str, what: str = "a mapping") -> dict:
@@ -120,12 +123,17 @@ def check_number(context: Context, value: Any, node: Any, key: Any, field_path: 
 
 
 def number_as_text_hint(value: Any) -> str | None:
-    """For text that is a number to Python but not to YAML 1.1 (``1e-5`` has no dot): how to write it."""
+    """For text that is a number to Python but not to YAML 1.1, which reads a float with an exponent only with a dot
+    and a signed exponent (``1.0e-5``, ``1.0e+5``; ``1e-5`` and ``1.0e5`` are text): how to write it."""
     if not isinstance(value, str) or not re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*", value):
         return None
     mantissa, exponent = value.strip().lower().split("e")
-    written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}"
-    return f"YAML reads {value.strip()} as text (a float with an exponent needs a dot): write {written}"
+    mantissa = mantissa if "." in mantissa else mantissa + ".0"
+    mantissa = mantissa + "0" if mantissa.endswith(".") else mantissa
+    mantissa = "0" + mantissa if mantissa.lstrip("+-").startswith(".") else mantissa
+    written = f"{mantissa}e{exponent if exponent[0] in '+-' else '+' + exponent}"
+    return (f"YAML reads {value.strip()} as text (a float with an exponent needs a dot and a sign before the "
+            f"exponent): write {written}")
 
 
 def read_number(context: Context, node: dict, key: str, default, field_path: str, *, whole: bool = False,

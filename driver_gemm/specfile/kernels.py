@@ -274,8 +274,9 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
     if any(not character.isprintable() for character in text):   # a newline or a bell would garble every message
         raise context.error(f"a {noun} path is printable text, got {text!r}", node, key, field_path)
     written = Path(text)
+    shown = text if len(text) <= 160 else f"{text[:120]}... ({len(text):,} characters)"   # a message stays readable
     if written.is_absolute() and not context.allow_outside_sources:
-        raise context.error(f"an absolute source path ({text}) needs the user's leave", node, key, field_path,
+        raise context.error(f"an absolute source path ({shown}) needs the user's leave", node, key, field_path,
                             hint="write it relative to the spec, or pass --allow-outside-sources "
                                  "(allow_outside_sources=True)")
     try:   # a symbolic link loop, a name too long, a folder that may not be searched: said at the field
@@ -283,10 +284,10 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
         if not context.allow_outside_sources:
             root = project_root(context.base_dir)
             if not source.is_relative_to(root):
-                raise context.error(f"{noun} {text} leaves the spec's project ({root})", node, key,
+                raise context.error(f"{noun} {shown} leaves the spec's project ({root})", node, key,
                                     field_path, hint=_outside_hint(root))
         if written.suffix not in suffixes or source.suffix not in suffixes:
-            raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {text}", node, key,
+            raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {shown}", node, key,
                                 field_path)
         if not source.exists():
             raise context.error(f"{noun} {source} does not exist", node, key, field_path)
@@ -294,9 +295,9 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
             raise context.error(f"{noun} {source} is not a regular file", node, key, field_path)
         size = source.stat().st_size
     except RuntimeError:   # Path.resolve's symbolic link loop before Python 3.13
-        raise context.error(f"{noun} {text} is a symbolic link loop", node, key, field_path) from None
+        raise context.error(f"{noun} {shown} is a symbolic link loop", node, key, field_path) from None
     except OSError as exc:
-        raise context.error(f"cannot read {noun} {text}: {exc.strerror or exc}", node, key, field_path) from None
+        raise context.error(f"cannot read {noun} {shown}: {exc.strerror or exc}", node, key, field_path) from None
     limit, name = (MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES") if key == "source" else (MAX_BINARY_BYTES, "MAX_BINARY_BYTES")
     if size > limit:
         raise context.error(f"{noun} {source} is {size:,} bytes, more than the limit of {limit:,} ({name})", node,

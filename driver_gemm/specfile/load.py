@@ -10,6 +10,7 @@ one part of the document. The top-level fields and the ``measure``,
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from .shapes import parse_shapes
 from .shipped import resolve_spec
 from .yaml_lines import decode_spec, read_document, read_spec_bytes
 from .dispatch import parse_dispatch
+from .typed import SCALAR_NAMES
 
 TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
 MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
@@ -99,6 +101,7 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
         raise context.error(f"must be text, got {kind_name(description)}", document, "description", "description")
     scalars = _parse_scalars(context, document)
     kernels = _parse_kernels(context, document, scalars)
+    _check_scalars_are_read(context, document, kernels)
     shapes = parse_shapes(context, document, len(kernels))
     measure = _parse_measure(context, document)
     _check_resets_timed_apart(measure, kernels)
@@ -238,6 +241,23 @@ def _parse_scalars(context: Context, document: dict) -> dict[str, float]:
         if scalars[key] is None:
             raise context.error("must be a number, got nothing (null)", node, key, f"scalars.{key}")
     return scalars
+
+
+def _check_scalars_are_read(context: Context, document: dict, kernels) -> None:
+    """Refuse a scalar other than alpha and beta that no kernel reads. Such scalars are values for arguments to read
+    (``{name: gamma, type: float32, value: gamma}``); one that none reads is most likely a misspelt alpha or beta,
+    which would leave that one at its default without a word."""
+    node = document.get("scalars")
+    if not isinstance(node, dict):
+        return
+    for key in node:
+        if key in SCALAR_NAMES or any(kernel.grid_or_signature_reads(key) for kernel in kernels):
+            continue
+        close = difflib.get_close_matches(str(key), SCALAR_NAMES, n=1)
+        raise context.error(f"no kernel reads {key}: a scalar other than alpha and beta is a value for an argument "
+                            f"to read (value: {key})", node, key, f"scalars.{key}",
+                            hint=f"did you mean '{close[0]}'?" if close else f"read it in an argument's value:, or "
+                                                                               f"remove it")
 
 
 def _parse_measure(context: Context, document: dict) -> MeasureSettings:
