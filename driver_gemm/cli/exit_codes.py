@@ -23,9 +23,10 @@ exit codes:
   2    bad input: the command line, a spec, or a results file (named with its line or JSON
        path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most);
        an output that is an input or cannot be written there; a closed stdout (>&-)
-  3    no CUDA driver or GPU, or a tool the command needs is missing (compute-sanitizer,
-       matplotlib, Dask, cuBLAS) or refuses (NVML locking clocks without root); a tool only an
-       option's extra needs (plan --sass: cuobjdump) is a note, and the exit is the plan's
+  3    no CUDA driver or GPU, or a tool the command needs is missing (NVRTC, compute-sanitizer,
+       matplotlib, Dask, cuBLAS) or refuses (NVML locking clocks without root), or no Dask
+       scheduler answers at run --scheduler's address; a tool only an option's extra needs
+       (plan --sass: cuobjdump) is a note, and the exit is the plan's
   130  interrupted (Ctrl-C); a run keeps the results so far
   141  stdout was closed early (driver-gemm plan | head): output stops quietly
 """

@@ -240,6 +240,13 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
             raise UsageError(f"--json with several specs writes one file per spec, named by each spec's name, and "
                              f"{', '.join(twice)} names more than one", field="--json",
                              hint="give the specs different name: fields, or run them one at a time")
+    previous: list = []
+    if args.resume and not args.sanitize:   # read and checked before anything runs, or what goes beside it is said
+        header, previous = read_finished_cases(args.resume)
+        made_by = header.get("spec")
+        if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
+            raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
+                             "spec that wrote it", where=str(args.resume), field="--resume")
     _check_outputs(args, specs)
     if args.no_baseline:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
@@ -251,13 +258,6 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
         raise UsageError("several GPUs (--device 0,1) and --scheduler run cases in worker processes: they do not "
                          "take --in-process", field="--device")
     lock_mhz = _lock_clock_value(args)
-    previous: list = []
-    if args.resume:   # read and checked before anything runs or is written
-        header, previous = read_finished_cases(args.resume)
-        made_by = header.get("spec")
-        if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
-            raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
-                             "spec that wrote it", where=str(args.resume), field="--resume")
     gates = read_gates(args, out, specs)
     profiler = _profiler(args, out)
     early = _begin_early_workers(early, specs, previous)
@@ -504,12 +504,23 @@ def _scheduler_address(text: str) -> bool:
             and (not separator or re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", scheme) is not None))
 
 
+def _scheduler_port(text: str) -> int | None:
+    """The port of a scheduler's address (``HOST:PORT``, ``[IPv6]:PORT``, after any scheme), None where it names
+    none."""
+    place = text.partition("://")[2] or text
+    found = re.fullmatch(r"(?:\[[^\]]*\]|[^:/\[\]]+):(\d+)", place)
+    return int(found.group(1)) if found else None
+
+
 def _check_option_combinations(args) -> None:
     """Options that cannot go together, or that nothing would read, refused before anything starts."""
     if args.scheduler is not None:
         if not _scheduler_address(args.scheduler):
             raise UsageError(f"give a Dask scheduler's address, such as tcp://HOST:8786 or HOST:8786, not "
                              f"{args.scheduler!r}", field="--scheduler")
+        port = _scheduler_port(args.scheduler)
+        if port is not None and not 1 <= port <= 65535:   # Dask would only time out trying it
+            raise UsageError(f"{args.scheduler!r} names port {port}, and a port is 1 to 65535", field="--scheduler")
         if args.device is not None:
             raise UsageError("--scheduler runs the cases on the cluster's GPU workers, one GPU each: it takes no "
                              "--device", field="--scheduler")

@@ -5,8 +5,8 @@ whose run is timed; nvcc runs as it is, in a session of its own with its tempora
 child leads its own process group, so a Ctrl-C at the terminal reaches only this process, which then kills the
 groups of every compile still running (nvcc's gcc and cc1plus with it) before the interrupt goes on: one Ctrl-C
 stops a compile however long NVRTC would have taken. A SIGTERM while a compile runs ends it the same way. The
-bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s, 0 for no time limit) and
-``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for no cap, at most `MAX_MEMORY_MB`).
+bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s, 0 for no time limit, at most
+`MAX_TIMEOUT_S`) and ``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for no cap, at most `MAX_MEMORY_MB`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ DEFAULT_MEMORY_MB = 16384
 # 64 PiB: the largest address space Linux gives a process (5-level page tables); a larger cap could never be
 # reached, and RLIMIT_AS cannot even hold one past 2**63 bytes.
 MAX_MEMORY_MB = 1 << 36
+# About 24.8 days: the wait for a compile ends in poll(2), whose timeout is a C int of milliseconds; a longer one
+# raises OverflowError. 0 is the way to ask for no limit at all.
+MAX_TIMEOUT_S = (2**31 - 1) // 1000
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])   # the folder the child imports driver_gemm from
 
 
@@ -57,6 +60,10 @@ def compile_bounds() -> Bounds:
             raise UsageError(f"must be a number, got {text!r}", field=name) from None
         if not values[name] >= 0 or values[name] == float("inf"):
             raise UsageError(f"must be a finite number of at least 0, got {text!r}", field=name)
+    if values[TIMEOUT_VARIABLE] > MAX_TIMEOUT_S:
+        raise UsageError(f"must be at most {MAX_TIMEOUT_S} s (about 24 days, the longest wait the operating system "
+                         f"takes; 0 for no time limit), got {os.environ[TIMEOUT_VARIABLE].strip()!r}",
+                         field=TIMEOUT_VARIABLE)
     if values[MEMORY_VARIABLE] > MAX_MEMORY_MB:
         raise UsageError(f"must be at most {MAX_MEMORY_MB} MiB (64 PiB, more than any process can address; 0 for no "
                          f"cap), got {os.environ[MEMORY_VARIABLE].strip()!r}", field=MEMORY_VARIABLE)

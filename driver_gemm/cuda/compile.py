@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from cuda.bindings import nvrtc
+from cuda.pathfinder import DynamicLibNotFoundError
 
 from . import bounded, cache, headers
 from .check import check
@@ -31,7 +32,7 @@ from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import CompileError, WrongArgumentType, path_argument
+from ..errors import CompileError, ToolMissingError, WrongArgumentType, path_argument
 from ..kernel_names import split_overload
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
@@ -156,12 +157,25 @@ def nvrtc_warning(version: tuple[int, int] | None = None) -> str | None:
 
 
 def nvrtc_version() -> tuple[int, int]:
-    major, minor = check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    """The loaded NVRTC's (major, minor); `ToolMissingError` where there is no NVRTC library to load."""
+    major, minor = check(_nvrtc_loaded(nvrtc.nvrtcVersion), "nvrtcVersion")
     return int(major), int(minor)
 
 
 def supported_archs() -> list[int]:
-    return [int(a) for a in check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")]
+    return [int(a) for a in check(_nvrtc_loaded(nvrtc.nvrtcGetSupportedArchs), "nvrtcGetSupportedArchs")]
+
+
+def _nvrtc_loaded(call):
+    """`call()`, the first NVRTC call of a command (the bindings load the library on it), with no library found
+    said as a missing tool: nothing compiles without it."""
+    try:
+        return call()
+    except DynamicLibNotFoundError as exc:
+        looked_for = str(exc).split(":", 1)[0]     # e.g. Failure finding "libnvrtc.so.13 or libnvrtc.so.12"
+        raise ToolMissingError(f"NVRTC, the compiler of every kernel source, is not installed ({looked_for}): install "
+                               "the nvidia-cuda-nvrtc wheel (pip install 'nvidia-cuda-nvrtc>=13.1,<14'), or put a "
+                               "CUDA toolkit's lib64 folder on LD_LIBRARY_PATH") from None
 
 
 def normalise_arch(arch: str | int) -> str:

@@ -9,9 +9,11 @@ torn (the run was killed mid-write) is read without it, as `ResultsFile.notes` s
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
+import sys
 import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -103,12 +105,25 @@ def _gunzip(data: bytes, where: str) -> bytes:
     return text
 
 
+def _refuse_missing(path: Path, where: str) -> None:
+    """A `UsageError` where `path` names no file: none there, or a loop of symbolic links on the way (which
+    `Path.exists` would call missing too); another failure to look (no permission) is the caller's OSError."""
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError("a loop of symbolic links (each names the next, none a file), not a results file",
+                             where=where) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise UsageError("no such results file", where=where) from None
+        raise
+
+
 def _read_text(path: Path) -> str:
     """The text of a results file (``.gz``: decompressed), or a `UsageError` saying why it has none."""
     where = str(path)
     try:
-        if not path.exists():
-            raise UsageError("no such results file", where=where)
+        _refuse_missing(path, where)
         if path.is_dir():
             raise UsageError("is a directory, not a results file", where=where)
         if not path.is_file():
@@ -142,8 +157,19 @@ def _parse_json(text: str, where: str) -> Any:
         hint = " (a case log, one JSON record a line? its name ends in .jsonl)" if _is_case_log(text) else ""
         raise UsageError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
                          where=where) from None
-    except RecursionError:
-        raise UsageError("not a results file: JSON nested too deeply", where=where) from None
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"not a results file: {_unparsable(exc)}", where=where) from None
+
+
+def _unparsable(error: ValueError | RecursionError) -> str:
+    """Why `json.loads` refused a text, in words."""
+    if isinstance(error, json.JSONDecodeError):
+        return error.msg
+    if isinstance(error, RecursionError):
+        return "JSON nested too deeply"
+    # The only other ValueError of json.loads: Python refuses to convert a whole number this long.
+    return (f"a whole number of more than {sys.get_int_max_str_digits()} digits, which Python does not read and "
+            "driver-gemm never writes")
 
 
 def _read_case_log(path: Path, text: str) -> ResultsFile:
@@ -161,7 +187,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
         where = f"{path}:{number}"
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:     # JSONDecodeError is a ValueError
             if number == last and torn_tail:
                 if not (cases or header):
                     raise UsageError("the only line is torn (a run stopped while writing it): no complete record",
@@ -170,7 +196,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                 notes.append(f"{where}: the last line is torn (a run stopped while writing it): "
                              f"{skipped} line skipped, {len(cases)} finished cases read")
                 break
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            detail = _unparsable(exc)
             if number == 1 and _is_whole_results(text):
                 detail = "this is a whole results file, which is read under a .json name; --resume takes a .jsonl"
             raise UsageError(f"not a JSON line of a case log: {detail}", where=where) from None
@@ -342,7 +368,9 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
     if isinstance(value, int) and not -_INT_BOUND < value < _INT_BOUND:   # a float of it would overflow
         raise _problem(where, path, _too_wide(value))
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
-        raise _problem(where, path, "must not be empty")
+        shortest = schema["minLength"]
+        raise _problem(where, path, "must not be empty" if not value or shortest == 1 else
+                       f"must be at least {shortest} characters long, got {_show(value)}")
     if isinstance(value, dict):
         missing = [name for name in schema.get("required", ()) if name not in value]
         if missing:
@@ -351,10 +379,15 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
         for name, sub_schema in properties.items():
             if name in value:
                 _check(value[name], sub_schema, root, _join(path, name), where)
+        others = schema.get("additionalProperties")    # a mapping's values (operands.ld: an integer by operand)
         # Values of free-form objects (settings, launch, ...) are not read as numbers, but a NaN there
         # still says the file was not written by driver-gemm, which writes null instead.
         for name, item in value.items():
-            if name not in properties and not _plain_scalar(item):
+            if name in properties:
+                continue
+            if others is not None:
+                _check(item, others, root, _join(path, name), where)
+            elif not _plain_scalar(item):
                 _check_finite(item, _join(path, name), where)
     if isinstance(value, list):
         items = schema.get("items")

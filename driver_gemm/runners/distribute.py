@@ -15,7 +15,7 @@ import queue
 from typing import Callable
 from uuid import uuid4
 
-from ..errors import DriverGemmError
+from ..errors import DriverGemmError, NoGpuError, UsageError
 from ..results.records import CaseResult, RunResult
 from ..specfile.model import Spec
 from .environment import environment
@@ -29,6 +29,10 @@ from ..cuda.device import read_properties
 
 class DaskUnavailable(DriverGemmError):
     """Dask (distributed) is not installed."""
+
+
+class SchedulerUnreachable(NoGpuError):
+    """No Dask scheduler answered at the address given: the run has no GPU to go to (exit code 3, as without one)."""
 
 
 # A Dask worker's own state, kept between the tasks of a run: the baselines each GPU it
@@ -125,7 +129,7 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
     except ImportError:
         raise DaskUnavailable("several GPUs need Dask: pip install driver-gemm[dask]") from None
     if scheduler is not None:
-        with Client(scheduler) as client:
+        with _connected(scheduler) as client:
             workers = sorted(client.scheduler_info()["workers"])
             yield client, [(worker, 0) for worker in workers]
         return
@@ -146,6 +150,29 @@ def gpu_cluster(devices: list[int] | None = None, scheduler: str | None = None):
             client.wait_for_workers(len(devices))
             workers = sorted(client.scheduler_info()["workers"])
             yield client, list(zip(workers, ordinals))
+
+
+def _connected(scheduler: str):
+    """A Dask client connected to `scheduler`, or an error naming the address: `SchedulerUnreachable` where nothing
+    answers there, a `UsageError` where Dask cannot use the address as given."""
+    # Dask: optional, only for a run on a cluster
+    from distributed import Client
+    from distributed.security import Security
+
+    scheme = scheduler.partition("://")[0] if "://" in scheduler else "tcp"
+    if scheme in ("tls", "wss") and Security().get_connection_args("client")["ssl_context"] is None:
+        raise UsageError(f"{scheduler}: a {scheme}:// scheduler needs Dask's TLS settings for a client, and none are "
+                         "set: give distributed.comm.tls.ca-file, .client.cert and .client.key in Dask's "
+                         "configuration (or DASK_DISTRIBUTED__COMM__TLS__CA_FILE and the like), or use tcp://",
+                         field="--scheduler")
+    try:
+        return Client(scheduler)
+    except OSError as exc:      # Dask's connect timeout (30 s by default), a refused connection, an unknown host
+        raise SchedulerUnreachable(f"no Dask scheduler answered at {scheduler}: {exc} (is the scheduler running, "
+                                   "and its port open to this machine?)") from None
+    except (TypeError, ValueError) as exc:   # an address Dask cannot use: an unknown scheme, a backend not installed
+        raise UsageError(f"{scheduler}: Dask cannot connect to this address ({type(exc).__name__}: {exc})",
+                         field="--scheduler") from None
 
 
 class DaskWorkers(Runner):
