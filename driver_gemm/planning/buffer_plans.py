@@ -4,20 +4,24 @@ A ``buffer`` argument of the signature (`specfile.model.DeviceBufferArgument`) b
 `BufferPlan` per case: its element count from its size expression, its bytes before every launch
 (`initial_bytes`), and, when those bytes are one 32-bit word repeated (zero, or a constant of a
 4-byte type), that word, so that the reset before each sample is one ``cuMemsetD32Async``
-instead of a copy. Pure: no GPU. How the reset stays out of the timed region: docs/timing.md.
+instead of a copy. A buffer filled from a ``.npy`` file reads the file its name gives for the shape, and holds
+its array converted to the buffer's element, every value checked to fit. No GPU. How the reset stays out of the timed region: docs/timing.md.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ..argtypes import C_TYPES, bfloat16_bits
+from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..specfile import expr
+from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
-from ..specfile.model import KernelSpec
+from ..specfile.model import DeviceBufferArgument, KernelSpec
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -40,6 +44,8 @@ class BufferPlan:
     fill: str
     values: tuple[float | int, ...] = ()
     read_only: bool = False        # alpha or beta by pointer: set once per case, never written by the kernel
+    data: bytes = b""              # fill "file": the array's bytes as the element type lays them out
+    source: str = ""               # fill "file": the file they came from
 
     @property
     def nbytes(self) -> int:
@@ -50,6 +56,8 @@ class BufferPlan:
         dtype = np.dtype(NUMPY_ELEMENTS[self.element])
         if self.fill == "zero":
             return np.zeros(self.nbytes, dtype=np.uint8)
+        if self.fill == "file":
+            return np.frombuffer(self.data, dtype=np.uint8).copy()
         if self.element == "bfloat16":
             values = range(self.count) if self.fill == "iota" else self.values
             pattern = np.array([bfloat16_bits(float(value)) for value in values], dtype=dtype)
@@ -71,8 +79,9 @@ class BufferPlan:
         return struct.unpack("<I", np.array(self.values[:1], dtype=NUMPY_ELEMENTS[self.element]).tobytes())[0]
 
     def as_dict(self) -> dict:
+        fill = {"values": list(self.values[:8]), "file": {"file": self.source}}.get(self.fill, self.fill)
         return {"name": self.name, "element": self.element, "count": self.count, "bytes": self.nbytes,
-                "fill": self.fill if self.fill != "values" else list(self.values[:8])}
+                "fill": fill}
 
 
 def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) -> dict[str, BufferPlan]:
@@ -101,6 +110,15 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
             except expr.ExpressionError as exc:
                 problem(f"buffer {argument.name}: {exc}", f"{path}.fill")
                 continue
+        if buffer.fill == "file":
+            try:
+                source, data = _file_contents(buffer, env, count)
+            except _Refused as refused:
+                problem(f"buffer {argument.name}: {refused}", f"{path}.fill.file")
+                continue
+            plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "file", (), buffer.read_only,
+                                              data, source)
+            continue
         exact = EXACT_WHOLE_NUMBERS.get(buffer.element)
         if buffer.fill == "iota" and not (count - 1 <= exact if exact is not None else element.fits(count - 1)):
             problem(f"buffer {argument.name}: iota up to {count - 1:,} does not fit {buffer.element}"
@@ -110,3 +128,65 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
         plans[argument.name] = BufferPlan(argument.name, buffer.element, count, buffer.fill, values,
                                           buffer.read_only)
     return plans
+
+
+class _Refused(Exception):
+    """Why a buffer's fill file cannot fill it, said in the problem of its case."""
+
+
+# A fill file's header and padding besides its data (numpy.save writes at most a few hundred bytes of header).
+_NPY_HEADER_ALLOWANCE = 1 << 16
+
+
+def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple[str, bytes]:
+    """The file a buffer's ``fill: {file: NAME}`` names for the shape of `env`, and its array as the bytes of
+    `count` elements of the buffer's element type. `_Refused` says what is wrong: a name in braces with no value,
+    a file outside the project, missing, too large, no NumPy array, of another length or a value that does not
+    fit. The braces are replaced by name, never through str.format, which would let a name reach attributes."""
+    def value(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise _Refused(f"{{{name}}} in {buffer.file} is neither M, N, K nor a param of the kernel")
+        return str(env[name])
+
+    name = FILE_FIELD.sub(value, buffer.file or "")
+    folder = buffer.file_folder or Path(".")
+    path = (folder / name).resolve()
+    if buffer.file_root is not None and not path.is_relative_to(buffer.file_root):
+        raise _Refused(f"fill file {name} leaves the spec's project ({buffer.file_root}); pass "
+                       "--allow-outside-sources to read it")
+    limit = count * 8 + _NPY_HEADER_ALLOWANCE   # 8 bytes: the widest number an array may hold (int64, float64)
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise _Refused(f"fill file {path} is not a regular file")
+        if size > limit:
+            raise _Refused(f"fill file {path} holds {size:,} bytes, more than {count:,} elements of any type")
+        array = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise _Refused(f"fill file {path} does not exist (for this shape, {name})") from None
+    except (OSError, ValueError, EOFError) as exc:   # not a .npy file, truncated, an object array
+        raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: {exc}") from None
+    if not isinstance(array, np.ndarray) or array.size != count:
+        elements = array.size if isinstance(array, np.ndarray) else "no"
+        raise _Refused(f"fill file {path} holds {elements} elements, but the buffer holds {count:,} (its size)")
+    return str(path), _as_element(array.reshape(-1), buffer.element, path)
+
+
+def _as_element(array: np.ndarray, element: str, path: Path) -> bytes:
+    """`array`'s values as `element`s, little-endian; `_Refused` where one does not fit or the kinds differ."""
+    ctype = C_TYPES[element]
+    if array.dtype.kind not in "biuf":
+        raise _Refused(f"fill file {path} holds {array.dtype} values, not numbers")
+    if not ctype.is_float:
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array) & (array == np.round(array))):
+            raise _Refused(f"fill file {path} holds values that are not whole numbers, for a buffer of {element}")
+        if array.size and not (ctype.fits(int(array.min())) and ctype.fits(int(array.max()))):
+            raise _Refused(f"fill file {path} holds values from {array.min()} to {array.max()}, beyond {element}")
+        return np.ascontiguousarray(array, dtype=NUMPY_ELEMENTS[element]).tobytes()
+    finite = array[np.isfinite(array)] if array.dtype.kind == "f" else array
+    if finite.size and not all(fits_float(element, float(v)) for v in (finite.min(), finite.max())):
+        raise _Refused(f"fill file {path} holds values beyond the range of {element}")
+    if element == "bfloat16":
+        return np.array([bfloat16_bits(float(v)) for v in array], dtype="<u2").tobytes()
+    return np.ascontiguousarray(array, dtype=NUMPY_ELEMENTS[element]).tobytes()

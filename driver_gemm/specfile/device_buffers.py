@@ -1,8 +1,9 @@
 """Device buffers a kernel takes besides A, B and C, as a ``signature:`` describes them.
 
 ``{name: workspace, type: buffer, element: int32, size: EXPR, fill: zero}`` is a buffer of the case's
-own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, or a list of
-numbers repeated over its length, before every launch and every sample. ``{name: alpha, type: ptr}``
+own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, a list of
+numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill: {file: NAME}``, the name per
+shape), before every launch and every sample. ``{name: alpha, type: ptr}``
 (or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
 `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
 them per shape. The fields: docs/kernels.md.
@@ -10,6 +11,7 @@ them per shape. The fields: docs/kernels.md.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import expr
@@ -20,6 +22,8 @@ from .limits import MAX_BUFFER_VALUES
 from .model import Argument, DeviceBufferArgument
 
 BUFFER_KEYS = ("name", "type", "element", "size", "fill")
+# A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
+FILE_FIELD = re.compile(r"\{([^{}]*)\}")
 # What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
 BUFFER_ELEMENTS = tuple(name for name, ctype in C_TYPES.items() if name != "ptr" and not ctype.is_opaque)
 # The names types: and tensor maps give the same types, taken here too.
@@ -61,8 +65,33 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         raise context.error(f"element is one of {', '.join(BUFFER_ELEMENTS)}, got {kind_name(element)}", item,
                             "element", f"{item_path}.element")
     size = parse_expression(context, item, "size", item["size"], f"{item_path}.size", whole=True)
+    if isinstance(item.get("fill"), dict):
+        return Argument(name, "ptr", None, buffer=_file_fill(context, item, item_path, element, size))
     fill, values = _fill(context, item, item_path, element)
     return Argument(name, "ptr", None, buffer=DeviceBufferArgument(element, size, fill, values))
+
+
+def _file_fill(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
+    """``fill: {file: tables/order-{M}x{N}.npy}``: the buffer holds a NumPy array the host computed (a tile order,
+    a schedule), read per shape by `planning.buffer_plans`. Only its name is checked here: which file a shape
+    reads is known only with the shape."""
+    from .kernels import project_root     # kernels parses signatures through this module
+
+    node, dotted = item["fill"], f"{item_path}.fill"
+    check_keys(context, node, ("file",), dotted)
+    name = node.get("file")
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise context.error(f"fill: {{file: NAME}} names a .npy file, got {kind_name(name)}", node, "file",
+                            f"{dotted}.file", hint="fill: {file: tables/order-{M}x{N}.npy}")
+    if not name.endswith(".npy"):
+        raise context.error(f"a fill file is a NumPy array saved with numpy.save (.npy), got {name}", node, "file",
+                            f"{dotted}.file")
+    unknown = [field for field in FILE_FIELD.findall(name) if not IDENTIFIER.fullmatch(field)]
+    if unknown:
+        raise context.error(f"{{{unknown[0]}}} in a fill file's name is no name: braces hold M, N, K or a param",
+                            node, "file", f"{dotted}.file")
+    root = None if context.allow_outside_sources else project_root(context.base_dir)
+    return DeviceBufferArgument(element, size, "file", (), file=name, file_folder=context.base_dir, file_root=root)
 
 
 def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:

@@ -126,7 +126,7 @@ class TensorMapArgument:
         return {key: value for key, value in lists.items() if value is not None}
 
 
-BUFFER_FILLS = ("zero", "iota", "values")
+BUFFER_FILLS = ("zero", "iota", "values", "file")
 
 
 @dataclass(frozen=True)
@@ -135,9 +135,13 @@ class DeviceBufferArgument:
 
     `size` is its length in elements of `element` (a C type of `argtypes`);
     `fill` says what it holds before every launch and every sample: ``zero``,
-    ``iota`` (0, 1, 2, ...) or ``values``, the expressions of `values` repeated
-    over its length. A `read_only` buffer (alpha or beta by pointer) is
-    filled once per case; any other is reset before every sample too.
+    ``iota`` (0, 1, 2, ...), ``values``, the expressions of `values` repeated
+    over its length, or ``file``: the array of a NumPy ``.npy`` file, whose
+    name `file` may hold ``{M}``, ``{N}``, ``{K}`` and the params' names (a
+    table the host computes per shape, such as a tile order), relative to
+    `file_folder` and inside `file_root` (None: anywhere, with the user's
+    leave). A `read_only` buffer (alpha or beta by pointer) is filled once per
+    case; any other is reset before every sample too.
     """
 
     element: str
@@ -145,6 +149,9 @@ class DeviceBufferArgument:
     fill: str = "zero"
     values: tuple[expr.Expression, ...] = ()
     read_only: bool = False
+    file: str | None = None
+    file_folder: Path | None = None
+    file_root: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,8 @@ def _array_and_buffer(argument) -> list:
         extra.append([element.source for element in argument.array])
     if argument.buffer is not None:
         buffer = argument.buffer
-        extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]])
+        extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]]
+                     + ([buffer.file] if buffer.file else []))
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     return extra

@@ -1,0 +1,109 @@
+"""A kernel's own device buffer filled from a NumPy file per shape: a table its author's host code computes.
+
+Hand-written Hopper GEMMs order their tiles by tables their host code builds for each shape (a Hilbert curve
+over the SMs); ``fill: {file: tables/order-{M}x{N}.npy}`` gives such a table, saved with numpy.save. Without a
+GPU: the spec's checks, the file read per shape and converted to the buffer's element, and each way a file can
+be wrong, said in the case's problems at the fill's field.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.errors import SpecError
+from driver_gemm.planning.case_plan import plan_launch
+from driver_gemm.specfile import load_spec
+from driver_gemm.specfile.model import Shape
+
+ORDER_ENTRY = "{name: order, type: buffer, element: int32, size: ceil(M / 64) * ceil(N / 64), fill: %s}"
+
+
+def spec_with(tmp_path, fill: str, allow_outside_sources: bool = False):
+    """A one-kernel spec in a project of its own whose signature ends in the buffer `order` filled by `fill`."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "k.cu").write_text("")
+    (tmp_path / "tables").mkdir(exist_ok=True)
+    path = tmp_path / "spec.yaml"
+    path.write_text("shapes: [[128, 192, 64], [64, 64, 64]]\nkernels:\n  - {name: k, source: k.cu, function: f, "
+                    "params: {BM: 64}, block: [128], grid: [4], signature: [A, B, C, M, N, K, "
+                    + ORDER_ENTRY % fill + "]}\n")
+    return load_spec(path, allow_outside_sources=allow_outside_sources)
+
+
+def buffer_plan(spec, shape: Shape):
+    plan = plan_launch(spec.kernels[0], shape, arch_limits("sm_90"))
+    return plan.buffers.get("order"), plan.problems
+
+
+def test_each_shape_reads_its_own_file_converted_to_the_buffers_element(tmp_path):
+    spec = spec_with(tmp_path, "{file: 'tables/order-{M}x{N}-{BM}.npy'}")
+    np.save(tmp_path / "tables" / "order-128x192-64.npy", np.array([5, 4, 3, 2, 1, 0], dtype=np.int64))
+    np.save(tmp_path / "tables" / "order-64x64-64.npy", np.array([[7]], dtype=np.uint8))
+    plan, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert not problems and plan.fill == "file" and plan.count == 6
+    assert plan.initial_bytes().view("<i4").tolist() == [5, 4, 3, 2, 1, 0]
+    assert plan.repeated_word() is None           # reset by a copy of the table before every sample
+    assert plan.as_dict()["fill"] == {"file": str((tmp_path / "tables" / "order-128x192-64.npy").resolve())}
+    plan, problems = buffer_plan(spec, Shape(64, 64, 64))
+    assert not problems and plan.initial_bytes().view("<i4").tolist() == [7]
+
+
+@pytest.mark.parametrize("array, message", [
+    (np.arange(5), "holds 5 elements, but the buffer holds 6 (its size)"),
+    (np.array([0, 1, 2, 3, 4, 2**40]), "beyond int32"),
+    (np.array([0, 1, 2, 3, 4, 5.5]), "not whole numbers"),
+    (np.array(["a"] * 6), "not numbers"),
+])
+def test_a_file_of_another_length_or_values_that_do_not_fit_make_the_case_invalid(tmp_path, array, message):
+    spec = spec_with(tmp_path, "{file: 'tables/order-{M}x{N}.npy'}")
+    np.save(tmp_path / "tables" / "order-128x192.npy", array)
+    plan, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert plan is None and len(problems) == 1
+    assert message in str(problems[0]) and problems[0].field == "kernels[k].signature[6].fill.file"
+
+
+def test_a_missing_file_a_file_that_is_no_array_and_a_name_with_no_value_are_named(tmp_path):
+    spec = spec_with(tmp_path, "{file: 'tables/order-{M}x{N}.npy'}")
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "order-128x192.npy does not exist (for this shape, tables/order-128x192.npy)" in str(problems[0])
+    (tmp_path / "tables" / "order-128x192.npy").write_bytes(b"not an array")
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "is no NumPy array saved with numpy.save" in str(problems[0])
+    spec = spec_with(tmp_path, "{file: 'tables/order-{TILE}.npy'}")
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "{TILE} in tables/order-{TILE}.npy is neither M, N, K nor a param of the kernel" in str(problems[0])
+
+
+def test_a_file_outside_the_project_needs_the_users_leave(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    np.save(tmp_path / "order.npy", np.arange(6, dtype=np.int32))
+    _, problems = buffer_plan(spec_with(project, "{file: ../order.npy}"), Shape(128, 192, 64))
+    assert "leaves the spec's project" in str(problems[0]) and "--allow-outside-sources" in str(problems[0])
+    plan, problems = buffer_plan(spec_with(project, "{file: ../order.npy}", allow_outside_sources=True),
+                                 Shape(128, 192, 64))
+    assert not problems and plan.initial_bytes().view("<i4").tolist() == list(range(6))
+
+
+@pytest.mark.parametrize("fill, message, field", [
+    ("{file: order.txt}", "a fill file is a NumPy array saved with numpy.save (.npy)", "fill.file"),
+    ("{file: 3}", "names a .npy file", "fill.file"),
+    ("{files: order.npy}", "unknown field 'files'", "fill.files"),
+    ("{file: 'order-{M + 1}.npy'}", "{M + 1} in a fill file's name is no name", "fill.file"),
+])
+def test_malformed_fill_files_are_refused_at_their_field(tmp_path, fill, message, field):
+    with pytest.raises(SpecError) as info:
+        spec_with(tmp_path, fill)
+    assert message in str(info.value) and info.value.field == f"kernels[k].signature[6].{field}"
+
+
+def test_the_tuning_cache_tells_apart_buffers_filled_from_different_files(tmp_path):
+    from driver_gemm.tune.tune_cache import tuning_key
+
+    def key(fill):
+        spec = spec_with(tmp_path, fill)
+        return tuning_key(spec, spec.kernels[0], spec.shapes[0], {}, "sm_90")
+
+    assert key("{file: tables/a.npy}") != key("{file: tables/b.npy}")
