@@ -32,6 +32,22 @@ def test_a_plot_drawn_leaves_stderr_free_of_font_fallback_warnings(tmp_path, cap
     assert "findfont" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("field", ["gflops", "pct_cublas"])
+def test_a_figure_no_gpu_reaches_is_refused_naming_the_case(tmp_path, capsys, field):
+    pytest.importorskip("matplotlib")
+    import json
+
+    run = json.loads((RESULTS / "seed-h200.json").read_text())
+    case = next(case for case in run["cases"] if case.get(field))
+    case[field] = 1.7e308
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(run))
+    assert main(["plot", str(edited), "-o", str(tmp_path / "p.png")]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{field} = 1.7e+308 is no figure a GPU reaches" in err and case["shape"]["label"] in err
+    assert not (tmp_path / "p.png").exists()
+
+
 def test_plot_refuses_other_formats_and_empty_results(tmp_path, capsys):
     assert main(["plot", str(RESULTS / "seed-h200.json"), "-o", str(tmp_path / "p.jpg")]) == EXIT_USAGE
     empty = tmp_path / "empty.json"

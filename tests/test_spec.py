@@ -163,6 +163,13 @@ def test_a_key_with_an_invisible_character_is_shown_escaped_and_a_long_value_is_
     assert len(str(error)) < 400
 
 
+def test_a_kernel_name_that_does_not_print_is_echoed_escaped(tmp_path):
+    spec = load_spec(write(tmp_path, MINIMAL))
+    with pytest.raises(SpecError) as info:
+        spec.select(kernels=["\x1b[2Jv4"])
+    assert "no kernel named '\\x1b[2Jv4' in this spec" in str(info.value) and "\x1b" not in str(info.value)
+
+
 def test_missing_required_fields(tmp_path):
     error = error_of(tmp_path, MINIMAL.replace("    function: sgemm_coarsen_2d\n", ""))
     assert "missing required field 'function'" in error.message and error.field == "kernels[0]"

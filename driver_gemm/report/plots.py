@@ -69,6 +69,23 @@ def series_of(runs: list[RunResult]):
     return series
 
 
+# Figures no GPU comes near (a zettaFLOP/s; a million times the vendor library's speed). A results file holding one
+# was not written by a run; drawn, it leaves the axes no ticks to compute.
+MOST_GFLOPS = 1e12
+MOST_PCT = 1e8
+
+
+def _check_plottable(series: dict[str, list]) -> None:
+    """Refuse (`UsageError`) a case whose GFLOP/s or % of cuBLAS no GPU reaches, naming the case and the value."""
+    for cases in series.values():
+        for case in cases:
+            for name, value, most in (("gflops", case.gflops, MOST_GFLOPS), ("pct_cublas", case.pct_cublas, MOST_PCT)):
+                if value is not None and not -most <= value <= most:
+                    raise UsageError(f"case {case.kernel} at {case.shape.label}: {name} = {value:g} is no figure a "
+                                     f"GPU reaches (at most {most:g}): these results were not written by a run as "
+                                     "they are", field=name)
+
+
 def top_series(series: dict[str, list], count: int = TOP_SERIES) -> tuple[list[str], list[str]]:
     """The baselines and the `count` fastest other series (by best GFLOP/s), and the rest, both in order."""
     baselines = [k for k in series if is_baseline_label(k)]
@@ -99,6 +116,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
     series = series_of(runs)
     if not series:
         raise UsageError("no timed, passing case to plot in these results")
+    _check_plottable(series)
     device: dict = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
     figure, (speed, share, roof) = plt.subplots(1, 3, figsize=(18, 6.5), dpi=100)
     colours = plt.get_cmap("tab20")

@@ -511,7 +511,10 @@ class Spec:
             known = {k.name for k in self.kernels} | {k.label for k in self.kernels}
             unknown = [k for k in kernels if k not in known and k != "cublas"]
             if unknown:
-                named = ", ".join(k if len(k) <= 60 else k[:57] + "..." for k in unknown[:5])
+                # Shown escaped where a name holds a character that does not print (an escape sequence would act
+                # on the terminal), and cut where it is long.
+                shown = [k if k.isprintable() else ascii(k) for k in unknown[:5]]
+                named = ", ".join(k if len(k) <= 60 else k[:57] + "..." for k in shown)
                 raise SpecError(f"no kernel named {named} in this spec "
                                 f"(has {', '.join(sorted({k.name for k in self.kernels}))})",
                                 where=str(self.path or self.name), field="--kernel")
