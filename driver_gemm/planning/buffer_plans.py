@@ -4,8 +4,9 @@ A ``buffer`` argument of the signature (`specfile.model.DeviceBufferArgument`) b
 `BufferPlan` per case: its element count from its size expression, its bytes before every launch
 (`initial_bytes`), and, when those bytes are one 32-bit word repeated (zero, or a constant of a
 4-byte type), that word, so that the reset before each sample is one ``cuMemsetD32Async``
-instead of a copy. A buffer filled from a ``.npy`` file reads the file its name gives for the shape, and holds
-its array converted to the buffer's element, every value checked to fit. No GPU. How the reset stays out of the timed region: docs/timing.md.
+instead of a copy. A buffer filled from a ``.npy`` file reads the file its name gives for the shape, and
+holds its array converted to the buffer's element, every value checked to fit. No GPU. How the reset stays
+out of the timed region: docs/timing.md.
 """
 
 from __future__ import annotations

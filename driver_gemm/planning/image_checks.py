@@ -9,9 +9,10 @@ that the compiled cluster does not divide, or a spec ``cluster:`` other than the
 refused here, at the spec's file and line, before any launch, and so are a block over the kernel's own
 ``__launch_bounds__``, a stack frame over a thread's local memory and a compiled cluster over the limit a spec's
 ``cluster:`` has, a kernel that waits for its whole grid without ``cooperative: true``, and one that uses
-dynamic shared memory launched with none; how each map is passed is noted. A kernel whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was
-launched with (after the one warpgroup that gives some back with ``.dec``) would wait for them forever: that
-is noted too, since which warps take which branch is not known before the launch.
+dynamic shared memory launched with none; how each map is passed is noted. A kernel whose warpgroups ask
+``setmaxnreg.inc`` for more registers than the block was launched with (after the one warpgroup that gives
+some back with ``.dec``) would wait for them forever: that is noted too, since which warps take which branch
+is not known before the launch.
 """
 
 from __future__ import annotations
