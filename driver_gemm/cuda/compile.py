@@ -554,7 +554,7 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     folder), so two headers of one name in two folders both enter the key.
     """
     # not at the top: importing this module need not load the spec package and its YAML parser
-    from ..specfile.kernels import project_root
+    from ..specfile.project import project_root
     folders = [Path(folder) for folder in folders]
     own = folders[0] if folders else None
     # the spec's project where it is known (its sources are held to it), else the source folder's own

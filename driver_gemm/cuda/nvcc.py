@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -201,8 +202,6 @@ def first_errors(log: str, most: int = 10) -> list[str]:
 def wheel_header_folder(name: str) -> Path | None:
     """The include folder of an installed NVIDIA wheel that holds header `name` (the cuBLAS wheel's holds
     <cublas_v2.h>, where a toolkit may lack it), None where none does."""
-    import sys
-
     for entry in sys.path:
         nvidia = Path(entry or ".") / "nvidia"
         if not nvidia.is_dir():

@@ -20,6 +20,7 @@ from .fields import IDENTIFIER, Context, check_keys, check_number, parse_express
 from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
 from .model import Argument, DeviceBufferArgument
+from .project import project_root
 
 BUFFER_KEYS = ("name", "type", "element", "size", "fill")
 # A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
@@ -75,8 +76,6 @@ def _file_fill(context: Context, item: dict, item_path: str, element: str, size)
     """``fill: {file: tables/order-{M}x{N}.npy}``: the buffer holds a NumPy array the host computed (a tile order,
     a schedule), read per shape by `planning.buffer_plans`. Only its name is checked here: which file a shape
     reads is known only with the shape."""
-    from .kernels import project_root     # kernels parses signatures through this module
-
     node, dotted = item["fill"], f"{item_path}.fill"
     check_keys(context, node, ("file",), dotted)
     name = node.get("file")

@@ -25,6 +25,7 @@ from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_C
                      PROJECT_MARKERS, SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PRECISIONS, KernelSpec, is_safe_name
+from .project import project_root
 from .signature import parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
@@ -214,21 +215,6 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------------- source
-
-
-def project_root(folder: Path) -> Path:
-    """The nearest folder at or above `folder` that holds a project marker (``.git``, ``pyproject.toml``...),
-    else `folder` itself: the tree relative kernel sources must stay in.
-
-    The specs shipped inside an installed package count as one project with
-    the kernels shipped beside them (their data folder).
-    """
-    folder = folder.resolve()
-    shipped = PACKAGE_DATA_DIR.resolve()
-    for candidate in (folder, *folder.parents):
-        if candidate == shipped or any((candidate / marker).exists() for marker in PROJECT_MARKERS):
-            return candidate
-    return folder
 
 
 def _outside_hint(root: Path) -> str:

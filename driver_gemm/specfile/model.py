@@ -279,7 +279,7 @@ class KernelSpec:
     # The spec was read with --allow-outside-sources, so its headers may be outside too: how it was read, not
     # what it says, so it takes no part in comparing kernels.
     allow_outside_headers: bool = field(default=False, compare=False)
-    # The tree the spec's sources must stay in (`kernels.project_root` of the spec's folder): its headers may be
+    # The tree the spec's sources must stay in (`project.project_root` of the spec's folder): its headers may be
     # anywhere in it too. None: the source's own project.
     project: Path | None = field(default=None, compare=False)
     # The kernel's entry as the spec wrote it (plain values, params as swept): what `tune` writes back
