@@ -8,6 +8,9 @@ kernel whose halves meet across a grid-wide barrier (a cooperative launch: launc
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 from driver_gemm.runners.one_gpu import run_spec
@@ -16,7 +19,7 @@ from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
 from conftest import SPECS
-from gpu_specs import quick
+from gpu_specs import quick, write_spec
 
 pytestmark = pytest.mark.gpu
 
@@ -48,3 +51,41 @@ def test_a_timed_persistent_kernel_still_computes_c_after_its_samples():
     # Both compute the same tiles with the same inner loop: an unreset counter would make args-persistent
     # a launch of empty blocks, far under a tenth of the other's time.
     assert times["args-persistent"] > 0.3 * times["args-accumulate"], times
+
+
+ORDER_FROM_A_FILE = """
+- name: args-persistent-file
+  source: "@KERNELS@/outside/args_persistent_counter.cu"
+  function: args_persistent_counter
+  types: {a: bf16, b: bf16, c: fp32, accumulate: fp32}
+  epilogue: overwrite
+  block: [256]
+  grid: ["min(2 * sm_count, ceil(N / 64) * ceil(M / 64))"]
+  signature:
+    - A
+    - B
+    - C
+    - M
+    - N
+    - K
+    - {name: tile_counter, type: buffer, element: int32, size: 1, fill: zero}
+    - {name: tile_order, type: buffer, element: int32, size: ceil(N / 64) * ceil(M / 64),
+       fill: {file: "tables/order-{M}x{N}.npy"}}
+"""
+
+
+def test_a_tile_order_read_from_a_file_per_shape_reaches_the_kernel(tmp_path):
+    # The persistent kernel computes the tile the order table names at each count: with each shape's own shuffled
+    # order from a .npy file, every tile of C is written only if that table reached the kernel whole (a table of
+    # zeros would compute tile 0 over and over, and leave the rest of C unwritten).
+    path = write_spec(tmp_path, ORDER_FROM_A_FILE, ["[1001, 520, 776]", "[65, 130, 17]"])
+    (tmp_path / "tables").mkdir()
+    shuffle = np.random.default_rng(7)
+    for rows, columns in ((1001, 520), (65, 130)):
+        tiles = math.ceil(rows / 64) * math.ceil(columns / 64)
+        np.save(tmp_path / "tables" / f"order-{rows}x{columns}.npy", shuffle.permutation(tiles).astype(np.int32))
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    cases = [case for case in run.cases if case.name == "args-persistent-file"]
+    assert len(cases) == 2
+    assert all(case.status == Status.PASS for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+
