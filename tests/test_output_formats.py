@@ -41,6 +41,16 @@ def test_long_labels_get_short_names_and_a_legend():
     assert short_labels(["v8#1", "v8[" + "X=1," * 10 + "]"])["v8[" + "X=1," * 10 + "]"] == "v8#2"
 
 
+def test_two_kernels_whose_names_cut_alike_keep_names_of_their_own():
+    # Cut at the end, both would be warptile_small_#1 and #2: two configurations of one kernel, as a reader sees it.
+    names = short_labels(["warptile_small_tiles_v1", "warptile_small_tiles_v2", "v8[BM=128,BN=256,BK=16,STAGES=3]",
+                          "v8[BM=128,BN=128,BK=16,STAGES=3]"])
+    assert (names["warptile_small_tiles_v1"], names["warptile_small_tiles_v2"]) == ("warptil~tiles_v1#1",
+                                                                                  "warptil~tiles_v2#1")
+    assert all(len(short) <= 20 for short in names.values())
+    assert (names["v8[BM=128,BN=256,BK=16,STAGES=3]"], names["v8[BM=128,BN=128,BK=16,STAGES=3]"]) == ("v8#1", "v8#2")
+
+
 def _lines(console: Console) -> list[str]:
     return console.export_text().splitlines()
 
