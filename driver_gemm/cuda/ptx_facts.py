@@ -91,28 +91,35 @@ class KernelPtxFacts:
                    bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)))
 
 
-def _bodies(ptx: str) -> dict[str, str]:
-    """Each entry's text, from its ``.entry`` line to the next entry."""
-    starts = [(match.start(), match.group(1)) for match in _ENTRY.finditer(ptx)]
-    return {name: ptx[start:(starts[i + 1][0] if i + 1 < len(starts) else len(ptx))]
+def _split(text: str, heads: re.Pattern) -> dict[str, str]:
+    """`text` cut where `heads` match, by the name each head gives: from a head to the next."""
+    starts = [(match.start(), match.group(1)) for match in heads.finditer(text)]
+    return {name: text[start:(starts[i + 1][0] if i + 1 < len(starts) else len(text))]
             for i, (start, name) in enumerate(starts)}
 
 
-def _reaching(ptx: str, pattern: re.Pattern) -> frozenset[str]:
-    """The functions and entries whose code matches `pattern`, themselves or through the functions they call: a
-    grid-wide barrier left out of line (as a debug build leaves it) is reached by a ``call``. Module-scope
-    declarations are left out, so that an ``.extern .shared`` line is not taken for a use."""
-    code = _DECLARATION.sub("", ptx)
-    starts = [(match.start(), match.group(1)) for match in _FUNCTION.finditer(code)]
-    bodies = {name: code[start:(starts[i + 1][0] if i + 1 < len(starts) else len(code))]
-              for i, (start, name) in enumerate(starts)}
-    calls = {name: set(_CALL.findall(body)) for name, body in bodies.items()}
-    found = {name for name, body in bodies.items() if pattern.search(body)}
-    while True:
-        more = {name for name, callees in calls.items() if name not in found and callees & found}
-        if not more:
-            return frozenset(found)
-        found |= more
+def _bodies(ptx: str) -> dict[str, str]:
+    """Each entry's text, from its ``.entry`` line to the next entry."""
+    return _split(ptx, _ENTRY)
+
+
+class _CallGraph:
+    """A module's functions and entries, each with its code and the functions it calls. Module-scope declarations
+    are left out, so that an ``.extern .shared`` line is not taken for a use."""
+
+    def __init__(self, ptx: str):
+        self.bodies = _split(_DECLARATION.sub("", ptx), _FUNCTION)
+        self.calls = {name: set(_CALL.findall(body)) for name, body in self.bodies.items()}
+
+    def reaching(self, pattern: re.Pattern) -> frozenset[str]:
+        """The functions and entries whose code matches `pattern`, themselves or through the functions they call:
+        a grid-wide barrier left out of line (as a debug build leaves it) is reached by a ``call``."""
+        found = {name for name, body in self.bodies.items() if pattern.search(body)}
+        while True:
+            more = {name for name, callees in self.calls.items() if name not in found and callees & found}
+            if not more:
+                return frozenset(found)
+            found |= more
 
 
 def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False) -> KernelPtxFacts:
@@ -152,11 +159,13 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
     """Every entry of a PTX module, by its (mangled) name."""
-    grid_sync = _reaching(ptx, _GRID_WORKSPACE) if _GRID_WORKSPACE.search(ptx) else frozenset()
     dynamic = _DYNAMIC_SHARED.findall(ptx)
-    uses_dynamic: frozenset[str] = frozenset()
-    if dynamic:
-        arrays = "|".join(re.escape(array) for array in dynamic)
-        uses_dynamic = _reaching(ptx, re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
+    grid_sync = uses_dynamic = frozenset[str]()
+    if dynamic or _GRID_WORKSPACE.search(ptx):   # most modules have neither: no call graph to make
+        graph = _CallGraph(ptx)
+        grid_sync = graph.reaching(_GRID_WORKSPACE)
+        if dynamic:
+            arrays = "|".join(re.escape(array) for array in dynamic)
+            uses_dynamic = graph.reaching(re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
     return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic)
             for name, body in _bodies(ptx).items()}

@@ -60,8 +60,7 @@ class BufferPlan:
         if self.fill == "file":
             return np.frombuffer(self.data, dtype=np.uint8).copy()
         if self.element == "bfloat16":
-            values = range(self.count) if self.fill == "iota" else self.values
-            pattern = np.array([bfloat16_bits(float(value)) for value in values], dtype=dtype)
+            pattern = _bfloat16_words(range(self.count) if self.fill == "iota" else self.values)
             return np.resize(pattern, self.count).view(np.uint8)
         if self.fill == "iota":
             return np.arange(self.count, dtype=dtype).view(np.uint8)
@@ -189,5 +188,10 @@ def _as_element(array: np.ndarray, element: str, path: Path) -> bytes:
     if finite.size and not all(fits_float(element, float(v)) for v in (finite.min(), finite.max())):
         raise _Refused(f"fill file {path} holds values beyond the range of {element}")
     if element == "bfloat16":
-        return np.array([bfloat16_bits(float(v)) for v in array], dtype="<u2").tobytes()
+        return _bfloat16_words(array).tobytes()
     return np.ascontiguousarray(array, dtype=NUMPY_ELEMENTS[element]).tobytes()
+
+
+def _bfloat16_words(values) -> np.ndarray:
+    """`values` as bfloat16 bit patterns (NumPy has no bfloat16), rounded as `argtypes.bfloat16_bits` rounds."""
+    return np.array([bfloat16_bits(float(value)) for value in values], dtype=NUMPY_ELEMENTS["bfloat16"])
