@@ -107,3 +107,21 @@ def test_the_tuning_cache_tells_apart_buffers_filled_from_different_files(tmp_pa
         return tuning_key(spec, spec.kernels[0], spec.shapes[0], {}, "sm_90")
 
     assert key("{file: tables/a.npy}") != key("{file: tables/b.npy}")
+
+
+def test_the_tuning_cache_tells_apart_two_tables_written_under_one_name(tmp_path):
+    from driver_gemm.tune.tune_cache import tuning_key
+
+    spec = spec_with(tmp_path, "{file: tables/order.npy}")
+    shape = Shape(128, 192, 64)
+
+    def key_for(values):
+        np.save(tmp_path / "tables" / "order.npy", np.array(values, dtype=np.int32))
+        plan = plan_launch(spec.kernels[0], shape, arch_limits("sm_90"))
+        assert not plan.problems
+        return tuning_key(spec, spec.kernels[0], shape, {}, "sm_90", plan.buffers)
+
+    first = key_for([0, 1, 2, 3, 4, 5])
+    assert key_for([5, 4, 3, 2, 1, 0]) != first
+    assert key_for([0, 1, 2, 3, 4, 5]) == first       # the same values again: the same key
+    assert tuning_key(spec, spec.kernels[0], shape, {}, "sm_90") != first   # a key made without the plan's buffers

@@ -130,8 +130,9 @@ def tune_spec(spec: Spec | str | Path, strategy: Strategy | str = "exhaustive", 
     evaluator = None
     try:
         evaluator = Evaluator(session, spec, prepared.cases, prepared.compiled, record=record, note=note,
-                              cache=cache, cache_key=lambda case: tuning_key(spec, case.kernel, case.shape,
-                                                                          result.environment, props.arch),
+                              cache=cache, cache_key=lambda case: tuning_key(
+                                  spec, case.kernel, case.shape, result.environment, props.arch,
+                                  case.plan.buffers if case.plan is not None else None),
                               device_info=CaseDevice(props.name, props.uuid, props.ordinal),
                               peak_gflops=props.fp32_peak_gflops, device_properties=result.environment.get("device"))
         searches = search_all(prepared.groups(spec), strategy, evaluator, budget)

@@ -41,8 +41,13 @@ def environment_identity(environment: Mapping) -> dict:
             "driver": environment.get("driver_version"), "nvrtc": environment.get("nvrtc_version")}
 
 
-def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mapping, arch: str) -> str:
-    """The hex digest naming the tuning-cache entry of `kernel` on `shape` (see the module's docstring)."""
+def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mapping, arch: str,
+               buffers: Mapping | None = None) -> str:
+    """The hex digest naming the tuning-cache entry of `kernel` on `shape` (see the module's docstring).
+
+    `buffers` are the case's planned device buffers (`CasePlan.buffers`): one filled from a file adds the digest
+    of the values it read, so that a table rewritten under the same name is a new key.
+    """
     description = {
         "format": FORMAT_VERSION,
         "source": source_digest(kernel.source),
@@ -61,6 +66,7 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         "verify": dataclasses.asdict(spec.verify),
         "measure": dataclasses.asdict(spec.measure),
         "where": environment_identity(environment),
+        **({"fill_files": files} if (files := _fill_file_digests(buffers)) else {}),
     }
     return hashlib.sha256(json.dumps(description, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -78,6 +84,12 @@ def _array_and_buffer(argument) -> list:
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     return extra
+
+
+def _fill_file_digests(buffers: Mapping | None) -> dict[str, str]:
+    """The SHA-256 of the values each buffer filled from a file holds, by buffer name."""
+    return {name: hashlib.sha256(plan.data).hexdigest()
+            for name, plan in sorted((buffers or {}).items()) if plan.fill == "file"}
 
 
 class TuningCache:
