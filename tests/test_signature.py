@@ -46,6 +46,10 @@ def compiled():
     ("_Z4overPfPKfatby", "over", ["float*", "const float*", "signed char", "unsigned short", "bool",
                                   "unsigned long long"]),
     ("_Z1kv", "k", []),
+    # T<n>_ counts in decimal (a substitution's S<n>_ in base 36): T9_ and T10_ are the 11th and 12th.
+    ("_Z3k12IfdcijlmxystbEvPKT_T9_T10_",
+     "k12<float, double, char, int, unsigned int, long, unsigned long, long long, unsigned long long, short, "
+     "unsigned short, bool>", ["const float*", "unsigned short", "bool"]),
 ])
 def test_demangles_names_and_parameter_types(symbol, name, types):
     result = demangle(symbol)

@@ -113,6 +113,21 @@ class _Parser:
             value = value * 36 + int(char, 36)
         return value + 1
 
+    def parameter_number(self) -> int:
+        """The index after ``T`` in ``T_`` (0), ``T0_`` (1), ``T10_`` (11): decimal, where a substitution's
+        sequence number is base 36."""
+        if self.peek() == "_":
+            self.position += 1
+            return 0
+        start = self.position
+        while self.peek().isdigit():
+            self.position += 1
+        digits = self.text[start:self.position]
+        self.take("_")
+        if not digits:
+            raise _GiveUp
+        return int(digits) + 1
+
     def substitution(self) -> ParamType:
         self.take("S")
         two = "S" + self.peek()
@@ -126,7 +141,7 @@ class _Parser:
 
     def template_param(self) -> ParamType:
         self.take("T")
-        index = self.seq_id()
+        index = self.parameter_number()
         arguments = self.function_args or self.template_args
         if index >= len(arguments):
             raise _GiveUp
