@@ -46,3 +46,25 @@ def split_parameter_types(text: str) -> tuple[str, ...]:
 def overload_expression(name: str, parameter_types: Iterable[str]) -> str:
     """The name expression that picks one overload of `name` (a name or template-id) by its parameter types."""
     return f"static_cast<void(*)({', '.join(parameter_types)})>({name})"
+
+
+def mangled_base_name(symbol: str) -> str | None:
+    """The unqualified name of a function a mangled symbol names (``_ZN2ns4gemmIfEEvPT_`` -> ``gemm``), read
+    from its length-prefixed source names; None for no ``_Z`` symbol or one this does not read (a name of
+    a special kind: an operator, a constructor, a local or anonymous entity)."""
+    match = re.match(r"_ZL?(N(?:[rVK])*)?", symbol)
+    if not match:
+        return None
+    position, name = match.end(), None
+    while True:
+        digits = re.match(r"\d+", symbol[position:])
+        if not digits:
+            break
+        start = position + len(digits.group())
+        name = symbol[start:start + int(digits.group())]
+        position = start + len(name)
+        if not match.group(1):      # an unnested name: one source name, then its template args or parameters
+            break
+        if symbol[position:position + 1] == "I":    # a template's arguments inside the nest end this scan
+            break
+    return name if name and re.fullmatch(r"[A-Za-z_]\w*", name, re.ASCII) else None

@@ -24,10 +24,20 @@ def test_kernel_names(tmp_path, monkeypatch, capsys, name):
 
 
 @pytest.mark.parametrize("function", ["'sgemm; rm -rf /'", "'f<1, 2'", "'f<1>>'", "'f<>'", "'f<1,,2>'", "'9abc'",
-                                      "'f(1)'", "'a b'", "'f<\"x\">'", "'" + "f" * 300 + "'", "[f]", "42"])
+                                      "'f(1)'", "'a b'", "'f<\"x\">'", "'" + "f" * 9000 + "'", "[f]", "42"])
 def test_functions(tmp_path, monkeypatch, capsys, function):
     refused(tmp_path, MINIMAL.replace(FUNCTION, f"    function: {function}"), monkeypatch, capsys,
             field="kernels[0].function")
+
+
+def test_a_long_mangled_function_name_is_accepted_and_one_too_long_is_refused_as_too_long(tmp_path):
+    # CuTe's and CUTLASS's kernels have mangled names of hundreds to thousands of characters.
+    mangled = "_Z1kI5tupleIJ1CILi128EE" + "S2_S1_ILi8EES0_IJS1_ILi32EES3_EE" * 40 + "EEvT_PKfS5_Pfiii"
+    text = MINIMAL.replace(FUNCTION, f"    function: {mangled}").replace("    params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}\n", "")
+    text = text.replace("BN / TN, BM / TM", "16, 16").replace("ceil(N / BN), ceil(M / BM)", "ceil(N / 64), ceil(M / 64)")
+    assert load_spec(write(tmp_path, text)).kernels[0].function == mangled
+    with pytest.raises(SpecError, match="function is 9,000 characters long, more than the 8,192"):
+        load_spec(write(tmp_path, MINIMAL.replace(FUNCTION, "    function: " + "f" * 9000)))
 
 
 def test_template_id_functions_are_accepted_without_params(tmp_path):

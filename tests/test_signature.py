@@ -246,3 +246,17 @@ def test_a_tensor_map_by_pointer_described_as_the_matrix_is_named():
     problem, = check_signature(slots, demangle(symbol).params, SEED, {"A": "fp32", "B": "fp32", "C": "fp32"})
     assert problem.startswith("parameter 1 (A, ptr): the kernel's parameter is const CUtensorMap_st*, a tensor map "
                               "by pointer") and "pass: pointer" in problem
+
+
+@pytest.mark.parametrize("symbol, base", [
+    ("_Z16sgemm_smem_tilesILi32EEvPKfS1_Pfiii", "sgemm_smem_tiles"),
+    ("_ZN2ns4kernIfLi64ELb1EEEvPKT_PS1_NS_4WrapIS1_Li2EEEdjx", "kern"),
+    ("_ZN7cutlass13device_kernelINS_4gemm6kernelEEEvNT_6ParamsE", "device_kernel"),
+    ("_ZL5localPf", "local"),
+    ("_Z1kv", "k"),
+    ("gemm", None),
+    ("_Zjunk", None),
+])
+def test_the_base_name_of_a_mangled_symbol_names_its_kernel_by_default(symbol, base):
+    from driver_gemm.kernel_names import mangled_base_name
+    assert mangled_base_name(symbol) == base

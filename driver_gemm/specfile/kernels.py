@@ -20,7 +20,7 @@ from .archs import KNOWN_ARCHS, is_known_arch
 from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression, read_number, read_text
 from .kinds import kind_name
 from ..bundled import PACKAGE_DATA_DIR
-from ..kernel_names import split_overload
+from ..kernel_names import mangled_base_name, split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
                      PROJECT_MARKERS, SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
@@ -196,13 +196,16 @@ def is_kernel_function(text: str) -> bool:
 
 def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
     function = read_text(context, node, "function", f"{dotted}.function")
-    if len(function) > MAX_FUNCTION_CHARS or not is_kernel_function(function):
+    if len(function) > MAX_FUNCTION_CHARS:
+        raise context.error(f"function is {len(function):,} characters long, more than the {MAX_FUNCTION_CHARS:,} "
+                            "a name, template-id or mangled name may have", node, "function", f"{dotted}.function")
+    if not is_kernel_function(function):
         shown = function if len(function) <= 60 else function[:57] + "..."
         raise context.error(f"{shown!r} is not a C++ function name or template-id", node, "function",
                             f"{dotted}.function", hint="e.g. sgemm_tiled, sgemm_tiled<64, 4> with no params, or "
                                                        "sgemm_tiled(const float*, const float*, float*, int) for one "
                                                        "of several overloads")
-    default_name = split_overload(function)[0].split("<")[0].strip().split("::")[-1]
+    default_name = mangled_base_name(function) or split_overload(function)[0].split("<")[0].strip().split("::")[-1]
     name = node.get("name", default_name)
     if not isinstance(name, str) or not is_safe_name(name):
         raise context.error(f"a kernel name is letters, digits and . _ - + = , [ ] (not first a dot), at most "

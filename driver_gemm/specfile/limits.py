@@ -25,7 +25,7 @@ MAX_SOURCE_BYTES = 16 << 20         # a kernel source (the shipped ones are unde
 MAX_BINARY_BYTES = 256 << 20        # a prebuilt CUBIN, fatbin or PTX (the shipped CUBINs are 50 KiB)
 
 MAX_NAME_CHARS = 100                # spec and kernel names (they become file names)
-MAX_FUNCTION_CHARS = 200            # a kernel's function or template-id
+MAX_FUNCTION_CHARS = 8192           # a kernel's function or template-id (a CUTLASS kernel's mangled name: ~1,500)
 
 # A kernel source must be one of these, so that a spec cannot have a compile
 # error quote a file that is not a kernel (a key, a password file).
