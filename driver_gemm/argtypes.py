@@ -57,10 +57,15 @@ C_TYPES: dict[str, CType] = {t.name: t for t in (
     CType("bool", "?", 0, 1),
     CType("float16", "e", largest=65504.0),
     CType("bfloat16", "H", largest=3.3895313892515355e38),   # packed as its 16 bits (`float_value`)
-    # A TMA descriptor passed by value (`const __grid_constant__ CUtensorMap`): 128 bytes, which
-    # cuTensorMapEncodeTiled requires 64-byte aligned; kernels declare it alignas(64) or alignas(128).
-    CType("tensormap", "128s", align=64),
+    # A TMA descriptor passed by value (`const __grid_constant__ CUtensorMap`): 128 bytes, aligned as the
+    # <cuda.h> the kernel was built with declares it (TENSOR_MAP_ALIGNMENTS).
+    CType("tensormap", "128s", align=128),
 )}
+
+# CUtensorMap's alignment: 128 bytes in CUDA 13's <cuda.h> (and driver-gemm's NVRTC stand-in from 13), 64 in
+# CUDA 12's (what cuTensorMapEncodeTiled requires). It moves a map inside a struct; a struct holding one is laid
+# out at the alignment whose size the kernel's parameter has, the first of these that fits.
+TENSOR_MAP_ALIGNMENTS = (128, 64)
 
 def float_value(ctype: str, value: float) -> float:
     """`value` as C type `ctype` holds it (rounded to nearest even): what the kernel reads, and so what the
@@ -120,10 +125,11 @@ def _round_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-def scalar_layout(ctype: str) -> Layout:
-    """One scalar (or pointer) of C type `ctype`."""
+def scalar_layout(ctype: str, tensor_map_alignment: int | None = None) -> Layout:
+    """One scalar (or pointer) of C type `ctype`; a tensor map at `tensor_map_alignment` where given."""
     known = C_TYPES[ctype]
-    return Layout(known.size, known.alignment, ((0, ctype),))
+    alignment = tensor_map_alignment if ctype == "tensormap" and tensor_map_alignment else known.alignment
+    return Layout(known.size, alignment, ((0, ctype),))
 
 
 def array_layout(element: Layout, count: int) -> Layout:

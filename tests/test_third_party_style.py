@@ -140,7 +140,8 @@ def test_a_tma_kernel_that_includes_the_driver_header_builds_unchanged_under_nvr
     # as a constant, <cudaTypedefs.h> for the runner's function pointer.
     (tmp_path / "k.cu").write_text(
         "#include <cuda.h>\n#include <cudaTypedefs.h>\n"
-        "static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64, \"the driver's map\");\n"
+        "static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == (CUDA_VERSION >= 13000 ? 128 : 64), "
+        "\"the driver's map, aligned as the toolkit's header of its version aligns it\");\n"
         "static_assert(CU_TENSOR_MAP_SWIZZLE_128B == 3 && CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 == 9, \"its values\");\n"
         "__global__ void k(const __grid_constant__ CUtensorMap map, float* c) {\n"
         "    uint32_t at = static_cast<uint32_t>(map.opaque[0]);\n    c[0] = at + CUDA_VERSION;\n}\n")
@@ -532,3 +533,41 @@ def test_without_a_complete_toolkit_the_wheels_headers_are_used(tmp_path, monkey
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(headers, "TOOLKIT_ROOTS", ())
     assert headers.toolkit_include_dirs.__wrapped__() == (wheel.resolve(),)
+
+
+MAP_IN_STRUCT = ("#include <cuda.h>\nstruct Params { int M, N, K; CUtensorMap map_a; const float* B; float* C; };\n"
+                 "__global__ void k(const __grid_constant__ Params p) { if (p.M < 0) p.C[0] = p.map_a.opaque[0]; }\n")
+MAP_FIELDS = "[M, N, K, {name: map_a, type: tensormap, tensor: A, box: [8, 8]}, B, C]"
+
+
+def test_a_tensor_map_in_a_struct_is_laid_out_as_the_toolkit_header_of_its_version_aligns_it(tmp_path):
+    # CUDA 13's <cuda.h> (and the NVRTC stand-in from 13) aligns CUtensorMap to 128 bytes, CUDA 12's to 64: the
+    # map lies at 128, the struct is 384 bytes, and the launch packs the map there.
+    from driver_gemm.session.bind import launch_values
+
+    (tmp_path / "k.cu").write_text(MAP_IN_STRUCT)
+    path = write_spec(tmp_path, "  - {name: s, source: k.cu, function: k, block: [1], grid: [1], "
+                                f"signature: [{{name: p, type: struct, fields: {MAP_FIELDS}}}]}}\n")
+    spec = load_spec(path)
+    planned = plan_spec(spec, "sm_90")
+    assert planned.plans[0].valid, planned.plans[0].problems
+    argument = spec.kernels[0].signature[0]
+    assert argument.layout_for(384).size == 384 and argument.layout_for(256).size == 256
+    _, values = launch_values(spec.kernels[0], {"M": 1, "N": 2, "K": 3}, {"B": 0xB0, "C": 0xC0},
+                              lambda leaf, position: ("tensormap", b"\x07" * 128), [384])
+    data = values[0]
+    assert len(data) == 384 and data[128:256] == b"\x07" * 128 and data[12:128] == bytes(116)
+    _, values = launch_values(spec.kernels[0], {"M": 1, "N": 2, "K": 3}, {"B": 0xB0, "C": 0xC0},
+                              lambda leaf, position: ("tensormap", b"\x07" * 128), [256])   # a CUDA 12 build
+    assert len(values[0]) == 256 and values[0][64:192] == b"\x07" * 128
+
+
+def test_a_struct_with_a_map_of_neither_size_names_both_alignments(tmp_path):
+    (tmp_path / "k.cu").write_text(MAP_IN_STRUCT.replace("float* C;", "float* C; int extra[40];"))
+    path = write_spec(tmp_path, "  - {name: s, source: k.cu, function: k, block: [1], grid: [1], "
+                                f"signature: [{{name: p, type: struct, fields: {MAP_FIELDS}}}]}}\n")
+    problems = " ".join(str(p) for p in plan_spec(load_spec(path), "sm_90").plans[0].problems)
+    assert "the kernel's parameter (Params) is 512 bytes" in problems
+    assert "map_a: tensormap @128 (128)" in problems
+    assert "make 384 with a CUtensorMap aligned to 128 bytes as CUDA 13's <cuda.h> declares it (64 under CUDA " \
+           "12's makes 256)" in problems

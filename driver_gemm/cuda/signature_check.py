@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..argtypes import C_TYPES, struct_layout
+from ..argtypes import C_TYPES, TENSOR_MAP_ALIGNMENTS, struct_layout
 from ..errors import SpecError
 from ..gemm.dtypes import ELEMENT_TYPES
 from .check import check
@@ -62,10 +62,13 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
         where = f"parameter {position + 1} ({argument.name}, {argument.ctype})"
         kernel_text = f" ({kernel_type.text})" if kernel_type else ""
         if argument.fields:   # a struct by value: its size as the C compiler lays out its fields
-            size = argument.layout().size
+            size = argument.layout_for(slot.size).size
             if slot.size != size:
+                maps = (f" with a CUtensorMap aligned to {TENSOR_MAP_ALIGNMENTS[0]} bytes as CUDA 13's <cuda.h> "
+                        f"declares it ({TENSOR_MAP_ALIGNMENTS[1]} under CUDA 12's makes "
+                        f"{argument.layout(TENSOR_MAP_ALIGNMENTS[1]).size})") if argument.holds_tensor_map() else ""
                 problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, the struct's "
-                                f"fields ({describe_fields(argument)}) make {size}")
+                                f"fields ({describe_fields(argument)}) make {size}{maps}")
             elif kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, not a struct")
             continue

@@ -44,7 +44,8 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
             return "ptr", owned[-1]
         return argument.ctype, encoded
 
-    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own}, encode)
+    sizes = [slot.size for slot in slots] if slots is not None else None
+    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own}, encode, sizes)
     packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
     # The kernel reads the owned buffers at every launch: they live as long as the launch.
@@ -54,10 +55,12 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
     return launch
 
 
-def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Callable) -> tuple[list, list]:
+def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Callable,
+                  sizes: list[int] | None = None) -> tuple[list, list]:
     """The C type and value of each of the kernel's parameters, in order: a buffer (anything with an
     ``address``) for a pointer, by name from `buffers` (A, B, C and the case's own); a number from
-    `argument_values`; a struct's bytes as the C compiler lays them out; for a tensor map, the type and value
+    `argument_values`; a struct's bytes as the C compiler lays them out (a tensor map in it where the
+    parameter's size in the image, `sizes`, places it); for a tensor map, the type and value
     `encode(argument, position)` gives (its 128 bytes, or a device copy passed as a pointer)."""
     def scalar(argument, index):
         if argument.ctype == "ptr":
@@ -68,7 +71,7 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
     types, values = [], []
     for position, argument in enumerate(kernel_spec.signature):
         if argument.fields:   # a struct by value: its fields packed as the C compiler lays them out
-            layout = argument.layout()
+            layout = argument.layout_for(sizes[position] if sizes is not None and position < len(sizes) else None)
             leaves = argument.scalar_leaves()
             types.append(layout.opaque_type())
             # A map inside the struct: its 128 encoded bytes in their place (by value: the spec refuses a pointer).

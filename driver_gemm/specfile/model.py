@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import expr
-from ..argtypes import Layout, array_layout, scalar_layout, struct_layout
+from ..argtypes import TENSOR_MAP_ALIGNMENTS, Layout, array_layout, scalar_layout, struct_layout
 from ..bundled import default_spec_path
 from ..gemm.dtypes import GemmTypes
 from ..errors import SpecError, WrongArgumentType
@@ -179,13 +179,27 @@ class Argument:
     null: bool = False            # a ptr passed as nullptr: an optional input the kernel tests for and skips
     alias: str | None = None      # a ptr passed the address of this matrix (D = C: the output written in place)
 
-    def layout(self) -> Layout:
-        """Its size, alignment and scalars' offsets as the C compiler lays it out."""
+    def layout(self, tensor_map_alignment: int | None = None) -> Layout:
+        """Its size, alignment and scalars' offsets as the C compiler lays it out, with a tensor map it holds at
+        `tensor_map_alignment` (default: CUDA 13's, the first of `TENSOR_MAP_ALIGNMENTS`)."""
         if self.fields:
-            return struct_layout([field.layout() for field in self.fields])[0]
+            return struct_layout([field.layout(tensor_map_alignment) for field in self.fields])[0]
         if self.array:
-            return array_layout(scalar_layout(self.ctype), len(self.array))
-        return scalar_layout(self.ctype)
+            return array_layout(scalar_layout(self.ctype, tensor_map_alignment), len(self.array))
+        return scalar_layout(self.ctype, tensor_map_alignment)
+
+    def holds_tensor_map(self) -> bool:
+        return self.tensor_map is not None or any(field.holds_tensor_map() for field in self.fields)
+
+    def layout_for(self, size: int | None) -> Layout:
+        """Its layout with a tensor map it holds at the alignment that makes the kernel's parameter `size` bytes
+        (CUDA 13's headers or CUDA 12's built it); the default layout where none does or `size` is unknown."""
+        if size is not None and self.fields and self.holds_tensor_map():
+            for alignment in TENSOR_MAP_ALIGNMENTS:
+                layout = self.layout(alignment)
+                if layout.size == size:
+                    return layout
+        return self.layout()
 
     def scalar_leaves(self) -> tuple[tuple["Argument", int | None], ...]:
         """Every scalar it holds in the order of `layout().leaves`: (argument, element index of an array or

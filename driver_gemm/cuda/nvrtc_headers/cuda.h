@@ -1,9 +1,10 @@
 // driver-gemm's stand-in for <cuda.h> under NVRTC. The driver API's header is host code, which NVRTC cannot
 // compile, yet Hopper kernel files include it for one device-side type: the tensor map a kernel takes as a
 // parameter (const __grid_constant__ CUtensorMap, or const CUtensorMap*). Here are that type, under the same
-// names and with the 64-byte alignment cuTensorMapEncodeTiled requires (a kernel taking one is mangled with
-// CUtensorMap_st, as under nvcc), the integer types the header brings, and its tensor-map enumerations, whose
-// values are the driver's. The driver's functions (cuTensorMapEncodeTiled, ...) are not declared: host code that
+// names and with the alignment the toolkit's header of the same version gives it (128 bytes from CUDA 13, 64
+// before, which cuTensorMapEncodeTiled requires), so that a struct holding one is laid out as nvcc lays it out
+// (a kernel taking one is mangled with CUtensorMap_st, as under nvcc), the integer types the header brings,
+// and its tensor-map enumerations, whose values are the driver's. The driver's functions (cuTensorMapEncodeTiled, ...) are not declared: host code that
 // calls them is built with compiler: nvcc, or kept inside #ifndef __CUDACC_RTC__.
 #ifndef DRIVER_GEMM_CUDA_H
 #define DRIVER_GEMM_CUDA_H
@@ -19,7 +20,12 @@ typedef CUdeviceptr_v2 CUdeviceptr;
 
 #define CU_TENSOR_MAP_NUM_QWORDS 16
 typedef struct CUtensorMap_st {
-    alignas(64) cuuint64_t opaque[CU_TENSOR_MAP_NUM_QWORDS];
+#if CUDA_VERSION >= 13000
+    alignas(128)
+#else
+    alignas(64)
+#endif
+    cuuint64_t opaque[CU_TENSOR_MAP_NUM_QWORDS];
 } CUtensorMap;
 
 typedef enum CUtensorMapDataType_enum {
