@@ -571,3 +571,44 @@ def test_a_struct_with_a_map_of_neither_size_names_both_alignments(tmp_path):
     assert "map_a: tensormap @128 (128)" in problems
     assert "make 384 with a CUtensorMap aligned to 128 bytes as CUDA 13's <cuda.h> declares it (64 under CUDA " \
            "12's makes 256)" in problems
+
+
+CONFIG_KERNEL = ("template <int BM, int BN> struct config { static constexpr int bm = BM, bn = BN; };\n"
+                 "template <class cfg>\n__global__ void k(const float* A, const float* B, float* C, int M, int N, "
+                 "int K) { if (M < 0) C[0] = cfg::bm + cfg::bn; }\n")
+
+
+def test_params_named_inside_the_functions_template_id_are_put_in_their_place_and_swept(tmp_path):
+    # ThunderKittens' lcf::kernel<matmul_template<2, 4, 8>>: the numbers to sweep are a class template's arguments.
+    (tmp_path / "k.cu").write_text(CONFIG_KERNEL)
+    path = write_spec(tmp_path, "  - {name: k, source: k.cu, function: 'k<config<BM, BN>>', params: {BM: [16, 32], "
+                                "BN: 16}, block: [BN, BM], grid: [ceil(N / BN), ceil(M / BM)]}\n")
+    spec = load_spec(path)
+    assert [k.instance for k in spec.kernels] == ["k<config<16, 16>>", "k<config<32, 16>>"]
+    assert [k.label for k in spec.kernels] == ["k[BM=16,BN=16]", "k[BM=32,BN=16]"]
+    planned = plan_spec(spec, "sm_90")
+    assert all(plan.valid for plan in planned.plans), [plan.problems for plan in planned.plans]
+    assert [plan.config.block for plan in planned.plans] == [(16, 16, 1), (16, 32, 1)]
+
+
+def test_a_class_template_id_is_a_template_argument_in_params(tmp_path):
+    (tmp_path / "k.cu").write_text(CONFIG_KERNEL)
+    path = write_spec(tmp_path, "  - {name: k, source: k.cu, function: k, params: {cfg: ['config<16, 16>', "
+                                "'config<32, 8>']}, block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)]}\n")
+    spec = load_spec(path)
+    assert [k.instance for k in spec.kernels] == ["k<config<16, 16>>", "k<config<32, 8>>"]
+    assert [k.label for k in spec.kernels] == ["k[cfg=config<16,16>]", "k[cfg=config<32,8>]"]   # told apart
+    assert all(plan.valid for plan in plan_spec(spec, "sm_90").plans)
+
+
+@pytest.mark.parametrize("function, params, message", [
+    ("'k<config<BM, 16>>'", "{BM: 16, BN: 16}", "names some params but not BN"),
+    ("'k<config<16, 16>>'", "{BM: 16}", "already a template-id"),
+])
+def test_a_template_id_function_must_name_every_param_it_is_given(tmp_path, function, params, message):
+    (tmp_path / "k.cu").write_text(CONFIG_KERNEL)
+    path = write_spec(tmp_path, f"  - {{name: k, source: k.cu, function: {function}, params: {params}, "
+                                "block: [16], grid: [1]}\n")
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(path)
+    assert info.value.field == "kernels[k].params"

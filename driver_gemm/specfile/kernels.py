@@ -326,9 +326,20 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
     if not isinstance(param_node, dict):
         raise context.error(f"must be a mapping of template parameter names to values, got {kind_name(param_node)}",
                             node, "params", f"{dotted}.params")
-    if param_node and "<" in split_overload(function)[0]:
-        raise context.error("the function is already a template-id; give its arguments there or in params, "
-                            "not both", node, "params", f"{dotted}.params")
+    template_id = split_overload(function)[0]
+    if param_node and "<" in template_id:
+        # A template-id naming params (k<config<BM, BN>>) has them put in its place; one naming none is complete.
+        named = set(re.findall(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])", template_id[template_id.index("<"):]))
+        unnamed = [key for key in param_node if key not in named]
+        if len(unnamed) == len(param_node):
+            raise context.error("the function is already a template-id; give its arguments there or in params, "
+                                "not both", node, "params", f"{dotted}.params",
+                                hint="or name the params inside it, for the params to be put in their place: "
+                                     "function: k<config<BM, BN>> with params: {BM: [64, 128], BN: 128}")
+        if unnamed:
+            raise context.error(f"the function's template-id names some params but not {', '.join(map(str, unnamed))}"
+                                f": a template-id with params names each of them", node, "params",
+                                f"{dotted}.params")
     names, sweep = [], []
     for key, value in param_node.items():
         key_path = f"{dotted}.params.{key}"
@@ -351,17 +362,27 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
                                     hint=f"for a kernel built for one shape at a time, give each shape a dispatch: "
                                          f"entry with its sizes as numbers ({key}: 1024), and require: [{key} == "
                                          f"{shape_names[0]}] to refuse the shapes it was not built for")
-            if is_cpp_type(v) or isinstance(v, bool):   # bool: passed as true/false, 1/0 in expressions
+            if is_cpp_type(v) or isinstance(v, bool) or _is_template_id_type(v):   # bool: 1/0 in expressions
                 continue
             if not isinstance(v, OversizedInteger) and not isinstance(v, int):
-                raise context.error(f"template parameters are whole numbers, true/false, C++ type names or "
-                                    f"enumerators, got {kind_name(v)}", param_node, key, key_path,
+                raise context.error(f"template parameters are whole numbers, true/false, C++ type names, "
+                                    f"template-ids or enumerators, got {kind_name(v)}", param_node, key, key_path,
                                     hint="a type or enumerator is written as C++ spells it: float, "
-                                         "dg::bfloat16_t, __nv_bfloat16, lib::Layout::ColMajor")
+                                         "dg::bfloat16_t, __nv_bfloat16, lib::Layout::ColMajor; a class "
+                                         "template's id as config<64, 128>; where the numbers inside it are to "
+                                         "be swept, name them in the function: k<config<BM, BN>> with params: "
+                                         "{BM: [64, 128], BN: 128}")
             check_number(context, v, param_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
     return names, sweep
+
+
+def _is_template_id_type(value: Any) -> bool:
+    """True for a template argument that is a class template's id (``lib::config<64, 128, float>``), whose
+    arguments may name the kernel's other params (``config<BM, BN>``)."""
+    return (isinstance(value, str) and len(value) <= MAX_FUNCTION_CHARS and value.rstrip().endswith(">")
+            and split_overload(value)[1] is None and is_kernel_function(value))
 
 
 def _shape_names(value: Any) -> list[str]:

@@ -245,21 +245,43 @@ class OperandSpec:
 
 # A kernel's instance and label, worked out once per kernel rather than each time a plan of a million shapes asks.
 @functools.lru_cache(maxsize=1 << 14)
-def _instance(function: str, values: tuple) -> str:
+def _instance(function: str, params: tuple) -> str:
     function, parameter_types = split_overload(function)
-    if values:
-        function = f"{function}<{', '.join(template_argument(v) for v in values)}>"
+    if params and "<" in function:      # a template-id naming the params (k<config<BM, BN>>): put in their place
+        values = {key: template_argument(value) for key, value in params}
+        function = _PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), function)
+    elif params:
+        function = f"{function}<{', '.join(_with_params(template_argument(v), params) for _, v in params)}>"
     if parameter_types is None:
         return function
     return overload_expression(function, parameter_types)
 
 
+def _with_params(argument: str, params: tuple) -> str:
+    """A template-id argument (``config<BM, BN>``) with the names of the kernel's other params that are numbers or
+    true/false replaced by their values (``config<64, 128>``); any other argument as it is."""
+    if "<" not in argument:
+        return argument
+    values = {key: template_argument(value) for key, value in params if not isinstance(value, str)}
+    return _PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), argument)
+
+
+# A name inside a template-id that may be a param's: an identifier not part of a qualified name (lib::BM stays).
+_PARAM_NAME = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])")
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _label(name: str, params: tuple) -> str:
-    shown = [(key, value) for key, value in params if not isinstance(value, str)]
+    # Types are left out (the kernel's name and types: say them), and so is a template-id made of other params.
+    shown = [(key, value) for key, value in params if not isinstance(value, str)
+             or "<" in value and _with_params(value, params) == value]
     if not shown:
         return name
-    return f"{name}[{','.join(f'{key}={template_argument(value)}' for key, value in shown)}]"
+    return f"{name}[{','.join(f'{key}={_compact(template_argument(value))}' for key, value in shown)}]"
+
+
+def _compact(argument: str) -> str:
+    return argument.replace(" ", "")
 
 
 # `KernelSpec._kept`: by kernel id, (the kernel, its derived values by name); emptied past a sweep's worth.
@@ -306,7 +328,7 @@ class KernelSpec:
     @property
     def instance(self) -> str:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
-        return self._kept("instance", lambda: _instance(self.function, tuple(self.params.values())))
+        return self._kept("instance", lambda: _instance(self.function, tuple(self.params.items())))
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
