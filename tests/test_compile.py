@@ -274,3 +274,25 @@ def test_including_the_driver_header_gets_a_hint_of_its_own():
     assert "options: [-I ...]" in hint
     hint, = compile_hints(host.replace("cuda.h(5149)", "k.cu(3)"))
     assert hint.startswith("NVRTC compiles device code only, and this file has host code")
+
+
+WGMMA_KERNEL = ('__global__ void k(float* c) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); '
+                'asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); c[0] = 1; }\n')
+
+
+def test_an_sm_90a_instruction_built_for_sm_90_is_told_to_take_the_a_target(tmp_path):
+    (tmp_path / "k.cu").write_text(WGMMA_KERNEL)
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path / "k.cu", ["k"], "sm_90", use_cache=False)
+    assert "hint: 'wgmma.fence', 'setmaxnreg.inc' are only on the architecture-specific target: give the kernel " \
+           "arch: sm_90a" in str(info.value)
+    compile_source(tmp_path / "k.cu", ["k"], "sm_90a", use_cache=False)     # as the hint says
+
+
+def test_nvccs_unnamed_template_instance_gets_the_hint_nvrtcs_has():
+    from driver_gemm.cuda.compile import compile_hints
+    log = ('/tmp/driver-gemm-nvcc-x/instances.cu(2): error: cannot determine which instance of function template "k" '
+           'is intended\n    __attribute__((device)) void* driver_gemm_instance_0 = (void*)&k;\n')
+    hint, = compile_hints(log)
+    assert hint.startswith("the spec names a function template without all its template arguments")
+    assert compile_hints(log.replace("instances.cu(2)", "k.cu(2)")) == []   # NVRTC's own advice covers its log

@@ -829,6 +829,12 @@ _DEVICE_RUNTIME = re.compile(r'identifier "(cudaGridDependencySynchronize|cudaTr
                              r'|cudaGetParameterBuffer\w*|cudaLaunchDevice\w*)" is undefined')
 
 
+# ptxas refusing an instruction of the architecture-specific target (sm_90a) on the plain one.
+_ARCH_SPECIFIC = re.compile(r"not supported on \.target '(sm_\d+)'")
+_UNSUPPORTED_INSTRUCTION = re.compile(r"Instruction '([\w.]+)' not supported on \.target 'sm_\d+'")
+_NVCC_INSTANCES = re.compile(r"instances\.cu\(\d+\)")
+
+
 def compile_hints(log: str) -> list[str]:
     """What to do about the failures NVRTC's `log` shows that come from the file's setting, not its kernels:
     headers it could not find, and host code (NVRTC compiles device code only)."""
@@ -855,6 +861,18 @@ def compile_hints(log: str) -> list[str]:
                      "(NVRTC defines __CUDACC_RTC__); functions without __host__/__device__ in a header library "
                      "(CUTLASS's and CuTe's constexpr helpers) compile as device functions with options: "
                      "[-default-device]")
+    targets = dict.fromkeys(_ARCH_SPECIFIC.findall(log))
+    if targets:
+        instructions = ", ".join(dict.fromkeys(f"'{name}'" for name in _UNSUPPORTED_INSTRUCTION.findall(log)))
+        hints.append(f"{instructions} {'is' if ',' not in instructions else 'are'} only on the architecture-specific "
+                     f"target: give the kernel arch: {next(iter(targets))}a (wgmma, setmaxnreg and the other "
+                     f"sm_90a instructions do not exist on plain {next(iter(targets))})")
+    if "which instance of function template" in log and _NVCC_INSTANCES.search(log):
+        hints.append("the spec names a function template without all its template arguments (instances.cu is "
+                     "driver-gemm's, taking the address of each instance the spec names): give them in params: in "
+                     "the template's order, or "
+                     "write the template-id in function: (k<float, 64>); a template whose arguments are deduced "
+                     "from its parameters is named with them too")
     if "device-side kernel launch could not be processed" in log:
         hints.append("a <<<...>>> launch compiled as device code: the file's host launcher became a device function "
                      "(under -default-device, unannotated functions do), and NVRTC builds no device-side launches "
