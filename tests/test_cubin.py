@@ -233,3 +233,13 @@ def test_cubin_bytes_passes_a_cubin_through_and_rejects_text(nvrtc_cubin):
     assert cubin_bytes(nvrtc_cubin.image, "sm_90") == nvrtc_cubin.image
     with pytest.raises(ImageError, match="neither a CUBIN"):
         cubin_bytes(b".version 9.0\n.target sm_90\n", "sm_90", "k.ptx")
+
+
+def test_a_relocatable_cubin_is_refused_with_how_to_link_it(tmp_path):
+    # -rdc=true builds a relocatable object (ELF type ET_REL), with a .nv_debug.shared section of no file bytes.
+    source = ("extern __device__ float scale;\n__global__ void k(float* c) { __shared__ float s[2048]; "
+              "s[threadIdx.x] = c[threadIdx.x] * scale; __syncthreads(); c[threadIdx.x] = s[2047 - threadIdx.x]; }\n")
+    with pytest.raises(ImageError, match="a relocatable CUBIN .built with -rdc=true or -dc., whose device code is not "
+                                         "linked yet"):
+        read_cubin(nvrtc_compile.compile_text(source, "k.cu", ["k"], "sm_90", extra_options=["-rdc=true"],
+                                              use_cache=False).image, "k.cu")

@@ -257,6 +257,9 @@ def _refuse_odd_names(function: str, **names: str) -> None:
                                     "which NVRTC cannot be given")
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
 def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "sm_90",
                  extra_options: Iterable[str] = (), *, include_dir: Path | None = None,
                  use_cache: bool = True, display_path: str | None = None,
@@ -285,6 +288,8 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
                                                     for index, instance in enumerate(instances)},
                       **{f"extra_options[{index}]": option for index, option in enumerate(extra_options)})
     refuse_nul(source, display_path or name)
+    # NVRTC ends lines at LF only: a file saved with bare CRs would be one line, its first // comment the rest.
+    source = _LONE_CR.sub("\n", source)
     options = (f"--gpu-architecture={arch}", *base_options(extra_options), *extra_options)
     if include_dir is not None:
         options += (f"--include-path={include_dir}",)
@@ -742,7 +747,8 @@ def format_compile_error(log: str, source: str, display_path: str, status: str, 
             break
     if shown == 0:
         out.append("  " + "\n  ".join(log.strip().splitlines()[-15:]))
-    out.extend(f"  hint: {hint}" for hint in compile_hints(log))
+    folders = [Path(option.split("=", 1)[1]) for option in options if option.startswith("--include-path=")]
+    out.extend(f"  hint: {hint}" for hint in compile_hints(log, folders))
     out.append(f"  options: {' '.join(options)}")
     return "\n".join(out)
 
@@ -835,10 +841,12 @@ _UNSUPPORTED_INSTRUCTION = re.compile(r"Instruction '([\w.]+)' not supported on 
 _NVCC_INSTANCES = re.compile(r"instances\.cu\(\d+\)")
 
 
-def compile_hints(log: str) -> list[str]:
+def compile_hints(log: str, folders: Iterable[Path] = ()) -> list[str]:
     """What to do about the failures NVRTC's `log` shows that come from the file's setting, not its kernels:
-    headers it could not find, and host code (NVRTC compiles device code only)."""
-    hints = [headers.missing_header_hint(name) for name in dict.fromkeys(_MISSING_HEADER.findall(log))]
+    headers it could not find (in the include `folders`, the kernel's own first), and host code (NVRTC compiles
+    device code only)."""
+    folders = tuple(folders)
+    hints = [headers.missing_header_hint(name, folders) for name in dict.fromkeys(_MISSING_HEADER.findall(log))]
     if any(marker in log for marker in _HOST_CODE) and re.search(r"\bcuda\.h\(\d+\)", log):
         hints.append("<cuda.h> is the driver API's host header, which NVRTC cannot compile, and this compile found "
                      "the toolkit's through a folder of the kernel's options: [-I ...]; without that folder, "

@@ -59,6 +59,10 @@ EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 COMPAT_ARCH_SPECIFIC = 0x09     # .nv.compat attribute: 1 for an sm_XXa image
 
 _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
+ET_REL = 1            # e_type of a relocatable object: what -rdc=true and -dc build, for a link step to resolve
+# Section types that hold no bytes of the file: SHT_NOBITS, and CUDA's own (0x7000000a: a relocatable image's
+# .nv_debug.shared).
+_NO_FILE_BYTES = (8, 0x7000000A)
 _SECTION = struct.Struct("<IIQQQQIIQQ")
 _SYMBOL = struct.Struct("<IBBHQQ")
 _TKINFO_ARCH = re.compile(rb"-arch\s+(sm_\d+[af]?)")
@@ -240,10 +244,14 @@ class _Elf:
         if ident[4] != 2 or ident[5] != 1:
             raise ImageError(f"{source}: not a CUBIN (ELF class {ident[4]}, data {ident[5]}; expected 64-bit "
                              "little-endian)")
-        (_, _, machine, _, _, _, section_offset, self.flags, _, _, _, entry_size, count,
+        (_, kind, machine, _, _, _, section_offset, self.flags, _, _, _, entry_size, count,
          names_index) = _ELF_HEADER.unpack_from(data)
         if machine != EM_CUDA:
             raise ImageError(f"{source}: an ELF file for machine {machine}, not a CUDA CUBIN (machine {EM_CUDA})")
+        if kind == ET_REL:
+            raise ImageError(f"{source}: a relocatable CUBIN (built with -rdc=true or -dc), whose device code is not "
+                             "linked yet and cannot be loaded: link it into an executable CUBIN with nvlink, or "
+                             "build it without -rdc")
         self.abi_version = ident[8]
         if count and entry_size < _SECTION.size:
             raise ImageError(f"{source}: corrupt CUBIN (section header size {entry_size})")
@@ -254,7 +262,7 @@ class _Elf:
         names = raw[names_index] if count else None
         self.sections = []
         for (name, kind, _, _, offset, size, link, info, _, _) in raw:
-            if kind != 8:   # SHT_NOBITS (shared memory) occupies no bytes of the file
+            if kind not in _NO_FILE_BYTES:   # shared memory sections occupy no bytes of the file
                 self._need(offset, size, "a section")
             text = self._string(names[4], names[5], name) if names else ""
             self.sections.append(_Section(text, kind, offset, size, link, info))

@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import Iterable
 
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 
@@ -119,8 +120,17 @@ def is_toolkit_header(name: str) -> bool:
     return name.startswith(TOOLKIT_FOLDERS) or name.startswith(TOOLKIT_HEADERS)
 
 
-def missing_header_hint(name: str) -> str:
-    """What to do about a header NVRTC could not open, in one sentence."""
+def missing_header_hint(name: str, folders: Iterable[Path] = ()) -> str:
+    """What to do about a header NVRTC could not open, in one sentence; `folders` are the compile's include
+    folders, where a folder of that name is told apart from a missing file."""
+    for folder in folders:
+        try:
+            found = (folder / name).is_dir()
+        except (OSError, ValueError):   # a name no file system takes
+            found = False
+        if found:
+            return (f"{name} is a folder in {folder}, not a file: an #include names a header file (the folder "
+                    "that holds it goes in options: [-I FOLDER])")
     if is_toolkit_header(name):
         if not toolkit_include_dirs():
             return (f"<{name}> comes with the CUDA toolkit, and no toolkit headers were found (looked through "
