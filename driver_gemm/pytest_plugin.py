@@ -44,6 +44,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers",
                             f"{GPU_MARKER}: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
+    _ordinal(config)    # a DRIVER_GEMM_DEVICE that names no GPU is said once, before any test, not in each setup
 
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
@@ -67,7 +68,15 @@ def gpu_missing_reason(config) -> str | None:
 
 def _ordinal(config) -> int:
     chosen = config.getoption("--driver-gemm-device")
-    return int(chosen if chosen is not None else os.environ.get("DRIVER_GEMM_DEVICE", 0))
+    if chosen is not None:
+        return int(chosen)
+    text = os.environ.get("DRIVER_GEMM_DEVICE", "").strip()
+    if not text:
+        return 0
+    if not (text.isascii() and text.isdigit()):    # int() would also take full-width digits, 1_0 and -1
+        raise pytest.UsageError(f"DRIVER_GEMM_DEVICE: a GPU's ordinal is a whole number of at least 0 in ASCII "
+                                f"digits, got {text!r}")
+    return int(text)
 
 
 def pytest_runtest_setup(item):

@@ -93,7 +93,8 @@ def test_a_good_kernel_still_compiles_in_its_child_and_an_error_keeps_its_log():
 
 
 @pytest.mark.parametrize("name, value", [(bounded.TIMEOUT_VARIABLE, "soon"), (bounded.MEMORY_VARIABLE, "-1"),
-                                         (bounded.TIMEOUT_VARIABLE, "inf")])
+                                         (bounded.TIMEOUT_VARIABLE, "inf"), (bounded.MEMORY_VARIABLE, "\uff11"),
+                                         (bounded.TIMEOUT_VARIABLE, "1_0")])   # float() takes both
 def test_a_bound_that_is_no_number_names_its_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(UsageError, match=name):

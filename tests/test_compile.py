@@ -296,3 +296,37 @@ def test_nvccs_unnamed_template_instance_gets_the_hint_nvrtcs_has():
     hint, = compile_hints(log)
     assert hint.startswith("the spec names a function template without all its template arguments")
     assert compile_hints(log.replace("instances.cu(2)", "k.cu(2)")) == []   # NVRTC's own advice covers its log
+
+
+def test_a_source_saved_with_bare_carriage_returns_compiles_line_by_line(tmp_path):
+    # NVRTC ends lines at LF only: read as one line, the first // comment would swallow the kernel.
+    (tmp_path / "k.cu").write_bytes(b"// a kernel\r__global__ void k(float* c) {\r    c[0] = 1;\r}\r")
+    assert compile_source(tmp_path / "k.cu", ["k"], "sm_90", use_cache=False).symbol("k") == "_Z1kPf"
+    (tmp_path / "bad.cu").write_bytes(b"// a kernel\r__global__ void k(float* c) {\r    c[0] = undefined;\r}\r")
+    with pytest.raises(CompileError, match=r"bad\.cu:3: error: identifier \"undefined\" is undefined"):
+        compile_source(tmp_path / "bad.cu", ["k"], "sm_90", use_cache=False)
+
+
+def test_an_include_that_names_a_folder_is_told_it_is_a_folder(tmp_path):
+    (tmp_path / "parts.cuh").mkdir()
+    (tmp_path / "k.cu").write_text('#include "parts.cuh"\n__global__ void k(float* c) { c[0] = 1; }\n')
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path / "k.cu", ["k"], "sm_90", use_cache=False)
+    assert f"hint: parts.cuh is a folder in {tmp_path}, not a file" in str(info.value)
+    assert "is not beside the kernel source" not in str(info.value)
+
+
+@pytest.mark.parametrize("value, enabled", [("1", False), ("on", False), ("0", True), ("", True), ("off", True)])
+def test_the_cache_switch_takes_on_and_off_words(monkeypatch, tmp_path, value, enabled):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", value)
+    assert cache.enabled() is enabled
+
+
+@pytest.mark.parametrize("value", ["2", "enable", "y"])
+def test_a_cache_switch_of_any_other_value_is_refused_naming_the_variable(monkeypatch, value):
+    from driver_gemm.errors import UsageError
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", value)
+    with pytest.raises(UsageError, match="is 1, true, yes or on to turn the disk caches off") as info:
+        cache.enabled()
+    assert info.value.field == "DRIVER_GEMM_NO_CACHE"

@@ -74,6 +74,21 @@ def test_gpu_marker_and_fixtures_skip_with_the_reason(inner):
     result.stdout.fnmatch_lines(["*needs a GPU: no CUDA driver on this machine*"])
 
 
+@pytest.mark.parametrize("value", ["\uff11", "1_0", "-1", "gpu0"])
+def test_a_device_variable_that_is_no_ordinal_is_a_usage_error_naming_it(inner, monkeypatch, value):
+    monkeypatch.setenv("DRIVER_GEMM_DEVICE", value)
+    inner.makepyfile("""
+        import pytest
+
+        @pytest.mark.driver_gemm_gpu
+        def test_marked():
+            pass
+    """)
+    result = inner.runpytest()
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*DRIVER_GEMM_DEVICE: a GPU's ordinal is a whole number of at least 0 in ASCII*"])
+
+
 FOREIGN_CONFTEST = """
     import pytest
 

@@ -55,9 +55,11 @@ def compile_bounds() -> Bounds:
     for name, default in ((TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S), (MEMORY_VARIABLE, DEFAULT_MEMORY_MB)):
         text = os.environ.get(name, "").strip()
         try:
+            if not text.isascii() or "_" in text:   # float() also takes full-width digits and 1_000
+                raise ValueError(text)
             values[name] = float(text) if text else float(default)
         except ValueError:
-            raise UsageError(f"must be a number, got {text!r}", field=name) from None
+            raise UsageError(f"must be a number in ASCII digits (600, 0.5), got {text!r}", field=name) from None
         if not values[name] >= 0 or values[name] == float("inf"):
             raise UsageError(f"must be a finite number of at least 0, got {text!r}", field=name)
     if values[TIMEOUT_VARIABLE] > MAX_TIMEOUT_S:

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
+from ..errors import UsageError
 from ..output_files import OutputError, write_file
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 
@@ -30,8 +31,12 @@ _log = logging.getLogger(__name__)
 
 
 def enabled() -> bool:
-    if os.environ.get("DRIVER_GEMM_NO_CACHE", "").strip().lower() in ("1", "true", "yes", "on"):
+    setting = os.environ.get("DRIVER_GEMM_NO_CACHE", "").strip().lower()
+    if setting in ("1", "true", "yes", "on"):
         return False
+    if setting not in ("", "0", "false", "no", "off"):   # a typo must not leave the cache on unsaid
+        raise UsageError(f"is 1, true, yes or on to turn the disk caches off (0, false, no, off or unset to keep "
+                         f"them), got {os.environ['DRIVER_GEMM_NO_CACHE'].strip()!r}", field="DRIVER_GEMM_NO_CACHE")
     return _usable(directory())
 
 
