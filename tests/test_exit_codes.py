@@ -62,7 +62,7 @@ def test_unknown_architectures_name_the_option(capsys):
     assert main(["plan", "--arch", "bogus", "-k", "v1"]) == EXIT_USAGE
     assert capsys.readouterr().err.startswith("driver-gemm: --arch: not a GPU architecture: 'bogus'")
     assert main(["plan", "--arch", "sm_999", "-k", "v1"]) == EXIT_USAGE
-    assert capsys.readouterr().err.startswith("driver-gemm: --arch: no architecture table for sm_999")
+    assert capsys.readouterr().err.startswith("driver-gemm: --arch: unknown architecture sm_999")
 
 
 @pytest.mark.parametrize("argv", [["plan", "--sms", "many"], ["compare", "a.json"], ["plot", "a.json"],

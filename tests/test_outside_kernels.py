@@ -391,8 +391,10 @@ def test_tensor_maps_inside_a_struct_are_planned_checked_and_packed_in_their_pla
     assert not planned.compile_errors and plan.valid, plan.problems    # 384 bytes, as the C compiler lays it out
     assert set(plan.tensor_maps) == {"map_a", "map_b"}
     encoded = {"map_a": bytes([1]) * 128, "map_b": bytes([2]) * 128}
+    # The kernel declares its map alignas(64), as CUDA 12's <cuda.h> does: the parameter's 384 bytes in the image
+    # place the maps at 64-byte steps (CUDA 13's 128 would make 512).
     types, values = launch_values(kernel, plan.argument_values, {"A": 0xA000, "B": 0xB000, "C": 0xC000},
-                                  lambda argument, position: ("tensormap", encoded[argument.name]))
+                                  lambda argument, position: ("tensormap", encoded[argument.name]), [384])
     data = values[0]
     assert len(data) == 384 and types[0].alignment == 64
     assert data[0:8] == (0xA000).to_bytes(8, "little") and data[320:328] == (0xC000).to_bytes(8, "little")

@@ -116,7 +116,7 @@ def error_of(tmp_path, text) -> SpecError:
     (("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    precision: fp16"), 7,
      "kernels[v4].precision", "precision is fp32 or tf32"),
     (("    function: sgemm_coarsen_2d", "    function: sgemm_coarsen_2d\n    arch: hopper"), 7,
-     "kernels[v4].arch", "arch is a real GPU architecture such as sm_90a"),
+     "kernels[v4].arch", "not a GPU architecture: 'hopper'; one is written such as sm_90a"),
 ])
 def test_errors_name_file_line_and_field(tmp_path, change, line, field, message):
     error = error_of(tmp_path, MINIMAL.replace(*change))

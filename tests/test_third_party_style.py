@@ -115,7 +115,8 @@ def test_bool_template_parameters_are_cpp_literals_in_the_instance_and_the_label
 def test_a_template_parameter_that_is_no_value_is_refused_at_its_line(tmp_path):
     path = write_spec(tmp_path, "  - {name: x, source: k.cu, function: f, params: {T: [1.5]}, block: [1], grid: [1]}\n")
     (tmp_path / "k.cu").write_text("")
-    with pytest.raises(SpecError, match="whole numbers, true/false, C\\+\\+ type names or enumerators") as info:
+    with pytest.raises(SpecError, match="whole numbers, true/false, C\\+\\+ type names, template-ids or "
+                                        "enumerators") as info:
         load_spec(path)
     assert info.value.where.endswith("spec.yaml:3")
 

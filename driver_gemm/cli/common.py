@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +131,7 @@ def console_width(stream) -> int | None:
     `PIPE_WIDTH` then, as off a terminal.
     """
     columns = os.environ.get("COLUMNS", "")
-    sane = columns.isdigit() and int(columns) >= MIN_WIDTH
+    sane = read_whole_number(columns) is not None and int(columns) >= MIN_WIDTH
     if not stream.isatty():
         return int(columns) if sane else PIPE_WIDTH
     if sane:
@@ -208,14 +210,57 @@ def add_format_options(parser):
     return group
 
 
+# A whole number as a C program or a shell reads one: ASCII digits, a leading minus. Python's int() also takes
+# full-width or other Unicode digits ('１２'), underscores ('1_0'), a plus sign and surrounding spaces.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def read_whole_number(text: str) -> int | None:
+    """`text` as a whole number when it is written with the digits 0-9 (and perhaps a leading minus), else None."""
+    return int(text) if _WHOLE_NUMBER.fullmatch(text) else None
+
+
+def whole_number(text: str) -> int:
+    """An option's ``type``: a whole number written with the digits 0-9 (`read_whole_number`)."""
+    number = read_whole_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(f"a whole number is written with the digits 0-9, got {text!r}")
+    return number
+
+
+def decimal_number(text: str) -> float:
+    """An option's ``type``: a number written in ASCII (12, 2.5, 1e3; nan and inf are left to the option's own range
+    check), where float() would also take full-width digits ('５') and underscores ('1_0')."""
+    try:
+        if not text.isascii() or "_" in text:
+            raise ValueError(text)
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number is written with the digits 0-9 (12, 2.5, 1e3), got {text!r}"
+                                         ) from None
+
+
 def env_device() -> int:
     """The GPU ordinal in $DRIVER_GEMM_DEVICE, 0 when unset."""
     text = os.environ.get("DRIVER_GEMM_DEVICE", "0")
-    try:
-        ordinal = int(text)
-    except ValueError:
-        raise UsageError(f"must be a GPU ordinal, got {text!r}", field="DRIVER_GEMM_DEVICE") from None
+    ordinal = read_whole_number(text.strip())
+    if ordinal is None:
+        raise UsageError(f"must be a GPU ordinal, got {text!r}", field="DRIVER_GEMM_DEVICE",
+                         hint="a whole number written with the digits 0-9: 0, 1, ...")
     return check_ordinal(ordinal, "DRIVER_GEMM_DEVICE")
+
+
+def check_arch_option(text: str | None) -> None:
+    """``--arch`` refused before any work unless it names an architecture a spec's ``arch:`` may name: the same
+    rule (`driver_gemm.specfile.archs.arch_problem`), so that NVRTC is never asked for a target it cannot build."""
+    if text is None:
+        return
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..specfile.archs import arch_problem
+
+    problem = arch_problem(text)
+    if problem is not None:
+        raise UsageError(problem[0], field="--arch", hint=problem[1])
 
 
 def check_ordinal(ordinal: int, option: str) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ToolMissingError, UsageError
-from .common import SPEC_HELP, Output, add_format_options, add_source_option, env_device, load_specs
+from .common import (SPEC_HELP, Output, add_format_options, add_source_option, check_arch_option, env_device,
+                     load_specs, whole_number)
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
@@ -16,8 +17,8 @@ def add_parser(commands, **common) -> None:
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
     plan.add_argument("--kernel", "-k", action="append", default=[], help="plan only this kernel (repeatable)")
     plan.add_argument("--shape", "-s", action="append", default=[], help="plan only this MxNxK shape (repeatable)")
-    plan.add_argument("--sms", type=int, help="SM count for the waves column and the specs' sm_count "
-                                              "(default: the GPU's, or a typical part of the architecture)")
+    plan.add_argument("--sms", type=whole_number, help="SM count for the waves column and the specs' sm_count "
+                                                       "(default: the GPU's, or a typical part of the architecture)")
     plan.add_argument("--sass", action="store_true",
                       help="also count each kernel's instructions (FFMA, HMMA/HGMMA, LDS/LDG by width, STG, BAR) "
                            "in its machine code; needs cuobjdump or nvdisasm")
@@ -32,6 +33,7 @@ def execute(args, out: Output) -> int:
 
     if args.sms is not None and not 1 <= args.sms <= MAX_SM_COUNT:
         raise UsageError(f"an SM count is 1 to {MAX_SM_COUNT:,}, got {args.sms:,}", field="--sms")
+    check_arch_option(args.arch)
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     device = env_device() if args.arch is None else 0
     try:

@@ -16,8 +16,8 @@ from rich.markup import escape
 from .. import timeline
 from ..errors import DriverGemmError, NoGpuError, ToolMissingError, UsageError
 from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
-                     SPEC_HELP, check_output_folder, default_json, env_device, load_specs, refuse_aliases,
-                     spec_inputs)
+                     SPEC_HELP, check_output_folder, decimal_number, default_json, env_device, load_specs,
+                     read_whole_number, refuse_aliases, spec_inputs)
 from .common import read_results_files
 from ..measure.vendor_choice import BaselineChoice
 from ..session.options import RunOptions
@@ -81,7 +81,7 @@ def add_parser(commands, **common) -> None:
                             "a kernel's min_pct: in the spec says the same)")
     gates.add_argument("--baseline-results", type=Path, metavar="OLD.json",
                        help="no case may be SLOWER (beyond both runs' noise) or BROKEN against these results")
-    gates.add_argument("--threshold", type=float, metavar="PERCENT",
+    gates.add_argument("--threshold", type=decimal_number, metavar="PERCENT",
                        help="with --baseline-results: also call differences up to this many percent SAME, so that a "
                             "slowdown must exceed it to fail (default 0: noise only)")
     add_format_options(run)
@@ -97,6 +97,11 @@ def read_gates(args, out: Output, specs=()):
     from ..planning.cases import cases_of
     from ..report.gates import GateError, check_gate_names, check_stored_matches, parse_min_pct
 
+    for value in args.min_pct:     # parse_min_pct reads the number with float(), which also takes '８０' and '1_0'
+        number = str(value).rpartition("=")[2]
+        if not number.isascii() or "_" in number:
+            raise UsageError(f"a percentage is written with the digits 0-9 (80, NAME=90), got {value!r}",
+                             field="--min-pct")
     try:
         every, per_name = parse_min_pct(args.min_pct)
         for spec in specs:
@@ -617,11 +622,11 @@ def _parse_devices(text: str | None) -> list[int] | str | None:
     """``--device``: a list of one or more ordinals, ``"all"``, or None when not given."""
     if text is None or text == "all":
         return text
-    try:
-        ordinals = [check_ordinal(int(d), "--device") for d in text.split(",")]
-    except ValueError:
-        raise UsageError(f"give a GPU ordinal, GPU ordinals such as 0,1, or 'all', not {text!r}",
-                         field="--device") from None
+    parts = text.split(",")
+    if any(read_whole_number(part) is None for part in parts):   # int() would take '１' and '1_0' too
+        raise UsageError(f"give a GPU ordinal, GPU ordinals such as 0,1, or 'all', not {text!r}", field="--device",
+                         hint="ordinals are written with the digits 0-9")
+    ordinals = [check_ordinal(int(part), "--device") for part in parts]
     if len(set(ordinals)) != len(ordinals):
         raise UsageError(f"each GPU once, not {text!r}", field="--device")
     return ordinals

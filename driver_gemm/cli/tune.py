@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
-                     SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_inputs)
+                     SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_inputs, whole_number)
 from ..errors import DriverGemmError, NoGpuError, UsageError
 from ..status import Status
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -21,7 +21,8 @@ def add_parser(commands, **common) -> None:
                                             "configuration per shape; write a spec of the winners", **common)
     tune.add_argument("spec", type=Path, metavar="SPEC", help=f"a spec whose kernels sweep their params: {SPEC_HELP}")
     add_source_option(tune)
-    tune.add_argument("--device", type=int, default=None, help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
+    tune.add_argument("--device", type=whole_number, default=None,
+                      help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     tune.add_argument("--kernel", "-k", action="append", default=[], help="tune only this kernel (repeatable)")
     tune.add_argument("--shape", "-s", action="append", default=[], help="tune only for this MxNxK shape (repeatable)")
     tune.add_argument("--strategy", choices=STRATEGY_NAMES,
@@ -31,7 +32,7 @@ def add_parser(commands, **common) -> None:
     tune.add_argument("--budget", metavar="LIMIT",
                       help="how much the whole search may spend: seconds (300s, 5m, 1h), configurations (40), "
                            "or both (300s,40); shared out between the kernel families and shapes")
-    tune.add_argument("--seed", type=int, help="seed of the strategies that draw (default 0)")
+    tune.add_argument("--seed", type=whole_number, help="seed of the strategies that draw (default 0)")
     tune.add_argument("--fresh", action="store_true",
                       help="measure again what the tuning cache already knows (and record the new results)")
     tune.add_argument("--json", type=Path, help="results of every full measurement (default "
@@ -208,6 +209,10 @@ def execute(args, out: Output) -> int:
     spec, = load_specs([args.spec], args.kernel, args.shape, args.allow_outside_sources)
     if not 0 <= args.seed < 1 << 63:
         raise UsageError(f"a seed is a whole number from 0 to 2**63 - 1, got {args.seed}", field="--seed")
+    if args.budget is not None and (not args.budget.isascii() or "_" in args.budget):
+        # parse_budget reads its numbers with float() and int(), which also take '５m' and '1_0'
+        raise UsageError(f"a budget is written with the digits 0-9 (300s, 5m, 40), got {args.budget!r}",
+                         field="--budget")
     try:      # refused before any GPU work, as a mistake on the command line
         strategy = make_strategy(args.strategy, seed=args.seed)
         budget = parse_budget(args.budget) if args.budget is not None else Budget()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 from ..errors import ImageError
 from .resources import KernelResources
@@ -184,6 +184,22 @@ def pointer_targets(data: bytes, source: str = "<image>") -> dict[str, str]:
             if variable is not None and 0 <= symbol_index < len(elf.symbols):
                 targets[variable] = elf.symbols[symbol_index].name
     return targets
+
+
+def initialised_words(data: bytes, names: Iterable[str], source: str = "<image>") -> dict[str, int]:
+    """The value of each named 8-byte ``__device__`` variable of a CUBIN that holds an initial value (in
+    ``.nv.global.init``), by name; a name the image lacks, or one without 8 bytes of data, is left out."""
+    elf = _Elf(bytes(data), source)
+    wanted = set(names)
+    values = {}
+    for symbol in elf.symbols:
+        if symbol.name not in wanted or symbol.type != STT_OBJECT or not 0 <= symbol.section < len(elf.sections):
+            continue
+        section = elf.sections[symbol.section]
+        if section.type in _NO_FILE_BYTES or symbol.value + 8 > section.size:
+            continue
+        values[symbol.name] = struct.unpack_from("<Q", elf.data, section.offset + symbol.value)[0]
+    return values
 
 
 def _kernel(elf: "_Elf", symbol_index: int, name: str, per_symbol: dict[int, int],

@@ -77,7 +77,7 @@ def nvcc_version(nvcc: Path | None = None) -> tuple[int, int]:
 INSTANCE_VARIABLE = "driver_gemm_instance_{}"
 
 
-def wrapper_source(source_path: Path, instances: Iterable[str]) -> str:
+def wrapper_source(source_path: Path, instances: Iterable[str], probes: str = "") -> str:
     """The translation unit nvcc compiles: the kernel source, and a device pointer to each instance.
 
     Taking an instance's address makes nvcc instantiate a template; keeping
@@ -90,12 +90,12 @@ def wrapper_source(source_path: Path, instances: Iterable[str]) -> str:
     for index, instance in enumerate(instances):
         address = f"(void*){instance}" if split_overload(instance)[1] is not None else f"(void*)&{instance}"
         lines.append(f"__device__ void* {INSTANCE_VARIABLE.format(index)} = {address};")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + probes
 
 
 def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
                       extra_options: Iterable[str] = (), *, use_cache: bool = True,
-                      allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
+                      allow_outside_headers: bool = False, project: Path | None = None, probes: str = "") -> Cubin:
     """Compile the kernel source at `path` with nvcc for `arch`, instantiating every name in `instances`.
 
     The result is a `Cubin` like NVRTC's (``origin`` is ``"nvcc"``), cached
@@ -115,7 +115,7 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
                          allow_outside=allow_outside_headers, project=project)
     # "ptx-facts": an entry stored before nvcc's PTX was kept would come back without its facts.
-    key = cache.key_for(source=source, name=path.name, headers=found.texts, instances=instances,
+    key = cache.key_for(source=source + probes, name=path.name, headers=found.texts, instances=instances,
                         options=("nvcc", "ptx-facts", *options), arch=arch, nvrtc_version=version)
     use_cache = use_cache and found.cacheable
     if use_cache:
@@ -123,7 +123,7 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
         if restored is not None:
             _log.debug("%s: %d kernel(s) for %s from the disk cache (nvcc)", path, len(instances), arch)
             return restored
-    cubin = _compile(nvcc, path, instances, arch, options, version)
+    cubin = _compile(nvcc, path, instances, arch, options, version, probes)
     _log.info("%s: %d kernel(s) compiled with nvcc for %s in %.2f s", path, len(instances), arch,
               cubin.compile_seconds)
     if use_cache:
@@ -131,12 +131,12 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     return cubin
 
 
-def _compile(nvcc: Path, path: Path, instances, arch, options, version) -> Cubin:
+def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: str = "") -> Cubin:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="driver-gemm-nvcc-") as folder:
         wrapper = Path(folder) / "instances.cu"
         output = Path(folder) / "kernel.cubin"
-        wrapper.write_text(wrapper_source(path, instances))
+        wrapper.write_text(wrapper_source(path, instances, probes))
         kept = Path(folder) / "kept"     # the intermediate files, the PTX among them
         kept.mkdir()
         command = [str(nvcc), "-cubin", *options, f"-I{path.resolve().parent}", "--keep", f"--keep-dir={kept}",

@@ -16,6 +16,7 @@ import os
 
 from ..cuda import bounded
 from ..cuda.compile import Cubin, compile_source
+from .sizeof_values import known_type_sizes
 from ..cuda.cubin import KernelImage
 from ..cuda.mangling import demangle
 from ..cuda.nvcc import compile_with_nvcc
@@ -41,6 +42,7 @@ def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePl
     """
     scalars = dict(spec.scalars)
     host = host_total()
+    known_type_sizes(kernels_of(spec), limits.arch)   # one compile per program, not one per configuration
     return {(kernel.label, shape.label): with_memory_check(plan_launch(kernel, shape, limits, scalars), host,
                                                            limits.arch)
             for shape in spec.shapes for kernel in kernels_on(spec, shape)}

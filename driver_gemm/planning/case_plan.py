@@ -18,7 +18,7 @@ from typing import Any
 from ..argtypes import C_TYPES, fits_float, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
-from ..errors import ConfigError, SpecError
+from ..errors import CompileError, ConfigError, SpecError
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig
@@ -29,6 +29,7 @@ from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
+from .sizeof_values import sized_types, sizeof_values
 from .coverage import PERSISTENT_NOTE, UNCHECKED_NOTE, grid_axes, inferred_tile, is_persistent, tile_axes
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
@@ -147,6 +148,19 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         if active_clusters.count < 1:
             problem(f"{MAX_ACTIVE_CLUSTERS_NAME} is 0: no cluster of {active_clusters.cluster_size or 1} blocks "
                     "fits at once with this kernel's resources", "grid")
+    if kernel.sizeofs:
+        try:
+            env.update(sizeof_values(kernel, limits.arch))
+        except CompileError as exc:
+            # Every expression reading a sizeof would report an unknown name: the plan ends at its one cause.
+            lines = str(exc).splitlines()
+            reason = next((line.split("error", 1)[1].lstrip(": ").strip() for line in lines if "error" in line[2:]),
+                          lines[0])
+            sized = ", ".join(f"sizeof({text})" for text in sized_types(kernel).values())
+            problem(f"{sized}: the kernel's compiler cannot size it: {reason}", kernel.sizeof_fields[0],
+                    "sizeof names a type the kernel's source defines, with the params in their place")
+            return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
+                            dict(scalars or {}), active_clusters)
     try:
         operands, layout_values = evaluate_operands(kernel, shape)
         env.update(layout_values)

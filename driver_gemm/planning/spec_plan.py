@@ -27,6 +27,7 @@ from . import build
 from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
 from .cases import dispatched, kernels_of, standalone
 from .case_plan import CasePlan, plan_launch
+from .sizeof_values import known_type_sizes
 from .memory_plan import with_memory_check
 from ..cuda.device import read_properties
 
@@ -157,6 +158,7 @@ class PlanStream:
         self._limits, self._sm_count = limits, sm_count
         self._scalars, self._host = dict(spec.scalars), build.host_total()
         self._pairs, self._picked = _kernel_shapes(spec)
+        known_type_sizes((kernel for kernel, _ in self._pairs), target.arch)   # one compile per program
         skip = {kernel.label for kernel, cases in self._pairs if not any(self._launch(*case).valid
                                                                          for case in cases)}
         compiled = compile_spec(spec, target.arch, skip=skip)

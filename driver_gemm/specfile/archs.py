@@ -1,4 +1,4 @@
-"""The GPU architectures a kernel's ``arch:`` may name.
+"""The GPU architectures a kernel's ``arch:`` and ``plan --arch`` may name.
 
 Every compute capability NVIDIA has shipped, Volta (7.0) to Blackwell (12.1); the ``a`` suffix
 names an architecture-specific target (Hopper on: wgmma, tcgen05), ``f`` a family-specific one
@@ -7,6 +7,11 @@ list only refuses names that are no GPU at all.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
+
+from .kinds import kind_name
 
 _REAL = (70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 107, 110, 120, 121)
 _ARCH_SPECIFIC = (90, 100, 101, 103, 110, 120, 121)
@@ -17,8 +22,38 @@ KNOWN_ARCHS: tuple[str, ...] = tuple(
     + [f"sm_{cc}a" for cc in _ARCH_SPECIFIC]
     + [f"sm_{cc}f" for cc in _FAMILY_SPECIFIC]
 )
+# How an architecture is written: NVRTC's own spelling, ASCII digits only (\d would take full-width ones).
+ARCH_FORM = re.compile(r"sm_[0-9]{2,3}[af]?")
+FORM_HINT = "write sm_ and the compute capability, then a for an arch-specific or f for a family-specific target: " \
+            "sm_90, sm_90a, sm_100f"
 
 
 def is_known_arch(name: str) -> bool:
     """True when `name` (e.g. ``sm_90a``) is a real GPU architecture an NVRTC target can name."""
     return name in KNOWN_ARCHS
+
+
+def arch_problem(value: Any) -> tuple[str, str] | None:
+    """Why `value` is not an architecture a spec's ``arch:`` or ``plan --arch`` may name, and a hint; None when it
+    is one. One rule for both: what passes here is what NVRTC is asked to build for."""
+    if not isinstance(value, str) or not ARCH_FORM.fullmatch(value):
+        near = _near_spelling(value)
+        return (f"not a GPU architecture: {kind_name(value)}; one is written such as sm_90a",
+                f"did you mean {near}?" if near else FORM_HINT)
+    if not is_known_arch(value):
+        near = _near_spelling(value)
+        return f"unknown architecture {value}", (f"did you mean {near}?" if near
+                                                 else f"known: {', '.join(KNOWN_ARCHS)}")
+    return None
+
+
+def _near_spelling(value: Any) -> str | None:
+    """The known architecture `value` is another spelling of (``SM_90A``, ``sm90``, ``90``, ``compute_90``,
+    ``sm_089``), else None."""
+    if not isinstance(value, str):
+        return None
+    match = re.fullmatch(r"(?:sm_?|compute_)?0*([0-9]{2,3})([af]?)", value.strip().lower())
+    if match is None:
+        return None
+    near = f"sm_{match.group(1)}{match.group(2)}"
+    return near if near != value and is_known_arch(near) else None

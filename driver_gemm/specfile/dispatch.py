@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
 from .expr import Expression, ExpressionError, parse
-from .kinds import kind_name
+from .kinds import key_text, kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, parse_shape_text
 
@@ -138,7 +138,7 @@ def parse_dispatch(node, kernel_names: Iterable[str] = (),
     names = set(kernel_names)
     tables = {}
     for name, entries in node.items():
-        path = f"dispatch.{name}"
+        path = f"dispatch.{key_text(node, name)}"
         if names and name not in names:
             raise error(f"no kernel named {name!r} in this spec", path, hint=f"kernels: {', '.join(sorted(names))}")
         if not isinstance(entries, list) or not entries:

@@ -168,6 +168,7 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     except (ValueError, RecursionError, MemoryError) as exc:   # NUL characters; nesting the parser refuses
         raise ExpressionError(f"cannot parse {_shorten(text)!r}: {type(exc).__name__}") from None
     _check_tree(tree, text)
+    _check_number_spellings(tree, text)
     names: set[str] = set()
     _validate(tree, names, condition)
     if condition and not _is_condition(tree):      # a number holds for every case or none: it checks nothing
@@ -186,10 +187,20 @@ def _shorten(text: str) -> str:
 
 
 def _check_text(text: str) -> None:
-    """Cheap bounds checked before Python's parser sees the text (it may recurse on deep nesting)."""
+    """Cheap bounds checked before Python's parser sees the text (it may recurse on deep nesting), and the characters
+    an expression is written in: ASCII, which Python's parser would not insist on (it reads a full-width 'Ｎ' as N)."""
     if len(text) > MAX_EXPRESSION_CHARS:
         raise ExpressionError(f"an expression of {len(text):,} characters is longer than the limit of "
                               f"{MAX_EXPRESSION_CHARS:,} (MAX_EXPRESSION_CHARS)")
+    for column, char in enumerate(text, 1):
+        if 0xD800 <= ord(char) <= 0xDFFF:    # Python's parser fails on it with a bare UnicodeEncodeError
+            raise ExpressionError(f"{_shorten(text)!r} holds {ascii(char)}, half of a UTF-16 surrogate pair (not "
+                                  f"Unicode text), at column {column}")
+        if not char.isascii():
+            raise ExpressionError(f"invalid character {char!r} (U+{ord(char):04X}) at column {column}: an "
+                                  "expression is written in ASCII (names, the digits 0-9, + - * / // %, parentheses)")
+        if char == "#":       # Python's parser would read the rest as a comment and drop it
+            raise ExpressionError(f"invalid character '#' at column {column}: an expression has no comments")
     depth = deepest = 0
     for char in text:
         if char in "([{":
@@ -215,6 +226,17 @@ def _check_tree(tree: ast.AST, text: str) -> None:
             raise ExpressionError(f"{_shorten(text)!r} has more than {MAX_EXPRESSION_NODES} terms and operators "
                                   "(MAX_EXPRESSION_NODES)")
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _check_number_spellings(tree: ast.AST, text: str) -> None:
+    """Refuse a number written with underscores (``1_000``): Python's digit separator, which a C program or a YAML
+    reader would take otherwise, so that the spec's reader and the kernel's author could read two numbers."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, str):
+            written = ast.get_source_segment(text, node) or ""
+            if "_" in written:
+                raise _reject(node, f"the number {written} is written with an underscore: write the digits 0-9 "
+                                    f"alone ({written.replace('_', '')})")
 
 
 class _OutOfRange(Exception):

@@ -14,10 +14,10 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from . import expr
-from .kinds import kind_name
+from .kinds import key_text, kind_name
 from ..errors import SpecError
 from .limits import INT64_MAX, INT64_MIN
 from .yaml_lines import LineNode, OversizedInteger
@@ -39,9 +39,11 @@ class Context:
         return str(self.path) if self.path else "<spec>"
 
     def where(self, node: Any, key: Any = None) -> str:
+        """``file:line`` of `node`'s entry `key`, or of `node` itself without a key. A null key (``~: 1``) has a
+        line of its own: such a key is always a mistake, and the error names it."""
         line = None
         if isinstance(node, LineNode):
-            line = node.entry_lines.get(key, node.line) if key is not None else node.line
+            line = node.entry_lines.get(key, node.line) if key is not None or None in node.entry_lines else node.line
         return f"{self.file}:{line}" if line else self.file
 
     def error(self, message: str, node: Any, key: Any, field_path: str, hint: str | None = None) -> SpecError:
@@ -63,17 +65,26 @@ def check_keys(context: Context, node: dict, allowed: tuple[str, ...], field_pat
     for key in node:
         if key not in allowed:
             # A key with a character that does not print (a zero-width space) is shown escaped: printed as it is,
-            # it would look like the field it fails to be.
-            name = str(key) if str(key).isprintable() else ascii(str(key))[1:-1]
+            # it would look like the field it fails to be. One YAML reads as no text is shown as written.
+            name = field_name(node, key)
             dotted = f"{field_path}.{name}" if field_path else name
             head = next((other for other, value in node.items() if other in allowed and _opened(value)), None)
             if head is not None and str(key).count(")") > str(key).count("("):
                 raise context.error(f"unknown field '{key}': it is the rest of {head}'s expression, "
                                     f"'{node[head]}, {key}', cut off at its comma", node, key, dotted,
                                     f'{COMMA_HINT}: {head}: "{node[head]}, {key}"')
-            close = difflib.get_close_matches(str(key), allowed, n=1)
+            close = difflib.get_close_matches(name, allowed, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"allowed: {', '.join(allowed)}"
-            raise context.error(f"unknown field '{name}'", node, key, dotted, hint)
+            read_as = f" (YAML reads {name} as {kind_name(key)}, not as a name)" if (
+                key is None or isinstance(key, bool)) and name != kind_name(key) else ""
+            raise context.error(f"unknown field '{name}'{read_as}", node, key, dotted, hint)
+
+
+def field_name(node: Any, key: Any) -> str:
+    """Mapping `node`'s `key` as a field path shows it: as the spec wrote it (`key_text`), escaped where it holds a
+    character that does not print."""
+    name = key_text(node, key)
+    return name if name.isprintable() else ascii(name)[1:-1]
 
 
 def read_mapping(context: Context, node: dict, key: str, field_path: str, what: str = "a mapping") -> dict:
@@ -146,6 +157,22 @@ def read_number(context: Context, node: dict, key: str, default, field_path: str
         return None
     value = check_number(context, value, node, key, field_path, whole=whole, minimum=minimum, maximum=maximum)
     return int(value) if whole else float(value)
+
+
+def unknown_names_error(context: Context, expression: expr.Expression, unknown: list[str], node: Any, key: Any,
+                        field_path: str, hint: str, type_params: Mapping[str, str] | None = None) -> SpecError:
+    """The error for an expression reading names it may not: a param whose value is a type or another C++ name
+    (``TN: float``) is named as such, since it is no number to compute with; any other name is unknown."""
+    type_params = type_params or {}
+    typed = [name for name in unknown if name in type_params]
+    if typed:
+        name = typed[0]
+        return context.error(f"{expression.source!r} reads {name}, a type (non-numeric) param ({name}: "
+                             f"{type_params[name]} in params), which cannot be used in an expression", node, key,
+                             field_path, hint="only params with whole numbers (or true/false) take part in "
+                                              "expressions; give the number its own param")
+    return context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}", node, key, field_path,
+                         hint=hint)
 
 
 def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: str, *,

@@ -7,17 +7,21 @@ and expands the parameter sweep, counted before it is built. The fields: docs/sp
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
+from ..errors import SpecError
 from ..status import is_baseline_label
-from .archs import KNOWN_ARCHS, is_known_arch
-from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression, read_number, read_text
+from .archs import arch_problem
+from .fields import (IDENTIFIER, Context, check_keys, check_number, field_name, parse_expression, read_number,
+                     read_text, unknown_names_error)
 from .kinds import kind_name
 from ..bundled import PACKAGE_DATA_DIR
 from ..kernel_names import mangled_base_name, split_overload
@@ -56,9 +60,13 @@ OWN_OPTIONS = TARGET_OPTIONS | frozenset({
     "-save-temps", "--save-temps", "-E", "--preprocess", "-M", "-MM", "-MD", "-MMD", "--generate-dependencies",
     "--generate-nonsystem-dependencies", "-ptx", "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-c",
     "--compile", "-lib", "--lib", "-link", "--link", "-dlink", "--device-link", "-dc", "--device-c", "-dw",
-    "--device-w", "-cuda", "--cuda", "-lto", "-dlto", "--dlink-time-opt", "-fdevice-syntax-only",
-    "--fdevice-syntax-only", "-dryrun", "--dryrun", "-run", "--run",
+    "--device-w", "-cuda", "--cuda", "-lto", "--lto", "-dlto", "--dlink-time-opt", "-fdevice-syntax-only",
+    "--fdevice-syntax-only", "-dryrun", "--dryrun", "-run", "--run", "-optix-ir", "--optix-ir", "-ltoir", "--ltoir",
+    "-r", "--relocatable-link", "-astoolspatch", "--compile-as-tools-patch",
 })
+# Relocatable device code: the CUBIN is an object to link (ELF type REL), its shared memory not laid out yet, so
+# the plan would read it wrong and no kernel in it could be loaded as it is. Only "=false" (the default) is harmless.
+RELOCATABLE_OPTIONS = frozenset({"-rdc", "--relocatable-device-code"})
 # Options that run a program of their own or read and write files wherever they name: as an include folder
 # outside the project, they need the user's leave.
 LEAVE_OPTIONS = frozenset({
@@ -90,18 +98,25 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     dotted = f"kernels[{name}]"
     source, binary, compiler = _code(context, node, dotted)
     param_names, sweep = _params(context, node, dotted, function)
-    block, grid, shared, tile = _launch(context, node, dotted)
+    block, grid, shared, tile, sizeofs = _launch(context, node, dotted)
+    if sizeofs and binary is not None:
+        raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
+                            "has none", node, "shared_bytes", f"{dotted}.shared_bytes",
+                            hint="give shared_bytes as a number of bytes")
     require = _require(context, node, dotted)
     options, precision, arch = _compiler_settings(context, node, dotted)
     scalars = parse_kernel_scalars(context, node, dotted, scalars)
     signature = parse_signature(context, node, dotted, scalars)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
-    operands = parse_operands(context, node, dotted, set(numeric_names))
+    # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.
+    type_params = {key: next(v for v in values if isinstance(v, str)) for key, values in zip(param_names, sweep)
+                   if key not in numeric_names}
+    operands = parse_operands(context, node, dotted, set(numeric_names), type_params)
     launch_attributes = parse_launch_attributes(context, node, dotted)
-    _check_names_used(context, node, dotted, numeric_names, block=block, grid=grid, shared_bytes=(shared,),
-                      tile=tile or (), require=require,
+    _check_names_used(context, node, dotted, numeric_names, type_params, set(sizeofs), block=block, grid=grid,
+                      shared_bytes=(shared,), tile=tile or (), require=require,
                       cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
-    check_tensor_map_names(context, node, dotted, numeric_names, signature)
+    check_tensor_map_names(context, node, dotted, numeric_names, signature, type_params)
 
     count = math.prod(len(values) for values in sweep)
     if count > MAX_CASES:
@@ -111,14 +126,36 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     min_pct = _min_pct(context, node, dotted)
     epilogue = _epilogue(context, node, dotted, signature)
     entry = plain(node)
-    return [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
-                       block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
-                       require=require, options=options, precision=precision, arch=arch, compiler=compiler,
-                       binary=binary, operands=operands, launch_attributes=launch_attributes,
-                       where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                       min_pct=min_pct, epilogue=epilogue, entry=entry, allow_outside_headers=context.allow_outside_sources,
-                       project=project_root(context.base_dir))
-            for combo in itertools.product(*sweep)]
+    kernels = [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
+                          block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
+                          require=require, options=options, precision=precision, arch=arch, compiler=compiler,
+                          binary=binary, operands=operands, launch_attributes=launch_attributes,
+                          where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
+                          min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs,
+                          allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir))
+               for combo in itertools.product(*sweep)]
+    _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
+    return kernels
+
+
+def _check_signature_reads_no_type_param(kernel: KernelSpec, type_params: dict[str, str], scalars: dict) -> None:
+    """An argument's value or a buffer's size or values that read a param holding a type: refused now, as the
+    launch's expressions are (each case's plan would only call the name unknown). A scalar of that name is read
+    instead, so it is left alone."""
+    if not type_params:
+        return
+    for path, argument in kernel.leaf_arguments():
+        buffer = argument.buffer
+        for value in (argument.value, *argument.array, *((buffer.size, *buffer.values) if buffer else ())):
+            read = sorted(name for name in (value.names if value is not None else ()) if name in type_params
+                          and name not in scalars)
+            if read:
+                name = read[0]
+                raise SpecError(f"argument {argument.name}: {value.source!r} reads {name}, a type (non-numeric) "
+                                f"param ({name}: {type_params[name]} in params), which cannot be used in an "
+                                "expression", where=kernel.where_field(path), field=f"{kernel.field_path}.{path}",
+                                hint="only params with whole numbers (or true/false) take part in expressions; give "
+                                     "the number its own param")
 
 
 def _epilogue(context: Context, node: dict, dotted: str, signature) -> str | None:
@@ -342,10 +379,13 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
                                 f"{dotted}.params")
     names, sweep = [], []
     for key, value in param_node.items():
-        key_path = f"{dotted}.params.{key}"
+        key_path = f"{dotted}.params.{field_name(param_node, key)}"
         if not isinstance(key, str) or not IDENTIFIER.fullmatch(key) or key in RESERVED_PARAM_NAMES:
             reserved = isinstance(key, str) and key in RESERVED_PARAM_NAMES
-            raise context.error(f"template parameter name {kind_name(key)} must be a C identifier other than "
+            written = field_name(param_node, key)
+            shown = kind_name(key) if isinstance(key, str) or written == kind_name(key) else \
+                f"{written} (which YAML reads as {kind_name(key)})"
+            raise context.error(f"template parameter name {shown} must be a C identifier other than "
                                 f"{', '.join(sorted(RESERVED_PARAM_NAMES))}", param_node, key, key_path,
                                 hint=f"params are given in the template's order, so their names are the spec's own: "
                                      f"call it {key}_ (or any other name) even where the template says {key}"
@@ -362,7 +402,15 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
                                     hint=f"for a kernel built for one shape at a time, give each shape a dispatch: "
                                          f"entry with its sizes as numbers ({key}: 1024), and require: [{key} == "
                                          f"{shape_names[0]}] to refuse the shapes it was not built for")
-            if is_cpp_type(v) or isinstance(v, bool) or _is_template_id_type(v):   # bool: 1/0 in expressions
+            if is_cpp_type(v) or _is_template_id_type(v):
+                problem = _template_argument_problem(v)
+                if problem:
+                    raise context.error(problem, param_node, key, key_path,
+                                        hint="a param's value is put into the template-id as written: a type "
+                                             "(float, unsigned int), an enumerator (lib::Order::Col), a template-id "
+                                             "or a whole number")
+                continue
+            if isinstance(v, bool):   # 1/0 in expressions
                 continue
             if not isinstance(v, OversizedInteger) and not isinstance(v, int):
                 raise context.error(f"template parameters are whole numbers, true/false, C++ type names, "
@@ -376,6 +424,43 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         names.append(key)
         sweep.append(list(values))
     return names, sweep
+
+
+# Keywords that are, alone or combined (unsigned long long), a type a template argument may name, or a value.
+TYPE_KEYWORDS = frozenset("bool char char8_t char16_t char32_t wchar_t short int long signed unsigned float double "
+                          "void".split())
+VALUE_KEYWORDS = frozenset({"true", "false", "nullptr"})
+# Inside a template-id's arguments (config<sizeof(float), const int>) these read as C++ too.
+TEMPLATE_ID_KEYWORDS = TYPE_KEYWORDS | VALUE_KEYWORDS | {"sizeof", "alignof", "const", "volatile"}
+# unsigned, signed, long and short make a type only with these (long double, unsigned char, long long int).
+INTEGER_MODIFIERS = frozenset({"unsigned", "signed", "long", "short"})
+MODIFIED_TYPES = INTEGER_MODIFIERS | {"int", "char", "double"}
+# Names the preprocessor or the compiler defines itself (__LINE__, __FILE__, __CUDA_ARCH__, __func__): each stands
+# for a line number, a file name or a version, never for the type or enumerator a param is to name.
+PREDEFINED_NAME = re.compile(r"__[A-Z][A-Z0-9_]*__|__cplusplus|__func__|_Pragma|__has_[a-z_]+|__VA_[A-Z]+__")
+
+
+def _template_argument_problem(value: str) -> str | None:
+    """What makes `value` (a type name or template-id as `is_cpp_type` and `is_kernel_function` read it) no
+    template argument: a C++ keyword that is no type (delete, sizeof, new), a predefined macro (__LINE__), a
+    keyword in a qualified name (std::int), or modifiers on what they cannot modify (unsigned float); else None."""
+    template_id = "<" in value
+    allowed = TEMPLATE_ID_KEYWORDS if template_id else TYPE_KEYWORDS | VALUE_KEYWORDS
+    for qualified in re.findall(r"(?:::)?(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*", value, re.ASCII):
+        parts = [part for part in qualified.split("::") if part]
+        for part in parts:
+            subject = f"{value!r} is" if part == value.strip() else f"{value!r} holds {part},"
+            if PREDEFINED_NAME.fullmatch(part):
+                return f"{subject} a name the compiler defines itself (a macro), not a type or enumerator"
+            if part in CXX_KEYWORDS and (part not in allowed or len(parts) > 1):
+                return f"{subject} a C++ keyword, not a type or enumerator"
+    words = value.split()
+    if not template_id and len(words) > 1 and (not set(words[:-1]) <= INTEGER_MODIFIERS
+                                                or words[-1] not in MODIFIED_TYPES
+                                                or (words[-1] == "double" and words[:-1] != ["long"])):
+        return (f"{value!r} is no C++ type: {', '.join(sorted(INTEGER_MODIFIERS))} combine with int, char, each "
+                "other or (long) double alone")
+    return None
 
 
 def _is_template_id_type(value: Any) -> bool:
@@ -415,8 +500,11 @@ def _launch(context: Context, node: dict, dotted: str):
     """Block, grid, dynamic shared memory and tile."""
     block = _dims(context, node, "block", f"{dotted}.block")
     grid = _dims(context, node, "grid", f"{dotted}.grid")
-    shared = parse_expression(context, node, "shared_bytes", node.get("shared_bytes", 0), f"{dotted}.shared_bytes",
-                              whole=True)
+    written = node.get("shared_bytes", 0)
+    text, sizeofs = _sizeof_names(context, node, written, f"{dotted}.shared_bytes")
+    shared = parse_expression(context, node, "shared_bytes", text, f"{dotted}.shared_bytes", whole=True)
+    if sizeofs:
+        shared = dataclasses.replace(shared, source=written.strip())   # shown as written, sizeof and all
     tile = None
     if "tile" in node:
         tile_node = node["tile"]
@@ -425,7 +513,41 @@ def _launch(context: Context, node: dict, dotted: str):
                                 node, "tile", f"{dotted}.tile")
         tile = tuple(parse_expression(context, tile_node, i, v, f"{dotted}.tile[{i}]", whole=True)
                      for i, v in enumerate(tile_node))
-    return block, grid, shared, tile
+    return block, grid, shared, tile, sizeofs
+
+
+# sizeof(T) in shared_bytes: T is a C++ type (a template-id of numbers, types and params included).
+_SIZEOF = re.compile(r"\bsizeof\s*\(")
+_SIZEOF_TYPE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:<>, *&()+\-]*", re.ASCII)
+SIZEOF_NAME = "__sizeof{}"
+
+
+def _sizeof_names(context: Context, node: dict, value: Any, dotted: str) -> tuple[Any, dict[str, str]]:
+    """`value` with each ``sizeof(TYPE)`` replaced by a name (``__sizeof0``), and the type each name sizes."""
+    if not isinstance(value, str) or not _SIZEOF.search(value):
+        return value, {}
+    sizeofs: dict[str, str] = {}
+    parts: list[str] = []
+    position = 0
+    for match in _SIZEOF.finditer(value):
+        if match.start() < position:     # inside a sizeof already read
+            continue
+        depth, end = 1, match.end()
+        while end < len(value) and depth:
+            depth += {"(": 1, ")": -1}.get(value[end], 0)
+            end += 1
+        type_text = value[match.end():end - 1].strip()
+        if depth or not _SIZEOF_TYPE.fullmatch(type_text) or type_text.count("<") != type_text.count(">"):
+            raise context.error(f"sizeof takes one C++ type, as sizeof(SMem<BM, BN>); got "
+                                f"{value[match.start():end]!r}", node, "shared_bytes", dotted)
+        name = next((known for known, text in sizeofs.items() if text == type_text), None)
+        if name is None:
+            name = SIZEOF_NAME.format(len(sizeofs))
+            sizeofs[name] = type_text
+        parts.extend((value[position:match.start()], name))
+        position = end
+    parts.append(value[position:])
+    return "".join(parts), sizeofs
 
 
 def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression, ...]:
@@ -446,11 +568,13 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
                  for i, v in enumerate(require_node))
 
 
-def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str], **groups) -> None:
+def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str],
+                      type_params: dict[str, str], sizeof_names: set[str], **groups) -> None:
     known = set(param_names) | {"M", "N", "K", SM_COUNT_NAME} | set(LAYOUT_NAMES)
     for key, expressions in groups.items():
         allowed = known | (set(LAUNCH_NAMES) if key == "require" else set()) \
-            | ({MAX_ACTIVE_CLUSTERS_NAME} if key == "grid" else set())
+            | ({MAX_ACTIVE_CLUSTERS_NAME} if key == "grid" else set()) \
+            | (sizeof_names if key == "shared_bytes" else set())
         for expression in expressions:
             unknown = sorted(expression.names - allowed)
             if MAX_ACTIVE_CLUSTERS_NAME in unknown:
@@ -460,12 +584,12 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
                                     hint="it is the count of the clusters (or blocks) that fit with the kernel's "
                                          "block, shared memory and cluster, so none of those can depend on it")
             if unknown:
-                raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}",
-                                    node, key, f"{dotted}.{key}",
-                                    hint=f"names available: M, N, K, {SM_COUNT_NAME}, {', '.join(LAYOUT_NAMES)}, "
-                                         f"{', '.join(param_names) or '(no params)'}"
-                                         + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else "")
-                                         + (f", {MAX_ACTIVE_CLUSTERS_NAME}" if key == "grid" else ""))
+                raise unknown_names_error(
+                    context, expression, unknown, node, key, f"{dotted}.{key}",
+                    hint=f"names available: M, N, K, {SM_COUNT_NAME}, {', '.join(LAYOUT_NAMES)}, "
+                         f"{', '.join(param_names) or '(no params)'}"
+                         + (", " + ", ".join(LAUNCH_NAMES) if key == "require" else "")
+                         + (f", {MAX_ACTIVE_CLUSTERS_NAME}" if key == "grid" else ""), type_params=type_params)
 
 
 # ----------------------------------------------------------------------------------- compiler settings
@@ -478,11 +602,14 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
         raise context.error(f"options is a list of NVRTC option strings, got {kind_name(options)}", node,
                             "options", f"{dotted}.options")
     options = _joined_values(options)
-    for option in options:
+    for index, option in enumerate(options):
         name = re.split(r"[=\s]", option.strip(), maxsplit=1)[0]
         if "\0" in option:
             raise context.error(f"option {option!r} holds a NUL character, where the compiler's C strings would "
                                 "end", node, "options", f"{dotted}.options")
+        _check_option_characters(context, node, dotted, option)
+        if name in RELOCATABLE_OPTIONS:
+            _check_relocatable(context, node, dotted, option, name, options[index + 1:index + 2])
         if name in OWN_OPTIONS:
             raise context.error(f"option {option!r} sets what driver-gemm sets itself (the target architecture, "
                                 "or what the compiler writes and where)", node, "options", f"{dotted}.options",
@@ -508,16 +635,39 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
                             hint="tf32: checked with verify.tf32_tolerance and timed against cuBLAS in TF32 "
                                  "tensor-op math")
     arch = node.get("arch")
-    if arch is not None:
-        if not isinstance(arch, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
-            raise context.error(f"arch is a real GPU architecture such as sm_90a, got {kind_name(arch)}", node,
-                                "arch", f"{dotted}.arch",
-                                hint="name it only for arch-specific instructions (wgmma needs sm_90a); "
-                                     "without it a kernel is built for the device's own")
-        if not is_known_arch(arch):
-            raise context.error(f"unknown architecture {arch}", node, "arch", f"{dotted}.arch",
-                                hint=f"known: {', '.join(KNOWN_ARCHS)}")
+    problem = arch_problem(arch) if arch is not None else None
+    if problem is not None:
+        message, hint = problem
+        if not isinstance(arch, str):
+            hint = ("name it only for arch-specific instructions (wgmma needs sm_90a); without it a kernel is built "
+                    "for the device's own")
+        raise context.error(message, node, "arch", f"{dotted}.arch", hint=hint)
     return tuple(options), precision, arch
+
+
+def _check_option_characters(context: Context, node: dict, dotted: str, option: str) -> None:
+    """An option is one line of Unicode text: a lone surrogate cannot be encoded for the compiler, and a line break
+    or another control character would reach NVRTC's command line (a -D value with a line break is no macro)."""
+    for char in option:
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            raise context.error(f"option {option!r} holds {ascii(char)}, half of a UTF-16 surrogate pair: not "
+                                "Unicode text", node, "options", f"{dotted}.options")
+        if unicodedata.category(char) == "Cc" and char != "\t":
+            raise context.error(f"option {option!r} holds the control character {ascii(char)}: an option is one "
+                                "line of text", node, "options", f"{dotted}.options",
+                                hint="give each option its own entry of the list")
+
+
+def _check_relocatable(context: Context, node: dict, dotted: str, option: str, name: str, following: list[str]):
+    """``-rdc=false`` is the default and harmless; any other value (true, or none) builds relocatable code."""
+    value = option.strip()[len(name):].lstrip("= \t")
+    if not value and following:       # nvcc reads the value from the next entry: options: [-rdc, "true"]
+        value = following[0].strip()
+    if value != "false":
+        raise context.error(f"option {option!r} builds relocatable device code: an object to link, not a CUBIN "
+                            "to load, whose shared memory is laid out only when it is linked", node, "options",
+                            f"{dotted}.options",
+                            hint="leave it out: driver-gemm builds and loads one whole program per kernel source")
 
 
 # CUDA headers nvcc includes in every file, which a file compiled under NVRTC may need pre-included

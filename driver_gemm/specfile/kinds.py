@@ -18,3 +18,19 @@ def kind_name(value: Any) -> str:
         return "true" if value else "false"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def key_text(node: Any, key: Any) -> str:
+    """Mapping `node`'s `key` as a field path shows it: as the spec wrote it (``yes``, ``~``, ``0x10``), which YAML
+    reads as true, null or 16 and Python would print as True, None, 16; a key of a mapping built in Python (no
+    text kept) as its YAML value (``true``, ``null``)."""
+    if isinstance(key, str):
+        return key
+    written = getattr(node, "key_texts", {}).get(key)
+    if written:
+        return written
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)

@@ -13,7 +13,7 @@ from typing import cast
 
 from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
-from .fields import IDENTIFIER, Context, check_keys, parse_expression
+from .fields import IDENTIFIER, Context, check_keys, parse_expression, unknown_names_error
 from .kinds import kind_name
 from .model import Argument, LaunchAttributeSpec, TensorMapArgument
 
@@ -129,9 +129,9 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
 
 
 def check_tensor_map_names(context: Context, node: dict, dotted: str, param_names: list[str],
-                           signature: tuple[Argument, ...]) -> None:
+                           signature: tuple[Argument, ...], type_params: dict[str, str] | None = None) -> None:
     """Refuse a map's expression (box, dims, strides...) that uses a name other than M, N, K and the kernel's
-    parameters."""
+    numeric parameters (`type_params`: those whose value is a type, named as such)."""
     known = set(param_names) | {"M", "N", "K"}
     for index, argument in enumerate(signature):
         if argument.tensor_map is None:
@@ -141,9 +141,10 @@ def check_tensor_map_names(context: Context, node: dict, dotted: str, param_name
                 unknown = sorted(expression.names - known)
                 if unknown:
                     item = node["signature"][index]
-                    raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}", item, key,
-                                        f"{dotted}.signature[{index}].{key}[{axis}]",
-                                        hint=f"names available: M, N, K, {', '.join(param_names) or '(no params)'}")
+                    raise unknown_names_error(context, expression, unknown, item, key,
+                                              f"{dotted}.signature[{index}].{key}[{axis}]",
+                                              f"names available: M, N, K, {', '.join(param_names) or '(no params)'}",
+                                              type_params)
 
 
 # ----------------------------------------------------------------------------------- launch attributes

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import SpecError, path_argument
-from .fields import Context, check_keys, number_as_text_hint, read_bool, read_mapping, read_number
+from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kinds import kind_name
 from .kernels import IDENTIFIER, parse_kernel
 from .limits import MAX_CASES, MAX_NAME_CHARS
@@ -49,7 +50,11 @@ def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
     `allow_outside_sources` is true (the CLI's ``--allow-outside-sources``).
     """
     path = resolve_spec(path_argument("load_spec", "path", path))
-    text = decode_spec(read_spec_bytes(path), str(path))
+    data = read_spec_bytes(path)
+    if data.startswith(GZIP_MAGIC):     # decoded as text, it would be called "not UTF-8" at byte 1
+        raise SpecError("gzip-compressed data, not a spec (a YAML text file)", where=str(path),
+                        hint=_results_hint(str(path)) if ".json" in path.name else None)
+    text = decode_spec(data, str(path))
     return parse_spec(text, path, allow_outside_sources=allow_outside_sources)
 
 
@@ -84,9 +89,16 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
     path = Path(path) if path is not None else None
     base_dir = path.resolve().parent if path else Path.cwd()
     context = Context(path, base_dir, allow_outside_sources)
-    document = read_document(text, context.file)
+    try:
+        document = read_document(text, context.file)
+    except SpecError:
+        if _is_case_log(text):    # JSON lines: YAML stops at the second
+            raise _results_file(context.file, f"{context.file}:1", "a results case log (JSON lines)") from None
+        raise
     if document is None:
         raise SpecError("the spec is empty", where=context.file, hint="a spec needs at least 'kernels' and 'shapes'")
+    if isinstance(document, dict) and "cases" in document and "spec" in document:   # JSON is YAML too
+        raise _results_file(context.file, context.where(document, "spec"), "a results file (JSON with spec and cases)")
     if not isinstance(document, dict):
         raise SpecError(f"a spec must be a mapping with at least 'kernels' and 'shapes', got {kind_name(document)}",
                         where=context.where(document))
@@ -109,6 +121,31 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
                 measure=measure, verify=_parse_verify(context, document),
                 baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
                 dispatch=_parse_dispatch(context, document, kernels))
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _results_hint(file: str) -> str:
+    return f"read results with driver-gemm show {file} (or compare OLD NEW, plot, tune --from)"
+
+
+def _results_file(file: str, where: str, what: str) -> SpecError:
+    """A results file given where a spec belongs: said as such, with the commands that read one."""
+    return SpecError(f"this looks like {what}, as driver-gemm run and tune write, not a spec", where=where,
+                     hint=_results_hint(file))
+
+
+def _is_case_log(text: str) -> bool:
+    """True when `text`'s first line is a case log's record (``{"type": "run", ...}`` or ``{"type": "case"...}``)."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if not first.startswith("{"):
+        return False
+    try:
+        record = json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and record.get("type") in ("run", "case")
 
 
 def _check_resets_timed_apart(measure: MeasureSettings, kernels) -> None:
@@ -236,7 +273,7 @@ def _parse_scalars(context: Context, document: dict) -> dict[str, float]:
     for key in node:
         if not isinstance(key, str) or not IDENTIFIER.fullmatch(key):
             raise context.error(f"a scalar name is a C identifier, got {kind_name(key)}", node, key,
-                                f"scalars.{key}")
+                                f"scalars.{field_name(node, key)}")
         scalars[key] = read_number(context, node, key, None, f"scalars.{key}")
         if scalars[key] is None:
             raise context.error("must be a number, got nothing (null)", node, key, f"scalars.{key}")

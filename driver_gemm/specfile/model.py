@@ -324,6 +324,20 @@ class KernelSpec:
     where: str = ""
     field_path: str = ""
     field_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # shared_bytes: sizeof(SMem<BM, BN>): the name its expression reads for each sizeof, with the type it sizes
+    # as written (params by name), which the kernel's compiler sizes per configuration (planning.type_sizes).
+    sizeofs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def sizeof_fields(self) -> tuple[str, ...]:
+        """The launch fields whose expressions read a sizeof (where a type that cannot be sized is reported)."""
+        return ("shared_bytes",) if self.sizeofs else ()
+
+    def with_params(self, text: str) -> str:
+        """`text` (a C++ type) with the names of the kernel's params put in their place: ``SMem<BM, BN>`` is
+        ``SMem<128, 256>`` for BM = 128, BN = 256."""
+        values = {key: template_argument(value) for key, value in self.params.items()}
+        return _PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), text)
 
     @property
     def instance(self) -> str:

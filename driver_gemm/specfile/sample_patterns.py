@@ -86,6 +86,8 @@ class SamplePattern:
 
 def _milliseconds(text: str) -> float:
     try:
+        if not text.isascii() or "_" in text:   # float() also takes full-width digits ('５') and '1_0'
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a number of milliseconds") from None

@@ -11,13 +11,14 @@ shape expressions, checked per shape by `evaluate_operands`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
 from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
-from .fields import Context, check_keys, check_number
+from .fields import Context, check_keys, check_number, unknown_names_error
 from .kinds import kind_name
 from .model import KernelSpec, OperandSpec, Shape
 
@@ -30,16 +31,18 @@ SCALAR_NAMES = ("alpha", "beta")
 CPP_TYPE = re.compile(r"(?:(?:unsigned|signed|long|short) )*(?:::)?(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*", re.ASCII)
 
 
-def parse_operands(context: Context, node: dict, dotted: str, names: set[str]) -> OperandSpec | None:
+def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
+                   type_params: dict[str, str] | None = None) -> OperandSpec | None:
     """The operand fields of kernel entry `node` (None when it has none); `names` are those its expressions
-    may use besides the shape (its numeric template parameters)."""
+    may use besides the shape (its numeric template parameters; `type_params`, those whose value is a type, are
+    named as such when an expression reads one)."""
     if not any(key in node for key in OPERAND_KEYS):
         return None
     types = _types(context, node, dotted)
     orders = _orders(context, node, dotted)
-    ld_names = names | {"M", "N", "K"}
+    ld_names = _Names(names | {"M", "N", "K"}, type_params or {})
     ld = _expressions(context, node, "ld", dotted, ld_names, "{a: EXPR, b: EXPR, c: EXPR} in elements")
-    batch, strides = _batch(context, node, dotted, ld_names | {"lda", "ldb", "ldc"})
+    batch, strides = _batch(context, node, dotted, ld_names.with_names({"lda", "ldb", "ldc"}))
     scales = _scales(context, node, dotted, types)
     if node.get("precision", "fp32") != "fp32":
         raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
@@ -95,7 +98,18 @@ def _orders(context: Context, node: dict, dotted: str) -> dict[str, str]:
         raise SpecError(exc.message, context.where(node, key), f"{dotted}.{exc.field}", exc.hint) from None
 
 
-def _expression(context: Context, parent: Any, key: Any, value: Any, field_path: str, names: set[str]):
+@dataclass(frozen=True)
+class _Names:
+    """The names an operand expression may read, and the params it may not because they hold types."""
+
+    allowed: set[str]
+    type_params: dict[str, str]
+
+    def with_names(self, more: set[str]) -> "_Names":
+        return _Names(self.allowed | more, self.type_params)
+
+
+def _expression(context: Context, parent: Any, key: Any, value: Any, field_path: str, names: _Names):
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise context.error(f"must be a whole number or an expression, got {kind_name(value)}", parent, key,
                             field_path)
@@ -105,14 +119,14 @@ def _expression(context: Context, parent: Any, key: Any, value: Any, field_path:
             expression.evaluate_int({})
     except expr.ExpressionError as exc:
         raise context.error(str(exc), parent, key, field_path) from None
-    unknown = sorted(expression.names - names)
+    unknown = sorted(expression.names - names.allowed)
     if unknown:
-        raise context.error(f"{expression.source!r} uses unknown name {', '.join(unknown)}", parent, key,
-                            field_path, hint=f"names available: {', '.join(sorted(names))}")
+        raise unknown_names_error(context, expression, unknown, parent, key, field_path,
+                                  f"names available: {', '.join(sorted(names.allowed))}", names.type_params)
     return expression
 
 
-def _expressions(context: Context, node: dict, key: str, dotted: str, names: set[str], what: str,
+def _expressions(context: Context, node: dict, key: str, dotted: str, names: _Names, what: str,
                  field_path: str | None = None) -> dict[str, expr.Expression]:
     field_path = field_path or f"{dotted}.{key}"
     mapping = node.get(key, {})
@@ -123,13 +137,13 @@ def _expressions(context: Context, node: dict, key: str, dotted: str, names: set
             for operand, value in mapping.items()}
 
 
-def _batch(context: Context, node: dict, dotted: str, names: set[str]):
+def _batch(context: Context, node: dict, dotted: str, names: _Names):
     value = node.get("batch", 1)
     if not isinstance(value, dict):     # ``batch: 4``: a count with tight strides
         return _expression(context, node, "batch", value, f"{dotted}.batch", names), {}
     check_keys(context, value, ("count", "stride"), f"{dotted}.batch")
     count = _expression(context, value, "count", value.get("count", 1), f"{dotted}.batch.count", names)
-    strides = _expressions(context, value, "stride", dotted, names | {"batch"},
+    strides = _expressions(context, value, "stride", dotted, names.with_names({"batch"}),
                            "{a: EXPR, b: EXPR, c: EXPR} in elements (0 for a or b: one matrix for every batch)",
                            field_path=f"{dotted}.batch.stride")
     return count, strides

@@ -23,6 +23,7 @@ class LineNode:
 
     line: int
     entry_lines: dict
+    key_texts: dict     # a key YAML read as no text (yes, ~, 0x10) -> the text it was written as
 
 
 class OversizedInteger(str):
@@ -138,6 +139,7 @@ class _BoundedLineLoader(yaml.SafeLoader):
         result = LineDict()
         result.line = node.start_mark.line + 1
         result.entry_lines = {}
+        result.key_texts = {}
         own_keys: set = set()
         for index, (key_node, value_node) in enumerate(node.value):
             key = self.construct_object(key_node, deep=True)
@@ -150,6 +152,8 @@ class _BoundedLineLoader(yaml.SafeLoader):
                 own_keys.add(key)
             result[key] = self.construct_object(value_node, deep=True)
             result.entry_lines[key] = key_node.start_mark.line + 1
+            if not isinstance(key, str) and isinstance(key_node, yaml.ScalarNode):
+                result.key_texts[key] = key_node.value
         return result
 
     def construct_sequence(self, node, deep=False):
@@ -158,6 +162,7 @@ class _BoundedLineLoader(yaml.SafeLoader):
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
         result.entry_lines = {i: child.start_mark.line + 1 for i, child in enumerate(node.value)}
+        result.key_texts = {}
         return result
 
 
@@ -210,6 +215,22 @@ def check_text(text: str, file: str) -> None:
         raise SpecError(f"the spec is larger than {MAX_SPEC_BYTES:,} bytes (MAX_SPEC_BYTES)", where=file)
 
 
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """PyYAML's context and problem in one line, each with its line where they differ: its problem alone can be
+    half a sentence ("second occurrence", "but found another document")."""
+    def at(mark) -> str:
+        return f" (line {mark.line + 1})" if mark is not None else ""
+
+    context, problem = (exc.context or "").strip(), (exc.problem or "").strip()
+    if not problem:
+        return context or str(exc)
+    if not context:
+        return problem
+    if exc.context_mark is None or exc.problem_mark is None or exc.context_mark.line == exc.problem_mark.line:
+        return f"{context}, {problem}"
+    return f"{context}{at(exc.context_mark)}, {problem}{at(exc.problem_mark)}"
+
+
 def read_document(text: str, file: str) -> Any:
     """Parse YAML `text` into line-numbered values; every failure is a `SpecError` at `file:line`."""
     check_text(text, file)
@@ -222,8 +243,7 @@ def read_document(text: str, file: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{file}:{mark.line + 1}" if mark else file
-        problem = exc.problem or exc.context or str(exc)
-        raise SpecError(f"not valid YAML: {problem}", where=where) from None
+        raise SpecError(f"not valid YAML: {_yaml_problem(exc)}", where=where) from None
     except yaml.reader.ReaderError as exc:
         where = f"{file}:{_line_of(text, exc.position)}"
         raise SpecError(f"not valid YAML: character {exc.character!r} is not allowed in YAML text",

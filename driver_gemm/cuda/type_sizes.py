@@ -1,0 +1,50 @@
+"""The size of C++ types a kernel's source defines, as its own compiler lays them out (``sizeof(SMem<128, 256>)``).
+
+Hand-written Hopper kernels size their dynamic shared memory as ``sizeof`` a struct of their stages and
+barriers, with padding and alignment no spec author should work out by hand. Each type becomes one
+initialised ``__device__`` variable appended to the translation unit (after the source, so every type it
+defines is visible), compiled by the kernel's compiler with its options, and read back from the image's
+initialised data (`cubin.initialised_words`). The compile is cached on disk as any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from .compile import compile_text, read_source
+from .cubin import initialised_words
+from .nvcc import compile_with_nvcc
+
+PROBE_VARIABLE = "driver_gemm_sizeof_{}"
+
+
+def probe_declarations(types: Iterable[str]) -> str:
+    """The appended declarations: one ``__device__ const unsigned long long`` holding each type's size."""
+    return "".join(f"__device__ const unsigned long long {PROBE_VARIABLE.format(index)} = sizeof({text});\n"
+                   for index, text in enumerate(types))
+
+
+def type_sizes(path: str | Path, types: Iterable[str], arch: str, options: Iterable[str] = (), *,
+               compiler: str = "nvrtc", allow_outside_headers: bool = False,
+               project: Path | None = None) -> dict[str, int]:
+    """The size in bytes of each of `types` (C++ type names, template-ids included) as the source at `path`
+    defines them, compiled for `arch` by `compiler` (``nvrtc`` or ``nvcc``) with `options`.
+
+    A `CompileError` names the type the compiler could not size (its line is the declaration of the
+    probe, after the source's last line).
+    """
+    path = Path(path)
+    types = list(dict.fromkeys(types))
+    probes = probe_declarations(types)
+    if compiler == "nvcc":
+        built = compile_with_nvcc(path, (), arch, options, allow_outside_headers=allow_outside_headers,
+                                  project=project, probes=probes)
+    else:
+        source = read_source(path)
+        built = compile_text(source + ("" if source.endswith("\n") else "\n") + probes, path.name, (), arch,
+                             options, include_dir=path.resolve().parent, display_path=str(path),
+                             allow_outside_headers=allow_outside_headers, project=project)
+    names = [PROBE_VARIABLE.format(index) for index in range(len(types))]
+    found = initialised_words(built.image, names, str(path))
+    return {text: found[name] for text, name in zip(types, names) if name in found}

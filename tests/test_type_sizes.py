@@ -1,0 +1,109 @@
+"""shared_bytes: sizeof(SMem<BM, BN>): a kernel's own types sized by its own compiler, per configuration.
+
+Hand-written Hopper kernels size their dynamic shared memory as a struct of stages and barriers; its padding is
+the compiler's to decide. Without a GPU: the spec's form, the sizes read back from the compiled image (NVRTC and
+nvcc alike), each configuration's own size in the plan, and each mistake said at shared_bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from driver_gemm.cuda.type_sizes import type_sizes
+from driver_gemm.errors import CompileError, SpecError
+from driver_gemm.planning.spec_plan import plan_spec
+from driver_gemm.specfile import load_spec
+
+SMEM_KERNEL = """\
+#include <cstdint>
+template <int BM, int BN> struct alignas(128) SMem {
+    float a[BM * 64]; float b[BN * 64]; uint64_t full[4], empty[4];
+    static_assert(BM <= 128, "at most 128 rows");
+};
+template <int BM, int BN>
+__global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
+    extern __shared__ __align__(128) char raw[];
+    SMem<BM, BN>& s = *reinterpret_cast<SMem<BM, BN>*>(raw);
+    if (M < 0) C[0] = s.a[0] + s.b[BN] + s.full[1];
+}
+"""
+
+
+def smem_size(bm: int, bn: int) -> int:
+    """sizeof(SMem<BM, BN>) as the C++ rules lay it out: the floats and barriers, padded to 128 bytes."""
+    return -(-(4 * 64 * (bm + bn) + 64) // 128) * 128
+
+
+def write(tmp_path, shared_bytes: str, params: str = "{BM: [64, 128], BN: 128}", extra: str = "") -> "Path":
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "k.cu").write_text(SMEM_KERNEL)
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"shapes: [[256, 256, 256]]\nkernels:\n  - name: k\n    source: k.cu\n    function: k\n"
+                    f"    params: {params}\n    block: [128]\n    grid: [ceil(N / BN), ceil(M / BM)]\n"
+                    f"    shared_bytes: {shared_bytes}\n{extra}")
+    return path
+
+
+def test_the_compiler_sizes_the_sources_types(tmp_path):
+    (tmp_path / "k.cu").write_text(SMEM_KERNEL)
+    sizes = type_sizes(tmp_path / "k.cu", ["SMem<64, 128>", "SMem<128, 128>", "float4"], "sm_90")
+    assert sizes == {"SMem<64, 128>": smem_size(64, 128), "SMem<128, 128>": smem_size(128, 128), "float4": 16}
+    with pytest.raises(CompileError, match='identifier "Smem" is undefined'):
+        type_sizes(tmp_path / "k.cu", ["Smem<64, 128>"], "sm_90")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_nvcc_sizes_them_alike_beside_host_code(tmp_path):
+    (tmp_path / "k.cu").write_text(SMEM_KERNEL + "int main() { return 0; }\n")   # host code: NVRTC cannot build it
+    assert type_sizes(tmp_path / "k.cu", ["SMem<64, 128>"], "sm_90", compiler="nvcc") == {
+        "SMem<64, 128>": smem_size(64, 128)}
+
+
+def test_each_configuration_gets_its_own_size_in_the_plan(tmp_path):
+    spec = load_spec(write(tmp_path, "sizeof(SMem<BM, BN>) + 1024"))
+    kernel = spec.kernels[0]
+    assert kernel.shared_bytes.source == "sizeof(SMem<BM, BN>) + 1024"      # shown as written
+    assert dict(kernel.sizeofs) == {"__sizeof0": "SMem<BM, BN>"}
+    planned = plan_spec(spec, "sm_90")
+    assert all(plan.valid for plan in planned.plans), [plan.problems for plan in planned.plans]
+    assert [plan.config.shared_bytes for plan in planned.plans] == [smem_size(64, 128) + 1024,
+                                                                    smem_size(128, 128) + 1024]
+
+
+def test_a_type_that_does_not_compile_for_one_configuration_invalidates_that_one_alone(tmp_path):
+    planned = plan_spec(load_spec(write(tmp_path, "sizeof(SMem<BM, BN>)", "{BM: [64, 256], BN: 128}")), "sm_90")
+    good, bad = planned.plans
+    assert good.valid and good.config.shared_bytes == smem_size(64, 128)
+    problem, = bad.problems
+    assert problem.field == "kernels[k].shared_bytes"
+    assert "sizeof(SMem<256, 128>): the kernel's compiler cannot size it" in str(problem)
+    assert "at most 128 rows" in str(problem)
+
+
+@pytest.mark.parametrize("shared_bytes, message", [
+    ("'sizeof(SMem<BM, BN> + 1024'", "sizeof takes one C++ type, as sizeof(SMem<BM, BN>)"),
+    ("'sizeof() + 1'", "sizeof takes one C++ type"),
+    ("'sizeof(SMem<BM, BN>>)'", "sizeof takes one C++ type"),
+    ("'sizeof(SMem<BM, TILE>)'", None),   # an unknown name inside the type is the compiler's to judge
+])
+def test_a_malformed_sizeof_is_refused_at_shared_bytes(tmp_path, shared_bytes, message):
+    path = write(tmp_path, shared_bytes)
+    if message is None:
+        plan, _ = plan_spec(load_spec(path), "sm_90").plans
+        assert not plan.valid and 'identifier "TILE" is undefined' in str(plan.problems[0])
+        return
+    with pytest.raises(SpecError, match=re.escape(message)) as info:
+        load_spec(path)
+    assert info.value.field == "kernels[k].shared_bytes"
+
+
+def test_a_prebuilt_binary_cannot_size_a_type(tmp_path):
+    path = write(tmp_path, "sizeof(SMem<BM, BN>)")
+    path.write_text(path.read_text().replace("source: k.cu", "binary: k.cubin"))
+    (tmp_path / "k.cubin").write_bytes(b"")
+    with pytest.raises(SpecError, match="sizeof needs the kernel's source") as info:
+        load_spec(path)
+    assert info.value.field == "kernels[k].shared_bytes"
