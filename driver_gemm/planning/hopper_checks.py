@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, cast
 
+from ..argtypes import C_TYPES
 from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.occupancy import ArchLimits, base_arch, parse_arch
@@ -93,7 +94,9 @@ def tensor_map_of(kernel: KernelSpec, argument: Argument, env: dict[str, int], s
     """The map `argument` describes: its own ``dims`` (innermost first), or operand data laid out as
     `operand_geometry` says with a [rows, cols] box."""
     description = argument.tensor_map
-    element = description.element or operand_storage(kernel, description.tensor)
+    own = _own_buffer(kernel, description.tensor)
+    element = description.element or (BUFFER_MAP_ELEMENTS[own.element] if own is not None
+                                       else operand_storage(kernel, description.tensor))
     options: dict[str, Any] = {"swizzle": description.swizzle, "l2_promotion": description.l2_promotion,
                "oob_fill": description.oob_fill}
     if description.dims is not None:
@@ -107,6 +110,19 @@ def tensor_map_of(kernel: KernelSpec, argument: Argument, env: dict[str, int], s
     rows, cols, leading = operand_geometry(kernel, shape, description.tensor)
     box_rows, box_cols = (e.evaluate_int(env) for e in description.box)
     return TensorMapPlan.for_matrix(element, rows, cols, leading, box_rows, box_cols, **options)
+
+
+# A device buffer's element (`specfile.device_buffers`) as the tensor map's data type of the same width.
+BUFFER_MAP_ELEMENTS = {"int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64", "float32": "fp32",
+                       "float64": "fp64", "float16": "fp16", "bfloat16": "bf16", "int8": "uint8", "uint8": "uint8",
+                       "bool": "uint8", "int16": "uint16", "uint16": "uint16"}
+
+
+def _own_buffer(kernel: KernelSpec, tensor: str):
+    """The kernel's own device buffer a map over `tensor` describes (`DeviceBufferArgument`); None for A, B, C."""
+    if tensor in ("A", "B", "C"):
+        return None
+    return next((argument.buffer for _, argument in kernel.device_buffers() if argument.name == tensor), None)
 
 
 def operand_bytes(kernel: KernelSpec, shape: Shape, tensor: str, element: str) -> int:
@@ -132,14 +148,22 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
             problem(f"{argument.name}: {key}: {exc}", f"{field_name}.{key}")
             continue
         tensor = argument.tensor_map.tensor
-        stored = operand_storage(kernel, tensor)
+        own = _own_buffer(kernel, tensor)
+        stored = BUFFER_MAP_ELEMENTS[own.element] if own is not None else operand_storage(kernel, tensor)
         if ELEMENT_TYPES[plan.element_type][1] != ELEMENT_TYPES[stored][1]:
             problem(f"{argument.name}: element {plan.element_type} is {plan.element_bytes} bytes, but {tensor} is "
                     f"stored as {stored} ({ELEMENT_TYPES[stored][1]} bytes)", f"{field_name}.element",
                     hint="the map must describe the operand as it lies in memory")
         found = plan.problems()
-        if not found:
+        buffer_bytes: int | None = None
+        if not found and own is not None:
+            try:
+                buffer_bytes = own.size.evaluate_int(env) * C_TYPES[own.element].size
+            except expr.ExpressionError:    # the buffer's own plan says why
+                pass
+        elif not found:
             buffer_bytes = operand_bytes(kernel, shape, tensor, plan.element_type)
+        if not found and buffer_bytes is not None:
             if plan.reach_bytes > buffer_bytes:
                 found.append(("dims", f"the map reaches {plan.reach_bytes} bytes from {tensor}'s start, past its "
                                       f"{buffer_bytes}-byte buffer: a copy there would read outside it"))

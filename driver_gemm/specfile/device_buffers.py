@@ -11,6 +11,7 @@ them per shape. The fields: docs/kernels.md.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -22,7 +23,7 @@ from .limits import MAX_BUFFER_VALUES
 from .model import Argument, DeviceBufferArgument
 from .project import project_root
 
-BUFFER_KEYS = ("name", "type", "element", "size", "fill")
+BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass")
 # A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
 FILE_FIELD = re.compile(r"\{([^{}]*)\}")
 # What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
@@ -66,10 +67,17 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         raise context.error(f"element is one of {', '.join(BUFFER_ELEMENTS)}, got {kind_name(element)}", item,
                             "element", f"{item_path}.element")
     size = parse_expression(context, item, "size", item["size"], f"{item_path}.size", whole=True)
+    passing = item.get("pass", "parameter")
+    if passing not in ("parameter", "none"):
+        raise context.error(f"pass is parameter (the default: the kernel takes the buffer's address) or none (no "
+                            f"parameter: a tensor map over it reaches the kernel), got {kind_name(passing)}", item,
+                            "pass", f"{item_path}.pass")
     if isinstance(item.get("fill"), dict):
-        return Argument(name, "ptr", None, buffer=_file_fill(context, item, item_path, element, size))
-    fill, values = _fill(context, item, item_path, element)
-    return Argument(name, "ptr", None, buffer=DeviceBufferArgument(element, size, fill, values))
+        buffer = _file_fill(context, item, item_path, element, size)
+    else:
+        fill, values = _fill(context, item, item_path, element)
+        buffer = DeviceBufferArgument(element, size, fill, values)
+    return Argument(name, "ptr", None, buffer=dataclasses.replace(buffer, passed=passing == "parameter"))
 
 
 def _file_fill(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:

@@ -106,7 +106,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     require = _require(context, node, dotted)
     options, precision, arch = _compiler_settings(context, node, dotted)
     scalars = parse_kernel_scalars(context, node, dotted, scalars)
-    signature = parse_signature(context, node, dotted, scalars)
+    signature, memory = parse_signature(context, node, dotted, scalars)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
     # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.
     type_params = {key: next(v for v in values if isinstance(v, str)) for key, values in zip(param_names, sweep)
@@ -131,7 +131,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                           binary=binary, operands=operands, launch_attributes=launch_attributes,
                           where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                          min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs,
+                          min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs, memory=memory,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir))
                for combo in itertools.product(*sweep)]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)

@@ -152,6 +152,9 @@ class DeviceBufferArgument:
     file: str | None = None
     file_folder: Path | None = None
     file_root: Path | None = None
+    # False (pass: none): allocated and filled for the case but no parameter of the kernel, which reads it only
+    # through a tensor map over it (DeepGEMM's scale factors); it is then in `KernelSpec.memory`.
+    passed: bool = True
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,8 @@ class KernelSpec:
     # shared_bytes: sizeof(SMem<BM, BN>): the name its expression reads for each sizeof, with the type it sizes
     # as written (params by name), which the kernel's compiler sizes per configuration (planning.type_sizes).
     sizeofs: Mapping[str, str] = field(default_factory=dict)
+    # Buffers of the case that are no parameter (pass: none), each with its field path: read through tensor maps.
+    memory: tuple[tuple[str, "Argument"], ...] = ()
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
@@ -450,9 +455,10 @@ class KernelSpec:
 
     def device_buffers(self) -> tuple[tuple[str, Argument], ...]:
         """The (field path, argument) of every device buffer of the kernel's own (workspaces, scalars by
-        pointer), wherever it is in the signature."""
-        return self._kept("device_buffers", lambda: tuple((path, argument) for path, argument in self.leaf_arguments()
-                                                          if argument.buffer is not None))
+        pointer), wherever it is in the signature, and those passed to no parameter (`memory`)."""
+        return self._kept("device_buffers", lambda: tuple(
+            [(path, argument) for path, argument in self.leaf_arguments() if argument.buffer is not None]
+            + list(self.memory)))
 
 
 @dataclass(frozen=True)

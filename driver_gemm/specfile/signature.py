@@ -35,8 +35,10 @@ def _check_constant_fits(context: Context, argument: Argument, node: Any, key: A
     check_constant_fits(context, argument.ctype, argument.value, node, key, dotted)
 
 
-def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float]) -> tuple[Argument, ...]:
-    """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings."""
+def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float]
+                    ) -> tuple[tuple[Argument, ...], tuple[tuple[str, Argument], ...]]:
+    """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings; and
+    apart, each with its field path, the buffers that are no parameter (``pass: none``, read through maps)."""
     value = node.get("signature", list(DEFAULT_SIGNATURE))
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
@@ -44,7 +46,25 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars)
                  for index in range(len(value))]
     _check_operands_reached(context, node, dotted, arguments)
-    return tuple(arguments)
+    unpassed = [index for index, argument in enumerate(arguments)
+                if argument.buffer is not None and not argument.buffer.passed]
+    mapped = {leaf.tensor_map.tensor for argument in arguments for leaf in _leaves(argument) if leaf.tensor_map}
+    for index in unpassed:
+        if arguments[index].name not in mapped:
+            raise context.error(f"buffer {arguments[index].name} has pass: none, but no tensor map reads it: it "
+                                "would reach the kernel in no way", value, index, f"{dotted}.signature[{index}].pass",
+                                hint=f"add a tensormap entry with tensor: {arguments[index].name}, or leave pass "
+                                     "out")
+    memory = tuple((f"signature[{index}]", arguments[index]) for index in unpassed)
+    if len(memory) == len(arguments):
+        raise context.error("signature holds no parameter of the kernel", node, "signature", f"{dotted}.signature")
+    return tuple(argument for argument in arguments if argument.buffer is None or argument.buffer.passed), memory
+
+
+def _leaves(argument: Argument):
+    yield argument
+    for field in argument.fields:
+        yield from _leaves(field)
 
 
 def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> None:
@@ -62,6 +82,11 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
 
     for argument in arguments:
         add(argument)
+    buffers = set(_buffer_elements(arguments))
+    for tensor in sorted(mapped - {"A", "B", "C"} - buffers):
+        raise context.error(f"a tensor map's tensor {tensor!r} is neither A, B, C nor a buffer of the signature",
+                            node, "signature", f"{dotted}.signature",
+                            hint="a map over the kernel's own data names a {name: X, type: buffer, ...} entry")
     for matrix in ("A", "B", "C"):
         if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
             raise context.error(f"signature must take {matrix} exactly once (as a pointer, or through tensor "
@@ -70,6 +95,16 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
     if duplicates:
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
                             f"{dotted}.signature")
+
+
+def _buffer_elements(arguments) -> dict[str, str]:
+    """The signature's device buffers, struct fields included: {name: element type}."""
+    found: dict[str, str] = {}
+    for argument in arguments:
+        if argument.buffer is not None:
+            found[argument.name] = argument.buffer.element
+        found.update(_buffer_elements(argument.fields))
+    return found
 
 
 def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:
@@ -187,6 +222,9 @@ def _argument_at(context: Context, parent: list, index: int, item_path: str, sca
     if not isinstance(item, (str, dict)):
         raise context.error(f"{'a field' if field else 'an argument'} is a name or a mapping, got {kind_name(item)}",
                             parent, index, item_path)
+    if field and isinstance(item, dict) and item.get("type") == "buffer" and item.get("pass") == "none":
+        raise context.error("a struct's buffer field is a pointer in the struct's bytes; pass: none is for a buffer "
+                            "of the signature itself", item, "pass", f"{item_path}.pass")
     if field and isinstance(item, dict) and item.get("type") == "tensormap" and item.get("pass") == "pointer":
         raise context.error("a tensor map inside a struct is held by value (the struct's bytes hold its 128); a "
                             "const CUtensorMap* field is not supported", item, "pass", f"{item_path}.pass")

@@ -59,6 +59,8 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
                    "shared_bytes": kernel.shared_bytes.source,
                    "signature": [[path, a.name, a.ctype, a.value.source if a.value is not None else None,
                                   *_array_and_buffer(a)] for path, a in kernel.leaf_arguments()]},
+        **({"memory": [[path, a.name, *_array_and_buffer(a)] for path, a in kernel.memory]}
+           if kernel.memory else {}),
         "shape": [shape.M, shape.N, shape.K],
         "precision": kernel.precision,
         **({"epilogue": kernel.epilogue} if kernel.epilogue else {}),   # (absent: the keys of others stay)
