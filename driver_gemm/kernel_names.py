@@ -68,3 +68,9 @@ def mangled_base_name(symbol: str) -> str | None:
         if symbol[position:position + 1] == "I":    # a template's arguments inside the nest end this scan
             break
     return name if name and re.fullmatch(r"[A-Za-z_]\w*", name, re.ASCII) else None
+
+
+def is_mangled(function: str) -> bool:
+    """True for a mangled symbol (``_Z1kILi128EEvPKfS1_Pfiii``): a kernel named as it is in the image, not by a
+    C++ expression."""
+    return re.fullmatch(r"_Z\w+", function.strip(), re.ASCII) is not None

@@ -23,7 +23,7 @@ from driver_gemm.cuda import nvcc as nvcc_module
 from driver_gemm.cuda.compile import compile_hints, compile_source, local_headers
 from driver_gemm.cuda.cubin import read_cubin
 from driver_gemm.cuda.mangling import demangle, find_symbol, normalise_parameter_type
-from driver_gemm.errors import ImageError, SpecError
+from driver_gemm.errors import CompileError, ImageError, SpecError
 from driver_gemm.kernel_names import overload_expression, split_overload
 from driver_gemm.planning.spec_plan import plan_spec
 from driver_gemm.specfile import load_spec
@@ -613,3 +613,33 @@ def test_a_template_id_function_must_name_every_param_it_is_given(tmp_path, func
     with pytest.raises(SpecError, match=message) as info:
         load_spec(path)
     assert info.value.field == "kernels[k].params"
+
+
+LAUNCHED_TEMPLATE = ("template <int TILE>\n__global__ void k(const float* A, const float* B, float* C, int M, int N, "
+                     "int K) { if (M < 0) C[0] = TILE; }\n")
+LAUNCHED_SYMBOL = "_Z1kILi128EEvPKfS1_Pfiii"
+
+
+def test_a_mangled_name_picks_the_instance_the_source_itself_instantiates_under_nvrtc(tmp_path):
+    (tmp_path / "k.cu").write_text(LAUNCHED_TEMPLATE + "template __global__ void k<128>(const float*, const float*, "
+                                                       "float*, int, int, int);\n")
+    cubin = compile_source(tmp_path / "k.cu", [LAUNCHED_SYMBOL], "sm_90", use_cache=False)
+    assert cubin.symbol(LAUNCHED_SYMBOL) == LAUNCHED_SYMBOL
+    (tmp_path / "none.cu").write_text(LAUNCHED_TEMPLATE)
+    with pytest.raises(CompileError, match=f"NVRTC's build has no kernel {LAUNCHED_SYMBOL}: the source instantiates "
+                                           "no kernel"):
+        compile_source(tmp_path / "none.cu", [LAUNCHED_SYMBOL], "sm_90", use_cache=False)
+
+
+@needs_nvcc
+def test_a_mangled_name_picks_the_instance_the_files_launcher_makes_under_nvcc(tmp_path):
+    # CuTe's tutorials instantiate their kernels only through their host launchers.
+    (tmp_path / "k.cu").write_text(LAUNCHED_TEMPLATE + "void launch(float* C) { k<128><<<1, 128>>>(C, C, C, 1, 1, 1); }\n")
+    path = write_spec(tmp_path, f"  - {{name: k, source: k.cu, function: {LAUNCHED_SYMBOL}, compiler: nvcc, "
+                                "block: [128], grid: [1]}\n")
+    planned = plan_spec(load_spec(path), "sm_90")
+    assert not planned.compile_errors and all(plan.valid for plan in planned.plans), planned.compile_errors
+    other = write_spec(tmp_path, "  - {name: k, source: k.cu, function: _Z1kILi64EEvPKfS1_Pfiii, compiler: nvcc, "
+                                 "block: [128], grid: [1]}\n")
+    error, = plan_spec(load_spec(other), "sm_90").compile_errors
+    assert f"the file instantiates only {LAUNCHED_SYMBOL}" in str(error)

@@ -33,7 +33,7 @@ from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
 from ..errors import CompileError, ToolMissingError, WrongArgumentType, path_argument
-from ..kernel_names import split_overload
+from ..kernel_names import is_mangled, split_overload
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _STANDARD_OPTION = re.compile(r"^--?std(=|$)")
@@ -443,7 +443,9 @@ def _compile_once(source, name, instances, arch, options, version, display_path,
     started = time.perf_counter()
     program = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
-        for instance in instances:
+        # A mangled name is no C++ expression: the source's own explicit instantiation builds it, found by name.
+        named = [instance for instance in instances if not is_mangled(instance)]
+        for instance in named:
             check(nvrtc.nvrtcAddNameExpression(program, instance.encode()), f"nvrtcAddNameExpression({instance})")
         encoded = [o.encode() for o in options]
         status, = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
@@ -452,12 +454,23 @@ def _compile_once(source, name, instances, arch, options, version, display_path,
             raise CompileError(format_compile_error(log, source, display_path, status.name, options, quotable,
                                                     instances), log=log, options=options)
         lowered = {}
-        for instance in instances:
+        for instance in named:
             symbol = check(nvrtc.nvrtcGetLoweredName(program, instance.encode()), f"nvrtcGetLoweredName({instance})")
             lowered[instance] = symbol.decode()
         size = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
         image = bytearray(size)
         check(nvrtc.nvrtcGetCUBIN(program, image), "nvrtcGetCUBIN")
+        for instance in instances:
+            if instance in lowered:
+                continue
+            kernels = read_cubin(bytes(image), display_path).kernels
+            if instance not in kernels:
+                built = f"only {', '.join(sorted(kernels))}" if kernels else "no kernel"
+                raise CompileError(f"{display_path}: NVRTC's build has no kernel {instance}: the source instantiates "
+                                   f"{built} (a mangled name names a kernel the source instantiates itself, as an "
+                                   "explicit instantiation does; NVRTC compiles no host launcher)", log=log,
+                                   options=options)
+            lowered[instance] = instance
         facts = _ptx_facts_of(program, set(lowered.values()))
     finally:
         check(nvrtc.nvrtcDestroyProgram(program), "nvrtcDestroyProgram")

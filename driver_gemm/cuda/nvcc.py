@@ -30,7 +30,7 @@ from .mangling import find_symbol
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import parse_ptxas_report
 from ..errors import CompileError, ImageError, ToolMissingError
-from ..kernel_names import split_overload
+from ..kernel_names import is_mangled, split_overload
 
 _log = logging.getLogger(__name__)
 _VERSION = re.compile(r"release (\d+)\.(\d+)")
@@ -88,6 +88,8 @@ def wrapper_source(source_path: Path, instances: Iterable[str], probes: str = ""
     """
     lines = [f'#include "{source_path.name}"']
     for index, instance in enumerate(instances):
+        if is_mangled(instance):     # no C++ expression: the file itself instantiates it (its own launcher)
+            continue
         address = f"(void*){instance}" if split_overload(instance)[1] is not None else f"(void*)&{instance}"
         lines.append(f"__device__ void* {INSTANCE_VARIABLE.format(index)} = {address};")
     return "\n".join(lines) + "\n" + probes
@@ -171,6 +173,14 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
         symbol = targets.get(INSTANCE_VARIABLE.format(index))
         if symbol in parsed.kernels:
             lowered[instance] = symbol
+            continue
+        if is_mangled(instance):
+            if instance not in parsed.kernels:
+                built = f"only {', '.join(sorted(parsed.kernels))}" if parsed.kernels else "no kernel"
+                raise CompileError(f"{path}: nvcc's build has no kernel {instance}: the file instantiates {built} "
+                                   "(a mangled name is found as the file's own code instantiates it)",
+                                   log=log, options=tuple(options))
+            lowered[instance] = instance
             continue
         try:   # no relocation to read: matched by name, as for a prebuilt image
             lowered[instance] = find_symbol(instance, parsed.kernels, f"nvcc build of {path}")
