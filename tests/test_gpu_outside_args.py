@@ -89,3 +89,32 @@ def test_a_tile_order_read_from_a_file_per_shape_reaches_the_kernel(tmp_path):
     assert len(cases) == 2
     assert all(case.status == Status.PASS for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
 
+
+
+SCALES_THROUGH_A_MAP = """
+- name: args-row-scale-map
+  source: "@KERNELS@/outside/args_row_scale_map.cu"
+  function: args_row_scale_map
+  arch: sm_90a
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  signature:
+    - A
+    - B
+    - C
+    - M
+    - N
+    - K
+    - {name: row_scales, type: tensormap, tensor: scales, dims: [M], box: [16]}
+    - {name: scales, type: buffer, element: float32, size: M, fill: 1.0, pass: none}
+"""
+
+
+def test_a_map_over_a_buffer_that_is_no_parameter_reaches_the_kernel(tmp_path):
+    # Every row of C is scaled by the factor the map copies in: 1.0 only where it read the case's buffer.
+    path = write_spec(tmp_path, SCALES_THROUGH_A_MAP, ["[1001, 520, 776]", "[65, 130, 17]"])
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    cases = [case for case in run.cases if case.name == "args-row-scale-map"]
+    assert len(cases) == 2
+    assert all(case.status == Status.PASS for case in cases), [(c.shape.label, c.status, c.message) for c in cases]

@@ -75,3 +75,15 @@ def test_malformed_maps_over_buffers_are_refused_at_their_field(tmp_path, signat
     with pytest.raises(SpecError, match=message.replace("(", r"\(")) as info:
         load_spec(write(tmp_path, signature))
     assert info.value.field == f"kernels[k].{field}"
+
+
+def test_the_gpu_tests_row_scale_kernel_plans_offline(tmp_path):
+    # tests/test_gpu_outside_args.py runs it: its 1-D map over a pass: none buffer matches the compiled image.
+    from test_gpu_outside_args import SCALES_THROUGH_A_MAP
+    from gpu_specs import write_spec as write_gpu_spec
+    path = write_gpu_spec(tmp_path, SCALES_THROUGH_A_MAP, ["[1001, 520, 776]", "[65, 130, 17]"])
+    planned = plan_spec(load_spec(path), "sm_90a")
+    assert not planned.compile_errors and len(planned.plans) == 2
+    for plan in planned.plans:
+        assert plan.valid, plan.problems
+        assert plan.tensor_maps["row_scales"].extents == (plan.shape.M,) and plan.buffers["scales"].count == plan.shape.M
