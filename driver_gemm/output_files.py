@@ -28,9 +28,12 @@ maps and cache entries alike:
 - The new file has the permissions of the file it replaces, or the umask's
   for a new file.
 
-`check_output` runs the same checks before a command starts any work and
-raises `UsageError` (exit 2); the same problem met at write time, and every
-failure of the write itself, is `OutputError` (exit 1).
+`check_output` runs the same checks before a command starts any work (on a
+file system with no storage, such as /proc, it creates and removes a file to
+find whether one can be made there), and raises `UsageError` (exit 2); the
+same problem met at write time, and every failure of the write itself, is
+`OutputError` (exit 1). `output_path` refuses a path given on a command line
+that names a folder (``out/``).
 """
 
 from __future__ import annotations
@@ -110,6 +113,12 @@ def _existing_folder(folder: str) -> str:
 
 def _resolve(path: Path) -> tuple[Path, os.stat_result | None]:
     """The file a write to `path` replaces (every link followed) and its status (None when new); or `_Refused`."""
+    target, status, _ = _resolve_in(path)
+    return target, status
+
+
+def _resolve_in(path: Path) -> tuple[Path, os.stat_result | None, str]:
+    """As `_resolve`, with the folder the write creates its file in (or the nearest one of it that exists)."""
     name = os.fspath(path)
     try:
         status = os.stat(name)
@@ -137,7 +146,47 @@ def _resolve(path: Path) -> tuple[Path, os.stat_result | None]:
                               else os.path.dirname(os.path.join(os.getcwd(), name)))
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _Refused(f"cannot write in {folder} (permission denied)")
-    return target, status
+    return target, status, folder
+
+
+def _probe(folder: str) -> None:
+    """`_Refused` where `folder` is on a file system with no storage (/proc, /sys) and takes no new file.
+
+    Permissions do not tell: such a folder is one its owner may write in, and only creating a file there (and
+    removing it) finds that it takes none. Every write of this module creates its temporary file in the target's
+    folder, so a folder that takes this one takes the write's. A file system with storage is left to the
+    permissions already checked: trying there would change the folder's time for nothing.
+    """
+    try:
+        if os.statvfs(folder).f_blocks:
+            return
+    except (OSError, AttributeError):      # no statvfs on this system, or no answer: the write will say
+        return
+    try:
+        handle, name = tempfile.mkstemp(dir=folder, prefix=".driver-gemm-check.", suffix=".tmp")
+    except OSError as error:
+        reason = ("its file system takes no new files (a pseudo-file system, as /proc and /sys are)"
+                  if error.errno == errno.ENOENT else reason_of(error))
+        raise _Refused(f"cannot be written there: no file can be created in {folder}: {reason}") from None
+    os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
+def output_path(text: str | os.PathLike, role: str, example: str) -> Path:
+    """An output file's path as the command line gives it, refused (`UsageError`) where it can name no file: empty,
+    or ending in a separator, which names a folder (a `Path` would drop the separator and write a file there).
+    `example` is a file name the message suggests (``results.json``)."""
+    text = os.fspath(text)
+    if not text.strip():
+        raise UsageError(f"give the path of a file, not {text!r}", field=role)
+    separators = tuple(filter(None, (os.sep, os.altsep)))
+    if text.endswith(separators):
+        named = text.rstrip("".join(separators))
+        instead = named if Path(named).suffix else f"{named or '.'}/{example}"    # x.png/ meant x.png; out/ a folder
+        raise UsageError(f"{text} ends in a separator, so it names a folder: give the file's path (e.g. {instead})",
+                         field=role)
+    return Path(text)
 
 
 def check_output(path: str | Path | None, role: str) -> None:
@@ -150,7 +199,8 @@ def check_output(path: str | Path | None, role: str) -> None:
     if path is None:
         return
     try:
-        _resolve(Path(path))
+        _, _, folder = _resolve_in(Path(path))
+        _probe(folder)
     except _Refused as refused:
         raise UsageError(str(refused), where=str(path), field=role) from None
 
@@ -172,6 +222,7 @@ def check_output_folder(path: str | Path | None, role: str) -> None:
         folder = _existing_folder(os.path.join(os.getcwd(), name))
         if not os.access(folder, os.W_OK | os.X_OK):
             raise _Refused(f"cannot write in {folder} (permission denied)")
+        _probe(folder)
     except _Refused as refused:
         raise UsageError(str(refused), where=str(path), field=role) from None
 

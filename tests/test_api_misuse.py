@@ -99,7 +99,7 @@ def test_paths_and_options_of_the_wrong_kind_are_named_by_the_function_that_take
     (lambda: dg.plan_spec(SPECS / "seed.yaml", sm_count=10**6), "plan_spec: sm_count is 1 to 10,000, got 1,000,000"),
     (lambda: dg.compare_runs(ROOT / "tests" / "data" / "results" / "seed-h200.json",
                              ROOT / "tests" / "data" / "results" / "seed-h200.json", threshold=float("nan")),
-     "compare_runs: threshold is a fraction of at least 0, got nan"),
+     r"compare_runs: threshold is a fraction from 0 to below 10,000 \(1,000,000%\), got nan"),
 ])
 def test_values_no_caller_means_are_value_errors(call, words):
     with pytest.raises(ValueError, match=words):

@@ -38,13 +38,14 @@ def test_a_figure_no_gpu_reaches_is_refused_naming_the_case(tmp_path, capsys, fi
     import json
 
     run = json.loads((RESULTS / "seed-h200.json").read_text())
-    case = next(case for case in run["cases"] if case.get(field))
+    index, case = next((index, case) for index, case in enumerate(run["cases"]) if case.get(field))
     case[field] = 1.7e308
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(run))
     assert main(["plot", str(edited), "-o", str(tmp_path / "p.png")]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert f"{field} = 1.7e+308 is no figure a GPU reaches" in err and case["shape"]["label"] in err
+    # refused as the file is read, as show, compare and tune --from refuse it: the file and the case's field named
+    assert f"edited.json: cases[{index}].{field}: 1.7e+308" in err and "is no figure a GPU run gives" in err
     assert not (tmp_path / "p.png").exists()
 
 

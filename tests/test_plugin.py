@@ -216,7 +216,7 @@ def test_no_regression_against_the_same_results_and_a_bad_gate_is_a_usage_error(
      "*--driver-gemm-min-pct 'inf': the percentage must be*"),
     (["--driver-gemm-results", SEED_RESULTS, "--driver-gemm-baseline-results", SEED_RESULTS,
       "--driver-gemm-threshold", "nan"],
-     "*--driver-gemm-threshold must be 0 or more*"),
+     "*--driver-gemm-threshold is a percentage from 0 to below 1,000,000*"),
 ])
 def test_options_that_could_never_fail_a_case_are_usage_errors(inner, options, message):
     """Results of another spec, or a gate on a kernel the spec lacks, would pass or fail every case unchecked."""

@@ -211,6 +211,9 @@ def test_a_full_width_name_in_a_grid_is_refused_at_its_field(tmp_path, monkeypat
     (["run", SEED, "--baseline-results", str(RESULTS / "seed-h200.json"), "--threshold", "５"], "--threshold"),
     (["run", SEED, "--baseline-results", str(RESULTS / "seed-h200.json"), "--threshold", "1_0"], "--threshold"),
     (["run", SEED, "--samples", "flush-idle:５"], "--samples"),
+    (["compare", str(RESULTS / "seed-h200.json"), str(RESULTS / "seed-h200.json"), "--threshold", "５"], "--threshold"),
+    (["compare", str(RESULTS / "seed-h200.json"), str(RESULTS / "seed-h200.json"), "--threshold", "1_0"],
+     "--threshold"),
 ])
 def test_command_line_numbers_are_written_with_ascii_digits(argv, field, tmp_path, monkeypatch, capsys):
     _command_refused(argv, tmp_path, monkeypatch, capsys, field)

@@ -228,6 +228,10 @@ def whole_number(text: str) -> int:
     return number
 
 
+# A change of a million percent is a time ten thousand times another's: a threshold past it calls every change SAME.
+MAX_THRESHOLD_PCT = 1e6
+
+
 def decimal_number(text: str) -> float:
     """An option's ``type``: a number written in ASCII (12, 2.5, 1e3; nan and inf are left to the option's own range
     check), where float() would also take full-width digits ('５') and underscores ('1_0')."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import Output, add_format_options, read_results_files
+from .common import MAX_THRESHOLD_PCT, Output, add_format_options, decimal_number, read_results_files
 from .plot import check_picture
 from ..errors import UsageError
 from ..results.text import printable
 from .exit_codes import EXIT_FAILED, EXIT_OK
+
 
 
 def add_parser(commands, **common) -> None:
@@ -16,13 +17,13 @@ def add_parser(commands, **common) -> None:
                                                   "BROKEN, FIXED; exit 1 on a regression", **common)
     compare.add_argument("old", type=Path, help="results of the reference run (.json or .jsonl)")
     compare.add_argument("new", type=Path, help="results of the run to judge")
-    compare.add_argument("--threshold", type=float, default=0.0, metavar="PERCENT",
+    compare.add_argument("--threshold", type=decimal_number, default=0.0, metavar="PERCENT",
                          help="also call differences up to this many percent SAME (default 0: noise only)")
     compare.add_argument("--across-gpus", action="store_true", help="match cases whatever GPU ran them")
     compare.add_argument("--equal-clock", action="store_true",
                          help="compare times scaled to one SM clock (each case's time x its median clock / the "
                               "GPU's maximum): a change the clock alone explains reads SAME")
-    compare.add_argument("--plot", type=Path, metavar="FILE",
+    compare.add_argument("--plot", metavar="FILE",     # text: `plot.check_picture` reads a trailing separator
                          help="also draw the change of each case with its noise band, coloured FASTER, SLOWER or "
                               "SAME (.png or .svg; needs the plots extra)")
     add_format_options(compare).add_argument(
@@ -37,9 +38,10 @@ def execute(args, out: Output) -> int:
     from ..report.tables import print_comparison
     from ..results.provenance import provenance_differences
 
-    if not 0 <= args.threshold < 1e6:   # also refuses NaN
-        raise UsageError(f"a threshold is a percentage of at least 0, got {args.threshold}", field="--threshold")
-    _check_plot(args)
+    if not 0 <= args.threshold < MAX_THRESHOLD_PCT:   # also refuses NaN
+        raise UsageError(f"a threshold is a percentage from 0 to below {MAX_THRESHOLD_PCT:,.0f}, got "
+                         f"{args.threshold:g}", field="--threshold")
+    picture = _check_plot(args)
     runs = read_results_files([args.old, args.new], out)
     for path, run in zip((args.old, args.new), runs):
         if not run.cases:
@@ -67,21 +69,22 @@ def execute(args, out: Output) -> int:
             before, after = comparison.params_changed
             out.note(printable(f"{comparison.kernel} at {comparison.shape}: its dispatch picked another "
                                f"configuration: {before} -> {after}"))
-    if args.plot is not None:
+    if picture is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import comparison_figure
         from ..report.plots import save
 
-        out.note(f"plot: {save(comparison_figure(comparisons, f'{args.old.name} -> {args.new.name}'), args.plot)}",
+        out.note(f"plot: {save(comparison_figure(comparisons, f'{args.old.name} -> {args.new.name}'), picture)}",
                  None)
     _say_clock_differences(comparisons, args.equal_clock, out)
     return EXIT_FAILED if any(c.regression for c in comparisons) else EXIT_OK
 
 
-def _check_plot(args) -> None:
-    """The picture to write, refused before anything is read (`plot.check_picture`)."""
-    if args.plot is not None:
-        check_picture(args.plot, "--plot", [("the old results", args.old), ("the new results", args.new)])
+def _check_plot(args) -> Path | None:
+    """The picture to write, refused before anything is read (`plot.check_picture`); None when none is asked for."""
+    if args.plot is None:
+        return None
+    return check_picture(args.plot, "--plot", [("the old results", args.old), ("the new results", args.new)])
 
 
 def _at_equal_clock(runs, out: Output) -> list:

@@ -14,6 +14,7 @@ import os
 import sys
 import traceback
 
+from .. import output_files
 from ..version import __version__
 from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
                       UsageError)
@@ -24,6 +25,8 @@ from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_FAILED, EXIT_IN
                          EXIT_OK, EXIT_USAGE)
 
 EXIT_CODES_POINTER = "exit codes: see driver-gemm --help"
+STDOUT_CLOSED = ("stdout is closed: what this command shows would be lost; send it to a file or to /dev/null "
+                 "(>/dev/null) instead of closing it")
 
 VERBOSE_HELP = "also print what the library logs as it works (-v: compiles; -vv: cache hits and more)"
 QUIET_HELP = "print only errors from the library's log (run and tune: also no progress lines, with their -q)"
@@ -64,6 +67,40 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # keep argparse's one-line form and its exit code, which is ours for usage too
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"driver-gemm: error: {message}\n")
+
+    def _print_message(self, message, file=None):
+        """argparse's every write (--help, --version, usage), flushed at once. argparse ignores a failed write,
+        and the text waits in the buffer until the interpreter's exit drops it: --help into a full disk would
+        exit 0 with nothing written. Here a failed write of stdout is one line on stderr and a code, as a
+        command's own output is: 141 for a reader that went away, else 1."""
+        if not message:
+            return
+        if file is None and sys.stdout is None:    # argparse's stdout, closed when the command started
+            _say_on_stderr(f"driver-gemm: {STDOUT_CLOSED}")
+            raise SystemExit(EXIT_USAGE)
+        file = file or sys.stderr
+        try:
+            file.write(message)
+            file.flush()
+        except (OSError, ValueError, AttributeError) as error:    # ValueError: closed since
+            if file is not sys.stdout:
+                return                 # stderr lost: nothing is left to say it on
+            _silence_stdout()          # what is left in its buffer goes nowhere, not into a second failure at exit
+            if isinstance(error, BrokenPipeError):
+                raise SystemExit(EXIT_BROKEN_PIPE) from None
+            reason = output_files.reason_of(error) if isinstance(error, OSError) else "it is closed"
+            _say_on_stderr(f"driver-gemm: stdout could not be written ({reason}): the rest of the output is lost")
+            raise SystemExit(EXIT_FAILED) from None
+
+
+def _say_on_stderr(line: str) -> None:
+    """One line on stderr, where there is one to write to."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,8 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _execute(args, out: Output) -> int:
     if stdout_closed():     # refused before any work: what the command shows would be lost
-        out.error("stdout is closed: what this command shows would be lost; send it to a file or to /dev/null "
-                  "(>/dev/null) instead of closing it")
+        out.error(STDOUT_CLOSED)
         return EXIT_USAGE
     try:
         return COMMANDS[args.command].execute(args, out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
+from ..output_files import output_path
 from .common import Output, check_output_file, read_results_files, refuse_aliases
 from .exit_codes import EXIT_OK
 
@@ -13,7 +14,8 @@ def add_parser(commands, **common) -> None:
     plot = commands.add_parser("plot", help="GFLOP/s against size, %% of cuBLAS per kernel and shape, and a "
                                             "roofline, from results files", **common)
     plot.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
-    plot.add_argument("-o", "--output", type=Path, required=True, help="picture to write (.png or .svg)")
+    # Read as text: a Path drops the separator of "out.png/", which names a folder (`check_picture` refuses it).
+    plot.add_argument("-o", "--output", required=True, help="picture to write (.png or .svg)")
     kind = plot.add_mutually_exclusive_group()
     kind.add_argument("--samples", action="store_true",
                       help="draw each case's raw samples instead: their distribution, and the samples in the order "
@@ -23,17 +25,19 @@ def add_parser(commands, **common) -> None:
                            "best so far, per kernel and shape")
 
 
-def check_picture(path: Path, option: str, inputs) -> None:
-    """A picture to write, refused before any work: not .png or .svg, not writable there, one of `inputs`, or
-    matplotlib missing."""
+def check_picture(given: str | Path, option: str, inputs) -> Path:
+    """A picture to write, as given on the command line, refused before any work: a folder's name (``out/``), not
+    .png or .svg, not writable there, one of `inputs`, or matplotlib missing. Its path back."""
     # matplotlib, behind report.plots: only when a command draws
     from ..report.plots import require_matplotlib
 
+    path = output_path(given, option, "plot.png")
     if path.suffix.lower() not in (".png", ".svg"):
         raise UsageError("the picture is .png or .svg", field=option)
     check_output_file(path, option)
     refuse_aliases([(option, path)], inputs)
     require_matplotlib()
+    return path
 
 
 def _is_tune(run) -> bool:
@@ -49,7 +53,7 @@ def execute(args, out: Output) -> int:
     # matplotlib, behind report.plots: only when the command runs
     from ..report.plots import plot_results, require_matplotlib, series_of
 
-    check_picture(args.output, "--output", [("a results file", path) for path in args.results])
+    output = check_picture(args.output, "--output", [("a results file", path) for path in args.results])
     runs = read_results_files(args.results, out)   # every input checked before anything is drawn or written
     if args.samples or args.tune:
         # matplotlib: only when the command runs
@@ -63,10 +67,10 @@ def execute(args, out: Output) -> int:
                              "than one configuration at a shape): --tune draws what `driver-gemm tune` wrote; plot "
                              "a run without --tune", where=str(args.results[0]), field="--tune")
         figure = tune_figure(runs[0]) if args.tune else samples_figure(sampled_cases(runs))
-        out.note(f"plot: {save(figure, args.output)}", None)
+        out.note(f"plot: {save(figure, output)}", None)
         return EXIT_OK
     if not series_of(runs):
         raise UsageError("no timed, passing case to plot", where=", ".join(map(str, args.results)))
     require_matplotlib()
-    out.note(f"plot: {plot_results(runs, args.output)}", None)
+    out.note(f"plot: {plot_results(runs, output)}", None)
     return EXIT_OK

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.util
-import os
 import re
 import signal
 from pathlib import Path
@@ -15,8 +14,10 @@ from rich.markup import escape
 
 from .. import timeline
 from ..errors import DriverGemmError, NoGpuError, ToolMissingError, UsageError
-from .common import (Output, add_format_options, add_source_option, check_ordinal, check_output_file,
-                     SPEC_HELP, check_output_folder, decimal_number, default_json, env_device, load_specs,
+from ..output_files import output_path
+from .common import (MAX_THRESHOLD_PCT, Output, add_format_options, add_source_option, check_ordinal,
+                     check_output_file, SPEC_HELP, check_output_folder, decimal_number, default_json, env_device,
+                     load_specs,
                      read_whole_number, refuse_aliases, spec_inputs)
 from .common import read_results_files
 from ..measure.vendor_choice import BaselineChoice
@@ -108,8 +109,9 @@ def read_gates(args, out: Output, specs=()):
             check_gate_names(per_name, [kernel.name for kernel in spec.kernels])
     except GateError as error:
         raise UsageError(str(error).replace("--driver-gemm-min-pct", "--min-pct"), field="--min-pct") from None
-    if args.threshold is not None and not 0 <= args.threshold < float("inf"):   # also refuses NaN
-        raise UsageError(f"must be 0 or more (a percentage), got {args.threshold}", field="--threshold")
+    if args.threshold is not None and not 0 <= args.threshold < MAX_THRESHOLD_PCT:   # also refuses NaN
+        raise UsageError(f"a threshold is a percentage from 0 to below {MAX_THRESHOLD_PCT:,.0f}, got "
+                         f"{args.threshold:g}", field="--threshold")
     stored = read_results_files([args.baseline_results], out)[0] if args.baseline_results else None
     if stored is not None and specs:
         try:
@@ -549,12 +551,10 @@ def _output_path(text: str | None, option: str, *, folder: bool) -> Path | None:
     """
     if text is None:
         return None
+    if not folder:
+        return output_path(text, option, "results.json")
     if not text.strip():
-        raise UsageError(f"give the path of a {'folder' if folder else 'file'}, not {text!r}", field=option)
-    separators = tuple(filter(None, (os.sep, os.altsep)))
-    if not folder and text.endswith(separators):
-        raise UsageError(f"{text} ends in a separator, so it names a folder: give the results file's path (e.g. "
-                         f"{text.rstrip(''.join(separators)) or '.'}/results.json)", field=option)
+        raise UsageError(f"give the path of a folder, not {text!r}", field=option)
     return Path(text)
 
 

@@ -15,25 +15,26 @@ def add_parser(commands, **common) -> None:
     show = commands.add_parser("show", help="print the tables of recorded results (.json or .jsonl), as `run` "
                                             "does; --markdown gives the README's tables; no GPU needed", **common)
     show.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
-    show.add_argument("--plot", type=Path, metavar="FILE",
+    show.add_argument("--plot", metavar="FILE",     # text: `plot.check_picture` reads a trailing separator
                       help="also draw each case's raw samples: their distribution, and the samples in the order "
                            "taken beside the SM clock (.png or .svg; needs the plots extra)")
     add_format_options(show)
 
 
 def execute(args, out: Output) -> int:
+    picture = None
     if args.plot is not None:   # refused before anything is read
-        check_picture(args.plot, "--plot", [("a results file", path) for path in args.results])
+        picture = check_picture(args.plot, "--plot", [("a results file", path) for path in args.results])
     runs = read_results_files(args.results, out)
     for path, run in zip(args.results, runs):
         if not run.cases:   # said, not an empty table and a bare exit code
             raise UsageError("no cases in these results: nothing to show", where=str(path))
     for run in runs:
         show_run(run, out)
-    if args.plot is not None:
+    if picture is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import sampled_cases, samples_figure
         from ..report.plots import save
 
-        out.note(f"plot: {save(samples_figure(sampled_cases(runs)), args.plot)}", None)
+        out.note(f"plot: {save(samples_figure(sampled_cases(runs)), picture)}", None)
     return EXIT_OK if all(run.ok for run in runs) else EXIT_FAILED

@@ -45,10 +45,14 @@ class TimedRows:
     baseline row of every case of a run is one look-up each, not a pass over the run per case."""
 
     def __init__(self, run: RunResult):
-        self.rows: dict[tuple, list[CaseResult]] = {}
+        # The first timed row of each (label, shape), and of each (label, shape, GPU): a file may repeat a row
+        # thousands of times, and a list of them searched per case would make a table quadratic in the repeats.
+        self.first: dict[tuple, CaseResult] = {}
+        self.first_on_gpu: dict[tuple, CaseResult] = {}
         for row in run.cases:
             if row.timing is not None:
-                self.rows.setdefault((row.kernel, row.shape), []).append(row)
+                self.first.setdefault((row.kernel, row.shape), row)
+                self.first_on_gpu.setdefault((row.kernel, row.shape, row.device.key), row)
 
     def baseline_case(self, case: CaseResult) -> CaseResult | None:
         """As the module's `baseline_case`, for a case of the run these rows are of."""
@@ -57,9 +61,8 @@ class TimedRows:
             return None
         if case.measured_against is not None:
             label = case.measured_against.kernel
-        same = self.rows.get((label, case.shape), [])
-        on_gpu = [row for row in same if row.device.key == case.device.key]
-        return (on_gpu or same or [None])[0]
+        on_gpu = self.first_on_gpu.get((label, case.shape, case.device.key))
+        return on_gpu if on_gpu is not None else self.first.get((label, case.shape))
 
 
 def baseline_case(run: RunResult, case: CaseResult, rows: TimedRows | None = None) -> CaseResult | None:

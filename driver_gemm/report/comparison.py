@@ -129,7 +129,8 @@ def compare_runs(old: RunResult, new: RunResult, *, threshold: float = 0.0,
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
         raise WrongArgumentType(f"compare_runs: threshold is a fraction such as 0.05, got {type(threshold).__name__}")
     if not 0 <= threshold < 1e4:      # also refuses NaN; no correct caller passes these (a ValueError: errors.py)
-        raise ValueError(f"compare_runs: threshold is a fraction of at least 0, got {threshold}")
+        raise ValueError(f"compare_runs: threshold is a fraction from 0 to below 10,000 (1,000,000%), got "
+                         f"{threshold:g}")
     old, new = _run_argument(old, "old"), _run_argument(new, "new")
     old_cases = {_key(case, across_gpus): case for case in old.cases}
     seen = set()

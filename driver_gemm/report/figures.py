@@ -23,11 +23,12 @@ from ..errors import UsageError
 from ..results.records import CaseResult, RunResult
 from .comparison import FASTER, SAME, SLOWER, Comparison
 from .labels import short_labels
-from .plots import require_matplotlib
+from .plots import drawn_text, require_matplotlib
 
 VERDICT_COLOURS = {FASTER: "tab:green", SLOWER: "tab:red", SAME: "tab:gray"}
 MAX_SAMPLE_CASES = 24    # rows of a samples picture: more would be unreadable
 MAX_TUNE_PANELS = 12
+MAX_COMPARISON_ROWS = 200   # a row is a third of an inch: more would pass the largest picture matplotlib draws
 
 
 def change_band(comparison: Comparison) -> tuple[float, float] | None:
@@ -39,11 +40,13 @@ def change_band(comparison: Comparison) -> tuple[float, float] | None:
 
 
 def comparison_figure(comparisons: list[Comparison], title: str = ""):
-    """One row per case that both runs timed: its change in %, the band of `change_band`, coloured by verdict."""
+    """One row per case that both runs timed (the first `MAX_COMPARISON_ROWS`; the title counts them all): its change
+    in %, the band of `change_band`, coloured by verdict."""
     plt = require_matplotlib()
-    timed = [c for c in comparisons if c.change is not None and c.verdict in VERDICT_COLOURS]
-    if not timed:
+    every = [c for c in comparisons if c.change is not None and c.verdict in VERDICT_COLOURS]
+    if not every:
         raise UsageError("no case timed in both runs: nothing to draw")
+    timed = every[:MAX_COMPARISON_ROWS]
     names = short_labels(c.kernel for c in timed)
     figure, axes = plt.subplots(figsize=(10, 1.2 + 0.32 * len(timed)), dpi=100)
     rows = list(range(len(timed)))[::-1]
@@ -55,11 +58,12 @@ def comparison_figure(comparisons: list[Comparison], title: str = ""):
                       solid_capstyle="butt")
         axes.scatter([100 * comparison.change], [row], color=colour, zorder=3, s=24)
     axes.axvline(0, color="black", linewidth=0.8)
-    axes.set_yticks(rows, [f"{names[c.kernel]} {c.shape}" + (f" {c.gpu}" if c.gpu else "") for c in timed],
-                    fontsize=7)
+    axes.set_yticks(rows, [drawn_text(f"{names[c.kernel]} {c.shape}" + (f" {c.gpu}" if c.gpu else ""))
+                           for c in timed], fontsize=7)
     axes.set_xlabel("change of the median time, % (band: from the interquartile ranges; left is faster)")
-    counts = ", ".join(f"{sum(c.verdict == v for c in timed)} {v}" for v in VERDICT_COLOURS)
-    axes.set_title((f"{title}: " if title else "") + counts, fontsize=9)
+    counts = ", ".join(f"{sum(c.verdict == v for c in every)} {v}" for v in VERDICT_COLOURS)
+    shown = f" (the first {len(timed)} of {len(every)} drawn)" if len(timed) < len(every) else ""
+    axes.set_title(drawn_text(f"{title}: " if title else "") + counts + shown, fontsize=9)
     for verdict, colour in VERDICT_COLOURS.items():
         axes.scatter([], [], color=colour, label=verdict)
     axes.legend(loc="lower right", fontsize=7)
@@ -91,7 +95,7 @@ def samples_figure(cases: list[CaseResult]):
     for (histogram, window), case in zip(axes, shown):
         timing = case.timing
         samples = list(timing.samples_ms)
-        name = f"{names[case.kernel]} {case.shape.label}"
+        name = drawn_text(f"{names[case.kernel]} {case.shape.label}")
         histogram.hist(samples, bins=min(60, max(10, int(math.sqrt(len(samples))))), color="tab:blue", alpha=0.8)
         for value, style in ((timing.median_ms, "-"), (timing.q1_ms, ":"), (timing.q3_ms, ":")):
             histogram.axvline(value, color="black", linestyle=style, linewidth=1)
@@ -159,8 +163,9 @@ def tune_figure(run: RunResult):
         panel.step(range(len(times)), best_so_far(times), where="post", color="tab:green", label="best so far")
         failed = len(times) - len(order)
         best = min((times[index] for index in order), default=None)
-        panel.set_title(f"{key[0]} at {key[1]}: {len(times)} measured" + (f", {failed} not passing" if failed
-                        else "") + (f"; best {best:.4g} ms" if best else ""), fontsize=8)
+        panel.set_title(f"{drawn_text(key[0])} at {key[1]}: {len(times)} measured"
+                        + (f", {failed} not passing" if failed else "") + (f"; best {best:.4g} ms" if best else ""),
+                        fontsize=8)
         panel.set_xlabel("configuration, in evaluation order", fontsize=7)
         panel.set_ylabel("median ms", fontsize=7)
         panel.grid(True, alpha=0.3)

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from pathlib import Path
 
 from ..errors import ToolMissingError, UsageError
 from ..gemm import peaks
 from ..output_files import replacing
+from ..results.read import MOST_GFLOPS, MOST_PCT
 from ..results.records import RunResult
+from ..results.text import printable
 from ..status import BASELINE_LABELS, is_baseline_label
 from .labels import short_labels
 
@@ -69,21 +72,30 @@ def series_of(runs: list[RunResult]):
     return series
 
 
-# Figures no GPU comes near (a zettaFLOP/s; a million times the vendor library's speed). A results file holding one
-# was not written by a run; drawn, it leaves the axes no ticks to compute.
-MOST_GFLOPS = 1e12
-MOST_PCT = 1e8
+# A shape's % of cuBLAS is written in its cell of the panel up to this many shapes; past it the cells are too narrow
+# to hold a number, and drawing tens of thousands of them takes minutes. Past `MOST_SHAPE_TICKS` only every so
+# many shapes is named under the panel.
+MOST_ANNOTATED_SHAPES = 40
+MOST_SHAPE_TICKS = 40
+
+
+def drawn_text(text: str) -> str:
+    """Text from a results file (a kernel's name, a GPU's) as a picture draws it: its control characters escaped
+    (`printable`), as the tables show them (the fonts have no glyph for them, and matplotlib warns of each), and its
+    dollar signs escaped, so that matplotlib draws them rather than reading the text between two as math."""
+    return printable(text).replace("$", r"\$")
 
 
 def _check_plottable(series: dict[str, list]) -> None:
-    """Refuse (`UsageError`) a case whose GFLOP/s or % of cuBLAS no GPU reaches, naming the case and the value."""
+    """Refuse (`UsageError`) a case whose GFLOP/s or % of cuBLAS no GPU reaches, naming the case and the value: for
+    runs made in code (a file holding one is refused as it is read, naming the file and the field)."""
     for cases in series.values():
         for case in cases:
             for name, value, most in (("gflops", case.gflops, MOST_GFLOPS), ("pct_cublas", case.pct_cublas, MOST_PCT)):
                 if value is not None and not -most <= value <= most:
-                    raise UsageError(f"case {case.kernel} at {case.shape.label}: {name} = {value:g} is no figure a "
-                                     f"GPU reaches (at most {most:g}): these results were not written by a run as "
-                                     "they are", field=name)
+                    raise UsageError(f"case {printable(case.kernel)} at {case.shape.label}: {name} = {value:g} is "
+                                     f"no figure a GPU reaches (at most {most:g}): these results were not written by "
+                                     "a run as they are", field=name)
 
 
 def top_series(series: dict[str, list], count: int = TOP_SERIES) -> tuple[list[str], list[str]]:
@@ -105,8 +117,10 @@ def require_matplotlib():
         raise ToolMissingError("plots need matplotlib, which is not installed: "
                                "pip install 'driver-gemm[plots]'") from None
     # Where a font family the labels ask for is missing, matplotlib falls back to another and logs a warning for
-    # every piece of text: a picture drawn is no cause for twenty lines on stderr.
+    # every piece of text: a picture drawn is no cause for twenty lines on stderr. A character no font has (a name
+    # in a script the fonts lack) is drawn as a box, and its warning, a Python source line on stderr, is left out too.
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from", category=UserWarning)
     return plt
 
 
@@ -135,7 +149,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
             kernel, "gray" if is_baseline_label(kernel) else None)
         style = dict(color=baseline_colour, linestyle="--", linewidth=2) if baseline_colour else \
             dict(color=colours(index % 20), marker="o", markersize=4)
-        label = kernel if names[kernel] == kernel else f"{names[kernel]}: {kernel}"
+        label = drawn_text(kernel if names[kernel] == kernel else f"{names[kernel]}: {kernel}")
         speed.plot(sizes, [c.gflops for c in cases], label=label, **style)
         intensity = [arithmetic_intensity(c) for c in cases]
         roof.scatter([x for x, _ in intensity], [c.gflops for c in cases], s=18, label=label,
@@ -150,23 +164,26 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
 
     shapes = sorted({c.shape for k in kernels for c in series[k]}, key=lambda s: s.flops)
     others = [k for k in kernels if not is_baseline_label(k)]   # each against its own baseline row
+    column_of = {shape: column for column, shape in enumerate(shapes)}
     grid = [[math.nan] * len(shapes) for _ in others]
     for row, kernel in enumerate(others):
         for case in series[kernel]:
             if case.pct_cublas:
-                grid[row][shapes.index(case.shape)] = case.pct_cublas
+                grid[row][column_of[case.shape]] = case.pct_cublas
     if others:
         image = share.imshow(grid, cmap="viridis", vmin=0, vmax=max(100, max((v for r in grid for v in r
                                                                               if not math.isnan(v)), default=100)),
                              aspect="auto")
-        for row in range(len(others)):
+        for row in range(len(others) if len(shapes) <= MOST_ANNOTATED_SHAPES else 0):
             for column in range(len(shapes)):
                 value = grid[row][column]
                 if not math.isnan(value):
                     share.text(column, row, f"{value:.0f}", ha="center", va="center", fontsize=7,
                                color="white" if value < 60 else "black")
-        share.set_xticks(range(len(shapes)), [s.label for s in shapes], rotation=45, ha="right", fontsize=7)
-        share.set_yticks(range(len(others)), [names[k] for k in others], fontsize=7)
+        step = -(-len(shapes) // MOST_SHAPE_TICKS)
+        share.set_xticks(range(0, len(shapes), step), [s.label for s in shapes[::step]], rotation=45, ha="right",
+                         fontsize=7)
+        share.set_yticks(range(len(others)), [drawn_text(names[k]) for k in others], fontsize=7)
         share.set_title("% of cuBLAS SGEMM"
                         + (f" ({len(others)} fastest of {len(others) + len(rest)})" if rest else ""))
         figure.colorbar(image, ax=share, fraction=0.046, pad=0.04)
@@ -195,7 +212,7 @@ def plot_results(runs: list[RunResult], output: str | Path) -> Path:
         " (diamonds: measured by Nsight Compute; dots: A, B read and C written once, in their types)"
         if measured_any else " (A, B read and C written once, in their types)"))
     roof.set_ylabel("GFLOP/s")
-    roof.set_title("roofline" + (f" ({device.get('name')})" if device.get("name") else ""))
+    roof.set_title("roofline" + (f" ({drawn_text(str(device.get('name')))})" if device.get("name") else ""))
     roof.grid(True, which="both", alpha=0.2)
     handles, labels = roof.get_legend_handles_labels()
     grey_handles, grey_labels = speed.get_legend_handles_labels()

@@ -491,29 +491,43 @@ _VERDICT_STYLE = {"SAME": "", "FASTER": "green", "FIXED": "green", "SLOWER": "bo
                   "NEW": "cyan", "GONE": "yellow", "UNTIMED": "dim"}
 
 
+_COMPARISON_COLUMNS = (("kernel", "left"), ("shape", "left"), ("GPU", "left"), ("old ms", "right"),
+                       ("new ms", "right"), ("change", "right"), ("verdict", "left"))
+
+
+def _comparison_cells(c, names: dict[str, str]) -> list[str]:
+    return [printable(names.get(c.kernel, c.kernel)), c.shape, printable(c.gpu or "-"),
+            _time(c.old.median_ms if c.old else None), _time(c.new.median_ms if c.new else None),
+            f"{100 * c.change:+.1f}%" if c.change is not None else "-", c.verdict]
+
+
 def comparison_table(comparisons, title: str, names: dict[str, str] | None = None) -> Table:
     """Old and new median per case, the change, and the noise-aware verdict."""
     comparisons = list(comparisons)
     names = names or short_labels(c.kernel for c in comparisons)
     table = _table(title)
-    for column, justify in (("kernel", "left"), ("shape", "left"), ("GPU", "left"), ("old ms", "right"),
-                            ("new ms", "right"), ("change", "right"), ("verdict", "left")):
+    for column, justify in _COMPARISON_COLUMNS:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]  # Literals, as str
     for c in comparisons:
-        table.add_row(Text(printable(names.get(c.kernel, c.kernel))), c.shape, Text(printable(c.gpu or "-")),
-                      _time(c.old.median_ms if c.old else None),
-                      _time(c.new.median_ms if c.new else None),
-                      f"{100 * c.change:+.1f}%" if c.change is not None else "-",
-                      Text(c.verdict, style=_VERDICT_STYLE.get(c.verdict, "")))
+        kernel, shape, gpu, *figures, verdict = _comparison_cells(c, names)
+        table.add_row(Text(kernel), shape, Text(gpu), *figures, Text(verdict, style=_VERDICT_STYLE.get(verdict, "")))
     return table
 
 
 def print_comparison(comparisons, title: str, console: Console) -> None:
-    """The comparison table, its legend, and one line counting each verdict."""
+    """The comparison table, its legend, and one line counting each verdict. A comparison of more than
+    `PLAIN_RESULTS_CASES` cases is plain aligned text, as a run's results are."""
     comparisons = list(comparisons)
-    tables, names = fitting_names((c.kernel for c in comparisons),
-                                  lambda names: [comparison_table(comparisons, title, names)], console)
-    console.print(tables[0])
+    if len(comparisons) > PLAIN_RESULTS_CASES:
+        names = short_labels(c.kernel for c in comparisons)
+        lines = _aligned([column for column, _ in _COMPARISON_COLUMNS],
+                         [_comparison_cells(c, names) for c in comparisons],
+                         [justify for _, justify in _COMPARISON_COLUMNS])
+        console.file.write("\n".join([printable(title), *lines]) + "\n")
+    else:
+        tables, names = fitting_names((c.kernel for c in comparisons),
+                                      lambda names: [comparison_table(comparisons, title, names)], console)
+        console.print(tables[0])
     for line in legend_lines(names):
         say(console, line, "dim")
     counts = ", ".join(f"{sum(c.verdict == v for c in comparisons)} {v}"

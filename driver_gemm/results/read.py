@@ -1,15 +1,18 @@
 """Reading results files back, checked: whole runs (``.json``) and case logs (``.jsonl``), gzipped or not.
 
-Every file `compare`, `plot`, `tune --from` and `run --resume` read goes through `read_results`,
+Every file `show`, `compare`, `plot`, `tune --from` and `run --resume` read goes through `read_results`,
 which refuses anything it cannot trust with one `UsageError` naming the file, the line or JSON path
 and what is wrong. The schema (`schema.json`) is checked by the small interpreter below, which knows
-the part of JSON Schema the file uses, so reading needs no dependency. A case log whose last line is
-torn (the run was killed mid-write) is read without it, as `ResultsFile.notes` says.
+the part of JSON Schema the file uses, so reading needs no dependency; it is compiled once into a
+predicate that passes a good file quickly, and walked only to name what fails. A case log whose last
+line is torn (the run was killed mid-write) is read without it, as `ResultsFile.notes` says.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import json
 import math
 import re
@@ -18,18 +21,38 @@ import zlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import UsageError, path_argument
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
+from .text import printable
 
 # Far more cases than any sweep makes; a bigger file is refused before it is parsed, so that a wrong
 # path (a core dump, a video) costs no memory.
 MAX_RESULTS_BYTES = 64 * 2**20
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 _TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
+# Figures no GPU run comes near, by the case's field that holds them: (least, most, unit). A file holding one was not
+# written by a run as it is; shown, it would print a number hundreds of digits long, or leave a plot's axes no ticks.
+MOST_GFLOPS = 1e12        # a zettaFLOP/s
+MOST_PCT = 1e8            # a million times the vendor library's speed, or the peak's
+LEAST_MS, MOST_MS = 1e-6, 1e9     # a nanosecond (no launch is shorter) to eleven days (no sample is longer)
+MOST_MHZ = 1e5
+_Figures = dict[str, tuple[float, float, str]]
+_CASE_FIGURES: _Figures = {"gflops": (0, MOST_GFLOPS, "GFLOP/s"), "pct_cublas": (0, MOST_PCT, "%"),
+                           "pct_peak": (0, MOST_PCT, "%")}
+_PART_FIGURES: dict[str, _Figures] = {
+    "timing": {**{name: (LEAST_MS, MOST_MS, "ms") for name in (*_TIME_ORDER, "mean_ms")},
+               "stdev_ms": (0, MOST_MS, "ms"), "total_ms": (0, 1e6 * MOST_MS, "ms"),
+               **{name: (0, MOST_MHZ, "MHz") for name in ("sm_clock_mhz", "sm_clock_min_mhz",
+                                                         "sm_clock_reference_mhz", "locked_sm_clock_mhz")}},
+    "interleaved": {"kernel_ms": (0, MOST_MS, "ms"), "vendor_ms": (0, MOST_MS, "ms"),
+                    "vendor_sm_clock_mhz": (0, MOST_MHZ, "MHz")},
+    "energy": {"joules_per_launch": (0, 1e9, "J"), "average_w": (0, 1e9, "W"),
+               "gflops_per_watt": (0, MOST_GFLOPS, "GFLOP/s per W")},
+}
 _INT_BOUND = 1 << 64      # every whole number driver-gemm writes fits 64 bits (seeds are unsigned)
 # Half of a UTF-16 surrogate pair reaches a string only as a JSON escape (UTF-8 decoding refuses the bytes of one);
 # a whole pair, as an ASCII-only writer spells a character past U+FFFF, is read as that character.
@@ -59,25 +82,44 @@ def read_results(path: str | Path) -> ResultsFile:
 
     Raises `UsageError` (where: the file, or ``file:line``; field: the JSON
     path) for any file that is not a results file driver-gemm could have
-    written; never returns a run with a non-finite or non-positive time.
+    written; never returns a run with a non-finite or non-positive time, a
+    figure no GPU run gives (`MOST_GFLOPS`, `MOST_PCT`, `LEAST_MS` to
+    `MOST_MS`, ...), or a key given twice in one object.
     """
     path = Path(path_argument("read_results", "path", path))
     text = _read_text(path)
-    if _kind(path) == ".jsonl":
-        return _read_case_log(path, text)
-    document = _parse_json(text, str(path))
-    check_against_schema(document, results_schema(), str(path))
-    for index, case in enumerate(document["cases"]):
-        _check_case_consistency(case, f"cases[{index}]", str(path))
-    _check_text(text, document, str(path))
-    run = RunResult.from_dict(document)
+    with _collector_paused():
+        if _kind(path) == ".jsonl":
+            return _read_case_log(path, text)
+        document = _parse_json(text, str(path))
+        check_against_schema(document, results_schema(), str(path))
+        for index, case in enumerate(document["cases"]):
+            _check_case_consistency(case, f"cases[{index}]", str(path))
+        _check_text(text, document, str(path))
+        run = RunResult.from_dict(document)
     return ResultsFile(path, run)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector held off while a file is read: a large file makes millions of objects, and the
+    collector, run again and again as they are made, walks them all each time (nearly half of the time reading
+    took). What reading makes is a tree (JSON, then records), freed by reference counts without the collector."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def read_case_log(path: str | Path) -> tuple[dict, list[CaseResult]]:
     """A case log's header and its finished cases, checked as `read_results` checks them."""
     path = Path(path)
-    loaded = _read_case_log(path, _read_text(path))
+    text = _read_text(path)
+    with _collector_paused():
+        loaded = _read_case_log(path, text)
     return loaded.header, loaded.run.cases
 
 
@@ -152,13 +194,54 @@ def _read_text(path: Path) -> str:
 
 def _parse_json(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        return _loads(text, where, "")
     except json.JSONDecodeError as exc:
         hint = " (a case log, one JSON record a line? its name ends in .jsonl)" if _is_case_log(text) else ""
         raise UsageError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
                          where=where) from None
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"not a results file: {_unparsable(exc)}", where=where) from None
+
+
+def _loads(text: str, where: str, path: str) -> Any:
+    """`json.loads` of `text`, refusing (`UsageError`) an object that holds a key twice: a JSON reader keeps the last
+    value and drops the others unread (a second ``"cases": []`` would empty the file), and driver-gemm writes each
+    key once. `path`: where the text sits in the file's JSON (a line of a case log: at its top)."""
+    repeated: list[tuple[dict, str, int]] = []
+
+    def pairs_to_dict(pairs: list) -> dict:
+        made = dict(pairs)
+        if len(made) != len(pairs) and not repeated:     # the first object closed that repeats a key is said
+            counts: dict[str, int] = {}
+            for name, _ in pairs:
+                counts[name] = counts.get(name, 0) + 1
+            key = next(name for name, count in counts.items() if count > 1)
+            repeated.append((made, key, counts[key]))
+        return made
+
+    value = json.loads(text, object_pairs_hook=pairs_to_dict)
+    if repeated:    # the object's place is looked for only here: reading a good file costs one comparison an object
+        target, key, count = repeated[0]
+        inner = _path_to(value, target, path)
+        times = "twice" if count == 2 else f"{count} times"
+        raise UsageError(f"the key {printable(json.dumps(key, ensure_ascii=False))} appears {times} in one object "
+                         "(a JSON reader keeps the last and drops the rest unread): not written by driver-gemm as it "
+                         "is", where=where, field=inner or None)
+    return value
+
+
+def _path_to(value: Any, target: dict, path: str) -> str:
+    """The JSON path of the object `target` (by identity) within `value`, whose own path is `path`."""
+    stack = [(value, path)]
+    while stack:
+        item, at = stack.pop()
+        if item is target:
+            return at
+        if isinstance(item, dict):
+            stack.extend((child, _join(at, printable(name))) for name, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, f"{at}[{index}]") for index, child in enumerate(item))
+    return path
 
 
 def _unparsable(error: ValueError | RecursionError) -> str:
@@ -186,7 +269,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             continue
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
+            record = _loads(line, where, "")
         except (ValueError, RecursionError) as exc:     # JSONDecodeError is a ValueError
             if number == last and torn_tail:
                 if not (cases or header):
@@ -244,20 +327,45 @@ def _is_whole_results(text: str) -> bool:
 
 
 def _check_case_consistency(case: dict, path: str, where: str) -> None:
-    """What the schema cannot say: the summary's times in order, the shape's label its dimensions."""
+    """What the schema cannot say: the summary's times in order, the shape's label its dimensions, and every figure
+    within what a GPU run gives (`_CASE_FIGURES`, `_PART_FIGURES`, the raw samples)."""
     shape = case["shape"]
     label = f"{shape['M']}x{shape['N']}x{shape['K']}"
     if "label" in shape and shape["label"] != label:
         raise UsageError(f"label {shape['label']!r} is not M x N x K = {label}", where=where,
                          field=_join(path, "shape.label"))
+    _check_figures(case, _CASE_FIGURES, path, where)
+    for part, figures in _PART_FIGURES.items():
+        if isinstance(case.get(part), dict):
+            _check_figures(case[part], figures, _join(path, part), where)
     timing = case.get("timing")
     if not timing:
         return
+    samples = timing.get("samples_ms")
+    if samples and not LEAST_MS <= min(samples) <= max(samples) <= MOST_MS:   # thousands: one pass each, in C
+        index = next(index for index, value in enumerate(samples) if not LEAST_MS <= value <= MOST_MS)
+        raise UsageError(_absurd(samples[index], LEAST_MS, MOST_MS, "ms"), where=where,
+                         field=_join(path, f"timing.samples_ms[{index}]"))
     times = [timing[name] for name in _TIME_ORDER]
     for (low_name, low), (high_name, high) in zip(zip(_TIME_ORDER, times), zip(_TIME_ORDER[1:], times[1:])):
         if low > high * (1 + 1e-9):
             raise UsageError(f"{low_name} = {low!r} is above {high_name} = {high!r}: the summary is not of "
                              "real samples", where=where, field=_join(path, f"timing.{low_name}"))
+
+
+def _check_figures(record: dict, figures: _Figures, path: str, where: str) -> None:
+    """Refuse a figure of `record` (a case, or one of its parts at `path`) outside the range `figures` gives it."""
+    for name, (least, most, unit) in figures.items():
+        value = record.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not least <= value <= most:
+            raise UsageError(_absurd(value, least, most, unit), where=where, field=_join(path, name))
+
+
+def _absurd(value: float, least: float, most: float, unit: str) -> str:
+    space = "" if unit == "%" else " "
+    bounds = f"at most {most:g}" if least == 0 else f"{least:g} to {most:g}"
+    return (f"{value:g}{space}{unit} is no figure a GPU run gives ({bounds}{space}{unit}): these results were not "
+            "written by a run as they are")
 
 
 def _check_text(text: str, value: Any, where: str) -> None:
@@ -335,10 +443,165 @@ def _show(value: Any) -> str:
 
 def check_against_schema(value: Any, schema: dict, where: str) -> None:
     """Check `value` against `schema` (the results schema or one of its ``$defs``); `UsageError` naming `where`."""
+    root = results_schema()
     try:
-        _check(value, schema, results_schema(), "", where)
+        passes = _passes(schema, root)(value, False)    # the common case, answered without a path per value
+    except RecursionError:
+        passes = False
+    if passes:
+        return
+    try:
+        _check(value, schema, root, "", where)
     except RecursionError:
         raise UsageError("not a results file: JSON nested too deeply", where=where) from None
+
+
+# ------------------------------------------------------------------------------------ the schema, compiled
+#
+# `_check` walks a schema as data and builds the JSON path of every value it visits, so that it can name the first
+# that fails; over a file of tens of thousands of cases that walk is most of what reading costs. `_passes` compiles
+# a schema once into a predicate that answers only whether a value passes: True only where `_check` would raise
+# nothing (it is stricter where unsure: a type JSON does not make), and where it says False `_check` walks the value
+# again to say what is wrong.
+
+_JSON_TYPES = {"null": (type(None),), "boolean": (bool,), "integer": (int,), "number": (int, float), "string": (str,),
+               "array": (list,), "object": (dict,)}
+_PARSED = frozenset({type(None), bool, int, float, str, list, dict})
+_UNSET = object()
+_SIMPLE_KEYS = frozenset({"type", "description", "minimum", "exclusiveMinimum", "maximum"})
+_TEXT_TYPES = frozenset({str, bool, type(None)})
+_NUMBER_TYPES = frozenset({int, float, type(None)})
+_compiled: dict[int, tuple[dict, Any]] = {}     # by id(schema), the schema kept so that its id stays its own
+
+
+def _passes(schema: dict, root: dict):
+    """The predicate of `schema` (a node of `root`, or a schema whose ``$ref``s name nodes of it)."""
+    known = _compiled.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    if len(_compiled) > 4096:      # schemas made per call (tests): the cache stays bounded
+        _compiled.clear()
+    slot: list = []
+    _compiled[id(schema)] = (schema, lambda value, finite=False: slot[0](value, finite))   # a $ref back to it
+    predicate = _compile(schema, root)
+    slot.append(predicate)
+    _compiled[id(schema)] = (schema, predicate)
+    return predicate
+
+
+def _compile(schema: dict, root: dict):
+    parts = [_passes(_resolved(root, schema["$ref"]), root)] if "$ref" in schema else []
+    parts += [_passes(part, root) for part in schema.get("allOf", ())]
+    allowed = schema.get("type")
+    types = None if allowed is None else frozenset(
+        kind for name in ([allowed] if isinstance(allowed, str) else allowed) for kind in _JSON_TYPES[name])
+    const, enum = schema.get("const", _UNSET), schema.get("enum")
+    low, above, high = schema.get("minimum"), schema.get("exclusiveMinimum"), schema.get("maximum")
+    shortest = schema.get("minLength", 0)
+    required = tuple(schema.get("required", ()))
+    properties = {name: _passes(sub, root) for name, sub in schema.get("properties", {}).items()}
+    others = _passes(schema["additionalProperties"], root) if "additionalProperties" in schema else None
+    items_schema = schema.get("items")
+    items = _passes(items_schema, root) if items_schema is not None else None
+    bounded = low is not None or above is not None or high is not None
+    simple = _SIMPLE_KEYS.issuperset(schema) and types is not None
+    if simple and types <= _TEXT_TYPES:                 # most fields: a string, a boolean, or null
+        return lambda value, finite=False: type(value) in types
+    if simple and types <= _NUMBER_TYPES:               # the figures: a number in bounds, or null
+        def number_passes(value: Any, finite: bool = False) -> bool:
+            kind = type(value)
+            if kind is float:
+                if not math.isfinite(value):
+                    return False
+            elif kind is int:
+                if not -_INT_BOUND < value < _INT_BOUND:
+                    return False
+            return kind in types and (value is None or not bounded or not (
+                (low is not None and value < low) or (above is not None and value <= above)
+                or (high is not None and value > high)))
+        return number_passes
+
+    def passes(value: Any, finite: bool = False) -> bool:
+        """Whether `value` passes; `finite`: every number in it is already known finite and in bounds (a value
+        that passed one predicate is so throughout, so that the parts of an ``allOf`` walk it once, not each)."""
+        kind = type(value)
+        if kind not in _PARSED:
+            return False
+        for part in parts:
+            if not part(value, finite):
+                return False
+            finite = True
+        if types is not None and kind not in types:
+            return False
+        if kind is float and not math.isfinite(value):
+            return False
+        if const is not _UNSET and not (value == const):
+            return False
+        if enum is not None and not any(value == option and kind is type(option) for option in enum):
+            return False
+        if kind is int or kind is float:
+            if kind is int and not -_INT_BOUND < value < _INT_BOUND:
+                return False
+            if bounded and ((low is not None and value < low) or (above is not None and value <= above)
+                            or (high is not None and value > high)):
+                return False
+        elif kind is str:
+            return len(value) >= shortest
+        elif kind is dict:
+            for name in required:
+                if name not in value:
+                    return False
+            for name, item in value.items():
+                check = properties.get(name)
+                if check is not None:
+                    if not check(item, finite):
+                        return False
+                elif others is not None:
+                    if not others(item, finite):
+                        return False
+                elif not finite and not _finite_tree(item):
+                    return False
+        elif kind is list:
+            if _plain_numbers(value, items_schema if items_schema is not None else {}):
+                return True
+            for item in value:
+                if not (items(item, finite) if items is not None else finite or _finite_tree(item)):
+                    return False
+        return True
+
+    return passes
+
+
+def _finite_tree(value: Any) -> bool:
+    """Whether `_check_finite` would pass `value` (False also for a type JSON does not make)."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is int:
+        return -_INT_BOUND < value < _INT_BOUND
+    if kind is dict:
+        items: Any = value.values()
+    elif kind is list:
+        if _plain_numbers(value, {}):
+            return True
+        items = value
+    else:
+        return False
+    for item in items:      # most are text or numbers: told apart here, without a call each
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind is int:
+            if not -_INT_BOUND < item < _INT_BOUND:
+                return False
+        elif not _finite_tree(item):
+            return False
+    return True
 
 
 def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:

@@ -120,11 +120,23 @@ class _CasePart:
     def from_json(cls: type[_Part], data: dict[str, Any] | None) -> _Part | None:
         if data is None:
             return None
-        names = {part.name for part in fields(cls)} - {"other"}
+        names = _field_names(cls)
         known = {key: tuple(value) if key in cls.TUPLES and isinstance(value, list) else value
                  for key, value in data.items() if key in names}
         other = {key: value for key, value in data.items() if key not in names}
         return cls(**known, other=other)  # type: ignore[call-arg]  # every part has `other`; the base it is typed by not
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(part: type) -> frozenset[str]:
+    """A part's fields but `other`, found once per class: a file of tens of thousands of cases reads ten parts
+    each."""
+    names = _FIELD_NAMES.get(part)
+    if names is None:
+        names = _FIELD_NAMES[part] = frozenset(item.name for item in fields(part)) - {"other"}
+    return names
 
 
 @dataclass(frozen=True)
