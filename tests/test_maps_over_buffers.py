@@ -9,6 +9,8 @@ and the launch's arguments.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from driver_gemm.errors import SpecError
@@ -27,7 +29,7 @@ SFA = "{name: sfa, type: buffer, element: float32, size: M * ceil(K / 128), fill
 MAP = "{name: map_sfa, type: tensormap, tensor: sfa, dims: [M, ceil(K / 128)], strides: [M * 4], box: [32, 1]}"
 
 
-def write(tmp_path, signature: str) -> "Path":
+def write(tmp_path, signature: str) -> Path:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "k.cu").write_text(KERNEL)
     path = tmp_path / "spec.yaml"

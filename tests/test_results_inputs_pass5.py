@@ -32,33 +32,11 @@ from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
 
 from conftest import ROOT, SPECS
+from test_results_hardening import case_log, one_error_line, seed, write_json
 
 SEED = ROOT / "tests" / "data" / "results" / "seed-h200.json"
 SPEC = SPECS / "seed.yaml"
 ESCAPE_NAME = "\x1b[2J\x1b[31mEVIL"
-
-
-def seed() -> dict:
-    return json.loads(SEED.read_text())
-
-
-def write_json(tmp_path: Path, document: dict, name: str = "a.json") -> Path:
-    path = tmp_path / name
-    path.write_text(json.dumps(document))
-    return path
-
-
-def case_log(document: dict) -> str:
-    """`document` (a whole results file) as the case log a run writes beside it."""
-    header = {"type": "run", **{key: value for key, value in document.items() if key != "cases"}}
-    return "\n".join([json.dumps(header), *(json.dumps({"type": "case", **case}) for case in document["cases"])]) \
-        + "\n"
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------------ many repeated cases
@@ -221,7 +199,7 @@ def test_the_comparison_picture_escapes_names_and_keeps_to_a_drawable_height():
     new = copy.deepcopy(old)
     for case in new.cases:
         case.timing = summarize([0.5, 0.505, 0.495])
-    figure = comparison_figure(compare_runs(old, new), title=f"a\x07 -> b")
+    figure = comparison_figure(compare_runs(old, new), title="a\x07 -> b")
     try:
         axes = figure.axes[0]
         labels = [label.get_text() for label in axes.get_yticklabels()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -37,7 +38,7 @@ def smem_size(bm: int, bn: int) -> int:
     return -(-(4 * 64 * (bm + bn) + 64) // 128) * 128
 
 
-def write(tmp_path, shared_bytes: str, params: str = "{BM: [64, 128], BN: 128}", extra: str = "") -> "Path":
+def write(tmp_path, shared_bytes: str, params: str = "{BM: [64, 128], BN: 128}", extra: str = "") -> Path:
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "k.cu").write_text(SMEM_KERNEL)
     path = tmp_path / "spec.yaml"
