@@ -67,7 +67,7 @@ def test_a_map_reaching_past_its_buffer_is_refused_at_its_dims(tmp_path):
      "tensor map's tensor 'sfb' is neither A, B, C nor a buffer", "signature"),
     (f"[A, B, C, M, N, K, {SFA}]", "has pass: none, but no tensor map reads it", "signature[6].pass"),
     (f"[A, B, C, M, N, K, {MAP.replace(', dims: [M, ceil(K / 128)], strides: [M * 4]', '')}, {SFA}]",
-     "a map over the buffer sfa gives its dims", "signature[6].dims"),
+     "a map over a buffer of the signature gives its dims", "signature[6].tensor"),
     (f"[A, B, C, M, N, K, {MAP}, {SFA.replace('pass: none', 'pass: maybe')}]", "pass is parameter",
      "signature[7].pass"),
     (f"[{{name: g, type: struct, fields: [A, B, C, M, N, K, {SFA}]}}]", "pass: none is for a buffer of the "

@@ -81,8 +81,9 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
         raise context.error(f"tensor is what the map describes: A, B, C or a buffer of the signature, got "
                             f"{kind_name(tensor)}", item, "tensor", f"{item_path}.tensor")
     if tensor not in ("A", "B", "C") and "dims" not in item:
-        raise context.error(f"a map over the buffer {tensor} gives its dims: (and strides:): a buffer has no rows "
-                            "and columns of its own", item, "tensor", f"{item_path}.dims",
+        raise context.error(f"tensor is the matrix the map describes, A, B or C, got {tensor!r}; a map over a "
+                            "buffer of the signature gives its dims: (and strides:), since a buffer has no rows "
+                            "and columns of its own", item, "tensor", f"{item_path}.tensor",
                             hint="e.g. dims: [M, K // 128], strides: [M * 4], box: [BM, 1] for scale factors")
     dims = strides = element_strides = None
     if "dims" in item:
