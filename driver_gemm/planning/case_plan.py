@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +128,10 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
     return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
 
 
+# The first error of a compile's message: "k.cu:8: error: identifier ... is undefined" (NVRTC's, nvcc's alike).
+_COMPILER_ERROR = re.compile(r":\s*(?:catastrophic |fatal )?error\s*:\s*(.+)")
+
+
 def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                 scalars: dict[str, float] | None = None, *, driver_active_clusters: int | None = None,
                 blocks_per_sm: int = 1) -> CasePlan:
@@ -154,8 +159,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         except CompileError as exc:
             # Every expression reading a sizeof would report an unknown name: the plan ends at its one cause.
             lines = str(exc).splitlines()
-            reason = next((line.split("error", 1)[1].lstrip(": ").strip() for line in lines if "error" in line[2:]),
-                          lines[0])
+            reason = next((found.group(1) for found in map(_COMPILER_ERROR.search, lines) if found), lines[0])
             sized = ", ".join(f"sizeof({text})" for text in sized_types(kernel).values())
             problem(f"{sized}: the kernel's compiler cannot size it: {reason}", kernel.sizeof_fields[0],
                     "sizeof names a type the kernel's source defines, with the params in their place")

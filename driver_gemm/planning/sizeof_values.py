@@ -36,7 +36,7 @@ def known_type_sizes(kernels: Iterable[KernelSpec], arch: str) -> None:
     wanted: dict[tuple, tuple[KernelSpec, dict[str, None]]] = {}
     for kernel in kernels:
         if kernel.sizeofs and kernel.source is not None:
-            first, types = wanted.setdefault(_program(kernel, arch), (kernel, {}))
+            _, types = wanted.setdefault(_program(kernel, arch), (kernel, {}))
             types.update(dict.fromkeys(sized_types(kernel).values()))
     for program, (first, types) in wanted.items():
         with _LOCK:
