@@ -108,3 +108,25 @@ def test_a_prebuilt_binary_cannot_size_a_type(tmp_path):
     with pytest.raises(SpecError, match="sizeof needs the kernel's source") as info:
         load_spec(path)
     assert info.value.field == "kernels[k].shared_bytes"
+
+
+def test_a_source_changed_between_two_plans_is_sized_again(tmp_path):
+    path = write(tmp_path, "sizeof(SMem<BM, BN>)", "{BM: 64, BN: 128}")
+    first, = plan_spec(load_spec(path), "sm_90").plans
+    (tmp_path / "k.cu").write_text(SMEM_KERNEL.replace("uint64_t full[4]", "uint64_t full[40]"))
+    second, = plan_spec(load_spec(path), "sm_90").plans
+    assert first.config.shared_bytes == smem_size(64, 128)
+    assert second.config.shared_bytes == -(-(4 * 64 * (64 + 128) + 8 * 44) // 128) * 128
+
+
+def test_a_compiler_that_is_not_installed_makes_the_cases_invalid_not_the_plan_fail(tmp_path, monkeypatch):
+    from driver_gemm.errors import ToolMissingError
+    from driver_gemm.planning import sizeof_values
+
+    def no_nvcc(*arguments, **options):
+        raise ToolMissingError("nvcc is not installed")
+
+    monkeypatch.setattr(sizeof_values, "type_sizes", no_nvcc)
+    plans = plan_spec(load_spec(write(tmp_path, "sizeof(SMem<BM, BN>)")), "sm_90").plans
+    assert [plan.valid for plan in plans] == [False, False]
+    assert "nvcc is not installed" in str(plans[0].problems[0])

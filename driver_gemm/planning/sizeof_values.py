@@ -12,7 +12,7 @@ import threading
 from typing import Iterable
 
 from ..cuda.type_sizes import type_sizes
-from ..errors import CompileError
+from ..errors import CompileError, DriverGemmError
 from ..specfile.model import KernelSpec
 
 # (source, options, target, compiler, outside headers, project) -> {type: size, or the CompileError that sizing
@@ -39,11 +39,9 @@ def known_type_sizes(kernels: Iterable[KernelSpec], arch: str) -> None:
             _, types = wanted.setdefault(_program(kernel, arch), (kernel, {}))
             types.update(dict.fromkeys(sized_types(kernel).values()))
     for program, (first, types) in wanted.items():
-        with _LOCK:
-            known = _SIZES.get(program, {})
-        missing = [text for text in types if text not in known]
-        if missing:
-            _size(program, first, missing, arch)
+        with _LOCK:     # sized afresh for each plan: the source may have changed since (the disk cache knows)
+            _SIZES.pop(program, None)
+        _size(program, first, list(types), arch)
 
 
 def sizeof_values(kernel: KernelSpec, arch: str) -> dict[str, int]:
@@ -72,9 +70,9 @@ def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str) -> di
                            allow_outside_headers=kernel.allow_outside_headers, project=kernel.project)
         found = {text: sizes.get(text, CompileError(f"{kernel.source}: sizeof({text}) was not found in the "
                                                     "compiled image")) for text in types}
-    except CompileError as exc:
+    except DriverGemmError as exc:   # a compile error, or no nvcc installed, or a source that cannot be read
         if len(types) == 1:
-            found = {types[0]: exc}
+            found = {types[0]: exc if isinstance(exc, CompileError) else CompileError(str(exc))}
         else:   # one configuration's type may not compile (a static_assert on its params): size each alone
             found = {}
             for text in types:
