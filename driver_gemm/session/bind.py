@@ -31,7 +31,8 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
 
     def encode(argument, position: int) -> tuple[str, object]:
         # A, B or C, or one of the case's own buffers (scale factors a map reads)
-        buffer = own.get(argument.tensor_map.tensor) or buffers[argument.tensor_map.tensor]
+        tensor = argument.tensor_map.tensor
+        buffer = own[tensor] if tensor in own else buffers[tensor]
         tensor_map = case_plan.tensor_maps[argument.name]
         misplaced = tensor_map.problems(buffer.address)
         if misplaced:
