@@ -28,7 +28,7 @@ from ..kernel_names import mangled_base_name, split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
                      PROJECT_MARKERS, SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
-from .model import PRECISIONS, KernelSpec, is_safe_name
+from .model import PARAM_NAME, PRECISIONS, KernelSpec, is_safe_name
 from .project import project_root
 from .signature import parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
@@ -366,7 +366,7 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
     template_id = split_overload(function)[0]
     if param_node and "<" in template_id:
         # A template-id naming params (k<config<BM, BN>>) has them put in its place; one naming none is complete.
-        named = set(re.findall(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])", template_id[template_id.index("<"):]))
+        named = set(PARAM_NAME.findall(template_id[template_id.index("<"):]))
         unnamed = [key for key in param_node if key not in named]
         if len(unnamed) == len(param_node):
             raise context.error("the function is already a template-id; give its arguments there or in params, "

@@ -251,8 +251,7 @@ class OperandSpec:
 def _instance(function: str, params: tuple) -> str:
     function, parameter_types = split_overload(function)
     if params and "<" in function:      # a template-id naming the params (k<config<BM, BN>>): put in their place
-        values = {key: template_argument(value) for key, value in params}
-        function = _PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), function)
+        function = put_params(function, params)
     elif params:
         function = f"{function}<{', '.join(_with_params(template_argument(v), params) for _, v in params)}>"
     if parameter_types is None:
@@ -265,12 +264,18 @@ def _with_params(argument: str, params: tuple) -> str:
     true/false replaced by their values (``config<64, 128>``); any other argument as it is."""
     if "<" not in argument:
         return argument
-    values = {key: template_argument(value) for key, value in params if not isinstance(value, str)}
-    return _PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), argument)
+    return put_params(argument, tuple((key, value) for key, value in params if not isinstance(value, str)))
 
 
 # A name inside a template-id that may be a param's: an identifier not part of a qualified name (lib::BM stays).
-_PARAM_NAME = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])")
+PARAM_NAME = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])")
+
+
+def put_params(text: str, params) -> str:
+    """`text` (a template-id, a C++ type) with each name of `params` ((key, value) pairs) put in its place as C++
+    spells the value: ``SMem<BM, BN>`` is ``SMem<128, 256>`` for BM = 128, BN = 256."""
+    values = {key: template_argument(value) for key, value in params}
+    return PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), text)
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -341,8 +346,7 @@ class KernelSpec:
     def with_params(self, text: str) -> str:
         """`text` (a C++ type) with the names of the kernel's params put in their place: ``SMem<BM, BN>`` is
         ``SMem<128, 256>`` for BM = 128, BN = 256."""
-        values = {key: template_argument(value) for key, value in self.params.items()}
-        return _PARAM_NAME.sub(lambda match: values.get(match.group(), match.group()), text)
+        return put_params(text, self.params.items())
 
     @property
     def instance(self) -> str:

@@ -45,10 +45,9 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
                             "signature", f"{dotted}.signature")
     arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars)
                  for index in range(len(value))]
-    _check_operands_reached(context, node, dotted, arguments)
+    mapped = _check_operands_reached(context, node, dotted, arguments)
     unpassed = [index for index, argument in enumerate(arguments)
                 if argument.buffer is not None and not argument.buffer.passed]
-    mapped = {leaf.tensor_map.tensor for argument in arguments for leaf in _leaves(argument) if leaf.tensor_map}
     for index in unpassed:
         if arguments[index].name not in mapped:
             raise context.error(f"buffer {arguments[index].name} has pass: none, but no tensor map reads it: it "
@@ -61,28 +60,25 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     return tuple(argument for argument in arguments if argument.buffer is None or argument.buffer.passed), memory
 
 
-def _leaves(argument: Argument):
-    yield argument
-    for field in argument.fields:
-        yield from _leaves(field)
-
-
-def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> None:
-    """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps; names are unique,
-    struct fields (of structs) included, since each names one value of the case's plan."""
+def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> set[str]:
+    """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps, and every map names
+    one of them or a buffer of the signature; names are unique, struct fields (of structs) included, since each
+    names one value of the case's plan. Returns what the maps read (matrices and buffers by name)."""
     names: list[str] = []
-    mapped: set[str] = set()   # the matrices tensor maps reach, a struct's maps included
+    mapped: set[str] = set()   # what tensor maps reach, a struct's maps included
+    buffers: set[str] = set()
 
     def add(argument: Argument) -> None:
         names.append(argument.name)
         if argument.tensor_map is not None:
             mapped.add(argument.tensor_map.tensor)
+        if argument.buffer is not None:
+            buffers.add(argument.name)
         for field in argument.fields:
             add(field)
 
     for argument in arguments:
         add(argument)
-    buffers = set(_buffer_elements(arguments))
     for tensor in sorted(mapped - {"A", "B", "C"} - buffers):
         raise context.error(f"a tensor map's tensor {tensor!r} is neither A, B, C nor a buffer of the signature",
                             node, "signature", f"{dotted}.signature",
@@ -95,16 +91,7 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
     if duplicates:
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
                             f"{dotted}.signature")
-
-
-def _buffer_elements(arguments) -> dict[str, str]:
-    """The signature's device buffers, struct fields included: {name: element type}."""
-    found: dict[str, str] = {}
-    for argument in arguments:
-        if argument.buffer is not None:
-            found[argument.name] = argument.buffer.element
-        found.update(_buffer_elements(argument.fields))
-    return found
+    return mapped
 
 
 def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:
