@@ -113,6 +113,36 @@ def test_a_swizzle_as_wide_as_the_box_row_is_fine():
     assert TensorMapPlan.for_matrix("bf16", 64, 512, 512, 32, 64, swizzle="128B").problems() == []
 
 
+class RecordingEncoder:
+    """The bindings' driver module with cuTensorMapEncodeTiled replaced by one that keeps its arguments."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def __getattr__(self, name):
+        return getattr(driver, name)
+
+    def cuTensorMapEncodeTiled(self, *arguments):
+        self.calls.append(arguments)
+        return driver.CUresult.CUDA_SUCCESS, driver.CUtensorMap()
+
+
+@pytest.mark.parametrize("plan, strides", [
+    # The driver reads tensorRank - 1 strides, but the bindings pass an empty list as a null pointer, which it refuses
+    # with CUDA_ERROR_INVALID_VALUE: a rank-1 map hands it one stride it never reads, itself a valid one.
+    (TensorMapPlan("fp32", (1001,), (), (16,)), [4016]),
+    (TensorMapPlan("bf16", (64,), (), (64,)), [128]),
+    (TensorMapPlan.for_matrix("fp32", 1000, 780, 780, 64, 32), [3120]),
+])
+def test_the_encoder_gets_a_stride_list_it_accepts(plan, strides):
+    encoder = RecordingEncoder()
+    assert len(plan.encode(encoder, 0x10000)) == TENSOR_MAP_BYTES
+    (call,) = encoder.calls
+    rank, extents, passed = call[1], call[3], call[4]
+    assert rank == plan.rank and [int(v) for v in extents] == list(plan.extents)
+    assert [int(v) for v in passed] == strides and all(int(v) % 16 == 0 for v in passed)
+
+
 # ------------------------------------------------------------------------------------------ packing
 
 

@@ -204,9 +204,12 @@ class TensorMapPlan:
                             else f"CU_TENSOR_MAP_L2_PROMOTION_L2_{self.l2_promotion}")
         fill = (driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE if self.oob_fill == "zero"
                 else driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+        # cuda-python passes an empty list as a null pointer, which the driver refuses even where it reads no
+        # stride: a rank-1 map gets one it never reads, its row's bytes rounded up to the 16 a stride would need.
+        strides = self.strides_bytes or (-(-self.extents[0] * self.element_bytes // GLOBAL_ALIGN) * GLOBAL_ALIGN,)
         tensor_map = check(driver.cuTensorMapEncodeTiled(
             data_type, self.rank, address, [driver.cuuint64_t(v) for v in self.extents],
-            [driver.cuuint64_t(v) for v in self.strides_bytes], [driver.cuuint32_t(v) for v in self.box],
+            [driver.cuuint64_t(v) for v in strides], [driver.cuuint32_t(v) for v in self.box],
             [driver.cuuint32_t(v) for v in self.element_strides or (1,) * self.rank],
             getattr(driver.CUtensorMapInterleave, f"CU_TENSOR_MAP_INTERLEAVE_{self.interleave.upper()}"),
             swizzle, promotion, fill),
