@@ -155,6 +155,8 @@ def test_the_suites_tables_pass_at_m_129_to_320_with_each_form_their_band_entrie
              "181x11000x4104": (True, 192, 128, 1),    # v14: one 192-row tile of 128 columns
              "147x8200x4104": (True, 160, 128, 2),     # v14: 160 x 128 with K split two ways
              "185x4104x4104": (True, 96, 128, 2),      # v14: two 96-row tiles, K split two ways
+             "141x5128x4104": (True, 160, 192, 4),     # v14: 160 x 192 with K split four ways
+             "171x5384x4104": (True, 192, 192, 4),     # v14: 192 x 192 with K split four ways
              "171x6152x4104": {"v13-bf16-out": (True, 64, 128, 1), "v13-tf32": (False, 128, 128, 2)},
              # M of 257 to 272: two row tiles of 136 where they fill most of a wave (128-row tiles take three)
              "265x6152x4104": (True, 136, 128, 1)}

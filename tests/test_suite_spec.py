@@ -237,7 +237,8 @@ def _band_efficiency(form, shape):
 def _band_swap(name, shape):
     """The swapped tile (MT rows, 64 CWG columns, SPLITS) the bf16-out and TF32 tables take ahead of the four forms,
     or None: 160 x 128 where its waves are 60% full or more; at M up to 192, 192 x 128 where they are 55% full,
-    then 160 x 128 and 96 x 128 split two ways where their tiles fit one wave of clusters of two that is 80% full
+    then 160 x 128 and 96 x 128 split two ways where their tiles fit one wave of clusters of two that is 80% full,
+    then 160 or 192 rows by 192 columns split four ways where their tiles fill 70% of a wave of clusters of four
     (bf16 out: else v14's 64-row tiles); at M of 257 to 272, 136 x 128 where its waves are 65% full; then (TF32)
     128 x 192 where its waves are 80% full, then 128 x 128 split two ways as the 160 and 96-row tiles are; each
     only where its row tiles are 85% full or more and its waves no emptier than the 128 x 256 tile's."""
@@ -261,6 +262,11 @@ def _band_swap(name, shape):
         for height in (160, 96):
             if one_split_wave(height):
                 return height, 128, 2
+        # One row tile of 160 or 192 by 192 columns, K split four ways, where those tiles fill most of the 30
+        # clusters of four the H200 holds at once.
+        for height in (160, 192):
+            if rows_full(height) and wave_efficiency(shape.M, shape.N, height, 192, 30) >= max(0.7, wide):
+                return height, 192, 4
         if name == "v13-bf16-out":
             return 64, 128, 1
     if 257 <= shape.M <= 272 and rows_full(136) and (
@@ -301,7 +307,8 @@ def test_in_the_band_the_tables_pick_the_tiling_of_the_highest_weighed_wave_effi
         assert (64 * params["CWG"], params["BN"], cluster) == best, (shape.label, chosen.label)
         seen.add(best)
     assert seen == set(weights)      # the grid reaches every form
-    swapped_tiles = {(160, 128, 1), (192, 128, 1), (160, 128, 2), (96, 128, 2), (136, 128, 1), (128, 128, 2)}
+    swapped_tiles = {(160, 128, 1), (192, 128, 1), (160, 128, 2), (96, 128, 2), (136, 128, 1), (128, 128, 2),
+                     (160, 192, 4), (192, 192, 4)}
     assert swapped == {"v13-bf16": set(), "v13-bf16-out": swapped_tiles | {(64, 128, 1)},
                        "v13-tf32": swapped_tiles | {(128, 192, 1)}}[name]     # the grid reaches each of them
 
