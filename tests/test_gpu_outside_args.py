@@ -118,3 +118,41 @@ def test_a_map_over_a_buffer_that_is_no_parameter_reaches_the_kernel(tmp_path):
     cases = [case for case in run.cases if case.name == "args-row-scale-map"]
     assert len(cases) == 2
     assert all(case.status == Status.PASS for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+
+
+BLOCK_SCALED_FP8 = """
+- name: fp8-block-scaled
+  source: "@KERNELS@/outside/fp8_block_scaled.cu"
+  function: fp8_block_scaled
+  arch: sm_90
+  types: {a: e4m3, b: e4m3, c: fp32, accumulate: fp32}
+  layout: NT
+  epilogue: overwrite
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  signature:
+    - A
+    - B
+    - C
+    - M
+    - N
+    - K
+    - {name: scales_a, type: buffer, element: float32, size: ceil(K / 128) * M,
+       scales: {of: A, block: [1, 128], order: col}}
+    - {name: scales_b, type: buffer, element: float32, size: ceil(N / 128) * ceil(K / 128),
+       scales: {of: B, block: [128, 128], order: ORDER_B}}
+"""
+
+
+@pytest.mark.parametrize("order_b, status", [("col", Status.PASS), ("row", Status.FAIL)])
+def test_block_scaled_fp8_passes_with_its_layouts_and_fails_where_the_spec_misplaces_bs_factors(tmp_path, order_b,
+                                                                                                status):
+    # The kernel reads B's factors as ceil(N / 128) rows of ceil(K / 128): described so, every case PASSes against a
+    # reference that scales each block of A and B by its own factor; described row after row of the (K / 128) x
+    # (N / 128) grid, the factors the kernel reads are not those the reference applies, and the check says so.
+    path = write_spec(tmp_path, BLOCK_SCALED_FP8.replace("ORDER_B", order_b), ["[1001, 520, 776]", "[65, 300, 272]"])
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    cases = [case for case in run.cases if case.name == "fp8-block-scaled"]
+    assert len(cases) == 2
+    assert all(case.status == status for case in cases), [(c.shape.label, c.status, c.message) for c in cases]

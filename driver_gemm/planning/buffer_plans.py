@@ -5,8 +5,9 @@ A ``buffer`` argument of the signature (`specfile.model.DeviceBufferArgument`) b
 (`initial_bytes`), and, when those bytes are one 32-bit word repeated (zero, or a constant of a
 4-byte type), that word, so that the reset before each sample is one ``cuMemsetD32Async``
 instead of a copy. A buffer filled from a ``.npy`` file reads the file its name gives for the shape, and
-holds its array converted to the buffer's element, every value checked to fit. No GPU. How the reset stays
-out of the timed region: docs/timing.md.
+holds its array converted to the buffer's element, every value checked to fit. A buffer of block scales holds
+a factor per block of A or B (`ScaleGrid`), drawn per shape, which the reference applies too. No GPU. How the
+reset stays out of the timed region: docs/timing.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
-from ..specfile.model import DeviceBufferArgument, KernelSpec
+from ..specfile.model import BlockScales, DeviceBufferArgument, KernelSpec
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -32,6 +33,52 @@ NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u
 
 # The largest whole number up to which every whole number is exact in a floating type: an iota past it repeats.
 EXACT_WHOLE_NUMBERS = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53}
+
+
+# The factors a buffer of block scales holds are 2^e for e drawn from this range: exact in every floating type, so
+# the float64 reference scales A and B exactly, and wide enough that a factor applied to the wrong block shows.
+SCALE_EXPONENTS = (-3, 3)
+
+
+@dataclass(frozen=True)
+class ScaleGrid:
+    """The factors of a buffer of block scales on one shape: a `rows` x `cols` grid of blocks of `block_rows` x
+    `block_cols` elements over A (M x K) or B (K x N), stored in `order` with leading dimension `ld`; factor
+    (i, j) is 2 ** exponents[i * cols + j]. Every other element of the buffer holds NaN, so that a kernel that
+    reads a factor from the wrong place makes C wrong where it is checked."""
+
+    operand: str
+    block_rows: int
+    block_cols: int
+    rows: int
+    cols: int
+    order: str
+    ld: int
+    exponents: bytes
+
+    def offsets(self) -> np.ndarray:
+        """Each factor's element offset in the buffer, as a rows x cols grid."""
+        row, col = np.meshgrid(np.arange(self.rows), np.arange(self.cols), indexing="ij")
+        return row * self.ld + col if self.order == "row" else col * self.ld + row
+
+    @property
+    def reach(self) -> int:
+        """The elements the buffer needs: one past the furthest factor."""
+        return (self.rows - 1) * self.ld + self.cols if self.order == "row" else (self.cols - 1) * self.ld + self.rows
+
+    def factors(self) -> np.ndarray:
+        """The grid of factors (float64)."""
+        exponents = np.frombuffer(self.exponents, dtype=np.int8).reshape(self.rows, self.cols)
+        return np.ldexp(1.0, exponents.astype(np.int64))
+
+    def expanded(self, rows: int, cols: int) -> np.ndarray:
+        """The factor of each element of the rows x cols operand."""
+        grid = self.factors()
+        return np.repeat(np.repeat(grid, self.block_rows, axis=0), self.block_cols, axis=1)[:rows, :cols]
+
+    def as_dict(self) -> dict:
+        return {"of": self.operand.upper(), "block": [self.block_rows, self.block_cols], "grid": [self.rows, self.cols],
+                "order": self.order, "ld": self.ld}
 
 
 @dataclass(frozen=True)
@@ -47,6 +94,7 @@ class BufferPlan:
     read_only: bool = False        # alpha or beta by pointer: set once per case, never written by the kernel
     data: bytes = b""              # fill "file": the array's bytes as the element type lays them out
     source: str = ""               # fill "file": the file they came from
+    grid: ScaleGrid | None = None  # fill "scales": where each factor is, and its value
 
     @property
     def nbytes(self) -> int:
@@ -59,6 +107,13 @@ class BufferPlan:
             return np.zeros(self.nbytes, dtype=np.uint8)
         if self.fill == "file":
             return np.frombuffer(self.data, dtype=np.uint8).copy()
+        if self.fill == "scales":
+            assert self.grid is not None, "a buffer of block scales has its grid"
+            contents = np.full(self.count, np.nan)
+            contents[self.grid.offsets()] = self.grid.factors()
+            if self.element == "bfloat16":     # powers of two and NaN: exact in the top half of a float32
+                return (contents.astype("<f4").view("<u4") >> 16).astype("<u2").view(np.uint8)
+            return contents.astype(dtype).view(np.uint8)
         if self.element == "bfloat16":
             pattern = _bfloat16_words(range(self.count) if self.fill == "iota" else self.values)
             return np.resize(pattern, self.count).view(np.uint8)
@@ -79,7 +134,8 @@ class BufferPlan:
         return struct.unpack("<I", np.array(self.values[:1], dtype=NUMPY_ELEMENTS[self.element]).tobytes())[0]
 
     def as_dict(self) -> dict:
-        fill = {"values": list(self.values[:8]), "file": {"file": self.source}}.get(self.fill, self.fill)
+        fill = {"values": list(self.values[:8]), "file": {"file": self.source},
+                "scales": {"scales": self.grid.as_dict() if self.grid else None}}.get(self.fill, self.fill)
         return {"name": self.name, "element": self.element, "count": self.count, "bytes": self.nbytes,
                 "fill": fill}
 
@@ -119,6 +175,14 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "file", (), buffer.read_only,
                                               data, source)
             continue
+        if buffer.scales is not None:
+            try:
+                grid = _scale_grid(buffer.scales, env, count)
+            except _Refused as refused:
+                problem(f"buffer {argument.name}: {refused}", f"{path}.scales")
+                continue
+            plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "scales", grid=grid)
+            continue
         exact = EXACT_WHOLE_NUMBERS.get(buffer.element)
         if buffer.fill == "iota" and not (count - 1 <= exact if exact is not None else element.fits(count - 1)):
             problem(f"buffer {argument.name}: iota up to {count - 1:,} does not fit {buffer.element}"
@@ -131,7 +195,36 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
 
 
 class _Refused(Exception):
-    """Why a buffer's fill file cannot fill it, said in the problem of its case."""
+    """Why a buffer's fill file or grid of scales cannot fill it, said in the problem of its case."""
+
+
+def _scale_grid(scales: BlockScales, env: dict, count: int) -> ScaleGrid:
+    """The grid of factors of `scales` on the shape of `env`, its factors drawn from the shape (the same on every
+    run of it); `_Refused` where a block, the leading dimension or the buffer's size does not hold it."""
+    rows, cols = (env["M"], env["K"]) if scales.operand == "a" else (env["K"], env["N"])
+    matrix = f"{scales.operand.upper()} ({rows} x {cols})"
+    try:
+        block_rows, block_cols = (extent.evaluate_int(env) for extent in scales.block)
+        ld = scales.ld.evaluate_int(env) if scales.ld is not None else None
+    except expr.ExpressionError as exc:
+        raise _Refused(str(exc)) from None
+    if block_rows < 1 or block_cols < 1:
+        raise _Refused(f"a block of {block_rows} x {block_cols} elements of {matrix}: each extent must be 1 or more")
+    grid_rows, grid_cols = -(-rows // block_rows), -(-cols // block_cols)
+    tight = grid_cols if scales.order == "row" else grid_rows
+    if ld is None:
+        ld = tight
+    elif ld < tight:
+        raise _Refused(f"ld {ld} is shorter than a {'row' if scales.order == 'row' else 'column'} of the "
+                       f"{grid_rows} x {grid_cols} grid of factors of {matrix} ({tight})")
+    exponents = np.random.default_rng([rows, cols, block_rows, block_cols, ord(scales.operand)]).integers(
+        SCALE_EXPONENTS[0], SCALE_EXPONENTS[1] + 1, size=grid_rows * grid_cols, dtype=np.int8)
+    grid = ScaleGrid(scales.operand, block_rows, block_cols, grid_rows, grid_cols, scales.order, ld,
+                     exponents.tobytes())
+    if grid.reach > count:
+        raise _Refused(f"holds {count:,} elements, but the {grid_rows} x {grid_cols} grid of factors of {matrix} "
+                       f"(blocks of {block_rows} x {block_cols}, {scales.order} order, ld {ld}) reaches {grid.reach:,}")
+    return grid
 
 
 # A fill file's header and padding besides its data (numpy.save writes at most a few hundred bytes of header).

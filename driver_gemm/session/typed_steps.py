@@ -111,14 +111,16 @@ def upload_inputs(run) -> None:
 
 
 def reference_step(run) -> None:
-    """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs): worked
-    out by the first case that needs it for these inputs and scalars, kept with the inputs."""
+    """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs), A and B
+    each multiplied by its block scales where the kernel takes them: worked out by the first case that needs it
+    for these inputs, scalars and scales, kept with the inputs."""
     typed, settings, shape = run.typed, run.spec.verify, run.case.shape
     assert typed.held is not None, "held_inputs comes first"
     known = typed.held.references
-    key = (typed.alpha, typed.beta)
+    grids = _scale_grids(run)
+    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())))
     if key not in known:
-        a, b = typed.inputs.a, typed.inputs.b
+        a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
         name = CPU_REFERENCE
         if shape.flops * typed.operands.batch > settings.cpu_reference_max_gflop * 1e9 and \
                 typed.types.c.storage_bytes <= 2:
@@ -126,6 +128,21 @@ def reference_step(run) -> None:
             name = FLOAT32_REFERENCE
         known[key] = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0), name
     run.expected, run.reference_name = known[key]
+
+
+def _scale_grids(run) -> dict:
+    """The kernel's block scales (`buffer_plans.ScaleGrid`) by operand, ``a`` and ``b``; none for a vendor row."""
+    if run.case.lt is not None:
+        return {}
+    return {plan.grid.operand: plan.grid for plan in run.case.plan.buffers.values() if plan.grid is not None}
+
+
+def _scaled(values: np.ndarray, grid) -> np.ndarray:
+    """An operand's values (batch x rows x cols) with each element multiplied by its block's factor: exact, the
+    factors being powers of two."""
+    if grid is None:
+        return values
+    return values * grid.expanded(values.shape[-2], values.shape[-1])
 
 
 def _reset_output(run) -> None:

@@ -3,7 +3,8 @@
 ``{name: workspace, type: buffer, element: int32, size: EXPR, fill: zero}`` is a buffer of the case's
 own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, a list of
 numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill: {file: NAME}``, the name per
-shape), before every launch and every sample. ``{name: alpha, type: ptr}``
+shape), before every launch and every sample; or, with ``scales: {of: A, block: [1, 128]}`` instead of a fill, a
+factor per block of A or B that the reference applies too. ``{name: alpha, type: ptr}``
 (or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
 `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
 them per shape. The fields: docs/kernels.md.
@@ -20,10 +21,13 @@ from ..argtypes import C_TYPES, STANDARD_ARGUMENTS, fits_float
 from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression
 from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
-from .model import Argument, DeviceBufferArgument
+from .model import Argument, BlockScales, DeviceBufferArgument
 from .project import project_root
 
-BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass")
+BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales")
+SCALES_KEYS = ("of", "block", "order", "ld")
+# What a factor may be stored as: the floating types (the drawn factors, powers of two, are exact in each).
+SCALE_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
 # A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
 FILE_FIELD = re.compile(r"\{([^{}]*)\}")
 # What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
@@ -72,7 +76,9 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         raise context.error(f"pass is parameter (the default: the kernel takes the buffer's address) or none (no "
                             f"parameter: a tensor map over it reaches the kernel), got {kind_name(passing)}", item,
                             "pass", f"{item_path}.pass")
-    if isinstance(item.get("fill"), dict):
+    if "scales" in item:
+        buffer = _block_scales(context, item, item_path, element, size)
+    elif isinstance(item.get("fill"), dict):
         buffer = _file_fill(context, item, item_path, element, size)
     else:
         fill, values = _fill(context, item, item_path, element)
@@ -99,6 +105,43 @@ def _file_fill(context: Context, item: dict, item_path: str, element: str, size)
                             node, "file", f"{dotted}.file")
     root = None if context.allow_outside_sources else project_root(context.base_dir)
     return DeviceBufferArgument(element, size, "file", (), file=name, file_folder=context.base_dir, file_root=root)
+
+
+def _block_scales(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
+    """``scales: {of: A, block: [1, 128], order: col, ld: M}``: a factor per block of A or B, which the case draws
+    and the reference applies, so that a kernel that skips or misplaces a factor fails its check."""
+    node, dotted = item["scales"], f"{item_path}.scales"
+    hint = "scales: {of: A, block: [1, 128]} (a factor per row and 128 columns of A)"
+    if "fill" in item:
+        raise context.error("a buffer of block scales holds factors the case draws (powers of two the reference "
+                            "applies): it takes no fill", item, "fill", f"{item_path}.fill", hint=hint)
+    if element not in SCALE_ELEMENTS:
+        raise context.error(f"block scales are stored as {', '.join(SCALE_ELEMENTS)}, got {element}", item,
+                            "element", f"{item_path}.element")
+    if not isinstance(node, dict):
+        raise context.error(f"scales is a mapping like {{of: A, block: [1, 128]}}, got {kind_name(node)}", item,
+                            "scales", dotted, hint=hint)
+    check_keys(context, node, SCALES_KEYS, dotted)
+    for required in ("of", "block"):
+        if required not in node:
+            raise context.error(f"block scales need {required}", item, "scales", dotted, hint=hint)
+    operand = node["of"]
+    if operand not in ("A", "B", "a", "b"):
+        raise context.error(f"of is A or B (the matrix whose blocks the factors multiply), got {kind_name(operand)}",
+                            node, "of", f"{dotted}.of")
+    block = node["block"]
+    if not isinstance(block, list) or len(block) != 2:
+        raise context.error(f"block is [rows, cols] of {operand.upper()} that one factor multiplies, got "
+                            f"{kind_name(block)}", node, "block", f"{dotted}.block", hint=hint)
+    extents = tuple(parse_expression(context, block, position, value, f"{dotted}.block[{position}]", whole=True)
+                    for position, value in enumerate(block))
+    order = node.get("order", "row")
+    if order not in ("row", "col"):
+        raise context.error(f"order is row (the grid of factors row after row, the default) or col (column after "
+                            f"column), got {kind_name(order)}", node, "order", f"{dotted}.order")
+    ld = parse_expression(context, node, "ld", node["ld"], f"{dotted}.ld", whole=True) if "ld" in node else None
+    scales = BlockScales(operand.lower(), (extents[0], extents[1]), order, ld)
+    return DeviceBufferArgument(element, size, "scales", (), scales=scales)
 
 
 def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:

@@ -135,7 +135,31 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir))
                for combo in itertools.product(*sweep)]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
+    _check_block_scales(kernels[0])
     return kernels
+
+
+def _check_block_scales(kernel: KernelSpec) -> None:
+    """Buffers of block scales need a kernel whose operands are typed (their reference scales A and B), one
+    matrix (a batch would need a grid of factors per matrix), and one buffer per operand."""
+    scaled: dict[str, str] = {}
+    for path, argument in kernel.device_buffers():
+        scales = argument.buffer.scales if argument.buffer is not None else None
+        if scales is None:
+            continue
+        where, field = kernel.where_field(f"{path}.scales"), f"{kernel.field_path}.{path}.scales"
+        operands = kernel.operands
+        if operands is None:
+            raise SpecError(f"buffer {argument.name}: block scales need a kernel with typed operands, whose "
+                            "reference they scale", where=where, field=field,
+                            hint="types: {a: e4m3, c: bf16} and layout: NT, as for any fp8 kernel")
+        if operands.batch.names or operands.batch.evaluate_int({}) != 1:
+            raise SpecError(f"buffer {argument.name}: block scales are for one matrix per operand; this kernel "
+                            f"has batch: {operands.batch.source}", where=where, field=field)
+        if scales.operand in scaled:
+            raise SpecError(f"buffer {argument.name}: {scales.operand.upper()} already takes its block scales from "
+                            f"{scaled[scales.operand]}", where=where, field=field)
+        scaled[scales.operand] = argument.name
 
 
 def _check_signature_reads_no_type_param(kernel: KernelSpec, type_params: dict[str, str], scalars: dict) -> None:

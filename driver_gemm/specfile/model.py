@@ -126,7 +126,23 @@ class TensorMapArgument:
         return {key: value for key, value in lists.items() if value is not None}
 
 
-BUFFER_FILLS = ("zero", "iota", "values", "file")
+BUFFER_FILLS = ("zero", "iota", "values", "file", "scales")
+
+
+@dataclass(frozen=True)
+class BlockScales:
+    """A buffer of scale factors, one per block of A or B (block-scaled FP8, as DeepGEMM's kernels take them).
+
+    `operand` is ``a`` (M x K) or ``b`` (K x N); `block` the (rows, cols) of that matrix one factor multiplies;
+    the factors form a grid of ceil(rows / block) x ceil(cols / block), stored in `order` (``row``: grid row
+    after grid row; ``col``: grid column after grid column) with leading dimension `ld` (None: tight). The
+    reference multiplies each element of A and B by its block's factor before the product.
+    """
+
+    operand: str
+    block: tuple[expr.Expression, expr.Expression]
+    order: str = "row"
+    ld: expr.Expression | None = None
 
 
 @dataclass(frozen=True)
@@ -140,8 +156,9 @@ class DeviceBufferArgument:
     name `file` may hold ``{M}``, ``{N}``, ``{K}`` and the params' names (a
     table the host computes per shape, such as a tile order), relative to
     `file_folder` and inside `file_root` (None: anywhere, with the user's
-    leave). A `read_only` buffer (alpha or beta by pointer) is filled once per
-    case; any other is reset before every sample too.
+    leave), or ``scales``: a factor per block of A or B (`scales`). A
+    `read_only` buffer (alpha or beta by pointer) is filled once per case;
+    any other is reset before every sample too.
     """
 
     element: str
@@ -155,6 +172,7 @@ class DeviceBufferArgument:
     # False (pass: none): allocated and filled for the case but no parameter of the kernel, which reads it only
     # through a tensor map over it (DeepGEMM's scale factors); it is then in `KernelSpec.memory`.
     passed: bool = True
+    scales: BlockScales | None = None     # fill "scales": factors the case draws, which the reference applies
 
 
 @dataclass(frozen=True)

@@ -82,10 +82,17 @@ def _array_and_buffer(argument) -> list:
     if argument.buffer is not None:
         buffer = argument.buffer
         extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]]
-                     + ([buffer.file] if buffer.file else []))
+                     + ([buffer.file] if buffer.file else [])
+                     + ([_scales_key(buffer.scales)] if buffer.scales is not None else []))
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     return extra
+
+
+def _scales_key(scales) -> list:
+    """Where a buffer of block scales puts its factors, as the spec wrote it."""
+    return ["scales", scales.operand, [extent.source for extent in scales.block], scales.order,
+            scales.ld.source if scales.ld is not None else None]
 
 
 def _fill_file_digests(buffers: Mapping | None) -> dict[str, str]:
