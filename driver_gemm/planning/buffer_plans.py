@@ -71,10 +71,16 @@ class ScaleGrid:
         exponents = np.frombuffer(self.exponents, dtype=np.int8).reshape(self.rows, self.cols)
         return np.ldexp(1.0, exponents.astype(np.int64))
 
-    def expanded(self, rows: int, cols: int) -> np.ndarray:
-        """The factor of each element of the rows x cols operand."""
-        grid = self.factors()
-        return np.repeat(np.repeat(grid, self.block_rows, axis=0), self.block_cols, axis=1)[:rows, :cols]
+    def applied(self, values: np.ndarray) -> np.ndarray:
+        """A copy of `values` (... x rows x cols of the operand) with each element multiplied by its block's factor,
+        a column of blocks at a time, so that no array of the operand's size is made besides the copy."""
+        scaled = np.array(values, dtype=np.float64)
+        factors = self.factors()
+        rows = scaled.shape[-2]
+        for column in range(self.cols):
+            per_row = np.repeat(factors[:, column], self.block_rows)[:rows, None]
+            scaled[..., :, column * self.block_cols:(column + 1) * self.block_cols] *= per_row
+        return scaled
 
     def as_dict(self) -> dict:
         return {"of": self.operand.upper(), "block": [self.block_rows, self.block_cols], "grid": [self.rows, self.cols],

@@ -140,9 +140,7 @@ def _scale_grids(run) -> dict:
 def _scaled(values: np.ndarray, grid) -> np.ndarray:
     """An operand's values (batch x rows x cols) with each element multiplied by its block's factor: exact, the
     factors being powers of two."""
-    if grid is None:
-        return values
-    return values * grid.expanded(values.shape[-2], values.shape[-1])
+    return values if grid is None else grid.applied(values)
 
 
 def _reset_output(run) -> None:
