@@ -26,6 +26,14 @@ pytestmark = pytest.mark.gpu
 OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-accumulate", "args-grid-sync")
 
 
+def assert_every_case(path, name: str, status: Status, *, count: int) -> None:
+    """Run the spec at `path` quickly: kernel `name` has `count` cases, each ending in `status`."""
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    cases = [case for case in run.cases if case.name == name]
+    assert len(cases) == count
+    assert all(case.status == status for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+
+
 def test_outside_style_arguments_pass_on_a_small_awkward_shape_and_several_partial_tiles():
     # 1001 x 520 is 16 x 9 tiles of 64, the last row and column partial, taken by 144 blocks of the persistent
     # grid; 65 x 130 x 17 is 2 x 3 tiles, each partial in M or N, with a partial K step.
@@ -84,10 +92,7 @@ def test_a_tile_order_read_from_a_file_per_shape_reaches_the_kernel(tmp_path):
     for rows, columns in ((1001, 520), (65, 130)):
         tiles = math.ceil(rows / 64) * math.ceil(columns / 64)
         np.save(tmp_path / "tables" / f"order-{rows}x{columns}.npy", shuffle.permutation(tiles).astype(np.int32))
-    run = run_spec(quick(load_spec(path)), options=RunOptions())
-    cases = [case for case in run.cases if case.name == "args-persistent-file"]
-    assert len(cases) == 2
-    assert all(case.status == Status.PASS for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+    assert_every_case(path, "args-persistent-file", Status.PASS, count=2)
 
 
 
@@ -114,10 +119,7 @@ SCALES_THROUGH_A_MAP = """
 def test_a_map_over_a_buffer_that_is_no_parameter_reaches_the_kernel(tmp_path):
     # Every row of C is scaled by the factor the map copies in: 1.0 only where it read the case's buffer.
     path = write_spec(tmp_path, SCALES_THROUGH_A_MAP, ["[1001, 520, 776]", "[65, 130, 17]"])
-    run = run_spec(quick(load_spec(path)), options=RunOptions())
-    cases = [case for case in run.cases if case.name == "args-row-scale-map"]
-    assert len(cases) == 2
-    assert all(case.status == Status.PASS for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+    assert_every_case(path, "args-row-scale-map", Status.PASS, count=2)
 
 
 BLOCK_SCALED_FP8 = """
@@ -152,7 +154,4 @@ def test_block_scaled_fp8_passes_with_its_layouts_and_fails_where_the_spec_mispl
     # reference that scales each block of A and B by its own factor; described row after row of the (K / 128) x
     # (N / 128) grid, the factors the kernel reads are not those the reference applies, and the check says so.
     path = write_spec(tmp_path, BLOCK_SCALED_FP8.replace("ORDER_B", order_b), ["[1001, 520, 776]", "[65, 300, 272]"])
-    run = run_spec(quick(load_spec(path)), options=RunOptions())
-    cases = [case for case in run.cases if case.name == "fp8-block-scaled"]
-    assert len(cases) == 2
-    assert all(case.status == status for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+    assert_every_case(path, "fp8-block-scaled", status, count=2)
