@@ -82,6 +82,7 @@ def test_the_factors_sit_where_the_layout_says_with_nan_around_them():
     scales_a, scales_b = plan.buffers["scales_a"], plan.buffers["scales_b"]
     grid = scales_a.grid
     assert (grid.rows, grid.cols, grid.ld) == (1001, 7, 1009)      # a factor per row and 128 of K's 776
+    assert "block scales scales_a: a factor per 1 x 128 block of A: 1001 x 7, col order, ld 1009" in plan.notes
     contents = np.frombuffer(scales_a.initial_bytes().tobytes(), dtype="<f4").astype(np.float64)
     factors = grid.factors()
     for row, block in ((0, 0), (1000, 6), (517, 3)):

@@ -82,6 +82,11 @@ class ScaleGrid:
             scaled[..., :, column * self.block_cols:(column + 1) * self.block_cols] *= per_row
         return scaled
 
+    def describe(self) -> str:
+        """The grid in one line, as `plan` prints it."""
+        return (f"a factor per {self.block_rows} x {self.block_cols} block of {self.operand.upper()}: "
+                f"{self.rows} x {self.cols}, {self.order} order, ld {self.ld}")
+
     def as_dict(self) -> dict:
         return {"of": self.operand.upper(), "block": [self.block_rows, self.block_cols], "grid": [self.rows, self.cols],
                 "order": self.order, "ld": self.ld}

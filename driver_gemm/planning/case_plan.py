@@ -204,6 +204,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                     "kernel takes them in (folded into alpha)", "scales",
                     hint="scale the inputs so that alpha x scale a x scale b fits")
     buffers = plan_buffers(kernel, env, argument_values, problem)
+    notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
+                 if buffer.grid is not None)
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
     attributes = None
