@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from driver_gemm.argtypes import bfloat16_bits, float_value
-from driver_gemm.cuda.compile import base_options, compile_source
+from driver_gemm.cuda.compile import base_options, compile_source, plain_declarations
 from driver_gemm.cuda.launch import PackedArguments
-from driver_gemm.cuda.nvcc import first_errors, nvcc_hints
+from driver_gemm.cuda.nvcc import find_nvcc, first_errors, nvcc_hints
 from driver_gemm.cuda.occupancy import arch_limits
 from driver_gemm.errors import ArgumentError, CompileError, SpecError
 from driver_gemm.planning.buffer_plans import BufferPlan
+from driver_gemm.planning.build import offline_problems
 from driver_gemm.planning.case_plan import plan_case
 from driver_gemm.session.bind import launch_values
 from driver_gemm.specfile import Shape, load_spec
@@ -419,3 +420,73 @@ def test_16_bit_floats_round_as_c_does_and_an_iota_past_their_exact_whole_number
                                                        "fill: iota}")))
     problem, = plan_case(spec.kernels[0], Shape(64, 64, 64), arch_limits("sm_90"), scalars=dict(spec.scalars)).problems
     assert "iota up to 4,095 does not fit float16 (its whole numbers are exact up to 2,048)" in str(problem)
+
+
+# ---------------------------------------------------------------------------- params of a plain function
+
+PLAIN_KERNEL = """\
+    // the launcher picks the block's side at run time
+    __global__ void naive(float* C, const float* A, const float* B, int M, int N, int K) { C[0] = A[0] * B[0]; }
+    """
+TEMPLATE_KERNELS = """\
+    template <int S>
+    __global__ void __launch_bounds__(256) tiled(float* C, const float* A, const float* B, int M, int N, int K)
+    { C[0] = A[0] * S; }
+    extern "C" {
+    __global__ void flat(float* C) { C[0] = 1.0f; }
+    }
+    """
+
+
+def test_the_declarations_tell_a_template_from_a_plain_function():
+    texts = [textwrap.dedent(PLAIN_KERNEL), textwrap.dedent(TEMPLATE_KERNELS)]
+    assert plain_declarations("naive", texts) == [
+        "naive(float* C, const float* A, const float* B, int M, int N, int K)"]
+    assert plain_declarations("flat", texts) == ["flat(float* C)"]
+    assert plain_declarations("tiled", texts) == []          # template <int S> on the line before
+    assert plain_declarations("absent", texts) == []         # nothing written out: nothing known
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("in_header", [False, True])
+def test_params_given_to_a_plain_function_are_refused_saying_it_is_no_template(tmp_path, compiler, in_header):
+    # llm.c's matmul_forward_kernel1 takes any square block its launcher picks: params cannot carry that value.
+    if compiler == "nvcc" and find_nvcc() is None:
+        pytest.skip("nvcc is not installed")
+    files = {"kernels.cuh": PLAIN_KERNEL, "k.cu": '#include "kernels.cuh"\n'} if in_header else {"k.cu": PLAIN_KERNEL}
+    folder = _project(tmp_path, files)
+    (folder / "spec.yaml").write_text(textwrap.dedent(f"""\
+        shapes: [[1001, 513, 777]]
+        kernels:
+          - name: naive
+            source: k.cu
+            function: naive
+            {"compiler: nvcc" if compiler == "nvcc" else ""}
+            params: {{S: [8, 16]}}
+            signature: [C, A, B, M, N, K]
+            block: [S, S]
+            grid: [ceil(N / S), ceil(M / S)]
+        """))
+    errors = [str(error) for error in offline_problems(load_spec(folder / "spec.yaml"))[1].values()]
+    assert len(errors) == 2
+    for error in errors:
+        assert "spec.yaml:7: kernels[naive].params: naive is no template (the source declares naive(float* C, " \
+               "const float* A, const float* B, int M, int N, int K), with no template <...>)" in error, error
+        assert "one kernel entry per value" in error and "NVRTC_ERROR" not in error and "instances.cu" not in error
+
+
+def test_a_template_given_the_wrong_params_keeps_the_compilers_own_message(tmp_path):
+    folder = _project(tmp_path, {"k.cu": TEMPLATE_KERNELS})
+    (folder / "spec.yaml").write_text(textwrap.dedent("""\
+        shapes: [[1001, 513, 777]]
+        kernels:
+          - name: tiled
+            source: k.cu
+            function: tiled
+            params: {S: 8, T: 2}
+            signature: [C, A, B, M, N, K]
+            block: [16, 16]
+            grid: [ceil(N / 16), ceil(M / 16)]
+        """))
+    (error,) = offline_problems(load_spec(folder / "spec.yaml"))[1].values()
+    assert "no template" not in str(error) and "check the spec's function and params" in str(error)

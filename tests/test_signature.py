@@ -260,3 +260,15 @@ def test_a_tensor_map_by_pointer_described_as_the_matrix_is_named():
 def test_the_base_name_of_a_mangled_symbol_names_its_kernel_by_default(symbol, base):
     from driver_gemm.kernel_names import mangled_base_name
     assert mangled_base_name(symbol) == base
+
+
+def test_double_operands_are_told_no_type_of_types_reads_them():
+    # dmmaTensorCoreGemm's kernels take double*: described as fp32 (or anything), the check says no typed operand
+    # is fp64, rather than to give types: what the kernel reads.
+    slots = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4])]
+    doubles = "_Z1kPKdS0_Pdiii"      # k(const double*, const double*, double*, int, int, int)
+    assert [p.text for p in demangle(doubles).params][:3] == ["const double*", "const double*", "double*"]
+    problems = check_signature(slots, demangle(doubles).params, SEED, {"A": "fp32", "B": "fp32", "C": "fp32"})
+    assert [problem.split(" (")[1].split(",")[0] for problem in problems] == ["A", "B", "C"]
+    assert "typed operands (fp32, tf32, fp16, bf16, e4m3, e5m2, int8) include no double" in problems[0]
+    assert "give types: what it reads" not in problems[0]

@@ -811,6 +811,22 @@ def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[s
             "types, function: name(const float*, int)")
 
 
+def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
+    """The ``__global__`` declarations of `name` in `texts` (as `_declarations` gives them) when there are some and
+    none is a template: what a ``template <...>`` before the declaration, in the same statement, would make one.
+    Empty where a declaration is a template, or none is written out (a macro may make it: nothing is known)."""
+    found, template = [], False
+    pattern = re.compile(rf"__global__\b[^;{{(]*?\b{re.escape(name)}\s*\(")
+    for text in texts:
+        text = _LAUNCH_QUALIFIER.sub(" ", text)
+        for match in pattern.finditer(text):
+            before = text[:match.start()]
+            statement = before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
+            template = template or re.search(r"\btemplate\s*<", statement) is not None
+        found.extend(_declarations(name, [text]))
+    return [] if template else list(dict.fromkeys(found))[:3]
+
+
 def _declarations(name: str, texts: Iterable[str]) -> list[str]:
     """Up to three ``__global__`` declarations of `name` in `texts`, each as ``name(its parameters)`` on one line."""
     found = []

@@ -21,6 +21,8 @@ from .tensormap import POINTER_BYTES, TENSOR_MAP_BYTES
 
 # A pointee that names a floating element type (or a vector of it) -> the spec types whose elements it holds. Only
 # these are judged: kernels also read operands as raw bytes or words (uint8_t*, uint16_t*, void*), which say nothing.
+# The element types a typed kernel's A, B and C may have, as types: names them.
+TYPED_OPERAND_TYPES = tuple(name for name in ELEMENT_TYPES if name != "int32")
 ELEMENT_POINTEES = {
     **{name: (element.name,) for element in ELEMENT_TYPES.values() if element.float_format is not None
        for name in (element.cuda_type, element.kernel_type)},
@@ -120,6 +122,10 @@ def _operand_problems(where: str, kernel_type: ParamType, name: str, element: st
     holds = ELEMENT_POINTEES.get(pointee)
     if holds is None or element in holds:
         return []
+    if not holds:       # double: no type of types: is read through it
+        return [f"{where}: the kernel's parameter is {kernel_type.text}, and types: makes {name} {element}; "
+                f"driver-gemm's typed operands ({', '.join(TYPED_OPERAND_TYPES)}) include no {pointee}, so a "
+                f"kernel reading {pointee} operands cannot be checked (instantiate it for one of those types)"]
     return [f"{where}: the kernel's parameter is {kernel_type.text}, and types: makes {name} {element} (instantiate "
             f"the kernel for {element}, or give types: what it reads)"]
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 import os
 
 from ..cuda import bounded
-from ..cuda.compile import Cubin, compile_source
+from ..cuda.compile import (Cubin, compile_source, include_folders, local_headers, plain_declarations,
+                            read_source)
 from .sizeof_values import known_type_sizes
 from ..cuda.cubin import KernelImage
 from ..cuda.mangling import demangle
@@ -266,6 +267,11 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
         try:
             cubin: Cubin | CompileError = build_kernels(kernels, target)
         except CompileError as exc:
+            plain = _params_of_a_plain_function(kernels[0])
+            if plain is not None:       # every instance fails alike: said once, without compiling each alone
+                for kernel in kernels:
+                    compiled[kernel.label] = plain
+                return
             if len(kernels) > 1:
                 for kernel in kernels:
                     compile_program(target, [kernel])
@@ -291,6 +297,30 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
         raise
     pool.shutdown()
     return compiled
+
+
+def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
+    """Where a kernel whose build failed gives params to a function its source declares only as a plain (not
+    template) ``__global__`` function, the error that says so: params are template arguments, so the instance
+    they name (k<8>) is no kernel, whichever compiler was asked. None otherwise (nothing more is known)."""
+    if not kernel.params or kernel.source is None or "<" in kernel.function:
+        return None
+    name = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+    try:
+        text = read_source(kernel.source)
+        headers = local_headers(text, [kernel.source.parent, *include_folders(kernel.options)])
+    except (OSError, CompileError, SpecError):
+        return None
+    declared = plain_declarations(name, [text, *headers.values()])
+    if not declared:
+        return None
+    names = ", ".join(kernel.params)
+    return CompileError(
+        f"{kernel.where_field('params')}: {kernel.field_path}.params: {name} is no template (the source declares "
+        f"{'; '.join(declared)}, with no template <...>), so params ({names}), which are template arguments, "
+        f"make {kernel.instance}, which names no kernel. A value only the launch reads (a block side its launcher "
+        "picks at run time) is written as a number into block, grid and tile: one kernel entry per value, the rest "
+        "shared through a YAML anchor (<<: *common)")
 
 
 def plan_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None,
