@@ -149,7 +149,10 @@ def test_draws_are_exactly_representable_and_spread(name):
     values = dtypes.draw((64, 48), name, np.random.default_rng(7))
     assert values.shape == (64, 48) and values.dtype == np.float64
     assert dtypes.is_representable(values, name).all()
-    assert len(np.unique(values)) > 10 and values.min() < 0 < values.max()
+    if name == "uint8":     # unsigned: every whole number of [0, 8]
+        assert set(np.unique(values)) == set(range(dtypes.INTEGER_DRAW_LIMIT + 1))
+    else:
+        assert len(np.unique(values)) > 10 and values.min() < 0 < values.max()
     assert np.abs(values).max() <= (dtypes.INTEGER_DRAW_LIMIT if ELEMENT_TYPES[name].is_integer else 0.5)
     round_trip = dtypes.from_bytes(dtypes.to_bytes(values, name), name, values.shape)
     assert np.array_equal(round_trip, values)
@@ -190,7 +193,8 @@ def test_cuda_enum_values_match_nvmath():
     nvmath = pytest.importorskip("nvmath")
     for element in ELEMENT_TYPES.values():
         name = {"fp32": "CUDA_R_32F", "tf32": "CUDA_R_32F", "fp16": "CUDA_R_16F", "bf16": "CUDA_R_16BF",
-                "e4m3": "CUDA_R_8F_E4M3", "e5m2": "CUDA_R_8F_E5M2", "int8": "CUDA_R_8I", "int32": "CUDA_R_32I"}
+                "e4m3": "CUDA_R_8F_E4M3", "e5m2": "CUDA_R_8F_E5M2", "int8": "CUDA_R_8I", "uint8": "CUDA_R_8U",
+                "int32": "CUDA_R_32I"}
         assert element.cuda_data_type == int(getattr(nvmath.CudaDataType, name[element.name]))
 
 
@@ -200,6 +204,9 @@ def test_parse_types_defaults_and_labels():
     assert parse_types({"a": "bf16"}).as_dict() == {"a": "bf16", "b": "bf16", "c": "bf16", "accumulate": "fp32"}
     assert parse_types({"a": "fp8_e4m3"}).as_dict() == {"a": "e4m3", "b": "e4m3", "c": "fp32", "accumulate": "fp32"}
     assert parse_types({"a": "int8"}).as_dict() == {"a": "int8", "b": "int8", "c": "int32", "accumulate": "int32"}
+    # unsigned bytes (immaTensorCoreGemm's uint8_t*), alone or beside signed ones as IMMA takes them
+    assert parse_types({"a": "uint8"}).as_dict() == {"a": "uint8", "b": "uint8", "c": "int32", "accumulate": "int32"}
+    assert parse_types({"a": "u8", "b": "int8"}).label == "uint8.int8-int32"
     assert parse_types({"a": "bf16"}).label == "bf16"
     assert parse_types({"a": "e4m3", "c": "bf16"}).label == "e4m3-bf16"
     assert parse_types({"a": "e4m3", "b": "e5m2", "c": "fp16"}).label == "e4m3.e5m2-fp16"
@@ -212,7 +219,7 @@ def test_parse_types_defaults_and_labels():
     ({"b": "bf16"}, "types.a", "type of A is missing"),
     ({"a": "bf16", "c": "e4m3"}, "types.c", "e4m3 cannot be C's type"),
     ({"a": "bf16", "accumulate": "bf16"}, "types.accumulate", "cannot be the accumulator's type"),
-    ({"a": "int8", "b": "bf16"}, "types", "int8 inputs go together"),
+    ({"a": "int8", "b": "bf16"}, "types", "8-bit integer inputs go together"),
     ({"a": "bf16", "accumulate": "int32"}, "types.accumulate", "accumulate in fp32 or fp16"),
     ({"a": "tf32", "b": "fp32"}, "types", "tf32 is tensor-core math"),
     ("bf16", "types", "types is a mapping"),
@@ -291,3 +298,13 @@ def test_tolerance_rejects_a_kernel_that_drops_the_last_partial_k_tile():
     a, b = dtypes.draw((64, 777), types.a, rng), dtypes.draw((777, 64), types.b, rng)
     dropped = dtypes.round_to(a[:, :768] @ b[:768, :], types.c)      # 9 of 777 terms missing
     assert compare(dropped, a @ b, rel_tolerance=error_bound(types, 777)).status == "FAIL"
+
+
+def test_unsigned_bytes_are_padded_with_the_largest_and_have_no_vendor_matmul():
+    from driver_gemm.gemm.operands import padding_value
+    from driver_gemm.measure.cublaslt import _compute_and_scale as lt_combination
+    assert padding_value(ELEMENT_TYPES["uint8"]) == 255.0     # 0, the smallest, is drawn: it would hide a read
+    assert padding_value(ELEMENT_TYPES["int8"]) == -128.0
+    assert math.isnan(padding_value(ELEMENT_TYPES["bf16"]))
+    assert lt_combination(parse_types({"a": "uint8"})) == "cuBLASLt has no matmul of unsigned 8-bit inputs"
+    assert lt_combination(parse_types({"a": "int8"}))[0] == "COMPUTE_32I"

@@ -270,5 +270,16 @@ def test_double_operands_are_told_no_type_of_types_reads_them():
     assert [p.text for p in demangle(doubles).params][:3] == ["const double*", "const double*", "double*"]
     problems = check_signature(slots, demangle(doubles).params, SEED, {"A": "fp32", "B": "fp32", "C": "fp32"})
     assert [problem.split(" (")[1].split(",")[0] for problem in problems] == ["A", "B", "C"]
-    assert "typed operands (fp32, tf32, fp16, bf16, e4m3, e5m2, int8) include no double" in problems[0]
+    assert "typed operands (fp32, tf32, fp16, bf16, e4m3, e5m2, int8, uint8) include no double" in problems[0]
     assert "give types: what it reads" not in problems[0]
+
+
+def test_unsigned_and_signed_bytes_each_point_to_the_other_type():
+    slots = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4])]
+    unsigned = "_Z1kPKhS0_Piiii"      # k(const unsigned char*, const unsigned char*, int*, int, int, int)
+    assert check_signature(slots, demangle(unsigned).params, SEED, {"A": "uint8", "B": "uint8", "C": "int32"}) == []
+    told = check_signature(slots, demangle(unsigned).params, SEED, {"A": "int8", "B": "int8", "C": "int32"})
+    assert "(give types: {a: uint8} for unsigned 8-bit inputs)" in told[0]
+    signed = "_Z1kPKaS0_Piiii"        # k(const signed char*, ...)
+    told = check_signature(slots, demangle(signed).params, SEED, {"A": "uint8", "B": "int8", "C": "int32"})
+    assert len(told) == 1 and "signed, and types: makes A uint8" in told[0] and "{a: int8}" in told[0]

@@ -80,7 +80,7 @@ def test_untyped_kernels_stay_untyped_with_their_cublas_rows():
 @pytest.mark.parametrize("extra, needle, message", [
     ("types: {a: bf17}", "types:", "unknown element type 'bf17'"),
     ("types: {a: bf16, d: fp32}", "types:", "unknown field 'd'"),
-    ("types: {a: int8, b: fp16}", "types:", "int8 inputs go together"),
+    ("types: {a: int8, b: fp16}", "types:", "8-bit integer inputs go together"),
     ("types: bf16", "types:", "types is a mapping"),
     ("layout: NX", "layout:", "two letters of N and T"),
     ("layouts: {a: diagonal}", "layouts:", "row or col"),

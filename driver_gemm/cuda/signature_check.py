@@ -117,8 +117,11 @@ def _operand_problems(where: str, kernel_type: ParamType, name: str, element: st
         # Raw bytes are not judged (fp8 is read through uint8_t*), but int8 through unsigned char is a certain
         # misreading: every negative input would be read as 128 or more.
         return [f"{where}: the kernel's parameter is {kernel_type.text}, unsigned, and types: makes {name} int8, "
-                "which is signed: every negative element would be read as 128 or more (driver-gemm draws int8 "
-                "inputs signed; a kernel of unsigned 8-bit inputs cannot be checked against them)"]
+                "which is signed: every negative element would be read as 128 or more (give types: "
+                f"{{{name.lower()}: uint8}} for unsigned 8-bit inputs)"]
+    if element == "uint8" and pointee == "signed char":
+        return [f"{where}: the kernel's parameter is {kernel_type.text}, signed, and types: makes {name} uint8: "
+                f"every element of 128 or more would be read as negative (give types: {{{name.lower()}: int8}})"]
     holds = ELEMENT_POINTEES.get(pointee)
     if holds is None or element in holds:
         return []

@@ -77,7 +77,8 @@ class ElementType:
 
 
 # cudaDataType_t values (library_types.h); the tests compare them with nvmath's enums.
-CUDA_R_32F, CUDA_R_16F, CUDA_R_8I, CUDA_R_32I, CUDA_R_16BF, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2 = 0, 2, 3, 10, 14, 28, 29
+CUDA_R_32F, CUDA_R_16F, CUDA_R_8I, CUDA_R_8U, CUDA_R_32I, CUDA_R_16BF, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2 = (
+    0, 2, 3, 8, 10, 14, 28, 29)
 
 ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in (
     ElementType("fp32", 4, "float32", 23, float(np.finfo(np.float32).max), "float", "float", CUDA_R_32F),
@@ -89,14 +90,15 @@ ELEMENT_TYPES: dict[str, ElementType] = {t.name: t for t in (
                 FloatFormat(4, 3, has_infinity=False)),
     ElementType("e5m2", 1, "uint8", 2, 57344.0, "__nv_fp8_e5m2", "dg::e5m2_t", CUDA_R_8F_E5M2, FloatFormat(5, 2)),
     ElementType("int8", 1, "int8", None, 127.0, "int8_t", "signed char", CUDA_R_8I),
+    ElementType("uint8", 1, "uint8", None, 255.0, "uint8_t", "unsigned char", CUDA_R_8U),
     ElementType("int32", 4, "int32", None, 2.0**31 - 1, "int32_t", "int", CUDA_R_32I),
 )}
 
 ALIASES = {"float32": "fp32", "f32": "fp32", "float16": "fp16", "half": "fp16", "f16": "fp16",
            "bfloat16": "bf16", "fp8_e4m3": "e4m3", "fp8e4m3": "e4m3", "float8_e4m3fn": "e4m3",
-           "fp8_e5m2": "e5m2", "fp8e5m2": "e5m2", "float8_e5m2": "e5m2", "i8": "int8", "i32": "int32"}
+           "fp8_e5m2": "e5m2", "fp8e5m2": "e5m2", "float8_e5m2": "e5m2", "i8": "int8", "i32": "int32", "u8": "uint8"}
 
-INPUT_TYPES = ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "int8")
+INPUT_TYPES = ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2", "int8", "uint8")
 OUTPUT_TYPES = ("fp32", "fp16", "bf16", "int32")
 ACCUMULATE_TYPES = ("fp32", "fp16", "int32")
 
@@ -284,12 +286,14 @@ def draw(shape, dtype: str | ElementType, rng: np.random.Generator) -> np.ndarra
     (fp8 e4m3 keeps 3 fraction bits, so about 60 distinct values in that
     range, subnormals included). tf32 draws float32 values, not tf32 ones:
     the tensor cores' rounding of its inputs is part of what a tf32 kernel is
-    checked for. Integer types: uniform integers in [-8, 8], so a product of
-    two fits in 7 bits and K up to 2**18 sums exactly in float32 and int32.
+    checked for. Integer types: uniform integers in [-8, 8] ([0, 8] unsigned), so
+    a product of two fits in 7 bits and K up to 2**18 sums exactly in float32
+    and int32.
     """
     element = element_type(dtype)
     if element.is_integer:
-        return rng.integers(-INTEGER_DRAW_LIMIT, INTEGER_DRAW_LIMIT + 1, size=shape).astype(np.float64)
+        low = max(-INTEGER_DRAW_LIMIT, int(np.iinfo(element.storage_dtype).min))
+        return rng.integers(low, INTEGER_DRAW_LIMIT + 1, size=shape).astype(np.float64)
     uniform = rng.random(shape, dtype=np.float64) - 0.5
     return decode(encode(uniform, "fp32" if element.name == "tf32" else element), element)
 
@@ -357,11 +361,12 @@ def parse_types(node: Mapping | None, *, where: str | None = None, field: str = 
     c = get("c", "int32" if integer else a.name if a.name in ("fp32", "fp16", "bf16") else "fp32", OUTPUT_TYPES)
     accumulate = get("accumulate", "int32" if integer else "fp32", ACCUMULATE_TYPES)
     if integer and not (a.is_integer and b.is_integer and accumulate.name == "int32"):
-        raise SpecError("int8 inputs go together (A and B) and accumulate in int32", where, field)
+        raise SpecError("8-bit integer inputs go together (A and B, int8 or uint8) and accumulate in int32", where,
+                        field)
     if not integer and accumulate.is_integer:
         raise SpecError("floating-point inputs accumulate in fp32 or fp16", where, f"{field}.accumulate")
     if c.is_integer and not integer:
-        raise SpecError("an int32 output needs int8 inputs", where, f"{field}.c")
+        raise SpecError("an int32 output needs int8 or uint8 inputs", where, f"{field}.c")
     if "tf32" in (a.name, b.name) and not (a == b and accumulate.name == "fp32"):
         raise SpecError("tf32 is tensor-core math on fp32 storage: A and B both tf32, accumulated in fp32",
                         where, field)

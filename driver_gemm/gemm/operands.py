@@ -222,8 +222,12 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
 # --------------------------------------------------------------------------- inputs, outputs, reference
 
 def padding_value(element: ElementType) -> float:
-    """What fills the padding of an input: NaN for floating-point types, the most negative integer otherwise."""
-    return float(np.iinfo(element.storage_dtype).min) if element.is_integer else np.nan
+    """What fills the padding of an input: NaN for floating-point types, else the integer furthest from the drawn
+    ones (the most negative; for unsigned types, the largest), so a kernel that reads it makes C wrong."""
+    if not element.is_integer:
+        return np.nan
+    limits = np.iinfo(element.storage_dtype)
+    return float(limits.min if limits.min < 0 else limits.max)
 
 
 def input_bytes(layout: MatrixLayout, values: np.ndarray, element: ElementType | str) -> bytes:

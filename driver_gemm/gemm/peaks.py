@@ -52,6 +52,8 @@ def math_kind(types: Mapping[str, str] | None, precision: str = "fp32") -> str:
     a = types.get("a", FP32)
     if a in ("e4m3", "e5m2"):
         return FP8
+    if a == "uint8":        # the same IMMA rate as int8
+        return INT8
     if a in (FP16, BF16, INT8, TF32):
         return a
     return TF32 if precision == TF32 else FP32
@@ -100,7 +102,8 @@ def device_peak_gflops(device: Mapping, math: str, accumulate: str = FP32,
 
 
 # Bytes per element of each type name a results file's ``operands.types`` holds.
-ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "int8": 1, "int32": 4}
+ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1, "int8": 1, "uint8": 1,
+                 "int32": 4}
 
 
 def bytes_moved(M: int, N: int, K: int, types: Mapping[str, str] | None = None) -> int:

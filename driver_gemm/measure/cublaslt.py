@@ -134,6 +134,8 @@ def _compute_and_scale(types: GemmTypes) -> tuple[str, str, int] | str:
         if a == b == "e5m2":
             return "e5m2 x e5m2 has no cuBLASLt kernel (one input must be e4m3)"
         return ("COMPUTE_32F", "float32", fp32) if acc == "fp32" else "fp8 accumulates in fp32"
+    if "uint8" in (a, b):
+        return "cuBLASLt has no matmul of unsigned 8-bit inputs"
     if a != b:
         return f"A ({a}) and B ({b}) must have one type outside fp8"
     if a == "int8":

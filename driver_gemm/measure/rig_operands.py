@@ -19,7 +19,7 @@ from ..gemm import dtypes
 
 # The element types of the protocols (interop's names) that driver-gemm's element types store.
 RIG_TYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3",
-             "float8_e5m2": "e5m2", "int8": "int8", "int32": "int32"}
+             "float8_e5m2": "e5m2", "int8": "int8", "uint8": "uint8", "int32": "int32"}
 
 
 @dataclass(frozen=True)

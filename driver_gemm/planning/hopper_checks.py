@@ -24,7 +24,7 @@ Problem = Callable[..., None]   # problem(message, field_name, hint=None), as pl
 
 # An untyped kernel's operands are float32; a typed kernel's are its `types:` (the tensor map's names for them).
 STORAGE_ELEMENT = "fp32"
-TENSOR_MAP_ELEMENT = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "int8": "uint8"}
+TENSOR_MAP_ELEMENT = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "int8": "uint8", "uint8": "uint8"}
 
 
 def operand_storage(kernel: KernelSpec, tensor: str) -> str:
