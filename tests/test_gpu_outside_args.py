@@ -155,3 +155,26 @@ def test_block_scaled_fp8_passes_with_its_layouts_and_fails_where_the_spec_mispl
     # (N / 128) grid, the factors the kernel reads are not those the reference applies, and the check says so.
     path = write_spec(tmp_path, BLOCK_SCALED_FP8.replace("ORDER_B", order_b), ["[1001, 520, 776]", "[65, 300, 272]"])
     assert_every_case(path, "fp8-block-scaled", status, count=2)
+
+
+BIAS_EPILOGUE = """
+- name: args-bias
+  source: "@KERNELS@/outside/args_bias.cu"
+  function: args_bias
+  types: {a: fp32}
+  layout: NT
+  epilogue: overwrite
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  signature: [C, A, B, {name: bias, type: buffer, element: fp32, size: "max(M, N)", bias: ALONG}, M, N, K]
+"""
+
+
+@pytest.mark.parametrize("along, status", [("N", Status.PASS), ("M", Status.FAIL)])
+def test_a_bias_epilogue_passes_as_described_and_fails_where_the_spec_puts_the_bias_on_the_other_axis(tmp_path,
+                                                                                                      along, status):
+    # The kernel adds bias[n] to every row: described along N, every case PASSes against a reference that adds the
+    # drawn values; described along M, the reference adds a value per row, and the check says C is wrong.
+    path = write_spec(tmp_path, BIAS_EPILOGUE.replace("ALONG", along), ["[1001, 520, 776]", "[65, 130, 17]"])
+    assert_every_case(path, "args-bias", status, count=2)

@@ -92,6 +92,31 @@ class ScaleGrid:
                 "order": self.order, "ld": self.ld}
 
 
+# A bias holds multiples of 1/16 in [-1, 1]: exact in every floating type, and as large as a product's elements.
+BIAS_STEPS = 16
+
+
+@dataclass(frozen=True)
+class BiasVector:
+    """The values of a bias buffer on one shape: `steps[i] / BIAS_STEPS` added to every element of column i of C
+    (`along` ``N``) or of row i (``M``); the buffer's elements past them hold NaN."""
+
+    along: str
+    steps: bytes
+
+    def values(self) -> np.ndarray:
+        return np.frombuffer(self.steps, dtype=np.int8).astype(np.float64) / BIAS_STEPS
+
+    def added(self, product: np.ndarray) -> np.ndarray:
+        """`product` (batch x M x N) with the bias added, in place."""
+        values = self.values()
+        product += values[None, None, :] if self.along == "N" else values[None, :, None]
+        return product
+
+    def describe(self) -> str:
+        return f"a value per {'column' if self.along == 'N' else 'row'} of C, {len(self.steps)} of them"
+
+
 @dataclass(frozen=True)
 class BufferPlan:
     """One device buffer of a case: `count` elements of `element`, holding `fill` (zero, iota, or `values`
@@ -106,6 +131,7 @@ class BufferPlan:
     data: bytes = b""              # fill "file": the array's bytes as the element type lays them out
     source: str = ""               # fill "file": the file they came from
     grid: ScaleGrid | None = None  # fill "scales": where each factor is, and its value
+    bias: BiasVector | None = None  # fill "bias": the values the reference adds to C
 
     @property
     def nbytes(self) -> int:
@@ -118,11 +144,13 @@ class BufferPlan:
             return np.zeros(self.nbytes, dtype=np.uint8)
         if self.fill == "file":
             return np.frombuffer(self.data, dtype=np.uint8).copy()
-        if self.fill == "scales":
-            assert self.grid is not None, "a buffer of block scales has its grid"
+        if self.fill in ("scales", "bias"):
             contents = np.full(self.count, np.nan)
-            contents[self.grid.offsets()] = self.grid.factors()
-            if self.element == "bfloat16":     # powers of two and NaN: exact in the top half of a float32
+            if self.grid is not None:
+                contents[self.grid.offsets()] = self.grid.factors()
+            if self.bias is not None:
+                contents[:len(self.bias.steps)] = self.bias.values()
+            if self.element == "bfloat16":     # 8 significant bits and NaN: exact in the top half of a float32
                 return (contents.astype("<f4").view("<u4") >> 16).astype("<u2").view(np.uint8)
             return contents.astype(dtype).view(np.uint8)
         if self.element == "bfloat16":
@@ -146,7 +174,8 @@ class BufferPlan:
 
     def as_dict(self) -> dict:
         fill = {"values": list(self.values[:8]), "file": {"file": self.source},
-                "scales": {"scales": self.grid.as_dict() if self.grid else None}}.get(self.fill, self.fill)
+                "scales": {"scales": self.grid.as_dict() if self.grid else None},
+                "bias": {"bias": self.bias.along if self.bias else None}}.get(self.fill, self.fill)
         return {"name": self.name, "element": self.element, "count": self.count, "bytes": self.nbytes,
                 "fill": fill}
 
@@ -193,6 +222,17 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
                 problem(f"buffer {argument.name}: {refused}", f"{path}.scales")
                 continue
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "scales", grid=grid)
+            continue
+        if buffer.bias is not None:
+            length = env[buffer.bias]
+            if count < length:
+                problem(f"buffer {argument.name}: holds {count:,} elements, but a bias along {buffer.bias} needs "
+                        f"{length:,} (a value per {'column' if buffer.bias == 'N' else 'row'} of C)", f"{path}.size")
+                continue
+            steps = np.random.default_rng([env["M"], env["N"], env["K"], ord(buffer.bias)]).integers(
+                -BIAS_STEPS, BIAS_STEPS + 1, size=length, dtype=np.int8)
+            plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "bias",
+                                              bias=BiasVector(buffer.bias, steps.tobytes()))
             continue
         exact = EXACT_WHOLE_NUMBERS.get(buffer.element)
         if buffer.fill == "iota" and not (count - 1 <= exact if exact is not None else element.fits(count - 1)):

@@ -112,13 +112,13 @@ def upload_inputs(run) -> None:
 
 def reference_step(run) -> None:
     """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs), A and B
-    each multiplied by its block scales where the kernel takes them: worked out by the first case that needs it
-    for these inputs, scalars and scales, kept with the inputs."""
+    each multiplied by its block scales and a bias added where the kernel takes them: worked out by the first case
+    that needs it for these inputs, scalars, scales and bias, kept with the inputs."""
     typed, settings, shape = run.typed, run.spec.verify, run.case.shape
     assert typed.held is not None, "held_inputs comes first"
     known = typed.held.references
-    grids = _scale_grids(run)
-    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())))
+    grids, bias = _scale_grids(run), _bias(run)
+    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())), bias)
     if key not in known:
         a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
         name = CPU_REFERENCE
@@ -126,7 +126,8 @@ def reference_step(run) -> None:
                 typed.types.c.storage_bytes <= 2:
             a, b = a.astype(np.float32), b.astype(np.float32)
             name = FLOAT32_REFERENCE
-        known[key] = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0), name
+        expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+        known[key] = (bias.added(expected) if bias is not None else expected), name
     run.expected, run.reference_name = known[key]
 
 
@@ -135,6 +136,13 @@ def _scale_grids(run) -> dict:
     if run.case.lt is not None:
         return {}
     return {plan.grid.operand: plan.grid for plan in run.case.plan.buffers.values() if plan.grid is not None}
+
+
+def _bias(run):
+    """The kernel's bias (`buffer_plans.BiasVector`), or None; none for a vendor row."""
+    if run.case.lt is not None:
+        return None
+    return next((plan.bias for plan in run.case.plan.buffers.values() if plan.bias is not None), None)
 
 
 def _scaled(values: np.ndarray, grid) -> np.ndarray:

@@ -4,7 +4,8 @@
 own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, a list of
 numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill: {file: NAME}``, the name per
 shape), before every launch and every sample; or, with ``scales: {of: A, block: [1, 128]}`` instead of a fill, a
-factor per block of A or B that the reference applies too. ``{name: alpha, type: ptr}``
+factor per block of A or B that the reference applies too, or, with ``bias: N``, a value per column of C that it
+adds. ``{name: alpha, type: ptr}``
 (or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
 `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
 them per shape. The fields: docs/kernels.md.
@@ -24,7 +25,7 @@ from .limits import MAX_BUFFER_VALUES
 from .model import Argument, BlockScales, DeviceBufferArgument
 from .project import project_root
 
-BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales")
+BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias")
 SCALES_KEYS = ("of", "block", "order", "ld")
 # What a factor may be stored as: the floating types (the drawn factors, powers of two, are exact in each).
 SCALE_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
@@ -76,8 +77,12 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         raise context.error(f"pass is parameter (the default: the kernel takes the buffer's address) or none (no "
                             f"parameter: a tensor map over it reaches the kernel), got {kind_name(passing)}", item,
                             "pass", f"{item_path}.pass")
+    if "scales" in item and "bias" in item:
+        raise context.error("a buffer holds block scales or a bias, not both", item, "bias", f"{item_path}.bias")
     if "scales" in item:
         buffer = _block_scales(context, item, item_path, element, size)
+    elif "bias" in item:
+        buffer = _bias(context, item, item_path, element, size)
     elif isinstance(item.get("fill"), dict):
         buffer = _file_fill(context, item, item_path, element, size)
     else:
@@ -142,6 +147,23 @@ def _block_scales(context: Context, item: dict, item_path: str, element: str, si
     ld = parse_expression(context, node, "ld", node["ld"], f"{dotted}.ld", whole=True) if "ld" in node else None
     scales = BlockScales(operand.lower(), (extents[0], extents[1]), order, ld)
     return DeviceBufferArgument(element, size, "scales", (), scales=scales)
+
+
+def _bias(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
+    """``bias: N``: a value per column of C (``M``: per row), which the case draws and the reference adds to every
+    row (column) of C, as a bias epilogue does; a kernel that skips it or adds the wrong element fails its check."""
+    along = item["bias"]
+    if along not in ("M", "N"):
+        raise context.error(f"bias is N (a value per column of C, added to every row) or M (a value per row), got "
+                            f"{kind_name(along)}", item, "bias", f"{item_path}.bias",
+                            hint="{name: bias, type: buffer, element: fp32, size: N, bias: N}")
+    if "fill" in item:
+        raise context.error("a bias buffer holds values the case draws (which the reference adds to C): it takes no "
+                            "fill", item, "fill", f"{item_path}.fill")
+    if element not in SCALE_ELEMENTS:
+        raise context.error(f"a bias is stored as {', '.join(SCALE_ELEMENTS)}, got {element}", item, "element",
+                            f"{item_path}.element")
+    return DeviceBufferArgument(element, size, "bias", (), bias=along)
 
 
 def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:

@@ -135,31 +135,34 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir))
                for combo in itertools.product(*sweep)]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
-    _check_block_scales(kernels[0])
+    _check_drawn_buffers(kernels[0])
     return kernels
 
 
-def _check_block_scales(kernel: KernelSpec) -> None:
-    """Buffers of block scales need a kernel whose operands are typed (their reference scales A and B), one
-    matrix (a batch would need a grid of factors per matrix), and one buffer per operand."""
+def _check_drawn_buffers(kernel: KernelSpec) -> None:
+    """Buffers of block scales and a bias need a kernel whose operands are typed (their reference scales A and B,
+    or adds to C), one matrix (a batch would need values per matrix), and one buffer per operand (one bias)."""
     scaled: dict[str, str] = {}
     for path, argument in kernel.device_buffers():
-        scales = argument.buffer.scales if argument.buffer is not None else None
-        if scales is None:
+        buffer = argument.buffer
+        if buffer is None or (buffer.scales is None and buffer.bias is None):
             continue
-        where, field = kernel.where_field(f"{path}.scales"), f"{kernel.field_path}.{path}.scales"
+        key = "scales" if buffer.scales is not None else "bias"
+        what = "a buffer of block scales" if key == "scales" else "a bias"
+        where, field = kernel.where_field(f"{path}.{key}"), f"{kernel.field_path}.{path}.{key}"
         operands = kernel.operands
         if operands is None:
-            raise SpecError(f"buffer {argument.name}: block scales need a kernel with typed operands, whose "
-                            "reference they scale", where=where, field=field,
-                            hint="types: {a: e4m3, c: bf16} and layout: NT, as for any fp8 kernel")
+            raise SpecError(f"buffer {argument.name}: {what} needs a kernel with typed operands, whose "
+                            "reference it changes", where=where, field=field,
+                            hint="types: makes them typed: {a: fp32} for fp32, {a: e4m3, c: bf16} for fp8")
         if operands.batch.names or operands.batch.evaluate_int({}) != 1:
-            raise SpecError(f"buffer {argument.name}: block scales are for one matrix per operand; this kernel "
+            raise SpecError(f"buffer {argument.name}: {what} is for one matrix per operand; this kernel "
                             f"has batch: {operands.batch.source}", where=where, field=field)
-        if scales.operand in scaled:
-            raise SpecError(f"buffer {argument.name}: {scales.operand.upper()} already takes its block scales from "
-                            f"{scaled[scales.operand]}", where=where, field=field)
-        scaled[scales.operand] = argument.name
+        target = buffer.scales.operand if buffer.scales is not None else "bias"
+        if target in scaled:
+            taken = f"{target.upper()} already takes its block scales" if key == "scales" else "C already takes a bias"
+            raise SpecError(f"buffer {argument.name}: {taken} from {scaled[target]}", where=where, field=field)
+        scaled[target] = argument.name
 
 
 def _check_signature_reads_no_type_param(kernel: KernelSpec, type_params: dict[str, str], scalars: dict) -> None:

@@ -126,7 +126,7 @@ class TensorMapArgument:
         return {key: value for key, value in lists.items() if value is not None}
 
 
-BUFFER_FILLS = ("zero", "iota", "values", "file", "scales")
+BUFFER_FILLS = ("zero", "iota", "values", "file", "scales", "bias")
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,8 @@ class DeviceBufferArgument:
     name `file` may hold ``{M}``, ``{N}``, ``{K}`` and the params' names (a
     table the host computes per shape, such as a tile order), relative to
     `file_folder` and inside `file_root` (None: anywhere, with the user's
-    leave), or ``scales``: a factor per block of A or B (`scales`). A
+    leave), ``scales``: a factor per block of A or B (`scales`), or ``bias``: a
+    value per column (`bias` ``N``) or row (``M``) of C added to it. A
     `read_only` buffer (alpha or beta by pointer) is filled once per case;
     any other is reset before every sample too.
     """
@@ -173,6 +174,8 @@ class DeviceBufferArgument:
     # through a tensor map over it (DeepGEMM's scale factors); it is then in `KernelSpec.memory`.
     passed: bool = True
     scales: BlockScales | None = None     # fill "scales": factors the case draws, which the reference applies
+    # fill "bias": a value per column (N) or row (M) of C the case draws, which the reference adds to C
+    bias: str | None = None
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,8 @@ def _array_and_buffer(argument) -> list:
         buffer = argument.buffer
         extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]]
                      + ([buffer.file] if buffer.file else [])
-                     + ([_scales_key(buffer.scales)] if buffer.scales is not None else []))
+                     + ([_scales_key(buffer.scales)] if buffer.scales is not None else [])
+                     + ([["bias", buffer.bias]] if buffer.bias is not None else []))
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     return extra

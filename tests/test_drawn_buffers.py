@@ -1,6 +1,7 @@
-"""Buffers of block scales (block-scaled FP8, as DeepGEMM lays its factors out): parsed and refused at their field,
-planned per shape into a grid of factors with NaN around it, and applied by the reference, so that a kernel that
-reads a factor from the wrong place, or none, fails its check. No GPU."""
+"""Buffers whose values the case draws and the reference uses: block scales (block-scaled FP8, as DeepGEMM lays
+its factors out) and a bias added to C. Parsed and refused at their field, planned per shape (a grid of factors,
+or a value per column or row, with NaN around them), and applied by the reference, so that a kernel that reads a
+value from the wrong place, or none, fails its check. No GPU."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from driver_gemm.gemm.operands import make_typed_inputs, reference
 from driver_gemm.planning.buffer_plans import SCALE_EXPONENTS
 from driver_gemm.planning.case_plan import plan_case
 from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.planning.buffer_plans import BIAS_STEPS
 from driver_gemm.session.typed_steps import _scaled
 from driver_gemm.specfile import Shape, parse_spec
 
@@ -62,7 +64,7 @@ def test_a_malformed_scales_entry_is_refused_at_its_field(buffer, needle):
 
 
 def test_block_scales_need_a_typed_kernel_of_one_matrix_and_one_buffer_per_operand():
-    with pytest.raises(SpecError, match="typed operands"):
+    with pytest.raises(SpecError, match="a buffer of block scales needs a kernel with typed operands"):
         parse_spec(spec_text(SCALES_A, typed="precision: fp32"), ROOT / "spec.yaml", allow_outside_sources=True)
     with pytest.raises(SpecError, match="one matrix per operand"):
         parse_spec(spec_text(SCALES_A, extra="  batch: 2\n"), ROOT / "spec.yaml", allow_outside_sources=True)
@@ -171,3 +173,95 @@ def test_the_gpu_tests_block_scaled_kernel_plans_offline(tmp_path, order_b):
         assert plan.valid, plan.problems
         grid_b = plan.buffers["scales_b"].grid
         assert (grid_b.rows, grid_b.cols, grid_b.order) == (-(-plan.shape.K // 128), -(-plan.shape.N // 128), order_b)
+
+
+# -------------------------------------------------------------------------------------------------- a bias
+
+BIAS = "{name: bias, type: buffer, element: float32, size: N, bias: N}"
+
+
+@pytest.mark.parametrize("buffer, needle", [
+    ("{name: bias, type: buffer, element: float32, size: N, bias: K}", "bias is N (a value per column of C"),
+    ("{name: bias, type: buffer, element: float32, size: N, bias: N, fill: 0.5}", "it takes no fill"),
+    ("{name: bias, type: buffer, element: int32, size: N, bias: N}", "a bias is stored as float32"),
+    ("{name: bias, type: buffer, element: float32, size: N, bias: N, scales: {of: A, block: [1, 128]}}",
+     "block scales or a bias, not both"),
+])
+def test_a_malformed_bias_is_refused_at_its_field(buffer, needle):
+    with pytest.raises(SpecError) as caught:
+        parse_spec(spec_text(buffer), ROOT / "spec.yaml", allow_outside_sources=True)
+    assert needle in str(caught.value), str(caught.value)
+
+
+def test_a_bias_needs_a_typed_kernel_and_is_one():
+    with pytest.raises(SpecError, match="a bias needs a kernel with typed operands"):
+        parse_spec(spec_text(BIAS, typed="precision: fp32"), ROOT / "spec.yaml", allow_outside_sources=True)
+    with pytest.raises(SpecError, match="C already takes a bias from bias"):
+        parse_spec(spec_text(BIAS, BIAS.replace("name: bias", "name: more")), ROOT / "spec.yaml",
+                   allow_outside_sources=True)
+
+
+@pytest.mark.parametrize("along, length", [("N", 520), ("M", 1001)])
+def test_a_bias_is_drawn_per_shape_and_added_along_its_axis(along, length):
+    kernel = parse_spec(spec_text(BIAS.replace("size: N", "size: N + M").replace("bias: N", f"bias: {along}")),
+                        ROOT / "spec.yaml", allow_outside_sources=True).kernels[0]
+    plan = plan_case(kernel, Shape(1001, 520, 776), SM90)
+    assert plan.valid, plan.problems
+    buffer = plan.buffers["bias"]
+    contents = np.frombuffer(buffer.initial_bytes().tobytes(), dtype="<f4").astype(np.float64)
+    values = buffer.bias.values()
+    assert len(values) == length and np.array_equal(contents[:length], values)
+    assert np.isnan(contents[length:]).all()
+    assert (values * BIAS_STEPS == np.round(values * BIAS_STEPS)).all() and np.abs(values).max() <= 1
+    assert len(np.unique(values)) > 20
+    assert f"bias bias: a value per {'column' if along == 'N' else 'row'} of C, {length} of them" in plan.notes
+    product = np.zeros((1, 1001, 520))
+    added = buffer.bias.added(product.copy())[0]
+    assert np.array_equal(added[7], values) if along == "N" else np.array_equal(added[:, 7], values)
+
+
+def test_a_bias_buffer_shorter_than_its_axis_makes_the_case_invalid():
+    plan = planned(spec_text(BIAS.replace("size: N", "size: N - 1")), Shape(1001, 520, 776))
+    assert any("holds 519 elements, but a bias along N needs 520" in str(problem) for problem in plan.problems)
+
+
+@pytest.mark.parametrize("along", ["N", "M"])
+def test_the_gpu_tests_bias_kernel_plans_offline(tmp_path, along):
+    from test_gpu_outside_args import BIAS_EPILOGUE
+    from gpu_specs import write_spec
+    from driver_gemm import plan_spec
+    from driver_gemm.specfile import load_spec
+    path = write_spec(tmp_path, BIAS_EPILOGUE.replace("ALONG", along), ["[1001, 520, 776]", "[65, 130, 17]"])
+    planned = plan_spec(load_spec(path), "sm_90")
+    assert not planned.compile_errors and len(planned.plans) == 2
+    for plan in planned.plans:
+        assert plan.valid, plan.problems
+        assert len(plan.buffers["bias"].bias.steps) == (plan.shape.N if along == "N" else plan.shape.M)
+
+
+def test_the_reference_step_applies_the_kernels_scales_and_bias_and_the_vendor_row_keeps_its_own():
+    # The reference step of a run, on the inputs the session holds: the kernel's expected C has A and B scaled by
+    # their blocks' factors and the bias added; the vendor row of the same inputs gets the plain product.
+    from types import SimpleNamespace
+    from driver_gemm.session.state import HeldTypedInputs
+    from driver_gemm.session.typed_steps import TypedCase, reference_step
+    from driver_gemm.specfile.model import VerifySettings
+    kernel = parse_spec(spec_text(SCALES_A, SCALES_B, BIAS), ROOT / "spec.yaml", allow_outside_sources=True).kernels[0]
+    shape = Shape(65, 130, 300)
+    plan = plan_case(kernel, shape, SM90)
+    inputs = make_typed_inputs(plan.operands, kernel.operands.types, seed=3)
+    held = HeldTypedInputs(shape, inputs, {})
+
+    def expected_of(lt):
+        run = SimpleNamespace(typed=TypedCase(kernel.operands.types, plan.operands, 1.0, 0.0, inputs, held),
+                              spec=SimpleNamespace(verify=VerifySettings()),
+                              case=SimpleNamespace(shape=shape, lt=lt, plan=plan))
+        reference_step(run)
+        return run.expected[0]
+
+    grids = {buffer.grid.operand: buffer.grid for buffer in plan.buffers.values() if buffer.grid is not None}
+    a = inputs.a[0] * np.repeat(grids["a"].factors(), 128, axis=1)[:, :300]
+    b = inputs.b[0] * np.repeat(np.repeat(grids["b"].factors(), 128, axis=0), 128, axis=1)[:300, :130]
+    assert np.allclose(expected_of(None), a @ b + plan.buffers["bias"].bias.values()[None, :], rtol=1e-13)
+    assert np.allclose(expected_of(SimpleNamespace()), inputs.a[0] @ inputs.b[0], rtol=1e-13)
+    assert len(held.references) == 2
