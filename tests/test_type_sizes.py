@@ -74,6 +74,21 @@ def test_each_configuration_gets_its_own_size_in_the_plan(tmp_path):
                                                                     smem_size(128, 128) + 1024]
 
 
+def test_an_array_type_sizes_what_the_sources_macros_and_the_params_make(tmp_path):
+    # cuda-samples' tensor-core GEMMs size shared memory with macros (SHMEM_SZ = MAX(...) of CHUNK_K, SKEW_HALF):
+    # sizeof(char[SHMEM_SZ]) is that value as the kernel's compiler works it out, and an array type takes params.
+    macros = "#define CHUNK_K 8\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\n" \
+             "#define SHMEM_SZ MAX(2 * 128 * (CHUNK_K * 16 + 16) * 2, 64 * 1024)\n"
+    path = write(tmp_path, "sizeof(char[SHMEM_SZ])", params="{BM: 64, BN: 128}")
+    (tmp_path / "k.cu").write_text(macros + SMEM_KERNEL)
+    (plan,) = plan_spec(load_spec(path), "sm_90").plans
+    assert plan.valid and plan.config.shared_bytes == 2 * 128 * (8 * 16 + 16) * 2, plan.problems
+    path = write(tmp_path, "2 * sizeof(float[BM][CHUNK_K * 16 + 4])", params="{BM: [64, 128], BN: 128}")
+    (tmp_path / "k.cu").write_text(macros + SMEM_KERNEL)
+    assert [plan.config.shared_bytes for plan in plan_spec(load_spec(path), "sm_90").plans] == [
+        2 * 4 * bm * (8 * 16 + 4) for bm in (64, 128)]
+
+
 def test_a_type_that_does_not_compile_for_one_configuration_invalidates_that_one_alone(tmp_path):
     planned = plan_spec(load_spec(write(tmp_path, "sizeof(SMem<BM, BN>)", "{BM: [64, 256], BN: 128}")), "sm_90")
     good, bad = planned.plans
@@ -85,7 +100,7 @@ def test_a_type_that_does_not_compile_for_one_configuration_invalidates_that_one
 
 
 @pytest.mark.parametrize("shared_bytes, message", [
-    ("'sizeof(SMem<BM, BN> + 1024'", "sizeof takes one C++ type, as sizeof(SMem<BM, BN>)"),
+    ("'sizeof(SMem<BM, BN> + 1024'", "sizeof takes one C++ type, as sizeof(SMem<BM, BN>) or sizeof(char[SMEM])"),
     ("'sizeof() + 1'", "sizeof takes one C++ type"),
     ("'sizeof(SMem<BM, BN>>)'", "sizeof takes one C++ type"),
     ("'sizeof(SMem<BM, TILE>)'", None),   # an unknown name inside the type is the compiler's to judge

@@ -543,9 +543,10 @@ def _launch(context: Context, node: dict, dotted: str):
     return block, grid, shared, tile, sizeofs
 
 
-# sizeof(T) in shared_bytes: T is a C++ type (a template-id of numbers, types and params included).
+# sizeof(T) in shared_bytes: T is a C++ type (a template-id of numbers, types and params included, or an array
+# whose extents the source's macros give: sizeof(half[CHUNK_K * 16][64 + SKEW]), sizeof(char[SHMEM_SZ])).
 _SIZEOF = re.compile(r"\bsizeof\s*\(")
-_SIZEOF_TYPE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:<>, *&()+\-]*", re.ASCII)
+_SIZEOF_TYPE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:<>, *&()+\-\[\]/%]*", re.ASCII)
 SIZEOF_NAME = "__sizeof{}"
 
 
@@ -565,7 +566,8 @@ def _sizeof_names(context: Context, node: dict, value: Any, dotted: str) -> tupl
             end += 1
         type_text = value[match.end():end - 1].strip()
         if depth or not _SIZEOF_TYPE.fullmatch(type_text) or type_text.count("<") != type_text.count(">"):
-            raise context.error(f"sizeof takes one C++ type, as sizeof(SMem<BM, BN>); got "
+            raise context.error(f"sizeof takes one C++ type, as sizeof(SMem<BM, BN>) or sizeof(char[SMEM]) (a macro "
+                                f"of the source); got "
                                 f"{value[match.start():end]!r}", node, "shared_bytes", dotted)
         name = next((known for known, text in sizeofs.items() if text == type_text), None)
         if name is None:
