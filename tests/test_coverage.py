@@ -38,6 +38,16 @@ def test_a_floor_grid_that_misses_rows_is_invalid_without_a_tile(tmp_path):
     assert plan_case(kernel, Shape(1024, 512, 1024), arch_limits("sm_90")).valid
 
 
+def test_a_shape_the_kernels_require_excludes_gets_no_coverage_hint(tmp_path):
+    # cuda-samples' matrixMul has no bounds checks and says so in require: a hint to cover the rest of M would
+    # point at a launch the kernel was not written for.
+    text = MINIMAL.replace("ceil(M / BM)", "M // BM") + "    require: [M % BM == 0]\n"
+    kernel = load_spec(write(tmp_path, text)).kernels[0]
+    plan = plan_case(kernel, Shape(1001, 513, 777), arch_limits("sm_90"))
+    assert [str(p).split(": ", 2)[1] for p in plan.problems] == ["kernels[v4].require[0]"]
+    assert "never be written" not in str(plan.problems[0])
+
+
 def test_a_grid_that_says_nothing_of_the_tile_is_noted_unchecked(tmp_path, capsys):
     spec = write(tmp_path, MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [ceil(M * N / 4096)]"))
     plan = plan_case(load_spec(spec).kernels[0], Shape(64, 32, 16), arch_limits("sm_90"))

@@ -218,12 +218,16 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         if config.shared_bytes > DEFAULT_SHARED_LIMIT and config.shared_bytes <= limits.max_shared_per_block:
             notes.append(f"{config.shared_bytes} bytes of dynamic shared memory: the >48 KB opt-in "
                          "(cuFuncSetAttribute) is applied automatically")
+        refused = len(problems)
         _check_requirements(kernel, env, config, problem)
+        # A shape the kernel's own require: excludes is not held to the grid's coverage as well: a hint to cover
+        # it would point at a launch the kernel was not written for (a kernel with no bounds checks).
+        covering = problem if len(problems) == refused else (lambda *_, **__: None)
         persistent = is_persistent(kernel.grid)
-        tile = _check_tile(kernel, env, shape, config, problem, persistent)
+        tile = _check_tile(kernel, env, shape, config, covering, persistent)
         if persistent:
             notes.append(PERSISTENT_NOTE)
-        elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, problem):
+        elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters)
