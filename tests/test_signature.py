@@ -82,6 +82,9 @@ def test_find_symbol_by_mangled_template_id_or_unique_base_name():
         find_symbol("gemm_tiles", symbols, "k.cubin")
     with pytest.raises(ImageError, match="no kernel matches function 'sgemm'.*gemm_plain"):
         find_symbol("sgemm", symbols, "k.cubin")
+    # matrixMulDrv's fatbin: one extern "C" kernel per block size, which params cannot name
+    with pytest.raises(ImageError, match="the image's gemm_plain is extern \"C\", with no template arguments"):
+        find_symbol("gemm_plain<32>", symbols, "k.fatbin")
 
 
 # --------------------------------------------------------------------------------------- the check

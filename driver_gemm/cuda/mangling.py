@@ -435,6 +435,12 @@ def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") 
         return "; ".join(f"{s} ({demangled[s].name})" if demangled[s] else s for s in candidates)
 
     if not matches:
+        base = wanted.split("<", 1)[0]
+        if "<" in wanted and base in symbols:    # an extern "C" kernel given template arguments (params)
+            raise ImageError(f"{source}: no kernel matches function {function!r}: the image's {base} is extern "
+                             "\"C\", with no template arguments, so params (template arguments) cannot be given to "
+                             "it; a value only the launch reads is written as a number into block, grid and tile, "
+                             "one kernel entry per value")
         raise ImageError(f"{source}: no kernel matches function {function!r} (kernels: {listing(symbols) or 'none'})")
     raise ImageError(f"{source}: function {function!r} is ambiguous: {listing(matches)}; give the template "
                      "arguments in full as listed (an enumerator as (Type)value), the parameter types "
