@@ -472,7 +472,8 @@ def test_params_given_to_a_plain_function_are_refused_saying_it_is_no_template(t
     for error in errors:
         assert "spec.yaml:7: kernels[naive].params: naive is no template (the source declares naive(float* C, " \
                "const float* A, const float* B, int M, int N, int K), with no template <...>)" in error, error
-        assert "one kernel entry per value" in error and "NVRTC_ERROR" not in error and "instances.cu" not in error
+        assert "goes under values: instead (values: {S: ...})" in error
+        assert "NVRTC_ERROR" not in error and "instances.cu" not in error
 
 
 def test_a_template_given_the_wrong_params_keeps_the_compilers_own_message(tmp_path):
@@ -490,3 +491,61 @@ def test_a_template_given_the_wrong_params_keeps_the_compilers_own_message(tmp_p
         """))
     (error,) = offline_problems(load_spec(folder / "spec.yaml"))[1].values()
     assert "no template" not in str(error) and "check the spec's function and params" in str(error)
+
+
+def test_values_sweep_what_only_the_launch_reads_and_stay_out_of_the_instance(tmp_path):
+    # llm.c's matmul_forward_kernel1 (and matrixMulDrv's kernels) take the block side their launcher picks.
+    folder = _project(tmp_path, {"k.cu": PLAIN_KERNEL + TEMPLATE_KERNELS})
+    (folder / "spec.yaml").write_text(textwrap.dedent("""\
+        shapes: [[1001, 513, 777]]
+        kernels:
+          - name: naive
+            source: k.cu
+            function: naive
+            values: {S: [8, 16]}
+            signature: [C, A, B, M, N, K]
+            block: [S, S]
+            grid: [ceil(N / S), ceil(M / S)]
+            tile: [S, S]
+          - name: tiled
+            source: k.cu
+            function: tiled
+            params: {S: 4}
+            values: {W: [8, 16]}
+            signature: [C, A, B, M, N, K]
+            block: [W, W]
+            grid: [ceil(N / W), ceil(M / W)]
+            tile: [W, W]
+        """))
+    spec = load_spec(folder / "spec.yaml")
+    assert [(kernel.label, kernel.instance) for kernel in spec.kernels] == [
+        ("naive[S=8]", "naive"), ("naive[S=16]", "naive"), ("tiled[S=4,W=8]", "tiled<4>"), ("tiled[S=4,W=16]", "tiled<4>")]
+    plans, failed = offline_problems(spec)
+    assert plans == [] and failed == {}
+
+
+@pytest.mark.parametrize("values, needle", [
+    ("[8, 16]", "values is a mapping of names to whole numbers"),
+    ("{S: float}", "values are whole numbers the launch reads"),
+    ("{S: 1.5}", "values are whole numbers the launch reads"),
+    ("{BM: 8}", "BM is a param already"),
+    ("{M: 8}", "a value's name is a C identifier other than"),
+    ("{S: []}", "an empty list sweeps nothing"),
+])
+def test_malformed_values_are_refused_at_their_field(tmp_path, values, needle):
+    folder = _project(tmp_path, {"k.cu": TEMPLATE_KERNELS})
+    (folder / "spec.yaml").write_text(textwrap.dedent(f"""\
+        shapes: [[1001, 513, 777]]
+        kernels:
+          - name: tiled
+            source: k.cu
+            function: tiled
+            params: {{BM: 4}}
+            values: {values}
+            signature: [C, A, B, M, N, K]
+            block: [16, 16]
+            grid: [ceil(N / 16), ceil(M / 16)]
+        """))
+    with pytest.raises(SpecError) as caught:
+        load_spec(folder / "spec.yaml")
+    assert needle in str(caught.value) and "spec.yaml:7" in str(caught.value), str(caught.value)

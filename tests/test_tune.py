@@ -68,6 +68,20 @@ def test_one_winner_keeps_the_kernel_name(tmp_path):
     assert [k.label for k in winners.kernels] == [BK8]
 
 
+def test_a_winners_launch_values_are_written_back_as_values_not_template_arguments(tmp_path):
+    # BK swept under values: (a number only the launch reads): the winner keeps BK there, and its instance stays
+    # the template of the params alone.
+    text = SWEEP.replace("BK: [8, 16], ", "").replace("TN: 4}", "TN: 4}\n    values: {BK: [8, 16]}")
+    spec = load_spec(write(tmp_path, text))       # planned only: the kernel's own template would want BK
+    labels = ["v4[BM=64,BN=64,TM=4,TN=4,BK=8]", "v4[BM=64,BN=64,TM=4,TN=4,BK=16]"]
+    assert [k.label for k in spec.kernels] == labels and spec.kernels[0].instance == "sgemm_coarsen_2d<64, 64, 4, 4>"
+    run = RunResult(spec="s", spec_path=None, cases=[case(labels[0], SMALL, [2.0]), case(labels[1], SMALL, [1.0])])
+    written = winners_spec(spec, pick_winners(run), tmp_path / "specs" / "w.yaml")
+    (winner,) = load_spec(written, allow_outside_sources=True).kernels
+    assert winner.label == labels[1] and winner.launch_values == {"BK"} and winner.instance == spec.kernels[0].instance
+    assert "values:" in written.read_text()
+
+
 def test_winners_keep_their_precision_and_arch(tmp_path):
     from conftest import SPECS
 

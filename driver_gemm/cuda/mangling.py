@@ -439,8 +439,7 @@ def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") 
         if "<" in wanted and base in symbols:    # an extern "C" kernel given template arguments (params)
             raise ImageError(f"{source}: no kernel matches function {function!r}: the image's {base} is extern "
                              "\"C\", with no template arguments, so params (template arguments) cannot be given to "
-                             "it; a value only the launch reads is written as a number into block, grid and tile, "
-                             "one kernel entry per value")
+                             "it; a value only the launch reads (a block size) goes under values: instead")
         raise ImageError(f"{source}: no kernel matches function {function!r} (kernels: {listing(symbols) or 'none'})")
     raise ImageError(f"{source}: function {function!r} is ambiguous: {listing(matches)}; give the template "
                      "arguments in full as listed (an enumerator as (Type)value), the parameter types "

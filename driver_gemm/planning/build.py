@@ -319,8 +319,7 @@ def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
         f"{kernel.where_field('params')}: {kernel.field_path}.params: {name} is no template (the source declares "
         f"{'; '.join(declared)}, with no template <...>), so params ({names}), which are template arguments, "
         f"make {kernel.instance}, which names no kernel. A value only the launch reads (a block side its launcher "
-        "picks at run time) is written as a number into block, grid and tile: one kernel entry per value, the rest "
-        "shared through a YAML anchor (<<: *common)")
+        f"picks at run time) goes under values: instead (values: {{{names}: ...}}), swept as params are")
 
 
 def plan_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None,

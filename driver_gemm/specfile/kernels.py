@@ -34,7 +34,7 @@ from .signature import parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
-KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "block", "grid", "shared_bytes",
+KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid", "shared_bytes",
                "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct", "epilogue") + OPERAND_KEYS \
     + LAUNCH_ATTRIBUTE_KEYS
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
@@ -98,6 +98,8 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     dotted = f"kernels[{name}]"
     source, binary, compiler = _code(context, node, dotted)
     param_names, sweep = _params(context, node, dotted, function)
+    value_names, value_sweep = _launch_values(context, node, dotted, param_names)
+    param_names, sweep = param_names + value_names, sweep + value_sweep
     block, grid, shared, tile, sizeofs = _launch(context, node, dotted)
     if sizeofs and binary is not None:
         raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
@@ -132,7 +134,8 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           binary=binary, operands=operands, launch_attributes=launch_attributes,
                           where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
                           min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs, memory=memory,
-                          allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir))
+                          allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir),
+                          launch_values=frozenset(value_names))
                for combo in itertools.product(*sweep)]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
     _check_drawn_buffers(kernels[0])
@@ -448,6 +451,38 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
                                          "be swept, name them in the function: k<config<BM, BN>> with params: "
                                          "{BM: [64, 128], BN: 128}")
             check_number(context, v, param_node, key, key_path, whole=True)
+        names.append(key)
+        sweep.append(list(values))
+    return names, sweep
+
+
+def _launch_values(context: Context, node: dict, dotted: str, param_names: list[str]
+                   ) -> tuple[list[str], list[list[int | str]]]:
+    """``values: {S: [8, 16, 32]}``: named whole numbers the launch reads (block, grid, shared_bytes, require,
+    arguments) and no template takes, such as the block side a launcher picks at run time for a plain kernel;
+    each swept as a param is."""
+    value_node = node.get("values", {})
+    if not isinstance(value_node, dict):
+        raise context.error(f"values is a mapping of names to whole numbers (or lists of them), got "
+                            f"{kind_name(value_node)}", node, "values", f"{dotted}.values", hint="values: {S: [8, 16]}")
+    names, sweep = [], []
+    for key, value in value_node.items():
+        key_path = f"{dotted}.values.{field_name(value_node, key)}"
+        if not isinstance(key, str) or not IDENTIFIER.fullmatch(key) or key in RESERVED_PARAM_NAMES:
+            raise context.error(f"a value's name is a C identifier other than "
+                                f"{', '.join(sorted(RESERVED_PARAM_NAMES))}, got {kind_name(key)}", value_node, key,
+                                key_path)
+        if key in param_names:
+            raise context.error(f"{key} is a param already: a name is a template argument (params) or a value only "
+                                "the launch reads (values), not both", value_node, key, key_path)
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise context.error("an empty list sweeps nothing", value_node, key, key_path)
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, (int, OversizedInteger)):
+                raise context.error(f"values are whole numbers the launch reads, got {kind_name(item)}", value_node,
+                                    key, key_path, hint="a type or an enumerator is a template argument: params")
+            check_number(context, item, value_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
     return names, sweep

@@ -358,6 +358,9 @@ class KernelSpec:
     sizeofs: Mapping[str, str] = field(default_factory=dict)
     # Buffers of the case that are no parameter (pass: none), each with its field path: read through tensor maps.
     memory: tuple[tuple[str, "Argument"], ...] = ()
+    # The names of `params` the spec gave under values: (numbers the launch reads, a block side its launcher
+    # picks at run time): swept and labelled as params are, never template arguments.
+    launch_values: frozenset[str] = frozenset()
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
@@ -371,8 +374,9 @@ class KernelSpec:
 
     @property
     def instance(self) -> str:
-        """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>``."""
-        return self._kept("instance", lambda: _instance(self.function, tuple(self.params.items())))
+        """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>`` (values: left out)."""
+        return self._kept("instance", lambda: _instance(self.function, tuple(
+            (name, value) for name, value in self.params.items() if name not in self.launch_values)))
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""

@@ -127,7 +127,11 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
                         "the entry the kernel was read from", where=kernel.where or None)
     entry = copy.deepcopy(dict(kernel.entry))
     entry["name"] = name
-    entry["params"] = dict(kernel.params)
+    entry["params"] = {name: value for name, value in kernel.params.items() if name not in kernel.launch_values}
+    if kernel.launch_values:
+        entry["values"] = {name: kernel.params[name] for name in kernel.params if name in kernel.launch_values}
+    if not entry["params"]:
+        del entry["params"]
     if "source" in entry:
         entry["source"] = os.path.relpath(kernel.source, relative_to)
     if "binary" in entry and kernel.binary is not None:
