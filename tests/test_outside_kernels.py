@@ -519,7 +519,8 @@ def test_values_sweep_what_only_the_launch_reads_and_stay_out_of_the_instance(tm
         """))
     spec = load_spec(folder / "spec.yaml")
     assert [(kernel.label, kernel.instance) for kernel in spec.kernels] == [
-        ("naive[S=8]", "naive"), ("naive[S=16]", "naive"), ("tiled[S=4,W=8]", "tiled<4>"), ("tiled[S=4,W=16]", "tiled<4>")]
+        ("naive[S=8]", "naive"), ("naive[S=16]", "naive"),
+        ("tiled[S=4,W=8]", "tiled<4>"), ("tiled[S=4,W=16]", "tiled<4>")]
     plans, failed = offline_problems(spec)
     assert plans == [] and failed == {}
 
