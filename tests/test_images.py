@@ -140,6 +140,19 @@ def test_binary_field_mistakes_are_spec_errors_at_their_line(tmp_path, change, w
     assert words in str(caught.value) and str(path) in str(caught.value)
 
 
+def test_a_binary_entry_merged_from_a_compiled_one_leaves_out_what_it_sets_to_null(tmp_path):
+    # matrixMulDrv's entries: the NVRTC build and the authors' fatbin share everything but how the code is built.
+    text = MINIMAL.replace("  - name: v4\n", "  - &common\n    name: v4\n").replace(
+        "function:", "options: [-use_fast_math]\n    compiler: nvrtc\n    function:")
+    text += (f"  - <<: *common\n    name: v4-prebuilt\n    source: null\n    compiler: null\n    options: null\n"
+             f"    binary: {V4_CUBIN}\n")
+    kernels = load_spec(write(tmp_path, text)).kernels
+    assert [(kernel.name, kernel.binary is not None, kernel.options) for kernel in kernels][1] == (
+        "v4-prebuilt", True, ())
+    with pytest.raises(SpecError, match="not both"):      # a merged source left in is still refused
+        load_spec(write(tmp_path, text.replace("    source: null\n", ""), "kept.yaml"))
+
+
 def test_a_cubin_suffix_on_something_else_is_an_image_error_for_its_cases(tmp_path):
     path = write(tmp_path, prebuilt_spec())
     (tmp_path / "kernels" / "prebuilt" / "v4_coarsen_2d_64x64x16_4x4_sm90.cubin").write_bytes(b"not an ELF image")

@@ -305,17 +305,20 @@ def _code(context: Context, node: dict, dotted: str) -> tuple[Path, Path | None,
     what it is (CUBIN, fatbin or PTX), and it is loaded as it is, so neither a
     compiler nor compiler options go with it.
     """
-    compiler = node.get("compiler", "nvrtc")
+    # Beside a binary, source, compiler and options given as null are left out: what a YAML merge key
+    # (<<: *common) brought from an entry that compiles the same kernel.
+    prebuilt = "binary" in node
+    compiler = node.get("compiler", "nvrtc") if not (prebuilt and node.get("compiler", 0) is None) else "nvrtc"
     if compiler not in COMPILERS:
         raise context.error(f"compiler is {' or '.join(COMPILERS)}, got {kind_name(compiler)}", node, "compiler",
                             f"{dotted}.compiler", hint="nvcc must be installed to use it")
-    if "binary" not in node:
+    if not prebuilt:
         return _source(context, node, dotted), None, compiler
-    if "source" in node:
+    if node.get("source") is not None:
         raise context.error("give either source (compiled here) or binary (prebuilt), not both", node, "binary",
-                            f"{dotted}.binary")
+                            f"{dotted}.binary", hint="source: null leaves out one a YAML merge key brought")
     for key in ("compiler", "options"):
-        if key in node:
+        if node.get(key) is not None:
             raise context.error(f"a prebuilt binary is not compiled here: {key} does not apply", node, key,
                                 f"{dotted}.{key}")
     binary = _source(context, node, dotted, "binary", BINARY_SUFFIXES)
@@ -662,6 +665,8 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
 def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple[str, ...], str, str | None]:
     """NVRTC options, precision and target architecture."""
     options = node.get("options", [])
+    if options is None and "binary" in node:     # options: null beside a binary (see _code)
+        options = []
     if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
         raise context.error(f"options is a list of NVRTC option strings, got {kind_name(options)}", node,
                             "options", f"{dotted}.options")
