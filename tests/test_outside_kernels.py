@@ -550,3 +550,22 @@ def test_malformed_values_are_refused_at_their_field(tmp_path, values, needle):
     with pytest.raises(SpecError) as caught:
         load_spec(folder / "spec.yaml")
     assert needle in str(caught.value) and "spec.yaml:7" in str(caught.value), str(caught.value)
+
+
+def test_a_plain_function_with_values_that_does_not_compile_keeps_the_compilers_message(tmp_path):
+    # values are no template arguments: a real error in the kernel is not taken for params given to a plain one.
+    folder = _project(tmp_path, {"k.cu": PLAIN_KERNEL.replace("C[0] = A[0] * B[0];", "C[0] = undeclared;")})
+    (folder / "spec.yaml").write_text(textwrap.dedent("""\
+        shapes: [[1001, 513, 777]]
+        kernels:
+          - name: naive
+            source: k.cu
+            function: naive
+            values: {S: [8, 16]}
+            signature: [C, A, B, M, N, K]
+            block: [S, S]
+            grid: [ceil(N / S), ceil(M / S)]
+        """))
+    errors = [str(error) for error in offline_problems(load_spec(folder / "spec.yaml"))[1].values()]
+    assert errors and all('identifier "undeclared" is undefined' in error and "no template" not in error
+                          for error in errors)

@@ -303,7 +303,8 @@ def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
     """Where a kernel whose build failed gives params to a function its source declares only as a plain (not
     template) ``__global__`` function, the error that says so: params are template arguments, so the instance
     they name (k<8>) is no kernel, whichever compiler was asked. None otherwise (nothing more is known)."""
-    if not kernel.params or kernel.source is None or "<" in kernel.function:
+    template_params = [name for name in kernel.params if name not in kernel.launch_values]
+    if not template_params or kernel.source is None or "<" in kernel.function:
         return None
     name = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
     try:
@@ -314,7 +315,7 @@ def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
     declared = plain_declarations(name, [text, *headers.values()])
     if not declared:
         return None
-    names = ", ".join(kernel.params)
+    names = ", ".join(template_params)
     return CompileError(
         f"{kernel.where_field('params')}: {kernel.field_path}.params: {name} is no template (the source declares "
         f"{'; '.join(declared)}, with no template <...>), so params ({names}), which are template arguments, "

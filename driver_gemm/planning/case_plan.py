@@ -206,7 +206,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     buffers = plan_buffers(kernel, env, argument_values, problem)
     notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
                  if buffer.grid is not None)
-    notes.extend(f"bias {name}: {buffer.bias.describe()}" for name, buffer in buffers.items() if buffer.bias is not None)
+    notes.extend(f"bias {name}: {buffer.bias.describe()}" for name, buffer in buffers.items()
+                 if buffer.bias is not None)
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
     attributes = None
