@@ -219,10 +219,12 @@ def led_by_spec_line(error: CompileError, kernels: list[KernelSpec]) -> CompileE
 
 
 def _swept(kernel: KernelSpec) -> bool:
-    """Whether `kernel` is one configuration of an entry that sweeps its params (other ones may have built)."""
-    params = (kernel.entry or {}).get("params") or {}
-    return isinstance(params, Mapping) and any(isinstance(value, list) and len(value) > 1
-                                               for value in params.values())
+    """Whether `kernel` is one configuration of an entry that sweeps its params or values (other ones may have
+    built)."""
+    entry = kernel.entry or {}
+    return any(isinstance(named, Mapping) and any(isinstance(value, list) and len(value) > 1
+                                                  for value in named.values())
+               for named in (entry.get("params") or {}, entry.get("values") or {}))
 
 
 def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
