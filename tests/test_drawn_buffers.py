@@ -56,8 +56,13 @@ def planned(text: str, shape: Shape):
     ("{name: s, type: buffer, element: float32, size: M, scales: {of: A, block: [1, 128], step: 2}}", "step"),
     ("{name: s, type: buffer, element: float32, size: M, scales: 128}", "scales is a mapping"),
     ("{name: s, type: buffer, element: float32, size: M, scales: {of: A, block: [1, 0.5]}}", "whole"),
+    ("{name: bias, type: buffer, element: float32, size: N, bias: K}", "bias is N (a value per column of C"),
+    ("{name: bias, type: buffer, element: float32, size: N, bias: N, fill: 0.5}", "it takes no fill"),
+    ("{name: bias, type: buffer, element: int32, size: N, bias: N}", "a bias is stored as float32"),
+    ("{name: bias, type: buffer, element: float32, size: N, bias: N, scales: {of: A, block: [1, 128]}}",
+     "block scales or a bias, not both"),
 ])
-def test_a_malformed_scales_entry_is_refused_at_its_field(buffer, needle):
+def test_a_malformed_scales_or_bias_entry_is_refused_at_its_field(buffer, needle):
     with pytest.raises(SpecError) as caught:
         parse_spec(spec_text(buffer), ROOT / "spec.yaml", allow_outside_sources=True)
     assert needle in str(caught.value), str(caught.value)
@@ -158,19 +163,24 @@ def test_the_reference_applies_each_blocks_factor_and_fails_a_kernel_that_misrea
         assert error > dtypes.error_bound(types, 776) * 10
 
 
+def planned_gpu_test(tmp_path, entry: str, shapes: list[str]):
+    """The plans of a GPU test's kernel entry, compiled and checked against the image here, every one valid."""
+    from gpu_specs import write_spec
+    from driver_gemm import plan_spec
+    from driver_gemm.specfile import load_spec
+    planned = plan_spec(load_spec(write_spec(tmp_path, entry, shapes)), "sm_90")
+    assert not planned.compile_errors and len(planned.plans) == len(shapes)
+    assert all(plan.valid for plan in planned.plans), [plan.problems for plan in planned.plans]
+    return planned.plans
+
+
 @pytest.mark.parametrize("order_b", ["col", "row"])
 def test_the_gpu_tests_block_scaled_kernel_plans_offline(tmp_path, order_b):
     # tests/test_gpu_outside_args.py runs it: compiled, its signature matches the image, and both buffers hold their
     # grids (B's as it is laid out, and as the failing case misdescribes it).
     from test_gpu_outside_args import BLOCK_SCALED_FP8
-    from gpu_specs import write_spec
-    from driver_gemm import plan_spec
-    from driver_gemm.specfile import load_spec
-    path = write_spec(tmp_path, BLOCK_SCALED_FP8.replace("ORDER_B", order_b), ["[1001, 520, 776]", "[65, 300, 272]"])
-    planned = plan_spec(load_spec(path), "sm_90")
-    assert not planned.compile_errors and len(planned.plans) == 2
-    for plan in planned.plans:
-        assert plan.valid, plan.problems
+    for plan in planned_gpu_test(tmp_path, BLOCK_SCALED_FP8.replace("ORDER_B", order_b),
+                                 ["[1001, 520, 776]", "[65, 300, 272]"]):
         grid_b = plan.buffers["scales_b"].grid
         assert (grid_b.rows, grid_b.cols, grid_b.order) == (-(-plan.shape.K // 128), -(-plan.shape.N // 128), order_b)
 
@@ -178,19 +188,6 @@ def test_the_gpu_tests_block_scaled_kernel_plans_offline(tmp_path, order_b):
 # -------------------------------------------------------------------------------------------------- a bias
 
 BIAS = "{name: bias, type: buffer, element: float32, size: N, bias: N}"
-
-
-@pytest.mark.parametrize("buffer, needle", [
-    ("{name: bias, type: buffer, element: float32, size: N, bias: K}", "bias is N (a value per column of C"),
-    ("{name: bias, type: buffer, element: float32, size: N, bias: N, fill: 0.5}", "it takes no fill"),
-    ("{name: bias, type: buffer, element: int32, size: N, bias: N}", "a bias is stored as float32"),
-    ("{name: bias, type: buffer, element: float32, size: N, bias: N, scales: {of: A, block: [1, 128]}}",
-     "block scales or a bias, not both"),
-])
-def test_a_malformed_bias_is_refused_at_its_field(buffer, needle):
-    with pytest.raises(SpecError) as caught:
-        parse_spec(spec_text(buffer), ROOT / "spec.yaml", allow_outside_sources=True)
-    assert needle in str(caught.value), str(caught.value)
 
 
 def test_a_bias_needs_a_typed_kernel_and_is_one():
@@ -228,14 +225,7 @@ def test_a_bias_buffer_shorter_than_its_axis_makes_the_case_invalid():
 @pytest.mark.parametrize("along", ["N", "M"])
 def test_the_gpu_tests_bias_kernel_plans_offline(tmp_path, along):
     from test_gpu_outside_args import BIAS_EPILOGUE
-    from gpu_specs import write_spec
-    from driver_gemm import plan_spec
-    from driver_gemm.specfile import load_spec
-    path = write_spec(tmp_path, BIAS_EPILOGUE.replace("ALONG", along), ["[1001, 520, 776]", "[65, 130, 17]"])
-    planned = plan_spec(load_spec(path), "sm_90")
-    assert not planned.compile_errors and len(planned.plans) == 2
-    for plan in planned.plans:
-        assert plan.valid, plan.problems
+    for plan in planned_gpu_test(tmp_path, BIAS_EPILOGUE.replace("ALONG", along), ["[1001, 520, 776]", "[65, 130, 17]"]):
         assert len(plan.buffers["bias"].bias.steps) == (plan.shape.N if along == "N" else plan.shape.M)
 
 

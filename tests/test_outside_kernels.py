@@ -438,6 +438,18 @@ TEMPLATE_KERNELS = """\
     """
 
 
+def naive_entry(named: str, extra: str = "") -> str:
+    """A spec entry of PLAIN_KERNEL's naive, S named by `named` (params: or values:), block S x S."""
+    return (f"  - name: naive\n    source: k.cu\n    function: naive\n{extra}    {named}\n"
+            "    signature: [C, A, B, M, N, K]\n    block: [S, S]\n    grid: [ceil(N / S), ceil(M / S)]\n"
+            "    tile: [S, S]\n")
+
+
+def write_naive_spec(folder, named: str, extra: str = "", more: str = ""):
+    (folder / "spec.yaml").write_text("shapes: [[1001, 513, 777]]\nkernels:\n" + naive_entry(named, extra) + more)
+    return folder / "spec.yaml"
+
+
 def test_the_declarations_tell_a_template_from_a_plain_function():
     texts = [textwrap.dedent(PLAIN_KERNEL), textwrap.dedent(TEMPLATE_KERNELS)]
     assert plain_declarations("naive", texts) == [
@@ -455,22 +467,12 @@ def test_params_given_to_a_plain_function_are_refused_saying_it_is_no_template(t
         pytest.skip("nvcc is not installed")
     files = {"kernels.cuh": PLAIN_KERNEL, "k.cu": '#include "kernels.cuh"\n'} if in_header else {"k.cu": PLAIN_KERNEL}
     folder = _project(tmp_path, files)
-    (folder / "spec.yaml").write_text(textwrap.dedent(f"""\
-        shapes: [[1001, 513, 777]]
-        kernels:
-          - name: naive
-            source: k.cu
-            function: naive
-            {"compiler: nvcc" if compiler == "nvcc" else ""}
-            params: {{S: [8, 16]}}
-            signature: [C, A, B, M, N, K]
-            block: [S, S]
-            grid: [ceil(N / S), ceil(M / S)]
-        """))
+    path = write_naive_spec(folder, "params: {S: [8, 16]}", "    compiler: nvcc\n" if compiler == "nvcc" else "")
+    line = next(number for number, text in enumerate(path.read_text().splitlines(), 1) if "params:" in text)
     errors = [str(error) for error in offline_problems(load_spec(folder / "spec.yaml"))[1].values()]
     assert len(errors) == 2
     for error in errors:
-        assert "spec.yaml:7: kernels[naive].params: naive is no template (the source declares naive(float* C, " \
+        assert f"spec.yaml:{line}: kernels[naive].params: naive is no template (the source declares naive(float* C, " \
                "const float* A, const float* B, int M, int N, int K), with no template <...>)" in error, error
         assert "goes under values: instead (values: {S: ...})" in error
         assert "NVRTC_ERROR" not in error and "instances.cu" not in error
@@ -496,27 +498,10 @@ def test_a_template_given_the_wrong_params_keeps_the_compilers_own_message(tmp_p
 def test_values_sweep_what_only_the_launch_reads_and_stay_out_of_the_instance(tmp_path):
     # llm.c's matmul_forward_kernel1 (and matrixMulDrv's kernels) take the block side their launcher picks.
     folder = _project(tmp_path, {"k.cu": PLAIN_KERNEL + TEMPLATE_KERNELS})
-    (folder / "spec.yaml").write_text(textwrap.dedent("""\
-        shapes: [[1001, 513, 777]]
-        kernels:
-          - name: naive
-            source: k.cu
-            function: naive
-            values: {S: [8, 16]}
-            signature: [C, A, B, M, N, K]
-            block: [S, S]
-            grid: [ceil(N / S), ceil(M / S)]
-            tile: [S, S]
-          - name: tiled
-            source: k.cu
-            function: tiled
-            params: {S: 4}
-            values: {W: [8, 16]}
-            signature: [C, A, B, M, N, K]
-            block: [W, W]
-            grid: [ceil(N / W), ceil(M / W)]
-            tile: [W, W]
-        """))
+    write_naive_spec(folder, "values: {S: [8, 16]}", more=(
+        "  - name: tiled\n    source: k.cu\n    function: tiled\n    params: {S: 4}\n    values: {W: [8, 16]}\n"
+        "    signature: [C, A, B, M, N, K]\n    block: [W, W]\n    grid: [ceil(N / W), ceil(M / W)]\n"
+        "    tile: [W, W]\n"))
     spec = load_spec(folder / "spec.yaml")
     assert [(kernel.label, kernel.instance) for kernel in spec.kernels] == [
         ("naive[S=8]", "naive"), ("naive[S=16]", "naive"),
@@ -555,17 +540,7 @@ def test_malformed_values_are_refused_at_their_field(tmp_path, values, needle):
 def test_a_plain_function_with_values_that_does_not_compile_keeps_the_compilers_message(tmp_path):
     # values are no template arguments: a real error in the kernel is not taken for params given to a plain one.
     folder = _project(tmp_path, {"k.cu": PLAIN_KERNEL.replace("C[0] = A[0] * B[0];", "C[0] = undeclared;")})
-    (folder / "spec.yaml").write_text(textwrap.dedent("""\
-        shapes: [[1001, 513, 777]]
-        kernels:
-          - name: naive
-            source: k.cu
-            function: naive
-            values: {S: [8, 16]}
-            signature: [C, A, B, M, N, K]
-            block: [S, S]
-            grid: [ceil(N / S), ceil(M / S)]
-        """))
+    write_naive_spec(folder, "values: {S: [8, 16]}")
     errors = [str(error) for error in offline_problems(load_spec(folder / "spec.yaml"))[1].values()]
     assert errors and all('identifier "undeclared" is undefined' in error and "no template" not in error
                           for error in errors)
