@@ -34,9 +34,9 @@ from .signature import parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
-KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid", "shared_bytes",
-               "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct", "epilogue") + OPERAND_KEYS \
-    + LAUNCH_ATTRIBUTE_KEYS
+KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid",
+               "shared_bytes", "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct",
+               "epilogue") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
 EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
@@ -308,7 +308,9 @@ def _code(context: Context, node: dict, dotted: str) -> tuple[Path, Path | None,
     # Beside a binary, source, compiler and options given as null are left out: what a YAML merge key
     # (<<: *common) brought from an entry that compiles the same kernel.
     prebuilt = "binary" in node
-    compiler = node.get("compiler", "nvrtc") if not (prebuilt and node.get("compiler", 0) is None) else "nvrtc"
+    compiler = node.get("compiler", "nvrtc")
+    if prebuilt and compiler is None:
+        compiler = "nvrtc"
     if compiler not in COMPILERS:
         raise context.error(f"compiler is {' or '.join(COMPILERS)}, got {kind_name(compiler)}", node, "compiler",
                             f"{dotted}.compiler", hint="nvcc must be installed to use it")
