@@ -117,7 +117,9 @@ def reference_step(run) -> None:
     typed, settings, shape = run.typed, run.spec.verify, run.case.shape
     assert typed.held is not None, "held_inputs comes first"
     known = typed.held.references
-    grids, bias = _scale_grids(run), _bias(run)
+    drawn = _drawn_buffers(run)
+    grids = {plan.grid.operand: plan.grid for plan in drawn if plan.grid is not None}
+    bias = next((plan.bias for plan in drawn if plan.bias is not None), None)
     key = (typed.alpha, typed.beta, tuple(sorted(grids.items())), bias)
     if key not in known:
         a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
@@ -131,18 +133,10 @@ def reference_step(run) -> None:
     run.expected, run.reference_name = known[key]
 
 
-def _scale_grids(run) -> dict:
-    """The kernel's block scales (`buffer_plans.ScaleGrid`) by operand, ``a`` and ``b``; none for a vendor row."""
-    if run.case.lt is not None:
-        return {}
-    return {plan.grid.operand: plan.grid for plan in run.case.plan.buffers.values() if plan.grid is not None}
-
-
-def _bias(run):
-    """The kernel's bias (`buffer_plans.BiasVector`), or None; none for a vendor row."""
-    if run.case.lt is not None:
-        return None
-    return next((plan.bias for plan in run.case.plan.buffers.values() if plan.bias is not None), None)
+def _drawn_buffers(run) -> tuple:
+    """The kernel's own buffers, whose block scales (`buffer_plans.ScaleGrid`) and bias (`BiasVector`) the reference
+    applies; none for a vendor row, which computes the plain product."""
+    return () if run.case.lt is not None else tuple(run.case.plan.buffers.values())
 
 
 def _scaled(values: np.ndarray, grid) -> np.ndarray:

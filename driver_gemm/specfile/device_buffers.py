@@ -27,8 +27,8 @@ from .project import project_root
 
 BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias")
 SCALES_KEYS = ("of", "block", "order", "ld")
-# What a factor may be stored as: the floating types (the drawn factors, powers of two, are exact in each).
-SCALE_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
+# What a buffer of drawn values (block scales, a bias) may hold: the floating types, in each of which they are exact.
+DRAWN_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
 # A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
 FILE_FIELD = re.compile(r"\{([^{}]*)\}")
 # What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
@@ -117,12 +117,8 @@ def _block_scales(context: Context, item: dict, item_path: str, element: str, si
     and the reference applies, so that a kernel that skips or misplaces a factor fails its check."""
     node, dotted = item["scales"], f"{item_path}.scales"
     hint = "scales: {of: A, block: [1, 128]} (a factor per row and 128 columns of A)"
-    if "fill" in item:
-        raise context.error("a buffer of block scales holds factors the case draws (powers of two the reference "
-                            "applies): it takes no fill", item, "fill", f"{item_path}.fill", hint=hint)
-    if element not in SCALE_ELEMENTS:
-        raise context.error(f"block scales are stored as {', '.join(SCALE_ELEMENTS)}, got {element}", item,
-                            "element", f"{item_path}.element")
+    _check_drawn(context, item, item_path, element, "a buffer of block scales holds factors the case draws (powers "
+                 "of two the reference applies)", "block scales are", hint)
     if not isinstance(node, dict):
         raise context.error(f"scales is a mapping like {{of: A, block: [1, 128]}}, got {kind_name(node)}", item,
                             "scales", dotted, hint=hint)
@@ -157,13 +153,20 @@ def _bias(context: Context, item: dict, item_path: str, element: str, size) -> D
         raise context.error(f"bias is N (a value per column of C, added to every row) or M (a value per row), got "
                             f"{kind_name(along)}", item, "bias", f"{item_path}.bias",
                             hint="{name: bias, type: buffer, element: fp32, size: N, bias: N}")
-    if "fill" in item:
-        raise context.error("a bias buffer holds values the case draws (which the reference adds to C): it takes no "
-                            "fill", item, "fill", f"{item_path}.fill")
-    if element not in SCALE_ELEMENTS:
-        raise context.error(f"a bias is stored as {', '.join(SCALE_ELEMENTS)}, got {element}", item, "element",
-                            f"{item_path}.element")
+    _check_drawn(context, item, item_path, element, "a bias buffer holds values the case draws (which the "
+                 "reference adds to C)", "a bias is")
     return DeviceBufferArgument(element, size, "bias", (), bias=along)
+
+
+def _check_drawn(context: Context, item: dict, item_path: str, element: str, holds: str, stored: str,
+                 hint: str | None = None) -> None:
+    """What a buffer of values the case draws (block scales, a bias) cannot have: a fill of its own, or an element
+    other than the floating types its values are exact in."""
+    if "fill" in item:
+        raise context.error(f"{holds}: it takes no fill", item, "fill", f"{item_path}.fill", hint=hint)
+    if element not in DRAWN_ELEMENTS:
+        raise context.error(f"{stored} stored as {', '.join(DRAWN_ELEMENTS)}, got {element}", item, "element",
+                            f"{item_path}.element")
 
 
 def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:
