@@ -2,7 +2,8 @@
 
 specs/outside-args.yaml: a persistent kernel whose tiles come from an atomic counter in a zeroed
 workspace (reset before every sample, or the second sample would find no tile left), a CUTLASS-style
-nested Params struct with alpha and beta by pointer, an epilogue that accumulates into C, and a split-K
+nested Params struct with alpha and beta by pointer (described field by field, and made by a Python
+builder), an epilogue that accumulates into C, and a split-K
 kernel whose halves meet across a grid-wide barrier (a cooperative launch: launched otherwise it traps).
 """
 
@@ -23,7 +24,7 @@ from gpu_specs import quick, write_spec
 
 pytestmark = pytest.mark.gpu
 
-OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-accumulate", "args-grid-sync")
+OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-params-built", "args-accumulate", "args-grid-sync")
 
 
 def assert_every_case(path, name: str, status: Status, *, count: int) -> None:
@@ -41,7 +42,7 @@ def test_outside_style_arguments_pass_on_a_small_awkward_shape_and_several_parti
                                                                 shapes=["1001x520x776", "65x130x17"]))
     run = run_spec(spec, options=RunOptions())
     cases = {(case.name, case.shape.label): case for case in run.cases if case.name in OUTSIDE_KERNELS}
-    assert len(cases) == 8
+    assert len(cases) == 10
     for key, case in cases.items():
         assert case.status == Status.PASS, (key, case.status, case.message)
         assert case.timing is not None and case.timing.median_ms > 0, key
@@ -178,3 +179,27 @@ def test_a_bias_epilogue_passes_as_described_and_fails_where_the_spec_puts_the_b
     # drawn values; described along M, the reference adds a value per row, and the check says C is wrong.
     path = write_spec(tmp_path, BIAS_EPILOGUE.replace("ALONG", along), ["[1001, 520, 776]", "[65, 130, 17]"])
     assert_every_case(path, "args-bias", status, count=2)
+
+
+BUILT_PARAMS = """
+- name: args-params-built
+  source: "@KERNELS@/outside/args_params_struct.cu"
+  function: args_params_struct
+  types: {a: bf16, b: bf16, c: fp32, accumulate: fp32}
+  scalars: {alpha: 1.5, beta: -0.5}
+  block: [256]
+  grid: [ceil(M / 64), ceil(N / 64)]
+  signature:
+    - name: params
+      type: struct
+      builder: "@KERNELS@/outside/args_params_struct.py:FUNCTION"
+      fields: [A, B, C, M, N, K, lda, ldb, ldc, {name: alpha, type: ptr}, {name: beta, type: ptr}]
+"""
+
+
+@pytest.mark.parametrize("function, status", [("params", Status.PASS), ("params_columns_swapped", Status.FAIL)])
+def test_a_parameter_made_by_a_python_builder_reaches_the_kernel_as_it_made_it(tmp_path, function, status):
+    # The builder's bytes are what the kernel reads: made as the kernel declares Params, every case PASSes; with
+    # A's strides swapped the kernel multiplies A transposed, and the check says C is wrong.
+    path = write_spec(tmp_path, BUILT_PARAMS.replace("FUNCTION", function), ["[1001, 520, 776]", "[65, 130, 17]"])
+    assert_every_case(path, "args-params-built", status, count=2)

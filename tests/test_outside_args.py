@@ -346,7 +346,8 @@ def test_the_outside_args_spec_compiles_and_plans_offline():
     assert not planned.compile_errors, planned.compile_errors
     assert planned.ok and planned.invalid_count == 0, [str(p) for plan in planned.plans for p in plan.problems]
     assert {plan.kernel.name for plan in planned.plans} == {"v12p", "args-persistent", "args-params",
-                                                             "args-accumulate", "args-grid-sync"}
+                                                             "args-params-built", "args-accumulate",
+                                                             "args-grid-sync"}
     assert {plan.shape.label for plan in planned.plans} == {"1001x520x776", "4096x4096x4096"}
     grid_sync = [plan for plan in planned.plans if plan.kernel.name == "args-grid-sync"]
     # 1001 x 520 is 16 x 9 tiles, two halves of K each: 288 units, fewer than the 528 blocks that fit at once.

@@ -245,3 +245,32 @@ def test_a_winner_of_any_shipped_spec_is_written_back_with_every_field_it_had(sp
     for again, kernel in zip(written.kernels, first.values()):
         for name in (f.name for f in dataclasses.fields(kernel) if f.name not in ignored):
             assert getattr(again, name) == getattr(kernel, name), (spec_path.name, kernel.label, name)
+
+
+def test_a_winners_spec_elsewhere_still_finds_the_builder_and_the_fill_file_its_kernel_reads(tmp_path):
+    # The signature names files relative to the spec, as source does: written into another folder, the winners
+    # spec names the same files (a fill file's {M} and {N} kept), and reads back the same kernel.
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "k.cu").write_text("struct P { int m; }; __global__ void f(P p, int* order) {}\n")
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "p.py").write_text("def make(values):\n    return values['M'].to_bytes(4, 'little')\n")
+    spec_path = tmp_path / "project" / "spec.yaml"
+    spec_path.parent.mkdir()
+    spec_path.write_text(
+        "shapes: [[64, 64, 64]]\nkernels:\n  - {name: k, source: ../k.cu, function: f, block: [1], grid: [1],\n"
+        "     signature: [{name: p, type: struct, builder: '../host/p.py:make', fields: [A, B, C, M]},\n"
+        "                 {name: order, type: buffer, element: int32, size: 4,\n"
+        "                  fill: {file: 'tables/order-{M}x{N}.npy'}}]}\n")
+    spec = load_spec(spec_path)
+    run = RunResult(spec=spec.name, spec_path=str(spec_path))
+    run.cases.append(CaseResult(kernel="k", name="k", shape=spec.shapes[0], status=Status.PASS,
+                                timing=summarize([1.0, 1.0, 1.0])))
+    written = load_spec(winners_spec(spec, pick_winners(run), tmp_path / "out" / "deeper" / "w.yaml"),
+                        allow_outside_sources=True)
+    [before], [after] = spec.kernels, written.kernels
+    assert after.signature[0].builder == before.signature[0].builder
+    assert after.signature[0].builder.path == (tmp_path / "host" / "p.py").resolve()
+    [(_, old_buffer)], [(_, new_buffer)] = before.device_buffers(), after.device_buffers()
+    assert new_buffer.buffer.file == "../../project/tables/order-{M}x{N}.npy"
+    assert (new_buffer.buffer.file_folder / new_buffer.buffer.file).resolve() == \
+        (old_buffer.buffer.file_folder / old_buffer.buffer.file).resolve()

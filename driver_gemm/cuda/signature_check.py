@@ -63,6 +63,8 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
         kernel_type = types[position] if types else None
         where = f"parameter {position + 1} ({argument.name}, {argument.ctype})"
         kernel_text = f" ({kernel_type.text})" if kernel_type else ""
+        if argument.builder is not None:   # its bytes are the builder's: their size is checked when it is called
+            continue
         if argument.fields:   # a struct by value: its size as the C compiler lays out its fields
             size = argument.layout_for(slot.size).size
             if slot.size != size:

@@ -1,5 +1,6 @@
 """The checks of a case against what its compiled kernel says of itself: TMA ranks, compile-time clusters, the
-registers its warpgroups move with ``setmaxnreg``, a grid-wide barrier and dynamic shared memory.
+registers its warpgroups move with ``setmaxnreg``, a grid-wide barrier, dynamic shared memory and the size of a
+parameter a host builder makes (`host_builders`).
 
 `complete_plan` calls `image_checks` once a kernel is built. The kernel's PTX (`cuda.ptx_facts`)
 names the rank of every tensor-map copy and the parameter its map comes from, and a
@@ -30,6 +31,7 @@ from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
 from ..cuda.occupancy import ArchLimits
 from .case_plan import CasePlan, block_registers
+from .host_builders import check_builders
 
 
 def facts_of(built: Cubin, symbol: str, with_sass: bool = False) -> KernelPtxFacts | None:
@@ -86,6 +88,14 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         slots = built.param_slots(kernel.instance)
     except (ImageError, KeyError):
         slots = ()
+    if any(argument.builder is not None for argument in kernel.signature):
+        # a slot's size is the parameter's only where the image has as many as the signature (else it says so)
+        ordered = sorted(slots, key=lambda slot: slot.ordinal)
+        sizes = {position: slot.size for position, slot in enumerate(ordered)} \
+            if len(ordered) == len(kernel.signature) else {}
+        built_problems, built_notes = check_builders(kernel, plan.argument_values, sizes)
+        problems.extend(built_problems)
+        notes.extend(built_notes)
     for position, argument in kernel.tensor_maps():
         name = argument.name
         size = slots[position].size if position < len(slots) else None

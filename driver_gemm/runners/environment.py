@@ -104,22 +104,25 @@ def _headers_of(path: Path, options, project: Path | None) -> list[Path]:
 
 
 def file_digests(spec: Spec, root: Path | None = None) -> tuple[dict, dict, dict]:
-    """The SHA-256 of every kernel source (or prebuilt image) of `spec`, of every local header its compile reads,
-    and one digest per kernel name over both; files by path relative to `root` where inside it. A file that
-    cannot be read is left out (the compile reports it)."""
+    """The SHA-256 of every kernel source (or prebuilt image) of `spec` and of its parameters' builder files, of
+    every local header its compile reads, and one digest per kernel name over them all; files by path relative to
+    `root` where inside it. A file that cannot be read is left out (the compile reports it)."""
     sources: dict[str, str] = {}
     headers: dict[str, str] = {}
     per_name: dict[str, set[str]] = {}
     scans: dict[tuple, list[str]] = {}    # a sweep's kernels share one source: scanned once
     for kernel in spec.kernels:
         path = kernel.binary or kernel.source
-        key = (path, tuple(kernel.options), kernel.project, kernel.binary is not None)
+        # the Python files that make a parameter's bytes run with the kernel: counted among its sources
+        builders = tuple(argument.builder.path for argument in kernel.signature if argument.builder is not None)
+        key = (path, tuple(kernel.options), kernel.project, kernel.binary is not None, builders)
         if key not in scans:
             entries = []
             try:
-                shown = _shown(path, root)
-                sources[shown] = sources.get(shown) or file_sha256(path)
-                entries.append(f"{shown}:{sources[shown]}")
+                for source in (path, *builders):
+                    shown = _shown(source, root)
+                    sources[shown] = sources.get(shown) or file_sha256(source)
+                    entries.append(f"{shown}:{sources[shown]}")
                 for header in ([] if kernel.binary is not None else _headers_of(path, kernel.options,
                                                                                    kernel.project)):
                     named = _shown(header, root)

@@ -4,7 +4,7 @@ Pointers come from the buffers the case runs on (and from the case's own device 
 `case_buffers`), scalars and fixed arrays from its plan, tensor maps are encoded from the buffers
 they describe (a map the kernel takes by pointer is copied to a small device buffer the launch owns,
 before any timed launch, and its address passed), structs (of structs, arrays and tensor maps) are packed as the
-C compiler lays them out;
+C compiler lays them out, or by their host builder from their fields' values;
 arguments are placed at the compiled image's own parameter offsets (a kernel may over-align one,
 as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKernelEx.
 """
@@ -15,9 +15,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..argtypes import CType
+from ..cuda.interop import device_pointer
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError
+from ..planning.host_builders import BuilderFailed, builder_values, built_bytes
 from .case_buffers import device_buffers
 
 
@@ -39,7 +42,9 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
             raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
                               field=f"{kernel_spec.field_path}.signature")
         encoded = tensor_map.encode(session.device.driver, buffer.address)
-        size = slots[position].size if slots is not None and position < len(slots) else None
+        # a map inside a struct is held by value: only a parameter of its own may be a pointer
+        own_parameter = position < len(kernel_spec.signature) and kernel_spec.signature[position] is argument
+        size = slots[position].size if slots is not None and position < len(slots) and own_parameter else None
         if passed_by_pointer(argument.tensor_map.passing, size):
             # The kernel reads the map from global memory: one copy, owned by the launch.
             owned.append(session.device.upload(np.frombuffer(encoded, dtype=np.uint8), session.stream))
@@ -62,18 +67,29 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
     """The C type and value of each of the kernel's parameters, in order: a buffer (anything with an
     ``address``) for a pointer, by name from `buffers` (A, B, C and the case's own); a number from
     `argument_values`; a struct's bytes as the C compiler lays them out (a tensor map in it where the
-    parameter's size in the image, `sizes`, places it); for a tensor map, the type and value
-    `encode(argument, position)` gives (its 128 bytes, or a device copy passed as a pointer)."""
+    parameter's size in the image, `sizes`, places it) or as its builder makes them; for a tensor map, the type
+    and value `encode(argument, position)` gives (its 128 bytes, or a device copy passed as a pointer)."""
     def scalar(argument, index):
         if argument.ctype == "ptr":
             return 0 if argument.null else buffers[argument.alias or argument.name]
         value = argument_values[argument.name]
         return value if index is None else value[index]
 
+    def address_or_value(argument, index):   # what a builder is given: a pointer as its address, a whole number
+        value = scalar(argument, index)
+        return device_pointer(value, argument.name) if argument.ctype == "ptr" else value
+
     types, values = [], []
     for position, argument in enumerate(kernel_spec.signature):
+        size = sizes[position] if sizes is not None and position < len(sizes) else None
+        if argument.builder is not None:   # a struct whose bytes the user's Python makes from its fields' values
+            data = _built(kernel_spec, position, argument,
+                          builder_values(argument, address_or_value, lambda leaf: encode(leaf, position)[1]), size)
+            types.append(CType(f"struct[{len(data)} bytes]", f"{len(data)}s", align=BUILT_ALIGNMENT))
+            values.append(data)
+            continue
         if argument.fields:   # a struct by value: its fields packed as the C compiler lays them out
-            layout = argument.layout_for(sizes[position] if sizes is not None and position < len(sizes) else None)
+            layout = argument.layout_for(size)
             leaves = argument.scalar_leaves()
             types.append(layout.opaque_type())
             # A map inside the struct: its 128 encoded bytes in their place (by value: the spec refuses a pointer).
@@ -89,3 +105,17 @@ def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Cal
             types.append(argument.ctype)
             values.append(scalar(argument, None))
     return types, values
+
+
+# Where the image's offsets are unknown, a built parameter is placed as a struct of pointers would be.
+BUILT_ALIGNMENT = 8
+
+
+def _built(kernel_spec, position: int, argument, values: dict, size: int | None) -> bytes:
+    """The bytes `argument`'s builder makes of the case's `values`, or the spec's line and what went wrong."""
+    try:
+        return built_bytes(argument.builder, values, size)
+    except BuilderFailed as exc:
+        field_name = f"signature[{position}].builder"
+        raise ConfigError(str(exc), where=kernel_spec.where_field(field_name),
+                          field=f"{kernel_spec.field_path}.{field_name}", hint=exc.hint) from None

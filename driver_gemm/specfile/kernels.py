@@ -23,13 +23,12 @@ from .archs import arch_problem
 from .fields import (IDENTIFIER, Context, check_keys, check_number, field_name, parse_expression, read_number,
                      read_text, unknown_names_error)
 from .kinds import kind_name
-from ..bundled import PACKAGE_DATA_DIR
 from ..kernel_names import mangled_base_name, split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
-                     PROJECT_MARKERS, SOURCE_SUFFIXES)
+                     SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PARAM_NAME, PRECISIONS, KernelSpec, is_safe_name
-from .project import project_root
+from .project import project_file, project_root
 from .signature import parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
@@ -287,17 +286,6 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
 # ----------------------------------------------------------------------------------- source
 
 
-def _outside_hint(root: Path) -> str:
-    """What lets a source outside `root` in: a project marker where none was found, or the flag."""
-    flag = "pass --allow-outside-sources (allow_outside_sources=True)"
-    if root.resolve() == PACKAGE_DATA_DIR.resolve() or any((root / marker).exists() for marker in PROJECT_MARKERS):
-        return f"keep kernels inside {root}, or {flag}"
-    markers = " or ".join(f"`{marker}`" for marker in PROJECT_MARKERS[:2])
-    return (f"no folder above the spec holds a {markers} (which mark a project's root), so the project is the "
-            f"spec's own folder: put a pyproject.toml (or make a git repository) in the folder that holds both the "
-            f"specs and the kernels, or {flag}")
-
-
 def _code(context: Context, node: dict, dotted: str) -> tuple[Path, Path | None, str]:
     """The kernel's code: a ``source`` and the ``compiler`` that builds it, or a prebuilt ``binary``.
 
@@ -329,42 +317,11 @@ def _code(context: Context, node: dict, dotted: str) -> tuple[Path, Path | None,
 
 def _source(context: Context, node: dict, dotted: str, key: str = "source",
             suffixes: tuple[str, ...] = SOURCE_SUFFIXES) -> Path:
-    text = read_text(context, node, key, f"{dotted}.{key}")
-    field_path = f"{dotted}.{key}"
     noun = "kernel source" if key == "source" else "kernel binary"
-    if any(not character.isprintable() for character in text):   # a newline or a bell would garble every message
-        raise context.error(f"a {noun} path is printable text, got {text!r}", node, key, field_path)
-    written = Path(text)
-    shown = text if len(text) <= 160 else f"{text[:120]}... ({len(text):,} characters)"   # a message stays readable
-    if written.is_absolute() and not context.allow_outside_sources:
-        raise context.error(f"an absolute source path ({shown}) needs the user's leave", node, key, field_path,
-                            hint="write it relative to the spec, or pass --allow-outside-sources "
-                                 "(allow_outside_sources=True)")
-    try:   # a symbolic link loop, a name too long, a folder that may not be searched: said at the field
-        source = (context.base_dir / written).resolve()
-        if not context.allow_outside_sources:
-            root = project_root(context.base_dir)
-            if not source.is_relative_to(root):
-                raise context.error(f"{noun} {shown} leaves the spec's project ({root})", node, key,
-                                    field_path, hint=_outside_hint(root))
-        if written.suffix not in suffixes or source.suffix not in suffixes:
-            raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {shown}", node, key,
-                                field_path)
-        if not source.exists():
-            raise context.error(f"{noun} {source} does not exist", node, key, field_path)
-        if not source.is_file():
-            raise context.error(f"{noun} {source} is not a regular file", node, key, field_path)
-        size = source.stat().st_size
-    except RuntimeError:   # Path.resolve's symbolic link loop before Python 3.13
-        raise context.error(f"{noun} {shown} is a symbolic link loop", node, key, field_path) from None
-    except OSError as exc:
-        raise context.error(f"cannot read {noun} {shown}: {exc.strerror or exc}", node, key, field_path) from None
-    limit, name = (MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES") if key == "source" else (MAX_BINARY_BYTES, "MAX_BINARY_BYTES")
-    if size > limit:
-        raise context.error(f"{noun} {source} is {size:,} bytes, more than the limit of {limit:,} ({name})", node,
-                            key, field_path)
+    limit = (MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES") if key == "source" else (MAX_BINARY_BYTES, "MAX_BINARY_BYTES")
+    source = project_file(context, node, key, f"{dotted}.{key}", noun, suffixes, limit)
     if key == "source":
-        _check_source_text(context, node, key, field_path, source)
+        _check_source_text(context, node, key, f"{dotted}.{key}", source)
     return source
 
 

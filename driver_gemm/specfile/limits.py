@@ -23,6 +23,7 @@ MAX_EXPRESSION_NODES = 500          # nodes of the parsed tree
 
 MAX_SOURCE_BYTES = 16 << 20         # a kernel source (the shipped ones are under 40 KiB), refused unread
 MAX_BINARY_BYTES = 256 << 20        # a prebuilt CUBIN, fatbin or PTX (the shipped CUBINs are 50 KiB)
+MAX_BUILDER_BYTES = 1 << 20         # a builder's Python file, refused unread
 
 MAX_NAME_CHARS = 100                # spec and kernel names (they become file names)
 MAX_FUNCTION_CHARS = 8192           # a kernel's function or template-id (a CUTLASS kernel's mangled name: ~1,500)
@@ -30,6 +31,7 @@ MAX_FUNCTION_CHARS = 8192           # a kernel's function or template-id (a CUTL
 # A kernel source must be one of these, so that a spec cannot have a compile
 # error quote a file that is not a kernel (a key, a password file).
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
+BUILDER_SUFFIXES = (".py",)          # a struct parameter's host builder
 
 # A relative source must stay inside the project of the spec: the nearest folder
 # above the spec holding one of these, else the spec's own folder.

@@ -179,6 +179,21 @@ class DeviceBufferArgument:
 
 
 @dataclass(frozen=True)
+class HostBuilder:
+    """A Python function that makes a struct parameter's bytes from its fields' values: ``function`` of the file
+    ``path`` (a ``.py`` file the spec names, relative to the spec), for parameters no field list can lay out (a
+    CUTLASS Params of CuTe layouts, a layout a library's host code computes)."""
+
+    path: Path
+    function: str
+
+    @property
+    def text(self) -> str:
+        """As the spec writes it: ``params.py:build``."""
+        return f"{self.path.name}:{self.function}"
+
+
+@dataclass(frozen=True)
 class Argument:
     """One kernel parameter: its name, its exact C type, and (for scalars) the expression of its value.
 
@@ -186,7 +201,8 @@ class Argument:
     map is encoded at launch from the operand's device buffer. A ``struct``
     argument (a struct passed by value) has `fields`, arguments themselves
     (scalars, pointers, buffers, arrays, structs), laid out by the C ABI
-    (`layout`). A field with `array` is a fixed array (``int stride[3]``), one
+    (`layout`), or by its `builder`, which is given their values by name and returns the parameter's bytes.
+    A field with `array` is a fixed array (``int stride[3]``), one
     expression per element. A ``ptr`` with `buffer` is a device buffer of the
     case's own, filled as it says (alpha and beta by pointer are such buffers,
     with the scalar's expression as `value` too); a ``ptr`` with `null` is passed as nullptr, one with `alias`
@@ -202,6 +218,7 @@ class Argument:
     buffer: DeviceBufferArgument | None = None
     null: bool = False            # a ptr passed as nullptr: an optional input the kernel tests for and skips
     alias: str | None = None      # a ptr passed the address of this matrix (D = C: the output written in place)
+    builder: HostBuilder | None = None   # a struct whose bytes a Python function makes from its fields' values
 
     def layout(self, tensor_map_alignment: int | None = None) -> Layout:
         """Its size, alignment and scalars' offsets as the C compiler lays it out, with a tensor map it holds at

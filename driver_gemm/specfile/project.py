@@ -1,10 +1,12 @@
-"""The project a spec belongs to: the tree its kernel sources, headers and fill files must stay in."""
+"""The project a spec belongs to: the tree its kernel sources, headers, fill files and host builders must stay in,
+and the checked path of each such file a spec names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..bundled import PACKAGE_DATA_DIR
+from .fields import Context, read_text
 from .limits import PROJECT_MARKERS
 
 
@@ -21,3 +23,54 @@ def project_root(folder: Path) -> Path:
         if candidate == shipped or any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate
     return folder
+
+
+def _outside_hint(root: Path) -> str:
+    """What lets a file outside `root` in: a project marker where none was found, or the flag."""
+    flag = "pass --allow-outside-sources (allow_outside_sources=True)"
+    if root.resolve() == PACKAGE_DATA_DIR.resolve() or any((root / marker).exists() for marker in PROJECT_MARKERS):
+        return f"keep kernels inside {root}, or {flag}"
+    markers = " or ".join(f"`{marker}`" for marker in PROJECT_MARKERS[:2])
+    return (f"no folder above the spec holds a {markers} (which mark a project's root), so the project is the "
+            f"spec's own folder: put a pyproject.toml (or make a git repository) in the folder that holds both the "
+            f"specs and the kernels, or {flag}")
+
+
+def project_file(context: Context, node: dict, key: str, field_path: str, noun: str, suffixes: tuple[str, ...],
+                 limit: tuple[int, str], text: str | None = None) -> Path:
+    """The file ``node[key]`` names (or `text`, where the field holds more than a path), resolved against the
+    spec's folder: printable, relative and inside the spec's project unless the user gave leave, ending in one of
+    `suffixes`, a regular file of at most ``limit[0]`` bytes (the limit's name ``limit[1]``). `noun` names it in
+    every message ("kernel source")."""
+    if text is None:
+        text = read_text(context, node, key, field_path)
+    if any(not character.isprintable() for character in text):   # a newline or a bell would garble every message
+        raise context.error(f"a {noun} path is printable text, got {text!r}", node, key, field_path)
+    written = Path(text)
+    shown = text if len(text) <= 160 else f"{text[:120]}... ({len(text):,} characters)"   # a message stays readable
+    if written.is_absolute() and not context.allow_outside_sources:
+        raise context.error(f"an absolute source path ({shown}) needs the user's leave", node, key, field_path,
+                            hint="write it relative to the spec, or pass --allow-outside-sources "
+                                 "(allow_outside_sources=True)")
+    try:   # a symbolic link loop, a name too long, a folder that may not be searched: said at the field
+        found = (context.base_dir / written).resolve()
+        if not context.allow_outside_sources:
+            root = project_root(context.base_dir)
+            if not found.is_relative_to(root):
+                raise context.error(f"{noun} {shown} leaves the spec's project ({root})", node, key,
+                                    field_path, hint=_outside_hint(root))
+        if written.suffix not in suffixes or found.suffix not in suffixes:
+            raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {shown}", node, key, field_path)
+        if not found.exists():
+            raise context.error(f"{noun} {found} does not exist", node, key, field_path)
+        if not found.is_file():
+            raise context.error(f"{noun} {found} is not a regular file", node, key, field_path)
+        size = found.stat().st_size
+    except RuntimeError:   # Path.resolve's symbolic link loop before Python 3.13
+        raise context.error(f"{noun} {shown} is a symbolic link loop", node, key, field_path) from None
+    except OSError as exc:
+        raise context.error(f"cannot read {noun} {shown}: {exc.strerror or exc}", node, key, field_path) from None
+    if size > limit[0]:
+        raise context.error(f"{noun} {found} is {size:,} bytes, more than the limit of {limit[0]:,} ({limit[1]})",
+                            node, key, field_path)
+    return found

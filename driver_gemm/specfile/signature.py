@@ -20,8 +20,9 @@ from .fields import IDENTIFIER, Context, check_keys, parse_expression
 from .kinds import kind_name
 from .device_buffers import buffer_argument, check_constant_fits, scalar_pointer_argument
 from .launch_fields import tensor_map_argument
-from .limits import MAX_ARRAY_ELEMENTS
-from .model import Argument
+from .limits import BUILDER_SUFFIXES, MAX_ARRAY_ELEMENTS, MAX_BUILDER_BYTES
+from .model import Argument, HostBuilder
+from .project import project_file
 
 ARGUMENT_TYPES = (*C_TYPES, "struct", "buffer")
 
@@ -112,7 +113,7 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
     if item.get("type") == "tensormap":
         return tensor_map_argument(context, parent, index, item, item_path)
     if item.get("type") == "struct":
-        return _struct_argument(context, parent, index, item, item_path, scalars)
+        return _struct_argument(context, parent, index, item, item_path, scalars, field)
     if item.get("type") == "buffer":
         return buffer_argument(context, parent, index, item, item_path)
     if item.get("type") == "ptr" and item.get("name") in ("alpha", "beta"):
@@ -180,11 +181,13 @@ def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, 
     return Argument(name, ctype, None, array=elements)
 
 
-def _struct_argument(context, parent, index, item: dict, item_path: str, scalars) -> Argument:
+def _struct_argument(context, parent, index, item: dict, item_path: str, scalars, field: bool = False) -> Argument:
     """``{name: args, type: struct, fields: [A, B, C, M, N, K, {name: lda, type: int64, value: K}]}``: a struct
     passed by value, its fields in declaration order (standard names, typed scalars and pointers, device
-    buffers, fixed arrays and structs)."""
-    check_keys(context, item, ("name", "type", "fields"), item_path)
+    buffers, fixed arrays and structs); with ``builder: FILE.py:FUNCTION``, a parameter whose bytes that
+    function makes from the fields' values."""
+    check_keys(context, item, ("name", "type", "fields", "builder"), item_path)
+    builder = _host_builder(context, item, f"{item_path}.builder", field) if "builder" in item else None
     name, fields = item.get("name"), item.get("fields")
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise context.error(f"an argument name is a C identifier, got {kind_name(name)}", item, "name" if "name" in item
@@ -195,7 +198,28 @@ def _struct_argument(context, parent, index, item: dict, item_path: str, scalars
                             hint="fields: [A, B, C, M, N, K, alpha], each as in signature:")
     parsed = tuple(_argument_at(context, fields, position, f"{item_path}.fields[{position}]", scalars, field=True)
                    for position in range(len(fields)))
-    return Argument(name, "struct", None, fields=parsed)
+    return Argument(name, "struct", None, fields=parsed, builder=builder)
+
+
+def _host_builder(context: Context, item: dict, field_path: str, field: bool) -> HostBuilder:
+    """``builder: params.py:build``: the function ``build`` of ``params.py`` (relative to the spec, inside its
+    project), which is given the struct's field values by name and returns the parameter's bytes. Only a
+    parameter has one: a struct inside a struct is laid out with it."""
+    value = item["builder"]
+    if field:
+        raise context.error("a builder makes a whole parameter's bytes; a struct inside a struct is laid out by its "
+                            "fields", item, "builder", field_path,
+                            hint="put the builder on the outer struct: it is given every field's value by name")
+    text = value.strip() if isinstance(value, str) else ""
+    path, _, function = text.rpartition(":")
+    if not path or not IDENTIFIER.fullmatch(function):
+        raise context.error(f"builder is FILE.py:FUNCTION, a Python function and its file, got {kind_name(value)}",
+                            item, "builder", field_path,
+                            hint="builder: params.py:build, with def build(values) -> bytes in params.py beside "
+                                 "the spec")
+    found = project_file(context, item, "builder", field_path, "builder file", BUILDER_SUFFIXES,
+                         (MAX_BUILDER_BYTES, "MAX_BUILDER_BYTES"), text=path)
+    return HostBuilder(found, function)
 
 
 def _argument_at(context: Context, parent: list, index: int, item_path: str, scalars: dict[str, float],

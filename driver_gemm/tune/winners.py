@@ -120,7 +120,7 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
     It is the entry the sweep's spec wrote (every field it had: signature and
     tensor maps, cluster, types, layouts, leading dimensions, batch, scales,
     require, options, gates), with `name`, the configuration's params, and
-    its paths made relative to the winners spec's folder.
+    its paths (source or binary, builders and fill files) made relative to the winners spec's folder.
     """
     if kernel.entry is None:
         raise SpecError(f"{kernel.label} was built in code, not read from a spec entry: a winners spec copies "
@@ -136,7 +136,32 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
         entry["source"] = os.path.relpath(kernel.source, relative_to)
     if "binary" in entry and kernel.binary is not None:
         entry["binary"] = os.path.relpath(kernel.binary, relative_to)
+    if isinstance(entry.get("signature"), list):
+        _rebase_signature_files(entry["signature"], kernel, relative_to)
     return entry
+
+
+def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) -> None:
+    """The files the signature names (a struct's builder, a buffer's fill file), in place, relative to the winners
+    spec's folder: each argument by name (names are unique across a signature), its structs' fields included."""
+    builders = {argument.name: argument.builder for argument in kernel.signature if argument.builder is not None}
+    fills = {argument.name: argument.buffer for _, argument in kernel.device_buffers()
+             if argument.buffer is not None and argument.buffer.file is not None
+             and argument.buffer.file_folder is not None}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        name = item.get("name")
+        if name in builders and "builder" in item:
+            builder = builders[name]
+            item["builder"] = f"{os.path.relpath(builder.path, relative_to)}:{builder.function}"
+        fill = item.get("fill")
+        if name in fills and isinstance(fill, dict) and "file" in fill:
+            buffer = fills[name]
+            # the name may hold {M}, {N}...: only the folder it is read from changes
+            item["fill"] = {**fill, "file": os.path.relpath(Path(buffer.file_folder) / buffer.file, relative_to)}
+        if isinstance(item.get("fields"), list):
+            _rebase_signature_files(item["fields"], kernel, relative_to)
 
 
 def settings_of(spec: Spec) -> dict:

@@ -1,0 +1,160 @@
+"""A struct parameter made by the user's Python (``builder: params.py:build``): its bytes, from its fields' values.
+
+Some kernels take one parameter whose layout only their own host code knows: a CUTLASS 3 kernel's
+``Params`` of CuTe layouts (empty tags, static extents, tensor maps inside), a library's packed
+descriptor. Rather than describe it field by field, a spec names a Python function that makes it. The
+function is given a dictionary of the struct's field values by name, the fields of structs inside it
+included (a pointer or a device buffer as its device address, a number as the case computes it, a fixed
+array as a tuple, a tensor map as its 128 encoded bytes), and returns the parameter's bytes as anything
+with the buffer protocol (``bytes``, a ``ctypes.Structure``, a NumPy array).
+
+While planning, `check_builders` calls it once a case with stand-in addresses and tensor maps of zero
+bytes, so that one that fails, returns no bytes or a number of them other than the compiled parameter's
+is said at the spec's line before anything is launched; at the launch, `built_bytes` calls it with the
+case's own. The file is loaded once a process, as a module of its own; its folder is on ``sys.path``
+while it loads, so it may import the modules beside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import ConfigError, DriverGemmError
+from ..specfile.model import Argument, HostBuilder, KernelSpec
+
+# Stand-in device addresses while planning: distinct, nonzero and aligned as cudaMalloc's are, far from any real
+# host pointer, so that a builder that checks or masks them sees what it would see on the GPU.
+STAND_IN_ADDRESS = 0x7F00_0000_0000
+STAND_IN_STRIDE = 1 << 32
+TENSOR_MAP_BYTES = 128
+
+
+class BuilderFailed(DriverGemmError):
+    """What went wrong with a builder, in words that name it (its file and function), and what would help."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+@functools.lru_cache(maxsize=32)
+def load_builder(path: Path, function: str) -> Callable[[dict], Any]:
+    """`function` of the Python file `path`, loaded once a process as a module named after the file's path."""
+    shown = f"{path.name}:{function}"
+    name = f"driver_gemm_builder_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise BuilderFailed(f"builder {shown}: {path} cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.parent)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:   # the user's module: whatever it raises is said, never a traceback
+        raise BuilderFailed(f"builder file {path} did not load: {_raised(exc, path)}") from None
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    found = getattr(module, function, None)
+    if not callable(found):
+        defined = sorted(key for key, value in vars(module).items() if callable(value) and not key.startswith("_")
+                         and getattr(value, "__module__", None) == name)
+        raise BuilderFailed(f"builder {shown}: {path.name} defines no function {function}"
+                            + (f" (it defines {', '.join(defined[:8])})" if defined else ""))
+    return found
+
+
+def _raised(exc: BaseException, path: Path) -> str:
+    """``ValueError: bad tile (params.py:14)``: the exception and the builder file's last line it passed."""
+    lines = [frame for frame in traceback.extract_tb(exc.__traceback__) if Path(frame.filename) == path]
+    if isinstance(exc, SyntaxError) and exc.lineno is not None:
+        return f"SyntaxError: {exc.msg} ({path.name}:{exc.lineno})"
+    where = f" ({path.name}:{lines[-1].lineno})" if lines else ""
+    text = str(exc)
+    return f"{type(exc).__name__}{': ' + text if text else ''}{where}"
+
+
+def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | None) -> bytes:
+    """The bytes `builder` makes of `values`, checked to be `size` bytes (the compiled parameter's; None:
+    unknown); `BuilderFailed` says why not."""
+    function = load_builder(builder.path, builder.function)
+    try:
+        result = function(dict(values))
+    except (Exception, SystemExit) as exc:
+        given = ", ".join(values) or "nothing"
+        raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
+                            hint=f"it is given {given} (the struct's fields, by name)") from None
+    try:
+        data = memoryview(result).cast("B").tobytes()
+    except TypeError:
+        raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, not bytes (anything with the "
+                            "buffer protocol: bytes, a ctypes.Structure, a NumPy array)") from None
+    if size is not None and len(data) != size:
+        raise BuilderFailed(f"builder {builder.text} returned {len(data):,} bytes; the kernel's parameter is "
+                            f"{size:,}", hint=f"return the {size:,} bytes of the kernel's parameter, as its host "
+                                              "code would pass them (sizeof of its type)")
+    if not data:
+        raise BuilderFailed(f"builder {builder.text} returned no bytes")
+    return data
+
+
+def builder_values(argument: Argument, scalar: Callable[[Argument, int | None], Any],
+                   tensor_map: Callable[[Argument], bytes]) -> dict[str, Any]:
+    """The values `argument`'s builder is given, by name: each scalar leaf of its fields (of structs too) as
+    `scalar(leaf, None)` gives it (a pointer's address, a number), a fixed array as a tuple of
+    `scalar(leaf, index)`, a tensor map as `tensor_map(leaf)`'s bytes."""
+    values: dict[str, Any] = {}
+    for leaf, index in argument.scalar_leaves():
+        if leaf.tensor_map is not None:
+            values[leaf.name] = tensor_map(leaf)
+        elif leaf.array:
+            values[leaf.name] = tuple(scalar(leaf, position) for position in range(len(leaf.array)))
+        else:
+            values[leaf.name] = scalar(leaf, None)
+    return values
+
+
+def stand_in_values(argument: Argument, argument_values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values a builder is given while planning: the case's numbers, a distinct stand-in address for every
+    pointer and buffer (0 for one passed as nullptr), zero bytes for every tensor map."""
+    addresses: dict[str, int] = {}
+
+    def scalar(leaf: Argument, index: int | None) -> Any:
+        if leaf.ctype == "ptr":
+            if leaf.null:
+                return 0
+            key = leaf.alias or leaf.name
+            return addresses.setdefault(key, STAND_IN_ADDRESS + len(addresses) * STAND_IN_STRIDE)
+        value = argument_values.get(leaf.name)
+        return value if index is None or value is None else value[index]
+
+    return builder_values(argument, scalar, lambda leaf: bytes(TENSOR_MAP_BYTES))
+
+
+def check_builders(kernel: KernelSpec, argument_values: Mapping[str, Any],
+                   sizes: Mapping[int, int]) -> tuple[list[ConfigError], list[str]]:
+    """The problems and notes of the kernel's built parameters: each builder called with `stand_in_values` and
+    its bytes checked against the compiled parameter's size (`sizes`, by position; a position not there is
+    unchecked)."""
+    problems: list[ConfigError] = []
+    notes: list[str] = []
+    for position, argument in enumerate(kernel.signature):
+        if argument.builder is None:
+            continue
+        field_name = f"signature[{position}].builder"
+        size = sizes.get(position)
+        try:
+            data = built_bytes(argument.builder, stand_in_values(argument, argument_values), size)
+        except BuilderFailed as exc:
+            problems.append(ConfigError(str(exc), where=kernel.where_field(field_name),
+                                        field=f"{kernel.field_path}.{field_name}", hint=exc.hint))
+            continue
+        notes.append(f"{argument.name}: {len(data):,} bytes from builder {argument.builder.text}"
+                     + ("" if size is not None else " (the compiled parameter's size is unknown: not checked)"))
+    return problems, notes

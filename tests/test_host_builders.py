@@ -1,0 +1,258 @@
+"""A struct parameter made by a Python builder (``builder: FILE.py:FUNCTION``): what it is given, the bytes it
+returns checked against the compiled parameter while planning, and every way it can fail said at its line. No
+GPU: the kernels are built by NVRTC and the launch's arguments packed as for a launch."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from driver_gemm.cli import EXIT_USAGE, main
+from driver_gemm.errors import ConfigError, SpecError
+from driver_gemm.planning.build import offline_problems
+from driver_gemm.planning.case_plan import plan_launch
+from driver_gemm.planning.host_builders import BuilderFailed, built_bytes, stand_in_values
+from driver_gemm.cuda.occupancy import arch_limits
+from driver_gemm.session.bind import launch_values
+from driver_gemm.specfile import load_spec
+
+from conftest import ROOT, SPECS
+
+OUTSIDE = SPECS / "outside-args.yaml"
+
+
+class Buffer:
+    """Stands in for a device buffer: only its address is read when arguments are packed."""
+
+    def __init__(self, address: int):
+        self.address = address
+
+
+ADDRESSES = {"A": 0xA000, "B": 0xB000, "C": 0xC000, "alpha": 0xA1F0, "beta": 0xBE70}
+
+
+def packed(kernel_name: str, spec=None):
+    spec = spec or load_spec(OUTSIDE).select(kernels=[kernel_name], shapes=["1001x520x776"])
+    kernel = spec.kernels[0]
+    plan = plan_launch(kernel, spec.shapes[0], arch_limits("sm_90"), dict(spec.scalars))
+    assert plan.valid, plan.problems
+    return launch_values(kernel, plan.argument_values, {k: Buffer(v) for k, v in ADDRESSES.items()}, encode=None)
+
+
+def test_the_built_params_are_the_bytes_the_field_list_packs_for_the_same_kernel():
+    # args-params describes Params field by field; args-params-built has kernels/outside/args_params_struct.py make
+    # it with ctypes from the values it is given: the kernel receives the same 112 bytes either way.
+    described_types, described = packed("args-params")
+    built_types, built = packed("args-params-built")
+    assert len(built) == 1 and built_types[0].size == 112
+    assert built == described
+
+
+def test_plan_builds_the_parameter_with_stand_in_addresses_and_checks_its_size_against_the_image(capsys):
+    assert main(["plan", str(OUTSIDE), "-k", "args-params-built", "-s", "1001x520x776"]) == 0
+    out = capsys.readouterr().out
+    assert "params: 112 bytes from builder args_params_struct.py:params" in out
+    assert "1 ok, 0 INVALID" in out
+
+
+def project(tmp_path, builder: str, fields: str = "[A, B, C, M, N, K]", module: str = "") -> "Path":
+    """A spec of args_params_struct.cu whose Params is made by `builder`, in a project of its own with `module`
+    as b.py beside it."""
+    (tmp_path / "pyproject.toml").write_text("")
+    if not (tmp_path / "kernels").exists():
+        shutil.copytree(ROOT / "kernels" / "outside", tmp_path / "kernels" / "outside")
+        shutil.copytree(ROOT / "kernels" / "types", tmp_path / "kernels" / "types")
+    (tmp_path / "b.py").write_text(textwrap.dedent(module))
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        shapes: [[64, 64, 64]]
+        kernels:
+          - name: k
+            source: kernels/outside/args_params_struct.cu
+            function: args_params_struct
+            types: {{a: bf16, b: bf16, c: fp32, accumulate: fp32}}
+            block: [256]
+            grid: [ceil(M / 64), ceil(N / 64)]
+            signature:
+              - name: params
+                type: struct
+                builder: "{builder}"
+                fields: {fields}
+        """))
+    return path
+
+
+def only_problem(path) -> ConfigError:
+    invalid, failed = offline_problems(load_spec(path))
+    assert not failed
+    [plan] = invalid
+    [problem] = plan.problems
+    return problem
+
+
+BUILDERS = """
+    import ctypes
+
+    def short(values):
+        return bytes(100)
+
+    def raises(values):
+        return values["ldc"]
+
+    def number(values):
+        return 112
+
+    def empty(values):
+        return b""
+
+    def exits(values):
+        raise SystemExit(3)
+"""
+
+
+@pytest.mark.parametrize("function, message, hint", [
+    ("short", "builder b.py:short returned 100 bytes; the kernel's parameter is 112", "return the 112 bytes"),
+    ("raises", "builder b.py:raises raised KeyError: 'ldc' (b.py:8)", "it is given A, B, C, M, N, K"),
+    ("number", "builder b.py:number returned int, not bytes (anything with the buffer protocol", None),
+    ("empty", "builder b.py:empty returned 0 bytes; the kernel's parameter is 112", "return the 112 bytes"),
+    ("exits", "builder b.py:exits raised SystemExit: 3 (b.py:17)", "it is given"),
+    ("absent", "builder b.py:absent: b.py defines no function absent (it defines empty, exits, number, raises, "
+               "short)", None),
+])
+def test_a_builder_that_fails_or_returns_the_wrong_bytes_makes_its_cases_invalid_at_its_line(tmp_path, function,
+                                                                                          message, hint):
+    problem = only_problem(project(tmp_path, f"b.py:{function}", module=BUILDERS))
+    # said at the struct's entry in the signature (line 10), the field named in full
+    assert problem.where.endswith("spec.yaml:10") and problem.field == "kernels[k].signature[0].builder"
+    assert message in str(problem)
+    assert (hint in problem.hint) if hint else problem.hint is None
+
+
+@pytest.mark.parametrize("module, message", [
+    ("def f(:\n", "did not load: SyntaxError: "),
+    ("raise RuntimeError('no GPU library here')\n", "did not load: RuntimeError: no GPU library here (b.py:1)"),
+    ("import a_module_that_is_not_installed\n", "did not load: ModuleNotFoundError: No module named"),
+])
+def test_a_builder_file_that_does_not_load_is_said_with_its_exception(tmp_path, module, message):
+    problem = only_problem(project(tmp_path, "b.py:f", module=module))
+    assert message in str(problem) and "builder file" in str(problem)
+
+
+def test_a_builder_may_import_the_modules_beside_it_and_is_given_every_field_by_name(tmp_path):
+    (tmp_path / "layouts.py").write_text("import ctypes\nSIZE = 112\n")
+    module = """
+        import layouts
+        SEEN = []
+
+        def record(values):
+            SEEN.append(values)
+            return bytes(layouts.SIZE)
+    """
+    path = project(tmp_path, "b.py:record", "[A, B, C, M, N, K, {name: tiles, type: int64, value: [M // 64, 7]}, "
+                                            "{name: bias, type: ptr, value: null}, {name: alpha, type: ptr}]", module)
+    invalid, failed = offline_problems(load_spec(path))
+    assert not invalid and not failed
+    kernel = load_spec(path).kernels[0]
+    values = stand_in_values(kernel.signature[0], {"M": 64, "N": 64, "K": 64, "tiles": [1, 7]})
+    assert list(values) == ["A", "B", "C", "M", "N", "K", "tiles", "bias", "alpha"]
+    assert values["tiles"] == (1, 7) and values["bias"] == 0
+    # pointers and buffers get distinct stand-in addresses, aligned as device allocations are
+    addresses = [values[name] for name in ("A", "B", "C", "alpha")]
+    assert len(set(addresses)) == 4 and all(address and address % 256 == 0 for address in addresses)
+
+
+def test_a_tensor_map_among_the_fields_reaches_the_builder_as_its_encoded_bytes(tmp_path):
+    module = """
+        def maps(values):
+            assert values["map_a"] == bytes(range(128)), values["map_a"]
+            return values["map_a"] + values["C"].to_bytes(8, "little")
+    """
+    path = project(tmp_path, "b.py:maps", "[{name: map_a, type: tensormap, tensor: A, box: [64, 64]}, B, C]", module)
+    spec = load_spec(path)
+    kernel = spec.kernels[0]
+    plan = plan_launch(kernel, spec.shapes[0], arch_limits("sm_90"), dict(spec.scalars))
+    types, values = launch_values(kernel, plan.argument_values, {k: Buffer(v) for k, v in ADDRESSES.items()},
+                                  encode=lambda argument, position: ("tensormap", bytes(range(128))))
+    assert values == [bytes(range(128)) + (0xC000).to_bytes(8, "little")] and types[0].size == 136
+
+
+def test_a_builder_failing_at_the_launch_is_a_config_error_at_its_line(tmp_path):
+    module = """
+        def picky(values):
+            if values["A"] == 0xA000:
+                raise ValueError("A is not where the table expects it")
+            return bytes(112)
+    """
+    spec = load_spec(project(tmp_path, "b.py:picky", module=module))
+    kernel = spec.kernels[0]
+    plan = plan_launch(kernel, spec.shapes[0], arch_limits("sm_90"), dict(spec.scalars))
+    with pytest.raises(ConfigError) as caught:
+        launch_values(kernel, plan.argument_values, {k: Buffer(v) for k, v in ADDRESSES.items()}, encode=None,
+                      sizes=[112])
+    assert "builder b.py:picky raised ValueError: A is not where the table expects it (b.py:4)" in str(caught.value)
+    assert caught.value.where.endswith("spec.yaml:10")
+
+
+def test_built_bytes_takes_anything_with_the_buffer_protocol(tmp_path):
+    import ctypes
+
+    import numpy as np
+
+    from driver_gemm.specfile.model import HostBuilder
+
+    (tmp_path / "kinds.py").write_text(textwrap.dedent("""
+        import ctypes
+        import numpy as np
+
+        class Pair(ctypes.Structure):
+            _fields_ = [("a", ctypes.c_int32), ("b", ctypes.c_int64)]
+
+        def structure(values):
+            return Pair(values["x"], 2)
+
+        def array(values):
+            return np.array([values["x"], 2], dtype=np.int64)
+
+        def view(values):
+            return memoryview(bytearray(16))
+    """))
+    expected = bytes(ctypes.c_int32(5)) + bytes(4) + bytes(ctypes.c_int64(2))
+    assert built_bytes(HostBuilder(tmp_path / "kinds.py", "structure"), {"x": 5}, 16) == expected
+    assert built_bytes(HostBuilder(tmp_path / "kinds.py", "array"), {"x": 5}, 16) == np.array([5, 2]).tobytes()
+    assert built_bytes(HostBuilder(tmp_path / "kinds.py", "view"), {"x": 5}, None) == bytes(16)
+    with pytest.raises(BuilderFailed, match="returned 16 bytes; the kernel's parameter is 24"):
+        built_bytes(HostBuilder(tmp_path / "kinds.py", "view"), {}, 24)
+
+
+@pytest.mark.parametrize("builder, fields, message", [
+    ("b.py", "[A, B, C]", "builder is FILE.py:FUNCTION, a Python function and its file, got 'b.py'"),
+    ("b.py:2x", "[A, B, C]", "builder is FILE.py:FUNCTION"),
+    ("b.txt:f", "[A, B, C]", "a builder file ends in .py; got b.txt"),
+    ("missing.py:f", "[A, B, C]", "builder file", ),
+    ("../outside.py:f", "[A, B, C]", "leaves the spec's project"),
+    ("b.py:f", "[A, B, C, {name: inner, type: struct, builder: 'b.py:g', fields: [M]}]",
+     "a builder makes a whole parameter's bytes; a struct inside a struct is laid out by its fields"),
+])
+def test_a_malformed_builder_is_refused_at_load_at_its_field(tmp_path, builder, fields, message):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (tmp_path / "outside.py").write_text("def f(values):\n    return b''\n")
+    path = project(folder, builder, fields, "def f(values):\n    return bytes(112)\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert message in str(caught.value)
+    assert "signature[0]" in caught.value.field
+    assert main(["plan", str(path)]) == EXIT_USAGE
+
+
+def test_a_run_s_provenance_counts_the_builder_file_among_the_kernel_s_sources(tmp_path):
+    from driver_gemm.runners.environment import file_digests
+
+    path = project(tmp_path, "b.py:f", module="def f(values):\n    return bytes(112)\n")
+    sources, _, kernels = file_digests(load_spec(path), tmp_path)
+    assert set(sources) == {"kernels/outside/args_params_struct.cu", "b.py"}
+    before = kernels["k"]
+    (tmp_path / "b.py").write_text("def f(values):\n    return bytes(112)  # changed\n")
+    assert file_digests(load_spec(path), tmp_path)[2]["k"] != before
