@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import importlib.util
 import json
 import re
 import types
@@ -36,7 +37,7 @@ from driver_gemm.session.case_buffers import device_buffers
 from driver_gemm.specfile import load_spec
 from driver_gemm.specfile.model import MeasureSettings, Shape
 
-from conftest import SPECS
+from conftest import ROOT, SPECS
 
 OUTSIDE = SPECS / "outside-args.yaml"
 
@@ -68,24 +69,18 @@ class Buffer:
 # ------------------------------------------------------------------------------ C layout, against ctypes
 
 
-class ProblemShape(ctypes.Structure):
-    _fields_ = [("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int)]
+def _params_module():
+    """kernels/outside/args_params_struct.py: the kernel's Params as ctypes lays it out (its builder's structures)."""
+    path = ROOT / "kernels" / "outside" / "args_params_struct.py"
+    spec = importlib.util.spec_from_file_location("args_params_struct", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-class MainloopParams(ctypes.Structure):
-    _fields_ = [("ptr_A", ctypes.c_void_p), ("stride_A", ctypes.c_longlong * 2),
-                ("ptr_B", ctypes.c_void_p), ("stride_B", ctypes.c_longlong * 2)]
-
-
-class EpilogueParams(ctypes.Structure):
-    _fields_ = [("ptr_C", ctypes.c_void_p), ("stride_C", ctypes.c_longlong * 2),
-                ("alpha_ptr", ctypes.c_void_p), ("beta_ptr", ctypes.c_void_p)]
-
-
-class Params(ctypes.Structure):
-    """kernels/outside/args_params_struct.cu's Params, as ctypes lays it out."""
-    _fields_ = [("problem", ProblemShape), ("mainloop", MainloopParams), ("epilogue", EpilogueParams),
-                ("raster_order", ctypes.c_int)]
+_PARAMS = _params_module()
+ProblemShape, MainloopParams, EpilogueParams, Params = (_PARAMS.ProblemShape, _PARAMS.MainloopParams,
+                                                        _PARAMS.EpilogueParams, _PARAMS.Params)
 
 
 CTYPES = {"int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
