@@ -143,11 +143,20 @@ def test_a_builder_file_that_does_not_load_is_said_with_its_exception(tmp_path, 
 def test_a_builder_may_import_the_modules_beside_it_and_is_given_every_field_by_name(tmp_path):
     (tmp_path / "layouts.py").write_text("import ctypes\nSIZE = 112\n")
     module = """
+        from __future__ import annotations
+
+        import dataclasses
+
         import layouts
         SEEN = []
 
+
+        @dataclasses.dataclass
+        class Shape:            # a dataclass looks its module up by name: the file is loaded as a module is imported
+            m: int
+
         def record(values):
-            SEEN.append(values)
+            SEEN.append(Shape(values["M"]))
             return bytes(layouts.SIZE)
     """
     path = project(tmp_path, "b.py:record", "[A, B, C, M, N, K, {name: tiles, type: int64, value: [M // 64, 7]}, "

@@ -52,11 +52,14 @@ def load_builder(path: Path, function: str) -> Callable[[dict], Any]:
     if spec is None or spec.loader is None:
         raise BuilderFailed(f"builder {shown}: {path} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
+    # Registered as an imported module is: dataclasses, pickle and typing look their module up by name.
+    sys.modules[name] = module
     folder = str(path.parent)
     sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:   # the user's module: whatever it raises is said, never a traceback
+        sys.modules.pop(name, None)
         raise BuilderFailed(f"builder file {path} did not load: {_raised(exc, path)}") from None
     finally:
         if folder in sys.path:
