@@ -33,8 +33,9 @@ class Buffer:
 ADDRESSES = {"A": 0xA000, "B": 0xB000, "C": 0xC000, "alpha": 0xA1F0, "beta": 0xBE70}
 
 
-def packed(kernel_name: str, spec=None):
-    spec = spec or load_spec(OUTSIDE).select(kernels=[kernel_name], shapes=["1001x520x776"])
+def packed(kernel_name: str):
+    """The C types and bytes of `kernel_name`'s parameters at 1001x520x776, on stand-in buffers."""
+    spec = load_spec(OUTSIDE).select(kernels=[kernel_name], shapes=["1001x520x776"])
     kernel = spec.kernels[0]
     plan = plan_launch(kernel, spec.shapes[0], arch_limits("sm_90"), dict(spec.scalars))
     assert plan.valid, plan.problems
@@ -44,7 +45,7 @@ def packed(kernel_name: str, spec=None):
 def test_the_built_params_are_the_bytes_the_field_list_packs_for_the_same_kernel():
     # args-params describes Params field by field; args-params-built has kernels/outside/args_params_struct.py make
     # it with ctypes from the values it is given: the kernel receives the same 112 bytes either way.
-    described_types, described = packed("args-params")
+    _, described = packed("args-params")
     built_types, built = packed("args-params-built")
     assert len(built) == 1 and built_types[0].size == 112
     assert built == described
