@@ -266,3 +266,19 @@ def test_a_run_s_provenance_counts_the_builder_file_among_the_kernel_s_sources(t
     before = kernels["k"]
     (tmp_path / "b.py").write_text("def f(values):\n    return bytes(112)  # changed\n")
     assert file_digests(load_spec(path), tmp_path)[2]["k"] != before
+
+
+def test_a_tuning_key_changes_with_the_builder_s_file_and_function_but_not_its_folder(tmp_path):
+    from driver_gemm.tune.tune_cache import tuning_key
+
+    module = "def f(values):\n    return bytes(112)\n\ndef g(values):\n    return bytes(112)\n"
+
+    def key(folder, builder="b.py:f", text=module):
+        folder.mkdir(exist_ok=True)
+        spec = load_spec(project(folder, builder, module=text))
+        return tuning_key(spec, spec.kernels[0], spec.shapes[0], {}, "sm_90")
+
+    first = key(tmp_path / "one")
+    assert key(tmp_path / "two") == first                       # the same files elsewhere: the same key
+    assert key(tmp_path / "one", "b.py:g") != first             # another function
+    assert key(tmp_path / "one", text=module + "# edited\n") != first   # the file edited

@@ -1,8 +1,8 @@
 """Tuning results that last across runs: a case measured once is not measured again unless asked (``--fresh``).
 
 The key is everything that decides a measurement (kernel source and headers, parameters, options,
-launch expressions, shape, precision, scalars, verify and measure settings, and the GPU's name, SM
-count, driver and NVRTC version), and no path or time, so a checkout can move and still hit.
+launch expressions, shape, precision, scalars, verify and measure settings, the fill files and host builders
+the arguments come from, and the GPU's name, SM count, driver and NVRTC version), and no path or time, so a checkout can move and still hit.
 Entries live under ``tune/`` beside the CUBIN cache and follow its format and rules
 (`driver_gemm.cuda.cache`); ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
 """
@@ -69,6 +69,7 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         "measure": dataclasses.asdict(spec.measure),
         "where": environment_identity(environment),
         **({"fill_files": files} if (files := _fill_file_digests(buffers)) else {}),
+        **({"builders": built} if (built := _builder_digests(kernel)) else {}),
     }
     return hashlib.sha256(json.dumps(description, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -94,6 +95,14 @@ def _scales_key(scales) -> list:
     """Where a buffer of block scales puts its factors, as the spec wrote it."""
     return ["scales", scales.operand, [extent.source for extent in scales.block], scales.order,
             scales.ld.source if scales.ld is not None else None]
+
+
+def _builder_digests(kernel: KernelSpec) -> dict[str, list[str]]:
+    """The function and the SHA-256 of the file of each parameter's host builder, by parameter name: the bytes the
+    kernel is given are theirs, so a builder edited (or another one named) is a new key."""
+    return {argument.name: [argument.builder.function,
+                            hashlib.sha256(Path(argument.builder.path).read_bytes()).hexdigest()]
+            for argument in kernel.signature if argument.builder is not None}
 
 
 def _fill_file_digests(buffers: Mapping | None) -> dict[str, str]:
