@@ -105,15 +105,8 @@ SCALES_THROUGH_A_MAP = """
   block: [16, 16]
   grid: [ceil(N / 16), ceil(M / 16)]
   tile: [16, 16]
-  signature:
-    - A
-    - B
-    - C
-    - M
-    - N
-    - K
-    - {name: row_scales, type: tensormap, tensor: scales, dims: [M], box: [16]}
-    - {name: scales, type: buffer, element: float32, size: M, fill: 1.0, pass: none}
+  signature: [A, B, C, M, N, K, {name: row_scales, type: tensormap, tensor: scales, dims: [M], box: [16]},
+              {name: scales, type: buffer, element: float32, size: M, fill: 1.0, pass: none}]
 """
 
 
@@ -134,17 +127,11 @@ BLOCK_SCALED_FP8 = """
   block: [16, 16]
   grid: [ceil(N / 16), ceil(M / 16)]
   tile: [16, 16]
-  signature:
-    - A
-    - B
-    - C
-    - M
-    - N
-    - K
-    - {name: scales_a, type: buffer, element: float32, size: ceil(K / 128) * M,
-       scales: {of: A, block: [1, 128], order: col}}
-    - {name: scales_b, type: buffer, element: float32, size: ceil(N / 128) * ceil(K / 128),
-       scales: {of: B, block: [128, 128], order: ORDER_B}}
+  signature: [A, B, C, M, N, K,
+              {name: scales_a, type: buffer, element: float32, size: ceil(K / 128) * M,
+               scales: {of: A, block: [1, 128], order: col}},
+              {name: scales_b, type: buffer, element: float32, size: ceil(N / 128) * ceil(K / 128),
+               scales: {of: B, block: [128, 128], order: ORDER_B}}]
 """
 
 
