@@ -81,6 +81,11 @@ class CompileError(DriverGemmError):
         super().__init__(message)
 
 
+class SourceDidNotBuild(CompileError):
+    """A kernel source that does not compile, met before its kernel's own compile: while sizing a type it defines
+    for a ``sizeof`` in the spec. The plan leaves it to that compile to report, at the kernel's source."""
+
+
 class ImageError(DriverGemmError):
     """A prebuilt kernel image (CUBIN, fatbin or PTX) that cannot be read, or lacks what was asked of it."""
 

@@ -70,6 +70,12 @@ def test_a_missing_file_a_file_that_is_no_array_and_a_name_with_no_value_are_nam
     assert "order-128x192.npy does not exist (for this shape, tables/order-128x192.npy)" in str(problems[0])
     (tmp_path / "tables" / "order-128x192.npy").write_bytes(b"not an array")
     _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "is no NumPy array saved with numpy.save: it does not begin with the .npy format's" in str(problems[0])
+    assert "pickled" not in str(problems[0])   # numpy's own reading of a file it does not know
+    np.save(tmp_path / "tables" / "order-128x192.npy", np.arange(6))
+    with (tmp_path / "tables" / "order-128x192.npy").open("r+b") as file:
+        file.truncate(60)   # the header, cut
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
     assert "is no NumPy array saved with numpy.save" in str(problems[0])
     spec = spec_with(tmp_path, "{file: 'tables/order-{TILE}.npy'}")
     _, problems = buffer_plan(spec, Shape(128, 192, 64))

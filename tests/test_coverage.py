@@ -111,6 +111,11 @@ def test_a_split_of_k_on_z_is_not_counted_as_tiles(tmp_path):
 
 
 def test_a_grid_numbering_fewer_blocks_than_tiles_is_invalid(tmp_path):
+    # A grid that spreads C's tiles over several axes its own way (a swizzle's two copies on z) is refused at grid.
+    spread = _plan(tmp_path, "['ceil(N / BN / 4)', 'ceil(M / BM)', 2]", "[BM, BN]")
+    assert _messages(spread) == [["kernels[v4].grid", "the grid has 96 blocks over grid x, y and z for C's 144 tiles "
+                                  "of 64 x 64 (ceil(M / BM) x ceil(N / BN)): 48 tiles would never be written (hint: a "
+                                  "grid that numbers the tiles is ceil(M / BM) * ceil(N / BN))"]]
     plan = _plan(tmp_path, "['ceil(M / BM) * (N // BN)']", "[BM, BN]")
     # 16 row tiles x 9 column tiles = 144 tiles; 16 x 8 = 128 blocks
     assert _messages(plan) == [["kernels[v4].grid[0]", "the grid has 128 blocks for C's 144 tiles of 64 x 64 "
@@ -119,10 +124,25 @@ def test_a_grid_numbering_fewer_blocks_than_tiles_is_invalid(tmp_path):
 
 
 @pytest.mark.parametrize("grid", ["[sm_count]", "['min(sm_count, ceil(M / BM) * ceil(N / BN))']", "[132]",
-                                  "['2 * min(sm_count // 2, max_active_clusters)']"])
+                                  "['2 * min(sm_count // 2, max_active_clusters)']",
+                                  "['min(264, ceil(M / BM) * ceil(N / BN))']", "['min(ceil(M / BM), 4)', 4]"])
 @pytest.mark.parametrize("tile", [None, "[BM, BN]"])
 def test_a_persistent_grid_is_noted_as_such_and_never_held_to_a_tile(tmp_path, grid, tile):
     plan = _plan(tmp_path, grid, tile)
     assert plan.valid, _messages(plan)
     assert PERSISTENT_NOTE in plan.notes and UNCHECKED_NOTE not in plan.notes
     assert "declare tile" not in PERSISTENT_NOTE
+
+
+@pytest.mark.parametrize("grid, fixed", [("[132]", 132), ("['min(264, ceil(M / BM) * ceil(N / BN))']", 144),
+                                         ("[sm_count]", None), ("['min(sm_count, ceil(M / BM) * ceil(N / BN))']", None),
+                                         ("[1]", None)])
+def test_a_persistent_grid_of_a_fixed_count_is_told_how_to_follow_the_gpu(tmp_path, grid, fixed):
+    # An outside kernel's grid is often its author's SM count written out: it runs, but leaves a larger GPU's SMs
+    # idle and a smaller one's blocks in a second wave.
+    notes = [note for note in _plan(tmp_path, grid, "[BM, BN]").notes if "fixed count, not the GPU's" in note]
+    if fixed is None:
+        assert notes == []
+    else:
+        assert notes == [f"the persistent grid's {fixed} blocks are a fixed count, not the GPU's: sm_count (its SMs) "
+                         "or max_active_clusters in the grid makes it follow the GPU it runs on"]

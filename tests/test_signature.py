@@ -125,6 +125,18 @@ def test_double_against_float32_is_a_size_mismatch(compiled):
     assert [p.split(":")[0] for p in problems] == ["parameter 2 (alpha, float32)", "parameter 3 (c, int32)"]
 
 
+@pytest.mark.parametrize("symbol, written", [
+    ("_Z1k6__half", "float16"), ("_Z1kK13__nv_bfloat16", "bfloat16"), ("_Z1km", "uint64"), ("_Z1kh", "uint8"),
+    ("_Z1kb", "bool"), ("_Z1kd", "float64"), ("_Z1kDF16b", "bfloat16"), ("_Z1kPf", None), ("_Z1k6float4", None),
+])
+def test_a_size_mismatch_names_the_signature_type_for_the_kernels_own(symbol, written):
+    # A kernel's __half alpha described as float32: the message says what to write, from the parameter's C type.
+    parameter, = demangle(symbol).params
+    described = "x:int32" if parameter.size != 4 else "x:int64"
+    problem, = check_signature([ParamSlot(0, 0, parameter.size)], [parameter], signature(described))
+    assert problem.endswith(f" (write type: {written})") == (written is not None), problem
+
+
 def test_same_size_wrong_type_is_caught_from_the_mangled_name(compiled):
     cubin, image = compiled
     symbol = cubin.symbol("float_k")

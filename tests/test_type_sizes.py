@@ -99,6 +99,44 @@ def test_a_type_that_does_not_compile_for_one_configuration_invalidates_that_one
     assert "at most 128 rows" in str(problem)
 
 
+def test_a_source_that_does_not_build_is_reported_as_its_compile_error_not_as_a_sizeof(tmp_path):
+    # The sizing compile meets the source's own error first: the plan names the source's file and line, as it does
+    # for the same source with shared_bytes a number, instead of refusing the case at shared_bytes.
+    path = write(tmp_path, "sizeof(SMem<BM, BN>)", "{BM: 64, BN: 128}",
+                 extra="  - name: numbered\n    source: k.cu\n    function: k\n    params: {BM: 64, BN: 128}\n"
+                       "    block: [128]\n    grid: [ceil(N / BN), ceil(M / BM)]\n    shared_bytes: 1024\n")
+    (tmp_path / "k.cu").write_text(SMEM_KERNEL + "__device__ int broken() { return undefined_name; }\n")
+    planned = plan_spec(load_spec(path), "sm_90")
+    assert planned.plans == []
+    error, = planned.compile_errors
+    assert "kernels[k].source (and numbered) did not build" in str(error)
+    assert 'k.cu:12: error: identifier "undefined_name" is undefined' in str(error)
+    assert "cannot size it" not in str(error)
+
+
+def test_block_and_grid_read_the_sources_constants_through_sizeof(tmp_path):
+    # An outside kernel's block side and tile are macros of its source: sizeof(char[NAME]) reads them where the spec
+    # would otherwise repeat them, and a sizeof left out of these fields is refused by name.
+    path = write(tmp_path, "sizeof(SMem<BM, BN>)", "{BM: 64, BN: 128}")
+    (tmp_path / "k.cu").write_text("#define THREADS 192\nconstexpr int TILE_COLUMNS = 128;\n" + SMEM_KERNEL)
+    path.write_text(path.read_text().replace("block: [128]", "block: ['sizeof(char[THREADS])']").replace(
+        "grid: [ceil(N / BN), ceil(M / BM)]", "grid: ['ceil(N / sizeof(char[TILE_COLUMNS]))', ceil(M / BM)]"))
+    kernel = load_spec(path).kernels[0]
+    assert [extent.source for extent in kernel.block] == ["sizeof(char[THREADS])"]
+    assert kernel.sizeof_fields == ("block[0]", "grid[0]", "shared_bytes")
+    (plan,) = plan_spec(load_spec(path), "sm_90").plans
+    assert plan.valid, plan.problems
+    assert (plan.config.block, plan.config.grid, plan.config.shared_bytes) == ((192, 1, 1), (2, 4, 1),
+                                                                               smem_size(64, 128))
+    path.write_text(path.read_text().replace("THREADS", "THREDS"))
+    (plan,) = plan_spec(load_spec(path), "sm_90").plans
+    assert plan.problems[0].field == "kernels[k].block[0]"
+    assert 'identifier "THREDS" is undefined' in str(plan.problems[0])
+    path.write_text(path.read_text() + "    tile: ['sizeof(char[64])', BN]\n")
+    with pytest.raises(SpecError, match=r"sizeof\(TYPE\) is read in a kernel's block, grid and shared_bytes alone"):
+        load_spec(path)
+
+
 @pytest.mark.parametrize("shared_bytes, message", [
     ("'sizeof(SMem<BM, BN> + 1024'", "sizeof takes one C++ type, as sizeof(SMem<BM, BN>) or sizeof(char[SMEM])"),
     ("'sizeof() + 1'", "sizeof takes one C++ type"),

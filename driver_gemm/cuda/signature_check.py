@@ -83,8 +83,9 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
         if ctype is None:
             continue
         if slot.size != ctype.size:
+            written = spec_type_of(kernel_type) if kernel_type is not None else None
             problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, "
-                            f"{argument.ctype} is {ctype.size}")
+                            f"{argument.ctype} is {ctype.size}" + (f" (write type: {written})" if written else ""))
             continue
         if kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
             expected = _expected_kind(argument.ctype)
@@ -101,6 +102,22 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
                 matrix = argument.alias or argument.name   # D passed where C is: C's element type
                 problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[matrix]))
     return problems
+
+
+# A kernel's scalar parameter types, as the image's symbol spells them, with the signature's type for each.
+_SPEC_TYPES = {
+    "bool": "bool", "char": "int8", "signed char": "int8", "unsigned char": "uint8", "short": "int16",
+    "unsigned short": "uint16", "int": "int32", "unsigned int": "uint32", "long": "int64", "unsigned long": "uint64",
+    "long long": "int64", "unsigned long long": "uint64", "float": "float32", "double": "float64",
+    "half": "float16", "__half": "float16", "__nv_bfloat16": "bfloat16", "std::bfloat16_t": "bfloat16",
+}
+
+
+def spec_type_of(kernel_type: ParamType) -> str | None:
+    """The signature's type for a scalar parameter of the kernel (``float16`` for ``__half``, ``uint64`` for
+    ``size_t``); None for a pointer, a struct or a type with no scalar of its own."""
+    text = " ".join(kernel_type.text.replace("const", " ").replace("volatile", " ").split())
+    return _SPEC_TYPES.get(text)
 
 
 def _pointee(kernel_type: ParamType) -> str | None:

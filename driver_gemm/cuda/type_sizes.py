@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import CompileError
 from .compile import compile_text, read_source
 from .cubin import initialised_words
 from .nvcc import compile_with_nvcc
@@ -32,19 +33,36 @@ def type_sizes(path: str | Path, types: Iterable[str], arch: str, options: Itera
     defines them, compiled for `arch` by `compiler` (``nvrtc`` or ``nvcc``) with `options`.
 
     A `CompileError` names the type the compiler could not size (its line is the declaration of the
-    probe, after the source's last line).
+    probe, after the source's last line), or the source's own error where the source does not build
+    (`source_build_error` tells the two apart).
     """
     path = Path(path)
     types = list(dict.fromkeys(types))
-    probes = probe_declarations(types)
-    if compiler == "nvcc":
-        built = compile_with_nvcc(path, (), arch, options, allow_outside_headers=allow_outside_headers,
-                                  project=project, probes=probes)
-    else:
-        source = read_source(path)
-        built = compile_text(source + ("" if source.endswith("\n") else "\n") + probes, path.name, (), arch,
-                             options, include_dir=path.resolve().parent, display_path=str(path),
-                             allow_outside_headers=allow_outside_headers, project=project)
+    built = _build(path, probe_declarations(types), arch, options, compiler, allow_outside_headers, project)
     names = [PROBE_VARIABLE.format(index) for index in range(len(types))]
     found = initialised_words(built.image, names, str(path))
     return {text: found[name] for text, name in zip(types, names) if name in found}
+
+
+def source_build_error(path: str | Path, arch: str, options: Iterable[str] = (), *, compiler: str = "nvrtc",
+                       allow_outside_headers: bool = False, project: Path | None = None) -> CompileError | None:
+    """The error of the source at `path` compiled alone, with no probe and no template instance; None where it
+    builds. A type that cannot be sized in a source that builds is the type's mistake (a name, or a static_assert
+    its params fail); in a source that does not build, the source's."""
+    try:
+        _build(Path(path), "", arch, options, compiler, allow_outside_headers, project)
+    except CompileError as exc:
+        return exc
+    return None
+
+
+def _build(path: Path, probes: str, arch: str, options: Iterable[str], compiler: str, allow_outside_headers: bool,
+           project: Path | None):
+    """The source at `path` with `probes` appended, compiled by `compiler`."""
+    if compiler == "nvcc":
+        return compile_with_nvcc(path, (), arch, options, allow_outside_headers=allow_outside_headers,
+                                 project=project, probes=probes)
+    source = read_source(path)
+    return compile_text(source + ("" if source.endswith("\n") else "\n") + probes, path.name, (), arch, options,
+                        include_dir=path.resolve().parent, display_path=str(path),
+                        allow_outside_headers=allow_outside_headers, project=project)

@@ -280,6 +280,7 @@ def _scale_grid(scales: BlockScales, env: dict, count: int) -> ScaleGrid:
 
 # A fill file's header and padding besides its data (numpy.save writes at most a few hundred bytes of header).
 _NPY_HEADER_ALLOWANCE = 1 << 16
+_NPY_MAGIC = b"\x93NUMPY"   # how every file numpy.save writes begins
 
 
 def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple[str, bytes]:
@@ -306,6 +307,11 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
             raise _Refused(f"fill file {path} is not a regular file")
         if size > limit:
             raise _Refused(f"fill file {path} holds {size:,} bytes, more than {count:,} elements of any type")
+        with path.open("rb") as file:
+            start = file.read(len(_NPY_MAGIC))
+        if start != _NPY_MAGIC:   # np.load would take it for a pickle and say so, which it is not
+            raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: it does not begin with the "
+                           f".npy format's {_NPY_MAGIC!r} (a text or other file named .npy)")
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise _Refused(f"fill file {path} does not exist (for this shape, {name})") from None

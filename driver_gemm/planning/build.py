@@ -61,8 +61,8 @@ def refused_everywhere(spec: Spec, limits: ArchLimits,
     """
     plans = launch_plans(spec, limits) if plans is None else plans
     return {kernel.label for kernel in kernels_of(spec)
-            if not any(plans[kernel.label, shape.label].valid for shape in spec.shapes
-                       if (kernel.label, shape.label) in plans)}
+            if all(plans[kernel.label, shape.label].refused_before_compiling for shape in spec.shapes
+                   if (kernel.label, shape.label) in plans)}
 
 
 def check_offline(spec: Spec, arch: str = "sm_90", *, compile: bool = True) -> list[CasePlan]:

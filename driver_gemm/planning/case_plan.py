@@ -19,7 +19,7 @@ from typing import Any
 from ..argtypes import C_TYPES, fits_float, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
-from ..errors import CompileError, ConfigError, SpecError
+from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig
@@ -31,7 +31,8 @@ from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .sizeof_values import sized_types, sizeof_values
-from .coverage import PERSISTENT_NOTE, UNCHECKED_NOTE, grid_axes, inferred_tile, is_persistent, tile_axes
+from .coverage import (PERSISTENT_NOTE, UNCHECKED_NOTE, fixed_block_count_note, grid_axes, inferred_tile, is_persistent,
+                       tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -96,6 +97,14 @@ class CasePlan:
     def valid(self) -> bool:
         return not self.problems
 
+    @property
+    def refused_before_compiling(self) -> bool:
+        """Whether the launch checks refuse the case on their own, so that its kernel need not be compiled for it;
+        not where the one problem is that the source did not build (met while sizing a sizeof), which the
+        kernel's compile is left to report."""
+        source_field = f"{self.kernel.field_path}.source"
+        return any(problem.field != source_field for problem in self.problems)
+
     def as_dict(self) -> dict:
         return {
             "kernel": self.kernel.label, "instance": self.kernel.instance, "shape": self.shape.label,
@@ -145,14 +154,6 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     problems: list[SpecError] = []
     notes: list[str] = []
     problem = _collector(kernel, problems)
-    active_clusters = None
-    if kernel.grid_or_signature_reads(MAX_ACTIVE_CLUSTERS_NAME):
-        active_clusters = _active_clusters(kernel, env, limits, driver_active_clusters, blocks_per_sm)
-        env[MAX_ACTIVE_CLUSTERS_NAME] = active_clusters.count
-        notes.append(active_clusters.note(limits.typical_sm_count))
-        if active_clusters.count < 1:
-            problem(f"{MAX_ACTIVE_CLUSTERS_NAME} is 0: no cluster of {active_clusters.cluster_size or 1} blocks "
-                    "fits at once with this kernel's resources", "grid")
     if kernel.sizeofs:
         try:
             env.update(sizeof_values(kernel, limits.arch))
@@ -161,10 +162,21 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             lines = str(exc).splitlines()
             reason = next((found.group(1) for found in map(_COMPILER_ERROR.search, lines) if found), lines[0])
             sized = ", ".join(f"sizeof({text})" for text in sized_types(kernel).values())
-            problem(f"{sized}: the kernel's compiler cannot size it: {reason}", kernel.sizeof_fields[0],
-                    "sizeof names a type the kernel's source defines, with the params in their place")
+            if isinstance(exc, SourceDidNotBuild):   # the kernel's compile reports it, with its file and line
+                problem(f"the source did not build, so {sized} has no size: {reason}", "source")
+            else:
+                problem(f"{sized}: the kernel's compiler cannot size it: {reason}", kernel.sizeof_fields[0],
+                        "sizeof names a type the kernel's source defines, with the params in their place")
             return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
-                            dict(scalars or {}), active_clusters)
+                            dict(scalars or {}), None)
+    active_clusters = None
+    if kernel.grid_or_signature_reads(MAX_ACTIVE_CLUSTERS_NAME):
+        active_clusters = _active_clusters(kernel, env, limits, driver_active_clusters, blocks_per_sm)
+        env[MAX_ACTIVE_CLUSTERS_NAME] = active_clusters.count
+        notes.append(active_clusters.note(limits.typical_sm_count))
+        if active_clusters.count < 1:
+            problem(f"{MAX_ACTIVE_CLUSTERS_NAME} is 0: no cluster of {active_clusters.cluster_size or 1} blocks "
+                    "fits at once with this kernel's resources", "grid")
     try:
         operands, layout_values = evaluate_operands(kernel, shape)
         env.update(layout_values)
@@ -228,6 +240,9 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         tile = _check_tile(kernel, env, shape, config, covering, persistent)
         if persistent:
             notes.append(PERSISTENT_NOTE)
+            fixed = fixed_block_count_note(kernel.grid, math.prod(config.grid))
+            if fixed:
+                notes.append(fixed)
         elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
@@ -467,10 +482,11 @@ def _check_tile_count(kernel: KernelSpec, shape: Shape, config: LaunchConfig, ro
     blocks, tiles = _blocks_and_tiles(kernel, shape, config, rows, cols)
     if blocks < tiles:
         axes = tile_axes(kernel.grid)
-        where = axes[0] if len(axes) == 1 else 0
-        problem(f"the grid has {blocks:,} blocks for C's {tiles:,} tiles of {rows} x {cols} (ceil(M / "
+        names = ["xyz"[axis] for axis in axes]
+        counted = f" over grid {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else ""
+        problem(f"the grid has {blocks:,} blocks{counted} for C's {tiles:,} tiles of {rows} x {cols} (ceil(M / "
                 f"{kernel.tile[0].source}) x ceil(N / {kernel.tile[1].source})): {tiles - blocks:,} tiles would "
-                "never be written", f"grid[{where}]",
+                "never be written", f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
                 hint=f"a grid that numbers the tiles is ceil(M / {kernel.tile[0].source}) * ceil(N / "
                      f"{kernel.tile[1].source})")
 

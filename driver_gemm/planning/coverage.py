@@ -5,9 +5,10 @@ the same of M on y) gives each block X columns (rows) of C: that is the tile the
 grid covers C when its extent times X reaches N (M). Any other grid says nothing about the tile; the plan then
 notes that coverage is unchecked and how to declare ``tile:``.
 
-A persistent grid (one that reads ``sm_count`` or ``max_active_clusters``, or neither M nor N) launches as many
-blocks as fit, each looping over tiles of its own choosing: no grid extent says what is covered, so nothing is
-checked before the launch, a declared tile included; the run's check of every element of C is what holds it.
+A persistent grid (one that reads ``sm_count`` or ``max_active_clusters``, or neither M nor N, or caps an extent
+with ``min`` of a count that reads neither, as ``min(264, ceil(M / 64) * ceil(N / 64))``) launches as many blocks as
+fit, each looping over tiles of its own choosing: no grid extent says what is covered, so nothing is checked before
+the launch, a declared tile included; the run's check of every element of C is what holds it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,26 @@ _DEVICE_NAMES = frozenset({"sm_count", "max_active_clusters"})
 def is_persistent(grid: Sequence[expr.Expression]) -> bool:
     """Whether `grid` launches blocks by the GPU's size (or a constant count) rather than by C's tiles."""
     names = frozenset().union(*(extent.names for extent in grid))
-    return bool(names & _DEVICE_NAMES) or not names & {"M", "N"}
+    return bool(names & _DEVICE_NAMES) or not names & {"M", "N"} or any(map(_capped_by_count, grid))
+
+
+def _capped_by_count(extent: expr.Expression) -> bool:
+    """Whether `extent` is ``min(...)`` of something that reads neither M nor N (a block count: the author's SMs
+    times blocks per SM, or a launch limit), so that past it each block takes several tiles."""
+    node = extent.tree
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"
+            and any(not _names_of(argument) & {"M", "N"} for argument in node.args))
+
+
+def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int) -> str | None:
+    """A note for a persistent grid whose count is fixed where it could follow the GPU: written for one GPU's SMs,
+    it leaves SMs idle on a larger one and runs blocks in a second wave on a smaller one. None where the grid reads
+    sm_count or max_active_clusters, or launches a single block."""
+    names = frozenset().union(*(extent.names for extent in grid))
+    if names & _DEVICE_NAMES or blocks <= 1:
+        return None
+    return (f"the persistent grid's {blocks:,} blocks are a fixed count, not the GPU's: sm_count (its SMs) or "
+            "max_active_clusters in the grid makes it follow the GPU it runs on")
 
 
 def grid_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
@@ -75,8 +95,8 @@ def tile_axes(grid: Sequence[expr.Expression]) -> list[int]:
 
 
 PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows the GPU (sm_count, "
-                   "max_active_clusters or a fixed count), not C's tiles, as a persistent kernel's does; the run's "
-                   "check names any element of C left unwritten")
+                   "max_active_clusters, a fixed count or a min() capped by one), not C's tiles, as a persistent "
+                   "kernel's does; the run's check names any element of C left unwritten")
 
 
 UNCHECKED_NOTE = ("coverage of C unchecked: the spec declares no tile: and the grid is not ceil(N / cols) x "

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Iterable
 
-from ..cuda.type_sizes import type_sizes
-from ..errors import CompileError, DriverGemmError
+from ..cuda.type_sizes import source_build_error, type_sizes
+from ..errors import CompileError, DriverGemmError, SourceDidNotBuild
 from ..specfile.model import KernelSpec
 
 # (source, options, target, compiler, outside headers, project) -> {type: size, or the CompileError that sizing
@@ -46,7 +46,8 @@ def known_type_sizes(kernels: Iterable[KernelSpec], arch: str) -> None:
 
 def sizeof_values(kernel: KernelSpec, arch: str) -> dict[str, int]:
     """{sizeof name: bytes} for `kernel`'s configuration, compiled now where `known_type_sizes` did not; a
-    `CompileError` where its compiler could not size a type."""
+    `CompileError` where its compiler could not size a type, `SourceDidNotBuild` where the source itself does not
+    compile."""
     program = _program(kernel, arch)
     types = sized_types(kernel)
     with _LOCK:
@@ -63,7 +64,8 @@ def sizeof_values(kernel: KernelSpec, arch: str) -> dict[str, int]:
     return values
 
 
-def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str) -> dict[str, int | CompileError]:
+def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str, *,
+          source_checked: bool = False) -> dict[str, int | CompileError]:
     found: dict[str, int | CompileError]
     try:
         sizes = type_sizes(kernel.source, types, kernel.target(arch), kernel.options, compiler=kernel.compiler,
@@ -71,12 +73,18 @@ def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str) -> di
         found = {text: sizes.get(text, CompileError(f"{kernel.source}: sizeof({text}) was not found in the "
                                                     "compiled image")) for text in types}
     except DriverGemmError as exc:   # a compile error, or no nvcc installed, or a source that cannot be read
-        if len(types) == 1:
+        own = None
+        if isinstance(exc, CompileError) and not source_checked:
+            own = source_build_error(kernel.source, kernel.target(arch), kernel.options, compiler=kernel.compiler,
+                                     allow_outside_headers=kernel.allow_outside_headers, project=kernel.project)
+        if own is not None:   # the source's mistake, not a type's: its compile reports it, as for any kernel
+            found = dict.fromkeys(types, SourceDidNotBuild(str(own), log=own.log, options=own.options))
+        elif len(types) == 1:
             found = {types[0]: exc if isinstance(exc, CompileError) else CompileError(str(exc))}
         else:   # one configuration's type may not compile (a static_assert on its params): size each alone
             found = {}
             for text in types:
-                found.update(_size(program, kernel, [text], arch))
+                found.update(_size(program, kernel, [text], arch, source_checked=True))
     with _LOCK:
         known = _SIZES.setdefault(program, {})
         known.update(found)

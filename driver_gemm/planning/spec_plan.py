@@ -159,8 +159,8 @@ class PlanStream:
         self._scalars, self._host = dict(spec.scalars), build.host_total()
         self._pairs, self._picked = _kernel_shapes(spec)
         known_type_sizes((kernel for kernel, _ in self._pairs), target.arch)   # one compile per program
-        skip = {kernel.label for kernel, cases in self._pairs if not any(self._launch(*case).valid
-                                                                         for case in cases)}
+        skip = {kernel.label for kernel, cases in self._pairs if all(self._launch(*case).refused_before_compiling
+                                                                     for case in cases)}
         compiled = compile_spec(spec, target.arch, skip=skip)
         self.result.compiled = compiled
         failed: dict[str, list[KernelSpec]] = {}   # message -> the kernels it kept out

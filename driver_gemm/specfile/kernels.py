@@ -510,25 +510,34 @@ def _shape_names(value: Any) -> list[str]:
 
 
 
-def _dims(context: Context, node: dict, key: str, dotted: str) -> tuple[expr.Expression, ...]:
+def _dims(context: Context, node: dict, key: str, dotted: str, sizeofs: dict[str, str]) -> tuple[expr.Expression, ...]:
     value = node[key]
     items = value if isinstance(value, list) else [value]
     if not 1 <= len(items) <= 3:
         raise context.error(f"{key} has 1 to 3 dimensions (x, y, z), got {len(items)}", node, key, dotted)
     parent = value if isinstance(value, list) else node
-    return tuple(parse_expression(context, parent, i if parent is value else key, v, f"{dotted}[{i}]", whole=True)
+    return tuple(_launch_expression(context, parent, i if parent is value else key, v, f"{dotted}[{i}]", sizeofs)
                  for i, v in enumerate(items))
 
 
+def _launch_expression(context: Context, parent, key, written: Any, dotted: str,
+                       sizeofs: dict[str, str]) -> expr.Expression:
+    """One launch extent or shared_bytes: an expression, whose ``sizeof(TYPE)``s are read as names that the
+    kernel's compiler gives values (`sizeofs` gathers them), shown as written."""
+    text = _sizeof_names(context, parent, key, written, dotted, sizeofs)
+    expression = parse_expression(context, parent, key, text, dotted, whole=True)
+    if text is not written:
+        expression = dataclasses.replace(expression, source=written.strip())   # shown as written, sizeof and all
+    return expression
+
+
 def _launch(context: Context, node: dict, dotted: str):
-    """Block, grid, dynamic shared memory and tile."""
-    block = _dims(context, node, "block", f"{dotted}.block")
-    grid = _dims(context, node, "grid", f"{dotted}.grid")
-    written = node.get("shared_bytes", 0)
-    text, sizeofs = _sizeof_names(context, node, written, f"{dotted}.shared_bytes")
-    shared = parse_expression(context, node, "shared_bytes", text, f"{dotted}.shared_bytes", whole=True)
-    if sizeofs:
-        shared = dataclasses.replace(shared, source=written.strip())   # shown as written, sizeof and all
+    """Block, grid, dynamic shared memory and tile, and the C++ types their sizeofs read."""
+    sizeofs: dict[str, str] = {}
+    block = _dims(context, node, "block", f"{dotted}.block", sizeofs)
+    grid = _dims(context, node, "grid", f"{dotted}.grid", sizeofs)
+    shared = _launch_expression(context, node, "shared_bytes", node.get("shared_bytes", 0), f"{dotted}.shared_bytes",
+                                sizeofs)
     tile = None
     if "tile" in node:
         tile_node = node["tile"]
@@ -540,18 +549,19 @@ def _launch(context: Context, node: dict, dotted: str):
     return block, grid, shared, tile, sizeofs
 
 
-# sizeof(T) in shared_bytes: T is a C++ type (a template-id of numbers, types and params included, or an array
-# whose extents the source's macros give: sizeof(half[CHUNK_K * 16][64 + SKEW]), sizeof(char[SHMEM_SZ])).
+# sizeof(T) in block, grid and shared_bytes: T is a C++ type (a template-id of numbers, types and params included, or
+# an array whose extents the source's macros or constants give: sizeof(half[CHUNK_K * 16][64 + SKEW]),
+# sizeof(char[SHMEM_SZ]), sizeof(char[THREADS]) for a block side the source defines).
 _SIZEOF = re.compile(r"\bsizeof\s*\(")
 _SIZEOF_TYPE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:<>, *&()+\-\[\]/%]*", re.ASCII)
 SIZEOF_NAME = "__sizeof{}"
 
 
-def _sizeof_names(context: Context, node: dict, value: Any, dotted: str) -> tuple[Any, dict[str, str]]:
-    """`value` with each ``sizeof(TYPE)`` replaced by a name (``__sizeof0``), and the type each name sizes."""
+def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeofs: dict[str, str]) -> Any:
+    """`value` with each ``sizeof(TYPE)`` replaced by a name (``__sizeof0``), `value` itself where it has none;
+    `sizeofs` gains the type each new name sizes (a type read twice keeps one name)."""
     if not isinstance(value, str) or not _SIZEOF.search(value):
-        return value, {}
-    sizeofs: dict[str, str] = {}
+        return value
     parts: list[str] = []
     position = 0
     for match in _SIZEOF.finditer(value):
@@ -565,7 +575,7 @@ def _sizeof_names(context: Context, node: dict, value: Any, dotted: str) -> tupl
         if depth or not _SIZEOF_TYPE.fullmatch(type_text) or type_text.count("<") != type_text.count(">"):
             raise context.error(f"sizeof takes one C++ type, as sizeof(SMem<BM, BN>) or sizeof(char[SMEM]) (a macro "
                                 f"of the source); got "
-                                f"{value[match.start():end]!r}", node, "shared_bytes", dotted)
+                                f"{value[match.start():end]!r}", parent, key, dotted)
         name = next((known for known, text in sizeofs.items() if text == type_text), None)
         if name is None:
             name = SIZEOF_NAME.format(len(sizeofs))
@@ -573,7 +583,7 @@ def _sizeof_names(context: Context, node: dict, value: Any, dotted: str) -> tupl
         parts.extend((value[position:match.start()], name))
         position = end
     parts.append(value[position:])
-    return "".join(parts), sizeofs
+    return "".join(parts)
 
 
 def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression, ...]:
@@ -600,7 +610,7 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
     for key, expressions in groups.items():
         allowed = known | (set(LAUNCH_NAMES) if key == "require" else set()) \
             | ({MAX_ACTIVE_CLUSTERS_NAME} if key == "grid" else set()) \
-            | (sizeof_names if key == "shared_bytes" else set())
+            | (sizeof_names if key in ("block", "grid", "shared_bytes") else set())
         for expression in expressions:
             unknown = sorted(expression.names - allowed)
             if MAX_ACTIVE_CLUSTERS_NAME in unknown:

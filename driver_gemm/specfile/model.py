@@ -381,8 +381,13 @@ class KernelSpec:
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
-        """The launch fields whose expressions read a sizeof (where a type that cannot be sized is reported)."""
-        return ("shared_bytes",) if self.sizeofs else ()
+        """The launch fields whose expressions read a sizeof (where a type that cannot be sized is reported), in the
+        order block, grid, shared_bytes: ``block[0]``, ``shared_bytes``."""
+        fields = [*(f"block[{axis}]" for axis, extent in enumerate(self.block)),
+                  *(f"grid[{axis}]" for axis, extent in enumerate(self.grid)), "shared_bytes"]
+        extents = [*self.block, *self.grid, self.shared_bytes]
+        return tuple(name for name, extent in zip(fields, extents)
+                     if any(read in self.sizeofs for read in extent.names))
 
     def with_params(self, text: str) -> str:
         """`text` (a C++ type) with the names of the kernel's params put in their place: ``SMem<BM, BN>`` is
