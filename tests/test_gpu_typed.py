@@ -87,3 +87,14 @@ def test_the_wrong_bf16_kernel_fails_with_a_diagnosis(tmp_path):
     failed = by_shape["1001x513x777"]
     assert failed.status == "FAIL" and "wrong" in failed.diagnosis.summary, failed.diagnosis
     assert failed.verification.unwritten == 0
+
+
+def test_half_precision_c_read_back_with_beta_passes_where_answers_land_on_their_start(tmp_path):
+    # C = A @ B + 0.5 C in fp16: wherever A @ B is about half of C's start, the right answer is the very code C
+    # started with. Those elements are right, so the kernel and its cuBLASLt row both pass.
+    spec = quick(load_spec(write_spec(tmp_path, typed_kernel("smem_fp16_NN", "fp16", "NN"),
+                                      ["[1024, 512, 1024]", "[1001, 513, 777]"],
+                                      extra="scalars: {alpha: 1.0, beta: 0.5}\n")))
+    run = run_spec(spec, options=RunOptions(time=False))
+    assert [(c.kernel, c.shape.label, c.status) for c in run.cases if c.status != "PASS"] == []
+    assert {c.kernel for c in run.cases} == {"cublaslt-fp16-NN-a1b0.5", "smem_fp16_NN"}

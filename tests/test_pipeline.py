@@ -265,7 +265,7 @@ def test_a_run_records_seconds_per_step_and_worker_start():
     kernel = run.cases[1]
     assert set(kernel.phases) == {"plan", "load", "memory", "inputs", "reference", "launch_verify", "diagnose",
                                   "time"}
-    assert set(run.cases[0].phases) == {"load", "memory", "inputs", "launch_verify", "time", "keep"}
+    assert set(run.cases[0].phases) == {"load", "memory", "inputs", "launch_verify", "diagnose", "time", "keep"}
     assert len(run.settings.worker_start_s) == 1 and run.settings.worker_start_s[0] > 0
     steps = run.settings.worker_start_steps[0]
     assert {"interpreter_and_imports_s", "driver_and_context_s", "stream_flush_gate_s", "nvml_s"} <= set(steps)

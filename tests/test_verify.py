@@ -89,6 +89,33 @@ def test_kernels_that_read_c_count_untouched_elements():
     assert np.allclose(expected, 0.5 * inputs.C0 + inputs.A.astype(np.float64) @ inputs.B)
 
 
+@pytest.mark.parametrize("element", ["fp16", "bf16", None])
+def test_an_answer_that_lands_on_cs_own_start_counts_as_written(element):
+    # C = A @ B + 0.5 C in half precision: wherever A @ B is about half of C's start, the right answer rounds to
+    # the very code C started with. Those elements are right, not unwritten; an element left at a start that
+    # could not be the answer still is.
+    from driver_gemm.gemm import dtypes
+    from driver_gemm.gemm.operands import KernelOutput
+    from driver_gemm.measure.verify import compare_typed
+
+    rng = np.random.default_rng(7)
+    start = rng.uniform(-1, 1, (64, 64))
+    expected = start * (1 + rng.uniform(-1e-4, 1e-4, start.shape))   # each answer within a rounding of its start
+    expected[5, 7] = start[5, 7] + 0.25                              # this one far from it
+    if element is None:   # fp32 output: C's start is a float32, the answer one unit in the last place away
+        start = start.astype(np.float32).astype(np.float64)
+        expected = np.nextafter(start.astype(np.float32), np.float32(2)).astype(np.float64)
+        expected[5, 7] = start[5, 7] + 0.25
+        output = start.astype(np.float32)
+        verdict = compare(output, expected, rel_tolerance=1e-5, start=start)
+    else:
+        codes = dtypes.encode(start, element)
+        output = KernelOutput(dtypes.decode(codes, element).reshape(1, 64, 64), codes.reshape(1, 64, 64), 0)
+        verdict = compare_typed(output, expected.reshape(1, 64, 64), element, rel_tolerance=1e-2,
+                                start=start.reshape(1, 64, 64))
+    assert verdict.unwritten == 1 and np.argwhere(verdict.masks["unwritten"].reshape(64, 64)).tolist() == [[5, 7]]
+
+
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="does not match"):
         compare(np.zeros((2, 3), np.float32), np.zeros((3, 2)), rel_tolerance=1e-5)

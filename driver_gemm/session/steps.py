@@ -371,8 +371,8 @@ KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
 )
 # The operands first: a worker's first case draws them while its cuBLAS library may still be loading.
 BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
-    ("memory", memory), ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline), ("time", time),
-    ("keep", keep_vendor_row),
+    ("memory", memory), ("inputs", inputs), ("load", load_baseline), ("launch_verify", launch_verify_baseline),
+    ("diagnose", diagnose), ("time", time), ("keep", keep_vendor_row),
 )
 
 
@@ -382,7 +382,7 @@ TYPED_KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
 )
 CUBLASLT_STEPS: tuple[tuple[str, Step], ...] = (
     ("load", typed_steps.load_lt), ("memory", memory), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
-    ("launch_verify", typed_steps.launch_verify_lt), ("time", time), ("keep", keep_vendor_row),
+    ("launch_verify", typed_steps.launch_verify_lt), ("diagnose", diagnose), ("time", time), ("keep", keep_vendor_row),
 )
 
 
