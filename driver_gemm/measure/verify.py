@@ -77,10 +77,12 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     else:
         start_values, reference = np.asarray(start).reshape(-1), expected.reshape(-1)
         start_words = start_values.astype(np.float32, copy=False).view(np.uint32)
+        rms = _rms(reference)
 
         def unwritten(piece: slice, out: np.ndarray) -> None:
             np.equal(words[piece], start_words[piece], out=out)
-            out &= ~_could_be_the_answer(start_values[piece].astype(np.float64), reference[piece], FP32_ROUNDOFF)
+            out &= ~_could_be_the_answer(start_values[piece].astype(np.float64), reference[piece], FP32_ROUNDOFF,
+                                         rel_tolerance, abs_tolerance, rms)
     return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
 
 
@@ -101,7 +103,8 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
     else:
         start = np.asarray(start, np.float64).reshape(output.values.shape)
         unwritten = (output.codes == dtypes.encode(start, element)) \
-            & ~_could_be_the_answer(start, expected, element.unit_roundoff)
+            & ~_could_be_the_answer(start, expected, element.unit_roundoff, rel_tolerance, abs_tolerance,
+                                    _rms(expected))
     flat_unwritten = unwritten.reshape(-1)
     verdict = _verdict(output.values, expected, lambda piece, out: np.copyto(out, flat_unwritten[piece]),
                        rel_tolerance, abs_tolerance, reference_name)
@@ -114,13 +117,25 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
 FP32_ROUNDOFF = 2.0 ** -24   # half the spacing of float32's numbers just above 1
 
 
-def _could_be_the_answer(start: np.ndarray, expected: np.ndarray, unit_roundoff: float) -> np.ndarray:
-    """Where C's starting value lies within two units in the last place of the output type of the reference: a
-    kernel that wrote its right answer there may have written the very code C started with (a half-precision
-    C = A @ B + 0.5 C lands on its start wherever A @ B is about half of it), so an element still holding its
-    start is counted unwritten only where that start could not be the answer. Integers must match exactly."""
-    band = 4.0 * unit_roundoff * np.maximum(np.abs(start), np.abs(expected))
-    return np.abs(start - expected) <= band
+def _could_be_the_answer(start: np.ndarray, expected: np.ndarray, unit_roundoff: float, rel_tolerance: float,
+                         abs_tolerance: float | None, rms: float) -> np.ndarray:
+    """Where C's starting value would pass the element check as the kernel's answer: within what the verdict allows
+    a written element (10 x the tolerance, scaled by the reference's RMS and the element's own size, or the
+    absolute tolerance), or within two units in the last place of the output type. A kernel that wrote its right
+    answer there may have written the very code C started with (a half-precision C = A @ B + 0.5 C lands on its
+    start wherever A @ B is about half of it), so an element still holding its start is counted unwritten only
+    where that start could not be the answer."""
+    magnitude = np.maximum(np.abs(start), np.abs(expected))
+    allowed = np.maximum(4.0 * unit_roundoff * magnitude, 10 * rel_tolerance * (np.abs(expected) + rms))
+    if abs_tolerance is not None:
+        np.maximum(allowed, abs_tolerance, out=allowed)
+    return np.abs(start - expected) <= allowed
+
+
+def _rms(values: np.ndarray) -> float:
+    """The root mean square of `values` (0 for none), as the verdict scales its element test by."""
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    return math.sqrt(_sum_of_squares(flat) / flat.size) if flat.size else 0.0
 
 
 # Elements per piece of an output: small enough that a piece's float64 working arrays (2 MiB each, made once
