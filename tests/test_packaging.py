@@ -93,7 +93,8 @@ def test_the_install_holds_every_spec_and_the_sources_and_headers_they_reference
     assert referenced >= 10
     # NVRTC's stand-ins for the C library and host-only headers go with the package (cuda/headers.py)
     stand_ins = installed / "cuda" / "nvrtc_headers"
-    assert sorted(p.name for p in stand_ins.iterdir()) == sorted(p.name for p in STAND_INS.iterdir())
+    assert sorted(p.relative_to(stand_ins).as_posix() for p in stand_ins.rglob("*")) == \
+        sorted(p.relative_to(STAND_INS).as_posix() for p in STAND_INS.rglob("*"))
 
 
 def test_the_installed_copy_is_what_runs_and_finds_its_data(installed, tmp_path):

@@ -157,6 +157,20 @@ def test_host_only_headers_are_empty_under_nvrtc_and_their_use_in_device_code_is
     assert "k.cu:2: error" in str(info.value) and "vector" in str(info.value)
 
 
+def test_a_benchmark_runners_system_headers_and_driver_prototypes_compile_beside_its_kernels(tmp_path):
+    # What outside kernel files include for their own runner (POSIX, threads, timers, C's bool and complex), and a
+    # library header's prototypes in the driver's types, which -default-device (a header library's way under
+    # NVRTC) reads as device declarations: they declare nothing a kernel uses, and the kernels compile.
+    includes = ["unistd.h", "sys/time.h", "sys/types.h", "sys/syscall.h", "time.h", "ctime", "pthread.h", "thread",
+                "mutex", "set", "list", "deque", "queue", "complex", "complex.h", "getopt.h", "stdbool.h", "cuda.h"]
+    (tmp_path / "k.cu").write_text("".join(f"#include <{name}>\n" for name in includes)
+                                   + "CUresult launch_it(CUstream stream, CUfunction f, CUcontext c, CUdevice d);\n"
+                                   + "static_assert(CUDA_SUCCESS == 0 && __bool_true_false_are_defined, \"\");\n"
+                                   + "__global__ void k(float* c) { c[0] = true; }\n")
+    assert compile_source(tmp_path / "k.cu", ["k"], extra_options=["-default-device"],
+                          use_cache=False).symbol("k") == "_Z1kPf"
+
+
 def test_a_header_nowhere_to_be_found_says_where_to_give_it(tmp_path):
     (tmp_path / "k.cu").write_text('#include <cute/tensor.hpp>\n__global__ void k() {}\n')
     with pytest.raises(Exception) as info:

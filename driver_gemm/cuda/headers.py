@@ -94,9 +94,10 @@ def toolkit_version() -> str:
 @functools.lru_cache(maxsize=1)
 def stand_ins_digest() -> str:
     digest = hashlib.sha256()
-    for path in sorted(STAND_INS.iterdir()):
+    for path in sorted(STAND_INS.rglob("*")):   # sys/time.h and the like included
         if path.is_file():
-            digest.update(path.name.encode() + b"\0" + read_regular_file(path, MAX_TOOLKIT_HEADER_BYTES) + b"\0")
+            name = path.relative_to(STAND_INS).as_posix()
+            digest.update(name.encode() + b"\0" + read_regular_file(path, MAX_TOOLKIT_HEADER_BYTES) + b"\0")
     return digest.hexdigest()[:16]
 
 

@@ -4,7 +4,7 @@
 // names and with the alignment the toolkit's header of the same version gives it (128 bytes from CUDA 13, 64
 // before, which cuTensorMapEncodeTiled requires), so that a struct holding one is laid out as nvcc lays it out
 // (a kernel taking one is mangled with CUtensorMap_st, as under nvcc), the integer types the header brings,
-// and its tensor-map enumerations, whose values are the driver's. The driver's functions (cuTensorMapEncodeTiled, ...) are not declared: host code that
+// its handle and status types, and its tensor-map enumerations, whose values are the driver's. The driver's functions (cuTensorMapEncodeTiled, ...) are not declared: host code that
 // calls them is built with compiler: nvcc, or kept inside #ifndef __CUDACC_RTC__.
 #ifndef DRIVER_GEMM_CUDA_H
 #define DRIVER_GEMM_CUDA_H
@@ -17,6 +17,22 @@ typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 typedef unsigned long long CUdeviceptr_v2;
 typedef CUdeviceptr_v2 CUdeviceptr;
+
+// The driver's handles and its status type, for the host prototypes a library header declares beside its kernels
+// (nothing here can call them): opaque pointers as in the driver's header, and the first of its status codes.
+typedef int CUdevice_v1;
+typedef CUdevice_v1 CUdevice;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUstream_st* CUstream;
+typedef struct CUevent_st* CUevent;
+typedef enum cudaError_enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3
+} CUresult;
 
 #define CU_TENSOR_MAP_NUM_QWORDS 16
 typedef struct CUtensorMap_st {
