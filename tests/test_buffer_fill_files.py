@@ -131,3 +131,83 @@ def test_the_tuning_cache_tells_apart_two_tables_written_under_one_name(tmp_path
     assert key_for([5, 4, 3, 2, 1, 0]) != first
     assert key_for([0, 1, 2, 3, 4, 5]) == first       # the same values again: the same key
     assert tuning_key(spec, spec.kernels[0], shape, {}, "sm_90") != first   # a key made without the plan's buffers
+
+
+# ------------------------------------------------------------------------------------ numbers made by a builder
+
+ORDER_BUILDER = '''\
+import numpy as np
+
+def reversed_tiles(values):
+    tiles = -(-values["M"] // values["BM"]) * -(-values["N"] // 64)
+    return list(range(tiles - 1, -1, -1))
+
+def given(values):
+    return [values["M"], values["N"], values["K"], values["BM"], 0, 0][: -(-values["M"] // 64) * -(-values["N"] // 64)]
+
+def too_few(values):
+    return [0]
+
+def words(values):
+    return ["a"] * 6
+
+def wide(values):
+    return np.full(6, 2**40)
+
+def fails(values):
+    raise KeyError("TILE")
+'''
+
+
+def built_plan(tmp_path, function: str, shape: Shape = Shape(128, 192, 64)):
+    (tmp_path / "order.py").write_text(ORDER_BUILDER)
+    return buffer_plan(spec_with(tmp_path, f"{{builder: 'order.py:{function}'}}"), shape)
+
+
+def test_a_builder_computes_each_shapes_table_from_the_shape_and_the_params(tmp_path):
+    # The table fast.cu-style kernels compute on the host per shape (a tile order), made by the spec's own Python
+    # rather than saved to a file for every shape.
+    plan, problems = built_plan(tmp_path, "reversed_tiles")
+    assert not problems and plan.fill == "built" and plan.count == 6
+    assert plan.initial_bytes().view("<i4").tolist() == [5, 4, 3, 2, 1, 0]
+    assert plan.as_dict()["fill"] == {"builder": "order.py:reversed_tiles"}
+    plan, problems = built_plan(tmp_path, "reversed_tiles", Shape(64, 64, 64))
+    assert not problems and plan.initial_bytes().view("<i4").tolist() == [0]
+    plan, problems = built_plan(tmp_path, "given")
+    assert not problems and plan.initial_bytes().view("<i4").tolist() == [128, 192, 64, 64, 0, 0]
+
+
+@pytest.mark.parametrize("function, message", [
+    ("too_few", "builder order.py:too_few returned 1 numbers, but the buffer holds 6 (its size)"),
+    ("words", "builder order.py:words returned list of <U1 values, not numbers"),
+    ("wide", "builder order.py:wide returned values from 1099511627776 to 1099511627776, beyond int32"),
+    ("fails", "builder order.py:fails raised KeyError: 'TILE' (order.py:20)"),
+    ("missing", "builder order.py:missing: order.py defines no function missing"),
+])
+def test_a_builder_that_returns_the_wrong_numbers_makes_the_case_invalid_at_its_field(tmp_path, function, message):
+    plan, problems = built_plan(tmp_path, function)
+    assert plan is None and len(problems) == 1
+    assert message in str(problems[0]) and problems[0].field == "kernels[k].signature[6].fill.builder", problems
+
+
+@pytest.mark.parametrize("fill, message", [
+    ("{builder: order.py}", "builder is FILE.py:FUNCTION"),
+    ("{builder: order.txt:f}", "builder file"),
+    ("{builder: 'order.py:f', file: order.npy}", "a fill mapping names one file or one builder"),
+])
+def test_malformed_fill_builders_are_refused_at_load(tmp_path, fill, message):
+    (tmp_path / "order.py").write_text(ORDER_BUILDER)
+    (tmp_path / "order.txt").write_text("")
+    with pytest.raises(SpecError, match=message.replace("(", r"\(")):
+        spec_with(tmp_path, fill)
+
+
+def test_a_winners_spec_elsewhere_still_finds_the_builder_of_a_buffer(tmp_path):
+    from driver_gemm.tune.winners import _rebase_signature_files
+
+    (tmp_path / "order.py").write_text(ORDER_BUILDER)
+    spec = spec_with(tmp_path, "{builder: 'order.py:reversed_tiles'}")
+    items = [{"name": "order", "type": "buffer", "fill": {"builder": "order.py:reversed_tiles"}}]
+    _rebase_signature_files(items, spec.kernels[0], tmp_path / "tuned")
+    assert items[0]["fill"] == {"builder": "../order.py:reversed_tiles"}
+    assert spec.kernels[0].builder_files == ((tmp_path / "order.py").resolve(),)

@@ -97,6 +97,24 @@ def test_a_tile_order_read_from_a_file_per_shape_reaches_the_kernel(tmp_path):
 
 
 
+
+def test_a_tile_order_made_by_a_python_builder_per_case_reaches_the_kernel(tmp_path):
+    # The same table computed by the spec's Python for each shape (the tiles in reverse) instead of saved: every
+    # tile of C is written only if the builder's numbers reached the kernel whole; a builder that repeats tile 0
+    # leaves the rest of C unwritten and the case FAILs.
+    builder = ("def reverse(values):\n"
+               "    tiles = -(-values['M'] // 64) * -(-values['N'] // 64)\n"
+               "    return list(range(tiles - 1, -1, -1))\n\n"
+               "def first_only(values):\n"
+               "    return [0] * (-(-values['M'] // 64) * -(-values['N'] // 64))\n")
+    for function, status in (("reverse", Status.PASS), ("first_only", Status.FAIL)):
+        path = write_spec(tmp_path, ORDER_FROM_A_FILE.replace('{file: "tables/order-{M}x{N}.npy"}',
+                                                              f'{{builder: "order.py:{function}"}}'),
+                          ["[1001, 520, 776]", "[65, 130, 17]"])
+        (tmp_path / "order.py").write_text(builder)
+        assert_every_case(path, "args-persistent-file", status, count=2)
+
+
 SCALES_THROUGH_A_MAP = """
 - name: args-row-scale-map
   source: "@KERNELS@/outside/args_row_scale_map.cu"

@@ -73,7 +73,7 @@ MAPPINGS = {
     "/$defs/structArgument": '("name", "type", "fields", "builder")',            # signature._struct_argument
     "/$defs/buffer": (device_buffers, "BUFFER_KEYS"),
     "/$defs/bufferScales": (device_buffers, "SCALES_KEYS"),
-    "/$defs/fillFile": '("file",)',                                               # device_buffers._file_fill
+    "/$defs/fillFile": (device_buffers, "FILL_SOURCE_KEYS"),
     "/$defs/kernel/properties/types": '("a", "b", "c", "accumulate")',           # typed._types
     "/$defs/kernel/properties/layouts": (typed, "OPERANDS"),                     # gemm.operands.parse_layout: a, b, c
     "/$defs/kernel/properties/ld": (typed, "OPERANDS"),                          # typed._expressions

@@ -24,6 +24,7 @@ from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
 from ..specfile.model import BlockScales, DeviceBufferArgument, KernelSpec
+from .host_builders import BuilderFailed, built_numbers
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -128,8 +129,8 @@ class BufferPlan:
     fill: str
     values: tuple[float | int, ...] = ()
     read_only: bool = False        # alpha or beta by pointer: set once per case, never written by the kernel
-    data: bytes = b""              # fill "file": the array's bytes as the element type lays them out
-    source: str = ""               # fill "file": the file they came from
+    data: bytes = b""              # fill "file", "built": the array's bytes as the element type lays them out
+    source: str = ""               # fill "file": the file they came from; "built": the builder (FILE.py:FUNCTION)
     grid: ScaleGrid | None = None  # fill "scales": where each factor is, and its value
     bias: BiasVector | None = None  # fill "bias": the values the reference adds to C
 
@@ -142,7 +143,7 @@ class BufferPlan:
         dtype = np.dtype(NUMPY_ELEMENTS[self.element])
         if self.fill == "zero":
             return np.zeros(self.nbytes, dtype=np.uint8)
-        if self.fill == "file":
+        if self.fill in ("file", "built"):
             return np.frombuffer(self.data, dtype=np.uint8).copy()
         if self.fill in ("scales", "bias"):
             contents = np.full(self.count, np.nan)
@@ -173,7 +174,7 @@ class BufferPlan:
         return struct.unpack("<I", np.array(self.values[:1], dtype=NUMPY_ELEMENTS[self.element]).tobytes())[0]
 
     def as_dict(self) -> dict:
-        fill = {"values": list(self.values[:8]), "file": {"file": self.source},
+        fill = {"values": list(self.values[:8]), "file": {"file": self.source}, "built": {"builder": self.source},
                 "scales": {"scales": self.grid.as_dict() if self.grid else None},
                 "bias": {"bias": self.bias.along if self.bias else None}}.get(self.fill, self.fill)
         return {"name": self.name, "element": self.element, "count": self.count, "bytes": self.nbytes,
@@ -214,6 +215,16 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
                 continue
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "file", (), buffer.read_only,
                                               data, source)
+            continue
+        if buffer.fill == "built":
+            try:
+                data = _built_contents(buffer, env, count)
+            except (_Refused, BuilderFailed) as refused:
+                problem(f"buffer {argument.name}: {refused}", f"{path}.fill.builder",
+                        getattr(refused, "hint", None))
+                continue
+            plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "built", (), buffer.read_only,
+                                              data, buffer.builder.text)
             continue
         if buffer.scales is not None:
             try:
@@ -320,23 +331,36 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
     if not isinstance(array, np.ndarray) or array.size != count:
         elements = array.size if isinstance(array, np.ndarray) else "no"
         raise _Refused(f"fill file {path} holds {elements} elements, but the buffer holds {count:,} (its size)")
-    return str(path), _as_element(array.reshape(-1), buffer.element, path)
+    return str(path), _as_element(array.reshape(-1), buffer.element, f"fill file {path} holds")
 
 
-def _as_element(array: np.ndarray, element: str, path: Path) -> bytes:
-    """`array`'s values as `element`s, little-endian; `_Refused` where one does not fit or the kinds differ."""
+def _built_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> bytes:
+    """The numbers a buffer's ``fill: {builder: ...}`` returns for the shape of `env`, as the bytes of `count`
+    elements of the buffer's element type; `BuilderFailed` or `_Refused` says what is wrong."""
+    assert buffer.builder is not None, "a built fill has its builder (device_buffers._file_fill)"
+    values = {name: value for name, value in env.items() if not name.startswith("__")}   # not a sizeof's name
+    array = built_numbers(buffer.builder, values)
+    if array.size != count:
+        raise _Refused(f"builder {buffer.builder.text} returned {array.size:,} numbers, but the buffer holds "
+                       f"{count:,} (its size)")
+    return _as_element(array, buffer.element, f"builder {buffer.builder.text} returned")
+
+
+def _as_element(array: np.ndarray, element: str, what: str) -> bytes:
+    """`array`'s values as `element`s, little-endian; `_Refused` where one does not fit or the kinds differ. `what`
+    leads each message: ``fill file PATH holds``."""
     ctype = C_TYPES[element]
     if array.dtype.kind not in "biuf":
-        raise _Refused(f"fill file {path} holds {array.dtype} values, not numbers")
+        raise _Refused(f"{what} {array.dtype} values, not numbers")
     if not ctype.is_float:
         if array.dtype.kind == "f" and not np.all(np.isfinite(array) & (array == np.round(array))):
-            raise _Refused(f"fill file {path} holds values that are not whole numbers, for a buffer of {element}")
+            raise _Refused(f"{what} values that are not whole numbers, for a buffer of {element}")
         if array.size and not (ctype.fits(int(array.min())) and ctype.fits(int(array.max()))):
-            raise _Refused(f"fill file {path} holds values from {array.min()} to {array.max()}, beyond {element}")
+            raise _Refused(f"{what} values from {array.min()} to {array.max()}, beyond {element}")
         return np.ascontiguousarray(array, dtype=NUMPY_ELEMENTS[element]).tobytes()
     finite = array[np.isfinite(array)] if array.dtype.kind == "f" else array
     if finite.size and not all(fits_float(element, float(v)) for v in (finite.min(), finite.max())):
-        raise _Refused(f"fill file {path} holds values beyond the range of {element}")
+        raise _Refused(f"{what} values beyond the range of {element}")
     if element == "bfloat16":
         return _bfloat16_words(array).tobytes()
     return np.ascontiguousarray(array, dtype=NUMPY_ELEMENTS[element]).tobytes()

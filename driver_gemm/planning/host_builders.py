@@ -13,6 +13,10 @@ bytes, so that one that fails, returns no bytes or a number of them other than t
 is said at the spec's line before anything is launched; at the launch, `built_bytes` calls it with the
 case's own. The file is loaded once a process, as a module of its own; its folder is on ``sys.path``
 while it loads, so it may import the modules beside it.
+
+A device buffer's contents are made the same way (``fill: {builder: order.py:hilbert}``): `built_numbers` calls
+the function with the shape and the params by name while the case is planned, and the numbers it returns fill
+the buffer as a fill file's would (a tile order along a Hilbert curve, a schedule its host code computes).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import sys
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+import numpy as np
 
 from ..errors import ConfigError, DriverGemmError
 from ..specfile.model import Argument, HostBuilder, KernelSpec
@@ -81,6 +87,27 @@ def _raised(exc: BaseException, path: Path) -> str:
     where = f" ({path.name}:{lines[-1].lineno})" if lines else ""
     text = str(exc)
     return f"{type(exc).__name__}{': ' + text if text else ''}{where}"
+
+
+def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray:
+    """The numbers `builder` returns for a buffer's ``fill: {builder: ...}`` given `values` (M, N, K and the params
+    by name), as a flat NumPy array; `BuilderFailed` where it raises or returns something that holds no numbers."""
+    function = load_builder(builder.path, builder.function)
+    try:
+        result = function(dict(values))
+    except (Exception, SystemExit) as exc:
+        raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
+                            hint=f"it is given {', '.join(values) or 'nothing'} (the names a launch expression "
+                                 "reads, by name)") from None
+    try:
+        array = np.asarray(result)
+    except (Exception, SystemExit) as exc:   # a sequence of mixed lengths, an object NumPy cannot read
+        raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, which NumPy cannot read as "
+                            f"numbers: {exc}") from None
+    if array.dtype.kind not in "biuf":
+        raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__} of {array.dtype} values, "
+                            "not numbers", hint="return a list or a NumPy array of the buffer's numbers")
+    return array.reshape(-1)
 
 
 def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | None) -> bytes:

@@ -113,8 +113,9 @@ def file_digests(spec: Spec, root: Path | None = None) -> tuple[dict, dict, dict
     scans: dict[tuple, list[str]] = {}    # a sweep's kernels share one source: scanned once
     for kernel in spec.kernels:
         path = kernel.binary or kernel.source
-        # the Python files that make a parameter's bytes run with the kernel: counted among its sources
-        builders = tuple(argument.builder.path for argument in kernel.signature if argument.builder is not None)
+        # the Python files that make a parameter's bytes or a buffer's numbers run with the kernel: counted among
+        # its sources
+        builders = kernel.builder_files
         key = (path, tuple(kernel.options), kernel.project, kernel.binary is not None, builders)
         if key not in scans:
             entries = []

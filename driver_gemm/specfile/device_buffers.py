@@ -23,10 +23,11 @@ from .fields import IDENTIFIER, Context, check_keys, check_number, parse_express
 from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
 from .model import Argument, BlockScales, DeviceBufferArgument
-from .project import project_root
+from .project import host_builder, project_root
 
 BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias")
 SCALES_KEYS = ("of", "block", "order", "ld")
+FILL_SOURCE_KEYS = ("file", "builder")   # fill: {file: NAME.npy} or {builder: FILE.py:FUNCTION}
 # What a buffer of drawn values (block scales, a bias) may hold: the floating types, in each of which they are exact.
 DRAWN_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
 # A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
@@ -93,10 +94,20 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
 
 def _file_fill(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
     """``fill: {file: tables/order-{M}x{N}.npy}``: the buffer holds a NumPy array the host computed (a tile order,
-    a schedule), read per shape by `planning.buffer_plans`. Only its name is checked here: which file a shape
-    reads is known only with the shape."""
+    a schedule), read per shape by `planning.buffer_plans`; or ``fill: {builder: order.py:hilbert}``: the numbers
+    a Python function returns for the shape and the params, the same table computed per case rather than saved.
+    Only the name is checked here: which file a shape reads, and what a builder returns, are known only with the
+    shape."""
     node, dotted = item["fill"], f"{item_path}.fill"
-    check_keys(context, node, ("file",), dotted)
+    check_keys(context, node, FILL_SOURCE_KEYS, dotted)
+    if len([key for key in FILL_SOURCE_KEYS if key in node]) != 1:
+        raise context.error("a fill mapping names one file or one builder: {file: NAME.npy} or {builder: "
+                            "FILE.py:FUNCTION}", item, "fill", dotted)
+    if "builder" in node:
+        builder = host_builder(context, node, "builder", f"{dotted}.builder",
+                               "fill: {builder: order.py:hilbert}, with def hilbert(values) -> numbers in order.py "
+                               "beside the spec (values: M, N, K and the params by name)")
+        return DeviceBufferArgument(element, size, "built", (), builder=builder)
     name = node.get("file")
     if not isinstance(name, str) or not name.strip() or not name.isprintable():
         raise context.error(f"fill: {{file: NAME}} names a .npy file, got {kind_name(name)}", node, "file",

@@ -126,7 +126,7 @@ class TensorMapArgument:
         return {key: value for key, value in lists.items() if value is not None}
 
 
-BUFFER_FILLS = ("zero", "iota", "values", "file", "scales", "bias")
+BUFFER_FILLS = ("zero", "iota", "values", "file", "built", "scales", "bias")
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,9 @@ class DeviceBufferArgument:
     name `file` may hold ``{M}``, ``{N}``, ``{K}`` and the params' names (a
     table the host computes per shape, such as a tile order), relative to
     `file_folder` and inside `file_root` (None: anywhere, with the user's
-    leave), ``scales``: a factor per block of A or B (`scales`), or ``bias``: a
+    leave), ``built``: the numbers `builder`, a Python function, returns for the
+    shape and the params (the same table, computed rather than saved),
+    ``scales``: a factor per block of A or B (`scales`), or ``bias``: a
     value per column (`bias` ``N``) or row (``M``) of C added to it. A
     `read_only` buffer (alpha or beta by pointer) is filled once per case;
     any other is reset before every sample too.
@@ -176,6 +178,7 @@ class DeviceBufferArgument:
     scales: BlockScales | None = None     # fill "scales": factors the case draws, which the reference applies
     # fill "bias": a value per column (N) or row (M) of C the case draws, which the reference adds to C
     bias: str | None = None
+    builder: "HostBuilder | None" = None   # fill "built": the function that computes the buffer's numbers
 
 
 @dataclass(frozen=True)
@@ -503,6 +506,15 @@ class KernelSpec:
         for index, argument in enumerate(self.signature):
             add(f"signature[{index}]", argument)
         return tuple(leaves)
+
+    @property
+    def builder_files(self) -> tuple[Path, ...]:
+        """The Python files whose functions make the kernel's inputs: its parameters' builders and its buffers'
+        (``fill: {builder: ...}``), each once, in signature order."""
+        paths = [argument.builder.path for argument in self.signature if argument.builder is not None]
+        paths += [argument.buffer.builder.path for _, argument in self.device_buffers()
+                  if argument.buffer is not None and argument.buffer.builder is not None]
+        return tuple(dict.fromkeys(paths))
 
     def device_buffers(self) -> tuple[tuple[str, Argument], ...]:
         """The (field path, argument) of every device buffer of the kernel's own (workspaces, scalars by

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..bundled import PACKAGE_DATA_DIR
-from .fields import Context, read_text
-from .limits import PROJECT_MARKERS
+from .fields import IDENTIFIER, Context, read_text
+from .kinds import kind_name
+from .limits import BUILDER_SUFFIXES, MAX_BUILDER_BYTES, PROJECT_MARKERS
+from .model import HostBuilder
 
 
 def project_root(folder: Path) -> Path:
@@ -74,3 +76,17 @@ def project_file(context: Context, node: dict, key: str, field_path: str, noun: 
         raise context.error(f"{noun} {found} is {size:,} bytes, more than the limit of {limit[0]:,} ({limit[1]})",
                             node, key, field_path)
     return found
+
+
+def host_builder(context: Context, node: dict, key: str, field_path: str, hint: str) -> HostBuilder:
+    """``FILE.py:FUNCTION`` at ``node[key]``: the Python function and its file (relative to the spec, inside its
+    project unless the user gave leave, as a kernel source is). `hint` shows the form where it is wrong."""
+    value = node[key]
+    text = value.strip() if isinstance(value, str) else ""
+    path, _, function = text.rpartition(":")
+    if not path or not IDENTIFIER.fullmatch(function):
+        raise context.error(f"{key} is FILE.py:FUNCTION, a Python function and its file, got {kind_name(value)}",
+                            node, key, field_path, hint=hint)
+    found = project_file(context, node, key, field_path, "builder file", BUILDER_SUFFIXES,
+                         (MAX_BUILDER_BYTES, "MAX_BUILDER_BYTES"), text=path)
+    return HostBuilder(found, function)

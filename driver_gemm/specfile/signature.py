@@ -20,9 +20,9 @@ from .fields import IDENTIFIER, Context, check_keys, parse_expression
 from .kinds import kind_name
 from .device_buffers import buffer_argument, check_constant_fits, scalar_pointer_argument
 from .launch_fields import tensor_map_argument
-from .limits import BUILDER_SUFFIXES, MAX_ARRAY_ELEMENTS, MAX_BUILDER_BYTES
+from .limits import MAX_ARRAY_ELEMENTS
 from .model import Argument, HostBuilder
-from .project import project_file
+from .project import host_builder
 
 ARGUMENT_TYPES = (*C_TYPES, "struct", "buffer")
 
@@ -205,21 +205,12 @@ def _host_builder(context: Context, item: dict, field_path: str, field: bool) ->
     """``builder: params.py:build``: the function ``build`` of ``params.py`` (relative to the spec, inside its
     project), which is given the struct's field values by name and returns the parameter's bytes. Only a
     parameter has one: a struct inside a struct is laid out with it."""
-    value = item["builder"]
     if field:
         raise context.error("a builder makes a whole parameter's bytes; a struct inside a struct is laid out by its "
                             "fields", item, "builder", field_path,
                             hint="put the builder on the outer struct: it is given every field's value by name")
-    text = value.strip() if isinstance(value, str) else ""
-    path, _, function = text.rpartition(":")
-    if not path or not IDENTIFIER.fullmatch(function):
-        raise context.error(f"builder is FILE.py:FUNCTION, a Python function and its file, got {kind_name(value)}",
-                            item, "builder", field_path,
-                            hint="builder: params.py:build, with def build(values) -> bytes in params.py beside "
-                                 "the spec")
-    found = project_file(context, item, "builder", field_path, "builder file", BUILDER_SUFFIXES,
-                         (MAX_BUILDER_BYTES, "MAX_BUILDER_BYTES"), text=path)
-    return HostBuilder(found, function)
+    return host_builder(context, item, "builder", field_path,
+                        "builder: params.py:build, with def build(values) -> bytes in params.py beside the spec")
 
 
 def _argument_at(context: Context, parent: list, index: int, item_path: str, scalars: dict[str, float],

@@ -106,9 +106,9 @@ def _builder_digests(kernel: KernelSpec) -> dict[str, list[str]]:
 
 
 def _fill_file_digests(buffers: Mapping | None) -> dict[str, str]:
-    """The SHA-256 of the values each buffer filled from a file holds, by buffer name."""
+    """The SHA-256 of the values each buffer filled from a file or by a builder holds, by buffer name."""
     return {name: hashlib.sha256(plan.data).hexdigest()
-            for name, plan in sorted((buffers or {}).items()) if plan.fill == "file"}
+            for name, plan in sorted((buffers or {}).items()) if plan.fill in ("file", "built")}
 
 
 class TuningCache:

@@ -142,12 +142,14 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
 
 
 def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) -> None:
-    """The files the signature names (a struct's builder, a buffer's fill file), in place, relative to the winners
-    spec's folder: each argument by name (names are unique across a signature), its structs' fields included."""
+    """The files the signature names (a struct's builder, a buffer's fill file or builder), in place, relative to the
+    winners spec's folder: each argument by name (names are unique across a signature), its structs' fields included."""
     builders = {argument.name: argument.builder for argument in kernel.signature if argument.builder is not None}
     fills = {argument.name: argument.buffer for _, argument in kernel.device_buffers()
              if argument.buffer is not None and argument.buffer.file is not None
              and argument.buffer.file_folder is not None}
+    built = {argument.name: argument.buffer.builder for _, argument in kernel.device_buffers()
+             if argument.buffer is not None and argument.buffer.builder is not None}
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -160,6 +162,9 @@ def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) 
             buffer = fills[name]
             # the name may hold {M}, {N}...: only the folder it is read from changes
             item["fill"] = {**fill, "file": os.path.relpath(Path(buffer.file_folder) / buffer.file, relative_to)}
+        if name in built and isinstance(fill, dict) and "builder" in fill:
+            item["fill"] = {**fill, "builder": f"{os.path.relpath(built[name].path, relative_to)}:"
+                                               f"{built[name].function}"}
         if isinstance(item.get("fields"), list):
             _rebase_signature_files(item["fields"], kernel, relative_to)
 
