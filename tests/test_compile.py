@@ -129,6 +129,23 @@ def test_cache_key_covers_included_headers(tmp_path, monkeypatch):
     assert not compile_source(source, ["k"]).from_cache
 
 
+def test_cache_key_covers_a_pre_included_header_and_what_it_includes(tmp_path, monkeypatch):
+    # A pre-included header is read before the source though no #include names it: its edits, and those of the
+    # headers it includes, are a new key, or the cache would hand back the kernel built with the old typedef.
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "types.h").write_text("typedef float real;\n")
+    (tmp_path / "prelude.h").write_text('#include "types.h"\n')
+    source = tmp_path / "k.cu"
+    source.write_text("__global__ void k(real* x) { x[0] = 1; }\n")
+    options = [f"--pre-include={tmp_path / 'prelude.h'}"]
+    first = compile_source(source, ["k"], extra_options=options, project=tmp_path)
+    assert not first.from_cache and first.symbol("k") == "_Z1kPf"
+    assert compile_source(source, ["k"], extra_options=options, project=tmp_path).from_cache
+    (tmp_path / "types.h").write_text("typedef double real;\n")
+    again = compile_source(source, ["k"], extra_options=options, project=tmp_path)
+    assert not again.from_cache and again.symbol("k") == "_Z1kPd"
+
+
 def test_corrupt_cache_entry_is_ignored_and_rewritten(tmp_path, monkeypatch):
     monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(tmp_path))
     good = compile_text(SOURCE, "f.cu", ["f"])

@@ -133,11 +133,35 @@ def test_a_misspelt_function_lists_the_kernels_its_headers_define(tmp_path):
     assert "the kernels the file defines (gemm, plain)" in message
 
 
-def test_a_spec_may_pre_include_the_toolkit_header_nvcc_includes_but_no_file_of_its_own(tmp_path):
+def test_a_spec_may_pre_include_the_toolkit_header_nvcc_includes_but_no_file_outside_its_project(tmp_path):
     text = MINIMAL_PRE.replace("OPTION", "--pre-include=cuda_device_runtime_api.h")
     assert load_spec(write(tmp_path, text)).kernels[0].options == ("--pre-include=cuda_device_runtime_api.h",)
+    for outside in ("/usr/include/stdio.h", "../../elsewhere.h"):
+        with pytest.raises(SpecError, match="names files to read; it needs the user's leave"):
+            load_spec(write(tmp_path, MINIMAL_PRE.replace("OPTION", f"--pre-include={outside}")))
+
+
+def test_a_fragment_gets_its_runners_prelude_pre_included_from_the_project_without_leave(tmp_path):
+    # A .cuh of kernels that relies on its runner's typedefs: the spec pre-includes the project's own header by
+    # its path relative to the spec, passed on absolute; a header outside the project still needs leave.
+    from driver_gemm.planning.spec_plan import plan_spec
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "prelude.h").write_text("typedef float real;\n")
+    (tmp_path / "frag.cuh").write_text("__global__ void k(const real* A, const real* B, real* C, int M, int N, "
+                                       "int K) { C[0] = A[0] + B[0]; }\n")
+    entry = ("shapes: [[64, 64, 64]]\nkernels:\n  - {name: k, source: frag.cuh, function: k, block: [64], "
+             "grid: [1], options: ['--pre-include=OPTION']}\n")
+    (tmp_path / "spec.yaml").write_text(entry.replace("OPTION", "include/prelude.h"))
+    kernel = load_spec(tmp_path / "spec.yaml").kernels[0]
+    assert kernel.options == (f"--pre-include={(tmp_path / 'include' / 'prelude.h').resolve()}",)
+    planned = plan_spec(tmp_path / "spec.yaml", "sm_90")
+    assert planned.ok and planned.compile_errors == [], planned.compile_errors
+    (tmp_path.parent / "outside.h").write_text("typedef float real;\n")
+    (tmp_path / "spec.yaml").write_text(entry.replace("OPTION", "../outside.h"))
     with pytest.raises(SpecError, match="names files to read; it needs the user's leave"):
-        load_spec(write(tmp_path, MINIMAL_PRE.replace("OPTION", "--pre-include=../kernels/04_coarsen_2d.cu")))
+        load_spec(tmp_path / "spec.yaml")
 
 
 # One kernel entry of the repository's v4, the spec's fields after it.

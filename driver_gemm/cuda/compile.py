@@ -297,7 +297,7 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     version = nvrtc_version()
     folders = ([include_dir] if include_dir else []) + include_folders(extra_options)
     found = scan_headers(source, display_path or name, folders, allow_outside=allow_outside_headers,
-                         project=project)
+                         project=project, pre_includes=pre_included_files(extra_options))
     key = cache.key_for(source=source, name=name, headers=found.texts, instances=instances,
                         options=_portable(options, include_dir) + headers.cache_tokens(), arch=arch,
                         nvrtc_version=version)
@@ -557,8 +557,20 @@ class HeaderScan:
 MAX_HEADERS = 4096   # local headers one source may reach
 
 
+def pre_included_files(options: Iterable[str]) -> list[Path]:
+    """The files ``--pre-include=FILE`` (or ``-include FILE``) names by an absolute path: the spec writes a
+    project's own header so, and a compile reads it before the source, so its text enters the cache key."""
+    found = []
+    for option in options:
+        match = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)", option.strip())
+        if match and Path(match.group(1).strip()).is_absolute():
+            found.append(Path(match.group(1).strip()))
+    return found
+
+
 def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
-                 allow_outside: bool = False, project: Path | None = None) -> HeaderScan:
+                 allow_outside: bool = False, project: Path | None = None,
+                 pre_includes: Iterable[Path] = ()) -> HeaderScan:
     """Every local header reachable from `source`, looked up as NVRTC does: ``#include "..."`` beside the
     including file and then in `folders`, ``#include <...>`` in `folders` (the first folder is the source's own,
     the others its ``-I`` ones; the toolkit's and the stand-ins' headers are keyed by version instead).
@@ -570,6 +582,7 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
     opened for reading); at most ``MAX_SOURCE_BYTES``. Every file of a given
     path is keyed once, by its path relative to the project (or to its ``-I``
     folder), so two headers of one name in two folders both enter the key.
+    `pre_includes` (absolute paths, `pre_included_files`) are read as headers the source includes first.
     """
     # not at the top: importing this module need not load the spec package and its YAML parser
     from ..specfile.project import project_root
@@ -620,6 +633,10 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
         return None
 
     pending: list[tuple[str, str, Path | None]] = [(source, source_name, own)]
+    for pre_include in pre_includes:   # read before the source, as the compiler reads them
+        first = visit(str(pre_include), True, f"{source_name}: --pre-include", None)
+        if first is not None:
+            pending.append(first)
     computed: list[_ComputedInclude] = []   # every #include MACRO, read once every literal include is
     while pending:
         while pending:

@@ -24,7 +24,7 @@ from typing import Iterable
 
 from . import bounded, cache
 from .compile import (Cubin, base_options, compile_hints, include_folders, load_cached, normalise_arch,
-                      option_tuple, read_source, refuse_nul, scan_headers, store_cached)
+                      option_tuple, pre_included_files, read_source, refuse_nul, scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .ptx_facts import KernelPtxFacts, ptx_facts
@@ -115,7 +115,8 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     refuse_nul(source, str(path))
     options = (f"-arch={arch}", "-O3", *base_options(extra_options), *extra_options)
     found = scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
-                         allow_outside=allow_outside_headers, project=project)
+                         allow_outside=allow_outside_headers, project=project,
+                         pre_includes=pre_included_files(extra_options))
     # "ptx-facts": an entry stored before nvcc's PTX was kept would come back without its facts.
     key = cache.key_for(source=source + probes, name=path.name, headers=found.texts, instances=instances,
                         options=("nvcc", "ptx-facts", *options), arch=arch, nvrtc_version=version)

@@ -77,6 +77,7 @@ LEAVE_OPTIONS = frozenset({
     "-l", "--library",
 })
 INCLUDE_OPTION = "--include-path="   # how an include folder is passed on, absolute, whatever the spec wrote
+PRE_INCLUDE_OPTION = "--pre-include="   # how a project's own pre-included header is passed on, absolute
 
 
 def parse_kernel(context: Context, node: Any, parent: list, index: int,
@@ -661,11 +662,13 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
     options = [_include_option(context, node, dotted, option) for option in options]
     for option in options:
         if option.startswith(PATH_OPTIONS) and not option.startswith(INCLUDE_OPTION) \
-                and not _toolkit_pre_include(option) and not context.allow_outside_sources:
+                and not _project_pre_include(context, option) and not _toolkit_pre_include(option) \
+                and not context.allow_outside_sources:
             raise context.error(f"option {option!r} names files to read; it needs the user's leave", node,
                                 "options", f"{dotted}.options",
-                                hint="headers beside the kernel source are found without it; or pass "
-                                     "--allow-outside-sources")
+                                hint="headers beside the kernel source are found without it, and a header of the "
+                                     "project pre-included by its path relative to the spec "
+                                     "(--pre-include=prelude.h); or pass --allow-outside-sources")
     precision = node.get("precision", "fp32")
     if precision not in PRECISIONS:
         raise context.error(f"precision is {' or '.join(PRECISIONS)}, got {kind_name(precision)}", node,
@@ -713,6 +716,15 @@ def _check_relocatable(context: Context, node: dict, dotted: str, option: str, n
 TOOLKIT_PRE_INCLUDES = frozenset({"cuda_device_runtime_api.h", "cuda_runtime.h", "cuda_runtime_api.h"})
 
 
+def _project_pre_include(context: Context, option: str) -> bool:
+    """Whether `option` pre-includes a file of the spec's project by its absolute path (as `_include_option`
+    writes a relative one that names such a file)."""
+    if not option.startswith(PRE_INCLUDE_OPTION):
+        return False
+    named = Path(option[len(PRE_INCLUDE_OPTION):])
+    return named.is_absolute() and named.is_file() and named.resolve().is_relative_to(project_root(context.base_dir))
+
+
 def _toolkit_pre_include(option: str) -> bool:
     """Whether `option` pre-includes one of `TOOLKIT_PRE_INCLUDES` by its bare name."""
     match = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S+)", option.strip())
@@ -733,8 +745,16 @@ def _joined_values(options: list[str]) -> list[str]:
 def _include_option(context: Context, node: dict, dotted: str, option: str) -> str:
     """``-I FOLDER`` / ``--include-path=FOLDER`` as ``--include-path=ABSOLUTE``: a relative folder is relative to
     the spec, like ``source:``, and may be given without leave while it stays inside the spec's project (an
-    absolute one, or one outside, needs --allow-outside-sources)."""
+    absolute one, or one outside, needs --allow-outside-sources). A header pre-included by a relative path that
+    names a file of the project (``--pre-include=prelude.h``, the typedefs a fragment's own runner gives it) is
+    ``--pre-include=ABSOLUTE`` likewise; any other pre-include is the compiler's to find, with leave."""
     text = option.strip()
+    pre = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)", text)
+    if pre is not None and not Path(pre.group(1).strip()).is_absolute():
+        found = (context.base_dir / pre.group(1).strip()).resolve()
+        inside = context.allow_outside_sources or found.is_relative_to(project_root(context.base_dir))
+        if found.is_file() and inside:
+            return f"{PRE_INCLUDE_OPTION}{found}"
     match = re.fullmatch(r"(?:-I|--include-path(?:=|\s))\s*(.+)", text)
     if not match:
         return text
