@@ -104,3 +104,22 @@ def test_paths_and_options_of_the_wrong_kind_are_named_by_the_function_that_take
 def test_values_no_caller_means_are_value_errors(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+def test_plan_case_names_each_argument_of_the_wrong_kind_and_plans_for_the_sm_count_it_is_given():
+    from driver_gemm.cuda.occupancy import arch_limits
+
+    spec = dg.load_spec(SPECS / "outside-args.yaml")
+    kernel = next(k for k in spec.kernels if k.name == "args-persistent")
+    limits, shape = arch_limits("sm_90"), Shape(4096, 4096, 4096)
+    for call, words in ((lambda: dg.plan_case(None, shape, limits), "plan_case: kernel is a kernel of load_spec"),
+                        (lambda: dg.plan_case(kernel, (64, 64, 64), limits), r"plan_case: shape is Shape\(M, N, K\), got tuple"),
+                        (lambda: dg.plan_case(kernel, shape, "sm_90"), "plan_case: limits is arch_limits"),
+                        (lambda: dg.plan_case(kernel, shape, limits, sm_count="132"), "sm_count is a whole number")):
+        with pytest.raises(WrongArgumentType, match=words):
+            call()
+    with pytest.raises(ValueError, match="plan_case: sm_count is 1 to 10,000, got -5"):
+        dg.plan_case(kernel, shape, limits, sm_count=-5)
+    # The persistent grid reads sm_count: a GPU of 2 SMs gets the blocks of 2, as plan --sms 2 gives.
+    assert dg.plan_case(kernel, shape, limits, sm_count=2).config.grid[0] < \
+        dg.plan_case(kernel, shape, limits).config.grid[0]

@@ -67,7 +67,8 @@ def test_a_runaway_macro_is_stopped_at_the_time_bound_naming_the_kernel_and_the_
         compile_text(DOUBLING, "runaway.cu", ["runaway"], "sm_90", use_cache=False)
     assert time.monotonic() - began < 30
     message = str(info.value)
-    assert message.startswith("runaway.cu (runaway): NVRTC was stopped after 3 s, the time a compile may take")
+    assert message.startswith("runaway.cu (runaway): the compile (NVRTC, then the reading of its log) was stopped "
+                              "after 3 s, the time a compile may take")
     assert bounded.TIMEOUT_VARIABLE in message
     assert not [pid for pid in children_of(os.getpid()) if alive(pid)]
 
@@ -99,6 +100,30 @@ def test_a_bound_that_is_no_number_names_its_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(UsageError, match=name):
         bounded.compile_bounds()
+
+
+@pytest.mark.parametrize("value", ["1", "10", "0.5", "255"])
+def test_a_memory_cap_too_small_for_the_compiles_own_process_is_refused_by_name(monkeypatch, value):
+    # Below it the child fails before NVRTC reads the source, in words that do not name the cap (Python's own
+    # SystemError, ptxas giving up): the bound is refused instead, saying what it must be. 0 is no cap.
+    monkeypatch.setenv(bounded.MEMORY_VARIABLE, value)
+    with pytest.raises(UsageError, match=f"must be at least {bounded.MIN_MEMORY_MB} MiB") as info:
+        bounded.compile_bounds()
+    assert info.value.field == bounded.MEMORY_VARIABLE
+    monkeypatch.setenv(bounded.MEMORY_VARIABLE, "0")
+    assert bounded.compile_bounds().memory_bytes is None
+
+
+@pytest.mark.parametrize("log, alone", [
+    ("ptxas fatal   : Ptx assembly aborted due to errors\n", True),
+    ("ptxas error   : Entry function 'k' uses too much shared data\nptxas fatal   : Ptx assembly aborted due to "
+     "errors\n", False),
+    ("k.cu(3): error: identifier \"x\" is undefined\n", False),
+])
+def test_ptxas_giving_up_with_no_error_of_its_own_is_read_as_memory_under_a_cap(log, alone):
+    from driver_gemm.cuda.compile import _ptxas_gave_up_alone
+
+    assert _ptxas_gave_up_alone(log) is alone
 
 
 def test_one_sigint_stops_a_compiling_plan_at_once_with_nothing_left(tmp_path):

@@ -77,6 +77,11 @@ def test_a_missing_file_a_file_that_is_no_array_and_a_name_with_no_value_are_nam
         file.truncate(60)   # the header, cut
     _, problems = buffer_plan(spec, Shape(128, 192, 64))
     assert "is no NumPy array saved with numpy.save" in str(problems[0])
+    header = b"{'descr': '<i4', 'shape': (16"   # a header cut inside its dictionary: NumPy's tokenizer gives up
+    (tmp_path / "tables" / "order-128x192.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little")
+                                                           + header)
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "is no NumPy array saved with numpy.save" in str(problems[0])
     spec = spec_with(tmp_path, "{file: 'tables/order-{TILE}.npy'}")
     _, problems = buffer_plan(spec, Shape(128, 192, 64))
     assert "{TILE} in tables/order-{TILE}.npy is neither M, N, K nor a param of the kernel" in str(problems[0])

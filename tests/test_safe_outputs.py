@@ -107,6 +107,51 @@ def test_run_refuses_an_input_as_its_json_before_any_work(tmp_path, capsys, targ
     assert _snapshot(tmp_path) == before
 
 
+def test_run_and_tune_refuse_any_file_the_kernels_read_as_an_output(tmp_path, capsys, recorded):
+    # Not only the spec and the source: a header the source includes, a builder's Python file and a buffer's fill
+    # file are read by every compile or case, and a results file written over one would destroy it.
+    import numpy as np
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "tile.cuh").write_text("#pragma once\n#define TILE 16\n")
+    (tmp_path / "kernels" / "k.cu").write_text('#include "tile.cuh"\n__global__ void k(const float* A, const float* B, '
+                                              "float* C, int M, int N, int K, const int* order) {}\n")
+    (tmp_path / "order.py").write_text("def f(values):\n    return [0]\n")
+    (tmp_path / "tables").mkdir()
+    np.save(tmp_path / "tables" / "t-64.npy", np.zeros(1, np.int32))
+    spec = tmp_path / "spec.yaml"
+    signature = "[A, B, C, M, N, K, {name: order, type: buffer, element: int32, size: 1, fill: FILL}]"
+    for fill, named, role in (("{builder: 'order.py:f'}", tmp_path / "kernels" / "tile.cuh",
+                               "a header kernel k includes"),
+                              ("{builder: 'order.py:f'}", tmp_path / "order.py", "a builder file of kernel k"),
+                              ("{file: 'tables/t-{M}.npy'}", tmp_path / "tables" / "t-64.npy",
+                               "a fill file of kernel k")):
+        spec.write_text("shapes: [[64, 64, 64]]\nkernels:\n  - {name: k, source: kernels/k.cu, function: k, "
+                        f"block: [64], grid: [1], signature: {signature.replace('FILL', fill)}}}\n")
+        before = _snapshot(tmp_path)
+        assert main(["run", str(spec), "--json", str(named)]) == EXIT_USAGE
+        assert f"{named}: --json: is {role} as well as --json" in capsys.readouterr().err
+        assert main(["tune", str(spec), "--from", str(recorded), "--out", str(named)]) == EXIT_USAGE
+        assert f"is {role} as well as --out" in capsys.readouterr().err
+        assert _snapshot(tmp_path) == before
+
+
+def test_the_librarys_winners_and_dispatch_specs_are_never_written_over_what_the_spec_reads(tmp_path):
+    from driver_gemm.specfile import load_spec
+    from driver_gemm.tune.winners import dispatch_spec, winners_spec
+
+    spec = load_spec(write(tmp_path, SWEEP.read_text()))
+    before = _snapshot(tmp_path)
+    for function in (winners_spec, dispatch_spec):
+        for target in (spec.path, spec.kernels[0].source):
+            with pytest.raises(UsageError, match="writing it would destroy what the command reads"):
+                function(spec, [], target)
+        with pytest.raises(ValueError, match="a .gz name is for a compressed file"):
+            function(spec, [], tmp_path / "w.yaml.gz")
+    assert _snapshot(tmp_path) == before
+
+
 def test_plot_refuses_a_results_file_as_its_picture(recorded, tmp_path, capsys):
     picture = tmp_path / "plot.png"
     picture.symlink_to(recorded)

@@ -295,13 +295,8 @@ def refuse_aliases(outputs, inputs=()) -> None:
 
 
 def spec_inputs(spec) -> list[tuple[str, Path]]:
-    """The files a spec makes a command read, as `refuse_aliases` takes them: the spec and its kernels' sources."""
-    inputs = {spec.path: "the spec"} if spec.path is not None else {}
-    for kernel in spec.kernels:       # a sweep's kernels share their source: each file once
-        for path in (kernel.source, kernel.binary):
-            if path is not None and path not in inputs:
-                inputs[path] = f"the source of kernel {kernel.name}"
-    return [(role, path) for path, role in inputs.items()]
+    """The files a spec makes a command read (`output_files.spec_inputs`), as `refuse_aliases` takes them."""
+    return output_files.spec_inputs(spec)
 
 
 def add_source_option(parser) -> None:

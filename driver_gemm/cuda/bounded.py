@@ -6,7 +6,8 @@ child leads its own process group, so a Ctrl-C at the terminal reaches only this
 groups of every compile still running (nvcc's gcc and cc1plus with it) before the interrupt goes on: one Ctrl-C
 stops a compile however long NVRTC would have taken. A SIGTERM while a compile runs ends it the same way. The
 bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s, 0 for no time limit, at most
-`MAX_TIMEOUT_S`) and ``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for no cap, at most `MAX_MEMORY_MB`).
+`MAX_TIMEOUT_S`) and ``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for no cap, at least `MIN_MEMORY_MB`
+and at most `MAX_MEMORY_MB`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ DEFAULT_MEMORY_MB = 16384
 # 64 PiB: the largest address space Linux gives a process (5-level page tables); a larger cap could never be
 # reached, and RLIMIT_AS cannot even hold one past 2**63 bytes.
 MAX_MEMORY_MB = 1 << 36
+# Below about this, the compile's child process fails before NVRTC reads the source (Python's own start, NVRTC's
+# library mapped, ptxas's working memory for the smallest kernel), each in words that do not name the cap.
+MIN_MEMORY_MB = 256
 # About 24.8 days: the wait for a compile ends in poll(2), whose timeout is a C int of milliseconds; a longer one
 # raises OverflowError. 0 is the way to ask for no limit at all.
 MAX_TIMEOUT_S = (2**31 - 1) // 1000
@@ -66,6 +70,10 @@ def compile_bounds() -> Bounds:
         raise UsageError(f"must be at most {MAX_TIMEOUT_S} s (about 24 days, the longest wait the operating system "
                          f"takes; 0 for no time limit), got {os.environ[TIMEOUT_VARIABLE].strip()!r}",
                          field=TIMEOUT_VARIABLE)
+    if 0 < values[MEMORY_VARIABLE] < MIN_MEMORY_MB:
+        raise UsageError(f"must be at least {MIN_MEMORY_MB} MiB (what the compile's own process and NVRTC need "
+                         f"before any source is read; 0 for no cap), got {os.environ[MEMORY_VARIABLE].strip()!r}",
+                         field=MEMORY_VARIABLE)
     if values[MEMORY_VARIABLE] > MAX_MEMORY_MB:
         raise UsageError(f"must be at most {MAX_MEMORY_MB} MiB (64 PiB, more than any process can address; 0 for no "
                          f"cap), got {os.environ[MEMORY_VARIABLE].strip()!r}", field=MEMORY_VARIABLE)

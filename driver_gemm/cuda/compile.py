@@ -32,7 +32,7 @@ from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import CompileError, ToolMissingError, WrongArgumentType, path_argument
+from ..errors import CompileError, DriverGemmError, ToolMissingError, WrongArgumentType, path_argument
 from ..kernel_names import is_mangled, split_overload
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
@@ -62,7 +62,23 @@ def _directive_text(text: str) -> str:
     return re.sub(r"\\[ \t]*\r?\n", "", text)
 
 
-_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_NEWLINE = re.compile("\n")
+
+
+def _block_comments(text: str):
+    """(start, end) of each ``/* ... */`` of `text`, as a non-greedy regular expression would find them, in one
+    pass: the expression retries every later ``/*`` against the rest of the text, which takes minutes on a
+    source with thousands of unclosed ones (in a line comment or a string)."""
+    position = 0
+    while True:
+        start = text.find("/*", position)
+        if start < 0:
+            return
+        end = text.find("*/", start + 2)
+        if end < 0:   # no later /* has a */ after it either
+            return
+        yield start, end + 2
+        position = end + 2
 
 
 def _includes(text: str, including: str):
@@ -73,18 +89,19 @@ def _includes(text: str, including: str):
     spliced = _directive_text(text)
     pieces, marks, kept, removed = [], [], 0, 0   # marks: (position in the reading, newlines taken out before it)
     last = 0
-    for comment in _BLOCK_COMMENT.finditer(spliced):
-        pieces.append(spliced[last:comment.start()] + " ")
-        kept += comment.start() - last + 1
-        removed += comment.group().count("\n")
+    for start, end in _block_comments(spliced):
+        pieces.append(spliced[last:start] + " ")
+        kept += start - last + 1
+        removed += spliced.count("\n", start, end)
         marks.append((kept, removed))
-        last = comment.end()
+        last = end
     pieces.append(spliced[last:])
     seen = set()
     for reading, shifts in ((spliced, []), ("".join(pieces), marks)):
+        newlines = [found.start() for found in _NEWLINE.finditer(reading)]   # a line by bisection, not a count
         for match in _INCLUDE.finditer(reading):
             before = bisect.bisect_right(shifts, (match.start(), float("inf"))) - 1
-            line = reading.count("\n", 0, match.start()) + 1 + (shifts[before][1] if before >= 0 else 0)
+            line = bisect.bisect_left(newlines, match.start()) + 1 + (shifts[before][1] if before >= 0 else 0)
             if (line, match.groups()) in seen:
                 continue
             seen.add((line, match.groups()))
@@ -411,7 +428,8 @@ def _compile_bounded(source, name, instances, arch, options, version, display_pa
         done = bounded.run_bounded(command, request, limits.seconds, env=env)
     except bounded.ChildStopped as exc:
         if exc.reason == "time":
-            raise CompileError(f"{what}: NVRTC was stopped after {limits.seconds:g} s, the time a compile may take "
+            raise CompileError(f"{what}: the compile (NVRTC, then the reading of its log) was stopped after "
+                               f"{limits.seconds:g} s, the time a compile may take "
                                f"(set {bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
         raise CompileError(f"{what}: the compile was stopped", options=tuple(options)) from None
     try:
@@ -422,7 +440,8 @@ def _compile_bounded(source, name, instances, arch, options, version, display_pa
     if outcome[0] == "ok":
         return outcome[1]
     memory = f"{limits.memory_bytes >> 20} MiB" if limits.memory_bytes else "the memory it had"
-    out_of_memory = outcome[0] == "error" and limits.memory_bytes and "error: out of memory" in outcome[2]
+    out_of_memory = outcome[0] == "error" and limits.memory_bytes and (
+        "error: out of memory" in outcome[2] or _ptxas_gave_up_alone(outcome[2]))
     if outcome[0] == "error" and not out_of_memory:
         raise CompileError(outcome[1], log=outcome[2], options=outcome[3])
     if out_of_memory or outcome[0] == "memory" or \
@@ -432,6 +451,16 @@ def _compile_bounded(source, name, instances, arch, options, version, display_pa
     tail = done.stderr.decode(errors="replace").strip()[-500:]
     raise CompileError(f"{what}: NVRTC's process ended with status {done.returncode} without a result"
                        + (f": {tail}" if tail else ""), options=tuple(options))
+
+
+def _ptxas_gave_up_alone(log: str) -> bool:
+    """Whether `log`'s one complaint is ptxas giving up (``ptxas fatal : Ptx assembly aborted due to errors``) with
+    no error of its own before it: what ptxas, run inside NVRTC under an address-space cap, says when the cap
+    leaves it no memory to work in."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("ptxas fatal")]
+    others = [line for line in lines if "error" in line.lower() and not line.startswith("ptxas fatal")]
+    return bool(fatal) and not others
 
 
 def compile_program(source, name, instances, arch, options, version, display_path, quotable=()) -> Cubin:
@@ -566,6 +595,19 @@ def pre_included_files(options: Iterable[str]) -> list[Path]:
         if match and Path(match.group(1).strip()).is_absolute():
             found.append(Path(match.group(1).strip()))
     return found
+
+
+def headers_read(path: Path, options: Iterable[str], project: Path | None) -> list[Path]:
+    """The local headers a compile of the source at `path` with `options` reads, pre-included ones too (the scan
+    that keys the compile cache); none where the source cannot be read or scanned (the compile reports why)."""
+    options = tuple(options)
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        found = scan_headers(text, str(path), [Path(path).resolve().parent, *include_folders(options)],
+                             allow_outside=True, project=project, pre_includes=pre_included_files(options))
+    except (OSError, DriverGemmError):
+        return []
+    return sorted(found.paths)
 
 
 def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
@@ -783,7 +825,11 @@ def format_compile_error(log: str, source: str, display_path: str, status: str, 
     return "\n".join(out)
 
 
-_KERNEL_NAME = re.compile(r"__global__\b[^;{(]*?\b([A-Za-z_]\w*)\s*\(")
+# What may stand between __global__ and a kernel's name (its return type, attributes, a namespace's qualifier), in
+# characters: a bound that keeps each search short, so that a file of many __global__ and no parenthesis after them
+# (a comment, a string) is read in one pass rather than once from each.
+DECLARATION_REACH = 512
+_KERNEL_NAME = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b([A-Za-z_]\w*)\s*\(")
 _LAUNCH_QUALIFIER = re.compile(r"\b__(?:launch_bounds|cluster_dims|maxnreg)__\s*\([^)]*\)")
 
 
@@ -833,11 +879,11 @@ def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
     none is a template: what a ``template <...>`` before the declaration, in the same statement, would make one.
     Empty where a declaration is a template, or none is written out (a macro may make it: nothing is known)."""
     found, template = [], False
-    pattern = re.compile(rf"__global__\b[^;{{(]*?\b{re.escape(name)}\s*\(")
+    pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
     for text in texts:
         text = _LAUNCH_QUALIFIER.sub(" ", text)
         for match in pattern.finditer(text):
-            before = text[:match.start()]
+            before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]   # a template <...> header
             statement = before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
             template = template or re.search(r"\btemplate\s*<", statement) is not None
         found.extend(_declarations(name, [text]))
@@ -847,7 +893,8 @@ def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
 def _declarations(name: str, texts: Iterable[str]) -> list[str]:
     """Up to three ``__global__`` declarations of `name` in `texts`, each as ``name(its parameters)`` on one line."""
     found = []
-    pattern = re.compile(rf"__global__\b[^;{{(]*?\b{re.escape(name)}\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+    pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\("
+                         r"([^()]*(?:\([^()]*\)[^()]*)*)\)")
     for text in texts:
         for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", text)):
             found.append(f"{name}({' '.join(match.group(1).split())})")

@@ -324,10 +324,15 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
             raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: it does not begin with the "
                            f".npy format's {_NPY_MAGIC!r} (a text or other file named .npy)")
         array = np.load(path, allow_pickle=False)
+    except _Refused:
+        raise
     except FileNotFoundError:
         raise _Refused(f"fill file {path} does not exist (for this shape, {name})") from None
-    except (OSError, ValueError, EOFError) as exc:   # not a .npy file, truncated, an object array
-        raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: {exc}") from None
+    # Not a .npy file, truncated, an object array, a header NumPy's parser cannot read (it raises what its Python
+    # tokenizer does, a TokenError or a SyntaxError): the user's file, so whatever it raises is said.
+    except Exception as exc:
+        raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: {type(exc).__name__}: "
+                       f"{exc}") from None
     if not isinstance(array, np.ndarray) or array.size != count:
         elements = array.size if isinstance(array, np.ndarray) else "no"
         raise _Refused(f"fill file {path} holds {elements} elements, but the buffer holds {count:,} (its size)")

@@ -19,7 +19,7 @@ from typing import Any
 from ..argtypes import C_TYPES, fits_float, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
-from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError
+from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig
@@ -130,11 +130,34 @@ def launch_env(kernel: KernelSpec, shape: Shape, limits: ArchLimits) -> dict[str
     return {**base_env(kernel, shape), SM_COUNT_NAME: limits.typical_sm_count}
 
 
+# Far above any GPU's SM count (a few hundred): a larger count is a slip, not a GPU to plan for.
+MAX_PLANNED_SMS = 10_000
+
+
 def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
               scalars: dict[str, float] | None = None, sm_count: int | None = None) -> CasePlan:
-    """Evaluate and check one kernel on one shape; problems are collected, not raised."""
+    """Evaluate and check one kernel on one shape; problems are collected, not raised.
+
+    `sm_count` plans for a GPU of that many SMs, as ``plan --sms`` does: the ``sm_count`` launch expressions read
+    (a persistent grid) and the waves. An argument of another type is a `WrongArgumentType`.
+    """
+    for name, value, kind, source in (("kernel", kernel, KernelSpec, "a kernel of load_spec(...).kernels"),
+                                      ("shape", shape, Shape, "Shape(M, N, K)"),
+                                      ("limits", limits, ArchLimits, "arch_limits('sm_90')")):
+        if not isinstance(value, kind):
+            raise WrongArgumentType(f"plan_case: {name} is {source}, got {type(value).__name__}")
+    if resources is not None and not isinstance(resources, KernelResources):
+        raise WrongArgumentType(f"plan_case: resources are a compiled kernel's KernelResources, got "
+                                f"{type(resources).__name__}")
+    if sm_count is not None:
+        if isinstance(sm_count, bool) or not isinstance(sm_count, int):
+            raise WrongArgumentType(f"plan_case: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
+        if not 1 <= sm_count <= MAX_PLANNED_SMS:   # no correct caller asks this: errors.py
+            raise ValueError(f"plan_case: sm_count is 1 to {MAX_PLANNED_SMS:,}, got {sm_count:,}")
+        limits = dataclasses.replace(limits, typical_sm_count=sm_count)
     plan = plan_launch(kernel, shape, limits, scalars)
     return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
+
 
 
 # The first error of a compile's message: "k.cu:8: error: identifier ... is undefined" (NVRTC's, nvcc's alike).

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..version import __version__
-from ..cuda.compile import include_folders, nvrtc_version, nvrtc_warning, scan_headers
+from ..cuda.compile import headers_read, nvrtc_version, nvrtc_warning
 from ..errors import DriverGemmError
 from ..results.provenance import Provenance
 from ..results.settings import RunSettings
@@ -91,18 +91,6 @@ def _shown(path: Path, root: Path | None) -> str:
     return str(resolved)
 
 
-def _headers_of(path: Path, options, project: Path | None) -> list[Path]:
-    """The local headers a compile of `path` with `options` reads (`cuda.compile.scan_headers`, the scan that
-    keys the compile cache); none where the source cannot be read or scanned (the compile reports why)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        found = scan_headers(text, str(path), [path.resolve().parent, *include_folders(options)],
-                             allow_outside=True, project=project)
-    except (OSError, DriverGemmError):
-        return []
-    return sorted(found.paths)
-
-
 def file_digests(spec: Spec, root: Path | None = None) -> tuple[dict, dict, dict]:
     """The SHA-256 of every kernel source (or prebuilt image) of `spec` and of its parameters' builder files, of
     every local header its compile reads, and one digest per kernel name over them all; files by path relative to
@@ -124,8 +112,8 @@ def file_digests(spec: Spec, root: Path | None = None) -> tuple[dict, dict, dict
                     shown = _shown(source, root)
                     sources[shown] = sources.get(shown) or file_sha256(source)
                     entries.append(f"{shown}:{sources[shown]}")
-                for header in ([] if kernel.binary is not None else _headers_of(path, kernel.options,
-                                                                                   kernel.project)):
+                for header in ([] if kernel.binary is not None else headers_read(path, kernel.options,
+                                                                                  kernel.project)):
                     named = _shown(header, root)
                     headers[named] = headers.get(named) or file_sha256(header)
                     entries.append(f"{named}:{headers[named]}")

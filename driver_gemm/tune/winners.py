@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import SpecError, WrongArgumentType, path_argument
-from ..output_files import write_file
+from ..output_files import refuse_aliases, spec_inputs, write_file
 from ..report.comparison import SAME, judge
 from ..results.read import ResultsFile, read_results
 from ..results.records import CaseResult, RunResult
@@ -89,6 +89,16 @@ def _spec_argument(function: str, spec) -> Spec:
         return load_spec(os.fspath(spec))
     raise WrongArgumentType(f"{function}: spec is a Spec (from load_spec or spec_from_dict) or the path of a spec "
                             f"file, got {type(spec).__name__}")
+
+
+def _output_argument(function: str, spec: Spec, path) -> Path:
+    """`path` as the spec file to write: never one of the files `spec` reads (`UsageError`, as the CLI's ``--out``
+    says it), and a plain YAML file, not a ``.gz`` name its readers would take for gzip data (`ValueError`)."""
+    path = Path(path_argument(function, "path", path))
+    if path.suffix.lower() == ".gz":
+        raise ValueError(f"{function}: {path}: a .gz name is for a compressed file; write the spec as plain YAML")
+    refuse_aliases([("path", path)], spec_inputs(spec))
+    return path
 
 
 def _picks_argument(function: str, picks) -> list[Pick]:
@@ -222,7 +232,7 @@ def winners_spec(spec: Spec | str | os.PathLike, picks: list[Pick], path: str | 
     """
     spec = _spec_argument("winners_spec", spec)
     picks = _picks_argument("winners_spec", picks)
-    path = Path(path_argument("winners_spec", "path", path))
+    path = _output_argument("winners_spec", spec, path)
     _check_picks_of("winners_spec", spec, picks)
     by_label = {k.label: k for k in spec.kernels}
     winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None))
@@ -259,7 +269,7 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     """
     spec = _spec_argument("dispatch_spec", spec)
     picks = _picks_argument("dispatch_spec", picks)
-    path = Path(path_argument("dispatch_spec", "path", path))
+    path = _output_argument("dispatch_spec", spec, path)
     _check_picks_of("dispatch_spec", spec, picks)
     tables = build_dispatch(picks)
     if not tables:
