@@ -12,7 +12,7 @@ CUDA statuses become `CudaError` in `driver_gemm.cuda.check`.
 from __future__ import annotations
 
 import os
-from typing import TypeVar
+from typing import TypeVar, cast
 
 PathT = TypeVar("PathT")   # what path_argument is given, returned as it is
 
@@ -63,6 +63,11 @@ def path_argument(function: str, name: str, value: PathT) -> PathT:
     """`value` where `function` takes the path of a file: a str or a path object, else `WrongArgumentType` saying
     so (rather than the TypeError pathlib would raise from inside)."""
     if isinstance(value, (str, os.PathLike)):
+        text = os.fspath(cast("str | os.PathLike[str]", value))   # as checked just above
+        if (isinstance(text, str) and "\x00" in text) or (isinstance(text, bytes) and b"\x00" in text):
+            # the operating system reads a path as a C string: it would stop there, and Python refuses it from
+            # inside with "embedded null byte", naming neither the function nor the argument
+            raise ValueError(f"{function}: {name} {text!r} holds a NUL character, which no file's path can")
         return value
     raise WrongArgumentType(f"{function}: {name} is a path (a str or a pathlib.Path), "
                             f"got {type(value).__name__}")

@@ -45,6 +45,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers",
                             f"{GPU_MARKER}: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
     _ordinal(config)    # a DRIVER_GEMM_DEVICE that names no GPU is said once, before any test, not in each setup
+    threshold = config.getoption("--driver-gemm-threshold")
+    if threshold and not config.getoption("--driver-gemm-baseline-results"):   # the CLI refuses it alike
+        raise pytest.UsageError("--driver-gemm-threshold: it widens the regression gate of "
+                                "--driver-gemm-baseline-results, which is not given: it would check nothing")
 
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
@@ -69,6 +73,8 @@ def gpu_missing_reason(config) -> str | None:
 def _ordinal(config) -> int:
     chosen = config.getoption("--driver-gemm-device")
     if chosen is not None:
+        if not 0 <= chosen < 1 << 31:   # as DRIVER_GEMM_DEVICE and the CLI's --device refuse it (a CUDA int)
+            raise pytest.UsageError(f"--driver-gemm-device: a GPU's ordinal is 0, 1, ... ; got {chosen}")
         return int(chosen)
     text = os.environ.get("DRIVER_GEMM_DEVICE", "").strip()
     if not text:

@@ -106,6 +106,17 @@ def test_values_no_caller_means_are_value_errors(call, words):
         call()
 
 
+@pytest.mark.parametrize("call, words", [
+    (lambda: dg.load_results("runs/a\x00.json"), r"load_results: path 'runs/a\\x00.json' holds a NUL character"),
+    (lambda: dg.compile_source("k\x00.cu", ["k"]), "compile_source: path 'k\\\\x00.cu' holds a NUL"),
+    (lambda: dg.spec_from_dict({"shapes": [[1, 1, 1]], "kernels": []}, base_dir="specs\x00"),
+     "spec_from_dict: base_dir 'specs\\\\x00' holds a NUL character"),
+])
+def test_a_nul_in_a_path_is_named_with_the_function_and_the_argument(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()
+
+
 def test_plan_case_names_each_argument_of_the_wrong_kind_and_plans_for_the_sm_count_it_is_given():
     from driver_gemm.cuda.occupancy import arch_limits
 

@@ -141,3 +141,18 @@ def test_results_without_cases_are_nothing_to_compare(tmp_path, capsys):
     RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.0])]).write_json(full)
     assert main(["compare", str(full), str(empty)]) == EXIT_USAGE
     assert capsys.readouterr().err == f"driver-gemm: {empty}: no cases in these results: nothing to compare\n"
+
+
+def test_runs_of_two_specs_with_no_case_in_common_say_nothing_was_compared(capsys):
+    # Cases match by kernel and shape whatever spec ran them: a seed run against a run of another spec compares
+    # nothing, and says so beside the spec each came from, rather than a bare tally of NEW and GONE.
+    from conftest import ROOT
+
+    seed = ROOT / "tests" / "data" / "results" / "seed-h200.json"
+    other = ROOT / "bench" / "results" / "nvidia-h200" / "fp32.json.gz"
+    assert main(["compare", str(seed), str(other)]) == EXIT_OK
+    err = "".join(capsys.readouterr())
+    assert "warning: the runs differ in spec: seed -> fast" in err
+    assert "no case of one run is a case of the other (each is NEW or GONE): nothing was compared" in err
+    assert main(["compare", str(seed), str(seed)]) == EXIT_OK
+    assert "nothing was compared" not in "".join(capsys.readouterr())

@@ -89,6 +89,19 @@ def test_a_device_variable_that_is_no_ordinal_is_a_usage_error_naming_it(inner, 
     result.stderr.fnmatch_lines(["*DRIVER_GEMM_DEVICE: a GPU's ordinal is a whole number of at least 0 in ASCII*"])
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--driver-gemm-device", "-1"], "*--driver-gemm-device: a GPU's ordinal is 0, 1, ... ; got -1*"),
+    (["--driver-gemm-device", "99999999999999999999"], "*--driver-gemm-device: a GPU's ordinal is 0, 1, ...*"),
+    (["--driver-gemm-threshold", "5"], "*--driver-gemm-threshold: it widens the regression gate of "
+                                       "--driver-gemm-baseline-results, which is not given*"),
+])
+def test_options_the_cli_refuses_are_usage_errors_in_the_plugin_too(inner, args, words):
+    inner.makepyfile("def test_plain():\n    pass\n")
+    result = inner.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([words])
+
+
 FOREIGN_CONFTEST = """
     import pytest
 

@@ -295,8 +295,11 @@ def refuse_aliases(outputs, inputs=()) -> None:
 
 
 def spec_inputs(spec) -> list[tuple[str, Path]]:
-    """The files a spec makes a command read (`output_files.spec_inputs`), as `refuse_aliases` takes them."""
-    return output_files.spec_inputs(spec)
+    """The files a spec makes a command read (`planning.spec_files.spec_inputs`), as `refuse_aliases` takes them."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..planning.spec_files import spec_inputs as inputs_of
+
+    return inputs_of(spec)
 
 
 def add_source_option(parser) -> None:

@@ -33,7 +33,7 @@ def add_parser(commands, **common) -> None:
 
 def execute(args, out: Output) -> int:
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
-    from ..report.comparison import compare_runs
+    from ..report.comparison import GONE, NEW, compare_runs
     from ..report.formats import comparison_csv, comparison_json, comparison_markdown
     from ..report.tables import print_comparison
     from ..results.provenance import provenance_differences
@@ -50,6 +50,10 @@ def execute(args, out: Output) -> int:
         runs = _at_equal_clock(runs, out)
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
     warnings, notes = provenance_differences(*((run.provenance, run.environment) for run in runs))
+    if runs[0].spec != runs[1].spec:   # cases match by kernel and shape whatever spec ran them: say so
+        warnings = [f"spec: {runs[0].spec} -> {runs[1].spec}", *warnings]
+    if all(comparison.verdict in (NEW, GONE) for comparison in comparisons):
+        notes = [*notes, "no case of one run is a case of the other (each is NEW or GONE): nothing was compared"]
     if out.format == "markdown":
         out.data(comparison_markdown(comparisons) + "".join(f"\n> {line}\n" for line in (
             *(f"warning: the runs differ in {text}" for text in warnings), *(f"note: {text}" for text in notes))))

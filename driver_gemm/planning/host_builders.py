@@ -103,7 +103,7 @@ def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray
         array = np.asarray(result)
     except (Exception, SystemExit) as exc:   # a sequence of mixed lengths, an object NumPy cannot read
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, which NumPy cannot read as "
-                            f"numbers: {exc}") from None
+                            f"numbers: {type(exc).__name__}{': ' + str(exc) if str(exc) else ''}") from None
     if array.dtype.kind not in "biuf":
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__} of {array.dtype} values, "
                             "not numbers", hint="return a list or a NumPy array of the buffer's numbers")

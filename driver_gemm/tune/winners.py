@@ -19,7 +19,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import SpecError, WrongArgumentType, path_argument
-from ..output_files import refuse_aliases, spec_inputs, write_file
+from ..output_files import refuse_aliases, write_file
+from ..planning.spec_files import spec_inputs
 from ..report.comparison import SAME, judge
 from ..results.read import ResultsFile, read_results
 from ..results.records import CaseResult, RunResult
