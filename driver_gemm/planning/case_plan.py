@@ -159,7 +159,6 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
     return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
 
 
-
 # The first error of a compile's message: "k.cu:8: error: identifier ... is undefined" (NVRTC's, nvcc's alike).
 _COMPILER_ERROR = re.compile(r":\s*(?:catastrophic |fatal )?error\s*:\s*(.+)")
 
