@@ -124,7 +124,8 @@ def test_plan_case_names_each_argument_of_the_wrong_kind_and_plans_for_the_sm_co
     kernel = next(k for k in spec.kernels if k.name == "args-persistent")
     limits, shape = arch_limits("sm_90"), Shape(4096, 4096, 4096)
     for call, words in ((lambda: dg.plan_case(None, shape, limits), "plan_case: kernel is a kernel of load_spec"),
-                        (lambda: dg.plan_case(kernel, (64, 64, 64), limits), r"plan_case: shape is Shape\(M, N, K\), got tuple"),
+                        (lambda: dg.plan_case(kernel, (64, 64, 64), limits),
+                         r"plan_case: shape is Shape\(M, N, K\), got tuple"),
                         (lambda: dg.plan_case(kernel, shape, "sm_90"), "plan_case: limits is arch_limits"),
                         (lambda: dg.plan_case(kernel, shape, limits, sm_count="132"), "sm_count is a whole number")):
         with pytest.raises(WrongArgumentType, match=words):

@@ -178,7 +178,7 @@ class DeviceBufferArgument:
     scales: BlockScales | None = None     # fill "scales": factors the case draws, which the reference applies
     # fill "bias": a value per column (N) or row (M) of C the case draws, which the reference adds to C
     bias: str | None = None
-    builder: "HostBuilder | None" = None   # fill "built": the function that computes the buffer's numbers
+    builder: HostBuilder | None = None   # fill "built": the function that computes the buffer's numbers
 
 
 @dataclass(frozen=True)
