@@ -161,6 +161,18 @@ def wide(values):
 
 def fails(values):
     raise KeyError("TILE")
+
+class Own(BaseException):
+    pass
+
+def own(values):
+    raise Own("the builder's own")
+
+def huge(values):
+    return [10**30] * 6
+
+def floats_with_nan(values):
+    return [0.5, float("nan"), 1, 2, 3, 4]
 '''
 
 
@@ -188,6 +200,8 @@ def test_a_builder_computes_each_shapes_table_from_the_shape_and_the_params(tmp_
     ("wide", "builder order.py:wide returned values from 1099511627776 to 1099511627776, beyond int32"),
     ("fails", "builder order.py:fails raised KeyError: 'TILE' (order.py:20)"),
     ("missing", "builder order.py:missing: order.py defines no function missing"),
+    ("own", "builder order.py:own raised Own: the builder's own"),
+    ("huge", "builder order.py:huge returned whole numbers beyond 64 bits"),
 ])
 def test_a_builder_that_returns_the_wrong_numbers_makes_the_case_invalid_at_its_field(tmp_path, function, message):
     plan, problems = built_plan(tmp_path, function)
@@ -216,3 +230,19 @@ def test_a_winners_spec_elsewhere_still_finds_the_builder_of_a_buffer(tmp_path):
     _rebase_signature_files(items, spec.kernels[0], tmp_path / "tuned")
     assert items[0]["fill"] == {"builder": "../order.py:reversed_tiles"}
     assert spec.kernels[0].builder_files == ((tmp_path / "order.py").resolve(),)
+
+
+def test_nan_and_infinity_are_refused_from_a_builder_or_a_file_as_in_the_spec(tmp_path):
+    # A fill written in the spec must be finite; a table computed or saved for a buffer of floats is held the same.
+    (tmp_path / "order.py").write_text(ORDER_BUILDER)
+    (tmp_path / "tables").mkdir()
+    np.save(tmp_path / "tables" / "inf.npy", np.array([0, 1, 2, 3, 4, np.inf], dtype=np.float32))
+    for fill, words in (("{builder: 'order.py:floats_with_nan'}",
+                         "builder order.py:floats_with_nan returned NaN or infinite values; a buffer's numbers are "
+                         "finite"),
+                        ("{file: tables/inf.npy}", "inf.npy holds NaN or infinite values")):
+        spec_with(tmp_path, fill)
+        path = tmp_path / "spec.yaml"
+        path.write_text(path.read_text().replace("element: int32", "element: float32"))
+        _, problems = buffer_plan(load_spec(path), Shape(128, 192, 64))
+        assert words in str(problems[0]), problems

@@ -125,7 +125,7 @@ def test_a_grid_numbering_fewer_blocks_than_tiles_is_invalid(tmp_path):
 
 @pytest.mark.parametrize("grid", ["[sm_count]", "['min(sm_count, ceil(M / BM) * ceil(N / BN))']", "[132]",
                                   "['2 * min(sm_count // 2, max_active_clusters)']",
-                                  "['min(264, ceil(M / BM) * ceil(N / BN))']", "['min(ceil(M / BM), 4)', 4]"])
+                                  "['min(100, ceil(M / BM) * ceil(N / BN))']", "['min(ceil(M / BM), 4)', 4]"])
 @pytest.mark.parametrize("tile", [None, "[BM, BN]"])
 def test_a_persistent_grid_is_noted_as_such_and_never_held_to_a_tile(tmp_path, grid, tile):
     plan = _plan(tmp_path, grid, tile)
@@ -134,7 +134,7 @@ def test_a_persistent_grid_is_noted_as_such_and_never_held_to_a_tile(tmp_path, g
     assert "declare tile" not in PERSISTENT_NOTE
 
 
-@pytest.mark.parametrize("grid, fixed", [("[132]", 132), ("['min(264, ceil(M / BM) * ceil(N / BN))']", 144),
+@pytest.mark.parametrize("grid, fixed", [("[132]", 132), ("['min(100, ceil(M / BM) * ceil(N / BN))']", 100),
                                          ("[sm_count]", None), ("['min(sm_count, ceil(M / BM) * ceil(N / BN))']", None),
                                          ("[1]", None)])
 def test_a_persistent_grid_of_a_fixed_count_is_told_how_to_follow_the_gpu(tmp_path, grid, fixed):
@@ -146,3 +146,12 @@ def test_a_persistent_grid_of_a_fixed_count_is_told_how_to_follow_the_gpu(tmp_pa
     else:
         assert notes == [f"the persistent grid's {fixed} blocks are a fixed count, not the GPU's: sm_count (its SMs) "
                          "or max_active_clusters in the grid makes it follow the GPU it runs on"]
+
+
+def test_a_min_cap_the_shape_does_not_reach_leaves_the_grid_held_to_covering_c(tmp_path):
+    # min(tiles, 100000) numbers tiles on every shape it is given (the cap is never below the tiles): it is held to
+    # covering C as the same grid without the min, so a grid that misses half of the columns is refused.
+    plan = _plan(tmp_path, "['min(ceil(N / (2 * BN)), 100000)', ceil(M / BM)]", "[BM, BN]")
+    assert [message[0] for message in _messages(plan)] == ["kernels[v4].grid[0]"], _messages(plan)
+    assert "would never be written" in _messages(plan)[0][1]
+    assert _plan(tmp_path, "['min(ceil(N / BN), 100000)', ceil(M / BM)]", "[BM, BN]").valid

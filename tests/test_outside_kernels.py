@@ -159,9 +159,15 @@ def test_a_fragment_gets_its_runners_prelude_pre_included_from_the_project_witho
     planned = plan_spec(tmp_path / "spec.yaml", "sm_90")
     assert planned.ok and planned.compile_errors == [], planned.compile_errors
     (tmp_path.parent / "outside.h").write_text("typedef float real;\n")
-    (tmp_path / "spec.yaml").write_text(entry.replace("OPTION", "../outside.h"))
-    with pytest.raises(SpecError, match="names files to read; it needs the user's leave"):
-        load_spec(tmp_path / "spec.yaml")
+    for written in ("../outside.h", str(tmp_path / "include" / "prelude.h")):   # outside, or absolute: leave
+        (tmp_path / "spec.yaml").write_text(entry.replace("OPTION", written))
+        with pytest.raises(SpecError, match="names files to read; it needs the user's leave"):
+            load_spec(tmp_path / "spec.yaml")
+    for written, words in (("include", "is a folder; a pre-include names a header"),
+                           ("include/missing.h", "no file")):
+        (tmp_path / "spec.yaml").write_text(entry.replace("OPTION", written))
+        with pytest.raises(SpecError, match=words):
+            load_spec(tmp_path / "spec.yaml")
 
 
 # One kernel entry of the repository's v4, the spec's fields after it.

@@ -51,7 +51,7 @@ def execute(args, out: Output) -> int:
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
     warnings, notes = provenance_differences(*((run.provenance, run.environment) for run in runs))
     if runs[0].spec != runs[1].spec:   # cases match by kernel and shape whatever spec ran them: say so
-        warnings = [f"spec: {runs[0].spec} -> {runs[1].spec}", *warnings]
+        warnings = [printable(f"spec: {runs[0].spec} -> {runs[1].spec}"), *warnings]   # the files' own text
     if all(comparison.verdict in (NEW, GONE) for comparison in comparisons):
         notes = [*notes, "no case of one run is a case of the other (each is NEW or GONE): nothing was compared"]
     if out.format == "markdown":

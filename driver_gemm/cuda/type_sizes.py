@@ -21,9 +21,15 @@ PROBE_VARIABLE = "driver_gemm_sizeof_{}"
 
 
 def probe_declarations(types: Iterable[str]) -> str:
-    """The appended declarations: one ``__device__ const unsigned long long`` holding each type's size."""
-    return "".join(f"__device__ const unsigned long long {PROBE_VARIABLE.format(index)} = sizeof({text});\n"
-                   for index, text in enumerate(types))
+    """The appended declarations: one ``__device__ const unsigned long long`` holding each type's size, its value
+    `sizeof` of the type as a template's type argument, so that an expression (``sizeof(THREADS)`` of a macro for
+    256, which C++ sizes as an int, 4) fails to compile where a type is expected instead of giving a size."""
+    return "".join(f"__device__ const unsigned long long {PROBE_VARIABLE.format(index)} = "
+                   f"sizeof(driver_gemm_type_of<{text}>::type);\n" for index, text in enumerate(types))
+
+
+# The template every probe sizes its type through (`probe_declarations`): only a type is a type argument.
+PROBE_TEMPLATE = "template <typename T> struct driver_gemm_type_of { typedef T type; };\n"
 
 
 def type_sizes(path: str | Path, types: Iterable[str], arch: str, options: Iterable[str] = (), *,
@@ -38,7 +44,8 @@ def type_sizes(path: str | Path, types: Iterable[str], arch: str, options: Itera
     """
     path = Path(path)
     types = list(dict.fromkeys(types))
-    built = _build(path, probe_declarations(types), arch, options, compiler, allow_outside_headers, project)
+    built = _build(path, PROBE_TEMPLATE + probe_declarations(types), arch, options, compiler, allow_outside_headers,
+                   project)
     names = [PROBE_VARIABLE.format(index) for index in range(len(types))]
     found = initialised_words(built.image, names, str(path))
     return {text: found[name] for text, name in zip(types, names) if name in found}

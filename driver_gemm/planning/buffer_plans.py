@@ -363,8 +363,9 @@ def _as_element(array: np.ndarray, element: str, what: str) -> bytes:
         if array.size and not (ctype.fits(int(array.min())) and ctype.fits(int(array.max()))):
             raise _Refused(f"{what} values from {array.min()} to {array.max()}, beyond {element}")
         return np.ascontiguousarray(array, dtype=NUMPY_ELEMENTS[element]).tobytes()
-    finite = array[np.isfinite(array)] if array.dtype.kind == "f" else array
-    if finite.size and not all(fits_float(element, float(v)) for v in (finite.min(), finite.max())):
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):   # as a fill written in the spec must be
+        raise _Refused(f"{what} NaN or infinite values; a buffer's numbers are finite")
+    if array.size and not all(fits_float(element, float(v)) for v in (array.min(), array.max())):
         raise _Refused(f"{what} values beyond the range of {element}")
     if element == "bfloat16":
         return _bfloat16_words(array).tobytes()

@@ -258,7 +258,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         # A shape the kernel's own require: excludes is not held to the grid's coverage as well: a hint to cover
         # it would point at a launch the kernel was not written for (a kernel with no bounds checks).
         covering = problem if len(problems) == refused else (lambda *_, **__: None)
-        persistent = is_persistent(kernel.grid)
+        persistent = is_persistent(kernel.grid, env)
         tile = _check_tile(kernel, env, shape, config, covering, persistent)
         if persistent:
             notes.append(PERSISTENT_NOTE)

@@ -6,8 +6,8 @@ grid covers C when its extent times X reaches N (M). Any other grid says nothing
 notes that coverage is unchecked and how to declare ``tile:``.
 
 A persistent grid (one that reads ``sm_count`` or ``max_active_clusters``, or neither M nor N, or caps an extent
-with ``min`` of a count that reads neither, as ``min(264, ceil(M / 64) * ceil(N / 64))``) launches as many blocks as
-fit, each looping over tiles of its own choosing: no grid extent says what is covered, so nothing is checked before
+with ``min`` of a count that reads neither, as ``min(264, ceil(M / 64) * ceil(N / 64))``, on a shape whose tiles
+outnumber the cap) launches as many blocks as fit, each looping over tiles of its own choosing: no grid extent says what is covered, so nothing is checked before
 the launch, a declared tile included; the run's check of every element of C is what holds it.
 """
 
@@ -46,18 +46,35 @@ def _names_of(node: ast.AST) -> set[str]:
 _DEVICE_NAMES = frozenset({"sm_count", "max_active_clusters"})
 
 
-def is_persistent(grid: Sequence[expr.Expression]) -> bool:
-    """Whether `grid` launches blocks by the GPU's size (or a constant count) rather than by C's tiles."""
+def is_persistent(grid: Sequence[expr.Expression], env: dict | None = None) -> bool:
+    """Whether `grid` launches blocks by the GPU's size (or a constant count) rather than by C's tiles: where it
+    reads the GPU's size or neither M nor N, or, on the shape of `env` (any shape without one), caps an extent with
+    a count below the tiles it would number."""
     names = frozenset().union(*(extent.names for extent in grid))
-    return bool(names & _DEVICE_NAMES) or not names & {"M", "N"} or any(map(_capped_by_count, grid))
+    return bool(names & _DEVICE_NAMES) or not names & {"M", "N"} or any(_capped_by_count(extent, env)
+                                                                         for extent in grid)
 
 
-def _capped_by_count(extent: expr.Expression) -> bool:
+def _capped_by_count(extent: expr.Expression, env: dict | None) -> bool:
     """Whether `extent` is ``min(...)`` of something that reads neither M nor N (a block count: the author's SMs
-    times blocks per SM, or a launch limit), so that past it each block takes several tiles."""
+    times blocks per SM, or a launch limit) that, on the shape of `env`, is below what the rest of the min
+    (C's tiles) counts, so that each block takes several tiles. A cap the shape does not reach leaves a grid that
+    numbers tiles, held to covering C as any other."""
     node = extent.tree
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"
-            and any(not _names_of(argument) & {"M", "N"} for argument in node.args))
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"):
+        return False
+    caps = [argument for argument in node.args if not _names_of(argument) & {"M", "N"}]
+    tiles = [argument for argument in node.args if _names_of(argument) & {"M", "N"}]
+    if not caps:
+        return False
+    if env is None or not tiles:
+        return True
+    try:
+        cap = min(expr.parse(ast.unparse(argument)).evaluate_int(env) for argument in caps)
+        counted = min(expr.parse(ast.unparse(argument)).evaluate_int(env) for argument in tiles)
+    except expr.ExpressionError:   # the extent itself is reported where it is evaluated
+        return True
+    return cap < counted
 
 
 def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int) -> str | None:

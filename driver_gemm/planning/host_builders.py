@@ -41,6 +41,14 @@ STAND_IN_STRIDE = 1 << 32
 TENSOR_MAP_BYTES = 128
 
 
+def _interrupt_goes_on(exc: BaseException) -> None:
+    """Raise `exc` again where it is an interrupt (Ctrl-C stops the command as it would anywhere); anything else a
+    builder raises, the user's code, is said as its failure (a BaseException of its own, SystemExit and
+    GeneratorExit included), never a traceback."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+
+
 class BuilderFailed(DriverGemmError):
     """What went wrong with a builder, in words that name it (its file and function), and what would help."""
 
@@ -64,8 +72,9 @@ def load_builder(path: Path, function: str) -> Callable[[dict], Any]:
     sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:   # the user's module: whatever it raises is said, never a traceback
+    except BaseException as exc:   # the user's module: whatever it raises is said, never a traceback
         sys.modules.pop(name, None)
+        _interrupt_goes_on(exc)
         raise BuilderFailed(f"builder file {path} did not load: {_raised(exc, path)}") from None
     finally:
         if folder in sys.path:
@@ -95,15 +104,20 @@ def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray
     function = load_builder(builder.path, builder.function)
     try:
         result = function(dict(values))
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
+        _interrupt_goes_on(exc)
         raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
                             hint=f"it is given {', '.join(values) or 'nothing'} (the names a launch expression "
                                  "reads, by name)") from None
     try:
         array = np.asarray(result)
-    except (Exception, SystemExit) as exc:   # a sequence of mixed lengths, an object NumPy cannot read
+    except BaseException as exc:   # a sequence of mixed lengths, an object NumPy cannot read
+        _interrupt_goes_on(exc)
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, which NumPy cannot read as "
                             f"numbers: {type(exc).__name__}{': ' + str(exc) if str(exc) else ''}") from None
+    if array.dtype.kind == "O" and array.size and all(isinstance(value, int) for value in array.reshape(-1)[:64]):
+        raise BuilderFailed(f"builder {builder.text} returned whole numbers beyond 64 bits (no buffer element "
+                            "holds them)")
     if array.dtype.kind not in "biuf":
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__} of {array.dtype} values, "
                             "not numbers", hint="return a list or a NumPy array of the buffer's numbers")
@@ -116,7 +130,8 @@ def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | Non
     function = load_builder(builder.path, builder.function)
     try:
         result = function(dict(values))
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
+        _interrupt_goes_on(exc)
         given = ", ".join(values) or "nothing"
         raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
                             hint=f"it is given {given} (the struct's fields, by name)") from None

@@ -526,7 +526,16 @@ def _launch_expression(context: Context, parent, key, written: Any, dotted: str,
     """One launch extent or shared_bytes: an expression, whose ``sizeof(TYPE)``s are read as names that the
     kernel's compiler gives values (`sizeofs` gathers them), shown as written."""
     text = _sizeof_names(context, parent, key, written, dotted, sizeofs)
-    expression = parse_expression(context, parent, key, text, dotted, whole=True)
+    try:
+        expression = parse_expression(context, parent, key, text, dotted, whole=True)
+    except SpecError as exc:
+        if text is written:
+            raise
+        # Each sizeof(...) was read as a name padded to its own length, so columns are the written text's: the
+        # message quotes that text, not the names
+        raise SpecError(exc.message.replace(repr(text), repr(written)).replace(repr(text.strip()),
+                                                                               repr(written.strip())),
+                        where=exc.where, field=exc.field, hint=exc.hint) from None
     if text is not written:
         expression = dataclasses.replace(expression, source=written.strip())   # shown as written, sizeof and all
     return expression
@@ -581,7 +590,7 @@ def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeof
         if name is None:
             name = SIZEOF_NAME.format(len(sizeofs))
             sizeofs[name] = type_text
-        parts.extend((value[position:match.start()], name))
+        parts.extend((value[position:match.start()], name.ljust(end - match.start())))   # a column stays a column
         position = end
     parts.append(value[position:])
     return "".join(parts)
@@ -659,11 +668,14 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
             raise context.error(f"option {option!r} runs a program or reads or writes files of its choosing; it "
                                 "needs the user's leave", node, "options", f"{dotted}.options",
                                 hint="pass --allow-outside-sources (allow_outside_sources=True) to allow it")
+    written = [option.strip() for option in options]
     options = [_include_option(context, node, dotted, option) for option in options]
+    # the project's own headers a relative pre-include named, which _include_option found and wrote absolute
+    vetted = {option for option, was in zip(options, written)
+              if option.startswith(PRE_INCLUDE_OPTION) and option != was}
     for option in options:
-        if option.startswith(PATH_OPTIONS) and not option.startswith(INCLUDE_OPTION) \
-                and not _project_pre_include(context, option) and not _toolkit_pre_include(option) \
-                and not context.allow_outside_sources:
+        if option.startswith(PATH_OPTIONS) and not option.startswith(INCLUDE_OPTION) and option not in vetted \
+                and not _toolkit_pre_include(option) and not context.allow_outside_sources:
             raise context.error(f"option {option!r} names files to read; it needs the user's leave", node,
                                 "options", f"{dotted}.options",
                                 hint="headers beside the kernel source are found without it, and a header of the "
@@ -716,15 +728,6 @@ def _check_relocatable(context: Context, node: dict, dotted: str, option: str, n
 TOOLKIT_PRE_INCLUDES = frozenset({"cuda_device_runtime_api.h", "cuda_runtime.h", "cuda_runtime_api.h"})
 
 
-def _project_pre_include(context: Context, option: str) -> bool:
-    """Whether `option` pre-includes a file of the spec's project by its absolute path (as `_include_option`
-    writes a relative one that names such a file)."""
-    if not option.startswith(PRE_INCLUDE_OPTION):
-        return False
-    named = Path(option[len(PRE_INCLUDE_OPTION):])
-    return named.is_absolute() and named.is_file() and named.resolve().is_relative_to(project_root(context.base_dir))
-
-
 def _toolkit_pre_include(option: str) -> bool:
     """Whether `option` pre-includes one of `TOOLKIT_PRE_INCLUDES` by its bare name."""
     match = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S+)", option.strip())
@@ -751,10 +754,18 @@ def _include_option(context: Context, node: dict, dotted: str, option: str) -> s
     text = option.strip()
     pre = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)", text)
     if pre is not None and not Path(pre.group(1).strip()).is_absolute():
-        found = (context.base_dir / pre.group(1).strip()).resolve()
+        named = pre.group(1).strip()
+        found = (context.base_dir / named).resolve()
         inside = context.allow_outside_sources or found.is_relative_to(project_root(context.base_dir))
         if found.is_file() and inside:
             return f"{PRE_INCLUDE_OPTION}{found}"
+        if inside and found.is_dir():
+            raise context.error(f"option {option!r}: {found} is a folder; a pre-include names a header", node,
+                                "options", f"{dotted}.options")
+        if inside and ("/" in named or named.startswith(".")) and not found.exists():
+            # a path, not a bare name the compiler's search path may hold (cuda_fp16.h)
+            raise context.error(f"option {option!r}: no file {found} (a pre-included header's path is relative to "
+                                "the spec)", node, "options", f"{dotted}.options")
     match = re.fullmatch(r"(?:-I|--include-path(?:=|\s))\s*(.+)", text)
     if not match:
         return text

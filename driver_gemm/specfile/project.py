@@ -31,7 +31,7 @@ def _outside_hint(root: Path) -> str:
     """What lets a file outside `root` in: a project marker where none was found, or the flag."""
     flag = "pass --allow-outside-sources (allow_outside_sources=True)"
     if root.resolve() == PACKAGE_DATA_DIR.resolve() or any((root / marker).exists() for marker in PROJECT_MARKERS):
-        return f"keep kernels inside {root}, or {flag}"
+        return f"keep the spec's files inside {root}, or {flag}"
     markers = " or ".join(f"`{marker}`" for marker in PROJECT_MARKERS[:2])
     return (f"no folder above the spec holds a {markers} (which mark a project's root), so the project is the "
             f"spec's own folder: put a pyproject.toml (or make a git repository) in the folder that holds both the "
@@ -51,7 +51,8 @@ def project_file(context: Context, node: dict, key: str, field_path: str, noun: 
     written = Path(text)
     shown = text if len(text) <= 160 else f"{text[:120]}... ({len(text):,} characters)"   # a message stays readable
     if written.is_absolute() and not context.allow_outside_sources:
-        raise context.error(f"an absolute source path ({shown}) needs the user's leave", node, key, field_path,
+        what = "source" if noun == "kernel source" else noun   # "an absolute source path", "... builder file path"
+        raise context.error(f"an absolute {what} path ({shown}) needs the user's leave", node, key, field_path,
                             hint="write it relative to the spec, or pass --allow-outside-sources "
                                  "(allow_outside_sources=True)")
     try:   # a symbolic link loop, a name too long, a folder that may not be searched: said at the field
