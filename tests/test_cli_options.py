@@ -18,7 +18,7 @@ from driver_gemm.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 from driver_gemm.cuda import bounded, cache
 from driver_gemm.cuda.compile import compile_text
 from driver_gemm.cuda.compile_child import out_of_memory
-from driver_gemm.errors import CompileError, DriverGemmError, NoGpuError, UsageError
+from driver_gemm.errors import CompileError, DriverGemmError, NoGpuError, SpecError, UsageError
 
 from conftest import ROOT, SPECS
 from test_malformed_options import refused
@@ -232,3 +232,21 @@ def test_an_interpreter_that_cannot_run_fails_the_compile_naming_the_child(tmp_p
         compile_text(SMALL_KERNEL, "small.cu", ["small"], "sm_90", use_cache=False)
     assert str(info.value) == (f"could not start {interpreter} -m driver_gemm.cuda.compile_child: "
                                "Permission denied")
+
+
+@pytest.mark.parametrize("command", [["plan", ""], ["run", "seed", "  "], ["tune", ""]])
+def test_an_empty_spec_argument_is_refused_by_name_not_read_as_the_current_folder(command, capsys):
+    # Path("") is ".", which the spec reader would call a folder that is no spec.
+    with pytest.raises(SystemExit) as info:
+        main(command)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument SPEC: the spec argument is empty: name a spec file or a shipped spec" in err
+    assert "a folder" not in err
+
+
+def test_the_library_refuses_an_empty_spec_name_too():
+    from driver_gemm.specfile.shipped import resolve_spec
+
+    with pytest.raises(SpecError, match="the spec argument is empty: name a spec file or a shipped spec"):
+        resolve_spec("  ")

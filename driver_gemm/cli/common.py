@@ -309,6 +309,15 @@ def add_source_option(parser) -> None:
                              "(its folder tree up to the nearest .git or pyproject.toml)")
 
 
+def spec_argument(text: str) -> Path:
+    """A SPEC argument as a path; an empty one is refused by name (as a path it would be ".", the current
+    folder, and be reported as a folder that is no spec)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the spec argument is empty: name a spec file or a shipped spec "
+                                         "(driver-gemm specs lists them)")
+    return Path(text)
+
+
 SPEC_HELP = ("a spec file, or the name of a shipped spec (fast, or fast.yaml; `driver-gemm specs` lists them); "
              "a file of that name here wins")
 

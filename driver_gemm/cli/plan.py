@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..errors import ToolMissingError, UsageError
 from .common import (SPEC_HELP, Output, add_format_options, add_source_option, check_arch_option, env_device,
-                     load_specs, whole_number)
+                     load_specs, spec_argument, whole_number)
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
     plan = commands.add_parser("plan", help="show and check the launch of every case; needs no GPU", **common)
-    plan.add_argument("specs", nargs="*", type=Path, metavar="SPEC", help=f"{SPEC_HELP} (default: the seed spec)")
+    plan.add_argument("specs", nargs="*", type=spec_argument, metavar="SPEC", help=f"{SPEC_HELP} (default: the seed spec)")
     add_source_option(plan)
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
     plan.add_argument("--kernel", "-k", action="append", default=[], help="plan only this kernel (repeatable)")

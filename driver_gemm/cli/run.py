@@ -18,7 +18,7 @@ from ..output_files import output_path
 from .common import (MAX_THRESHOLD_PCT, Output, add_format_options, add_source_option, check_ordinal,
                      check_output_file, SPEC_HELP, check_output_folder, decimal_number, default_json, env_device,
                      load_specs,
-                     read_whole_number, refuse_aliases, spec_inputs)
+                     read_whole_number, refuse_aliases, spec_argument, spec_inputs)
 from .common import read_results_files
 from ..measure.vendor_choice import BaselineChoice
 from ..session.options import RunOptions
@@ -30,7 +30,7 @@ SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 def add_parser(commands, **common) -> None:
     run = commands.add_parser("run", help="run specs on a GPU: verify and time every kernel against cuBLAS",
                               **common)
-    run.add_argument("specs", nargs="*", type=Path, metavar="SPEC", help=f"{SPEC_HELP} (default: the seed spec)")
+    run.add_argument("specs", nargs="*", type=spec_argument, metavar="SPEC", help=f"{SPEC_HELP} (default: the seed spec)")
     add_source_option(run)
     run.add_argument("--device", metavar="N|N,M|all",
                      help="the GPU to run on (default $DRIVER_GEMM_DEVICE, or 0); several ('0,1') or 'all' spread "

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.markup import escape
 
 from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
-                     SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_inputs, whole_number)
+                     SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_argument, spec_inputs,
+                     whole_number)
 from ..errors import DriverGemmError, NoGpuError, UsageError
 from ..status import Status
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -19,7 +20,7 @@ STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
 def add_parser(commands, **common) -> None:
     tune = commands.add_parser("tune", help="search a sweep (params given as lists) for each kernel's best "
                                             "configuration per shape; write a spec of the winners", **common)
-    tune.add_argument("spec", type=Path, metavar="SPEC", help=f"a spec whose kernels sweep their params: {SPEC_HELP}")
+    tune.add_argument("spec", type=spec_argument, metavar="SPEC", help=f"a spec whose kernels sweep their params: {SPEC_HELP}")
     add_source_option(tune)
     tune.add_argument("--device", type=whole_number, default=None,
                       help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")

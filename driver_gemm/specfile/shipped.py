@@ -34,6 +34,10 @@ def resolve_spec(path: str | Path) -> Path:
     A bare name (no folder in it) that is neither is refused with the shipped
     specs listed; any other path is left for the loader to report as missing.
     """
+    if not str(path).strip():   # Path("") is ".", the current folder: say what was given instead
+        names = ", ".join(spec.stem for spec in bundled.shipped_specs()) or "none (the install lacks its data)"
+        raise SpecError(f"the spec argument is empty: name a spec file or a shipped spec ({names})",
+                        hint="driver-gemm specs describes them")
     path = Path(path)
     try:
         if path.exists():
