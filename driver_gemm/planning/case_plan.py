@@ -131,7 +131,7 @@ def launch_env(kernel: KernelSpec, shape: Shape, limits: ArchLimits) -> dict[str
 
 
 # Far above any GPU's SM count (a few hundred): a larger count is a slip, not a GPU to plan for.
-MAX_PLANNED_SMS = 10_000
+MAX_SM_COUNT = 10_000
 
 
 def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
@@ -152,8 +152,8 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
     if sm_count is not None:
         if isinstance(sm_count, bool) or not isinstance(sm_count, int):
             raise WrongArgumentType(f"plan_case: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
-        if not 1 <= sm_count <= MAX_PLANNED_SMS:   # no correct caller asks this: errors.py
-            raise ValueError(f"plan_case: sm_count is 1 to {MAX_PLANNED_SMS:,}, got {sm_count:,}")
+        if not 1 <= sm_count <= MAX_SM_COUNT:   # no correct caller asks this: errors.py
+            raise ValueError(f"plan_case: sm_count is 1 to {MAX_SM_COUNT:,}, got {sm_count:,}")
         limits = dataclasses.replace(limits, typical_sm_count=sm_count)
     plan = plan_launch(kernel, shape, limits, scalars)
     return with_resources(plan, resources, limits, sm_count) if resources is not None else plan

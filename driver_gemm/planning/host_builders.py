@@ -98,17 +98,22 @@ def _raised(exc: BaseException, path: Path) -> str:
     return f"{type(exc).__name__}{': ' + text if text else ''}{where}"
 
 
-def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray:
-    """The numbers `builder` returns for a buffer's ``fill: {builder: ...}`` given `values` (M, N, K and the params
-    by name), as a flat NumPy array; `BuilderFailed` where it raises or returns something that holds no numbers."""
+def _called(builder: HostBuilder, values: Mapping[str, Any], given_as: str) -> Any:
+    """What `builder`'s function returns for a copy of `values`; `BuilderFailed` with the exception and the builder
+    file's line where it raises, its hint naming what it was given (`given_as`: what those names are)."""
     function = load_builder(builder.path, builder.function)
     try:
-        result = function(dict(values))
+        return function(dict(values))
     except BaseException as exc:
         _interrupt_goes_on(exc)
         raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
-                            hint=f"it is given {', '.join(values) or 'nothing'} (the names a launch expression "
-                                 "reads, by name)") from None
+                            hint=f"it is given {', '.join(values) or 'nothing'} ({given_as})") from None
+
+
+def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray:
+    """The numbers `builder` returns for a buffer's ``fill: {builder: ...}`` given `values` (M, N, K and the params
+    by name), as a flat NumPy array; `BuilderFailed` where it raises or returns something that holds no numbers."""
+    result = _called(builder, values, "the names a launch expression reads, by name")
     try:
         array = np.asarray(result)
     except BaseException as exc:   # a sequence of mixed lengths, an object NumPy cannot read
@@ -127,14 +132,7 @@ def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray
 def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | None) -> bytes:
     """The bytes `builder` makes of `values`, checked to be `size` bytes (the compiled parameter's; None:
     unknown); `BuilderFailed` says why not."""
-    function = load_builder(builder.path, builder.function)
-    try:
-        result = function(dict(values))
-    except BaseException as exc:
-        _interrupt_goes_on(exc)
-        given = ", ".join(values) or "nothing"
-        raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
-                            hint=f"it is given {given} (the struct's fields, by name)") from None
+    result = _called(builder, values, "the struct's fields, by name")
     try:
         data = memoryview(result).cast("B").tobytes()
     except TypeError:

@@ -26,12 +26,10 @@ from ..specfile.model import KernelSpec, Shape, Spec
 from . import build
 from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
 from .cases import dispatched, kernels_of, standalone
-from .case_plan import MAX_PLANNED_SMS, CasePlan, plan_launch
+from .case_plan import MAX_SM_COUNT, CasePlan, plan_launch
 from .sizeof_values import known_type_sizes
 from .memory_plan import with_memory_check
 from ..cuda.device import read_properties
-
-MAX_SM_COUNT = MAX_PLANNED_SMS   # far above any GPU's SM count: a larger count is a slip, not a GPU
 
 
 @dataclass(frozen=True)

@@ -728,9 +728,14 @@ def _check_relocatable(context: Context, node: dict, dotted: str, option: str, n
 TOOLKIT_PRE_INCLUDES = frozenset({"cuda_device_runtime_api.h", "cuda_runtime.h", "cuda_runtime_api.h"})
 
 
+# A pre-include and the header it names: ``-include FILE``, ``--pre-include=FILE`` (cuda.compile.pre_included_files
+# reads the same spellings, below the spec reader).
+_PRE_INCLUDE = re.compile(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)")
+
+
 def _toolkit_pre_include(option: str) -> bool:
     """Whether `option` pre-includes one of `TOOLKIT_PRE_INCLUDES` by its bare name."""
-    match = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S+)", option.strip())
+    match = _PRE_INCLUDE.fullmatch(option.strip())
     return match is not None and match.group(1) in TOOLKIT_PRE_INCLUDES
 
 
@@ -752,7 +757,7 @@ def _include_option(context: Context, node: dict, dotted: str, option: str) -> s
     names a file of the project (``--pre-include=prelude.h``, the typedefs a fragment's own runner gives it) is
     ``--pre-include=ABSOLUTE`` likewise; any other pre-include is the compiler's to find, with leave."""
     text = option.strip()
-    pre = re.fullmatch(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)", text)
+    pre = _PRE_INCLUDE.fullmatch(text)
     if pre is not None and not Path(pre.group(1).strip()).is_absolute():
         named = pre.group(1).strip()
         found = (context.base_dir / named).resolve()
