@@ -2,7 +2,8 @@
 
 The key is everything that decides a measurement (kernel source and headers, parameters, options,
 launch expressions, shape, precision, scalars, verify and measure settings, the fill files and host builders
-the arguments come from, and the GPU's name, SM count, driver and NVRTC version), and no path or time, so a checkout can move and still hit.
+the arguments come from, and the GPU's name, SM count, driver and NVRTC version), and no path or time, so a
+checkout can move and still hit.
 Entries live under ``tune/`` beside the CUBIN cache and follow its format and rules
 (`driver_gemm.cuda.cache`); ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
 """

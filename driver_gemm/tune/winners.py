@@ -161,23 +161,28 @@ def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) 
              and argument.buffer.file_folder is not None}
     built = {argument.name: argument.buffer.builder for _, argument in kernel.device_buffers()
              if argument.buffer is not None and argument.buffer.builder is not None}
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        name = item.get("name")
-        if name in builders and "builder" in item:
-            builder = builders[name]
-            item["builder"] = f"{os.path.relpath(builder.path, relative_to)}:{builder.function}"
-        fill = item.get("fill")
-        if name in fills and isinstance(fill, dict) and "file" in fill:
-            buffer = fills[name]
-            # the name may hold {M}, {N}...: only the folder it is read from changes
-            item["fill"] = {**fill, "file": os.path.relpath(Path(buffer.file_folder) / buffer.file, relative_to)}
-        if name in built and isinstance(fill, dict) and "builder" in fill:
-            item["fill"] = {**fill, "builder": f"{os.path.relpath(built[name].path, relative_to)}:"
-                                               f"{built[name].function}"}
-        if isinstance(item.get("fields"), list):
-            _rebase_signature_files(item["fields"], kernel, relative_to)
+
+    def rebased(builder) -> str:
+        return f"{os.path.relpath(builder.path, relative_to)}:{builder.function}"
+
+    def walk(items: list) -> None:
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            name = item.get("name")
+            if name in builders and "builder" in item:
+                item["builder"] = rebased(builders[name])
+            fill = item.get("fill")
+            if name in fills and isinstance(fill, dict) and "file" in fill:
+                buffer = fills[name]
+                # the name may hold {M}, {N}...: only the folder it is read from changes
+                item["fill"] = {**fill, "file": os.path.relpath(Path(buffer.file_folder) / buffer.file, relative_to)}
+            if name in built and isinstance(fill, dict) and "builder" in fill:
+                item["fill"] = {**fill, "builder": rebased(built[name])}
+            if isinstance(item.get("fields"), list):
+                walk(item["fields"])
+
+    walk(items)
 
 
 def settings_of(spec: Spec) -> dict:
