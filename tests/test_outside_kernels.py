@@ -540,8 +540,69 @@ def test_values_sweep_what_only_the_launch_reads_and_stay_out_of_the_instance(tm
     assert plans == [] and failed == {}
 
 
+ORDERED_TEMPLATES = {"k.cu": """\
+    #include "tile.cuh"
+    template <int S>
+    __global__ void own(float* C, const float* A, const float* B, int M, int N, int K) { C[0] = A[0] * S; }
+    """, "tile.cuh": """\
+    #pragma once
+    template <int BM, int BN, int BK = 8>
+    __global__ void tile(float* C, const float* A, const float* B, int M, int N, int K) { C[0] = A[0] * BM * BN; }
+    template <int BN, int BM>
+    __global__ void either(float* C, const float* A, const float* B, int M, int N, int K) { C[0] = BM; }
+    template <int BM, int BN>
+    __global__ void either(float* C, const float* A, int M) { C[0] = BN; }
+    """}
+
+
+def _order_spec(folder, function: str, params: str):
+    (folder / "spec.yaml").write_text(textwrap.dedent(f"""\
+        shapes: [[64, 64, 64]]
+        kernels:
+          - name: k
+            source: k.cu
+            function: {function}
+            params: {params}
+            signature: [C, A, B, M, N, K]
+            block: [16, 16]
+            grid: [ceil(N / 16), ceil(M / 16)]
+        """))
+    return load_spec(folder / "spec.yaml")
+
+
+@pytest.mark.parametrize("function, params, moved, in_order", [
+    ("tile", "{BN: 32, BM: 8}", "BN would be passed as BM; BM would be passed as BN", "{BM: 8, BN: 32}"),
+    # A default left out: BK lands in BN's place.
+    ("tile", "{BM: 8, BK: 16}", "BK would be passed as BN", "{BM: 8, BK: 16}"),
+    ("tile", "[{BN: 32, BM: 8}, {BN: 64, BM: 8}]", "BN would be passed as BM", "{BM: 8, BN: 32}"),
+])
+def test_params_carrying_the_templates_names_in_another_order_are_refused_at_params(tmp_path, function, params,
+                                                                                   moved, in_order):
+    plans, failed = offline_problems(_order_spec(_project(tmp_path, ORDERED_TEMPLATES), function, params))
+    assert failed == {} and plans
+    problems = [str(problem) for plan in plans for problem in plan.problems]
+    assert all(f"spec.yaml:6: kernels[k].params: params name the template's parameters in another order than "
+               f"{function} declares them" in problem for problem in problems), problems
+    assert moved in problems[0] and f"give them in the template's order: params: {in_order}" in problems[0]
+
+
+@pytest.mark.parametrize("function, params", [
+    ("tile", "{BM: 8, BN: 32}"),            # the template's order
+    ("tile", "{BM: 8, BN: 32, BK: 16}"),
+    ("tile", "{X: 8, Y: 32}"),              # names of the spec's own, in the template's order by position
+    ("tile", "{BN: 8, X: 32}"),             # some of the spec's own: nothing is known
+    ("own", "{S: 4}"),
+    # Another overload declares them in this order: which one is meant is not read from the source.
+    ("'either(float*, const float*, const float*, int, int, int)'", "{BM: 8, BN: 32}"),
+])
+def test_params_in_the_templates_order_or_of_the_specs_own_names_pass(tmp_path, function, params):
+    plans, failed = offline_problems(_order_spec(_project(tmp_path, ORDERED_TEMPLATES), function, params))
+    assert (plans, failed) == ([], {})
+
+
 @pytest.mark.parametrize("values, needle", [
-    ("[8, 16]", "values is a mapping of names to whole numbers"),
+    ("[8, 16]", "a list under values is one of configurations, each a mapping"),
+    ("8", "values is a mapping of names to whole numbers"),
     ("{S: float}", "values are whole numbers the launch reads"),
     ("{S: 1.5}", "values are whole numbers the launch reads"),
     ("{BM: 8}", "BM is a param already"),

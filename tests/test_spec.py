@@ -81,6 +81,71 @@ def test_parameter_lists_sweep(tmp_path):
     assert [k.params["TM"] * 10 + k.params["TN"] for k in spec.kernels] == [24, 28, 44, 48]
 
 
+CONFIGURATIONS = """\
+    params:
+      - {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+      - {BM: 128, BN: [64, 128], BK: 8, TM: 8, TN: 8}
+      - {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
+"""
+
+
+def test_a_list_of_params_mappings_runs_those_configurations_and_no_other_pairing(tmp_path):
+    text = MINIMAL.replace("    params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}\n", CONFIGURATIONS)
+    spec = load_spec(write(tmp_path, text))
+    # Each mapping's product, in the list's order, each configuration once: TM = 8 never meets BM = 64.
+    assert [k.label for k in spec.kernels] == ["v4[BM=64,BN=64,BK=16,TM=4,TN=4]", "v4[BM=128,BN=64,BK=8,TM=8,TN=8]",
+                                               "v4[BM=128,BN=128,BK=8,TM=8,TN=8]"]
+    assert spec.kernels[1].instance == "sgemm_coarsen_2d<128, 64, 8, 8, 8>"
+    # values: crossed with the params' configurations, and a list of mappings there too.
+    spec = load_spec(write(tmp_path, text.replace("    block:", "    values: [{S: [1, 2]}, {S: 2}]\n    block:")))
+    assert [(k.params["BM"], k.params["BN"], k.params["S"]) for k in spec.kernels] == [
+        (64, 64, 1), (64, 64, 2), (128, 64, 1), (128, 64, 2), (128, 128, 1), (128, 128, 2)]
+
+
+def test_a_bool_configuration_is_kept_apart_from_the_number_it_equals(tmp_path):
+    text = MINIMAL.replace("    params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}\n", CONFIGURATIONS)
+    spec = load_spec(write(tmp_path, text.replace("    block:", "    values: [{S: 1}, {S: 1}]\n    block:")))
+    assert len(spec.kernels) == 3
+    from driver_gemm.specfile.kernels import _configurations
+    assert _configurations(None, {}, "params", "p", [[[True, 1], [2]]]) == [(True, 2), (1, 2)]
+
+
+@pytest.mark.parametrize("params, line, field, needle", [
+    ("[]", 7, "kernels[v4].params", "an empty list of configurations sweeps nothing"),
+    ("[{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}, 64]", 7, "kernels[v4].params[1]",
+     "a list under params is one of configurations, each a mapping of names to values"),
+    ("\n      - {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}\n      - {BM: 64, BN: 64, BK: 16, TM: 4}", 9,
+     "kernels[v4].params[1]", "every configuration names the same params in the same order (BM, BN, BK, TM, TN, as "
+     "kernels[v4].params[0] does); this one lacks TN"),
+    ("[{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}, {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4, X: 1}]", 7,
+     "kernels[v4].params[1]", "this one gives X, which kernels[v4].params[0] does not"),
+    ("[{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}, {BN: 64, BM: 64, BK: 16, TM: 4, TN: 4}]", 7,
+     "kernels[v4].params[1]", "this one gives them in the order BN, BM, BK, TM, TN"),
+    ("[{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}, {BM: 64, BN: 64, BK: 16, TM: 4, TN: 1.5}]", 7,
+     "kernels[v4].params[1].TN", "template parameters are whole numbers"),
+    ("[{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}, {BM: 64, BN: 64, BK: 16, TM: 4, TN: []}]", 7,
+     "kernels[v4].params[1].TN", "an empty list sweeps nothing"),
+])
+def test_a_wrong_list_of_configurations_is_named_by_its_item(tmp_path, params, line, field, needle):
+    text = MINIMAL.replace("    params: {BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}", f"    params: {params}")
+    error = error_of(tmp_path, text)
+    assert needle in error.message and error.field == field
+    assert error.where.endswith(f"spec.yaml:{line}")
+
+
+def test_a_list_of_configurations_is_counted_before_it_is_made(tmp_path, monkeypatch):
+    from driver_gemm.specfile import kernels
+    monkeypatch.setattr(kernels, "MAX_CASES", 5)
+    many = "[{BM: 64, BN: 64, BK: 16, TM: 4, TN: [1, 2, 4]}, {BM: 64, BN: 64, BK: 16, TM: 4, TN: [1, 2, 4]}]"
+    error = error_of(tmp_path, MINIMAL.replace("{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}", many))
+    assert "the parameter sweep expands to 6 kernels, more than the limit of 5" in error.message
+    # Within the limit apart, beyond it crossed with values.
+    fewer = many.replace("TN: [1, 2, 4]}]", "TN: 4}]")
+    error = error_of(tmp_path, MINIMAL.replace("{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}", fewer).replace(
+        "    block:", "    values: {S: [1, 2]}\n    block:"))
+    assert "the parameter sweep expands to 6 kernels" in error.message
+
+
 def test_shape_sets(tmp_path):
     spec = load_spec(write(tmp_path, MINIMAL.replace("  - [64, 32, 16]", """\
   - [64, 32, 16]

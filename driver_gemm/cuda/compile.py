@@ -890,6 +890,59 @@ def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
     return [] if template else list(dict.fromkeys(found))[:3]
 
 
+def template_parameter_names(name: str, texts: Iterable[str]) -> list[list[str | None]]:
+    """For each ``template <...> __global__ ... name(`` in `texts`, its parameters' names in order (None for an
+    unnamed one: ``template <int>``). Empty where no declaration of `name` is a template written out."""
+    found = []
+    pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
+    for text in texts:
+        text = _LAUNCH_QUALIFIER.sub(" ", text)
+        for match in pattern.finditer(text):
+            before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]
+            statement = before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
+            header = re.search(r"\btemplate\s*<", statement)
+            if header is not None:
+                names = _template_header_names(statement[header.end():])
+                if names is not None:
+                    found.append(names)
+    return found
+
+
+def _template_header_names(text: str) -> list[str | None] | None:
+    """The parameter names of the template header whose ``<`` `text` follows (``int BM, typename T = float>``),
+    or None where it does not close."""
+    parameters, angles, brackets, current = [], 0, 0, ""
+    for character in text:
+        # Inside parentheses a < or > is a comparison or a shift (int N = (1 << 4)), not a bracket.
+        if character in "([":
+            brackets += 1
+        elif character in ")]":
+            brackets -= 1
+        elif brackets == 0 and character == "<":
+            angles += 1
+        elif brackets == 0 and character == ">" and angles > 0:
+            angles -= 1
+        elif brackets == 0 and character == ">":
+            parameters.append(current)
+            break
+        elif brackets == 0 and angles == 0 and character == ",":
+            parameters.append(current)
+            current = ""
+            continue
+        current += character
+    else:
+        return None
+    names: list[str | None] = []
+    for parameter in parameters:
+        declared = parameter.split("=", 1)[0]
+        # The name is the last word, unless that word is the kind itself (template <int, typename>).
+        words = re.findall(r"[A-Za-z_]\w*", re.sub(r"<[^<>]*>", " ", declared))
+        named = words and len(words) > 1 and words[-1] not in ("typename", "class", "auto", "int", "unsigned",
+                                                                 "long", "short", "char", "bool", "size_t")
+        names.append(words[-1] if named else None)
+    return names
+
+
 def _declarations(name: str, texts: Iterable[str]) -> list[str]:
     """Up to three ``__global__`` declarations of `name` in `texts`, each as ``name(its parameters)`` on one line."""
     found = []

@@ -16,6 +16,7 @@ import os
 
 from ..cuda import bounded
 from ..cuda.compile import (Cubin, compile_source, include_folders, local_headers, plain_declarations,
+                            template_parameter_names,
                             read_source)
 from .sizeof_values import known_type_sizes
 from ..cuda.cubin import KernelImage
@@ -124,9 +125,59 @@ def _image_checks(kernel: KernelSpec, built: Cubin) -> tuple[list[SpecError], Sp
     if found is None or found[0] is not kernel or found[1] is not built:
         if len(_IMAGE_CHECKS) >= _IMAGE_CHECKS_KEPT:
             _IMAGE_CHECKS.clear()
-        found = _IMAGE_CHECKS[key] = (kernel, built, boolean_parameter_problems(kernel, built),
+        found = _IMAGE_CHECKS[key] = (kernel, built, [*params_out_of_template_order(kernel),
+                                                      *boolean_parameter_problems(kernel, built)],
                                       signature_error(kernel, built))
     return found[2], found[3]
+
+
+def params_out_of_template_order(kernel: KernelSpec) -> list[SpecError]:
+    """Params that carry the names of the template's own parameters in another order (``{BN: 32, BM: 8}`` for
+    ``template <int BM, int BN>``): params are passed by position, so the kernel would be built with BM = 32 and the
+    launch read BM = 8, a kernel other than the one the spec describes. Refused where every param is one of the
+    template's names and every template declaration of the function found in the source and its headers puts
+    them elsewhere; params of the spec's own names, or a function the source does not declare as a template
+    written out, are not read."""
+    names = tuple(name for name in kernel.params if name not in kernel.launch_values)
+    if not names or kernel.source is None or "<" in kernel.function:
+        return []
+    function = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+    try:
+        stat = kernel.source.stat()
+    except OSError:
+        return []
+    key = (kernel.source, stat.st_mtime_ns, stat.st_size, tuple(include_folders(kernel.options)), function)
+    declared = _TEMPLATE_HEADERS.get(key)
+    if declared is None:
+        try:
+            text = read_source(kernel.source)
+            headers = local_headers(text, [kernel.source.parent, *include_folders(kernel.options)])
+        except (OSError, CompileError, SpecError):
+            return []
+        if len(_TEMPLATE_HEADERS) >= _IMAGE_CHECKS_KEPT:
+            _TEMPLATE_HEADERS.clear()
+        declared = _TEMPLATE_HEADERS[key] = template_parameter_names(function, [text, *headers.values()])
+    misplaced = [template for template in declared
+                 if set(names) <= set(template) and list(names) != template[:len(names)]]
+    if not misplaced or len(misplaced) < len(declared):
+        return []
+    template = misplaced[0]
+    moved = [f"{name} would be passed as {template[index]}" for index, name in enumerate(names)
+             if template[index] != name][:3]
+    in_order = ", ".join(f"{name}: {_written(kernel.params[name])}" for name in template if name in names)
+    return [SpecError(f"params name the template's parameters in another order than {function} declares them "
+                      f"(template <{', '.join(name or '?' for name in template)}>): params are passed in order, so "
+                      f"{'; '.join(moved)}", where=kernel.where_field("params"), field=f"{kernel.field_path}.params",
+                      hint=f"give them in the template's order: params: {{{in_order}}}")]
+
+
+def _written(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# Template headers read from a kernel's source and headers, by the source's path, its modification time and size,
+# its include folders and the function: read once for a sweep, not once per configuration.
+_TEMPLATE_HEADERS: dict[tuple, list[list[str | None]]] = {}
 
 
 def boolean_parameter_problems(kernel: KernelSpec, built: Cubin) -> list[SpecError]:
@@ -222,9 +273,15 @@ def _swept(kernel: KernelSpec) -> bool:
     """Whether `kernel` is one configuration of an entry that sweeps its params or values (other ones may have
     built)."""
     entry = kernel.entry or {}
-    return any(isinstance(named, Mapping) and any(isinstance(value, list) and len(value) > 1
-                                                  for value in named.values())
-               for named in (entry.get("params") or {}, entry.get("values") or {}))
+    return any(_sweeps(entry.get(key)) for key in ("params", "values"))
+
+
+def _sweeps(named: object) -> bool:
+    """Whether a ``params`` or ``values`` field names more than one configuration: a list of them, or a list
+    among its values."""
+    if isinstance(named, list):
+        return len(named) > 1 or any(_sweeps(item) for item in named)
+    return isinstance(named, Mapping) and any(isinstance(value, list) and len(value) > 1 for value in named.values())
 
 
 def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:

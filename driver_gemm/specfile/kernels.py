@@ -13,7 +13,7 @@ import math
 import re
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
@@ -82,7 +82,8 @@ PRE_INCLUDE_OPTION = "--pre-include="   # how a project's own pre-included heade
 
 def parse_kernel(context: Context, node: Any, parent: list, index: int,
                  scalars: dict[str, float]) -> list[KernelSpec]:
-    """One kernel entry; a ``params`` value given as a list sweeps it (the product of all lists)."""
+    """One kernel entry; a ``params`` value given as a list sweeps it (the product of all lists), and a list of
+    ``params`` mappings names the configurations themselves."""
     dotted = f"kernels[{index}]"
     if not isinstance(node, dict):
         raise context.error(f"a kernel is a mapping with at least source, function, block and grid, "
@@ -97,9 +98,16 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     name, function = _identity(context, node, dotted)
     dotted = f"kernels[{name}]"
     source, binary, compiler = _code(context, node, dotted)
-    param_names, sweep = _params(context, node, dotted, function)
-    value_names, value_sweep = _launch_values(context, node, dotted, param_names)
-    param_names, sweep = param_names + value_names, sweep + value_sweep
+    param_names, param_configurations = _params(context, node, dotted, function)
+    value_names, value_configurations = _launch_values(context, node, dotted, param_names)
+    param_names = param_names + value_names
+    count = len(param_configurations) * len(value_configurations)
+    if count > MAX_CASES:
+        raise context.error(f"the parameter sweep expands to {count:,} kernels, more than the limit of "
+                            f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
+    configurations = [params + values for params in param_configurations for values in value_configurations]
+    # Each name's values over every configuration: which names hold numbers, and which a type.
+    sweep = [[configuration[index] for configuration in configurations] for index in range(len(param_names))]
     block, grid, shared, tile, sizeofs = _launch(context, node, dotted)
     if sizeofs and binary is not None:
         raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
@@ -120,10 +128,6 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                       cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
     check_tensor_map_names(context, node, dotted, numeric_names, signature, type_params)
 
-    count = math.prod(len(values) for values in sweep)
-    if count > MAX_CASES:
-        raise context.error(f"the parameter sweep expands to {count:,} kernels, more than the limit of "
-                            f"{MAX_CASES:,} (MAX_CASES)", node, "params", f"{dotted}.params")
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
     epilogue = _epilogue(context, node, dotted, signature)
@@ -136,7 +140,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs, memory=memory,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir),
                           launch_values=frozenset(value_names))
-               for combo in itertools.product(*sweep)]
+               for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
     _check_drawn_buffers(kernels[0])
     return kernels
@@ -348,14 +352,74 @@ def _check_source_text(context: Context, node: dict, key: str, field_path: str, 
 # ----------------------------------------------------------------------------------- parameters
 
 
-def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[list[int | str]]]:
-    """Template parameter names in order, and the values of each (one value, or the list swept): whole numbers,
-    true/false, or C++ names as written: types for kernels templated on their element types
-    (``TA: dg::bfloat16_t``), enumerators and constants (``ORDER: lib::Order::Col``)."""
+def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[tuple]]:
+    """Template parameter names in order, and the configurations (one value of each, in that order) the kernel
+    runs: the product of a mapping's values (one value, or the list swept), or, for a list of such mappings, the
+    union of their products in the list's order. A value is a whole number, true/false, or a C++ name as written:
+    a type for kernels templated on their element types (``TA: dg::bfloat16_t``), an enumerator or a constant
+    (``ORDER: lib::Order::Col``)."""
     param_node = node.get("params", {})
+    if isinstance(param_node, list):
+        return _configuration_list(context, node, "params", f"{dotted}.params",
+                                   lambda item, path: _param_mapping(context, item, path, function))
     if not isinstance(param_node, dict):
-        raise context.error(f"must be a mapping of template parameter names to values, got {kind_name(param_node)}",
-                            node, "params", f"{dotted}.params")
+        raise context.error(f"must be a mapping of template parameter names to values, or a list of such mappings "
+                            f"(the configurations), got {kind_name(param_node)}", node, "params", f"{dotted}.params")
+    names, sweep = _param_mapping(context, param_node, f"{dotted}.params", function)
+    return names, _configurations(context, node, "params", f"{dotted}.params", [sweep])
+
+
+def _configuration_list(context: Context, node: dict, key: str, path: str,
+                        read_one: Callable[[dict, str], tuple[list[str], list[list]]]) -> tuple[list[str], list[tuple]]:
+    """``params: [{BM: 128, BN: 256}, {BM: 64, BN: [64, 128]}]``: the configurations a kernel's parameters are
+    tied in, where a product would pair values the kernel cannot take together. Every mapping names the same
+    parameters in the same order (template order, for params)."""
+    items = node[key]
+    if not items:
+        raise context.error("an empty list of configurations sweeps nothing", node, key, path)
+    names: list[str] | None = None
+    sweeps = []
+    for index, item in enumerate(items):
+        item_path = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise context.error(f"a list under {key} is one of configurations, each a mapping of names to values "
+                                f"(a list inside it sweeps), got {kind_name(item)}", items, index, item_path,
+                                hint=f"{key}: [{{BM: 128, BN: 256}}, {{BM: 64, BN: [64, 128]}}]")
+        item_names, sweep = read_one(item, item_path)
+        if names is None:
+            names = item_names
+        elif item_names != names:
+            missing = [name for name in names if name not in item_names]
+            extra = [name for name in item_names if name not in names]
+            problem = (f"lacks {', '.join(missing)}" if missing else
+                       f"gives {', '.join(extra)}, which {path}[0] does not" if extra else
+                       f"gives them in the order {', '.join(item_names)}")
+            raise context.error(f"every configuration names the same {key} in the same order ({', '.join(names)}, as "
+                                f"{path}[0] does); this one {problem}", items, index, item_path,
+                                hint="the order is the template's: params are its arguments in order"
+                                if key == "params" and not (missing or extra) else None)
+        sweeps.append(sweep)
+    return names or [], _configurations(context, node, key, path, sweeps)
+
+
+def _configurations(context: Context, node: dict, key: str, path: str, sweeps: list[list[list]]) -> list[tuple]:
+    """The union, in order and each once, of the products of `sweeps` (each a list of every name's values),
+    refused past MAX_CASES before any is made."""
+    count = sum(math.prod(len(values) for values in sweep) for sweep in sweeps)
+    if count > MAX_CASES:
+        what = "parameter" if key == "params" else "values"
+        raise context.error(f"the {what} sweep expands to {count:,} kernels, more than the limit of {MAX_CASES:,} "
+                            "(MAX_CASES)", node, key, path)
+    # true and 1 are equal in Python but not as written: a bool is kept apart from the number it equals.
+    seen: dict[tuple, tuple] = {}
+    for sweep in sweeps:
+        for combo in itertools.product(*sweep):
+            seen.setdefault(tuple((isinstance(v, bool), v) for v in combo), combo)
+    return list(seen.values())
+
+
+def _param_mapping(context: Context, param_node: dict, path: str, function: str) -> tuple[list[str], list[list]]:
+    """One mapping of template parameter names to a value or a list of values: its names, and each one's values."""
     template_id = split_overload(function)[0]
     if param_node and "<" in template_id:
         # A template-id naming params (k<config<BM, BN>>) has them put in its place; one naming none is complete.
@@ -363,16 +427,15 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
         unnamed = [key for key in param_node if key not in named]
         if len(unnamed) == len(param_node):
             raise context.error("the function is already a template-id; give its arguments there or in params, "
-                                "not both", node, "params", f"{dotted}.params",
+                                "not both", param_node, None, path,
                                 hint="or name the params inside it, for the params to be put in their place: "
                                      "function: k<config<BM, BN>> with params: {BM: [64, 128], BN: 128}")
         if unnamed:
             raise context.error(f"the function's template-id names some params but not {', '.join(map(str, unnamed))}"
-                                f": a template-id with params names each of them", node, "params",
-                                f"{dotted}.params")
+                                f": a template-id with params names each of them", param_node, None, path)
     names, sweep = [], []
     for key, value in param_node.items():
-        key_path = f"{dotted}.params.{field_name(param_node, key)}"
+        key_path = f"{path}.{field_name(param_node, key)}"
         if not isinstance(key, str) or not IDENTIFIER.fullmatch(key) or key in RESERVED_PARAM_NAMES:
             reserved = isinstance(key, str) and key in RESERVED_PARAM_NAMES
             written = field_name(param_node, key)
@@ -419,18 +482,27 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
     return names, sweep
 
 
-def _launch_values(context: Context, node: dict, dotted: str, param_names: list[str]
-                   ) -> tuple[list[str], list[list[int | str]]]:
+def _launch_values(context: Context, node: dict, dotted: str, param_names: list[str]) -> tuple[list[str], list[tuple]]:
     """``values: {S: [8, 16, 32]}``: named whole numbers the launch reads (block, grid, shared_bytes, require,
     arguments) and no template takes, such as the block side a launcher picks at run time for a plain kernel;
-    each swept as a param is."""
+    each swept as a param is, and, as params, a list of mappings gives the configurations themselves."""
     value_node = node.get("values", {})
+    if isinstance(value_node, list):
+        return _configuration_list(context, node, "values", f"{dotted}.values",
+                                   lambda item, path: _value_mapping(context, item, path, param_names))
     if not isinstance(value_node, dict):
         raise context.error(f"values is a mapping of names to whole numbers (or lists of them), got "
                             f"{kind_name(value_node)}", node, "values", f"{dotted}.values", hint="values: {S: [8, 16]}")
+    names, sweep = _value_mapping(context, value_node, f"{dotted}.values", param_names)
+    return names, _configurations(context, node, "values", f"{dotted}.values", [sweep])
+
+
+def _value_mapping(context: Context, value_node: dict, path: str, param_names: list[str]
+                   ) -> tuple[list[str], list[list]]:
+    """One mapping of launch values: its names, and each one's values."""
     names, sweep = [], []
     for key, value in value_node.items():
-        key_path = f"{dotted}.values.{field_name(value_node, key)}"
+        key_path = f"{path}.{field_name(value_node, key)}"
         if not isinstance(key, str) or not IDENTIFIER.fullmatch(key) or key in RESERVED_PARAM_NAMES:
             raise context.error(f"a value's name is a C identifier other than "
                                 f"{', '.join(sorted(RESERVED_PARAM_NAMES))}, got {kind_name(key)}", value_node, key,
