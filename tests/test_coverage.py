@@ -148,6 +148,18 @@ def test_a_persistent_grid_of_a_fixed_count_is_told_how_to_follow_the_gpu(tmp_pa
                          "or max_active_clusters in the grid makes it follow the GPU it runs on"]
 
 
+def test_a_fixed_grid_over_two_axes_with_fewer_blocks_than_its_tiles_is_told_so_with_the_counts(tmp_path):
+    # A kernel built for one shape (its grid written as numbers) whose y covers half of the rows: taken as
+    # persistent, so it plans, but the note says what it leaves unwritten if each block computes one tile.
+    plan = _plan(tmp_path, "[9, 8]", "[BM, BN]")
+    assert plan.valid and PERSISTENT_NOTE in plan.notes
+    assert [note for note in plan.notes if "blocks, a fixed count" in note] == [
+        "the grid's 72 blocks, a fixed count, are fewer than C's 144 tiles of 64 x 64 (tile:): taken as a persistent "
+        "kernel's, each block looping over tiles; if each block computes one tile, this grid leaves 72 of them "
+        "unwritten: written as [ceil(N / 64), ceil(M / 64)], it is checked against C"]
+    assert not [note for note in _plan(tmp_path, "[9, 16]", "[BM, BN]").notes if "blocks, a fixed count" in note]
+
+
 def test_a_min_cap_the_shape_does_not_reach_leaves_the_grid_held_to_covering_c(tmp_path):
     # min(tiles, 100000) numbers tiles on every shape it is given (the cap is never below the tiles): it is held to
     # covering C as the same grid without the min, so a grid that misses half of the columns is refused.

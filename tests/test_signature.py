@@ -298,3 +298,43 @@ def test_unsigned_and_signed_bytes_each_point_to_the_other_type():
     signed = "_Z1kPKaS0_Piiii"        # k(const signed char*, ...)
     told = check_signature(slots, demangle(signed).params, SEED, {"A": "uint8", "B": "int8", "C": "int32"})
     assert len(told) == 1 and "signed, and types: makes A uint8" in told[0] and "{a: int8}" in told[0]
+
+
+SIX_SLOTS = [(i, 0, size) for i, size in enumerate([8, 8, 8, 4, 4, 4])]
+READS_A_B_WRITES_C = "_Z1kPKfS0_Pfiii"      # k(const float* A, const float* B, float* C, int M, int N, int K)
+
+
+def test_c_passed_only_to_const_pointers_is_named_with_the_parameter_the_kernel_writes():
+    assert [p.text for p in demangle(READS_A_B_WRITES_C).params][:3] == ["const float*", "const float*", "float*"]
+    assert check_signature(SIX_SLOTS, demangle(READS_A_B_WRITES_C).params, SEED) == []
+    c_first = signature("C:ptr", "A:ptr", "B:ptr", "M:int32", "N:int32", "K:int32")
+    (problem,) = check_signature(SIX_SLOTS, demangle(READS_A_B_WRITES_C).params, c_first)
+    assert problem == ("C, the output, is passed only to parameters that point to const, which the kernel does not "
+                       "write through (parameter 1 (C) is const float*); the kernel writes through parameter 3 "
+                       "(float*): check the signature's order")
+
+
+def test_c_read_through_const_and_written_through_its_alias_or_a_map_passes():
+    # k(const float* A, const float* B, const float* C, float* D, ...): D = alpha A B + beta C written over C.
+    symbol = "_Z1kPKfS0_S0_Pfiii"
+    slots = [(i, 0, size) for i, size in enumerate([8, 8, 8, 8, 4, 4, 4])]
+    with_d = (*signature("A:ptr", "B:ptr", "C:ptr"), Argument("D", "ptr", alias="C"),
+              *signature("M:int32", "N:int32", "K:int32"))
+    assert check_signature(slots, demangle(symbol).params, with_d) == []
+    # Only const pointers, C among them: the kernel writes nothing through its parameters.
+    only_c = (*signature("A:ptr", "B:ptr", "C:ptr"), Argument("D", "ptr", alias="A"),
+              *signature("M:int32", "N:int32", "K:int32"))
+    assert len(check_signature(slots, demangle(symbol).params, only_c)) == 1
+    # float* const is a const pointer to what may be written.
+    assert check_signature(SIX_SLOTS, demangle("_Z1kPKfS0_KPfiii").params, SEED) == []
+
+
+def test_float2_and_float4_pointers_hold_any_element_type_as_int4_does():
+    # k(const float4* A, const __half2* B, __half2* C, int, int, int), a kernel loading eight halves at a time.
+    symbol = "_Z8vec_gemmILi16EEvPK6float4PK7__half2PS3_iii"
+    assert demangle(symbol).params[0].text == "const float4*"
+    assert check_signature(SIX_SLOTS, demangle(symbol).params, SEED, {"A": "fp16", "B": "fp16", "C": "fp16"}) == []
+    # A float* read as fp16 is still named.
+    problems = check_signature(SIX_SLOTS, demangle(READS_A_B_WRITES_C).params, SEED,
+                               {"A": "fp16", "B": "fp16", "C": "fp32"})
+    assert [problem.split(" (")[1].split(",")[0] for problem in problems] == ["A", "B"]

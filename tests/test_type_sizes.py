@@ -141,6 +141,19 @@ def test_block_and_grid_read_the_sources_constants_through_sizeof(tmp_path):
         load_spec(path)
 
 
+def test_a_type_that_cannot_be_sized_is_named_alone_at_the_field_that_reads_it(tmp_path):
+    # block sizes a macro that exists and shared_bytes one that does not (local to the source's host code): the
+    # problem is at shared_bytes, naming that type alone.
+    path = write(tmp_path, "'sizeof(char[SHMEM_SZ])'")
+    (tmp_path / "k.cu").write_text("#define THREADS 192\n" + SMEM_KERNEL)
+    path.write_text(path.read_text().replace("block: [128]", "block: ['sizeof(char[THREADS])']"))
+    plans = plan_spec(load_spec(path), "sm_90").plans
+    assert {plan.problems[0].field for plan in plans} == {"kernels[k].shared_bytes"}
+    message = str(plans[0].problems[0])
+    assert 'sizeof(char[SHMEM_SZ]): the kernel\'s compiler cannot size it: identifier "SHMEM_SZ" is undefined' \
+        in message and "THREADS" not in message
+
+
 @pytest.mark.parametrize("shared_bytes, message", [
     ("'sizeof(SMem<BM, BN> + 1024'", "sizeof takes one C++ type, as sizeof(SMem<BM, BN>) or sizeof(char[SMEM])"),
     ("'sizeof() + 1'", "sizeof takes one C++ type"),

@@ -27,8 +27,10 @@ ELEMENT_POINTEES = {
     **{name: (element.name,) for element in ELEMENT_TYPES.values() if element.float_format is not None
        for name in (element.cuda_type, element.kernel_type)},
     "half": ("fp16",), "__half2": ("fp16",), "nv_bfloat16": ("bf16",), "__nv_bfloat162": ("bf16",),
-    "float": ("fp32", "tf32"), "float2": ("fp32", "tf32"), "float4": ("fp32", "tf32"), "double": (),
+    "float": ("fp32", "tf32"), "double": (),
 }
+# float2 and float4, like int4 and uint4, are not judged: kernels read 8 or 16 bytes of any element type through
+# them (eight halves in one float4 load).
 
 
 def _expected_kind(ctype: str) -> str:
@@ -101,7 +103,45 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             elif operand_types and (argument.alias or argument.name) in operand_types:
                 matrix = argument.alias or argument.name   # D passed where C is: C's element type
                 problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[matrix]))
+    if types is not None and len(slots) == len(spec_signature):
+        problems.extend(_output_only_read(types, spec_signature))
     return problems
+
+
+def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> list[str]:
+    """C, the output, passed only to parameters that point to const (``const float*``): the kernel declares that it
+    does not write through them, so C = [A, B, C] given to ``(const float* A, const float* B, float* C)`` in
+    another order would leave C unwritten and write A. Only where C reaches the kernel as plain pointers: through a
+    tensor map or a struct's field (a TMA store, a parameter block), whether it is written is not read here."""
+    def mentions_c(argument) -> bool:
+        if argument.tensor_map is not None:
+            return argument.tensor_map.tensor == "C"
+        return any(mentions_c(field) for field in argument.fields)
+
+    reaching = []
+    for position, argument in enumerate(spec_signature):
+        if argument.builder is not None or argument.fields or argument.tensor_map is not None:
+            if argument.builder is not None or mentions_c(argument):
+                return []
+            continue
+        if argument.ctype == "ptr" and (argument.alias or argument.name) == "C":
+            reaching.append((position, argument, types[position]))
+    if not reaching or not all(_points_to_const(kernel_type) for _, _, kernel_type in reaching):
+        return []
+    writable = [f"parameter {position + 1} ({kernel_type.text})" for position, kernel_type in enumerate(types)
+                if kernel_type.kind == "pointer" and not _points_to_const(kernel_type)]
+    passed = "; ".join(f"parameter {position + 1} ({argument.name}) is {kernel_type.text}"
+                       for position, argument, kernel_type in reaching)
+    return [f"C, the output, is passed only to parameters that point to const, which the kernel does not write "
+            f"through ({passed})" + (f"; the kernel writes through {', '.join(writable[:3])}: check the signature's "
+                                     "order" if writable else "")]
+
+
+def _points_to_const(kernel_type: ParamType) -> bool:
+    """``const float*`` or ``float const* __restrict__``: a pointer whose pointee is const (``float* const`` is a
+    const pointer to what may be written)."""
+    text = kernel_type.text
+    return kernel_type.kind == "pointer" and text.count("*") == 1 and "const" in text[:text.index("*")]
 
 
 # A kernel's scalar parameter types, as the image's symbol spells them, with the signature's type for each.

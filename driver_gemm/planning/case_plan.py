@@ -30,7 +30,7 @@ from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
-from .sizeof_values import sized_types, sizeof_values
+from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (PERSISTENT_NOTE, UNCHECKED_NOTE, fixed_block_count_note, grid_axes, inferred_tile, is_persistent,
                        tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
@@ -183,11 +183,14 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             # Every expression reading a sizeof would report an unknown name: the plan ends at its one cause.
             lines = str(exc).splitlines()
             reason = next((found.group(1) for found in map(_COMPILER_ERROR.search, lines) if found), lines[0])
-            sized = ", ".join(f"sizeof({text})" for text in sized_types(kernel).values())
             if isinstance(exc, SourceDidNotBuild):   # the kernel's compile reports it, with its file and line
+                sized = ", ".join(f"sizeof({text})" for text in sized_types(kernel).values())
                 problem(f"the source did not build, so {sized} has no size: {reason}", "source")
             else:
-                problem(f"{sized}: the kernel's compiler cannot size it: {reason}", kernel.sizeof_fields[0],
+                unsized = unsized_types(kernel, limits.arch)
+                sized = ", ".join(f"sizeof({text})" for text in unsized.values())
+                problem(f"{sized}: the kernel's compiler cannot size it: {reason}",
+                        (kernel.fields_reading(unsized) or kernel.sizeof_fields)[0],
                         "sizeof names a type the kernel's source defines, with the params in their place")
             return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
                             dict(scalars or {}), None)
@@ -262,13 +265,33 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         tile = _check_tile(kernel, env, shape, config, covering, persistent)
         if persistent:
             notes.append(PERSISTENT_NOTE)
-            fixed = fixed_block_count_note(kernel.grid, math.prod(config.grid))
+            fewer = _fixed_grid_under_its_tiles(kernel, shape, config, tile)
+            fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid))
             if fixed:
                 notes.append(fixed)
         elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters)
+
+
+def _fixed_grid_under_its_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig,
+                                tile: tuple[int, int] | None) -> str | None:
+    """For a grid of numbers alone laid out over two or three axes (a kernel built for one shape, its tiles numbered
+    by x and y; a persistent one with its SMs written out is one axis of them) with a declared tile, fewer blocks
+    than C has tiles: the grid is taken as persistent, which a kernel whose blocks compute one tile each is not.
+    Said with the counts, and how the grid is written to be checked."""
+    if tile is None or any(extent.names for extent in kernel.grid) or sum(side > 1 for side in config.grid) < 2:
+        return None
+    rows, cols = tile
+    tiles = -(-shape.M // rows) * -(-shape.N // cols)
+    blocks = math.prod(config.grid)
+    if blocks >= tiles:
+        return None
+    return (f"the grid's {blocks:,} blocks, a fixed count, are fewer than C's {tiles:,} tiles of {rows} x {cols} "
+            f"(tile:): taken as a persistent kernel's, each block looping over tiles; if each block computes one "
+            f"tile, this grid leaves {tiles - blocks:,} of them unwritten: written as [ceil(N / {cols}), "
+            f"ceil(M / {rows})], it is checked against C")
 
 
 def _active_clusters(kernel: KernelSpec, env: dict[str, int], limits: ArchLimits, driver_count: int | None,

@@ -64,6 +64,16 @@ def sizeof_values(kernel: KernelSpec, arch: str) -> dict[str, int]:
     return values
 
 
+def unsized_types(kernel: KernelSpec, arch: str) -> dict[str, str]:
+    """The kernel's sizeof names whose type its compiler could not size (after `sizeof_values` raised), with the
+    type each sizes: {name: type}; where the error was not one type's, every name."""
+    types = sized_types(kernel)
+    with _LOCK:
+        known = dict(_SIZES.get(_program(kernel, arch), {}))
+    failed = {name: text for name, text in types.items() if isinstance(known.get(text), CompileError)}
+    return failed or types
+
+
 def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str, *,
           source_checked: bool = False) -> dict[str, int | CompileError]:
     found: dict[str, int | CompileError]

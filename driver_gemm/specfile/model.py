@@ -386,11 +386,15 @@ class KernelSpec:
     def sizeof_fields(self) -> tuple[str, ...]:
         """The launch fields whose expressions read a sizeof (where a type that cannot be sized is reported), in the
         order block, grid, shared_bytes: ``block[0]``, ``shared_bytes``."""
+        return self.fields_reading(self.sizeofs)
+
+    def fields_reading(self, names: Iterable[str]) -> tuple[str, ...]:
+        """The launch fields (block, grid, shared_bytes, in that order) whose expressions read any of `names`."""
+        wanted = set(names)
         fields = [*(f"block[{axis}]" for axis, extent in enumerate(self.block)),
                   *(f"grid[{axis}]" for axis, extent in enumerate(self.grid)), "shared_bytes"]
         extents = [*self.block, *self.grid, self.shared_bytes]
-        return tuple(name for name, extent in zip(fields, extents)
-                     if any(read in self.sizeofs for read in extent.names))
+        return tuple(name for name, extent in zip(fields, extents) if extent.names & wanted)
 
     def with_params(self, text: str) -> str:
         """`text` (a C++ type) with the names of the kernel's params put in their place: ``SMem<BM, BN>`` is
