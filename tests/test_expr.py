@@ -20,6 +20,8 @@ from driver_gemm.specfile import expr
     ("wave_efficiency(4096, 4096, 128, 256, 132)", {}, 512 / 528),
     ("wave_efficiency(4160, 4096, 128, 256, 132)", {}, 4160 * 4096 / (4 * 132 * 128 * 256)),  # half a tile row
     ("wave_efficiency(128, 256, 128, 256, 1)", {}, 1.0),
+    ("'N'", {}, 78),                     # a BLAS-style kernel's transpose, as C reads the character
+    ("'t' - 'a' + 1", {}, 20),
 ])
 def test_arithmetic(source, env, expected):
     assert expr.evaluate(source, env) == expected
@@ -30,6 +32,7 @@ def test_arithmetic(source, env, expected):
     ("(BM * BK) % threads == 0", {"BM": 64, "BK": 16, "threads": 768}, False),
     ("1 <= M < 10 and not N > 3", {"M": 5, "N": 3}, True),
     ("M == 1 or N == 1", {"M": 2, "N": 2}, False),
+    ("TRANSA == 'T'", {"TRANSA": 84}, True),
 ])
 def test_conditions(source, env, expected):
     assert expr.evaluate(source, env, condition=True) is expected
@@ -51,6 +54,10 @@ def test_conditions(source, env, expected):
     ("M << 2", "LShift is not allowed"),
     ("lambda: 1", "Lambda is not allowed"),
     ("True", "only numbers are allowed"),
+    ('"N"', "a C character literal, one printable character in single quotes as 'N', is read as its code"),
+    ("'NN'", "only numbers are allowed, not 'NN'"),
+    ("'\\n'", "only numbers are allowed"),
+    ("''", "only numbers are allowed"),
 ])
 def test_rejects_everything_else(source, message):
     with pytest.raises(expr.ExpressionError, match=message.replace("(", r"\(").replace(")", r"\)")

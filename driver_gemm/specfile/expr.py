@@ -169,6 +169,7 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
         raise ExpressionError(f"cannot parse {_shorten(text)!r}: {type(exc).__name__}") from None
     _check_tree(tree, text)
     _check_number_spellings(tree, text)
+    tree = _CharacterCodes(text).visit(tree)
     names: set[str] = set()
     _validate(tree, names, condition)
     if condition and not _is_condition(tree):      # a number holds for every case or none: it checks nothing
@@ -239,6 +240,21 @@ def _check_number_spellings(tree: ast.AST, text: str) -> None:
                                     f"alone ({written.replace('_', '')})")
 
 
+class _CharacterCodes(ast.NodeTransformer):
+    """A C character literal (``'N'``, as a BLAS-style kernel takes its transposes) read as its code, as C reads it:
+    one printable ASCII character between single quotes. Any other text is left to be refused as text."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        written = ast.get_source_segment(self.text, node) or ""
+        if isinstance(node.value, str) and len(node.value) == 1 and node.value.isprintable() \
+                and written == f"'{node.value}'" and node.value not in "'\\":
+            return ast.copy_location(ast.Constant(ord(node.value)), node)
+        return node
+
+
 class _OutOfRange(Exception):
     """A value an expression may not hold: NaN, infinite, or a whole number beyond int64."""
 
@@ -263,6 +279,9 @@ def evaluate_int(source: str | int | float, env: Mapping[str, Number]) -> int:
 
 def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
     if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            raise _reject(node, f"only numbers are allowed, not {_shorten(repr(node.value))} (a C character literal, "
+                                "one printable character in single quotes as 'N', is read as its code)")
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise _reject(node, f"only numbers are allowed, not {_shorten(repr(node.value))}")
         try:
