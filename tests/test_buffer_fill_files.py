@@ -87,6 +87,23 @@ def test_a_missing_file_a_file_that_is_no_array_and_a_name_with_no_value_are_nam
     assert "{TILE} in tables/order-{TILE}.npy is neither M, N, K nor a param of the kernel" in str(problems[0])
 
 
+def test_a_header_declaring_more_than_the_buffer_and_a_link_loop_are_named_before_numpy_reads_them(tmp_path):
+    spec = spec_with(tmp_path, "{file: 'tables/order-{M}x{N}.npy'}")
+    path = tmp_path / "tables" / "order-128x192.npy"
+    np.save(path, np.arange(6, dtype=np.int32))
+    # The header says 10^11 elements over 24 bytes of data: refused by its count, with nothing allocated for it.
+    header = b"{'descr': '<i4', 'fortran_order': False, 'shape': (100000000000,), }"
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(24))
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "holds 100,000,000,000 elements, but the buffer holds 6 (its size)" in str(problems[0])
+    path.unlink()
+    path.symlink_to(path.name)
+    _, problems = buffer_plan(spec, Shape(128, 192, 64))
+    assert "order-128x192.npy cannot be followed" in str(problems[0])
+    assert problems[0].field == "kernels[k].signature[6].fill.file"
+
+
 def test_a_file_outside_the_project_needs_the_users_leave(tmp_path):
     project = tmp_path / "project"
     project.mkdir()

@@ -110,6 +110,16 @@ BUILDERS = """
 
     def exits(values):
         raise SystemExit(3)
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+    def unprintable(values):
+        raise Unprintable()
+
+    def strided(values):
+        return memoryview(bytes(224))[::2]
 """
 
 
@@ -119,8 +129,11 @@ BUILDERS = """
     ("number", "builder b.py:number returned int, not bytes (anything with the buffer protocol", None),
     ("empty", "builder b.py:empty returned 0 bytes; the kernel's parameter is 112", "return the 112 bytes"),
     ("exits", "builder b.py:exits raised SystemExit: 3 (b.py:17)", "it is given"),
-    ("absent", "builder b.py:absent: b.py defines no function absent (it defines empty, exits, number, raises, "
-               "short)", None),
+    ("absent", "builder b.py:absent: b.py defines no function absent (it defines Unprintable, empty, exits, "
+               "number, raises, short, strided, unprintable)", None),
+    # an exception whose text itself raises is named by its class
+    ("unprintable", "builder b.py:unprintable raised Unprintable (b.py:24)", "it is given"),
+    ("strided", "builder b.py:strided returned memoryview, not contiguous in memory", "numpy.ascontiguousarray"),
 ])
 def test_a_builder_that_fails_or_returns_the_wrong_bytes_makes_its_cases_invalid_at_its_line(tmp_path, function,
                                                                                           message, hint):

@@ -162,6 +162,16 @@ def test_a_source_that_is_a_symbolic_link_loop_is_refused_at_source(tmp_path):
     assert "is a symbolic link loop" in str(failure.value) and failure.value.field == "kernels[v4].source"
 
 
+def test_a_source_that_links_to_a_device_is_named_as_a_link_to_it(tmp_path):
+    # Its own name ends in .cu; where it leads (a device, with the user's leave to read outside) does not.
+    spec = write(tmp_path, MINIMAL.replace("../kernels/04_coarsen_2d.cu", "../kernels/zero.cu"))
+    os.symlink("/dev/zero", tmp_path / "kernels" / "zero.cu")
+    with pytest.raises(SpecError) as failure:
+        load_spec(spec, allow_outside_sources=True)
+    assert "kernel source ../kernels/zero.cu is a link to /dev/zero, which does not end in .cu, .cuh, .cpp, .h, " \
+           ".hpp, and is not a regular file" in str(failure.value) and failure.value.field == "kernels[v4].source"
+
+
 def test_a_spec_path_the_system_cannot_stat_is_a_usage_error(tmp_path, capsys):
     assert main(["plan", str(tmp_path / ("a" * 300 + ".yaml"))]) == EXIT_USAGE
     assert "cannot read spec: File name too long" in capsys.readouterr().err

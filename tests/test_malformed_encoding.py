@@ -64,7 +64,13 @@ def test_a_folder_or_a_missing_file(tmp_path, monkeypatch, capsys):
                                             ("!!omap [a: 1]", "!!omap is not a kind of value"),
                                             ("!!binary aGVsbG8=", "!!binary is not a kind of value"),
                                             ("[2024-13-45, 32, 16]", "'2024-13-45'"),
-                                            ("[1:2:3, 32, 16]", "'1:2:3'")])
+                                            ("[1:2:3, 32, 16]", "'1:2:3'"),
+                                            # zero-padded: octal to YAML 1.1, or text with an 8 or a 9
+                                            ("[0512, 32, 16]", "0512 is written with a leading zero, which YAML "
+                                                               "1.1 reads as octal, 330"),
+                                            ("[64, 0128, 16]", "0128 is written with a leading zero, which YAML "
+                                                               "1.1 reads as text"),
+                                            ("[-064, 32, 16]", "-064 is written with a leading zero")])
 def test_yaml_kinds_a_spec_never_holds_are_refused_at_their_line(tmp_path, monkeypatch, capsys, value, message):
     # A date is read as the text it is, so an impossible one (month 13) fails at its field, not in YAML's parser;
     # so is YAML 1.1's base 60 (1:2:3 would be 3723).

@@ -12,6 +12,7 @@ reset stays out of the timed region: docs/timing.md.
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -307,7 +308,11 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
 
     name = FILE_FIELD.sub(value, buffer.file or "")
     folder = buffer.file_folder or Path(".")
-    path = (folder / name).resolve()
+    try:
+        path = (folder / name).resolve()
+    except (OSError, RuntimeError) as exc:    # a link that leads back to itself: Python 3.11's resolve raises
+        raise _Refused(f"fill file {folder / name} cannot be followed: {getattr(exc, 'strerror', None) or exc}") \
+            from None
     if buffer.file_root is not None and not path.is_relative_to(buffer.file_root):
         raise _Refused(f"fill file {name} leaves the spec's project ({buffer.file_root}); pass "
                        "--allow-outside-sources to read it")
@@ -320,9 +325,10 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
             raise _Refused(f"fill file {path} holds {size:,} bytes, more than {count:,} elements of any type")
         with path.open("rb") as file:
             start = file.read(len(_NPY_MAGIC))
-        if start != _NPY_MAGIC:   # np.load would take it for a pickle and say so, which it is not
-            raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: it does not begin with the "
-                           f".npy format's {_NPY_MAGIC!r} (a text or other file named .npy)")
+            if start != _NPY_MAGIC:   # np.load would take it for a pickle and say so, which it is not
+                raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: it does not begin with "
+                               f"the .npy format's {_NPY_MAGIC!r} (a text or other file named .npy)")
+            _check_declared_count(file, path, count)
         array = np.load(path, allow_pickle=False)
     except _Refused:
         raise
@@ -337,6 +343,20 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
         elements = array.size if isinstance(array, np.ndarray) else "no"
         raise _Refused(f"fill file {path} holds {elements} elements, but the buffer holds {count:,} (its size)")
     return str(path), _as_element(array.reshape(-1), buffer.element, f"fill file {path} holds")
+
+
+def _check_declared_count(file, path: Path, count: int) -> None:
+    """The element count a .npy file's header declares, against the buffer's, before NumPy reads the array: a header
+    that declares more than its file holds would have NumPy allocate the whole declared array first."""
+    file.seek(0)
+    version = np.lib.format.read_magic(file)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:   # a later format: np.load reads (or refuses) it
+        return
+    shape = readers[version](file)[0]
+    declared = math.prod(shape)
+    if declared != count:
+        raise _Refused(f"fill file {path} holds {declared:,} elements, but the buffer holds {count:,} (its size)")
 
 
 def _built_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> bytes:

@@ -94,7 +94,10 @@ def _raised(exc: BaseException, path: Path) -> str:
     if isinstance(exc, SyntaxError) and exc.lineno is not None:
         return f"SyntaxError: {exc.msg} ({path.name}:{exc.lineno})"
     where = f" ({path.name}:{lines[-1].lineno})" if lines else ""
-    text = str(exc)
+    try:
+        text = str(exc)
+    except Exception:   # an exception class of the builder's whose text itself raises: its name says enough
+        text = ""
     return f"{type(exc).__name__}{': ' + text if text else ''}{where}"
 
 
@@ -134,10 +137,15 @@ def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | Non
     unknown); `BuilderFailed` says why not."""
     result = _called(builder, values, "the struct's fields, by name")
     try:
-        data = memoryview(result).cast("B").tobytes()
+        view = memoryview(result)
     except TypeError:
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, not bytes (anything with the "
                             "buffer protocol: bytes, a ctypes.Structure, a NumPy array)") from None
+    if not view.c_contiguous:   # a slice with a step: its bytes are not the ones in memory, in order
+        raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, not contiguous in memory (a "
+                            "slice with a step, or a transposed array)",
+                            hint="return numpy.ascontiguousarray(...) of it, or its .tobytes()")
+    data = view.tobytes()
     if size is not None and len(data) != size:
         raise BuilderFailed(f"builder {builder.text} returned {len(data):,} bytes; the kernel's parameter is "
                             f"{size:,}", hint=f"return the {size:,} bytes of the kernel's parameter, as its host "

@@ -62,8 +62,12 @@ def project_file(context: Context, node: dict, key: str, field_path: str, noun: 
             if not found.is_relative_to(root):
                 raise context.error(f"{noun} {shown} leaves the spec's project ({root})", node, key,
                                     field_path, hint=_outside_hint(root))
-        if written.suffix not in suffixes or found.suffix not in suffixes:
+        if written.suffix not in suffixes:
             raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {shown}", node, key, field_path)
+        if found.suffix not in suffixes:   # a link to a file of another kind (a device, a script, a binary)
+            raise context.error(f"{noun} {shown} is a link to {found}, which does not end in {', '.join(suffixes)}"
+                                + ("" if found.is_file() or not found.exists() else ", and is not a regular file"),
+                                node, key, field_path)
         if not found.exists():
             raise context.error(f"{noun} {found} does not exist", node, key, field_path)
         if not found.is_file():

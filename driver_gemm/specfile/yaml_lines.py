@@ -8,6 +8,7 @@ long integers (bounds in `driver_gemm.specfile.limits`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,10 @@ class LineNode:
     line: int
     entry_lines: dict
     key_texts: dict     # a key YAML read as no text (yes, ~, 0x10) -> the text it was written as
+
+
+# A whole number with a leading zero and more digits: YAML 1.1's octal (0512), or text where a digit is 8 or 9.
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]*[0-9][0-9_]*")
 
 
 class OversizedInteger(str):
@@ -95,7 +100,23 @@ class _BoundedLineLoader(yaml.SafeLoader):
             return OversizedInteger(node.value)
         if ":" in node.value:      # YAML 1.1's base 60 (1:2:3 is 3723): a typo, kept as the text it is
             return self.construct_scalar(node)
+        self._refuse_leading_zero(node)
         return super().construct_yaml_int(node)
+
+    def construct_yaml_str(self, node):
+        if node.style is None:     # 0128 is text to YAML 1.1 (8 is no octal digit): the same slip as 0512
+            self._refuse_leading_zero(node)
+        return super().construct_yaml_str(node)
+
+    def _refuse_leading_zero(self, node) -> None:
+        """A whole number written with a leading zero (0512, zero-padded to line up a table): YAML 1.1 reads it as
+        octal (0512 is 330), or as text where a digit is 8 or 9, and neither is what it looks like."""
+        if _LEADING_ZERO.fullmatch(node.value):
+            digits = node.value.lstrip("+-").replace("_", "")
+            octal = f" as octal, {int(digits, 8):,}" if set(digits) <= set("01234567") else " as text"
+            raise self._refuse(f"{node.value} is written with a leading zero, which YAML 1.1 reads{octal}",
+                               node.start_mark, hint=f"write {int(node.value.replace('_', ''))} without the zeros, "
+                                                     "or quote it where text is meant")
 
     def construct_yaml_float(self, node):
         if ":" in node.value:      # base 60 again (1:30.5 is 90.5)
@@ -169,6 +190,7 @@ class _BoundedLineLoader(yaml.SafeLoader):
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:map", _BoundedLineLoader.construct_mapping)
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:seq", _BoundedLineLoader.construct_sequence)
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLineLoader.construct_yaml_int)
+_BoundedLineLoader.add_constructor("tag:yaml.org,2002:str", _BoundedLineLoader.construct_yaml_str)
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:float", _BoundedLineLoader.construct_yaml_float)
 _BoundedLineLoader.add_constructor("tag:yaml.org,2002:timestamp", _BoundedLineLoader.construct_yaml_timestamp_as_text)
 for _tag in ("set", "omap", "pairs", "binary"):
