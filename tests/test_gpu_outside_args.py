@@ -115,6 +115,31 @@ def test_a_tile_order_made_by_a_python_builder_per_case_reaches_the_kernel(tmp_p
         assert_every_case(path, "args-persistent-file", status, count=2)
 
 
+POINTER_ARRAYS = """
+- name: args-pointer-arrays
+  source: "@KERNELS@/outside/args_pointer_arrays.cu"
+  function: args_pointer_arrays
+  types: {a: fp32}
+  batch: {count: 3}
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16), batch]
+  tile: [16, 16]
+  scalars: {alpha: 1.5, beta: 0.5}
+  signature: [{name: Aarray, type: pointers, to: A}, {name: Barray, type: pointers, to: B},
+              {name: Carray, type: pointers, to: C}, M, N, K, alpha, beta]
+"""
+
+
+def test_arrays_of_pointers_lead_the_kernel_to_each_matrix_of_the_batch(tmp_path):
+    # Every matrix of the batch is checked: C[b] is right only where the kernel found A[b], B[b] and C[b] through
+    # the arrays. Launched over one matrix alone (grid z of 1), the other two are never written and the case FAILs.
+    path = write_spec(tmp_path, POINTER_ARRAYS, ["[130, 72, 40]", "[65, 130, 17]"])
+    assert_every_case(path, "args-pointer-arrays", Status.PASS, count=2)
+    path = write_spec(tmp_path, POINTER_ARRAYS.replace("ceil(M / 16), batch]", "ceil(M / 16), 1]"),
+                      ["[130, 72, 40]"])
+    assert_every_case(path, "args-pointer-arrays", Status.FAIL, count=1)
+
+
 SCALES_THROUGH_A_MAP = """
 - name: args-row-scale-map
   source: "@KERNELS@/outside/args_row_scale_map.cu"

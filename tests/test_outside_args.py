@@ -618,3 +618,75 @@ def test_the_old_integer_form_of_a_workspace_is_refused_against_the_compiled_ker
     assert ("parameter 7 (tile_counter, uint64): the kernel's parameter is int* (pointer), the signature says int"
             in str(problem))
     assert "{name: workspace, type: buffer, element: int32, size: EXPR}" in problem.hint
+
+
+POINTER_ARRAYS = ("types: {a: fp32}, batch: {count: 3}, signature: [{name: Aarray, type: pointers, to: A}, "
+                  "{name: Barray, type: pointers, to: B}, {name: Carray, type: pointers, to: C}, M, N, K, alpha, beta]")
+
+
+def test_arrays_of_pointers_hold_each_matrix_of_the_batch_and_the_plan_says_how_far_apart(tmp_path):
+    kernel = kernel_of(tmp_path, POINTER_ARRAYS)
+    assert [(a.name, a.ctype, a.pointers_to) for a in kernel.signature[:3]] == [
+        ("Aarray", "ptr", "A"), ("Barray", "ptr", "B"), ("Carray", "ptr", "C")]
+    plan = plan_of(kernel)
+    assert plan.valid, plan.problems
+    # 64 x 40 floats a matrix of A, 40 x 48 of B, 64 x 48 of C
+    assert [note for note in plan.notes if "pointers to" in note] == [
+        f"{name}: an array of 3 pointers to {matrix}'s matrices, {size:,} bytes apart, made when the case is bound"
+        for name, matrix, size in (("Aarray", "A", 64 * 40 * 4), ("Barray", "B", 40 * 48 * 4),
+                                   ("Carray", "C", 64 * 48 * 4))]
+    # Bound: each array holds its matrix's addresses, uploaded once and owned by the launch.
+    from driver_gemm.session.bind import _pointer_arrays
+    uploads, owned = [], []
+
+    def upload(array, stream):
+        uploads.append(array.tolist())
+        return types.SimpleNamespace(address=0xF000 + len(uploads))
+
+    session = types.SimpleNamespace(stream="stream", device=types.SimpleNamespace(upload=upload))
+    buffers = {name: types.SimpleNamespace(address=address) for name, address in
+               (("A", 0x10000), ("B", 0x40000), ("C", 0x80000))}
+    arrays = _pointer_arrays(session, kernel, plan, buffers, owned)
+    assert uploads == [[0x10000 + index * 64 * 40 * 4 for index in range(3)],
+                       [0x40000 + index * 40 * 48 * 4 for index in range(3)],
+                       [0x80000 + index * 64 * 48 * 4 for index in range(3)]]
+    assert list(arrays) == ["Aarray", "Barray", "Carray"] and owned == list(arrays.values())
+
+
+@pytest.mark.parametrize("entry, message, field", [
+    ("{name: Aarray, type: pointers, to: D}", "holds the addresses of A's, B's or C's matrices, got 'D'",
+     "signature[0].to"),
+    ("{name: A, type: pointers, to: A}", "named by a C identifier other than A, B and C", "signature[0].name"),
+    ("{name: Aarray, type: pointers, to: A, size: 3}", "unknown field 'size'", "signature[0].size"),
+])
+def test_malformed_arrays_of_pointers_are_refused_at_their_field(tmp_path, entry, message, field):
+    with pytest.raises(SpecError, match=message) as info:
+        load_spec(write_spec(tmp_path, f"signature: [{entry}, B, C, M, N, K]"))
+    assert info.value.field == f"kernels[k].{field}", info.value.field
+
+
+@pytest.mark.parametrize("symbol, problem", [
+    ("_Z1kPKPKfS2_PKPfiiiff", None),                       # (const float* const*, ..., float* const*, ...)
+    ("_Z1kPKfS0_PKPfiiiff", "parameter 1 (Aarray, ptr): the kernel's parameter is const float*, a pointer to the "
+                            "data; type: pointers passes an array of pointers to A's matrices"),
+    ("_Z1kPKPK6__halfPKPKfPKPfiiiff", "parameter 1 (Aarray, ptr): the kernel's parameter is const __half*, and "
+                                       "types: makes A fp32"),
+])
+def test_an_array_of_pointers_is_checked_against_a_pointer_to_pointers_of_its_operands_type(tmp_path, symbol,
+                                                                                            problem):
+    from driver_gemm.cuda.mangling import demangle
+    assert len(demangle(symbol).params) == 8
+    signature = kernel_of(tmp_path, POINTER_ARRAYS).signature
+    slots = [ParamSlot(i, 0, 8 if i < 3 else 4) for i in range(8)]
+    problems = check_signature(slots, demangle(symbol).params, signature, {"A": "fp32", "B": "fp32", "C": "fp32"})
+    assert problems == [] if problem is None else problem in problems[0], problems
+
+
+def test_the_pointer_array_kernel_compiles_and_plans_offline(tmp_path):
+    from driver_gemm.planning.build import offline_problems
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"shapes: [[130, 72, 40]]\nkernels:\n  - {{name: k, source: {ROOT}/kernels/outside/"
+                    f"args_pointer_arrays.cu, function: args_pointer_arrays, block: [16, 16], grid: [ceil(N / 16), "
+                    f"ceil(M / 16), batch], tile: [16, 16], {POINTER_ARRAYS}}}\n")
+    assert offline_problems(load_spec(path, allow_outside_sources=True)) == ([], {})

@@ -100,6 +100,8 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
                                 "[...], pass: pointer}")
             elif argument.buffer is not None:
                 problems.extend(_element_problems(where, kernel_type, argument.buffer.element))
+            elif argument.pointers_to is not None:
+                problems.extend(_pointer_array_problems(where, kernel_type, argument.pointers_to, operand_types))
             elif operand_types and (argument.alias or argument.name) in operand_types:
                 matrix = argument.alias or argument.name   # D passed where C is: C's element type
                 problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[matrix]))
@@ -116,11 +118,12 @@ def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> l
     def mentions_c(argument) -> bool:
         if argument.tensor_map is not None:
             return argument.tensor_map.tensor == "C"
-        return any(mentions_c(field) for field in argument.fields)
+        return argument.pointers_to == "C" or any(mentions_c(field) for field in argument.fields)
 
     reaching = []
     for position, argument in enumerate(spec_signature):
-        if argument.builder is not None or argument.fields or argument.tensor_map is not None:
+        if argument.builder is not None or argument.fields or argument.tensor_map is not None or \
+                argument.pointers_to is not None:
             if argument.builder is not None or mentions_c(argument):
                 return []
             continue
@@ -190,6 +193,21 @@ def _operand_problems(where: str, kernel_type: ParamType, name: str, element: st
                 f"kernel reading {pointee} operands cannot be checked (instantiate it for one of those types)"]
     return [f"{where}: the kernel's parameter is {kernel_type.text}, and types: makes {name} {element} (instantiate "
             f"the kernel for {element}, or give types: what it reads)"]
+
+
+def _pointer_array_problems(where: str, kernel_type: ParamType, matrix: str,
+                            operand_types: Mapping[str, str] | None) -> list[str]:
+    """An array of pointers to `matrix`'s batch against the kernel's parameter: a pointer to pointers
+    (``const float* const*``, ``float**``), whose pointee is checked as a pointer to the matrix would be."""
+    text = kernel_type.text
+    if text.count("*") < 2:
+        return [f"{where}: the kernel's parameter is {text}, a pointer to the data; type: pointers passes an array of "
+                f"pointers to {matrix}'s matrices (T** or const T* const*): give {matrix} itself where the kernel "
+                "takes the data"]
+    if not operand_types or matrix not in operand_types:
+        return []
+    inner = ParamType("pointer", 8, text[:text.rindex("*")].removesuffix("const").strip())
+    return _operand_problems(where, inner, matrix, operand_types[matrix])
 
 
 def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[str]:

@@ -212,6 +212,13 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
                         dict(scalars or {}), active_clusters)
 
+    for _, argument in kernel.leaf_arguments():
+        if argument.pointers_to is not None:
+            count, stride = pointer_array_extent(kernel, operands, argument.pointers_to)
+            notes.append(f"{argument.name}: an array of {count:,} pointer{'s' if count != 1 else ''} to "
+                         f"{argument.pointers_to}'s matrices" + (f", {stride:,} bytes apart" if count > 1 else "") +
+                         ", made when the case is bound")
+
     def evaluate(expression: expr.Expression, field_name: str) -> int | None:
         try:
             return expression.evaluate_int(env)
@@ -273,6 +280,15 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters)
+
+
+def pointer_array_extent(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> tuple[int, int]:
+    """How many addresses an array of pointers to `matrix`'s batch (``A``, ``B`` or ``C``) holds, and how many
+    bytes apart they lie: its batch stride in storage elements (an untyped kernel's are 4-byte floats)."""
+    layout = getattr(operands, matrix.lower())
+    types = kernel.operands.types if kernel.operands is not None else None
+    element_bytes = getattr(types, matrix.lower()).storage_bytes if types is not None else 4
+    return layout.batch, layout.batch_stride * element_bytes
 
 
 def _fixed_grid_under_its_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig,

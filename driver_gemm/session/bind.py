@@ -20,6 +20,7 @@ from ..cuda.interop import device_pointer
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError
+from ..planning.case_plan import pointer_array_extent
 from ..planning.host_builders import BuilderFailed, builder_values, built_bytes
 from .case_buffers import device_buffers
 
@@ -51,8 +52,10 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
             return "ptr", owned[-1]
         return argument.ctype, encoded
 
+    arrays = _pointer_arrays(session, kernel_spec, case_plan, buffers, owned)
     sizes = [slot.size for slot in slots] if slots is not None else None
-    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own}, encode, sizes)
+    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own, **arrays}, encode,
+                                  sizes)
     packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
                              offsets=run.kernel.param_offsets(len(values)))
     # The kernel reads the owned buffers at every launch: they live as long as the launch.
@@ -60,6 +63,22 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
                             owned=tuple(owned))
     launch.resets = resets     # the contents of the checked launch are already enqueued
     return launch
+
+
+def _pointer_arrays(session, kernel_spec, case_plan, buffers: dict[str, Any], owned: list) -> dict[str, Any]:
+    """Each array of pointers the signature passes (``type: pointers``), by its name: the address of each matrix
+    of its operand's batch on the case's buffers (a rig's own memory included), uploaded once and owned by the
+    launch. The kernel only reads them, so no sample resets them."""
+    arrays = {}
+    for _, argument in kernel_spec.leaf_arguments():
+        if argument.pointers_to is None:
+            continue
+        base = device_pointer(buffers[argument.pointers_to], argument.pointers_to)
+        count, stride = pointer_array_extent(kernel_spec, case_plan.operands, argument.pointers_to)
+        addresses = np.array([base + index * stride for index in range(count)], dtype=np.uint64)
+        owned.append(session.device.upload(addresses, session.stream))
+        arrays[argument.name] = owned[-1]
+    return arrays
 
 
 def launch_values(kernel_spec, argument_values: dict, buffers: dict, encode: Callable,

@@ -209,7 +209,8 @@ class Argument:
     expression per element. A ``ptr`` with `buffer` is a device buffer of the
     case's own, filled as it says (alpha and beta by pointer are such buffers,
     with the scalar's expression as `value` too); a ``ptr`` with `null` is passed as nullptr, one with `alias`
-    the address of that matrix.
+    the address of that matrix, one with `pointers_to` the address of a device array holding the address of each
+    of that matrix's batch (the arrays of pointers a batched GEMM of cuBLAS's kind takes).
     """
 
     name: str
@@ -222,6 +223,7 @@ class Argument:
     null: bool = False            # a ptr passed as nullptr: an optional input the kernel tests for and skips
     alias: str | None = None      # a ptr passed the address of this matrix (D = C: the output written in place)
     builder: HostBuilder | None = None   # a struct whose bytes a Python function makes from its fields' values
+    pointers_to: str | None = None   # a ptr to a device array of the addresses of this matrix's batch (T** A)
 
     def layout(self, tensor_map_alignment: int | None = None) -> Layout:
         """Its size, alignment and scalars' offsets as the C compiler lays it out, with a tensor map it holds at

@@ -5,8 +5,8 @@ other scalars give a type and a value expression; ``tensormap`` entries
 describe TMA tensor maps (`launch_fields`); ``buffer`` entries and alpha or
 beta as ``ptr`` are device buffers of the case's own (`device_buffers`);
 ``struct`` entries hold fields, structs and fixed arrays (a list ``value:``) in
-C layout. A, B and C must each reach the kernel once, as a pointer or through a
-tensor map, names are unique across the whole signature, and a constant must
+C layout; ``pointers`` entries are arrays of the addresses of a matrix's batch. A, B and C must each reach the
+kernel once, as a pointer, through a tensor map or through an array of pointers, names are unique across the whole signature, and a constant must
 fit its C type.
 """
 
@@ -24,7 +24,7 @@ from .limits import MAX_ARRAY_ELEMENTS
 from .model import Argument, HostBuilder
 from .project import host_builder
 
-ARGUMENT_TYPES = (*C_TYPES, "struct", "buffer")
+ARGUMENT_TYPES = (*C_TYPES, "struct", "buffer", "pointers")
 
 
 def _check_constant_fits(context: Context, argument: Argument, node: Any, key: Any, dotted: str) -> None:
@@ -67,12 +67,15 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
     names one value of the case's plan. Returns what the maps read (matrices and buffers by name)."""
     names: list[str] = []
     mapped: set[str] = set()   # what tensor maps reach, a struct's maps included
+    arrays: set[str] = set()   # the matrices whose batch an array of pointers reaches
     buffers: set[str] = set()
 
     def add(argument: Argument) -> None:
         names.append(argument.name)
         if argument.tensor_map is not None:
             mapped.add(argument.tensor_map.tensor)
+        if argument.pointers_to is not None:
+            arrays.add(argument.pointers_to)
         if argument.buffer is not None:
             buffers.add(argument.name)
         for field in argument.fields:
@@ -85,9 +88,10 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
                             node, "signature", f"{dotted}.signature",
                             hint="a map over the kernel's own data names a {name: X, type: buffer, ...} entry")
     for matrix in ("A", "B", "C"):
-        if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped):
-            raise context.error(f"signature must take {matrix} exactly once (as a pointer, or through tensor "
-                                f"maps with tensor: {matrix})", node, "signature", f"{dotted}.signature")
+        if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped and matrix not in arrays):
+            raise context.error(f"signature must take {matrix} exactly once (as a pointer, through tensor maps with "
+                                f"tensor: {matrix}, or through an array of pointers to its matrices)", node,
+                                "signature", f"{dotted}.signature")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
@@ -116,6 +120,8 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
         return _struct_argument(context, parent, index, item, item_path, scalars, field)
     if item.get("type") == "buffer":
         return buffer_argument(context, parent, index, item, item_path)
+    if item.get("type") == "pointers":
+        return _pointer_array_argument(context, parent, index, item, item_path)
     if item.get("type") == "ptr" and item.get("name") in ("alpha", "beta"):
         if "value" in item:
             raise context.error(f"{item['name']} by pointer is the spec's scalars.{item['name']} in a device buffer; "
@@ -164,6 +170,23 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
     if ctype == "bool" and isinstance(value, bool):   # a bool parameter given true or false, as YAML writes them
         value = int(value)
     return Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value"))
+
+
+def _pointer_array_argument(context, parent, index, item: dict, item_path: str) -> Argument:
+    """``{name: Aarray, type: pointers, to: A}``: the address of a device array that holds the address of each of
+    A's matrices in the batch (``const float* const Aarray[]``, as cuBLAS's batched GEMMs take them), made when the
+    case is bound; one address for a kernel without ``batch:``."""
+    check_keys(context, item, ("name", "type", "to"), item_path)
+    name, matrix = item.get("name"), item.get("to")
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name) or name in ("A", "B", "C"):
+        raise context.error(f"an array of pointers is named by a C identifier other than A, B and C, got "
+                            f"{kind_name(name)}", item if "name" in item else parent, "name" if "name" in item
+                            else index, f"{item_path}.name")
+    if matrix not in ("A", "B", "C"):
+        raise context.error(f"an array of pointers holds the addresses of A's, B's or C's matrices, got "
+                            f"{kind_name(matrix)}", item if "to" in item else parent, "to" if "to" in item else index,
+                            f"{item_path}.to", hint="{name: Aarray, type: pointers, to: A}")
+    return Argument(name, "ptr", None, pointers_to=matrix)
 
 
 def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, field: bool) -> Argument:
