@@ -11,6 +11,7 @@ CUDA statuses become `CudaError` in `driver_gemm.cuda.check`.
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import TypeVar, cast
 
@@ -59,6 +60,11 @@ class WrongArgumentType(DriverGemmError, TypeError):
     takes (a `TypeError` too, as Python's own would be)."""
 
 
+class WrongArgumentValue(DriverGemmError, ValueError):
+    """An argument of the right kind with a value no caller means (a negative GPU ordinal, a NaN tolerance): the
+    message names the function, the argument and the value (a `ValueError` too, as Python's own would be)."""
+
+
 def path_argument(function: str, name: str, value: PathT) -> PathT:
     """`value` where `function` takes the path of a file: a str or a path object, else `WrongArgumentType` saying
     so (rather than the TypeError pathlib would raise from inside)."""
@@ -71,6 +77,25 @@ def path_argument(function: str, name: str, value: PathT) -> PathT:
         return value
     raise WrongArgumentType(f"{function}: {name} is a path (a str or a pathlib.Path), "
                             f"got {type(value).__name__}")
+
+
+def flag_argument(function: str, name: str, value: object) -> bool:
+    """`value` where `function` takes a yes or no: True or False only, else `WrongArgumentType`. A permission read
+    from text ("no", "false") is truthy, and would be taken as given."""
+    if isinstance(value, bool):
+        return value
+    raise WrongArgumentType(f"{function}: {name} is True or False, got {value!r:.60} ({type(value).__name__})")
+
+
+def ordinal_argument(function: str, name: str, value: object) -> int:
+    """`value` where `function` takes a GPU's ordinal: a whole number (NumPy's too) of at least 0, as an int;
+    `WrongArgumentType` for another kind, `WrongArgumentValue` below 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise WrongArgumentType(f"{function}: {name} is a GPU's ordinal (a whole number), got {value!r:.60} "
+                                f"({type(value).__name__})")
+    if value < 0:
+        raise WrongArgumentValue(f"{function}: {name} is a GPU's ordinal (0 or more), got {value}")
+    return int(value)
 
 
 class UsageError(SpecError):

@@ -169,6 +169,82 @@ def test_placement_checks_its_flags_as_run_options_does(call, error, words):
     (lambda: dg.MeasureSettings(timeout_s="3"), WrongArgumentType, "MeasureSettings.timeout_s: a number, got str"),
     (lambda: dg.VerifySettings(rel_tolerance=float("nan")), ValueError, "VerifySettings.rel_tolerance: at least 0"),
     (lambda: dg.VerifySettings(abs_tolerance=-1.0), ValueError, "VerifySettings.abs_tolerance: at least 0"),
+    # Values a run compares with one choice only would quietly mean the other: refused as the reader refuses them.
+    (lambda: dg.MeasureSettings(mode="bogus"), ValueError, "MeasureSettings.mode: one of events, graph, got 'bogus'"),
+    (lambda: dg.MeasureSettings(samples="bogus"), ValueError, "MeasureSettings.samples: give flush"),
+    (lambda: dg.MeasureSettings(samples=3), WrongArgumentType, "MeasureSettings.samples: text, got int"),
+    (lambda: dg.MeasureSettings(mode="graph", samples="do-bench"), ValueError, "it takes samples='flush' only"),
+    (lambda: dg.MeasureSettings(flush_l2="yes"), WrongArgumentType,
+     "MeasureSettings: flush_l2 is True or False, got 'yes' (str)"),
+    (lambda: dg.MeasureSettings(warmup=2.5), WrongArgumentType, "MeasureSettings.warmup: a whole number, got float"),
+    (lambda: dg.MeasureSettings(graph_launches=2.5), WrongArgumentType, "MeasureSettings.graph_launches: a whole"),
+    (lambda: dg.MeasureSettings(rounds=float("inf")), WrongArgumentType, "MeasureSettings.rounds: a whole number"),
+    (lambda: dg.MeasureSettings(rounds=101), ValueError, "MeasureSettings.rounds: at least 1 and at most 100, got 101"),
+    (lambda: dg.MeasureSettings(max_samples="3"), WrongArgumentType, "MeasureSettings.max_samples: a whole number"),
+    (lambda: dg.MeasureSettings(min_time_s=float("inf")), ValueError, "MeasureSettings.min_time_s: a finite number"),
+    (lambda: dg.MeasureSettings(case_timeout_s=None), WrongArgumentType, "MeasureSettings.case_timeout_s: a number"),
+    (lambda: dg.VerifySettings(reference="bogus"), ValueError,
+     "VerifySettings.reference: one of auto, cpu, cublas, got 'bogus'"),
+    (lambda: dg.VerifySettings(seed="3"), WrongArgumentType, "VerifySettings.seed: a whole number, got str"),
+    (lambda: dg.VerifySettings(seed=-1), ValueError, "VerifySettings.seed: at least 0, got -1"),
+    (lambda: dg.VerifySettings(seed=None), WrongArgumentType, "VerifySettings.seed: a whole number, got NoneType"),
+    (lambda: dg.VerifySettings(tf32_rel_tolerance=float("inf")), ValueError, "tf32_rel_tolerance: a finite number"),
 ])
 def test_settings_a_rig_builds_are_held_to_what_the_spec_reader_accepts(call, error, words):
-    _raises(call, error, words)
+    assert isinstance(_raises(call, error, words), dg.DriverGemmError)
+
+
+def test_settings_take_numpy_numbers_as_plain_ones():
+    measure = dg.MeasureSettings(warmup=np.int64(2), min_time_s=np.float32(0.25))
+    verify = dg.VerifySettings(seed=np.int32(7))
+    assert (measure.warmup, measure.min_time_s, verify.seed) == (2, 0.25, 7)
+    assert type(measure.warmup) is int and type(measure.min_time_s) is float and type(verify.seed) is int
+
+
+class _Operand:
+    """A GPU matrix as the CUDA array interface describes it (no GPU needed to read it)."""
+
+    def __init__(self, shape, address):
+        self.__cuda_array_interface__ = {"version": 3, "shape": shape, "typestr": "<f4", "data": (address, False),
+                                         "strides": None}
+
+
+def _check(**changes):
+    arguments = dict(source=ROOT / "kernels" / "02_smem_tiles.cu", function="sgemm_smem_tiles<16>",
+                     a=_Operand((64, 32), 0x7F0000000000), b=_Operand((32, 48), 0x7F0001000000),
+                     c=_Operand((64, 48), 0x7F0002000000), grid=["ceil(N / 16)", "ceil(M / 16)"], block=[16, 16])
+    arguments.update(changes)
+    return dg.check_kernel(**arguments)
+
+
+@pytest.mark.parametrize("changes, error, words", [
+    # a string is no list of extents: "16" read character by character launched a block of (1, 6)
+    ({"block": "16"}, WrongArgumentType, "check_kernel: block is a list of 1 to 3 extents"),
+    ({"grid": "ceil(N / 16)"}, WrongArgumentType, "check_kernel: grid is a list of 1 to 3 extents"),
+    ({"grid": 4}, WrongArgumentType, "check_kernel: grid is a list of 1 to 3 extents (numbers, or expressions such "
+                                     "as 'ceil(N / 16)'), got 4 (int)"),
+    ({"function": None}, WrongArgumentType, "check_kernel: function is the kernel's name"),
+    ({"source": None}, WrongArgumentType, "check_kernel: source is the path of a kernel source or its text"),
+    ({"source": b"k.cu"}, WrongArgumentType, "check_kernel: source is the path of a kernel source"),
+    ({"params": [1, 2]}, WrongArgumentType, "check_kernel: params is a mapping of a spec's params fields"),
+    ({"measure": dg.MeasureSettings()}, WrongArgumentType, "check_kernel: measure is a mapping of a spec's measure"),
+    ({"verify": "strict"}, WrongArgumentType, "check_kernel: verify is a mapping of a spec's verify fields"),
+    ({"name": 5}, WrongArgumentType, "check_kernel: name is the case's kernel name"),
+    ({"alpha": "x"}, WrongArgumentType, "check_kernel: alpha is a number, got 'x' (str)"),
+    ({"beta": 1j}, WrongArgumentType, "check_kernel: beta is a number, got 1j (complex)"),
+    ({"alpha": float("nan")}, ValueError, "check_kernel: alpha is a finite number, got nan"),
+    ({"time": "no"}, WrongArgumentType, "check_kernel: time is True or False, got 'no' (str)"),
+    ({"device": "0"}, WrongArgumentType, "check_kernel: device is a GPU's ordinal (a whole number), got '0'"),
+    ({"device": -1}, ValueError, "check_kernel: device is a GPU's ordinal (0 or more), got -1"),
+    ({"stream": 1.5}, dg.ArgumentError, "check_kernel: stream: float 1.5 is no stream"),
+    ({"stream": "7"}, dg.ArgumentError, "check_kernel: stream: str '7' is no stream"),
+    # memory that cannot be right: refused before C is poisoned (which would overwrite the rig's A)
+    ({"c": _Operand((64, 48), 0x7F0000000000)}, dg.ArgumentError, "C (bytes 0x7f0000000000 to 0x7f0000002fff) "
+                                                                   "overlaps A"),
+    ({"a": _Operand((64, 32), 0)}, dg.ArgumentError, "A: test_api_arguments._Operand.__cuda_array_interface__['data']"
+                                                     "[0] is 0 (NULL) for 2,048 elements"),
+])
+def test_check_kernel_names_each_argument_of_the_wrong_kind_or_value(changes, error, words, monkeypatch):
+    # Refused before any GPU is asked for, so before anything is written to one.
+    monkeypatch.setattr("driver_gemm.runners.on_tensors.read_properties", lambda ordinal: pytest.fail("GPU asked"))
+    assert isinstance(_raises(lambda: _check(**changes), error, words), dg.DriverGemmError)

@@ -135,3 +135,91 @@ def test_plan_case_names_each_argument_of_the_wrong_kind_and_plans_for_the_sm_co
     # The persistent grid reads sm_count: a GPU of 2 SMs gets the blocks of 2, as plan --sms 2 gives.
     assert dg.plan_case(kernel, shape, limits, sm_count=2).config.grid[0] < \
         dg.plan_case(kernel, shape, limits).config.grid[0]
+
+
+def test_wrong_values_are_value_errors_and_driver_gemm_errors():
+    from driver_gemm.errors import WrongArgumentValue
+
+    assert issubclass(WrongArgumentValue, ValueError) and issubclass(WrongArgumentValue, DriverGemmError)
+
+
+@pytest.mark.parametrize("value", ["no", "false", 0, 1, None])
+def test_a_permission_is_true_or_false_and_nothing_that_reads_as_one(value, tmp_path):
+    # A rig reading its settings from text passes "no": truthy, it would grant the leave it means to refuse.
+    header = tmp_path / "outside.h"
+    header.write_text("#define X 1\n")
+    source = f'#include "{header}"\nextern "C" __global__ void k(float* out) {{ out[0] = X; }}\n'
+    (tmp_path / "k.cu").write_text(source)
+    spec = {"shapes": [[64, 64, 64]], "kernels": []}
+    for call, words in (
+            (lambda: dg.load_spec(SPECS / "seed.yaml", allow_outside_sources=value),
+             "load_spec: allow_outside_sources is True or False"),
+            (lambda: dg.spec_from_dict(spec, allow_outside_sources=value),
+             "spec_from_dict: allow_outside_sources is True or False"),
+            (lambda: dg.specfile.parse_spec("shapes: [[1, 1, 1]]\n", allow_outside_sources=value),
+             "parse_spec: allow_outside_sources is True or False"),
+            (lambda: dg.plan_spec(SPECS / "seed.yaml", arch="sm_90", allow_outside_sources=value),
+             "plan_spec: allow_outside_sources is True or False"),
+            (lambda: dg.compile_source(tmp_path / "k.cu", ["k"], use_cache=False, allow_outside_headers=value),
+             "compile_source: allow_outside_headers is True or False"),
+            (lambda: dg.compile_text(source, "k.cu", ["k"], use_cache=False, allow_outside_headers=value),
+             "compile_text: allow_outside_headers is True or False")):
+        with pytest.raises(WrongArgumentType) as info:
+            call()
+        assert words in str(info.value) and f"got {value!r}" in str(info.value)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: dg.plan_spec("seed", arch="sm_80", target=dg.plan_target("sm_90")), ValueError,
+     "plan_spec: arch 'sm_80' and a target for 'sm_90' are both given"),
+    (lambda: dg.plan_spec("seed", device="x"), WrongArgumentType,
+     "plan_spec: device is a GPU's ordinal (a whole number), got 'x' (str)"),
+    (lambda: dg.plan_spec("seed", device=-1), ValueError, "plan_spec: device is a GPU's ordinal (0 or more), got -1"),
+    (lambda: dg.plan_target(None, device=True), WrongArgumentType,
+     "plan_target: device is a GPU's ordinal (a whole number), got True (bool)"),
+])
+def test_a_plan_for_another_target_than_the_one_asked_for_is_refused(call, error, words, monkeypatch):
+    monkeypatch.setattr("driver_gemm.planning.spec_plan.plan_stream", lambda *args, **kwargs: pytest.fail("planned"))
+    with pytest.raises(error) as info:
+        call()
+    assert words in str(info.value) and isinstance(info.value, DriverGemmError)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: dg.load_kernel(None, ROOT / "kernels" / "02_smem_tiles.cu", "sgemm_smem_tiles<32>"),
+     "load_kernel: device is a Device (such as dg.Device(0)), got None (NoneType)"),
+    (lambda: dg.load_kernel("0", ROOT / "kernels" / "02_smem_tiles.cu", "sgemm_smem_tiles<32>"),
+     "load_kernel: device is a Device (such as dg.Device(0)), got '0' (str)"),
+    (lambda: dg.CublasSgemm(None, None), "CublasSgemm: device is a Device (such as dg.Device(0)), got None"),
+])
+def test_what_is_no_device_is_named_as_the_argument_it_was_given_for(call, words):
+    with pytest.raises(WrongArgumentType) as info:
+        call()
+    assert words in str(info.value)
+
+
+MAPPING_KERNEL = {"name": "v2", "source": str(ROOT / "kernels" / "02_smem_tiles.cu"), "function": "sgemm_smem_tiles",
+                  "params": {"TILE": 16}, "block": ["TILE", "TILE"], "grid": ["ceil(N / TILE)", "ceil(M / TILE)"]}
+
+
+@pytest.mark.parametrize("data, base_dir, words", [
+    ({"shapes": [[64, 64, 64]], "kernels": []}, None,
+     "<spec given as a mapping>: kernels: must be a non-empty list of kernels, got an empty list"),
+    ({"name": "mine", "shapes": [[64, 64, 0]], "kernels": [MAPPING_KERNEL]}, None,
+     "<spec 'mine' given as a mapping>: shapes[0][2]: must be at least 1, got 0"),
+    ({"shapes": [[64, 64, 64]], "kernels": [dict(MAPPING_KERNEL, block=["TILE", object()])]}, None,
+     "<spec given as a mapping>: kernels[0].block[1]: holds <object object at"),
+    ({"shapes": [[64, 64, 64]], "kernels": []}, SPECS / "seed.yaml",
+     f"spec_from_dict: base_dir: {SPECS / 'seed.yaml'} is not a folder"),
+])
+def test_a_spec_given_as_a_mapping_places_its_mistakes_at_their_field_not_in_a_made_up_file(data, base_dir, words):
+    with pytest.raises(dg.SpecError) as info:
+        dg.spec_from_dict(data, base_dir=base_dir)
+    assert str(info.value).startswith(words) and ".yaml:" not in str(info.value)
+
+
+def test_a_spec_given_as_a_mapping_has_no_file_and_takes_numpy_numbers():
+    spec = dg.spec_from_dict({"shapes": [[np.int64(64), np.int32(48), 32]],
+                              "kernels": [dict(MAPPING_KERNEL, params={"TILE": np.int64(16)})]})
+    assert spec.path is None and spec.shapes[0] == Shape(64, 48, 32) and spec.kernels[0].params == {"TILE": 16}
+    assert spec.kernels[0].where == "<spec given as a mapping>"

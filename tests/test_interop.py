@@ -4,6 +4,7 @@ context, and a rig's tensors read as a GEMM's operands (with their refusals)."""
 from __future__ import annotations
 
 import gc
+import itertools
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,10 +24,15 @@ from driver_gemm.specfile import spec_from_dict
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Addresses of stand-in arrays, each apart from the others (C may share no memory with A or B).
+_ADDRESSES = itertools.count(0x7F0000000000, 0x1000000)
+
+
 class CudaArray:
     """A stand-in for a CuPy array: only __cuda_array_interface__."""
 
-    def __init__(self, shape, typestr="<f4", strides=None, address=0x7F0000000000, **more):
+    def __init__(self, shape, typestr="<f4", strides=None, address=None, **more):
+        address = next(_ADDRESSES) if address is None else address
         self.__cuda_array_interface__ = {"version": 3, "shape": shape, "typestr": typestr,
                                          "data": (address, False), "strides": strides, **more}
 
@@ -75,11 +81,18 @@ def test_a_stream_protocol_of_another_version_or_shape_is_refused():
         stream_handle("stream")
 
 
+@pytest.mark.parametrize("handle", [1.5, "7", -1, 2**64])
+def test_a_raw_stream_handle_is_a_whole_number_that_can_be_an_address(handle):
+    # int() would take 1.5 as 1, the legacy default stream
+    with pytest.raises(ArgumentError, match="is no stream|is no address"):
+        stream_handle(handle)
+
+
 # ------------------------------------------------------------------------------------- reading other arrays
 
 def test_the_cuda_array_interface_is_read_with_strides_in_elements():
     view = array_view(CudaArray((3, 4), "<f2", strides=(16, 2)))
-    assert (view.shape, view.dtype, view.strides, view.address) == ((3, 4), "float16", (8, 1), 0x7F0000000000)
+    assert (view.shape, view.dtype, view.strides) == ((3, 4), "float16", (8, 1))
     assert array_view(CudaArray((3, 4))).strides == (4, 1)        # no strides: C-contiguous
     assert array_view(CudaArray((2, 2), stream=1)).stream == 1
 
@@ -95,6 +108,107 @@ def test_what_the_cuda_array_interface_cannot_say_is_refused(interface, message)
     with pytest.raises(ArgumentError, match=message):
         array_view(CudaArray((2, 2), **{k: v for k, v in fields.items() if k != "typestr"},
                              typestr=fields["typestr"]))
+
+
+def _interface(**changes):
+    fields = {"version": 3, "shape": (64, 32), "typestr": "<f4", "data": (0x7F0000000000, False), "strides": None}
+    fields.update(changes)
+    return SimpleNamespace(__cuda_array_interface__=fields)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"shape": ("a", 32)}, r"\['shape'\] \('a', 32\) holds 'a', not a whole number"),
+    ({"shape": None}, r"\['shape'\] is None: a tuple of whole numbers"),
+    ({"shape": (64.7, 32)}, r"\['shape'\] \(64.7, 32\) holds 64.7, not a whole number"),
+    ({"shape": (-1, 32)}, r"\['shape'\] \(-1, 32\) holds -1, below 0"),
+    ({"strides": (128,)}, r"\['strides'\] \(128,\) has 1 entries, not 2"),
+    ({"strides": (128, 4, 4)}, r"\['strides'\] \(128, 4, 4\) has 3 entries, not 2"),
+    ({"strides": ("x", 4)}, r"\['strides'\] \('x', 4\) holds 'x'"),
+    ({"data": None}, r"\['data'\] is None: the protocol gives \(address, read-only flag\)"),
+    ({"data": (5,)}, r"\['data'\] is \(5,\)"),
+    ({"data": ("0x10", False)}, r"\['data'\]\[0\] is '0x10': an address is a whole number"),
+    ({"data": (0, False)}, r"\['data'\]\[0\] is 0 \(NULL\) for 2,048 elements"),
+    ({"data": (-4096, False)}, r"\['data'\]\[0\] is -4096: an address is 0 to 2\*\*64 - 1"),
+    ({"data": (2**70, False)}, r"\['data'\]\[0\] is 1180591620717411303424: an address is 0 to 2\*\*64 - 1"),
+    ({"data": (0x7F0000000001, False)}, r"\['data'\]\[0\] is 0x7f0000000001, not a multiple of 4 bytes"),
+    ({"stream": "x"}, r"\['stream'\] is 'x': a stream's handle"),
+    ({"version": 99}, r"\['version'\] is 99: driver-gemm reads versions 1 to 3"),
+])
+def test_an_array_interface_that_cannot_describe_real_memory_is_refused_at_its_field(changes, message):
+    with pytest.raises(ArgumentError, match=r"A: types.SimpleNamespace.__cuda_array_interface__" + message):
+        rig_operands_of(_interface(**changes), CudaArray((32, 48)), CudaArray((64, 48)))
+    with pytest.raises(ArgumentError, match=r"argument A: types.SimpleNamespace.__cuda_array_interface__"):
+        device_pointer(_interface(**changes), "A")
+
+
+def test_an_empty_array_may_be_at_null():
+    assert array_view(_interface(shape=(0, 32), data=(0, False))).address == 0
+
+
+def rig_operands_of(a, b, c):
+    """What check_kernel reads of its operands, each named."""
+    from driver_gemm.runners.on_tensors import _operand_view
+
+    return rig_operands(*(_operand_view(name, obj, None) for name, obj in zip("ABC", (a, b, c))))
+
+
+class _Device:
+    """DLPack's device call answering what it is given."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def __dlpack_device__(self):
+        return self.answer
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("not asked for: the device is refused first")
+
+
+class _Refusing:
+    def __dlpack_device__(self):
+        return KDL_CUDA, 0
+
+    def __dlpack__(self, stream=None):
+        raise BufferError("cannot export")
+
+
+@pytest.mark.parametrize("operand, message", [
+    (_Device(None), r"A: test_interop._Device.__dlpack_device__\(\) is None: a tuple of whole numbers"),
+    (_Device((2, 0, 0)), r"__dlpack_device__\(\) \(2, 0, 0\) has 3 entries, not 2"),
+    (_Refusing(), r"A: test_interop._Refusing.__dlpack__\(\) refused to export it: cannot export"),
+    (SimpleNamespace(data_ptr=lambda: 0x1000, is_cuda=True, dtype="torch.float32", shape=(64, 32),
+                     stride=lambda: None), r"A: types.SimpleNamespace.stride\(\) is None"),
+    (SimpleNamespace(data_ptr=lambda: None, is_cuda=True, dtype="torch.float32", shape=(64, 32),
+                     stride=lambda: (32, 1)), r"A: types.SimpleNamespace.data_ptr\(\) is None: an address"),
+    (SimpleNamespace(data_ptr=lambda: 0x1000, is_cuda=True, dtype="torch.float32", shape="ab",
+                     stride=lambda: (32, 1)), r"A: types.SimpleNamespace.shape is 'ab'"),
+    (DlpackOnly(ArrayExport(0x1002, (64, 32), "float32")),
+     r"DLPack data \+ byte_offset is 0x1002, not a multiple of 4"),
+])
+def test_dlpack_and_torch_style_operands_that_answer_nonsense_are_refused_with_the_operand_named(operand, message):
+    with pytest.raises(ArgumentError, match=message):
+        rig_operands_of(operand, CudaArray((32, 48)), CudaArray((64, 48)))
+
+
+@pytest.mark.parametrize("c_at, message", [
+    (0x7F0000000000, r"C \(bytes 0x7f0000000000 to 0x7f0000002fff\) overlaps A \(bytes 0x7f0000000000 to "
+                     r"0x7f0000001fff\)"),
+    (0x7F0000101000, "C .* overlaps B"),
+])
+def test_a_c_that_shares_memory_with_a_or_b_is_refused(c_at, message):
+    # C is poisoned before the checked launch: memory it shares with A or B would be the rig's input overwritten.
+    a = CudaArray((64, 32), address=0x7F0000000000)
+    b = CudaArray((32, 48), address=0x7F0000100000)
+    with pytest.raises(ArgumentError, match=message):
+        rig_operands_of(a, b, CudaArray((64, 48), address=c_at))
+    square = CudaArray((32, 32), address=0x7F0000000000)
+    assert rig_operands_of(square, square, CudaArray((32, 32), address=0x7F0000200000))   # A and B are only read
+
+
+def test_a_matrix_with_no_rows_or_columns_is_refused_as_the_operand_it_is():
+    with pytest.raises(ArgumentError, match="A is 0 x 32: a GEMM's M, N and K are at least 1"):
+        rig_operands_of(CudaArray((0, 32)), CudaArray((32, 48)), CudaArray((0, 48)))
 
 
 def test_an_object_with_dlpack_only_is_read_through_its_capsule():
@@ -127,8 +241,8 @@ def test_a_kernel_pointer_comes_from_any_protocol():
     assert device_pointer(torch_like) == 0x5000
     assert device_pointer(SimpleNamespace(address=0x2000)) == 0x2000
     assert device_pointer(DlpackOnly(ArrayExport(0x3000, (4,), "float32"))) == 0x3000
-    packed = PackedArguments(["ptr", "int32"], [CudaArray((1,), address=0x1234_5678_9A), 7])
-    assert int.from_bytes(packed.value_bytes(0), "little") == 0x1234_5678_9A
+    packed = PackedArguments(["ptr", "int32"], [CudaArray((1,), address=0x1234_5678_9C), 7])
+    assert int.from_bytes(packed.value_bytes(0), "little") == 0x1234_5678_9C
     with pytest.raises(ArgumentError, match="argument p: .*neither __cuda_array_interface__"):
         PackedArguments(["ptr"], [object()], ["p"])
 
@@ -313,7 +427,7 @@ def test_sizes_orders_and_leading_dimensions_are_read_from_the_tensors():
     (CudaArray((4, 4)), CudaArray((4, 5)), CudaArray((4, 4)), "C is 4 x 4: it must be M x N = 4 x 5"),
     (CudaArray((2, 4, 4)), CudaArray((4, 4)), CudaArray((4, 4)), "A has 3 dimensions"),
     (CudaArray((4, 4)), CudaArray((4, 4)), SimpleNamespace(__cuda_array_interface__={
-        "version": 3, "shape": (4, 4), "typestr": "<f4", "data": (1, True)}), "C is read-only"),
+        "version": 3, "shape": (4, 4), "typestr": "<f4", "data": (0x1000, True)}), "C is read-only"),
 ])
 def test_operands_a_kernel_cannot_take_are_refused_with_what_is_wrong(a, b, c, message):
     with pytest.raises(ArgumentError, match=message):
@@ -384,6 +498,21 @@ def test_check_kernel_reads_a_spec_mistake_as_the_spec_reader_does():
                         CudaArray((4, 4)), CudaArray((4, 4)), grid=[1], block=[])
 
 
+@pytest.mark.parametrize("changes, words", [
+    ({"grid": [1, 1, 1, 1]}, "check_kernel: grid: grid has 1 to 3 dimensions (x, y, z), got 4"),
+    ({"measure": {"mode": "bogus"}}, "check_kernel: measure.mode: must be one of events, graph, got 'bogus'"),
+])
+def test_check_kernel_places_a_mistake_at_its_own_argument_not_in_a_spec_file(changes, words):
+    import driver_gemm as dg
+    from driver_gemm.errors import SpecError
+
+    arguments = {"grid": [1], "block": [16, 16], **changes}
+    with pytest.raises(SpecError) as info:
+        dg.check_kernel(ROOT / "kernels" / "02_smem_tiles.cu", "sgemm_smem_tiles<16>", CudaArray((4, 4)),
+                        CudaArray((4, 4)), CudaArray((4, 4)), **arguments)
+    assert str(info.value) == words
+
+
 def test_without_a_gpu_a_well_formed_check_stops_at_the_driver(monkeypatch):
     import driver_gemm as dg
     from driver_gemm.errors import NoGpuError
@@ -395,7 +524,7 @@ def test_without_a_gpu_a_well_formed_check_stops_at_the_driver(monkeypatch):
     monkeypatch.setattr(on_tensors, "read_properties", no_gpu)
     a = CudaArray((8, 4), "<f2")
     b = CudaArray((4, 6), "<f2", strides=(2, 8))
-    c = DlpackOnly(ArrayExport(1, (8, 6), "float32", device_id=2))
+    c = DlpackOnly(ArrayExport(0x1000, (8, 6), "float32", device_id=2))
     with pytest.raises(NoGpuError, match="asked for GPU 2"):          # the GPU the operands are on
         dg.check_kernel("__global__ void k(const void* A, const void* B, float* C, int M, int N, int K) {}\n",
                         "k", a, b, c, grid=[1], block=[1])

@@ -70,3 +70,32 @@ def test_launch_config():
     assert config.as_dict()["shared_bytes"] == 1024
     with pytest.raises(ValueError):
         LaunchConfig.of([1, 1, 1, 1], [1])
+
+
+def test_names_must_be_one_per_value():
+    # zip() stopped at the shortest list: the values past a short list of names were left as zeros
+    with pytest.raises(ArgumentError, match="1 names for 3 arguments"):
+        PackedArguments(["int32", "int32", "float32"], [7, 9, 2.5], names=["M"])
+
+
+@pytest.mark.parametrize("types, offsets, message", [
+    (["int32", "int32"], [-4, 0], "argument #0: offset -4 puts its 4 bytes outside the 32,764 bytes"),
+    (["int32"], [2**40], "argument #0: offset 1099511627776 puts its 4 bytes outside"),
+    (["int32"], [32_762], "offset 32762 puts its 4 bytes outside"),
+    (["int64", "int32"], [0, 4], r"argument #1 at offset 4 overlaps argument #0 \(bytes 0 to 7\)"),
+    (["int32", "int64"], [0, 4], "argument #1: offset 4 is not a multiple of 8, the alignment of int64"),
+    (["int32"], [1.0], "argument #0: offset 1.0 is not a whole number of bytes"),
+])
+def test_offsets_that_would_point_outside_the_arguments_or_into_another_are_refused(types, offsets, message):
+    with pytest.raises(ArgumentError, match=message):
+        PackedArguments(types, [1] * len(types), offsets=offsets)
+
+
+def test_offsets_of_an_over_aligned_image_and_of_opaque_objects_are_taken():
+    packed = PackedArguments(["int32", "int64", "tensormap"], [1, 2, bytes(128)], offsets=[0, 16, 64])
+    assert packed.offsets == [0, 16, 64] and packed.value_bytes(1) == struct.pack("<q", 2)
+
+
+def test_arguments_beyond_what_a_launch_may_pass_are_refused():
+    with pytest.raises(ArgumentError, match="the arguments take 40,000 bytes, more than the 32,764"):
+        PackedArguments(["int64"] * 5000, [1] * 5000)

@@ -32,7 +32,8 @@ from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import CompileError, DriverGemmError, ToolMissingError, WrongArgumentType, path_argument
+from ..errors import (CompileError, DriverGemmError, ToolMissingError, WrongArgumentType, flag_argument,
+                      path_argument)
 from ..kernel_names import is_mangled, split_overload
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
@@ -216,6 +217,7 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
     (`project`, the spec's, where one is given) or an ``-I`` folder unless
     `allow_outside_headers`, regular files of at most ``MAX_SOURCE_BYTES``.
     """
+    flag_argument("compile_source", "allow_outside_headers", allow_outside_headers)
     path = Path(path_argument("compile_source", "path", path))
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
@@ -282,6 +284,7 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
                  use_cache: bool = True, display_path: str | None = None,
                  allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
+    flag_argument("compile_text", "allow_outside_headers", allow_outside_headers)
     for argument, value in (("source", source), ("name", name)):
         if not isinstance(value, str):
             raise WrongArgumentType(f"compile_text: {argument} is text, got {type(value).__name__}")

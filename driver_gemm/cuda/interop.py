@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import math
+import numbers
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +50,9 @@ _BY_DLPACK = {(code, bits): name for name, (_, code, bits) in ELEMENTS.items()}
 
 # CUDA's stream handles with a meaning of their own: the legacy default stream and the per-thread one.
 CU_STREAM_LEGACY, CU_STREAM_PER_THREAD = 1, 2
+
+ADDRESS_LIMIT = 2**64                  # a device address or a handle is a 64-bit unsigned number
+INTERFACE_VERSIONS = (1, 2, 3)         # the versions of __cuda_array_interface__ read here
 
 
 def element_size(name: str) -> int:
@@ -95,11 +100,18 @@ def stream_handle(stream: Any) -> int | None:
         value = getattr(stream, attribute, None)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+    refusal = ArgumentError(f"{type(stream).__name__} {stream!r:.40} is no stream: give a driver_gemm Stream, an "
+                            "object with __cuda_stream__ (cuda.core, CuPy, torch), a torch stream or a raw handle")
+    # int() would take a float (1.5 as 1, the legacy default stream) or text as a handle
+    if isinstance(stream, (numbers.Number, str, bytes)) and not isinstance(stream, numbers.Integral):
+        raise refusal
     try:
-        return int(stream)          # a raw handle: an int, a cuda.bindings CUstream
+        handle = int(stream)        # a raw handle: an int, a cuda.bindings CUstream
     except (TypeError, ValueError):
-        raise ArgumentError(f"{type(stream).__name__} is no stream: give a driver_gemm Stream, an object with "
-                            "__cuda_stream__ (cuda.core, CuPy, torch), a torch stream or a raw handle") from None
+        raise refusal from None
+    if not 0 <= handle < ADDRESS_LIMIT:
+        raise ArgumentError(f"stream handle {handle} is no address (0 to 2**64 - 1)")
+    return handle
 
 
 # ------------------------------------------------------------------------------------------- array views
@@ -153,34 +165,83 @@ def _describe(obj: Any) -> str:
     return type(obj).__module__.split(".")[0] + "." + type(obj).__name__
 
 
+def _whole_numbers(values: Any, what: str, *, count: int | None = None, minimum: int | None = None) -> tuple[int, ...]:
+    """`values`, a tuple or list of whole numbers (NumPy's too), as ints: `count` of them, each at least `minimum`
+    where given; an `ArgumentError` naming `what` otherwise (rather than int() reading 64.7 as 64, or zip() cutting
+    a list short)."""
+    if not isinstance(values, (tuple, list)):
+        raise ArgumentError(f"{what} is {values!r:.60}: a tuple of whole numbers")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ArgumentError(f"{what} {tuple(values)!r:.60} holds {value!r:.40}, not a whole number")
+        if minimum is not None and value < minimum:
+            raise ArgumentError(f"{what} {tuple(values)!r:.60} holds {value}, below {minimum}")
+    if count is not None and len(values) != count:
+        raise ArgumentError(f"{what} {tuple(values)!r:.60} has {len(values)} entries, not {count}")
+    return tuple(int(value) for value in values)
+
+
+def _address(value: Any, what: str) -> int:
+    """`value` as a device address: a whole number, 0 to 2**64 - 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ArgumentError(f"{what} is {value!r:.40}: an address is a whole number")
+    address = int(value)
+    if not 0 <= address < ADDRESS_LIMIT:
+        raise ArgumentError(f"{what} is {address}: an address is 0 to 2**64 - 1")
+    return address
+
+
+def _checked_memory(view: ArrayView, what: str) -> ArrayView:
+    """`view`, if its address (`what`) can be that of its elements: not NULL while it holds any, and a multiple
+    of their size (a kernel's loads would fault, or read the neighbour's bytes)."""
+    elements = math.prod(view.shape)
+    if view.address == 0 and elements:
+        raise ArgumentError(f"{what} is 0 (NULL) for {elements:,} elements")
+    if view.address % view.itemsize:
+        raise ArgumentError(f"{what} is {view.address:#x}, not a multiple of {view.itemsize} bytes: its {view.dtype} "
+                            "elements would be misaligned")
+    return view
+
+
 def from_cuda_array_interface(obj: Any, interface: dict) -> ArrayView:
-    """An `ArrayView` of a ``__cuda_array_interface__`` dictionary (versions 1 to 3)."""
+    """An `ArrayView` of a ``__cuda_array_interface__`` dictionary (versions 1 to 3), each field checked."""
     what = _describe(obj)
+    field = f"{what}.__cuda_array_interface__"
     if not isinstance(interface, dict) or "data" not in interface or "shape" not in interface:
-        raise ArgumentError(f"{what}.__cuda_array_interface__ has no 'data' and 'shape'")
+        raise ArgumentError(f"{field} has no 'data' and 'shape'")
+    version = interface.get("version")
+    if version is not None and (isinstance(version, bool) or version not in INTERFACE_VERSIONS):
+        raise ArgumentError(f"{field}['version'] is {version!r:.40}: driver-gemm reads versions 1 to 3")
     if interface.get("mask") is not None:
         raise ArgumentError(f"{what}: a masked array (__cuda_array_interface__['mask']) is not supported")
     typestr = interface.get("typestr")
-    dtype = _BY_TYPESTR.get(typestr)
+    dtype = _BY_TYPESTR.get(typestr) if isinstance(typestr, str) else None
     if dtype is None:
-        raise ArgumentError(f"{what}: element type {typestr!r} is not supported "
+        raise ArgumentError(f"{what}: element type {typestr!r:.40} is not supported "
                             f"(known: {', '.join(sorted(set(_BY_TYPESTR)))})")
-    shape = tuple(int(extent) for extent in interface["shape"])
+    shape = _whole_numbers(interface["shape"], f"{field}['shape']", minimum=0)
     itemsize = element_size(dtype)
     strides_bytes = interface.get("strides")
     if strides_bytes is None:
         strides = compact_strides(shape)
     else:
-        if any(int(s) % itemsize for s in strides_bytes):
-            raise ArgumentError(f"{what}: strides {tuple(strides_bytes)} bytes are not whole {dtype} elements")
-        strides = tuple(int(s) // itemsize for s in strides_bytes)
-    address, readonly = interface["data"]
+        strides_bytes = _whole_numbers(strides_bytes, f"{field}['strides']", count=len(shape))
+        if any(s % itemsize for s in strides_bytes):
+            raise ArgumentError(f"{what}: strides {strides_bytes} bytes are not whole {dtype} elements")
+        strides = tuple(s // itemsize for s in strides_bytes)
+    data = interface["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise ArgumentError(f"{field}['data'] is {data!r:.60}: the protocol gives (address, read-only flag)")
+    address, readonly = _address(data[0], f"{field}['data'][0]"), data[1]
     stream = interface.get("stream")
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, numbers.Integral)):
+        raise ArgumentError(f"{field}['stream'] is {stream!r:.40}: a stream's handle (an int) or None")
     if stream == 0:
-        raise ArgumentError(f"{what}.__cuda_array_interface__['stream'] is 0, which the protocol forbids "
+        raise ArgumentError(f"{field}['stream'] is 0, which the protocol forbids "
                             "(ambiguous): 1 is the legacy default stream, 2 the per-thread one")
-    return ArrayView(int(address or 0), shape, dtype, strides, KDL_CUDA, None, bool(readonly),
+    view = ArrayView(address, shape, dtype, strides, KDL_CUDA, None, bool(readonly),
                      None if stream is None else int(stream), "__cuda_array_interface__", obj)
+    return _checked_memory(view, f"{field}['data'][0]")
 
 
 def array_view(obj: Any, *, stream: int | None = None) -> ArrayView:
@@ -213,15 +274,21 @@ def array_view(obj: Any, *, stream: int | None = None) -> ArrayView:
 
 def _from_torch_attributes(tensor: Any) -> ArrayView:
     """A torch-style tensor read through ``data_ptr()``, ``shape``, ``stride()``, ``dtype`` and ``is_cuda``."""
+    what = _describe(tensor)
     if getattr(tensor, "is_cuda", True) is False:
-        raise ArgumentError(f"{_describe(tensor)} is on the host (is_cuda is False): give a tensor on the GPU")
+        raise ArgumentError(f"{what} is on the host (is_cuda is False): give a tensor on the GPU")
     dtype = str(getattr(tensor, "dtype", "")).replace("torch.", "")
     if dtype not in ELEMENTS:
-        raise ArgumentError(f"{_describe(tensor)}: element type {dtype!r} is not supported")
+        raise ArgumentError(f"{what}: element type {dtype!r} is not supported")
+    shape = _whole_numbers(getattr(tensor, "shape", None), f"{what}.shape", minimum=0)
+    stride = getattr(tensor, "stride", None)
+    if not callable(stride):
+        raise ArgumentError(f"{what} has data_ptr() but no stride(): give a tensor on the GPU")
+    strides = _whole_numbers(stride(), f"{what}.stride()", count=len(shape))
     device = getattr(tensor, "device", None)
-    return ArrayView(int(tensor.data_ptr()), tuple(int(n) for n in tensor.shape), dtype,
-                     tuple(int(s) for s in tensor.stride()), KDL_CUDA, getattr(device, "index", None), False, None,
-                     "data_ptr()", tensor)
+    view = ArrayView(_address(tensor.data_ptr(), f"{what}.data_ptr()"), shape, dtype, strides, KDL_CUDA,
+                     getattr(device, "index", None), False, None, "data_ptr()", tensor)
+    return _checked_memory(view, f"{what}.data_ptr()")
 
 
 def device_pointer(value: Any, name: str = "pointer") -> int:
@@ -347,27 +414,31 @@ def read_capsule(capsule: Any) -> DLTensor:
 def from_dlpack(obj: Any, *, stream: int | None = None) -> ArrayView:
     """An `ArrayView` of an object with ``__dlpack__``: its capsule read (not consumed) and kept with the view."""
     what = _describe(obj)
-    device_type = None
     if hasattr(obj, "__dlpack_device__"):
-        device_type, _ = obj.__dlpack_device__()
-        if int(device_type) == KDL_CPU:
+        device_type, _ = _whole_numbers(obj.__dlpack_device__(), f"{what}.__dlpack_device__()", count=2)
+        if device_type == KDL_CPU:
             raise ArgumentError(f"{what} is on the host (DLPack device CPU): give a tensor on the GPU")
     try:
-        capsule = obj.__dlpack__(stream=-1 if stream is None else stream)
-    except TypeError:                  # a producer that takes no stream
-        capsule = obj.__dlpack__()
+        try:
+            capsule = obj.__dlpack__(stream=-1 if stream is None else stream)
+        except TypeError:                  # a producer that takes no stream
+            capsule = obj.__dlpack__()
+    # BufferError is the protocol's refusal; torch raises RuntimeError for a tensor that needs its gradient
+    except (BufferError, RuntimeError, ValueError) as exc:
+        raise ArgumentError(f"{what}.__dlpack__() refused to export it: {exc}") from None
     tensor = read_capsule(capsule)
     key = (int(tensor.dtype.code), int(tensor.dtype.bits))
     dtype = _BY_DLPACK.get(key)
     if dtype is None or tensor.dtype.lanes != 1:
         raise ArgumentError(f"{what}: DLPack element type (code {key[0]}, {key[1]} bits, "
                             f"{tensor.dtype.lanes} lanes) is not supported")
-    shape = tuple(int(tensor.shape[i]) for i in range(tensor.ndim))
+    shape = _whole_numbers([int(tensor.shape[i]) for i in range(tensor.ndim)], f"{what}'s DLPack shape", minimum=0)
     strides = (tuple(int(tensor.strides[i]) for i in range(tensor.ndim)) if tensor.strides
                else compact_strides(shape))
-    address = int(tensor.data or 0) + int(tensor.byte_offset)
-    return ArrayView(address, shape, dtype, strides, int(tensor.device.device_type), int(tensor.device.device_id),
+    address = _address(int(tensor.data or 0) + int(tensor.byte_offset), f"{what}'s DLPack data + byte_offset")
+    view = ArrayView(address, shape, dtype, strides, int(tensor.device.device_type), int(tensor.device.device_id),
                      False, None, "__dlpack__", obj, capsule)
+    return _checked_memory(view, f"{what}'s DLPack data + byte_offset")
 
 
 class ArrayExport:

@@ -56,6 +56,43 @@ def _convert(ctype: "str | CType", value: Any, name: str):
     return int(value)
 
 
+# The most bytes of parameters one launch may pass: CUDA 12.1 raised the limit from 4,096 on Volta and later GPUs.
+MAX_PARAMETER_BYTES = 32_764
+
+
+def _size_and_alignment(ctype: "str | CType") -> tuple[int, int]:
+    """Bytes and alignment of a parameter of C type `ctype` (1 and 1 for a type `_convert` will refuse)."""
+    known = _type(ctype)
+    return (known.size, known.alignment) if known else (1, 1)
+
+
+def _checked_offsets(offsets: Sequence[int], ctypes_: Sequence["str | CType"], names: Sequence[str]) -> list[int]:
+    """The compiled image's parameter offsets, checked: the driver reads each argument at the storage's address plus
+    its offset, so an offset must keep the argument inside the parameters a launch may pass, apart from the others,
+    and a scalar at its C type's alignment."""
+    spans = []
+    for at, ctype, name in zip(offsets, ctypes_, names):
+        size, align = _size_and_alignment(ctype)
+        if isinstance(at, bool) or not isinstance(at, (int, np.integer)):
+            raise ArgumentError(f"argument {name}: offset {at!r:.40} is not a whole number of bytes")
+        if not 0 <= at <= MAX_PARAMETER_BYTES - size:
+            raise ArgumentError(f"argument {name}: offset {at} puts its {size} bytes outside the "
+                                f"{MAX_PARAMETER_BYTES:,} bytes of parameters a launch may pass")
+        known = _type(ctype)
+        # A struct's or tensor map's alignment is the compiler's (a map's depends on the header that declared it):
+        # only its place among the others is checked.
+        if known is not None and not known.is_opaque and at % align:
+            raise ArgumentError(f"argument {name}: offset {at} is not a multiple of {align}, the alignment of "
+                                f"{known.name}")
+        spans.append((int(at), int(at) + size, name))
+    spans.sort()
+    for (start, end, name), (next_start, _, next_name) in zip(spans, spans[1:]):
+        if next_start < end:
+            raise ArgumentError(f"argument {next_name} at offset {next_start} overlaps argument {name} "
+                                f"(bytes {start} to {end - 1})")
+    return [int(at) for at in offsets]
+
+
 class PackedArguments:
     """Kernel arguments in one host buffer, each at its C size and alignment, with their address array.
 
@@ -63,19 +100,23 @@ class PackedArguments:
     holds one 64-bit host address per argument, pointing into ``storage``;
     ``address`` is what cuLaunchKernel takes as ``kernelParams``. Both arrays
     live as long as this object, which must outlive every launch using it.
+    `names` (one per value) name the arguments in errors; `offsets` (one per
+    value) place them where the compiled image says, else as the C ABI lays them out.
     """
 
     def __init__(self, ctypes_: Sequence[str], values: Sequence[Any], names: Sequence[str] | None = None,
                  offsets: Sequence[int] | None = None):
         if len(ctypes_) != len(values):
             raise ArgumentError(f"{len(values)} values for {len(ctypes_)} arguments")
+        if names is not None and len(names) != len(values):
+            # each value is packed with its name: the values past a short list would be left as zeros
+            raise ArgumentError(f"{len(names)} names for {len(values)} arguments")
         names = list(names) if names is not None else [f"#{i}" for i in range(len(values))]
         self.ctypes = tuple(ctypes_)
         self.offsets: list[int] = []
         offset = 0
         for ctype in self.ctypes:
-            known = _type(ctype)
-            size, align = (known.size, known.alignment) if known else (1, 1)
+            size, align = _size_and_alignment(ctype)
             offset = (offset + align - 1) // align * align   # as the C ABI lays out parameters
             self.offsets.append(offset)
             offset += size
@@ -83,9 +124,11 @@ class PackedArguments:
             # The compiled image's own parameter offsets (a kernel may over-align a parameter).
             if len(offsets) != len(self.ctypes):
                 raise ArgumentError(f"{len(offsets)} offsets for {len(self.ctypes)} arguments")
-            self.offsets = [int(at) for at in offsets]
-            offset = max((at + (_type(c).size if _type(c) else 1) for at, c in zip(self.offsets, self.ctypes)),
-                         default=0)
+            self.offsets = _checked_offsets(offsets, self.ctypes, names)
+            offset = max((at + _size_and_alignment(c)[0] for at, c in zip(self.offsets, self.ctypes)), default=0)
+        if offset > MAX_PARAMETER_BYTES:
+            raise ArgumentError(f"the arguments take {offset:,} bytes, more than the {MAX_PARAMETER_BYTES:,} a "
+                                "launch may pass")
         self.storage = np.zeros(max(offset, 8), dtype=np.uint8)
         for ctype, value, name, at in zip(self.ctypes, values, names, self.offsets):
             converted = _convert(ctype, value, name)

@@ -11,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .check import check
 from .compile import Cubin, compile_source, compile_text
 from .cubin import ParamSlot
 from .device import Device, Owned, releaser
 from .resources import KernelResources
-from ..errors import ConfigError, CudaError, ImageError
+from ..errors import ConfigError, CudaError, ImageError, WrongArgumentType
 from .launch import LaunchConfig, PackedArguments, PreparedLaunch
 from .launch_attributes import launch_config
 
@@ -55,6 +57,18 @@ class Module(Owned):
     @property
     def device(self) -> Device:
         return self._device
+
+    def write_constant(self, symbol: str, data: bytes, stream) -> None:
+        """Copy `data` into the module's ``__constant__`` variable `symbol` (its mangled name), ordered on `stream`
+        after the work already there, as a host program's cudaMemcpyToSymbol would before its launch. The image was
+        checked to hold the variable at this size; the driver's own size is checked again."""
+        driver = self._device.driver
+        address, size = check(driver.cuModuleGetGlobal(self.handle, symbol.encode()), f"cuModuleGetGlobal({symbol})")
+        if size != len(data):
+            raise ConfigError(f"__constant__ {symbol} is {size} bytes in the loaded module; {len(data)} were given")
+        array = np.frombuffer(data, dtype=np.uint8).copy()
+        check(driver.cuMemcpyHtoDAsync(address, array.ctypes.data, array.nbytes, stream.handle), "cuMemcpyHtoDAsync")
+        stream.synchronize()   # the host copy is short-lived
 
     def kernel(self, instance: str, build: Cubin | None = None) -> "Kernel":
         """The kernel for a name expression compiled into this module (``f`` or ``f<64, 4>``).
@@ -210,6 +224,15 @@ def load_kernel(device: Device, source, instance: str, *, options=(), arch: str 
     `instance` is the function's name, or a template instance such as
     ``"sgemm<64, 4>"``. The CUBIN comes from the disk cache when it can.
     """
+    if not isinstance(device, Device):
+        raise WrongArgumentType(f"load_kernel: device is a Device (such as dg.Device(0)), got {device!r:.40} "
+                                f"({type(device).__name__})")
+    if not isinstance(source, (str, Path)):
+        raise WrongArgumentType(f"load_kernel: source is the path of a kernel source or its text (a str or a "
+                                f"pathlib.Path), got {type(source).__name__}")
+    if not isinstance(instance, str):
+        raise WrongArgumentType(f"load_kernel: instance is the kernel's name (a str such as 'sgemm<64, 4>'), got "
+                                f"{type(instance).__name__}")
     arch = arch or device.properties.arch
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".cu")):
         cubin = compile_source(source, [instance], arch, options)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cuda.device import Device, DeviceBuffer, Owned, Stream
-from ..errors import CudaError, DriverGemmError
+from ..errors import CudaError, DriverGemmError, WrongArgumentType, flag_argument
 from ..specfile.model import Shape
 
 NAME = "cublas"
@@ -25,6 +25,14 @@ class CublasSgemm(Owned):
     """A cuBLAS handle bound to our context and stream; ``prepare(...)`` gives a launch callable."""
 
     def __init__(self, device: Device, stream: Stream, *, tf32: bool = False):
+        if not isinstance(device, Device):
+            raise WrongArgumentType(f"CublasSgemm: device is a Device (such as dg.Device(0)), got {device!r:.40} "
+                                    f"({type(device).__name__})")
+        if not isinstance(stream, Stream):
+            raise WrongArgumentType(f"CublasSgemm: stream is a Stream of the device (device.stream(), or "
+                                    f"device.stream(handle=...) for another library's), got {stream!r:.40} "
+                                    f"({type(stream).__name__})")
+        flag_argument("CublasSgemm", "tf32", tf32)
         try:
             # nvmath-python (cuBLAS): heavy, loaded when the first handle is made
             from nvmath.bindings import cublas

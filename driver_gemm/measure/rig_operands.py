@@ -3,8 +3,9 @@
 `rig_operands` takes the `interop.ArrayView` of each tensor and answers what a spec would have said
 (M, N, K, ``types``, ``layouts``, ``ld``), or refuses with the operand and what is wrong: a tensor
 on the host, an element type driver-gemm does not check, strides no kernel's leading dimension can
-describe, shapes that do not make a product. `matrix_values` decodes a matrix read back as raw bytes.
-Plain functions over plain values: all of it is tested without a GPU.
+describe, shapes that do not make a product, a C that shares memory with A or B. `matrix_values`
+decodes a matrix read back as raw bytes. Plain functions over plain values: all of it is tested
+without a GPU.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def matrix_of(name: str, view: ArrayView) -> RigMatrix:
         raise ArgumentError(f"{name} has {view.ndim} dimensions (shape {view.shape}): a matrix has 2")
     element = element_of(name, view)
     rows, cols = view.shape
+    if rows == 0 or cols == 0:
+        raise ArgumentError(f"{name} is {rows} x {cols}: a GEMM's M, N and K are at least 1")
     row_stride, col_stride = view.strides
     # A dimension of extent 1 has no meaningful stride (frameworks give it any value): it takes part in no test.
     if (col_stride == 1 or cols == 1) and (rows == 1 or row_stride >= max(cols, 1)):
@@ -121,7 +124,23 @@ def rig_operands(a: ArrayView, b: ArrayView, c: ArrayView) -> RigOperands:
     if len(set(devices.values())) > 1:
         raise ArgumentError("the operands are on different GPUs: "
                             + ", ".join(f"{name} on GPU {ordinal}" for name, ordinal in devices.items()))
+    for source in (A, B):
+        # C is poisoned before the checked launch and written by it: memory it shares with A or B would be
+        # overwritten under the kernel, and the rig's own input lost.
+        if _overlap(C, source):
+            raise ArgumentError(f"C ({_span_text(C)}) overlaps {source.name} ({_span_text(source)}): the kernel "
+                                f"writes C while it reads {source.name}; give C memory of its own")
     return RigOperands(A, B, C)
+
+
+def _overlap(first: RigMatrix, second: RigMatrix) -> bool:
+    """Whether the spans of two matrices (from their first element to their last, padding included) share a byte."""
+    return (first.view.address < second.view.address + second.span_bytes
+            and second.view.address < first.view.address + first.span_bytes)
+
+
+def _span_text(matrix: RigMatrix) -> str:
+    return f"bytes {matrix.view.address:#x} to {matrix.view.address + matrix.span_bytes - 1:#x}"
 
 
 def raw_values(raw: bytes | np.ndarray, dtype: str) -> np.ndarray:

@@ -20,7 +20,8 @@ from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
-from ..errors import CompileError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType
+from ..errors import (CompileError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType, WrongArgumentValue,
+                      flag_argument, ordinal_argument)
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Shape, Spec
 from . import build
@@ -83,6 +84,7 @@ def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
     Raises `ConfigError` (field ``--arch``) for a name that is no architecture
     or one without a limits table, `UsageError` for one NVRTC cannot build.
     """
+    device = ordinal_argument("plan_target", "device", device)
     if arch is None:
         try:
             properties = read_properties(device)
@@ -122,8 +124,14 @@ def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | 
     `sm_count` that launch expressions read. The result lists the plans in
     spec order (kernel by kernel, shape by shape), each a `CasePlan` with its
     launch, resources, occupancy, waves, problems and notes, and any compile
-    errors, one per failed source.
+    errors, one per failed source. A `target` from `plan_target` stands for
+    `arch` and `device`: it is given instead of `arch`, never with it.
     """
+    flag_argument("plan_spec", "allow_outside_sources", allow_outside_sources)
+    device = ordinal_argument("plan_spec", "device", device)
+    if target is not None and arch is not None:
+        raise WrongArgumentValue(f"plan_spec: arch {arch!r} and a target for {getattr(target, 'arch', target)!r} "
+                                 "are both given: give arch, or a target from plan_target(arch)")
     if not isinstance(spec, Spec):
         if not isinstance(spec, (str, os.PathLike)):
             raise WrongArgumentType(f"plan_spec: spec is a Spec (from load_spec or spec_from_dict) or the path of a "

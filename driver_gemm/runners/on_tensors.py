@@ -11,6 +11,8 @@ result is the `CaseResult` a spec run records.
 
 from __future__ import annotations
 
+import math
+import numbers
 import tempfile
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,7 +26,8 @@ from ..cuda.check import check
 from ..cuda.device import DeviceBuffer, read_properties
 from ..cuda.interop import ArrayView, array_view, stream_handle
 from ..cuda.occupancy import limits_from_device
-from ..errors import ArgumentError
+from ..errors import (ArgumentError, SpecError, WrongArgumentType, WrongArgumentValue, flag_argument,
+                      ordinal_argument)
 from ..gemm import dtypes
 from ..gemm.operands import KernelOutput, TypedInputs, reference as float64_reference
 from ..measure.reference import CPU_REFERENCE
@@ -94,7 +97,15 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     the case is only checked. Returns the `CaseResult`; C holds the checked
     product when it returns. docs/embedding.md has examples.
     """
-    handle = stream_handle(stream)
+    _check_kinds(source, function, grid, block, params, name, measure, verify)
+    scalars = {"alpha": _scalar("alpha", alpha), "beta": _scalar("beta", beta)}
+    time = flag_argument("check_kernel", "time", time)
+    if device is not None:
+        device = ordinal_argument("check_kernel", "device", device)
+    try:
+        handle = stream_handle(stream)
+    except ArgumentError as exc:
+        raise ArgumentError(exc.message, where="check_kernel", field="stream") from None
     views = tuple(_operand_view(name, obj, handle) for name, obj in zip("ABC", (a, b, c)))
     operands = rig_operands(*views)
     ordinal = device if device is not None else _ordinal(views, (a, b, c))
@@ -103,16 +114,19 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     with tempfile.TemporaryDirectory(prefix="driver-gemm-kernel-") as folder:
         entry["source"] = str(_source_path(source, Path(folder)))
         document = {"name": "check_kernel", "shapes": [[M, N, K]], "baseline": False, "kernels": [entry],
-                    "scalars": {"alpha": float(alpha), "beta": float(beta)}}
+                    "scalars": scalars}
         if measure:
             document["measure"] = dict(measure)
         if verify:
             document["verify"] = dict(verify)
-        spec = spec_from_dict(document)
+        try:
+            spec = spec_from_dict(document)
+        except SpecError as exc:
+            raise _in_arguments(exc, entry["name"]) from None
         props = read_properties(ordinal)
         cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count)
     rig = RigState(operands, (a, b, c), reference)
-    session = Session(ordinal, False, RunOptions(time=bool(time)), context=context, stream=handle)
+    session = Session(ordinal, False, RunOptions(time=time), context=context, stream=handle)
     try:
         record = execute_case(session, spec, cases[0], compiled, lambda case: _rig_steps(rig))
     finally:
@@ -123,6 +137,48 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     if record.timing is not None:
         record.gflops = gflops(record.shape.flops, record.timing.median_ms)
     return record
+
+
+def _check_kinds(source, function, grid, block, params, name, measure, verify) -> None:
+    """`WrongArgumentType` naming the first argument of a kind `check_kernel` does not take: a string for `grid`
+    would otherwise be read character by character ("16" as two extents, 1 and 6)."""
+    def refuse(argument: str, takes: str, value: Any) -> WrongArgumentType:
+        return WrongArgumentType(f"check_kernel: {argument} is {takes}, got {value!r:.40} ({type(value).__name__})")
+
+    if not isinstance(source, (str, Path)):
+        raise refuse("source", "the path of a kernel source or its text (a str or a pathlib.Path)", source)
+    if not isinstance(function, str):
+        raise refuse("function", "the kernel's name (a str such as 'sgemm<16>')", function)
+    if name is not None and not isinstance(name, str):
+        raise refuse("name", "the case's kernel name (a str) or None", name)
+    for argument, extents in (("grid", grid), ("block", block)):
+        if not isinstance(extents, (list, tuple)):
+            raise refuse(argument, "a list of 1 to 3 extents (numbers, or expressions such as 'ceil(N / 16)')",
+                         extents)
+    for argument, fields, example in (("params", params, "{'TILE': 16}"), ("measure", measure, "{'rounds': 3}"),
+                                      ("verify", verify, "{'tolerance': 1e-4}")):
+        if fields is not None and not isinstance(fields, Mapping):
+            raise refuse(argument, f"a mapping of a spec's {argument} fields (such as {example}) or None", fields)
+
+
+def _scalar(name: str, value: Any) -> float:
+    """alpha or beta as a finite float, else the error naming it (rather than the spec's ``scalars`` field)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise WrongArgumentType(f"check_kernel: {name} is a number, got {value!r:.40} ({type(value).__name__})")
+    if not math.isfinite(value):
+        raise WrongArgumentValue(f"check_kernel: {name} is a finite number, got {value}")
+    return float(value)
+
+
+def _in_arguments(error: SpecError, kernel_name: str) -> SpecError:
+    """A mistake in the spec `check_kernel` builds, placed in its arguments: ``grid``, not the field
+    ``kernels[NAME].grid`` of a spec the caller never wrote."""
+    field = error.field or ""
+    for prefix in (f"kernels[{kernel_name}]", "kernels[0]"):
+        if field == prefix or field.startswith(prefix + "."):
+            field = field[len(prefix) + 1:]
+            break
+    return type(error)(error.message, where="check_kernel", field=field or None, hint=error.hint)
 
 
 def _operand_view(name: str, obj: Any, stream: int | None) -> ArrayView:

@@ -1,10 +1,10 @@
 """Build a `Spec` from a YAML file, YAML text or a Python dictionary, checking every field.
 
-The entry points `load_spec`, `parse_spec` and `spec_from_dict` raise only
-`SpecError`, naming the file, the line and the field of the mistake; the
-readers below them (`yaml_lines`, `shapes`, `kernels`, `fields`) each keep to
-one part of the document. The top-level fields and the ``measure``,
-``verify`` and ``scalars`` settings are read here.
+The entry points `load_spec`, `parse_spec` and `spec_from_dict` raise
+`SpecError` for a spec's mistakes, naming the file (or the mapping), the line
+and the field; the readers below them (`yaml_lines`, `shapes`, `kernels`,
+`fields`) each keep to one part of the document. The top-level fields and the
+``measure``, ``verify`` and ``scalars`` settings are read here.
 """
 
 from __future__ import annotations
@@ -13,30 +13,30 @@ import dataclasses
 import difflib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
-from ..errors import SpecError, path_argument
+from ..errors import SpecError, flag_argument, path_argument
 from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kinds import kind_name
 from .kernels import IDENTIFIER, parse_kernel
 from .limits import MAX_CASES, MAX_NAME_CHARS
-from .model import KernelSpec, MeasureSettings, Spec, VerifySettings, is_safe_name, safe_file_stem
+from .model import (MAX_ROUNDS, MEASURE_MODES, REFERENCES, KernelSpec, MeasureSettings, Spec, VerifySettings,
+                    is_safe_name, safe_file_stem)
 from .sample_patterns import USAGE as SAMPLE_PATTERN_USAGE, SamplePattern
 from .shapes import parse_shapes
 from .shipped import resolve_spec
-from .yaml_lines import decode_spec, read_document, read_spec_bytes
+from .yaml_lines import LineNode, decode_spec, read_document, read_spec_bytes
 from .dispatch import parse_dispatch
 from .typed import SCALAR_NAMES
 
 TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
 MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
-MEASURE_MODES = ("events", "graph")
-MAX_ROUNDS = 100          # measure.rounds: each round takes at least a few samples of both sides
 VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
-REFERENCES = ("auto", "cpu", "cublas")
 
 
 def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
@@ -47,8 +47,9 @@ def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
     Kernel sources are taken relative to the spec and must stay inside its
     project (the nearest folder above it with ``.git`` or ``pyproject.toml``,
     else its own folder) and be written as relative paths, unless
-    `allow_outside_sources` is true (the CLI's ``--allow-outside-sources``).
+    `allow_outside_sources` is True (the CLI's ``--allow-outside-sources``).
     """
+    flag_argument("load_spec", "allow_outside_sources", allow_outside_sources)
     path = resolve_spec(path_argument("load_spec", "path", path))
     data = read_spec_bytes(path)
     if data.startswith(GZIP_MAGIC):     # decoded as text, it would be called "not UTF-8" at byte 1
@@ -61,29 +62,93 @@ def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
 def spec_from_dict(data: dict, base_dir: str | Path | None = None, *, allow_outside_sources: bool = True) -> Spec:
     """A spec built in Python, with the same fields and checks as a YAML file.
 
-    Relative kernel sources are taken from `base_dir` (default: the current
-    directory). The caller is code, not a file from elsewhere, so absolute
-    sources and sources outside `base_dir`'s project are allowed unless
-    `allow_outside_sources` is false. Errors name the field, and the line of
-    the spec written out as YAML.
+    Relative kernel sources are taken from the folder `base_dir` (default:
+    the current directory). The caller is code, not a file from elsewhere, so
+    absolute sources and sources outside `base_dir`'s project are allowed
+    unless `allow_outside_sources` is False. The spec has no file: its errors
+    name the field, placed in the spec given as a mapping (its ``path`` is None).
     """
+    flag_argument("spec_from_dict", "allow_outside_sources", allow_outside_sources)
     if not isinstance(data, dict):
         raise SpecError(f"a spec is a dictionary with at least 'kernels' and 'shapes', got {kind_name(data)}",
                         where="<spec>")
     base = Path(path_argument("spec_from_dict", "base_dir", base_dir)) if base_dir is not None else Path.cwd()
+    context = MappingContext(None, base, allow_outside_sources, label=_mapping_label(data))
+    if base.exists() and not base.is_dir():
+        raise SpecError(f"{base} is not a folder (relative kernel sources are read from it)",
+                        where="spec_from_dict", field="base_dir")
     try:
-        text = yaml.safe_dump(data, sort_keys=False)
+        text = yaml.safe_dump(_plain_values(context, data, ""), sort_keys=False)
     except yaml.YAMLError as exc:
-        raise SpecError(f"the dictionary holds something a spec cannot: {exc}", where="<spec>") from None
+        raise SpecError(f"the dictionary holds something a spec cannot: {exc}", where=context.file) from None
     except ValueError as exc:     # an integer of thousands of digits: Python refuses to write it out
-        raise SpecError(f"the dictionary holds a number no spec field takes: {exc}", where="<spec>") from None
+        raise SpecError(f"the dictionary holds a number no spec field takes: {exc}", where=context.file) from None
     except RecursionError:
-        raise SpecError("the dictionary is nested too deeply to be a spec", where="<spec>") from None
-    return parse_spec(text, base / "<spec>.yaml", allow_outside_sources=allow_outside_sources)
+        raise SpecError("the dictionary is nested too deeply to be a spec", where=context.file) from None
+    try:
+        document = read_document(text, context.file)
+    except SpecError as exc:    # at a line of the text written out here, which the caller never saw
+        raise SpecError(exc.message, where=context.file, field=exc.field, hint=exc.hint) from None
+    _forget_lines(document)
+    return _spec_of(document, context)
+
+
+MAPPING_LABEL = "<spec given as a mapping>"
+
+
+@dataclass
+class MappingContext(Context):
+    """A spec given as a Python mapping: its mistakes are placed by their field alone, in a spec named as given
+    that way (the lines of its YAML text are lines of no file the caller wrote)."""
+
+    label: str = MAPPING_LABEL     # with the spec's name where it has one (`_mapping_label`)
+
+    @property
+    def file(self) -> str:
+        return self.label
+
+
+def _mapping_label(data: dict) -> str:
+    name = data.get("name")
+    return f"<spec {name!r} given as a mapping>" if isinstance(name, str) and is_safe_name(name) else MAPPING_LABEL
+
+
+# What a spec's values are, as YAML writes them: anything else in a mapping is refused at its field.
+_PLAIN_VALUES = (str, int, float, bool, type(None))
+
+
+def _plain_values(context: Context, value: Any, field_path: str) -> Any:
+    """`value` with NumPy's numbers (a shape taken from an array's ``.shape`` holds them) as the Python ones they
+    are, and its tuples as lists; a `SpecError` at the field of a value no spec holds."""
+    if isinstance(value, np.generic) and isinstance(value.item(), _PLAIN_VALUES):
+        return value.item()
+    if isinstance(value, _PLAIN_VALUES):
+        return value
+    if isinstance(value, dict):
+        return {_plain_values(context, key, field_path): _plain_values(context, item, _dotted(field_path, key))
+                for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_values(context, item, f"{field_path}[{index}]") for index, item in enumerate(value)]
+    raise SpecError(f"holds {kind_name(value)} ({type(value).__name__}), which no spec field takes: give "
+                    "numbers, text, true/false, lists and mappings", where=context.file, field=field_path or None)
+
+
+def _dotted(field_path: str, key: Any) -> str:
+    return f"{field_path}.{key}" if field_path else str(key)
+
+
+def _forget_lines(node: Any) -> None:
+    """Every line of a document read from text written out here dropped: its errors name fields, not lines."""
+    if isinstance(node, LineNode):
+        node.line, node.entry_lines = 0, {}
+    children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else []
+    for child in children:
+        _forget_lines(child)
 
 
 def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bool = False) -> Spec:
     """Parse spec text; `path` names the file in errors and anchors relative kernel sources (see `load_spec`)."""
+    flag_argument("parse_spec", "allow_outside_sources", allow_outside_sources)
     if not isinstance(text, str):
         raise SpecError(f"spec text must be a string, got {type(text).__name__}", where=str(path or "<spec>"))
     path = Path(path) if path is not None else None
@@ -95,6 +160,11 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
         if _is_case_log(text):    # JSON lines: YAML stops at the second
             raise _results_file(context.file, f"{context.file}:1", "a results case log (JSON lines)") from None
         raise
+    return _spec_of(document, context)
+
+
+def _spec_of(document: Any, context: Context) -> Spec:
+    """The `Spec` a document read from YAML holds, every field checked."""
     if document is None:
         raise SpecError("the spec is empty", where=context.file, hint="a spec needs at least 'kernels' and 'shapes'")
     if isinstance(document, dict) and "cases" in document and "spec" in document:   # JSON is YAML too
@@ -107,7 +177,7 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
         if required not in document:
             raise SpecError(f"missing required field '{required}'", where=context.where(document), field=required)
 
-    name = _parse_name(context, document, path)
+    name = _parse_name(context, document, context.path)
     description = document.get("description", "")
     if not isinstance(description, str):
         raise context.error(f"must be text, got {kind_name(description)}", document, "description", "description")
@@ -117,7 +187,7 @@ def parse_spec(text: str, path: Path | None = None, *, allow_outside_sources: bo
     shapes = parse_shapes(context, document, len(kernels))
     measure = _parse_measure(context, document)
     _check_resets_timed_apart(measure, kernels)
-    return Spec(path=path, name=name, description=description, kernels=kernels, shapes=shapes,
+    return Spec(path=context.path, name=name, description=description, kernels=kernels, shapes=shapes,
                 measure=measure, verify=_parse_verify(context, document),
                 baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
                 dispatch=_parse_dispatch(context, document, kernels))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import numbers
 import operator
 import re
 from dataclasses import dataclass, field
@@ -21,9 +23,9 @@ from . import expr
 from ..argtypes import TENSOR_MAP_ALIGNMENTS, Layout, array_layout, scalar_layout, struct_layout
 from ..bundled import default_spec_path
 from ..gemm.dtypes import GemmTypes
-from ..errors import SpecError, WrongArgumentType
+from ..errors import SpecError, WrongArgumentType, WrongArgumentValue, flag_argument
 from ..kernel_names import overload_expression, split_overload
-from .limits import MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
+from .limits import INT64_MAX, MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 from .sample_patterns import SamplePattern
 
 DEFAULT_SPEC = default_spec_path()
@@ -383,6 +385,8 @@ class KernelSpec:
     # The names of `params` the spec gave under values: (numbers the launch reads, a block side its launcher
     # picks at run time): swept and labelled as params are, never template arguments.
     launch_values: frozenset[str] = frozenset()
+    # The __constant__ variables written into the loaded module when a case is bound (typed scalars and arrays).
+    constants: tuple[Argument, ...] = ()
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
@@ -391,11 +395,14 @@ class KernelSpec:
         return self.fields_reading(self.sizeofs)
 
     def fields_reading(self, names: Iterable[str]) -> tuple[str, ...]:
-        """The launch fields (block, grid, shared_bytes, in that order) whose expressions read any of `names`."""
+        """The launch fields (block, grid, shared_bytes, tile, require, in that order) whose expressions read any of
+        `names`."""
         wanted = set(names)
         fields = [*(f"block[{axis}]" for axis, extent in enumerate(self.block)),
-                  *(f"grid[{axis}]" for axis, extent in enumerate(self.grid)), "shared_bytes"]
-        extents = [*self.block, *self.grid, self.shared_bytes]
+                  *(f"grid[{axis}]" for axis, extent in enumerate(self.grid)), "shared_bytes",
+                  *(f"tile[{side}]" for side in range(len(self.tile or ()))),
+                  *(f"require[{index}]" for index in range(len(self.require)))]
+        extents = [*self.block, *self.grid, self.shared_bytes, *(self.tile or ()), *self.require]
         return tuple(name for name, extent in zip(fields, extents) if extent.names & wanted)
 
     def with_params(self, text: str) -> str:
@@ -530,6 +537,12 @@ class KernelSpec:
             + list(self.memory)))
 
 
+# What the spec reader takes for ``measure:`` and ``verify:``, and what a rig's own settings are held to.
+MEASURE_MODES = ("events", "graph")
+MAX_ROUNDS = 100          # measure.rounds: each round takes at least a few samples of both sides
+REFERENCES = ("auto", "cpu", "cublas")
+
+
 @dataclass(frozen=True)
 class MeasureSettings:
     """How samples are taken (nvbench's cold-measurement recipe; defaults follow it)."""
@@ -548,14 +561,31 @@ class MeasureSettings:
     rounds: int = 1                   # > 1: each kernel timed in this many rounds alternating with its vendor row
 
     def __post_init__(self):
-        # What the spec reader refuses, refused for a rig that builds the settings itself.
-        _at_least("MeasureSettings", self, 0, "warmup", "max_noise", "min_time_s", "timeout_s")
-        _at_least("MeasureSettings", self, 1, "min_samples", "graph_launches", "rounds")
+        # What the spec reader refuses, refused for a rig that builds the settings itself: a setting the run only
+        # compares with one value (mode == "graph") would otherwise quietly mean the other.
+        owner = "MeasureSettings"
+        _whole_number(owner, self, 0, "warmup")
+        _whole_number(owner, self, 1, "min_samples", "graph_launches")
+        _whole_number(owner, self, 1, "rounds", highest=MAX_ROUNDS)
+        _whole_number(owner, self, 0, "max_samples")
+        _finite_number(owner, self, "max_noise", "min_time_s", "timeout_s", "case_timeout_s")
+        flag_argument(owner, "flush_l2", self.flush_l2)
+        _one_of(owner, self, "mode", MEASURE_MODES)
         if self.max_samples < self.min_samples:
-            raise ValueError(f"MeasureSettings.max_samples: {self.max_samples} is below min_samples "
-                             f"({self.min_samples})")
+            raise WrongArgumentValue(f"MeasureSettings.max_samples: {self.max_samples} is below min_samples "
+                                     f"({self.min_samples})")
         if not self.case_timeout_s > 0:
-            raise ValueError(f"MeasureSettings.case_timeout_s: above 0 seconds, got {self.case_timeout_s!r}")
+            raise WrongArgumentValue(f"MeasureSettings.case_timeout_s: above 0 seconds, got "
+                                     f"{self.case_timeout_s!r}")
+        if not isinstance(self.samples, str):
+            raise WrongArgumentType(f"MeasureSettings.samples: text, got {type(self.samples).__name__}")
+        try:
+            pattern = SamplePattern.parse(self.samples)
+        except ValueError as exc:
+            raise WrongArgumentValue(f"MeasureSettings.samples: {exc}") from None
+        if self.mode == "graph" and pattern.label != "flush":
+            raise WrongArgumentValue(f"MeasureSettings.samples: graph mode replays its launches back to back: it "
+                                     f"takes samples='flush' only, got {self.samples!r}")
 
     @property
     def pattern(self) -> SamplePattern:
@@ -563,14 +593,41 @@ class MeasureSettings:
         return SamplePattern.parse(self.samples)
 
 
-def _at_least(owner: str, settings, low: float, *names: str) -> None:
-    """A `ValueError` naming the first of `names` that is not a number of at least `low` (NaN never is)."""
+def _whole_number(owner: str, settings, low: int, *names: str, highest: int = INT64_MAX) -> None:
+    """`WrongArgumentType` for the first of `names` that is no whole number, `WrongArgumentValue` for one outside
+    `low` to `highest`; NumPy's whole numbers are kept as plain ones (a results file writes the settings)."""
     for name in names:
         value = getattr(settings, name)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise WrongArgumentType(f"{owner}.{name}: a number, got {type(value).__name__}")
-        if not value >= low:
-            raise ValueError(f"{owner}.{name}: at least {low}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise WrongArgumentType(f"{owner}.{name}: a whole number, got {type(value).__name__} {value!r:.40}")
+        number = int(value)
+        if not low <= number <= highest:
+            highest_text = f" and at most {highest}" if number > highest else ""
+            raise WrongArgumentValue(f"{owner}.{name}: at least {low}{highest_text}, got {number}")
+        object.__setattr__(settings, name, number)
+
+
+def _finite_number(owner: str, settings, *names: str) -> None:
+    """As `_whole_number` for finite numbers of at least 0 (NaN and infinity never are)."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise WrongArgumentType(f"{owner}.{name}: a number, got {type(value).__name__} {value!r:.40}")
+        number = value if isinstance(value, (int, float)) else float(value)
+        if not number >= 0:
+            raise WrongArgumentValue(f"{owner}.{name}: at least 0, got {number!r}")
+        if not math.isfinite(number):
+            raise WrongArgumentValue(f"{owner}.{name}: a finite number, got {number!r}")
+        object.__setattr__(settings, name, number)
+
+
+def _one_of(owner: str, settings, name: str, choices: tuple[str, ...]) -> None:
+    """`WrongArgumentType` where setting `name` is not text, a `WrongArgumentValue` where it is none of `choices`."""
+    value = getattr(settings, name)
+    if not isinstance(value, str):
+        raise WrongArgumentType(f"{owner}.{name}: one of {', '.join(choices)}, got {type(value).__name__}")
+    if value not in choices:
+        raise WrongArgumentValue(f"{owner}.{name}: one of {', '.join(choices)}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -587,10 +644,14 @@ class VerifySettings:
     cpu_reference_max_gflop: float = 40.0   # above this, "auto" checks against cuBLAS instead of NumPy
 
     def __post_init__(self):
-        # What the spec reader refuses, refused for a rig that builds the settings itself.
-        _at_least("VerifySettings", self, 0, "rel_tolerance", "tf32_rel_tolerance", "cpu_reference_max_gflop")
+        # What the spec reader refuses, refused for a rig that builds the settings itself: an unknown reference
+        # would otherwise quietly mean auto.
+        owner = "VerifySettings"
+        _finite_number(owner, self, "rel_tolerance", "tf32_rel_tolerance", "cpu_reference_max_gflop")
         if self.abs_tolerance is not None:
-            _at_least("VerifySettings", self, 0, "abs_tolerance")
+            _finite_number(owner, self, "abs_tolerance")
+        _whole_number(owner, self, 0, "seed")
+        _one_of(owner, self, "reference", REFERENCES)
 
 
 @dataclass(frozen=True)
