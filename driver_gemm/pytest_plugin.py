@@ -1,12 +1,14 @@
 """pytest integration for GPU test rigs: a GPU marker, device and runner fixtures, and spec cases as tests.
 
 Every name carries a ``driver_gemm`` prefix, so a session that uses none of them is left as it was
-and a project's own ``gpu`` marker keeps its meaning. ``@pytest.mark.driver_gemm_gpu`` skips a test
+(``DRIVER_GEMM_DEVICE`` is read only where one of them asks for a GPU) and a project's own ``gpu``
+marker keeps its meaning. ``@pytest.mark.driver_gemm_gpu`` skips a test
 where there is no GPU; ``driver_gemm_device`` is the `Device` of ``--driver-gemm-device``;
 ``driver_gemm_run`` runs a spec and returns its `RunResult`; ``--driver-gemm-spec PATH`` makes every
 case of a spec a test with a readable id, failing with its diagnosis; the gates of
 `driver_gemm.report.gates` (``--driver-gemm-min-pct``, ``--driver-gemm-baseline-results``) fail a
-case's test; ``--driver-gemm-results FILE`` judges recorded results without a GPU. Options in full:
+case's test; ``--driver-gemm-results FILE`` judges recorded results without a GPU (each of these
+without ``--driver-gemm-spec`` is a usage error: it would judge nothing). Options in full:
 docs/embedding.md.
 """
 
@@ -20,6 +22,10 @@ from .errors import DriverGemmError, NoGpuError
 
 _NO_GPU = pytest.StashKey[object]()
 GPU_MARKER = "driver_gemm_gpu"
+GPU_FIXTURES = ("driver_gemm_device", "driver_gemm_run")
+# The options that judge the cases of --driver-gemm-spec (a threshold of 0 is the default: not given).
+GATE_OPTIONS = ("--driver-gemm-results", "--driver-gemm-min-pct", "--driver-gemm-baseline-results",
+                "--driver-gemm-threshold")
 
 
 def pytest_addoption(parser):
@@ -44,11 +50,16 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers",
                             f"{GPU_MARKER}: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
-    _ordinal(config)    # a DRIVER_GEMM_DEVICE that names no GPU is said once, before any test, not in each setup
+    if config.getoption("--driver-gemm-device") is not None:   # given: checked at once (the variable where used)
+        _ordinal(config)
     threshold = config.getoption("--driver-gemm-threshold")
     if threshold and not config.getoption("--driver-gemm-baseline-results"):   # the CLI refuses it alike
         raise pytest.UsageError("--driver-gemm-threshold: it widens the regression gate of "
                                 "--driver-gemm-baseline-results, which is not given: it would check nothing")
+    given = [option for option in GATE_OPTIONS if config.getoption(option)]
+    if given and not config.getoption("--driver-gemm-spec"):   # a gate on no case would pass without checking any
+        raise pytest.UsageError(f"{given[0]}: it judges the cases of --driver-gemm-spec, which is not given: it "
+                                "would check nothing (give the spec, or leave the option out)")
 
 
 def missing_gpu_reason(ordinal: int = 0) -> str | None:
@@ -272,8 +283,18 @@ def _check_gate_options(config) -> None:
         raise pytest.UsageError("--driver-gemm-threshold is a percentage from 0 to below 1,000,000")
 
 
+def _uses_a_gpu(item) -> bool:
+    """Whether a collected test asks for a GPU through the plugin: its marker or one of its GPU fixtures."""
+    return (item.get_closest_marker(GPU_MARKER) is not None
+            or not set(GPU_FIXTURES).isdisjoint(getattr(item, "fixturenames", ())))
+
+
 def pytest_collection_modifyitems(session, config, items):
     _check_gate_options(config)
+    # A DRIVER_GEMM_DEVICE that names no GPU is said once, before any test, and only to a session that uses a GPU
+    # through the plugin: the variable means nothing to the others.
+    if config.getoption("--driver-gemm-spec") or any(map(_uses_a_gpu, items)):
+        _ordinal(config)
     for text in config.getoption("--driver-gemm-spec"):
         path = Path(text)
         if not path.is_file():

@@ -140,3 +140,63 @@ def test_an_oversized_entry_is_not_read(tmp_path):
     with open(tmp_path / "huge.cubin", "wb") as huge:
         huge.truncate(cache.MAX_ENTRY_BYTES + 1)
     assert cache.read_entry(tmp_path / "huge.cubin", cache._MAGIC) is None
+
+
+def rewritten_header(entry, change) -> None:
+    """`entry`'s header changed by `change` (a function of the header), its checksum made right again."""
+    header, image = cache._decode(cache.read_entry(entry, cache._MAGIC))
+    change(header)
+    cache.write_entry(entry, cache._MAGIC, cache._encode(header, image))
+
+
+def _registers_many(header) -> None:
+    for counts in header["resources"].values():
+        counts["registers"] = "many"
+
+
+def _grid_sync_as_text(header) -> None:
+    header["ptx_facts"] = {symbol: {**facts, "grid_sync": "false"} for symbol, facts in header["ptx_facts"].items()}
+
+
+@pytest.mark.parametrize("change", [
+    _registers_many,
+    _grid_sync_as_text,
+    lambda header: header.update(options="-O3"),
+    lambda header: header.update(nvrtc_version=["13", "1"]),
+    lambda header: header.update(compile_seconds=None),
+], ids=["registers", "ptx-facts", "options", "nvrtc-version", "seconds"])
+def test_a_header_of_the_wrong_types_under_a_recomputed_checksum_is_ignored_and_rebuilt(project, cache_dir, change):
+    # as another version of the package, or a hand-copied entry, could leave: planning would otherwise meet a
+    # register count of "many" far from the cache
+    first, _ = two_kernels(project, cache_dir)
+    rewritten_header(first, change)
+    recompiled(project)
+    assert compile_source(project / "first.cu", ["first"]).from_cache   # rewritten by the rebuild
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "dangling link"])
+def test_an_entry_that_is_not_a_file_is_replaced_without_a_warning_about_the_cache(project, cache_dir, kind, caplog):
+    first, _ = two_kernels(project, cache_dir)
+    first.unlink()
+    {"folder": first.mkdir, "fifo": lambda: os.mkfifo(first),
+     "dangling link": lambda: first.symlink_to(cache_dir / "nothing-here")}[kind]()
+    with deadline():
+        recompiled(project)
+    assert first.is_file() and not first.is_symlink()
+    assert compile_source(project / "first.cu", ["first"]).from_cache
+    assert not [record for record in caplog.records if record.levelname == "WARNING"], caplog.text
+
+
+def test_an_entry_that_is_a_folder_holding_files_is_one_warning_naming_the_entry(project, cache_dir, caplog,
+                                                                              monkeypatch):
+    monkeypatch.setattr(cache, "_stuck_entries", set())     # as in a new process
+    first, _ = two_kernels(project, cache_dir)
+    first.unlink()
+    first.mkdir()
+    (first / "kept.txt").write_text("someone's file")
+    recompiled(project)
+    recompiled(project)
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert f"the disk cache entry {first} is a folder and cannot be removed" in warnings[0]
+    assert "DRIVER_GEMM_CACHE_DIR" not in warnings[0] and (first / "kept.txt").is_file()

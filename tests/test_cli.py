@@ -109,6 +109,14 @@ def test_bad_device_variable_is_a_usage_error(monkeypatch, capsys):
     assert "DRIVER_GEMM_DEVICE: must be a GPU ordinal, got 'first'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_device_variable_is_unset_as_the_plugin_and_the_other_variables_read_it(value, monkeypatch):
+    from driver_gemm.cli.common import env_device
+
+    monkeypatch.setenv("DRIVER_GEMM_DEVICE", value)
+    assert env_device() == 0
+
+
 @NO_GPU
 def test_tune_without_a_gpu(tmp_path, capsys):
     assert main(["tune", str(SPECS / "sweep-v4.yaml"), "-s", "64x64x64", "-q", "--json",

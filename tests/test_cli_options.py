@@ -110,6 +110,28 @@ def test_min_pct_that_can_never_be_judged(option, tmp_path, monkeypatch, capsys)
     refused(["run", SEED, option, "--min-pct", "v1=50"], tmp_path, monkeypatch, capsys, "--min-pct", option)
 
 
+@pytest.mark.parametrize("option, off", [
+    (["--rounds", "3"], "--no-timing"), (["--samples", "burst:4"], "--no-timing"),
+    (["--timer", "cupti"], "--no-timing"), (["--timer", "events"], "--no-timing"),
+    (["--baseline", "heuristic"], "--no-baseline"), (["--baseline", "best:4"], "--no-timing"),
+])
+def test_an_option_of_what_a_run_times_is_refused_where_nothing_of_it_is_timed(option, off, tmp_path, monkeypatch,
+                                                                              capsys):
+    line = refused(["run", SEED, off, *option], tmp_path, monkeypatch, capsys, option[0], off)
+    assert "leave one of them out" in line
+
+
+def test_the_default_baseline_and_timer_still_go_with_no_timing(monkeypatch):
+    from driver_gemm.cli.main import build_parser
+    from driver_gemm.cli.run import _check_option_combinations, _run_options
+
+    args = build_parser().parse_args(["run", SEED, "--no-timing", "--no-baseline"])
+    _check_option_combinations(args)
+    options = _run_options(args)
+    assert options.timer == "events" and options.baseline_choice.as_json() == \
+        _run_options(build_parser().parse_args(["run", "--baseline", "best"])).baseline_choice.as_json()
+
+
 # ------------------------------------------------------------------------------------------ run's outputs
 
 
@@ -158,7 +180,28 @@ def test_an_unwritable_cache_folder_is_one_warning_and_the_command_goes_on(where
     assert f"the disk cache in {folder}" in warnings[0] and "not a folder" in warnings[0]
 
 
+def test_a_cache_folder_under_the_home_of_no_such_user_is_refused_naming_the_variable(tmp_path, monkeypatch,
+                                                                                        capsys):
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", "~no-such-user-of-driver-gemm/cache")
+    line = refused(["plan", SEED, "--arch", "sm_90", "-k", "v1"], tmp_path, monkeypatch, capsys,
+                   "DRIVER_GEMM_CACHE_DIR", "the home folder it names cannot be found here")
+    assert "internal error" not in line
+
+
 # ------------------------------------------------------------------------------------------ the compile bounds
+
+
+@pytest.mark.parametrize("variable, value", [(bounded.TIMEOUT_VARIABLE, "nan"), (bounded.TIMEOUT_VARIABLE, "-1"),
+                                             (bounded.TIMEOUT_VARIABLE, "99999999999"),
+                                             (bounded.MEMORY_VARIABLE, "-5")])
+@pytest.mark.parametrize("command", [["plan", SEED, "-k", "v4"], ["run", SEED, "-k", "v4"],
+                                     ["tune", SWEEP, "--from", SWEEP_RESULTS, "--out", "w.yaml"]],
+                         ids=["plan", "run", "tune"])
+def test_a_compile_bound_that_is_no_bound_is_refused_with_the_cache_warm(command, variable, value, tmp_path,
+                                                                        monkeypatch, capsys):
+    assert main(["plan", SEED, "--arch", "sm_90", "-k", "v4"]) == EXIT_OK     # the kernel now in the cache
+    monkeypatch.setenv(variable, value)
+    refused(command, tmp_path, monkeypatch, capsys, variable)
 
 
 @pytest.mark.parametrize("value", ["1e30", "99999999999999999999999", str((1 << 36) + 1)])

@@ -237,3 +237,32 @@ def test_options_that_could_never_fail_a_case_are_usage_errors(inner, options, m
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert "Traceback" not in result.stderr.str()
+
+
+@pytest.mark.parametrize("args", [
+    ["--driver-gemm-min-pct", "99"],
+    ["--driver-gemm-results", SEED_RESULTS, "--driver-gemm-min-pct", "99"],
+    ["--driver-gemm-baseline-results", SEED_RESULTS],
+    ["--driver-gemm-baseline-results", SEED_RESULTS, "--driver-gemm-threshold", "5"],
+])
+def test_a_gate_without_a_spec_to_judge_is_a_usage_error(inner, args):
+    # it would pass the session without checking anything
+    inner.makepyfile("def test_plain():\n    pass\n")
+    result = inner.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{args[0]}: it judges the cases of --driver-gemm-spec, which is not given*"])
+
+
+@pytest.mark.parametrize("value", ["abc", "1,2", "-1"])
+def test_a_device_variable_is_nothing_to_a_session_that_uses_no_gpu_of_driver_gemms(inner, monkeypatch, value):
+    monkeypatch.setenv("DRIVER_GEMM_DEVICE", value)
+    inner.makepyfile("def test_plain():\n    pass\n")
+    inner.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_device_variable_is_checked_for_a_session_that_uses_the_gpu_fixtures(inner, monkeypatch):
+    monkeypatch.setenv("DRIVER_GEMM_DEVICE", "abc")
+    inner.makepyfile("def test_device(driver_gemm_device):\n    pass\n")
+    result = inner.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*DRIVER_GEMM_DEVICE: a GPU's ordinal is a whole number of at least 0 in ASCII*"])

@@ -1,7 +1,9 @@
+import json
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 from driver_gemm.results.read import load_results, read_finished_cases
@@ -11,7 +13,7 @@ from driver_gemm.status import Status
 from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
 
-from conftest import ROOT
+from conftest import ROOT, SPECS
 
 
 def case(kernel, shape=Shape(8, 8, 8), status=Status.PASS, ms=1.0):
@@ -139,3 +141,76 @@ def test_a_resume_reads_the_later_row_of_a_case_written_twice(tmp_path):
     _, cases = read_finished_cases(path)
     assert [(c.kernel, c.status, c.device.ordinal) for c in cases] == [
         ("cublas", Status.PASS, 0), ("cublas", Status.PASS, 1), ("v1", Status.PASS, 1)]
+
+
+def test_a_fresh_log_replaces_an_earlier_runs_log_with_its_own_header(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CaseLog(path) as log:
+        log.write_header(RunResult(spec="earlier", spec_path=None))
+        log.append(case("v1"))
+    with CaseLog(path, fresh=True) as log:
+        assert not log.has_header
+        log.write_header(RunResult(spec="new", spec_path=None))
+        log.append(case("v2"))
+    header, cases = read_finished_cases(path)
+    assert header["spec"] == "new" and [c.kernel for c in cases] == ["v2"]
+
+
+def test_a_fresh_log_that_writes_nothing_leaves_the_earlier_one(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with CaseLog(path) as log:
+        log.write_header(RunResult(spec="earlier", spec_path=None))
+        log.append(case("v1"))
+    before = path.read_text()
+    with CaseLog(path, fresh=True):
+        pass
+    assert path.read_text() == before
+
+
+# ------------------------------------------------------------------------------ run's files, with a stand-in GPU
+
+
+def test_a_second_run_with_the_same_json_starts_its_case_log_afresh(tmp_path, monkeypatch, capsys):
+    from driver_gemm.cli import EXIT_OK, main
+    from test_outside_args import _fake_run
+
+    _fake_run(monkeypatch, [])
+    out = tmp_path / "out.json"
+    for kernel in ("v0", "v4"):
+        assert main(["run", str(SPECS / "seed.yaml"), "-k", kernel, "--json", str(out), "-q", "--in-process"]) \
+            == EXIT_OK
+    header, cases = read_finished_cases(out.with_suffix(".jsonl"))
+    assert [c.name for c in cases] == ["v4"]
+    assert header["started"] == json.loads(out.read_text())["started"]     # the header of the run that wrote it
+    assert f"{out.with_suffix('.jsonl')}: the case log of an earlier run, replaced" in capsys.readouterr().out
+
+
+def test_runs_of_one_spec_name_in_one_second_write_files_of_their_own(tmp_path, monkeypatch):
+    from driver_gemm.cli import EXIT_OK, common, main
+    from test_outside_args import _fake_run
+
+    _fake_run(monkeypatch, [])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(common, "default_json", lambda name: Path("results") / f"{name}-20260101-120000.json")
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "seed-20260101-120000.jsonl").write_text("")    # another command's run, started that second
+    seed = str(SPECS / "seed.yaml")
+    assert main(["run", seed, seed, "-k", "v0", "-q", "--in-process"]) == EXIT_OK
+    assert sorted(path.name for path in results.iterdir()) == [
+        "seed-20260101-120000-2.json", "seed-20260101-120000-2.jsonl", "seed-20260101-120000-3.json",
+        "seed-20260101-120000-3.jsonl", "seed-20260101-120000.jsonl"]
+    for count in (2, 3):
+        header, cases = read_finished_cases(results / f"seed-20260101-120000-{count}.jsonl")
+        assert header["spec"] == "seed" and [c.name for c in cases] == ["v0"]
+        assert len(load_results(results / f"seed-20260101-120000-{count}.json").cases) == 1
+
+
+def test_a_default_name_is_taken_once_and_let_go_where_the_run_writes_nothing(tmp_path, monkeypatch):
+    from driver_gemm.cli.common import claimed_default_json
+
+    monkeypatch.chdir(tmp_path)
+    with claimed_default_json("seed") as first, claimed_default_json("seed") as second:
+        assert first != second and first.is_file() and second.is_file()
+        first.write_text("{}")                  # the results of a run
+    assert [path.name for path in (tmp_path / "results").iterdir()] == [first.name]

@@ -274,3 +274,27 @@ def test_a_winners_spec_elsewhere_still_finds_the_builder_and_the_fill_file_its_
     assert new_buffer.buffer.file == "../../project/tables/order-{M}x{N}.npy"
     assert (new_buffer.buffer.file_folder / new_buffer.buffer.file).resolve() == \
         (old_buffer.buffer.file_folder / old_buffer.buffer.file).resolve()
+
+
+def test_a_winners_spec_written_outside_its_kernels_project_says_it_needs_leave(tmp_path, caplog):
+    # as tune writes results/SPEC-winners.yaml from a folder outside the project: its relative sources leave the
+    # project of the folder it is in, which plan and run refuse without --allow-outside-sources
+    from driver_gemm.errors import SpecError
+    from driver_gemm.tune.winners import dispatch_spec
+
+    (tmp_path / "project").mkdir()
+    spec = load_spec(write(tmp_path / "project", SWEEP))
+    picks = pick_winners(sweep_run())
+    elsewhere = tmp_path / "elsewhere" / "results"
+    for written in (winners_spec(spec, picks, elsewhere / "w.yaml"), dispatch_spec(spec, picks, elsewhere / "d.yaml")):
+        assert written.read_text().splitlines()[0] == (
+            "# its kernels' files lie outside this file's project: plan and run it with --allow-outside-sources")
+        assert f"{written} names files outside its project ({elsewhere})" in caplog.text
+        with pytest.raises(SpecError, match="leaves the spec's project"):
+            load_spec(written)
+        assert load_spec(written, allow_outside_sources=True).kernels
+    caplog.clear()
+    inside = winners_spec(spec, picks, tmp_path / "project" / "results" / "w.yaml")
+    assert "--allow-outside-sources" not in inside.read_text() and not caplog.text
+    assert load_spec(inside).kernels
+

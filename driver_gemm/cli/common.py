@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from rich.console import Console
 
@@ -245,13 +247,27 @@ def decimal_number(text: str) -> float:
 
 
 def env_device() -> int:
-    """The GPU ordinal in $DRIVER_GEMM_DEVICE, 0 when unset."""
-    text = os.environ.get("DRIVER_GEMM_DEVICE", "0")
+    """The GPU ordinal in $DRIVER_GEMM_DEVICE, 0 when unset or empty (as the other variables and the pytest
+    plugin read an empty value)."""
+    text = os.environ.get("DRIVER_GEMM_DEVICE", "")
+    if not text.strip():
+        return 0
     ordinal = read_whole_number(text.strip())
     if ordinal is None:
         raise UsageError(f"must be a GPU ordinal, got {text!r}", field="DRIVER_GEMM_DEVICE",
                          hint="a whole number written with the digits 0-9: 0, 1, ...")
     return check_ordinal(ordinal, "DRIVER_GEMM_DEVICE")
+
+
+def check_environment() -> None:
+    """The variables of the compile bounds and the caches, checked when a command that compiles starts: a value
+    that is no setting is exit 2 whether or not the cache already holds every kernel, where it would otherwise be
+    read only once something is compiled."""
+    # lazy: only the commands that compile need them (both are light: no NumPy, no CUDA)
+    from ..cuda import bounded, cache
+
+    bounded.compile_bounds()
+    cache.enabled()
 
 
 def check_arch_option(text: str | None) -> None:
@@ -347,10 +363,49 @@ def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_o
             for path in (paths or [DEFAULT_SPEC])]
 
 
+# Runs of one spec name that may start in one second without --json: each takes the next free default name.
+MAX_SAME_SECOND_RUNS = 1000
+
+
 def default_json(name: str) -> Path:
     """``results/NAME-TIMESTAMP.json`` (`name` a spec's `file_stem`: no path can leave results/)."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("results") / f"{name}-{stamp}.json"
+
+
+@contextlib.contextmanager
+def claimed_default_json(name: str) -> Iterator[Path]:
+    """`default_json`'s path, taken for this run alone for as long as the block runs.
+
+    Two runs that start in the same second (two specs of one name in one
+    command, or two commands at once) would otherwise write one file and one
+    case log. The name is taken by creating it, empty, with ``O_EXCL``; where
+    another run took it, or a case log of that name is there, the next of
+    ``NAME-TIMESTAMP-2.json``, ``-3``... is. The run replaces the empty file
+    with its results; where it writes none, the file is removed at the end.
+    """
+    first = default_json(name)
+    for count in range(1, MAX_SAME_SECOND_RUNS + 1):
+        path = first if count == 1 else first.with_name(f"{first.stem}-{count}{first.suffix}")
+        if os.path.lexists(path.with_suffix(".jsonl")):
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666))
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise output_files.OutputError(f"{path}: not written ({output_files.reason_of(error)})") from None
+        break
+    else:
+        raise output_files.OutputError(f"{first}: not written: it and the next {MAX_SAME_SECOND_RUNS - 1} names "
+                                       "are taken: give --json")
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == 0:
+                path.unlink()
 
 
 def read_results_files(paths: list[Path], out: Output) -> list:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..errors import ToolMissingError, UsageError
-from .common import (SPEC_HELP, Output, add_format_options, add_source_option, check_arch_option, env_device,
-                     load_specs, spec_argument, whole_number)
+from .common import (SPEC_HELP, Output, add_format_options, add_source_option, check_arch_option,
+                     check_environment, env_device, load_specs, spec_argument, whole_number)
 from .exit_codes import EXIT_FAILED, EXIT_OK
 
 
@@ -32,6 +32,7 @@ def execute(args, out: Output) -> int:
     if args.sms is not None and not 1 <= args.sms <= MAX_SM_COUNT:
         raise UsageError(f"an SM count is 1 to {MAX_SM_COUNT:,}, got {args.sms:,}", field="--sms")
     check_arch_option(args.arch)
+    check_environment()
     specs = load_specs(args.specs, args.kernel, args.shape, args.allow_outside_sources)
     device = env_device() if args.arch is None else 0
     try:

@@ -15,10 +15,10 @@ from rich.markup import escape
 from .. import timeline
 from ..errors import DriverGemmError, NoGpuError, ToolMissingError, UsageError
 from ..output_files import output_path
-from .common import (MAX_THRESHOLD_PCT, Output, add_format_options, add_source_option, check_ordinal,
-                     check_output_file, SPEC_HELP, check_output_folder, decimal_number, default_json, env_device,
-                     load_specs,
-                     read_whole_number, refuse_aliases, spec_argument, spec_inputs)
+from .common import (MAX_THRESHOLD_PCT, Output, add_format_options, add_source_option, check_environment,
+                     check_ordinal, check_output_file, SPEC_HELP, check_output_folder, claimed_default_json,
+                     decimal_number, default_json, env_device, load_specs, read_whole_number, refuse_aliases,
+                     spec_argument, spec_inputs)
 from .common import read_results_files
 from ..measure.vendor_choice import BaselineChoice
 from ..session.options import RunOptions
@@ -38,19 +38,20 @@ def add_parser(commands, **common) -> None:
                           "taking the next share")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
     run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
-    run.add_argument("--json", help="results file (default results/SPEC-TIMESTAMP.json; the cases are also "
-                                    "appended, one line each, to the same name .jsonl); with several specs, one "
-                                    "file per spec: STEM-SPECNAME.json")
+    run.add_argument("--json", help="results file (default results/SPEC-TIMESTAMP.json, or -2, -3... where another "
+                                    "run took that name; the cases are also written, one line each, to the same "
+                                    "name .jsonl, which a new run starts afresh); with several specs, one file per "
+                                    "spec: STEM-SPECNAME.json")
     run.add_argument("--resume", type=Path, metavar="FILE.jsonl",
                      help="continue an interrupted run: skip the cases already in FILE, append the rest to it")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     run.add_argument("--no-timing", action="store_true", help="verify only: one checked launch per case")
     run.add_argument("--no-baseline", action="store_true", help="do not run cuBLAS")
-    run.add_argument("--baseline", default="best", metavar="best[:N]|heuristic",
+    run.add_argument("--baseline", metavar="best[:N]|heuristic",
                      help="the cuBLASLt rows' algorithm: the fastest of the heuristic's first N (default best = "
                           "best:8), by a short screen of all and a longer final of the two fastest, with the case's "
                           "pattern, or the heuristic's first alone; the results record which ran")
-    run.add_argument("--timer", choices=("events", "cupti"), default="events",
+    run.add_argument("--timer", choices=("events", "cupti"),
                      help="what times a sample: a CUDA event pair (default), or the kernels' own durations as CUPTI "
                           "records them (needs NVIDIA's cupti-python, the 'cupti' extra)")
     run.add_argument("--samples", metavar="PATTERN",
@@ -206,6 +207,7 @@ def show_run(result, out: Output) -> None:
 def execute(args, out: Output) -> int:
     # Mistakes in the options alone are said first: before any worker is spawned or any GPU is asked for.
     _check_option_combinations(args)
+    check_environment()
     args.json = _output_path(args.json, "--json", folder=False)
     args.artifacts = _output_path(args.artifacts, "--artifacts", folder=True)
     ordinals = _parse_devices(args.device)
@@ -318,14 +320,15 @@ def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) ->
 def _run_options(args):
     """How the run goes beyond its specs (`RunOptions`), from the command line: its module is light enough to
     import before the workers are spawned."""
-    try:
-        choice = BaselineChoice.parse(args.baseline)
+    try:   # not given: None, so that `_check_option_combinations` can tell a choice from the default
+        choice = BaselineChoice.parse("best" if args.baseline is None else args.baseline)
     except ValueError as exc:
         raise UsageError(str(exc), field="--baseline") from None
     if args.timer == "cupti" and importlib.util.find_spec("cupti") is None:
         raise ToolMissingError("--timer cupti needs NVIDIA's cupti-python: pip install 'driver-gemm[cupti]' (or "
                                "time with --timer events)")
-    return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice, timer=args.timer)
+    return RunOptions(time=not args.no_timing, artifacts=args.artifacts, baseline_choice=choice,
+                      timer=args.timer or "events")
 
 
 def sample_pattern(text: str | None) -> str | None:
@@ -404,54 +407,61 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
     from ..results.records import CaseLog, RunResult
 
     exit_code = EXIT_OK
-    for spec in specs:
-        last = spec is specs[-1]          # the early workers serve no later spec: they may stop as soon as done
-        result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
-        if locked:
-            result.settings.locked_sm_clock_mhz = locked
-        record_options(result, options)
-        lines = args.resume or (json_path(args.json, spec, len(specs)) or default_json(spec.file_stem)
-                                ).with_suffix(".jsonl")
-        path = json_path(args.json, spec, len(specs)) or lines.with_suffix(".json")
-        progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
-        log = CaseLog(lines)
-        finished = recorder(result, log, progress)
-        interrupted = False
-        try:
-            with contextlib.ExitStack() as connection:
-                runner = _runner(args, ordinals, early or {}, last, connection)
-                runner.run(spec, options, on_start=progress.started, on_result=finished, result=result,
-                           previous=previous)
+    with contextlib.ExitStack() as claimed:   # default names taken; each let go if its run writes nothing
+        for spec in specs:
+            last = spec is specs[-1]          # the early workers serve no later spec: they may stop as soon as done
+            result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+            if locked:
+                result.settings.locked_sm_clock_mhz = locked
+            record_options(result, options)
+            path = json_path(args.json, spec, len(specs))
+            if args.resume:     # its results go beside the log it continues
+                lines, path = args.resume, path or args.resume.with_suffix(".json")
+            else:
+                path = path or claimed.enter_context(claimed_default_json(spec.file_stem))
+                lines = path.with_suffix(".jsonl")
+                if lines.is_file() and lines.stat().st_size:     # --json names an earlier run's files
+                    out.note(f"{lines}: the case log of an earlier run, replaced by this run's once its first case "
+                             f"is done (--resume {lines} continues that run instead)", "yellow")
+            progress = Progress(out.errors, len(cases_of(spec)) - len(previous), args.quiet)
+            log = CaseLog(lines, fresh=not args.resume)
+            finished = recorder(result, log, progress)
+            interrupted = False
+            try:
+                with contextlib.ExitStack() as connection:
+                    runner = _runner(args, ordinals, early or {}, last, connection)
+                    runner.run(spec, options, on_start=progress.started, on_result=finished, result=result,
+                               previous=previous)
+                if profiler is not None:
+                    _profile_cases(spec, result, profiler, args, out)
+            except KeyboardInterrupt:
+                interrupted = result.interrupted = True
+            finally:
+                progress.close()
+                log.close()
+                if result.cases or result.environment:     # written once, whatever happened
+                    estimates.remember(result)              # what each case took: later runs on several GPUs
+                                                            # deal their work by it
+                    timeline.mark("writing results")
+                    result.settings.timeline_s = timeline.marks()
+                    result.write_json(path)
+                    timeline.mark("results written")      # this and what follows are not in the file: the
+                                                          # command's own timeline ends at its exit
+            if interrupted:
+                out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
+                          f"{path}; continue with --resume {lines}")
+                return EXIT_INTERRUPTED
+            show_run(result, out)
+            timeline.mark("tables shown")
             if profiler is not None:
-                _profile_cases(spec, result, profiler, args, out)
-        except KeyboardInterrupt:
-            interrupted = result.interrupted = True
-        finally:
-            progress.close()
-            log.close()
-            if result.cases or result.environment:     # written once, whatever happened
-                estimates.remember(result)              # what each case took: later runs on several GPUs
-                                                        # deal their work by it
-                timeline.mark("writing results")
-                result.settings.timeline_s = timeline.marks()
-                result.write_json(path)
-                timeline.mark("results written")      # this and what follows are not in the file: the
-                                                      # command's own timeline ends at its exit
-        if interrupted:
-            out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
-                      f"{path}; continue with --resume {lines}")
-            return EXIT_INTERRUPTED
-        show_run(result, out)
-        timeline.mark("tables shown")
-        if profiler is not None:
-            # lazy: a command imports this when it runs, after its GPUs' workers are spawned
-            from ..report.tables import print_profile
-            print_profile(result, out.console)
-        out.note(f"results: {path} (case by case: {lines})")
-        if not result.ok:
-            exit_code = EXIT_FAILED
-        if not check_run_gates(spec, result, gates, args.threshold or 0.0, out):
-            exit_code = EXIT_FAILED
+                # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+                from ..report.tables import print_profile
+                print_profile(result, out.console)
+            out.note(f"results: {path} (case by case: {lines})")
+            if not result.ok:
+                exit_code = EXIT_FAILED
+            if not check_run_gates(spec, result, gates, args.threshold or 0.0, out):
+                exit_code = EXIT_FAILED
     return exit_code
 
 
@@ -537,11 +547,26 @@ def _check_option_combinations(args) -> None:
     if args.threshold is not None and args.baseline_results is None:
         raise UsageError("the threshold of the comparison with stored results: give --baseline-results too, or "
                          "leave --threshold out", field="--threshold")
-    if args.min_pct:   # a percentage of the vendor's time needs both times
-        for option, given in (("--no-timing", args.no_timing), ("--no-baseline", args.no_baseline)):
-            if given:
-                raise UsageError(f"a percentage of cuBLAS cannot be judged with {option} (it needs the kernel's "
-                                 "time and cuBLAS's): leave one of them out", field="--min-pct")
+    turned_off = {"--no-timing": args.no_timing, "--no-baseline": args.no_baseline}
+    # Each option that only shapes what a run times or its vendor rows, the options that turn those off, and why
+    # it then does nothing.
+    for option, given, offs, why in (
+            ("--min-pct", bool(args.min_pct), ("--no-timing", "--no-baseline"),
+             "a percentage of cuBLAS cannot be judged with {off} (it needs the kernel's time and cuBLAS's)"),
+            ("--rounds", args.rounds is not None, ("--no-timing",),
+             "rounds alternate the timing of a kernel and of its vendor row, and {off} times nothing"),
+            ("--samples", args.samples is not None, ("--no-timing",),
+             "the pattern run between timed samples does nothing with {off}, which times nothing"),
+            ("--timer", args.timer is not None, ("--no-timing",),
+             "what times a sample does nothing with {off}, which times nothing"),
+            ("--baseline", args.baseline is not None, ("--no-baseline",),
+             "the cuBLASLt rows' algorithm does nothing with {off}, which runs no cuBLAS row"),
+            ("--baseline", args.baseline is not None, ("--no-timing",),
+             "the cuBLASLt rows' algorithm is chosen by timing them, and {off} times nothing (the rows take the "
+             "heuristic's first)")):
+        off = next((name for name in offs if turned_off[name]), None)
+        if given and off is not None:
+            raise UsageError(f"{why.format(off=off)}: leave one of them out", field=option)
 
 
 def _output_path(text: str | None, option: str, *, folder: bool) -> Path | None:
@@ -722,7 +747,9 @@ def _sanitize(args, specs, out: Output) -> int:
     exit_code = EXIT_OK
     for spec in specs:
         result = sanitize_spec(spec, args.sanitize, args.device, on_case=finished)
-        path = result.write_json(args.json or default_json(f"{spec.file_stem}-{args.sanitize}"))
+        with contextlib.ExitStack() as claimed:
+            path = result.write_json(args.json or claimed.enter_context(
+                claimed_default_json(f"{spec.file_stem}-{args.sanitize}")))
         show_run(result, out)
         out.note(f"results: {path}")
         if not result.ok:

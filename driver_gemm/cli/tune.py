@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
 from rich.markup import escape
 
-from .common import (Output, add_source_option, check_ordinal, check_output_file, default_json, env_device,
-                     SPEC_HELP, load_specs, read_results_files, refuse_aliases, spec_argument, spec_inputs,
-                     whole_number)
+from .common import (Output, add_source_option, check_environment, check_ordinal, check_output_file,
+                     claimed_default_json, default_json, env_device, SPEC_HELP, load_specs, read_results_files,
+                     refuse_aliases, spec_argument, spec_inputs, whole_number)
 from ..errors import DriverGemmError, NoGpuError, UsageError
 from ..status import Status
 from .exit_codes import EXIT_FAILED, EXIT_OK
@@ -73,7 +74,7 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     searches: list = []
     bar = LiveTune(out.errors, spec, budget) if not args.quiet and out.errors.is_terminal else None
-    with CaseLog(path.with_suffix(".jsonl")) as log:
+    with CaseLog(path.with_suffix(".jsonl"), fresh=True) as log:
         def finished(case) -> None:
             log.write_header(result)
             log.append(case)
@@ -204,6 +205,7 @@ def execute(args, out: Output) -> int:
     from ..tune.winners import default_winners_path, dispatch_spec, pick_winners, winners_spec
 
     _refuse_search_options_with_recorded(args)
+    check_environment()
     # None: not given (so that --from can tell what was asked of a search); the search's defaults from here on
     args.strategy = args.strategy or "exhaustive"
     args.seed = 0 if args.seed is None else args.seed
@@ -224,10 +226,11 @@ def execute(args, out: Output) -> int:
         path = args.recorded
         result = _recorded(spec, path, out)
     else:
-        path = args.json or default_json(f"{spec.file_stem}-tune")
         args.device = check_ordinal(args.device, "--device") if args.device is not None else env_device()
         _check_before_asking_for_a_gpu(spec)
-        result = _search(spec, args, out, path, strategy, budget)
+        with contextlib.ExitStack() as claimed:   # a default name let go if the search writes nothing
+            path = args.json or claimed.enter_context(claimed_default_json(f"{spec.file_stem}-tune"))
+            result = _search(spec, args, out, path, strategy, budget)
     picks = pick_winners(result)
     print_tune(picks, f"{spec.name}: best configuration per kernel and shape", out.console)
     winners = winners_spec(spec, picks, args.out or default_winners_path(spec))

@@ -5,8 +5,10 @@ by path relative to its project and digest, file name, name expressions, options
 NVRTC version) and no absolute path, so a cache can move. An entry is one file (magic line, SHA-256
 of the rest, a JSON header, the image), written to a temporary file and renamed into place; one
 whose checksum fails, that is not a regular file of bounded size, or whose header does not name
-its key is ignored and rewritten. What the header means is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR`` moves it (default
-``$XDG_CACHE_HOME/driver-gemm`` or ``~/.cache/driver-gemm``); ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
+its key is ignored and rewritten (what is not a file is removed first). What the header means, and
+whether its values are of the types it writes, is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR``
+moves it (default ``$XDG_CACHE_HOME/driver-gemm`` or ``~/.cache/driver-gemm``; a ``~user`` whose
+home cannot be found is a `UsageError` naming the variable); ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import UsageError
-from ..output_files import OutputError, write_file
+from ..output_files import OutputError, reason_of, write_file
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 
 _MAGIC = b"driver-gemm-cubin-v1\n"
@@ -43,7 +45,12 @@ def enabled() -> bool:
 def directory() -> Path:
     configured = os.environ.get("DRIVER_GEMM_CACHE_DIR")
     if configured:
-        return Path(configured).expanduser()
+        try:
+            return Path(configured).expanduser()
+        except RuntimeError:   # ~user of a user this machine does not know, or ~ where no home can be found
+            raise UsageError(f"{configured!r} starts with ~, and the home folder it names cannot be found here (no "
+                             "such user, or no $HOME)", field="DRIVER_GEMM_CACHE_DIR",
+                             hint="give the folder's full path") from None
     base = os.environ.get("XDG_CACHE_HOME") or _home_cache()
     return Path(base) / "driver-gemm" if base else _temporary_cache()
 
@@ -124,6 +131,7 @@ def store(key: str, header: dict, image: bytes) -> None:
 
 
 _unwritable_folders: set[str] = set()
+_stuck_entries: set[str] = set()
 
 
 def write_entry(target: Path, magic: bytes, body: bytes) -> None:
@@ -132,8 +140,11 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
     The format of every file under the cache directory. A reader never
     sees half an entry, and one that cannot be written is skipped: a cache
     is never fatal. The first failure under a cache folder is a warning
-    naming it; later ones are debug lines.
+    naming it; later ones are debug lines. Something other than a regular
+    file at `target` is removed first (`_clear_for_entry`).
     """
+    if not _clear_for_entry(target):
+        return
     try:
         write_file(target, magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     except OutputError as error:
@@ -144,6 +155,36 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
             _log.warning("the disk cache in %s cannot be written (%s): going on without it (set "
                          "DRIVER_GEMM_CACHE_DIR to a folder that can be written, or DRIVER_GEMM_NO_CACHE=1)",
                          folder, str(error).split("not written: ", 1)[-1])
+
+
+def _clear_for_entry(target: Path) -> bool:
+    """Whether `target` can take a new entry: absent or a regular file, or made absent here.
+
+    A folder, a FIFO, a device or a symbolic link at an entry's name is none
+    of the cache's entries: left there, it would refuse every write and its
+    kernel would be compiled again on every run. It is removed (a link
+    itself, never the file it names); one that cannot be removed (a folder
+    holding files) is a warning naming it, once.
+    """
+    try:
+        mode = os.lstat(target).st_mode
+    except OSError:          # absent, or its folder cannot be read: the write says which
+        return True
+    if stat.S_ISREG(mode):
+        return True
+    try:
+        if stat.S_ISDIR(mode):
+            os.rmdir(target)
+        else:
+            os.unlink(target)
+        return True
+    except OSError as error:
+        if str(target) not in _stuck_entries:
+            _stuck_entries.add(str(target))
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            _log.warning("the disk cache entry %s is %s and cannot be removed (%s): remove it, or what it would "
+                         "hold is made again on every run", target, kind, reason_of(error))
+        return False
 
 
 def read_entry(path: Path, magic: bytes) -> bytes | None:

@@ -383,7 +383,10 @@ def cache_header(cubin: Cubin) -> dict:
 
 
 def from_cache_header(header: dict, image: bytes) -> Cubin | None:
-    """A cached entry back as a `Cubin`; None for an entry of another layout (it is then rewritten)."""
+    """A cached entry back as a `Cubin`; None for an entry of another layout, or one whose values are not of the
+    types `cache_header` writes (it is then rewritten)."""
+    if not _typed_as_written(header):
+        return None
     try:
         return Cubin(image=image, arch=header["arch"], lowered_names=header["lowered_names"],
                      resources={name: KernelResources(**r) for name, r in header["resources"].items()},
@@ -392,8 +395,39 @@ def from_cache_header(header: dict, image: bytes) -> Cubin | None:
                      from_cache=True, origin=header.get("origin", "nvrtc"),
                      ptx_facts=({name: KernelPtxFacts.from_dict(facts) for name, facts in header["ptx_facts"].items()}
                                 if header.get("ptx_facts") is not None else None))
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError):
         return None
+
+
+def _typed_as_written(header: dict) -> bool:
+    """Whether each value of a cache header is of the type `cache_header` writes. The checksum proves only that
+    the bytes are whole: a header left by another version, or edited with its checksum redone, could hold a
+    register count of "many", which planning would meet far from here."""
+    def is_count(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    def is_text_list(value) -> bool:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+    names, resources, facts = header.get("lowered_names"), header.get("resources"), header.get("ptx_facts")
+    seconds = header.get("compile_seconds")
+    return (isinstance(header.get("arch"), str) and isinstance(header.get("log"), str)
+            and isinstance(header.get("origin", "nvrtc"), str) and is_text_list(header.get("options"))
+            and isinstance(names, dict) and is_text_list(list(names.values()))
+            and isinstance(resources, dict)
+            and all(isinstance(counts, dict) and all(map(is_count, counts.values())) for counts in resources.values())
+            and isinstance(header.get("nvrtc_version"), list) and all(map(is_count, header["nvrtc_version"]))
+            and isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+            and (facts is None or isinstance(facts, dict) and all(_facts_as_written(item) for item in facts.values())))
+
+
+def _facts_as_written(facts) -> bool:
+    """Whether `facts` are a kernel's PTX facts exactly as `KernelPtxFacts.as_dict` writes them: reading them back
+    would turn "false" into True and 2.5 into 2."""
+    try:
+        return isinstance(facts, dict) and KernelPtxFacts.from_dict(facts).as_dict() == facts
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+        return False
 
 
 # NVRTC compiling in several threads of one process sometimes hands back an empty program log (NVRTC

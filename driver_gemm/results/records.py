@@ -516,6 +516,11 @@ class RunResult:
         body = "[]" if not cases else "[\n" + ",\n".join(json.dumps(case) for case in cases) + "\n ]"
         return write_file(path, f'{head},\n "cases": {body}\n}}\n')
 
+def _record_line(record: dict) -> str:
+    """One line of a case log."""
+    return json.dumps(_finite(record)) + "\n"
+
+
 def _finite(value):
     """JSON has no NaN or infinity: write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -543,11 +548,17 @@ class CaseLog:
     The first line describes the run (spec, environment, settings); every other
     line is one `CaseResult`. A run killed mid-write leaves at most a torn last
     line, which `read` skips, so every case that finished is kept.
+
+    A log that is not `fresh` is a resumed run's: its cases are appended after
+    the header it has. A `fresh` one is a new run's: its header replaces
+    whatever the file held (an earlier run's log of that name, whose cases
+    would otherwise be read as this run's), once its first case is done.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, fresh: bool = False):
         self.path = Path(path)
-        self.has_header = self.path.exists() and self.path.stat().st_size > 0
+        self.fresh = fresh
+        self.has_header = not fresh and self.path.exists() and self.path.stat().st_size > 0
         self._file = AppendOnlyFile(self.path)   # opened with the first line: a run that never starts leaves no file
 
     def write_header(self, run: "RunResult") -> None:
@@ -557,11 +568,14 @@ class CaseLog:
                       "environment": run.environment, "settings": run.settings.to_json()}
             if run.provenance is not None:
                 header["provenance"] = run.provenance.to_json()
-            self._write(header)
+            if self.fresh:    # in one step: a reader sees the earlier log or this one, never a mix
+                write_file(self.path, _record_line(header))
+            else:
+                self._write(header)
             self.has_header = True
 
     def _write(self, record: dict) -> None:
-        self._file.append(json.dumps(_finite(record)) + "\n")
+        self._file.append(_record_line(record))
 
     def append(self, case: CaseResult) -> None:
         self._write({"type": "case", **case.as_dict()})

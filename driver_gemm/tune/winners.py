@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,10 +27,12 @@ from ..results.read import ResultsFile, read_results
 from ..results.records import CaseResult, RunResult
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Spec
+from ..specfile.project import project_root
 from ..status import Status
 from .dispatch_table import build_dispatch, dispatch_document
 
 RESULTS_DIR = Path("results")      # untracked (.gitignore): where a winners spec goes unless --out says otherwise
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -185,6 +188,28 @@ def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) 
     walk(items)
 
 
+def _leave_needed(spec: Spec, kernels: Iterable[KernelSpec], path: Path) -> str:
+    """Where the kernels' files lie outside the project of a spec written at `path`, a comment line saying that
+    `plan` and `run` of it need the user's leave (and a logged warning naming the first file); else "".
+
+    Its paths are relative to its own folder, so they still name the files;
+    but the spec reader takes only files inside the written spec's project
+    (`specfile.project.project_root`), as it does for any spec. A winners
+    spec written outside the kernels' project (``tune`` run from elsewhere,
+    its default ``results/`` under the current folder) is such a file.
+    """
+    root = project_root(path.parent)
+    unique = {kernel.label: kernel for kernel in kernels}
+    chosen = dataclasses.replace(spec, path=None, kernels=tuple(unique.values()))
+    outside = [file for _, file in spec_inputs(chosen) if not Path(file).resolve().is_relative_to(root)]
+    if not outside:
+        return ""
+    _log.warning("%s names files outside its project (%s), %s the first: plan and run it with "
+                 "--allow-outside-sources (allow_outside_sources=True), or write it inside the project that holds "
+                 "its kernels", path, root, outside[0])
+    return "# its kernels' files lie outside this file's project: plan and run it with --allow-outside-sources\n"
+
+
 def settings_of(spec: Spec) -> dict:
     """The top-level fields of `spec` that made its measurements, as a spec file writes them."""
     verify = spec.verify
@@ -256,7 +281,7 @@ def winners_spec(spec: Spec | str | os.PathLike, picks: list[Pick], path: str | 
         **settings_of(spec),
         "kernels": [_entry(by_label[label], names[label], path.parent.resolve()) for label in winning],
     }
-    lines = []
+    lines = [_leave_needed(spec, (by_label[label] for label in winning), path)]
     for p in picks:
         outcome = "nothing passed" if p.best is None else f"{names[p.best.kernel]} = {p.best.kernel}"
         if p.margin is not None:
@@ -281,10 +306,8 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     if not tables:
         raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
     by_label = {k.label: k for k in spec.kernels}
-    kernels = []
-    for name, table in tables.items():
-        first = table.entries[0]
-        kernels.append(_entry(by_label[first.label], name, path.parent.resolve()))
+    firsts = {name: by_label[table.entries[0].label] for name, table in tables.items()}
+    kernels = [_entry(kernel, name, path.parent.resolve()) for name, kernel in firsts.items()]
     document = {
         "name": f"{spec.name}-dispatch",
         "description": f"per shape, the fastest passing configuration of each kernel, from a sweep of {spec.name}",
@@ -293,4 +316,4 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         "kernels": kernels,
         "dispatch": dispatch_document(tables),
     }
-    return write_file(path, yaml.safe_dump(document, sort_keys=False))
+    return write_file(path, _leave_needed(spec, firsts.values(), path) + yaml.safe_dump(document, sort_keys=False))
