@@ -140,6 +140,40 @@ def test_arrays_of_pointers_lead_the_kernel_to_each_matrix_of_the_batch(tmp_path
     assert_every_case(path, "args-pointer-arrays", Status.FAIL, count=1)
 
 
+CONSTANT_SCALE = """
+- name: args-constant-scale
+  source: "@KERNELS@/outside/args_constant_scale.cu"
+  function: args_constant_scale
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  constants:
+    - {name: "epilogue::scale", type: float32, value: 1.0}
+    - {name: column_scale, type: float32, value: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
+- name: args-constant-unset
+  source: "@KERNELS@/outside/args_constant_scale.cu"
+  function: args_constant_scale
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  constants:
+    - {name: "epilogue::scale", type: float32, value: 1.0}
+"""
+
+
+def test_constants_reach_the_kernels_constant_memory_and_a_case_that_sets_none_reads_the_images_own(tmp_path):
+    # Both factors 1.0: C = A @ B only where both __constant__ variables were written. The second kernel shares
+    # the module and sets only the scale, after the first set both: its column factors must be the image's zeros
+    # again (C all zeros, FAIL), not what the first case left there.
+    path = write_spec(tmp_path, CONSTANT_SCALE, ["[130, 72, 40]", "[65, 130, 17]"])
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    statuses = {(case.name, case.shape.label): case.status for case in run.cases if case.name.startswith("args-")}
+    assert statuses == {("args-constant-scale", "130x72x40"): Status.PASS,
+                        ("args-constant-scale", "65x130x17"): Status.PASS,
+                        ("args-constant-unset", "130x72x40"): Status.FAIL,
+                        ("args-constant-unset", "65x130x17"): Status.FAIL}, statuses
+
+
 SCALES_THROUGH_A_MAP = """
 - name: args-row-scale-map
   source: "@KERNELS@/outside/args_row_scale_map.cu"

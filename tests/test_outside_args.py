@@ -690,3 +690,57 @@ def test_the_pointer_array_kernel_compiles_and_plans_offline(tmp_path):
                     f"args_pointer_arrays.cu, function: args_pointer_arrays, block: [16, 16], grid: [ceil(N / 16), "
                     f"ceil(M / 16), batch], tile: [16, 16], {POINTER_ARRAYS}}}\n")
     assert offline_problems(load_spec(path, allow_outside_sources=True)) == ([], {})
+
+
+CONSTANTS = ("constants: [{name: 'epilogue::scale', type: float32, value: 'alpha * 2'}, "
+             "{name: column_scale, type: float32, value: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, M]}]")
+
+
+def test_constants_are_packed_per_case_as_their_types_and_checked_against_the_images_variables(tmp_path):
+    import struct
+
+    from driver_gemm.planning.build import offline_problems
+    from driver_gemm.planning.image_checks import constant_symbol
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "spec.yaml"
+    kernel = (f"{{name: k, source: {ROOT}/kernels/outside/args_constant_scale.cu, function: args_constant_scale, "
+              f"block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)], tile: [16, 16], @}}")
+    path.write_text(f"shapes: [[64, 48, 40]]\nscalars: {{alpha: 1.5}}\nkernels:\n  - {kernel.replace('@', CONSTANTS)}\n")
+    spec = load_spec(path, allow_outside_sources=True)
+    plan = plan_of(spec.kernels[0], scalars=spec.scalars)
+    assert plan.constants == {"epilogue::scale": struct.pack("<f", 3.0),
+                              "column_scale": struct.pack("<16f", *[1.0] * 15, 64.0)}
+    assert constant_symbol("epilogue::scale") == "_ZN8epilogue5scaleE" and constant_symbol("t") == "t"
+    assert offline_problems(spec) == ([], {})
+    # One of the two left out: noted, since the kernel then reads the image's zeros.
+    path.write_text(path.read_text().replace(", {name: column_scale, type: float32, value: [1, 1, 1, 1, 1, 1, 1, "
+                                             "1, 1, 1, 1, 1, 1, 1, 1, M]}", ""))
+    from driver_gemm.planning.spec_plan import plan_spec
+    (planned,) = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90").plans
+    assert planned.valid and "__constant__ column_scale (64 bytes) in the image: no constants: entry sets it" in \
+        " ".join(planned.notes)
+
+
+def test_the_images_constants_are_read_with_their_initial_bytes(tmp_path):
+    from driver_gemm.cuda.compile import compile_source
+    (tmp_path / "k.cu").write_text("__constant__ float table[4];\nnamespace lut { __constant__ int offsets[2] = "
+                                   "{7, 9}; }\n__global__ void k(float* C) { C[0] = table[1] + lut::offsets[1]; }\n")
+    built = compile_source(tmp_path / "k.cu", ["k"], arch="sm_90", use_cache=False)
+    assert built.constant_variables() == {"table": bytes(16), "_ZN3lut7offsetsE": np.array([7, 9], np.int32).tobytes()}
+
+
+@pytest.mark.parametrize("entry, message, field", [
+    ("constants: []", "constants is a non-empty list of {name, type, value}", "constants"),
+    ("constants: [{name: t, type: ptr, value: 0}]", "a constant's type is one of", "constants[0].type"),
+    ("constants: [{name: 'a b', type: int32, value: 0}]", "a constant is named as its source names",
+     "constants[0].name"),
+    ("constants: [{name: t, type: int32}]", "a constant needs value", "constants[0]"),
+    ("constants: [{name: t, type: int32, value: 1}, {name: t, type: int32, value: 2}]", "constant t is given twice",
+     "constants[1].name"),
+    ("constants: [{name: t, type: uint8, value: [1, 300]}]", "300 does not fit uint8", "constants[0].value[1]"),
+    ("constants: [{name: t, type: int32, value: 1, size: 4}]", "unknown field 'size'", "constants[0].size"),
+])
+def test_malformed_constants_are_refused_at_their_field(tmp_path, entry, message, field):
+    with pytest.raises(SpecError, match=re.escape(message)) as info:
+        load_spec(write_spec(tmp_path, f"signature: [A, B, C], {entry}"))
+    assert info.value.field == f"kernels[k].{field}", info.value.field

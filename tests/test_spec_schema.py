@@ -72,6 +72,7 @@ MAPPINGS = {
     "/$defs/tensorMap": (launch_fields, "TENSOR_MAP_KEYS"),
     "/$defs/structArgument": '("name", "type", "fields", "builder")',            # signature._struct_argument
     "/$defs/pointerArray": '("name", "type", "to")',                              # signature._pointer_array_argument
+    "/$defs/constant": (signature, "CONSTANT_KEYS"),
     "/$defs/buffer": (device_buffers, "BUFFER_KEYS"),
     "/$defs/bufferScales": (device_buffers, "SCALES_KEYS"),
     "/$defs/fillFile": (device_buffers, "FILL_SOURCE_KEYS"),
@@ -179,6 +180,8 @@ WORDS = {
     "/$defs/scalarArgument/properties/type": tuple(name for name in signature.ARGUMENT_TYPES
                                                    if name not in ("tensormap", "struct", "buffer", "pointers")),
     "/$defs/pointerArray/properties/to": ("A", "B", "C"),                   # signature._pointer_array_argument
+    "/$defs/constant/properties/type": tuple(name for name in signature.C_TYPES        # signature.parse_constants
+                                             if name != "ptr" and not signature.C_TYPES[name].is_opaque),
     "/$defs/scalarPointer/properties/name": typed.SCALAR_NAMES,           # signature._typed_argument
     "/$defs/scalarPointer/properties/element": device_buffers.SCALAR_POINTER_ELEMENTS,
     "/$defs/tensorMap/properties/element": with_aliases(launch_fields.TENSOR_MAP_ELEMENTS,

@@ -136,8 +136,20 @@ def test_block_and_grid_read_the_sources_constants_through_sizeof(tmp_path):
     path.write_text(path.read_text().replace("sizeof(char[THREDS])", "sizeof(THREDS)").replace("THREDS", "THREADS"))
     (plan,) = plan_spec(load_spec(path), "sm_90").plans
     assert plan.problems[0].field == "kernels[k].block[0]" and "expected a type" in str(plan.problems[0])
-    path.write_text(path.read_text() + "    tile: ['sizeof(char[64])', BN]\n")
-    with pytest.raises(SpecError, match=r"sizeof\(TYPE\) is read in a kernel's block, grid and shared_bytes alone"):
+    # tile and require read the source's constants too; elsewhere (an argument's value) sizeof is refused.
+    path.write_text(path.read_text().replace("sizeof(THREADS)", "sizeof(char[THREADS])")
+                    + "    tile: ['sizeof(char[64])', 'sizeof(char[TILE_COLUMNS])']\n"
+                    "    require: ['M % sizeof(char[64]) == 0']\n")
+    (plan,) = plan_spec(load_spec(path), "sm_90").plans
+    assert plan.valid, plan.problems
+    assert plan.tile == (64, 128)
+    path.write_text(path.read_text().replace("M % sizeof(char[64]) == 0", "M % sizeof(char[96]) == 0"))
+    (plan,) = plan_spec(load_spec(path), "sm_90").plans
+    assert [problem.field for problem in plan.problems] == ["kernels[k].require[0]"]
+    path.write_text(path.read_text().replace("    function: k\n", "    function: k\n    signature: [A, B, C, M, N, "
+                                             "K, {name: s, type: int32, value: 'sizeof(char[4])'}]\n"))
+    with pytest.raises(SpecError, match=r"sizeof\(TYPE\) is read in a kernel's block, grid, shared_bytes, tile and "
+                                        r"require alone"):
         load_spec(path)
 
 

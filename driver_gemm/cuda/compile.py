@@ -145,6 +145,13 @@ class Cubin:
             return None
         return _parsed(self.image, self.arch, self.origin).kernel(self.symbol(instance))
 
+    def constant_variables(self) -> Mapping[str, bytes] | None:
+        """The source's ``__constant__`` variables in the image, symbol -> their initial bytes; None for PTX (known
+        at load)."""
+        if self.image_format == "ptx":
+            return None
+        return _parsed(self.image, self.arch, self.origin).constants
+
     def param_slots(self, instance: str) -> tuple[ParamSlot, ...]:
         """The (ordinal, offset, size) of each parameter of `instance`, read from the image, not the spec.
 

@@ -65,6 +65,7 @@ ET_REL = 1            # e_type of a relocatable object: what -rdc=true and -dc b
 _NO_FILE_BYTES = (8, 0x7000000A)
 _SECTION = struct.Struct("<IIQQQQIIQQ")
 _SYMBOL = struct.Struct("<IBBHQQ")
+USER_CONSTANT_SECTION = ".nv.constant3"    # where a source's __constant__ variables are placed
 _TKINFO_ARCH = re.compile(rb"-arch\s+(sm_\d+[af]?)")
 
 
@@ -124,6 +125,8 @@ class CubinImage:
     abi_version: int
     kernels: Mapping[str, KernelImage]
     source: str = "<image>"
+    # The source's __constant__ variables: symbol -> the bytes the image gives them (zeros without an initializer)
+    constants: Mapping[str, bytes] = field(default_factory=dict)
 
     def kernel(self, name: str) -> KernelImage:
         """The kernel whose symbol is exactly `name`; an `ImageError` lists the kernels there are."""
@@ -154,7 +157,25 @@ def read_cubin(data: bytes, source: str = "<image>") -> CubinImage:
         if symbol.type != STT_FUNC or not symbol.other & STO_CUDA_ENTRY or not symbol.name:
             continue
         kernels[symbol.name] = _kernel(elf, index, symbol.name, per_symbol.get(index, {}), reserved_window)
-    return CubinImage(elf.arch(), elf.abi_version, kernels, source)
+    return CubinImage(elf.arch(), elf.abi_version, kernels, source, _constants(elf))
+
+
+def _constants(elf: "_Elf") -> dict[str, bytes]:
+    """The source's ``__constant__`` variables (object symbols of constant bank 3) with their initial bytes: the
+    section's where it holds data, zeros where it is only reserved (no variable has an initializer)."""
+    constants = {}
+    for symbol in elf.symbols:
+        if symbol.type != STT_OBJECT or not symbol.name or not 0 <= symbol.section < len(elf.sections):
+            continue
+        section = elf.sections[symbol.section]
+        if section.name != USER_CONSTANT_SECTION:
+            continue
+        if section.type in _NO_FILE_BYTES or symbol.value + symbol.size > section.size:
+            constants[symbol.name] = bytes(symbol.size)
+        else:
+            start = section.offset + symbol.value
+            constants[symbol.name] = elf.data[start:start + symbol.size]
+    return constants
 
 
 _RELOCATION = struct.Struct("<QQq")
@@ -246,6 +267,7 @@ class _Symbol(NamedTuple):
     other: int
     section: int
     value: int = 0
+    size: int = 0
 
 
 class _Elf:
@@ -306,9 +328,9 @@ class _Elf:
         strings = self.sections[table.link]
         symbols = []
         for position in range(table.offset, table.offset + table.size - _SYMBOL.size + 1, _SYMBOL.size):
-            name, info, other, section, value, _ = _SYMBOL.unpack_from(self.data, position)
+            name, info, other, section, value, size = _SYMBOL.unpack_from(self.data, position)
             symbols.append(_Symbol(self._string(strings.offset, strings.size, name), info & 0xF, other, section,
-                                   value))
+                                   value, size))
         return symbols
 
     def has_section(self, name: str) -> bool:

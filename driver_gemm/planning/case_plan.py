@@ -22,7 +22,7 @@ from ..cuda.resources import KernelResources
 from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
-from ..cuda.launch import LaunchConfig
+from ..cuda.launch import LaunchConfig, pack_layout
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
@@ -92,6 +92,7 @@ class CasePlan:
     buffers: dict[str, BufferPlan] = field(default_factory=dict)   # the kernel's own device buffers, by name
     scalars: dict[str, float] = field(default_factory=dict)        # the spec's, which argument values read
     active_clusters: ActiveClusters | None = None   # where the grid or an argument reads max_active_clusters
+    constants: dict[str, bytes] = field(default_factory=dict)   # each __constant__ variable's bytes, by its name
 
     @property
     def valid(self) -> bool:
@@ -279,7 +280,23 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
-                    tensor_maps, operands, buffers, dict(scalars or {}), active_clusters)
+                    tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
+                    _constant_bytes(kernel, env, scalars or {}, problem))
+
+
+def _constant_bytes(kernel: KernelSpec, env, scalars, problem) -> dict[str, bytes]:
+    """Each of the kernel's ``constants:`` as the bytes its ``__constant__`` variable is given, by name: its value
+    (or its array's) evaluated on this case and converted to its C type; one that does not evaluate or fit is
+    reported at its field and left out."""
+    packed = {}
+    for index, constant in enumerate(kernel.constants):
+        field_name = f"constants[{index}].value"
+        expressions = constant.array or ((constant.value,) if constant.value is not None else ())
+        values = [_argument_value(constant, expression, f"{field_name}[{position}]" if constant.array else field_name,
+                                  env, scalars, problem) for position, expression in enumerate(expressions)]
+        if values and None not in values:
+            packed[constant.name] = pack_layout(constant.layout(), values, [constant.name] * len(values))
+    return packed
 
 
 def pointer_array_extent(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> tuple[int, int]:

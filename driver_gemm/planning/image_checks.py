@@ -71,6 +71,59 @@ def compiled_cluster(image: KernelImage | None, facts: KernelPtxFacts | None) ->
     return facts.cluster if facts else None
 
 
+def constant_symbol(name: str) -> str:
+    """The symbol of the ``__constant__`` variable a source names `name`: the name itself at global scope, the
+    C++ mangling of a namespaced one (``lut::scale`` is ``_ZN3lut5scaleE``)."""
+    parts = name.split("::")
+    return name if len(parts) == 1 else "_ZN" + "".join(f"{len(part)}{part}" for part in parts) + "E"
+
+
+def _readable(symbol: str) -> str:
+    """``_ZN3lut5scaleE`` as its source writes it (lut::scale); a name at global scope as it is."""
+    if not (symbol.startswith("_ZN") and symbol.endswith("E")):
+        return symbol
+    parts, rest = [], symbol[3:-1]
+    while rest:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        if not digits:
+            return symbol
+        length = int(rest[:digits])
+        parts.append(rest[digits:digits + length])
+        rest = rest[digits + length:]
+    return "::".join(parts)
+
+
+def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str]) -> None:
+    """Each of the spec's ``constants:`` against the image's ``__constant__`` variables: there, and of the size its
+    values make; a variable of the image that no constant sets is noted (it keeps its initializer, zeros without
+    one, as in a host program that never copies to it). PTX is checked by the driver when the case is bound."""
+    kernel = plan.kernel
+    found = built.constant_variables()
+    if found is None:
+        return
+    given = {constant_symbol(constant.name) for constant in kernel.constants}
+    for index, constant in enumerate(kernel.constants):
+        initial = found.get(constant_symbol(constant.name))
+        size = len(initial) if initial is not None else None
+        data = plan.constants.get(constant.name)
+        if size is None:
+            held = ", ".join(sorted(_readable(symbol) for symbol in found)) or "none"
+            problem(f"constant {constant.name}: the compiled image holds no __constant__ variable of that name (it "
+                    f"holds: {held})", f"constants[{index}].name",
+                    hint="name it as the source does, with its namespace (lut::table)")
+        elif data is not None and len(data) != size:
+            count = len(constant.array) or 1
+            problem(f"constant {constant.name}: {count} {constant.ctype} make {len(data)} bytes; the kernel's "
+                    f"__constant__ {constant.name} is {size} bytes", f"constants[{index}].value",
+                    hint="give one value per element of the variable, of its type")
+    unset = sorted(f"{_readable(symbol)} ({len(initial)} bytes)" for symbol, initial in found.items()
+                   if symbol not in given)
+    if unset:
+        notes.append(f"__constant__ {', '.join(unset)} in the image: no constants: entry sets "
+                     f"{'it' if len(unset) == 1 else 'them'}, so the kernel reads the source's initial values (zeros "
+                     "without one)")
+
+
 def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list[ConfigError], list[str]]:
     """The problems and notes of `plan` that its kernel's image shows (see the module's docstring); `limits` are
     the architecture's."""
@@ -116,6 +169,7 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
                          f"first) with {rank} dimensions, strides: and a box of {rank} extents")
     if facts is None and kernel.tensor_maps():
         notes.append(UNREAD_RANKS_NOTE)
+    _check_constants(plan, built, problem, notes)
     try:
         image = built.kernel_image(kernel.instance)
     except (ImageError, KeyError):

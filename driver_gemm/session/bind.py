@@ -19,9 +19,10 @@ from ..argtypes import CType
 from ..cuda.interop import device_pointer
 from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.tensormap import passed_by_pointer
-from ..errors import ConfigError
+from ..errors import ConfigError, ImageError
 from ..planning.case_plan import pointer_array_extent
 from ..planning.host_builders import BuilderFailed, builder_values, built_bytes
+from ..planning.image_checks import constant_symbol
 from .case_buffers import device_buffers
 
 
@@ -52,6 +53,7 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
             return "ptr", owned[-1]
         return argument.ctype, encoded
 
+    _write_constants(session, run.kernel.module, case_plan)
     arrays = _pointer_arrays(session, kernel_spec, case_plan, buffers, owned)
     sizes = [slot.size for slot in slots] if slots is not None else None
     types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own, **arrays}, encode,
@@ -63,6 +65,19 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
                             owned=tuple(owned))
     launch.resets = resets     # the contents of the checked launch are already enqueued
     return launch
+
+
+def _write_constants(session, module, case_plan) -> None:
+    """The module's ``__constant__`` variables as this case has them, before its first launch: the spec's
+    ``constants:`` as the host code's cudaMemcpyToSymbol would write them, and every other one back to the image's
+    initial bytes, since a module is shared by the cases of its program and an earlier case may have written it."""
+    try:
+        initial = module.cubin.constant_variables() or {}
+    except ImageError:   # an image the plan could not read either: the spec's constants alone
+        initial = {}
+    given = {constant_symbol(name): data for name, data in case_plan.constants.items()}
+    for symbol, data in {**initial, **given}.items():
+        module.write_constant(symbol, data, session.stream)
 
 
 def _pointer_arrays(session, kernel_spec, case_plan, buffers: dict[str, Any], owned: list) -> dict[str, Any]:

@@ -299,8 +299,8 @@ def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
         _validate(node.operand, names, condition)
     elif isinstance(node, ast.Call):
         if isinstance(node.func, ast.Name) and node.func.id == "sizeof":   # those fields read it before parsing
-            raise _reject(node, "sizeof(TYPE) is read in a kernel's block, grid and shared_bytes alone, where the "
-                                "kernel's compiler sizes the type")
+            raise _reject(node, "sizeof(TYPE) is read in a kernel's block, grid, shared_bytes, tile and require "
+                                "alone, where the kernel's compiler sizes the type")
         if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
             raise _reject(node, f"only {', '.join(_FUNCTIONS)} may be called")
         if node.keywords:

@@ -29,13 +29,13 @@ from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_C
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PARAM_NAME, PRECISIONS, KernelSpec, is_safe_name
 from .project import project_file, project_root
-from .signature import parse_signature
+from .signature import parse_constants, parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid",
                "shared_bytes", "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct",
-               "epilogue") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
+               "epilogue", "constants") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
 EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
@@ -109,14 +109,15 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     # Each name's values over every configuration: which names hold numbers, and which a type.
     sweep = [[configuration[index] for configuration in configurations] for index in range(len(param_names))]
     block, grid, shared, tile, sizeofs = _launch(context, node, dotted)
+    require = _require(context, node, dotted, sizeofs)
     if sizeofs and binary is not None:
         raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
                             "has none", node, "shared_bytes", f"{dotted}.shared_bytes",
                             hint="give shared_bytes as a number of bytes")
-    require = _require(context, node, dotted)
     options, precision, arch = _compiler_settings(context, node, dotted)
     scalars = parse_kernel_scalars(context, node, dotted, scalars)
     signature, memory = parse_signature(context, node, dotted, scalars)
+    constants = parse_constants(context, node, dotted)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
     # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.
     type_params = {key: next(v for v in values if isinstance(v, str)) for key, values in zip(param_names, sweep)
@@ -139,7 +140,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
                           min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs, memory=memory,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir),
-                          launch_values=frozenset(value_names))
+                          launch_values=frozenset(value_names), constants=constants)
                for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
     _check_drawn_buffers(kernels[0])
@@ -594,12 +595,14 @@ def _dims(context: Context, node: dict, key: str, dotted: str, sizeofs: dict[str
 
 
 def _launch_expression(context: Context, parent, key, written: Any, dotted: str,
-                       sizeofs: dict[str, str]) -> expr.Expression:
-    """One launch extent or shared_bytes: an expression, whose ``sizeof(TYPE)``s are read as names that the
-    kernel's compiler gives values (`sizeofs` gathers them), shown as written."""
+                       sizeofs: dict[str, str], condition: bool = False) -> expr.Expression:
+    """One launch extent, shared_bytes, a tile's side or (`condition`) a requirement: an expression, whose
+    ``sizeof(TYPE)``s are read as names that the kernel's compiler gives values (`sizeofs` gathers them), shown as
+    written."""
     text = _sizeof_names(context, parent, key, written, dotted, sizeofs)
     try:
-        expression = parse_expression(context, parent, key, text, dotted, whole=True)
+        expression = parse_expression(context, parent, key, text, dotted, **({"condition": True} if condition
+                                                                              else {"whole": True}))
     except SpecError as exc:
         if text is written:
             raise
@@ -626,7 +629,7 @@ def _launch(context: Context, node: dict, dotted: str):
         if not isinstance(tile_node, list) or len(tile_node) != 2:
             raise context.error(f"tile is [rows, cols] of C computed by one block, got {kind_name(tile_node)}",
                                 node, "tile", f"{dotted}.tile")
-        tile = tuple(parse_expression(context, tile_node, i, v, f"{dotted}.tile[{i}]", whole=True)
+        tile = tuple(_launch_expression(context, tile_node, i, v, f"{dotted}.tile[{i}]", sizeofs)
                      for i, v in enumerate(tile_node))
     return block, grid, shared, tile, sizeofs
 
@@ -668,7 +671,7 @@ def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeof
     return "".join(parts)
 
 
-def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression, ...]:
+def _require(context: Context, node: dict, dotted: str, sizeofs: dict[str, str]) -> tuple[expr.Expression, ...]:
     require_node = node.get("require", [])
     if isinstance(require_node, str):
         require_node = [require_node]
@@ -681,8 +684,8 @@ def _require(context: Context, node: dict, dotted: str) -> tuple[expr.Expression
             raise context.error(f"a condition is text over the names, such as 'BM % TM == 0'; got {kind_name(value)}",
                                 parent, index if parent is require_node else "require",
                                 f"{dotted}.require[{index}]")
-    return tuple(parse_expression(context, parent, i if parent is require_node else "require", v,
-                                  f"{dotted}.require[{i}]", condition=True)
+    return tuple(_launch_expression(context, parent, i if parent is require_node else "require", v,
+                                    f"{dotted}.require[{i}]", sizeofs, condition=True)
                  for i, v in enumerate(require_node))
 
 
@@ -692,7 +695,7 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
     for key, expressions in groups.items():
         allowed = known | (set(LAUNCH_NAMES) if key == "require" else set()) \
             | ({MAX_ACTIVE_CLUSTERS_NAME} if key == "grid" else set()) \
-            | (sizeof_names if key in ("block", "grid", "shared_bytes") else set())
+            | (sizeof_names if key in ("block", "grid", "shared_bytes", "tile", "require") else set())
         for expression in expressions:
             unknown = sorted(expression.names - allowed)
             if MAX_ACTIVE_CLUSTERS_NAME in unknown:

@@ -12,6 +12,7 @@ fit its C type.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import expr
@@ -187,6 +188,56 @@ def _pointer_array_argument(context, parent, index, item: dict, item_path: str) 
                             f"{kind_name(matrix)}", item if "to" in item else parent, "to" if "to" in item else index,
                             f"{item_path}.to", hint="{name: Aarray, type: pointers, to: A}")
     return Argument(name, "ptr", None, pointers_to=matrix)
+
+
+# A __constant__ variable as its source names it: table, or lut::offsets inside a namespace.
+CONSTANT_NAME = re.compile(r"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*")
+CONSTANT_KEYS = ("name", "type", "value")
+
+
+def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument, ...]:
+    """``constants: [{name: table, type: float32, value: [1.0, 0.5]}, {name: lut::scale, type: int32, value: K}]``:
+    the kernel's ``__constant__`` variables and what its host code would copy into them (cudaMemcpyToSymbol)
+    before launching it, each a typed scalar or, for a list, an array of them; expressions of the shape, the
+    params and the scalars, written into the loaded module when the case is bound."""
+    if "constants" not in node:
+        return ()
+    items, path = node["constants"], f"{dotted}.constants"
+    if not isinstance(items, list) or not items:
+        raise context.error(f"constants is a non-empty list of {{name, type, value}}, got {kind_name(items)}", node,
+                            "constants", path, hint="constants: [{name: table, type: float32, value: [1.0, 0.5]}]")
+    constants: list[Argument] = []
+    for index, item in enumerate(items):
+        item_path = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise context.error(f"a constant is a mapping of name, type and value, got {kind_name(item)}", items,
+                                index, item_path)
+        check_keys(context, item, CONSTANT_KEYS, item_path)
+        for required in CONSTANT_KEYS:
+            if required not in item:
+                raise context.error(f"a constant needs {required}", items, index, item_path)
+        name, ctype, value = item["name"], item["type"], item["value"]
+        if not isinstance(name, str) or not CONSTANT_NAME.fullmatch(name):
+            raise context.error(f"a constant is named as its source names the __constant__ variable (table, "
+                                f"lut::table), got {kind_name(name)}", item, "name", f"{item_path}.name")
+        if any(constant.name == name for constant in constants):
+            raise context.error(f"constant {name} is given twice", item, "name", f"{item_path}.name")
+        scalar_types = [kind for kind in C_TYPES if kind != "ptr" and not C_TYPES[kind].is_opaque]
+        if ctype not in scalar_types:
+            raise context.error(f"a constant's type is one of {', '.join(scalar_types)}, got {kind_name(ctype)}",
+                                item, "type", f"{item_path}.type")
+        if isinstance(value, list):
+            if not value or len(value) > MAX_ARRAY_ELEMENTS:
+                raise context.error(f"an array constant has 1 to {MAX_ARRAY_ELEMENTS} elements, got {len(value)}",
+                                    item, "value", f"{item_path}.value")
+            elements = tuple(parse_expression(context, value, position, element, f"{item_path}.value[{position}]")
+                             for position, element in enumerate(value))
+            argument = Argument(name, ctype, None, array=elements)
+        else:
+            argument = Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value"))
+        _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
+        constants.append(argument)
+    return tuple(constants)
 
 
 def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, field: bool) -> Argument:

@@ -65,6 +65,8 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         "shape": [shape.M, shape.N, shape.K],
         "precision": kernel.precision,
         **({"epilogue": kernel.epilogue} if kernel.epilogue else {}),   # (absent: the keys of others stay)
+        **({"constants": [[a.name, a.ctype, a.value.source if a.value is not None else None, *_array_and_buffer(a)]
+                          for a in kernel.constants]} if kernel.constants else {}),
         "scalars": dict(sorted(spec.scalars.items())),
         "verify": dataclasses.asdict(spec.verify),
         "measure": dataclasses.asdict(spec.measure),
@@ -89,6 +91,8 @@ def _array_and_buffer(argument) -> list:
                      + ([["bias", buffer.bias]] if buffer.bias is not None else []))
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
+    if argument.pointers_to:
+        extra.append(["pointers", argument.pointers_to])
     return extra
 
 
