@@ -5,10 +5,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 
 from driver_gemm.results.read import load_results, read_finished_cases
 from driver_gemm.results.records import CaseDevice, CaseLog, CaseResult, RunResult, case_key
-
 from driver_gemm.status import Status
 from driver_gemm.specfile.model import Shape
 from driver_gemm.measure.stats import summarize
@@ -214,3 +214,48 @@ def test_a_default_name_is_taken_once_and_let_go_where_the_run_writes_nothing(tm
         assert first != second and first.is_file() and second.is_file()
         first.write_text("{}")                  # the results of a run
     assert [path.name for path in (tmp_path / "results").iterdir()] == [first.name]
+
+
+def test_show_and_compare_read_a_resumed_log_as_its_later_rows(tmp_path, capsys):
+    # The log a resumed run leaves: v1 given up as "not run", then run. show and compare read it as --resume does,
+    # each case once, as its last row says: no ERROR already fixed, no BROKEN against a run that had it PASS.
+    from driver_gemm.cli import EXIT_OK, main
+    resumed, whole = tmp_path / "resumed.jsonl", tmp_path / "whole.jsonl"
+    gave_up = CaseResult(kernel="v1", name="v1", shape=Shape(8, 8, 8), status=Status.ERROR,
+                         message="not run: the worker died", not_run=True)
+    for path, cases in ((resumed, [case("v0"), gave_up, case("v1")]), (whole, [case("v0"), case("v1")])):
+        with CaseLog(path) as log:
+            log.write_header(RunResult(spec="s", spec_path=None))
+            for row in cases:
+                log.append(row)
+    assert [(c.kernel, c.status) for c in load_results(resumed).cases] == [("v0", Status.PASS), ("v1", Status.PASS)]
+    assert main(["show", str(resumed)]) == EXIT_OK
+    assert "1 case written again later (a resumed run): each read as its last row" in capsys.readouterr().err
+    assert main(["compare", str(whole), str(resumed)]) == EXIT_OK
+    assert "2 cases: 2 SAME" in capsys.readouterr().out
+
+
+def test_a_case_whose_status_contradicts_its_check_is_refused_naming_the_field(tmp_path):
+    from driver_gemm.errors import UsageError
+    run = RunResult(spec="s", spec_path=None, cases=[case("v0")])
+    path = run.write_json(tmp_path / "run.json")
+    document = json.loads(path.read_text())
+    document["cases"][0]["verification"] = {"status": "FAIL", "rel_fro_error": 0.5, "tolerance": 1e-5}
+    path.write_text(json.dumps(document))
+    with pytest.raises(UsageError) as info:
+        load_results(path)
+    assert info.value.field == "cases[0].verification.status" and "the case is PASS but its check of C says FAIL" \
+        in str(info.value)
+    document["cases"][0]["verification"] = {"status": "PASS", "wrong": "many"}
+    path.write_text(json.dumps(document))
+    with pytest.raises(UsageError) as info:
+        load_results(path)
+    assert info.value.field == "cases[0].verification.wrong"
+
+
+@pytest.mark.parametrize("path, kind", [(None, "WrongArgumentType"), ("", "WrongArgumentValue"),
+                                        (" ", "WrongArgumentValue")])
+def test_write_json_names_a_path_that_is_none_or_empty(path, kind):
+    from driver_gemm import errors
+    with pytest.raises(getattr(errors, kind), match="RunResult.write_json"):
+        RunResult(spec="s", spec_path=None).write_json(path)

@@ -303,6 +303,12 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                              where=where, field="type")
     if not cases and not header:
         raise UsageError("no complete record: not a case log", where=str(path))
+    latest = latest_rows(cases)
+    if len(latest) < len(cases):
+        # A case written again (given up as "not run", then run by --resume) counts as its later row says.
+        notes.append(f"{path}: {len(cases) - len(latest)} case{'s' if len(cases) - len(latest) != 1 else ''} "
+                     "written again later (a resumed run): each read as its last row")
+        cases = latest
     run = RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
                     environment=header.get("environment", {}),
                     settings=RunSettings.from_json(header.get("settings", {})), cases=cases,
@@ -335,6 +341,11 @@ def _check_case_consistency(case: dict, path: str, where: str) -> None:
         raise UsageError(f"label {shape['label']!r} is not M x N x K = {label}", where=where,
                          field=_join(path, "shape.label"))
     _check_figures(case, _CASE_FIGURES, path, where)
+    verdict = (case.get("verification") or {}).get("status")
+    if verdict is not None and case.get("status") in ("PASS", "FAIL") and verdict != case["status"]:
+        # PASS and FAIL are the check's own verdict: a case of one whose check says the other was not written so
+        raise UsageError(f"the case is {case['status']} but its check of C says {verdict}: these results were not "
+                         "written by a run as they are", where=where, field=_join(path, "verification.status"))
     for part, figures in _PART_FIGURES.items():
         if isinstance(case.get(part), dict):
             _check_figures(case[part], figures, _join(path, part), where)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from ..errors import WrongArgumentValue, path_argument
 from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
@@ -506,8 +507,11 @@ class RunResult:
         refuses it: the file would be plain JSON that its readers take for
         gzip data. Compress a written file afterwards.
         """
+        path = path_argument("RunResult.write_json", "path", path)
+        if not str(path).strip():
+            raise WrongArgumentValue("RunResult.write_json: path is the results file to write, got an empty name")
         if Path(path).suffix.lower() == ".gz":
-            raise ValueError(f"RunResult.write_json: {path}: a .gz name is for a compressed results file, which is "
+            raise WrongArgumentValue(f"RunResult.write_json: {path}: a .gz name is for a compressed results file, which is "
                              "for reading (show, compare, plot, tune --from); write a plain .json and compress it "
                              "afterwards")
         fields = self.as_dict()
