@@ -141,7 +141,8 @@ def test_arrays_of_pointers_lead_the_kernel_to_each_matrix_of_the_batch(tmp_path
 
 
 CONSTANT_SCALE = """
-- name: args-constant-scale
+- &both
+  name: args-constant-scale
   source: "@KERNELS@/outside/args_constant_scale.cu"
   function: args_constant_scale
   block: [16, 16]
@@ -150,12 +151,8 @@ CONSTANT_SCALE = """
   constants:
     - {name: "epilogue::scale", type: float32, value: 1.0}
     - {name: column_scale, type: float32, value: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
-- name: args-constant-unset
-  source: "@KERNELS@/outside/args_constant_scale.cu"
-  function: args_constant_scale
-  block: [16, 16]
-  grid: [ceil(N / 16), ceil(M / 16)]
-  tile: [16, 16]
+- <<: *both
+  name: args-constant-unset
   constants:
     - {name: "epilogue::scale", type: float32, value: 1.0}
 """
