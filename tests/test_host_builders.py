@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_plan_builds_the_parameter_with_stand_in_addresses_and_checks_its_size_a
     assert "1 ok, 0 INVALID" in out
 
 
-def project(tmp_path, builder: str, fields: str = "[A, B, C, M, N, K]", module: str = "") -> "Path":
+def project(tmp_path, builder: str, fields: str = "[A, B, C, M, N, K]", module: str = "") -> Path:
     """A spec of args_params_struct.cu whose Params is made by `builder`, in a project of its own with `module`
     as b.py beside it."""
     (tmp_path / "pyproject.toml").write_text("")

@@ -16,6 +16,7 @@ import importlib.util
 import json
 import re
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,7 +43,7 @@ from conftest import ROOT, SPECS
 OUTSIDE = SPECS / "outside-args.yaml"
 
 
-def write_spec(folder, kernel_fields: str, extra: str = "") -> "Path":
+def write_spec(folder, kernel_fields: str, extra: str = "") -> Path:
     (folder / "pyproject.toml").write_text("")
     (folder / "k.cu").write_text("")
     path = folder / "spec.yaml"

@@ -511,9 +511,9 @@ class RunResult:
         if not str(path).strip():
             raise WrongArgumentValue("RunResult.write_json: path is the results file to write, got an empty name")
         if Path(path).suffix.lower() == ".gz":
-            raise WrongArgumentValue(f"RunResult.write_json: {path}: a .gz name is for a compressed results file, which is "
-                             "for reading (show, compare, plot, tune --from); write a plain .json and compress it "
-                             "afterwards")
+            raise WrongArgumentValue(f"RunResult.write_json: {path}: a .gz name is for a compressed results file, "
+                                     "which is for reading (show, compare, plot, tune --from); write a plain .json and "
+                                     "compress it afterwards")
         fields = self.as_dict()
         cases = fields.pop("cases")
         head = json.dumps(fields, indent=1)[:-2]          # without its closing "\n}"

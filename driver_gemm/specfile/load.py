@@ -363,8 +363,8 @@ def _check_scalars_are_read(context: Context, document: dict, kernels) -> None:
         close = difflib.get_close_matches(str(key), SCALAR_NAMES, n=1)
         raise context.error(f"no kernel reads {key}: a scalar other than alpha and beta is a value for an argument "
                             f"to read (value: {key})", node, key, f"scalars.{key}",
-                            hint=f"did you mean '{close[0]}'?" if close else f"read it in an argument's value:, or "
-                                                                               f"remove it")
+                            hint=f"did you mean '{close[0]}'?" if close else "read it in an argument's value:, or "
+                                                                              "remove it")
 
 
 def _parse_measure(context: Context, document: dict) -> MeasureSettings:

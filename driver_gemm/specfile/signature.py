@@ -5,9 +5,11 @@ other scalars give a type and a value expression; ``tensormap`` entries
 describe TMA tensor maps (`launch_fields`); ``buffer`` entries and alpha or
 beta as ``ptr`` are device buffers of the case's own (`device_buffers`);
 ``struct`` entries hold fields, structs and fixed arrays (a list ``value:``) in
-C layout; ``pointers`` entries are arrays of the addresses of a matrix's batch. A, B and C must each reach the
-kernel once, as a pointer, through a tensor map or through an array of pointers, names are unique across the whole signature, and a constant must
-fit its C type.
+C layout; ``pointers`` entries are arrays of the addresses of a matrix's batch.
+A, B and C must each reach the kernel once, as a pointer, through a tensor map
+or through an array of pointers, names are unique across the whole signature,
+and a constant must fit its C type. ``constants:`` (`parse_constants`) gives the
+values of the source's ``__constant__`` variables the same way.
 """
 
 from __future__ import annotations
