@@ -296,3 +296,23 @@ def test_a_tuning_key_changes_with_the_builder_s_file_and_function_but_not_its_f
     assert key(tmp_path / "two") == first                       # the same files elsewhere: the same key
     assert key(tmp_path / "one", "b.py:g") != first             # another function
     assert key(tmp_path / "one", text=module + "# edited\n") != first   # the file edited
+
+
+def test_a_builder_that_never_returns_is_refused_after_the_bound_and_not_waited_for_again(tmp_path, monkeypatch):
+    from driver_gemm.planning import host_builders
+    monkeypatch.setattr(host_builders, "BUILDER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(host_builders, "_HUNG", set())
+    module = "import time\n\ndef f(values):\n    time.sleep(3600)\n"
+    problem = only_problem(project(tmp_path, "b.py:f", module=module))
+    assert "builder b.py:f has not returned after 0.5 s (BUILDER_TIMEOUT_S): a loop that never ends?" in str(problem)
+    assert problem.field == "kernels[k].signature[0].builder"
+    # The next case's call is refused at once: a sweep waits for the bound once.
+    import time
+    started = time.monotonic()
+    problem = only_problem(project(tmp_path, "b.py:f", module=module))
+    assert "an earlier call did not return within 0.5 s" in str(problem) and time.monotonic() - started < 0.5
+    # A module whose own code never ends is bounded the same way.
+    (tmp_path / "other").mkdir()
+    looping = "import time\nwhile True:\n    time.sleep(1)\n"     # asleep: the thread left behind spends nothing
+    problem = only_problem(project(tmp_path / "other", "b.py:f", module=looping))
+    assert "has not loaded after 0.5 s" in str(problem)

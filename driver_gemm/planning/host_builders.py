@@ -25,6 +25,7 @@ import functools
 import hashlib
 import importlib.util
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -39,6 +40,9 @@ from ..specfile.model import Argument, HostBuilder, KernelSpec
 STAND_IN_ADDRESS = 0x7F00_0000_0000
 STAND_IN_STRIDE = 1 << 32
 TENSOR_MAP_BYTES = 128
+# How long a builder's module may take to load, or its function to return: it computes a parameter or a table for
+# one case, which takes seconds at most; past this it is taken for a loop that never ends, and its case refused.
+BUILDER_TIMEOUT_S = 300.0
 
 
 def _interrupt_goes_on(exc: BaseException) -> None:
@@ -71,7 +75,10 @@ def load_builder(path: Path, function: str) -> Callable[[dict], Any]:
     folder = str(path.parent)
     sys.path.insert(0, folder)
     try:
-        spec.loader.exec_module(module)
+        _bounded(lambda: spec.loader.exec_module(module), f"builder file {path} has not loaded", (path, None))
+    except BuilderFailed:
+        sys.modules.pop(name, None)
+        raise
     except BaseException as exc:   # the user's module: whatever it raises is said, never a traceback
         sys.modules.pop(name, None)
         _interrupt_goes_on(exc)
@@ -86,6 +93,38 @@ def load_builder(path: Path, function: str) -> Callable[[dict], Any]:
         raise BuilderFailed(f"builder {shown}: {path.name} defines no function {function}"
                             + (f" (it defines {', '.join(defined[:8])})" if defined else ""))
     return found
+
+
+# The builders (file, and function or None for loading the file) whose call did not return: each later call of one
+# is refused at once, so that a sweep of many cases waits for the bound once, not once a case.
+_HUNG: set[tuple[Path, str | None]] = set()
+
+
+def _bounded(call: Callable[[], Any], waiting: str, key: tuple[Path, str | None]) -> Any:
+    """What `call` (the user's code) returns, or the exception it raises, called on a thread of its own so that
+    one that never returns is refused after `BUILDER_TIMEOUT_S` (`waiting` leads the message) rather than hanging
+    the plan. That thread cannot be stopped: it is a daemon, which the process does not wait for at its exit."""
+    if key in _HUNG:
+        raise BuilderFailed(f"{waiting}: an earlier call did not return within {BUILDER_TIMEOUT_S:g} s "
+                            "(BUILDER_TIMEOUT_S), so it is not called again")
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:   # handed back to the caller's thread, which says what it was
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, name="driver-gemm builder", daemon=True)
+    worker.start()
+    worker.join(BUILDER_TIMEOUT_S)
+    if worker.is_alive():
+        _HUNG.add(key)
+        raise BuilderFailed(f"{waiting} after {BUILDER_TIMEOUT_S:g} s (BUILDER_TIMEOUT_S): a loop that never ends?",
+                            hint="a builder computes one case's bytes or numbers, in seconds at most")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _raised(exc: BaseException, path: Path) -> str:
@@ -106,7 +145,10 @@ def _called(builder: HostBuilder, values: Mapping[str, Any], given_as: str) -> A
     file's line where it raises, its hint naming what it was given (`given_as`: what those names are)."""
     function = load_builder(builder.path, builder.function)
     try:
-        return function(dict(values))
+        return _bounded(lambda: function(dict(values)), f"builder {builder.text} has not returned",
+                        (builder.path, builder.function))
+    except BuilderFailed:
+        raise
     except BaseException as exc:
         _interrupt_goes_on(exc)
         raise BuilderFailed(f"builder {builder.text} raised {_raised(exc, builder.path)}",
