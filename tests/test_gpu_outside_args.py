@@ -171,6 +171,36 @@ def test_constants_reach_the_kernels_constant_memory_and_a_case_that_sets_none_r
                         ("args-constant-unset", "65x130x17"): Status.FAIL}, statuses
 
 
+SPLIT_THEN_SUM = """
+- name: args-split-then-sum
+  source: "@KERNELS@/outside/args_split_k_then_sum.cu"
+  function: split_k_partials
+  params: {SPLITS: 4}
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16), SPLITS]
+  tile: [16, 16]
+  scalars: {alpha: 1.5, beta: 0.5}
+  signature: [A, B, {name: partials, type: buffer, element: float32, size: SPLITS * M * N}, M, N, K]
+  then:
+    - function: sum_partials<SPLITS>
+      block: [256]
+      grid: ['ceil(M * N / 256)']
+      signature: [partials, C, M, N, alpha, beta]
+"""
+
+
+def test_a_gemm_of_two_launches_is_checked_and_timed_as_one_case(tmp_path):
+    # C = 1.5 A @ B + 0.5 C only where the partial products landed in the workspace and the second launch summed
+    # them: with the sum launched over half of C's elements, the other half keeps its start, and the case FAILs.
+    path = write_spec(tmp_path, SPLIT_THEN_SUM, ["[130, 72, 40]", "[65, 130, 17]"])
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    cases = [case for case in run.cases if case.name == "args-split-then-sum"]
+    assert [case.status for case in cases] == [Status.PASS, Status.PASS], [case.message for case in cases]
+    assert all(case.timing is not None and case.timing.median_ms > 0 for case in cases)
+    path = write_spec(tmp_path, SPLIT_THEN_SUM.replace("ceil(M * N / 256)", "ceil(M * N / 512)"), ["[130, 72, 40]"])
+    assert_every_case(path, "args-split-then-sum", Status.FAIL, count=1)
+
+
 SCALES_THROUGH_A_MAP = """
 - name: args-row-scale-map
   source: "@KERNELS@/outside/args_row_scale_map.cu"

@@ -15,6 +15,7 @@ import dataclasses
 import importlib.util
 import json
 import re
+import shutil
 import types
 from pathlib import Path
 
@@ -745,3 +746,105 @@ def test_malformed_constants_are_refused_at_their_field(tmp_path, entry, message
     with pytest.raises(SpecError, match=re.escape(message)) as info:
         load_spec(write_spec(tmp_path, f"signature: [A, B, C], {entry}"))
     assert info.value.field == f"kernels[k].{field}", info.value.field
+
+
+SPLIT_THEN_SUM = """\
+shapes: [[130, 72, 40]]
+scalars: {alpha: 1.5, beta: 0.5}
+kernels:
+  - name: split-sum
+    source: kernels/outside/args_split_k_then_sum.cu
+    function: split_k_partials
+    params: {SPLITS: 4}
+    block: [16, 16]
+    grid: [ceil(N / 16), ceil(M / 16), SPLITS]
+    tile: [16, 16]
+    signature: [A, B, {name: partials, type: buffer, element: float32, size: SPLITS * M * N}, M, N, K]
+    then:
+      - function: sum_partials<SPLITS>
+        block: [256]
+        grid: ['ceil(M * N / 256)']
+        signature: [partials, C, M, N, alpha, beta]
+"""
+
+
+def _split_then_sum(tmp_path, text: str = SPLIT_THEN_SUM) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "kernels" / "outside").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "kernels" / "outside" / "args_split_k_then_sum.cu", tmp_path / "kernels" / "outside")
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_kernel_and_the_launch_that_follows_it_are_planned_compiled_and_checked_as_one_case(tmp_path):
+    from driver_gemm.planning.build import offline_problems
+    spec = load_spec(_split_then_sum(tmp_path))
+    (kernel,) = spec.kernels
+    assert kernel.instances == ("split_k_partials<4>", "sum_partials<4>")
+    # The following launch's scalars are the case's: beta reaches C, so C is read and checked as alpha AB + beta C.
+    assert kernel.reads_c() and [path for path, _ in kernel.leaf_arguments()][-2:] == [
+        "then[0].signature[4]", "then[0].signature[5]"]
+    plan = plan_of(kernel, Shape(130, 72, 40), spec.scalars)
+    assert plan.valid, plan.problems
+    assert [config.grid for config in plan.following] == [(37, 1, 1)]
+    assert "then[0]: sum_partials<4> launched after it in each case, grid 37x1x1, block 256x1x1" in plan.notes
+    assert offline_problems(spec) == ([], {})
+    # The following launch's signature is checked against its own function in the image, said at then[0].
+    wrong = SPLIT_THEN_SUM.replace("[partials, C, M, N, alpha, beta]", "[C, partials, M, N, alpha, beta]")
+    (invalid,), failed = offline_problems(load_spec(_split_then_sum(tmp_path, wrong)))
+    assert not failed and invalid.problems[0].field == "kernels[split-sum].then[0].signature"
+    assert "C, the output, is passed only to parameters that point to const" in str(invalid.problems[0])
+
+
+def test_a_following_launch_that_cannot_be_launched_makes_the_case_invalid_at_its_field(tmp_path):
+    text = SPLIT_THEN_SUM.replace("grid: ['ceil(M * N / 256)']", "grid: ['ceil(M * N / 256)', 70000]")
+    spec = load_spec(_split_then_sum(tmp_path, text))
+    plan = plan_of(spec.kernels[0], Shape(130, 72, 40), spec.scalars)
+    assert [problem.field for problem in plan.problems] == ["kernels[split-sum].then[0].grid[1]"]
+    assert plan.following == (None,)
+
+
+@pytest.mark.parametrize("change, message, field", [
+    ((SPLIT_THEN_SUM[SPLIT_THEN_SUM.index("    then:"):], "    then: []\n"),
+     "then is a non-empty list of the launches after the kernel's own", "then"),
+    (("        grid: ['ceil(M * N / 256)']\n", ""), "a launch of then: needs grid", "then[0]"),
+    (("[partials, C, M, N, alpha, beta]", "[workspace, C, M, N, alpha, beta]"), "unknown argument 'workspace'",
+     "then[0].signature[0]"),
+    (("[partials, C, M, N, alpha, beta]", "[{name: w, type: buffer, element: int32, size: 4}, C, M, N, alpha, beta]"),
+     "a launch of then: takes standard names, typed scalars, pointers and the kernel's own buffers by name",
+     "then[0].signature[0].type"),
+    (("[partials, C, M, N, alpha, beta]", "[partials, C, M, N, alpha, beta, beta]"), "names beta more than once",
+     "then[0].signature[6]"),
+    (("block: [256]", "block: ['sizeof(char[256])']"), "a launch of then: gives expressions of numbers and names",
+     "then[0].block"),
+    (("block: [256]", "blok: [256]"), "unknown field 'blok'", "then[0].blok"),
+    (("[A, B, {name: partials", "[A, {name: partials"), "signature must take B exactly once", "signature"),
+])
+def test_malformed_following_launches_are_refused_at_their_field(tmp_path, change, message, field):
+    with pytest.raises(SpecError, match=re.escape(message)) as info:
+        load_spec(_split_then_sum(tmp_path, SPLIT_THEN_SUM.replace(*change)))
+    assert info.value.field == f"kernels[split-sum].{field}", info.value.field
+
+
+def test_a_launch_sequence_enqueues_the_kernel_then_the_following_launches_and_resets_as_the_kernel():
+    from driver_gemm.cuda.launch import LaunchSequence
+    log = []
+
+    class Launch:
+        def __init__(self, name):
+            self.name, self.kernel, self.config, self.attributes, self.stream = name, name, "config", None, "stream"
+            self.resets = []
+
+        def launch(self):
+            log.append(self.name)
+
+        def reset(self):
+            log.append(f"reset {self.name}")
+
+    sequence = LaunchSequence(Launch("partials"), [Launch("sum")])
+    sequence.resets = [lambda: None]
+    sequence()
+    sequence.reset()
+    assert log == ["partials", "sum", "reset partials"] and sequence.resets == sequence.first.resets
+    assert sequence.kernel == "partials"

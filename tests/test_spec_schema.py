@@ -73,6 +73,7 @@ MAPPINGS = {
     "/$defs/structArgument": '("name", "type", "fields", "builder")',            # signature._struct_argument
     "/$defs/pointerArray": '("name", "type", "to")',                              # signature._pointer_array_argument
     "/$defs/constant": (signature, "CONSTANT_KEYS"),
+    "/$defs/followingLaunch": (kernels, "THEN_KEYS"),
     "/$defs/buffer": (device_buffers, "BUFFER_KEYS"),
     "/$defs/bufferScales": (device_buffers, "SCALES_KEYS"),
     "/$defs/fillFile": (device_buffers, "FILL_SOURCE_KEYS"),

@@ -271,3 +271,35 @@ class PreparedLaunch:
             check_status_code(status, self._name)
 
     __call__ = launch
+
+
+class LaunchSequence:
+    """A case's launches as one: its kernel's (`first`, whose resets, config and attributes the timing reads) and
+    those that follow it (``then:``), enqueued in order on the same stream at every call, so that a sample, a
+    graph's capture or the checked launch holds them all."""
+
+    def __init__(self, first: PreparedLaunch, following: Sequence[PreparedLaunch]):
+        self.first = first
+        self.following = tuple(following)
+        self.kernel = first.kernel
+        self.config = first.config
+        self.attributes = first.attributes
+        self.stream = first.stream
+
+    @property
+    def resets(self) -> list:
+        return self.first.resets
+
+    @resets.setter
+    def resets(self, value: list) -> None:
+        self.first.resets = value
+
+    def reset(self) -> None:
+        self.first.reset()
+
+    def launch(self) -> None:
+        self.first.launch()
+        for launch in self.following:
+            launch.launch()
+
+    __call__ = launch

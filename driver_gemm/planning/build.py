@@ -13,6 +13,7 @@ import concurrent.futures
 import dataclasses
 from collections.abc import Mapping
 import os
+import types
 
 from ..cuda import bounded
 from ..cuda.compile import (Cubin, compile_source, include_folders, local_headers, plain_declarations,
@@ -113,6 +114,28 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     return None
 
 
+def following_signature_errors(kernel: KernelSpec, built: Cubin) -> list[SpecError]:
+    """Each ``then:`` launch's signature against its function's parameters in the image, as the kernel's own is
+    checked, said at ``then[i].signature``; nothing for PTX, whose parameters the driver knows only at load."""
+    errors = []
+    for launch in kernel.then:
+        try:
+            image = built.kernel_image(kernel.following_instance(launch))
+        except (ImageError, KeyError):
+            continue
+        if image is None:
+            continue
+        where = f"then[{launch.index}]"
+        described = types.SimpleNamespace(signature=launch.signature, operands=kernel.operands,
+                                          field_path=f"{kernel.field_path}.{where}",
+                                          where_field=lambda name, where=where: kernel.where_field(f"{where}.{name}"))
+        try:
+            check_kernel_signature(described, image)
+        except SpecError as exc:
+            errors.append(exc)
+    return errors
+
+
 # The checks of a kernel against its image, made once per kernel and image, not once per shape: by the ids of
 # both, holding both so that the ids stay theirs; emptied when it grows past a sweep's worth.
 _IMAGE_CHECKS: dict[tuple[int, int], tuple] = {}
@@ -126,7 +149,8 @@ def _image_checks(kernel: KernelSpec, built: Cubin) -> tuple[list[SpecError], Sp
         if len(_IMAGE_CHECKS) >= _IMAGE_CHECKS_KEPT:
             _IMAGE_CHECKS.clear()
         found = _IMAGE_CHECKS[key] = (kernel, built, [*params_out_of_template_order(kernel),
-                                                      *boolean_parameter_problems(kernel, built)],
+                                                      *boolean_parameter_problems(kernel, built),
+                                                      *following_signature_errors(kernel, built)],
                                       signature_error(kernel, built))
     return found[2], found[3]
 
@@ -287,7 +311,7 @@ def _sweeps(named: object) -> bool:
 def build_kernels(kernels: list[KernelSpec], target: str) -> Cubin:
     """One program: kernels sharing a source (or binary), compiler, options and target, built together."""
     first = kernels[0]
-    instances = [kernel.instance for kernel in kernels]
+    instances = list(dict.fromkeys(instance for kernel in kernels for instance in kernel.instances))
     if first.binary is not None:
         try:
             return load_binary(first.binary, instances, target)

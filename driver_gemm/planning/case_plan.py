@@ -93,6 +93,7 @@ class CasePlan:
     scalars: dict[str, float] = field(default_factory=dict)        # the spec's, which argument values read
     active_clusters: ActiveClusters | None = None   # where the grid or an argument reads max_active_clusters
     constants: dict[str, bytes] = field(default_factory=dict)   # each __constant__ variable's bytes, by its name
+    following: tuple[LaunchConfig | None, ...] = ()   # the launch of each of the kernel's then: (None: refused)
 
     @property
     def valid(self) -> bool:
@@ -236,6 +237,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     config = None
     if None not in block and None not in grid and shared is not None:
         config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
+    following = tuple(_following_config(kernel, launch, env, limits, problem, notes) for launch in kernel.then)
 
     # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
     argument_values = {**kernel.epilogue_scalars(), **_argument_values(kernel, env, scalars or {}, problem)}
@@ -281,7 +283,36 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             notes.append(UNCHECKED_NOTE)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
-                    _constant_bytes(kernel, env, scalars or {}, problem))
+                    _constant_bytes(kernel, env, scalars or {}, problem), following)
+
+
+def _following_config(kernel: KernelSpec, launch, env, limits: ArchLimits, problem, notes: list[str]
+                      ) -> LaunchConfig | None:
+    """The launch of one of the kernel's ``then:`` on this case, checked as the kernel's own is (its problems at
+    ``then[i]``), and noted with its grid and block; None where it cannot be launched."""
+    where = f"then[{launch.index}]"
+
+    def at(message: str, field_name: str, hint: str | None = None) -> None:
+        problem(message, f"{where}.{field_name}", hint)
+
+    def evaluate(expression: expr.Expression, field_name: str) -> int | None:
+        try:
+            return expression.evaluate_int(env)
+        except expr.ExpressionError as exc:
+            at(f"{expression.source!r}: {exc}", field_name)
+            return None
+
+    block = [evaluate(e, f"block[{i}]") for i, e in enumerate(launch.block)]
+    grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(launch.grid)]
+    shared = evaluate(launch.shared_bytes, "shared_bytes")
+    if None in block or None in grid or shared is None:
+        return None
+    config = _check_dimensions(launch, env, block, grid, shared, limits, at)
+    if config is not None:
+        notes.append(f"{where}: {kernel.following_instance(launch)} launched after it in each case, grid "
+                     f"{'x'.join(map(str, config.grid))}, block {'x'.join(map(str, config.block))}"
+                     + (f", {config.shared_bytes:,} bytes of dynamic shared memory" if config.shared_bytes else ""))
+    return config
 
 
 def _constant_bytes(kernel: KernelSpec, env, scalars, problem) -> dict[str, bytes]:

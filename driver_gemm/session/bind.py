@@ -17,7 +17,7 @@ import numpy as np
 
 from ..argtypes import CType
 from ..cuda.interop import device_pointer
-from ..cuda.launch import PackedArguments, PreparedLaunch, pack_layout
+from ..cuda.launch import LaunchSequence, PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError
 from ..planning.case_plan import pointer_array_extent
@@ -26,10 +26,11 @@ from ..planning.image_checks import constant_symbol
 from .case_buffers import device_buffers
 
 
-def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
+def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch | LaunchSequence:
     """The launch of `run`'s kernel on `buffers` (``A``, ``B``, ``C`` by name: `DeviceBuffer`s or a rig's own
     memory, anything with an ``address``), ready to call; the case's own device buffers are given their
-    contents now (enqueued on the stream), and again by each ``reset()`` unless read-only."""
+    contents now (enqueued on the stream), and again by each ``reset()`` unless read-only. A kernel with
+    ``then:`` launches is a `LaunchSequence` of its own launch and theirs."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
     own, resets, owned = device_buffers(session, case_plan.buffers)
     slots = run.kernel.image_params()
@@ -64,7 +65,26 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch:
     launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes,
                             owned=tuple(owned))
     launch.resets = resets     # the contents of the checked launch are already enqueued
-    return launch
+    if not kernel_spec.then:
+        return launch
+    return LaunchSequence(launch, [_following_launch(run, launch_spec, config, {**buffers, **own, **arrays})
+                                   for launch_spec, config in zip(kernel_spec.then, case_plan.following)])
+
+
+def _following_launch(run, launch_spec, config, buffers: dict[str, Any]) -> PreparedLaunch:
+    """One of the kernel's ``then:`` launches, bound: its function from the kernel's own module, its arguments
+    from the case's values and buffers (the kernel's own device buffers by name)."""
+    kernel_spec, session = run.case.kernel, run.session
+    module = run.kernel.module
+    kernel = module.kernel(kernel_spec.following_instance(launch_spec), module.cubin)
+    kernel.allow_dynamic_shared(config.shared_bytes)
+    slots = kernel.image_params()
+    sizes = [slot.size for slot in slots] if slots is not None else None
+    types, values = launch_values(launch_spec, run.case.plan.argument_values, buffers,
+                                  lambda argument, position: (argument.ctype, None), sizes)
+    packed = PackedArguments(types, values, [a.name for a in launch_spec.signature],
+                             offsets=kernel.param_offsets(len(values)))
+    return PreparedLaunch(kernel, config, packed, session.stream)
 
 
 def _write_constants(session, module, case_plan) -> None:

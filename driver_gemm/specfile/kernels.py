@@ -27,15 +27,16 @@ from ..kernel_names import mangled_base_name, split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
                      SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
-from .model import PARAM_NAME, PRECISIONS, KernelSpec, is_safe_name
+from .model import PARAM_NAME, PRECISIONS, FollowingLaunch, KernelSpec, is_safe_name
 from .project import project_file, project_root
-from .signature import parse_constants, parse_signature
+from .signature import parse_constants, parse_following_signature, parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid",
                "shared_bytes", "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct",
-               "epilogue", "constants") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
+               "epilogue", "constants", "then") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
+THEN_KEYS = ("function", "block", "grid", "shared_bytes", "signature")
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
 EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
@@ -116,7 +117,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                             hint="give shared_bytes as a number of bytes")
     options, precision, arch = _compiler_settings(context, node, dotted)
     scalars = parse_kernel_scalars(context, node, dotted, scalars)
-    signature, memory = parse_signature(context, node, dotted, scalars)
+    signature, memory = parse_signature(context, node, dotted, scalars, _matrices_following(context, node, dotted))
     constants = parse_constants(context, node, dotted)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
     # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.
@@ -128,6 +129,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                       shared_bytes=(shared,), tile=tile or (), require=require,
                       cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
     check_tensor_map_names(context, node, dotted, numeric_names, signature, type_params)
+    then = _following_launches(context, node, dotted, scalars, signature, memory, numeric_names, type_params)
 
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
@@ -140,11 +142,77 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
                           min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs, memory=memory,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir),
-                          launch_values=frozenset(value_names), constants=constants)
+                          launch_values=frozenset(value_names), constants=constants, then=then)
                for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
     _check_drawn_buffers(kernels[0])
     return kernels
+
+
+def _matrices_following(context: Context, node: dict, dotted: str) -> frozenset[str]:
+    """A, B and C where a launch of ``then:`` takes them (by name, or as a pointer to one): the kernel's own
+    signature need not (a split of K's partial products takes A and B, the launch after it C). A ``then:`` that
+    is no list of launches is refused here, before the signature that would miss what it takes."""
+    if "then" not in node:
+        return frozenset()
+    launches = node["then"]
+    if not isinstance(launches, list) or not launches:
+        raise context.error(f"then is a non-empty list of the launches after the kernel's own, got "
+                            f"{kind_name(launches)}", node, "then", f"{dotted}.then",
+                            hint="then: [{function: reduce<SPLITS>, block: [256], grid: ['ceil(M * N / 256)'], "
+                                 "signature: [workspace, C, M, N, alpha, beta]}]")
+    found: set[str] = set()
+    for launch in launches:
+        entries = launch.get("signature") if isinstance(launch, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, str) and entry in ("A", "B", "C"):
+                found.add(entry)
+            elif isinstance(entry, dict) and entry.get("type") == "ptr" and entry.get("value") in ("A", "B", "C"):
+                found.add(entry["value"])
+    return frozenset(found)
+
+
+def _following_launches(context: Context, node: dict, dotted: str, scalars: dict, signature, memory,
+                        numeric_names: list[str], type_params: dict[str, str]) -> tuple[FollowingLaunch, ...]:
+    """``then:``: the launches after the kernel's own in each case, each a function of the same source (its
+    template-id may name the kernel's params: reduce<SPLITS>) with its own block, grid, dynamic shared memory and
+    signature, which may name the kernel's own device buffers."""
+    if "then" not in node:
+        return ()
+    items, path = node["then"], f"{dotted}.then"    # a non-empty list (`_matrices_following`)
+    arguments = [argument for argument in signature] + [argument for _, argument in memory]
+    buffers = frozenset(argument.name for argument in arguments if argument.buffer is not None)
+    taken = frozenset(argument.name for argument in arguments
+                      if argument.name not in STANDARD_ARGUMENTS and argument.buffer is None)
+    launches = []
+    for index, item in enumerate(items):
+        item_path = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise context.error(f"a launch of then: is a mapping of function, block, grid and signature, got "
+                                f"{kind_name(item)}", items, index, item_path)
+        check_keys(context, item, THEN_KEYS, item_path)
+        for required in ("function", "block", "grid", "signature"):
+            if required not in item:
+                raise context.error(f"a launch of then: needs {required}", items, index, item_path)
+        function = read_text(context, item, "function", f"{item_path}.function")
+        if len(function) > MAX_FUNCTION_CHARS or not is_kernel_function(function):
+            raise context.error(f"{function[:60]!r} is not a C++ function name or template-id", item, "function",
+                                f"{item_path}.function", hint="a template-id may name the kernel's params: "
+                                                              "reduce<SPLITS>")
+        sizeofs: dict[str, str] = {}
+        block = _dims(context, item, "block", f"{item_path}.block", sizeofs)
+        grid = _dims(context, item, "grid", f"{item_path}.grid", sizeofs)
+        shared = _launch_expression(context, item, "shared_bytes", item.get("shared_bytes", 0),
+                                    f"{item_path}.shared_bytes", sizeofs)
+        if sizeofs:
+            raise context.error("sizeof(TYPE) is read in the kernel's own launch fields; a launch of then: gives "
+                                "expressions of numbers and names", item, "block", f"{item_path}.block")
+        _check_names_used(context, item, item_path, numeric_names, type_params, set(), block=block, grid=grid,
+                          shared_bytes=(shared,))
+        launches.append(FollowingLaunch(function, block, grid, shared,
+                                        parse_following_signature(context, item, item_path, scalars, buffers, taken),
+                                        index))
+    return tuple(launches)
 
 
 def _check_drawn_buffers(kernel: KernelSpec) -> None:

@@ -260,6 +260,21 @@ class Argument:
 
 
 @dataclass(frozen=True)
+class FollowingLaunch:
+    """A launch that follows the kernel's own in every one of its cases (``then:``): another ``__global__``
+    function of the same source, given the same params, with its own launch and signature; the case's work is
+    the whole sequence (a split of K's partial products, then the kernel that adds them into C; a GEMM, then an
+    epilogue of its own). Its signature names the case's matrices, scalars and the kernel's own buffers."""
+
+    function: str                       # as written: a template-id naming params (reduce<SPLITS>) has them put in
+    block: tuple[expr.Expression, ...]
+    grid: tuple[expr.Expression, ...]
+    shared_bytes: expr.Expression
+    signature: tuple["Argument", ...]
+    index: int = 0                      # its place in then: (then[0] is the first launch after the kernel's)
+
+
+@dataclass(frozen=True)
 class LaunchAttributeSpec:
     """What a kernel's launches ask for beyond grid and block: a thread-block cluster, PDL, a cooperative launch.
 
@@ -387,6 +402,8 @@ class KernelSpec:
     launch_values: frozenset[str] = frozenset()
     # The __constant__ variables written into the loaded module when a case is bound (typed scalars and arrays).
     constants: tuple[Argument, ...] = ()
+    # The launches after the kernel's own in each case (then:), in order.
+    then: tuple[FollowingLaunch, ...] = ()
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
@@ -415,6 +432,16 @@ class KernelSpec:
         """The C++ name expression NVRTC compiles: ``function`` or ``function<p1, p2>`` (values: left out)."""
         return self._kept("instance", lambda: _instance(self.function, tuple(
             (name, value) for name, value in self.params.items() if name not in self.launch_values)))
+
+    def following_instance(self, launch: FollowingLaunch) -> str:
+        """The C++ name expression of a following launch's function: as written, with the kernel's params put in
+        the place of those its template-id names (``reduce<SPLITS>`` is ``reduce<4>``)."""
+        return put_params(launch.function, self.params.items()) if "<" in launch.function else launch.function
+
+    @property
+    def instances(self) -> tuple[str, ...]:
+        """Every function a case of this kernel launches, its own first: what its program compiles."""
+        return (self.instance, *(self.following_instance(launch) for launch in self.then))
 
     def target(self, device_arch: str) -> str:
         """The architecture to compile for: the kernel's own ``arch`` when it names one, else the device's."""
@@ -503,7 +530,8 @@ class KernelSpec:
 
     def leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
         """Every value the kernel receives, with its field path: the signature's arguments, and the fields of
-        its structs (of structs) in their place (``signature[2].fields[0].fields[1]``)."""
+        its structs (of structs) in their place (``signature[2].fields[0].fields[1]``); then the arguments of the
+        launches that follow it (``then[0].signature[1]``)."""
         return self._kept("leaf_arguments", self._leaf_arguments)
 
     def _leaf_arguments(self) -> tuple[tuple[str, Argument], ...]:
@@ -518,6 +546,9 @@ class KernelSpec:
 
         for index, argument in enumerate(self.signature):
             add(f"signature[{index}]", argument)
+        for launch in self.then:
+            for index, argument in enumerate(launch.signature):
+                add(f"then[{launch.index}].signature[{index}]", argument)
         return tuple(leaves)
 
     @property

@@ -39,17 +39,20 @@ def _check_constant_fits(context: Context, argument: Argument, node: Any, key: A
     check_constant_fits(context, argument.ctype, argument.value, node, key, dotted)
 
 
-def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float]
+def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float],
+                    elsewhere: frozenset[str] = frozenset()
                     ) -> tuple[tuple[Argument, ...], tuple[tuple[str, Argument], ...]]:
     """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings; and
-    apart, each with its field path, the buffers that are no parameter (``pass: none``, read through maps)."""
+    apart, each with its field path, the buffers that are no parameter (``pass: none``, read through maps).
+    `elsewhere` are the matrices a launch that follows the kernel's own takes (``then:``): those need not be
+    among the kernel's own."""
     value = node.get("signature", list(DEFAULT_SIGNATURE))
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
                             "signature", f"{dotted}.signature")
     arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars)
                  for index in range(len(value))]
-    mapped = _check_operands_reached(context, node, dotted, arguments)
+    mapped = _check_operands_reached(context, node, dotted, arguments, elsewhere)
     unpassed = [index for index, argument in enumerate(arguments)
                 if argument.buffer is not None and not argument.buffer.passed]
     for index in unpassed:
@@ -64,7 +67,8 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     return tuple(argument for argument in arguments if argument.buffer is None or argument.buffer.passed), memory
 
 
-def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument]) -> set[str]:
+def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument],
+                            elsewhere: frozenset[str] = frozenset()) -> set[str]:
     """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps, and every map names
     one of them or a buffer of the signature; names are unique, struct fields (of structs) included, since each
     names one value of the case's plan. Returns what the maps read (matrices and buffers by name)."""
@@ -91,15 +95,58 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
                             node, "signature", f"{dotted}.signature",
                             hint="a map over the kernel's own data names a {name: X, type: buffer, ...} entry")
     for matrix in ("A", "B", "C"):
-        if names.count(matrix) > 1 or (matrix not in names and matrix not in mapped and matrix not in arrays):
+        reached = matrix in names or matrix in mapped or matrix in arrays or matrix in elsewhere
+        if names.count(matrix) > 1 or not reached:
             raise context.error(f"signature must take {matrix} exactly once (as a pointer, through tensor maps with "
-                                f"tensor: {matrix}, or through an array of pointers to its matrices)", node,
+                                f"tensor: {matrix}, or through an array of pointers to its matrices)"
+                                + (", or a launch of then: must" if "then" in node else ""), node,
                                 "signature", f"{dotted}.signature")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
                             f"{dotted}.signature")
     return mapped
+
+
+def parse_following_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float],
+                              buffers: frozenset[str], taken: frozenset[str]) -> tuple[Argument, ...]:
+    """A following launch's arguments (``then[i].signature``): standard names, typed scalars and pointers (null,
+    or to A, B or C), and the kernel's own device buffers by their names (`buffers`: a split of K's partial
+    products, summed by the launch after). Its scalars' names are apart from the kernel's own (`taken`), since a
+    case holds one value a name."""
+    value = node.get("signature")
+    path = f"{dotted}.signature"
+    if not isinstance(value, list) or not value:
+        raise context.error(f"signature is a non-empty list of the function's arguments, got {kind_name(value)}",
+                            node, "signature" if "signature" in node else None, path)
+    arguments: list[Argument] = []
+    for index, item in enumerate(value):
+        item_path = f"{path}[{index}]"
+        if isinstance(item, str) and item in buffers:
+            argument = Argument(item, "ptr", None)     # the kernel's buffer, by its name
+        elif isinstance(item, str):
+            if item not in STANDARD_ARGUMENTS:
+                raise context.error(f"unknown argument {item!r}", value, index, item_path,
+                                    hint=f"a launch of then: takes standard names, the kernel's own buffers by name "
+                                         f"({', '.join(sorted(buffers)) or 'it has none'}) and typed scalars")
+            argument = _standard_argument(context, value, index, item, item_path, scalars)
+        elif isinstance(item, dict) and item.get("type") in ("tensormap", "struct", "buffer", "pointers"):
+            raise context.error(f"a launch of then: takes standard names, typed scalars, pointers and the kernel's "
+                                f"own buffers by name, not a {item['type']}", item, "type", f"{item_path}.type",
+                                hint="declare a buffer in the kernel's own signature and name it here")
+        elif isinstance(item, dict):
+            argument = _typed_argument(context, value, index, item, item_path, scalars)
+            if argument.name in taken:
+                raise context.error(f"{argument.name} is an argument of the kernel's own signature already: a "
+                                    "case holds one value a name", item, "name", f"{item_path}.name")
+        else:
+            raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index, item_path)
+        _check_constant_fits(context, argument, item if isinstance(item, dict) else value,
+                             "value" if isinstance(item, dict) else index, item_path)
+        if any(other.name == argument.name for other in arguments):
+            raise context.error(f"signature names {argument.name} more than once", value, index, item_path)
+        arguments.append(argument)
+    return tuple(arguments)
 
 
 def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:

@@ -117,7 +117,8 @@ def jobs_for(kernels, arch: str, programs_per_source: int = 1) -> list[tuple[Com
         count = max(1, min(programs_per_source, len(members)))
         for part in range(count):
             chunk = members[part::count]
-            out.append((CompileJob(Path(source), tuple(k.instance for k in chunk), target, options,
+            instances = tuple(dict.fromkeys(instance for k in chunk for instance in k.instances))
+            out.append((CompileJob(Path(source), instances, target, options,
                                    allow_outside_headers, project),
                         [k.label for k in chunk]))
     return out

@@ -67,6 +67,8 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         **({"epilogue": kernel.epilogue} if kernel.epilogue else {}),   # (absent: the keys of others stay)
         **({"constants": [[a.name, a.ctype, a.value.source if a.value is not None else None, *_array_and_buffer(a)]
                           for a in kernel.constants]} if kernel.constants else {}),
+        **({"then": [[launch.function, [e.source for e in launch.block], [e.source for e in launch.grid],
+                      launch.shared_bytes.source] for launch in kernel.then]} if kernel.then else {}),
         "scalars": dict(sorted(spec.scalars.items())),
         "verify": dataclasses.asdict(spec.verify),
         "measure": dataclasses.asdict(spec.measure),
