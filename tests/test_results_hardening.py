@@ -192,6 +192,7 @@ def _hostile_run() -> dict:
     document["cases"][2].update(kernel="v1\nFAKE LINE PASS", name="v1")
     document["cases"][3].update(kernel="v2[TILE=32,\x1b[31mLONG_ENOUGH_TO_BE_SHORTENED]")
     document["cases"][4].update(status="FAIL", message="\x1b]0;pwned\x07bad\nsecond \x9b31m line")
+    document["cases"][4]["verification"]["status"] = "FAIL"    # as a run records a FAIL: its check says so too
     for case in document["cases"]:
         case["device"]["name"] = "\x1b[2JGPU"
     return document
