@@ -14,7 +14,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..argtypes import C_TYPES, fits_float, float_value
 from ..specfile import expr
@@ -221,13 +221,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                          f"{argument.pointers_to}'s matrices" + (f", {stride:,} bytes apart" if count > 1 else "") +
                          ", made when the case is bound")
 
-    def evaluate(expression: expr.Expression, field_name: str) -> int | None:
-        try:
-            return expression.evaluate_int(env)
-        except expr.ExpressionError as exc:
-            problem(f"{expression.source!r}: {exc}", field_name)
-            return None
-
+    evaluate = _evaluator(env, problem)
     if kernel.arch and base_arch(kernel.arch) != limits.arch:
         problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {base_arch(kernel.arch)};"
                 f" this device is {limits.arch}", "arch")
@@ -286,6 +280,19 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                     _constant_bytes(kernel, env, scalars or {}, problem), following)
 
 
+def _evaluator(env, problem) -> Callable[[expr.Expression, str], int | None]:
+    """What evaluates a launch field's expression on the case: its whole value, or None with the problem said at
+    the field it is given."""
+    def evaluate(expression: expr.Expression, field_name: str) -> int | None:
+        try:
+            return expression.evaluate_int(env)
+        except expr.ExpressionError as exc:
+            problem(f"{expression.source!r}: {exc}", field_name)
+            return None
+
+    return evaluate
+
+
 def _following_config(kernel: KernelSpec, launch, env, limits: ArchLimits, problem, notes: list[str]
                       ) -> LaunchConfig | None:
     """The launch of one of the kernel's ``then:`` on this case, checked as the kernel's own is (its problems at
@@ -295,13 +302,7 @@ def _following_config(kernel: KernelSpec, launch, env, limits: ArchLimits, probl
     def at(message: str, field_name: str, hint: str | None = None) -> None:
         problem(message, f"{where}.{field_name}", hint)
 
-    def evaluate(expression: expr.Expression, field_name: str) -> int | None:
-        try:
-            return expression.evaluate_int(env)
-        except expr.ExpressionError as exc:
-            at(f"{expression.source!r}: {exc}", field_name)
-            return None
-
+    evaluate = _evaluator(env, at)
     block = [evaluate(e, f"block[{i}]") for i, e in enumerate(launch.block)]
     grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(launch.grid)]
     shared = evaluate(launch.shared_bytes, "shared_bytes")
