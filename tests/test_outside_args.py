@@ -707,7 +707,8 @@ def test_constants_are_packed_per_case_as_their_types_and_checked_against_the_im
     path = tmp_path / "spec.yaml"
     kernel = (f"{{name: k, source: {ROOT}/kernels/outside/args_constant_scale.cu, function: args_constant_scale, "
               f"block: [16, 16], grid: [ceil(N / 16), ceil(M / 16)], tile: [16, 16], @}}")
-    path.write_text(f"shapes: [[64, 48, 40]]\nscalars: {{alpha: 1.5}}\nkernels:\n  - {kernel.replace('@', CONSTANTS)}\n")
+    path.write_text(f"shapes: [[64, 48, 40]]\nscalars: {{alpha: 1.5}}\nkernels:\n"
+                    f"  - {kernel.replace('@', CONSTANTS)}\n")
     spec = load_spec(path, allow_outside_sources=True)
     plan = plan_of(spec.kernels[0], scalars=spec.scalars)
     assert plan.constants == {"epilogue::scale": struct.pack("<f", 3.0),
@@ -816,8 +817,14 @@ def test_a_following_launch_that_cannot_be_launched_makes_the_case_invalid_at_it
      "then[0].signature[0].type"),
     (("[partials, C, M, N, alpha, beta]", "[partials, C, M, N, alpha, beta, beta]"), "names beta more than once",
      "then[0].signature[6]"),
-    (("block: [256]", "block: ['sizeof(char[256])']"), "a launch of then: gives expressions of numbers and names",
-     "then[0].block"),
+    # A launch's value named as the case's own would change the kernel's too: one value a name, in every launch.
+    (("[partials, C, M, N, alpha, beta]", "[partials, C, {name: M, type: int32, value: 1}, N, alpha, beta]"),
+     "M is the case's own M: written out with a type, its value is M", "then[0].signature[2].value"),
+    (("        signature: [partials, C, M, N, alpha, beta]\n",
+      "        signature: [partials, C, M, N, alpha, beta, {name: s, type: int32, value: 4}]\n"
+      "      - function: sum_partials<SPLITS>\n        block: [256]\n        grid: [1]\n"
+      "        signature: [partials, C, M, N, alpha, beta, {name: s, type: int32, value: 1}]\n"),
+     "s is an argument of the kernel or of an earlier launch already", "then[1].signature[6].name"),
     (("block: [256]", "blok: [256]"), "unknown field 'blok'", "then[0].blok"),
     (("[A, B, {name: partials", "[A, {name: partials"), "signature must take B exactly once", "signature"),
 ])
@@ -825,6 +832,34 @@ def test_malformed_following_launches_are_refused_at_their_field(tmp_path, chang
     with pytest.raises(SpecError, match=re.escape(message)) as info:
         load_spec(_split_then_sum(tmp_path, SPLIT_THEN_SUM.replace(*change)))
     assert info.value.field == f"kernels[split-sum].{field}", info.value.field
+
+
+def test_a_following_launch_reads_sizeof_and_its_buffers_are_checked_as_the_kernels_own(tmp_path):
+    from driver_gemm.planning.build import offline_problems
+    text = SPLIT_THEN_SUM.replace("        block: [256]\n", "        block: [256]\n        shared_bytes: "
+                                  "'sizeof(float[256])'\n")
+    spec = load_spec(_split_then_sum(tmp_path, text))
+    plans, failed = offline_problems(spec, compile=True)
+    assert (plans, failed) == ([], {})
+    from driver_gemm.planning.spec_plan import plan_spec
+    (plan,) = plan_spec(spec, "sm_90").plans
+    assert plan.following[0].shared_bytes == 1024
+    # The kernel's buffer of int32, read by the launch after it through a const float*: named there.
+    wrong = SPLIT_THEN_SUM.replace("element: float32", "element: int32")
+    (invalid,), _ = offline_problems(load_spec(_split_then_sum(tmp_path, wrong)))
+    messages = [str(problem) for problem in invalid.problems]
+    assert any("then[0].signature" in message and "the buffer's element is int32" in message
+               for message in messages), messages
+
+
+def test_constants_of_a_ptx_image_are_noted_as_checked_when_the_case_is_bound(tmp_path):
+    from driver_gemm.planning.image_checks import _check_constants
+    kernel = kernel_of(tmp_path, "signature: [A, B, C], constants: [{name: t, type: int32, value: 1}]")
+    plan, notes = plan_of(kernel), []
+    built = types.SimpleNamespace(constant_variables=lambda: None)      # PTX: the driver knows them at load
+    _check_constants(plan, built, lambda *args: pytest.fail(str(args)), notes)
+    assert notes == ["constants: a PTX image's __constant__ variables are known once the driver compiles it at "
+                     "load; each constant's name and size are checked then, when the case is bound"]
 
 
 def test_a_launch_sequence_enqueues_the_kernel_then_the_following_launches_and_resets_as_the_kernel():

@@ -63,7 +63,12 @@ class Module(Owned):
         after the work already there, as a host program's cudaMemcpyToSymbol would before its launch. The image was
         checked to hold the variable at this size; the driver's own size is checked again."""
         driver = self._device.driver
-        address, size = check(driver.cuModuleGetGlobal(self.handle, symbol.encode()), f"cuModuleGetGlobal({symbol})")
+        try:
+            address, size = check(driver.cuModuleGetGlobal(self.handle, symbol.encode()),
+                                  f"cuModuleGetGlobal({symbol})")
+        except CudaError as exc:     # a PTX image's variables are first known here
+            raise ConfigError(f"the loaded module holds no __constant__ variable {symbol} ({exc.name}): name it as "
+                              "the source does (constants:)") from None
         if size != len(data):
             raise ConfigError(f"__constant__ {symbol} is {size} bytes in the loaded module; {len(data)} were given")
         array = np.frombuffer(data, dtype=np.uint8).copy()

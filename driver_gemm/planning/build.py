@@ -118,6 +118,9 @@ def following_signature_errors(kernel: KernelSpec, built: Cubin) -> list[SpecErr
     """Each ``then:`` launch's signature against its function's parameters in the image, as the kernel's own is
     checked, said at ``then[i].signature``; nothing for PTX, whose parameters the driver knows only at load."""
     errors = []
+    # A launch names the kernel's buffers by name: checked as the buffers they are (their element against the
+    # pointer's pointee), as they are in the kernel's own signature.
+    buffers = {argument.name: argument for _, argument in kernel.device_buffers()}
     for launch in kernel.then:
         try:
             image = built.kernel_image(kernel.following_instance(launch))
@@ -126,7 +129,9 @@ def following_signature_errors(kernel: KernelSpec, built: Cubin) -> list[SpecErr
         if image is None:
             continue
         where = f"then[{launch.index}]"
-        described = types.SimpleNamespace(signature=launch.signature, operands=kernel.operands,
+        signature = tuple(buffers.get(argument.name, argument) if argument.ctype == "ptr" else argument
+                          for argument in launch.signature)
+        described = types.SimpleNamespace(signature=signature, operands=kernel.operands,
                                           field_path=f"{kernel.field_path}.{where}",
                                           where_field=lambda name, where=where: kernel.where_field(f"{where}.{name}"))
         try:
@@ -181,18 +186,27 @@ def params_out_of_template_order(kernel: KernelSpec) -> list[SpecError]:
         if len(_TEMPLATE_HEADERS) >= _IMAGE_CHECKS_KEPT:
             _TEMPLATE_HEADERS.clear()
         declared = _TEMPLATE_HEADERS[key] = template_parameter_names(function, [text, *headers.values()])
-    misplaced = [template for template in declared
-                 if set(names) <= set(template) and list(names) != template[:len(names)]]
+    def shifted(template: list[str | None]) -> bool:     # a name of the template's given in another one's place
+        return any(name in template and (position >= len(template) or template[position] != name)
+                   for position, name in enumerate(names))
+
+    misplaced = [template for template in declared if shifted(template)]
     if not misplaced or len(misplaced) < len(declared):
         return []
     template = misplaced[0]
     moved = [f"{name} would be passed as {template[index]}" for index, name in enumerate(names)
-             if template[index] != name][:3]
-    in_order = ", ".join(f"{name}: {_written(kernel.params[name])}" for name in template if name in names)
+             if index < len(template) and template[index] != name][:3]
+    declared_as = ", ".join(name or "?" for name in template)
+    if set(names) <= set(template):
+        last = max(template.index(name) for name in names)
+        in_order = ", ".join(f"{name}: {_written(kernel.params[name]) if name in names else '...'}"
+                             for name in template[:last + 1])
+        hint = f"give them in the template's order, from its first: params: {{{in_order}}}"
+    else:
+        hint = f"params are passed by position from the template's first ({declared_as}): give each in its place"
     return [SpecError(f"params name the template's parameters in another order than {function} declares them "
-                      f"(template <{', '.join(name or '?' for name in template)}>): params are passed in order, so "
-                      f"{'; '.join(moved)}", where=kernel.where_field("params"), field=f"{kernel.field_path}.params",
-                      hint=f"give them in the template's order: params: {{{in_order}}}")]
+                      f"(template <{declared_as}>): params are passed in order, so {'; '.join(moved)}",
+                      where=kernel.where_field("params"), field=f"{kernel.field_path}.params", hint=hint)]
 
 
 def _written(value: object) -> str:

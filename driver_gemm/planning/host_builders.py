@@ -103,10 +103,12 @@ _HUNG: set[tuple[Path, str | None]] = set()
 def _bounded(call: Callable[[], Any], waiting: str, key: tuple[Path, str | None]) -> Any:
     """What `call` (the user's code) returns, or the exception it raises, called on a thread of its own so that
     one that never returns is refused after `BUILDER_TIMEOUT_S` (`waiting` leads the message) rather than hanging
-    the plan. That thread cannot be stopped: it is a daemon, which the process does not wait for at its exit."""
+    the plan. That thread cannot be stopped: it is a daemon, which the process does not wait for at its exit. A
+    call that holds Python's lock in C code for good (sum(itertools.count())) is not bounded: no thread runs."""
+    refusal = (f"{waiting} after {BUILDER_TIMEOUT_S:g} s (BUILDER_TIMEOUT_S): a loop that never ends? It is not "
+               "called again in this process")
     if key in _HUNG:
-        raise BuilderFailed(f"{waiting}: an earlier call did not return within {BUILDER_TIMEOUT_S:g} s "
-                            "(BUILDER_TIMEOUT_S), so it is not called again")
+        raise BuilderFailed(refusal, hint="a builder computes one case's bytes or numbers, in seconds at most")
     outcome: dict[str, Any] = {}
 
     def run() -> None:
@@ -120,8 +122,7 @@ def _bounded(call: Callable[[], Any], waiting: str, key: tuple[Path, str | None]
     worker.join(BUILDER_TIMEOUT_S)
     if worker.is_alive():
         _HUNG.add(key)
-        raise BuilderFailed(f"{waiting} after {BUILDER_TIMEOUT_S:g} s (BUILDER_TIMEOUT_S): a loop that never ends?",
-                            hint="a builder computes one case's bytes or numbers, in seconds at most")
+        raise BuilderFailed(refusal, hint="a builder computes one case's bytes or numbers, in seconds at most")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

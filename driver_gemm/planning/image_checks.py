@@ -100,6 +100,9 @@ def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str]) ->
     kernel = plan.kernel
     found = built.constant_variables()
     if found is None:
+        if kernel.constants:
+            notes.append("constants: a PTX image's __constant__ variables are known once the driver compiles it at "
+                         "load; each constant's name and size are checked then, when the case is bound")
         return
     given = {constant_symbol(constant.name) for constant in kernel.constants}
     for index, constant in enumerate(kernel.constants):

@@ -129,7 +129,11 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                       shared_bytes=(shared,), tile=tile or (), require=require,
                       cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
     check_tensor_map_names(context, node, dotted, numeric_names, signature, type_params)
-    then = _following_launches(context, node, dotted, scalars, signature, memory, numeric_names, type_params)
+    then = _following_launches(context, node, dotted, scalars, signature, memory, numeric_names, type_params,
+                               sizeofs)
+    if sizeofs and binary is not None:
+        raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
+                            "has none", node, "then", f"{dotted}.then", hint="give the launch's fields as numbers")
 
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
@@ -173,10 +177,12 @@ def _matrices_following(context: Context, node: dict, dotted: str) -> frozenset[
 
 
 def _following_launches(context: Context, node: dict, dotted: str, scalars: dict, signature, memory,
-                        numeric_names: list[str], type_params: dict[str, str]) -> tuple[FollowingLaunch, ...]:
+                        numeric_names: list[str], type_params: dict[str, str],
+                        sizeofs: dict[str, str]) -> tuple[FollowingLaunch, ...]:
     """``then:``: the launches after the kernel's own in each case, each a function of the same source (its
     template-id may name the kernel's params: reduce<SPLITS>) with its own block, grid, dynamic shared memory and
-    signature, which may name the kernel's own device buffers."""
+    signature, which may name the kernel's own device buffers. Their ``sizeof(TYPE)``s join the kernel's
+    (`sizeofs`), sized by the same compile."""
     if "then" not in node:
         return ()
     items, path = node["then"], f"{dotted}.then"    # a non-empty list (`_matrices_following`)
@@ -199,19 +205,17 @@ def _following_launches(context: Context, node: dict, dotted: str, scalars: dict
             raise context.error(f"{function[:60]!r} is not a C++ function name or template-id", item, "function",
                                 f"{item_path}.function", hint="a template-id may name the kernel's params: "
                                                               "reduce<SPLITS>")
-        sizeofs: dict[str, str] = {}
         block = _dims(context, item, "block", f"{item_path}.block", sizeofs)
         grid = _dims(context, item, "grid", f"{item_path}.grid", sizeofs)
         shared = _launch_expression(context, item, "shared_bytes", item.get("shared_bytes", 0),
                                     f"{item_path}.shared_bytes", sizeofs)
-        if sizeofs:
-            raise context.error("sizeof(TYPE) is read in the kernel's own launch fields; a launch of then: gives "
-                                "expressions of numbers and names", item, "block", f"{item_path}.block")
-        _check_names_used(context, item, item_path, numeric_names, type_params, set(), block=block, grid=grid,
-                          shared_bytes=(shared,))
-        launches.append(FollowingLaunch(function, block, grid, shared,
-                                        parse_following_signature(context, item, item_path, scalars, buffers, taken),
-                                        index))
+        _check_names_used(context, item, item_path, numeric_names, type_params, set(sizeofs), block=block,
+                          grid=grid, shared_bytes=(shared,))
+        launch_signature = parse_following_signature(context, item, item_path, scalars, buffers, taken)
+        # A value a launch names is the case's from then on: a later launch may not name it for another.
+        taken |= {argument.name for argument in launch_signature
+                  if argument.name not in STANDARD_ARGUMENTS and argument.name not in buffers}
+        launches.append(FollowingLaunch(function, block, grid, shared, launch_signature, index))
     return tuple(launches)
 
 

@@ -412,14 +412,19 @@ class KernelSpec:
         return self.fields_reading(self.sizeofs)
 
     def fields_reading(self, names: Iterable[str]) -> tuple[str, ...]:
-        """The launch fields (block, grid, shared_bytes, tile, require, in that order) whose expressions read any of
-        `names`."""
+        """The launch fields (block, grid, shared_bytes, tile, require, then those of the launches of then:, in that
+        order) whose expressions read any of `names`."""
         wanted = set(names)
         fields = [*(f"block[{axis}]" for axis, extent in enumerate(self.block)),
                   *(f"grid[{axis}]" for axis, extent in enumerate(self.grid)), "shared_bytes",
                   *(f"tile[{side}]" for side in range(len(self.tile or ()))),
                   *(f"require[{index}]" for index in range(len(self.require)))]
         extents = [*self.block, *self.grid, self.shared_bytes, *(self.tile or ()), *self.require]
+        for launch in self.then:
+            fields += [*(f"then[{launch.index}].block[{axis}]" for axis in range(len(launch.block))),
+                       *(f"then[{launch.index}].grid[{axis}]" for axis in range(len(launch.grid))),
+                       f"then[{launch.index}].shared_bytes"]
+            extents += [*launch.block, *launch.grid, launch.shared_bytes]
         return tuple(name for name, extent in zip(fields, extents) if extent.names & wanted)
 
     def with_params(self, text: str) -> str:

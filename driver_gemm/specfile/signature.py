@@ -137,8 +137,15 @@ def parse_following_signature(context: Context, node: dict, dotted: str, scalars
         elif isinstance(item, dict):
             argument = _typed_argument(context, value, index, item, item_path, scalars)
             if argument.name in taken:
-                raise context.error(f"{argument.name} is an argument of the kernel's own signature already: a "
-                                    "case holds one value a name", item, "name", f"{item_path}.name")
+                raise context.error(f"{argument.name} is an argument of the kernel or of an earlier launch already: "
+                                    "a case holds one value a name", item, "name", f"{item_path}.name",
+                                    hint="name this launch's own value otherwise")
+            if argument.name in STANDARD_ARGUMENTS and (argument.value is None
+                                                        or argument.value.source.strip() != argument.name):
+                raise context.error(f"{argument.name} is the case's own {argument.name}: written out with a type, "
+                                    f"its value is {argument.name}", item, "value" if "value" in item else "name",
+                                    f"{item_path}.value", hint=f"{{name: {argument.name}, type: {argument.ctype}, "
+                                    f"value: {argument.name}}}, or another name for another value")
         else:
             raise context.error(f"an argument is a name or a mapping, got {kind_name(item)}", value, index, item_path)
         _check_constant_fits(context, argument, item if isinstance(item, dict) else value,
