@@ -181,8 +181,7 @@ WORDS = {
     "/$defs/scalarArgument/properties/type": tuple(name for name in signature.ARGUMENT_TYPES
                                                    if name not in ("tensormap", "struct", "buffer", "pointers")),
     "/$defs/pointerArray/properties/to": ("A", "B", "C"),                   # signature._pointer_array_argument
-    "/$defs/constant/properties/type": tuple(name for name in signature.C_TYPES        # signature.parse_constants
-                                             if name != "ptr" and not signature.C_TYPES[name].is_opaque),
+    "/$defs/constant/properties/type": signature.CONSTANT_TYPES,              # signature.parse_constants
     "/$defs/scalarPointer/properties/name": typed.SCALAR_NAMES,           # signature._typed_argument
     "/$defs/scalarPointer/properties/element": device_buffers.SCALAR_POINTER_ELEMENTS,
     "/$defs/tensorMap/properties/element": with_aliases(launch_fields.TENSOR_MAP_ELEMENTS,

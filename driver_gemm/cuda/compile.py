@@ -20,7 +20,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from cuda.bindings import nvrtc
 from cuda.pathfinder import DynamicLibNotFoundError
@@ -922,34 +922,36 @@ def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
     """The ``__global__`` declarations of `name` in `texts` (as `_declarations` gives them) when there are some and
     none is a template: what a ``template <...>`` before the declaration, in the same statement, would make one.
     Empty where a declaration is a template, or none is written out (a macro may make it: nothing is known)."""
-    found, template = [], False
-    pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
-    for text in texts:
-        text = _LAUNCH_QUALIFIER.sub(" ", text)
-        for match in pattern.finditer(text):
-            before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]   # a template <...> header
-            statement = before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
-            template = template or re.search(r"\btemplate\s*<", statement) is not None
-        found.extend(_declarations(name, [text]))
-    return [] if template else list(dict.fromkeys(found))[:3]
+    texts = list(texts)
+    if any(_TEMPLATE_HEADER.search(statement) for statement in _declaration_heads(name, texts)):
+        return []
+    return _declarations(name, texts)
 
 
 def template_parameter_names(name: str, texts: Iterable[str]) -> list[list[str | None]]:
     """For each ``template <...> __global__ ... name(`` in `texts`, its parameters' names in order (None for an
     unnamed one: ``template <int>``). Empty where no declaration of `name` is a template written out."""
     found = []
+    for statement in _declaration_heads(name, texts):
+        header = _TEMPLATE_HEADER.search(statement)
+        names = _template_header_names(statement[header.end():]) if header is not None else None
+        if names is not None:
+            found.append(names)
+    return found
+
+
+_TEMPLATE_HEADER = re.compile(r"\btemplate\s*<")
+
+
+def _declaration_heads(name: str, texts: Iterable[str]) -> Iterator[str]:
+    """What stands before each ``__global__ ... name(`` of `texts` in the same statement (since the last ``;``,
+    ``{`` or ``}``): where a ``template <...>`` header of that declaration is."""
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
     for text in texts:
         text = _LAUNCH_QUALIFIER.sub(" ", text)
         for match in pattern.finditer(text):
             before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]
-            statement = before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
-            header = re.search(r"\btemplate\s*<", statement)
-            if header is not None:
-                names = _template_header_names(statement[header.end():])
-                if names is not None:
-                    found.append(names)
-    return found
+            yield before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
 
 
 def _template_header_names(text: str) -> list[str | None] | None:

@@ -344,6 +344,20 @@ def demangle(symbol: str) -> Demangled | None:
     return Demangled(display, base, tuple(params))
 
 
+def qualified_name(symbol: str) -> str:
+    """A mangled variable's name as its source writes it (``_ZN3lut5scaleE`` is ``lut::scale``); `symbol` itself
+    for a name at global scope (not mangled) or one this does not read."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    parser = _Parser(symbol)
+    parser.position = 2
+    try:
+        display, _, _ = parser.name()
+    except (_GiveUp, IndexError, ValueError):
+        return symbol
+    return display if parser.position == len(symbol) else symbol
+
+
 def _normalise(name: str) -> str:
     return "".join(name.split())
 

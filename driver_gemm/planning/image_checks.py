@@ -23,6 +23,7 @@ import subprocess
 
 from ..cuda.compile import Cubin
 from ..cuda.cubin import KernelImage
+from ..cuda.mangling import qualified_name
 from ..cuda.launch_attributes import NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
@@ -78,21 +79,6 @@ def constant_symbol(name: str) -> str:
     return name if len(parts) == 1 else "_ZN" + "".join(f"{len(part)}{part}" for part in parts) + "E"
 
 
-def _readable(symbol: str) -> str:
-    """``_ZN3lut5scaleE`` as its source writes it (lut::scale); a name at global scope as it is."""
-    if not (symbol.startswith("_ZN") and symbol.endswith("E")):
-        return symbol
-    parts, rest = [], symbol[3:-1]
-    while rest:
-        digits = len(rest) - len(rest.lstrip("0123456789"))
-        if not digits:
-            return symbol
-        length = int(rest[:digits])
-        parts.append(rest[digits:digits + length])
-        rest = rest[digits + length:]
-    return "::".join(parts)
-
-
 def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str]) -> None:
     """Each of the spec's ``constants:`` against the image's ``__constant__`` variables: there, and of the size its
     values make; a variable of the image that no constant sets is noted (it keeps its initializer, zeros without
@@ -110,7 +96,7 @@ def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str]) ->
         size = len(initial) if initial is not None else None
         data = plan.constants.get(constant.name)
         if size is None:
-            held = ", ".join(sorted(_readable(symbol) for symbol in found)) or "none"
+            held = ", ".join(sorted(qualified_name(symbol) for symbol in found)) or "none"
             problem(f"constant {constant.name}: the compiled image holds no __constant__ variable of that name (it "
                     f"holds: {held})", f"constants[{index}].name",
                     hint="name it as the source does, with its namespace (lut::table)")
@@ -119,7 +105,7 @@ def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str]) ->
             problem(f"constant {constant.name}: {count} {constant.ctype} make {len(data)} bytes; the kernel's "
                     f"__constant__ {constant.name} is {size} bytes", f"constants[{index}].value",
                     hint="give one value per element of the variable, of its type")
-    unset = sorted(f"{_readable(symbol)} ({len(initial)} bytes)" for symbol, initial in found.items()
+    unset = sorted(f"{qualified_name(symbol)} ({len(initial)} bytes)" for symbol, initial in found.items()
                    if symbol not in given)
     if unset:
         notes.append(f"__constant__ {', '.join(unset)} in the image: no constants: entry sets "

@@ -56,11 +56,7 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch | LaunchSequenc
 
     _write_constants(session, run.kernel.module, case_plan)
     arrays = _pointer_arrays(session, kernel_spec, case_plan, buffers, owned)
-    sizes = [slot.size for slot in slots] if slots is not None else None
-    types, values = launch_values(kernel_spec, case_plan.argument_values, {**buffers, **own, **arrays}, encode,
-                                  sizes)
-    packed = PackedArguments(types, values, [a.name for a in kernel_spec.signature],
-                             offsets=run.kernel.param_offsets(len(values)))
+    packed = _packed(run.kernel, slots, kernel_spec, case_plan.argument_values, {**buffers, **own, **arrays}, encode)
     # The kernel reads the owned buffers at every launch: they live as long as the launch.
     launch = PreparedLaunch(run.kernel, case_plan.config, packed, session.stream, case_plan.attributes,
                             owned=tuple(owned))
@@ -78,13 +74,20 @@ def _following_launch(run, launch_spec, config, buffers: dict[str, Any]) -> Prep
     module = run.kernel.module
     kernel = module.kernel(kernel_spec.following_instance(launch_spec), module.cubin)
     kernel.allow_dynamic_shared(config.shared_bytes)
-    slots = kernel.image_params()
-    sizes = [slot.size for slot in slots] if slots is not None else None
-    types, values = launch_values(launch_spec, run.case.plan.argument_values, buffers,
-                                  lambda argument, position: (argument.ctype, None), sizes)
-    packed = PackedArguments(types, values, [a.name for a in launch_spec.signature],
-                             offsets=kernel.param_offsets(len(values)))
+    packed = _packed(kernel, kernel.image_params(), launch_spec, run.case.plan.argument_values, buffers,
+                     lambda argument, position: (argument.ctype, None))     # a launch of then: takes no map
     return PreparedLaunch(kernel, config, packed, session.stream)
+
+
+def _packed(kernel, slots, described, argument_values: dict, buffers: dict[str, Any],
+            encode: Callable) -> PackedArguments:
+    """The arguments of `described`'s signature (a kernel's, or a launch of its then:) packed for the loaded
+    `kernel`, whose image has parameter `slots` (None: unknown): each at the image's own offset, a struct laid out
+    to the image's size of it."""
+    sizes = [slot.size for slot in slots] if slots is not None else None
+    types, values = launch_values(described, argument_values, buffers, encode, sizes)
+    return PackedArguments(types, values, [a.name for a in described.signature],
+                           offsets=kernel.param_offsets(len(values)))
 
 
 def _write_constants(session, module, case_plan) -> None:

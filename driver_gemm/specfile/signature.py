@@ -249,6 +249,7 @@ def _pointer_array_argument(context, parent, index, item: dict, item_path: str) 
 # A __constant__ variable as its source names it: table, or lut::offsets inside a namespace.
 CONSTANT_NAME = re.compile(r"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*")
 CONSTANT_KEYS = ("name", "type", "value")
+CONSTANT_TYPES = tuple(kind for kind in C_TYPES if kind != "ptr" and not C_TYPES[kind].is_opaque)
 
 
 def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument, ...]:
@@ -278,9 +279,8 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
                                 f"lut::table), got {kind_name(name)}", item, "name", f"{item_path}.name")
         if any(constant.name == name for constant in constants):
             raise context.error(f"constant {name} is given twice", item, "name", f"{item_path}.name")
-        scalar_types = [kind for kind in C_TYPES if kind != "ptr" and not C_TYPES[kind].is_opaque]
-        if ctype not in scalar_types:
-            raise context.error(f"a constant's type is one of {', '.join(scalar_types)}, got {kind_name(ctype)}",
+        if ctype not in CONSTANT_TYPES:
+            raise context.error(f"a constant's type is one of {', '.join(CONSTANT_TYPES)}, got {kind_name(ctype)}",
                                 item, "type", f"{item_path}.type")
         if isinstance(value, list):
             if not value or len(value) > MAX_ARRAY_ELEMENTS:
