@@ -189,6 +189,24 @@ def test_poison_codes_are_nans_no_conversion_produces():
     assert dtypes.unwritten_mask(int32_codes, "int32").tolist() == [True, False]
 
 
+@pytest.mark.parametrize("name", ["fp32", "tf32", "fp16", "bf16", "int32"])
+def test_poison_codes_hold_the_pattern_bit_for_bit(name):
+    # A float32 output filled with the number 0x7FC0DEAD (2.1e9) instead of the NaN with that bit pattern lets
+    # a kernel that reads C with beta = 0 pass (0 x 2.1e9 = 0).
+    element = dtypes.element_type(name)
+    codes = dtypes.poison_codes(3, name)
+    assert codes.dtype == element.storage_dtype
+    width = 8 * element.storage_bytes
+    assert codes.view(f"uint{width}").tolist() == [dtypes.poison_code(name) % 2 ** width] * 3
+    if not element.is_integer:
+        assert np.isnan(dtypes.decode(codes, name)).all()
+    codes[1] = dtypes.encode([1.0], name)[0]
+    assert dtypes.unwritten_mask(codes, name).tolist() == [True, False, True]
+    # A NaN the hardware makes (its canonical payload) is written, not the poison.
+    if name in ("fp32", "tf32"):
+        assert not dtypes.unwritten_mask(np.array([np.float32("nan")]), name)[0]
+
+
 def test_cuda_enum_values_match_nvmath():
     nvmath = pytest.importorskip("nvmath")
     for element in ELEMENT_TYPES.values():

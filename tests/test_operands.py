@@ -143,6 +143,18 @@ def test_read_output_finds_unwritten_elements_and_writes_into_padding():
         operands.read_output(layout, codes.tobytes()[:-2], "fp16")
 
 
+def test_an_fp32_output_starts_as_the_nan_poison_and_its_padding_reads_unwritten():
+    layout = matrix_layout("C", 2, 3, "row", ld=4)
+    start = operands.output_bytes(layout, "fp32")
+    assert np.frombuffer(start, "<u4").tolist() == [0x7FC0DEAD] * 8
+    codes = np.frombuffer(start, "<f4").copy()
+    codes[layout.offsets()] = 1.5
+    output = operands.read_output(layout, codes.tobytes(), "fp32")
+    assert output.padding_written == 0 and not output.unwritten("fp32").any()
+    codes[layout.offsets()[0, 1, 2] + 1] = np.float32("nan")        # a NaN written past the end of a row
+    assert operands.read_output(layout, codes.tobytes(), "fp32").padding_written == 1
+
+
 def test_int8_padding_uses_a_value_outside_the_draws():
     layout = matrix_layout("A", 2, 3, "row", ld=4)
     raw = operands.input_bytes(layout, np.ones((2, 3)), "int8")

@@ -59,7 +59,7 @@ def test_minimal_spec_gets_defaults(tmp_path):
     assert [a.name for a in kernel.signature] == ["A", "B", "C", "M", "N", "K"]
     assert [a.ctype for a in kernel.signature] == ["ptr", "ptr", "ptr", "int32", "int32", "int32"]
     assert spec.measure.min_samples == 10 and spec.measure.max_noise == 0.005 and spec.measure.flush_l2
-    assert spec.verify.rel_tolerance == 1e-5 and spec.baseline
+    assert spec.verify.rel_tolerance is None and spec.baseline
     assert spec.name == "spec"
     assert kernel.source == (tmp_path / "kernels" / "04_coarsen_2d.cu").resolve()
 
@@ -264,11 +264,20 @@ def test_yaml_tags_are_not_constructed(tmp_path):
     ("verify: {reference: gpu}\n", "verify.reference", "auto, cpu or cublas"),
     ("verify: {tolerance: {rel: -1}}\n", "verify.tolerance.rel", "at least 0"),
     ("verify: {tf32_tolerance: -1}\n", "verify.tf32_tolerance", "at least 0"),
+    ("verify: {tolerance: {rel: null}}\n", "verify.tolerance.rel", "got nothing"),
+    ("verify: {tolerance: {abs: null}}\n", "verify.tolerance.abs", "got nothing"),
     ("baseline: yes please\n", "baseline", "true or false"),
 ])
 def test_settings_errors(tmp_path, extra, field, message):
     error = error_of(tmp_path, MINIMAL + extra)
     assert error.field == field and message in error.message
+
+
+def test_a_tolerance_left_out_stays_each_kernels_own(tmp_path):
+    absolute = load_spec(write(tmp_path, MINIMAL + "verify: {tolerance: {abs: 1.0e-3}}\n")).verify
+    assert absolute.rel_tolerance is None and absolute.abs_tolerance == 1e-3
+    given = load_spec(write(tmp_path, MINIMAL + "verify: {tolerance: 1.0e-5}\n")).verify
+    assert given.rel_tolerance == 1e-5
 
 
 @pytest.mark.parametrize("signature, message", [
@@ -338,7 +347,7 @@ def test_tf32_kernels_get_their_own_tolerance_and_baseline(tmp_path):
 
     spec = load_spec(SPECS / "tf32.yaml").select(shapes=["64x64x64"])
     assert {k.name: k.precision for k in spec.kernels} == {"v8": "fp32", "v9": "tf32", "v9_big": "tf32", "v10": "tf32"}
-    assert spec.verify.tf32_rel_tolerance == 2e-3 and spec.verify.rel_tolerance == 1e-5
+    assert spec.verify.tf32_rel_tolerance == 2e-3 and spec.verify.rel_tolerance is None
     assert [c.label for c in cases_of(spec)][:2] == ["cublas", "cublas-tf32"]
     assert [c.precision for c in cases_of(spec)] == ["fp32", "tf32", "fp32", "tf32", "tf32", "tf32"]
     # no TF32 kernel, no TF32 baseline

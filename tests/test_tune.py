@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,14 @@ def test_winners_keep_everything_that_made_the_measurement(tmp_path):
     winners = load_spec(winners_spec(spec, pick_winners(sweep_run()), tmp_path / "specs" / "w.yaml"))
     assert winners.scalars == spec.scalars and winners.baseline is False
     assert winners.verify == spec.verify and winners.measure == spec.measure
+
+
+@pytest.mark.parametrize("verify", ["", "verify: {tolerance: {abs: 1.0e-6}}\n", "verify: {tolerance: 1.0e-5}\n"])
+def test_winners_leave_a_tolerance_the_spec_left_to_the_kernels(tmp_path, verify):
+    spec = load_spec(write(tmp_path, SWEEP + verify))
+    written = winners_spec(spec, pick_winners(sweep_run()), tmp_path / "specs" / "w.yaml")
+    assert load_spec(written).verify == spec.verify
+    assert bool(re.search(r"^\s+tolerance:", written.read_text(), re.M)) == bool(verify)
 
 
 def test_results_of_another_spec_are_refused(tmp_path):

@@ -103,14 +103,18 @@ def test_an_answer_that_lands_on_cs_own_start_counts_as_written(element):
     expected = start * (1 + rng.uniform(-1e-4, 1e-4, start.shape))   # each answer within a rounding of its start
     expected[5, 7] = start[5, 7] + 0.25                              # this one far from it
     expected[9, 9] = start[9, 9] * 1.004     # several half-precision units off: within a half-precision check
+    expected[20, 20] = start[20, 20] + 0.5   # written: C is not left as it started everywhere
     if element is None:   # fp32 output: C's start is a float32, the answer one unit in the last place away
         start = start.astype(np.float32).astype(np.float64)
         expected = np.nextafter(start.astype(np.float32), np.float32(2)).astype(np.float64)
         expected[5, 7] = start[5, 7] + 0.25
+        expected[20, 20] = start[20, 20] + 0.5
         output = start.astype(np.float32)
+        output[20, 20] = expected[20, 20]
         verdict = compare(output, expected, rel_tolerance=1e-5, start=start)
     else:
         codes = dtypes.encode(start, element)
+        codes[20, 20] = dtypes.encode([expected[20, 20]], element)[0]
         output = KernelOutput(dtypes.decode(codes, element).reshape(1, 64, 64), codes.reshape(1, 64, 64), 0)
         verdict = compare_typed(output, expected.reshape(1, 64, 64), element, rel_tolerance=1e-2,
                                 start=start.reshape(1, 64, 64))
@@ -130,6 +134,7 @@ def round_to_tf32(x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("K", [8, 777, 4096])
 def test_the_tf32_tolerance_fits_what_tf32_rounding_does(K):
+    from driver_gemm.measure.reference import tolerance
     from driver_gemm.specfile.model import VerifySettings
 
     inputs = make_inputs(Shape(96, 80, K), seed=K)
@@ -137,9 +142,9 @@ def test_the_tf32_tolerance_fits_what_tf32_rounding_does(K):
     output = tf32_product.astype(np.float32)
     settings = VerifySettings()
     as_tf32 = compare(output, reference(inputs), rel_tolerance=settings.tf32_rel_tolerance)
-    as_fp32 = compare(output, reference(inputs), rel_tolerance=settings.rel_tolerance)
+    as_fp32 = compare(output, reference(inputs), rel_tolerance=tolerance(settings, "fp32", K))
     assert as_tf32.status == Status.PASS and as_tf32.wrong == 0
-    assert 1e-4 < as_tf32.rel_fro_error < settings.tf32_rel_tolerance / 3   # ~4e-4: a factor of 5 below
+    assert 1e-4 < as_tf32.rel_fro_error < tolerance(settings, "tf32", K) / 3   # ~4e-4: a factor of 5 below
     assert as_fp32.status == Status.FAIL                                            # far outside FP32 rounding
 
 
@@ -245,3 +250,107 @@ def test_inputs_do_not_depend_on_threads_blocks_or_whether_c_is_drawn(monkeypatc
     assert not np.array_equal(blocks.A[:2], blocks.A[2:4])                            # so do blocks
     assert np.array_equal(one_block.A[0], blocks.A[0]) and not np.array_equal(one_block.A[5], blocks.A[5])
     assert -0.5 <= blocks.C0.min() and blocks.C0.max() < 0.5 and abs(float(blocks.A.mean())) < 0.05
+
+
+def test_the_untyped_fp32_tolerance_grows_with_k_where_fp32_accumulation_needs_it():
+    from driver_gemm.gemm import dtypes
+    from driver_gemm.measure.reference import UNTYPED_TOLERANCE, tolerance
+    from driver_gemm.specfile.model import VerifySettings
+
+    settings = VerifySettings()
+    assert tolerance(settings, "fp32", 256) == UNTYPED_TOLERANCE
+    # A correct kernel adding K = 2^20 products in order in fp32 is off by about 1.8e-5: more than 1e-5.
+    long = tolerance(settings, "fp32", 2 ** 20)
+    assert long == dtypes.error_bound(dtypes.parse_types({"a": "fp32"}), 2 ** 20) and long > 1e-4
+    # A tolerance the spec gives is kept, even one equal to the default's constant.
+    assert tolerance(VerifySettings(rel_tolerance=1e-5), "fp32", 2 ** 20) == 1e-5
+    assert tolerance(VerifySettings(tf32_rel_tolerance=0.01), "tf32", 2 ** 20) == 0.01
+
+
+def test_a_typed_kernels_tolerance_given_equal_to_the_old_default_is_kept():
+    from driver_gemm.gemm import dtypes
+    from driver_gemm.session.typed_steps import typed_tolerance
+    from driver_gemm.specfile.model import VerifySettings
+
+    bf16 = dtypes.parse_types({"a": "bf16"})
+    assert typed_tolerance(VerifySettings(rel_tolerance=1e-5), bf16, 777) == 1e-5
+    assert typed_tolerance(VerifySettings(), bf16, 777) == dtypes.error_bound(bf16, 777)
+
+
+def _typed_output(problem, types, inputs, values, keep=None):
+    """C read back after a kernel wrote `values` (batch x M x N), leaving its start where `keep` is True."""
+    from driver_gemm.gemm import dtypes, operands
+
+    codes = np.frombuffer(operands.output_bytes(problem.c, types.c, inputs.c0), types.c.storage_dtype).copy()
+    offsets = problem.c.offsets()
+    written = dtypes.encode(values, types.c)
+    codes[offsets] = written if keep is None else np.where(keep, codes[offsets], written)
+    return operands.read_output(problem.c, codes.tobytes(), types.c)
+
+
+def test_a_tile_of_zeros_fails_though_the_frobenius_error_of_a_narrow_type_allows_it():
+    from driver_gemm.gemm import dtypes, operands
+    from driver_gemm.measure.verify import compare_typed
+
+    types, problem = dtypes.parse_types({"a": "bf16"}), operands.gemm_operands(1024, 1024, 64)
+    inputs = operands.make_typed_inputs(problem, types, 3)
+    expected = operands.reference(inputs.a, inputs.b)
+    broken = expected.copy()
+    broken[0, 256:272, 128:144] = 0.0             # one block's K loop never ran: 1/4096 of C
+    tolerance = dtypes.error_bound(types, 64)
+    verdict = compare_typed(_typed_output(problem, types, inputs, broken), expected, "bf16", rel_tolerance=tolerance)
+    assert verdict.rel_fro_error < tolerance        # the whole is within tolerance...
+    assert verdict.wrong > 200 and verdict.status == Status.FAIL     # ...the tile's elements are not
+    right = compare_typed(_typed_output(problem, types, inputs, expected), expected, "bf16", rel_tolerance=tolerance)
+    assert right.status == Status.PASS and right.wrong == 0
+
+
+def test_one_far_off_element_fails_an_untyped_check_too():
+    expected = np.zeros((16, 16))
+    output = np.zeros((16, 16), np.float32)
+    output[3, 4] = 5e-6
+    verdict = compare(output, expected, rel_tolerance=1e-5)
+    assert verdict.wrong == 1 and verdict.status == Status.FAIL
+    assert compare(np.zeros((16, 16), np.float32), expected, rel_tolerance=1e-5).status == Status.PASS
+
+
+@pytest.mark.parametrize("c_type,alpha", [("bf16", 1e-3), ("fp16", 1e-4), ("fp32", 1e-6)])
+def test_c_left_as_it_started_fails_where_beta_c0_outweighs_the_product(c_type, alpha):
+    from driver_gemm.gemm import dtypes, operands
+    from driver_gemm.measure.verify import compare_typed
+
+    types = dtypes.parse_types({"a": "bf16", "c": c_type})
+    problem = operands.gemm_operands(64, 64, 777)
+    inputs = operands.make_typed_inputs(problem, types, 5, with_c=True)
+    expected = operands.reference(inputs.a, inputs.b, alpha, 1.0, inputs.c0)
+    tolerance = dtypes.error_bound(types, 777)
+    untouched = _typed_output(problem, types, inputs, expected, keep=np.ones(expected.shape, bool))
+    verdict = compare_typed(untouched, expected, c_type, rel_tolerance=tolerance, start=inputs.c0)
+    assert verdict.rel_fro_error < tolerance and verdict.unwritten > 0 and verdict.status == Status.FAIL
+    written = compare_typed(_typed_output(problem, types, inputs, expected), expected, c_type,
+                            rel_tolerance=tolerance, start=inputs.c0)
+    assert written.status == Status.PASS and written.unwritten == 0
+    # With alpha 0 the answer is C0 itself: C left alone is right.
+    same = operands.reference(inputs.a, inputs.b, 0.0, 1.0, inputs.c0)
+    kept = _typed_output(problem, types, inputs, same, keep=np.ones(same.shape, bool))
+    assert compare_typed(kept, same, c_type, rel_tolerance=tolerance, start=inputs.c0).status == Status.PASS
+
+
+def test_an_untyped_c_left_as_it_started_fails_where_beta_c0_outweighs_the_product():
+    inputs = make_inputs(Shape(32, 32, 64), 9, with_c=True)
+    expected = reference(inputs, alpha=1e-6, beta=1.0)
+    verdict = compare(inputs.C0.copy(), expected, rel_tolerance=1e-5, start=inputs.C0)
+    assert verdict.unwritten > 0 and verdict.status == Status.FAIL
+    assert compare(expected.astype(np.float32), expected, rel_tolerance=1e-5, start=inputs.C0).status == Status.PASS
+
+
+def test_a_float32_reference_is_a_float32_product():
+    from driver_gemm.gemm import operands
+
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-0.5, 0.5, (1, 64, 2048)), rng.uniform(-0.5, 0.5, (1, 2048, 32))
+    single = operands.reference(a.astype(np.float32), b.astype(np.float32))
+    assert single.dtype == np.float64
+    assert np.array_equal(single, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64))
+    assert not np.array_equal(single, operands.reference(a, b))
+    assert np.allclose(single, operands.reference(a, b), rtol=0, atol=1e-4)

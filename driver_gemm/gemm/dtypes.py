@@ -267,11 +267,24 @@ def poison_code(dtype: str | ElementType) -> int:
     return POISON_CODES[element.name]
 
 
-def unwritten_mask(codes, dtype: str | ElementType) -> np.ndarray:
-    """True where output storage `codes` still hold the poison pattern of `dtype`."""
+def poison_codes(count: int, dtype: str | ElementType) -> np.ndarray:
+    """`count` storage codes of `dtype` holding its poison pattern, bit for bit (a float32 NaN keeps its payload)."""
     element = element_type(dtype)
-    poison = np.array(poison_code(element)).astype(element.storage_dtype)
-    return np.asarray(codes).astype(element.storage_dtype) == poison
+    bits = np.full(count, poison_code(element) & (2 ** (8 * element.storage_bytes) - 1), _bits_dtype(element))
+    return bits.view(element.storage_dtype)
+
+
+def unwritten_mask(codes, dtype: str | ElementType) -> np.ndarray:
+    """True where output storage `codes` still hold the poison pattern of `dtype`, compared bit for bit: the
+    float32 poison is a NaN, which no comparison of values finds equal to itself."""
+    element = element_type(dtype)
+    bits = np.ascontiguousarray(codes, dtype=element.storage_dtype).view(_bits_dtype(element))
+    return bits == poison_codes(1, element).view(_bits_dtype(element))[0]
+
+
+def _bits_dtype(element: ElementType) -> np.dtype:
+    """The unsigned integer type as wide as `element`'s storage, for comparing and building bit patterns."""
+    return np.dtype(f"uint{8 * element.storage_bytes}")
 
 
 # ------------------------------------------------------------------------------------------ draws
@@ -389,9 +402,11 @@ def error_bound(types: GemmTypes, K: int, *, safety: float = SAFETY) -> float:
     Inputs are exactly representable, so only the arithmetic's rounding counts: sqrt(K) times the
     accumulator's unit roundoff (at least `FP8_TENSOR_CORE_UNIT_ROUNDOFF` for fp8 inputs), plus one
     for an fp16 accumulator's products, plus the output's, plus sqrt(2) * 2 u_tf32 for tf32's input
-    rounding; all times `safety` (as the CUTLASS profiler and cuBLAS's tests scale theirs), so that a
-    kernel dropping even 1 % of K's terms (10 % error) fails. int8 into int32 is exact: 0. The
-    derivation: docs/debugging.md.
+    rounding; all times `safety` (as the CUTLASS profiler and cuBLAS's tests scale theirs). A kernel
+    dropping 1 % of K's terms (about 10 % error) fails wherever the bound is under 10 %: with an fp32
+    accumulator at any K, with fp8 inputs up to K of about 70,000, with an fp16 accumulator only up to
+    about 1,500 (above that, an fp16 accumulator's own rounding may reach that much). int8 into int32
+    is exact: 0. The derivation: docs/kernels.md.
     """
     if K < 0:
         raise ValueError(f"K must be non-negative, got {K}")

@@ -241,7 +241,7 @@ def output_bytes(layout: MatrixLayout, element: ElementType | str, start: np.nda
     """The starting content of the output buffer: the poison pattern everywhere, or `start` (C0, for kernels
     that read C) in the matrices and the poison pattern in the padding."""
     element = dtypes.element_type(element)
-    codes = np.full(layout.elements, dtypes.poison_code(element)).astype(element.storage_dtype)
+    codes = dtypes.poison_codes(layout.elements, element)
     if start is not None:
         codes[layout.offsets()] = dtypes.encode(layout.batched_values(start), element)
     return codes.astype(element.storage_dtype.newbyteorder("<")).tobytes()
@@ -267,8 +267,7 @@ def read_output(layout: MatrixLayout, raw: bytes, element: ElementType | str) ->
         raise ValueError(f"{layout.operand}: {len(raw)} bytes read back, expected "
                          f"{layout.elements * element.storage_bytes}")
     codes = np.frombuffer(raw, dtype=element.storage_dtype.newbyteorder("<")).astype(element.storage_dtype)
-    poison = np.array(dtypes.poison_code(element)).astype(element.storage_dtype)
-    padding_written = int((codes[layout.padding_mask()] != poison).sum())
+    padding_written = int((~dtypes.unwritten_mask(codes[layout.padding_mask()], element)).sum())
     matrix_codes = layout.unpack(codes)
     return KernelOutput(dtypes.decode(matrix_codes, element), matrix_codes, padding_written)
 
@@ -302,11 +301,14 @@ def reference(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.
 
     `scale_a` and `scale_b` are fp8's per-tensor scale factors (cuBLASLt's
     A and B scale pointers): the kernel multiplies by them after the dot
-    product, as cuBLASLt does.
+    product, as cuBLASLt does. A and B both given as float32 are multiplied
+    in float32 (the product then widened), for shapes whose float64 product
+    would take the CPU too long.
     """
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    single = np.asarray(a).dtype == np.float32 and np.asarray(b).dtype == np.float32
+    a, b = (np.asarray(operand, np.float32 if single else np.float64) for operand in (a, b))
     a, b = (a[None] if a.ndim == 2 else a), (b[None] if b.ndim == 2 else b)
-    product = np.matmul(a, b)
+    product = np.matmul(a, b).astype(np.float64)
     factor = alpha * scale_a * scale_b
     if factor != 1.0:
         product *= factor

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..gemm import dtypes
 from ..specfile.model import Shape, VerifySettings
 from .inputs import Inputs
 
@@ -45,7 +46,19 @@ def scaled_product(product: np.ndarray, inputs: Inputs, alpha: float, beta: floa
     return expected
 
 
-def tolerance(settings: VerifySettings, precision: str) -> float:
-    """The relative Frobenius tolerance for a kernel of `precision` (TF32 rounds its inputs, so it gets its own)."""
-    return settings.tf32_rel_tolerance if precision == "tf32" else settings.rel_tolerance
+# The relative Frobenius error an untyped fp32 kernel is allowed where the spec sets none: 1e-5, or fp32's own
+# bound for a K so long that the accumulation's rounding alone may reach that (K above about a thousand).
+UNTYPED_TOLERANCE = 1e-5
+FP32_TYPES = dtypes.parse_types({"a": "fp32"})
+
+
+def tolerance(settings: VerifySettings, precision: str, K: int) -> float:
+    """The relative Frobenius tolerance for an untyped kernel of `precision` with inner size `K`: TF32, whose
+    inputs are rounded, gets ``verify.tf32_tolerance``; fp32 the spec's ``verify.tolerance``, else
+    `UNTYPED_TOLERANCE` or fp32's own bound for this K (`dtypes.error_bound`), whichever is larger."""
+    if precision == "tf32":
+        return settings.tf32_rel_tolerance
+    if settings.rel_tolerance is not None:
+        return settings.rel_tolerance
+    return max(UNTYPED_TOLERANCE, dtypes.error_bound(FP32_TYPES, K))
 

@@ -162,7 +162,8 @@ def problems_text(run: RunResult) -> list[str]:
             out.append(f"    error map: {case.diagnosis.error_map}")
         mismatches = (case.diagnosis.first_mismatches if case.diagnosis else None) or []
         for mismatch in mismatches[:5]:
-            where = f"C[{mismatch['row']}, {mismatch['col']}]"
+            matrix = f"[{mismatch['matrix']}]" if "matrix" in mismatch else ""
+            where = f"C{matrix}[{mismatch['row']}, {mismatch['col']}]"
             got = "never written" if mismatch["got"] is None else f"got {mismatch['got']:.6g}"
             owner = ""
             if "block" in mismatch:

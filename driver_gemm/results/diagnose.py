@@ -10,7 +10,8 @@ usual blocked mapping (each thread owning a contiguous sub-tile).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import math
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -41,69 +42,104 @@ def _counted(count: int, state: str) -> str:
     return " ".join((str(count), "element" if count == 1 else "elements", state))
 
 
+def _span(low: int, high: int) -> str:
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
 def describe_region(mask: np.ndarray, state: str, tile: tuple[int, int] | None = None) -> str:
     """One sentence saying where the True elements of `mask` are (`state`: "unwritten", "wrong")."""
     count = int(mask.sum())
     if count == 0:
         return ""
-    rows_all = np.flatnonzero(mask.all(axis=1))
-    cols_all = np.flatnonzero(mask.all(axis=0))
     rows_any = np.flatnonzero(mask.any(axis=1))
     cols_any = np.flatnonzero(mask.any(axis=0))
-    total_rows, total_cols = mask.shape
+    counted = _counted(count, state)
     tile_rows, tile_cols = tile if tile else (None, None)
+    if count == 1:
+        row, col = int(rows_any[0]), int(cols_any[0])
+        owner = f" (block ({col // tile_cols}, {row // tile_rows}))" if tile else ""
+        return f"{counted} at row {row}, column {col}{owner}"
+    if count * 10 >= mask.size * 9 and count < mask.size:
+        # Nearly all of C: the few elements left are what is worth naming.
+        left = np.argwhere(~mask)
+        named = ", ".join(f"row {row}, column {col}" for row, col in left[:3]) + (", ..." if len(left) > 3 else "")
+        return f"{counted}: all but {mask.size - count} ({named})"
+    rows_all = np.flatnonzero(mask.all(axis=1))
+    cols_all = np.flatnonzero(mask.all(axis=0))
+    total_rows, total_cols = mask.shape
 
     def blocks(indices, size: int | None, axis: str) -> str:
         if size is None:
             return ""
         return " = block " + axis + " " + ranges_text(sorted({int(i) // size for i in indices}))
 
-    counted = _counted(count, state)
     if len(rows_all) and count == len(rows_all) * total_cols:
         return counted + ": rows " + ranges_text(rows_all) + blocks(rows_all, tile_rows, "row") + ", every column"
     if len(cols_all) and count == len(cols_all) * total_rows:
         return counted + ": columns " + ranges_text(cols_all) + blocks(cols_all, tile_cols, "column") + ", every row"
     edges = mask[rows_all].sum() + mask[:, cols_all].sum() - mask[np.ix_(rows_all, cols_all)].sum()
     if len(rows_all) and len(cols_all) and count == edges:
-        return (counted + ": rows " + ranges_text(rows_all) + " and columns " + ranges_text(cols_all)
-                + " (the edges of C)")
-    if count == 1:
-        row, col = int(rows_any[0]), int(cols_any[0])
-        owner = f" (block ({col // tile_cols}, {row // tile_rows}))" if tile else ""
-        return f"{counted} at row {row}, column {col}{owner}"
+        # The last rows and columns are where a kernel that skips a partial tile leaves C; others are not edges.
+        if _ends_at(rows_all, total_rows) and _ends_at(cols_all, total_cols):
+            return (counted + ": rows " + ranges_text(rows_all) + " and columns " + ranges_text(cols_all)
+                    + " (the edges of C)")
+        return (counted + ": rows " + ranges_text(rows_all) + blocks(rows_all, tile_rows, "row") + " and columns "
+                + ranges_text(cols_all) + blocks(cols_all, tile_cols, "column") + ", every element of each")
     box = (rows_any[-1] - rows_any[0] + 1) * (cols_any[-1] - cols_any[0] + 1)
-    where = f"rows {rows_any[0]}-{rows_any[-1]}, columns {cols_any[0]}-{cols_any[-1]}"
+    where = f"rows {_span(rows_any[0], rows_any[-1])}, columns {_span(cols_any[0], cols_any[-1])}"
     if tile:
         where += (" (block rows " + ranges_text(sorted({int(r) // tile_rows for r in rows_any}))
                   + ", block columns " + ranges_text(sorted({int(c) // tile_cols for c in cols_any})) + ")")
     return f"{counted} within {where}, {100 * count / box:.0f}% of that box"
 
 
-def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, plan=None) -> dict[str, Any]:
-    """Counts, a summary in words, and the first mismatches with the block and thread responsible."""
+def _ends_at(indices: np.ndarray, total: int) -> bool:
+    """Whether `indices` (sorted) are one run ending at the last index."""
+    return int(indices[-1]) == total - 1 and int(indices[-1] - indices[0]) == len(indices) - 1
+
+
+def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, plan=None,
+                    matrices: int = 1) -> dict[str, Any]:
+    """Counts, a summary in words, and the first mismatches with the block and thread responsible.
+
+    `output` and `expected` hold one matrix, or `matrices` matrices of equal height stacked (row b * M + i): each
+    is then described on its own rows, as its blocks number them."""
     tile = plan.tile if plan is not None else None
-    unwritten = verdict.masks["unwritten"]
-    bad_values = verdict.masks["wrong"] | verdict.masks["nonfinite"]
-    sentences = [s for s in (describe_region(unwritten, "unwritten", tile),
-                             describe_region(bad_values, "wrong", tile)) if s]
-    if not sentences:
-        sentences.append(f"every element within 10x the tolerance, but the relative Frobenius error "
-                         f"{verdict.rel_fro_error:.2e} exceeds {verdict.tolerance:.1e}")
-    elif verdict.right and (unwritten.any() != bad_values.any()):
-        sentences.append("every other element right")
+    height = output.shape[0] // max(matrices, 1)
+    masks = {"unwritten": verdict.masks["unwritten"], "nonfinite": verdict.masks["nonfinite"],
+             "wrong": verdict.masks["wrong"] & ~verdict.masks["nonfinite"]}
+    failed = masks["unwritten"] | masks["nonfinite"] | masks["wrong"]
+    sentences = _patterns(verdict, output, expected, failed, matrices, height)
+    states = (("unwritten", "unwritten"), ("nonfinite", "NaN or infinite"), ("wrong", "wrong"))
+    failing = [b for b in range(matrices) if failed[b * height:(b + 1) * height].any()]
+    for b in failing[:MAX_MATRICES]:
+        own = slice(b * height, (b + 1) * height)
+        found = [describe_region(masks[name][own], state, tile) for name, state in states]
+        found = [text for text in found if text]
+        sentences.append(("; ".join(found)) if matrices == 1 else f"matrix {b}: " + "; ".join(found))
+    if len(failing) > MAX_MATRICES:
+        sentences.append(f"matrices {ranges_text(failing[MAX_MATRICES:])} fail too")
+    if verdict.padding_written:
+        sentences.append(f"{_counted(verdict.padding_written, 'written')} into C's padding, outside the matrices "
+                         "(past the end of a row or column, or between the matrices of a batch)")
+    sentences.extend(_the_rest(verdict, output, expected, failed))
     block = plan.config.block if plan is not None and plan.config is not None else None
     mismatches = []
-    rows, cols = np.nonzero(unwritten | bad_values)
+    rows, cols = np.nonzero(failed)
     for row, col in zip(rows[:MAX_MISMATCHES], cols[:MAX_MISMATCHES]):
-        entry: dict[str, Any] = {"row": int(row), "col": int(col), "expected": float(expected[row, col]),
-                 "got": None if unwritten[row, col] else float(output[row, col]),
-                 "kind": "unwritten" if unwritten[row, col] else "wrong"}
+        unwritten = bool(masks["unwritten"][row, col])
+        entry: dict[str, Any] = {"row": int(row) % height, "col": int(col), "expected": float(expected[row, col]),
+                                 "got": None if unwritten else float(output[row, col]),
+                                 "kind": "unwritten" if unwritten else "wrong"}
+        if matrices > 1:
+            entry["matrix"] = int(row) // height
         if tile:
             tile_rows, tile_cols = tile
-            entry["block"] = [int(col) // tile_cols, int(row) // tile_rows]
+            row_in_matrix = int(row) % height
+            entry["block"] = [int(col) // tile_cols, row_in_matrix // tile_rows]
             if block and tile_cols % block[0] == 0 and tile_rows % block[1] == 0:
                 per_x, per_y = tile_cols // block[0], tile_rows // block[1]
-                entry["thread"] = [(int(col) % tile_cols) // per_x, (int(row) % tile_rows) // per_y]
+                entry["thread"] = [(int(col) % tile_cols) // per_x, (row_in_matrix % tile_rows) // per_y]
         mismatches.append(entry)
     return {
         "summary": "; ".join(sentences),
@@ -111,3 +147,82 @@ def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, 
         "right": verdict.right, "tile": list(tile) if tile else None,
         "first_mismatches": mismatches,
     }
+
+
+MAX_MATRICES = 3      # matrices of a batch described one by one; the rest are named
+
+
+def _relative_error(output: np.ndarray, expected: np.ndarray, usable: np.ndarray) -> float:
+    """The relative Frobenius error of `output` against `expected` over the `usable` elements (inf for none)."""
+    reference = float(np.linalg.norm(expected[usable]))
+    error = float(np.linalg.norm(output[usable].astype(np.float64) - expected[usable]))
+    if not usable.any():
+        return math.inf
+    return error / reference if reference > 0 else error
+
+
+def _patterns(verdict: Verdict, output: np.ndarray, expected: np.ndarray, failed: np.ndarray, matrices: int,
+              height: int) -> list[str]:
+    """What the whole of C is, when it is something recognisable other than the product: its transpose, the product
+    scaled (when at least half its elements failed), or, in a batch, another matrix's product."""
+    found = _other_matrices(verdict, output, expected, failed, matrices, height)
+    if failed.sum() * 2 < failed.size:
+        return found
+    usable = ~(verdict.masks["unwritten"] | verdict.masks["nonfinite"])
+    close = max(verdict.tolerance, 1e-12)
+    width = output.shape[1]
+    if height == width:
+        transposed = np.concatenate([expected[b * height:(b + 1) * height].T for b in range(matrices)])
+        if _relative_error(output, transposed, usable) <= close:
+            found.append("C holds the product transposed (C's rows and columns swapped: its layout, or the grid's "
+                         "x and y)")
+    values, reference = output[usable].astype(np.float64), expected[usable]
+    weight = float(reference @ reference)
+    if not found and weight > 0:
+        factor = float(values @ reference) / weight
+        if abs(factor - 1) > 10 * close and factor != 0 and \
+                _relative_error(output, factor * expected, usable) <= close:
+            found.append(f"every element is the product times {factor:.4g} (alpha or a sum applied a wrong number "
+                         "of times?)")
+    return found
+
+
+def _other_matrices(verdict: Verdict, output: np.ndarray, expected: np.ndarray, failed: np.ndarray, matrices: int,
+                    height: int) -> list[str]:
+    """The matrices of a batch that hold another one's product (a batch stride or index gone wrong)."""
+    usable = ~(verdict.masks["unwritten"] | verdict.masks["nonfinite"])
+    close = max(verdict.tolerance, 1e-12)
+    swapped = []
+    for b in range(matrices if matrices > 1 else 0):
+        rows = slice(b * height, (b + 1) * height)
+        if failed[rows].sum() * 2 < failed[rows].size:
+            continue
+        source = next((other for other in range(matrices) if other != b and _relative_error(
+            output[rows], expected[other * height:(other + 1) * height], usable[rows]) <= close), None)
+        if source is not None:
+            swapped.append(f"matrix {b} holds matrix {source}'s product")
+    return [", ".join(swapped) + " (a batch stride or index)"] if swapped else []
+
+
+def _the_rest(verdict: Verdict, output: np.ndarray, expected: np.ndarray, failed: np.ndarray) -> list[str]:
+    """What the elements not named are: right, or off too (an error spread over C, under the 10 x tolerance that
+    names an element); or, where nothing was named, which tolerance C exceeds."""
+    rest = ~failed
+    if failed.any():
+        if not rest.any():
+            return []
+        spread = _relative_error(output, expected, rest)
+        if spread <= verdict.tolerance:
+            return ["every other element right"]
+        return [f"the other elements are off too: their relative Frobenius error is {spread:.2e}, over the "
+                f"tolerance {verdict.tolerance:.1e}"]
+    if verdict.rel_fro_error > verdict.tolerance:
+        return [f"no element is 10x the tolerance off, but the relative Frobenius error {verdict.rel_fro_error:.2e} "
+                f"exceeds the tolerance {verdict.tolerance:.1e}: an error spread over C (as a part of K dropped or "
+                "added twice, or a sum kept in a narrower type, would make)"]
+    if verdict.abs_tolerance is not None and verdict.max_abs_error > verdict.abs_tolerance:
+        errors = np.where(rest, np.abs(output.astype(np.float64) - expected), 0.0)
+        row, col = np.unravel_index(int(np.argmax(errors)), errors.shape)
+        return [f"the largest absolute error, {verdict.max_abs_error:.2e} at row {row}, column {col}, exceeds the "
+                f"absolute tolerance {verdict.abs_tolerance:.1e}"]
+    return []

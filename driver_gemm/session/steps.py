@@ -268,7 +268,7 @@ def _reset_output(run: CaseRun) -> None:
 def _check_output(run: CaseRun, precision: str) -> None:
     session, shape = run.session, run.case.shape
     run.output = session.buffers_for(shape)["C"].download_into(session.output_array(shape), session.stream)
-    run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision),
+    run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision, shape.K),
                           abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                           start=run.inputs.C0)
     run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
@@ -300,8 +300,9 @@ def diagnose(run: CaseRun) -> None:
     from ..results.diagnose import diagnose_output
 
     record = run.record
+    matrices = run.typed.operands.batch if run.typed is not None else 1
     record.diagnosis = DiagnosisRecord.from_json(diagnose_output(run.verdict, run.output, run.expected,
-                                                                 run.case.plan))
+                                                                 run.case.plan, matrices))
     record.message = record.diagnosis.summary or ""
     if run.session.options.artifacts is not None:
         picture = save_error_map(run.verdict, record, run.session.options.artifacts, record.diagnosis.tile,

@@ -33,7 +33,6 @@ from .state import HeldTypedInputs
 # Above verify.cpu_reference_max_gflop, outputs of 16 bits or fewer are checked against a float32 product of
 # the (exact) inputs: its error is far below their tolerance, and it takes half the time of float64.
 FLOAT32_REFERENCE = "numpy-float32"
-DEFAULT_TOLERANCE = VerifySettings().rel_tolerance
 
 
 @dataclass
@@ -63,7 +62,7 @@ def typed_case(run) -> TypedCase:
 
 def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float:
     """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.error_bound`)."""
-    return settings.rel_tolerance if settings.rel_tolerance != DEFAULT_TOLERANCE else dtypes.error_bound(types, K)
+    return settings.rel_tolerance if settings.rel_tolerance is not None else dtypes.error_bound(types, K)
 
 
 def inputs(run) -> None:
@@ -162,7 +161,7 @@ def check_output(run) -> Verdict:
                                 rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K),
                                 abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                                 start=typed.inputs.c0)
-    # The diagnosis reads one matrix: a batch is shown as its matrices stacked (row b * M + i).
+    # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix.
     rows = typed.operands.batch * typed.operands.M
     run.output = typed.output.values.reshape(rows, typed.operands.N)
     run.expected = np.asarray(run.expected).reshape(rows, typed.operands.N)
@@ -183,7 +182,8 @@ def launch_verify(run) -> None:
     check_output(run)
     if run.typed.operands.batch > 1 and run.verdict.status == Status.FAIL:
         run.record.verification = replace(run.record.verification,
-                                          rows=f"{run.typed.operands.batch} matrices stacked: row b * M + i")
+                                          rows=f"{run.typed.operands.batch} matrices stacked in the error map: "
+                                               "row b * M + i")
 
 
 # ---------------------------------------------------------------------------------------------- cuBLASLt

@@ -427,10 +427,11 @@ def _parse_verify(context: Context, document: dict) -> VerifySettings:
                             "default", node, "tolerance", "verify.tolerance")
     if isinstance(tolerance, dict):
         check_keys(context, tolerance, ("rel", "abs"), "verify.tolerance")
+        for key in ("rel", "abs"):
+            if key in tolerance and tolerance[key] is None:
+                raise context.error("must be a number, got nothing (null)", tolerance, key, f"verify.tolerance.{key}")
         rel = read_number(context, tolerance, "rel", rel, "verify.tolerance.rel", minimum=0)
         absolute = read_number(context, tolerance, "abs", None, "verify.tolerance.abs", minimum=0)
-        if rel is None:
-            raise context.error("must be a number, got nothing (null)", tolerance, "rel", "verify.tolerance.rel")
     elif tolerance is not None:
         if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
             raise context.error(f"must be a number (relative Frobenius error) or {{rel: ..., abs: ...}}, got "

@@ -670,7 +670,8 @@ def _one_of(owner: str, settings, name: str, choices: tuple[str, ...]) -> None:
 class VerifySettings:
     """How results are checked against a float64 reference."""
 
-    rel_tolerance: float = 1e-5
+    # None: the kernel's own (`measure.reference.tolerance` for untyped kernels, `dtypes.error_bound` for typed ones)
+    rel_tolerance: float | None = None
     abs_tolerance: float | None = None
     # TF32 rounds each input to 10 mantissa bits (unit roundoff 2^-11 ~ 4.9e-4): a K-long dot
     # product of such inputs is off by ~4e-4 relative to the exact one; 2e-3 leaves a factor of 5.
@@ -683,9 +684,10 @@ class VerifySettings:
         # What the spec reader refuses, refused for a rig that builds the settings itself: an unknown reference
         # would otherwise quietly mean auto.
         owner = "VerifySettings"
-        _finite_number(owner, self, "rel_tolerance", "tf32_rel_tolerance", "cpu_reference_max_gflop")
-        if self.abs_tolerance is not None:
-            _finite_number(owner, self, "abs_tolerance")
+        _finite_number(owner, self, "tf32_rel_tolerance", "cpu_reference_max_gflop")
+        for name in ("rel_tolerance", "abs_tolerance"):
+            if getattr(self, name) is not None:
+                _finite_number(owner, self, name)
         _whole_number(owner, self, 0, "seed")
         _one_of(owner, self, "reference", REFERENCES)
 

@@ -213,11 +213,14 @@ def _leave_needed(spec: Spec, kernels: Iterable[KernelSpec], path: Path) -> str:
 def settings_of(spec: Spec) -> dict:
     """The top-level fields of `spec` that made its measurements, as a spec file writes them."""
     verify = spec.verify
-    tolerance = (verify.rel_tolerance if verify.abs_tolerance is None
-                 else {"rel": verify.rel_tolerance, "abs": verify.abs_tolerance})
+    # A tolerance the spec left to the kernel's types stays left out, so the winners get their own too.
+    tolerance = {key: value for key, value in (("rel", verify.rel_tolerance), ("abs", verify.abs_tolerance))
+                 if value is not None}
     out = {
         "measure": dataclasses.asdict(spec.measure),
-        "verify": {"tolerance": tolerance, "tf32_tolerance": verify.tf32_rel_tolerance, "seed": verify.seed,
+        "verify": {**({"tolerance": tolerance["rel"] if list(tolerance) == ["rel"] else tolerance}
+                      if tolerance else {}),
+                   "tf32_tolerance": verify.tf32_rel_tolerance, "seed": verify.seed,
                    "reference": verify.reference, "cpu_reference_max_gflop": verify.cpu_reference_max_gflop},
         "baseline": spec.baseline,
         "scalars": dict(spec.scalars),
