@@ -85,7 +85,7 @@ def test_a_template_error_at_run_time_names_the_spec_line_as_plan_does(tmp_path,
     assert str(planned.compile_errors[0]).splitlines()[0] == first
 
 
-def test_a_project_without_a_marker_is_refused_with_a_hint_naming_both_markers(tmp_path, capsys):
+def test_a_project_without_a_marker_is_refused_with_a_hint_naming_its_markers(tmp_path, capsys):
     project = tmp_path / "project"
     (project / "specs").mkdir(parents=True)
     shutil.copytree(ROOT / "kernels", project / "kernels")
@@ -94,7 +94,7 @@ def test_a_project_without_a_marker_is_refused_with_a_hint_naming_both_markers(t
     assert main(["plan", "--arch", "sm_90", str(spec)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "leaves the spec's project" in err
-    assert "`.git` or `pyproject.toml`" in err and "--allow-outside-sources" in err
+    assert "`.git`, `pyproject.toml`, `setup.py` or `setup.cfg`" in err and "--allow-outside-sources" in err
     assert not (project / "pyproject.toml").exists()
 
 

@@ -322,7 +322,8 @@ def add_source_option(parser) -> None:
     """``--allow-outside-sources``: kernel sources may leave the spec's project (the user's explicit leave)."""
     parser.add_argument("--allow-outside-sources", action="store_true",
                         help="let a spec's kernel sources be absolute paths or lie outside the spec's project "
-                             "(its folder tree up to the nearest .git or pyproject.toml)")
+                             "(its folder tree up to the nearest folder holding .git, pyproject.toml, setup.py "
+                             "or setup.cfg)")
 
 
 def spec_argument(text: str) -> Path:
@@ -335,7 +336,8 @@ def spec_argument(text: str) -> Path:
 
 
 SPEC_HELP = ("a spec file, or the name of a shipped spec (fast, or fast.yaml; `driver-gemm specs` lists them); "
-             "a file of that name here wins")
+             "a file of that name here wins, named exactly as given: ./fast.yaml is read for fast.yaml, not "
+             "for fast")
 
 
 def resolve_spec(path: Path) -> Path:

@@ -17,16 +17,18 @@ EXIT_CODES_HELP = """\
 exit codes:
   (one rule for every command, with or without a GPU)
   0    every case passed (compare: no case SLOWER or BROKEN)
-  1    a case failed, errored or was INVALID (plan, run and tune alike), a kernel did not
-       compile, or compare found a regression; a file could not be written (disk full: the
-       file there before is kept); also an internal error (one line; --debug for the traceback)
+  1    a case failed, errored or was INVALID (plan and run), a kernel did not compile, a gate
+       failed, or compare found a regression; tune: no configuration passed (a sweep's INVALID
+       ones are skipped); a file could not be written (disk full: the file there before is
+       kept); also an internal error (one line; --debug for the traceback)
   2    bad input: the command line, a spec, or a results file (named with its line or JSON
        path; results files are checked against driver_gemm/results/schema.json, 64 MiB at most);
        an output that is an input or cannot be written there; a closed stdout (>&-)
   3    no CUDA driver or GPU, or a tool the command needs is missing (NVRTC, compute-sanitizer,
-       matplotlib, Dask, cuBLAS) or refuses (NVML locking clocks without root), or no Dask
-       scheduler answers at run --scheduler's address; a tool only an option's extra needs
-       (plan --sass: cuobjdump) is a note, and the exit is the plan's
+       matplotlib, Dask, cuBLAS, Optuna) or refuses (NVML locking clocks without root), or no
+       Dask scheduler answers at run --scheduler's address (info: after its NVRTC line, where
+       there is no driver or GPU); a tool only an option's extra needs (plan --sass: cuobjdump)
+       is a note, and the exit is the plan's
   130  interrupted (Ctrl-C); a run keeps the results so far
   141  stdout was closed early (driver-gemm plan | head): output stops quietly
 """

@@ -68,8 +68,9 @@ def add_parser(commands, **common) -> None:
                      help="spread the cases over the GPU workers of a running Dask cluster, on one machine or "
                           "several (one GPU per worker; needs driver-gemm[dask])")
     run.add_argument("--in-process", action="store_true",
-                     help="run cases in this process (faster start; a kernel fault then ends the run) instead of "
-                          "in a worker process that is replaced after a fault or a hang")
+                     help="run cases in this process (faster start; a kernel fault then ends the run, and "
+                          "measure.case_timeout_s is not applied, so a hung case blocks it) instead of in a "
+                          "worker process that is replaced after a fault or a hang")
     run.add_argument("--profile", action="store_true",
                      help="after each kernel case, profile one launch of it under Nsight Compute (ncu, at the GPU's "
                           "own clocks) and show its counters beside the plan's occupancy")

@@ -36,7 +36,11 @@ REMEMBERED_SLACK = 0.005
 
 @dataclass(frozen=True)
 class CostModel:
-    """Estimated seconds of a case on one GPU; the defaults are per-step costs of an H200 (docs/multi-gpu.md)."""
+    """Estimated seconds of a case on one GPU, summed from per-step costs (docs/multi-gpu.md).
+
+    The defaults are the costs' sizes on one GPU, so that a first run deals its tasks by estimates of the
+    right order; recorded times (`launch_ms`, `case_s`) replace them where known.
+    """
 
     case_overhead_s: float = 0.03       # planning, module load, the record and its trip to the parent
     input_element_s: float = 0.08e-9    # per element of A and B, per case: copied to the GPU
@@ -45,7 +49,7 @@ class CostModel:
     reference_element_s: float = 3.5e-9 # per element of C, per shape and GPU: cuBLAS's product as the reference
     cpu_reference_gflops: float = 100.0 # the host's float64 product, where it is the reference
     kernel_tflops: float = 10.0         # assumed speed of a kernel under test (kernels under test vary widely)
-    baseline_tflops: float = 50.0       # cuBLAS SGEMM on an H200
+    baseline_tflops: float = 50.0       # assumed speed of a vendor row, where no launch time is recorded
     flush_s: float = 35e-6              # per sample beyond the kernel: the L2 flush, the gate, the events
     task_overhead_s: float = 0.15       # a task: taking it, its planning and compiling (cached)
     run_start_s: float = 3.0            # a run's start: process, imports, compile, its GPU worker process, its end

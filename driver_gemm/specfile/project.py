@@ -32,7 +32,8 @@ def _outside_hint(root: Path) -> str:
     flag = "pass --allow-outside-sources (allow_outside_sources=True)"
     if root.resolve() == PACKAGE_DATA_DIR.resolve() or any((root / marker).exists() for marker in PROJECT_MARKERS):
         return f"keep the spec's files inside {root}, or {flag}"
-    markers = " or ".join(f"`{marker}`" for marker in PROJECT_MARKERS[:2])
+    named = [f"`{marker}`" for marker in PROJECT_MARKERS]
+    markers = ", ".join(named[:-1]) + " or " + named[-1]
     return (f"no folder above the spec holds a {markers} (which mark a project's root), so the project is the "
             f"spec's own folder: put a pyproject.toml (or make a git repository) in the folder that holds both the "
             f"specs and the kernels, or {flag}")

@@ -41,8 +41,9 @@ class EvaluationCosts:
     A screen's median is the recorded one times (1 + b + e): b a per-configuration warm-versus-cold
     offset drawn once in [-`screen_bias`, +`screen_bias`], e a normal draw with the standard error
     of a median of the screen's samples (the recorded interquartile range / 1.349 as their spread).
-    The per-shape and verification defaults are fitted to exhaustive searches on an H200; the screen
-    and setup costs are estimates (docs/tuning.md).
+    The per-shape and verification defaults are set so that a replayed exhaustive search costs what
+    recorded ones took (`scripts/tune_strategies.py --predict` replays one); the screen and setup costs
+    are estimates (docs/tuning.md).
     """
 
     reference_s: float = 0.38
