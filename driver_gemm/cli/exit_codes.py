@@ -1,9 +1,10 @@
 """The exit codes of every command, and their table for ``driver-gemm --help``, in a module of their own so that
 each command module can import them.
 
-One rule for every command, with or without a GPU: what a case comes to decides 1 (an INVALID case is 1 from
-`plan`, `run` and `tune` alike); a mistake in what was given is 2; only a tool or GPU without which the command can
-do nothing is 3 (an optional extra that cannot be made, such as ``plan --sass`` without a disassembler, is a note).
+One rule for every command, with or without a GPU: what the cases come to decides 1 (an INVALID case is 1 from
+`plan` and `run`; `tune` is 1 when no configuration passed, its INVALID ones skipped); a mistake in what was given
+is 2; only a tool or GPU without which the command can do nothing is 3 (an optional extra that cannot be made, such
+as ``plan --sass`` without a disassembler, is a note).
 """
 
 EXIT_OK = 0             # every case passed; compare: no regression

@@ -86,8 +86,8 @@ def least_bytes(case: CaseResult) -> int:
 def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:
     """For the timed cases of a shape that is memory-bound on the run's GPU (fewer FLOP a byte moved than the
     math's peak over the DRAM's theoretical bandwidth: the roofline's ridge), the rate at which each moved its
-    least bytes, e.g. ``memory-bound: 1.0 FLOP a byte, under the ridge at 222 (BF16 peak over DRAM peak); at least
-    134.3 MB to move: cublaslt-bf16-NN 3.05 TB/s (63%), v14 3.06 TB/s (64%) of the 4.81 TB/s DRAM peak``.
+    least bytes, e.g. ``memory-bound: 1.0 FLOP a byte, under the ridge at R (BF16 peak over DRAM peak); at least
+    B MB to move: cublaslt-bf16-NN X TB/s (P%), v14 Y TB/s (Q%) of the D TB/s DRAM peak``.
     At such a shape % of peak says little, and this says how far the memory lets a kernel go. A case timed in
     rounds with its vendor row is taken at its rounds' median; cases of other types or math make lines of their
     own."""

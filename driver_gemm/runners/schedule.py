@@ -28,7 +28,7 @@ OPERANDS = "operands"
 GRANULARITIES = tuple(1 + step / 4 for step in range(45))
 # How much longer (as a share of the shortest simulated run) a finer cut may be and still be chosen: insurance
 # against what the estimate gets wrong, bought with repeated baselines and operands. Cases priced at what they
-# took before (`CostModel.case_s`) are known to a few per cent, so a plan priced so takes less insurance
+# took before (`CostModel.case_s`) are known far better than estimated ones, so a plan priced so takes less insurance
 # (a needless split of a large shape repeats its baseline, draw and reference, which cost seconds).
 SLACK = 0.02
 REMEMBERED_SLACK = 0.005

@@ -45,8 +45,8 @@ def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
     `path` is a file, or the bare name of a shipped spec (``"fast"``; see
     `shipped_specs`), as on the command line: an existing file wins.
     Kernel sources are taken relative to the spec and must stay inside its
-    project (the nearest folder above it with ``.git`` or ``pyproject.toml``,
-    else its own folder) and be written as relative paths, unless
+    project (the nearest folder above it with ``.git``, ``pyproject.toml``,
+    ``setup.py`` or ``setup.cfg``, else its own folder) and be written as relative paths, unless
     `allow_outside_sources` is True (the CLI's ``--allow-outside-sources``).
     """
     flag_argument("load_spec", "allow_outside_sources", allow_outside_sources)
