@@ -54,12 +54,17 @@ _COMMANDS_API = {
     "Pick": ".tune.winners", "pick_winners": ".tune.winners", "winners_spec": ".tune.winners",
 }
 _PUBLIC.update(_COMMANDS_API)
+# Modules of the package reachable as attributes right after `import driver_gemm` (``dg.errors.SpecError``), as the
+# docs write them: a submodule is otherwise an attribute only once something has imported it.
+_SUBMODULES = ("errors",)
 # What a library call reports goes to the `driver_gemm.<module>` loggers; the caller configures them, never this package.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str):
     """A public name, imported from its module the first time it is asked for (then kept here)."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -69,7 +74,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_PUBLIC) | set(_SUBMODULES))
 
 
 __all__ = [

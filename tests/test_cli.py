@@ -62,7 +62,7 @@ def test_malformed_spec_is_one_line_and_exit_2(tmp_path):
     done = subprocess.run([sys.executable, "-m", "driver_gemm", "plan", str(spec)], capture_output=True, text=True)
     assert done.returncode == EXIT_USAGE
     assert "Traceback" not in done.stderr
-    assert "spec.yaml:9: kernels[0].gird: unknown field 'gird' (hint: did you mean 'grid'?)" in done.stderr
+    assert "spec.yaml:9: kernels[v4].gird: unknown field 'gird' (hint: did you mean 'grid'?)" in done.stderr
 
 
 def test_missing_spec_file(capsys):

@@ -347,3 +347,19 @@ def test_a_cache_switch_of_any_other_value_is_refused_naming_the_variable(monkey
     with pytest.raises(UsageError, match="is 1, true, yes or on to turn the disk caches off") as info:
         cache.enabled()
     assert info.value.field == "DRIVER_GEMM_NO_CACHE"
+
+
+GNU_ASM_KERNEL = ('__device__ inline unsigned lane() { unsigned r; __asm__ __volatile__("mov.u32 %0, %%laneid;" : '
+                  '"=r"(r)); return r; }\n__global__ void k(unsigned* c) { c[0] = lane(); }\n')
+
+
+def test_gnu_inline_assembly_is_told_the_options_that_build_it(tmp_path):
+    # NVRTC takes asm, not GNU's __asm__ (which nvcc takes): the bare error says only that __asm__ is undefined.
+    (tmp_path / "k.cu").write_text(GNU_ASM_KERNEL)
+    with pytest.raises(CompileError) as info:
+        compile_source(tmp_path / "k.cu", ["k"], use_cache=False)
+    assert 'identifier "__asm__" is undefined' in str(info.value)
+    hint = "options: [-D__asm__=asm, -D__volatile__=volatile]"
+    assert hint in str(info.value)
+    options = tuple(hint.split("[", 1)[1].rstrip("]").split(", "))
+    compile_source(tmp_path / "k.cu", ["k"], extra_options=options, use_cache=False)     # as the hint says

@@ -286,3 +286,18 @@ def test_the_first_imports_of_a_command_and_of_a_worker_leave_the_heavy_modules_
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_errors_module_is_an_attribute_right_after_importing_the_package():
+    """docs/embedding.md catches ``dg.errors.WrongArgumentType``: in a fresh interpreter, where nothing else has
+    imported driver_gemm.errors yet, and without loading the heavy modules for it."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; import driver_gemm as dg; assert 'driver_gemm.errors' not in sys.modules; "
+             "print(dg.errors.WrongArgumentType.__name__, issubclass(dg.errors.SpecError, dg.DriverGemmError), "
+             "'errors' in dir(dg), 'numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["WrongArgumentType", "True", "True", "False"]

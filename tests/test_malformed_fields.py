@@ -27,7 +27,7 @@ def test_kernel_names(tmp_path, monkeypatch, capsys, name):
                                       "'f(1)'", "'a b'", "'f<\"x\">'", "'" + "f" * 9000 + "'", "[f]", "42"])
 def test_functions(tmp_path, monkeypatch, capsys, function):
     refused(tmp_path, MINIMAL.replace(FUNCTION, f"    function: {function}"), monkeypatch, capsys,
-            field="kernels[0].function")
+            field="kernels[v4].function")
 
 
 def test_a_long_mangled_function_name_is_accepted_and_one_too_long_is_refused_as_too_long(tmp_path):

@@ -204,6 +204,44 @@ def test_plan_for_an_architecture_nvrtc_cannot_build(tmp_path, monkeypatch, caps
     assert f"sm_{min(supported_archs())}" in line
 
 
+@pytest.mark.parametrize("arch, message", [
+    ("sm_122", "unknown architecture sm_122"),          # no GPU: its hint lists the architectures that plan
+    ("sm_88", "no architecture table for sm_88"),       # NVRTC builds it, but no limits table: offline, no plan
+    ("sm_110a", "no architecture table for sm_110a"),
+    ("sm_70", "cannot compile for sm_70"),             # a table, but NVRTC 13 builds no Volta
+])
+def test_every_architecture_a_refused_arch_names_then_plans(arch, message, tmp_path, monkeypatch, capsys):
+    import re
+
+    from driver_gemm.cuda.compile import compile_text, supported_archs
+    from driver_gemm.cuda.occupancy import ARCHES, base_arch
+    from driver_gemm.planning.spec_plan import plannable_archs
+    from driver_gemm.specfile.archs import KNOWN_ARCHS
+
+    if arch == "sm_70" and 70 in supported_archs():
+        pytest.skip("this NVRTC still builds Volta")
+    line = refused(["plan", SEED, "-k", "v1", "--arch", arch], tmp_path, monkeypatch, capsys, "--arch", message)
+    named = set(re.findall(r"\bsm_[0-9]+[af]?\b", line)) - {arch}
+    # One list in every refusal: the real architectures with a table that this NVRTC builds.
+    assert named == set(plannable_archs()) and "sm_75" in named and "sm_88" not in named, line
+    assert set(plannable_archs()) == {name for name in KNOWN_ARCHS if base_arch(name) in ARCHES
+                                      and int(re.sub(r"\D", "", name)) in supported_archs()}
+    for name in sorted(named):
+        capsys.readouterr()
+        assert main(["plan", SEED, "-k", "v1", "-s", "64x64x64", "--arch", name]) == EXIT_OK, name
+        compile_text("__global__ void k(float* c) { c[0] = 1.0f; }\n", "k.cu", ["k"], name, use_cache=False)
+
+
+def test_a_misspelt_arch_is_pointed_only_at_one_that_plans(tmp_path, monkeypatch, capsys):
+    # sm88 is another spelling of sm_88, a real GPU with no limits table: not offered, since it would be refused.
+    line = refused(["plan", SEED, "-k", "v1", "--arch", "sm88"], tmp_path, monkeypatch, capsys, "--arch",
+                   "not a GPU architecture: 'sm88'")
+    assert "did you mean" not in line
+    line = refused(["plan", SEED, "-k", "v1", "--arch", "sm_089"], tmp_path, monkeypatch, capsys, "--arch",
+                   "unknown architecture sm_089")
+    assert "did you mean sm_89?" in line
+
+
 def test_show_of_results_without_cases_says_so(tmp_path, monkeypatch, capsys):
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps({"spec": "seed", "cases": []}))

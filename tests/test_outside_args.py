@@ -607,6 +607,61 @@ def test_a_buffer_whose_element_differs_from_what_the_kernels_pointer_points_to_
                         "and the buffer's element is float64"]
 
 
+# k(const dg::e4m3_t* A, const dg::e4m3_t* B, __nv_bfloat16* C, const float* sa, <p4>, <p5>): block scales, then
+# two 16-bit float buffers (a bias and a per-column factor) whose pointees the cases below vary.
+HALF_POINTERS = {"__half": "6__half", "__nv_bfloat16": "13__nv_bfloat16", "dg::half_t": "N2dg6half_tE",
+                 "dg::bfloat16_t": "N2dg10bfloat16_tE", "__half2": "7__half2", "unsigned short": "t", "void": "v"}
+
+
+def half_kernel_types(bias: str, factor: str) -> list[ParamType]:
+    from driver_gemm.cuda.mangling import demangle
+    symbol = f"_Z1kPKN2dg6e4m3_tES2_P13__nv_bfloat16PKfPK{HALF_POINTERS[bias]}PK{HALF_POINTERS[factor]}"
+    return list(demangle(symbol).params)
+
+
+@pytest.mark.parametrize("bias, factor, bias_element, factor_element, refused", [
+    ("__half", "__nv_bfloat16", "fp16", "bf16", []),
+    ("dg::half_t", "dg::bfloat16_t", "fp16", "bf16", []),
+    ("__nv_bfloat16", "__half", "fp16", "int16", ["b", "s"]),          # fp16 read as bf16; int16 bits read as fp16
+    ("__half", "__half", "bf16", "uint16", ["b", "s"]),
+    ("dg::bfloat16_t", "dg::half_t", "fp16", "bf16", ["b", "s"]),
+    ("__half", "__nv_bfloat16", "fp32", "float16", ["b", "s"]),
+    # Vectors of halves and void* say nothing of the element: not judged, as before (unsigned short* is a builtin).
+    ("__half2", "unsigned short", "bf16", "uint16", []),
+    ("void", "__half2", "fp32", "int16", []),
+])
+def test_a_buffer_read_through_a_16_bit_float_pointer_is_of_that_float(tmp_path, bias, factor, bias_element,
+                                                                       factor_element, refused):
+    # fp16, bf16, int16 and uint16 are all 2 bytes: only the pointee's type tells them apart. The bias (drawn by the
+    # case) and the filled buffer go through the same check as any buffer; so do block scales.
+    kernel = kernel_of(tmp_path, "types: {a: e4m3, c: bf16}, epilogue: overwrite, signature: [A, B, C, "
+                                 "{name: sa, type: buffer, element: fp32, size: ceil(M / 128) * ceil(K / 128), "
+                                 "scales: {of: A, block: [128, 128]}}, "
+                                 f"{{name: b, type: buffer, element: {bias_element}, size: N, bias: N}}, "
+                                 f"{{name: s, type: buffer, element: {factor_element}, size: N, fill: 1}}]")
+    kernel_types = half_kernel_types(bias, factor)
+    problems = check_signature(slots(8, 8, 8, 8, 8, 8), kernel_types, kernel.signature,
+                               {"A": "e4m3", "B": "e4m3", "C": "bf16"})
+    assert [problem.split(" (")[1].split(",")[0] for problem in problems] == refused, problems
+    for name, problem in zip(refused, problems):
+        pointee = bias if name == "b" else factor
+        element = {"b": kernel.signature[4], "s": kernel.signature[5]}[name].buffer.element
+        holds = "float16" if pointee in ("__half", "dg::half_t") else "bfloat16"
+        assert problem.endswith(f"the kernel's parameter is const {pointee}*, {holds} values, and the buffer's "
+                                f"element is {element} (write element: {holds})"), problem
+
+
+def test_block_scales_read_as_another_16_bit_float_are_refused(tmp_path):
+    kernel = kernel_of(tmp_path, "types: {a: e4m3, c: bf16}, epilogue: overwrite, signature: [A, B, C, "
+                                 "{name: sa, type: buffer, element: fp16, size: ceil(M / 128) * ceil(K / 128), "
+                                 "scales: {of: A, block: [128, 128]}}]")
+    kernel_types = half_kernel_types("__half", "__half")[:3] + [ParamType("pointer", 8, "const __nv_bfloat16*")]
+    problem, = check_signature(slots(8, 8, 8, 8), kernel_types, kernel.signature,
+                               {"A": "e4m3", "B": "e4m3", "C": "bf16"})
+    assert problem == ("parameter 4 (sa, ptr): the kernel's parameter is const __nv_bfloat16*, bfloat16 values, and "
+                       "the buffer's element is float16 (write element: bfloat16)")
+
+
 def test_the_old_integer_form_of_a_workspace_is_refused_against_the_compiled_kernel(tmp_path):
     from driver_gemm.planning.spec_plan import plan_spec
 

@@ -592,6 +592,35 @@ def test_params_carrying_the_templates_names_in_another_order_are_refused_at_par
     assert moved in problems[0] and in_order in problems[0]
 
 
+KINDS_TEMPLATE = {"k.cu": """\
+    template <int TILE, bool CHECKED>
+    __global__ void tb(float* C, const float* A, const float* B, int M, int N, int K) { if (CHECKED) C[0] = TILE; }
+    """}
+
+
+@pytest.mark.parametrize("params, refused", [("{CHECKED: true, TILE: 16}", True), ("{TILE: 16, CHECKED: true}", False)])
+def test_params_of_two_kinds_in_another_order_are_refused_at_params_not_as_a_compile_failure(tmp_path, params,
+                                                                                             refused):
+    # A bool and an int swapped make no instance at all (tb<true, 16>): the compile would fail with "cannot determine
+    # which instance", saying nothing of the order. The order is read before compiling, and the kernel not compiled.
+    from driver_gemm.planning.spec_plan import plan_spec
+
+    spec = _order_spec(_project(tmp_path, KINDS_TEMPLATE), "tb", params)
+    plans, failed = offline_problems(spec)
+    assert failed == {}
+    planned = plan_spec(spec, "sm_90")
+    assert planned.compile_errors == [] and planned.ok == (not refused)
+    if refused:
+        for problems in ([str(problem) for plan in plans for problem in plan.problems],
+                         [str(problem) for plan in planned.plans for problem in plan.problems]):
+            problem, = problems
+            assert "spec.yaml:6: kernels[k].params: params name the template's parameters in " \
+                   "another order than tb declares them (template <TILE, CHECKED>)" in problem, problem
+            assert "give them in the template's order, from its first: params: {TILE: 16, CHECKED: true}" in problem
+    else:
+        assert plans == []
+
+
 @pytest.mark.parametrize("function, params", [
     ("tile", "{BM: 8, BN: 32}"),            # the template's order
     ("tile", "{BM: 8, BN: 32, BK: 16}"),

@@ -137,6 +137,16 @@ def test_a_size_mismatch_names_the_signature_type_for_the_kernels_own(symbol, wr
     assert problem.endswith(f" (write type: {written})") == (written is not None), problem
 
 
+def test_a_one_byte_parameter_is_one_byte():
+    # bool and char parameters: "is 1 byte", not "1 bytes", in the size mismatch and in the count mismatch.
+    for symbol, kind in (("_Z1kb", "(bool)"), ("_Z1kh", "(unsigned char)")):
+        parameter, = demangle(symbol).params
+        problem, = check_signature([ParamSlot(0, 0, 1)], [parameter], signature("x:int32"))
+        assert f"the kernel's parameter {kind} is 1 byte, int32 is 4" in problem, problem
+    counted = check_signature([ParamSlot(0, 0, 1), ParamSlot(1, 4, 4)], None, signature("x:bool"))
+    assert counted == ["the kernel takes 2 parameters (1 byte, 4 bytes), the signature names 1: x"]
+
+
 def test_same_size_wrong_type_is_caught_from_the_mangled_name(compiled):
     cubin, image = compiled
     symbol = cubin.symbol("float_k")

@@ -166,7 +166,7 @@ def error_of(tmp_path, text) -> SpecError:
 
 
 @pytest.mark.parametrize("change, line, field, message", [
-    (("    block: [BN / TN, BM / TM]", "    blok: [BN / TN, BM / TM]"), 8, "kernels[0].blok",
+    (("    block: [BN / TN, BM / TM]", "    blok: [BN / TN, BM / TM]"), 8, "kernels[v4].blok",
      "unknown field 'blok'"),
     (("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [ceil(N / BX), ceil(M / BM)]"), 9, "kernels[v4].grid",
      "uses unknown name BX"),
@@ -237,7 +237,7 @@ def test_a_kernel_name_that_does_not_print_is_echoed_escaped(tmp_path):
 
 def test_missing_required_fields(tmp_path):
     error = error_of(tmp_path, MINIMAL.replace("    function: sgemm_coarsen_2d\n", ""))
-    assert "missing required field 'function'" in error.message and error.field == "kernels[0]"
+    assert "missing required field 'function'" in error.message and error.field == "kernels[v4]"
     error = error_of(tmp_path, "kernels: []\n")
     assert "missing required field 'shapes'" in error.message
 

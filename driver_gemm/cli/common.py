@@ -280,6 +280,10 @@ def check_arch_option(text: str | None) -> None:
 
     problem = arch_problem(text)
     if problem is not None:
+        # lazy: NVRTC is asked only for a refusal, whose hint names the architectures plan --arch plans for
+        from ..planning.spec_plan import PLANNABLE_AS, plannable_archs
+
+        problem = arch_problem(text, plannable_archs(), PLANNABLE_AS) or problem
         raise UsageError(problem[0], field="--arch", hint=problem[1])
 
 

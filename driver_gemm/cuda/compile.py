@@ -1025,6 +1025,9 @@ _HOST_CODE = ("host functions are not allowed in JIT mode", "__host__ function i
 # the file includes their header.
 _DEVICE_RUNTIME = re.compile(r'identifier "(cudaGridDependencySynchronize|cudaTriggerProgrammaticLaunchCompletion'
                              r'|cudaGetParameterBuffer\w*|cudaLaunchDevice\w*)" is undefined')
+# GNU's spelling of inline assembly, which nvcc's host compiler front end takes and NVRTC does not (it takes asm, and
+# __volatile__ after it): the file then fails at its first __asm__, with no word of why.
+_GNU_ASM = 'identifier "__asm__" is undefined'
 
 
 # ptxas refusing an instruction of the architecture-specific target (sm_90a) on the plain one.
@@ -1055,6 +1058,9 @@ def compile_hints(log: str, folders: Iterable[Path] = ()) -> list[str]:
                      "does: add #include <cuda_device_runtime_api.h>, or, leaving the file as it is, options: "
                      "[--pre-include=cuda_device_runtime_api.h] (or write the PTX: asm volatile(\"griddepcontrol"
                      ".wait;\" ::: \"memory\") and \"griddepcontrol.launch_dependents;\")")
+    if _GNU_ASM in log:
+        hints.append("NVRTC knows inline assembly as asm, not as GNU's __asm__, which nvcc takes: write asm "
+                     "volatile(...), or, leaving the file as it is, options: [-D__asm__=asm, -D__volatile__=volatile]")
     if any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log):
         hints.append("NVRTC compiles device code only, and this file has host code (main, a launcher, cudaMalloc): "
                      "build it with compiler: nvcc, or put the host code inside #ifndef __CUDACC_RTC__ ... #endif "

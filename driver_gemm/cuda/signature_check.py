@@ -31,6 +31,14 @@ ELEMENT_POINTEES = {
 }
 # float2 and float4, like int4 and uint4, are not judged: kernels read 8 or 16 bytes of any element type through
 # them (eight halves in one float4 load).
+# A device buffer's element type for each 16-bit float pointee, as an image's symbol spells it (half and nv_bfloat16
+# are typedefs, mangled as the type they name, kept for a symbol written by hand): fp16, bf16, int16 and uint16 are
+# all 2 bytes, so only the type tells a bf16 scale read as __half apart. Their vectors (__half2, half2) are not
+# judged, as float4 is not: kernels load pairs of any 2-byte element through them.
+HALF_POINTEES = {
+    **{name: "float16" for name in ("__half", "half", ELEMENT_TYPES["fp16"].kernel_type)},
+    **{name: "bfloat16" for name in ("__nv_bfloat16", "nv_bfloat16", ELEMENT_TYPES["bf16"].kernel_type)},
+}
 
 
 def _expected_kind(ctype: str) -> str:
@@ -73,7 +81,7 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
                 maps = (f" with a CUtensorMap aligned to {TENSOR_MAP_ALIGNMENTS[0]} bytes as CUDA 13's <cuda.h> "
                         f"declares it ({TENSOR_MAP_ALIGNMENTS[1]} under CUDA 12's makes "
                         f"{argument.layout(TENSOR_MAP_ALIGNMENTS[1]).size})") if argument.holds_tensor_map() else ""
-                problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, the struct's "
+                problems.append(f"{where}: the kernel's parameter{kernel_text} is {_bytes(slot.size)}, the struct's "
                                 f"fields ({describe_fields(argument)}) make {size}{maps}")
             elif kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, not a struct")
@@ -86,7 +94,7 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             continue
         if slot.size != ctype.size:
             written = spec_type_of(kernel_type) if kernel_type is not None else None
-            problems.append(f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes, "
+            problems.append(f"{where}: the kernel's parameter{kernel_text} is {_bytes(slot.size)}, "
                             f"{argument.ctype} is {ctype.size}" + (f" (write type: {written})" if written else ""))
             continue
         if kernel_type is not None and kernel_type.kind in ("pointer", "int", "float"):
@@ -212,10 +220,17 @@ def _pointer_array_problems(where: str, kernel_type: ParamType, matrix: str,
 
 def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[str]:
     """A device buffer's element against what the kernel's pointer points to (``int*`` holds int32), where
-    the pointee is a builtin type: a buffer of int64 read as int would be read wrong from its second element."""
+    the pointee is a builtin type or a 16-bit float (``__half``, ``__nv_bfloat16``): a buffer of int64 read as int
+    would be read wrong from its second element, an fp16 buffer read as bf16 wrong from its first."""
     pointee = _pointee(kernel_type)
     if pointee is None:
         return []
+    holds = HALF_POINTEES.get(pointee)
+    if holds is not None:
+        if element == holds:
+            return []
+        return [f"{where}: the kernel's parameter is {kernel_type.text}, {holds} values, and the buffer's "
+                f"element is {element} (write element: {holds})"]
     kind, size = BUILTIN_TYPES.get(pointee, (None, None))
     if kind not in ("int", "float"):
         return []
@@ -244,13 +259,13 @@ def _tensor_map_problems(argument, slot: ParamSlot, kernel_type: ParamType | Non
     passing = argument.tensor_map.passing
     pointer = kernel_type is not None and kernel_type.kind == "pointer"
     if passing == "pointer" and (slot.size != POINTER_BYTES or kernel_type is not None and not pointer):
-        return [f"{where}: pass: pointer, but the kernel's parameter{kernel_text} is {slot.size} bytes, "
+        return [f"{where}: pass: pointer, but the kernel's parameter{kernel_text} is {_bytes(slot.size)}, "
                 "not a pointer"]
     if passing == "value" and (slot.size != TENSOR_MAP_BYTES or pointer):
         return [f"{where}: pass: value needs a {TENSOR_MAP_BYTES}-byte parameter, the kernel's{kernel_text} is "
-                f"{slot.size} bytes" + (" (a pointer: write pass: pointer, or leave pass out)" if pointer else "")]
+                f"{_bytes(slot.size)}" + (" (a pointer: write pass: pointer, or leave pass out)" if pointer else "")]
     if passing is None and slot.size not in (TENSOR_MAP_BYTES, POINTER_BYTES):
-        return [f"{where}: the kernel's parameter{kernel_text} is {slot.size} bytes; a tensor map is passed as "
+        return [f"{where}: the kernel's parameter{kernel_text} is {_bytes(slot.size)}; a tensor map is passed as "
                 f"{TENSOR_MAP_BYTES} bytes by value or as an {POINTER_BYTES}-byte const CUtensorMap*"]
     if passing is None and slot.size == POINTER_BYTES and kernel_type is not None and not pointer:
         return [f"{where}: the kernel's parameter is {kernel_type.text} ({kernel_type.kind}), neither a tensor "
@@ -259,7 +274,12 @@ def _tensor_map_problems(argument, slot: ParamSlot, kernel_type: ParamType | Non
 
 
 def _describe(slot: ParamSlot, kind: ParamType | None) -> str:
-    return f"{kind.text}" if kind else f"{slot.size} bytes"
+    return f"{kind.text}" if kind else _bytes(slot.size)
+
+
+def _bytes(size: int) -> str:
+    """``1 byte``, ``4 bytes``: a bool or char parameter is one byte."""
+    return f"{size} byte" if size == 1 else f"{size} bytes"
 
 
 def check_kernel_signature(kernel, image: KernelImage) -> None:

@@ -46,9 +46,33 @@ def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePl
     scalars = dict(spec.scalars)
     host = host_total()
     known_type_sizes(kernels_of(spec), limits.arch)   # one compile per program, not one per configuration
-    return {(kernel.label, shape.label): with_memory_check(plan_launch(kernel, shape, limits, scalars), host,
-                                                           limits.arch)
+    return {(kernel.label, shape.label): with_template_order(with_memory_check(plan_launch(kernel, shape, limits,
+                                                                                           scalars), host,
+                                                                               limits.arch))
             for shape in spec.shapes for kernel in kernels_on(spec, shape)}
+
+
+def with_template_order(plan: CasePlan) -> CasePlan:
+    """`plan` refused at ``params`` where they name the template's parameters in another order
+    (`params_out_of_template_order`). Checked before compiling: params of different kinds swapped
+    (``{CHECKED: true, TILE: 16}`` for ``template <int TILE, bool CHECKED>``) make no instance at all, and the
+    compiler's error would not say why; such a kernel is then not compiled (`CasePlan.refused_before_compiling`)."""
+    problems = _template_order_problems(plan.kernel)
+    return dataclasses.replace(plan, problems=[*plan.problems, *problems]) if problems else plan
+
+
+# `params_out_of_template_order` of each kernel, by its id, holding it so that the id stays its own: checked once
+# per kernel, not once per case.
+_ORDER_CHECKS: dict[int, tuple[KernelSpec, list[SpecError]]] = {}
+
+
+def _template_order_problems(kernel: KernelSpec) -> list[SpecError]:
+    found = _ORDER_CHECKS.get(id(kernel))
+    if found is None or found[0] is not kernel:
+        if len(_ORDER_CHECKS) >= _IMAGE_CHECKS_KEPT:
+            _ORDER_CHECKS.clear()
+        found = _ORDER_CHECKS[id(kernel)] = (kernel, params_out_of_template_order(kernel))
+    return found[1]
 
 
 def refused_everywhere(spec: Spec, limits: ArchLimits,
@@ -153,8 +177,8 @@ def _image_checks(kernel: KernelSpec, built: Cubin) -> tuple[list[SpecError], Sp
     if found is None or found[0] is not kernel or found[1] is not built:
         if len(_IMAGE_CHECKS) >= _IMAGE_CHECKS_KEPT:
             _IMAGE_CHECKS.clear()
-        found = _IMAGE_CHECKS[key] = (kernel, built, [*params_out_of_template_order(kernel),
-                                                      *boolean_parameter_problems(kernel, built),
+        # The params' order is not among these: it is checked before compiling (`with_template_order`).
+        found = _IMAGE_CHECKS[key] = (kernel, built, [*boolean_parameter_problems(kernel, built),
                                                       *following_signature_errors(kernel, built)],
                                       signature_error(kernel, built))
     return found[2], found[3]

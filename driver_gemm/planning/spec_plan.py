@@ -19,13 +19,14 @@ from pathlib import Path
 from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
-from ..cuda.occupancy import ArchLimits, arch_limits, limits_from_device, parse_arch
-from ..errors import (CompileError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType, WrongArgumentValue,
-                      flag_argument, ordinal_argument)
+from ..cuda.occupancy import ARCHES, ArchLimits, arch_limits, base_arch, limits_from_device, parse_arch
+from ..errors import (CompileError, ConfigError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType,
+                      WrongArgumentValue, flag_argument, ordinal_argument)
+from ..specfile.archs import KNOWN_ARCHS
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Shape, Spec
 from . import build
-from .build import Compiled, compile_spec, complete_plan, led_by_spec_line
+from .build import Compiled, compile_spec, complete_plan, led_by_spec_line, with_template_order
 from .cases import dispatched, kernels_of, standalone
 from .case_plan import MAX_SM_COUNT, CasePlan, plan_launch
 from .sizeof_values import known_type_sizes
@@ -96,21 +97,45 @@ def plan_target(arch: str | None = None, device: int = 0) -> PlanTarget:
         arch = normalise_arch(arch)
     except CompileError as exc:
         raise UsageError(str(exc), field="--arch") from None
-    limits = arch_limits(arch)     # a ConfigError for an architecture without a limits table
-    _check_nvrtc_builds(arch)
-    return PlanTarget(arch, limits)
+    plannable = plannable_archs()
+    if arch not in plannable:
+        offered = f"{PLANNABLE_AS}: {', '.join(plannable)}"
+        if base_arch(arch) not in ARCHES:
+            raise ConfigError(f"no architecture table for {arch} ({offered})", field="--arch",
+                              hint="on the GPU itself the limits come from its driver; offline, plan for the nearest "
+                                   "of those and give the SM count with --sms")
+        if not _nvrtc_builds(arch, _nvrtc_targets()):
+            raise UsageError(f"NVRTC {'.'.join(map(str, nvrtc_version()))} cannot compile for {arch} ({offered})",
+                             field="--arch")
+        raise ConfigError(f"unknown architecture {arch} ({offered})", field="--arch")
+    return PlanTarget(arch, arch_limits(arch))
 
 
-def _check_nvrtc_builds(arch: str) -> None:
-    """A `UsageError` on ``--arch`` for an architecture the loaded NVRTC cannot compile for (sm_70 on NVRTC 13)."""
+# How a refusal of --arch introduces `plannable_archs`, the same words wherever the refusal is made.
+PLANNABLE_AS = "plans are made for"
+
+
+def plannable_archs() -> tuple[str, ...]:
+    """The architectures ``plan --arch`` (`plan_target`) plans for, and the ones every refusal of ``--arch`` names:
+    those of `specfile.archs.KNOWN_ARCHS` (the a and f targets too) that have a limits table
+    (`cuda.occupancy.ARCHES`) and that the loaded NVRTC builds. An architecture named here is never then refused."""
+    supported = _nvrtc_targets()
+    return tuple(name for name in KNOWN_ARCHS if base_arch(name) in ARCHES and _nvrtc_builds(name, supported))
+
+
+def _nvrtc_targets() -> list[int]:
+    """The compute capabilities the loaded NVRTC builds (90 for sm_90); empty where no NVRTC answers."""
     try:
-        supported = supported_archs()
+        return supported_archs()
     except DriverGemmError:
-        return       # no NVRTC to ask: compiling will say so itself
+        return []
+
+
+def _nvrtc_builds(arch: str, supported: list[int]) -> bool:
+    """Whether an NVRTC building `supported` compiles for `arch` (not sm_70 on NVRTC 13); True where no NVRTC
+    answered (`supported` empty), whose compile will say so itself."""
     number = int(re.match(r"sm_(\d+)", arch).group(1))
-    if supported and number not in supported:
-        raise UsageError(f"NVRTC {'.'.join(map(str, nvrtc_version()))} cannot compile for {arch}; it builds "
-                         f"sm_{min(supported)} to sm_{max(supported)}", field="--arch")
+    return not supported or number in supported
 
 
 def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | None = None, *,
@@ -199,8 +224,8 @@ class PlanStream:
 
     def _launch(self, kernel: KernelSpec, shape) -> CasePlan:
         """The case's launch and memory checked, before compiling (`build.launch_plans` for one case)."""
-        return with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars), self._host,
-                                 self._limits.arch)
+        return with_template_order(with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars),
+                                                     self._host, self._limits.arch))
 
     def __iter__(self) -> Iterator[CasePlan]:
         compiled = self.result.compiled

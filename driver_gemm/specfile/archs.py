@@ -3,7 +3,9 @@
 Every compute capability NVIDIA has shipped, Volta (7.0) to Blackwell (12.1); the ``a`` suffix
 names an architecture-specific target (Hopper on: wgmma, tcgen05), ``f`` a family-specific one
 (Blackwell families). Whether the installed NVRTC can build one is the compiler's to say; this
-list only refuses names that are no GPU at all.
+list only refuses names that are no GPU at all. It is the one list of architectures: those that
+``plan --arch`` plans for are the ones of it with a limits table that NVRTC builds
+(`driver_gemm.planning.spec_plan.plannable_archs`), and its refusals name only those.
 """
 
 from __future__ import annotations
@@ -33,27 +35,30 @@ def is_known_arch(name: str) -> bool:
     return name in KNOWN_ARCHS
 
 
-def arch_problem(value: Any) -> tuple[str, str] | None:
+def arch_problem(value: Any, offered: tuple[str, ...] = KNOWN_ARCHS,
+                 offered_as: str = "known") -> tuple[str, str] | None:
     """Why `value` is not an architecture a spec's ``arch:`` or ``plan --arch`` may name, and a hint; None when it
-    is one. One rule for both: what passes here is what NVRTC is asked to build for."""
+    is one. One rule for both: what passes here is what NVRTC is asked to build for. The hint suggests and lists
+    only architectures of `offered`, introduced as `offered_as` (``plan --arch`` gives those it plans for), so that
+    none it names is then refused."""
     if not isinstance(value, str) or not ARCH_FORM.fullmatch(value):
-        near = _near_spelling(value)
+        near = _near_spelling(value, offered)
         return (f"not a GPU architecture: {kind_name(value)}; one is written such as sm_90a",
                 f"did you mean {near}?" if near else FORM_HINT)
     if not is_known_arch(value):
-        near = _near_spelling(value)
+        near = _near_spelling(value, offered)
         return f"unknown architecture {value}", (f"did you mean {near}?" if near
-                                                 else f"known: {', '.join(KNOWN_ARCHS)}")
+                                                 else f"{offered_as}: {', '.join(offered)}")
     return None
 
 
-def _near_spelling(value: Any) -> str | None:
-    """The known architecture `value` is another spelling of (``SM_90A``, ``sm90``, ``90``, ``compute_90``,
-    ``sm_089``), else None."""
+def _near_spelling(value: Any, offered: tuple[str, ...]) -> str | None:
+    """The architecture of `offered` that `value` is another spelling of (``SM_90A``, ``sm90``, ``90``,
+    ``compute_90``, ``sm_089``), else None."""
     if not isinstance(value, str):
         return None
     match = re.fullmatch(r"(?:sm_?|compute_)?0*([0-9]{2,3})([af]?)", value.strip().lower())
     if match is None:
         return None
     near = f"sm_{match.group(1)}{match.group(2)}"
-    return near if near != value and is_known_arch(near) else None
+    return near if near != value and near in offered else None

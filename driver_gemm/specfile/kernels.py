@@ -89,6 +89,10 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     if not isinstance(node, dict):
         raise context.error(f"a kernel is a mapping with at least source, function, block and grid, "
                             f"got {kind_name(node)}", parent, index, dotted)
+    # Named as every later message names it wherever the entry's own name can be read safely.
+    named = node.get("name")
+    if isinstance(named, str) and is_safe_name(named) and not is_baseline_label(named):
+        dotted = f"kernels[{named}]"
     check_keys(context, node, KERNEL_KEYS, dotted)
     if "source" not in node and "binary" not in node:
         raise context.error("missing required field 'source' (or 'binary' for a prebuilt kernel)", node, None,
@@ -96,7 +100,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     for required in ("function", "block", "grid"):
         if required not in node:
             raise context.error(f"missing required field '{required}'", node, None, dotted)
-    name, function = _identity(context, node, dotted)
+    name, function = _identity(context, node, f"kernels[{index}]" if "name" not in node else dotted)
     dotted = f"kernels[{name}]"
     source, binary, compiler = _code(context, node, dotted)
     param_names, param_configurations = _params(context, node, dotted, function)
