@@ -43,6 +43,7 @@ import errno
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
@@ -111,6 +112,19 @@ def _existing_folder(folder: str) -> str:
         return current
 
 
+def _absolute(name: str) -> str:
+    """`name` made absolute: as it is when it already is (the current folder is not needed, nor asked for, so a
+    removed current folder does not stop an absolute path), else joined to the current folder; `_Refused` naming the
+    problem where the current folder no longer exists (removed while the command runs in it)."""
+    if os.path.isabs(name):
+        return name
+    try:
+        return os.path.join(os.getcwd(), name)
+    except FileNotFoundError:
+        raise _Refused("is a relative path, and the current folder no longer exists (it was removed), so it names "
+                       "no place: give an absolute path, or run the command in an existing folder") from None
+
+
 def _resolve(path: Path) -> tuple[Path, os.stat_result | None]:
     """The file a write to `path` replaces (every link followed) and its status (None when new); or `_Refused`."""
     target, status, _ = _resolve_in(path)
@@ -140,10 +154,10 @@ def _resolve_in(path: Path) -> tuple[Path, os.stat_result | None, str]:
             raise _Refused("is not a regular file (a device, a FIFO or a socket): give the name of a file to write")
         if not status.st_mode & 0o222 or not os.access(name, os.W_OK):
             raise _Refused("is read-only: make it writable (chmod u+w) or write elsewhere; it was left as it is")
-    target = Path(os.path.realpath(name))
+    absolute = _absolute(name)
+    target = Path(os.path.realpath(absolute))
     # The folders as named, not as resolved: a dangling link on the way is refused, never made to point somewhere.
-    folder = _existing_folder(os.fspath(target.parent) if status is not None
-                              else os.path.dirname(os.path.join(os.getcwd(), name)))
+    folder = _existing_folder(os.fspath(target.parent) if status is not None else os.path.dirname(absolute))
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _Refused(f"cannot write in {folder} (permission denied)")
     return target, status, folder
@@ -219,7 +233,7 @@ def check_output_folder(path: str | Path | None, role: str) -> None:
                     raise _Refused(_dangling(name) if error.errno == errno.ENOENT
                                    else "is a loop of symbolic links (or under one)") from None
             raise _Refused("is a file, not a folder")
-        folder = _existing_folder(os.path.join(os.getcwd(), name))
+        folder = _existing_folder(_absolute(name))
         if not os.access(folder, os.W_OK | os.X_OK):
             raise _Refused(f"cannot write in {folder} (permission denied)")
         _probe(folder)
@@ -257,20 +271,35 @@ def refuse_aliases(outputs: Iterable[tuple[str, str | Path | None]],
                                  "each its own file", where=str(path), field=role)
 
 
-_umask: int | None = None
+_umask_lock = threading.Lock()
 
+
+def _current_umask() -> int:
+    """The process's umask as it is now, read each time a file is written, never kept: the program that embeds this
+    one may change it at any time (tightening it before writing results), and a file must get the umask of the
+    moment it is made.
+
+    It is read where Linux shows it (``Umask:`` in /proc/self/status), which changes nothing. `os.umask` can only
+    read the umask by setting another one and putting it back, and the umask is the whole process's: a file any
+    other thread creates between the two calls would get the stand-in's mode. That call is only the fallback where
+    /proc does not show it (another system, /proc not mounted), under a lock so that at least this module's own
+    writers never read each other's stand-in.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def _new_file_mode() -> int:
-    global _umask
-    if _umask is None:
-        try:     # read where the kernel shows it, so that no other thread's file is made under a changed umask
-            with open("/proc/self/status", encoding="ascii") as status:
-                _umask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
-        except (OSError, ValueError, StopIteration, IndexError):
-            _umask = os.umask(0o022)
-            os.umask(_umask)
-    return 0o666 & ~_umask
+    return 0o666 & ~_current_umask()
 
 
 @contextlib.contextmanager

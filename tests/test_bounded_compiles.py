@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -183,3 +184,80 @@ def test_sigterm_during_nvcc_takes_its_children_and_temporary_files(tmp_path):
     time.sleep(0.5)
     assert not any(alive(pid) for pid in every)
     assert list(scratch.iterdir()) == []
+
+
+def _sleeper(seconds: float) -> list[str]:
+    return [sys.executable, "-c", f"import time; time.sleep({seconds})"]
+
+
+def test_an_interrupted_compile_spec_stops_only_its_own_compiles_and_leaves_no_stop_behind(tmp_path, monkeypatch):
+    from driver_gemm.planning import build
+    from driver_gemm.specfile import load_spec
+
+    spec = load_spec(write(tmp_path, MINIMAL.replace("TM: 4, TN: 4", "TM: [2, 4], TN: 4")))
+    first = build.kernels_of(spec)[0].label
+    started = threading.Event()
+    seen: dict[str, object] = {}
+
+    def fake_build(kernels, target):
+        if kernels[0].label == first:        # the program the interrupt comes from, once its sibling compiles
+            started.wait(30)
+            time.sleep(0.3)
+            raise KeyboardInterrupt
+        started.set()
+        try:
+            seen["sibling"] = bounded.run_bounded(_sleeper(30), None, 60).returncode
+        except bounded.ChildStopped as stopped:
+            seen["sibling"] = stopped.reason
+        raise CompileError("stopped")
+
+    def other_call() -> None:               # a compile another thread runs for a call of its own
+        seen["other"] = bounded.run_bounded(_sleeper(2), None, 60).returncode
+
+    monkeypatch.setattr(build, "build_kernels", fake_build)
+    other = threading.Thread(target=other_call)
+    other.start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        build.compile_spec(spec, "sm_90", jobs=2)
+    other.join(30)
+    deadline = time.monotonic() + 30
+    while "sibling" not in seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert time.monotonic() - began < 20
+    # The interrupted call's own compile is killed and said to be stopped (not a crash, nor out of memory) ...
+    assert seen["sibling"] == "stopped"
+    # ... the other thread's compile runs to its end ...
+    assert seen["other"] == 0
+    # ... and a later compile, from any thread, runs.
+    later: dict[str, object] = {}
+
+    def compile_later() -> None:
+        try:
+            later["code"] = bounded.run_bounded([sys.executable, "-c", "pass"], None, 60).returncode
+        except bounded.ChildStopped as stopped:
+            later["code"] = stopped.reason
+    thread = threading.Thread(target=compile_later)
+    thread.start()
+    thread.join(30)
+    assert later["code"] == 0
+    assert not [pid for pid in children_of(os.getpid()) if alive(pid)]
+
+
+def test_stopping_a_scope_kills_its_running_child_and_the_children_of_scopes_inside_it():
+    seen: dict[str, object] = {}
+
+    with bounded.stop_scope() as outer:
+        def inner_call() -> None:
+            with bounded.stop_scope():
+                try:
+                    bounded.run_bounded(_sleeper(30), None, 60)
+                except bounded.ChildStopped as stopped:
+                    seen["inner"] = stopped.reason
+        thread = threading.Thread(target=bounded.in_scope(inner_call))
+        thread.start()
+        time.sleep(1)
+        outer.stop()
+        thread.join(20)
+    assert seen["inner"] == "stopped"
+    assert bounded.run_bounded([sys.executable, "-c", "pass"], None, 60).returncode == 0

@@ -200,3 +200,76 @@ def test_an_entry_that_is_a_folder_holding_files_is_one_warning_naming_the_entry
     assert len(warnings) == 1, warnings
     assert f"the disk cache entry {first} is a folder and cannot be removed" in warnings[0]
     assert "DRIVER_GEMM_CACHE_DIR" not in warnings[0] and (first / "kept.txt").is_file()
+
+
+KEY = "6c" + "0" * 62
+
+
+@pytest.mark.parametrize("kind", ["loop of links", "dangling link", "file", *([] if os.geteuid() == 0 else
+                                                                           ["folder of mode 000"])])
+def test_an_entry_folder_that_is_no_usable_folder_is_made_again_without_a_warning(cache_dir, kind, caplog,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(cache, "_unwritable_folders", set())     # as in a new process
+    monkeypatch.setattr(cache, "_stuck_entries", set())
+    shard = cache.path_for(KEY).parent
+    cache_dir.mkdir()
+    if kind == "loop of links":
+        shard.symlink_to(shard.name)
+    elif kind == "dangling link":
+        shard.symlink_to(cache_dir / "nothing-here")
+    elif kind == "file":
+        shard.write_text("not a folder")
+    else:
+        shard.mkdir()
+        shard.chmod(0)
+    cache.write_entry(cache.path_for(KEY), cache._MAGIC, b"body")
+    assert shard.is_dir() and not shard.is_symlink()
+    assert cache.read_entry(cache.path_for(KEY), cache._MAGIC) == b"body"
+    assert not [record for record in caplog.records if record.levelname == "WARNING"], caplog.text
+
+
+def test_an_entry_that_cannot_be_written_is_one_warning_naming_it_and_the_other_folders_still_written(
+        cache_dir, caplog, monkeypatch):
+    monkeypatch.setattr(cache, "_unwritable_folders", set())     # as in a new process
+    cache_dir.mkdir()
+    target = cache.path_for(KEY)
+    other = cache.path_for("ab" + "0" * 62)
+    real_write = cache.write_file
+
+    def refused_in_one_folder(path, data):
+        if path.parent == target.parent:
+            raise cache.OutputError(f"{path}: not written: permission denied")
+        return real_write(path, data)
+
+    monkeypatch.setattr(cache, "write_file", refused_in_one_folder)
+    cache.write_entry(target, cache._MAGIC, b"body")
+    cache.write_entry(target.with_name("6c" + "1" * 62 + ".cubin"), cache._MAGIC, b"body")
+    cache.write_entry(other, cache._MAGIC, b"body")
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert f"{target}: not written: permission denied" in warnings[0]
+    assert "entries in the cache's other folders are still written" in warnings[0]
+    assert "going on without it" not in warnings[0]
+    assert cache.read_entry(other, cache._MAGIC) == b"body"
+
+
+@pytest.mark.parametrize("value", ["relx", "./relx", "relx/sub"])
+def test_a_relative_xdg_cache_home_is_ignored(value, tmp_path, monkeypatch):
+    # The XDG Base Directory spec: a relative path there is invalid and is ignored (else each working folder
+    # would get a cache of its own).
+    monkeypatch.delenv("DRIVER_GEMM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    assert cache.directory() == tmp_path / "home" / ".cache" / "driver-gemm"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.directory() == tmp_path / "xdg" / "driver-gemm"
+
+
+@pytest.mark.parametrize("value", [" ", "\t", "  \n"])
+def test_a_cache_dir_of_only_whitespace_is_as_unset_as_for_no_cache(value, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", value)
+    monkeypatch.setenv("DRIVER_GEMM_NO_CACHE", value)
+    assert cache.directory() == tmp_path / "home" / ".cache" / "driver-gemm"
+    assert cache.enabled()

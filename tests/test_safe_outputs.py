@@ -434,6 +434,73 @@ def test_a_new_file_gets_the_umask_permissions(tmp_path):
     assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+def test_a_new_file_gets_the_umask_of_the_moment_it_is_written(tmp_path):
+    # The program embedding this one may tighten its umask after a first write: the later files take the new one.
+    before = os.umask(0o022)
+    try:
+        write_file(tmp_path / "first.json", "{}")
+        os.umask(0o077)
+        write_file(tmp_path / "second.json", "{}")
+        with output_files.replacing(tmp_path / "third.json") as out:
+            out.write("{}")
+    finally:
+        os.umask(before)
+    assert (tmp_path / "first.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "second.json").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "third.json").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.fixture
+def removed_cwd(tmp_path, monkeypatch):
+    """The current folder, removed while the command runs in it (a shell left in a folder another one deleted)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(FileNotFoundError):
+        os.getcwd()
+    return gone
+
+
+def test_absolute_outputs_need_no_current_folder_and_relative_ones_say_it_is_gone(tmp_path, removed_cwd):
+    written = tmp_path / "out" / "results.json"
+    check_output(written, "--json")
+    output_files.check_output_folder(tmp_path / "logs", "--logs")
+    write_file(written, "{}")
+    assert written.read_text() == "{}"
+    log = AppendOnlyFile(tmp_path / "run.jsonl")
+    log.append("{}\n")
+    log.close()
+    for call, kind in ((lambda: check_output("results.json", "--json"), UsageError),
+                       (lambda: output_files.check_output_folder("logs", "--logs"), UsageError),
+                       (lambda: write_file("results.json", "{}"), OutputError)):
+        with pytest.raises(kind) as info:
+            call()
+        assert "results.json" in str(info.value) or "logs" in str(info.value)
+        assert "the current folder no longer exists" in str(info.value)
+
+
+def test_a_plan_in_a_removed_current_folder_writes_its_cache_and_succeeds(tmp_path, removed_cwd, monkeypatch,
+                                                                          capsys):
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", str(cache_dir))
+    assert main(["plan", str(SPECS / "seed.yaml"), "--arch", "sm_90", "-k", "v1"]) == EXIT_OK
+    assert "internal error" not in capsys.readouterr().err
+    assert list(cache_dir.rglob("*.cubin"))
+
+
+def test_a_relative_cache_folder_in_a_removed_current_folder_is_a_warning(tmp_path, removed_cwd, monkeypatch,
+                                                                         caplog):
+    from driver_gemm.cuda import cache
+
+    monkeypatch.setenv("DRIVER_GEMM_CACHE_DIR", "relative-cache")
+    monkeypatch.setattr(cache, "_unwritable_folders", set())     # as in a new process
+    cache.write_entry(cache.path_for("ab" * 32), b"magic\n", b"body")
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1 and "the current folder no longer exists" in warnings[0], warnings
+    assert "relative-cache" in warnings[0]
+
+
 def test_run_refuses_a_read_only_case_log_to_resume_before_any_work(tmp_path, capsys):
     spec = write(tmp_path, MINIMAL)
     log = tmp_path / "run.jsonl"

@@ -168,7 +168,15 @@ def console() -> None:
     workers that close their sessions on their own.
     """
     _claim_closed_descriptors()
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:   # before the command's funnel (parsing the command line): said as it would say it
+        try:
+            if sys.stderr is not None:
+                sys.stderr.write("driver-gemm: interrupted\n")
+        except (OSError, ValueError):   # stderr gone: the exit code still says it
+            pass
+        code = EXIT_INTERRUPTED
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:       # None: closed when the command started

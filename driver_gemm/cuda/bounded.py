@@ -3,8 +3,9 @@
 NVRTC compiles in a child Python process (`compile_child`) whose address space is capped (``RLIMIT_AS``) and
 whose run is timed; nvcc runs as it is, in a session of its own with its temporary files in a folder of ours. Each
 child leads its own process group, so a Ctrl-C at the terminal reaches only this process, which then kills the
-groups of every compile still running (nvcc's gcc and cc1plus with it) before the interrupt goes on: one Ctrl-C
-stops a compile however long NVRTC would have taken. A SIGTERM while a compile runs ends it the same way. The
+groups of the compiles the interrupted call started (nvcc's gcc and cc1plus with them; `StopScope`) before the
+interrupt goes on: one Ctrl-C stops a compile however long NVRTC would have taken, while compiles that other threads
+started for calls of their own go on. A SIGTERM while a compile runs ends it the same way. The
 bounds are `compile_bounds`: ``DRIVER_GEMM_COMPILE_TIMEOUT_S`` (default 600 s, 0 for no time limit, at most
 `MAX_TIMEOUT_S`) and ``DRIVER_GEMM_COMPILE_MEMORY_MB`` (default 16384 MiB, 0 for no cap, at least `MIN_MEMORY_MB`
 and at most `MAX_MEMORY_MB`).
@@ -13,6 +14,7 @@ and at most `MAX_MEMORY_MB`).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 import signal
@@ -90,23 +92,77 @@ class ChildStopped(DriverGemmError):
         super().__init__(reason)
 
 
-_lock = threading.Lock()
-_children: set[subprocess.Popen] = set()
-_stopping = threading.Event()
+class StopScope:
+    """The compiles one call started (`compile_spec`'s, on the threads of its pool), so that an interrupt of that call
+    stops them, and only them: the threads of other calls, in this process, go on compiling.
+
+    `stop` kills the process group of every compile of the scope still running and refuses new ones in it; a child
+    it killed is `ChildStopped("stopped")`, not a crash. A scope entered (`stop_scope`) inside another one belongs
+    to it: stopping the outer one stops the inner one's compiles too. Nothing of a scope outlives its call, so a
+    stop never fails a later compile.
+    """
+
+    def __init__(self, parent: StopScope | None = None):
+        self.parent = parent
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._children: set[subprocess.Popen] = set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped.is_set() or (self.parent is not None and self.parent.stopped)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        with self._lock:
+            children = list(self._children)
+        for child in children:
+            _kill_group(child)
+
+    def _chain(self) -> list[StopScope]:
+        scopes: list[StopScope] = []
+        scope: StopScope | None = self
+        while scope is not None:
+            scopes.append(scope)
+            scope = scope.parent
+        return scopes
+
+    def _add(self, child: subprocess.Popen) -> None:
+        for scope in self._chain():     # an outer scope's stop reaches its inner scopes' children too
+            with scope._lock:
+                scope._children.add(child)
+
+    def _discard(self, child: subprocess.Popen) -> None:
+        for scope in self._chain():
+            with scope._lock:
+                scope._children.discard(child)
 
 
-def stop_all() -> None:
-    """Kill the process group of every compile still running, and refuse new ones until `allow_new` (for the
-    threads of a parallel compile, while the interrupt that called this unwinds the main thread)."""
-    _stopping.set()
-    with _lock:
-        children = list(_children)
-    for child in children:
-        _kill_group(child)
+# The scope of the call this code runs for. A context variable, not a global: each call (and each thread a pool
+# runs its work on, given the caller's context: `in_scope`) sees its own, so one call's stop reaches no other's.
+_scope: contextvars.ContextVar[StopScope | None] = contextvars.ContextVar("driver_gemm_stop_scope", default=None)
 
 
-def allow_new() -> None:
-    _stopping.clear()
+@contextlib.contextmanager
+def stop_scope():
+    """A new `StopScope` for the block (inside the current one, if any), current in this thread while it runs."""
+    scope = StopScope(_scope.get())
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _scope.reset(token)
+
+
+def in_scope(function):
+    """`function` to run on another thread (a pool's) within the caller's scope: a thread does not inherit the
+    context of the thread that hands it work. Each call runs in a copy of the context, since one context cannot be
+    entered by two threads at once."""
+    context = contextvars.copy_context()
+
+    def run(*args, **kwargs):
+        return context.copy().run(function, *args, **kwargs)
+    return run
 
 
 def _kill_group(child: subprocess.Popen) -> None:
@@ -145,11 +201,14 @@ def run_bounded(command: list[str], request: bytes | None, seconds: float, *, en
 
     Raises `ChildStopped("time")` past `seconds` (infinity: never), and re-raises an interrupt
     (KeyboardInterrupt, or a SIGTERM in the main thread) after killing the child's whole process group; either
-    way nothing of it is left running. A child that cannot be started at all (its program missing or not
+    way nothing of it is left running. Raises `ChildStopped("stopped")` when the current `StopScope` is stopped
+    (before the child starts, or while it runs: killed by the stop). A child that cannot be started at all (its
+    program missing or not
     executable, no memory or processes left) is a `CompileError` naming the program: every caller runs a
     compiler or a compiler's check, and records a `CompileError` as the kernel's failure to build.
     """
-    if _stopping.is_set() and threading.current_thread() is not threading.main_thread():
+    scope = _scope.get()
+    if scope is not None and scope.stopped:
         raise ChildStopped("stopped")
     with terminated_as_interrupt():
         try:
@@ -158,10 +217,10 @@ def run_bounded(command: list[str], request: bytes | None, seconds: float, *, en
         except OSError as error:   # a Python child is named by its module: `python` alone says too little
             program = " ".join(command[:3]) if command[1:2] == ["-m"] else command[0]
             raise CompileError(f"could not start {program}: {error.strerror or error}") from None
-        with _lock:
-            _children.add(child)
+        if scope is not None:
+            scope._add(child)
         try:
-            if _stopping.is_set() and threading.current_thread() is not threading.main_thread():
+            if scope is not None and scope.stopped:     # stopped while it started: `stop` did not see it
                 raise ChildStopped("stopped")
             stdout, stderr = child.communicate(request, timeout=seconds if math.isfinite(seconds) else None)
         except subprocess.TimeoutExpired:
@@ -174,8 +233,12 @@ def run_bounded(command: list[str], request: bytes | None, seconds: float, *, en
             raise
         finally:
             _kill_group(child)     # whatever it started and left behind goes with it
-            with _lock:
-                _children.discard(child)
+            if scope is not None:
+                scope._discard(child)
+    if scope is not None and scope.stopped:
+        # Killed by the scope's stop (SIGKILL, as a cap on memory would end it), or done as the stop came: either
+        # way the call is being stopped, and the child's end is no result of its own.
+        raise ChildStopped("stopped")
     return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 

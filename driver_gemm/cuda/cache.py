@@ -7,8 +7,9 @@ of the rest, a JSON header, the image), written to a temporary file and renamed 
 whose checksum fails, that is not a regular file of bounded size, or whose header does not name
 its key is ignored and rewritten (what is not a file is removed first). What the header means, and
 whether its values are of the types it writes, is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR``
-moves it (default ``$XDG_CACHE_HOME/driver-gemm`` or ``~/.cache/driver-gemm``; a ``~user`` whose
-home cannot be found is a `UsageError` naming the variable); ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
+moves it (default ``$XDG_CACHE_HOME/driver-gemm`` where that is an absolute path, or ``~/.cache/driver-gemm``; a
+``~user`` whose home cannot be found is a `UsageError` naming the variable; a value of only whitespace is as unset);
+``DRIVER_GEMM_NO_CACHE=1`` turns it off.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -44,15 +46,18 @@ def enabled() -> bool:
 
 def directory() -> Path:
     configured = os.environ.get("DRIVER_GEMM_CACHE_DIR")
-    if configured:
+    if configured and configured.strip():    # only whitespace is as unset, as for DRIVER_GEMM_NO_CACHE
         try:
             return Path(configured).expanduser()
         except RuntimeError:   # ~user of a user this machine does not know, or ~ where no home can be found
             raise UsageError(f"{configured!r} starts with ~, and the home folder it names cannot be found here (no "
                              "such user, or no $HOME)", field="DRIVER_GEMM_CACHE_DIR",
                              hint="give the folder's full path") from None
-    base = os.environ.get("XDG_CACHE_HOME") or _home_cache()
-    return Path(base) / "driver-gemm" if base else _temporary_cache()
+    # The XDG Base Directory spec makes a relative XDG_CACHE_HOME invalid, to be ignored: it would put a cache in
+    # each folder the command runs in (as a relative $HOME would, `_home_cache`).
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else _home_cache()
+    return base / "driver-gemm" if base else _temporary_cache()
 
 
 def _home_cache() -> Path | None:
@@ -139,22 +144,85 @@ def write_entry(target: Path, magic: bytes, body: bytes) -> None:
 
     The format of every file under the cache directory. A reader never
     sees half an entry, and one that cannot be written is skipped: a cache
-    is never fatal. The first failure under a cache folder is a warning
-    naming it; later ones are debug lines. Something other than a regular
-    file at `target` is removed first (`_clear_for_entry`).
+    is never fatal. The first failure under a folder is a warning naming the
+    entry and why (the whole cache when its own folder cannot be written,
+    else the entry's folder, the others still written); later ones are debug
+    lines. Something other than a regular file at `target` is removed first
+    (`_clear_for_entry`), and an entry's folder that is no usable folder is
+    made again (`_repair_folder`).
     """
-    if not _clear_for_entry(target):
-        return
     try:
+        if not _repair_folder(target.parent) or not _clear_for_entry(target):
+            return
         write_file(target, magic + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-    except OutputError as error:
-        _log.debug("cache entry not written: %s", error)
-        folder = str(directory())
-        if folder not in _unwritable_folders:   # said once: a folder that cannot take one entry takes none
-            _unwritable_folders.add(folder)
+    # An OSError or a UnicodeError (a name this file-system encoding cannot hold) met outside the write itself is
+    # as much a cache that cannot be written: never fatal either.
+    except (OutputError, OSError, UnicodeError) as error:
+        said = str(error) if isinstance(error, OutputError) else \
+            f"{target}: not written ({reason_of(error) if isinstance(error, OSError) else error})"
+        _log.debug("cache entry not written: %s", said)
+        root = directory()
+        if _takes_files(root) and root in target.parents and target.parent != root:
+            folder = str(target.parent)
+            if folder not in _unwritable_folders:   # said once: the folder's other entries fail alike
+                _unwritable_folders.add(folder)
+                _log.warning("a disk cache entry cannot be written: %s; entries in the cache's other folders "
+                             "are still written (make %s writable, or remove it)", said, folder)
+            return
+        if str(root) not in _unwritable_folders:   # said once: a cache folder that cannot take one entry takes none
+            _unwritable_folders.add(str(root))
             _log.warning("the disk cache in %s cannot be written (%s): going on without it (set "
                          "DRIVER_GEMM_CACHE_DIR to a folder that can be written, or DRIVER_GEMM_NO_CACHE=1)",
-                         folder, str(error).split("not written: ", 1)[-1])
+                         root, said)
+
+
+def _takes_files(folder: Path) -> bool:
+    """Whether `folder` is a folder this process can create files in (where the whole cache is not refused)."""
+    try:
+        return os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)
+    except (OSError, ValueError):
+        return False
+
+
+def _repair_folder(folder: Path) -> bool:
+    """Whether `folder`, the folder of an entry under the cache's own (``ab/`` of ``ab12....cubin``), can take the
+    entry: absent, a folder this process can write in, or made one here.
+
+    Anything else there (a file, a dangling link or a loop of links, a folder with no permission to write or
+    search) would refuse its entries on every run, their kernels compiled again each time: it is removed (a
+    folder with its entries, which are the cache's own; a link itself, never what it names) and made again. One
+    that cannot be is a warning naming it, once. A folder outside the cache's folder is never touched.
+    """
+    if directory() not in folder.parents:
+        return True
+    try:
+        mode = os.lstat(folder).st_mode
+    except OSError:          # absent, or the cache's folder cannot be read: the write says which
+        return True
+    try:
+        if stat.S_ISDIR(os.stat(folder).st_mode) and os.access(folder, os.W_OK | os.X_OK):
+            return True
+    except OSError:          # a dangling link, a loop of links: repaired below
+        pass
+    try:
+        try:
+            if stat.S_ISDIR(mode):
+                os.chmod(folder, 0o700)     # its entries can be listed and removed only with these permissions
+                shutil.rmtree(folder)
+            else:
+                os.unlink(folder)
+        except FileNotFoundError:           # another process writing the cache repaired it first
+            pass
+        folder.mkdir(exist_ok=True)
+        return True
+    except OSError as error:
+        if str(folder) not in _stuck_entries:
+            _stuck_entries.add(str(folder))
+            kind = "a folder that cannot be written" if stat.S_ISDIR(mode) else "not a usable folder"
+            _log.warning("the disk cache folder %s is %s and cannot be made again (%s): remove it, or the entries "
+                         "it would hold are made again on every run; entries in the cache's other folders are "
+                         "still written", folder, kind, reason_of(error))
+        return False
 
 
 def _clear_for_entry(target: Path) -> bool:
@@ -192,6 +260,8 @@ def read_entry(path: Path, magic: bytes) -> bytes | None:
     try:
         blob = read_regular_file(path, MAX_ENTRY_BYTES)
     except (OSError, NotRegularFile, FileTooLarge):   # a FIFO, a link to /dev/zero, a huge file: not an entry
+        return None
+    except UnicodeError:     # a name the file-system encoding cannot hold: no entry can be there
         return None
     if not blob.startswith(magic):
         return None

@@ -152,7 +152,9 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
         seconds = bounded.compile_bounds().seconds
         try:
             done = bounded.run_bounded(command, None, seconds, env=env, cwd=folder)
-        except bounded.ChildStopped:
+        except bounded.ChildStopped as stopped:
+            if stopped.reason != "time":    # the call it compiles for was interrupted
+                raise CompileError(f"{path}: nvcc was stopped", options=tuple(options)) from None
             raise CompileError(f"{path}: nvcc was stopped after {seconds:g} s, the time a compile may take (set "
                                f"{bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
         log = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")

@@ -25,6 +25,7 @@ from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
 from ..specfile.model import BlockScales, DeviceBufferArgument, KernelSpec
+from ..specfile.project import UNENCODABLE_HINT, unencodable
 from .host_builders import BuilderFailed, built_numbers
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
@@ -313,6 +314,8 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
     except (OSError, RuntimeError) as exc:    # a link that leads back to itself: Python 3.11's resolve raises
         raise _Refused(f"fill file {folder / name} cannot be followed: {getattr(exc, 'strerror', None) or exc}") \
             from None
+    except UnicodeError:    # a ValueError, not an OSError: the name has no bytes in the file-name encoding
+        raise _Refused(f"{unencodable('fill file', str(folder / name))} ({UNENCODABLE_HINT})") from None
     if buffer.file_root is not None and not path.is_relative_to(buffer.file_root):
         raise _Refused(f"fill file {name} leaves the spec's project ({buffer.file_root}); pass "
                        "--allow-outside-sources to read it")

@@ -401,21 +401,24 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
         for kernel in kernels:
             compiled[kernel.label] = cubin
 
-    bounded.allow_new()
     if len(programs) <= 1:
         for program in programs:
             compile_program(*program)
         return compiled
     pool = concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs)))
-    try:
-        with bounded.terminated_as_interrupt():
-            for done in [pool.submit(compile_program, *program) for program in programs]:
-                done.result()
-    except BaseException:
-        # Ctrl-C (or SIGTERM): nothing queued starts, and every compile still running is killed now.
-        pool.shutdown(wait=False, cancel_futures=True)
-        bounded.stop_all()
-        raise
+    # The compiles of this call only: an interrupt stops them and no other thread's, and leaves nothing behind
+    # that would stop a later compile.
+    with bounded.stop_scope() as scope:
+        try:
+            with bounded.terminated_as_interrupt():
+                task = bounded.in_scope(compile_program)
+                for done in [pool.submit(task, *program) for program in programs]:
+                    done.result()
+        except BaseException:
+            # Ctrl-C (or SIGTERM): nothing queued starts, and every compile of this call still running is killed.
+            pool.shutdown(wait=False, cancel_futures=True)
+            scope.stop()
+            raise
     pool.shutdown()
     return compiled
 

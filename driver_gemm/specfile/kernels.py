@@ -28,7 +28,7 @@ from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_C
                      SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PARAM_NAME, PRECISIONS, FollowingLaunch, KernelSpec, is_safe_name
-from .project import project_file, project_root
+from .project import UNENCODABLE_HINT, project_file, project_root, unencodable
 from .signature import parse_constants, parse_following_signature, parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
@@ -820,7 +820,7 @@ def _compiler_settings(context: Context, node: dict, dotted: str) -> tuple[tuple
                                 "needs the user's leave", node, "options", f"{dotted}.options",
                                 hint="pass --allow-outside-sources (allow_outside_sources=True) to allow it")
     written = [option.strip() for option in options]
-    options = [_include_option(context, node, dotted, option) for option in options]
+    options = [_checked_include_option(context, node, dotted, option) for option in options]
     # the project's own headers a relative pre-include named, which _include_option found and wrote absolute
     vetted = {option for option, was in zip(options, written)
               if option.startswith(PRE_INCLUDE_OPTION) and option != was}
@@ -899,6 +899,16 @@ def _joined_values(options: list[str]) -> list[str]:
         else:
             joined.append(option)
     return joined
+
+
+def _checked_include_option(context: Context, node: dict, dotted: str, option: str) -> str:
+    """`_include_option`, its folder's or header's name one the file-name encoding cannot write said at the field
+    (a UnicodeError is a ValueError, which no OSError handler sees)."""
+    try:
+        return _include_option(context, node, dotted, option)
+    except UnicodeError:
+        raise context.error(unencodable("option", repr(option)), node, "options", f"{dotted}.options",
+                            hint=UNENCODABLE_HINT) from None
 
 
 def _include_option(context: Context, node: dict, dotted: str, option: str) -> str:

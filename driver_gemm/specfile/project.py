@@ -3,6 +3,7 @@ and the checked path of each such file a spec names."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..bundled import PACKAGE_DATA_DIR
@@ -10,6 +11,17 @@ from .fields import IDENTIFIER, Context, read_text
 from .kinds import kind_name
 from .limits import BUILDER_SUFFIXES, MAX_BUILDER_BYTES, PROJECT_MARKERS
 from .model import HostBuilder
+
+
+UNENCODABLE_HINT = "run under a UTF-8 locale (LC_ALL=C.UTF-8, or PYTHONUTF8=1), or give the file an ASCII name"
+
+
+def unencodable(noun: str, shown: str) -> str:
+    """Why a path the spec names cannot be looked up: this system's file-name encoding (from the locale: ASCII
+    under a plain C or POSIX one without UTF-8 mode) has no bytes for some of its characters, so no file of that
+    name can be asked for."""
+    return (f"{noun} {shown} cannot be looked up: its name has characters that this system's file-name encoding "
+            f"({sys.getfilesystemencoding()}, from the locale) cannot write")
 
 
 def project_root(folder: Path) -> Path:
@@ -76,6 +88,8 @@ def project_file(context: Context, node: dict, key: str, field_path: str, noun: 
         size = found.stat().st_size
     except RuntimeError:   # Path.resolve's symbolic link loop before Python 3.13
         raise context.error(f"{noun} {shown} is a symbolic link loop", node, key, field_path) from None
+    except UnicodeError:   # a ValueError, not an OSError: the name has no bytes in the file-name encoding
+        raise context.error(unencodable(noun, shown), node, key, field_path, hint=UNENCODABLE_HINT) from None
     except OSError as exc:
         raise context.error(f"cannot read {noun} {shown}: {exc.strerror or exc}", node, key, field_path) from None
     if size > limit[0]:

@@ -8,7 +8,9 @@ long integers (bounds in `driver_gemm.specfile.limits`).
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -199,6 +201,13 @@ for _tag in ("set", "omap", "pairs", "binary"):
 
 def read_spec_bytes(path: Path) -> bytes:
     """The bytes of the spec file at `path`, refusing what is not a regular file or is over `MAX_SPEC_BYTES`."""
+    try:
+        os.fsencode(path)
+    except UnicodeError:    # Path.is_file would answer False, and the spec be called missing
+        raise SpecError(f"cannot read spec: its name has characters that this system's file-name encoding "
+                        f"({sys.getfilesystemencoding()}, from the locale) cannot write", where=str(path),
+                        hint="run under a UTF-8 locale (LC_ALL=C.UTF-8, or PYTHONUTF8=1), or give the file an "
+                             "ASCII name") from None
     try:
         if not path.is_file():
             what = ("a folder" if path.is_dir() else
