@@ -27,7 +27,9 @@ def test_every_shipped_kernel_compiles_to_sm90_cubin(spec_name, kernel):
     resources = cubin.resources_of(kernel.instance)
     assert 0 < resources.registers <= 255
     assert not resources.spills, f"{kernel.label} spills: {resources}"
-    assert resources.barriers >= (0 if kernel.name in ("v0", "v1") or kernel.name.startswith("naive") else 1)
+    # The kernels of one thread an element of C share nothing, so they have no barrier.
+    unshared = kernel.name in ("v0", "v1") or kernel.name.startswith(("naive", "args-w4a16"))
+    assert resources.barriers >= (0 if unshared else 1)
 
 
 def test_template_instances_get_their_mangled_names():

@@ -111,8 +111,9 @@ def test_a_split_of_k_on_z_is_not_counted_as_tiles(tmp_path):
 
 
 def test_a_grid_numbering_fewer_blocks_than_tiles_is_invalid(tmp_path):
-    # A grid that spreads C's tiles over several axes its own way (a swizzle's two copies on z) is refused at grid.
-    spread = _plan(tmp_path, "['ceil(N / BN / 4)', 'ceil(M / BM)', 2]", "[BM, BN]")
+    # A grid that spreads C's tiles over several axes its own way (columns split four ways over x and z, half the
+    # row tiles on y) is refused at grid.
+    spread = _plan(tmp_path, "['ceil(N / BN / 4)', 'ceil(M / (2 * BM))', 4]", "[BM, BN]")
     assert _messages(spread) == [["kernels[v4].grid", "the grid has 96 blocks over grid x, y and z for C's 144 tiles "
                                   "of 64 x 64 (ceil(M / BM) x ceil(N / BN)): 48 tiles would never be written (hint: a "
                                   "grid that numbers the tiles is ceil(M / BM) * ceil(N / BN))"]]
@@ -167,3 +168,33 @@ def test_a_min_cap_the_shape_does_not_reach_leaves_the_grid_held_to_covering_c(t
     assert [message[0] for message in _messages(plan)] == ["kernels[v4].grid[0]"], _messages(plan)
     assert "would never be written" in _messages(plan)[0][1]
     assert _plan(tmp_path, "['min(ceil(N / BN), 100000)', ceil(M / BM)]", "[BM, BN]").valid
+
+
+@pytest.mark.parametrize("z", ["SPLITS", "4", "'ceil(K / 256)'", "batch", "'min(batch, 65535)'", "'min(batch, 1)'"])
+def test_an_axis_that_reads_neither_m_nor_n_covers_no_tiles(tmp_path, z):
+    # A split of K (by a param, a number or K itself) or the batch on z launches copies of the same tiles: x that
+    # covers a third of N is refused at x whatever z multiplies the blocks by, and a min() that caps z (gridDim.z's
+    # limit) neither makes the grid persistent nor gives its notes.
+    text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", f"grid: ['ceil(N / (3 * BN))', ceil(M / BM), {z}]")
+    text = text.replace("TN: 4}", "TN: 4}\n    values: {SPLITS: 4}") + "    tile: [BM, BN]\n    batch: 3\n"
+    kernel = load_spec(write(tmp_path, text)).kernels[0]
+    plan = plan_case(kernel, Shape(1001, 513, 4096), arch_limits("sm_90"))
+    assert _messages(plan) == [["kernels[v4].grid[0]", "the grid covers 192 of N = 513 columns (3 blocks x 64): "
+                                "columns 192-512 would never be written (hint: grid x should be ceil(N / BN))"]]
+    assert PERSISTENT_NOTE not in plan.notes
+    assert not [note for note in plan.notes if "fixed count" in note]
+    # Without a tile, the grid's own ceil(N / (3 * BN)) is the tile it is checked by: three times as wide, it covers.
+    untiled = plan_case(load_spec(write(tmp_path, text.replace("    tile: [BM, BN]\n", ""))).kernels[0],
+                        Shape(1001, 513, 4096), arch_limits("sm_90"))
+    assert untiled.valid and PERSISTENT_NOTE not in untiled.notes and UNCHECKED_NOTE not in untiled.notes
+
+
+@pytest.mark.parametrize("grid", ["[4, ceil(M / BM), 'ceil(N / (BN * 4))']", "['ceil(N / BN / 4)', ceil(M / BM), 4]",
+                                  "[S, ceil(M / BM), 'ceil(N / (BN * S))']"])
+def test_an_axis_another_divides_m_or_n_by_counts_as_tiles(tmp_path, grid):
+    # Columns split over x and z: the axis of a number or a param counts where the columns' axis divides N by it.
+    text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", f"grid: {grid}")
+    text = text.replace("TN: 4}", "TN: 4}\n    values: {S: 4}") + "    tile: [BM, BN]\n"
+    plan = plan_case(load_spec(write(tmp_path, text)).kernels[0], Shape(1001, 513, 777), arch_limits("sm_90"))
+    assert plan.valid, _messages(plan)
+    assert PERSISTENT_NOTE not in plan.notes

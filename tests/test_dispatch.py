@@ -91,6 +91,10 @@ def test_a_condition_in_when_picks_by_how_well_the_tiles_fill_their_waves():
     ("wave_efficiency(M)", "wave_efficiency() takes 5 arguments"),
     ("M >", "cannot parse"),
     (64, "must be a condition over M, N and K as text, got"),
+    ("not M", "is no comparison"),                 # a size read as true or false holds for every shape
+    ("M and N", "is no comparison"),
+    ("M >= 128 and N", "is no comparison"),
+    ("not (M >= 128) or K", "is no comparison"),
 ])
 def test_a_condition_that_cannot_be_read_is_refused_naming_its_field(condition, message):
     node = {"v8": [{"shape": [1, 1, 1], "params": {}, "when": {"if": condition}}]}
@@ -183,3 +187,59 @@ def test_dispatch_mistakes_name_the_file_line_and_field(tmp_path, edit, field, m
     assert message in text and field in text and f"{path}:" in text
     line = int(text.split(f"{path}:")[1].split(":")[0])
     assert line > path.read_text().splitlines().index("dispatch:")      # inside the dispatch field
+
+
+def test_a_condition_of_comparisons_joined_by_and_or_not_is_read():
+    node = {"v8": [{"shape": [1, 1, 1], "params": {}, "when": {"if": "not (M >= 128) or (N > 4 and K % 8 == 0)"}}]}
+    entry = parse_dispatch(node, kernel_names=["v8"])["v8"].entries[0]
+    assert entry.contains(Shape(64, 1, 1)) and entry.contains(Shape(256, 8, 16))
+    assert not entry.contains(Shape(256, 8, 9))
+
+
+def _typed_params_spec(tmp_path, entries: str, params: str = "{TILE: 8, SWAP: true, T: float}"):
+    arguments = "float* A, float* B, float* C, int M, int N, int K"
+    (tmp_path / "k.cu").write_text(f"template <int TILE, bool SWAP, typename T> __global__ void g({arguments}) {{}}\n"
+                                   f'extern "C" __global__ void p({arguments}) {{}}\n')
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"shapes: [[64, 64, 64], [512, 512, 512]]\nkernels:\n"
+                    f"  - {{name: kb, source: k.cu, function: g, params: {params}, block: [TILE, TILE],\n"
+                    f"     grid: [ceil(N / TILE), ceil(M / TILE)], signature: [A, B, C, M, N, K]}}\n"
+                    f"  - {{name: kp, source: k.cu, function: p, block: [8, 8], grid: [8, 8], "
+                    f"signature: [A, B, C, M, N, K]}}\n"
+                    f"dispatch:\n{entries}")
+    return path
+
+
+def test_dispatch_params_take_every_kind_a_kernels_params_take(tmp_path):
+    path = _typed_params_spec(tmp_path, "  kb:\n    - {shape: [64, 64, 64], params: {TILE: 8, SWAP: true, T: double}}\n"
+                                        "    - {shape: [512, 512, 512], params: {TILE: 16, SWAP: false}}\n")
+    spec = load_spec(path)
+    assert spec.dispatch["kb"].entries[0].params == {"TILE": 8, "SWAP": True, "T": "double"}
+    from driver_gemm.planning.cases import cases_of
+    picked = {case.shape.M: case.kernel.params for case in cases_of(spec) if case.kernel is not None
+              and case.kernel.name == "kb"}
+    assert picked == {64: {"TILE": 8, "SWAP": True, "T": "double"}, 512: {"TILE": 16, "SWAP": False, "T": "float"}}
+    assert picked[64]["SWAP"] is True
+
+
+@pytest.mark.parametrize("params, message", [
+    ("{TILE: [8, 16]}", "no lists"),
+    ("{T: delete}", "a C++ keyword"),                     # the kernel's own reader of params: says what is wrong
+    ("{TILE: M}", "reads the shape"),
+    ("{TILE: 1.5}", "whole numbers"),
+])
+def test_dispatch_params_are_read_as_the_kernels_params_are(tmp_path, params, message):
+    path = _typed_params_spec(tmp_path, f"  kb:\n    - {{shape: [64, 64, 64], params: {params}}}\n")
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert "dispatch.kb[0].params" in str(raised.value) and message in str(raised.value)
+
+
+def test_dispatch_params_for_a_kernel_without_params_are_refused_at_the_entry(tmp_path):
+    path = _typed_params_spec(tmp_path, "  kp:\n    - {shape: [64, 64, 64], params: {TILE: 8}}\n"
+                                        "    - {shape: [512, 512, 512], params: {}}\n")
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    text = str(raised.value)
+    assert f"{path}:8: dispatch.kp[0].params: sets TILE, which kernel kp does not have" in text
+    assert "it has no params" in text

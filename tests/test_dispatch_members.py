@@ -157,3 +157,73 @@ def test_a_plan_says_which_entry_of_its_table_picked_each_dispatched_case_and_by
     assert picked[("v4[BM=64,BN=64,BK=16,TM=4,TN=4]", "640x640x640")] == [
         "picked by v4's dispatch table: entry 3 (512x512x512), its when: holds here"]
     assert picked[("v1", "300x300x300")] == []                                   # no table: nothing to say
+
+
+TYPED_FAMILY = """\
+shapes: [[64, 64, 64], [128, 128, 128]]
+kernels:
+  - name: fam
+    source: ../kernels/types/naive_typed.cu
+    function: gemm_naive_typed
+    types: {a: fp32}
+    layout: NT
+    params: {TA: float, TB: float, TC: float, ACC: float, LA: dg::Row, LB: dg::Col}
+    signature: [A, B, C, M, N, K, lda, ldb, ldc, strideA, strideB, strideC, alpha, beta]
+    block: [16, 16]
+    grid: [ceil(N / 16), ceil(M / 16), batch]
+  - name: mem
+    source: ../kernels/types/naive_typed.cu
+    function: gemm_naive_typed
+    types: {a: fp32}
+    layout: NT
+    params: {TA: float, TB: float, TC: float, ACC: float, LA: dg::Row, LB: dg::Col}
+    signature: [A, B, C, M, N, K, lda, ldb, ldc, strideA, strideB, strideC, alpha, beta]
+    block: [16, 16]
+    grid: [ceil(N / 16), ceil(M / 16), batch]
+dispatch:
+  fam:
+    - {shape: [128, 128, 128], kernel: mem, params: {}}
+    - {shape: [64, 64, 64], params: {}}
+"""
+
+BIAS_MEMBER = """\
+  - name: mem
+    source: ../kernels/outside/args_bias.cu
+    function: args_bias
+    types: {a: fp32}
+    layout: NT
+    block: [16, 16]
+    grid: [ceil(N / 16), ceil(M / 16)]
+    signature: [C, A, B, {name: bias, type: buffer, element: fp32, size: N, bias: N}, M, N, K]
+dispatch:"""
+
+
+@pytest.mark.parametrize("member, differs", [
+    ("    batch: {count: 3}\n", "batch 3, not 1"),
+    ("    scalars: {alpha: 1.5, beta: -0.5}\n", "alpha and beta 1.5 and -0.5, not 1 and 0"),
+    ("    ld: {a: K + 4}\n",
+     "leading dimensions on 128x128x128 {a: 132, b: 128, c: 128}, not {a: 128, b: 128, c: 128}"),
+    (None, "bias along N, not none"),
+])
+def test_a_member_that_computes_another_product_or_vendor_row_is_refused_naming_both(tmp_path, member, differs):
+    # Its rows would be counted as the family's and timed against the family's vendor row, though the reference
+    # checks it against another product (a batch of 3, other scalars, a bias) or cuBLASLt runs another matmul
+    # (padded A: a "-ld" row).
+    if member is None:
+        text = TYPED_FAMILY[:TYPED_FAMILY.index("  - name: mem")] + BIAS_MEMBER + TYPED_FAMILY.split("dispatch:")[1]
+    else:
+        text = TYPED_FAMILY.replace("dispatch:", member + "dispatch:")
+    path = write(tmp_path, text)
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    line = text.splitlines().index("    - {shape: [128, 128, 128], kernel: mem, params: {}}") + 1
+    assert str(raised.value).startswith(f"{path}:{line}: dispatch.fam[0].kernel: kernel mem computes another GEMM "
+                                        f"than fam: {differs} (hint: "), str(raised.value)
+
+
+def test_a_member_given_its_inputs_otherwise_computes_the_same_gemm(tmp_path):
+    # Another signature order or another kernel of the same product is what a table picks among.
+    spec = load_spec(write(tmp_path, TYPED_FAMILY))
+    assert spec.dispatch_members == {"mem"}
+    baselines = {c.shape.label: c.baseline_label for c in cases_of(spec) if not c.is_baseline}
+    assert baselines == {"64x64x64": "cublaslt-fp32-NT", "128x128x128": "cublaslt-fp32-NT"}

@@ -294,3 +294,50 @@ def test_a_parameter_made_by_a_python_builder_reaches_the_kernel_as_it_made_it(t
     # A's strides swapped the kernel multiplies A transposed, and the check says C is wrong.
     path = write_spec(tmp_path, BUILT_PARAMS.replace("FUNCTION", function), ["[1001, 520, 776]", "[65, 130, 17]"])
     assert_every_case(path, "args-params-built", status, count=2)
+
+
+W4A16 = """
+- name: args-w4a16
+  source: "@KERNELS@/outside/args_w4a16.cu"
+  function: args_w4a16
+  params: {IGNORE_ZEROS: IGNORE}
+  types: {a: fp16, b: fp16, c: fp16, accumulate: fp32}
+  epilogue: overwrite
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  signature:
+    - A
+    - {name: qweight, type: buffer, element: int32, size: K / 8 * N,
+       quantized: {of: B, part: codes, bits: 4, group: 128, pack: {along: K}}}
+    - {name: scales, type: buffer, element: float16, size: K / 128 * N, quantized: {of: B, part: scales}}
+    - {name: qzeros, type: buffer, element: int32, size: K / 128 * ceil(N / 8),
+       quantized: {of: B, part: zeros, pack: {along: N}}}
+    - C
+    - M
+    - N
+    - K
+    - {name: group, type: int32, value: 128}
+"""
+
+
+@pytest.mark.parametrize("ignore, status", [("false", Status.PASS), ("true", Status.FAIL)])
+def test_a_w4a16_kernel_dequantizes_its_packed_codes_to_the_b_it_is_checked_against(tmp_path, ignore, status):
+    # B is drawn as (q - z) * s and handed to the kernel as GPTQ lays it out (codes packed along K, fp16 scales, zero
+    # points packed along N): dequantized as laid out, every case PASSes against the float64 product with that B,
+    # N = 515 leaving the last word of zero points partly filled; a kernel that takes every zero point for 8 FAILs.
+    path = write_spec(tmp_path, W4A16.replace("IGNORE", ignore), ["[1001, 515, 768]", "[64, 4096, 4096]"])
+    assert_every_case(path, "args-w4a16", status, count=2)
+
+
+def test_the_spec_entries_of_w4a16_pass_and_the_vendor_row_times_an_fp16_gemm_of_the_shape():
+    # The vendor row multiplies an ordinary fp16 B of the same shape, drawn apart from the quantized one: its own
+    # reference, its own PASS.
+    spec = quick(load_spec(SPECS / "outside-args.yaml").select(kernels=["args-w4a16", "args-w4a16-symmetric"],
+                                                                shapes=["1001x520x776"]))
+    run = run_spec(spec, options=RunOptions())
+    statuses = {case.name: case.status for case in run.cases}
+    assert statuses.get("args-w4a16") == Status.PASS and statuses.get("args-w4a16-symmetric") == Status.PASS, \
+        [(case.name, case.status, case.message) for case in run.cases]
+    assert all(case.status in (Status.PASS, Status.REF) for case in run.cases), \
+        [(case.name, case.status, case.message) for case in run.cases]

@@ -344,7 +344,7 @@ def test_the_outside_args_spec_compiles_and_plans_offline():
     assert planned.ok and planned.invalid_count == 0, [str(p) for plan in planned.plans for p in plan.problems]
     assert {plan.kernel.name for plan in planned.plans} == {"v12p", "args-persistent", "args-params",
                                                              "args-params-built", "args-accumulate",
-                                                             "args-grid-sync"}
+                                                             "args-grid-sync", "args-w4a16", "args-w4a16-symmetric"}
     assert {plan.shape.label for plan in planned.plans} == {"1001x520x776", "4096x4096x4096"}
     grid_sync = [plan for plan in planned.plans if plan.kernel.name == "args-grid-sync"]
     # 1001 x 520 is 16 x 9 tiles, two halves of K each: 288 units, fewer than the 528 blocks that fit at once.
@@ -777,6 +777,28 @@ def test_constants_are_packed_per_case_as_their_types_and_checked_against_the_im
     (planned,) = plan_spec(load_spec(path, allow_outside_sources=True), "sm_90").plans
     assert planned.valid and "__constant__ column_scale (64 bytes) in the image: no constants: entry sets it" in \
         " ".join(planned.notes)
+
+
+def test_a_scalar_that_only_a_constant_reads_is_read(tmp_path):
+    # constants: take the spec's scalars, as a launcher's cudaMemcpyToSymbol(scale, &gamma) does: a scalar read
+    # there alone is no misspelt alpha or beta, and is packed as its value.
+    import struct
+
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"shapes: [[64, 48, 40]]\nscalars: {{gamma: 0.5}}\nkernels:\n  - {{name: k, source: {ROOT}/kernels/"
+                    f"outside/args_constant_scale.cu, function: args_constant_scale, epilogue: overwrite, block: [16, "
+                    f"16], grid: [ceil(N / 16), ceil(M / 16)], tile: [16, 16], constants: [{{name: 'epilogue::scale', "
+                    f"type: float32, value: gamma}}, {{name: column_scale, type: float32, value: [1, 1, 1, 1, 1, 1, 1, "
+                    f"1, 1, 1, 1, 1, 1, 1, 1, 'gamma * 4']}}]}}\n")
+    spec = load_spec(path, allow_outside_sources=True)
+    plan = plan_of(spec.kernels[0], scalars=spec.scalars)
+    assert plan.constants == {"epilogue::scale": struct.pack("<f", 0.5),
+                              "column_scale": struct.pack("<16f", *[1.0] * 15, 2.0)}
+    # One that nothing reads is still refused.
+    path.write_text(path.read_text().replace("value: gamma}", "value: 0.5}").replace("'gamma * 4'", "2"))
+    with pytest.raises(SpecError, match="no kernel reads gamma"):
+        load_spec(path, allow_outside_sources=True)
 
 
 def test_the_images_constants_are_read_with_their_initial_bytes(tmp_path):

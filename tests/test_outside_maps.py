@@ -169,6 +169,34 @@ def test_bad_map_fields_name_file_line_and_field(old, new, field, needle):
     assert error.where.endswith(f"outside-test.yaml:{14 if 'box: [128' in old else 15}")
 
 
+BATCHED_MAP = ("{name: map_b, type: tensormap, tensor: B, dims: [N, K, batch], strides: [N * 2, strideB * 2], "
+               "box: [64, 64, 1], swizzle: 128B}")
+
+
+@pytest.mark.parametrize("in_struct", [False, True])
+def test_a_maps_names_follow_one_rule_at_the_top_and_inside_a_struct(in_struct):
+    # A rank-3 map over a batched B reads the batch and B's batch stride, in the signature or as a struct's field
+    # (a library's params struct); a misspelt name is refused at load either way, at the map's own field.
+    entry = f"      - {BATCHED_MAP}"
+    if in_struct:
+        entry = f"      - {{name: p, type: struct, fields: [{BATCHED_MAP}, {{name: s, type: int32, value: 1}}]}}"
+    text = PANELS.replace("    signature:\n", "    batch: {count: 3, stride: {b: K * N + 64}}\n    signature:\n")
+    old = next(line for line in text.splitlines() if "name: map_b" in line)
+    text = text.replace(old, entry)
+    kernel = parse(text).kernels[0]
+    planned = plan_case(kernel, Shape(1024, 512, 1024), SM90)
+    assert planned.tensor_maps["map_b"] == TensorMapPlan("bf16", (512, 1024, 3), (1024, (1024 * 512 + 64) * 2),
+                                                         (64, 64, 1), swizzle="128B")
+    error = spec_error(text.replace("K, batch]", "K, batchh]"))
+    field = "signature[1].fields[0]" if in_struct else "signature[1]"
+    assert error.field == f"kernels[panels].{field}.dims[2]", error.field
+    assert "unknown name batchh" in error.message and error.hint == "names available: M, N, K, lda, ldb, ldc, " \
+        "strideA, strideB, strideC, batch, STAGES, GROUP, B_PANELS", (error.message, error.hint)
+    assert error.where.endswith("outside-test.yaml:16")
+    # sm_count is the GPU's, not the memory's: no map reads it, here or there.
+    assert "unknown name sm_count" in spec_error(text.replace("K, batch]", "K, sm_count]")).message
+
+
 def test_a_map_reaching_past_its_operand_is_refused_per_shape():
     kernel = parse(PANELS.replace("N // 64]", "N // 64 + 1]")).kernels[0]
     planned = plan_case(kernel, Shape(1024, 512, 1024), SM90)

@@ -76,6 +76,8 @@ MAPPINGS = {
     "/$defs/followingLaunch": (kernels, "THEN_KEYS"),
     "/$defs/buffer": (device_buffers, "BUFFER_KEYS"),
     "/$defs/bufferScales": (device_buffers, "SCALES_KEYS"),
+    "/$defs/bufferQuantized": (device_buffers, "QUANTIZED_KEYS"),
+    "/$defs/quantizedPack": (device_buffers, "PACK_KEYS"),
     "/$defs/fillFile": (device_buffers, "FILL_SOURCE_KEYS"),
     "/$defs/kernel/properties/types": '("a", "b", "c", "accumulate")',           # typed._types
     "/$defs/kernel/properties/layouts": (typed, "OPERANDS"),                     # gemm.operands.parse_layout: a, b, c

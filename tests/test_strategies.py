@@ -225,3 +225,50 @@ def test_halving_on_the_v8_sweep_leaves_a_margin_under_the_criterion(v8):
     for seed in range(4):
         for row in compare_strategies(v8, [SuccessiveHalving(seed=seed)], seed=seed):
             assert row.slower_than_best <= 0.01 and row.cost_fraction <= 0.2, row
+
+
+def test_when_the_last_rungs_survivors_all_fail_the_finals_go_on_down_the_ranking():
+    # the three fastest screens are wrong: their verified full measurements fail, and 24 right ones were screened
+    space = [Configuration(f"k[A={i}]", {"A": i}) for i in range(27)]
+    calls = []
+
+    def evaluate(configuration, shape, fidelity):
+        calls.append((configuration.params["A"], fidelity))
+        if fidelity >= FULL and configuration.params["A"] >= 24:
+            return None
+        return 10.0 - 0.1 * configuration.params["A"]
+    result = SuccessiveHalving(seed=0).search(space, Shape(64, 64, 64), evaluate)
+    assert result.best is not None and result.best.params["A"] == 23
+    assert [a for a, f in calls if f >= FULL] == [26, 25, 24, 23, 22]
+
+
+def test_halving_under_a_seconds_budget_measures_no_finalist_twice_and_keeps_to_the_budget():
+    clock = SimulatedClock()
+    space = [Configuration(f"k[A={i}]", {"A": i}) for i in range(54)]
+    calls = []
+
+    def evaluate(configuration, shape, fidelity):
+        clock.advance(1.0 if fidelity >= FULL else fidelity)
+        calls.append((configuration.label, fidelity))
+        return 10.0 - 0.1 * configuration.params["A"]
+    result = SuccessiveHalving(seed=0).search(space, Shape(64, 64, 64), evaluate, Budget(seconds=1.5, clock=clock))
+    fulls = [label for label, f in calls if f >= FULL]
+    assert len(fulls) == len(set(fulls)) and result.best is not None
+    assert clock() <= 1.5 and result.stopped_by == "seconds"
+
+
+def test_a_search_that_ends_past_its_seconds_says_so():
+    clock = SimulatedClock()
+
+    def evaluate(configuration, shape, fidelity):
+        clock.advance(2.0)
+        return 1.0
+    result = Exhaustive().search([Configuration("a")], Shape(8, 8, 8), evaluate, Budget(seconds=1.0, clock=clock))
+    assert result.best is not None and result.stopped_by == "seconds"
+
+
+@pytest.mark.parametrize("text", ["5,", ",40", "300s,"])
+def test_a_budget_with_an_empty_part_says_the_part_is_empty(text):
+    with pytest.raises(BudgetError, match="empty") as error:
+        parse_budget(text)
+    assert "two" not in str(error.value)

@@ -175,13 +175,12 @@ def test_results_of_another_spec_are_refused(tmp_path):
 
 
 def test_without_out_the_winners_go_under_results(tmp_path):
-    from driver_gemm.tune.winners import default_winners_path
-    from driver_gemm.errors import SpecError
+    from driver_gemm.tune.winners import NoWinnerError, default_winners_path
 
     spec = load_spec(write(tmp_path, SWEEP))
     assert default_winners_path(spec).parts == ("results", "spec-winners.yaml")
     nothing = RunResult(spec="s", spec_path=None, cases=[case(BK8, SMALL, None, status=Status.FAIL)])
-    with pytest.raises(SpecError, match="no configuration of spec passed"):
+    with pytest.raises(NoWinnerError, match="no configuration of spec passed"):     # the results' cases failed: exit 1
         winners_spec(spec, pick_winners(nothing), tmp_path / "w.yaml")
     assert not (tmp_path / "w.yaml").exists()
 

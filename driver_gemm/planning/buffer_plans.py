@@ -21,12 +21,15 @@ from pathlib import Path
 import numpy as np
 
 from ..argtypes import C_TYPES, bfloat16_bits, fits_float
+from ..errors import DriverGemmError
 from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
 from ..specfile.model import BlockScales, DeviceBufferArgument, KernelSpec
 from ..specfile.project import UNENCODABLE_HINT, unencodable
+from ..specfile.quantized import codes_of, quantized_parts
 from .host_builders import BuilderFailed, built_numbers
+from .quantized_layouts import QuantizedDraw, QuantizedPart
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -135,14 +138,24 @@ class BufferPlan:
     source: str = ""               # fill "file": the file they came from; "built": the builder (FILE.py:FUNCTION)
     grid: ScaleGrid | None = None  # fill "scales": where each factor is, and its value
     bias: BiasVector | None = None  # fill "bias": the values the reference adds to C
+    quantized: QuantizedPart | None = None   # fill "quantized": a part of a quantized B, from the drawn values
 
     @property
     def nbytes(self) -> int:
         return self.count * C_TYPES[self.element].size
 
-    def initial_bytes(self) -> np.ndarray:
-        """Its contents before a launch, as the bytes to upload."""
+    def initial_bytes(self, draw: QuantizedDraw | None = None) -> np.ndarray:
+        """Its contents before a launch, as the bytes to upload; a part of a quantized B laid out from `draw`, the
+        values the case drew B from (`QuantizedFillFailed` where its builder fails or returns the wrong numbers)."""
         dtype = np.dtype(NUMPY_ELEMENTS[self.element])
+        if self.quantized is not None:
+            if draw is None:
+                raise QuantizedFillFailed(self.name, "a part of a quantized B is laid out from the values "
+                                                     "driver-gemm draws B from, and this run drew none")
+            try:
+                return _quantized_bytes(self, self.quantized, draw)
+            except BuilderFailed as failed:
+                raise QuantizedFillFailed(self.name, str(failed), failed.hint) from None
         if self.fill == "zero":
             return np.zeros(self.nbytes, dtype=np.uint8)
         if self.fill in ("file", "built"):
@@ -168,7 +181,7 @@ class BufferPlan:
         """The 32-bit word its contents repeat, when they are one (reset with a memset); else None."""
         if self.fill == "zero":
             return 0
-        if self.fill != "values" or len(set(self.values)) != 1:
+        if self.fill != "values" or len(set(self.values)) != 1:   # a quantized part's too: drawn per case
             return None
         size = C_TYPES[self.element].size
         if size != 4:
@@ -178,7 +191,9 @@ class BufferPlan:
     def as_dict(self) -> dict:
         fill = {"values": list(self.values[:8]), "file": {"file": self.source}, "built": {"builder": self.source},
                 "scales": {"scales": self.grid.as_dict() if self.grid else None},
-                "bias": {"bias": self.bias.along if self.bias else None}}.get(self.fill, self.fill)
+                "bias": {"bias": self.bias.along if self.bias else None},
+                "quantized": {"quantized": self.quantized.describe() if self.quantized else None}
+                }.get(self.fill, self.fill)
         return {"name": self.name, "element": self.element, "count": self.count, "bytes": self.nbytes,
                 "fill": fill}
 
@@ -236,6 +251,15 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
                 continue
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "scales", grid=grid)
             continue
+        if buffer.quantized is not None:
+            try:
+                part = _quantized_part(kernel, buffer, env, count)
+            except _Refused as refused:
+                problem(f"buffer {argument.name}: {refused}", f"{path}.quantized")
+                continue
+            plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "quantized", read_only=True,
+                                              quantized=part)
+            continue
         if buffer.bias is not None:
             length = env[buffer.bias]
             if count < length:
@@ -289,6 +313,81 @@ def _scale_grid(scales: BlockScales, env: dict, count: int) -> ScaleGrid:
         raise _Refused(f"holds {count:,} elements, but the {grid_rows} x {grid_cols} grid of factors of {matrix} "
                        f"(blocks of {block_rows} x {block_cols}, {scales.order} order, ld {ld}) reaches {grid.reach:,}")
     return grid
+
+
+def _quantized_part(kernel: KernelSpec, buffer: DeviceBufferArgument, env: dict, count: int) -> QuantizedPart:
+    """A part of a quantized B on the shape of `env`, its bits and group the codes part's; `_Refused` where K is no
+    multiple of the group or the buffer is too small for its layout."""
+    weights, codes = buffer.quantized, codes_of(kernel)
+    assert weights is not None and codes is not None and codes.bits is not None and codes.group is not None, \
+        "specfile.quantized.check_quantized: a codes part with bits and group"
+    K, N = env["K"], env["N"]
+    try:
+        group = codes.group.evaluate_int(env)
+    except expr.ExpressionError as exc:
+        raise _Refused(f"group {codes.group.source!r}: {exc}") from None
+    if group < 1 or K % group:
+        raise _Refused(f"K = {K} is no multiple of group {group} ({codes.group.source!r}), the rows of B a scale "
+                       "covers" if group >= 1 else f"group {group} ({codes.group.source!r}) must be 1 or more")
+    values = tuple((name, value) for name, value in env.items() if not name.startswith("__"))
+    part = QuantizedPart(weights.part, buffer.element, K, N, codes.bits, group, "zeros" in quantized_parts(kernel),
+                         weights.along, weights.order, weights.builder, values if weights.builder else ())
+    needed = part.needed
+    if needed is not None and count < needed:
+        raise _Refused(f"holds {count:,} elements, but {part.describe()} need {needed:,} for B of {K} x {N}")
+    return part
+
+
+class QuantizedFillFailed(DriverGemmError):
+    """Why buffer `buffer`, a part of a quantized B, cannot be filled: its pack builder failed or returned the wrong
+    numbers, or there are no drawn values to lay out (a run on the caller's own tensors, which holds no codes)."""
+
+    def __init__(self, buffer: str, message: str, hint: str | None = None):
+        super().__init__(f"buffer {buffer}: {message}")
+        self.buffer = buffer
+        self.hint = hint
+
+
+def _quantized_bytes(plan: BufferPlan, part: QuantizedPart, draw: QuantizedDraw) -> np.ndarray:
+    """`plan`'s bytes: `part` laid out from `draw` (packed words or one value to an element, the rest of the buffer
+    zero, or NaN for scales), or the numbers its builder returns for them, checked as a fill builder's are."""
+    dtype = np.dtype(NUMPY_ELEMENTS[plan.element])
+    if part.builder is not None:
+        array = built_numbers(part.builder, part.builder_values(draw))
+        if array.size != plan.count:
+            raise BuilderFailed(f"builder {part.builder.text} returned {array.size:,} numbers, but the buffer holds "
+                                f"{plan.count:,} (its size)")
+        try:
+            data = _as_element(_as_unsigned_words(array, plan.element), plan.element,
+                               f"builder {part.builder.text} returned")
+        except _Refused as refused:
+            raise BuilderFailed(str(refused)) from None
+        return np.frombuffer(data, dtype=np.uint8).copy()
+    numbers = part.laid_out(draw)
+    if part.part == "scales":      # powers of two: exact in each floating element, bfloat16 the top of a float32
+        contents = np.full(plan.count, np.nan)
+        contents[:numbers.size] = numbers
+        if plan.element == "bfloat16":
+            return (contents.astype("<f4").view("<u4") >> 16).astype("<u2").view(np.uint8)
+        return contents.astype(dtype).view(np.uint8)
+    # Codes and zero points as their bits: a word with its top bit set, or a code of 128 up in an int8, is read back
+    # through the unsigned type of the element's width.
+    unsigned = np.dtype(f"<u{dtype.itemsize}")
+    contents = np.zeros(plan.count, dtype=unsigned)
+    contents[:numbers.size] = numbers
+    return contents.view(np.uint8)
+
+
+def _as_unsigned_words(array: np.ndarray, element: str) -> np.ndarray:
+    """A builder's whole numbers for a signed integer element, those from its largest up to the unsigned type's
+    given as the same bits (a packed word 0x80000000 for an int32), so that a builder may return unsigned words."""
+    ctype = C_TYPES[element]
+    if ctype.is_float or array.dtype.kind not in "iu" or not array.size or not element.startswith("int"):
+        return array
+    width = ctype.size * 8
+    if array.min() < 0 or int(array.max()) >= 1 << width or ctype.fits(int(array.max())):
+        return array
+    return array.astype(f"<u{ctype.size}").view(f"<i{ctype.size}")
 
 
 # A fill file's header and padding besides its data (numpy.save writes at most a few hundred bytes of header).

@@ -13,6 +13,7 @@ import concurrent.futures
 import dataclasses
 from collections.abc import Mapping
 import os
+import re
 import types
 
 from ..cuda import bounded
@@ -28,10 +29,10 @@ from ..cuda.prebuilt import load_binary
 from ..cuda.signature_check import check_kernel_signature
 from ..errors import CompileError, ImageError, SpecError
 from ..measure.memory import host_total
-from ..specfile.model import KernelSpec, Spec
+from ..specfile.model import FollowingLaunch, KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
 from .case_plan import CasePlan, plan_launch, with_resources
-from .image_checks import image_checks
+from .image_checks import following_image_checks, image_checks
 from .memory_plan import with_memory_check
 
 Compiled = dict[str, "Cubin | CompileError"]
@@ -125,12 +126,10 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     and the types a C++ symbol's mangling gives); an `ImageError` when the
     image's parameters cannot be read (the check is then not made).
     """
-    symbol = built.symbol(kernel.instance)
     try:
-        slots = built.param_slots(kernel.instance)
+        image = parameters_image(built, kernel.instance)
     except ImageError as exc:
         return exc
-    image = KernelImage(name=symbol, params=slots, param_bytes=sum(slot.size for slot in slots), registers=0)
     try:
         check_kernel_signature(kernel, image)
     except SpecError as exc:
@@ -138,19 +137,25 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     return None
 
 
+def parameters_image(built: Cubin, instance: str) -> KernelImage:
+    """What a signature is checked against: `instance`'s symbol and its parameters as the image holds them, read
+    from a CUBIN's attributes or a PTX's ``.entry`` alike. Raises `ImageError` when they cannot be read."""
+    slots = built.param_slots(instance)
+    return KernelImage(name=built.symbol(instance), params=slots, param_bytes=sum(slot.size for slot in slots),
+                       registers=0)
+
+
 def following_signature_errors(kernel: KernelSpec, built: Cubin) -> list[SpecError]:
-    """Each ``then:`` launch's signature against its function's parameters in the image, as the kernel's own is
-    checked, said at ``then[i].signature``; nothing for PTX, whose parameters the driver knows only at load."""
+    """Each ``then:`` launch's signature against its function's parameters in the image (a CUBIN's or a PTX's,
+    `parameters_image`), as the kernel's own is checked, said at ``then[i].signature``."""
     errors = []
     # A launch names the kernel's buffers by name: checked as the buffers they are (their element against the
     # pointer's pointee), as they are in the kernel's own signature.
     buffers = {argument.name: argument for _, argument in kernel.device_buffers()}
     for launch in kernel.then:
         try:
-            image = built.kernel_image(kernel.following_instance(launch))
+            image = parameters_image(built, kernel.following_instance(launch))
         except (ImageError, KeyError):
-            continue
-        if image is None:
             continue
         where = f"then[{launch.index}]"
         signature = tuple(buffers.get(argument.name, argument) if argument.ctype == "ptr" else argument
@@ -285,7 +290,8 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     says so in its notes. A signature that disagrees with the image, a tensor
     map of another rank than the kernel's TMA copies, or a grid its compiled
     cluster does not divide (`image_checks`) makes the plan invalid (its cases
-    INVALID, never launched).
+    INVALID, never launched); each launch of its then: is checked against its
+    own function alike (`following_image_checks`).
     """
     if not isinstance(built, Cubin):
         return plan
@@ -304,6 +310,8 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     elif problem is not None:
         plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
     problems, notes = image_checks(plan, built, limits)
+    following_problems, following_notes = following_image_checks(plan, built, limits)
+    problems, notes = [*problems, *following_problems], [*notes, *following_notes]
     if problems or notes:
         plan = dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
     return plan
@@ -328,7 +336,33 @@ def led_by_spec_line(error: CompileError, kernels: list[KernelSpec]) -> CompileE
     which = (f" for {', '.join(labels[:4])}" + (f" and {len(labels) - 4} more" if len(labels) > 4 else "")
              if labels else "")
     lead = f"{first.where_field(field_name)}: {first.field_path}.{field_name}{others} did not build{which}:"
+    following = _failed_following(error, kernels)
+    if following is not None:   # the kernel's own function built: the function of a launch of its then: did not
+        kernel, launch = following
+        at = f"then[{launch.index}].function"
+        lead = (f"{kernel.where_field(at)}: {kernel.field_path}.{at}{others}: {kernel.following_instance(launch)} "
+                f"did not build{which}:")
     return CompileError(f"{lead}\n{error}", log=error.log, options=error.options)
+
+
+# The function a build could not make, as NVRTC says it (Input name expression was: " reduce < 4 >") and as a
+# prebuilt image's lookup does (no kernel matches function 'reduce<4>', function 'reduce<4>' is ambiguous).
+_FAILED_FUNCTION = re.compile(r'Input name expression was: "([^"]*)"|no kernel matches function \'([^\']*)\''
+                              r'|function \'([^\']*)\' is ambiguous')
+
+
+def _failed_following(error: CompileError, kernels: list[KernelSpec]) -> tuple[KernelSpec, FollowingLaunch] | None:
+    """The kernel and its launch of then: whose function `error` names as not built, where every function it
+    names so is such a launch's; None where it names the kernel's own function, or none."""
+    def bare(text: str) -> str:    # NVRTC spaces a name expression's tokens out: compared without spaces
+        return "".join(text.split())
+
+    failed = {bare(next(group for group in found.groups() if group is not None))
+              for found in _FAILED_FUNCTION.finditer(str(error))}
+    if not failed or any(bare(kernel.instance) in failed for kernel in kernels):
+        return None
+    return next(((kernel, launch) for kernel in kernels for launch in kernel.then
+                 if bare(kernel.following_instance(launch)) in failed), None)
 
 
 def _swept(kernel: KernelSpec) -> bool:

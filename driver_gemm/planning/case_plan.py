@@ -249,6 +249,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                  if buffer.grid is not None)
     notes.extend(f"bias {name}: {buffer.bias.describe()}" for name, buffer in buffers.items()
                  if buffer.bias is not None)
+    notes.extend(f"quantized {name}: {buffer.quantized.describe()}" for name, buffer in buffers.items()
+                 if buffer.quantized is not None)
     notes.extend(_index_overflow_notes(kernel, shape))
     tile = None
     attributes = None
@@ -401,7 +403,7 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
     wave_count = None
     if config is not None:
         threads = config.threads_per_block
-        _check_resources(config, resources, limits, problem)
+        check_resources(config, resources, limits, problem)
         if config.shared_bytes > DEFAULT_SHARED_LIMIT and \
                 config.shared_bytes + resources.static_shared_bytes > limits.max_shared_per_block:
             notes = [note for note in notes if "opt-in" not in note]
@@ -501,7 +503,7 @@ def block_registers(registers: int, threads: int, limits: ArchLimits) -> int:
     return per_warp * warps
 
 
-def _check_resources(config: LaunchConfig, resources: KernelResources, limits: ArchLimits, problem) -> None:
+def check_resources(config: LaunchConfig, resources: KernelResources, limits: ArchLimits, problem) -> None:
     total_shared = resources.static_shared_bytes + config.shared_bytes
     if total_shared > limits.max_shared_per_block:
         problem(f"{resources.static_shared_bytes} static + {config.shared_bytes} dynamic = {total_shared} bytes of "
@@ -647,7 +649,9 @@ def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any
                 values[argument.name] = value
             continue
         if argument.ctype == "ptr" or argument.tensor_map is not None:
-            values[argument.name] = argument.name   # bound to a buffer (or a map encoded from one) at launch
+            # bound to a buffer (or a map encoded from one) at launch; a launch of then: naming the kernel's alpha
+            # by pointer leaves the value that buffer holds, set where the kernel's signature takes it
+            values.setdefault(argument.name, argument.name)
             continue
         value = _argument_value(argument, argument.value, field_name, env, scalars, problem)
         if value is not None:

@@ -59,15 +59,18 @@ def _capped_by_count(extent: expr.Expression, env: dict | None) -> bool:
     """Whether `extent` is ``min(...)`` of something that reads neither M nor N (a block count: the author's SMs
     times blocks per SM, or a launch limit) that, on the shape of `env`, is below what the rest of the min
     (C's tiles) counts, so that each block takes several tiles. A cap the shape does not reach leaves a grid that
-    numbers tiles, held to covering C as any other."""
+    numbers tiles, held to covering C as any other; so is the rest of a grid whose min() reads neither M nor N
+    (a batch axis's cap), as that axis numbers no tiles."""
     node = extent.tree
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"):
         return False
     caps = [argument for argument in node.args if not _names_of(argument) & {"M", "N"}]
     tiles = [argument for argument in node.args if _names_of(argument) & {"M", "N"}]
-    if not caps:
+    if not caps or not tiles:
+        # A min() of counts alone (the gridDim.z cap of min(batch, 65535)) caps an axis that numbers no tiles of C:
+        # the axes that do are still held to covering it.
         return False
-    if env is None or not tiles:
+    if env is None:
         return True
     try:
         cap = min(expr.parse(ast.unparse(argument)).evaluate_int(env) for argument in caps)
@@ -90,25 +93,48 @@ def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int) -> str 
 
 def grid_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
     """The grid axes that step along C's columns and rows: the one extent that reads N and not M, and the one that
-    reads M and not N (x and y as usual, either way round), any other axis being the batch's, a split of K, or 1.
-    None for a grid that numbers tiles otherwise (all on one axis, or columns split over two axes as a swizzled
-    grid does)."""
+    reads M and not N (x and y as usual, either way round), any other axis reading neither (the batch's, a split of
+    K by a count, a param or a number, or 1). None for a grid that numbers tiles otherwise (all on one axis, or
+    columns split over two axes as a swizzled grid does, `tile_axes`)."""
     reads = [extent.names & {"M", "N"} for extent in grid]
     columns = [axis for axis, names in enumerate(reads) if names == {"N"}]
     rows = [axis for axis, names in enumerate(reads) if names == {"M"}]
     if len(columns) != 1 or len(rows) != 1:
         return None
-    others = [extent for axis, extent in enumerate(grid) if axis not in (columns[0], rows[0])]
-    if any(not (extent.names & {"batch", "K"}) and extent.source.strip() != "1" for extent in others):
+    if set(tile_axes(grid)) - {columns[0], rows[0]}:
         return None
     return columns[0], rows[0]
 
 
 def tile_axes(grid: Sequence[expr.Expression]) -> list[int]:
-    """The axes whose blocks number C's tiles: all but the batch's and a split of K (an axis that reads K and
-    neither M nor N)."""
+    """The axes whose blocks number C's tiles: those that read M or N (not the batch), and one that reads neither
+    only where another axis divides M or N by it too, columns split over x and z as
+    ``[4, ceil(M / BM), ceil(N / (BN * 4))]``. The rest (the batch's, a split of K by ``ceil(K / 256)``, a param
+    such as ``SPLITS`` or a number) launch copies of the same tiles: counting them would let a grid of too few
+    tiles pass."""
+    splits = set().union(*(_divisor_factors(extent.tree) for extent in grid if extent.names & {"M", "N"}))
     return [axis for axis, extent in enumerate(grid)
-            if "batch" not in extent.names and not ("K" in extent.names and not extent.names & {"M", "N"})]
+            if "batch" not in extent.names and (extent.names & {"M", "N"} or ast.unparse(extent.tree) in splits)]
+
+
+def _divisor_factors(node: ast.AST) -> set[str]:
+    """The factors (as written, ast.unparse's spelling) of every divisor in an extent that divides M or N:
+    ``BN * 4`` and ``4`` for ``ceil(N / (BN * 4))``, and for ``ceil(N / BN / 4)``, ``BN`` and ``4``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("ceil", "floor") \
+            and len(node.args) == 1:
+        return _divisor_factors(node.args[0])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+        return _product_factors(node.right) | _divisor_factors(node.left)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub)):
+        return _divisor_factors(node.left) | _divisor_factors(node.right)
+    return set()
+
+
+def _product_factors(node: ast.AST) -> set[str]:
+    factors = {ast.unparse(node)}
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        factors |= _product_factors(node.left) | _product_factors(node.right)
+    return factors
 
 
 PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows the GPU (sm_count, "

@@ -18,6 +18,7 @@ is not known before the launch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import subprocess
 
@@ -31,7 +32,7 @@ from ..cuda.sass import disassemble, find_disassembler, tma_copies
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
 from ..cuda.occupancy import ArchLimits
-from .case_plan import CasePlan, block_registers
+from .case_plan import CasePlan, block_registers, check_resources
 from .host_builders import check_builders
 
 
@@ -170,17 +171,83 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         _check_compiled_cluster(plan, cluster, problem, notes)
     if facts is not None and facts.register_increases:
         notes.extend(register_move_notes(facts, plan, limits))
-    if facts is not None and facts.dynamic_shared and plan.config is not None and plan.config.shared_bytes == 0:
+    if facts is not None:
+        _check_launch_facts(plan, facts, problem)
+    return problems, notes
+
+
+def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
+    """What the kernel's PTX says its launch must give it: dynamic shared memory where it uses an extern
+    ``__shared__`` array, and a cooperative launch where it waits for its whole grid."""
+    if facts.dynamic_shared and plan.config is not None and plan.config.shared_bytes == 0:
         problem("the kernel uses dynamic shared memory (an extern __shared__ array), but shared_bytes gives it none: "
                 "its first access would be out of bounds", "shared_bytes",
                 hint="give shared_bytes: the bytes its launcher passes as the third <<<grid, block, bytes>>> "
                      "argument (an expression of the params and M, N, K)")
-    if facts is not None and facts.grid_sync and not (plan.attributes is not None and plan.attributes.cooperative):
+    if facts.grid_sync and not (plan.attributes is not None and plan.attributes.cooperative):
         problem("the kernel waits for its whole grid (it reads the grid workspace, %envreg1 and %envreg2, as "
                 "cooperative_groups' grid.sync() does), which only a cooperative launch provides: launched "
                 "otherwise it traps", "cooperative",
                 hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
                      "(max_active_clusters counts the blocks that do)")
+
+
+# A launch of then: has no field of these: what its function's image refutes there is said at its function, with
+# a hint of what such a launch can be where the kernel's own hint names a field it lacks (it is a plain launch,
+# <<<grid, block, shared_bytes>>>, and no other).
+_FOLLOWING_FIELDS = {
+    "source": ("function", None),
+    "cooperative": ("function", "a launch of then: is never cooperative: a function that waits for its whole grid "
+                                "is launched as a kernel's own, with cooperative: true"),
+    "cluster": ("function", "a launch of then: takes no cluster_non_portable: a function of a larger compiled "
+                            "cluster is launched as a kernel's own"),
+}
+
+
+def following_image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list[ConfigError], list[str]]:
+    """The checks the kernel's own launch gets against its image (`image_checks`: launch bounds, required block,
+    stack, compiled cluster, dynamic shared memory, grid-wide barrier) and its resources
+    (`case_plan.check_resources`: static plus dynamic shared memory, registers a block), made of each of its
+    ``then:`` launches against that launch's own function, each said at ``then[i]``. A launch of then: is plain
+    (no cluster, PDL or cooperative attribute), and the image of PTX has no resources before the driver loads it:
+    those checks are then made of what the PTX says."""
+    kernel = plan.kernel
+    problems: list[ConfigError] = []
+    notes: list[str] = []
+    for launch, config in zip(kernel.then, plan.following):
+        if config is None:      # refused at its extents already
+            continue
+        instance = kernel.following_instance(launch)
+        where = f"then[{launch.index}]"
+
+        def problem(message: str, field_name: str, hint: str | None = None, where=where, instance=instance) -> None:
+            field_name, own_hint = _FOLLOWING_FIELDS.get(field_name, (field_name, None))
+            hint = own_hint or hint
+            problems.append(ConfigError(f"{instance}: {message}", where=kernel.where_field(f"{where}.{field_name}"),
+                                        field=f"{kernel.field_path}.{where}.{field_name}", hint=hint))
+
+        try:
+            symbol = built.symbol(instance)
+            image = built.kernel_image(instance)
+        except (ImageError, KeyError):
+            continue
+        resources = built.resources_of(instance) if built.resources_known else None
+        # The launch as the kernel's own checks read one: its config, no attributes, its function's resources.
+        view = dataclasses.replace(plan, config=config, attributes=None, resources=resources)
+        if resources is not None:
+            check_resources(config, resources, limits, problem)
+        if image is not None:
+            _check_compiled_bounds(view, image, problem)
+        facts = facts_of(built, symbol)
+        cluster = compiled_cluster(image, facts)
+        cluster_notes: list[str] = []
+        if cluster is not None:
+            _check_compiled_cluster(view, cluster, problem, cluster_notes)
+        if facts is not None:
+            _check_launch_facts(view, facts, problem)
+            if facts.register_increases:
+                cluster_notes.extend(register_move_notes(facts, view, limits))
+        notes.extend(f"{where}: {instance}: {note}" for note in cluster_notes)
     return problems, notes
 
 

@@ -554,7 +554,9 @@ def tune_table(picks, title: str, names: dict[str, str] | None = None) -> Table:
         verdict = "-" if best is None else ("only one" if second is None else ("tie" if pick.tie else "clear"))
         table.add_row(Text(printable(pick.kernel)), pick.shape, str(pick.tried), f"{pick.passed}/{pick.invalid}",
                       Text(printable(names.get(best.kernel, best.kernel)), style="bold green") if best else
-                      Text("nothing passed", style="bold red"),
+                      # a verify-only run's rows pass with no time: they are not failures, but none can win
+                      Text("passed, not timed" if getattr(pick, "untimed", 0) else "nothing passed",
+                           style="bold yellow" if getattr(pick, "untimed", 0) else "bold red"),
                       _time(best.median_ms if best else None), _number(best.pct_cublas if best else None, 1),
                       Text(printable(names.get(second.kernel, second.kernel))) if second else "-",
                       f"{100 * pick.margin:.1f}%" if pick.margin is not None else "-", verdict)

@@ -20,6 +20,7 @@ from ..cuda.interop import device_pointer
 from ..cuda.launch import LaunchSequence, PackedArguments, PreparedLaunch, pack_layout
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError
+from ..planning.buffer_plans import QuantizedFillFailed
 from ..planning.case_plan import pointer_array_extent
 from ..planning.host_builders import BuilderFailed, builder_values, built_bytes
 from ..planning.image_checks import constant_symbol
@@ -32,7 +33,7 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch | LaunchSequenc
     contents now (enqueued on the stream), and again by each ``reset()`` unless read-only. A kernel with
     ``then:`` launches is a `LaunchSequence` of its own launch and theirs."""
     session, kernel_spec, case_plan = run.session, run.case.kernel, run.case.plan
-    own, resets, owned = device_buffers(session, case_plan.buffers)
+    own, resets, owned = _own_buffers(run)
     slots = run.kernel.image_params()
 
     def encode(argument, position: int) -> tuple[str, object]:
@@ -65,6 +66,20 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch | LaunchSequenc
         return launch
     return LaunchSequence(launch, [_following_launch(run, launch_spec, config, {**buffers, **own, **arrays})
                                    for launch_spec, config in zip(kernel_spec.then, case_plan.following)])
+
+
+def _own_buffers(run) -> tuple[dict[str, Any], list, list]:
+    """`case_buffers.device_buffers` of the case's plan, a quantized B's parts laid out from the values its inputs
+    were drawn from; a pack builder that fails, or a run that drew no such values, is said at the buffer's field."""
+    kernel_spec = run.case.kernel
+    typed = getattr(run, "typed", None)
+    held = typed.held if typed is not None else None
+    try:
+        return device_buffers(run.session, run.case.plan.buffers, held.quantized if held is not None else None)
+    except QuantizedFillFailed as exc:
+        path = next(path for path, argument in kernel_spec.device_buffers() if argument.name == exc.buffer)
+        raise ConfigError(str(exc), where=kernel_spec.where_field(f"{path}.quantized"),
+                          field=f"{kernel_spec.field_path}.{path}.quantized", hint=exc.hint) from None
 
 
 def _following_launch(run, launch_spec, config, buffers: dict[str, Any]) -> PreparedLaunch:

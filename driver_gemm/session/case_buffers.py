@@ -17,12 +17,14 @@ import numpy as np
 
 from ..cuda.device import DeviceBuffer
 from ..planning.buffer_plans import BufferPlan
+from ..planning.quantized_layouts import QuantizedDraw
 
 
-def device_buffers(session, plans: dict[str, BufferPlan]
+def device_buffers(session, plans: dict[str, BufferPlan], draw: QuantizedDraw | None = None
                    ) -> tuple[dict[str, DeviceBuffer], list[Callable[[], None]], list[DeviceBuffer]]:
     """The device buffer of each of `plans` by argument name, their contents enqueued on the session's
-    stream; the resets to enqueue before every sample (none for read-only buffers: alpha, beta); and every
+    stream (a quantized B's parts laid out from `draw`, the values the case drew B from); the resets to
+    enqueue before every sample (none for read-only buffers: alpha, beta, a quantized B's parts); and every
     buffer made, for the launch to keep (they are freed with it, or with the device)."""
     stream, owned = session.stream, []
     buffers, resets = {}, []
@@ -33,7 +35,7 @@ def device_buffers(session, plans: dict[str, BufferPlan]
         if word is not None:
             reset = _memset(target, word, plan.nbytes, stream)
         else:
-            initial = session.device.upload(np.ascontiguousarray(plan.initial_bytes()), stream)
+            initial = session.device.upload(np.ascontiguousarray(plan.initial_bytes(draw)), stream)
             owned.append(initial)
             reset = _copy(target, initial, plan.nbytes, stream)
         reset()

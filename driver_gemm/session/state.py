@@ -30,6 +30,7 @@ from ..measure.inputs import ShapeOperands
 from ..measure.cublaslt import CublasLtMatmul
 from ..measure.cupti_timer import CuptiRecorder
 from ..measure.timing import L2Flusher, LaunchGate
+from ..planning.quantized_layouts import QuantizedDraw
 from ..specfile.model import Shape
 from .options import RunOptions
 
@@ -82,12 +83,14 @@ class HeldTypedInputs:
     inputs: TypedInputs
     uploads: dict[str, bytes]
     references: dict = field(default_factory=dict)
+    quantized: QuantizedDraw | None = None   # a quantized B's codes, scales and zero points, which B is made of
 
     @property
     def nbytes(self) -> int:
-        """Host bytes held: the values, their uploads and the references."""
+        """Host bytes held: the values, their uploads, the references and a quantized B's codes."""
         arrays = [self.inputs.a, self.inputs.b, self.inputs.c0, *(expected for expected, _ in self.references.values())]
-        return sum(array.nbytes for array in arrays if array is not None) + sum(map(len, self.uploads.values()))
+        return (sum(array.nbytes for array in arrays if array is not None) + sum(map(len, self.uploads.values()))
+                + (self.quantized.nbytes if self.quantized is not None else 0))
 
     def release(self) -> None:
         pass                       # nothing page-locked: typed uploads go from their bytes

@@ -23,6 +23,7 @@ from ..measure.inputs import case_seed
 from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
+from ..planning.quantized_layouts import draw_quantized
 from ..measure.verify import Verdict, compare_typed
 from ..results.records import VerificationRecord
 from ..specfile.model import VerifySettings
@@ -80,15 +81,39 @@ def held_inputs(run) -> None:
     seed = case_seed(run.spec.verify.seed, run.case.shape.label)
     with_c = typed.beta != 0.0
     operands, types = typed.operands, typed.types
+    quantized = _quantization(run)
 
     def draw():
         drawn = make_typed_inputs(operands, types, seed, with_c=with_c)
-        return HeldTypedInputs(run.case.shape, drawn, _uploads(operands, types, drawn))
+        codes = None
+        if quantized is not None:
+            # B is what the kernel dequantizes its codes to: (q - z) * s, exact in B's type, so the reference and
+            # the check take it as any B.
+            bits, group, with_zeros = quantized
+            codes = draw_quantized(operands.b.rows, operands.b.cols, bits, group, with_zeros, seed)
+            values = codes.values()
+            assert dtypes.is_representable(values, types.b).all(), "(q - z) * s is exact in B's type"
+            drawn = replace(drawn, b=values[None])
+        return HeldTypedInputs(run.case.shape, drawn, _uploads(operands, types, drawn), quantized=codes)
 
-    # float64 values and their uploads: at most 8 + 4 bytes an element of A and B (and C0)
-    draw_bytes = 12 * (operands.a.elements + operands.b.elements + (operands.c.elements if with_c else 0))
-    held = run.session.typed_inputs_for((run.case.shape, seed, repr(types), repr(operands), with_c), draw, draw_bytes)
+    # float64 values and their uploads: at most 8 + 4 bytes an element of A and B (and C0), and a code of B
+    draw_bytes = 12 * (operands.a.elements + operands.b.elements + (operands.c.elements if with_c else 0)) \
+        + (operands.b.elements if quantized is not None else 0)
+    # A quantized B is drawn apart: kernels of the shape that take B as it is, and the vendor row, keep theirs.
+    key = (run.case.shape, seed, repr(types), repr(operands), with_c) + ((("quantized", *quantized),) if quantized
+                                                                          else ())
+    held = run.session.typed_inputs_for(key, draw, draw_bytes)
     typed.inputs, typed.held, run.record.seed = held.inputs, held, seed
+
+
+def _quantization(run) -> tuple[int, int, bool] | None:
+    """(bits, group, whether it takes zero points) of the kernel's quantized B on this shape, from the plan of its
+    codes part; None for a kernel that takes B as it is, and for a vendor row."""
+    if run.case.lt is not None:
+        return None
+    parts = [plan.quantized for plan in run.case.plan.buffers.values() if plan.quantized is not None]
+    codes = next((part for part in parts if part.part == "codes"), None)
+    return (codes.bits, codes.group, codes.zeros) if codes is not None else None
 
 
 def _uploads(operands: GemmOperands, types: GemmTypes, inputs: TypedInputs) -> dict[str, bytes]:

@@ -4,8 +4,9 @@
 own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, a list of
 numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill: {file: NAME}``, the name per
 shape), before every launch and every sample; or, with ``scales: {of: A, block: [1, 128]}`` instead of a fill, a
-factor per block of A or B that the reference applies too, or, with ``bias: N``, a value per column of C that it
-adds. ``{name: alpha, type: ptr}``
+factor per block of A or B that the reference applies too, with ``bias: N``, a value per column of C that it
+adds, or, with ``quantized: {of: B, part: codes, ...}``, a part of a weight-only quantized B (its codes, scales
+or zero points), filled from the values B is drawn from. ``{name: alpha, type: ptr}``
 (or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
 `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
 them per shape. The fields: docs/kernels.md.
@@ -22,11 +23,20 @@ from ..argtypes import C_TYPES, STANDARD_ARGUMENTS, fits_float
 from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression
 from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
-from .model import Argument, BlockScales, DeviceBufferArgument
+from .model import (QUANTIZED_BITS, QUANTIZED_PARTS, Argument, BlockScales, DeviceBufferArgument, HostBuilder,
+                    QuantizedWeights)
 from .project import host_builder, project_root
 
-BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias")
+BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias", "quantized")
 SCALES_KEYS = ("of", "block", "order", "ld")
+QUANTIZED_KEYS = ("of", "part", "bits", "group", "pack")
+PACK_KEYS = ("along", "order", "builder")
+# What holds a quantized B's parts: packed codes (or zero points) fill 32-bit words; one to an element, any integer
+# type as wide as a byte or more; scales, the floating types a kernel reads them in.
+PACKED_ELEMENTS = ("int32", "uint32")
+CODE_ELEMENTS = ("uint8", "int8", "uint16", "int16", "int32", "uint32")
+QUANTIZED_SCALE_ELEMENTS = ("float16", "bfloat16", "float32")
+QUANTIZED_HINT = "quantized: {of: B, part: codes, bits: 4, group: 128, pack: {along: K}}"
 FILL_SOURCE_KEYS = ("file", "builder")   # fill: {file: NAME.npy} or {builder: FILE.py:FUNCTION}
 # What a buffer of drawn values (block scales, a bias) may hold: the floating types, in each of which they are exact.
 DRAWN_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
@@ -80,7 +90,13 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
                             "pass", f"{item_path}.pass")
     if "scales" in item and "bias" in item:
         raise context.error("a buffer holds block scales or a bias, not both", item, "bias", f"{item_path}.bias")
-    if "scales" in item:
+    if "quantized" in item and ("scales" in item or "bias" in item):
+        other = "block scales" if "scales" in item else "a bias"
+        raise context.error(f"a buffer holds a part of a quantized B or {other}, not both", item, "quantized",
+                            f"{item_path}.quantized")
+    if "quantized" in item:
+        buffer = _quantized(context, item, item_path, element, size)
+    elif "scales" in item:
         buffer = _block_scales(context, item, item_path, element, size)
     elif "bias" in item:
         buffer = _bias(context, item, item_path, element, size)
@@ -154,6 +170,100 @@ def _block_scales(context: Context, item: dict, item_path: str, element: str, si
     ld = parse_expression(context, node, "ld", node["ld"], f"{dotted}.ld", whole=True) if "ld" in node else None
     scales = BlockScales(operand.lower(), (extents[0], extents[1]), order, ld)
     return DeviceBufferArgument(element, size, "scales", (), scales=scales)
+
+
+def _quantized(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
+    """``quantized: {of: B, part: codes, bits: 4, group: 128, pack: {along: K}}``: a part of a weight-only quantized
+    B (its codes, scales or zero points), which the case fills from the values it draws B from, so that the kernel
+    dequantizes to exactly the B the reference multiplies. What concerns the kernel's other parts (bits and group
+    agreeing, one codes part, typed operands) is checked with the whole signature (`specfile.quantized`)."""
+    node, dotted = item["quantized"], f"{item_path}.quantized"
+    if "fill" in item:
+        raise context.error("a part of a quantized B holds what the case draws B from: it takes no fill", item,
+                            "fill", f"{item_path}.fill", hint=QUANTIZED_HINT)
+    if not isinstance(node, dict):
+        raise context.error(f"quantized is a mapping like {{of: B, part: codes, bits: 4, group: 128}}, got "
+                            f"{kind_name(node)}", item, "quantized", dotted, hint=QUANTIZED_HINT)
+    check_keys(context, node, QUANTIZED_KEYS, dotted)
+    for required in ("of", "part"):
+        if required not in node:
+            raise context.error(f"a part of a quantized B needs {required}", item, "quantized", dotted,
+                                hint=QUANTIZED_HINT)
+    operand = node["of"]
+    if operand not in ("B", "b"):
+        raise context.error(f"of is B, the weights a kernel takes quantized (A, the activations, stays fp16 or bf16),"
+                            f" got {kind_name(operand)}", node, "of", f"{dotted}.of")
+    part = node["part"]
+    if part not in QUANTIZED_PARTS:
+        raise context.error(f"part is {', '.join(QUANTIZED_PARTS)} (B = (codes - zeros) * scales), got "
+                            f"{kind_name(part)}", node, "part", f"{dotted}.part")
+    bits = node.get("bits")
+    if "bits" in node and (isinstance(bits, bool) or bits not in QUANTIZED_BITS):
+        raise context.error(f"bits is {', '.join(map(str, QUANTIZED_BITS))} (a whole number of codes to a 32-bit "
+                            f"word), got {kind_name(bits)}", node, "bits", f"{dotted}.bits")
+    group = parse_expression(context, node, "group", node["group"], f"{dotted}.group", whole=True) \
+        if "group" in node else None
+    if part == "codes":
+        for required in ("bits", "group"):
+            if required not in node:
+                raise context.error(f"the codes part of a quantized B needs {required} (the other parts inherit "
+                                    "it)", item, "quantized", dotted, hint=QUANTIZED_HINT)
+    along, order, builder = _pack(context, node, dotted, part, bits)
+    if part == "scales":
+        if element not in QUANTIZED_SCALE_ELEMENTS:
+            raise context.error(f"a quantized B's scales are stored as {', '.join(QUANTIZED_SCALE_ELEMENTS)}, got "
+                                f"{element}", item, "element", f"{item_path}.element")
+    elif builder is None:
+        allowed = PACKED_ELEMENTS if along is not None else CODE_ELEMENTS
+        if element not in allowed:
+            packing = f"packed along {along}" if along is not None else "one to an element (no pack)"
+            raise context.error(f"a quantized B's {part} {packing} are stored as {', '.join(allowed)}, got "
+                                f"{element}", item, "element", f"{item_path}.element",
+                                hint="pack: {along: K} packs 32 / bits codes into an int32; without pack, "
+                                     "element: uint8 holds one")
+    weights = QuantizedWeights(part, bits, group, along, order, builder)
+    return DeviceBufferArgument(element, size, "quantized", (), read_only=True, builder=builder, quantized=weights)
+
+
+def _pack(context: Context, node: dict, dotted: str, part: str, bits: int | None
+          ) -> tuple[str | None, tuple[int, ...] | None, HostBuilder | None]:
+    """``pack: {along: K, order: [...]}`` or ``pack: {builder: FILE.py:FUNCTION}`` as (along, order, builder); no
+    pack: one code to an element."""
+    if "pack" not in node:
+        return None, None, None
+    pack, path = node["pack"], f"{dotted}.pack"
+    if part == "scales":
+        raise context.error("a quantized B's scales are one to an element: they take no pack", node, "pack", path)
+    if not isinstance(pack, dict):
+        raise context.error(f"pack is a mapping: {{along: K}}, {{along: N, order: [0, 2, 4, 6, 1, 3, 5, 7]}} or "
+                            f"{{builder: FILE.py:FUNCTION}}, got {kind_name(pack)}", node, "pack", path)
+    check_keys(context, pack, PACK_KEYS, path)
+    if "builder" in pack:
+        if len(pack) != 1:
+            extra = next(key for key in pack if key != "builder")
+            raise context.error(f"a pack builder lays the whole buffer out: it takes no {extra}", pack, extra,
+                                f"{path}.{extra}")
+        builder = host_builder(context, pack, "builder", f"{path}.builder",
+                               "pack: {builder: pack.py:marlin}, with def marlin(values) -> numbers in pack.py beside "
+                               "the spec (values: codes, scales, zeros, group, bits, M, N, K and the params)")
+        return None, None, builder
+    along = pack.get("along")
+    if along not in ("K", "N"):
+        raise context.error(f"pack.along is K (32 / bits codes of a column, rows 0 to 32 / bits - 1 in a word) or N "
+                            f"(of a row), got {kind_name(along)}", pack, "along" if "along" in pack else None,
+                            f"{path}.along")
+    order = None
+    if "order" in pack:
+        listed = pack["order"]
+        per = 32 // bits if bits is not None else None
+        if not isinstance(listed, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in listed) \
+                or sorted(listed) != list(range(len(listed))) or (per is not None and len(listed) != per):
+            count = f"{per}" if per is not None else "32 / bits"
+            raise context.error(f"pack.order lists the positions 0 to {count} - 1 of a word's run of codes, each "
+                                f"once (bit field i holds position order[i]), got {kind_name(listed)}", pack,
+                                "order", f"{path}.order", hint="AWQ: order: [0, 2, 4, 6, 1, 3, 5, 7]")
+        order = tuple(listed)
+    return along, order, None
 
 
 def _bias(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:

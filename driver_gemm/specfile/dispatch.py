@@ -16,6 +16,7 @@ counted as the family's (`Spec.dispatch_members`).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ class DispatchEntry:
     """One winning configuration and where it applies."""
 
     shape: Shape
-    params: Mapping[str, int]
+    params: Mapping[str, int | bool | str]   # a kernel's params take whole numbers, true/false and C++ names
     when: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict)
     label: str | None = None        # the winner's label, for reading
     kernel: str | None = None       # another kernel of the spec to run with `params` (None: the table's own)
@@ -113,12 +114,13 @@ def select_kernel(kernel: KernelSpec, table: DispatchTable, shape: Shape,
                             where=kernel.where, field=f"dispatch.{kernel.name}")
         kernel = members[entry.kernel]
     unknown = set(entry.params) - set(kernel.params)
-    if kernel.params and unknown:
-        raise SpecError(f"dispatch for {kernel.name} sets {', '.join(sorted(unknown))}, which the kernel's "
-                        f"params ({', '.join(kernel.params)}) do not have", where=kernel.where,
-                        field=f"dispatch.{kernel.name}")
-    params = {name: entry.params.get(name, value) for name, value in kernel.params.items()} if kernel.params \
-        else dict(entry.params)
+    if unknown:
+        # a kernel with no params has none to set: its entry's would reach the compiler as a template-id
+        have = (f"which the kernel's params ({', '.join(kernel.params)}) do not have" if kernel.params
+                else "but the kernel has no params")
+        raise SpecError(f"dispatch for {kernel.name} sets {', '.join(sorted(unknown))}, {have}",
+                        where=kernel.where, field=f"dispatch.{kernel.name}")
+    params = {name: entry.params.get(name, value) for name, value in kernel.params.items()}
     return dataclasses.replace(kernel, params=params)
 
 
@@ -187,8 +189,13 @@ def _parse_entry(node, path: str, error, where: Callable[[str], str | None]) -> 
             raise error(f"missing required field '{required}'", path)
     shape = _parse_shape(node["shape"], f"{path}.shape", error)
     params = node["params"]
-    if not isinstance(params, dict) or not all(_is_int(v) and INT64_MIN <= v <= INT64_MAX for v in params.values()):
-        raise error("must be a mapping of template parameter names to whole numbers (64-bit)", f"{path}.params")
+    # One value per name, of the kinds a kernel's params: take (whole numbers, true/false, C++ names); the spec
+    # reader checks each against the kernel with the reader of params: (`specfile.load._parse_dispatch`).
+    if not isinstance(params, dict) or not all(_is_param_value(v) for v in params.values()):
+        raise error("must be a mapping of template parameter names to one value each, of the kinds params: take: "
+                    "whole numbers (64-bit), true/false or C++ names (types, enumerators, template-ids)",
+                    f"{path}.params",
+                    hint="an entry picks one configuration: no lists")
     label = node.get("label")
     if label is not None and not isinstance(label, str):
         raise error(f"must be text (the winner's label), got {kind_name(label)}", f"{path}.label")
@@ -213,7 +220,7 @@ def _parse_entry(node, path: str, error, where: Callable[[str], str | None]) -> 
         if None not in bounds and bounds[0] > bounds[1]:
             raise error(f"low {bounds[0]} is above high {bounds[1]}", where_bounds)
         when[dimension] = (bounds[0], bounds[1])
-    return DispatchEntry(shape, {str(k): int(v) for k, v in params.items()}, when, label, kernel, condition,
+    return DispatchEntry(shape, {str(k): _param_value(v) for k, v in params.items()}, when, label, kernel, condition,
                          where(f"{path}.when.if") if condition is not None else None)
 
 
@@ -231,7 +238,22 @@ def _parse_condition(value, path: str, error) -> Expression:
     if unknown:
         raise error(f"reads {', '.join(unknown)}: a dispatch condition reads only M, N and K", path,
                     hint="write the tile and the SM count the table was tuned for as numbers")
+    if not _only_comparisons(condition.tree):
+        # 'not M' or 'M and N' reads a size as true or false: it holds for every shape (or none), picking nothing
+        raise error(f"{value.strip()!r} is no comparison: each part joined by and, or or not must compare "
+                    "(M >= 128)", path, hint="for instance 'M >= 129 and N % 256 == 0'")
     return condition
+
+
+def _only_comparisons(tree: ast.AST) -> bool:
+    """True where every operand of and, or and not is itself a comparison (or such a combination of them)."""
+    if isinstance(tree, ast.Compare):
+        return True
+    if isinstance(tree, ast.BoolOp):
+        return all(_only_comparisons(value) for value in tree.values)
+    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not):
+        return _only_comparisons(tree.operand)
+    return False
 
 
 def _parse_shape(value, path: str, error) -> Shape:
@@ -247,3 +269,12 @@ def _parse_shape(value, path: str, error) -> Shape:
 
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_param_value(value) -> bool:
+    return isinstance(value, (bool, str)) or (_is_int(value) and INT64_MIN <= value <= INT64_MAX)
+
+
+def _param_value(value) -> int | bool | str:
+    """A param's value as plain Python (the YAML reader's own int and str kinds carry lines), bool kept apart."""
+    return bool(value) if isinstance(value, bool) else str(value) if isinstance(value, str) else int(value)

@@ -29,7 +29,8 @@ from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_C
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
 from .model import PARAM_NAME, PRECISIONS, FollowingLaunch, KernelSpec, is_safe_name
 from .project import UNENCODABLE_HINT, project_file, project_root, unencodable
-from .signature import parse_constants, parse_following_signature, parse_signature
+from .quantized import check_quantized
+from .signature import following_signature_entries, parse_constants, parse_following_signature, parse_signature
 from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
@@ -121,7 +122,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                             hint="give shared_bytes as a number of bytes")
     options, precision, arch = _compiler_settings(context, node, dotted)
     scalars = parse_kernel_scalars(context, node, dotted, scalars)
-    signature, memory = parse_signature(context, node, dotted, scalars, _matrices_following(context, node, dotted))
+    signature, memory = parse_signature(context, node, dotted, scalars, _names_following(context, node, dotted))
     constants = parse_constants(context, node, dotted)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
     # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.
@@ -141,7 +142,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
 
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
-    epilogue = _epilogue(context, node, dotted, signature)
+    epilogue = _epilogue(context, node, dotted, signature, then)
     entry = plain(node)
     kernels = [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                           block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
@@ -154,13 +155,16 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
     _check_drawn_buffers(kernels[0])
+    check_quantized(kernels[0])
     return kernels
 
 
-def _matrices_following(context: Context, node: dict, dotted: str) -> frozenset[str]:
-    """A, B and C where a launch of ``then:`` takes them (by name, or as a pointer to one): the kernel's own
-    signature need not (a split of K's partial products takes A and B, the launch after it C). A ``then:`` that
-    is no list of launches is refused here, before the signature that would miss what it takes."""
+def _names_following(context: Context, node: dict, dotted: str) -> frozenset[str]:
+    """The names the launches of ``then:`` take: A, B and C (by name, or as a pointer to one), which the kernel's
+    own signature need not take (a split of K's partial products takes A and B, the launch after it C), and the
+    kernel's buffers by name, which need not be its parameters (``pass: none``). A ``then:`` that is no list of
+    launches, or a launch's signature that is no list of what such a launch takes, is refused here, at its field,
+    before the kernel's signature that would miss what it takes."""
     if "then" not in node:
         return frozenset()
     launches = node["then"]
@@ -170,13 +174,16 @@ def _matrices_following(context: Context, node: dict, dotted: str) -> frozenset[
                             hint="then: [{function: reduce<SPLITS>, block: [256], grid: ['ceil(M * N / 256)'], "
                                  "signature: [workspace, C, M, N, alpha, beta]}]")
     found: set[str] = set()
-    for launch in launches:
-        entries = launch.get("signature") if isinstance(launch, dict) else None
-        for entry in entries if isinstance(entries, list) else ():
-            if isinstance(entry, str) and entry in ("A", "B", "C"):
+    for index, launch in enumerate(launches):
+        if not isinstance(launch, dict) or "signature" not in launch:
+            continue    # refused with the launch's other fields (`_following_launches`)
+        for entry in following_signature_entries(context, launch, f"{dotted}.then[{index}]"):
+            if isinstance(entry, str):
                 found.add(entry)
             elif isinstance(entry, dict) and entry.get("type") == "ptr" and entry.get("value") in ("A", "B", "C"):
                 found.add(entry["value"])
+            elif isinstance(entry, dict) and entry.get("type") == "ptr" and "value" not in entry:
+                found.add(str(entry.get("name")))     # {name: C, type: ptr}: the matrix, as the kernel's own takes it
     return frozenset(found)
 
 
@@ -189,7 +196,7 @@ def _following_launches(context: Context, node: dict, dotted: str, scalars: dict
     (`sizeofs`), sized by the same compile."""
     if "then" not in node:
         return ()
-    items, path = node["then"], f"{dotted}.then"    # a non-empty list (`_matrices_following`)
+    items, path = node["then"], f"{dotted}.then"    # a non-empty list (`_names_following`)
     arguments = [argument for argument in signature] + [argument for _, argument in memory]
     buffers = frozenset(argument.name for argument in arguments if argument.buffer is not None)
     taken = frozenset(argument.name for argument in arguments
@@ -219,6 +226,8 @@ def _following_launches(context: Context, node: dict, dotted: str, scalars: dict
         # A value a launch names is the case's from then on: a later launch may not name it for another.
         taken |= {argument.name for argument in launch_signature
                   if argument.name not in STANDARD_ARGUMENTS and argument.name not in buffers}
+        # A buffer a launch makes (alpha by pointer) is the case's too: a later launch takes it by its name.
+        buffers |= {argument.name for argument in launch_signature if argument.buffer is not None}
         launches.append(FollowingLaunch(function, block, grid, shared, launch_signature, index))
     return tuple(launches)
 
@@ -269,9 +278,11 @@ def _check_signature_reads_no_type_param(kernel: KernelSpec, type_params: dict[s
                                      "the number its own param")
 
 
-def _epilogue(context: Context, node: dict, dotted: str, signature) -> str | None:
+def _epilogue(context: Context, node: dict, dotted: str, signature,
+              then: tuple[FollowingLaunch, ...] = ()) -> str | None:
     """What a kernel without alpha and beta computes: ``overwrite`` (C = A @ B) or ``accumulate`` (C += A @ B,
-    C read first); a signature that takes alpha or beta says it itself."""
+    C read first); a signature that takes alpha or beta says it itself, and so does a launch of then: that takes
+    them (the case's alpha and beta reach C there), refused at that launch's signature."""
     if "epilogue" not in node:
         return None
     value = node["epilogue"]
@@ -285,6 +296,13 @@ def _epilogue(context: Context, node: dict, dotted: str, signature) -> str | Non
         raise context.error(f"epilogue: {value} is for a kernel without alpha and beta; this signature takes "
                             f"{', '.join(taken)}", node, "epilogue", f"{dotted}.epilogue",
                             hint="leave epilogue out: alpha and beta in the signature say what C gets")
+    for launch in then:
+        taken = [argument.name for argument in launch.signature if named(argument)]
+        if taken:
+            raise context.error(f"epilogue: {value} is for a kernel without alpha and beta; this launch of then: "
+                                f"takes {', '.join(taken)}", node["then"][launch.index], "signature",
+                                f"{dotted}.then[{launch.index}].signature",
+                                hint="leave epilogue out: alpha and beta in the launch's signature say what C gets")
     return value
 
 
@@ -882,6 +900,7 @@ TOOLKIT_PRE_INCLUDES = frozenset({"cuda_device_runtime_api.h", "cuda_runtime.h",
 # A pre-include and the header it names: ``-include FILE``, ``--pre-include=FILE`` (cuda.compile.pre_included_files
 # reads the same spellings, below the spec reader).
 _PRE_INCLUDE = re.compile(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)")
+PRE_INCLUDE_PATTERN = _PRE_INCLUDE     # for writers of a spec, which rebase the headers it names (tune's winners)
 
 
 def _toolkit_pre_include(option: str) -> bool:
@@ -899,6 +918,17 @@ def _joined_values(options: list[str]) -> list[str]:
         else:
             joined.append(option)
     return joined
+
+
+def joined_options(options: list[str]) -> list[str]:
+    """A kernel entry's options paired as the reader pairs them (one per option of `KernelSpec.options`)."""
+    return _joined_values(options)
+
+
+def read_param_values(context: Context, node: dict, path: str) -> None:
+    """Read a mapping of params (a dispatch entry's) with the reader of a kernel entry's ``params:``: each value a
+    whole number, true/false or a C++ name that is a template argument, as there; a mistake is a `SpecError`."""
+    _param_mapping(context, node, path, "")     # no function: the names are the kernel's own, already checked
 
 
 def _checked_include_option(context: Context, node: dict, dotted: str, option: str) -> str:

@@ -16,6 +16,7 @@ from ..argtypes import STANDARD_ARGUMENTS
 from .fields import IDENTIFIER, Context, check_keys, parse_expression, unknown_names_error
 from .kinds import kind_name
 from .model import Argument, LaunchAttributeSpec, TensorMapArgument
+from .typed import LAYOUT_NAMES
 
 LAUNCH_ATTRIBUTE_KEYS = ("cluster", "cluster_non_portable", "cluster_scheduling", "pdl", "cooperative")
 # The vocabulary of launch attributes and tensor maps as a spec spells it; cuda.launch_attributes and
@@ -135,21 +136,31 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
 
 def check_tensor_map_names(context: Context, node: dict, dotted: str, param_names: list[str],
                            signature: tuple[Argument, ...], type_params: dict[str, str] | None = None) -> None:
-    """Refuse a map's expression (box, dims, strides...) that uses a name other than M, N, K and the kernel's
-    numeric parameters (`type_params`: those whose value is a type, named as such)."""
-    known = set(param_names) | {"M", "N", "K"}
-    for index, argument in enumerate(signature):
-        if argument.tensor_map is None:
-            continue
+    """Refuse a map's expression (box, dims, strides...) that uses a name other than M, N, K, the operands'
+    `LAYOUT_NAMES` (lda, strideB, batch: a rank-3 map over a batched B reads them) and the kernel's numeric
+    parameters (`type_params`: those whose value is a type, named as such). One rule for a map of the signature
+    and one inside a struct (of structs), at the field that holds it."""
+    known = set(param_names) | {"M", "N", "K"} | set(LAYOUT_NAMES)
+    available = f"names available: M, N, K, {', '.join(LAYOUT_NAMES)}, {', '.join(param_names) or '(no params)'}"
+    for item, path, argument in _map_fields(node.get("signature"), f"{dotted}.signature", signature):
         for key, expressions in argument.tensor_map.expressions().items():
             for axis, expression in enumerate(expressions):
                 unknown = sorted(expression.names - known)
                 if unknown:
-                    item = node["signature"][index]
-                    raise unknown_names_error(context, expression, unknown, item, key,
-                                              f"{dotted}.signature[{index}].{key}[{axis}]",
-                                              f"names available: M, N, K, {', '.join(param_names) or '(no params)'}",
-                                              type_params)
+                    raise unknown_names_error(context, expression, unknown, item, key, f"{path}.{key}[{axis}]",
+                                              available, type_params)
+
+
+def _map_fields(items, path: str, arguments: tuple[Argument, ...]):
+    """(YAML entry, field path, argument) of every tensor map among `arguments` (written as `items`), those of
+    their structs' fields included."""
+    if not isinstance(items, list):
+        return
+    for index, (item, argument) in enumerate(zip(items, arguments)):
+        if argument.tensor_map is not None:
+            yield item, f"{path}[{index}]", argument
+        elif argument.fields and isinstance(item, dict):
+            yield from _map_fields(item.get("fields"), f"{path}[{index}].fields", argument.fields)
 
 
 # ----------------------------------------------------------------------------------- launch attributes

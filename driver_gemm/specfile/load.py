@@ -23,7 +23,7 @@ import yaml
 from ..errors import SpecError, flag_argument, path_argument
 from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kinds import kind_name
-from .kernels import IDENTIFIER, parse_kernel
+from .kernels import IDENTIFIER, parse_kernel, read_param_values
 from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import (MAX_ROUNDS, MEASURE_MODES, REFERENCES, KernelSpec, MeasureSettings, Spec, VerifySettings,
                     is_safe_name, safe_file_stem)
@@ -32,6 +32,7 @@ from .shapes import parse_shapes
 from .shipped import resolve_spec
 from .yaml_lines import LineNode, decode_spec, read_document, read_spec_bytes
 from .dispatch import parse_dispatch
+from .same_gemm import computes_differently
 from .typed import SCALAR_NAMES
 
 TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
@@ -190,7 +191,7 @@ def _spec_of(document: Any, context: Context) -> Spec:
     return Spec(path=context.path, name=name, description=description, kernels=kernels, shapes=shapes,
                 measure=measure, verify=_parse_verify(context, document),
                 baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
-                dispatch=_parse_dispatch(context, document, kernels))
+                dispatch=_parse_dispatch(context, document, kernels, scalars))
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -265,7 +266,8 @@ def _parse_kernels(context: Context, document: dict, scalars: dict[str, float]) 
     return tuple(kernels)
 
 
-def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec, ...]) -> dict:
+def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec, ...],
+                    scalars: dict[str, float]) -> dict:
     """The ``dispatch:`` tables (`specfile.dispatch`), each for exactly one kernel of the spec, its params known;
     a member an entry names is one kernel too, with those params, computing the same GEMM as its family."""
     if "dispatch" not in document:
@@ -289,37 +291,39 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
             kernel = family
             if entry.kernel is not None and entry.kernel != name:
                 kernel = only(entry.kernel, f"dispatch.{name}[{index}].kernel")
-                differs = _computes_differently(family, kernel)
+                # Compared on the entry's shape, the member with the entry's params, as it runs there.
+                picked = dataclasses.replace(kernel, params={key: entry.params.get(key, value)
+                                                             for key, value in kernel.params.items()})
+                differs = computes_differently(family, picked, entry.shape, scalars)
                 if differs:
                     path = f"dispatch.{name}[{index}].kernel"
                     raise SpecError(f"kernel {kernel.name} computes another GEMM than {name}: {differs}",
                                     where=where(path), field=path,
-                                    hint="a table picks among kernels of the same types, layout and scales")
+                                    hint="a table picks among kernels that compute the same product (types, layouts, "
+                                         "scales, epilogue, alpha and beta, batch, leading dimensions, bias, block "
+                                         "scales): their rows are the family's")
             unknown = sorted(set(entry.params) - set(kernel.params))
-            if kernel.params and unknown:
+            if unknown:
                 path = f"dispatch.{name}[{index}].params"
                 raise SpecError(f"sets {', '.join(unknown)}, which kernel {kernel.name} does not have",
-                                where=where(path), field=path, hint=f"its params: {', '.join(kernel.params)}")
+                                where=where(path), field=path,
+                                hint=f"its params: {', '.join(kernel.params)}" if kernel.params else
+                                "it has no params (nor values): give the entry params: {}")
+            _check_dispatch_values(context, document["dispatch"][name][index]["params"],
+                                   f"dispatch.{name}[{index}].params", kernel)
     return tables
 
 
-def _computes_differently(family: KernelSpec, member: KernelSpec) -> str:
-    """What makes `member`'s GEMM another than `family`'s (its rows would be against another baseline), or ''."""
-    if family.precision != member.precision:
-        return f"precision {member.precision}, not {family.precision}"
-    if (family.operands is None) != (member.operands is None):
-        return "typed operands on one side only"
-    if family.operands is not None:
-        ours, theirs = family.operands, member.operands
-        if ours.types != theirs.types:
-            return f"types {theirs.types.label}, not {ours.types.label}"
-        if dict(ours.orders) != dict(theirs.orders):
-            return f"storage orders {dict(theirs.orders)}, not {dict(ours.orders)}"
-        if ours.scales != theirs.scales:
-            return f"scales {theirs.scales}, not {ours.scales}"
-    if family.epilogue != member.epilogue:
-        return f"epilogue {member.epilogue or 'alpha and beta'}, not {family.epilogue or 'alpha and beta'}"
-    return ""
+def _check_dispatch_values(context: Context, node: dict, path: str, kernel: KernelSpec) -> None:
+    """An entry's params read as the kernel's own params: are (a C++ name checked as a template argument, no shape
+    in it), and its launch values as whole numbers, so that a table means what a kernel entry would."""
+    template = node if not kernel.launch_values & set(node) else \
+        {key: value for key, value in node.items() if key not in kernel.launch_values}   # the lines kept where it can
+    read_param_values(context, template, path)
+    for key, value in node.items():
+        if key in kernel.launch_values and (isinstance(value, bool) or not isinstance(value, int)):
+            raise context.error(f"{key} is a value the launch reads: a whole number, got {kind_name(value)}", node,
+                                key, f"{path}.{key}")
 
 
 def _where_path(context: Context, document: dict, field_path: str) -> str:
@@ -358,13 +362,21 @@ def _check_scalars_are_read(context: Context, document: dict, kernels) -> None:
     if not isinstance(node, dict):
         return
     for key in node:
-        if key in SCALAR_NAMES or any(kernel.grid_or_signature_reads(key) for kernel in kernels):
+        if key in SCALAR_NAMES or any(kernel.grid_or_signature_reads(key) or _constants_read(kernel, key)
+                                      for kernel in kernels):
             continue
         close = difflib.get_close_matches(str(key), SCALAR_NAMES, n=1)
         raise context.error(f"no kernel reads {key}: a scalar other than alpha and beta is a value for an argument "
-                            f"to read (value: {key})", node, key, f"scalars.{key}",
-                            hint=f"did you mean '{close[0]}'?" if close else "read it in an argument's value:, or "
-                                                                              "remove it")
+                            f"or a constant to read (value: {key})", node, key, f"scalars.{key}",
+                            hint=f"did you mean '{close[0]}'?" if close else "read it in an argument's or a "
+                                                                              "constant's value:, or remove it")
+
+
+def _constants_read(kernel: KernelSpec, name: str) -> bool:
+    """True when a value of the kernel's ``constants:`` reads `name`: a constant's value is an expression of the
+    shape, the params and the scalars, so a scalar it alone reads is read all the same."""
+    return any(name in value.names for constant in kernel.constants
+               for value in (*((constant.value,) if constant.value is not None else ()), *constant.array))
 
 
 def _parse_measure(context: Context, document: dict) -> MeasureSettings:

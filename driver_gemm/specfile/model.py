@@ -147,6 +147,32 @@ class BlockScales:
     ld: expr.Expression | None = None
 
 
+# The parts of a quantized B a buffer may hold, and the code widths that pack evenly into a 32-bit word.
+QUANTIZED_PARTS = ("codes", "scales", "zeros")
+QUANTIZED_BITS = (2, 4, 8)
+
+
+@dataclass(frozen=True)
+class QuantizedWeights:
+    """One part of B given to the kernel quantized (weight-only quantization, as AWQ, GPTQ and Marlin kernels take
+    their weights): B = (q - z) * s, q an integer code in [0, 2^bits) per element, s a scale and z a zero point per
+    `group` rows of B (along K) and column.
+
+    `part` is ``codes`` (q: K x N), ``scales`` (s: K / group x N, row-major) or ``zeros`` (z, as s is laid out). A
+    part of codes or zeros packs 32 / bits of them into a 32-bit element along `along` (``K`` or ``N``; None: one
+    to an element); bit field i of a word (bits i * bits up) holds position ``order[i]`` of its run (None: i).
+    `builder` (with no `along`) lays the buffer out instead. `bits` and `group` are the codes part's; the other
+    parts may repeat them (None: inherited).
+    """
+
+    part: str
+    bits: int | None = None
+    group: expr.Expression | None = None
+    along: str | None = None
+    order: tuple[int, ...] | None = None
+    builder: HostBuilder | None = None
+
+
 @dataclass(frozen=True)
 class DeviceBufferArgument:
     """A device buffer the kernel takes besides A, B and C (a scheduler's workspace, alpha by pointer).
@@ -160,10 +186,11 @@ class DeviceBufferArgument:
     `file_folder` and inside `file_root` (None: anywhere, with the user's
     leave), ``built``: the numbers `builder`, a Python function, returns for the
     shape and the params (the same table, computed rather than saved),
-    ``scales``: a factor per block of A or B (`scales`), or ``bias``: a
-    value per column (`bias` ``N``) or row (``M``) of C added to it. A
-    `read_only` buffer (alpha or beta by pointer) is filled once per case;
-    any other is reset before every sample too.
+    ``scales``: a factor per block of A or B (`scales`), ``bias``: a
+    value per column (`bias` ``N``) or row (``M``) of C added to it, or
+    ``quantized``: a part of a quantized B (`quantized`). A `read_only`
+    buffer (alpha or beta by pointer, a quantized part) is filled once per
+    case; any other is reset before every sample too.
     """
 
     element: str
@@ -180,7 +207,8 @@ class DeviceBufferArgument:
     scales: BlockScales | None = None     # fill "scales": factors the case draws, which the reference applies
     # fill "bias": a value per column (N) or row (M) of C the case draws, which the reference adds to C
     bias: str | None = None
-    builder: HostBuilder | None = None   # fill "built": the function that computes the buffer's numbers
+    builder: HostBuilder | None = None   # fill "built" (or a quantized part's pack): the function that lays it out
+    quantized: QuantizedWeights | None = None   # fill "quantized": a part of B as codes, scales or zero points
 
 
 @dataclass(frozen=True)
@@ -505,11 +533,11 @@ class KernelSpec:
                                                           if not isinstance(value, str)}))
 
     def grid_or_signature_reads(self, name: str) -> bool:
-        """True when a grid extent, an argument's value or a device buffer's size or fill reads `name` (such as
-        the clusters that fit, which only those may read)."""
+        """True when a grid extent (the kernel's or a launch's of then:), an argument's value or a device buffer's
+        size or fill reads `name` (such as the clusters that fit, which only those may read)."""
         def names() -> frozenset[str]:
             read: set[str] = set()
-            for expression in self.grid:
+            for expression in (*self.grid, *(extent for launch in self.then for extent in launch.grid)):
                 read |= expression.names
             for _, argument in self.leaf_arguments():
                 buffer = argument.buffer

@@ -44,8 +44,9 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
                     ) -> tuple[tuple[Argument, ...], tuple[tuple[str, Argument], ...]]:
     """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings; and
     apart, each with its field path, the buffers that are no parameter (``pass: none``, read through maps).
-    `elsewhere` are the matrices a launch that follows the kernel's own takes (``then:``): those need not be
-    among the kernel's own."""
+    `elsewhere` are the names the launches that follow the kernel's own take (``then:``): a matrix among them
+    need not be among the kernel's own, and a buffer they name reaches a launch without being a parameter of the
+    kernel (``pass: none``)."""
     value = node.get("signature", list(DEFAULT_SIGNATURE))
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
@@ -56,11 +57,14 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     unpassed = [index for index, argument in enumerate(arguments)
                 if argument.buffer is not None and not argument.buffer.passed]
     for index in unpassed:
-        if arguments[index].name not in mapped:
-            raise context.error(f"buffer {arguments[index].name} has pass: none, but no tensor map reads it: it "
-                                "would reach the kernel in no way", value, index, f"{dotted}.signature[{index}].pass",
-                                hint=f"add a tensormap entry with tensor: {arguments[index].name}, or leave pass "
-                                     "out")
+        name = arguments[index].name
+        if name not in mapped and name not in elsewhere:
+            then = " and no launch of then: takes it" if "then" in node else ""
+            raise context.error(f"buffer {name} has pass: none, but no tensor map reads it{then}: it would reach the "
+                                "kernel in no way", value, index, f"{dotted}.signature[{index}].pass",
+                                hint=f"add a tensormap entry with tensor: {name}, "
+                                     + ("name it in a launch of then:, " if "then" in node else "")
+                                     + "or leave pass out")
     memory = tuple((f"signature[{index}]", arguments[index]) for index in unpassed)
     if len(memory) == len(arguments):
         raise context.error("signature holds no parameter of the kernel", node, "signature", f"{dotted}.signature")
@@ -76,6 +80,7 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
     mapped: set[str] = set()   # what tensor maps reach, a struct's maps included
     arrays: set[str] = set()   # the matrices whose batch an array of pointers reaches
     buffers: set[str] = set()
+    coded: set[str] = set()    # B given as the codes of a quantized B, which the kernel reads in its place
 
     def add(argument: Argument) -> None:
         names.append(argument.name)
@@ -85,6 +90,8 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
             arrays.add(argument.pointers_to)
         if argument.buffer is not None:
             buffers.add(argument.name)
+            if argument.buffer.quantized is not None and argument.buffer.quantized.part == "codes":
+                coded.add("B")
         for field in argument.fields:
             add(field)
 
@@ -95,11 +102,14 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
                             node, "signature", f"{dotted}.signature",
                             hint="a map over the kernel's own data names a {name: X, type: buffer, ...} entry")
     for matrix in ("A", "B", "C"):
-        reached = matrix in names or matrix in mapped or matrix in arrays or matrix in elsewhere
+        reached = matrix in names or matrix in mapped or matrix in arrays or matrix in elsewhere or matrix in coded
         if names.count(matrix) > 1 or not reached:
             raise context.error(f"signature must take {matrix} exactly once (as a pointer, through tensor maps with "
-                                f"tensor: {matrix}, or through an array of pointers to its matrices)"
-                                + (", or a launch of then: must" if "then" in node else ""), node,
+                                f"tensor: {matrix}, or through an array of pointers to its matrices"
+                                + (", or as a quantized B's codes: a buffer with quantized: {of: B, part: codes}"
+                                   if matrix == "B" else "") + ")"
+                                + (f", or a launch of then: must take it (by name, or as a ptr with value: {matrix})"
+                                   if "then" in node else ""), node,
                                 "signature", f"{dotted}.signature")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -111,14 +121,12 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
 def parse_following_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float],
                               buffers: frozenset[str], taken: frozenset[str]) -> tuple[Argument, ...]:
     """A following launch's arguments (``then[i].signature``): standard names, typed scalars and pointers (null,
-    or to A, B or C), and the kernel's own device buffers by their names (`buffers`: a split of K's partial
-    products, summed by the launch after). Its scalars' names are apart from the kernel's own (`taken`), since a
-    case holds one value a name."""
-    value = node.get("signature")
+    or to A, B or C), alpha and beta by pointer as the kernel's own signature takes them (``{name: alpha, type:
+    ptr}``), and the kernel's own device buffers by their names (`buffers`: a split of K's partial products, summed
+    by the launch after; alpha by pointer, once the kernel or an earlier launch takes it so). Its scalars' names
+    are apart from the kernel's own (`taken`), since a case holds one value a name."""
+    value = following_signature_entries(context, node, dotted)
     path = f"{dotted}.signature"
-    if not isinstance(value, list) or not value:
-        raise context.error(f"signature is a non-empty list of the function's arguments, got {kind_name(value)}",
-                            node, "signature" if "signature" in node else None, path)
     arguments: list[Argument] = []
     for index, item in enumerate(value):
         item_path = f"{path}[{index}]"
@@ -130,18 +138,21 @@ def parse_following_signature(context: Context, node: dict, dotted: str, scalars
                                     hint=f"a launch of then: takes standard names, the kernel's own buffers by name "
                                          f"({', '.join(sorted(buffers)) or 'it has none'}) and typed scalars")
             argument = _standard_argument(context, value, index, item, item_path, scalars)
-        elif isinstance(item, dict) and item.get("type") in ("tensormap", "struct", "buffer", "pointers"):
-            raise context.error(f"a launch of then: takes standard names, typed scalars, pointers and the kernel's "
-                                f"own buffers by name, not a {item['type']}", item, "type", f"{item_path}.type",
-                                hint="declare a buffer in the kernel's own signature and name it here")
         elif isinstance(item, dict):
             argument = _typed_argument(context, value, index, item, item_path, scalars)
             if argument.name in taken:
                 raise context.error(f"{argument.name} is an argument of the kernel or of an earlier launch already: "
                                     "a case holds one value a name", item, "name", f"{item_path}.name",
                                     hint="name this launch's own value otherwise")
-            if argument.name in STANDARD_ARGUMENTS and (argument.value is None
-                                                        or argument.value.source.strip() != argument.name):
+            if argument.buffer is not None and argument.name in buffers:
+                # alpha or beta by pointer: one device buffer a case, which every launch that takes it shares
+                raise context.error(f"{argument.name} by pointer is a buffer of the case already (the kernel's or an "
+                                    "earlier launch's): a launch of then: takes it by its name", value, index,
+                                    item_path, hint=f"write {argument.name} for that buffer")
+            # A pointer named A, B or C is that matrix, and alpha or beta by pointer the case's scalar in a buffer
+            # of its own (as in the kernel's own signature): only a scalar written out can say another value.
+            if argument.name in STANDARD_ARGUMENTS and argument.ctype != "ptr" and (
+                    argument.value is None or argument.value.source.strip() != argument.name):
                 raise context.error(f"{argument.name} is the case's own {argument.name}: written out with a type, "
                                     f"its value is {argument.name}", item, "value" if "value" in item else "name",
                                     f"{item_path}.value", hint=f"{{name: {argument.name}, type: {argument.ctype}, "
@@ -154,6 +165,23 @@ def parse_following_signature(context: Context, node: dict, dotted: str, scalars
             raise context.error(f"signature names {argument.name} more than once", value, index, item_path)
         arguments.append(argument)
     return tuple(arguments)
+
+
+def following_signature_entries(context: Context, node: dict, dotted: str) -> list:
+    """The entries of a launch of then:'s signature (`node` the launch, at `dotted`), refused where they are no list
+    or an entry is of a kind only the kernel's own signature takes; read before the kernel's own signature, whose
+    check that A, B and C reach a launch would otherwise blame it for what is wrong here."""
+    value = node.get("signature")
+    path = f"{dotted}.signature"
+    if not isinstance(value, list) or not value:
+        raise context.error(f"signature is a non-empty list of the function's arguments, got {kind_name(value)}",
+                            node, "signature" if "signature" in node else None, path)
+    for index, item in enumerate(value):
+        if isinstance(item, dict) and item.get("type") in ("tensormap", "struct", "buffer", "pointers"):
+            raise context.error(f"a launch of then: takes standard names, typed scalars, pointers and the kernel's "
+                                f"own buffers by name, not a {item['type']}", item, "type", f"{path}[{index}].type",
+                                hint="declare a buffer in the kernel's own signature and name it here")
+    return value
 
 
 def _standard_argument(context, parent, index, item: str, item_path: str, scalars) -> Argument:

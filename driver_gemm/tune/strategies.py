@@ -77,6 +77,9 @@ def parse_budget(text: str, clock: Callable[[], float] = time.monotonic) -> Budg
                 "or both: 300s,40")
     for part in (p.strip().lower() for p in str(text).split(",")):
         units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+        if not part:      # '5,' or ',40': an empty part is no second count, whatever it would parse as
+            raise BudgetError(f"--budget {text!r}: a part on one side of the comma is empty; give a time, a count, "
+                              "or both: 300s,40")
         try:
             if part and part[-1] in units:
                 if seconds is not None:
@@ -160,6 +163,8 @@ class _Meter:
         return median_ms
 
     def result(self, strategy: str, stopped_by: str = "done") -> SearchResult:
+        if stopped_by == "done" and self.budget.seconds is not None and self.elapsed() > self.budget.seconds:
+            stopped_by = "seconds"      # its last measurement ran past the limit: "done" would say it kept to it
         full = [t for t in self.trials if t.fidelity >= FULL and t.median_ms is not None]
         best = min(full, key=lambda t: t.median_ms, default=None)
         return SearchResult(strategy, self.shape, best.configuration if best else None,
@@ -244,27 +249,31 @@ class SuccessiveHalving(Strategy):
         random.Random(self.seed).shuffle(space)
         if measure.budget.configurations is not None:
             space = space[:measure.budget.configurations]
-        ranked, wanted = space, len(space)     # the ranking the last rung left, and how many of it go on
+        # `ranking` holds every configuration still usable, the furthest-screened first: the finals walk it past
+        # the last rung's survivors when those all prove wrong, since a wrong kernel is often a fast one.
+        ranking, wanted = space, len(space)
         fidelities = self.fidelities()
         for rung, fidelity in enumerate(fidelities):
             last = rung == len(fidelities) - 1
             if not last and wanted <= self.finalists:
                 fidelity, last = FULL, True
             if last:
-                self._finals(ranked, wanted, measure)
+                self._finals(ranking, wanted, measure)
                 return
-            timed = []
-            for index, configuration in enumerate(ranked[:wanted]):
+            timed, dropped = [], set()
+            for index, configuration in enumerate(ranking[:wanted]):
                 if timed and measure.seconds_left() < self._reserve(measure, min(timed)[2]):
                     # the rest of the budget goes to full measurements of the best so far
                     timed.sort()
-                    self._finals([c for _, _, c in timed], self.finalists, measure)
+                    self._finals([c for _, _, c in timed] + ranking[index:], self.finalists, measure)
                     return
                 if (ms := measure(configuration, fidelity)) is not None:
                     timed.append((ms, index, configuration))
+                else:
+                    dropped.add(configuration)
             timed.sort()
-            ranked = [c for _, _, c in timed]
-            wanted = min(len(ranked), max(self.finalists, math.ceil(len(ranked) / self.eta)))
+            ranking = [c for _, _, c in timed] + [c for c in ranking[wanted:] if c not in dropped]
+            wanted = min(len(timed), max(self.finalists, math.ceil(len(timed) / self.eta)))
 
     @staticmethod
     def _finals(ranked: list[Configuration], wanted: int, measure: _Meter) -> None:
@@ -272,13 +281,22 @@ class SuccessiveHalving(Strategy):
 
         Screens are not verified (see `tune.evaluate`): a finalist whose
         full measurement is None (its output was wrong, it faulted) drops out
-        and the next in the ranking is measured in its place.
+        and the next in the ranking is measured in its place. One measured in
+        full already (the leader `_reserve` timed) counts as it came out, and
+        is not measured again: that would spend the budget twice on one row.
         """
+        done = {t.configuration: t.median_ms for t in measure.trials if t.fidelity >= FULL}
         succeeded = 0
         for configuration in ranked:
             if succeeded >= wanted:
                 return
-            if measure(configuration, FULL) is not None:
+            if configuration not in done:
+                # a full measurement the seconds left cannot pay is not begun: it would end past the budget
+                costs = [t.seconds for t in measure.trials if t.fidelity >= FULL]
+                if costs and measure.seconds_left() < max(costs):
+                    raise _BudgetSpent("seconds")
+            ms = done[configuration] if configuration in done else measure(configuration, FULL)
+            if ms is not None:
                 succeeded += 1
 
     def _reserve(self, measure: _Meter, leader: Configuration) -> float:

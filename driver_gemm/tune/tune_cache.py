@@ -90,7 +90,8 @@ def _array_and_buffer(argument) -> list:
         extra.append([buffer.element, buffer.size.source, buffer.fill, [value.source for value in buffer.values]]
                      + ([buffer.file] if buffer.file else [])
                      + ([_scales_key(buffer.scales)] if buffer.scales is not None else [])
-                     + ([["bias", buffer.bias]] if buffer.bias is not None else []))
+                     + ([["bias", buffer.bias]] if buffer.bias is not None else [])
+                     + ([_quantized_key(buffer.quantized)] if buffer.quantized is not None else []))
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     if argument.pointers_to:
@@ -102,6 +103,13 @@ def _scales_key(scales) -> list:
     """Where a buffer of block scales puts its factors, as the spec wrote it."""
     return ["scales", scales.operand, [extent.source for extent in scales.block], scales.order,
             scales.ld.source if scales.ld is not None else None]
+
+
+def _quantized_key(weights) -> list:
+    """A part of a quantized B, as the spec wrote it."""
+    return ["quantized", weights.part, weights.bits, weights.group.source if weights.group is not None else None,
+            weights.along, list(weights.order) if weights.order is not None else None,
+            weights.builder.text if weights.builder is not None else None]
 
 
 def _builder_digests(kernel: KernelSpec) -> dict[str, list[str]]:

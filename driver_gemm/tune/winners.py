@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import logging
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from ..errors import SpecError, WrongArgumentType, path_argument
+from ..errors import DriverGemmError, SpecError, WrongArgumentType, path_argument
 from ..output_files import refuse_aliases, write_file
 from ..planning.spec_files import spec_inputs
 from ..report.comparison import SAME, judge
 from ..results.read import ResultsFile, read_results
-from ..results.records import CaseResult, RunResult
-from ..specfile.load import load_spec
+from ..results.records import CaseResult, RunResult, latest_rows
+from ..specfile.kernels import INCLUDE_OPTION, PRE_INCLUDE_OPTION, PRE_INCLUDE_PATTERN, joined_options
+from ..specfile.load import load_spec, parse_spec
 from ..specfile.model import KernelSpec, Spec
 from ..specfile.project import project_root
 from ..status import Status
@@ -33,6 +36,18 @@ from .dispatch_table import build_dispatch, dispatch_document
 
 RESULTS_DIR = Path("results")      # untracked (.gitignore): where a winners spec goes unless --out says otherwise
 _log = logging.getLogger(__name__)
+
+
+class NoWinnerError(DriverGemmError):
+    """No configuration passed with a time (exit 1, as for a run whose cases failed): there is no winner to write."""
+
+
+class UnreadableSpecError(DriverGemmError):
+    """The spec a winners or dispatch file would hold does not read back (exit 1): nothing is written."""
+
+
+class MixedGpusError(SpecError):
+    """Results of more than one GPU model, ranked together only when asked (``--across-gpus``)."""
 
 
 @dataclass
@@ -48,29 +63,58 @@ class Pick:
     invalid: int
     margin: float | None = None    # runner-up median / best median - 1
     tie: bool = False
+    untimed: int = 0               # configurations that passed with no time (a verify-only run): none can win
 
 
-def pick_winners(run: RunResult | ResultsFile | str | os.PathLike) -> list[Pick]:
+def pick_winners(run: RunResult | ResultsFile | str | os.PathLike, *, across_gpus: bool = False) -> list[Pick]:
     """Per kernel name and shape, the fastest passing configuration and how clearly it won.
 
     `run` is a `RunResult` (from `tune_spec`, `run_spec` or `load_results`), a `ResultsFile` (from
-    `read_results`: its run), or the path of a results file (read with `read_results`).
+    `read_results`: its run), or the path of a results file (read with `read_results`). Times of more
+    than one GPU model are a `MixedGpusError` unless `across_gpus` (as ``compare --across-gpus``).
     """
     run = _run_argument(run)
+    if not across_gpus:
+        check_one_gpu(run)
     groups: dict[tuple[str, str], list[CaseResult]] = {}
-    for case in run.cases:
+    # a case recorded twice (a .json file's repeated row, a search that measured it again) is one configuration, as
+    # its last row has it, as a case log is read: twice, it would tie with itself and hide the true runner-up
+    for case in latest_rows(run.cases):
         if not case.is_baseline:
             groups.setdefault((case.name, case.shape.label), []).append(case)
     picks = []
     for (name, shape), cases in groups.items():
         timed = sorted((c for c in cases if c.ok and c.timing), key=lambda c: c.timing.median_ms)
         pick = Pick(name, shape, timed[0] if timed else None, timed[1] if len(timed) > 1 else None,
-                    tried=len(cases), passed=len(timed), invalid=sum(c.status == Status.INVALID for c in cases))
+                    tried=len(cases), passed=len(timed), invalid=sum(c.status == Status.INVALID for c in cases),
+                    untimed=sum(c.ok and not c.timing for c in cases))
         if pick.best and pick.runner_up:
             pick.margin = pick.runner_up.timing.median_ms / pick.best.timing.median_ms - 1
             pick.tie = judge(pick.best, pick.runner_up)[0] == SAME
         picks.append(pick)
     return picks
+
+
+def check_one_gpu(run: RunResult, where: str | None = None) -> None:
+    """`MixedGpusError` where the timed kernel rows of `run` come from more than one GPU model: a winner would
+    be the configuration that ran on the faster GPU (the rule of ``compare``, which keys cases by GPU name)."""
+    models = sorted({case.device.name for case in run.cases
+                     if not case.is_baseline and case.ok and case.timing and case.device.name})
+    if len(models) > 1:
+        raise MixedGpusError(f"these results hold times of {len(models)} GPU models ({', '.join(models)}): ranked "
+                             "together, a winner is what ran on the faster GPU", where=where,
+                             hint="pick from one GPU's results, or pass --across-gpus (across_gpus=True) to rank "
+                                  "them together")
+
+
+def no_winner(spec: Spec, picks: list[Pick], results: str | None = None) -> NoWinnerError:
+    """The error for picks with no winner: nothing passed, or what passed was not timed (a verify-only run)."""
+    untimed = sum(pick.untimed for pick in picks)
+    where = f"{results}: " if results else ""
+    if untimed:
+        return NoWinnerError(f"{where}{untimed} configuration(s) of {spec.name} passed, but none was timed: run "
+                             "with timing (a verify-only run has no times to rank)")
+    return NoWinnerError(f"{where}no configuration of {spec.name} passed: there is no winner to write")
 
 
 def _run_argument(run) -> RunResult:
@@ -118,10 +162,22 @@ def _picks_argument(function: str, picks) -> list[Pick]:
     return picks
 
 
+def _configurations_of(spec: Spec) -> dict[str, KernelSpec]:
+    """Every kernel configuration a run of `spec` can record, by label: its kernels' and, where a ``dispatch:``
+    table picks params (or a member kernel) per shape, those it picks: a row of a dispatched run is one of these."""
+    # lazy: the planning package is not needed to pick from a sweep without a table
+    from ..planning.cases import kernels_of
+
+    found = {kernel.label: kernel for kernel in spec.kernels}
+    if spec.dispatch:
+        found.update((kernel.label, kernel) for kernel in kernels_of(spec))
+    return found
+
+
 def _check_picks_of(function: str, spec: Spec, picks: list[Pick]) -> None:
     """A `ValueError` naming the first winner that is no kernel configuration of `spec`: picks of another sweep
     would otherwise fail with a KeyError while the file is written."""
-    labels = {kernel.label for kernel in spec.kernels}
+    labels = set(_configurations_of(spec))
     for pick in picks:
         if pick.best is not None and pick.best.kernel not in labels:
             raise ValueError(f"{function}: spec {spec.name} has no kernel {pick.best.kernel} (the winner of "
@@ -150,9 +206,34 @@ def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
         entry["source"] = os.path.relpath(kernel.source, relative_to)
     if "binary" in entry and kernel.binary is not None:
         entry["binary"] = os.path.relpath(kernel.binary, relative_to)
+    if isinstance(entry.get("options"), list):
+        entry["options"] = _rebased_options(entry["options"], kernel, relative_to)
     if isinstance(entry.get("signature"), list):
         _rebase_signature_files(entry["signature"], kernel, relative_to)
     return entry
+
+
+def _rebased_options(written: list, kernel: KernelSpec, relative_to: Path) -> list:
+    """The entry's options with each relative include folder and project header (``-I inc``,
+    ``--pre-include=prelude.h``), which the spec reader took relative to the sweep's folder, made relative to
+    `relative_to`: the folder and file the kernel was compiled with. Others stay as written."""
+    joined = joined_options([str(option) for option in written])
+    if len(joined) != len(kernel.options):      # not the options the kernel was read with: left as they are
+        return written
+    out = []
+    for option, resolved in zip(joined, kernel.options):
+        text = option.strip()
+        include = re.fullmatch(r"(?:-I|--include-path(?:=|\s))\s*(.+)", text)
+        pre = PRE_INCLUDE_PATTERN.fullmatch(text)
+        if include and resolved.startswith(INCLUDE_OPTION) and not Path(include.group(1).strip()).is_absolute():
+            text = f"-I{os.path.relpath(resolved[len(INCLUDE_OPTION):], relative_to)}"
+        elif pre and resolved.startswith(PRE_INCLUDE_OPTION) and not Path(pre.group(1).strip()).is_absolute() \
+                and resolved != text:      # a project header found by its relative path, not a compiler's own
+            text = f"{PRE_INCLUDE_OPTION}{os.path.relpath(resolved[len(PRE_INCLUDE_OPTION):], relative_to)}"
+        else:
+            text = option
+        out.append(text)
+    return out
 
 
 def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) -> None:
@@ -182,6 +263,10 @@ def _rebase_signature_files(items: list, kernel: KernelSpec, relative_to: Path) 
                 item["fill"] = {**fill, "file": os.path.relpath(Path(buffer.file_folder) / buffer.file, relative_to)}
             if name in built and isinstance(fill, dict) and "builder" in fill:
                 item["fill"] = {**fill, "builder": rebased(built[name])}
+            quantized = item.get("quantized")
+            pack = quantized.get("pack") if isinstance(quantized, dict) else None
+            if name in built and isinstance(pack, dict) and "builder" in pack:
+                item["quantized"] = {**quantized, "pack": {**pack, "builder": rebased(built[name])}}
             if isinstance(item.get("fields"), list):
                 walk(item["fields"])
 
@@ -249,7 +334,7 @@ def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) ->
                         f"that made them", where=where)
     if run.spec_path and spec.path and Path(run.spec_path).name != Path(spec.path).name:
         raise SpecError(f"these results were made from {run.spec_path}, not {spec.path}", where=where)
-    labels = {kernel.label for kernel in spec.kernels}
+    labels = set(_configurations_of(spec))
     if not any(case.kernel in labels for case in run.cases):
         raise SpecError(f"no case of these results is a kernel configuration of {spec.name} "
                         f"(as selected); nothing to pick from", where=where)
@@ -260,23 +345,33 @@ def winners_spec(spec: Spec | str | os.PathLike, picks: list[Pick], path: str | 
 
     A kernel whose best configuration is the same on every shape keeps its
     name; otherwise each winning configuration is named ``NAME-1``, ``NAME-2``...
-    and a comment at the top says which shape each one won. `spec` is the
-    sweep's `Spec` or its path; `picks` are `pick_winners`' of a run of it (a
-    winner the spec does not have is a `ValueError` naming it).
+    (skipping names the sweep's kernels have) and a comment at the top says
+    which shape each one won. `spec` is the sweep's `Spec` or its path;
+    `picks` are `pick_winners`' of a run of it (a winner the spec does not
+    have is a `ValueError` naming it). No winner at all is a `NoWinnerError`;
+    a spec that would not read back, an `UnreadableSpecError`, and nothing is written.
     """
     spec = _spec_argument("winners_spec", spec)
     picks = _picks_argument("winners_spec", picks)
     path = _output_argument("winners_spec", spec, path)
     _check_picks_of("winners_spec", spec, picks)
-    by_label = {k.label: k for k in spec.kernels}
+    by_label = _configurations_of(spec)
     winning = list(dict.fromkeys(p.best.kernel for p in picks if p.best is not None))
     if not winning:
-        raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
+        raise no_winner(spec, picks)
     per_name: dict[str, list[str]] = {}
     for label in winning:
         per_name.setdefault(by_label[label].name, []).append(label)
-    names = {label: name if len(labels) == 1 else f"{name}-{i + 1}"
-             for name, labels in per_name.items() for i, label in enumerate(labels)}
+    # names that stay: a kernel with one winner keeps its own, and no renamed winner may take one of the sweep's
+    taken = {kernel.name for kernel in by_label.values()} | set(per_name)
+    names: dict[str, str] = {}
+    for name, labels in per_name.items():
+        if len(labels) == 1:
+            names[labels[0]] = name
+            continue
+        for label in labels:
+            names[label] = _free_name(name, taken)
+            taken.add(names[label])
     document = {
         "name": f"{spec.name}-winners",
         "description": f"the fastest passing configuration of each kernel per shape, from a sweep of {spec.name}",
@@ -286,11 +381,38 @@ def winners_spec(spec: Spec | str | os.PathLike, picks: list[Pick], path: str | 
     }
     lines = [_leave_needed(spec, (by_label[label] for label in winning), path)]
     for p in picks:
-        outcome = "nothing passed" if p.best is None else f"{names[p.best.kernel]} = {p.best.kernel}"
+        outcome = (f"{names[p.best.kernel]} = {p.best.kernel}" if p.best is not None else
+                   "passed, but none was timed" if p.untimed else "nothing passed")
         if p.margin is not None:
             outcome += f", {'a tie with' if p.tie else 'ahead of'} the runner-up ({100 * p.margin:+.1f}%)"
         lines.append(f"# {p.kernel} at {p.shape}: {outcome}\n")
-    return write_file(path, "".join(lines) + yaml.safe_dump(document, sort_keys=False))
+    return _write_readable(path, "".join(lines) + yaml.safe_dump(document, sort_keys=False))
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    """``NAME-1``, ``NAME-2``...: the first not in `taken` (another kernel of that name would join its family)."""
+    number = 1
+    while f"{name}-{number}" in taken:
+        number += 1
+    return f"{name}-{number}"
+
+
+def _write_readable(path: Path, text: str) -> Path:
+    """Write `text` at `path` only if it reads back as a spec there (``plan`` and ``run`` would read it so): a
+    file that means nothing to them is an `UnreadableSpecError` naming why, and is not written."""
+    try:
+        # its files may lie outside its project: that is said in the file itself (`_leave_needed`), not refused
+        parse_spec(text, path, allow_outside_sources=True)
+    except SpecError as error:
+        raise UnreadableSpecError(f"{path}: the spec tune would write does not read back, so it is not written: "
+                                  f"{error}") from None
+    return write_file(path, text)
+
+
+def _entry_key(kernel: KernelSpec) -> tuple:
+    """Which kernel entry of the spec `kernel` was read from: configurations of one entry differ only in params,
+    and share the entry as written (its field path names it by its name, which two entries may share)."""
+    return kernel.name, json.dumps(kernel.entry, sort_keys=True, default=str)
 
 
 def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
@@ -298,8 +420,13 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
 
     The kernel entry carries the parameters that won the first shape (so the
     file reads as a whole kernel); `driver_gemm.tune.dispatch_table` says how a run
-    picks the parameters for any other shape. Needs the spec front end to
-    accept ``dispatch:`` (`tune.dispatch_table.parse_dispatch`).
+    picks the parameters for any other shape. Where a family's winners come
+    from more than one kernel entry (two entries of one name, or a table's
+    member kernels), each other entry is written as a member kernel of its own
+    name that the table's entries name (``kernel:``), so that each shape runs
+    the function, source and launch that won there. A spec that would not
+    read back (members that compute another GEMM than their family, say) is
+    an `UnreadableSpecError`, and nothing is written.
     """
     spec = _spec_argument("dispatch_spec", spec)
     picks = _picks_argument("dispatch_spec", picks)
@@ -307,10 +434,27 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     _check_picks_of("dispatch_spec", spec, picks)
     tables = build_dispatch(picks)
     if not tables:
-        raise SpecError(f"no configuration of {spec.name} passed: there is no winner to write", where=str(path))
-    by_label = {k.label: k for k in spec.kernels}
-    firsts = {name: by_label[table.entries[0].label] for name, table in tables.items()}
-    kernels = [_entry(kernel, name, path.parent.resolve()) for name, kernel in firsts.items()]
+        raise no_winner(spec, picks)
+    by_label = _configurations_of(spec)
+    taken = set(tables)       # the names of the written spec's kernels, as they are given out
+    written: dict[str, KernelSpec] = {}
+    for name, table in tables.items():
+        member_of: dict[tuple, str] = {}      # kernel entry -> the name it is written under
+        entries = []
+        for entry in table.entries:
+            kernel = by_label[entry.label]
+            key = _entry_key(kernel)
+            if key not in member_of:
+                if not member_of:
+                    member_of[key] = name
+                else:
+                    member_of[key] = kernel.name if kernel.name not in taken else _free_name(name, taken)
+                    taken.add(member_of[key])
+                written[member_of[key]] = kernel
+            member = member_of[key]
+            entries.append(dataclasses.replace(entry, kernel=None if member == name else member))
+        tables[name] = dataclasses.replace(table, entries=tuple(entries))
+    kernels = [_entry(kernel, name, path.parent.resolve()) for name, kernel in written.items()]
     document = {
         "name": f"{spec.name}-dispatch",
         "description": f"per shape, the fastest passing configuration of each kernel, from a sweep of {spec.name}",
@@ -319,4 +463,5 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         "kernels": kernels,
         "dispatch": dispatch_document(tables),
     }
-    return write_file(path, _leave_needed(spec, firsts.values(), path) + yaml.safe_dump(document, sort_keys=False))
+    return _write_readable(path, _leave_needed(spec, written.values(), path)
+                           + yaml.safe_dump(document, sort_keys=False))

@@ -1,0 +1,184 @@
+"""A weight-only quantized B on one shape: the codes, scales and zero points it is drawn from, and their buffers.
+
+A kernel that takes B as integer codes (AWQ, GPTQ, Marlin) computes with B = (q - z) * s, q a code in
+[0, 2^bits) per element, s and z per `group` rows of B and column. `draw_quantized` draws q, z and s = 2^e so
+that every (q - z) * s is exact in fp16 and bf16: the B the case uploads, the reference multiplies and the kernel
+dequantizes are then the same numbers, and the check needs nothing new. `QuantizedPart` is one buffer's layout on
+the shape (planned, its size checked, without drawing); `QuantizedPart.contents` lays the drawn values out in it:
+packed with NumPy a bit field at a time (32 / bits passes over the grid, none over its elements), or by the
+spec's builder. No GPU. The fields: docs/kernels.md, "Quantized weights".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..specfile.model import QUANTIZED_BITS, HostBuilder
+
+# A scale is 2^e for e drawn from this range. |q - z| < 2^bits <= 256 has at most 8 significant bits, as bf16's
+# significand (fp16's has 11); every nonzero (q - z) * s is at least 2^-7, above fp16's smallest normal (2^-14), and
+# below 2^8 * 2^-4, far under its largest: every (q - z) * s is exact in both.
+QUANTIZED_SCALE_EXPONENTS = (-7, -4)
+assert 2 ** max(QUANTIZED_BITS) <= 2 ** 8 and QUANTIZED_SCALE_EXPONENTS[0] >= -14 \
+    and 2 ** max(QUANTIZED_BITS) * 2.0 ** QUANTIZED_SCALE_EXPONENTS[1] < 65504, \
+    "every (q - z) * s must be exact in fp16 and bf16"
+# Mixed into the seed of the draw, apart from the one that draws an unquantized B of the same shape.
+_DRAW_SALT = 0x5157
+
+
+@dataclass(frozen=True)
+class QuantizedDraw:
+    """The values a quantized B of K x N is drawn from: `codes` (K x N, uint8), `exponents` (groups x N, int8:
+    s = 2^e) and `zeros` (groups x N, uint8; None: every zero point is the symmetric 2^(bits - 1))."""
+
+    bits: int
+    group: int
+    codes: np.ndarray
+    exponents: np.ndarray
+    zeros: np.ndarray | None
+
+    @property
+    def groups(self) -> int:
+        return self.codes.shape[0] // self.group
+
+    def scales(self) -> np.ndarray:
+        """s, groups x N float64."""
+        return np.ldexp(1.0, self.exponents.astype(np.int64))
+
+    def zero_points(self) -> np.ndarray:
+        """z, groups x N integers: drawn, or 2^(bits - 1) everywhere."""
+        if self.zeros is not None:
+            return self.zeros
+        return np.full(self.exponents.shape, 1 << (self.bits - 1), dtype=np.uint8)
+
+    def values(self) -> np.ndarray:
+        """B = (q - z) * s, K x N float64, made a group of rows at a time in place (no K x N temporary)."""
+        rows, cols = self.codes.shape
+        values = self.codes.astype(np.float64)
+        by_group = values.reshape(self.groups, self.group, cols)
+        by_group -= self.zero_points().astype(np.float64)[:, None, :]
+        by_group *= self.scales()[:, None, :]
+        return values
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.nbytes + self.exponents.nbytes + (self.zeros.nbytes if self.zeros is not None else 0)
+
+
+def draw_quantized(K: int, N: int, bits: int, group: int, with_zeros: bool, seed: int) -> QuantizedDraw:
+    """q uniform in [0, 2^bits), z uniform in [0, 2^bits) per group and column where the kernel takes zero points,
+    s = 2^e with e uniform in `QUANTIZED_SCALE_EXPONENTS`, from `seed` (the case's)."""
+    assert bits in QUANTIZED_BITS and group >= 1 and K % group == 0, (bits, group, K)
+    rng = np.random.default_rng([seed, bits, group, int(with_zeros), _DRAW_SALT])
+    codes = rng.integers(0, 1 << bits, size=(K, N), dtype=np.uint8)
+    low, high = QUANTIZED_SCALE_EXPONENTS
+    exponents = rng.integers(low, high + 1, size=(K // group, N), dtype=np.int8)
+    zeros = rng.integers(0, 1 << bits, size=(K // group, N), dtype=np.uint8) if with_zeros else None
+    return QuantizedDraw(bits, group, codes, exponents, zeros)
+
+
+def pack_codes(grid: np.ndarray, bits: int, along: str, order: tuple[int, ...] | None = None) -> np.ndarray:
+    """`grid` (rows x cols of codes, rows along K) packed 32 / bits to a uint32 along `along` (``K``: runs down a
+    column, ``N``: along a row): bit field i (bits i * bits up) of a word holds position ``order[i]`` (default i)
+    of its run; a run past the grid's edge is completed with code 0. Rows x ceil(cols / per) words along N,
+    ceil(rows / per) x cols along K."""
+    per = 32 // bits
+    axis = 0 if along == "K" else 1
+    length = grid.shape[axis]
+    words = -(-length // per)
+    if words * per != length:
+        pad = [(0, 0), (0, 0)]
+        pad[axis] = (0, words * per - length)
+        grid = np.pad(grid, pad)
+    shape = (words, grid.shape[1]) if axis == 0 else (grid.shape[0], words)
+    packed = np.zeros(shape, dtype=np.uint32)
+    for field, position in enumerate(order if order is not None else range(per)):
+        run = grid[position::per, :] if axis == 0 else grid[:, position::per]
+        packed |= run.astype(np.uint32) << np.uint32(field * bits)
+    return packed
+
+
+@dataclass(frozen=True)
+class QuantizedPart:
+    """One buffer of a quantized B on one shape: its `part` (codes, scales, zeros) of B (K x N) with `bits` and
+    `group`, stored as `element`, packed along `along` (None: one to an element) in `order`, or laid out by
+    `builder` (called with the drawn values and the launch's `values`); `zeros` says whether the kernel takes zero
+    points at all (else each is 2^(bits - 1))."""
+
+    part: str
+    element: str
+    K: int
+    N: int
+    bits: int
+    group: int
+    zeros: bool
+    along: str | None = None
+    order: tuple[int, ...] | None = None
+    builder: HostBuilder | None = None
+    values: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def grid(self) -> tuple[int, int]:
+        """The rows x cols of the values it holds: K x N codes, or a scale or zero point per group and column."""
+        return (self.K, self.N) if self.part == "codes" else (self.K // self.group, self.N)
+
+    @property
+    def per_element(self) -> int:
+        return 32 // self.bits if self.along is not None else 1
+
+    @property
+    def stored(self) -> tuple[int, int]:
+        """The rows x cols of elements it is laid out in (row-major); the grid itself where unpacked."""
+        rows, cols = self.grid
+        per = self.per_element
+        if self.along == "K":
+            return -(-rows // per), cols
+        if self.along == "N":
+            return rows, -(-cols // per)
+        return rows, cols
+
+    @property
+    def needed(self) -> int | None:
+        """The elements its layout needs; None for a builder's (its numbers decide)."""
+        if self.builder is not None:
+            return None
+        rows, cols = self.stored
+        return rows * cols
+
+    def describe(self) -> str:
+        """What the buffer holds, as `plan` notes it."""
+        rows, cols = self.stored
+        if self.part == "scales":
+            return (f"a scale per {self.group} rows of B and column, {self.element} ({rows} x {cols}, row-major)")
+        symmetric = f" (no zero points: each is {1 << (self.bits - 1)})" if not self.zeros else ""
+        what = f"B's {self.bits}-bit codes{symmetric}" if self.part == "codes" else \
+            f"a {self.bits}-bit zero point per {self.group} rows of B and column"
+        if self.builder is not None:
+            return f"{what}, laid out by {self.builder.text} when the case is bound"
+        if self.along is None:
+            return f"{what}, one to a {self.element} ({rows} x {cols}, row-major)"
+        order = f", fields in order {list(self.order)}" if self.order is not None else ""
+        return (f"{what}, {self.per_element} to a{'n' if self.element[0] in 'iu' else ''} {self.element} along "
+                f"{self.along} ({rows} x {cols} words, row-major{order})")
+
+    def grid_values(self, draw: QuantizedDraw) -> np.ndarray:
+        """The grid of values it holds: codes, zero points (integers) or scales (float64)."""
+        if self.part == "codes":
+            return draw.codes
+        return draw.scales() if self.part == "scales" else draw.zero_points()
+
+    def builder_values(self, draw: QuantizedDraw) -> dict[str, Any]:
+        """What a pack builder is given: the drawn codes, scales and zero points, group and bits, and the launch's
+        values (M, N, K, the params) by name."""
+        return {**dict(self.values), "codes": draw.codes, "scales": draw.scales(), "zeros": draw.zero_points(),
+                "group": self.group, "bits": self.bits}
+
+    def laid_out(self, draw: QuantizedDraw) -> np.ndarray:
+        """Its layout's numbers (not a builder's), in C order: the packed words, or one value to an element."""
+        grid = self.grid_values(draw)
+        if self.along is not None:
+            return pack_codes(grid, self.bits, self.along, self.order).reshape(-1)
+        return grid.reshape(-1)

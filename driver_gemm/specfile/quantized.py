@@ -1,0 +1,91 @@
+"""A weight-only quantized B across the whole signature: its parts (codes, scales, zero points) agree.
+
+Each buffer with ``quantized:`` is parsed on its own (`device_buffers`); what only the signature as a whole
+shows is checked here, once the kernel is made: a kernel with typed operands of one matrix, B in fp16 or bf16,
+one codes part with one scales part, at most one zeros part, the other parts' bits and group those of the codes,
+and a packing order as long as a word's run of codes. Each refusal names the buffer's field and line. The fields:
+docs/kernels.md, "Quantized weights".
+"""
+
+from __future__ import annotations
+
+from ..errors import SpecError
+from .model import Argument, KernelSpec, QuantizedWeights
+
+# The types B may have when the kernel takes it quantized: those in which every (q - z) * s the case draws is exact.
+QUANTIZED_B_TYPES = ("fp16", "bf16")
+
+
+def quantized_parts(kernel: KernelSpec) -> dict[str, tuple[str, Argument]]:
+    """The kernel's buffers of a quantized B by part (codes, scales, zeros): (field path, argument)."""
+    return {argument.buffer.quantized.part: (path, argument) for path, argument in kernel.device_buffers()
+            if argument.buffer is not None and argument.buffer.quantized is not None}
+
+
+def codes_of(kernel: KernelSpec) -> QuantizedWeights | None:
+    """The codes part of the kernel's quantized B (its bits and group are every part's), or None."""
+    found = quantized_parts(kernel).get("codes")
+    return found[1].buffer.quantized if found is not None else None
+
+
+def check_quantized(kernel: KernelSpec) -> None:
+    """Refuse, at the buffer's field, a quantized B the kernel's other fields or parts contradict."""
+    seen: dict[str, str] = {}
+    entries = [(path, argument) for path, argument in kernel.device_buffers()
+               if argument.buffer is not None and argument.buffer.quantized is not None]
+    if not entries:
+        return
+
+    def refuse(path: str, message: str, key: str = "quantized", hint: str | None = None) -> SpecError:
+        return SpecError(message, where=kernel.where_field(f"{path}.{key}"), field=f"{kernel.field_path}.{path}.{key}",
+                         hint=hint)
+
+    for path, argument in entries:
+        weights = argument.buffer.quantized
+        operands = kernel.operands
+        if operands is None:
+            raise refuse(path, f"buffer {argument.name}: a quantized B needs a kernel with typed operands, whose "
+                               "B the case draws from the codes", hint="types: {a: fp16} (or bf16)")
+        if operands.batch.names or operands.batch.evaluate_int({}) != 1:
+            raise refuse(path, f"buffer {argument.name}: a quantized B is one matrix; this kernel has batch: "
+                               f"{operands.batch.source}")
+        if operands.types.b.name not in QUANTIZED_B_TYPES:
+            raise refuse(path, f"buffer {argument.name}: a quantized B is drawn as fp16 or bf16 values, and types: "
+                               f"gives B as {operands.types.b.name}", hint="types: {a: fp16} (B follows A)")
+        if weights.part in seen:
+            raise refuse(path, f"buffer {argument.name}: B's {weights.part} are already buffer {seen[weights.part]}")
+        seen[weights.part] = argument.name
+    parts = quantized_parts(kernel)
+    if "codes" not in parts:
+        path, argument = entries[0]
+        raise refuse(path, f"buffer {argument.name}: B's {argument.buffer.quantized.part} need a buffer of its codes "
+                           "(part: codes, with bits and group)")
+    if "scales" not in parts:
+        path, argument = parts["codes"]
+        raise refuse(path, f"buffer {argument.name}: B's codes need a buffer of their scales (part: scales): B = "
+                           "(codes - zeros) * scales")
+    codes = parts["codes"][1].buffer.quantized
+    for path, argument in entries:
+        weights = argument.buffer.quantized
+        if weights.bits is not None and weights.bits != codes.bits:
+            raise refuse(path, f"buffer {argument.name}: bits {weights.bits}, but the codes ({parts['codes'][1].name})"
+                               f" have {codes.bits}", "quantized.bits")
+        if weights.group is not None and codes.group is not None and not _same(weights.group, codes.group):
+            raise refuse(path, f"buffer {argument.name}: group {weights.group.source}, but the codes "
+                               f"({parts['codes'][1].name}) have {codes.group.source}", "quantized.group")
+        if weights.order is not None and codes.bits is not None and len(weights.order) != 32 // codes.bits:
+            raise refuse(path, f"buffer {argument.name}: pack.order lists {len(weights.order)} positions, but a "
+                               f"32-bit word holds {32 // codes.bits} codes of {codes.bits} bits", "quantized.pack")
+    if kernel.operands is not None:
+        for path, argument in kernel.device_buffers():
+            scales = argument.buffer.scales if argument.buffer is not None else None
+            if scales is not None and scales.operand == "b":
+                raise refuse(path, f"buffer {argument.name}: B is quantized (its scales are buffer "
+                                   f"{parts['scales'][1].name}); block scales of B would scale it twice", "scales")
+
+
+def _same(one, other) -> bool:
+    """Whether two group expressions say the same: equal constants, or the same text."""
+    if not one.names and not other.names:
+        return one.evaluate({}) == other.evaluate({})
+    return one.source.replace(" ", "") == other.source.replace(" ", "")

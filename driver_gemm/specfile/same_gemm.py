@@ -1,0 +1,100 @@
+"""Whether two kernels compute the same GEMM: what a dispatch table's member must share with its family.
+
+A member's rows are counted as its family's (its geometric mean, `compare` under the family's name, the family's
+vendor row as its 100%), so everything that changes the product the reference checks or the vendor row it is
+timed against must agree: precision, types, storage orders, per-tensor scales, epilogue, alpha and beta, the batch,
+leading dimensions and batch strides, a bias, block scales and quantized weights. What only says how the kernel is
+given its inputs (the signature's order, tensor maps, a workspace, following launches) may differ.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from . import expr
+from ..errors import SpecError
+from .model import KernelSpec, Shape
+from .typed import evaluate_operands
+
+
+def computes_differently(family: KernelSpec, member: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> str:
+    """What makes `member`'s GEMM on `shape` another than `family`'s, said as ``batch 3, not 1``; '' when they
+    compute the same. `scalars` are the spec's (a kernel's own are in its signature's values)."""
+    if (family.operands is None) != (member.operands is None):
+        if family.precision != member.precision:
+            return f"precision {member.precision}, not {family.precision}"
+        return "typed operands on one side only"
+    ours, theirs = _gemm_of(family, shape, scalars), _gemm_of(member, shape, scalars)
+    for what, value in ours.items():
+        if theirs.get(what) != value:
+            return f"{what} {_shown(theirs.get(what))}, not {_shown(value)}"
+    return ""
+
+
+def _gemm_of(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> dict[str, Any]:
+    """The properties of `kernel`'s GEMM on `shape` that the reference or the vendor row reads, in the order a
+    difference is said (the first found is reported)."""
+    operands = kernel.operands
+    gemm: dict[str, Any] = {"precision": kernel.precision}
+    if operands is not None:
+        gemm.update({"types": operands.types.label, "storage orders": dict(operands.orders),
+                     "scales": operands.scales})
+    gemm["epilogue"] = kernel.epilogue or "alpha and beta"
+    try:
+        laid_out, _ = evaluate_operands(kernel, shape)
+    except SpecError:   # its case is INVALID at the field that does not evaluate, which says more than this would
+        laid_out = None
+    if laid_out is not None:
+        gemm["batch"] = laid_out.batch
+        gemm[f"leading dimensions on {shape.label}"] = {key: getattr(laid_out, key).ld for key in "abc"}
+        if laid_out.batch > 1:
+            gemm[f"batch strides on {shape.label}"] = {key: getattr(laid_out, key).batch_stride for key in "abc"}
+    gemm["alpha and beta"] = _alpha_and_beta(kernel, shape, scalars)
+    buffers = [argument.buffer for _, argument in kernel.device_buffers() if argument.buffer is not None]
+    gemm["bias"] = sorted(f"along {buffer.bias}" for buffer in buffers if buffer.bias is not None) or "none"
+    gemm["block scales"] = sorted(_block_scales(buffer.scales, shape, kernel) for buffer in buffers
+                                  if buffer.scales is not None) or "none"
+    gemm["quantized B"] = sorted(_quantized(buffer.quantized, shape, kernel) for buffer in buffers
+                                 if buffer.quantized is not None) or "none"
+    return gemm
+
+
+def _alpha_and_beta(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> str:
+    """alpha and beta as the reference takes them (as `planning.cases.gemm_scalars` works them out for the vendor
+    row): the epilogue's, or the values the signature (and those of the following launches) gives."""
+    env = {**scalars, **shape.as_env(), **kernel.numeric_params}
+    found = kernel.epilogue_scalars()
+    for _, argument in kernel.leaf_arguments():
+        if argument.name in ("alpha", "beta") and argument.value is not None:
+            try:
+                found[argument.name] = float(argument.value.evaluate(env))
+            except expr.ExpressionError:   # reported where the case evaluates its arguments
+                continue
+    return f"{found.get('alpha', 1.0):g} and {found.get('beta', 0.0):g}"
+
+
+def _block_scales(scales, shape: Shape, kernel: KernelSpec) -> str:
+    """A buffer of block scales as the product sees it: which operand, and the block one factor multiplies."""
+    return f"{scales.operand.upper()} per {_evaluated(scales.block, shape, kernel)}"
+
+
+def _quantized(quantized, shape: Shape, kernel: KernelSpec) -> str:
+    """A part of a quantized B as the product sees it: the part, its code width and group."""
+    group = _evaluated((quantized.group,), shape, kernel) if quantized.group is not None else "-"
+    return f"{quantized.part} of {quantized.bits or '-'} bits, group {group}"
+
+
+def _evaluated(expressions, shape: Shape, kernel: KernelSpec) -> str:
+    env = {**shape.as_env(), **kernel.numeric_params}
+    try:
+        return " x ".join(str(extent.evaluate_int(env)) for extent in expressions)
+    except expr.ExpressionError:   # compared as written where the shape does not say
+        return " x ".join(extent.source for extent in expressions)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {item}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return ", ".join(value)
+    return str(value)
