@@ -5,7 +5,6 @@ compiles, and a hand-written PTX image stands in for a prebuilt one."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,6 @@ from driver_gemm.planning.build import compile_spec, led_by_spec_line, offline_p
 from driver_gemm.planning.case_plan import plan_launch
 from driver_gemm.specfile import load_spec
 from driver_gemm.specfile.model import Shape
-
-from conftest import ROOT
 
 SHAPE = Shape(130, 72, 40)
 
@@ -253,29 +250,3 @@ def test_a_following_function_that_does_not_build_is_said_at_its_field(tmp_path,
     assert re.search(r"spec\.yaml:\d+: kernels\[k\]\.source did not build:", str(led_by_spec_line(error, list(
         spec.kernels))).splitlines()[0])
 
-
-def test_the_split_k_then_sum_kernel_still_plans_offline(tmp_path):
-    # The shipped two-launch kernel, unchanged by the checks above.
-    (tmp_path / "kernels" / "outside").mkdir(parents=True)
-    shutil.copy(ROOT / "kernels" / "outside" / "args_split_k_then_sum.cu", tmp_path / "kernels" / "outside")
-    (tmp_path / "pyproject.toml").write_text("")
-    path = tmp_path / "spec.yaml"
-    path.write_text("""\
-shapes: [[130, 72, 40]]
-scalars: {alpha: 1.5, beta: 0.5}
-kernels:
-  - name: split-sum
-    source: kernels/outside/args_split_k_then_sum.cu
-    function: split_k_partials
-    params: {SPLITS: 4}
-    block: [16, 16]
-    grid: [ceil(N / 16), ceil(M / 16), SPLITS]
-    tile: [16, 16]
-    signature: [A, B, {name: partials, type: buffer, element: float32, size: SPLITS * M * N}, M, N, K]
-    then:
-      - function: sum_partials<SPLITS>
-        block: [256]
-        grid: ['ceil(M * N / 256)']
-        signature: [partials, C, M, N, alpha, beta]
-""")
-    assert offline_problems(load_spec(path)) == ([], {})
