@@ -405,3 +405,29 @@ def test_a_quantized_kernel_draws_b_from_its_codes_apart_from_a_plain_kernel_of_
     assert not np.array_equal(coded.typed.inputs.b, ordinary.typed.inputs.b)
     again = run_of(quantized)
     assert again.typed.held is coded.typed.held                                # kept for the next case
+
+
+
+def test_a_pack_builder_that_changes_its_arrays_changes_no_later_layout(tmp_path):
+    # A format storing z - 1, written as a packer writes it: zeros -= 1 in place. The draw is the session's, made
+    # once for the shape's reference: a builder changing it would make the next case lay out other codes.
+    spec = parse_spec(builder_spec(tmp_path, "tiles"), tmp_path / "spec.yaml", allow_outside_sources=True)
+    plan = plan_case(spec.kernels[0], Shape(8, 24, 256), SM90)
+    draw = draw_quantized(256, 24, 4, 128, True, seed=11)
+    codes, zeros = draw.codes.copy(), draw.zero_points().copy()
+    given = plan.buffers["qweight"].quantized.builder_values(draw)
+    given["zeros"] -= 1
+    given["codes"] ^= 1
+    assert np.array_equal(draw.codes, codes) and np.array_equal(draw.zero_points(), zeros)
+
+
+def test_bits_given_as_a_float_are_refused_at_the_field():
+    error = refusal(spec_text(codes=CODES.replace("bits: 4", "bits: 4.0")))
+    assert error.field == "kernels[w4a16].signature[1].quantized.bits", error.field
+
+
+def test_a_group_a_param_names_is_the_codes_group_of_the_same_value():
+    text = spec_text(scales=SCALES.replace("part: scales}", "part: scales, group: G}")).replace(
+        "params: {IGNORE_ZEROS: false}", "params: {IGNORE_ZEROS: false, G: 128}")
+    parsed(text)
+    assert "group G, but the codes (qweight) have 128" in str(refusal(text.replace("G: 128}", "G: 64}")))

@@ -354,3 +354,13 @@ def test_a_float32_reference_is_a_float32_product():
     assert np.array_equal(single, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64))
     assert not np.array_equal(single, operands.reference(a, b))
     assert np.allclose(single, operands.reference(a, b), rtol=0, atol=1e-4)
+
+
+def test_an_answer_too_small_for_the_output_type_lands_on_a_start_of_zero_as_written():
+    # Every element of C holds its start; one start is 0 and its answer (1e-50) rounds to 0 in float32.
+    start = np.full((4, 4), 0.5)
+    start[1, 2] = 0.0
+    expected = start.copy()
+    expected[1, 2] = 1e-50
+    verdict = compare(start.astype(np.float32), expected, rel_tolerance=1e-5, start=start)
+    assert verdict.unwritten == 0 and verdict.status == Status.PASS

@@ -282,6 +282,16 @@ def unwritten_mask(codes, dtype: str | ElementType) -> np.ndarray:
     return bits == poison_codes(1, element).view(_bits_dtype(element))[0]
 
 
+def smallest_positive(dtype: str | ElementType) -> float:
+    """The smallest positive number `dtype` holds (its smallest subnormal; 1 for an integer type)."""
+    element = element_type(dtype)
+    if element.is_integer:
+        return 1.0
+    if element.float_format is not None:
+        return float(decode(np.array([1], dtype=element.storage_dtype), element)[0])
+    return float(np.finfo(element.storage_dtype).smallest_subnormal)
+
+
 def _bits_dtype(element: ElementType) -> np.dtype:
     """The unsigned integer type as wide as `element`'s storage, for comparing and building bit patterns."""
     return np.dtype(f"uint{8 * element.storage_bytes}")

@@ -84,7 +84,7 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
         def unwritten(piece: slice, out: np.ndarray) -> None:
             np.equal(words[piece], start_words[piece], out=out)
             out &= ~_could_be_the_answer(start_values[piece].astype(np.float64), reference[piece], FP32_ROUNDOFF,
-                                         rel_tolerance, abs_tolerance, rms, untouched)
+                                         rel_tolerance, abs_tolerance, rms, untouched, FP32_SMALLEST)
     return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
 
 
@@ -106,7 +106,8 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
         start = np.asarray(start, np.float64).reshape(output.values.shape)
         held = output.codes == dtypes.encode(start, element)
         unwritten = held & ~_could_be_the_answer(start, expected, element.unit_roundoff, rel_tolerance,
-                                                 abs_tolerance, _rms(expected), bool(held.all()))
+                                                 abs_tolerance, _rms(expected), bool(held.all()),
+                                                 0.0 if element.is_integer else dtypes.smallest_positive(element))
     flat_unwritten = unwritten.reshape(-1)
     verdict = _verdict(output.values, expected, lambda piece, out: np.copyto(out, flat_unwritten[piece]),
                        rel_tolerance, abs_tolerance, reference_name)
@@ -117,10 +118,12 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
 
 
 FP32_ROUNDOFF = 2.0 ** -24   # half the spacing of float32's numbers just above 1
+FP32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
 
 
 def _could_be_the_answer(start: np.ndarray, expected: np.ndarray, unit_roundoff: float, rel_tolerance: float,
-                         abs_tolerance: float | None, rms: float, untouched: bool = False) -> np.ndarray:
+                         abs_tolerance: float | None, rms: float, untouched: bool = False,
+                         smallest: float = 0.0) -> np.ndarray:
     """Where C's starting value would pass the element check as the kernel's answer: within what the verdict allows
     a written element (10 x the tolerance, scaled by the reference's RMS and the element's own size, or the
     absolute tolerance), or within two units in the last place of the output type. A kernel that wrote its right
@@ -131,9 +134,11 @@ def _could_be_the_answer(start: np.ndarray, expected: np.ndarray, unit_roundoff:
     `untouched`: every element of C still holds its start. A kernel writing its answers lands on every start only
     where each answer rounds to it, so then the start counts as a possible answer within two units in the last
     place (or the absolute tolerance) only: where beta C0 outweighs alpha A @ B (a small alpha), C left as it
-    started is otherwise within the tolerance and would pass unwritten."""
+    started is otherwise within the tolerance and would pass unwritten. Two units in the last place are never less
+    than twice `smallest`, the output type's smallest positive number: an answer too small to hold rounds to a
+    start of zero."""
     magnitude = np.maximum(np.abs(start), np.abs(expected))
-    allowed = 4.0 * unit_roundoff * magnitude
+    allowed = np.maximum(4.0 * unit_roundoff * magnitude, 2.0 * smallest)
     if not untouched:
         np.maximum(allowed, 10 * rel_tolerance * (np.abs(expected) + rms), out=allowed)
     if abs_tolerance is not None:

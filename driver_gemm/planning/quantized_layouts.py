@@ -172,9 +172,10 @@ class QuantizedPart:
 
     def builder_values(self, draw: QuantizedDraw) -> dict[str, Any]:
         """What a pack builder is given: the drawn codes, scales and zero points, group and bits, and the launch's
-        values (M, N, K, the params) by name."""
-        return {**dict(self.values), "codes": draw.codes, "scales": draw.scales(), "zeros": draw.zero_points(),
-                "group": self.group, "bits": self.bits}
+        values (M, N, K, the params) by name. The arrays are copies: a builder that changes them in place (a format
+        storing z - 1) must not change the draw the reference was made from and later cases lay out again."""
+        return {**dict(self.values), "codes": draw.codes.copy(), "scales": draw.scales(),
+                "zeros": draw.zero_points().copy(), "group": self.group, "bits": self.bits}
 
     def laid_out(self, draw: QuantizedDraw) -> np.ndarray:
         """Its layout's numbers (not a builder's), in C order: the packed words, or one value to an element."""

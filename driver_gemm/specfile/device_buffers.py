@@ -198,7 +198,7 @@ def _quantized(context: Context, item: dict, item_path: str, element: str, size)
         raise context.error(f"part is {', '.join(QUANTIZED_PARTS)} (B = (codes - zeros) * scales), got "
                             f"{kind_name(part)}", node, "part", f"{dotted}.part")
     bits = node.get("bits")
-    if "bits" in node and (isinstance(bits, bool) or bits not in QUANTIZED_BITS):
+    if "bits" in node and (type(bits) is not int or bits not in QUANTIZED_BITS):     # 4.0 is no width of a code
         raise context.error(f"bits is {', '.join(map(str, QUANTIZED_BITS))} (a whole number of codes to a 32-bit "
                             f"word), got {kind_name(bits)}", node, "bits", f"{dotted}.bits")
     group = parse_expression(context, node, "group", node["group"], f"{dotted}.group", whole=True) \

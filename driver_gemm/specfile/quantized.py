@@ -9,7 +9,10 @@ docs/kernels.md, "Quantized weights".
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..errors import SpecError
+from .expr import ExpressionError
 from .model import Argument, KernelSpec, QuantizedWeights
 
 # The types B may have when the kernel takes it quantized: those in which every (q - z) * s the case draws is exact.
@@ -70,7 +73,8 @@ def check_quantized(kernel: KernelSpec) -> None:
         if weights.bits is not None and weights.bits != codes.bits:
             raise refuse(path, f"buffer {argument.name}: bits {weights.bits}, but the codes ({parts['codes'][1].name})"
                                f" have {codes.bits}", "quantized.bits")
-        if weights.group is not None and codes.group is not None and not _same(weights.group, codes.group):
+        if weights.group is not None and codes.group is not None and \
+                not _same(weights.group, codes.group, kernel.params):
             raise refuse(path, f"buffer {argument.name}: group {weights.group.source}, but the codes "
                                f"({parts['codes'][1].name}) have {codes.group.source}", "quantized.group")
         if weights.order is not None and codes.bits is not None and len(weights.order) != 32 // codes.bits:
@@ -84,8 +88,14 @@ def check_quantized(kernel: KernelSpec) -> None:
                                    f"{parts['scales'][1].name}); block scales of B would scale it twice", "scales")
 
 
-def _same(one, other) -> bool:
-    """Whether two group expressions say the same: equal constants, or the same text."""
-    if not one.names and not other.names:
-        return one.evaluate({}) == other.evaluate({})
+def _same(one, other, params: Mapping[str, int | str]) -> bool:
+    """Whether two group expressions say the same: equal values where both read only the params (``group`` and
+    ``128`` with params {group: 128}), else the same text (one reading M, N or K is known only per shape)."""
+    known = {name: value for name, value in params.items() if isinstance(value, (int, float))
+             and not isinstance(value, bool)}
+    if one.names <= set(known) and other.names <= set(known):
+        try:
+            return one.evaluate(known) == other.evaluate(known)
+        except ExpressionError:     # a division by zero, say: the per-case plan names it
+            pass
     return one.source.replace(" ", "") == other.source.replace(" ", "")
