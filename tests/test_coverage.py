@@ -190,7 +190,13 @@ def test_an_axis_that_reads_neither_m_nor_n_covers_no_tiles(tmp_path, z):
 
 
 @pytest.mark.parametrize("grid", ["[4, ceil(M / BM), 'ceil(N / (BN * 4))']", "['ceil(N / BN / 4)', ceil(M / BM), 4]",
-                                  "[S, ceil(M / BM), 'ceil(N / (BN * S))']"])
+                                  "[S, ceil(M / BM), 'ceil(N / (BN * S))']",
+                                  # the same split, z written otherwise than x's divisor: equal by value on the case
+                                  "['ceil(N / (BN * S * 2))', ceil(M / BM), '2 * S']",
+                                  "['ceil(N / (BN * 2 * S))', ceil(M / BM), 'S * 2']",
+                                  "['ceil(N / (BN * S))', ceil(M / BM), 'S * 1']",
+                                  "['ceil(N / (BN * S))', ceil(M / BM), 4]",
+                                  "['ceil(N / (BN * S))', ceil(M / BM), 'min(S, 65535)']"])
 def test_an_axis_another_divides_m_or_n_by_counts_as_tiles(tmp_path, grid):
     # Columns split over x and z: the axis of a number or a param counts where the columns' axis divides N by it.
     text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", f"grid: {grid}")
@@ -198,3 +204,11 @@ def test_an_axis_another_divides_m_or_n_by_counts_as_tiles(tmp_path, grid):
     plan = plan_case(load_spec(write(tmp_path, text)).kernels[0], Shape(1001, 513, 777), arch_limits("sm_90"))
     assert plan.valid, _messages(plan)
     assert PERSISTENT_NOTE not in plan.notes
+
+
+def test_a_batch_folded_into_a_grid_of_tiles_numbers_them(tmp_path):
+    # One axis of ceil(M / BM) * ceil(N / BN) * batch blocks: a block for every tile of every matrix.
+    text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: ['ceil(M / BM) * ceil(N / BN) * batch', 1, 1]")
+    text += "    tile: [BM, BN]\n    batch: 3\n"
+    plan = plan_case(load_spec(write(tmp_path, text)).kernels[0], Shape(1001, 513, 777), arch_limits("sm_90"))
+    assert plan.valid, _messages(plan)

@@ -156,6 +156,25 @@ def test_a_following_launch_of_a_prebuilt_ptx_image_has_its_signature_checked(tm
     assert offline_problems(load_spec(write(tmp_path, right))) == ([], {})
 
 
+def test_a_prebuilt_ptx_images_launch_bounds_hold_for_the_kernel_and_its_following_launch(tmp_path):
+    # .maxntid in a PTX entry is __launch_bounds__, as a CUBIN's attribute is: 256 threads of the kernel's own
+    # launch over a bound of 128, and 256 of the launch after it over 64, are each refused at their block.
+    binary = tmp_path / "k.ptx"
+    binary.write_text(
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry partials(.param .u64 p0, .param .u64 p1, .param .u64 p2, .param .u32 p3, .param .u32 p4, "
+        ".param .u32 p5)\n.maxntid 128, 1, 1\n{\n\tret;\n}\n"
+        ".visible .entry fin(.param .u64 p0, .param .u64 p1, .param .u32 p2, .param .u32 p3)\n.maxntid 64, 1, 1\n"
+        "{\n\tret;\n}\n")
+    entry = kernel_entry("ptx", "fin").replace("source: k.cu", "binary: k.ptx")
+    (invalid,), failed = offline_problems(load_spec(write(tmp_path, entry)))
+    assert failed == {}
+    assert [problem.field for problem in invalid.problems] == ["kernels[ptx].block", "kernels[ptx].then[0].block"]
+    assert "__launch_bounds__ of 128 threads" in str(invalid.problems[0])
+    right = entry.replace("block: [16, 16]", "block: [16, 8]").replace("block: [256]", "block: [64]")
+    assert offline_problems(load_spec(write(tmp_path, right))) == ([], {})
+
+
 # ----------------------------------------------------------------------- names and buffers as the kernel's
 
 

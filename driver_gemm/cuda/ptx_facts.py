@@ -23,6 +23,9 @@ from typing import Any
 
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.MULTILINE)
 _CLUSTER = re.compile(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+# __launch_bounds__ (.maxntid) and a required block (.reqntid) on an entry, as a CUBIN's attributes carry them.
+_MAX_THREADS = re.compile(r"\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+_REQUIRED_THREADS = re.compile(r"\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _TMA = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:cp\.async\.bulk(?:\.prefetch)?|cp\.reduce\.async\.bulk)\.tensor\.(\d)d[\w.:]*)"
                   r"[^;]*?\[\s*([%\w$.]+)\s*,\s*\{", re.MULTILINE)
 _PARAM_MOVE = re.compile(r"^\s*(?:mov|ld\.param)\.[us]?b?\d+\s+(%\w+)\s*,\s*\[?\s*([\w$.]+)_param_(\d+)\s*(?:\+\s*0\s*)?\]?\s*;",
@@ -57,8 +60,10 @@ class TmaCopy:
 class KernelPtxFacts:
     """A kernel's TMA instructions, its compile-time cluster (None without ``__cluster_dims__``), the register
     counts its ``setmaxnreg`` instructions move threads to (``inc`` and ``dec``, each value once, ascending),
-    whether it reads the grid workspace of a cooperative launch (`grid_sync`), and whether it uses dynamic shared
-    memory (``extern __shared__``: `dynamic_shared`), whose size only the launch gives."""
+    whether it reads the grid workspace of a cooperative launch (`grid_sync`), whether it uses dynamic shared
+    memory (``extern __shared__``: `dynamic_shared`), whose size only the launch gives, and its entry's
+    ``.maxntid`` and ``.reqntid`` (`max_threads`, `required_threads`: what a PTX image says of its block before
+    the driver compiles it)."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -66,6 +71,8 @@ class KernelPtxFacts:
     register_decreases: tuple[int, ...] = ()
     grid_sync: bool = False
     dynamic_shared: bool = False
+    max_threads: tuple[int, int, int] | None = None
+    required_threads: tuple[int, int, int] | None = None
 
     def ranks_for(self, param: int) -> dict[int, str]:
         """Rank -> one instruction of that rank, for the copies that read parameter `param`; when no copy could
@@ -78,7 +85,9 @@ class KernelPtxFacts:
         return {"copies": [[copy.rank, copy.instruction, copy.param] for copy in self.copies],
                 "cluster": list(self.cluster) if self.cluster else None,
                 "setmaxnreg": {"inc": list(self.register_increases), "dec": list(self.register_decreases)},
-                "grid_sync": self.grid_sync, "dynamic_shared": self.dynamic_shared}
+                "grid_sync": self.grid_sync, "dynamic_shared": self.dynamic_shared,
+                "max_threads": list(self.max_threads) if self.max_threads else None,
+                "required_threads": list(self.required_threads) if self.required_threads else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -88,7 +97,18 @@ class KernelPtxFacts:
                          for rank, text, param in data.get("copies", ())),
                    (int(cluster[0]), int(cluster[1]), int(cluster[2])) if cluster else None,
                    tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())),
-                   bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)))
+                   bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)),
+                   _triple_of(data.get("max_threads")), _triple_of(data.get("required_threads")))
+
+
+def _triple_of(values) -> tuple[int, int, int] | None:
+    return (int(values[0]), int(values[1]), int(values[2])) if values else None
+
+
+def _threads(pattern: re.Pattern, header: str) -> tuple[int, int, int] | None:
+    """The X, Y, Z of an entry directive in `header` (missing ones 1); None where the entry has none."""
+    match = pattern.search(header)
+    return tuple(int(v) if v else 1 for v in match.groups()) if match else None   # type: ignore[return-value]
 
 
 def _split(text: str, heads: re.Pattern) -> dict[str, str]:
@@ -154,7 +174,8 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
     for match in _SETMAXNREG.finditer(body):
         moves[match.group(1)].add(int(match.group(2)))
     return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
-                          tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared)
+                          tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
+                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header))
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:

@@ -559,7 +559,8 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         _check_tile_count(kernel, shape, config, rows, cols, problem)
         return rows, cols
     column_axis, row_axis = axes
-    covered_cols, covered_rows = config.grid[column_axis] * cols, config.grid[row_axis] * rows
+    covered_cols = config.grid[column_axis] * cols * _split_over(kernel, env, config, axes, column_axis, "N", cols)
+    covered_rows = config.grid[row_axis] * rows * _split_over(kernel, env, config, axes, row_axis, "M", rows)
     if (covered_cols < shape.N or covered_rows < shape.M) and _tile_count_covers(kernel, shape, config, rows, cols):
         return rows, cols   # a swizzled grid (CUTLASS's x of twice the column tiles, y of half the rows) is whole
     if covered_cols < shape.N:
@@ -571,6 +572,28 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
                 f"rows {covered_rows}-{shape.M - 1} would never be written", f"grid[{row_axis}]",
                 hint=f"grid {'xyz'[row_axis]} should be ceil(M / {kernel.tile[0].source})")
     return rows, cols
+
+
+def _split_over(kernel: KernelSpec, env, config: LaunchConfig, axes: tuple[int, int], axis: int, size: str,
+                tile: int) -> int:
+    """How many blocks of another axis share each block of `axis` along `size` (N or M): where `axis` divides
+    `size` by exactly `tile` times the blocks of an axis that reads neither M nor N nor the batch
+    (``[ceil(N / (TILE * S * 2)), ceil(M / TILE), 2 * S]``: columns split over x and z), that count, by value on
+    the case, however the two are written; else 1 (a split of K on that axis covers no more of C)."""
+    extent = inferred_tile(kernel.grid[axis], size)
+    if extent is None:
+        return 1
+    try:
+        step = extent.evaluate_int(env)
+    except expr.ExpressionError:
+        return 1
+    for other, grid_extent in enumerate(kernel.grid):
+        if other in axes or grid_extent.names & {"M", "N", "batch"}:
+            continue
+        blocks = config.grid[other]
+        if blocks > 1 and step == tile * blocks:
+            return blocks
+    return 1
 
 
 def _blocks_and_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int,

@@ -107,14 +107,15 @@ def grid_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
 
 
 def tile_axes(grid: Sequence[expr.Expression]) -> list[int]:
-    """The axes whose blocks number C's tiles: those that read M or N (not the batch), and one that reads neither
-    only where another axis divides M or N by it too, columns split over x and z as
+    """The axes whose blocks number C's tiles: those that read M or N (a batch folded in too), and one that reads
+    neither only where another axis divides M or N by it as written, columns split over x and z as
     ``[4, ceil(M / BM), ceil(N / (BN * 4))]``. The rest (the batch's, a split of K by ``ceil(K / 256)``, a param
     such as ``SPLITS`` or a number) launch copies of the same tiles: counting them would let a grid of too few
     tiles pass."""
     splits = set().union(*(_divisor_factors(extent.tree) for extent in grid if extent.names & {"M", "N"}))
+    # An axis that reads M or N numbers tiles even where it folds the batch in (ceil(M / BM) * ceil(N / BN) * batch).
     return [axis for axis, extent in enumerate(grid)
-            if "batch" not in extent.names and (extent.names & {"M", "N"} or ast.unparse(extent.tree) in splits)]
+            if extent.names & {"M", "N"} or ("batch" not in extent.names and ast.unparse(extent.tree) in splits)]
 
 
 def _divisor_factors(node: ast.AST) -> set[str]:

@@ -166,6 +166,8 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         image = None
     if image is not None:
         _check_compiled_bounds(plan, image, problem)
+    elif facts is not None:
+        _check_block_bounds(plan, facts.max_threads, facts.required_threads, problem)
     cluster = compiled_cluster(image, facts)
     if cluster is not None:
         _check_compiled_cluster(plan, cluster, problem, notes)
@@ -236,9 +238,11 @@ def following_image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> 
         view = dataclasses.replace(plan, config=config, attributes=None, resources=resources)
         if resources is not None:
             check_resources(config, resources, limits, problem)
+        facts = facts_of(built, symbol)
         if image is not None:
             _check_compiled_bounds(view, image, problem)
-        facts = facts_of(built, symbol)
+        elif facts is not None:
+            _check_block_bounds(view, facts.max_threads, facts.required_threads, problem)
         cluster = compiled_cluster(image, facts)
         cluster_notes: list[str] = []
         if cluster is not None:
@@ -297,23 +301,29 @@ MAX_LOCAL_BYTES_A_THREAD = 512 * 1024
 def _check_compiled_bounds(plan: CasePlan, image: KernelImage, problem) -> None:
     """The block against the kernel's own ``__launch_bounds__`` (.maxntid) and ``.reqntid``, and its stack frame
     against a thread's local memory: each a launch the driver refuses, however the spec's launch looks."""
-    config = plan.config
-    if config is not None and image.max_threads is not None:
-        bound = image.max_threads[0] * image.max_threads[1] * image.max_threads[2]
-        if config.threads_per_block > bound:
-            problem(f"a block of {config.threads_per_block} threads ({' x '.join(map(str, config.block))}) is over "
-                    f"the kernel's __launch_bounds__ of {bound} threads (.maxntid "
-                    f"{', '.join(map(str, image.max_threads))}): the driver refuses the launch", "block",
-                    hint=f"launch at most {bound} threads a block, or raise the kernel's __launch_bounds__")
-    if config is not None and image.required_threads is not None \
-            and tuple(config.block) != tuple(image.required_threads):
-        problem(f"block {' x '.join(map(str, config.block))} is not the kernel's required block "
-                f"{' x '.join(map(str, image.required_threads))} (.reqntid): the driver refuses the launch", "block")
+    _check_block_bounds(plan, image.max_threads, image.required_threads, problem)
     stack = max(image.local_bytes, image.min_stack_bytes)
     if stack > MAX_LOCAL_BYTES_A_THREAD:
         problem(f"the kernel's stack frame is {stack:,} bytes a thread, over the {MAX_LOCAL_BYTES_A_THREAD:,} of "
                 "local memory a thread may have: the launch fails", "source",
                 hint="a large local array belongs in shared or global memory")
+
+
+def _check_block_bounds(plan: CasePlan, max_threads: tuple[int, int, int] | None,
+                        required_threads: tuple[int, int, int] | None, problem) -> None:
+    """The block against the kernel's ``__launch_bounds__`` (.maxntid) and ``.reqntid``, as a CUBIN's attributes or
+    a PTX entry's directives give them."""
+    config = plan.config
+    if config is not None and max_threads is not None:
+        bound = max_threads[0] * max_threads[1] * max_threads[2]
+        if config.threads_per_block > bound:
+            problem(f"a block of {config.threads_per_block} threads ({' x '.join(map(str, config.block))}) is over "
+                    f"the kernel's __launch_bounds__ of {bound} threads (.maxntid "
+                    f"{', '.join(map(str, max_threads))}): the driver refuses the launch", "block",
+                    hint=f"launch at most {bound} threads a block, or raise the kernel's __launch_bounds__")
+    if config is not None and required_threads is not None and tuple(config.block) != tuple(required_threads):
+        problem(f"block {' x '.join(map(str, config.block))} is not the kernel's required block "
+                f"{' x '.join(map(str, required_threads))} (.reqntid): the driver refuses the launch", "block")
 
 
 def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], problem, notes: list[str]) -> None:
