@@ -215,8 +215,7 @@ def execute(args, out: Output) -> int:
     from ..planning.cases import cases_of
     from ..report.tables import print_tune
     from ..tune.strategies import Budget, BudgetError, make_strategy, parse_budget
-    from ..tune.winners import (check_one_gpu, default_winners_path, dispatch_spec, no_winner, pick_winners,
-                                winners_spec)
+    from ..tune.winners import default_winners_path, dispatch_spec, no_winner, pick_winners, winners_spec
 
     _refuse_search_options_with_recorded(args)
     check_environment()
@@ -245,9 +244,7 @@ def execute(args, out: Output) -> int:
         with contextlib.ExitStack() as claimed:   # a default name let go if the search writes nothing
             path = args.json or claimed.enter_context(claimed_default_json(f"{spec.file_stem}-tune"))
             result = _search(spec, args, out, path, strategy, budget)
-    if not args.across_gpus:
-        check_one_gpu(result, where=str(path))
-    picks = pick_winners(result, across_gpus=args.across_gpus)
+    picks = pick_winners(result, across_gpus=args.across_gpus, where=str(path))
     print_tune(picks, f"{spec.name}: best configuration per kernel and shape", out.console)
     if not any(pick.best for pick in picks):
         # the results are sound; their cases failed (exit 1, as a run's), and the message names the results

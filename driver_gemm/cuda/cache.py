@@ -216,12 +216,10 @@ def _repair_folder(folder: Path) -> bool:
         folder.mkdir(exist_ok=True)
         return True
     except OSError as error:
-        if str(folder) not in _stuck_entries:
-            _stuck_entries.add(str(folder))
-            kind = "a folder that cannot be written" if stat.S_ISDIR(mode) else "not a usable folder"
-            _log.warning("the disk cache folder %s is %s and cannot be made again (%s): remove it, or the entries "
-                         "it would hold are made again on every run; entries in the cache's other folders are "
-                         "still written", folder, kind, reason_of(error))
+        kind = "a folder that cannot be written" if stat.S_ISDIR(mode) else "not a usable folder"
+        _warn_stuck(folder, "the disk cache folder %s is %s and cannot be made again (%s): remove it, or the entries "
+                    "it would hold are made again on every run; entries in the cache's other folders are still "
+                    "written", kind, error)
         return False
 
 
@@ -247,12 +245,18 @@ def _clear_for_entry(target: Path) -> bool:
             os.unlink(target)
         return True
     except OSError as error:
-        if str(target) not in _stuck_entries:
-            _stuck_entries.add(str(target))
-            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            _log.warning("the disk cache entry %s is %s and cannot be removed (%s): remove it, or what it would "
-                         "hold is made again on every run", target, kind, reason_of(error))
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        _warn_stuck(target, "the disk cache entry %s is %s and cannot be removed (%s): remove it, or what it would "
+                    "hold is made again on every run", kind, error)
         return False
+
+
+def _warn_stuck(path: Path, message: str, kind: str, error: OSError) -> None:
+    """`message` (of `path`, its `kind` and the reason of `error`) logged once a process for each `path` the cache
+    cannot repair: every write under it meets it again."""
+    if str(path) not in _stuck_entries:
+        _stuck_entries.add(str(path))
+        _log.warning(message, path, kind, reason_of(error))
 
 
 def read_entry(path: Path, magic: bytes) -> bytes | None:

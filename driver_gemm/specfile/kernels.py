@@ -899,13 +899,15 @@ TOOLKIT_PRE_INCLUDES = frozenset({"cuda_device_runtime_api.h", "cuda_runtime.h",
 
 # A pre-include and the header it names: ``-include FILE``, ``--pre-include=FILE`` (cuda.compile.pre_included_files
 # reads the same spellings, below the spec reader).
-_PRE_INCLUDE = re.compile(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)")
-PRE_INCLUDE_PATTERN = _PRE_INCLUDE     # for writers of a spec, which rebase the headers it names (tune's winners)
+# A pre-included header and an include folder as a spec may write them; the writers of a spec (tune's winners) read
+# them the same way to rebase what they name.
+PRE_INCLUDE_PATTERN = re.compile(r"(?:-include|--pre-include)(?:=|\s+)\s*(\S.*)")
+INCLUDE_PATTERN = re.compile(r"(?:-I|--include-path(?:=|\s))\s*(.+)")
 
 
 def _toolkit_pre_include(option: str) -> bool:
     """Whether `option` pre-includes one of `TOOLKIT_PRE_INCLUDES` by its bare name."""
-    match = _PRE_INCLUDE.fullmatch(option.strip())
+    match = PRE_INCLUDE_PATTERN.fullmatch(option.strip())
     return match is not None and match.group(1) in TOOLKIT_PRE_INCLUDES
 
 
@@ -948,7 +950,7 @@ def _include_option(context: Context, node: dict, dotted: str, option: str) -> s
     names a file of the project (``--pre-include=prelude.h``, the typedefs a fragment's own runner gives it) is
     ``--pre-include=ABSOLUTE`` likewise; any other pre-include is the compiler's to find, with leave."""
     text = option.strip()
-    pre = _PRE_INCLUDE.fullmatch(text)
+    pre = PRE_INCLUDE_PATTERN.fullmatch(text)
     if pre is not None and not Path(pre.group(1).strip()).is_absolute():
         named = pre.group(1).strip()
         found = (context.base_dir / named).resolve()
@@ -962,7 +964,7 @@ def _include_option(context: Context, node: dict, dotted: str, option: str) -> s
             # a path, not a bare name the compiler's search path may hold (cuda_fp16.h)
             raise context.error(f"option {option!r}: no file {found} (a pre-included header's path is relative to "
                                 "the spec)", node, "options", f"{dotted}.options")
-    match = re.fullmatch(r"(?:-I|--include-path(?:=|\s))\s*(.+)", text)
+    match = INCLUDE_PATTERN.fullmatch(text)
     if not match:
         return text
     written = Path(match.group(1).strip())

@@ -14,7 +14,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,8 @@ from ..planning.spec_files import spec_inputs
 from ..report.comparison import SAME, judge
 from ..results.read import ResultsFile, read_results
 from ..results.records import CaseResult, RunResult, latest_rows
-from ..specfile.kernels import INCLUDE_OPTION, PRE_INCLUDE_OPTION, PRE_INCLUDE_PATTERN, joined_options
+from ..specfile.kernels import (INCLUDE_OPTION, INCLUDE_PATTERN, PRE_INCLUDE_OPTION, PRE_INCLUDE_PATTERN,
+                                joined_options)
 from ..specfile.load import load_spec, parse_spec
 from ..specfile.model import KernelSpec, Spec
 from ..specfile.project import project_root
@@ -66,16 +66,18 @@ class Pick:
     untimed: int = 0               # configurations that passed with no time (a verify-only run): none can win
 
 
-def pick_winners(run: RunResult | ResultsFile | str | os.PathLike, *, across_gpus: bool = False) -> list[Pick]:
+def pick_winners(run: RunResult | ResultsFile | str | os.PathLike, *, across_gpus: bool = False,
+                 where: str | None = None) -> list[Pick]:
     """Per kernel name and shape, the fastest passing configuration and how clearly it won.
 
     `run` is a `RunResult` (from `tune_spec`, `run_spec` or `load_results`), a `ResultsFile` (from
     `read_results`: its run), or the path of a results file (read with `read_results`). Times of more
-    than one GPU model are a `MixedGpusError` unless `across_gpus` (as ``compare --across-gpus``).
+    than one GPU model are a `MixedGpusError` (said at `where`, the results' file) unless `across_gpus` (as
+    ``compare --across-gpus``).
     """
     run = _run_argument(run)
     if not across_gpus:
-        check_one_gpu(run)
+        check_one_gpu(run, where)
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     # a case recorded twice (a .json file's repeated row, a search that measured it again) is one configuration, as
     # its last row has it, as a case log is read: twice, it would tie with itself and hide the true runner-up
@@ -223,7 +225,7 @@ def _rebased_options(written: list, kernel: KernelSpec, relative_to: Path) -> li
     out = []
     for option, resolved in zip(joined, kernel.options):
         text = option.strip()
-        include = re.fullmatch(r"(?:-I|--include-path(?:=|\s))\s*(.+)", text)
+        include = INCLUDE_PATTERN.fullmatch(text)
         pre = PRE_INCLUDE_PATTERN.fullmatch(text)
         if include and resolved.startswith(INCLUDE_OPTION) and not Path(include.group(1).strip()).is_absolute():
             text = f"-I{os.path.relpath(resolved[len(INCLUDE_OPTION):], relative_to)}"
