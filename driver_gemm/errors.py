@@ -73,7 +73,7 @@ def path_argument(function: str, name: str, value: PathT) -> PathT:
         if (isinstance(text, str) and "\x00" in text) or (isinstance(text, bytes) and b"\x00" in text):
             # the operating system reads a path as a C string: it would stop there, and Python refuses it from
             # inside with "embedded null byte", naming neither the function nor the argument
-            raise ValueError(f"{function}: {name} {text!r} holds a NUL character, which no file's path can")
+            raise WrongArgumentValue(f"{function}: {name} {text!r} holds a NUL character, which no file's path can")
         return value
     raise WrongArgumentType(f"{function}: {name} is a path (a str or a pathlib.Path), "
                             f"got {type(value).__name__}")
@@ -81,9 +81,15 @@ def path_argument(function: str, name: str, value: PathT) -> PathT:
 
 def flag_argument(function: str, name: str, value: object) -> bool:
     """`value` where `function` takes a yes or no: True or False only, else `WrongArgumentType`. A permission read
-    from text ("no", "false") is truthy, and would be taken as given."""
+    from text ("no", "false") is truthy, and would be taken as given. NumPy's bool is taken as Python's (a rig's
+    settings read from an array hold them)."""
     if isinstance(value, bool):
         return value
+    if type(value).__module__ == "numpy":
+        import numpy   # only for a value that is NumPy's already: the module is loaded
+
+        if isinstance(value, numpy.bool_):
+            return bool(value)
     raise WrongArgumentType(f"{function}: {name} is True or False, got {value!r:.60} ({type(value).__name__})")
 
 

@@ -31,7 +31,8 @@ GATE_OPTIONS = ("--driver-gemm-results", "--driver-gemm-min-pct", "--driver-gemm
 def pytest_addoption(parser):
     group = parser.getgroup("driver-gemm")
     group.addoption("--driver-gemm-spec", action="append", default=[], metavar="PATH",
-                    help="run every case of this driver-gemm spec as a test (repeatable)")
+                    help="run every case of this driver-gemm spec (a file or a shipped spec's name) as a test "
+                         "(repeatable)")
     group.addoption("--driver-gemm-allow-outside-sources", action="store_true", default=False,
                     help="let --driver-gemm-spec specs name kernel sources outside their project (absolute paths too)")
     group.addoption("--driver-gemm-device", type=int, default=None, metavar="N",
@@ -296,7 +297,13 @@ def pytest_collection_modifyitems(session, config, items):
     if config.getoption("--driver-gemm-spec") or any(map(_uses_a_gpu, items)):
         _ordinal(config)
     for text in config.getoption("--driver-gemm-spec"):
-        path = Path(text)
+        # a shipped spec's name too ("seed"), as load_spec and the command line take it: the same rule
+        from .specfile.shipped import resolve_spec   # lazy, as above: only a session given a spec imports it
+
+        try:
+            path = resolve_spec(text)
+        except DriverGemmError as error:
+            raise pytest.UsageError(f"--driver-gemm-spec: {error}") from None
         if not path.is_file():
             raise pytest.UsageError(f"--driver-gemm-spec: no such spec file {text}")
         collector = GemmSpecItems.from_parent(session, name=path.name, nodeid=text, spec_path=path.resolve())

@@ -5,15 +5,30 @@
 
 from pathlib import Path
 
-import cupy as cp
-
 import driver_gemm as dg
+
+try:
+    import cupy as cp
+except ModuleNotFoundError:   # said in one line by main(), as node_acceptance.py says a missing GPU
+    cp = None
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 M, N, K = 1000, 520, 770
 
 
 def main() -> int:
+    # Exit 3, as node_acceptance.py: this machine cannot run the rig, which is no failure of the kernel.
+    if cp is None:
+        print("cupy rig: CuPy is not installed (pip install cupy-cuda12x)")
+        return 3
+    try:
+        gpus = cp.cuda.runtime.getDeviceCount()
+    except cp.cuda.runtime.CUDARuntimeError as exc:   # no driver, or none that sees a GPU
+        print(f"cupy rig: CuPy finds no CUDA GPU ({exc})")
+        return 3
+    if not gpus:
+        print("cupy rig: CuPy finds no CUDA GPU on this machine")
+        return 3
     stream = cp.cuda.Stream(non_blocking=True)
     with stream:
         a = cp.random.random((M, K), dtype=cp.float32)

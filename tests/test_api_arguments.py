@@ -3,11 +3,14 @@ takes (`WrongArgumentType`, `ValueError`), rather than failing inside with an At
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import driver_gemm as dg
-from driver_gemm.errors import WrongArgumentType
+from driver_gemm.errors import WrongArgumentType, WrongArgumentValue
+from driver_gemm.specfile.model import Shape
 
 from conftest import ROOT, SPECS
 
@@ -150,11 +153,22 @@ def test_budget_takes_numpy_numbers_as_plain_ones():
 
 
 @pytest.mark.parametrize("call, error, words", [
-    (lambda: dg.Placement(isolate="yes"), ValueError, "Placement.isolate: True or False, not 'yes'"),
-    (lambda: dg.Placement(isolate=1), ValueError, "Placement.isolate: True or False, not 1"),
-    (lambda: dg.Placement(isolate=None), ValueError, "Placement.isolate: True or False, not None"),
-    (lambda: dg.Placement(device="0"), ValueError, "Placement.device: a GPU ordinal"),
-    (lambda: dg.RunOptions(time="no"), ValueError, "RunOptions.time: True or False, not 'no'"),
+    # a value of the wrong kind is a WrongArgumentType (a TypeError), as everywhere in the API
+    (lambda: dg.Placement(isolate="yes"), WrongArgumentType, "Placement.isolate: True or False, not 'yes'"),
+    (lambda: dg.Placement(isolate=1), WrongArgumentType, "Placement.isolate: True or False, not 1"),
+    (lambda: dg.Placement(isolate=None), WrongArgumentType, "Placement.isolate: True or False, not None"),
+    (lambda: dg.Placement(device="0"), WrongArgumentType, "Placement.device: a GPU ordinal (a whole number), not "
+                                                          "'0' (str)"),
+    (lambda: dg.Placement(device=-1), WrongArgumentValue, "Placement.device: a GPU ordinal (0 or more), not -1"),
+    (lambda: dg.RunOptions(time="no"), WrongArgumentType, "RunOptions.time: True or False, not 'no'"),
+    (lambda: dg.RunOptions(artifacts=b"maps"), WrongArgumentType, "RunOptions.artifacts: a folder's path"),
+    (lambda: dg.RunOptions(timer=None), WrongArgumentType, "RunOptions.timer: one of events, cupti, not None"),
+    (lambda: dg.RunOptions(timer="clock"), WrongArgumentValue, "RunOptions.timer: one of events, cupti, not 'clock'"),
+    (lambda: dg.Placement(stream="abc"), dg.ArgumentError, "Placement: stream: str 'abc' is no stream"),
+    (lambda: dg.Placement(stream=1.5), dg.ArgumentError, "Placement: stream: float 1.5 is no stream"),
+    (lambda: dg.Placement(stream=-1), dg.ArgumentError, "Placement: stream: stream handle -1 is no address"),
+    (lambda: dg.Placement(context="ctx"), WrongArgumentType, "Placement: context is a CUDA context's handle"),
+    (lambda: dg.Placement(context=0), WrongArgumentValue, "Placement: context is a CUDA context's handle, got 0"),
 ])
 def test_placement_checks_its_flags_as_run_options_does(call, error, words):
     _raises(call, error, words)
@@ -248,3 +262,136 @@ def test_check_kernel_names_each_argument_of_the_wrong_kind_or_value(changes, er
     # Refused before any GPU is asked for, so before anything is written to one.
     monkeypatch.setattr("driver_gemm.runners.on_tensors.read_properties", lambda ordinal: pytest.fail("GPU asked"))
     assert isinstance(_raises(lambda: _check(**changes), error, words), dg.DriverGemmError)
+
+
+# ------------------------------------------------------------- arguments checked before the driver is asked for
+
+def _no_driver(monkeypatch):
+    """Make any use of the driver a test failure: each check below must come first, so that a machine without a
+    GPU still catches the mistake (and one with a GPU never opens the wrong one)."""
+    def asked(*args, **kwargs):
+        pytest.fail("the driver was asked for before the arguments were checked")
+
+    monkeypatch.setattr("driver_gemm.cuda.device.driver_module", asked)
+    monkeypatch.setattr("driver_gemm.tune.search.read_properties", asked)
+    monkeypatch.setattr("driver_gemm.runners.one_gpu.driver_module", asked)
+    monkeypatch.setattr("driver_gemm.runners.one_gpu._run", asked)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: dg.Device("0"), WrongArgumentType, "Device: ordinal is a GPU's ordinal (a whole number), got '0' (str)"),
+    (lambda: dg.Device(-1), WrongArgumentValue, "Device: ordinal is a GPU's ordinal (0 or more), got -1"),
+    (lambda: dg.Device(1.0), WrongArgumentType, "Device: ordinal is a GPU's ordinal (a whole number), got 1.0"),
+    (lambda: dg.Device(True), WrongArgumentType, "got True (bool)"),
+    (lambda: dg.Device(0, own_context="yes"), WrongArgumentType, "Device: own_context is True or False, got 'yes'"),
+    (lambda: dg.Device(0, context=0x1234, own_context=True), WrongArgumentValue,
+     "Device: context= adopts a caller's context, own_context=True makes a new one"),
+    (lambda: dg.Device(0, context="ctx"), WrongArgumentType, "Device: context is a CUDA context's handle"),
+    (lambda: dg.Device(0, context=1.5), WrongArgumentType, "Device: context is a CUDA context's handle"),
+    (lambda: dg.read_properties(None), WrongArgumentType, "read_properties: ordinal is a GPU's ordinal"),
+    (lambda: dg.tune_spec(5), WrongArgumentType, "tune_spec: spec is a Spec (from load_spec or spec_from_dict), the "
+                                                 "path of a spec file or a shipped spec's name, got int"),
+    (lambda: dg.tune_spec("seed", 5), WrongArgumentType, "tune_spec: strategy is a Strategy or its name"),
+    (lambda: dg.tune_spec("seed", budget=None), WrongArgumentType, "tune_spec: budget is a Budget"),
+    (lambda: dg.tune_spec("seed", device=-1), WrongArgumentValue, "tune_spec: device is a GPU's ordinal (0 or more)"),
+    (lambda: dg.tune_spec("seed", fresh="no"), WrongArgumentType, "tune_spec: fresh is True or False, got 'no'"),
+    (lambda: dg.tune_spec("seed", on_result=5), WrongArgumentType, "tune_spec: on_result is a function"),
+    (lambda: dg.run_spec("seed", on_result=5), WrongArgumentType,
+     "run_spec: on_result is a function called with each case, or None, got 5 (int)"),
+    (lambda: dg.run_spec("seed", on_start="print"), WrongArgumentType, "run_spec: on_start is a function"),
+    (lambda: dg.run_spec("seed", result={}), WrongArgumentType, "run_spec: result is a RunResult"),
+    (lambda: dg.run_spec("seed", previous="v4"), WrongArgumentType, "run_spec: previous is the CaseResults"),
+])
+def test_arguments_are_checked_before_the_driver_is_asked_for(call, error, words, monkeypatch):
+    _no_driver(monkeypatch)
+    assert isinstance(_raises(call, error, words), dg.DriverGemmError)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: dg.Stream(0), "Stream: device is a Device (such as dg.Device(0)), got 0 (int)"),
+    (lambda: dg.Event(None), "Event: device is a Device (such as dg.Device(0)), got None"),
+    (lambda: dg.DeviceBuffer(None, 16), "DeviceBuffer: device is a Device"),
+    (lambda: dg.Module(None, None), "Module: device is a Device"),
+    (lambda: dg.PreparedLaunch(None, dg.LaunchConfig.of([1], [1]), dg.PackedArguments([], []), None),
+     "PreparedLaunch: kernel is a Kernel"),
+])
+def test_a_handle_made_on_no_device_says_so_rather_than_failing_inside(make, words):
+    # an AttributeError ('int' object has no attribute 'driver') named neither the class nor the argument
+    _raises(make, WrongArgumentType, words)
+
+
+@pytest.mark.parametrize("grid, block, shared, error, words", [
+    ("12", [32], 0, WrongArgumentType, "LaunchConfig.of: grid is a list of 1 to 3 whole numbers, got '12' (str)"),
+    ([31.9], [32], 0, WrongArgumentType, "LaunchConfig.of: grid x is a whole number, got 31.9 (float)"),
+    ([1], [32, True], 0, WrongArgumentType, "LaunchConfig.of: block y is a whole number, got True (bool)"),
+    ([0], [32], 0, WrongArgumentValue, "LaunchConfig.of: grid x is at least 1, got 0"),
+    ([1], [-1], 0, WrongArgumentValue, "LaunchConfig.of: block x is at least 1, got -1"),
+    ([1], [32], -5, WrongArgumentValue, "LaunchConfig.of: shared_bytes is 0 or more, got -5"),
+    ([1], [32], 1.5, WrongArgumentType, "LaunchConfig.of: shared_bytes is a whole number of bytes, got 1.5"),
+    ([1, 1, 1, 1], [32], 0, WrongArgumentValue, "LaunchConfig.of: grid has 1 to 3 dimensions, got 4"),
+])
+def test_a_launch_config_is_whole_numbers_of_at_least_one(grid, block, shared, error, words):
+    _raises(lambda: dg.LaunchConfig.of(grid, block, shared), error, words)
+
+
+def test_a_launch_config_built_directly_has_three_extents_and_takes_numpy_numbers():
+    _raises(lambda: dg.LaunchConfig([1], [2]), WrongArgumentValue, "LaunchConfig: grid is a tuple of 3 extents")
+    config = dg.LaunchConfig.of([np.int64(3)], (32, np.int32(2)), np.int64(16))
+    assert config == dg.LaunchConfig((3, 1, 1), (32, 2, 1), 16) and config.threads_per_block == 64
+    assert all(type(extent) is int for extent in config.grid + config.block)
+
+
+def test_c_bool_takes_python_and_numpy_truth_values():
+    packed = dg.PackedArguments(["bool", "bool", "bool"], [True, np.bool_(False), 1])
+    assert [packed.value_bytes(index) for index in range(3)] == [b"\x01", b"\x00", b"\x01"]
+    _raises(lambda: dg.PackedArguments(["int32"], [True]), dg.ArgumentError, "int32 needs a whole number, got True")
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda r: dg.compare_runs(r, r, across_gpus="no"), "compare_runs: across_gpus is True or False, got 'no'"),
+    (lambda r: dg.pick_winners(SWEEP_RESULTS, across_gpus="no"), "pick_winners: across_gpus is True or False"),
+    (lambda r: dg.compile_source(ROOT / "kernels" / "02_smem_tiles.cu", ["sgemm_smem_tiles<16>"], "sm_90",
+                                 use_cache="no"), "compile_source: use_cache is True or False, got 'no'"),
+    (lambda r: dg.compile_text("k", "k.cu", ["k"], "sm_90", use_cache="no"),
+     "compile_text: use_cache is True or False, got 'no'"),
+])
+def test_yes_or_no_options_refuse_text_that_reads_as_yes(call, words):
+    _raises(lambda: call(dg.load_results(SEED_RESULTS)), WrongArgumentType, words)
+
+
+def test_numpy_numbers_are_taken_as_python_ones():
+    run = dg.load_results(SEED_RESULTS)
+    assert dg.compare_runs(run, run, threshold=np.float32(0.05)) == dg.compare_runs(run, run, threshold=0.05)
+    assert dg.compare_runs(run, run, across_gpus=np.bool_(False)) == dg.compare_runs(run, run)
+    placement = dg.Placement(device=np.int64(1), isolate=np.bool_(True))
+    assert placement.device == 1 and type(placement.device) is int and placement.isolate is True
+    assert dg.MeasureSettings(flush_l2=np.bool_(False)).flush_l2 is False
+    assert dg.RunOptions(time=np.bool_(False)).time is False
+    planned = dg.plan_spec("seed", arch="sm_90", sm_count=np.int64(132))
+    assert planned.sm_count == 132 and type(planned.sm_count) is int
+
+
+def test_run_options_take_the_path_of_a_folder_as_text():
+    assert dg.RunOptions(artifacts="maps").artifacts == dg.RunOptions(artifacts=Path("maps")).artifacts == Path("maps")
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: dg.load_spec("a\x00b"), WrongArgumentValue, "load_spec: path 'a\\x00b' holds a NUL character"),
+    (lambda: Shape(0, 1, 1), WrongArgumentValue, "Shape: M must be at least 1, got 0"),
+    (lambda: dg.plan_spec("seed", arch="sm_90", sm_count=0), WrongArgumentValue, "plan_spec: sm_count is 1 to"),
+    (lambda: dg.compare_runs(SEED_RESULTS, SEED_RESULTS, threshold=float("nan")), WrongArgumentValue,
+     "compare_runs: threshold is a fraction from 0"),
+    (lambda: dg.RunOptions(timer="clock"), WrongArgumentValue, "RunOptions.timer: one of events, cupti"),
+])
+def test_values_no_caller_means_are_typed_value_errors(call, error, words):
+    # a ValueError still, for code that catches those, and a DriverGemmError as every error raised on purpose
+    assert isinstance(_raises(call, error, words), ValueError)
+
+
+def test_a_kernels_launch_and_module_name_themselves_in_their_errors():
+    from driver_gemm.cuda.device import Device
+
+    _raises(lambda: dg.Kernel.prepare(object(), "12", [32], [], None), WrongArgumentType,
+            "Kernel.prepare: grid is a list of 1 to 3 whole numbers, got '12' (str)")
+    _raises(lambda: dg.Module(object.__new__(Device), b"\x7fELF"), WrongArgumentType,
+            "Module: cubin is a compiled image (a Cubin from compile_source or compile_text), got b'\\x7fELF' (bytes)")

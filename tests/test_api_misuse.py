@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import driver_gemm as dg
 from driver_gemm.cuda import compile as compiling
-from driver_gemm.errors import CompileError, DriverGemmError, WrongArgumentType
+from driver_gemm.errors import CompileError, DriverGemmError, NoGpuError, WrongArgumentType, WrongArgumentValue
 from driver_gemm.specfile.model import Shape
 
-from conftest import ROOT, SPECS
+from conftest import ROOT, SPECS, _gpu_missing_reason
 
 KERNEL = 'extern "C" __global__ void k(float* out) { out[0] = X; }'
 
@@ -223,3 +229,174 @@ def test_a_spec_given_as_a_mapping_has_no_file_and_takes_numpy_numbers():
                               "kernels": [dict(MAPPING_KERNEL, params={"TILE": np.int64(16)})]})
     assert spec.path is None and spec.shapes[0] == Shape(64, 48, 32) and spec.kernels[0].params == {"TILE": 16}
     assert spec.kernels[0].where == "<spec given as a mapping>"
+
+
+# ------------------------------------------------------------------------------------ an isolated run without GPU
+
+@pytest.mark.skipif(_gpu_missing_reason() is None, reason="checks the behaviour on a machine with no GPU")
+def test_an_isolated_run_without_a_gpu_says_only_that():
+    # The worker spawned before the driver was asked for found its parent gone and printed a traceback of its own.
+    script = ("import driver_gemm as dg\ntry:\n    dg.run_spec('seed', placement=dg.Placement(isolate=True))\n"
+              "except dg.NoGpuError as exc:\n    print('NoGpuError:', exc)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("NoGpuError: ")
+    assert done.stderr == ""
+
+
+class _ParentGone:
+    """The worker's end of a pipe whose parent has closed its own."""
+
+    def send(self, message):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def recv(self):
+        raise EOFError
+
+    def close(self):
+        pass
+
+
+def test_a_worker_whose_parent_is_gone_ends_quietly():
+    from driver_gemm.runners.worker import serve
+
+    def no_session(*args):
+        raise NoGpuError("no CUDA driver on this machine")
+
+    serve(_ParentGone(), 0, dg.RunOptions(), True, session_factory=no_session)   # no BrokenPipeError
+
+
+# ---------------------------------------------------------------------------------- a kernel source: path or text
+
+def test_load_kernel_reads_its_source_by_check_kernels_rule(tmp_path, monkeypatch):
+    from driver_gemm.cuda import module
+    from driver_gemm.cuda.device import Device
+
+    compiled = []
+    monkeypatch.setattr(module, "compile_source", lambda source, *args: compiled.append(("path", str(source))))
+    monkeypatch.setattr(module, "compile_text", lambda source, *args: compiled.append(("text", source)))
+    monkeypatch.setattr(module, "Module", lambda device, cubin: SimpleNamespace(kernel=lambda instance: instance))
+    device = object.__new__(Device)             # no GPU: only its architecture is read
+    device.properties = SimpleNamespace(arch="sm_90")
+    header = tmp_path / "kernel.cuh"
+    header.write_text(KERNEL + "\n")
+    dg.load_kernel(device, str(header), "k")    # a .cuh file was compiled as text, its path as the source
+    dg.load_kernel(device, KERNEL, "k")
+    assert compiled == [("path", str(header)), ("text", KERNEL)]
+    one_line = 'extern "C" void k(float* out); // see k.cu'    # neither a file nor a kernel's text
+    with pytest.raises(dg.ArgumentError, match="load_kernel: no kernel source file .*, nor a kernel's text"):
+        dg.load_kernel(device, one_line, "k")
+    with pytest.raises(dg.ArgumentError, match="check_kernel: no kernel source file 'no/such.cu', nor a kernel's"):
+        compiling.source_is_path("check_kernel", "no/such.cu")
+    assert compiling.source_is_path("check_kernel", header) and not compiling.source_is_path("x", "__global__ k")
+
+
+# ------------------------------------------------------------------------------------------ Spec.select
+
+SEED_SPEC = SPECS / "seed.yaml"
+
+
+def test_select_takes_one_name_shapes_and_tuples_as_it_takes_lists():
+    spec = dg.load_spec(SEED_SPEC)
+    assert spec.select("v4") == spec.select(["v4"])
+    assert [k.name for k in spec.select("v4").kernels] == ["v4"]
+    by_text = spec.select(shapes=["7x5x3"])
+    assert by_text.shapes == (Shape(7, 5, 3),)
+    for shapes in ("7x5x3", Shape(7, 5, 3), (7, 5, 3), [Shape(7, 5, 3)], [(7, 5, 3)], (np.int64(7), 5, 3),
+                   [[np.int64(7), np.int32(5), 3]]):
+        assert spec.select(shapes=shapes) == by_text
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda spec: spec.select(None), WrongArgumentType, "Spec.select: kernels: a kernel's name or a list of names, "
+                                                        "got None (NoneType)"),
+    (lambda spec: spec.select([4]), WrongArgumentType, "Spec.select: kernels: kernels' names (str), got 4 (int)"),
+    (lambda spec: spec.select(["v9"]), dg.SpecError, "Spec.select: kernels: no kernel named v9 in this spec"),
+    (lambda spec: spec.select(shapes=["12x12"]), dg.SpecError,
+     "Spec.select: shapes: shape '12x12' is not MxNxK"),
+    (lambda spec: spec.select(shapes=[(7, 0, 3)]), WrongArgumentValue,
+     "Spec.select: shapes: Shape: N must be at least 1, got 0"),
+    (lambda spec: spec.select(shapes=5), WrongArgumentType, "Spec.select: shapes: shapes (MxNxK text"),
+    (lambda spec: spec.select(shapes=[7.5]), WrongArgumentType, "Spec.select: shapes: a shape is MxNxK text"),
+    (lambda spec: spec.select(["v9"], fields=("--kernel", "--shape")), dg.SpecError, "--kernel: no kernel named v9"),
+])
+def test_select_names_its_own_arguments(call, error, words):
+    with pytest.raises(error) as info:
+        call(dg.load_spec(SEED_SPEC))
+    assert words in str(info.value) and ("--" in words or "--kernel" not in str(info.value))
+
+
+def test_plan_spec_names_its_arch_argument_rather_than_the_command_lines_option():
+    with pytest.raises(dg.SpecError) as info:
+        dg.plan_spec("seed", arch="sm_999")
+    assert str(info.value).startswith("plan_spec: arch: no architecture table for sm_999")
+    assert "--arch" not in str(info.value) and "--sms" not in str(info.value)
+
+
+def test_a_spec_given_as_a_mapping_takes_path_objects_for_its_files():
+    kernel = dict(MAPPING_KERNEL, source=ROOT / "kernels" / "02_smem_tiles.cu")
+    assert dg.spec_from_dict({"shapes": [[64, 64, 64]], "kernels": [kernel]}) == \
+        dg.spec_from_dict({"shapes": [[64, 64, 64]], "kernels": [MAPPING_KERNEL]})
+    with pytest.raises(dg.SpecError, match="kernels.0..name: holds PosixPath"):   # a name is no path
+        dg.spec_from_dict({"shapes": [[64, 64, 64]], "kernels": [dict(MAPPING_KERNEL, name=Path("v2"))]})
+
+
+# --------------------------------------------------------------------------- messages naming the right function
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: dg.compile_source(ROOT / "kernels" / "02_smem_tiles.cu", "sgemm<16>"), WrongArgumentType,
+     "compile_source: instances are the kernels' names (a list of str), got str"),
+    (lambda: dg.compile_source(ROOT / "kernels" / "02_smem_tiles.cu", ["k"], extra_options=b"-DX=1"),
+     WrongArgumentType, "compile_source: extra_options: compiler options are a list of strings (or one string), "
+                        "got bytes"),
+    (lambda: dg.compile_text(KERNEL, "k.cu", ["k"], extra_options="-DX='a b"), WrongArgumentValue,
+     "compile_text: extra_options: compiler options \"-DX='a b\": No closing quotation"),
+    (lambda: dg.compile_text('#include "/etc/passwd"\n' + KERNEL, "k.cu", ["k"], use_cache=False), CompileError,
+     "to compile_source or compile_text, allow_outside_headers=True"),
+])
+def test_messages_name_the_function_called_and_its_own_parameters(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_check_kernels_hint_lists_only_the_fields_it_takes():
+    from test_api_arguments import _check
+
+    with pytest.raises(dg.SpecError) as info:
+        _check(bogus=1)
+    allowed = info.value.hint.removeprefix("allowed: ").split(", ")
+    assert "grid" in allowed and not {"source", "layout", "layouts", "ld", "groups"} & set(allowed)
+
+
+# -------------------------------------------------------------------------------------------------- reprs
+
+def test_reprs_give_the_size_of_an_image_not_its_bytes():
+    cubin = dg.compile_source(ROOT / "kernels" / "02_smem_tiles.cu", ["sgemm_smem_tiles<16>"], "sm_90")
+    assert f"image={len(cubin.image):,} bytes" in repr(cubin) and len(repr(cubin)) < 1000
+    planned = dg.plan_spec("seed", arch="sm_90")
+    assert repr(planned) == ("SpecPlan(spec='seed', arch='sm_90', sm_count=132, plans=10 (10 ok, 0 INVALID), "
+                             "compiled=5 kernel(s))")
+
+
+# ------------------------------------------------------------------------------------------- the pytest plugin
+
+def test_the_plugin_takes_a_shipped_specs_name_as_load_spec_does(pytester):
+    from conftest import plugin_args
+
+    result = pytester.runpytest(*plugin_args(), "--driver-gemm-spec", "seed", "--collect-only", "-q")
+    ids = [line.strip() for line in result.outlines if "::" in line]
+    assert len(ids) == 12 and "seed::cublas-1024x512x1024" in ids
+    missing = pytester.runpytest(*plugin_args(), "--driver-gemm-spec", "nosuchspec")
+    missing.stderr.fnmatch_lines(["*--driver-gemm-spec: nosuchspec: no such file, nor a shipped spec*"])
+
+
+# --------------------------------------------------------------------------------------------- the examples
+
+@pytest.mark.parametrize("example, module", [("torch_rig.py", "torch"), ("cupy_rig.py", "cupy")])
+def test_a_rig_example_without_its_library_says_so_in_one_line(example, module, tmp_path):
+    # The library hidden by a stand-in that refuses to import, as on a machine without it.
+    (tmp_path / f"{module}.py").write_text(f"raise ModuleNotFoundError(\"No module named '{module}'\")\n")
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / example)], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}, timeout=120)
+    assert done.returncode == 3 and len(done.stdout.splitlines()) == 1 and "not installed" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -90,6 +90,45 @@ def test_a_misspelt_function_is_named_beside_the_kernels_the_file_defines():
     assert "check the spec's function and params against the template's parameters" in str(info.value)
 
 
+KERNELS_OF_DEVICE_HELPERS = "the kernels the file defines (matrixMulCUDA_block16, matrixMulCUDA_block32)"
+
+
+@pytest.mark.parametrize("instance, said", [
+    # cuda-samples' matrixMul_nvrtc: function: matrixMulCUDA with params {BLOCK_SIZE: 32}, or the template-id.
+    ("matrixMulCUDA<32>", "matrixMulCUDA is a __device__ function, not a kernel (__global__)"),
+    ("matrixMulCUDA<16>", "matrixMulCUDA is a __device__ function, not a kernel (__global__)"),
+    ("matrixMulCUDA<16>(float*, float*, float*, int, int)",
+     "matrixMulCUDA is a __device__ function, not a kernel (__global__)"),
+    ("scaled", "scaled is a __device__ function, not a kernel (__global__)"),
+    ("scaled<2>", "scaled is a __device__ function, not a kernel (__global__)"),     # params given to it
+    ("shifted", "shifted is a __host__ __device__ function, not a kernel (__global__)"),
+    # Host code kept from NVRTC by #ifndef __CUDACC_RTC__: NVRTC finds no such name.
+    ("blocks_for", "blocks_for is a host function (written without __device__ or __global__), not a kernel"),
+])
+def test_a_device_function_named_as_the_kernel_is_said_to_be_one_beside_the_kernels(instance, said):
+    with pytest.raises(CompileError) as info:
+        compile_source(TEST_KERNELS / "device_helpers.cu", [instance], use_cache=False)
+    message = str(info.value)
+    assert said in message and KERNELS_OF_DEVICE_HELPERS in message
+    # Not NVRTC's word about templates and overloads, which the function's params are not the matter with.
+    assert "against the template's parameters" not in message and "no declaration of" not in message
+
+
+def test_the_kernels_the_device_functions_file_defines_build():
+    kernels = ["matrixMulCUDA_block16", "matrixMulCUDA_block32"]
+    assert sorted(compile_source(TEST_KERNELS / "device_helpers.cu", kernels, use_cache=False).lowered_names) == \
+        kernels
+
+
+def test_a_function_declared_as_a_kernel_too_is_not_said_to_be_a_device_one():
+    # An overload that is __global__ makes the name a kernel's: the failure is about the instance, not the space.
+    source = ("__device__ float f(float x) { return x; }\n"
+              "template <int T> __global__ void f(float* c) { c[0] = f(float(T)); }\n")
+    with pytest.raises(CompileError) as info:
+        compile_text(source, "k.cu", ["f<float>"], use_cache=False)
+    assert "not a kernel" not in str(info.value)
+    assert "check the spec's function and params against the template's parameters" in str(info.value)
+
 @pytest.mark.parametrize("given, arch", [("sm_90", "sm_90"), ("90", "sm_90"), (86, "sm_86"), ("sm90a", "sm_90a"),
                                          ("compute_80", "sm_80")])
 def test_arch_names(given, arch):

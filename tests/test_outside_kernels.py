@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from driver_gemm.argtypes import bfloat16_bits, float_value
-from driver_gemm.cuda.compile import base_options, compile_source, plain_declarations
+from driver_gemm.cuda.compile import (base_options, compile_source, not_a_kernel, plain_declarations,
+                                     template_parameter_names)
 from driver_gemm.cuda.launch import PackedArguments
 from driver_gemm.cuda.nvcc import find_nvcc, first_errors, nvcc_hints
 from driver_gemm.cuda.occupancy import arch_limits
@@ -23,6 +24,7 @@ from driver_gemm.planning.case_plan import plan_case
 from driver_gemm.session.bind import launch_values
 from driver_gemm.specfile import Shape, load_spec
 
+from conftest import TEST_KERNELS
 from test_spec import write
 
 
@@ -131,6 +133,28 @@ def test_a_misspelt_function_lists_the_kernels_its_headers_define(tmp_path):
     message = _compile_error(folder / "k.cu", ["plian"])
     assert "no function named plian appears in the source or its headers" in message
     assert "the kernels the file defines (gemm, plain)" in message
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+@pytest.mark.parametrize("function, params, said", [
+    # cuda-samples' matrixMul_nvrtc: the template is __device__, its kernels extern "C" wrappers of it.
+    ("matrixMulCUDA", "    params: {BLOCK_SIZE: 32}\n", "matrixMulCUDA is a __device__ function"),
+    ("'matrixMulCUDA<16>'", "", "matrixMulCUDA is a __device__ function"),
+    ("scaled", "", "scaled is a __device__ function"),
+    ("shifted", "", "shifted is a __host__ __device__ function"),
+])
+def test_a_device_function_named_by_a_spec_is_said_to_be_no_kernel(tmp_path, compiler, function, params, said):
+    if compiler == "nvcc" and find_nvcc() is None:
+        pytest.skip("nvcc is not installed")
+    folder = _project(tmp_path, {"k.cu": (TEST_KERNELS / "device_helpers.cu").read_text()})
+    (folder / "spec.yaml").write_text(
+        f"shapes: [[256, 256, 256]]\nkernels:\n  - name: mm\n    source: k.cu\n    function: {function}\n{params}"
+        + ("    compiler: nvcc\n" if compiler == "nvcc" else "") + "    block: [16, 16]\n    grid: [16, 16]\n")
+    (error,) = offline_problems(load_spec(folder / "spec.yaml"))[1].values()
+    assert f"{said}, not a kernel (__global__)" in str(error), str(error)
+    # NVRTC's build lists the kernels, nvcc's image lookup its own (in the order of the image).
+    assert "matrixMulCUDA_block16" in str(error) and "matrixMulCUDA_block32" in str(error)
+    assert "against the template's parameters" not in str(error)
 
 
 def test_a_spec_may_pre_include_the_toolkit_header_nvcc_includes_but_no_file_outside_its_project(tmp_path):
@@ -487,6 +511,40 @@ def test_the_declarations_tell_a_template_from_a_plain_function():
     assert plain_declarations("flat", texts) == ["flat(float* C)"]
     assert plain_declarations("tiled", texts) == []          # template <int S> on the line before
     assert plain_declarations("absent", texts) == []         # nothing written out: nothing known
+
+
+def test_a_global_in_a_comment_declares_no_kernel():
+    # A comment that speaks of the file's __global__ wrappers before a __device__ helper's declaration.
+    texts = ['// the extern "C" __global__ wrappers below call\n__device__ void helper(float* c) { c[0] = 1; }\n'
+             '/* __global__ too */ template <int S> __device__ void tiled(float* c) { c[0] = S; }\n']
+    assert plain_declarations("helper", texts) == []
+    assert template_parameter_names("tiled", texts) == []
+    assert not_a_kernel(["helper", "tiled<8>"], texts) == ("helper is a __device__ function, not a kernel "
+                                                          "(__global__); tiled is a __device__ function, not a "
+                                                          "kernel (__global__)")
+
+
+def test_only_declarations_say_what_a_function_is_not_its_calls():
+    texts = [textwrap.dedent("""\
+        #define KERNEL(name) __global__ void name(float* c)
+        __device__ float twice(float x);
+        KERNEL(made) { c[0] = twice(1.0f); }
+        namespace lib {
+        template <typename T> struct S {
+          public:
+            __device__ static T get(int i) { return T(i); }
+        };
+        void run(int n);
+        }
+        void lib::run(int n) { float y = made(nullptr); return made(nullptr); }
+        __global__ void k(float* c) { lib::S<float>::get(0); if (twice(c[0])) { c[1] = 0; } }
+        """)]
+    assert not_a_kernel(["made"], texts) is None       # a macro makes it: only calls are written out
+    assert not_a_kernel(["k"], texts) is None
+    assert not_a_kernel(["lib::S<float>::get"], texts) == "get is a __device__ function, not a kernel (__global__)"
+    assert not_a_kernel(["lib::run"], texts) == ("run is a host function (written without __device__ or "
+                                                 "__global__), not a kernel (__global__)")
+    assert not_a_kernel(["twice"], texts) == "twice is a __device__ function, not a kernel (__global__)"
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])

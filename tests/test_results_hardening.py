@@ -7,6 +7,7 @@ Every bad file is built in `tmp_path` from the shipped test data; nothing under 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -246,6 +247,41 @@ def test_write_json_refuses_a_gz_name_and_writes_nothing(tmp_path):
             run.write_json(tmp_path / name)
     assert list(tmp_path.iterdir()) == []
     assert load_results(run.write_json(tmp_path / "r.json")).cases == run.cases
+
+
+def test_write_json_refuses_a_jsonl_name_which_the_readers_take_for_a_case_log(tmp_path):
+    """A whole results file under a .jsonl name would be written, then refused by every reader as no case log."""
+    run = load_results(SEED)
+    for name in ("r.jsonl", "r.JSONL"):
+        with pytest.raises(ValueError, match=f"{re.escape(str(tmp_path / name))}: a .jsonl name is for a case log"):
+            run.write_json(tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_json_writes_numpy_numbers_as_python_ones_and_nan_as_null(tmp_path):
+    np = pytest.importorskip("numpy")
+    run = load_results(SEED)
+    first, second = run.cases[0], run.cases[1]
+    first.gflops = np.float32(1.5)
+    first.params = {**first.params, "TILE": np.int64(32)}
+    first.pct_cublas = np.float64("nan")
+    second.pct_peak = np.float32("inf")
+    second.phases = {"launch": np.float32(0.25)}
+    run.environment = {**run.environment, "gpus": np.int64(2)}
+    run.settings.scalars = {"alpha": np.float32(1.0), "beta": np.int64(0)}
+    # Raw samples take a fast path (one sum for the whole list) that leaves NumPy's numbers to the encoder.
+    first.timing = dataclasses.replace(first.timing, samples_ms=[np.float32(0.5), np.float32(0.25)])
+    back = load_results(run.write_json(tmp_path / "r.json"))
+    one, two = back.cases[0], back.cases[1]
+    assert one.gflops == 1.5 and type(one.gflops) is float
+    assert one.params["TILE"] == 32 and type(one.params["TILE"]) is int
+    assert one.pct_cublas is None and two.pct_peak is None      # JSON has no NaN or infinity: null, read as None
+    assert two.phases == {"launch": 0.25}
+    assert back.environment["gpus"] == 2 and back.settings.scalars == {"alpha": 1.0, "beta": 0}
+    assert list(one.timing.samples_ms) == [0.5, 0.25]
+    with pytest.raises(TypeError, match="a record holds object"):
+        first.gflops = object()    # type: ignore[assignment]
+        run.write_json(tmp_path / "bad.json")
 
 
 # ------------------------------------------------------------------------------------ a NUL in a case log

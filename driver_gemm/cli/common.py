@@ -365,8 +365,8 @@ def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_o
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..specfile import DEFAULT_SPEC, load_spec
 
-    return [load_spec(resolve_spec(path), allow_outside_sources=allow_outside_sources).select(kernels, shapes)
-            for path in (paths or [DEFAULT_SPEC])]
+    return [load_spec(resolve_spec(path), allow_outside_sources=allow_outside_sources)
+            .select(kernels, shapes, fields=("--kernel", "--shape")) for path in (paths or [DEFAULT_SPEC])]
 
 
 # Runs of one spec name that may start in one second without --json: each takes the next free default name.

@@ -32,8 +32,8 @@ from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import (CompileError, DriverGemmError, ToolMissingError, WrongArgumentType, flag_argument,
-                      path_argument)
+from ..errors import (ArgumentError, CompileError, DriverGemmError, ToolMissingError, WrongArgumentType,
+                      WrongArgumentValue, flag_argument, path_argument)
 from ..kernel_names import is_mangled, split_overload
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
@@ -127,6 +127,12 @@ class Cubin:
     ptx_params: Mapping[str, tuple[ParamSlot, ...]] = field(default_factory=dict)  # PTX only: symbol -> slots
     # symbol -> its TMA copies and cluster, read from the compiler's PTX (None: not known, as for a prebuilt CUBIN)
     ptx_facts: Mapping[str, KernelPtxFacts] | None = field(default=None, compare=False)
+
+    def __repr__(self) -> str:
+        # The image's size, not its bytes: a repr in a log or a traceback would be several times the image itself.
+        return (f"Cubin(arch={self.arch!r}, origin={self.origin!r}, image_format={self.image_format!r}, "
+                f"image={len(self.image):,} bytes, instances={list(self.lowered_names)!r}, "
+                f"options={self.options!r}, log={len(self.log):,} chars, from_cache={self.from_cache!r})")
 
     def symbol(self, instance: str) -> str:
         return self.lowered_names[instance]
@@ -224,7 +230,8 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
     (`project`, the spec's, where one is given) or an ``-I`` folder unless
     `allow_outside_headers`, regular files of at most ``MAX_SOURCE_BYTES``.
     """
-    flag_argument("compile_source", "allow_outside_headers", allow_outside_headers)
+    # compile_text checks these again: checked here first so that a mistake is named as compile_source's
+    _check_compile_arguments("compile_source", instances, extra_options, use_cache, allow_outside_headers)
     path = Path(path_argument("compile_source", "path", path))
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
@@ -232,24 +239,61 @@ def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_9
                         allow_outside_headers=allow_outside_headers, project=project)
 
 
-def option_tuple(options: Iterable[str] | str | None) -> tuple[str, ...]:
+def option_tuple(options: Iterable[str] | str | None, function: str | None = None) -> tuple[str, ...]:
     """Compiler options as a tuple: a string is split as a shell would split it (``"-DX=1 -DY=2"``), never taken
-    character by character."""
+    character by character; a mistake is named as `function`'s extra_options where one is given."""
+    said = f"{function}: extra_options: compiler options" if function else "compiler options"
     if options is None:
         return ()
     if isinstance(options, str):
         try:
             return tuple(shlex.split(options))
         except ValueError as exc:   # an unclosed quote
-            raise ValueError(f"compiler options {options!r}: {exc}") from None
-    if not isinstance(options, Iterable):
-        raise WrongArgumentType(f"compiler options are a list of strings (or one string), got "
-                                f"{type(options).__name__}")
+            raise WrongArgumentValue(f"{said} {options!r}: {exc}") from None
+    # bytes are iterable, but as numbers ("got 45 (int)" for b"-DX=1"): say what was given instead
+    if isinstance(options, (bytes, bytearray, memoryview)) or not isinstance(options, Iterable):
+        raise WrongArgumentType(f"{said} are a list of strings (or one string), got {type(options).__name__}")
     options = tuple(options)
     wrong = [option for option in options if not isinstance(option, str)]
     if wrong:
-        raise WrongArgumentType(f"compiler options are strings, got {wrong[0]!r} ({type(wrong[0]).__name__})")
+        raise WrongArgumentType(f"{said} are strings, got {wrong[0]!r} ({type(wrong[0]).__name__})")
     return options
+
+
+def source_is_path(function: str, source: "str | os.PathLike[str]") -> bool:
+    """Whether `function`'s `source` (the path of a kernel source or its text) is a path: a path object is; text
+    holding a newline or ``__global__`` is a kernel's text; other text is a path when a file is there. Anything
+    else is an `ArgumentError` naming both readings (a suffix tells nothing: a header is a .cuh, a one-line
+    kernel may end in ".cu")."""
+    if isinstance(source, os.PathLike):
+        return True
+    if "\n" in source or "__global__" in source:
+        return False
+    try:
+        if Path(source).is_file():
+            return True
+    except (OSError, ValueError):   # a name too long for a file, a NUL: not a path at all
+        pass
+    raise ArgumentError(f"{function}: no kernel source file {source!r:.80}, nor a kernel's text (which holds a "
+                        "newline or __global__)",
+                        hint="give the path of a kernel source file, or its CUDA C++ text")
+
+
+def _check_compile_arguments(function: str, instances: object, extra_options: object, use_cache: object,
+                             allow_outside_headers: object) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """The instances (their names, once each), options and cache permission `function` was given, checked and named
+    as its arguments: a str of instances would be read as one name per character, the text "no" as a yes."""
+    flag_argument(function, "allow_outside_headers", allow_outside_headers)
+    use_cache = flag_argument(function, "use_cache", use_cache)
+    if isinstance(instances, str) or not isinstance(instances, Iterable):
+        raise WrongArgumentType(f"{function}: instances are the kernels' names (a list of str), got "
+                                f"{type(instances).__name__}")
+    names = tuple(dict.fromkeys(instances))
+    wrong = [instance for instance in names if not isinstance(instance, str)]
+    if wrong:
+        raise WrongArgumentType(f"{function}: instances are the kernels' names (str), got {wrong[0]!r} "
+                                f"({type(wrong[0]).__name__})")
+    return names, option_tuple(extra_options, function), use_cache  # type: ignore[arg-type]  # checked above
 
 
 # A lone surrogate: a str can hold one (not one decoded from bytes), but UTF-8 cannot encode it for NVRTC.
@@ -291,13 +335,11 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
                  use_cache: bool = True, display_path: str | None = None,
                  allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile CUDA C++ `source` (called `name` in diagnostics); see `compile_source`."""
-    flag_argument("compile_text", "allow_outside_headers", allow_outside_headers)
     for argument, value in (("source", source), ("name", name)):
         if not isinstance(value, str):
             raise WrongArgumentType(f"compile_text: {argument} is text, got {type(value).__name__}")
-    if isinstance(instances, str) or not isinstance(instances, Iterable):
-        raise WrongArgumentType(f"compile_text: instances are the kernels' names (a list of str), got "
-                                f"{type(instances).__name__}")
+    instances, extra_options, use_cache = _check_compile_arguments("compile_text", instances, extra_options,
+                                                                   use_cache, allow_outside_headers)
     if include_dir is not None and not isinstance(include_dir, (str, os.PathLike)):
         raise WrongArgumentType(f"compile_text: include_dir is a folder's path, got {type(include_dir).__name__}")
     if project is not None and not isinstance(project, (str, os.PathLike)):
@@ -305,12 +347,6 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     include_dir = Path(include_dir) if include_dir is not None else None
     project = Path(project) if project is not None else None
     arch = normalise_arch(arch)
-    instances = tuple(dict.fromkeys(instances))
-    wrong = [instance for instance in instances if not isinstance(instance, str)]
-    if wrong:
-        raise WrongArgumentType(f"compile_text: instances are the kernels' names (str), got {wrong[0]!r} "
-                                f"({type(wrong[0]).__name__})")
-    extra_options = option_tuple(extra_options)
     _refuse_odd_names("compile_text", name=name, **{f"instances[{index}]": instance
                                                     for index, instance in enumerate(instances)},
                       **{f"extra_options[{index}]": option for index, option in enumerate(extra_options)})
@@ -691,7 +727,8 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
             raise CompileError(f"{where}: header {header} climbs out of the folders it is looked for in with "
                                "'..', so it cannot be held to the kernel's project or the toolkit (hint: name "
                                "it from an -I folder of the project, or pass --allow-outside-sources "
-                               "(allow_outside_sources=True))")
+                               "(allow_outside_sources=True); to compile_source or compile_text, "
+                               "allow_outside_headers=True)")
         for folder in candidates:
             candidate = Path(folder) / header
             try:   # what NVRTC would open: anything there but a folder (a FIFO too, refused below)
@@ -707,7 +744,8 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
                 inside = ", ".join(str(root) for _, root in roots) or "no folder"
                 raise CompileError(f"{where}: header {header} is {resolved}, outside the kernel's project and "
                                    f"its -I folders ({inside}) (hint: keep headers inside the project, or pass "
-                                   "--allow-outside-sources (allow_outside_sources=True))")
+                                   "--allow-outside-sources (allow_outside_sources=True); to compile_source or "
+                                   "compile_text, allow_outside_headers=True)")
             if len(seen) >= MAX_HEADERS:
                 raise CompileError(f"{where}: header {header}: more than {MAX_HEADERS:,} local headers")
             seen.add(resolved)
@@ -751,7 +789,8 @@ def scan_headers(source: str, source_name: str, folders: Iterable[Path], *,
         raise CompileError(f"{where}: #include {macro} names its header through a macro whose #define is not a "
                            "plain \"file\" or <file> in the source or its headers, so the header cannot be held to "
                            "the kernel's project (hint: write the header's name in quotes or angle brackets, or "
-                           "pass --allow-outside-sources (allow_outside_sources=True))")
+                           "pass --allow-outside-sources (allow_outside_sources=True); to compile_source or "
+                           "compile_text, allow_outside_headers=True)")
     cacheable = not unresolved   # what NVRTC includes through such a macro is not known here: never cached
     return HeaderScan(texts, tuple(seen), cacheable)
 
@@ -878,17 +917,31 @@ _LAUNCH_QUALIFIER = re.compile(r"\b__(?:launch_bounds|cluster_dims|maxnreg)__\s*
 
 
 def _kernels_in(texts: Iterable[str]) -> list[str]:
-    """The names of the ``__global__`` functions `texts` define where their names are written out."""
-    names = [name for text in texts for name in _KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", text))]
+    """The names of the ``__global__`` functions `texts` define where their names are written out (not in a
+    comment: "the extern "C" __global__ wrappers call matrixMulCUDA(...)" names no kernel)."""
+    names = [name for text in texts
+             for name in _KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", _without_comments(text)))]
     return list(dict.fromkeys(names))[:8]
+
+
+# A comment, or a literal that may hold what looks like one ("http://"), read left to right in one pass: an unclosed
+# /* runs to the end, as the compiler reads it, so that no later /* is tried against the rest of the text again.
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                                 re.DOTALL)
+
+
+def _without_comments(text: str) -> str:
+    """`text` with each comment read as a space, its literals kept."""
+    return _COMMENT_OR_LITERAL.sub(lambda found: found.group(0) if found.group(0)[0] in "\"'" else " ", text)
 
 
 def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[str]) -> str:
     """What to check when NVRTC could not name an instance: a function written nowhere in `source` or its vetted
-    headers (most likely a misspelt ``function:``, beside the kernels the file defines), an overload whose
-    parameter types no declaration has (beside the declarations), or the params against the template's. Only
-    asked once NVRTC failed; a name that a macro pastes together (``gemm_##NAME``) is not written out either, so
-    NVRTC's own message is kept beside this one."""
+    headers (most likely a misspelt ``function:``, beside the kernels the file defines), a function declared only
+    as a __device__ or host one (said so, beside the kernels), an overload whose parameter types no declaration
+    has (beside the declarations), or the params against the template's. Only asked once NVRTC failed; a name
+    that a macro pastes together (``gemm_##NAME``) is not written out either, so NVRTC's own message is kept
+    beside this one."""
     texts = [source]
     for header in headers:
         try:
@@ -898,7 +951,7 @@ def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[s
     absent, overloads = [], []
     for instance in instances:
         function, parameter_types = split_overload(instance)
-        name = function.split("<", 1)[0].rsplit("::", 1)[-1].strip()
+        name = _function_name(function)
         if name and not any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts):
             absent.append(name)
         elif name and parameter_types is not None:
@@ -907,6 +960,10 @@ def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[s
         return (f"no function named {', '.join(dict.fromkeys(absent))} appears in the source or its headers: check "
                 f"the spec's function: against the kernels the file defines "
                 f"({', '.join(_kernels_in(texts)) or 'none found'})")
+    not_kernels = not_a_kernel(instances, texts)
+    if not_kernels:
+        return (f"{not_kernels}, and only a kernel is launched: check the spec's function: against the kernels "
+                f"the file defines ({', '.join(_kernels_in(texts)) or 'none found'})")
     if overloads:
         name, parameter_types = overloads[0]
         declared = _declarations(name, texts)
@@ -916,6 +973,116 @@ def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[s
     return ("check the spec's function and params against the template's parameters (their number, and "
             "enumerators or types with their namespace); one of several overloads is picked by its parameter "
             "types, function: name(const float*, int)")
+
+
+def not_a_kernel(instances: Iterable[str], texts: Iterable[str]) -> str | None:
+    """``NAME is a __device__ function, not a kernel (__global__)`` (or a ``__host__ __device__`` or host one) for
+    the functions of `instances` that `texts` declare, where no declaration of theirs is ``__global__``: a device
+    helper that the file's kernels call (cuda-samples' matrixMulCUDA<BLOCK_SIZE>, wrapped by ``extern "C"``
+    matrixMulCUDA_block16), which NVRTC refuses as a name expression in words about templates and overloads. None
+    where a declaration is ``__global__`` or none is written out (a macro may make a kernel: nothing is known)."""
+    texts = list(texts)
+    said = []
+    for instance in instances:
+        if is_mangled(instance):
+            continue
+        name = _function_name(split_overload(instance)[0])
+        spaces = _execution_spaces(name, texts) if re.fullmatch(r"[A-Za-z_]\w*", name) else None
+        if not spaces or "global" in spaces:
+            continue
+        if spaces == {"device"}:
+            kind = "a __device__ function"
+        elif "device" in spaces:
+            kind = "a __host__ __device__ function"
+        else:   # __host__, or no execution space at all: a host function, which NVRTC does not even compile
+            kind = "a host function (written without __device__ or __global__)"
+        said.append(f"{name} is {kind}, not a kernel (__global__)")
+    return "; ".join(dict.fromkeys(said)) or None
+
+
+def _function_name(function: str) -> str:
+    """The unqualified name of `function` (a name or template-id): ``get`` of ``lib::S<float>::get<2>``; what
+    stands before the first ``<`` where an argument's own angles do not pair (``f<(N > 2)>``)."""
+    bare = function
+    for _ in range(8):   # template arguments nested up to eight deep
+        bare = re.sub(r"<[^<>]*>", "", bare)
+    name = bare.rsplit("::", 1)[-1].strip()
+    return name if re.fullmatch(r"[A-Za-z_]\w*", name) else function.split("<", 1)[0].rsplit("::", 1)[-1].strip()
+
+
+# How far `_execution_spaces` reads: the occurrences of a name it looks at (a declaration precedes the calls in
+# C++, so the first ones hold it), each with at most this many characters before it, so a large file is read once.
+_OCCURRENCES_READ = 256
+_HEAD_REACH = 8 * DECLARATION_REACH
+_EXECUTION_SPACE = re.compile(r"\b__(global|device|host)__\b")
+# What a function's declaration may have before its return type and name, read as spaces.
+_SPECIFIERS = re.compile(r'\[\[[^\[\]]*\]\]|\b__attribute__\s*\(\([^()]*\)\)|\bextern\s*"C(?:\+\+)?"|'
+                         r"\b(?:static|inline|constexpr|consteval|extern|virtual|friend|explicit|__forceinline__|"
+                         r"__noinline__|__inline__|__global__|__device__|__host__)\b")
+_TEMPLATE_ARGUMENTS = re.compile(r"<[^<>;{}()]*>")
+# Words that begin a statement that calls the function (return scale(x);), not a declaration of it.
+_STATEMENT_WORDS = frozenset({"return", "else", "do", "goto", "throw", "new", "delete", "co_return", "co_yield",
+                              "co_await", "typedef", "using", "sizeof", "decltype", "case", "default", "operator"})
+
+
+def _execution_spaces(name: str, texts: Iterable[str]) -> set[str]:
+    """The execution spaces (global, device, host) of the declarations of `name` in `texts`: each ``name(`` whose
+    statement, up to it, reads as a declaration's head (a template header, specifiers, a return type); a head with
+    no __global__, __device__ or __host__ declares a host function."""
+    spaces: set[str] = set()
+    pattern = re.compile(rf"\b{re.escape(name)}\s*\(")
+    read = 0
+    for text in texts:
+        text = _LAUNCH_QUALIFIER.sub(" ", _without_comments(text))
+        for match in pattern.finditer(text):
+            read += 1
+            if read > _OCCURRENCES_READ:
+                return spaces
+            before = text[max(0, match.start() - _HEAD_REACH):match.start()]
+            head = _declaration_head(before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:])
+            if head is not None:
+                spaces.update(_EXECUTION_SPACE.findall(head) or ["host"])
+    return spaces
+
+
+def _declaration_head(statement: str) -> str | None:
+    """`statement` (what stands before a name and its ``(``, its comments taken out) without its directives and
+    template header where it reads as a function declaration's head, else None (a call: ``x = f(``, ``return
+    f(``, ``lib::f(``)."""
+    # Directives and a class's access labels (public:) stand between declarations.
+    text = re.sub(r"^[ \t]*#[^\n]*|\b(?:public|protected|private)\s*:(?!:)", " ", statement,
+                  flags=re.MULTILINE).strip()
+    while text is not None and _TEMPLATE_HEADER.match(text):   # a member template of a class template has two
+        text = _after_template_header(text)
+    if text is None:
+        return None
+    bare = _SPECIFIERS.sub(" ", text)
+    for _ in range(4):   # template arguments of the return type, nested up to four deep
+        bare = _TEMPLATE_ARGUMENTS.sub(" ", bare)
+    bare = re.sub(r"(?:[A-Za-z_]\w*\s*::\s*)+$", " ", bare)    # the name's own scope (void lib::f()
+    words = re.findall(r"[A-Za-z_]\w*", bare)
+    if not words or words[0] in _STATEMENT_WORDS or not re.fullmatch(r"[\w\s*&]*(?:::[\w\s*&]*)*", bare):
+        return None
+    return text
+
+
+def _after_template_header(text: str) -> str | None:
+    """`text` after the ``template <...>`` it begins with (angles inside parentheses are comparisons), or None
+    where the header does not close."""
+    angles = brackets = 0
+    for position in range(text.index("<"), len(text)):
+        character = text[position]
+        if character in "([":
+            brackets += 1
+        elif character in ")]":
+            brackets -= 1
+        elif brackets == 0 and character == "<":
+            angles += 1
+        elif brackets == 0 and character == ">":
+            angles -= 1
+            if angles == 0:
+                return text[position + 1:].strip()
+    return None
 
 
 def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
@@ -948,7 +1115,8 @@ def _declaration_heads(name: str, texts: Iterable[str]) -> Iterator[str]:
     ``{`` or ``}``): where a ``template <...>`` header of that declaration is."""
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
     for text in texts:
-        text = _LAUNCH_QUALIFIER.sub(" ", text)
+        # Without comments: a __global__ in one before a __device__ function's declaration is not the function's.
+        text = _LAUNCH_QUALIFIER.sub(" ", _without_comments(text))
         for match in pattern.finditer(text):
             before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]
             yield before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
@@ -995,7 +1163,7 @@ def _declarations(name: str, texts: Iterable[str]) -> list[str]:
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\("
                          r"([^()]*(?:\([^()]*\)[^()]*)*)\)")
     for text in texts:
-        for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", text)):
+        for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", _without_comments(text))):
             found.append(f"{name}({' '.join(match.group(1).split())})")
     return list(dict.fromkeys(found))[:3]
 

@@ -24,8 +24,29 @@ import numpy as np
 
 from . import interop
 from .check import check
-from ..errors import CudaError, NoGpuError
+from ..errors import CudaError, NoGpuError, WrongArgumentType, WrongArgumentValue, flag_argument, ordinal_argument
 from .occupancy import FP32_LANES_PER_SM
+
+
+def device_argument(function: str, device: object) -> "Device":
+    """`device` where `function` takes our `Device`, else `WrongArgumentType` naming it (rather than an
+    AttributeError on ``device.driver`` from inside)."""
+    if not isinstance(device, Device):
+        raise WrongArgumentType(f"{function}: device is a Device (such as dg.Device(0)), got {device!r:.40} "
+                                f"({type(device).__name__})")
+    return device
+
+
+def context_argument(function: str, context: object) -> int:
+    """`context` where `function` adopts a caller's CUDA context: its handle as an int (a whole number, or a handle
+    object such as cuda.bindings' CUcontext that converts to one), never NULL."""
+    if isinstance(context, (bool, np.bool_, float, np.floating, str, bytes)) or not hasattr(context, "__int__"):
+        raise WrongArgumentType(f"{function}: context is a CUDA context's handle (a CUcontext or its address), got "
+                                f"{context!r:.40} ({type(context).__name__})")
+    handle = int(context)   # has __int__, checked just above
+    if handle <= 0:
+        raise WrongArgumentValue(f"{function}: context is a CUDA context's handle, got {handle} (NULL or negative)")
+    return handle
 
 
 def driver_module():
@@ -125,6 +146,7 @@ class DeviceProperties:
 
 
 def read_properties(ordinal: int) -> DeviceProperties:
+    ordinal = ordinal_argument("read_properties", "ordinal", ordinal)   # before the driver: see Device
     driver = driver_module()
     device = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
     attribute = driver.CUdevice_attribute
@@ -220,7 +242,7 @@ class Stream(Owned):
     """A non-blocking stream (it never synchronises with the legacy default stream)."""
 
     def __init__(self, device: "Device", *, handle=None):
-        driver = device.driver
+        driver = device_argument("Stream", device).driver
         self.owned = handle is None
         if self.owned:
             handle = check(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING), "cuStreamCreate")
@@ -247,7 +269,7 @@ class Event(Owned):
     """A timing event (resolution about half a microsecond)."""
 
     def __init__(self, device: "Device"):
-        driver = device.driver
+        driver = device_argument("Event", device).driver
         self.handle = check(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
         super().__init__(device, releaser(device, driver.cuEventDestroy, self.handle, "cuEventDestroy"))
 
@@ -274,8 +296,12 @@ class DeviceBuffer(Owned):
 
     def __init__(self, device: "Device", nbytes: int, *, shape: tuple[int, ...] | None = None,
                  dtype: str = "uint8"):
+        device_argument("DeviceBuffer", device)
+        if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer)):
+            raise WrongArgumentType(f"DeviceBuffer: nbytes is a whole number of bytes, got {nbytes!r:.40} "
+                                    f"({type(nbytes).__name__})")
         if nbytes <= 0:
-            raise ValueError(f"a device buffer needs a positive size, got {nbytes}")
+            raise WrongArgumentValue(f"DeviceBuffer: nbytes is a positive size, got {nbytes}")
         driver = device.driver
         self.nbytes = int(nbytes)
         self.dtype = dtype
@@ -409,6 +435,15 @@ class Device:
     """
 
     def __init__(self, ordinal: int = 0, *, context=None, own_context: bool = False):
+        # The arguments first, before the driver is asked for: a machine without a GPU still catches a mistake, and
+        # Device("0") or Device(True) never opens a GPU it was not meant to.
+        ordinal = ordinal_argument("Device", "ordinal", ordinal)
+        own_context = flag_argument("Device", "own_context", own_context)
+        if context is not None:
+            if own_context:
+                raise WrongArgumentValue("Device: context= adopts a caller's context, own_context=True makes a new "
+                                         "one: give one of them")
+            context = context_argument("Device", context)
         self.driver = driver_module()
         count = check(self.driver.cuDeviceGetCount(), "cuDeviceGetCount")
         if not 0 <= ordinal < count:
@@ -420,13 +455,10 @@ class Device:
         self.properties = read_properties(ordinal)
         handle = check(self.driver.cuDeviceGet(ordinal), "cuDeviceGet")
         self._device_handle = handle
-        if context is not None and own_context:
-            raise ValueError("Device: context= adopts a caller's context, own_context=True makes a new one: "
-                             "give one of them")
         self.owns_context = False        # True: ours, destroyed by close()
         self.retains_primary = False     # True: the primary context, held until close()
         if context is not None:
-            self.context = self.driver.CUcontext(int(context))
+            self.context = self.driver.CUcontext(context)
         elif own_context:
             self.context = check(self.driver.cuCtxCreate(None, 0, handle), "cuCtxCreate")
             self.owns_context = True

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..argtypes import C_TYPES, CType, Layout, bfloat16_bits, float_value, scalar_layout, struct_layout
 from .launch_attributes import LaunchAttributes, launch_config
-from ..errors import ArgumentError, CudaError
+from ..errors import ArgumentError, CudaError, WrongArgumentType, WrongArgumentValue
 from .check import check, check_status_code
 from .interop import device_pointer
 
@@ -48,7 +48,9 @@ def _convert(ctype: "str | CType", value: Any, name: str):
         except (ValueError, OverflowError) as exc:   # OverflowError: an integer too large for a float at all
             raise ArgumentError(f"argument {name}: {exc}") from None
         return bfloat16_bits(value) if ctype == "bfloat16" else value   # its bits, packed as a uint16
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if ctype == "bool" and isinstance(value, (bool, np.bool_)):
+        return int(value)   # C's bool is a byte of 0 or 1: Python's and NumPy's truth values are what it holds
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ArgumentError(f"argument {name}: {ctype} needs a whole number, got {value!r}")
     if not C_TYPES[ctype].fits(int(value)):
         raise ArgumentError(f"argument {name}: {value} does not fit {ctype} "
@@ -165,11 +167,32 @@ def pack_layout(layout: Layout, values: Sequence[Any], names: Sequence[str]) -> 
     return bytes(data)
 
 
-def _dims(values: Sequence[int], what: str) -> tuple[int, int, int]:
-    values = tuple(int(v) for v in values)
+def _dims(values: Sequence[int], what: str, function: str = "LaunchConfig.of") -> tuple[int, int, int]:
+    """`values` as three extents of at least 1, else `WrongArgumentType`/`WrongArgumentValue` naming `function`: a
+    string would be read character by character ("12" as 1 and 2), a float cut short (31.9 as 31)."""
+    if not isinstance(values, (list, tuple, np.ndarray)):
+        raise WrongArgumentType(f"{function}: {what} is a list of 1 to 3 whole numbers, got {values!r:.40} "
+                                f"({type(values).__name__})")
     if not 1 <= len(values) <= 3:
-        raise ValueError(f"{what} has 1 to 3 dimensions, got {len(values)}")
-    return values + (1,) * (3 - len(values))  # type: ignore[return-value]
+        raise WrongArgumentValue(f"{function}: {what} has 1 to 3 dimensions, got {len(values)}")
+    extents = []
+    for axis, value in zip("xyz", values):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise WrongArgumentType(f"{function}: {what} {axis} is a whole number, got {value!r:.40} "
+                                    f"({type(value).__name__})")
+        if value < 1:
+            raise WrongArgumentValue(f"{function}: {what} {axis} is at least 1, got {value}")
+        extents.append(int(value))
+    return tuple(extents) + (1,) * (3 - len(extents))  # type: ignore[return-value]
+
+
+def _shared_bytes(value: int, function: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise WrongArgumentType(f"{function}: shared_bytes is a whole number of bytes, got {value!r:.40} "
+                                f"({type(value).__name__})")
+    if value < 0:
+        raise WrongArgumentValue(f"{function}: shared_bytes is 0 or more, got {value}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -180,9 +203,23 @@ class LaunchConfig:
     block: tuple[int, int, int]
     shared_bytes: int = 0
 
+    def __post_init__(self):
+        # Built directly, it is held to what `of` makes: three extents each (threads_per_block reads all three).
+        for what in ("grid", "block"):
+            value = getattr(self, what)
+            if not isinstance(value, tuple) or len(value) != 3:
+                raise WrongArgumentValue(f"LaunchConfig: {what} is a tuple of 3 extents (LaunchConfig.of takes 1 to "
+                                         f"3), got {value!r:.60}")
+            object.__setattr__(self, what, _dims(value, what, "LaunchConfig"))
+        object.__setattr__(self, "shared_bytes", _shared_bytes(self.shared_bytes, "LaunchConfig"))
+
     @classmethod
-    def of(cls, grid: Sequence[int], block: Sequence[int], shared_bytes: int = 0) -> "LaunchConfig":
-        return cls(_dims(grid, "grid"), _dims(block, "block"), int(shared_bytes))
+    def of(cls, grid: Sequence[int], block: Sequence[int], shared_bytes: int = 0,
+           function: str = "LaunchConfig.of") -> "LaunchConfig":
+        """The launch of `grid` and `block` (1 to 3 whole numbers of at least 1 each) and `shared_bytes`; a mistake
+        is named as an argument of `function` (the public call that was given them)."""
+        return cls(_dims(grid, "grid", function), _dims(block, "block", function),
+                   _shared_bytes(shared_bytes, function))
 
     @property
     def threads_per_block(self) -> int:
@@ -224,6 +261,24 @@ def launch_entry(driver) -> Any:
     return _launch_entries[version]
 
 
+def _check_launch_parts(kernel, config, arguments, stream, attributes) -> None:
+    """`WrongArgumentType` naming the first of PreparedLaunch's arguments of another kind than it takes (rather than
+    an AttributeError from inside)."""
+    from .device import Stream   # the device's module, loaded by then: no import cycle at start-up
+
+    # A kernel is known by what a launch reads of it: cuda.module, which defines Kernel, imports this module.
+    if not all(hasattr(kernel, part) for part in ("device", "instance", "address", "handle")):
+        raise WrongArgumentType(f"PreparedLaunch: kernel is a Kernel (load_kernel(...) or module.kernel(name)), got "
+                                f"{kernel!r:.40} ({type(kernel).__name__})")
+    for name, value, kind, takes in (
+            ("config", config, LaunchConfig, "a LaunchConfig (LaunchConfig.of(grid, block))"),
+            ("arguments", arguments, PackedArguments, "a PackedArguments (PackedArguments(ctypes, values))"),
+            ("stream", stream, Stream, "a Stream of the kernel's device (device.stream())"),
+            ("attributes", attributes, (LaunchAttributes, type(None)), "a LaunchAttributes or None")):
+        if not isinstance(value, kind):
+            raise WrongArgumentType(f"PreparedLaunch: {name} is {takes}, got {value!r:.40} ({type(value).__name__})")
+
+
 class PreparedLaunch:
     """One kernel launch with everything bound; ``launch()`` enqueues it on the stream.
 
@@ -237,6 +292,7 @@ class PreparedLaunch:
 
     def __init__(self, kernel, config: LaunchConfig, arguments: PackedArguments, stream,
                  attributes: LaunchAttributes | None = None, owned: tuple = ()):
+        _check_launch_parts(kernel, config, arguments, stream, attributes)
         self.kernel = kernel
         self.config = config
         self.arguments = arguments   # kept alive: the driver reads it at every launch

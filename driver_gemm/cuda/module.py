@@ -8,15 +8,16 @@ at) and can cross-check it with the driver's ``cuFuncGetParamInfo``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .check import check
-from .compile import Cubin, compile_source, compile_text
+from .compile import Cubin, compile_source, compile_text, source_is_path
 from .cubin import ParamSlot
-from .device import Device, Owned, releaser
+from .device import Device, Owned, device_argument, releaser
 from .resources import KernelResources
 from ..errors import ConfigError, CudaError, ImageError, WrongArgumentType
 from .launch import LaunchConfig, PackedArguments, PreparedLaunch
@@ -42,6 +43,10 @@ class Module(Owned):
     """A CUBIN loaded with cuModuleLoadData; unloaded by `close()` or by its device."""
 
     def __init__(self, device: Device, cubin: Cubin):
+        device_argument("Module", device)
+        if not isinstance(cubin, Cubin):
+            raise WrongArgumentType(f"Module: cubin is a compiled image (a Cubin from compile_source or compile_text), "
+                                    f"got {cubin!r:.40} ({type(cubin).__name__})")
         driver = device.driver
         self.cubin = cubin
         try:
@@ -181,7 +186,7 @@ class Kernel:
         """Bind a launch: `arguments` is a sequence of (C type, value) pairs, e.g. ``("ptr", buffer)``,
         ``("int32", 1024)``, ``("float32", 0.5)``, ``("tensormap", 128 bytes)``; `attributes` a
         `LaunchAttributes` (cluster, PDL); calling the result enqueues it on `stream`."""
-        config = LaunchConfig.of(grid, block, shared_bytes)
+        config = LaunchConfig.of(grid, block, shared_bytes, function="Kernel.prepare")
         self.allow_dynamic_shared(config.shared_bytes)
         if attributes is not None and attributes.non_portable:
             self.allow_non_portable_cluster()
@@ -232,15 +237,18 @@ def load_kernel(device: Device, source, instance: str, *, options=(), arch: str 
     if not isinstance(device, Device):
         raise WrongArgumentType(f"load_kernel: device is a Device (such as dg.Device(0)), got {device!r:.40} "
                                 f"({type(device).__name__})")
-    if not isinstance(source, (str, Path)):
+    if not isinstance(source, (str, os.PathLike)):
         raise WrongArgumentType(f"load_kernel: source is the path of a kernel source or its text (a str or a "
                                 f"pathlib.Path), got {type(source).__name__}")
     if not isinstance(instance, str):
         raise WrongArgumentType(f"load_kernel: instance is the kernel's name (a str such as 'sgemm<64, 4>'), got "
                                 f"{type(instance).__name__}")
+    # the rule check_kernel reads its source by (every path object is a path), before the device is asked for its
+    # architecture
+    is_text = isinstance(source, str) and not source_is_path("load_kernel", source)
     arch = arch or device.properties.arch
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".cu")):
-        cubin = compile_source(source, [instance], arch, options)
-    else:
+    if isinstance(source, str) and is_text:
         cubin = compile_text(source, "kernel.cu", [instance], arch, options)
+    else:
+        cubin = compile_source(Path(source), [instance], arch, options)
     return Module(device, cubin).kernel(instance)

@@ -24,7 +24,8 @@ from typing import Iterable
 
 from . import bounded, cache
 from .compile import (Cubin, base_options, compile_hints, include_folders, load_cached, normalise_arch,
-                      option_tuple, pre_included_files, read_source, refuse_nul, scan_headers, store_cached)
+                      not_a_kernel, option_tuple, pre_included_files, read_source, refuse_nul, scan_headers,
+                      store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .ptx_facts import KernelPtxFacts, ptx_facts
@@ -126,7 +127,7 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
         if restored is not None:
             _log.debug("%s: %d kernel(s) for %s from the disk cache (nvcc)", path, len(instances), arch)
             return restored
-    cubin = _compile(nvcc, path, instances, arch, options, version, probes)
+    cubin = _compile(nvcc, path, instances, arch, options, version, probes, [source, *found.texts.values()])
     _log.info("%s: %d kernel(s) compiled with nvcc for %s in %.2f s", path, len(instances), arch,
               cubin.compile_seconds)
     if use_cache:
@@ -134,7 +135,8 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     return cubin
 
 
-def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: str = "") -> Cubin:
+def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: str = "",
+             texts: Iterable[str] = ()) -> Cubin:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="driver-gemm-nvcc-") as folder:
         wrapper = Path(folder) / "instances.cu"
@@ -188,7 +190,11 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
         try:   # no relocation to read: matched by name, as for a prebuilt image
             lowered[instance] = find_symbol(instance, parsed.kernels, f"nvcc build of {path}")
         except ImageError as exc:   # the instance is not in what nvcc built
-            raise CompileError(str(exc), log=log, options=tuple(options)) from None
+            # nvcc takes a __device__ function's address as readily as a kernel's, then builds no kernel of it:
+            # the source says why, where it declares the function without __global__.
+            why = not_a_kernel([instance], texts)
+            raise CompileError(f"{exc}" + (f": {why}, and only a kernel is launched" if why else ""),
+                               log=log, options=tuple(options)) from None
     return Cubin(image, arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
                  time.perf_counter() - started, origin="nvcc", ptx_facts=_kept_facts(ptx_texts, lowered.values()))
 

@@ -9,6 +9,7 @@ out of the plan.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 import re
 from collections.abc import Iterator, Sized
@@ -20,8 +21,8 @@ from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ARCHES, ArchLimits, arch_limits, base_arch, limits_from_device, parse_arch
-from ..errors import (CompileError, ConfigError, DriverGemmError, NoGpuError, UsageError, WrongArgumentType,
-                      WrongArgumentValue, flag_argument, ordinal_argument)
+from ..errors import (CompileError, ConfigError, DriverGemmError, NoGpuError, SpecError, UsageError,
+                      WrongArgumentType, WrongArgumentValue, flag_argument, ordinal_argument)
 from ..specfile.archs import KNOWN_ARCHS
 from ..specfile.load import load_spec
 from ..specfile.model import KernelSpec, Shape, Spec
@@ -69,6 +70,12 @@ class SpecPlan:
     def summary(self) -> str:
         """One line: ``N ok, M INVALID`` (and the compiles that failed, if any)."""
         return plan_summary(self.valid_count, self.invalid_count, len(self.compile_errors))
+
+    def __repr__(self) -> str:
+        # Counts, not every plan with its kernel spelled out (hundreds of KB for a spec of 56 cases): the plans are
+        # in `plans`, the images in `compiled`.
+        return (f"SpecPlan(spec={self.spec.name!r}, arch={self.target.arch!r}, sm_count={self.sm_count}, "
+                f"plans={len(self.plans)} ({self.summary()}), compiled={len(self.compiled)} kernel(s))")
 
 
 def plan_summary(valid: int, invalid: int, compile_errors: int = 0) -> str:
@@ -164,11 +171,23 @@ def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | 
         spec = load_spec(spec, allow_outside_sources=allow_outside_sources)
     if target is not None and not isinstance(target, PlanTarget):
         raise WrongArgumentType(f"plan_spec: target is a PlanTarget (from plan_target), got {type(target).__name__}")
-    if sm_count is not None and (isinstance(sm_count, bool) or not isinstance(sm_count, int)):
-        raise WrongArgumentType(f"plan_spec: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
-    if sm_count is not None and not 1 <= sm_count <= MAX_SM_COUNT:   # no correct caller asks this: errors.py
-        raise ValueError(f"plan_spec: sm_count is 1 to {MAX_SM_COUNT:,}, got {sm_count:,}")
-    stream = plan_stream(spec, sm_count, target=target or plan_target(arch, device))
+    if sm_count is not None:
+        # numbers.Integral: NumPy's whole numbers too, taken as Python's (docs/embedding.md)
+        if isinstance(sm_count, bool) or not isinstance(sm_count, numbers.Integral):
+            raise WrongArgumentType(f"plan_spec: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
+        sm_count = int(sm_count)
+        if not 1 <= sm_count <= MAX_SM_COUNT:   # no correct caller asks this: errors.py
+            raise WrongArgumentValue(f"plan_spec: sm_count is 1 to {MAX_SM_COUNT:,}, got {sm_count:,}")
+    if target is None:
+        try:
+            target = plan_target(arch, device)
+        except SpecError as exc:
+            if exc.field != "--arch":
+                raise
+            # plan_target speaks to the command line: a library call is told of its own argument
+            hint = exc.hint.replace("with --sms", "with sm_count=") if exc.hint else None
+            raise type(exc)(exc.message, where=exc.where, field="plan_spec: arch", hint=hint) from None
+    stream = plan_stream(spec, sm_count, target=target)
     stream.result.plans = list(stream)
     return stream.result
 

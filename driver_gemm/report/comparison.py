@@ -14,11 +14,14 @@ a comparison: docs/timing.md.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..measure.stats import TimingSummary, mann_whitney_u
-from ..errors import WrongArgumentType
+from ..errors import WrongArgumentType, WrongArgumentValue, flag_argument
 from ..results.read import load_results
 from ..results.records import CaseResult, RunResult
 
@@ -119,18 +122,23 @@ def _run_argument(run, name: str) -> RunResult:
                             f"path of a results file, got {type(run).__name__}")
 
 
-def compare_runs(old: RunResult, new: RunResult, *, threshold: float = 0.0,
+def compare_runs(old: RunResult | str | os.PathLike[str], new: RunResult | str | os.PathLike[str], *,
+                 threshold: float = 0.0,
                  across_gpus: bool = False) -> list[Comparison]:
     """Every case of either run, matched and judged, in the new run's order (then the gone ones).
 
     `old` and `new` are `RunResult`s, or the paths of results files (read with `load_results`); `threshold` is a
     fraction of the old time (0.05: 5%) that a change must pass to count, 0 or more.
     """
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+    # numbers.Real: NumPy's numbers too, taken as Python's
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
         raise WrongArgumentType(f"compare_runs: threshold is a fraction such as 0.05, got {type(threshold).__name__}")
+    threshold = float(threshold)
     if not 0 <= threshold < 1e4:      # also refuses NaN; no correct caller passes these (a ValueError: errors.py)
-        raise ValueError(f"compare_runs: threshold is a fraction from 0 to below 10,000 (1,000,000%), got "
-                         f"{threshold:g}")
+        raise WrongArgumentValue(f"compare_runs: threshold is a fraction from 0 to below 10,000 (1,000,000%), got "
+                                 f"{threshold:g}")
+    # "no" is truthy: it would match cases of different GPUs as one
+    across_gpus = flag_argument("compare_runs", "across_gpus", across_gpus)
     old, new = _run_argument(old, "old"), _run_argument(new, "new")
     old_cases = {_key(case, across_gpus): case for case in old.cases}
     seen = set()

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ..errors import WrongArgumentValue, path_argument
+from ..errors import WrongArgumentType, WrongArgumentValue, path_argument
 from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
@@ -505,7 +505,14 @@ class RunResult:
 
         A name ending in ``.gz`` is refused (`ValueError`), as ``run --json``
         refuses it: the file would be plain JSON that its readers take for
-        gzip data. Compress a written file afterwards.
+        gzip data. Compress a written file afterwards. So is a ``.jsonl``
+        name, as ``run --json`` refuses it: the readers take a .jsonl file for
+        a case log (JSON lines), which a whole results file is not.
+
+        NumPy's numbers (``np.float32``, ``np.int64``, ...) are written as the
+        Python numbers they are. JSON has no NaN or infinity: a NaN or
+        infinite number anywhere in the run is written as null, and reads
+        back (`load_results`, `read_results`) as None.
         """
         path = path_argument("RunResult.write_json", "path", path)
         if not str(path).strip():
@@ -514,23 +521,34 @@ class RunResult:
             raise WrongArgumentValue(f"RunResult.write_json: {path}: a .gz name is for a compressed results file, "
                                      "which is for reading (show, compare, plot, tune --from); write a plain .json and "
                                      "compress it afterwards")
+        if Path(path).suffix.lower() == ".jsonl":
+            raise WrongArgumentValue(f"RunResult.write_json: {path}: a .jsonl name is for a case log (JSON lines, "
+                                     "written as a run goes), which is how the readers take it; write the whole "
+                                     "results under a .json name")
         fields = self.as_dict()
-        cases = fields.pop("cases")
-        head = json.dumps(fields, indent=1)[:-2]          # without its closing "\n}"
-        body = "[]" if not cases else "[\n" + ",\n".join(json.dumps(case) for case in cases) + "\n ]"
+        cases = fields.pop("cases")       # each already made writable by `CaseResult.as_dict`
+        # The head (environment, settings, provenance) as the cases are: NaN as null, NumPy's numbers as Python's,
+        # which a caller may have put there after the run.
+        fields = _finite(fields)
+        head = json.dumps(fields, indent=1, default=_json_default)[:-2]          # without its closing "\n}"
+        body = "[]" if not cases else "[\n" + ",\n".join(json.dumps(case, default=_json_default)
+                                                          for case in cases) + "\n ]"
         return write_file(path, f'{head},\n "cases": {body}\n}}\n')
 
 def _record_line(record: dict) -> str:
     """One line of a case log."""
-    return json.dumps(_finite(record)) + "\n"
+    return json.dumps(_finite(record), default=_json_default) + "\n"
 
 
 def _finite(value):
-    """JSON has no NaN or infinity: write them as null."""
+    """JSON has no NaN or infinity: write them as null (read back as None). NumPy's numbers and arrays (a field
+    set from an array: ``gflops = np.float32(...)``, an ``np.int64`` param) as the Python values they are."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        value = value.tolist()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k.tolist() if type(k).__module__ == "numpy" else k: _finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         try:     # a case's raw samples (tens of thousands of times): all numbers and all finite, in one C loop
             if math.isfinite(math.fsum(value)):
@@ -539,6 +557,15 @@ def _finite(value):
             pass
         return [_finite(v) for v in value]
     return value
+
+
+def _json_default(value):
+    """What `json.dumps` calls for a value it cannot write: a NumPy number inside a list that `_finite` passed
+    whole (finite, by its sum) as the Python number it is; anything else a TypeError naming it."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return _finite(value)
+    raise WrongArgumentType(f"a record holds {type(value).__name__} {value!r:.40}, which a results file cannot "
+                            "hold: give numbers, text, true/false, lists and mappings")
 
 
 def case_key(case: CaseResult) -> tuple[str, str]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..cuda import nvtx as ranges
 from ..cuda.check import check
+from ..cuda.compile import source_is_path
 from ..cuda.device import DeviceBuffer, read_properties
 from ..cuda.interop import ArrayView, array_view, stream_handle
 from ..cuda.occupancy import limits_from_device
@@ -135,7 +136,7 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
         session.close()
     record.device = CaseDevice(props.name, props.uuid, props.ordinal)
     if record.timing is not None:
-        record.gflops = gflops(record.shape.flops, record.timing.median_ms)
+        record.gflops = gflops(record.flops, record.timing.median_ms)
     return record
 
 
@@ -178,7 +179,20 @@ def _in_arguments(error: SpecError, kernel_name: str) -> SpecError:
         if field == prefix or field.startswith(prefix + "."):
             field = field[len(prefix) + 1:]
             break
-    return type(error)(error.message, where="check_kernel", field=field or None, hint=error.hint)
+    return type(error)(error.message, where="check_kernel", field=field or None, hint=_rig_hint(error.hint))
+
+
+# The kernel entry's fields check_kernel refuses (`_kernel_entry`): its arguments and the tensors give them.
+_NOT_TAKEN = ("source", "shapes", "layout", "layouts", "ld", "groups")
+
+
+def _rig_hint(hint: str | None) -> str | None:
+    """A spec's hint for a check_kernel call: the fields a kernel entry allows, less those check_kernel refuses
+    (listed as allowed, each would be refused when given)."""
+    if hint is None or not hint.startswith("allowed: "):
+        return hint
+    fields = [name for name in hint[len("allowed: "):].split(", ") if name not in _NOT_TAKEN]
+    return "allowed: " + ", ".join(fields)
 
 
 def _operand_view(name: str, obj: Any, stream: int | None) -> ArrayView:
@@ -209,14 +223,14 @@ def _kernel_entry(function: str, grid, block, params, name, operands: RigOperand
 
 def _source_path(source: str | Path, folder: Path) -> Path:
     """`source` as a file: a path as it is, or a kernel's text written into `folder`."""
-    if isinstance(source, Path) or ("\n" not in source and "__global__" not in source):
-        path = Path(source)
-        if not path.is_file():
-            raise ArgumentError(f"check_kernel: no kernel source file {str(path)!r} (give a path or the kernel's text)")
-        return path.resolve()
-    path = folder / "kernel.cu"
-    path.write_text(source)
-    return path
+    if isinstance(source, str) and not source_is_path("check_kernel", source):   # load_kernel's rule too
+        path = folder / "kernel.cu"
+        path.write_text(source)
+        return path
+    path = Path(source)
+    if not path.is_file():
+        raise ArgumentError(f"check_kernel: no kernel source file {str(path)!r} (give a path or the kernel's text)")
+    return path.resolve()
 
 
 def _ordinal(views: tuple[ArrayView, ...], objects: tuple) -> int:

@@ -30,10 +30,11 @@ from ..session.options import Placement, RunOptions
 from .in_process import run_in_process
 from .runner import Runner
 from .worker import GpuWorker
-from ..cuda.device import read_properties
+from ..cuda.device import driver_module, read_properties
 
 
-def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placement = Placement(), *,
+def run_spec(spec: Spec | str | os.PathLike[str], options: RunOptions = RunOptions(),
+             placement: Placement = Placement(), *,
              on_result: Callable[[CaseResult], None] | None = None,
              on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,
              previous: Sequence[CaseResult] = ()) -> RunResult:
@@ -56,12 +57,26 @@ def run_spec(spec: Spec, options: RunOptions = RunOptions(), placement: Placemen
     if not isinstance(placement, Placement):
         raise WrongArgumentType(f"run_spec: placement is a Placement (for instance Placement(device=0, "
                                 f"isolate=True)), got {type(placement).__name__}")
+    for name, callback in (("on_result", on_result), ("on_start", on_start)):
+        if callback is not None and not callable(callback):
+            # called only once a case finishes: after the worker, the plan and the compiles, then a TypeError
+            raise WrongArgumentType(f"run_spec: {name} is a function called with each case, or None, got "
+                                    f"{callback!r:.40} ({type(callback).__name__})")
+    if result is not None and not isinstance(result, RunResult):
+        raise WrongArgumentType(f"run_spec: result is a RunResult to add the cases to, or None, got "
+                                f"{type(result).__name__}")
+    if isinstance(previous, (str, bytes)) or not all(isinstance(case, CaseResult) for case in previous):
+        raise WrongArgumentType("run_spec: previous is the CaseResults of an earlier run (run.cases), got "
+                                f"{previous!r:.40}")
     spec = _spec_argument(spec)
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     kept = [case for case in previous if ran(case)]
     with contextlib.ExitStack() as stack:
         if placement.isolate and placement.gpu_worker is None:
+            # The driver first: on a machine without one, NoGpuError here, rather than a worker spawned only to
+            # fail and find its parent gone (cuInit is asked once per process: _run's call then costs nothing).
+            driver_module()
             worker = stack.enter_context(GpuWorker(placement.device, options, want_cublas=spec.baseline))
             placement = dataclasses.replace(placement, gpu_worker=worker)
         if placement.isolate and left_to_run(spec, kept):

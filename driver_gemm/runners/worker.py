@@ -36,10 +36,11 @@ def serve(connection, device: int, options: RunOptions, want_cublas: bool | None
           session_factory: Callable[..., Session] | None = None, execute: Callable | None = None) -> None:
     """Child process: `_serve`, ended quietly by an interrupt. Ctrl-C (or a `timeout -s INT`) reaches the whole
     process group: the parent keeps the results and says so; the child closes its session and leaves, with no
-    traceback of its own."""
+    traceback of its own. A parent that is gone (its end of the pipe closed: it raised, such as NoGpuError, and
+    closed the worker) ends it quietly too: there is nobody to tell, and the parent reports its own error."""
     try:
         _serve(connection, device, options, want_cublas, session_factory, execute)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, BrokenPipeError, ConnectionResetError):
         pass
 
 

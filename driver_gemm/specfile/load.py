@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,12 +127,26 @@ def _plain_values(context: Context, value: Any, field_path: str) -> Any:
     if isinstance(value, _PLAIN_VALUES):
         return value
     if isinstance(value, dict):
-        return {_plain_values(context, key, field_path): _plain_values(context, item, _dotted(field_path, key))
+        return {_plain_values(context, key, field_path): _plain_values(context, _path_text(key, item),
+                                                                       _dotted(field_path, key))
                 for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain_values(context, item, f"{field_path}[{index}]") for index, item in enumerate(value)]
     raise SpecError(f"holds {kind_name(value)} ({type(value).__name__}), which no spec field takes: give "
                     "numbers, text, true/false, lists and mappings", where=context.file, field=field_path or None)
+
+
+# The fields that name a file (a kernel's source or prebuilt binary, a buffer's fill file): a path object is taken
+# there as the text YAML would give, as load_spec and compile_source take one.
+_PATH_FIELDS = ("source", "binary", "file")
+
+
+def _path_text(key: Any, value: Any) -> Any:
+    """`value` as text where field `key` names a file and `value` is a path object (of text, not bytes)."""
+    if key in _PATH_FIELDS and isinstance(value, os.PathLike):
+        text = os.fspath(value)
+        return text if isinstance(text, str) else value   # bytes: refused at the field, as any other value
+    return value
 
 
 def _dotted(field_path: str, key: Any) -> str:

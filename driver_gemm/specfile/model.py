@@ -17,7 +17,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn, SupportsIndex
 
 from . import expr
 from ..argtypes import TENSOR_MAP_ALIGNMENTS, Layout, array_layout, scalar_layout, struct_layout
@@ -58,6 +58,39 @@ def safe_file_stem(text: str) -> str:
 # --------------------------------------------------------------------------- descriptions
 
 
+class FrozenDict(dict):
+    """A dict that refuses changes: the mappings of the model's frozen classes (a kernel's params, a spec's scalars).
+
+    A kernel's instance, label and launch checks are worked out once from its params, so a params changed in place
+    would be compiled as one configuration and planned as another. A dict rather than a Mapping of its own, so that
+    what took the plain dict still does (``json.dumps``, ``isinstance(x, dict)``, ``dict(...)``, ``==`` a dict);
+    hashable where its values are (a frozen class's hash reads it); a changed copy is ``{**d, key: value}``.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise WrongArgumentType("this mapping of a spec is read-only: make a changed copy with "
+                                "dataclasses.replace(owner, field={**old, key: value})")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple:
+        # Pickle's and copy's default for a dict subclass fills the new object through __setitem__, refused here.
+        return (type(self), (dict(self),))
+
+
+def _freeze(owner: Any, *names: str) -> None:
+    """Make the mapping fields `names` of a frozen dataclass read-only (`FrozenDict`); None and a FrozenDict stay."""
+    for name in names:
+        value = getattr(owner, name)
+        if isinstance(value, Mapping) and not isinstance(value, FrozenDict):
+            object.__setattr__(owner, name, FrozenDict(value))
+
+
 @dataclass(frozen=True)
 class Shape:
     """One GEMM problem: C (M x N) = A (M x K) @ B (K x N), all row-major."""
@@ -65,6 +98,11 @@ class Shape:
     M: int
     N: int
     K: int
+
+    if TYPE_CHECKING:
+        # The signature a type checker sees: any whole number, NumPy's too (an array's .shape holds them), which
+        # __post_init__ makes an int; the fields stay ints. The dataclass's own __init__ runs.
+        def __init__(self, M: SupportsIndex, N: SupportsIndex, K: SupportsIndex) -> None: ...
 
     def __post_init__(self) -> None:
         # A shape made in Python is held to what a spec's shapes are: whole numbers of at least 1.
@@ -80,8 +118,8 @@ class Shape:
                     raise WrongArgumentType(f"Shape: {name} must be a whole number, got {value!r} (bool)")
                 object.__setattr__(self, name, int(whole))
                 value = int(whole)
-            if value < 1:
-                raise ValueError(f"Shape: {name} must be at least 1, got {value}")
+            if value < 1:   # a ValueError too, for code that catches those
+                raise WrongArgumentValue(f"Shape: {name} must be at least 1, got {value}")
 
     @property
     def label(self) -> str:
@@ -332,6 +370,10 @@ class OperandSpec:
     batch: expr.Expression = field(default_factory=lambda: expr.parse(1))
     strides: Mapping[str, expr.Expression] = field(default_factory=dict)
     scales: tuple[float, float] = (1.0, 1.0)
+    groups: GroupsSpec | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "orders", "ld", "strides")
 
 
 # A kernel's instance and label, worked out once per kernel rather than each time a plan of a million shapes asks.
@@ -432,6 +474,11 @@ class KernelSpec:
     constants: tuple[Argument, ...] = ()
     # The launches after the kernel's own in each case (then:), in order.
     then: tuple[FollowingLaunch, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Read-only: the derived values `_kept` holds are worked out once from them (`FrozenDict`). The entry is
+        # left as written (nested lists and mappings, copied before tune writes it back): nothing is planned from it.
+        _freeze(self, "params", "field_lines", "sizeofs")
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
@@ -633,7 +680,7 @@ class MeasureSettings:
         _whole_number(owner, self, 1, "rounds", highest=MAX_ROUNDS)
         _whole_number(owner, self, 0, "max_samples")
         _finite_number(owner, self, "max_noise", "min_time_s", "timeout_s", "case_timeout_s")
-        flag_argument(owner, "flush_l2", self.flush_l2)
+        object.__setattr__(self, "flush_l2", flag_argument(owner, "flush_l2", self.flush_l2))   # np.bool_: a bool
         _one_of(owner, self, "mode", MEASURE_MODES)
         if self.max_samples < self.min_samples:
             raise WrongArgumentValue(f"MeasureSettings.max_samples: {self.max_samples} is below min_samples "
@@ -735,6 +782,9 @@ class Spec:
     scalars: Mapping[str, float] = field(default_factory=lambda: {"alpha": 1.0, "beta": 0.0})
     dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
 
+    def __post_init__(self) -> None:
+        _freeze(self, "scalars", "dispatch")
+
     @property
     def dispatch_members(self) -> frozenset[str]:
         """Names of the kernels that run only through another kernel's table: those its entries name, where that
@@ -755,13 +805,18 @@ class Spec:
         """The spec's name made safe for a file name (``results/STEM-TIMESTAMP.json``)."""
         return self.name if is_safe_name(self.name) else safe_file_stem(self.name)
 
-    def select(self, kernels: Iterable[str] = (), shapes: Iterable[str] = ()) -> "Spec":
-        """A copy restricted to the kernels named (by name or label) and the shapes given as MxNxK."""
-        kernels, shapes = [str(k) for k in kernels], list(shapes)
+    def select(self, kernels: str | Iterable[str] = (),
+               shapes: str | Shape | Iterable[str | Shape | tuple[int, int, int]] = (), *,
+               fields: tuple[str, str] = ("Spec.select: kernels", "Spec.select: shapes")) -> "Spec":
+        """A copy restricted to the kernels named (by name or label; one name may be given as a str) and the shapes
+        given (MxNxK text, `Shape`s or (M, N, K) tuples; one may be given alone). `fields` name the two arguments
+        in errors: the command line passes its options (``("--kernel", "--shape")``)."""
+        kernel_field, shape_field = fields
+        names = _selected_names(kernels, kernel_field)
         chosen = self.kernels
-        if kernels:
+        if names:
             known = {k.name for k in self.kernels} | {k.label for k in self.kernels}
-            unknown = [k for k in kernels if k not in known and k != "cublas"]
+            unknown = [k for k in names if k not in known and k != "cublas"]
             if unknown:
                 # Shown escaped where a name holds a character that does not print (an escape sequence would act
                 # on the terminal), and cut where it is long.
@@ -769,19 +824,65 @@ class Spec:
                 named = ", ".join(k if len(k) <= 60 else k[:57] + "..." for k in shown)
                 raise SpecError(f"no kernel named {named} in this spec "
                                 f"(has {', '.join(sorted({k.name for k in self.kernels}))})",
-                                where=str(self.path or self.name), field="--kernel")
-            chosen = self.with_members(k for k in self.kernels if k.name in kernels or k.label in kernels)
+                                where=str(self.path or self.name), field=kernel_field)
+            chosen = self.with_members(k for k in self.kernels if k.name in names or k.label in names)
         chosen_shapes = self.shapes
-        if shapes:
-            if len(shapes) * max(len(chosen), 1) > MAX_CASES:
-                raise SpecError(f"{len(shapes):,} shapes x {len(chosen):,} kernels is more than the limit of "
-                                f"{MAX_CASES:,} cases", field="--shape")
-            chosen_shapes = tuple(dict.fromkeys(parse_shape_text(text) for text in shapes))
+        wanted = _selected_shapes(shapes, shape_field)
+        if wanted:
+            if len(wanted) * max(len(chosen), 1) > MAX_CASES:
+                raise SpecError(f"{len(wanted):,} shapes x {len(chosen):,} kernels is more than the limit of "
+                                f"{MAX_CASES:,} cases", field=shape_field)
+            chosen_shapes = tuple(dict.fromkeys(_selected_shape(item, shape_field) for item in wanted))
         return dataclasses.replace(self, kernels=chosen, shapes=chosen_shapes)
 
     def with_measure(self, **changes: Any) -> "Spec":
         """A copy whose measurement settings have `changes` (a command line's overrides of ``measure:``)."""
         return dataclasses.replace(self, measure=dataclasses.replace(self.measure, **changes))
+
+
+def _selected_names(kernels: object, field: str) -> list[str]:
+    """`Spec.select`'s kernels as a list of names: one str is one name (read as a list, "v4" would be v and 4)."""
+    if isinstance(kernels, str):
+        return [kernels]
+    if not isinstance(kernels, Iterable) or isinstance(kernels, (bytes, Mapping)):
+        raise WrongArgumentType(f"{field}: a kernel's name or a list of names, got {kernels!r:.40} "
+                                f"({type(kernels).__name__})")
+    names = list(kernels)
+    wrong = [name for name in names if not isinstance(name, str)]
+    if wrong:
+        raise WrongArgumentType(f"{field}: kernels' names (str), got {wrong[0]!r:.40} ({type(wrong[0]).__name__})")
+    return names
+
+
+def _selected_shapes(shapes: object, field: str) -> list:
+    """`Spec.select`'s shapes as a list: one MxNxK text, `Shape` or (M, N, K) tuple is one shape (read as a list,
+    "1x1x1" would be three shapes "1", "x" and "1")."""
+    if isinstance(shapes, (str, Shape)) or (isinstance(shapes, tuple) and len(shapes) == 3
+                                            and all(isinstance(n, numbers.Integral) for n in shapes)):
+        return [shapes]
+    if not isinstance(shapes, Iterable) or isinstance(shapes, (bytes, Mapping)):
+        raise WrongArgumentType(f"{field}: shapes (MxNxK text, Shape(M, N, K) or (M, N, K)) or a list of them, got "
+                                f"{shapes!r:.40} ({type(shapes).__name__})")
+    return list(shapes)
+
+
+def _selected_shape(item: object, field: str) -> Shape:
+    """One shape `Spec.select` was given, as a `Shape`; a mistake is a `SpecError` (text) or a wrong argument, at
+    `field`."""
+    if isinstance(item, Shape):
+        return item
+    if isinstance(item, str):
+        try:
+            return parse_shape_text(item)
+        except SpecError as exc:
+            raise SpecError(exc.message, where=exc.where, field=field, hint=exc.hint) from None
+    if isinstance(item, (tuple, list)) and len(item) == 3:
+        try:
+            return Shape(*item)
+        except (WrongArgumentType, WrongArgumentValue) as exc:
+            raise type(exc)(f"{field}: {exc}") from None
+    raise WrongArgumentType(f"{field}: a shape is MxNxK text, Shape(M, N, K) or (M, N, K), got {item!r:.40} "
+                            f"({type(item).__name__})")
 
 
 def parse_shape_text(text: str) -> Shape:

@@ -11,12 +11,14 @@ configuration.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..cuda.compile import Cubin
 from ..cuda.occupancy import ArchLimits, limits_from_device
+from ..errors import WrongArgumentType, flag_argument, ordinal_argument
 from ..planning.build import Compiled, compile_spec, launch_plans
 from ..planning.cases import Case, new_record
 from ..planning.case_plan import with_resources
@@ -26,7 +28,8 @@ from ..specfile.load import load_spec
 from ..specfile.model import Shape, Spec
 from ..status import Status
 from .prepare import Pruned, prune_plans
-from .strategies import Budget, Configuration, Exhaustive, SearchResult, Strategy, make_strategy, search_all
+from .strategies import (STRATEGIES, Budget, Configuration, Exhaustive, SearchResult, Strategy, make_strategy,
+                         search_all)
 from ..cuda.device import read_properties
 from ..runners.environment import environment, now, provenance
 from .evaluate import Evaluator
@@ -94,10 +97,30 @@ def tune_spec(spec: Spec | str | Path, strategy: Strategy | str = "exhaustive", 
     `fresh`. A fault that poisons the process ends the search with
     `tune.evaluate.TuneAborted`; `result` keeps what was measured.
     """
-    if not isinstance(spec, Spec):
-        spec = load_spec(spec)
+    # Every argument before the spec is read or the driver asked: a GPU-less machine still catches a mistake, and a
+    # strategy given where the budget goes (tune_spec("seed", 5)) is named rather than found deep in the search.
+    if not isinstance(spec, (Spec, str, os.PathLike)):
+        raise WrongArgumentType(f"tune_spec: spec is a Spec (from load_spec or spec_from_dict), the path of a spec "
+                                f"file or a shipped spec's name, got {type(spec).__name__}")
+    if not isinstance(strategy, (Strategy, str)):
+        raise WrongArgumentType(f"tune_spec: strategy is a Strategy or its name ({', '.join(STRATEGIES)}), got "
+                                f"{strategy!r:.40} ({type(strategy).__name__})")
+    if not isinstance(budget, Budget):
+        raise WrongArgumentType(f"tune_spec: budget is a Budget (such as Budget(seconds=300) or "
+                                f"Budget(configurations=20)), got {budget!r:.40} ({type(budget).__name__})")
+    device = ordinal_argument("tune_spec", "device", device)
+    fresh = flag_argument("tune_spec", "fresh", fresh)
+    if result is not None and not isinstance(result, RunResult):
+        raise WrongArgumentType(f"tune_spec: result is a RunResult to add the cases to, or None, got "
+                                f"{type(result).__name__}")
+    for name, callback in (("on_result", on_result), ("on_screen", on_screen)):
+        if callback is not None and not callable(callback):
+            raise WrongArgumentType(f"tune_spec: {name} is a function, or None, got {callback!r:.40} "
+                                    f"({type(callback).__name__})")
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
+    if not isinstance(spec, Spec):
+        spec = load_spec(spec)
     result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
     result.started = now()
     props = read_properties(device)

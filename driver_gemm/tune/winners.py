@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import DriverGemmError, SpecError, WrongArgumentType, path_argument
+from ..errors import DriverGemmError, SpecError, WrongArgumentType, flag_argument, path_argument
 from ..output_files import refuse_aliases, write_file
 from ..planning.spec_files import spec_inputs
 from ..report.comparison import SAME, judge
@@ -75,6 +75,8 @@ def pick_winners(run: RunResult | ResultsFile | str | os.PathLike, *, across_gpu
     than one GPU model are a `MixedGpusError` (said at `where`, the results' file) unless `across_gpus` (as
     ``compare --across-gpus``).
     """
+    # "no" is truthy: it would rank configurations timed on different GPU models against each other
+    across_gpus = flag_argument("pick_winners", "across_gpus", across_gpus)
     run = _run_argument(run)
     if not across_gpus:
         check_one_gpu(run, where)
