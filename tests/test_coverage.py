@@ -212,3 +212,126 @@ def test_a_batch_folded_into_a_grid_of_tiles_numbers_them(tmp_path):
     text += "    tile: [BM, BN]\n    batch: 3\n"
     plan = plan_case(load_spec(write(tmp_path, text)).kernels[0], Shape(1001, 513, 777), arch_limits("sm_90"))
     assert plan.valid, _messages(plan)
+
+
+TYPED_BATCH = "    types: {a: bf16, b: bf16, c: bf16, accumulate: fp32}\n    batch: {count: 3}\n"
+MASKED_GROUPS = ("    types: {a: bf16, b: bf16, c: fp32, accumulate: fp32}\n"
+                 "    groups: {layout: masked, count: 4, rows: even}\n")
+
+
+def _plan_with(tmp_path, grid: str, tile: str | None, extra: str, shape=Shape(1001, 513, 777)):
+    text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", f"grid: {grid}") + extra
+    if tile is not None:
+        text += f"    tile: {tile}\n"
+    return plan_case(load_spec(write(tmp_path, text)).kernels[0], shape, arch_limits("sm_90"))
+
+
+@pytest.mark.parametrize("tile", ["[BM, BN]", None])
+def test_an_axis_that_reads_the_batch_has_a_block_for_every_matrix(tmp_path, tile):
+    # blockIdx.z picks the matrix: with batch - 1 blocks on z, the last matrix is never written, whatever the tiles.
+    plan = _plan_with(tmp_path, "[ceil(M / BM), ceil(N / BN), 'batch - 1']", tile, TYPED_BATCH)
+    assert _messages(plan) == [[
+        "kernels[v4].grid[2]",
+        "grid z extent 2 ('batch - 1' with batch=3) is less than the batch count, 3 matrices: blockIdx.z numbers them, "
+        "so matrix 2 would never be written (hint: grid z should be batch, a block for every matrix, or "
+        "min(batch, 65535) where the kernel loops over the matrices past the cap)"]]
+    # A block for every matrix, or a cap the kernel loops past (gridDim.z's limit), is whole.
+    for z in ("batch", "'min(batch, 2)'", "'2 * batch'"):
+        assert _plan_with(tmp_path, f"[ceil(M / BM), ceil(N / BN), {z}]", tile, TYPED_BATCH).valid
+
+
+def test_an_axis_that_reads_the_groups_has_a_block_for_every_group(tmp_path):
+    plan = _plan_with(tmp_path, "[ceil(N / 16), ceil(M / 16), 'groups - 2']", "[16, 16]", MASKED_GROUPS,
+                      Shape(1001, 520, 776))
+    assert _messages(plan) == [[
+        "kernels[v4].grid[2]",
+        "grid z extent 2 ('groups - 2' with groups=4) is less than the groups count, 4 groups: blockIdx.z numbers "
+        "them, so groups 2-3 would never be written (hint: grid z should be groups, a block for every group, or "
+        "min(groups, 65535) where the kernel loops over the groups past the cap)"]]
+    assert _plan_with(tmp_path, "[ceil(N / 16), ceil(M / 16), groups]", "[16, 16]", MASKED_GROUPS,
+                      Shape(1001, 520, 776)).valid
+
+
+def test_an_axis_that_folds_the_batch_into_its_tiles_covers_every_matrix(tmp_path):
+    # ceil(M / BM) * (batch - 1) covers two matrices' rows of three; the tiles of every matrix are counted on one axis.
+    rows = _plan_with(tmp_path, "[ceil(N / BN), 'ceil(M / BM) * (batch - 1)']", "[BM, BN]", TYPED_BATCH)
+    assert _messages(rows) == [[
+        "kernels[v4].grid[1]",
+        "the grid covers 2048 of the batch's 3 x M = 3003 rows (32 blocks x 64): rows 2048-3002 would never be "
+        "written (hint: grid y should be ceil(M / BM) * batch)"]]
+    assert _plan_with(tmp_path, "[ceil(N / BN), 'ceil(M / BM) * batch']", "[BM, BN]", TYPED_BATCH).valid
+    one_axis = _plan_with(tmp_path, "['ceil(M / BM) * ceil(N / BN) * (batch - 1)', 1, 1]", "[BM, BN]", TYPED_BATCH)
+    assert _messages(one_axis) == [[
+        "kernels[v4].grid[0]",
+        "the grid has 288 blocks for C's 432 tiles of 64 x 64 (ceil(M / BM) x ceil(N / BN) x batch = 3): 144 tiles "
+        "would never be written (hint: a grid that numbers the tiles is ceil(M / BM) * ceil(N / BN) * batch)"]]
+
+
+SPLIT_SHAPE = Shape(4096, 4096, 4096)
+
+
+@pytest.mark.parametrize("grid, tile", [
+    # block_tile_j = (blockIdx.z * gridDim.x + blockIdx.x): 32 x 2 column blocks of 128 for N's 32 (the rest return)
+    ("[32, ceil(M / 256), 'ceil(N / (128 * 16))']", "[256, 128]"),
+    ("[16, ceil(M / 256), 'ceil(N / (128 * 16))']", "[256, 128]"),
+    ("[ceil(N / 128), 32, 'ceil(M / (64 * 16))']", "[64, 128]"),      # rows split over y and z the same way
+    # mb = blockIdx.z * 256 + (blockIdx.x / 2) * 128, nb = blockIdx.y * 256 + (blockIdx.x % 2) * 128
+    ("[4, ceil(N / 256), ceil(M / 256)]", "[128, 128]"),
+    ("[8, ceil(N / 256), ceil(M / 256)]", "[128, 128]"),
+])
+def test_columns_or_rows_split_over_two_axes_cover_c_with_enough_blocks_between_them(tmp_path, grid, tile):
+    plan = _plan(tmp_path, grid, tile, SPLIT_SHAPE)
+    assert plan.valid, _messages(plan)
+
+
+def test_a_short_split_over_two_axes_says_its_real_coverage_and_what_either_axis_should_be(tmp_path):
+    # x = 8 where z divides N by 16 tiles: 2 blocks of z x 8 of x x 128 = 2048 columns, not 2 x 128.
+    plan = _plan(tmp_path, "[8, ceil(M / 256), 'ceil(N / (128 * 16))']", "[256, 128]", SPLIT_SHAPE)
+    assert _messages(plan) == [[
+        "kernels[v4].grid[2]",
+        "the grid covers 2048 of N = 4096 columns (2 blocks of grid z x 8 of grid x, 128 columns each): columns "
+        "2048-4095 would never be written (hint: grid z should be ceil(N / (128 * 8)), each of its blocks split over "
+        "grid x's 8; or grid x should be 16, as 'ceil(N / (128 * 16))' gives each block of grid z 16 tiles of 128)"]]
+    # The split as written (x = 16, its factor) with z rounding down: z is what to fix, ceil(N / (128 * 16)).
+    floor = _plan(tmp_path, "[16, ceil(M / 256), 'N // (128 * 16)']", "[256, 128]", Shape(4096, 5000, 4096))
+    assert _messages(floor) == [[
+        "kernels[v4].grid[2]",
+        "the grid covers 4096 of N = 5000 columns (2 blocks of grid z x 16 of grid x, 128 columns each): columns "
+        "4096-4999 would never be written (hint: grid z should be ceil(N / (128 * 16)), each of its blocks split over "
+        "grid x's 16)"]]
+
+
+def test_an_axis_shared_by_the_rows_and_columns_is_held_to_its_count_of_blocks(tmp_path):
+    # x = 2 where each block of y and z spans 2 x 2 tiles: how x's blocks share them out is the kernel's, so only
+    # the count is checked, and the hint names the blocks x needs.
+    plan = _plan(tmp_path, "[2, ceil(N / 256), ceil(M / 256)]", "[128, 128]", SPLIT_SHAPE)
+    assert _messages(plan) == [[
+        "kernels[v4].grid",
+        "the grid has 512 blocks over grid x, y and z for C's 1,024 tiles of 128 x 128 (ceil(M / 128) x "
+        "ceil(N / 128)): 512 tiles would never be written (hint: grid x should be 4: a block of grid z and y spans "
+        "256 x 256 of C, 2 x 2 tiles of 128 x 128)"]]
+
+
+@pytest.mark.parametrize("grid, tile, shape, field, gap", [
+    ("[ceil(N / BN), M // BM]", "[BM, BN]", Shape(1025, 513, 777), "grid[1]", "row 1024 would never be written"),
+    ("[N // BN, ceil(M / BM)]", None, Shape(1001, 513, 777), "grid[0]", "column 512 would never be written"),
+    ("['ceil(M / BM) * (N // BN)']", "[BM, BN]", Shape(64, 513, 777), "grid[0]", "1 tile would never be written"),
+])
+def test_a_gap_of_one_row_column_or_tile_is_named_as_one(tmp_path, grid, tile, shape, field, gap):
+    plan = _plan(tmp_path, grid, tile, shape)
+    assert [(where, gap in message) for where, message in _messages(plan)] == [(f"kernels[v4].{field}", True)]
+
+
+def test_a_grid_that_fails_on_a_shape_the_require_excludes_says_the_require_first(tmp_path):
+    # 'N / 16' is no whole number on N = 513 because the kernel takes only multiples of 16: that is the reason.
+    text = "    require: [M % 16 == 0, N % 16 == 0, K % 16 == 0]\n"
+    plan = _plan_with(tmp_path, "[N / 16, M / 16]", None, text)
+    assert [message[0] for message in _messages(plan)] == [
+        "kernels[v4].require[0]", "kernels[v4].require[1]", "kernels[v4].require[2]", "kernels[v4].grid[0]",
+        "kernels[v4].grid[1]"]
+    assert "'N % 16 == 0' does not hold with N=513" in _messages(plan)[1][1]
+    # A block beyond its limit is its own reason: the require is not added to it.
+    text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [N / 16, M / 16]") + text
+    text = text.replace("block: [BN / TN, BM / TM]", "block: [64, 64]").replace("0]", "0, threads <= 2048]")
+    big = plan_case(load_spec(write(tmp_path, text)).kernels[0], Shape(1024, 512, 1000), arch_limits("sm_90"))
+    assert [message[0] for message in _messages(big)] == ["kernels[v4].block"]

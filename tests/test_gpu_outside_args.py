@@ -10,6 +10,7 @@ kernel whose halves meet across a grid-wide barrier (a cooperative launch: launc
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from driver_gemm.session.state import RunOptions
 from driver_gemm.specfile import load_spec
 from driver_gemm.status import Status
 
-from conftest import SPECS
+from conftest import ROOT, SPECS
 from gpu_specs import quick, write_spec
 
 pytestmark = pytest.mark.gpu
@@ -341,3 +342,40 @@ def test_the_spec_entries_of_w4a16_pass_and_the_vendor_row_times_an_fp16_gemm_of
         [(case.name, case.status, case.message) for case in run.cases]
     assert all(case.status in (Status.PASS, Status.REF) for case in run.cases), \
         [(case.name, case.status, case.message) for case in run.cases]
+
+
+GROUPED = ("grouped-ends", "grouped-row-index", "grouped-masked", "grouped-pointers")
+
+
+def test_grouped_gemms_pass_in_every_layout_and_their_vendor_row_is_the_dense_product():
+    # Contiguous groups found by their ends, by each row's group (padding rows between groups left alone), masked
+    # groups in matrices of their own, and CUTLASS's arrays of pointers: each PASSes on the rows its groups hold,
+    # with GFLOP/s of those rows; the vendor rows (the dense product, the batch of full matrices) PASS on their own.
+    spec = quick(load_spec(SPECS / "outside-grouped.yaml"))
+    run = run_spec(spec, options=RunOptions())
+    kernels = [case for case in run.cases if case.name in GROUPED]
+    assert len(kernels) == 8
+    for case in kernels:
+        assert case.status == Status.PASS, (case.name, case.shape.label, case.status, case.message)
+        rows = sum(case.operands.groups["rows"])
+        assert case.verification.elements == rows * case.shape.N
+        assert case.gflops == pytest.approx(2 * rows * case.shape.N * case.shape.K / case.timing.median_ms / 1e6)
+        assert case.pct_cublas is not None
+    assert all(case.status in (Status.PASS, Status.REF) for case in run.cases), \
+        [(case.name, case.status, case.message) for case in run.cases]
+
+
+def test_a_grouped_kernel_that_reads_the_first_groups_b_for_every_group_fails_past_the_first_group(tmp_path):
+    # The rows of group 0 are right and every other group's wrong: the diagnosis puts each mismatch back at its row
+    # of C, with its group.
+    shutil.copytree(ROOT / "kernels", tmp_path / "kernels")
+    path = tmp_path / "grouped.yaml"
+    path.write_text((SPECS / "outside-grouped.yaml").read_text().replace("../kernels/", "kernels/")
+                    .replace("SAME_B: false", "SAME_B: true"))
+    spec = quick(load_spec(path).select(kernels=["grouped-ends"], shapes=["1001x520x776"]))
+    run = run_spec(spec, options=RunOptions())
+    case = next(case for case in run.cases if case.name == "grouped-ends")
+    first = case.operands.groups["rows"][0]
+    assert case.status == Status.FAIL, case.message
+    assert case.diagnosis.first_mismatches and all(entry["group"] >= 1 and entry["row"] >= first
+                                                   for entry in case.diagnosis.first_mismatches)

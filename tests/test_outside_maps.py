@@ -191,7 +191,7 @@ def test_a_maps_names_follow_one_rule_at_the_top_and_inside_a_struct(in_struct):
     field = "signature[1].fields[0]" if in_struct else "signature[1]"
     assert error.field == f"kernels[panels].{field}.dims[2]", error.field
     assert "unknown name batchh" in error.message and error.hint == "names available: M, N, K, lda, ldb, ldc, " \
-        "strideA, strideB, strideC, batch, STAGES, GROUP, B_PANELS", (error.message, error.hint)
+        "strideA, strideB, strideC, batch, groups, STAGES, GROUP, B_PANELS", (error.message, error.hint)
     assert error.where.endswith("outside-test.yaml:16")
     # sm_count is the GPU's, not the memory's: no map reads it, here or there.
     assert "unknown name sm_count" in spec_error(text.replace("K, batch]", "K, sm_count]")).message

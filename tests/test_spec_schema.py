@@ -85,6 +85,7 @@ MAPPINGS = {
     "/$defs/kernel/properties/batch/oneOf/1": '("count", "stride")',             # typed._batch
     "/$defs/kernel/properties/batch/oneOf/1/properties/stride": (typed, "OPERANDS"),
     "/$defs/kernel/properties/scales": '("a", "b")',                             # typed._scales
+    "/$defs/groups": (typed, "GROUPS_KEYS"),
     "/$defs/kernel/properties/scalars": (typed, "SCALAR_NAMES"),                 # typed.parse_kernel_scalars
     # Not by check_keys: dispatch._parse_entry writes the entry's keys inline as a set, and reads when's by
     # DIMENSIONS and "if".
@@ -199,7 +200,7 @@ WORDS = {
                                                                              device_buffers.BUFFER_ELEMENT_ALIASES),
     "/$defs/buffer/dependentSchemas/bias/properties/element": with_aliases(device_buffers.DRAWN_ELEMENTS,
                                                                            device_buffers.BUFFER_ELEMENT_ALIASES),
-    "/$defs/buffer/properties/fill/oneOf/0": ("zero", "iota"),              # device_buffers._fill
+    "/$defs/buffer/properties/fill/anyOf/0": ("zero", "iota"),              # device_buffers._fill
     "/$defs/buffer/properties/pass": ("parameter", "none"),                 # device_buffers.buffer_argument
     "/$defs/buffer/properties/bias": ("M", "N"),                            # device_buffers._bias
     "/$defs/bufferScales/properties/of": ("A", "B", "a", "b"),              # device_buffers._block_scales
@@ -250,7 +251,7 @@ BOUNDS = [
     ("/$defs/exactShape/oneOf/0/items", "maximum", limits.MAX_DIMENSION),
     ("/$defs/dispatchEntry/properties/when/properties/M/items", "maximum", limits.MAX_DIMENSION),
     ("/$defs/scalarArgument/properties/value/oneOf/3", "maxItems", limits.MAX_ARRAY_ELEMENTS),
-    ("/$defs/buffer/properties/fill/oneOf/2", "maxItems", limits.MAX_BUFFER_VALUES),
+    ("/$defs/buffer/properties/fill/anyOf/3", "maxItems", limits.MAX_BUFFER_VALUES),
     ("/$defs/tensorMap/properties/box", "maxItems", launch_fields.TENSOR_MAP_MAX_RANK),
     ("/$defs/tensorMap/properties/dims", "maxItems", launch_fields.TENSOR_MAP_MAX_RANK),
     ("/$defs/tensorMap/properties/element_strides", "maxItems", launch_fields.TENSOR_MAP_MAX_RANK),

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import dtypes
 from .dtypes import ElementType, GemmTypes
+from .groups import GemmGroups
 from ..errors import SpecError
 
 ORDERS = ("row", "col")
@@ -171,7 +172,8 @@ def layout_code(orders: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class GemmOperands:
-    """The three operands of a (batched) GEMM C[b] = alpha * A[b] @ B[b] + beta * C[b] as laid out in memory."""
+    """The three operands of a (batched) GEMM C[b] = alpha * A[b] @ B[b] + beta * C[b] as laid out in memory; with
+    `groups`, a grouped GEMM (`gemm.groups`), whose B holds a matrix per group."""
 
     M: int
     N: int
@@ -179,10 +181,27 @@ class GemmOperands:
     a: MatrixLayout
     b: MatrixLayout
     c: MatrixLayout
+    groups: GemmGroups | None = None
 
     @property
     def batch(self) -> int:
+        """The matrices of C (of A too; a contiguous grouped GEMM's B has one per group)."""
         return self.c.batch
+
+    @property
+    def flops(self) -> int:
+        """The floating-point operations of the product: 2 M N K for each matrix of the batch, or the groups'."""
+        return self.groups.flops if self.groups is not None else 2 * self.M * self.N * self.K * self.batch
+
+    def dense(self) -> "GemmOperands":
+        """The ungrouped product that holds a grouped one's rows, as a vendor library computes it in one call: M x N
+        x K with one B (contiguous), or the batch of every group's full matrices (masked). Itself when ungrouped."""
+        if self.groups is None:
+            return self
+        if self.groups.layout == "masked":
+            return GemmOperands(self.M, self.N, self.K, self.a, self.b, self.c)
+        b = matrix_layout("B", self.K, self.N, self.b.order, self.b.ld)
+        return GemmOperands(self.M, self.N, self.K, self.a, b, self.c)
 
     @property
     def orders(self) -> dict[str, str]:
@@ -200,9 +219,10 @@ class GemmOperands:
 
 def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = None,
                   ld: Mapping[str, int] | None = None, batch: int = 1, strides: Mapping[str, int] | None = None,
-                  where: str | None = None) -> GemmOperands:
+                  where: str | None = None, groups: GemmGroups | None = None) -> GemmOperands:
     """Checked layouts of A, B and C for an M x N x K GEMM: `orders` from `parse_layout`, `ld` and `strides` per operand
-    (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each. C is never broadcast."""
+    (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each. C is never broadcast. With `groups`, B has a
+    matrix per group, and A and C one per group where the groups are masked (`batch` is then 1)."""
     orders = {"a": "row", "b": "row", "c": "row", **(orders or {})}
     ld, strides = dict(ld or {}), dict(strides or {})
     for name, mapping in (("ld", ld), ("batch.stride", strides)):
@@ -213,10 +233,14 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
     if int(batch) != batch or batch < 1:
         raise SpecError(f"the batch count must be a positive integer, got {batch!r}", where, "batch.count")
     shapes = {"a": (M, K), "b": (K, N), "c": (M, N)}
-    layouts = {key: matrix_layout(key.upper(), *shapes[key], orders[key], ld.get(key), batch, strides.get(key),
+    counts = {key: batch for key in "abc"}
+    if groups is not None:
+        counts = {"a": 1, "b": groups.count, "c": 1} if groups.layout == "contiguous" else \
+            {key: groups.count for key in "abc"}
+    layouts = {key: matrix_layout(key.upper(), *shapes[key], orders[key], ld.get(key), counts[key], strides.get(key),
                                   broadcast_allowed=key != "c", where=where, field=key)
                for key in "abc"}
-    return GemmOperands(M, N, K, layouts["a"], layouts["b"], layouts["c"])
+    return GemmOperands(M, N, K, layouts["a"], layouts["b"], layouts["c"], groups)
 
 
 # --------------------------------------------------------------------------- inputs, outputs, reference

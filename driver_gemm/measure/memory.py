@@ -70,8 +70,8 @@ def typed_needs(operands, types, *, reads_c: bool) -> MemoryNeeds:
 
     `operands` is a `gemm.operands.GemmOperands`, `types` a `gemm.dtypes.GemmTypes`.
     """
-    batch = operands.batch
-    values = {key: 8 * batch * layout.rows * layout.cols
+    # each operand's own count of matrices: a grouped GEMM's B has one per group where its A and C may have one
+    values = {key: 8 * layout.batch * layout.rows * layout.cols
               for key, layout in (("A", operands.a), ("B", operands.b), ("C", operands.c))}
     laid_out = {"A": operands.a.elements * types.a.storage_bytes, "B": operands.b.elements * types.b.storage_bytes,
                 "C": operands.c.elements * types.c.storage_bytes}

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..errors import DriverGemmError
+from ..gemm.groups import METADATA as GROUP_METADATA, GemmGroups
 from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
@@ -134,8 +135,9 @@ class BufferPlan:
     fill: str
     values: tuple[float | int, ...] = ()
     read_only: bool = False        # alpha or beta by pointer: set once per case, never written by the kernel
-    data: bytes = b""              # fill "file", "built": the array's bytes as the element type lays them out
-    source: str = ""               # fill "file": the file they came from; "built": the builder (FILE.py:FUNCTION)
+    data: bytes = b""              # fill "file", "built", "groups": the array's bytes as the element type lays them out
+    # fill "file": the file they came from; "built": the builder (FILE.py:FUNCTION); "groups": what they say
+    source: str = ""
     grid: ScaleGrid | None = None  # fill "scales": where each factor is, and its value
     bias: BiasVector | None = None  # fill "bias": the values the reference adds to C
     quantized: QuantizedPart | None = None   # fill "quantized": a part of a quantized B, from the drawn values
@@ -158,7 +160,7 @@ class BufferPlan:
                 raise QuantizedFillFailed(self.name, str(failed), failed.hint) from None
         if self.fill == "zero":
             return np.zeros(self.nbytes, dtype=np.uint8)
-        if self.fill in ("file", "built"):
+        if self.fill in ("file", "built", "groups"):
             return np.frombuffer(self.data, dtype=np.uint8).copy()
         if self.fill in ("scales", "bias"):
             contents = np.full(self.count, np.nan)
@@ -190,6 +192,7 @@ class BufferPlan:
 
     def as_dict(self) -> dict:
         fill = {"values": list(self.values[:8]), "file": {"file": self.source}, "built": {"builder": self.source},
+                "groups": {"groups": self.source},
                 "scales": {"scales": self.grid.as_dict() if self.grid else None},
                 "bias": {"bias": self.bias.along if self.bias else None},
                 "quantized": {"quantized": self.quantized.describe() if self.quantized else None}
@@ -198,11 +201,13 @@ class BufferPlan:
                 "fill": fill}
 
 
-def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) -> dict[str, BufferPlan]:
+def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem,
+                 groups: GemmGroups | None = None) -> dict[str, BufferPlan]:
     """The `BufferPlan` of every device buffer of `kernel` on the shape of `env`, by argument name; a size
     that does not evaluate, is below 1, or exceeds `MAX_BUFFER_BYTES`, or a value that does not fit, is
     reported through `problem(message, field)` and the buffer left out. alpha and beta by pointer take
-    their values from `argument_values` (fp8 scales folded into alpha there)."""
+    their values from `argument_values` (fp8 scales folded into alpha there); a buffer of the groups' metadata,
+    from the case's `groups`."""
     plans: dict[str, BufferPlan] = {}
     for path, argument in kernel.device_buffers():
         buffer = argument.buffer
@@ -224,6 +229,11 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
             except expr.ExpressionError as exc:
                 problem(f"buffer {argument.name}: {exc}", f"{path}.fill")
                 continue
+            unfit = next((value for value in values if not _fits(buffer.element, value)), None)
+            if unfit is not None:
+                problem(f"buffer {argument.name}: fill holds {unfit:g} on this shape, which {buffer.element} cannot "
+                        "hold", f"{path}.fill")
+                continue
         if buffer.fill == "file":
             try:
                 source, data = _file_contents(buffer, env, count)
@@ -242,6 +252,15 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
                 continue
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "built", (), buffer.read_only,
                                               data, buffer.builder.text)
+            continue
+        if buffer.groups is not None:
+            try:
+                data = _group_metadata(buffer, groups, count)
+            except _Refused as refused:
+                problem(f"buffer {argument.name}: {refused}", f"{path}.groups")
+                continue
+            plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "groups", (), True, data,
+                                              buffer.groups)
             continue
         if buffer.scales is not None:
             try:
@@ -282,8 +301,37 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem) 
     return plans
 
 
+def _fits(element: str, value: float | int) -> bool:
+    """Whether `value` is one of `element`'s: a whole number in range for an integer type, within range for a
+    floating one."""
+    ctype = C_TYPES[element]
+    if ctype.is_float:
+        return fits_float(element, value)
+    return float(value).is_integer() and ctype.fits(int(value))
+
+
 class _Refused(Exception):
     """Why a buffer's fill file or grid of scales cannot fill it, said in the problem of its case."""
+
+
+def _group_metadata(buffer: DeviceBufferArgument, groups: GemmGroups | None, count: int) -> bytes:
+    """The bytes of a buffer holding the groups' `buffer.groups`, zeros past them; `_Refused` where the kernel has
+    no groups, the buffer is too short, or a number does not fit its element."""
+    kind = buffer.groups
+    assert kind is not None
+    if groups is None:
+        raise _Refused(f"holds the groups' {kind}, but the kernel has no groups: (a grouped GEMM's layout and rows)")
+    numbers = groups.metadata(kind)
+    if count < len(numbers):
+        raise _Refused(f"holds {count:,} elements, but the {groups.count} groups' {kind} are {len(numbers):,}: "
+                       f"{GROUP_METADATA[kind]}")
+    element = C_TYPES[buffer.element]
+    wrong = next((number for number in numbers if not element.fits(number)), None)
+    if wrong is not None:
+        raise _Refused(f"the groups' {kind} hold {wrong:,}, which does not fit {buffer.element}")
+    contents = np.zeros(count, dtype=NUMPY_ELEMENTS[buffer.element])
+    contents[:len(numbers)] = numbers
+    return contents.tobytes()
 
 
 def _scale_grid(scales: BlockScales, env: dict, count: int) -> ScaleGrid:

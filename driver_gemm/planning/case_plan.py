@@ -31,8 +31,8 @@ from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
-from .coverage import (PERSISTENT_NOTE, UNCHECKED_NOTE, fixed_block_count_note, grid_axes, inferred_tile, is_persistent,
-                       tile_axes)
+from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, UNCHECKED_NOTE, count_axes, divides_by, fixed_block_count_note,
+                       folds_batch, grid_axes, inferred_tile, is_persistent, tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -214,23 +214,38 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
                         dict(scalars or {}), active_clusters)
 
+    if operands.groups is not None:
+        notes.append(operands.groups.describe())
     for _, argument in kernel.leaf_arguments():
         if argument.pointers_to is not None:
-            count, stride = pointer_array_extent(kernel, operands, argument.pointers_to)
+            offsets = pointer_array_offsets(kernel, operands, argument.pointers_to)
+            count = len(offsets)
+            what = "first rows of the groups" if operands.groups is not None and \
+                getattr(operands, argument.pointers_to.lower()).batch == 1 else "matrices"
+            apart = {b - a for a, b in zip(offsets, offsets[1:])}
             notes.append(f"{argument.name}: an array of {count:,} pointer{'s' if count != 1 else ''} to "
-                         f"{argument.pointers_to}'s matrices" + (f", {stride:,} bytes apart" if count > 1 else "") +
-                         ", made when the case is bound")
+                         f"{argument.pointers_to}'s {what}"
+                         + (f", {apart.pop():,} bytes apart" if len(apart) == 1 else "")
+                         + ", made when the case is bound")
 
     evaluate = _evaluator(env, problem)
     if kernel.arch and base_arch(kernel.arch) != limits.arch:
         problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {base_arch(kernel.arch)};"
                 f" this device is {limits.arch}", "arch")
     block = [evaluate(e, f"block[{i}]") for i, e in enumerate(kernel.block)]
+    launch_problems = len(problems)
     grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(kernel.grid)]
     shared = evaluate(kernel.shared_bytes, "shared_bytes")
     config = None
     if None not in block and None not in grid and shared is not None:
         config = _check_dimensions(kernel, env, block, grid, shared, limits, problem)
+    grid_fields = f"{kernel.field_path}.grid"
+    if config is None and all((found.field or "").startswith(grid_fields) for found in problems[launch_problems:]):
+        # A grid that fails on a shape the kernel's require: excludes ('N / 16' on N = 513) fails because of it:
+        # the require, the reason, comes first. (A block or shared memory beyond its limit is its own reason.)
+        unmet: list[SpecError] = []
+        _check_requirements(kernel, env, None, _collector(kernel, unmet), block)
+        problems[launch_problems:launch_problems] = unmet
     following = tuple(_following_config(kernel, launch, env, limits, problem, notes) for launch in kernel.then)
 
     # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
@@ -244,7 +259,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             problem(f"alpha x the scales = {argument_values['alpha']:g} is beyond the range of {ctype}, the type the "
                     "kernel takes them in (folded into alpha)", "scales",
                     hint="scale the inputs so that alpha x scale a x scale b fits")
-    buffers = plan_buffers(kernel, env, argument_values, problem)
+    buffers = plan_buffers(kernel, env, argument_values, problem, operands.groups)
     notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
                  if buffer.grid is not None)
     notes.extend(f"bias {name}: {buffer.bias.describe()}" for name, buffer in buffers.items()
@@ -268,6 +283,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         # it would point at a launch the kernel was not written for (a kernel with no bounds checks).
         covering = problem if len(problems) == refused else (lambda *_, **__: None)
         persistent = is_persistent(kernel.grid, env)
+        _check_count_axes(kernel, env, config, covering)
         tile = _check_tile(kernel, env, shape, config, covering, persistent)
         if persistent:
             notes.append(PERSISTENT_NOTE)
@@ -333,13 +349,18 @@ def _constant_bytes(kernel: KernelSpec, env, scalars, problem) -> dict[str, byte
     return packed
 
 
-def pointer_array_extent(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> tuple[int, int]:
-    """How many addresses an array of pointers to `matrix`'s batch (``A``, ``B`` or ``C``) holds, and how many
-    bytes apart they lie: its batch stride in storage elements (an untyped kernel's are 4-byte floats)."""
+def pointer_array_offsets(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> list[int]:
+    """The byte offsets from `matrix`'s buffer (``A``, ``B`` or ``C``) of the addresses an array of pointers to it
+    holds: each matrix of its batch, a batch stride apart (an untyped kernel's elements are 4-byte floats); for a
+    grouped GEMM, each group's, which in one A or C (contiguous groups) is the group's first row."""
     layout = getattr(operands, matrix.lower())
     types = kernel.operands.types if kernel.operands is not None else None
     element_bytes = getattr(types, matrix.lower()).storage_bytes if types is not None else 4
-    return layout.batch, layout.batch_stride * element_bytes
+    groups = operands.groups
+    if groups is not None and layout.batch == 1:
+        step = layout.ld if layout.order == "row" else 1     # from one row's first element to the next's
+        return [start * step * element_bytes for start in groups.starts]
+    return [index * layout.batch_stride * element_bytes for index in range(layout.batch)]
 
 
 def _fixed_grid_under_its_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig,
@@ -517,10 +538,23 @@ def check_resources(config: LaunchConfig, resources: KernelResources, limits: Ar
                 hint="use fewer threads per block or cap registers with __launch_bounds__")
 
 
-def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig, problem) -> None:
-    full = {**env, "blockDim_x": config.block[0], "blockDim_y": config.block[1], "blockDim_z": config.block[2],
-            "threads": config.threads_per_block}
+# The names a require: reads of the launch's block (the rest are the case's).
+_BLOCK_NAMES = frozenset({"blockDim_x", "blockDim_y", "blockDim_z", "threads"})
+
+
+def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig | None, problem,
+                        block: list[int | None] | None = None) -> None:
+    """The kernel's ``require:`` on the case. Without a launch (`config` None: its grid or block did not evaluate
+    or fit), on the `block` alone where it evaluated; a requirement that reads the block's extents without one is
+    left to the block's own problem."""
+    extents = config.block if config is not None else block
+    full = dict(env)
+    if extents is not None and None not in extents:
+        x, y, z = (*extents, 1, 1, 1)[:3]   # a block written with fewer axes has 1 on the rest
+        full.update({"blockDim_x": x, "blockDim_y": y, "blockDim_z": z, "threads": x * y * z})
     for index, requirement in enumerate(kernel.require):
+        if config is None and requirement.names & _BLOCK_NAMES - full.keys():
+            continue
         try:
             holds = requirement.evaluate(full)
         except expr.ExpressionError as exc:
@@ -531,12 +565,30 @@ def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig, problem) 
                     hint="the kernel was written for launches where this is true")
 
 
+def _check_count_axes(kernel: KernelSpec, env, config: LaunchConfig, problem) -> None:
+    """An axis that numbers the batch's matrices or the groups (`coverage.count_axes`: ``batch`` on z) has a block
+    for every one: blockIdx picks the matrix, so with fewer (``batch - 1``) the last ones are never written, whatever
+    the tiles of each. A ``min()`` cap (a kernel looping over the rest) is not held to it."""
+    for axis, name in count_axes(kernel.grid):
+        count, extent = env.get(name, 1), config.grid[axis]
+        if extent >= count:
+            continue
+        one, many = ("matrix", "matrices") if name == "batch" else ("group", "groups")
+        left = f"{one} {extent}" if count - extent == 1 else f"{many} {extent}-{count - 1}"
+        problem(f"grid {'xyz'[axis]} extent {extent} ('{kernel.grid[axis].source}' with "
+                f"{_names(kernel.grid[axis], env)}) is less than the {name} count, {count} {many}: blockIdx."
+                f"{'xyz'[axis]} numbers them, so {left} would never be written", f"grid[{axis}]",
+                hint=f"grid {'xyz'[axis]} should be {name}, a block for every {one}, or min({name}, 65535) where the "
+                     f"kernel loops over the {many} past the cap")
+
+
 def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem,
                 persistent: bool = False) -> tuple[int, int] | None:
     """With a declared tile (rows x cols of C per block), a grid that follows C must cover it: on the axes that
-    step along N and M (x and y as usual), or, where one axis numbers every tile, in its count of blocks. A
-    persistent grid is not held to it (`coverage`). Returns the tile's rows and columns (None when undeclared or
-    not computable)."""
+    step along N and M (x and y as usual), each times the blocks of an axis its tiles are split over
+    (`_split_over`), or, where one axis numbers every tile or shares its blocks out over both, in its count of
+    blocks. A persistent grid is not held to it (`coverage`). Returns the tile's rows and columns (None when
+    undeclared or not computable)."""
     if kernel.tile is None:
         return None
     try:
@@ -554,76 +606,165 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         return None
     if persistent:
         return rows, cols
-    axes = grid_axes(kernel.grid)
+    axes = grid_axes(kernel.grid) or _split_grid_axes(kernel, env, config, rows, cols)
     if axes is None:
-        _check_tile_count(kernel, shape, config, rows, cols, problem)
+        _check_tile_count(kernel, env, shape, config, rows, cols, problem)
         return rows, cols
     column_axis, row_axis = axes
-    covered_cols = config.grid[column_axis] * cols * _split_over(kernel, env, config, axes, column_axis, "N", cols)
-    covered_rows = config.grid[row_axis] * rows * _split_over(kernel, env, config, axes, row_axis, "M", rows)
-    if (covered_cols < shape.N or covered_rows < shape.M) and _tile_count_covers(kernel, shape, config, rows, cols):
+    column_split = _split_over(kernel, env, config, axes, column_axis, "N", cols)
+    row_split = _split_over(kernel, env, config, axes, row_axis, "M", rows)
+    if column_split and row_split and column_split[0] == row_split[0]:
+        # One axis shares its blocks out over both the columns and the rows of the others' blocks (blockIdx.x / 2
+        # and blockIdx.x % 2): how, the grid does not say, so only its count of blocks can be held to C's tiles.
+        _check_tile_count(kernel, env, shape, config, rows, cols, problem)
+        return rows, cols
+    sides = [(column_axis, "N", shape.N, cols, kernel.tile[1].source, column_split),
+             (row_axis, "M", shape.M, rows, kernel.tile[0].source, row_split)]
+    short = []
+    for axis, size_name, size, tile, tile_source, split in sides:
+        matrices = env.get("batch", 1) if folds_batch(kernel.grid[axis]) else 1
+        covered = config.grid[axis] * tile * (split[1] if split else 1)
+        if covered < size * matrices:
+            short.append((axis, size_name, size, tile, tile_source, split, matrices, covered))
+    if short and _tile_count_covers(kernel, env, shape, config, rows, cols):
         return rows, cols   # a swizzled grid (CUTLASS's x of twice the column tiles, y of half the rows) is whole
-    if covered_cols < shape.N:
-        problem(f"the grid covers {covered_cols} of N = {shape.N} columns ({config.grid[column_axis]} blocks x "
-                f"{cols}): columns {covered_cols}-{shape.N - 1} would never be written", f"grid[{column_axis}]",
-                hint=f"grid {'xyz'[column_axis]} should be ceil(N / {kernel.tile[1].source})")
-    if covered_rows < shape.M:
-        problem(f"the grid covers {covered_rows} of M = {shape.M} rows ({config.grid[row_axis]} blocks x {rows}): "
-                f"rows {covered_rows}-{shape.M - 1} would never be written", f"grid[{row_axis}]",
-                hint=f"grid {'xyz'[row_axis]} should be ceil(M / {kernel.tile[0].source})")
+    for axis, size_name, size, tile, tile_source, split, matrices, covered in short:
+        what = "columns" if size_name == "N" else "rows"
+        of = f"{size_name} = {size}" if matrices == 1 else f"the batch's {matrices} x {size_name} = {size * matrices}"
+        blocks = f"{config.grid[axis]} blocks x {tile}"
+        divisor = tile_source
+        hint_tail = ""
+        if split:
+            other, other_blocks = split
+            step = inferred_tile(kernel.grid[axis], size_name)
+            blocks = (f"{config.grid[axis]} blocks of grid {'xyz'[axis]} x {other_blocks} of grid {'xyz'[other]}, "
+                      f"{tile} {what} each")
+            divisor = f"({tile_source} * {kernel.grid[other].source})"
+            factor = step.evaluate_int(env) // tile
+            hint_tail = f", each of its blocks split over grid {'xyz'[other]}'s {other_blocks}"
+            if other_blocks < factor:
+                hint_tail += (f"; or grid {'xyz'[other]} should be {factor}, as '{kernel.grid[axis].source}' gives "
+                              f"each block of grid {'xyz'[axis]} {factor} tiles of {tile}")
+        problem(f"the grid covers {covered} of {of} {what} ({blocks}): {_span(what, covered, size * matrices - 1)} "
+                "would never be written", f"grid[{axis}]",
+                hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor})"
+                     + (" * batch" if matrices > 1 else "") + hint_tail)
     return rows, cols
 
 
-def _split_over(kernel: KernelSpec, env, config: LaunchConfig, axes: tuple[int, int], axis: int, size: str,
-                tile: int) -> int:
-    """How many blocks of another axis share each block of `axis` along `size` (N or M): where `axis` divides
-    `size` by exactly `tile` times the blocks of an axis that reads neither M nor N nor the batch
-    (``[ceil(N / (TILE * S * 2)), ceil(M / TILE), 2 * S]``: columns split over x and z), that count, by value on
-    the case, however the two are written; else 1 (a split of K on that axis covers no more of C)."""
+def _split_grid_axes(kernel: KernelSpec, env, config: LaunchConfig, rows: int, cols: int) -> tuple[int, int] | None:
+    """The axes that step along N and M of a grid whose columns (or rows) are split over another axis as written
+    (``[16, ceil(M / 256), ceil(N / (128 * 16))]``), where each such axis is the split `_split_over` finds by value
+    for the axis whose divisor names it: held to C axis by axis, each with its split, the check says how much of N
+    (M) the two cover together and what either should be. None where that does not hold (the count of blocks is
+    then all that is checked)."""
+    axes = grid_axes(kernel.grid, splits=True)
+    if axes is None:
+        return None
+    for extra in set(tile_axes(kernel.grid)) - set(axes):
+        owners = [(axis, size, tile) for axis, size, tile in ((axes[0], "N", cols), (axes[1], "M", rows))
+                  if divides_by(kernel.grid, axis, extra)]
+        if len(owners) != 1 or (_split_over(kernel, env, config, axes, *owners[0]) or (None,))[0] != extra:
+            return None
+    return axes
+
+
+def _span(what: str, first: int, last: int) -> str:
+    """Rows (columns) `first` to `last` as a message names them: one of them alone by itself."""
+    return f"{what[:-1]} {first}" if first == last else f"{what} {first}-{last}"
+
+
+def _split_over(kernel: KernelSpec, env, config: LaunchConfig, axes: tuple[int, ...], axis: int, size: str,
+                tile: int) -> tuple[int, int] | None:
+    """The axis whose blocks share out each block of `axis` along `size` (N or M), and its count of blocks; None
+    if none does. Where `axis` divides `size` by `tile` times a whole factor f > 1 (each of its blocks spans f
+    tiles), the tiles are split over an axis that reads neither M, N, the batch nor the groups: the one of f blocks
+    however the two are written (``[ceil(N / (TILE * S * 2)), ceil(M / TILE), 2 * S]``), or, for an axis that does
+    not read K either (a number or a param: a split of K reads K), one of a multiple of f (more blocks than tiles,
+    the rest returning early: ``(blockIdx.z * gridDim.x + blockIdx.x)`` with x = 32 and f = 16) or a divisor of f
+    (too few, said with the real coverage). A count that is neither (4 blocks for f = 3) says the axis launches
+    copies of the same tiles, as a split of K does: it covers no more of C."""
     extent = inferred_tile(kernel.grid[axis], size)
     if extent is None:
-        return 1
+        return None
     try:
         step = extent.evaluate_int(env)
     except expr.ExpressionError:
-        return 1
+        return None
+    if step <= tile or step % tile:
+        return None
+    factor = step // tile
     for other, grid_extent in enumerate(kernel.grid):
-        if other in axes or grid_extent.names & {"M", "N", "batch"}:
+        if other in axes or grid_extent.names & {"M", "N", *COUNT_NAMES}:
             continue
         blocks = config.grid[other]
-        if blocks > 1 and step == tile * blocks:
-            return blocks
-    return 1
+        commensurate = blocks > 1 and (blocks % factor == 0 or factor % blocks == 0)
+        if blocks == factor or ("K" not in grid_extent.names and commensurate):
+            return other, blocks
+    return None
 
 
-def _blocks_and_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int,
-                      cols: int) -> tuple[int, int]:
-    """The grid's blocks over `coverage.tile_axes`, and C's tiles of `rows` x `cols`."""
-    return (math.prod(config.grid[axis] for axis in tile_axes(kernel.grid)),
-            -(-shape.M // rows) * -(-shape.N // cols))
+def _blocks_and_tiles(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int,
+                      cols: int) -> tuple[int, int, list[int]]:
+    """The grid's blocks over the axes that number tiles (`coverage.tile_axes`, and an axis that `_split_over`
+    finds sharing out the tiles of another's blocks), C's tiles of `rows` x `cols` (of every matrix where an axis
+    folds the batch in, `coverage.folds_batch`), and those axes."""
+    axes = set(tile_axes(kernel.grid))
+    for axis, extent in enumerate(kernel.grid):
+        for size, tile in (("N", cols), ("M", rows)):
+            if extent.names & {"M", "N"} and axis in axes:
+                split = _split_over(kernel, env, config, tuple(axes), axis, size, tile)
+                if split:
+                    axes.add(split[0])
+    matrices = env.get("batch", 1) if any(folds_batch(kernel.grid[axis]) for axis in axes) else 1
+    return (math.prod(config.grid[axis] for axis in axes), -(-shape.M // rows) * -(-shape.N // cols) * matrices,
+            sorted(axes))
 
 
-def _tile_count_covers(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int) -> bool:
+def _tile_count_covers(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int, cols: int) -> bool:
     """Whether the grid has a block for every tile of C."""
-    blocks, tiles = _blocks_and_tiles(kernel, shape, config, rows, cols)
+    blocks, tiles, _ = _blocks_and_tiles(kernel, env, shape, config, rows, cols)
     return blocks >= tiles
 
 
-def _check_tile_count(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int,
+def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int, cols: int,
                       problem) -> None:
     """A grid that numbers C's tiles its own way (``ceil(M / BM) * ceil(N / BN)`` blocks on one axis, or columns
     split over two) covers C when it has a block for every tile: every axis but the batch's and a split of K,
     multiplied."""
-    blocks, tiles = _blocks_and_tiles(kernel, shape, config, rows, cols)
+    blocks, tiles, axes = _blocks_and_tiles(kernel, env, shape, config, rows, cols)
     if blocks < tiles:
-        axes = tile_axes(kernel.grid)
         names = ["xyz"[axis] for axis in axes]
         counted = f" over grid {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else ""
+        matrices = tiles // (-(-shape.M // rows) * -(-shape.N // cols))
+        each = f" x batch = {matrices}" if matrices > 1 else ""
+        missing = tiles - blocks
         problem(f"the grid has {blocks:,} blocks{counted} for C's {tiles:,} tiles of {rows} x {cols} (ceil(M / "
-                f"{kernel.tile[0].source}) x ceil(N / {kernel.tile[1].source})): {tiles - blocks:,} tiles would "
-                "never be written", f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
-                hint=f"a grid that numbers the tiles is ceil(M / {kernel.tile[0].source}) * ceil(N / "
-                     f"{kernel.tile[1].source})")
+                f"{kernel.tile[0].source}) x ceil(N / {kernel.tile[1].source}){each}): {missing:,} "
+                f"{'tile' if missing == 1 else 'tiles'} would never be written",
+                f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
+                hint=_shared_axis_hint(kernel, env, config, rows, cols)
+                or f"a grid that numbers the tiles is ceil(M / {kernel.tile[0].source}) * ceil(N / "
+                   f"{kernel.tile[1].source})" + (" * batch" if matrices > 1 else ""))
+
+
+def _shared_axis_hint(kernel: KernelSpec, env, config: LaunchConfig, rows: int, cols: int) -> str:
+    """For a grid whose one axis shares out the tiles of both the column and the row axis's blocks (``[4, ceil(N /
+    256), ceil(M / 256)]`` with a 128 x 128 tile): the blocks that axis needs, the tiles of one of their blocks."""
+    found = grid_axes(kernel.grid)
+    if found is None:
+        return ""
+    column_axis, row_axis = found
+    column_split = _split_over(kernel, env, config, found, column_axis, "N", cols)
+    row_split = _split_over(kernel, env, config, found, row_axis, "M", rows)
+    if not (column_split and row_split and column_split[0] == row_split[0]):
+        return ""
+    span_cols = inferred_tile(kernel.grid[column_axis], "N").evaluate_int(env)
+    span_rows = inferred_tile(kernel.grid[row_axis], "M").evaluate_int(env)
+    need = (span_cols // cols) * (span_rows // rows)
+    return (f"grid {'xyz'[column_split[0]]} should be {need}: a block of grid {'xyz'[row_axis]} and "
+            f"{'xyz'[column_axis]} spans {span_rows} x {span_cols} of C, {span_rows // rows} x {span_cols // cols} "
+            f"tiles of {rows} x {cols}")
 
 
 def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> bool:
@@ -644,13 +785,18 @@ def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: Laun
                                                    (row_axis, row_extent, "M", shape.M, rows)):
         blocks = config.grid[axis]
         covered = blocks * extent
-        if covered < size:
+        # An axis that folds the batch in (ceil(M / BM) * batch) steps along every matrix's rows (columns).
+        matrices = env.get("batch", 1) if folds_batch(kernel.grid[axis]) else 1
+        if covered < size * matrices:
             what = "columns" if size_name == "N" else "rows"
-            problem(f"the grid covers {covered} of {size_name} = {size} {what} ({blocks} blocks x {extent}, as "
-                    f"'{kernel.grid[axis].source}' divides {size_name} by {divisor.source}): {what} "
-                    f"{covered}-{size - 1} would never be written", f"grid[{axis}]",
-                    hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor.source}); if a block computes "
-                         "more than that, declare tile: [rows, cols]")
+            of = f"{size_name} = {size}" if matrices == 1 else \
+                f"the batch's {matrices} x {size_name} = {size * matrices}"
+            problem(f"the grid covers {covered} of {of} {what} ({blocks} blocks x {extent}, as "
+                    f"'{kernel.grid[axis].source}' divides {size_name} by {divisor.source}): "
+                    f"{_span(what, covered, size * matrices - 1)} would never be written", f"grid[{axis}]",
+                    hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor.source})"
+                         + (" * batch" if matrices > 1 else "")
+                         + "; if a block computes more than that, declare tile: [rows, cols]")
     return True
 
 

@@ -149,6 +149,8 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
             operands, _ = evaluate_operands(kernel, shape)
         except SpecError:
             continue
+        # A grouped kernel is timed against the product that holds its groups in one call (`GemmOperands.dense`).
+        operands = operands.dense()
         alpha, beta = gemm_scalars(kernel, shape, dict(spec.scalars))
         types, scales = kernel.operands.types, kernel.operands.scales
         try:
@@ -169,10 +171,12 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
 
 
 def operands_summary(types: GemmTypes, operands: GemmOperands) -> OperandsRecord:
-    """What a typed record says about its operands: types, layout code, batch, leading dimensions and strides."""
+    """What a typed record says about its operands: types, layout code, batch, leading dimensions, strides, and a
+    grouped GEMM's groups."""
     return OperandsRecord(types=types.as_dict(), layout=operands.layout_code, batch=operands.batch,
                           ld={key: getattr(operands, key).ld for key in "abc"},
-                          batch_stride={key: getattr(operands, key).batch_stride for key in "abc"})
+                          batch_stride={key: getattr(operands, key).batch_stride for key in "abc"},
+                          groups=operands.groups.as_dict() if operands.groups is not None else None)
 
 
 def standalone(spec: Spec) -> list[KernelSpec]:

@@ -7,8 +7,11 @@ notes that coverage is unchecked and how to declare ``tile:``.
 
 A persistent grid (one that reads ``sm_count`` or ``max_active_clusters``, or neither M nor N, or caps an extent
 with ``min`` of a count that reads neither, as ``min(264, ceil(M / 64) * ceil(N / 64))``, on a shape whose tiles
-outnumber the cap) launches as many blocks as fit, each looping over tiles of its own choosing: no grid extent says what is covered, so nothing is checked before
-the launch, a declared tile included; the run's check of every element of C is what holds it.
+outnumber the cap) launches as many blocks as fit, each looping over tiles of its own choosing: no grid extent says
+what is covered, so nothing is checked before the launch, a declared tile included; the run's check of every element
+of C is what holds it.
+
+An axis that reads ``batch`` (or a grouped GEMM's ``groups``) numbers the matrices (groups): `count_axes`.
 """
 
 from __future__ import annotations
@@ -91,19 +94,24 @@ def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int) -> str 
             "max_active_clusters in the grid makes it follow the GPU it runs on")
 
 
-def grid_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
+def grid_axes(grid: Sequence[expr.Expression], splits: bool = False) -> tuple[int, int] | None:
     """The grid axes that step along C's columns and rows: the one extent that reads N and not M, and the one that
     reads M and not N (x and y as usual, either way round), any other axis reading neither (the batch's, a split of
-    K by a count, a param or a number, or 1). None for a grid that numbers tiles otherwise (all on one axis, or
-    columns split over two axes as a swizzled grid does, `tile_axes`)."""
+    K by a count, a param or a number, or 1). None for a grid that numbers tiles otherwise (all on one axis, or,
+    unless `splits`, columns split over two axes as a swizzled grid does, `tile_axes`)."""
     reads = [extent.names & {"M", "N"} for extent in grid]
     columns = [axis for axis, names in enumerate(reads) if names == {"N"}]
     rows = [axis for axis, names in enumerate(reads) if names == {"M"}]
     if len(columns) != 1 or len(rows) != 1:
         return None
-    if set(tile_axes(grid)) - {columns[0], rows[0]}:
+    if not splits and set(tile_axes(grid)) - {columns[0], rows[0]}:
         return None
     return columns[0], rows[0]
+
+
+def divides_by(grid: Sequence[expr.Expression], axis: int, by: int) -> bool:
+    """Whether extent `axis` divides M or N by grid extent `by` as written (``ceil(N / (BN * 4))`` by ``4``)."""
+    return ast.unparse(grid[by].tree) in _divisor_factors(grid[axis].tree)
 
 
 def tile_axes(grid: Sequence[expr.Expression]) -> list[int]:
@@ -136,6 +144,38 @@ def _product_factors(node: ast.AST) -> set[str]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
         factors |= _product_factors(node.left) | _product_factors(node.right)
     return factors
+
+
+# The names that count a batch's matrices and a grouped GEMM's groups: an axis that reads one numbers them.
+COUNT_NAMES = ("batch", "groups")
+
+
+def count_axes(grid: Sequence[expr.Expression]) -> list[tuple[int, str]]:
+    """The axes whose blocks number the batch's matrices (or the groups), each with the name it reads: an extent
+    that reads ``batch`` (``groups``) and neither M nor N (those fold it into C's tiles, `folds_batch`) nor the GPU's
+    size, and not under a ``min()`` cap of a count that does not read it (``min(batch, 65535)``: a kernel that loops
+    over the matrices past gridDim.z's limit). blockIdx on such an axis picks the matrix, so it needs a block for
+    every one."""
+    found = []
+    for axis, extent in enumerate(grid):
+        for name in COUNT_NAMES:
+            if name in extent.names and not extent.names & ({"M", "N"} | _DEVICE_NAMES) \
+                    and not _capped(extent.tree, name):
+                found.append((axis, name))
+    return found
+
+
+def _capped(node: ast.AST, name: str) -> bool:
+    """Whether a ``min()`` in `node` has an argument that does not read `name`: a cap on what `name` counts."""
+    return any(isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "min"
+               and any(name not in _names_of(argument) for argument in call.args) for call in ast.walk(node))
+
+
+def folds_batch(extent: expr.Expression) -> bool:
+    """Whether `extent` numbers C's tiles of every matrix of the batch (``ceil(M / BM) * batch``, ``ceil(M * batch /
+    BM)``): it reads M or N and ``batch``, uncapped. Its blocks cover the batch's M (or N) times its count. A grouped
+    GEMM's M is already every group's rows (contiguous groups), so ``groups`` beside M says no such thing."""
+    return "batch" in extent.names and bool(extent.names & {"M", "N"}) and not _capped(extent.tree, "batch")
 
 
 PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows the GPU (sm_count, "

@@ -23,6 +23,7 @@ from ..results.records import RunResult
 from ..results.text import printable
 from ..status import BASELINE_LABELS, is_baseline_label
 from .labels import short_labels
+from .notes import least_bytes
 
 CUBLAS = BASELINE_LABELS["fp32"]
 CUBLAS_TF32 = BASELINE_LABELS["tf32"]
@@ -41,8 +42,7 @@ def arithmetic_intensity(case) -> tuple[float, bool]:
     measured = (case.profile or {}).get("arithmetic_intensity")
     if measured:
         return measured, True
-    types = case.operands.types if case.operands is not None else None
-    return case.shape.flops / bytes_moved(case.shape.M, case.shape.N, case.shape.K, types), False
+    return case.flops / least_bytes(case), False
 
 
 def roofs(runs: list[RunResult], device: dict) -> list[tuple[str, float]]:

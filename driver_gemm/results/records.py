@@ -326,11 +326,14 @@ class InterleavedRecord(_CasePart):
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
+    WRITTEN_WHEN_SET = ("groups",)
+
     types: dict[str, Any] | None = None      # `gemm.dtypes.GemmTypes.as_dict`: type name by operand and role
     layout: str | None = None                # e.g. TN
     batch: int | None = None
     ld: dict[str, int] | None = None         # leading dimension by operand (a, b, c)
     batch_stride: dict[str, int] | None = None   # elements between matrices, by operand (a, b, c)
+    groups: dict[str, Any] | None = None     # a grouped GEMM's: layout, each group's rows and first row, align
     other: dict[str, Any] = field(default_factory=dict)
 
 
@@ -406,6 +409,17 @@ class CaseResult:
     @property
     def median_ms(self) -> float | None:
         return self.timing.median_ms if self.timing else None
+
+    @property
+    def flops(self) -> int:
+        """The floating-point operations of its product: 2 M N K for each matrix of its batch, or for a grouped
+        GEMM 2 N K for each row its groups hold."""
+        operands = self.operands
+        rows = operands.groups.get("rows") if operands is not None and isinstance(operands.groups, dict) else None
+        if isinstance(rows, list) and all(isinstance(count, int) and count >= 0 for count in rows):
+            return 2 * sum(rows) * self.shape.N * self.shape.K
+        batch = operands.batch if operands is not None else None
+        return self.shape.flops * (batch if isinstance(batch, int) and batch > 0 else 1)
 
     @property
     def timed_in_rounds(self) -> InterleavedRecord | None:

@@ -206,10 +206,12 @@ def _kernel_entry(function: str, grid, block, params, name, operands: RigOperand
     """The spec's kernel entry for the rig's operands (the caller's `fields` added; its ``types`` merged in)."""
     read = operands.spec_fields()
     fields = dict(fields)
-    for key in ("source", "shapes", "layout", "layouts", "ld"):
+    for key in ("source", "shapes", "layout", "layouts", "ld", "groups"):
         if key in fields:
             raise ArgumentError(f"check_kernel: {key}= is not taken: "
                                 + ("the source is the first argument" if key == "source" else
+                                   "a grouped GEMM runs from a spec, whose groups: lays out its A, B and C"
+                                   if key == "groups" else
                                    "the tensors give it (sizes, storage order and leading dimensions)"))
     entry = {"name": name or function.split("<")[0].split("(")[0].strip(), "function": function,
              "grid": list(grid), "block": list(block)}

@@ -185,8 +185,8 @@ def _finish_figures(case: CaseResult, baseline_ms: float | None, peak: float | N
     with it where it was timed so (``measure.rounds``), else of the vendor row's own median."""
     if case.timing is None:
         return
-    case.gflops = gflops(case.shape.flops, case.timing.median_ms)
-    case.energy = EnergyRecord.of(case.timing, case.shape.flops)
+    case.gflops = gflops(case.flops, case.timing.median_ms)
+    case.energy = EnergyRecord.of(case.timing, case.flops)
     if case.timed_in_rounds is not None:
         case.pct_cublas = case.timed_in_rounds.pct_vendor
     elif baseline_ms:

@@ -21,7 +21,7 @@ from ..cuda.launch import LaunchSequence, PackedArguments, PreparedLaunch, pack_
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError
 from ..planning.buffer_plans import QuantizedFillFailed
-from ..planning.case_plan import pointer_array_extent
+from ..planning.case_plan import pointer_array_offsets
 from ..planning.host_builders import BuilderFailed, builder_values, built_bytes
 from ..planning.image_checks import constant_symbol
 from .case_buffers import device_buffers
@@ -127,8 +127,8 @@ def _pointer_arrays(session, kernel_spec, case_plan, buffers: dict[str, Any], ow
         if argument.pointers_to is None:
             continue
         base = device_pointer(buffers[argument.pointers_to], argument.pointers_to)
-        count, stride = pointer_array_extent(kernel_spec, case_plan.operands, argument.pointers_to)
-        addresses = np.array([base + index * stride for index in range(count)], dtype=np.uint64)
+        offsets = pointer_array_offsets(kernel_spec, case_plan.operands, argument.pointers_to)
+        addresses = np.array([base + offset for offset in offsets], dtype=np.uint64)
         owned.append(session.device.upload(addresses, session.stream))
         arrays[argument.name] = owned[-1]
     return arrays

@@ -46,6 +46,6 @@ def profile_case(spec: Spec, case: CaseResult, ncu: str, *, device: int = 0, tim
             launches = run_ncu(command, timeout_s)
     except DriverGemmError as error:
         return {"error": str(error)}
-    profile = summarize_profile(launches[0], flops=case.shape.flops)
+    profile = summarize_profile(launches[0], flops=case.flops)
     profile["selected_by"] = "nvtx" if "--nvtx-include" in command else "kernel-name"
     return profile

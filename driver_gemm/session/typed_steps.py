@@ -144,15 +144,18 @@ def reference_step(run) -> None:
     drawn = _drawn_buffers(run)
     grids = {plan.grid.operand: plan.grid for plan in drawn if plan.grid is not None}
     bias = next((plan.bias for plan in drawn if plan.bias is not None), None)
-    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())), bias)
+    groups = typed.operands.groups
+    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())), bias, groups)
     if key not in known:
         a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
         name = CPU_REFERENCE
-        if shape.flops * typed.operands.batch > settings.cpu_reference_max_gflop * 1e9 and \
-                typed.types.c.storage_bytes <= 2:
+        if typed.operands.flops > settings.cpu_reference_max_gflop * 1e9 and typed.types.c.storage_bytes <= 2:
             a, b = a.astype(np.float32), b.astype(np.float32)
             name = FLOAT32_REFERENCE
-        expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+        if groups is not None:
+            expected = groups.product(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+        else:
+            expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
         known[key] = (bias.added(expected) if bias is not None else expected), name
     run.expected, run.reference_name = known[key]
 
@@ -181,15 +184,24 @@ def check_output(run) -> Verdict:
     layout, element = typed.operands.c, typed.types.c
     raw = session.typed_buffers["C"].download((layout.elements * element.storage_bytes,), np.uint8, session.stream)
     typed.output = read_output(layout, raw.tobytes(), element)
+    output, expected, start = typed.output, run.expected, typed.inputs.c0
+    groups = typed.operands.groups
+    if groups is not None:
+        # Only the rows a group holds are the kernel's answer: the others are its to write or leave.
+        held = groups.held_rows()
+        output = KernelOutput(output.values[held][None], output.codes[held][None], output.padding_written)
+        expected = np.asarray(expected)[held][None]
+        start = start[held][None] if start is not None else None
     K = run.case.shape.K
-    run.verdict = compare_typed(typed.output, run.expected, element,
+    run.verdict = compare_typed(output, expected, element,
                                 rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K),
                                 abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
-                                start=typed.inputs.c0)
-    # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix.
-    rows = typed.operands.batch * typed.operands.M
-    run.output = typed.output.values.reshape(rows, typed.operands.N)
-    run.expected = np.asarray(run.expected).reshape(rows, typed.operands.N)
+                                start=start)
+    # A batch is checked and mapped as its matrices stacked (row b * M + i), the groups as their rows one after
+    # another; the diagnosis names each matrix.
+    rows = output.values.shape[0] * output.values.shape[1]
+    run.output = output.values.reshape(rows, typed.operands.N)
+    run.expected = np.asarray(expected).reshape(rows, typed.operands.N)
     run.verdict.masks = {name: mask.reshape(rows, typed.operands.N) for name, mask in run.verdict.masks.items()}
     run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
     run.record.status = run.verdict.status
@@ -205,10 +217,16 @@ def launch_verify(run) -> None:
         run.launch()
         session.stream.synchronize()
     check_output(run)
-    if run.typed.operands.batch > 1 and run.verdict.status == Status.FAIL:
+    operands = run.typed.operands
+    if run.verdict.status == Status.FAIL and operands.groups is not None:
         run.record.verification = replace(run.record.verification,
-                                          rows=f"{run.typed.operands.batch} matrices stacked in the error map: "
-                                               "row b * M + i")
+                                          rows=f"the {operands.groups.count} groups' rows one after another in the "
+                                               f"error map, group 0's first ({operands.groups.layout} groups of "
+                                               f"{', '.join(map(str, operands.groups.rows[:8]))}"
+                                               f"{', ...' if operands.groups.count > 8 else ''} rows)")
+    elif operands.batch > 1 and run.verdict.status == Status.FAIL:
+        run.record.verification = replace(run.record.verification,
+                                          rows=f"{operands.batch} matrices stacked in the error map: row b * M + i")
 
 
 # ---------------------------------------------------------------------------------------------- cuBLASLt

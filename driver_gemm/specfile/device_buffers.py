@@ -6,7 +6,8 @@ numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill:
 shape), before every launch and every sample; or, with ``scales: {of: A, block: [1, 128]}`` instead of a fill, a
 factor per block of A or B that the reference applies too, with ``bias: N``, a value per column of C that it
 adds, or, with ``quantized: {of: B, part: codes, ...}``, a part of a weight-only quantized B (its codes, scales
-or zero points), filled from the values B is drawn from. ``{name: alpha, type: ptr}``
+or zero points), filled from the values B is drawn from, or, with ``groups: ends`` (`gemm.groups.METADATA`), what a
+grouped kernel reads about its groups. ``{name: alpha, type: ptr}``
 (or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
 `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
 them per shape. The fields: docs/kernels.md.
@@ -20,6 +21,7 @@ from typing import Any
 
 from . import expr
 from ..argtypes import C_TYPES, STANDARD_ARGUMENTS, fits_float
+from ..gemm.groups import METADATA as GROUP_METADATA
 from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression
 from .kinds import kind_name
 from .limits import MAX_BUFFER_VALUES
@@ -27,7 +29,9 @@ from .model import (QUANTIZED_BITS, QUANTIZED_PARTS, Argument, BlockScales, Devi
                     QuantizedWeights)
 from .project import host_builder, project_root
 
-BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias", "quantized")
+BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bias", "quantized", "groups")
+# What holds a grouped GEMM's metadata: row counts and indices, in any integer type a kernel reads them in.
+GROUP_ELEMENTS = ("int32", "uint32", "int64", "uint64", "int16", "uint16")
 SCALES_KEYS = ("of", "block", "order", "ld")
 QUANTIZED_KEYS = ("of", "part", "bits", "group", "pack")
 PACK_KEYS = ("along", "order", "builder")
@@ -94,7 +98,13 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         other = "block scales" if "scales" in item else "a bias"
         raise context.error(f"a buffer holds a part of a quantized B or {other}, not both", item, "quantized",
                             f"{item_path}.quantized")
-    if "quantized" in item:
+    drawn = [key for key in ("scales", "bias", "quantized", "fill") if key in item]
+    if "groups" in item and drawn:
+        raise context.error(f"a buffer of the groups' {item['groups']} holds what the groups say: it takes no "
+                            f"{drawn[0]}", item, drawn[0], f"{item_path}.{drawn[0]}")
+    if "groups" in item:
+        buffer = _group_metadata(context, item, item_path, element, size)
+    elif "quantized" in item:
         buffer = _quantized(context, item, item_path, element, size)
     elif "scales" in item:
         buffer = _block_scales(context, item, item_path, element, size)
@@ -106,6 +116,20 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
         fill, values = _fill(context, item, item_path, element)
         buffer = DeviceBufferArgument(element, size, fill, values)
     return Argument(name, "ptr", None, buffer=dataclasses.replace(buffer, passed=passing == "parameter"))
+
+
+def _group_metadata(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
+    """``groups: ends``: what a grouped kernel reads about its groups (`gemm.groups.METADATA`), an integer per
+    entry, laid out per shape by `planning.buffer_plans` from the case's groups (the kernel's ``groups:``)."""
+    kind = item["groups"]
+    if kind not in GROUP_METADATA:
+        raise context.error(f"groups is what the buffer holds about the groups: one of {', '.join(GROUP_METADATA)};"
+                            f" got {kind_name(kind)}", item, "groups", f"{item_path}.groups",
+                            hint="; ".join(f"{name}: {meaning}" for name, meaning in GROUP_METADATA.items()))
+    if element not in GROUP_ELEMENTS:
+        raise context.error(f"the groups' {kind} are whole numbers: element is one of {', '.join(GROUP_ELEMENTS)}, "
+                            f"got {element}", item, "element", f"{item_path}.element")
+    return DeviceBufferArgument(element, size, "groups", (), read_only=True, groups=kind)
 
 
 def _file_fill(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
@@ -291,7 +315,8 @@ def _check_drawn(context: Context, item: dict, item_path: str, element: str, hol
 
 
 def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:
-    """``fill:`` as (kind, values): zero (the default), iota, one number or a list of numbers (values)."""
+    """``fill:`` as (kind, values): zero (the default), iota, one number or a list of numbers (values), each a
+    number or an expression of the shape (``lda``, ``K``: a CUTLASS grouped GEMM's leading dimension per group)."""
     value = item.get("fill", "zero")
     dotted = f"{item_path}.fill"
     if value in ("zero", "iota"):
@@ -304,12 +329,15 @@ def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[s
     for position, number in enumerate(listed):
         key = position if isinstance(value, list) else "fill"
         if isinstance(number, str):
-            raise context.error(f"fill is zero, iota, a number or a list of numbers, got {kind_name(number)}",
-                                node, key, dotted, hint="fill: 0, fill: 7, fill: iota, fill: [1, 2, 3]")
-        number = check_number(context, number, node, key, dotted)
-        constant = expr.parse(number)
-        check_constant_fits(context, element, constant, node, key, dotted)
-        numbers.append(constant)
+            if not number.strip() or number.strip() in ("zero", "iota"):
+                raise context.error(f"fill is zero, iota, a number, an expression or a list of them, got "
+                                    f"{kind_name(number)}", node, key, dotted,
+                                    hint="fill: 0, fill: iota, fill: [1, 2, 3], fill: lda")
+            expression = parse_expression(context, node, key, number, dotted)
+        else:
+            expression = expr.parse(check_number(context, number, node, key, dotted))
+        check_constant_fits(context, element, expression, node, key, dotted)
+        numbers.append(expression)
     return "values", tuple(numbers)
 
 

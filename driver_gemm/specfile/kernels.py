@@ -154,6 +154,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           launch_values=frozenset(value_names), constants=constants, then=then)
                for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
+    _check_fill_names(kernels[0], set(numeric_names) | set(value_names) | set(scalars))
     _check_drawn_buffers(kernels[0])
     check_quantized(kernels[0])
     return kernels
@@ -276,6 +277,20 @@ def _check_signature_reads_no_type_param(kernel: KernelSpec, type_params: dict[s
                                 "expression", where=kernel.where_field(path), field=f"{kernel.field_path}.{path}",
                                 hint="only params with whole numbers (or true/false) take part in expressions; give "
                                      "the number its own param")
+
+
+def _check_fill_names(kernel: KernelSpec, names: set[str]) -> None:
+    """A buffer's fill that reads a name no case has (a word meant as a fill kind, a misspelt param): refused at its
+    line now, rather than by every case's plan."""
+    known = names | {"M", "N", "K", SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME} | set(LAYOUT_NAMES)
+    for path, argument in kernel.leaf_arguments():
+        for value in argument.buffer.values if argument.buffer is not None else ():
+            unknown = sorted(value.names - known)
+            if unknown:
+                raise SpecError(f"fill is zero, iota, a number or a list of them, each a number or an expression of "
+                                f"the shape; {value.source!r} reads {', '.join(unknown)}, which no case has",
+                                where=kernel.where_field(path), field=f"{kernel.field_path}.{path}.fill",
+                                hint=f"names available: M, N, K, {', '.join(LAYOUT_NAMES)}, the numeric params")
 
 
 def _epilogue(context: Context, node: dict, dotted: str, signature,

@@ -226,9 +226,11 @@ class DeviceBufferArgument:
     shape and the params (the same table, computed rather than saved),
     ``scales``: a factor per block of A or B (`scales`), ``bias``: a
     value per column (`bias` ``N``) or row (``M``) of C added to it, or
-    ``quantized``: a part of a quantized B (`quantized`). A `read_only`
-    buffer (alpha or beta by pointer, a quantized part) is filled once per
-    case; any other is reset before every sample too.
+    ``quantized``: a part of a quantized B (`quantized`), or ``groups``: what
+    a grouped GEMM's kernel reads about its groups (`groups`, a key of
+    `gemm.groups.METADATA`). A `read_only` buffer (alpha or beta by pointer,
+    a quantized part, the groups') is filled once per case; any other is
+    reset before every sample too.
     """
 
     element: str
@@ -247,6 +249,7 @@ class DeviceBufferArgument:
     bias: str | None = None
     builder: HostBuilder | None = None   # fill "built" (or a quantized part's pack): the function that lays it out
     quantized: QuantizedWeights | None = None   # fill "quantized": a part of B as codes, scales or zero points
+    groups: str | None = None     # fill "groups": what it holds about a grouped GEMM's groups (rows, ends, ...)
 
 
 @dataclass(frozen=True)
@@ -355,8 +358,20 @@ class LaunchAttributeSpec:
 
 
 @dataclass(frozen=True)
+class GroupsSpec:
+    """A grouped GEMM's ``groups:`` as the spec writes it: the layout (`gemm.groups.LAYOUTS`), the group count, each
+    group's rows (a rule of `gemm.groups.ROW_RULES`, or an expression per group) and the contiguous groups' row
+    alignment. Laid out per shape by `driver_gemm.specfile.typed.evaluate_operands`."""
+
+    layout: str = "contiguous"
+    count: expr.Expression | None = None
+    rows: str | tuple[expr.Expression, ...] = "even"
+    align: expr.Expression = field(default_factory=lambda: expr.parse(1))
+
+
+@dataclass(frozen=True)
 class OperandSpec:
-    """A typed kernel's operands: element types, storage orders, leading dimensions, batch and fp8 scales.
+    """A typed kernel's operands: element types, storage orders, leading dimensions, batch, fp8 scales and groups.
 
     `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
     `strides` hold the expressions the spec gave (an operand left out is

@@ -3,8 +3,8 @@
 A member's rows are counted as its family's (its geometric mean, `compare` under the family's name, the family's
 vendor row as its 100%), so everything that changes the product the reference checks or the vendor row it is
 timed against must agree: precision, types, storage orders, per-tensor scales, epilogue, alpha and beta, the batch,
-leading dimensions and batch strides, a bias, block scales and quantized weights. What only says how the kernel is
-given its inputs (the signature's order, tensor maps, a workspace, following launches) may differ.
+leading dimensions and batch strides, the groups, a bias, block scales and quantized weights. What only says how the
+kernel is given its inputs (the signature's order, tensor maps, a workspace, following launches) may differ.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def _gemm_of(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> 
         laid_out = None
     if laid_out is not None:
         gemm["batch"] = laid_out.batch
+        gemm[f"groups on {shape.label}"] = laid_out.groups.describe() if laid_out.groups is not None else "none"
         gemm[f"leading dimensions on {shape.label}"] = {key: getattr(laid_out, key).ld for key in "abc"}
         if laid_out.batch > 1:
             gemm[f"batch strides on {shape.label}"] = {key: getattr(laid_out, key).batch_stride for key in "abc"}

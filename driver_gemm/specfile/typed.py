@@ -1,6 +1,6 @@
-"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales.
+"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales, groups.
 
-A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch`` and ``scales`` is
+A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch``, ``scales`` and ``groups`` is
 an FP32 kernel on tight row-major matrices; one that gives any is *typed*: drawn in its types,
 uploaded in its layout, checked with its types' tolerance and timed against a cuBLASLt matmul of
 the same kind. Types and layouts are checked here with the pure tables of `gemm.dtypes` and
@@ -17,14 +17,17 @@ from typing import Any, Mapping
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
+from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, ROW_RULES, GroupsError, make_groups
 from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
 from .fields import Context, check_keys, check_number, unknown_names_error
 from .kinds import kind_name
-from .model import KernelSpec, OperandSpec, Shape
+from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
 
-OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales")
-# Names the typed fields add to every expression (tight values for an untyped kernel).
-LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch")
+OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups")
+# Names the typed fields add to every expression (tight values for an untyped kernel; one group for an ungrouped one).
+LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch", "groups")
+GROUPS_KEYS = ("layout", "count", "rows", "align")
+GROUPS_HINT = "groups: {layout: contiguous, count: 8, rows: random, align: 128}"
 OPERANDS = ("a", "b", "c")
 SCALAR_NAMES = ("alpha", "beta")
 # A template argument that is a C++ type: `float`, `dg::bfloat16_t`, `__nv_fp8_e4m3`, `unsigned char`.
@@ -44,10 +47,11 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     ld = _expressions(context, node, "ld", dotted, ld_names, "{a: EXPR, b: EXPR, c: EXPR} in elements")
     batch, strides = _batch(context, node, dotted, ld_names.with_names({"lda", "ldb", "ldc"}))
     scales = _scales(context, node, dotted, types)
+    groups = _groups(context, node, dotted, ld_names)
     if node.get("precision", "fp32") != "fp32":
         raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
                             "precision", f"{dotted}.precision")
-    return OperandSpec(types, orders, ld, batch, strides, scales)
+    return OperandSpec(types, orders, ld, batch, strides, scales, groups)
 
 
 def parse_kernel_scalars(context: Context, node: dict, dotted: str, spec_scalars: dict[str, float]) -> dict:
@@ -149,6 +153,50 @@ def _batch(context: Context, node: dict, dotted: str, names: _Names):
     return count, strides
 
 
+def _groups(context: Context, node: dict, dotted: str, names: _Names) -> GroupsSpec | None:
+    """``groups: {layout: contiguous|masked, count: EXPR, rows: even|random|[EXPR, ...], align: EXPR}``: a grouped
+    GEMM (`gemm.groups`). It lays out the matrices itself, so it takes no batch."""
+    if "groups" not in node:
+        return None
+    value, path = node["groups"], f"{dotted}.groups"
+    if not isinstance(value, dict):
+        raise context.error(f"groups is a mapping like {{layout: contiguous, count: 8, rows: random}}, got "
+                            f"{kind_name(value)}", node, "groups", path, hint=GROUPS_HINT)
+    check_keys(context, value, GROUPS_KEYS, path)
+    if "batch" in node:
+        raise context.error("groups lay out A, B and C themselves (a B per group; masked: an A and a C per group "
+                            "too): a grouped kernel takes no batch", node, "batch", f"{dotted}.batch",
+                            hint="leave batch out; the kernel's expressions read the group count as groups")
+    layout = value.get("layout", "contiguous")
+    if layout not in GROUP_LAYOUTS:
+        raise context.error(f"layout is {' or '.join(GROUP_LAYOUTS)}, got {layout!r}", value, "layout",
+                            f"{path}.layout", hint="contiguous: the groups' rows one after another in one A and C; "
+                                                   "masked: an A and a C per group, its first rows the group's")
+    rows = value.get("rows", "even")
+    if isinstance(rows, list):
+        if not rows:
+            raise context.error("rows lists each group's row count; this list is empty", value, "rows",
+                                f"{path}.rows")
+        listed: str | tuple = tuple(_expression(context, rows, index, item, f"{path}.rows[{index}]", names)
+                                    for index, item in enumerate(rows))
+    elif isinstance(rows, str) and rows in ROW_RULES:
+        listed = rows
+    else:
+        raise context.error(f"rows is a list of row counts, or one of {', '.join(ROW_RULES)}; got {kind_name(rows)}"
+                            + (f" {rows!r}" if isinstance(rows, str) else ""), value, "rows", f"{path}.rows",
+                            hint="even: M shared out evenly; random: drawn from the shape, some groups empty")
+    if "count" not in value and not isinstance(listed, tuple):
+        raise context.error("groups needs a count, or rows listing each group's", value, "count", path,
+                            hint=GROUPS_HINT)
+    count = _expression(context, value, "count", value["count"], f"{path}.count", names) if "count" in value \
+        else None
+    if "align" in value and layout != "contiguous":
+        raise context.error("align is for contiguous groups: a masked group starts its own matrix", value, "align",
+                            f"{path}.align")
+    align = _expression(context, value, "align", value.get("align", 1), f"{path}.align", names)
+    return GroupsSpec(layout, count, listed, align)
+
+
 def _scales(context: Context, node: dict, dotted: str, types) -> tuple[float, float]:
     if "scales" not in node:
         return 1.0, 1.0
@@ -200,9 +248,22 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
     batch = evaluate(spec.batch, "batch.count", {**env, **lds})
     strides = {key: evaluate(e, f"batch.stride.{key}", {**env, **lds, "batch": batch})
                for key, e in spec.strides.items()}
-    operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides)
+    groups = None
+    if spec.groups is not None:
+        given = spec.groups
+        count = evaluate(given.count, "groups.count", env) if given.count is not None else None
+        rows = given.rows if isinstance(given.rows, str) else \
+            [evaluate(e, f"groups.rows[{index}]", env) for index, e in enumerate(given.rows)]
+        try:
+            groups = make_groups(given.layout, shape.M, shape.N, shape.K, count=count, rows=rows,
+                                 align=evaluate(given.align, "groups.align", env))
+        except GroupsError as exc:
+            raise SpecError(f"on {shape.label}: {exc}", field="groups") from None
+    operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides,
+                             groups=groups)
     return operands, _names(operands)
 
 
 def _names(operands: GemmOperands) -> dict[str, int]:
-    return {**operands.kernel_scalars(), "batch": operands.batch}
+    groups = operands.groups.count if operands.groups is not None else 1
+    return {**operands.kernel_scalars(), "batch": operands.batch, "groups": groups}

@@ -304,7 +304,7 @@ class Evaluator:
     def _finish(self, record: CaseResult) -> None:
         """The figures `run` adds to a finished case (GFLOP/s, % of cuBLAS, % of peak), then `record`."""
         if record.timing is not None:
-            record.gflops = gflops(record.shape.flops, record.timing.median_ms)
+            record.gflops = gflops(record.flops, record.timing.median_ms)
             baseline = self.baselines.get((record.shape, record.precision))
             if baseline and not record.is_baseline:
                 record.pct_cublas = 100.0 * baseline / record.timing.median_ms

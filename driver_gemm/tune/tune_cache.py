@@ -65,6 +65,8 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         "shape": [shape.M, shape.N, shape.K],
         "precision": kernel.precision,
         **({"epilogue": kernel.epilogue} if kernel.epilogue else {}),   # (absent: the keys of others stay)
+        **({"groups": _groups_key(kernel.operands.groups)} if kernel.operands is not None
+           and kernel.operands.groups is not None else {}),
         **({"constants": [[a.name, a.ctype, a.value.source if a.value is not None else None, *_array_and_buffer(a)]
                           for a in kernel.constants]} if kernel.constants else {}),
         **({"then": [[launch.function, [e.source for e in launch.block], [e.source for e in launch.grid],
@@ -91,7 +93,8 @@ def _array_and_buffer(argument) -> list:
                      + ([buffer.file] if buffer.file else [])
                      + ([_scales_key(buffer.scales)] if buffer.scales is not None else [])
                      + ([["bias", buffer.bias]] if buffer.bias is not None else [])
-                     + ([_quantized_key(buffer.quantized)] if buffer.quantized is not None else []))
+                     + ([_quantized_key(buffer.quantized)] if buffer.quantized is not None else [])
+                     + ([["groups", buffer.groups]] if buffer.groups is not None else []))
     if argument.null or argument.alias:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     if argument.pointers_to:
@@ -103,6 +106,12 @@ def _scales_key(scales) -> list:
     """Where a buffer of block scales puts its factors, as the spec wrote it."""
     return ["scales", scales.operand, [extent.source for extent in scales.block], scales.order,
             scales.ld.source if scales.ld is not None else None]
+
+
+def _groups_key(groups) -> list:
+    """A grouped GEMM's groups, as the spec wrote them."""
+    rows = groups.rows if isinstance(groups.rows, str) else [e.source for e in groups.rows]
+    return [groups.layout, groups.count.source if groups.count is not None else None, rows, groups.align.source]
 
 
 def _quantized_key(weights) -> list:

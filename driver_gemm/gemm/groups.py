@@ -1,0 +1,191 @@
+"""Grouped GEMMs: one B per group, and each group's own rows of A and C (a mixture of experts' layers).
+
+Group g computes ``C[rows of g] = alpha * A[rows of g] @ B[g] + beta * C0[rows of g]``; N and K are
+every group's. Two layouts, as the kernels that take them lay their operands out:
+
+- ``contiguous``: A (M x K) and C (M x N) are one matrix each, the groups' rows one after another,
+  each group's first row a multiple of `align` (the rows between them, and past the last group,
+  belong to none); B is G matrices of K x N.
+- ``masked``: A, C and B are G matrices each (A: M x K, C: M x N); group g holds the first `rows[g]`
+  rows of its matrices, at most M.
+
+A row no group holds is the kernel's to write or leave: it is neither checked nor counted. Pure: no
+GPU. The spec field (``groups:``) is read by `specfile.typed`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import DriverGemmError
+
+LAYOUTS = ("contiguous", "masked")
+# How the rows are shared out when the spec lists none: evenly, or drawn (some groups may get none).
+ROW_RULES = ("even", "random")
+# What a buffer of the kernel's own may hold about the groups (``groups: KIND``), each an integer sequence.
+METADATA = {
+    "rows": "each group's row count (G)",
+    "starts": "each group's first row in A and C (G)",
+    "ends": "the row after each group's last (G): the cumulative counts where the groups are packed",
+    "offsets": "0 and then each group's end (G + 1)",
+    "row_group": "each row's group, or -1 for a row no group holds (M; masked: G x M)",
+    "problems": "each group's (rows, N, K), three to a group (3 G)",
+}
+
+
+class GroupsError(DriverGemmError, ValueError):
+    """Why groups cannot be laid out on a shape (said at the spec's ``groups:`` by the caller)."""
+
+
+@dataclass(frozen=True)
+class GemmGroups:
+    """The groups of a grouped GEMM on one shape: layout, each group's rows and first row, and M, N, K."""
+
+    layout: str
+    rows: tuple[int, ...]
+    starts: tuple[int, ...]   # contiguous: the first row in A and C; masked: 0 in each group's matrix
+    M: int                    # contiguous: the rows of A and C; masked: the rows of each group's matrices
+    N: int
+    K: int
+    align: int = 1
+
+    @property
+    def count(self) -> int:
+        return len(self.rows)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows)
+
+    @property
+    def flops(self) -> int:
+        """The floating-point operations of the groups' products: 2 N K for each row a group holds."""
+        return 2 * self.total_rows * self.N * self.K
+
+    def row_groups(self) -> np.ndarray:
+        """The group of every row of C as stored, -1 for rows no group holds: M of them (contiguous), or G x M,
+        matrix after matrix (masked)."""
+        matrices = self.count if self.layout == "masked" else 1
+        group = np.full((matrices, self.M), -1, dtype=np.int64)
+        for g, (start, rows) in enumerate(zip(self.starts, self.rows)):
+            group[g if self.layout == "masked" else 0, start:start + rows] = g
+        return group.reshape(-1)
+
+    def held_rows(self) -> np.ndarray:
+        """True for the rows of C (batch x M, as `row_groups` orders them) that some group holds."""
+        return (self.row_groups() >= 0).reshape(self.count if self.layout == "masked" else 1, self.M)
+
+    def metadata(self, kind: str) -> list[int]:
+        """The integers of a buffer holding `kind` (a key of `METADATA`)."""
+        if kind == "rows":
+            return list(self.rows)
+        if kind == "starts":
+            return list(self.starts)
+        if kind == "ends":
+            return [start + rows for start, rows in zip(self.starts, self.rows)]
+        if kind == "offsets":
+            return [0] + self.metadata("ends")
+        if kind == "row_group":
+            return self.row_groups().tolist()
+        if kind == "problems":
+            return [value for rows in self.rows for value in (rows, self.N, self.K)]
+        raise GroupsError(f"a buffer holds one of {', '.join(METADATA)} about the groups, not {kind!r}")
+
+    def product(self, a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.0,
+                c0: np.ndarray | None = None) -> np.ndarray:
+        """Each group's ``alpha * A[rows] @ B[g] + beta * C0[rows]``, batch x M x N like C (1 x M x N contiguous,
+        G x M x N masked), in the dtype of A and B's product; rows no group holds are 0."""
+        a, b = (operand[None] if operand.ndim == 2 else operand for operand in (a, b))
+        dtype = np.result_type(a.dtype, b.dtype)
+        out = np.zeros((a.shape[0], self.M, self.N), dtype=np.float64)
+        for g, (start, rows) in enumerate(zip(self.starts, self.rows)):
+            if rows == 0:
+                continue
+            matrix = g if self.layout == "masked" else 0
+            out[matrix, start:start + rows] = np.matmul(a[matrix, start:start + rows].astype(dtype),
+                                                       b[g].astype(dtype))
+        if alpha != 1.0:
+            out *= alpha
+        if beta != 0.0:
+            if c0 is None:
+                raise ValueError("beta is not 0: the product needs C's starting values")
+            out += beta * np.asarray(c0, np.float64).reshape(out.shape) * self.held_rows()[:, :, None]
+        return out
+
+    def describe(self) -> str:
+        shown = ", ".join(map(str, self.rows[:8])) + (", ..." if self.count > 8 else "")
+        where = (f"starts a multiple of {self.align}, " if self.align > 1 else "") if self.layout == "contiguous" \
+            else f"each in its own {self.M}-row matrix, "
+        capacity = self.M * (self.count if self.layout == "masked" else 1)
+        unheld = f"; the {capacity - self.total_rows:,} rows of C no group holds are not checked" \
+            if capacity > self.total_rows else ""
+        return (f"{self.count} {self.layout} groups of N = {self.N}, K = {self.K}: rows {shown} ({where}"
+                f"{self.total_rows:,} rows in all{unheld})")
+
+    def as_dict(self) -> dict:
+        return {"layout": self.layout, "rows": list(self.rows), "starts": list(self.starts), "align": self.align}
+
+
+def make_groups(layout: str, M: int, N: int, K: int, *, count: int | None = None,
+                rows: str | list[int] = "even", align: int = 1) -> GemmGroups:
+    """`count` groups laid out in `layout` on an M x N x K shape: their rows listed, or shared out by a rule of
+    `ROW_RULES` (``random`` draws from the shape and the count, the same on every run). `GroupsError` where the
+    rows do not fit."""
+    if layout not in LAYOUTS:
+        raise GroupsError(f"layout is {' or '.join(LAYOUTS)}, got {layout!r}")
+    if align < 1:
+        raise GroupsError(f"align is a row count of 1 or more, got {align}")
+    if layout == "masked" and align != 1:
+        raise GroupsError("align is for contiguous groups: a masked group starts its own matrix")
+    if isinstance(rows, str):
+        if count is None or count < 1:
+            raise GroupsError(f"a grouped GEMM has 1 group or more, got {count}")
+        if rows not in ROW_RULES:
+            raise GroupsError(f"rows is a list of counts, or one of {', '.join(ROW_RULES)}; got {rows!r}")
+        listed = _shared_out(layout, rows, count, M, align, seed=[M, N, K, count, align])
+    else:
+        listed = list(rows)
+        if count is not None and count != len(listed):
+            raise GroupsError(f"count is {count}, but rows lists {len(listed)} groups")
+        if not listed:
+            raise GroupsError("a grouped GEMM has 1 group or more; rows lists none")
+        negative = [(g, value) for g, value in enumerate(listed) if value < 0]
+        if negative:
+            raise GroupsError(f"group {negative[0][0]} has {negative[0][1]} rows: a count is 0 or more")
+    if layout == "masked":
+        over = [(g, value) for g, value in enumerate(listed) if value > M]
+        if over:
+            raise GroupsError(f"group {over[0][0]} has {over[0][1]} rows, more than its matrix's M = {M}")
+        return GemmGroups(layout, tuple(listed), (0,) * len(listed), M, N, K)
+    starts, next_row = [], 0
+    for value in listed:
+        start = -(-next_row // align) * align
+        starts.append(start)
+        next_row = start + value
+    if next_row > M:
+        raise GroupsError(f"the groups' rows ({', '.join(map(str, listed[:8]))}{', ...' if len(listed) > 8 else ''})"
+                          + (f", each starting at a multiple of {align}," if align > 1 else "")
+                          + f" reach row {next_row:,}, past A's and C's M = {M:,}")
+    return GemmGroups(layout, tuple(listed), tuple(starts), M, N, K, align)
+
+
+def _shared_out(layout: str, rule: str, count: int, M: int, align: int, seed: list[int]) -> list[int]:
+    """Rows for `count` groups by `rule`: masked, each group's M (even) or a draw in [0, M]; contiguous, M's
+    blocks of `align` rows shared evenly (the first groups one more where they do not divide) or at random
+    cut points (a group may get none), a drawn group then leaving up to `align` - 1 rows of its last block."""
+    rng = np.random.default_rng([zlib.crc32(rule.encode()), *seed])
+    if layout == "masked":
+        if rule == "even":
+            return [M] * count
+        return [int(value) for value in rng.integers(0, M + 1, size=count)]
+    blocks = M // align
+    if rule == "even":
+        share, extra = divmod(blocks, count)
+        return [(share + (g < extra)) * align for g in range(count)]
+    cuts = np.sort(rng.integers(0, blocks + 1, size=count - 1))
+    spans = np.diff(np.concatenate([[0], cuts, [blocks]])) * align
+    short = rng.integers(0, align, size=count) if align > 1 else np.zeros(count, dtype=np.int64)
+    return [int(max(span - cut, 0)) if span else 0 for span, cut in zip(spans, short)]
