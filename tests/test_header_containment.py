@@ -210,3 +210,18 @@ def test_the_hint_for_a_misspelt_function_reads_a_large_source_in_one_pass():
     advice = []
     assert _finishes_within(30, lambda: advice.append(_instance_advice(source, [], ["zz"])))
     assert "no function named zz appears in the source or its headers" in advice[0] and "(k)" in advice[0]
+
+
+def test_a_header_that_is_a_loop_of_links_or_a_dangling_link_is_said_so(tmp_path):
+    """NVRTC says only "cannot open source file": the hint tells a loop of symbolic links and a link to nothing from
+    a header that is not there."""
+    from driver_gemm.cuda import headers
+
+    (tmp_path / "loop_a.cuh").symlink_to("loop_b.cuh")
+    (tmp_path / "loop_b.cuh").symlink_to("loop_a.cuh")
+    (tmp_path / "dangling.cuh").symlink_to("gone.cuh")
+    hint = headers.missing_header_hint("loop_a.cuh", [tmp_path])
+    assert hint.startswith(f"{tmp_path / 'loop_a.cuh'} is a loop of symbolic links")
+    hint = headers.missing_header_hint("dangling.cuh", [tmp_path])
+    assert hint.startswith(f"{tmp_path / 'dangling.cuh'} is a symbolic link to gone.cuh, which does not exist")
+    assert "not beside the kernel source" in headers.missing_header_hint("absent.cuh", [tmp_path])

@@ -187,6 +187,49 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "quartiles reversed": (changed("cases.1.timing.q1_ms", 1.0), "cases[1].timing.q1_ms: q1_ms = 1.0 is above"),
         "min above max": (changed("cases.1.timing.max_ms", 0.0001), "is above max_ms"),
         "label wrong": (changed("cases.0.shape.label", "1x2x3"), "cases[0].shape.label"),
+        # the sub-records' figures the notes, tables and plots do arithmetic on (a wave count rounded up, a
+        # percentage formatted, bytes divided): typed and bounded, never met inside a report
+        "waves string": (changed("cases.0.occupancy", {"driver_waves": "1.5"}),
+                         "cases[0].occupancy.driver_waves: must be number or null, got a string"),
+        "waves list": (changed("cases.0.occupancy", {"driver_waves": []}), "cases[0].occupancy.driver_waves: must be"),
+        "waves object": (changed("cases.0.occupancy", {"driver_waves": {}}),
+                         "cases[0].occupancy.driver_waves: must be"),
+        "cluster waves string": (changed("cases.0.occupancy", {"driver_cluster_waves": "2"}),
+                                 "cases[0].occupancy.driver_cluster_waves: must be number"),
+        "waves negative": (changed("cases.0.occupancy", {"driver_waves": -5}),
+                           "cases[0].occupancy.driver_waves: must be at least 0"),
+        "waves huge": (changed("cases.0.occupancy", {"driver_waves": 1e300}),
+                       "cases[0].occupancy.driver_waves: 1e+300 waves is no figure a GPU run gives"),
+        "cluster zero": (changed("cases.0.occupancy", {"cluster": [0, 1, 1]}),
+                         "cases[0].occupancy.cluster[0]: must be at least 1"),
+        "occupancy above 1": (changed("cases.0.occupancy", {"occupancy": 2.5}),
+                              "cases[0].occupancy.occupancy: must be at most 1"),
+        "total blocks text": (changed("cases.0.launch", {"total_blocks": "132"}),
+                              "cases[0].launch.total_blocks: must be integer"),
+        "profile dram text": (changed("cases.0.profile", {"dram_bytes": "1e9"}),
+                              "cases[0].profile.dram_bytes: must be number"),
+        "profile pct huge": (changed("cases.0.profile", {"fma_pipe_pct": 1e200}),
+                             "cases[0].profile.fma_pipe_pct: 1e+200% is no figure"),
+        "profile stall unnamed": (changed("cases.0.profile", {"top_stalls": [{"cycles_per_issue": 1.0}]}),
+                                  "cases[0].profile.top_stalls[0]: missing field reason"),
+        "mismatch expected text": (changed("cases.0.diagnosis", {"first_mismatches": [
+                                       {"row": 0, "col": 0, "expected": "1", "got": None}]}),
+                                   "cases[0].diagnosis.first_mismatches[0].expected: must be number"),
+        "sanitizer summary numbers": (changed("cases.0.sanitizer", {"summary": [1]}),
+                                      "cases[0].sanitizer.summary[0]: must be string"),
+        # a time in rounds is a time as the timing's are: no shorter than LEAST_MS (the memory note divides by it)
+        "rounds time denormal": (changed("cases.0.interleaved", {"kernel_ms": 5e-324, "vendor_ms": 0.04}),
+                                 "cases[0].interleaved.kernel_ms: 4.94066e-324 ms is no figure"),
+        "rounds time zero": (changed("cases.0.interleaved", {"kernel_ms": 0, "vendor_ms": 0.04}),
+                             "cases[0].interleaved.kernel_ms: must be greater than 0"),
+        "rounds vendor zero": (changed("cases.0.interleaved", {"kernel_ms": 0.04, "vendor_ms": 0.0}),
+                               "cases[0].interleaved.vendor_ms: must be greater than 0"),
+        "round time tiny": (changed("cases.0.interleaved", {"kernel_round_ms": [0.04, 1e-300]}),
+                            "cases[0].interleaved.kernel_round_ms[1]: must be at least 1e-06"),
+        # control characters in a name or label: no run writes one, and tune --from would copy it into YAML
+        "name escape": (changed("cases.1.name", "\x1b[31m\n"),
+                        "cases[1].name: '\\x1b[31m\\n' holds the control character '\\x1b'"),
+        "kernel newline": (changed("cases.2.kernel", "v2\nforged row"), "cases[2].kernel: "),
     }
     for name, (mutate, expected) in mutations.items():
         variants[name] = (json.dumps(mutate(copy.deepcopy(good_run()))).encode(), expected)
@@ -243,6 +286,9 @@ def _jsonl_variants() -> dict[str, tuple[bytes, str]]:
         "log pretty json": (json.dumps(good_run(), indent=1).encode(),
                             ":1: not a JSON line of a case log: this is a whole"),
         "log deep": (b"[" * 100_000 + b"\n", ":1: not a JSON line"),
+        # NULs before the last line break are not a torn line's: the file is refused as binary
+        "log NUL line": (log(good[:2] + ["\0" * 64] + good[2:]), "binary data (a NUL byte at offset"),
+        "log NULs only": (b"\0" * 4096, "binary data (a NUL byte at offset 0, line 1)"),
     }
 
 
@@ -339,6 +385,72 @@ def test_a_torn_last_line_is_skipped_and_said(tmp_path, capsys):
     assert f"{torn}:{len(lines) + 1}: the last line is torn" in err and "1 line skipped" in err
     assert f"{len(lines) - 1} finished cases read" in err
     assert f"{len(lines) - 1} cases: {len(lines) - 1} SAME" in out
+
+
+@pytest.mark.parametrize("tail", [b"\0" * 4096, b'{"type": "case", "ker' + b"\0" * 4096,
+                                  '{"type": "case", "kernel": "caf\u00e9'.encode()[:-1]],
+                         ids=["zeros", "text then zeros", "a character cut in two"])
+def test_a_torn_last_line_of_nuls_or_a_cut_character_is_skipped_as_torn(tail, tmp_path, capsys):
+    """A power loss mid-append may leave zero-filled blocks (NULs) after the torn line's text, or cut a character's
+    bytes: the finished cases before it are read, for show as for --resume, and the line said torn."""
+    lines = _log_lines(good_run())
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(("\n".join(lines) + "\n").encode() + tail)
+    loaded = read.read_results(torn)
+    assert len(loaded.run.cases) == len(lines) - 1 and loaded.skipped_lines == 1
+    assert f"{torn}:{len(lines) + 1}: the last line is torn" in loaded.notes[0]
+    header, cases = read.read_finished_cases(torn)     # what run --resume reads
+    assert header["spec"] == "seed" and len(cases) == len(lines) - 1
+    assert main(["show", str(torn)]) == EXIT_OK
+    assert "the last line is torn" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variant", ["waves string", "waves list", "waves object", "cluster waves string",
+                                     "waves negative", "rounds time denormal", "rounds time zero",
+                                     "mismatch expected text", "profile dram text", "name escape"])
+def test_show_refuses_a_bad_sub_record_figure_before_printing_anything(variant, tmp_path, capsys):
+    """show printed half a table, then met the figure in a note ("internal error: TypeError" for a wave count
+    that is text, a ZeroDivisionError for a time of 5e-324 ms, "would take -5" for a negative one)."""
+    data, expected = JSON_VARIANTS[variant]
+    bad = tmp_path / "bad.json"
+    # a cluster launch, so that the residency note reads the waves
+    document = json.loads(data)
+    document["cases"][0].setdefault("launch", {"total_blocks": 132})
+    bad.write_text(json.dumps(document))
+    assert main(["show", str(bad)]) == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and "internal error" not in err and "Traceback" not in err
+    assert err.strip().splitlines() == [err.strip()] and expected in err
+
+
+def test_null_is_said_once_in_a_type_error(tmp_path, capsys):
+    bad = tmp_path / "null.json"
+    bad.write_text("null")
+    assert main(["show", str(bad)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.strip() == f"driver-gemm: {bad}: must be object, got null"
+
+
+def test_a_spec_path_that_is_not_utf8_is_recorded_escaped_and_reads_back(tmp_path):
+    """A spec file whose name holds a byte that is not UTF-8 (Python's surrogate escape, \\udce9) is recorded as
+    an escape: the run's .json and its case log's header read back, where the lone surrogate was refused."""
+    from driver_gemm.results.records import CaseLog
+    from driver_gemm.results.text import path_text
+
+    spec_path = tmp_path / "caf\udce9.yaml"
+    recorded = path_text(spec_path)
+    assert recorded == f"{tmp_path}/caf\\xe9.yaml" and recorded.encode("utf-8")
+    assert path_text("plain.yaml") == "plain.yaml"
+    run = RunResult.from_dict({**good_run(), "spec_path": recorded})
+    whole = tmp_path / "run.json"
+    whole.write_text(json.dumps(run.as_dict()))
+    assert read.read_results(whole).run.spec_path == recorded
+    log = CaseLog(tmp_path / "run.jsonl", fresh=True)
+    log.write_header(run)
+    log.append(run.cases[0])
+    log.close()
+    header, cases = read.read_finished_cases(tmp_path / "run.jsonl")
+    assert header["spec_path"] == recorded and len(cases) == 1
 
 
 def test_good_files_still_read(tmp_path):

@@ -169,3 +169,17 @@ def test_a_ptx_newer_than_ptxas_is_left_to_the_driver(tmp_path, monkeypatch):
     fake.write_text("#!/bin/sh\necho 'ptxas x.ptx, line 13; error   : Unknown modifier' >&2\nexit 255\n")
     with pytest.raises(ImageError, match="k.ptx:13: Unknown modifier"):
         ptx_check.check_ptx(PTX, "sm_90", "k.ptx")
+
+
+def test_a_refused_ptx_line_and_its_diagnostic_are_quoted_shortened():
+    """A PTX may hold a data array of 200,000 characters on one line, and the checker's message may echo it: the
+    error quotes their start and says how much was left out, never the whole line (twice)."""
+    long_line = ".global .u8 table[200000] = {" + "1," * 100_000 + "};"
+    text = ".version 8.0\n.target sm_90\n" + long_line + "\n"
+    log = f"ptxas application ptx input, line 3; error   : Unexpected text {long_line}\n" \
+          "ptxas fatal   : Ptx assembly aborted due to errors"
+    said = ptx_check.describe_errors(log, text, "k.ptx", "nvJitLink 12.9")
+    assert len(said) < 1000 and said.startswith("k.ptx:3: Unexpected text .global .u8 table")
+    assert said.count("more characters)") == 2
+    many = "\n".join(f"ptxas application ptx input, line 1; error   : bad {n}" for n in range(500))
+    assert ptx_check.describe_errors(many, text, "k.ptx").endswith("... and 480 more")

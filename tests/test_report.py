@@ -96,3 +96,15 @@ def test_tf32_rows_say_which_cublas_they_are_measured_against():
     assert text.count("TF32 rows") == 1
     # the precision survives the JSON round trip
     assert CaseResult.from_dict(v9.as_dict()).precision == "tf32"
+
+
+def test_a_mismatch_names_its_group_and_one_whose_values_a_file_holds_as_null_is_still_shown():
+    # A grouped case's mismatch names its group (no block numbers its stacked rows); a NaN or infinite value is null
+    # in a results file, which the line says rather than failing on.
+    run = sample_run()
+    run.cases[2].diagnosis = DiagnosisRecord(first_mismatches=[
+        {"row": 300, "col": 7, "expected": None, "got": 2.0, "kind": "wrong", "group": 1},
+        {"row": 0, "col": 0, "expected": 1.0, "got": None, "kind": "unwritten", "block": [0, 0]}])
+    lines = problems_text(run)
+    assert "    C[300, 7]: expected NaN or infinity, got 2 (group 1)" in lines
+    assert "    C[0, 0]: expected 1, never written (block (0, 0))" in lines

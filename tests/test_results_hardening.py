@@ -185,13 +185,17 @@ def test_printable_escapes_c0_del_and_c1_and_keeps_the_rest():
     assert printable(text) is text
 
 
-def _hostile_run() -> dict:
+def _hostile_run(labels: bool = False) -> dict:
+    """A run whose text holds control characters. `labels`: in its kernel labels too, as only a run made in Python
+    (the API) can hold them: a file holding one is refused on reading (`test_malformed_results`), as no run writes
+    one and `tune --from` would copy it into a spec."""
     document = seed()
     document["spec"] = "\x1b[2Jseed"
     document["environment"]["device"]["name"] = "\x1b]0;title\x07H200"
-    document["cases"][1].update(kernel="\x1b[2J\x1b[31mEVIL", name="evil")
-    document["cases"][2].update(kernel="v1\nFAKE LINE PASS", name="v1")
-    document["cases"][3].update(kernel="v2[TILE=32,\x1b[31mLONG_ENOUGH_TO_BE_SHORTENED]")
+    if labels:
+        document["cases"][1].update(kernel="\x1b[2J\x1b[31mEVIL", name="evil")
+        document["cases"][2].update(kernel="v1\nFAKE LINE PASS", name="v1")
+        document["cases"][3].update(kernel="v2[TILE=32,\x1b[31mLONG_ENOUGH_TO_BE_SHORTENED]")
     document["cases"][4].update(status="FAIL", message="\x1b]0;pwned\x07bad\nsecond \x9b31m line")
     document["cases"][4]["verification"]["status"] = "FAIL"    # as a run records a FAIL: its check says so too
     for case in document["cases"]:
@@ -202,28 +206,41 @@ def _hostile_run() -> dict:
 @pytest.mark.parametrize("form", [[], ["--markdown"]])
 def test_show_escapes_control_characters_from_the_file(form, tmp_path, capsys):
     path = write_json(tmp_path, _hostile_run())
-    main(["show", str(path), *form])
+    main(["show", str(path), *form])     # exit 1: a case FAILs
     out, err = capsys.readouterr()
     for text in (out, err):
         assert not RAW_CONTROL.search(text), RAW_CONTROL.search(text)
-    assert not any(line.startswith("FAKE LINE") for line in out.splitlines())
-    assert "\\x1b[2J\\x1b[31mEVIL" in out and "v1\\nFAKE LINE PASS" in out
+    assert not any(line.lstrip().startswith("FAKE LINE") for line in out.splitlines())
     if not form:
         assert "\\x1b[2Jseed" in out and "\\x1b]0;pwned\\x07bad" in out and "second \\x9b31m line" in out
-        assert "\\x1b[31mLONG_ENOUGH_TO_BE_SHORTENED]" in out     # its legend line
+
+
+def test_a_run_made_in_python_has_its_kernel_labels_escaped_too():
+    """A RunResult made by the API is not read from a file: its labels are escaped where they are shown."""
+    run = RunResult.from_dict(_hostile_run(labels=True))
+    console = Console(file=io.StringIO(), width=200)
+    print_run(run, console)
+    out = console.file.getvalue()
+    assert not RAW_CONTROL.search(out), RAW_CONTROL.search(out)
+    assert not any(line.startswith("FAKE LINE") for line in out.splitlines())
+    assert "\\x1b[2J\\x1b[31mEVIL" in out and "v1\\nFAKE LINE PASS" in out
+    assert "\\x1b[31mLONG_ENOUGH_TO_BE_SHORTENED]" in out     # its legend line
+    markdown = run_markdown(run)
+    assert not RAW_CONTROL.search(markdown) and "\\x1b[2J\\x1b[31mEVIL" in markdown
 
 
 def test_show_plain_text_tables_escape_too(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("driver_gemm.report.tables.PLAIN_RESULTS_CASES", 0)
     main(["show", str(write_json(tmp_path, _hostile_run()))])
     out = capsys.readouterr().out
-    assert not RAW_CONTROL.search(out) and "\\x1b[2Jseed" in out and "v1\\nFAKE LINE PASS" in out
+    assert not RAW_CONTROL.search(out) and "\\x1b[2Jseed" in out and "second \\x9b31m line" in out
 
 
 def test_csv_keeps_the_file_text_as_it_is(tmp_path, capsys):
     main(["show", str(write_json(tmp_path, _hostile_run())), "--csv"])
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert [row["kernel"] for row in rows][1:3] == ["\x1b[2J\x1b[31mEVIL", "v1\nFAKE LINE PASS"]
+    assert {row["gpu"] for row in rows} == {"\x1b[2JGPU"}
+    assert "\x1b]0;pwned\x07bad" in [row["message"] for row in rows]
 
 
 @pytest.mark.parametrize("form", [[], ["--markdown"]])
@@ -234,7 +251,7 @@ def test_compare_escapes_control_characters_from_either_file(form, tmp_path, cap
     out, err = capsys.readouterr()
     for text in (out, err):
         assert not RAW_CONTROL.search(text), (text, RAW_CONTROL.search(text))
-    assert "\\x1b[2JGPU" in out and "\\x1b[2J\\x1b[31mEVIL" in out
+    assert "\\x1b[2JGPU" in out
     assert "GPU-\\x1b[2Jother" in out + err      # the warning that the GPUs differ
 
 

@@ -406,12 +406,13 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
     from ..runners import estimates
     from ..planning.cases import cases_of
     from ..results.records import CaseLog, RunResult
+    from ..results.text import path_text
 
     exit_code = EXIT_OK
     with contextlib.ExitStack() as claimed:   # default names taken; each let go if its run writes nothing
         for spec in specs:
             last = spec is specs[-1]          # the early workers serve no later spec: they may stop as soon as done
-            result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+            result = RunResult(spec=spec.name, spec_path=path_text(spec.path) if spec.path else None)
             if locked:
                 result.settings.locked_sm_clock_mhz = locked
             record_options(result, options)

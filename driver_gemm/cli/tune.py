@@ -12,6 +12,7 @@ from .common import (Output, add_source_option, check_environment, check_ordinal
                      claimed_default_json, default_json, env_device, SPEC_HELP, load_specs, read_results_files,
                      refuse_aliases, spec_argument, spec_inputs, whole_number)
 from ..errors import DriverGemmError, NoGpuError, UsageError
+from ..results.text import path_text
 from ..status import Status
 from .exit_codes import EXIT_OK
 
@@ -78,7 +79,7 @@ def _search(spec, args, out: Output, path: Path, strategy, budget):
     from ..tune.search import tune_spec
 
     device = args.device if args.device is not None else env_device()
-    result = RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result = RunResult(spec=spec.name, spec_path=path_text(spec.path) if spec.path else None)
     searches: list = []
     bar = LiveTune(out.errors, spec, budget) if not args.quiet and out.errors.is_terminal else None
     with CaseLog(path.with_suffix(".jsonl"), fresh=True) as log:

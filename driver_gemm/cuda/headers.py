@@ -9,6 +9,7 @@ the cache key by what they are (version, digest), not by where they are.
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
@@ -121,6 +122,32 @@ def is_toolkit_header(name: str) -> bool:
     return name.startswith(TOOLKIT_FOLDERS) or name.startswith(TOOLKIT_HEADERS)
 
 
+def _broken_link(path: Path) -> str | None:
+    """What is wrong with `path` where it is a symbolic link NVRTC cannot open the header through (a loop of links,
+    or a link to nothing), in words; None where it is no such link (a file there, or nothing there at all): the
+    header is then missing, and said so, rather than "not beside the kernel source" for a name that is there."""
+    try:
+        if not path.is_symlink():
+            return None
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a loop of symbolic links (each names the next, none a file)"
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return f"a symbolic link to {_link_target(path)}, which does not exist (a dangling link)"
+        return None
+    except ValueError:   # a name no file system takes
+        return None
+    return None
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "a file"
+
+
 def missing_header_hint(name: str, folders: Iterable[Path] = ()) -> str:
     """What to do about a header NVRTC could not open, in one sentence; `folders` are the compile's include
     folders, where a folder of that name is told apart from a missing file."""
@@ -132,6 +159,9 @@ def missing_header_hint(name: str, folders: Iterable[Path] = ()) -> str:
         if found:
             return (f"{name} is a folder in {folder}, not a file: an #include names a header file (the folder "
                     "that holds it goes in options: [-I FOLDER])")
+        broken = _broken_link(folder / name)
+        if broken:
+            return f"{folder / name} is {broken}: point the link at the header, or put the header in its place"
     if is_toolkit_header(name):
         if not toolkit_include_dirs():
             return (f"<{name}> comes with the CUDA toolkit, and no toolkit headers were found (looked through "

@@ -65,7 +65,7 @@ class Verdict:
         status = "too-new" if self.status == "refused" and _TOO_NEW.search(self.log) else self.status
         if status == "ok":
             return None
-        first = next((line.strip() for line in self.log.splitlines() if line.strip()), "")
+        first = _clipped(next((line.strip() for line in self.log.splitlines() if line.strip()), ""))
         if status == "too-new":
             cause = _DIAGNOSTIC.match(first)
             return (f"PTX not checked before loading: its ISA is newer than this {self.checker} knows "
@@ -73,7 +73,7 @@ class Verdict:
         if status == "arch":
             return f"PTX not checked before loading: this {self.checker} does not know the target ({first})"
         if status == "unchecked":
-            return f"PTX not checked before loading: {self.log}"
+            return f"PTX not checked before loading: {_clipped(self.log)}"
         raise ImageError(describe_errors(self.log, text, str(path), self.checker))
 
 
@@ -117,6 +117,19 @@ def ptxas_check(ptxas: Path, text: str, arch: str) -> Verdict:
     return Verdict("ptxas", "refused", (done.stdout + done.stderr).decode(errors="replace"))
 
 
+# What a message quotes of a PTX line or of a checker's diagnostic: a PTX's line may run to megabytes (a data
+# array on one line), and a checker's message may echo it whole.
+MOST_QUOTED_CHARS = 200
+MOST_DIAGNOSTICS = 20
+
+
+def _clipped(text: str) -> str:
+    """`text` whole when short, else its start and how much was left out (`MOST_QUOTED_CHARS`)."""
+    if len(text) <= MOST_QUOTED_CHARS:
+        return text
+    return f"{text[:MOST_QUOTED_CHARS]}... ({len(text) - MOST_QUOTED_CHARS:,} more characters)"
+
+
 def describe_errors(log: str, text: str, path: str, checker: str = "ptxas") -> str:
     """The checker's diagnostics (ptxas's form, which nvJitLink's log shares) as ``path:line: message`` with the
     line quoted, the first line first; one line each."""
@@ -126,16 +139,18 @@ def describe_errors(log: str, text: str, path: str, checker: str = "ptxas") -> s
         match = _DIAGNOSTIC.match(entry.strip())
         if not match or _NOT_A_CAUSE.match(match.group(3).strip()):
             continue
-        message = match.group(3).strip()
+        message = _clipped(match.group(3).strip())
         if match.group(1) is None:
             said.append(f"{path}: {message}")
             continue
         number = int(match.group(1))
-        quoted = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        quoted = _clipped(lines[number - 1].strip()) if 0 < number <= len(lines) else ""
         said.append(f"{path}:{number}: {message}" + (f"\n  {number} | {quoted}" if quoted else ""))
     if not said:
         kept = [line.strip() for line in log.splitlines() if line.strip() and not _NOT_A_CAUSE.match(line.strip())]
-        said = [f"{path}: {checker} refused it: " + (" ".join(kept[-3:]) or "no message")]
+        said = [f"{path}: {checker} refused it: " + (_clipped(" ".join(kept[-3:])) or "no message")]
+    if len(said) > MOST_DIAGNOSTICS:
+        said = [*said[:MOST_DIAGNOSTICS], f"... and {len(said) - MOST_DIAGNOSTICS:,} more"]
     head, *rest = said
     return f"{head.splitlines()[0]} ({checker} refuses this PTX)" + "".join(
         "\n" + part for part in ["\n".join(head.splitlines()[1:]), *rest] if part)

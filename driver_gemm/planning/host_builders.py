@@ -28,11 +28,12 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NoReturn, TextIO
 
 import numpy as np
 
 from ..errors import ConfigError, DriverGemmError
+from ..results.text import shortened
 from ..specfile.model import Argument, HostBuilder, KernelSpec
 
 # Stand-in device addresses while planning: distinct, nonzero and aligned as cudaMalloc's are, far from any real
@@ -95,6 +96,68 @@ def load_builder(path: Path, function: str) -> Callable[[dict], Any]:
     return found
 
 
+class _BuilderStdout:
+    """What `sys.stdout` is while a builder's code runs: its writes go to stderr, everyone else's where they went.
+
+    A builder that prints (a debugging line, at import or when called) would otherwise write into the command's
+    own output: the rows of ``plan --csv``, a JSON document on stdout. `contextlib.redirect_stdout` cannot be used:
+    it swaps `sys.stdout` for the whole process, and the builder runs on a thread of its own while the main thread
+    may write its output, so the swap would take the main thread's lines too, or end while a builder that has
+    not returned (`BUILDER_TIMEOUT_S`) still prints. This proxy tells the two apart by thread: a write from a
+    thread running a builder goes to stderr, any other to the stream it replaced. It is put in place while any
+    builder thread runs and taken away when the last ends (left in place while a builder that never returned still
+    runs: it forwards the rest unchanged). Output written by C code to file descriptor 1 is not Python's to route.
+    """
+
+    def __init__(self, replaced: TextIO | None):
+        self.replaced = replaced
+
+    def _target(self) -> TextIO | None:
+        return sys.stderr if threading.get_ident() in _builder_threads else self.replaced
+
+    def write(self, text: str) -> int:
+        target = self._target()
+        return len(text) if target is None else target.write(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        target = self._target()
+        if target is not None:
+            target.flush()
+
+    def close(self) -> None:
+        # a builder's sys.stdout.close() would close the command's own output (or, routed, its stderr): ignored
+        if threading.get_ident() not in _builder_threads and self.replaced is not None:
+            self.replaced.close()
+
+    def __getattr__(self, name: str) -> Any:      # buffer, fileno, encoding...: the stream the thread writes to
+        return getattr(self._target(), name)
+
+
+_builder_threads: set[int] = set()
+_routing_lock = threading.Lock()
+
+
+def _builder_thread_starts() -> None:
+    """The calling thread runs a builder from now: `_BuilderStdout` in place, and this thread's writes to stderr."""
+    with _routing_lock:
+        if not isinstance(sys.stdout, _BuilderStdout):
+            sys.stdout = _BuilderStdout(sys.stdout)
+        _builder_threads.add(threading.get_ident())
+
+
+def _builder_thread_ends() -> None:
+    """The calling thread's builder has ended: with the last, `sys.stdout` is the stream the proxy replaced (unless
+    someone has put another in its place since, which is then left as it is)."""
+    with _routing_lock:
+        _builder_threads.discard(threading.get_ident())
+        if not _builder_threads and isinstance(sys.stdout, _BuilderStdout):
+            sys.stdout = sys.stdout.replaced
+
+
 # The builders (file, and function or None for loading the file) whose call did not return: each later call of one
 # is refused at once, so that a sweep of many cases waits for the bound once, not once a case.
 _HUNG: set[tuple[Path, str | None]] = set()
@@ -112,10 +175,13 @@ def _bounded(call: Callable[[], Any], waiting: str, key: tuple[Path, str | None]
     outcome: dict[str, Any] = {}
 
     def run() -> None:
+        _builder_thread_starts()
         try:
             outcome["value"] = call()
         except BaseException as exc:   # handed back to the caller's thread, which says what it was
             outcome["error"] = exc
+        finally:
+            _builder_thread_ends()
 
     worker = threading.Thread(target=run, name="driver-gemm builder", daemon=True)
     worker.start()
@@ -134,11 +200,18 @@ def _raised(exc: BaseException, path: Path) -> str:
     if isinstance(exc, SyntaxError) and exc.lineno is not None:
         return f"SyntaxError: {exc.msg} ({path.name}:{exc.lineno})"
     where = f" ({path.name}:{lines[-1].lineno})" if lines else ""
+    return f"{_exception_text(exc)}{where}"
+
+
+def _exception_text(exc: BaseException) -> str:
+    """``ValueError: bad tile``: an exception of the user's code, its text shortened (`shortened`: an exception may
+    carry megabytes), or its name alone where its text itself raises (a class of the builder's own)."""
     try:
         text = str(exc)
-    except Exception:   # an exception class of the builder's whose text itself raises: its name says enough
+    except BaseException as failure:   # noqa: BLE001 - the user's __str__: whatever it raises, its name says enough
+        _interrupt_goes_on(failure)
         text = ""
-    return f"{type(exc).__name__}{': ' + text if text else ''}{where}"
+    return f"{type(exc).__name__}{': ' + shortened(text) if text else ''}"
 
 
 def _called(builder: HostBuilder, values: Mapping[str, Any], given_as: str) -> Any:
@@ -165,7 +238,7 @@ def built_numbers(builder: HostBuilder, values: Mapping[str, int]) -> np.ndarray
     except BaseException as exc:   # a sequence of mixed lengths, an object NumPy cannot read
         _interrupt_goes_on(exc)
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, which NumPy cannot read as "
-                            f"numbers: {type(exc).__name__}{': ' + str(exc) if str(exc) else ''}") from None
+                            f"numbers: {_exception_text(exc)}") from None
     if array.dtype.kind == "O" and array.size and all(isinstance(value, int) for value in array.reshape(-1)[:64]):
         raise BuilderFailed(f"builder {builder.text} returned whole numbers beyond 64 bits (no buffer element "
                             "holds them)")
@@ -179,11 +252,20 @@ def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | Non
     """The bytes `builder` makes of `values`, checked to be `size` bytes (the compiled parameter's; None:
     unknown); `BuilderFailed` says why not."""
     result = _called(builder, values, "the struct's fields, by name")
+    dtype = result.dtype if isinstance(result, np.ndarray) else None
+    if dtype is not None and (dtype.hasobject or dtype.kind in "OSUMm"):
+        _refuse_non_numbers(builder, result, dtype)
     try:
         view = memoryview(result)
     except TypeError:
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, not bytes (anything with the "
                             "buffer protocol: bytes, a ctypes.Structure, a NumPy array)") from None
+    except BaseException as exc:   # a __buffer__ of the builder's own that raises
+        _interrupt_goes_on(exc)
+        raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, whose bytes cannot be read: "
+                            f"{_exception_text(exc)}") from None
+    if view.format == "O":     # an object array of another library than NumPy
+        _refuse_non_numbers(builder, result, "Python object")
     if not view.c_contiguous:   # a slice with a step: its bytes are not the ones in memory, in order
         raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__}, not contiguous in memory (a "
                             "slice with a step, or a transposed array)",
@@ -196,6 +278,15 @@ def built_bytes(builder: HostBuilder, values: Mapping[str, Any], size: int | Non
     if not data:
         raise BuilderFailed(f"builder {builder.text} returned no bytes")
     return data
+
+
+def _refuse_non_numbers(builder: HostBuilder, result: Any, kind: object) -> NoReturn:
+    """`BuilderFailed` for an array of `kind` values that are not numbers: an object array's buffer holds the
+    addresses of Python objects in this process, which no kernel can read; text and dates are no parameter's bytes
+    either."""
+    raise BuilderFailed(f"builder {builder.text} returned {type(result).__name__} of {kind} values, not the "
+                        "parameter's bytes", hint="return bytes, a ctypes.Structure, or a NumPy array of numbers "
+                                                  "(numpy.uint8 for raw bytes)")
 
 
 def builder_values(argument: Argument, scalar: Callable[[Argument, int | None], Any],

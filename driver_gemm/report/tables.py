@@ -164,13 +164,21 @@ def problems_text(run: RunResult) -> list[str]:
         for mismatch in mismatches[:5]:
             matrix = f"[{mismatch['matrix']}]" if "matrix" in mismatch else ""
             where = f"C{matrix}[{mismatch['row']}, {mismatch['col']}]"
-            got = "never written" if mismatch["got"] is None else f"got {mismatch['got']:.6g}"
+            got = "never written" if mismatch["got"] is None else f"got {_figure(mismatch['got'])}"
             owner = ""
-            if "block" in mismatch:
+            if "group" in mismatch:
+                owner = f" (group {mismatch['group']})"
+            elif "block" in mismatch:
                 owner = f" (block {tuple(mismatch['block'])}"
                 owner += f", thread {tuple(mismatch['thread'])})" if "thread" in mismatch else ")"
-            out.append(f"    {where}: expected {mismatch['expected']:.6g}, {got}{owner}")
+            out.append(f"    {where}: expected {_figure(mismatch['expected'])}, {got}{owner}")
     return [printable(line) for line in out]
+
+
+def _figure(value) -> str:
+    """A mismatch's value as a results file holds it: a number, or null for a NaN or an infinity (JSON has
+    neither)."""
+    return f"{value:.6g}" if isinstance(value, (int, float)) else "NaN or infinity"
 
 
 def geometric_mean(values: list[float]) -> float:

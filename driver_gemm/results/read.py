@@ -27,7 +27,7 @@ from ..errors import UsageError, path_argument
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
-from .text import printable
+from .text import first_control, printable
 
 # Far more cases than any sweep makes; a bigger file is refused before it is parsed, so that a wrong
 # path (a core dump, a video) costs no memory.
@@ -40,6 +40,7 @@ MOST_GFLOPS = 1e12        # a zettaFLOP/s
 MOST_PCT = 1e8            # a million times the vendor library's speed, or the peak's
 LEAST_MS, MOST_MS = 1e-6, 1e9     # a nanosecond (no launch is shorter) to eleven days (no sample is longer)
 MOST_MHZ = 1e5
+MOST_COUNT = 2.0**64     # bytes, blocks, waves: every count driver-gemm writes fits 64 bits
 _Figures = dict[str, tuple[float, float, str]]
 _CASE_FIGURES: _Figures = {"gflops": (0, MOST_GFLOPS, "GFLOP/s"), "pct_cublas": (0, MOST_PCT, "%"),
                            "pct_peak": (0, MOST_PCT, "%")}
@@ -48,10 +49,17 @@ _PART_FIGURES: dict[str, _Figures] = {
                "stdev_ms": (0, MOST_MS, "ms"), "total_ms": (0, 1e6 * MOST_MS, "ms"),
                **{name: (0, MOST_MHZ, "MHz") for name in ("sm_clock_mhz", "sm_clock_min_mhz",
                                                          "sm_clock_reference_mhz", "locked_sm_clock_mhz")}},
-    "interleaved": {"kernel_ms": (0, MOST_MS, "ms"), "vendor_ms": (0, MOST_MS, "ms"),
+    # a median of round medians, each of samples no shorter than LEAST_MS: a shorter one (5e-324) is no time, and
+    # the memory note divides by it
+    "interleaved": {"kernel_ms": (LEAST_MS, MOST_MS, "ms"), "vendor_ms": (LEAST_MS, MOST_MS, "ms"),
                     "vendor_sm_clock_mhz": (0, MOST_MHZ, "MHz")},
     "energy": {"joules_per_launch": (0, 1e9, "J"), "average_w": (0, 1e9, "W"),
                "gflops_per_watt": (0, MOST_GFLOPS, "GFLOP/s per W")},
+    # the notes print a wave count as a whole number: a grid has fewer than 2^64 blocks, each SM holds one at least
+    "occupancy": {"driver_waves": (0, MOST_COUNT, "waves"), "driver_cluster_waves": (0, MOST_COUNT, "waves")},
+    "profile": {"duration_us": (0, 1e3 * MOST_MS, "us"), "dram_bytes": (0, MOST_COUNT, "bytes"),
+                "arithmetic_intensity": (0, MOST_COUNT, "FLOP/byte"), "shared_bank_conflicts": (0, MOST_COUNT, ""),
+                **{name: (0, MOST_PCT, "%") for name in ("achieved_occupancy_pct", "fma_pipe_pct", "tensor_pipe_pct")}},
 }
 _INT_BOUND = 1 << 64      # every whole number driver-gemm writes fits 64 bits (seeds are unsigned)
 # Half of a UTF-16 surrogate pair reaches a string only as a JSON escape (UTF-8 decoding refuses the bytes of one);
@@ -180,16 +188,42 @@ def _read_text(path: Path) -> str:
         data = _gunzip(data, where)
     if not data.strip():
         raise UsageError("empty file: no results in it", where=where)
+    tail = ""
+    if _kind(path) == ".jsonl":
+        data, tail = _torn_tail(data)
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
         raise UsageError(f"binary data (a NUL byte at offset {nul}, line {line}), not a results file", where=where)
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8") + tail
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UsageError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}): "
                          "not a results file", where=where) from None
+
+
+def _torn_tail(data: bytes) -> tuple[bytes, str]:
+    """A case log's bytes up to its last line break, and after it the text of a torn last line that holds NUL bytes
+    or bytes that are not UTF-8 (``""`` where it holds neither).
+
+    A file system that loses power while a line is appended may leave the file's last blocks zero-filled (NULs
+    after the torn line's text), or cut a character's bytes in two. Such a line is torn, not binary: the finished
+    cases before it are read, and `--resume` cuts it (`output_files._drop_torn_tail`) as it cuts any torn line. The
+    text returned holds a NUL for each byte it could not read, so that it never parses as a JSON line and
+    `_read_case_log` skips it as torn. A file with no line break at all is not so excused: it holds no
+    finished line, and may be any binary file named .jsonl."""
+    end = data.rfind(b"\n") + 1
+    if not end or end == len(data):
+        return data, ""
+    tail = data[end:]
+    try:
+        if b"\0" not in tail:
+            tail.decode("utf-8")
+            return data, ""
+    except UnicodeDecodeError:
+        pass
+    return data[:end], tail.decode("utf-8", "replace").replace("\ufffd", "\0")
 
 
 def _parse_json(text: str, where: str) -> Any:
@@ -340,6 +374,13 @@ def _check_case_consistency(case: dict, path: str, where: str) -> None:
     if "label" in shape and shape["label"] != label:
         raise UsageError(f"label {shape['label']!r} is not M x N x K = {label}", where=where,
                          field=_join(path, "shape.label"))
+    for key in ("kernel", "name"):
+        # no kernel name or label driver-gemm writes holds one (a spec's names are checked when it is read), and
+        # `tune --from` would copy it into the spec it writes, which YAML then refuses
+        control = first_control(case[key])
+        if control is not None:
+            raise UsageError(f"{ascii(case[key])[:80]} holds the control character {ascii(control)}: no kernel name "
+                             "or label driver-gemm writes has one", where=where, field=_join(path, key))
     _check_figures(case, _CASE_FIGURES, path, where)
     verdict = (case.get("verification") or {}).get("status")
     if verdict is not None and case.get("status") in ("PASS", "FAIL") and verdict != case["status"]:
@@ -373,7 +414,7 @@ def _check_figures(record: dict, figures: _Figures, path: str, where: str) -> No
 
 
 def _absurd(value: float, least: float, most: float, unit: str) -> str:
-    space = "" if unit == "%" else " "
+    space = "" if unit in ("%", "") else " "     # a count has no unit
     bounds = f"at most {most:g}" if least == 0 else f"{least:g} to {most:g}"
     return (f"{value:g}{space}{unit} is no figure a GPU run gives ({bounds}{space}{unit}): these results were not "
             "written by a run as they are")
@@ -627,7 +668,8 @@ def _check(value: Any, schema: dict, root: dict, path: str, where: str) -> None:
     if allowed is not None and not (_is_type(value, allowed) if isinstance(allowed, str)
                                     else any(_is_type(value, name) for name in allowed)):
         names = [allowed] if isinstance(allowed, str) else allowed
-        raise _problem(where, path, f"must be {' or '.join(names)}, got {_json_type(value)} {_show(value)}")
+        shown = "" if value is None else f" {_show(value)}"     # null is said once: "got null", not "null null"
+        raise _problem(where, path, f"must be {' or '.join(names)}, got {_json_type(value)}{shown}")
     if "const" in schema and value != schema["const"]:
         raise _problem(where, path, f"must be {_show(schema['const'])}, got {_show(value)}")
     if "enum" in schema and not any(value == option and type(value) is type(option) for option in schema["enum"]):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..results.records import BaselineRow, CaseResult, RunResult, case_key
+from ..results.text import path_text
 from ..specfile.model import Spec
 from ..planning.cases import cases_of, ran
 from .environment import now, provenance
@@ -125,7 +126,7 @@ def begin_run(spec: Spec, result: RunResult | None, previous: Sequence[CaseResul
     ``gpus``, so a case log's header written with the first case describes
     every GPU. The cases of `previous` that ran go in first, and are returned.
     """
-    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result = result or RunResult(spec=spec.name, spec_path=path_text(spec.path) if spec.path else None)
     result.started = now()
     kept = [case for case in previous if ran(case)]
     result.cases.extend(kept)

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from ..measure.stats import gflops
 from ..results.records import CaseDevice, CaseResult, EnergyRecord, RunResult
 from ..results.settings import RunSettings
+from ..results.text import path_text
 from ..errors import WrongArgumentType
 from ..specfile.load import load_spec
 from ..specfile.model import Shape, Spec
@@ -69,7 +70,7 @@ def run_spec(spec: Spec | str | os.PathLike[str], options: RunOptions = RunOptio
         raise WrongArgumentType("run_spec: previous is the CaseResults of an earlier run (run.cases), got "
                                 f"{previous!r:.40}")
     spec = _spec_argument(spec)
-    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result = result or RunResult(spec=spec.name, spec_path=path_text(spec.path) if spec.path else None)
     result.started = now()
     kept = [case for case in previous if ran(case)]
     with contextlib.ExitStack() as stack:

@@ -21,6 +21,7 @@ from typing import Callable
 
 from ..errors import NoGpuError, ToolMissingError, UsageError
 from ..results.records import CaseResult, RunResult, SanitizerRecord
+from ..results.text import path_text
 from ..results.settings import RunSettings
 from ..specfile.model import Spec
 from ..status import Status
@@ -135,7 +136,7 @@ def sanitize_spec(spec: Spec, tool: str, device: int = 0, *,
         raise UsageError("--sanitize runs a spec file in a child process: give one", field="--sanitize")
     _require_sanitizer()
     _require_gpu(device)
-    result = RunResult(spec=f"{spec.name} under {tool}", spec_path=str(spec.path),
+    result = RunResult(spec=f"{spec.name} under {tool}", spec_path=path_text(spec.path),
                        settings=RunSettings(sanitize=tool))
     for shape in spec.shapes:
         for kernel in spec.kernels:

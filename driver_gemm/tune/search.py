@@ -19,6 +19,7 @@ from typing import Callable
 from ..cuda.compile import Cubin
 from ..cuda.occupancy import ArchLimits, limits_from_device
 from ..errors import WrongArgumentType, flag_argument, ordinal_argument
+from ..results.text import path_text
 from ..planning.build import Compiled, compile_spec, launch_plans
 from ..planning.cases import Case, new_record
 from ..planning.case_plan import with_resources
@@ -121,7 +122,7 @@ def tune_spec(spec: Spec | str | Path, strategy: Strategy | str = "exhaustive", 
         strategy = make_strategy(strategy)
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
-    result = result or RunResult(spec=spec.name, spec_path=str(spec.path) if spec.path else None)
+    result = result or RunResult(spec=spec.name, spec_path=path_text(spec.path) if spec.path else None)
     result.started = now()
     props = read_properties(device)
     result.environment = environment(props)

@@ -22,6 +22,7 @@ import yaml
 
 from ..errors import DriverGemmError, SpecError, WrongArgumentType, flag_argument, path_argument
 from ..output_files import refuse_aliases, write_file
+from ..results.text import path_text
 from ..planning.spec_files import spec_inputs
 from ..report.comparison import SAME, judge
 from ..results.read import ResultsFile, read_results
@@ -336,7 +337,7 @@ def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) ->
     if run.spec and run.spec != spec.name:
         raise SpecError(f"these results are of spec {run.spec!r}, not {spec.name!r}: pick winners with the spec "
                         f"that made them", where=where)
-    if run.spec_path and spec.path and Path(run.spec_path).name != Path(spec.path).name:
+    if run.spec_path and spec.path and Path(run.spec_path).name != Path(path_text(spec.path)).name:
         raise SpecError(f"these results were made from {run.spec_path}, not {spec.path}", where=where)
     labels = set(_configurations_of(spec))
     if not any(case.kernel in labels for case in run.cases):
