@@ -93,6 +93,13 @@ def flag_argument(function: str, name: str, value: object) -> bool:
     raise WrongArgumentType(f"{function}: {name} is True or False, got {value!r:.60} ({type(value).__name__})")
 
 
+def callback_argument(function: str, name: str, value: object, called: str = "a function") -> None:
+    """A callback argument of `function`: None or something callable, else `WrongArgumentType` now, rather than a
+    TypeError once the first case has finished (after the workers, the plan and the compiles)."""
+    if value is not None and not callable(value):
+        raise WrongArgumentType(f"{function}: {name} is {called}, or None, got {value!r:.40} ({type(value).__name__})")
+
+
 def ordinal_argument(function: str, name: str, value: object) -> int:
     """`value` where `function` takes a GPU's ordinal: a whole number (NumPy's too) of at least 0, as an int;
     `WrongArgumentType` for another kind, `WrongArgumentValue` below 0."""

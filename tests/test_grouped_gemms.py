@@ -240,9 +240,12 @@ def test_the_check_judges_the_rows_the_groups_hold_and_leaves_the_others_to_the_
     kernel = next(k for k in spec.kernels if k.name == name)
     plan = plan_case(kernel, Shape(1001, 520, 776), SM90)
     verdict, run = checked(plan, rows_written)
+    groups = plan.operands.groups
     assert verdict.status == Status.PASS, verdict.as_dict()
-    assert verdict.elements == plan.operands.groups.total_rows * 520
-    assert run.output.shape == (plan.operands.groups.total_rows, 520)
+    assert verdict.elements == groups.total_rows * 520
+    # what the diagnosis and the error map read: C's own rows, those no group holds blank
+    held = groups.held_rows().reshape(-1)
+    assert run.output.shape == (held.size, 520) and not run.output[~held].any() and not run.expected[~held].any()
 
 
 def test_a_kernel_that_reads_group_zeros_b_for_every_group_fails_from_the_second_group_on():
@@ -277,3 +280,67 @@ def test_a_batched_cases_gflops_count_every_matrix():
                                 q3_ms=1.0, samples=3, total_ms=3.0, stop_reason="samples")
     _finish_figures(case, None, None)
     assert case.gflops == pytest.approx(4 * shape.flops / 1e-3 / 1e9)
+
+
+def test_a_failing_grouped_cases_diagnosis_names_cs_own_rows_and_each_mismatchs_group():
+    # Group 4 of contiguous groups starting at multiples of 128 holds rows 384-683: one wrong element at row 394 is
+    # said to be there (not at its place among the held rows), in block row 394 // 16, with its group.
+    from driver_gemm.results.diagnose import diagnose_output
+    text = grouped_spec("{rows: [0, 130, 0, 5, 300], align: 128}", "{name: index, type: buffer, element: int32, "
+                        "size: M, groups: row_group}", function="args_grouped_row_index")
+    plan = planned(text)
+    assert not plan.problems and plan.operands.groups.starts[4] == 384
+    _, run = checked(plan, "poisoned")
+    run.output[394, 3] += 1.0
+    from driver_gemm.measure.verify import compare
+    verdict = compare(run.output, run.expected, rel_tolerance=1e-3)
+    found = diagnose_output(verdict, run.output, run.expected, plan, 1)
+    assert "row 394" in found["summary"], found["summary"]
+    entry = found["first_mismatches"][0]
+    assert (entry["row"], entry["col"], entry["block"]) == (394, 3, [0, 394 // 16])
+
+
+@pytest.mark.parametrize("groups, needle", [
+    ("{count: 2, align: 100000}", "hold no rows on this shape"),
+    ("{layout: masked, rows: [0, 0]}", "hold no rows on this shape"),
+    ("{count: 100000000}", "1 to 65,536 groups, got 100,000,000"),
+])
+def test_groups_that_hold_no_rows_or_are_too_many_make_the_case_invalid(groups, needle):
+    plan = planned(grouped_spec(groups, ENDS.replace("groups: ends", "groups: rows"), COUNT))
+    assert any(needle in problem.message for problem in plan.problems), [p.message for p in plan.problems]
+
+
+def test_a_groups_kind_that_is_no_word_is_refused_and_masked_groups_have_no_ends():
+    with pytest.raises(SpecError, match="one of rows, starts, ends"):
+        parse_spec(grouped_spec("{count: 2}", "{name: e, type: buffer, element: int32, size: groups, groups: [ends]}",
+                                COUNT), ROOT / "spec.yaml", allow_outside_sources=True)
+    plan = planned(grouped_spec("{layout: masked, count: 2}", ENDS, COUNT))
+    assert any("masked groups each start their own matrix" in problem.message for problem in plan.problems)
+
+
+def test_row_counts_a_results_file_holds_as_bools_are_no_row_counts():
+    shape = Shape(1001, 520, 776)
+    record = CaseResult(kernel="k", name="k", shape=shape, status=Status.PASS,
+                        operands=OperandsRecord(batch=1, groups={"layout": "contiguous", "rows": [True, False]}))
+    assert record.flops == shape.flops
+
+
+@pytest.mark.parametrize("extra_buffer, groups, needle", [
+    ("{name: q, type: buffer, element: int32, size: K / 8 * N, quantized: {of: B, part: codes, bits: 4, group: 8, "
+     "pack: {along: K}}}", "{count: 2}", "a quantized B is one matrix; this kernel's groups each have their own B"),
+    ("{name: s, type: buffer, element: float32, size: groups * ceil(N / 128) * ceil(K / 128), scales: {of: B, "
+     "block: [128, 128]}}", "{count: 2}", "block scales are one grid for one matrix; this kernel's groups each"),
+    ("{name: s, type: buffer, element: float32, size: groups * M * ceil(K / 128), scales: {of: A, block: [1, 128]}}",
+     "{layout: masked, count: 2}", "groups each have their own A"),
+])
+def test_a_quantized_b_and_block_scales_of_a_per_group_matrix_are_refused(extra_buffer, groups, needle):
+    # One grid (or one set of codes) for every group's matrix would pass a kernel that reads group 0's everywhere.
+    with pytest.raises(SpecError, match=needle):
+        parse_spec(grouped_spec(groups, ENDS.replace("groups: ends", "groups: rows"), extra_buffer, COUNT),
+                   ROOT / "spec.yaml", allow_outside_sources=True)
+
+
+def test_block_scales_of_contiguous_groups_a_are_one_matrixs_and_plan():
+    scales = "{name: s, type: buffer, element: float32, size: M * ceil(K / 128), scales: {of: A, block: [1, 128]}}"
+    plan = planned(grouped_spec("{count: 2}", ENDS, scales, COUNT))
+    assert plan.buffers["s"].grid is not None

@@ -103,8 +103,8 @@ def test_a_mismatch_names_its_group_and_one_whose_values_a_file_holds_as_null_is
     # in a results file, which the line says rather than failing on.
     run = sample_run()
     run.cases[2].diagnosis = DiagnosisRecord(first_mismatches=[
-        {"row": 300, "col": 7, "expected": None, "got": 2.0, "kind": "wrong", "group": 1},
+        {"row": 300, "col": 7, "expected": None, "got": 2.0, "kind": "wrong", "group": 1, "block": [0, 18]},
         {"row": 0, "col": 0, "expected": 1.0, "got": None, "kind": "unwritten", "block": [0, 0]}])
     lines = problems_text(run)
-    assert "    C[300, 7]: expected NaN or infinity, got 2 (group 1)" in lines
+    assert "    C[300, 7]: expected NaN or infinity, got 2 (group 1, block (0, 18))" in lines
     assert "    C[0, 0]: expected 1, never written (block (0, 0))" in lines

@@ -23,6 +23,9 @@ import numpy as np
 from ..errors import DriverGemmError
 
 LAYOUTS = ("contiguous", "masked")
+# The most groups a GEMM may have: far above any mixture of experts, and small enough to lay out before the plan's
+# memory checks see the buffers.
+MAX_GROUPS = 1 << 16
 # How the rows are shared out when the spec lists none: evenly, or drawn (some groups may get none).
 ROW_RULES = ("even", "random")
 # What a buffer of the kernel's own may hold about the groups (``groups: KIND``), each an integer sequence.
@@ -34,6 +37,8 @@ METADATA = {
     "row_group": "each row's group, or -1 for a row no group holds (M; masked: G x M)",
     "problems": "each group's (rows, N, K), three to a group (3 G)",
 }
+# What masked groups have no use for: each starts its own matrix, so their first rows and ends say nothing.
+CONTIGUOUS_ONLY = ("starts", "ends", "offsets")
 
 
 class GroupsError(DriverGemmError, ValueError):
@@ -82,6 +87,9 @@ class GemmGroups:
         """The integers of a buffer holding `kind` (a key of `METADATA`)."""
         if kind == "rows":
             return list(self.rows)
+        if kind in CONTIGUOUS_ONLY and self.layout == "masked":
+            raise GroupsError(f"masked groups each start their own matrix, so their {kind} say nothing: a buffer "
+                              "of masked groups holds their rows, row_group or problems")
         if kind == "starts":
             return list(self.starts)
         if kind == "ends":
@@ -140,9 +148,11 @@ def make_groups(layout: str, M: int, N: int, K: int, *, count: int | None = None
         raise GroupsError(f"align is a row count of 1 or more, got {align}")
     if layout == "masked" and align != 1:
         raise GroupsError("align is for contiguous groups: a masked group starts its own matrix")
+    if count is not None and not 1 <= count <= MAX_GROUPS:
+        raise GroupsError(f"a grouped GEMM has 1 to {MAX_GROUPS:,} groups, got {count:,}")
     if isinstance(rows, str):
-        if count is None or count < 1:
-            raise GroupsError(f"a grouped GEMM has 1 group or more, got {count}")
+        if count is None:
+            raise GroupsError("a grouped GEMM's rows shared out by a rule need a count of groups")
         if rows not in ROW_RULES:
             raise GroupsError(f"rows is a list of counts, or one of {', '.join(ROW_RULES)}; got {rows!r}")
         listed = _shared_out(layout, rows, count, M, align, seed=[M, N, K, count, align])
@@ -150,11 +160,15 @@ def make_groups(layout: str, M: int, N: int, K: int, *, count: int | None = None
         listed = list(rows)
         if count is not None and count != len(listed):
             raise GroupsError(f"count is {count}, but rows lists {len(listed)} groups")
-        if not listed:
-            raise GroupsError("a grouped GEMM has 1 group or more; rows lists none")
+        if not 1 <= len(listed) <= MAX_GROUPS:
+            raise GroupsError(f"a grouped GEMM has 1 to {MAX_GROUPS:,} groups; rows lists {len(listed):,}")
         negative = [(g, value) for g, value in enumerate(listed) if value < 0]
         if negative:
             raise GroupsError(f"group {negative[0][0]} has {negative[0][1]} rows: a count is 0 or more")
+    if not any(listed):
+        # Nothing would be checked or timed as work: a decode shape under DeepGEMM's 128-row alignment, say.
+        raise GroupsError(f"the {len(listed):,} groups hold no rows on this shape (M = {M:,}"
+                          + (f", groups starting at multiples of {align}" if align > 1 else "") + "): nothing to check")
     if layout == "masked":
         over = [(g, value) for g, value in enumerate(listed) if value > M]
         if over:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..errors import DriverGemmError
-from ..gemm.groups import METADATA as GROUP_METADATA, GemmGroups
+from ..gemm.groups import METADATA as GROUP_METADATA, GemmGroups, GroupsError
 from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
@@ -321,7 +321,10 @@ def _group_metadata(buffer: DeviceBufferArgument, groups: GemmGroups | None, cou
     assert kind is not None
     if groups is None:
         raise _Refused(f"holds the groups' {kind}, but the kernel has no groups: (a grouped GEMM's layout and rows)")
-    numbers = groups.metadata(kind)
+    try:
+        numbers = groups.metadata(kind)
+    except GroupsError as exc:
+        raise _Refused(str(exc)) from None
     if count < len(numbers):
         raise _Refused(f"holds {count:,} elements, but the {groups.count} groups' {kind} are {len(numbers):,}: "
                        f"{GROUP_METADATA[kind]}")

@@ -80,7 +80,8 @@ def least_bytes(case: CaseResult) -> int:
     types = operands.types if operands else None
     shape = case.shape
     rows = operands.groups.get("rows") if operands is not None and isinstance(operands.groups, dict) else None
-    if isinstance(rows, list) and rows and all(isinstance(count, int) and count >= 0 for count in rows):
+    if isinstance(rows, list) and rows and all(isinstance(count, int) and not isinstance(count, bool) and count >= 0
+                                               for count in rows):
         # bytes_moved of no rows is one B's: every group past the first reads its own
         return bytes_moved(sum(rows), shape.N, shape.K, types) + (len(rows) - 1) * bytes_moved(0, shape.N, shape.K,
                                                                                               types)

@@ -165,12 +165,11 @@ def problems_text(run: RunResult) -> list[str]:
             matrix = f"[{mismatch['matrix']}]" if "matrix" in mismatch else ""
             where = f"C{matrix}[{mismatch['row']}, {mismatch['col']}]"
             got = "never written" if mismatch["got"] is None else f"got {_figure(mismatch['got'])}"
-            owner = ""
-            if "group" in mismatch:
-                owner = f" (group {mismatch['group']})"
-            elif "block" in mismatch:
-                owner = f" (block {tuple(mismatch['block'])}"
-                owner += f", thread {tuple(mismatch['thread'])})" if "thread" in mismatch else ")"
+            owners = [f"group {mismatch['group']}"] if "group" in mismatch else []
+            if "block" in mismatch:
+                owners.append(f"block {tuple(mismatch['block'])}")
+                owners += [f"thread {tuple(mismatch['thread'])}"] if "thread" in mismatch else []
+            owner = f" ({', '.join(owners)})" if owners else ""
             out.append(f"    {where}: expected {_figure(mismatch['expected'])}, {got}{owner}")
     return [printable(line) for line in out]
 

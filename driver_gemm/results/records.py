@@ -131,6 +131,11 @@ class _CasePart:
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
+def _row_count(value: Any) -> bool:
+    """Whether `value` is a group's row count as a results file holds it: a whole number (not a bool) of 0 or more."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _field_names(part: type) -> frozenset[str]:
     """A part's fields but `other`, found once per class: a file of tens of thousands of cases reads ten parts
     each."""
@@ -416,7 +421,7 @@ class CaseResult:
         GEMM 2 N K for each row its groups hold."""
         operands = self.operands
         rows = operands.groups.get("rows") if operands is not None and isinstance(operands.groups, dict) else None
-        if isinstance(rows, list) and all(isinstance(count, int) and count >= 0 for count in rows):
+        if isinstance(rows, list) and all(_row_count(count) for count in rows):
             return 2 * sum(rows) * self.shape.N * self.shape.K
         batch = operands.batch if operands is not None else None
         return self.shape.flops * (batch if isinstance(batch, int) and batch > 0 else 1)

@@ -20,7 +20,7 @@ from ..measure.stats import gflops
 from ..results.records import CaseDevice, CaseResult, EnergyRecord, RunResult
 from ..results.settings import RunSettings
 from ..results.text import path_text
-from ..errors import WrongArgumentType
+from ..errors import WrongArgumentType, callback_argument
 from ..specfile.load import load_spec
 from ..specfile.model import Shape, Spec
 from ..planning.build import plan_cases
@@ -59,10 +59,7 @@ def run_spec(spec: Spec | str | os.PathLike[str], options: RunOptions = RunOptio
         raise WrongArgumentType(f"run_spec: placement is a Placement (for instance Placement(device=0, "
                                 f"isolate=True)), got {type(placement).__name__}")
     for name, callback in (("on_result", on_result), ("on_start", on_start)):
-        if callback is not None and not callable(callback):
-            # called only once a case finishes: after the worker, the plan and the compiles, then a TypeError
-            raise WrongArgumentType(f"run_spec: {name} is a function called with each case, or None, got "
-                                    f"{callback!r:.40} ({type(callback).__name__})")
+        callback_argument("run_spec", name, callback, "a function called with each case")
     if result is not None and not isinstance(result, RunResult):
         raise WrongArgumentType(f"run_spec: result is a RunResult to add the cases to, or None, got "
                                 f"{type(result).__name__}")

@@ -301,20 +301,12 @@ def diagnose(run: CaseRun) -> None:
 
     record = run.record
     matrices = run.typed.operands.batch if run.typed is not None else 1
+    found = diagnose_output(run.verdict, run.output, run.expected, run.case.plan, matrices)
     groups = run.typed.operands.groups if run.typed is not None else None
-    if groups is not None:
-        # The groups' rows were checked one after another: no block numbers them so, and each mismatch is put back
-        # at its row of C (and matrix, for masked groups) with its group.
-        found = diagnose_output(run.verdict, run.output, run.expected, None, 1)
-        stored = np.nonzero(groups.row_groups() >= 0)[0]
+    if groups is not None:       # C's own rows (typed_steps.check_output): each mismatch names its group too
+        row_groups = groups.row_groups()
         for entry in found["first_mismatches"]:
-            row = int(stored[entry["row"]])
-            entry["group"] = int(groups.row_groups()[row])
-            entry["row"] = row % groups.M
-            if groups.layout == "masked":
-                entry["matrix"] = row // groups.M
-    else:
-        found = diagnose_output(run.verdict, run.output, run.expected, run.case.plan, matrices)
+            entry["group"] = int(row_groups[entry.get("matrix", 0) * groups.M + entry["row"]])
     record.diagnosis = DiagnosisRecord.from_json(found)
     record.message = record.diagnosis.summary or ""
     if run.session.options.artifacts is not None:

@@ -197,12 +197,25 @@ def check_output(run) -> Verdict:
                                 rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K),
                                 abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                                 start=start)
-    # A batch is checked and mapped as its matrices stacked (row b * M + i), the groups as their rows one after
-    # another; the diagnosis names each matrix.
+    # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The
+    # groups' rows, checked one after another, are put back in their places, rows no group holds blank (0 and 0,
+    # no mark), so that the diagnosis and the error map name C's own rows and the blocks that write them.
     rows = output.values.shape[0] * output.values.shape[1]
-    run.output = output.values.reshape(rows, typed.operands.N)
-    run.expected = np.asarray(expected).reshape(rows, typed.operands.N)
-    run.verdict.masks = {name: mask.reshape(rows, typed.operands.N) for name, mask in run.verdict.masks.items()}
+    N = typed.operands.N
+    run.output = output.values.reshape(rows, N)
+    run.expected = np.asarray(expected).reshape(rows, N)
+    masks = {name: mask.reshape(rows, N) for name, mask in run.verdict.masks.items()}
+    if groups is not None:
+        held = groups.held_rows().reshape(-1)
+
+        def in_place(stacked: np.ndarray, blank) -> np.ndarray:
+            whole = np.full((held.size, N), blank, dtype=stacked.dtype)
+            whole[held] = stacked
+            return whole
+
+        run.output, run.expected = in_place(run.output, 0), in_place(run.expected, 0)
+        masks = {name: in_place(mask, False) for name, mask in masks.items()}
+    run.verdict.masks = masks
     run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
     run.record.status = run.verdict.status
     return run.verdict
@@ -220,10 +233,9 @@ def launch_verify(run) -> None:
     operands = run.typed.operands
     if run.verdict.status == Status.FAIL and operands.groups is not None:
         run.record.verification = replace(run.record.verification,
-                                          rows=f"the {operands.groups.count} groups' rows one after another in the "
-                                               f"error map, group 0's first ({operands.groups.layout} groups of "
-                                               f"{', '.join(map(str, operands.groups.rows[:8]))}"
-                                               f"{', ...' if operands.groups.count > 8 else ''} rows)")
+                                          rows=f"C's rows in the error map ({operands.groups.describe()}, left "
+                                               "blank)" + (": matrix g's row i at g * M + i"
+                                                           if operands.groups.layout == "masked" else ""))
     elif operands.batch > 1 and run.verdict.status == Status.FAIL:
         run.record.verification = replace(run.record.verification,
                                           rows=f"{operands.batch} matrices stacked in the error map: row b * M + i")

@@ -122,7 +122,7 @@ def _group_metadata(context: Context, item: dict, item_path: str, element: str, 
     """``groups: ends``: what a grouped kernel reads about its groups (`gemm.groups.METADATA`), an integer per
     entry, laid out per shape by `planning.buffer_plans` from the case's groups (the kernel's ``groups:``)."""
     kind = item["groups"]
-    if kind not in GROUP_METADATA:
+    if not isinstance(kind, str) or kind not in GROUP_METADATA:
         raise context.error(f"groups is what the buffer holds about the groups: one of {', '.join(GROUP_METADATA)};"
                             f" got {kind_name(kind)}", item, "groups", f"{item_path}.groups",
                             hint="; ".join(f"{name}: {meaning}" for name, meaning in GROUP_METADATA.items()))

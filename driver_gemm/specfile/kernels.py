@@ -252,6 +252,15 @@ def _check_drawn_buffers(kernel: KernelSpec) -> None:
         if operands.batch.names or operands.batch.evaluate_int({}) != 1:
             raise SpecError(f"buffer {argument.name}: {what} is for one matrix per operand; this kernel "
                             f"has batch: {operands.batch.source}", where=where, field=field)
+        groups = operands.groups
+        if buffer.scales is not None and groups is not None and \
+                (buffer.scales.operand == "b" or groups.layout == "masked"):
+            # One grid of factors for every group's matrix would check a kernel that reads group 0's factors
+            # everywhere and fail one that reads its own: a grid per group is not described.
+            raise SpecError(f"buffer {argument.name}: block scales are one grid for one matrix; this kernel's "
+                            f"{'groups each have their own ' + buffer.scales.operand.upper()}", where=where,
+                            field=field, hint="block scales of a grouped GEMM go with A of contiguous groups (one "
+                                              "matrix); a grid per group is not described")
         target = buffer.scales.operand if buffer.scales is not None else "bias"
         if target in scaled:
             taken = f"{target.upper()} already takes its block scales" if key == "scales" else "C already takes a bias"

@@ -52,6 +52,10 @@ def check_quantized(kernel: KernelSpec) -> None:
         if operands.batch.names or operands.batch.evaluate_int({}) != 1:
             raise refuse(path, f"buffer {argument.name}: a quantized B is one matrix; this kernel has batch: "
                                f"{operands.batch.source}")
+        if operands.groups is not None:
+            raise refuse(path, f"buffer {argument.name}: a quantized B is one matrix; this kernel's groups each "
+                               "have their own B", hint="a quantized B per group (a mixture of experts' quantized "
+                                                        "weights) is not described")
         if operands.types.b.name not in QUANTIZED_B_TYPES:
             raise refuse(path, f"buffer {argument.name}: a quantized B is drawn as fp16 or bf16 values, and types: "
                                f"gives B as {operands.types.b.name}", hint="types: {a: fp16} (B follows A)")

@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..cuda.compile import Cubin
 from ..cuda.occupancy import ArchLimits, limits_from_device
-from ..errors import WrongArgumentType, flag_argument, ordinal_argument
+from ..errors import WrongArgumentType, callback_argument, flag_argument, ordinal_argument
 from ..results.text import path_text
 from ..planning.build import Compiled, compile_spec, launch_plans
 from ..planning.cases import Case, new_record
@@ -115,9 +115,7 @@ def tune_spec(spec: Spec | str | Path, strategy: Strategy | str = "exhaustive", 
         raise WrongArgumentType(f"tune_spec: result is a RunResult to add the cases to, or None, got "
                                 f"{type(result).__name__}")
     for name, callback in (("on_result", on_result), ("on_screen", on_screen)):
-        if callback is not None and not callable(callback):
-            raise WrongArgumentType(f"tune_spec: {name} is a function, or None, got {callback!r:.40} "
-                                    f"({type(callback).__name__})")
+        callback_argument("tune_spec", name, callback)
     if isinstance(strategy, str):
         strategy = make_strategy(strategy)
     if not isinstance(spec, Spec):
