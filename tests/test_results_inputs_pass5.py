@@ -165,7 +165,21 @@ def test_the_compiled_schema_leaves_the_message_to_the_walk(tmp_path, value, whe
 
 # ------------------------------------------------------------------------------------ pictures of odd names
 
-@pytest.mark.parametrize("name", [ESCAPE_NAME, "核函数", "$\\undefinedmacro$"])
+def test_a_file_whose_kernel_name_holds_a_control_character_is_refused_before_anything_is_drawn(tmp_path, capsys):
+    # No label driver-gemm writes holds one: a file that does was written elsewhere, and is refused at its field
+    # (a run's own odd names are drawn escaped: test_drawn_text_escapes_control_characters_and_dollars).
+    pytest.importorskip("matplotlib")
+    document = seed()
+    for case in document["cases"]:
+        if case["kernel"] == "v1":
+            case["kernel"] = case["name"] = ESCAPE_NAME
+    path = write_json(tmp_path, document)
+    assert main(["plot", str(path), "-o", str(tmp_path / "p.svg")]) == EXIT_USAGE
+    assert "kernel: '\\x1b[2J\\x1b[31mEVIL' holds the control character" in capsys.readouterr().err
+    assert not (tmp_path / "p.svg").exists()
+
+
+@pytest.mark.parametrize("name", ["核函数", "$\\undefinedmacro$"])
 def test_a_plot_of_odd_kernel_names_draws_them_escaped_with_no_warning(tmp_path, capsys, name):
     pytest.importorskip("matplotlib")
     document = seed()
@@ -179,8 +193,6 @@ def test_a_plot_of_odd_kernel_names_draws_them_escaped_with_no_warning(tmp_path,
     assert not [str(warning.message) for warning in caught], [str(warning.message) for warning in caught]
     err = capsys.readouterr().err
     assert err == "" and "\x1b" not in (tmp_path / "p.svg").read_text()
-    if name == ESCAPE_NAME:
-        assert "\\x1b[2J" in (tmp_path / "p.svg").read_text()
 
 
 def test_drawn_text_escapes_control_characters_and_dollars():
