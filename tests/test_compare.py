@@ -69,6 +69,34 @@ def test_a_dispatched_kernel_whose_pick_changed_is_one_case_named_by_its_kernel(
     assert "v13 at 64x64x64: its dispatch picked another configuration: v13[SPLITS=8] -> v13[SPLITS=4]" in capsys.readouterr().out
 
 
+def test_a_case_whose_batch_or_groups_differ_between_the_runs_is_said_to_time_other_work(tmp_path, capsys):
+    from driver_gemm.results.records import OperandsRecord
+
+    def typed(samples, **operands):
+        found = case("grouped", samples)
+        found.operands = OperandsRecord(types={"a": "bf16"}, **operands)
+        return found
+
+    old = RunResult(spec="s", spec_path=None, cases=[typed([1.0, 1.0], batch=1, groups={"layout": "contiguous",
+                                                                                         "rows": [32, 32]}),
+                                                     typed([1.0, 1.0], batch=2)])
+    old.cases[1].kernel = old.cases[1].name = "batched"
+    new = RunResult(spec="s", spec_path=None, cases=[typed([1.0, 1.0], batch=1, groups={"layout": "contiguous",
+                                                                                         "rows": [10, 54]}),
+                                                     typed([1.0, 1.0], batch=4)])
+    new.cases[1].kernel = new.cases[1].name = "batched"
+    found = {c.kernel: c for c in compare_runs(old, new)}
+    assert found["grouped"].product_changed == "groups of rows 32, 32 -> 10, 54"
+    assert found["batched"].product_changed == "a batch of 2 -> 4 matrices"
+    assert compare_runs(old, old)[0].product_changed is None
+    for name, run in (("old", old), ("new", new)):
+        run.write_json(tmp_path / f"{name}.json")
+    main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")])
+    err = capsys.readouterr()
+    assert "grouped at 64x64x64: the runs computed other products (groups of rows 32, 32 -> 10, 54)" in err.out + \
+        err.err
+
+
 def test_cli_exit_codes(tmp_path, capsys):
     old = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.01, 0.99])])
     same = RunResult(spec="s", spec_path=None, cases=[case("v4", [1.0, 1.005, 0.995])])

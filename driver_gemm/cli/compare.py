@@ -73,6 +73,9 @@ def execute(args, out: Output) -> int:
             before, after = comparison.params_changed
             out.note(printable(f"{comparison.kernel} at {comparison.shape}: its dispatch picked another "
                                f"configuration: {before} -> {after}"))
+        if comparison.product_changed:
+            out.note(printable(f"{comparison.kernel} at {comparison.shape}: the runs computed other products "
+                               f"({comparison.product_changed}): its times are not of the same work"), "yellow")
     if picture is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import comparison_figure

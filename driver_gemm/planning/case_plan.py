@@ -271,6 +271,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     attributes = None
     tensor_maps = tensor_maps_of(kernel, env, shape, problem)
     notes.extend(tensor_map_notes(tensor_maps))
+    notes.extend(_first_matrix_map_notes(kernel, operands))
     if config is not None:
         attributes = launch_attributes_of(kernel, env, config, limits, problem)
         notes.extend(cluster_note(attributes, config))
@@ -296,6 +297,22 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
                     _constant_bytes(kernel, env, scalars or {}, problem), following)
+
+
+def _first_matrix_map_notes(kernel: KernelSpec, operands: GemmOperands) -> list[str]:
+    """A map without dims over an operand of several matrices (a batch, or a B per group) describes the first
+    matrix only: said, with the dims that reach them all, since a kernel reading the others through it fails its
+    check only where it steps past that first matrix."""
+    notes = []
+    for _, _, argument in kernel.tensor_map_fields():
+        described = argument.tensor_map
+        layout = getattr(operands, described.tensor.lower(), None) if described.tensor in ("A", "B", "C") else None
+        if described.dims is None and layout is not None and layout.batch > 1:
+            count = "groups" if operands.groups is not None else "batch"
+            notes.append(f"tensor map {argument.name}: describes the first of {described.tensor}'s {layout.batch} "
+                         f"matrices only (it has no dims:); a map over them all is of rank 3, dims [{layout.tight_ld},"
+                         f" {layout.lines}, {count}] innermost first, the batch stride among its strides")
+    return notes
 
 
 def _evaluator(env, problem) -> Callable[[expr.Expression, str], int | None]:

@@ -47,6 +47,24 @@ class Comparison:
         return self.verdict in REGRESSIONS
 
     @property
+    def product_changed(self) -> str | None:
+        """What differs between the two runs' products of this case, where its times are not of the same work: the
+        batch's count of matrices, or the groups' rows (``groups of rows 512, 512 -> 300, 724``); None where they
+        match or a side has no typed operands."""
+        old = self.old.operands if self.old is not None else None
+        new = self.new.operands if self.new is not None else None
+        if old is None or new is None:
+            return None
+        if old.batch != new.batch:
+            return f"a batch of {old.batch} -> {new.batch} matrices"
+        rows = [(part.groups or {}).get("rows") if isinstance(part.groups, dict) else None for part in (old, new)]
+        if rows[0] != rows[1]:
+            shown = [", ".join(map(str, found[:8])) + (", ..." if len(found) > 8 else "")
+                     if isinstance(found, list) else "none" for found in rows]
+            return f"groups of rows {shown[0]} -> {shown[1]}"
+        return None
+
+    @property
     def params_changed(self) -> tuple[str, str] | None:
         """(old label, new label) of a dispatched kernel whose pick for this shape changed between the runs."""
         if self.old is None or self.new is None or self.old.kernel == self.new.kernel:
