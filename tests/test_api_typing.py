@@ -181,8 +181,9 @@ def test_a_spec_with_read_only_mappings_pickles_copies_compares_and_writes_json(
     assert json.loads(json.dumps(spec.scalars)) == dict(spec.scalars)
     assert dataclasses.asdict(kernel)["params"] == dict(kernel.params)
     assert {k: hash(k) for k in spec.kernels}         # kernels are hashable: their params and sizeofs are
-    if not spec.dispatch:
-        assert hash(spec) == hash(pickle.loads(pickle.dumps(spec)))
+    assert hash(spec) == hash(pickle.loads(pickle.dumps(spec)))   # a dispatch table's entries too
+    for table in spec.dispatch.values():
+        assert all(type(entry.params) is FrozenDict and type(entry.when) is FrozenDict for entry in table.entries)
 
 
 def test_a_spec_from_a_dict_with_another_specs_params_reads_them():

@@ -26,7 +26,7 @@ from ..errors import SpecError
 from .expr import Expression, ExpressionError, parse
 from .kinds import key_text, kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
-from .model import KernelSpec, Shape, parse_shape_text
+from .model import KernelSpec, Shape, freeze_fields, parse_shape_text
 
 DIMENSIONS = ("M", "N", "K")
 
@@ -42,6 +42,10 @@ class DispatchEntry:
     kernel: str | None = None       # another kernel of the spec to run with `params` (None: the table's own)
     condition: Expression | None = None   # ``when: {if: ...}``, over M, N and K
     condition_where: str | None = None    # file:line of the condition, for the error a shape can raise in it
+
+    def __post_init__(self) -> None:
+        # read-only, as the kernels' params a table's pick becomes are (`model.FrozenDict`)
+        freeze_fields(self, "params", "when")
 
     def contains(self, shape: Shape) -> bool:
         """True when every ``when`` range and the ``if`` condition hold `shape` (False for an entry without

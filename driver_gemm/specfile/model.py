@@ -83,7 +83,7 @@ class FrozenDict(dict):
         return (type(self), (dict(self),))
 
 
-def _freeze(owner: Any, *names: str) -> None:
+def freeze_fields(owner: Any, *names: str) -> None:
     """Make the mapping fields `names` of a frozen dataclass read-only (`FrozenDict`); None and a FrozenDict stay."""
     for name in names:
         value = getattr(owner, name)
@@ -388,7 +388,7 @@ class OperandSpec:
     groups: GroupsSpec | None = None
 
     def __post_init__(self) -> None:
-        _freeze(self, "orders", "ld", "strides")
+        freeze_fields(self, "orders", "ld", "strides")
 
 
 # A kernel's instance and label, worked out once per kernel rather than each time a plan of a million shapes asks.
@@ -493,7 +493,7 @@ class KernelSpec:
     def __post_init__(self) -> None:
         # Read-only: the derived values `_kept` holds are worked out once from them (`FrozenDict`). The entry is
         # left as written (nested lists and mappings, copied before tune writes it back): nothing is planned from it.
-        _freeze(self, "params", "field_lines", "sizeofs")
+        freeze_fields(self, "params", "field_lines", "sizeofs")
 
     @property
     def sizeof_fields(self) -> tuple[str, ...]:
@@ -798,7 +798,7 @@ class Spec:
     dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
 
     def __post_init__(self) -> None:
-        _freeze(self, "scalars", "dispatch")
+        freeze_fields(self, "scalars", "dispatch")
 
     @property
     def dispatch_members(self) -> frozenset[str]:
