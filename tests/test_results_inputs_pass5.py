@@ -165,15 +165,20 @@ def test_the_compiled_schema_leaves_the_message_to_the_walk(tmp_path, value, whe
 
 # ------------------------------------------------------------------------------------ pictures of odd names
 
+def seed_with_v1_named(tmp_path, name: str):
+    """The seed run's results file with kernel v1 renamed `name`."""
+    document = seed()
+    for case in document["cases"]:
+        if case["kernel"] == "v1":
+            case["kernel"] = case["name"] = name
+    return write_json(tmp_path, document)
+
+
 def test_a_file_whose_kernel_name_holds_a_control_character_is_refused_before_anything_is_drawn(tmp_path, capsys):
     # No label driver-gemm writes holds one: a file that does was written elsewhere, and is refused at its field
     # (a run's own odd names are drawn escaped: test_drawn_text_escapes_control_characters_and_dollars).
     pytest.importorskip("matplotlib")
-    document = seed()
-    for case in document["cases"]:
-        if case["kernel"] == "v1":
-            case["kernel"] = case["name"] = ESCAPE_NAME
-    path = write_json(tmp_path, document)
+    path = seed_with_v1_named(tmp_path, ESCAPE_NAME)
     assert main(["plot", str(path), "-o", str(tmp_path / "p.svg")]) == EXIT_USAGE
     assert "kernel: '\\x1b[2J\\x1b[31mEVIL' holds the control character" in capsys.readouterr().err
     assert not (tmp_path / "p.svg").exists()
@@ -182,11 +187,7 @@ def test_a_file_whose_kernel_name_holds_a_control_character_is_refused_before_an
 @pytest.mark.parametrize("name", ["核函数", "$\\undefinedmacro$"])
 def test_a_plot_of_odd_kernel_names_draws_them_escaped_with_no_warning(tmp_path, capsys, name):
     pytest.importorskip("matplotlib")
-    document = seed()
-    for case in document["cases"]:
-        if case["kernel"] == "v1":
-            case["kernel"] = case["name"] = name
-    path = write_json(tmp_path, document)
+    path = seed_with_v1_named(tmp_path, name)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert main(["plot", str(path), "-o", str(tmp_path / "p.svg")]) == EXIT_OK

@@ -1067,22 +1067,10 @@ def _declaration_head(statement: str) -> str | None:
 
 
 def _after_template_header(text: str) -> str | None:
-    """`text` after the ``template <...>`` it begins with (angles inside parentheses are comparisons), or None
-    where the header does not close."""
-    angles = brackets = 0
-    for position in range(text.index("<"), len(text)):
-        character = text[position]
-        if character in "([":
-            brackets += 1
-        elif character in ")]":
-            brackets -= 1
-        elif brackets == 0 and character == "<":
-            angles += 1
-        elif brackets == 0 and character == ">":
-            angles -= 1
-            if angles == 0:
-                return text[position + 1:].strip()
-    return None
+    """`text` after the ``template <...>`` it begins with, or None where the header does not close."""
+    start = text.index("<") + 1
+    header = _template_header(text[start:])
+    return text[start + header[1] + 1:].strip() if header is not None else None
 
 
 def plain_declarations(name: str, texts: Iterable[str]) -> list[str]:
@@ -1122,11 +1110,11 @@ def _declaration_heads(name: str, texts: Iterable[str]) -> Iterator[str]:
             yield before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
 
 
-def _template_header_names(text: str) -> list[str | None] | None:
-    """The parameter names of the template header whose ``<`` `text` follows (``int BM, typename T = float>``),
-    or None where it does not close."""
+def _template_header(text: str) -> tuple[list[str], int] | None:
+    """The parameters, as written, of the template header whose ``<`` `text` follows (``int BM, typename T =
+    float>``), and where its closing ``>`` is in `text`; None where it does not close."""
     parameters, angles, brackets, current = [], 0, 0, ""
-    for character in text:
+    for position, character in enumerate(text):
         # Inside parentheses a < or > is a comparison or a shift (int N = (1 << 4)), not a bracket.
         if character in "([":
             brackets += 1
@@ -1138,14 +1126,22 @@ def _template_header_names(text: str) -> list[str | None] | None:
             angles -= 1
         elif brackets == 0 and character == ">":
             parameters.append(current)
-            break
+            return parameters, position
         elif brackets == 0 and angles == 0 and character == ",":
             parameters.append(current)
             current = ""
             continue
         current += character
-    else:
+    return None
+
+
+def _template_header_names(text: str) -> list[str | None] | None:
+    """The parameter names of the template header whose ``<`` `text` follows (``int BM, typename T = float>``),
+    or None where it does not close."""
+    header = _template_header(text)
+    if header is None:
         return None
+    parameters = header[0]
     names: list[str | None] = []
     for parameter in parameters:
         declared = parameter.split("=", 1)[0]

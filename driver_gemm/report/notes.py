@@ -76,17 +76,13 @@ def least_bytes(case: CaseResult) -> int:
     """The bytes a GEMM must move at the least, every matrix of its batch: A and B read once and C written once, in
     their storage types (`gemm.peaks.bytes_moved`, as the roofline counts them; an untyped case's are FP32); for a
     grouped GEMM, the rows its groups hold and a B per group."""
-    operands = case.operands
-    types = operands.types if operands else None
-    shape = case.shape
-    rows = operands.groups.get("rows") if operands is not None and isinstance(operands.groups, dict) else None
-    if isinstance(rows, list) and rows and all(isinstance(count, int) and not isinstance(count, bool) and count >= 0
-                                               for count in rows):
+    types = case.operands.types if case.operands else None
+    shape, rows = case.shape, case.group_rows
+    if rows is not None:
         # bytes_moved of no rows is one B's: every group past the first reads its own
         return bytes_moved(sum(rows), shape.N, shape.K, types) + (len(rows) - 1) * bytes_moved(0, shape.N, shape.K,
                                                                                               types)
-    batch = operands.batch if operands is not None else None
-    return (batch if isinstance(batch, int) and batch > 0 else 1) * bytes_moved(shape.M, shape.N, shape.K, types)
+    return case.matrices * bytes_moved(shape.M, shape.N, shape.K, types)
 
 
 def memory_notes(run: RunResult, cases: list[CaseResult]) -> list[str]:

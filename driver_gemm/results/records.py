@@ -416,15 +416,26 @@ class CaseResult:
         return self.timing.median_ms if self.timing else None
 
     @property
+    def group_rows(self) -> list[int] | None:
+        """A grouped GEMM's row count per group, where its record holds them as whole numbers; else None."""
+        operands = self.operands
+        rows = operands.groups.get("rows") if operands is not None and isinstance(operands.groups, dict) else None
+        return rows if isinstance(rows, list) and rows and all(_row_count(count) for count in rows) else None
+
+    @property
+    def matrices(self) -> int:
+        """The matrices of its batch (1 for a record without a batch, or one whose count is no whole number)."""
+        batch = self.operands.batch if self.operands is not None else None
+        return batch if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0 else 1
+
+    @property
     def flops(self) -> int:
         """The floating-point operations of its product: 2 M N K for each matrix of its batch, or for a grouped
         GEMM 2 N K for each row its groups hold."""
-        operands = self.operands
-        rows = operands.groups.get("rows") if operands is not None and isinstance(operands.groups, dict) else None
-        if isinstance(rows, list) and all(_row_count(count) for count in rows):
+        rows = self.group_rows
+        if rows is not None:
             return 2 * sum(rows) * self.shape.N * self.shape.K
-        batch = operands.batch if operands is not None else None
-        return self.shape.flops * (batch if isinstance(batch, int) and batch > 0 else 1)
+        return self.shape.flops * self.matrices
 
     @property
     def timed_in_rounds(self) -> InterleavedRecord | None:
