@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import TypeVar, cast
+from typing import Union, cast
 
-PathT = TypeVar("PathT")   # what path_argument is given, returned as it is
+# A file's path as the public functions take it: text or any path object (pathlib's, or a rig's own os.PathLike)
+FilePath = Union[str, "os.PathLike[str]"]
 
 
 class DriverGemmError(Exception):
@@ -65,16 +66,20 @@ class WrongArgumentValue(DriverGemmError, ValueError):
     message names the function, the argument and the value (a `ValueError` too, as Python's own would be)."""
 
 
-def path_argument(function: str, name: str, value: PathT) -> PathT:
-    """`value` where `function` takes the path of a file: a str or a path object, else `WrongArgumentType` saying
-    so (rather than the TypeError pathlib would raise from inside)."""
+def path_argument(function: str, name: str, value: object) -> str:
+    """`value` where `function` takes the path of a file, as text: a str or any str path object (`os.fspath`), else
+    `WrongArgumentType` saying so (rather than the TypeError pathlib would raise from inside). A rig's own path
+    class is read through `os.fspath`, never `str()`, which may be its repr."""
     if isinstance(value, (str, os.PathLike)):
         text = os.fspath(cast("str | os.PathLike[str]", value))   # as checked just above
-        if (isinstance(text, str) and "\x00" in text) or (isinstance(text, bytes) and b"\x00" in text):
+        if not isinstance(text, str):   # a bytes path: pathlib and the messages here are text
+            raise WrongArgumentType(f"{function}: {name} is a path as text (a str or a pathlib.Path), got a bytes "
+                                    f"path {text!r:.80}")
+        if "\x00" in text:
             # the operating system reads a path as a C string: it would stop there, and Python refuses it from
             # inside with "embedded null byte", naming neither the function nor the argument
             raise WrongArgumentValue(f"{function}: {name} {text!r} holds a NUL character, which no file's path can")
-        return value
+        return text
     raise WrongArgumentType(f"{function}: {name} is a path (a str or a pathlib.Path), "
                             f"got {type(value).__name__}")
 

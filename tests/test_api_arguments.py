@@ -375,6 +375,42 @@ def test_run_options_take_the_path_of_a_folder_as_text():
     assert dg.RunOptions(artifacts="maps").artifacts == dg.RunOptions(artifacts=Path("maps")).artifacts == Path("maps")
 
 
+class _RigPath:
+    """A rig's own path class: os.PathLike, with a repr that is not its path."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __fspath__(self):
+        return self.path
+
+    def __repr__(self):
+        return "<rig path>"
+
+
+def test_path_arguments_take_any_path_object_by_its_path_not_its_repr(tmp_path):
+    spec = dg.load_spec(_RigPath(str(SPECS / "seed.yaml")))
+    assert spec == dg.load_spec(SPECS / "seed.yaml")
+    assert dg.load_spec(_RigPath("seed")) == spec            # a shipped spec's bare name, as text gives it
+    run = dg.load_results(_RigPath(str(SEED_RESULTS)))
+    written = run.write_json(_RigPath(str(tmp_path / "again.json")))
+    assert written == tmp_path / "again.json" and dg.load_results(written) == run
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dg.load_spec(_RigPath(b"specs/seed.yaml")),
+    lambda: dg.load_results(_RigPath(b"seed.json")),
+])
+def test_a_bytes_path_is_refused_naming_it(call):
+    _raises(call, WrongArgumentType, "path is a path as text (a str or a pathlib.Path), got a bytes path b'")
+
+
+@pytest.mark.parametrize("arch", [None, 90, b"sm_90"])
+def test_arch_limits_names_itself_for_an_arch_that_is_not_text(arch):
+    _raises(lambda: dg.arch_limits(arch), WrongArgumentType,
+            f"arch_limits: arch is an architecture's name as text ('sm_90'), got {arch!r}")
+
+
 @pytest.mark.parametrize("call, error, words", [
     (lambda: dg.load_spec("a\x00b"), WrongArgumentValue, "load_spec: path 'a\\x00b' holds a NUL character"),
     (lambda: Shape(0, 1, 1), WrongArgumentValue, "Shape: M must be at least 1, got 0"),

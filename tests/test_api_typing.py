@@ -70,6 +70,15 @@ import driver_gemm as dg
 
 spec: dg.Spec = dg.load_spec("specs/seed.yaml")
 also = dg.load_spec(Path("specs/seed.yaml"))
+
+
+class RigPath:
+    def __fspath__(self) -> str:
+        return "specs/seed.yaml"
+
+
+from_rig = dg.load_spec(RigPath())
+results_from_rig = dg.load_results(RigPath())
 run = dg.run_spec(spec, placement=dg.Placement(isolate=True))
 ok: bool = run.ok
 written: Path = run.write_json("seed.json")
@@ -86,6 +95,7 @@ reveal_type(dg.run_spec)
 dg.Shape("a", None, 3.5)  # wrong
 dg.not_a_name  # wrong
 dg.load_spec(42)  # wrong
+dg.load_results(b"seed.json")  # wrong
 count: str = dg.device_count()  # wrong
 spec.kernels[0].params["TILE"] = 7  # wrong
 '''

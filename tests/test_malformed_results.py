@@ -579,3 +579,16 @@ def test_resume_names_the_case_log_when_given_the_results_file(name, tmp_path, c
     error = capsys.readouterr().err
     assert "--resume takes the case log a run writes beside its results (FILE.jsonl)" in error
     assert "--json" not in error
+
+
+def test_an_empty_results_file_says_where_its_runs_cases_are(tmp_path, capsys, monkeypatch):
+    """A run takes its results file's name by creating it empty and logs its cases beside it as they finish: one
+    killed before its end leaves an empty .json, whose message points at the case log where there is one."""
+    empty = tmp_path / "seed-20261206-004500.json"
+    empty.write_bytes(b"")
+    _check_refused(["show", str(empty)], empty, "stopped before its end leaves it so", tmp_path, capsys, monkeypatch)
+    log = empty.with_suffix(".jsonl")
+    log.write_text("\n".join(_log_lines(good_run())) + "\n")
+    _check_refused(["show", str(empty)], empty, f"the cases it finished are in its case log {log}", tmp_path, capsys,
+                   monkeypatch)
+    assert main(["show", str(log)]) == EXIT_OK   # and the log reads

@@ -32,7 +32,7 @@ from .fatbin import cubin_bytes
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import (ArgumentError, CompileError, DriverGemmError, ToolMissingError, WrongArgumentType,
+from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, WrongArgumentType,
                       WrongArgumentValue, flag_argument, path_argument)
 from ..kernel_names import is_mangled, split_overload
 
@@ -218,7 +218,7 @@ def normalise_arch(arch: str | int) -> str:
     return f"sm_{match.group(1)}{match.group(2)}"
 
 
-def compile_source(path: str | Path, instances: Iterable[str], arch: str = "sm_90",
+def compile_source(path: FilePath, instances: Iterable[str], arch: str = "sm_90",
                    extra_options: Iterable[str] = (), *, use_cache: bool = True,
                    allow_outside_headers: bool = False, project: Path | None = None) -> Cubin:
     """Compile the kernel source at `path` for `arch`, instantiating every name expression in `instances`.

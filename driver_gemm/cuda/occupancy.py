@@ -183,8 +183,12 @@ def arch_limits(arch: str) -> ArchLimits:
 
     An architecture with no table raises a `ConfigError` on field ``--arch``
     naming the known ones: offline planning needs a table, while on a GPU
-    `limits_from_device` works for any architecture.
+    `limits_from_device` works for any architecture. Anything but text is a
+    `WrongArgumentType` naming this function (a rig's None is no ``--arch``).
     """
+    if not isinstance(arch, str):
+        raise WrongArgumentType(f"arch_limits: arch is an architecture's name as text ('sm_90'), "
+                                f"got {arch!r:.40} ({type(arch).__name__})")
     name = arch_name(parse_arch(arch))
     try:
         return ARCHES[name]

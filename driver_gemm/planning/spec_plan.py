@@ -21,7 +21,7 @@ from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.sass import InstructionMix, instruction_mix
 from ..cuda.occupancy import ARCHES, ArchLimits, arch_limits, base_arch, limits_from_device, parse_arch
-from ..errors import (CompileError, ConfigError, DriverGemmError, NoGpuError, SpecError, UsageError,
+from ..errors import (CompileError, ConfigError, DriverGemmError, FilePath, NoGpuError, SpecError, UsageError,
                       WrongArgumentType, WrongArgumentValue, flag_argument, ordinal_argument)
 from ..specfile.archs import KNOWN_ARCHS
 from ..specfile.load import load_spec
@@ -145,7 +145,7 @@ def _nvrtc_builds(arch: str, supported: list[int]) -> bool:
     return not supported or number in supported
 
 
-def plan_spec(spec: Spec | str | Path, arch: str | None = None, sm_count: int | None = None, *,
+def plan_spec(spec: Spec | FilePath, arch: str | None = None, sm_count: int | None = None, *,
               target: PlanTarget | None = None, device: int = 0, allow_outside_sources: bool = False) -> SpecPlan:
     """What ``driver-gemm plan`` shows: every kernel of `spec` compiled for the target, every case planned.
 

@@ -15,7 +15,7 @@ import math
 import warnings
 from pathlib import Path
 
-from ..errors import ToolMissingError, UsageError
+from ..errors import FilePath, ToolMissingError, UsageError, path_argument
 from ..gemm import peaks
 from ..output_files import replacing
 from ..results.read import MOST_GFLOPS, MOST_PCT
@@ -124,8 +124,9 @@ def require_matplotlib():
     return plt
 
 
-def plot_results(runs: list[RunResult], output: str | Path) -> Path:
+def plot_results(runs: list[RunResult], output: FilePath) -> Path:
     """Draw the three panels into `output` (.png or .svg) and return its path."""
+    output = path_argument("plot_results", "output", output)
     plt = require_matplotlib()
     series = series_of(runs)
     if not series:

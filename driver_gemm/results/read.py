@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import UsageError, path_argument
+from ..errors import FilePath, UsageError, path_argument
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
@@ -85,7 +85,7 @@ def results_schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
-def read_results(path: str | Path) -> ResultsFile:
+def read_results(path: FilePath) -> ResultsFile:
     """Read and check a results file, whole (``.json``) or a case log (``.jsonl``).
 
     Raises `UsageError` (where: the file, or ``file:line``; field: the JSON
@@ -120,6 +120,17 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _empty_file_hint(path: Path) -> str | None:
+    """Where the cases of an empty ``.json`` may be: a run takes its results file's name by creating it empty, and
+    writes its cases to the case log beside it as they finish, so a run killed before its end leaves both."""
+    if path.suffix.lower() != ".json":   # a run writes plain .json; a compressed or .jsonl file was made otherwise
+        return None
+    log = path.with_suffix(".jsonl")
+    if log.is_file():
+        return f"a run stopped before writing it; the cases it finished are in its case log {log}"
+    return "a run takes its results file's name by creating it empty: one stopped before its end leaves it so"
 
 
 def read_case_log(path: str | Path) -> tuple[dict, list[CaseResult]]:
@@ -187,7 +198,7 @@ def _read_text(path: Path) -> str:
     if path.suffix.lower() == ".gz":
         data = _gunzip(data, where)
     if not data.strip():
-        raise UsageError("empty file: no results in it", where=where)
+        raise UsageError("empty file: no results in it", where=where, hint=_empty_file_hint(path))
     tail = ""
     if _kind(path) == ".jsonl":
         data, tail = _torn_tail(data)
@@ -802,7 +813,7 @@ def read_finished_cases(path: str | Path) -> tuple[dict, list[CaseResult]]:
     return header, latest_rows(cases)
 
 
-def load_results(path: str | Path) -> RunResult:
+def load_results(path: FilePath) -> RunResult:
     """A results file, whole (``.json``) or as case lines (``.jsonl``), checked against ``schema.json``.
 
     Raises `driver_gemm.errors.UsageError` naming the file, the line or JSON

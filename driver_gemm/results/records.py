@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ..errors import WrongArgumentType, WrongArgumentValue, path_argument
+from ..errors import FilePath, WrongArgumentType, WrongArgumentValue, path_argument
 from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
@@ -525,7 +525,7 @@ class RunResult:
                    interrupted=data.get("interrupted", False),
                    provenance=Provenance.from_json(data.get("provenance")))
 
-    def write_json(self, path: str | Path) -> Path:
+    def write_json(self, path: FilePath) -> Path:
         """Write the run to `path` (atomically, by `driver_gemm.output_files`: a reader never sees half of it).
 
         The run's fields are indented; its cases are one line each. A case's

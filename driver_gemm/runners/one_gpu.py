@@ -20,7 +20,7 @@ from ..measure.stats import gflops
 from ..results.records import CaseDevice, CaseResult, EnergyRecord, RunResult
 from ..results.settings import RunSettings
 from ..results.text import path_text
-from ..errors import WrongArgumentType, callback_argument
+from ..errors import FilePath, WrongArgumentType, callback_argument
 from ..specfile.load import load_spec
 from ..specfile.model import Shape, Spec
 from ..planning.build import plan_cases
@@ -34,7 +34,7 @@ from .worker import GpuWorker
 from ..cuda.device import driver_module, read_properties
 
 
-def run_spec(spec: Spec | str | os.PathLike[str], options: RunOptions = RunOptions(),
+def run_spec(spec: Spec | FilePath, options: RunOptions = RunOptions(),
              placement: Placement = Placement(), *,
              on_result: Callable[[CaseResult], None] | None = None,
              on_start: Callable[[Case], None] | None = None, result: RunResult | None = None,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..errors import SpecError, flag_argument, path_argument
+from ..errors import FilePath, SpecError, flag_argument, path_argument
 from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kinds import kind_name
 from .kernels import IDENTIFIER, parse_kernel, read_param_values
@@ -41,7 +41,7 @@ MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
 VERIFY_KEYS = ("tolerance", "tf32_tolerance", "seed", "reference", "cpu_reference_max_gflop")
 
 
-def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
+def load_spec(path: FilePath, *, allow_outside_sources: bool = False) -> Spec:
     """Read and check the spec at `path`; raise `SpecError` naming file, line and field on any mistake.
 
     `path` is a file, or the bare name of a shipped spec (``"fast"``; see
@@ -61,7 +61,7 @@ def load_spec(path: str | Path, *, allow_outside_sources: bool = False) -> Spec:
     return parse_spec(text, path, allow_outside_sources=allow_outside_sources)
 
 
-def spec_from_dict(data: dict, base_dir: str | Path | None = None, *, allow_outside_sources: bool = True) -> Spec:
+def spec_from_dict(data: dict, base_dir: FilePath | None = None, *, allow_outside_sources: bool = True) -> Spec:
     """A spec built in Python, with the same fields and checks as a YAML file.
 
     Relative kernel sources are taken from the folder `base_dir` (default:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..cuda.compile import Cubin
 from ..cuda.occupancy import ArchLimits, limits_from_device
-from ..errors import WrongArgumentType, callback_argument, flag_argument, ordinal_argument
+from ..errors import FilePath, WrongArgumentType, callback_argument, flag_argument, ordinal_argument
 from ..results.text import path_text
 from ..planning.build import Compiled, compile_spec, launch_plans
 from ..planning.cases import Case, new_record
@@ -83,7 +83,7 @@ def prepare_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | Non
     return PreparedTune(cases, compiled, pruned, records)
 
 
-def tune_spec(spec: Spec | str | Path, strategy: Strategy | str = "exhaustive", budget: Budget = Budget(), *,
+def tune_spec(spec: Spec | FilePath, strategy: Strategy | str = "exhaustive", budget: Budget = Budget(), *,
               device: int = 0, fresh: bool = False, result: RunResult | None = None,
               on_result: Callable[[CaseResult], None] | None = None,
               on_screen: Callable[[dict], None] | None = None) -> tuple[RunResult, list[SearchResult]]:

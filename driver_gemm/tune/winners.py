@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import DriverGemmError, SpecError, WrongArgumentType, flag_argument, path_argument
+from ..errors import DriverGemmError, FilePath, SpecError, WrongArgumentType, flag_argument, path_argument
 from ..output_files import refuse_aliases, write_file
 from ..results.text import path_text
 from ..planning.spec_files import spec_inputs
@@ -345,7 +345,7 @@ def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) ->
                         f"(as selected); nothing to pick from", where=where)
 
 
-def winners_spec(spec: Spec | str | os.PathLike, picks: list[Pick], path: str | Path) -> Path:
+def winners_spec(spec: Spec | FilePath, picks: list[Pick], path: FilePath) -> Path:
     """Write a spec with one kernel per winning configuration, on the shapes of the sweep.
 
     A kernel whose best configuration is the same on every shape keeps its
