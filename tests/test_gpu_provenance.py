@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from driver_gemm.runners.one_gpu import run_spec
@@ -24,7 +27,12 @@ def test_a_run_records_its_gpu_versions_and_the_digests_of_its_files():
     assert provenance.versions.get("driver", "").count(".") >= 1      # NVML's release, e.g. 580.159.04
     assert provenance.versions.get("cublas")                          # the nvidia-cublas wheel
     assert provenance.clocks_locked is False
-    assert list(provenance.sources) == ["kernels/00_naive_row_on_x.cu"] and "v0" in provenance.kernels
+    # files are named from the top of the git checkout holding the spec (a test tree copied into another checkout
+    # names them from that one's top), else from the kernels' project
+    source = (ROOT / "kernels" / "00_naive_row_on_x.cu").resolve()
+    top = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    root = Path(top.stdout.strip()).resolve() if top.returncode == 0 and provenance.commit else ROOT.resolve()
+    assert list(provenance.sources) == [source.relative_to(root).as_posix()] and "v0" in provenance.kernels
     assert (provenance.commit is None) == (provenance.dirty is None)   # a git checkout gives both, else neither
 
 
