@@ -344,6 +344,41 @@ def test_the_spec_entries_of_w4a16_pass_and_the_vendor_row_times_an_fp16_gemm_of
         [(case.name, case.status, case.message) for case in run.cases]
 
 
+CODEBOOK = """
+- name: args-codebook
+  source: "@KERNELS@/outside/args_codebook.cu"
+  function: args_codebook
+  params: {AFFINE: WRONG}
+  types: {a: fp16, b: fp16, c: fp16, accumulate: fp32}
+  epilogue: overwrite
+  block: [16, 16]
+  grid: [ceil(N / 16), ceil(M / 16)]
+  tile: [16, 16]
+  signature:
+    - A
+    - {name: codes, type: buffer, element: uint32, size: N * ceil(K / 8),
+       quantized: {of: B, part: codes, bits: 4, group: 64, codebook: TABLE, order: col, pack: {along: K}}}
+    - {name: absmax, type: buffer, element: float32, size: N * K / 64, quantized: {of: B, part: scales, order: col}}
+    - {name: table, type: buffer, element: float32, size: 16, quantized: {of: B, part: codebook}}
+    - C
+    - M
+    - N
+    - K
+    - {name: group, type: int32, value: 64}
+"""
+
+
+@pytest.mark.parametrize("table, wrong, status", [("nf4", "false", Status.PASS), ("fp4", "false", Status.PASS),
+                                                  ("nf4", "true", Status.FAIL)])
+def test_a_codebook_kernel_dequantizes_its_codes_through_the_table_it_is_given(tmp_path, table, wrong, status):
+    # bitsandbytes' layouts: W = B^T's codes packed along K a row of W after another, a scale per group of a row of W
+    # (order: col), the NF4 or FP4 table in a buffer; B is drawn as table[q] * s, so a kernel that looks its codes up
+    # PASSes against the float64 product, and one that reads them as signed integers (q - 8) FAILs.
+    path = write_spec(tmp_path, CODEBOOK.replace("WRONG", wrong).replace("TABLE", table),
+                      ["[1, 4096, 4096]", "[77, 515, 1024]"])
+    assert_every_case(path, "args-codebook", status, count=2)
+
+
 GROUPED = ("grouped-ends", "grouped-row-index", "grouped-masked", "grouped-pointers")
 
 

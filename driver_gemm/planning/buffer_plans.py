@@ -12,6 +12,7 @@ reset stays out of the timed region: docs/timing.md.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..errors import DriverGemmError
+from ..gemm.dtypes import round_to
 from ..gemm.groups import METADATA as GROUP_METADATA, GemmGroups, GroupsError
 from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
@@ -30,7 +32,7 @@ from ..specfile.model import BlockScales, DeviceBufferArgument, KernelSpec
 from ..specfile.project import UNENCODABLE_HINT, unencodable
 from ..specfile.quantized import codes_of, quantized_parts
 from .host_builders import BuilderFailed, built_numbers
-from .quantized_layouts import QuantizedDraw, QuantizedPart
+from .quantized_layouts import PLAN_DRAW_ELEMENTS, QuantizedDraw, QuantizedPart, draw_quantized
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -278,6 +280,10 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem,
                 continue
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "quantized", read_only=True,
                                               quantized=part)
+            if part.builder is not None:
+                failed = checked_pack_builder(plans[argument.name], part)
+                if failed is not None:
+                    problem(f"buffer {argument.name}: {failed}", f"{path}.quantized.pack.builder", failed.hint)
             continue
         if buffer.bias is not None:
             length = env[buffer.bias]
@@ -381,12 +387,54 @@ def _quantized_part(kernel: KernelSpec, buffer: DeviceBufferArgument, env: dict,
         raise _Refused(f"K = {K} is no multiple of group {group} ({codes.group.source!r}), the rows of B a scale "
                        "covers" if group >= 1 else f"group {group} ({codes.group.source!r}) must be 1 or more")
     values = tuple((name, value) for name, value in env.items() if not name.startswith("__"))
+    codebook = None
+    if codes.codebook is not None:
+        assert kernel.operands is not None, "specfile.quantized.check_quantized: a quantized B has typed operands"
+        b_type = kernel.operands.types.b.name
+        codebook = tuple(float(value) for value in round_to(codes.codebook, b_type))
+        exact = ("float32", {"fp16": "float16", "bf16": "bfloat16"}.get(b_type))
+        if weights.part == "codebook" and buffer.element not in exact:
+            raise _Refused(f"holds the codebook as {buffer.element}, which does not hold every value of B's type "
+                           f"{b_type} that the codebook rounds to: element is {' or '.join(filter(None, exact))}")
     part = QuantizedPart(weights.part, buffer.element, K, N, codes.bits, group, "zeros" in quantized_parts(kernel),
-                         weights.along, weights.order, weights.builder, values if weights.builder else ())
+                         weights.along, weights.order, weights.builder, values if weights.builder else (),
+                         weights.major, codebook, codes.codebook_name)
     needed = part.needed
     if needed is not None and count < needed:
         raise _Refused(f"holds {count:,} elements, but {part.describe()} need {needed:,} for B of {K} x {N}")
     return part
+
+
+# The seed of the draw a pack builder is checked on while planning: its numbers' count and type are the layout's,
+# whatever values it lays out.
+PLAN_DRAW_SEED = 0
+
+
+def checked_pack_builder(plan: BufferPlan, part: QuantizedPart) -> BuilderFailed | None:
+    """Why `part`'s pack builder cannot fill `plan`'s buffer, found by laying out a draw of B's shape as a bound case
+    would (None: it returns the buffer's count of numbers, each fitting its element), or nothing where B has more
+    than `PLAN_DRAW_ELEMENTS` elements. The same builder, layout and shape are checked once a process: a sweep
+    plans each case again with the driver's counts, and a run plans what `plan` planned."""
+    if part.K * part.N > PLAN_DRAW_ELEMENTS:
+        return None
+    return _checked_pack_builder(plan.name, plan.element, plan.count, part)
+
+
+@functools.lru_cache(maxsize=256)
+def _checked_pack_builder(name: str, element: str, count: int, part: QuantizedPart) -> BuilderFailed | None:
+    draw = _plan_draw(part.K, part.N, part.bits, part.group, part.zeros, part.codebook)
+    try:
+        _quantized_bytes(BufferPlan(name, element, count, "quantized", read_only=True, quantized=part), part, draw)
+    except BuilderFailed as failed:
+        return failed
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _plan_draw(K: int, N: int, bits: int, group: int, zeros: bool, codebook: tuple[float, ...] | None
+               ) -> QuantizedDraw:
+    """One draw kept for the next part of the same B: a kernel's codes and scales may both have builders."""
+    return draw_quantized(K, N, bits, group, zeros, PLAN_DRAW_SEED, codebook)
 
 
 class QuantizedFillFailed(DriverGemmError):
@@ -415,7 +463,9 @@ def _quantized_bytes(plan: BufferPlan, part: QuantizedPart, draw: QuantizedDraw)
             raise BuilderFailed(str(refused)) from None
         return np.frombuffer(data, dtype=np.uint8).copy()
     numbers = part.laid_out(draw)
-    if part.part == "scales":      # powers of two: exact in each floating element, bfloat16 the top of a float32
+    # Scales, powers of two, and a codebook's values, rounded to B's type (fp16 or bf16): exact in each floating
+    # element, bfloat16 the top of a float32.
+    if part.part in ("scales", "codebook"):
         contents = np.full(plan.count, np.nan)
         contents[:numbers.size] = numbers
         if plan.element == "bfloat16":

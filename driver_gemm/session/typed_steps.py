@@ -87,12 +87,12 @@ def held_inputs(run) -> None:
         drawn = make_typed_inputs(operands, types, seed, with_c=with_c)
         codes = None
         if quantized is not None:
-            # B is what the kernel dequantizes its codes to: (q - z) * s, exact in B's type, so the reference and
-            # the check take it as any B.
-            bits, group, with_zeros = quantized
-            codes = draw_quantized(operands.b.rows, operands.b.cols, bits, group, with_zeros, seed)
+            # B is what the kernel dequantizes its codes to: (q - z) * s or codebook[q] * s, exact in B's type, so
+            # the reference and the check take it as any B.
+            bits, group, with_zeros, codebook = quantized
+            codes = draw_quantized(operands.b.rows, operands.b.cols, bits, group, with_zeros, seed, codebook)
             values = codes.values()
-            assert dtypes.is_representable(values, types.b).all(), "(q - z) * s is exact in B's type"
+            assert dtypes.is_representable(values, types.b).all(), "B's drawn values are exact in its type"
             drawn = replace(drawn, b=values[None])
         return HeldTypedInputs(run.case.shape, drawn, _uploads(operands, types, drawn), quantized=codes)
 
@@ -106,14 +106,14 @@ def held_inputs(run) -> None:
     typed.inputs, typed.held, run.record.seed = held.inputs, held, seed
 
 
-def _quantization(run) -> tuple[int, int, bool] | None:
-    """(bits, group, whether it takes zero points) of the kernel's quantized B on this shape, from the plan of its
-    codes part; None for a kernel that takes B as it is, and for a vendor row."""
+def _quantization(run) -> tuple[int, int, bool, tuple[float, ...] | None] | None:
+    """(bits, group, whether it takes zero points, its codebook) of the kernel's quantized B on this shape, from the
+    plan of its codes part; None for a kernel that takes B as it is, and for a vendor row."""
     if run.case.lt is not None:
         return None
     parts = [plan.quantized for plan in run.case.plan.buffers.values() if plan.quantized is not None]
     codes = next((part for part in parts if part.part == "codes"), None)
-    return (codes.bits, codes.group, codes.zeros) if codes is not None else None
+    return (codes.bits, codes.group, codes.zeros, codes.codebook) if codes is not None else None
 
 
 def _uploads(operands: GemmOperands, types: GemmTypes, inputs: TypedInputs) -> dict[str, bytes]:

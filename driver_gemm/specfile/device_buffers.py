@@ -5,8 +5,8 @@ own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), on
 numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill: {file: NAME}``, the name per
 shape), before every launch and every sample; or, with ``scales: {of: A, block: [1, 128]}`` instead of a fill, a
 factor per block of A or B that the reference applies too, with ``bias: N``, a value per column of C that it
-adds, or, with ``quantized: {of: B, part: codes, ...}``, a part of a weight-only quantized B (its codes, scales
-or zero points), filled from the values B is drawn from, or, with ``groups: ends`` (`gemm.groups.METADATA`), what a
+adds, or, with ``quantized: {of: B, part: codes, ...}``, a part of a weight-only quantized B (its codes, scales,
+zero points or codebook), filled from the values B is drawn from, or, with ``groups: ends`` (`gemm.groups.METADATA`), what a
 grouped kernel reads about its groups. ``{name: alpha, type: ptr}``
 (or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
 `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
@@ -16,7 +16,9 @@ them per shape. The fields: docs/kernels.md.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import struct
 from typing import Any
 
 from . import expr
@@ -33,13 +35,27 @@ BUFFER_KEYS = ("name", "type", "element", "size", "fill", "pass", "scales", "bia
 # What holds a grouped GEMM's metadata: row counts and indices, in any integer type a kernel reads them in.
 GROUP_ELEMENTS = ("int32", "uint32", "int64", "uint64", "int16", "uint16")
 SCALES_KEYS = ("of", "block", "order", "ld")
-QUANTIZED_KEYS = ("of", "part", "bits", "group", "pack")
+QUANTIZED_KEYS = ("of", "part", "bits", "group", "order", "pack", "codebook")
 PACK_KEYS = ("along", "order", "builder")
 # What holds a quantized B's parts: packed codes (or zero points) fill 32-bit words; one to an element, any integer
 # type as wide as a byte or more; scales, the floating types a kernel reads them in.
 PACKED_ELEMENTS = ("int32", "uint32")
 CODE_ELEMENTS = ("uint8", "int8", "uint16", "int16", "int32", "uint32")
 QUANTIZED_SCALE_ELEMENTS = ("float16", "bfloat16", "float32")
+# The 4-bit codebooks of bitsandbytes (csrc/kernels.cu's dequantization tables, as float32 holds them): NF4, the
+# QLoRA paper's NormalFloat quantiles of N(0, 1) scaled to [-1, 1]; FP4, an e2m1 float over 12 with its sign in the
+# code's top bit (code 8 is -0).
+NF4 = (-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+       -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+       0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0)
+_FP4_MAGNITUDES = (0.0, 0.005208333333, 0.66666667, 1.0, 0.33333333, 0.5, 0.16666667, 0.25)
+_FP4_FLOAT32 = tuple(struct.unpack("<f", struct.pack("<f", value))[0] for value in _FP4_MAGNITUDES)
+FP4 = _FP4_FLOAT32 + tuple(-value for value in _FP4_FLOAT32)
+CODEBOOKS = {"nf4": NF4, "fp4": FP4}
+# A codebook value is 0 or of a magnitude in this range: rounded to fp16 it stays a normal number when a scale of
+# the draw (`planning.quantized_layouts.CODEBOOK_SCALE_EXPONENTS`, 2^-3 to 1) multiplies it, so every
+# codebook[q] * s is exact in B's type.
+CODEBOOK_MAGNITUDES = (2.0 ** -11, 2.0 ** 15)
 QUANTIZED_HINT = "quantized: {of: B, part: codes, bits: 4, group: 128, pack: {along: K}}"
 FILL_SOURCE_KEYS = ("file", "builder")   # fill: {file: NAME.npy} or {builder: FILE.py:FUNCTION}
 # What a buffer of drawn values (block scales, a bias) may hold: the floating types, in each of which they are exact.
@@ -198,9 +214,11 @@ def _block_scales(context: Context, item: dict, item_path: str, element: str, si
 
 def _quantized(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
     """``quantized: {of: B, part: codes, bits: 4, group: 128, pack: {along: K}}``: a part of a weight-only quantized
-    B (its codes, scales or zero points), which the case fills from the values it draws B from, so that the kernel
-    dequantizes to exactly the B the reference multiplies. What concerns the kernel's other parts (bits and group
-    agreeing, one codes part, typed operands) is checked with the whole signature (`specfile.quantized`)."""
+    B (its codes, scales, zero points or codebook), which the case fills from the values it draws B from, so that
+    the kernel dequantizes to exactly the B the reference multiplies; ``order: col`` stores its grid column after
+    column, ``codebook: nf4`` on the codes makes B = codebook[q] * s. What concerns the kernel's other parts (bits
+    and group agreeing, one codes part, a codebook without zero points, typed operands) is checked with the whole
+    signature (`specfile.quantized`)."""
     node, dotted = item["quantized"], f"{item_path}.quantized"
     if "fill" in item:
         raise context.error("a part of a quantized B holds what the case draws B from: it takes no fill", item,
@@ -232,10 +250,25 @@ def _quantized(context: Context, item: dict, item_path: str, element: str, size)
             if required not in node:
                 raise context.error(f"the codes part of a quantized B needs {required} (the other parts inherit "
                                     "it)", item, "quantized", dotted, hint=QUANTIZED_HINT)
+    codebook, codebook_name = _codebook(context, node, dotted, part, bits)
+    if part == "codebook":
+        for key in ("pack", "order"):
+            if key in node:
+                raise context.error(f"a codebook buffer holds the table, its 2^bits values in order: it takes no "
+                                    f"{key}", node, key, f"{dotted}.{key}")
     along, order, builder = _pack(context, node, dotted, part, bits)
-    if part == "scales":
+    major = node.get("order", "row")
+    if major not in ("row", "col"):
+        raise context.error(f"order is row (the grid of {part}, or of their packed words, row after row: the "
+                            f"default) or col (column after column), got {kind_name(major)}", node, "order",
+                            f"{dotted}.order", hint="bitsandbytes' absmax, a scale per group of W = B^T's rows "
+                                                    "([N, K / group] row-major): order: col")
+    if builder is not None and "order" in node:
+        raise context.error("a pack builder lays the whole buffer out: the part takes no order", node, "order",
+                            f"{dotted}.order")
+    if part in ("scales", "codebook"):
         if element not in QUANTIZED_SCALE_ELEMENTS:
-            raise context.error(f"a quantized B's scales are stored as {', '.join(QUANTIZED_SCALE_ELEMENTS)}, got "
+            raise context.error(f"a quantized B's {part} are stored as {', '.join(QUANTIZED_SCALE_ELEMENTS)}, got "
                                 f"{element}", item, "element", f"{item_path}.element")
     elif builder is None:
         allowed = PACKED_ELEMENTS if along is not None else CODE_ELEMENTS
@@ -245,8 +278,41 @@ def _quantized(context: Context, item: dict, item_path: str, element: str, size)
                                 f"{element}", item, "element", f"{item_path}.element",
                                 hint="pack: {along: K} packs 32 / bits codes into an int32; without pack, "
                                      "element: uint8 holds one")
-    weights = QuantizedWeights(part, bits, group, along, order, builder)
+    weights = QuantizedWeights(part, bits, group, along, order, builder, major, codebook, codebook_name)
     return DeviceBufferArgument(element, size, "quantized", (), read_only=True, builder=builder, quantized=weights)
+
+
+def _codebook(context: Context, node: dict, dotted: str, part: str, bits: int | None
+              ) -> tuple[tuple[float, ...] | None, str | None]:
+    """``codebook: nf4``, ``fp4`` or a list of 2^bits numbers on the codes part, as (its values, its name or
+    None); (None, None) without one."""
+    if "codebook" not in node:
+        return None, None
+    listed, path = node["codebook"], f"{dotted}.codebook"
+    if part != "codes":
+        raise context.error("codebook is given on the codes part (part: codes), whose codes it looks up", node,
+                            "codebook", path)
+    count = 1 << bits if bits is not None else None
+    if isinstance(listed, str) and listed.lower() in CODEBOOKS:
+        name = listed.lower()
+        if bits != 4:
+            raise context.error(f"the {name.upper()} codebook has 16 values, for 4-bit codes; these are {bits}-bit",
+                                node, "codebook", path)
+        return CODEBOOKS[name], name
+    if not isinstance(listed, list) or len(listed) != count:
+        raise context.error(f"codebook is nf4, fp4 or a list of the {count} values codes 0 to {count - 1} stand for "
+                            f"(B = codebook[q] * s), got {kind_name(listed)}", node, "codebook", path,
+                            hint="codebook: nf4 (bitsandbytes' and QLoRA's NormalFloat)")
+    low, high = CODEBOOK_MAGNITUDES
+    values = []
+    for position, value in enumerate(listed):
+        number = check_number(context, value, listed, position, path)
+        if not math.isfinite(number) or number != 0 and not low <= abs(number) <= high:
+            raise context.error(f"a codebook value is 0 or of a magnitude from 2^-11 to 2^15, so that each "
+                                f"codebook[q] * s the case draws is exact in fp16 and bf16; got {number}", listed,
+                                position, path)
+        values.append(float(number))
+    return tuple(values), None
 
 
 def _pack(context: Context, node: dict, dotted: str, part: str, bits: int | None
@@ -256,8 +322,10 @@ def _pack(context: Context, node: dict, dotted: str, part: str, bits: int | None
     if "pack" not in node:
         return None, None, None
     pack, path = node["pack"], f"{dotted}.pack"
-    if part == "scales":
-        raise context.error("a quantized B's scales are one to an element: they take no pack", node, "pack", path)
+    if part == "scales" and not (isinstance(pack, dict) and "builder" in pack):
+        raise context.error("a quantized B's scales are one to an element: they take no pack but a builder (pack: "
+                            "{builder: FILE.py:FUNCTION} lays them out; order: col stores them column after column)",
+                            node, "pack", path)
     if not isinstance(pack, dict):
         raise context.error(f"pack is a mapping: {{along: K}}, {{along: N, order: [0, 2, 4, 6, 1, 3, 5, 7]}} or "
                             f"{{builder: FILE.py:FUNCTION}}, got {kind_name(pack)}", node, "pack", path)

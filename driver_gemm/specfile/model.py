@@ -186,7 +186,7 @@ class BlockScales:
 
 
 # The parts of a quantized B a buffer may hold, and the code widths that pack evenly into a 32-bit word.
-QUANTIZED_PARTS = ("codes", "scales", "zeros")
+QUANTIZED_PARTS = ("codes", "scales", "zeros", "codebook")
 QUANTIZED_BITS = (2, 4, 8)
 
 
@@ -200,7 +200,10 @@ class QuantizedWeights:
     part of codes or zeros packs 32 / bits of them into a 32-bit element along `along` (``K`` or ``N``; None: one
     to an element); bit field i of a word (bits i * bits up) holds position ``order[i]`` of its run (None: i).
     `builder` (with no `along`) lays the buffer out instead. `bits` and `group` are the codes part's; the other
-    parts may repeat them (None: inherited).
+    parts may repeat them (None: inherited). `major` is ``row`` (the grid of values or words row after row) or
+    ``col`` (column after column: a scale per group of W = B^T's rows, [N, K / group] row-major). `codebook`, on
+    the codes part, makes B = codebook[q] * s (NF4, FP4: a table of 2^bits values, `codebook_name` ``nf4``, ``fp4``
+    or None for a listed one); part ``codebook`` holds that table.
     """
 
     part: str
@@ -209,6 +212,9 @@ class QuantizedWeights:
     along: str | None = None
     order: tuple[int, ...] | None = None
     builder: HostBuilder | None = None
+    major: str = "row"
+    codebook: tuple[float, ...] | None = None
+    codebook_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,14 @@ def check_quantized(kernel: KernelSpec) -> None:
         raise refuse(path, f"buffer {argument.name}: B's codes need a buffer of their scales (part: scales): B = "
                            "(codes - zeros) * scales")
     codes = parts["codes"][1].buffer.quantized
+    if codes.codebook is not None and "zeros" in parts:
+        path, argument = parts["zeros"]
+        raise refuse(path, f"buffer {argument.name}: B's codes are looked up in a codebook (B = codebook[q] * s, "
+                           f"{parts['codes'][1].name}'s codebook), which takes no zero points")
+    if codes.codebook is None and "codebook" in parts:
+        path, argument = parts["codebook"]
+        raise refuse(path, f"buffer {argument.name}: holds B's codebook, but the codes "
+                           f"({parts['codes'][1].name}) give none", hint="codebook: nf4 on the codes part")
     for path, argument in entries:
         weights = argument.buffer.quantized
         if weights.bits is not None and weights.bits != codes.bits:

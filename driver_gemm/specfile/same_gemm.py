@@ -80,9 +80,11 @@ def _block_scales(scales, shape: Shape, kernel: KernelSpec) -> str:
 
 
 def _quantized(quantized, shape: Shape, kernel: KernelSpec) -> str:
-    """A part of a quantized B as the product sees it: the part, its code width and group."""
+    """A part of a quantized B as the product sees it: the part, its code width and group, and the codebook its
+    codes are looked up in."""
     group = _evaluated((quantized.group,), shape, kernel) if quantized.group is not None else "-"
-    return f"{quantized.part} of {quantized.bits or '-'} bits, group {group}"
+    table = f", codebook {quantized.codebook_name or list(quantized.codebook)}" if quantized.codebook else ""
+    return f"{quantized.part} of {quantized.bits or '-'} bits, group {group}{table}"
 
 
 def _evaluated(expressions, shape: Shape, kernel: KernelSpec) -> str:

@@ -351,9 +351,13 @@ def _struct_argument(context, parent, index, item: dict, item_path: str, scalars
         raise context.error(f"an argument name is a C identifier, got {kind_name(name)}", item, "name" if "name" in item
                             else None, f"{item_path}.name")
     if not isinstance(fields, list) or not fields:
+        # An empty C++ class (a CuTe tiler or layout of static extents) is passed as one byte whatever it holds:
+        # a uint8 says those bytes, where a struct of no fields would say none.
+        empty = isinstance(fields, list)
         raise context.error(f"a struct argument lists its fields in order, got {kind_name(fields)}", item,
                             "fields" if "fields" in item else None, f"{item_path}.fields",
-                            hint="fields: [A, B, C, M, N, K, alpha], each as in signature:")
+                            hint=f"an empty C++ object is one byte: {{name: {name}, type: uint8, value: 0}}" if empty
+                            else "fields: [A, B, C, M, N, K, alpha], each as in signature:")
     parsed = tuple(_argument_at(context, fields, position, f"{item_path}.fields[{position}]", scalars, field=True)
                    for position in range(len(fields)))
     return Argument(name, "struct", None, fields=parsed, builder=builder)

@@ -118,7 +118,9 @@ def _quantized_key(weights) -> list:
     """A part of a quantized B, as the spec wrote it."""
     return ["quantized", weights.part, weights.bits, weights.group.source if weights.group is not None else None,
             weights.along, list(weights.order) if weights.order is not None else None,
-            weights.builder.text if weights.builder is not None else None]
+            weights.builder.text if weights.builder is not None else None] \
+        + ([["major", weights.major]] if weights.major != "row" else []) \
+        + ([["codebook", list(weights.codebook)]] if weights.codebook is not None else [])   # others' keys: unchanged
 
 
 def _builder_digests(kernel: KernelSpec) -> dict[str, list[str]]:
