@@ -322,13 +322,12 @@ def test_a_gap_of_one_row_column_or_tile_is_named_as_one(tmp_path, grid, tile, s
     assert [(where, gap in message) for where, message in _messages(plan)] == [(f"kernels[v4].{field}", True)]
 
 
-def test_a_grid_that_fails_on_a_shape_the_require_excludes_says_the_require_first(tmp_path):
+def test_a_grid_that_fails_on_a_shape_the_require_excludes_says_the_require_alone(tmp_path):
     # 'N / 16' is no whole number on N = 513 because the kernel takes only multiples of 16: that is the reason.
     text = "    require: [M % 16 == 0, N % 16 == 0, K % 16 == 0]\n"
     plan = _plan_with(tmp_path, "[N / 16, M / 16]", None, text)
     assert [message[0] for message in _messages(plan)] == [
-        "kernels[v4].require[0]", "kernels[v4].require[1]", "kernels[v4].require[2]", "kernels[v4].grid[0]",
-        "kernels[v4].grid[1]"]
+        "kernels[v4].require[0]", "kernels[v4].require[1]", "kernels[v4].require[2]"]
     assert "'N % 16 == 0' does not hold with N=513" in _messages(plan)[1][1]
     # A block beyond its limit is its own reason: the require is not added to it.
     text = MINIMAL.replace("grid: [ceil(N / BN), ceil(M / BM)]", "grid: [N / 16, M / 16]") + text

@@ -11,14 +11,17 @@ copies rank-3 boxes through it is refused before launch rather than faulting on 
 ``setmaxnreg.inc`` and ``.dec`` name the registers a thread asks for or gives back. A kernel that waits for its whole
 grid (cooperative_groups' ``grid.sync()``) reads the grid's barrier workspace from ``%envreg1`` and ``%envreg2``,
 which the driver fills only for a cooperative launch (without one the kernel traps). A kernel's ``extern __shared__``
-array is a module-scope ``.extern .shared`` declaration that its code names. The facts are kept
-beside the CUBIN (NVRTC hands out its PTX with it); checks that use them: `planning.image_checks`.
+array is a module-scope ``.extern .shared`` declaration that its code names. Which of the block's indices a kernel
+reads (``%ctaid.x`` ... ``%ctaid.z``, a cluster's ``%clusterid``, ``%cluster_ctaid``, ``%cluster_ctarank``), in its
+entry or in any function it calls, says on which grid axes its blocks differ: blocks along an axis it never reads
+are copies of one another. The facts are kept beside the CUBIN (NVRTC hands out its PTX with it); checks that use
+them: `planning.image_checks`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.MULTILINE)
@@ -42,6 +45,14 @@ _FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+|\.extern\s+)?\.(?:func|en
 _DECLARATION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:extern|global|const)\s+[^\n{]*;[ \t]*$", re.MULTILINE)
 _DYNAMIC_SHARED = re.compile(r"^\s*\.extern\s+\.shared\s+[^;\n]*?([\w$]+)\s*\[\s*\]\s*;", re.MULTILINE)
 _CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([\w$.]+)")
+# The special registers that tell one block from another (mov.u32 %r1, %ctaid.y; a bare %ctaid is the whole vector).
+_BLOCK_INDEX = re.compile(r"%(ctaid|clusterid|cluster_ctaid)(?:\.([xyz]))?(?![\w$])|%(cluster_ctarank)(?![\w$])")
+# A call through a register (a function pointer), whose callee the module does not name.
+_INDIRECT_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?%")
+_EXTERN_FUNCTION = re.compile(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", re.MULTILINE)
+# Functions of the CUDA runtime a kernel may call without them being in its module, none of which reads the block's
+# place: printf's, assert's, device malloc's.
+_RUNTIME_FUNCTIONS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
 
@@ -63,7 +74,9 @@ class KernelPtxFacts:
     whether it reads the grid workspace of a cooperative launch (`grid_sync`), whether it uses dynamic shared
     memory (``extern __shared__``: `dynamic_shared`), whose size only the launch gives, and its entry's
     ``.maxntid`` and ``.reqntid`` (`max_threads`, `required_threads`: what a PTX image says of its block before
-    the driver compiles it)."""
+    the driver compiles it), and the block indices it reads (`block_reads`: ``ctaid.x``, ``clusterid.y``,
+    ``cluster_ctarank``..., sorted; None where unknown: a call the module does not resolve, or facts not read from
+    PTX). `block_reads` is left out of equality: it describes the code, not the launch the other facts constrain."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -73,6 +86,16 @@ class KernelPtxFacts:
     dynamic_shared: bool = False
     max_threads: tuple[int, int, int] | None = None
     required_threads: tuple[int, int, int] | None = None
+    block_reads: tuple[str, ...] | None = field(default=None, compare=False)
+
+    def reads_block_axis(self, axis: int) -> bool | None:
+        """Whether the kernel tells its blocks apart along grid axis `axis` (0 for x): it reads their index on that
+        axis, directly or as a cluster's (``%clusterid``, ``%cluster_ctaid``), or its rank in its cluster, which
+        differs on every axis a cluster spans. None where its reads are unknown."""
+        if self.block_reads is None:
+            return None
+        suffix = "." + "xyz"[axis]
+        return any(name == "cluster_ctarank" or "." not in name or name.endswith(suffix) for name in self.block_reads)
 
     def ranks_for(self, param: int) -> dict[int, str]:
         """Rank -> one instruction of that rank, for the copies that read parameter `param`; when no copy could
@@ -87,7 +110,8 @@ class KernelPtxFacts:
                 "setmaxnreg": {"inc": list(self.register_increases), "dec": list(self.register_decreases)},
                 "grid_sync": self.grid_sync, "dynamic_shared": self.dynamic_shared,
                 "max_threads": list(self.max_threads) if self.max_threads else None,
-                "required_threads": list(self.required_threads) if self.required_threads else None}
+                "required_threads": list(self.required_threads) if self.required_threads else None,
+                "block_reads": list(self.block_reads) if self.block_reads is not None else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -98,7 +122,8 @@ class KernelPtxFacts:
                    (int(cluster[0]), int(cluster[1]), int(cluster[2])) if cluster else None,
                    tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())),
                    bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)),
-                   _triple_of(data.get("max_threads")), _triple_of(data.get("required_threads")))
+                   _triple_of(data.get("max_threads")), _triple_of(data.get("required_threads")),
+                   None if data.get("block_reads") is None else tuple(str(name) for name in data["block_reads"]))
 
 
 def _triple_of(values) -> tuple[int, int, int] | None:
@@ -130,6 +155,11 @@ class _CallGraph:
     def __init__(self, ptx: str):
         self.bodies = _split(_DECLARATION.sub("", ptx), _FUNCTION)
         self.calls = {name: set(_CALL.findall(body)) for name, body in self.bodies.items()}
+        # A function only declared (.extern .func: defined in another module, linked later) has no code here.
+        declared = set(_EXTERN_FUNCTION.findall(ptx))
+        defined = {match.group(1) for match in _FUNCTION.finditer(ptx)
+                   if not match.group(0).lstrip().startswith(".extern")}
+        self.unresolved = declared - defined - _RUNTIME_FUNCTIONS
 
     def reaching(self, pattern: re.Pattern) -> frozenset[str]:
         """The functions and entries whose code matches `pattern`, themselves or through the functions they call:
@@ -141,10 +171,33 @@ class _CallGraph:
                 return frozenset(found)
             found |= more
 
+    def block_reads(self, entry: str) -> tuple[str, ...] | None:
+        """The block indices (`KernelPtxFacts.block_reads`) that `entry` and the functions it calls read; None where
+        it calls through a pointer or calls a function defined in another module, whose reads are unknown."""
+        seen: set[str] = set()
+        waiting = [entry]
+        while waiting:
+            name = waiting.pop()
+            if name in seen:
+                continue
+            if name in self.unresolved or name not in self.bodies and name not in _RUNTIME_FUNCTIONS:
+                return None
+            seen.add(name)
+            body = self.bodies.get(name, "")
+            if _INDIRECT_CALL.search(body):
+                return None
+            waiting.extend(self.calls.get(name, ()))
+        found: set[str] = set()
+        for name in seen:
+            for vector, axis, rank in _BLOCK_INDEX.findall(self.bodies.get(name, "")):
+                found.add(rank or (f"{vector}.{axis}" if axis else vector))
+        return tuple(sorted(found))
 
-def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False) -> KernelPtxFacts:
-    """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace and the module's
-    dynamic shared memory, which the module as a whole says (`ptx_facts`), are given."""
+
+def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False,
+                 block_reads: tuple[str, ...] | None = None) -> KernelPtxFacts:
+    """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace, the module's
+    dynamic shared memory and the block's indices, which the module as a whole says (`ptx_facts`), are given."""
     header = body.split("{", 1)[0]
     cluster_match = _CLUSTER.search(header)
     cluster = None
@@ -175,18 +228,17 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
         moves[match.group(1)].add(int(match.group(2)))
     return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
                           tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
-                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header))
+                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header), block_reads)
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
     """Every entry of a PTX module, by its (mangled) name."""
     dynamic = _DYNAMIC_SHARED.findall(ptx)
-    grid_sync = uses_dynamic = frozenset[str]()
-    if dynamic or _GRID_WORKSPACE.search(ptx):   # most modules have neither: no call graph to make
-        graph = _CallGraph(ptx)
-        grid_sync = graph.reaching(_GRID_WORKSPACE)
-        if dynamic:
-            arrays = "|".join(re.escape(array) for array in dynamic)
-            uses_dynamic = graph.reaching(re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
-    return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic)
+    graph = _CallGraph(ptx)
+    grid_sync = graph.reaching(_GRID_WORKSPACE)
+    uses_dynamic = frozenset[str]()
+    if dynamic:
+        arrays = "|".join(re.escape(array) for array in dynamic)
+        uses_dynamic = graph.reaching(re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
+    return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic, graph.block_reads(name))
             for name, body in _bodies(ptx).items()}

@@ -31,8 +31,9 @@ from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
-from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, UNCHECKED_NOTE, count_axes, divides_by, fixed_block_count_note,
-                       folds_batch, grid_axes, inferred_tile, is_persistent, tile_axes)
+from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
+                       fixed_block_count_note, folds_batch, grid_axes, inferred_tile, is_persistent, rows_on_x,
+                       tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -242,10 +243,12 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     grid_fields = f"{kernel.field_path}.grid"
     if config is None and all((found.field or "").startswith(grid_fields) for found in problems[launch_problems:]):
         # A grid that fails on a shape the kernel's require: excludes ('N / 16' on N = 513) fails because of it:
-        # the require, the reason, comes first. (A block or shared memory beyond its limit is its own reason.)
+        # the require, the reason, is said alone, as a shape it excludes is not held to its grid's coverage either.
+        # (A block or shared memory beyond its limit is its own reason.)
         unmet: list[SpecError] = []
         _check_requirements(kernel, env, None, _collector(kernel, unmet), block)
-        problems[launch_problems:launch_problems] = unmet
+        if unmet:
+            problems[launch_problems:] = unmet
     following = tuple(_following_config(kernel, launch, env, limits, problem, notes) for launch in kernel.then)
 
     # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
@@ -294,6 +297,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                 notes.append(fixed)
         elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
             notes.append(UNCHECKED_NOTE)
+        if not persistent:
+            _check_rows_axis(kernel, covering, notes)
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
                     _constant_bytes(kernel, env, scalars or {}, problem), following)
@@ -756,13 +761,58 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
         matrices = tiles // (-(-shape.M // rows) * -(-shape.N // cols))
         each = f" x batch = {matrices}" if matrices > 1 else ""
         missing = tiles - blocks
-        problem(f"the grid has {blocks:,} blocks{counted} for C's {tiles:,} tiles of {rows} x {cols} (ceil(M / "
-                f"{kernel.tile[0].source}) x ceil(N / {kernel.tile[1].source}){each}): {missing:,} "
-                f"{'tile' if missing == 1 else 'tiles'} would never be written",
+        row_tiles, column_tiles = _tiles_along("M", kernel.tile[0].source, rows), \
+            _tiles_along("N", kernel.tile[1].source, cols)
+        problem(f"the grid has {blocks:,} blocks{counted} for C's {tiles:,} tiles of {rows} x {cols} ({row_tiles} x "
+                f"{column_tiles}{each}): {missing:,} {'tile' if missing == 1 else 'tiles'} would never be written",
                 f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
                 hint=_shared_axis_hint(kernel, env, config, rows, cols)
-                or f"a grid that numbers the tiles is ceil(M / {kernel.tile[0].source}) * ceil(N / "
-                   f"{kernel.tile[1].source})" + (" * batch" if matrices > 1 else ""))
+                or _rows_only_hint(kernel, shape, cols, column_tiles)
+                or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
+                + (" * batch" if matrices > 1 else ""))
+
+
+def _check_rows_axis(kernel: KernelSpec, problem, notes: list[str]) -> None:
+    """The grid against the block index the kernel reads its row of C from (``rows_on:``). A grid counts C's tiles
+    the same either way round, so a grid with M on x and a kernel reading its row from blockIdx.y (or the reverse)
+    covers C in count while leaving rows unwritten and writing past its columns; where the spec does not say, a
+    grid with C's rows on x, the less usual way, is noted."""
+    axes = grid_axes(kernel.grid, splits=True)     # (the axis counting C's columns, the one counting its rows)
+    if axes is None:
+        return
+    rows_axis = "xyz"[axes[1]]
+    if kernel.rows_on is None:
+        if rows_on_x(kernel.grid):
+            notes.append(ROWS_ON_X_NOTE)
+        return
+    if rows_axis != kernel.rows_on:
+        columns_axis = "xyz"[axes[0]]
+        usual = ("[ceil(N / cols), ceil(M / rows)]" if kernel.rows_on == "y"
+                 else "[ceil(M / rows), ceil(N / cols)]")
+        problem(f"grid {rows_axis} counts C's rows and grid {columns_axis} its columns, but the kernel reads its row "
+                f"from blockIdx.{kernel.rows_on} (rows_on: {kernel.rows_on}): its blocks would take tile rows for "
+                f"columns, leaving rows of C unwritten and writing past its columns where M and N differ",
+                "grid", hint=f"a grid with C's rows on {kernel.rows_on} is {usual}")
+
+
+def _tiles_along(size: str, tile_source: str, extent: int) -> str:
+    """C's tiles along M or N (`size`) as a grid would count them: ``ceil(N / BN)``, or ``N`` for a tile of 1."""
+    return size if extent == 1 else f"ceil({size} / {tile_source})"
+
+
+def _rows_only_hint(kernel: KernelSpec, shape: Shape, cols: int, column_tiles: str) -> str:
+    """For a grid none of whose axes reads N, where one reads M alone or the tile is one column wide on a C of
+    several, as a matrix-vector kernel (a warp a row) is launched: folding N into the rows' axis would give the
+    kernel blocks whose row it misreads, so the hint is an axis of its own over N, or a require: that keeps the
+    kernel to the columns one block computes. Empty for any other grid."""
+    reads = [extent.names & {"M", "N"} for extent in kernel.grid]
+    rows_axis = next((axis for axis, names in enumerate(reads) if names == {"M"}), None)
+    if any("N" in names for names in reads) or not (rows_axis is not None or cols == 1 and shape.N > 1):
+        return ""
+    where = f" (grid {'xyz'[rows_axis]} reads M alone)" if rows_axis is not None else ""
+    keep = "N == 1, for a matrix-vector kernel" if cols == 1 else f"N <= {kernel.tile[1].source}"
+    return (f"the grid numbers C's rows{where}: add a grid axis over its columns, {column_tiles}, that the kernel "
+            f"reads its column from, or require: {keep}")
 
 
 def _shared_axis_hint(kernel: KernelSpec, env, config: LaunchConfig, rows: int, cols: int) -> str:

@@ -12,6 +12,10 @@ what is covered, so nothing is checked before the launch, a declared tile includ
 of C is what holds it.
 
 An axis that reads ``batch`` (or a grouped GEMM's ``groups``) numbers the matrices (groups): `count_axes`.
+
+A grid whose x counts M and whose y counts N (`rows_on_x`) is held to C either way round, since some kernels do take
+their row from blockIdx.x; whether this one does, neither the grid nor a reliable reading of the PTX says, so the
+plan notes what the grid assumes (`ROWS_ON_X_NOTE`), unless the spec says it (``rows_on:``).
 """
 
 from __future__ import annotations
@@ -109,6 +113,13 @@ def grid_axes(grid: Sequence[expr.Expression], splits: bool = False) -> tuple[in
     return columns[0], rows[0]
 
 
+def rows_on_x(grid: Sequence[expr.Expression]) -> bool:
+    """Whether `grid` steps along C's rows on x and its columns on y (`grid_axes`): the other way round from the
+    docs' ``[ceil(N / cols), ceil(M / rows)]``."""
+    axes = grid_axes(grid, splits=True)
+    return axes is not None and axes == (1, 0)
+
+
 def divides_by(grid: Sequence[expr.Expression], axis: int, by: int) -> bool:
     """Whether extent `axis` divides M or N by grid extent `by` as written (``ceil(N / (BN * 4))`` by ``4``)."""
     return ast.unparse(grid[by].tree) in _divisor_factors(grid[axis].tree)
@@ -186,3 +197,8 @@ PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows 
 UNCHECKED_NOTE = ("coverage of C unchecked: the spec declares no tile: and the grid is not ceil(N / cols) x "
                   "ceil(M / rows); declare tile: [rows, cols] (the part of C one block computes) to have the grid "
                   "checked against M and N")
+
+
+ROWS_ON_X_NOTE = ("grid x counts C's rows (M) and grid y its columns (N): right for a kernel that reads its row from "
+                  "blockIdx.x; one that reads it from blockIdx.y would leave rows of C unwritten (rows_on: x or y "
+                  "says which the kernel does, and holds the grid to it)")

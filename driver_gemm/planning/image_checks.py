@@ -13,14 +13,18 @@ refused here, at the spec's file and line, before any launch, and so are a block
 dynamic shared memory launched with none; how each map is passed is noted. A kernel whose warpgroups ask
 ``setmaxnreg.inc`` for more registers than the block was launched with (after the one warpgroup that gives
 some back with ``.dec``) would wait for them forever: that is noted too, since which warps take which branch
-is not known before the launch.
+is not known before the launch. A grid of more than one block along an axis whose block index the kernel never
+reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) is refused at that axis, its blocks there
+being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import subprocess
+from collections.abc import Sequence
 
 from ..cuda.compile import Cubin
 from ..cuda.cubin import KernelImage
@@ -31,8 +35,10 @@ from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
 from ..cuda.sass import disassemble, find_disassembler, tma_copies
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
+from ..specfile.expr import Expression
 from ..cuda.occupancy import ArchLimits
 from .case_plan import CasePlan, block_registers, check_resources
+from .coverage import tile_axes
 from .host_builders import check_builders
 
 
@@ -175,6 +181,8 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         notes.extend(register_move_notes(facts, plan, limits))
     if facts is not None:
         _check_launch_facts(plan, facts, problem)
+        if plan.config is not None:
+            notes.extend(check_block_axes(plan.config.grid, kernel.grid, facts, problem))
     return problems, notes
 
 
@@ -192,6 +200,45 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
                 "otherwise it traps", "cooperative",
                 hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
                      "(max_active_clusters counts the blocks that do)")
+
+
+NO_BLOCK_INDEX_NOTE = "the kernel reads no block index"   # how the note begins
+
+
+def check_block_axes(grid: Sequence[int], sources: Sequence[Expression], facts: KernelPtxFacts,
+                     problem) -> list[str]:
+    """A grid of more than one block along an axis whose block index the kernel never reads (its PTX names no
+    ``%ctaid``, cluster id or cluster rank there, `KernelPtxFacts.reads_block_axis`) is refused at that axis: its
+    blocks there compute the same part of C, racing on it and timed as many times over. A kernel that reads no
+    block index at all tells its blocks apart by what they take at run time (a persistent kernel's atomic tile
+    counter), so any grid may launch it: the note it gets is returned. Nothing is said where the reads are unknown."""
+    axes = [axis for axis in range(3) if facts.reads_block_axis(axis)]
+    if facts.block_reads is None or math.prod(grid) <= 1:
+        return []
+    if not axes:
+        return [f"{NO_BLOCK_INDEX_NOTE} (its PTX names no %ctaid or cluster id): its blocks are told apart only "
+                "by what they take at run time (a tile counter in memory, as a persistent kernel's "
+                "scheduler has), so the grid's extents say nothing of what each computes; the run's check names any "
+                "element of C left unwritten"]
+    read = " and ".join(f"blockIdx.{'xyz'[axis]}" for axis in axes)
+    numbering = [axis for axis in tile_axes(sources) if grid[axis] > 1]
+    for axis, extent in enumerate(grid):
+        if extent <= 1 or axis in axes:
+            continue
+        name = "xyz"[axis]
+        source = f" ('{sources[axis].source}')" if axis < len(sources) else ""
+        if axis not in numbering:
+            hint = f"give grid {name} 1, or launch the kernel that reads blockIdx.{name}"
+        elif axes == [0]:
+            product = " * ".join(sources[tile].source for tile in numbering)
+            hint = f"the kernel numbers its tiles from blockIdx.x alone: a 1-D grid, [{product}], counts them on x"
+        else:
+            hint = f"number C's tiles on the axes the kernel reads ({read}) and give grid {name} 1"
+        problem(f"grid {name} extent {extent:,}{source}: the kernel never reads blockIdx.{name} (its PTX names no "
+                f"%ctaid.{name} nor a cluster id on {name}; it reads {read}), so the {extent:,} blocks along {name} "
+                "are copies of one another, computing the same part of C, racing to write it and timed as many times "
+                "over", f"grid[{axis}]", hint=hint)
+    return []
 
 
 # A launch of then: has no field of these: what its function's image refutes there is said at its function, with
@@ -249,6 +296,7 @@ def following_image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> 
             _check_compiled_cluster(view, cluster, problem, cluster_notes)
         if facts is not None:
             _check_launch_facts(view, facts, problem)
+            cluster_notes.extend(check_block_axes(config.grid, launch.grid, facts, problem))
             if facts.register_increases:
                 cluster_notes.extend(register_move_notes(facts, view, limits))
         notes.extend(f"{where}: {instance}: {note}" for note in cluster_notes)

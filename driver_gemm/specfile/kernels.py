@@ -36,7 +36,7 @@ from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid",
                "shared_bytes", "signature", "tile", "require", "options", "precision", "arch", "scalars", "min_pct",
-               "epilogue", "constants", "then") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
+               "epilogue", "rows_on", "constants", "then") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
 THEN_KEYS = ("function", "block", "grid", "shared_bytes", "signature")
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
 COMPILERS = ("nvrtc", "nvcc")
@@ -143,13 +143,14 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     field_lines = _field_lines(node)
     min_pct = _min_pct(context, node, dotted)
     epilogue = _epilogue(context, node, dotted, signature, then)
+    rows_on = _rows_on(context, node, dotted)
     entry = plain(node)
     kernels = [KernelSpec(name=name, source=source, function=function, params=dict(zip(param_names, combo)),
                           block=block, grid=grid, shared_bytes=shared, signature=signature, tile=tile,
                           require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                           binary=binary, operands=operands, launch_attributes=launch_attributes,
                           where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                          min_pct=min_pct, epilogue=epilogue, entry=entry, sizeofs=sizeofs, memory=memory,
+                          min_pct=min_pct, epilogue=epilogue, rows_on=rows_on, entry=entry, sizeofs=sizeofs, memory=memory,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir),
                           launch_values=frozenset(value_names), constants=constants, then=then)
                for combo in configurations]
@@ -300,6 +301,19 @@ def _check_fill_names(kernel: KernelSpec, names: set[str]) -> None:
                                 f"the shape; {value.source!r} reads {', '.join(unknown)}, which no case has",
                                 where=kernel.where_field(path), field=f"{kernel.field_path}.{path}.fill",
                                 hint=f"names available: M, N, K, {', '.join(LAYOUT_NAMES)}, the numeric params")
+
+
+def _rows_on(context: Context, node: dict, dotted: str) -> str | None:
+    """``rows_on: x`` or ``y``: the block index the kernel reads its row of C from. A grid counts C's tiles the same
+    either way round, so only the spec can say which a kernel expects (`planning.case_plan` holds the grid to it)."""
+    if "rows_on" not in node:
+        return None
+    value = node["rows_on"]
+    if value not in ("x", "y"):
+        raise context.error(f"rows_on is x or y (the block index the kernel reads its row of C from), got "
+                            f"{kind_name(value)}", node, "rows_on", f"{dotted}.rows_on",
+                            hint="rows_on: y for the usual grid [ceil(N / cols), ceil(M / rows)]")
+    return value
 
 
 def _epilogue(context: Context, node: dict, dotted: str, signature,

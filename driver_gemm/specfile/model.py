@@ -471,6 +471,7 @@ class KernelSpec:
     binary: Path | None = None       # a prebuilt .cubin/.fatbin/.ptx loaded as it is (then `source` is the same path)
     min_pct: float | None = None     # performance gate: each case must reach this % of cuBLAS (run --min-pct)
     epilogue: str | None = None      # overwrite (C = A @ B) or accumulate (C += A @ B): no alpha or beta taken
+    rows_on: str | None = None       # x or y: the block index the kernel reads its row of C from; None: not said
     # The spec was read with --allow-outside-sources, so its headers may be outside too: how it was read, not
     # what it says, so it takes no part in comparing kernels.
     allow_outside_headers: bool = field(default=False, compare=False)
