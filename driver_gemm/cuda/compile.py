@@ -370,9 +370,18 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
         if restored is not None:
             _log.debug("%s: %d kernel(s) for %s from the disk cache", display_path or name, len(instances), arch)
             return restored
-    cubin = _compile(source, name, instances, arch, options, version, display_path or name, found.paths)
-    _log.info("%s: %d kernel(s) compiled for %s in %.2f s", display_path or name, len(instances), arch,
-              cubin.compile_seconds)
+    try:
+        cubin = _compile(source, name, instances, arch, options, version, display_path or name, found.paths)
+    except CompileError as exc:
+        if exc.log:
+            _log.debug("%s: NVRTC's whole log:\n%s", display_path or name, exc.log)
+        raise
+    if instances:
+        _log.info("%s: %d kernel(s) compiled for %s in %.2f s", display_path or name, len(instances), arch,
+                  cubin.compile_seconds)
+    else:   # no kernel: the types a spec's sizeof reads, or the source alone
+        _log.info("%s: compiled for %s in %.2f s without a kernel (the types a sizeof reads, or the source alone)",
+                  display_path or name, arch, cubin.compile_seconds)
     if use_cache:
         store_cached(key, cubin)
     return cubin
@@ -898,14 +907,27 @@ def format_compile_error(log: str, source: str, display_path: str, status: str, 
             out.append(f"    {number:5d} | {file_lines[number - 1]}")
         shown += 1
         if shown == 10:
-            out.append("  ... (more errors in the full log)")
+            out.append("  ... (more errors: -vv prints the compiler's whole log)")
             break
     if shown == 0:
         out.append("  " + "\n  ".join(log.strip().splitlines()[-15:]))
     folders = [Path(option.split("=", 1)[1]) for option in options if option.startswith("--include-path=")]
-    out.extend(f"  hint: {hint}" for hint in compile_hints(log, folders))
+    includes = _own_includes(source, display_path, quotable) if any(marker in log for marker in _HOST_CODE) else ()
+    out.extend(f"  hint: {hint}" for hint in compile_hints(log, folders, includes))
     out.append(f"  options: {' '.join(options)}")
     return "\n".join(out)
+
+
+def _own_includes(source: str, display_path: str, headers: Iterable[Path]) -> list[tuple[str, str]]:
+    """(file:line, header) of each ``#include <...>`` or ``"..."`` of the source and its local `headers`."""
+    texts = [(display_path, source)]
+    for header in headers:
+        try:
+            texts.append((str(header), Path(header).read_text(errors="replace")))
+        except OSError:
+            continue
+    return [(where, quoted or angled) for name, text in texts
+            for where, quoted, angled, _ in _includes(text, name) if quoted or angled]
 
 
 # What may stand between __global__ and a kernel's name (its return type, attributes, a namespace's qualifier), in
@@ -920,7 +942,7 @@ def _kernels_in(texts: Iterable[str]) -> list[str]:
     """The names of the ``__global__`` functions `texts` define where their names are written out (not in a
     comment: "the extern "C" __global__ wrappers call matrixMulCUDA(...)" names no kernel)."""
     names = [name for text in texts
-             for name in _KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", _without_comments(text)))]
+             for name in _KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", without_comments(text)))]
     return list(dict.fromkeys(names))[:8]
 
 
@@ -930,7 +952,7 @@ _COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"
                                  re.DOTALL)
 
 
-def _without_comments(text: str) -> str:
+def without_comments(text: str) -> str:
     """`text` with each comment read as a space, its literals kept."""
     return _COMMENT_OR_LITERAL.sub(lambda found: found.group(0) if found.group(0)[0] in "\"'" else " ", text)
 
@@ -948,6 +970,13 @@ def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[s
             texts.append(Path(header).read_text(errors="replace"))
         except OSError:
             continue
+    return instance_advice(texts, instances)
+
+
+def instance_advice(texts: Iterable[str], instances: Iterable[str]) -> str:
+    """`_instance_advice` of a source and its headers as `texts` (the source first), for a compiler that could not
+    name `instances`: nvcc's, whose error is in driver-gemm's instantiation of each, says it as NVRTC's does."""
+    texts, instances = list(texts), list(instances)
     absent, overloads = [], []
     for instance in instances:
         function, parameter_types = split_overload(instance)
@@ -970,9 +999,15 @@ def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[s
         return (f"no declaration of {name} takes ({', '.join(parameter_types)}): an overload is named by its "
                 "parameter types exactly as declared, const included" +
                 (f"; the source declares {'; '.join(declared)}" if declared else ""))
-    return ("check the spec's function and params against the template's parameters (their number, and "
-            "enumerators or types with their namespace); one of several overloads is picked by its parameter "
-            "types, function: name(const float*, int)")
+    advice = ("check the spec's function and params against the template's parameters (their number, and "
+              "enumerators or types with their namespace)")
+    names = list(dict.fromkeys(_function_name(split_overload(instance)[0]) for instance in instances
+                               if not is_mangled(instance)))
+    if names and all(len(_declarations(name, texts)) == 1 for name in names):   # no overload to pick among
+        headers = [f"{name} is declared template <{', '.join(parameter.declared for parameter in declared[0])}>"
+                   for name in names for declared in [template_parameters(name, texts)] if len(declared) == 1]
+        return advice + (f": {'; '.join(headers)}" if headers else "")
+    return advice + "; one of several overloads is picked by its parameter types, function: name(const float*, int)"
 
 
 def not_a_kernel(instances: Iterable[str], texts: Iterable[str]) -> str | None:
@@ -1033,7 +1068,7 @@ def _execution_spaces(name: str, texts: Iterable[str]) -> set[str]:
     pattern = re.compile(rf"\b{re.escape(name)}\s*\(")
     read = 0
     for text in texts:
-        text = _LAUNCH_QUALIFIER.sub(" ", _without_comments(text))
+        text = _LAUNCH_QUALIFIER.sub(" ", without_comments(text))
         for match in pattern.finditer(text):
             read += 1
             if read > _OCCURRENCES_READ:
@@ -1095,6 +1130,57 @@ def template_parameter_names(name: str, texts: Iterable[str]) -> list[list[str |
     return found
 
 
+@dataclass(frozen=True)
+class ParamsByPosition:
+    """How params reach a template whose parameters they do not all name: template arguments go by position, so a
+    param of another name is passed as the template's parameter in its place, whatever its name says."""
+
+    passed: tuple[tuple[str, str], ...]    # (param, the template parameter it is passed as), for each not named so
+    mixed: bool                            # whether other params carry the template's own names
+    crossed: tuple[tuple[str, str], ...]   # of `passed`, those whose name says another GEMM dimension than its place's
+
+    @property
+    def mapping(self) -> str:
+        """``TILE_N -> BM, TILE_M -> BN``."""
+        return ", ".join(f"{param} -> {declared}" for param, declared in self.passed)
+
+    @property
+    def unlike(self) -> bool:
+        """Whether a param passed by position has a name that is no spelling of its place's (X for BM, where
+        ACC for Acc and LA for LayoutA are)."""
+        return any(not _spells(param, declared) for param, declared in self.passed)
+
+
+def params_by_position(names: Iterable[str], template: Iterable[str | None]) -> ParamsByPosition:
+    """Which of params `names` a template declared with parameters `template` (as `template_parameter_names` gives
+    them) takes by position rather than by their name, and which of those are crossed: named for one of the
+    dimensions M, N, K (``TILE_N``, ``BLOCK_M``, ``kTileK``) and passed in the place of a parameter named for
+    another (``BM``), as swapped tile sides given under names of the spec's own are."""
+    names, template = list(names), list(template)
+    passed = tuple((name, template[index]) for index, name in enumerate(names)
+                   if name not in template and index < len(template) and template[index] is not None)
+    crossed = tuple((name, declared) for name, declared in passed
+                    if None not in (_dimension(name), _dimension(declared))
+                    and _dimension(name) != _dimension(declared))
+    return ParamsByPosition(passed, any(name in template for name in names), crossed)
+
+
+def _dimension(name: str) -> str | None:
+    """The GEMM dimension a parameter's name ends in (``BM``, ``TILE_N``, ``kBlockK``), None for other names."""
+    return name[-1] if len(name) > 1 and name[-1] in "MNK" else None
+
+
+def _spells(given: str, declared: str) -> bool:
+    """Whether `given` is `declared` or a shortening of it (letters in order from its first), case aside:
+    ``ACC`` of ``Acc``, ``LA`` of ``LayoutA``."""
+    given, declared = given.replace("_", "").upper(), declared.replace("_", "").upper()
+    short, long = sorted((given, declared), key=len)
+    if not short or short[0] != long[0]:
+        return False
+    rest = iter(long)
+    return all(letter in rest for letter in short)
+
+
 _TEMPLATE_HEADER = re.compile(r"\btemplate\s*<")
 
 
@@ -1104,7 +1190,7 @@ def _declaration_heads(name: str, texts: Iterable[str]) -> Iterator[str]:
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
     for text in texts:
         # Without comments: a __global__ in one before a __device__ function's declaration is not the function's.
-        text = _LAUNCH_QUALIFIER.sub(" ", _without_comments(text))
+        text = _LAUNCH_QUALIFIER.sub(" ", without_comments(text))
         for match in pattern.finditer(text):
             before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]
             yield before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
@@ -1139,18 +1225,99 @@ def _template_header_names(text: str) -> list[str | None] | None:
     """The parameter names of the template header whose ``<`` `text` follows (``int BM, typename T = float>``),
     or None where it does not close."""
     header = _template_header(text)
-    if header is None:
+    return [_template_parameter(parameter).name for parameter in header[0]] if header is not None else None
+
+
+@dataclass(frozen=True)
+class TemplateParameter:
+    """One parameter of a template header as written (``int BM``, ``typename T = float``, ``int... Ns``)."""
+
+    name: str | None      # None for an unnamed one: template <int>
+    kind: str             # "type" (typename, class), "template" (a template template parameter) or "value"
+    declared: str         # as written, without its default
+    has_default: bool
+    pack: bool
+
+
+def _template_parameter(text: str) -> TemplateParameter:
+    declared, equals, _ = text.partition("=")
+    declared = " ".join(declared.split())
+    # The name is the last word, unless that word is the kind itself (template <int, typename>).
+    words = re.findall(r"[A-Za-z_]\w*", re.sub(r"<[^<>]*>", " ", declared))
+    named = words and len(words) > 1 and words[-1] not in ("typename", "class", "auto", "int", "unsigned",
+                                                             "long", "short", "char", "bool", "size_t")
+    if declared.startswith("template"):
+        kind = "template"
+    elif words and words[0] in ("typename", "class") and "::" not in declared:
+        kind = "type"
+    else:
+        kind = "value"
+    return TemplateParameter(words[-1] if named else None, kind, declared, bool(equals), "..." in declared)
+
+
+def template_parameters(name: str, texts: Iterable[str]) -> list[tuple[TemplateParameter, ...]]:
+    """For each ``template <...> __global__ ... name(`` in `texts`, its parameters (`template_parameter_names`
+    with their kinds and defaults)."""
+    found = []
+    for statement in _declaration_heads(name, texts):
+        header = _TEMPLATE_HEADER.search(statement)
+        parsed = _template_header(statement[header.end():]) if header is not None else None
+        if parsed is not None:
+            found.append(tuple(_template_parameter(parameter) for parameter in parsed[0] if parameter.strip()))
+    return found
+
+
+# Type names a spec may give where a template takes a number: read as a type, never as a constant of the source's.
+_BUILTIN_TYPES = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "nv_bfloat16", "__nv_fp8_e4m3",
+                            "__nv_fp8_e5m2", "int", "unsigned", "char", "short", "long", "int8_t", "uint8_t",
+                            "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "float2", "float4",
+                            "half2", "__half2", "__nv_bfloat162"})
+
+
+def template_arguments_problem(function: str, params: Mapping[str, object],
+                               declared: Iterable[tuple[TemplateParameter, ...]]) -> str | None:
+    """What is wrong with `params` (the template arguments a spec gives, in order) for `function`'s template,
+    whose declarations in the source are `declared` (`template_parameters`): too few for the parameters without a
+    default, more than it has, or a type where it takes a value (or a number where it takes a type); None where
+    nothing is (the parameters are all read, or not: a pack takes any number, overloads are not told apart)."""
+    headers = {tuple((parameter.name, parameter.kind, parameter.pack) for parameter in header): header
+               for header in declared}
+    if len(headers) != 1:
         return None
-    parameters = header[0]
-    names: list[str | None] = []
-    for parameter in parameters:
-        declared = parameter.split("=", 1)[0]
-        # The name is the last word, unless that word is the kind itself (template <int, typename>).
-        words = re.findall(r"[A-Za-z_]\w*", re.sub(r"<[^<>]*>", " ", declared))
-        named = words and len(words) > 1 and words[-1] not in ("typename", "class", "auto", "int", "unsigned",
-                                                                 "long", "short", "char", "bool", "size_t")
-        names.append(words[-1] if named else None)
-    return names
+    # A default may be given in a declaration and not in the definition: a parameter has one where any has.
+    template = [dataclasses.replace(parameter, has_default=any(header[index].has_default for header in declared))
+                for index, parameter in enumerate(next(iter(headers.values())))]
+    if any(parameter.pack or parameter.kind == "template" for parameter in template):
+        return None
+    given = list(params.items())
+    required = next((index for index, parameter in enumerate(template) if parameter.has_default), len(template))
+    names = [parameter.name for parameter in template]
+    header = f"template <{', '.join(parameter.declared for parameter in template)}>"
+    count = (f"{function} has {len(template)} template parameter{'s' if len(template) != 1 else ''}"
+             + (f" ({len(template) - required} with a default)" if required < len(template) else "")
+             + f", params give {len(given)}")
+    if len(given) > len(template):
+        extra = [name for name, _ in given[len(template):]]
+        unknown = [name for name in extra if name not in names]
+        said = (f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a parameter of {function}"
+                if unknown else f"{', '.join(extra)} {'has' if len(extra) == 1 else 'have'} no place left")
+        return f"{count}: {said} ({header})"
+    if len(given) < required:
+        if all(name in names for name, _ in given):   # the template's own names: the missing are those not given
+            missing = [name or "?" for name in names[:required] if name not in params]
+        else:                                        # params go by position: the last ones are the missing
+            missing = [name or f"parameter {index + 1}" for index, name in enumerate(names[len(given):required],
+                                                                                         len(given))]
+        return f"{count}: {', '.join(missing)} missing ({header})"
+    for (name, value), parameter in zip(given, template):
+        place = parameter.name or name
+        if parameter.kind == "value" and isinstance(value, str) and value.strip() in _BUILTIN_TYPES:
+            return (f"{place} of {function}'s template takes a value ({parameter.declared}), params give it the "
+                    f"type {value.strip()}")
+        if parameter.kind == "type" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return (f"{place} of {function}'s template takes a type ({parameter.declared}), params give it the "
+                    f"number {value}")
+    return None
 
 
 def _declarations(name: str, texts: Iterable[str]) -> list[str]:
@@ -1159,7 +1326,7 @@ def _declarations(name: str, texts: Iterable[str]) -> list[str]:
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\("
                          r"([^()]*(?:\([^()]*\)[^()]*)*)\)")
     for text in texts:
-        for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", _without_comments(text))):
+        for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", without_comments(text))):
             found.append(f"{name}({' '.join(match.group(1).split())})")
     return list(dict.fromkeys(found))[:3]
 
@@ -1184,6 +1351,34 @@ def _diagnosed_file(logged: str, display_path: str, lines: list[str],
 
 
 _MISSING_HEADER = re.compile(r'(?:cannot|could not) open source file "([^"]+)"')
+_MISSING_HEADER_AT = re.compile(r'^\s*(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?:catastrophic error|error): '
+                                r'(?:cannot|could not) open source file "(?P<name>[^"]+)"', re.MULTILINE)
+# The toolkit's headers that hold host code a kernel file may include without knowing: CUB's and Thrust's
+# device-wide algorithms, which the umbrella headers (<cub/cub.cuh>, <thrust/...>) pull in.
+_DEVICE_WIDE = re.compile(r"(?:^|/)(?:cub/device/|cub/dispatch/|thrust/)")
+_UMBRELLA = re.compile(r"(?:cub/cub\.cuh|cub/device/|thrust/)")
+
+
+def _missing_headers(log: str) -> list[tuple[str, str | None, int | None]]:
+    """(header, the file that includes it, its line) of each header NVRTC or nvcc could not open, once each; the
+    including file is None where the log does not say it."""
+    found: dict[str, tuple[str, str | None, int | None]] = {}
+    for match in _MISSING_HEADER_AT.finditer(log):
+        found.setdefault(match.group("name"), (match.group("name"), match.group("file").strip(),
+                                               int(match.group("line"))))
+    for name in _MISSING_HEADER.findall(log):
+        found.setdefault(name, (name, None, None))
+    return list(found.values())
+
+
+def _host_code_files(log: str) -> list[str]:
+    """The files (``file:line``, first of each file) where the log says NVRTC met host code."""
+    files: dict[str, str] = {}
+    for entry in log.splitlines():
+        match = _DIAGNOSTIC.match(entry.strip())
+        if match and any(marker in match.group("rest") for marker in _HOST_CODE):
+            files.setdefault(match.group("file").strip(), f"{match.group('file').strip()}:{match.group('line')}")
+    return list(files.values())
 _HOST_CODE = ("host functions are not allowed in JIT mode", "__host__ function is not allowed in JIT mode")
 # Device functions nvcc declares in every file (its pre-included cuda_runtime.h), which NVRTC declares only where
 # the file includes their header.
@@ -1198,14 +1393,29 @@ _GNU_ASM = 'identifier "__asm__" is undefined'
 _ARCH_SPECIFIC = re.compile(r"not supported on \.target '(sm_\d+)'")
 _UNSUPPORTED_INSTRUCTION = re.compile(r"Instruction '([\w.]+)' not supported on \.target 'sm_\d+'")
 _NVCC_INSTANCES = re.compile(r"instances\.cu\(\d+\)")
+# ptxas refusing a block's static shared memory past the static limit, in hexadecimal bytes.
+_STATIC_SHARED = re.compile(r"uses too much shared data \((0x[0-9a-fA-F]+) bytes, (0x[0-9a-fA-F]+) max\)")
+# ptxas refusing an instruction of a newer architecture than the build's (an sm_80 mma on sm_75).
+_NEWER_TARGET = re.compile(r"Feature '([^']+)' requires \.target (sm_\d+[af]?) or higher")
 
 
-def compile_hints(log: str, folders: Iterable[Path] = ()) -> list[str]:
+def compile_hints(log: str, folders: Iterable[Path] = (), includes: Iterable[tuple[str, str]] = ()) -> list[str]:
     """What to do about the failures NVRTC's `log` shows that come from the file's setting, not its kernels:
     headers it could not find (in the include `folders`, the kernel's own first), and host code (NVRTC compiles
-    device code only)."""
+    device code only), said where it is: the file's own, or a header's, which the file's `includes` ((file:line,
+    header) of each include of the source and its local headers) name."""
     folders = tuple(folders)
-    hints = [headers.missing_header_hint(name, folders) for name in dict.fromkeys(_MISSING_HEADER.findall(log))]
+    host = _host_code_files(log)
+    library = bool(host) and all(_DEVICE_WIDE.search(file) for file in host)
+    hints = []
+    for name, including, line in _missing_headers(log):
+        if library and including is not None and _DEVICE_WIDE.search(including):
+            continue    # CUB's device-wide headers include host headers too: the host-code hint below says why
+        hint = headers.missing_header_hint(name, folders)
+        # A header's include (NVRTC names a header by its path) may be past the errors shown: said where it is.
+        if including is not None and Path(including).is_absolute() and hint.startswith(f"{name} is not beside"):
+            hint = f"{hint} ({including}:{line} includes {name})"
+        hints.append(hint)
     if any(marker in log for marker in _HOST_CODE) and re.search(r"\bcuda\.h\(\d+\)", log):
         hints.append("<cuda.h> is the driver API's host header, which NVRTC cannot compile, and this compile found "
                      "the toolkit's through a folder of the kernel's options: [-I ...]; without that folder, "
@@ -1225,8 +1435,18 @@ def compile_hints(log: str, folders: Iterable[Path] = ()) -> list[str]:
     if _GNU_ASM in log:
         hints.append("NVRTC knows inline assembly as asm, not as GNU's __asm__, which nvcc takes: write asm "
                      "volatile(...), or, leaving the file as it is, options: [-D__asm__=asm, -D__volatile__=volatile]")
-    if any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log):
-        hints.append("NVRTC compiles device code only, and this file has host code (main, a launcher, cudaMalloc): "
+    if library:
+        umbrellas = [f"{where} includes <{header}>" for where, header in includes if _UMBRELLA.match(header)]
+        hints.append("NVRTC compiles device code only, and the host code it met is the CUDA toolkit's: CUB's and "
+                     "Thrust's device-wide algorithms (cub/device/..., thrust/...), which launch kernels from the "
+                     "host" + (f"; {', '.join(umbrellas[:3])}, which pulls them in" if umbrellas else
+                               "; an umbrella header (<cub/cub.cuh>, a <thrust/...> one) pulls them in") +
+                     ": include only the block and warp headers the kernel uses (<cub/block/block_reduce.cuh>, "
+                     "<cub/warp/warp_reduce.cuh>), or build it with compiler: nvcc")
+    elif any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log):
+        where = f"; NVRTC met it at {', '.join(host[:3])}" if host else ""
+        hints.append(f"NVRTC compiles device code only, and this file has host code (main, a launcher, "
+                     f"cudaMalloc{where}): "
                      "build it with compiler: nvcc, or put the host code inside #ifndef __CUDACC_RTC__ ... #endif "
                      "(NVRTC defines __CUDACC_RTC__); functions without __host__/__device__ in a header library "
                      "(CUTLASS's and CuTe's constexpr helpers) compile as device functions with options: "
@@ -1237,9 +1457,23 @@ def compile_hints(log: str, folders: Iterable[Path] = ()) -> list[str]:
         hints.append(f"{instructions} {'is' if ',' not in instructions else 'are'} only on the architecture-specific "
                      f"target: give the kernel arch: {next(iter(targets))}a (wgmma, setmaxnreg and the other "
                      f"sm_90a instructions do not exist on plain {next(iter(targets))})")
+    static = _STATIC_SHARED.search(log)
+    if static:
+        used, most = int(static.group(1), 16), int(static.group(2), 16)
+        hints.append(f"the kernel's static shared memory (__shared__ arrays of a fixed size) is {used:,} bytes, "
+                     f"more than the {most:,} bytes ({most // 1024} KB) a block may have statically: a larger tile "
+                     "needs dynamic shared memory, an extern __shared__ array whose size the spec gives in "
+                     "shared_bytes:")
+    newer: dict[str, list[str]] = {}
+    for feature, target in _NEWER_TARGET.findall(log):
+        newer.setdefault(target, []).append(feature)
+    for target, features in newer.items():
+        named = ", ".join(f"'{feature}'" for feature in dict.fromkeys(features))
+        hints.append(f"{named} {'needs' if ',' not in named else 'need'} {target} or newer, and this build is for "
+                     f"an older architecture: plan for {target} (or newer), or give the kernel arch: {target}")
     if "which instance of function template" in log and _NVCC_INSTANCES.search(log):
-        hints.append("the spec names a function template without all its template arguments (instances.cu is "
-                     "driver-gemm's, taking the address of each instance the spec names): give them in params: in "
+        hints.append("the spec names a function template without all its template arguments (driver-gemm "
+                     "instantiates each instance the spec names by taking its address): give them in params: in "
                      "the template's order, or "
                      "write the template-id in function: (k<float, 64>); a template whose arguments are deduced "
                      "from its parameters is named with them too")

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Iterable
 
 from . import bounded, cache
-from .compile import (Cubin, base_options, compile_hints, include_folders, load_cached, normalise_arch,
-                      not_a_kernel, option_tuple, pre_included_files, read_source, refuse_nul, scan_headers,
-                      store_cached)
+from .compile import (Cubin, base_options, compile_hints, include_folders, instance_advice, load_cached,
+                      normalise_arch, not_a_kernel, option_tuple, pre_included_files, read_source, refuse_nul,
+                      scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
 from .mangling import find_symbol
 from .ptx_facts import KernelPtxFacts, ptx_facts
@@ -128,8 +128,12 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
             _log.debug("%s: %d kernel(s) for %s from the disk cache (nvcc)", path, len(instances), arch)
             return restored
     cubin = _compile(nvcc, path, instances, arch, options, version, probes, [source, *found.texts.values()])
-    _log.info("%s: %d kernel(s) compiled with nvcc for %s in %.2f s", path, len(instances), arch,
-              cubin.compile_seconds)
+    if instances:
+        _log.info("%s: %d kernel(s) compiled with nvcc for %s in %.2f s", path, len(instances), arch,
+                  cubin.compile_seconds)
+    else:   # no kernel: the types a spec's sizeof reads, or the source alone
+        _log.info("%s: %s with nvcc for %s in %.2f s", path, "the sizes of types compiled" if probes else
+                  "the source compiled alone", arch, cubin.compile_seconds)
     if use_cache:
         store_cached(key, cubin)
     return cubin
@@ -159,10 +163,15 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
                 raise CompileError(f"{path}: nvcc was stopped", options=tuple(options)) from None
             raise CompileError(f"{path}: nvcc was stopped after {seconds:g} s, the time a compile may take (set "
                                f"{bounded.TIMEOUT_VARIABLE} to allow more)", options=tuple(options)) from None
-        log = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+        raw = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+        # The wrapper is gone once nvcc is: its lines are said as what they instantiate, never by its path.
+        log = named_wrapper_lines(raw, wrapper, instances, probes, path)
         if done.returncode != 0:
-            shown = "\n  ".join(first_errors(log))
-            hints = "".join(f"  hint: {hint}\n" for hint in nvcc_hints(log))
+            _log.debug("%s: nvcc's whole log:\n%s", path, log)
+            shown = "\n  ".join(first_errors(log)).replace("errors in the full log)",
+                                                           "errors in nvcc's whole log, which -vv prints)")
+            advice = [instance_advice(texts, instances)] if _WRAPPER_ERROR in log else []
+            hints = "".join(f"  hint: {hint}\n" for hint in [*advice, *nvcc_hints(raw)])
             raise CompileError(f"{path}: nvcc failed (exit status {done.returncode})\n  {shown}\n{hints}"
                                f"  options: {' '.join(options)}", log=log, options=tuple(options))
         if not output.is_file():   # nvcc succeeded without building the image (an option of the kernel's stopped it)
@@ -199,7 +208,41 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
                  time.perf_counter() - started, origin="nvcc", ptx_facts=_kept_facts(ptx_texts, lowered.values()))
 
 
-_ERROR_LINE = re.compile(r"(\(\d+\)|:\d+(:\d+)?): (catastrophic error|fatal error|error)\b")
+# How `named_wrapper_lines` names a line of the wrapper in an error: an instance the spec names, or a sizeof probe.
+_WRAPPER_LINE = "driver-gemm's instantiation of {}"
+_WRAPPER_ERROR = "driver-gemm's instantiation of "
+_PROBE_LINE = "driver-gemm's sizeof probe"
+
+
+def named_wrapper_lines(log: str, wrapper: Path, instances: Iterable[str], probes: str = "",
+                        source: Path | None = None) -> str:
+    """nvcc's `log` with each diagnostic of the wrapper (`wrapper_source`, a temporary file no reader can open)
+    named by what its line does (``driver-gemm's instantiation of k<64, 2>``), and the wrapper's own quoted line
+    and caret left out (they show only the variable that takes the instance's address)."""
+    named = [instance for instance in instances if not is_mangled(instance)]
+    first_probe = 2 + len(named)
+    location = re.compile(rf"^(\s*){re.escape(str(wrapper))}\((\d+)\)(: .*)$")
+    out: list[str] = []
+    skipping = False
+    for line in log.splitlines():
+        match = location.match(line)
+        if match:
+            number = int(match.group(2))
+            what = (_WRAPPER_LINE.format(named[number - 2]) if 2 <= number < first_probe else
+                    _PROBE_LINE if number >= first_probe and probes else "driver-gemm's include of the source")
+            out.append(f"{match.group(1)}{what}{match.group(3)}")
+            skipping = True
+            continue
+        if skipping and line.strip() and (INSTANCE_VARIABLE.format("") in line or "driver_gemm_" in line
+                                          or not line.strip().strip("^")):
+            continue
+        skipping = skipping and bool(line.strip())
+        whose = f"{source.name}'s" if source is not None else "the"
+        out.append(line.replace(str(wrapper), f"driver-gemm's instantiation of {whose} kernels"))
+    return "\n".join(out) + ("\n" if log.endswith("\n") else "")
+
+
+_ERROR_LINE = re.compile(r"(\(\d+\)|:\d+(:\d+)?|^\s*driver-gemm's .*?): (catastrophic error|fatal error|error)\b")
 
 
 def first_errors(log: str, most: int = 10) -> list[str]:
@@ -209,12 +252,21 @@ def first_errors(log: str, most: int = 10) -> list[str]:
     starts = [index for index, line in enumerate(lines) if _ERROR_LINE.search(line)]
     if not starts:
         return lines[-20:]
-    shown: list[str] = []
-    for number, start in enumerate(starts[:most]):
+    blocks: list[list[str]] = []
+    repeats: list[int] = []
+    for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(lines)
-        shown.extend(line for line in lines[start:min(end, start + 4)] if line.strip())
-    if len(starts) > most:
-        shown.append(f"... ({len(starts) - most} more errors in the full log)")
+        block = [line for line in lines[start:min(end, start + 4)] if line.strip()]
+        if blocks and block[0] == blocks[-1][0]:   # the same error again at the same place (one per token skipped)
+            repeats[-1] += 1
+            continue
+        blocks.append(block)
+        repeats.append(1)
+    shown: list[str] = []
+    for block, count in zip(blocks[:most], repeats):
+        shown.extend([block[0] + (f"   (x{count})" if count > 1 else ""), *block[1:]])
+    if len(blocks) > most:
+        shown.append(f"... ({len(blocks) - most} more errors in the full log)")
     return shown
 
 

@@ -9,11 +9,12 @@ initialised data (`cubin.initialised_words`). The compile is cached on disk as a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import CompileError
-from .compile import compile_text, read_source
+from .compile import compile_text, include_folders, local_headers, read_source, without_comments
 from .cubin import initialised_words
 from .nvcc import compile_with_nvcc
 
@@ -73,3 +74,50 @@ def _build(path: Path, probes: str, arch: str, options: Iterable[str], compiler:
     return compile_text(source + ("" if source.endswith("\n") else "\n") + probes, path.name, (), arch, options,
                         include_dir=path.resolve().parent, display_path=str(path),
                         allow_outside_headers=allow_outside_headers, project=project)
+
+
+# What `_scopes_defining` reads: a namespace opening, a brace, or a definition of a type (or an alias) by its name.
+_SCOPE_TOKEN = (r"\bnamespace\s+([A-Za-z_][\w:]*)\s*\{{|(\{{)|(\}})"
+                r"|\b(?:struct|class|union)\s+(?:alignas\s*\([^()]*\)\s*)?({name})\b(?!\s*;)|\busing\s+({name})\s*=")
+
+
+def _scopes_defining(name: str, texts: Iterable[str]) -> list[str]:
+    """The namespaces (``M8``, ``a::b``; ``""`` for the global one) in which `texts` define a struct, class, union or
+    alias called `name`, in the order found."""
+    token = re.compile(_SCOPE_TOKEN.format(name=re.escape(name)))
+    scopes: dict[str, None] = {}
+    for text in texts:
+        depth, open_namespaces = 0, []   # (name, the depth inside it)
+        for match in token.finditer(without_comments(text)):
+            namespace, opening, closing, defined, alias = match.groups()
+            if namespace is not None:
+                depth += 1
+                open_namespaces.append((namespace, depth))
+            elif opening is not None:
+                depth += 1
+            elif closing is not None:
+                if open_namespaces and open_namespaces[-1][1] == depth:
+                    open_namespaces.pop()
+                depth = max(0, depth - 1)
+            elif defined is not None or alias is not None:
+                scopes.setdefault("::".join(namespace for namespace, _ in open_namespaces))
+    return list(scopes)
+
+
+def qualified_type_hint(path: str | Path, type_text: str, options: Iterable[str] = ()) -> str | None:
+    """``did you mean M8::SMem`` where `type_text` names, without a namespace, a type that the source at
+    `path` and its headers define only inside one (as `function:` is written with its namespace); None otherwise."""
+    head = re.match(r"\s*([A-Za-z_]\w*)\s*(?=<|$)", type_text)
+    if head is None:
+        return None
+    try:
+        text = read_source(Path(path))
+        texts = [text, *local_headers(text, [Path(path).resolve().parent, *include_folders(options)]).values()]
+    except (OSError, CompileError):
+        return None
+    scopes = _scopes_defining(head.group(1), texts)
+    if not scopes or "" in scopes:
+        return None
+    spelt = [f"{scope}::{head.group(1)}" for scope in scopes[:3]]
+    return (f"did you mean {' or '.join(spelt)}? (the source defines {head.group(1)} in namespace "
+            f"{', '.join(scopes[:3])}, not outside it)")

@@ -18,8 +18,8 @@ import types
 
 from ..cuda import bounded
 from ..cuda.compile import (Cubin, compile_source, include_folders, local_headers, plain_declarations,
-                            template_parameter_names,
-                            read_source)
+                            params_by_position, read_source, template_arguments_problem,
+                            template_parameter_names, template_parameters)
 from .sizeof_values import known_type_sizes
 from ..cuda.cubin import KernelImage
 from ..cuda.mangling import demangle
@@ -57,23 +57,27 @@ def with_template_order(plan: CasePlan) -> CasePlan:
     """`plan` refused at ``params`` where they name the template's parameters in another order
     (`params_out_of_template_order`). Checked before compiling: params of different kinds swapped
     (``{CHECKED: true, TILE: 16}`` for ``template <int TILE, bool CHECKED>``) make no instance at all, and the
-    compiler's error would not say why; such a kernel is then not compiled (`CasePlan.refused_before_compiling`)."""
-    problems = _template_order_problems(plan.kernel)
-    return dataclasses.replace(plan, problems=[*plan.problems, *problems]) if problems else plan
+    compiler's error would not say why; such a kernel is then not compiled (`CasePlan.refused_before_compiling`).
+    Params passed by position under names of the spec's own are noted (`params_passed_by_position`)."""
+    problems, notes = _template_order_problems(plan.kernel)
+    if problems or notes:
+        return dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
+    return plan
 
 
-# `params_out_of_template_order` of each kernel, by its id, holding it so that the id stays its own: checked once
-# per kernel, not once per case.
-_ORDER_CHECKS: dict[int, tuple[KernelSpec, list[SpecError]]] = {}
+# `params_out_of_template_order` and `params_passed_by_position` of each kernel, by its id, holding it so that the
+# id stays its own: checked once per kernel, not once per case.
+_ORDER_CHECKS: dict[int, tuple[KernelSpec, list[SpecError], list[str]]] = {}
 
 
-def _template_order_problems(kernel: KernelSpec) -> list[SpecError]:
+def _template_order_problems(kernel: KernelSpec) -> tuple[list[SpecError], list[str]]:
     found = _ORDER_CHECKS.get(id(kernel))
     if found is None or found[0] is not kernel:
         if len(_ORDER_CHECKS) >= _IMAGE_CHECKS_KEPT:
             _ORDER_CHECKS.clear()
-        found = _ORDER_CHECKS[id(kernel)] = (kernel, params_out_of_template_order(kernel))
-    return found[1]
+        found = _ORDER_CHECKS[id(kernel)] = (kernel, params_out_of_template_order(kernel),
+                                             params_passed_by_position(kernel))
+    return found[1], found[2]
 
 
 def refused_everywhere(spec: Spec, limits: ArchLimits,
@@ -195,33 +199,20 @@ def params_out_of_template_order(kernel: KernelSpec) -> list[SpecError]:
     launch read BM = 8, a kernel other than the one the spec describes. Refused where every param is one of the
     template's names and every template declaration of the function found in the source and its headers puts
     them elsewhere; params of the spec's own names, or a function the source does not declare as a template
-    written out, are not read."""
-    names = tuple(name for name in kernel.params if name not in kernel.launch_values)
-    if not names or kernel.source is None or "<" in kernel.function:
+    written out, are not read, except beside the template's own names, where one named for a GEMM dimension
+    stands in the place of a parameter named for another (`params_by_position`)."""
+    read = _declared_templates(kernel)
+    if read is None:
         return []
-    function = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
-    try:
-        stat = kernel.source.stat()
-    except OSError:
-        return []
-    key = (kernel.source, stat.st_mtime_ns, stat.st_size, tuple(include_folders(kernel.options)), function)
-    declared = _TEMPLATE_HEADERS.get(key)
-    if declared is None:
-        try:
-            text = read_source(kernel.source)
-            headers = local_headers(text, [kernel.source.parent, *include_folders(kernel.options)])
-        except (OSError, CompileError, SpecError):
-            return []
-        if len(_TEMPLATE_HEADERS) >= _IMAGE_CHECKS_KEPT:
-            _TEMPLATE_HEADERS.clear()
-        declared = _TEMPLATE_HEADERS[key] = template_parameter_names(function, [text, *headers.values()])
+    names, function, declared = read
+
     def shifted(template: list[str | None]) -> bool:     # a name of the template's given in another one's place
         return any(name in template and (position >= len(template) or template[position] != name)
                    for position, name in enumerate(names))
 
     misplaced = [template for template in declared if shifted(template)]
     if not misplaced or len(misplaced) < len(declared):
-        return []
+        return _crossed_beside_the_templates_names(kernel, names, function, declared)
     template = misplaced[0]
     moved = [f"{name} would be passed as {template[index]}" for index, name in enumerate(names)
              if index < len(template) and template[index] != name][:3]
@@ -240,6 +231,78 @@ def params_out_of_template_order(kernel: KernelSpec) -> list[SpecError]:
 
 def _written(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _declared_templates(kernel: KernelSpec) -> tuple[tuple[str, ...], str, list[list[str | None]]] | None:
+    """The kernel's template params, its function's unqualified name, and the parameter names of each template
+    declaration of that function in the source and its headers; None where there is nothing to read."""
+    names = tuple(name for name in kernel.params if name not in kernel.launch_values)
+    if not names or kernel.source is None or "<" in kernel.function:
+        return None
+    function = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+    try:
+        stat = kernel.source.stat()
+    except OSError:
+        return None
+    key = (kernel.source, stat.st_mtime_ns, stat.st_size, tuple(include_folders(kernel.options)), function)
+    declared = _TEMPLATE_HEADERS.get(key)
+    if declared is None:
+        try:
+            text = read_source(kernel.source)
+            headers = local_headers(text, [kernel.source.parent, *include_folders(kernel.options)])
+        except (OSError, CompileError, SpecError):
+            return None
+        if len(_TEMPLATE_HEADERS) >= _IMAGE_CHECKS_KEPT:
+            _TEMPLATE_HEADERS.clear()
+        declared = _TEMPLATE_HEADERS[key] = template_parameter_names(function, [text, *headers.values()])
+    return names, function, declared
+
+
+def _one_template(declared: list[list[str | None]]) -> list[str | None] | None:
+    """The parameter names every template declaration of a function agrees on; None where there are none, or
+    overloads of other parameters (which one is meant is not read from the source)."""
+    distinct = {tuple(template) for template in declared}
+    return list(distinct.pop()) if len(distinct) == 1 else None
+
+
+def _crossed_beside_the_templates_names(kernel: KernelSpec, names: tuple[str, ...], function: str,
+                                        declared: list[list[str | None]]) -> list[SpecError]:
+    """Params mixing the template's names with others, where one of the others is named for a GEMM dimension and
+    passed by position in the place of a parameter named for another (``{TILE_N: 64, TILE_M: 128, BK: 16}`` for
+    ``template <int BM, int BN, int BK>``): the launch reads TILE_N as N's tile while the kernel takes it as BM."""
+    template = _one_template(declared)
+    if template is None:
+        return []
+    by_position = params_by_position(names, template)
+    if not by_position.mixed or not by_position.crossed:
+        return []
+    crossed = [name for name, _ in by_position.crossed]
+    own = ", ".join(name for name in names if name in template)
+    declared_as = ", ".join(name or "?" for name in template)
+    in_order = ", ".join(f"{place}: {_written(kernel.params[place]) if place in names else '...'}"
+                         for place in template[:len(names)] if place is not None)
+    return [SpecError(f"params mix names of the spec's own with the template's ({own}), and params are passed by "
+                      f"position (template <{declared_as}>): {by_position.mapping}, so "
+                      f"{' and '.join(crossed)} "
+                      + ("reaches a parameter of another dimension than its name says" if len(crossed) == 1 else
+                         "reach parameters of other dimensions than their names say"),
+                      where=kernel.where_field("params"),
+                      field=f"{kernel.field_path}.params",
+                      hint=f"give each param under {function}'s own name for its place: params: {{{in_order}}}")]
+
+
+def params_passed_by_position(kernel: KernelSpec) -> list[str]:
+    """A note of how params none of whose names is the template's reach it (``TILE_N -> BM, TILE_M -> BN``): by
+    position, which a spec may mean, but which its names do not show. Nothing where a name is no spelling of its
+    place's, or a mix is refused (`params_out_of_template_order`)."""
+    read = _declared_templates(kernel)
+    template = _one_template(read[2]) if read is not None else None
+    if read is None or template is None:
+        return []
+    by_position = params_by_position(read[0], template)
+    if by_position.mixed or not by_position.passed or not by_position.unlike:
+        return []
+    return [f"params are passed to {read[1]} by position, not by name: {by_position.mapping}"]
 
 
 # Template headers read from a kernel's source and headers, by the source's path, its modification time and size,
@@ -412,7 +475,15 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
         key = (kernel.source, kernel.options, kernel.target(arch), kernel.compiler, kernel.binary)
         groups.setdefault(key, []).append(kernel)
     programs: list = []
+    # Configurations that differ only in values: build the same instances: one of them is built, and its result
+    # is every one's (built in two programs at once, each would miss the disk cache and compile it again).
+    twins: dict[str, list[KernelSpec]] = {}
     for key, kernels in groups.items():
+        firsts: dict[tuple[str, ...], KernelSpec] = {}
+        for kernel in kernels:
+            first = firsts.setdefault(tuple(kernel.instances), kernel)
+            twins.setdefault(first.label, []).extend([kernel] if kernel is not first else [])
+        kernels = list(firsts.values())
         # A binary is read once; nvcc and NVRTC programs are shared out over the jobs.
         count = 1 if key[-1] is not None else min(jobs, len(kernels))
         programs.extend((key[2], kernels[part::count]) for part in range(count))
@@ -431,14 +502,21 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
                 for kernel in kernels:
                     compile_program(target, [kernel])
                 return
-            cubin = exc
+            cubin = template_argument_error(kernels[0], exc) or exc
         for kernel in kernels:
             compiled[kernel.label] = cubin
+
+    def with_twins() -> Compiled:
+        for label, others in twins.items():
+            for kernel in others:
+                if label in compiled:
+                    compiled[kernel.label] = compiled[label]
+        return compiled
 
     if len(programs) <= 1:
         for program in programs:
             compile_program(*program)
-        return compiled
+        return with_twins()
     pool = concurrent.futures.ThreadPoolExecutor(min(jobs, len(programs)))
     # The compiles of this call only: an interrupt stops them and no other thread's, and leaves nothing behind
     # that would stop a later compile.
@@ -454,7 +532,7 @@ def compile_spec(spec: Spec, arch: str, jobs: int | None = None,
             scope.stop()
             raise
     pool.shutdown()
-    return compiled
+    return with_twins()
 
 
 def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
@@ -479,6 +557,26 @@ def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
         f"{'; '.join(declared)}, with no template <...>), so params ({names}), which are template arguments, "
         f"make {kernel.instance}, which names no kernel. A value only the launch reads (a block side its launcher "
         f"picks at run time) goes under values: instead (values: {{{names}: ...}}), swept as params are")
+
+
+def template_argument_error(kernel: KernelSpec, error: CompileError) -> CompileError | None:
+    """Where `kernel`'s build failed (with `error`) and its params do not fit its function's template as the source
+    declares it (too few, too many, a type where it takes a value: `template_arguments_problem`), the error that
+    says so at ``params``, the compiler's own (of an instance it cannot determine) after it; None otherwise."""
+    params = {name: value for name, value in kernel.params.items() if name not in kernel.launch_values}
+    if kernel.source is None or "<" in kernel.function or not params:
+        return None
+    try:
+        text = read_source(kernel.source)
+        texts = [text, *local_headers(text, [kernel.source.parent, *include_folders(kernel.options)]).values()]
+    except (OSError, CompileError, SpecError):
+        return None
+    function = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+    problem = template_arguments_problem(function, params, template_parameters(function, texts))
+    if problem is None:
+        return None
+    return CompileError(f"{kernel.where_field('params')}: {kernel.field_path}.params: {problem}\n{error}",
+                        log=error.log, options=error.options)
 
 
 def plan_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None,

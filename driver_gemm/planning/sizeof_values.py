@@ -8,10 +8,11 @@ the disk cache keeps across runs.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Iterable
 
-from ..cuda.type_sizes import source_build_error, type_sizes
+from ..cuda.type_sizes import qualified_type_hint, source_build_error, type_sizes
 from ..errors import CompileError, DriverGemmError, SourceDidNotBuild
 from ..specfile.model import KernelSpec
 
@@ -90,7 +91,8 @@ def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str, *,
         if own is not None:   # the source's mistake, not a type's: its compile reports it, as for any kernel
             found = dict.fromkeys(types, SourceDidNotBuild(str(own), log=own.log, options=own.options))
         elif len(types) == 1:
-            found = {types[0]: exc if isinstance(exc, CompileError) else CompileError(str(exc))}
+            found = {types[0]: _with_namespace_hint(exc, kernel, types[0]) if isinstance(exc, CompileError)
+                     else CompileError(str(exc))}
         else:   # one configuration's type may not compile (a static_assert on its params): size each alone
             found = {}
             for text in types:
@@ -99,3 +101,19 @@ def _size(program: tuple, kernel: KernelSpec, types: list[str], arch: str, *,
         known = _SIZES.setdefault(program, {})
         known.update(found)
         return dict(known)
+
+
+# The first error line of a compile's message, as a plan reads its reason (`case_plan.plan_launch`).
+_FIRST_ERROR = re.compile(r"^.*:\s*(?:catastrophic |fatal )?error\s*:.*$", re.MULTILINE)
+
+
+def _with_namespace_hint(error: CompileError, kernel: KernelSpec, text: str) -> CompileError:
+    """`error` (the compiler's, sizing type `text`) with ``did you mean M8::SMem`` on its first error line where
+    the source defines the type only inside a namespace (`qualified_type_hint`); `error` as it is otherwise."""
+    hint = qualified_type_hint(kernel.source, text, kernel.options)
+    first = _FIRST_ERROR.search(str(error))
+    if hint is None or first is None:
+        return error
+    message = str(error)
+    return CompileError(f"{message[:first.end()]}: {hint}{message[first.end():]}", log=error.log,
+                        options=error.options)
