@@ -91,7 +91,7 @@ def test_compiles_are_info_and_cache_hits_debug(tmp_path, monkeypatch, caught):
 def test_the_command_prints_the_librarys_warning_once_on_stderr(refused_cache, capsys):
     assert main(PLAN) == 0
     captured = capsys.readouterr()
-    assert captured.err.count(f"driver-gemm: {NO_CACHE}") == 1 and NO_CACHE not in captured.out
+    assert captured.err.count(f"driver-gemm: warning: {NO_CACHE}") == 1 and NO_CACHE not in captured.out
     assert "2 ok, 0 INVALID" in captured.out
 
 

@@ -287,7 +287,7 @@ def test_write_json_writes_numpy_numbers_as_python_ones_and_nan_as_null(tmp_path
     run.environment = {**run.environment, "gpus": np.int64(2)}
     run.settings.scalars = {"alpha": np.float32(1.0), "beta": np.int64(0)}
     # Raw samples take a fast path (one sum for the whole list) that leaves NumPy's numbers to the encoder.
-    first.timing = dataclasses.replace(first.timing, samples_ms=[np.float32(0.5), np.float32(0.25)])
+    first.timing = dataclasses.replace(summarize([0.5, 0.25]), samples_ms=[np.float32(0.5), np.float32(0.25)])
     back = load_results(run.write_json(tmp_path / "r.json"))
     one, two = back.cases[0], back.cases[1]
     assert one.gflops == 1.5 and type(one.gflops) is float

@@ -357,6 +357,41 @@ def resolve_spec(path: Path) -> Path:
     return resolve(path)
 
 
+# Options whose value may begin with a minus ('--shape -1x5x5'): argparse takes such a word for an option and says
+# the option has no value, so the word is joined to its option ('--shape=-1x5x5'), which argparse reads as that value.
+_MAY_TAKE_A_MINUS = ("--shape", "-s")
+_STARTS_NEGATIVE = re.compile(r"-[0-9]")
+# A shape of three whole numbers, signed: one below 1 is said as such, not as no shape at all.
+_SIGNED_SHAPE = re.compile(r"\s*(-?[0-9]+)\s*[xX*,]\s*(-?[0-9]+)\s*[xX*,]\s*(-?[0-9]+)\s*")
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """`argv` with each value that begins with a minus joined to its option (`_MAY_TAKE_A_MINUS`), so that a
+    negative shape reaches the shape's own check; what follows ``--`` is left as it is."""
+    joined: list[str] = []
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word == "--":
+            return [*joined, *argv[index:]]
+        following = argv[index + 1] if index + 1 < len(argv) else ""
+        if word in _MAY_TAKE_A_MINUS and _STARTS_NEGATIVE.match(following):
+            joined.append(f"{word}={following}" if word.startswith("--") else word + following)
+            index += 2
+        else:
+            joined.append(word)
+            index += 1
+    return joined
+
+
+def check_shape_options(shapes: list[str]) -> None:
+    """Refuse a ``--shape`` of whole numbers one of which is below 1, with the rule it breaks."""
+    for text in shapes:
+        found = _SIGNED_SHAPE.fullmatch(text)
+        if found is not None and min(int(part) for part in found.groups()) < 1:
+            raise UsageError(f"shape {text!r} has a dimension below 1: M, N and K are at least 1", field="--shape")
+
+
 def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_outside_sources: bool = False):
     """The specs named (default: the seed spec), each narrowed to the selected kernels and shapes.
 
@@ -365,6 +400,7 @@ def load_specs(paths: list[Path], kernels: list[str], shapes: list[str], allow_o
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..specfile import DEFAULT_SPEC, load_spec
 
+    check_shape_options(shapes)
     return [load_spec(resolve_spec(path), allow_outside_sources=allow_outside_sources)
             .select(kernels, shapes, fields=("--kernel", "--shape")) for path in (paths or [DEFAULT_SPEC])]
 

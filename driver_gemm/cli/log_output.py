@@ -21,7 +21,8 @@ _STYLES = {logging.WARNING: "yellow", logging.ERROR: "red", logging.CRITICAL: "r
 
 
 class ConsoleHandler(logging.Handler):
-    """Writes a record as ``driver-gemm: MESSAGE`` on a command's error console (warnings in yellow)."""
+    """Writes a record as ``driver-gemm: MESSAGE`` on a command's error console (a warning as ``driver-gemm: warning:
+    MESSAGE``, in yellow)."""
 
     def __init__(self, console: Console, level: int = logging.NOTSET):
         super().__init__(level)
@@ -29,7 +30,8 @@ class ConsoleHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            say(self.console, f"driver-gemm: {record.getMessage()}", _STYLES.get(record.levelno))
+            kind = "warning: " if record.levelno == logging.WARNING else ""    # as plan's and compare's are marked
+            say(self.console, f"driver-gemm: {kind}{record.getMessage()}", _STYLES.get(record.levelno))
         except Exception:   # noqa: BLE001 - logging's rule: a handler that fails reports it and goes on
             self.handleError(record)
 

@@ -19,7 +19,7 @@ from ..version import __version__
 from ..errors import (CudaError, DriverGemmError, NoGpuError, SpecError, ToolMissingError,
                       UsageError)
 from . import compare, info, plan, plot, run, show, specs, tune
-from .common import Output, stdout_closed
+from .common import Output, join_negative_values, stdout_closed
 from . import log_output
 from .exit_codes import (EXIT_BROKEN_PIPE, EXIT_CODES_HELP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_GPU,  # noqa: F401
                          EXIT_OK, EXIT_USAGE)
@@ -188,7 +188,7 @@ def console() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``driver-gemm`` with `argv` (default: the process's arguments) and return its exit code."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else list(argv)))
     out = Output.for_terminal(getattr(args, "format", "table"))
     quiet = args.log_quiet or getattr(args, "quiet", False)    # run's and tune's -q: no progress, no log lines
     with log_output.logs_on(out.errors, log_output.level_of(args.verbose, quiet)):

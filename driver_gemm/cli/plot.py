@@ -49,6 +49,24 @@ def _is_tune(run) -> bool:
     return run.settings.tune is not None or any(len(cases) > 1 for cases in tune_groups(run).values())
 
 
+def sampled_cases_of(paths: list[Path], runs: list, out: Output, option: str) -> list:
+    """The cases with raw samples of every run read from `paths`, in order: a `UsageError` naming the files where
+    none has any, a note naming those without any where others have some."""
+    # lazy, as the rest of the report: only when the command runs
+    from ..report.figures import sampled_cases
+
+    per_file = [sampled_cases([run]) for run in runs]
+    bare = [str(path) for path, cases in zip(paths, per_file) if not cases]
+    if len(bare) == len(per_file):
+        files = "these files" if len(bare) > 1 else "this file"
+        raise UsageError(f"no case with raw samples to draw: none in {files} has timing.samples_ms",
+                         where=", ".join(bare), field=option, hint="a run keeps the samples of every case it times")
+    if bare:
+        out.note(f"note: {', '.join(bare)}: no case with raw samples (timing.samples_ms): {option} draws the other "
+                 f"file{'s' if len(per_file) - len(bare) > 1 else ''}", "yellow")
+    return [case for cases in per_file for case in cases]
+
+
 def execute(args, out: Output) -> int:
     # matplotlib, behind report.plots: only when the command runs
     from ..report.plots import plot_results, require_matplotlib, series_of
@@ -57,7 +75,7 @@ def execute(args, out: Output) -> int:
     runs = read_results_files(args.results, out)   # every input checked before anything is drawn or written
     if args.samples or args.tune:
         # matplotlib: only when the command runs
-        from ..report.figures import sampled_cases, samples_figure, tune_figure
+        from ..report.figures import samples_figure, tune_figure
         from ..report.plots import save
 
         if args.tune and len(runs) != 1:
@@ -66,7 +84,8 @@ def execute(args, out: Output) -> int:
             raise UsageError("these are not a tune's results (no tune settings, and no kernel measured in more "
                              "than one configuration at a shape): --tune draws what `driver-gemm tune` wrote; plot "
                              "a run without --tune", where=str(args.results[0]), field="--tune")
-        figure = tune_figure(runs[0]) if args.tune else samples_figure(sampled_cases(runs))
+        figure = tune_figure(runs[0]) if args.tune else samples_figure(sampled_cases_of(args.results, runs, out,
+                                                                                        "--samples"))
         out.note(f"plot: {save(figure, output)}", None)
         return EXIT_OK
     if not series_of(runs):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import Output, add_format_options, read_results_files
-from .plot import check_picture
+from .plot import check_picture, sampled_cases_of
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .run import show_run
 from ..errors import UsageError
@@ -33,8 +33,8 @@ def execute(args, out: Output) -> int:
         show_run(run, out)
     if picture is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
-        from ..report.figures import sampled_cases, samples_figure
+        from ..report.figures import samples_figure
         from ..report.plots import save
 
-        out.note(f"plot: {save(samples_figure(sampled_cases(runs)), picture)}", None)
+        out.note(f"plot: {save(samples_figure(sampled_cases_of(args.results, runs, out, '--plot')), picture)}", None)
     return EXIT_OK if all(run.ok for run in runs) else EXIT_FAILED

@@ -23,7 +23,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+import numpy as np
+
 from ..errors import FilePath, UsageError, path_argument
+from ..measure.stats import SAMPLE_DIGITS
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
@@ -62,6 +65,13 @@ _PART_FIGURES: dict[str, _Figures] = {
                 **{name: (0, MOST_PCT, "%") for name in ("achieved_occupancy_pct", "fma_pipe_pct", "tensor_pipe_pct")}},
 }
 _INT_BOUND = 1 << 64      # every whole number driver-gemm writes fits 64 bits (seeds are unsigned)
+# A run summarises its samples (`measure.stats.summarize`) and keeps each rounded to SAMPLE_DIGITS significant digits,
+# which moves every figure of the summary by at most half a unit of the last digit kept: one unit is read as rounding.
+# The figures are worked out again here with NumPy (`_summary_of`): summarize's loops over thousands of samples a
+# case would take longer than the rest of reading a file.
+SUMMARY_TOLERANCE = 10.0 ** (1 - SAMPLE_DIGITS)
+_SUMMARY_FIGURES = ("median_ms", "q1_ms", "q3_ms", "min_ms", "max_ms", "mean_ms", "total_ms")
+_CHECK_COUNTS = ("right", "wrong", "unwritten", "nonfinite")     # the elements of C, each counted in one of them
 # Half of a UTF-16 surrogate pair reaches a string only as a JSON escape (UTF-8 decoding refuses the bytes of one);
 # a whole pair, as an ASCII-only writer spells a character past U+FFFF, is read as that character.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -104,8 +114,35 @@ def read_results(path: FilePath) -> ResultsFile:
         for index, case in enumerate(document["cases"]):
             _check_case_consistency(case, f"cases[{index}]", str(path))
         _check_text(text, document, str(path))
+        _check_repeated_cases(document["cases"], str(path))
         run = RunResult.from_dict(document)
     return ResultsFile(path, run)
+
+
+def _check_repeated_cases(cases: list[dict], where: str) -> None:
+    """Refuse a case that a whole run holds twice with other figures: `show` would count it twice and `compare` match
+    whichever comes last. A run writes a case once, save that a search meeting a configuration again records it again
+    as its tuning cache gave it, the same figures under its message: such a repeat is read as written. A case is its
+    kernel's label, its shape and its GPU, as `compare` matches them."""
+    first: dict[tuple, int] = {}
+    for index, case in enumerate(cases):
+        device = case.get("device") or {}
+        key = (case["kernel"], _shape_label(case["shape"]), device.get("uuid") or device.get("ordinal"))
+        earlier = first.setdefault(key, index)
+        if earlier != index and _without_message(cases[earlier]) != _without_message(case):
+            on_gpu = f" on {printable(str(device['name']))}" if device.get("name") else ""
+            raise UsageError(f"{printable(key[0])} at {key[1]}{on_gpu} is also cases[{earlier}], with other figures: a "
+                             "run writes each case once, so these results were not written by a run as they are",
+                             where=where, field=f"cases[{index}]",
+                             hint="keep one of the two, or give each its own file (compare OLD NEW matches by case)")
+
+
+def _shape_label(shape: dict) -> str:
+    return f"{shape['M']}x{shape['N']}x{shape['K']}"
+
+
+def _without_message(case: dict) -> dict:
+    return {name: value for name, value in case.items() if name != "message"}
 
 
 @contextlib.contextmanager
@@ -378,10 +415,11 @@ def _is_whole_results(text: str) -> bool:
 
 
 def _check_case_consistency(case: dict, path: str, where: str) -> None:
-    """What the schema cannot say: the summary's times in order, the shape's label its dimensions, and every figure
-    within what a GPU run gives (`_CASE_FIGURES`, `_PART_FIGURES`, the raw samples)."""
+    """What the schema cannot say: the summary's times in order and of the case's own samples, the shape's label its
+    dimensions, the check of C by its own counts and errors, and every figure within what a GPU run gives
+    (`_CASE_FIGURES`, `_PART_FIGURES`, the raw samples)."""
     shape = case["shape"]
-    label = f"{shape['M']}x{shape['N']}x{shape['K']}"
+    label = _shape_label(shape)
     if "label" in shape and shape["label"] != label:
         raise UsageError(f"label {shape['label']!r} is not M x N x K = {label}", where=where,
                          field=_join(path, "shape.label"))
@@ -393,11 +431,13 @@ def _check_case_consistency(case: dict, path: str, where: str) -> None:
             raise UsageError(f"{ascii(case[key])[:80]} holds the control character {ascii(control)}: no kernel name "
                              "or label driver-gemm writes has one", where=where, field=_join(path, key))
     _check_figures(case, _CASE_FIGURES, path, where)
-    verdict = (case.get("verification") or {}).get("status")
+    verification = case.get("verification") or {}
+    verdict = verification.get("status")
     if verdict is not None and case.get("status") in ("PASS", "FAIL") and verdict != case["status"]:
         # PASS and FAIL are the check's own verdict: a case of one whose check says the other was not written so
         raise UsageError(f"the case is {case['status']} but its check of C says {verdict}: these results were not "
                          "written by a run as they are", where=where, field=_join(path, "verification.status"))
+    _check_verification(verification, _join(path, "verification"), where)
     for part, figures in _PART_FIGURES.items():
         if isinstance(case.get(part), dict):
             _check_figures(case[part], figures, _join(path, part), where)
@@ -414,6 +454,72 @@ def _check_case_consistency(case: dict, path: str, where: str) -> None:
         if low > high * (1 + 1e-9):
             raise UsageError(f"{low_name} = {low!r} is above {high_name} = {high!r}: the summary is not of "
                              "real samples", where=where, field=_join(path, f"timing.{low_name}"))
+    if samples:
+        _check_summary(timing, samples, _join(path, "timing"), where)
+
+
+def _check_summary(timing: dict, samples: list, path: str, where: str) -> None:
+    """Refuse a summary that is not of the case's own samples: a run computes one from the other (`summarize`), and
+    `compare` judges by the samples while it shows the summary, so a file whose two disagree would show one change
+    and judge another."""
+    if timing["samples"] != len(samples):
+        raise UsageError(f"samples = {timing['samples']!r}, but samples_ms holds {len(samples):,}: these results were "
+                         "not written by a run as they are", where=where, field=_join(path, "samples"))
+    own = _summary_of(samples)
+    for name in _SUMMARY_FIGURES:
+        value, expected = timing[name], own[name]
+        if abs(value - expected) > SUMMARY_TOLERANCE * expected:
+            raise UsageError(_not_of_samples(name, value, expected, len(samples)), where=where,
+                             field=_join(path, name))
+    # Each sample moved by rounding moves the deviation by no more than the largest move (the triangle inequality).
+    if abs(timing["stdev_ms"] - own["stdev_ms"]) > SUMMARY_TOLERANCE * own["max_ms"]:
+        raise UsageError(_not_of_samples("stdev_ms", timing["stdev_ms"], own["stdev_ms"], len(samples)),
+                         where=where, field=_join(path, "stdev_ms"))
+
+
+def _summary_of(samples: list) -> dict[str, float]:
+    """The figures `measure.stats.summarize` gives of `samples` (its quantiles are NumPy's default method)."""
+    ordered = np.sort(np.asarray(samples, dtype=np.float64))
+    q1, median, q3 = (float(value) for value in np.quantile(ordered, (0.25, 0.5, 0.75)))
+    total = float(ordered.sum())
+    stdev = float(ordered.std(ddof=1)) if len(ordered) > 1 else 0.0
+    return {"median_ms": median, "q1_ms": q1, "q3_ms": q3, "min_ms": float(ordered[0]), "max_ms": float(ordered[-1]),
+            "mean_ms": total / len(ordered), "total_ms": total, "stdev_ms": stdev}
+
+
+def _not_of_samples(name: str, value: float, expected: float, count: int) -> str:
+    return (f"{name} = {value!r}, but its own {count:,} samples_ms give {expected:.{SAMPLE_DIGITS}g}: the summary is "
+            "not of the samples beside it, so these results were not written by a run as they are")
+
+
+def _check_verification(verification: dict, path: str, where: str) -> None:
+    """Refuse a check of C whose own figures contradict it: counts of elements past C's elements, or a PASS that the
+    rule a run gives it (`measure.verify`) would not give: every element written, finite and not wrong, nothing
+    written into the padding, and the errors within their tolerances."""
+    elements = verification.get("elements")
+    counts = {name: verification.get(name) for name in _CHECK_COUNTS}
+    if isinstance(elements, int):
+        for name, count in counts.items():
+            if isinstance(count, int) and count > elements:
+                raise UsageError(f"{name} = {count:,} elements, more than the {elements:,} of C: these results were "
+                                 "not written by a run as they are", where=where, field=_join(path, name))
+        if all(isinstance(count, int) for count in counts.values()) and sum(counts.values()) != elements:
+            raise UsageError(f"right, wrong, unwritten and nonfinite count {sum(counts.values()):,} elements, not the "
+                             f"{elements:,} of C: these results were not written by a run as they are", where=where,
+                             field=_join(path, "right"))
+    if verification.get("status") != "PASS":
+        return
+    for name in (*_CHECK_COUNTS[1:], "padding_written"):
+        if verification.get(name):
+            raise UsageError(f"the check says PASS with {name} = {verification[name]:,}: a check passes only with "
+                             "none, so these results were not written by a run as they are", where=where,
+                             field=_join(path, name))
+    for error, tolerance in (("rel_fro_error", "tolerance"), ("max_abs_error", "abs_tolerance")):
+        value, bound = verification.get(error), verification.get(tolerance)
+        if isinstance(value, (int, float)) and isinstance(bound, (int, float)) and value > bound:
+            raise UsageError(f"the check says PASS with {error} = {value:.3g} over its {tolerance} = {bound:.3g}: a "
+                             "check passes only within it, so these results were not written by a run as they are",
+                             where=where, field=_join(path, error))
 
 
 def _check_figures(record: dict, figures: _Figures, path: str, where: str) -> None:

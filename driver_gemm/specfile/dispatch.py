@@ -128,6 +128,52 @@ def select_kernel(kernel: KernelSpec, table: DispatchTable, shape: Shape,
     return dataclasses.replace(kernel, params=params)
 
 
+def check_entry_params(kernel: KernelSpec, entry: DispatchEntry, path: str,
+                       where: Callable[[str], str | None] = lambda path: None) -> None:
+    """Refuse an entry's param that is of another kind than `kernel`'s own number, at the entry (`path`, as
+    ``dispatch.v2[0]``), where it was written: true/false (C++ reads it as 1 or 0 without a word; a launch field
+    reading it whole cannot take it), or text where the kernel's expressions compute with the param (they read
+    numbers alone, and would call it an unknown name at the field that reads it)."""
+    read: frozenset[str] | None = None
+    for name, value in entry.params.items():
+        own = kernel.params.get(name)
+        if not _is_int(own) or not isinstance(value, (bool, str)):
+            continue
+        field_path = f"{path}.params.{name}"
+        if isinstance(value, bool):
+            raise SpecError(f"{name} is {str(value).lower()}, a YAML boolean, where kernel {kernel.name} gives {name} "
+                            f"a number ({own})", where=where(field_path), field=field_path,
+                            hint=f"write {int(value)} for a number (a bool template parameter takes {int(value)} "
+                                 "as well)")
+        read = _names_read(kernel) if read is None else read
+        if name in read:
+            raise SpecError(f"{name} is {value!r}, text (a C++ name), but kernel {kernel.name}'s expressions compute "
+                            f"with {name}, a number in its params ({own})", where=where(field_path), field=field_path,
+                            hint="expressions read whole numbers (or true/false) alone: give the entry a number")
+
+
+def _names_read(kernel: KernelSpec) -> frozenset[str]:
+    """Every name an expression of `kernel` reads: its launch, arguments, buffers, operands, maps and clusters,
+    found by walking its fields rather than listing them, so that a field added later is not missed."""
+    names: set[str] = set()
+    stack: list = [kernel]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Expression):
+            names |= item.names
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return frozenset(names)
+
+
 def parse_dispatch(node, kernel_names: Iterable[str] = (),
                    where: Callable[[str], str | None] = lambda path: None) -> dict[str, DispatchTable]:
     """Read a spec's ``dispatch:`` mapping (parsed YAML); a mistake is a `SpecError` naming its field.

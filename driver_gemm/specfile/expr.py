@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Union
 
@@ -134,14 +135,26 @@ class Expression:
             raise ExpressionError(f"{self.source!r} cannot be evaluated: {exc}") from None
 
     def evaluate_int(self, env: Mapping[str, Number]) -> int:
-        """Evaluate to a whole number (a grid or block extent, a byte count); a fraction is an error."""
+        """Evaluate to a whole number (a grid or block extent, a byte count); a fraction is an error, and so is a
+        param's true or false reaching the value whole (``TILE``, ``min(FLAG, 16)``): C++ would read it as 1 or 0
+        without a word, and a YAML boolean where a number is meant is a slip (``FLAG + 0`` says 1 or 0 is meant)."""
         value = self.evaluate(env)
+        if isinstance(value, bool):
+            raise ExpressionError(self._boolean_message(env, value))
         if isinstance(value, float):
             if not value.is_integer():
                 raise ExpressionError(f"{self.source!r} gives {value}, not a whole number "
                                       "(use ceil(), floor() or //)")
             value = int(value)
         return value
+
+    def _boolean_message(self, env: Mapping[str, Number], value: bool) -> str:
+        flags = sorted(name for name in self.names if isinstance(env.get(name), bool))
+        read = ", ".join(f"{name} is {str(env[name]).lower()}" for name in flags) or "a name is true or false"
+        gives = "" if self.source in flags else f"gives {str(value).lower()}: "
+        first = flags[0] if flags else "FLAG"
+        return (f"{gives}{read}, a YAML boolean (true/false), where a whole number is needed: write the number "
+                f"in params ({int(value)} for {str(value).lower()}), or {first} + 0 to count a flag as 1 or 0")
 
 
 def parse(source: str | int | float, *, condition: bool = False) -> Expression:
@@ -161,6 +174,7 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     if not text:
         raise ExpressionError("empty expression")
     _check_text(text)
+    _check_leading_zeros(text)
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError as exc:
@@ -229,15 +243,39 @@ def _check_tree(tree: ast.AST, text: str) -> None:
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
+# A whole number written with a leading zero and more digits (020), not part of a name, a float or an exponent.
+_LEADING_ZERO = re.compile(r"(?<![\w.])0[0-9]+(?![\w.])")
+
+
+def _check_leading_zeros(text: str) -> None:
+    """Refuse ``020``, which C reads as octal (16), before Python's parser refuses it with advice of its own."""
+    found = _LEADING_ZERO.search(text)
+    if found is None:
+        return
+    written, decimal = found.group(), int(found.group())
+    if set(written) <= set("01234567"):
+        octal = int(written, 8)
+        advice = (f"C reads as octal, {octal}: write {octal}" + (f", or {decimal} if that is meant" if octal != decimal
+                                                                 else ""))
+    else:
+        advice = f"C would read as octal, which has no digits 8 and 9: write {decimal}"
+    raise ExpressionError(f"the number {written} at column {found.start() + 1} is written with a leading zero, which "
+                          f"{advice}")
+
+
 def _check_number_spellings(tree: ast.AST, text: str) -> None:
-    """Refuse a number written with underscores (``1_000``): Python's digit separator, which a C program or a YAML
-    reader would take otherwise, so that the spec's reader and the kernel's author could read two numbers."""
+    """Refuse a number written as Python alone writes it, so that the spec's reader and the kernel's author read the
+    same number: with underscores (``1_000``, Python's digit separator), or in octal with ``0o`` (C has no such
+    prefix). ``0x`` and ``0b`` mean in C++ what they mean here, as in params:."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and not isinstance(node.value, str):
             written = ast.get_source_segment(text, node) or ""
             if "_" in written:
                 raise _reject(node, f"the number {written} is written with an underscore: write the digits 0-9 "
                                     f"alone ({written.replace('_', '')})")
+            if written[:2].lower() == "0o":
+                raise _reject(node, f"the number {written} is written in Python's octal, which C does not have: "
+                                    f"write {int(written, 0)}")
 
 
 class _CharacterCodes(ast.NodeTransformer):

@@ -32,7 +32,7 @@ from .sample_patterns import USAGE as SAMPLE_PATTERN_USAGE, SamplePattern
 from .shapes import parse_shapes
 from .shipped import resolve_spec
 from .yaml_lines import LineNode, decode_spec, read_document, read_spec_bytes
-from .dispatch import parse_dispatch
+from .dispatch import check_entry_params, parse_dispatch
 from .same_gemm import computes_differently
 from .typed import SCALAR_NAMES
 
@@ -326,6 +326,7 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
                                 "it has no params (nor values): give the entry params: {}")
             _check_dispatch_values(context, document["dispatch"][name][index]["params"],
                                    f"dispatch.{name}[{index}].params", kernel)
+            check_entry_params(kernel, entry, f"dispatch.{name}[{index}]", where)
     return tables
 
 

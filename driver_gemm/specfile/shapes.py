@@ -99,6 +99,9 @@ def dimension_values(context: Context, node: Any, key: Any, dotted: str, value: 
             raise context.error("an empty list gives no shapes", node, key, dotted)
         out: list[int] = []
         for i, entry in enumerate(value):
+            if isinstance(entry, list):     # read flat, [512, [1024]] would hide a bracket put in the wrong place
+                raise context.error(f"a dimension's list holds values or ranges, not another list ({kind_name(entry)})",
+                                    value, i, f"{dotted}[{i}]", hint="write the values in one list: [512, 1024, 2048]")
             out.extend(dimension_values(context, value, i, f"{dotted}[{i}]", entry))
             if len(out) > MAX_CASES:
                 raise context.error(f"the list expands to more than the limit of {MAX_CASES:,} values "
