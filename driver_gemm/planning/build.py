@@ -236,10 +236,10 @@ def _written(value: object) -> str:
 def _declared_templates(kernel: KernelSpec) -> tuple[tuple[str, ...], str, list[list[str | None]]] | None:
     """The kernel's template params, its function's unqualified name, and the parameter names of each template
     declaration of that function in the source and its headers; None where there is nothing to read."""
-    names = tuple(name for name in kernel.params if name not in kernel.launch_values)
-    if not names or kernel.source is None or "<" in kernel.function:
+    function = _template_function(kernel)
+    if function is None or kernel.source is None:
         return None
-    function = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+    names = tuple(name for name in kernel.params if name not in kernel.launch_values)
     try:
         stat = kernel.source.stat()
     except OSError:
@@ -247,15 +247,34 @@ def _declared_templates(kernel: KernelSpec) -> tuple[tuple[str, ...], str, list[
     key = (kernel.source, stat.st_mtime_ns, stat.st_size, tuple(include_folders(kernel.options)), function)
     declared = _TEMPLATE_HEADERS.get(key)
     if declared is None:
-        try:
-            text = read_source(kernel.source)
-            headers = local_headers(text, [kernel.source.parent, *include_folders(kernel.options)])
-        except (OSError, CompileError, SpecError):
+        texts = _source_texts(kernel)
+        if texts is None:
             return None
         if len(_TEMPLATE_HEADERS) >= _IMAGE_CHECKS_KEPT:
             _TEMPLATE_HEADERS.clear()
-        declared = _TEMPLATE_HEADERS[key] = template_parameter_names(function, [text, *headers.values()])
+        declared = _TEMPLATE_HEADERS[key] = template_parameter_names(function, texts)
     return names, function, declared
+
+
+def _template_function(kernel: KernelSpec) -> str | None:
+    """The unqualified name of the function `kernel`'s params are template arguments of; None where there is
+    nothing to read of its template: no params beside the launch's values, no source, or a template-id in
+    `function` that names its arguments itself."""
+    if kernel.source is None or "<" in kernel.function \
+            or all(name in kernel.launch_values for name in kernel.params):
+        return None
+    return kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+
+
+def _source_texts(kernel: KernelSpec) -> list[str] | None:
+    """The texts of `kernel`'s source and its local headers, the source first; None where one cannot be read (its
+    compile says why)."""
+    assert kernel.source is not None, "a kernel built from source"
+    try:
+        text = read_source(kernel.source)
+        return [text, *local_headers(text, [kernel.source.parent, *include_folders(kernel.options)]).values()]
+    except (OSError, CompileError, SpecError):
+        return None
 
 
 def _one_template(declared: list[list[str | None]]) -> list[str | None] | None:
@@ -539,18 +558,14 @@ def _params_of_a_plain_function(kernel: KernelSpec) -> CompileError | None:
     """Where a kernel whose build failed gives params to a function its source declares only as a plain (not
     template) ``__global__`` function, the error that says so: params are template arguments, so the instance
     they name (k<8>) is no kernel, whichever compiler was asked. None otherwise (nothing more is known)."""
-    template_params = [name for name in kernel.params if name not in kernel.launch_values]
-    if not template_params or kernel.source is None or "<" in kernel.function:
+    name = _template_function(kernel)
+    texts = _source_texts(kernel) if name is not None else None
+    if name is None or texts is None:
         return None
-    name = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
-    try:
-        text = read_source(kernel.source)
-        headers = local_headers(text, [kernel.source.parent, *include_folders(kernel.options)])
-    except (OSError, CompileError, SpecError):
-        return None
-    declared = plain_declarations(name, [text, *headers.values()])
+    declared = plain_declarations(name, texts)
     if not declared:
         return None
+    template_params = [param for param in kernel.params if param not in kernel.launch_values]
     names = ", ".join(template_params)
     return CompileError(
         f"{kernel.where_field('params')}: {kernel.field_path}.params: {name} is no template (the source declares "
@@ -563,15 +578,11 @@ def template_argument_error(kernel: KernelSpec, error: CompileError) -> CompileE
     """Where `kernel`'s build failed (with `error`) and its params do not fit its function's template as the source
     declares it (too few, too many, a type where it takes a value: `template_arguments_problem`), the error that
     says so at ``params``, the compiler's own (of an instance it cannot determine) after it; None otherwise."""
+    function = _template_function(kernel)
+    texts = _source_texts(kernel) if function is not None else None
+    if function is None or texts is None:
+        return None
     params = {name: value for name, value in kernel.params.items() if name not in kernel.launch_values}
-    if kernel.source is None or "<" in kernel.function or not params:
-        return None
-    try:
-        text = read_source(kernel.source)
-        texts = [text, *local_headers(text, [kernel.source.parent, *include_folders(kernel.options)]).values()]
-    except (OSError, CompileError, SpecError):
-        return None
-    function = kernel.function.split("(", 1)[0].rsplit("::", 1)[-1].strip()
     problem = template_arguments_problem(function, params, template_parameters(function, texts))
     if problem is None:
         return None
