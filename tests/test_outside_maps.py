@@ -442,11 +442,11 @@ def test_sass_names_the_ranks_of_a_cubin_without_ptx(monkeypatch):
     from_nvcc = dataclasses.replace(built, ptx_facts=None)
     monkeypatch.setattr(image_checks, "find_disassembler", lambda: ("cuobjdump", "cuobjdump"))
     monkeypatch.setattr(image_checks, "disassemble", lambda image: SASS)
-    image_checks._sass_copies.cache_clear()
+    image_checks._sass_reading.cache_clear()
     facts = image_checks.facts_of(from_nvcc, "copy_3d", with_sass=True)
     assert facts.ranks_for(0) == {3: "UTMALDG.3D", 2: "UTMALDG.2D"}   # untraced: every map may have either rank
     assert image_checks.facts_of(from_nvcc, "copy_3d") is None
-    image_checks._sass_copies.cache_clear()
+    image_checks._sass_reading.cache_clear()
 
 
 def _limits_kernel(name: str, function: str, threads: int, grid: str | None = None, arch: str = "") -> str:

@@ -35,9 +35,11 @@ RESERVED_SHARED_WINDOW = 1024   # sm_90+: bytes at the start of a kernel's share
 #   CUtensorMap is placed so its constant-bank address is aligned.
 # - Registers: REGCOUNT in .nv.info; older tool kits kept them in the top byte of .text.<name>'s sh_info,
 #   which is the fallback.
-# - Static shared memory: the size of .nv.shared.<name>. From sm_90 on, an image that reserves shared
-#   memory (.nv.shared.reserved.0) lays the 1 KB system window at the start of each kernel's section (so
-#   ptxas's "400 bytes smem" is a 1,424-byte section); the window is subtracted.
+# - Static shared memory: the size of .nv.shared.<name>. From sm_90 on, the 1 KB system window lies at the
+#   start of each kernel's section (so ptxas's "400 bytes smem" is a 1,424-byte section), with or without a
+#   .nv.shared.reserved.0 section (a -G build has none); the window is subtracted, as ptxas's figure leaves it out.
+# - Spills: no record holds their bytes. EIATTR_ANNOTATIONS lists (kind, instruction offset) pairs, kind 1 a
+#   spill or refill instruction: where the image has the record, that count is read, else spills are unknown.
 # EIATTR numbers (the attribute byte of an .nv.info record).
 EIATTR_MAX_THREADS = 0x05
 EIATTR_PARAM_CBANK = 0x0A
@@ -54,6 +56,9 @@ EIATTR_CUDA_API_VERSION = 0x37
 EIATTR_CTA_PER_CLUSTER = 0x3D
 EIATTR_EXPLICIT_CLUSTER = 0x3E
 EIATTR_NUM_BARRIERS = 0x4C
+EIATTR_ANNOTATIONS = 0x55
+ANNOTATION_SPILL_REFILL = 1
+FIRST_ARCH_WITH_SHARED_WINDOW = 90
 
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 COMPAT_ARCH_SPECIFIC = 0x09     # .nv.compat attribute: 1 for an sm_XXa image
@@ -103,6 +108,8 @@ class KernelImage:
     cluster_dims: tuple[int, int, int] | None = None      # __cluster_dims__ / .reqnctapercluster
     max_registers: int | None = None
     cuda_api_version: int | None = None
+    # Spill and refill instructions the image's annotations mark; None where it has no annotations record
+    spill_instructions: int | None = None
     records: tuple[InfoRecord, ...] = field(default=(), repr=False, compare=False)
 
     @property
@@ -116,6 +123,15 @@ class KernelImage:
                                static_shared_bytes=self.static_shared_bytes, stack_bytes=self.local_bytes,
                                constant_bytes=self.constant_bytes)
 
+    @property
+    def image_resources(self) -> KernelResources:
+        """The resources as far as the image knows them: its spill bytes are 0 where the kernel has no stack frame
+        to spill to, else unknown (None), since no record holds them."""
+        spill = 0 if not (self.local_bytes or self.min_stack_bytes) else None
+        return KernelResources(registers=self.registers, barriers=self.barriers,
+                               static_shared_bytes=self.static_shared_bytes, stack_bytes=self.local_bytes,
+                               spill_store_bytes=spill, spill_load_bytes=spill, constant_bytes=self.constant_bytes)
+
 
 @dataclass(frozen=True)
 class CubinImage:
@@ -127,6 +143,7 @@ class CubinImage:
     source: str = "<image>"
     # The source's __constant__ variables: symbol -> the bytes the image gives them (zeros without an initializer)
     constants: Mapping[str, bytes] = field(default_factory=dict)
+    device_functions: tuple[str, ...] = ()   # functions that are not kernels (__device__): never launched
 
     def kernel(self, name: str) -> KernelImage:
         """The kernel whose symbol is exactly `name`; an `ImageError` lists the kernels there are."""
@@ -151,13 +168,23 @@ def read_cubin(data: bytes, source: str = "<image>") -> CubinImage:
     elf = _Elf(bytes(data), source)
     global_info = _Info.parse(elf.section_data_named(".nv.info"), source, ".nv.info")
     per_symbol = global_info.by_symbol()
-    reserved_window = RESERVED_SHARED_WINDOW if elf.has_section(".nv.shared.reserved.0") else 0
+    arch = elf.arch()
+    number = re.match(r"sm_(\d+)", arch)
+    windowed = elf.has_section(".nv.shared.reserved.0") or bool(
+        number and int(number.group(1)) >= FIRST_ARCH_WITH_SHARED_WINDOW)
+    reserved_window = RESERVED_SHARED_WINDOW if windowed else 0
     kernels = {}
+    device_functions = []
     for index, symbol in enumerate(elf.symbols):
-        if symbol.type != STT_FUNC or not symbol.other & STO_CUDA_ENTRY or not symbol.name:
+        if symbol.type != STT_FUNC or not symbol.name:
+            continue
+        if not symbol.other & STO_CUDA_ENTRY:
+            # a function private to one kernel is written $kernel$name
+            device_functions.append(re.sub(r"^\$[^$]*\$", "", symbol.name))
             continue
         kernels[symbol.name] = _kernel(elf, index, symbol.name, per_symbol.get(index, {}), reserved_window)
-    return CubinImage(elf.arch(), elf.abi_version, kernels, source, _constants(elf))
+    return CubinImage(arch, elf.abi_version, kernels, source, _constants(elf),
+                      tuple(dict.fromkeys(device_functions)))
 
 
 def _constants(elf: "_Elf") -> dict[str, bytes]:
@@ -246,7 +273,8 @@ def _kernel(elf: "_Elf", symbol_index: int, name: str, per_symbol: dict[int, int
         constant_bytes=constant.size if constant else 0,
         max_threads=info.triple(EIATTR_MAX_THREADS), required_threads=info.triple(EIATTR_REQNTID),
         cluster_dims=info.triple(EIATTR_CTA_PER_CLUSTER), max_registers=info.half(EIATTR_MAXREG_COUNT),
-        cuda_api_version=info.word(EIATTR_CUDA_API_VERSION), records=info.records)
+        cuda_api_version=info.word(EIATTR_CUDA_API_VERSION), spill_instructions=info.spill_instructions(),
+        records=info.records)
 
 
 # ----------------------------------------------------------------------------------- ELF structure
@@ -408,6 +436,14 @@ class _Info:
     def triple(self, attribute: int) -> tuple[int, int, int] | None:
         blobs = [b for b in self._blobs(attribute) if len(b) >= 12]
         return tuple(struct.unpack_from("<3I", blobs[0])) if blobs else None
+
+    def spill_instructions(self) -> int | None:
+        """The spill and refill instructions EIATTR_ANNOTATIONS marks; None without that record."""
+        blobs = self._blobs(EIATTR_ANNOTATIONS)
+        if not blobs:
+            return None
+        return sum(1 for blob in blobs for position in range(0, len(blob) - 7, 8)
+                   if struct.unpack_from("<I", blob, position)[0] == ANNOTATION_SPILL_REFILL)
 
     def params(self) -> list[ParamSlot]:
         slots = []

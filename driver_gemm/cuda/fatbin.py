@@ -1,10 +1,11 @@
 """Prebuilt kernel binaries: find the CUBIN for an architecture in a fatbin, and read PTX signatures.
 
 A fatbin (``nvcc -fatbin``) is a 16-byte header (magic ``0xBA55ED50``) and entries, each with its own
-header giving its kind (PTX or ELF), SM number, sizes and flags (64-bit, LZ4 or Zstandard
-compression, an arch-specific ``sm_90a`` entry); the struct layouts are below. LZ4 is decoded here;
-Zstandard needs the optional ``zstandard`` module, and without it the error says how to rebuild
-without compression.
+header giving its kind (PTX, ELF or LTO-IR), SM number, sizes and flags (64-bit, LZ4 or Zstandard
+compression, an arch-specific ``sm_90a`` or family-specific ``sm_100f`` entry); the struct layouts are
+below. The entry a GPU loads is picked as the driver picks it (`entry_for_arch`): a CUBIN that runs on
+it, else PTX it JIT-compiles. LZ4 is decoded here; Zstandard needs the optional ``zstandard`` module,
+and without it the error says how to rebuild without compression.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import ImageError
+from ..specfile.archs import MACHINE_CODE_RULE, PTX_RULE, compute_capability, machine_code_runs_on, ptx_runs_on
 from .cubin import ParamSlot
 
 FATBIN_MAGIC = 0xBA55ED50
-KIND_PTX, KIND_ELF = 1, 2
+KIND_PTX, KIND_ELF, KIND_LTO_IR = 1, 2, 8
+KIND_NAMES = {KIND_PTX: "ptx", KIND_ELF: "elf", KIND_LTO_IR: "lto-ir"}
 FLAG_LZ4 = 0x2000
 FLAG_ZSTD = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000
+FLAG_FAMILY_SPECIFIC = 0x200000
 
 _HEADER = struct.Struct("<IHHQ")
 _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
@@ -29,19 +33,31 @@ _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 
 @dataclass(frozen=True)
 class FatbinEntry:
-    """One entry of a fatbin: a CUBIN (``kind`` ``"elf"``) or PTX for one architecture."""
+    """One entry of a fatbin: a CUBIN (``kind`` ``"elf"``), PTX or LTO-IR (``"lto-ir"``, which only a link
+    step with nvJitLink turns into a CUBIN) for one architecture; another kind is ``"kind N"``."""
 
-    kind: str                # "elf" or "ptx"
+    kind: str                # "elf", "ptx", "lto-ir" or "kind N"
     sm: int                  # 90 for sm_90 / compute_90
     arch_specific: bool      # sm_90a
     compression: str | None  # None, "lz4" or "zstd"
     payload: bytes           # as stored (compressed when `compression` is set)
     uncompressed_size: int
+    family_specific: bool = False   # sm_100f
+
+    @property
+    def suffix(self) -> str:
+        return "a" if self.arch_specific else "f" if self.family_specific else ""
 
     @property
     def arch(self) -> str:
-        prefix = "sm" if self.kind == "elf" else "compute"
-        return f"{prefix}_{self.sm}{'a' if self.arch_specific else ''}"
+        """As nvcc's -gencode code= names it: ``sm_90a`` (a CUBIN), ``compute_90`` (PTX), ``lto_90`` (LTO-IR)."""
+        prefix = {"elf": "sm", "ptx": "compute", "lto-ir": "lto"}.get(self.kind, self.kind.replace(" ", "_"))
+        return f"{prefix}_{self.sm}{self.suffix}"
+
+    @property
+    def target(self) -> str:
+        """The architecture as a compile target names it (``sm_90a`` for the PTX entry ``compute_90a``)."""
+        return f"sm_{self.sm}{self.suffix}"
 
     def data(self, source: str = "<fatbin>") -> bytes:
         """The entry's bytes, decompressed."""
@@ -76,38 +92,63 @@ def read_fatbin(data: bytes, source: str = "<fatbin>") -> list[FatbinEntry]:
         raise ImageError(f"{source}: truncated fatbin (header announces {end} bytes, file has {len(data)})")
     entries = []
     while position + _ENTRY.size <= end:
-        (kind, _, entry_header, size, compressed, _, _, _, sm, _, _, flags, _, uncompressed) = _ENTRY.unpack_from(data, position)
+        (kind, _, entry_header, size, compressed, _, _, _, sm, _, _, flags, _,
+         uncompressed) = _ENTRY.unpack_from(data, position)
         start = position + entry_header
         if entry_header < _ENTRY.size or start + size > end:
             raise ImageError(f"{source}: truncated or corrupt fatbin (entry at byte {position} runs past the end)")
         compression = "zstd" if flags & FLAG_ZSTD else "lz4" if flags & FLAG_LZ4 else None
         stored = compressed if compression and 0 < compressed <= size else size   # the rest is padding
-        if kind in (KIND_PTX, KIND_ELF):
-            entries.append(FatbinEntry("ptx" if kind == KIND_PTX else "elf", sm, bool(flags & FLAG_ARCH_SPECIFIC),
-                                       compression, data[start:start + stored], uncompressed))
+        entries.append(FatbinEntry(KIND_NAMES.get(kind, f"kind {kind}"), sm, bool(flags & FLAG_ARCH_SPECIFIC),
+                                   compression, data[start:start + stored], uncompressed,
+                                   bool(flags & FLAG_FAMILY_SPECIFIC)))
         position = start + size
     return entries
 
 
-def cubin_for_arch(data: bytes, arch: str, source: str = "<fatbin>") -> bytes:
-    """The CUBIN in fatbin `data` built for exactly `arch` (``sm_90`` or ``sm_90a``), decompressed.
-
-    An image for ``sm_90`` is taken for an ``sm_90a`` target when no ``sm_90a``
-    one exists (the plain code runs there); the reverse is not allowed. When
-    none fits, an `ImageError` lists the architectures the fatbin holds.
-    """
-    match = re.fullmatch(r"sm_(\d+)(a?)", arch)
-    if not match:
-        raise ImageError(f"{source}: not a real architecture: {arch!r}")
-    sm, specific = int(match.group(1)), bool(match.group(2))
+def entry_for_arch(data: bytes, arch: str, source: str = "<fatbin>") -> FatbinEntry:
+    """The entry of fatbin `data` that a GPU of `arch` loads, picked as the driver picks it: a CUBIN that runs there
+    (`machine_code_runs_on`), its own architecture first (an ``sm_90a`` one first for an ``sm_90a`` target), else
+    the newest older one of its major; where none runs, the newest PTX the driver JIT-compiles for it
+    (`ptx_runs_on`). Where neither is there, an `ImageError` lists what the fatbin holds and says why none fits."""
+    try:
+        wanted = compute_capability(arch)[2]
+    except ValueError:
+        raise ImageError(f"{source}: not a real architecture: {arch!r}") from None
     entries = read_fatbin(data, source)
-    cubins = [e for e in entries if e.kind == "elf" and e.sm == sm]
-    for wanted in ((True, False) if specific else (False,)):
-        for entry in cubins:
-            if entry.arch_specific == wanted:
-                return entry.data(source)
-    held = ", ".join(e.arch for e in entries) or "nothing"
-    raise ImageError(f"{source}: no CUBIN for {arch} (the fatbin holds {held})")
+    preference = {"a": ("a", "", "f"), "f": ("f", "", "a")}.get(wanted, ("", "f", "a"))
+    cubins = [entry for entry in entries if entry.kind == "elf" and machine_code_runs_on(entry.target, arch)]
+    if cubins:
+        return max(cubins, key=lambda entry: (entry.sm, -preference.index(entry.suffix)))
+    ptx = [entry for entry in entries if entry.kind == "ptx" and ptx_runs_on(entry.target, arch)]
+    if ptx:
+        return max(ptx, key=lambda entry: (entry.sm, -preference.index(entry.suffix)))
+    held = ", ".join(entry.arch for entry in entries) or "nothing"
+    raise ImageError(f"{source}: no CUBIN for {arch} (the fatbin holds {held}): {_why_none_fits(entries, arch)}")
+
+
+def _why_none_fits(entries: list[FatbinEntry], arch: str) -> str:
+    lto = [entry.arch for entry in entries if entry.kind == "lto-ir"]
+    if lto:
+        return (f"{', '.join(lto)} is LTO-IR (nvcc code=lto_NN, -dlto), which the driver does not load: it must be "
+                "linked into a CUBIN first (nvlink -dlto, or nvJitLink); build the fatbin with code=sm_NN for the "
+                "target instead")
+    if not entries:
+        return "rebuild it with nvcc -fatbin -gencode arch=compute_NN,code=sm_NN for the target"
+    specific = [entry.arch for entry in entries if entry.arch_specific]
+    hint = f"; {', '.join(specific)} is arch-specific code, for that GPU alone" if specific else ""
+    return (f"{MACHINE_CODE_RULE}; {PTX_RULE}{hint}: build it for {arch} (nvcc -gencode "
+            f"arch=compute_{arch[3:]},code={arch}), or add PTX of an older architecture (code=compute_NN)")
+
+
+def cubin_for_arch(data: bytes, arch: str, source: str = "<fatbin>") -> bytes:
+    """The CUBIN of fatbin `data` that a GPU of `arch` loads (`entry_for_arch`), decompressed. Where the driver
+    would JIT-compile a PTX entry instead, or nothing fits, an `ImageError` says so."""
+    entry = entry_for_arch(data, arch, source)
+    if entry.kind != "elf":
+        raise ImageError(f"{source}: no CUBIN for {arch}: the driver would JIT-compile the fatbin's {entry.arch} "
+                         "PTX entry (its resources are known only once it has)")
+    return entry.data(source)
 
 
 def cubin_bytes(data: bytes, arch: str, source: str = "<image>") -> bytes:
@@ -213,6 +254,16 @@ def ptx_entries(ptx: str) -> dict[str, tuple[PtxParam, ...]]:
             params.append(PtxParam(param_name, f".{kind}", element * int(count or 1), int(align or element)))
         entries[name] = tuple(params)
     return entries
+
+
+_FUNC_DECL = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)")
+
+
+def ptx_device_functions(ptx: str) -> tuple[str, ...]:
+    """The ``.func`` (device function) names PTX text defines or declares, in order: not kernels, so never
+    launched."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", ptx, flags=re.DOTALL)
+    return tuple(dict.fromkeys(_FUNC_DECL.findall(text)))
 
 
 def ptx_param_slots(params: tuple[PtxParam, ...]) -> tuple[ParamSlot, ...]:

@@ -415,15 +415,38 @@ def normalise_parameter_type(text: str) -> str:
     return "".join(words).replace("longlong", "long")
 
 
-def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>") -> str:
+def find_symbol(function: str, symbols: Iterable[str], source: str = "<image>",
+                device_functions: Iterable[str] = ()) -> str:
     """The symbol in `symbols` that a spec's ``function:`` names.
 
     `function` may be the mangled symbol itself, an ``extern "C"`` name, a
     template-id (``sgemm<32>``, spaces ignored) or a plain base name that only
     one symbol has. No match, or several, raise `ImageError` listing the
-    candidates with their demangled names.
+    candidates with their demangled names; a name that matches one of the
+    image's `device_functions` instead (a ``__device__`` function, a PTX
+    ``.func``) is said to be one.
     """
     symbols = list(symbols)
+    try:
+        return _kernel_symbol(function, symbols, source)
+    except ImageError as not_found:
+        helper = _device_function(function, [name for name in device_functions if name not in symbols], source)
+        if helper is None or "no kernel matches" not in str(not_found):
+            raise
+    kernels = "; ".join(f"{s} ({d.name})" if (d := demangle(s)) else s for s in symbols) or "none"
+    raise ImageError(f"{source}: function {function!r} is a device function ({helper}: __device__, a .func in PTX), "
+                     f"not a kernel (__global__, an .entry), so it cannot be launched; name the kernel that calls it "
+                     f"(kernels: {kernels})") from None
+
+
+def _device_function(function: str, helpers: list[str], source: str) -> str | None:
+    try:
+        return _kernel_symbol(function, helpers, source) if helpers else None
+    except ImageError:
+        return None
+
+
+def _kernel_symbol(function: str, symbols: list[str], source: str) -> str:
     if function in symbols:
         return function
     function, parameter_types = split_overload(function)

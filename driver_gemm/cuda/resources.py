@@ -13,21 +13,27 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class KernelResources:
-    """What ptxas reported for one kernel (bytes unless said otherwise)."""
+    """What ptxas reported for one kernel (bytes unless said otherwise). The spill bytes are None where they are
+    unknown: a prebuilt image records none."""
 
     registers: int = 0
     barriers: int = 0
     static_shared_bytes: int = 0
     stack_bytes: int = 0
-    spill_store_bytes: int = 0
-    spill_load_bytes: int = 0
+    spill_store_bytes: int | None = 0
+    spill_load_bytes: int | None = 0
     constant_bytes: int = 0
 
     @property
     def spills(self) -> bool:
+        """Whether the kernel is known to spill (False where its spills are unknown)."""
         return bool(self.spill_store_bytes or self.spill_load_bytes)
 
-    def as_dict(self) -> dict[str, int]:
+    @property
+    def spills_known(self) -> bool:
+        return self.spill_store_bytes is not None and self.spill_load_bytes is not None
+
+    def as_dict(self) -> dict[str, int | None]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 

@@ -125,6 +125,28 @@ def tma_copies(text: str) -> dict[str, tuple[tuple[int, str], ...]]:
     return {symbol: tuple(found) for symbol, found in copies.items()}
 
 
+# Instructions that read or write shared memory: loads, stores and atomics, asynchronous copies into it (LDGSTS,
+# TMA, bulk copies) and warpgroup MMAs, whose B operand (and often A) is read from it.
+SHARED_MEMORY_OPCODES = frozenset({"LDS", "STS", "LDSM", "STSM", "ATOMS", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAREDG",
+                                   "UBLKCP", "UBLKRED", "HGMMA", "QGMMA", "IGMMA", "BGMMA"})
+
+
+def shared_memory_instructions(text: str) -> dict[str, tuple[str, ...]]:
+    """The distinct `SHARED_MEMORY_OPCODES` each function of cuobjdump ``-sass`` or nvdisasm output uses, in the
+    order first met, by symbol (an empty tuple for a function that touches no shared memory)."""
+    found: dict[str, dict[str, None]] = {}
+    current: dict[str, None] | None = None
+    for line in text.splitlines():
+        header = _CUOBJDUMP_FUNCTION.match(line) or _NVDISASM_FUNCTION.match(line)
+        if header:
+            current = found.setdefault(header.group(1), {})
+            continue
+        match = _INSTRUCTION.search(line) if current is not None else None
+        if match and match.group(1) in SHARED_MEMORY_OPCODES:
+            current[match.group(1)] = None
+    return {symbol: tuple(opcodes) for symbol, opcodes in found.items()}
+
+
 def disassemble(cubin: bytes) -> str:
     """The SASS text of a CUBIN, from cuobjdump or nvdisasm; `ToolMissingError` when neither is installed."""
     tool = find_disassembler()

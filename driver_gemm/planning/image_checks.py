@@ -10,7 +10,9 @@ that the compiled cluster does not divide, or a spec ``cluster:`` other than the
 refused here, at the spec's file and line, before any launch, and so are a block over the kernel's own
 ``__launch_bounds__``, a stack frame over a thread's local memory and a compiled cluster over the limit a spec's
 ``cluster:`` has, a kernel that waits for its whole grid without ``cooperative: true``, and one that uses
-dynamic shared memory launched with none; how each map is passed is noted. A kernel whose warpgroups ask
+dynamic shared memory launched with none (seen in its PTX, or, for a CUBIN without PTX, in machine code that
+touches shared memory it does not declare); how each map is passed is noted, and what a prebuilt image says of
+its spills, whose bytes it does not record. A kernel whose warpgroups ask
 ``setmaxnreg.inc`` for more registers than the block was launched with (after the one warpgroup that gives
 some back with ``.dec``) would wait for them forever: that is noted too, since which warps take which branch
 is not known before the launch. A grid of more than one block along an axis whose block index the kernel never
@@ -32,7 +34,7 @@ from ..cuda.mangling import qualified_name
 from ..cuda.launch_attributes import NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
-from ..cuda.sass import disassemble, find_disassembler, tma_copies
+from ..cuda.sass import disassemble, find_disassembler, shared_memory_instructions, tma_copies
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
 from ..specfile.expr import Expression
@@ -52,10 +54,10 @@ def facts_of(built: Cubin, symbol: str, with_sass: bool = False) -> KernelPtxFac
         return _ptx_image_facts(built.image).get(symbol)
     if not with_sass or find_disassembler() is None:
         return None
-    copies = _sass_copies(built.image, built.arch)
-    if copies is None or symbol not in copies:
+    reading = _sass_reading(built.image, built.arch)
+    if reading is None or symbol not in reading[0]:
         return None
-    return KernelPtxFacts(tuple(TmaCopy(rank, text, None) for rank, text in copies[symbol]))
+    return KernelPtxFacts(tuple(TmaCopy(rank, text, None) for rank, text in reading[0][symbol]))
 
 
 # A spec's cases share their kernel's image: it is read once, not once per shape.
@@ -65,11 +67,15 @@ def _ptx_image_facts(image: bytes) -> dict[str, KernelPtxFacts]:
 
 
 @functools.lru_cache(maxsize=16)
-def _sass_copies(image: bytes, arch: str) -> dict[str, tuple[tuple[int, str], ...]] | None:
+def _sass_reading(image: bytes, arch: str) -> tuple[dict[str, tuple[tuple[int, str], ...]],
+                                                     dict[str, tuple[str, ...]]] | None:
+    """What the machine code of `image` says, by symbol: its TMA copies and its shared-memory instructions; None
+    where it cannot be disassembled."""
     try:
-        return tma_copies(disassemble(cubin_bytes(image, arch)))
+        text = disassemble(cubin_bytes(image, arch))
     except (ImageError, ToolMissingError, OSError, subprocess.SubprocessError):
         return None
+    return tma_copies(text), shared_memory_instructions(text)
 
 
 def compiled_cluster(image: KernelImage | None, facts: KernelPtxFacts | None) -> tuple[int, int, int] | None:
@@ -172,6 +178,8 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         image = None
     if image is not None:
         _check_compiled_bounds(plan, image, problem)
+        _check_machine_code_shared(plan, built, symbol, image, problem, notes)
+        notes.extend(spill_notes(built, image))
     elif facts is not None:
         _check_block_bounds(plan, facts.max_threads, facts.required_threads, problem)
     cluster = compiled_cluster(image, facts)
@@ -200,6 +208,46 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
                 "otherwise it traps", "cooperative",
                 hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
                      "(max_active_clusters counts the blocks that do)")
+
+
+UNCHECKED_DYNAMIC_SHARED_NOTE = (
+    "dynamic shared memory not checked: the image declares no static shared memory and carries no PTX, and no "
+    "disassembler (cuobjdump or nvdisasm) is installed to see whether its machine code uses shared memory, which "
+    "would then be dynamic and need shared_bytes (Triton's kernels keep all of theirs so)")
+
+
+def _check_machine_code_shared(plan: CasePlan, built: Cubin, symbol: str, image: KernelImage, problem,
+                               notes: list[str]) -> None:
+    """A CUBIN without its PTX (a spec's binary, an nvcc build) whose kernel declares no static shared memory and is
+    launched with none: where its machine code reads or writes shared memory, that memory can only be dynamic
+    (an extern __shared__ array, as Triton keeps all of a kernel's), so the launch gives it too little."""
+    config = plan.config
+    if built.ptx_facts is not None or config is None or config.shared_bytes or image.static_shared_bytes:
+        return
+    if find_disassembler() is None:
+        notes.append(UNCHECKED_DYNAMIC_SHARED_NOTE)
+        return
+    reading = _sass_reading(built.image, built.arch)
+    used = reading[1].get(symbol) if reading is not None else None
+    if used:
+        problem(f"the kernel's machine code uses shared memory ({', '.join(used[:4])}), but its image declares no "
+                "static shared memory, so the memory is dynamic, and shared_bytes gives it none: its first access "
+                "would be out of bounds", "shared_bytes",
+                hint="give shared_bytes: the bytes its launcher passes (a Triton kernel's metadata.shared), an "
+                     "expression of the params and M, N, K")
+
+
+def spill_notes(built: Cubin, image: KernelImage) -> list[str]:
+    """What a prebuilt image says of the kernel's spills, whose bytes no image records: the spill and refill
+    instructions its annotations mark, or that it marks none where its stack frame could hold some."""
+    if built.origin != "prebuilt" or not (image.local_bytes or image.min_stack_bytes):
+        return []
+    frame = f"its stack frame is {max(image.local_bytes, image.min_stack_bytes):,} bytes a thread"
+    if image.spill_instructions:
+        return [f"spills: the image marks {image.spill_instructions:,} spill or refill instructions ({frame}); a "
+                "CUBIN records no spill bytes, so they are shown unknown (ptxas -v at its build reports them)"]
+    return [f"spills unknown: a CUBIN records no spill bytes, and {frame}, which may hold spills or a local array "
+            "(ptxas -v at its build reports them)"]
 
 
 NO_BLOCK_INDEX_NOTE = "the kernel reads no block index"   # how the note begins

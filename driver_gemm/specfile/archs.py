@@ -62,3 +62,44 @@ def _near_spelling(value: Any, offered: tuple[str, ...]) -> str | None:
         return None
     near = f"sm_{match.group(1)}{match.group(2)}"
     return near if near != value and near in offered else None
+
+
+# Which GPUs run code built for an architecture (CUDA Programming Guide, "Binary Compatibility" and "Feature Set
+# Compiler Targets"): machine code for X.y runs on X.z for every z >= y of the same major; a family-specific
+# (f) image the same; an architecture-specific (a) one only on X.y. PTX for compute_Xy is JIT-compiled for X.y
+# and every later GPU, of any major; arch- and family-specific PTX keep their machine code's rule.
+MACHINE_CODE_RULE = ("a CUBIN for sm_XY runs on compute capability X.Y and later minors of the same major (sm_80 "
+                     "on 8.6 and 8.9, sm_100 on 10.3; an sm_XYf one likewise), an sm_XYa one only on X.Y")
+PTX_RULE = "PTX for compute_XY is JIT-compiled for X.Y and every later GPU (compute_XYa only for X.Y)"
+_NUMBERED = re.compile(r"(?:sm|compute|lto)_([0-9]{2,3})([af]?)")
+
+
+def compute_capability(arch: str) -> tuple[int, int, str]:
+    """(major, minor, suffix) of an architecture written ``sm_90a``, ``compute_100f``, ``sm_86``: (9, 0, "a");
+    `ValueError` for anything else."""
+    match = _NUMBERED.fullmatch(arch)
+    if match is None:
+        raise ValueError(f"not an architecture: {arch!r}")
+    number = int(match.group(1))
+    return number // 10, number % 10, match.group(2)
+
+
+def machine_code_runs_on(image_arch: str, gpu_arch: str) -> bool:
+    """Whether machine code built for `image_arch` (``sm_80``, ``sm_90a``, ``sm_100f``) runs on a GPU of
+    `gpu_arch`'s compute capability (`MACHINE_CODE_RULE`). A target's own a or f suffix names what it compiles
+    for, not another GPU: an sm_90a image runs where the target is sm_90, on the same H100."""
+    major, minor, suffix = compute_capability(image_arch)
+    gpu_major, gpu_minor, _ = compute_capability(gpu_arch)
+    if suffix == "a":
+        return (major, minor) == (gpu_major, gpu_minor)
+    return major == gpu_major and gpu_minor >= minor
+
+
+def ptx_runs_on(ptx_arch: str, gpu_arch: str) -> bool:
+    """Whether PTX whose target is `ptx_arch` (``.target sm_80``, a fatbin's ``compute_80``) is JIT-compiled for a
+    GPU of `gpu_arch`'s compute capability (`PTX_RULE`)."""
+    major, minor, suffix = compute_capability(ptx_arch)
+    if suffix:
+        return machine_code_runs_on(ptx_arch, gpu_arch)
+    gpu_major, gpu_minor, _ = compute_capability(gpu_arch)
+    return (gpu_major, gpu_minor) >= (major, minor)
