@@ -14,8 +14,12 @@ which the driver fills only for a cooperative launch (without one the kernel tra
 array is a module-scope ``.extern .shared`` declaration that its code names. Which of the block's indices a kernel
 reads (``%ctaid.x`` ... ``%ctaid.z``, a cluster's ``%clusterid``, ``%cluster_ctaid``, ``%cluster_ctarank``), in its
 entry or in any function it calls, says on which grid axes its blocks differ: blocks along an axis it never reads
-are copies of one another. The facts are kept beside the CUBIN (NVRTC hands out its PTX with it); checks that use
-them: `planning.image_checks`.
+are copies of one another. What a kernel does with its cluster (`cluster_uses`: a TMA copy multicast to several of
+its blocks, ``mapa`` addresses of another block's shared memory, a ``barrier.cluster``, its rank or its cluster's
+size read) says whether it is written for a cluster of more than one block; a kernel that never reads the grid's
+size (``%nctaid``) has no grid-stride loop over C's tiles. The facts are kept beside the CUBIN (NVRTC hands out its
+PTX with it); checks that use them: `planning.image_checks`, `planning.hopper_checks.cluster_use_checks`,
+`planning.case_plan.literal_grid_check`.
 """
 
 from __future__ import annotations
@@ -52,6 +56,20 @@ _INDIRECT_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?%")
 _EXTERN_FUNCTION = re.compile(r"^\s*\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w$.]+)", re.MULTILINE)
 # Functions of the CUDA runtime a kernel may call without them being in its module, none of which reads the block's
 # place: printf's, assert's, device malloc's.
+# What a kernel does with its cluster, by the name `KernelPtxFacts.cluster_uses` gives each: a copy into the shared
+# memory of several blocks (cp.async.bulk...multicast::cluster), another block's shared memory addressed (mapa), a
+# barrier of the whole cluster, the block's rank or place in its cluster read, and the cluster's size read (a kernel
+# that reads it can be written for any cluster, one block included).
+CLUSTER_USES = {
+    "multicast": re.compile(r"\.multicast::cluster\b"),
+    "mapa": re.compile(r"\bmapa(?:\.shared::cluster)?\.u(?:32|64)\b"),
+    "barrier.cluster": re.compile(r"\bbarrier\.cluster\.(?:arrive|wait)\b"),
+    "rank": re.compile(r"%cluster_(?:ctarank|ctaid)(?![\w$])"),
+    "size": re.compile(r"%cluster_(?:nctarank|nctaid)(?![\w$])"),
+}
+# The grid's size (gridDim, in blocks or clusters), which a kernel looping over more tiles than its blocks reads to
+# step from one tile to its next (tile += gridDim.x).
+_GRID_SIZE = re.compile(r"%(?:nctaid|nclusterid)(?![\w$])")
 _RUNTIME_FUNCTIONS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
@@ -76,7 +94,10 @@ class KernelPtxFacts:
     ``.maxntid`` and ``.reqntid`` (`max_threads`, `required_threads`: what a PTX image says of its block before
     the driver compiles it), and the block indices it reads (`block_reads`: ``ctaid.x``, ``clusterid.y``,
     ``cluster_ctarank``..., sorted; None where unknown: a call the module does not resolve, or facts not read from
-    PTX). `block_reads` is left out of equality: it describes the code, not the launch the other facts constrain."""
+    PTX), and what it does with its cluster (`cluster_uses`: names of `CLUSTER_USES`, sorted; None where unknown, as
+    `block_reads`), and whether it reads the grid's size (`reads_grid_size`: ``%nctaid``, ``%nclusterid``; None where
+    unknown). `block_reads`, `cluster_uses` and `reads_grid_size` are left out of equality: they describe the code,
+    not the launch the other facts constrain."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -87,6 +108,8 @@ class KernelPtxFacts:
     max_threads: tuple[int, int, int] | None = None
     required_threads: tuple[int, int, int] | None = None
     block_reads: tuple[str, ...] | None = field(default=None, compare=False)
+    cluster_uses: tuple[str, ...] | None = field(default=None, compare=False)
+    reads_grid_size: bool | None = field(default=None, compare=False)
 
     def reads_block_axis(self, axis: int) -> bool | None:
         """Whether the kernel tells its blocks apart along grid axis `axis` (0 for x): it reads their index on that
@@ -111,7 +134,9 @@ class KernelPtxFacts:
                 "grid_sync": self.grid_sync, "dynamic_shared": self.dynamic_shared,
                 "max_threads": list(self.max_threads) if self.max_threads else None,
                 "required_threads": list(self.required_threads) if self.required_threads else None,
-                "block_reads": list(self.block_reads) if self.block_reads is not None else None}
+                "block_reads": list(self.block_reads) if self.block_reads is not None else None,
+                "cluster_uses": list(self.cluster_uses) if self.cluster_uses is not None else None,
+                "reads_grid_size": self.reads_grid_size}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -123,7 +148,9 @@ class KernelPtxFacts:
                    tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())),
                    bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)),
                    _triple_of(data.get("max_threads")), _triple_of(data.get("required_threads")),
-                   None if data.get("block_reads") is None else tuple(str(name) for name in data["block_reads"]))
+                   None if data.get("block_reads") is None else tuple(str(name) for name in data["block_reads"]),
+                   None if data.get("cluster_uses") is None else tuple(str(name) for name in data["cluster_uses"]),
+                   None if data.get("reads_grid_size") is None else bool(data["reads_grid_size"]))
 
 
 def _triple_of(values) -> tuple[int, int, int] | None:
@@ -171,9 +198,9 @@ class _CallGraph:
                 return frozenset(found)
             found |= more
 
-    def block_reads(self, entry: str) -> tuple[str, ...] | None:
-        """The block indices (`KernelPtxFacts.block_reads`) that `entry` and the functions it calls read; None where
-        it calls through a pointer or calls a function defined in another module, whose reads are unknown."""
+    def reached(self, entry: str) -> set[str] | None:
+        """`entry` and every function it calls, directly or not; None where it calls through a pointer or calls a
+        function defined in another module, whose code is unknown."""
         seen: set[str] = set()
         waiting = [entry]
         while waiting:
@@ -187,17 +214,44 @@ class _CallGraph:
             if _INDIRECT_CALL.search(body):
                 return None
             waiting.extend(self.calls.get(name, ()))
+        return seen
+
+    def block_reads(self, entry: str) -> tuple[str, ...] | None:
+        """The block indices (`KernelPtxFacts.block_reads`) that `entry` and the functions it calls read; None where
+        their code is unknown (`reached`)."""
+        seen = self.reached(entry)
+        if seen is None:
+            return None
         found: set[str] = set()
         for name in seen:
             for vector, axis, rank in _BLOCK_INDEX.findall(self.bodies.get(name, "")):
                 found.add(rank or (f"{vector}.{axis}" if axis else vector))
         return tuple(sorted(found))
 
+    def cluster_uses(self, entry: str) -> tuple[str, ...] | None:
+        """What `entry` and the functions it calls do with their cluster (`KernelPtxFacts.cluster_uses`); None where
+        their code is unknown (`reached`)."""
+        seen = self.reached(entry)
+        if seen is None:
+            return None
+        return tuple(sorted(use for use, pattern in CLUSTER_USES.items()
+                            if any(pattern.search(self.bodies.get(name, "")) for name in seen)))
+
+    def reads_grid_size(self, entry: str) -> bool | None:
+        """Whether `entry` or a function it calls reads the grid's size; None where their code is unknown."""
+        seen = self.reached(entry)
+        if seen is None:
+            return None
+        return any(_GRID_SIZE.search(self.bodies.get(name, "")) for name in seen)
+
 
 def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False,
-                 block_reads: tuple[str, ...] | None = None) -> KernelPtxFacts:
+                 block_reads: tuple[str, ...] | None = None,
+                 cluster_uses: tuple[str, ...] | None = None,
+                 reads_grid_size: bool | None = None) -> KernelPtxFacts:
     """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace, the module's
-    dynamic shared memory and the block's indices, which the module as a whole says (`ptx_facts`), are given."""
+    dynamic shared memory, the block's indices, its cluster's uses and the grid's size, which the module as a whole
+    says (`ptx_facts`), are given."""
     header = body.split("{", 1)[0]
     cluster_match = _CLUSTER.search(header)
     cluster = None
@@ -228,7 +282,8 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
         moves[match.group(1)].add(int(match.group(2)))
     return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
                           tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
-                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header), block_reads)
+                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header), block_reads,
+                          cluster_uses, reads_grid_size)
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
@@ -240,5 +295,6 @@ def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
     if dynamic:
         arrays = "|".join(re.escape(array) for array in dynamic)
         uses_dynamic = graph.reaching(re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
-    return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic, graph.block_reads(name))
+    return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic, graph.block_reads(name),
+                               graph.cluster_uses(name), graph.reads_grid_size(name))
             for name, body in _bodies(ptx).items()}

@@ -27,12 +27,13 @@ from ..cuda.nvcc import compile_with_nvcc
 from ..cuda.occupancy import ArchLimits, arch_limits
 from ..cuda.prebuilt import load_binary
 from ..cuda.signature_check import check_kernel_signature
-from ..errors import CompileError, ImageError, SpecError
+from ..errors import CompileError, ConfigError, ImageError, SpecError
 from ..measure.memory import host_total
 from ..specfile.model import FollowingLaunch, KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
-from .case_plan import CasePlan, plan_launch, with_resources
-from .image_checks import following_image_checks, image_checks
+from .case_plan import CasePlan, literal_grid_check, plan_launch, with_resources
+from .hopper_checks import cluster_use_checks
+from .image_checks import compiled_cluster, facts_of, following_image_checks, image_checks
 from .memory_plan import with_memory_check
 
 Compiled = dict[str, "Cubin | CompileError"]
@@ -392,11 +393,38 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
     elif problem is not None:
         plan = dataclasses.replace(plan, notes=[*plan.notes, f"signature not checked: {problem}"])
     problems, notes = image_checks(plan, built, limits)
+    plan = _launch_fact_checks(plan, built)
     following_problems, following_notes = following_image_checks(plan, built, limits)
     problems, notes = [*problems, *following_problems], [*notes, *following_notes]
     if problems or notes:
         plan = dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
     return plan
+
+
+def _launch_fact_checks(plan: CasePlan, built: Cubin) -> CasePlan:
+    """`plan` with what the kernel's PTX says of the launch beyond `image_checks`: a grid of numbers alone held to C
+    where the kernel is no persistent one (`case_plan.literal_grid_check`), and the kernel's use of its cluster
+    against a launch of one block a cluster (`hopper_checks.cluster_use_checks`)."""
+    kernel = plan.kernel
+    try:
+        symbol = built.symbol(kernel.instance)
+        image = built.kernel_image(kernel.instance)
+    except (ImageError, KeyError):
+        return plan
+    facts = facts_of(built, symbol)
+    if facts is None:
+        return plan
+    plan = literal_grid_check(plan, facts.block_reads, facts.reads_grid_size)
+    problems: list[SpecError] = []
+
+    def problem(message: str, field_name: str, hint: str | None = None) -> None:
+        problems.append(ConfigError(message, where=kernel.where_field(field_name),
+                                    field=f"{kernel.field_path}.{field_name}", hint=hint))
+
+    notes = cluster_use_checks(facts, plan.attributes, compiled_cluster(image, facts), problem)
+    if not problems and not notes:
+        return plan
+    return dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=[*plan.notes, *notes])
 
 
 def plan_with_drivers_count(plan: CasePlan, built: Cubin, limits: ArchLimits, active_clusters: int) -> CasePlan:

@@ -14,12 +14,15 @@ import functools
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from numbers import Real
+from typing import Any, Callable, Mapping
+
+import numpy as np
 
 from ..argtypes import C_TYPES, fits_float, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
-from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType
+from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType, WrongArgumentValue
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig, pack_layout
@@ -155,9 +158,18 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
     if sm_count is not None:
         if isinstance(sm_count, bool) or not isinstance(sm_count, int):
             raise WrongArgumentType(f"plan_case: sm_count is a whole number of SMs, got {type(sm_count).__name__}")
-        if not 1 <= sm_count <= MAX_SM_COUNT:   # no correct caller asks this: errors.py
-            raise ValueError(f"plan_case: sm_count is 1 to {MAX_SM_COUNT:,}, got {sm_count:,}")
+        if not 1 <= sm_count <= MAX_SM_COUNT:
+            raise WrongArgumentValue(f"plan_case: sm_count is 1 to {MAX_SM_COUNT:,}, got {sm_count:,}")
         limits = dataclasses.replace(limits, typical_sm_count=sm_count)
+    if scalars is not None:
+        if not isinstance(scalars, Mapping):
+            raise WrongArgumentType(f"plan_case: scalars map names to numbers ({{'alpha': 1.0}}), got "
+                                    f"{type(scalars).__name__}")
+        for name, number in scalars.items():
+            if not isinstance(name, str) or isinstance(number, (bool, np.bool_)) or not isinstance(number, Real):
+                raise WrongArgumentType(f"plan_case: scalars map names to numbers, got {name!r:.40}: "
+                                        f"{number!r:.40} ({type(number).__name__})")
+        scalars = {name: float(number) for name, number in scalars.items()}
     plan = plan_launch(kernel, shape, limits, scalars)
     return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
 
@@ -270,6 +282,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     notes.extend(f"quantized {name}: {buffer.quantized.describe()}" for name, buffer in buffers.items()
                  if buffer.quantized is not None)
     notes.extend(_index_overflow_notes(kernel, shape))
+    notes.extend(unpassed_ld_notes(kernel, operands))
     tile = None
     attributes = None
     tensor_maps = tensor_maps_of(kernel, env, shape, problem)
@@ -292,7 +305,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         if persistent:
             notes.append(PERSISTENT_NOTE)
             fewer = _fixed_grid_under_its_tiles(kernel, shape, config, tile)
-            fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid))
+            fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid)
             if fixed:
                 notes.append(fixed)
         elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
@@ -302,6 +315,51 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
                     _constant_bytes(kernel, env, scalars or {}, problem), following)
+
+
+def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, reads_grid_size: bool | None) -> CasePlan:
+    """`plan` with its grid of numbers alone (a kernel generated for one shape, as TVM and tinygrad print its launch)
+    held to C, where the kernel's PTX shows it is no persistent kernel: the grid has more than one block on x and y
+    (none on z), the kernel reads its block's index on both (`block_reads`: ``ctaid.x``, ``ctaid.y``) and never the
+    grid's size (`reads_grid_size` False: no grid-stride loop over tiles), so each block computes the tile of its
+    indices. With a tile: declared, grid x counts C's columns and y its rows (the other way round with ``rows_on:
+    x``), each checked as a grid that reads N and M is; the notes that took the grid as persistent are replaced.
+    `plan` as it is otherwise."""
+    kernel, config, tile = plan.kernel, plan.config, plan.tile
+    if (config is None or tile is None or kernel.tile is None or block_reads is None or reads_grid_size is not False
+            or any(extent.names for extent in kernel.grid) or len(kernel.grid) < 2
+            or not (config.grid[0] > 1 and config.grid[1] > 1 and config.grid[2] == 1)
+            or not {"ctaid.x", "ctaid.y"} <= set(block_reads)
+            or plan.operands is not None and (plan.operands.c.batch > 1 or plan.operands.groups is not None)):
+        return plan
+    rows, cols = tile
+    shape = plan.shape
+    column_axis, row_axis = (1, 0) if kernel.rows_on == "x" else (0, 1)
+    usual = [0, 0]
+    usual[column_axis], usual[row_axis] = -(-shape.N // cols), -(-shape.M // rows)
+    problems: list[SpecError] = []
+    problem = _collector(kernel, problems)
+    for axis, size_name, size, extent, what in ((column_axis, "N", shape.N, cols, "columns"),
+                                                (row_axis, "M", shape.M, rows, "rows")):
+        covered = config.grid[axis] * extent
+        if covered < size:
+            problem(f"the grid covers {covered} of {size_name} = {size} {what} ({config.grid[axis]} blocks x "
+                    f"{extent}): {_span(what, covered, size - 1)} would never be written; the kernel's PTX reads "
+                    "blockIdx.x and blockIdx.y and never the grid's size (%nctaid), so each block computes the one "
+                    "tile its indices name", f"grid[{axis}]",
+                    hint=f"on this shape the grid is [{usual[0]}, {usual[1]}] "
+                         f"([ceil(N / {kernel.tile[1].source}), ceil(M / {kernel.tile[0].source})]"
+                         + (" with x and y swapped, rows_on: x" if kernel.rows_on == "x" else
+                            "; rows_on: x says the kernel reads its row from blockIdx.x" if kernel.rows_on is None
+                            else "") + ")")
+    taken_as_persistent = {PERSISTENT_NOTE, _fixed_grid_under_its_tiles(kernel, shape, config, tile),
+                           fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid)}
+    notes = [note for note in plan.notes if note not in taken_as_persistent]
+    if not problems:
+        notes.append(f"the grid of numbers alone is checked against C's tiles of {rows} x {cols}: the kernel's PTX "
+                     "reads blockIdx.x and blockIdx.y and never the grid's size (%nctaid), so it is no persistent "
+                     "kernel")
+    return dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=notes)
 
 
 def _first_matrix_map_notes(kernel: KernelSpec, operands: GemmOperands) -> list[str]:
@@ -484,6 +542,57 @@ def _collector(kernel: KernelSpec, problems: list[SpecError]):
         problems.append(ConfigError(message, where=kernel.where_field(field_name),
                                     field=f"{kernel.field_path}.{field_name}", hint=hint))
     return problem
+
+
+def _names_passed(arguments) -> set[str] | None:
+    """The names the kernel is told through `arguments`: each standard argument's own (``lda``), the names each
+    value, array element, buffer, struct field and tensor map reads, and ``tensor map A`` for a map laid over A as
+    stored (its strides are A's leading dimension). None where a builder makes an argument: what it reads is its own."""
+    passed: set[str] = set()
+    for argument in arguments:
+        if argument.builder is not None:
+            return None
+        passed.add(argument.name)
+        buffer, tensor_map = argument.buffer, argument.tensor_map
+        expressions = [argument.value, *argument.array, *((buffer.size, *buffer.values) if buffer else ())]
+        if tensor_map is not None:
+            expressions.extend([*tensor_map.box, *(tensor_map.dims or ()), *(tensor_map.strides or ())])
+            if tensor_map.dims is None:
+                passed.add(f"tensor map {tensor_map.tensor}")
+        for expression in expressions:
+            if expression is not None:
+                passed |= expression.names
+        inner = _names_passed(argument.fields)
+        if inner is None:
+            return None
+        passed |= inner
+    return passed
+
+
+def unpassed_ld_notes(kernel: KernelSpec, operands: GemmOperands) -> list[str]:
+    """A note for each matrix whose ``ld:`` pads its lines on this shape while no argument of the kernel (nor of a
+    launch of its ``then:``) passes that leading dimension: no ``lda``, no value reading it, no tensor map over the
+    matrix. Such a kernel computes its addresses from the shape alone (``A[row * K + k]``), so it reads the padded
+    matrix at the wrong places, unless it pads its lines itself by the same expression."""
+    if kernel.operands is None or not kernel.operands.ld:
+        return []
+    passed = _names_passed([*kernel.signature, *(argument for launch in kernel.then for argument in launch.signature)])
+    if passed is None:
+        return []
+    notes = []
+    for key, expression in kernel.operands.ld.items():
+        layout = getattr(operands, key)
+        matrix = key.upper()
+        if layout.ld == layout.tight_ld or f"ld{key}" in passed or f"tensor map {matrix}" in passed:
+            continue
+        lines = "rows" if layout.order == "row" else "columns"
+        notes.append(f"{kernel.where_field(f'ld.{key}')}: ld.{key}: {matrix}'s leading dimension "
+                     f"'{expression.source}' pads its {lines} past the tight {layout.tight_ld}, but no argument passes "
+                     f"it (ld{key} in the signature, a value or struct field reading ld{key}, a tensor map over "
+                     f"{matrix}): a kernel not told its leading dimension takes {matrix} as tight and reads the wrong "
+                     f"elements, unless it pads its {lines} itself by the same expression; the run's check names "
+                     "the elements that differ")
+    return notes
 
 
 def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
@@ -755,6 +864,8 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
     split over two) covers C when it has a block for every tile: every axis but the batch's and a split of K,
     multiplied."""
     blocks, tiles, axes = _blocks_and_tiles(kernel, env, shape, config, rows, cols)
+    if blocks < tiles and _rows_short(kernel, shape, config, rows, cols, axes, problem):
+        return
     if blocks < tiles:
         names = ["xyz"[axis] for axis in axes]
         counted = f" over grid {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else ""
@@ -798,6 +909,23 @@ def _check_rows_axis(kernel: KernelSpec, problem, notes: list[str]) -> None:
 def _tiles_along(size: str, tile_source: str, extent: int) -> str:
     """C's tiles along M or N (`size`) as a grid would count them: ``ceil(N / BN)``, or ``N`` for a tile of 1."""
     return size if extent == 1 else f"ceil({size} / {tile_source})"
+
+
+def _rows_short(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int, axes: list[int],
+                problem) -> bool:
+    """For a grid of one axis that reads M alone (a matrix-vector kernel's ``[M // 4]``) on a C whose columns fit
+    one tile: the blocks missing are rows of C (a floor division dropping the last rows), said as such with the
+    grid that covers them. False (nothing said) for any other grid."""
+    if len(axes) != 1 or kernel.grid[axes[0]].names & {"M", "N", "batch", "groups"} != {"M"} or shape.N > cols:
+        return False
+    axis = axes[0]
+    covered = config.grid[axis] * rows
+    if covered >= shape.M:
+        return False
+    problem(f"the grid covers {covered} of M = {shape.M} rows ({config.grid[axis]} blocks x {rows}, "
+            f"'{kernel.grid[axis].source}'): {_span('rows', covered, shape.M - 1)} would never be written",
+            f"grid[{axis}]", hint=f"grid {'xyz'[axis]} should be {_tiles_along('M', kernel.tile[0].source, rows)}")
+    return True
 
 
 def _rows_only_hint(kernel: KernelSpec, shape: Shape, cols: int, column_tiles: str) -> str:
@@ -909,7 +1037,9 @@ def _argument_value(argument, expression: expr.Expression, field_name: str, env,
         try:   # as the kernel reads it: a 16-bit alpha or beta reaches the reference rounded as the kernel has it
             return float_value(ctype, float(value))
         except (ValueError, OverflowError) as exc:   # OverflowError: an integer too large for a float at all
-            problem(f"argument {argument.name} = {exc}", field_name, hint="declare the argument with a wider type")
+            problem(f"argument {argument.name} = {exc}", field_name,
+                    hint=f"where the kernel's parameter is {ctype} too, the value is beyond what it takes; where the "
+                         "parameter is wider, give the signature its type")
             return None
     if isinstance(value, float) and not value.is_integer():
         problem(f"argument {argument.name} = {value} is not a whole number for {ctype}", field_name)
@@ -917,8 +1047,12 @@ def _argument_value(argument, expression: expr.Expression, field_name: str, env,
     value = int(value)
     if not C_TYPES[ctype].fits(value):
         low, high = C_TYPES[ctype].low, C_TYPES[ctype].high
-        problem(f"argument {argument.name} = {value} does not fit {ctype} [{low}, {high}]",
-                field_name, hint="declare the argument with a wider type (int64)")
+        bound = f"{expression.source} <= {high}" if value > high else f"{expression.source} >= {low}"
+        problem(f"argument {argument.name} = {value} does not fit {ctype} [{low}, {high}], the type the signature "
+                f"gives it", field_name,
+                hint=f"where the kernel's parameter is {ctype} too, this shape is beyond what the kernel takes: "
+                     f"require: [{bound}] keeps the cases to those it can run; where the parameter is wider, give "
+                     "the signature its type")
         return None
     return value
 

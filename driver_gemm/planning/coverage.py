@@ -87,13 +87,20 @@ def _capped_by_count(extent: expr.Expression, env: dict | None) -> bool:
     return cap < counted
 
 
-def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int) -> str | None:
+def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int, extents: Sequence[int] = ()) -> str | None:
     """A note for a persistent grid whose count is fixed where it could follow the GPU: written for one GPU's SMs,
-    it leaves SMs idle on a larger one and runs blocks in a second wave on a smaller one. None where the grid reads
-    sm_count or max_active_clusters, or launches a single block."""
+    it leaves SMs idle on a larger one and runs blocks in a second wave on a smaller one. A grid of numbers alone
+    over two axes or more (`extents`, as evaluated) is rather how a kernel generated for one shape is launched, its
+    tiles numbered by x and y: the note says how such a grid is checked. None where the grid reads sm_count or
+    max_active_clusters, or launches a single block."""
     names = frozenset().union(*(extent.names for extent in grid))
     if names & _DEVICE_NAMES or blocks <= 1:
         return None
+    if not names and sum(extent > 1 for extent in extents) >= 2:
+        return (f"the grid's {blocks:,} blocks are numbers alone over two axes, as a kernel generated for one shape "
+                "is launched: taken as persistent, its coverage of C is not checked; written as [ceil(N / cols), "
+                "ceil(M / rows)] with tile: [rows, cols], or for such a kernel (one that reads blockIdx.x and .y, "
+                "never gridDim) with tile: alone, it is checked against C")
     return (f"the persistent grid's {blocks:,} blocks are a fixed count, not the GPU's: sm_count (its SMs) or "
             "max_active_clusters in the grid makes it follow the GPU it runs on")
 

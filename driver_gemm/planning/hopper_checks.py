@@ -5,16 +5,19 @@ shared memory are known: the cluster's extents are evaluated and checked by
 `LaunchAttributes.problems`, each ``tensormap`` argument becomes a `TensorMapPlan` of its operand
 as stored for the shape, checked by `TensorMapPlan.problems`. A failure is reported at the spec's
 file and line, the map's name first (``map_a: dimension 1 stride ... must be a multiple of 16``).
+`cluster_use_checks` reads what the kernel's PTX does with its cluster against a launch of one block a cluster.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, cast
 
 from ..argtypes import C_TYPES
 from ..cuda.launch import LaunchConfig
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.occupancy import ArchLimits, base_arch, parse_arch
+from ..cuda.ptx_facts import KernelPtxFacts
 from ..cuda.tensormap import ELEMENT_TYPES, TensorMapPlan
 from ..specfile import expr
 from ..specfile.typed import evaluate_operands
@@ -176,3 +179,44 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
             problem(f"{argument.name}: {message}", f"{field_name}.{sub_field}", hint=hint)
         maps[argument.name] = plan
     return maps
+
+
+def cluster_use_checks(facts: KernelPtxFacts | None, attributes: LaunchAttributes | None,
+                       compiled: tuple[int, int, int] | None, problem: Problem) -> list[str]:
+    """A kernel whose PTX works with the other blocks of its cluster, launched one block a cluster (no ``cluster:``,
+    or one of one block, and no ``__cluster_dims__`` of more). A TMA copy multicast to the blocks of its cluster
+    (``.multicast::cluster``) in a kernel that never reads its cluster's size (``%cluster_nctarank``,
+    ``%cluster_nctaid``) is written for a fixed cluster of several blocks: it names blocks that do not exist and
+    its rank is always 0, so the launch is refused at ``cluster``. Where the kernel reads its cluster's size it may
+    adapt to a cluster of one (a note says what to watch), and a barrier of the whole cluster is one of one block;
+    a rank or another block's shared memory (``mapa``) read without a ``cluster:`` in the spec is noted. The notes
+    are returned."""
+    uses = set(facts.cluster_uses or ()) if facts is not None else set()
+    spec_cluster = attributes.cluster if attributes is not None else None
+    blocks = math.prod(spec_cluster) if spec_cluster else math.prod(compiled) if compiled else 1
+    if blocks > 1 or not uses & {"multicast", "mapa", "rank"}:
+        return []
+    launch = (f"cluster: [{', '.join(map(str, spec_cluster))}] makes clusters of one block" if spec_cluster
+              else "the launch has no cluster (one block a cluster)")
+    ranks = " and reads its place in the cluster (%cluster_ctarank, %cluster_ctaid)" if "rank" in uses else ""
+    if "multicast" in uses and "size" not in uses:
+        zero = " and every block's rank is 0, so part of C would never be written" if "rank" in uses else ""
+        problem(f"the kernel's PTX multicasts TMA copies to the blocks of its cluster (cp.async.bulk ... "
+                f"multicast::cluster){ranks}, and never reads its cluster's size, but {launch}: the copies name "
+                f"blocks that do not exist{zero}",
+                "cluster", hint="give cluster: the extents the kernel's launcher gives (cudaLaunchKernelEx's "
+                                "cluster dimension), e.g. cluster: [2, 1, 1] for a pair along x")
+        return []
+    if "multicast" in uses:
+        return [f"the kernel's PTX multicasts TMA copies to the blocks of its cluster{ranks} and reads its cluster's "
+                f"size, but {launch}: it must pick plain copies for a cluster of one; the run's check names any "
+                "element of C left unwritten"]
+    if spec_cluster or "size" in uses:
+        return []
+    what = " and ".join(part for part, use in (("reads its place in its cluster (%cluster_ctarank, "
+                                                 "%cluster_ctaid)", "rank"),
+                                                ("addresses other blocks' shared memory (mapa)", "mapa"))
+                        if use in uses)
+    return [f"the kernel's PTX {what} but {launch}: every block's rank is 0 and no other block is there; a kernel "
+            "written for a cluster of several blocks needs cluster: (the run's check names any element of C left "
+            "unwritten)"]

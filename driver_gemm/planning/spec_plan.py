@@ -15,7 +15,6 @@ import re
 from collections.abc import Iterator, Sized
 from typing import Iterable, Protocol
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..cuda.compile import Cubin, normalise_arch, nvrtc_version, supported_archs
 from ..cuda.fatbin import cubin_bytes

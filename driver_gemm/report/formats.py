@@ -97,8 +97,9 @@ def _plan_cells(plan: CasePlan) -> tuple:
         str(config.threads_per_block) if config else "-",
         str(config.total_blocks) if config else "-",
         str(resources.registers) if resources else "-",
-        f"{resources.spill_store_bytes}/{resources.spill_load_bytes}" if resources else "-",
-        f"{resources.static_shared_bytes if resources else 0}+{config.shared_bytes if config else 0}",
+        (f"{resources.spill_store_bytes}/{resources.spill_load_bytes}"
+         if resources and resources.spill_store_bytes is not None else "-"),   # a prebuilt image records none
+        f"{resources.static_shared_bytes if resources else '-'}+{config.shared_bytes if config else '-'}",
         str(occupancy.blocks_per_sm) if occupancy else "-",
         f"{100 * occupancy.occupancy:.0f}%" if occupancy else "-",
         ", ".join(occupancy.limited_by) if occupancy else "-",

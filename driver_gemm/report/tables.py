@@ -326,7 +326,7 @@ def _plan_cells(plan: CasePlan, names: dict[str, str]) -> list[str]:
         _dims(config.grid) if config else "-",
         _dims(config.block) if config else "-",
         registers,
-        f"{res.static_shared_bytes if res else 0}+{config.shared_bytes if config else 0}",
+        f"{res.static_shared_bytes if res else '-'}+{config.shared_bytes if config else '-'}",
         str(occ.blocks_per_sm) if occ else "-",
         f"{100 * occ.occupancy:.0f}%" if occ else "-",
         ",".join(_LIMITER_ABBREVIATIONS.get(name, name) for name in occ.limited_by) if occ else "-",

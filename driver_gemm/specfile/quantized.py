@@ -2,7 +2,8 @@
 
 Each buffer with ``quantized:`` is parsed on its own (`device_buffers`); what only the signature as a whole
 shows is checked here, once the kernel is made: a kernel with typed operands of one matrix, B in fp16 or bf16,
-one codes part with one scales part, at most one zeros part, the other parts' bits and group those of the codes,
+one codes part with one scales part (none where a pack builder lays the codes out: it is given the scales and may
+store them beside the codes), at most one zeros part, the other parts' bits and group those of the codes,
 and a packing order as long as a word's run of codes. Each refusal names the buffer's field and line. The fields:
 docs/kernels.md, "Quantized weights".
 """
@@ -67,10 +68,14 @@ def check_quantized(kernel: KernelSpec) -> None:
         path, argument = entries[0]
         raise refuse(path, f"buffer {argument.name}: B's {argument.buffer.quantized.part} need a buffer of its codes "
                            "(part: codes, with bits and group)")
-    if "scales" not in parts:
+    if "scales" not in parts and parts["codes"][1].buffer.quantized.builder is None:
+        # A pack builder is given the scales whatever the buffers: it may lay them out beside the codes, in one
+        # array (llama.cpp's Q4_0 blocks, {half d; uint8 qs[16]}), where no buffer of scales is passed.
         path, argument = parts["codes"]
         raise refuse(path, f"buffer {argument.name}: B's codes need a buffer of their scales (part: scales): B = "
-                           "(codes - zeros) * scales")
+                           "(codes - zeros) * scales",
+                     hint="or lay the codes out with pack: {builder: ...}, which is given the scales and may store "
+                          "each group's scale beside its codes in the same buffer")
     codes = parts["codes"][1].buffer.quantized
     if codes.codebook is not None and "zeros" in parts:
         path, argument = parts["zeros"]
@@ -96,8 +101,10 @@ def check_quantized(kernel: KernelSpec) -> None:
         for path, argument in kernel.device_buffers():
             scales = argument.buffer.scales if argument.buffer is not None else None
             if scales is not None and scales.operand == "b":
-                raise refuse(path, f"buffer {argument.name}: B is quantized (its scales are buffer "
-                                   f"{parts['scales'][1].name}); block scales of B would scale it twice", "scales")
+                held = (f"buffer {parts['scales'][1].name}" if "scales" in parts
+                        else f"laid out in buffer {parts['codes'][1].name} by its builder")
+                raise refuse(path, f"buffer {argument.name}: B is quantized (its scales are {held}); block scales "
+                                   "of B would scale it twice", "scales")
 
 
 def _same(one, other, params: Mapping[str, int | str]) -> bool:

@@ -60,11 +60,14 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
         name = arguments[index].name
         if name not in mapped and name not in elsewhere:
             then = " and no launch of then: takes it" if "then" in node else ""
+            quantized = arguments[index].buffer.quantized
+            hint = (f"add a tensormap entry with tensor: {name}, "
+                    + ("name it in a launch of then:, " if "then" in node else "") + "or leave pass out")
+            if quantized is not None and quantized.part == "scales":
+                hint = ("B's scales stored beside the codes in one buffer (GGUF's blocks) are laid out by the codes' "
+                        "pack: {builder: ...}, which is given them: leave this entry out; " + hint)
             raise context.error(f"buffer {name} has pass: none, but no tensor map reads it{then}: it would reach the "
-                                "kernel in no way", value, index, f"{dotted}.signature[{index}].pass",
-                                hint=f"add a tensormap entry with tensor: {name}, "
-                                     + ("name it in a launch of then:, " if "then" in node else "")
-                                     + "or leave pass out")
+                                "kernel in no way", value, index, f"{dotted}.signature[{index}].pass", hint=hint)
     memory = tuple((f"signature[{index}]", arguments[index]) for index in unpassed)
     if len(memory) == len(arguments):
         raise context.error("signature holds no parameter of the kernel", node, "signature", f"{dotted}.signature")
