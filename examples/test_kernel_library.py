@@ -1,7 +1,7 @@
 """A kernel library's regression tests, written with driver-gemm's pytest plugin.
 
     pytest examples/test_kernel_library.py                       # the tests below
-    pytest --driver-gemm-spec specs/seed.yaml                    # every case of a spec as its own test
+    pytest --driver-gemm-spec=specs/seed.yaml                    # every case of a spec as its own test
 
 Tests marked `driver_gemm_gpu` are skipped, with the reason, on a machine with no GPU.
 """

@@ -26,7 +26,7 @@ from driver_gemm.errors import UsageError
 from driver_gemm.measure.stats import summarize
 from driver_gemm.report import clock_figures, plots, tables
 from driver_gemm.report.comparison import compare_runs
-from driver_gemm.results import read
+from driver_gemm.results import document_checks, read
 from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
 from driver_gemm.specfile.model import Shape
 from driver_gemm.status import Status
@@ -144,7 +144,7 @@ def test_the_compiled_schema_passes_good_files_without_the_walk_that_names_a_pro
     def walk(*args):
         raise AssertionError("the path-building walk ran on a good file")
 
-    monkeypatch.setattr(read, "_check", walk)
+    monkeypatch.setattr(document_checks, "_check", walk)
     for name in ("seed-h200.json", "fast-h200.json.gz", "tma-bf16-8192-h200.jsonl", "tune-v8-h200.jsonl.gz",
                  "clocks-h200.json"):
         read.read_results(ROOT / "tests" / "data" / "results" / name)

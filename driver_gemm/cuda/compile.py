@@ -35,6 +35,7 @@ from .resources import KernelResources, parse_ptxas_report
 from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, WrongArgumentType,
                       WrongArgumentValue, flag_argument, path_argument)
 from ..kernel_names import is_mangled, split_overload
+from ..specfile.kernels import TARGET_OPTIONS
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _STANDARD_OPTION = re.compile(r"^--?std(=|$)")
@@ -231,7 +232,10 @@ def compile_source(path: FilePath, instances: Iterable[str], arch: str = "sm_90"
     `allow_outside_headers`, regular files of at most ``MAX_SOURCE_BYTES``.
     """
     # compile_text checks these again: checked here first so that a mistake is named as compile_source's
-    _check_compile_arguments("compile_source", instances, extra_options, use_cache, allow_outside_headers)
+    # Their tuples are passed on: a generator or iterator given here is read once, by the check.
+    instances, extra_options, use_cache = _check_compile_arguments("compile_source", instances, extra_options,
+                                                                   use_cache, allow_outside_headers)
+    _arch_argument("compile_source", arch)
     path = Path(path_argument("compile_source", "path", path))
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
@@ -253,7 +257,11 @@ def option_tuple(options: Iterable[str] | str | None, function: str | None = Non
     # bytes are iterable, but as numbers ("got 45 (int)" for b"-DX=1"): say what was given instead
     if isinstance(options, (bytes, bytearray, memoryview)) or not isinstance(options, Iterable):
         raise WrongArgumentType(f"{said} are a list of strings (or one string), got {type(options).__name__}")
-    options = tuple(options)
+    try:
+        options = tuple(options)
+    except TypeError:              # iterable in name only, as a 0-d NumPy array is
+        raise WrongArgumentType(f"{said} are a list of strings (or one string), got {options!r:.40} "
+                                f"({type(options).__name__})") from None
     wrong = [option for option in options if not isinstance(option, str)]
     if wrong:
         raise WrongArgumentType(f"{said} are strings, got {wrong[0]!r} ({type(wrong[0]).__name__})")
@@ -288,12 +296,38 @@ def _check_compile_arguments(function: str, instances: object, extra_options: ob
     if isinstance(instances, str) or not isinstance(instances, Iterable):
         raise WrongArgumentType(f"{function}: instances are the kernels' names (a list of str), got "
                                 f"{type(instances).__name__}")
-    names = tuple(dict.fromkeys(instances))
-    wrong = [instance for instance in names if not isinstance(instance, str)]
+    try:
+        given = tuple(instances)   # read once: a generator would be empty for the compile
+    except TypeError:              # iterable in name only, as a 0-d NumPy array is
+        raise WrongArgumentType(f"{function}: instances are the kernels' names (a list of str), got "
+                                f"{instances!r:.40} ({type(instances).__name__})") from None
+    wrong = [instance for instance in given if not isinstance(instance, str)]
     if wrong:
         raise WrongArgumentType(f"{function}: instances are the kernels' names (str), got {wrong[0]!r} "
                                 f"({type(wrong[0]).__name__})")
-    return names, option_tuple(extra_options, function), use_cache  # type: ignore[arg-type]  # checked above
+    names = tuple(dict.fromkeys(given))
+    options = option_tuple(extra_options, function)  # type: ignore[arg-type]  # option_tuple checks the kind
+    _refuse_target_options(function, options)
+    return names, options, use_cache
+
+
+def _arch_argument(function: str, arch: object) -> str:
+    """`function`'s `arch` normalised (`normalise_arch`); `WrongArgumentType` for a value of another kind."""
+    if isinstance(arch, bool) or not isinstance(arch, (str, int)):
+        raise WrongArgumentType(f"{function}: arch is a GPU architecture such as 'sm_90' (or 90), got {arch!r:.40} "
+                                f"({type(arch).__name__})")
+    return normalise_arch(arch)
+
+
+def _refuse_target_options(function: str, options: tuple[str, ...]) -> None:
+    """`WrongArgumentValue` for an option that sets the target (``-arch=sm_80``): the image would be another
+    architecture's, its resources too, while labelled with `arch`. The spec reader refuses the same options."""
+    for index, option in enumerate(options):
+        name = re.split(r"[=\s]", option.strip(), maxsplit=1)[0]
+        if name in TARGET_OPTIONS:
+            raise WrongArgumentValue(f"{function}: extra_options[{index}]: option {option!r} sets the target "
+                                     "architecture, which is the arch= argument (such as arch='sm_90', or 'sm_90a' for "
+                                     "arch-specific instructions)")
 
 
 # A lone surrogate: a str can hold one (not one decoded from bytes), but UTF-8 cannot encode it for NVRTC.
@@ -346,7 +380,7 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
         raise WrongArgumentType(f"compile_text: project is a folder's path, got {type(project).__name__}")
     include_dir = Path(include_dir) if include_dir is not None else None
     project = Path(project) if project is not None else None
-    arch = normalise_arch(arch)
+    arch = _arch_argument("compile_text", arch)
     _refuse_odd_names("compile_text", name=name, **{f"instances[{index}]": instance
                                                     for index, instance in enumerate(instances)},
                       **{f"extra_options[{index}]": option for index, option in enumerate(extra_options)})

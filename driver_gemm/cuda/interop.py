@@ -82,7 +82,7 @@ def stream_handle(stream: Any) -> int | None:
     (protocol version 0: ``(0, handle)``), a torch stream's ``cuda_stream``, CuPy's ``ptr``, or an int."""
     if stream is None:
         return None
-    if isinstance(stream, bool):
+    if isinstance(stream, (bool, np.bool_)):    # NumPy's bool too: int() would take True as handle 1
         raise ArgumentError(f"a stream is a stream object or its handle, not {stream!r}")
     protocol = getattr(stream, "__cuda_stream__", None)
     if protocol is not None:

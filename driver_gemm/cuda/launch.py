@@ -106,8 +106,16 @@ class PackedArguments:
     value) place them where the compiled image says, else as the C ABI lays them out.
     """
 
-    def __init__(self, ctypes_: Sequence[str], values: Sequence[Any], names: Sequence[str] | None = None,
+    def __init__(self, ctypes_: Sequence[str | CType], values: Sequence[Any], names: Sequence[str] | None = None,
                  offsets: Sequence[int] | None = None):
+        for argument, given in (("ctypes_", ctypes_), ("values", values)):
+            if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+                raise WrongArgumentType(f"PackedArguments: {argument} is a list (one per kernel argument), got "
+                                        f"{given!r:.40} ({type(given).__name__})")
+        wrong = [ctype for ctype in ctypes_ if not isinstance(ctype, (str, CType))]
+        if wrong:
+            raise WrongArgumentType(f"PackedArguments: ctypes_ are C type names (str, such as 'int32') or CType "
+                                    f"layouts, got {wrong[0]!r:.40} ({type(wrong[0]).__name__})")
         if len(ctypes_) != len(values):
             raise ArgumentError(f"{len(values)} values for {len(ctypes_)} arguments")
         if names is not None and len(names) != len(values):

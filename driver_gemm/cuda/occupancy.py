@@ -14,7 +14,7 @@ import numbers
 import re
 from dataclasses import dataclass
 
-from ..errors import ConfigError, WrongArgumentType
+from ..errors import ConfigError, WrongArgumentType, WrongArgumentValue
 
 KB = 1024
 
@@ -306,7 +306,7 @@ def _count(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise WrongArgumentType(f"occupancy: {name} is a whole number, got {value!r} ({type(value).__name__})")
     if value < 0:     # no launch has fewer than none: a slip of the caller's, not a block to explain (errors.py)
-        raise ValueError(f"occupancy: {name} is at least 0, got {value}")
+        raise WrongArgumentValue(f"occupancy: {name} is at least 0, got {value}")
     return int(value)
 
 

@@ -13,13 +13,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from ..errors import FilePath, WrongArgumentType, WrongArgumentValue, path_argument
+from ..errors import FilePath, UsageError, WrongArgumentType, WrongArgumentValue, path_argument
 from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
 from ..specfile.model import Shape
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.rounds import RoundsOutcome
 from ..measure.stats import TimingSummary
+from .document_checks import check_results_document
 from .provenance import Provenance
 from ..measure.vendor_choice import AlgorithmChoice
 from .settings import RunSettings
@@ -541,8 +542,12 @@ class RunResult:
 
         NumPy's numbers (``np.float32``, ``np.int64``, ...) are written as the
         Python numbers they are. JSON has no NaN or infinity: a NaN or
-        infinite number anywhere in the run is written as null, and reads
-        back (`load_results`, `read_results`) as None.
+        infinite number is written as null, and reads back (`load_results`,
+        `read_results`) as None where a figure may be missing (GFLOP/s, a %
+        of the vendor row). The run is checked as `read_results` checks a
+        file before anything is written: what a results file cannot hold (a
+        NaN time, an unknown status, a missing spec name) is a
+        `WrongArgumentValue` naming the field, and no file is written.
         """
         path = path_argument("RunResult.write_json", "path", path)
         if not str(path).strip():
@@ -563,7 +568,16 @@ class RunResult:
         head = json.dumps(fields, indent=1, default=_json_default)[:-2]          # without its closing "\n}"
         body = "[]" if not cases else "[\n" + ",\n".join(json.dumps(case, default=_json_default)
                                                           for case in cases) + "\n ]"
-        return write_file(path, f'{head},\n "cases": {body}\n}}\n')
+        text = f'{head},\n "cases": {body}\n}}\n'
+        try:
+            check_results_document(json.loads(text), text, path)
+        except UsageError as exc:
+            place = f"{exc.field}: " if exc.field else ""
+            raise WrongArgumentValue(f"RunResult.write_json: nothing written to {path}: {place}{exc.message}"
+                                     + (f" (hint: {exc.hint})" if exc.hint else "")
+                                     + (" (null: None, or a NaN or infinite number, which JSON has no word for)"
+                                        if "got null" in exc.message else "")) from None
+        return write_file(path, text)
 
 def _record_line(record: dict) -> str:
     """One line of a case log."""

@@ -111,6 +111,8 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     operands = rig_operands(*views)
     ordinal = device if device is not None else _ordinal(views, (a, b, c))
     M, N, K = operands.shape
+    if reference is not None and not callable(reference):
+        _check_reference(reference, (M, N))   # before the compile and the GPU: a wrong one ends the call here
     entry = _kernel_entry(function, grid, block, params, name, operands, fields)
     with tempfile.TemporaryDirectory(prefix="driver-gemm-kernel-") as folder:
         entry["source"] = str(_source_path(source, Path(folder)))
@@ -124,6 +126,12 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
             spec = spec_from_dict(document)
         except SpecError as exc:
             raise _in_arguments(exc, entry["name"]) from None
+        if len(spec.kernels) != 1:   # one CaseResult is returned: a sweep's other configurations would not run
+            labels = ", ".join(kernel.label for kernel in spec.kernels[:4]) + (", ..." if len(spec.kernels) > 4
+                                                                             else "")
+            raise ArgumentError(f"check_kernel: the fields given make {len(spec.kernels)} kernel configurations "
+                                f"({labels}): it checks one",
+                                hint="give one value per param, and call check_kernel once per configuration")
         props = read_properties(ordinal)
         cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count)
     rig = RigState(operands, (a, b, c), reference)
@@ -182,8 +190,23 @@ def _in_arguments(error: SpecError, kernel_name: str) -> SpecError:
     return type(error)(error.message, where="check_kernel", field=field or None, hint=_rig_hint(error.hint))
 
 
-# The kernel entry's fields check_kernel refuses (`_kernel_entry`): its arguments and the tensors give them.
-_NOT_TAKEN = ("source", "shapes", "layout", "layouts", "ld", "groups")
+# The kernel entry's fields check_kernel refuses (`_kernel_entry`), and why: its arguments and the tensors give
+# them, or they need what check_kernel does not run.
+_NOT_TAKEN = {
+    "source": "the source is the first argument",
+    "shapes": "the tensors give it (sizes, storage order and leading dimensions)",
+    "layout": "the tensors give it (sizes, storage order and leading dimensions)",
+    "layouts": "the tensors give it (sizes, storage order and leading dimensions)",
+    "ld": "the tensors give it (sizes, storage order and leading dimensions)",
+    "groups": "a grouped GEMM runs from a spec, whose groups: lays out its A, B and C",
+    # A batch would launch over `batch` matrices from each tensor's address, past the one matrix each holds.
+    "batch": "the tensors are one matrix each ({shapes}); a batched GEMM runs from a spec, whose batch: lays out "
+             "its A, B and C",
+    # A kernel's own scalars would silently win over the alpha= and beta= arguments.
+    "scalars": "alpha and beta are check_kernel's own arguments (alpha=, beta=)",
+    "min_pct": "a speed gate compares a case with its vendor row, which check_kernel does not run; compare "
+               "record.gflops with a figure of your own, or gate a spec's run (min_pct:, run --min-pct)",
+}
 
 
 def _rig_hint(hint: str | None) -> str | None:
@@ -206,13 +229,13 @@ def _kernel_entry(function: str, grid, block, params, name, operands: RigOperand
     """The spec's kernel entry for the rig's operands (the caller's `fields` added; its ``types`` merged in)."""
     read = operands.spec_fields()
     fields = dict(fields)
-    for key in ("source", "shapes", "layout", "layouts", "ld", "groups"):
+    shapes = ", ".join(f"{matrix.name} {matrix.rows} x {matrix.cols}"
+                       for matrix in (operands.a, operands.b, operands.c))
+    for key, why in _NOT_TAKEN.items():
         if key in fields:
-            raise ArgumentError(f"check_kernel: {key}= is not taken: "
-                                + ("the source is the first argument" if key == "source" else
-                                   "a grouped GEMM runs from a spec, whose groups: lays out its A, B and C"
-                                   if key == "groups" else
-                                   "the tensors give it (sizes, storage order and leading dimensions)"))
+            raise ArgumentError(f"check_kernel: {key}= is not taken: " + why.format(shapes=shapes))
+    for argument, values in (("params", params), ("values", fields.get("values"))):
+        _refuse_sweep(argument, values)
     entry = {"name": name or function.split("<")[0].split("(")[0].strip(), "function": function,
              "grid": list(grid), "block": list(block)}
     if params:
@@ -221,6 +244,22 @@ def _kernel_entry(function: str, grid, block, params, name, operands: RigOperand
     entry["layouts"], entry["ld"] = read["layouts"], read["ld"]
     entry.update(fields)
     return entry
+
+
+def _refuse_sweep(argument: str, values: Any) -> None:
+    """An `ArgumentError` for a list among `params` (or ``values=``): in a spec a list sweeps, but check_kernel
+    checks one configuration and returns one result."""
+    if isinstance(values, (list, tuple)):
+        raise ArgumentError(f"check_kernel: {argument}= is a list of configurations; check_kernel checks one",
+                            hint=f"give {argument} as one mapping of single values, and call check_kernel once per "
+                                 "configuration")
+    if not isinstance(values, Mapping):
+        return
+    for key, value in values.items():
+        if isinstance(value, (list, tuple)):
+            raise ArgumentError(f"check_kernel: {argument}: {key} is {list(value)!r:.60}, a sweep; check_kernel "
+                                f"checks one configuration", hint=f"give {key} one value, and call check_kernel "
+                                                                  "once per value")
 
 
 def _source_path(source: str | Path, folder: Path) -> Path:
@@ -273,22 +312,48 @@ def _host_matrix(session: Session, matrix: RigMatrix) -> np.ndarray:
     return matrix_values(flat, matrix.rows, matrix.cols, matrix.strides)
 
 
+def _is_host_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) or (hasattr(value, "__array_interface__") and
+                                             not hasattr(value, "__cuda_array_interface__"))
+
+
+def _check_reference(value: Any, shape: tuple[int, int]) -> np.ndarray | ArrayView:
+    """The rig's expected C checked: a host array of real numbers (not masked), or a GPU array (the array
+    interface or DLPack), M x N either way; an `ArgumentError` at ``check_kernel: reference`` otherwise."""
+    expected = f"the expected C, M x N = {shape[0]} x {shape[1]}"
+
+    def refuse(problem: str) -> ArgumentError:
+        return ArgumentError(problem, where="check_kernel", field="reference",
+                             hint="a GPU tensor or a NumPy array of real numbers, or a callable "
+                                  "reference(a, b, c) that returns one")
+
+    if _is_host_array(value):
+        if isinstance(value, np.ma.MaskedArray):   # its masked-out elements hold whatever was there
+            raise refuse("a masked array: every element of C is checked, so none may be masked out")
+        array = np.asarray(value)
+        if array.dtype.kind not in "iuf":
+            raise refuse(f"holds {array.dtype} ({type(value).__name__}): it must be real numbers (integers or "
+                         "floats)")
+        if array.shape != shape:
+            raise refuse(f"has shape {array.shape}: it must be {expected}")
+        return array
+    try:
+        view = array_view(value)
+    except ArgumentError as exc:
+        raise refuse(f"{exc.message}, nor a NumPy array") from None
+    if view.shape != shape:
+        raise refuse(f"has shape {view.shape}: it must be {expected}")
+    return view
+
+
 def _as_expected(session: Session, value: Any, shape: tuple[int, int]) -> np.ndarray:
     """The rig's reference as float64 M x N: a host array as it is, a GPU tensor read back."""
-    if isinstance(value, np.ndarray) or (hasattr(value, "__array_interface__") and
-                                         not hasattr(value, "__cuda_array_interface__")):
-        values = np.asarray(value, dtype=np.float64)
-    else:
-        view = array_view(value)
-        if view.ndim != 2:
-            raise ArgumentError(f"the reference has shape {view.shape}: it must be the expected C, M x N = "
-                                f"{shape[0]} x {shape[1]}")
-        flat = raw_values(_download(session, view.address, view.span_elements() * view.itemsize), view.dtype)
-        values = matrix_values(flat, view.shape[0], view.shape[1], (view.strides[0], view.strides[1]))
-    if values.shape != shape:
-        raise ArgumentError(f"the reference has shape {values.shape}: it must be the expected C, M x N = "
-                            f"{shape[0]} x {shape[1]}")
-    return values
+    checked = _check_reference(value, shape)
+    if isinstance(checked, np.ndarray):
+        return checked.astype(np.float64)
+    view = checked
+    flat = raw_values(_download(session, view.address, view.span_elements() * view.itemsize), view.dtype)
+    return matrix_values(flat, view.shape[0], view.shape[1], (view.strides[0], view.strides[1]))
 
 
 def rig_inputs(run, rig: RigState) -> None:

@@ -498,6 +498,9 @@ class KernelSpec:
     then: tuple[FollowingLaunch, ...] = ()
 
     def __post_init__(self) -> None:
+        # A copy changed with dataclasses.replace is checked too: the plan would otherwise meet a wrong kind deep
+        # inside (a list of params as an unhashable key, a grid of text as an object with no evaluate).
+        _check_kernel_fields(self)
         # Read-only: the derived values `_kept` holds are worked out once from them (`FrozenDict`). The entry is
         # left as written (nested lists and mappings, copied before tune writes it back): nothing is planned from it.
         freeze_fields(self, "params", "field_lines", "sizeofs")
@@ -670,6 +673,80 @@ class KernelSpec:
             + list(self.memory)))
 
 
+def _check_kernel_fields(kernel: KernelSpec) -> None:
+    """`WrongArgumentType`/`WrongArgumentValue` naming the first field of `kernel` of a kind the reader never makes:
+    what a copy changed with `dataclasses.replace` is held to (the reader's own kernels pass at once)."""
+    def refuse(name: str, takes: str, value: Any) -> WrongArgumentType:
+        return WrongArgumentType(f"KernelSpec.{name}: {takes}, got {value!r:.60} ({type(value).__name__})")
+
+    if not isinstance(kernel.name, str):
+        raise refuse("name", "a kernel name (a str)", kernel.name)
+    if not is_safe_name(kernel.name):
+        raise WrongArgumentValue(f"KernelSpec.name: a kernel name is letters, digits and . _ - + = , [ ] (not first "
+                                 f"a dot), at most {MAX_NAME_CHARS} characters, got {kernel.name!r:.60}: names "
+                                 "become file names and table labels")
+    if not isinstance(kernel.function, str):
+        raise refuse("function", "the kernel's function name (a str)", kernel.function)
+    if not isinstance(kernel.source, Path):
+        raise refuse("source", "the kernel source's path (a pathlib.Path)", kernel.source)
+    if not isinstance(kernel.params, Mapping):
+        raise refuse("params", "a mapping of each param's name to one value (such as {'TILE': 16})", kernel.params)
+    for key, value in kernel.params.items():
+        if not isinstance(key, str):
+            raise refuse("params", "a mapping whose names are text", key)
+        if isinstance(value, (list, tuple, Mapping, set)):
+            raise WrongArgumentType(f"KernelSpec.params[{key!r}]: one configuration's value (a whole number, true "
+                                    f"or false, or a C++ type name), got {value!r:.60}: a list sweeps only in a "
+                                    "spec; make one copy per value")
+        if not isinstance(value, (numbers.Integral, str)):
+            raise refuse(f"params[{key!r}]", "a whole number, true or false, or a C++ type name", value)
+    expressions = {"block": kernel.block, "grid": kernel.grid, "require": kernel.require}
+    if kernel.tile is not None:
+        expressions["tile"] = kernel.tile
+    for name, extents in expressions.items():
+        if not isinstance(extents, tuple) or not all(isinstance(extent, expr.Expression) for extent in extents):
+            raise refuse(name, "a tuple of parsed expressions (driver_gemm.specfile.expr.parse('ceil(N / 16)'))",
+                         extents)
+    if kernel.shared_bytes is not None and not isinstance(kernel.shared_bytes, expr.Expression):
+        raise refuse("shared_bytes", "a parsed expression (driver_gemm.specfile.expr.parse('0'))", kernel.shared_bytes)
+    if not isinstance(kernel.signature, tuple) or not all(isinstance(item, Argument) for item in kernel.signature):
+        raise refuse("signature", "a tuple of Argument", kernel.signature)
+    if not isinstance(kernel.options, tuple) or not all(isinstance(option, str) for option in kernel.options):
+        raise refuse("options", "a tuple of compiler options (str)", kernel.options)
+
+
+def _check_spec_fields(spec: Spec) -> None:
+    """As `_check_kernel_fields`, for a whole `Spec`: its kernels (each label once, as the reader requires), shapes
+    and settings."""
+    def refuse(name: str, takes: str, value: Any) -> WrongArgumentType:
+        return WrongArgumentType(f"Spec.{name}: {takes}, got {value!r:.60} ({type(value).__name__})")
+
+    if not isinstance(spec.name, str):
+        raise refuse("name", "the spec's name (a str)", spec.name)
+    for name in ("kernels", "shapes"):   # a list is taken as the tuple it would be
+        if isinstance(getattr(spec, name), list):
+            object.__setattr__(spec, name, tuple(getattr(spec, name)))
+    if not isinstance(spec.kernels, tuple) or not all(isinstance(kernel, KernelSpec) for kernel in spec.kernels):
+        raise refuse("kernels", "a tuple of KernelSpec", spec.kernels)
+    labels: set[str] = set()
+    for kernel in spec.kernels:
+        if kernel.label in labels:
+            raise WrongArgumentValue(f"Spec.kernels: kernel {kernel.label} appears twice; give one a different name "
+                                     "(dataclasses.replace(kernel, name=...))")
+        labels.add(kernel.label)
+    if not isinstance(spec.shapes, tuple) or not all(isinstance(shape, Shape) for shape in spec.shapes):
+        raise refuse("shapes", "a tuple of Shape(M, N, K)", spec.shapes)
+    if not isinstance(spec.measure, MeasureSettings):
+        raise refuse("measure", "a MeasureSettings", spec.measure)
+    if not isinstance(spec.verify, VerifySettings):
+        raise refuse("verify", "a VerifySettings", spec.verify)
+    object.__setattr__(spec, "baseline", flag_argument("Spec", "baseline", spec.baseline))
+    if not isinstance(spec.scalars, Mapping) or not all(
+            isinstance(name, str) and isinstance(value, numbers.Real) and not isinstance(value, bool)
+            for name, value in spec.scalars.items()):
+        raise refuse("scalars", "a mapping of names to numbers (such as {'alpha': 1.0, 'beta': 0.0})", spec.scalars)
+
+
 # What the spec reader takes for ``measure:`` and ``verify:``, and what a rig's own settings are held to.
 MEASURE_MODES = ("events", "graph")
 MAX_ROUNDS = 100          # measure.rounds: each round takes at least a few samples of both sides
@@ -746,7 +823,10 @@ def _finite_number(owner: str, settings, *names: str) -> None:
         value = getattr(settings, name)
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise WrongArgumentType(f"{owner}.{name}: a number, got {type(value).__name__} {value!r:.40}")
-        number = value if isinstance(value, (int, float)) else float(value)
+        # NumPy's numbers as plain ones (np.float64 is a float, and would keep its type and repr)
+        number = int(value) if isinstance(value, numbers.Integral) else float(value)
+        if isinstance(number, int) and number > INT64_MAX:   # the spec reader's bound on a whole number
+            raise WrongArgumentValue(f"{owner}.{name}: {number} does not fit a 64-bit integer")
         if not number >= 0:
             raise WrongArgumentValue(f"{owner}.{name}: at least 0, got {number!r}")
         if not math.isfinite(number):
@@ -805,6 +885,7 @@ class Spec:
     dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
 
     def __post_init__(self) -> None:
+        _check_spec_fields(self)   # a copy changed with dataclasses.replace too
         freeze_fields(self, "scalars", "dispatch")
 
     @property
@@ -869,7 +950,11 @@ def _selected_names(kernels: object, field: str) -> list[str]:
     if not isinstance(kernels, Iterable) or isinstance(kernels, (bytes, Mapping)):
         raise WrongArgumentType(f"{field}: a kernel's name or a list of names, got {kernels!r:.40} "
                                 f"({type(kernels).__name__})")
-    names = list(kernels)
+    try:
+        names = list(kernels)
+    except TypeError:   # iterable in name only, as a 0-d NumPy array is
+        raise WrongArgumentType(f"{field}: a kernel's name or a list of names, got {kernels!r:.40} "
+                                f"({type(kernels).__name__})") from None
     wrong = [name for name in names if not isinstance(name, str)]
     if wrong:
         raise WrongArgumentType(f"{field}: kernels' names (str), got {wrong[0]!r:.40} ({type(wrong[0]).__name__})")
@@ -885,7 +970,11 @@ def _selected_shapes(shapes: object, field: str) -> list:
     if not isinstance(shapes, Iterable) or isinstance(shapes, (bytes, Mapping)):
         raise WrongArgumentType(f"{field}: shapes (MxNxK text, Shape(M, N, K) or (M, N, K)) or a list of them, got "
                                 f"{shapes!r:.40} ({type(shapes).__name__})")
-    return list(shapes)
+    try:
+        return list(shapes)
+    except TypeError:   # iterable in name only, as a 0-d NumPy array is
+        raise WrongArgumentType(f"{field}: shapes (MxNxK text, Shape(M, N, K) or (M, N, K)) or a list of them, got "
+                                f"{shapes!r:.40} ({type(shapes).__name__})") from None
 
 
 def _selected_shape(item: object, field: str) -> Shape:

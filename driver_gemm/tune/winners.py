@@ -20,7 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import DriverGemmError, FilePath, SpecError, WrongArgumentType, flag_argument, path_argument
+from ..errors import (DriverGemmError, FilePath, SpecError, WrongArgumentType, WrongArgumentValue, flag_argument,
+                      path_argument)
 from ..output_files import refuse_aliases, write_file
 from ..results.text import path_text
 from ..planning.spec_files import spec_inputs
@@ -146,10 +147,11 @@ def _spec_argument(function: str, spec) -> Spec:
 
 def _output_argument(function: str, spec: Spec, path) -> Path:
     """`path` as the spec file to write: never one of the files `spec` reads (`UsageError`, as the CLI's ``--out``
-    says it), and a plain YAML file, not a ``.gz`` name its readers would take for gzip data (`ValueError`)."""
+    says it), and a plain YAML file, not a ``.gz`` name its readers would take for gzip data (`WrongArgumentValue`)."""
     path = Path(path_argument(function, "path", path))
     if path.suffix.lower() == ".gz":
-        raise ValueError(f"{function}: {path}: a .gz name is for a compressed file; write the spec as plain YAML")
+        raise WrongArgumentValue(f"{function}: {path}: a .gz name is for a compressed file; write the spec as plain "
+                                 "YAML")
     refuse_aliases([("path", path)], spec_inputs(spec))
     return path
 
@@ -180,13 +182,13 @@ def _configurations_of(spec: Spec) -> dict[str, KernelSpec]:
 
 
 def _check_picks_of(function: str, spec: Spec, picks: list[Pick]) -> None:
-    """A `ValueError` naming the first winner that is no kernel configuration of `spec`: picks of another sweep
+    """A `WrongArgumentValue` naming the first winner that is no kernel configuration of `spec`: picks of another sweep
     would otherwise fail with a KeyError while the file is written."""
     labels = set(_configurations_of(spec))
     for pick in picks:
         if pick.best is not None and pick.best.kernel not in labels:
-            raise ValueError(f"{function}: spec {spec.name} has no kernel {pick.best.kernel} (the winner of "
-                             f"{pick.kernel} at {pick.shape}): pick the winners from a run of this spec")
+            raise WrongArgumentValue(f"{function}: spec {spec.name} has no kernel {pick.best.kernel} (the winner of "
+                                     f"{pick.kernel} at {pick.shape}): pick the winners from a run of this spec")
 
 
 def _entry(kernel: KernelSpec, name: str, relative_to: Path) -> dict:
@@ -353,7 +355,7 @@ def winners_spec(spec: Spec | FilePath, picks: list[Pick], path: FilePath) -> Pa
     (skipping names the sweep's kernels have) and a comment at the top says
     which shape each one won. `spec` is the sweep's `Spec` or its path;
     `picks` are `pick_winners`' of a run of it (a winner the spec does not
-    have is a `ValueError` naming it). No winner at all is a `NoWinnerError`;
+    have is a `WrongArgumentValue` naming it). No winner at all is a `NoWinnerError`;
     a spec that would not read back, an `UnreadableSpecError`, and nothing is written.
     """
     spec = _spec_argument("winners_spec", spec)
