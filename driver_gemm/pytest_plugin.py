@@ -14,11 +14,12 @@ docs/embedding.md.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
-from .errors import DriverGemmError, NoGpuError
+from .errors import DriverGemmError, NoGpuError, WrongArgumentType
 
 _NO_GPU = pytest.StashKey[object]()
 GPU_MARKER = "driver_gemm_gpu"
@@ -49,8 +50,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers",
-                            f"{GPU_MARKER}: needs a CUDA driver and a GPU (skipped with the reason where there is none)")
+    config.addinivalue_line("markers", f"{GPU_MARKER}: needs a CUDA driver and a GPU (skipped with the reason where "
+                                       "there is none)")
     if config.getoption("--driver-gemm-device") is not None:   # given: checked at once (the variable where used)
         _ordinal(config)
     threshold = config.getoption("--driver-gemm-threshold")
@@ -98,6 +99,8 @@ def _ordinal(config) -> int:
 
 
 def pytest_runtest_setup(item):
+    # A marker given at collection is skipped there (`_skip_marked_tests`, reported at the test); this one sees
+    # a marker added later (a fixture's applymarker) or a session without pytest's skipping plugin.
     if item.get_closest_marker(GPU_MARKER) is not None:
         reason = gpu_missing_reason(item.config)
         if reason:
@@ -134,11 +137,17 @@ def driver_gemm_run(pytestconfig):
     from .specfile import load_spec, spec_from_dict
 
     def run(spec, options: RunOptions = RunOptions(), **placement):
-        if isinstance(spec, (str, Path)):
+        if isinstance(spec, (str, os.PathLike)):
             spec = load_spec(spec)
         elif isinstance(spec, dict):
             spec = spec_from_dict(spec)
-        assert isinstance(spec, Spec), f"not a spec: {spec!r}"
+        elif not isinstance(spec, Spec):
+            raise WrongArgumentType(f"driver_gemm_run: spec is a spec file's path, a shipped spec's name, a Spec "
+                                    f"or a dict, got {spec!r:.60} ({type(spec).__name__})")
+        unknown = sorted(set(placement) - {field.name for field in dataclasses.fields(Placement)})
+        if unknown:   # Placement's own TypeError would name neither the fixture nor the fields it takes
+            raise WrongArgumentType(f"driver_gemm_run: {unknown[0]}= is no field of a Placement (it takes "
+                                    f"{', '.join(field.name + '=' for field in dataclasses.fields(Placement))})")
         return run_spec(spec, options, Placement(**{"device": _ordinal(pytestconfig), "isolate": True, **placement}))
 
     return run
@@ -174,7 +183,7 @@ class GemmSpecItems(pytest.Collector):
         _check_options_against_spec(self.config, spec, {(case.label, case.shape.label) for case in cases_of(spec)})
         for case in cases_of(spec):
             yield GemmCaseItem.from_parent(self, name=f"{case.label}-{case.shape.label}",
-                                           key=(case.label, case.shape.label))
+                                           key=(case.label, case.shape.label), line=_kernel_line(case))
 
     def results(self) -> dict:
         if self._results is None:
@@ -193,6 +202,14 @@ class GemmSpecItems(pytest.Collector):
             self._results = {(case.kernel, case.shape.label): case for case in run.cases}
             self.gate_failures = _gate_failures(self.config, self.spec, run)
         return self._results
+
+
+def _kernel_line(case) -> int:
+    """The 0-based line of the case's kernel entry in its spec file (0 for a baseline): where pytest reports a
+    skip of the case."""
+    place = case.kernel.where if case.kernel is not None else ""
+    line = place.rsplit(":", 1)[-1]
+    return int(line) - 1 if line.isdigit() and int(line) > 0 else 0
 
 
 def _check_options_against_spec(config, spec, case_keys) -> None:
@@ -234,9 +251,10 @@ def _gate_failures(config, spec, run) -> dict[str, list[str]]:
 class GemmCaseItem(pytest.Item):
     """One kernel on one shape of a spec."""
 
-    def __init__(self, *, key, **kwargs):
+    def __init__(self, *, key, line: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.key = key
+        self.line = line
         if not self.config.getoption("--driver-gemm-results"):
             self.add_marker(GPU_MARKER)
 
@@ -260,7 +278,7 @@ class GemmCaseItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self):
-        return self.parent.spec_path, None, f"{self.key[0]} at {self.key[1]}"
+        return self.parent.spec_path, self.line, f"{self.key[0]} at {self.key[1]}"
 
 
 def _check_gate_options(config) -> None:
@@ -274,12 +292,15 @@ def _check_gate_options(config) -> None:
     from .results.read import read_results
 
     try:
-        parse_min_pct(config.getoption("--driver-gemm-min-pct"))
-        for option in ("--driver-gemm-baseline-results", "--driver-gemm-results"):
-            if config.getoption(option):
-                read_results(config.getoption(option))
+        parse_min_pct(config.getoption("--driver-gemm-min-pct"))   # its errors name the option
     except DriverGemmError as error:
         raise pytest.UsageError(str(error)) from None
+    for option in ("--driver-gemm-baseline-results", "--driver-gemm-results"):
+        if config.getoption(option):
+            try:
+                read_results(config.getoption(option))
+            except DriverGemmError as error:   # names the file; the option says what the file was given as
+                raise pytest.UsageError(f"{option}: {error}") from None
     if not 0 <= config.getoption("--driver-gemm-threshold") < 1e6:   # also refuses NaN; compare_runs' bound
         raise pytest.UsageError("--driver-gemm-threshold is a percentage from 0 to below 1,000,000")
 
@@ -290,12 +311,37 @@ def _uses_a_gpu(item) -> bool:
             or not set(GPU_FIXTURES).isdisjoint(getattr(item, "fixturenames", ())))
 
 
+def _spec_node_id(config, text: str, path: Path) -> str:
+    """A spec's part of its cases' ids: an absolute path as given, else the spec's path from the rootdir (its
+    absolute path outside the rootdir). pytest prints an id from the current folder by joining it to the rootdir,
+    so a relative path typed elsewhere, or a shipped spec's name, would print as a file that does not exist."""
+    if Path(text).is_absolute():
+        return text
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _skip_marked_tests(config, items) -> None:
+    """The marked tests, skipped where there is no GPU: a skip marker, which pytest reports at the test (a skip
+    raised by this plugin would be reported at the plugin's line)."""
+    marked = [item for item in items if item.get_closest_marker(GPU_MARKER) is not None]
+    if not marked or config.getoption("collectonly"):   # only listing tests: the driver need not be asked
+        return
+    reason = gpu_missing_reason(config)
+    if reason:
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=f"needs a GPU: {reason}"))
+
+
 def pytest_collection_modifyitems(session, config, items):
     _check_gate_options(config)
     # A DRIVER_GEMM_DEVICE that names no GPU is said once, before any test, and only to a session that uses a GPU
     # through the plugin: the variable means nothing to the others.
     if config.getoption("--driver-gemm-spec") or any(map(_uses_a_gpu, items)):
         _ordinal(config)
+    collected: set[Path] = set()
     for text in config.getoption("--driver-gemm-spec"):
         # a shipped spec's name too ("seed"), as load_spec and the command line take it: the same rule
         from .specfile.shipped import resolve_spec   # lazy, as above: only a session given a spec imports it
@@ -306,5 +352,11 @@ def pytest_collection_modifyitems(session, config, items):
             raise pytest.UsageError(f"--driver-gemm-spec: {error}") from None
         if not path.is_file():
             raise pytest.UsageError(f"--driver-gemm-spec: no such spec file {text}")
-        collector = GemmSpecItems.from_parent(session, name=path.name, nodeid=text, spec_path=path.resolve())
+        path = path.resolve()
+        if path in collected:   # as pytest collects a test file named twice: once (its cases would run twice)
+            continue
+        collected.add(path)
+        collector = GemmSpecItems.from_parent(session, name=path.name, nodeid=_spec_node_id(config, text, path),
+                                              spec_path=path)
         items.extend(collector.collect())
+    _skip_marked_tests(config, items)

@@ -230,6 +230,7 @@ def compile_source(path: FilePath, instances: Iterable[str], arch: str = "sm_90"
     the rules sources do (see `scan_headers`): inside the source's project
     (`project`, the spec's, where one is given) or an ``-I`` folder unless
     `allow_outside_headers`, regular files of at most ``MAX_SOURCE_BYTES``.
+    `project` and the ``-I`` folders of `extra_options` must exist (else `WrongArgumentValue`).
     """
     # compile_text checks these again: checked here first so that a mistake is named as compile_source's
     # Their tuples are passed on: a generator or iterator given here is read once, by the check.
@@ -237,6 +238,8 @@ def compile_source(path: FilePath, instances: Iterable[str], arch: str = "sm_90"
                                                                    use_cache, allow_outside_headers)
     _arch_argument("compile_source", arch)
     path = Path(path_argument("compile_source", "path", path))
+    project = folder_argument("compile_source", "project", project)
+    _include_option_folders("compile_source", extra_options)
     source = read_source(path)
     return compile_text(source, path.name, instances, arch, extra_options,
                         include_dir=path.resolve().parent, use_cache=use_cache, display_path=str(path),
@@ -311,6 +314,31 @@ def _check_compile_arguments(function: str, instances: object, extra_options: ob
     return names, options, use_cache
 
 
+def folder_argument(function: str, name: str, value: object) -> Path | None:
+    """`function`'s folder argument `name` (None: not given) as a Path: `WrongArgumentType` for a value that is no
+    path, `WrongArgumentValue` where no folder is there. NVRTC skips a search folder that does not exist, and a
+    project that does not exist holds no header, so a mistyped folder would show only as a header not found."""
+    if value is None:
+        return None
+    folder = Path(path_argument(function, name, value))
+    if not folder.is_dir():
+        raise WrongArgumentValue(f"{function}: {name} {os.fspath(folder)!r:.120} is no folder ({_what_is_at(folder)})")
+    return folder
+
+
+def _what_is_at(path: Path) -> str:
+    return "a file is there" if path.exists() else "nothing is there"
+
+
+def _include_option_folders(function: str, options: tuple[str, ...]) -> None:
+    """`WrongArgumentValue` for an ``-I`` option of `options` naming no folder, as the spec reader refuses it."""
+    for index, option in enumerate(options):
+        for folder in include_folders((option,)):
+            if not folder.is_dir():
+                raise WrongArgumentValue(f"{function}: extra_options[{index}]: option {option!r:.120} names no "
+                                         f"folder ({_what_is_at(folder)})")
+
+
 def _arch_argument(function: str, arch: object) -> str:
     """`function`'s `arch` normalised (`normalise_arch`); `WrongArgumentType` for a value of another kind."""
     if isinstance(arch, bool) or not isinstance(arch, (str, int)):
@@ -374,12 +402,11 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
             raise WrongArgumentType(f"compile_text: {argument} is text, got {type(value).__name__}")
     instances, extra_options, use_cache = _check_compile_arguments("compile_text", instances, extra_options,
                                                                    use_cache, allow_outside_headers)
-    if include_dir is not None and not isinstance(include_dir, (str, os.PathLike)):
-        raise WrongArgumentType(f"compile_text: include_dir is a folder's path, got {type(include_dir).__name__}")
-    if project is not None and not isinstance(project, (str, os.PathLike)):
-        raise WrongArgumentType(f"compile_text: project is a folder's path, got {type(project).__name__}")
-    include_dir = Path(include_dir) if include_dir is not None else None
-    project = Path(project) if project is not None else None
+    include_dir = folder_argument("compile_text", "include_dir", include_dir)
+    project = folder_argument("compile_text", "project", project)
+    _include_option_folders("compile_text", extra_options)
+    if display_path is not None:   # the name every message and log line gives the source
+        display_path = path_argument("compile_text", "display_path", display_path)
     arch = _arch_argument("compile_text", arch)
     _refuse_odd_names("compile_text", name=name, **{f"instances[{index}]": instance
                                                     for index, instance in enumerate(instances)},

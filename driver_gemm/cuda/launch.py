@@ -28,6 +28,10 @@ def _type(ctype: "str | CType") -> CType | None:
     return ctype if isinstance(ctype, CType) else C_TYPES.get(ctype)
 
 
+# NumPy's duration is one of its integer types, but no number: int() of one in seconds is a datetime.timedelta.
+_NOT_NUMBERS = (bool, np.bool_, np.timedelta64)
+
+
 def _convert(ctype: "str | CType", value: Any, name: str):
     known = _type(ctype)
     if known is None:
@@ -41,7 +45,7 @@ def _convert(ctype: "str | CType", value: Any, name: str):
             raise ArgumentError(f"argument {name}: {ctype} needs {known.size} bytes, got {value!r:.60}")
         return bytes(value)
     if known.is_float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        if isinstance(value, _NOT_NUMBERS) or not isinstance(value, (int, float, np.floating, np.integer)):
             raise ArgumentError(f"argument {name}: {ctype} needs a number, got {value!r}")
         try:
             value = float_value(ctype, float(value))
@@ -50,7 +54,7 @@ def _convert(ctype: "str | CType", value: Any, name: str):
         return bfloat16_bits(value) if ctype == "bfloat16" else value   # its bits, packed as a uint16
     if ctype == "bool" and isinstance(value, (bool, np.bool_)):
         return int(value)   # C's bool is a byte of 0 or 1: Python's and NumPy's truth values are what it holds
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, _NOT_NUMBERS) or not isinstance(value, (int, np.integer)):
         raise ArgumentError(f"argument {name}: {ctype} needs a whole number, got {value!r}")
     if not C_TYPES[ctype].fits(int(value)):
         raise ArgumentError(f"argument {name}: {value} does not fit {ctype} "
@@ -75,7 +79,7 @@ def _checked_offsets(offsets: Sequence[int], ctypes_: Sequence["str | CType"], n
     spans = []
     for at, ctype, name in zip(offsets, ctypes_, names):
         size, align = _size_and_alignment(ctype)
-        if isinstance(at, bool) or not isinstance(at, (int, np.integer)):
+        if isinstance(at, _NOT_NUMBERS) or not isinstance(at, (int, np.integer)):
             raise ArgumentError(f"argument {name}: offset {at!r:.40} is not a whole number of bytes")
         if not 0 <= at <= MAX_PARAMETER_BYTES - size:
             raise ArgumentError(f"argument {name}: offset {at} puts its {size} bytes outside the "
@@ -185,7 +189,7 @@ def _dims(values: Sequence[int], what: str, function: str = "LaunchConfig.of") -
         raise WrongArgumentValue(f"{function}: {what} has 1 to 3 dimensions, got {len(values)}")
     extents = []
     for axis, value in zip("xyz", values):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, _NOT_NUMBERS) or not isinstance(value, (int, np.integer)):
             raise WrongArgumentType(f"{function}: {what} {axis} is a whole number, got {value!r:.40} "
                                     f"({type(value).__name__})")
         if value < 1:
@@ -195,7 +199,7 @@ def _dims(values: Sequence[int], what: str, function: str = "LaunchConfig.of") -
 
 
 def _shared_bytes(value: int, function: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    if isinstance(value, _NOT_NUMBERS) or not isinstance(value, (int, np.integer)):
         raise WrongArgumentType(f"{function}: shared_bytes is a whole number of bytes, got {value!r:.40} "
                                 f"({type(value).__name__})")
     if value < 0:

@@ -22,7 +22,11 @@ GeForce parts of sm_86 and sm_89 run tensor math that accumulates in FP32
 
 from __future__ import annotations
 
+import numbers
+from math import isfinite
 from typing import Mapping
+
+from ..errors import WrongArgumentType, WrongArgumentValue
 
 # The math a GEMM's multiply-adds run on: FP32 FMA lanes (SIMT), or a tensor-core kind.
 FP32, TF32, FP16, BF16, FP8, INT8 = "fp32", "tf32", "fp16", "bf16", "fp8", "int8"
@@ -83,10 +87,43 @@ def peak_gflops(arch: str, math: str, sm_count: int, clock_mhz: float, device_na
     return sm_count * rate * clock_mhz / 1e3
 
 
+# The fields of a results file's ``device`` object that a peak reads: the kinds they hold, and those in words.
+DEVICE_FIELD_KINDS = {"arch": ((str,), "text"), "compute_capability": ((list, tuple), "list (major, minor)"),
+                      "sm_count": ((numbers.Integral,), "whole number"), "clock_khz": ((numbers.Real,), "number"),
+                      "name": ((str,), "text"), "fp32_lanes_per_sm": ((numbers.Integral,), "whole number")}
+
+
+def check_device_object(function: str, device: object, clock_mhz: object = None) -> None:
+    """`WrongArgumentType`/`WrongArgumentValue` naming `function` where `device` is not a results file's ``device``
+    object (the whole environment, a results file, another kind) or `clock_mhz` no clock: each would give no peak
+    (None) or a wrong one without a word. A device object lacking fields is no mistake: its peak is unknown."""
+    if not isinstance(device, Mapping):
+        raise WrongArgumentType(f"{function}: device is a results file's device object (a dict, such as "
+                                f"run.environment['device']), got {device!r:.40} ({type(device).__name__})")
+    held = [key for key in ("device", "environment", "cases") if key in device]
+    if held:   # what holds a device object: no field of one
+        raise WrongArgumentValue(f"{function}: device is a results file's device object, got a mapping that holds "
+                                 f"{held[0]!r} (the run's environment or the whole file?): pass "
+                                 "run.environment['device']")
+    for key, (kinds, kind_words) in DEVICE_FIELD_KINDS.items():
+        value = device.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+            raise WrongArgumentType(f"{function}: device[{key!r}] is a {kind_words}, got {value!r:.40} "
+                                    f"({type(value).__name__})")
+    if clock_mhz is not None:
+        if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, numbers.Real):
+            raise WrongArgumentType(f"{function}: clock_mhz is a clock in MHz (a number), or None, got "
+                                    f"{clock_mhz!r:.40} ({type(clock_mhz).__name__})")
+        if not (isfinite(clock_mhz) and float(clock_mhz) >= 0):
+            raise WrongArgumentValue(f"{function}: clock_mhz is a clock in MHz (0 or more), got {clock_mhz}")
+
+
 def device_peak_gflops(device: Mapping, math: str, accumulate: str = FP32,
-                       clock_mhz: float | None = None) -> float | None:
+                       clock_mhz: float | None = None, function: str = "device_peak_gflops") -> float | None:
     """`peak_gflops` of a results file's ``device`` object (``arch``, ``sm_count``, ``clock_khz``, ``name``), at
-    its maximum clock unless `clock_mhz` says another."""
+    its maximum clock unless `clock_mhz` says another. None where the object lacks what a peak needs or the
+    table has no figure; a `device` that is no device object is refused, named as `function`'s."""
+    check_device_object(function, device, clock_mhz)
     arch = device.get("arch")
     capability = device.get("compute_capability")
     if not arch and capability and len(capability) == 2:     # (major, minor), as the driver gives it

@@ -69,16 +69,23 @@ class Pick:
 
 
 def pick_winners(run: RunResult | ResultsFile | str | os.PathLike, *, across_gpus: bool = False,
-                 where: str | None = None) -> list[Pick]:
+                 where: FilePath | None = None) -> list[Pick]:
     """Per kernel name and shape, the fastest passing configuration and how clearly it won.
 
     `run` is a `RunResult` (from `tune_spec`, `run_spec` or `load_results`), a `ResultsFile` (from
     `read_results`: its run), or the path of a results file (read with `read_results`). Times of more
-    than one GPU model are a `MixedGpusError` (said at `where`, the results' file) unless `across_gpus` (as
-    ``compare --across-gpus``).
+    than one GPU model are a `MixedGpusError` (said at `where`, the results' file; by default `run` where it is
+    a path) unless `across_gpus` (as ``compare --across-gpus``).
     """
     # "no" is truthy: it would rank configurations timed on different GPU models against each other
     across_gpus = flag_argument("pick_winners", "across_gpus", across_gpus)
+    if where is not None and not isinstance(where, str):   # it becomes an error's text: said now, not then
+        if not isinstance(where, os.PathLike):
+            raise WrongArgumentType(f"pick_winners: where is the results' file (its path, or text) that an error "
+                                    f"names, or None, got {where!r:.40} ({type(where).__name__})")
+        where = path_argument("pick_winners", "where", where)
+    if where is None and isinstance(run, (str, os.PathLike)):
+        where = path_argument("pick_winners", "run", run)   # the file the runs are read from
     run = _run_argument(run)
     if not across_gpus:
         check_one_gpu(run, where)
