@@ -17,7 +17,9 @@ entry or in any function it calls, says on which grid axes its blocks differ: bl
 are copies of one another. What a kernel does with its cluster (`cluster_uses`: a TMA copy multicast to several of
 its blocks, ``mapa`` addresses of another block's shared memory, a ``barrier.cluster``, its rank or its cluster's
 size read) says whether it is written for a cluster of more than one block; a kernel that never reads the grid's
-size (``%nctaid``) has no grid-stride loop over C's tiles. The facts are kept beside the CUBIN (NVRTC hands out its
+size (``%nctaid``) has no grid-stride loop over C's tiles. A module's scalar ``__constant__`` variable is declared
+with its type (``.const .align 4 .f32 scale;``, ``.u32`` for an int), an array or a struct as bytes alone
+(``.b8 table[64]``). The facts are kept beside the CUBIN (NVRTC hands out its
 PTX with it); checks that use them: `planning.image_checks`, `planning.hopper_checks.cluster_use_checks`,
 `planning.case_plan.literal_grid_check`.
 """
@@ -71,6 +73,10 @@ CLUSTER_USES = {
 # step from one tile to its next (tile += gridDim.x).
 _GRID_SIZE = re.compile(r"%(?:nctaid|nclusterid)(?![\w$])")
 _RUNTIME_FUNCTIONS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
+# A module's scalar __constant__ variable with its type (.const .align 4 .f32 _ZN3lut5scaleE = 0f3F800000;); an
+# array's or a struct's declaration names bytes and an extent (.b8 table[64]), which this leaves out.
+_SCALAR_CONSTANT = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.const\s+(?:\.align\s+\d+\s+)?\.([bfsu]\d+)\s+"
+                              r"([\w$]+)\s*(?:=[^;\n]*)?;", re.MULTILINE)
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
 
@@ -96,8 +102,10 @@ class KernelPtxFacts:
     ``cluster_ctarank``..., sorted; None where unknown: a call the module does not resolve, or facts not read from
     PTX), and what it does with its cluster (`cluster_uses`: names of `CLUSTER_USES`, sorted; None where unknown, as
     `block_reads`), and whether it reads the grid's size (`reads_grid_size`: ``%nctaid``, ``%nclusterid``; None where
-    unknown). `block_reads`, `cluster_uses` and `reads_grid_size` are left out of equality: they describe the code,
-    not the launch the other facts constrain."""
+    unknown), and the PTX type of each scalar ``__constant__`` variable of its module (`constant_types`: symbol and
+    type, ``("_ZN3lut5scaleE", "f32")``, sorted; None where unknown). `block_reads`, `cluster_uses`,
+    `reads_grid_size` and `constant_types` are left out of equality: they describe the code, not the launch the
+    other facts constrain."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -110,6 +118,7 @@ class KernelPtxFacts:
     block_reads: tuple[str, ...] | None = field(default=None, compare=False)
     cluster_uses: tuple[str, ...] | None = field(default=None, compare=False)
     reads_grid_size: bool | None = field(default=None, compare=False)
+    constant_types: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
 
     def reads_block_axis(self, axis: int) -> bool | None:
         """Whether the kernel tells its blocks apart along grid axis `axis` (0 for x): it reads their index on that
@@ -136,7 +145,9 @@ class KernelPtxFacts:
                 "required_threads": list(self.required_threads) if self.required_threads else None,
                 "block_reads": list(self.block_reads) if self.block_reads is not None else None,
                 "cluster_uses": list(self.cluster_uses) if self.cluster_uses is not None else None,
-                "reads_grid_size": self.reads_grid_size}
+                "reads_grid_size": self.reads_grid_size,
+                "constant_types": ([list(pair) for pair in self.constant_types] if self.constant_types is not None
+                                   else None)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -150,7 +161,9 @@ class KernelPtxFacts:
                    _triple_of(data.get("max_threads")), _triple_of(data.get("required_threads")),
                    None if data.get("block_reads") is None else tuple(str(name) for name in data["block_reads"]),
                    None if data.get("cluster_uses") is None else tuple(str(name) for name in data["cluster_uses"]),
-                   None if data.get("reads_grid_size") is None else bool(data["reads_grid_size"]))
+                   None if data.get("reads_grid_size") is None else bool(data["reads_grid_size"]),
+                   None if data.get("constant_types") is None else tuple((str(symbol), str(ptx_type))
+                                                                       for symbol, ptx_type in data["constant_types"]))
 
 
 def _triple_of(values) -> tuple[int, int, int] | None:
@@ -248,10 +261,11 @@ class _CallGraph:
 def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False,
                  block_reads: tuple[str, ...] | None = None,
                  cluster_uses: tuple[str, ...] | None = None,
-                 reads_grid_size: bool | None = None) -> KernelPtxFacts:
+                 reads_grid_size: bool | None = None,
+                 constant_types: tuple[tuple[str, str], ...] | None = None) -> KernelPtxFacts:
     """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace, the module's
-    dynamic shared memory, the block's indices, its cluster's uses and the grid's size, which the module as a whole
-    says (`ptx_facts`), are given."""
+    dynamic shared memory, the block's indices, its cluster's uses, the grid's size and the types of the module's
+    scalar constants, which the module as a whole says (`ptx_facts`), are given."""
     header = body.split("{", 1)[0]
     cluster_match = _CLUSTER.search(header)
     cluster = None
@@ -283,7 +297,7 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
     return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
                           tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
                           _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header), block_reads,
-                          cluster_uses, reads_grid_size)
+                          cluster_uses, reads_grid_size, constant_types)
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
@@ -295,6 +309,7 @@ def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
     if dynamic:
         arrays = "|".join(re.escape(array) for array in dynamic)
         uses_dynamic = graph.reaching(re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
+    constant_types = tuple(sorted((symbol, ptx_type) for ptx_type, symbol in _SCALAR_CONSTANT.findall(ptx)))
     return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic, graph.block_reads(name),
-                               graph.cluster_uses(name), graph.reads_grid_size(name))
+                               graph.cluster_uses(name), graph.reads_grid_size(name), constant_types)
             for name, body in _bodies(ptx).items()}

@@ -31,7 +31,7 @@ from ..errors import CompileError, ConfigError, ImageError, SpecError
 from ..measure.memory import host_total
 from ..specfile.model import FollowingLaunch, KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
-from .case_plan import CasePlan, literal_grid_check, plan_launch, with_resources
+from .case_plan import CasePlan, literal_grid_check, plan_launch, uncounted_matrices_check, with_resources
 from .hopper_checks import cluster_use_checks
 from .image_checks import compiled_cluster, facts_of, following_image_checks, image_checks
 from .memory_plan import with_memory_check
@@ -403,7 +403,9 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
 
 def _launch_fact_checks(plan: CasePlan, built: Cubin) -> CasePlan:
     """`plan` with what the kernel's PTX says of the launch beyond `image_checks`: a grid of numbers alone held to C
-    where the kernel is no persistent one (`case_plan.literal_grid_check`), and the kernel's use of its cluster
+    where the kernel is no persistent one (`case_plan.literal_grid_check`), a grid that gives a batch's (or masked
+    groups') matrices no blocks held to them where the kernel picks its matrix by a block index left at 1
+    (`case_plan.uncounted_matrices_check`), and the kernel's use of its cluster
     against a launch of one block a cluster (`hopper_checks.cluster_use_checks`)."""
     kernel = plan.kernel
     try:
@@ -415,6 +417,7 @@ def _launch_fact_checks(plan: CasePlan, built: Cubin) -> CasePlan:
     if facts is None:
         return plan
     plan = literal_grid_check(plan, facts.block_reads, facts.reads_grid_size)
+    plan = uncounted_matrices_check(plan, facts.block_reads, facts.reads_grid_size)
     problems: list[SpecError] = []
 
     def problem(message: str, field_name: str, hint: str | None = None) -> None:

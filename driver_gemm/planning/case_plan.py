@@ -29,7 +29,8 @@ from ..cuda.launch import LaunchConfig, pack_layout
 from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.tensormap import TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
-from ..specfile.kernels import MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME
+from ..specfile.kernels import (DEFAULT_SCALARS, MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME, implied_scalar,
+                                reads_scalar)
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
@@ -265,6 +266,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
 
     # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
     argument_values = {**kernel.epilogue_scalars(), **_argument_values(kernel, env, scalars or {}, problem)}
+    notes.extend(_unread_scalar_notes(kernel, scalars or {}))
     if kernel.operands is not None and "alpha" in argument_values:
         # fp8's per-tensor scales multiply the product where alpha does: the kernel gets them folded in.
         scale_a, scale_b = kernel.operands.scales
@@ -301,6 +303,9 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         covering = problem if len(problems) == refused else (lambda *_, **__: None)
         persistent = is_persistent(kernel.grid, env)
         _check_count_axes(kernel, env, config, covering)
+        uncounted = None if persistent else uncounted_matrices_note(kernel, operands)
+        if uncounted:
+            notes.append(uncounted)
         tile = _check_tile(kernel, env, shape, config, covering, persistent)
         if persistent:
             notes.append(PERSISTENT_NOTE)
@@ -360,6 +365,90 @@ def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, read
                      "reads blockIdx.x and blockIdx.y and never the grid's size (%nctaid), so it is no persistent "
                      "kernel")
     return dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=notes)
+
+
+def _unread_scalar_notes(kernel: KernelSpec, scalars: Mapping[str, float]) -> list[str]:
+    """A note for each of the spec's alpha and beta that `kernel` does not take (`reads_scalar`) where its value is
+    not the one the kernel computes with: the case is checked against the kernel's own, not the spec's. (A kernel's
+    own ``scalars:`` of that kind is refused where the spec is read.)"""
+    notes = []
+    for name in DEFAULT_SCALARS:
+        if name not in scalars or reads_scalar(kernel, name):
+            continue
+        given, implied = float(scalars[name]), implied_scalar(kernel, name)
+        if given != implied:
+            computes = "C += A @ B" if kernel.epilogue == "accumulate" else "C = A @ B"
+            notes.append(f"scalars: {name} = {given:g} does not reach this kernel, which takes no {name}: it computes "
+                         f"{computes} ({name} = {implied:g}) and is checked against that")
+    return notes
+
+
+def _uncounted_matrices(kernel: KernelSpec, operands: GemmOperands | None) -> tuple[str, int] | None:
+    """The name that counts C's matrices (``batch``, or ``groups`` for masked groups, each of its own matrices) and
+    their count, where C has more than one and no grid extent reads that name: no axis gives each matrix its blocks,
+    so the kernel covers them only by looping over them itself. None otherwise (contiguous groups share one C,
+    whose rows the grid's M covers)."""
+    if operands is None or operands.c.batch <= 1:
+        return None
+    name = "groups" if operands.groups is not None else "batch"
+    if any(name in extent.names for extent in kernel.grid):
+        return None
+    return name, operands.c.batch
+
+
+def _matrices_words(name: str, count: int) -> tuple[str, str, str]:
+    """What `name` counts, in words: ``the batch's 3 matrices``, and one and several of them (``matrix``,
+    ``matrices``)."""
+    if name == "batch":
+        return f"the batch's {count:,} matrices", "matrix", "matrices"
+    return f"the {count:,} masked groups' matrices", "group", "groups"
+
+
+def uncounted_matrices_note(kernel: KernelSpec, operands: GemmOperands | None) -> str | None:
+    """A note for a grid that no axis of reads the batch (or the masked groups) while C has several matrices: the
+    kernel must loop over them itself, since none of its blocks is told which matrix is its own. `uncounted_matrices_
+    check` refuses the case where the kernel's PTX shows it picks the matrix from a block index the grid leaves at 1."""
+    found = _uncounted_matrices(kernel, operands)
+    if found is None:
+        return None
+    name, count = found
+    matrices, one, _ = _matrices_words(name, count)
+    return (f"no grid axis reads {name}, but C is {matrices}: the kernel must loop over them itself; one that picks "
+            f"its {one} from blockIdx.z needs grid z = {name}, and the run's check names any {one} left unwritten")
+
+
+def uncounted_matrices_check(plan: CasePlan, block_reads: tuple[str, ...] | None,
+                             reads_grid_size: bool | None) -> CasePlan:
+    """`plan` with its grid held to C's matrices where the kernel's PTX settles what `uncounted_matrices_note` leaves
+    open: no grid extent reads the batch (or the masked groups), the kernel reads ``%ctaid.z`` while the grid's z,
+    written as a number or left out, is 1, and it never reads the grid's size (no ``blockIdx.z + k * gridDim.z``
+    loop over the matrices). blockIdx.z is 0 in every block, so a kernel picking its matrix by it writes the first
+    one alone. Only z is held so: it is where a batch's blocks go, while a 1 on x or y may be C's one tile there.
+    `plan` as it is otherwise."""
+    kernel, config = plan.kernel, plan.config
+    found = _uncounted_matrices(kernel, plan.operands)
+    if (found is None or config is None or block_reads is None or reads_grid_size is not False
+            or is_persistent(kernel.grid)):
+        return plan
+    axis, letter = 2, "z"
+    if config.grid[axis] != 1 or "ctaid.z" not in block_reads or axis < len(kernel.grid) and kernel.grid[axis].names:
+        return plan
+    name, count = found
+    matrices, one, many = _matrices_words(name, count)
+    given = axis < len(kernel.grid)
+    written = f"grid {letter} is {kernel.grid[axis].source}" if given else f"the grid has no {letter}"
+    at = f"grid[{axis}]" if given else "grid"
+    problem = ConfigError(
+        f"{written}, yet the kernel reads blockIdx.{letter} (its PTX names %ctaid.{letter}) and never the grid's "
+        f"size (%nctaid), and no grid axis reads {name}: C is {matrices}, and every block is given {one} 0, so "
+        + (f"{one} 1" if count == 2 else f"{many} 1-{count - 1}") + " would never be written",
+        where=kernel.where_field(at), field=f"{kernel.field_path}.{at}",
+        hint=f"grid {letter} should be {name}, a block for every {one}"
+             + ("" if axis < len(kernel.grid) else f": [{', '.join(e.source for e in kernel.grid)}"
+                + ", 1" * (axis - len(kernel.grid)) + f", {name}]"))
+    note = uncounted_matrices_note(kernel, plan.operands)
+    return dataclasses.replace(plan, problems=[*plan.problems, problem],
+                               notes=[existing for existing in plan.notes if existing != note])
 
 
 def _first_matrix_map_notes(kernel: KernelSpec, operands: GemmOperands) -> list[str]:

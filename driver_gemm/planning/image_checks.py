@@ -28,6 +28,7 @@ import math
 import subprocess
 from collections.abc import Sequence
 
+from ..argtypes import C_TYPES
 from ..cuda.compile import Cubin
 from ..cuda.cubin import KernelImage
 from ..cuda.mangling import qualified_name
@@ -92,11 +93,35 @@ def constant_symbol(name: str) -> str:
     return name if len(parts) == 1 else "_ZN" + "".join(f"{len(part)}{part}" for part in parts) + "E"
 
 
-def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str]) -> None:
-    """Each of the spec's ``constants:`` against the image's ``__constant__`` variables: there, and of the size its
-    values make; a variable of the image that no constant sets is noted (it keeps its initializer, zeros without
-    one, as in a host program that never copies to it). PTX is checked by the driver when the case is bound."""
+def _check_constant_kinds(kernel, facts: KernelPtxFacts | None, problem) -> None:
+    """Each constant against the type its PTX declares a scalar ``__constant__`` variable with (`KernelPtxFacts.
+    constant_types`): a float written into an integer, or an integer into a float, is refused, since the variable
+    would read its bits as the other kind (2 as the float 2.8e-45). Only the kind is compared: PTX declares an int
+    and an unsigned alike (``.u32``), and an array or a struct as bytes, whose size alone is checked."""
+    declared = dict(facts.constant_types) if facts is not None and facts.constant_types is not None else {}
+    for index, constant in enumerate(kernel.constants):
+        ptx_type = declared.get(constant_symbol(constant.name))
+        if ptx_type is None or ptx_type[0] not in "fsu":   # .b32: bits of no kind
+            continue
+        variable_float = ptx_type[0] == "f"
+        if C_TYPES[constant.ctype].is_float == variable_float:
+            continue
+        kind, given = ("a float", "integer") if variable_float else ("an integer", "float")
+        bits = ptx_type[1:]
+        same_size = f"float{bits}" if variable_float else f"int{bits} (or uint{bits})"
+        problem(f"constant {constant.name}: type {constant.ctype} writes {given} bits, but the kernel's __constant__ "
+                f"{constant.name} is {kind} (its PTX declares it .{ptx_type}), which would read them as {kind}",
+                f"constants[{index}].type", hint=f"give the variable's own type: {same_size}")
+
+
+def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str],
+                     facts: KernelPtxFacts | None = None) -> None:
+    """Each of the spec's ``constants:`` against the image's ``__constant__`` variables: there, of the size its
+    values make, and, where the PTX declares the variable's type, of its kind (`_check_constant_kinds`); a variable
+    of the image that no constant sets is noted (it keeps its initializer, zeros without one, as in a host program
+    that never copies to it). PTX is checked by the driver when the case is bound."""
     kernel = plan.kernel
+    _check_constant_kinds(kernel, facts, problem)
     found = built.constant_variables()
     if found is None:
         if kernel.constants:
@@ -171,7 +196,7 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
                          f"first) with {rank} dimensions, strides: and a box of {rank} extents")
     if facts is None and kernel.tensor_maps():
         notes.append(UNREAD_RANKS_NOTE)
-    _check_constants(plan, built, problem, notes)
+    _check_constants(plan, built, problem, notes, facts)
     try:
         image = built.kernel_image(kernel.instance)
     except (ImageError, KeyError):

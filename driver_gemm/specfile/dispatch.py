@@ -16,14 +16,13 @@ counted as the family's (`Spec.dispatch_members`).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..errors import SpecError
-from .expr import Expression, ExpressionError, parse
+from .expr import Expression, ExpressionError, parse, uncompared_operands
 from .kinds import key_text, kind_name
 from .limits import INT64_MAX, INT64_MIN, MAX_DIMENSION
 from .model import KernelSpec, Shape, freeze_fields, parse_shape_text
@@ -288,22 +287,11 @@ def _parse_condition(value, path: str, error) -> Expression:
     if unknown:
         raise error(f"reads {', '.join(unknown)}: a dispatch condition reads only M, N and K", path,
                     hint="write the tile and the SM count the table was tuned for as numbers")
-    if not _only_comparisons(condition.tree):
+    if uncompared_operands(condition.tree):
         # 'not M' or 'M and N' reads a size as true or false: it holds for every shape (or none), picking nothing
         raise error(f"{value.strip()!r} is no comparison: each part joined by and, or or not must compare "
                     "(M >= 128)", path, hint="for instance 'M >= 129 and N % 256 == 0'")
     return condition
-
-
-def _only_comparisons(tree: ast.AST) -> bool:
-    """True where every operand of and, or and not is itself a comparison (or such a combination of them)."""
-    if isinstance(tree, ast.Compare):
-        return True
-    if isinstance(tree, ast.BoolOp):
-        return all(_only_comparisons(value) for value in tree.values)
-    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not):
-        return _only_comparisons(tree.operand)
-    return False
 
 
 def _parse_shape(value, path: str, error) -> Shape:

@@ -57,6 +57,10 @@ def wave_efficiency(m: Number, n: Number, rows: Number, columns: Number, slots: 
     ``when: {if: ...}`` weighs one tiling's against another's."""
     if m < 1 or n < 1 or rows < 1 or columns < 1 or slots < 1:
         raise ValueError(f"wave_efficiency({m}, {n}, {rows}, {columns}, {slots}): every argument must be 1 or more")
+    if any(float(value) != int(value) for value in (m, n, rows, columns, slots)):
+        # sizes, a tile's sides and a count of SMs: a fraction is a slip (132.5 SMs), never a tiling
+        raise ValueError(f"wave_efficiency({m}, {n}, {rows}, {columns}, {slots}): every argument is a whole number "
+                         "(use // or ceil() for a count divided)")
     tiles = math.ceil(m / rows) * math.ceil(n / columns)
     return m * n / (math.ceil(tiles / slots) * slots * rows * columns)
 
@@ -178,7 +182,8 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     try:
         tree = ast.parse(text, mode="eval").body
     except SyntaxError as exc:
-        raise ExpressionError(f"cannot parse {text!r}: {exc.msg} at column {exc.offset}") from None
+        at = f" at column {exc.offset}" if exc.offset is not None else ""
+        raise ExpressionError(f"cannot parse {text!r}: {exc.msg}{at}") from None
     except (ValueError, RecursionError, MemoryError) as exc:   # NUL characters; nesting the parser refuses
         raise ExpressionError(f"cannot parse {_shorten(text)!r}: {type(exc).__name__}") from None
     _check_tree(tree, text)
@@ -189,6 +194,20 @@ def parse(source: str | int | float, *, condition: bool = False) -> Expression:
     if condition and not _is_condition(tree):      # a number holds for every case or none: it checks nothing
         raise ExpressionError(f"{_shorten(text)!r} is a number, not a condition: compare it, as in 'N % 8 == 0'")
     return Expression(text, tree, frozenset(names), condition)
+
+
+def uncompared_operands(tree: ast.AST) -> list[ast.AST]:
+    """The parts of a condition that ``and``, ``or`` or ``not`` read as true or false without comparing them
+    (``BM % 16`` in ``BM % 16 or BN % 16``, ``M`` in ``not M``); the whole tree where it is no condition at all.
+    A number read so holds wherever it is not 0, the opposite of what ``% ... == 0`` says; only a param's true or
+    false means something there."""
+    if isinstance(tree, ast.Compare):
+        return []
+    if isinstance(tree, ast.BoolOp):
+        return [part for value in tree.values for part in uncompared_operands(value)]
+    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not):
+        return uncompared_operands(tree.operand)
+    return [tree]
 
 
 def _is_condition(tree: ast.AST) -> bool:
@@ -216,6 +235,9 @@ def _check_text(text: str) -> None:
                                   "expression is written in ASCII (names, the digits 0-9, + - * / // %, parentheses)")
         if char == "#":       # Python's parser would read the rest as a comment and drop it
             raise ExpressionError(f"invalid character '#' at column {column}: an expression has no comments")
+        if not char.isprintable() and char not in " \t\r\n":   # a NUL: Python's parser names no column
+            raise ExpressionError(f"invalid character {char!r} (U+{ord(char):04X}) at column {column}: an "
+                                  "expression is printable ASCII")
     depth = deepest = 0
     for char in text:
         if char in "([{":

@@ -7,6 +7,7 @@ and expands the parameter sweep, counted before it is built. The fields: docs/sp
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import itertools
 import math
@@ -47,7 +48,9 @@ SM_COUNT_NAME = "sm_count"   # the target's SM count, for the launch expressions
 # clusters. Counted for the kernel's block, shared memory and cluster, so only the grid and the signature (argument
 # values, buffer sizes) may read it.
 MAX_ACTIVE_CLUSTERS_NAME = "max_active_clusters"
-RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) \
+# The names every expression reads already (a grouped GEMM's groups among the operands' names): a param or value of
+# the same name would be shown in the label while the built-in one is what the launch reads.
+RESERVED_PARAM_NAMES = frozenset(STANDARD_ARGUMENTS) | frozenset(LAUNCH_NAMES) | frozenset(LAYOUT_NAMES) \
     | {SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME} \
     | expr.FUNCTION_NAMES
 # NVRTC options that name files or folders: a spec could use them to read any file into a compile error.
@@ -115,7 +118,9 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     # Each name's values over every configuration: which names hold numbers, and which a type.
     sweep = [[configuration[index] for configuration in configurations] for index in range(len(param_names))]
     block, grid, shared, tile, sizeofs = _launch(context, node, dotted)
-    require = _require(context, node, dotted, sizeofs)
+    # Params true or false in every configuration: what and, or and not in require: may read without a comparison.
+    flags = frozenset(key for key, values in zip(param_names, sweep) if all(isinstance(v, bool) for v in values))
+    require = _require(context, node, dotted, sizeofs, flags)
     if sizeofs and binary is not None:
         raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
                             "has none", node, "shared_bytes", f"{dotted}.shared_bytes",
@@ -156,9 +161,46 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
     _check_fill_names(kernels[0], set(numeric_names) | set(value_names) | set(scalars))
+    _check_own_scalars_read(context, node, dotted, kernels[0])
     _check_drawn_buffers(kernels[0])
     check_quantized(kernels[0])
     return kernels
+
+
+# The alpha and beta of C = alpha * A @ B + beta * C where nothing gives others: a plain C = A @ B.
+DEFAULT_SCALARS = {"alpha": 1.0, "beta": 0.0}
+
+
+def reads_scalar(kernel: KernelSpec, name: str) -> bool:
+    """Whether `kernel` reads the scalar `name`: for alpha and beta, an argument of that name (of its signature, a
+    struct's or a launch of then:'s, by value or by pointer); for any, a value its grid, arguments, buffers or
+    constants read."""
+    return (name in DEFAULT_SCALARS and any(argument.name == name for _, argument in kernel.leaf_arguments())
+            or kernel.grid_or_signature_reads(name)
+            or any(name in value.names for constant in kernel.constants
+                   for value in (*((constant.value,) if constant.value is not None else ()), *constant.array)))
+
+
+def implied_scalar(kernel: KernelSpec, name: str) -> float:
+    """The alpha or beta (`name`) a kernel that takes none computes with: its epilogue's, else C = A @ B's."""
+    return kernel.epilogue_scalars().get(name, DEFAULT_SCALARS[name])
+
+
+def _check_own_scalars_read(context: Context, node: dict, dotted: str, kernel: KernelSpec) -> None:
+    """A kernel's own ``scalars: {alpha, beta}`` that nothing of the kernel reads, of a value other than the one it
+    computes with, is refused: the check would hold the kernel to its own alpha and beta, not to the spec's."""
+    own = node.get("scalars")
+    if not isinstance(own, dict):
+        return
+    for key, value in own.items():
+        if key not in DEFAULT_SCALARS or reads_scalar(kernel, key) or float(value) == implied_scalar(kernel, key):
+            continue
+        computes = "C += A @ B" if kernel.epilogue == "accumulate" else "C = A @ B"
+        raise context.error(f"{key} = {float(value):g}, but the kernel takes no {key} (no argument, value or "
+                            f"constant of it reads {key}): it computes {computes}, {key} = "
+                            f"{implied_scalar(kernel, key):g}, and is checked against that", own, key,
+                            f"{dotted}.scalars.{key}",
+                            hint=f"remove {key}, or add {key} to the signature where the kernel takes it")
 
 
 def _names_following(context: Context, node: dict, dotted: str) -> frozenset[str]:
@@ -457,7 +499,9 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
             suffixes: tuple[str, ...] = SOURCE_SUFFIXES) -> Path:
     noun = "kernel source" if key == "source" else "kernel binary"
     limit = (MAX_SOURCE_BYTES, "MAX_SOURCE_BYTES") if key == "source" else (MAX_BINARY_BYTES, "MAX_BINARY_BYTES")
-    source = project_file(context, node, key, f"{dotted}.{key}", noun, suffixes, limit)
+    # A binary's suffix is read in any case, as the loader reads it (cuda.prebuilt.binary_format); a source's as
+    # written, the suffix by which nvcc tells CUDA from C++.
+    source = project_file(context, node, key, f"{dotted}.{key}", noun, suffixes, limit, any_case=key == "binary")
     if key == "source":
         _check_source_text(context, node, key, f"{dotted}.{key}", source)
     return source
@@ -803,7 +847,11 @@ def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeof
     return "".join(parts)
 
 
-def _require(context: Context, node: dict, dotted: str, sizeofs: dict[str, str]) -> tuple[expr.Expression, ...]:
+def _require(context: Context, node: dict, dotted: str, sizeofs: dict[str, str],
+             flags: frozenset[str] = frozenset()) -> tuple[expr.Expression, ...]:
+    """``require:``, each a condition: a comparison, or comparisons joined by and, or and not, where a part that
+    compares nothing may only be a param of true or false (`flags`): a number read as true or false holds wherever
+    it is not 0, the opposite of the ``% ... == 0`` it is mostly meant for."""
     require_node = node.get("require", [])
     if isinstance(require_node, str):
         require_node = [require_node]
@@ -816,9 +864,22 @@ def _require(context: Context, node: dict, dotted: str, sizeofs: dict[str, str])
             raise context.error(f"a condition is text over the names, such as 'BM % TM == 0'; got {kind_name(value)}",
                                 parent, index if parent is require_node else "require",
                                 f"{dotted}.require[{index}]")
-    return tuple(_launch_expression(context, parent, i if parent is require_node else "require", v,
-                                    f"{dotted}.require[{i}]", sizeofs, condition=True)
-                 for i, v in enumerate(require_node))
+    conditions = tuple(_launch_expression(context, parent, i if parent is require_node else "require", v,
+                                          f"{dotted}.require[{i}]", sizeofs, condition=True)
+                       for i, v in enumerate(require_node))
+    for index, (written, condition) in enumerate(zip(require_node, conditions)):
+        uncompared = [part for part in expr.uncompared_operands(condition.tree)
+                      if not (isinstance(part, ast.Name) and part.id in flags)]
+        if uncompared:
+            # sizeof(...) is read as a name of its own length, so a part's columns are the written text's
+            part = ast.get_source_segment(written.strip(), uncompared[0]) or ast.unparse(uncompared[0])
+            raise context.error(f"{condition.source!r} reads {part} as true or false: each part joined by and, or "
+                                "or not compares (a number holds wherever it is not 0), or is a param of true or "
+                                "false", parent, index if parent is require_node else "require",
+                                f"{dotted}.require[{index}]",
+                                hint=f"compare it: '{part} == 0' where a multiple (or zero) is meant, "
+                                     f"'{part} != 0' for the opposite")
+    return conditions
 
 
 def _check_names_used(context: Context, node: dict, dotted: str, param_names: list[str],

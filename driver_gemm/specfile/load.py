@@ -24,7 +24,7 @@ import yaml
 from ..errors import FilePath, SpecError, flag_argument, path_argument
 from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kinds import kind_name
-from .kernels import IDENTIFIER, parse_kernel, read_param_values
+from .kernels import IDENTIFIER, parse_kernel, read_param_values, reads_scalar
 from .limits import MAX_CASES, MAX_NAME_CHARS
 from .model import (MAX_ROUNDS, MEASURE_MODES, REFERENCES, KernelSpec, MeasureSettings, Spec, VerifySettings,
                     is_safe_name, safe_file_stem)
@@ -373,26 +373,19 @@ def _parse_scalars(context: Context, document: dict) -> dict[str, float]:
 def _check_scalars_are_read(context: Context, document: dict, kernels) -> None:
     """Refuse a scalar other than alpha and beta that no kernel reads. Such scalars are values for arguments to read
     (``{name: gamma, type: float32, value: gamma}``); one that none reads is most likely a misspelt alpha or beta,
-    which would leave that one at its default without a word."""
+    which would leave that one at its default without a word. (An alpha or beta that a kernel does not take is noted
+    in its plan: `planning.case_plan`.)"""
     node = document.get("scalars")
     if not isinstance(node, dict):
         return
     for key in node:
-        if key in SCALAR_NAMES or any(kernel.grid_or_signature_reads(key) or _constants_read(kernel, key)
-                                      for kernel in kernels):
+        if key in SCALAR_NAMES or any(reads_scalar(kernel, key) for kernel in kernels):
             continue
         close = difflib.get_close_matches(str(key), SCALAR_NAMES, n=1)
         raise context.error(f"no kernel reads {key}: a scalar other than alpha and beta is a value for an argument "
                             f"or a constant to read (value: {key})", node, key, f"scalars.{key}",
                             hint=f"did you mean '{close[0]}'?" if close else "read it in an argument's or a "
                                                                               "constant's value:, or remove it")
-
-
-def _constants_read(kernel: KernelSpec, name: str) -> bool:
-    """True when a value of the kernel's ``constants:`` reads `name`: a constant's value is an expression of the
-    shape, the params and the scalars, so a scalar it alone reads is read all the same."""
-    return any(name in value.names for constant in kernel.constants
-               for value in (*((constant.value,) if constant.value is not None else ()), *constant.array))
 
 
 def _parse_measure(context: Context, document: dict) -> MeasureSettings:
@@ -426,6 +419,15 @@ def _parse_measure(context: Context, document: dict) -> MeasureSettings:
     if values["case_timeout_s"] <= 0:   # 0 would stop every case before it starts
         raise context.error(f"must be above 0 seconds, got {values['case_timeout_s']:g}", node, "case_timeout_s",
                             "measure.case_timeout_s")
+    if values["case_timeout_s"] <= values["timeout_s"]:
+        # A case samples for up to timeout_s after its compile, check and warm-up: stopped before, it is a TIMEOUT.
+        key = "case_timeout_s" if "case_timeout_s" in node else "timeout_s"
+        raise context.error(f"case_timeout_s ({values['case_timeout_s']:g} s"
+                            f"{'' if 'case_timeout_s' in node else ', the default'}) is not above timeout_s "
+                            f"({values['timeout_s']:g} s): a case whose sampling runs to timeout_s would be stopped "
+                            "and recorded as TIMEOUT before it ends", node, key, f"measure.{key}",
+                            hint="give case_timeout_s above timeout_s, with room for the case's compile, check and "
+                                 "warm-up")
     if values["max_samples"] < values["min_samples"]:
         raise context.error("must not be below measure.min_samples", node, "max_samples", "measure.max_samples")
     if values["mode"] == "graph" and values["samples"] != "flush":
@@ -478,5 +480,18 @@ def _parse_verify(context: Context, document: dict) -> VerifySettings:
     for key, value in (("tf32_tolerance", tf32), ("seed", seed), ("cpu_reference_max_gflop", gflop)):
         if value is None:
             raise context.error("must be given a value, not null", node, key, f"verify.{key}")
+    # A relative error of 1 is what a C of zeros has: a tolerance of 1 or more passes a kernel that writes zeros,
+    # unless an absolute bound ({rel: ..., abs: ...}, both held) checks the elements instead.
+    relative = [("tf32_tolerance", tf32, node, "tf32_tolerance")]
+    if isinstance(tolerance, dict) and "rel" in tolerance:
+        relative.insert(0, ("tolerance.rel", rel, tolerance, "rel"))
+    elif tolerance is not None and not isinstance(tolerance, dict):
+        relative.insert(0, ("tolerance", rel, node, "tolerance"))
+    for dotted, value, parent, key in relative:
+        if value >= 1 and absolute is None:
+            raise context.error(f"a relative error of {value:g} allowed passes a kernel that writes zeros (whose "
+                                "relative error is 1): a relative tolerance is below 1", parent, key,
+                                f"verify.{dotted}", hint="for instance 1.0e-3; or bound the absolute error alone "
+                                                         "with {rel: 1.0, abs: ...}")
     return VerifySettings(rel_tolerance=rel, abs_tolerance=absolute, tf32_rel_tolerance=tf32, seed=seed,
                           reference=reference, cpu_reference_max_gflop=gflop)

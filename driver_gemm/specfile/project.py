@@ -52,11 +52,15 @@ def _outside_hint(root: Path) -> str:
 
 
 def project_file(context: Context, node: dict, key: str, field_path: str, noun: str, suffixes: tuple[str, ...],
-                 limit: tuple[int, str], text: str | None = None) -> Path:
+                 limit: tuple[int, str], text: str | None = None, any_case: bool = False) -> Path:
     """The file ``node[key]`` names (or `text`, where the field holds more than a path), resolved against the
     spec's folder: printable, relative and inside the spec's project unless the user gave leave, ending in one of
-    `suffixes`, a regular file of at most ``limit[0]`` bytes (the limit's name ``limit[1]``). `noun` names it in
-    every message ("kernel source")."""
+    `suffixes` (in any case of letters with `any_case`: a prebuilt image's ``.CUBIN``, as the loader reads it), a
+    regular file of at most ``limit[0]`` bytes (the limit's name ``limit[1]``). `noun` names it in every message
+    ("kernel source")."""
+    def suffix_of(path: Path) -> str:
+        return path.suffix.lower() if any_case else path.suffix
+
     if text is None:
         text = read_text(context, node, key, field_path)
     if any(not character.isprintable() for character in text):   # a newline or a bell would garble every message
@@ -75,9 +79,9 @@ def project_file(context: Context, node: dict, key: str, field_path: str, noun: 
             if not found.is_relative_to(root):
                 raise context.error(f"{noun} {shown} leaves the spec's project ({root})", node, key,
                                     field_path, hint=_outside_hint(root))
-        if written.suffix not in suffixes:
+        if suffix_of(written) not in suffixes:
             raise context.error(f"a {noun} ends in {', '.join(suffixes)}; got {shown}", node, key, field_path)
-        if found.suffix not in suffixes:   # a link to a file of another kind (a device, a script, a binary)
+        if suffix_of(found) not in suffixes:   # a link to a file of another kind (a device, a script, a binary)
             raise context.error(f"{noun} {shown} is a link to {found}, which does not end in {', '.join(suffixes)}"
                                 + ("" if found.is_file() or not found.exists() else ", and is not a regular file"),
                                 node, key, field_path)

@@ -109,9 +109,10 @@ def check_quantized(kernel: KernelSpec) -> None:
 
 def _same(one, other, params: Mapping[str, int | str]) -> bool:
     """Whether two group expressions say the same: equal values where both read only the params (``group`` and
-    ``128`` with params {group: 128}), else the same text (one reading M, N or K is known only per shape)."""
-    known = {name: value for name, value in params.items() if isinstance(value, (int, float))
-             and not isinstance(value, bool)}
+    ``128`` with params {group: 128}; a param's true or false counts as 1 or 0, as in every expression), else the
+    same text (one reading M, N or K is known only per shape)."""
+    known = {name: int(value) if isinstance(value, bool) else value for name, value in params.items()
+             if isinstance(value, (int, float))}
     if one.names <= set(known) and other.names <= set(known):
         try:
             return one.evaluate(known) == other.evaluate(known)
