@@ -138,7 +138,7 @@ def reference_step(run) -> None:
     """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs), A and B
     each multiplied by its block scales and a bias added where the kernel takes them: worked out by the first case
     that needs it for these inputs, scalars, scales and bias, kept with the inputs."""
-    typed, settings, shape = run.typed, run.spec.verify, run.case.shape
+    typed, settings = run.typed, run.spec.verify
     assert typed.held is not None, "held_inputs comes first"
     known = typed.held.references
     drawn = _drawn_buffers(run)

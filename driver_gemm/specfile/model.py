@@ -644,8 +644,8 @@ class KernelSpec:
 
         def add(path: str, argument: Argument) -> None:
             if argument.fields:
-                for position, field in enumerate(argument.fields):
-                    add(f"{path}.fields[{position}]", field)
+                for position, inner in enumerate(argument.fields):
+                    add(f"{path}.fields[{position}]", inner)
             else:
                 leaves.append((path, argument))
 

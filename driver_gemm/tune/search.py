@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from ..cuda.compile import Cubin
