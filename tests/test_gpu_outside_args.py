@@ -28,12 +28,13 @@ pytestmark = pytest.mark.gpu
 OUTSIDE_KERNELS = ("args-persistent", "args-params", "args-params-built", "args-accumulate", "args-grid-sync")
 
 
-def assert_every_case(path, name: str, status: Status, *, count: int) -> None:
-    """Run the spec at `path` quickly: kernel `name` has `count` cases, each ending in `status`."""
+def assert_every_case(path, name: str, status: Status, *, count: int) -> list:
+    """Run the spec at `path` quickly: kernel `name` has `count` cases, each ending in `status`. Its cases."""
     run = run_spec(quick(load_spec(path)), options=RunOptions())
     cases = [case for case in run.cases if case.name == name]
     assert len(cases) == count
     assert all(case.status == status for case in cases), [(c.shape.label, c.status, c.message) for c in cases]
+    return cases
 
 
 def test_outside_style_arguments_pass_on_a_small_awkward_shape_and_several_partial_tiles():
@@ -133,12 +134,18 @@ POINTER_ARRAYS = """
 
 def test_arrays_of_pointers_lead_the_kernel_to_each_matrix_of_the_batch(tmp_path):
     # Every matrix of the batch is checked: C[b] is right only where the kernel found A[b], B[b] and C[b] through
-    # the arrays. Launched over one matrix alone (grid z of 1), the other two are never written and the case FAILs.
+    # the arrays. Launched over two of the three matrices (grid z of 2), the third is never written and the case
+    # FAILs; over one alone (grid z of 1) the plan already sees, from the kernel's blockIdx.z, that matrices 1-2
+    # would be left, and the case is INVALID without a launch.
     path = write_spec(tmp_path, POINTER_ARRAYS, ["[130, 72, 40]", "[65, 130, 17]"])
     assert_every_case(path, "args-pointer-arrays", Status.PASS, count=2)
-    path = write_spec(tmp_path, POINTER_ARRAYS.replace("ceil(M / 16), batch]", "ceil(M / 16), 1]"),
+    path = write_spec(tmp_path, POINTER_ARRAYS.replace("ceil(M / 16), batch]", "ceil(M / 16), 2]"),
                       ["[130, 72, 40]"])
     assert_every_case(path, "args-pointer-arrays", Status.FAIL, count=1)
+    path = write_spec(tmp_path, POINTER_ARRAYS.replace("ceil(M / 16), batch]", "ceil(M / 16), 1]"),
+                      ["[130, 72, 40]"])
+    [refused] = assert_every_case(path, "args-pointer-arrays", Status.INVALID, count=1)
+    assert "matrices 1-2 would never be written" in refused.message and "grid z should be batch" in refused.message
 
 
 CONSTANT_SCALE = """
