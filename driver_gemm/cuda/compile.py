@@ -546,7 +546,7 @@ def _facts_as_written(facts) -> bool:
 # NVRTC compiling in several threads of one process sometimes hands back an empty program log (NVRTC
 # 13.5 on a many-core machine), and with it goes ptxas's report of each kernel's registers and shared
 # memory. Such a compile is done once more; if the report is still missing, the resources are read from
-# the CUBIN itself (all but the spills).
+# the CUBIN itself (all but the spills, which it knows only for a kernel without a stack frame).
 REPORT_ATTEMPTS = 2
 
 
@@ -561,7 +561,7 @@ def _compile(source, name, instances, arch, options, version, display_path, quot
     resources.update({symbol: image.kernel(symbol).resources for symbol in missing})
     note = (f"driver-gemm: ptxas's report of {', '.join(missing)} was missing from NVRTC's log "
             f"{REPORT_ATTEMPTS} times; registers, barriers, shared memory and stack are read from the CUBIN "
-            f"(spills are not in it: taken as 0)")
+            f"(spills are not in it: 0 for a kernel without a stack frame, else unknown)")
     return dataclasses.replace(cubin, resources=resources, log=(cubin.log + "\n" + note).lstrip("\n"))
 
 

@@ -118,15 +118,8 @@ class KernelImage:
 
     @property
     def resources(self) -> KernelResources:
-        """The same resources as `KernelResources`, as ptxas reports them (spills are not in the image: 0)."""
-        return KernelResources(registers=self.registers, barriers=self.barriers,
-                               static_shared_bytes=self.static_shared_bytes, stack_bytes=self.local_bytes,
-                               constant_bytes=self.constant_bytes)
-
-    @property
-    def image_resources(self) -> KernelResources:
-        """The resources as far as the image knows them: its spill bytes are 0 where the kernel has no stack frame
-        to spill to, else unknown (None), since no record holds them."""
+        """The resources as far as the image knows them, as `KernelResources`: its spill bytes are 0 where the
+        kernel has no stack frame to spill to, else unknown (None), since no record of the image holds them."""
         spill = 0 if not (self.local_bytes or self.min_stack_bytes) else None
         return KernelResources(registers=self.registers, barriers=self.barriers,
                                static_shared_bytes=self.static_shared_bytes, stack_bytes=self.local_bytes,

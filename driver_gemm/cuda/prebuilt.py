@@ -93,7 +93,7 @@ def load_binary(path: str | Path, instances: list[str], arch: str) -> Cubin:
     lowered = {instance: find_symbol(instance, image.kernels, str(path), image.device_functions)
                for instance in instances}
     # An image records no spill bytes: unknown, not 0, where a stack frame could hold spills (the plan notes it)
-    resources = {symbol: image.kernels[symbol].image_resources for symbol in lowered.values()}
+    resources = {symbol: image.kernels[symbol].resources for symbol in lowered.values()}
     return Cubin(image=data, arch=arch, lowered_names=lowered, resources=resources, log="", options=(),
                  nvrtc_version=(0, 0), origin="prebuilt", image_format=declared)
 
