@@ -153,14 +153,30 @@ def _resolve_in(path: Path) -> tuple[Path, os.stat_result | None, str]:
         if not stat.S_ISREG(status.st_mode):
             raise _Refused("is not a regular file (a device, a FIFO or a socket): give the name of a file to write")
         if not status.st_mode & 0o222 or not os.access(name, os.W_OK):
+            if _on_read_only_file_system(name):
+                raise _Refused("is on a read-only file system (mounted read-only, where no permission lets a file "
+                               "be written): write elsewhere; it was left as it is")
             raise _Refused("is read-only: make it writable (chmod u+w) or write elsewhere; it was left as it is")
     absolute = _absolute(name)
     target = Path(os.path.realpath(absolute))
     # The folders as named, not as resolved: a dangling link on the way is refused, never made to point somewhere.
     folder = _existing_folder(os.fspath(target.parent) if status is not None else os.path.dirname(absolute))
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise _Refused(f"cannot write in {folder} (permission denied)")
+        raise _Refused(f"cannot write in {folder} ({_why_not_writable(folder)})")
     return target, status, folder
+
+
+def _on_read_only_file_system(path: str) -> bool:
+    """Whether `path` is on a file system mounted read-only: `os.access` answers no there as for a folder without
+    write permission (EROFS), and a change of permissions cannot help."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):      # no statvfs on this system, or no answer: said as permissions
+        return False
+
+
+def _why_not_writable(folder: str) -> str:
+    return _REASONS[errno.EROFS] if _on_read_only_file_system(folder) else _REASONS[errno.EACCES]
 
 
 def _probe(folder: str) -> None:
@@ -235,7 +251,7 @@ def check_output_folder(path: str | Path | None, role: str) -> None:
             raise _Refused("is a file, not a folder")
         folder = _existing_folder(_absolute(name))
         if not os.access(folder, os.W_OK | os.X_OK):
-            raise _Refused(f"cannot write in {folder} (permission denied)")
+            raise _Refused(f"cannot write in {folder} ({_why_not_writable(folder)})")
         _probe(folder)
     except _Refused as refused:
         raise UsageError(str(refused), where=str(path), field=role) from None

@@ -253,12 +253,14 @@ def test_an_axis_that_reads_the_groups_has_a_block_for_every_group(tmp_path):
 
 
 def test_an_axis_that_folds_the_batch_into_its_tiles_covers_every_matrix(tmp_path):
-    # ceil(M / BM) * (batch - 1) covers two matrices' rows of three; the tiles of every matrix are counted on one axis.
+    # ceil(M / BM) * (batch - 1) covers two matrices' rows of three, each matrix's rows in whole tiles of its own;
+    # the tiles of every matrix are counted on one axis.
     rows = _plan_with(tmp_path, "[ceil(N / BN), 'ceil(M / BM) * (batch - 1)']", "[BM, BN]", TYPED_BATCH)
     assert _messages(rows) == [[
         "kernels[v4].grid[1]",
-        "the grid covers 2048 of the batch's 3 x M = 3003 rows (32 blocks x 64): rows 2048-3002 would never be "
-        "written (hint: grid y should be ceil(M / BM) * batch)"]]
+        "the grid has 32 blocks on y for the batch's 3 matrices of ceil(M / BM) = 16 tiles of 64 rows each, 48 "
+        "blocks ('ceil(M / BM) * (batch - 1)' rounds each matrix's rows up to whole tiles of its own): matrix 2 "
+        "would never be written (hint: grid y should be ceil(M / BM) * batch)"]]
     assert _plan_with(tmp_path, "[ceil(N / BN), 'ceil(M / BM) * batch']", "[BM, BN]", TYPED_BATCH).valid
     one_axis = _plan_with(tmp_path, "['ceil(M / BM) * ceil(N / BN) * (batch - 1)', 1, 1]", "[BM, BN]", TYPED_BATCH)
     assert _messages(one_axis) == [[

@@ -7,7 +7,7 @@ import pytest
 from driver_gemm.cuda.launch import LaunchConfig, PackedArguments
 from driver_gemm.errors import ArgumentError, WrongArgumentType
 
-NOT_NUMBERS = [np.timedelta64(5, "s"), np.timedelta64(5, "us"), np.timedelta64("NaT"), np.datetime64("2020-01-01"),
+NOT_NUMBERS = [np.timedelta64(5, "s"), np.timedelta64(5, "us"), np.timedelta64("NaT", "s"), np.datetime64("2020-01-01"),
                np.str_("5"), np.bytes_(b"5"), np.void(b"12345678")]
 
 

@@ -8,7 +8,8 @@ whose checksum fails, that is not a regular file of bounded size, or whose heade
 its key is ignored and rewritten (what is not a file is removed first). What the header means, and
 whether its values are of the types it writes, is `compile`'s business. ``DRIVER_GEMM_CACHE_DIR``
 moves it (default ``$XDG_CACHE_HOME/driver-gemm`` where that is an absolute path, or ``~/.cache/driver-gemm``; a
-``~user`` whose home cannot be found is a `UsageError` naming the variable; a value of only whitespace is as unset);
+``~user`` whose home cannot be found is a `UsageError` naming the variable; a value of only whitespace is as unset;
+a relative one is under the current folder, said in a warning); an empty ``$HOME`` is as unset;
 ``DRIVER_GEMM_NO_CACHE=1`` turns it off.
 """
 
@@ -29,8 +30,8 @@ from ..output_files import OutputError, reason_of, write_file
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 
 _MAGIC = b"driver-gemm-cubin-v1\n"
-FORMAT_VERSION = 7   # 7: the PTX facts kept beside a CUBIN say what each kernel does with its cluster and the
-#                      types of its module's scalar constants
+FORMAT_VERSION = 8   # the PTX facts kept beside a CUBIN hold each kernel's cluster uses and bound (.maxclusterrank)
+#                      and the types of its module's scalar constants
 MAX_ENTRY_BYTES = 320 << 20   # an entry is read only as a regular file of at most this size (a CUBIN is < 256 MiB)
 _log = logging.getLogger(__name__)
 
@@ -49,11 +50,12 @@ def directory() -> Path:
     configured = os.environ.get("DRIVER_GEMM_CACHE_DIR")
     if configured and configured.strip():    # only whitespace is as unset, as for DRIVER_GEMM_NO_CACHE
         try:
-            return Path(configured).expanduser()
+            folder = Path(configured).expanduser()
         except RuntimeError:   # ~user of a user this machine does not know, or ~ where no home can be found
             raise UsageError(f"{configured!r} starts with ~, and the home folder it names cannot be found here (no "
                              "such user, or no $HOME)", field="DRIVER_GEMM_CACHE_DIR",
                              hint="give the folder's full path") from None
+        return folder if folder.is_absolute() else _relative_cache(folder)
     # The XDG Base Directory spec makes a relative XDG_CACHE_HOME invalid, to be ignored: it would put a cache in
     # each folder the command runs in (as a relative $HOME would, `_home_cache`).
     xdg = os.environ.get("XDG_CACHE_HOME", "")
@@ -61,11 +63,36 @@ def directory() -> Path:
     return base / "driver-gemm" if base else _temporary_cache()
 
 
-def _home_cache() -> Path | None:
-    """``~/.cache``, or None without a home directory (no $HOME and no passwd entry, or a relative one)."""
+_said_relative: set[str] = set()
+
+
+def _relative_cache(folder: Path) -> Path:
+    """A relative ``DRIVER_GEMM_CACHE_DIR``, under the folder the command runs in (made absolute, so that a
+    command's child processes share it), said once a process: a command run elsewhere gets another cache. Where the
+    current folder is gone, `folder` itself, which the first write says cannot be written."""
     try:
-        home = Path.home()
-    except (RuntimeError, KeyError, OSError):
+        absolute = Path(os.path.abspath(folder))
+    except OSError:
+        return folder
+    if str(folder) not in _said_relative:
+        _said_relative.add(str(folder))
+        _log.warning("DRIVER_GEMM_CACHE_DIR is the relative path %s: the disk caches are in %s, under the folder "
+                     "this command runs in (a command run in another folder has caches of its own); give an "
+                     "absolute path for one cache wherever commands run", folder, absolute)
+    return absolute
+
+
+def _home_cache() -> Path | None:
+    """``~/.cache``, or None without a home directory (no $HOME and no passwd entry, or a relative one). An empty
+    $HOME is as unset (the passwd entry's home), never the root folder that Python's expansion of ``~`` makes of
+    it."""
+    try:
+        if not os.environ.get("HOME", "unset").strip():
+            import pwd   # here, not at the top: POSIX only, and needed only for an empty $HOME
+            home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+        else:
+            home = Path.home()
+    except (RuntimeError, KeyError, OSError, ImportError):
         return None
     return home / ".cache" if home.is_absolute() else None
 

@@ -20,7 +20,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from cuda.bindings import nvrtc
 from cuda.pathfinder import DynamicLibNotFoundError
@@ -29,6 +29,7 @@ from . import bounded, cache, headers
 from .check import check
 from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
+from .mangling import demangle
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
@@ -443,9 +444,32 @@ def compile_text(source: str, name: str, instances: Iterable[str], arch: str = "
     else:   # no kernel: the types a spec's sizeof reads, or the source alone
         _log.info("%s: compiled for %s in %.2f s without a kernel (the types a sizeof reads, or the source alone)",
                   display_path or name, arch, cubin.compile_seconds)
-    if use_cache:
+    if use_cache and not changed_while_compiling(
+            display_path or name, found,
+            lambda: scan_headers(source, display_path or name, folders, allow_outside=allow_outside_headers,
+                                 project=project, pre_includes=pre_included_files(extra_options))):
         store_cached(key, cubin)
     return cubin
+
+
+def changed_while_compiling(what: str, found: HeaderScan, scan_again: Callable[[], HeaderScan],
+                            source: str | None = None, read_again: Callable[[], str] | None = None) -> bool:
+    """Whether a file the compile of `what` read from disk changed while it compiled, said in a warning: the key
+    was made from the texts `found` read first, the compiler read them again, so its build is stored under that
+    key only when reading them once more (`scan_again()`, and `read_again()` for a `source` the compiler reads
+    from disk too) gives the same texts (ccache's rule, "file modified during compile: not cached")."""
+    try:
+        texts = scan_again().texts
+        changed = sorted(label for label in {*texts, *found.texts} if texts.get(label) != found.texts.get(label))
+        if source is not None and read_again is not None and read_again() != source:
+            changed.insert(0, what)
+    except (OSError, DriverGemmError) as exc:   # a header gone, or now refused: the build is of no known text
+        changed = [f"a header ({exc})"]
+    if changed:
+        _log.warning("%s: %s changed on disk while it compiled, so this build is kept out of the compile cache "
+                     "(the compiler read the text it found then)", what, ", ".join(changed[:3])
+                     + (f" and {len(changed) - 3} more" if len(changed) > 3 else ""))
+    return bool(changed)
 
 
 def load_cached(key: str, instances: Iterable[str]) -> Cubin | None:
@@ -645,16 +669,56 @@ def _compile_once(source, name, instances, arch, options, version, display_path,
             kernels = read_cubin(bytes(image), display_path).kernels
             if instance not in kernels:
                 built = f"only {', '.join(sorted(kernels))}" if kernels else "no kernel"
+                twin = long_width_twin(instance, kernels)
+                why = (" (a mangled name names a kernel the source instantiates itself, as an explicit instantiation "
+                       "does; NVRTC compiles no host launcher)") if twin is None else \
+                    f": {long_width_advice(instance, twin, 'nvrtc')}"
                 raise CompileError(f"{display_path}: NVRTC's build has no kernel {instance}: the source instantiates "
-                                   f"{built} (a mangled name names a kernel the source instantiates itself, as an "
-                                   "explicit instantiation does; NVRTC compiles no host launcher)", log=log,
-                                   options=options)
+                                   f"{built}{why}", log=log, options=options)
             lowered[instance] = instance
         facts = _ptx_facts_of(program, set(lowered.values()))
     finally:
         check(nvrtc.nvrtcDestroyProgram(program), "nvrtcDestroyProgram")
     return Cubin(bytes(image), arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
                  time.perf_counter() - started, ptx_facts=facts)
+
+
+# A demangled name's long long, as its long (``long long`` and ``5ll`` -> ``long`` and ``5l``), so that two names
+# that differ only in how 64-bit integers are spelt compare equal.
+_LONG_LONG = re.compile(r"\blong long\b|(?<=\d)(u?)ll\b")
+
+
+def _long_as_long_long(text: str) -> str:
+    return _LONG_LONG.sub(lambda found: "long" if found.group(0).startswith("long") else f"{found.group(1)}l", text)
+
+
+def long_width_twin(instance: str, kernels: Iterable[str]) -> str | None:
+    """The kernel of `kernels` whose mangled name differs from the mangled `instance` only where one has long
+    (``l``, ``m``) and the other long long (``x``, ``y``): the same kernel with its 64-bit integers spelt as the other
+    compiler spells them (nvcc's int64_t on Linux is long, NVRTC's long long). None where none does."""
+    asked = demangle(instance) if is_mangled(instance) else None
+    if asked is None:
+        return None
+    wanted = (_long_as_long_long(asked.name), [_long_as_long_long(param.text) for param in asked.params])
+    for kernel in sorted(kernels):
+        built = demangle(kernel)
+        if built is not None and kernel != instance and \
+                (_long_as_long_long(built.name), [_long_as_long_long(param.text) for param in built.params]) == wanted:
+            return kernel
+    return None
+
+
+def long_width_advice(instance: str, twin: str, compiler: str) -> str:
+    """Why `instance`, a mangled name from one compiler's build, is `twin` in `compiler`'s (``nvrtc`` or ``nvcc``),
+    and what to name instead."""
+    this, other = ("NVRTC", "nvcc") if compiler == "nvrtc" else ("nvcc", "NVRTC")
+    demangled = demangle(twin)
+    template_id = f" or its C++ name ({demangled.name})" if demangled is not None else ""
+    build = "compiler: nvcc" if compiler == "nvrtc" else "compiler: nvrtc (or leave compiler: out)"
+    return (f"the two names differ only in their 64-bit integers, long (l, m) in one and long long (x, y) in the "
+            f"other: int64_t and uint64_t are long long under NVRTC and long under nvcc on Linux, so a mangled "
+            f"name copied from {other}'s build does not name {this}'s; give function: the name {this} builds "
+            f"({twin}){template_id}, or build the kernel with {build}")
 
 
 def _ptx_facts_of(program, symbols: set[str]) -> dict[str, KernelPtxFacts]:
@@ -1441,6 +1505,22 @@ def _host_code_files(log: str) -> list[str]:
             files.setdefault(match.group("file").strip(), f"{match.group('file').strip()}:{match.group('line')}")
     return list(files.values())
 _HOST_CODE = ("host functions are not allowed in JIT mode", "__host__ function is not allowed in JIT mode")
+# PyTorch's C++ extension code (KernelBench's load_inline sources), as the source lines NVRTC quotes under its errors
+# show it: host C++ whose every line fails under NVRTC, with errors that say nothing of host code.
+_TORCH_CODE = re.compile(r"\b(?:torch|at|c10|pybind11)::|\bTORCH_CHECK\w*\b|\bPYBIND11_MODULE\b|\bAT_DISPATCH_\w+")
+
+
+def _torch_code_lines(log: str) -> list[str]:
+    """``file:line`` of each error (first of each file) whose quoted source line is PyTorch extension code."""
+    found: dict[str, str] = {}
+    lines = log.splitlines()
+    for index, entry in enumerate(lines):
+        match = _DIAGNOSTIC.match(entry.strip())
+        quoted = lines[index + 1] if index + 1 < len(lines) else ""
+        if match and match.group("kind") != "warning" and _TORCH_CODE.search(quoted):
+            name = match.group("file").strip()
+            found.setdefault(name, f"{name}:{match.group('line')}")
+    return list(found.values())
 # Device functions nvcc declares in every file (its pre-included cuda_runtime.h), which NVRTC declares only where
 # the file includes their header.
 _DEVICE_RUNTIME = re.compile(r'identifier "(cudaGridDependencySynchronize|cudaTriggerProgrammaticLaunchCompletion'
@@ -1477,6 +1557,12 @@ def compile_hints(log: str, folders: Iterable[Path] = (), includes: Iterable[tup
         if including is not None and Path(including).is_absolute() and hint.startswith(f"{name} is not beside"):
             hint = f"{hint} ({including}:{line} includes {name})"
         hints.append(hint)
+    torch = _torch_code_lines(log)
+    if torch and not any(headers.is_torch_header(name) for name, _, _ in _missing_headers(log)):
+        hints.append(f"NVRTC compiles device code only, and this file holds PyTorch extension code (torch::Tensor, "
+                     f"at::, TORCH_CHECK, PYBIND11_MODULE: host C++), met at {', '.join(torch[:3])}: "
+                     f"{headers.TORCH_GUARD}; or build the kernel with compiler: nvcc and torch's include folders in "
+                     "its options: (docs/kernels.md, \"PyTorch extension sources\")")
     if any(marker in log for marker in _HOST_CODE) and re.search(r"\bcuda\.h\(\d+\)", log):
         hints.append("<cuda.h> is the driver API's host header, which NVRTC cannot compile, and this compile found "
                      "the toolkit's through a folder of the kernel's options: [-I ...]; without that folder, "
@@ -1504,7 +1590,7 @@ def compile_hints(log: str, folders: Iterable[Path] = (), includes: Iterable[tup
                                "; an umbrella header (<cub/cub.cuh>, a <thrust/...> one) pulls them in") +
                      ": include only the block and warp headers the kernel uses (<cub/block/block_reduce.cuh>, "
                      "<cub/warp/warp_reduce.cuh>), or build it with compiler: nvcc")
-    elif any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log):
+    elif any(marker in log for marker in _HOST_CODE) and not re.search(r"\bcuda\.h\(\d+\)", log) and not torch:
         where = f"; NVRTC met it at {', '.join(host[:3])}" if host else ""
         hints.append(f"NVRTC compiles device code only, and this file has host code (main, a launcher, "
                      f"cudaMalloc{where}): "

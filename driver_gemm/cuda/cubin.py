@@ -55,6 +55,7 @@ EIATTR_REGCOUNT = 0x2F
 EIATTR_CUDA_API_VERSION = 0x37
 EIATTR_CTA_PER_CLUSTER = 0x3D
 EIATTR_EXPLICIT_CLUSTER = 0x3E
+EIATTR_MAX_CLUSTER_RANK = 0x3F   # __launch_bounds__'s third argument (.maxclusterrank): a sized record of one u32
 EIATTR_NUM_BARRIERS = 0x4C
 EIATTR_ANNOTATIONS = 0x55
 ANNOTATION_SPILL_REFILL = 1
@@ -106,6 +107,7 @@ class KernelImage:
     max_threads: tuple[int, int, int] | None = None  # __launch_bounds__ / .maxntid
     required_threads: tuple[int, int, int] | None = None  # .reqntid
     cluster_dims: tuple[int, int, int] | None = None      # __cluster_dims__ / .reqnctapercluster
+    max_cluster_blocks: int | None = None            # __launch_bounds__'s third argument / .maxclusterrank
     max_registers: int | None = None
     cuda_api_version: int | None = None
     # Spill and refill instructions the image's annotations mark; None where it has no annotations record
@@ -265,7 +267,8 @@ def _kernel(elf: "_Elf", symbol_index: int, name: str, per_symbol: dict[int, int
         min_stack_bytes=per_symbol.get(EIATTR_MIN_STACK_SIZE, 0),
         constant_bytes=constant.size if constant else 0,
         max_threads=info.triple(EIATTR_MAX_THREADS), required_threads=info.triple(EIATTR_REQNTID),
-        cluster_dims=info.triple(EIATTR_CTA_PER_CLUSTER), max_registers=info.half(EIATTR_MAXREG_COUNT),
+        cluster_dims=info.triple(EIATTR_CTA_PER_CLUSTER), max_cluster_blocks=info.word(EIATTR_MAX_CLUSTER_RANK),
+        max_registers=info.half(EIATTR_MAXREG_COUNT),
         cuda_api_version=info.word(EIATTR_CUDA_API_VERSION), spill_instructions=info.spill_instructions(),
         records=info.records)
 

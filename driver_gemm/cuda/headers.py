@@ -12,8 +12,10 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import importlib.util
 import os
 import re
+import sysconfig
 from pathlib import Path
 from typing import Iterable
 
@@ -29,6 +31,13 @@ TOOLKIT_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_fp6.h", "cu
                    "cuda_pipeline.h", "cuda_awbarrier.h", "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h",
                    "cooperative_groups.h", "vector_types.h", "sm_", "crt/")
 TOOLKIT_FOLDERS = ("cuda/", "cub/", "thrust/", "nv/", "cooperative_groups/")
+# Headers of PyTorch's C++ extensions and what they bring (ATen, c10, pybind11, Python's own): host C++, which a
+# torch.utils.cpp_extension source (KernelBench's load_inline solutions) includes beside its kernels.
+TORCH_HEADERS = ("torch/", "ATen/", "c10/", "caffe2/", "pybind11/", "Python.h")
+# What to do with such a source, said where its header is missing (NVRTC, nvcc) or its host code met (NVRTC).
+TORCH_GUARD = ("put the torch include and the host code (the torch::Tensor wrapper, PYBIND11_MODULE) inside "
+               "#ifndef __CUDACC_RTC__ ... #endif: NVRTC defines __CUDACC_RTC__ and torch's build does not, so the "
+               "file still builds as an extension")
 
 
 def _complete(folder: Path) -> bool:
@@ -148,6 +157,41 @@ def _link_target(path: Path) -> str:
         return "a file"
 
 
+def is_torch_header(name: str) -> bool:
+    return name.startswith(TORCH_HEADERS)
+
+
+def torch_header_hint(name: str, compiler: str) -> str:
+    """What to do about PyTorch's header `name` that a kernel file includes, built with `compiler` (``nvrtc`` or
+    ``nvcc``). Torch need not be installed: where it is, its include folders are named."""
+    folders = torch_include_folders()
+    listed = ", ".join(f"-I {folder}" for folder in folders) if folders else \
+        "-I TORCH/include, -I TORCH/include/torch/csrc/api/include, -I PYTHON_INCLUDE"
+    nvcc = (f"options: [{listed}] (the folders torch.utils.cpp_extension.include_paths() gives, and Python's), "
+            "with --allow-outside-sources (they are outside the spec's project), and -DTORCH_EXTENSION_NAME=NAME "
+            "where the file defines PYBIND11_MODULE")
+    if compiler == "nvcc":
+        return f"<{name}> is PyTorch's extension header (host C++): give torch's include folders in the kernel's " \
+               f"{nvcc}; or {TORCH_GUARD}"
+    return (f"<{name}> is PyTorch's extension header, host C++ (torch::Tensor, pybind11, Python.h) that NVRTC cannot "
+            f"compile, found or not: {TORCH_GUARD}; or build the kernel with compiler: nvcc and torch's include "
+            f"folders in its {nvcc}")
+
+
+def torch_include_folders() -> tuple[Path, ...]:
+    """The include folders a torch extension is built with (torch's, its C++ API's, Python's), where torch is
+    installed; () where it is not. Torch is found without being imported."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return ()
+    if spec is None or not spec.origin:
+        return ()
+    include = Path(spec.origin).parent / "include"
+    folders = [include, include / "torch" / "csrc" / "api" / "include", Path(sysconfig.get_paths()["include"])]
+    return tuple(folder for folder in folders if folder.is_dir()) if include.is_dir() else ()
+
+
 def missing_header_hint(name: str, folders: Iterable[Path] = ()) -> str:
     """What to do about a header NVRTC could not open, in one sentence; `folders` are the compile's include
     folders, where a folder of that name is told apart from a missing file."""
@@ -162,6 +206,8 @@ def missing_header_hint(name: str, folders: Iterable[Path] = ()) -> str:
         broken = _broken_link(folder / name)
         if broken:
             return f"{folder / name} is {broken}: point the link at the header, or put the header in its place"
+    if is_torch_header(name):
+        return torch_header_hint(name, "nvrtc")
     if is_toolkit_header(name):
         if not toolkit_include_dirs():
             return (f"<{name}> comes with the CUDA toolkit, and no toolkit headers were found (looked through "

@@ -58,7 +58,8 @@ class LaunchAttributes:
                  max_shared_per_sm: int | None = None) -> list[tuple[str, str]]:
         """Offline checks as (field, message): sizes, divisibility of the grid, the architecture, shared memory.
 
-        `arch_number` is the compute capability as a number (90 for sm_90).
+        `arch_number` is the compute capability as a number (90 for sm_90). A refusal of the cluster names what
+        the launch would do and ends with its way out, ``(hint: ...)``.
         """
         found: list[tuple[str, str]] = []
         if self.cluster_scheduling is not None and self.cluster_scheduling not in SCHEDULING_POLICIES:
@@ -71,16 +72,21 @@ class LaunchAttributes:
                 found.append(("cluster", "cluster options without a cluster: give cluster: [x, y, z]"))
             return found
         if arch_number < CLUSTER_ARCH_MIN:
-            found.append(("cluster", f"thread-block clusters need sm_90 or newer, not sm_{arch_number}"))
+            found.append(("cluster", f"thread-block clusters need sm_90 or newer, not sm_{arch_number}: a launch "
+                                     "with a cluster fails on such a GPU (hint: plan for sm_90 or newer, --arch "
+                                     "sm_90, or drop cluster: and the cluster options from the kernel)"))
         if any(extent < 1 for extent in self.cluster):
             found.append(("cluster", f"cluster extents must be at least 1, got {list(self.cluster)}"))
             return found
         limit = NON_PORTABLE_CLUSTER_SIZE if self.non_portable else PORTABLE_CLUSTER_SIZE
         if self.cluster_size > limit:
-            hint = "" if self.non_portable else " (up to 16 with non_portable: true, where the GPU allows it)"
+            hint = (f"at most {NON_PORTABLE_CLUSTER_SIZE} blocks a cluster" if self.non_portable else
+                    f"at most {PORTABLE_CLUSTER_SIZE} blocks a cluster, or up to {NON_PORTABLE_CLUSTER_SIZE} with "
+                    "cluster_non_portable: true, where the GPU allows it")
             found.append(("cluster", f"a cluster of {self.cluster_size} blocks ({' x '.join(map(str, self.cluster))}) "
                                      f"is over the {'non-portable' if self.non_portable else 'portable'} limit of "
-                                     f"{limit}{hint}"))
+                                     f"{limit}: the launch would fail with CUDA_ERROR_INVALID_CLUSTER_SIZE "
+                                     f"(hint: {hint})"))
         for axis, (blocks, extent) in enumerate(zip(grid, self.cluster)):
             if blocks % extent:
                 found.append(("cluster", f"grid {'xyz'[axis]} = {blocks} blocks is not a multiple of the cluster's "

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Iterable
 
 from . import bounded, cache
-from .compile import (Cubin, base_options, compile_hints, include_folders, instance_advice, load_cached,
-                      normalise_arch, not_a_kernel, option_tuple, pre_included_files, read_source, refuse_nul,
-                      scan_headers, store_cached)
+from .compile import (Cubin, base_options, changed_while_compiling, compile_hints, include_folders,
+                      instance_advice, load_cached, long_width_advice, long_width_twin, normalise_arch, not_a_kernel,
+                      option_tuple, pre_included_files, read_source, refuse_nul, scan_headers, store_cached)
 from .cubin import pointer_targets, read_cubin
+from .headers import is_torch_header, torch_header_hint
 from .mangling import find_symbol
 from .ptx_facts import KernelPtxFacts, ptx_facts
 from .resources import parse_ptxas_report
@@ -134,7 +135,13 @@ def compile_with_nvcc(path: str | Path, instances: Iterable[str], arch: str = "s
     else:   # no kernel: the types a spec's sizeof reads, or the source alone
         _log.info("%s: %s with nvcc for %s in %.2f s", path, "the sizes of types compiled" if probes else
                   "the source compiled alone", arch, cubin.compile_seconds)
-    if use_cache:
+    # nvcc reads the source and its headers from disk: a file saved meanwhile is in the build, not in the key
+    if use_cache and not changed_while_compiling(
+            str(path), found,
+            lambda: scan_headers(source, str(path), [path.resolve().parent, *include_folders(extra_options)],
+                                 allow_outside=allow_outside_headers, project=project,
+                                 pre_includes=pre_included_files(extra_options)),
+            source, lambda: read_source(path)):
         store_cached(key, cubin)
     return cubin
 
@@ -170,7 +177,7 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
             _log.debug("%s: nvcc's whole log:\n%s", path, log)
             shown = "\n  ".join(first_errors(log)).replace("errors in the full log)",
                                                            "errors in nvcc's whole log, which -vv prints)")
-            advice = [instance_advice(texts, instances)] if _WRAPPER_ERROR in log else []
+            advice = [instance_advice(texts, instances)] if errs_at_an_instantiation(log, instances) else []
             hints = "".join(f"  hint: {hint}\n" for hint in [*advice, *nvcc_hints(raw)])
             raise CompileError(f"{path}: nvcc failed (exit status {done.returncode})\n  {shown}\n{hints}"
                                f"  options: {' '.join(options)}", log=log, options=tuple(options))
@@ -191,8 +198,10 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
         if is_mangled(instance):
             if instance not in parsed.kernels:
                 built = f"only {', '.join(sorted(parsed.kernels))}" if parsed.kernels else "no kernel"
-                raise CompileError(f"{path}: nvcc's build has no kernel {instance}: the file instantiates {built} "
-                                   "(a mangled name is found as the file's own code instantiates it)",
+                twin = long_width_twin(instance, parsed.kernels)
+                why = " (a mangled name is found as the file's own code instantiates it)" if twin is None else \
+                    f": {long_width_advice(instance, twin, 'nvcc')}"
+                raise CompileError(f"{path}: nvcc's build has no kernel {instance}: the file instantiates {built}{why}",
                                    log=log, options=tuple(options))
             lowered[instance] = instance
             continue
@@ -210,7 +219,6 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
 
 # How `named_wrapper_lines` names a line of the wrapper in an error: an instance the spec names, or a sizeof probe.
 _WRAPPER_LINE = "driver-gemm's instantiation of {}"
-_WRAPPER_ERROR = "driver-gemm's instantiation of "
 _PROBE_LINE = "driver-gemm's sizeof probe"
 
 
@@ -240,6 +248,18 @@ def named_wrapper_lines(log: str, wrapper: Path, instances: Iterable[str], probe
         whose = f"{source.name}'s" if source is not None else "the"
         out.append(line.replace(str(wrapper), f"driver-gemm's instantiation of {whose} kernels"))
     return "\n".join(out) + ("\n" if log.endswith("\n") else "")
+
+
+def errs_at_an_instantiation(log: str, instances: Iterable[str]) -> bool:
+    """Whether an error of `log` (named by `named_wrapper_lines`) is on the wrapper's line that instantiates one of
+    `instances`: the spec's function or params do not name an instance. The wrapper's name is in every error of the
+    kernel's file too (nvcc's "In file included from" and its closing count), which says nothing of the instance."""
+    labels = tuple(f"{_WRAPPER_LINE.format(instance)}: " for instance in instances if not is_mangled(instance))
+    for line in log.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(labels) and _ERROR_LINE.search(stripped):
+            return True
+    return False
 
 
 _ERROR_LINE = re.compile(r"(\(\d+\)|:\d+(:\d+)?|^\s*driver-gemm's .*?): (catastrophic error|fatal error|error)\b")
@@ -287,6 +307,9 @@ def nvcc_hints(log: str) -> list[str]:
     """What to do about an nvcc failure that comes from the file's setting rather than its kernels."""
     hints = []
     for name in dict.fromkeys(_MISSING_HEADER.findall(log)):
+        if is_torch_header(name):
+            hints.append(torch_header_hint(name, "nvcc"))
+            continue
         host_library = name in HOST_LIBRARY_HEADERS
         installed = wheel_header_folder(name) if host_library else None
         where = (f"an installed wheel has it: options: [-I {installed}], with --allow-outside-sources (the folder "

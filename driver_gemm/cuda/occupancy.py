@@ -4,7 +4,8 @@ On a GPU, `limits_from_device` takes every figure the driver reports and fills i
 not (allocation units, granularities) from its architecture's table, so any compute capability
 works; offline (`plan --arch sm_XY`), `arch_limits` reads the tables below. `occupancy` follows the
 CUDA occupancy calculator (``cuda_occupancy.h``): registers per warp and sub-partition, shared
-memory with the per-block reserve rounded to the allocation unit, then warps, threads and blocks.
+memory with the per-block reserve rounded to the allocation unit, then warps, threads and blocks, and from
+9.x on the block barriers an SM has (`block_barriers_per_sm`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class ArchLimits:
     typical_sm_count: int = 0
     typical_part: str = ""
     fp32_lanes_per_sm: int = 0    # FFMA results per clock per SM; 0 when unknown
+    barriers_per_sm: int = 0      # block barriers an SM has (`block_barriers_per_sm`); 0: not a limit to count
     source: str = "table"
     notes: tuple[str, ...] = ()
 
@@ -79,17 +81,32 @@ GA10X_CARVEOUTS = (0, 8, 16, 32, 64, 100)
 HOPPER_CARVEOUTS = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 
 
+def block_barriers_per_sm(compute_capability: tuple[int, int], max_blocks_per_sm: int) -> int:
+    """The block barriers (``bar.sync`` ids) an SM has for its resident blocks, as the occupancy calculator counts
+    them from 9.x on (``cudaOccMaxBlocksPerSMBlockBarrierLimit``): two per block an SM may hold, one on 10.1, 11.0
+    and 12.x; 0 before 9.x, where the calculator (and so the driver's occupancy API) does not count them. A block
+    takes as many as ptxas's "used N barriers" says. A major newer than the calculator knows gets one per block,
+    the smaller count."""
+    major, minor = compute_capability
+    if major < 9:
+        return 0
+    two_per_block = major in (9, 10, 11) and (major, minor) not in ((10, 1), (11, 0))
+    return max_blocks_per_sm * (2 if two_per_block else 1)
+
+
 def _table(arch: str, *, threads: int, blocks: int, shared_kb: int, carveouts: tuple[int, ...],
            per_block_kb: int, reserved: int, shared_unit: int, sms: int, part: str) -> ArchLimits:
     # Every architecture here has 64 K registers per SM and per block, 255 per thread, registers allocated
     # per warp in units of 256 over 4 sub-partitions, and 48 KB of shared memory per block without the opt-in.
+    compute_capability = (int(arch[3:-1]), int(arch[-1]))
     return ArchLimits(arch, max_threads_per_sm=threads, max_warps_per_sm=threads // 32, max_blocks_per_sm=blocks,
                       registers_per_sm=65536, max_registers_per_thread=255, registers_per_block=65536,
                       register_unit=256, sub_partitions=4, shared_per_sm=shared_kb * KB,
                       shared_carveouts_kb=carveouts, max_shared_per_block=per_block_kb * KB,
                       default_shared_per_block=48 * KB, reserved_shared_per_block=reserved, shared_unit=shared_unit,
                       typical_sm_count=sms, typical_part=part,
-                      fp32_lanes_per_sm=FP32_LANES_PER_SM[(int(arch[3:-1]), int(arch[-1]))])
+                      fp32_lanes_per_sm=FP32_LANES_PER_SM[compute_capability],
+                      barriers_per_sm=block_barriers_per_sm(compute_capability, blocks))
 
 
 # Sources, per entry:
@@ -100,6 +117,8 @@ def _table(arch: str, *, threads: int, blocks: int, shared_kb: int, carveouts: t
 #            unit (256) and sub-partitions (4), the 1 KB per-block reserve applied from 8.x.
 #   [arith]  CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table: 32-bit FMA results per
 #            clock per SM, the FP32 lanes of the peak figure.
+#   Block barriers an SM has: cuda_occupancy.h of CUDA 13.0, cudaOccMaxBlocksPerSMBlockBarrierLimit
+#            (`block_barriers_per_sm`, computed from the blocks an SM holds).
 # The SM count is a part's, not the architecture's: it only sizes `plan --arch` (and `--sms` overrides it).
 ARCHES: dict[str, ArchLimits] = {
     # Volta V100 [guide 7.0, occ major 7, arith 7.x]
@@ -223,7 +242,8 @@ def limits_from_device(properties) -> ArchLimits:
     figures it does not report (register allocation unit, sub-partitions, the
     shared allocation unit and carve-outs, registers per thread, FP32 lanes)
     come from the architecture's table, else from the newest older table of
-    the same major (with a note), else from conservative defaults (with a note).
+    the same major (with a note), else from conservative defaults (with a note). The block barriers an SM
+    has follow from its compute capability and the driver's blocks an SM (`block_barriers_per_sm`).
     """
     arch = properties.arch
     reference_name = nearest_known_arch(properties.compute_capability)
@@ -273,6 +293,7 @@ def limits_from_device(properties) -> ArchLimits:
         typical_sm_count=properties.sm_count,
         typical_part=properties.name,
         fp32_lanes_per_sm=fp32_lanes,
+        barriers_per_sm=block_barriers_per_sm(properties.compute_capability, properties.max_blocks_per_sm),
         source=source,
         notes=tuple(notes),
     )
@@ -283,7 +304,8 @@ class Occupancy:
     """Resident blocks per SM, what limits them, and what that means for the launch."""
 
     blocks_per_sm: int
-    limited_by: tuple[str, ...]       # every limit equal to the minimum: registers, shared memory, warps, blocks
+    limited_by: tuple[str, ...]       # every limit equal to the minimum: warps, registers, shared memory, blocks,
+                                      # barriers
     limits: dict                      # blocks per SM allowed by each resource
     warps_per_block: int
     active_warps: int
@@ -311,13 +333,15 @@ def _count(name: str, value) -> int:
 
 
 def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: int,
-              static_shared_bytes: int = 0, dynamic_shared_bytes: int = 0) -> Occupancy:
+              static_shared_bytes: int = 0, dynamic_shared_bytes: int = 0, *, barriers: int = 0) -> Occupancy:
     """Theoretical resident blocks per SM of a kernel launched with `threads_per_block` threads.
 
-    `limits` is an `ArchLimits` (`arch_limits("sm_90")`, `limits_from_device`). A block no SM can hold (no
-    threads or more than the architecture allows, more registers per thread than it has, too much shared memory)
-    gets 0 blocks and the `reason`; a count below 0 is a `ValueError`, an argument of another kind a
-    `WrongArgumentType`.
+    `limits` is an `ArchLimits` (`arch_limits("sm_90")`, `limits_from_device`). `barriers` is the block barriers
+    the kernel uses (ptxas's "used N barriers", `KernelResources.barriers`; 0 where unknown or none): from 9.x on
+    an SM has a fixed number of them (`ArchLimits.barriers_per_sm`), so a kernel that uses many holds fewer blocks
+    an SM, limited by "barriers". A block no SM can hold (no threads or more than the architecture allows, more
+    registers per thread than it has, too much shared memory) gets 0 blocks and the `reason`; a count below 0 is
+    a `ValueError`, an argument of another kind a `WrongArgumentType`.
     """
     if not isinstance(limits, ArchLimits):
         raise WrongArgumentType(f"occupancy: limits is an ArchLimits (from arch_limits('sm_90') or "
@@ -326,6 +350,7 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
     registers_per_thread = _count("registers_per_thread", registers_per_thread)
     static_shared_bytes = _count("static_shared_bytes", static_shared_bytes)
     dynamic_shared_bytes = _count("dynamic_shared_bytes", dynamic_shared_bytes)
+    barriers = _count("barriers", barriers)
     warps = -(-threads_per_block // limits.warp_size)
     registers_per_warp = _ceil_to(max(registers_per_thread, 1) * limits.warp_size, limits.register_unit)
     # The hardware checks a block's registers as if its warps filled every sub-partition evenly.
@@ -338,9 +363,8 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
     elif registers_per_thread > limits.max_registers_per_thread:
         reason = f"{registers_per_thread} registers per thread (at most {limits.max_registers_per_thread})"
     elif registers_checked_per_block > limits.registers_per_block:
-        reason = (f"{registers_checked_per_block} registers per block ({registers_per_thread} per thread, "
-                  f"{warps} warps allocated as {_ceil_to(warps, limits.sub_partitions)}) exceed the "
-                  f"{limits.registers_per_block} a block may have")
+        reason = _rounded_registers_reason(limits, threads_per_block, registers_per_thread, registers_per_warp,
+                                           registers_checked_per_block)
     elif static_shared_bytes + dynamic_shared_bytes > limits.max_shared_per_block:
         reason = (f"{static_shared_bytes + dynamic_shared_bytes} bytes of shared memory per block "
                   f"exceed the {limits.max_shared_per_block} allowed")
@@ -354,6 +378,11 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
         "shared memory": limits.shared_per_sm // shared_per_block if shared_per_block else limits.max_blocks_per_sm,
         "blocks": limits.max_blocks_per_sm,
     }
+    if barriers and limits.barriers_per_sm:
+        by_limit["barriers"] = limits.barriers_per_sm // barriers
+        if not by_limit["barriers"] and not reason:
+            reason = (f"{barriers} block barriers (ptxas's \"used {barriers} barriers\") are more than the "
+                      f"{limits.barriers_per_sm} an SM has on {limits.arch}")
     blocks = 0 if reason else min(by_limit.values())
     # A block with no shared memory at all (possible before 8.x, which has no reserve) is never limited by it.
     limiting = {name: value for name, value in by_limit.items() if name != "shared memory" or shared_per_block}
@@ -368,6 +397,47 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
         registers_per_warp=registers_per_warp, shared_per_block=shared_per_block,
         shared_carveout_kb=carveout, reason=reason,
     )
+
+
+def _rounded_registers_reason(limits: ArchLimits, threads: int, registers_per_thread: int, registers_per_warp: int,
+                              registers_checked: int) -> str:
+    """Why a block whose warps, rounded up to the sub-partitions, ask for more registers than a block may have
+    cannot launch, and the two ways out: fewer warps, or fewer registers a thread for the same block."""
+    warps = -(-threads // limits.warp_size)
+    counted = _ceil_to(warps, limits.sub_partitions)
+    most_warps = limits.registers_per_block // registers_per_warp // limits.sub_partitions * limits.sub_partitions
+    per_warp = limits.registers_per_block // counted // limits.register_unit * limits.register_unit
+    most_registers = per_warp // limits.warp_size
+    ways = []
+    if most_warps:
+        ways.append(f"at most {most_warps} warps ({most_warps * limits.warp_size} threads) a block")
+    if most_registers:
+        ways.append(f"at most {most_registers} registers a thread, which __launch_bounds__({threads}) makes ptxas "
+                    "keep to")
+    return (f"{registers_checked} registers per block ({registers_per_thread} per thread, {warps} warps allocated "
+            f"as {counted}: the hardware checks a block's registers as if its warps filled all "
+            f"{limits.sub_partitions} schedulers of the SM evenly) exceed the {limits.registers_per_block} a block "
+            f"may have: the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+            + (f" (hint: {', or '.join(ways)})" if ways else ""))
+
+
+BARRIERS_OF_A_RUNTIME_ID = 16   # ptxas counts every barrier of the block where a bar.sync's id is a register
+
+
+def barrier_note(occupancy: Occupancy, barriers: int, limits: ArchLimits) -> str | None:
+    """Why a kernel whose block barriers limit its blocks an SM holds so few (None where they do not): the
+    barriers an SM has are shared by its blocks, and a ``bar.sync``/``bar.arrive`` whose barrier id is a register
+    (CUTLASS's ``NamedBarrier``) makes ptxas count all 16 for the block."""
+    by_barriers = occupancy.limits.get("barriers")
+    others = [value for name, value in occupancy.limits.items() if name != "barriers"]
+    if not barriers or by_barriers is None or not others or by_barriers >= min(others):
+        return None
+    note = (f"blocks an SM limited by barriers: an SM has {limits.barriers_per_sm} block barriers on {limits.arch} "
+            f"and the kernel uses {barriers} a block, so {by_barriers} blocks fit whatever their size")
+    if barriers >= BARRIERS_OF_A_RUNTIME_ID:
+        note += ("; ptxas counts all 16 where a bar.sync or bar.arrive takes its barrier id from a register (as "
+                 "CUTLASS's NamedBarrier does), while ids written as constants count only those named")
+    return note
 
 
 def waves(total_blocks: int, blocks_per_sm: int, sm_count: int) -> float:

@@ -123,9 +123,26 @@ def _from_ptx(data: bytes, path: Path, instances: list[str], arch: str, within: 
                  options=(), nvrtc_version=(0, 0), origin="prebuilt", image_format="ptx", ptx_params=slots)
 
 
+# A control character that is no white space of PTX: the NUL that ends the text for the driver (cuModuleLoadData reads
+# a NUL-terminated string) and the others, which no PTX holds and a checker's message would echo to the terminal.
+_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
+
+
 def _ptx_text(data: bytes, where: str) -> str:
-    """The PTX as text: ptxas and the driver read ASCII only, so a non-ASCII byte is refused at its line."""
-    stripped = data.rstrip(b"\x00")
+    """The PTX as text: ptxas and the driver read ASCII only, so a non-ASCII byte or a control character (a NUL
+    within the text above all) is refused at its line."""
+    stripped = data.rstrip(b"\x00")   # the NULs that end a PTX string as compilers write it
+    if stripped.startswith(b"\xef\xbb\xbf"):
+        raise ImageError(f"{where}:1: not PTX text: it begins with a UTF-8 byte-order mark (bytes EF BB BF, which "
+                         "some editors write), which ptxas and the driver refuse: save it as ASCII without one")
+    control = _CONTROL.search(stripped)
+    if control is not None:
+        offset, byte = control.start(), stripped[control.start()]
+        line = stripped.count(b"\n", 0, offset) + 1
+        what = ("a NUL byte: the driver reads PTX as a NUL-terminated string and would stop there" if byte == 0 else
+                f"the control character 0x{byte:02X}, which no PTX holds")
+        raise ImageError(f"{where}:{line}: not PTX text: offset {offset} holds {what} (a binary file, or text "
+                         "damaged in a copy: build the PTX again)")
     try:
         return stripped.decode("ascii")
     except UnicodeDecodeError as exc:

@@ -7,7 +7,8 @@ kernel's parameter (``mov.b64 %rd1, f_param_0`` then ``cvta.param`` for a ``__gr
 map, ``ld.param.u64 %rd2, [f_param_1]`` for a ``const CUtensorMap*``). Following those moves
 gives each instruction's parameter, so that a spec describing a rank-2 map for a kernel that
 copies rank-3 boxes through it is refused before launch rather than faulting on the GPU. A
-``__cluster_dims__`` kernel's entry carries ``.reqnctapercluster X, Y, Z``. A warp-specialised kernel's
+``__cluster_dims__`` kernel's entry carries ``.reqnctapercluster X, Y, Z``, and one whose ``__launch_bounds__`` has a
+third argument (the most blocks a cluster may have) ``.maxclusterrank N``. A warp-specialised kernel's
 ``setmaxnreg.inc`` and ``.dec`` name the registers a thread asks for or gives back. A kernel that waits for its whole
 grid (cooperative_groups' ``grid.sync()``) reads the grid's barrier workspace from ``%envreg1`` and ``%envreg2``,
 which the driver fills only for a cooperative launch (without one the kernel traps). A kernel's ``extern __shared__``
@@ -35,6 +36,8 @@ _CLUSTER = re.compile(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\
 # __launch_bounds__ (.maxntid) and a required block (.reqntid) on an entry, as a CUBIN's attributes carry them.
 _MAX_THREADS = re.compile(r"\.maxntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _REQUIRED_THREADS = re.compile(r"\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
+# __launch_bounds__'s third argument, maxBlocksPerCluster: a launch with a larger cluster is refused by the driver.
+_MAX_CLUSTER_RANK = re.compile(r"\.maxclusterrank\s+(\d+)")
 _TMA = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:cp\.async\.bulk(?:\.prefetch)?|cp\.reduce\.async\.bulk)\.tensor\.(\d)d[\w.:]*)"
                   r"[^;]*?\[\s*([%\w$.]+)\s*,\s*\{", re.MULTILINE)
 _PARAM_MOVE = re.compile(r"^\s*(?:mov|ld\.param)\.[us]?b?\d+\s+(%\w+)\s*,\s*\[?\s*([\w$.]+)_param_(\d+)\s*(?:\+\s*0\s*)?\]?\s*;",
@@ -93,19 +96,20 @@ class TmaCopy:
 
 @dataclass(frozen=True)
 class KernelPtxFacts:
-    """A kernel's TMA instructions, its compile-time cluster (None without ``__cluster_dims__``), the register
-    counts its ``setmaxnreg`` instructions move threads to (``inc`` and ``dec``, each value once, ascending),
-    whether it reads the grid workspace of a cooperative launch (`grid_sync`), whether it uses dynamic shared
-    memory (``extern __shared__``: `dynamic_shared`), whose size only the launch gives, and its entry's
-    ``.maxntid`` and ``.reqntid`` (`max_threads`, `required_threads`: what a PTX image says of its block before
-    the driver compiles it), and the block indices it reads (`block_reads`: ``ctaid.x``, ``clusterid.y``,
-    ``cluster_ctarank``..., sorted; None where unknown: a call the module does not resolve, or facts not read from
-    PTX), and what it does with its cluster (`cluster_uses`: names of `CLUSTER_USES`, sorted; None where unknown, as
-    `block_reads`), and whether it reads the grid's size (`reads_grid_size`: ``%nctaid``, ``%nclusterid``; None where
-    unknown), and the PTX type of each scalar ``__constant__`` variable of its module (`constant_types`: symbol and
-    type, ``("_ZN3lut5scaleE", "f32")``, sorted; None where unknown). `block_reads`, `cluster_uses`,
-    `reads_grid_size` and `constant_types` are left out of equality: they describe the code, not the launch the
-    other facts constrain."""
+    """A kernel's TMA instructions, its compile-time cluster (None without ``__cluster_dims__``), the register counts
+    its ``setmaxnreg`` instructions move threads to (``inc`` and ``dec``, each value once, ascending), whether it
+    reads the grid workspace of a cooperative launch (`grid_sync`), whether it uses dynamic shared memory (``extern
+    __shared__``: `dynamic_shared`), whose size only the launch gives, and its entry's ``.maxntid`` and ``.reqntid``
+    (`max_threads`, `required_threads`: what a PTX image says of its block before the driver compiles it) and
+    ``.maxclusterrank`` (`max_cluster_blocks`: the most blocks a cluster of its launch may have,
+    ``__launch_bounds__``'s third argument; None without one), and the block indices it reads (`block_reads`:
+    ``ctaid.x``, ``clusterid.y``, ``cluster_ctarank``..., sorted; None where unknown: a call the module does not
+    resolve, or facts not read from PTX), and what it does with its cluster (`cluster_uses`: names of
+    `CLUSTER_USES`, sorted; None where unknown, as `block_reads`), and whether it reads the grid's size
+    (`reads_grid_size`: ``%nctaid``, ``%nclusterid``; None where unknown), and the PTX type of each scalar
+    ``__constant__`` variable of its module (`constant_types`: symbol and type, ``("_ZN3lut5scaleE", "f32")``,
+    sorted; None where unknown). `block_reads`, `cluster_uses`, `reads_grid_size` and `constant_types` are left out
+    of equality: they describe the code, not the launch the other facts constrain."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -115,6 +119,7 @@ class KernelPtxFacts:
     dynamic_shared: bool = False
     max_threads: tuple[int, int, int] | None = None
     required_threads: tuple[int, int, int] | None = None
+    max_cluster_blocks: int | None = None
     block_reads: tuple[str, ...] | None = field(default=None, compare=False)
     cluster_uses: tuple[str, ...] | None = field(default=None, compare=False)
     reads_grid_size: bool | None = field(default=None, compare=False)
@@ -143,6 +148,7 @@ class KernelPtxFacts:
                 "grid_sync": self.grid_sync, "dynamic_shared": self.dynamic_shared,
                 "max_threads": list(self.max_threads) if self.max_threads else None,
                 "required_threads": list(self.required_threads) if self.required_threads else None,
+                "max_cluster_blocks": self.max_cluster_blocks,
                 "block_reads": list(self.block_reads) if self.block_reads is not None else None,
                 "cluster_uses": list(self.cluster_uses) if self.cluster_uses is not None else None,
                 "reads_grid_size": self.reads_grid_size,
@@ -159,6 +165,7 @@ class KernelPtxFacts:
                    tuple(int(v) for v in moves.get("inc", ())), tuple(int(v) for v in moves.get("dec", ())),
                    bool(data.get("grid_sync", False)), bool(data.get("dynamic_shared", False)),
                    _triple_of(data.get("max_threads")), _triple_of(data.get("required_threads")),
+                   None if data.get("max_cluster_blocks") is None else int(data["max_cluster_blocks"]),
                    None if data.get("block_reads") is None else tuple(str(name) for name in data["block_reads"]),
                    None if data.get("cluster_uses") is None else tuple(str(name) for name in data["cluster_uses"]),
                    None if data.get("reads_grid_size") is None else bool(data["reads_grid_size"]),
@@ -294,9 +301,11 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
     moves: dict[str, set[int]] = {"inc": set(), "dec": set()}
     for match in _SETMAXNREG.finditer(body):
         moves[match.group(1)].add(int(match.group(2)))
+    cluster_rank = _MAX_CLUSTER_RANK.search(header)
     return KernelPtxFacts(tuple(copies), cluster,   # type: ignore[arg-type]
                           tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
-                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header), block_reads,
+                          _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header),
+                          int(cluster_rank.group(1)) if cluster_rank else None, block_reads,
                           cluster_uses, reads_grid_size, constant_types)
 
 

@@ -209,13 +209,27 @@ def _pointer_array_problems(where: str, kernel_type: ParamType, matrix: str,
     (``const float* const*``, ``float**``), whose pointee is checked as a pointer to the matrix would be."""
     text = kernel_type.text
     if text.count("*") < 2:
+        if _holds_addresses(kernel_type):
+            return []
         return [f"{where}: the kernel's parameter is {text}, a pointer to the data; type: pointers passes an array of "
-                f"pointers to {matrix}'s matrices (T** or const T* const*): give {matrix} itself where the kernel "
-                "takes the data"]
+                f"pointers to {matrix}'s matrices (T** or const T* const*, or addresses as const int64_t* or void*): "
+                f"give {matrix} itself where the kernel takes the data"]
     if not operand_types or matrix not in operand_types:
         return []
     inner = ParamType("pointer", 8, text[:text.rindex("*")].removesuffix("const").strip())
     return _operand_problems(where, inner, matrix, operand_types[matrix])
+
+
+def _holds_addresses(kernel_type: ParamType) -> bool:
+    """A pointer to raw 8-byte words or to void (``const int64_t*``, ``uint64_t*``, ``void*``): an array of addresses
+    as flashinfer's and Triton's host code pass one (an int64 tensor of data pointers), or as CUTLASS's arguments
+    take one (``void*``), cast to the element's pointer in the kernel. Their element type says nothing about the
+    matrix, so it is not judged."""
+    pointee = _pointee(kernel_type)
+    if pointee == "void":
+        return True
+    kind, size = BUILTIN_TYPES.get(pointee or "", (None, None))
+    return kind == "int" and size == POINTER_BYTES
 
 
 def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[str]:

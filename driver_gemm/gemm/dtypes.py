@@ -297,6 +297,48 @@ def _bits_dtype(element: ElementType) -> np.dtype:
     return np.dtype(f"uint{8 * element.storage_bytes}")
 
 
+# ------------------------------------------------------------------------------ scale factors in a byte
+
+# Block scales stored one to a byte, as the kernels that read them declare them: ``ue8m0``, an unsigned 8-bit
+# exponent whose value is 2^(code - 127) and whose code 0xFF is NaN (the OCP Microscaling formats' E8M0: MXFP8's
+# factors, CUDA's __nv_fp8_e8m0), and ``e4m3``, a factor in fp8 e4m3 (NVFP4's). Both hold every power of two a
+# case draws for its block scales exactly.
+SCALE_STORAGES = ("ue8m0", "e4m3")
+UE8M0_BIAS = 127
+UE8M0_NAN = 0xFF
+
+
+def encode_scale_factors(values, storage: str) -> np.ndarray:
+    """The byte codes (uint8) of scale factors `values` in `storage` (one of `SCALE_STORAGES`), NaN as the storage's
+    NaN; a `ValueError` for a factor the storage does not hold exactly (ue8m0 holds powers of two from 2^-127 to
+    2^127 only)."""
+    values = np.asarray(values, dtype=np.float64)
+    if storage == "e4m3":
+        codes = encode(values, "e4m3")
+        exact = is_representable(values, "e4m3")
+    elif storage == "ue8m0":
+        mantissa, exponent = np.frexp(np.where(np.isnan(values), 1.0, values))
+        power = exponent.astype(np.int64) - 1      # frexp: value = mantissa x 2^exponent, mantissa in [0.5, 1)
+        exact = np.isnan(values) | ((mantissa == 0.5) & (power >= -UE8M0_BIAS) & (power <= UE8M0_BIAS))
+        codes = np.where(np.isnan(values), UE8M0_NAN, np.clip(power + UE8M0_BIAS, 0, UE8M0_NAN - 1))
+    else:
+        raise ValueError(f"scale factors are stored as {', '.join(SCALE_STORAGES)}, got {storage}")
+    if not exact.all():
+        wrong = values[~exact].flat[0]
+        raise ValueError(f"{storage} does not hold the scale factor {wrong:g} exactly")
+    return codes.astype(np.uint8)
+
+
+def decode_scale_factors(codes, storage: str) -> np.ndarray:
+    """The float64 values of byte codes of scale factors in `storage` (the inverse of `encode_scale_factors`)."""
+    codes = np.asarray(codes, dtype=np.uint8)
+    if storage == "e4m3":
+        return decode(codes, "e4m3")
+    if storage == "ue8m0":
+        return np.where(codes == UE8M0_NAN, np.nan, np.ldexp(1.0, codes.astype(np.int64) - UE8M0_BIAS))
+    raise ValueError(f"scale factors are stored as {', '.join(SCALE_STORAGES)}, got {storage}")
+
+
 # ------------------------------------------------------------------------------------------ draws
 
 INTEGER_DRAW_LIMIT = 8

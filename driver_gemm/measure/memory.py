@@ -134,6 +134,18 @@ def gib(count: int) -> str:
     return f"{value:.1f} GiB" if value >= 1 else f"{value:.2g} GiB"
 
 
+def gib_apart(first: int, second: int) -> tuple[str, str]:
+    """`first` and `second` bytes as `gib` writes them, with as many more decimals as it takes to tell them apart
+    where they differ (``24.3 GiB`` needed against ``23.5 GiB`` there, not ``24 GiB`` twice); in bytes where even
+    three decimals do not."""
+    shown = gib(first), gib(second)
+    for decimals in (1, 2, 3):
+        if shown[0] != shown[1] or first == second:
+            return shown
+        shown = f"{first / 2**30:.{decimals}f} GiB", f"{second / 2**30:.{decimals}f} GiB"
+    return shown if shown[0] != shown[1] else (f"{first:,} bytes", f"{second:,} bytes")
+
+
 def _what(parts: dict[str, int]) -> str:
     names = [name for name, count in parts.items() if count]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
@@ -145,9 +157,11 @@ def memory_refusal(needs: MemoryNeeds, host: int | None, device: int | None, *, 
     the figures; None when it fits (or nothing is known)."""
     reasons = []
     if host is not None and needs.host_bytes > host:
-        reasons.append(f"needs {gib(needs.host_bytes)} of host memory for {_what(needs.host)}; this machine has "
-                       f"{gib(host)}{host_word}")
+        needed, available = gib_apart(needs.host_bytes, host)
+        reasons.append(f"needs {needed} of host memory for {_what(needs.host)}; this machine has "
+                       f"{available}{host_word}")
     if device is not None and needs.device_bytes + device_overhead > device:
+        # Figures that round alike are still apart here: the session's overhead (a GiB) is more than rounding hides.
         reasons.append(f"needs {gib(needs.device_bytes)} of GPU memory for {_what(needs.device)} (and about "
                        f"{gib(device_overhead)} for the session); {device_name} has {gib(device)}")
     return "; ".join(reasons) or None

@@ -23,8 +23,9 @@ import numpy as np
 
 from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..errors import DriverGemmError
-from ..gemm.dtypes import round_to
+from ..gemm.dtypes import encode_scale_factors, round_to
 from ..gemm.groups import METADATA as GROUP_METADATA, GemmGroups, GroupsError
+from ..results.text import printable, shortened
 from ..specfile import expr
 from ..specfile.device_buffers import FILE_FIELD
 from ..specfile.limits import MAX_BUFFER_BYTES
@@ -54,7 +55,8 @@ class ScaleGrid:
     """The factors of a buffer of block scales on one shape: a `rows` x `cols` grid of blocks of `block_rows` x
     `block_cols` elements over A (M x K) or B (K x N), stored in `order` with leading dimension `ld`; factor
     (i, j) is 2 ** exponents[i * cols + j]. Every other element of the buffer holds NaN, so that a kernel that
-    reads a factor from the wrong place makes C wrong where it is checked."""
+    reads a factor from the wrong place makes C wrong where it is checked. `storage` (``ue8m0``, ``e4m3``) stores
+    each factor in a byte of that format (None: as the buffer's floating element)."""
 
     operand: str
     block_rows: int
@@ -64,6 +66,7 @@ class ScaleGrid:
     order: str
     ld: int
     exponents: bytes
+    storage: str | None = None
 
     def offsets(self) -> np.ndarray:
         """Each factor's element offset in the buffer, as a rows x cols grid."""
@@ -94,11 +97,12 @@ class ScaleGrid:
     def describe(self) -> str:
         """The grid in one line, as `plan` prints it."""
         return (f"a factor per {self.block_rows} x {self.block_cols} block of {self.operand.upper()}: "
-                f"{self.rows} x {self.cols}, {self.order} order, ld {self.ld}")
+                f"{self.rows} x {self.cols}, {self.order} order, ld {self.ld}"
+                + (f", stored as {self.storage}" if self.storage else ""))
 
     def as_dict(self) -> dict:
         return {"of": self.operand.upper(), "block": [self.block_rows, self.block_cols], "grid": [self.rows, self.cols],
-                "order": self.order, "ld": self.ld}
+                "order": self.order, "ld": self.ld, **({"stored": self.storage} if self.storage else {})}
 
 
 # A bias holds multiples of 1/16 in [-1, 1]: exact in every floating type, and as large as a product's elements.
@@ -170,6 +174,8 @@ class BufferPlan:
                 contents[self.grid.offsets()] = self.grid.factors()
             if self.bias is not None:
                 contents[:len(self.bias.steps)] = self.bias.values()
+            if self.grid is not None and self.grid.storage is not None:    # a byte a factor, NaN its own code
+                return encode_scale_factors(contents, self.grid.storage).view(np.uint8)
             if self.element == "bfloat16":     # 8 significant bits and NaN: exact in the top half of a float32
                 return (contents.astype("<f4").view("<u4") >> 16).astype("<u2").view(np.uint8)
             return contents.astype(dtype).view(np.uint8)
@@ -365,7 +371,7 @@ def _scale_grid(scales: BlockScales, env: dict, count: int) -> ScaleGrid:
     exponents = np.random.default_rng([rows, cols, block_rows, block_cols, ord(scales.operand)]).integers(
         SCALE_EXPONENTS[0], SCALE_EXPONENTS[1] + 1, size=grid_rows * grid_cols, dtype=np.int8)
     grid = ScaleGrid(scales.operand, block_rows, block_cols, grid_rows, grid_cols, scales.order, ld,
-                     exponents.tobytes())
+                     exponents.tobytes(), scales.storage)
     if grid.reach > count:
         raise _Refused(f"holds {count:,} elements, but the {grid_rows} x {grid_cols} grid of factors of {matrix} "
                        f"(blocks of {block_rows} x {block_cols}, {scales.order} order, ld {ld}) reaches {grid.reach:,}")
@@ -494,6 +500,7 @@ def _as_unsigned_words(array: np.ndarray, element: str) -> np.ndarray:
 # A fill file's header and padding besides its data (numpy.save writes at most a few hundred bytes of header).
 _NPY_HEADER_ALLOWANCE = 1 << 16
 _NPY_MAGIC = b"\x93NUMPY"   # how every file numpy.save writes begins
+_ZIP_MAGIC = b"PK\x03\x04"   # how a zip archive begins, an .npz of numpy.savez among them
 
 
 def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple[str, bytes]:
@@ -528,10 +535,13 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
             raise _Refused(f"fill file {path} holds {size:,} bytes, more than {count:,} elements of any type")
         with path.open("rb") as file:
             start = file.read(len(_NPY_MAGIC))
+            if start.startswith(_ZIP_MAGIC):
+                raise _Refused(f"fill file {path} is a zip archive (an .npz of numpy.savez, named .npy), not one "
+                               "array saved with numpy.save: save the buffer's array alone with numpy.save")
             if start != _NPY_MAGIC:   # np.load would take it for a pickle and say so, which it is not
                 raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: it does not begin with "
                                f"the .npy format's {_NPY_MAGIC!r} (a text or other file named .npy)")
-            _check_declared_count(file, path, count)
+            _check_declared_count(file, path, count, size)
         array = np.load(path, allow_pickle=False)
     except _Refused:
         raise
@@ -540,26 +550,37 @@ def _file_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> tuple
     # Not a .npy file, truncated, an object array, a header NumPy's parser cannot read (it raises what its Python
     # tokenizer does, a TokenError or a SyntaxError): the user's file, so whatever it raises is said.
     except Exception as exc:
+        # NumPy's message may quote a header of any length, and whatever bytes it holds
         raise _Refused(f"fill file {path} is no NumPy array saved with numpy.save: {type(exc).__name__}: "
-                       f"{exc}") from None
+                       f"{printable(shortened(str(exc)))}") from None
     if not isinstance(array, np.ndarray) or array.size != count:
         elements = array.size if isinstance(array, np.ndarray) else "no"
         raise _Refused(f"fill file {path} holds {elements} elements, but the buffer holds {count:,} (its size)")
     return str(path), _as_element(array.reshape(-1), buffer.element, f"fill file {path} holds")
 
 
-def _check_declared_count(file, path: Path, count: int) -> None:
-    """The element count a .npy file's header declares, against the buffer's, before NumPy reads the array: a header
-    that declares more than its file holds would have NumPy allocate the whole declared array first."""
+def _check_declared_count(file, path: Path, count: int, size: int) -> None:
+    """The array a .npy file's header declares, against the buffer and the file, before NumPy reads the array: a
+    header that declares more than its file holds would have NumPy allocate the whole declared array first, and
+    NumPy reads no further than the declared data, so bytes after it (a header that declares fewer elements, or a
+    narrower type, than the file was written with) would go unseen. `size`: the file's bytes."""
     file.seek(0)
     version = np.lib.format.read_magic(file)
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     if version not in readers:   # a later format: np.load reads (or refuses) it
         return
-    shape = readers[version](file)[0]
+    shape, _, dtype = readers[version](file)
+    if any(dimension < 0 for dimension in shape):
+        raise _Refused(f"fill file {path} declares the shape {tuple(shape)} in its header, with a negative "
+                       "dimension: not an array numpy.save writes")
     declared = math.prod(shape)
     if declared != count:
         raise _Refused(f"fill file {path} holds {declared:,} elements, but the buffer holds {count:,} (its size)")
+    data = size - file.tell()
+    if not dtype.hasobject and data > declared * dtype.itemsize:
+        raise _Refused(f"fill file {path} holds {data - declared * dtype.itemsize:,} bytes after the data its header "
+                       f"declares ({declared:,} elements of {dtype}, {declared * dtype.itemsize:,} bytes): a header "
+                       "that does not match the data written after it (save the array again with numpy.save)")
 
 
 def _built_contents(buffer: DeviceBufferArgument, env: dict, count: int) -> bytes:

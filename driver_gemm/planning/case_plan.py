@@ -19,10 +19,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..argtypes import C_TYPES, fits_float, float_value
+from ..argtypes import C_TYPES, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
 from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType, WrongArgumentValue
+from ..gemm.groups import GemmGroups
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig, pack_layout
@@ -36,9 +37,10 @@ from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
-                       fixed_block_count_note, folds_batch, grid_axes, inferred_tile, is_persistent, rows_on_x,
-                       tile_axes)
+                       fixed_block_count_note, folds_batch, folds_end_to_end, grid_axes, inferred_tile, is_persistent,
+                       one_block_per_matrix, one_block_per_matrix_note, per_matrix_tile, rows_on_x, tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
+from .tensor_scales import fold_scales
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
@@ -265,17 +267,12 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     following = tuple(_following_config(kernel, launch, env, limits, problem, notes) for launch in kernel.then)
 
     # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
+    before_arguments = len(problems)
     argument_values = {**kernel.epilogue_scalars(), **_argument_values(kernel, env, scalars or {}, problem)}
+    argument_problems = problems[before_arguments:]
     notes.extend(_unread_scalar_notes(kernel, scalars or {}))
-    if kernel.operands is not None and "alpha" in argument_values:
-        # fp8's per-tensor scales multiply the product where alpha does: the kernel gets them folded in.
-        scale_a, scale_b = kernel.operands.scales
-        argument_values["alpha"] = argument_values["alpha"] * scale_a * scale_b
-        ctype = next((a.ctype for _, a in kernel.leaf_arguments() if a.name == "alpha"), "float32")
-        if ctype in C_TYPES and C_TYPES[ctype].is_float and not fits_float(ctype, argument_values["alpha"]):
-            problem(f"alpha x the scales = {argument_values['alpha']:g} is beyond the range of {ctype}, the type the "
-                    "kernel takes them in (folded into alpha)", "scales",
-                    hint="scale the inputs so that alpha x scale a x scale b fits")
+    # fp8's per-tensor scales reach the kernel by pointer, folded into its alpha, or in no way (said in a note).
+    fold_scales(kernel, argument_values, problem, notes)
     buffers = plan_buffers(kernel, env, argument_values, problem, operands.groups)
     notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
                  if buffer.grid is not None)
@@ -283,7 +280,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                  if buffer.bias is not None)
     notes.extend(f"quantized {name}: {buffer.quantized.describe()}" for name, buffer in buffers.items()
                  if buffer.quantized is not None)
-    notes.extend(_index_overflow_notes(kernel, shape))
+    notes.extend(_index_overflow_notes(kernel, shape, operands))
     notes.extend(unpassed_ld_notes(kernel, operands))
     tile = None
     attributes = None
@@ -303,20 +300,29 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         covering = problem if len(problems) == refused else (lambda *_, **__: None)
         persistent = is_persistent(kernel.grid, env)
         _check_count_axes(kernel, env, config, covering)
-        uncounted = None if persistent else uncounted_matrices_note(kernel, operands)
+        uncounted = None if persistent else uncounted_matrices_note(kernel, operands, config)
         if uncounted:
             notes.append(uncounted)
-        tile = _check_tile(kernel, env, shape, config, covering, persistent)
-        if persistent:
+        tile = _check_tile(kernel, env, shape, config, covering, persistent, operands.groups)
+        per_matrix = one_block_per_matrix(kernel.grid, env)
+        if per_matrix and kernel.tile is None:
+            notes.append(one_block_per_matrix_note(*per_matrix))
+        elif persistent:
             notes.append(PERSISTENT_NOTE)
             fewer = _fixed_grid_under_its_tiles(kernel, shape, config, tile)
             fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid)
             if fixed:
                 notes.append(fixed)
-        elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering):
+        elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering,
+                                                                  operands.groups):
             notes.append(UNCHECKED_NOTE)
         if not persistent:
             _check_rows_axis(kernel, covering, notes)
+    if argument_problems and any((found.field or "").startswith(f"{kernel.field_path}.require[")
+                                 for found in problems):
+        # An argument whose value fails on a shape the kernel's require: excludes ('M / 4' on M = 1001) fails
+        # because of it: the require, the reason, is said alone.
+        problems[:] = [found for found in problems if not any(found is other for other in argument_problems)]
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
                     _constant_bytes(kernel, env, scalars or {}, problem), following)
@@ -383,16 +389,24 @@ def _unread_scalar_notes(kernel: KernelSpec, scalars: Mapping[str, float]) -> li
     return notes
 
 
-def _uncounted_matrices(kernel: KernelSpec, operands: GemmOperands | None) -> tuple[str, int] | None:
+def _uncounted_matrices(kernel: KernelSpec, operands: GemmOperands | None,
+                        config: LaunchConfig | None = None) -> tuple[str, int] | None:
     """The name that counts C's matrices (``batch``, or ``groups`` for masked groups, each of its own matrices) and
-    their count, where C has more than one and no grid extent reads that name: no axis gives each matrix its blocks,
-    so the kernel covers them only by looping over them itself. None otherwise (contiguous groups share one C,
-    whose rows the grid's M covers)."""
+    their count, where C has more than one and no grid extent reads that name, nor (on the launch `config`) has
+    their count as its value while it reads neither M, N nor the GPU's size and numbers no tiles (``NB * NI`` where
+    the batch's count is ``NB * NI``): no axis gives each matrix its blocks, so the kernel covers them only by
+    looping over them itself. None otherwise (contiguous groups share one C, whose rows the grid's M covers)."""
     if operands is None or operands.c.batch <= 1:
         return None
     name = "groups" if operands.groups is not None else "batch"
     if any(name in extent.names for extent in kernel.grid):
         return None
+    if config is not None:
+        numbering = tile_axes(kernel.grid)
+        if any(config.grid[axis] == operands.c.batch and axis not in numbering
+               and not extent.names & {"M", "N", SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME}
+               for axis, extent in enumerate(kernel.grid)):
+            return None
     return name, operands.c.batch
 
 
@@ -404,11 +418,13 @@ def _matrices_words(name: str, count: int) -> tuple[str, str, str]:
     return f"the {count:,} masked groups' matrices", "group", "groups"
 
 
-def uncounted_matrices_note(kernel: KernelSpec, operands: GemmOperands | None) -> str | None:
-    """A note for a grid that no axis of reads the batch (or the masked groups) while C has several matrices: the
-    kernel must loop over them itself, since none of its blocks is told which matrix is its own. `uncounted_matrices_
-    check` refuses the case where the kernel's PTX shows it picks the matrix from a block index the grid leaves at 1."""
-    found = _uncounted_matrices(kernel, operands)
+def uncounted_matrices_note(kernel: KernelSpec, operands: GemmOperands | None,
+                            config: LaunchConfig | None = None) -> str | None:
+    """A note for a grid that no axis of reads the batch (or the masked groups), nor on `config` counts them by
+    value, while C has several matrices: the kernel must loop over them itself, since none of its blocks is told
+    which matrix is its own. `uncounted_matrices_check` refuses the case where the kernel's PTX shows it picks the
+    matrix from a block index the grid leaves at 1."""
+    found = _uncounted_matrices(kernel, operands, config)
     if found is None:
         return None
     name, count = found
@@ -426,7 +442,7 @@ def uncounted_matrices_check(plan: CasePlan, block_reads: tuple[str, ...] | None
     one alone. Only z is held so: it is where a batch's blocks go, while a 1 on x or y may be C's one tile there.
     `plan` as it is otherwise."""
     kernel, config = plan.kernel, plan.config
-    found = _uncounted_matrices(kernel, plan.operands)
+    found = _uncounted_matrices(kernel, plan.operands, config)
     if (found is None or config is None or block_reads is None or reads_grid_size is not False
             or is_persistent(kernel.grid)):
         return plan
@@ -446,7 +462,7 @@ def uncounted_matrices_check(plan: CasePlan, block_reads: tuple[str, ...] | None
         hint=f"grid {letter} should be {name}, a block for every {one}"
              + ("" if axis < len(kernel.grid) else f": [{', '.join(e.source for e in kernel.grid)}"
                 + ", 1" * (axis - len(kernel.grid)) + f", {name}]"))
-    note = uncounted_matrices_note(kernel, plan.operands)
+    note = uncounted_matrices_note(kernel, plan.operands, config)
     return dataclasses.replace(plan, problems=[*plan.problems, problem],
                                notes=[existing for existing in plan.notes if existing != note])
 
@@ -576,7 +592,8 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
             and 1 <= config.threads_per_block <= limits.max_threads_per_block:
         # The estimate of the clusters that fit counts the blocks an SM holds, which the resources decide.
         blocks_per_sm = _occupancy(limits, config.threads_per_block, resources.registers,
-                                   resources.static_shared_bytes, config.shared_bytes).blocks_per_sm
+                                   resources.static_shared_bytes, config.shared_bytes,
+                                   barriers=resources.barriers).blocks_per_sm
         if blocks_per_sm >= 1 and blocks_per_sm != estimate.blocks_per_sm:
             # The launch half again, with that count. The problems found after the launch half (the memory
             # check's, appended to its own) read no launch value, so they stand: they are the ones past the
@@ -598,7 +615,8 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
                 config.shared_bytes + resources.static_shared_bytes > limits.max_shared_per_block:
             notes = [note for note in notes if "opt-in" not in note]
         if 1 <= threads <= limits.max_threads_per_block:
-            occ = _occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes)
+            occ = _occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes,
+                             barriers=resources.barriers)
             if occ.blocks_per_sm == 0 and occ.reason and not problems:
                 problem(f"cannot launch: {occ.reason}", "block")
             wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
@@ -684,17 +702,32 @@ def unpassed_ld_notes(kernel: KernelSpec, operands: GemmOperands) -> list[str]:
     return notes
 
 
-def _index_overflow_notes(kernel: KernelSpec, shape: Shape) -> list[str]:
-    """A warning when a matrix has 2**31 elements or more while the kernel takes its sizes as int32."""
-    narrow = [a.name for _, a in kernel.leaf_arguments() if a.name in ("M", "N", "K") and a.ctype == "int32"]
+# The sizes a kernel computes its indices with (row * ld + col, b * stride): an int32 argument of one of these values
+# makes them 32-bit.
+_INDEX_SIZES = frozenset({"M", "N", "K", "lda", "ldb", "ldc", "strideA", "strideB", "strideC"})
+
+
+def _index_overflow_notes(kernel: KernelSpec, shape: Shape, operands: GemmOperands | None = None) -> list[str]:
+    """A warning when an operand spans 2**31 elements or more (every matrix of its batch, padding included) while
+    the kernel takes a size it indexes with as int32: an argument whose value reads M, N, K, a leading dimension or
+    a batch stride, whatever its name."""
+    narrow = [a.name for _, a in kernel.leaf_arguments()
+              if a.ctype == "int32" and (a.value.names if a.value is not None else {a.name}) & _INDEX_SIZES]
     if not narrow:
         return []
-    sizes = {"A (M*K)": shape.M * shape.K, "B (K*N)": shape.K * shape.N, "C (M*N)": shape.M * shape.N}
+    if operands is None:
+        sizes = {"A (M*K)": shape.M * shape.K, "B (K*N)": shape.K * shape.N, "C (M*N)": shape.M * shape.N}
+    else:
+        sizes = {f"{label} ({f'{layout.batch:,} matrices of ' if layout.batch > 1 else ''}{each})": layout.elements
+                 for label, layout, each in (("A", operands.a, "M*K"), ("B", operands.b, "K*N"),
+                                             ("C", operands.c, "M*N"))}
     large = [f"{name} = {count}" for name, count in sizes.items() if count >= INDEX_LIMIT]
     if not large:
         return []
+    index = "b * stride + row * ld + col" if operands is not None and operands.c.batch > 1 else "row * ld + col"
     return [f"{kernel.where_field('signature')}: shape {shape.label}: {', '.join(large)} elements reach 2**31 while "
-            f"{', '.join(narrow)} are int32: an index computed in 32 bits (row * ld + col) overflows"]
+            f"{', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} int32: an index computed in 32 bits "
+            f"({index}) overflows"]
 
 
 def _count(value: int) -> str:
@@ -711,8 +744,11 @@ def _check_dimensions(kernel, env, block, grid, shared, limits: ArchLimits, prob
     for axis, (extent, maximum) in enumerate(zip(block, limits.max_block_dims)):
         threads *= extent
         if extent < 1 or extent > maximum:
+            x, y, z = limits.max_block_dims
             problem(f"block {'xyz'[axis]} extent {_count(extent)} ('{kernel.block[axis].source}' with "
-                    f"{_names(kernel.block[axis], env)}) must be 1 to {maximum}", f"block[{axis}]")
+                    f"{_names(kernel.block[axis], env)}) must be 1 to {maximum}", f"block[{axis}]",
+                    hint=f"a block's x may be 1 to {x}, y 1 to {y} and z 1 to {z}, with at most "
+                         f"{limits.max_threads_per_block} threads in all: give the rest of the work to the grid")
             ok = False
     if ok and threads > limits.max_threads_per_block:
         problem(f"{threads} threads per block ({' x '.join(map(str, block))}) exceed the limit of "
@@ -747,9 +783,12 @@ def block_registers(registers: int, threads: int, limits: ArchLimits) -> int:
 def check_resources(config: LaunchConfig, resources: KernelResources, limits: ArchLimits, problem) -> None:
     total_shared = resources.static_shared_bytes + config.shared_bytes
     if total_shared > limits.max_shared_per_block:
+        room = max(limits.max_shared_per_block - resources.static_shared_bytes, 0)
         problem(f"{resources.static_shared_bytes} static + {config.shared_bytes} dynamic = {total_shared} bytes of "
-                f"shared memory exceed the {limits.max_shared_per_block} a block may have on {limits.arch}",
-                "shared_bytes")
+                f"shared memory exceed the {limits.max_shared_per_block} a block may have on {limits.arch}: beside "
+                f"the kernel's static part, shared_bytes may be at most {room}", "shared_bytes",
+                hint="use smaller tiles or fewer pipeline stages, or move static __shared__ arrays into the dynamic "
+                     "part")
     need = block_registers(resources.registers, config.threads_per_block, limits)
     if need > limits.registers_per_block:
         problem(f"{resources.registers} registers per thread x {config.threads_per_block} threads need "
@@ -803,12 +842,14 @@ def _check_count_axes(kernel: KernelSpec, env, config: LaunchConfig, problem) ->
 
 
 def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem,
-                persistent: bool = False) -> tuple[int, int] | None:
+                persistent: bool = False, groups: GemmGroups | None = None) -> tuple[int, int] | None:
     """With a declared tile (rows x cols of C per block), a grid that follows C must cover it: on the axes that
     step along N and M (x and y as usual), each times the blocks of an axis its tiles are split over
     (`_split_over`), or, where one axis numbers every tile or shares its blocks out over both, in its count of
-    blocks. A persistent grid is not held to it (`coverage`). Returns the tile's rows and columns (None when
-    undeclared or not computable)."""
+    blocks. A persistent grid is not held to it (`coverage`); a grid of one block per matrix (group) is held to
+    the tile's covering the whole of one (`_check_one_block_per_matrix`); where an axis numbers contiguous groups,
+    each of its slices to the largest group's rows (`_group_slice_rows`). Returns the tile's rows and columns (None
+    when undeclared or not computable)."""
     if kernel.tile is None:
         return None
     try:
@@ -826,6 +867,10 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         return None
     if persistent:
         return rows, cols
+    per_matrix = one_block_per_matrix(kernel.grid, env)
+    if per_matrix:
+        _check_one_block_per_matrix(kernel, env, shape, per_matrix, rows, cols, groups, problem)
+        return rows, cols
     axes = grid_axes(kernel.grid) or _split_grid_axes(kernel, env, config, rows, cols)
     if axes is None:
         _check_tile_count(kernel, env, shape, config, rows, cols, problem)
@@ -840,15 +885,27 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         return rows, cols
     sides = [(column_axis, "N", shape.N, cols, kernel.tile[1].source, column_split),
              (row_axis, "M", shape.M, rows, kernel.tile[0].source, row_split)]
-    short = []
+    slices = _group_slice_axis(kernel, groups, row_axis)
+    if slices is not None and not row_split:
+        sides = sides[:1]
+        _check_group_slices(kernel, config, row_axis, rows, kernel.tile[0].source, groups, slices, problem)
+    # each: axis, size's name, size, tile, tile's source, split, matrices, rows covered (None: counted by matrices)
+    short: list[tuple[int, str, int, int, str, tuple[int, int] | None, int, int | None]] = []
     for axis, size_name, size, tile, tile_source, split in sides:
         matrices = env.get("batch", 1) if folds_batch(kernel.grid[axis]) else 1
         covered = config.grid[axis] * tile * (split[1] if split else 1)
-        if covered < size * matrices:
+        if matrices > 1 and not split and not folds_end_to_end(kernel.grid[axis]):
+            # ceil(M / BM) * batch: each matrix's rows in whole tiles of their own, not the batch's end to end
+            if config.grid[axis] < -(-size // tile) * matrices:
+                short.append((axis, size_name, size, tile, tile_source, split, matrices, None))
+        elif covered < size * matrices:
             short.append((axis, size_name, size, tile, tile_source, split, matrices, covered))
     if short and _tile_count_covers(kernel, env, shape, config, rows, cols):
         return rows, cols   # a swizzled grid (CUTLASS's x of twice the column tiles, y of half the rows) is whole
     for axis, size_name, size, tile, tile_source, split, matrices, covered in short:
+        if covered is None:
+            _matrices_short(kernel, config, axis, size_name, size, tile, tile_source, matrices, problem)
+            continue
         what = "columns" if size_name == "N" else "rows"
         of = f"{size_name} = {size}" if matrices == 1 else f"the batch's {matrices} x {size_name} = {size * matrices}"
         blocks = f"{config.grid[axis]} blocks x {tile}"
@@ -953,7 +1010,8 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
     split over two) covers C when it has a block for every tile: every axis but the batch's and a split of K,
     multiplied."""
     blocks, tiles, axes = _blocks_and_tiles(kernel, env, shape, config, rows, cols)
-    if blocks < tiles and _rows_short(kernel, shape, config, rows, cols, axes, problem):
+    if blocks < tiles and (_rows_short(kernel, shape, config, rows, cols, axes, problem)
+                           or _unread_rows_short(kernel, shape, config, rows, cols, problem)):
         return
     if blocks < tiles:
         names = ["xyz"[axis] for axis in axes]
@@ -970,6 +1028,113 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
                 or _rows_only_hint(kernel, shape, cols, column_tiles)
                 or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
                 + (" * batch" if matrices > 1 else ""))
+
+
+def _unread_rows_short(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int,
+                       problem) -> bool:
+    """For a grid of too few blocks with one axis over C's columns (it reads N alone, covering them), none that
+    reads M, and one other axis of a number or a param (``[ceil(N / 16), 4, batch]``): that axis is where C's rows
+    belong, so the rows it leaves are said there, with the extent that covers them. False (nothing said) for any
+    other grid."""
+    reads = [extent.names & {"M", "N"} for extent in kernel.grid]
+    columns = [axis for axis, names in enumerate(reads) if names == {"N"}]
+    if len(columns) != 1 or any("M" in names for names in reads) or folds_batch(kernel.grid[columns[0]]) \
+            or config.grid[columns[0]] * cols < shape.N:
+        return False
+    numbering = tile_axes(kernel.grid)
+    others = [axis for axis, extent in enumerate(kernel.grid) if axis != columns[0] and axis not in numbering
+              and not extent.names & {"K", *COUNT_NAMES, SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME}]
+    if len(others) != 1:
+        return False
+    axis = others[0]
+    covered = config.grid[axis] * rows
+    if covered >= shape.M:
+        return False
+    letter = "xyz"[axis]
+    problem(f"the grid covers {covered} of M = {shape.M} rows ({config.grid[axis]} blocks x {rows}, grid {letter} "
+            f"'{kernel.grid[axis].source}', while no grid axis reads M): {_span('rows', covered, shape.M - 1)} would "
+            f"never be written", f"grid[{axis}]",
+            hint=f"grid {letter} should be {_tiles_along('M', kernel.tile[0].source, rows)}, C's row tiles")
+    return True
+
+
+def _matrices_short(kernel: KernelSpec, config: LaunchConfig, axis: int, size_name: str, size: int, tile: int,
+                    tile_source: str, matrices: int, problem) -> None:
+    """The problem of an axis that folds the batch in by matrices (``ceil(M / BM) * batch - 1``) with too few
+    blocks: each matrix needs ceil(M / BM) of its own (its last tile rounded up by itself), so the blocks are
+    counted in those, and what is left is said by matrix."""
+    what = "columns" if size_name == "N" else "rows"
+    per_matrix = -(-size // tile)
+    blocks = config.grid[axis]
+    first, part = divmod(blocks, per_matrix)
+    left = []
+    if part:
+        left.append(f"{_span(what, part * tile, size - 1)} of matrix {first}")
+        first += 1
+    if first < matrices:
+        left.append(f"matrix {first}" if first == matrices - 1 else f"matrices {first}-{matrices - 1}")
+    letter = "xyz"[axis]
+    problem(f"the grid has {blocks:,} blocks on {letter} for the batch's {matrices:,} matrices of "
+            f"ceil({size_name} / {tile_source}) = {per_matrix:,} tile{'s' if per_matrix != 1 else ''} of {tile} {what} "
+            f"each, {per_matrix * matrices:,} "
+            f"blocks ('{kernel.grid[axis].source}' rounds each matrix's {what} up to whole tiles of its own): "
+            f"{' and '.join(left)} would never be written", f"grid[{axis}]",
+            hint=f"grid {letter} should be ceil({size_name} / {tile_source}) * batch")
+
+
+def _group_slice_axis(kernel: KernelSpec, groups: GemmGroups | None, row_axis: int) -> int | None:
+    """The axis that numbers contiguous groups (`count_axes`: ``groups`` on z), other than the rows' axis: each of
+    its slices is one group's rows, so the rows' axis is held to the largest group, not to M. None otherwise."""
+    if groups is None or groups.layout != "contiguous":
+        return None
+    return next((axis for axis, name in count_axes(kernel.grid) if name == "groups" and axis != row_axis), None)
+
+
+def _check_group_slices(kernel: KernelSpec, config: LaunchConfig, row_axis: int, rows: int, tile_source: str,
+                        groups: GemmGroups, slice_axis: int, problem) -> None:
+    """Each slice of the axis that numbers contiguous groups covers its group's rows with the rows' axis: the
+    largest group must fit, whatever the average (``ceil(M / (16 * groups))`` holds for even groups only)."""
+    covered = config.grid[row_axis] * rows
+    largest = max(groups.rows, default=0)
+    if covered >= largest:
+        return
+    group = groups.rows.index(largest)
+    more = sum(held > covered for held in groups.rows) - 1
+    others = f" (and {more} more {'group holds' if more == 1 else 'groups hold'} more than {covered})" if more else ""
+    row_letter, slice_letter = "xyz"[row_axis], "xyz"[slice_axis]
+    problem(f"grid {slice_letter} numbers the {groups.count} contiguous groups, so each of its slices covers "
+            f"{covered} rows of its group ({config.grid[row_axis]} blocks of grid {row_letter} x {rows}, "
+            f"'{kernel.grid[row_axis].source}'), but group {group} holds {largest}: its "
+            f"{_span('rows', covered, largest - 1)} would never be written{others}", f"grid[{row_axis}]",
+            hint=f"grid {row_letter} should be ceil(M / {tile_source}), as many row tiles as one group may hold; "
+                 f"'{kernel.grid[row_axis].source}' covers the average group, which the largest exceeds unless "
+                 "the rows are even")
+
+
+def _check_one_block_per_matrix(kernel: KernelSpec, env, shape: Shape, per_matrix: tuple[int, str], rows: int,
+                                cols: int, groups: GemmGroups | None, problem) -> None:
+    """A grid of one block per matrix (group), `coverage.one_block_per_matrix`, with a declared tile: the one block
+    covers its matrix only where the tile is the whole of it (``tile: [M, N]``), a contiguous group's rows the
+    largest group's."""
+    axis, name = per_matrix
+    one = "matrix" if name == "batch" else "group"
+    need_rows = max(groups.rows, default=0) if groups is not None and groups.layout == "contiguous" else shape.M
+    if rows >= need_rows and cols >= shape.N:
+        return
+    left = []
+    if rows < need_rows:
+        left.append(_span("rows", rows, need_rows - 1))
+    if cols < shape.N:
+        left.append(_span("columns", cols, shape.N - 1))
+    largest = " (the largest group's)" if need_rows != shape.M else ""
+    letter = "xyz"[axis]
+    problem(f"grid {letter} ('{kernel.grid[axis].source}' with {_names(kernel.grid[axis], env)}) gives each {one} one "
+            f"block, whose tile: [{kernel.tile[0].source}, {kernel.tile[1].source}] covers {rows} x {cols} of its "
+            f"{need_rows} x {shape.N}{largest}: {' and '.join(left)} of each {one} would never be written",
+            f"grid[{axis}]",
+            hint=f"a block that computes its whole {one} is declared with tile: [M, N]; one that computes a tile "
+                 f"needs grid axes over C's tiles too, [ceil(N / {kernel.tile[1].source}), "
+                 f"ceil(M / {kernel.tile[0].source}), {name}]")
 
 
 def _check_rows_axis(kernel: KernelSpec, problem, notes: list[str]) -> None:
@@ -1051,26 +1216,42 @@ def _shared_axis_hint(kernel: KernelSpec, env, config: LaunchConfig, rows: int, 
             f"tiles of {rows} x {cols}")
 
 
-def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem) -> bool:
+def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, problem,
+                             groups: GemmGroups | None = None) -> bool:
     """Without a tile: the grid checked against the tile its own expressions divide M and N by (`coverage`), on
-    the axes that step along N and M. False when they do not say (coverage unchecked)."""
+    the axes that step along N and M (an axis folding the batch in by matrices, ``ceil(M / BM) * batch``, by
+    BM for each matrix; where an axis numbers contiguous groups, the rows' by the largest group, the groups taken
+    out of its divisor: ``ceil(M / (16 * groups))`` gives a block 16 rows). False when they do not say (coverage
+    unchecked)."""
     axes = grid_axes(kernel.grid)
     if axes is None:
         return False
     column_axis, row_axis = axes
-    cols, rows = inferred_tile(kernel.grid[column_axis], "N"), inferred_tile(kernel.grid[row_axis], "M")
+    cols = inferred_tile(kernel.grid[column_axis], "N") or per_matrix_tile(kernel.grid[column_axis], "N")
+    rows = inferred_tile(kernel.grid[row_axis], "M") or per_matrix_tile(kernel.grid[row_axis], "M")
     if cols is None or rows is None:
         return False
+    slice_axis = _group_slice_axis(kernel, groups, row_axis)
     try:
         col_extent, row_extent = cols.evaluate_int(env), rows.evaluate_int(env)
+        if slice_axis is not None:
+            row_extent = rows.evaluate_int({**env, "groups": 1})
     except expr.ExpressionError:
         return False
-    for axis, extent, size_name, size, divisor in ((column_axis, col_extent, "N", shape.N, cols),
-                                                   (row_axis, row_extent, "M", shape.M, rows)):
+    sides = [(column_axis, col_extent, "N", shape.N, cols), (row_axis, row_extent, "M", shape.M, rows)]
+    if slice_axis is not None and groups is not None:
+        sides = sides[:1]
+        tile_source = rows.source if "groups" not in rows.names else str(row_extent)
+        _check_group_slices(kernel, config, row_axis, row_extent, tile_source, groups, slice_axis, problem)
+    for axis, extent, size_name, size, divisor in sides:
         blocks = config.grid[axis]
         covered = blocks * extent
         # An axis that folds the batch in (ceil(M / BM) * batch) steps along every matrix's rows (columns).
         matrices = env.get("batch", 1) if folds_batch(kernel.grid[axis]) else 1
+        if matrices > 1 and not folds_end_to_end(kernel.grid[axis]):
+            if blocks < -(-size // extent) * matrices:
+                _matrices_short(kernel, config, axis, size_name, size, extent, divisor.source, matrices, problem)
+            continue
         if covered < size * matrices:
             what = "columns" if size_name == "N" else "rows"
             of = f"{size_name} = {size}" if matrices == 1 else \

@@ -11,7 +11,9 @@ outnumber the cap) launches as many blocks as fit, each looping over tiles of it
 what is covered, so nothing is checked before the launch, a declared tile included; the run's check of every element
 of C is what holds it.
 
-An axis that reads ``batch`` (or a grouped GEMM's ``groups``) numbers the matrices (groups): `count_axes`.
+An axis that reads ``batch`` (or a grouped GEMM's ``groups``) numbers the matrices (groups): `count_axes`. A grid
+whose every other axis is 1 (``[batch]``, ``[1, 1, groups]``) gives each matrix (group) one block: it is no
+persistent grid, and a declared tile covers a matrix only where it is the whole of it (`one_block_per_matrix`).
 
 A grid whose x counts M and whose y counts N (`rows_on_x`) is held to C either way round, since some kernels do take
 their row from blockIdx.x; whether this one does, neither the grid nor a reliable reading of the PTX says, so the
@@ -55,11 +57,33 @@ _DEVICE_NAMES = frozenset({"sm_count", "max_active_clusters"})
 
 def is_persistent(grid: Sequence[expr.Expression], env: dict | None = None) -> bool:
     """Whether `grid` launches blocks by the GPU's size (or a constant count) rather than by C's tiles: where it
-    reads the GPU's size or neither M nor N, or, on the shape of `env` (any shape without one), caps an extent with
-    a count below the tiles it would number."""
+    reads the GPU's size or neither M nor N (one block per matrix, `one_block_per_matrix`, excepted), or, on the
+    shape of `env` (any shape without one), caps an extent with a count below the tiles it would number."""
+    if one_block_per_matrix(grid, env):   # [batch]: its count follows the matrices, neither the GPU nor a number
+        return False
     names = frozenset().union(*(extent.names for extent in grid))
     return bool(names & _DEVICE_NAMES) or not names & {"M", "N"} or any(_capped_by_count(extent, env)
                                                                          for extent in grid)
+
+
+def one_block_per_matrix(grid: Sequence[expr.Expression], env: dict | None = None) -> tuple[int, str] | None:
+    """The axis that numbers the matrices (groups) and the name it reads, where `grid` gives each of them one block:
+    the one axis of `count_axes`, every other axis 1 (as written, or on the shape of `env`), and nothing read of M,
+    N or the GPU's size (``[batch]``, ``[1, 1, groups]``). None for any other grid."""
+    counted = count_axes(grid)
+    if len(counted) != 1 or frozenset().union(*(extent.names for extent in grid)) & (_DEVICE_NAMES | {"M", "N"}):
+        return None
+    axis = counted[0][0]
+    for other, extent in enumerate(grid):
+        if other == axis:
+            continue
+        try:
+            value = extent.evaluate_int(env) if env is not None else int(extent.source)
+        except (expr.ExpressionError, ValueError):
+            return None
+        if value != 1:
+            return None
+    return counted[0]
 
 
 def _capped_by_count(extent: expr.Expression, env: dict | None) -> bool:
@@ -139,9 +163,12 @@ def tile_axes(grid: Sequence[expr.Expression]) -> list[int]:
     such as ``SPLITS`` or a number) launch copies of the same tiles: counting them would let a grid of too few
     tiles pass."""
     splits = set().union(*(_divisor_factors(extent.tree) for extent in grid if extent.names & {"M", "N"}))
-    # An axis that reads M or N numbers tiles even where it folds the batch in (ceil(M / BM) * ceil(N / BN) * batch).
+    # An axis that reads M or N numbers tiles even where it folds the batch in (ceil(M / BM) * ceil(N / BN) * batch);
+    # one that reads the batch or the groups alone numbers matrices (groups), even where another axis divides M by
+    # the groups ([ceil(N / 16), ceil(M / (16 * groups)), groups]: each z slice is one group's rows).
     return [axis for axis, extent in enumerate(grid)
-            if extent.names & {"M", "N"} or ("batch" not in extent.names and ast.unparse(extent.tree) in splits)]
+            if extent.names & {"M", "N"} or (not extent.names & set(COUNT_NAMES)
+                                             and ast.unparse(extent.tree) in splits)]
 
 
 def _divisor_factors(node: ast.AST) -> set[str]:
@@ -191,9 +218,44 @@ def _capped(node: ast.AST, name: str) -> bool:
 
 def folds_batch(extent: expr.Expression) -> bool:
     """Whether `extent` numbers C's tiles of every matrix of the batch (``ceil(M / BM) * batch``, ``ceil(M * batch /
-    BM)``): it reads M or N and ``batch``, uncapped. Its blocks cover the batch's M (or N) times its count. A grouped
-    GEMM's M is already every group's rows (contiguous groups), so ``groups`` beside M says no such thing."""
+    BM)``): it reads M or N and ``batch``, uncapped. A grouped GEMM's M is already every group's rows (contiguous
+    groups), so ``groups`` beside M says no such thing. How its blocks cover the batch, `folds_end_to_end` says."""
     return "batch" in extent.names and bool(extent.names & {"M", "N"}) and not _capped(extent.tree, "batch")
+
+
+def folds_end_to_end(extent: expr.Expression) -> bool:
+    """Whether a batch-folding `extent` (`folds_batch`) divides the batch's rows (columns) laid end to end, as
+    ``ceil(M * batch / BM)`` does: a division whose numerator reads both the batch and M or N. Its blocks cover
+    batch x M rows, a tile straddling two matrices. Otherwise (``ceil(M / BM) * batch``) each matrix's rows are
+    rounded up to whole tiles of their own, and the axis needs ceil(M / BM) blocks for every matrix."""
+    return any(isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv))
+               and "batch" in _names_of(node.left) and _names_of(node.left) & {"M", "N"}
+               for node in ast.walk(extent.tree))
+
+
+def per_matrix_tile(extent: expr.Expression, size: str) -> expr.Expression | None:
+    """The per-block extent X of a grid that folds the batch in by matrices (``ceil(M / X) * batch``, ``ceil(M / X)
+    * (batch - 1)``): the divisor of the one division of `size` it holds, as an expression; None for any other
+    extent (one laid end to end, `folds_end_to_end`, or none of `size` alone)."""
+    if not folds_batch(extent) or folds_end_to_end(extent):
+        return None
+    found = []
+    for node in ast.walk(extent.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("ceil", "floor") \
+                or isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+            tile = inferred_tile(expr.parse(ast.unparse(node)), size)
+            if tile is not None:
+                found.append(tile.source)
+    return expr.parse(found[0]) if len(set(found)) == 1 else None
+
+
+def one_block_per_matrix_note(axis: int, name: str) -> str:
+    """The note for a grid of one block per matrix (group), `one_block_per_matrix`, without a tile: that block
+    computes the whole of its matrix, which the grid cannot show."""
+    one = "matrix" if name == "batch" else "group"
+    return (f"grid {'xyz'[axis]} reads {name} alone: one block for each {one}, which must compute the whole of it, so "
+            f"coverage of C is unchecked before the launch; tile: [M, N] says a block computes its whole {one} and "
+            f"has that checked, and the run's check names any element of C left unwritten")
 
 
 PERSISTENT_NOTE = ("coverage of C unchecked before the launch: the grid follows the GPU (sm_count, "

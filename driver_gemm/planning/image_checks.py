@@ -2,22 +2,22 @@
 registers its warpgroups move with ``setmaxnreg``, a grid-wide barrier, dynamic shared memory and the size of a
 parameter a host builder makes (`host_builders`).
 
-`complete_plan` calls `image_checks` once a kernel is built. The kernel's PTX (`cuda.ptx_facts`)
-names the rank of every tensor-map copy and the parameter its map comes from, and a
-``__cluster_dims__`` kernel carries its cluster in the image (`KernelImage.cluster_dims`, or the
-PTX's ``.reqnctapercluster``). A spec map whose rank is not the rank the kernel copies with, a grid
-that the compiled cluster does not divide, or a spec ``cluster:`` other than the compiled one are
-refused here, at the spec's file and line, before any launch, and so are a block over the kernel's own
-``__launch_bounds__``, a stack frame over a thread's local memory and a compiled cluster over the limit a spec's
-``cluster:`` has, a kernel that waits for its whole grid without ``cooperative: true``, and one that uses
-dynamic shared memory launched with none (seen in its PTX, or, for a CUBIN without PTX, in machine code that
-touches shared memory it does not declare); how each map is passed is noted, and what a prebuilt image says of
-its spills, whose bytes it does not record. A kernel whose warpgroups ask
-``setmaxnreg.inc`` for more registers than the block was launched with (after the one warpgroup that gives
-some back with ``.dec``) would wait for them forever: that is noted too, since which warps take which branch
-is not known before the launch. A grid of more than one block along an axis whose block index the kernel never
-reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) is refused at that axis, its blocks there
-being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`).
+`complete_plan` calls `image_checks` once a kernel is built. The kernel's PTX (`cuda.ptx_facts`) names the rank of
+every tensor-map copy and the parameter its map comes from, and a ``__cluster_dims__`` kernel carries its cluster in
+the image (`KernelImage.cluster_dims`, or the PTX's ``.reqnctapercluster``). A spec map whose rank is not the rank
+the kernel copies with, a grid that the compiled cluster does not divide, or a spec ``cluster:`` other than the
+compiled one are refused here, at the spec's file and line, before any launch, and so are a block over the kernel's
+own ``__launch_bounds__``, a cluster over its third argument (maxBlocksPerCluster, ``.maxclusterrank``), a stack
+frame over a thread's local memory and a compiled cluster over the limit a spec's ``cluster:`` has, a kernel that
+waits for its whole grid without ``cooperative: true``, and one that uses dynamic shared memory launched with none
+(seen in its PTX, or, for a CUBIN without PTX, in machine code that touches shared memory it does not declare); how
+each map is passed is noted, and what a prebuilt image says of its spills, whose bytes it does not record. A kernel
+whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was launched with (after the one warpgroup
+that gives some back with ``.dec``) would wait for them forever: that is noted too, since which warps take which
+branch is not known before the launch. A grid of more than one block along an axis whose block index the kernel
+never reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) is refused at that axis, its blocks
+there being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`). A kernel
+whose block barriers limit the blocks an SM holds is noted with why (`cuda.occupancy.barrier_note`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from ..cuda.sass import disassemble, find_disassembler, shared_memory_instructio
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
 from ..specfile.expr import Expression
-from ..cuda.occupancy import ArchLimits
+from ..cuda.occupancy import ArchLimits, barrier_note
 from .case_plan import CasePlan, block_registers, check_resources
 from .coverage import tile_axes
 from .host_builders import check_builders
@@ -210,6 +210,15 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
     cluster = compiled_cluster(image, facts)
     if cluster is not None:
         _check_compiled_cluster(plan, cluster, problem, notes)
+    # __launch_bounds__'s third argument: the image's attribute, else the PTX's .maxclusterrank
+    max_cluster_blocks = image.max_cluster_blocks if image is not None else None
+    if max_cluster_blocks is None and facts is not None:
+        max_cluster_blocks = facts.max_cluster_blocks
+    _check_cluster_bound(plan, cluster, max_cluster_blocks, problem)
+    if plan.occupancy is not None and plan.resources is not None:
+        note = barrier_note(plan.occupancy, plan.resources.barriers, limits)
+        if note:
+            notes.append(note)
     if facts is not None and facts.register_increases:
         notes.extend(register_move_notes(facts, plan, limits))
     if facts is not None:
@@ -447,6 +456,24 @@ def _check_block_bounds(plan: CasePlan, max_threads: tuple[int, int, int] | None
                 f"{' x '.join(map(str, required_threads))} (.reqntid): the driver refuses the launch", "block")
 
 
+def _check_cluster_bound(plan: CasePlan, compiled: tuple[int, int, int] | None, max_cluster_blocks: int | None,
+                         problem) -> None:
+    """The launch's cluster (the spec's ``cluster:``, else the kernel's ``__cluster_dims__``) against the third
+    argument of the kernel's ``__launch_bounds__`` (maxBlocksPerCluster: ``.maxclusterrank`` in its PTX, an
+    attribute of its CUBIN): a larger cluster is a launch the driver refuses."""
+    spec_cluster = plan.attributes.cluster if plan.attributes is not None else None
+    cluster = tuple(spec_cluster) if spec_cluster else compiled
+    if max_cluster_blocks is None or not cluster:
+        return
+    blocks = math.prod(cluster)
+    if blocks > max_cluster_blocks:
+        problem(f"a cluster of {blocks} blocks ({' x '.join(map(str, cluster))}) is over the kernel's "
+                f"__launch_bounds__ maxBlocksPerCluster of {max_cluster_blocks} (.maxclusterrank "
+                f"{max_cluster_blocks}): the driver refuses the launch with CUDA_ERROR_INVALID_CLUSTER_SIZE",
+                "cluster", hint=f"a cluster of at most {max_cluster_blocks} blocks, or raise the third argument of "
+                                "the kernel's __launch_bounds__")
+
+
 def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], problem, notes: list[str]) -> None:
     text = "x".join(map(str, cluster))
     spec_cluster = plan.attributes.cluster if plan.attributes is not None else None
@@ -460,9 +487,11 @@ def _check_compiled_cluster(plan: CasePlan, cluster: tuple[int, int, int], probl
     if blocks > limit:   # the same limits as a spec's cluster: (LaunchAttributes.problems)
         extents = ", ".join(map(str, cluster))
         problem(f"the kernel's __cluster_dims__({extents}) make clusters of {blocks} blocks, over the "
-                f"{'non-portable' if non_portable else 'portable'} limit of {limit}", "cluster",
-                hint=None if non_portable else f"up to {NON_PORTABLE_CLUSTER_SIZE} with cluster: [{extents}] and "
-                "cluster_non_portable: true, where the GPU allows it")
+                f"{'non-portable' if non_portable else 'portable'} limit of {limit}: the launch would fail with "
+                "CUDA_ERROR_INVALID_CLUSTER_SIZE", "cluster",
+                hint=f"__cluster_dims__ of at most {NON_PORTABLE_CLUSTER_SIZE} blocks" if non_portable
+                else f"up to {NON_PORTABLE_CLUSTER_SIZE} with cluster: [{extents}] and cluster_non_portable: true, "
+                "where the GPU allows it")
         return
     if plan.config is None:
         return

@@ -114,8 +114,8 @@ def plan_markdown(plans: Iterable[CasePlan]) -> str:
 
 
 PLAN_CSV_HEADER = ("kernel", "M", "N", "K", "grid", "block", "threads", "blocks", "registers", "spill_store_bytes",
-                   "spill_load_bytes", "stack_bytes", "static_shared_bytes", "dynamic_shared_bytes", "blocks_per_sm",
-                   "occupancy", "limited_by", "waves", "valid", "problems")
+                   "spill_load_bytes", "stack_bytes", "barriers", "static_shared_bytes", "dynamic_shared_bytes",
+                   "blocks_per_sm", "occupancy", "limited_by", "waves", "valid", "problems")
 
 
 def plan_csv(plans: Iterable[CasePlan]) -> str:
@@ -132,7 +132,8 @@ def plan_csv_row(plan: CasePlan) -> tuple:
             config.threads_per_block if config else None, config.total_blocks if config else None,
             resources.registers if resources else None, resources.spill_store_bytes if resources else None,
             resources.spill_load_bytes if resources else None, resources.stack_bytes if resources else None,
-            resources.static_shared_bytes if resources else None, config.shared_bytes if config else None,
+            resources.barriers if resources else None, resources.static_shared_bytes if resources else None,
+            config.shared_bytes if config else None,
             occupancy.blocks_per_sm if occupancy else None, occupancy.occupancy if occupancy else None,
             " ".join(occupancy.limited_by) if occupancy else None, plan.waves, plan.valid,
             "; ".join(str(problem) for problem in plan.problems))

@@ -159,6 +159,7 @@ def _read_text(path: Path) -> str:
         data = _gunzip(data, where)
     if not data.strip():
         raise UsageError("empty file: no results in it", where=where, hint=_empty_file_hint(path))
+    _refuse_other_encodings(data, where)
     tail = ""
     if _kind(path) == ".jsonl":
         data, tail = _torn_tail(data)
@@ -172,6 +173,31 @@ def _read_text(path: Path) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UsageError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}): "
                          "not a results file", where=where) from None
+
+
+# Byte-order marks, longest first (UTF-32's little-endian mark begins with UTF-16's), and the first bytes of a JSON
+# text (an object) in each of those encodings without one.
+_ENCODINGS = ((b"\xff\xfe\0\0", "UTF-32"), (b"\0\0\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+              (b"\xfe\xff", "UTF-16"))
+_UNMARKED = ((b"{\0\0\0", "UTF-32"), (b"\0\0\0{", "UTF-32"), (b"{\0", "UTF-16"), (b"\0{", "UTF-16"))
+
+
+def _refuse_other_encodings(data: bytes, where: str) -> None:
+    """A results file in another encoding than UTF-8 (as a Windows editor or PowerShell may save it) said as such:
+    UTF-16 or UTF-32 text would otherwise read as binary data, and a UTF-8 byte-order mark as a JSON error."""
+    how = "begins with the byte-order mark of"
+    encoding = next((name for mark, name in _ENCODINGS if data.startswith(mark)), None)
+    if encoding is None:
+        how = "reads as"
+        encoding = next((name for start, name in _UNMARKED if data.lstrip(b" \t\r\n").startswith(start)), None)
+    if encoding is not None:
+        raise UsageError(f"{encoding} text (the file {how} {encoding}; to a UTF-8 reader, binary data): a results "
+                         "file is UTF-8", where=where,
+                         hint=f"convert it, e.g. iconv -f {encoding} -t UTF-8 FILE > NEW, or save it as UTF-8")
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise UsageError("not valid JSON: Unexpected UTF-8 BOM (the file begins with bytes EF BB BF, a byte-order "
+                         "mark, which some Windows editors and PowerShell write): a results file is UTF-8 without "
+                         "one", where=where, hint="save it as UTF-8 without a BOM, or remove its first three bytes")
 
 
 def _torn_tail(data: bytes) -> tuple[bytes, str]:
@@ -202,7 +228,7 @@ def _parse_json(text: str, where: str) -> Any:
         return _loads(text, where, "")
     except json.JSONDecodeError as exc:
         hint = " (a case log, one JSON record a line? its name ends in .jsonl)" if _is_case_log(text) else ""
-        raise UsageError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}{hint}",
+        raise UsageError(f"not valid JSON: {_json_problem(exc)} at line {exc.lineno}, column {exc.colno}{hint}",
                          where=where) from None
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"not a results file: {_unparsable(exc)}", where=where) from None
@@ -249,10 +275,16 @@ def _path_to(value: Any, target: dict, path: str) -> str:
     return path
 
 
+def _json_problem(error: json.JSONDecodeError) -> str:
+    """What JSON's reader found wrong, without the " at" some of its messages end in ("Unterminated string
+    starting at"), where it gives the place itself."""
+    return error.msg.removesuffix(" at")
+
+
 def _unparsable(error: ValueError | RecursionError) -> str:
     """Why `json.loads` refused a text, in words."""
     if isinstance(error, json.JSONDecodeError):
-        return error.msg
+        return f"{_json_problem(error)} at column {error.colno}"
     if isinstance(error, RecursionError):
         return "JSON nested too deeply"
     # The only other ValueError of json.loads: Python refuses to convert a whole number this long.

@@ -18,7 +18,7 @@ import numpy as np
 from ..cuda import nvtx as ranges
 from ..cuda.compile import Cubin
 from ..cuda.module import Kernel
-from ..cuda.occupancy import cluster_waves, occupancy, waves
+from ..cuda.occupancy import Occupancy, cluster_waves, occupancy, waves
 from ..errors import CompileError
 from ..measure.inputs import Inputs, ShapeOperands, case_seed, make_inputs
 from ..measure import memory as memory_needs
@@ -137,15 +137,21 @@ def load(run: CaseRun) -> None:
         config = run.case.plan.config
     attributes = kernel.attributes
     run.record.attributes = AttributeRecord.from_json(attributes.as_dict())
-    # Occupancy of what was loaded (the driver's register and shared-memory figures), with the
-    # driver's own answer beside ours as a cross-check.
+    # Occupancy of what was loaded (the driver's register and shared-memory figures, the compiler's barriers,
+    # which the driver does not report), with the driver's own answer beside ours as a cross-check.
     properties = run.session.device.properties
+    resources = run.case.plan.resources
     loaded = occupancy(limits_from_device(properties), config.threads_per_block,
-                       attributes.registers, attributes.static_shared_bytes, config.shared_bytes)
+                       attributes.registers, attributes.static_shared_bytes, config.shared_bytes,
+                       barriers=resources.barriers if resources is not None else 0)
     blocks_per_sm = kernel.max_active_blocks_per_sm(config.threads_per_block, config.shared_bytes)
-    run.record.occupancy = OccupancyRecord.from_json({
-        **loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm,
-        "driver_waves": _finite(waves(config.total_blocks, blocks_per_sm, properties.sm_count))})
+    figures = {**loaded.as_dict(), "driver_blocks_per_sm": blocks_per_sm,
+               "driver_waves": _finite(waves(config.total_blocks, blocks_per_sm, properties.sm_count))}
+    disagreement = occupancy_disagreement(loaded, blocks_per_sm)
+    if disagreement:
+        figures[OCCUPANCY_DISAGREEMENT_KEY] = disagreement
+        run.record.message = run.record.message or disagreement
+    run.record.occupancy = OccupancyRecord.from_json(figures)
     run.record.attributes = replace(run.record.attributes, param_info=kernel.param_layout_check())
     run.kernel = kernel
     if run.case.plan.attributes is not None and run.case.plan.attributes.cooperative:
@@ -154,6 +160,22 @@ def load(run: CaseRun) -> None:
             run.stop(Status.INVALID, f"{refusal}, by the driver's count for the loaded kernel")
             return
     _load_cluster(run)
+
+
+OCCUPANCY_DISAGREEMENT_KEY = "driver_disagrees"   # the occupancy record's key for `occupancy_disagreement`
+
+
+def occupancy_disagreement(ours: Occupancy, driver_blocks_per_sm: int) -> str | None:
+    """What to say where the blocks an SM the plan computes (`cuda.occupancy.occupancy`, for the loaded kernel)
+    are not the driver's (cuOccupancyMaxActiveBlocksPerMultiprocessor); None where they agree. The run's waves and
+    cooperative-grid check use the driver's count; the plan's figure, which `plan` gives offline, is then wrong for
+    this kernel, and saying so keeps that from passing unseen."""
+    if ours.blocks_per_sm == driver_blocks_per_sm:
+        return None
+    limited_by = f", limited by {', '.join(ours.limited_by)}" if ours.limited_by else ""
+    return (f"occupancy: the plan counts {ours.blocks_per_sm} blocks an SM{limited_by}, the driver "
+            f"{driver_blocks_per_sm} (cuOccupancyMaxActiveBlocksPerMultiprocessor): the run's waves and cooperative "
+            "check use the driver's count, and the plan's blk/SM, occ and waves for this kernel are not this GPU's")
 
 
 def _plan_with_drivers_count(run: CaseRun, kernel: Kernel, compiled: Cubin) -> None:

@@ -24,6 +24,7 @@ from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_byte
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
 from ..planning.quantized_layouts import draw_quantized
+from ..planning.tensor_scales import product_alpha
 from ..measure.verify import Verdict, compare_typed
 from ..results.records import VerificationRecord
 from ..specfile.model import VerifySettings
@@ -42,7 +43,7 @@ class TypedCase:
 
     types: GemmTypes
     operands: GemmOperands
-    alpha: float                 # fp8 scales folded in, as the kernel receives it
+    alpha: float                 # the product's: alpha x the fp8 scales, however they reach the kernel
     beta: float
     inputs: TypedInputs | None = None
     held: HeldTypedInputs | None = None    # where the session keeps the inputs (and their references)
@@ -57,7 +58,7 @@ def typed_case(run) -> TypedCase:
         return TypedCase(case.lt.types, case.lt.operands, case.lt.alpha * scale, case.lt.beta)
     values = case.plan.argument_values
     reads_c = case.kernel.reads_c()
-    return TypedCase(case.kernel.operands.types, case.plan.operands, float(values.get("alpha", 1.0)),
+    return TypedCase(case.kernel.operands.types, case.plan.operands, product_alpha(case.kernel, values),
                      float(values.get("beta", 0.0)) if reads_c else 0.0)
 
 

@@ -4,13 +4,14 @@
 own: `size` elements of `element`, holding ``zero``, ``iota`` (0, 1, 2, ...), one number, a list of
 numbers repeated over its length, or a NumPy array from a ``.npy`` file (``fill: {file: NAME}``, the name per
 shape), before every launch and every sample; or, with ``scales: {of: A, block: [1, 128]}`` instead of a fill, a
-factor per block of A or B that the reference applies too, with ``bias: N``, a value per column of C that it
-adds, or, with ``quantized: {of: B, part: codes, ...}``, a part of a weight-only quantized B (its codes, scales,
-zero points or codebook), filled from the values B is drawn from, or, with ``groups: ends`` (`gemm.groups.METADATA`), what a
-grouped kernel reads about its groups. ``{name: alpha, type: ptr}``
-(or beta) passes the scalar through a one-element buffer (``const float* alpha``). Each becomes an
-`Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans` sizes and fills
-them per shape. The fields: docs/kernels.md.
+factor per block of A or B that the reference applies too (as a float, or a byte of ``ue8m0`` or ``e4m3``), with
+``bias: N``, a value per column of C that it adds, or, with ``quantized: {of: B, part: codes, ...}``, a part of a
+weight-only quantized B (its codes, scales, zero points or codebook), filled from the values B is drawn from, or,
+with ``groups: ends`` (`gemm.groups.METADATA`), what a grouped kernel reads about its groups. ``{name: alpha,
+type: ptr}`` (or beta) passes the scalar through a one-element buffer (``const float* alpha``), and ``{name:
+scale_a, type: ptr}`` (or scale_b) an fp8 per-tensor scale of ``scales:`` the same way (``const float*
+A_scale``). Each becomes an `Argument` of C type ``ptr`` with a `DeviceBufferArgument`; `planning.buffer_plans`
+sizes and fills them per shape. The fields: docs/kernels.md.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from . import expr
 from ..argtypes import C_TYPES, STANDARD_ARGUMENTS, fits_float
+from ..gemm.dtypes import SCALE_STORAGES
 from ..gemm.groups import METADATA as GROUP_METADATA
 from .fields import IDENTIFIER, Context, check_keys, check_number, parse_expression
 from .kinds import kind_name
@@ -58,16 +60,25 @@ CODEBOOKS = {"nf4": NF4, "fp4": FP4}
 CODEBOOK_MAGNITUDES = (2.0 ** -11, 2.0 ** 15)
 QUANTIZED_HINT = "quantized: {of: B, part: codes, bits: 4, group: 128, pack: {along: K}}"
 FILL_SOURCE_KEYS = ("file", "builder")   # fill: {file: NAME.npy} or {builder: FILE.py:FUNCTION}
-# What a buffer of drawn values (block scales, a bias) may hold: the floating types, in each of which they are exact.
-DRAWN_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
+# What a buffer of drawn values may hold: the floating types, in each of which they are exact, and for block scales
+# (powers of two) the one-byte storages of `gemm.dtypes.SCALE_STORAGES`. A bias (multiples of 1/16) needs a float.
+BIAS_ELEMENTS = ("float32", "float64", "float16", "bfloat16")
+DRAWN_ELEMENTS = (*BIAS_ELEMENTS, *SCALE_STORAGES)
 # A name in braces in a fill file's name ({M}, {BM}): replaced by its value for the shape.
 FILE_FIELD = re.compile(r"\{([^{}]*)\}")
-# What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours).
-BUFFER_ELEMENTS = tuple(name for name, ctype in C_TYPES.items() if name != "ptr" and not ctype.is_opaque)
+# What a buffer may hold: any scalar C type but a pointer (an address in a buffer is no address of ours), and, for
+# block scales only, a storage of a byte a factor (held as uint8 to the kernel, whose pointer reads bytes).
+BUFFER_ELEMENTS = (*(name for name, ctype in C_TYPES.items() if name != "ptr" and not ctype.is_opaque),
+                   *SCALE_STORAGES)
 # The names types: and tensor maps give the same types, taken here too.
 BUFFER_ELEMENT_ALIASES = {"fp32": "float32", "fp64": "float64", "fp16": "float16", "bf16": "bfloat16",
-                          "half": "float16", "float": "float32", "double": "float64"}
+                          "half": "float16", "float": "float32", "double": "float64", "e8m0": "ue8m0"}
 SCALAR_POINTER_ELEMENTS = ("float32", "float64")
+# fp8's per-tensor scales by pointer, as cuBLASLt's A and B scale pointers and flashinfer's bmm_fp8 take them: the
+# argument's name, and the operand of ``scales:`` its one-element buffer holds.
+SCALE_POINTERS = {"scale_a": "a", "scale_b": "b"}
+SCALE_STORAGE_HINT = ("element: ue8m0 for one byte a factor holding its exponent, 2^(e - 127) (MXFP8's E8M0); "
+                      "element: e4m3 for an fp8 factor (NVFP4's)")
 
 
 def check_constant_fits(context: Context, ctype_name: str, expression, node: Any, key: Any, dotted: str) -> None:
@@ -102,6 +113,10 @@ def buffer_argument(context: Context, parent, index, item: dict, item_path: str)
     if element not in BUFFER_ELEMENTS:
         raise context.error(f"element is one of {', '.join(BUFFER_ELEMENTS)}, got {kind_name(element)}", item,
                             "element", f"{item_path}.element")
+    if element in SCALE_STORAGES and "scales" not in item:
+        raise context.error(f"{element} is how block scales are stored, one factor to a byte: it goes with scales: "
+                            f"{{of: A, block: [1, 32]}} in place of fill:", item, "element", f"{item_path}.element",
+                            hint="a buffer of raw bytes is element: uint8")
     size = parse_expression(context, item, "size", item["size"], f"{item_path}.size", whole=True)
     passing = item.get("pass", "parameter")
     if passing not in ("parameter", "none"):
@@ -185,7 +200,8 @@ def _block_scales(context: Context, item: dict, item_path: str, element: str, si
     node, dotted = item["scales"], f"{item_path}.scales"
     hint = "scales: {of: A, block: [1, 128]} (a factor per row and 128 columns of A)"
     _check_drawn(context, item, item_path, element, "a buffer of block scales holds factors the case draws (powers "
-                 "of two the reference applies)", "block scales are", hint)
+                 "of two the reference applies)", "block scales are", DRAWN_ELEMENTS, hint,
+                 element_hint=SCALE_STORAGE_HINT if element in ("uint8", "int8") else None)
     if not isinstance(node, dict):
         raise context.error(f"scales is a mapping like {{of: A, block: [1, 128]}}, got {kind_name(node)}", item,
                             "scales", dotted, hint=hint)
@@ -208,8 +224,10 @@ def _block_scales(context: Context, item: dict, item_path: str, element: str, si
         raise context.error(f"order is row (the grid of factors row after row, the default) or col (column after "
                             f"column), got {kind_name(order)}", node, "order", f"{dotted}.order")
     ld = parse_expression(context, node, "ld", node["ld"], f"{dotted}.ld", whole=True) if "ld" in node else None
-    scales = BlockScales(operand.lower(), (extents[0], extents[1]), order, ld)
-    return DeviceBufferArgument(element, size, "scales", (), scales=scales)
+    # A factor in a byte of its own storage reaches the kernel as bytes: the buffer's C element is uint8.
+    storage = element if element in SCALE_STORAGES else None
+    scales = BlockScales(operand.lower(), (extents[0], extents[1]), order, ld, storage)
+    return DeviceBufferArgument("uint8" if storage else element, size, "scales", (), scales=scales)
 
 
 def _quantized(context: Context, item: dict, item_path: str, element: str, size) -> DeviceBufferArgument:
@@ -367,19 +385,19 @@ def _bias(context: Context, item: dict, item_path: str, element: str, size) -> D
                             f"{kind_name(along)}", item, "bias", f"{item_path}.bias",
                             hint="{name: bias, type: buffer, element: fp32, size: N, bias: N}")
     _check_drawn(context, item, item_path, element, "a bias buffer holds values the case draws (which the "
-                 "reference adds to C)", "a bias is")
+                 "reference adds to C)", "a bias is", BIAS_ELEMENTS)
     return DeviceBufferArgument(element, size, "bias", (), bias=along)
 
 
 def _check_drawn(context: Context, item: dict, item_path: str, element: str, holds: str, stored: str,
-                 hint: str | None = None) -> None:
+                 elements: tuple[str, ...], hint: str | None = None, element_hint: str | None = None) -> None:
     """What a buffer of values the case draws (block scales, a bias) cannot have: a fill of its own, or an element
-    other than the floating types its values are exact in."""
+    other than the types its values are exact in (`elements`)."""
     if "fill" in item:
         raise context.error(f"{holds}: it takes no fill", item, "fill", f"{item_path}.fill", hint=hint)
-    if element not in DRAWN_ELEMENTS:
-        raise context.error(f"{stored} stored as {', '.join(DRAWN_ELEMENTS)}, got {element}", item, "element",
-                            f"{item_path}.element")
+    if element not in elements:
+        raise context.error(f"{stored} stored as {', '.join(elements)}, got {element}", item, "element",
+                            f"{item_path}.element", hint=element_hint)
 
 
 def _fill(context: Context, item: dict, item_path: str, element: str) -> tuple[str, tuple[expr.Expression, ...]]:
@@ -420,3 +438,46 @@ def scalar_pointer_argument(context: Context, item: dict, item_path: str, scalar
     value = expr.parse(scalars.get(item["name"], 0.0))
     return Argument(item["name"], "ptr", value,
                     buffer=DeviceBufferArgument(element, expr.parse(1), "values", (value,), read_only=True))
+
+
+def scale_pointer_argument(context: Context, item: dict, item_path: str, scales: dict[str, float | None]) -> Argument:
+    """``{name: scale_a, type: ptr}`` (or scale_b; ``element: float64`` for a double): fp8's per-tensor scale a of
+    the kernel's ``scales:`` in a one-element device buffer of the case's own, whose address the kernel receives
+    (``const float* A_scale``), as alpha by pointer holds alpha. `scales` holds what ``scales:`` gives, by
+    operand: a number, or None for a value that is no positive number (refused with ``scales:`` itself)."""
+    check_keys(context, item, ("name", "type", "element"), item_path)
+    name = item["name"]
+    operand = SCALE_POINTERS[name]
+    element = item.get("element", "float32")
+    element = BUFFER_ELEMENT_ALIASES.get(element, element) if isinstance(element, str) else element
+    if element not in SCALAR_POINTER_ELEMENTS:
+        raise context.error(f"{name} by pointer is a float32 or float64 factor, got {kind_name(element)}", item,
+                            "element", f"{item_path}.element", hint="a const float* scale is element: float32 (the "
+                            "default); a const double* one, element: float64")
+    if operand not in scales:
+        raise context.error(f"{name} by pointer holds the kernel's fp8 per-tensor scale {operand}, but its scales: "
+                            f"gives none", item, "name", f"{item_path}.name",
+                            hint=f"give the kernel scales: {{{operand}: 0.5}} (a value other than 1, so that a kernel "
+                                 "that skips the factor fails its check); types: must be fp8")
+    given = scales[operand]
+    value = expr.parse(given if given is not None else 1.0)
+    return Argument(name, "ptr", None, buffer=DeviceBufferArgument(element, expr.parse(1), "values", (value,),
+                                                                   read_only=True, tensor_scale=operand))
+
+
+def declared_scales(node: dict) -> dict[str, float | None]:
+    """The fp8 per-tensor scales a kernel's ``scales: {a, b}`` gives, by operand, as read before its operands are
+    (`specfile.typed`, which refuses a value that is no positive number and scales without fp8 types): a number, or
+    None for a value it refuses."""
+    if "scales" not in node:
+        return {}
+    given = node["scales"]
+    if not isinstance(given, dict):
+        return {"a": None, "b": None}
+    numbers: dict[str, float | None] = {}
+    for operand in ("a", "b"):
+        if operand in given:
+            value = given[operand]
+            valid = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+            numbers[operand] = float(value) if valid else None
+    return numbers

@@ -176,13 +176,16 @@ class BlockScales:
     `operand` is ``a`` (M x K) or ``b`` (K x N); `block` the (rows, cols) of that matrix one factor multiplies;
     the factors form a grid of ceil(rows / block) x ceil(cols / block), stored in `order` (``row``: grid row
     after grid row; ``col``: grid column after grid column) with leading dimension `ld` (None: tight). The
-    reference multiplies each element of A and B by its block's factor before the product.
+    reference multiplies each element of A and B by its block's factor before the product. `storage` is how a
+    factor is stored when not as the buffer's floating element: ``ue8m0`` (an 8-bit exponent, 2^(code - 127)) or
+    ``e4m3`` (`gemm.dtypes.SCALE_STORAGES`), one to a byte of a uint8 buffer.
     """
 
     operand: str
     block: tuple[expr.Expression, expr.Expression]
     order: str = "row"
     ld: expr.Expression | None = None
+    storage: str | None = None
 
 
 # The parts of a quantized B a buffer may hold, and the code widths that pack evenly into a 32-bit word.
@@ -234,9 +237,11 @@ class DeviceBufferArgument:
     value per column (`bias` ``N``) or row (``M``) of C added to it, or
     ``quantized``: a part of a quantized B (`quantized`), or ``groups``: what
     a grouped GEMM's kernel reads about its groups (`groups`, a key of
-    `gemm.groups.METADATA`). A `read_only` buffer (alpha or beta by pointer,
-    a quantized part, the groups') is filled once per case; any other is
-    reset before every sample too.
+    `gemm.groups.METADATA`). A buffer with `tensor_scale` (``a`` or ``b``) holds
+    that fp8 per-tensor scale (``{name: scale_a, type: ptr}``), as one value. A
+    `read_only` buffer (alpha, beta or a per-tensor scale by pointer, a
+    quantized part, the groups') is filled once per case; any other is reset
+    before every sample too.
     """
 
     element: str
@@ -256,6 +261,7 @@ class DeviceBufferArgument:
     builder: HostBuilder | None = None   # fill "built" (or a quantized part's pack): the function that lays it out
     quantized: QuantizedWeights | None = None   # fill "quantized": a part of B as codes, scales or zero points
     groups: str | None = None     # fill "groups": what it holds about a grouped GEMM's groups (rows, ends, ...)
+    tensor_scale: str | None = None   # "a" or "b": that fp8 per-tensor scale by pointer, its value in `values`
 
 
 @dataclass(frozen=True)

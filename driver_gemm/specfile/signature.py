@@ -3,7 +3,8 @@
 Standard names (``A``, ``M``, ``alpha``, ``lda``...) are bound by driver-gemm;
 other scalars give a type and a value expression; ``tensormap`` entries
 describe TMA tensor maps (`launch_fields`); ``buffer`` entries and alpha or
-beta as ``ptr`` are device buffers of the case's own (`device_buffers`);
+beta as ``ptr`` are device buffers of the case's own (`device_buffers`), as are fp8's per-tensor scales as
+``ptr`` (``{name: scale_a, type: ptr}``);
 ``struct`` entries hold fields, structs and fixed arrays (a list ``value:``) in
 C layout; ``pointers`` entries are arrays of the addresses of a matrix's batch.
 A, B and C must each reach the kernel once, as a pointer, through a tensor map
@@ -21,7 +22,8 @@ from . import expr
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from .fields import IDENTIFIER, Context, check_keys, parse_expression
 from .kinds import kind_name
-from .device_buffers import buffer_argument, check_constant_fits, scalar_pointer_argument
+from .device_buffers import (SCALE_POINTERS, buffer_argument, check_constant_fits, declared_scales,
+                             scale_pointer_argument, scalar_pointer_argument)
 from .launch_fields import tensor_map_argument
 from .limits import MAX_ARRAY_ELEMENTS
 from .model import Argument, HostBuilder
@@ -51,7 +53,8 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
                             "signature", f"{dotted}.signature")
-    arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars)
+    scales = declared_scales(node)
+    arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars, scales=scales)
                  for index in range(len(value))]
     mapped = _check_operands_reached(context, node, dotted, arguments, elsewhere)
     unpassed = [index for index, argument in enumerate(arguments)
@@ -133,6 +136,15 @@ def parse_following_signature(context: Context, node: dict, dotted: str, scalars
     arguments: list[Argument] = []
     for index, item in enumerate(value):
         item_path = f"{path}[{index}]"
+        if isinstance(item, dict) and item.get("type") == "ptr" and item.get("name") in SCALE_POINTERS:
+            name = item["name"]
+            if name in buffers:
+                raise context.error(f"{name} by pointer is a buffer of the case already (the kernel's): a launch of "
+                                    "then: takes it by its name", value, index, item_path, hint=f"write {name}")
+            raise context.error(f"{name} by pointer goes in the kernel's own signature, whose scales: give its "
+                                "value; a launch of then: takes it by its name", item, "name", f"{item_path}.name",
+                                hint=f"put {{name: {name}, type: ptr}} in the kernel's signature and write {name} "
+                                     "here")
         if isinstance(item, str) and item in buffers:
             argument = Argument(item, "ptr", None)     # the kernel's buffer, by its name
         elif isinstance(item, str):
@@ -201,11 +213,14 @@ def _standard_argument(context, parent, index, item: str, item_path: str, scalar
     return Argument(item, ctype, value)
 
 
-def _typed_argument(context, parent, index, item: dict, item_path: str, scalars, field: bool = False) -> Argument:
+def _typed_argument(context, parent, index, item: dict, item_path: str, scalars, field: bool = False,
+                    scales: dict[str, float | None] | None = None) -> Argument:
+    """A typed mapping of a signature; `scales` are the kernel's fp8 per-tensor scales (`declared_scales`), which
+    a ``{name: scale_a, type: ptr}`` holds."""
     if item.get("type") == "tensormap":
         return tensor_map_argument(context, parent, index, item, item_path)
     if item.get("type") == "struct":
-        return _struct_argument(context, parent, index, item, item_path, scalars, field)
+        return _struct_argument(context, parent, index, item, item_path, scalars, field, scales)
     if item.get("type") == "buffer":
         return buffer_argument(context, parent, index, item, item_path)
     if item.get("type") == "pointers":
@@ -217,6 +232,14 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
                                 hint=f"set scalars: {{{item['name']}: ...}}; for a pointer the kernel is given as "
                                      "nullptr, name it otherwise")
         return scalar_pointer_argument(context, item, item_path, scalars)
+    if item.get("type") == "ptr" and item.get("name") in SCALE_POINTERS:
+        if "value" in item:
+            operand = SCALE_POINTERS[item["name"]]
+            raise context.error(f"{item['name']} by pointer is the kernel's scales.{operand} in a device buffer; it "
+                                "takes no value", item, "value", f"{item_path}.value",
+                                hint=f"set scales: {{{operand}: ...}}; for a pointer the kernel is given as nullptr, "
+                                     "name it otherwise")
+        return scale_pointer_argument(context, item, item_path, scales or {})
     ctype = item.get("type")
     if "type" in item and (not isinstance(ctype, str) or ctype not in ARGUMENT_TYPES):
         # before the keys: a misspelt tensormap's tensor and box are no fault of their own
@@ -242,8 +265,9 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
         if item.get("value") in ("A", "B", "C") and name not in ("A", "B", "C"):
             # A second pointer to a matrix: D = alpha * A @ B + beta * C written over C, as cuBLASLt allows.
             return Argument(name, ctype, None, alias=item["value"])
-        raise context.error("a ptr argument is A, B or C, alpha or beta by pointer, a null pointer (value: null), "
-                            "or another pointer to a matrix (value: C)",
+        raise context.error("a ptr argument is A, B or C, alpha or beta by pointer, an fp8 scale by pointer "
+                            "(scale_a, scale_b), a null pointer (value: null), or another pointer to a matrix "
+                            "(value: C)",
                             item, "value" if "value" in item else "name",
                             f"{item_path}.value" if "value" in item else f"{item_path}.name",
                             hint="a device buffer of another name is {name: workspace, type: buffer, "
@@ -342,7 +366,8 @@ def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, 
     return Argument(name, ctype, None, array=elements)
 
 
-def _struct_argument(context, parent, index, item: dict, item_path: str, scalars, field: bool = False) -> Argument:
+def _struct_argument(context, parent, index, item: dict, item_path: str, scalars, field: bool = False,
+                     scales: dict[str, float | None] | None = None) -> Argument:
     """``{name: args, type: struct, fields: [A, B, C, M, N, K, {name: lda, type: int64, value: K}]}``: a struct
     passed by value, its fields in declaration order (standard names, typed scalars and pointers, device
     buffers, fixed arrays and structs); with ``builder: FILE.py:FUNCTION``, a parameter whose bytes that
@@ -361,8 +386,8 @@ def _struct_argument(context, parent, index, item: dict, item_path: str, scalars
                             "fields" if "fields" in item else None, f"{item_path}.fields",
                             hint=f"an empty C++ object is one byte: {{name: {name}, type: uint8, value: 0}}" if empty
                             else "fields: [A, B, C, M, N, K, alpha], each as in signature:")
-    parsed = tuple(_argument_at(context, fields, position, f"{item_path}.fields[{position}]", scalars, field=True)
-                   for position in range(len(fields)))
+    parsed = tuple(_argument_at(context, fields, position, f"{item_path}.fields[{position}]", scalars, field=True,
+                                scales=scales) for position in range(len(fields)))
     return Argument(name, "struct", None, fields=parsed, builder=builder)
 
 
@@ -379,7 +404,7 @@ def _host_builder(context: Context, item: dict, field_path: str, field: bool) ->
 
 
 def _argument_at(context: Context, parent: list, index: int, item_path: str, scalars: dict[str, float],
-                 field: bool = False) -> Argument:
+                 field: bool = False, scales: dict[str, float | None] | None = None) -> Argument:
     """The argument (a standard name or a typed mapping) at ``parent[index]``, its constant checked to fit its type.
 
     A struct's `field` is anything but a tensor map; an array (a list
@@ -399,6 +424,6 @@ def _argument_at(context: Context, parent: list, index: int, item_path: str, sca
         argument = _standard_argument(context, parent, index, item, item_path, scalars)
         _check_constant_fits(context, argument, parent, index, item_path)
     else:
-        argument = _typed_argument(context, parent, index, item, item_path, scalars, field)
+        argument = _typed_argument(context, parent, index, item, item_path, scalars, field, scales)
         _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
     return argument

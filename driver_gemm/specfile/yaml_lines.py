@@ -45,8 +45,20 @@ class LineList(list, LineNode):
     pass
 
 
+# What ends a line to YAML (and so to every message that quotes PyYAML's marks): CR LF, a lone CR or LF, NEL,
+# and Unicode's line and paragraph separators.
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+_BYTE_LINE_BREAK = re.compile(rb"\r\n|[\r\n]|\xc2\x85|\xe2\x80[\xa8\xa9]")
+
+
 def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+    """The line of `text` at `offset`, counted as YAML counts lines."""
+    return sum(1 for _ in _LINE_BREAK.finditer(text, 0, offset)) + 1
+
+
+def _byte_line_of(data: bytes, offset: int) -> int:
+    """The line of the UTF-8 `data` at byte `offset`, counted as YAML counts lines."""
+    return sum(1 for _ in _BYTE_LINE_BREAK.finditer(data, 0, offset)) + 1
 
 
 class _BoundedLineLoader(yaml.SafeLoader):
@@ -58,6 +70,9 @@ class _BoundedLineLoader(yaml.SafeLoader):
         self._depth = 0
         self._expanded_size: dict[int, int] = {}   # id(node) -> nodes it stands for, aliases expanded
         self._aliases = 0                           # aliases composed so far: whether they are to blame for a size
+        # Nodes composed so far, each alias counted as the nodes it stands for: checked as each node comes, so that
+        # a document over the bound is refused at its first node too many, never after all of them are built.
+        self._composed = 0
 
     def _refuse(self, message: str, mark, hint: str | None = None) -> SpecError:
         where = f"{self.file}:{mark.line + 1}" if mark is not None else self.file
@@ -70,8 +85,10 @@ class _BoundedLineLoader(yaml.SafeLoader):
             node = super().compose_node(parent, index)
             if id(node) not in self._expanded_size:
                 raise self._refuse("an alias refers to a node that contains it (a recursive alias)", mark)
+            self._count(self._expanded_size[id(node)], mark)
             return node
         mark = self.peek_event().start_mark
+        self._count(1, mark)
         self._depth += 1
         if self._depth > MAX_YAML_DEPTH:
             raise self._refuse(f"nested more than {MAX_YAML_DEPTH} levels deep", mark,
@@ -80,21 +97,24 @@ class _BoundedLineLoader(yaml.SafeLoader):
             node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
-        size = 1
+        size = 1   # what an alias of this node will count (the running count is bounded, so this is too)
         if isinstance(node, yaml.SequenceNode):
             size += sum(self._expanded_size[id(child)] for child in node.value)
         elif isinstance(node, yaml.MappingNode):
             size += sum(self._expanded_size[id(key)] + self._expanded_size[id(value)] for key, value in node.value)
-        if size > MAX_YAML_NODES and self._aliases:
+        self._expanded_size[id(node)] = size
+        return node
+
+    def _count(self, nodes: int, mark) -> None:
+        self._composed += nodes
+        if self._composed > MAX_YAML_NODES and self._aliases:
             raise self._refuse(f"the document expands to more than {MAX_YAML_NODES:,} YAML nodes "
                                "(counting every use of an alias)", mark,
                                hint="aliases that repeat aliases multiply; write the values out instead")
-        if size > MAX_YAML_NODES:
+        if self._composed > MAX_YAML_NODES:
             raise self._refuse(f"the document holds more than {MAX_YAML_NODES:,} YAML nodes (MAX_YAML_NODES)", mark,
                                hint="write many shapes as a set of ranges, such as "
                                     "{M: {from: 64, to: 4096, times: 2}, N: 4096, K: 4096}")
-        self._expanded_size[id(node)] = size
-        return node
 
     def construct_yaml_int(self, node):
         # Python refuses to convert integers of over 4300 digits; none of over 40 fits any field.
@@ -229,7 +249,7 @@ def decode_spec(data: bytes, file: str) -> str:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = _byte_line_of(data, exc.start)
         raise SpecError(f"not UTF-8 text: byte {data[exc.start]:#04x} at offset {exc.start} ({exc.reason})",
                         where=f"{file}:{line}", hint="a spec is a YAML text file in UTF-8") from None
     check_text(text, file)

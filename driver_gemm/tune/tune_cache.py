@@ -105,7 +105,7 @@ def _array_and_buffer(argument) -> list:
 def _scales_key(scales) -> list:
     """Where a buffer of block scales puts its factors, as the spec wrote it."""
     return ["scales", scales.operand, [extent.source for extent in scales.block], scales.order,
-            scales.ld.source if scales.ld is not None else None]
+            scales.ld.source if scales.ld is not None else None] + ([scales.storage] if scales.storage else [])
 
 
 def _groups_key(groups) -> list:

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import (DriverGemmError, FilePath, SpecError, WrongArgumentType, WrongArgumentValue, flag_argument,
-                      path_argument)
+from ..errors import (DriverGemmError, FilePath, SpecError, UsageError, WrongArgumentType, WrongArgumentValue,
+                      flag_argument, path_argument)
 from ..output_files import refuse_aliases, write_file
-from ..results.text import path_text
+from ..results.text import path_text, printable
 from ..planning.spec_files import spec_inputs
 from ..report.comparison import SAME, judge
 from ..results.read import ResultsFile, read_results
@@ -348,10 +348,41 @@ def check_results_match(spec: Spec, run: RunResult, results_path: str | Path) ->
                         f"that made them", where=where)
     if run.spec_path and spec.path and Path(run.spec_path).name != Path(path_text(spec.path)).name:
         raise SpecError(f"these results were made from {run.spec_path}, not {spec.path}", where=where)
-    labels = set(_configurations_of(spec))
-    if not any(case.kernel in labels for case in run.cases):
+    configurations = _configurations_of(spec)
+    if not any(case.kernel in configurations for case in run.cases):
         raise SpecError(f"no case of these results is a kernel configuration of {spec.name} "
                         f"(as selected); nothing to pick from", where=where)
+    # A winner is written out by its label: a case whose params are not those its label names (an edited or merged
+    # file) would hand its time to a configuration it was not.
+    in_case_log = Path(where).name.lower().removesuffix(".gz").endswith(".jsonl")
+    others: dict[str, int] = {}
+    for index, case in enumerate(run.cases):
+        if case.is_baseline:
+            continue
+        configuration = configurations.get(case.kernel)
+        if configuration is None:
+            others[case.kernel] = others.get(case.kernel, 0) + 1
+            continue
+        wanted = dict(configuration.params)
+        if case.params and _params_text(case.params) != _params_text(wanted):   # none recorded: nothing to contradict
+            differ = sorted(set(wanted) ^ set(case.params)) or \
+                [name for name in wanted if _params_text(wanted[name]) != _params_text(case.params[name])]
+            said = ", ".join(f"{name} = {_params_text(case.params[name])}" if name in case.params else
+                             f"{name} missing" for name in differ[:3])
+            raise UsageError(f"a case of {case.kernel} at {case.shape.label} records params {said}, which are not "
+                             f"those its kernel label names ({_params_text(wanted)}): the file was edited or merged, "
+                             "and its times cannot be told apart by configuration", where=where,
+                             field=None if in_case_log else f"cases[{index}].params",
+                             hint="pick the winners from the results as the run wrote them")
+    if others:
+        named = ", ".join(printable(label) for label in sorted(others)[:3]) + (", ..." if len(others) > 3 else "")
+        _log.warning("%s: %d case(s) of %s left out: no kernel configuration of %s (as selected) has that label",
+                     where, sum(others.values()), named, spec.name)
+
+
+def _params_text(value) -> str:
+    """Params (or one value) as JSON text: compared so, true is not 1 and "64" is not 64."""
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def winners_spec(spec: Spec | FilePath, picks: list[Pick], path: FilePath) -> Path:
