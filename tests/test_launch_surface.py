@@ -13,7 +13,7 @@ from driver_gemm.cuda.tensormap import TENSOR_MAP_BYTES, TensorMapPlan
 
 
 def fields(problems):
-    return [field for field, _ in problems]
+    return [problem[0] for problem in problems]   # a LaunchProblem or a tensor map's (field, message)
 
 
 def test_a_cluster_that_fits_has_no_problems():
@@ -32,7 +32,7 @@ def test_a_cluster_that_fits_has_no_problems():
 ])
 def test_impossible_clusters_are_refused_with_the_reason(cluster, grid, arch, non_portable, needle):
     problems = LaunchAttributes(cluster=cluster, non_portable=non_portable).problems(grid, 0, arch)
-    assert problems and any(needle in message for _, message in problems), problems
+    assert problems and any(needle in problem.message for problem in problems), problems
     assert set(fields(problems)) == {"cluster"}
 
 
@@ -51,7 +51,7 @@ def test_options_without_a_cluster_and_unknown_policies_are_refused():
 
 def test_shared_memory_that_fits_no_sm_cannot_form_a_cluster():
     problems = LaunchAttributes(cluster=(2, 1, 1)).problems((2, 1, 1), 300 * 1024, 90, 228 * 1024)
-    assert any("do not fit one SM" in message for _, message in problems)
+    assert any("do not fit one SM" in problem.message for problem in problems)
 
 
 def test_the_launch_config_carries_every_attribute():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from pathlib import Path
 
@@ -12,11 +13,13 @@ from .common import (Output, add_source_option, check_environment, check_ordinal
                      claimed_default_json, default_json, env_device, SPEC_HELP, load_specs, read_results_files,
                      refuse_aliases, spec_argument, spec_inputs, whole_number)
 from ..errors import DriverGemmError, NoGpuError, UsageError
-from ..results.text import path_text
+from ..results.text import path_text, printable
 from ..status import Status
 from .exit_codes import EXIT_OK
 
 STRATEGY_NAMES = ("exhaustive", "random", "halving", "tpe")
+
+_log = logging.getLogger(__name__)
 
 
 def add_parser(commands, **common) -> None:
@@ -65,10 +68,25 @@ def _recorded(spec, path: Path, out: Output):
     if repeated:      # pick_winners counts each case once, as its last row has it: said, as a case log's reader does
         out.note(f"{path}: {repeated} case(s) recorded again later in the file: each read as its last row", "yellow")
     wanted = {(case.label, case.shape.label) for case in cases_of(spec)}
+    _warn_of_other_shapes(spec, result.cases, {label for label, _ in wanted}, {shape.label for shape in spec.shapes},
+                          path)
     result.cases = [case for case in result.cases if (case.kernel, case.shape.label) in wanted]
     if not result.cases:
         raise UsageError(f"no case of {spec.name} (as selected) in these results", where=str(path))
     return result
+
+
+def _warn_of_other_shapes(spec, cases, labels: set[str], shapes: set[str], path: Path) -> None:
+    """Say which recorded shapes the spec (as selected) does not have, and how many cases of its rows are left out
+    with them; a case of a label the spec lacks is said by `check_results_match`."""
+    others: dict[str, int] = {}
+    for case in cases:
+        if case.kernel in labels and case.shape.label not in shapes:
+            others[case.shape.label] = others.get(case.shape.label, 0) + 1
+    if others:
+        named = ", ".join(printable(label) for label in sorted(others)[:3]) + (", ..." if len(others) > 3 else "")
+        _log.warning("%s: %d case(s) at %s left out: %s (as selected) has no such shape",
+                     path_text(path), sum(others.values()), named, spec.name)
 
 
 def _search(spec, args, out: Output, path: Path, strategy, budget):

@@ -10,7 +10,7 @@ driver's ``cuOccupancyMaxActiveClusters`` cross-checks at load time. More: docs/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # Cluster sizes (blocks per cluster) the CUDA programming guide calls portable: every
 # GPU that supports clusters runs up to 8; Hopper runs up to 16 for a kernel that opts in
@@ -19,6 +19,15 @@ PORTABLE_CLUSTER_SIZE = 8
 NON_PORTABLE_CLUSTER_SIZE = 16
 CLUSTER_ARCH_MIN = 90
 SCHEDULING_POLICIES = ("default", "spread", "load_balancing")
+
+
+class LaunchProblem(NamedTuple):
+    """One refusal of `LaunchAttributes.problems`: the spec's `field` it is said at, what the launch would do
+    (`message`), and the way out where there is one (`hint`)."""
+
+    field: str
+    message: str
+    hint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,45 +64,52 @@ class LaunchAttributes:
         return x * y * z
 
     def problems(self, grid: tuple[int, int, int], shared_per_block: int, arch_number: int,
-                 max_shared_per_sm: int | None = None) -> list[tuple[str, str]]:
-        """Offline checks as (field, message): sizes, divisibility of the grid, the architecture, shared memory.
+                 max_shared_per_sm: int | None = None) -> list[LaunchProblem]:
+        """Offline checks as `LaunchProblem`s: sizes, divisibility of the grid, the architecture, shared memory.
 
         `arch_number` is the compute capability as a number (90 for sm_90). A refusal of the cluster names what
-        the launch would do and ends with its way out, ``(hint: ...)``.
+        the launch would do, and its `hint` the way out.
         """
-        found: list[tuple[str, str]] = []
+        found: list[LaunchProblem] = []
         if self.cluster_scheduling is not None and self.cluster_scheduling not in SCHEDULING_POLICIES:
-            found.append(("cluster_scheduling", f"unknown cluster scheduling policy {self.cluster_scheduling!r} "
-                                                f"(known: {', '.join(SCHEDULING_POLICIES)})"))
+            found.append(LaunchProblem("cluster_scheduling", f"unknown cluster scheduling policy "
+                                                             f"{self.cluster_scheduling!r}",
+                                       f"one of {', '.join(SCHEDULING_POLICIES)}"))
         if self.programmatic_dependent_launch and arch_number < CLUSTER_ARCH_MIN:
-            found.append(("pdl", f"programmatic dependent launch needs sm_90 or newer, not sm_{arch_number}"))
+            found.append(LaunchProblem("pdl", f"programmatic dependent launch needs sm_90 or newer, not "
+                                              f"sm_{arch_number}"))
         if not self.cluster:
             if self.non_portable or self.cluster_scheduling:
-                found.append(("cluster", "cluster options without a cluster: give cluster: [x, y, z]"))
+                found.append(LaunchProblem("cluster", "cluster options without a cluster",
+                                           "give cluster: [x, y, z], or drop the cluster options"))
             return found
         if arch_number < CLUSTER_ARCH_MIN:
-            found.append(("cluster", f"thread-block clusters need sm_90 or newer, not sm_{arch_number}: a launch "
-                                     "with a cluster fails on such a GPU (hint: plan for sm_90 or newer, --arch "
-                                     "sm_90, or drop cluster: and the cluster options from the kernel)"))
+            found.append(LaunchProblem("cluster", f"thread-block clusters need sm_90 or newer, not sm_{arch_number}: "
+                                                  "a launch with a cluster fails on such a GPU",
+                                       "plan for sm_90 or newer, --arch sm_90, or drop cluster: and the cluster "
+                                       "options from the kernel"))
         if any(extent < 1 for extent in self.cluster):
-            found.append(("cluster", f"cluster extents must be at least 1, got {list(self.cluster)}"))
+            found.append(LaunchProblem("cluster", f"cluster extents must be at least 1, got {list(self.cluster)}"))
             return found
         limit = NON_PORTABLE_CLUSTER_SIZE if self.non_portable else PORTABLE_CLUSTER_SIZE
         if self.cluster_size > limit:
             hint = (f"at most {NON_PORTABLE_CLUSTER_SIZE} blocks a cluster" if self.non_portable else
                     f"at most {PORTABLE_CLUSTER_SIZE} blocks a cluster, or up to {NON_PORTABLE_CLUSTER_SIZE} with "
                     "cluster_non_portable: true, where the GPU allows it")
-            found.append(("cluster", f"a cluster of {self.cluster_size} blocks ({' x '.join(map(str, self.cluster))}) "
-                                     f"is over the {'non-portable' if self.non_portable else 'portable'} limit of "
-                                     f"{limit}: the launch would fail with CUDA_ERROR_INVALID_CLUSTER_SIZE "
-                                     f"(hint: {hint})"))
+            found.append(LaunchProblem("cluster", f"a cluster of {self.cluster_size} blocks "
+                                                  f"({' x '.join(map(str, self.cluster))}) is over the "
+                                                  f"{'non-portable' if self.non_portable else 'portable'} limit of "
+                                                  f"{limit}: the launch would fail with "
+                                                  "CUDA_ERROR_INVALID_CLUSTER_SIZE", hint))
         for axis, (blocks, extent) in enumerate(zip(grid, self.cluster)):
             if blocks % extent:
-                found.append(("cluster", f"grid {'xyz'[axis]} = {blocks} blocks is not a multiple of the cluster's "
-                                         f"{extent}: the launch would fail with CUDA_ERROR_INVALID_CLUSTER_SIZE"))
+                found.append(LaunchProblem("cluster", f"grid {'xyz'[axis]} = {blocks} blocks is not a multiple of "
+                                                      f"the cluster's {extent}: the launch would fail with "
+                                                      "CUDA_ERROR_INVALID_CLUSTER_SIZE",
+                                           "the grid's extents must be multiples of the cluster's"))
         if max_shared_per_sm is not None and shared_per_block > max_shared_per_sm:
-            found.append(("cluster", f"{shared_per_block} bytes of shared memory per block do not fit one SM "
-                                     f"({max_shared_per_sm}), so no cluster can be placed"))
+            found.append(LaunchProblem("cluster", f"{shared_per_block} bytes of shared memory per block do not fit "
+                                                  f"one SM ({max_shared_per_sm}), so no cluster can be placed"))
         return found
 
     def as_dict(self) -> dict[str, Any]:

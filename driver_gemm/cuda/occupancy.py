@@ -314,9 +314,12 @@ class Occupancy:
     shared_per_block: int             # as allocated: with reserve and rounding
     shared_carveout_kb: int | None    # smallest carve-out holding the resident blocks' shared memory
     reason: str = ""                  # why no block fits, when blocks_per_sm == 0
+    hint: str = ""                    # what to change so that a block fits, where `reason` has a way out
 
     def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The figures and the reason, as a plan and a case's record hold them; the hint is for the refusal that
+        quotes the reason."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "hint"}
 
 
 def _ceil_to(value: int, unit: int) -> int:
@@ -340,8 +343,8 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
     the kernel uses (ptxas's "used N barriers", `KernelResources.barriers`; 0 where unknown or none): from 9.x on
     an SM has a fixed number of them (`ArchLimits.barriers_per_sm`), so a kernel that uses many holds fewer blocks
     an SM, limited by "barriers". A block no SM can hold (no threads or more than the architecture allows, more
-    registers per thread than it has, too much shared memory) gets 0 blocks and the `reason`; a count below 0 is
-    a `ValueError`, an argument of another kind a `WrongArgumentType`.
+    registers per thread than it has, too much shared memory) gets 0 blocks and the `reason`, with a `hint` where
+    there is a way out; a count below 0 is a `ValueError`, an argument of another kind a `WrongArgumentType`.
     """
     if not isinstance(limits, ArchLimits):
         raise WrongArgumentType(f"occupancy: limits is an ArchLimits (from arch_limits('sm_90') or "
@@ -357,14 +360,14 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
     registers_checked_per_block = registers_per_warp * _ceil_to(max(warps, 1), limits.sub_partitions)
     shared_per_block = _ceil_to(static_shared_bytes + dynamic_shared_bytes + limits.reserved_shared_per_block,
                                 limits.shared_unit)
-    reason = ""
+    reason = hint = ""
     if threads_per_block < 1 or threads_per_block > limits.max_threads_per_block:
         reason = f"{threads_per_block} threads per block (1 to {limits.max_threads_per_block} allowed)"
     elif registers_per_thread > limits.max_registers_per_thread:
         reason = f"{registers_per_thread} registers per thread (at most {limits.max_registers_per_thread})"
     elif registers_checked_per_block > limits.registers_per_block:
-        reason = _rounded_registers_reason(limits, threads_per_block, registers_per_thread, registers_per_warp,
-                                           registers_checked_per_block)
+        reason, hint = _rounded_registers_reason(limits, threads_per_block, registers_per_thread, registers_per_warp,
+                                                 registers_checked_per_block)
     elif static_shared_bytes + dynamic_shared_bytes > limits.max_shared_per_block:
         reason = (f"{static_shared_bytes + dynamic_shared_bytes} bytes of shared memory per block "
                   f"exceed the {limits.max_shared_per_block} allowed")
@@ -395,14 +398,15 @@ def occupancy(limits: ArchLimits, threads_per_block: int, registers_per_thread: 
         blocks_per_sm=blocks, limited_by=limited_by, limits=by_limit, warps_per_block=warps,
         active_warps=blocks * warps, occupancy=blocks * warps / limits.max_warps_per_sm,
         registers_per_warp=registers_per_warp, shared_per_block=shared_per_block,
-        shared_carveout_kb=carveout, reason=reason,
+        shared_carveout_kb=carveout, reason=reason, hint=hint,
     )
 
 
 def _rounded_registers_reason(limits: ArchLimits, threads: int, registers_per_thread: int, registers_per_warp: int,
-                              registers_checked: int) -> str:
+                              registers_checked: int) -> tuple[str, str]:
     """Why a block whose warps, rounded up to the sub-partitions, ask for more registers than a block may have
-    cannot launch, and the two ways out: fewer warps, or fewer registers a thread for the same block."""
+    cannot launch, and its hint: the two ways out, fewer warps or fewer registers a thread for the same block ("" where
+    neither is open)."""
     warps = -(-threads // limits.warp_size)
     counted = _ceil_to(warps, limits.sub_partitions)
     most_warps = limits.registers_per_block // registers_per_warp // limits.sub_partitions * limits.sub_partitions
@@ -417,8 +421,7 @@ def _rounded_registers_reason(limits: ArchLimits, threads: int, registers_per_th
     return (f"{registers_checked} registers per block ({registers_per_thread} per thread, {warps} warps allocated "
             f"as {counted}: the hardware checks a block's registers as if its warps filled all "
             f"{limits.sub_partitions} schedulers of the SM evenly) exceed the {limits.registers_per_block} a block "
-            f"may have: the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
-            + (f" (hint: {', or '.join(ways)})" if ways else ""))
+            f"may have: the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", ", or ".join(ways))
 
 
 BARRIERS_OF_A_RUNTIME_ID = 16   # ptxas counts every barrier of the block where a bar.sync's id is a register

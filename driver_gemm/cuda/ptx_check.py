@@ -123,11 +123,20 @@ MOST_QUOTED_CHARS = 200
 MOST_DIAGNOSTICS = 20
 
 
+# C0 controls, DEL and C1 controls: what a terminal acts on rather than shows. The same escapes as
+# `results.text.printable`, which this layer, below results, cannot import.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAMED_CONTROLS = {"\n": "\\n", "\r": "\\r"}
+
+
 def _clipped(text: str) -> str:
-    """`text` whole when short, else its start and how much was left out (`MOST_QUOTED_CHARS`)."""
-    if len(text) <= MOST_QUOTED_CHARS:
-        return text
-    return f"{text[:MOST_QUOTED_CHARS]}... ({len(text) - MOST_QUOTED_CHARS:,} more characters)"
+    """`text` as a message quotes it: whole when short, else its start and how much was left out
+    (`MOST_QUOTED_CHARS`); a PTX's tabs as spaces, and every other control character as an escape (``\\x1b``), so
+    that a PTX or a checker's log never sends one to a terminal."""
+    if len(text) > MOST_QUOTED_CHARS:
+        text = f"{text[:MOST_QUOTED_CHARS]}... ({len(text) - MOST_QUOTED_CHARS:,} more characters)"
+    text = text.replace("\t", " ")   # PTX separates an instruction from its operands with tabs
+    return _CONTROL.sub(lambda found: _NAMED_CONTROLS.get(found.group(), f"\\x{ord(found.group()):02x}"), text)
 
 
 def describe_errors(log: str, text: str, path: str, checker: str = "ptxas") -> str:

@@ -173,7 +173,7 @@ def layout_code(orders: Mapping[str, str]) -> str:
 @dataclass(frozen=True)
 class GemmOperands:
     """The three operands of a (batched) GEMM C[b] = alpha * A[b] @ B[b] + beta * C[b] as laid out in memory; with
-    `groups`, a grouped GEMM (`gemm.groups`), whose B holds a matrix per group."""
+    `groups`, a grouped GEMM (`gemm.groups`), whose B holds a matrix per group, or the weights the groups share."""
 
     M: int
     N: int
@@ -195,11 +195,15 @@ class GemmOperands:
 
     def dense(self) -> "GemmOperands":
         """The ungrouped product that holds a grouped one's rows, as a vendor library computes it in one call: M x N
-        x K with one B (contiguous), or the batch of every group's full matrices (masked). Itself when ungrouped."""
+        x K with one B (contiguous), or the batch of every group's full matrices (masked; where the groups share
+        weights, a B per group in the batch, since a batched product has no index from group to weight). Itself when
+        ungrouped."""
         if self.groups is None:
             return self
         if self.groups.layout == "masked":
-            return GemmOperands(self.M, self.N, self.K, self.a, self.b, self.c)
+            b = self.b if not self.groups.shares_weights else \
+                matrix_layout("B", self.K, self.N, self.b.order, self.b.ld, self.groups.count)
+            return GemmOperands(self.M, self.N, self.K, self.a, b, self.c)
         b = matrix_layout("B", self.K, self.N, self.b.order, self.b.ld)
         return GemmOperands(self.M, self.N, self.K, self.a, b, self.c)
 
@@ -222,7 +226,8 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
                   where: str | None = None, groups: GemmGroups | None = None) -> GemmOperands:
     """Checked layouts of A, B and C for an M x N x K GEMM: `orders` from `parse_layout`, `ld` and `strides` per operand
     (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each. C is never broadcast. With `groups`, B has a
-    matrix per group, and A and C one per group where the groups are masked (`batch` is then 1)."""
+    matrix per group (per weight, where the groups share weights), and A and C one per group where the groups are
+    masked (`batch` is then 1)."""
     orders = {"a": "row", "b": "row", "c": "row", **(orders or {})}
     ld, strides = dict(ld or {}), dict(strides or {})
     for name, mapping in (("ld", ld), ("batch.stride", strides)):
@@ -235,8 +240,8 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
     shapes = {"a": (M, K), "b": (K, N), "c": (M, N)}
     counts = {key: batch for key in "abc"}
     if groups is not None:
-        counts = {"a": 1, "b": groups.count, "c": 1} if groups.layout == "contiguous" else \
-            {key: groups.count for key in "abc"}
+        counts = {"a": 1, "b": groups.b_matrices, "c": 1} if groups.layout == "contiguous" else \
+            {"a": groups.count, "b": groups.b_matrices, "c": groups.count}
     layouts = {key: matrix_layout(key.upper(), *shapes[key], orders[key], ld.get(key), counts[key], strides.get(key),
                                   broadcast_allowed=key != "c", where=where, field=key)
                for key in "abc"}

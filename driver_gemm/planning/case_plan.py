@@ -37,8 +37,9 @@ from ..specfile.model import KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
-                       fixed_block_count_note, folds_batch, folds_end_to_end, grid_axes, inferred_tile, is_persistent,
-                       one_block_per_matrix, one_block_per_matrix_note, per_matrix_tile, rows_on_x, tile_axes)
+                       fixed_block_count_note, flat_elements, folds_batch, folds_end_to_end, grid_axes, inferred_tile,
+                       is_persistent, one_block_per_matrix, one_block_per_matrix_note, per_matrix_tile, rows_on_x,
+                       tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
 from .tensor_scales import fold_scales
 
@@ -305,6 +306,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             notes.append(uncounted)
         tile = _check_tile(kernel, env, shape, config, covering, persistent, operands.groups)
         per_matrix = one_block_per_matrix(kernel.grid, env)
+        flat = flat_elements(kernel.grid)
         if per_matrix and kernel.tile is None:
             notes.append(one_block_per_matrix_note(*per_matrix))
         elif persistent:
@@ -313,6 +315,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid)
             if fixed:
                 notes.append(fixed)
+        elif kernel.tile is None and flat is not None:
+            notes.extend(_check_flat_grid(kernel, env, shape, config, flat, covering))
         elif kernel.tile is None and not _check_inferred_coverage(kernel, env, shape, config, covering,
                                                                   operands.groups):
             notes.append(UNCHECKED_NOTE)
@@ -618,7 +622,7 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
             occ = _occupancy(limits, threads, resources.registers, resources.static_shared_bytes, config.shared_bytes,
                              barriers=resources.barriers)
             if occ.blocks_per_sm == 0 and occ.reason and not problems:
-                problem(f"cannot launch: {occ.reason}", "block")
+                problem(f"cannot launch: {occ.reason}", "block", hint=occ.hint or None)
             wave_count = waves(config.total_blocks, occ.blocks_per_sm, sm_count or limits.typical_sm_count)
             if plan.attributes is not None and plan.attributes.cooperative and occ.blocks_per_sm >= 1:
                 refusal = cooperative_grid_refusal(config.total_blocks, occ.blocks_per_sm,
@@ -848,8 +852,9 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
     (`_split_over`), or, where one axis numbers every tile or shares its blocks out over both, in its count of
     blocks. A persistent grid is not held to it (`coverage`); a grid of one block per matrix (group) is held to
     the tile's covering the whole of one (`_check_one_block_per_matrix`); where an axis numbers contiguous groups,
-    each of its slices to the largest group's rows (`_group_slice_rows`). Returns the tile's rows and columns (None
-    when undeclared or not computable)."""
+    each of its slices to the largest group's rows (`_group_slice_rows`); a flat grid (``ceil(M * N / 256)``,
+    `coverage.flat_elements`) with a tile of one row, in C's elements, the tile's columns to a block. Returns the
+    tile's rows and columns (None when undeclared or not computable)."""
     if kernel.tile is None:
         return None
     try:
@@ -870,6 +875,13 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
     per_matrix = one_block_per_matrix(kernel.grid, env)
     if per_matrix:
         _check_one_block_per_matrix(kernel, env, shape, per_matrix, rows, cols, groups, problem)
+        return rows, cols
+    flat = flat_elements(kernel.grid)
+    if flat is not None and rows == 1:
+        # A flat grid (ceil(M * N / 256)) numbers C's elements, not its tiles: a tile of one row is the run of
+        # consecutive elements each block takes, row-major across C's rows (and matrices), not one row's columns.
+        _check_flat_elements(kernel, env, shape, config, flat, cols, kernel.tile[1].source,
+                             f"tile: [1, {kernel.tile[1].source}]", problem)
         return rows, cols
     axes = grid_axes(kernel.grid) or _split_grid_axes(kernel, env, config, rows, cols)
     if axes is None:
@@ -1263,6 +1275,75 @@ def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: Laun
                          + (" * batch" if matrices > 1 else "")
                          + "; if a block computes more than that, declare tile: [rows, cols]")
     return True
+
+
+def _check_flat_grid(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig,
+                     flat: tuple[int, expr.Expression, expr.Expression], problem) -> list[str]:
+    """Without a tile, a flat element-index grid (`coverage.flat_elements`: ``ceil(M * N / T)``) whose T is the
+    threads of a block of one axis (one element of C to a thread) checked against C's elements. A block of two or
+    three axes (16 x 16: a 2-D tile of C's, its tiles numbered on one axis, as likely) or any other T leaves the
+    grid's reading open (several elements to a thread, or a 2-D tile of T elements that the count does not place):
+    the notes returned say coverage is unchecked and, where a kernel of one element per thread would leave elements
+    of C unwritten, which, and how ``tile: [1, THREADS]`` has that checked."""
+    axis, count, divisor = flat
+    threads = math.prod(config.block)
+    if config.block[1:] != (1, 1):
+        return [UNCHECKED_NOTE]
+    try:
+        per_block = divisor.evaluate_int(env)
+    except expr.ExpressionError:
+        return [UNCHECKED_NOTE]
+    if per_block == threads:
+        _check_flat_elements(kernel, env, shape, config, flat, per_block, divisor.source,
+                             f"one per thread, as '{kernel.grid[axis].source}' divides "
+                             f"{count.source} by {divisor.source}", problem)
+        return []
+    total, _ = _flat_total(env, shape, count)
+    covered = config.grid[axis] * threads
+    if covered >= total:
+        return [UNCHECKED_NOTE]
+    return [UNCHECKED_NOTE,
+            f"grid {'xyz'[axis]} '{kernel.grid[axis].source}' gives each block {_count(per_block)} elements of C "
+            f"while a block has {threads:,} threads: a kernel of one element per thread (idx = blockIdx.x * "
+            f"blockDim.x + threadIdx.x) leaves {_elements_span(covered, total, shape)} unwritten; tile: [1, "
+            f"{threads}] says each block computes {threads:,} consecutive elements of C and has the grid checked "
+            f"against that"]
+
+
+def _flat_total(env, shape: Shape, count: expr.Expression) -> tuple[int, str]:
+    """C's elements a flat grid's `count` numbers (those of every matrix where it reads ``batch``), and how a message
+    names them."""
+    if "batch" in count.names and env.get("batch", 1) != 1:
+        batch = env["batch"]
+        return batch * shape.M * shape.N, f"the batch's {batch:,} x M x N = {batch * shape.M * shape.N:,}"
+    return shape.M * shape.N, f"M x N = {shape.M * shape.N:,}"
+
+
+def _elements_span(first: int, total: int, shape: Shape) -> str:
+    """C's elements `first` to the last of `total` (row-major across rows and matrices), and where the first lies."""
+    matrix, inside = divmod(first, shape.M * shape.N)
+    row, column = divmod(inside, shape.N)
+    where = f"row {row}, column {column}" + (f" of matrix {matrix}" if total > shape.M * shape.N else "")
+    span = f"element {first:,}" if first == total - 1 else f"elements {first:,}-{total - 1:,}"
+    return f"{span} (from {where})"
+
+
+def _check_flat_elements(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig,
+                         flat: tuple[int, expr.Expression, expr.Expression], per_block: int, per_block_source: str,
+                         reading: str, problem) -> None:
+    """A flat grid's blocks, `per_block` consecutive elements each, held to C's elements (every matrix's where the
+    grid's count reads ``batch``): the elements left, where they start, and the grid that covers them."""
+    axis, count, _ = flat
+    total, of = _flat_total(env, shape, count)
+    blocks = config.grid[axis]
+    covered = blocks * per_block
+    if covered >= total:
+        return
+    letter = "xyz"[axis]
+    problem(f"the grid covers {covered:,} of {of} elements of C ({blocks:,} blocks of grid {letter}, {per_block:,} "
+            f"consecutive elements each, {reading}): {_elements_span(covered, total, shape)} would never be written",
+            f"grid[{axis}]", hint=f"grid {letter} should be ceil({count.source} / {per_block_source}), "
+                                  f"{-(-total // per_block):,} blocks on this shape")
 
 
 def _argument_values(kernel: KernelSpec, env, scalars, problem) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 A grid written as ``ceil(N / X)``, ``N / X``, ``N // X``, ``floor(N / X)`` or ``(N + X - 1) // X`` on x (and
 the same of M on y) gives each block X columns (rows) of C: that is the tile the grid was written for, so the
-grid covers C when its extent times X reaches N (M). Any other grid says nothing about the tile; the plan then
-notes that coverage is unchecked and how to declare ``tile:``.
+grid covers C when its extent times X reaches N (M). A flat element-index grid, ``ceil(M * N / T)`` (or of
+``batch * M * N``) on one axis, gives each block T consecutive elements of C (`flat_elements`): it covers C when
+its extent times T reaches the elements. Any other grid says nothing about the tile; the plan then notes that
+coverage is unchecked and how to declare ``tile:``.
 
 A persistent grid (one that reads ``sm_count`` or ``max_active_clusters``, or neither M nor N, or caps an extent
 with ``min`` of a count that reads neither, as ``min(264, ceil(M / 64) * ceil(N / 64))``, on a shape whose tiles
@@ -44,6 +46,49 @@ def inferred_tile(grid: expr.Expression, size: str) -> expr.Expression | None:
     if isinstance(node.op, ast.FloorDiv) and _names_of(numerator) >= {size} and \
             isinstance(numerator, ast.BinOp) and isinstance(numerator.op, (ast.Add, ast.Sub)):
         return expr.parse(ast.unparse(divisor))
+    return None
+
+
+def flat_elements(grid: Sequence[expr.Expression]) -> tuple[int, expr.Expression, expr.Expression] | None:
+    """The axis, the element count and the per-block divisor of a flat element-index grid: one axis divides the
+    elements of C (``M * N``, or ``batch * M * N`` for every matrix of the batch, in any order) by a count that
+    reads none of them, as ``ceil(M * N / 256)``, ``M * N // 256``, ``floor(M * N / 256)`` or ``(M * N + 255) //
+    256`` is written, while no other axis reads M or N. Its blocks each take that many consecutive elements of C,
+    row-major across C's rows (and the batch's matrices), as ``idx = blockIdx.x * blockDim.x + threadIdx.x`` with
+    ``row = idx / N`` does. None for any other grid (``ceil(M / BM) * ceil(N / BN)`` numbers 2-D tiles)."""
+    reading = [axis for axis, extent in enumerate(grid) if extent.names & {"M", "N"}]
+    if len(reading) != 1:
+        return None
+    axis = reading[0]
+    node = grid[axis].tree
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("ceil", "floor") \
+            and len(node.args) == 1:
+        node = node.args[0]
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv))):
+        return None
+    numerator, divisor = node.left, node.right
+    if isinstance(node.op, ast.FloorDiv) and isinstance(numerator, ast.BinOp) \
+            and isinstance(numerator.op, (ast.Add, ast.Sub)) and not _names_of(numerator.right) & _ELEMENT_NAMES:
+        numerator = numerator.left   # (M * N + 255) // 256: the rounded-up division written out
+    factors = _element_factors(numerator)
+    if factors is None or not {"M", "N"} <= set(factors) or len(factors) != len(set(factors)) \
+            or _names_of(divisor) & (_ELEMENT_NAMES | {"K", "groups"}):
+        return None
+    return axis, expr.parse(ast.unparse(numerator)), expr.parse(ast.unparse(divisor))
+
+
+# The names whose product is the count of C's elements a flat grid numbers.
+_ELEMENT_NAMES = frozenset({"M", "N", "batch"})
+
+
+def _element_factors(node: ast.AST) -> list[str] | None:
+    """The names of a product of M, N and ``batch`` alone (``batch * M * N``); None for anything else, a number
+    among the factors included (it would count other than C's elements)."""
+    if isinstance(node, ast.Name) and node.id in _ELEMENT_NAMES:
+        return [node.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        left, right = _element_factors(node.left), _element_factors(node.right)
+        return None if left is None or right is None else left + right
     return None
 
 

@@ -68,10 +68,8 @@ def launch_attributes_of(kernel: KernelSpec, env: dict[str, int], config: Launch
                                   programmatic_dependent_launch=spec.pdl, cluster_scheduling=spec.scheduling,
                                   cooperative=spec.cooperative)
     major, minor = parse_arch(base_arch(limits.arch))
-    for field_name, message in attributes.problems(config.grid, config.shared_bytes, 10 * major + minor,
-                                                   limits.shared_per_sm):
-        hint = "the grid's extents must be multiples of the cluster's" if "multiple" in message else None
-        problem(message, field_name, hint=hint)
+    for refusal in attributes.problems(config.grid, config.shared_bytes, 10 * major + minor, limits.shared_per_sm):
+        problem(refusal.message, refusal.field, hint=refusal.hint)
     return attributes
 
 

@@ -507,6 +507,16 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
     return source
 
 
+# What ends a line of C or C++ source to its compiler (and so to the line a compile error names): CR LF, a lone CR
+# or a lone LF. YAML's line breaks (`yaml_lines`) are more: NEL and Unicode's separators, which C does not count.
+_SOURCE_LINE_BREAK = re.compile(rb"\r\n|[\r\n]")
+
+
+def source_line_of(data: bytes, offset: int) -> int:
+    """The line of C or C++ source `data` that byte `offset` is on, counted from 1 as a C compiler counts lines."""
+    return sum(1 for _ in _SOURCE_LINE_BREAK.finditer(data, 0, offset)) + 1
+
+
 def _check_source_text(context: Context, node: dict, key: str, field_path: str, source: Path) -> None:
     """A kernel source is UTF-8 text without NUL bytes: NVRTC reads it as such, and a compile error quotes it."""
     try:
@@ -514,14 +524,13 @@ def _check_source_text(context: Context, node: dict, key: str, field_path: str, 
     except OSError as exc:
         raise context.error(f"cannot read kernel source {source}: {exc.strerror}", node, key, field_path) from None
     try:
-        text = data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
         raise context.error(f"kernel source {source} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset "
-                            f"{exc.start:,} (line {line})", node, key, field_path,
+                            f"{exc.start:,} (line {source_line_of(data, exc.start)})", node, key, field_path,
                             hint="save the source as UTF-8") from None
-    if "\0" in text:
-        line = text.count("\n", 0, text.index("\0")) + 1
+    if b"\0" in data:   # in UTF-8 a zero byte is only ever the NUL character
+        line = source_line_of(data, data.index(b"\0"))
         raise context.error(f"kernel source {source} holds a NUL byte (line {line}): not a source file", node, key,
                             field_path)
 

@@ -372,13 +372,17 @@ class LaunchAttributeSpec:
 @dataclass(frozen=True)
 class GroupsSpec:
     """A grouped GEMM's ``groups:`` as the spec writes it: the layout (`gemm.groups.LAYOUTS`), the group count, each
-    group's rows (a rule of `gemm.groups.ROW_RULES`, or an expression per group) and the contiguous groups' row
-    alignment. Laid out per shape by `driver_gemm.specfile.typed.evaluate_operands`."""
+    group's rows (a rule of `gemm.groups.ROW_RULES`, or an expression per group), the contiguous groups' row
+    alignment, and, where the groups share weights, how many (`weights`) and which each group takes (a rule of
+    `gemm.groups.WEIGHT_RULES`, or an expression per group). Laid out per shape by
+    `driver_gemm.specfile.typed.evaluate_operands`."""
 
     layout: str = "contiguous"
     count: expr.Expression | None = None
     rows: str | tuple[expr.Expression, ...] = "even"
     align: expr.Expression = field(default_factory=lambda: expr.parse(1))
+    weights: expr.Expression | None = None
+    weight_index: str | tuple[expr.Expression, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
-from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, ROW_RULES, GroupsError, make_groups
+from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
 from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
 from .fields import Context, check_keys, check_number, unknown_names_error
 from .kinds import kind_name
@@ -26,8 +26,11 @@ from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
 OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups")
 # Names the typed fields add to every expression (tight values for an untyped kernel; one group for an ungrouped one).
 LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch", "groups")
-GROUPS_KEYS = ("layout", "count", "rows", "align")
+GROUPS_KEYS = ("layout", "count", "rows", "align", "weights", "weight_index")
 GROUPS_HINT = "groups: {layout: contiguous, count: 8, rows: random, align: 128}"
+WEIGHTS_HINT = ("groups that share weights: groups: {count: 4, weights: 2, weight_index: cyclic}; weight_index is "
+                f"{' or '.join(WEIGHT_RULES)} (g % weights; a draw that gives every weight a group) or a list of "
+                "each group's weight, 0 to weights - 1")
 OPERANDS = ("a", "b", "c")
 SCALAR_NAMES = ("alpha", "beta")
 # A template argument that is a C++ type: `float`, `dg::bfloat16_t`, `__nv_fp8_e4m3`, `unsigned char`.
@@ -154,8 +157,9 @@ def _batch(context: Context, node: dict, dotted: str, names: _Names):
 
 
 def _groups(context: Context, node: dict, dotted: str, names: _Names) -> GroupsSpec | None:
-    """``groups: {layout: contiguous|masked, count: EXPR, rows: even|random|[EXPR, ...], align: EXPR}``: a grouped
-    GEMM (`gemm.groups`). It lays out the matrices itself, so it takes no batch."""
+    """``groups: {layout: contiguous|masked, count: EXPR, rows: even|random|[EXPR, ...], align: EXPR, weights: EXPR,
+    weight_index: cyclic|random|[EXPR, ...]}``: a grouped GEMM (`gemm.groups`), its groups sharing `weights`
+    matrices of B where that is given. It lays out the matrices itself, so it takes no batch."""
     if "groups" not in node:
         return None
     value, path = node["groups"], f"{dotted}.groups"
@@ -194,7 +198,55 @@ def _groups(context: Context, node: dict, dotted: str, names: _Names) -> GroupsS
         raise context.error("align is for contiguous groups: a masked group starts its own matrix", value, "align",
                             f"{path}.align")
     align = _expression(context, value, "align", value.get("align", 1), f"{path}.align", names)
-    return GroupsSpec(layout, count, listed, align)
+    weights, weight_index = _shared_weights(context, value, path, names, count if count is not None else len(listed))
+    return GroupsSpec(layout, count, listed, align, weights, weight_index)
+
+
+def _shared_weights(context: Context, value: dict, path: str, names: _Names, count: expr.Expression | int):
+    """``weights: EXPR`` and ``weight_index: cyclic|random|[EXPR, ...]``: the matrices of B the groups share and
+    which each group takes (`gemm.groups.WEIGHT_RULES`; cyclic where only weights is given). What is known without
+    a shape is checked here, at its line; the rest per shape by `gemm.groups.make_groups`."""
+    if "weights" not in value:
+        if "weight_index" in value:
+            raise context.error("weight_index says which of the weights the groups share each group takes, but "
+                                "weights (how many matrices B holds) is not given", value, "weight_index",
+                                f"{path}.weight_index", hint=WEIGHTS_HINT)
+        return None, None
+    weights = _expression(context, value, "weights", value["weights"], f"{path}.weights", names)
+    known_weights = _constant(weights)
+    if known_weights is not None and not 1 <= known_weights <= MAX_WEIGHTS:
+        raise context.error(f"the groups share 1 to {MAX_WEIGHTS:,} weights, got {known_weights:,}", value,
+                            "weights", f"{path}.weights", hint=WEIGHTS_HINT)
+    index = value.get("weight_index", "cyclic")
+    index_path = f"{path}.weight_index"
+    known_count = count if isinstance(count, int) else _constant(count)
+    if isinstance(index, str) and index in WEIGHT_RULES:
+        if known_weights is not None and known_count is not None and known_weights > known_count:
+            raise context.error(f"{known_weights:,} weights over {known_count:,} groups: weight_index {index} gives "
+                                "every weight a group, so there are at most as many weights as groups", value,
+                                "weights", f"{path}.weights", hint="list weight_index to leave weights unused, or "
+                                                                   "give fewer weights")
+        return weights, index
+    if not isinstance(index, list) or not index:
+        raise context.error(f"weight_index is a list of each group's weight, or one of {', '.join(WEIGHT_RULES)}; "
+                            f"got {kind_name(index)}", value, "weight_index", index_path, hint=WEIGHTS_HINT)
+    if known_count is not None and len(index) != known_count:
+        raise context.error(f"weight_index lists {len(index):,} weights for {known_count:,} groups: one per group",
+                            value, "weight_index", index_path, hint=WEIGHTS_HINT)
+    listed = tuple(_expression(context, index, position, item, f"{index_path}[{position}]", names)
+                   for position, item in enumerate(index))
+    for position, expression in enumerate(listed):
+        known = _constant(expression)
+        if known is not None and known_weights is not None and not 0 <= known < known_weights:
+            raise context.error(f"group {position}'s weight is {known}: B holds {known_weights:,} weights, 0 to "
+                                f"{known_weights - 1:,}", index, position, f"{index_path}[{position}]",
+                                hint=WEIGHTS_HINT)
+    return weights, listed
+
+
+def _constant(expression: expr.Expression) -> int | None:
+    """The value of an expression that reads no name (checked whole by `_expression`), else None."""
+    return expression.evaluate_int({}) if not expression.names else None
 
 
 def _scales(context: Context, node: dict, dotted: str, types) -> tuple[float, float]:
@@ -254,14 +306,31 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
         count = evaluate(given.count, "groups.count", env) if given.count is not None else None
         rows = given.rows if isinstance(given.rows, str) else \
             [evaluate(e, f"groups.rows[{index}]", env) for index, e in enumerate(given.rows)]
+        weights = evaluate(given.weights, "groups.weights", env) if given.weights is not None else None
+        weight_index = given.weight_index if given.weight_index is None or isinstance(given.weight_index, str) else \
+            [evaluate(e, f"groups.weight_index[{index}]", env) for index, e in enumerate(given.weight_index)]
         try:
             groups = make_groups(given.layout, shape.M, shape.N, shape.K, count=count, rows=rows,
-                                 align=evaluate(given.align, "groups.align", env))
+                                 align=evaluate(given.align, "groups.align", env), weights=weights,
+                                 weight_index=weight_index)
         except GroupsError as exc:
             raise SpecError(f"on {shape.label}: {exc}", field="groups") from None
+        if groups.shares_weights:
+            _refuse_pointers_to_shared_weights(kernel)
     operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides,
                              groups=groups)
     return operands, _names(operands)
+
+
+def _refuse_pointers_to_shared_weights(kernel: KernelSpec) -> None:
+    """An array of pointers to B holds an address per matrix of B (`planning.case_plan.pointer_array_offsets`),
+    not one per group at the weight it takes: a kernel that reads it by group would multiply by the wrong weights."""
+    for path, argument in kernel.leaf_arguments():
+        if argument.pointers_to == "B":
+            raise SpecError(f"{argument.name} is an array of pointers to B, whose matrices are the weights the "
+                            "groups share: its addresses are B's matrices, not each group's weight", field=path,
+                            hint="pass B and an index of each group's weight ({name: weight_index, type: buffer, "
+                                 "element: int64, size: groups, groups: weight_index}) instead")
 
 
 def _names(operands: GemmOperands) -> dict[str, int]:

@@ -54,7 +54,8 @@ def _reason(plan: CasePlan, allow_spills: bool) -> str | None:
         return (f"spills registers: {resources.spill_store_bytes} bytes stored, {resources.spill_load_bytes} "
                 f"loaded per thread")
     if plan.occupancy is not None and plan.occupancy.blocks_per_sm == 0:
-        return f"zero occupancy: {plan.occupancy.reason or 'no block fits on an SM'}"
+        hint = f" (hint: {plan.occupancy.hint})" if plan.occupancy.hint else ""
+        return f"zero occupancy: {plan.occupancy.reason or 'no block fits on an SM'}{hint}"
     return None
 
 
