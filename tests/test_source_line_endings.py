@@ -29,3 +29,14 @@ def test_lines_are_counted_as_a_compiler_counts_them():
     data = b"a\r\nb\rc\nd\x85e"            # NEL ends a line to YAML, never to a C compiler
     assert [source_line_of(data, data.index(letter)) for letter in b"abcde"] == [1, 2, 3, 4, 4]
     assert source_line_of(b"a\r", 1) == 1 and source_line_of(b"a\r\nb", 3) == 2
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n", "\n"])
+def test_a_nul_in_source_text_given_to_the_compiler_is_located_by_c_lines(ending):
+    # compile_text's own refusal (a source given as text, a header read for it) counts a lone CR as a line end too.
+    from driver_gemm.cuda.compile import refuse_nul
+    from driver_gemm.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        refuse_nul(ending.join(["// one", "// two", "int x;\x00"]), "k.cu")
+    assert "k.cu:3:7:" in str(info.value)

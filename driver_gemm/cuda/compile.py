@@ -379,7 +379,10 @@ def refuse_nul(source: str, name: str) -> None:
 
 
 def _line_column(text: str, position: int) -> tuple[int, int]:
-    return text.count("\n", 0, position) + 1, position - (text.rfind("\n", 0, position) + 1) + 1
+    """The line and column of `position` in C source `text`, counted from 1 as a C compiler counts them: CRLF, a
+    lone CR and LF each end a line."""
+    before = _LONE_CR.sub("\n", text[:position])
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
 def _refuse_odd_names(function: str, **names: str) -> None:

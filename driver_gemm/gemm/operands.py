@@ -23,6 +23,11 @@ from ..errors import SpecError
 ORDERS = ("row", "col")
 LAYOUT_CODES = {"N": "row", "T": "col"}
 ORDER_WORDS = {"row": "row-major", "col": "column-major"}
+# What ``structure: {a: ..., b: ...}`` may declare of an input, and what drawing it imposes on every matrix.
+STRUCTURES = {"upper": "upper triangular (zero below the diagonal)",
+              "lower": "lower triangular (zero above the diagonal)",
+              "diagonal": "diagonal (zero off the diagonal)",
+              "symmetric": "symmetric (the upper triangle mirrored below)"}
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,15 @@ class GemmOperands:
     b: MatrixLayout
     c: MatrixLayout
     groups: GemmGroups | None = None
+    # The inputs' declared structure, ((operand, word of STRUCTURES), ...): imposed on the drawn A and B.
+    structure: tuple[tuple[str, str], ...] = ()
+
+    def structure_note(self) -> str | None:
+        """What the drawn inputs' structure is, for the plan's notes; None for inputs drawn full."""
+        if not self.structure:
+            return None
+        return "inputs drawn structured: " + ", ".join(f"{operand.upper()} {STRUCTURES[word]}"
+                                                       for operand, word in self.structure)
 
     @property
     def batch(self) -> int:
@@ -321,7 +335,31 @@ def make_typed_inputs(operands: GemmOperands, types: GemmTypes, seed: int, *, wi
         return np.broadcast_to(values, (layout.batch, layout.rows, layout.cols)).copy()
 
     c0 = draw(operands.c, types.c) if with_c else None
-    return TypedInputs(seed, draw(operands.a, types.a), draw(operands.b, types.b), c0)
+    a, b = draw(operands.a, types.a), draw(operands.b, types.b)     # drawn in this order whatever the structure
+    structure = dict(operands.structure)
+    return TypedInputs(seed, impose_structure(a, structure.get("a")), impose_structure(b, structure.get("b")), c0)
+
+
+def impose_structure(values: np.ndarray, structure: str | None) -> np.ndarray:
+    """`values` (rows x cols, or a batch of such) with `structure` (a word of `STRUCTURES`) imposed on each matrix:
+    zeros outside the triangle or the diagonal, or the upper triangle mirrored below; `values` itself for None.
+    The values kept are drawn ones, so they stay exact in the operand's type, and the reference worked out from the
+    result is that of the structured inputs."""
+    if structure is None:
+        return values
+    if structure not in STRUCTURES:
+        raise ValueError(f"unknown structure {structure!r}: one of {', '.join(STRUCTURES)}")
+    if structure == "upper":
+        return np.triu(values)
+    if structure == "lower":
+        return np.tril(values)
+    rows, cols = values.shape[-2:]
+    if structure == "diagonal":
+        return np.where(np.eye(rows, cols, dtype=bool), values, np.zeros((), values.dtype))
+    if rows != cols:
+        raise ValueError(f"a symmetric matrix is square, this one is {rows} x {cols}")
+    upper = np.triu(values)
+    return upper + np.swapaxes(np.triu(values, 1), -1, -2)
 
 
 def reference(a: np.ndarray, b: np.ndarray, alpha: float = 1.0, beta: float = 0.0, c0: np.ndarray | None = None,

@@ -13,9 +13,11 @@ import concurrent.futures
 import hashlib
 import os
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 
+from ..gemm.operands import impose_structure
 from ..specfile.model import Shape
 
 
@@ -65,10 +67,14 @@ def draw_operand(seed: int, operand: str, rows: int, cols: int) -> np.ndarray:
     return out
 
 
-def make_inputs(shape: Shape, seed: int, *, with_c: bool = False) -> Inputs:
+def make_inputs(shape: Shape, seed: int, *, with_c: bool = False,
+                structure: Mapping[str, str] | None = None) -> Inputs:
     """Fresh float32 inputs for `shape` from `seed`; C's starting values too when the kernel reads C (A and B are
-    the same either way)."""
-    return Inputs(seed, draw_operand(seed, "A", shape.M, shape.K), draw_operand(seed, "B", shape.K, shape.N),
+    the same either way). `structure` ({"a": "upper", ...}, words of `gemm.operands.STRUCTURES`) is imposed on A
+    and B once drawn, so the values they keep are those drawn without it."""
+    structure = structure or {}
+    return Inputs(seed, impose_structure(draw_operand(seed, "A", shape.M, shape.K), structure.get("a")),
+                  impose_structure(draw_operand(seed, "B", shape.K, shape.N), structure.get("b")),
                   draw_operand(seed, "C0", shape.M, shape.N) if with_c else None)
 
 

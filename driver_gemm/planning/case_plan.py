@@ -233,6 +233,9 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
 
     if operands.groups is not None:
         notes.append(operands.groups.describe())
+    structure = operands.structure_note()
+    if structure:
+        notes.append(structure)
     for _, argument in kernel.leaf_arguments():
         if argument.pointers_to is not None:
             offsets = pointer_array_offsets(kernel, operands, argument.pointers_to)

@@ -206,6 +206,8 @@ _NOT_TAKEN = {
     "scalars": "alpha and beta are check_kernel's own arguments (alpha=, beta=)",
     "min_pct": "a speed gate compares a case with its vendor row, which check_kernel does not run; compare "
                "record.gflops with a figure of your own, or gate a spec's run (min_pct:, run --min-pct)",
+    "structure": "check_kernel checks the rig's own A and B, which it does not draw: make the tensors structured "
+                 "yourself",
 }
 
 

@@ -387,7 +387,8 @@ class GroupsSpec:
 
 @dataclass(frozen=True)
 class OperandSpec:
-    """A typed kernel's operands: element types, storage orders, leading dimensions, batch, fp8 scales and groups.
+    """A typed kernel's operands: element types, storage orders, leading dimensions, batch, fp8 scales, groups and
+    the inputs' structure.
 
     `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
     `strides` hold the expressions the spec gave (an operand left out is
@@ -402,9 +403,11 @@ class OperandSpec:
     strides: Mapping[str, expr.Expression] = field(default_factory=dict)
     scales: tuple[float, float] = (1.0, 1.0)
     groups: GroupsSpec | None = None
+    # ``structure: {a: upper, b: symmetric}``: what the drawn inputs are made (`gemm.operands.STRUCTURES`).
+    structure: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        freeze_fields(self, "orders", "ld", "strides")
+        freeze_fields(self, "orders", "ld", "strides", "structure")
 
 
 # A kernel's instance and label, worked out once per kernel rather than each time a plan of a million shapes asks.

@@ -1,6 +1,8 @@
-"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales, groups.
+"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales, groups
+and the inputs' structure.
 
-A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch``, ``scales`` and ``groups`` is
+A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch``, ``scales``, ``groups`` and
+``structure`` is
 an FP32 kernel on tight row-major matrices; one that gives any is *typed*: drawn in its types,
 uploaded in its layout, checked with its types' tolerance and timed against a cuBLASLt matmul of
 the same kind. Types and layouts are checked here with the pure tables of `gemm.dtypes` and
@@ -11,19 +13,21 @@ shape expressions, checked per shape by `evaluate_operands`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
 from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
-from ..gemm.operands import GemmOperands, gemm_operands, parse_layout
+from ..gemm.operands import STRUCTURES, GemmOperands, gemm_operands, parse_layout
 from .fields import Context, check_keys, check_number, unknown_names_error
 from .kinds import kind_name
 from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
+from .quantized import quantized_parts
 
-OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups")
+OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups", "structure")
+STRUCTURE_HINT = "structure: {a: upper, b: lower}; each of a and b is " + ", ".join(STRUCTURES)
 # Names the typed fields add to every expression (tight values for an untyped kernel; one group for an ungrouped one).
 LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch", "groups")
 GROUPS_KEYS = ("layout", "count", "rows", "align", "weights", "weight_index")
@@ -51,10 +55,11 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     batch, strides = _batch(context, node, dotted, ld_names.with_names({"lda", "ldb", "ldc"}))
     scales = _scales(context, node, dotted, types)
     groups = _groups(context, node, dotted, ld_names)
+    structure = _structure(context, node, dotted, groups)
     if node.get("precision", "fp32") != "fp32":
         raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
                             "precision", f"{dotted}.precision")
-    return OperandSpec(types, orders, ld, batch, strides, scales, groups)
+    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure)
 
 
 def parse_kernel_scalars(context: Context, node: dict, dotted: str, spec_scalars: dict[str, float]) -> dict:
@@ -154,6 +159,37 @@ def _batch(context: Context, node: dict, dotted: str, names: _Names):
                            "{a: EXPR, b: EXPR, c: EXPR} in elements (0 for a or b: one matrix for every batch)",
                            field_path=f"{dotted}.batch.stride")
     return count, strides
+
+
+def _structure(context: Context, node: dict, dotted: str, groups: GroupsSpec | None) -> dict[str, str]:
+    """``structure: {a: upper|lower|diagonal|symmetric, b: ...}``: what the drawn A and B are made before the
+    reference is worked out from them (`gemm.operands.impose_structure`). A symmetric operand must be square, which
+    each shape shows (`evaluate_operands`); a quantized B is drawn from its codes, so it takes no structure."""
+    if "structure" not in node:
+        return {}
+    value, path = node["structure"], f"{dotted}.structure"
+    if not isinstance(value, dict):
+        raise context.error(f"structure is a mapping like {{a: upper, b: lower}}, got {kind_name(value)}", node,
+                            "structure", path, hint=STRUCTURE_HINT)
+    check_keys(context, value, ("a", "b"), path)
+    for key, word in value.items():
+        if not isinstance(word, str) or word not in STRUCTURES:
+            shown = repr(word) if isinstance(word, str) else kind_name(word)
+            raise context.error(f"the structure of {str(key).upper()} is one of {', '.join(STRUCTURES)}, got "
+                                f"{shown}", value, key, f"{path}.{key}", hint=STRUCTURE_HINT)
+    if groups is not None:
+        raise context.error("a grouped kernel's A and C stack the groups' rows, so a structure of the whole matrix "
+                            "is none of a group's: groups take no structure", node, "structure", path,
+                            hint="leave structure out, or describe the product without groups")
+    signature = node.get("signature")
+    if "b" in value and isinstance(signature, list) and \
+            any(isinstance(entry, dict) and "quantized" in entry for entry in signature):
+        raise context.error(_QUANTIZED_STRUCTURE, value, "b", f"{path}.b", hint="leave structure.b out")
+    return {key: value[key] for key in ("a", "b") if key in value}
+
+
+_QUANTIZED_STRUCTURE = ("a quantized B is drawn from its codes, (q - z) * s, not as a matrix the structure could be "
+                        "imposed on: structure.b does not go with a quantized B")
 
 
 def _groups(context: Context, node: dict, dotted: str, names: _Names) -> GroupsSpec | None:
@@ -319,7 +355,26 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
             _refuse_pointers_to_shared_weights(kernel)
     operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides,
                              groups=groups)
+    if spec.structure:
+        operands = replace(operands, structure=_checked_structure(kernel, operands))
     return operands, _names(operands)
+
+
+def _checked_structure(kernel: KernelSpec, operands: GemmOperands) -> tuple[tuple[str, str], ...]:
+    """The kernel's ``structure`` as `GemmOperands.structure`, refused where this shape or the kernel's B cannot
+    have it: a symmetric operand that is not square, a structured B the kernel takes quantized."""
+    assert kernel.operands is not None
+    structure = tuple(sorted(kernel.operands.structure.items()))
+    for key, word in structure:
+        layout = getattr(operands, key)
+        if word == "symmetric" and layout.rows != layout.cols:
+            dims = "M == K" if key == "a" else "K == N"
+            raise SpecError(f"a symmetric {key.upper()} is square, but it is {layout.rows} x {layout.cols} on this "
+                            f"shape (M={operands.M}, N={operands.N}, K={operands.K})", field=f"structure.{key}",
+                            hint=f"give shapes with {dims}, or another structure")
+    if "b" in dict(structure) and quantized_parts(kernel):
+        raise SpecError(_QUANTIZED_STRUCTURE, field="structure.b", hint="leave structure.b out")
+    return structure
 
 
 def _refuse_pointers_to_shared_weights(kernel: KernelSpec) -> None:
