@@ -36,7 +36,7 @@ from .resources import KernelResources, parse_ptxas_report
 from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, WrongArgumentType,
                       WrongArgumentValue, flag_argument, path_argument)
 from ..kernel_names import is_mangled, split_overload
-from ..specfile.kernels import TARGET_OPTIONS
+from ..specfile.kernels import TARGET_OPTIONS, source_line_column
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
 _STANDARD_OPTION = re.compile(r"^--?std(=|$)")
@@ -368,21 +368,14 @@ def refuse_nul(source: str, name: str) -> None:
     so everything after one would silently not be compiled."""
     position = source.find("\x00")
     if position >= 0:
-        line, column = _line_column(source, position)
+        line, column = source_line_column(source, position)
         raise CompileError(f"{name}:{line}:{column}: a NUL character (offset {position}) in the source: NVRTC "
                            "would stop reading there")
     surrogate = _SURROGATE.search(source)
     if surrogate:
-        line, column = _line_column(source, surrogate.start())
+        line, column = source_line_column(source, surrogate.start())
         raise CompileError(f"{name}:{line}:{column}: a lone surrogate {surrogate.group()!r} in the source, which "
                            "UTF-8 cannot encode for NVRTC")
-
-
-def _line_column(text: str, position: int) -> tuple[int, int]:
-    """The line and column of `position` in C source `text`, counted from 1 as a C compiler counts them: CRLF, a
-    lone CR and LF each end a line."""
-    before = _LONE_CR.sub("\n", text[:position])
-    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
 
 
 def _refuse_odd_names(function: str, **names: str) -> None:
@@ -772,7 +765,7 @@ def read_source(path: Path, what: str = "kernel source", where: str | None = Non
         raise CompileError(f"{place}{what} {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
                            f"{exc.start:,})") from None
     if "\x00" in text:   # NVRTC would read a header only up to it, silently
-        line, column = _line_column(text, text.index("\x00"))
+        line, column = source_line_column(text, text.index("\x00"))
         raise CompileError(f"{place}{what} {path}:{line}:{column}: a NUL character: NVRTC would stop reading there")
     return text
 

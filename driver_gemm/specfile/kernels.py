@@ -509,12 +509,24 @@ def _source(context: Context, node: dict, dotted: str, key: str = "source",
 
 # What ends a line of C or C++ source to its compiler (and so to the line a compile error names): CR LF, a lone CR
 # or a lone LF. YAML's line breaks (`yaml_lines`) are more: NEL and Unicode's separators, which C does not count.
-_SOURCE_LINE_BREAK = re.compile(rb"\r\n|[\r\n]")
+_SOURCE_LINE_BREAK = re.compile(r"\r\n|[\r\n]")
+_SOURCE_LINE_BREAK_BYTES = re.compile(rb"\r\n|[\r\n]")
+
+
+def source_line_column(text: str | bytes, offset: int) -> tuple[int, int]:
+    """The line and column of C or C++ source `text` (decoded, or its bytes) that `offset` is at, each counted from
+    1 as a C compiler counts them."""
+    found = (_SOURCE_LINE_BREAK_BYTES.finditer(text, 0, offset) if isinstance(text, bytes)
+             else _SOURCE_LINE_BREAK.finditer(text, 0, offset))
+    line, start = 1, 0
+    for each in found:
+        line, start = line + 1, each.end()
+    return line, offset - start + 1
 
 
 def source_line_of(data: bytes, offset: int) -> int:
     """The line of C or C++ source `data` that byte `offset` is on, counted from 1 as a C compiler counts lines."""
-    return sum(1 for _ in _SOURCE_LINE_BREAK.finditer(data, 0, offset)) + 1
+    return source_line_column(data, offset)[0]
 
 
 def _check_source_text(context: Context, node: dict, key: str, field_path: str, source: Path) -> None:
