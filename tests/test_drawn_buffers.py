@@ -209,7 +209,8 @@ def test_a_bias_is_drawn_per_shape_and_added_along_its_axis(along, length):
     values = buffer.bias.values()
     assert len(values) == length and np.array_equal(contents[:length], values)
     assert np.isnan(contents[length:]).all()
-    assert (values * BIAS_STEPS == np.round(values * BIAS_STEPS)).all() and np.abs(values).max() <= 1
+    steps = np.ldexp(values, -buffer.bias.exponent) * BIAS_STEPS    # whole steps of 2 ** exponent, C's scale
+    assert (steps == np.round(steps)).all() and np.abs(steps).max() <= BIAS_STEPS
     assert len(np.unique(values)) > 20
     assert f"bias bias: a value per {'column' if along == 'N' else 'row'} of C, {length} of them" in plan.notes
     product = np.zeros((1, 1001, 520))

@@ -326,3 +326,14 @@ def test_unsigned_bytes_are_padded_with_the_largest_and_have_no_vendor_matmul():
     assert math.isnan(padding_value(ELEMENT_TYPES["bf16"]))
     assert lt_combination(parse_types({"a": "uint8"})) == "cuBLASLt has no matmul of unsigned 8-bit inputs"
     assert lt_combination(parse_types({"a": "int8"}))[0] == "COMPUTE_32I"
+
+
+@pytest.mark.parametrize("c", ["int8", "uint8", "e4m3", "e5m2"])
+def test_an_8_bit_c_is_refused_saying_a_requantized_output_is_not_described(c):
+    a = "int8" if c in ("int8", "uint8") else "e4m3"
+    with pytest.raises(SpecError, match=f"{c} cannot be C's type") as caught:
+        parse_types({"a": a, "c": c}, where="spec.yaml:3")
+    assert "an 8-bit C (an output requantized with a scale of its own) is not described" in caught.value.hint
+    with pytest.raises(SpecError) as wider:
+        parse_types({"a": "bf16", "accumulate": "int8"}, where="spec.yaml:3")
+    assert "requantized" not in (wider.value.hint or "")

@@ -78,27 +78,33 @@ def execute(args, out: Output) -> int:
 
 def _write_rows(stream, out: Output, progress) -> tuple[int, int]:
     """The plans as CSV or Markdown rows on stdout, written block by block as they are planned, then a row for each
-    case whose kernel did not compile (so that the table names every case); the counts of valid and invalid plans."""
+    case whose kernel did not compile (so that the table names every case), and after a Markdown table its problems
+    and notes as quoted lines (CSV has them in its problems column); the counts of valid and invalid plans."""
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.formats import PLAN_CSV_HEADER, PLAN_HEADER, csv_text, markdown_table, not_compiled_csv_row, \
-        not_compiled_markdown_row, plan_csv_row, plan_markdown_row
-    from ..report.tables import PlanBlocks
+        not_compiled_markdown_row, plan_csv_row, plan_markdown_lines, plan_markdown_row
+    from ..report.tables import KernelLines, PlanBlocks
 
     if out.format == "csv":
         out.data(csv_text(PLAN_CSV_HEADER, ()))
     else:
         out.data(markdown_table(PLAN_HEADER, ()))
     blocks = PlanBlocks(stream, progress)
+    lines = KernelLines()   # Markdown has no problems column: the reasons and notes follow the table
     for block in blocks:
         if out.format == "csv":
             out.data(csv_text(PLAN_CSV_HEADER, map(plan_csv_row, block)).partition("\n")[2])
         else:
             out.data("".join(map(plan_markdown_row, block)))
+            for plan in block:
+                lines.add(plan)
     failed = list(stream.not_compiled())
     if failed and out.format == "csv":
         out.data(csv_text(PLAN_CSV_HEADER, (not_compiled_csv_row(*case) for case in failed)).partition("\n")[2])
     elif failed:
         out.data("".join(not_compiled_markdown_row(kernel, shape) for kernel, shape, _ in failed))
+    if out.format == "markdown":
+        out.data(plan_markdown_lines(lines))
     return blocks.valid, blocks.invalid
 
 

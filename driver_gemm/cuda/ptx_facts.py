@@ -20,7 +20,13 @@ its blocks, ``mapa`` addresses of another block's shared memory, a ``barrier.clu
 size read) says whether it is written for a cluster of more than one block; a kernel that never reads the grid's
 size (``%nctaid``) has no grid-stride loop over C's tiles. A module's scalar ``__constant__`` variable is declared
 with its type (``.const .align 4 .f32 scale;``, ``.u32`` for an int), an array or a struct as bytes alone
-(``.b8 table[64]``). The facts are kept beside the CUBIN (NVRTC hands out its
+(``.b8 table[64]``). A kernel's vector accesses of global memory (``ld.global.nc.v4.f32``, ``st.global.v2.f64``,
+``.b128``, ``red.global...v4``, ``cp.async`` of 8 or 16 bytes, a bulk ``cp.async.bulk`` of global memory) name their
+width, and the kernel parameter each address is made from is found by following the 64-bit moves and additions from
+the ``ld.param`` of a pointer (`vector_accesses`); only the ``.global`` state space is read, since a generic
+``ld.v4`` may as well be of shared or local memory. The low bits of an integer parameter the kernel tests
+(``and.b32 %r5, %r3, 3;``: ``K % 4 == 0``, as a kernel choosing its vector path at run time does) are kept with it
+(`tested_multiples`). The facts are kept beside the CUBIN (NVRTC hands out its
 PTX with it); checks that use them: `planning.image_checks`, `planning.hopper_checks.cluster_use_checks`,
 `planning.case_plan.literal_grid_check`.
 """
@@ -80,6 +86,37 @@ _RUNTIME_FUNCTIONS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 # array's or a struct's declaration names bytes and an extent (.b8 table[64]), which this leaves out.
 _SCALAR_CONSTANT = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.const\s+(?:\.align\s+\d+\s+)?\.([bfsu]\d+)\s+"
                               r"([\w$]+)\s*(?:=[^;\n]*)?;", re.MULTILINE)
+# An access of global memory that may be a vector (ld.global.nc.v4.f32 {%f1, ...}, [%rd7+16]; st.global.v2.f64 [%rd3],
+# {...}; red.global.add.v4.f32 [%rd2], {...}; ld.global.b128): its opcode's qualifiers and its first address.
+_GLOBAL_ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?((ldu?|st|red|atom)(?:\.[\w:]+)+)\s+[^;]*?\[\s*(%?[\w$.]+)",
+                            re.MULTILINE)
+# .v4.f32 (4 x 32 bits), .v2.f16x2 (2 x 2 x 16), .v2.b64; a scalar .b128 moves 16 bytes at once.
+_VECTOR_TYPE = re.compile(r"\.v(2|4|8)\.(?:bf|[bfsu])(\d+)(?:x(\d))?(?![\w])")
+_WIDE_SCALAR = re.compile(r"\.b128(?![\w])")
+# cp.async.cg.shared.global [%r5], [%rd7], 16, %r9; (the copy's bytes after the two addresses), and a bulk copy's
+# global side (cp.async.bulk.shared::cluster.global... [dst], [src], size, [mbar]; cp.async.bulk.global.shared::cta
+# [dst], [src], size): its addresses must be 16-byte aligned. A copy through a tensor map (.tensor) is not one.
+_ASYNC_COPY = re.compile(r"^\s*(?:@!?%\w+\s+)?(cp\.async\.(?:ca|cg)\.shared(?:::cta|::cluster)?\.global[\w.:]*)\s+"
+                         r"\[[^\]]*\]\s*,\s*\[\s*(%?[\w$.]+)[^\]]*\]\s*,\s*(\d+)", re.MULTILINE)
+_BULK_COPY = re.compile(r"^\s*(?:@!?%\w+\s+)?(cp\.async\.bulk\.(?!tensor|prefetch)([\w:]+)\.([\w:]+)[\w.:]*)\s+"
+                        r"\[\s*(%?[\w$.]+)[^\]]*\]\s*,\s*\[\s*(%?[\w$.]+)", re.MULTILINE)
+BULK_COPY_ALIGNMENT = 16   # a non-tensor bulk copy's global address is 16-byte aligned (PTX ISA, cp.async.bulk)
+# How an address is made from a pointer parameter: loaded (ld.param.u64 %rd1, [f_param_0];), or named (mov.b64 %rd1,
+# f_param_0; for a __grid_constant__ parameter), then moved, converted to the global space and added to; a
+# multiply-add adds its last operand (mad.wide.s32 %rd5, %r2, 4, %rd1;), a subtraction takes from its first.
+_POINTER_PARAM = re.compile(r"^\s*(?:ld\.param\.[bsu]64\s+(%\w+)\s*,\s*\[\s*([\w$.]+)_param_(\d+)\s*\]|"
+                            r"mov\.[bu]64\s+(%\w+)\s*,\s*([\w$.]+)_param_(\d+))\s*;", re.MULTILINE)
+_POINTER_STEP = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:(mov|cvta(?:\.to)?\.global|add|sub|mad\.lo|selp)\.[bsu]64|"
+                           r"(mad)\.wide\.[su]32)\s+(%\w+)\s*,\s*([^;]*);", re.MULTILINE)
+# An integer parameter loaded (ld.param.u32 %r3, [f_param_5];), moved, converted or or-ed with another, then its low
+# bits tested: and.b32 %r7, %r3, 3; (K % 4 == 0, a kernel picking its 16-byte path at run time) or rem.u32 by 4.
+_INTEGER_PARAM = re.compile(r"^\s*ld\.param\.[bsu](?:8|16|32|64)\s+(%\w+)\s*,\s*"
+                            r"\[\s*([\w$.]+)_param_(\d+)\s*\]\s*;", re.MULTILINE)
+_INTEGER_STEP = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:mov\.[bsu](?:32|64)|cvt\.[su](?:32|64)\.[su](?:32|64)|"
+                           r"or\.b(?:32|64))\s+(%\w+)\s*,\s*([^;]*);", re.MULTILINE)
+_LOW_BITS_TEST = re.compile(r"^\s*(?:@!?%\w+\s+)?(and\.b(?:32|64)|rem\.[su](?:32|64))\s+%\w+\s*,\s*(%\w+)\s*,\s*"
+                            r"(\d+)\s*;", re.MULTILINE)
+_REGISTER = re.compile(r"%\w+")
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
 
@@ -92,6 +129,19 @@ class TmaCopy:
     rank: int
     instruction: str
     param: int | None
+
+
+@dataclass(frozen=True)
+class VectorAccess:
+    """One kind of vector access of global memory a kernel makes: a load or a store (`store`: a store, a reduction
+    or an atomic), its bytes (`width`), its instruction as the PTX writes it (``ld.global.nc.v4.f32``), and the
+    kernel parameters (0-based) its address is made from, ascending (empty: not traced to one, as an address read
+    from memory or made in a function the kernel calls)."""
+
+    store: bool
+    width: int
+    instruction: str
+    params: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,8 +158,12 @@ class KernelPtxFacts:
     `CLUSTER_USES`, sorted; None where unknown, as `block_reads`), and whether it reads the grid's size
     (`reads_grid_size`: ``%nctaid``, ``%nclusterid``; None where unknown), and the PTX type of each scalar
     ``__constant__`` variable of its module (`constant_types`: symbol and type, ``("_ZN3lut5scaleE", "f32")``,
-    sorted; None where unknown). `block_reads`, `cluster_uses`, `reads_grid_size` and `constant_types` are left out
-    of equality: they describe the code, not the launch the other facts constrain."""
+    sorted; None where unknown), its vector accesses of global memory (`vector_accesses`: one `VectorAccess` for
+    each instruction, width and parameters, sorted; None where unknown) and the multiples its integer parameters are
+    tested for (`tested_multiples`: parameter and multiple, ``(5, 4)`` for ``and.b32 %r7, %r3, 3`` of parameter 5,
+    sorted; None where unknown). `block_reads`, `cluster_uses`, `reads_grid_size`, `constant_types`,
+    `vector_accesses` and `tested_multiples` are left out of equality: they describe the code, not the launch the
+    other facts constrain."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -124,6 +178,14 @@ class KernelPtxFacts:
     cluster_uses: tuple[str, ...] | None = field(default=None, compare=False)
     reads_grid_size: bool | None = field(default=None, compare=False)
     constant_types: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
+    vector_accesses: tuple[VectorAccess, ...] | None = field(default=None, compare=False)
+    tested_multiples: tuple[tuple[int, int], ...] | None = field(default=None, compare=False)
+
+    def widest_access(self, store: bool) -> VectorAccess | None:
+        """The widest vector load (or store, `store`) of global memory; None where it makes none or they are
+        unknown."""
+        accesses = [access for access in self.vector_accesses or () if access.store == store]
+        return max(accesses, key=lambda access: access.width) if accesses else None
 
     def reads_block_axis(self, axis: int) -> bool | None:
         """Whether the kernel tells its blocks apart along grid axis `axis` (0 for x): it reads their index on that
@@ -153,7 +215,12 @@ class KernelPtxFacts:
                 "cluster_uses": list(self.cluster_uses) if self.cluster_uses is not None else None,
                 "reads_grid_size": self.reads_grid_size,
                 "constant_types": ([list(pair) for pair in self.constant_types] if self.constant_types is not None
-                                   else None)}
+                                   else None),
+                "vector_accesses": ([[access.store, access.width, access.instruction, list(access.params)]
+                                     for access in self.vector_accesses] if self.vector_accesses is not None
+                                    else None),
+                "tested_multiples": ([list(pair) for pair in self.tested_multiples]
+                                     if self.tested_multiples is not None else None)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -170,7 +237,12 @@ class KernelPtxFacts:
                    None if data.get("cluster_uses") is None else tuple(str(name) for name in data["cluster_uses"]),
                    None if data.get("reads_grid_size") is None else bool(data["reads_grid_size"]),
                    None if data.get("constant_types") is None else tuple((str(symbol), str(ptx_type))
-                                                                       for symbol, ptx_type in data["constant_types"]))
+                                                                       for symbol, ptx_type in data["constant_types"]),
+                   None if data.get("vector_accesses") is None else tuple(
+                       VectorAccess(bool(store), int(width), str(instruction), tuple(int(p) for p in params))
+                       for store, width, instruction, params in data["vector_accesses"]),
+                   None if data.get("tested_multiples") is None else tuple(
+                       (int(param), int(multiple)) for param, multiple in data["tested_multiples"]))
 
 
 def _triple_of(values) -> tuple[int, int, int] | None:
@@ -257,6 +329,15 @@ class _CallGraph:
         return tuple(sorted(use for use, pattern in CLUSTER_USES.items()
                             if any(pattern.search(self.bodies.get(name, "")) for name in seen)))
 
+    def vector_accesses(self, entry: str) -> tuple[VectorAccess, ...]:
+        """The vector accesses of global memory of `entry`, traced to its parameters, and of the functions it calls
+        (untraced); where those are unknown (`reached`), the entry's own."""
+        found = vector_accesses(entry, self.bodies.get(entry, ""))
+        for name in (self.reached(entry) or set()) - {entry}:
+            found |= vector_accesses(name, self.bodies.get(name, ""), traced=False)
+        return tuple(sorted(found, key=lambda access: (access.store, access.width, access.instruction,
+                                                       access.params)))
+
     def reads_grid_size(self, entry: str) -> bool | None:
         """Whether `entry` or a function it calls reads the grid's size; None where their code is unknown."""
         seen = self.reached(entry)
@@ -265,14 +346,113 @@ class _CallGraph:
         return any(_GRID_SIZE.search(self.bodies.get(name, "")) for name in seen)
 
 
+def _operands(text: str) -> list[str]:
+    return [operand.strip() for operand in text.split(",")]
+
+
+def _settle(origin: dict[str, frozenset[int]], steps: list[tuple[str, list[str]]]) -> dict[str, frozenset[int]]:
+    """`origin` grown along `steps` (a register and the registers it is made from) until it no longer changes: PTX
+    registers may be written before the line that reads them (a loop), so one pass is not enough."""
+    for _ in range(64):    # a chain of moves settles in as many passes as it is long; longer ones stay partial
+        changed = False
+        for register, sources in steps:
+            found = origin.get(register, frozenset()).union(*(origin[source] for source in sources if source in origin))
+            if found != origin.get(register, frozenset()):
+                origin[register] = found
+                changed = True
+        if not changed:
+            break
+    return origin
+
+
+def _pointer_origins(name: str, body: str) -> dict[str, frozenset[int]]:
+    """The parameters of entry `name` each 64-bit register of `body` holds an address from (`_POINTER_STEP`)."""
+    origin: dict[str, frozenset[int]] = {}
+    for match in _POINTER_PARAM.finditer(body):
+        register, function, param = match.group(1, 2, 3) if match.group(1) else match.group(4, 5, 6)
+        if function == name:
+            origin[register] = origin.get(register, frozenset()) | {int(param)}
+    steps = []
+    for match in _POINTER_STEP.finditer(body):
+        step, multiply_add, register, operands = match.groups()
+        sources = _operands(operands)
+        if multiply_add or step in ("mad.lo",):
+            sources = sources[-1:]          # the addend: a + b * c moves the address c
+        elif step == "sub":
+            sources = sources[:1]
+        elif step == "selp":
+            sources = sources[:2]
+        steps.append((register, [source for source in sources if _REGISTER.fullmatch(source)]))
+    return _settle(origin, steps)
+
+
+def tested_multiples(name: str, body: str) -> tuple[tuple[int, int], ...]:
+    """The integer parameters of entry `name` whose low bits `body` tests, each with the multiple the test tells
+    (``and.b32 %r7, %r3, 3;`` of a parameter: whether it is a multiple of 4), sorted."""
+    origin: dict[str, frozenset[int]] = {}
+    for match in _INTEGER_PARAM.finditer(body):
+        if match.group(2) == name:
+            origin[match.group(1)] = origin.get(match.group(1), frozenset()) | {int(match.group(3))}
+    if not origin:
+        return ()
+    steps = [(match.group(1), [source for source in _operands(match.group(2)) if _REGISTER.fullmatch(source)])
+             for match in _INTEGER_STEP.finditer(body)]
+    _settle(origin, steps)
+    found: set[tuple[int, int]] = set()
+    for match in _LOW_BITS_TEST.finditer(body):
+        operation, register, value = match.group(1), match.group(2), int(match.group(3))
+        multiple = value + 1 if operation.startswith("and") else value
+        if multiple < 2 or multiple & (multiple - 1):     # a mask of low bits (3, 7, 15) or a power of two
+            continue
+        found.update((param, multiple) for param in origin.get(register, ()))
+    return tuple(sorted(found))
+
+
+def _access_width(opcode: str) -> int | None:
+    """The bytes a vector access (``ld.global.nc.v4.f32``: 16) or a 128-bit one (``.b128``) moves; None for any
+    other (one element)."""
+    vector = _VECTOR_TYPE.search(opcode)
+    if vector is not None:
+        return int(vector.group(1)) * int(vector.group(2)) * int(vector.group(3) or 1) // 8
+    return 16 if _WIDE_SCALAR.search(opcode) else None
+
+
+def vector_accesses(name: str, body: str, traced: bool = True) -> set[VectorAccess]:
+    """The vector accesses of global memory in `body`, each with the parameters of entry `name` its address is made
+    from where `traced` (the body is the entry's own; a function it calls has parameters of its own)."""
+    origin = _pointer_origins(name, body) if traced else {}
+    found: set[VectorAccess] = set()
+
+    def add(store: bool, width: int, instruction: str, address: str) -> None:
+        found.add(VectorAccess(store, width, instruction, tuple(sorted(origin.get(address, ())))))
+
+    for match in _GLOBAL_ACCESS.finditer(body):
+        opcode, operation, address = match.groups()
+        width = _access_width(opcode)
+        if width is not None and "global" in opcode.split("."):
+            add(operation in ("st", "red", "atom"), width, opcode, address)
+    for match in _ASYNC_COPY.finditer(body):
+        if int(match.group(3)) > 4:         # 8 or 16 bytes; a 4-byte copy moves one element of 32 bits
+            add(False, int(match.group(3)), match.group(1), match.group(2))
+    for match in _BULK_COPY.finditer(body):
+        opcode, destination_space, source_space, destination, source = match.groups()
+        if source_space == "global":
+            add(False, BULK_COPY_ALIGNMENT, opcode, source)
+        elif destination_space == "global":
+            add(True, BULK_COPY_ALIGNMENT, opcode, destination)
+    return found
+
+
 def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: bool = False,
                  block_reads: tuple[str, ...] | None = None,
                  cluster_uses: tuple[str, ...] | None = None,
                  reads_grid_size: bool | None = None,
-                 constant_types: tuple[tuple[str, str], ...] | None = None) -> KernelPtxFacts:
+                 constant_types: tuple[tuple[str, str], ...] | None = None,
+                 accesses: tuple[VectorAccess, ...] | None = None) -> KernelPtxFacts:
     """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace, the module's
-    dynamic shared memory, the block's indices, its cluster's uses, the grid's size and the types of the module's
-    scalar constants, which the module as a whole says (`ptx_facts`), are given."""
+    dynamic shared memory, the block's indices, its cluster's uses, the grid's size, the types of the module's
+    scalar constants and its vector accesses of global memory with those of the functions it calls, which the
+    module as a whole says (`ptx_facts`), are given."""
     header = body.split("{", 1)[0]
     cluster_match = _CLUSTER.search(header)
     cluster = None
@@ -306,7 +486,7 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
                           tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
                           _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header),
                           int(cluster_rank.group(1)) if cluster_rank else None, block_reads,
-                          cluster_uses, reads_grid_size, constant_types)
+                          cluster_uses, reads_grid_size, constant_types, accesses, tested_multiples(name, body))
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
@@ -320,5 +500,6 @@ def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
         uses_dynamic = graph.reaching(re.compile(rf"(?<![\w$.%])(?:{arrays})(?![\w$])"))
     constant_types = tuple(sorted((symbol, ptx_type) for ptx_type, symbol in _SCALAR_CONSTANT.findall(ptx)))
     return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic, graph.block_reads(name),
-                               graph.cluster_uses(name), graph.reads_grid_size(name), constant_types)
+                               graph.cluster_uses(name), graph.reads_grid_size(name), constant_types,
+                               graph.vector_accesses(name))
             for name, body in _bodies(ptx).items()}

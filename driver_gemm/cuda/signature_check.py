@@ -8,7 +8,7 @@ sixth. The image gives each parameter's size (`cubin.KernelImage`) and a mangled
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..argtypes import C_TYPES, TENSOR_MAP_ALIGNMENTS, struct_layout
 from ..errors import SpecError
@@ -49,7 +49,8 @@ def _expected_kind(ctype: str) -> str:
 
 def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
                     image_types: Sequence[ParamType] | None, spec_signature: Sequence,
-                    operand_types: Mapping[str, str] | None = None) -> list[str]:
+                    operand_types: Mapping[str, str] | None = None, *,
+                    output_written_elsewhere: bool = False) -> list[str]:
     """The ways `spec_signature` disagrees with the kernel's parameters; empty when they agree.
 
     `image_params` are the kernel's (ordinal, offset, size) slots, from the
@@ -59,7 +60,9 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
     mismatch (8-byte pointer against a 4-byte int32, int64 against int32,
     float64 against float32) or a type mismatch (pointer against integer,
     float against integer of the same size). With `operand_types` (the spec's element type of A, B and C by
-    name), a pointer to a floating element type other than its operand's (``const __half*`` for a bf16 A).
+    name), a pointer to a floating element type other than its operand's (``const __half*`` for a bf16 A). C
+    passed only to pointers to const is a problem unless `output_written_elsewhere`: another launch of the case
+    writes C (`writes_output`), so that this one only reads it (row statistics, an amax after the GEMM).
     """
     slots = sorted((ParamSlot(*slot) for slot in image_params), key=lambda slot: slot.ordinal)
     types = list(image_types) if image_types is not None and len(image_types) == len(slots) else None
@@ -113,16 +116,30 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             elif operand_types and (argument.alias or argument.name) in operand_types:
                 matrix = argument.alias or argument.name   # D passed where C is: C's element type
                 problems.extend(_operand_problems(where, kernel_type, argument.name, operand_types[matrix]))
-    if types is not None and len(slots) == len(spec_signature):
+    if types is not None and len(slots) == len(spec_signature) and not output_written_elsewhere:
         problems.extend(_output_only_read(types, spec_signature))
     return problems
 
 
-def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> list[str]:
-    """C, the output, passed only to parameters that point to const (``const float*``): the kernel declares that it
-    does not write through them, so C = [A, B, C] given to ``(const float* A, const float* B, float* C)`` in
-    another order would leave C unwritten and write A. Only where C reaches the kernel as plain pointers: through a
-    tensor map or a struct's field (a TMA store, a parameter block), whether it is written is not read here."""
+def writes_output(image_types: Sequence[ParamType] | None, spec_signature: Sequence) -> bool | None:
+    """Whether a launch may write C through its parameters, as its types say: False where C reaches it only as
+    pointers to const (``const float*``), which it declares it does not write through; True where C reaches a pointer
+    to what may be written, or a tensor map, a struct's field or a builder's bytes (a TMA store, a parameter block:
+    whether they are written is not read here); None where C does not reach it, or its types are unknown (an
+    ``extern "C"`` kernel's symbol, or a count that differs from the signature's: a problem of its own)."""
+    if image_types is None or len(image_types) != len(spec_signature):
+        return None
+    reaching = _output_reach(image_types, spec_signature)
+    if reaching is None:
+        return True
+    if not reaching:
+        return None
+    return not all(_points_to_const(kernel_type) for _, _, kernel_type in reaching)
+
+
+def _output_reach(types: Sequence[ParamType], spec_signature: Sequence) -> list[tuple[int, Any, ParamType]] | None:
+    """The (position, argument, kernel type) of each plain pointer that takes C; None where C (or what cannot be
+    read: a builder's bytes) reaches the kernel through a tensor map or a struct's field."""
     def mentions_c(argument) -> bool:
         if argument.tensor_map is not None:
             return argument.tensor_map.tensor == "C"
@@ -133,10 +150,19 @@ def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> l
         if argument.builder is not None or argument.fields or argument.tensor_map is not None or \
                 argument.pointers_to is not None:
             if argument.builder is not None or mentions_c(argument):
-                return []
+                return None
             continue
         if argument.ctype == "ptr" and (argument.alias or argument.name) == "C":
             reaching.append((position, argument, types[position]))
+    return reaching
+
+
+def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> list[str]:
+    """C, the output, passed only to parameters that point to const (``const float*``): the kernel declares that it
+    does not write through them, so C = [A, B, C] given to ``(const float* A, const float* B, float* C)`` in
+    another order would leave C unwritten and write A. Only where C reaches the kernel as plain pointers: through a
+    tensor map or a struct's field (a TMA store, a parameter block), whether it is written is not read here."""
+    reaching = _output_reach(types, spec_signature)
     if not reaching or not all(_points_to_const(kernel_type) for _, _, kernel_type in reaching):
         return []
     writable = [f"parameter {position + 1} ({kernel_type.text})" for position, kernel_type in enumerate(types)
@@ -296,15 +322,24 @@ def _bytes(size: int) -> str:
     return f"{size} byte" if size == 1 else f"{size} bytes"
 
 
-def check_kernel_signature(kernel, image: KernelImage) -> None:
+def launch_writes_output(image: KernelImage, spec_signature: Sequence) -> bool | None:
+    """`writes_output` for the function `image` holds, with the types its (mangled) symbol gives."""
+    demangled = demangle(image.name)
+    return writes_output(demangled.params if demangled else None, spec_signature)
+
+
+def check_kernel_signature(kernel, image: KernelImage, *, output_written_elsewhere: bool = False) -> None:
     """Raise `SpecError` at the spec's ``signature:`` line when `image` disagrees with `kernel.signature`.
 
-    `kernel` is a `specfile.model.KernelSpec`; the demangled types of `image.name`
-    are used when it is a C++ (mangled) symbol.
+    `kernel` is a `specfile.model.KernelSpec` (or a launch of its ``then:``
+    described as one); the demangled types of `image.name` are used when it
+    is a C++ (mangled) symbol. `output_written_elsewhere`: another launch of
+    the case writes C (`launch_writes_output`), so C passed only to pointers
+    to const here is read, not lost: the case's sequence is judged as a whole.
     """
     demangled = demangle(image.name)
     problems = check_signature(image.params, demangled.params if demangled else None, kernel.signature,
-                               _operand_types(kernel))
+                               _operand_types(kernel), output_written_elsewhere=output_written_elsewhere)
     if problems:
         field = f"{kernel.field_path}.signature" if kernel.field_path else "signature"
         shown = f"{image.name} ({demangled.name})" if demangled else image.name

@@ -416,8 +416,13 @@ def parse_types(node: Mapping | None, *, where: str | None = None, field: str = 
         except SpecError as exc:
             raise SpecError(exc.message, where, f"{field}.{key}", exc.hint) from None
         if element.name not in allowed:
+            # An 8-bit C is a requantized output (int8 or fp8 with an output scale, rounded and saturated): the check
+            # has no reference for it, and the hint says so rather than leave a reader to look for a field.
+            requantized = ("; an 8-bit C (an output requantized with a scale of its own) is not described: have the "
+                           "kernel write the wider C it rounds from"
+                           if key == "c" and element.storage_bytes == 1 else "")
             raise SpecError(f"{element.name} cannot be {'the accumulator' if key == 'accumulate' else key.upper()}"
-                            f"'s type", where, f"{field}.{key}", hint=f"one of {', '.join(allowed)}")
+                            f"'s type", where, f"{field}.{key}", hint=f"one of {', '.join(allowed)}{requantized}")
         return element
 
     a = get("a", "fp32", INPUT_TYPES)

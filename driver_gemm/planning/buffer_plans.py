@@ -6,12 +6,14 @@ A ``buffer`` argument of the signature (`specfile.model.DeviceBufferArgument`) b
 4-byte type), that word, so that the reset before each sample is one ``cuMemsetD32Async``
 instead of a copy. A buffer filled from a ``.npy`` file reads the file its name gives for the shape, and
 holds its array converted to the buffer's element, every value checked to fit. A buffer of block scales holds
-a factor per block of A or B (`ScaleGrid`), drawn per shape, which the reference applies too. No GPU. How the
+a factor per block of A or B (`ScaleGrid`), drawn per shape, which the reference applies too; a bias buffer holds a
+value per column (or row) of C (`BiasVector`), drawn per shape at the scale of C's elements. No GPU. How the
 reset stays out of the timed region: docs/timing.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -23,7 +25,7 @@ import numpy as np
 
 from ..argtypes import C_TYPES, bfloat16_bits, fits_float
 from ..errors import DriverGemmError
-from ..gemm.dtypes import encode_scale_factors, round_to
+from ..gemm.dtypes import INTEGER_DRAW_LIMIT, ElementType, encode_scale_factors, round_to
 from ..gemm.groups import METADATA as GROUP_METADATA, GemmGroups, GroupsError
 from ..results.text import printable, shortened
 from ..specfile import expr
@@ -33,7 +35,8 @@ from ..specfile.model import BlockScales, DeviceBufferArgument, KernelSpec
 from ..specfile.project import UNENCODABLE_HINT, unencodable
 from ..specfile.quantized import codes_of, quantized_parts
 from .host_builders import BuilderFailed, built_numbers
-from .quantized_layouts import PLAN_DRAW_ELEMENTS, QuantizedDraw, QuantizedPart, draw_quantized
+from .quantized_layouts import (CODEBOOK_SCALE_EXPONENTS, PLAN_DRAW_ELEMENTS, QUANTIZED_SCALE_EXPONENTS,
+                                QuantizedDraw, QuantizedPart, draw_quantized)
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -105,20 +108,26 @@ class ScaleGrid:
                 "order": self.order, "ld": self.ld, **({"stored": self.storage} if self.storage else {})}
 
 
-# A bias holds multiples of 1/16 in [-1, 1]: exact in every floating type, and as large as a product's elements.
+# A bias holds multiples of 1/16 in [-1, 1] times 2^e, e chosen per shape so that the bias is as large as C's
+# elements (`bias_exponent`): a bias much smaller than C hides under the tolerance of a long K (fp8 inputs, an fp16
+# accumulator), where a kernel that leaves it out would pass.
 BIAS_STEPS = 16
+# The range of e: every (i / 16) * 2^e, i from -16 to 16, is then 0 or a normal fp16 number (2^-14 up to 2^15) of at
+# most 5 significant bits, exact in every floating type a bias is stored in (fp16, bf16, fp32, fp64).
+BIAS_EXPONENTS = (-10, 15)
 
 
 @dataclass(frozen=True)
 class BiasVector:
-    """The values of a bias buffer on one shape: `steps[i] / BIAS_STEPS` added to every element of column i of C
-    (`along` ``N``) or of row i (``M``); the buffer's elements past them hold NaN."""
+    """The values of a bias buffer on one shape: `steps[i] / BIAS_STEPS * 2 ** exponent` added to every element of
+    column i of C (`along` ``N``) or of row i (``M``); the buffer's elements past them hold NaN."""
 
     along: str
     steps: bytes
+    exponent: int = 0
 
     def values(self) -> np.ndarray:
-        return np.frombuffer(self.steps, dtype=np.int8).astype(np.float64) / BIAS_STEPS
+        return np.ldexp(np.frombuffer(self.steps, dtype=np.int8).astype(np.float64) / BIAS_STEPS, self.exponent)
 
     def added(self, product: np.ndarray) -> np.ndarray:
         """`product` (batch x M x N) with the bias added, in place."""
@@ -299,6 +308,7 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem,
                 continue
             steps = np.random.default_rng([env["M"], env["N"], env["K"], ord(buffer.bias)]).integers(
                 -BIAS_STEPS, BIAS_STEPS + 1, size=length, dtype=np.int8)
+            # Scaled once every buffer is planned: C's size depends on the block scales and a quantized B.
             plans[argument.name] = BufferPlan(argument.name, buffer.element, count, "bias",
                                               bias=BiasVector(buffer.bias, steps.tobytes()))
             continue
@@ -310,7 +320,86 @@ def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem,
             continue
         plans[argument.name] = BufferPlan(argument.name, buffer.element, count, buffer.fill, values,
                                           buffer.read_only)
+    biased = [(name, plan) for name, plan in plans.items() if plan.bias is not None]
+    if biased:
+        exponent = bias_exponent(expected_product_rms(kernel, env, argument_values, plans.values()))
+        for name, plan in biased:
+            assert plan.bias is not None
+            plans[name] = dataclasses.replace(plan, bias=dataclasses.replace(plan.bias, exponent=exponent))
     return plans
+
+
+def bias_exponent(rms: float) -> int:
+    """The e of a bias's values (i / 16) * 2^e for C's elements of root mean square `rms`: the power of two at or
+    above it, within `BIAS_EXPONENTS`; so that a bias left out, or added to the wrong columns, moves C by about as
+    much as C's own size, beyond the tolerance of every type and K a check allows."""
+    if not rms > 0 or not math.isfinite(rms):
+        return 0
+    low, high = BIAS_EXPONENTS
+    return min(max(math.ceil(math.log2(rms)), low), high)
+
+
+# The mean square of a floating operand's elements as `dtypes.draw` draws them, uniform in [-0.5, 0.5).
+FLOAT_DRAW_MEAN_SQUARE = 1 / 12
+
+
+def draw_mean_square(element: ElementType) -> float:
+    """The mean square of the values `dtypes.draw` draws for `element`: uniform in [-0.5, 0.5) for a floating type,
+    uniform whole numbers up to `INTEGER_DRAW_LIMIT` for an integer one."""
+    if not element.is_integer:
+        return FLOAT_DRAW_MEAN_SQUARE
+    low = max(-INTEGER_DRAW_LIMIT, int(np.iinfo(element.storage_dtype).min))
+    return float(np.mean(np.arange(low, INTEGER_DRAW_LIMIT + 1, dtype=np.float64) ** 2))
+
+
+def expected_product_rms(kernel: KernelSpec, env: dict, argument_values: dict, plans) -> float:
+    """The root mean square of C's elements that the check expects for the kernel on the shape of `env`, from the
+    draws of A, B (or of a quantized B's codes and scales) and C0, the block scales among `plans`, and alpha and
+    beta: sqrt(alpha^2 * sum over k of E[a^2] E[b^2] + beta^2 E[c0^2]). A sum over K of independent products; an
+    operand's structure (triangular, symmetric) is left out, as is any correlation."""
+    operands = kernel.operands
+    assert operands is not None, "a bias needs typed operands (kernels._check_drawn_buffers)"
+    types = operands.types
+    K = env["K"]
+    plans = tuple(plans)
+    quantized = next((plan.quantized for plan in plans if plan.quantized is not None), None)
+    b_square = _quantized_mean_square(quantized) if quantized is not None else draw_mean_square(types.b)
+    along_k = np.full(K, draw_mean_square(types.a) * b_square)
+    for plan in plans:
+        if plan.grid is not None:
+            along_k *= _factor_squares_along_k(plan.grid, K)
+    alpha, beta = (_number(argument_values.get(name), default) for name, default in (("alpha", 1.0), ("beta", 0.0)))
+    return math.sqrt(alpha * alpha * float(along_k.sum()) + beta * beta * draw_mean_square(types.c))
+
+
+def _number(value, default: float) -> float:
+    """A scalar's value as a float; `default` where it has none (a buffer's name, an expression that failed)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return default
+    return float(value)
+
+
+def _factor_squares_along_k(grid: ScaleGrid, K: int) -> np.ndarray:
+    """For each k, the mean square of the factors that multiply A's column k (B's row k), over the blocks of M (N)."""
+    squares = grid.factors() ** 2
+    if grid.operand == "a":
+        return np.repeat(squares.mean(axis=0), grid.block_cols)[:K]
+    return np.repeat(squares.mean(axis=1), grid.block_rows)[:K]
+
+
+def _quantized_mean_square(part: QuantizedPart) -> float:
+    """The mean square of a quantized B's values as `quantized_layouts.draw_quantized` draws them: (q - z) * s, q and
+    z uniform in [0, 2^bits) (z = 2^(bits - 1) without zero points), or codebook[q] * s; s = 2^e, e uniform."""
+    low, high = CODEBOOK_SCALE_EXPONENTS if part.codebook is not None else QUANTIZED_SCALE_EXPONENTS
+    scale_square = float(np.mean(np.exp2(2.0 * np.arange(low, high + 1))))
+    codes = np.arange(1 << part.bits, dtype=np.float64)
+    if part.codebook is not None:
+        code_square = float(np.mean(np.square(part.codebook)))
+    elif part.zeros:
+        code_square = 2 * float(np.var(codes))     # q - z, both drawn: twice the variance of one
+    else:
+        code_square = float(np.mean((codes - (1 << (part.bits - 1))) ** 2))
+    return code_square * scale_square
 
 
 def _fits(element: str, value: float | int) -> bool:

@@ -26,12 +26,13 @@ from ..cuda.mangling import demangle
 from ..cuda.nvcc import compile_with_nvcc
 from ..cuda.occupancy import ArchLimits, arch_limits
 from ..cuda.prebuilt import load_binary
-from ..cuda.signature_check import check_kernel_signature
+from ..cuda.signature_check import check_kernel_signature, launch_writes_output
 from ..errors import CompileError, ConfigError, ImageError, SpecError
 from ..measure.memory import host_total
 from ..specfile.model import FollowingLaunch, KernelSpec, Spec
 from .cases import Case, cases_of, kernels_of, kernels_on
-from .case_plan import CasePlan, literal_grid_check, plan_launch, uncounted_matrices_check, with_resources
+from .case_plan import (CasePlan, literal_grid_check, plan_launch, split_multiple_check, uncounted_matrices_check,
+                        with_resources)
 from .hopper_checks import cluster_use_checks
 from .image_checks import compiled_cluster, facts_of, following_image_checks, image_checks
 from .memory_plan import with_memory_check
@@ -136,10 +137,34 @@ def signature_error(kernel: KernelSpec, built: Cubin) -> SpecError | ImageError 
     except ImageError as exc:
         return exc
     try:
-        check_kernel_signature(kernel, image)
+        check_kernel_signature(kernel, image, output_written_elsewhere=bool(kernel.then) and any(
+            written is True for written in output_writers(kernel, built)[1:]))
     except SpecError as exc:
         return exc
     return None
+
+
+def output_writers(kernel: KernelSpec, built: Cubin) -> list[bool | None]:
+    """Whether each launch of a case writes C, as its function's parameter types say (`launch_writes_output`): the
+    kernel's own first, then each of then:'s in order (None where it cannot be told). The case's sequence is judged
+    as a whole: a launch that only reads C (row statistics, an amax) is fine where another launch writes it."""
+    launches = [(kernel.instance, kernel.signature),
+                *((kernel.following_instance(launch), following_signature(kernel, launch)) for launch in kernel.then)]
+    writers: list[bool | None] = []
+    for instance, signature in launches:
+        try:
+            writers.append(launch_writes_output(parameters_image(built, instance), signature))
+        except (ImageError, KeyError):
+            writers.append(None)
+    return writers
+
+
+def following_signature(kernel: KernelSpec, launch: FollowingLaunch) -> tuple:
+    """A launch of then:'s signature with the kernel's buffers it names as the buffers they are: checked as such
+    (their element against the pointer's pointee), as they are in the kernel's own signature."""
+    buffers = {argument.name: argument for _, argument in kernel.device_buffers()}
+    return tuple(buffers.get(argument.name, argument) if argument.ctype == "ptr" else argument
+                 for argument in launch.signature)
 
 
 def parameters_image(built: Cubin, instance: str) -> KernelImage:
@@ -154,22 +179,19 @@ def following_signature_errors(kernel: KernelSpec, built: Cubin) -> list[SpecErr
     """Each ``then:`` launch's signature against its function's parameters in the image (a CUBIN's or a PTX's,
     `parameters_image`), as the kernel's own is checked, said at ``then[i].signature``."""
     errors = []
-    # A launch names the kernel's buffers by name: checked as the buffers they are (their element against the
-    # pointer's pointee), as they are in the kernel's own signature.
-    buffers = {argument.name: argument for _, argument in kernel.device_buffers()}
+    writers = output_writers(kernel, built) if kernel.then else []
     for launch in kernel.then:
         try:
             image = parameters_image(built, kernel.following_instance(launch))
         except (ImageError, KeyError):
             continue
         where = f"then[{launch.index}]"
-        signature = tuple(buffers.get(argument.name, argument) if argument.ctype == "ptr" else argument
-                          for argument in launch.signature)
-        described = types.SimpleNamespace(signature=signature, operands=kernel.operands,
+        described = types.SimpleNamespace(signature=following_signature(kernel, launch), operands=kernel.operands,
                                           field_path=f"{kernel.field_path}.{where}",
                                           where_field=lambda name, where=where: kernel.where_field(f"{where}.{name}"))
+        elsewhere = any(written is True for other, written in enumerate(writers) if other != launch.index + 1)
         try:
-            check_kernel_signature(described, image)
+            check_kernel_signature(described, image, output_written_elsewhere=elsewhere)
         except SpecError as exc:
             errors.append(exc)
     return errors
@@ -403,10 +425,11 @@ def complete_plan(plan: CasePlan, built: "Cubin | CompileError | None", limits: 
 
 def _launch_fact_checks(plan: CasePlan, built: Cubin) -> CasePlan:
     """`plan` with what the kernel's PTX says of the launch beyond `image_checks`: a grid of numbers alone held to C
-    where the kernel is no persistent one (`case_plan.literal_grid_check`), a grid that gives a batch's (or masked
-    groups') matrices no blocks held to them where the kernel picks its matrix by a block index left at 1
-    (`case_plan.uncounted_matrices_check`), and the kernel's use of its cluster
-    against a launch of one block a cluster (`hopper_checks.cluster_use_checks`)."""
+    where the kernel is no persistent one (`case_plan.literal_grid_check`), an axis taken to share out tiles as a
+    multiple of them held to being a split of K where the kernel never reads the grid's size
+    (`case_plan.split_multiple_check`), a grid that gives a batch's (or masked groups') matrices no blocks held to
+    them where the kernel picks its matrix by a block index left at 1 (`case_plan.uncounted_matrices_check`), and
+    the kernel's use of its cluster against a launch of one block a cluster (`hopper_checks.cluster_use_checks`)."""
     kernel = plan.kernel
     try:
         symbol = built.symbol(kernel.instance)
@@ -417,6 +440,7 @@ def _launch_fact_checks(plan: CasePlan, built: Cubin) -> CasePlan:
     if facts is None:
         return plan
     plan = literal_grid_check(plan, facts.block_reads, facts.reads_grid_size)
+    plan = split_multiple_check(plan, facts.reads_grid_size)
     plan = uncounted_matrices_check(plan, facts.block_reads, facts.reads_grid_size)
     problems: list[SpecError] = []
 

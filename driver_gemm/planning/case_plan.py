@@ -23,6 +23,7 @@ from ..argtypes import C_TYPES, float_value
 from ..specfile import expr
 from ..cuda.resources import KernelResources
 from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType, WrongArgumentValue
+from ..gemm.elementwise import check_note
 from ..gemm.groups import GemmGroups
 from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
@@ -38,10 +39,10 @@ from .buffer_plans import BufferPlan, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
                        fixed_block_count_note, flat_elements, folds_batch, folds_end_to_end, grid_axes, inferred_tile,
-                       is_persistent, one_block_per_matrix, one_block_per_matrix_note, per_matrix_tile, rows_on_x,
-                       tile_axes)
+                       is_persistent, literal_tile_axes, number_partner_axes, one_block_per_matrix,
+                       one_block_per_matrix_note, per_matrix_tile, rows_on_x, tile_axes)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
-from .tensor_scales import fold_scales
+from .tensor_scales import fold_scales, product_alpha
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
 INDEX_LIMIT = 2**31               # a product of sizes at or above this overflows a 32-bit index
@@ -80,6 +81,22 @@ class ActiveClusters:
         return {"count": self.count, "counted_by": "driver" if self.by_driver else "estimate"}
 
 
+@dataclass(frozen=True)
+class SplitMultiple:
+    """An axis taken to share out the tiles of each block of the axis along M (N), whose count is a multiple of
+    those tiles (`_split_over`): more blocks than tiles, the rest returning early, which a kernel does by the grid's
+    size (``blockIdx.z * gridDim.y + blockIdx.y``). Without that, the axis is a split of K, and the rows (columns)
+    past `covered` are never written. `note` says so until the kernel's PTX settles it (`split_multiple_check`)."""
+
+    axis: int             # the axis along M or N
+    other: int            # the axis of the multiple
+    size_name: str        # "M" or "N"
+    tile: int             # the rows (columns) of C a block computes
+    factor: int           # the tiles each block of `axis` spans
+    covered: int          # of M (N), without the split
+    note: str
+
+
 @dataclass
 class CasePlan:
     """One kernel on one shape: its launch, its arguments' values, its occupancy and what is wrong with it."""
@@ -102,6 +119,7 @@ class CasePlan:
     active_clusters: ActiveClusters | None = None   # where the grid or an argument reads max_active_clusters
     constants: dict[str, bytes] = field(default_factory=dict)   # each __constant__ variable's bytes, by its name
     following: tuple[LaunchConfig | None, ...] = ()   # the launch of each of the kernel's then: (None: refused)
+    split_multiples: tuple[SplitMultiple, ...] = ()   # splits of C's tiles that the kernel's PTX is to confirm
 
     @property
     def valid(self) -> bool:
@@ -214,6 +232,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
                             dict(scalars or {}), None)
     active_clusters = None
+    split_multiples: tuple[SplitMultiple, ...] = ()
     if kernel.grid_or_signature_reads(MAX_ACTIVE_CLUSTERS_NAME):
         active_clusters = _active_clusters(kernel, env, limits, driver_active_clusters, blocks_per_sm)
         env[MAX_ACTIVE_CLUSTERS_NAME] = active_clusters.count
@@ -282,6 +301,13 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                  if buffer.grid is not None)
     notes.extend(f"bias {name}: {buffer.bias.describe()}" for name, buffer in buffers.items()
                  if buffer.bias is not None)
+    if kernel.operands is not None and kernel.operands.elementwise:
+        # What C is compared with, written out: a fused epilogue's check is otherwise learnt only from a FAIL.
+        bias = next((buffer.bias for buffer in buffers.values() if buffer.bias is not None), None)
+        notes.append(check_note(kernel.operands.elementwise, product_alpha(kernel, argument_values),
+                                float(argument_values.get("beta", 0.0)) if kernel.reads_c() else 0.0,
+                                bias.along if bias is not None else None,
+                                any(buffer.grid is not None for buffer in buffers.values())))
     notes.extend(f"quantized {name}: {buffer.quantized.describe()}" for name, buffer in buffers.items()
                  if buffer.quantized is not None)
     notes.extend(_index_overflow_notes(kernel, shape, operands))
@@ -310,12 +336,17 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         tile = _check_tile(kernel, env, shape, config, covering, persistent, operands.groups)
         per_matrix = one_block_per_matrix(kernel.grid, env)
         flat = flat_elements(kernel.grid)
+        if tile is not None and len(problems) == refused and not (persistent or per_matrix or flat):
+            split_multiples = _split_multiples(kernel, env, shape, config, *tile)
+            notes.extend(split.note for split in split_multiples)
+            notes.extend(_over_coverage_notes(kernel, env, shape, config, *tile, operands.groups))
         if per_matrix and kernel.tile is None:
             notes.append(one_block_per_matrix_note(*per_matrix))
         elif persistent:
             notes.append(PERSISTENT_NOTE)
             fewer = _fixed_grid_under_its_tiles(kernel, shape, config, tile)
-            fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid)
+            fixed = fewer or fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid,
+                                                    tiled=kernel.tile is not None)
             if fixed:
                 notes.append(fixed)
         elif kernel.tile is None and flat is not None:
@@ -332,29 +363,36 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         problems[:] = [found for found in problems if not any(found is other for other in argument_problems)]
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
-                    _constant_bytes(kernel, env, scalars or {}, problem), following)
+                    _constant_bytes(kernel, env, scalars or {}, problem), following, split_multiples)
 
 
 def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, reads_grid_size: bool | None) -> CasePlan:
-    """`plan` with its grid of numbers alone (a kernel generated for one shape, as TVM and tinygrad print its launch)
-    held to C, where the kernel's PTX shows it is no persistent kernel: the grid has more than one block on x and y
-    (none on z), the kernel reads its block's index on both (`block_reads`: ``ctaid.x``, ``ctaid.y``) and never the
-    grid's size (`reads_grid_size` False: no grid-stride loop over tiles), so each block computes the tile of its
-    indices. With a tile: declared, grid x counts C's columns and y its rows (the other way round with ``rows_on:
-    x``), each checked as a grid that reads N and M is; the notes that took the grid as persistent are replaced.
-    `plan` as it is otherwise."""
+    """`plan` with its grid of numbers alone on x and y (a kernel generated for one shape, as TVM, TileLang and
+    tinygrad print its launch; `coverage.literal_tile_axes`) held to C, where the kernel's PTX shows it is no
+    persistent kernel: the grid has more than one block on x and y, the kernel reads its block's index on both
+    (`block_reads`: ``ctaid.x``, ``ctaid.y``) and never the grid's size (`reads_grid_size` False: no grid-stride loop
+    over tiles), so each block computes the tile of its indices. Grid z is a split of K (a number, or an extent that
+    reads K) or, where C is a batch, its matrices (an extent that reads the batch, or a number of their count): it
+    numbers no tiles. With a tile: declared, grid x counts C's columns and y its rows (the other way round with
+    ``rows_on: x``), each checked as a grid that reads N and M is; the notes that took the grid as persistent are
+    replaced. `plan` as it is otherwise (a grouped GEMM's included)."""
     kernel, config, tile = plan.kernel, plan.config, plan.tile
     if (config is None or tile is None or kernel.tile is None or block_reads is None or reads_grid_size is not False
-            or any(extent.names for extent in kernel.grid) or len(kernel.grid) < 2
-            or not (config.grid[0] > 1 and config.grid[1] > 1 and config.grid[2] == 1)
-            or not {"ctaid.x", "ctaid.y"} <= set(block_reads)
-            or plan.operands is not None and (plan.operands.c.batch > 1 or plan.operands.groups is not None)):
+            or not literal_tile_axes(kernel.grid) or not (config.grid[0] > 1 and config.grid[1] > 1)
+            or not {"ctaid.x", "ctaid.y"} <= set(block_reads)):
+        return plan
+    third = _literal_third_axis(kernel, plan.operands, config)
+    if third is None:
         return plan
     rows, cols = tile
     shape = plan.shape
     column_axis, row_axis = (1, 0) if kernel.rows_on == "x" else (0, 1)
     usual = [0, 0]
     usual[column_axis], usual[row_axis] = -(-shape.N // cols), -(-shape.M // rows)
+    written = [f"ceil(N / {kernel.tile[1].source})", f"ceil(M / {kernel.tile[0].source})"]
+    if len(kernel.grid) > 2:
+        usual.append(config.grid[2])
+        written.append(kernel.grid[2].source)
     problems: list[SpecError] = []
     problem = _collector(kernel, problems)
     for axis, size_name, size, extent, what in ((column_axis, "N", shape.N, cols, "columns"),
@@ -364,29 +402,50 @@ def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, read
             problem(f"the grid covers {covered} of {size_name} = {size} {what} ({config.grid[axis]} blocks x "
                     f"{extent}): {_span(what, covered, size - 1)} would never be written; the kernel's PTX reads "
                     "blockIdx.x and blockIdx.y and never the grid's size (%nctaid), so each block computes the one "
-                    "tile its indices name", f"grid[{axis}]",
-                    hint=f"on this shape the grid is [{usual[0]}, {usual[1]}] "
-                         f"([ceil(N / {kernel.tile[1].source}), ceil(M / {kernel.tile[0].source})]"
+                    "tile its indices name" + third, f"grid[{axis}]",
+                    hint=f"on this shape the grid is [{', '.join(map(str, usual))}] "
+                         f"([{', '.join(written)}]"
                          + (" with x and y swapped, rows_on: x" if kernel.rows_on == "x" else
                             "; rows_on: x says the kernel reads its row from blockIdx.x" if kernel.rows_on is None
                             else "") + ")")
     taken_as_persistent = {PERSISTENT_NOTE, _fixed_grid_under_its_tiles(kernel, shape, config, tile),
-                           fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid)}
+                           fixed_block_count_note(kernel.grid, math.prod(config.grid), config.grid, tiled=True)}
     notes = [note for note in plan.notes if note not in taken_as_persistent]
     if not problems:
-        notes.append(f"the grid of numbers alone is checked against C's tiles of {rows} x {cols}: the kernel's PTX "
-                     "reads blockIdx.x and blockIdx.y and never the grid's size (%nctaid), so it is no persistent "
-                     "kernel")
+        subject = ("the grid of numbers alone is" if not any(extent.names for extent in kernel.grid)
+                   else "grid x and y, numbers alone, are")
+        notes.append(f"{subject} checked against C's tiles of {rows} x {cols}: the kernel's PTX reads blockIdx.x and "
+                     f"blockIdx.y and never the grid's size (%nctaid), so it is no persistent kernel{third}")
     return dataclasses.replace(plan, problems=[*plan.problems, *problems], notes=notes)
+
+
+def _literal_third_axis(kernel: KernelSpec, operands: GemmOperands | None, config: LaunchConfig) -> str | None:
+    """What grid z of a grid of numbers on x and y is, as said after its check (empty where it has one block and C
+    one matrix): a split of K, or the batch's matrices where C is a batch and z reads ``batch`` or has their count.
+    None where it is neither (a grouped GEMM's groups, a batch that z does not count: left to the other checks)."""
+    blocks = config.grid[2]
+    if operands is not None and operands.groups is not None:
+        return None
+    if operands is not None and operands.c.batch > 1:
+        counts_batch = len(kernel.grid) > 2 and ("batch" in kernel.grid[2].names or blocks == operands.c.batch)
+        return f"; grid z's {blocks:,} blocks number the batch's {operands.c.batch:,} matrices" if counts_batch \
+            else None
+    if blocks == 1:
+        return ""
+    if "batch" in kernel.grid[2].names:
+        return None
+    return f"; grid z's {blocks:,} blocks are taken as a split of K, each adding its part to the same tiles"
 
 
 def _unread_scalar_notes(kernel: KernelSpec, scalars: Mapping[str, float]) -> list[str]:
     """A note for each of the spec's alpha and beta that `kernel` does not take (`reads_scalar`) where its value is
-    not the one the kernel computes with: the case is checked against the kernel's own, not the spec's. (A kernel's
-    own ``scalars:`` of that kind is refused where the spec is read.)"""
+    not the one the kernel computes with: the case is checked against the kernel's own, not the spec's. A value
+    that is the built-in default (alpha = 1, beta = 0: what a spec without ``scalars:`` has) is no choice of the
+    spec's, so a kernel computing otherwise (``epilogue: accumulate``) is not noted for it. (A kernel's own
+    ``scalars:`` of that kind is refused where the spec is read.)"""
     notes = []
-    for name in DEFAULT_SCALARS:
-        if name not in scalars or reads_scalar(kernel, name):
+    for name, default in DEFAULT_SCALARS.items():
+        if name not in scalars or reads_scalar(kernel, name) or float(scalars[name]) == default:
             continue
         given, implied = float(scalars[name]), implied_scalar(kernel, name)
         if given != implied:
@@ -557,18 +616,20 @@ def pointer_array_offsets(kernel: KernelSpec, operands: GemmOperands, matrix: st
 
 def _fixed_grid_under_its_tiles(kernel: KernelSpec, shape: Shape, config: LaunchConfig,
                                 tile: tuple[int, int] | None) -> str | None:
-    """For a grid of numbers alone laid out over two or three axes (a kernel built for one shape, its tiles numbered
-    by x and y; a persistent one with its SMs written out is one axis of them) with a declared tile, fewer blocks
-    than C has tiles: the grid is taken as persistent, which a kernel whose blocks compute one tile each is not.
-    Said with the counts, and how the grid is written to be checked."""
-    if tile is None or any(extent.names for extent in kernel.grid) or sum(side > 1 for side in config.grid) < 2:
+    """For a grid of numbers alone on x and y (`coverage.literal_tile_axes`: a kernel built for one shape, its tiles
+    numbered by x and y, z a split of K or the batch; a persistent one with its SMs written out is one axis of them)
+    with a declared tile, fewer blocks on x and y than C has tiles: the grid is taken as persistent, which a kernel
+    whose blocks compute one tile each is not. Said with the counts, and how the grid is written to be checked."""
+    if tile is None or not literal_tile_axes(kernel.grid) or sum(side > 1 for side in config.grid) < 2 \
+            or any(extent.names for extent in kernel.grid) and min(config.grid[:2]) == 1:
         return None
     rows, cols = tile
     tiles = -(-shape.M // rows) * -(-shape.N // cols)
-    blocks = math.prod(config.grid)
+    blocks = config.grid[0] * config.grid[1]
     if blocks >= tiles:
         return None
-    return (f"the grid's {blocks:,} blocks, a fixed count, are fewer than C's {tiles:,} tiles of {rows} x {cols} "
+    counted = "blocks" if config.grid[2] == 1 else "blocks on x and y"
+    return (f"the grid's {blocks:,} {counted}, a fixed count, are fewer than C's {tiles:,} tiles of {rows} x {cols} "
             f"(tile:): taken as a persistent kernel's, each block looping over tiles; if each block computes one "
             f"tile, this grid leaves {tiles - blocks:,} of them unwritten: written as [ceil(N / {cols}), "
             f"ceil(M / {rows})], it is checked against C")
@@ -886,7 +947,8 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         _check_flat_elements(kernel, env, shape, config, flat, cols, kernel.tile[1].source,
                              f"tile: [1, {kernel.tile[1].source}]", problem)
         return rows, cols
-    axes = grid_axes(kernel.grid) or _split_grid_axes(kernel, env, config, rows, cols)
+    axes = grid_axes(kernel.grid) or _split_grid_axes(kernel, env, config, rows, cols) \
+        or number_partner_axes(kernel.grid)
     if axes is None:
         _check_tile_count(kernel, env, shape, config, rows, cols, problem)
         return rows, cols
@@ -924,6 +986,8 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
         what = "columns" if size_name == "N" else "rows"
         of = f"{size_name} = {size}" if matrices == 1 else f"the batch's {matrices} x {size_name} = {size * matrices}"
         blocks = f"{config.grid[axis]} blocks x {tile}"
+        if not kernel.grid[axis].names & {"M", "N"}:    # a number where C's columns (rows) belong
+            blocks += f", grid {'xyz'[axis]} '{kernel.grid[axis].source}', while no grid axis reads {size_name}"
         divisor = tile_source
         hint_tail = ""
         if split:
@@ -937,6 +1001,8 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
             if other_blocks < factor:
                 hint_tail += (f"; or grid {'xyz'[other]} should be {factor}, as '{kernel.grid[axis].source}' gives "
                               f"each block of grid {'xyz'[axis]} {factor} tiles of {tile}")
+        if not kernel.grid[axis].names & {"M", "N"}:
+            hint_tail = f" ({-(-size // tile) * matrices:,} on this shape)" + hint_tail
         problem(f"the grid covers {covered} of {of} {what} ({blocks}): {_span(what, covered, size * matrices - 1)} "
                 "would never be written", f"grid[{axis}]",
                 hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor})"
@@ -994,6 +1060,128 @@ def _split_over(kernel: KernelSpec, env, config: LaunchConfig, axes: tuple[int, 
         if blocks == factor or ("K" not in grid_extent.names and commensurate):
             return other, blocks
     return None
+
+
+def _split_multiples(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int,
+                     cols: int) -> tuple[SplitMultiple, ...]:
+    """The splits `_check_tile` took of the tiles of a block of the axis along M (N) over an axis whose count is a
+    multiple of them, and more (`_split_over`), where C is covered only with the split: without it, that axis is a
+    split of K, as TileLang's ``[ceil(N / 64), ceil(M / 128), 4]`` with 64 x 64 tiles is, and rows of C are left."""
+    axes = grid_axes(kernel.grid) or _split_grid_axes(kernel, env, config, rows, cols) \
+        or number_partner_axes(kernel.grid)
+    if axes is None:
+        return ()
+    column_axis, row_axis = axes
+    found = []
+    splits = [(column_axis, "N", shape.N, cols, kernel.tile[1].source), (row_axis, "M", shape.M, rows,
+                                                                          kernel.tile[0].source)]
+    taken = [_split_over(kernel, env, config, axes, axis, size_name, tile)
+             for axis, size_name, _, tile, _ in splits]
+    if taken[0] and taken[1] and taken[0][0] == taken[1][0]:
+        return ()    # one axis shares out both: held to the count of blocks alone
+    for (axis, size_name, size, tile, tile_source), split in zip(splits, taken):
+        if split is None or folds_batch(kernel.grid[axis]):
+            continue
+        other, other_blocks = split
+        factor = inferred_tile(kernel.grid[axis], size_name).evaluate_int(env) // tile
+        covered = config.grid[axis] * tile
+        if other_blocks <= factor or covered >= size:
+            continue
+        what = "columns" if size_name == "N" else "rows"
+        letter, other_letter = "xyz"[axis], "xyz"[other]
+        note = (f"grid {other_letter}'s {other_blocks:,} blocks, a multiple of the {factor} tiles of {tile} {what} "
+                f"that '{kernel.grid[axis].source}' gives each block of grid {letter}, are taken to share those tiles "
+                f"out, the extra blocks returning early (blockIdx.{letter} * gridDim.{other_letter} + "
+                f"blockIdx.{other_letter}); as a split of K they would leave {_span(what, covered, size - 1)} of "
+                f"{size_name} = {size} unwritten; the kernel's PTX settles it: sharing them out needs the grid's size "
+                "(%nctaid)")
+        found.append(SplitMultiple(axis, other, size_name, tile, factor, covered, note))
+    return tuple(found)
+
+
+def split_multiple_check(plan: CasePlan, reads_grid_size: bool | None) -> CasePlan:
+    """`plan` with each axis taken to share out tiles as a multiple of them (`SplitMultiple`) settled by the
+    kernel's PTX: a kernel that never reads the grid's size (`reads_grid_size` False) cannot tell the blocks past
+    the tiles to return early, so the axis is a split of K and the case is refused at the axis along M (N), naming
+    what it leaves; one that reads it keeps the split, without the note. `plan` as it is where the PTX was not
+    read."""
+    if not plan.split_multiples or reads_grid_size is None:
+        return plan
+    kernel = plan.kernel
+    problems: list[SpecError] = []
+    problem = _collector(kernel, problems)
+    for split in plan.split_multiples if reads_grid_size is False and plan.config is not None else ():
+        size = plan.shape.M if split.size_name == "M" else plan.shape.N
+        what = "columns" if split.size_name == "N" else "rows"
+        letter, other_letter = "xyz"[split.axis], "xyz"[split.other]
+        tile_source = kernel.tile[0 if split.size_name == "M" else 1].source
+        problem(f"the grid covers {split.covered} of {split.size_name} = {size} {what} "
+                f"({plan.config.grid[split.axis]} blocks of grid {letter} x {split.tile}): "
+                f"{_span(what, split.covered, size - 1)} would never be written; grid {other_letter}'s "
+                f"{plan.config.grid[split.other]:,} blocks, a multiple of the {split.factor} tiles "
+                f"'{kernel.grid[split.axis].source}' gives each block of grid {letter}, do not share them out: the "
+                f"kernel's PTX never reads the grid's size (%nctaid), which blocks past the tiles need to return early "
+                f"(blockIdx.{letter} * gridDim.{other_letter} + blockIdx.{other_letter}), so grid {other_letter} is a "
+                "split of K", f"grid[{split.axis}]",
+                hint=f"grid {letter} should be ceil({split.size_name} / {tile_source}); or grid {other_letter} "
+                     f"should be {split.factor}, where its blocks share out the tiles of each block of grid {letter}")
+    stale = {split.note for split in plan.split_multiples}
+    return dataclasses.replace(plan, problems=[*plan.problems, *problems],
+                               notes=[note for note in plan.notes if note not in stale])
+
+
+def _over_coverage_notes(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int, cols: int,
+                         groups: GemmGroups | None) -> list[str]:
+    """A note for each axis of x and y that numbers C's tiles along one dimension and launches at least one whole
+    tile row (column) of blocks more than C has: an axis that counts the other dimension (``[ceil(N / 16),
+    ceil(N / 16)]`` on a C of fewer rows than columns, ``[N]`` with ``tile: [1, N]``), or divides by less than the
+    tile. Guarded kernels compute C right, so it is no refusal; the blocks past C idle, or write past it in a kernel
+    without guards. Axes along M and N are those `grid_axes` finds (or one that reads M or N beside a number,
+    `number_partner_axes`), or, where both read the same one, x over columns and y over rows (``rows_on: x``: the
+    other way round); a grid of one such axis, where C is one tile along the dimension it reads, is over the other.
+    No note for a grid whose tiles are split over another axis, folded with the batch or the groups, short anywhere
+    (a swizzled grid's), or numbered otherwise, nor for an axis of a number."""
+    grid = kernel.grid
+    numbering = tile_axes(grid)
+    reads = {axis: grid[axis].names & {"M", "N"} for axis in numbering}
+    unrelated = {"K", *COUNT_NAMES, SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME}
+    if groups is not None or not numbering or any(len(names) != 1 or axis > 1 for axis, names in reads.items()) \
+            or any(grid[axis].names & unrelated or folds_batch(grid[axis]) for axis in numbering):
+        return []
+    tiles = {"M": -(-shape.M // rows), "N": -(-shape.N // cols)}
+    known = grid_axes(grid) or number_partner_axes(grid)
+    if known is not None:
+        column_axis, row_axis = known
+        if _split_over(kernel, env, config, known, column_axis, "N", cols) \
+                or _split_over(kernel, env, config, known, row_axis, "M", rows):
+            return []
+        roles = {axis: role for axis, role in ((column_axis, "N"), (row_axis, "M")) if axis in numbering}
+    elif len(numbering) == 2:
+        column_axis, row_axis = (1, 0) if kernel.rows_on == "x" else (0, 1)
+        roles = {column_axis: "N", row_axis: "M"}
+    else:
+        axis, = numbering
+        name, = reads[axis]
+        other = "M" if name == "N" else "N"
+        roles = {axis: other if tiles[name] == 1 and tiles[other] > 1 else name}
+    if any(config.grid[axis] < tiles[role] for axis, role in roles.items()):
+        return []
+    notes = []
+    for axis, role in sorted(roles.items()):
+        blocks, needed = config.grid[axis], tiles[role]
+        if blocks <= needed:
+            continue
+        name, = reads[axis]
+        what = "rows" if role == "M" else "columns"
+        tile, tile_source = (rows, kernel.tile[0].source) if role == "M" else (cols, kernel.tile[1].source)
+        question = f": is it C's {what}?" if name != role else ""
+        more = blocks - needed
+        notes.append(f"grid {'xyz'[axis]} launches {blocks:,} blocks ('{grid[axis].source}', which reads "
+                     f"{name}{question}) where C has {needed:,} tile {what} of {tile} "
+                     f"({_tiles_along(role, tile_source, tile)}): the {more:,} more {what[:-1] if more == 1 else what} "
+                     f"of blocks lie past C's {what}, idle where the kernel guards its {what} and writing past C "
+                     "where it does not")
+    return notes
 
 
 def _blocks_and_tiles(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int,

@@ -156,20 +156,42 @@ def _capped_by_count(extent: expr.Expression, env: dict | None) -> bool:
     return cap < counted
 
 
-def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int, extents: Sequence[int] = ()) -> str | None:
+def literal_tile_axes(grid: Sequence[expr.Expression]) -> bool:
+    """Whether `grid` is laid out as a kernel generated for one shape is launched: numbers alone on x and y (its
+    tiles), and on z, if any, what numbers no tiles of C: a number (a split of K, or the batch's count), or an
+    extent that reads K (``ceil(K / 256)``) or the batch, but neither M, N, the groups nor the GPU's size."""
+    if len(grid) < 2 or grid[0].names or grid[1].names:
+        return False
+    return all(not extent.names & ({"M", "N", "groups"} | _DEVICE_NAMES) for extent in grid[2:])
+
+
+_AXIS_COUNTS = {2: "two", 3: "three"}
+
+
+def fixed_block_count_note(grid: Sequence[expr.Expression], blocks: int, extents: Sequence[int] = (),
+                           tiled: bool = False) -> str | None:
     """A note for a persistent grid whose count is fixed where it could follow the GPU: written for one GPU's SMs,
-    it leaves SMs idle on a larger one and runs blocks in a second wave on a smaller one. A grid of numbers alone
-    over two axes or more (`extents`, as evaluated) is rather how a kernel generated for one shape is launched, its
-    tiles numbered by x and y: the note says how such a grid is checked. None where the grid reads sm_count or
+    it leaves SMs idle on a larger one and runs blocks in a second wave on a smaller one. A grid of numbers alone on
+    x and y (`literal_tile_axes`) with more than one block on two axes or more (`extents`, as evaluated) is rather how
+    a kernel generated for one shape is launched, its tiles numbered by x and y: the note says how such a grid is
+    checked, for a kernel with a ``tile:`` (`tiled`) or without. None where the grid reads sm_count or
     max_active_clusters, or launches a single block."""
     names = frozenset().union(*(extent.names for extent in grid))
     if names & _DEVICE_NAMES or blocks <= 1:
         return None
-    if not names and sum(extent > 1 for extent in extents) >= 2:
-        return (f"the grid's {blocks:,} blocks are numbers alone over two axes, as a kernel generated for one shape "
-                "is launched: taken as persistent, its coverage of C is not checked; written as [ceil(N / cols), "
-                "ceil(M / rows)] with tile: [rows, cols], or for such a kernel (one that reads blockIdx.x and .y, "
-                "never gridDim) with tile: alone, it is checked against C")
+    spread = sum(extent > 1 for extent in extents)
+    # With z an expression (ceil(K / 256)), x and y must both be the tiles' axes; numbers alone may be any two.
+    if literal_tile_axes(grid) and (spread >= 2 if not names else len(extents) >= 2 and min(extents[:2]) > 1):
+        opening = (f"the grid's {blocks:,} blocks are numbers alone over {_AXIS_COUNTS.get(spread, spread)} axes"
+                   if not names else f"the grid's {blocks:,} blocks are numbers alone on x and y")
+        if tiled:
+            return (f"{opening}, as a kernel generated for one shape is launched: taken as persistent, its coverage "
+                    "of C is not checked; with its tile: it is checked against C where the kernel's PTX shows it "
+                    "reads blockIdx.x and .y and never the grid's size (%nctaid), which this plan's does not show; "
+                    "written as [ceil(N / cols), ceil(M / rows)], it is checked against C whatever the kernel")
+        return (f"{opening}, as a kernel generated for one shape is launched: taken as persistent, its coverage of C "
+                "is not checked; written as [ceil(N / cols), ceil(M / rows)] with tile: [rows, cols], or for such a "
+                "kernel (one that reads blockIdx.x and .y, never gridDim) with tile: alone, it is checked against C")
     return (f"the persistent grid's {blocks:,} blocks are a fixed count, not the GPU's: sm_count (its SMs) or "
             "max_active_clusters in the grid makes it follow the GPU it runs on")
 
@@ -187,6 +209,29 @@ def grid_axes(grid: Sequence[expr.Expression], splits: bool = False) -> tuple[in
     if not splits and set(tile_axes(grid)) - {columns[0], rows[0]}:
         return None
     return columns[0], rows[0]
+
+
+def number_partner_axes(grid: Sequence[expr.Expression]) -> tuple[int, int] | None:
+    """The axes that step along C's columns and rows (as `grid_axes`) of a grid whose one axis of x and y reads M
+    alone (or N alone) and whose other is a number or a param, as TileLang launches a kernel of a symbolic M and a
+    static N (``[16, ceil(M / 64)]``): the number counts the blocks along the dimension the other axis does not read.
+    No other axis may read M or N; the number is no ``1`` as written (a grid over C's rows alone, a matrix-vector
+    kernel's, keeps its own check) and no divisor another axis splits M or N by (`tile_axes`). None otherwise."""
+    if len(grid) < 2:
+        return None
+    reading = [axis for axis, extent in enumerate(grid) if extent.names & {"M", "N"}]
+    if len(reading) != 1 or reading[0] > 1:
+        return None
+    axis = reading[0]
+    partner = 1 - axis
+    reads = grid[axis].names & {"M", "N"}
+    unrelated = {"K", *COUNT_NAMES} | _DEVICE_NAMES
+    if len(reads) != 1 or grid[axis].names & unrelated or grid[partner].names & ({"M", "N"} | unrelated) \
+            or partner in tile_axes(grid):
+        return None
+    if not grid[partner].names and grid[partner].evaluate_int({}) == 1:
+        return None
+    return (partner, axis) if reads == {"M"} else (axis, partner)
 
 
 def rows_on_x(grid: Sequence[expr.Expression]) -> bool:

@@ -17,7 +17,11 @@ that gives some back with ``.dec``) would wait for them forever: that is noted t
 branch is not known before the launch. A grid of more than one block along an axis whose block index the kernel
 never reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) is refused at that axis, its blocks
 there being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`). A kernel
-whose block barriers limit the blocks an SM holds is noted with why (`cuda.occupancy.barrier_note`).
+whose block barriers limit the blocks an SM holds is noted with why (`cuda.occupancy.barrier_note`). A kernel whose
+PTX reads or writes a matrix through vector accesses of global memory (``ld.global.nc.v4.f32``, ``cp.async`` of 16
+bytes) wider than the matrix's rows are aligned to (its leading dimension or batch stride times its element's bytes is
+no multiple of the access's) is noted, unless the kernel tests that size for the multiple at run time, as one that
+falls back to narrower accesses does (`vector_alignment_notes`).
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ from ..cuda.cubin import KernelImage
 from ..cuda.mangling import qualified_name
 from ..cuda.launch_attributes import NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from ..cuda.fatbin import cubin_bytes
-from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, ptx_facts
+from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, VectorAccess, ptx_facts
 from ..cuda.sass import disassemble, find_disassembler, shared_memory_instructions, tma_copies
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
+from ..gemm.dtypes import FP32
+from ..gemm.operands import MatrixLayout
 from ..specfile.expr import Expression
 from ..cuda.occupancy import ArchLimits, barrier_note
 from .case_plan import CasePlan, block_registers, check_resources
@@ -225,7 +231,97 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         _check_launch_facts(plan, facts, problem)
         if plan.config is not None:
             notes.extend(check_block_axes(plan.config.grid, kernel.grid, facts, problem))
+        if not plan.problems and not problems:
+            notes.extend(vector_alignment_notes(plan, facts))
     return problems, notes
+
+
+MISALIGNED_VECTOR_NOTE = "vector accesses wider than the rows are aligned: "   # how the note begins
+# Which size a tight leading dimension is, by operand and storage order (A's rows are K long, its columns M...).
+_TIGHT_LD_NAMES = {("A", "row"): "K", ("A", "col"): "M", ("B", "row"): "N", ("B", "col"): "K",
+                   ("C", "row"): "N", ("C", "col"): "M"}
+
+
+def _matrix_params(kernel) -> dict[int, str]:
+    """The kernel parameters (by position) that are the address of a matrix: A, B, C, or another pointer to one
+    (``{name: D, type: ptr, value: C}``)."""
+    found = {}
+    for position, argument in enumerate(kernel.signature):
+        if argument.ctype == "ptr" and not argument.null and (argument.name in ("A", "B", "C") or argument.alias):
+            found[position] = argument.alias or argument.name
+    return found
+
+
+def _widest_by_matrix(facts: KernelPtxFacts, matrices: dict[int, str]) -> dict[str, tuple[VectorAccess, bool]]:
+    """The widest vector access of each matrix, and whether it was traced to the matrix's parameter: an access not
+    traced to any parameter is taken as one of A's and B's (a load) or of C's (a store)."""
+    widest: dict[str, tuple[VectorAccess, bool]] = {}
+    for access in facts.vector_accesses or ():
+        traced = [matrices[param] for param in access.params if param in matrices]
+        if access.params and not traced:     # the kernel's own buffer, a scale: not a matrix of the case
+            continue
+        for matrix in traced or (("C",) if access.store else ("A", "B")):
+            if matrix not in widest or access.width > widest[matrix][0].width:
+                widest[matrix] = (access, bool(traced))
+    return widest
+
+
+def _tested(kernel, plan: CasePlan, facts: KernelPtxFacts, value: int, multiple: int) -> bool:
+    """Whether the kernel tests, at run time, a parameter of value `value` for a multiple of `multiple` (`tested_
+    multiples`): a kernel that does chooses its vector path by it."""
+    for param, tested in facts.tested_multiples or ():
+        if param < len(kernel.signature) and tested % multiple == 0 \
+                and plan.argument_values.get(kernel.signature[param].name) == value:
+            return True
+    return False
+
+
+def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
+    """A note where the kernel reads or writes a matrix through vector accesses of global memory (`KernelPtxFacts.
+    vector_accesses`) wider than the alignment of its rows: its leading dimension (or batch stride) times its
+    element's bytes is no multiple of the access's width, so that the access of its second row (or matrix) is
+    misaligned and faults with CUDA_ERROR_MISALIGNED_ADDRESS, which ends the process. A kernel that tests that
+    size for the multiple at run time (``and.b32`` of the parameter, `KernelPtxFacts.tested_multiples`) is taken to
+    fall back to narrower accesses there, and no note is made for it."""
+    kernel, operands = plan.kernel, plan.operands
+    if operands is None or not facts.vector_accesses:
+        return []
+    types = kernel.operands.types if kernel.operands is not None else FP32
+    clauses: list[str] = []
+    requirements: list[str] = []
+    for matrix, (access, traced) in sorted(_widest_by_matrix(facts, _matrix_params(kernel)).items()):
+        layout: MatrixLayout = getattr(operands, matrix.lower())
+        element = getattr(types, matrix.lower())
+        multiple = access.width // math.gcd(access.width, element.storage_bytes)
+        sizes = []
+        if layout.lines > 1:
+            tight = layout.ld == layout.tight_ld
+            lines = "rows" if layout.order == "row" else "columns"
+            name = _TIGHT_LD_NAMES[matrix, layout.order] if tight else f"ld{matrix.lower()}"
+            sizes.append((f"its {lines} are {name} = {layout.ld:,} {element.name} elements apart", name, layout.ld))
+        if layout.batch > 1 and layout.batch_stride:
+            name = f"stride{matrix}"
+            sizes.append((f"its matrices are {name} = {layout.batch_stride:,} {element.name} elements apart", name,
+                          layout.batch_stride))
+        misaligned = [(text, name, value * element.storage_bytes) for text, name, value in sizes
+                      if value * element.storage_bytes % access.width
+                      and not _tested(kernel, plan, facts, value, multiple)]
+        if not misaligned:
+            continue
+        verb = "written" if access.store else "read"
+        untraced = "" if traced else " (an address not traced to a parameter, taken as one of its)"
+        apart = " and ".join(f"{text} ({size_bytes:,} bytes)" for text, _, size_bytes in misaligned)
+        clauses.append(f"{matrix} is {verb} {access.width} bytes at a time ({access.instruction}{untraced}) while "
+                       f"{apart}")
+        for _, name, _ in misaligned:
+            if f"{name} % {multiple} == 0" not in requirements:
+                requirements.append(f"{name} % {multiple} == 0")
+    if not clauses:
+        return []
+    return [f"{MISALIGNED_VECTOR_NOTE}{'; '.join(clauses)}: such an access of the second row (or matrix) is "
+            "misaligned and faults (CUDA_ERROR_MISALIGNED_ADDRESS, which ends the process) unless the kernel falls "
+            "back to narrower accesses there, and its PTX tests none of these sizes for the multiple; "
+            f"require: {' and '.join(requirements)} keeps such shapes out"]
 
 
 def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:

@@ -18,6 +18,7 @@ from ..planning.case_plan import CasePlan
 from ..results.records import RunResult
 from ..results.text import printable
 from .notes import cases_by_shape
+from .tables import KernelLines, shapes_text
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -155,6 +156,34 @@ def not_compiled_csv_row(kernel, shape, error: Exception) -> tuple:
 def not_compiled_markdown_row(kernel, shape) -> str:
     """A `plan_markdown` line for a case whose kernel did not compile."""
     return markdown_line((kernel.label, shape.label, *["-"] * (len(PLAN_HEADER) - 3), "COMPILE FAILED")) + "\n"
+
+
+def plan_markdown_lines(lines: KernelLines) -> str:
+    """What the terminal says below the plan table, written after the Markdown table as quoted lines (as ``compare
+    --markdown`` writes its warnings), so that a pasted table keeps why a case is INVALID: each distinct problem and
+    note once, with the kernels and shapes it holds for (`lines`: a sweep's configurations often share one message).
+    Empty when there are none. A kernel that did not compile has its row, and its error on stderr."""
+    grouped: dict[tuple[str, bool], list[str]] = {}
+    for (label, text, is_problem), (shapes, count) in lines.lines.items():
+        grouped.setdefault((text, is_problem), []).append(f"{label} at {shapes_text(shapes, count=count[0])}")
+    texts = []
+    for (text, is_problem), cases in grouped.items():
+        where = _cases_text(cases)
+        if is_problem:
+            cause, _, details = text.partition("\n")
+            texts.append(f"{cause} [{where}]" + (f"\n{details}" if details else ""))
+        else:
+            texts.append(f"{where}: {text}")
+    # Each line of a text quoted on its own, so that its hint and details stay in the quote.
+    return "".join("\n" + "".join(f"> {printable(line)}".rstrip() + "\n" for line in text.splitlines())
+                   for text in texts)
+
+
+def _cases_text(cases: list[str], shown: int = 3) -> str:
+    """``k at 64x64x64``, or for a message several kernels share, the first `shown` of them and how many in all."""
+    if len(cases) <= shown:
+        return "; ".join(cases)
+    return f"{len(cases)} kernels: {'; '.join(cases[:shown])}; ..."
 
 
 def _first_error(error: Exception) -> str:

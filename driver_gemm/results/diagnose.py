@@ -110,6 +110,8 @@ def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, 
              "wrong": verdict.masks["wrong"] & ~verdict.masks["nonfinite"]}
     failed = masks["unwritten"] | masks["nonfinite"] | masks["wrong"]
     sentences = _patterns(verdict, output, expected, failed, matrices, height)
+    if not sentences:
+        sentences = _epilogue_patterns(verdict, output, expected, _described_bias(plan))
     states = (("unwritten", "unwritten"), ("nonfinite", "NaN or infinite"), ("wrong", "wrong"))
     failing = [b for b in range(matrices) if failed[b * height:(b + 1) * height].any()]
     for b in failing[:MAX_MATRICES]:
@@ -185,6 +187,141 @@ def _patterns(verdict: Verdict, output: np.ndarray, expected: np.ndarray, failed
             found.append(f"every element is the product times {factor:.4g} (alpha or a sum applied a wrong number "
                          "of times?)")
     return found
+
+
+# The fewest rows and columns on which C minus the expected is told apart as one value per row or per column: on
+# fewer, an offset per row or column fits any difference.
+MIN_OFFSET_EXTENT = 4
+# The share of the elements that a clamp must leave inside its bounds: a C of one or two values is no clamp.
+MIN_UNCLAMPED_SHARE = 0.1
+
+
+def _epilogue_patterns(verdict: Verdict, output: np.ndarray, expected: np.ndarray,
+                       bias: tuple[str, str] | None) -> list[str]:
+    """What C is when a kernel's epilogue did something the check does not: added a value per column or per row (a
+    bias undescribed, left out, or along the other axis), or applied a ReLU, a leaky ReLU or a clamp. Each is named
+    only where it accounts for C within the tolerance and moves it from the expected by more than that, so that an
+    ordinary wrong kernel (an element, a tile, a part of K wrong) is not described as one. `bias`: the name and axis
+    of the bias the case describes, if any."""
+    usable = ~(verdict.masks["unwritten"] | verdict.masks["nonfinite"])
+    if usable.sum() * 10 < usable.size * 9:
+        return []
+    reference = np.where(usable, expected, 0.0)
+    allowed = max(verdict.tolerance, 1e-12) * float(np.linalg.norm(reference))
+    if allowed == 0:
+        return []
+    values = np.where(usable, output.astype(np.float64), 0.0)
+    for pattern in (_offsets, _activation, _clamp):
+        found = pattern(values, reference, usable, allowed, bias)
+        if found:
+            return [found]
+    return []
+
+
+def _accounts_for(miss: float, shift: float, allowed: float) -> bool:
+    """Whether a candidate for C, `miss` (Frobenius norm) from the kernel's C and `shift` from the expected, explains
+    the failure: C is within the tolerance of it, it is well outside the tolerance of the expected, and C is much
+    nearer to it than to the expected."""
+    return miss <= allowed and shift > allowed and 4 * miss <= shift
+
+
+def _described_bias(plan) -> tuple[str, str] | None:
+    """The name and axis (N, M) of the bias buffer the case's plan describes; None without a plan (or a bias)."""
+    for name, buffer in (getattr(plan, "buffers", None) or {}).items():   # a plan may be a stand-in without buffers
+        if getattr(buffer, "bias", None) is not None:
+            return name, buffer.bias.along
+    return None
+
+
+def _offsets(values: np.ndarray, reference: np.ndarray, usable: np.ndarray, allowed: float,
+             bias: tuple[str, str] | None) -> str | None:
+    """C minus the expected as one value per column, per row, both, or one value everywhere: fitted by the means of
+    each column, then of each row of what is left, over the usable elements."""
+    if min(values.shape) < MIN_OFFSET_EXTENT:
+        return None
+    difference = values - reference
+    per_column_count, per_row_count = usable.sum(axis=0), usable.sum(axis=1)
+    everywhere = float(difference.sum()) / max(int(usable.sum()), 1)
+    column = difference.sum(axis=0) / np.maximum(per_column_count, 1)
+    difference -= column[None, :]
+    difference[~usable] = 0.0
+    row = difference.sum(axis=1) / np.maximum(per_row_count, 1)
+    difference -= row[:, None]
+    difference[~usable] = 0.0
+    miss = float(np.linalg.norm(difference))
+    column_part = math.sqrt(float(per_column_count @ (column - everywhere) ** 2))
+    row_part = math.sqrt(float(per_row_count @ row ** 2))
+    constant_part = abs(everywhere) * math.sqrt(float(usable.sum()))
+    shift = math.sqrt(float(per_column_count @ column ** 2) + row_part ** 2)
+    if not _accounts_for(miss, shift, allowed):
+        return None
+    by_column, by_row = column_part > allowed, row_part > allowed
+    if not by_column and not by_row:
+        if constant_part <= allowed:
+            return None
+        return (f"C minus the expected is {everywhere:.4g} everywhere: a constant added that the spec does not "
+                "describe (a bias of one value?)")
+    if by_column and by_row:
+        if bias is not None:
+            return ("C minus the expected is one value per row plus one per column: a bias added along the other "
+                    f"axis than the spec's {bias[0]} (bias: {bias[1]}) describes")
+        return ("C minus the expected is one value per row plus one per column: biases along both axes that the "
+                "spec does not describe")
+    axis, line, lines = ("N", "column", "columns") if by_column else ("M", "row", "rows")
+    said = f"C minus the expected is one value per {line} (as a bias along {axis} adds)"
+    if bias is not None and bias[1] == axis:
+        return (f"{said}: the bias {bias[0]} left out, added to the wrong {lines}, or scaled (the check adds it "
+                "once, after alpha)")
+    return (f"{said}: a bias the spec does not describe (a buffer with bias: {axis}), or one described along the "
+            "other axis or scaled")
+
+
+def _activation(values: np.ndarray, reference: np.ndarray, usable: np.ndarray, allowed: float,
+                bias: tuple[str, str] | None) -> str | None:
+    """C as the expected where that is positive and 0 (a ReLU) or a fixed fraction of it (a leaky ReLU, a slope
+    between 0 and 1) elsewhere."""
+    negative = (reference < 0) & usable
+    below, got = reference[negative], values[negative]
+    if below.size == 0:
+        return None
+    above_miss = float(np.linalg.norm(np.where(negative, 0.0, values - reference)))
+    weight = float(below @ below)
+    slope = float(got @ below) / weight if weight > 0 else 0.0
+    for candidate in (0.0, slope):
+        if not 0 <= candidate < 1:    # |C| or -C is no activation of this kind
+            continue
+        miss = math.hypot(above_miss, float(np.linalg.norm(got - candidate * below)))
+        if _accounts_for(miss, abs(1 - candidate) * math.sqrt(weight), allowed):
+            if candidate == 0.0:
+                return ("C equals the expected where that is positive and 0 elsewhere: a ReLU epilogue, which the "
+                        "check does not apply (describe it with the kernel's elementwise: [relu])")
+            return (f"C equals the expected where that is positive and {candidate:.4g} times it elsewhere: a leaky "
+                    "ReLU epilogue, which the check does not apply (describe it with the kernel's elementwise: "
+                    f"[{{leaky_relu: {candidate:.4g}}}])")
+    return None
+
+
+def _clamp(values: np.ndarray, reference: np.ndarray, usable: np.ndarray, allowed: float,
+           bias: tuple[str, str] | None) -> str | None:
+    """C as the expected clamped to C's own least and greatest values, with many elements inside them."""
+    low, high = float(values[usable].min()), float(values[usable].max())
+    inside = (reference > low) & (reference < high) & usable
+    if not low < high or inside.sum() < MIN_UNCLAMPED_SHARE * usable.sum():
+        return None
+    clamped = np.clip(reference, low, high)
+    clamped[~usable] = 0.0
+    miss = float(np.linalg.norm(values - clamped))
+    shift = float(np.linalg.norm(clamped - reference))
+    if not _accounts_for(miss, shift, allowed):
+        return None
+    below, above = bool(((reference < low) & usable).any()), bool(((reference > high) & usable).any())
+    if below and above:
+        return (f"C equals the expected clamped to [{low:.4g}, {high:.4g}]: a clamp (hardtanh) epilogue, which the "
+                "check does not apply (describe it with the kernel's elementwise: "
+                f"[{{clamp: [{low:.4g}, {high:.4g}]}}])")
+    bound = f"at least {low:.4g}" if below else f"at most {high:.4g}"
+    return (f"C equals the expected clamped to {bound}: a clamp epilogue, which the check does not apply "
+            "(describe it in the kernel's elementwise: list)")
 
 
 def _other_matrices(verdict: Verdict, output: np.ndarray, expected: np.ndarray, failed: np.ndarray, matrices: int,

@@ -5,8 +5,9 @@ leading dimension (`measure.rig_operands`). From them one typed kernel entry is 
 as any spec's (its signature checked against the compiled image, its launch checked against the
 GPU), and runs the steps of a spec's case with the rig's memory in place of drawn inputs: in the
 GPU's primary context (torch's, CuPy's) on the rig's stream. No operand is copied to the host except
-to work out the float64 reference when the rig gives none; C is read back to be checked. The
-result is the `CaseResult` a spec run records.
+to work out the float64 reference when the rig gives none (as a spec's case works it out: the block
+scales and bias check_kernel draws into the kernel's own buffers, and ``elementwise=``'s functions,
+applied); C is read back to be checked. The result is the `CaseResult` a spec run records.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..cuda.occupancy import limits_from_device
 from ..errors import (ArgumentError, SpecError, WrongArgumentType, WrongArgumentValue, flag_argument,
                       ordinal_argument)
 from ..gemm import dtypes
-from ..gemm.operands import KernelOutput, TypedInputs, reference as float64_reference
+from ..gemm.operands import KernelOutput, TypedInputs
 from ..measure.reference import CPU_REFERENCE
 from ..measure.rig_operands import RigMatrix, RigOperands, matrix_values, raw_values, rig_operands
 from ..measure.stats import gflops
@@ -42,7 +43,7 @@ from ..session.bind import build_launch
 from ..session.execute import execute_case
 from ..session.options import RunOptions
 from ..session.state import Session
-from ..session.typed_steps import typed_case, typed_tolerance
+from ..session.typed_steps import kernel_functions, typed_case, typed_tolerance, worked_reference
 from ..specfile.load import spec_from_dict
 
 RIG_REFERENCE = "rig"     # the reference_name of a check against the rig's own reference
@@ -87,12 +88,16 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     `DeviceBuffer` view): sizes, element types, row/column-major order and
     leading dimensions come from them. `grid`, `block`, `params` and any
     other field of a spec's kernel entry (``signature=``, ``shared_bytes=``,
-    ``options=``, ``types=`` to add e.g. ``accumulate``) mean what they mean
-    in a spec, with M, N, K, lda, ldb, ldc as names; `measure` and `verify`
-    are a spec's sections. C = alpha A B + beta C is checked against
-    `reference` (the expected C as a tensor or array, or a callable
-    ``reference(a, b, c)`` called before the launch) or, without one, a
-    float64 product of host copies of A and B. It runs in the GPU's primary
+    ``options=``, ``types=`` to add e.g. ``accumulate``, ``elementwise=``)
+    mean what they mean in a spec, with M, N, K, lda, ldb, ldc as names;
+    `measure` and `verify` are a spec's sections. C = alpha A B + beta C is
+    checked against `reference` (the expected C as a tensor or array, or a
+    callable ``reference(a, b, c)`` called before the launch) or, without
+    one, a float64 product of host copies of A and B, with the block scales
+    and bias check_kernel draws into the kernel's own buffers (``scales:``,
+    ``bias:`` in ``signature=``) and ``elementwise=``'s functions applied as
+    a spec's case applies them (a `reference` cannot know the drawn values,
+    so it is refused beside them). It runs in the GPU's primary
     context (or `context`) on `stream` (any stream object; None: a stream of
     its own), after the rig's pending work on the context. With ``time=False``
     the case is only checked. Returns the `CaseResult`; C holds the checked
@@ -134,6 +139,8 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
                                 hint="give one value per param, and call check_kernel once per configuration")
         props = read_properties(ordinal)
         cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count)
+    if reference is not None:
+        _refuse_reference_beside_drawn(cases[0])
     rig = RigState(operands, (a, b, c), reference)
     session = Session(ordinal, False, RunOptions(time=time), context=context, stream=handle)
     try:
@@ -146,6 +153,26 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     if record.timing is not None:
         record.gflops = gflops(record.flops, record.timing.median_ms)
     return record
+
+
+def _refuse_reference_beside_drawn(case) -> None:
+    """An `ArgumentError` for a rig's `reference` beside what check_kernel applies to its own product: block scales
+    or a bias it draws into the kernel's buffers (values the rig never sees), or ``elementwise=`` (a `reference`
+    is the expected C already)."""
+    kernel = case.kernel
+    if kernel.operands is not None and kernel.operands.elementwise:
+        raise ArgumentError("check_kernel: reference= is the expected C, and elementwise= says which functions "
+                            "check_kernel applies to its own float64 product: give one of them",
+                            where="check_kernel", field="reference",
+                            hint="leave reference= out to check against the product with the functions applied, "
+                                 "or apply them in your reference and leave elementwise= out")
+    plans = case.plan.buffers.values() if case.plan is not None else ()
+    drawn = [plan.name for plan in plans if plan.grid is not None or plan.bias is not None]
+    if drawn:
+        raise ArgumentError(f"check_kernel: reference= cannot know the values check_kernel draws into the "
+                            f"kernel's buffer{'s' if len(drawn) > 1 else ''} {', '.join(drawn)} (block scales or a "
+                            "bias)", where="check_kernel", field="reference",
+                            hint="leave reference= out: check_kernel's float64 product applies the drawn values")
 
 
 def _check_kinds(source, function, grid, block, params, name, measure, verify) -> None:
@@ -382,11 +409,14 @@ def rig_inputs(run, rig: RigState) -> None:
 
 
 def rig_reference(run, rig: RigState) -> None:
-    """The expected C: the rig's (a tensor or array, or its callable's answer), else alpha A B + beta C0 in float64."""
+    """The expected C: the rig's (a tensor or array, or its callable's answer), else alpha A B + beta C0 in float64
+    with the kernel's drawn block scales and bias and its element-wise functions applied, as a spec's case works
+    it out (`typed_steps.worked_reference`)."""
     typed, shape = run.typed, (rig.operands.c.rows, rig.operands.c.cols)
     if rig.reference is None:
-        run.expected = float64_reference(typed.inputs.a, typed.inputs.b, typed.alpha, typed.beta,
-                                         typed.inputs.c0)[0]
+        expected, typed.functions_bound = worked_reference(typed, run.case.plan.buffers.values(),
+                                                           kernel_functions(run))
+        run.expected = expected[0]
         run.reference_name = CPU_REFERENCE
         return
     given = rig.reference(*rig.objects) if callable(rig.reference) else rig.reference
@@ -431,7 +461,8 @@ def rig_launch_verify(run, rig: RigState) -> None:
     typed.output = _read_output(run, C)
     rows, cols = C.rows, C.cols
     run.verdict = compare_typed(typed.output, run.expected[None], C.element,
-                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, run.case.shape.K),
+                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, run.case.shape.K,
+                                                              typed.functions_bound),
                                 abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                                 start=typed.inputs.c0)
     run.output = typed.output.values.reshape(rows, cols)

@@ -19,10 +19,12 @@ from ..measure.cublaslt import CublasLtUnsupported
 from ..measure.timing import measure
 from ..measure.vendor_choice import HEURISTIC, BaselineChoice, choose_candidate, final_settings, preselect_settings
 from ..gemm.dtypes import GemmTypes
+from ..gemm.elementwise import ElementwiseFunction, FunctionsBound, apply_functions
 from ..measure.inputs import case_seed
 from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
+from ..planning.buffer_plans import BiasVector
 from ..planning.quantized_layouts import draw_quantized
 from ..planning.tensor_scales import product_alpha
 from ..measure.verify import Verdict, compare_typed
@@ -48,6 +50,17 @@ class TypedCase:
     inputs: TypedInputs | None = None
     held: HeldTypedInputs | None = None    # where the session keeps the inputs (and their references)
     output: KernelOutput | None = None
+    # A kernel's ``elementwise:`` functions, once the reference has applied them: what its tolerance follows from.
+    functions_bound: FunctionsBound | None = None
+
+
+@dataclass(frozen=True)
+class WorkedReference:
+    """How a reference was worked out, kept beside it: the name the verdict gives it, and the bound of the
+    element-wise functions applied to it (None: the product alone)."""
+
+    name: str
+    functions_bound: FunctionsBound | None = None
 
 
 def typed_case(run) -> TypedCase:
@@ -62,9 +75,16 @@ def typed_case(run) -> TypedCase:
                      float(values.get("beta", 0.0)) if reads_c else 0.0)
 
 
-def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int) -> float:
-    """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.error_bound`)."""
-    return settings.rel_tolerance if settings.rel_tolerance is not None else dtypes.error_bound(types, K)
+def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int,
+                    functions_bound: FunctionsBound | None = None) -> float:
+    """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.error_bound`), carried
+    through the kernel's element-wise functions where it applies some (`FunctionsBound.tolerance`)."""
+    if settings.rel_tolerance is not None:
+        return settings.rel_tolerance
+    product = dtypes.error_bound(types, K)
+    if functions_bound is None:
+        return product
+    return functions_bound.tolerance(product, types.c.unit_roundoff, dtypes.SAFETY)
 
 
 def inputs(run) -> None:
@@ -137,34 +157,68 @@ def upload_inputs(run) -> None:
 
 def reference_step(run) -> None:
     """alpha * A @ B + beta * C0 for every batch, in float64 (float32 for large shapes with narrow outputs), A and B
-    each multiplied by its block scales and a bias added where the kernel takes them: worked out by the first case
-    that needs it for these inputs, scalars, scales and bias, kept with the inputs."""
+    each multiplied by its block scales, a bias added and the element-wise functions applied where the kernel takes
+    them (`worked_reference`): worked out by the first case that needs it for these inputs, scalars, scales, bias
+    and functions, kept with the inputs."""
     typed, settings = run.typed, run.spec.verify
     assert typed.held is not None, "held_inputs comes first"
     known = typed.held.references
-    drawn = _drawn_buffers(run)
-    grids = {plan.grid.operand: plan.grid for plan in drawn if plan.grid is not None}
-    bias = next((plan.bias for plan in drawn if plan.bias is not None), None)
-    groups = typed.operands.groups
-    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())), bias, groups)
+    drawn, functions = _drawn_buffers(run), kernel_functions(run)
+    grids, bias = _scales_and_bias(drawn)
+    key = (typed.alpha, typed.beta, tuple(sorted(grids.items())), bias, typed.operands.groups) + \
+        ((functions,) if functions else ())
     if key not in known:
-        a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
-        name = CPU_REFERENCE
-        if typed.operands.flops > settings.cpu_reference_max_gflop * 1e9 and typed.types.c.storage_bytes <= 2:
-            a, b = a.astype(np.float32), b.astype(np.float32)
-            name = FLOAT32_REFERENCE
-        if groups is not None:
-            expected = groups.product(a, b, typed.alpha, typed.beta, typed.inputs.c0)
-        else:
-            expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
-        known[key] = (bias.added(expected) if bias is not None else expected), name
-    run.expected, run.reference_name = known[key]
+        float32 = typed.operands.flops > settings.cpu_reference_max_gflop * 1e9 and typed.types.c.storage_bytes <= 2
+        expected, bound = worked_reference(typed, drawn, functions, float32=float32)
+        known[key] = expected, WorkedReference(FLOAT32_REFERENCE if float32 else CPU_REFERENCE, bound)
+    run.expected, worked = known[key]
+    run.reference_name, typed.functions_bound = worked.name, worked.functions_bound
+
+
+def worked_reference(typed: TypedCase, drawn, functions: tuple[ElementwiseFunction, ...] = (), *,
+                     float32: bool = False) -> tuple[np.ndarray, FunctionsBound | None]:
+    """What a typed case's C is checked against, from its inputs (`typed.inputs`, batch x rows x cols), alpha and
+    beta, and its kernel's own buffers `drawn` (`buffer_plans.BufferPlan`s): A and B each multiplied by its block
+    scales (`ScaleGrid`), alpha * A @ B + beta * C0 in float64 (in float32 with `float32`; by group for a grouped
+    product), the bias (`BiasVector`) added, and then `functions` applied in order, in float64, with no rounding
+    to C's type before them. Returns it and the functions' `FunctionsBound` (None without functions). A spec's
+    case and `check_kernel`'s both work out their reference here."""
+    grids, bias = _scales_and_bias(tuple(drawn))
+    a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
+    if float32:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    groups = typed.operands.groups
+    if groups is not None:
+        expected = groups.product(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+    else:
+        expected = reference(a, b, typed.alpha, typed.beta, typed.inputs.c0)
+    if bias is not None:
+        expected = bias.added(expected)
+    if not functions:
+        return expected, None
+    # The bound is over the elements the check compares: a grouped C's held rows only.
+    return apply_functions(functions, expected, groups.held_rows() if groups is not None else None)
+
+
+def _scales_and_bias(drawn: tuple) -> tuple[dict, BiasVector | None]:
+    """The block scales of `drawn` buffers by operand (``a``, ``b``), and their bias (None: none)."""
+    grids = {plan.grid.operand: plan.grid for plan in drawn if plan.grid is not None}
+    return grids, next((plan.bias for plan in drawn if plan.bias is not None), None)
 
 
 def _drawn_buffers(run) -> tuple:
     """The kernel's own buffers, whose block scales (`buffer_plans.ScaleGrid`) and bias (`BiasVector`) the reference
     applies; none for a vendor row, which computes the plain product."""
     return () if run.case.lt is not None else tuple(run.case.plan.buffers.values())
+
+
+def kernel_functions(run) -> tuple[ElementwiseFunction, ...]:
+    """The element-wise functions of the case's kernel (``elementwise:``) that the reference applies; none for a
+    vendor row, which computes the plain product."""
+    if run.case.lt is not None:
+        return ()
+    operands = run.case.plan.kernel.operands
+    return operands.elementwise if operands is not None else ()
 
 
 def _scaled(values: np.ndarray, grid) -> np.ndarray:
@@ -195,7 +249,7 @@ def check_output(run) -> Verdict:
         start = start[held][None] if start is not None else None
     K = run.case.shape.K
     run.verdict = compare_typed(output, expected, element,
-                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K),
+                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound),
                                 abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
                                 start=start)
     # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The

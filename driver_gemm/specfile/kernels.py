@@ -19,6 +19,7 @@ from typing import Any, Callable
 from . import expr
 from ..argtypes import STANDARD_ARGUMENTS
 from ..errors import SpecError
+from ..gemm.elementwise import ALIASES, EXAMPLES, FUNCTIONS
 from ..status import is_baseline_label
 from .archs import arch_problem
 from .fields import (IDENTIFIER, Context, check_keys, check_number, field_name, parse_expression, read_number,
@@ -367,8 +368,12 @@ def _epilogue(context: Context, node: dict, dotted: str, signature,
         return None
     value = node["epilogue"]
     if value not in EPILOGUES:
+        function = FUNCTIONS.get(ALIASES.get(value, value)) if isinstance(value, str) else None
         raise context.error(f"epilogue is overwrite (C = A @ B) or accumulate (C += A @ B), got {kind_name(value)}",
-                            node, "epilogue", f"{dotted}.epilogue")
+                            node, "epilogue", f"{dotted}.epilogue",
+                            f"an element-wise function applied to C is a field of its own: elementwise: "
+                            f"[{EXAMPLES[function.takes].format(name=value).split(' or ')[0]}]"
+                            if function is not None else None)
     def named(argument) -> bool:
         return argument.name in ("alpha", "beta") or any(named(field) for field in argument.fields)
     taken = [argument.name for argument in signature if named(argument)]

@@ -23,6 +23,7 @@ from . import expr
 from ..argtypes import TENSOR_MAP_ALIGNMENTS, Layout, array_layout, scalar_layout, struct_layout
 from ..bundled import default_spec_path
 from ..gemm.dtypes import GemmTypes
+from ..gemm.elementwise import ElementwiseFunction
 from ..errors import SpecError, WrongArgumentType, WrongArgumentValue, flag_argument
 from ..kernel_names import overload_expression, split_overload
 from .limits import INT64_MAX, MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
@@ -387,8 +388,8 @@ class GroupsSpec:
 
 @dataclass(frozen=True)
 class OperandSpec:
-    """A typed kernel's operands: element types, storage orders, leading dimensions, batch, fp8 scales, groups and
-    the inputs' structure.
+    """A typed kernel's operands: element types, storage orders, leading dimensions, batch, fp8 scales, groups, the
+    inputs' structure and the element-wise functions the kernel applies to its product.
 
     `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
     `strides` hold the expressions the spec gave (an operand left out is
@@ -405,6 +406,9 @@ class OperandSpec:
     groups: GroupsSpec | None = None
     # ``structure: {a: upper, b: symmetric}``: what the drawn inputs are made (`gemm.operands.STRUCTURES`).
     structure: Mapping[str, str] = field(default_factory=dict)
+    # ``elementwise: [relu, {mul: 1.5}]``: what the kernel applies, in order, to each element of its product before
+    # it stores C, so what the reference applies (`gemm.elementwise`); the vendor row computes the product alone.
+    elementwise: tuple[ElementwiseFunction, ...] = ()
 
     def __post_init__(self) -> None:
         freeze_fields(self, "orders", "ld", "strides", "structure")

@@ -151,7 +151,8 @@ def parse_following_signature(context: Context, node: dict, dotted: str, scalars
             if item not in STANDARD_ARGUMENTS:
                 raise context.error(f"unknown argument {item!r}", value, index, item_path,
                                     hint=f"a launch of then: takes standard names, the kernel's own buffers by name "
-                                         f"({', '.join(sorted(buffers)) or 'it has none'}) and typed scalars")
+                                         f"({', '.join(sorted(buffers)) or 'it has none'}) and typed scalars; "
+                                         + _LAUNCH_BUFFER_HINT.replace("NAME", item))
             argument = _standard_argument(context, value, index, item, item_path, scalars)
         elif isinstance(item, dict):
             argument = _typed_argument(context, value, index, item, item_path, scalars)
@@ -182,6 +183,13 @@ def parse_following_signature(context: Context, node: dict, dotted: str, scalars
     return tuple(arguments)
 
 
+# Where a buffer that only a launch of then: takes is declared: the kernel's own signature holds every buffer of the
+# case, and one the kernel itself has no parameter for is passed to it as nothing (pass: none).
+_LAUNCH_BUFFER_HINT = ("a buffer only a launch of then: takes is declared in the kernel's own signature with pass: "
+                       "none, since the kernel itself does not take it ({name: NAME, type: buffer, element: ..., "
+                       "size: ..., pass: none}), and written here by its name")
+
+
 def following_signature_entries(context: Context, node: dict, dotted: str) -> list:
     """The entries of a launch of then:'s signature (`node` the launch, at `dotted`), refused where they are no list
     or an entry is of a kind only the kernel's own signature takes; read before the kernel's own signature, whose
@@ -195,7 +203,9 @@ def following_signature_entries(context: Context, node: dict, dotted: str) -> li
         if isinstance(item, dict) and item.get("type") in ("tensormap", "struct", "buffer", "pointers"):
             raise context.error(f"a launch of then: takes standard names, typed scalars, pointers and the kernel's "
                                 f"own buffers by name, not a {item['type']}", item, "type", f"{path}[{index}].type",
-                                hint="declare a buffer in the kernel's own signature and name it here")
+                                hint=_LAUNCH_BUFFER_HINT.replace("NAME", str(item.get("name") or "NAME"))
+                                if item["type"] == "buffer" else "declare a buffer in the kernel's own signature and "
+                                "name it here")
     return value
 
 

@@ -1,8 +1,8 @@
-"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales, groups
-and the inputs' structure.
+"""The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales, groups,
+the inputs' structure and the element-wise functions applied to the product.
 
-A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch``, ``scales``, ``groups`` and
-``structure`` is
+A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch``, ``scales``, ``groups``,
+``structure`` and ``elementwise`` is
 an FP32 kernel on tight row-major matrices; one that gives any is *typed*: drawn in its types,
 uploaded in its layout, checked with its types' tolerance and timed against a cuBLASLt matmul of
 the same kind. Types and layouts are checked here with the pure tables of `gemm.dtypes` and
@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
+from ..gemm.elementwise import KNOWN_HINT as ELEMENTWISE_HINT, ElementwiseFunction, elementwise_function
 from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
 from ..gemm.operands import STRUCTURES, GemmOperands, gemm_operands, parse_layout
 from .fields import Context, check_keys, check_number, unknown_names_error
@@ -26,7 +27,9 @@ from .kinds import kind_name
 from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
 from .quantized import quantized_parts
 
-OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups", "structure")
+OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups", "structure", "elementwise")
+# The most functions one ``elementwise:`` list takes: a fused chain is a handful; a longer list is a mistake.
+MAX_ELEMENTWISE = 32
 STRUCTURE_HINT = "structure: {a: upper, b: lower}; each of a and b is " + ", ".join(STRUCTURES)
 # Names the typed fields add to every expression (tight values for an untyped kernel; one group for an ungrouped one).
 LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch", "groups")
@@ -56,10 +59,12 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     scales = _scales(context, node, dotted, types)
     groups = _groups(context, node, dotted, ld_names)
     structure = _structure(context, node, dotted, groups)
+    elementwise = _elementwise(context, node, dotted)
+    _refuse_fractions_in_integers(context, node, dotted, types, elementwise)
     if node.get("precision", "fp32") != "fp32":
         raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
                             "precision", f"{dotted}.precision")
-    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure)
+    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure, elementwise)
 
 
 def parse_kernel_scalars(context: Context, node: dict, dotted: str, spec_scalars: dict[str, float]) -> dict:
@@ -186,6 +191,70 @@ def _structure(context: Context, node: dict, dotted: str, groups: GroupsSpec | N
             any(isinstance(entry, dict) and "quantized" in entry for entry in signature):
         raise context.error(_QUANTIZED_STRUCTURE, value, "b", f"{path}.b", hint="leave structure.b out")
     return {key: value[key] for key in ("a", "b") if key in value}
+
+
+def _elementwise(context: Context, node: dict, dotted: str) -> tuple[ElementwiseFunction, ...]:
+    """``elementwise: [relu, {mul: 1.5}, {clamp: [-1, 1]}]``: the functions (`gemm.elementwise.FUNCTIONS`) the kernel
+    applies, in order, to each element of its product before it stores C; each item a function's name, or a
+    mapping of one name to its number (or pair of numbers). Refused at the item: an unknown name, an argument
+    missing, extra, not a number or out of its range."""
+    if "elementwise" not in node:
+        return ()
+    value, path = node["elementwise"], f"{dotted}.elementwise"
+    if not isinstance(value, list) or not value:
+        raise context.error(f"elementwise is a list of functions like [relu, {{mul: 1.5}}], got {kind_name(value)}",
+                            node, "elementwise", path, hint=ELEMENTWISE_HINT)
+    if len(value) > MAX_ELEMENTWISE:
+        raise context.error(f"elementwise lists {len(value)} functions, more than {MAX_ELEMENTWISE}", node,
+                            "elementwise", path)
+    return tuple(_elementwise_item(context, value, index, f"{path}[{index}]") for index in range(len(value)))
+
+
+# The functions that keep whole numbers whole (with whole arguments), which an integer C can hold exactly.
+WHOLE_FUNCTIONS = ("relu", "hardtanh", "clamp", "add", "mul")
+
+
+def _refuse_fractions_in_integers(context: Context, node: dict, dotted: str, types,
+                                  functions: tuple[ElementwiseFunction, ...]) -> None:
+    """An integer C (int32) holds the functions' values exactly only where they stay whole: relu, hardtanh, and
+    clamp, add and mul by whole numbers. Any other function needs a rounding the kernel chooses, which nothing
+    here describes."""
+    if not types.c.is_integer:
+        return
+    for index, function in enumerate(functions):
+        if function.name not in WHOLE_FUNCTIONS or any(value != round(value) for value in function.argument):
+            raise context.error(f"C is {types.c.name}: {function.name}"
+                                f"{'' if not function.argument else ' by a fraction'} makes values that are not "
+                                "whole, which C cannot hold without a rounding nothing here describes", node,
+                                "elementwise", f"{dotted}.elementwise[{index}]",
+                                hint="an integer C takes relu, hardtanh, and clamp, add and mul by whole numbers")
+
+
+def _elementwise_item(context: Context, items: list, index: int, path: str) -> ElementwiseFunction:
+    item = items[index]
+    node: dict | list
+    if isinstance(item, dict) and len(item) == 1:
+        ((name, argument),) = item.items()
+        node, key, where = item, name, f"{path}.{name}"
+    elif isinstance(item, str):
+        name, argument, node, key, where = item, None, items, index, path
+    else:
+        raise context.error(f"an element-wise function is a name (relu) or a mapping of one name to its argument "
+                            f"({{mul: 1.5}}), got {kind_name(item)}", items, index, path, hint=ELEMENTWISE_HINT)
+    if not isinstance(name, str):
+        raise context.error(f"an element-wise function is named by text, got {kind_name(name)}", node, key, where,
+                            hint=ELEMENTWISE_HINT)
+    numbers = argument if isinstance(argument, list) else [argument] if argument is not None else []
+    for number in numbers:
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise context.error(f"{name}'s argument is a number (or, for clamp, a pair [low, high]), got "
+                                f"{kind_name(argument)}", node, key, where, hint=ELEMENTWISE_HINT)
+    if isinstance(item, dict) and argument is None:
+        raise context.error(f"{name}: nothing (null) is no argument", node, key, where, hint=ELEMENTWISE_HINT)
+    try:
+        return elementwise_function(name, tuple(float(number) for number in numbers) if numbers else None)
+    except SpecError as exc:
+        raise context.error(exc.message, node, key, where, hint=exc.hint) from None
 
 
 _QUANTIZED_STRUCTURE = ("a quantized B is drawn from its codes, (q - z) * s, not as a matrix the structure could be "
