@@ -105,7 +105,7 @@ def check_signature(image_params: Sequence[ParamSlot | tuple[int, int, int]],
             if kernel_type.kind != expected:
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text} ({kernel_type.kind}), "
                                 f"the signature says {expected}")
-            elif _pointee(kernel_type) in ("CUtensorMap", "CUtensorMap_st"):
+            elif pointee_of(kernel_type) in ("CUtensorMap", "CUtensorMap_st"):
                 problems.append(f"{where}: the kernel's parameter is {kernel_type.text}, a tensor map by pointer, "
                                 f"not the matrix: describe it as {{name: ..., type: tensormap, tensor: ..., box: "
                                 "[...], pass: pointer}")
@@ -134,7 +134,7 @@ def writes_output(image_types: Sequence[ParamType] | None, spec_signature: Seque
         return True
     if not reaching:
         return None
-    return not all(_points_to_const(kernel_type) for _, _, kernel_type in reaching)
+    return not all(points_to_const(kernel_type) for _, _, kernel_type in reaching)
 
 
 def _output_reach(types: Sequence[ParamType], spec_signature: Sequence) -> list[tuple[int, Any, ParamType]] | None:
@@ -163,10 +163,10 @@ def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> l
     another order would leave C unwritten and write A. Only where C reaches the kernel as plain pointers: through a
     tensor map or a struct's field (a TMA store, a parameter block), whether it is written is not read here."""
     reaching = _output_reach(types, spec_signature)
-    if not reaching or not all(_points_to_const(kernel_type) for _, _, kernel_type in reaching):
+    if not reaching or not all(points_to_const(kernel_type) for _, _, kernel_type in reaching):
         return []
     writable = [f"parameter {position + 1} ({kernel_type.text})" for position, kernel_type in enumerate(types)
-                if kernel_type.kind == "pointer" and not _points_to_const(kernel_type)]
+                if kernel_type.kind == "pointer" and not points_to_const(kernel_type)]
     passed = "; ".join(f"parameter {position + 1} ({argument.name}) is {kernel_type.text}"
                        for position, argument, kernel_type in reaching)
     return [f"C, the output, is passed only to parameters that point to const, which the kernel does not write "
@@ -174,7 +174,7 @@ def _output_only_read(types: Sequence[ParamType], spec_signature: Sequence) -> l
                                      "order" if writable else "")]
 
 
-def _points_to_const(kernel_type: ParamType) -> bool:
+def points_to_const(kernel_type: ParamType) -> bool:
     """``const float*`` or ``float const* __restrict__``: a pointer whose pointee is const (``float* const`` is a
     const pointer to what may be written)."""
     text = kernel_type.text
@@ -197,7 +197,7 @@ def spec_type_of(kernel_type: ParamType) -> str | None:
     return _SPEC_TYPES.get(text)
 
 
-def _pointee(kernel_type: ParamType) -> str | None:
+def pointee_of(kernel_type: ParamType) -> str | None:
     """What a single-level pointer parameter points to, without qualifiers (None for anything else)."""
     text = kernel_type.text
     for qualifier in ("__restrict__", "const", "volatile"):
@@ -208,7 +208,7 @@ def _pointee(kernel_type: ParamType) -> str | None:
 def _operand_problems(where: str, kernel_type: ParamType, name: str, element: str) -> list[str]:
     """A matrix's pointer against the spec's element type for it: a kernel instantiated for fp16 and described as
     bf16 would read every element wrong, and only a FAIL (not its cause) would show it."""
-    pointee = _pointee(kernel_type) or ""
+    pointee = pointee_of(kernel_type) or ""
     if element == "int8" and pointee == "unsigned char":
         # Raw bytes are not judged (fp8 is read through uint8_t*), but int8 through unsigned char is a certain
         # misreading: every negative input would be read as 128 or more.
@@ -251,7 +251,7 @@ def _holds_addresses(kernel_type: ParamType) -> bool:
     as flashinfer's and Triton's host code pass one (an int64 tensor of data pointers), or as CUTLASS's arguments
     take one (``void*``), cast to the element's pointer in the kernel. Their element type says nothing about the
     matrix, so it is not judged."""
-    pointee = _pointee(kernel_type)
+    pointee = pointee_of(kernel_type)
     if pointee == "void":
         return True
     kind, size = BUILTIN_TYPES.get(pointee or "", (None, None))
@@ -262,7 +262,7 @@ def _element_problems(where: str, kernel_type: ParamType, element: str) -> list[
     """A device buffer's element against what the kernel's pointer points to (``int*`` holds int32), where
     the pointee is a builtin type or a 16-bit float (``__half``, ``__nv_bfloat16``): a buffer of int64 read as int
     would be read wrong from its second element, an fp16 buffer read as bf16 wrong from its first."""
-    pointee = _pointee(kernel_type)
+    pointee = pointee_of(kernel_type)
     if pointee is None:
         return []
     holds = HALF_POINTEES.get(pointee)

@@ -4,8 +4,10 @@
 (M, N, K, ``types``, ``layouts``, ``ld``), or refuses with the operand and what is wrong: a tensor
 on the host, an element type driver-gemm does not check, strides no kernel's leading dimension can
 describe, shapes that do not make a product, a C that shares memory with A or B. `matrix_values`
-decodes a matrix read back as raw bytes. Plain functions over plain values: all of it is tested
-without a GPU.
+decodes a matrix read back as raw bytes. `rig_tensor` reads one of the rig's other tensors (a bias, a
+residual, a second weight) as the memory a kernel's pointer argument is given, and `pointee_problem` judges its
+element type against what the kernel's parameter points to. Plain functions over plain values: all of it is
+tested without a GPU.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cuda.interop import DEVICE_TYPE_NAMES, KERNEL_ACCESSIBLE, ArrayView
+from ..cuda.interop import DEVICE_TYPE_NAMES, KERNEL_ACCESSIBLE, ArrayView, compact_strides
+from ..cuda.mangling import BUILTIN_TYPES, ParamType
+from ..cuda.signature_check import ELEMENT_POINTEES, pointee_of
 from ..errors import ArgumentError
 from ..gemm import dtypes
 
@@ -131,6 +135,74 @@ def rig_operands(a: ArrayView, b: ArrayView, c: ArrayView) -> RigOperands:
             raise ArgumentError(f"C ({_span_text(C)}) overlaps {source.name} ({_span_text(source)}): the kernel "
                                 f"writes C while it reads {source.name}; give C memory of its own")
     return RigOperands(A, B, C)
+
+
+@dataclass(frozen=True)
+class RigTensor:
+    """One of the rig's own tensors that a kernel's pointer argument of the same name is given (a bias, a residual,
+    BatchNorm's factors, a second weight): contiguous memory from `address` on, `nbytes` long."""
+
+    name: str
+    view: ArrayView
+
+    @property
+    def address(self) -> int:
+        return self.view.address
+
+    @property
+    def nbytes(self) -> int:
+        return self.view.span_elements() * self.view.itemsize
+
+
+def rig_tensor(name: str, view: ArrayView, output: RigMatrix) -> RigTensor:
+    """`view` as the memory a kernel's pointer `name` is given, or a refusal naming it and what is wrong: memory no
+    kernel can reach, strides that are not one contiguous run of elements, or bytes of C (`output`), which the
+    checked launch poisons and writes."""
+    if view.device_type not in KERNEL_ACCESSIBLE:
+        where = DEVICE_TYPE_NAMES.get(view.device_type, f"DLPack device type {view.device_type}")
+        raise ArgumentError(f"{name} is in {where}: give a tensor on the GPU (no copy is made for you)")
+    tight = compact_strides(view.shape)
+    # An extent of 1 has no meaningful stride (frameworks give it any value): it takes part in no test.
+    if any(extent > 1 and stride != expected for extent, stride, expected in zip(view.shape, view.strides, tight)):
+        raise ArgumentError(f"{name} (shape {view.shape}) has strides {view.strides} (in elements), not "
+                            f"{tight}: a kernel's pointer reads one contiguous row-major run of elements; make it "
+                            "contiguous first (torch .contiguous(), cupy.ascontiguousarray)")
+    tensor = RigTensor(name, view)
+    if tensor.nbytes and output.span_bytes and (tensor.address < output.view.address + output.span_bytes
+                                                 and output.view.address < tensor.address + tensor.nbytes):
+        raise ArgumentError(f"{name} (bytes {tensor.address:#x} to {tensor.address + tensor.nbytes - 1:#x}) overlaps "
+                            f"C ({_span_text(output)}): C is poisoned before the checked launch and written by it, "
+                            f"so {name} would not hold what the rig put there; give it memory of its own, or pass "
+                            f"C itself as {{name: {name}, type: ptr, value: C}} in signature= (and {name} not in "
+                            "tensors=)")
+    return tensor
+
+
+def pointee_problem(tensor: RigTensor, kernel_type: ParamType, parameter: str) -> str | None:
+    """What is wrong with passing `tensor` to a kernel `parameter` (``parameter 3 of gemm``) of type `kernel_type`,
+    judged as A's, B's and C's pointers are: a floating pointee (``const float*``, ``__half*``) must be the tensor's
+    element type; an integer one of two bytes or more must be as wide as its elements (an int64 index tensor read
+    through ``const int*`` is read wrong from its second element). Raw bytes (``uint8_t*``), ``void*``, vectors
+    (``float4*``) and pointers to pointers say nothing about the element, and are not judged. None: nothing is
+    wrong."""
+    text = kernel_type.text
+    pointee = pointee_of(kernel_type) if kernel_type.kind == "pointer" else None
+    if pointee is None:
+        return None
+    dtype = tensor.view.dtype
+    holds = ELEMENT_POINTEES.get(pointee)
+    if holds is not None:
+        reads = ["float64"] if pointee == "double" else [name for name, element in RIG_TYPES.items()
+                                                         if element in holds]
+        if dtype in reads:
+            return None
+        return (f"{tensor.name} holds {dtype}, and {parameter} is {text}, which reads {' or '.join(reads)}: give a "
+                f"{reads[0]} tensor, or a kernel that reads {dtype}")
+    kind, size = BUILTIN_TYPES.get(pointee, (None, None))
+    if kind == "int" and size is not None and size >= 2 and size != tensor.view.itemsize:
+        return (f"{tensor.name} holds {dtype} ({tensor.view.itemsize}-byte elements), and {parameter} is {text}, "
+                f"which reads {size}-byte integers: give a tensor of {size}-byte elements")
+    return None
 
 
 def _overlap(first: RigMatrix, second: RigMatrix) -> bool:

@@ -49,9 +49,8 @@ def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePl
     scalars = dict(spec.scalars)
     host = host_total()
     known_type_sizes(kernels_of(spec), limits.arch)   # one compile per program, not one per configuration
-    return {(kernel.label, shape.label): with_template_order(with_memory_check(plan_launch(kernel, shape, limits,
-                                                                                           scalars), host,
-                                                                               limits.arch))
+    return {(kernel.label, shape.label): with_template_order(with_memory_check(
+                plan_launch(kernel, shape, limits, scalars, written_scalars=spec.written_scalars), host, limits.arch))
             for shape in spec.shapes for kernel in kernels_on(spec, shape)}
 
 
@@ -457,7 +456,8 @@ def _launch_fact_checks(plan: CasePlan, built: Cubin) -> CasePlan:
 def plan_with_drivers_count(plan: CasePlan, built: Cubin, limits: ArchLimits, active_clusters: int) -> CasePlan:
     """`plan` made again, once its kernel is loaded, with the driver's count of the clusters (or blocks) that fit at
     once, for a grid that reads `max_active_clusters`; `limits` are the GPU's."""
-    again = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, driver_active_clusters=active_clusters)
+    again = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, driver_active_clusters=active_clusters,
+                        written_scalars=plan.written_scalars)
     return complete_plan(again, built, limits, limits.typical_sm_count)
 
 

@@ -120,6 +120,7 @@ class CasePlan:
     constants: dict[str, bytes] = field(default_factory=dict)   # each __constant__ variable's bytes, by its name
     following: tuple[LaunchConfig | None, ...] = ()   # the launch of each of the kernel's then: (None: refused)
     split_multiples: tuple[SplitMultiple, ...] = ()   # splits of C's tiles that the kernel's PTX is to confirm
+    written_scalars: frozenset[str] | None = None   # the names of `scalars` the spec wrote (None: not known)
 
     @property
     def valid(self) -> bool:
@@ -163,11 +164,14 @@ MAX_SM_COUNT = 10_000
 
 
 def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: KernelResources | None = None,
-              scalars: dict[str, float] | None = None, sm_count: int | None = None) -> CasePlan:
+              scalars: dict[str, float] | None = None, sm_count: int | None = None, *,
+              written_scalars: frozenset[str] | None = None) -> CasePlan:
     """Evaluate and check one kernel on one shape; problems are collected, not raised.
 
     `sm_count` plans for a GPU of that many SMs, as ``plan --sms`` does: the ``sm_count`` launch expressions read
-    (a persistent grid) and the waves. An argument of another type is a `WrongArgumentType`.
+    (a persistent grid) and the waves. `written_scalars` are the names of `scalars` the spec wrote
+    (``Spec.written_scalars``); None takes a value equal to the built-in alpha = 1, beta = 0 as none of the
+    spec's. An argument of another type is a `WrongArgumentType`.
     """
     for name, value, kind, source in (("kernel", kernel, KernelSpec, "a kernel of load_spec(...).kernels"),
                                       ("shape", shape, Shape, "Shape(M, N, K)"),
@@ -192,7 +196,12 @@ def plan_case(kernel: KernelSpec, shape: Shape, limits: ArchLimits, resources: K
                 raise WrongArgumentType(f"plan_case: scalars map names to numbers, got {name!r:.40}: "
                                         f"{number!r:.40} ({type(number).__name__})")
         scalars = {name: float(number) for name, number in scalars.items()}
-    plan = plan_launch(kernel, shape, limits, scalars)
+    if written_scalars is not None and not (isinstance(written_scalars, (set, frozenset))
+                                            and all(isinstance(name, str) for name in written_scalars)):
+        raise WrongArgumentType(f"plan_case: written_scalars is a set of scalar names (Spec.written_scalars), got "
+                                f"{type(written_scalars).__name__}")
+    plan = plan_launch(kernel, shape, limits, scalars,
+                       written_scalars=None if written_scalars is None else frozenset(written_scalars))
     return with_resources(plan, resources, limits, sm_count) if resources is not None else plan
 
 
@@ -202,8 +211,9 @@ _COMPILER_ERROR = re.compile(r":\s*(?:catastrophic |fatal )?error\s*:\s*(.+)")
 
 def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                 scalars: dict[str, float] | None = None, *, driver_active_clusters: int | None = None,
-                blocks_per_sm: int = 1) -> CasePlan:
+                blocks_per_sm: int = 1, written_scalars: frozenset[str] | None = None) -> CasePlan:
     """The half of the plan that needs no compiler output: launch extents, arguments, constraints, tile.
+    `written_scalars` are those of `scalars` the spec wrote, as `plan_case` takes them.
 
     A grid that reads `max_active_clusters` gets `driver_active_clusters`,
     the driver's count for the loaded kernel, where a run has it; otherwise an
@@ -293,7 +303,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     before_arguments = len(problems)
     argument_values = {**kernel.epilogue_scalars(), **_argument_values(kernel, env, scalars or {}, problem)}
     argument_problems = problems[before_arguments:]
-    notes.extend(_unread_scalar_notes(kernel, scalars or {}))
+    notes.extend(_unread_scalar_notes(kernel, scalars or {}, written_scalars))
     # fp8's per-tensor scales reach the kernel by pointer, folded into its alpha, or in no way (said in a note).
     fold_scales(kernel, argument_values, problem, notes)
     buffers = plan_buffers(kernel, env, argument_values, problem, operands.groups)
@@ -363,7 +373,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         problems[:] = [found for found in problems if not any(found is other for other in argument_problems)]
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
                     tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
-                    _constant_bytes(kernel, env, scalars or {}, problem), following, split_multiples)
+                    _constant_bytes(kernel, env, scalars or {}, problem), following, split_multiples,
+                    written_scalars)
 
 
 def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, reads_grid_size: bool | None) -> CasePlan:
@@ -437,15 +448,18 @@ def _literal_third_axis(kernel: KernelSpec, operands: GemmOperands | None, confi
     return f"; grid z's {blocks:,} blocks are taken as a split of K, each adding its part to the same tiles"
 
 
-def _unread_scalar_notes(kernel: KernelSpec, scalars: Mapping[str, float]) -> list[str]:
-    """A note for each of the spec's alpha and beta that `kernel` does not take (`reads_scalar`) where its value is
-    not the one the kernel computes with: the case is checked against the kernel's own, not the spec's. A value
-    that is the built-in default (alpha = 1, beta = 0: what a spec without ``scalars:`` has) is no choice of the
-    spec's, so a kernel computing otherwise (``epilogue: accumulate``) is not noted for it. (A kernel's own
-    ``scalars:`` of that kind is refused where the spec is read.)"""
+def _unread_scalar_notes(kernel: KernelSpec, scalars: Mapping[str, float],
+                         written: frozenset[str] | None) -> list[str]:
+    """A note for each alpha and beta the spec wrote (`written`) that `kernel` does not take (`reads_scalar`) where
+    its value is not the one the kernel computes with: the case is checked against the kernel's own, not the
+    spec's. The built-in default (alpha = 1, beta = 0: what a spec without ``scalars:`` has) is no choice of the
+    spec's, so a kernel computing otherwise (``epilogue: accumulate``) is noted only for a value the spec wrote,
+    ``beta: 0`` too; where `written` is not known, a value equal to the default is taken as not written. (A
+    kernel's own ``scalars:`` of that kind is refused where the spec is read.)"""
     notes = []
     for name, default in DEFAULT_SCALARS.items():
-        if name not in scalars or reads_scalar(kernel, name) or float(scalars[name]) == default:
+        chosen = name in written if written is not None else float(scalars.get(name, default)) != default
+        if name not in scalars or reads_scalar(kernel, name) or not chosen:
             continue
         given, implied = float(scalars[name]), implied_scalar(kernel, name)
         if given != implied:
@@ -668,7 +682,8 @@ def with_resources(plan: CasePlan, resources: KernelResources, limits: ArchLimit
             # launch half's count with the earlier estimate.
             launch_problems = len(plan_launch(plan.kernel, plan.shape, limits, plan.scalars,
                                               blocks_per_sm=estimate.blocks_per_sm).problems)
-            again = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, blocks_per_sm=blocks_per_sm)
+            again = plan_launch(plan.kernel, plan.shape, limits, plan.scalars, blocks_per_sm=blocks_per_sm,
+                                written_scalars=plan.written_scalars)
             plan = dataclasses.replace(again, problems=[*again.problems, *plan.problems[launch_problems:]])
             config = plan.config
     problems = list(plan.problems)
@@ -1228,6 +1243,7 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
                 f"{column_tiles}{each}): {missing:,} {'tile' if missing == 1 else 'tiles'} would never be written",
                 f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
                 hint=_shared_axis_hint(kernel, env, config, rows, cols)
+                or _same_dimension_hint(kernel, rows, cols)
                 or _rows_only_hint(kernel, shape, cols, column_tiles)
                 or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
                 + (" * batch" if matrices > 1 else ""))
@@ -1383,6 +1399,27 @@ def _rows_short(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: in
             f"'{kernel.grid[axis].source}'): {_span('rows', covered, shape.M - 1)} would never be written",
             f"grid[{axis}]", hint=f"grid {'xyz'[axis]} should be {_tiles_along('M', kernel.tile[0].source, rows)}")
     return True
+
+
+def _same_dimension_hint(kernel: KernelSpec, rows: int, cols: int) -> str:
+    """For a grid two of whose axes read the same one of M and N alone while none reads the other (``[ceil(M / 16),
+    ceil(M / 16)]``): one of the two was meant to read the other dimension. Which one follows the usual orientation,
+    C's columns on x and its rows on y, swapped by ``rows_on: x``; empty where that axis is not one of the two, or
+    for any other grid."""
+    reads = [extent.names & {"M", "N"} for extent in kernel.grid]
+    column_axis, row_axis = (1, 0) if kernel.rows_on == "x" else (0, 1)
+    for name, other, wrong in (("M", "N", column_axis), ("N", "M", row_axis)):
+        same = [axis for axis, names in enumerate(reads) if names == {name}]
+        if len(same) == 2 and wrong in same and not any(other in names for names in reads):
+            break
+    else:
+        return ""
+    partner, = (axis for axis in same if axis != wrong)
+    tiles, what = (_tiles_along("N", kernel.tile[1].source, cols), "column") if other == "N" else \
+        (_tiles_along("M", kernel.tile[0].source, rows), "row")
+    placed_by = "rows_on: x puts" if kernel.rows_on == "x" else "the usual grid puts"
+    return (f"grid {'xyz'[wrong]} reads {name} as grid {'xyz'[partner]} does: it should be {tiles}, C's {what} "
+            f"tiles, which {placed_by} on {'xyz'[wrong]}")
 
 
 def _rows_only_hint(kernel: KernelSpec, shape: Shape, cols: int, column_tiles: str) -> str:

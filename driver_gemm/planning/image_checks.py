@@ -35,16 +35,18 @@ from collections.abc import Sequence
 from ..argtypes import C_TYPES
 from ..cuda.compile import Cubin
 from ..cuda.cubin import KernelImage
-from ..cuda.mangling import qualified_name
+from ..cuda.mangling import demangle, qualified_name
 from ..cuda.launch_attributes import NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from ..cuda.fatbin import cubin_bytes
 from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, VectorAccess, ptx_facts
 from ..cuda.sass import disassemble, find_disassembler, shared_memory_instructions, tma_copies
+from ..cuda.signature_check import points_to_const
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
 from ..gemm.dtypes import FP32
 from ..gemm.operands import MatrixLayout
 from ..specfile.expr import Expression
+from ..specfile.model import FollowingLaunch, KernelSpec
 from ..cuda.occupancy import ArchLimits, barrier_note
 from .case_plan import CasePlan, block_registers, check_resources
 from .coverage import tile_axes
@@ -437,7 +439,8 @@ def following_image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> 
     (`case_plan.check_resources`: static plus dynamic shared memory, registers a block), made of each of its
     ``then:`` launches against that launch's own function, each said at ``then[i]``. A launch of then: is plain
     (no cluster, PDL or cooperative attribute), and the image of PTX has no resources before the driver loads it:
-    those checks are then made of what the PTX says."""
+    those checks are then made of what the PTX says. A buffer such a launch may write is noted
+    (`unchecked_buffer_notes`): a run compares C alone with the reference."""
     kernel = plan.kernel
     problems: list[ConfigError] = []
     notes: list[str] = []
@@ -478,7 +481,26 @@ def following_image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> 
             if facts.register_increases:
                 cluster_notes.extend(register_move_notes(facts, view, limits))
         notes.extend(f"{where}: {instance}: {note}" for note in cluster_notes)
+        notes.extend(unchecked_buffer_notes(kernel, launch, symbol))
     return problems, notes
+
+
+def unchecked_buffer_notes(kernel: KernelSpec, launch: FollowingLaunch, symbol: str) -> list[str]:
+    """A note for each buffer of the case (the kernel's own, `KernelSpec.device_buffers`, or the launch's) that a
+    ``then:`` launch takes through a pointer it may write through (no ``const`` pointee), as the types of its
+    function's (mangled) `symbol` say: a run compares C alone with the reference, so what such a launch leaves
+    there (a row sum in ``out[M]``) is never checked. None where the types cannot be read (an ``extern "C"``
+    symbol) or their count differs from the signature's (a problem of its own)."""
+    demangled = demangle(symbol)
+    if demangled is None or len(demangled.params) != len(launch.signature):
+        return []
+    buffers = {argument.name for _, argument in kernel.device_buffers()}
+    where = f"then[{launch.index}]: {kernel.following_instance(launch)}"
+    return [f"{where}: may write buffer {argument.name} ({kernel_type.text}), which the check does not read: only C "
+            "is compared with the reference"
+            for argument, kernel_type in zip(launch.signature, demangled.params)
+            if (argument.buffer is not None or argument.ctype == "ptr" and argument.name in buffers)
+            and kernel_type.kind == "pointer" and not points_to_const(kernel_type)]
 
 
 # What the plan could not check, said where it would otherwise pass for checked.

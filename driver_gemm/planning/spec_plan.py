@@ -205,6 +205,7 @@ class PlanStream:
         self.result = SpecPlan(spec, target, sm_count or limits.typical_sm_count)
         self._limits, self._sm_count = limits, sm_count
         self._scalars, self._host = dict(spec.scalars), build.host_total()
+        self._written_scalars = spec.written_scalars   # which of them the spec wrote (the rest are defaults)
         self._pairs, self._picked = _kernel_shapes(spec)
         known_type_sizes((kernel for kernel, _ in self._pairs), target.arch)   # one compile per program
         skip = {kernel.label for kernel, cases in self._pairs if all(self._launch(*case).refused_before_compiling
@@ -242,7 +243,8 @@ class PlanStream:
 
     def _launch(self, kernel: KernelSpec, shape) -> CasePlan:
         """The case's launch and memory checked, before compiling (`build.launch_plans` for one case)."""
-        return with_template_order(with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars),
+        return with_template_order(with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars,
+                                                                 written_scalars=self._written_scalars),
                                                      self._host, self._limits.arch))
 
     def __iter__(self) -> Iterator[CasePlan]:

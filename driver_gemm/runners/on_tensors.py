@@ -3,8 +3,9 @@
 The tensors say what a spec would: M, N and K, the element types, each operand's storage order and
 leading dimension (`measure.rig_operands`). From them one typed kernel entry is planned and compiled
 as any spec's (its signature checked against the compiled image, its launch checked against the
-GPU), and runs the steps of a spec's case with the rig's memory in place of drawn inputs: in the
-GPU's primary context (torch's, CuPy's) on the rig's stream. No operand is copied to the host except
+GPU), and runs the steps of a spec's case with the rig's memory in place of drawn inputs (the rig's
+other tensors, ``tensors=``, given to the pointer arguments named after them): in the GPU's primary
+context (torch's, CuPy's) on the rig's stream. No operand is copied to the host except
 to work out the float64 reference when the rig gives none (as a spec's case works it out: the block
 scales and bias check_kernel draws into the kernel's own buffers, and ``elementwise=``'s functions,
 applied); C is read back to be checked. The result is the `CaseResult` a spec run records.
@@ -12,8 +13,11 @@ applied); C is read back to be checked. The result is the `CaseResult` a spec ru
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
 import numbers
+import re
 import tempfile
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,21 +26,24 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..argtypes import STANDARD_ARGUMENTS
 from ..cuda import nvtx as ranges
 from ..cuda.check import check
-from ..cuda.compile import source_is_path
+from ..cuda.compile import Cubin, source_is_path
 from ..cuda.device import DeviceBuffer, read_properties
 from ..cuda.interop import ArrayView, array_view, stream_handle
+from ..cuda.mangling import demangle
 from ..cuda.occupancy import limits_from_device
 from ..errors import (ArgumentError, SpecError, WrongArgumentType, WrongArgumentValue, flag_argument,
                       ordinal_argument)
 from ..gemm import dtypes
 from ..gemm.operands import KernelOutput, TypedInputs
 from ..measure.reference import CPU_REFERENCE
-from ..measure.rig_operands import RigMatrix, RigOperands, matrix_values, raw_values, rig_operands
+from ..measure.rig_operands import (RigMatrix, RigOperands, RigTensor, matrix_values, pointee_problem, raw_values,
+                                     rig_operands, rig_tensor)
 from ..measure.stats import gflops
 from ..measure.verify import compare_typed
-from ..planning.build import plan_cases
+from ..planning.build import Compiled, plan_cases
 from ..results.records import CaseDevice, CaseResult, VerificationRecord
 from ..session import steps as case_steps
 from ..session.bind import build_launch
@@ -44,7 +51,9 @@ from ..session.execute import execute_case
 from ..session.options import RunOptions
 from ..session.state import Session
 from ..session.typed_steps import kernel_functions, typed_case, typed_tolerance, worked_reference
+from ..specfile.device_buffers import SCALE_POINTERS
 from ..specfile.load import spec_from_dict
+from ..specfile.model import Spec
 
 RIG_REFERENCE = "rig"     # the reference_name of a check against the rig's own reference
 
@@ -71,7 +80,9 @@ class RigState:
     operands: RigOperands
     objects: tuple[Any, Any, Any]
     reference: Any
-    memory: dict[str, TensorMemory] = field(default_factory=dict)
+    tensors: dict[str, RigTensor] = field(default_factory=dict)   # the rig's others, by the pointer they are given
+    tensor_objects: dict[str, Any] = field(default_factory=dict)  # as the rig gave them: what `reference` is handed
+    memory: dict[str, TensorMemory | RigTensor] = field(default_factory=dict)
     c_start: DeviceBuffer | None = None        # C's starting bytes on the GPU (a kernel that reads C)
     c0: np.ndarray | None = None
 
@@ -80,7 +91,7 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
                  params: Mapping[str, Any] | None = None, alpha: float = 1.0, beta: float = 0.0,
                  reference: Any = None, stream: Any = None, time: bool = True, name: str | None = None,
                  measure: Mapping | None = None, verify: Mapping | None = None, device: int | None = None,
-                 context: Any = None, **fields: Any) -> CaseResult:
+                 context: Any = None, tensors: Mapping[str, Any] | None = None, **fields: Any) -> CaseResult:
     """Compile `function` of `source` (a path, or the kernel's text) and check and time it on the rig's A, B, C.
 
     `a` (M x K), `b` (K x N) and `c` (M x N) are any GPU arrays with
@@ -90,9 +101,15 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     other field of a spec's kernel entry (``signature=``, ``shared_bytes=``,
     ``options=``, ``types=`` to add e.g. ``accumulate``, ``elementwise=``)
     mean what they mean in a spec, with M, N, K, lda, ldb, ldc as names;
-    `measure` and `verify` are a spec's sections. C = alpha A B + beta C is
+    `measure` and `verify` are a spec's sections. `tensors` maps names to
+    the rig's other GPU arrays (a bias, a residual, a second weight): each
+    name is a pointer argument of ``signature=`` (``"bias"`` or ``{"name":
+    "bias", "type": "ptr"}``) given that array's address; each must be used
+    there, contiguous, on C's GPU, of the element type the kernel's pointer
+    reads, and apart from C. C = alpha A B + beta C is
     checked against `reference` (the expected C as a tensor or array, or a
-    callable ``reference(a, b, c)`` called before the launch) or, without
+    callable ``reference(a, b, c)`` called before the launch, given
+    ``tensors=`` too when it has a parameter of that name) or, without
     one, a float64 product of host copies of A and B, with the block scales
     and bias check_kernel draws into the kernel's own buffers (``scales:``,
     ``bias:`` in ``signature=``) and ``elementwise=``'s functions applied as
@@ -118,6 +135,8 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     M, N, K = operands.shape
     if reference is not None and not callable(reference):
         _check_reference(reference, (M, N))   # before the compile and the GPU: a wrong one ends the call here
+    bound = _rig_tensors(tensors, handle, operands, ordinal)
+    fields, tensor_positions = _tensor_arguments(fields, bound)
     entry = _kernel_entry(function, grid, block, params, name, operands, fields)
     with tempfile.TemporaryDirectory(prefix="driver-gemm-kernel-") as folder:
         entry["source"] = str(_source_path(source, Path(folder)))
@@ -128,7 +147,7 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
         if verify:
             document["verify"] = dict(verify)
         try:
-            spec = spec_from_dict(document)
+            spec = _given_tensors(spec_from_dict(document), tensor_positions)
         except SpecError as exc:
             raise _in_arguments(exc, entry["name"]) from None
         if len(spec.kernels) != 1:   # one CaseResult is returned: a sweep's other configurations would not run
@@ -139,9 +158,10 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
                                 hint="give one value per param, and call check_kernel once per configuration")
         props = read_properties(ordinal)
         cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count)
+    _check_tensor_pointees(spec, compiled, bound, tensor_positions)
     if reference is not None:
         _refuse_reference_beside_drawn(cases[0])
-    rig = RigState(operands, (a, b, c), reference)
+    rig = RigState(operands, (a, b, c), reference, bound, dict(tensors or {}))
     session = Session(ordinal, False, RunOptions(time=time), context=context, stream=handle)
     try:
         record = execute_case(session, spec, cases[0], compiled, lambda case: _rig_steps(rig))
@@ -153,6 +173,135 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
     if record.timing is not None:
         record.gflops = gflops(record.flops, record.timing.median_ms)
     return record
+
+
+# Names a rig's tensor cannot take: check_kernel's own operands, sizes and scalars, and the scale pointers a spec's
+# scales: fill.
+_TAKEN_NAMES = frozenset({*STANDARD_ARGUMENTS, *SCALE_POINTERS})
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TENSOR_ARGUMENT_HINT = ("name it in signature= where the kernel takes its pointer: 'NAME' or "
+                         "{'name': 'NAME', 'type': 'ptr'}")
+
+
+def _tensor_error(message: str, hint: str | None = None) -> ArgumentError:
+    return ArgumentError(message, where="check_kernel", field="tensors", hint=hint)
+
+
+def _rig_tensors(tensors: Any, stream: int | None, operands: RigOperands, ordinal: int) -> dict[str, RigTensor]:
+    """The rig's other tensors by name, each read and checked before anything is compiled: a name a kernel
+    parameter can have that is not one check_kernel gives itself, and memory as `rig_operands.rig_tensor` takes it
+    (on a GPU, contiguous, apart from C), on the operands' GPU."""
+    if tensors is None:
+        return {}
+    if not isinstance(tensors, Mapping):
+        raise WrongArgumentType(f"check_kernel: tensors is a mapping of names to GPU arrays (such as "
+                                f"{{'bias': bias}}) or None, got {tensors!r:.40} ({type(tensors).__name__})")
+    bound = {}
+    for name, obj in tensors.items():
+        if not isinstance(name, str) or not _C_IDENTIFIER.fullmatch(name):
+            raise _tensor_error(f"the name {name!r:.40} is no C identifier: each name is that of the kernel's "
+                                "pointer parameter the tensor is given", hint=_TENSOR_ARGUMENT_HINT)
+        if name in _TAKEN_NAMES:
+            raise _tensor_error(f"{name} is a name check_kernel gives itself (A, B and C are a=, b= and c=; "
+                                f"{', '.join(sorted(_TAKEN_NAMES - {'A', 'B', 'C'}))} are sizes, scalars and scale "
+                                "pointers)", hint="give the tensor another name, the one its pointer has in the "
+                                                  "kernel (bias, residual, gamma)")
+        try:
+            view = array_view(obj, stream=stream)
+        except ArgumentError as exc:
+            raise _tensor_error(f"{name}: {exc.message}", hint=exc.hint) from None
+        try:
+            tensor = rig_tensor(name, view, operands.c)
+        except ArgumentError as exc:
+            raise _tensor_error(exc.message, hint=exc.hint) from None
+        on = _gpu_of(view, obj)
+        if on is not None and on != ordinal:
+            raise _tensor_error(f"{name} is on GPU {on}, and the kernel runs on GPU {ordinal}, C's: a kernel reads "
+                                "memory of its own GPU", hint=f"move {name} to GPU {ordinal} (torch .to(c.device))")
+        bound[name] = tensor
+    return bound
+
+
+def _tensor_arguments(fields: dict, bound: Mapping[str, RigTensor]) -> tuple[dict, dict[int, str]]:
+    """`fields` with each of ``signature=``'s pointer arguments named after a rig's tensor (``"bias"`` or ``{"name":
+    "bias", "type": "ptr"}``) written as a null pointer of that name, which the spec reader takes (`_given_tensors`
+    then binds it), and the positions of those arguments with their names. Each tensor must be named there."""
+    if not bound:
+        return fields, {}
+    signature = fields.get("signature")
+    positions: dict[int, str] = {}
+    if isinstance(signature, (list, tuple)):
+        written = list(signature)
+        for position, item in enumerate(signature):
+            name = _tensor_named(item, position, bound)
+            if name is not None:
+                written[position] = {"name": name, "type": "ptr", "value": None}
+                positions[position] = name
+        fields = {**fields, "signature": written}
+    unused = [name for name in bound if name not in positions.values()]
+    if unused:
+        where = "is not given" if signature is None else "takes no pointer argument of that name"
+        raise _tensor_error(f"{', '.join(unused)} {'is' if len(unused) == 1 else 'are'} given, and signature= "
+                            f"{where}: a tensor no kernel parameter takes would not be passed",
+                            hint=_TENSOR_ARGUMENT_HINT.replace("NAME", unused[0]) + " (a parameter of the "
+                                 "kernel's own signature, not a struct's field or a then: launch), or leave it out "
+                                 "of tensors=")
+    return fields, positions
+
+
+def _tensor_named(item: Any, position: int, bound: Mapping[str, RigTensor]) -> str | None:
+    """The rig's tensor `item` (``signature[position]``) names, if any; an `ArgumentError` for an entry that names
+    one and says something else of it (a value, another type)."""
+    if isinstance(item, str):
+        return item if item in bound else None
+    if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or item["name"] not in bound:
+        return None
+    name = item["name"]
+    others = sorted(str(key) for key in item if key not in ("name", "type"))
+    if item.get("type") != "ptr" or others:
+        said = f"type {item.get('type')!r}" if item.get("type") != "ptr" else ", ".join(others)
+        raise ArgumentError(f"signature[{position}] names {name}, which tensors= gives, with {said}: tensors= "
+                            f"gives {name} to a pointer parameter, as the tensor's address", where="check_kernel",
+                            field=f"signature[{position}]",
+                            hint=f"write it {name!r} or {{'name': {name!r}, 'type': 'ptr'}}, or leave {name} out of "
+                                 "tensors=")
+    return name
+
+
+def _given_tensors(spec: Spec, positions: Mapping[int, str]) -> Spec:
+    """`spec` with the null pointers `_tensor_arguments` wrote bound to the rig's tensors of their names: pointer
+    arguments the launch takes by name from the case's memory, as it takes A, B and C."""
+    if not positions:
+        return spec
+
+    def bound(kernel):
+        signature = tuple(dataclasses.replace(argument, null=False) if position in positions else argument
+                          for position, argument in enumerate(kernel.signature))
+        return dataclasses.replace(kernel, signature=signature)
+
+    # every configuration the fields make: more than one is refused next, by the caller
+    return dataclasses.replace(spec, kernels=tuple(bound(kernel) for kernel in spec.kernels))
+
+
+def _check_tensor_pointees(spec: Spec, compiled: Compiled, bound: Mapping[str, RigTensor],
+                           positions: Mapping[int, str]) -> None:
+    """Each rig tensor's element type against what the kernel's parameter points to, as the compiled image's
+    (mangled) symbol gives it, before anything launches (`rig_operands.pointee_problem`). An ``extern "C"`` kernel's
+    symbol carries no types, and a kernel that did not compile has no image: neither is judged here."""
+    if not positions:
+        return
+    (kernel,) = spec.kernels
+    built = compiled.get(kernel.label)
+    if not isinstance(built, Cubin):   # a CompileError: the case reports it
+        return
+    demangled = demangle(built.symbol(kernel.instance))
+    if demangled is None or len(demangled.params) != len(kernel.signature):
+        return
+    for position, name in positions.items():
+        problem = pointee_problem(bound[name], demangled.params[position],
+                                  f"parameter {position + 1} of {demangled.name}")
+        if problem:
+            raise _tensor_error(problem, hint="the tensor is passed as it is: no conversion is made for you")
 
 
 def _refuse_reference_beside_drawn(case) -> None:
@@ -304,16 +453,25 @@ def _source_path(source: str | Path, folder: Path) -> Path:
 
 
 def _ordinal(views: tuple[ArrayView, ...], objects: tuple) -> int:
-    """The GPU the operands are on: DLPack's device id, a torch tensor's ``device.index``, CuPy's ``device.id``."""
+    """The GPU the operands are on (`_gpu_of` the first that says), 0 where none says."""
     for view, obj in zip(views, objects):
-        if view.device_id is not None:
-            return int(view.device_id)
-        device = getattr(obj, "device", None)
-        for attribute in ("index", "id"):
-            value = getattr(device, attribute, None)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
+        ordinal = _gpu_of(view, obj)
+        if ordinal is not None:
+            return ordinal
     return 0
+
+
+def _gpu_of(view: ArrayView, obj: Any) -> int | None:
+    """The GPU an array is on: DLPack's device id, a torch tensor's ``device.index``, CuPy's ``device.id``; None
+    where it does not say."""
+    if view.device_id is not None:
+        return int(view.device_id)
+    device = getattr(obj, "device", None)
+    for attribute in ("index", "id"):
+        value = getattr(device, attribute, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 # -------------------------------------------------------------------------------------------- the steps
@@ -393,6 +551,7 @@ def rig_inputs(run, rig: RigState) -> None:
     session.device.synchronize()        # the rig's pending work on its tensors (any stream of the context) is done
     operands = rig.operands
     rig.memory = {matrix.name: TensorMemory(matrix) for matrix in (operands.a, operands.b, operands.c)}
+    rig.memory.update(rig.tensors)      # the rig's other tensors, by the pointer arguments named after them
     if typed.beta != 0.0:
         C = operands.c
         rig.c_start = session.device.alloc(max(C.span_bytes, 1))
@@ -419,10 +578,27 @@ def rig_reference(run, rig: RigState) -> None:
         run.expected = expected[0]
         run.reference_name = CPU_REFERENCE
         return
-    given = rig.reference(*rig.objects) if callable(rig.reference) else rig.reference
+    if not callable(rig.reference):
+        given = rig.reference
+    elif rig.tensor_objects and _takes_tensors(rig.reference):
+        given = rig.reference(*rig.objects, tensors=dict(rig.tensor_objects))
+    else:
+        given = rig.reference(*rig.objects)
     run.session.device.synchronize()    # the reference's own work, on whatever stream of the context it ran
     run.expected = _as_expected(run.session, given, shape)
     run.reference_name = RIG_REFERENCE
+
+
+def _takes_tensors(reference: Any) -> bool:
+    """Whether the rig's callable `reference` has a parameter named ``tensors`` (a callable of three arguments,
+    ``reference(a, b, c)``, is called as it always was)."""
+    try:
+        parameters = inspect.signature(reference).parameters
+    except (TypeError, ValueError):     # a builtin without a readable signature
+        return False
+    parameter = parameters.get("tensors")
+    return parameter is not None and parameter.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                        inspect.Parameter.KEYWORD_ONLY)
 
 
 def _poison(run, matrix: RigMatrix) -> None:

@@ -206,7 +206,8 @@ def _spec_of(document: Any, context: Context) -> Spec:
     return Spec(path=context.path, name=name, description=description, kernels=kernels, shapes=shapes,
                 measure=measure, verify=_parse_verify(context, document),
                 baseline=read_bool(context, document, "baseline", True, "baseline"), scalars=scalars,
-                dispatch=_parse_dispatch(context, document, kernels, scalars))
+                dispatch=_parse_dispatch(context, document, kernels, scalars),
+                written_scalars=frozenset(document.get("scalars") or ()))
 
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -762,6 +762,10 @@ def _check_spec_fields(spec: Spec) -> None:
             isinstance(name, str) and isinstance(value, numbers.Real) and not isinstance(value, bool)
             for name, value in spec.scalars.items()):
         raise refuse("scalars", "a mapping of names to numbers (such as {'alpha': 1.0, 'beta': 0.0})", spec.scalars)
+    if spec.written_scalars is not None and not (isinstance(spec.written_scalars, frozenset) and all(
+            isinstance(name, str) for name in spec.written_scalars)):
+        raise refuse("written_scalars", "None or a frozenset of the names of scalars the spec wrote",
+                     spec.written_scalars)
 
 
 # What the spec reader takes for ``measure:`` and ``verify:``, and what a rig's own settings are held to.
@@ -900,6 +904,9 @@ class Spec:
     baseline: bool = True
     scalars: Mapping[str, float] = field(default_factory=lambda: {"alpha": 1.0, "beta": 0.0})
     dispatch: Mapping = field(default_factory=dict)    # kernel name -> spec.dispatch.DispatchTable
+    # The names of `scalars` the spec's file wrote (the rest are the built-in alpha = 1, beta = 0); None where not
+    # known (a Spec made in code), where a value equal to the built-in default is taken as none of the spec's.
+    written_scalars: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         _check_spec_fields(self)   # a copy changed with dataclasses.replace too
