@@ -156,11 +156,11 @@ def check_kernel(source: str | Path, function: str, a: Any, b: Any, c: Any, *, g
             raise ArgumentError(f"check_kernel: the fields given make {len(spec.kernels)} kernel configurations "
                                 f"({labels}): it checks one",
                                 hint="give one value per param, and call check_kernel once per configuration")
+        if reference is not None:   # before the GPU is opened and the kernel compiled: nothing would run
+            _refuse_reference_beside_drawn(spec.kernels[0])
         props = read_properties(ordinal)
         cases, compiled = plan_cases(spec, limits_from_device(props), props.arch, props.sm_count)
     _check_tensor_pointees(spec, compiled, bound, tensor_positions)
-    if reference is not None:
-        _refuse_reference_beside_drawn(cases[0])
     rig = RigState(operands, (a, b, c), reference, bound, dict(tensors or {}))
     session = Session(ordinal, False, RunOptions(time=time), context=context, stream=handle)
     try:
@@ -304,19 +304,18 @@ def _check_tensor_pointees(spec: Spec, compiled: Compiled, bound: Mapping[str, R
             raise _tensor_error(problem, hint="the tensor is passed as it is: no conversion is made for you")
 
 
-def _refuse_reference_beside_drawn(case) -> None:
+def _refuse_reference_beside_drawn(kernel) -> None:
     """An `ArgumentError` for a rig's `reference` beside what check_kernel applies to its own product: block scales
     or a bias it draws into the kernel's buffers (values the rig never sees), or ``elementwise=`` (a `reference`
-    is the expected C already)."""
-    kernel = case.kernel
+    is the expected C already). Read from the kernel's spec alone, before anything is compiled."""
     if kernel.operands is not None and kernel.operands.elementwise:
         raise ArgumentError("check_kernel: reference= is the expected C, and elementwise= says which functions "
                             "check_kernel applies to its own float64 product: give one of them",
                             where="check_kernel", field="reference",
                             hint="leave reference= out to check against the product with the functions applied, "
                                  "or apply them in your reference and leave elementwise= out")
-    plans = case.plan.buffers.values() if case.plan is not None else ()
-    drawn = [plan.name for plan in plans if plan.grid is not None or plan.bias is not None]
+    drawn = [argument.name for _, argument in kernel.device_buffers()
+             if argument.buffer is not None and argument.buffer.fill in ("scales", "bias")]
     if drawn:
         raise ArgumentError(f"check_kernel: reference= cannot know the values check_kernel draws into the "
                             f"kernel's buffer{'s' if len(drawn) > 1 else ''} {', '.join(drawn)} (block scales or a "
