@@ -170,13 +170,19 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
     return list(rows.values()), row_of
 
 
-def operands_summary(types: GemmTypes, operands: GemmOperands) -> OperandsRecord:
-    """What a typed record says about its operands: types, layout code, batch, leading dimensions, strides, and a
-    grouped GEMM's groups."""
+def operands_summary(types: GemmTypes, operands: GemmOperands, bias: str | None = None,
+                     elementwise: tuple = ()) -> OperandsRecord:
+    """What a typed record says about its operands: types, layout code, batch, leading dimensions, strides, a
+    grouped GEMM's groups, and what C is checked against beside the product: the inputs' structure, a drawn bias
+    (along N or M) and the kernel's element-wise functions (`gemm.elementwise.ElementwiseFunction`s)."""
     return OperandsRecord(types=types.as_dict(), layout=operands.layout_code, batch=operands.batch,
                           ld={key: getattr(operands, key).ld for key in "abc"},
                           batch_stride={key: getattr(operands, key).batch_stride for key in "abc"},
-                          groups=operands.groups.as_dict() if operands.groups is not None else None)
+                          groups=operands.groups.as_dict() if operands.groups is not None else None,
+                          structure=dict(operands.structure) or None, bias=bias,
+                          elementwise=[function.name if not function.argument else
+                                       {function.name: list(function.argument) if len(function.argument) > 1
+                                        else function.argument[0]} for function in elementwise] or None)
 
 
 def standalone(spec: Spec) -> list[KernelSpec]:
@@ -230,7 +236,9 @@ def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
         record.baseline = case.baseline_label
         operands = case.plan.operands if case.plan is not None else None
         if operands is not None:
-            record.operands = operands_summary(kernel.operands.types, operands)
+            bias = next((buffer.bias.along for buffer in case.plan.buffers.values() if buffer.bias is not None),
+                        None)
+            record.operands = operands_summary(kernel.operands.types, operands, bias, kernel.operands.elementwise)
     return record
 
 

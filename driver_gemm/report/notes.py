@@ -127,9 +127,39 @@ def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult], rows: Tim
     `cases` are the run's cases of `shape` (`cases_by_shape`); `rows` the run's `TimedRows`, where the caller
     has them. The names and figures in the notes come from the results file: each line is escaped
     (`printable`)."""
-    notes = (_algorithm_lines(cases) + rounds_notes(cases) + clock_notes(run, cases, rows) + residency_notes(cases)
-             + memory_notes(run, cases))
+    notes = (_algorithm_lines(cases) + checked_against_notes(cases) + rounds_notes(cases)
+             + clock_notes(run, cases, rows) + residency_notes(cases) + memory_notes(run, cases))
     return [printable(note) for note in notes]
+
+
+def checked_against_notes(cases: list[CaseResult]) -> list[str]:
+    """For each case checked against more than its product, what more, as its results file records it: the inputs'
+    structure, a drawn bias and the element-wise functions (``structure``, ``bias`` and ``elementwise`` of its
+    operands). Values of another kind than the tool writes are left out, not guessed at."""
+    notes = []
+    for case in cases:
+        operands = case.operands
+        if operands is None:
+            continue
+        said = []
+        if isinstance(operands.structure, dict) and operands.structure:
+            said.append("inputs drawn " + ", ".join(f"{operand.upper()} {word}" for operand, word
+                                                    in operands.structure.items() if isinstance(word, str)))
+        if operands.bias in ("N", "M"):
+            said.append(f"a bias added per {'column' if operands.bias == 'N' else 'row'}")
+        if isinstance(operands.elementwise, list) and operands.elementwise:
+            said.append("then " + ", ".join(_function_text(item) for item in operands.elementwise))
+        if said:
+            notes.append(f"{case.kernel}: C checked with {'; '.join(said)}")
+    return notes
+
+
+def _function_text(item) -> str:
+    """One element-wise function as a results file holds it: a name, or a one-name mapping to its argument."""
+    if isinstance(item, dict) and len(item) == 1:
+        (name, argument), = item.items()
+        return f"{name}({', '.join(map(str, argument)) if isinstance(argument, list) else argument})"
+    return str(item)
 
 
 def markdown_notes(run: RunResult) -> str:

@@ -332,7 +332,7 @@ class InterleavedRecord(_CasePart):
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
-    WRITTEN_WHEN_SET = ("groups",)
+    WRITTEN_WHEN_SET = ("groups", "structure", "bias", "elementwise")
 
     types: dict[str, Any] | None = None      # `gemm.dtypes.GemmTypes.as_dict`: type name by operand and role
     layout: str | None = None                # e.g. TN
@@ -340,6 +340,10 @@ class OperandsRecord(_CasePart):
     ld: dict[str, int] | None = None         # leading dimension by operand (a, b, c)
     batch_stride: dict[str, int] | None = None   # elements between matrices, by operand (a, b, c)
     groups: dict[str, Any] | None = None     # a grouped GEMM's: layout, each group's rows and first row, align
+    # What else C was checked against, beside the product: so that a reader of the file (and `show`) knows.
+    structure: dict[str, str] | None = None  # inputs drawn structured: upper, lower, diagonal or symmetric by operand
+    bias: str | None = None                  # a drawn bias added along N (a value per column) or M (per row)
+    elementwise: list[Any] | None = None     # the functions applied after it, as a spec writes them
     other: dict[str, Any] = field(default_factory=dict)
 
 
