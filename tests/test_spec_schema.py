@@ -198,7 +198,7 @@ WORDS = {
                                                      device_buffers.BUFFER_ELEMENT_ALIASES),
     "/$defs/buffer/dependentSchemas/scales/properties/element": with_aliases(device_buffers.DRAWN_ELEMENTS,
                                                                              device_buffers.BUFFER_ELEMENT_ALIASES),
-    "/$defs/buffer/dependentSchemas/bias/properties/element": with_aliases(device_buffers.DRAWN_ELEMENTS,
+    "/$defs/buffer/dependentSchemas/bias/properties/element": with_aliases(device_buffers.BIAS_ELEMENTS,
                                                                            device_buffers.BUFFER_ELEMENT_ALIASES),
     "/$defs/buffer/properties/fill/anyOf/0": ("zero", "iota"),              # device_buffers._fill
     "/$defs/buffer/properties/pass": ("parameter", "none"),                 # device_buffers.buffer_argument

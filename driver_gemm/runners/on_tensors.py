@@ -50,7 +50,7 @@ from ..session.bind import build_launch
 from ..session.execute import execute_case
 from ..session.options import RunOptions
 from ..session.state import Session
-from ..session.typed_steps import kernel_functions, typed_case, typed_tolerance, worked_reference
+from ..session.typed_steps import capped_note, kernel_functions, typed_case, typed_tolerance, worked_reference
 from ..specfile.device_buffers import SCALE_POINTERS
 from ..specfile.load import spec_from_dict
 from ..specfile.model import Spec
@@ -638,7 +638,10 @@ def rig_launch_verify(run, rig: RigState) -> None:
     run.verdict = compare_typed(typed.output, run.expected[None], C.element,
                                 rel_tolerance=typed_tolerance(run.spec.verify, typed.types, run.case.shape.K,
                                                               typed.functions_bound),
-                                abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
+                                abs_tolerance=run.spec.verify.abs_tolerance,
+                                reference_name=run.reference_name + capped_note(run.spec.verify, typed.types,
+                                                                                run.case.shape.K,
+                                                                                typed.functions_bound),
                                 start=typed.inputs.c0)
     run.output = typed.output.values.reshape(rows, cols)
     run.verdict.masks = {key: mask.reshape(rows, cols) for key, mask in run.verdict.masks.items()}

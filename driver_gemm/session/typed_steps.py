@@ -10,6 +10,7 @@ the same on the same kinds of buffers. Each step takes the case's `steps.CaseRun
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+import math
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..measure.cublaslt import CublasLtUnsupported
 from ..measure.timing import measure
 from ..measure.vendor_choice import HEURISTIC, BaselineChoice, choose_candidate, final_settings, preselect_settings
 from ..gemm.dtypes import GemmTypes
-from ..gemm.elementwise import ElementwiseFunction, FunctionsBound, apply_functions
+from ..gemm.elementwise import MAX_TOLERANCE, ElementwiseFunction, FunctionsBound, apply_functions
 from ..measure.inputs import case_seed
 from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
                                 read_output, reference)
@@ -78,13 +79,29 @@ def typed_case(run) -> TypedCase:
 def typed_tolerance(settings: VerifySettings, types: GemmTypes, K: int,
                     functions_bound: FunctionsBound | None = None) -> float:
     """The spec's ``verify.rel_tolerance`` when it sets one, else the types' own (`dtypes.error_bound`), carried
-    through the kernel's element-wise functions where it applies some (`FunctionsBound.tolerance`)."""
+    through the kernel's element-wise functions where it applies some (`FunctionsBound.tolerance`), and then at
+    most `MAX_TOLERANCE` (also where the values leave nothing finite to bound: the check then fails on them)."""
     if settings.rel_tolerance is not None:
         return settings.rel_tolerance
     product = dtypes.error_bound(types, K)
     if functions_bound is None:
         return product
-    return functions_bound.tolerance(product, types.c.unit_roundoff, dtypes.SAFETY)
+    worked = functions_bound.tolerance(product, types.c.unit_roundoff, dtypes.SAFETY)
+    return min(worked, MAX_TOLERANCE) if math.isfinite(worked) else MAX_TOLERANCE
+
+
+def capped_note(settings: VerifySettings, types: GemmTypes, K: int,
+                functions_bound: FunctionsBound | None = None) -> str:
+    """What the verdict's reference adds where `typed_tolerance` capped the bound of the functions: ''
+    elsewhere."""
+    if settings.rel_tolerance is not None or functions_bound is None:
+        return ""
+    worked = functions_bound.tolerance(dtypes.error_bound(types, K), types.c.unit_roundoff, dtypes.SAFETY)
+    if math.isfinite(worked) and worked <= MAX_TOLERANCE:
+        return ""
+    shown = f"{worked:.3g}" if math.isfinite(worked) else "not finite"
+    return (f" (tolerance capped at {MAX_TOLERANCE:g}: the bound carried through the element-wise functions is "
+            f"{shown}; set verify.rel_tolerance to check with another)")
 
 
 def inputs(run) -> None:
@@ -250,7 +267,9 @@ def check_output(run) -> Verdict:
     K = run.case.shape.K
     run.verdict = compare_typed(output, expected, element,
                                 rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound),
-                                abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
+                                abs_tolerance=run.spec.verify.abs_tolerance,
+                                reference_name=run.reference_name + capped_note(run.spec.verify, typed.types, K,
+                                                                                typed.functions_bound),
                                 start=start)
     # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The
     # groups' rows, checked one after another, are put back in their places, rows no group holds blank (0 and 0,

@@ -317,7 +317,8 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
                                     where=where(path), field=path,
                                     hint="a table picks among kernels that compute the same product (types, layouts, "
                                          "scales, epilogue, alpha and beta, batch, leading dimensions, bias, block "
-                                         "scales): their rows are the family's")
+                                         "scales, the inputs' structure, element-wise functions): their rows are the "
+                                         "family's")
             unknown = sorted(set(entry.params) - set(kernel.params))
             if unknown:
                 path = f"dispatch.{name}[{index}].params"

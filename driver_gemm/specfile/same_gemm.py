@@ -3,8 +3,9 @@
 A member's rows are counted as its family's (its geometric mean, `compare` under the family's name, the family's
 vendor row as its 100%), so everything that changes the product the reference checks or the vendor row it is
 timed against must agree: precision, types, storage orders, per-tensor scales, epilogue, alpha and beta, the batch,
-leading dimensions and batch strides, the groups, a bias, block scales and quantized weights. What only says how the
-kernel is given its inputs (the signature's order, tensor maps, a workspace, following launches) may differ.
+leading dimensions and batch strides, the groups, a bias, block scales, quantized weights, the inputs' structure and
+the element-wise functions applied to the product. What only says how the kernel is given its inputs (the
+signature's order, tensor maps, a workspace, following launches) may differ.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def _gemm_of(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> 
     gemm: dict[str, Any] = {"precision": kernel.precision}
     if operands is not None:
         gemm.update({"types": operands.types.label, "storage orders": dict(operands.orders),
-                     "scales": operands.scales})
+                     "scales": operands.scales, "structure": dict(operands.structure) or "none",
+                     "elementwise": _functions(operands.elementwise)})
     gemm["epilogue"] = kernel.epilogue or "alpha and beta"
     try:
         laid_out, _ = evaluate_operands(kernel, shape)
@@ -58,6 +60,24 @@ def _gemm_of(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> 
     gemm["quantized B"] = sorted(_quantized(buffer.quantized, shape, kernel) for buffer in buffers
                                  if buffer.quantized is not None) or "none"
     return gemm
+
+
+def _functions(functions) -> str:
+    """The element-wise functions as a spec writes them, ``[relu, {mul: 1.5}]``, or "none"."""
+    if not functions:
+        return "none"
+    written = []
+    for function in functions:
+        spec = function.as_spec()
+        written.append(spec if isinstance(spec, str) else
+                       ", ".join(f"{{{name}: {_number(argument)}}}" for name, argument in spec.items()))
+    return "[" + ", ".join(written) + "]"
+
+
+def _number(argument) -> str:
+    if isinstance(argument, list):
+        return "[" + ", ".join(f"{value:g}" for value in argument) + "]"
+    return f"{argument:g}"
 
 
 def _alpha_and_beta(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> str:

@@ -19,10 +19,12 @@ from typing import Any, Mapping
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
-from ..gemm.elementwise import KNOWN_HINT as ELEMENTWISE_HINT, ElementwiseFunction, elementwise_function
+from ..gemm.elementwise import (ALIASES as ELEMENTWISE_ALIASES, EXAMPLES, FUNCTIONS as ELEMENTWISE_FUNCTIONS,
+                                KNOWN_HINT as ELEMENTWISE_HINT, NOTHING, OPTIONAL_NUMBER, PAIR, ElementwiseFunction,
+                                elementwise_function)
 from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
 from ..gemm.operands import STRUCTURES, GemmOperands, gemm_operands, parse_layout
-from .fields import Context, check_keys, check_number, unknown_names_error
+from .fields import Context, check_keys, check_number, number_as_text_hint, unknown_names_error
 from .kinds import kind_name
 from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
 from .quantized import quantized_parts
@@ -61,6 +63,7 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     structure = _structure(context, node, dotted, groups)
     elementwise = _elementwise(context, node, dotted)
     _refuse_fractions_in_integers(context, node, dotted, types, elementwise)
+    _refuse_arguments_beyond_c(context, node, dotted, types, elementwise)
     if node.get("precision", "fp32") != "fp32":
         raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
                             "precision", f"{dotted}.precision")
@@ -235,7 +238,8 @@ def _elementwise_item(context: Context, items: list, index: int, path: str) -> E
     node: dict | list
     if isinstance(item, dict) and len(item) == 1:
         ((name, argument),) = item.items()
-        node, key, where = item, name, f"{path}.{name}"
+        # a key that is not text has no name to show in the path: the item's place says where
+        node, key, where = item, name, f"{path}.{name}" if isinstance(name, str) else path
     elif isinstance(item, str):
         name, argument, node, key, where = item, None, items, index, path
     else:
@@ -244,17 +248,52 @@ def _elementwise_item(context: Context, items: list, index: int, path: str) -> E
     if not isinstance(name, str):
         raise context.error(f"an element-wise function is named by text, got {kind_name(name)}", node, key, where,
                             hint=ELEMENTWISE_HINT)
+    definition = ELEMENTWISE_FUNCTIONS.get(ELEMENTWISE_ALIASES.get(name, name))
+    if isinstance(item, dict) and argument is None and definition is not None:
+        if definition.takes in (NOTHING, OPTIONAL_NUMBER):
+            raise context.error(f"{name} with a colon and nothing after it is a mapping of {name} to nothing (null)",
+                                node, key, where, hint=f"write {name} without a colon (- {name}, or [{name}])")
+        raise context.error(f"{name}: nothing (null) is no argument", node, key, where,
+                            hint=f"write it as {EXAMPLES[definition.takes].format(name=name)}")
+    if isinstance(argument, list) and definition is not None and definition.takes != PAIR:
+        raise context.error(f"{name} takes one number, not a list ({kind_name(argument)})", node, key, where,
+                            hint=f"write it as {EXAMPLES[definition.takes].format(name=name).split(' or ')[-1]}")
     numbers = argument if isinstance(argument, list) else [argument] if argument is not None else []
-    for number in numbers:
+    for place, number in enumerate(numbers):
         if isinstance(number, bool) or not isinstance(number, (int, float)):
-            raise context.error(f"{name}'s argument is a number (or, for clamp, a pair [low, high]), got "
-                                f"{kind_name(argument)}", node, key, where, hint=ELEMENTWISE_HINT)
+            wanted = "a pair of numbers [low, high]" if definition is not None and definition.takes == PAIR else \
+                "a number (or, for clamp, a pair [low, high])"
+            which = f"item {place} of its list" if isinstance(argument, list) else "it"
+            raise context.error(f"{name}'s argument is {wanted}: {which} is {kind_name(number)}", node, key, where,
+                                hint=number_as_text_hint(number) or ELEMENTWISE_HINT)
     if isinstance(item, dict) and argument is None:
         raise context.error(f"{name}: nothing (null) is no argument", node, key, where, hint=ELEMENTWISE_HINT)
     try:
         return elementwise_function(name, tuple(float(number) for number in numbers) if numbers else None)
     except SpecError as exc:
         raise context.error(exc.message, node, key, where, hint=exc.hint) from None
+
+
+def _refuse_arguments_beyond_c(context: Context, node: dict, dotted: str, types,
+                               functions: tuple[ElementwiseFunction, ...]) -> None:
+    """An argument beyond what C's type holds: an add or clamp constant, or a mul factor (a div's reciprocal),
+    larger in size than C's largest finite value moves every value of size 1 or more out of C's range, where no
+    kernel's C can hold the reference."""
+    largest = types.c.max_finite
+    for index, function in enumerate(functions):
+        if function.name in ("add", "mul", "clamp"):
+            beyond = [value for value in function.argument if abs(value) > largest]
+        elif function.name == "div":
+            beyond = [value for value in function.argument if abs(value) < 1.0 / largest]
+        else:
+            continue
+        if beyond:
+            factor = ", a factor of 1 / that," if function.name == "div" else ""
+            raise context.error(f"C is {types.c.name}, which holds values up to {largest:g} in size: "
+                                f"{{{function.name}: {beyond[0]:g}}}{factor} takes C's values beyond that",
+                                node, "elementwise", f"{dotted}.elementwise[{index}]",
+                                hint=f"keep {function.name}'s argument within {types.c.name}'s range, or give C a "
+                                     "wider type")
 
 
 _QUANTIZED_STRUCTURE = ("a quantized B is drawn from its codes, (q - z) * s, not as a matrix the structure could be "
@@ -282,11 +321,17 @@ def _groups(context: Context, node: dict, dotted: str, names: _Names) -> GroupsS
                             f"{path}.layout", hint="contiguous: the groups' rows one after another in one A and C; "
                                                    "masked: an A and a C per group, its first rows the group's")
     rows = value.get("rows", "even")
+    # The group count is the name groups in the other fields of groups: (a listed rows' own count where count is
+    # not given, so those rows cannot read it).
+    count = _expression(context, value, "count", value["count"], f"{path}.count", names) if "count" in value \
+        else None
+    with_count = names.with_names({"groups"})
     if isinstance(rows, list):
         if not rows:
             raise context.error("rows lists each group's row count; this list is empty", value, "rows",
                                 f"{path}.rows")
-        listed: str | tuple = tuple(_expression(context, rows, index, item, f"{path}.rows[{index}]", names)
+        listed: str | tuple = tuple(_expression(context, rows, index, item, f"{path}.rows[{index}]",
+                                                with_count if count is not None else names)
                                     for index, item in enumerate(rows))
     elif isinstance(rows, str) and rows in ROW_RULES:
         listed = rows
@@ -297,13 +342,12 @@ def _groups(context: Context, node: dict, dotted: str, names: _Names) -> GroupsS
     if "count" not in value and not isinstance(listed, tuple):
         raise context.error("groups needs a count, or rows listing each group's", value, "count", path,
                             hint=GROUPS_HINT)
-    count = _expression(context, value, "count", value["count"], f"{path}.count", names) if "count" in value \
-        else None
     if "align" in value and layout != "contiguous":
         raise context.error("align is for contiguous groups: a masked group starts its own matrix", value, "align",
                             f"{path}.align")
-    align = _expression(context, value, "align", value.get("align", 1), f"{path}.align", names)
-    weights, weight_index = _shared_weights(context, value, path, names, count if count is not None else len(listed))
+    align = _expression(context, value, "align", value.get("align", 1), f"{path}.align", with_count)
+    weights, weight_index = _shared_weights(context, value, path, with_count,
+                                            count if count is not None else len(listed))
     return GroupsSpec(layout, count, listed, align, weights, weight_index)
 
 
@@ -409,14 +453,16 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
     if spec.groups is not None:
         given = spec.groups
         count = evaluate(given.count, "groups.count", env) if given.count is not None else None
+        # groups: the count, in the expressions of groups: itself (listed rows without a count do not read it)
+        in_groups = {**env, "groups": count if count is not None else len(given.rows)}
         rows = given.rows if isinstance(given.rows, str) else \
-            [evaluate(e, f"groups.rows[{index}]", env) for index, e in enumerate(given.rows)]
-        weights = evaluate(given.weights, "groups.weights", env) if given.weights is not None else None
+            [evaluate(e, f"groups.rows[{index}]", in_groups) for index, e in enumerate(given.rows)]
+        weights = evaluate(given.weights, "groups.weights", in_groups) if given.weights is not None else None
         weight_index = given.weight_index if given.weight_index is None or isinstance(given.weight_index, str) else \
-            [evaluate(e, f"groups.weight_index[{index}]", env) for index, e in enumerate(given.weight_index)]
+            [evaluate(e, f"groups.weight_index[{index}]", in_groups) for index, e in enumerate(given.weight_index)]
         try:
             groups = make_groups(given.layout, shape.M, shape.N, shape.K, count=count, rows=rows,
-                                 align=evaluate(given.align, "groups.align", env), weights=weights,
+                                 align=evaluate(given.align, "groups.align", in_groups), weights=weights,
                                  weight_index=weight_index)
         except GroupsError as exc:
             raise SpecError(f"on {shape.label}: {exc}", field="groups") from None
