@@ -101,7 +101,7 @@ def capped_note(settings: VerifySettings, types: GemmTypes, K: int,
         return ""
     shown = f"{worked:.3g}" if math.isfinite(worked) else "not finite"
     return (f" (tolerance capped at {MAX_TOLERANCE:g}: the bound carried through the element-wise functions is "
-            f"{shown}; set verify.rel_tolerance to check with another)")
+            f"{shown}; set verify: {{tolerance: ...}} to check with another)")
 
 
 def inputs(run) -> None:
