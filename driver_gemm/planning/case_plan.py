@@ -120,7 +120,9 @@ class CasePlan:
     constants: dict[str, bytes] = field(default_factory=dict)   # each __constant__ variable's bytes, by its name
     following: tuple[LaunchConfig | None, ...] = ()   # the launch of each of the kernel's then: (None: refused)
     split_multiples: tuple[SplitMultiple, ...] = ()   # splits of C's tiles that the kernel's PTX is to confirm
-    written_scalars: frozenset[str] | None = None   # the names of `scalars` the spec wrote (None: not known)
+    # The names of `scalars` the spec wrote (None: not known): how its notes were made, not part of the plan (two
+    # plans of one launch are equal whichever way the caller knew it).
+    written_scalars: frozenset[str] | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:
