@@ -229,7 +229,8 @@ def checked(described: list[ElementwiseFunction], applied: list[ElementwiseFunct
     bias = plan.buffers["bias"].bias.values()
     x = inputs.a[0].astype(np.float32) @ inputs.b[0].astype(np.float32) + bias[None, :].astype(np.float32)
     for step in applied:
-        x = IN_FP32[step.name](x.astype(np.float32), step.argument).astype(np.float32)
+        with np.errstate(over="ignore"):    # exp(-x) of a large negative x is inf in float32, as on the GPU
+            x = IN_FP32[step.name](x.astype(np.float32), step.argument).astype(np.float32)
     codes = np.frombuffer(output_bytes(operands.c, types.c), dtype=types.c.storage_dtype.newbyteorder("<")).copy()
     codes[operands.c.offsets()] = dtypes.encode(x[None].astype(np.float64), types.c)
     raw = codes.tobytes()
