@@ -118,3 +118,22 @@ def test_the_bias_is_drawn_the_same_for_the_same_shape_and_scaled_with_k():
     assert first == again
     short, long = (planned(kernel, Shape(64, 96, K)).buffers["bias"].bias for K in (64, 16384))
     assert long.exponent > short.exponent
+
+
+@pytest.mark.parametrize("route", ["", "    - {name: scale_a, type: ptr}\n    - {name: scale_b, type: ptr}\n"],
+                         ids=["applied in no way", "by pointer"])
+def test_the_bias_follows_fp8s_per_tensor_scales_wherever_they_reach_the_kernel(route):
+    # The check computes with alpha x scale a x scale b: a bias drawn at the unscaled product's size would be 4,096
+    # times C here, and hide a wrong product under its own size.
+    text = (f"shapes: [[64, 96, 4096]]\nkernels:\n- name: gemm-bias\n"
+            f"  source: {ROOT / 'kernels/outside/fp8_block_scaled.cu'}\n  function: fp8_block_scaled\n  arch: sm_90\n"
+            f"  types: {TYPES['e4m3->bf16']}\n  scales: {{a: 0.015625, b: 0.015625}}\n  layout: NT\n"
+            f"  epilogue: overwrite\n  block: [16, 16]\n  grid: [ceil(N / 16), ceil(M / 16)]\n  signature:\n"
+            "    - A\n    - B\n    - C\n    - M\n    - N\n    - K\n"
+            "    - {name: bias, type: buffer, element: float32, size: N, bias: N}\n" + route)
+    kernel = parse_spec(text, ROOT / "spec.yaml", allow_outside_sources=True).kernels[0]
+    plan = planned(kernel, Shape(64, 96, 4096))
+    inputs = make_typed_inputs(plan.operands, kernel.operands.types, seed=3)
+    product_rms = float(np.sqrt(np.mean(reference(inputs.a, inputs.b, 0.015625 ** 2) ** 2)))
+    bias_rms = float(np.sqrt(np.mean(plan.buffers["bias"].bias.values() ** 2)))
+    assert 0.3 < bias_rms / product_rms < 2, (bias_rms, product_rms)

@@ -37,6 +37,7 @@ from ..specfile.quantized import codes_of, quantized_parts
 from .host_builders import BuilderFailed, built_numbers
 from .quantized_layouts import (CODEBOOK_SCALE_EXPONENTS, PLAN_DRAW_ELEMENTS, QUANTIZED_SCALE_EXPONENTS,
                                 QuantizedDraw, QuantizedPart, draw_quantized)
+from .tensor_scales import product_alpha
 
 # The NumPy type of each element a buffer may hold (little-endian, as the GPU reads it).
 NUMPY_ELEMENTS = {"int32": "<i4", "uint32": "<u4", "int64": "<i8", "uint64": "<u8", "float32": "<f4",
@@ -368,7 +369,10 @@ def expected_product_rms(kernel: KernelSpec, env: dict, argument_values: dict, p
     for plan in plans:
         if plan.grid is not None:
             along_k *= _factor_squares_along_k(plan.grid, K)
-    alpha, beta = (_number(argument_values.get(name), default) for name, default in (("alpha", 1.0), ("beta", 0.0)))
+    # The product's alpha as the check computes with it (`tensor_scales.product_alpha`): fp8's per-tensor scales
+    # included where they reach the kernel by pointer or in no way, not only where they are folded into alpha.
+    alpha = product_alpha(kernel, {**argument_values, "alpha": _number(argument_values.get("alpha"), 1.0)})
+    beta = _number(argument_values.get("beta"), 0.0)
     return math.sqrt(alpha * alpha * float(along_k.sum()) + beta * beta * draw_mean_square(types.c))
 
 
