@@ -458,23 +458,17 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
     cluster = None
     if cluster_match:
         cluster = tuple(int(v) if v else 1 for v in cluster_match.groups())
-    origin: dict[str, int | None] = {}
-
-    def assign(register: str, param: int | None) -> None:
-        # PTX registers may be written more than once (a loop): a register from two parameters is untraced.
-        origin[register] = param if origin.get(register, param) == param else None
-
+    origin: dict[str, frozenset[int]] = {}
     for match in _PARAM_MOVE.finditer(body):
         if match.group(2) == name:
-            assign(match.group(1), int(match.group(3)))
-    for _ in range(4):   # moves may come in any order: a few passes settle chains of them
-        for match in _REGISTER_MOVE.finditer(body):
-            if match.group(2) in origin:
-                assign(match.group(1), origin[match.group(2)])
+            origin[match.group(1)] = origin.get(match.group(1), frozenset()) | {int(match.group(3))}
+    _settle(origin, [(match.group(1), [match.group(2)]) for match in _REGISTER_MOVE.finditer(body)])
     copies = []
     for match in _TMA.finditer(body):
         operand = match.group(3)
-        param = origin.get(operand)
+        # PTX registers may be written more than once (a loop): a register from two parameters is untraced.
+        params = origin.get(operand, frozenset())
+        param = next(iter(params)) if len(params) == 1 else None
         if operand.startswith(f"{name}_param_"):
             param = int(operand.rsplit("_", 1)[1])
         copies.append(TmaCopy(int(match.group(2)), match.group(1), param))
