@@ -18,6 +18,7 @@ import functools
 import math
 import re
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,6 +218,11 @@ class BufferPlan:
                 }.get(self.fill, self.fill)
         return {"name": self.name, "element": self.element, "count": self.count, "bytes": self.nbytes,
                 "fill": fill}
+
+
+def drawn_bias(plans: Iterable[BufferPlan]) -> BiasVector | None:
+    """The bias among a case's buffer `plans` (a kernel takes one at most), None without one."""
+    return next((plan.bias for plan in plans if plan.bias is not None), None)
 
 
 def plan_buffers(kernel: KernelSpec, env: dict, argument_values: dict, problem,

@@ -35,7 +35,7 @@ from ..specfile.kernels import (DEFAULT_SCALARS, MAX_ACTIVE_CLUSTERS_NAME, SM_CO
                                 reads_scalar)
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import KernelSpec, Shape, template_argument
-from .buffer_plans import BufferPlan, plan_buffers
+from .buffer_plans import BufferPlan, drawn_bias, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
                        fixed_block_count_note, flat_elements, folds_batch, folds_end_to_end, grid_axes, inferred_tile,
@@ -315,7 +315,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                  if buffer.bias is not None)
     if kernel.operands is not None and kernel.operands.elementwise:
         # What C is compared with, written out: a fused epilogue's check is otherwise learnt only from a FAIL.
-        bias = next((buffer.bias for buffer in buffers.values() if buffer.bias is not None), None)
+        bias = drawn_bias(buffers.values())
         notes.append(check_note(kernel.operands.elementwise, product_alpha(kernel, argument_values),
                                 float(argument_values.get("beta", 0.0)) if kernel.reads_c() else 0.0,
                                 bias.along if bias is not None else None,

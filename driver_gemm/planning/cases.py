@@ -23,6 +23,7 @@ from ..specfile.model import KernelSpec, Shape, Spec
 from ..specfile.typed import evaluate_operands
 from ..status import BASELINE_LABELS, Status
 from ..specfile.dispatch import select_kernel
+from .buffer_plans import drawn_bias
 from .case_plan import CasePlan
 from .image_checks import REGISTER_MOVE_NOTE
 
@@ -236,9 +237,9 @@ def new_record(case: Case, status: Status, message: str = "") -> CaseResult:
         record.baseline = case.baseline_label
         operands = case.plan.operands if case.plan is not None else None
         if operands is not None:
-            bias = next((buffer.bias.along for buffer in case.plan.buffers.values() if buffer.bias is not None),
-                        None)
-            record.operands = operands_summary(kernel.operands.types, operands, bias, kernel.operands.elementwise)
+            bias = drawn_bias(case.plan.buffers.values())
+            record.operands = operands_summary(kernel.operands.types, operands, bias.along if bias else None,
+                                              kernel.operands.elementwise)
     return record
 
 

@@ -25,7 +25,7 @@ from ..measure.inputs import case_seed
 from ..gemm.operands import (GemmOperands, KernelOutput, TypedInputs, input_bytes, make_typed_inputs, output_bytes,
                                 read_output, reference)
 from ..measure.reference import CPU_REFERENCE
-from ..planning.buffer_plans import BiasVector
+from ..planning.buffer_plans import BiasVector, drawn_bias
 from ..planning.quantized_layouts import draw_quantized
 from ..planning.tensor_scales import product_alpha
 from ..measure.verify import Verdict, compare_typed
@@ -220,7 +220,7 @@ def worked_reference(typed: TypedCase, drawn, functions: tuple[ElementwiseFuncti
 def _scales_and_bias(drawn: tuple) -> tuple[dict, BiasVector | None]:
     """The block scales of `drawn` buffers by operand (``a``, ``b``), and their bias (None: none)."""
     grids = {plan.grid.operand: plan.grid for plan in drawn if plan.grid is not None}
-    return grids, next((plan.bias for plan in drawn if plan.bias is not None), None)
+    return grids, drawn_bias(drawn)
 
 
 def _drawn_buffers(run) -> tuple:
