@@ -14,7 +14,8 @@ def add_parser(commands, **common) -> None:
     add_source_option(plan)
     plan.add_argument("--arch", help="target architecture when no GPU is used (default: the GPU's, else sm_90)")
     plan.add_argument("--kernel", "-k", action="append", default=[], help="plan only this kernel (repeatable)")
-    plan.add_argument("--shape", "-s", action="append", default=[], help="plan only this MxNxK shape (repeatable)")
+    plan.add_argument("--shape", "-s", action="append", default=[],
+                      help="plan this MxNxK shape instead of the spec's (repeatable)")
     plan.add_argument("--sms", type=whole_number, help="SM count for the waves column and the specs' sm_count "
                                                        "(default: the GPU's, or a typical part of the architecture)")
     plan.add_argument("--sass", action="store_true",

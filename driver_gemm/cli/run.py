@@ -37,7 +37,8 @@ def add_parser(commands, **common) -> None:
                           "the cases over those GPUs of this machine, each with its own worker process, a free GPU "
                           "taking the next share")
     run.add_argument("--kernel", "-k", action="append", default=[], help="run only this kernel (repeatable)")
-    run.add_argument("--shape", "-s", action="append", default=[], help="run only this MxNxK shape (repeatable)")
+    run.add_argument("--shape", "-s", action="append", default=[],
+                     help="run this MxNxK shape instead of the spec's (repeatable)")
     run.add_argument("--json", help="results file (default results/SPEC-TIMESTAMP.json, or -2, -3... where another "
                                     "run took that name; the cases are also written, one line each, to the same "
                                     "name .jsonl, which a new run starts afresh); with several specs, one file per "

@@ -30,7 +30,8 @@ def add_parser(commands, **common) -> None:
     tune.add_argument("--device", type=whole_number, default=None,
                       help="GPU ordinal (default $DRIVER_GEMM_DEVICE, or 0)")
     tune.add_argument("--kernel", "-k", action="append", default=[], help="tune only this kernel (repeatable)")
-    tune.add_argument("--shape", "-s", action="append", default=[], help="tune only for this MxNxK shape (repeatable)")
+    tune.add_argument("--shape", "-s", action="append", default=[],
+                      help="tune for this MxNxK shape instead of the spec's (repeatable)")
     tune.add_argument("--strategy", choices=STRATEGY_NAMES,
                       help="exhaustive (every valid configuration, fully measured; the default), random (seeded "
                            "order, fully measured, until the budget ends), halving (successive halving: short warm "

@@ -2,10 +2,14 @@
 
 Each of A (M x K), B (K x N) and C (M x N), repeated `batch` times, is one flat buffer: element
 (i, j) of matrix b is at ``b * batch_stride + i * ld + j`` row-major, ``... + j * ld + i``
-column-major. Padding is filled with values a kernel must not use, and C's is checked after the
-launch. Layout codes (``layout: TN``) give A's and B's storage: N as is (row-major), T transposed
-(column-major); NT stores both inputs K-major, the layout fp8 tensor cores need (cuBLAS calls it
-"TN"). C is row-major unless ``layouts: {c: col}``. The spec fields: docs/spec-reference.md.
+column-major. The stride may be smaller than one matrix where the matrices interleave (Megatron's
+baddbmm on ``[seq, batch * heads, dim]`` tensors: stride ``dim``, rows ``batch * heads * dim``
+apart), but no two matrices share an element, except A's or B's one matrix for every batch (stride
+0). Padding (the elements no matrix holds) is filled with values a kernel must not use, and C's is
+checked after the launch. Layout codes (``layout: TN``) give A's and B's storage: N as is
+(row-major), T transposed (column-major); NT stores both inputs K-major, the layout fp8 tensor cores
+need (cuBLAS calls it "TN"). C is row-major unless ``layouts: {c: col}``. The spec fields:
+docs/spec-reference.md.
 """
 
 from __future__ import annotations
@@ -59,10 +63,57 @@ class MatrixLayout:
 
     @property
     def elements(self) -> int:
-        """The length of the whole buffer in elements."""
+        """The length of the whole buffer in elements.
+
+        Each matrix's lines take `ld` elements, padding included, as BLAS
+        sizes a matrix (lines x ld), where the matrices follow one another.
+        Where the stride packs them closer (matrices interleaved within rows,
+        or a stride that drops the last line's padding), the buffer ends at
+        the batch's last element, or after the first matrix's lines where
+        that is further: the tensor such a batch is a view of.
+        """
         if self.batch == 0 or self.matrix_elements == 0:
             return 0
-        return (self.batch - 1) * self.batch_stride + self.matrix_elements
+        whole_lines = (self.batch - 1) * self.batch_stride + self.matrix_elements
+        if self.batch == 1 or self.batch_stride >= self.matrix_elements:
+            return whole_lines
+        last_element = (self.batch - 1) * self.batch_stride + (self.lines - 1) * self.ld + self.tight_ld - 1
+        return max(self.matrix_elements, last_element + 1)
+
+    def first_shared_element(self) -> tuple[int, tuple[int, int], tuple[int, int]] | None:
+        """Where two matrices of the batch share an element: (d, (row, col) in matrix 0, (row, col) in matrix d)
+        for the smallest such d, or None where every element belongs to one matrix.
+
+        Matrix d is matrix 0 moved by ``d * stride``, so matrices b and b + d
+        overlap exactly where 0 and d do. A move of q lines and r elements
+        (``d * stride = q * ld + r``, 0 <= r < ld) lands matrix d's first
+        element on matrix 0's line q at position r, or its line 0 at position
+        ``ld - r`` on matrix 0's line q + 1: no other pair of positions within
+        a line's `tight_ld` can meet, since `ld` is at least that.
+        """
+        lines, line_length, ld, stride = self.lines, self.tight_ld, self.ld, self.batch_stride
+        if self.batch < 2 or lines == 0 or line_length == 0:
+            return None
+        if stride == 0:
+            return 1, (0, 0), (0, 0)
+        # Matrix d starting at or past the end of matrix 0's lines shares nothing with it.
+        last_move = min(self.batch - 1, lines * ld // stride)
+        # Python integers where int64 could overflow (M, N, K up to 2^40 each), int64 elsewhere for speed.
+        moves = np.arange(1, last_move + 1, dtype=np.int64 if last_move * stride + ld < 2 ** 62 else object)
+        whole_lines, within = np.divmod(moves * stride, ld)
+        on_line = (whole_lines <= lines - 1) & (within <= line_length - 1)
+        on_next_line = (whole_lines + 1 <= lines - 1) & (ld - within <= line_length - 1)
+        hits = np.flatnonzero(on_line | on_next_line)
+        if not hits.size:
+            return None
+        hit = int(hits[0])
+        q, r = int(whole_lines[hit]), int(within[hit])
+        first, other = ((q, r), (0, 0)) if on_line[hit] else ((q + 1, 0), (0, ld - r))
+        return int(moves[hit]), self.row_col(*first), self.row_col(*other)
+
+    def row_col(self, line: int, position: int) -> tuple[int, int]:
+        """(row, column) of the element at `position` along line `line` (a row row-major, a column column-major)."""
+        return (line, position) if self.order == "row" else (position, line)
 
     def offsets(self) -> np.ndarray:
         """The flat index of every logical element, as an int64 array of shape (batch, rows, cols)."""
@@ -111,12 +162,15 @@ class MatrixLayout:
 def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: int | None = None,
                   batch: int = 1, batch_stride: int | None = None, *, broadcast_allowed: bool = False,
                   where: str | None = None, field: str | None = None) -> MatrixLayout:
-    """A checked `MatrixLayout`: `ld` and `batch_stride` default to tight, and too-small ones are refused.
+    """A checked `MatrixLayout`: `ld` and `batch_stride` default to tight, and impossible ones are refused.
 
     The leading dimension must be at least the row length (row-major) or the
-    column length (column-major); the batch stride at least one padded
-    matrix, or 0 where `broadcast_allowed` (inputs). Mistakes raise a
-    `SpecError` that names the operand, the needed minimum, `where` and `field`.
+    column length (column-major); the batch stride a whole number of elements,
+    0 or more. No two matrices of the batch may share an element, save that
+    with `broadcast_allowed` (inputs) a stride of 0 gives every batch one
+    matrix: a stride below one matrix is taken where the matrices interleave.
+    Mistakes raise a `SpecError` that names the operand, the elements that
+    collide, `where` and `field`.
     """
     if order not in ORDERS:
         raise SpecError(f"the order of {operand} is row or col, got {order!r}", where, field and f"{field}.order")
@@ -134,12 +188,33 @@ def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: in
     layout = MatrixLayout(operand, int(rows), int(cols), order, int(ld), int(batch), 0)
     minimum = layout.matrix_elements
     stride = minimum if batch_stride is None else batch_stride
-    if int(stride) != stride or (stride < minimum and not (stride == 0 and broadcast_allowed)):
+    stride_field = field and f"batch.stride.{operand.lower()}"
+    if int(stride) != stride or stride < 0:
+        raise SpecError(f"the batch stride of {operand} is a whole number of elements, 0 or more, got {stride}",
+                        where, stride_field, hint=f"leave it out for one matrix after another ({minimum})")
+    layout = MatrixLayout(operand, int(rows), int(cols), order, int(ld), int(batch), int(stride))
+    shared = None if broadcast_allowed and stride == 0 else layout.first_shared_element()
+    if shared is not None:
+        other, (first_row, first_col), (other_row, other_col) = shared
+        # Two writes of one element of C race; inputs that share part of a matrix are, as a rule, a miscounted stride.
+        why = f"two writes of {operand} would race there" if not broadcast_allowed else \
+            f"matrices of {operand} share elements only as a whole (stride 0: one matrix for every batch)"
         broadcast = " (or 0, every batch reading one matrix)" if broadcast_allowed else ""
-        raise SpecError(f"the batch stride of {operand}, {stride}, is smaller than one matrix: "
-                        f"{layout.describe()} with {ld_name} = {ld} needs >= {minimum}{broadcast}",
-                        where, field and f"batch.stride.{operand.lower()}")
-    return MatrixLayout(operand, int(rows), int(cols), order, int(ld), int(batch), int(stride))
+        raise SpecError(f"the batch stride of {operand}, {stride}, is smaller than one matrix ({layout.describe()} "
+                        f"with {ld_name} = {ld} needs >= {minimum}{broadcast}) and does not interleave the matrices "
+                        f"either: element (row {first_row}, column {first_col}) of matrix 0 is element (row "
+                        f"{other_row}, column {other_col}) of matrix {other}, and {why}",
+                        where, stride_field, hint=_interleave_hint(layout, ld_name))
+    return layout
+
+
+def _interleave_hint(layout: MatrixLayout, ld_name: str) -> str:
+    """What strides keep a batch's matrices apart: one after another, or side by side within each line."""
+    line_length, count = layout.tight_ld, layout.batch
+    along = "rows" if layout.order == "row" else "columns"
+    return (f"a stride of at least {layout.matrix_elements} puts the matrices one after another; to interleave them "
+            f"within {along} (stride >= {line_length}), {ld_name} must be at least {count} x {line_length} = "
+            f"{count * line_length} and the stride at most ({ld_name} - {line_length}) / {count - 1}")
 
 
 def parse_layout(code: str | None = None, orders: Mapping[str, str] | None = None, *,
@@ -239,9 +314,9 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
                   ld: Mapping[str, int] | None = None, batch: int = 1, strides: Mapping[str, int] | None = None,
                   where: str | None = None, groups: GemmGroups | None = None) -> GemmOperands:
     """Checked layouts of A, B and C for an M x N x K GEMM: `orders` from `parse_layout`, `ld` and `strides` per operand
-    (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each. C is never broadcast. With `groups`, B has a
-    matrix per group (per weight, where the groups share weights), and A and C one per group where the groups are
-    masked (`batch` is then 1)."""
+    (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each, no two sharing an element (but A's or B's
+    with a stride of 0, one matrix for every batch). With `groups`, B has a matrix per group (per weight, where the
+    groups share weights), and A and C one per group where the groups are masked (`batch` is then 1)."""
     orders = {"a": "row", "b": "row", "c": "row", **(orders or {})}
     ld, strides = dict(ld or {}), dict(strides or {})
     for name, mapping in (("ld", ld), ("batch.stride", strides)):

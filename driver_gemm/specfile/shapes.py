@@ -129,7 +129,10 @@ def _range_values(context: Context, node: Any, key: Any, dotted: str, value: dic
         count = (stop - start) // step + 1
         _check_range_count(context, value, dotted, count)
         return list(range(start, stop + 1, step))
-    times = read_number(context, value, "times", None, f"{dotted}.times", minimum=1.0000001)
+    times = read_number(context, value, "times", None, f"{dotted}.times")
+    if times <= 1:
+        raise context.error(f"must be more than 1, got {times:g}", value, "times", f"{dotted}.times",
+                            hint="the factor each value is multiplied by to give the next: times: 2 doubles")
     # Values grow by `times` from `start` until they pass `stop`: about log(stop/start)/log(times) of them.
     count = math.floor(math.log(stop / start) / math.log(times)) + 2
     _check_range_count(context, value, dotted, count)
