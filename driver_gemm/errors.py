@@ -20,7 +20,21 @@ FilePath = Union[str, "os.PathLike[str]"]
 
 
 class DriverGemmError(Exception):
-    """Base of every error driver-gemm raises on purpose."""
+    """Base of every error driver-gemm raises on purpose.
+
+    Every one pickles with its fields (a rig's process pool sends a worker's error back that way): rebuilt from its
+    message and attributes, never by calling its ``__init__`` again with the message alone.
+    """
+
+    def __reduce__(self) -> tuple:
+        return (rebuilt_error, (type(self), self.args), self.__dict__)
+
+
+def rebuilt_error(error_class: type[BaseException], args: tuple) -> BaseException:
+    """An error of `error_class` holding `args`, made without its ``__init__`` (pickle then restores its fields)."""
+    error = error_class.__new__(error_class, *args)
+    error.args = args
+    return error
 
 
 class SpecError(DriverGemmError):
@@ -41,9 +55,11 @@ class SpecError(DriverGemmError):
     def __str__(self) -> str:
         place = ": ".join(part for part in (self.where, self.field) if part)
         text = f"{place}: {self.message}" if place else self.message
-        if "\n" in text:
-            # A message with details: the one-line cause first, then the hint, then the details.
-            cause, details = text.split("\n", 1)
+        if "\n" in self.message:
+            # A message with details: the one-line cause first, then the hint, then the details (split in the
+            # message, never in the place, whatever text the place holds).
+            cause, details = self.message.split("\n", 1)
+            cause = f"{place}: {cause}" if place else cause
             return f"{cause}\n  hint: {self.hint}\n{details}" if self.hint else text
         return f"{text} (hint: {self.hint})" if self.hint else text
 
@@ -66,12 +82,21 @@ class WrongArgumentValue(DriverGemmError, ValueError):
     message names the function, the argument and the value (a `ValueError` too, as Python's own would be)."""
 
 
+class WrongSpecArgument(SpecError, WrongArgumentType):
+    """A function that reads a spec given an argument of a kind it does not take (`spec_from_dict` given text):
+    a `SpecError`, as every mistake in a spec is, and a `WrongArgumentType` (a `TypeError`), as a wrong argument is."""
+
+
 def path_argument(function: str, name: str, value: object) -> str:
     """`value` where `function` takes the path of a file, as text: a str or any str path object (`os.fspath`), else
     `WrongArgumentType` saying so (rather than the TypeError pathlib would raise from inside). A rig's own path
     class is read through `os.fspath`, never `str()`, which may be its repr."""
     if isinstance(value, (str, os.PathLike)):
-        text = os.fspath(cast("str | os.PathLike[str]", value))   # as checked just above
+        try:
+            text = os.fspath(cast("str | os.PathLike[str]", value))   # as checked just above
+        except TypeError as exc:   # a path class whose __fspath__ returns neither text nor bytes
+            raise WrongArgumentType(f"{function}: {name} is a path (a str or a pathlib.Path), got a "
+                                    f"{type(value).__name__} whose __fspath__ gives no path: {exc}") from None
         if not isinstance(text, str):   # a bytes path: pathlib and the messages here are text
             raise WrongArgumentType(f"{function}: {name} is a path as text (a str or a pathlib.Path), got a bytes "
                                     f"path {text!r:.80}")

@@ -168,6 +168,7 @@ class GemmSpecItems(pytest.Collector):
         self.spec_path = spec_path
         self._results: dict | None = None
         self.gate_failures: dict[str, list[str]] = {}
+        self.missing_reason = "the run produced no result for this case"   # said by a case the results lack
 
     def collect(self):
         # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
@@ -193,6 +194,10 @@ class GemmSpecItems(pytest.Collector):
                 from .results.read import read_results
 
                 run = read_results(recorded).run
+                # No run took place: a case without a result is one the file lacks, said with whose run it is.
+                other = f", not of {self.spec.name!r}" if run.spec != self.spec.name else ""
+                self.missing_reason = (f"{recorded} (a run of spec {run.spec!r}{other}) holds no result for this "
+                                       "case")
             else:
                 # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
                 from .runners.one_gpu import run_spec
@@ -261,7 +266,7 @@ class GemmCaseItem(pytest.Item):
     def runtest(self):
         case = self.parent.results().get(self.key)
         if case is None:
-            raise GemmCaseFailed("the run produced no result for this case")
+            raise GemmCaseFailed(self.parent.missing_reason)
         if not case.ok:
             raise GemmCaseFailed(f"{case.status}: {case.message}")
         gates = self.parent.gate_failures.get(f"{self.key[0]} at {self.key[1]}")

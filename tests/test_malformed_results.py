@@ -159,7 +159,7 @@ def _json_variants() -> dict[str, tuple[bytes, str]]:
         "M zero": (changed("cases.0.shape.M", 0), "cases[0].shape.M: must be at least 1"),
         "N negative": (changed("cases.1.shape.N", -512), "cases[1].shape.N: must be at least 1"),
         "K negative": (changed("cases.2.shape.K", -1), "cases[2].shape.K: must be at least 1"),
-        "M huge": (changed("cases.0.shape.M", 2**40), "cases[0].shape.M: must be at most"),
+        "M huge": (changed("cases.0.shape.M", 2**40 + 1), "cases[0].shape.M: must be at most"),
         "M enormous": (changed("cases.0.shape.M", 10**400), "cases[0].shape.M: must be at most"),
         # whole numbers beyond 64 bits where a float is read: Python cannot convert them
         "error enormous": (changed("cases.0.verification", {"rel_fro_error": 10**400}),

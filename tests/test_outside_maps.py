@@ -303,7 +303,7 @@ def test_a_rank_3_copy_described_with_a_2d_map_is_refused_offline_and_a_cluster_
     assert "grid 3x1x1 is not a whole number of the kernel's __cluster_dims__ clusters (2x1x1)" in messages["odd"]
     assert len(refused) == 2
     fixed = parse(RANKS.replace("box: [64, 64]}\n      - {name: map_a",
-                                "dims: [64, 256, 4], strides: [512, 128], box: [64, 64, 1]}\n      - {name: map_a"))
+                                "dims: [64, 256, 4], strides: [1024, 256], box: [64, 64, 1]}\n      - {name: map_a"))
     [ok] = [plan for plan in offline_problems(fixed, "sm_90")[0] if plan.kernel.label == "copy3"] or [None]
     assert ok is None
 

@@ -30,8 +30,10 @@ from ..output_files import OutputError, reason_of, write_file
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 
 _MAGIC = b"driver-gemm-cubin-v1\n"
-FORMAT_VERSION = 10  # the PTX facts kept beside a CUBIN hold each kernel's vector accesses and the multiples it
-#                      tests, its cluster uses and bound, and the types of its module's scalar constants
+FORMAT_VERSION = 11  # the PTX facts kept beside a CUBIN hold each kernel's vector and wide scalar accesses and the
+#                      multiples it tests, its cluster uses and bound, its tensor-core instructions' input types, the
+#                      conversions and global writes it makes, the setmaxnreg lines ptxas logged as ignored, and the
+#                      types of its module's scalar constants
 MAX_ENTRY_BYTES = 320 << 20   # an entry is read only as a regular file of at most this size (a CUBIN is < 256 MiB)
 _log = logging.getLogger(__name__)
 

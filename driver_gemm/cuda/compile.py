@@ -20,7 +20,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from cuda.bindings import nvrtc
 from cuda.pathfinder import DynamicLibNotFoundError
@@ -31,7 +31,7 @@ from .cubin import CubinImage, KernelImage, ParamSlot, read_cubin
 from .fatbin import cubin_bytes
 from .mangling import demangle
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
-from .ptx_facts import KernelPtxFacts, ptx_facts
+from .ptx_facts import KernelPtxFacts, attach_ignored_setmaxnreg, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
 from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, WrongArgumentType,
                       WrongArgumentValue, flag_argument, path_argument)
@@ -111,6 +111,20 @@ def _includes(text: str, including: str):
             yield (f"{including}:{line}", *match.groups())
 
 
+# ptxas dropping a kernel's setmaxnreg instructions, which leaves its registers where they were compiled:
+# "ptxas info : (C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count at entry."
+# (no __launch_bounds__ or maxnreg), or C7507 "... 'setmaxnreg' ignored to maintain minimum register requirements.".
+# The line names no kernel: ptxas prints it before the report of any of the program's functions.
+_SETMAXNREG_IGNORED = re.compile(r"^.*\((C75\d\d)\)[^\n]*'setmaxnreg' ignored[^\n]*$", re.MULTILINE)
+
+
+def ignored_setmaxnreg(log: str) -> tuple[tuple[str, str], ...]:
+    """ptxas's lines in a compile's `log` saying that it ignored a kernel's ``setmaxnreg`` (C7507, C7508), each as
+    its code and its text from the code on, in the log's order; empty where it ignored none."""
+    return tuple((match.group(1), match.group(0)[match.start(1) - match.start(0) - 1:].strip())
+                 for match in _SETMAXNREG_IGNORED.finditer(log))
+
+
 @dataclass(frozen=True)
 class Cubin:
     """A compiled source: the CUBIN image, the mangled name of each instance, and each kernel's resources."""
@@ -137,7 +151,15 @@ class Cubin:
                 f"options={self.options!r}, log={len(self.log):,} chars, from_cache={self.from_cache!r})")
 
     def symbol(self, instance: str) -> str:
-        return self.lowered_names[instance]
+        """The mangled symbol of `instance`, a name expression this image was compiled for, written as it was given
+        to the compile; `WrongArgumentValue` naming those it holds for any other."""
+        symbol = self.lowered_names.get(instance) if isinstance(instance, str) else None
+        if symbol is None:
+            held = ", ".join(self.lowered_names) or "none"
+            raise WrongArgumentValue(f"Cubin: no instance {instance!r:.200} in this {self.origin} image for "
+                                     f"{self.arch}; it holds {held:.2000} (an instance is named as it was written "
+                                     "for the compile, spaces included)")
+        return symbol
 
     def resources_of(self, instance: str) -> KernelResources:
         return self.resources.get(self.symbol(instance), KernelResources())
@@ -149,9 +171,10 @@ class Cubin:
 
     def kernel_image(self, instance: str) -> KernelImage | None:
         """What the compiled image says about `instance` (parameters, resources); None for PTX."""
+        symbol = self.symbol(instance)   # an instance not compiled is named before the image is read
         if self.image_format == "ptx":
             return None
-        return _parsed(self.image, self.arch, self.origin).kernel(self.symbol(instance))
+        return _parsed(self.image, self.arch, self.origin).kernel(symbol)
 
     def constant_variables(self) -> Mapping[str, bytes] | None:
         """The source's ``__constant__`` variables in the image, symbol -> their initial bytes; None for PTX (known
@@ -672,7 +695,7 @@ def _compile_once(source, name, instances, arch, options, version, display_path,
                 raise CompileError(f"{display_path}: NVRTC's build has no kernel {instance}: the source instantiates "
                                    f"{built}{why}", log=log, options=options)
             lowered[instance] = instance
-        facts = _ptx_facts_of(program, set(lowered.values()))
+        facts = _ptx_facts_of(program, set(lowered.values()), log, options)
     finally:
         check(nvrtc.nvrtcDestroyProgram(program), "nvrtcDestroyProgram")
     return Cubin(bytes(image), arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
@@ -717,12 +740,15 @@ def long_width_advice(instance: str, twin: str, compiler: str) -> str:
             f"({twin}){template_id}, or build the kernel with {build}")
 
 
-def _ptx_facts_of(program, symbols: set[str]) -> dict[str, KernelPtxFacts]:
-    """The TMA copies and cluster of each compiled kernel, from the PTX NVRTC made on the way to the CUBIN."""
+def _ptx_facts_of(program, symbols: set[str], log: str, options: Sequence[str]) -> dict[str, KernelPtxFacts]:
+    """The TMA copies and cluster of each compiled kernel, from the PTX NVRTC made on the way to the CUBIN, with the
+    lines of its `log` saying that ptxas ignored a kernel's setmaxnreg (read against every kernel of the program,
+    those not asked for included)."""
     size = check(nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
     text = b" " * size
     check(nvrtc.nvrtcGetPTX(program, text), "nvrtcGetPTX")
-    facts = ptx_facts(text.rstrip(b"\0 ").decode(errors="replace"))
+    facts = attach_ignored_setmaxnreg(ptx_facts(text.rstrip(b"\0 ").decode(errors="replace")),
+                                      ignored_setmaxnreg(log), options)
     return {symbol: facts.get(symbol, KernelPtxFacts()) for symbol in symbols}
 
 

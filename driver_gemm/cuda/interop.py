@@ -252,11 +252,12 @@ def array_view(obj: Any, *, stream: int | None = None) -> ArrayView:
     no wait asked); a torch tensor's own attributes last. An object with
     none of them is refused with what is expected.
     """
+    unreadable: Exception | None = None   # what reading the interface raised, said where nothing else is read
     try:
         interface = getattr(obj, "__cuda_array_interface__", None)
     # torch raises for a dtype the interface cannot name (bfloat16), or a tensor needing grad: DLPack is next
-    except (TypeError, ValueError, RuntimeError):
-        interface = None
+    except (TypeError, ValueError, RuntimeError) as exc:
+        interface, unreadable = None, exc
     # An element type the interface spells only as raw bytes (torch gives bfloat16 as '<V2') is DLPack's to name.
     untyped = isinstance(interface, dict) and interface.get("typestr") not in _BY_TYPESTR
     if interface is not None and not (untyped and hasattr(obj, "__dlpack__")):
@@ -265,6 +266,9 @@ def array_view(obj: Any, *, stream: int | None = None) -> ArrayView:
         return from_dlpack(obj, stream=stream)
     if callable(getattr(obj, "data_ptr", None)):
         return _from_torch_attributes(obj)
+    if unreadable is not None:
+        raise ArgumentError(f"{_describe(obj)}: reading its __cuda_array_interface__ raised "
+                            f"{type(unreadable).__name__}: {unreadable}")
     if hasattr(obj, "__array_interface__") or hasattr(obj, "__array__"):
         raise ArgumentError(f"{_describe(obj)} is host memory: give a tensor on the GPU (torch .cuda(), "
                             "cupy.asarray, or device.upload for NumPy)")
@@ -436,6 +440,9 @@ def from_dlpack(obj: Any, *, stream: int | None = None) -> ArrayView:
     strides = (tuple(int(tensor.strides[i]) for i in range(tensor.ndim)) if tensor.strides
                else compact_strides(shape))
     address = _address(int(tensor.data or 0) + int(tensor.byte_offset), f"{what}'s DLPack data + byte_offset")
+    if int(tensor.device.device_id) < 0:   # the producer's word for its GPU, which would be taken as an ordinal
+        raise ArgumentError(f"{what}: its DLPack device id is {int(tensor.device.device_id)}: not a GPU's ordinal "
+                            "(0 or more)")
     view = ArrayView(address, shape, dtype, strides, int(tensor.device.device_type), int(tensor.device.device_id),
                      False, None, "__dlpack__", obj, capsule)
     return _checked_memory(view, f"{what}'s DLPack data + byte_offset")

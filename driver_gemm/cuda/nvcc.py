@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Iterable
 
 from . import bounded, cache
-from .compile import (Cubin, base_options, changed_while_compiling, compile_hints, include_folders,
-                      instance_advice, load_cached, long_width_advice, long_width_twin, normalise_arch, not_a_kernel,
-                      option_tuple, pre_included_files, read_source, refuse_nul, scan_headers, store_cached)
+from .compile import (Cubin, base_options, changed_while_compiling, compile_hints, ignored_setmaxnreg,
+                      include_folders, instance_advice, load_cached, long_width_advice, long_width_twin, normalise_arch,
+                      not_a_kernel, option_tuple, pre_included_files, read_source, refuse_nul, scan_headers,
+                      store_cached)
 from .cubin import pointer_targets, read_cubin
 from .headers import is_torch_header, torch_header_hint
 from .mangling import find_symbol
-from .ptx_facts import KernelPtxFacts, ptx_facts
+from .ptx_facts import KernelPtxFacts, attach_ignored_setmaxnreg, ptx_facts
 from .resources import parse_ptxas_report
 from ..errors import CompileError, ImageError, ToolMissingError
 from ..kernel_names import is_mangled, split_overload
@@ -214,7 +215,8 @@ def _compile(nvcc: Path, path: Path, instances, arch, options, version, probes: 
             raise CompileError(f"{exc}" + (f": {why}, and only a kernel is launched" if why else ""),
                                log=log, options=tuple(options)) from None
     return Cubin(image, arch, lowered, parse_ptxas_report(log), log, tuple(options), version,
-                 time.perf_counter() - started, origin="nvcc", ptx_facts=_kept_facts(ptx_texts, lowered.values()))
+                 time.perf_counter() - started, origin="nvcc",
+                 ptx_facts=_kept_facts(ptx_texts, lowered.values(), log, options))
 
 
 # How `named_wrapper_lines` names a line of the wrapper in an error: an instance the spec names, or a sizeof probe.
@@ -323,12 +325,15 @@ def nvcc_hints(log: str) -> list[str]:
     return hints + [hint for hint in compile_hints(log) if "NVRTC" not in hint]
 
 
-def _kept_facts(ptx_texts: list[str], symbols: Iterable[str]) -> dict[str, KernelPtxFacts] | None:
+def _kept_facts(ptx_texts: list[str], symbols: Iterable[str], log: str,
+                options: Iterable[str]) -> dict[str, KernelPtxFacts] | None:
     """Each built kernel's PTX facts from the PTX nvcc kept (one file per virtual architecture; a kernel's
-    entries agree across them); None when nvcc kept none, so that a disassembler may still be asked."""
+    entries agree across them), with the lines of ptxas's `log` saying it ignored a kernel's setmaxnreg, as for an
+    NVRTC build; None when nvcc kept none, so that a disassembler may still be asked."""
     if not ptx_texts:
         return None
     facts: dict[str, KernelPtxFacts] = {}
     for text in ptx_texts:
         facts = {**ptx_facts(text), **facts}
+    facts = attach_ignored_setmaxnreg(facts, ignored_setmaxnreg(log), tuple(options))
     return {symbol: facts.get(symbol, KernelPtxFacts()) for symbol in symbols}

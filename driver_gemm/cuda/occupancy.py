@@ -316,6 +316,11 @@ class Occupancy:
     reason: str = ""                  # why no block fits, when blocks_per_sm == 0
     hint: str = ""                    # what to change so that a block fits, where `reason` has a way out
 
+    def __hash__(self) -> int:
+        # Frozen figures hash (a rig keys plans by them); `limits` is a dict, which no hash takes: its items stand in.
+        return hash(tuple(frozenset(value.items()) if isinstance(value, dict) else value
+                          for value in (getattr(self, name) for name in self.__dataclass_fields__)))
+
     def as_dict(self) -> dict:
         """The figures and the reason, as a plan and a case's record hold them; the hint is for the refusal that
         quotes the reason."""

@@ -23,17 +23,26 @@ with its type (``.const .align 4 .f32 scale;``, ``.u32`` for an int), an array o
 (``.b8 table[64]``). A kernel's vector accesses of global memory (``ld.global.nc.v4.f32``, ``st.global.v2.f64``,
 ``.b128``, ``red.global...v4``, ``cp.async`` of 8 or 16 bytes, a bulk ``cp.async.bulk`` of global memory) name their
 width, and the kernel parameter each address is made from is found by following the 64-bit moves and additions from
-the ``ld.param`` of a pointer (`vector_accesses`); only the ``.global`` state space is read, since a generic
-``ld.v4`` may as well be of shared or local memory. The low bits of an integer parameter the kernel tests
-(``and.b32 %r5, %r3, 3;``: ``K % 4 == 0``, as a kernel choosing its vector path at run time does) are kept with it
-(`tested_multiples`). The facts are kept beside the CUBIN (NVRTC hands out its
+the ``ld.param`` of a pointer (`vector_accesses`); only the ``.global`` state space is read, and generic addresses
+made from a pointer parameter, since a generic ``ld.v4`` of another address may as well be of shared or local memory.
+Its scalar accesses of 2 to 8 bytes traced to a parameter (``ld.global.u32``, ``st.global.b64``, a 4-byte
+``cp.async``: `scalar_accesses`) are kept the same way, since one moves several elements of a narrower type (two fp16
+through a ``half2``). The low bits of an integer parameter the kernel tests (``and.b32 %r5, %r3, 3;``:
+``K % 4 == 0``, as a kernel choosing its vector path at run time does) are kept with it
+(`tested_multiples`). A tensor-core instruction names the types it multiplies
+(``wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16``: bf16 A and B; `mma_types`), which a kernel reading A and B
+of other types must reach through ``cvt`` instructions (`conversions`) or bit tricks; a kernel's writes of global memory
+(``st.global``, ``red.global.add``, ``atom.global.add``) are traced to their parameters as its vector accesses are
+(`global_writes`). The facts are kept beside the CUBIN (NVRTC hands out its
 PTX with it); checks that use them: `planning.image_checks`, `planning.hopper_checks.cluster_use_checks`,
 `planning.case_plan.literal_grid_check`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,12 +96,16 @@ _RUNTIME_FUNCTIONS = frozenset({"vprintf", "__assertfail", "malloc", "free"})
 _SCALAR_CONSTANT = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.const\s+(?:\.align\s+\d+\s+)?\.([bfsu]\d+)\s+"
                               r"([\w$]+)\s*(?:=[^;\n]*)?;", re.MULTILINE)
 # An access of global memory that may be a vector (ld.global.nc.v4.f32 {%f1, ...}, [%rd7+16]; st.global.v2.f64 [%rd3],
-# {...}; red.global.add.v4.f32 [%rd2], {...}; ld.global.b128): its opcode's qualifiers and its first address.
-_GLOBAL_ACCESS = re.compile(r"^\s*(?:@!?%\w+\s+)?((ldu?|st|red|atom)(?:\.[\w:]+)+)\s+[^;]*?\[\s*(%?[\w$.]+)",
+# {...}; red.global.add.v4.f32 [%rd2], {...}; ld.global.b128): its opcode's qualifiers and its first address; an inline
+# asm block of a CUDA header opens on the instruction's line ({ atom.add.noftz.f16x2 %r3,[%rd2],%r2; }).
+_GLOBAL_ACCESS = re.compile(r"^\s*(?:\{\s*)?(?:@!?%\w+\s+)?((ldu?|st|red|atom)(?:\.[\w:]+)+)\s+[^;]*?\[\s*(%?[\w$.]+)",
                             re.MULTILINE)
 # .v4.f32 (4 x 32 bits), .v2.f16x2 (2 x 2 x 16), .v2.b64; a scalar .b128 moves 16 bytes at once.
 _VECTOR_TYPE = re.compile(r"\.v(2|4|8)\.(?:bf|[bfsu])(\d+)(?:x(\d))?(?![\w])")
 _WIDE_SCALAR = re.compile(r"\.b128(?![\w])")
+# A scalar access's type, its opcode's last qualifier (ld.global.u32: 4 bytes; red.global.add.noftz.f16x2: a pair of 2).
+_SCALAR_TYPE = re.compile(r"\.(?:bf|[bfsu])(16|32|64)(?:x(2))?$")
+_STATE_SPACES = frozenset({"global", "shared", "local", "param", "const"})
 # cp.async.cg.shared.global [%r5], [%rd7], 16, %r9; (the copy's bytes after the two addresses), and a bulk copy's
 # global side (cp.async.bulk.shared::cluster.global... [dst], [src], size, [mbar]; cp.async.bulk.global.shared::cta
 # [dst], [src], size): its addresses must be 16-byte aligned. A copy through a tensor map (.tensor) is not one.
@@ -119,6 +132,19 @@ _LOW_BITS_TEST = re.compile(r"^\s*(?:@!?%\w+\s+)?(and\.b(?:32|64)|rem\.[su](?:32
 _REGISTER = re.compile(r"%\w+")
 _REGISTER_MOVE = re.compile(r"^\s*(?:mov|cvta(?:\.to)?\.(?:param|global|const)|add)\.[usb]?\d+\s+(%\w+)\s*,\s*(%\w+)\b",
                             re.MULTILINE)
+# A tensor-core instruction (wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16, mma.sync.aligned.m16n8k8.row.col.
+# f32.tf32.tf32.f32, wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32, their sparse .sp forms) names its operands' types
+# after its shape: wgmma's D, A, B; mma's and wmma's D, A, B, C, or wmma's D and C alone for f16 inputs.
+_MMA = re.compile(r"^\s*(?:\{\s*)?(?:@!?%\w+\s+)?((?:wgmma\.mma_async|wmma\.mma|mma)(?:\.[\w:]+)+)\s", re.MULTILINE)
+MMA_INPUT_TYPES = frozenset({"f16", "bf16", "tf32", "f32", "f64", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "s8", "u8",
+                             "s4", "u4", "b1", "s32"})
+# A conversion (cvt.rn.bf16x2.f32, cvt.rn.f16x2.e4m3x2, cvt.rna.tf32.f32): the formats it names, pairs as one.
+_CONVERSION = re.compile(r"\bcvt((?:\.[\w:]+)+)")
+# A write of global memory (st.global.f32, red.global.add.f32, atom.global.add.f32, a generic atom.add.f32) whose
+# address is the operand in brackets after the opcode (an atom's destination register comes first); an inline asm
+# block of a CUDA header may open on the instruction's line.
+_GLOBAL_WRITE = re.compile(r"^\s*(?:\{\s*)?(?:@!?%\w+\s+)?((st|red|atom)(?:\.[\w:]+)+)\s+[^;]*?\[\s*(%?[\w$.]+)",
+                           re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -133,10 +159,11 @@ class TmaCopy:
 
 @dataclass(frozen=True)
 class VectorAccess:
-    """One kind of vector access of global memory a kernel makes: a load or a store (`store`: a store, a reduction
-    or an atomic), its bytes (`width`), its instruction as the PTX writes it (``ld.global.nc.v4.f32``), and the
-    kernel parameters (0-based) its address is made from, ascending (empty: not traced to one, as an address read
-    from memory or made in a function the kernel calls)."""
+    """One kind of access of global memory a kernel makes that may move more than one element of a matrix: a vector
+    access (``ld.global.nc.v4.f32``) or a scalar one wider than the matrix's element (``ld.global.u32`` of fp16 data:
+    two elements). A load or a store (`store`: a store, a reduction or an atomic), its bytes (`width`), its
+    instruction as the PTX writes it, and the kernel parameters (0-based) its address is made from, ascending (empty:
+    not traced to one, as an address read from memory or made in a function the kernel calls)."""
 
     store: bool
     width: int
@@ -161,9 +188,21 @@ class KernelPtxFacts:
     sorted; None where unknown), its vector accesses of global memory (`vector_accesses`: one `VectorAccess` for
     each instruction, width and parameters, sorted; None where unknown) and the multiples its integer parameters are
     tested for (`tested_multiples`: parameter and multiple, ``(5, 4)`` for ``and.b32 %r7, %r3, 3`` of parameter 5,
-    sorted; None where unknown). `block_reads`, `cluster_uses`, `reads_grid_size`, `constant_types`,
-    `vector_accesses` and `tested_multiples` are left out of equality: they describe the code, not the launch the
-    other facts constrain."""
+    sorted; None where unknown), its tensor-core instructions with the input types each names (`mma_types`:
+    instruction, A's type and B's, ``("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bf16", "bf16")``, one
+    for each instruction, sorted), the formats its ``cvt`` instructions convert to and from (`conversions`:
+    ``("f16", "e4m3")`` for ``cvt.rn.f16x2.e4m3x2``, a pair such as ``f16x2`` as its element, sorted) and its
+    writes of global memory (`global_writes`: each store, reduction or atomic instruction with the kernel parameters
+    its address is made from, as `VectorAccess.params`, sorted); each of these three None where unknown (a call the
+    module does not resolve).
+    The lines of ptxas's log saying it ignored ``setmaxnreg`` (`setmaxnreg_ignored`: code, text, and how many kernels
+    of the program using setmaxnreg the line may be of, 1 where it is this kernel's alone; None where no compile log
+    was read) come from the compile (`attach_ignored_setmaxnreg`). `block_reads`, `cluster_uses`, `reads_grid_size`,
+    `constant_types`, `vector_accesses`, `tested_multiples`, `mma_types`, `conversions`, `global_writes` and
+    `setmaxnreg_ignored` are left out of equality: they describe the code, not the launch the other facts
+    constrain. So are its scalar accesses of global memory of 2 to 8 bytes traced to a parameter (`scalar_accesses`:
+    ``ld.global.u32``, ``st.global.b64``, a 4-byte ``cp.async``, as `VectorAccess`, sorted; None where unknown), each
+    of which moves several elements of a narrower type (two fp16 in one ``ld.global.u32``)."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -180,12 +219,27 @@ class KernelPtxFacts:
     constant_types: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
     vector_accesses: tuple[VectorAccess, ...] | None = field(default=None, compare=False)
     tested_multiples: tuple[tuple[int, int], ...] | None = field(default=None, compare=False)
+    mma_types: tuple[tuple[str, str, str], ...] | None = field(default=None, compare=False)
+    conversions: tuple[tuple[str, str], ...] | None = field(default=None, compare=False)
+    global_writes: tuple[tuple[str, tuple[int, ...]], ...] | None = field(default=None, compare=False)
+    setmaxnreg_ignored: tuple[tuple[str, str, int], ...] | None = field(default=None, compare=False)
+    scalar_accesses: tuple[VectorAccess, ...] | None = field(default=None, compare=False)
 
     def widest_access(self, store: bool) -> VectorAccess | None:
         """The widest vector load (or store, `store`) of global memory; None where it makes none or they are
         unknown."""
         accesses = [access for access in self.vector_accesses or () if access.store == store]
         return max(accesses, key=lambda access: access.width) if accesses else None
+
+    def warpgroup_instructions(self) -> tuple[str, ...]:
+        """One instruction of each kind the kernel executes by whole warpgroups (4 warps, ``.sync.aligned``): a
+        ``wgmma.mma_async`` and a ``setmaxnreg``; empty where it has none (or its tensor-core instructions are
+        unknown and it moves no registers)."""
+        found = [instruction for instruction, _, _ in self.mma_types or () if instruction.startswith("wgmma.")][:1]
+        for kind, counts in (("inc", self.register_increases), ("dec", self.register_decreases)):
+            if counts:
+                found.append(f"setmaxnreg.{kind}.sync.aligned.u32 {max(counts) if kind == 'inc' else min(counts)}")
+        return tuple(found)
 
     def reads_block_axis(self, axis: int) -> bool | None:
         """Whether the kernel tells its blocks apart along grid axis `axis` (0 for x): it reads their index on that
@@ -220,7 +274,17 @@ class KernelPtxFacts:
                                      for access in self.vector_accesses] if self.vector_accesses is not None
                                     else None),
                 "tested_multiples": ([list(pair) for pair in self.tested_multiples]
-                                     if self.tested_multiples is not None else None)}
+                                     if self.tested_multiples is not None else None),
+                "mma_types": [list(entry) for entry in self.mma_types] if self.mma_types is not None else None,
+                "conversions": ([list(pair) for pair in self.conversions] if self.conversions is not None
+                                else None),
+                "global_writes": ([[instruction, list(params)] for instruction, params in self.global_writes]
+                                  if self.global_writes is not None else None),
+                "setmaxnreg_ignored": ([list(line) for line in self.setmaxnreg_ignored]
+                                       if self.setmaxnreg_ignored is not None else None),
+                "scalar_accesses": ([[access.store, access.width, access.instruction, list(access.params)]
+                                     for access in self.scalar_accesses] if self.scalar_accesses is not None
+                                    else None)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -242,7 +306,20 @@ class KernelPtxFacts:
                        VectorAccess(bool(store), int(width), str(instruction), tuple(int(p) for p in params))
                        for store, width, instruction, params in data["vector_accesses"]),
                    None if data.get("tested_multiples") is None else tuple(
-                       (int(param), int(multiple)) for param, multiple in data["tested_multiples"]))
+                       (int(param), int(multiple)) for param, multiple in data["tested_multiples"]),
+                   None if data.get("mma_types") is None else tuple(
+                       (str(instruction), str(a_type), str(b_type))
+                       for instruction, a_type, b_type in data["mma_types"]),
+                   None if data.get("conversions") is None else tuple(
+                       (str(destination), str(source)) for destination, source in data["conversions"]),
+                   None if data.get("global_writes") is None else tuple(
+                       (str(instruction), tuple(int(p) for p in params))
+                       for instruction, params in data["global_writes"]),
+                   None if data.get("setmaxnreg_ignored") is None else tuple(
+                       (str(code), str(text), int(kernels)) for code, text, kernels in data["setmaxnreg_ignored"]),
+                   scalar_accesses=None if data.get("scalar_accesses") is None else tuple(
+                       VectorAccess(bool(store), int(width), str(instruction), tuple(int(p) for p in params))
+                       for store, width, instruction, params in data["scalar_accesses"]))
 
 
 def _triple_of(values) -> tuple[int, int, int] | None:
@@ -345,6 +422,33 @@ class _CallGraph:
             return None
         return any(_GRID_SIZE.search(self.bodies.get(name, "")) for name in seen)
 
+    def mma_types(self, entry: str) -> tuple[tuple[str, str, str], ...] | None:
+        """The tensor-core instructions of `entry` and the functions it calls (`KernelPtxFacts.mma_types`); None where
+        their code is unknown."""
+        seen = self.reached(entry)
+        if seen is None:
+            return None
+        return tuple(sorted({found for name in seen for found in mma_types(self.bodies.get(name, ""))}))
+
+    def conversions(self, entry: str) -> tuple[tuple[str, str], ...] | None:
+        """The formats the ``cvt`` instructions of `entry` and the functions it calls convert to and from; None
+        where their code is unknown."""
+        seen = self.reached(entry)
+        if seen is None:
+            return None
+        return tuple(sorted({pair for function in seen for pair in conversions(self.bodies.get(function, ""))}))
+
+    def global_writes(self, entry: str) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+        """The writes of global memory of `entry`, traced to its parameters, and of the functions it calls
+        (untraced); None where their code is unknown."""
+        seen = self.reached(entry)
+        if seen is None:
+            return None
+        found = global_writes(entry, self.bodies.get(entry, ""))
+        for name in seen - {entry}:
+            found |= global_writes(name, self.bodies.get(name, ""), traced=False)
+        return tuple(sorted(found))
+
 
 def _operands(text: str) -> list[str]:
     return [operand.strip() for operand in text.split(",")]
@@ -408,38 +512,102 @@ def tested_multiples(name: str, body: str) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(found))
 
 
-def _access_width(opcode: str) -> int | None:
-    """The bytes a vector access (``ld.global.nc.v4.f32``: 16) or a 128-bit one (``.b128``) moves; None for any
-    other (one element)."""
+def _access_width(opcode: str) -> tuple[int, bool] | None:
+    """The bytes an access moves and whether it is a vector one: a vector access (``ld.global.nc.v4.f32``: 16) or a
+    128-bit one (``.b128``), or a scalar one of 2 to 8 bytes (``ld.global.u32``: 4, ``red.global.add.noftz.f16x2``:
+    4); None for a byte's or an untyped one."""
     vector = _VECTOR_TYPE.search(opcode)
     if vector is not None:
-        return int(vector.group(1)) * int(vector.group(2)) * int(vector.group(3) or 1) // 8
-    return 16 if _WIDE_SCALAR.search(opcode) else None
+        return int(vector.group(1)) * int(vector.group(2)) * int(vector.group(3) or 1) // 8, True
+    if _WIDE_SCALAR.search(opcode):
+        return 16, True
+    scalar = _SCALAR_TYPE.search(opcode)
+    return (int(scalar.group(1)) * int(scalar.group(2) or 1) // 8, False) if scalar is not None else None
 
 
-def vector_accesses(name: str, body: str, traced: bool = True) -> set[VectorAccess]:
-    """The vector accesses of global memory in `body`, each with the parameters of entry `name` its address is made
-    from where `traced` (the body is the entry's own; a function it calls has parameters of its own)."""
+def _global_accesses(name: str, body: str, traced: bool) -> tuple[set[VectorAccess], set[VectorAccess]]:
+    """The vector accesses of global memory in `body` and its scalar ones of 2 to 8 bytes (a 4-byte ``cp.async``
+    among them), each with the parameters of entry `name` its address is made from where `traced`."""
     origin = _pointer_origins(name, body) if traced else {}
-    found: set[VectorAccess] = set()
+    vectors: set[VectorAccess] = set()
+    scalars: set[VectorAccess] = set()
 
-    def add(store: bool, width: int, instruction: str, address: str) -> None:
+    def add(found: set[VectorAccess], store: bool, width: int, instruction: str, address: str) -> None:
         found.add(VectorAccess(store, width, instruction, tuple(sorted(origin.get(address, ())))))
 
     for match in _GLOBAL_ACCESS.finditer(body):
         opcode, operation, address = match.groups()
         width = _access_width(opcode)
-        if width is not None and "global" in opcode.split("."):
-            add(operation in ("st", "red", "atom"), width, opcode, address)
+        spaces = {token.split("::")[0] for token in opcode.split(".")} & _STATE_SPACES
+        # a generic address made from a pointer parameter is global memory (cuda_fp16.hpp's half2 atomicAdd is a
+        # generic atom.add.noftz.f16x2); one made otherwise may be of shared or local memory
+        if width is not None and (spaces == {"global"} or not spaces and origin.get(address)):
+            add(vectors if width[1] else scalars, operation in ("st", "red", "atom"), width[0], opcode, address)
     for match in _ASYNC_COPY.finditer(body):
-        if int(match.group(3)) > 4:         # 8 or 16 bytes; a 4-byte copy moves one element of 32 bits
-            add(False, int(match.group(3)), match.group(1), match.group(2))
+        # 8 or 16 bytes are a vector's; 4 bytes are one fp32 element, or two fp16 ones
+        add(vectors if int(match.group(3)) > 4 else scalars, False, int(match.group(3)), match.group(1),
+            match.group(2))
     for match in _BULK_COPY.finditer(body):
         opcode, destination_space, source_space, destination, source = match.groups()
         if source_space == "global":
-            add(False, BULK_COPY_ALIGNMENT, opcode, source)
+            add(vectors, False, BULK_COPY_ALIGNMENT, opcode, source)
         elif destination_space == "global":
-            add(True, BULK_COPY_ALIGNMENT, opcode, destination)
+            add(vectors, True, BULK_COPY_ALIGNMENT, opcode, destination)
+    return vectors, scalars
+
+
+def vector_accesses(name: str, body: str, traced: bool = True) -> set[VectorAccess]:
+    """The vector accesses of global memory in `body`, each with the parameters of entry `name` its address is made
+    from where `traced` (the body is the entry's own; a function it calls has parameters of its own)."""
+    return _global_accesses(name, body, traced)[0]
+
+
+def scalar_accesses(name: str, body: str) -> tuple[VectorAccess, ...]:
+    """The scalar accesses of global memory of 2 to 8 bytes in the body of entry `name` (``ld.global.u32``,
+    ``st.global.b64``, ``cp.async`` of 4 bytes) whose address is made from its parameters, sorted: each moves several
+    elements of a matrix of a narrower type (two fp16 in one ``ld.global.u32``). One not traced to a parameter is
+    left out, since a kernel reads its indices, pointers and scales that way as well."""
+    found = {access for access in _global_accesses(name, body, True)[1] if access.params}
+    return tuple(sorted(found, key=lambda access: (access.store, access.width, access.instruction, access.params)))
+
+
+def mma_types(body: str) -> set[tuple[str, str, str]]:
+    """Each tensor-core instruction of `body` with the types of its A and B (`KernelPtxFacts.mma_types`); one whose
+    types cannot be told (an unknown form) is left out."""
+    found = set()
+    for match in _MMA.finditer(body):
+        instruction = match.group(1)
+        types = [token for token in instruction.split(".") if token in MMA_INPUT_TYPES]
+        if instruction.startswith("wgmma.") and len(types) == 3 or len(types) == 4:
+            found.add((instruction, types[1], types[2]))
+        elif instruction.startswith("wmma.") and len(types) == 2:
+            found.add((instruction, "f16", "f16"))      # wmma's f16 form names only D's and C's types
+    return found
+
+
+def conversions(body: str) -> set[tuple[str, str]]:
+    """The formats the ``cvt`` instructions of `body` convert to and from (``cvt.rn.f16x2.e4m3x2``: f16 from e4m3)."""
+    found = set()
+    for qualifiers in _CONVERSION.findall(body):
+        formats = [token[:-2] if token.endswith("x2") else token for token in qualifiers.split(".")]
+        formats = [token for token in formats if token in MMA_INPUT_TYPES]
+        if len(formats) == 2:
+            found.add((formats[0], formats[1]))
+    return found
+
+
+def global_writes(name: str, body: str, traced: bool = True) -> set[tuple[str, tuple[int, ...]]]:
+    """The stores, reductions and atomics of global memory in `body` (``.global``, or a generic address made from a
+    pointer parameter), each with the parameters of entry `name` its address is made from where `traced`."""
+    origin = _pointer_origins(name, body) if traced else {}
+    found = set()
+    for match in _GLOBAL_WRITE.finditer(body):
+        instruction, _, address = match.groups()
+        params = tuple(sorted(origin.get(address, ())))
+        spaces = {"global", "shared", "local", "param", "const"} & {token.split("::")[0]
+                                                                    for token in instruction.split(".")}
+        if spaces == {"global"} or not spaces and params:
+            found.add((instruction, params))
     return found
 
 
@@ -448,11 +616,14 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
                  cluster_uses: tuple[str, ...] | None = None,
                  reads_grid_size: bool | None = None,
                  constant_types: tuple[tuple[str, str], ...] | None = None,
-                 accesses: tuple[VectorAccess, ...] | None = None) -> KernelPtxFacts:
+                 accesses: tuple[VectorAccess, ...] | None = None,
+                 mma: tuple[tuple[str, str, str], ...] | None = None,
+                 converted: tuple[tuple[str, str], ...] | None = None,
+                 writes: tuple[tuple[str, tuple[int, ...]], ...] | None = None) -> KernelPtxFacts:
     """The facts of one entry `name` whose text is `body`; whether it reads the grid workspace, the module's
     dynamic shared memory, the block's indices, its cluster's uses, the grid's size, the types of the module's
-    scalar constants and its vector accesses of global memory with those of the functions it calls, which the
-    module as a whole says (`ptx_facts`), are given."""
+    scalar constants, its vector accesses of global memory, tensor-core instructions, conversions and writes of global
+    memory with those of the functions it calls, which the module as a whole says (`ptx_facts`), are given."""
     header = body.split("{", 1)[0]
     cluster_match = _CLUSTER.search(header)
     cluster = None
@@ -480,7 +651,35 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
                           tuple(sorted(moves["inc"])), tuple(sorted(moves["dec"])), grid_sync, dynamic_shared,
                           _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header),
                           int(cluster_rank.group(1)) if cluster_rank else None, block_reads,
-                          cluster_uses, reads_grid_size, constant_types, accesses, tested_multiples(name, body))
+                          cluster_uses, reads_grid_size, constant_types, accesses, tested_multiples(name, body),
+                          mma, converted, writes, scalar_accesses=scalar_accesses(name, body))
+
+
+NO_REGISTER_COUNT_AT_ENTRY = "C7508"   # ptxas: 'setmaxnreg' ignored; unable to determine register count at entry
+
+
+def attach_ignored_setmaxnreg(facts: dict[str, KernelPtxFacts], ignored: Sequence[tuple[str, str]],
+                              options: Sequence[str] = ()) -> dict[str, KernelPtxFacts]:
+    """`facts` (every entry of a program's PTX) with the lines of ptxas's log that say it ignored ``setmaxnreg``
+    (`ignored`: code and text, `compile.ignored_setmaxnreg`) given to the kernels they may be of: ptxas names no
+    kernel in them. C7508 (no register count at entry) is of every kernel using setmaxnreg without a
+    ``__launch_bounds__`` (``.maxntid``, ``.reqntid``) where no ``-maxrregcount`` option gives all one; any other code
+    of every kernel using setmaxnreg with one. Each line carries how many kernels it may be of."""
+    users = [name for name, kernel in facts.items() if kernel.register_increases or kernel.register_decreases]
+    global_count = any(option.startswith(("-maxrregcount", "--maxrregcount")) for option in options)
+    unbounded = {name for name in users if facts[name].max_threads is None and facts[name].required_threads is None
+                 and not global_count}
+    found: dict[str, list[tuple[str, str, int]]] = {name: [] for name in facts}
+    for code, text in dict.fromkeys(ignored):       # ptxas may repeat a line: each said once
+        if len(users) == 1:
+            candidates = users
+        elif code == NO_REGISTER_COUNT_AT_ENTRY:
+            candidates = sorted(unbounded)
+        else:
+            candidates = [name for name in users if name not in unbounded]
+        for name in candidates:
+            found[name].append((code, text, len(candidates)))
+    return {name: dataclasses.replace(kernel, setmaxnreg_ignored=tuple(found[name])) for name, kernel in facts.items()}
 
 
 def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
@@ -495,5 +694,6 @@ def ptx_facts(ptx: str) -> dict[str, KernelPtxFacts]:
     constant_types = tuple(sorted((symbol, ptx_type) for ptx_type, symbol in _SCALAR_CONSTANT.findall(ptx)))
     return {name: kernel_facts(name, body, name in grid_sync, name in uses_dynamic, graph.block_reads(name),
                                graph.cluster_uses(name), graph.reads_grid_size(name), constant_types,
-                               graph.vector_accesses(name))
+                               graph.vector_accesses(name), graph.mma_types(name), graph.conversions(name),
+                               graph.global_writes(name))
             for name, body in _bodies(ptx).items()}

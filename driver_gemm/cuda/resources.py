@@ -7,8 +7,11 @@ with the binary. The planner reads them without compiling anything itself.
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
+
+from ..errors import WrongArgumentType, WrongArgumentValue
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,21 @@ class KernelResources:
     spill_store_bytes: int | None = 0
     spill_load_bytes: int | None = 0
     constant_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        # Resources made by hand (a rig's plan_case) are held to what ptxas reports: whole numbers of at least 0,
+        # the spills None where unknown; a plan would otherwise meet a wrong kind deep inside its arithmetic.
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if value is None and name in ("spill_store_bytes", "spill_load_bytes"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                unknown = " or None (not known)" if name.startswith("spill_") else ""
+                raise WrongArgumentType(f"KernelResources.{name}: a whole number{unknown}, got {value!r:.40} "
+                                        f"({type(value).__name__})")
+            if value < 0:
+                raise WrongArgumentValue(f"KernelResources.{name}: at least 0, got {value}")
+            object.__setattr__(self, name, int(value))   # NumPy's as a plain int, as a results file writes it
 
     @property
     def spills(self) -> bool:

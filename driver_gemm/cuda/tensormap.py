@@ -6,7 +6,8 @@ memory and which box of it one copy moves into shared memory. A kernel takes it 
 launch from the buffer's address. Every rule below is a requirement cuTensorMapEncodeTiled's
 documentation states, checked here so that the driver's bare CUDA_ERROR_INVALID_VALUE becomes a
 message naming the field and the rule; nothing stricter (strides may overlap, a box may be wider
-than its dimension: the driver allows both). Using them: docs/hopper.md.
+than its dimension: the driver allows both). `TensorMapPlan.aliased_dimensions` says where two coordinates of
+a map name one element, for a caller that knows the map describes a matrix. Using them: docs/hopper.md.
 """
 
 from __future__ import annotations
@@ -174,6 +175,28 @@ class TensorMapPlan:
         """One past the furthest byte the map can address from its base: what its buffer must hold."""
         return self.element_bytes + sum((extent - 1) * stride for extent, stride
                                         in zip(self.extents, (self.element_bytes, *self.strides_bytes)))
+
+    def aliased_dimensions(self) -> list[tuple[int, int, int]]:
+        """Where one step along a dimension lands on an element another dimension already names, as
+        (dimension, other dimension, steps): dimension `dimension`'s stride is `steps` strides of `other`,
+        fewer than `other`'s extent, so coordinate 1 of the first and `steps` of the other address the same
+        byte. Such a map names elements twice (a row longer than the stride between rows, say); a map whose
+        dimensions overlap without meeting (a panel's columns inside its rows) is not listed. The first such
+        `other` of each dimension; nothing for an interleaved map, whose innermost dimension is not elements."""
+        if self.interleave != "none" or len(self.strides_bytes) != self.rank - 1:
+            return []
+        strides = (self.element_bytes, *self.strides_bytes)
+        found = []
+        for dimension in range(1, self.rank):
+            step = strides[dimension]
+            if self.extents[dimension] < 2 or step <= 0:
+                continue
+            for other in range(self.rank):
+                if other != dimension and strides[other] > 0 and step % strides[other] == 0 \
+                        and step // strides[other] < self.extents[other]:
+                    found.append((dimension, other, step // strides[other]))
+                    break
+        return found
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": self.element_type, "extents": list(self.extents), "strides_bytes": list(self.strides_bytes),

@@ -29,12 +29,12 @@ from ..gemm.operands import GemmOperands
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig, pack_layout
 from ..cuda.launch_attributes import LaunchAttributes
-from ..cuda.tensormap import TensorMapPlan
+from ..cuda.tensormap import GLOBAL_ALIGN, TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..specfile.kernels import (DEFAULT_SCALARS, MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME, implied_scalar,
                                 reads_scalar)
 from ..specfile.limits import MAX_DIMENSION
-from ..specfile.model import KernelSpec, Shape, template_argument
+from ..specfile.model import Argument, KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, drawn_bias, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
@@ -328,6 +328,7 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     attributes = None
     tensor_maps = tensor_maps_of(kernel, env, shape, problem)
     notes.extend(tensor_map_notes(tensor_maps))
+    notes.extend(_map_array_checks(kernel, tensor_maps, operands, env, problem))
     notes.extend(_first_matrix_map_notes(kernel, operands))
     if config is not None:
         attributes = launch_attributes_of(kernel, env, config, limits, problem)
@@ -554,14 +555,71 @@ def _first_matrix_map_notes(kernel: KernelSpec, operands: GemmOperands) -> list[
     matrix only: said, with the dims that reach them all, since a kernel reading the others through it fails its
     check only where it steps past that first matrix."""
     notes = []
-    for _, _, argument in kernel.tensor_map_fields():
+    for position, _, argument in kernel.encoded_tensor_maps():
         described = argument.tensor_map
         layout = getattr(operands, described.tensor.lower(), None) if described.tensor in ("A", "B", "C") else None
-        if described.dims is None and layout is not None and layout.batch > 1:
+        if described.dims is None and described.count is None and layout is not None and layout.batch > 1:
             count = "groups" if operands.groups is not None else "batch"
+            # a kernel may as well take an array of maps, one a matrix, and pick its own by the block's index
+            array = (f"; a kernel that indexes an array of maps by its matrix (&{argument.name}[blockIdx.z]) is "
+                     f"given count: {count}, a map per matrix" if described.passing == "pointer" or position is None
+                     else "")
             notes.append(f"tensor map {argument.name}: describes the first of {described.tensor}'s {layout.batch} "
                          f"matrices only (it has no dims:); a map over them all is of rank 3, dims [{layout.tight_ld},"
-                         f" {layout.lines}, {count}] innermost first, the batch stride among its strides")
+                         f" {layout.lines}, {count}] innermost first, the batch stride among its strides{array}")
+    return notes
+
+
+def tensor_map_offsets(kernel: KernelSpec, operands: GemmOperands, argument: Argument) -> list[int]:
+    """The byte offsets from its buffer's address at which `argument`'s maps are encoded: 0 for one map, and one
+    per matrix of its operand for a map with ``count`` (each matrix of the batch, a batch stride apart)."""
+    if argument.tensor_map.count is None:
+        return [0]
+    return pointer_array_offsets(kernel, operands, argument.tensor_map.tensor)
+
+
+def _map_array_checks(kernel: KernelSpec, tensor_maps: dict, operands: GemmOperands, env, problem) -> list[str]:
+    """Each map with ``count`` (one map per matrix of its operand, in an array the kernel indexes): its count is
+    the number of matrices the operand holds (a batch, or a matrix per group), and every map's start is 16-byte
+    aligned and its reach inside the operand's buffer, as the first map's is checked already; noted with the
+    array's maps and their spacing."""
+    notes = []
+    for _, field_name, argument in kernel.encoded_tensor_maps():
+        described, plan = argument.tensor_map, tensor_maps.get(argument.name)
+        if described.count is None or plan is None:
+            continue
+        count = env.get(described.count, 1)
+        layout = getattr(operands, described.tensor.lower())
+        if count != layout.batch:
+            holds = (f"{layout.batch} matrices" if layout.batch > 1 else "one matrix")
+            other = next((word for word, value in (("batch", env.get("batch", 1)), ("groups", env.get("groups", 1)))
+                          if word != described.count and value == layout.batch and layout.batch > 1), None)
+            problem(f"{argument.name}: count: {described.count} makes {count} maps, but {described.tensor} holds "
+                    f"{holds}" + (" (contiguous groups share one matrix of rows)" if operands.groups is not None
+                                  and layout.batch == 1 else ""),
+                    f"{field_name}.count",
+                    hint=f"count: {other}" if other else f"a map per matrix needs {described.tensor} to hold a "
+                    f"matrix per map; leave count out for one map over {described.tensor}")
+            continue
+        offsets = tensor_map_offsets(kernel, operands, argument)
+        buffer_bytes = layout.elements * plan.element_bytes
+        misaligned = next((offset for offset in offsets if offset % GLOBAL_ALIGN), None)
+        if misaligned is not None:
+            problem(f"{argument.name}: map {offsets.index(misaligned)} of {count} starts {misaligned} bytes into "
+                    f"{described.tensor}, not a multiple of {GLOBAL_ALIGN}: a tensor map's address must be",
+                    f"{field_name}.count", hint=f"{described.tensor}'s batch stride in bytes must be a multiple of "
+                    f"{GLOBAL_ALIGN} for an array of maps")
+            continue
+        if offsets[-1] + plan.reach_bytes > buffer_bytes:
+            problem(f"{argument.name}: the last of its {count} maps starts {offsets[-1]} bytes into "
+                    f"{described.tensor} and reaches {plan.reach_bytes} bytes from there, past its {buffer_bytes}-byte "
+                    "buffer: a copy there would read outside it", f"{field_name}.{'dims' if described.dims else 'box'}")
+            continue
+        spacing = f", {offsets[1] - offsets[0]} bytes apart" if count > 1 else ""
+        held = "written into its __constant__ array" if field_name.startswith("constants") else \
+            "copied to one device buffer, its address passed"
+        notes.append(f"tensor map {argument.name}: {count} maps, one per matrix of {described.tensor}{spacing}, "
+                     f"{held}")
     return notes
 
 
@@ -607,6 +665,8 @@ def _constant_bytes(kernel: KernelSpec, env, scalars, problem) -> dict[str, byte
     reported at its field and left out."""
     packed = {}
     for index, constant in enumerate(kernel.constants):
+        if constant.tensor_map is not None:   # encoded when the case is bound, from its buffers' addresses
+            continue
         field_name = f"constants[{index}].value"
         expressions = constant.array or ((constant.value,) if constant.value is not None else ())
         values = [_argument_value(constant, expression, f"{field_name}[{position}]" if constant.array else field_name,
@@ -768,7 +828,8 @@ def unpassed_ld_notes(kernel: KernelSpec, operands: GemmOperands) -> list[str]:
     matrix at the wrong places, unless it pads its lines itself by the same expression."""
     if kernel.operands is None or not kernel.operands.ld:
         return []
-    passed = _names_passed([*kernel.signature, *(argument for launch in kernel.then for argument in launch.signature)])
+    passed = _names_passed([*kernel.signature, *(argument for launch in kernel.then for argument in launch.signature),
+                            *kernel.constants])
     if passed is None:
         return []
     notes = []
@@ -1241,12 +1302,15 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
         missing = tiles - blocks
         row_tiles, column_tiles = _tiles_along("M", kernel.tile[0].source, rows), \
             _tiles_along("N", kernel.tile[1].source, cols)
-        problem(f"the grid has {blocks:,} blocks{counted} for C's {tiles:,} tiles of {rows} x {cols} ({row_tiles} x "
-                f"{column_tiles}{each}): {missing:,} {'tile' if missing == 1 else 'tiles'} would never be written",
+        block_word = "block" if blocks == 1 else "blocks"
+        problem(f"the grid has {blocks:,} {block_word}{counted} for C's {tiles:,} tiles of {rows} x {cols} "
+                f"({row_tiles} x {column_tiles}{each}): {missing:,} {'tile' if missing == 1 else 'tiles'} would never "
+                "be written",
                 f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
                 hint=_shared_axis_hint(kernel, env, config, rows, cols)
                 or _same_dimension_hint(kernel, rows, cols)
                 or _rows_only_hint(kernel, shape, cols, column_tiles)
+                or _columns_only_hint(kernel, shape, rows, row_tiles)
                 or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
                 + (" * batch" if matrices > 1 else ""))
 
@@ -1437,6 +1501,22 @@ def _rows_only_hint(kernel: KernelSpec, shape: Shape, cols: int, column_tiles: s
     keep = "N == 1, for a matrix-vector kernel" if cols == 1 else f"N <= {kernel.tile[1].source}"
     return (f"the grid numbers C's rows{where}: add a grid axis over its columns, {column_tiles}, that the kernel "
             f"reads its column from, or require: {keep}")
+
+
+def _columns_only_hint(kernel: KernelSpec, shape: Shape, rows: int, row_tiles: str) -> str:
+    """`_rows_only_hint`'s mirror, for a grid none of whose axes reads M, where one reads N alone or the tile is one
+    row high on a C of several, as a kernel computing one row of C (a vector-matrix product, a warp a column) is
+    launched: a grid that numbers M * ceil(N / cols) tiles would give it blocks whose column it misreads, so the
+    hint is an axis of its own over M, or a require: that keeps the kernel to the rows one block computes. Empty
+    for any other grid."""
+    reads = [extent.names & {"M", "N"} for extent in kernel.grid]
+    columns_axis = next((axis for axis, names in enumerate(reads) if names == {"N"}), None)
+    if any("M" in names for names in reads) or not (columns_axis is not None or rows == 1 and shape.M > 1):
+        return ""
+    where = f" (grid {'xyz'[columns_axis]} reads N alone)" if columns_axis is not None else ""
+    keep = "M == 1, for a kernel that computes one row of C" if rows == 1 else f"M <= {kernel.tile[0].source}"
+    return (f"the grid numbers C's columns{where}: add a grid axis over its rows, {row_tiles}, that the kernel "
+            f"reads its row from, or require: {keep}")
 
 
 def _shared_axis_hint(kernel: KernelSpec, env, config: LaunchConfig, rows: int, cols: int) -> str:

@@ -3,13 +3,16 @@
 `case_plan.plan_launch` calls `launch_attributes_of` and `tensor_maps_of` once the grid and dynamic
 shared memory are known: the cluster's extents are evaluated and checked by
 `LaunchAttributes.problems`, each ``tensormap`` argument becomes a `TensorMapPlan` of its operand
-as stored for the shape, checked by `TensorMapPlan.problems`. A failure is reported at the spec's
+as stored for the shape, checked by `TensorMapPlan.problems`. A map given by its dims over A, B or C
+is also held to describing a matrix (`matrix_map_problems`) and, with the others over the same operand,
+to reaching all of it (`operand_reach_notes`). A failure is reported at the spec's
 file and line, the map's name first (``map_a: dimension 1 stride ... must be a multiple of 16``).
 `cluster_use_checks` reads what the kernel's PTX does with its cluster against a launch of one block a cluster.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Callable, cast
 
@@ -19,9 +22,10 @@ from ..cuda.launch_attributes import LaunchAttributes
 from ..cuda.occupancy import ArchLimits, base_arch, parse_arch
 from ..cuda.ptx_facts import KernelPtxFacts
 from ..cuda.tensormap import ELEMENT_TYPES, TensorMapPlan
+from ..gemm.operands import MatrixLayout
 from ..specfile import expr
 from ..specfile.typed import evaluate_operands
-from ..specfile.model import Argument, KernelSpec, Shape
+from ..specfile.model import Argument, KernelSpec, Shape, TensorMapArgument
 
 Problem = Callable[..., None]   # problem(message, field_name, hint=None), as plan._collector makes it
 
@@ -80,15 +84,23 @@ def cluster_note(attributes: LaunchAttributes | None, config: LaunchConfig) -> l
         return []
     parts = []
     if attributes.cluster:
-        clusters = config.total_blocks // attributes.cluster_size if attributes.cluster_size else 0
         parts.append(f"cluster {'x'.join(map(str, attributes.cluster))} ({attributes.cluster_size} blocks, "
-                     f"{clusters} clusters)" + (", non-portable" if attributes.non_portable else "")
+                     f"{cluster_count_words(config.grid, attributes.cluster)})"
+                     + (", non-portable" if attributes.non_portable else "")
                      + (f", scheduling {attributes.cluster_scheduling}" if attributes.cluster_scheduling else ""))
     if attributes.programmatic_dependent_launch:
         parts.append("programmatic dependent launch")
     if attributes.cooperative:
         parts.append(f"cooperative ({config.total_blocks} blocks)")
     return ["launched with cuLaunchKernelEx: " + "; ".join(parts)]
+
+
+def cluster_count_words(grid: tuple[int, int, int], cluster: tuple[int, int, int]) -> str:
+    """How many clusters `grid` makes, or, where a cluster's extent does not divide the grid's in some dimension,
+    that it makes no whole number of them (a count there would be true of no launch: the driver refuses it)."""
+    if any(size < 1 or extent % size for extent, size in zip(grid, cluster)):
+        return f"the grid of {'x'.join(map(str, grid))} blocks is no whole number of clusters"
+    return f"{math.prod(extent // size for extent, size in zip(grid, cluster))} clusters"
 
 
 def tensor_map_of(kernel: KernelSpec, argument: Argument, env: dict[str, int], shape: Shape) -> TensorMapPlan:
@@ -132,16 +144,152 @@ def operand_bytes(kernel: KernelSpec, shape: Shape, tensor: str, element: str) -
     return layout.elements * ELEMENT_TYPES[element][1]
 
 
+class PlannedTensorMaps(dict[str, TensorMapPlan]):
+    """A case's tensor maps by argument name, with `coverage_notes`: what `plan` says of the maps over one operand
+    together (`operand_reach_notes`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.coverage_notes: list[str] = []
+
+
 def tensor_map_notes(maps: dict[str, TensorMapPlan]) -> list[str]:
-    """What `plan` says of each map it will encode: rank, dims, strides, box, swizzle..."""
-    return [f"tensor map {name}: {plan.describe()}" for name, plan in maps.items()]
+    """What `plan` says of each map it will encode (rank, dims, strides, box, swizzle...), then of the maps over
+    one operand together, where `maps` is `tensor_maps_of`'s."""
+    coverage = maps.coverage_notes if isinstance(maps, PlannedTensorMaps) else []
+    return [f"tensor map {name}: {plan.describe()}" for name, plan in maps.items()] + coverage
+
+
+MATRICES = ("A", "B", "C")
+# The names a map's dims read for the count of its operand's matrices (a batch, or one per group).
+MATRIX_COUNT_NAMES = frozenset(("batch", "groups"))
+
+
+def operand_layout(kernel: KernelSpec, shape: Shape, tensor: str) -> MatrixLayout:
+    """How operand `tensor` (A, B or C) lies in memory for `kernel` on `shape`."""
+    return getattr(evaluate_operands(kernel, shape)[0], tensor.lower())
+
+
+def stored_map_form(layout: MatrixLayout, element_bytes: int) -> str:
+    """The dims and strides of a map over `layout` as stored, innermost first, as a spec writes them."""
+    dims, strides = [layout.tight_ld, layout.lines], [layout.ld * element_bytes]
+    if layout.batch > 1 and layout.batch_stride:
+        dims.append(layout.batch)
+        strides.append(layout.batch_stride * element_bytes)
+    return f"dims [{', '.join(map(str, dims))}], strides [{', '.join(map(str, strides))}]"
+
+
+def matrix_map_problems(plan: TensorMapPlan, description: TensorMapArgument,
+                        layout: MatrixLayout) -> list[tuple[str, str, str]]:
+    """Why a map given by its dims cannot describe matrix operand `layout`, as (field, message, hint): a dimension
+    over the operand's matrices (its extent reads ``batch`` or ``groups`` and is their count) that steps other than
+    the operand's batch stride, or over an operand the batch shares; two coordinates that name one element
+    (`TensorMapPlan.aliased_dimensions`: a row longer than the stride between rows, a stride in elements), which no
+    view of a matrix has. Nothing for a map without dims, which is the operand as stored."""
+    if description.dims is None:
+        return []
+    size, operand = plan.element_bytes, layout.operand
+    stored = stored_map_form(layout, size)
+    found: list[tuple[str, str, str]] = []
+    over_matrices = set()
+    for axis in range(1, plan.rank):
+        source = description.dims[axis]
+        if not source.names & MATRIX_COUNT_NAMES or plan.extents[axis] != layout.batch or layout.batch < 2:
+            continue
+        over_matrices.add(axis)
+        stride, wanted = plan.strides_bytes[axis - 1], layout.batch_stride * size
+        where = (f"dimension {axis} has {operand}'s {layout.batch} matrices as its extent ({source.source})")
+        if wanted == 0:
+            found.append(("dims", f"{where}, but the batch shares one {operand} (its batch stride is 0): a "
+                                  f"dimension stepping {stride} bytes never meets that matrix again",
+                          f"describe {operand} as the one matrix it is ({stored}) and copy it at every batch "
+                          f"coordinate 0, or give {operand} a batch stride of its own (batch.stride)"))
+        elif stride != wanted:
+            unit = (f", {operand}'s batch stride in elements (strides are bytes)"
+                    if stride == layout.batch_stride else "")
+            found.append(("strides", f"{where} but steps {stride} bytes (strides[{axis - 1}]){unit}, and "
+                                     f"{operand}'s matrices are {wanted} bytes apart (stride{operand} = "
+                                     f"{layout.batch_stride} elements of {size} bytes): every matrix after the first "
+                                     "would be read from the wrong place",
+                          f"strides[{axis - 1}] is stride{operand} * {size}; {operand} as stored is {stored}"))
+    for axis, other, steps in plan.aliased_dimensions():
+        if axis in over_matrices:
+            continue
+        strides = (size, *plan.strides_bytes)
+        row = (f" (a row of {plan.extents[0]} x {size} = {plan.extents[0] * size} bytes is longer than the "
+               f"{strides[axis]} bytes between rows)" if other == 0 and axis == 1 else "")
+        found.append(("strides", f"dimensions {other} and {axis} name the same elements of {operand}: one step "
+                                 f"along dimension {axis} ({strides[axis]} bytes) is {steps} steps along "
+                                 f"dimension {other}, fewer than its {plan.extents[other]}{row}; no element of a "
+                                 "matrix lies at two places, so the copies would move the wrong ones",
+                      f"dims are elements, innermost first, and strides bytes: {operand} as stored is {stored}"))
+    return found
+
+
+def operand_end_bytes(layout: MatrixLayout, element_bytes: int) -> int:
+    """One past the last byte of the last element of `layout` (the padding after it excluded)."""
+    return ((layout.batch - 1) * layout.batch_stride + (layout.lines - 1) * layout.ld + layout.tight_ld) \
+        * element_bytes
+
+
+def element_at(layout: MatrixLayout, offset: int) -> str:
+    """The first element of `layout` at or past element `offset` of its buffer, as ``A[i][j]`` (``A[b][i][j]``
+    in a batch)."""
+    matrix = offset // layout.batch_stride if layout.batch_stride else 0
+    line, place = divmod(offset - matrix * layout.batch_stride, layout.ld)
+    if place >= layout.tight_ld:            # in a line's padding: the next line is the first element past it
+        line, place = line + 1, 0
+    if line >= layout.lines:
+        matrix, line, place = matrix + 1, 0, 0
+    row, column = (line, place) if layout.order == "row" else (place, line)
+    return f"{layout.operand}{f'[{matrix}]' if layout.batch > 1 and layout.batch_stride else ''}[{row}][{column}]"
+
+
+def operand_reach_notes(over_matrices: list[tuple[Argument, TensorMapPlan]], kernel: KernelSpec,
+                        shape: Shape) -> list[str]:
+    """An operand that maps given by their dims describe, none of its maps reaching its last element: a map with
+    another operand's dims, or a batch stride too small, leaves the rest unread. Every map starts at the operand's
+    start (a map per matrix, ``count:``, at its matrix), so the furthest map's reach is what they reach together;
+    a note, since a kernel may read the rest otherwise. A map without dims over a batch is left to its own note
+    (it describes the first matrix)."""
+    notes = []
+    for operand in MATRICES:
+        given = [(argument, plan) for argument, plan in over_matrices if argument.tensor_map.tensor == operand]
+        if not any(argument.tensor_map.dims is not None for argument, _ in given):
+            continue
+        layout = operand_layout(kernel, shape, operand)
+        reach, argument, plan = max(((map_reach_bytes(argument.tensor_map, plan, layout), argument, plan)
+                                     for argument, plan in given), key=lambda furthest: furthest[0])
+        size = plan.element_bytes
+        end = operand_end_bytes(layout, size)
+        if reach >= end or argument.tensor_map.dims is None:
+            continue
+        matrices = f"{layout.batch} matrices of " if layout.batch > 1 and layout.batch_stride else ""
+        others = f" (the furthest of {len(given)} maps over {operand})" if len(given) > 1 else ""
+        one_matrix = dataclasses.replace(layout, batch=1) if argument.tensor_map.count is not None else layout
+        notes.append(f"tensor map {argument.name}: reaches the first {reach} bytes of {operand}{others}, but "
+                     f"{operand} ({matrices}{layout.rows} x {layout.cols}, {plan.element_type}) ends at byte {end}: "
+                     f"its last {end - reach} bytes, from {element_at(layout, -(-reach // size))} on, are reached by "
+                     f"no map; dims are elements, innermost first, and strides bytes: {operand} as stored is "
+                     f"{stored_map_form(one_matrix, size)}")
+    return notes
+
+
+def map_reach_bytes(description: TensorMapArgument, plan: TensorMapPlan, layout: MatrixLayout) -> int:
+    """How far from the operand's start `plan` reaches: its own reach, from the last matrix's start for a map per
+    matrix (``count:``)."""
+    if description.count is None:
+        return plan.reach_bytes
+    return (layout.batch - 1) * layout.batch_stride * plan.element_bytes + plan.reach_bytes
 
 
 def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
                    problem: Problem) -> dict[str, TensorMapPlan]:
-    """Every tensor map of the signature for this shape, by argument name; their problems reported."""
-    maps: dict[str, TensorMapPlan] = {}
-    for _, field_name, argument in kernel.tensor_map_fields():
+    """Every tensor map of the signature for this shape, by argument name; their problems reported, and what is
+    noted of the maps over one operand together kept as the result's `coverage_notes`."""
+    maps = PlannedTensorMaps()
+    over_matrices: list[tuple[Argument, TensorMapPlan]] = []
+    for _, field_name, argument in kernel.encoded_tensor_maps():
         try:
             plan = tensor_map_of(kernel, argument, env, shape)
         except expr.ExpressionError as exc:
@@ -164,6 +312,10 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
                 pass
         elif not found:
             buffer_bytes = operand_bytes(kernel, shape, tensor, plan.element_type)
+        # Whether the map can describe its matrix at all is said beside how far it reaches (the cause of an overreach).
+        over_matrix = not found and tensor in MATRICES and plan.element_bytes == ELEMENT_TYPES[stored][1]
+        matrix_problems = (matrix_map_problems(plan, argument.tensor_map, operand_layout(kernel, shape, tensor))
+                           if over_matrix else [])
         if not found and buffer_bytes is not None:
             if plan.reach_bytes > buffer_bytes:
                 found.append(("dims", f"the map reaches {plan.reach_bytes} bytes from {tensor}'s start, past its "
@@ -175,7 +327,12 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
                 hint = (f"{tensor}'s leading dimension ({leading} elements) must be a multiple of "
                         f"{16 // plan.element_bytes or 1} for TMA; use a kernel without tensor maps for this shape")
             problem(f"{argument.name}: {message}", f"{field_name}.{sub_field}", hint=hint)
+        for sub_field, message, hint in matrix_problems:
+            problem(f"{argument.name}: {message}", f"{field_name}.{sub_field}", hint=hint)
+        if over_matrix and not found and not matrix_problems:
+            over_matrices.append((argument, plan))
         maps[argument.name] = plan
+    maps.coverage_notes.extend(operand_reach_notes(over_matrices, kernel, shape))
     return maps
 
 

@@ -19,7 +19,8 @@ never reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) 
 there being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`). A kernel
 whose block barriers limit the blocks an SM holds is noted with why (`cuda.occupancy.barrier_note`). A kernel whose
 PTX reads or writes a matrix through vector accesses of global memory (``ld.global.nc.v4.f32``, ``cp.async`` of 16
-bytes) wider than the matrix's rows are aligned to (its leading dimension or batch stride times its element's bytes is
+bytes), or scalar ones of several of its elements (``ld.global.u32`` of fp16: a ``half2``), wider than the matrix's
+rows are aligned to (its leading dimension or batch stride times its element's bytes is
 no multiple of the access's) is noted, unless the kernel tests that size for the multiple at run time, as one that
 falls back to narrower accesses does (`vector_alignment_notes`).
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import subprocess
 from collections.abc import Sequence
 
@@ -38,17 +40,17 @@ from ..cuda.cubin import KernelImage
 from ..cuda.mangling import demangle, qualified_name
 from ..cuda.launch_attributes import NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE
 from ..cuda.fatbin import cubin_bytes
-from ..cuda.ptx_facts import KernelPtxFacts, TmaCopy, VectorAccess, ptx_facts
+from ..cuda.ptx_facts import NO_REGISTER_COUNT_AT_ENTRY, KernelPtxFacts, TmaCopy, VectorAccess, ptx_facts
 from ..cuda.sass import disassemble, find_disassembler, shared_memory_instructions, tma_copies
 from ..cuda.signature_check import points_to_const
-from ..cuda.tensormap import passed_by_pointer
+from ..cuda.tensormap import TENSOR_MAP_BYTES, passed_by_pointer
 from ..errors import ConfigError, ImageError, ToolMissingError
 from ..gemm.dtypes import FP32
 from ..gemm.operands import MatrixLayout
 from ..specfile.expr import Expression
 from ..specfile.model import FollowingLaunch, KernelSpec
 from ..cuda.occupancy import ArchLimits, barrier_note
-from .case_plan import CasePlan, block_registers, check_resources
+from .case_plan import CasePlan, block_registers, check_resources, tensor_map_offsets
 from .coverage import tile_axes
 from .host_builders import check_builders
 
@@ -127,9 +129,26 @@ def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str],
     """Each of the spec's ``constants:`` against the image's ``__constant__`` variables: there, of the size its
     values make, and, where the PTX declares the variable's type, of its kind (`_check_constant_kinds`); a variable
     of the image that no constant sets is noted (it keeps its initializer, zeros without one, as in a host program
-    that never copies to it). PTX is checked by the driver when the case is bound."""
+    that never copies to it). PTX is checked by the driver when the case is bound. A tensor map of ``constants:``
+    (a ``__constant__ CUtensorMap``, or an array of them with ``count``) is 128 bytes a map, and of a rank one of
+    the kernel's TMA copies that take no parameter's map uses."""
     kernel = plan.kernel
     _check_constant_kinds(kernel, facts, problem)
+    # A map in __constant__ memory is named by the copies through it, not loaded from a parameter: its rank is held
+    # to those of the copies whose map comes from no parameter.
+    untraced: dict[int, str] = {}
+    for copy in facts.copies if facts is not None else ():
+        if copy.param is None:
+            untraced.setdefault(copy.rank, copy.instruction)
+    for index, constant in enumerate(kernel.constants):
+        map_plan = plan.tensor_maps.get(constant.name) if constant.tensor_map is not None else None
+        if map_plan is not None and untraced and map_plan.rank not in untraced:
+            rank, instruction = sorted(untraced.items())[0]
+            problem(f"constant {constant.name}: the spec's map has rank {map_plan.rank}, but the kernel's copies "
+                    f"through maps of no parameter use {instruction} (rank {rank})",
+                    f"constants[{index}].{'dims' if constant.tensor_map.dims is not None else 'box'}",
+                    hint=f"describe {constant.tensor_map.tensor} as the kernel reads it: dims: [...] (innermost "
+                         f"first) with {rank} dimensions, strides: and a box of {rank} extents")
     found = built.constant_variables()
     if found is None:
         if kernel.constants:
@@ -151,6 +170,14 @@ def _check_constants(plan: CasePlan, built: Cubin, problem, notes: list[str],
             problem(f"constant {constant.name}: {count} {constant.ctype} make {len(data)} bytes; the kernel's "
                     f"__constant__ {constant.name} is {size} bytes", f"constants[{index}].value",
                     hint="give one value per element of the variable, of its type")
+        elif constant.tensor_map is not None and plan.operands is not None:
+            maps = len(tensor_map_offsets(kernel, plan.operands, constant))
+            if maps * TENSOR_MAP_BYTES != size:
+                counted = f"{maps} tensor maps make" if maps > 1 else "a tensor map is"
+                problem(f"constant {constant.name}: {counted} {maps * TENSOR_MAP_BYTES} bytes; the kernel's "
+                        f"__constant__ {constant.name} is {size} bytes", f"constants[{index}].name",
+                        hint="a map is declared __constant__ CUtensorMap, an array of one a matrix with count: "
+                             "batch (or groups); a variable of another type is a scalar constant")
     unset = sorted(f"{qualified_name(symbol)} ({len(initial)} bytes)" for symbol, initial in found.items()
                    if symbol not in given)
     if unset:
@@ -231,6 +258,9 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
         notes.extend(register_move_notes(facts, plan, limits))
     if facts is not None:
         _check_launch_facts(plan, facts, problem)
+        notes.extend(mma_type_checks(plan, facts, problem))
+        notes.extend(accumulator_notes(plan, facts))
+        notes.extend(atomic_output_notes(plan, facts))
         if plan.config is not None:
             notes.extend(check_block_axes(plan.config.grid, kernel.grid, facts, problem))
         if not plan.problems and not problems:
@@ -255,12 +285,18 @@ def _matrix_params(kernel) -> dict[int, str]:
 
 
 def _widest_by_matrix(facts: KernelPtxFacts, matrices: dict[int, str]) -> dict[str, tuple[VectorAccess, bool]]:
-    """The widest vector access of each matrix, and whether it was traced to the matrix's parameter: an access not
-    traced to any parameter is taken as one of A's and B's (a load) or of C's (a store)."""
+    """The widest access of each matrix among its vector accesses and its scalar ones of several bytes
+    (`KernelPtxFacts.vector_accesses`, `KernelPtxFacts.scalar_accesses`), and whether it was traced to the matrix's
+    parameter: a vector access not traced to any parameter is taken as one of A's and B's (a load) or of C's (a
+    store). Whether the widest moves more than one element is the matrix's element type's to say: an
+    ``ld.global.u32`` is one fp32 or two fp16."""
     widest: dict[str, tuple[VectorAccess, bool]] = {}
-    for access in facts.vector_accesses or ():
+    scalars = facts.scalar_accesses or ()
+    for access in (*(facts.vector_accesses or ()), *scalars):
         traced = [matrices[param] for param in access.params if param in matrices]
-        if access.params and not traced:     # the kernel's own buffer, a scale: not a matrix of the case
+        # an access of the kernel's own buffer or a scale is not one of the case's matrices; an untraced scalar one
+        # is as likely an index's or a pointer's as a matrix's
+        if (access.params or access in scalars) and not traced:
             continue
         for matrix in traced or (("C",) if access.store else ("A", "B")):
             if matrix not in widest or access.width > widest[matrix][0].width:
@@ -268,25 +304,31 @@ def _widest_by_matrix(facts: KernelPtxFacts, matrices: dict[int, str]) -> dict[s
     return widest
 
 
-def _tested(kernel, plan: CasePlan, facts: KernelPtxFacts, value: int, multiple: int) -> bool:
-    """Whether the kernel tests, at run time, a parameter of value `value` for a multiple of `multiple` (`tested_
-    multiples`): a kernel that does chooses its vector path by it."""
+def _tested(kernel, facts: KernelPtxFacts, names: frozenset[str], multiple: int) -> bool:
+    """Whether the kernel tests, at run time, a parameter that passes the size `names` denote (its value reads one
+    of them: ``K``, ``ldb``) for a multiple of `multiple` (`tested_multiples`): a kernel that does chooses its vector
+    path by it. Another parameter that happens to have the same value (K where N is misaligned, at N == K) does not
+    count."""
     for param, tested in facts.tested_multiples or ():
-        if param < len(kernel.signature) and tested % multiple == 0 \
-                and plan.argument_values.get(kernel.signature[param].name) == value:
+        if param >= len(kernel.signature) or tested % multiple:
+            continue
+        argument = kernel.signature[param]
+        if (argument.value.names if argument.value is not None else {argument.name}) & names:
             return True
     return False
 
 
 def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
-    """A note where the kernel reads or writes a matrix through vector accesses of global memory (`KernelPtxFacts.
-    vector_accesses`) wider than the alignment of its rows: its leading dimension (or batch stride) times its
-    element's bytes is no multiple of the access's width, so that the access of its second row (or matrix) is
-    misaligned and faults with CUDA_ERROR_MISALIGNED_ADDRESS, which ends the process. A kernel that tests that
-    size for the multiple at run time (``and.b32`` of the parameter, `KernelPtxFacts.tested_multiples`) is taken to
-    fall back to narrower accesses there, and no note is made for it."""
+    """A note where the kernel reads or writes a matrix through accesses of global memory wider than the alignment
+    of its rows: vector accesses (`KernelPtxFacts.vector_accesses`) or scalar ones of more bytes than the matrix's
+    element (`KernelPtxFacts.scalar_accesses`: an ``ld.global.u32`` of two fp16), whose address must be aligned to
+    their width all the same. Where the matrix's leading dimension (or batch stride) times its element's bytes is no
+    multiple of the access's width, the access of its second row (or matrix) is misaligned and faults with
+    CUDA_ERROR_MISALIGNED_ADDRESS, which ends the process. A kernel that tests that size's parameter for the
+    multiple at run time (``and.b32`` of the parameter, `KernelPtxFacts.tested_multiples`) is taken to fall back to
+    narrower accesses there, and no note is made for it; a test of another size of the same value is no such test."""
     kernel, operands = plan.kernel, plan.operands
-    if operands is None or not facts.vector_accesses:
+    if operands is None or not (facts.vector_accesses or facts.scalar_accesses):
         return []
     types = kernel.operands.types if kernel.operands is not None else FP32
     clauses: list[str] = []
@@ -299,15 +341,18 @@ def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
         if layout.lines > 1:
             tight = layout.ld == layout.tight_ld
             lines = "rows" if layout.order == "row" else "columns"
-            name = _TIGHT_LD_NAMES[matrix, layout.order] if tight else f"ld{matrix.lower()}"
-            sizes.append((f"its {lines} are {name} = {layout.ld:,} {element.name} elements apart", name, layout.ld))
+            leading = f"ld{matrix.lower()}"
+            name = _TIGHT_LD_NAMES[matrix, layout.order] if tight else leading
+            # a tight leading dimension is the size it equals as well (B's rows N apart: N or ldb)
+            sizes.append((f"its {lines} are {name} = {layout.ld:,} {element.name} elements apart", name,
+                          frozenset({name, leading}), layout.ld))
         if layout.batch > 1 and layout.batch_stride:
             name = f"stride{matrix}"
             sizes.append((f"its matrices are {name} = {layout.batch_stride:,} {element.name} elements apart", name,
-                          layout.batch_stride))
-        misaligned = [(text, name, value * element.storage_bytes) for text, name, value in sizes
+                          frozenset({name}), layout.batch_stride))
+        misaligned = [(text, name, value * element.storage_bytes) for text, name, names, value in sizes
                       if value * element.storage_bytes % access.width
-                      and not _tested(kernel, plan, facts, value, multiple)]
+                      and not _tested(kernel, facts, names, multiple)]
         if not misaligned:
             continue
         verb = "written" if access.store else "read"
@@ -328,7 +373,20 @@ def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
 
 def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
     """What the kernel's PTX says its launch must give it: dynamic shared memory where it uses an extern
-    ``__shared__`` array, and a cooperative launch where it waits for its whole grid."""
+    ``__shared__`` array, a cooperative launch where it waits for its whole grid, and whole warpgroups where it
+    executes warpgroup-wide instructions (wgmma, setmaxnreg)."""
+    warpgroup_wide = facts.warpgroup_instructions()
+    threads = plan.config.threads_per_block if plan.config is not None else 0
+    if warpgroup_wide and threads % THREADS_A_WARPGROUP:
+        whole = threads // THREADS_A_WARPGROUP
+        warps = threads % THREADS_A_WARPGROUP // 32 or 1
+        fits = ", ".join(str(THREADS_A_WARPGROUP * count) for count in (whole, whole + 1) if count)
+        problem(f"a block of {threads} threads is not a whole number of warpgroups (128 threads): its last "
+                f"warpgroup has {warps} warp{'s' if warps != 1 else ''} of 4, but the kernel executes "
+                f"{' and '.join(warpgroup_wide)}, which all 4 warps of a warpgroup execute together "
+                "(.sync.aligned): in the partial one they wait for warps that do not exist (a hang) or compute "
+                "garbage", "block", hint=f"launch a multiple of 128 threads ({fits}), as the kernel's warpgroups "
+                                         "are laid out")
     if facts.dynamic_shared and plan.config is not None and plan.config.shared_bytes == 0:
         problem("the kernel uses dynamic shared memory (an extern __shared__ array), but shared_bytes gives it none: "
                 "its first access would be out of bounds", "shared_bytes",
@@ -340,6 +398,144 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
                 "otherwise it traps", "cooperative",
                 hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
                      "(max_active_clusters counts the blocks that do)")
+
+
+# An operand's element type as a tensor-core instruction names it, and its bytes.
+_PTX_FORMATS = {"fp32": "f32", "tf32": "tf32", "fp16": "f16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2",
+                "int8": "s8", "uint8": "u8"}
+_FORMAT_BITS = {"f32": 32, "tf32": 32, "f16": 16, "bf16": 16, "e4m3": 8, "e5m2": 8, "e3m2": 6, "e2m3": 6,
+                "e2m1": 4, "s8": 8, "u8": 8, "s4": 4, "u4": 4, "b1": 1, "f64": 64}
+
+
+def _quantized_b(kernel) -> bool:
+    """Whether B reaches the kernel quantized (codes, scales and zero points in buffers of its own)."""
+    return any(argument.buffer is not None and argument.buffer.quantized is not None
+               for _, argument in kernel.device_buffers())
+
+
+def mma_type_checks(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[str]:
+    """The types ``types:`` gives A and B against those every tensor-core instruction of the kernel multiplies
+    (`KernelPtxFacts.mma_types`), where they all agree. A different format of the same width (bf16 for fp16, e5m2
+    for e4m3, int8 for uint8), or an instruction narrower than the stored element (fp32 multiplied as bf16), with no
+    ``cvt`` from the stored format nor to the instruction's (other than an epilogue's from f32 to C's type) in the
+    kernel, is refused: the instruction reads the stored bytes as its own type,
+    and for a kernel whose operands arrive through tensor maps or untyped pointers nothing else tells. An instruction
+    of another type that a conversion may reach (fp8 or int8 loaded and multiplied as bf16, as a dequantising kernel
+    does) is noted. fp32 operands multiplied as tf32 agree. Returns the notes."""
+    kernel = plan.kernel
+    if not facts.mma_types:
+        return []
+    types = kernel.operands.types if kernel.operands is not None else None
+    stored = {"A": types.a.name if types else "fp32", "B": types.b.name if types else "fp32"}
+    output = _PTX_FORMATS.get(types.c.name) if types is not None else "f32"
+    notes: list[str] = []
+    for index, matrix in enumerate(("A", "B")):
+        if matrix == "B" and _quantized_b(kernel):
+            continue
+        multiplied = {entry[1 + index] for entry in facts.mma_types}
+        element = _PTX_FORMATS.get(stored[matrix])
+        if len(multiplied) != 1 or element is None:
+            continue
+        used = multiplied.pop()
+        if used == element or element in ("f32", "tf32") and used == "tf32":
+            continue
+        instruction = next(entry[0] for entry in facts.mma_types if entry[1 + index] == used)
+        stored_bits, used_bits = _FORMAT_BITS[element], _FORMAT_BITS.get(used, 0)
+        field_name = "types" if types is not None else "source"
+        said = f"types: makes {matrix} {stored[matrix]}" if types is not None else \
+            f"the kernel has no types:, so {matrix} is fp32"
+        every = f"every tensor-core instruction of the kernel multiplies {used} ({instruction})"
+        # A conversion from the stored format, or to the instruction's from another than the f32 accumulators an
+        # epilogue rounds into C's type, is one the operand may take before the instruction.
+        converts = any(source == element or destination == used and (source != "f32" or output != used)
+                       for destination, source in facts.conversions or ())
+        if used_bits <= stored_bits and not converts:
+            how = ("a different format of the same width" if used_bits == stored_bits
+                   else f"narrower than {stored[matrix]}")
+            problem(f"{said}, but {every}, {how}, and the kernel converts nothing from {element} nor to {used} "
+                    f"(its PTX has no such cvt): it would read {matrix}'s {stored[matrix]} bytes as {used}",
+                    field_name, hint=f"give types: the type the kernel reads ({matrix.lower()}: "
+                                     f"{_SPEC_NAMES.get(used, used)}), or build the kernel for {stored[matrix]}")
+        else:
+            notes.append(f"{MMA_TYPE_NOTE}{said}, but {every}: right only where the kernel converts each element "
+                         f"of {matrix} to {used} before the instruction (a dequantising or mixed-input kernel); a "
+                         f"kernel described with the wrong type reads {matrix}'s bytes as {used}, and its run FAILs")
+    return notes
+
+
+MMA_TYPE_NOTE = "tensor-core input type: "   # how the note begins
+ACCUMULATOR_NOTE = "tensor-core accumulator: "   # how the note begins
+_SHAPE_TOKEN = re.compile(r"m\d+n\d+k\d+")
+
+
+def accumulated_type(instruction: str) -> str | None:
+    """The type a tensor-core instruction accumulates in (its D), the first type after its shape and layouts:
+    ``f32`` of ``wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16``, ``f16`` of
+    ``mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16`` and of ``wmma.mma.sync.aligned.row.col.m16n16k16.f16.f16``;
+    None where the instruction names no shape."""
+    tokens = instruction.split(".")
+    shape = next((index for index, token in enumerate(tokens) if _SHAPE_TOKEN.fullmatch(token)), None)
+    if shape is None:
+        return None
+    return next((token for token in tokens[shape + 1:] if token in ("f16", "f32", "s32", "f64")), None)
+
+
+def accumulator_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
+    """A note where every tensor-core instruction of a typed kernel accumulates in another type than ``types:``
+    says: fp16 accumulators (``mma ... .f16.f16.f16.f16``) described as fp32 are held to an fp32 sum's tolerance,
+    which a correct kernel misses at long K (its FAIL looks like one that drops part of K), and fp32 accumulators
+    described as fp16 are given an fp16 sum's looser one, which lets a wrong kernel pass. A kernel that adds its
+    fp16 partial sums into fp32 every few k steps sits between the two: the note says so rather than refuse."""
+    kernel = plan.kernel
+    types = kernel.operands.types if kernel.operands is not None else None
+    if types is None or not facts.mma_types or types.accumulate.name not in ("fp32", "fp16"):
+        return []
+    accumulated = {accumulated_type(entry[0]) for entry in facts.mma_types}
+    if len(accumulated) != 1:
+        return []
+    used = accumulated.pop()
+    said = types.accumulate.name
+    if (used, said) not in (("f16", "fp32"), ("f32", "fp16")):
+        return []
+    instruction = next(entry[0] for entry in facts.mma_types)
+    if used == "f16":
+        return [f"{ACCUMULATOR_NOTE}every tensor-core instruction of the kernel accumulates in f16 ({instruction}), "
+                f"but types: says accumulate: fp32, so C is held to an fp32 sum's tolerance, which an fp16 sum "
+                f"misses at long K: say types: {{accumulate: fp16}}, unless the kernel adds its fp16 partial sums "
+                f"into fp32 every few k steps"]
+    return [f"{ACCUMULATOR_NOTE}types: says accumulate: fp16, but every tensor-core instruction of the kernel "
+            f"accumulates in f32 ({instruction}): C is allowed an fp16 sum's error, looser than the kernel needs, "
+            f"so a wrong kernel may pass; say accumulate: fp32"]
+_SPEC_NAMES = {ptx: name for name, ptx in _PTX_FORMATS.items() if name != "tf32"} | {"tf32": "tf32"}
+ATOMIC_OUTPUT_NOTE = "C is added into with atomics: "   # how the note begins
+
+
+def atomic_output_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
+    """A note where the kernel writes C only by atomic or reduction adds (``atom.global.add``, ``red.global.add``
+    through C's parameter, or a TMA ``cp.reduce.async.bulk.tensor...add`` through C's map), as a split-K kernel whose
+    host code zeroes C first does, while the spec says C is overwritten: a run fills C with a NaN poison before the
+    launch, every add to it stays NaN, and the correct kernel FAILs. Nothing is said of a kernel that also stores to
+    C plainly (it may write C before it adds), nor where the spec says C is read (``epilogue: accumulate``, beta)."""
+    kernel = plan.kernel
+    if kernel.reads_c():
+        return []
+    outputs = {position for position, matrix in _matrix_params(kernel).items() if matrix == "C"}
+    maps = {position for position, argument in kernel.tensor_maps() if argument.tensor_map.tensor == "C"}
+    adds: list[str] = []
+    stores: list[str] = []
+    for instruction, params in facts.global_writes or ():
+        if outputs & set(params):
+            tokens = instruction.split(".")
+            (adds if tokens[0] in ("atom", "red") and "add" in tokens else stores).append(instruction)
+    adds += [copy.instruction for copy in facts.copies
+             if copy.param in maps and copy.instruction.startswith("cp.reduce") and ".add" in copy.instruction]
+    if not adds or stores:
+        return []
+    return [f"{ATOMIC_OUTPUT_NOTE}the kernel writes C only by adding into it ({', '.join(sorted(set(adds))[:3])}), "
+            "so its host code must zero C first, but the spec says the kernel overwrites C: a run fills C with a NaN "
+            "poison before the launch, every add keeps it NaN, and the case FAILs. Describe what the host does: "
+            "epilogue: accumulate (checked against C0 + A @ B), or a launch that zeroes C as the kernel with this "
+            "one under then: (docs/spec-reference.md)"]
 
 
 UNCHECKED_DYNAMIC_SHARED_NOTE = (
@@ -512,13 +708,45 @@ THREADS_A_WARPGROUP = 128       # setmaxnreg moves the registers of a whole warp
 SETMAXNREG_STEP = 8             # its counts are multiples of 8
 
 
+SETMAXNREG_IGNORED_NOTE = "setmaxnreg ignored by ptxas: "   # how the note begins
+
+
+def ignored_setmaxnreg_note(facts: KernelPtxFacts, plan: CasePlan) -> str | None:
+    """What ptxas's log says of the kernel's ``setmaxnreg`` (`KernelPtxFacts.setmaxnreg_ignored`): that it ignored
+    them, so that no registers move and every warp keeps the compiled count, and why; None where it says nothing."""
+    lines = facts.setmaxnreg_ignored or ()
+    if not lines:
+        return None
+    registers = plan.resources.registers if plan.resources is not None else None
+    kept = f"the compiled {registers} registers a thread" if registers else "the compiled count"
+    threads = plan.config.threads_per_block if plan.config is not None else None
+    bound = f"__launch_bounds__({threads}, 1)" if threads else "__launch_bounds__(threads, 1)"
+    causes = []
+    for code, text, kernels in lines:
+        whose = "" if kernels == 1 else (f" (ptxas names no kernel, and {kernels} kernels of this program use "
+                                         "setmaxnreg: it may be another's)")
+        if code == NO_REGISTER_COUNT_AT_ENTRY:
+            why = (f"the kernel has no register count at entry (no __launch_bounds__ or maxnreg), which setmaxnreg "
+                   f"moves from: give it {bound} (or __maxnreg__)")
+        else:
+            why = ("ptxas kept the registers the kernel's code needs at least: a count it moves to is below what "
+                   "the code there uses (most often the .dec of the warps that give registers back)")
+        causes.append(f"{text.rstrip('.')}{whose}: {why}")
+    return (f"{SETMAXNREG_IGNORED_NOTE}{'; '.join(causes)}. No registers move: every warp keeps {kept}, and the "
+            "register split the source writes never happens (the requests cannot hang either)")
+
+
 def register_move_notes(facts: KernelPtxFacts, plan: CasePlan, limits: ArchLimits) -> list[str]:
     """A note where the block's registers cannot cover its setmaxnreg requests in the usual warp-specialised
     layout: one warpgroup gives registers back (the smallest ``.dec``) and every other asks for the largest
     ``.inc``. The pool they share is what the launch allocated for the compiled count; an ``.inc`` that the pool
-    cannot cover waits forever."""
+    cannot cover waits forever. Where ptxas's log says it ignored the kernel's setmaxnreg, that is said instead
+    (`ignored_setmaxnreg_note`): its machine code then moves no registers."""
+    ignored = ignored_setmaxnreg_note(facts, plan)
+    if ignored is not None and all(kernels == 1 for _, _, kernels in facts.setmaxnreg_ignored or ()):
+        return [ignored]
     if plan.resources is None or plan.config is None or not plan.resources.registers:
-        return []
+        return [ignored] if ignored else []
     threads = plan.config.threads_per_block
     pool = block_registers(plan.resources.registers, threads, limits)
     allocated = block_registers(plan.resources.registers, limits.warp_size, limits) // limits.warp_size
@@ -527,7 +755,8 @@ def register_move_notes(facts: KernelPtxFacts, plan: CasePlan, limits: ArchLimit
         given = min(facts.register_decreases)
         askers = threads - THREADS_A_WARPGROUP
         need = THREADS_A_WARPGROUP * given + askers * asked
-        layout = (f"{askers // THREADS_A_WARPGROUP} warpgroups asking for {asked} registers a thread and one "
+        asking = -(-askers // THREADS_A_WARPGROUP)     # a partial warpgroup asks as well
+        layout = (f"{asking} warpgroup{'s' if asking != 1 else ''} asking for {asked} registers a thread and one "
                   f"giving back down to {given}")
         most = (pool - THREADS_A_WARPGROUP * given) // askers // SETMAXNREG_STEP * SETMAXNREG_STEP
     else:
@@ -535,10 +764,11 @@ def register_move_notes(facts: KernelPtxFacts, plan: CasePlan, limits: ArchLimit
         layout = f"every warp asking for {asked} registers a thread"
         most = allocated
     if need <= pool:
-        return []
-    return [f"{REGISTER_MOVE_NOTE}{layout} need {need} registers, but the block is launched with {pool} ({allocated} a "
-            f"thread x {threads} threads): the increase would wait for registers forever (a hang); with that "
-            f"layout the most a thread can ask for is {most}"]
+        return [ignored] if ignored else []
+    return ([ignored] if ignored else []) + [
+        f"{REGISTER_MOVE_NOTE}{layout} need {need} registers, but the block is launched with {pool} ({allocated} a "
+        f"thread x {threads} threads): the increase would wait for registers forever (a hang); with that "
+        f"layout the most a thread can ask for is {most}"]
 
 
 # The local memory a thread may have (CUDA's limit on every architecture since sm_20): a stack frame larger than

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, TypeVar
 from ..errors import FilePath, UsageError, WrongArgumentType, WrongArgumentValue, path_argument
 from ..gemm.peaks import device_peak_gflops, math_kind
 from ..output_files import AppendOnlyFile, write_file
-from ..specfile.model import Shape
+from ..specfile.model import Shape, freeze_fields
 from ..status import BASELINE_LABELS, Status, is_baseline_label
 from ..measure.rounds import RoundsOutcome
 from ..measure.stats import TimingSummary
@@ -108,6 +108,11 @@ class _CasePart:
     WRITTEN_WHEN_SET: ClassVar[tuple[str, ...]] = ()
     TUPLES: ClassVar[tuple[str, ...]] = ()
 
+    def __post_init__(self) -> None:
+        # Its mappings read-only (`FrozenDict`): a frozen record hashes, as its generated __hash__ promises, and
+        # keeps what was recorded.
+        freeze_fields(self, *_mapping_fields(type(self)))
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for part in fields(self):
@@ -135,6 +140,17 @@ _FIELD_NAMES: dict[type, frozenset[str]] = {}
 def _row_count(value: Any) -> bool:
     """Whether `value` is a group's row count as a results file holds it: a whole number (not a bool) of 0 or more."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+_MAPPING_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _mapping_fields(part: type) -> tuple[str, ...]:
+    """A part's fields that hold a mapping (`other`, an occupancy's `limits`, ...), found once per class."""
+    names = _MAPPING_FIELDS.get(part)
+    if names is None:
+        names = _MAPPING_FIELDS[part] = tuple(item.name for item in fields(part) if str(item.type).startswith("dict"))
+    return names
 
 
 def _field_names(part: type) -> frozenset[str]:
@@ -458,7 +474,21 @@ class CaseResult:
         types = (self.operands.types if self.operands else None) or {}
         return device_peak_gflops(device, self.math, types.get("accumulate", "fp32"), clock_mhz)
 
+    def wrong_kind(self) -> str | None:
+        """What the first of its fields that holds a record holds of another kind (``shape is a Shape, got ...``),
+        or None: a case a rig assembled is named at its field, not met as an AttributeError while it is written."""
+        for name, kind in _RECORD_KINDS.items():
+            value = getattr(self, name)
+            if isinstance(value, kind) or (value is None and name not in _REQUIRED_RECORDS):
+                continue
+            alone = "" if name in _REQUIRED_RECORDS else " or None"
+            return f"{name} is a {kind.__name__}{alone}, got {value!r:.40} ({type(value).__name__})"
+        return None
+
     def as_dict(self) -> dict[str, Any]:
+        wrong = self.wrong_kind()
+        if wrong:
+            raise WrongArgumentType(f"CaseResult: {wrong}")
         # The timing is left out of the deep copy: its raw samples (up to 10^5 floats) are copied by its own as_dict.
         out = asdict(dataclasses.replace(self, timing=None, algorithm=None))
         out["shape"] = {"M": self.shape.M, "N": self.shape.N, "K": self.shape.K, "label": self.shape.label}
@@ -496,6 +526,13 @@ class CaseResult:
         return cls(shape=Shape(shape["M"], shape["N"], shape["K"]), timing=timing, **known)
 
 
+# The fields of a case that hold a record of their own, with its kind; those of `_REQUIRED_RECORDS` are never None.
+_RECORD_KINDS: dict[str, type] = {"shape": Shape, "device": CaseDevice, "timing": TimingSummary,
+                                  "measured_against": BaselineRow, "algorithm": AlgorithmChoice,
+                                  "dispatch": DispatchChoice, **CaseResult.PARTS}
+_REQUIRED_RECORDS = ("shape", "device")
+
+
 @dataclass
 class RunResult:
     """A whole run: where and how it ran, and its cases in the order they finished."""
@@ -515,6 +552,13 @@ class RunResult:
         return bool(self.cases) and all(case.ok for case in self.cases)
 
     def as_dict(self) -> dict[str, Any]:
+        for index, case in enumerate(self.cases):
+            if not isinstance(case, CaseResult):
+                raise WrongArgumentType(f"RunResult: cases[{index}] is a CaseResult, got {case!r:.40} "
+                                        f"({type(case).__name__})")
+            wrong = case.wrong_kind()
+            if wrong:
+                raise WrongArgumentType(f"RunResult: cases[{index}].{wrong}")
         head = {"spec": self.spec, "spec_path": self.spec_path, "started": self.started, "finished": self.finished,
                 "interrupted": self.interrupted, "environment": self.environment}
         if self.provenance is not None:

@@ -3,7 +3,9 @@
 Pointers come from the buffers the case runs on (and from the case's own device buffers,
 `case_buffers`), scalars and fixed arrays from its plan, tensor maps are encoded from the buffers
 they describe (a map the kernel takes by pointer is copied to a small device buffer the launch owns,
-before any timed launch, and its address passed), structs (of structs, arrays and tensor maps) are packed as the
+before any timed launch, and its address passed; one with ``count``, a map per matrix of its operand, is copied
+there as an array of them), a map of ``constants:`` is encoded the same way and written into its ``__constant__``
+variable, structs (of structs, arrays and tensor maps) are packed as the
 C compiler lays them out, or by their host builder from their fields' values;
 arguments are placed at the compiled image's own parameter offsets (a kernel may over-align one,
 as a tensor map is), and a launch with a cluster or PDL goes through cuLaunchKernelEx.
@@ -21,7 +23,7 @@ from ..cuda.launch import LaunchSequence, PackedArguments, PreparedLaunch, pack_
 from ..cuda.tensormap import passed_by_pointer
 from ..errors import ConfigError, ImageError
 from ..planning.buffer_plans import QuantizedFillFailed
-from ..planning.case_plan import pointer_array_offsets
+from ..planning.case_plan import pointer_array_offsets, tensor_map_offsets
 from ..planning.host_builders import BuilderFailed, builder_values, built_bytes
 from ..planning.image_checks import constant_symbol
 from .case_buffers import device_buffers
@@ -37,25 +39,20 @@ def build_launch(run, buffers: dict[str, Any]) -> PreparedLaunch | LaunchSequenc
     slots = run.kernel.image_params()
 
     def encode(argument, position: int) -> tuple[str, object]:
-        # A, B or C, or one of the case's own buffers (scale factors a map reads)
-        tensor = argument.tensor_map.tensor
-        buffer = own[tensor] if tensor in own else buffers[tensor]
-        tensor_map = case_plan.tensor_maps[argument.name]
-        misplaced = tensor_map.problems(buffer.address)
-        if misplaced:
-            raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field("signature"),
-                              field=f"{kernel_spec.field_path}.signature")
-        encoded = tensor_map.encode(session.device.driver, buffer.address)
+        encoded = _encoded_maps(session, kernel_spec, case_plan, argument, {**buffers, **own}, "signature")
         # a map inside a struct is held by value: only a parameter of its own may be a pointer
         own_parameter = position < len(kernel_spec.signature) and kernel_spec.signature[position] is argument
         size = slots[position].size if slots is not None and position < len(slots) and own_parameter else None
         if passed_by_pointer(argument.tensor_map.passing, size):
-            # The kernel reads the map from global memory: one copy, owned by the launch.
+            # The kernel reads the map (or its array of maps) from global memory: one copy, owned by the launch.
             owned.append(session.device.upload(np.frombuffer(encoded, dtype=np.uint8), session.stream))
             return "ptr", owned[-1]
         return argument.ctype, encoded
 
-    _write_constants(session, run.kernel.module, case_plan)
+    constant_maps = {constant.name: _encoded_maps(session, kernel_spec, case_plan, constant, {**buffers, **own},
+                                                  f"constants[{index}]")
+                     for index, constant in enumerate(kernel_spec.constants) if constant.tensor_map is not None}
+    _write_constants(session, run.kernel.module, {**case_plan.constants, **constant_maps})
     arrays = _pointer_arrays(session, kernel_spec, case_plan, buffers, owned)
     packed = _packed(run.kernel, slots, kernel_spec, case_plan.argument_values, {**buffers, **own, **arrays}, encode)
     # The kernel reads the owned buffers at every launch: they live as long as the launch.
@@ -105,15 +102,33 @@ def _packed(kernel, slots, described, argument_values: dict, buffers: dict[str, 
                            offsets=kernel.param_offsets(len(values)))
 
 
-def _write_constants(session, module, case_plan) -> None:
+def _encoded_maps(session, kernel_spec, case_plan, argument, buffers: dict[str, Any], field_name: str) -> bytes:
+    """The bytes of `argument`'s tensor map encoded on the buffer it describes (A, B or C, or one of the case's
+    own buffers, scale factors a map reads): one map, or with ``count`` one per matrix of the operand, each at its
+    matrix, one after another; an address the encoder would refuse is said at `field_name`."""
+    tensor = argument.tensor_map.tensor
+    address = device_pointer(buffers[tensor], tensor)
+    tensor_map = case_plan.tensor_maps[argument.name]
+    encoded = []
+    for offset in tensor_map_offsets(kernel_spec, case_plan.operands, argument):
+        misplaced = tensor_map.problems(address + offset)
+        if misplaced:
+            raise ConfigError(f"{argument.name}: {misplaced[0][1]}", where=kernel_spec.where_field(field_name),
+                              field=f"{kernel_spec.field_path}.{field_name}")
+        encoded.append(tensor_map.encode(session.device.driver, address + offset))
+    return b"".join(encoded)
+
+
+def _write_constants(session, module, constants: dict[str, bytes]) -> None:
     """The module's ``__constant__`` variables as this case has them, before its first launch: the spec's
-    ``constants:`` as the host code's cudaMemcpyToSymbol would write them, and every other one back to the image's
-    initial bytes, since a module is shared by the cases of its program and an earlier case may have written it."""
+    ``constants:`` (`constants`, their bytes by name: values and encoded tensor maps) as the host code's
+    cudaMemcpyToSymbol would write them, and every other one back to the image's initial bytes, since a module is
+    shared by the cases of its program and an earlier case may have written it."""
     try:
         initial = module.cubin.constant_variables() or {}
     except ImageError:   # an image the plan could not read either: the spec's constants alone
         initial = {}
-    given = {constant_symbol(name): data for name, data in case_plan.constants.items()}
+    given = {constant_symbol(name): data for name, data in constants.items()}
     for symbol, data in {**initial, **given}.items():
         module.write_constant(symbol, data, session.stream)
 

@@ -9,6 +9,7 @@ checked per case by `hopper_checks`. The fields: docs/hopper.md.
 
 from __future__ import annotations
 
+import re
 from typing import cast
 
 from . import expr
@@ -23,7 +24,7 @@ LAUNCH_ATTRIBUTE_KEYS = ("cluster", "cluster_non_portable", "cluster_scheduling"
 # cuda.tensormap translate each word to the driver's enum (tests/test_tma_spec.py keeps the lists equal).
 CLUSTER_SCHEDULING = ("default", "spread", "load_balancing")
 TENSOR_MAP_KEYS = ("name", "type", "tensor", "box", "swizzle", "l2_promotion", "oob_fill", "element", "dims", "strides",
-                   "element_strides", "interleave", "pass")
+                   "element_strides", "interleave", "pass", "count")
 TENSOR_MAP_ELEMENTS = ("uint8", "fp8_e4m3", "fp8_e5m2", "uint16", "fp16", "bf16", "uint32", "int32", "fp32", "tf32",
                        "uint64", "int64", "fp64")
 # The names types: and buffers give the same types, taken here too.
@@ -34,7 +35,11 @@ TENSOR_MAP_L2_PROMOTIONS = ("none", "64B", "128B", "256B")
 TENSOR_MAP_OOB_FILLS = ("zero", "nan")
 TENSOR_MAP_INTERLEAVES = ("none", "16B", "32B")
 TENSOR_MAP_PASSING = ("value", "pointer")
+# count: one map per matrix of the operand, for a kernel that indexes an array of maps by its matrix.
+TENSOR_MAP_COUNTS = ("batch", "groups")
 TENSOR_MAP_MAX_RANK = 5
+# A __constant__ variable as its source names it: table, or lut::offsets inside a namespace.
+CONSTANT_NAME = re.compile(r"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*")
 
 # ----------------------------------------------------------------------------------- tensor maps
 
@@ -62,21 +67,42 @@ def _expression_list(context: Context, item: dict, key: str, item_path: str, len
                  for i, v in enumerate(node))
 
 
-def tensor_map_argument(context: Context, parent, index, item: dict, item_path: str) -> Argument:
+def tensor_map_argument(context: Context, parent, index, item: dict, item_path: str,
+                        constant: bool = False) -> Argument:
     """A signature entry of type tensormap: ``{name, type: tensormap, tensor: A|B|C, box: [rows, cols],
-    swizzle, l2_promotion, oob_fill, element, pass}``, or with ``dims`` (rank 1 to 5) and ``strides``,
+    swizzle, l2_promotion, oob_fill, element, pass, count}``, or with ``dims`` (rank 1 to 5) and ``strides``,
     ``element_strides`` and ``interleave`` the whole of what cuTensorMapEncodeTiled takes, innermost
-    dimension first; its words checked against the driver's vocabulary."""
+    dimension first; its words checked against the driver's vocabulary. ``count: batch`` (or ``groups``) on a
+    map passed by pointer makes one map per matrix of the operand, in one array. With `constant`, the entry is one
+    of ``constants:``: a ``__constant__ CUtensorMap`` (an
+    array of them with ``count``) over A, B or C, which takes no ``pass``."""
     check_keys(context, item, TENSOR_MAP_KEYS, item_path)
     for required in ("name", "tensor", "box"):
         if required not in item:
-            raise context.error(f"a tensormap argument needs {required}", parent, index, item_path,
+            raise context.error(f"a tensormap {'constant' if constant else 'argument'} needs {required}", parent,
+                                index, item_path,
                                 hint="{name: map_a, type: tensormap, tensor: A, box: [BM, 32], swizzle: 128B}")
     name = item["name"]
-    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name) or name in STANDARD_ARGUMENTS:
+    if constant:
+        if not isinstance(name, str) or not CONSTANT_NAME.fullmatch(name):
+            raise context.error(f"a constant is named as its source names the __constant__ variable (map_a, "
+                                f"maps::a), got {kind_name(name)}", item, "name", f"{item_path}.name")
+        if "pass" in item:
+            raise context.error("a tensor map in constants: is read by the kernel from its __constant__ variable, "
+                                "where the case writes it: it takes no pass", item, "pass", f"{item_path}.pass",
+                                hint="leave pass out; a map the kernel takes as a parameter belongs in signature:")
+        if item["tensor"] not in ("A", "B", "C"):
+            raise context.error(f"a tensor map in constants: describes A, B or C, got {kind_name(item['tensor'])}",
+                                item, "tensor", f"{item_path}.tensor",
+                                hint="a map over a buffer of the kernel's own goes in signature:")
+    elif not isinstance(name, str) or not IDENTIFIER.fullmatch(name) or name in STANDARD_ARGUMENTS:
         raise context.error(f"a tensor map's name is a C identifier other than "
                             f"{', '.join(STANDARD_ARGUMENTS)}, got {kind_name(name)}", item, "name",
                             f"{item_path}.name")
+    if "count" in item and not constant and item.get("pass") != "pointer":
+        raise context.error("count makes one map per matrix, in an array the kernel indexes: only a map passed "
+                            "by pointer (a const CUtensorMap*) can be such an array", item, "count",
+                            f"{item_path}.count", hint="add pass: pointer, or leave count out for one map")
     tensor = item["tensor"]
     if not isinstance(tensor, str) or not IDENTIFIER.fullmatch(tensor):
         raise context.error(f"tensor is what the map describes: A, B, C or a buffer of the signature, got "
@@ -130,7 +156,9 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
         interleave=_choice(context, item, "interleave", TENSOR_MAP_INTERLEAVES, "none", item_path),
         passing=_choice(context, item, "pass", TENSOR_MAP_PASSING, None, item_path,
                         hint="value: a __grid_constant__ const CUtensorMap; pointer: a const CUtensorMap* to a "
-                             "copy in device memory; default: as the kernel's parameter is declared"))
+                             "copy in device memory; default: as the kernel's parameter is declared"),
+        count=_choice(context, item, "count", TENSOR_MAP_COUNTS, None, item_path,
+                      hint="batch: a map per matrix of the batch; groups: a map per group's matrix"))
     return Argument(name, "tensormap", None, description)
 
 
@@ -138,11 +166,16 @@ def check_tensor_map_names(context: Context, node: dict, dotted: str, param_name
                            signature: tuple[Argument, ...], type_params: dict[str, str] | None = None) -> None:
     """Refuse a map's expression (box, dims, strides...) that uses a name other than M, N, K, the operands'
     `LAYOUT_NAMES` (lda, strideB, batch: a rank-3 map over a batched B reads them) and the kernel's numeric
-    parameters (`type_params`: those whose value is a type, named as such). One rule for a map of the signature
-    and one inside a struct (of structs), at the field that holds it."""
+    parameters (`type_params`: those whose value is a type, named as such). One rule for a map of the signature,
+    one inside a struct (of structs) and one of ``constants:`` (read again from its entry, checked already), at the
+    field that holds it."""
     known = set(param_names) | {"M", "N", "K"} | set(LAYOUT_NAMES)
     available = f"names available: M, N, K, {', '.join(LAYOUT_NAMES)}, {', '.join(param_names) or '(no params)'}"
-    for item, path, argument in _map_fields(node.get("signature"), f"{dotted}.signature", signature):
+    constant_maps = [(item, f"{dotted}.constants[{index}]") for index, item in enumerate(node.get("constants") or ())
+                     if isinstance(item, dict) and item.get("type") == "tensormap"]
+    for item, path, argument in [*_map_fields(node.get("signature"), f"{dotted}.signature", signature),
+                                 *((item, path, tensor_map_argument(context, None, None, item, path, constant=True))
+                                   for item, path in constant_maps)]:
         for key, expressions in argument.tensor_map.expressions().items():
             for axis, expression in enumerate(expressions):
                 unknown = sorted(expression.names - known)

@@ -16,18 +16,18 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import yaml
 
-from ..errors import FilePath, SpecError, flag_argument, path_argument
+from ..errors import FilePath, SpecError, WrongArgumentValue, WrongSpecArgument, flag_argument, path_argument
 from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
 from .kinds import kind_name
 from .kernels import IDENTIFIER, parse_kernel, read_param_values, reads_scalar
 from .limits import MAX_CASES, MAX_NAME_CHARS
-from .model import (MAX_ROUNDS, MEASURE_MODES, REFERENCES, KernelSpec, MeasureSettings, Spec, VerifySettings,
-                    is_safe_name, safe_file_stem)
+from .model import (MAX_ROUNDS, MEASURE_MODES, REFERENCES, ZEROS_PASS_HINT, KernelSpec, MeasureSettings, Spec,
+                    VerifySettings, is_safe_name, safe_file_stem, zeros_pass)
 from .sample_patterns import USAGE as SAMPLE_PATTERN_USAGE, SamplePattern
 from .shapes import parse_shapes
 from .shipped import resolve_spec
@@ -52,7 +52,14 @@ def load_spec(path: FilePath, *, allow_outside_sources: bool = False) -> Spec:
     `allow_outside_sources` is True (the CLI's ``--allow-outside-sources``).
     """
     flag_argument("load_spec", "allow_outside_sources", allow_outside_sources)
-    path = resolve_spec(path_argument("load_spec", "path", path))
+    text_path = path_argument("load_spec", "path", path)
+    if "\n" in text_path or "\r" in text_path:
+        # a spec's text given for its path (no file name holds a line break): said so, not echoed as a file name
+        first_line = text_path.strip().splitlines()[0] if text_path.strip() else ""
+        raise WrongArgumentValue(f"load_spec: path holds a line break, so it is no file's path but text (it begins "
+                                 f"{first_line[:60]!r}): give the spec file's path, or read YAML text with "
+                                 "parse_spec(text), a mapping with spec_from_dict(data)")
+    path = resolve_spec(text_path)
     data = read_spec_bytes(path)
     if data.startswith(GZIP_MAGIC):     # decoded as text, it would be called "not UTF-8" at byte 1
         raise SpecError("gzip-compressed data, not a spec (a YAML text file)", where=str(path),
@@ -61,7 +68,7 @@ def load_spec(path: FilePath, *, allow_outside_sources: bool = False) -> Spec:
     return parse_spec(text, path, allow_outside_sources=allow_outside_sources)
 
 
-def spec_from_dict(data: dict, base_dir: FilePath | None = None, *, allow_outside_sources: bool = True) -> Spec:
+def spec_from_dict(data: Mapping, base_dir: FilePath | None = None, *, allow_outside_sources: bool = True) -> Spec:
     """A spec built in Python, with the same fields and checks as a YAML file.
 
     Relative kernel sources are taken from the folder `base_dir` (default:
@@ -71,9 +78,11 @@ def spec_from_dict(data: dict, base_dir: FilePath | None = None, *, allow_outsid
     name the field, placed in the spec given as a mapping (its ``path`` is None).
     """
     flag_argument("spec_from_dict", "allow_outside_sources", allow_outside_sources)
-    if not isinstance(data, dict):
-        raise SpecError(f"a spec is a dictionary with at least 'kernels' and 'shapes', got {kind_name(data)}",
-                        where="<spec>")
+    if not isinstance(data, Mapping):
+        raise WrongSpecArgument(f"a spec as a mapping (a dict) with at least 'kernels' and 'shapes', got "
+                                f"{kind_name(data)} ({type(data).__name__})", where="spec_from_dict", field="data",
+                                hint="a spec's YAML text is read by parse_spec, its file by load_spec")
+    data = dict(data)   # a read-only mapping (MappingProxyType, a frozen config) is read as the dict it holds
     base = Path(path_argument("spec_from_dict", "base_dir", base_dir)) if base_dir is not None else Path.cwd()
     context = MappingContext(None, base, allow_outside_sources, label=_mapping_label(data))
     if base.exists() and not base.is_dir():
@@ -126,7 +135,7 @@ def _plain_values(context: Context, value: Any, field_path: str) -> Any:
         return value.item()
     if isinstance(value, _PLAIN_VALUES):
         return value
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {_plain_values(context, key, field_path): _plain_values(context, _path_text(key, item),
                                                                        _dotted(field_path, key))
                 for key, item in value.items()}
@@ -482,18 +491,14 @@ def _parse_verify(context: Context, document: dict) -> VerifySettings:
     for key, value in (("tf32_tolerance", tf32), ("seed", seed), ("cpu_reference_max_gflop", gflop)):
         if value is None:
             raise context.error("must be given a value, not null", node, key, f"verify.{key}")
-    # A relative error of 1 is what a C of zeros has: a tolerance of 1 or more passes a kernel that writes zeros,
-    # unless an absolute bound ({rel: ..., abs: ...}, both held) checks the elements instead.
     relative = [("tf32_tolerance", tf32, node, "tf32_tolerance")]
     if isinstance(tolerance, dict) and "rel" in tolerance:
         relative.insert(0, ("tolerance.rel", rel, tolerance, "rel"))
     elif tolerance is not None and not isinstance(tolerance, dict):
         relative.insert(0, ("tolerance", rel, node, "tolerance"))
     for dotted, value, parent, key in relative:
-        if value >= 1 and absolute is None:
-            raise context.error(f"a relative error of {value:g} allowed passes a kernel that writes zeros (whose "
-                                "relative error is 1): a relative tolerance is below 1", parent, key,
-                                f"verify.{dotted}", hint="for instance 1.0e-3; or bound the absolute error alone "
-                                                         "with {rel: 1.0, abs: ...}")
+        problem = zeros_pass(value, absolute)
+        if problem:
+            raise context.error(problem, parent, key, f"verify.{dotted}", hint=ZEROS_PASS_HINT)
     return VerifySettings(rel_tolerance=rel, abs_tolerance=absolute, tf32_rel_tolerance=tf32, seed=seed,
                           reference=reference, cpu_reference_max_gflop=gflop)

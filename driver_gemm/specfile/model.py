@@ -146,7 +146,11 @@ class TensorMapArgument:
     and the parameters; `element` is the element type the map declares (None:
     the operand's storage type); `passing` is ``value``, ``pointer`` (the map
     copied to device memory, its address passed) or None: as the kernel's
-    parameter is declared (128 bytes by value, an 8-byte pointer).
+    parameter is declared (128 bytes by value, an 8-byte pointer). `count`
+    (``batch`` or ``groups``; None: one map) makes it one map per matrix of
+    the operand, each at its matrix (a batch stride apart), written one after
+    another: the array of maps a batched or grouped kernel indexes by its
+    matrix (``&maps[blockIdx.z]``).
     """
 
     tensor: str                                          # A, B or C
@@ -160,6 +164,7 @@ class TensorMapArgument:
     element_strides: tuple[expr.Expression, ...] | None = None
     interleave: str = "none"
     passing: str | None = None
+    count: str | None = None
 
     def expressions(self) -> dict[str, tuple[expr.Expression, ...]]:
         """Every expression list of the description, by its key."""
@@ -509,7 +514,8 @@ class KernelSpec:
     # The names of `params` the spec gave under values: (numbers the launch reads, a block side its launcher
     # picks at run time): swept and labelled as params are, never template arguments.
     launch_values: frozenset[str] = frozenset()
-    # The __constant__ variables written into the loaded module when a case is bound (typed scalars and arrays).
+    # The __constant__ variables written into the loaded module when a case is bound (typed scalars and arrays,
+    # and tensor maps encoded for the case's buffers).
     constants: tuple[Argument, ...] = ()
     # The launches after the kernel's own in each case (then:), in order.
     then: tuple[FollowingLaunch, ...] = ()
@@ -609,6 +615,14 @@ class KernelSpec:
                 if argument.tensor_map is not None:
                     yield int(path.split("]", 1)[0].removeprefix("signature[")), path, argument
         return self._kept("tensor_map_fields", lambda: tuple(fields()))
+
+    def encoded_tensor_maps(self) -> tuple[tuple[int | None, str, Argument], ...]:
+        """Every tensor map a case encodes, with its position (None for a constant), field path and argument: those
+        of the signature (`tensor_map_fields`), then those of ``constants:`` (``constants[1]``), which are written
+        into the module's ``__constant__`` variables rather than passed."""
+        constant_maps = tuple((None, f"constants[{index}]", constant) for index, constant in enumerate(self.constants)
+                              if constant.tensor_map is not None)
+        return self.tensor_map_fields() + constant_maps
 
     @property
     def is_typed(self) -> bool:
@@ -864,6 +878,19 @@ def _one_of(owner: str, settings, name: str, choices: tuple[str, ...]) -> None:
         raise WrongArgumentValue(f"{owner}.{name}: one of {', '.join(choices)}, got {value!r}")
 
 
+# A relative error of 1 is what a C of zeros has: a tolerance of 1 or more passes a kernel that writes zeros, unless an
+# absolute bound checks the elements instead. The spec reader's ``verify:`` and `VerifySettings` both ask this.
+ZEROS_PASS_HINT = "for instance 1.0e-3; or bound the absolute error alone with {rel: 1.0, abs: ...}"
+
+
+def zeros_pass(relative: float, absolute: float | None) -> str | None:
+    """Why a relative tolerance `relative` (with the absolute one, `absolute`) cannot check a kernel, or None."""
+    if relative >= 1 and absolute is None:
+        return (f"a relative error of {relative:g} allowed passes a kernel that writes zeros (whose relative error "
+                "is 1): a relative tolerance is below 1")
+    return None
+
+
 @dataclass(frozen=True)
 class VerifySettings:
     """How results are checked against a float64 reference."""
@@ -888,6 +915,12 @@ class VerifySettings:
                 _finite_number(owner, self, name)
         _whole_number(owner, self, 0, "seed")
         _one_of(owner, self, "reference", REFERENCES)
+        for name in ("rel_tolerance", "tf32_rel_tolerance"):
+            relative = getattr(self, name)
+            problem = zeros_pass(relative, self.abs_tolerance) if relative is not None else None
+            if problem:
+                raise WrongArgumentValue(f"{owner}.{name}: {problem} (hint: for instance 1.0e-3; or bound the "
+                                         "absolute error alone with abs_tolerance=...)")
 
 
 @dataclass(frozen=True)
@@ -910,6 +943,18 @@ class Spec:
 
     def __post_init__(self) -> None:
         _check_spec_fields(self)   # a copy changed with dataclasses.replace too
+        # The values the spec reader holds shapes and scalars to, held here too (a copy changed with
+        # dataclasses.replace, a Spec made in code): a shape given twice is kept once, as the reader and `select` keep
+        # it (its cases would run and be recorded twice, which no results file holds), a dimension stays within
+        # MAX_DIMENSION (what a results file holds), and a scalar is finite (a NaN alpha checks against NaN).
+        object.__setattr__(self, "shapes", tuple(dict.fromkeys(self.shapes)))
+        for index, shape in enumerate(self.shapes):
+            if max(shape.M, shape.N, shape.K) > MAX_DIMENSION:
+                raise WrongArgumentValue(f"Spec.shapes[{index}]: shape {shape.label} has a dimension above "
+                                         f"{MAX_DIMENSION:,} (MAX_DIMENSION)")
+        for name, value in self.scalars.items():
+            if not isinstance(value, numbers.Integral) and not math.isfinite(value):   # a whole number always is
+                raise WrongArgumentValue(f"Spec.scalars.{name}: must be a finite number, got {value}")
         freeze_fields(self, "scalars", "dispatch")
 
     @property
@@ -935,9 +980,10 @@ class Spec:
     def select(self, kernels: str | Iterable[str] = (),
                shapes: str | Shape | Iterable[str | Shape | tuple[int, int, int]] = (), *,
                fields: tuple[str, str] = ("Spec.select: kernels", "Spec.select: shapes")) -> "Spec":
-        """A copy restricted to the kernels named (by name or label; one name may be given as a str) and the shapes
-        given (MxNxK text, `Shape`s or (M, N, K) tuples; one may be given alone). `fields` name the two arguments
-        in errors: the command line passes its options (``("--kernel", "--shape")``)."""
+        """A copy restricted to the kernels named (by name or label; one name may be given as a str), with the shapes
+        given in place of the spec's (MxNxK text, `Shape`s or (M, N, K) tuples, any shape, not only the spec's own;
+        one may be given alone). `fields` name the two arguments in errors: the command line passes its options
+        (``("--kernel", "--shape")``)."""
         kernel_field, shape_field = fields
         names = _selected_names(kernels, kernel_field)
         chosen = self.kernels

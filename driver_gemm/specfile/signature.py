@@ -15,7 +15,6 @@ values of the source's ``__constant__`` variables the same way.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from . import expr
@@ -24,7 +23,7 @@ from .fields import IDENTIFIER, Context, check_keys, parse_expression
 from .kinds import kind_name
 from .device_buffers import (SCALE_POINTERS, buffer_argument, check_constant_fits, declared_scales,
                              scale_pointer_argument, scalar_pointer_argument)
-from .launch_fields import tensor_map_argument
+from .launch_fields import CONSTANT_NAME, tensor_map_argument
 from .limits import MAX_ARRAY_ELEMENTS
 from .model import Argument, HostBuilder
 from .project import host_builder
@@ -103,12 +102,18 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
 
     for argument in arguments:
         add(argument)
+    constants = node.get("constants")
+    # a __constant__ CUtensorMap of constants: reaches its matrix as a map of the signature does (read, and its
+    # tensor checked to be A, B or C, with the constants)
+    constant_maps = {item.get("tensor") for item in (constants if isinstance(constants, list) else ())
+                     if isinstance(item, dict) and item.get("type") == "tensormap"}
     for tensor in sorted(mapped - {"A", "B", "C"} - buffers):
         raise context.error(f"a tensor map's tensor {tensor!r} is neither A, B, C nor a buffer of the signature",
                             node, "signature", f"{dotted}.signature",
                             hint="a map over the kernel's own data names a {name: X, type: buffer, ...} entry")
     for matrix in ("A", "B", "C"):
-        reached = matrix in names or matrix in mapped or matrix in arrays or matrix in elsewhere or matrix in coded
+        reached = (matrix in names or matrix in mapped or matrix in arrays or matrix in elsewhere or matrix in coded
+                   or matrix in constant_maps)
         if names.count(matrix) > 1 or not reached:
             raise context.error(f"signature must take {matrix} exactly once (as a pointer, through tensor maps with "
                                 f"tensor: {matrix}, or through an array of pointers to its matrices"
@@ -116,7 +121,11 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
                                    if matrix == "B" else "") + ")"
                                 + (f", or a launch of then: must take it (by name, or as a ptr with value: {matrix})"
                                    if "then" in node else ""), node,
-                                "signature", f"{dotted}.signature")
+                                "signature", f"{dotted}.signature",
+                                hint=None if names.count(matrix) > 1 else
+                                f"a kernel that reads {matrix} through a __constant__ CUtensorMap its host code fills "
+                                f"is given it in constants: {{name: map_{matrix.lower()}, type: tensormap, tensor: "
+                                f"{matrix}, box: [...]}}")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
@@ -311,8 +320,6 @@ def _pointer_array_argument(context, parent, index, item: dict, item_path: str) 
     return Argument(name, "ptr", None, pointers_to=matrix)
 
 
-# A __constant__ variable as its source names it: table, or lut::offsets inside a namespace.
-CONSTANT_NAME = re.compile(r"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*")
 CONSTANT_KEYS = ("name", "type", "value")
 CONSTANT_TYPES = tuple(kind for kind in C_TYPES if kind != "ptr" and not C_TYPES[kind].is_opaque)
 
@@ -321,7 +328,9 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
     """``constants: [{name: table, type: float32, value: [1.0, 0.5]}, {name: lut::scale, type: int32, value: K}]``:
     the kernel's ``__constant__`` variables and what its host code would copy into them (cudaMemcpyToSymbol)
     before launching it, each a typed scalar or, for a list, an array of them; expressions of the shape, the
-    params and the scalars, written into the loaded module when the case is bound."""
+    params and the scalars, written into the loaded module when the case is bound. A ``type: tensormap`` entry
+    (``{name: map_a, type: tensormap, tensor: A, box: [128, 64], swizzle: 128B}``, the keys of a signature's map
+    but pass) is a ``__constant__ CUtensorMap`` the case encodes for its own buffers and writes there."""
     if "constants" not in node:
         return ()
     items, path = node["constants"], f"{dotted}.constants"
@@ -334,6 +343,9 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
         if not isinstance(item, dict):
             raise context.error(f"a constant is a mapping of name, type and value, got {kind_name(item)}", items,
                                 index, item_path)
+        if item.get("type") == "tensormap":
+            constants.append(_constant_map(context, node, items, index, item, item_path, constants))
+            continue
         check_keys(context, item, CONSTANT_KEYS, item_path)
         for required in CONSTANT_KEYS:
             if required not in item:
@@ -345,8 +357,8 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
         if any(constant.name == name for constant in constants):
             raise context.error(f"constant {name} is given twice", item, "name", f"{item_path}.name")
         if ctype not in CONSTANT_TYPES:
-            raise context.error(f"a constant's type is one of {', '.join(CONSTANT_TYPES)}, got {kind_name(ctype)}",
-                                item, "type", f"{item_path}.type")
+            raise context.error(f"a constant's type is one of {', '.join(CONSTANT_TYPES)} or tensormap, got "
+                                f"{kind_name(ctype)}", item, "type", f"{item_path}.type")
         if isinstance(value, list):
             if not value or len(value) > MAX_ARRAY_ELEMENTS:
                 raise context.error(f"an array constant has 1 to {MAX_ARRAY_ELEMENTS} elements, got {len(value)}",
@@ -359,6 +371,20 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
         _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
         constants.append(argument)
     return tuple(constants)
+
+
+def _constant_map(context: Context, node: dict, items: list, index: int, item: dict, item_path: str,
+                  earlier: list[Argument]) -> Argument:
+    """A ``__constant__ CUtensorMap`` of ``constants:`` (`launch_fields.tensor_map_argument`), its name apart from
+    the other constants' and from the signature's, since the case's maps are known by their names."""
+    argument = tensor_map_argument(context, items, index, item, item_path, constant=True)
+    signature = node.get("signature")
+    taken = {entry if isinstance(entry, str) else entry.get("name") for entry in
+             (signature if isinstance(signature, list) else ()) if isinstance(entry, (str, dict))}
+    if argument.name in taken or any(constant.name == argument.name for constant in earlier):
+        raise context.error(f"constant {argument.name} is given twice, or is also an argument of the signature: the "
+                            "case knows its tensor maps by their names", item, "name", f"{item_path}.name")
+    return argument
 
 
 def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, field: bool) -> Argument:

@@ -66,8 +66,9 @@ class Budget:
             raise BudgetError(f"a budget of {self.configurations} configurations leaves nothing to measure")
 
 
-class BudgetError(DriverGemmError):
-    """A budget that cannot be met or read (``--budget 0``, ``--budget soon``)."""
+class BudgetError(DriverGemmError, ValueError):
+    """A budget that cannot be met or read (``--budget 0``, ``--budget soon``), or a strategy no search has: a
+    value no caller means, so a `ValueError` too, as Python's own would be."""
 
 
 def parse_budget(text: str, clock: Callable[[], float] = time.monotonic) -> Budget:
@@ -91,7 +92,9 @@ def parse_budget(text: str, clock: Callable[[], float] = time.monotonic) -> Budg
                 if configurations is not None:
                     raise BudgetError(f"--budget {text!r}: two configuration counts; give one, and one time at most")
                 configurations = int(part)
-        except ValueError:
+        except BudgetError:
+            raise
+        except ValueError:   # float() or int() could not read the part
             raise BudgetError(expected) from None
     return Budget(seconds, configurations, clock)
 
@@ -375,6 +378,9 @@ STRATEGIES = {"exhaustive": Exhaustive, "random": RandomSampling, "halving": Suc
 
 def make_strategy(name: str, seed: int = 0) -> Strategy:
     """The strategy called `name` (``exhaustive``, ``random``, ``halving``, ``tpe``), seeded where it draws."""
+    if not isinstance(name, str):
+        raise WrongArgumentType(f"make_strategy: name is a strategy's name ({', '.join(STRATEGIES)}), got "
+                                f"{name!r:.40} ({type(name).__name__})")
     try:
         kind = STRATEGIES[name]
     except KeyError:
