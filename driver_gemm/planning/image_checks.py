@@ -464,6 +464,7 @@ def mma_type_checks(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[str]
 
 
 MMA_TYPE_NOTE = "tensor-core input type: "   # how the note begins
+_SPEC_NAMES = {ptx: name for name, ptx in _PTX_FORMATS.items() if name != "tf32"} | {"tf32": "tf32"}
 ACCUMULATOR_NOTE = "tensor-core accumulator: "   # how the note begins
 _SHAPE_TOKEN = re.compile(r"m\d+n\d+k\d+")
 
@@ -506,7 +507,8 @@ def accumulator_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
     return [f"{ACCUMULATOR_NOTE}types: says accumulate: fp16, but every tensor-core instruction of the kernel "
             f"accumulates in f32 ({instruction}): C is allowed an fp16 sum's error, looser than the kernel needs, "
             f"so a wrong kernel may pass; say accumulate: fp32"]
-_SPEC_NAMES = {ptx: name for name, ptx in _PTX_FORMATS.items() if name != "tf32"} | {"tf32": "tf32"}
+
+
 ATOMIC_OUTPUT_NOTE = "C is added into with atomics: "   # how the note begins
 
 
