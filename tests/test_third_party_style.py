@@ -23,7 +23,7 @@ from driver_gemm.cuda import nvcc as nvcc_module
 from driver_gemm.cuda.compile import compile_hints, compile_source, local_headers
 from driver_gemm.cuda.cubin import read_cubin
 from driver_gemm.cuda.mangling import demangle, find_symbol, normalise_parameter_type
-from driver_gemm.errors import CompileError, ImageError, SpecError
+from driver_gemm.errors import CompileError, ImageError, SpecError, WrongArgumentValue
 from driver_gemm.kernel_names import overload_expression, split_overload
 from driver_gemm.planning.spec_plan import plan_spec
 from driver_gemm.specfile import load_spec
@@ -499,7 +499,7 @@ def test_one_loaded_image_serves_every_program_that_built_it(monkeypatch):
     first, second = built["overload-fp32"], built["wide-sizes"]
     assert first.image == second.image and first.lowered_names != second.lowered_names
     instance = kernels["wide-sizes"].instance
-    with pytest.raises(KeyError):
+    with pytest.raises(WrongArgumentValue, match="no instance"):
         first.symbol(instance)
     loaded = object.__new__(module_mod.Module)        # as if loaded from `first`, no GPU needed
     loaded.cubin, loaded.handle, loaded._kernels = first, "module", {}

@@ -198,3 +198,49 @@ def test_a_4_byte_copy_and_a_half2_atomic_of_fp16_rows_are_noted_at_odd_sizes(tm
     assert "C is written 4 bytes at a time (atom.add.noftz.f16x2) while its rows are N = 257 fp16" in note
     assert "require: K % 2 == 0 and N % 2 == 0" in note
     assert not _alignment_notes(plans["64x256x256"])
+
+
+ADDRESS_TEST_KERNELS = """\
+#include <cuda_fp16.h>
+#include <cstdint>
+// A's row read two fp16 at a time where the row's own address is 4-byte aligned, one at a time elsewhere (ROW = 1);
+// or where A itself is (ROW = 0), which says nothing of the rows after the first
+template <int ROW>
+__global__ void half2_rows(const __half* A, const __half* B, float* C, int M, int N, int K) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    const __half* a_row = A + (long long)row * K;
+    float sum = 0.f;
+    int k = 0;
+    if ((reinterpret_cast<uintptr_t>(ROW ? a_row : A) & 3) == 0)
+        for (; k + 1 < K; k += 2) {
+            const float2 a = __half22float2(*reinterpret_cast<const __half2*>(a_row + k));
+            sum += a.x * __half2float(B[(long long)k * N + col]) + a.y * __half2float(B[(long long)(k + 1) * N + col]);
+        }
+    for (; k < K; ++k) sum += __half2float(a_row[k]) * __half2float(B[(long long)k * N + col]);
+    C[(long long)row * N + col] = sum;
+}
+"""
+
+
+def test_a_kernel_that_tests_the_address_of_the_row_it_reads_gets_no_note_and_one_of_the_base_alone_does(tmp_path):
+    entry = "source: rows.cu\nfunction: half2_rows\nparams: {ROW: [0, 1]}\ntypes: {a: fp16, b: fp16, c: fp32}\n" \
+            "block: [16, 16]\ngrid: [ceil(N / 16), ceil(M / 16)]\ntile: [16, 16]\n"
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "rows.cu").write_text(ADDRESS_TEST_KERNELS)
+    (tmp_path / "spec.yaml").write_text(f"shapes: [[64, 64, 77]]\nkernels:\n- name: k\n{textwrap.indent(entry, '  ')}")
+    plans = {plan.kernel.label: plan for plan in plan_spec(load_spec(tmp_path / "spec.yaml"), "sm_90").plans}
+    assert plans["k[ROW=1]"].valid and not _alignment_notes(plans["k[ROW=1]"])
+    note, = _alignment_notes(plans["k[ROW=0]"])
+    assert "A is read 4 bytes at a time (ld.global.u32) while its rows are K = 77 fp16" in note
+    assert "vector access" not in note          # a scalar access of two elements is no vector one
+
+
+def test_ptx_facts_keep_the_low_bits_tested_of_an_address_made_from_a_pointer_past_the_parameter():
+    facts = ptx_facts(MODULE.replace("ret;", "add.s64 %rd20, %rd1, %rd5;\nand.b64 %rd21, %rd20, 3;\n"
+                                             "cvt.u32.u64 %r20, %rd9;\nand.b32 %r21, %r20, 15;\n"
+                                             "and.b64 %rd22, %rd2, 7;\nret;"))["k"]
+    # a row of A (4 bytes) and an address of C past it (16 bytes); B's bare pointer tells nothing of its rows
+    assert facts.tested_addresses == ((0, 4), (2, 16))
+    assert KernelPtxFacts.from_dict(facts.as_dict()).tested_addresses == facts.tested_addresses
+    assert KernelPtxFacts.from_dict({"copies": []}).tested_addresses is None

@@ -29,11 +29,13 @@ Its scalar accesses of 2 to 8 bytes traced to a parameter (``ld.global.u32``, ``
 ``cp.async``: `scalar_accesses`) are kept the same way, since one moves several elements of a narrower type (two fp16
 through a ``half2``). The low bits of an integer parameter the kernel tests (``and.b32 %r5, %r3, 3;``:
 ``K % 4 == 0``, as a kernel choosing its vector path at run time does) are kept with it
-(`tested_multiples`). A tensor-core instruction names the types it multiplies
+(`tested_multiples`), and so are those of an address made from a pointer parameter past the parameter itself
+(``and.b64 %rd40, %rd39, 3;`` of ``A + row * K``: a kernel that reads a row two fp16 at a time only where the row is
+4-byte aligned; `tested_addresses`). A tensor-core instruction names the types it multiplies
 (``wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16``: bf16 A and B; `mma_types`), which a kernel reading A and B
 of other types must reach through ``cvt`` instructions (`conversions`) or bit tricks; a kernel's writes of global memory
-(``st.global``, ``red.global.add``, ``atom.global.add``) are traced to their parameters as its vector accesses are
-(`global_writes`). The facts are kept beside the CUBIN (NVRTC hands out its
+(``st.global``, ``red.global.add``, ``atom.global.add``, ``cp.async.bulk.global.shared::cta``) are traced to their
+parameters as its vector accesses are (`global_writes`). The facts are kept beside the CUBIN (NVRTC hands out its
 PTX with it); checks that use them: `planning.image_checks`, `planning.hopper_checks.cluster_use_checks`,
 `planning.case_plan.literal_grid_check`.
 """
@@ -145,6 +147,11 @@ _CONVERSION = re.compile(r"\bcvt((?:\.[\w:]+)+)")
 # block of a CUDA header may open on the instruction's line.
 _GLOBAL_WRITE = re.compile(r"^\s*(?:\{\s*)?(?:@!?%\w+\s+)?((st|red|atom)(?:\.[\w:]+)+)\s+[^;]*?\[\s*(%?[\w$.]+)",
                            re.MULTILINE)
+# A bulk copy of shared memory into global memory (cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size;) and
+# its reducing form (cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 ...): a store, and an add, of the
+# bytes at its destination. A copy through a tensor map (.tensor) names its map, not an address.
+_BULK_WRITE = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:cp\.async|cp\.reduce\.async)\.bulk\.global\.shared[\w.:]*)\s+"
+                         r"\[\s*(%?[\w$.]+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -192,9 +199,9 @@ class KernelPtxFacts:
     instruction, A's type and B's, ``("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "bf16", "bf16")``, one
     for each instruction, sorted), the formats its ``cvt`` instructions convert to and from (`conversions`:
     ``("f16", "e4m3")`` for ``cvt.rn.f16x2.e4m3x2``, a pair such as ``f16x2`` as its element, sorted) and its
-    writes of global memory (`global_writes`: each store, reduction or atomic instruction with the kernel parameters
-    its address is made from, as `VectorAccess.params`, sorted); each of these three None where unknown (a call the
-    module does not resolve).
+    writes of global memory (`global_writes`: each store, reduction, atomic or bulk copy into global memory with the
+    kernel parameters its address is made from, as `VectorAccess.params`, sorted); each of these three None where
+    unknown (a call the module does not resolve).
     The lines of ptxas's log saying it ignored ``setmaxnreg`` (`setmaxnreg_ignored`: code, text, and how many kernels
     of the program using setmaxnreg the line may be of, 1 where it is this kernel's alone; None where no compile log
     was read) come from the compile (`attach_ignored_setmaxnreg`). `block_reads`, `cluster_uses`, `reads_grid_size`,
@@ -202,7 +209,9 @@ class KernelPtxFacts:
     `setmaxnreg_ignored` are left out of equality: they describe the code, not the launch the other facts
     constrain. So are its scalar accesses of global memory of 2 to 8 bytes traced to a parameter (`scalar_accesses`:
     ``ld.global.u32``, ``st.global.b64``, a 4-byte ``cp.async``, as `VectorAccess`, sorted; None where unknown), each
-    of which moves several elements of a narrower type (two fp16 in one ``ld.global.u32``)."""
+    of which moves several elements of a narrower type (two fp16 in one ``ld.global.u32``), and the multiples of
+    bytes it tests addresses made from its pointer parameters for (`tested_addresses`: parameter and multiple,
+    ``(0, 4)`` for ``and.b64 %rd40, %rd39, 3`` of a row of parameter 0, sorted; None where unknown)."""
 
     copies: tuple[TmaCopy, ...] = ()
     cluster: tuple[int, int, int] | None = None
@@ -224,6 +233,7 @@ class KernelPtxFacts:
     global_writes: tuple[tuple[str, tuple[int, ...]], ...] | None = field(default=None, compare=False)
     setmaxnreg_ignored: tuple[tuple[str, str, int], ...] | None = field(default=None, compare=False)
     scalar_accesses: tuple[VectorAccess, ...] | None = field(default=None, compare=False)
+    tested_addresses: tuple[tuple[int, int], ...] | None = field(default=None, compare=False)
 
     def widest_access(self, store: bool) -> VectorAccess | None:
         """The widest vector load (or store, `store`) of global memory; None where it makes none or they are
@@ -284,7 +294,9 @@ class KernelPtxFacts:
                                        if self.setmaxnreg_ignored is not None else None),
                 "scalar_accesses": ([[access.store, access.width, access.instruction, list(access.params)]
                                      for access in self.scalar_accesses] if self.scalar_accesses is not None
-                                    else None)}
+                                    else None),
+                "tested_addresses": ([list(pair) for pair in self.tested_addresses]
+                                     if self.tested_addresses is not None else None)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelPtxFacts":
@@ -319,7 +331,9 @@ class KernelPtxFacts:
                        (str(code), str(text), int(kernels)) for code, text, kernels in data["setmaxnreg_ignored"]),
                    scalar_accesses=None if data.get("scalar_accesses") is None else tuple(
                        VectorAccess(bool(store), int(width), str(instruction), tuple(int(p) for p in params))
-                       for store, width, instruction, params in data["scalar_accesses"]))
+                       for store, width, instruction, params in data["scalar_accesses"]),
+                   tested_addresses=None if data.get("tested_addresses") is None else tuple(
+                       (int(param), int(multiple)) for param, multiple in data["tested_addresses"]))
 
 
 def _triple_of(values) -> tuple[int, int, int] | None:
@@ -469,13 +483,9 @@ def _settle(origin: dict[str, frozenset[int]], steps: list[tuple[str, list[str]]
     return origin
 
 
-def _pointer_origins(name: str, body: str) -> dict[str, frozenset[int]]:
-    """The parameters of entry `name` each 64-bit register of `body` holds an address from (`_POINTER_STEP`)."""
-    origin: dict[str, frozenset[int]] = {}
-    for match in _POINTER_PARAM.finditer(body):
-        register, function, param = match.group(1, 2, 3) if match.group(1) else match.group(4, 5, 6)
-        if function == name:
-            origin[register] = origin.get(register, frozenset()) | {int(param)}
+def _pointer_steps(body: str) -> list[tuple[str, list[str], bool]]:
+    """Each 64-bit step of `body` that may carry an address (`_POINTER_STEP`): the register it writes, the registers
+    the address comes from, and whether it only moves it (a ``mov`` or a ``cvta``, no offset added)."""
     steps = []
     for match in _POINTER_STEP.finditer(body):
         step, multiply_add, register, operands = match.groups()
@@ -486,8 +496,19 @@ def _pointer_origins(name: str, body: str) -> dict[str, frozenset[int]]:
             sources = sources[:1]
         elif step == "selp":
             sources = sources[:2]
-        steps.append((register, [source for source in sources if _REGISTER.fullmatch(source)]))
-    return _settle(origin, steps)
+        moved = step is not None and (step == "mov" or step.startswith("cvta"))
+        steps.append((register, [source for source in sources if _REGISTER.fullmatch(source)], moved))
+    return steps
+
+
+def _pointer_origins(name: str, body: str) -> dict[str, frozenset[int]]:
+    """The parameters of entry `name` each 64-bit register of `body` holds an address from (`_POINTER_STEP`)."""
+    origin: dict[str, frozenset[int]] = {}
+    for match in _POINTER_PARAM.finditer(body):
+        register, function, param = match.group(1, 2, 3) if match.group(1) else match.group(4, 5, 6)
+        if function == name:
+            origin[register] = origin.get(register, frozenset()) | {int(param)}
+    return _settle(origin, [(register, sources) for register, sources, _ in _pointer_steps(body)])
 
 
 def tested_multiples(name: str, body: str) -> tuple[tuple[int, int], ...]:
@@ -502,6 +523,12 @@ def tested_multiples(name: str, body: str) -> tuple[tuple[int, int], ...]:
     steps = [(match.group(1), [source for source in _operands(match.group(2)) if _REGISTER.fullmatch(source)])
              for match in _INTEGER_STEP.finditer(body)]
     _settle(origin, steps)
+    return tuple(sorted(_low_bits_tests(body, origin)))
+
+
+def _low_bits_tests(body: str, origin: dict[str, frozenset[int]]) -> set[tuple[int, int]]:
+    """Each parameter of `origin` whose register `body` tests the low bits of (``and.b32 %r7, %r3, 3;`` or
+    ``rem.u32 %r7, %r3, 4;``), with the multiple the test tells (4)."""
     found: set[tuple[int, int]] = set()
     for match in _LOW_BITS_TEST.finditer(body):
         operation, register, value = match.group(1), match.group(2), int(match.group(3))
@@ -509,7 +536,23 @@ def tested_multiples(name: str, body: str) -> tuple[tuple[int, int], ...]:
         if multiple < 2 or multiple & (multiple - 1):     # a mask of low bits (3, 7, 15) or a power of two
             continue
         found.update((param, multiple) for param in origin.get(register, ()))
-    return tuple(sorted(found))
+    return found
+
+
+def tested_addresses(name: str, body: str) -> tuple[tuple[int, int], ...]:
+    """The pointer parameters of entry `name` an address made from which, past the parameter itself (a row's:
+    ``A + row * K``), `body` tests the low bits of (``and.b64 %rd40, %rd39, 3;``, or of its low 32 bits), each with
+    the multiple of bytes the test tells (4), sorted: a kernel that does takes its wide accesses only where that
+    address is aligned for them. A test of the bare parameter is left out, since it says nothing of a later row."""
+    origin = _pointer_origins(name, body)
+    steps = _pointer_steps(body)
+    # an address with an offset added, then moved, narrowed to its low 32 bits or or-ed with another
+    offset = {register: origin[register] for register, sources, moved in steps
+              if not moved and register in origin and any(source in origin for source in sources)}
+    _settle(offset, [(register, sources) for register, sources, moved in steps if moved])
+    _settle(offset, [(match.group(1), [source for source in _operands(match.group(2)) if _REGISTER.fullmatch(source)])
+                     for match in _INTEGER_STEP.finditer(body)])
+    return tuple(sorted(_low_bits_tests(body, offset)))
 
 
 def _access_width(opcode: str) -> tuple[int, bool] | None:
@@ -598,9 +641,12 @@ def conversions(body: str) -> set[tuple[str, str]]:
 
 def global_writes(name: str, body: str, traced: bool = True) -> set[tuple[str, tuple[int, ...]]]:
     """The stores, reductions and atomics of global memory in `body` (``.global``, or a generic address made from a
-    pointer parameter), each with the parameters of entry `name` its address is made from where `traced`."""
+    pointer parameter) and its bulk copies into global memory (``cp.async.bulk.global.shared::cta``, a store, and
+    ``cp.reduce.async.bulk.global...add``, an add), each with the parameters of entry `name` its address is made from
+    where `traced`."""
     origin = _pointer_origins(name, body) if traced else {}
-    found = set()
+    found = {(instruction, tuple(sorted(origin.get(address, ()))))
+             for instruction, address in _BULK_WRITE.findall(body)}
     for match in _GLOBAL_WRITE.finditer(body):
         instruction, _, address = match.groups()
         params = tuple(sorted(origin.get(address, ())))
@@ -652,7 +698,8 @@ def kernel_facts(name: str, body: str, grid_sync: bool = False, dynamic_shared: 
                           _threads(_MAX_THREADS, header), _threads(_REQUIRED_THREADS, header),
                           int(cluster_rank.group(1)) if cluster_rank else None, block_reads,
                           cluster_uses, reads_grid_size, constant_types, accesses, tested_multiples(name, body),
-                          mma, converted, writes, scalar_accesses=scalar_accesses(name, body))
+                          mma, converted, writes, scalar_accesses=scalar_accesses(name, body),
+                          tested_addresses=tested_addresses(name, body))
 
 
 NO_REGISTER_COUNT_AT_ENTRY = "C7508"   # ptxas: 'setmaxnreg' ignored; unable to determine register count at entry

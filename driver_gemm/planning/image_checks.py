@@ -21,8 +21,9 @@ whose block barriers limit the blocks an SM holds is noted with why (`cuda.occup
 PTX reads or writes a matrix through vector accesses of global memory (``ld.global.nc.v4.f32``, ``cp.async`` of 16
 bytes), or scalar ones of several of its elements (``ld.global.u32`` of fp16: a ``half2``), wider than the matrix's
 rows are aligned to (its leading dimension or batch stride times its element's bytes is
-no multiple of the access's) is noted, unless the kernel tests that size for the multiple at run time, as one that
-falls back to narrower accesses does (`vector_alignment_notes`).
+no multiple of the access's) is noted, unless the kernel tests that size for the multiple at run time, or the address
+of the row it reads for the access's width, as one that falls back to narrower accesses does
+(`vector_alignment_notes`).
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
     if facts is not None and facts.register_increases:
         notes.extend(register_move_notes(facts, plan, limits))
     if facts is not None:
-        _check_launch_facts(plan, facts, problem)
+        notes.extend(_check_launch_facts(plan, facts, problem))
         notes.extend(mma_type_checks(plan, facts, problem))
         notes.extend(accumulator_notes(plan, facts))
         notes.extend(atomic_output_notes(plan, facts))
@@ -268,7 +269,8 @@ def image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> tuple[list
     return problems, notes
 
 
-MISALIGNED_VECTOR_NOTE = "vector accesses wider than the rows are aligned: "   # how the note begins
+# How the note begins, for vector accesses and scalar ones of several elements alike.
+MISALIGNED_VECTOR_NOTE = "accesses wider than the rows are aligned: "
 # Which size a tight leading dimension is, by operand and storage order (A's rows are K long, its columns M...).
 _TIGHT_LD_NAMES = {("A", "row"): "K", ("A", "col"): "M", ("B", "row"): "N", ("B", "col"): "K",
                    ("C", "row"): "N", ("C", "col"): "M"}
@@ -318,6 +320,13 @@ def _tested(kernel, facts: KernelPtxFacts, names: frozenset[str], multiple: int)
     return False
 
 
+def _tests_address(facts: KernelPtxFacts, positions: set[int], width: int) -> bool:
+    """Whether the kernel tests an address made from one of the pointer parameters `positions` (a row of the
+    matrix, `KernelPtxFacts.tested_addresses`) for a multiple of `width` bytes: a kernel that does takes its wide
+    accesses only where the row is aligned for them, and narrower ones elsewhere, whatever its sizes."""
+    return any(param in positions and tested % width == 0 for param, tested in facts.tested_addresses or ())
+
+
 def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
     """A note where the kernel reads or writes a matrix through accesses of global memory wider than the alignment
     of its rows: vector accesses (`KernelPtxFacts.vector_accesses`) or scalar ones of more bytes than the matrix's
@@ -325,15 +334,20 @@ def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
     their width all the same. Where the matrix's leading dimension (or batch stride) times its element's bytes is no
     multiple of the access's width, the access of its second row (or matrix) is misaligned and faults with
     CUDA_ERROR_MISALIGNED_ADDRESS, which ends the process. A kernel that tests that size's parameter for the
-    multiple at run time (``and.b32`` of the parameter, `KernelPtxFacts.tested_multiples`) is taken to fall back to
-    narrower accesses there, and no note is made for it; a test of another size of the same value is no such test."""
+    multiple at run time (``and.b32`` of the parameter, `KernelPtxFacts.tested_multiples`), or that tests an address
+    made from the matrix's pointer for the access's width (``and.b64`` of ``A + row * K``,
+    `KernelPtxFacts.tested_addresses`), is taken to fall back to narrower accesses there, and no note is made for
+    it; a test of another size of the same value is no such test."""
     kernel, operands = plan.kernel, plan.operands
     if operands is None or not (facts.vector_accesses or facts.scalar_accesses):
         return []
     types = kernel.operands.types if kernel.operands is not None else FP32
     clauses: list[str] = []
     requirements: list[str] = []
-    for matrix, (access, traced) in sorted(_widest_by_matrix(facts, _matrix_params(kernel)).items()):
+    matrices = _matrix_params(kernel)
+    for matrix, (access, traced) in sorted(_widest_by_matrix(facts, matrices).items()):
+        if _tests_address(facts, {position for position, name in matrices.items() if name == matrix}, access.width):
+            continue
         layout: MatrixLayout = getattr(operands, matrix.lower())
         element = getattr(types, matrix.lower())
         multiple = access.width // math.gcd(access.width, element.storage_bytes)
@@ -367,26 +381,56 @@ def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
         return []
     return [f"{MISALIGNED_VECTOR_NOTE}{'; '.join(clauses)}: such an access of the second row (or matrix) is "
             "misaligned and faults (CUDA_ERROR_MISALIGNED_ADDRESS, which ends the process) unless the kernel falls "
-            "back to narrower accesses there, and its PTX tests none of these sizes for the multiple; "
+            "back to narrower accesses there, and its PTX tests none of these sizes for the multiple nor such a "
+            "row's address for the width; "
             f"require: {' and '.join(requirements)} keeps such shapes out"]
 
 
-def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
+PARTIAL_WARPGROUP_NOTE = "partial warpgroup: "   # how the note begins
+
+
+def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[str]:
     """What the kernel's PTX says its launch must give it: dynamic shared memory where it uses an extern
-    ``__shared__`` array, a cooperative launch where it waits for its whole grid, and whole warpgroups where it
-    executes warpgroup-wide instructions (wgmma, setmaxnreg)."""
+    ``__shared__`` array, a cooperative launch where it waits for its whole grid, and a whole warpgroup where it
+    executes warpgroup-wide instructions (wgmma, setmaxnreg). Which warps execute those the PTX does not tell: a
+    block of fewer than 128 threads has no warpgroup to execute them and is refused; one that ends in a partial
+    warpgroup is noted, since that part may be warps that never execute them (a producer warp that only loads, as
+    in 2 warpgroups and 1 warp, 288 threads). Returns the notes."""
+    notes: list[str] = []
     warpgroup_wide = facts.warpgroup_instructions()
     threads = plan.config.threads_per_block if plan.config is not None else 0
     if warpgroup_wide and threads % THREADS_A_WARPGROUP:
         whole = threads // THREADS_A_WARPGROUP
         warps = threads % THREADS_A_WARPGROUP // 32 or 1
-        fits = ", ".join(str(THREADS_A_WARPGROUP * count) for count in (whole, whole + 1) if count)
-        problem(f"a block of {threads} threads is not a whole number of warpgroups (128 threads): its last "
-                f"warpgroup has {warps} warp{'s' if warps != 1 else ''} of 4, but the kernel executes "
-                f"{' and '.join(warpgroup_wide)}, which all 4 warps of a warpgroup execute together "
-                "(.sync.aligned): in the partial one they wait for warps that do not exist (a hang) or compute "
-                "garbage", "block", hint=f"launch a multiple of 128 threads ({fits}), as the kernel's warpgroups "
-                                         "are laid out")
+        executes = (f"the kernel executes {' and '.join(warpgroup_wide)}, which all 4 warps of a warpgroup execute "
+                    "together (.sync.aligned)")
+        them = "it" if len(warpgroup_wide) == 1 else "them"
+        # a size the kernel's own __launch_bounds__ (or required block) refuses is no advice
+        bound = math.prod(facts.max_threads) if facts.max_threads is not None else None
+        fits = [size for size in (THREADS_A_WARPGROUP * (whole + 1), THREADS_A_WARPGROUP * (whole + 2))
+                if facts.required_threads is None and (bound is None or size <= bound)]
+        if not whole:
+            required = math.prod(facts.required_threads) if facts.required_threads is not None else None
+            if required is not None and required < THREADS_A_WARPGROUP:
+                hint = (f"the kernel's required block of {required} threads (.reqntid) holds no whole warpgroup: "
+                        "build it for a multiple of 128 threads and launch that")
+            elif bound is not None and bound < THREADS_A_WARPGROUP:
+                hint = (f"the kernel's __launch_bounds__ of {bound} threads (.maxntid) holds no whole warpgroup: "
+                        "raise it to a multiple of 128 and launch that")
+            else:
+                hint = (f"launch {' or '.join(map(str, fits))} threads, whole warpgroups" if fits
+                        else "launch whole warpgroups, multiples of 128 threads")
+            problem(f"a block of {threads} threads holds no whole warpgroup (128 threads), but {executes}: the warps "
+                    f"that execute {them} wait for warps that do not exist (a hang) or compute garbage", "block",
+                    hint=hint)
+        else:
+            # rounding down would leave no room for the extra warps, so only the next whole size is named
+            room = (f"; a kernel whose every warp executes {them} needs whole warpgroups: {fits[0]} threads"
+                    if fits else "")
+            notes.append(f"{PARTIAL_WARPGROUP_NOTE}a block of {threads} threads ends in a partial warpgroup ({warps} "
+                         f"warp{'s' if warps != 1 else ''} of 4), and {executes}: right only where the warps of the "
+                         f"partial warpgroup never execute {them}, as a producer warp that only loads does; where "
+                         f"they do, they wait for warps that do not exist (a hang) or compute garbage{room}")
     if facts.dynamic_shared and plan.config is not None and plan.config.shared_bytes == 0:
         problem("the kernel uses dynamic shared memory (an extern __shared__ array), but shared_bytes gives it none: "
                 "its first access would be out of bounds", "shared_bytes",
@@ -398,6 +442,7 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> None:
                 "otherwise it traps", "cooperative",
                 hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
                      "(max_active_clusters counts the blocks that do)")
+    return notes
 
 
 # An operand's element type as a tensor-core instruction names it, and its bytes.
@@ -413,54 +458,76 @@ def _quantized_b(kernel) -> bool:
                for _, argument in kernel.device_buffers())
 
 
+def _agrees(element: str, used: str) -> bool:
+    """Whether an instruction multiplying `used` reads an operand stored as `element` as it is (fp32 as tf32)."""
+    return used == element or element in ("f32", "tf32") and used == "tf32"
+
+
 def mma_type_checks(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[str]:
     """The types ``types:`` gives A and B against those every tensor-core instruction of the kernel multiplies
-    (`KernelPtxFacts.mma_types`), where they all agree. A different format of the same width (bf16 for fp16, e5m2
-    for e4m3, int8 for uint8), or an instruction narrower than the stored element (fp32 multiplied as bf16), with no
-    ``cvt`` from the stored format nor to the instruction's (other than an epilogue's from f32 to C's type) in the
-    kernel, is refused: the instruction reads the stored bytes as its own type,
-    and for a kernel whose operands arrive through tensor maps or untyped pointers nothing else tells. An instruction
-    of another type that a conversion may reach (fp8 or int8 loaded and multiplied as bf16, as a dequantising kernel
-    does) is noted. fp32 operands multiplied as tf32 agree. Returns the notes."""
+    (`KernelPtxFacts.mma_types`), where they all agree. The spec's A and B are compared with the instruction's A and
+    B in either order, since a kernel that computes C^T = B^T A^T (swap-AB, as small-M kernels do) puts B in the
+    instruction's A operand; the order that explains the kernel better is judged. A different format of the same
+    width (bf16 for fp16, e5m2 for e4m3, int8 for uint8) with no ``cvt`` from the stored format nor to the
+    instruction's (other than an epilogue's from f32 to C's type) in the kernel is refused: the instruction reads
+    the stored bytes as its own type, and for a kernel whose operands arrive through tensor maps or untyped pointers
+    nothing else tells. An instruction of another width is noted: a conversion may reach it (fp8 or int8 loaded and
+    multiplied as bf16, as a dequantising kernel does), and so may bit masks without a ``cvt`` (fp32 split into bf16
+    pieces, whose high halves are exact bf16). fp32 operands multiplied as tf32 agree. Returns the notes."""
     kernel = plan.kernel
     if not facts.mma_types:
         return []
     types = kernel.operands.types if kernel.operands is not None else None
     stored = {"A": types.a.name if types else "fp32", "B": types.b.name if types else "fp32"}
     output = _PTX_FORMATS.get(types.c.name) if types is not None else "f32"
-    notes: list[str] = []
-    for index, matrix in enumerate(("A", "B")):
-        if matrix == "B" and _quantized_b(kernel):
-            continue
-        multiplied = {entry[1 + index] for entry in facts.mma_types}
-        element = _PTX_FORMATS.get(stored[matrix])
-        if len(multiplied) != 1 or element is None:
-            continue
-        used = multiplied.pop()
-        if used == element or element in ("f32", "tf32") and used == "tf32":
-            continue
-        instruction = next(entry[0] for entry in facts.mma_types if entry[1 + index] == used)
-        stored_bits, used_bits = _FORMAT_BITS[element], _FORMAT_BITS.get(used, 0)
-        field_name = "types" if types is not None else "source"
-        said = f"types: makes {matrix} {stored[matrix]}" if types is not None else \
-            f"the kernel has no types:, so {matrix} is fp32"
-        every = f"every tensor-core instruction of the kernel multiplies {used} ({instruction})"
-        # A conversion from the stored format, or to the instruction's from another than the f32 accumulators an
-        # epilogue rounds into C's type, is one the operand may take before the instruction.
-        converts = any(source == element or destination == used and (source != "f32" or output != used)
-                       for destination, source in facts.conversions or ())
-        if used_bits <= stored_bits and not converts:
-            how = ("a different format of the same width" if used_bits == stored_bits
-                   else f"narrower than {stored[matrix]}")
-            problem(f"{said}, but {every}, {how}, and the kernel converts nothing from {element} nor to {used} "
-                    f"(its PTX has no such cvt): it would read {matrix}'s {stored[matrix]} bytes as {used}",
-                    field_name, hint=f"give types: the type the kernel reads ({matrix.lower()}: "
-                                     f"{_SPEC_NAMES.get(used, used)}), or build the kernel for {stored[matrix]}")
-        else:
-            notes.append(f"{MMA_TYPE_NOTE}{said}, but {every}: right only where the kernel converts each element "
-                         f"of {matrix} to {used} before the instruction (a dequantising or mixed-input kernel); a "
-                         f"kernel described with the wrong type reads {matrix}'s bytes as {used}, and its run FAILs")
-    return notes
+    checked = [matrix for matrix in ("A", "B") if not (matrix == "B" and _quantized_b(kernel))]
+
+    def judged(order: tuple[int, int]) -> tuple[list[tuple[str, str, str]], list[str]]:
+        """The problems (message, field, hint) and notes of reading the spec's A and B as the instruction's operands
+        `order` (0: its A, 1: its B)."""
+        problems: list[tuple[str, str, str]] = []
+        notes: list[str] = []
+        for matrix, slot in zip(("A", "B"), order):
+            multiplied = {entry[1 + slot] for entry in facts.mma_types or ()}
+            element = _PTX_FORMATS.get(stored[matrix])
+            if matrix not in checked or len(multiplied) != 1 or element is None:
+                continue
+            used = multiplied.pop()
+            if _agrees(element, used):
+                continue
+            instruction = next(entry[0] for entry in facts.mma_types or () if entry[1 + slot] == used)
+            stored_bits, used_bits = _FORMAT_BITS[element], _FORMAT_BITS.get(used, 0)
+            said = f"types: makes {matrix} {stored[matrix]}" if types is not None else \
+                f"the kernel has no types:, so {matrix} is fp32"
+            operand = "" if order == (0, 1) else \
+                f" in its {'AB'[slot]} operand, where a kernel computing C^T = B^T A^T puts {matrix}"
+            every = f"every tensor-core instruction of the kernel multiplies {used} ({instruction}){operand}"
+            # A conversion from the stored format, or to the instruction's from another than the f32 accumulators an
+            # epilogue rounds into C's type, is one the operand may take before the instruction.
+            converts = any(source == element or destination == used and (source != "f32" or output != used)
+                           for destination, source in facts.conversions or ())
+            if used_bits == stored_bits and not converts:
+                # no bit trick turns one format into another of its width: the instruction reads the bytes as stored
+                problems.append((
+                    f"{said}, but {every}, a different format of the same width, and the kernel converts nothing "
+                    f"from {element} nor to {used} (its PTX has no such cvt): it would read {matrix}'s "
+                    f"{stored[matrix]} bytes as {used}", "types" if types is not None else "source",
+                    f"give types: the type the kernel reads ({matrix.lower()}: {_SPEC_NAMES.get(used, used)}), "
+                    f"or build the kernel for {stored[matrix]}"))
+                continue
+            how = (f"(by cvt, or by masking bits without one, as a kernel splitting {stored[matrix]} into {used} "
+                   "pieces does)" if used_bits < stored_bits else "(a dequantising or mixed-input kernel)")
+            notes.append(f"{MMA_TYPE_NOTE}{said}, but {every}: right only where the kernel converts each element of "
+                         f"{matrix} to {used} before the instruction {how}; a kernel described with the wrong type "
+                         f"reads {matrix}'s bytes as {used}, and its run FAILs")
+        return problems, notes
+
+    straight, swapped = judged((0, 1)), judged((1, 0))
+    # refused only where neither order reads the operands as stored; of two that do, the one with fewer notes
+    chosen = swapped if (len(swapped[0]), len(swapped[1])) < (len(straight[0]), len(straight[1])) else straight
+    for message, field_name, hint in chosen[0]:
+        problem(message, field_name, hint=hint)
+    return chosen[1]
 
 
 MMA_TYPE_NOTE = "tensor-core input type: "   # how the note begins
@@ -512,12 +579,31 @@ def accumulator_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
 ATOMIC_OUTPUT_NOTE = "C is added into with atomics: "   # how the note begins
 
 
+def _adds(instruction: str) -> bool:
+    """Whether a write of global memory adds into what it writes (``atom.global.add.f32``, ``red.global.add``,
+    ``cp.reduce.async.bulk...add``) rather than storing over it."""
+    tokens = instruction.split(".")
+    return "add" in tokens and (tokens[0] in ("atom", "red") or tokens[:2] == ["cp", "reduce"])
+
+
+def _stores_through_map(instruction: str) -> bool:
+    """Whether a TMA instruction copies shared memory into the global memory its map describes
+    (``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: its first state space is its destination's)."""
+    if not instruction.startswith("cp.async.bulk.tensor."):   # a load, a prefetch, or a reduction's cp.reduce
+        return False
+    spaces = [token.split("::")[0] for token in instruction.split(".") if token.split("::")[0] in ("global", "shared")]
+    return spaces[:1] == ["global"]
+
+
 def atomic_output_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
     """A note where the kernel writes C only by atomic or reduction adds (``atom.global.add``, ``red.global.add``
-    through C's parameter, or a TMA ``cp.reduce.async.bulk.tensor...add`` through C's map), as a split-K kernel whose
-    host code zeroes C first does, while the spec says C is overwritten: a run fills C with a NaN poison before the
-    launch, every add to it stays NaN, and the correct kernel FAILs. Nothing is said of a kernel that also stores to
-    C plainly (it may write C before it adds), nor where the spec says C is read (``epilogue: accumulate``, beta)."""
+    or a bulk ``cp.reduce.async.bulk.global...add`` through C's parameter, or a TMA ``cp.reduce.async.bulk.tensor...
+    add`` through C's map), as a split-K kernel whose host code zeroes C first does, while the spec says C is
+    overwritten: a run fills C with a NaN poison before the launch, every add to it stays NaN, and the correct kernel
+    FAILs. Nothing is said of a kernel that may also store to C plainly (it may write C before it adds, as serial
+    split-K does): a store through C's parameter (``st.global``, a bulk ``cp.async.bulk.global.shared::cta``), a TMA
+    store through C's map (``cp.async.bulk.tensor...global.shared::cta``), or one whose address or map is not traced
+    to a parameter; nor where the spec says C is read (``epilogue: accumulate``, beta)."""
     kernel = plan.kernel
     if kernel.reads_c():
         return []
@@ -527,10 +613,14 @@ def atomic_output_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
     stores: list[str] = []
     for instruction, params in facts.global_writes or ():
         if outputs & set(params):
-            tokens = instruction.split(".")
-            (adds if tokens[0] in ("atom", "red") and "add" in tokens else stores).append(instruction)
-    adds += [copy.instruction for copy in facts.copies
-             if copy.param in maps and copy.instruction.startswith("cp.reduce") and ".add" in copy.instruction]
+            (adds if _adds(instruction) else stores).append(instruction)
+        elif not params and not _adds(instruction):
+            stores.append(instruction)       # an address of no known parameter may be C's
+    for copy in facts.copies:
+        if copy.param in maps and copy.instruction.startswith("cp.reduce") and ".add" in copy.instruction:
+            adds.append(copy.instruction)
+        elif (copy.param in maps or copy.param is None) and _stores_through_map(copy.instruction):
+            stores.append(copy.instruction)
     if not adds or stores:
         return []
     return [f"{ATOMIC_OUTPUT_NOTE}the kernel writes C only by adding into it ({', '.join(sorted(set(adds))[:3])}), "
@@ -674,7 +764,7 @@ def following_image_checks(plan: CasePlan, built: Cubin, limits: ArchLimits) -> 
         if cluster is not None:
             _check_compiled_cluster(view, cluster, problem, cluster_notes)
         if facts is not None:
-            _check_launch_facts(view, facts, problem)
+            cluster_notes.extend(_check_launch_facts(view, facts, problem))
             cluster_notes.extend(check_block_axes(config.grid, launch.grid, facts, problem))
             if facts.register_increases:
                 cluster_notes.extend(register_move_notes(facts, view, limits))
