@@ -50,6 +50,26 @@ CONSTANT_MAPS = """\
       - {name: c_map_b, type: tensormap, tensor: B, box: [32, 32]}
 """
 
+# A kernel that takes a tensor map inside a struct, @FIELD@ its one field, and A through a constant map; read, not
+# compiled.
+STRUCT_MAP = """\
+  - name: smap
+    source: tma_map_arrays.cu
+    function: tma_struct_map
+    params: {WRONG: false}
+    block: [32, 32]
+    grid: [ceil(N / 32), ceil(M / 32)]
+    tile: [32, 32]
+    signature:
+      - {name: p, type: struct, fields: [@FIELD@]}
+      - C
+      - M
+      - N
+      - K
+    constants:
+      - {name: c_map_a, type: tensormap, tensor: A, box: [32, 32]}
+"""
+
 
 def _spec(tmp_path, entry: str, a_map: str, shapes: str = "[[256, 256, 256], [100, 68, 36]]"):
     (tmp_path / "pyproject.toml").write_text("")
@@ -57,6 +77,13 @@ def _spec(tmp_path, entry: str, a_map: str, shapes: str = "[[256, 256, 256], [10
     path = tmp_path / "spec.yaml"
     path.write_text(f"shapes: {shapes}\nkernels:\n" + entry.replace("@A@", a_map))
     return load_spec(path)
+
+
+def _line(entry: str, text: str, last: bool = False) -> int:
+    """The spec file's line (after its shapes: and kernels: lines) of `entry`'s first, or last, line holding
+    `text`."""
+    lines = [number for number, line in enumerate(entry.splitlines(), start=3) if text in line]
+    return lines[-1] if last else lines[0]
 
 
 def _plans(tmp_path, entry: str, a_map: str, **kwargs):
@@ -74,6 +101,31 @@ def test_a_map_array_has_a_map_per_matrix_a_batch_stride_apart(tmp_path):
     assert tensor_map_offsets(plan.kernel, plan.operands, plan.kernel.signature[1]) == [0, 9792, 19584]
     assert any(note.startswith("tensor map maps_a: 3 maps, one per matrix of A, 14400 bytes apart")
                for note in plan.notes), plan.notes
+
+
+@pytest.mark.parametrize("buffer", ["buf", "c"])
+def test_a_map_array_over_a_buffer_is_refused_at_count(tmp_path, buffer):
+    # count lays the maps out by an operand's batch stride; a buffer, even one named like an operand, has none
+    over_buffer = (f"{{name: maps_a, type: tensormap, tensor: {buffer}, dims: [64, 3], strides: [256], "
+                   f"box: [32, 1], pass: pointer, count: batch}}\n"
+                   f"      - {{name: {buffer}, type: buffer, element: fp32, size: 1024, pass: none}}")
+    entry = MAP_ARRAY.replace("{name: maps_a, type: tensormap, tensor: A, box: [32, 32], pass: pointer@A@}",
+                              over_buffer)
+    entry = entry.replace("    signature:", "    constants: [{name: c_map_a, type: tensormap, tensor: A, "
+                                             "box: [32, 32]}]\n    signature:")
+    with pytest.raises(SpecError, match=f"count makes one map per matrix of A, B or C, a batch stride apart; "
+                                        f"tensor '{buffer}' is a buffer of the signature") as caught:
+        _spec(tmp_path, entry, "")
+    assert caught.value.field == "kernels[array].signature[0].count"
+    assert caught.value.hint.startswith("leave count out")
+
+
+def test_a_map_array_inside_a_struct_is_refused_without_a_pass_hint(tmp_path):
+    entry = STRUCT_MAP.replace("@FIELD@", "{name: m, type: tensormap, tensor: B, box: [32, 32], count: batch}")
+    with pytest.raises(SpecError, match="a tensor map inside a struct is one map, held by value") as caught:
+        _spec(tmp_path, entry, "")
+    assert caught.value.field == "kernels[smap].signature[0].fields[0].count"
+    assert "add pass: pointer" not in caught.value.hint and "move the map out of the struct" in caught.value.hint
 
 
 def test_a_map_array_needs_a_pointer(tmp_path):
@@ -146,8 +198,43 @@ def test_a_constant_map_is_refused_where_it_cannot_be_one(tmp_path, a_map, field
 
 def test_a_constant_map_named_as_an_argument_is_refused(tmp_path):
     entry = CONSTANT_MAPS.replace("name: c_map_b", "name: M")
-    with pytest.raises(SpecError, match="constant M is given twice, or is also an argument of the signature"):
+    with pytest.raises(SpecError, match=r"constant M is also the name of kernels\[constant\]\.signature\[1\] "
+                                        rf"\(.*spec\.yaml:{_line(entry, 'signature:')}\)") as caught:
         _spec(tmp_path, entry, ", box: [32, 32]")
+    assert caught.value.field == "kernels[constant].constants[1].name"
+
+
+def test_a_constant_map_named_as_a_struct_field_is_refused_naming_the_field(tmp_path):
+    # the case knows its maps by their names, a struct field's included: one would be encoded as the other
+    entry = STRUCT_MAP.replace("@FIELD@", "{name: c_map_a, type: tensormap, tensor: B, box: [32, 32]}")
+    with pytest.raises(SpecError, match=r"constant c_map_a is also the name of "
+                                        r"kernels\[smap\]\.signature\[0\]\.fields\[0\]") as caught:
+        _spec(tmp_path, entry, "")
+    assert caught.value.field == "kernels[smap].constants[0].name"
+    assert caught.value.where.endswith(f"spec.yaml:{_line(entry, 'tensor: A')}")
+    assert f"spec.yaml:{_line(entry, 'name: p')})" in str(caught.value)
+
+
+def test_a_constant_map_named_twice_names_the_first(tmp_path):
+    entry = CONSTANT_MAPS.replace("name: c_map_b", "name: c_map_a")
+    with pytest.raises(SpecError, match=r"constant c_map_a is also the name of kernels\[constant\]\.constants\[0\] "
+                                        rf"\(.*spec\.yaml:{_line(entry, 'tensor: A')}\)") as caught:
+        _spec(tmp_path, entry, ", box: [32, 32]")
+    assert caught.value.field == "kernels[constant].constants[1].name"
+
+
+@pytest.mark.parametrize("tensor, field, message", [
+    ("tensor: D, ", "constants[1].tensor", "a tensor map in constants: describes A, B or C, got 'D'"),
+    ("tensor: b, ", "constants[1].tensor", "a tensor map in constants: describes A, B or C, got 'b'"),
+    ("", "constants[1]", "a tensormap constant needs tensor"),
+])
+def test_a_constant_maps_bad_tensor_is_named_at_the_constant_not_as_a_matrix_missing(tmp_path, tensor, field,
+                                                                                       message):
+    entry = CONSTANT_MAPS.replace("tensor: B, ", tensor)
+    with pytest.raises(SpecError, match=message) as caught:
+        _spec(tmp_path, entry, ", box: [32, 32]")
+    assert caught.value.field == f"kernels[constant].{field}"
+    assert caught.value.where.endswith(f"spec.yaml:{_line(entry, 'box: [32, 32]}', last=True)}")
 
 
 def test_a_matrix_reached_nowhere_names_the_constant_map_that_could_take_it(tmp_path):

@@ -200,20 +200,33 @@ def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: in
         why = f"two writes of {operand} would race there" if not broadcast_allowed else \
             f"matrices of {operand} share elements only as a whole (stride 0: one matrix for every batch)"
         broadcast = " (or 0, every batch reading one matrix)" if broadcast_allowed else ""
+        span, span_words = _span(layout, ld_name)
         raise SpecError(f"the batch stride of {operand}, {stride}, is smaller than one matrix ({layout.describe()} "
-                        f"with {ld_name} = {ld} needs >= {minimum}{broadcast}) and does not interleave the matrices "
-                        f"either: element (row {first_row}, column {first_col}) of matrix 0 is element (row "
-                        f"{other_row}, column {other_col}) of matrix {other}, and {why}",
+                        f"with {ld_name} = {ld} spans {span} elements, {span_words}: putting the matrices one after "
+                        f"another needs >= {span}{broadcast}) and does not interleave the matrices either: element "
+                        f"(row {first_row}, column {first_col}) of matrix 0 is element (row {other_row}, column "
+                        f"{other_col}) of matrix {other}, and {why}",
                         where, stride_field, hint=_interleave_hint(layout, ld_name))
     return layout
+
+
+def _span(layout: MatrixLayout, ld_name: str) -> tuple[int, str]:
+    """The elements from a matrix's first to its last, the last line's padding left out, with how they are counted:
+    the smallest stride that puts the next matrix after it."""
+    lines, line_length = ("rows", "cols") if layout.order == "row" else ("cols", "rows")
+    return ((layout.lines - 1) * layout.ld + layout.tight_ld,
+            f"({lines} - 1) x {ld_name} + {line_length}")
 
 
 def _interleave_hint(layout: MatrixLayout, ld_name: str) -> str:
     """What strides keep a batch's matrices apart: one after another, or side by side within each line."""
     line_length, count = layout.tight_ld, layout.batch
     along = "rows" if layout.order == "row" else "columns"
-    return (f"a stride of at least {layout.matrix_elements} puts the matrices one after another; to interleave them "
-            f"within {along} (stride >= {line_length}), {ld_name} must be at least {count} x {line_length} = "
+    span, span_words = _span(layout, ld_name)
+    padded = (f"; {layout.matrix_elements} keeps the last {along[:-1]}'s padding"
+              if layout.matrix_elements != span else "")
+    return (f"a stride of at least {span} ({span_words}{padded}) puts the matrices one after another; to interleave "
+            f"them within {along} (stride >= {line_length}), {ld_name} must be at least {count} x {line_length} = "
             f"{count * line_length} and the stride at most ({ld_name} - {line_length}) / {count - 1}")
 
 

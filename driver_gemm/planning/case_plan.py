@@ -630,7 +630,9 @@ def _evaluator(env, problem) -> Callable[[expr.Expression, str], int | None]:
         try:
             return expression.evaluate_int(env)
         except expr.ExpressionError as exc:
-            problem(f"{expression.source!r}: {exc}", field_name)
+            # most evaluation errors quote the expression already; the rest are told which one it is
+            quoted = repr(expression.source) in str(exc)
+            problem(str(exc) if quoted else f"{expression.source!r}: {exc}", field_name)
             return None
 
     return evaluate

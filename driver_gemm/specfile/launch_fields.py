@@ -73,9 +73,9 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
     swizzle, l2_promotion, oob_fill, element, pass, count}``, or with ``dims`` (rank 1 to 5) and ``strides``,
     ``element_strides`` and ``interleave`` the whole of what cuTensorMapEncodeTiled takes, innermost
     dimension first; its words checked against the driver's vocabulary. ``count: batch`` (or ``groups``) on a
-    map passed by pointer makes one map per matrix of the operand, in one array. With `constant`, the entry is one
-    of ``constants:``: a ``__constant__ CUtensorMap`` (an
-    array of them with ``count``) over A, B or C, which takes no ``pass``."""
+    map over A, B or C passed by pointer makes one map per matrix of the operand, in one array. With `constant`,
+    the entry is one of ``constants:``: a ``__constant__ CUtensorMap`` (an array of them with ``count``) over A, B
+    or C, which takes no ``pass``."""
     check_keys(context, item, TENSOR_MAP_KEYS, item_path)
     for required in ("name", "tensor", "box"):
         if required not in item:
@@ -107,6 +107,14 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
     if not isinstance(tensor, str) or not IDENTIFIER.fullmatch(tensor):
         raise context.error(f"tensor is what the map describes: A, B, C or a buffer of the signature, got "
                             f"{kind_name(tensor)}", item, "tensor", f"{item_path}.tensor")
+    if item.get("count") is not None and tensor not in ("A", "B", "C"):
+        # count lays the maps out by the operand's batch stride; a buffer of the signature has neither matrices
+        # nor a batch stride, so no map of the array would know where it starts
+        raise context.error(f"count makes one map per matrix of A, B or C, a batch stride apart; tensor {tensor!r} "
+                            "is a buffer of the signature, which holds no matrices to count", item, "count",
+                            f"{item_path}.count",
+                            hint="leave count out; a map over a buffer reaches more of it through a dimension of "
+                                 "its own in dims: and strides:")
     if tensor not in ("A", "B", "C") and "dims" not in item:
         raise context.error(f"tensor is the matrix the map describes, A, B or C, got {tensor!r}; a map over a "
                             "buffer of the signature gives its dims: (and strides:), since a buffer has no rows "

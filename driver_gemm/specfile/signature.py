@@ -80,7 +80,8 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
                             elsewhere: frozenset[str] = frozenset()) -> set[str]:
     """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps, and every map names
     one of them or a buffer of the signature; names are unique, struct fields (of structs) included, since each
-    names one value of the case's plan. Returns what the maps read (matrices and buffers by name)."""
+    names one value of the case's plan. The ``constants:`` are read first, since their maps reach matrices too.
+    Returns what the maps read (matrices and buffers by name)."""
     names: list[str] = []
     mapped: set[str] = set()   # what tensor maps reach, a struct's maps included
     arrays: set[str] = set()   # the matrices whose batch an array of pointers reaches
@@ -102,11 +103,10 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
 
     for argument in arguments:
         add(argument)
-    constants = node.get("constants")
-    # a __constant__ CUtensorMap of constants: reaches its matrix as a map of the signature does (read, and its
-    # tensor checked to be A, B or C, with the constants)
-    constant_maps = {item.get("tensor") for item in (constants if isinstance(constants, list) else ())
-                     if isinstance(item, dict) and item.get("type") == "tensormap"}
+    # A __constant__ CUtensorMap of constants: reaches its matrix as a map of the signature does. The constants are
+    # checked here, before what they reach is: a mistake in one is named at its own field, not as a matrix missing.
+    constant_maps = {constant.tensor_map.tensor for constant in parse_constants(context, node, dotted)
+                     if constant.tensor_map is not None}
     for tensor in sorted(mapped - {"A", "B", "C"} - buffers):
         raise context.error(f"a tensor map's tensor {tensor!r} is neither A, B, C nor a buffer of the signature",
                             node, "signature", f"{dotted}.signature",
@@ -344,7 +344,7 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
             raise context.error(f"a constant is a mapping of name, type and value, got {kind_name(item)}", items,
                                 index, item_path)
         if item.get("type") == "tensormap":
-            constants.append(_constant_map(context, node, items, index, item, item_path, constants))
+            constants.append(_constant_map(context, node, dotted, items, index, item, constants))
             continue
         check_keys(context, item, CONSTANT_KEYS, item_path)
         for required in CONSTANT_KEYS:
@@ -373,18 +373,38 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
     return tuple(constants)
 
 
-def _constant_map(context: Context, node: dict, items: list, index: int, item: dict, item_path: str,
+def _constant_map(context: Context, node: dict, dotted: str, items: list, index: int, item: dict,
                   earlier: list[Argument]) -> Argument:
     """A ``__constant__ CUtensorMap`` of ``constants:`` (`launch_fields.tensor_map_argument`), its name apart from
-    the other constants' and from the signature's, since the case's maps are known by their names."""
+    the other constants' and from every name of the signature, struct fields (of structs) included, since the case
+    knows its tensor maps by their names alone."""
+    item_path = f"{dotted}.constants[{index}]"
     argument = tensor_map_argument(context, items, index, item, item_path, constant=True)
-    signature = node.get("signature")
-    taken = {entry if isinstance(entry, str) else entry.get("name") for entry in
-             (signature if isinstance(signature, list) else ()) if isinstance(entry, (str, dict))}
-    if argument.name in taken or any(constant.name == argument.name for constant in earlier):
-        raise context.error(f"constant {argument.name} is given twice, or is also an argument of the signature: the "
-                            "case knows its tensor maps by their names", item, "name", f"{item_path}.name")
+    taken = _signature_names(context, node.get("signature"), f"{dotted}.signature")
+    taken.update((constant.name, (f"{dotted}.constants[{position}]", context.where(items, position)))
+                 for position, constant in enumerate(earlier) if constant.name not in taken)
+    if argument.name in taken:
+        other, where = taken[argument.name]
+        raise context.error(f"constant {argument.name} is also the name of {other} ({where}): the case knows its "
+                            "tensor maps by their names, so one would be encoded as the other", item, "name",
+                            f"{item_path}.name",
+                            hint="name each once: a constant as its source names the __constant__ variable")
     return argument
+
+
+def _signature_names(context: Context, entries: Any, path: str) -> dict[str, tuple[str, str]]:
+    """Each name of the signature written as `entries` (at `path`), struct fields of any depth included, with the
+    field path and ``file:line`` of its first entry."""
+    names: dict[str, tuple[str, str]] = {}
+    for position, entry in enumerate(entries if isinstance(entries, list) else ()):
+        entry_path = f"{path}[{position}]"
+        name = entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name not in names:
+            names[name] = (entry_path, context.where(entries, position))
+        if isinstance(entry, dict):
+            for field, place in _signature_names(context, entry.get("fields"), f"{entry_path}.fields").items():
+                names.setdefault(field, place)
+    return names
 
 
 def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, field: bool) -> Argument:
@@ -456,6 +476,14 @@ def _argument_at(context: Context, parent: list, index: int, item_path: str, sca
     if field and isinstance(item, dict) and item.get("type") == "tensormap" and item.get("pass") == "pointer":
         raise context.error("a tensor map inside a struct is held by value (the struct's bytes hold its 128); a "
                             "const CUtensorMap* field is not supported", item, "pass", f"{item_path}.pass")
+    if field and isinstance(item, dict) and item.get("type") == "tensormap" and item.get("count") is not None:
+        # count's array of maps is copied to a device buffer of its own, whose address is a parameter; a struct's
+        # bytes hold one map by value and no pointer to such an array
+        raise context.error("count makes an array of maps, one per matrix, which the kernel takes as a parameter "
+                            "of its own (a const CUtensorMap*) or reads from a __constant__ array; a tensor map "
+                            "inside a struct is one map, held by value", item, "count", f"{item_path}.count",
+                            hint="leave count out for one map, or move the map out of the struct: into signature: "
+                                 "with pass: pointer and count, or into constants: with count")
     if isinstance(item, str):
         argument = _standard_argument(context, parent, index, item, item_path, scalars)
         _check_constant_fits(context, argument, parent, index, item_path)

@@ -441,7 +441,9 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
         try:
             return expression.evaluate_int(names)
         except expr.ExpressionError as exc:
-            raise SpecError(f"{expression.source!r}: {exc}", field=field_name) from None
+            # most evaluation errors quote the expression already; the rest are told which one it is
+            quoted = repr(expression.source) in str(exc)
+            raise SpecError(str(exc) if quoted else f"{expression.source!r}: {exc}", field=field_name) from None
 
     ld = {key: evaluate(e, f"ld.{key}", env) for key, e in spec.ld.items()}
     tight = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders)
