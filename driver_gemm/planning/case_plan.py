@@ -1311,8 +1311,8 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
                 f"grid[{axes[0]}]" if len(axes) == 1 else "grid",
                 hint=_shared_axis_hint(kernel, env, config, rows, cols)
                 or _same_dimension_hint(kernel, rows, cols)
-                or _rows_only_hint(kernel, shape, cols, column_tiles)
-                or _columns_only_hint(kernel, shape, rows, row_tiles)
+                or _one_axis_hint(kernel, shape, "M", cols, column_tiles)
+                or _one_axis_hint(kernel, shape, "N", rows, row_tiles)
                 or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
                 + (" * batch" if matrices > 1 else ""))
 
@@ -1490,35 +1490,25 @@ def _same_dimension_hint(kernel: KernelSpec, rows: int, cols: int) -> str:
             f"tiles, which {placed_by} on {'xyz'[wrong]}")
 
 
-def _rows_only_hint(kernel: KernelSpec, shape: Shape, cols: int, column_tiles: str) -> str:
-    """For a grid none of whose axes reads N, where one reads M alone or the tile is one column wide on a C of
-    several, as a matrix-vector kernel (a warp a row) is launched: folding N into the rows' axis would give the
-    kernel blocks whose row it misreads, so the hint is an axis of its own over N, or a require: that keeps the
-    kernel to the columns one block computes. Empty for any other grid."""
-    reads = [extent.names & {"M", "N"} for extent in kernel.grid]
-    rows_axis = next((axis for axis, names in enumerate(reads) if names == {"M"}), None)
-    if any("N" in names for names in reads) or not (rows_axis is not None or cols == 1 and shape.N > 1):
+def _one_axis_hint(kernel: KernelSpec, shape: Shape, numbered: str, extent: int, other_tiles: str) -> str:
+    """For a grid none of whose axes reads the other dimension than `numbered` (M for C's rows, N for its columns),
+    where one reads `numbered` alone or the tile is one line wide across the other dimension on a C of several
+    (`extent`, the tile's size across it), as a matrix-vector kernel (a warp a row) or a kernel computing one row of
+    C (a warp a column) is launched: folding the other dimension into that axis would give the kernel blocks whose
+    line it misreads, so the hint is an axis of its own over the other dimension (`other_tiles`), or a require: that
+    keeps the kernel to the lines one block computes. Empty for any other grid."""
+    other = "N" if numbered == "M" else "M"
+    reads = [grid_extent.names & {"M", "N"} for grid_extent in kernel.grid]
+    axis = next((index for index, names in enumerate(reads) if names == {numbered}), None)
+    if any(other in names for names in reads) or not (axis is not None or extent == 1 and getattr(shape, other) > 1):
         return ""
-    where = f" (grid {'xyz'[rows_axis]} reads M alone)" if rows_axis is not None else ""
-    keep = "N == 1, for a matrix-vector kernel" if cols == 1 else f"N <= {kernel.tile[1].source}"
-    return (f"the grid numbers C's rows{where}: add a grid axis over its columns, {column_tiles}, that the kernel "
-            f"reads its column from, or require: {keep}")
-
-
-def _columns_only_hint(kernel: KernelSpec, shape: Shape, rows: int, row_tiles: str) -> str:
-    """`_rows_only_hint`'s mirror, for a grid none of whose axes reads M, where one reads N alone or the tile is one
-    row high on a C of several, as a kernel computing one row of C (a vector-matrix product, a warp a column) is
-    launched: a grid that numbers M * ceil(N / cols) tiles would give it blocks whose column it misreads, so the
-    hint is an axis of its own over M, or a require: that keeps the kernel to the rows one block computes. Empty
-    for any other grid."""
-    reads = [extent.names & {"M", "N"} for extent in kernel.grid]
-    columns_axis = next((axis for axis, names in enumerate(reads) if names == {"N"}), None)
-    if any("M" in names for names in reads) or not (columns_axis is not None or rows == 1 and shape.M > 1):
-        return ""
-    where = f" (grid {'xyz'[columns_axis]} reads N alone)" if columns_axis is not None else ""
-    keep = "M == 1, for a kernel that computes one row of C" if rows == 1 else f"M <= {kernel.tile[0].source}"
-    return (f"the grid numbers C's columns{where}: add a grid axis over its rows, {row_tiles}, that the kernel "
-            f"reads its row from, or require: {keep}")
+    where = f" (grid {'xyz'[axis]} reads {numbered} alone)" if axis is not None else ""
+    lines, across = ("rows", "columns") if numbered == "M" else ("columns", "rows")
+    single = "a matrix-vector kernel" if numbered == "M" else "a kernel that computes one row of C"
+    keep = f"{other} == 1, for {single}" if extent == 1 else \
+        f"{other} <= {kernel.tile[1 if numbered == 'M' else 0].source}"
+    return (f"the grid numbers C's {lines}{where}: add a grid axis over its {across}, {other_tiles}, that the kernel "
+            f"reads its {across[:-1]} from, or require: {keep}")
 
 
 def _shared_axis_hint(kernel: KernelSpec, env, config: LaunchConfig, rows: int, cols: int) -> str:
