@@ -82,6 +82,15 @@ class WrongArgumentValue(DriverGemmError, ValueError):
     message names the function, the argument and the value (a `ValueError` too, as Python's own would be)."""
 
 
+class UnknownInstance(WrongArgumentValue, KeyError):
+    """A compiled image asked for an instance it was not compiled for: a `WrongArgumentValue` naming those it holds,
+    and a `KeyError`, as any lookup that misses is, which the callers that then try another image (a session's
+    loaded module serving several builds of one source) catch."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""   # the message, not KeyError's repr of it
+
+
 class WrongSpecArgument(SpecError, WrongArgumentType):
     """A function that reads a spec given an argument of a kind it does not take (`spec_from_dict` given text):
     a `SpecError`, as every mistake in a spec is, and a `WrongArgumentType` (a `TypeError`), as a wrong argument is."""

@@ -33,8 +33,8 @@ from .mangling import demangle
 from .regular_files import FileTooLarge, NotRegularFile, read_regular_file
 from .ptx_facts import KernelPtxFacts, attach_ignored_setmaxnreg, ptx_facts
 from .resources import KernelResources, parse_ptxas_report
-from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, WrongArgumentType,
-                      WrongArgumentValue, flag_argument, path_argument)
+from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, UnknownInstance,
+                      WrongArgumentType, WrongArgumentValue, flag_argument, path_argument)
 from ..kernel_names import is_mangled, split_overload
 from ..specfile.kernels import TARGET_OPTIONS, source_line_column
 
@@ -152,11 +152,11 @@ class Cubin:
 
     def symbol(self, instance: str) -> str:
         """The mangled symbol of `instance`, a name expression this image was compiled for, written as it was given
-        to the compile; `WrongArgumentValue` naming those it holds for any other."""
+        to the compile; `UnknownInstance` (a `KeyError` too) naming those it holds for any other."""
         symbol = self.lowered_names.get(instance) if isinstance(instance, str) else None
         if symbol is None:
             held = ", ".join(self.lowered_names) or "none"
-            raise WrongArgumentValue(f"Cubin: no instance {instance!r:.200} in this {self.origin} image for "
+            raise UnknownInstance(f"Cubin: no instance {instance!r:.200} in this {self.origin} image for "
                                      f"{self.arch}; it holds {held:.2000} (an instance is named as it was written "
                                      "for the compile, spaces included)")
         return symbol
