@@ -41,7 +41,7 @@ from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_N
                        fixed_block_count_note, flat_elements, folds_batch, folds_end_to_end, grid_axes, inferred_tile,
                        is_persistent, literal_tile_axes, number_partner_axes, one_block_per_matrix,
                        one_block_per_matrix_note, per_matrix_tile, rows_on_x, tile_axes)
-from .hopper_checks import cluster_note, launch_attributes_of, tensor_map_notes, tensor_maps_of
+from .hopper_checks import cluster_note, launch_attributes_of, tensor_maps_of
 from .tensor_scales import fold_scales, product_alpha
 
 DEFAULT_SHARED_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel opt-in
@@ -326,8 +326,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     notes.extend(unpassed_ld_notes(kernel, operands))
     tile = None
     attributes = None
-    tensor_maps = tensor_maps_of(kernel, env, shape, problem)
-    notes.extend(tensor_map_notes(tensor_maps))
+    tensor_maps, map_notes = tensor_maps_of(kernel, env, shape, problem)
+    notes.extend(map_notes)
     notes.extend(_map_array_checks(kernel, tensor_maps, operands, env, problem))
     notes.extend(_first_matrix_map_notes(kernel, operands))
     if config is not None:

@@ -144,22 +144,6 @@ def operand_bytes(kernel: KernelSpec, shape: Shape, tensor: str, element: str) -
     return layout.elements * ELEMENT_TYPES[element][1]
 
 
-class PlannedTensorMaps(dict[str, TensorMapPlan]):
-    """A case's tensor maps by argument name, with `coverage_notes`: what `plan` says of the maps over one operand
-    together (`operand_reach_notes`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.coverage_notes: list[str] = []
-
-
-def tensor_map_notes(maps: dict[str, TensorMapPlan]) -> list[str]:
-    """What `plan` says of each map it will encode (rank, dims, strides, box, swizzle...), then of the maps over
-    one operand together, where `maps` is `tensor_maps_of`'s."""
-    coverage = maps.coverage_notes if isinstance(maps, PlannedTensorMaps) else []
-    return [f"tensor map {name}: {plan.describe()}" for name, plan in maps.items()] + coverage
-
-
 MATRICES = ("A", "B", "C")
 # The names a map's dims read for the count of its operand's matrices (a batch, or one per group).
 MATRIX_COUNT_NAMES = frozenset(("batch", "groups"))
@@ -284,10 +268,11 @@ def map_reach_bytes(description: TensorMapArgument, plan: TensorMapPlan, layout:
 
 
 def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
-                   problem: Problem) -> dict[str, TensorMapPlan]:
-    """Every tensor map of the signature for this shape, by argument name; their problems reported, and what is
-    noted of the maps over one operand together kept as the result's `coverage_notes`."""
-    maps = PlannedTensorMaps()
+                   problem: Problem) -> tuple[dict[str, TensorMapPlan], list[str]]:
+    """Every tensor map of the signature (and of ``constants:``) for this shape, by argument name, their problems
+    reported; and what `plan` says of them: each map it will encode (rank, dims, strides, box, swizzle...), then the
+    maps over one operand together (`operand_reach_notes`)."""
+    maps: dict[str, TensorMapPlan] = {}
     over_matrices: list[tuple[Argument, TensorMapPlan]] = []
     for _, field_name, argument in kernel.encoded_tensor_maps():
         try:
@@ -332,8 +317,8 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
         if over_matrix and not found and not matrix_problems:
             over_matrices.append((argument, plan))
         maps[argument.name] = plan
-    maps.coverage_notes.extend(operand_reach_notes(over_matrices, kernel, shape))
-    return maps
+    notes = [f"tensor map {name}: {plan.describe()}" for name, plan in maps.items()]
+    return maps, notes + operand_reach_notes(over_matrices, kernel, shape)
 
 
 def cluster_use_checks(facts: KernelPtxFacts | None, attributes: LaunchAttributes | None,
