@@ -86,6 +86,7 @@ MAPPINGS = {
     "/$defs/kernel/properties/batch/oneOf/1/properties/stride": (typed, "OPERANDS"),
     "/$defs/kernel/properties/scales": '("a", "b")',                             # typed._scales
     "/$defs/groups": (typed, "GROUPS_KEYS"),
+    "/$defs/kernel/properties/gram/oneOf/1": (typed, "GRAM_KEYS"),
     "/$defs/kernel/properties/scalars": (typed, "SCALAR_NAMES"),                 # typed.parse_kernel_scalars
     # Not by check_keys: dispatch._parse_entry writes the entry's keys inline as a set, and reads when's by
     # DIMENSIONS and "if".

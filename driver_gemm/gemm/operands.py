@@ -32,6 +32,55 @@ STRUCTURES = {"upper": "upper triangular (zero below the diagonal)",
               "lower": "lower triangular (zero above the diagonal)",
               "diagonal": "diagonal (zero off the diagonal)",
               "symmetric": "symmetric (the upper triangle mirrored below)"}
+# The triangles of C a SYRK kernel writes (``gram: {triangle: lower}``), the diagonal included.
+GRAM_TRIANGLES = ("lower", "upper")
+OTHER_ORDER = {"row": "col", "col": "row"}
+
+
+@dataclass(frozen=True)
+class Gram:
+    """A Gram product of one input matrix X: ``of`` "a" is C = A A^T (B is A transposed, so N == M), ``of`` "b" is
+    C = B^T B (A is B transposed, so M == N). The tied operand has no memory of its own: it is the other's buffer
+    read the other way round (A row-major M x K is B column-major K x N with B's ld A's, and the converse). With
+    `triangle`, the kernel writes only that triangle of C, its diagonal included, and leaves the other as it was, as
+    cuBLAS's SYRK does; without it, the whole of C."""
+
+    of: str
+    triangle: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.of not in ("a", "b"):
+            raise ValueError(f"a Gram product is of a or b, got {self.of!r}")
+        if self.triangle is not None and self.triangle not in GRAM_TRIANGLES:
+            raise ValueError(f"a Gram product's triangle is {' or '.join(GRAM_TRIANGLES)}, got {self.triangle!r}")
+
+    @property
+    def tied(self) -> str:
+        """The operand that is the other transposed: b for a Gram product of a, a for one of b."""
+        return "b" if self.of == "a" else "a"
+
+    @property
+    def product(self) -> str:
+        return "C = A A^T" if self.of == "a" else "C = B^T B"
+
+    def describe(self) -> str:
+        """For the plan's notes: which operand is which, and what C gets."""
+        written = f" ({self.triangle} triangle written)" if self.triangle else ""
+        return f"{self.tied.upper()} is {self.of.upper()} transposed: one buffer, {self.product}{written}"
+
+    def written(self, rows: int, cols: int) -> np.ndarray:
+        """True where the kernel writes C (rows x cols): its triangle, the diagonal included, or everywhere."""
+        if self.triangle is None:
+            return np.ones((rows, cols), dtype=bool)
+        below = np.tri(rows, cols, dtype=bool)
+        return below if self.triangle == "lower" else ~np.tri(rows, cols, -1, dtype=bool)
+
+    def whole(self) -> "Gram":
+        """The same product with all of C written: what a vendor GEMM of the buffer with itself computes."""
+        return Gram(self.of)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"of": self.of, **({"triangle": self.triangle} if self.triangle else {})}
 
 
 @dataclass(frozen=True)
@@ -277,6 +326,8 @@ class GemmOperands:
     groups: GemmGroups | None = None
     # The inputs' declared structure, ((operand, word of STRUCTURES), ...): imposed on the drawn A and B.
     structure: tuple[tuple[str, str], ...] = ()
+    # A Gram product (`Gram`): one of A and B is the other transposed, in the other's buffer.
+    gram: Gram | None = None
 
     def structure_note(self) -> str | None:
         """What the drawn inputs' structure is, for the plan's notes; None for inputs drawn full."""
@@ -325,11 +376,13 @@ class GemmOperands:
 
 def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = None,
                   ld: Mapping[str, int] | None = None, batch: int = 1, strides: Mapping[str, int] | None = None,
-                  where: str | None = None, groups: GemmGroups | None = None) -> GemmOperands:
+                  where: str | None = None, groups: GemmGroups | None = None,
+                  gram: Gram | None = None) -> GemmOperands:
     """Checked layouts of A, B and C for an M x N x K GEMM: `orders` from `parse_layout`, `ld` and `strides` per operand
     (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each, no two sharing an element (but A's or B's
     with a stride of 0, one matrix for every batch). With `groups`, B has a matrix per group (per weight, where the
-    groups share weights), and A and C one per group where the groups are masked (`batch` is then 1)."""
+    groups share weights), and A and C one per group where the groups are masked (`batch` is then 1). With `gram`,
+    the tied operand is the other's buffer read transposed (`tied_layout`)."""
     orders = {"a": "row", "b": "row", "c": "row", **(orders or {})}
     ld, strides = dict(ld or {}), dict(strides or {})
     for name, mapping in (("ld", ld), ("batch.stride", strides)):
@@ -344,10 +397,39 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
     if groups is not None:
         counts = {"a": 1, "b": groups.b_matrices, "c": 1} if groups.layout == "contiguous" else \
             {"a": groups.count, "b": groups.b_matrices, "c": groups.count}
+    drawn = "abc" if gram is None else [key for key in "abc" if key != gram.tied]
     layouts = {key: matrix_layout(key.upper(), *shapes[key], orders[key], ld.get(key), counts[key], strides.get(key),
                                   broadcast_allowed=key != "c", where=where, field=key)
-               for key in "abc"}
-    return GemmOperands(M, N, K, layouts["a"], layouts["b"], layouts["c"], groups)
+               for key in drawn}
+    if gram is not None:
+        layouts[gram.tied] = tied_layout(gram, M, N, K, layouts[gram.of], orders, ld, strides, where)
+    return GemmOperands(M, N, K, layouts["a"], layouts["b"], layouts["c"], groups, gram=gram)
+
+
+def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders: Mapping[str, str],
+                ld: Mapping[str, int], strides: Mapping[str, int], where: str | None = None) -> MatrixLayout:
+    """The layout of a Gram product's tied operand: `source`'s buffer read transposed, its order the other, its
+    leading dimension and batch stride `source`'s. C must be square; an order, leading dimension or batch stride
+    the spec gave the tied operand must be that one. Mistakes raise a `SpecError` naming gram and the field."""
+    tied, of = gram.tied, gram.of
+    if M != N:
+        square = "N equal to M (C = A A^T is M x M)" if of == "a" else "M equal to N (C = B^T B is N x N)"
+        raise SpecError(f"gram of {of.upper()} computes {gram.product}, a square C, but this shape has M={M} and N={N} "
+                        f"(K={K})", where, "gram", hint=f"give shapes whose C is square: {square}")
+    order = OTHER_ORDER[source.order]
+    rows, cols = (K, N) if tied == "b" else (M, K)
+    if orders.get(tied, order) != order:
+        raise SpecError(f"gram of {of.upper()}: {tied.upper()} is {of.upper()} transposed, so "
+                        f"{ORDER_WORDS[order]} where {of.upper()} is {ORDER_WORDS[source.order]}, not "
+                        f"{ORDER_WORDS[orders[tied]]}", where, f"layouts.{tied}",
+                        hint=f"leave {tied.upper()}'s layout out, or give it {order}")
+    for field_name, given, own in ((f"ld.{tied}", ld.get(tied), source.ld),
+                                   (f"batch.stride.{tied}", strides.get(tied), source.batch_stride)):
+        if given is not None and given != own:
+            raise SpecError(f"gram of {of.upper()}: {tied.upper()} is {of.upper()}'s buffer read transposed, so its "
+                            f"{field_name.rsplit('.', 1)[0]} is {of.upper()}'s, {own}, not {given}", where, field_name,
+                            hint=f"leave {field_name} out, or make it equal to {of.upper()}'s")
+    return MatrixLayout(tied.upper(), rows, cols, order, source.ld, source.batch, source.batch_stride)
 
 
 # --------------------------------------------------------------------------- inputs, outputs, reference
@@ -423,8 +505,14 @@ def make_typed_inputs(operands: GemmOperands, types: GemmTypes, seed: int, *, wi
         return np.broadcast_to(values, (layout.batch, layout.rows, layout.cols)).copy()
 
     c0 = draw(operands.c, types.c) if with_c else None
-    a, b = draw(operands.a, types.a), draw(operands.b, types.b)     # drawn in this order whatever the structure
     structure = dict(operands.structure)
+    gram = operands.gram
+    if gram is not None:
+        # One matrix drawn; the tied operand is its transpose (the same values, which its buffer holds as they are).
+        drawn = impose_structure(draw(getattr(operands, gram.of), getattr(types, gram.of)), structure.get(gram.of))
+        transposed = np.ascontiguousarray(np.swapaxes(drawn, -1, -2))
+        return TypedInputs(seed, *((drawn, transposed) if gram.of == "a" else (transposed, drawn)), c0)
+    a, b = draw(operands.a, types.a), draw(operands.b, types.b)     # drawn in this order whatever the structure
     return TypedInputs(seed, impose_structure(a, structure.get("a")), impose_structure(b, structure.get("b")), c0)
 
 

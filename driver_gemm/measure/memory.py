@@ -66,7 +66,8 @@ def fp32_needs(M: int, N: int, K: int, *, reads_c: bool) -> MemoryNeeds:
 
 def typed_needs(operands, types, *, reads_c: bool) -> MemoryNeeds:
     """A typed case (or a cuBLASLt row): its inputs as float64 values and as laid out in their types, the float64
-    reference, the output read back (raw, codes and values) and compared; on the GPU, A, B and C as laid out.
+    reference, the output read back (raw, codes and values) and compared; on the GPU, A, B and C as laid out (a
+    Gram product's one input and C).
 
     `operands` is a `gemm.operands.GemmOperands`, `types` a `gemm.dtypes.GemmTypes`.
     """
@@ -75,7 +76,10 @@ def typed_needs(operands, types, *, reads_c: bool) -> MemoryNeeds:
               for key, layout in (("A", operands.a), ("B", operands.b), ("C", operands.c))}
     laid_out = {"A": operands.a.elements * types.a.storage_bytes, "B": operands.b.elements * types.b.storage_bytes,
                 "C": operands.c.elements * types.c.storage_bytes}
-    host = {"A": values["A"] + laid_out["A"], "B": values["B"] + laid_out["B"]}
+    gram = getattr(operands, "gram", None)
+    if gram is not None:    # a Gram product's tied operand is the other's buffer: nothing of its own is laid out
+        del laid_out[gram.tied.upper()]
+    host = {"A": values["A"] + laid_out.get("A", 0), "B": values["B"] + laid_out.get("B", 0)}
     if reads_c:
         host["C"] = values["C"] + laid_out["C"]
     host["the reference"] = values["C"] + values["A"] + values["B"]

@@ -117,6 +117,47 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
     return verdict
 
 
+def compare_written_part(output: KernelOutput, expected: np.ndarray, element: dtypes.ElementType | str,
+                         written: np.ndarray, *, rel_tolerance: float, abs_tolerance: float | None = None,
+                         reference_name: str = "numpy-float64", start: np.ndarray | None = None) -> Verdict:
+    """Compare the typed `output` of a kernel that writes only part of C, `written` (M x N, True where it writes:
+    a SYRK's triangle, diagonal included), with a float64 `expected` (batch x M x N).
+
+    The written part is checked as `compare_typed` checks a whole C, and its
+    errors are the verdict's. Every other element must still hold what C held
+    before the launch (its code of `start`, or the poison pattern): one that
+    does not is counted wrong, so the counts and the maps cover all of C and
+    the diagnosis finds writes on the wrong side.
+    """
+    element = dtypes.element_type(element)
+    shape = output.values.shape
+    inside = np.broadcast_to(np.asarray(written, dtype=bool), shape)
+    expected = np.asarray(expected, dtype=np.float64).reshape(shape)
+    start = np.asarray(start, np.float64).reshape(shape) if start is not None else None
+    part = KernelOutput(output.values[inside][None, None], output.codes[inside][None, None], output.padding_written)
+    verdict = compare_typed(part, expected[inside], element, rel_tolerance=rel_tolerance,
+                            abs_tolerance=abs_tolerance, reference_name=reference_name,
+                            start=start[inside] if start is not None else None)
+    outside = ~inside
+    if start is None:
+        kept = dtypes.unwritten_mask(output.codes[outside], element)
+    else:
+        kept = output.codes[outside] == dtypes.encode(start[outside], element)
+    masks = {}
+    for name, mask in verdict.masks.items():
+        whole = np.zeros(shape, dtype=bool)
+        whole[inside] = mask.reshape(-1)
+        masks[name] = whole
+    masks["wrong"][outside] = ~kept
+    written_outside = int(np.count_nonzero(~kept))
+    verdict.wrong += written_outside
+    verdict.elements = int(np.prod(shape))
+    verdict.masks = masks
+    if written_outside:
+        verdict.status = Status.FAIL
+    return verdict
+
+
 FP32_ROUNDOFF = 2.0 ** -24   # half the spacing of float32's numbers just above 1
 FP32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
 

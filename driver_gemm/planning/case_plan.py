@@ -25,7 +25,7 @@ from ..cuda.resources import KernelResources
 from ..errors import CompileError, ConfigError, SourceDidNotBuild, SpecError, WrongArgumentType, WrongArgumentValue
 from ..gemm.elementwise import check_note
 from ..gemm.groups import GemmGroups
-from ..gemm.operands import GemmOperands
+from ..gemm.operands import GemmOperands, Gram
 from ..specfile.typed import evaluate_operands
 from ..cuda.launch import LaunchConfig, pack_layout
 from ..cuda.launch_attributes import LaunchAttributes
@@ -267,6 +267,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     structure = operands.structure_note()
     if structure:
         notes.append(structure)
+    if operands.gram is not None:
+        notes.append(gram_note(operands.gram))
     for _, argument in kernel.leaf_arguments():
         if argument.pointers_to is not None:
             offsets = pointer_array_offsets(kernel, operands, argument.pointers_to)
@@ -676,6 +678,12 @@ def _constant_bytes(kernel: KernelSpec, env, scalars, problem) -> dict[str, byte
         if values and None not in values:
             packed[constant.name] = pack_layout(constant.layout(), values, [constant.name] * len(values))
     return packed
+
+
+def gram_note(gram: Gram) -> str:
+    """The plan's note on a Gram product: one buffer, what C gets, and what its vendor row is and is credited with."""
+    return (f"{gram.describe()}; its vendor row is cuBLASLt's GEMM of that buffer with itself (SYRK is not reached "
+            "through nvmath-python), and both are credited with the GEMM's 2 M N K operations")
 
 
 def pointer_array_offsets(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> list[int]:

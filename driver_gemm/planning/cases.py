@@ -10,7 +10,7 @@ distinct matmul (`MatmulPlan.key`) of a shape's typed kernels; each kernel case 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import SpecError, WrongArgumentType
 from ..measure.cublaslt import CublasLtUnsupported, MatmulPlan, plan_matmul
@@ -152,6 +152,9 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
             continue
         # A grouped kernel is timed against the product that holds its groups in one call (`GemmOperands.dense`).
         operands = operands.dense()
+        if operands.gram is not None:
+            # cuBLASLt's GEMM of the one buffer with itself writes all of C, whichever triangle the kernel writes.
+            operands = replace(operands, gram=operands.gram.whole())
         alpha, beta = gemm_scalars(kernel, shape, dict(spec.scalars))
         types, scales = kernel.operands.types, kernel.operands.scales
         try:
@@ -174,13 +177,15 @@ def lt_baselines(spec: Spec, shape: Shape) -> tuple[list[LtBaseline], dict[str, 
 def operands_summary(types: GemmTypes, operands: GemmOperands, bias: str | None = None,
                      elementwise: tuple = ()) -> OperandsRecord:
     """What a typed record says about its operands: types, layout code, batch, leading dimensions, strides, a
-    grouped GEMM's groups, and what C is checked against beside the product: the inputs' structure, a drawn bias
+    grouped GEMM's groups, a Gram product's one input (and the triangle of C written), and what C is checked against
+    beside the product: the inputs' structure, a drawn bias
     (along N or M) and the kernel's element-wise functions (`gemm.elementwise.ElementwiseFunction`s)."""
     return OperandsRecord(types=types.as_dict(), layout=operands.layout_code, batch=operands.batch,
                           ld={key: getattr(operands, key).ld for key in "abc"},
                           batch_stride={key: getattr(operands, key).batch_stride for key in "abc"},
                           groups=operands.groups.as_dict() if operands.groups is not None else None,
-                          structure=dict(operands.structure) or None, bias=bias,
+                          structure=dict(operands.structure) or None,
+                          gram=operands.gram.as_dict() if operands.gram is not None else None, bias=bias,
                           elementwise=[function.name if not function.argument else
                                        {function.name: list(function.argument) if len(function.argument) > 1
                                         else function.argument[0]} for function in elementwise] or None)

@@ -134,8 +134,9 @@ def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult], rows: Tim
 
 def checked_against_notes(cases: list[CaseResult]) -> list[str]:
     """For each case checked against more than its product, what more, as its results file records it: the inputs'
-    structure, a drawn bias and the element-wise functions (``structure``, ``bias`` and ``elementwise`` of its
-    operands). Values of another kind than the tool writes are left out, not guessed at."""
+    structure, a Gram product of one input, a drawn bias and the element-wise functions (``structure``, ``gram``,
+    ``bias`` and ``elementwise`` of its operands). Values of another kind than the tool writes are left out, not
+    guessed at."""
     notes = []
     for case in cases:
         operands = case.operands
@@ -145,6 +146,13 @@ def checked_against_notes(cases: list[CaseResult]) -> list[str]:
         if isinstance(operands.structure, dict) and operands.structure:
             said.append("inputs drawn " + ", ".join(f"{operand.upper()} {word}" for operand, word
                                                     in operands.structure.items() if isinstance(word, str)))
+        gram = operands.gram
+        if isinstance(gram, dict) and gram.get("of") in ("a", "b"):
+            product = "A A^T, B read from A's buffer" if gram["of"] == "a" else "B^T B, A read from B's buffer"
+            triangle = gram.get("triangle")
+            written = f", its {triangle} triangle written and the other left as it was" \
+                if triangle in ("lower", "upper") else ""
+            said.append(f"a Gram product, C = {product}{written}")
         if operands.bias in ("N", "M"):
             said.append(f"a bias added per {'column' if operands.bias == 'N' else 'row'}")
         if isinstance(operands.elementwise, list) and operands.elementwise:

@@ -348,7 +348,7 @@ class InterleavedRecord(_CasePart):
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
-    WRITTEN_WHEN_SET = ("groups", "structure", "bias", "elementwise")
+    WRITTEN_WHEN_SET = ("groups", "structure", "gram", "bias", "elementwise")
 
     types: dict[str, Any] | None = None      # `gemm.dtypes.GemmTypes.as_dict`: type name by operand and role
     layout: str | None = None                # e.g. TN
@@ -358,6 +358,9 @@ class OperandsRecord(_CasePart):
     groups: dict[str, Any] | None = None     # a grouped GEMM's: layout, each group's rows and first row, align
     # What else C was checked against, beside the product: so that a reader of the file (and `show`) knows.
     structure: dict[str, str] | None = None  # inputs drawn structured: upper, lower, diagonal or symmetric by operand
+    # A Gram product: {"of": "a"} (C = A A^T, B read from A's buffer) or "b", with the "triangle" of C written; a
+    # vendor row's, without triangle, is cuBLASLt's GEMM of the one buffer with itself.
+    gram: dict[str, str] | None = None
     bias: str | None = None                  # a drawn bias added along N (a value per column) or M (per row)
     elementwise: list[Any] | None = None     # the functions applied after it, as a spec writes them
     other: dict[str, Any] = field(default_factory=dict)

@@ -383,6 +383,8 @@ _NOT_TAKEN = {
                "record.gflops with a figure of your own, or gate a spec's run (min_pct:, run --min-pct)",
     "structure": "check_kernel checks the rig's own A and B, which it does not draw: make the tensors structured "
                  "yourself",
+    "gram": "check_kernel checks the rig's own A and B, which it does not draw: pass one tensor and its transposed "
+            "view as A and B",
 }
 
 

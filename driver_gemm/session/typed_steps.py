@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 import math
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..measure.reference import CPU_REFERENCE
 from ..planning.buffer_plans import BiasVector, drawn_bias
 from ..planning.quantized_layouts import draw_quantized
 from ..planning.tensor_scales import product_alpha
-from ..measure.verify import Verdict, compare_typed
+from ..measure.verify import Verdict, compare_typed, compare_written_part
 from ..results.records import VerificationRecord
 from ..specfile.model import VerifySettings
 from ..status import Status
@@ -155,12 +156,25 @@ def _quantization(run) -> tuple[int, int, bool, tuple[float, ...] | None] | None
 
 
 def _uploads(operands: GemmOperands, types: GemmTypes, inputs: TypedInputs) -> dict[str, bytes]:
-    """The bytes of A and B as laid out in memory, ready to upload."""
-    return {"A": input_bytes(operands.a, inputs.a, types.a), "B": input_bytes(operands.b, inputs.b, types.b)}
+    """The bytes of A and B as laid out in memory, ready to upload: of a Gram product's one input only, whose buffer
+    holds the tied operand too (`operand_buffers`)."""
+    drawn = "ab" if operands.gram is None else operands.gram.of
+    return {key.upper(): input_bytes(getattr(operands, key), getattr(inputs, key), getattr(types, key))
+            for key in drawn}
+
+
+def operand_buffers(buffers: dict[str, Any], operands: GemmOperands) -> dict[str, Any]:
+    """`buffers` (A, B and C by name) as a case's launch reads them: a Gram product's tied operand at the other's
+    buffer, which holds it read transposed; `buffers` itself otherwise."""
+    gram = operands.gram
+    if gram is None:
+        return buffers
+    return {**buffers, gram.tied.upper(): buffers[gram.of.upper()]}
 
 
 def upload_inputs(run) -> None:
-    """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C)."""
+    """Upload `run.typed`'s A and B, laid out, into the session's typed buffers (sized for A, B and C; a Gram
+    product's one input alone)."""
     typed = run.typed
     operands, types = typed.operands, typed.types
     assert typed.held is not None, "held_inputs comes first"
@@ -265,12 +279,20 @@ def check_output(run) -> Verdict:
         expected = np.asarray(expected)[held][None]
         start = start[held][None] if start is not None else None
     K = run.case.shape.K
-    run.verdict = compare_typed(output, expected, element,
-                                rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound),
-                                abs_tolerance=run.spec.verify.abs_tolerance,
-                                reference_name=run.reference_name + capped_note(run.spec.verify, typed.types, K,
-                                                                                typed.functions_bound),
-                                start=start)
+    tolerance = typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound)
+    reference_name = run.reference_name + capped_note(run.spec.verify, typed.types, K, typed.functions_bound)
+    gram = typed.operands.gram
+    if gram is not None and gram.triangle is not None:
+        # A SYRK writes one triangle: the other is checked to hold what C held before the launch.
+        written = gram.written(typed.operands.M, typed.operands.N)
+        run.verdict = compare_written_part(output, expected, element, written, rel_tolerance=tolerance,
+                                           abs_tolerance=run.spec.verify.abs_tolerance,
+                                           reference_name=reference_name, start=start)
+        output, expected = _as_diagnosed(output, expected, written, start, run.verdict.masks["wrong"])
+    else:
+        run.verdict = compare_typed(output, expected, element, rel_tolerance=tolerance,
+                                    abs_tolerance=run.spec.verify.abs_tolerance, reference_name=reference_name,
+                                    start=start)
     # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The
     # groups' rows, checked one after another, are put back in their places, rows no group holds blank (0 and 0,
     # no mark), so that the diagnosis and the error map name C's own rows and the blocks that write them.
@@ -291,15 +313,35 @@ def check_output(run) -> Verdict:
         masks = {name: in_place(mask, False) for name, mask in masks.items()}
     run.verdict.masks = masks
     run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
+    if gram is not None and gram.triangle is not None and run.verdict.status == Status.FAIL:
+        other = "upper" if gram.triangle == "lower" else "lower"
+        run.record.verification = replace(run.record.verification,
+                                          rows=f"C's {gram.triangle} triangle checked against {gram.product}, its "
+                                               f"{other} triangle against what C held before the launch: an element "
+                                               "written there is wrong")
     run.record.status = run.verdict.status
     return run.verdict
+
+
+def _as_diagnosed(output: KernelOutput, expected: np.ndarray, written: np.ndarray, start: np.ndarray | None,
+                  wrong: np.ndarray) -> tuple[KernelOutput, np.ndarray]:
+    """The output and reference of a kernel that writes part of C, as the diagnosis and the error map read them:
+    outside the written part, the reference is what C held before the launch (for a C that started poisoned, the
+    product, whose triangles mirror each other), and an element left so reads as that, so that only the elements
+    written there stand out."""
+    expected = np.asarray(expected, dtype=np.float64).reshape(output.values.shape)
+    outside = np.broadcast_to(~written, output.values.shape)
+    before = np.asarray(start, np.float64).reshape(expected.shape) if start is not None else expected
+    expected = np.where(outside, before, expected)
+    left = outside & ~wrong.reshape(expected.shape)
+    return KernelOutput(np.where(left, expected, output.values), output.codes, output.padding_written), expected
 
 
 def launch_verify(run) -> None:
     """Bind the kernel's arguments (buffers, sizes, leading dimensions, strides), launch once, and check C."""
     session = run.session
     _reset_output(run)
-    run.launch = build_launch(run, session.typed_buffers)
+    run.launch = build_launch(run, operand_buffers(session.typed_buffers, run.typed.operands))
     with ranges.annotate("checked launch", color="green"):
         run.launch()
         session.stream.synchronize()
@@ -335,7 +377,7 @@ def choose_lt_algorithm(run):
     short screen and a longer final between the screen's two fastest, with the case's own pattern, or its first
     alone (``--baseline heuristic``, or a run that does not time)."""
     session = run.session
-    buffers = session.typed_buffers
+    buffers = operand_buffers(session.typed_buffers, run.typed.operands)
     choice = session.options.baseline_choice if session.options.time else BaselineChoice(HEURISTIC, 1)
     if choice.requested > 1:
         session.wait_for_cublas()       # nothing competes with the pre-selection's timing for the GIL

@@ -33,7 +33,7 @@ from .model import PARAM_NAME, PRECISIONS, FollowingLaunch, KernelSpec, is_safe_
 from .project import UNENCODABLE_HINT, project_file, project_root, unencodable
 from .quantized import check_quantized
 from .signature import following_signature_entries, parse_constants, parse_following_signature, parse_signature
-from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_kernel_scalars, parse_operands
+from .typed import LAYOUT_NAMES, OPERAND_KEYS, is_cpp_type, parse_gram, parse_kernel_scalars, parse_operands
 from .yaml_lines import LineList, OversizedInteger
 
 KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "values", "block", "grid",
@@ -128,7 +128,11 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                             hint="give shared_bytes as a number of bytes")
     options, precision, arch = _compiler_settings(context, node, dotted)
     scalars = parse_kernel_scalars(context, node, dotted, scalars)
-    signature, memory = parse_signature(context, node, dotted, scalars, _names_following(context, node, dotted))
+    # A Gram product's tied operand is the other's buffer: the signature need not take it.
+    gram = parse_gram(context, node, dotted)
+    tied = frozenset({gram.tied.upper()}) if gram is not None else frozenset()
+    signature, memory = parse_signature(context, node, dotted, scalars,
+                                        _names_following(context, node, dotted) | tied)
     constants = parse_constants(context, node, dotted)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
     # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.

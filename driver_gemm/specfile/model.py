@@ -29,6 +29,10 @@ from ..kernel_names import overload_expression, split_overload
 from .limits import INT64_MAX, MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 from .sample_patterns import SamplePattern
 
+if TYPE_CHECKING:
+    # for annotations only: gemm.operands imports NumPy, which reading a spec's model does not need
+    from ..gemm.operands import Gram
+
 DEFAULT_SPEC = default_spec_path()
 PRECISIONS = ("fp32", "tf32")
 
@@ -414,6 +418,8 @@ class OperandSpec:
     # ``elementwise: [relu, {mul: 1.5}]``: what the kernel applies, in order, to each element of its product before
     # it stores C, so what the reference applies (`gemm.elementwise`); the vendor row computes the product alone.
     elementwise: tuple[ElementwiseFunction, ...] = ()
+    # ``gram: {of: A, triangle: lower}``: a Gram product of one input, the other operand it transposed (`Gram`).
+    gram: Gram | None = None
 
     def __post_init__(self) -> None:
         freeze_fields(self, "orders", "ld", "strides", "structure")

@@ -3,9 +3,9 @@
 A member's rows are counted as its family's (its geometric mean, `compare` under the family's name, the family's
 vendor row as its 100%), so everything that changes the product the reference checks or the vendor row it is
 timed against must agree: precision, types, storage orders, per-tensor scales, epilogue, alpha and beta, the batch,
-leading dimensions and batch strides, the groups, a bias, block scales, quantized weights, the inputs' structure and
-the element-wise functions applied to the product. What only says how the kernel is given its inputs (the
-signature's order, tensor maps, a workspace, following launches) may differ.
+leading dimensions and batch strides, the groups, a bias, block scales, quantized weights, the inputs' structure, a
+Gram product of one input and the element-wise functions applied to the product. What only says how the kernel is
+given its inputs (the signature's order, tensor maps, a workspace, following launches) may differ.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def _gemm_of(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> 
     if operands is not None:
         gemm.update({"types": operands.types.label, "storage orders": dict(operands.orders),
                      "scales": operands.scales, "structure": dict(operands.structure) or "none",
+                     "gram": operands.gram.as_dict() if operands.gram is not None else "none",
                      "elementwise": _functions(operands.elementwise)})
     gemm["epilogue"] = kernel.epilogue or "alpha and beta"
     try:

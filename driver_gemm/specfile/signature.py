@@ -45,9 +45,9 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
                     ) -> tuple[tuple[Argument, ...], tuple[tuple[str, Argument], ...]]:
     """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings; and
     apart, each with its field path, the buffers that are no parameter (``pass: none``, read through maps).
-    `elsewhere` are the names the launches that follow the kernel's own take (``then:``): a matrix among them
-    need not be among the kernel's own, and a buffer they name reaches a launch without being a parameter of the
-    kernel (``pass: none``)."""
+    `elsewhere` are the names the launches that follow the kernel's own take (``then:``), and a Gram product's
+    tied operand (``gram:``, the other's buffer): a matrix among them need not be among the kernel's own, and a
+    buffer they name reaches a launch without being a parameter of the kernel (``pass: none``)."""
     value = node.get("signature", list(DEFAULT_SIGNATURE))
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,

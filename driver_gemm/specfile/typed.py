@@ -1,8 +1,8 @@
 """The operand fields of a kernel entry: element types, storage orders, leading dimensions, batch, fp8 scales, groups,
-the inputs' structure and the element-wise functions applied to the product.
+the inputs' structure, a Gram product of one input and the element-wise functions applied to the product.
 
 A kernel that gives none of ``types``, ``layout``, ``layouts``, ``ld``, ``batch``, ``scales``, ``groups``,
-``structure`` and ``elementwise`` is
+``structure``, ``gram`` and ``elementwise`` is
 an FP32 kernel on tight row-major matrices; one that gives any is *typed*: drawn in its types,
 uploaded in its layout, checked with its types' tolerance and timed against a cuBLASLt matmul of
 the same kind. Types and layouts are checked here with the pure tables of `gemm.dtypes` and
@@ -23,16 +23,20 @@ from ..gemm.elementwise import (ALIASES as ELEMENTWISE_ALIASES, EXAMPLES, FUNCTI
                                 KNOWN_HINT as ELEMENTWISE_HINT, NOTHING, OPTIONAL_NUMBER, PAIR, ElementwiseFunction,
                                 elementwise_function)
 from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
-from ..gemm.operands import STRUCTURES, GemmOperands, gemm_operands, parse_layout
+from ..gemm.operands import (GRAM_TRIANGLES, ORDER_WORDS, OTHER_ORDER, STRUCTURES, GemmOperands, Gram, gemm_operands,
+                             parse_layout)
 from .fields import Context, check_keys, check_number, number_as_text_hint, unknown_names_error
 from .kinds import kind_name
 from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
 from .quantized import quantized_parts
 
-OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups", "structure", "elementwise")
+OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups", "structure", "gram", "elementwise")
 # The most functions one ``elementwise:`` list takes: a fused chain is a handful; a longer list is a mistake.
 MAX_ELEMENTWISE = 32
 STRUCTURE_HINT = "structure: {a: upper, b: lower}; each of a and b is " + ", ".join(STRUCTURES)
+GRAM_KEYS = ("of", "triangle")
+GRAM_HINT = ("gram: {of: A} (B is A transposed: C = A A^T) or gram: {of: B} (A is B transposed: C = B^T B), with "
+             "triangle: lower or upper for a kernel that writes only that triangle of C")
 # Names the typed fields add to every expression (tight values for an untyped kernel; one group for an ungrouped one).
 LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch", "groups")
 GROUPS_KEYS = ("layout", "count", "rows", "align", "weights", "weight_index")
@@ -61,13 +65,103 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     scales = _scales(context, node, dotted, types)
     groups = _groups(context, node, dotted, ld_names)
     structure = _structure(context, node, dotted, groups)
+    gram = parse_gram(context, node, dotted)
+    if gram is not None:
+        orders, scales = _checked_gram(context, node, dotted, gram, types, orders, scales)
     elementwise = _elementwise(context, node, dotted)
     _refuse_fractions_in_integers(context, node, dotted, types, elementwise)
     _refuse_arguments_beyond_c(context, node, dotted, types, elementwise)
     if node.get("precision", "fp32") != "fp32":
         raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
                             "precision", f"{dotted}.precision")
-    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure, elementwise)
+    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure, elementwise, gram)
+
+
+def parse_gram(context: Context, node: dict, dotted: str) -> Gram | None:
+    """``gram: {of: A|B, triangle: lower|upper}`` (or ``gram: A``): the kernel computes the Gram product of one input
+    matrix (`gemm.operands.Gram`), the other operand being it transposed in its buffer; None without the field.
+    Read before the signature too, which need not take the tied operand."""
+    if "gram" not in node:
+        return None
+    value, path = node["gram"], f"{dotted}.gram"
+    triangle = None
+    if isinstance(value, str):
+        of, parent, key, of_path = value, node, "gram", path
+    elif isinstance(value, dict):
+        check_keys(context, value, GRAM_KEYS, path)
+        if "of" not in value:
+            raise context.error("gram needs of: the one input matrix, A or B", node, "gram", path, hint=GRAM_HINT)
+        of, parent, key, of_path = value["of"], value, "of", f"{path}.of"
+        triangle = value.get("triangle")
+        if triangle is not None and (not isinstance(triangle, str) or triangle not in GRAM_TRIANGLES):
+            shown = repr(triangle) if isinstance(triangle, str) else kind_name(triangle)
+            raise context.error(f"triangle is the triangle of C the kernel writes, {' or '.join(GRAM_TRIANGLES)} "
+                                f"(diagonal included), got {shown}", value, "triangle", f"{path}.triangle",
+                                hint="leave triangle out for a kernel that writes all of C")
+    else:
+        raise context.error(f"gram is a mapping like {{of: A, triangle: lower}}, or A or B, got {kind_name(value)}",
+                            node, "gram", path, hint=GRAM_HINT)
+    if of not in ("A", "B", "a", "b"):
+        shown = repr(of) if isinstance(of, str) else kind_name(of)
+        raise context.error(f"gram's of is the one input matrix, A or B, got {shown}", parent, key, of_path,
+                            hint=GRAM_HINT)
+    return Gram(of.lower(), triangle)
+
+
+def _checked_gram(context: Context, node: dict, dotted: str, gram: Gram, types, orders: dict[str, str],
+                  scales: tuple[float, float]) -> tuple[dict[str, str], tuple[float, float]]:
+    """The orders and fp8 scales of a Gram product's operands, the tied operand's taken from the other's; what
+    cannot go with one matrix read twice is refused at its own field, naming gram: groups, a structure or block
+    scales of the tied operand, a quantized B, types of A and B that differ, a layout or scale of the tied operand
+    other than the other's. Its leading dimension and batch stride are checked per shape
+    (`gemm.operands.tied_layout`)."""
+    source, tied = gram.of, gram.tied
+    said = f"gram of {source.upper()}: {tied.upper()} is {source.upper()} transposed, in {source.upper()}'s buffer"
+    if "groups" in node:
+        raise context.error(f"{said}, but a grouped GEMM's B holds a matrix per group: groups do not go with gram",
+                            node, "groups", f"{dotted}.groups", hint="leave groups out, or describe it without gram")
+    structure = node.get("structure")
+    if isinstance(structure, dict) and tied in structure:
+        raise context.error(f"{said}, so its structure is {source.upper()}'s transposed, not one of its own", structure,
+                            tied, f"{dotted}.structure.{tied}",
+                            hint=f"give the structure of {source.upper()} alone (structure: {{{source}: ...}})")
+    if types.a != types.b:
+        types_node = node["types"]
+        raise context.error(f"{said}, so B's type is A's ({types.a.name}), not {types.b.name}", types_node, "b",
+                            f"{dotted}.types.b", hint="leave types.b out")
+    signature = node.get("signature")
+    for index, entry in enumerate(signature if isinstance(signature, list) else ()):
+        if not isinstance(entry, dict):
+            continue
+        if "quantized" in entry:
+            raise context.error(f"{said}: a quantized B is drawn from its codes, not as a matrix of its own, so it "
+                                "does not go with gram", entry, "quantized", f"{dotted}.signature[{index}].quantized",
+                                hint="leave gram out, or take B as a matrix")
+        block_scales = entry.get("scales")
+        if isinstance(block_scales, dict) and str(block_scales.get("of", "")).lower() == tied:
+            raise context.error(f"{said}, so it has no block scales of its own: its values are "
+                                f"{source.upper()}'s", block_scales, "of", f"{dotted}.signature[{index}].scales.of",
+                                hint=f"give block scales of {source.upper()}, or leave gram out")
+    order = OTHER_ORDER[orders[source]]
+    code, layouts = node.get("layout"), node.get("layouts")
+    if isinstance(layouts, dict) and tied in layouts and layouts[tied] != order:
+        raise context.error(f"{said}, so {ORDER_WORDS[order]} where {source.upper()} is "
+                            f"{ORDER_WORDS[orders[source]]}, not {ORDER_WORDS[layouts[tied]]}", layouts, tied,
+                            f"{dotted}.layouts.{tied}", hint=f"leave layouts.{tied} out, or give it {order}")
+    if isinstance(code, str) and parse_layout(code)[tied] != order:
+        letters = "".join(("N" if (orders[key] if key == source else order) == "row" else "T") for key in "ab")
+        raise context.error(f"{said}, so layout {code} cannot be: with {source.upper()} "
+                            f"{ORDER_WORDS[orders[source]]}, {tied.upper()} is {ORDER_WORDS[order]}", node,
+                            "layout", f"{dotted}.layout", hint=f"layout: {letters}, or leave layout out")
+    given_scales = node.get("scales")
+    index_of = {"a": 0, "b": 1}
+    if isinstance(given_scales, dict) and tied in given_scales and \
+            scales[index_of[tied]] != scales[index_of[source]]:
+        raise context.error(f"{said}, so its fp8 scale is {source.upper()}'s ({scales[index_of[source]]:g}), not "
+                            f"{scales[index_of[tied]]:g}", given_scales, tied, f"{dotted}.scales.{tied}",
+                            hint=f"leave scales.{tied} out: it takes {source.upper()}'s")
+    shared = scales[index_of[source]]
+    return {**orders, tied: order}, (shared, shared)
 
 
 def parse_kernel_scalars(context: Context, node: dict, dotted: str, spec_scalars: dict[str, float]) -> dict:
@@ -448,6 +542,8 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
     ld = {key: evaluate(e, f"ld.{key}", env) for key, e in spec.ld.items()}
     tight = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders)
     lds = {f"ld{key}": ld.get(key, getattr(tight, key).ld) for key in OPERANDS}
+    if spec.gram is not None:     # the tied operand's leading dimension is the other's
+        lds[f"ld{spec.gram.tied}"] = lds[f"ld{spec.gram.of}"]
     batch = evaluate(spec.batch, "batch.count", {**env, **lds})
     strides = {key: evaluate(e, f"batch.stride.{key}", {**env, **lds, "batch": batch})
                for key, e in spec.strides.items()}
@@ -471,7 +567,7 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
         if groups.shares_weights:
             _refuse_pointers_to_shared_weights(kernel)
     operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides,
-                             groups=groups)
+                             groups=groups, gram=spec.gram)
     if spec.structure:
         operands = replace(operands, structure=_checked_structure(kernel, operands))
     return operands, _names(operands)

@@ -197,7 +197,7 @@ class Evaluator:
 
     def _bind(self, run: case_steps.CaseRun) -> None:
         if run.case.kernel.is_typed:
-            run.launch = build_launch(run, run.session.typed_buffers)
+            run.launch = build_launch(run, typed_steps.operand_buffers(run.session.typed_buffers, run.typed.operands))
         else:
             case_steps.bind(run)
         self._launches[run.case.key] = run.launch
