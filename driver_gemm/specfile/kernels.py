@@ -29,7 +29,8 @@ from ..kernel_names import mangled_base_name, split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
                      SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
-from .model import PARAM_NAME, PRECISIONS, FollowingLaunch, KernelSpec, is_safe_name
+from .model import (COMPILERS, EPILOGUES, MIN_PCT_RULE, PARAM_NAME, PRECISIONS, ROWS_ON, FollowingLaunch,
+                    KernelSpec, is_safe_name)
 from .project import UNENCODABLE_HINT, project_file, project_root, unencodable
 from .quantized import check_quantized
 from .signature import following_signature_entries, parse_constants, parse_following_signature, parse_signature
@@ -41,13 +42,11 @@ KERNEL_KEYS = ("name", "source", "binary", "compiler", "function", "params", "va
                "epilogue", "rows_on", "constants", "then") + OPERAND_KEYS + LAUNCH_ATTRIBUTE_KEYS
 THEN_KEYS = ("function", "block", "grid", "shared_bytes", "signature")
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".ptx")
-COMPILERS = ("nvrtc", "nvcc")
-EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
 LAUNCH_NAMES = ("blockDim_x", "blockDim_y", "blockDim_z", "threads")   # what require: may read beside params
 SM_COUNT_NAME = "sm_count"   # the target's SM count, for the launch expressions (a persistent grid)
 # The clusters of the kernel's launch (blocks, without one) that fit on the GPU at once: a persistent grid of
-# clusters. Counted for the kernel's block, shared memory and cluster, so only the grid and the signature (argument
-# values, buffer sizes) may read it.
+# clusters. Counted for the kernel's block, shared memory and cluster, so only the grid, the signature (argument
+# values, buffer sizes) and the constants may read it.
 MAX_ACTIVE_CLUSTERS_NAME = "max_active_clusters"
 # The names every expression reads already (a grouped GEMM's groups among the operands' names): a param or value of
 # the same name would be shown in the label while the built-in one is what the launch reads.
@@ -160,11 +159,13 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                           require=require, options=options, precision=precision, arch=arch, compiler=compiler,
                           binary=binary, operands=operands, launch_attributes=launch_attributes,
                           where=context.where(parent, index), field_path=dotted, field_lines=field_lines,
-                          min_pct=min_pct, epilogue=epilogue, rows_on=rows_on, entry=entry, sizeofs=sizeofs, memory=memory,
+                          min_pct=min_pct, epilogue=epilogue, rows_on=rows_on, entry=entry, sizeofs=sizeofs,
+                          memory=memory,
                           allow_outside_headers=context.allow_outside_sources, project=project_root(context.base_dir),
                           launch_values=frozenset(value_names), constants=constants, then=then)
                for combo in configurations]
     _check_signature_reads_no_type_param(kernels[0], type_params, scalars)
+    _check_value_names(kernels[0], numeric_names, set(scalars), type_params)
     _check_fill_names(kernels[0], set(numeric_names) | set(value_names) | set(scalars))
     _check_own_scalars_read(context, node, dotted, kernels[0])
     _check_drawn_buffers(kernels[0])
@@ -336,6 +337,55 @@ def _check_signature_reads_no_type_param(kernel: KernelSpec, type_params: dict[s
                                      "the number its own param")
 
 
+def _check_value_names(kernel: KernelSpec, numeric_names: list[str], scalar_names: set[str],
+                       type_params: dict[str, str]) -> None:
+    """An argument's value (a struct's field, a fixed array's element, a launch of then:'s), a device buffer's size
+    or a constant's value that reads a name no case has (a misspelt param): refused at its field now, as the launch's
+    expressions are, rather than by every case's plan after the compile. Each reads what its case gives it: the
+    shape, the operands' `LAYOUT_NAMES`, the numeric params and values, `sm_count`, `max_active_clusters` and the
+    sizes of the launch's sizeof; a value (not a size) reads the spec's scalars too."""
+    sizes = {"M", "N", "K", SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME} | set(LAYOUT_NAMES) | set(numeric_names) \
+        | set(kernel.sizeofs)
+    values = sizes | scalar_names
+    listed = ", ".join(("M", "N", "K", *LAYOUT_NAMES, SM_COUNT_NAME, MAX_ACTIVE_CLUSTERS_NAME, *numeric_names))
+    read: list[tuple[str, str, expr.Expression, set[str]]] = []   # (field path, what, expression, names it may read)
+    for path, argument in kernel.leaf_arguments():
+        if argument.value is not None:
+            read.append((f"{path}.value", f"argument {argument.name}:", argument.value, values))
+        read.extend((f"{path}.value[{position}]", f"argument {argument.name}:", element, values)
+                    for position, element in enumerate(argument.array))
+        if argument.buffer is not None:
+            read.append((f"{path}.size", f"buffer {argument.name}: size", argument.buffer.size, sizes))
+    for path, argument in kernel.memory:
+        if argument.buffer is not None:
+            read.append((f"{path}.size", f"buffer {argument.name}: size", argument.buffer.size, sizes))
+    for index, constant in enumerate(kernel.constants):
+        if constant.value is not None:
+            read.append((f"constants[{index}].value", f"constant {constant.name}:", constant.value, values))
+        read.extend((f"constants[{index}].value[{position}]", f"constant {constant.name}:", element, values)
+                    for position, element in enumerate(constant.array))
+    for path, what, expression, known in read:
+        unknown = sorted(expression.names - known)
+        if not unknown:
+            continue
+        where, field = kernel.where_field(path), f"{kernel.field_path}.{path}"
+        typed = [name for name in unknown if name in type_params]
+        if typed:
+            name = typed[0]
+            raise SpecError(f"{what} {expression.source!r} reads {name}, a type (non-numeric) param ({name}: "
+                            f"{type_params[name]} in params), which cannot be used in an expression", where=where,
+                            field=field, hint="only params with whole numbers (or true/false) take part in "
+                                              "expressions; give the number its own param")
+        scalars_read = sorted(set(unknown) & scalar_names)
+        if scalars_read:
+            raise SpecError(f"{what} {expression.source!r} reads the scalar {', '.join(scalars_read)}: a buffer's "
+                            "size is a whole count of elements, made from the shape, the operands and the params",
+                            where=where, field=field, hint=f"names available: {listed}")
+        raise SpecError(f"{what} {expression.source!r} uses unknown name {', '.join(unknown)}", where=where,
+                        field=field, hint=f"names available: {listed}"
+                        + (f", and the scalars {', '.join(sorted(scalar_names))}" if known is values else ""))
+
+
 def _check_fill_names(kernel: KernelSpec, names: set[str]) -> None:
     """A buffer's fill that reads a name no case has (a word meant as a fill kind, a misspelt param): refused at its
     line now, rather than by every case's plan."""
@@ -356,7 +406,7 @@ def _rows_on(context: Context, node: dict, dotted: str) -> str | None:
     if "rows_on" not in node:
         return None
     value = node["rows_on"]
-    if value not in ("x", "y"):
+    if value not in ROWS_ON:
         raise context.error(f"rows_on is x or y (the block index the kernel reads its row of C from), got "
                             f"{kind_name(value)}", node, "rows_on", f"{dotted}.rows_on",
                             hint="rows_on: y for the usual grid [ceil(N / cols), ceil(M / rows)]")
@@ -399,7 +449,7 @@ def _min_pct(context: Context, node: dict, dotted: str) -> float | None:
     """The performance gate of the kernel: the % of cuBLAS each of its cases must reach (``run --min-pct``)."""
     value = read_number(context, node, "min_pct", None, f"{dotted}.min_pct", minimum=0)
     if value is not None and value <= 0:
-        raise context.error("must be above 0 (a % of cuBLAS)", node, "min_pct", f"{dotted}.min_pct")
+        raise context.error(MIN_PCT_RULE, node, "min_pct", f"{dotted}.min_pct")
     return value
 
 
@@ -923,7 +973,8 @@ def _check_names_used(context: Context, node: dict, dotted: str, param_names: li
             unknown = sorted(expression.names - allowed)
             if MAX_ACTIVE_CLUSTERS_NAME in unknown:
                 raise context.error(f"{expression.source!r} reads {MAX_ACTIVE_CLUSTERS_NAME}, which only the grid "
-                                    "and the signature's values and buffer sizes may read", node, key,
+                                    "and the signature's values and buffer sizes may read (and the constants' "
+                                    "values)", node, key,
                                     f"{dotted}.{key}",
                                     hint="it is the count of the clusters (or blocks) that fit with the kernel's "
                                          "block, shared memory and cluster, so none of those can depend on it")

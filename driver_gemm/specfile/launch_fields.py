@@ -130,7 +130,15 @@ def tensor_map_argument(context: Context, parent, index, item: dict, item_path: 
             raise context.error(f"a map of rank {rank} needs strides: the byte stride of each dimension but the "
                                 "innermost", item, "dims", f"{item_path}.strides",
                                 hint="e.g. strides: [N * 2, 128] for dims: [64, K, N / 64] of bf16")
+        if rank == 1 and "strides" in item and item["strides"] != []:
+            # strides gives the byte step of each dimension past the innermost, whose elements lie side by side
+            raise context.error(f"a map of rank 1 (dims: [{dims[0].source}]) has no dimension above the innermost, "
+                                f"so no strides to give, got {kind_name(item['strides'])}", item, "strides",
+                                f"{item_path}.strides",
+                                hint="leave strides out, or give dims a second dimension with its byte stride "
+                                     "in strides")
         strides = (_expression_list(context, item, "strides", item_path, range(rank - 1, rank),
+                                    "the byte stride of dimension 1" if rank == 2 else
                                     f"the byte strides of dimensions 1 to {rank - 1}")
                    if rank > 1 or "strides" in item else ())
         box = _expression_list(context, item, "box", item_path, range(rank, rank + 1),

@@ -17,7 +17,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn, SupportsIndex
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, SupportsIndex
 
 from . import expr
 from ..argtypes import TENSOR_MAP_ALIGNMENTS, Layout, array_layout, scalar_layout, struct_layout
@@ -26,6 +26,7 @@ from ..gemm.dtypes import GemmTypes
 from ..gemm.elementwise import ElementwiseFunction
 from ..errors import SpecError, WrongArgumentType, WrongArgumentValue, flag_argument
 from ..kernel_names import overload_expression, split_overload
+from .archs import arch_problem
 from .limits import INT64_MAX, MAX_CASES, MAX_DIMENSION, MAX_NAME_CHARS
 from .sample_patterns import SamplePattern
 
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
 
 DEFAULT_SPEC = default_spec_path()
 PRECISIONS = ("fp32", "tf32")
+COMPILERS = ("nvrtc", "nvcc")            # what builds a kernel's source
+EPILOGUES = ("overwrite", "accumulate")   # C = A @ B, C += A @ B: a kernel that takes no alpha or beta
+ROWS_ON = ("x", "y")                      # the block index a kernel reads its row of C from
+MIN_PCT_RULE = "must be above 0 (a % of cuBLAS)"
 
 # Names become file names (results/NAME-TIMESTAMP.json) and table cells: no separators, no leading dot.
 SAFE_NAME = re.compile(r"[A-Za-z0-9_+=,\[\]-][A-Za-z0-9._+=,\[\]-]*")
@@ -642,13 +647,17 @@ class KernelSpec:
                                                           if not isinstance(value, str)}))
 
     def grid_or_signature_reads(self, name: str) -> bool:
-        """True when a grid extent (the kernel's or a launch's of then:), an argument's value or a device buffer's
-        size or fill reads `name` (such as the clusters that fit, which only those may read)."""
+        """True when a grid extent (the kernel's or a launch's of then:), an argument's or a constant's value or a
+        device buffer's size or fill reads `name` (such as the clusters that fit, which only those may read)."""
         def names() -> frozenset[str]:
             read: set[str] = set()
             for expression in (*self.grid, *(extent for launch in self.then for extent in launch.grid)):
                 read |= expression.names
-            for _, argument in self.leaf_arguments():
+            for constant in self.constants:
+                for value in (constant.value, *constant.array):
+                    if value is not None:
+                        read |= value.names
+            for _, argument in (*self.leaf_arguments(), *self.memory):
                 buffer = argument.buffer
                 for value in (argument.value, *argument.array, *((buffer.size, *buffer.values) if buffer else ())):
                     if value is not None:
@@ -750,6 +759,72 @@ def _check_kernel_fields(kernel: KernelSpec) -> None:
         raise refuse("signature", "a tuple of Argument", kernel.signature)
     if not isinstance(kernel.options, tuple) or not all(isinstance(option, str) for option in kernel.options):
         raise refuse("options", "a tuple of compiler options (str)", kernel.options)
+    _check_kernel_settings(kernel, refuse)
+    _check_kernel_parts(kernel, refuse)
+
+
+def _check_kernel_settings(kernel: KernelSpec, refuse: Callable[[str, str, Any], WrongArgumentType]) -> None:
+    """The words and numbers of `kernel` (precision, compiler, arch, epilogue, rows_on, min_pct) held to the spec
+    reader's rules; min_pct is kept as a plain float, as the reader gives it."""
+    for name, choices, optional in (("precision", PRECISIONS, False), ("compiler", COMPILERS, False),
+                                    ("epilogue", EPILOGUES, True), ("rows_on", ROWS_ON, True)):
+        value = getattr(kernel, name)
+        if value is None and optional:
+            continue
+        if not isinstance(value, str):
+            raise refuse(name, " or ".join(choices) + (" or None" if optional else ""), value)
+        if value not in choices:
+            raise WrongArgumentValue(f"KernelSpec.{name}: {' or '.join(choices)}"
+                                     f"{' or None' if optional else ''}, got {value!r:.60}")
+    if kernel.arch is not None:
+        if not isinstance(kernel.arch, str):
+            raise refuse("arch", "None (the GPU's own) or an architecture such as 'sm_90a'", kernel.arch)
+        problem = arch_problem(kernel.arch)
+        if problem is not None:
+            message, hint = problem
+            raise WrongArgumentValue(f"KernelSpec.arch: {message} ({hint})")
+    if kernel.min_pct is not None:
+        value = kernel.min_pct
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise refuse("min_pct", "None (no gate) or a number above 0, the % of cuBLAS each case must reach", value)
+        if not math.isfinite(value):
+            raise WrongArgumentValue(f"KernelSpec.min_pct: must be a finite number, got {value!r}")
+        if not value > 0:
+            raise WrongArgumentValue(f"KernelSpec.min_pct: {MIN_PCT_RULE}, got {value!r}")
+        object.__setattr__(kernel, "min_pct", float(value))   # np.float64 or an int as the reader's float
+
+
+def _check_kernel_parts(kernel: KernelSpec, refuse: Callable[[str, str, Any], WrongArgumentType]) -> None:
+    """The parts of `kernel` that are objects of this module (or paths, text, flags) each of its kind."""
+    for name, kind, takes in (("binary", Path, "None or the prebuilt binary's path (a pathlib.Path)"),
+                              ("project", Path, "None or the project folder (a pathlib.Path)"),
+                              ("launch_attributes", LaunchAttributeSpec, "None or a LaunchAttributeSpec"),
+                              ("operands", OperandSpec, "None or an OperandSpec"),
+                              ("entry", Mapping, "None or the kernel's entry as written (a mapping)")):
+        value = getattr(kernel, name)
+        if value is not None and not isinstance(value, kind):
+            raise refuse(name, takes, value)
+    object.__setattr__(kernel, "allow_outside_headers",
+                       flag_argument("KernelSpec", "allow_outside_headers", kernel.allow_outside_headers))
+    for name in ("where", "field_path"):
+        if not isinstance(getattr(kernel, name), str):
+            raise refuse(name, "text (the kernel's file:line, its field path), '' for none", getattr(kernel, name))
+    if not isinstance(kernel.constants, tuple) or not all(isinstance(item, Argument) for item in kernel.constants):
+        raise refuse("constants", "a tuple of Argument (the __constant__ variables' values)", kernel.constants)
+    if not isinstance(kernel.then, tuple) or not all(isinstance(item, FollowingLaunch) for item in kernel.then):
+        raise refuse("then", "a tuple of FollowingLaunch (the launches after the kernel's own)", kernel.then)
+    if not isinstance(kernel.memory, tuple) or not all(
+            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], Argument)
+            and item[1].buffer is not None for item in kernel.memory):
+        raise refuse("memory", "a tuple of (field path, Argument with a buffer) pairs: the buffers passed to no "
+                     "parameter", kernel.memory)
+    if not isinstance(kernel.launch_values, (frozenset, set)) or not all(
+            isinstance(name, str) for name in kernel.launch_values):
+        raise refuse("launch_values", "a frozenset of the names of params given under values:",
+                     kernel.launch_values)
+    if not isinstance(kernel.sizeofs, Mapping) or not all(
+            isinstance(name, str) and isinstance(text, str) for name, text in kernel.sizeofs.items()):
+        raise refuse("sizeofs", "a mapping of each sizeof's name to the type it sizes (text)", kernel.sizeofs)
 
 
 def _check_spec_fields(spec: Spec) -> None:
