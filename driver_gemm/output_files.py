@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 import tempfile
@@ -424,7 +425,9 @@ class AppendOnlyFile:
 
 
 def _drop_torn_tail(path: Path) -> None:
-    """Cut a torn last line (no newline: its writer was killed) so that appended lines start clean."""
+    """Make a file end with a whole line, so that appended lines start clean: a last line without its newline
+    that is a whole JSON record (its writer stopped between the two) gets the newline, as the readers count it a
+    finished line; a torn one (its writer was killed mid-line: not JSON) is cut, as the readers skip it."""
     try:
         with open(path, "rb+") as handle:
             size = handle.seek(0, os.SEEK_END)
@@ -435,6 +438,20 @@ def _drop_torn_tail(path: Path) -> None:
                 return
             handle.seek(0)
             data = handle.read()
-            handle.truncate(data.rfind(b"\n") + 1)
+            start = data.rfind(b"\n") + 1
+            if _whole_json(data[start:]):
+                handle.seek(0, os.SEEK_END)
+                handle.write(b"\n")
+            else:
+                handle.truncate(start)
     except FileNotFoundError:
         pass
+
+
+def _whole_json(line: bytes) -> bool:
+    """Whether `line` is one whole JSON value in UTF-8 (a record whose newline alone is missing)."""
+    try:
+        json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):    # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return False
+    return bool(line.strip())

@@ -221,17 +221,23 @@ def _check_options_against_spec(config, spec, case_keys) -> None:
     """Options that name kernels or hold results, refused when they have nothing to do with `spec`: a gate on
     a kernel it lacks, or results of another spec, would pass (or fail) every case without checking it."""
     # lazy: pytest loads this plugin in every run; the package is imported only when a test uses it
-    from .report.gates import check_gate_names, check_stored_matches, parse_min_pct
+    from .report.gates import check_gate_names, check_stored_matches, gpu_models, parse_min_pct
     from .results.read import read_results
 
     option = "--driver-gemm-min-pct"
     try:
         check_gate_names(parse_min_pct(config.getoption(option))[1], [kernel.name for kernel in spec.kernels])
+        recorded = config.getoption("--driver-gemm-results")
+        # Judging recorded results, their GPUs are known before any test: stored results of other GPU models
+        # are refused now, as the command line refuses them once it knows its GPUs.
+        gpus = gpu_models(read_results(recorded).run) if recorded else None
         for option, consequence in (("--driver-gemm-baseline-results", "the regression gate would compare nothing"),
                                     ("--driver-gemm-results", "no case of the spec would have a result")):
             path = config.getoption(option)
             if path:
-                check_stored_matches(read_results(path).run, case_keys, consequence)
+                check_stored_matches(read_results(path).run, case_keys, consequence,
+                                     gpus=gpus if option == "--driver-gemm-baseline-results" else None,
+                                     across_option=None)
     except DriverGemmError as error:
         where = f"{config.getoption(option)}: " if option != "--driver-gemm-min-pct" else ""
         raise pytest.UsageError(f"{option}: {where}{error}") from None
@@ -248,7 +254,8 @@ def _gate_failures(config, spec, run) -> dict[str, list[str]]:
     stored = read_results(stored_path).run if stored_path else None
     failures: dict[str, list[str]] = {}
     for failure in check_gates(run, min_pct=every, per_kernel=kernel_min_pcts(spec.kernels, per_name),
-                               stored=stored, threshold=config.getoption("--driver-gemm-threshold") / 100):
+                               stored=stored, threshold=config.getoption("--driver-gemm-threshold") / 100,
+                               across_option=None):
         failures.setdefault(failure.case, []).append(str(failure))
     return failures
 

@@ -339,6 +339,15 @@ def spec_argument(text: str) -> Path:
     return Path(text)
 
 
+def results_argument(text: str) -> Path:
+    """A RESULTS argument as a path; an empty one is refused by name (as a path it would be ".", the current
+    folder, and be reported as a folder that is no results file)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"an empty path ({text!r}) names no results file: give the path of one "
+                                         "(.json, .jsonl, or either .gz)")
+    return Path(text)
+
+
 SPEC_HELP = ("a spec file, or the name of a shipped spec (fast, or fast.yaml; `driver-gemm specs` lists them); "
              "a file of that name here wins, named exactly as given: ./fast.yaml is read for fast.yaml, not "
              "for fast")

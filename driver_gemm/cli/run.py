@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.util
+import json
 import re
 import signal
 from pathlib import Path
@@ -88,6 +89,10 @@ def add_parser(commands, **common) -> None:
     gates.add_argument("--threshold", type=decimal_number, metavar="PERCENT",
                        help="with --baseline-results: also call differences up to this many percent SAME, so that a "
                             "slowdown must exceed it to fail (default 0: noise only)")
+    gates.add_argument("--across-gpus", action="store_true",
+                       help="with --baseline-results: match the stored cases whatever GPU ran them (else, as compare "
+                            "matches them, only cases of the same GPU model are compared, and stored results of "
+                            "another GPU model are refused)")
     add_format_options(run)
 
 
@@ -124,7 +129,36 @@ def read_gates(args, out: Output, specs=()):
     return every, per_name, stored
 
 
-def check_run_gates(spec, result, gates, threshold_pct: float, out: Output) -> bool:
+def check_stored_gpus(stored, specs, gpus: list[str], across_gpus: bool, path) -> None:
+    """Refuse (`UsageError`, exit 2) stored results none of whose cases of the `specs`' is of the run's GPU models
+    (`gpus`, read before anything runs): `compare` matches cases by GPU model, so the regression gate would compare
+    nothing. ``--across-gpus`` lets them be compared across models."""
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..planning.cases import cases_of
+    from ..report.gates import GateError, check_stored_matches
+
+    if stored is None or not gpus:
+        return
+    try:
+        check_stored_matches(stored, {(case.label, case.shape.label) for spec in specs for case in cases_of(spec)},
+                             gpus=gpus, across_gpus=across_gpus)
+    except GateError as error:
+        raise UsageError(str(error), where=str(path), field="--baseline-results") from None
+
+
+def _run_gpu_models(args, ordinals) -> list[str]:
+    """The names of the GPUs of this machine the run will use (after the driver answered); none with --scheduler."""
+    if args.scheduler:
+        return []
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..cuda.device import device_count, read_properties
+
+    present = device_count()
+    devices = list(range(present)) if ordinals == "all" else ordinals or [args.device]
+    return list(dict.fromkeys(read_properties(ordinal).name for ordinal in devices if 0 <= ordinal < present))
+
+
+def check_run_gates(spec, result, gates, threshold_pct: float, out: Output, across_gpus: bool = False) -> bool:
     """Every gate over `result`; each failure is one line on stderr. True when all hold."""
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.gates import check_gates, kernel_min_pcts
@@ -134,7 +168,7 @@ def check_run_gates(spec, result, gates, threshold_pct: float, out: Output) -> b
     if every is None and not per_kernel and stored is None:
         return True
     failures = check_gates(result, min_pct=every, per_kernel=per_kernel, stored=stored,
-                           threshold=threshold_pct / 100)
+                           threshold=threshold_pct / 100, across_gpus=across_gpus)
     for failure in failures:
         out.error(f"gate failed: {failure}")
     if not failures:
@@ -227,9 +261,6 @@ def execute(args, out: Output) -> int:
 
 def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib.ExitStack) -> int:
     """`execute` once the GPUs' worker processes (if any) are on their way: read, check, then run."""
-    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
-    from ..results.read import read_finished_cases
-
     specs = with_rounds(with_sample_pattern(load_specs(args.specs, args.kernel, args.shape,
                                                        args.allow_outside_sources), args.samples), args.rounds)
     timeline.mark("specs read", first=True)
@@ -253,11 +284,7 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
                              hint="give the specs different name: fields, or run them one at a time")
     previous: list = []
     if args.resume and not args.sanitize:   # read and checked before anything runs, or what goes beside it is said
-        header, previous = read_finished_cases(args.resume)
-        made_by = header.get("spec")
-        if made_by and made_by != specs[0].name:   # its cases would be skipped, the new ones appended to it
-            raise UsageError(f"this is the case log of spec {made_by!r}, not {specs[0].name!r}: resume it with the "
-                             "spec that wrote it", where=str(args.resume), field="--resume")
+        previous = read_log_to_resume(args.resume, specs[0].name, out)
     _check_outputs(args, specs)
     if args.no_baseline:
         specs = [dataclasses.replace(spec, baseline=False) for spec in specs]
@@ -275,8 +302,38 @@ def _execute(args, out: Output, ordinals, options, early: dict, held: contextlib
     if not args.scheduler:   # the cluster's workers hold the GPUs: this machine needs none
         _check_before_asking_for_a_gpu(specs, out)
         timeline.mark("driver answered", first=True)
+        if gates[2] is not None:
+            check_stored_gpus(gates[2], specs, _run_gpu_models(args, ordinals), args.across_gpus,
+                              args.baseline_results)
     locked = _lock_clocks(args, lock_mhz, ordinals, held)
     return _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked, out, early)
+
+
+def read_log_to_resume(path: Path, spec_name: str, out: Output) -> list:
+    """The finished cases of the case log `path` that ``--resume`` continues, for the spec named `spec_name`.
+
+    Refused (`UsageError`): a log without its header line (a run writes one before its first case, so such a file
+    was not written by a run as it is, and may hold any spec's cases) and a log of another spec. What reading
+    skipped (a torn last line, cut before the run appends) is said on stderr.
+    """
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..report.lines import say
+    from ..results.read import read_results
+
+    loaded = read_results(path)
+    made_by = loaded.header.get("spec")
+    if not loaded.header:   # its cases would be taken as this spec's, and the new ones appended to them
+        header = '{"type": "run", "spec": ' + json.dumps(spec_name) + ', ...}'
+        raise UsageError(f"no header line: a case log a run writes begins with one ({header}) naming its spec, so "
+                         f"this file is no log of a run of {spec_name!r} to continue", where=str(path),
+                         field="--resume",
+                         hint="resume the .jsonl a run of this spec wrote, or start a new run without --resume")
+    if made_by != spec_name:   # its cases would be skipped, the new ones appended to it
+        raise UsageError(f"this is the case log of spec {made_by!r}, not {spec_name!r}: resume it with the "
+                         "spec that wrote it", where=str(path), field="--resume")
+    for note in loaded.notes:
+        say(out.errors, f"driver-gemm: {note}", "yellow")
+    return loaded.run.cases
 
 
 def _spawn_workers_early(args, ordinals, options, held: contextlib.ExitStack) -> dict:
@@ -404,7 +461,6 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
                early: dict | None = None) -> int:
     """`execute` once everything is checked (and the clocks locked): each spec run, written once and shown."""
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
-    from ..runners import estimates
     from ..planning.cases import cases_of
     from ..results.records import CaseLog, RunResult
     from ..results.text import path_text
@@ -443,13 +499,12 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
                 progress.close()
                 log.close()
                 if result.cases or result.environment:     # written once, whatever happened
-                    estimates.remember(result)              # what each case took: later runs on several GPUs
-                                                            # deal their work by it
                     timeline.mark("writing results")
                     result.settings.timeline_s = timeline.marks()
                     result.write_json(path)
                     timeline.mark("results written")      # this and what follows are not in the file: the
                                                           # command's own timeline ends at its exit
+                    remember_costs(result, out)
             if interrupted:
                 out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
                           f"{path}; continue with --resume {lines}")
@@ -463,9 +518,24 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
             out.note(f"results: {path} (case by case: {lines})")
             if not result.ok:
                 exit_code = EXIT_FAILED
-            if not check_run_gates(spec, result, gates, args.threshold or 0.0, out):
+            if not check_run_gates(spec, result, gates, args.threshold or 0.0, out, args.across_gpus):
                 exit_code = EXIT_FAILED
     return exit_code
+
+
+def remember_costs(result, out: Output) -> None:
+    """What each case took, kept for later runs on several GPUs to deal their work by (`runners.estimates`).
+
+    Best effort, after the results are written: the figures only steer how work is dealt, so a failure to keep
+    them (a cache that cannot be written, a record it cannot read) is one line, never the run's end.
+    """
+    # lazy: a command imports this when it runs, after its GPUs' workers are spawned
+    from ..runners import estimates
+
+    try:
+        estimates.remember(result)
+    except Exception as error:     # whatever it is, the results are written and the run's outcome stands
+        out.error(f"warning: the cases' costs were not kept for later runs ({type(error).__name__}: {error})")
 
 
 def json_path(given: Path | None, spec, spec_count: int) -> Path | None:
@@ -550,6 +620,9 @@ def _check_option_combinations(args) -> None:
     if args.threshold is not None and args.baseline_results is None:
         raise UsageError("the threshold of the comparison with stored results: give --baseline-results too, or "
                          "leave --threshold out", field="--threshold")
+    if args.across_gpus and args.baseline_results is None:
+        raise UsageError("it widens the comparison with stored results: give --baseline-results too, or leave "
+                         "--across-gpus out", field="--across-gpus")
     turned_off = {"--no-timing": args.no_timing, "--no-baseline": args.no_baseline}
     # Each option that only shapes what a run times or its vendor rows, the options that turn those off, and why
     # it then does nothing.

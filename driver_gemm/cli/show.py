@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from .common import Output, add_format_options, read_results_files
+from .common import Output, add_format_options, read_results_files, results_argument
 from .plot import check_picture, sampled_cases_of
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .run import show_run
@@ -14,7 +12,7 @@ from ..errors import UsageError
 def add_parser(commands, **common) -> None:
     show = commands.add_parser("show", help="print the tables of recorded results (.json or .jsonl), as `run` "
                                             "does; --markdown gives the README's tables; no GPU needed", **common)
-    show.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
+    show.add_argument("results", nargs="+", type=results_argument, help="results (.json or .jsonl)")
     show.add_argument("--plot", metavar="FILE",     # text: `plot.check_picture` reads a trailing separator
                       help="also draw each case's raw samples: their distribution, and the samples in the order "
                            "taken beside the SM clock (.png or .svg; needs the plots extra)")

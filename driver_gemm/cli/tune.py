@@ -11,8 +11,9 @@ from rich.markup import escape
 
 from .common import (Output, add_source_option, check_environment, check_ordinal, check_output_file,
                      claimed_default_json, default_json, env_device, SPEC_HELP, load_specs, read_results_files,
-                     refuse_aliases, spec_argument, spec_inputs, whole_number)
+                     refuse_aliases, results_argument, spec_argument, spec_inputs, whole_number)
 from ..errors import DriverGemmError, NoGpuError, UsageError
+from ..output_files import output_path
 from ..results.text import path_text, printable
 from ..status import Status
 from .exit_codes import EXIT_OK
@@ -42,13 +43,14 @@ def add_parser(commands, **common) -> None:
     tune.add_argument("--seed", type=whole_number, help="seed of the strategies that draw (default 0)")
     tune.add_argument("--fresh", action="store_true",
                       help="measure again what the tuning cache already knows (and record the new results)")
-    tune.add_argument("--json", type=Path, help="results of every full measurement (default "
-                                               "results/SPEC-tune-TIMESTAMP.json)")
-    tune.add_argument("--out", type=Path, help="the winners spec (default results/SPEC-winners.yaml)")
-    tune.add_argument("--dispatch", type=Path, metavar="SPEC.yaml",
+    # Output paths read as text (`read_output_paths`): a Path would turn "" into "." and drop a trailing separator.
+    tune.add_argument("--json", help="results of every full measurement (default "
+                                     "results/SPEC-tune-TIMESTAMP.json)")
+    tune.add_argument("--out", help="the winners spec (default results/SPEC-winners.yaml)")
+    tune.add_argument("--dispatch", metavar="SPEC.yaml",
                       help="also write a spec with one kernel per family and a dispatch: table of its winners "
                            "per shape (a run on any shape then picks the nearest winner)")
-    tune.add_argument("--from", dest="recorded", type=Path, metavar="RESULTS",
+    tune.add_argument("--from", dest="recorded", type=results_argument, metavar="RESULTS",
                       help="pick the winners from recorded results (.json or .jsonl, e.g. of a tune stopped "
                            "before it finished) instead of running; no GPU needed")
     tune.add_argument("--across-gpus", action="store_true",
@@ -215,6 +217,15 @@ def _check_outputs(args, spec) -> None:
                    [*spec_inputs(spec), ("--from", args.recorded)])
 
 
+def read_output_paths(args) -> None:
+    """``--json``, ``--out`` and ``--dispatch`` as paths, each refused by name where its text can name no file (empty,
+    or ending in a separator: see `output_files.output_path`)."""
+    for option, attribute, example in (("--json", "json", "results.json"), ("--out", "out", "winners.yaml"),
+                                       ("--dispatch", "dispatch", "dispatch.yaml")):
+        text = getattr(args, attribute)
+        setattr(args, attribute, None if text is None else output_path(text, option, example))
+
+
 def _refuse_search_options_with_recorded(args) -> None:
     """With ``--from`` nothing is searched or measured: an option of the search would be silently ignored."""
     if not args.recorded:
@@ -238,6 +249,7 @@ def execute(args, out: Output) -> int:
     from ..tune.winners import default_winners_path, dispatch_spec, no_winner, pick_winners, winners_spec
 
     _refuse_search_options_with_recorded(args)
+    read_output_paths(args)
     check_environment()
     # None: not given (so that --from can tell what was asked of a search); the search's defaults from here on
     args.strategy = args.strategy or "exhaustive"

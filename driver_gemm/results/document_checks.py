@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..measure.stats import SAMPLE_DIGITS
+from ..status import is_baseline_label
 from .text import first_control, printable
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -114,6 +115,8 @@ def check_case_consistency(case: dict, path: str, where: str) -> None:
             raise UsageError(f"{ascii(case[key])[:80]} holds the control character {ascii(control)}: no kernel name "
                              "or label driver-gemm writes has one", where=where, field=json_path(path, key))
     _check_figures(case, _CASE_FIGURES, path, where)
+    _check_status(case, path, where)
+    _check_phases(case.get("phases"), json_path(path, "phases"), where)
     verification = case.get("verification") or {}
     verdict = verification.get("status")
     if verdict is not None and case.get("status") in ("PASS", "FAIL") and verdict != case["status"]:
@@ -139,6 +142,39 @@ def check_case_consistency(case: dict, path: str, where: str) -> None:
                              "real samples", where=where, field=json_path(path, f"timing.{low_name}"))
     if samples:
         _check_summary(timing, samples, json_path(path, "timing"), where)
+
+
+def _check_status(case: dict, path: str, where: str) -> None:
+    """Refuse a status no run gives its case: a case given up on before it ran (``not_run``) is an ERROR with no
+    time, and REF is a baseline row's alone (its output is the reference the kernels are checked against)."""
+    status = case.get("status")
+    if case.get("not_run") and status != "ERROR":
+        raise UsageError(f"not_run is true with status {status}: a case given up on before it ran is an ERROR, so "
+                         "these results were not written by a run as they are", where=where,
+                         field=json_path(path, "status"))
+    if case.get("not_run") and case.get("timing"):
+        raise UsageError("not_run is true, yet the case has a timing: a case given up on before it ran has none, so "
+                         "these results were not written by a run as they are", where=where,
+                         field=json_path(path, "timing"))
+    if status == "REF" and not is_baseline_label(case["kernel"]):
+        raise UsageError(f"status REF on {printable(case['kernel'])!s:.80}, a kernel's row: REF is a baseline row's "
+                         "(cuBLAS or cuBLASLt), so these results were not written by a run as they are", where=where,
+                         field=json_path(path, "status"))
+
+
+def _check_phases(phases: Any, path: str, where: str) -> None:
+    """Refuse ``phases`` other than null or an object of step name to seconds (a number, 0 or more), as a run
+    writes it: the run that resumes a log and the cost estimates read it so."""
+    if phases is None:
+        return
+    if not isinstance(phases, dict):
+        raise UsageError(f"{json_type(phases)}, where a run writes an object of step name to seconds (or null), "
+                         "so these results were not written by a run as they are", where=where, field=path)
+    for name, seconds in phases.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
+            raise UsageError(f"{_show(seconds)} is no step's seconds (a number, 0 or more), as a run writes them: "
+                             "these results were not written by a run as they are", where=where,
+                             field=json_path(path, printable(name)))
 
 
 def _check_summary(timing: dict, samples: list, path: str, where: str) -> None:

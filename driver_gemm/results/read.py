@@ -12,6 +12,7 @@ import contextlib
 import errno
 import gc
 import json
+import re
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -57,7 +58,11 @@ def read_results(path: FilePath) -> ResultsFile:
     figure no GPU run gives (`MOST_GFLOPS`, `MOST_PCT`, `LEAST_MS` to
     `MOST_MS`, ...), or a key given twice in one object.
     """
-    path = Path(path_argument("read_results", "path", path))
+    given = path_argument("read_results", "path", path)
+    if not given.strip():    # as a Path it would be ".", the current folder
+        raise UsageError(f"an empty path ({given!r}) names no results file: give the path of one (.json, .jsonl, or "
+                         "either .gz)")
+    path = Path(given)
     text = _read_text(path)
     with _collector_paused():
         if _kind(path) == ".jsonl":
@@ -157,6 +162,10 @@ def _read_text(path: Path) -> str:
         raise UsageError(f"larger than the {MAX_RESULTS_BYTES >> 20} MiB a results file may be", where=where)
     if path.suffix.lower() == ".gz":
         data = _gunzip(data, where)
+    elif data.startswith(GZIP_MAGIC):
+        plain = path.name if path.suffix else f"{path.name}.json"
+        raise UsageError("binary data: gzip data (a compressed file) under a name without .gz, and results are "
+                         "read compressed only by a .gz name", where=where, hint=f"rename it {plain}.gz, or gunzip it")
     if not data.strip():
         raise UsageError("empty file: no results in it", where=where, hint=_empty_file_hint(path))
     _refuse_other_encodings(data, where)
@@ -173,6 +182,20 @@ def _read_text(path: Path) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UsageError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}): "
                          "not a results file", where=where) from None
+
+
+GZIP_MAGIC = b"\x1f\x8b"     # the first two bytes of every gzip file (RFC 1952)
+# A spec's top-level keys that a YAML spec begins a line with; no JSON results file has a line starting so.
+_SPEC_LINE = re.compile(r"^(kernels|shapes|measure|verify|scalars|dispatch|baseline)\s*:", re.MULTILINE)
+
+
+def _spec_given(path: Path, text: str) -> str | None:
+    """Where a spec (YAML) was given as results (`show spec.yaml`): what to say instead of a JSON error, else None."""
+    named = path.suffix.lower() in (".yaml", ".yml")
+    if not named and _SPEC_LINE.search(text) is None:
+        return None
+    what = "by its name" if named else "with kernels and shapes"
+    return f"this looks like a spec (YAML, {what}), which driver-gemm plan and run read, not a results file"
 
 
 # Byte-order marks, longest first (UTF-32's little-endian mark begins with UTF-16's), and the first bytes of a JSON
@@ -227,6 +250,10 @@ def _parse_json(text: str, where: str) -> Any:
     try:
         return _loads(text, where, "")
     except json.JSONDecodeError as exc:
+        spec = _spec_given(Path(where), text)
+        if spec is not None:
+            raise UsageError(spec, where=where, hint=f"run it with driver-gemm run {where} (or plan it, no GPU "
+                                                     "needed); show, compare and plot read what a run writes") from None
         hint = " (a case log, one JSON record a line? its name ends in .jsonl)" if _is_case_log(text) else ""
         raise UsageError(f"not valid JSON: {_json_problem(exc)} at line {exc.lineno}, column {exc.colno}{hint}",
                          where=where) from None
@@ -319,6 +346,10 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             detail = _unparsable(exc)
             if number == 1 and _is_whole_results(text):
                 detail = "this is a whole results file, which is read under a .json name; --resume takes a .jsonl"
+            spec = _spec_given(path, text) if number == 1 else None
+            if spec is not None:
+                raise UsageError(spec, where=str(path), hint=f"run it with driver-gemm run {path} (or plan it, no "
+                                 "GPU needed); show, compare and plot read what a run writes") from None
             raise UsageError(f"not a JSON line of a case log: {detail}", where=where) from None
         if not isinstance(record, dict):
             raise UsageError(f"a line of a case log is a JSON object, not {json_type(record)}", where=where)
@@ -346,6 +377,9 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
         notes.append(f"{path}: {len(cases) - len(latest)} case{'s' if len(cases) - len(latest) != 1 else ''} "
                      "written again later (a resumed run): each read as its last row")
         cases = latest
+    if not header:
+        notes.append(f"{path}: no header line (a run writes one before its first case): the spec's name is taken "
+                     f"from the file's name ({path.stem!r}), and the run's GPU, settings and provenance are unknown")
     run = RunResult(spec=header.get("spec", path.stem), spec_path=header.get("spec_path"),
                     environment=header.get("environment", {}),
                     settings=RunSettings.from_json(header.get("settings", {})), cases=cases,

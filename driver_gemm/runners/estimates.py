@@ -83,7 +83,9 @@ def remember(result: RunResult) -> int:
         measured = by_gpu.setdefault(gpu, Remembered())
         key = (case.kernel, case.shape.label)
         launch_ms = _figure(case.timing.median_ms) if case.timing is not None else None
-        case_s = _figure(sum(value for value in (case.phases or {}).values() if _figure(value) is not None))
+        # a record a caller built may hold phases of any kind: only step name -> seconds is a cost
+        phases = case.phases if isinstance(case.phases, dict) else {}
+        case_s = _figure(sum(value for value in phases.values() if _figure(value) is not None))
         if launch_ms is not None:
             measured.launch_ms[key] = launch_ms
         if case_s is not None:
