@@ -415,7 +415,9 @@ def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders
     if M != N:
         square = "N equal to M (C = A A^T is M x M)" if of == "a" else "M equal to N (C = B^T B is N x N)"
         raise SpecError(f"gram of {of.upper()} computes {gram.product}, a square C, but this shape has M={M} and N={N} "
-                        f"(K={K})", where, "gram", hint=f"give shapes whose C is square: {square}")
+                        f"(K={K})", where, "gram",
+                        hint=f"give shapes whose C is square: {square}; a set {{MN: [...], K: [...]}} sweeps square "
+                             "C's over K")
     order = OTHER_ORDER[source.order]
     rows, cols = (K, N) if tied == "b" else (M, K)
     if orders.get(tied, order) != order:

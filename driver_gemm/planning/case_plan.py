@@ -310,6 +310,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     notes.extend(_unread_scalar_notes(kernel, scalars or {}, written_scalars))
     # fp8's per-tensor scales reach the kernel by pointer, folded into its alpha, or in no way (said in a note).
     fold_scales(kernel, argument_values, problem, notes)
+    if operands.gram is not None and kernel.reads_c() and float(argument_values.get("beta", 0.0)) != 0.0:
+        notes.append(gram_c0_note(operands.gram, float(argument_values["beta"])))
     buffers = plan_buffers(kernel, env, argument_values, problem, operands.groups)
     notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
                  if buffer.grid is not None)
@@ -684,6 +686,16 @@ def gram_note(gram: Gram) -> str:
     """The plan's note on a Gram product: one buffer, what C gets, and what its vendor row is and is credited with."""
     return (f"{gram.describe()}; its vendor row is cuBLASLt's GEMM of that buffer with itself (SYRK is not reached "
             "through nvmath-python), and both are credited with the GEMM's 2 M N K operations")
+
+
+def gram_c0_note(gram: Gram, beta: float) -> str:
+    """The plan's note on a Gram product that adds beta C0: C0 is a matrix of its own, not the input, so a kernel
+    that adds a multiple of its input (a Newton-Schulz step's alpha X X^T + beta X) is held to another product."""
+    product = "alpha A A^T" if gram.of == "a" else "alpha B^T B"
+    one = gram.of.upper()
+    return (f"beta = {beta:g} with gram of {one}: C is checked against {product} + beta C0, C0 (what C holds before "
+            f"the launch) drawn apart from {one}; a kernel that adds a multiple of {one} itself, not of C, is not "
+            "described and would FAIL")
 
 
 def pointer_array_offsets(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> list[int]:
@@ -1249,6 +1261,9 @@ def _over_coverage_notes(kernel: KernelSpec, env, shape: Shape, config: LaunchCo
         roles = {column_axis: "N", row_axis: "M"}
     else:
         axis, = numbering
+        triangle_tiles = _triangle_tiles(kernel, shape, rows, cols, tiles["M"] * tiles["N"], [axis])
+        if triangle_tiles is not None and tiles["M"] < config.grid[axis] <= triangle_tiles:
+            return []   # a Gram kernel's axis over one triangle's tiles, not over C's rows
         name, = reads[axis]
         other = "M" if name == "N" else "N"
         roles = {axis: other if tiles[name] == 1 and tiles[other] > 1 else name}
@@ -1301,6 +1316,9 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
     split over two) covers C when it has a block for every tile: every axis but the batch's and a split of K,
     multiplied."""
     blocks, tiles, axes = _blocks_and_tiles(kernel, env, shape, config, rows, cols)
+    triangle_tiles = _triangle_tiles(kernel, shape, rows, cols, tiles, axes)
+    if triangle_tiles is not None and blocks >= triangle_tiles < tiles:
+        return   # a Gram kernel's block per tile of one triangle (its mirror stored too, or the triangle alone)
     if blocks < tiles and (_rows_short(kernel, shape, config, rows, cols, axes, problem)
                            or _unread_rows_short(kernel, shape, config, rows, cols, problem)):
         return
@@ -1313,6 +1331,17 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
         row_tiles, column_tiles = _tiles_along("M", kernel.tile[0].source, rows), \
             _tiles_along("N", kernel.tile[1].source, cols)
         block_word = "block" if blocks == 1 else "blocks"
+        if triangle_tiles is not None:
+            # A Gram kernel's one axis may number one triangle's tiles: that is the count it falls short of.
+            missing = triangle_tiles - blocks
+            problem(f"the grid has {blocks:,} {block_word}{counted} for the {triangle_tiles:,} tiles of "
+                    f"{rows} x {cols} of one triangle of C (T = {row_tiles} tiles a side, T * (T + 1) / 2{each}; "
+                    f"all of C has {tiles:,}): {missing:,} {'tile' if missing == 1 else 'tiles'} would never be "
+                    "written",
+                    f"grid[{axes[0]}]",
+                    hint=f"a grid over one triangle's tiles, diagonal included, is {row_tiles} * ({row_tiles} + 1) / 2"
+                    + (" * batch" if matrices > 1 else "") + f"; one over all of C, {row_tiles} * {column_tiles}")
+            return
         problem(f"the grid has {blocks:,} {block_word}{counted} for C's {tiles:,} tiles of {rows} x {cols} "
                 f"({row_tiles} x {column_tiles}{each}): {missing:,} {'tile' if missing == 1 else 'tiles'} would never "
                 "be written",
@@ -1323,6 +1352,20 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
                 or _one_axis_hint(kernel, shape, "N", rows, row_tiles)
                 or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
                 + (" * batch" if matrices > 1 else ""))
+
+
+def _triangle_tiles(kernel: KernelSpec, shape: Shape, rows: int, cols: int, tiles: int, axes: list[int]) -> int | None:
+    """The tiles of one triangle of a Gram product's square C, the diagonal's included (T (T + 1) / 2 for T tiles a
+    side, times the batch), where one grid axis numbers the tiles its own way and the tiles are square: SYRK
+    kernels launch a block per tile of the triangle they write (``ceil(M / 64) * (ceil(M / 64) + 1) / 2``), and a
+    Gram kernel that stores each tile's mirror covers C with as many. None for any other kernel or grid, which is
+    held to all of C's tiles. Whether the kernel writes what it must is the check's to say."""
+    gram = kernel.operands.gram if kernel.operands is not None else None
+    if gram is None or rows != cols or shape.M != shape.N or len(axes) != 1:
+        return None
+    side = -(-shape.M // rows)
+    matrices = tiles // (side * side)
+    return side * (side + 1) // 2 * matrices
 
 
 def _unread_rows_short(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int,

@@ -3,7 +3,8 @@
 A kernel with scales is checked against alpha x scale a x scale b x A @ B (+ beta C), whatever its signature, as
 the cuBLASLt row computes it. Each scale reaches the kernel by pointer where its signature takes it so
 (``{name: scale_a, type: ptr}``, a one-element buffer holding it, alpha left as it is), else folded into alpha where
-the kernel takes alpha, else in no way: the kernel must then apply it itself, and the plan says so. No GPU.
+the kernel takes alpha, else in no way: the kernel must then apply it itself, and the plan says so. A Gram
+product's tied operand takes its input's pointer where it has none of its own. No GPU.
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ def scale_routes(kernel: KernelSpec) -> dict[str, str]:
     """How each per-tensor scale reaches the kernel, by operand: `BY_POINTER`, `IN_ALPHA` or `UNPASSED`."""
     pointers = scale_pointers(kernel)
     folded = IN_ALPHA if takes_alpha(kernel) else UNPASSED
-    return {operand: BY_POINTER if operand in pointers else folded for operand in ("a", "b")}
+    routes = {operand: BY_POINTER if operand in pointers else folded for operand in ("a", "b")}
+    gram = kernel.operands.gram if kernel.operands is not None else None
+    if gram is not None and gram.of in pointers and gram.tied not in pointers:
+        # The tied operand is the input's buffer read transposed and its scale the input's: the one pointer gives
+        # both, and a kernel that multiplies by it twice applies both.
+        routes[gram.tied] = BY_POINTER
+    return routes
 
 
 def _has_scales(kernel: KernelSpec) -> bool:
@@ -72,7 +79,7 @@ def scales_note(kernel: KernelSpec, scales: dict[str, float], routes: dict[str, 
     parts = []
     for operand in ("a", "b"):
         route = routes[operand]
-        how = (f"by pointer ({pointers[operand]})" if route == BY_POINTER
+        how = (f"by pointer ({_pointer_of(kernel, pointers, operand)})" if route == BY_POINTER
                else "folded into alpha" if route == IN_ALPHA else "in no way")
         parts.append(f"scale {operand} = {scales[operand]:g} {how}")
     checked = f"the check computes with alpha x scale a x scale b = {product:g}, as the cuBLASLt row does"
@@ -86,6 +93,16 @@ def scales_note(kernel: KernelSpec, scales: dict[str, float], routes: dict[str, 
     received = (f"; the kernel receives alpha = {argument_values['alpha']:g}"
                 if "alpha" in argument_values and takes_alpha(kernel) else "")
     return f"fp8 scales: {', '.join(parts)}{received}; {checked}"
+
+
+def _pointer_of(kernel: KernelSpec, pointers: dict[str, str], operand: str) -> str:
+    """The argument that gives `operand`'s scale by pointer: its own, or a Gram product's input's."""
+    if operand in pointers:
+        return pointers[operand]
+    assert kernel.operands is not None and kernel.operands.gram is not None
+    gram = kernel.operands.gram
+    return f"{pointers[gram.of]}: gram makes scale {operand} scale {gram.of}, {operand.upper()} being " \
+        f"{gram.of.upper()} read transposed"
 
 
 def product_alpha(kernel: KernelSpec, argument_values: dict[str, Any]) -> float:

@@ -210,12 +210,20 @@ def worked_reference(typed: TypedCase, drawn, functions: tuple[ElementwiseFuncti
                      float32: bool = False) -> tuple[np.ndarray, FunctionsBound | None]:
     """What a typed case's C is checked against, from its inputs (`typed.inputs`, batch x rows x cols), alpha and
     beta, and its kernel's own buffers `drawn` (`buffer_plans.BufferPlan`s): A and B each multiplied by its block
-    scales (`ScaleGrid`), alpha * A @ B + beta * C0 in float64 (in float32 with `float32`; by group for a grouped
-    product), the bias (`BiasVector`) added, and then `functions` applied in order, in float64, with no rounding
-    to C's type before them. Returns it and the functions' `FunctionsBound` (None without functions). A spec's
-    case and `check_kernel`'s both work out their reference here."""
+    scales (`ScaleGrid`; a Gram product's tied operand by its input's, transposed), alpha * A @ B + beta * C0 in
+    float64 (in float32 with `float32`; by group for a grouped product), the bias (`BiasVector`) added, and then
+    `functions` applied in order, in float64, with no rounding to C's type before them. Returns it and the
+    functions' `FunctionsBound` (None without functions). A spec's case and `check_kernel`'s both work out their
+    reference here."""
     grids, bias = _scales_and_bias(tuple(drawn))
     a, b = _scaled(typed.inputs.a, grids.get("a")), _scaled(typed.inputs.b, grids.get("b"))
+    gram = typed.operands.gram
+    if gram is not None:
+        # The tied operand is the input's buffer read transposed, so its elements carry the input's block scales:
+        # the product is (S o X)(S o X)^T, symmetric, as a kernel scaling what it reads computes.
+        scaled_input = a if gram.of == "a" else b
+        a, b = (scaled_input, np.swapaxes(scaled_input, -1, -2)) if gram.of == "a" else \
+            (np.swapaxes(scaled_input, -1, -2), scaled_input)
     if float32:
         a, b = a.astype(np.float32), b.astype(np.float32)
     groups = typed.operands.groups
@@ -353,8 +361,9 @@ def launch_verify(run) -> None:
                                                "blank)" + (": matrix g's row i at g * M + i"
                                                            if operands.groups.layout == "masked" else ""))
     elif operands.batch > 1 and run.verdict.status == Status.FAIL:
-        run.record.verification = replace(run.record.verification,
-                                          rows=f"{operands.batch} matrices stacked in the error map: row b * M + i")
+        stacked = f"{operands.batch} matrices stacked in the error map: row b * M + i"
+        said = run.record.verification.rows    # what `check_output` said of a triangle's check stays
+        run.record.verification = replace(run.record.verification, rows=f"{said}; {stacked}" if said else stacked)
 
 
 # ---------------------------------------------------------------------------------------------- cuBLASLt

@@ -131,7 +131,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     gram = parse_gram(context, node, dotted)
     tied = frozenset({gram.tied.upper()}) if gram is not None else frozenset()
     signature, memory = parse_signature(context, node, dotted, scalars,
-                                        _names_following(context, node, dotted) | tied)
+                                        _names_following(context, node, dotted) | tied, gram)
     constants = parse_constants(context, node, dotted)
     numeric_names = [key for key, values in zip(param_names, sweep) if not any(isinstance(v, str) for v in values)]
     # Params whose value is a type or another C++ name (shown by their first such value): never in an expression.

@@ -25,16 +25,17 @@ def computes_differently(family: KernelSpec, member: KernelSpec, shape: Shape, s
         if family.precision != member.precision:
             return f"precision {member.precision}, not {family.precision}"
         return "typed operands on one side only"
-    ours, theirs = _gemm_of(family, shape, scalars), _gemm_of(member, shape, scalars)
+    ours, theirs = gemm_properties(family, shape, scalars), gemm_properties(member, shape, scalars)
     for what, value in ours.items():
         if theirs.get(what) != value:
             return f"{what} {_shown(theirs.get(what))}, not {_shown(value)}"
     return ""
 
 
-def _gemm_of(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> dict[str, Any]:
+def gemm_properties(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> dict[str, Any]:
     """The properties of `kernel`'s GEMM on `shape` that the reference or the vendor row reads, in the order a
-    difference is said (the first found is reported)."""
+    difference is said (the first found is reported): two kernels whose properties are equal are checked against
+    the same product and timed against the same vendor row."""
     operands = kernel.operands
     gemm: dict[str, Any] = {"precision": kernel.precision}
     if operands is not None:

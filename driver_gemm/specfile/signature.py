@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import expr
+from ..gemm.operands import Gram
 from ..argtypes import C_TYPES, DEFAULT_SIGNATURE, STANDARD_ARGUMENTS
 from .fields import IDENTIFIER, Context, check_keys, parse_expression
 from .kinds import kind_name
@@ -41,13 +42,14 @@ def _check_constant_fits(context: Context, argument: Argument, node: Any, key: A
 
 
 def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float],
-                    elsewhere: frozenset[str] = frozenset()
+                    elsewhere: frozenset[str] = frozenset(), gram: Gram | None = None
                     ) -> tuple[tuple[Argument, ...], tuple[tuple[str, Argument], ...]]:
     """The kernel's arguments in order: standard names (A, B, C, M, N, K, alpha, beta) or typed mappings; and
     apart, each with its field path, the buffers that are no parameter (``pass: none``, read through maps).
     `elsewhere` are the names the launches that follow the kernel's own take (``then:``), and a Gram product's
     tied operand (``gram:``, the other's buffer): a matrix among them need not be among the kernel's own, and a
-    buffer they name reaches a launch without being a parameter of the kernel (``pass: none``)."""
+    buffer they name reaches a launch without being a parameter of the kernel (``pass: none``). `gram` (the parsed
+    ``gram:``) has a matrix missing or taken twice said in its terms."""
     value = node.get("signature", list(DEFAULT_SIGNATURE))
     if not isinstance(value, list) or not value:
         raise context.error(f"signature is a non-empty list of arguments, got {kind_name(value)}", node,
@@ -55,7 +57,7 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
     scales = declared_scales(node)
     arguments = [_argument_at(context, value, index, f"{dotted}.signature[{index}]", scalars, scales=scales)
                  for index in range(len(value))]
-    mapped = _check_operands_reached(context, node, dotted, arguments, elsewhere)
+    mapped = _check_operands_reached(context, node, dotted, arguments, elsewhere, gram)
     unpassed = [index for index, argument in enumerate(arguments)
                 if argument.buffer is not None and not argument.buffer.passed]
     for index in unpassed:
@@ -77,7 +79,7 @@ def parse_signature(context: Context, node: dict, dotted: str, scalars: dict[str
 
 
 def _check_operands_reached(context: Context, node: dict, dotted: str, arguments: list[Argument],
-                            elsewhere: frozenset[str] = frozenset()) -> set[str]:
+                            elsewhere: frozenset[str] = frozenset(), gram: Gram | None = None) -> set[str]:
     """A, B and C each reach the kernel: as a pointer (at most once) or through tensor maps, and every map names
     one of them or a buffer of the signature; names are unique, struct fields (of structs) included, since each
     names one value of the case's plan. The ``constants:`` are read first, since their maps reach matrices too.
@@ -114,6 +116,9 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
     for matrix in ("A", "B", "C"):
         reached = (matrix in names or matrix in mapped or matrix in arrays or matrix in elsewhere or matrix in coded
                    or matrix in constant_maps)
+        if (names.count(matrix) > 1 or not reached) and gram is not None and matrix != "C":
+            message, hint = _gram_refusal(gram, matrix, names.count(matrix))
+            raise context.error(message, node, "signature", f"{dotted}.signature", hint=hint)
         if names.count(matrix) > 1 or not reached:
             raise context.error(f"signature must take {matrix} exactly once (as a pointer, through tensor maps with "
                                 f"tensor: {matrix}, or through an array of pointers to its matrices"
@@ -131,6 +136,24 @@ def _check_operands_reached(context: Context, node: dict, dotted: str, arguments
         raise context.error(f"signature names {', '.join(duplicates)} more than once", node, "signature",
                             f"{dotted}.signature")
     return mapped
+
+
+def _gram_refusal(gram: Gram, matrix: str, taken: int) -> tuple[str, str]:
+    """The message and hint for a Gram kernel's signature that takes `matrix` (A or B) `taken` times, not once."""
+    one, tied = gram.of.upper(), gram.tied.upper()
+    if taken > 1 and matrix == one:
+        return (f"signature takes {matrix} {taken} times; with gram: {one}, {tied} is {one}'s buffer read transposed",
+                f"a kernel given the one buffer as both operands names its second pointer {tied} (it is given "
+                f"{one}'s buffer, its ld {one}'s): [A, B, C, M, N, K]")
+    if matrix == one:
+        other = "B" if one == "A" else "A"
+        return (f"gram of {one}: {one} is the one input matrix ({tied} is {one} transposed, read from its buffer), "
+                f"so the signature must take {one} (as a pointer, through tensor maps with tensor: {one}, or through "
+                f"an array of pointers to its matrices), and it takes none",
+                f"name the kernel's input {one} (a pointer {tied} is given the same buffer); a kernel that computes "
+                f"{'X X^T' if other == 'A' else 'X^T X'} of an input it names {other} is gram: {other}")
+    return (f"signature takes {matrix} {taken} times; with gram: {one}, it may take {matrix} at most once",
+            f"{matrix} is {one}'s buffer read transposed, given to any {matrix} pointer")
 
 
 def parse_following_signature(context: Context, node: dict, dotted: str, scalars: dict[str, float],

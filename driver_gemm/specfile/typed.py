@@ -72,8 +72,14 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     _refuse_fractions_in_integers(context, node, dotted, types, elementwise)
     _refuse_arguments_beyond_c(context, node, dotted, types, elementwise)
     if node.get("precision", "fp32") != "fp32":
-        raise context.error("precision: tf32 is for untyped kernels; a typed one says types: {a: tf32}", node,
-                            "precision", f"{dotted}.precision")
+        # A field such as gram: or ld: makes a kernel typed without types:, so the message names the ones present.
+        typing = [key for key in OPERAND_KEYS if key in node and key != "types"]
+        made = "" if "types" in node else (
+            f"; {', '.join(f'{key}:' for key in typing)} {'makes' if len(typing) == 1 else 'make'} this kernel typed "
+            "(fp32 inputs unless types: says otherwise)")
+        raise context.error(f"precision: tf32 is for untyped kernels{made}; a typed one says types: {{a: tf32}}",
+                            node, "precision", f"{dotted}.precision",
+                            hint="write types: {a: tf32} in place of precision: tf32")
     return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure, elementwise, gram)
 
 
@@ -93,7 +99,8 @@ def parse_gram(context: Context, node: dict, dotted: str) -> Gram | None:
             raise context.error("gram needs of: the one input matrix, A or B", node, "gram", path, hint=GRAM_HINT)
         of, parent, key, of_path = value["of"], value, "of", f"{path}.of"
         triangle = value.get("triangle")
-        if triangle is not None and (not isinstance(triangle, str) or triangle not in GRAM_TRIANGLES):
+        # An empty triangle: (null) is refused, not read as all of C: a kernel writing all of C leaves the key out.
+        if "triangle" in value and (not isinstance(triangle, str) or triangle not in GRAM_TRIANGLES):
             shown = repr(triangle) if isinstance(triangle, str) else kind_name(triangle)
             raise context.error(f"triangle is the triangle of C the kernel writes, {' or '.join(GRAM_TRIANGLES)} "
                                 f"(diagonal included), got {shown}", value, "triangle", f"{path}.triangle",

@@ -1,9 +1,10 @@
 """Tuning results that last across runs: a case measured once is not measured again unless asked (``--fresh``).
 
 The key is everything that decides a measurement (kernel source and headers, parameters, options,
-launch expressions, shape, precision, scalars, verify and measure settings, the fill files and host builders
-the arguments come from, and the GPU's name, SM count, driver and NVRTC version), and no path or time, so a
-checkout can move and still hit.
+launch expressions, shape, precision, a typed kernel's product as `driver_gemm.specfile.same_gemm.gemm_properties`
+lists it (types, storage orders, leading dimensions, batch, structure, a Gram product and its triangle...), scalars,
+verify and measure settings, the fill files and host builders the arguments come from, and the GPU's name, SM count,
+driver and NVRTC version), and no path or time, so a checkout can move and still hit.
 Entries live under ``tune/`` beside the CUBIN cache and follow its format and rules
 (`driver_gemm.cuda.cache`); ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
 """
@@ -20,6 +21,7 @@ from ..cuda import cache as cubin_cache
 from ..cuda.compile import local_headers
 from ..results.records import CaseResult
 from ..specfile.model import KernelSpec, Shape, Spec
+from ..specfile.same_gemm import gemm_properties
 
 _MAGIC = b"driver-gemm-tune-v1\n"
 FORMAT_VERSION = 1
@@ -67,6 +69,9 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
         **({"epilogue": kernel.epilogue} if kernel.epilogue else {}),   # (absent: the keys of others stay)
         **({"groups": _groups_key(kernel.operands.groups)} if kernel.operands is not None
            and kernel.operands.groups is not None else {}),
+        # A typed kernel's product (types, storage orders, structure, a Gram product and its triangle...) decides
+        # what it is checked against and which vendor row it is timed beside: what a dispatch table's members share.
+        **({"gemm": gemm_properties(kernel, shape, spec.scalars)} if kernel.operands is not None else {}),
         **({"constants": [[a.name, a.ctype, a.value.source if a.value is not None else None, *_array_and_buffer(a)]
                           for a in kernel.constants]} if kernel.constants else {}),
         **({"then": [[launch.function, [e.source for e in launch.block], [e.source for e in launch.grid],
