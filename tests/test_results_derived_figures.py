@@ -39,7 +39,7 @@ def as_case_log(document_path: Path) -> Path:
 @pytest.mark.parametrize("fields, field, words", [
     ({"not_run": True}, "status", "not_run is true with status PASS"),
     ({"status": "REF"}, "status", "REF is a baseline row's"),
-    ({"phases": "x"}, "phases", "step name to seconds"),
+    ({"phases": "x"}, "phases", "must be object or null"),
 ])
 def test_figures_that_contradict_the_case_are_refused_by_file_case_and_field(tmp_path, fields, field, words):
     path = changed(tmp_path, **fields)

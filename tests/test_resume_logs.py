@@ -57,7 +57,7 @@ def test_a_log_whose_phases_are_no_object_is_refused_at_its_line(tmp_path, capsy
     with pytest.raises(UsageError) as refused:
         read_finished_cases(path)
     assert refused.value.where == f"{path}:3" and refused.value.field == "phases"
-    assert "an array" in str(refused.value) and "step name to seconds" in str(refused.value)
+    assert "an array" in str(refused.value) and "object" in str(refused.value)
     assert main(["run", SEED, "--resume", str(path)]) == EXIT_USAGE     # before any GPU is asked for
     assert f"{path}:3: phases:" in capsys.readouterr().err
 
@@ -125,3 +125,33 @@ def test_a_torn_last_line_is_dropped_and_resuming_says_so(tmp_path):
     with CaseLog(path) as log:
         log.append(case("v3"))
     assert [c.kernel for c in read_finished_cases(path)[1]] == ["v1", "v2", "v3"]
+
+
+def test_a_run_interrupted_before_its_first_case_offers_no_log_to_resume(tmp_path, monkeypatch):
+    results = tmp_path / "out.json"
+    args = build_parser().parse_args(["run", SEED, "--json", str(results), "-q"])
+    args.json, args.devices, args.device = results, None, 0
+
+    class Interrupted:
+        def run(self, spec, options, *, on_start, on_result, result, previous):
+            raise KeyboardInterrupt
+
+    class OneCaseThenInterrupted:
+        def run(self, spec, options, *, on_start, on_result, result, previous):
+            finished = case("v1")
+            result.cases.append(finished)
+            on_result(finished)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_command, "_runner", lambda *arguments: Interrupted())
+    out = output()
+    assert run_command._run_specs(args, [load_spec(SEED)], None, RunOptions(), [], (None, {}, None), None, {},
+                                  out) == run_command.EXIT_INTERRUPTED
+    said = out.errors.file.getvalue()
+    assert "before any case finished" in said and "--resume" not in said   # no header: --resume would refuse it
+    monkeypatch.setattr(run_command, "_runner", lambda *arguments: OneCaseThenInterrupted())
+    out = output()
+    run_command._run_specs(args, [load_spec(SEED)], None, RunOptions(), [], (None, {}, None), None, {}, out)
+    said = out.errors.file.getvalue()
+    assert f"continue with --resume {results.with_suffix('.jsonl')}" in said
+    run_command.read_log_to_resume(results.with_suffix(".jsonl"), "seed", output())   # which it then takes

@@ -506,8 +506,11 @@ def _run_specs(args, specs, ordinals, options, previous, gates, profiler, locked
                                                           # command's own timeline ends at its exit
                     remember_costs(result, out)
             if interrupted:
-                out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} and "
-                          f"{path}; continue with --resume {lines}")
+                if not log.has_header:   # no case finished: the log holds nothing --resume could continue
+                    out.error("interrupted before any case finished: nothing to continue from; run again to start")
+                else:
+                    out.error(f"interrupted: {len(result.cases)} finished cases kept{_per_gpu(result)} in {lines} "
+                              f"and {path}; continue with --resume {lines}")
                 return EXIT_INTERRUPTED
             show_run(result, out)
             timeline.mark("tables shown")

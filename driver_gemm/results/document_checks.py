@@ -116,7 +116,6 @@ def check_case_consistency(case: dict, path: str, where: str) -> None:
                              "or label driver-gemm writes has one", where=where, field=json_path(path, key))
     _check_figures(case, _CASE_FIGURES, path, where)
     _check_status(case, path, where)
-    _check_phases(case.get("phases"), json_path(path, "phases"), where)
     verification = case.get("verification") or {}
     verdict = verification.get("status")
     if verdict is not None and case.get("status") in ("PASS", "FAIL") and verdict != case["status"]:
@@ -160,21 +159,6 @@ def _check_status(case: dict, path: str, where: str) -> None:
         raise UsageError(f"status REF on {printable(case['kernel'])!s:.80}, a kernel's row: REF is a baseline row's "
                          "(cuBLAS or cuBLASLt), so these results were not written by a run as they are", where=where,
                          field=json_path(path, "status"))
-
-
-def _check_phases(phases: Any, path: str, where: str) -> None:
-    """Refuse ``phases`` other than null or an object of step name to seconds (a number, 0 or more), as a run
-    writes it: the run that resumes a log and the cost estimates read it so."""
-    if phases is None:
-        return
-    if not isinstance(phases, dict):
-        raise UsageError(f"{json_type(phases)}, where a run writes an object of step name to seconds (or null), "
-                         "so these results were not written by a run as they are", where=where, field=path)
-    for name, seconds in phases.items():
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
-            raise UsageError(f"{_show(seconds)} is no step's seconds (a number, 0 or more), as a run writes them: "
-                             "these results were not written by a run as they are", where=where,
-                             field=json_path(path, printable(name)))
 
 
 def _check_summary(timing: dict, samples: list, path: str, where: str) -> None:
