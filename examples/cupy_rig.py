@@ -19,7 +19,7 @@ M, N, K = 1000, 520, 770
 def main() -> int:
     # Exit 3, as node_acceptance.py: this machine cannot run the rig, which is no failure of the kernel.
     if cp is None:
-        print("cupy rig: CuPy is not installed (pip install cupy-cuda12x)")
+        print("cupy rig: CuPy is not installed (pip install cupy-cuda13x, the CuPy for CUDA 13)")
         return 3
     try:
         gpus = cp.cuda.runtime.getDeviceCount()

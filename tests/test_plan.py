@@ -164,7 +164,8 @@ def test_an_arch_specific_kernel_runs_only_on_its_architecture(tmp_path):
     assert not refused.valid
     assert problems(refused) == [
         f"{kernel.where_field('arch')}: {kernel.field_path}.arch: built for sm_90a, whose arch-specific "
-        "instructions run only on sm_90; this device is sm_89"]
+        "instructions run only on sm_90; this device is sm_89 (hint: leave out arch: to build for the device's own "
+        "architecture, or plan for one that sm_90a runs on (plan --arch sm_90))"]
     plain = kernel_from(tmp_path)
     assert plain.arch is None and plain.target("sm_89") == "sm_89"
 

@@ -1082,14 +1082,39 @@ def _own_includes(source: str, display_path: str, headers: Iterable[Path]) -> li
 # (a comment, a string) is read in one pass rather than once from each.
 DECLARATION_REACH = 512
 _KERNEL_NAME = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b([A-Za-z_]\w*)\s*\(")
-_LAUNCH_QUALIFIER = re.compile(r"\b__(?:launch_bounds|cluster_dims|maxnreg)__\s*\([^)]*\)")
+_LAUNCH_QUALIFIER = re.compile(r"\b__(?:launch_bounds|cluster_dims|maxnreg)__\s*\(")
+_PARENTHESIS = re.compile(r"[()]")
+
+
+def _without_launch_qualifiers(text: str) -> str:
+    """`text` with each ``__launch_bounds__(...)``, ``__cluster_dims__(...)`` and ``__maxnreg__(...)`` read as a
+    space, its parentheses matched in pairs: ``__launch_bounds__((BM / WM) * (BN / WN) * 32)`` stands between
+    ``__global__ void`` and the kernel's name as a whole. A qualifier whose parentheses do not close is kept, with
+    the rest of `text`, as written (the compiler refuses it), so that the text is read once."""
+    pieces: list[str] = []
+    copied = 0
+    for found in _LAUNCH_QUALIFIER.finditer(text):
+        if found.start() < copied:   # inside the qualifier just taken out
+            continue
+        depth, end = 1, None
+        for parenthesis in _PARENTHESIS.finditer(text, found.end()):
+            depth += 1 if parenthesis.group() == "(" else -1
+            if depth == 0:
+                end = parenthesis.end()
+                break
+        if end is None:
+            break
+        pieces.extend((text[copied:found.start()], " "))
+        copied = end
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 def _kernels_in(texts: Iterable[str]) -> list[str]:
     """The names of the ``__global__`` functions `texts` define where their names are written out (not in a
     comment: "the extern "C" __global__ wrappers call matrixMulCUDA(...)" names no kernel)."""
     names = [name for text in texts
-             for name in _KERNEL_NAME.findall(_LAUNCH_QUALIFIER.sub(" ", without_comments(text)))]
+             for name in _KERNEL_NAME.findall(_without_launch_qualifiers(without_comments(text)))]
     return list(dict.fromkeys(names))[:8]
 
 
@@ -1215,7 +1240,7 @@ def _execution_spaces(name: str, texts: Iterable[str]) -> set[str]:
     pattern = re.compile(rf"\b{re.escape(name)}\s*\(")
     read = 0
     for text in texts:
-        text = _LAUNCH_QUALIFIER.sub(" ", without_comments(text))
+        text = _without_launch_qualifiers(without_comments(text))
         for match in pattern.finditer(text):
             read += 1
             if read > _OCCURRENCES_READ:
@@ -1337,7 +1362,7 @@ def _declaration_heads(name: str, texts: Iterable[str]) -> Iterator[str]:
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\(")
     for text in texts:
         # Without comments: a __global__ in one before a __device__ function's declaration is not the function's.
-        text = _LAUNCH_QUALIFIER.sub(" ", without_comments(text))
+        text = _without_launch_qualifiers(without_comments(text))
         for match in pattern.finditer(text):
             before = text[max(0, match.start() - 8 * DECLARATION_REACH):match.start()]
             yield before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1:]
@@ -1473,7 +1498,7 @@ def _declarations(name: str, texts: Iterable[str]) -> list[str]:
     pattern = re.compile(rf"__global__\b[^;{{(]{{0,{DECLARATION_REACH}}}?\b{re.escape(name)}\s*\("
                          r"([^()]*(?:\([^()]*\)[^()]*)*)\)")
     for text in texts:
-        for match in pattern.finditer(_LAUNCH_QUALIFIER.sub(" ", without_comments(text))):
+        for match in pattern.finditer(_without_launch_qualifiers(without_comments(text))):
             found.append(f"{name}({' '.join(match.group(1).split())})")
     return list(dict.fromkeys(found))[:3]
 

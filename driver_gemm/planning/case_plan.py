@@ -33,6 +33,7 @@ from ..cuda.tensormap import GLOBAL_ALIGN, TensorMapPlan
 from ..cuda.occupancy import ArchLimits, Occupancy, base_arch, occupancy, waves
 from ..specfile.kernels import (DEFAULT_SCALARS, MAX_ACTIVE_CLUSTERS_NAME, SM_COUNT_NAME, implied_scalar,
                                 reads_scalar)
+from ..specfile.archs import compute_capability, machine_code_runs_on
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import Argument, KernelSpec, Shape, template_argument
 from .buffer_plans import BufferPlan, drawn_bias, plan_buffers
@@ -282,9 +283,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                          + ", made when the case is bound")
 
     evaluate = _evaluator(env, problem)
-    if kernel.arch and base_arch(kernel.arch) != limits.arch:
-        problem(f"built for {kernel.arch}, whose arch-specific instructions run only on {base_arch(kernel.arch)};"
-                f" this device is {limits.arch}", "arch")
+    if kernel.arch:
+        _check_target(kernel.arch, limits.arch, problem)
     block = [evaluate(e, f"block[{i}]") for i, e in enumerate(kernel.block)]
     launch_problems = len(problems)
     grid = [evaluate(e, f"grid[{i}]") for i, e in enumerate(kernel.grid)]
@@ -816,6 +816,21 @@ def _collector(kernel: KernelSpec, problems: list[SpecError]):
         problems.append(ConfigError(message, where=kernel.where_field(field_name),
                                     field=f"{kernel.field_path}.{field_name}", hint=hint))
     return problem
+
+
+def _check_target(target: str, device_arch: str, problem: Callable[..., None]) -> None:
+    """A kernel built for `target` (its ``arch:``) against the device, by CUDA's rule for machine code
+    (`machine_code_runs_on`): ``sm_80`` code runs on 8.6 and 8.9, ``sm_90a`` code only on 9.0."""
+    if machine_code_runs_on(target, device_arch):
+        return
+    major, minor, suffix = compute_capability(target)
+    if suffix == "a":
+        runs_on = f"whose arch-specific instructions run only on {base_arch(target)}"
+    else:
+        runs_on = f"whose machine code runs only on compute capability {major}.{minor} and later minors of {major}.x"
+    problem(f"built for {target}, {runs_on}; this device is {device_arch}", "arch",
+            hint=f"leave out arch: to build for the device's own architecture, or plan for one that {target} runs on "
+                 f"(plan --arch {base_arch(target)})")
 
 
 def _names_passed(arguments) -> set[str] | None:

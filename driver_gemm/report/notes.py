@@ -36,8 +36,8 @@ def _algorithm_lines(cases: list[CaseResult]) -> list[str]:
 
 def rounds_notes(cases: list[CaseResult]) -> list[str]:
     """One line per kernel timed in rounds alternating with its vendor row (``measure.rounds``): the two times
-    whose ratio is its % of cuBLAS, e.g. ``v15: 97.2% of cublaslt-bf16-NN in 3 interleaved rounds: 0.1801 ms
-    against 0.1750 ms, each the median of its rounds' medians``."""
+    whose ratio is its % of cuBLAS: ``KERNEL: P% of VENDOR in N interleaved rounds: T ms against V ms, each the
+    median of its rounds' medians``."""
     timed = [(case, case.timed_in_rounds) for case in cases if case.timed_in_rounds is not None]
     return [f"{case.kernel}: {rounds.pct_vendor:.1f}% of {rounds.vendor} in {rounds.rounds} interleaved rounds: "
             f"{rounds.kernel_ms:.4g} ms against {rounds.vendor_ms:.4g} ms, each the median of its rounds' medians"
