@@ -112,3 +112,14 @@ def test_a_spec_given_as_results_is_said_to_be_a_spec(tmp_path, capsys, name):
     assert main(["show", str(path)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert str(path) in err and "looks like a spec" in err and "driver-gemm run" in err and "plan" in err
+
+
+def test_an_empty_results_path_is_named_as_such_by_every_command(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    for argv in (["compare", "", str(real)], ["compare", str(real), ""], ["plot", "", "-o", "x.png"],
+                 ["run", str(SPECS / "seed.yaml"), "--baseline-results", ""]):
+        assert exit_code(argv) == EXIT_USAGE, argv
+        err = capsys.readouterr().err
+        assert "an empty path" in err and "folder" not in err, (argv, err)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import MAX_THRESHOLD_PCT, Output, add_format_options, decimal_number, read_results_files
+from .common import (MAX_THRESHOLD_PCT, Output, add_format_options, decimal_number, read_results_files,
+                     results_argument)
 from .plot import check_picture
 from ..errors import UsageError
 from ..results.text import printable
@@ -15,8 +16,8 @@ from .exit_codes import EXIT_FAILED, EXIT_OK
 def add_parser(commands, **common) -> None:
     compare = commands.add_parser("compare", help="match two runs' cases and judge each: SAME, FASTER, SLOWER, "
                                                   "BROKEN, FIXED; exit 1 on a regression", **common)
-    compare.add_argument("old", type=Path, help="results of the reference run (.json or .jsonl)")
-    compare.add_argument("new", type=Path, help="results of the run to judge")
+    compare.add_argument("old", type=results_argument, help="results of the reference run (.json or .jsonl)")
+    compare.add_argument("new", type=results_argument, help="results of the run to judge")
     compare.add_argument("--threshold", type=decimal_number, default=0.0, metavar="PERCENT",
                          help="also call differences up to this many percent SAME (default 0: noise only)")
     compare.add_argument("--across-gpus", action="store_true", help="match cases whatever GPU ran them")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..output_files import output_path
-from .common import Output, check_output_file, read_results_files, refuse_aliases
+from .common import Output, check_output_file, read_results_files, refuse_aliases, results_argument
 from .exit_codes import EXIT_OK
 
 
 def add_parser(commands, **common) -> None:
     plot = commands.add_parser("plot", help="GFLOP/s against size, %% of cuBLAS per kernel and shape, and a "
                                             "roofline, from results files", **common)
-    plot.add_argument("results", nargs="+", type=Path, help="results (.json or .jsonl)")
+    plot.add_argument("results", nargs="+", type=results_argument, help="results (.json or .jsonl)")
     # Read as text: a Path drops the separator of "out.png/", which names a folder (`check_picture` refuses it).
     plot.add_argument("-o", "--output", required=True, help="picture to write (.png or .svg)")
     kind = plot.add_mutually_exclusive_group()

@@ -19,7 +19,7 @@ from ..output_files import output_path
 from .common import (MAX_THRESHOLD_PCT, Output, add_format_options, add_source_option, check_environment,
                      check_ordinal, check_output_file, SPEC_HELP, check_output_folder, claimed_default_json,
                      decimal_number, default_json, env_device, load_specs, read_whole_number, refuse_aliases,
-                     spec_argument, spec_inputs)
+                     results_argument, spec_argument, spec_inputs)
 from .common import read_results_files
 from ..measure.vendor_choice import BaselineChoice
 from ..session.options import RunOptions
@@ -84,7 +84,7 @@ def add_parser(commands, **common) -> None:
     gates.add_argument("--min-pct", action="append", default=[], metavar="PCT|NAME=PCT",
                        help="every kernel case must reach PCT %% of cuBLAS (or kernel NAME must: repeatable; "
                             "a kernel's min_pct: in the spec says the same)")
-    gates.add_argument("--baseline-results", type=Path, metavar="OLD.json",
+    gates.add_argument("--baseline-results", type=results_argument, metavar="OLD.json",
                        help="no case may be SLOWER (beyond both runs' noise) or BROKEN against these results")
     gates.add_argument("--threshold", type=decimal_number, metavar="PERCENT",
                        help="with --baseline-results: also call differences up to this many percent SAME, so that a "
