@@ -227,17 +227,17 @@ def _check_options_against_spec(config, spec, case_keys) -> None:
     option = "--driver-gemm-min-pct"
     try:
         check_gate_names(parse_min_pct(config.getoption(option))[1], [kernel.name for kernel in spec.kernels])
-        recorded = config.getoption("--driver-gemm-results")
-        # Judging recorded results, their GPUs are known before any test: stored results of other GPU models
-        # are refused now, as the command line refuses them once it knows its GPUs.
-        gpus = gpu_models(read_results(recorded).run) if recorded else None
-        for option, consequence in (("--driver-gemm-baseline-results", "the regression gate would compare nothing"),
-                                    ("--driver-gemm-results", "no case of the spec would have a result")):
+        gpus = None
+        for option, consequence in (("--driver-gemm-results", "no case of the spec would have a result"),
+                                    ("--driver-gemm-baseline-results", "the regression gate would compare nothing")):
             path = config.getoption(option)
             if path:
-                check_stored_matches(read_results(path).run, case_keys, consequence,
-                                     gpus=gpus if option == "--driver-gemm-baseline-results" else None,
-                                     across_option=None)
+                stored = read_results(path).run
+                check_stored_matches(stored, case_keys, consequence, gpus=gpus, across_option=None)
+                if option == "--driver-gemm-results":
+                    # Judging recorded results, their GPUs are known before any test: stored results of other
+                    # GPU models are refused now, as the command line refuses them once it knows its GPUs.
+                    gpus = gpu_models(stored)
     except DriverGemmError as error:
         where = f"{config.getoption(option)}: " if option != "--driver-gemm-min-pct" else ""
         raise pytest.UsageError(f"{option}: {where}{error}") from None
