@@ -62,10 +62,19 @@ def test_a_log_whose_phases_are_no_object_is_refused_at_its_line(tmp_path, capsy
     assert f"{path}:3: phases:" in capsys.readouterr().err
 
 
-def test_the_results_file_is_written_before_the_costs_are_kept_and_whatever_keeping_them_does(tmp_path, monkeypatch):
-    results = tmp_path / "out.json"
+def run_seed(monkeypatch, results: Path, runner) -> tuple[int, str]:
+    """`run`'s spec loop over the seed spec with `runner` in place of the GPUs, its results file `results`: the exit
+    code and what it said on stderr."""
+    monkeypatch.setattr(run_command, "_runner", lambda *arguments: runner)
     args = build_parser().parse_args(["run", SEED, "--json", str(results), "-q"])
     args.json, args.devices, args.device = results, None, 0
+    out = output()
+    code = run_command._run_specs(args, [load_spec(SEED)], None, RunOptions(), [], (None, {}, None), None, {}, out)
+    return code, out.errors.file.getvalue()
+
+
+def test_the_results_file_is_written_before_the_costs_are_kept_and_whatever_keeping_them_does(tmp_path, monkeypatch):
+    results = tmp_path / "out.json"
 
     class Runner:
         def run(self, spec, options, *, on_start, on_result, result, previous):
@@ -77,12 +86,10 @@ def test_the_results_file_is_written_before_the_costs_are_kept_and_whatever_keep
         assert results.is_file()     # the results are on disk before the optional step starts
         raise RuntimeError("cannot keep the costs")
 
-    monkeypatch.setattr(run_command, "_runner", lambda *arguments: Runner())
     monkeypatch.setattr(estimates, "remember", remember)
-    out = output()
-    run_command._run_specs(args, [load_spec(SEED)], None, RunOptions(), [], (None, {}, None), None, {}, out)
+    _, said = run_seed(monkeypatch, results, Runner())
     assert [c.kernel for c in load_results(results).cases] == ["v1"]
-    assert "costs were not kept" in out.errors.file.getvalue()
+    assert "costs were not kept" in said
 
 
 def test_costs_are_kept_from_a_record_whose_phases_are_of_another_kind(tmp_path, monkeypatch):
@@ -129,8 +136,6 @@ def test_a_torn_last_line_is_dropped_and_resuming_says_so(tmp_path):
 
 def test_a_run_interrupted_before_its_first_case_offers_no_log_to_resume(tmp_path, monkeypatch):
     results = tmp_path / "out.json"
-    args = build_parser().parse_args(["run", SEED, "--json", str(results), "-q"])
-    args.json, args.devices, args.device = results, None, 0
 
     class Interrupted:
         def run(self, spec, options, *, on_start, on_result, result, previous):
@@ -143,15 +148,9 @@ def test_a_run_interrupted_before_its_first_case_offers_no_log_to_resume(tmp_pat
             on_result(finished)
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_command, "_runner", lambda *arguments: Interrupted())
-    out = output()
-    assert run_command._run_specs(args, [load_spec(SEED)], None, RunOptions(), [], (None, {}, None), None, {},
-                                  out) == run_command.EXIT_INTERRUPTED
-    said = out.errors.file.getvalue()
+    code, said = run_seed(monkeypatch, results, Interrupted())
+    assert code == run_command.EXIT_INTERRUPTED
     assert "before any case finished" in said and "--resume" not in said   # no header: --resume would refuse it
-    monkeypatch.setattr(run_command, "_runner", lambda *arguments: OneCaseThenInterrupted())
-    out = output()
-    run_command._run_specs(args, [load_spec(SEED)], None, RunOptions(), [], (None, {}, None), None, {}, out)
-    said = out.errors.file.getvalue()
+    _, said = run_seed(monkeypatch, results, OneCaseThenInterrupted())
     assert f"continue with --resume {results.with_suffix('.jsonl')}" in said
     run_command.read_log_to_resume(results.with_suffix(".jsonl"), "seed", output())   # which it then takes
