@@ -185,15 +185,21 @@ def _read_text(path: Path) -> str:
 
 
 GZIP_MAGIC = b"\x1f\x8b"     # the first two bytes of every gzip file (RFC 1952)
-# A spec's top-level keys that a YAML spec begins a line with; no JSON results file has a line starting so.
-_SPEC_LINE = re.compile(r"^(kernels|shapes|measure|verify|scalars|dispatch|baseline)\s*:", re.MULTILINE)
+# The top-level keys of a spec that say it is one (a name or a description alone could be any YAML's).
+_WORDS_OF_ANY_YAML = ("name", "description")
 
 
 def _spec_given(path: Path, text: str) -> str | None:
     """Where a spec (YAML) was given as results (`show spec.yaml`): what to say instead of a JSON error, else None."""
     named = path.suffix.lower() in (".yaml", ".yml")
-    if not named and _SPEC_LINE.search(text) is None:
-        return None
+    if not named:
+        # lazy: only a file that did not read as JSON gets here, and reading results needs no spec reader
+        from ..specfile.load import TOP_KEYS
+
+        keys = "|".join(key for key in TOP_KEYS if key not in _WORDS_OF_ANY_YAML)
+        # a spec begins a line with one of its keys; no JSON results file has a line starting so
+        if re.search(rf"^({keys})\s*:", text, re.MULTILINE) is None:
+            return None
     what = "by its name" if named else "with kernels and shapes"
     return f"this looks like a spec (YAML, {what}), which driver-gemm plan and run read, not a results file"
 
