@@ -356,6 +356,111 @@ def test_the_schemas_take_the_field_and_the_record_and_refuse_other_values():
     assert list(operands.iter_errors({"gram": {"of": "c"}}))
 
 
+# -------------------------------------------------------------------- C0 the input itself (a Newton-Schulz step)
+
+PLUS_INPUT = "  gram: {of: A, c0: input}\n  types: {a: bf16, c: fp32}\n  scalars: {alpha: 1.5, beta: -0.5}\n"
+
+
+def plus_input_spec(fields: str = PLUS_INPUT, shapes: str = "[[40, 40, 40]]", **kernel):
+    kernel.setdefault("signature", "[A, C, M, alpha, beta]")
+    kernel.setdefault("function", "gram_plus_input")
+    return parsed(spec_text(fields, shapes=shapes, **kernel))
+
+
+def test_c0_input_is_read_and_asks_for_a_square_input():
+    kernel = plus_input_spec().kernels[0]
+    assert kernel.operands.gram == Gram("a", None, "input") and kernel.operands.gram.adds_input
+    assert parsed(spec_text("  gram: {of: A, c0: drawn}\n")).kernels[0].operands.gram == Gram("a")
+    with pytest.raises(SpecError, match="gram of A with c0: input adds beta A.*K=24 and M=40") as caught:
+        evaluate_operands(kernel, Shape(40, 40, 24))
+    assert caught.value.field == "gram" and "K equal to M" in caught.value.hint
+    with pytest.raises(SpecError, match="with c0: input.*K=40 and N=24"):
+        evaluate_operands(plus_input_spec("  gram: {of: B, c0: input}\n", signature="[B, C, N, alpha, beta]")
+                          .kernels[0], Shape(24, 24, 40))
+
+
+@pytest.mark.parametrize("fields, on_line, message, field", [
+    ("  gram: {of: A, c0: C}\n", "gram: {", "c0 is what beta multiplies: input .* or drawn .*got 'C'",
+     "gram.c0"),
+    ("  gram: {of: A, c0: [input]}\n", "gram: {", "c0 is what beta multiplies.*got a list", "gram.c0"),
+    ("  gram: {of: A, c0: input}\n  types: {a: fp32, c: bf16}\n", "types:",
+     "C's type holds A's values exactly, but fp32 values are not all bf16 values", "types.c"),
+    ("  gram: {of: A, c0: input}\n  types: {a: e4m3, c: fp32}\n", "gram: {", "fp8 inputs are scaled", "gram.c0"),
+])
+def test_what_c0_input_cannot_go_with_is_refused_at_its_field(fields, on_line, message, field):
+    text = spec_text(fields)
+    with pytest.raises(SpecError) as caught:
+        parsed(text)
+    error = caught.value
+    assert re.search(message, error.message), error.message
+    assert error.field.endswith(field) and error.hint, (error.field, error.hint)
+    assert error.where.endswith(f":{line_of(text, on_line)}"), (error.where, on_line)
+
+
+def test_c0_input_with_block_scales_is_refused_at_their_entry():
+    scales = "[A, C, M, K, {name: sfa, type: buffer, element: float32, size: 4, scales: {of: A, block: [1, 128]}}]"
+    with pytest.raises(SpecError, match="block scales multiply A") as caught:
+        parsed(spec_text("  gram: {of: A, c0: input}\n  types: {a: bf16, c: fp32}\n", signature=scales))
+    assert caught.value.field.endswith("signature[4].scales")
+
+
+def test_c0_input_starts_c_from_the_input_and_is_checked_against_alpha_x_xt_plus_beta_x():
+    spec = plus_input_spec()
+    run = fake_run(spec.kernels[0], spec.shapes[0], spec)
+    held_inputs(run)
+    reference_step(run)
+    x = run.typed.inputs.a[0]
+    assert np.array_equal(run.typed.inputs.c0[0], x)
+    product = 1.5 * (x @ x.T) - 0.5 * x
+    assert np.allclose(run.expected[0], product, rtol=1e-12, atol=0)
+    assert checked(run, product).status == Status.PASS
+    # A kernel that adds beta times a C0 of its own, or forgets the term, computes another product.
+    run = fake_run(spec.kernels[0], spec.shapes[0], spec)
+    held_inputs(run)
+    reference_step(run)
+    assert checked(run, 1.5 * (x @ x.T)).status == Status.FAIL
+
+
+def test_the_plan_notes_the_added_input_and_a_drawn_c0_points_to_c0_input():
+    planned = plan_spec(plus_input_spec(), arch="sm_90")
+    assert not planned.compile_errors, planned.compile_errors
+    (plan,) = planned.plans
+    assert plan.valid, plan.problems
+    assert any("C = A A^T, plus beta A (C0 is A itself)" in note for note in plan.notes), plan.notes
+    assert not any("drawn apart" in note for note in plan.notes)
+    drawn = plan_spec(plus_input_spec(PLUS_INPUT.replace(", c0: input", "")), arch="sm_90").plans[0]
+    assert any("drawn apart from A" in note and "c0: input" in note for note in drawn.notes), drawn.notes
+
+
+def test_c0_input_has_a_vendor_row_of_its_own_and_a_record_that_says_it():
+    text = (spec_text(PLUS_INPUT, shapes="[[32, 32, 32]]", signature="[A, C, M, alpha, beta]",
+                      function="gram_plus_input")
+            + kernel_text(PLUS_INPUT.replace(", c0: input", ""), signature="[A, C, M, K, alpha, beta]",
+                          function="gram_full").replace("name: gram", "name: drawn"))
+    cases = cases_of(parsed(text))
+    rows = {case.label: case for case in cases if case.lt is not None}
+    assert len(rows) == 2, list(rows)
+    (plus,) = [label for label in rows if label.endswith("gramA-plusA")]
+    assert rows[plus].lt.operands.gram == Gram("a", None, "input")
+    assert new_record(rows[plus], Status.PASS).operands.gram == {"of": "a", "c0": "input"}
+    (note,) = checked_against_notes([SimpleNamespace(kernel="ns", operands=OperandsRecord(
+        gram={"of": "a", "c0": "input"}))])
+    assert "plus beta A (C0 is the input)" in note
+    jsonschema = pytest.importorskip("jsonschema")
+    results_schema = json.loads((ROOT / "driver_gemm/results/schema.json").read_text())
+    operands = jsonschema.Draft202012Validator(results_schema["$defs"]["case"]["properties"]["operands"])
+    assert not list(operands.iter_errors({"gram": {"of": "a", "c0": "input"}}))
+    assert list(operands.iter_errors({"gram": {"of": "a", "c0": "c"}}))
+
+
+def test_holds_drawn_values_is_what_the_types_hold():
+    assert dtypes.holds_drawn_values("fp32", "bf16") and dtypes.holds_drawn_values("bf16", "bf16")
+    assert dtypes.holds_drawn_values("fp32", "tf32") and dtypes.holds_drawn_values("int32", "int8")
+    assert dtypes.holds_drawn_values("bf16", "e4m3")
+    assert not dtypes.holds_drawn_values("bf16", "fp16") and not dtypes.holds_drawn_values("fp16", "bf16")
+    assert not dtypes.holds_drawn_values("bf16", "fp32") and not dtypes.holds_drawn_values("int32", "fp16")
+
+
 # ------------------------------------------------------------------------------------------------ on a GPU
 
 
@@ -398,4 +503,40 @@ def test_gram_kernels_pass_with_a_vendor_row(tmp_path):
         assert case.pct_cublas is not None and case.baseline.endswith("gramA")
     vendor = [case for case in run.cases if case.kernel.startswith("cublaslt")]
     assert len(vendor) == 2 and all(case.status == Status.PASS for case in vendor), \
+        [(case.kernel, case.status, case.message) for case in vendor]
+
+
+@pytest.mark.gpu
+def test_a_kernel_adding_its_input_passes_and_its_mirrored_form_needs_a_symmetric_input(tmp_path):
+    from driver_gemm.runners.one_gpu import run_spec
+    from driver_gemm.session.state import RunOptions
+    from driver_gemm.specfile import load_spec
+    from gpu_specs import quick, write_spec
+
+    entry = """\
+    - name: {name}
+      source: "@TESTS@/gram.cu"
+      function: {function}
+      signature: [A, C, M, alpha, beta]
+      gram: {{of: A, c0: input}}
+      scalars: {{alpha: 1.5, beta: -0.5}}
+      block: [16, 16]
+      grid: [ceil(N / 16), ceil(M / 16)]
+"""
+    kernels = (entry.format(name="plus", function="gram_plus_input")
+               + entry.format(name="mirrored", function="gram_plus_input_mirrored")
+               + entry.format(name="mirrored-sym", function="gram_plus_input_mirrored")
+               + "      structure: {a: symmetric}\n")
+    path = write_spec(tmp_path, kernels, ["128x128x128", "100x100x100"])
+    run = run_spec(quick(load_spec(path)), options=RunOptions())
+    status = {(case.name, case.shape.label): case for case in run.cases}
+    for shape in ("128x128x128", "100x100x100"):
+        for name in ("plus", "mirrored-sym"):
+            case = status[(name, shape)]
+            assert case.status == Status.PASS, (name, shape, case.status, case.message)
+            assert case.pct_cublas is not None and case.baseline.endswith("gramA-plusA")
+        # beta X[row][col] stored at (col, row) too: wrong above the diagonal where X is not symmetric.
+        assert status[("mirrored", shape)].status == Status.FAIL
+    vendor = [case for case in run.cases if case.kernel.startswith("cublaslt")]
+    assert vendor and all(case.status == Status.PASS for case in vendor), \
         [(case.kernel, case.status, case.message) for case in vendor]

@@ -242,6 +242,18 @@ def is_representable(values, dtype: str | ElementType) -> np.ndarray:
     return (stored == values) | (np.isnan(stored) & np.isnan(values))
 
 
+def holds_drawn_values(outer: str | ElementType, inner: str | ElementType) -> bool:
+    """Whether every value `draw` can give `inner` is exactly a number of `outer`: a small format's every finite
+    code, a float32-stored type's float32 values, an integer type's drawn integers."""
+    outer, inner = element_type(outer), element_type(inner)
+    if inner.is_integer:
+        return bool(is_representable(np.arange(-INTEGER_DRAW_LIMIT, INTEGER_DRAW_LIMIT + 1), outer).all())
+    if inner.float_format is None:      # fp32 and tf32 draw float32 values
+        return not outer.is_integer and outer.float_format is None
+    values = code_values(inner.float_format)
+    return bool(is_representable(values[np.isfinite(values)], outer).all())
+
+
 def to_bytes(values, dtype: str | ElementType) -> bytes:
     """The raw little-endian bytes of `values` in `dtype`, C order, ready to upload."""
     little_endian = element_type(dtype).storage_dtype.newbyteorder("<")

@@ -34,6 +34,8 @@ STRUCTURES = {"upper": "upper triangular (zero below the diagonal)",
               "symmetric": "symmetric (the upper triangle mirrored below)"}
 # The triangles of C a SYRK kernel writes (``gram: {triangle: lower}``), the diagonal included.
 GRAM_TRIANGLES = ("lower", "upper")
+# What beta multiplies in a Gram product (``gram: {c0: input}``): a C0 drawn apart, or the input matrix itself.
+GRAM_C0 = ("drawn", "input")
 OTHER_ORDER = {"row": "col", "col": "row"}
 
 
@@ -43,21 +45,30 @@ class Gram:
     C = B^T B (A is B transposed, so M == N). The tied operand has no memory of its own: it is the other's buffer
     read the other way round (A row-major M x K is B column-major K x N with B's ld A's, and the converse). With
     `triangle`, the kernel writes only that triangle of C, its diagonal included, and leaves the other as it was, as
-    cuBLAS's SYRK does; without it, the whole of C."""
+    cuBLAS's SYRK does; without it, the whole of C. `c0` says what beta multiplies: C0 drawn apart from X
+    ("drawn"), or X itself ("input": alpha X X^T + beta X, a Newton-Schulz step's, so X is square)."""
 
     of: str
     triangle: str | None = None
+    c0: str = "drawn"
 
     def __post_init__(self) -> None:
         if self.of not in ("a", "b"):
             raise ValueError(f"a Gram product is of a or b, got {self.of!r}")
         if self.triangle is not None and self.triangle not in GRAM_TRIANGLES:
             raise ValueError(f"a Gram product's triangle is {' or '.join(GRAM_TRIANGLES)}, got {self.triangle!r}")
+        if self.c0 not in GRAM_C0:
+            raise ValueError(f"a Gram product's c0 is {' or '.join(GRAM_C0)}, got {self.c0!r}")
 
     @property
     def tied(self) -> str:
         """The operand that is the other transposed: b for a Gram product of a, a for one of b."""
         return "b" if self.of == "a" else "a"
+
+    @property
+    def adds_input(self) -> bool:
+        """Whether beta multiplies the input itself (C = alpha X X^T + beta X), not a C0 of its own."""
+        return self.c0 == "input"
 
     @property
     def product(self) -> str:
@@ -66,7 +77,8 @@ class Gram:
     def describe(self) -> str:
         """For the plan's notes: which operand is which, and what C gets."""
         written = f" ({self.triangle} triangle written)" if self.triangle else ""
-        return f"{self.tied.upper()} is {self.of.upper()} transposed: one buffer, {self.product}{written}"
+        added = f", plus beta {self.of.upper()} (C0 is {self.of.upper()} itself)" if self.adds_input else ""
+        return f"{self.tied.upper()} is {self.of.upper()} transposed: one buffer, {self.product}{added}{written}"
 
     def written(self, rows: int, cols: int) -> np.ndarray:
         """True where the kernel writes C (rows x cols): its triangle, the diagonal included, or everywhere."""
@@ -77,10 +89,11 @@ class Gram:
 
     def whole(self) -> "Gram":
         """The same product with all of C written: what a vendor GEMM of the buffer with itself computes."""
-        return Gram(self.of)
+        return Gram(self.of, c0=self.c0)
 
     def as_dict(self) -> dict[str, str]:
-        return {"of": self.of, **({"triangle": self.triangle} if self.triangle else {})}
+        return {"of": self.of, **({"triangle": self.triangle} if self.triangle else {}),
+                **({"c0": self.c0} if self.adds_input else {})}
 
 
 @dataclass(frozen=True)
@@ -418,6 +431,10 @@ def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders
                         f"(K={K})", where, "gram",
                         hint=f"give shapes whose C is square: {square}; a set {{MN: [...], K: [...]}} sweeps square "
                              "C's over K")
+    if gram.adds_input and K != M:
+        raise SpecError(f"gram of {of.upper()} with c0: input adds beta {of.upper()} to {gram.product}, so "
+                        f"{of.upper()} is square like C, but this shape has K={K} and {'M' if of == 'a' else 'N'}={M}",
+                        where, "gram", hint="give shapes with K equal to M and N ([n, n, n]), or leave c0 out")
     order = OTHER_ORDER[source.order]
     rows, cols = (K, N) if tied == "b" else (M, K)
     if orders.get(tied, order) != order:
@@ -506,13 +523,16 @@ def make_typed_inputs(operands: GemmOperands, types: GemmTypes, seed: int, *, wi
         values = dtypes.draw((count, layout.rows, layout.cols), element, rng)
         return np.broadcast_to(values, (layout.batch, layout.rows, layout.cols)).copy()
 
-    c0 = draw(operands.c, types.c) if with_c else None
     structure = dict(operands.structure)
     gram = operands.gram
+    adds_input = gram is not None and gram.adds_input
+    c0 = draw(operands.c, types.c) if with_c and not adds_input else None
     if gram is not None:
         # One matrix drawn; the tied operand is its transpose (the same values, which its buffer holds as they are).
         drawn = impose_structure(draw(getattr(operands, gram.of), getattr(types, gram.of)), structure.get(gram.of))
         transposed = np.ascontiguousarray(np.swapaxes(drawn, -1, -2))
+        if with_c and adds_input:     # beta multiplies X itself, square like C; C's type holds its values
+            c0 = drawn.copy()
         return TypedInputs(seed, *((drawn, transposed) if gram.of == "a" else (transposed, drawn)), c0)
     a, b = draw(operands.a, types.a), draw(operands.b, types.b)     # drawn in this order whatever the structure
     return TypedInputs(seed, impose_structure(a, structure.get("a")), impose_structure(b, structure.get("b")), c0)

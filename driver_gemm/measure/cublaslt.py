@@ -102,7 +102,8 @@ class MatmulPlan:
 def baseline_label(types: GemmTypes, operands: GemmOperands, alpha: float, beta: float) -> str:
     """The row name, e.g. ``cublaslt-bf16-TN``, with ``-x4`` for a batch of 4, ``-ld`` for padded leading
     dimensions or strides, ``-a2b0.5`` when alpha and beta are not 1 and 0, and ``-gramA`` (``-gramB``) for the
-    GEMM of a Gram product's one buffer with itself (C = A A^T, or B^T B)."""
+    GEMM of a Gram product's one buffer with itself (C = A A^T, or B^T B), then ``-plusA`` where its C0 is that
+    input (``c0: input``)."""
     parts = [NAME, types.label, operands.layout_code]
     if operands.batch > 1:
         parts.append(f"x{operands.batch}")
@@ -115,6 +116,8 @@ def baseline_label(types: GemmTypes, operands: GemmOperands, alpha: float, beta:
         parts.append(f"a{alpha:g}b{beta:g}")
     if operands.gram is not None:
         parts.append(f"gram{operands.gram.of.upper()}")
+        if operands.gram.adds_input and beta != 0.0:
+            parts.append(f"plus{operands.gram.of.upper()}")
     return "-".join(parts)
 
 
@@ -215,7 +218,7 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
                 raise CublasLtUnsupported(label, f"{name} = {value} is not exact in the scale type {scale_dtype}")
     layouts = tuple((layout.ld, layout.batch_stride) for layout in (operands.a, operands.b, operands.c))
     # A Gram product's inputs are one matrix and its transpose, not two drawn apart: a row of its own.
-    gram = operands.gram.of if operands.gram is not None else None
+    gram = (operands.gram.of, operands.gram.adds_input) if operands.gram is not None else None
     key = (types, tuple(sorted(operands.orders.items())), operands.batch, layouts, float(alpha), float(beta), scales,
            gram)
     return MatmulPlan(label, m, n, operands.K, compute_type, scale_dtype, scale_data_type, transa, transb, swapped,

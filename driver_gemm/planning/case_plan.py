@@ -310,7 +310,8 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     notes.extend(_unread_scalar_notes(kernel, scalars or {}, written_scalars))
     # fp8's per-tensor scales reach the kernel by pointer, folded into its alpha, or in no way (said in a note).
     fold_scales(kernel, argument_values, problem, notes)
-    if operands.gram is not None and kernel.reads_c() and float(argument_values.get("beta", 0.0)) != 0.0:
+    if operands.gram is not None and not operands.gram.adds_input and kernel.reads_c() \
+            and float(argument_values.get("beta", 0.0)) != 0.0:
         notes.append(gram_c0_note(operands.gram, float(argument_values["beta"])))
     buffers = plan_buffers(kernel, env, argument_values, problem, operands.groups)
     notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
@@ -689,13 +690,13 @@ def gram_note(gram: Gram) -> str:
 
 
 def gram_c0_note(gram: Gram, beta: float) -> str:
-    """The plan's note on a Gram product that adds beta C0: C0 is a matrix of its own, not the input, so a kernel
-    that adds a multiple of its input (a Newton-Schulz step's alpha X X^T + beta X) is held to another product."""
+    """The plan's note on a Gram product that adds beta C0 drawn apart from the input: a kernel that adds a multiple
+    of its input (a Newton-Schulz step's alpha X X^T + beta X) is held to another product, and says ``c0: input``."""
     product = "alpha A A^T" if gram.of == "a" else "alpha B^T B"
     one = gram.of.upper()
     return (f"beta = {beta:g} with gram of {one}: C is checked against {product} + beta C0, C0 (what C holds before "
-            f"the launch) drawn apart from {one}; a kernel that adds a multiple of {one} itself, not of C, is not "
-            "described and would FAIL")
+            f"the launch) drawn apart from {one}; a kernel that adds beta {one} itself says gram: {{of: {one}, "
+            "c0: input}")
 
 
 def pointer_array_offsets(kernel: KernelSpec, operands: GemmOperands, matrix: str) -> list[int]:

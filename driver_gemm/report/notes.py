@@ -152,7 +152,8 @@ def checked_against_notes(cases: list[CaseResult]) -> list[str]:
             triangle = gram.get("triangle")
             written = f", its {triangle} triangle written and the other left as it was" \
                 if triangle in ("lower", "upper") else ""
-            said.append(f"a Gram product, C = {product}{written}")
+            added = f", plus beta {gram['of'].upper()} (C0 is the input)" if gram.get("c0") == "input" else ""
+            said.append(f"a Gram product, C = {product}{added}{written}")
         if operands.bias in ("N", "M"):
             said.append(f"a bias added per {'column' if operands.bias == 'N' else 'row'}")
         if isinstance(operands.elementwise, list) and operands.elementwise:

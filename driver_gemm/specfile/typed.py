@@ -18,13 +18,13 @@ from typing import Any, Mapping
 
 from . import expr
 from ..errors import SpecError
-from ..gemm.dtypes import parse_types
+from ..gemm.dtypes import holds_drawn_values, parse_types
 from ..gemm.elementwise import (ALIASES as ELEMENTWISE_ALIASES, EXAMPLES, FUNCTIONS as ELEMENTWISE_FUNCTIONS,
                                 KNOWN_HINT as ELEMENTWISE_HINT, NOTHING, OPTIONAL_NUMBER, PAIR, ElementwiseFunction,
                                 elementwise_function)
 from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
-from ..gemm.operands import (GRAM_TRIANGLES, ORDER_WORDS, OTHER_ORDER, STRUCTURES, GemmOperands, Gram, gemm_operands,
-                             parse_layout)
+from ..gemm.operands import (GRAM_C0, GRAM_TRIANGLES, ORDER_WORDS, OTHER_ORDER, STRUCTURES, GemmOperands, Gram,
+                             gemm_operands, parse_layout)
 from .fields import Context, check_keys, check_number, number_as_text_hint, unknown_names_error
 from .kinds import kind_name
 from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
@@ -34,9 +34,10 @@ OPERAND_KEYS = ("types", "layout", "layouts", "ld", "batch", "scales", "groups",
 # The most functions one ``elementwise:`` list takes: a fused chain is a handful; a longer list is a mistake.
 MAX_ELEMENTWISE = 32
 STRUCTURE_HINT = "structure: {a: upper, b: lower}; each of a and b is " + ", ".join(STRUCTURES)
-GRAM_KEYS = ("of", "triangle")
+GRAM_KEYS = ("of", "triangle", "c0")
 GRAM_HINT = ("gram: {of: A} (B is A transposed: C = A A^T) or gram: {of: B} (A is B transposed: C = B^T B), with "
-             "triangle: lower or upper for a kernel that writes only that triangle of C")
+             "triangle: lower or upper for a kernel that writes only that triangle of C, and c0: input for one that "
+             "adds beta times its input (C = alpha X X^T + beta X)")
 # Names the typed fields add to every expression (tight values for an untyped kernel; one group for an ungrouped one).
 LAYOUT_NAMES = ("lda", "ldb", "ldc", "strideA", "strideB", "strideC", "batch", "groups")
 GROUPS_KEYS = ("layout", "count", "rows", "align", "weights", "weight_index")
@@ -84,13 +85,13 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
 
 
 def parse_gram(context: Context, node: dict, dotted: str) -> Gram | None:
-    """``gram: {of: A|B, triangle: lower|upper}`` (or ``gram: A``): the kernel computes the Gram product of one input
-    matrix (`gemm.operands.Gram`), the other operand being it transposed in its buffer; None without the field.
-    Read before the signature too, which need not take the tied operand."""
+    """``gram: {of: A|B, triangle: lower|upper, c0: drawn|input}`` (or ``gram: A``): the kernel computes the Gram
+    product of one input matrix (`gemm.operands.Gram`), the other operand being it transposed in its buffer; None
+    without the field. Read before the signature too, which need not take the tied operand."""
     if "gram" not in node:
         return None
     value, path = node["gram"], f"{dotted}.gram"
-    triangle = None
+    triangle, c0 = None, "drawn"
     if isinstance(value, str):
         of, parent, key, of_path = value, node, "gram", path
     elif isinstance(value, dict):
@@ -105,6 +106,12 @@ def parse_gram(context: Context, node: dict, dotted: str) -> Gram | None:
             raise context.error(f"triangle is the triangle of C the kernel writes, {' or '.join(GRAM_TRIANGLES)} "
                                 f"(diagonal included), got {shown}", value, "triangle", f"{path}.triangle",
                                 hint="leave triangle out for a kernel that writes all of C")
+        c0 = value.get("c0", c0)
+        if not isinstance(c0, str) or c0 not in GRAM_C0:
+            shown = repr(c0) if isinstance(c0, str) else kind_name(c0)
+            raise context.error(f"c0 is what beta multiplies: input (the input matrix itself, C = alpha X X^T + "
+                                f"beta X) or drawn (a C0 of its own, what C holds before the launch), got {shown}",
+                                value, "c0", f"{path}.c0", hint="c0: input, or leave c0 out")
     else:
         raise context.error(f"gram is a mapping like {{of: A, triangle: lower}}, or A or B, got {kind_name(value)}",
                             node, "gram", path, hint=GRAM_HINT)
@@ -112,7 +119,7 @@ def parse_gram(context: Context, node: dict, dotted: str) -> Gram | None:
         shown = repr(of) if isinstance(of, str) else kind_name(of)
         raise context.error(f"gram's of is the one input matrix, A or B, got {shown}", parent, key, of_path,
                             hint=GRAM_HINT)
-    return Gram(of.lower(), triangle)
+    return Gram(of.lower(), triangle, c0)
 
 
 def _checked_gram(context: Context, node: dict, dotted: str, gram: Gram, types, orders: dict[str, str],
@@ -168,7 +175,31 @@ def _checked_gram(context: Context, node: dict, dotted: str, gram: Gram, types, 
                             f"{scales[index_of[tied]]:g}", given_scales, tied, f"{dotted}.scales.{tied}",
                             hint=f"leave scales.{tied} out: it takes {source.upper()}'s")
     shared = scales[index_of[source]]
+    if gram.adds_input:
+        _check_gram_adds_input(context, node, dotted, gram, types)
     return {**orders, tied: order}, (shared, shared)
+
+
+def _check_gram_adds_input(context: Context, node: dict, dotted: str, gram: Gram, types) -> None:
+    """``c0: input``: beta multiplies the input X itself, which C starts from and the check adds, so C's type holds
+    X's values exactly, and X is not scaled (fp8 scales or block scales would leave what beta multiplies unsaid)."""
+    one = gram.of.upper()
+    path = f"{dotted}.gram.c0"
+    if types.is_fp8:
+        raise context.error(f"gram with c0: input adds beta {one}, but fp8 inputs are scaled (scale_a, scale_b), "
+                            f"which leaves unsaid whether beta multiplies {one} or {one} scaled", node["gram"], "c0",
+                            path, hint="leave c0 out, or take a 16- or 32-bit input")
+    signature = node.get("signature")
+    for index, entry in enumerate(signature if isinstance(signature, list) else ()):
+        if isinstance(entry, dict) and isinstance(entry.get("scales"), dict):
+            raise context.error(f"gram with c0: input adds beta {one}, but block scales multiply {one} in the "
+                                "product, which leaves unsaid whether beta multiplies it scaled", entry, "scales",
+                                f"{dotted}.signature[{index}].scales", hint="leave c0 out, or the block scales")
+    if not holds_drawn_values(types.c, types.a):
+        raise context.error(f"gram with c0: input starts C from {one} and adds beta {one}, so C's type holds "
+                            f"{one}'s values exactly, but {types.a.name} values are not all {types.c.name} values",
+                            node.get("types", node), "c" if isinstance(node.get("types"), dict) else "types",
+                            f"{dotted}.types.c", hint=f"c: {types.a.name}, or c: fp32")
 
 
 def parse_kernel_scalars(context: Context, node: dict, dotted: str, spec_scalars: dict[str, float]) -> dict:

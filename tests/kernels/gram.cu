@@ -28,3 +28,24 @@ extern "C" __global__ void gemm_a_bt(const float* A, const float* B, float* C, i
     for (int i = 0; i < k; ++i) sum += A[row * k + i] * B[col * k + i];
     C[row * n + col] = sum;
 }
+
+// C = alpha X X^T + beta X for a square X (n x n), as a Newton-Schulz step adds its input back: all of C.
+extern "C" __global__ void gram_plus_input(const float* X, float* C, int n, float alpha, float beta) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= n || col >= n) return;
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum += X[row * n + i] * X[col * n + i];
+    C[row * n + col] = alpha * sum + beta * X[row * n + col];
+}
+
+// The same product from the lower triangle alone, each element also stored at its mirror image: right only where X
+// is symmetric (as a Newton-Schulz step's X X^T is), since beta X[row][col] lands at (col, row) too.
+extern "C" __global__ void gram_plus_input_mirrored(const float* X, float* C, int n, float alpha, float beta) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= n || col >= n || col > row) return;
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum += X[row * n + i] * X[col * n + i];
+    float value = alpha * sum + beta * X[row * n + col];
+    C[row * n + col] = value;
+    C[col * n + row] = value;
+}
