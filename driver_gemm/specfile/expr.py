@@ -266,7 +266,8 @@ def _check_tree(tree: ast.AST, text: str) -> None:
 
 
 # A whole number written with a leading zero and more digits (020), not part of a name, a float or an exponent.
-_LEADING_ZERO = re.compile(r"(?<![\w.])0[0-9]+(?![\w.])")
+# Not the digits of an exponent (``1e-05``, ``2.5E+07``), which C reads in decimal whatever their zeros.
+_LEADING_ZERO = re.compile(r"(?<![\w.])(?<![0-9.][eE][+-])0[0-9]+(?![\w.])")
 
 
 def _check_leading_zeros(text: str) -> None:
