@@ -1171,6 +1171,9 @@ def instance_advice(texts: Iterable[str], instances: Iterable[str]) -> str:
         return (f"no declaration of {name} takes ({', '.join(parameter_types)}): an overload is named by its "
                 "parameter types exactly as declared, const included" +
                 (f"; the source declares {'; '.join(declared)}" if declared else ""))
+    defaulted = _all_defaults_advice(texts, instances)
+    if defaulted:
+        return defaulted
     advice = ("check the spec's function and params against the template's parameters (their number, and "
               "enumerators or types with their namespace)")
     names = list(dict.fromkeys(_function_name(split_overload(instance)[0]) for instance in instances
@@ -1180,6 +1183,25 @@ def instance_advice(texts: Iterable[str], instances: Iterable[str]) -> str:
                    for name in names for declared in [template_parameters(name, texts)] if len(declared) == 1]
         return advice + (f": {'; '.join(headers)}" if headers else "")
     return advice + "; one of several overloads is picked by its parameter types, function: name(const float*, int)"
+
+
+def _all_defaults_advice(texts: list[str], instances: list[str]) -> str | None:
+    """How to name a function template whose parameters all have defaults, where an instance names it bare
+    (``gemm``, no params): NVRTC needs the template-id ``gemm<>`` for the instance of the defaults, as a launcher's
+    ``gemm<<<grid, block>>>`` picks it by deduction. None where no instance is such."""
+    for instance in instances:
+        function = split_overload(instance)[0]
+        if is_mangled(instance) or "<" in function:
+            continue
+        name = _function_name(function)
+        declared = template_parameters(name, texts)
+        if len(declared) != 1 or not declared[0] or not all(parameter.has_default for parameter in declared[0]):
+            continue
+        header = ", ".join(parameter.declared for parameter in declared[0])
+        return (f"every template parameter of {name} has a default (template <{header}>), and a template's instance "
+                f"is named by a template-id: write function: '{function}<>' (quoted in YAML) for the defaults, or "
+                f"give params in the template's order for others")
+    return None
 
 
 def not_a_kernel(instances: Iterable[str], texts: Iterable[str]) -> str | None:

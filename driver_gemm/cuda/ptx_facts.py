@@ -251,6 +251,19 @@ class KernelPtxFacts:
                 found.append(f"setmaxnreg.{kind}.sync.aligned.u32 {max(counts) if kind == 'inc' else min(counts)}")
         return tuple(found)
 
+    def warp_instructions(self) -> tuple[str, ...]:
+        """One instruction of each kind the kernel executes by whole warps (32 lanes, ``.sync.aligned``): a
+        ``wmma.mma`` and an ``mma.sync`` (``mma.sp`` included), read from its tensor-core instructions (`mma_types`);
+        empty where it has none or they are unknown. The loads and stores that feed them (``wmma.load``,
+        ``ldmatrix``, ``stmatrix``, ``movmatrix``), warp-wide as well, are not among the facts kept: a GEMM that
+        executes them executes the instruction they feed."""
+        found: dict[str, str] = {}
+        for instruction, _, _ in self.mma_types or ():
+            kind = instruction.split(".", 1)[0]
+            if kind in ("wmma", "mma"):
+                found.setdefault(kind, instruction)
+        return tuple(found.values())
+
     def reads_block_axis(self, axis: int) -> bool | None:
         """Whether the kernel tells its blocks apart along grid axis `axis` (0 for x): it reads their index on that
         axis, directly or as a cluster's (``%clusterid``, ``%cluster_ctaid``), or its rank in its cluster, which

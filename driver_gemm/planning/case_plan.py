@@ -9,6 +9,7 @@ compiler output (it decides what to compile), `with_resources` adds what needs t
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import math
@@ -408,7 +409,7 @@ def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, read
     column_axis, row_axis = (1, 0) if kernel.rows_on == "x" else (0, 1)
     usual = [0, 0]
     usual[column_axis], usual[row_axis] = -(-shape.N // cols), -(-shape.M // rows)
-    written = [f"ceil(N / {kernel.tile[1].source})", f"ceil(M / {kernel.tile[0].source})"]
+    written = [_ceil_of("N", kernel.tile[1].source), _ceil_of("M", kernel.tile[0].source)]
     if len(kernel.grid) > 2:
         usual.append(config.grid[2])
         written.append(kernel.grid[2].source)
@@ -1111,7 +1112,7 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
             step = inferred_tile(kernel.grid[axis], size_name)
             blocks = (f"{config.grid[axis]} blocks of grid {'xyz'[axis]} x {other_blocks} of grid {'xyz'[other]}, "
                       f"{tile} {what} each")
-            divisor = f"({tile_source} * {kernel.grid[other].source})"
+            divisor = f"({_operand(tile_source, left=True)} * {_operand(kernel.grid[other].source)})"
             factor = step.evaluate_int(env) // tile
             hint_tail = f", each of its blocks split over grid {'xyz'[other]}'s {other_blocks}"
             if other_blocks < factor:
@@ -1121,7 +1122,7 @@ def _check_tile(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, pro
             hint_tail = f" ({-(-size // tile) * matrices:,} on this shape)" + hint_tail
         problem(f"the grid covers {covered} of {of} {what} ({blocks}): {_span(what, covered, size * matrices - 1)} "
                 "would never be written", f"grid[{axis}]",
-                hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor})"
+                hint=f"grid {'xyz'[axis]} should be {_ceil_of(size_name, divisor)}"
                      + (" * batch" if matrices > 1 else "") + hint_tail)
     return rows, cols
 
@@ -1239,7 +1240,7 @@ def split_multiple_check(plan: CasePlan, reads_grid_size: bool | None) -> CasePl
                 f"kernel's PTX never reads the grid's size (%nctaid), which blocks past the tiles need to return early "
                 f"(blockIdx.{letter} * gridDim.{other_letter} + blockIdx.{other_letter}), so grid {other_letter} is a "
                 "split of K", f"grid[{split.axis}]",
-                hint=f"grid {letter} should be ceil({split.size_name} / {tile_source}); or grid {other_letter} "
+                hint=f"grid {letter} should be {_ceil_of(split.size_name, tile_source)}; or grid {other_letter} "
                      f"should be {split.factor}, where its blocks share out the tiles of each block of grid {letter}")
     stale = {split.note for split in plan.split_multiples}
     return dataclasses.replace(plan, problems=[*plan.problems, *problems],
@@ -1366,6 +1367,7 @@ def _check_tile_count(kernel: KernelSpec, env, shape: Shape, config: LaunchConfi
                 or _same_dimension_hint(kernel, rows, cols)
                 or _one_axis_hint(kernel, shape, "M", cols, column_tiles)
                 or _one_axis_hint(kernel, shape, "N", rows, row_tiles)
+                or _rounded_up_hint(kernel, env, config, axes, tiles)
                 or f"a grid that numbers the tiles is {row_tiles} * {column_tiles}"
                 + (" * batch" if matrices > 1 else ""))
 
@@ -1429,11 +1431,11 @@ def _matrices_short(kernel: KernelSpec, config: LaunchConfig, axis: int, size_na
         left.append(f"matrix {first}" if first == matrices - 1 else f"matrices {first}-{matrices - 1}")
     letter = "xyz"[axis]
     problem(f"the grid has {blocks:,} blocks on {letter} for the batch's {matrices:,} matrices of "
-            f"ceil({size_name} / {tile_source}) = {per_matrix:,} tile{'s' if per_matrix != 1 else ''} of {tile} {what} "
-            f"each, {per_matrix * matrices:,} "
+            f"{_ceil_of(size_name, tile_source)} = {per_matrix:,} tile{'s' if per_matrix != 1 else ''} of {tile} "
+            f"{what} each, {per_matrix * matrices:,} "
             f"blocks ('{kernel.grid[axis].source}' rounds each matrix's {what} up to whole tiles of its own): "
             f"{' and '.join(left)} would never be written", f"grid[{axis}]",
-            hint=f"grid {letter} should be ceil({size_name} / {tile_source}) * batch")
+            hint=f"grid {letter} should be {_ceil_of(size_name, tile_source)} * batch")
 
 
 def _group_slice_axis(kernel: KernelSpec, groups: GemmGroups | None, row_axis: int) -> int | None:
@@ -1460,7 +1462,7 @@ def _check_group_slices(kernel: KernelSpec, config: LaunchConfig, row_axis: int,
             f"{covered} rows of its group ({config.grid[row_axis]} blocks of grid {row_letter} x {rows}, "
             f"'{kernel.grid[row_axis].source}'), but group {group} holds {largest}: its "
             f"{_span('rows', covered, largest - 1)} would never be written{others}", f"grid[{row_axis}]",
-            hint=f"grid {row_letter} should be ceil(M / {tile_source}), as many row tiles as one group may hold; "
+            hint=f"grid {row_letter} should be {_ceil_of('M', tile_source)}, as many row tiles as one group may hold; "
                  f"'{kernel.grid[row_axis].source}' covers the average group, which the largest exceeds unless "
                  "the rows are even")
 
@@ -1487,8 +1489,8 @@ def _check_one_block_per_matrix(kernel: KernelSpec, env, shape: Shape, per_matri
             f"{need_rows} x {shape.N}{largest}: {' and '.join(left)} of each {one} would never be written",
             f"grid[{axis}]",
             hint=f"a block that computes its whole {one} is declared with tile: [M, N]; one that computes a tile "
-                 f"needs grid axes over C's tiles too, [ceil(N / {kernel.tile[1].source}), "
-                 f"ceil(M / {kernel.tile[0].source}), {name}]")
+                 f"needs grid axes over C's tiles too, [{_ceil_of('N', kernel.tile[1].source)}, "
+                 f"{_ceil_of('M', kernel.tile[0].source)}, {name}]")
 
 
 def _check_rows_axis(kernel: KernelSpec, problem, notes: list[str]) -> None:
@@ -1516,7 +1518,41 @@ def _check_rows_axis(kernel: KernelSpec, problem, notes: list[str]) -> None:
 
 def _tiles_along(size: str, tile_source: str, extent: int) -> str:
     """C's tiles along M or N (`size`) as a grid would count them: ``ceil(N / BN)``, or ``N`` for a tile of 1."""
-    return size if extent == 1 else f"ceil({size} / {tile_source})"
+    return size if extent == 1 else _ceil_of(size, tile_source)
+
+
+def _ceil_of(numerator: str, divisor: str) -> str:
+    """``ceil(numerator / divisor)`` written so that the spec's expressions read it as meant: each side in
+    parentheses where its own operators would bind otherwise (a tile of ``8 * S`` gives ``ceil(M / (8 * S))``, not
+    ``ceil(M / 8 * S)``, which is ceil((M / 8) * S)), so a hint pasted into a grid gives the blocks it names."""
+    return f"ceil({_operand(numerator, left=True)} / {_operand(divisor)})"
+
+
+def _operand(source: str, left: bool = False) -> str:
+    """An expression's text as an operand of ``*`` or ``/``: as written where it is one name, number or call, or in
+    parentheses already, or where it is the `left` operand and a product or quotient itself (``M * N / 256`` is
+    ``(M * N) / 256``); in parentheses otherwise."""
+    text = source.strip()
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return f"({text})"
+    if isinstance(node, (ast.Name, ast.Constant, ast.Call)) or _enclosed(text):
+        return text
+    if left and isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod)):
+        return text
+    return f"({text})"
+
+
+def _enclosed(text: str) -> bool:
+    """Whether `text` is one pair of parentheses around the rest (``(8 * S)``, not ``(M + 1) * (N + 1)``)."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += char == "("
+        depth -= char == ")"
+        if depth == 0:
+            return index == len(text) - 1 and index > 0
+    return False
 
 
 def _rows_short(kernel: KernelSpec, shape: Shape, config: LaunchConfig, rows: int, cols: int, axes: list[int],
@@ -1576,6 +1612,39 @@ def _one_axis_hint(kernel: KernelSpec, shape: Shape, numbered: str, extent: int,
         f"{other} <= {kernel.tile[1 if numbered == 'M' else 0].source}"
     return (f"the grid numbers C's {lines}{where}: add a grid axis over its {across}, {other_tiles}, that the kernel "
             f"reads its {across[:-1]} from, or require: {keep}")
+
+
+def _floor_division(extent: expr.Expression) -> tuple[str, str] | None:
+    """The numerator and divisor of an extent that rounds a division down, ``X // D`` or ``floor(X / D)``, where X
+    reads M or N (``ceil(M / 16) // S``: C's row tiles shared out over S blocks of another axis); None otherwise."""
+    node = extent.tree
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "floor" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Div):
+        node = node.args[0]
+    elif not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv)):
+        return None
+    if not {child.id for child in ast.walk(node.left) if isinstance(child, ast.Name)} & {"M", "N"}:
+        return None
+    return ast.unparse(node.left), ast.unparse(node.right)
+
+
+def _rounded_up_hint(kernel: KernelSpec, env, config: LaunchConfig, axes: list[int], tiles: int) -> str:
+    """For a grid counted against C's tiles whose axes that round a division of M's or N's down (`_floor_division`:
+    ``[ceil(M / 16) // S, ceil(N / 16), S]``, rows shared out over x and z) fall short by what the rounding drops:
+    those axes rounded up, where that gives a block for every tile. Empty otherwise."""
+    divisions = {axis: _floor_division(kernel.grid[axis]) for axis in axes}
+    rounded = {axis: _ceil_of(*parts) for axis, parts in divisions.items() if parts is not None}
+    if not rounded:
+        return ""
+    try:
+        counts = [expr.parse(rounded[axis]).evaluate_int(env) if axis in rounded else config.grid[axis]
+                  for axis in axes]
+    except expr.ExpressionError:
+        return ""
+    if math.prod(counts) < tiles:
+        return ""
+    said = " and ".join(f"grid {'xyz'[axis]} should be {text}" for axis, text in sorted(rounded.items()))
+    return f"{said}: rounded down, the division drops the tiles of its last, partial block"
 
 
 def _shared_axis_hint(kernel: KernelSpec, env, config: LaunchConfig, rows: int, cols: int) -> str:
@@ -1640,7 +1709,7 @@ def _check_inferred_coverage(kernel: KernelSpec, env, shape: Shape, config: Laun
             problem(f"the grid covers {covered} of {of} {what} ({blocks} blocks x {extent}, as "
                     f"'{kernel.grid[axis].source}' divides {size_name} by {divisor.source}): "
                     f"{_span(what, covered, size * matrices - 1)} would never be written", f"grid[{axis}]",
-                    hint=f"grid {'xyz'[axis]} should be ceil({size_name} / {divisor.source})"
+                    hint=f"grid {'xyz'[axis]} should be {_ceil_of(size_name, divisor.source)}"
                          + (" * batch" if matrices > 1 else "")
                          + "; if a block computes more than that, declare tile: [rows, cols]")
     return True
@@ -1711,7 +1780,7 @@ def _check_flat_elements(kernel: KernelSpec, env, shape: Shape, config: LaunchCo
     letter = "xyz"[axis]
     problem(f"the grid covers {covered:,} of {of} elements of C ({blocks:,} blocks of grid {letter}, {per_block:,} "
             f"consecutive elements each, {reading}): {_elements_span(covered, total, shape)} would never be written",
-            f"grid[{axis}]", hint=f"grid {letter} should be ceil({count.source} / {per_block_source}), "
+            f"grid[{axis}]", hint=f"grid {letter} should be {_ceil_of(count.source, per_block_source)}, "
                                   f"{-(-total // per_block):,} blocks on this shape")
 
 

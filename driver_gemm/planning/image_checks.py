@@ -14,16 +14,17 @@ waits for its whole grid without ``cooperative: true``, and one that uses dynami
 each map is passed is noted, and what a prebuilt image says of its spills, whose bytes it does not record. A kernel
 whose warpgroups ask ``setmaxnreg.inc`` for more registers than the block was launched with (after the one warpgroup
 that gives some back with ``.dec``) would wait for them forever: that is noted too, since which warps take which
-branch is not known before the launch. A grid of more than one block along an axis whose block index the kernel
-never reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) is refused at that axis, its blocks
-there being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`). A kernel
-whose block barriers limit the blocks an SM holds is noted with why (`cuda.occupancy.barrier_note`). A kernel whose
-PTX reads or writes a matrix through vector accesses of global memory (``ld.global.nc.v4.f32``, ``cp.async`` of 16
-bytes), or scalar ones of several of its elements (``ld.global.u32`` of fp16: a ``half2``), wider than the matrix's
-rows are aligned to (its leading dimension or batch stride times its element's bytes is
-no multiple of the access's) is noted, unless the kernel tests that size for the multiple at run time, or the address
-of the row it reads for the access's width, as one that falls back to narrower accesses does
-(`vector_alignment_notes`).
+branch is not known before the launch. A kernel executing warpgroup-wide instructions (wgmma, setmaxnreg) launched
+with no whole warpgroup, or warp-wide ones (wmma, mma.sync) with no whole warp, is refused at ``block``, and a block
+ending in a partial warpgroup (or warp) is noted. A grid of more than one block along an axis whose block index the
+kernel never reads (no ``%ctaid``, cluster id or cluster rank of that axis in its PTX) is refused at that axis, its
+blocks there being copies of one another; a kernel that reads no block index at all is noted (`check_block_axes`). A
+kernel whose block barriers limit the blocks an SM holds is noted with why (`cuda.occupancy.barrier_note`). A kernel
+whose PTX reads or writes a matrix through vector accesses of global memory (``ld.global.nc.v4.f32``, ``cp.async``
+of 16 bytes), or scalar ones of several of its elements (``ld.global.u32`` of fp16: a ``half2``), wider than the
+matrix's rows are aligned to (its leading dimension or batch stride times its element's bytes is no multiple of the
+access's) is noted, unless the kernel tests that size for the multiple at run time, or the address of the row it
+reads for the access's width, as one that falls back to narrower accesses does (`vector_alignment_notes`).
 """
 
 from __future__ import annotations
@@ -395,7 +396,8 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[
     executes warpgroup-wide instructions (wgmma, setmaxnreg). Which warps execute those the PTX does not tell: a
     block of fewer than 128 threads has no warpgroup to execute them and is refused; one that ends in a partial
     warpgroup is noted, since that part may be warps that never execute them (a producer warp that only loads, as
-    in 2 warpgroups and 1 warp, 288 threads). Returns the notes."""
+    in 2 warpgroups and 1 warp, 288 threads). A kernel whose tensor-core instructions are warp-wide (wmma, mma.sync)
+    needs whole warps the same way (`_check_whole_warps`). Returns the notes."""
     notes: list[str] = []
     warpgroup_wide = facts.warpgroup_instructions()
     threads = plan.config.threads_per_block if plan.config is not None else 0
@@ -431,6 +433,8 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[
                          f"warp{'s' if warps != 1 else ''} of 4), and {executes}: right only where the warps of the "
                          f"partial warpgroup never execute {them}, as a producer warp that only loads does; where "
                          f"they do, they wait for warps that do not exist (a hang) or compute garbage{room}")
+    elif not warpgroup_wide and threads:
+        notes.extend(_check_whole_warps(threads, facts, problem))
     if facts.dynamic_shared and plan.config is not None and plan.config.shared_bytes == 0:
         problem("the kernel uses dynamic shared memory (an extern __shared__ array), but shared_bytes gives it none: "
                 "its first access would be out of bounds", "shared_bytes",
@@ -443,6 +447,45 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[
                 hint="add cooperative: true to the kernel, with a grid that fits on the GPU at once "
                      "(max_active_clusters counts the blocks that do)")
     return notes
+
+
+PARTIAL_WARP_NOTE = "partial warp: "   # how the note begins
+THREADS_A_WARP = 32
+
+
+def _check_whole_warps(threads: int, facts: KernelPtxFacts, problem) -> list[str]:
+    """Whole warps where the kernel executes warp-wide tensor-core instructions (``wmma.mma``, ``mma.sync``: every
+    lane of the warp takes part, ``.sync.aligned``). A block of fewer than 32 threads has no whole warp to execute
+    them and is refused; one that ends in a partial warp is noted, since that warp may be one that never executes
+    them. Returns the notes."""
+    warp_wide = facts.warp_instructions()
+    if not warp_wide or threads % THREADS_A_WARP == 0:
+        return []
+    them = "it" if len(warp_wide) == 1 else "them"
+    executes = (f"the kernel executes {' and '.join(warp_wide)}, which all 32 lanes of a warp execute together "
+                "(.sync.aligned)")
+    whole = -(-threads // THREADS_A_WARP) * THREADS_A_WARP
+    bound = math.prod(facts.max_threads) if facts.max_threads is not None else None
+    required = math.prod(facts.required_threads) if facts.required_threads is not None else None
+    if threads < THREADS_A_WARP:
+        if required is not None and required % THREADS_A_WARP:
+            hint = (f"the kernel's required block of {required} threads (.reqntid) is no whole number of warps: "
+                    "build it for a multiple of 32 threads and launch that")
+        elif bound is not None and bound < THREADS_A_WARP:
+            hint = (f"the kernel's __launch_bounds__ of {bound} threads (.maxntid) holds no whole warp: raise it to "
+                    "a multiple of 32 and launch that")
+        else:
+            hint = ("launch whole warps: 32 threads for a kernel whose block is one warp (block: [32]), or the "
+                    "multiple of 32 its launcher gives")
+        problem(f"a block of {threads} threads holds no whole warp (32 threads), but {executes}: the lanes that do "
+                f"not exist leave {them} undefined (garbage in C, or a hang)", "block", hint=hint)
+        return []
+    room = (f"; a kernel whose every warp executes {them} needs whole warps: {whole} threads"
+            if required is None and (bound is None or whole <= bound) else "")
+    return [f"{PARTIAL_WARP_NOTE}a block of {threads} threads ends in a partial warp of "
+            f"{threads % THREADS_A_WARP} threads, and {executes}: right only where the partial warp never executes "
+            f"{them}; where it does, the lanes that do not exist leave {them} undefined (garbage in C, or a "
+            f"hang){room}"]
 
 
 # An operand's element type as a tensor-core instruction names it, and its bytes.

@@ -266,6 +266,7 @@ def _following_launches(context: Context, node: dict, dotted: str, scalars: dict
             raise context.error(f"{function[:60]!r} is not a C++ function name or template-id", item, "function",
                                 f"{item_path}.function", hint="a template-id may name the kernel's params: "
                                                               "reduce<SPLITS>")
+        _check_template_id_reads_no_shape(context, item, f"{item_path}.function", function)
         block = _dims(context, item, "block", f"{item_path}.block", sizeofs)
         grid = _dims(context, item, "grid", f"{item_path}.grid", sizeofs)
         shared = _launch_expression(context, item, "shared_bytes", item.get("shared_bytes", 0),
@@ -468,8 +469,9 @@ CXX_KEYWORDS = frozenset("""
 
 
 def is_kernel_function(text: str) -> bool:
-    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``),
-    either followed by the parameter types that pick one overload (``sgemm(const float*, int)``)."""
+    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``, or
+    ``sgemm<>`` for a template whose parameters all have defaults), either followed by the parameter types that
+    pick one overload (``sgemm(const float*, int)``)."""
     text, parameter_types = split_overload(text)
     if parameter_types is not None and not all(re.fullmatch(r"[A-Za-z_:][A-Za-z0-9_:<>, *&]*", t, re.ASCII)
                                                for t in parameter_types):
@@ -478,7 +480,7 @@ def is_kernel_function(text: str) -> bool:
     if not match or any(part in CXX_KEYWORDS or part == "main" for part in match.group(1).split("::")):
         return False   # a keyword is no name, and main is no kernel
     inner = match.group(2)
-    if inner is None:
+    if inner is None or not inner.strip():    # sgemm<>: a template's every parameter takes its default
         return True
     if not re.fullmatch(r"[A-Za-z0-9_:<>, +\-()]*", inner):   # (ns::Order)1: an enumerator as demangled
         return False
@@ -519,7 +521,41 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
     if is_baseline_label(name):
         raise context.error(f"{name!r} names a cuBLAS or cuBLASLt baseline row; give the kernel another name", node,
                             "name", f"{dotted}.name")
+    _check_template_id_reads_no_shape(context, node, f"{dotted}.function", function, name)
     return name, function
+
+
+# The names of a case's shape and layout: a template-id cannot read them, its arguments being fixed at compile time.
+SHAPE_NAMES = ("M", "N", "K") + LAYOUT_NAMES
+
+
+def _check_template_id_reads_no_shape(context: Context, node: dict, path: str, function: str,
+                                      name: str | None = None) -> None:
+    """Refuse a template-id whose arguments name the shape (``gemm_static<M, N, K, 16>``): params are put in their
+    place, but M, N, K, the leading dimensions, strides and batch differ from shape to shape while template
+    arguments are fixed when the kernel compiles; NVRTC would read them as C++ names the source does not declare.
+    The hint gives such a kernel, templated on its shape, params of its own and a dispatch entry per shape."""
+    template_id = split_overload(function)[0]
+    if "<" not in template_id:
+        return
+    read = [found for found in dict.fromkeys(PARAM_NAME.findall(template_id[template_id.index("<"):]))
+            if found in SHAPE_NAMES]
+    if not read:
+        return
+    own = {shape_name: f"{shape_name}_" for shape_name in read}
+    rewritten = PARAM_NAME.sub(lambda match: own.get(match.group(), match.group()), template_id)
+    values = ", ".join(f"{param}: ..." for param in own.values())
+    if name is None:
+        how = f"give them params of the kernel's own in their place ({rewritten}), swept or picked per shape"
+    else:
+        how = (f"function: '{rewritten}' with params of its own, require: "
+               f"[{', '.join(f'{param} == {shape_name}' for shape_name, param in own.items())}] to refuse the "
+               f"shapes an instance was not built for, and a dispatch: table giving each shape its instance "
+               f"(dispatch: {{{name}: [{{shape: [M, N, K], params: {{{values}}}}}, ...]}})")
+    raise context.error(f"the template-id {template_id} reads {', '.join(read)}, which the shape gives, but template "
+                        "arguments are fixed when the kernel compiles, once for every shape, and only params are "
+                        "put in their place", node, "function", path,
+                        hint=f"for a kernel templated on its shape: {how}")
 
 
 # ----------------------------------------------------------------------------------- source
