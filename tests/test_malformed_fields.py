@@ -158,7 +158,7 @@ dispatch:
     ("shape: [64, 32, 16]", f"shape: [64, {2 ** 41}, 16]", "dispatch.v4[0].shape"),
     ("when: {M: [1, 128]}", f"when: {{M: [1, {2 ** 63}]}}", "dispatch.v4[0].when.M"),
     ("when: {M: [1, 128]}", f"when: {{M: [{2 ** 41}, null]}}", "dispatch.v4[0].when.M"),
-    ("BK: 16, TM: 4, TN: 4}\n      label", f"BK: {2 ** 64}, TM: 4, TN: 4}}\n      label", "dispatch.v4[0].params"),
+    ("BK: 16, TM: 4, TN: 4}\n      label", f"BK: {2 ** 64}, TM: 4, TN: 4}}\n      label", "dispatch.v4[0].params.BK"),
 ])
 def test_dispatch_entries_out_of_range_or_of_the_wrong_type(tmp_path, monkeypatch, capsys, old, new, field):
     assert old in DISPATCH

@@ -101,7 +101,8 @@ def _write_rows(stream, out: Output, progress) -> tuple[int, int]:
                 lines.add(plan)
     failed = list(stream.not_compiled())
     if failed and out.format == "csv":
-        out.data(csv_text(PLAN_CSV_HEADER, (not_compiled_csv_row(*case) for case in failed)).partition("\n")[2])
+        out.data(csv_text(PLAN_CSV_HEADER, (not_compiled_csv_row(kernel, shape, error, stream.picked(kernel, shape))
+                                            for kernel, shape, error in failed)).partition("\n")[2])
     elif failed:
         out.data("".join(not_compiled_markdown_row(kernel, shape) for kernel, shape, _ in failed))
     if out.format == "markdown":

@@ -30,7 +30,7 @@ from ..cuda.signature_check import check_kernel_signature, launch_writes_output
 from ..errors import CompileError, ConfigError, ImageError, SpecError
 from ..measure.memory import host_total
 from ..specfile.model import FollowingLaunch, KernelSpec, Spec
-from .cases import Case, cases_of, kernels_of, kernels_on
+from .cases import Case, cases_of, kernels_of, kernels_on, member_problem
 from .case_plan import (CasePlan, literal_grid_check, plan_launch, split_multiple_check, uncounted_matrices_check,
                         with_resources)
 from .hopper_checks import cluster_use_checks
@@ -49,9 +49,16 @@ def launch_plans(spec: Spec, limits: ArchLimits) -> dict[tuple[str, str], CasePl
     scalars = dict(spec.scalars)
     host = host_total()
     known_type_sizes(kernels_of(spec), limits.arch)   # one compile per program, not one per configuration
-    return {(kernel.label, shape.label): with_template_order(with_memory_check(
-                plan_launch(kernel, shape, limits, scalars, written_scalars=spec.written_scalars), host, limits.arch))
+    return {(kernel.label, shape.label): with_member_check(spec, kernel, shape, with_template_order(with_memory_check(
+                plan_launch(kernel, shape, limits, scalars, written_scalars=spec.written_scalars), host, limits.arch)))
             for shape in spec.shapes for kernel in kernels_on(spec, shape)}
+
+
+def with_member_check(spec: Spec, kernel: KernelSpec, shape, plan: CasePlan) -> CasePlan:
+    """`plan` refused, first of its problems, where a dispatch table picks `kernel` as a member on `shape` and it
+    computes another GEMM than its family there (`cases.member_problem`)."""
+    problem = member_problem(spec, kernel, shape) if spec.dispatch else None
+    return dataclasses.replace(plan, problems=[problem, *plan.problems]) if problem is not None else plan
 
 
 def with_template_order(plan: CasePlan) -> CasePlan:

@@ -125,6 +125,9 @@ class CasePlan:
     # The names of `scalars` the spec wrote (None: not known): how its notes were made, not part of the plan (two
     # plans of one launch are equal whichever way the caller knew it).
     written_scalars: frozenset[str] | None = field(default=None, compare=False)
+    # For a case a ``dispatch:`` table picked: the table's kernel (the name its rows are counted under) and which of
+    # its entries picked the configuration, by which rule (a `results.records.DispatchChoice`).
+    picked_by: tuple[str, Any] | None = None
 
     @property
     def valid(self) -> bool:

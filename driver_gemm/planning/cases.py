@@ -18,8 +18,9 @@ from ..gemm.dtypes import GemmTypes
 from ..gemm.operands import GemmOperands
 from ..results.records import CaseResult, DispatchChoice, OperandsRecord
 from ..specfile import expr
-from ..specfile.load import load_spec
+from ..specfile.load import SAME_GEMM_HINT, load_spec
 from ..specfile.model import KernelSpec, Shape, Spec
+from ..specfile.same_gemm import computes_differently
 from ..specfile.typed import evaluate_operands
 from ..status import BASELINE_LABELS, Status
 from ..specfile.dispatch import select_kernel
@@ -213,6 +214,50 @@ def dispatched(spec: Spec, kernel: KernelSpec, shape: Shape) -> tuple[KernelSpec
     chosen = select_kernel(kernel, table, shape, members)
     return chosen, DispatchChoice(index, entry.shape.label, rule, table=kernel.name if chosen.name != kernel.name
                                   else None)
+
+
+# How a plan says which rule of a table picked a case (`specfile.dispatch.DispatchTable.choose`'s rules).
+PICKED_BY = {"exact": "the entry of this very shape", "when": "its when: holds here",
+             "nearest": "the nearest of its shapes"}
+
+
+def picked_text(family: str, choice: DispatchChoice) -> str:
+    """``picked by v4's dispatch table: entry 1 (64x64x64), the entry of this very shape``: why a case runs the
+    configuration it runs, as a plan says it."""
+    return f"picked by {family}'s dispatch table: entry {choice.entry} ({choice.shape}), {PICKED_BY[choice.rule]}"
+
+
+def member_problem(spec: Spec, kernel: KernelSpec, shape: Shape) -> SpecError | None:
+    """Where `kernel` (with the params its entry gives) is a member that its family's table picks for `shape`, and
+    computes another GEMM there than the family with its own params (`specfile.same_gemm`): the problem that makes
+    its case INVALID, naming the table's entry, the rule that picked it and what differs. None otherwise.
+
+    The spec reader compares the two on the entry's own shape; a `when:` or the nearest-shape rule picks the member
+    on other shapes too, where a batch count, a leading dimension, alpha or a block scale computed from the shape
+    may differ, and the member's rows would then be counted as the family's for another product.
+    """
+    for family_name, table in spec.dispatch.items():
+        if kernel.name not in table.members:
+            continue
+        index, rule = table.choose(shape)
+        family = next((k for k in spec.kernels if k.name == family_name), None)
+        if table.entries[index].kernel != kernel.name or family is None:
+            return None      # not run through the table here: a kernel of its own
+        try:
+            evaluate_operands(kernel, shape)
+        except SpecError:    # its case is INVALID at the field that does not evaluate, which says more
+            return None
+        differs = computes_differently(family, kernel, shape, spec.scalars)
+        if not differs:
+            return None
+        choice = DispatchChoice(index, table.entries[index].shape.label, rule, table=family_name)
+        entry_path = f"dispatch.{family_name}[{index}]"
+        return SpecError(f"kernel {kernel.name} computes another GEMM than {family_name} on {shape.label}: "
+                         f"{differs}; {picked_text(family_name, choice)}", where=kernel.where or None,
+                         field=kernel.field_path,
+                         hint=f"{SAME_GEMM_HINT}; keep {entry_path} off the shapes where they differ (its when:, or "
+                              "an entry of the family's own for such a shape)")
+    return None
 
 
 def kernels_on(spec: Spec, shape: Shape) -> list[KernelSpec]:

@@ -24,10 +24,11 @@ from ..errors import (CompileError, ConfigError, DriverGemmError, FilePath, NoGp
                       WrongArgumentType, WrongArgumentValue, flag_argument, ordinal_argument)
 from ..specfile.archs import KNOWN_ARCHS
 from ..specfile.load import load_spec
+from ..results.records import DispatchChoice
 from ..specfile.model import KernelSpec, Shape, Spec
 from . import build
-from .build import Compiled, compile_spec, complete_plan, led_by_spec_line, with_template_order
-from .cases import dispatched, kernels_of, standalone
+from .build import Compiled, compile_spec, complete_plan, led_by_spec_line, with_member_check, with_template_order
+from .cases import dispatched, kernels_of, picked_text, standalone
 from .case_plan import MAX_SM_COUNT, CasePlan, plan_launch
 from .sizeof_values import known_type_sizes
 from .memory_plan import with_memory_check
@@ -241,11 +242,18 @@ class PlanStream:
                 for case_kernel, shape in cases:
                     yield case_kernel, shape, error
 
+    def picked(self, kernel: KernelSpec, shape: Shape) -> tuple[str, DispatchChoice] | None:
+        """For a case a ``dispatch:`` table picked, the table's kernel and its entry and rule (as its plan's
+        `picked_by` holds them); None for any other case."""
+        return self._picked.get((kernel.label, shape.label))
+
     def _launch(self, kernel: KernelSpec, shape) -> CasePlan:
-        """The case's launch and memory checked, before compiling (`build.launch_plans` for one case)."""
-        return with_template_order(with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars,
+        """The case's launch and memory checked, before compiling (`build.launch_plans` for one case), and a table's
+        member checked to compute its family's GEMM on this shape (`cases.member_problem`)."""
+        plan = with_template_order(with_memory_check(plan_launch(kernel, shape, self._limits, self._scalars,
                                                                  written_scalars=self._written_scalars),
                                                      self._host, self._limits.arch))
+        return with_member_check(self.result.spec, kernel, shape, plan)
 
     def __iter__(self) -> Iterator[CasePlan]:
         compiled = self.result.compiled
@@ -256,7 +264,7 @@ class PlanStream:
             for case in cases:
                 plan = complete_plan(self._launch(*case), cubin, self._limits, self._sm_count)
                 picked = self._picked.get((case[0].label, case[1].label))
-                yield dataclasses.replace(plan, notes=[picked, *plan.notes]) if picked else plan
+                yield plan if picked is None else _picked_plan(plan, *picked)
 
 
 def plan_stream(spec: Spec, sm_count: int | None = None, *, target: PlanTarget) -> PlanStream:
@@ -269,29 +277,33 @@ class _Cases(Sized, Iterable, Protocol):
     """A kernel's cases: (kernel, shape) pairs that can be counted and read."""
 
 
-_PICKED_BY = {"exact": "the entry of this very shape", "when": "its when: holds here",
-              "nearest": "the nearest of its shapes"}
+def _picked_plan(plan: CasePlan, family: str, choice: DispatchChoice) -> CasePlan:
+    """`plan` picked by `family`'s table, led by a note saying which entry picked it and by which rule."""
+    return dataclasses.replace(plan, notes=[picked_text(family, choice), *plan.notes], picked_by=(family, choice))
 
 
-def _kernel_shapes(spec: Spec) -> tuple[list[tuple[KernelSpec, _Cases]], dict[tuple[str, str], str]]:
+# By (kernel label, shape label), the kernel whose table picked a case's configuration, and the entry and rule.
+_Picks = dict[tuple[str, str], tuple[str, DispatchChoice]]
+
+
+def _kernel_shapes(spec: Spec) -> tuple[list[tuple[KernelSpec, _Cases]], _Picks]:
     """Every kernel configuration (as `kernels_of` lists them) with its cases in spec order, each the (kernel,
     shape) it is planned with. Without ``dispatch:`` that is every kernel on every shape, yielded as asked for; a
     dispatched kernel runs on the shapes its table picks it for. Second, by (kernel label, shape label), why each
-    dispatched case runs the configuration it runs: the table, its entry and the rule that picked it
+    dispatched case runs the configuration it runs: the table's kernel, and the entry and rule that picked it
     (`specfile.dispatch`), so that a plan answers "why these params here" as well as "what they launch"."""
     if not spec.dispatch:
         kernels = list({kernel.label: kernel for kernel in spec.kernels}.values())
         return [(kernel, _EveryShape(kernel, spec.shapes)) for kernel in kernels], {}
     on: dict[str, dict[int, KernelSpec]] = {}
-    picked: dict[tuple[str, str], str] = {}
+    picked: _Picks = {}
     families = standalone(spec)
     for index, shape in enumerate(spec.shapes):
         for family in families:               # `kernels_on`, keeping each table's choice
             kernel, choice = dispatched(spec, family, shape)
             on.setdefault(kernel.label, {})[index] = kernel
             if choice is not None:
-                picked[(kernel.label, shape.label)] = (f"picked by {family.name}'s dispatch table: entry "
-                                                       f"{choice.entry} ({choice.shape}), {_PICKED_BY[choice.rule]}")
+                picked[(kernel.label, shape.label)] = (family.name, choice)
     # `on` holds each configuration once, in the order `kernels_of` gives, its shapes in spec order
     pairs: list[tuple[KernelSpec, _Cases]] = [
         (next(iter(by_index.values())), [(kernel, spec.shapes[index]) for index, kernel in by_index.items()])

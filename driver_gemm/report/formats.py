@@ -114,9 +114,13 @@ def plan_markdown(plans: Iterable[CasePlan]) -> str:
                                          "ok" if plan.valid else "INVALID") for plan in plans))
 
 
+# A case a ``dispatch:`` table picked: the table's kernel, its entry (index and shape) and the rule (exact, when,
+# nearest: the words of a results file's dispatch.rule); empty for the other cases.
+PLAN_DISPATCH_COLUMNS = ("family", "dispatch_entry", "dispatch_shape", "dispatch_rule")
+
 PLAN_CSV_HEADER = ("kernel", "M", "N", "K", "grid", "block", "threads", "blocks", "registers", "spill_store_bytes",
                    "spill_load_bytes", "stack_bytes", "barriers", "static_shared_bytes", "dynamic_shared_bytes",
-                   "blocks_per_sm", "occupancy", "limited_by", "waves", "valid", "problems")
+                   "blocks_per_sm", "occupancy", "limited_by", "waves", "valid", "problems", *PLAN_DISPATCH_COLUMNS)
 
 
 def plan_csv(plans: Iterable[CasePlan]) -> str:
@@ -124,8 +128,16 @@ def plan_csv(plans: Iterable[CasePlan]) -> str:
     return csv_text(PLAN_CSV_HEADER, map(plan_csv_row, plans))
 
 
+def _dispatch_cells(picked: tuple | None) -> tuple:
+    """`PLAN_DISPATCH_COLUMNS` of a case: from (its table's kernel, its `DispatchChoice`), else empty."""
+    if picked is None:
+        return (None,) * len(PLAN_DISPATCH_COLUMNS)
+    family, choice = picked
+    return family, choice.entry, choice.shape, choice.rule
+
+
 def plan_csv_row(plan: CasePlan) -> tuple:
-    """One case's row of `plan_csv`."""
+    """One case's row of `plan_csv`; the dispatch columns are filled for a case a table picked (`picked_by`)."""
     config, resources, occupancy = plan.config, plan.resources, plan.occupancy
     return (plan.kernel.label, plan.shape.M, plan.shape.N, plan.shape.K,
             "x".join(map(str, config.grid)) if config else None,
@@ -137,7 +149,8 @@ def plan_csv_row(plan: CasePlan) -> tuple:
             config.shared_bytes if config else None,
             occupancy.blocks_per_sm if occupancy else None, occupancy.occupancy if occupancy else None,
             " ".join(occupancy.limited_by) if occupancy else None, plan.waves, plan.valid,
-            "; ".join(str(problem) for problem in plan.problems))
+            "; ".join(str(problem) for problem in plan.problems),
+            *_dispatch_cells(plan.picked_by))
 
 
 def plan_markdown_row(plan: CasePlan) -> str:
@@ -146,11 +159,13 @@ def plan_markdown_row(plan: CasePlan) -> str:
                           "ok" if plan.valid else "INVALID")) + "\n"
 
 
-def not_compiled_csv_row(kernel, shape, error: Exception) -> tuple:
+def not_compiled_csv_row(kernel, shape, error: Exception, picked: tuple | None = None) -> tuple:
     """A `plan_csv` row for a case whose kernel did not compile: its launch is unknown, and its problem is the
-    compiler's first error (stderr has the whole message)."""
-    return (kernel.label, shape.M, shape.N, shape.K, *[None] * (len(PLAN_CSV_HEADER) - 6), False,
-            f"did not compile: {_first_error(error)}")
+    compiler's first error (stderr has the whole message). `picked` is (the table's kernel, its `DispatchChoice`)
+    for a case a dispatch table picked."""
+    launch_columns = len(PLAN_CSV_HEADER) - len(PLAN_DISPATCH_COLUMNS) - 6    # all but kernel, M, N, K, valid, problems
+    return (kernel.label, shape.M, shape.N, shape.K, *[None] * launch_columns, False,
+            f"did not compile: {_first_error(error)}", *_dispatch_cells(picked))
 
 
 def not_compiled_markdown_row(kernel, shape) -> str:

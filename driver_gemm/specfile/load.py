@@ -23,18 +23,23 @@ import yaml
 
 from ..errors import FilePath, SpecError, WrongArgumentValue, WrongSpecArgument, flag_argument, path_argument
 from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
-from .kinds import kind_name
+from .kinds import key_text, kind_name
 from .kernels import IDENTIFIER, parse_kernel, read_param_values, reads_scalar
-from .limits import MAX_CASES, MAX_NAME_CHARS
+from .limits import INT64_MAX, INT64_MIN, MAX_CASES, MAX_NAME_CHARS
 from .model import (MAX_ROUNDS, MEASURE_MODES, REFERENCES, ZEROS_PASS_HINT, KernelSpec, MeasureSettings, Spec,
                     VerifySettings, is_safe_name, safe_file_stem, zeros_pass)
 from .sample_patterns import USAGE as SAMPLE_PATTERN_USAGE, SamplePattern
 from .shapes import parse_shapes
 from .shipped import resolve_spec
-from .yaml_lines import LineNode, decode_spec, read_document, read_spec_bytes
+from .yaml_lines import LineNode, OversizedInteger, decode_spec, read_document, read_spec_bytes
 from .dispatch import check_entry_params, parse_dispatch
 from .same_gemm import computes_differently
 from .typed import SCALAR_NAMES
+
+# Why a table's member must compute its family's GEMM, said wherever a member is found to compute another.
+SAME_GEMM_HINT = ("a table picks among kernels that compute the same product (types, layouts, scales, epilogue, alpha "
+                  "and beta, batch, leading dimensions, bias, block scales, the inputs' structure, element-wise "
+                  "functions): their rows are the family's")
 
 TOP_KEYS = ("name", "description", "kernels", "shapes", "measure", "verify", "baseline", "scalars", "dispatch")
 MEASURE_KEYS = tuple(f.name for f in dataclasses.fields(MeasureSettings))
@@ -309,6 +314,7 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
                             where=where(path), field=path)
         return named[0]
 
+    _check_entry_param_kinds(context, document["dispatch"])
     tables = parse_dispatch(document["dispatch"], [k.name for k in kernels], where)
     for name, table in tables.items():
         family = only(name, f"dispatch.{name}")
@@ -323,11 +329,7 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
                 if differs:
                     path = f"dispatch.{name}[{index}].kernel"
                     raise SpecError(f"kernel {kernel.name} computes another GEMM than {name}: {differs}",
-                                    where=where(path), field=path,
-                                    hint="a table picks among kernels that compute the same product (types, layouts, "
-                                         "scales, epilogue, alpha and beta, batch, leading dimensions, bias, block "
-                                         "scales, the inputs' structure, element-wise functions): their rows are the "
-                                         "family's")
+                                    where=where(path), field=path, hint=SAME_GEMM_HINT)
             unknown = sorted(set(entry.params) - set(kernel.params))
             if unknown:
                 path = f"dispatch.{name}[{index}].params"
@@ -339,6 +341,44 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
                                    f"dispatch.{name}[{index}].params", kernel)
             check_entry_params(kernel, entry, f"dispatch.{name}[{index}]", where)
     return tables
+
+
+def _check_entry_param_kinds(context: Context, node: Any) -> None:
+    """Refuse a value of an entry's ``params:`` that is not one value of a kind params: take (a whole number of 64
+    bits, true/false or a C++ name), naming the param and the value it got at its line: the table's reader
+    (`specfile.dispatch`) would say only that the mapping is wrong. What is not a table of entries with a params
+    mapping is left to that reader."""
+    if not isinstance(node, dict):
+        return
+    for name, entries in node.items():
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            params = entry.get("params") if isinstance(entry, dict) else None
+            for key, value in (params.items() if isinstance(params, dict) else ()):
+                problem, hint = _entry_param_problem(key_text(params, key), value)
+                if problem:
+                    raise context.error(problem, params, key, f"dispatch.{field_name(node, name)}[{index}].params."
+                                        f"{field_name(params, key)}", hint=hint)
+
+
+def _entry_param_problem(key: str, value: Any) -> tuple[str, str | None]:
+    """What is wrong with `value` as the one value of an entry's param `key`, and a hint; ('', None) when nothing."""
+    if isinstance(value, OversizedInteger) or (isinstance(value, int) and not isinstance(value, bool)
+                                               and not INT64_MIN <= value <= INT64_MAX):
+        written = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
+        return f"{key} is {written}, beyond the 64-bit whole numbers a template parameter takes", None
+    if isinstance(value, (bool, str, int)):
+        return "", None
+    takes = "a param of an entry takes one value: a whole number, true/false or a C++ name"
+    if isinstance(value, list):
+        shown = "[" + ", ".join(kind_name(item) for item in value) + "]"
+        return (f"{key} is {kind_name(value)} ({shown if len(shown) <= 60 else shown[:57] + '...'}): {takes}",
+                f"an entry picks one configuration, so no lists: give {key} one value here, and another value an "
+                "entry of its own")
+    if isinstance(value, float):
+        whole = value.is_integer()
+        return (f"{key} is {kind_name(value)}, a number with a decimal point: {takes}",
+                f"write {int(value)}" if whole else "template parameters are whole numbers")
+    return f"{key} is {kind_name(value)}: {takes}", None
 
 
 def _check_dispatch_values(context: Context, node: dict, path: str, kernel: KernelSpec) -> None:

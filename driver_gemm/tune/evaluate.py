@@ -12,6 +12,7 @@ docs/tuning.md.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from ..status import Status
 from ..session import steps as case_steps
 from ..session import typed_steps
 from ..session.bind import build_launch
-from ..planning.cases import Case, cases_of
+from ..planning.cases import Case, cases_of, new_record
 from .tune_cache import TuningCache
 from ..session.execute import execute_case
 from ..session.state import Session
@@ -37,6 +38,8 @@ MIN_SCREEN_SAMPLES = 3          # what a median needs
 # median needs, a rung of 1/3 at most 27. Without a cap, the batch the sampling loop queues ahead (about
 # 20 ms of launches) would triple the cost of a short kernel's lowest-rung screen.
 SCREEN_SAMPLES_AT_FULL = 81
+
+_log = logging.getLogger(__name__)
 
 
 class TuneAborted(DriverGemmError):
@@ -73,7 +76,8 @@ class Evaluator:
     `cases` maps (kernel label, shape label) to the planned `Case`; `compiled`
     is `build.compile_spec`'s outcome. `record` receives every full
     measurement and every baseline row; `note` every screen. `cache_key`
-    (given a case) names its tuning-cache entry; `timer` is
+    (given a case) names its tuning-cache entry, worked out only where a
+    `cache` is given and on (its ``enabled``); `timer` is
     `measure.timing.measure` (a test passes its own). `counts` and
     `seconds` say where the time went: per kind of work, how often, and per
     shape label how many wall seconds (kinds: ``inputs``, ``reference``,
@@ -102,6 +106,7 @@ class Evaluator:
     baselines: dict = field(default_factory=dict)
     shape: Shape | None = None
     _launches: dict = field(default_factory=dict)
+    _cache_keys: dict = field(default_factory=dict)   # by case key: its tuning-cache key (None: not cached)
     _uploaded: object = None    # the held inputs whose A and B the device holds (ShapeOperands or HeldTypedInputs)
     counts: dict = field(default_factory=lambda: {"inputs": 0, "reference": 0, "verify": 0, "full": 0,
                                                   "screen_load": 0, "screen": 0, "cache_hits": 0})
@@ -259,8 +264,8 @@ class Evaluator:
         record = dataclasses.replace(verified.record, timing=timing,
                                      phases={**(verified.record.phases or {}), "time": time.perf_counter() - began})
         self._finish(record)
-        if self.cache is not None and self.cache_key is not None:
-            self.cache.store(self.cache_key(case), record)
+        if self.cache is not None and (key := self._cache_key_of(case)) is not None:
+            self.cache.store(key, record)
         self._charge("full", began)
         return timing.median_ms
 
@@ -276,13 +281,36 @@ class Evaluator:
                    "verified": case.key in self.verified})
         return timing.median_ms
 
-    def _cached(self, case: Case) -> float | None:
-        if self.cache is None or self.cache_key is None:
+    def _cache_key_of(self, case: Case) -> str | None:
+        """`case`'s tuning-cache key, worked out once; None where there is no cache, or where the key cannot be
+        worked out (a file it digests gone unreadable): the case is then measured and not cached, with a warning."""
+        # a cache switched off (DRIVER_GEMM_NO_CACHE) is neither asked nor given anything: no key is worked out
+        if self.cache is None or self.cache_key is None or not getattr(self.cache, "enabled", True):
             return None
-        found = self.cache.lookup(self.cache_key(case))
+        if case.key not in self._cache_keys:
+            try:
+                self._cache_keys[case.key] = self.cache_key(case)
+            except Exception as error:   # noqa: BLE001 - the cache saves time; its key never stops a search
+                _log.warning("%s at %s is measured but not kept in the tuning cache: its key cannot be worked out "
+                             "(%s: %s)", case.label, case.shape.label, type(error).__name__, error)
+                self._cache_keys[case.key] = None
+        return self._cache_keys[case.key]
+
+    def _cached(self, case: Case) -> float | None:
+        key = self._cache_key_of(case)
+        if key is None or self.cache is None:
+            return None
+        found = self.cache.lookup(key)
         if found is None or found.timing is None:
             return None
         self.counts["cache_hits"] += 1
+        # The key holds what decides the measurement, not what names it: the record is named as the case being
+        # measured (a kernel renamed, or picked by another family's table, since it was stored).
+        named = new_record(case, found.status)
+        found = dataclasses.replace(found, kernel=named.kernel, name=named.name, instance=named.instance,
+                                    source=named.source, dispatch=named.dispatch,
+                                    baseline=named.baseline if case.kernel is not None and case.kernel.is_typed
+                                    else found.baseline)
         found.message = (found.message + "; " if found.message else "") + "from the tuning cache"
         self._finish(found)
         return found.timing.median_ms

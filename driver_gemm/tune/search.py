@@ -6,11 +6,16 @@ zero occupancy). `tune_spec` opens one `Session`, makes the evaluation callback
 (`evaluate.Evaluator`) and runs the strategy over every (family, shape) group with
 `strategies.search_all`. Exhaustive prunes only what cannot launch, so it measures every valid
 configuration.
+
+A family with a ``dispatch:`` table has one configuration per shape, the one its table picks (its own
+kernel's or a member's), as `run` plans it: that configuration is measured under the family's name,
+and nothing else of the family is searched (`dispatched_families_note` says so).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -20,7 +25,7 @@ from ..cuda.occupancy import ArchLimits, limits_from_device
 from ..errors import FilePath, WrongArgumentType, callback_argument, flag_argument, ordinal_argument
 from ..results.text import path_text
 from ..planning.build import Compiled, compile_spec, launch_plans
-from ..planning.cases import Case, new_record
+from ..planning.cases import Case, cases_of, kernels_of, new_record
 from ..planning.case_plan import with_resources
 from ..results.records import CaseDevice, CaseResult, RunResult
 from ..results.settings import RunSettings
@@ -36,6 +41,31 @@ from .evaluate import Evaluator
 from ..session.state import Session
 from .tune_cache import TuningCache, tuning_key
 
+_log = logging.getLogger(__name__)
+
+
+def family_of(case: Case) -> str:
+    """The kernel family `case` is searched in and its winner named by: a table's family for a configuration its
+    ``dispatch:`` table picked (a member's too), else the kernel's name (as `planning.cases.new_record` names it)."""
+    if case.dispatch is not None and case.dispatch.table:
+        return case.dispatch.table
+    return case.kernel.name if case.kernel is not None else case.label
+
+
+def dispatched_families_note(spec: Spec) -> str | None:
+    """What a tune does with `spec`'s kernel families that have a ``dispatch:`` table, or None where none has: each
+    is measured as its table picks per shape, under its name, and not searched."""
+    tables = [name for name in spec.dispatch if any(kernel.name == name for kernel in spec.kernels)]
+    if not tables:
+        return None
+    described = []
+    for name in tables:
+        members = spec.dispatch[name].members
+        described.append(f"{name} (members {', '.join(members)})" if members else name)
+    return (f"{', '.join(described)}: a dispatch table picks one configuration per shape, so tune measures the "
+            "table's pick under the family's name and searches no other configuration of it; to search such a "
+            "family, tune the sweep spec its table came from")
+
 
 @dataclass
 class PreparedTune:
@@ -47,25 +77,26 @@ class PreparedTune:
     pruned_records: list[CaseResult] = field(default_factory=list)
 
     def groups(self, spec: Spec) -> list[tuple[list[Configuration], Shape]]:
-        """Per shape (in the spec's order), per kernel family: the configurations to search."""
-        out: list[tuple[list[Configuration], Shape]] = []
-        for shape in spec.shapes:
-            families: dict[str, list[Configuration]] = {}
-            for kernel in spec.kernels:
-                if (kernel.label, shape.label) in self.cases:
-                    families.setdefault(kernel.name, []).append(Configuration(kernel.label, dict(kernel.params)))
-            out.extend((space, shape) for space in families.values())
-        return out
+        """Per shape (in the spec's order), per kernel family (`family_of`): the configurations to search. A
+        family with a ``dispatch:`` table has the one its table picks on the shape."""
+        by_shape: dict[str, dict[str, list[Configuration]]] = {}
+        for (label, shape_label), case in self.cases.items():
+            families = by_shape.setdefault(shape_label, {})
+            families.setdefault(family_of(case), []).append(Configuration(label, dict(case.kernel.params)))
+        return [(space, shape) for shape in spec.shapes for space in by_shape.get(shape.label, {}).values()]
 
 
 def prepare_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | None = None, *,
                   allow_spills: bool = False, compile: Callable[..., Compiled] = compile_spec) -> PreparedTune:
-    """Plan, prune, compile what is left, and prune again with the compiler's report (see the module's docstring)."""
-    by_label = {kernel.label: kernel for kernel in spec.kernels}
+    """Plan, prune, compile what is left, and prune again with the compiler's report (see the module's docstring).
+
+    Each case is the one `run` plans (`planning.cases.cases_of`): a configuration a ``dispatch:`` table picks
+    carries its choice, so that its record is named by the family."""
+    planned = {case.key: case for case in cases_of(spec) if not case.is_baseline}
     plans = launch_plans(spec, limits)
     launchable, pruned = prune_plans(plans.values(), allow_spills=True)
     wanted = {plan.kernel.label for plan in launchable}
-    compiled = compile(spec, arch, skip={label for label in by_label if label not in wanted})
+    compiled = compile(spec, arch, skip={kernel.label for kernel in kernels_of(spec)} - wanted)
     completed = []
     for plan in launchable:
         cubin = compiled.get(plan.kernel.label)
@@ -74,11 +105,11 @@ def prepare_cases(spec: Spec, limits: ArchLimits, arch: str, sm_count: int | Non
         completed.append(plan)
     kept, pruned_late = prune_plans(completed, allow_spills=allow_spills)
     pruned += pruned_late
-    cases = {(plan.kernel.label, plan.shape.label): Case(index, plan.kernel, plan.shape, plan.kernel.precision, plan)
+    cases = {(plan.kernel.label, plan.shape.label):
+             dataclasses.replace(planned[plan.kernel.label, plan.shape.label], index=index, plan=plan)
              for index, plan in enumerate(kept)}
-    shapes = {shape.label: shape for shape in spec.shapes}
-    records = [new_record(Case(0, by_label[p.kernel], shapes[p.shape], by_label[p.kernel].precision),
-                          Status.INVALID, f"pruned before compiling: {p.reason}") for p in pruned]
+    records = [new_record(planned[p.kernel, p.shape], Status.INVALID, f"pruned before compiling: {p.reason}")
+               for p in pruned]
     return PreparedTune(cases, compiled, pruned, records)
 
 
@@ -119,6 +150,8 @@ def tune_spec(spec: Spec | FilePath, strategy: Strategy | str = "exhaustive", bu
         strategy = make_strategy(strategy)
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
+    if (dispatched := dispatched_families_note(spec)) is not None:
+        _log.warning("%s", dispatched)
     result = result or RunResult(spec=spec.name, spec_path=path_text(spec.path) if spec.path else None)
     result.started = now()
     props = read_properties(device)

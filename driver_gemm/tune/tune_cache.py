@@ -1,10 +1,12 @@
 """Tuning results that last across runs: a case measured once is not measured again unless asked (``--fresh``).
 
-The key is everything that decides a measurement (kernel source and headers, parameters, options,
-launch expressions, shape, precision, a typed kernel's product as `driver_gemm.specfile.same_gemm.gemm_properties`
-lists it (types, storage orders, leading dimensions, batch, structure, a Gram product and its triangle...), scalars,
-verify and measure settings, the fill files and host builders the arguments come from, and the GPU's name, SM count,
-driver and NVRTC version), and no path or time, so a checkout can move and still hit.
+The key is everything that decides a measurement (the kernel source and the headers it reaches, or a prebuilt
+image's bytes; the compiler, with nvcc's version where nvcc builds it; parameters, instances, options, launch
+expressions, the cluster, its scheduling, PDL and a cooperative launch, tensor maps, shape, precision, a typed
+kernel's product as `driver_gemm.specfile.same_gemm.gemm_properties` lists it (types, storage orders, leading
+dimensions, batch, structure, a Gram product and its triangle...), scalars, verify and measure settings, the fill
+files and host builders the arguments come from, and the GPU's name, SM count, driver and NVRTC version), and no
+path, name or time, so a checkout can move, and a kernel be renamed, and still hit.
 Entries live under ``tune/`` beside the CUBIN cache and follow its format and rules
 (`driver_gemm.cuda.cache`); ``DRIVER_GEMM_NO_CACHE=1`` turns it off too.
 """
@@ -18,23 +20,45 @@ from pathlib import Path
 from typing import Mapping
 
 from ..cuda import cache as cubin_cache
-from ..cuda.compile import local_headers
+from ..cuda.compile import include_folders, pre_included_files, scan_headers
+from ..cuda.nvcc import nvcc_version
 from ..results.records import CaseResult
 from ..specfile.model import KernelSpec, Shape, Spec
 from ..specfile.same_gemm import gemm_properties
 
 _MAGIC = b"driver-gemm-tune-v1\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2     # 2: prebuilt images by their bytes, the compiler, launch attributes, tensor maps
 
 
-def source_digest(path: str | Path) -> str:
-    """SHA-256 over a kernel source and every local ``#include "..."`` it reaches (names and texts)."""
+def source_digest(path: str | Path, options: tuple[str, ...] = (), project: Path | None = None) -> str:
+    """SHA-256 over a kernel source and every local header it reaches (names and texts), looked up as its compile
+    looks them up: beside the source, in the folders its `options` add (``-I``) and the files they pre-include."""
     path = Path(path)
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     digest = hashlib.sha256(path.name.encode() + b"\0" + text.encode() + b"\0")
-    for header, header_text in sorted(local_headers(text, path.resolve().parent).items()):
+    # the spec vetted where its headers may be: the scan only reads them
+    found = scan_headers(text, str(path), [path.resolve().parent, *include_folders(options)], allow_outside=True,
+                         project=project, pre_includes=pre_included_files(options))
+    for header, header_text in sorted(found.texts.items()):
         digest.update(header.encode() + b"\0" + header_text.encode() + b"\0")
     return digest.hexdigest()
+
+
+def image_digest(path: str | Path) -> str:
+    """SHA-256 over a prebuilt image (CUBIN, fatbin or PTX) as the loader reads it: its name and bytes."""
+    path = Path(path)
+    return hashlib.sha256(path.name.encode() + b"\0" + path.read_bytes()).hexdigest()
+
+
+def code_identity(kernel: KernelSpec) -> dict:
+    """What builds the kernel's code: a prebuilt image's digest, or the source's with its compiler (and nvcc's
+    version, which the environment does not record: it names NVRTC's)."""
+    if kernel.binary is not None:
+        return {"image": image_digest(kernel.binary)}
+    compiler: list = [kernel.compiler]
+    if kernel.compiler == "nvcc":
+        compiler.append(list(nvcc_version()))
+    return {"source": source_digest(kernel.source, tuple(kernel.options), kernel.project), "compiler": compiler}
 
 
 def environment_identity(environment: Mapping) -> dict:
@@ -53,15 +77,17 @@ def tuning_key(spec: Spec, kernel: KernelSpec, shape: Shape, environment: Mappin
     """
     description = {
         "format": FORMAT_VERSION,
-        "source": source_digest(kernel.source),
+        **code_identity(kernel),
         "function": kernel.function,
         "params": dict(sorted(kernel.params.items())),
+        "instances": list(kernel.instances),      # which params are template arguments, which launch values
         "options": list(kernel.options),
         "target": kernel.target(arch),
         "launch": {"block": [e.source for e in kernel.block], "grid": [e.source for e in kernel.grid],
                    "shared_bytes": kernel.shared_bytes.source,
                    "signature": [[path, a.name, a.ctype, a.value.source if a.value is not None else None,
-                                  *_array_and_buffer(a)] for path, a in kernel.leaf_arguments()]},
+                                  *_array_and_buffer(a)] for path, a in kernel.leaf_arguments()],
+                   "attributes": _attributes_key(kernel.launch_attributes)},
         **({"memory": [[path, a.name, *_array_and_buffer(a)] for path, a in kernel.memory]}
            if kernel.memory else {}),
         "shape": [shape.M, shape.N, shape.K],
@@ -104,7 +130,29 @@ def _array_and_buffer(argument) -> list:
         extra.append(["alias", argument.alias] if argument.alias else ["null"])
     if argument.pointers_to:
         extra.append(["pointers", argument.pointers_to])
+    if argument.tensor_map is not None:
+        extra.append(_tensor_map_key(argument.tensor_map))
     return extra
+
+
+def _attributes_key(attributes) -> dict | None:
+    """The launch's attributes beyond grid and block: a cluster (its extents as written, non-portable or not), its
+    scheduling, PDL and a cooperative launch (None: a plain launch)."""
+    if attributes is None:
+        return None
+    cluster = [extent.source for extent in attributes.cluster] if attributes.cluster is not None else None
+    return {"cluster": cluster, "non_portable": attributes.non_portable, "scheduling": attributes.scheduling,
+            "pdl": attributes.pdl, "cooperative": attributes.cooperative}
+
+
+def _tensor_map_key(tensor_map) -> list:
+    """A ``tensormap`` argument's description, as the spec wrote it: what the TMA engine is told to copy."""
+    def sources(expressions) -> list | None:
+        return [expression.source for expression in expressions] if expressions is not None else None
+
+    return ["tensor_map", tensor_map.tensor, sources(tensor_map.box), tensor_map.swizzle, tensor_map.l2_promotion,
+            tensor_map.oob_fill, tensor_map.element, sources(tensor_map.dims), sources(tensor_map.strides),
+            sources(tensor_map.element_strides), tensor_map.interleave, tensor_map.passing, tensor_map.count]
 
 
 def _scales_key(scales) -> list:

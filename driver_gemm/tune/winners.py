@@ -463,38 +463,42 @@ def _entry_key(kernel: KernelSpec) -> tuple:
 def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
     """Write a spec with one kernel per family and a ``dispatch:`` table choosing its params per shape.
 
-    The kernel entry carries the parameters that won the first shape (so the
-    file reads as a whole kernel); `driver_gemm.tune.dispatch_table` says how a run
-    picks the parameters for any other shape. Where a family's winners come
-    from more than one kernel entry (two entries of one name, or a table's
-    member kernels), each other entry is written as a member kernel of its own
-    name that the table's entries name (``kernel:``), so that each shape runs
-    the function, source and launch that won there. A spec that would not
-    read back (members that compute another GEMM than their family, say) is
-    an `UnreadableSpecError`, and nothing is written.
+    The family's own kernel entry keeps the family's name and carries the
+    parameters of the first shape it won, or its own where it won none (so the
+    file reads as a whole kernel); each table entry's params are those of the
+    configuration its winner's label names. `driver_gemm.tune.dispatch_table` says
+    how a run picks the parameters for any other shape. Where a family's winners
+    come from more than one kernel entry (two entries of one name, or a table's
+    member kernels), each other entry is written as a member kernel under its
+    own name (``NAME-1``... where that is taken) that the table's entries name
+    (``kernel:``), so that each shape runs the function, source and launch that
+    won there. The table has an entry per shape with a winner, and no ``when:``:
+    a ``dispatch:`` table of `spec` is not carried over, which a warning and a
+    comment at the top of the file say where it had rules or other shapes. A
+    spec that would not read back (members that compute another GEMM than their
+    family, say) is an `UnreadableSpecError`, and nothing is written.
     """
     spec = _spec_argument("dispatch_spec", spec)
     picks = _picks_argument("dispatch_spec", picks)
     path = _output_argument("dispatch_spec", spec, path)
     _check_picks_of("dispatch_spec", spec, picks)
-    tables = build_dispatch(picks)
+    by_label = _configurations_of(spec)
+    tables = build_dispatch(picks, by_label)
     if not tables:
         raise no_winner(spec, picks)
-    by_label = _configurations_of(spec)
     taken = set(tables)       # the names of the written spec's kernels, as they are given out
     written: dict[str, KernelSpec] = {}
     for name, table in tables.items():
-        member_of: dict[tuple, str] = {}      # kernel entry -> the name it is written under
+        own = _family_kernel(spec, name, [by_label[entry.label] for entry in table.entries])
+        member_of: dict[tuple, str] = {_entry_key(own): name}      # kernel entry -> the name it is written under
+        written[name] = own
         entries = []
         for entry in table.entries:
             kernel = by_label[entry.label]
             key = _entry_key(kernel)
             if key not in member_of:
-                if not member_of:
-                    member_of[key] = name
-                else:
-                    member_of[key] = kernel.name if kernel.name not in taken else _free_name(name, taken)
-                    taken.add(member_of[key])
+                member_of[key] = kernel.name if kernel.name not in taken else _free_name(kernel.name, taken)
+                taken.add(member_of[key])
                 written[member_of[key]] = kernel
             member = member_of[key]
             entries.append(dataclasses.replace(entry, kernel=None if member == name else member))
@@ -508,5 +512,40 @@ def dispatch_spec(spec: Spec, picks: list[Pick], path: str | Path) -> Path:
         "kernels": kernels,
         "dispatch": dispatch_document(tables),
     }
-    return _write_readable(path, _leave_needed(spec, written.values(), path)
+    return _write_readable(path, _leave_needed(spec, written.values(), path) + _tables_not_carried(spec, tables, path)
                            + yaml.safe_dump(document, sort_keys=False))
+
+
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
+def _family_kernel(spec: Spec, name: str, winners: list[KernelSpec]) -> KernelSpec:
+    """The kernel a written dispatch spec names `name`: the family's own entry, with the params of the first shape it
+    won (`winners`, in the table's order), else as `spec` has it (a family whose table picked a member everywhere);
+    the first winner where `spec` has no kernel of that name."""
+    return next((kernel for kernel in winners if kernel.name == name), None) \
+        or next((kernel for kernel in spec.kernels if kernel.name == name), winners[0])
+
+
+def _tables_not_carried(spec: Spec, tables: dict, path: Path) -> str:
+    """Where `spec`'s own ``dispatch:`` tables of the written families hold what the written ones cannot (``when:``
+    ranges, ``if:`` conditions, entries of shapes with no winner here), a comment line saying so, and a warning."""
+    lost = []
+    for name, table in tables.items():
+        source = spec.dispatch.get(name)
+        if source is None:
+            continue
+        ruled = sum(bool(entry.when) or entry.condition is not None for entry in source.entries)
+        measured = {entry.shape for entry in table.entries}
+        elsewhere = sum(entry.shape not in measured for entry in source.entries)
+        if ruled or elsewhere:
+            said = [f"when: or if: rules in {_entries(ruled)}"] if ruled else []
+            said += [f"{_entries(elsewhere)} of shapes with no winner here"] if elsewhere else []
+            lost.append(f"{name} ({', '.join(said)})")
+    if not lost:
+        return ""
+    note = (f"{spec.name}'s dispatch: tables are not carried over for {'; '.join(lost)}: the written table has an "
+            "entry per shape with a winner, of exactly that shape, so any other shape takes the nearest entry")
+    _log.warning("%s: %s", path, note)
+    return f"# {note}\n"
