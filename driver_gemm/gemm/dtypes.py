@@ -487,3 +487,40 @@ def error_bound(types: GemmTypes, K: int, *, safety: float = SAFETY) -> float:
     output = types.c.unit_roundoff
     tensor_core_inputs = math.sqrt(2.0) * 2.0 * ELEMENT_TYPES["tf32"].unit_roundoff if types.a.name == "tf32" else 0.0
     return safety * (accumulation + products + output + tensor_core_inputs)
+
+
+# The roundings to nearest into C's subnormal range a correct kernel may make: C's and one of its epilogue.
+SUBNORMAL_ROUNDINGS = 2
+
+
+def smallest_normal(dtype: str | ElementType) -> float:
+    """The smallest positive normal number of a floating-point `dtype` (below it, its numbers are evenly spaced by
+    `smallest_positive`); 1 for an integer type."""
+    element = element_type(dtype)
+    if element.is_integer:
+        return 1.0
+    return smallest_positive(element) * 2.0 ** element.mantissa_bits
+
+
+def subnormal_floor(dtype: str | ElementType) -> float:
+    """The absolute error an element of output type `dtype` may carry from rounding alone, however small it is: one
+    spacing of the type's subnormal numbers (its smallest positive number), that is half a spacing for each of two
+    roundings to nearest there, C's own and one more of the epilogue's (alpha x the sum, or adding beta C0, in a
+    type as narrow). A relative tolerance covers rounding only down to the type's smallest normal number: below it,
+    the spacing stops shrinking with the value. 0 for an integer type, which a GEMM keeps exact."""
+    element = element_type(dtype)
+    return 0.0 if element.is_integer else SUBNORMAL_ROUNDINGS * smallest_positive(element) / 2.0
+
+
+def rounding_direction_visible(types: GemmTypes, K: int) -> bool:
+    """Whether a correct GEMM of `types` with inner size `K` leaves C rounded to nearest closely enough that C
+    rounded toward zero can be told from it: C of 16 bits or fewer, inputs exact in an fp32 accumulation (not
+    tf32, whose conversion on the tensor cores truncates, nor fp8, whose tensor cores keep about 14 bits of a sum),
+    and K x the accumulator's unit roundoff at most a quarter of C's, so that even an accumulation biased toward
+    zero (tensor cores truncate their fp32 sums) moves C by far less than the half unit in the last place that
+    rounding toward zero does."""
+    if types.c.is_integer or types.c.storage_bytes > 2 or types.accumulate.name != "fp32":
+        return False
+    if any(operand.name not in ("fp32", "fp16", "bf16") for operand in (types.a, types.b)):
+        return False
+    return max(K, 1) * types.accumulate.unit_roundoff <= types.c.unit_roundoff / 4

@@ -4,7 +4,9 @@ Inputs come from `inputs`, the reference from `reference`. C is poisoned before 
 NaN whose bit pattern no arithmetic produces, so an element still holding it was never written;
 kernels that read C start from random values instead, and an element unchanged where the
 reference differs counts as unwritten. Typed outputs are checked the same way by `compare_typed`,
-and a write into the padding fails. How checks work: docs/debugging.md.
+and a write into the padding fails. Where C started from beta C0, what the kernel added to it is also
+held against alpha A @ B (`BetaPart`), and a 16-bit C may be checked for rounding toward zero. How
+checks work: docs/debugging.md; the tolerances: docs/kernels.md.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from ..gemm.operands import KernelOutput
 from ..status import Status
 
 POISON_WORD = 0x7FC0DEAD
+FP32_ROUNDOFF = 2.0 ** -24   # half the spacing of float32's numbers just above 1
+FP32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
 
 
 @dataclass
@@ -42,6 +46,9 @@ class Verdict:
     abs_tolerance: float | None = None
     padding_written: int | None = None    # typed outputs: elements written outside the matrices (out of bounds)
     masks: dict = field(default_factory=dict, repr=False)   # unwritten / wrong boolean maps, for diagnosis
+    # Why C fails where its counts and errors do not say it (the product missing beside beta C0, C rounded
+    # toward zero), or what a failure means for how the case ran (C started poisoned): said before the diagnosis.
+    note: str | None = None
 
     @property
     def right(self) -> int:
@@ -56,7 +63,7 @@ class Verdict:
 
 
 def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, abs_tolerance: float | None = None,
-            reference_name: str = "numpy-float64", start: np.ndarray | None = None) -> Verdict:
+            reference_name: str = "numpy-float64", start: np.ndarray | None = None, beta: float = 0.0) -> Verdict:
     """Compare a float32 `output` with a float64 `expected`.
 
     `start` is what C held before the launch (for kernels that read C); without
@@ -64,9 +71,11 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     relative Frobenius error and the maximum absolute error are over the
     written, finite elements. An element is counted wrong when its error is
     far outside what a correct kernel's rounding gives (10 x the tolerance,
-    scaled by the reference's RMS and the element's own size). PASS needs
-    every element written, finite and not wrong, and the errors within
-    tolerance.
+    scaled by the reference's RMS and the element's own size; never less than
+    float32's rounding in its subnormal range, `dtypes.subnormal_floor`). PASS
+    needs every element written, finite and not wrong, and the errors within
+    tolerance; with `start` and a `beta` not 0, also C - beta x `start` within
+    tolerance of the rest of the reference, alpha A @ B (`BetaPart`).
     """
     output = np.asarray(output, dtype=np.float32)
     if output.shape != expected.shape:
@@ -85,18 +94,28 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
             np.equal(words[piece], start_words[piece], out=out)
             out &= ~_could_be_the_answer(start_values[piece].astype(np.float64), reference[piece], FP32_ROUNDOFF,
                                          rel_tolerance, abs_tolerance, rms, untouched, FP32_SMALLEST)
-    return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name)
+    beta_part = BetaPart(np.asarray(start).reshape(-1), beta, FP32_ROUNDOFF, FP32_ROUNDOFF) \
+        if start is not None and beta != 0.0 else None
+    return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name,
+                    _floor_of(dtypes.ELEMENT_TYPES["fp32"]), beta_part)
 
 
 def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.ElementType | str, *,
                   rel_tolerance: float, abs_tolerance: float | None = None, reference_name: str = "numpy-float64",
-                  start: np.ndarray | None = None) -> Verdict:
+                  start: np.ndarray | None = None, beta: float = 0.0, epilogue_roundoff: float = FP32_ROUNDOFF,
+                  check_rounding: bool = False) -> Verdict:
     """Compare a typed `output` (batch x M x N, from `operands.read_output`) with a float64 `expected`.
 
     As `compare`, with `element`'s poison code for unwritten elements (or,
     when C started from `start`, an element whose code still equals its
-    starting one where the reference differs), and FAIL when the kernel
-    wrote into the padding.
+    starting one where the reference differs), `element`'s subnormal floor,
+    and FAIL when the kernel wrote into the padding. With `start` and a
+    `beta` not 0, C - beta x `start` is held against the rest of the
+    reference (`BetaPart`; `epilogue_roundoff`: the unit roundoff of the type
+    the kernel adds beta C0 in, its accumulator's, fp32's unless said). With
+    `check_rounding` (where `dtypes.rounding_direction_visible` says a correct
+    kernel's C is rounded to nearest closely enough), a C that passes
+    otherwise but is rounded toward zero fails (`rounded_toward_zero`).
     """
     element = dtypes.element_type(element)
     expected = np.asarray(expected, dtype=np.float64).reshape(output.values.shape)
@@ -109,17 +128,24 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
                                                  abs_tolerance, _rms(expected), bool(held.all()),
                                                  0.0 if element.is_integer else dtypes.smallest_positive(element))
     flat_unwritten = unwritten.reshape(-1)
+    beta_part = BetaPart(start.reshape(-1), beta, element.unit_roundoff, epilogue_roundoff) \
+        if start is not None and beta != 0.0 and not element.is_integer else None
     verdict = _verdict(output.values, expected, lambda piece, out: np.copyto(out, flat_unwritten[piece]),
-                       rel_tolerance, abs_tolerance, reference_name)
+                       rel_tolerance, abs_tolerance, reference_name, _floor_of(element), beta_part)
     verdict.padding_written = output.padding_written
     if output.padding_written:
         verdict.status = Status.FAIL
+    if check_rounding and verdict.status == Status.PASS:
+        verdict.note = rounded_toward_zero(output.values, expected, element)
+        if verdict.note is not None:
+            verdict.status = Status.FAIL
     return verdict
 
 
 def compare_written_part(output: KernelOutput, expected: np.ndarray, element: dtypes.ElementType | str,
                          written: np.ndarray, *, rel_tolerance: float, abs_tolerance: float | None = None,
-                         reference_name: str = "numpy-float64", start: np.ndarray | None = None) -> Verdict:
+                         reference_name: str = "numpy-float64", start: np.ndarray | None = None, beta: float = 0.0,
+                         epilogue_roundoff: float = FP32_ROUNDOFF, check_rounding: bool = False) -> Verdict:
     """Compare the typed `output` of a kernel that writes only part of C, `written` (M x N, True where it writes:
     a SYRK's triangle, diagonal included), with a float64 `expected` (batch x M x N).
 
@@ -127,7 +153,9 @@ def compare_written_part(output: KernelOutput, expected: np.ndarray, element: dt
     errors are the verdict's. Every other element must still hold what C held
     before the launch (its code of `start`, or the poison pattern): one that
     does not is counted wrong, so the counts and the maps cover all of C and
-    the diagnosis finds writes on the wrong side.
+    the diagnosis finds writes on the wrong side. `beta`, `epilogue_roundoff`
+    and `check_rounding` apply to the written part, as `compare_typed` takes
+    them.
     """
     element = dtypes.element_type(element)
     shape = output.values.shape
@@ -137,7 +165,8 @@ def compare_written_part(output: KernelOutput, expected: np.ndarray, element: dt
     part = KernelOutput(output.values[inside][None, None], output.codes[inside][None, None], output.padding_written)
     verdict = compare_typed(part, expected[inside], element, rel_tolerance=rel_tolerance,
                             abs_tolerance=abs_tolerance, reference_name=reference_name,
-                            start=start[inside] if start is not None else None)
+                            start=start[inside] if start is not None else None, beta=beta,
+                            epilogue_roundoff=epilogue_roundoff, check_rounding=check_rounding)
     outside = ~inside
     if start is None:
         kept = dtypes.unwritten_mask(output.codes[outside], element)
@@ -158,8 +187,107 @@ def compare_written_part(output: KernelOutput, expected: np.ndarray, element: dt
     return verdict
 
 
-FP32_ROUNDOFF = 2.0 ** -24   # half the spacing of float32's numbers just above 1
-FP32_SMALLEST = float(np.finfo(np.float32).smallest_subnormal)
+@dataclass(frozen=True)
+class SubnormalFloor:
+    """The least error a check allows an element of C, whatever its size: `per_element` (`dtypes.subnormal_floor`)
+    for each element whose reference is below `below` (the smallest normal number of C's type) in the Frobenius
+    test, and 10 x `per_element` for any element in the element test, as that test scales the tolerance.
+    Rounding into C's subnormal range loses relative precision that no kernel can keep; from `below` up, the
+    relative tolerance covers it (the element test's allowance there is larger than 10 x `per_element`)."""
+
+    per_element: float
+    below: float
+
+
+NO_FLOOR = SubnormalFloor(0.0, 0.0)
+
+
+def _floor_of(element: dtypes.ElementType) -> SubnormalFloor:
+    return SubnormalFloor(dtypes.subnormal_floor(element), dtypes.smallest_normal(element))
+
+
+@dataclass(frozen=True)
+class BetaPart:
+    """What C started from, for a check that also holds what the kernel added to it against alpha A @ B.
+
+    Where beta C0 outweighs alpha A @ B, C as a whole is within its tolerance
+    even when the kernel wrote beta C0 alone: the product is a small share of
+    C. So C - beta C0 (`start` x `beta`) is held against the reference less
+    beta C0 (alpha A @ B, and a bias): its Frobenius error may be the check's
+    relative tolerance of that product, plus one rounding of C to its type
+    (`output_roundoff` x |C|), plus the epilogue's roundings in the type it
+    adds beta C0 in (`epilogue_roundoff` x (|C| + |beta C0|)). A kernel that
+    leaves the product out fails wherever the product is larger than that; a
+    product smaller than C's rounding cannot be told from none.
+    """
+
+    start: np.ndarray        # C's starting values, flattened as the output is
+    beta: float
+    output_roundoff: float
+    epilogue_roundoff: float
+
+    def allowed(self, rel_tolerance: float, product_norm: float, reference_norm: float,
+                beta_start_norm: float) -> float:
+        """The Frobenius norm of C's error this part allows (its subnormal floor apart), from the norms of alpha A @ B,
+        of the reference and of beta C0."""
+        return (rel_tolerance * product_norm + self.output_roundoff * reference_norm
+                + self.epilogue_roundoff * (reference_norm + beta_start_norm))
+
+    def note(self, error_norm: float, allowed: float, product_norm: float) -> str:
+        """What to say where C - beta C0 is farther from alpha A @ B than `allowed` (Frobenius norms)."""
+        if product_norm == 0:
+            return (f"C - beta C0 is not alpha A @ B: alpha A @ B is 0 here, but C - beta C0 is off by "
+                    f"{error_norm:.2e}, over the {allowed:.2e} of C's rounding")
+        return (f"C - beta C0 is not alpha A @ B: its error is {error_norm / product_norm:.2f} times the product's "
+                f"norm, over the {allowed / product_norm:.2f} times that the tolerance and C's rounding allow (C as a "
+                "whole is within its tolerance only because beta C0 outweighs the product): the product is missing "
+                "or wrong (a K loop skipped, or alpha A @ B left out of the sum?)")
+
+
+# How many elements `rounded_toward_zero` looks at (evenly spread over C), and how many of them must move toward
+# zero, as shares of those it looks at, for it to say so: rounding toward zero moves about half of the elements
+# whose value C cannot hold, every one toward zero, where a correct kernel's rounding moves a few in both directions.
+ROUNDING_SAMPLE = 1 << 20
+ROUNDING_LEAST_MOVED = 100
+ROUNDING_MOVED_SHARE = 0.25
+ROUNDING_TOWARD_ZERO_SHARE = 0.9
+
+
+def rounded_toward_zero(values: np.ndarray, expected: np.ndarray, element: dtypes.ElementType) -> str | None:
+    """What to say where C's elements are rounded toward zero, not to nearest; None where they are not.
+
+    Of the elements whose exact value `element` cannot hold (finite, at least
+    its smallest normal number and a sixteenth of C's RMS, where the
+    accumulation's error is far below C's rounding), those whose code is not
+    the nearest one are counted: rounding toward zero moves about half of them,
+    each to the next code toward zero. Said only where at least a quarter move,
+    at least `ROUNDING_LEAST_MOVED`, nine in ten or more toward zero. Meaningful
+    only where `dtypes.rounding_direction_visible` holds."""
+    flat_values, flat_expected = values.reshape(-1), np.asarray(expected, np.float64).reshape(-1)
+    step = max(1, -(-flat_expected.size // ROUNDING_SAMPLE))
+    got, exact = flat_values[::step].astype(np.float64), flat_expected[::step]
+    if not exact.size:
+        return None
+    nearest = dtypes.round_to(exact, element)
+    size = np.abs(exact)
+    with np.errstate(invalid="ignore"):
+        looked_at = (np.isfinite(got) & np.isfinite(nearest) & (nearest != exact)
+                     & (size >= max(dtypes.smallest_normal(element), _rms(exact) / 16)))
+        moved = looked_at & (got != nearest)
+        toward_zero = moved & (got * nearest >= 0) & (np.abs(got) < np.abs(nearest))
+    counted, moved_count, toward_count = (int(np.count_nonzero(mask)) for mask in (looked_at, moved, toward_zero))
+    if (toward_count < ROUNDING_LEAST_MOVED or moved_count < ROUNDING_MOVED_SHARE * counted
+            or toward_count < ROUNDING_TOWARD_ZERO_SHARE * moved_count):
+        return None
+    return (f"C is rounded toward zero, not to nearest: of {counted:,} elements whose value {element.name} cannot "
+            f"hold, {moved_count:,} are not the nearest {element.name} number, {toward_count:,} of them moved toward "
+            f"zero (a conversion that truncates, as __float2{_cuda_name(element)}_rz or dropping the low bits does; "
+            f"round to nearest, as __float2{_cuda_name(element)}_rn does)")
+
+
+def _cuda_name(element: dtypes.ElementType) -> str:
+    """The name CUDA's conversion intrinsics give `element` (__float2half_rn, __float2bfloat16_rn)."""
+    return {"fp16": "half", "bf16": "bfloat16"}.get(element.name, element.name)
 
 
 def _could_be_the_answer(start: np.ndarray, expected: np.ndarray, unit_roundoff: float, rel_tolerance: float,
@@ -221,13 +349,18 @@ class _Scratch(threading.local):
 
 
 def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[slice, np.ndarray], None],
-             rel_tolerance: float, abs_tolerance: float | None, reference_name: str) -> Verdict:
+             rel_tolerance: float, abs_tolerance: float | None, reference_name: str,
+             floor: SubnormalFloor = NO_FLOOR, beta_part: BetaPart | None = None) -> Verdict:
     """The verdict on `output` (float32 or float64) against float64 `expected`; `unwritten_in(piece, out)` marks
     the unwritten elements of a piece of the flattened output in the boolean array `out`.
 
     The relative Frobenius error is over the written, finite elements; an
     element is wrong when its error exceeds 10 x the tolerance scaled by the
-    reference's RMS and the element's own size (or `abs_tolerance`, if larger).
+    reference's RMS and the element's own size (or `abs_tolerance`, or 10 x
+    the `floor`'s, if larger). The Frobenius error may also reach the floor's
+    per element below C's smallest normal number: the verdict's tolerance is
+    the relative tolerance widened by that, where C has such elements. With
+    `beta_part`, C - beta C0 is held against the reference less beta C0 too.
     The output is checked piece by piece (`PIECE_ELEMENTS`), on
     `CHECK_THREADS` threads, in one pass over memory: the sums of squares are
     added in piece order, so the figures do not depend on the threads. The
@@ -263,19 +396,26 @@ def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[s
         error[~usable] = 0.0
         return error, usable
 
-    def measure(piece: slice) -> tuple[float, float, float, float, float]:
-        """A piece's unwritten map; its sums of squared reference and error, its largest error, its largest
-        |error| - 10 x tolerance x |reference| (the screen) and its largest 10 x tolerance x |reference|."""
+    def measure(piece: slice) -> _PieceFigures:
+        """A piece's unwritten map and its figures (`_PieceFigures`)."""
         unwritten_in(piece, unwritten[piece])
         reference = expected[piece]
         error, _ = errors(piece)
         reference_sq, error_sq = _sum_of_squares(reference), _sum_of_squares(error)
+        beta_start_sq = product_sq = 0.0
+        if beta_part is not None:
+            part = np.multiply(beta_part.start[piece], beta_part.beta, out=scratch.bound[:error.size], dtype=np.float64)
+            beta_start_sq = _sum_of_squares(part)
+            np.subtract(reference, part, out=part)
+            product_sq = _sum_of_squares(part)
         np.abs(error, out=error)
         scaled = np.abs(reference, out=scratch.bound[:error.size])
+        below_normal = int(np.count_nonzero(scaled < floor.below)) if floor.per_element > 0 else 0
         scaled *= scale
         largest_scaled = float(scaled.max())
         np.subtract(error, scaled, out=scaled)
-        return reference_sq, error_sq, float(error.max()), float(scaled.max()), largest_scaled
+        return _PieceFigures(reference_sq, error_sq, float(error.max()), float(scaled.max()), largest_scaled,
+                             below_normal, beta_start_sq, product_sq)
 
     def mark_wrong(piece: slice, rms: float) -> None:
         """The exact test of every element of a piece the screen did not clear."""
@@ -286,31 +426,60 @@ def _verdict(output: np.ndarray, expected: np.ndarray, unwritten_in: Callable[[s
         tolerance *= scale
         if abs_tolerance is not None:
             np.maximum(tolerance, abs_tolerance, out=tolerance)
+        np.maximum(tolerance, 10 * floor.per_element, out=tolerance)
         np.greater(error, tolerance, out=wrong[piece])
         if usable is not None:
             wrong[piece] &= usable
 
     with _pool(len(pieces)) as pool:
         measured = list(pool.map(measure, pieces))
-        reference_norm = math.sqrt(sum(reference_sq for reference_sq, *_ in measured))
+        reference_norm = math.sqrt(sum(figures.reference_sq for figures in measured))
         rms = reference_norm / math.sqrt(max(expected.size, 1))
-        doubtful = [piece for piece, (_, _, largest, screen, largest_scaled) in zip(pieces, measured)
-                    if not screen < scale * rms - SCREEN_MARGIN * (largest + largest_scaled + scale * rms)]
+        doubtful = [piece for piece, figures in zip(pieces, measured)
+                    if not figures.screen < scale * rms - SCREEN_MARGIN * (figures.largest_error
+                                                                           + figures.largest_scaled + scale * rms)]
         list(pool.map(lambda piece: mark_wrong(piece, rms), doubtful))
         counts = [sum(pool.map(lambda piece: int(np.count_nonzero(mask[piece])), pieces))
                   for mask in (unwritten, nonfinite, wrong)]
-    error_norm = math.sqrt(sum(error_sq for _, error_sq, *_ in measured))
+    error_norm = math.sqrt(sum(figures.error_sq for figures in measured))
     rel_fro = error_norm / reference_norm if reference_norm > 0 else error_norm
-    max_abs = max((largest for _, _, largest, *_ in measured), default=0.0)
+    max_abs = max((figures.largest_error for figures in measured), default=0.0)
+    # The rounding of elements below C's smallest normal number, which a relative tolerance does not cover.
+    floor_norm = floor.per_element * math.sqrt(sum(figures.below_normal for figures in measured))
+    tolerance = rel_tolerance + (floor_norm / reference_norm if reference_norm > 0 else floor_norm)
     # Every element written, finite and none far off, and the whole within tolerance: a tile of zeros among
     # millions of right elements moves the Frobenius error of a narrow type less than its tolerance allows.
-    passed = (counts == [0, 0, 0] and rel_fro <= rel_tolerance
+    passed = (counts == [0, 0, 0] and rel_fro <= tolerance
               and (abs_tolerance is None or max_abs <= abs_tolerance))
+    note = None
+    if passed and beta_part is not None:
+        product_norm = math.sqrt(sum(figures.product_sq for figures in measured))
+        beta_start_norm = math.sqrt(sum(figures.beta_start_sq for figures in measured))
+        allowed = beta_part.allowed(rel_tolerance, product_norm, reference_norm, beta_start_norm) + floor_norm
+        if error_norm > allowed:
+            passed, note = False, beta_part.note(error_norm, allowed, product_norm)
     return Verdict(Status.PASS if passed else Status.FAIL, rel_fro, max_abs, counts[0], counts[1], counts[2],
                    elements=int(expected.size),
-                   reference=reference_name, tolerance=rel_tolerance, abs_tolerance=abs_tolerance,
+                   reference=reference_name, tolerance=tolerance, abs_tolerance=abs_tolerance,
                    masks={"unwritten": unwritten.reshape(shape), "nonfinite": nonfinite.reshape(shape),
-                          "wrong": wrong.reshape(shape)})
+                          "wrong": wrong.reshape(shape)}, note=note)
+
+
+@dataclass(frozen=True)
+class _PieceFigures:
+    """What `_verdict` keeps of one piece of the output: its sums of squared reference and error, its largest error,
+    its largest |error| - 10 x tolerance x |reference| (the screen), its largest 10 x tolerance x |reference|, its
+    elements below C's smallest normal number, and with a `BetaPart`, its sums of squared beta C0 and reference
+    less beta C0."""
+
+    reference_sq: float
+    error_sq: float
+    largest_error: float
+    screen: float
+    largest_scaled: float
+    below_normal: int
+    beta_start_sq: float
+    product_sq: float
 
 
 @contextlib.contextmanager

@@ -287,12 +287,13 @@ def _reset_output(run: CaseRun) -> None:
         output.fill_u32(POISON_WORD, run.session.stream)
 
 
-def _check_output(run: CaseRun, precision: str) -> None:
+def _check_output(run: CaseRun, precision: str, beta: float = 0.0) -> None:
+    """Read C back and set the case's verdict; `beta`: what the reference multiplied C0 by (0 without C0)."""
     session, shape = run.session, run.case.shape
     run.output = session.buffers_for(shape)["C"].download_into(session.output_array(shape), session.stream)
     run.verdict = compare(run.output, run.expected, rel_tolerance=tolerance(run.spec.verify, precision, shape.K),
                           abs_tolerance=run.spec.verify.abs_tolerance, reference_name=run.reference_name,
-                          start=run.inputs.C0)
+                          start=run.inputs.C0, beta=beta)
     run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())
     run.record.status = run.verdict.status
 
@@ -310,7 +311,16 @@ def launch_verify(run: CaseRun) -> None:
     with ranges.annotate("checked launch", color="green"):
         run.launch()
         session.stream.synchronize()
-    _check_output(run, kernel_spec.precision)
+    _check_output(run, kernel_spec.precision, _scalars(run)[1])
+
+
+def untyped_diagnosis_facts(run: CaseRun) -> dict:
+    """What the diagnosis of an FP32 kernel's wrong C may read beside C and the reference: alpha and beta, and C0
+    where C started from it (`typed_steps.diagnosis_facts` for a typed case); nothing for the vendor row."""
+    if run.case.kernel is None or run.inputs is None:
+        return {}
+    alpha, beta = _scalars(run)
+    return {"alpha": alpha, "beta": beta, "start": run.inputs.C0}
 
 
 def diagnose(run: CaseRun) -> None:
@@ -323,12 +333,17 @@ def diagnose(run: CaseRun) -> None:
 
     record = run.record
     matrices = run.typed.operands.batch if run.typed is not None else 1
-    found = diagnose_output(run.verdict, run.output, run.expected, run.case.plan, matrices)
-    groups = run.typed.operands.groups if run.typed is not None else None
-    if groups is not None:       # C's own rows (typed_steps.check_output): each mismatch names its group too
-        row_groups = groups.row_groups()
+    facts = typed_steps.diagnosis_facts(run) if run.typed is not None else untyped_diagnosis_facts(run)
+    found = diagnose_output(run.verdict, run.output, run.expected, run.case.plan, matrices, **facts)
+    row_groups = facts.get("row_groups")
+    if row_groups is not None:       # C's own rows (typed_steps.check_output): each mismatch names its group too
+        height = run.typed.operands.groups.M
         for entry in found["first_mismatches"]:
-            entry["group"] = int(row_groups[entry.get("matrix", 0) * groups.M + entry["row"]])
+            entry["group"] = int(row_groups[entry.get("matrix", 0) * height + entry["row"]])
+    if run.verdict.note:
+        # Said first: what the counts and the places cannot say (the product missing beside beta C0, C rounded
+        # toward zero, C started poisoned because beta is 0).
+        found["summary"] = "; ".join(text for text in (run.verdict.note, found["summary"]) if text)
     record.diagnosis = DiagnosisRecord.from_json(found)
     record.message = record.diagnosis.summary or ""
     if run.session.options.artifacts is not None:
@@ -405,11 +420,13 @@ BASELINE_STEPS: tuple[tuple[str, Step], ...] = (
 
 
 TYPED_KERNEL_STEPS: tuple[tuple[str, Step], ...] = (
-    ("plan", plan), ("memory", memory), ("load", load), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("plan", plan), ("memory", memory), ("load", load), ("inputs", typed_steps.inputs),
+    ("reference", typed_steps.reference_step),
     ("launch_verify", typed_steps.launch_verify), ("diagnose", diagnose), ("time", time),
 )
 CUBLASLT_STEPS: tuple[tuple[str, Step], ...] = (
-    ("load", typed_steps.load_lt), ("memory", memory), ("inputs", typed_steps.inputs), ("reference", typed_steps.reference_step),
+    ("load", typed_steps.load_lt), ("memory", memory), ("inputs", typed_steps.inputs),
+    ("reference", typed_steps.reference_step),
     ("launch_verify", typed_steps.launch_verify_lt), ("diagnose", diagnose), ("time", time), ("keep", keep_vendor_row),
 )
 

@@ -289,18 +289,28 @@ def check_output(run) -> Verdict:
     K = run.case.shape.K
     tolerance = typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound)
     reference_name = run.reference_name + capped_note(run.spec.verify, typed.types, K, typed.functions_bound)
+    # Element-wise functions make C no sum of alpha A @ B and beta C0, and may round their own way: the checks of
+    # what the kernel added to beta C0, and of C's rounding direction, hold for the plain product (and a bias).
+    plain = typed.functions_bound is None
+    beta = typed.beta if plain else 0.0
+    epilogue_roundoff = typed.types.accumulate.unit_roundoff
+    check_rounding = plain and dtypes.rounding_direction_visible(typed.types, K)
     gram = typed.operands.gram
     if gram is not None and gram.triangle is not None:
         # A SYRK writes one triangle: the other is checked to hold what C held before the launch.
         written = gram.written(typed.operands.M, typed.operands.N)
         run.verdict = compare_written_part(output, expected, element, written, rel_tolerance=tolerance,
                                            abs_tolerance=run.spec.verify.abs_tolerance,
-                                           reference_name=reference_name, start=start)
+                                           reference_name=reference_name, start=start, beta=beta,
+                                           epilogue_roundoff=epilogue_roundoff, check_rounding=check_rounding)
         output, expected = _as_diagnosed(output, expected, written, start, run.verdict.masks["wrong"])
     else:
         run.verdict = compare_typed(output, expected, element, rel_tolerance=tolerance,
                                     abs_tolerance=run.spec.verify.abs_tolerance, reference_name=reference_name,
-                                    start=start)
+                                    start=start, beta=beta, epilogue_roundoff=epilogue_roundoff,
+                                    check_rounding=check_rounding)
+    if run.verdict.nonfinite and run.verdict.note is None:
+        run.verdict.note = poisoned_c_read_note(run, run.verdict)
     # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The
     # groups' rows, checked one after another, are put back in their places, rows no group holds blank (0 and 0,
     # no mark), so that the diagnosis and the error map name C's own rows and the blocks that write them.
@@ -329,6 +339,40 @@ def check_output(run) -> Verdict:
                                                "written there is wrong")
     run.record.status = run.verdict.status
     return run.verdict
+
+
+def diagnosis_facts(run) -> dict[str, Any]:
+    """What the diagnosis of a typed case's wrong C may read beside C and the reference, laid out as `check_output`
+    leaves them (a batch's matrices stacked, groups' rows in their places): ``alpha`` and ``beta`` with ``start``
+    (C0, where C started from values; 0 in the rows no group holds) name alpha or beta misapplied, and ``row_groups``
+    names the groups. A kernel with element-wise functions, or one writing a triangle (whose reference outside it is
+    C's start), makes C no sum of alpha A @ B and beta C0: it is given the groups alone."""
+    typed = run.typed
+    groups = typed.operands.groups
+    facts: dict[str, Any] = {"row_groups": groups.row_groups() if groups is not None else None}
+    gram = typed.operands.gram
+    if typed.functions_bound is not None or (gram is not None and gram.triangle is not None):
+        return facts
+    start = typed.inputs.c0 if typed.inputs is not None else None
+    if start is not None:
+        start = np.asarray(start, dtype=np.float64).reshape(-1, typed.operands.N)
+        if groups is not None:
+            start = np.where(groups.held_rows().reshape(-1)[:, None], start, 0.0)
+    return {**facts, "alpha": typed.alpha, "beta": typed.beta, "start": start}
+
+
+def poisoned_c_read_note(run, verdict: Verdict) -> str | None:
+    """What to say of a typed kernel that takes beta, run with beta 0, whose C came out NaN or infinite: C started
+    as NaN poison, since BLAS does not read C where beta is 0 (a kernel may then leave C unread, and C0 is not
+    drawn), so a kernel that computes beta * C anyway turns what it writes into NaN. None for any other case."""
+    if run.case.lt is not None or run.typed.beta != 0.0 or not run.case.kernel.reads_c():
+        return None
+    written = verdict.elements - verdict.unwritten
+    every = "every element the kernel wrote is" if verdict.nonfinite == written else \
+        f"{verdict.nonfinite:,} of the {written:,} elements the kernel wrote are"
+    return (f"{every} NaN or infinite, and beta is 0: C started as NaN poison, as BLAS does not read C where beta is "
+            "0, so a kernel that reads C (computing beta * C even where beta is 0) writes NaN; read C only where "
+            "beta is not 0")
 
 
 def _as_diagnosed(output: KernelOutput, expected: np.ndarray, written: np.ndarray, start: np.ndarray | None,
