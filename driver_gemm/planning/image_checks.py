@@ -412,16 +412,9 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[
         fits = [size for size in (THREADS_A_WARPGROUP * (whole + 1), THREADS_A_WARPGROUP * (whole + 2))
                 if facts.required_threads is None and (bound is None or size <= bound)]
         if not whole:
-            required = math.prod(facts.required_threads) if facts.required_threads is not None else None
-            if required is not None and required < THREADS_A_WARPGROUP:
-                hint = (f"the kernel's required block of {required} threads (.reqntid) holds no whole warpgroup: "
-                        "build it for a multiple of 128 threads and launch that")
-            elif bound is not None and bound < THREADS_A_WARPGROUP:
-                hint = (f"the kernel's __launch_bounds__ of {bound} threads (.maxntid) holds no whole warpgroup: "
-                        "raise it to a multiple of 128 and launch that")
-            else:
-                hint = (f"launch {' or '.join(map(str, fits))} threads, whole warpgroups" if fits
-                        else "launch whole warpgroups, multiples of 128 threads")
+            hint = _no_whole_unit_hint(facts, "warpgroup", THREADS_A_WARPGROUP) or (
+                f"launch {' or '.join(map(str, fits))} threads, whole warpgroups" if fits
+                else "launch whole warpgroups, multiples of 128 threads")
             problem(f"a block of {threads} threads holds no whole warpgroup (128 threads), but {executes}: the warps "
                     f"that execute {them} wait for warps that do not exist (a hang) or compute garbage", "block",
                     hint=hint)
@@ -449,6 +442,21 @@ def _check_launch_facts(plan: CasePlan, facts: KernelPtxFacts, problem) -> list[
     return notes
 
 
+def _no_whole_unit_hint(facts: KernelPtxFacts, unit: str, unit_threads: int) -> str | None:
+    """For a block too small to hold one whole `unit` (a warp or a warpgroup, `unit_threads` threads) where the kernel
+    itself asks for that size: its required block (.reqntid) or its __launch_bounds__ (.maxntid) holding no whole
+    one, which the spec cannot launch around; None where neither does (a size to launch is the advice then)."""
+    required = math.prod(facts.required_threads) if facts.required_threads is not None else None
+    bound = math.prod(facts.max_threads) if facts.max_threads is not None else None
+    if required is not None and required % unit_threads:
+        return (f"the kernel's required block of {required} threads (.reqntid) holds no whole number of {unit}s: "
+                f"build it for a multiple of {unit_threads} threads and launch that")
+    if bound is not None and bound < unit_threads:
+        return (f"the kernel's __launch_bounds__ of {bound} threads (.maxntid) holds no whole {unit}: raise it to a "
+                f"multiple of {unit_threads} and launch that")
+    return None
+
+
 PARTIAL_WARP_NOTE = "partial warp: "   # how the note begins
 THREADS_A_WARP = 32
 
@@ -468,15 +476,9 @@ def _check_whole_warps(threads: int, facts: KernelPtxFacts, problem) -> list[str
     bound = math.prod(facts.max_threads) if facts.max_threads is not None else None
     required = math.prod(facts.required_threads) if facts.required_threads is not None else None
     if threads < THREADS_A_WARP:
-        if required is not None and required % THREADS_A_WARP:
-            hint = (f"the kernel's required block of {required} threads (.reqntid) is no whole number of warps: "
-                    "build it for a multiple of 32 threads and launch that")
-        elif bound is not None and bound < THREADS_A_WARP:
-            hint = (f"the kernel's __launch_bounds__ of {bound} threads (.maxntid) holds no whole warp: raise it to "
-                    "a multiple of 32 and launch that")
-        else:
-            hint = ("launch whole warps: 32 threads for a kernel whose block is one warp (block: [32]), or the "
-                    "multiple of 32 its launcher gives")
+        hint = _no_whole_unit_hint(facts, "warp", THREADS_A_WARP) or (
+            "launch whole warps: 32 threads for a kernel whose block is one warp (block: [32]), or the multiple of "
+            "32 its launcher gives")
         problem(f"a block of {threads} threads holds no whole warp (32 threads), but {executes}: the lanes that do "
                 f"not exist leave {them} undefined (garbage in C, or a hang)", "block", hint=hint)
         return []
