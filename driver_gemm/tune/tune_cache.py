@@ -27,7 +27,7 @@ from ..specfile.model import KernelSpec, Shape, Spec
 from ..specfile.same_gemm import gemm_properties
 
 _MAGIC = b"driver-gemm-tune-v1\n"
-FORMAT_VERSION = 2     # 2: prebuilt images by their bytes, the compiler, launch attributes, tensor maps
+FORMAT_VERSION = 2
 
 
 def source_digest(path: str | Path, options: tuple[str, ...] = (), project: Path | None = None) -> str:
