@@ -68,8 +68,13 @@ def run_markdown(run: RunResult) -> str:
     return "\n".join(tables)
 
 
+# A case a ``dispatch:`` table picked: the entry (index and shape) and the rule (exact, when, nearest); its family is
+# the row's name. Empty for the other cases.
+RUN_DISPATCH_COLUMNS = ("dispatch_entry", "dispatch_shape", "dispatch_rule")
+
 RUN_CSV_HEADER = ("spec", "kernel", "name", "M", "N", "K", "status", "median_ms", "q1_ms", "q3_ms", "min_ms",
-                  "samples", "gflops", "pct_cublas", "pct_peak", "rel_fro_error", "precision", "gpu", "message")
+                  "samples", "gflops", "pct_cublas", "pct_peak", "rel_fro_error", "precision", "gpu", "message",
+                  *RUN_DISPATCH_COLUMNS)
 
 
 def run_csv(run: RunResult) -> str:
@@ -82,7 +87,9 @@ def run_csv(run: RunResult) -> str:
                      timing.q3_ms if timing else None, timing.min_ms if timing else None,
                      timing.samples if timing else None, case.gflops, case.pct_cublas, case.pct_peak,
                      case.verification.rel_fro_error if case.verification else None, case.precision,
-                     case.device.name, (case.message or "").split("\n", 1)[0]))
+                     case.device.name, (case.message or "").split("\n", 1)[0],
+                     *((case.dispatch.entry, case.dispatch.shape, case.dispatch.rule) if case.dispatch is not None
+                       else (None,) * len(RUN_DISPATCH_COLUMNS))))
     return csv_text(RUN_CSV_HEADER, rows)
 
 
