@@ -95,3 +95,14 @@ def test_a_member_equal_by_value_on_every_picked_shape_stays_ok(tmp_path):
     path = spec_with(tmp_path, 'ld: {a: K * 1, b: N + 0, c: "max(N, 1)"}')
     assert all(plan.valid for plan in plans_by_case(path).values())
     assert main(["plan", str(path), "--arch", "sm_90"]) == EXIT_OK
+
+
+def test_the_launch_plans_that_run_and_tune_use_refuse_the_same_case(tmp_path):
+    from driver_gemm.cuda.occupancy import arch_limits
+    from driver_gemm.planning.build import launch_plans
+
+    plans = launch_plans(load_spec(spec_with(tmp_path, "batch: {count: ceil(K / 1024)}")), arch_limits("sm_90"))
+    by_case = {(kernel.split("[")[0], shape): plan for (kernel, shape), plan in plans.items()}
+    assert by_case[("mem", "1024x512x1024")].valid
+    invalid = by_case[("mem", "1024x512x2048")]
+    assert not invalid.valid and "computes another GEMM than fam" in str(invalid.problems[0])
