@@ -50,8 +50,8 @@ from ..session.bind import build_launch
 from ..session.execute import execute_case
 from ..session.options import RunOptions
 from ..session.state import Session
-from ..session.typed_steps import (capped_note, kernel_functions, poisoned_c_read_note, typed_case, typed_tolerance,
-                                   worked_reference)
+from ..session.typed_steps import (capped_note, kernel_functions, poisoned_c_read_note, product_checks, typed_case,
+                                   typed_tolerance, worked_reference)
 from ..specfile.device_buffers import SCALE_POINTERS
 from ..specfile.load import spec_from_dict
 from ..specfile.model import Spec
@@ -639,17 +639,12 @@ def rig_launch_verify(run, rig: RigState) -> None:
     typed.output = _read_output(run, C)
     rows, cols = C.rows, C.cols
     K = run.case.shape.K
-    # As a run's check (typed_steps.check_output): the part beside beta C0 and C's rounding direction are held for
-    # the plain product, which element-wise functions are not.
-    plain = typed.functions_bound is None
     run.verdict = compare_typed(typed.output, run.expected[None], C.element,
                                 rel_tolerance=typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound),
                                 abs_tolerance=run.spec.verify.abs_tolerance,
                                 reference_name=run.reference_name + capped_note(run.spec.verify, typed.types, K,
                                                                                 typed.functions_bound),
-                                start=typed.inputs.c0, beta=typed.beta if plain else 0.0,
-                                epilogue_roundoff=typed.types.accumulate.unit_roundoff,
-                                check_rounding=plain and dtypes.rounding_direction_visible(typed.types, K))
+                                start=typed.inputs.c0, **product_checks(typed, K))
     if run.verdict.nonfinite and run.verdict.note is None:
         run.verdict.note = poisoned_c_read_note(run, run.verdict)
     run.output = typed.output.values.reshape(rows, cols)

@@ -289,26 +289,19 @@ def check_output(run) -> Verdict:
     K = run.case.shape.K
     tolerance = typed_tolerance(run.spec.verify, typed.types, K, typed.functions_bound)
     reference_name = run.reference_name + capped_note(run.spec.verify, typed.types, K, typed.functions_bound)
-    # Element-wise functions make C no sum of alpha A @ B and beta C0, and may round their own way: the checks of
-    # what the kernel added to beta C0, and of C's rounding direction, hold for the plain product (and a bias).
-    plain = typed.functions_bound is None
-    beta = typed.beta if plain else 0.0
-    epilogue_roundoff = typed.types.accumulate.unit_roundoff
-    check_rounding = plain and dtypes.rounding_direction_visible(typed.types, K)
+    held_to = product_checks(typed, K)
     gram = typed.operands.gram
     if gram is not None and gram.triangle is not None:
         # A SYRK writes one triangle: the other is checked to hold what C held before the launch.
         written = gram.written(typed.operands.M, typed.operands.N)
         run.verdict = compare_written_part(output, expected, element, written, rel_tolerance=tolerance,
                                            abs_tolerance=run.spec.verify.abs_tolerance,
-                                           reference_name=reference_name, start=start, beta=beta,
-                                           epilogue_roundoff=epilogue_roundoff, check_rounding=check_rounding)
+                                           reference_name=reference_name, start=start, **held_to)
         output, expected = _as_diagnosed(output, expected, written, start, run.verdict.masks["wrong"])
     else:
         run.verdict = compare_typed(output, expected, element, rel_tolerance=tolerance,
                                     abs_tolerance=run.spec.verify.abs_tolerance, reference_name=reference_name,
-                                    start=start, beta=beta, epilogue_roundoff=epilogue_roundoff,
-                                    check_rounding=check_rounding)
+                                    start=start, **held_to)
     if run.verdict.nonfinite and run.verdict.note is None:
         run.verdict.note = poisoned_c_read_note(run, run.verdict)
     # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The
@@ -339,6 +332,16 @@ def check_output(run) -> Verdict:
                                                "written there is wrong")
     run.record.status = run.verdict.status
     return run.verdict
+
+
+def product_checks(typed: TypedCase, K: int) -> dict[str, Any]:
+    """The options of `measure.verify.compare_typed` that hold C to the plain product: what the kernel added to
+    beta C0 (`beta`, in the accumulator's `epilogue_roundoff`) and C's rounding direction (`check_rounding`).
+    Element-wise functions make C no sum of alpha A @ B and beta C0, and may round their own way, so a kernel with
+    them is held to neither (a bias is part of the product)."""
+    plain = typed.functions_bound is None
+    return {"beta": typed.beta if plain else 0.0, "epilogue_roundoff": typed.types.accumulate.unit_roundoff,
+            "check_rounding": plain and dtypes.rounding_direction_visible(typed.types, K)}
 
 
 def diagnosis_facts(run) -> dict[str, Any]:

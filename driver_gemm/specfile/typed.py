@@ -156,6 +156,11 @@ def _checked_gram(context: Context, node: dict, dotted: str, gram: Gram, types, 
             raise context.error(f"{said}, so it has no block scales of its own: its values are "
                                 f"{source.upper()}'s", block_scales, "of", f"{dotted}.signature[{index}].scales.of",
                                 hint=f"give block scales of {source.upper()}, or leave gram out")
+        if isinstance(block_scales, dict) and gram.adds_input:
+            raise context.error(f"gram with c0: input adds beta {source.upper()}, but block scales multiply "
+                                f"{source.upper()} in the product, which leaves unsaid whether beta multiplies it "
+                                "scaled", entry, "scales", f"{dotted}.signature[{index}].scales",
+                                hint="leave c0 out, or the block scales")
     order = OTHER_ORDER[orders[source]]
     code, layouts = node.get("layout"), node.get("layouts")
     if isinstance(layouts, dict) and tied in layouts and layouts[tied] != order:
@@ -182,19 +187,14 @@ def _checked_gram(context: Context, node: dict, dotted: str, gram: Gram, types, 
 
 def _check_gram_adds_input(context: Context, node: dict, dotted: str, gram: Gram, types) -> None:
     """``c0: input``: beta multiplies the input X itself, which C starts from and the check adds, so C's type holds
-    X's values exactly, and X is not scaled (fp8 scales or block scales would leave what beta multiplies unsaid)."""
+    X's values exactly, and X is not scaled by fp8 scales (block scales are refused with the signature's other
+    entries, in `_checked_gram`), which would leave what beta multiplies unsaid."""
     one = gram.of.upper()
     path = f"{dotted}.gram.c0"
     if types.is_fp8:
         raise context.error(f"gram with c0: input adds beta {one}, but fp8 inputs are scaled (scale_a, scale_b), "
                             f"which leaves unsaid whether beta multiplies {one} or {one} scaled", node["gram"], "c0",
                             path, hint="leave c0 out, or take a 16- or 32-bit input")
-    signature = node.get("signature")
-    for index, entry in enumerate(signature if isinstance(signature, list) else ()):
-        if isinstance(entry, dict) and isinstance(entry.get("scales"), dict):
-            raise context.error(f"gram with c0: input adds beta {one}, but block scales multiply {one} in the "
-                                "product, which leaves unsaid whether beta multiplies it scaled", entry, "scales",
-                                f"{dotted}.signature[{index}].scales", hint="leave c0 out, or the block scales")
     if not holds_drawn_values(types.c, types.a):
         raise context.error(f"gram with c0: input starts C from {one} and adds beta {one}, so C's type holds "
                             f"{one}'s values exactly, but {types.a.name} values are not all {types.c.name} values",
