@@ -489,10 +489,6 @@ def error_bound(types: GemmTypes, K: int, *, safety: float = SAFETY) -> float:
     return safety * (accumulation + products + output + tensor_core_inputs)
 
 
-# The roundings to nearest into C's subnormal range a correct kernel may make: C's and one of its epilogue.
-SUBNORMAL_ROUNDINGS = 2
-
-
 def smallest_normal(dtype: str | ElementType) -> float:
     """The smallest positive normal number of a floating-point `dtype` (below it, its numbers are evenly spaced by
     `smallest_positive`); 1 for an integer type."""
@@ -503,22 +499,24 @@ def smallest_normal(dtype: str | ElementType) -> float:
 
 
 def subnormal_floor(dtype: str | ElementType) -> float:
-    """The absolute error an element of output type `dtype` may carry from rounding alone, however small it is: one
-    spacing of the type's subnormal numbers (its smallest positive number), that is half a spacing for each of two
-    roundings to nearest there, C's own and one more of the epilogue's (alpha x the sum, or adding beta C0, in a
-    type as narrow). A relative tolerance covers rounding only down to the type's smallest normal number: below it,
-    the spacing stops shrinking with the value. 0 for an integer type, which a GEMM keeps exact."""
+    """The absolute error an element of output type `dtype` may carry from rounding alone, however small it is:
+    `SAFETY` times half a spacing of the type's subnormal numbers (half its smallest positive number), as
+    `error_bound` allows `SAFETY` times C's unit roundoff for C's roundings. A correct kernel may round into C's
+    subnormal range more than once: C's own rounding, the epilogue's (alpha x the sum, or adding beta C0, in a type
+    as narrow), and a split-K's rounding of each partial sum there. A relative tolerance covers rounding only down
+    to the type's smallest normal number: below it, the spacing stops shrinking with the value; at it, this floor
+    is what `SAFETY` x C's unit roundoff allows. 0 for an integer type, which a GEMM keeps exact."""
     element = element_type(dtype)
-    return 0.0 if element.is_integer else SUBNORMAL_ROUNDINGS * smallest_positive(element) / 2.0
+    return 0.0 if element.is_integer else SAFETY * smallest_positive(element) / 2.0
 
 
 def rounding_direction_visible(types: GemmTypes, K: int) -> bool:
     """Whether a correct GEMM of `types` with inner size `K` leaves C rounded to nearest closely enough that C
-    rounded toward zero can be told from it: C of 16 bits or fewer, inputs exact in an fp32 accumulation (not
-    tf32, whose conversion on the tensor cores truncates, nor fp8, whose tensor cores keep about 14 bits of a sum),
-    and K x the accumulator's unit roundoff at most a quarter of C's, so that even an accumulation biased toward
-    zero (tensor cores truncate their fp32 sums) moves C by far less than the half unit in the last place that
-    rounding toward zero does."""
+    rounded one way (toward zero, down or up) can be told from it: C of 16 bits or fewer, inputs exact in an fp32
+    accumulation (not tf32, whose conversion on the tensor cores truncates, nor fp8, whose tensor cores keep about
+    14 bits of a sum), and K x the accumulator's unit roundoff at most a quarter of C's, so that even an
+    accumulation biased toward zero (tensor cores truncate their fp32 sums) moves C by far less than the half unit
+    in the last place that a directed rounding does."""
     if types.c.is_integer or types.c.storage_bytes > 2 or types.accumulate.name != "fp32":
         return False
     if any(operand.name not in ("fp32", "fp16", "bf16") for operand in (types.a, types.b)):

@@ -5,8 +5,9 @@ NaN whose bit pattern no arithmetic produces, so an element still holding it was
 kernels that read C start from random values instead, and an element unchanged where the
 reference differs counts as unwritten. Typed outputs are checked the same way by `compare_typed`,
 and a write into the padding fails. Where C started from beta C0, what the kernel added to it is also
-held against alpha A @ B (`BetaPart`), and a 16-bit C may be checked for rounding toward zero. How
-checks work: docs/debugging.md; the tolerances: docs/kernels.md.
+held against alpha A @ B (`BetaPart`), a 16-bit C may be checked for rounding one way (toward zero, down or up)
+where it should round to nearest, and a C in its type's subnormal range for being flushed to zero. How checks
+work: docs/debugging.md; the tolerances: docs/kernels.md.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Verdict:
     padding_written: int | None = None    # typed outputs: elements written outside the matrices (out of bounds)
     masks: dict = field(default_factory=dict, repr=False)   # unwritten / wrong boolean maps, for diagnosis
     # Why C fails where its counts and errors do not say it (the product missing beside beta C0, C rounded
-    # toward zero), or what a failure means for how the case ran (C started poisoned): said before the diagnosis.
+    # one way), or what a failure means for how the case ran (C started poisoned): said before the diagnosis.
     note: str | None = None
 
     @property
@@ -75,7 +76,8 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
     float32's rounding in its subnormal range, `dtypes.subnormal_floor`). PASS
     needs every element written, finite and not wrong, and the errors within
     tolerance; with `start` and a `beta` not 0, also C - beta x `start` within
-    tolerance of the rest of the reference, alpha A @ B (`BetaPart`).
+    tolerance of the rest of the reference, alpha A @ B (`BetaPart`); and C
+    not flushed to zero in float32's subnormal range (`flushed_to_zero`).
     """
     output = np.asarray(output, dtype=np.float32)
     if output.shape != expected.shape:
@@ -96,8 +98,11 @@ def compare(output: np.ndarray, expected: np.ndarray, *, rel_tolerance: float, a
                                          rel_tolerance, abs_tolerance, rms, untouched, FP32_SMALLEST)
     beta_part = BetaPart(np.asarray(start).reshape(-1), beta, FP32_ROUNDOFF, FP32_ROUNDOFF) \
         if start is not None and beta != 0.0 else None
-    return _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name,
-                    _floor_of(dtypes.ELEMENT_TYPES["fp32"]), beta_part)
+    fp32 = dtypes.ELEMENT_TYPES["fp32"]
+    verdict = _verdict(output, expected, unwritten, rel_tolerance, abs_tolerance, reference_name, _floor_of(fp32),
+                       beta_part)
+    _fail_if_flushed(verdict, output, expected, fp32)
+    return verdict
 
 
 def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.ElementType | str, *,
@@ -108,14 +113,16 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
 
     As `compare`, with `element`'s poison code for unwritten elements (or,
     when C started from `start`, an element whose code still equals its
-    starting one where the reference differs), `element`'s subnormal floor,
-    and FAIL when the kernel wrote into the padding. With `start` and a
+    starting one where the reference differs), `element`'s subnormal floor
+    and its check for a C flushed to zero (`flushed_to_zero`), and FAIL when
+    the kernel wrote into the padding. With `start` and a
     `beta` not 0, C - beta x `start` is held against the rest of the
     reference (`BetaPart`; `epilogue_roundoff`: the unit roundoff of the type
     the kernel adds beta C0 in, its accumulator's, fp32's unless said). With
     `check_rounding` (where `dtypes.rounding_direction_visible` says a correct
     kernel's C is rounded to nearest closely enough), a C that passes
-    otherwise but is rounded toward zero fails (`rounded_toward_zero`).
+    otherwise but is rounded one way (toward zero, down or up) fails
+    (`rounded_one_way`).
     """
     element = dtypes.element_type(element)
     expected = np.asarray(expected, dtype=np.float64).reshape(output.values.shape)
@@ -135,8 +142,9 @@ def compare_typed(output: KernelOutput, expected: np.ndarray, element: dtypes.El
     verdict.padding_written = output.padding_written
     if output.padding_written:
         verdict.status = Status.FAIL
+    _fail_if_flushed(verdict, output.values, expected, element)
     if check_rounding and verdict.status == Status.PASS:
-        verdict.note = rounded_toward_zero(output.values, expected, element)
+        verdict.note = rounded_one_way(output.values, expected, element)
         if verdict.note is not None:
             verdict.status = Status.FAIL
     return verdict
@@ -187,6 +195,15 @@ def compare_written_part(output: KernelOutput, expected: np.ndarray, element: dt
     return verdict
 
 
+def _fail_if_flushed(verdict: Verdict, values: np.ndarray, expected: np.ndarray, element: dtypes.ElementType) -> None:
+    """A passing `verdict` turned FAIL, saying why, where C is flushed to zero below its smallest normal number
+    (`flushed_to_zero`)."""
+    if verdict.status == Status.PASS:
+        verdict.note = flushed_to_zero(values, expected, element)
+        if verdict.note is not None:
+            verdict.status = Status.FAIL
+
+
 @dataclass(frozen=True)
 class SubnormalFloor:
     """The least error a check allows an element of C, whatever its size: `per_element` (`dtypes.subnormal_floor`)
@@ -214,11 +231,15 @@ class BetaPart:
     even when the kernel wrote beta C0 alone: the product is a small share of
     C. So C - beta C0 (`start` x `beta`) is held against the reference less
     beta C0 (alpha A @ B, and a bias): its Frobenius error may be the check's
-    relative tolerance of that product, plus one rounding of C to its type
-    (`output_roundoff` x |C|), plus the epilogue's roundings in the type it
-    adds beta C0 in (`epilogue_roundoff` x (|C| + |beta C0|)). A kernel that
-    leaves the product out fails wherever the product is larger than that; a
-    product smaller than C's rounding cannot be told from none.
+    relative tolerance of that product, plus C's roundings to its type as the
+    whole-C tolerance allows them (`dtypes.SAFETY` x `output_roundoff` x |C|:
+    a kernel may round at C's size more than once, as a split-K that reduces
+    its partial sums through C, CUTLASS's serial split-K or atomic adds into
+    a C set to beta C0, or a 16-bit epilogue that rounds beta C0 before the
+    add), plus the epilogue's roundings in the type it adds beta C0 in
+    (`epilogue_roundoff` x (|C| + |beta C0|)). A kernel that leaves the
+    product out fails wherever the product is larger than that; a product
+    smaller than C's roundings cannot be told from none.
     """
 
     start: np.ndarray        # C's starting values, flattened as the output is
@@ -230,39 +251,44 @@ class BetaPart:
                 beta_start_norm: float) -> float:
         """The Frobenius norm of C's error this part allows (its subnormal floor apart), from the norms of alpha A @ B,
         of the reference and of beta C0."""
-        return (rel_tolerance * product_norm + self.output_roundoff * reference_norm
+        return (rel_tolerance * product_norm + dtypes.SAFETY * self.output_roundoff * reference_norm
                 + self.epilogue_roundoff * (reference_norm + beta_start_norm))
 
     def note(self, error_norm: float, allowed: float, product_norm: float) -> str:
         """What to say where C - beta C0 is farther from alpha A @ B than `allowed` (Frobenius norms)."""
         if product_norm == 0:
             return (f"C - beta C0 is not alpha A @ B: alpha A @ B is 0 here, but C - beta C0 is off by "
-                    f"{error_norm:.2e}, over the {allowed:.2e} of C's rounding")
-        return (f"C - beta C0 is not alpha A @ B: its error is {error_norm / product_norm:.2f} times the product's "
-                f"norm, over the {allowed / product_norm:.2f} times that the tolerance and C's rounding allow (C as a "
+                    f"{error_norm:.3g}, over the {allowed:.3g} that C's roundings allow")
+        return (f"C - beta C0 is not alpha A @ B: its error is {error_norm / product_norm:.3g} times the product's "
+                f"norm, over the {allowed / product_norm:.3g} times that the tolerance and C's roundings allow (C as a "
                 "whole is within its tolerance only because beta C0 outweighs the product): the product is missing "
                 "or wrong (a K loop skipped, or alpha A @ B left out of the sum?)")
 
 
-# How many elements `rounded_toward_zero` looks at (evenly spread over C), and how many of them must move toward
-# zero, as shares of those it looks at, for it to say so: rounding toward zero moves about half of the elements
-# whose value C cannot hold, every one toward zero, where a correct kernel's rounding moves a few in both directions.
+# How many elements `rounded_one_way` looks at (evenly spread over C), and how many of them must move one way, as
+# shares of those it looks at, for it to say so: rounding toward zero (or toward -inf, or +inf) moves about half of
+# the elements whose value C cannot hold, every one the same way, where a correct kernel's rounding moves a few, both
+# ways.
 ROUNDING_SAMPLE = 1 << 20
 ROUNDING_LEAST_MOVED = 100
 ROUNDING_MOVED_SHARE = 0.25
-ROUNDING_TOWARD_ZERO_SHARE = 0.9
+ROUNDING_ONE_WAY_SHARE = 0.9
 
 
-def rounded_toward_zero(values: np.ndarray, expected: np.ndarray, element: dtypes.ElementType) -> str | None:
-    """What to say where C's elements are rounded toward zero, not to nearest; None where they are not.
+def rounded_one_way(values: np.ndarray, expected: np.ndarray, element: dtypes.ElementType) -> str | None:
+    """What to say where C's elements are rounded one way (toward zero, down toward -inf or up toward +inf), not
+    to nearest; None where they are not.
 
     Of the elements whose exact value `element` cannot hold (finite, at least
     its smallest normal number and a sixteenth of C's RMS, where the
     accumulation's error is far below C's rounding), those whose code is not
-    the nearest one are counted: rounding toward zero moves about half of them,
-    each to the next code toward zero. Said only where at least a quarter move,
-    at least `ROUNDING_LEAST_MOVED`, nine in ten or more toward zero. Meaningful
-    only where `dtypes.rounding_direction_visible` holds."""
+    the nearest one are counted, and of these, those smaller in magnitude
+    than the nearest number, those below it and those above it: a directed
+    rounding moves about half of them, each to the next code its way. Said
+    only where at least a quarter move, at least `ROUNDING_LEAST_MOVED`, nine
+    in ten or more the same way (toward zero is looked for first: on a C of
+    one sign it is also down or up). Meaningful only where
+    `dtypes.rounding_direction_visible` holds."""
     flat_values, flat_expected = values.reshape(-1), np.asarray(expected, np.float64).reshape(-1)
     step = max(1, -(-flat_expected.size // ROUNDING_SAMPLE))
     got, exact = flat_values[::step].astype(np.float64), flat_expected[::step]
@@ -275,14 +301,67 @@ def rounded_toward_zero(values: np.ndarray, expected: np.ndarray, element: dtype
                      & (size >= max(dtypes.smallest_normal(element), _rms(exact) / 16)))
         moved = looked_at & (got != nearest)
         toward_zero = moved & (got * nearest >= 0) & (np.abs(got) < np.abs(nearest))
-    counted, moved_count, toward_count = (int(np.count_nonzero(mask)) for mask in (looked_at, moved, toward_zero))
-    if (toward_count < ROUNDING_LEAST_MOVED or moved_count < ROUNDING_MOVED_SHARE * counted
-            or toward_count < ROUNDING_TOWARD_ZERO_SHARE * moved_count):
+        down, up = moved & (got < nearest), moved & (got > nearest)
+    counted, moved_count = int(np.count_nonzero(looked_at)), int(np.count_nonzero(moved))
+    if moved_count < ROUNDING_MOVED_SHARE * counted:
         return None
-    return (f"C is rounded toward zero, not to nearest: of {counted:,} elements whose value {element.name} cannot "
-            f"hold, {moved_count:,} are not the nearest {element.name} number, {toward_count:,} of them moved toward "
-            f"zero (a conversion that truncates, as __float2{_cuda_name(element)}_rz or dropping the low bits does; "
-            f"round to nearest, as __float2{_cuda_name(element)}_rn does)")
+    cuda = _cuda_name(element)
+    seen = (f"of {counted:,} elements whose value {element.name} cannot hold, {moved_count:,} are not the nearest "
+            f"{element.name} number")
+    one_ways = (
+        (toward_zero, f"C is rounded toward zero, not to nearest: {seen}, and {{count:,}} of them are smaller in "
+                      f"magnitude than it. A conversion that truncates does this (__float2{cuda}_rz, or dropping "
+                      f"the low bits), as does a scale such as alpha rounded toward zero before it is applied (alpha "
+                      f"converted to {element.name}, say): round to nearest, as __float2{cuda}_rn does, and apply "
+                      "alpha and the scales in fp32"),
+        (down, f"C is rounded down (toward -inf), not to nearest: {seen}, and {{count:,}} of them are below it. A "
+               f"conversion that rounds down does this (__float2{cuda}_rd): round to nearest, as __float2{cuda}_rn "
+               "does"),
+        (up, f"C is rounded up (toward +inf), not to nearest: {seen}, and {{count:,}} of them are above it. A "
+             f"conversion that rounds up does this (__float2{cuda}_ru): round to nearest, as __float2{cuda}_rn does"),
+    )
+    for mask, message in one_ways:
+        count = int(np.count_nonzero(mask))
+        if count >= max(ROUNDING_LEAST_MOVED, ROUNDING_ONE_WAY_SHARE * moved_count):
+            return message.format(count=count)
+    return None
+
+
+# How many elements whose reference lies in C's subnormal range (at least its smallest positive number) must be 0,
+# in number and as a share of them, for `flushed_to_zero` to say C was flushed: a correct kernel's C is 0 in few
+# of them, even after a split-K's several roundings there, while a flushed C is 0 in every one.
+FLUSH_LEAST_ZEROS = 100
+FLUSH_ZERO_SHARE = 0.9
+
+
+def flushed_to_zero(values: np.ndarray, expected: np.ndarray, element: dtypes.ElementType) -> str | None:
+    """What to say where C is 0 wherever its reference lies in `element`'s subnormal range, as a kernel that
+    flushes subnormal results to zero leaves it; None where it is not.
+
+    The subnormal floor (`dtypes.subnormal_floor`) lets an element below C's
+    smallest normal number be off by a few spacings there, which a C of 0
+    is too where the reference is about that small. Of the elements whose
+    reference is at least `element`'s smallest positive number and below its
+    smallest normal one (a correct kernel rounds these to a number not 0),
+    those that are 0 are counted (sampled evenly, as `rounded_one_way` does):
+    said where at least `FLUSH_LEAST_ZEROS` are, nine in ten or more."""
+    if element.is_integer:
+        return None
+    flat_values, flat_expected = values.reshape(-1), np.asarray(expected, np.float64).reshape(-1)
+    step = max(1, -(-flat_expected.size // ROUNDING_SAMPLE))
+    got, size = flat_values[::step].astype(np.float64), np.abs(flat_expected[::step])
+    smallest_normal = dtypes.smallest_normal(element)
+    with np.errstate(invalid="ignore"):
+        looked_at = np.isfinite(got) & (size >= dtypes.smallest_positive(element)) & (size < smallest_normal)
+    counted = int(np.count_nonzero(looked_at))
+    zeros = int(np.count_nonzero(got[looked_at] == 0))
+    if zeros < max(FLUSH_LEAST_ZEROS, FLUSH_ZERO_SHARE * counted):
+        return None
+    return (f"C is flushed to zero below {element.name}'s smallest normal number ({smallest_normal:.3g}): of "
+            f"{counted:,} elements whose reference lies between {element.name}'s smallest positive number and it, "
+            f"{zeros:,} are 0, where a correct kernel rounds them to a subnormal number. A build that flushes "
+            "subnormal results to zero does this (NVRTC's or nvcc's --use_fast_math or -ftz=true): compile without "
+            "it, or scale the product into C's normal range")
 
 
 def _cuda_name(element: dtypes.ElementType) -> str:

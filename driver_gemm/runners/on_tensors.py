@@ -50,7 +50,7 @@ from ..session.bind import build_launch
 from ..session.execute import execute_case
 from ..session.options import RunOptions
 from ..session.state import Session
-from ..session.typed_steps import (capped_note, kernel_functions, poisoned_c_read_note, product_checks, typed_case,
+from ..session.typed_steps import (capped_note, kernel_functions, nonfinite_note, product_checks, typed_case,
                                    typed_tolerance, worked_reference)
 from ..specfile.device_buffers import SCALE_POINTERS
 from ..specfile.load import spec_from_dict
@@ -646,7 +646,7 @@ def rig_launch_verify(run, rig: RigState) -> None:
                                                                                 typed.functions_bound),
                                 start=typed.inputs.c0, **product_checks(typed, K))
     if run.verdict.nonfinite and run.verdict.note is None:
-        run.verdict.note = poisoned_c_read_note(run, run.verdict)
+        run.verdict.note = nonfinite_note(run, run.verdict, run.expected[None], dtypes.element_type(C.element))
     run.output = typed.output.values.reshape(rows, cols)
     run.verdict.masks = {key: mask.reshape(rows, cols) for key, mask in run.verdict.masks.items()}
     run.record.verification = VerificationRecord.from_json(run.verdict.as_dict())

@@ -303,7 +303,7 @@ def check_output(run) -> Verdict:
                                     abs_tolerance=run.spec.verify.abs_tolerance, reference_name=reference_name,
                                     start=start, **held_to)
     if run.verdict.nonfinite and run.verdict.note is None:
-        run.verdict.note = poisoned_c_read_note(run, run.verdict)
+        run.verdict.note = nonfinite_note(run, run.verdict, expected, element)
     # A batch is checked and mapped as its matrices stacked (row b * M + i); the diagnosis names each matrix. The
     # groups' rows, checked one after another, are put back in their places, rows no group holds blank (0 and 0,
     # no mark), so that the diagnosis and the error map name C's own rows and the blocks that write them.
@@ -364,15 +364,49 @@ def diagnosis_facts(run) -> dict[str, Any]:
     return {**facts, "alpha": typed.alpha, "beta": typed.beta, "start": start}
 
 
-def poisoned_c_read_note(run, verdict: Verdict) -> str | None:
+def nonfinite_note(run, verdict: Verdict, expected: np.ndarray, element: dtypes.ElementType) -> str | None:
+    """What to say of a typed case whose C came out NaN or infinite in places, `expected` being its reference laid
+    out as the verdict's maps: where the reference itself is beyond C's largest finite number, that the product
+    overflows C's type (`overflow_note`); of the other such elements, what `poisoned_c_read_note` says. None where
+    neither applies."""
+    nonfinite = np.asarray(verdict.masks["nonfinite"]).reshape(-1)
+    reference = np.asarray(expected, dtype=np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        beyond = nonfinite & ~(np.abs(reference) <= element.max_finite)     # a NaN reference is beyond too
+    overflowed = int(np.count_nonzero(beyond))
+    notes = [overflow_note(verdict, overflowed, float(np.nanmax(np.abs(reference[beyond]), initial=0.0)), element)
+             if overflowed else None,
+             poisoned_c_read_note(run, verdict, verdict.nonfinite - overflowed) if verdict.nonfinite > overflowed
+             else None]
+    said = [note for note in notes if note]
+    return "; ".join(said) if said else None
+
+
+def overflow_note(verdict: Verdict, overflowed: int, largest: float, element: dtypes.ElementType) -> str:
+    """What to say where `overflowed` elements of C are NaN or infinite because their reference, up to `largest` in
+    magnitude, is beyond `element`'s largest finite number: no kernel can write those, so the case cannot pass as
+    it is; what would make the product fit."""
+    written = verdict.elements - verdict.unwritten
+    which = "every element the kernel wrote is" if overflowed == written else \
+        f"{overflowed:,} of the {written:,} elements the kernel wrote are"
+    wider = ", or have the kernel write a wider C (fp32)" if element.storage_bytes < 4 else ""
+    return (f"{which} NaN or infinite where the reference itself is beyond {element.name}'s largest finite number, "
+            f"{element.max_finite:g} (|reference| up to {largest:.3g}): the product does not fit in {element.name} "
+            f"there, so no kernel can write it; lower alpha (or the inputs' range){wider}")
+
+
+def poisoned_c_read_note(run, verdict: Verdict, nonfinite: int | None = None) -> str | None:
     """What to say of a typed kernel that takes beta, run with beta 0, whose C came out NaN or infinite: C started
     as NaN poison, since BLAS does not read C where beta is 0 (a kernel may then leave C unread, and C0 is not
-    drawn), so a kernel that computes beta * C anyway turns what it writes into NaN. None for any other case."""
+    drawn), so a kernel that computes beta * C anyway turns what it writes into NaN. `nonfinite`: how many of the
+    NaN or infinite elements to say this of (the verdict's count unless said; `nonfinite_note` leaves out those
+    whose reference overflows C). None for any other case."""
     if run.case.lt is not None or run.typed.beta != 0.0 or not run.case.kernel.reads_c():
         return None
+    nonfinite = verdict.nonfinite if nonfinite is None else nonfinite
     written = verdict.elements - verdict.unwritten
-    every = "every element the kernel wrote is" if verdict.nonfinite == written else \
-        f"{verdict.nonfinite:,} of the {written:,} elements the kernel wrote are"
+    every = "every element the kernel wrote is" if nonfinite == written else \
+        f"{nonfinite:,} of the {written:,} elements the kernel wrote are"
     return (f"{every} NaN or infinite, and beta is 0: C started as NaN poison, as BLAS does not read C where beta is "
             "0, so a kernel that reads C (computing beta * C even where beta is 0) writes NaN; read C only where "
             "beta is not 0")
