@@ -174,7 +174,7 @@ def test_a_written_dispatch_spec_loads_and_runs_each_shape_with_its_entry(tmp_pa
     (lambda d: d["dispatch"].update(v9=d["dispatch"]["v4"]), "dispatch.v9", "no kernel named 'v9'"),
     (lambda d: d["dispatch"]["v4"][1]["params"].update(XX=1), "dispatch.v4[1].params", "XX, which kernel v4"),
     (lambda d: d["dispatch"]["v4"][0].update(shape=[1, 2]), "dispatch.v4[0].shape", "must be"),
-    (lambda d: d["kernels"][0]["params"].update(BK=[8, 16]), "dispatch.v4", "2 kernels are named 'v4'"),
+    (lambda d: d["kernels"][0]["params"].update(BK=[8, 16]), "dispatch.v4", "kernel v4 sweeps 2 configurations"),
 ])
 def test_dispatch_mistakes_name_the_file_line_and_field(tmp_path, edit, field, message):
     path = _winners_dispatch_spec(tmp_path)

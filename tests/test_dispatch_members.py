@@ -115,7 +115,7 @@ def _edited(edit):
     (lambda d: d["dispatch"].update(v2=[{"shape": [1, 1, 1], "params": {"TILE": 16}}]),
      "dispatch.v4[0].kernel", "has a dispatch table of its own"),
     (lambda d: d["kernels"][1].update(precision="tf32"), "dispatch.v4[0].kernel", "computes another GEMM than v4"),
-    (lambda d: d["kernels"][1]["params"].update(TILE=[16, 32]), "dispatch.v4[0].kernel", "2 kernels are named 'v2'"),
+    (lambda d: d["kernels"][1]["params"].update(TILE=[16, 32]), "dispatch.v4[0].kernel", "kernel v2 sweeps 2 configurations"),
 ])
 def test_member_mistakes_name_the_field(tmp_path, edit, field, message):
     path = write(tmp_path, _edited(edit))

@@ -385,7 +385,11 @@ def _template_prefix_matches(wanted: str, display: str) -> bool:
 
 
 def _literal(text: str) -> str:
-    """``64u``, ``64ul``, ``(unsigned long)64`` and ``64`` alike."""
+    """``64u``, ``64ul``, ``(unsigned long)64`` and ``64`` alike, and a character ``'N'`` as its code, ``78``, which
+    is how a demangled name shows a ``char`` argument (``(char)78``)."""
+    text = text.strip()
+    if re.fullmatch(r"'.'", text):
+        return str(ord(text[1]))
     text = re.sub(r"^\([^()]*\)", "", "".join(text.split()))
     return re.sub(r"(?<=\d)[uUlL]+$", "", text)
 

@@ -1,8 +1,8 @@
 """A small, safe evaluator for the arithmetic in specs: grids, blocks, shared memory, constraints.
 
-Grammar: numbers, names, ``+ - * / // %``, unary minus, parentheses, ``ceil``, ``floor``, ``min``,
-``max``, ``wave_efficiency``; conditions (``require:``, a dispatch entry's ``if:``) may also compare and
-combine with ``and``, ``or``, ``not``.
+Grammar: numbers, names, ``+ - * / // %`` (``/`` is real division, ``//`` floors), unary minus, parentheses,
+``ceil``, ``floor``, ``min``, ``max``, ``wave_efficiency``; conditions (``require:``, a dispatch entry's ``if:``)
+may also compare and combine with ``and``, ``or``, ``not``.
 Python's parser builds the tree, only those node kinds are accepted, and they are evaluated here,
 never by ``eval``. Length, depth, node count and values are bounded (`driver_gemm.specfile.limits`), so
 evaluating never overflows, recurses without end or builds a huge number.
@@ -363,7 +363,8 @@ def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
             raise _reject(node, "sizeof(TYPE) is read in a kernel's block, grid, shared_bytes, tile and require "
                                 "alone, where the kernel's compiler sizes the type")
         if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
-            raise _reject(node, f"only {', '.join(_FUNCTIONS)} may be called")
+            refused = _reject(node, f"only {', '.join(_FUNCTIONS)} may be called")
+            raise ExpressionError(f"{refused}{_ceiling_division_hint(node)}")
         if node.keywords:
             raise _reject(node, f"{node.func.id}() takes no keyword arguments")
         low, high, _ = _FUNCTIONS[node.func.id]
@@ -389,6 +390,160 @@ def _validate(node: ast.AST, names: set[str], condition: bool) -> None:
         allowed = "comparisons, and/or/not, " if condition else ""
         raise _reject(node, f"{kind} is not allowed (numbers, names, + - * / // %, {allowed}"
                             f"parentheses, {', '.join(_FUNCTIONS)})")
+
+
+# The names libraries give the integer ceiling of a quotient: Triton's cdiv, CUTLASS's ceil_div, DIV_UP macros.
+_CEILING_DIVISION_NAMES = frozenset({"cdiv", "ceildiv", "divup", "ceildivide", "divceil", "divroundup"})
+
+
+def _ceiling_division_hint(node: ast.Call) -> str:
+    """For a call of another library's ceiling division (``cdiv(M, BM)``, ``triton.cdiv(M, BM)``), what it is
+    here: ``: cdiv(M, BM) is ceil(M / BM)``; nothing for any other call."""
+    called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if called.replace("_", "").lower() not in _CEILING_DIVISION_NAMES or len(node.args) != 2 or node.keywords:
+        return ""
+    numerator, denominator = (ast.unparse(argument) for argument in node.args)
+    return (f": {ast.unparse(node)} is ceil({_as_numerator(node.args[0], numerator)} / "
+            f"{_as_denominator(node.args[1], denominator)})")
+
+
+def _as_numerator(node: ast.AST, text: str) -> str:
+    """`text` (`node` as written) put left of a ``/``: parenthesised where a sum would bind less tightly."""
+    return f"({text})" if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) else text
+
+
+def _as_denominator(node: ast.AST, text: str) -> str:
+    """`text` (`node` as written) put right of a ``/``: parenthesised unless it is one name, number or call."""
+    return f"({text})" if isinstance(node, (ast.BinOp, ast.UnaryOp)) else text
+
+
+@dataclass(frozen=True)
+class SlashCeiling:
+    """C's integer ceiling of a quotient, ``(X + D - 1) / D`` or ``(X - 1) / D + 1``, written with ``/``, which an
+    expression reads as real division: a fraction wherever X % D is not 1. Offsets are into the text it was found
+    in (`slash_ceilings`); the two spellings that mean the ceiling are given for the idiom alone."""
+
+    start: int
+    end: int
+    written: str            # '(N + BN - 1) / BN'
+    floor_division: str     # '(N + BN - 1) // BN'
+    ceiling: str            # 'ceil(N / BN)'
+    remainder: str          # 'N % BN', which must be 1 for the written quotient to be whole
+    in_ceil: bool = False   # written inside ceil(): one more than the ceiling wherever the remainder is not 1
+
+
+def slash_ceilings(expression: Expression, shown: str | None = None) -> list[SlashCeiling]:
+    """Every C integer ceiling written with ``/`` in `expression`: ``(N + BN - 1) / BN``, ``(N + (BN - 1)) / BN``,
+    ``(BN - 1 + N) / BN``, ``(N + 15) / 16``, ``(N - 1) / BN + 1``, also inside ``ceil()`` (which then gives one more
+    than the ceiling); not inside ``floor()``, which makes it the ceiling. Its texts are taken from `shown` (the
+    spec's text, column for column with the expression's source; the source itself by default)."""
+    text = shown.strip() if shown is not None else expression.source
+    line_starts = [0]
+    for line in text.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return line_starts[line - 1] + column
+
+    def span(node: ast.AST) -> tuple[int, int]:
+        return (offset(node.lineno, node.col_offset),   # type: ignore[attr-defined]  # every expression node has one
+                offset(node.end_lineno, node.end_col_offset))   # type: ignore[attr-defined]
+
+    def segment(node: ast.AST) -> str:
+        start, end = span(node)
+        return text[start:end]
+
+    found: list[SlashCeiling] = []
+
+    def visit(node: ast.AST, parent: ast.AST | None) -> None:
+        match = _slash_ceiling_parts(node)
+        if match is not None:
+            division, numerator_terms, denominator = match
+            in_ceil = (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "ceil"
+                       and len(parent.args) == 1)
+            in_floor = (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+                        and parent.func.id == "floor")
+            if not in_floor:
+                found.append(_slash_ceiling(node, division, numerator_terms, denominator, parent if in_ceil else None,
+                                            span, segment, text))
+                return
+        for child in ast.iter_child_nodes(node):
+            visit(child, node)
+
+    visit(expression.tree, None)
+    return found
+
+
+def _slash_ceiling(node: ast.AST, division: ast.BinOp, numerator_terms: list[tuple[int, ast.AST]],
+                   denominator: ast.AST, ceil_call: ast.AST | None, span: Callable, segment: Callable,
+                   text: str) -> SlashCeiling:
+    """The `SlashCeiling` of `node` (the idiom: `division`, or ``division + 1``), whose numerator less D - 1 is
+    `numerator_terms` (sign, term) and whose divisor is `denominator`; `ceil_call` the ceil() around it, if any."""
+    quotient = "".join((" - " if sign < 0 else " + ") + segment(term) if index else
+                       ("-" if sign < 0 else "") + segment(term) for index, (sign, term) in enumerate(numerator_terms))
+    lone = len(numerator_terms) == 1 and numerator_terms[0][0] > 0
+    numerator = quotient if lone else f"({quotient})"
+    divisor = _as_denominator(denominator, segment(denominator))
+    _, left_end = span(division.left)
+    right_start, _ = span(division.right)
+    start, end = span(node)
+    slash = text.index("/", left_end, right_start)
+    floor_division = text[start:slash] + "//" + text[slash + 1:end]
+    if ceil_call is not None:
+        start, end = span(ceil_call)
+    return SlashCeiling(start, end, text[start:end], floor_division, f"ceil({numerator} / {divisor})",
+                        f"{numerator} % {divisor}", ceil_call is not None)
+
+
+def _slash_ceiling_parts(node: ast.AST) -> tuple[ast.BinOp, list[tuple[int, ast.AST]], ast.AST] | None:
+    """For C's ceiling idiom (`SlashCeiling`), its ``/``, the terms of its numerator other than D - 1 (each with its
+    sign) and its divisor; None for any other node."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):     # (X - 1) / D + 1, 1 + (X - 1) / D
+        for division, other in ((node.left, node.right), (node.right, node.left)):
+            if (isinstance(division, ast.BinOp) and isinstance(division.op, ast.Div) and _whole_constant(other) == 1
+                    and _slash_ceiling_parts(division) is None):     # else the ceiling is the division alone
+                terms = _sum_terms(division.left)
+                rest = [(sign, term) for sign, term in terms if _whole_constant(term) is None]
+                if rest and len(rest) < len(terms) and _constant_sum(terms) == -1:
+                    return division, rest, division.right
+        return None
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+        return None
+    terms = _sum_terms(node.left)
+    divisor = _whole_constant(node.right)
+    if divisor is not None:      # (N + 15) / 16
+        rest = [(sign, term) for sign, term in terms if _whole_constant(term) is None]
+        if divisor >= 2 and rest and len(rest) < len(terms) and _constant_sum(terms) == divisor - 1:
+            return node, rest, node.right
+        return None
+    written = ast.dump(node.right)
+    place = next((index for index, (sign, term) in enumerate(terms) if sign > 0 and ast.dump(term) == written), None)
+    if place is None:
+        return None
+    others = terms[:place] + terms[place + 1:]
+    rest = [(sign, term) for sign, term in others if _whole_constant(term) is None]
+    if rest and len(rest) < len(others) and _constant_sum(others) == -1:     # (N + BN - 1) / BN
+        return node, rest, node.right
+    return None
+
+
+def _sum_terms(node: ast.AST, sign: int = 1) -> list[tuple[int, ast.AST]]:
+    """`node` as the terms of a sum, each with its sign: ``N + BN - 1`` is (+N, +BN, -1)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _sum_terms(node.left, sign) + _sum_terms(node.right, sign if isinstance(node.op, ast.Add) else -sign)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _whole_constant(node.operand) is not None:
+        return [(-sign, node.operand)]
+    return [(sign, node)]
+
+
+def _whole_constant(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _constant_sum(terms: list[tuple[int, ast.AST]]) -> int:
+    return sum(sign * (_whole_constant(term) or 0) for sign, term in terms)
 
 
 def _evaluate(node: ast.AST, env: Mapping[str, Number]):

@@ -133,10 +133,20 @@ def check_number(context: Context, value: Any, node: Any, key: Any, field_path: 
     return value
 
 
+# Text YAML 1.1 reads as a number where it is not quoted: a decimal whole number without a leading zero (YAML 1.1
+# reads 010 as octal), or a float with a dot whose exponent, if any, has a sign.
+_YAML_NUMBER = re.compile(r"[-+]?(0|[1-9]\d*|(\d+\.\d*|\.\d+)([eE][-+]\d+)?)")
+
+
 def number_as_text_hint(value: Any) -> str | None:
     """For text that is a number to Python but not to YAML 1.1, which reads a float with an exponent only with a dot
-    and a signed exponent (``1.0e-5``, ``1.0e+5``; ``1e-5`` and ``1.0e5`` are text): how to write it."""
-    if not isinstance(value, str) or not re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*", value):
+    and a signed exponent (``1.0e-5``, ``1.0e+5``; ``1e-5`` and ``1.0e5`` are text): how to write it. For text
+    that YAML would read as a number were it not quoted (``"1.0e-05"``, ``"16"``): that it is quoted."""
+    if not isinstance(value, str):
+        return None
+    if _YAML_NUMBER.fullmatch(value.strip()):
+        return f"{value.strip()} is quoted, so YAML reads it as text: remove the quotes"
+    if not re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*", value):
         return None
     mantissa, exponent = value.strip().lower().split("e")
     mantissa = mantissa if "." in mantissa else mantissa + ".0"
@@ -176,13 +186,40 @@ def unknown_names_error(context: Context, expression: expr.Expression, unknown: 
 
 
 def parse_expression(context: Context, node: Any, key: Any, value: Any, dotted: str, *,
-                     condition: bool = False, whole: bool = False) -> expr.Expression:
+                     condition: bool = False, whole: bool = False, integer: bool = False) -> expr.Expression:
     """`value` parsed as an expression; one without names is also evaluated now (to a whole number with
-    `whole`: a launch extent or a byte count), so that its errors show at its line."""
+    `whole`: a launch extent or a byte count), so that its errors show at its line. With `whole` or `integer` (a
+    value passed as a C integer) C's integer ceiling written with ``/`` is refused (`refuse_slash_ceilings`)."""
     try:
         expression = expr.parse(value, condition=condition)
+        if whole or integer:
+            refuse_slash_ceilings(context, node, key, dotted, expression)
         if not expression.names:
             expression.evaluate_int({}) if whole else expression.evaluate({})
     except expr.ExpressionError as exc:
         raise context.error(str(exc), node, key, dotted, COMMA_HINT if _opened(value) else None) from None
     return expression
+
+
+def refuse_slash_ceilings(context: Context, node: Any, key: Any, dotted: str, expression: expr.Expression,
+                          shown: str | None = None) -> None:
+    """Refuse C's integer ceiling written with ``/`` (``(N + BN - 1) / BN``, `expr.slash_ceilings`) in a field that
+    must be a whole number: ``/`` is real division in a spec, so the case would be refused on most shapes and run
+    on those few where the quotient happens to be whole. The hint is the field rewritten both ways that mean the
+    ceiling; `shown` is the spec's text where the expression's source stands in for parts of it (sizeof)."""
+    found = expr.slash_ceilings(expression, shown)
+    if not found:
+        return
+    text = shown.strip() if shown is not None else expression.source
+    floored = ceiled = text
+    for ceiling in reversed(found):     # from the right, so that each one's offsets still hold
+        floored = floored[:ceiling.start] + ceiling.floor_division + floored[ceiling.end:]
+        ceiled = ceiled[:ceiling.start] + ceiling.ceiling + ceiled[ceiling.end:]
+    first = found[0]
+    if first.in_ceil:
+        why = (f"{first.written!r} takes ceil() of C's integer ceiling written with /, which is real division in a "
+               f"spec: it gives one more than the ceiling wherever {first.remainder} != 1")
+    else:
+        why = (f"{first.written!r} is C's integer ceiling written with /, but / is real division in a spec "
+               f"(// floors): it is a whole number only where {first.remainder} == 1")
+    raise context.error(why, node, key, dotted, hint=f"write {floored!r} or {ceiled!r}")

@@ -23,14 +23,14 @@ from ..gemm.elementwise import ALIASES, EXAMPLES, FUNCTIONS
 from ..status import is_baseline_label
 from .archs import arch_problem
 from .fields import (IDENTIFIER, Context, check_keys, check_number, field_name, parse_expression, read_number,
-                     read_text, unknown_names_error)
+                     read_text, refuse_slash_ceilings, unknown_names_error)
 from .kinds import kind_name
 from ..kernel_names import mangled_base_name, split_overload
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
                      SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
-from .model import (COMPILERS, EPILOGUES, MIN_PCT_RULE, PARAM_NAME, PRECISIONS, ROWS_ON, FollowingLaunch,
-                    KernelSpec, is_safe_name)
+from .model import (CHARACTER_LITERAL, COMPILERS, EPILOGUES, MIN_PCT_RULE, PARAM_NAME, PRECISIONS, ROWS_ON,
+                    FollowingLaunch, KernelSpec, is_character_literal, is_safe_name)
 from .project import UNENCODABLE_HINT, project_file, project_root, unencodable
 from .quantized import check_quantized
 from .signature import following_signature_entries, parse_constants, parse_following_signature, parse_signature
@@ -107,7 +107,9 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
     name, function = _identity(context, node, f"kernels[{index}]" if "name" not in node else dotted)
     dotted = f"kernels[{name}]"
     source, binary, compiler = _code(context, node, dotted)
-    param_names, param_configurations = _params(context, node, dotted, function)
+    declared = source if binary is None else None     # the source whose own names a hint may name
+    _check_template_id_reads_no_shape(context, node, f"{dotted}.function", function, name, declared)
+    param_names, param_configurations = _params(context, node, dotted, function, declared)
     value_names, value_configurations = _launch_values(context, node, dotted, param_names)
     param_names = param_names + value_names
     count = len(param_configurations) * len(value_configurations)
@@ -144,7 +146,7 @@ def parse_kernel(context: Context, node: Any, parent: list, index: int,
                       cluster=launch_attributes.cluster if launch_attributes and launch_attributes.cluster else ())
     check_tensor_map_names(context, node, dotted, numeric_names, signature, type_params)
     then = _following_launches(context, node, dotted, scalars, signature, memory, numeric_names, type_params,
-                               sizeofs)
+                               sizeofs, declared)
     if sizeofs and binary is not None:
         raise context.error("sizeof needs the kernel's source, whose compiler sizes the type; a prebuilt binary "
                             "has none", node, "then", f"{dotted}.then", hint="give the launch's fields as numbers")
@@ -239,7 +241,7 @@ def _names_following(context: Context, node: dict, dotted: str) -> frozenset[str
 
 def _following_launches(context: Context, node: dict, dotted: str, scalars: dict, signature, memory,
                         numeric_names: list[str], type_params: dict[str, str],
-                        sizeofs: dict[str, str]) -> tuple[FollowingLaunch, ...]:
+                        sizeofs: dict[str, str], source: Path | None = None) -> tuple[FollowingLaunch, ...]:
     """``then:``: the launches after the kernel's own in each case, each a function of the same source (its
     template-id may name the kernel's params: reduce<SPLITS>) with its own block, grid, dynamic shared memory and
     signature, which may name the kernel's own device buffers. Their ``sizeof(TYPE)``s join the kernel's
@@ -266,7 +268,7 @@ def _following_launches(context: Context, node: dict, dotted: str, scalars: dict
             raise context.error(f"{function[:60]!r} is not a C++ function name or template-id", item, "function",
                                 f"{item_path}.function", hint="a template-id may name the kernel's params: "
                                                               "reduce<SPLITS>")
-        _check_template_id_reads_no_shape(context, item, f"{item_path}.function", function)
+        _check_template_id_reads_no_shape(context, item, f"{item_path}.function", function, source=source)
         block = _dims(context, item, "block", f"{item_path}.block", sizeofs)
         grid = _dims(context, item, "grid", f"{item_path}.grid", sizeofs)
         shared = _launch_expression(context, item, "shared_bytes", item.get("shared_bytes", 0),
@@ -469,9 +471,9 @@ CXX_KEYWORDS = frozenset("""
 
 
 def is_kernel_function(text: str) -> bool:
-    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``, or
-    ``sgemm<>`` for a template whose parameters all have defaults), either followed by the parameter types that
-    pick one overload (``sgemm(const float*, int)``)."""
+    """True for a C++ name (``sgemm``, ``ns::sgemm``) or a template-id with simple arguments (``sgemm<64, 4>``,
+    ``blas<'N', 'T', 16>``, or ``sgemm<>`` for a template whose parameters all have defaults), either followed by the
+    parameter types that pick one overload (``sgemm(const float*, int)``)."""
     text, parameter_types = split_overload(text)
     if parameter_types is not None and not all(re.fullmatch(r"[A-Za-z_:][A-Za-z0-9_:<>, *&]*", t, re.ASCII)
                                                for t in parameter_types):
@@ -482,6 +484,7 @@ def is_kernel_function(text: str) -> bool:
     inner = match.group(2)
     if inner is None or not inner.strip():    # sgemm<>: a template's every parameter takes its default
         return True
+    inner = CHARACTER_LITERAL.sub("0", inner)     # a character literal is one argument, as a number is
     if not re.fullmatch(r"[A-Za-z0-9_:<>, +\-()]*", inner):   # (ns::Order)1: an enumerator as demangled
         return False
     depth, argument = 0, ""
@@ -509,9 +512,9 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
     if not is_kernel_function(function):
         shown = function if len(function) <= 60 else function[:57] + "..."
         raise context.error(f"{shown!r} is not a C++ function name or template-id", node, "function",
-                            f"{dotted}.function", hint="e.g. sgemm_tiled, sgemm_tiled<64, 4> with no params, or "
-                                                       "sgemm_tiled(const float*, const float*, float*, int) for one "
-                                                       "of several overloads")
+                            f"{dotted}.function", hint=_character_code_hint(function) or
+                            "e.g. sgemm_tiled, sgemm_tiled<64, 4> with no params, or sgemm_tiled(const float*, "
+                            "const float*, float*, int) for one of several overloads")
     default_name = mangled_base_name(function) or split_overload(function)[0].split("<")[0].strip().split("::")[-1]
     name = node.get("name", default_name)
     if not isinstance(name, str) or not is_safe_name(name):
@@ -521,8 +524,24 @@ def _identity(context: Context, node: dict, dotted: str) -> tuple[str, str]:
     if is_baseline_label(name):
         raise context.error(f"{name!r} names a cuBLAS or cuBLASLt baseline row; give the kernel another name", node,
                             "name", f"{dotted}.name")
-    _check_template_id_reads_no_shape(context, node, f"{dotted}.function", function, name)
     return name, function
+
+
+def _character_code_hint(text: str) -> str | None:
+    """For text holding a C character literal a template argument cannot be written with (``'<'``, ``'\\n'``): its
+    code, to write instead; None where it holds none."""
+    found = next((match for match in re.finditer(r"'(\\?.)'", text)
+                  if not CHARACTER_LITERAL.fullmatch(match.group())), None)
+    if found is None:
+        return None
+    written = found.group(1)
+    code = ord(written) if len(written) == 1 else _ESCAPE_CODES.get(written[1])
+    instead = f": write its code, {code}" if code is not None else ": write its code as a number"
+    return (f"a character literal in a template argument is a letter, digit or sign other than ' \\ < > ( ) [ ] , "
+            f"between single quotes ('N'), passed as written; for {found.group()}{instead}")
+
+
+_ESCAPE_CODES = {"n": 10, "t": 9, "r": 13, "0": 0, "\\": 92, "'": 39, '"': 34, "a": 7, "b": 8, "f": 12, "v": 11}
 
 
 # The names of a case's shape and layout: a template-id cannot read them, its arguments being fixed at compile time.
@@ -530,11 +549,12 @@ SHAPE_NAMES = ("M", "N", "K") + LAYOUT_NAMES
 
 
 def _check_template_id_reads_no_shape(context: Context, node: dict, path: str, function: str,
-                                      name: str | None = None) -> None:
+                                      name: str | None = None, source: Path | None = None) -> None:
     """Refuse a template-id whose arguments name the shape (``gemm_static<M, N, K, 16>``): params are put in their
     place, but M, N, K, the leading dimensions, strides and batch differ from shape to shape while template
-    arguments are fixed when the kernel compiles; NVRTC would read them as C++ names the source does not declare.
-    The hint gives such a kernel, templated on its shape, params of its own and a dispatch entry per shape."""
+    arguments are fixed when the kernel compiles. The hint gives such a kernel, templated on its shape, params of its
+    own and a dispatch entry per shape; and, for a name the kernel's own (an enumerator or constant of `source`, as
+    ``enum Op { N, T }``), the qualified name that keeps it apart from the shape's (``Op::N``)."""
     template_id = split_overload(function)[0]
     if "<" not in template_id:
         return
@@ -555,7 +575,53 @@ def _check_template_id_reads_no_shape(context: Context, node: dict, path: str, f
     raise context.error(f"the template-id {template_id} reads {', '.join(read)}, which the shape gives, but template "
                         "arguments are fixed when the kernel compiles, once for every shape, and only params are "
                         "put in their place", node, "function", path,
-                        hint=f"for a kernel templated on its shape: {how}")
+                        hint=f"{_own_name_hint(read, source, template_id)}; for a kernel templated on its shape: "
+                             f"{how}")
+
+
+def _own_name_hint(names: list[str], source: Path | None, template_id: str | None = None,
+                   param: str | None = None) -> str:
+    """How to write `names`, read as the shape's, where they are the kernel's own C++ names: qualified. Where
+    `source` declares one in an enum (``enum Op { N, T }``), its qualified name (``Op::N``), shown in `template_id`
+    or as `param`'s value; else the general way. Read from the source's text alone, its headers and macros unseen,
+    so it only ever words a hint."""
+    enums = {name: enum for name in names if (enum := _declaring_enum(source, name))}
+    if not enums:
+        return (f"if {' or '.join(names)} is a name of the kernel's source (an enumerator or a constant), qualify "
+                f"it as C++ may: Op::{names[0]} for an enumerator of enum Op, ::{names[0]} for one at global scope")
+    declared = "; ".join(f"{source.name if source else 'the source'} declares {name} in enum {enum}"
+                         for name, enum in enums.items())
+
+    def qualified(match: re.Match) -> str:
+        return f"{enums[match.group()]}::{match.group()}" if match.group() in enums else match.group()
+
+    if template_id is not None:
+        written = f"function: '{PARAM_NAME.sub(qualified, template_id)}'"
+    else:
+        written = ", ".join(f"{param}: {enum}::{name}" for name, enum in enums.items())
+    return f"{declared}: for the enumerator, qualify it ({written})"
+
+
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+# enum Op { N = 0, T = 1 }, enum class Op : int { ... }; an anonymous enum has no name to qualify with.
+_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)\s*(?::[^{;]*)?\{([^{}]*)\}")
+
+
+def _declaring_enum(source: Path | None, name: str) -> str | None:
+    """The enum of the kernel's `source` text (comments left out) that has an enumerator `name`; None where none
+    has, or the source cannot be read."""
+    if source is None:
+        return None
+    try:
+        text = source.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    text = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub("", text))
+    for enum in _ENUM.finditer(text):
+        if name in (item.split("=")[0].strip() for item in enum.group(2).split(",")):
+            return enum.group(1)
+    return None
 
 
 # ----------------------------------------------------------------------------------- source
@@ -645,7 +711,8 @@ def _check_source_text(context: Context, node: dict, key: str, field_path: str, 
 # ----------------------------------------------------------------------------------- parameters
 
 
-def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[list[str], list[tuple]]:
+def _params(context: Context, node: dict, dotted: str, function: str,
+            source: Path | None = None) -> tuple[list[str], list[tuple]]:
     """Template parameter names in order, and the configurations (one value of each, in that order) the kernel
     runs: the product of a mapping's values (one value, or the list swept), or, for a list of such mappings, the
     union of their products in the list's order. A value is a whole number, true/false, or a C++ name as written:
@@ -654,11 +721,11 @@ def _params(context: Context, node: dict, dotted: str, function: str) -> tuple[l
     param_node = node.get("params", {})
     if isinstance(param_node, list):
         return _configuration_list(context, node, "params", f"{dotted}.params",
-                                   lambda item, path: _param_mapping(context, item, path, function))
+                                   lambda item, path: _param_mapping(context, item, path, function, source))
     if not isinstance(param_node, dict):
         raise context.error(f"must be a mapping of template parameter names to values, or a list of such mappings "
                             f"(the configurations), got {kind_name(param_node)}", node, "params", f"{dotted}.params")
-    names, sweep = _param_mapping(context, param_node, f"{dotted}.params", function)
+    names, sweep = _param_mapping(context, param_node, f"{dotted}.params", function, source)
     return names, _configurations(context, node, "params", f"{dotted}.params", [sweep])
 
 
@@ -711,8 +778,10 @@ def _configurations(context: Context, node: dict, key: str, path: str, sweeps: l
     return list(seen.values())
 
 
-def _param_mapping(context: Context, param_node: dict, path: str, function: str) -> tuple[list[str], list[list]]:
-    """One mapping of template parameter names to a value or a list of values: its names, and each one's values."""
+def _param_mapping(context: Context, param_node: dict, path: str, function: str,
+                   source: Path | None = None) -> tuple[list[str], list[list]]:
+    """One mapping of template parameter names to a value or a list of values: its names, and each one's values;
+    `source`, the kernel's, is read only for a hint."""
     template_id = split_overload(function)[0]
     if param_node and "<" in template_id:
         # A template-id naming params (k<config<BM, BN>>) has them put in its place; one naming none is complete.
@@ -748,9 +817,10 @@ def _param_mapping(context: Context, param_node: dict, path: str, function: str)
                 raise context.error(f"template parameter {key} = {v!r} reads the shape ({', '.join(shape_names)}), "
                                     "but template arguments are fixed when the kernel compiles, once for every "
                                     "shape", param_node, key, key_path,
-                                    hint=f"for a kernel built for one shape at a time, give each shape a dispatch: "
-                                         f"entry with its sizes as numbers ({key}: 1024), and require: [{key} == "
-                                         f"{shape_names[0]}] to refuse the shapes it was not built for")
+                                    hint=f"{_own_name_hint(shape_names, source, param=key)}; for a kernel built "
+                                         f"for one shape at a time, give each shape a dispatch: entry with its sizes "
+                                         f"as numbers ({key}: 1024), and require: [{key} == {shape_names[0]}] to "
+                                         f"refuse the shapes it was not built for")
             if is_cpp_type(v) or _is_template_id_type(v):
                 problem = _template_argument_problem(v)
                 if problem:
@@ -759,16 +829,18 @@ def _param_mapping(context: Context, param_node: dict, path: str, function: str)
                                              "(float, unsigned int), an enumerator (lib::Order::Col), a template-id "
                                              "or a whole number")
                 continue
-            if isinstance(v, bool):   # 1/0 in expressions
+            if isinstance(v, bool) or is_character_literal(v):   # 1/0 in expressions; 'N' passed as written
                 continue
             if not isinstance(v, OversizedInteger) and not isinstance(v, int):
                 raise context.error(f"template parameters are whole numbers, true/false, C++ type names, "
-                                    f"template-ids or enumerators, got {kind_name(v)}", param_node, key, key_path,
-                                    hint="a type or enumerator is written as C++ spells it: float, "
-                                         "dg::bfloat16_t, __nv_bfloat16, lib::Layout::ColMajor; a class "
-                                         "template's id as config<64, 128>; where the numbers inside it are to "
-                                         "be swept, name them in the function: k<config<BM, BN>> with params: "
-                                         "{BM: [64, 128], BN: 128}")
+                                    f"template-ids or enumerators (or character literals, 'N'), got {kind_name(v)}",
+                                    param_node, key, key_path,
+                                    hint=(isinstance(v, str) and _character_code_hint(v)) or
+                                    "a type or enumerator is written as C++ spells it: float, "
+                                    "dg::bfloat16_t, __nv_bfloat16, lib::Layout::ColMajor; a class "
+                                    "template's id as config<64, 128>; where the numbers inside it are to "
+                                    "be swept, name them in the function: k<config<BM, BN>> with params: "
+                                    "{BM: [64, 128], BN: 128}")
             check_number(context, v, param_node, key, key_path, whole=True)
         names.append(key)
         sweep.append(list(values))
@@ -892,6 +964,8 @@ def _launch_expression(context: Context, parent, key, written: Any, dotted: str,
     ``sizeof(TYPE)``s are read as names that the kernel's compiler gives values (`sizeofs` gathers them), shown as
     written."""
     text = _sizeof_names(context, parent, key, written, dotted, sizeofs)
+    if text is not written and not condition:
+        _refuse_slash_ceilings_as_written(context, parent, key, written, dotted, dict(sizeofs))
     try:
         expression = parse_expression(context, parent, key, text, dotted, **({"condition": True} if condition
                                                                               else {"whole": True}))
@@ -906,6 +980,21 @@ def _launch_expression(context: Context, parent, key, written: Any, dotted: str,
     if text is not written:
         expression = dataclasses.replace(expression, source=written.strip())   # shown as written, sizeof and all
     return expression
+
+
+def _refuse_slash_ceilings_as_written(context: Context, parent, key, written: str, dotted: str,
+                                      sizeofs: dict[str, str]) -> None:
+    """`refuse_slash_ceilings` for a field with sizeof(TYPE)s, its texts as written: each sizeof read as a name
+    padded with underscores to its own length, so that a name spans its sizeof's columns. Text that does not parse
+    is left to `parse_expression`, which says why."""
+    probe = _sizeof_names(context, parent, key, written, dotted, sizeofs, padding="_")
+    if len(probe) != len(written):    # a name longer than its sizeof(T): the columns no longer meet
+        return
+    try:
+        expression = expr.parse(probe)
+    except expr.ExpressionError:
+        return
+    refuse_slash_ceilings(context, parent, key, dotted, expression, shown=written)
 
 
 def _launch(context: Context, node: dict, dotted: str):
@@ -934,9 +1023,11 @@ _SIZEOF_TYPE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:<>, *&()+\-\[\]/%]*", re.ASCII
 SIZEOF_NAME = "__sizeof{}"
 
 
-def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeofs: dict[str, str]) -> Any:
-    """`value` with each ``sizeof(TYPE)`` replaced by a name (``__sizeof0``), `value` itself where it has none;
-    `sizeofs` gains the type each new name sizes (a type read twice keeps one name)."""
+def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeofs: dict[str, str],
+                  padding: str = " ") -> Any:
+    """`value` with each ``sizeof(TYPE)`` replaced by a name (``__sizeof0``) padded with `padding` to the sizeof's
+    length, `value` itself where it has none; `sizeofs` gains the type each new name sizes (a type read twice keeps
+    one name)."""
     if not isinstance(value, str) or not _SIZEOF.search(value):
         return value
     parts: list[str] = []
@@ -957,7 +1048,7 @@ def _sizeof_names(context: Context, parent, key, value: Any, dotted: str, sizeof
         if name is None:
             name = SIZEOF_NAME.format(len(sizeofs))
             sizeofs[name] = type_text
-        parts.extend((value[position:match.start()], name.ljust(end - match.start())))   # a column stays a column
+        parts.extend((value[position:match.start()], name.ljust(end - match.start(), padding)))   # columns stay
         position = end
     parts.append(value[position:])
     return "".join(parts)

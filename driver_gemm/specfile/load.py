@@ -309,9 +309,7 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
     def only(name: str, path: str) -> KernelSpec:
         named = [k for k in kernels if k.name == name]
         if len(named) != 1:
-            raise SpecError(f"a dispatch table chooses the params of one kernel; {len(named)} kernels are named "
-                            f"{name!r} (give the kernel fixed params: the table sets them per shape)",
-                            where=where(path), field=path)
+            raise _not_one_kernel(named, name, path, where(path))
         return named[0]
 
     _check_entry_param_kinds(context, document["dispatch"])
@@ -341,6 +339,53 @@ def _parse_dispatch(context: Context, document: dict, kernels: tuple[KernelSpec,
                                    f"dispatch.{name}[{index}].params", kernel)
             check_entry_params(kernel, entry, f"dispatch.{name}[{index}]", where)
     return tables
+
+
+def _not_one_kernel(named: list[KernelSpec], name: str, path: str, table_where: str) -> SpecError:
+    """The error for a dispatch table (at `path`) naming `name`, which is not one kernel configuration: one entry
+    that sweeps its params or values, named with the field that sweeps and its line; else several entries of that
+    name."""
+    entries = list(dict.fromkeys(kernel.where for kernel in named))
+    if len(entries) != 1:
+        at = f" ({', '.join(entries)})" if entries else ""
+        return SpecError(f"a dispatch table chooses the params of one kernel; {len(entries)} kernel entries are named "
+                         f"{name!r}{at}", where=table_where, field=path,
+                         hint="give each kernel entry a name of its own, and the table's kernel fixed params: the "
+                              "table sets them per shape")
+    kernel = named[0]
+    swept = [key for key in kernel.params if len({repr(other.params[key]) for other in named}) > 1]
+    fields = list(dict.fromkeys("values" if key in kernel.launch_values else "params" for key in swept))
+    written = []
+    for field in fields:
+        given = (kernel.entry or {}).get(field)
+        if isinstance(given, list):      # a list of configurations
+            written.append((field, f"{field}: a list of {len(given)} configurations"))
+        else:
+            written.extend((f"{field}.{key}", f"{field}.{key}: {_flow(given.get(key))}") for key in swept
+                           if isinstance(given, dict) and isinstance(given.get(key), list))
+    first = written[0][0] if written else "params"
+    said = "; ".join(f"{kernel.field_path}.{text}" for _, text in written) or ", ".join(swept)
+    listed = next((field for field in fields if isinstance((kernel.entry or {}).get(field), list)), None)
+    if listed is not None:     # the first configuration, whole
+        mapping = ", ".join(f"{key}: {_flow(value)}" for key, value in kernel.params.items()
+                            if (key in kernel.launch_values) == (listed == "values"))
+        one = f"one configuration ({listed}: {{{mapping}}})"
+    else:
+        one = f"one value of {', '.join(swept)} ({', '.join(f'{key}: {_flow(kernel.params[key])}' for key in swept)})"
+    return SpecError(f"kernel {name} sweeps {len(named)} configurations ({said}, at {kernel.where_field(first)}), "
+                     "but a dispatch table sets, per shape, the params and values of one kernel whose own are fixed",
+                     where=table_where, field=path,
+                     hint=f"give {name} {one}: the table's entries set {'it' if len(swept) == 1 else 'them'} "
+                          "per shape")
+
+
+def _flow(value: Any) -> str:
+    """`value` (a plain entry's) as YAML's flow style writes it: [16, 32], true."""
+    if isinstance(value, list):
+        return f"[{', '.join(_flow(item) for item in value)}]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _check_entry_param_kinds(context: Context, node: Any) -> None:

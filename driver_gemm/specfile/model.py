@@ -451,8 +451,13 @@ def _with_params(argument: str, params: tuple) -> str:
     return put_params(argument, tuple((key, value) for key, value in params if not isinstance(value, str)))
 
 
-# A name inside a template-id that may be a param's: an identifier not part of a qualified name (lib::BM stays).
-PARAM_NAME = re.compile(r"(?<![\w:])[A-Za-z_]\w*(?![\w:])")
+# A C character literal as a template argument: one printable ASCII character in single quotes ('N', 'T', as a
+# BLAS-style kernel is templated on its transposes), passed to the compiler as written. Not ' and \ (C escapes
+# them), nor the brackets and comma that delimit a template-id's arguments and a label's params.
+CHARACTER_LITERAL = re.compile(r"'[ !\"#$%&*+\-./0-9:;=?@A-Z^_`a-z{|}~]'")
+# A name inside a template-id that may be a param's: an identifier not part of a qualified name (lib::BM stays)
+# nor the letter of a character literal ('N').
+PARAM_NAME = re.compile(r"(?<![\w:'])[A-Za-z_]\w*(?![\w:'])")
 
 
 def put_params(text: str, params) -> str:
@@ -465,11 +470,20 @@ def put_params(text: str, params) -> str:
 @functools.lru_cache(maxsize=1 << 14)
 def _label(name: str, params: tuple) -> str:
     # Types are left out (the kernel's name and types: say them), and so is a template-id made of other params.
-    shown = [(key, value) for key, value in params if not isinstance(value, str)
+    shown = [(key, value) for key, value in params if not isinstance(value, str) or is_character_literal(value)
              or "<" in value and _with_params(value, params) == value]
     if not shown:
         return name
-    return f"{name}[{','.join(f'{key}={_compact(template_argument(value))}' for key, value in shown)}]"
+    return f"{name}[{','.join(f'{key}={_label_value(value)}' for key, value in shown)}]"
+
+
+def _label_value(value: Any) -> str:
+    return value.strip() if is_character_literal(value) else _compact(template_argument(value))
+
+
+def is_character_literal(value: Any) -> bool:
+    """True for a param's value that is a C character literal (``'N'``): passed as written, shown in the label."""
+    return isinstance(value, str) and CHARACTER_LITERAL.fullmatch(value.strip()) is not None
 
 
 def _compact(argument: str) -> str:

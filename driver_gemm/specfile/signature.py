@@ -32,6 +32,12 @@ from .project import host_builder
 ARGUMENT_TYPES = (*C_TYPES, "struct", "buffer", "pointers")
 
 
+def is_integer_type(ctype: str) -> bool:
+    """True for a C integer type an argument or constant may have (``int32``, ``uint64``): its value is a whole
+    number, so C's integer ceiling written with ``/`` is refused in it (`parse_expression`)."""
+    return ctype in C_TYPES and ctype not in ("ptr", "bool") and C_TYPES[ctype].low is not None
+
+
 def _check_constant_fits(context: Context, argument: Argument, node: Any, key: Any, dotted: str) -> None:
     if argument.buffer is not None or argument.ctype == "ptr":
         return
@@ -323,7 +329,8 @@ def _typed_argument(context, parent, index, item: dict, item_path: str, scalars,
     value = item["value"]
     if ctype == "bool" and isinstance(value, bool):   # a bool parameter given true or false, as YAML writes them
         value = int(value)
-    return Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value"))
+    return Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value",
+                                                  integer=is_integer_type(ctype)))
 
 
 def _pointer_array_argument(context, parent, index, item: dict, item_path: str) -> Argument:
@@ -386,11 +393,13 @@ def parse_constants(context: Context, node: dict, dotted: str) -> tuple[Argument
             if not value or len(value) > MAX_ARRAY_ELEMENTS:
                 raise context.error(f"an array constant has 1 to {MAX_ARRAY_ELEMENTS} elements, got {len(value)}",
                                     item, "value", f"{item_path}.value")
-            elements = tuple(parse_expression(context, value, position, element, f"{item_path}.value[{position}]")
+            elements = tuple(parse_expression(context, value, position, element, f"{item_path}.value[{position}]",
+                                              integer=is_integer_type(ctype))
                              for position, element in enumerate(value))
             argument = Argument(name, ctype, None, array=elements)
         else:
-            argument = Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value"))
+            argument = Argument(name, ctype, parse_expression(context, item, "value", value, f"{item_path}.value",
+                                                              integer=is_integer_type(ctype)))
         _check_constant_fits(context, argument, item, "value", f"{item_path}.value")
         constants.append(argument)
     return tuple(constants)
@@ -440,7 +449,8 @@ def _array_argument(context, item: dict, item_path: str, name: str, ctype: str, 
     if not values or len(values) > MAX_ARRAY_ELEMENTS:
         raise context.error(f"an array has 1 to {MAX_ARRAY_ELEMENTS} elements, got {len(values)}", item, "value",
                             f"{item_path}.value")
-    elements = tuple(parse_expression(context, values, position, value, f"{item_path}.value[{position}]")
+    elements = tuple(parse_expression(context, values, position, value, f"{item_path}.value[{position}]",
+                                      integer=is_integer_type(ctype))
                      for position, value in enumerate(values))
     return Argument(name, ctype, None, array=elements)
 

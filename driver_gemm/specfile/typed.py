@@ -25,7 +25,8 @@ from ..gemm.elementwise import (ALIASES as ELEMENTWISE_ALIASES, EXAMPLES, FUNCTI
 from ..gemm.groups import LAYOUTS as GROUP_LAYOUTS, MAX_WEIGHTS, ROW_RULES, WEIGHT_RULES, GroupsError, make_groups
 from ..gemm.operands import (GRAM_C0, GRAM_TRIANGLES, ORDER_WORDS, OTHER_ORDER, STRUCTURES, GemmOperands, Gram,
                              gemm_operands, parse_layout)
-from .fields import Context, check_keys, check_number, number_as_text_hint, unknown_names_error
+from .fields import (Context, check_keys, check_number, number_as_text_hint, refuse_slash_ceilings,
+                     unknown_names_error)
 from .kinds import kind_name
 from .model import GroupsSpec, KernelSpec, OperandSpec, Shape
 from .quantized import quantized_parts
@@ -267,6 +268,7 @@ def _expression(context: Context, parent: Any, key: Any, value: Any, field_path:
                             field_path)
     try:
         expression = expr.parse(value)
+        refuse_slash_ceilings(context, parent, key, field_path, expression)
         if not expression.names:
             expression.evaluate_int({})
     except expr.ExpressionError as exc:
