@@ -42,7 +42,7 @@ from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
                        fixed_block_count_note, flat_elements, folds_batch, folds_end_to_end, grid_axes, inferred_tile,
                        is_persistent, literal_tile_axes, number_partner_axes, one_block_per_matrix,
-                       one_block_per_matrix_note, per_matrix_tile, rows_on_x, tile_axes)
+                       one_block_per_matrix_note, per_matrix_tile, rows_on_x, tile_axes, tiles_times_factor)
 from .hopper_checks import cluster_note, launch_attributes_of, tensor_maps_of
 from .tensor_scales import fold_scales, product_alpha
 
@@ -262,8 +262,13 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         env.update(layout_values)
     except SpecError as exc:
         # The launch and the arguments read the operands' names (lda, batch, strideA...): with none to read,
-        # each would report an unknown name, which is not the mistake. The plan ends at its one cause.
-        problem(exc.message, exc.field or "ld", exc.hint)
+        # each would report an unknown name, which is not the mistake. The plan ends at its one cause: on a shape
+        # the kernel's require: excludes (a Gram kernel's M == N, an ld: that fits only where K <= 64), the require.
+        excluded = _unmet_requirements(kernel, env)
+        if excluded:
+            problems.extend(excluded)
+        else:
+            problem(exc.message, exc.field or "ld", exc.hint)
         return CasePlan(kernel, shape, None, {}, None, None, None, problems, notes, None, None, {}, None, {},
                         dict(scalars or {}), active_clusters)
 
@@ -305,7 +310,12 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
         _check_requirements(kernel, env, None, _collector(kernel, unmet), block)
         if unmet:
             problems[launch_problems:] = unmet
+    before_following = len(problems)
     following = tuple(_following_config(kernel, launch, env, limits, problem, notes) for launch in kernel.then)
+    # A then: launch's grid that fails on a shape the kernel's require: excludes fails because of it, as the
+    # kernel's own does (its block or shared memory beyond a limit is its own reason).
+    following_grids = [found for found in problems[before_following:]
+                       if re.match(rf"{re.escape(kernel.field_path)}\.then\[\d+\]\.grid\b", found.field or "")]
 
     # A kernel without alpha and beta (epilogue: overwrite or accumulate) computes with the ones it implies.
     before_arguments = len(problems)
@@ -317,7 +327,9 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     if operands.gram is not None and not operands.gram.adds_input and kernel.reads_c() \
             and float(argument_values.get("beta", 0.0)) != 0.0:
         notes.append(gram_c0_note(operands.gram, float(argument_values["beta"])))
+    before_buffers = len(problems)
     buffers = plan_buffers(kernel, env, argument_values, problem, operands.groups)
+    buffer_problems = problems[before_buffers:]
     notes.extend(f"block scales {name}: {buffer.grid.describe()}" for name, buffer in buffers.items()
                  if buffer.grid is not None)
     notes.extend(f"bias {name}: {buffer.bias.describe()}" for name, buffer in buffers.items()
@@ -335,9 +347,11 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
     notes.extend(unpassed_ld_notes(kernel, operands))
     tile = None
     attributes = None
+    before_maps = len(problems)
     tensor_maps, map_notes = tensor_maps_of(kernel, env, shape, problem)
     notes.extend(map_notes)
     notes.extend(_map_array_checks(kernel, tensor_maps, operands, env, problem))
+    map_problems = problems[before_maps:]
     notes.extend(_first_matrix_map_notes(kernel, operands))
     if config is not None:
         attributes = launch_attributes_of(kernel, env, config, limits, problem)
@@ -378,15 +392,17 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
             notes.append(UNCHECKED_NOTE)
         if not persistent:
             _check_rows_axis(kernel, covering, notes)
-    if argument_problems and any((found.field or "").startswith(f"{kernel.field_path}.require[")
-                                 for found in problems):
-        # An argument whose value fails on a shape the kernel's require: excludes ('M / 4' on M = 1001) fails
-        # because of it: the require, the reason, is said alone.
-        problems[:] = [found for found in problems if not any(found is other for other in argument_problems)]
+    before_constants = len(problems)
+    constants = _constant_bytes(kernel, env, scalars or {}, problem)
+    # What the shape sizes (an argument's value, a buffer of the kernel's own, a tensor map, a constant, a then:
+    # launch's grid) and fails on a shape the kernel's require: excludes ('M / 4' on M = 1001) fails because of it:
+    # the require, the reason, is said alone.
+    shape_read = [*argument_problems, *following_grids, *buffer_problems, *map_problems, *problems[before_constants:]]
+    if shape_read and _excluded_by_require(kernel, problems):
+        problems[:] = [found for found in problems if not any(found is other for other in shape_read)]
     return CasePlan(kernel, shape, config, argument_values, None, None, None, problems, notes, tile, attributes,
-                    tensor_maps, operands, buffers, dict(scalars or {}), active_clusters,
-                    _constant_bytes(kernel, env, scalars or {}, problem), following, split_multiples,
-                    written_scalars)
+                    tensor_maps, operands, buffers, dict(scalars or {}), active_clusters, constants, following,
+                    split_multiples, written_scalars)
 
 
 def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, reads_grid_size: bool | None) -> CasePlan:
@@ -400,6 +416,8 @@ def literal_grid_check(plan: CasePlan, block_reads: tuple[str, ...] | None, read
     ``rows_on: x``), each checked as a grid that reads N and M is; the notes that took the grid as persistent are
     replaced. `plan` as it is otherwise (a grouped GEMM's included)."""
     kernel, config, tile = plan.kernel, plan.config, plan.tile
+    if _excluded_by_require(kernel, plan.problems):
+        return plan     # a shape the kernel's require: excludes is not held to covering C
     if (config is None or tile is None or kernel.tile is None or block_reads is None or reads_grid_size is not False
             or not literal_tile_axes(kernel.grid) or not (config.grid[0] > 1 and config.grid[1] > 1)
             or not {"ctaid.x", "ctaid.y"} <= set(block_reads)):
@@ -1008,8 +1026,36 @@ def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig | None, pr
             problem(f"'{requirement.source}': {exc}", f"require[{index}]")
             continue
         if not holds:
-            problem(f"'{requirement.source}' does not hold with {_names(requirement, full)}", f"require[{index}]",
-                    hint="the kernel was written for launches where this is true")
+            problem(*_unmet_words(requirement, full, index))
+
+
+def _excluded_by_require(kernel: KernelSpec, problems: list[SpecError]) -> bool:
+    """Whether `problems` hold a refusal of the kernel's ``require:``: the case's shape is one it excludes."""
+    return any((found.field or "").startswith(f"{kernel.field_path}.require[") for found in problems)
+
+
+def _unmet_requirements(kernel: KernelSpec, env) -> list[SpecError]:
+    """The kernel's ``require:`` conditions that do not hold on the case, of those `env` evaluates without a launch
+    (one that reads the block or a name `env` lacks is left out, as is one that does not evaluate): the refusals said
+    alone in place of a check that fails because the shape is one the kernel was not written for."""
+    unmet: list[SpecError] = []
+    problem = _collector(kernel, unmet)
+    for index, requirement in enumerate(kernel.require):
+        if not requirement.names <= env.keys():
+            continue
+        try:
+            holds = requirement.evaluate(env)
+        except expr.ExpressionError:    # said where the launch's own check of the requirements runs
+            continue
+        if not holds:
+            problem(*_unmet_words(requirement, env, index))
+    return unmet
+
+
+def _unmet_words(requirement: expr.Expression, env, index: int) -> tuple[str, str, str]:
+    """A requirement's refusal: its message, its field and its hint."""
+    return (f"'{requirement.source}' does not hold with {_names(requirement, env)}", f"require[{index}]",
+            "the kernel was written for launches where this is true")
 
 
 def _check_count_axes(kernel: KernelSpec, env, config: LaunchConfig, problem) -> None:
@@ -1256,11 +1302,13 @@ def _over_coverage_notes(kernel: KernelSpec, env, shape: Shape, config: LaunchCo
     tile row (column) of blocks more than C has: an axis that counts the other dimension (``[ceil(N / 16),
     ceil(N / 16)]`` on a C of fewer rows than columns, ``[N]`` with ``tile: [1, N]``), or divides by less than the
     tile. Guarded kernels compute C right, so it is no refusal; the blocks past C idle, or write past it in a kernel
-    without guards. Axes along M and N are those `grid_axes` finds (or one that reads M or N beside a number,
-    `number_partner_axes`), or, where both read the same one, x over columns and y over rows (``rows_on: x``: the
-    other way round); a grid of one such axis, where C is one tile along the dimension it reads, is over the other.
-    No note for a grid whose tiles are split over another axis, folded with the batch or the groups, short anywhere
-    (a swizzled grid's), or numbered otherwise, nor for an axis of a number."""
+    without guards. An axis of C's tiles times a factor that reads neither M nor N (``ceil(N / BN) * SPLITK``,
+    `_tiles_times_split`) is noted as what it may be: a split of K folded into the axis, or, in a kernel that does
+    not split K, blocks past C. Axes along M and N are those `grid_axes` finds (or one that reads M or N beside a
+    number, `number_partner_axes`), or, where both read the same one, x over columns and y over rows (``rows_on:
+    x``: the other way round); a grid of one such axis, where C is one tile along the dimension it reads, is over
+    the other. No note for a grid whose tiles are split over another axis, folded with the batch or the groups,
+    short anywhere (a swizzled grid's), or numbered otherwise, nor for an axis of a number."""
     grid = kernel.grid
     numbering = tile_axes(grid)
     reads = {axis: grid[axis].names & {"M", "N"} for axis in numbering}
@@ -1299,12 +1347,44 @@ def _over_coverage_notes(kernel: KernelSpec, env, shape: Shape, config: LaunchCo
         tile, tile_source = (rows, kernel.tile[0].source) if role == "M" else (cols, kernel.tile[1].source)
         question = f": is it C's {what}?" if name != role else ""
         more = blocks - needed
+        split = _tiles_times_split(kernel, env, axis, needed) if name == role else None
+        if split is not None:
+            factor_source, factor = split
+            times = factor_source if factor_source == str(factor) else f"{factor_source} = {factor:,}"
+            # The factor reads neither M nor N: a count of the kernel's own, most often a split of K folded into
+            # the axis (blockIdx.x / tiles picks the split), as a grid z of it would be; whether the kernel splits
+            # K or launches blocks past C, only its code says.
+            notes.append(f"grid {'xyz'[axis]} launches {blocks:,} blocks ('{grid[axis].source}'): C's {needed:,} "
+                         f"tile {what} of {tile} ({_tiles_along(role, tile_source, tile)}) times {times}: read as a "
+                         f"split of K folded into grid {'xyz'[axis]} ({factor:,} copies of C's tile {what}, each "
+                         f"adding its part of K to the same tiles, as a grid z of {factor_source} would), or, in a "
+                         f"kernel that does not split K, as {more:,} more {what[:-1] if more == 1 else what} of "
+                         f"blocks past C's {what}, idle where the kernel guards its {what} and writing past C where "
+                         "it does not")
+            continue
         notes.append(f"grid {'xyz'[axis]} launches {blocks:,} blocks ('{grid[axis].source}', which reads "
                      f"{name}{question}) where C has {needed:,} tile {what} of {tile} "
                      f"({_tiles_along(role, tile_source, tile)}): the {more:,} more {what[:-1] if more == 1 else what} "
                      f"of blocks lie past C's {what}, idle where the kernel guards its {what} and writing past C "
                      "where it does not")
     return notes
+
+
+def _tiles_times_split(kernel: KernelSpec, env, axis: int, tiles: int) -> tuple[str, int] | None:
+    """Where grid `axis` is C's `tiles` along the dimension it reads times a factor that reads neither M nor N
+    (`coverage.tiles_times_factor`: ``ceil(N / BN) * SPLITK``), that factor as written and its value; None where it
+    is not (``ceil(N / BN) + 4``, ``ceil(N / (BN / 2))``), or where its tiles are not C's."""
+    parts = tiles_times_factor(kernel.grid[axis])
+    if parts is None:
+        return None
+    counted, factor = parts
+    try:
+        counted_value, factor_value = counted.evaluate_int(env), factor.evaluate_int(env)
+    except expr.ExpressionError:   # the extent's own evaluation says what is wrong with it
+        return None
+    if counted_value != tiles or factor_value <= 1:
+        return None
+    return factor.source, factor_value
 
 
 def _blocks_and_tiles(kernel: KernelSpec, env, shape: Shape, config: LaunchConfig, rows: int,

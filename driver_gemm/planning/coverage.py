@@ -49,6 +49,35 @@ def inferred_tile(grid: expr.Expression, size: str) -> expr.Expression | None:
     return None
 
 
+def tiles_times_factor(extent: expr.Expression) -> tuple[expr.Expression, expr.Expression] | None:
+    """An extent written as C's tiles along M or N times a factor that reads neither (``ceil(N / BN) * SPLITK``,
+    ``2 * ceil(M / BM)``): the product of its factors that read M or N, and the product of the rest, each as an
+    expression. Such an axis folds a count of the kernel's own into the tiles, most often a split of K whose index
+    the kernel takes as ``blockIdx.x / tiles``. None for an extent of any other form (a sum, a division, a factor
+    reading M or N alone)."""
+    factors = _multiplied(extent.tree)
+    tiles = [node for node in factors if _names_of(node) & {"M", "N"}]
+    others = [node for node in factors if not _names_of(node) & {"M", "N"}]
+    if not tiles or not others:
+        return None
+    return (expr.parse(" * ".join(_factor_text(node) for node in tiles)),
+            expr.parse(" * ".join(_factor_text(node) for node in others)))
+
+
+def _multiplied(node: ast.AST) -> list[ast.AST]:
+    """The factors of a product as written (``a * b * c``: a, b and c); the node alone if it is no product."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _multiplied(node.left) + _multiplied(node.right)
+    return [node]
+
+
+def _factor_text(node: ast.AST) -> str:
+    """A factor as written, in parentheses where it is a sum or a difference (so that a product of it reads the
+    same)."""
+    text = ast.unparse(node)
+    return f"({text})" if isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Mult, ast.Pow)) else text
+
+
 def flat_elements(grid: Sequence[expr.Expression]) -> tuple[int, expr.Expression, expr.Expression] | None:
     """The axis, the element count and the per-block divisor of a flat element-index grid: one axis divides the
     elements of C (``M * N``, or ``batch * M * N`` for every matrix of the batch, in any order) by a count that

@@ -856,13 +856,25 @@ def ignored_setmaxnreg_note(facts: KernelPtxFacts, plan: CasePlan) -> str | None
         return None
     registers = plan.resources.registers if plan.resources is not None else None
     kept = f"the compiled {registers} registers a thread" if registers else "the compiled count"
-    threads = plan.config.threads_per_block if plan.config is not None else None
+    # A kernel's own bound (.maxntid, .reqntid) is the threads its fix names; else the block it is launched with.
+    declared = facts.max_threads or facts.required_threads
+    threads = math.prod(declared) if declared else (plan.config.threads_per_block if plan.config is not None
+                                                     else None)
     bound = f"__launch_bounds__({threads}, 1)" if threads else "__launch_bounds__(threads, 1)"
     causes = []
     for code, text, kernels in lines:
         whose = "" if kernels == 1 else (f" (ptxas names no kernel, and {kernels} kernels of this program use "
                                          "setmaxnreg: it may be another's)")
-        if code == NO_REGISTER_COUNT_AT_ENTRY:
+        if code == NO_REGISTER_COUNT_AT_ENTRY and declared:
+            # A bound of threads alone (.maxntid, .reqntid) leaves the blocks an SM holds, and so the registers a
+            # thread starts with, open: ptxas needs a minimum of blocks per SM (.minnctapersm) to fix them.
+            written = (f"__launch_bounds__({threads}) (.maxntid {', '.join(map(str, facts.max_threads))})"
+                       if facts.max_threads else f"required block (.reqntid "
+                                                 f"{', '.join(map(str, facts.required_threads or ()))})")
+            why = (f"the kernel has no register count at entry, which setmaxnreg moves from: its {written} gives no "
+                   f"minimum of blocks per SM (.minnctapersm), which ptxas needs to fix that count: add one, "
+                   f"{bound} (or give it __maxnreg__)")
+        elif code == NO_REGISTER_COUNT_AT_ENTRY:
             why = (f"the kernel has no register count at entry (no __launch_bounds__ or maxnreg), which setmaxnreg "
                    f"moves from: give it {bound} (or __maxnreg__)")
         else:

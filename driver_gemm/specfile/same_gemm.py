@@ -14,22 +14,66 @@ from typing import Any, Mapping
 
 from . import expr
 from ..errors import SpecError
+from ..gemm.dtypes import parse_types
 from .model import KernelSpec, Shape
-from .typed import evaluate_operands
+from .typed import OPERAND_KEYS, evaluate_operands
 
 
 def computes_differently(family: KernelSpec, member: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> str:
     """What makes `member`'s GEMM on `shape` another than `family`'s, said as ``batch 3, not 1``; '' when they
     compute the same. `scalars` are the spec's (a kernel's own are in its signature's values)."""
     if (family.operands is None) != (member.operands is None):
-        if family.precision != member.precision:
-            return f"precision {member.precision}, not {family.precision}"
-        return "typed operands on one side only"
+        return _typed_on_one_side(family, member)
     ours, theirs = gemm_properties(family, shape, scalars), gemm_properties(member, shape, scalars)
     for what, value in ours.items():
         if theirs.get(what) != value:
             return f"{what} {_shown(theirs.get(what))}, not {_shown(value)}"
     return ""
+
+
+def _typed_on_one_side(family: KernelSpec, member: KernelSpec) -> str:
+    """What differs between a typed kernel and an untyped one (docs/kernels.md, "The conventions"): which is which,
+    the typed one's fields and types, why it matters (the vendor row, C's start where beta is 0) and the fix."""
+    typed, untyped = (member, family) if member.operands is not None else (family, member)
+    types = typed.operands.types if typed.operands is not None else parse_types({"a": "fp32"})
+    written = _operand_fields(typed)
+    untyped_words = "FP32" if untyped.precision == "fp32" else f"FP32 with precision: {untyped.precision}"
+    differs = f"{typed.name} is typed, {_types_words(types)} ({written}), and {untyped.name} is not ({untyped_words}): "
+    # An untyped kernel multiplies FP32 (TF32 with precision: tf32) matrices, as types: {a: fp32} ({a: tf32}) says.
+    if types != parse_types({"a": untyped.precision}):
+        return differs + (f"they multiply other element types, so their products and vendor rows differ; a table "
+                          f"picks among kernels of one product: dispatch {typed.name} from a family of its own types")
+    vendor = "cuBLAS SGEMM" if untyped.precision == "fp32" else "cuBLAS's TF32 GEMM"
+    return differs + (f"their rows differ: {untyped.name}'s vendor row is {vendor} and, where it reads C, its C starts "
+                      f"from C0 whatever beta; {typed.name}'s vendor row is cuBLASLt's and its C starts as poison "
+                      f"where beta is 0; give both the same operand fields: write {written} on {untyped.name} too"
+                      + (f" (in place of precision: {untyped.precision})" if untyped.precision != "fp32" else "")
+                      + f", or leave {'them' if ';' in written else 'it'} off {typed.name}")
+
+
+def _operand_fields(kernel: KernelSpec) -> str:
+    """The operand fields that make `kernel` typed (`typed.OPERAND_KEYS`), as its entry writes them
+    (``types: {a: fp32}; ld: {a: K + 4}``); its types in full where the entry is not at hand."""
+    entry = kernel.entry or {}
+    written = [f"{key}: {_shown(_plain(entry[key]))}" for key in OPERAND_KEYS if key in entry]
+    if written or kernel.operands is None:
+        return "; ".join(written)
+    return f"types: {_shown(kernel.operands.types.as_dict())}"
+
+
+def _plain(value: Any) -> Any:
+    """A value of an entry as the spec writes it, a mapping's values and a list's items shown the same way."""
+    if isinstance(value, Mapping):
+        return {key: _shown(_plain(item)) for key, item in value.items()}
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(_plain(item)) for item in value) + "]"
+    return value
+
+
+def _types_words(types) -> str:
+    """A GEMM's element types in words: ``fp32 in and out``, ``bf16 in, fp32 out``."""
+    inputs = types.a.name if types.a == types.b else f"{types.a.name} and {types.b.name}"
+    return f"{inputs} in and out" if types.a == types.b == types.c else f"{inputs} in, {types.c.name} out"
 
 
 def gemm_properties(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, float]) -> dict[str, Any]:
