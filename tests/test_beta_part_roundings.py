@@ -18,7 +18,8 @@ from driver_gemm.session import steps, typed_steps
 from driver_gemm.specfile.model import VerifySettings
 from driver_gemm.status import Status
 
-from test_typed_pipeline import parse, spec_text, typed_run, write_result
+from test_typed_pipeline import write_result
+from test_verdict_beta_part import typed_pipeline_run
 
 
 def rounded(values: np.ndarray, element: dtypes.ElementType) -> np.ndarray:
@@ -56,13 +57,7 @@ def atomic_split_k(a, b, alpha, beta, c0, element, splits):
 
 
 def pipeline_run(tmp_path, type_line: str, alpha: float, beta: float, shape=(64, 64, 64)):
-    M, N, K = shape
-    run = typed_run(parse(spec_text(type_line, f"scalars: {{alpha: {alpha}, beta: {beta}}}",
-                                    shapes=f"[[{M}, {N}, {K}]]"), tmp_path))
-    typed_steps.inputs(run)
-    typed_steps.reference_step(run)
-    typed_steps._reset_output(run)
-    return run
+    return typed_pipeline_run(tmp_path, None, alpha, beta, shape, type_line=type_line)
 
 
 @pytest.mark.parametrize("kernel", [serial_split_k, atomic_split_k])

@@ -11,16 +11,8 @@ from driver_gemm.gemm import dtypes
 from driver_gemm.session import steps, typed_steps
 from driver_gemm.status import Status
 
-from test_typed_pipeline import parse, spec_text, typed_run, write_result
-
-
-def started_run(tmp_path, alpha: float):
-    run = typed_run(parse(spec_text("types: {a: fp16}", f"scalars: {{alpha: {alpha}, beta: 0.0}}",
-                                    shapes="[[64, 64, 1024]]"), tmp_path))
-    typed_steps.inputs(run)
-    typed_steps.reference_step(run)
-    typed_steps._reset_output(run)
-    return run
+from test_typed_pipeline import write_result
+from test_verdict_beta_part import typed_pipeline_run
 
 
 def correct_values(run) -> np.ndarray:
@@ -35,7 +27,7 @@ def overflowing(run) -> np.ndarray:
 
 
 def test_c_that_overflows_its_type_says_so_not_poison(tmp_path):
-    run = started_run(tmp_path, 10000.0)
+    run = typed_pipeline_run(tmp_path, "fp16", 10000.0, 0.0, shape=(64, 64, 1024))
     assert run.case.kernel.reads_c() and run.typed.inputs.c0 is None, "C starts as poison, beta being 0"
     beyond = int(np.count_nonzero(overflowing(run)))
     assert 0 < beyond < run.expected.size
@@ -50,7 +42,7 @@ def test_c_that_overflows_its_type_says_so_not_poison(tmp_path):
 
 
 def test_nan_where_the_reference_fits_is_still_blamed_on_the_poison(tmp_path):
-    run = started_run(tmp_path, 10000.0)
+    run = typed_pipeline_run(tmp_path, "fp16", 10000.0, 0.0, shape=(64, 64, 1024))
     values = correct_values(run)
     fits = ~overflowing(run)
     poisoned = np.zeros_like(fits)

@@ -22,10 +22,12 @@ from driver_gemm.status import Status
 from test_typed_pipeline import parse, spec_text, typed_run, write_result
 
 
-def typed_pipeline_run(tmp_path, type_name: str, alpha: float, beta: float, shape=(128, 128, 64)):
-    """A typed kernel's case up to its launch, its inputs drawn and C set to what it starts from."""
+def typed_pipeline_run(tmp_path, type_name: str | None, alpha: float, beta: float, shape=(128, 128, 64), *,
+                       type_line: str | None = None):
+    """A typed kernel's case up to its launch, its inputs drawn and C set to what it starts from: of `type_name`
+    throughout, or of the spec's `type_line` (``types: {a: bf16, c: fp32}``)."""
     M, N, K = shape
-    spec = parse(spec_text(f"types: {{a: {type_name}}}", f"scalars: {{alpha: {alpha}, beta: {beta}}}",
+    spec = parse(spec_text(type_line or f"types: {{a: {type_name}}}", f"scalars: {{alpha: {alpha}, beta: {beta}}}",
                            shapes=f"[[{M}, {N}, {K}]]"), tmp_path)
     run = typed_run(spec)
     typed_steps.inputs(run)
