@@ -5,6 +5,7 @@ passed to the compiler as written and shown in the label; and enumerators named 
 from __future__ import annotations
 
 import json
+import time
 import textwrap
 from pathlib import Path
 
@@ -147,3 +148,16 @@ def test_a_character_argument_finds_its_symbol_in_a_built_image():
     assert find_symbol("blasy<'T','T',16>", [n_t, t_t]) == t_t
     with pytest.raises(ImageError, match="no kernel matches"):
         find_symbol("blasy<'N', 'N', 16>", [n_t, t_t])
+
+
+def test_the_enum_that_declares_a_name_is_found_with_its_underlying_type_and_quickly(tmp_path):
+    # An underlying type of several words is read; a source of many "enum X :" without a body takes linear time.
+    typed_enum = SOURCE.replace("enum Op { N = 0, T = 1 };", "enum class Op : unsigned int { N = 0, T = 1 };")
+    with pytest.raises(SpecError) as raised:
+        _spec(tmp_path, "opk<N, T, 16>", source=typed_enum)
+    assert "k.cu declares N in enum Op" in (raised.value.hint or ""), raised.value.hint
+    started = time.process_time()     # CPU time, which a loaded machine does not stretch
+    with pytest.raises(SpecError) as raised:      # M is no enumerator: every "enum A :" is looked at
+        _spec(tmp_path, "opk<M, T, 16>", source=SOURCE + "enum A : " * 20000)
+    assert time.process_time() - started < 5
+    assert "qualify it as C++ may: Op::M" in (raised.value.hint or ""), raised.value.hint

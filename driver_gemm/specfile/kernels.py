@@ -604,8 +604,10 @@ def _own_name_hint(names: list[str], source: Path | None, template_id: str | Non
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 _LINE_COMMENT = re.compile(r"//[^\n]*")
-# enum Op { N = 0, T = 1 }, enum class Op : int { ... }; an anonymous enum has no name to qualify with.
-_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)\s*(?::[^{;]*)?\{([^{}]*)\}")
+# enum Op { N = 0, T = 1 }, enum class Op : int { ... }; an anonymous enum has no name to qualify with. The
+# underlying type is a few words (unsigned int, std::uint8_t), read to a bound: an unbounded run to the next brace
+# from each of many "enum X :" would make the search quadratic in the source's size.
+_ENUM = re.compile(r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)\s*(?::[\w:\s]{0,100})?\{([^{}]*)\}")
 
 
 def _declaring_enum(source: Path | None, name: str) -> str | None:
