@@ -19,7 +19,8 @@ PACKAGE = Path(driver_gemm.__file__).parent
 # the front door (top). docs/ARCHITECTURE.md describes each.
 LAYERS = [
     ("vocabulary", ["driver_gemm.version", "driver_gemm.errors", "driver_gemm.status", "driver_gemm.argtypes",
-                    "driver_gemm.bundled", "driver_gemm.kernel_names", "driver_gemm.timeline", "driver_gemm.output_files"]),
+                    "driver_gemm.bundled", "driver_gemm.kernel_names", "driver_gemm.source_text",
+                    "driver_gemm.timeline", "driver_gemm.output_files"]),
     ("gemm", ["driver_gemm.gemm"]),
     ("specfile", ["driver_gemm.specfile"]),
     ("cuda", ["driver_gemm.cuda"]),

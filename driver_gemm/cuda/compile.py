@@ -36,6 +36,7 @@ from .resources import KernelResources, parse_ptxas_report
 from ..errors import (ArgumentError, CompileError, DriverGemmError, FilePath, ToolMissingError, UnknownInstance,
                       WrongArgumentType, WrongArgumentValue, flag_argument, path_argument)
 from ..kernel_names import is_mangled, split_overload
+from ..source_text import without_comments
 from ..specfile.kernels import TARGET_OPTIONS, source_line_column
 
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "-Xptxas", "-v")
@@ -1116,17 +1117,6 @@ def _kernels_in(texts: Iterable[str]) -> list[str]:
     names = [name for text in texts
              for name in _KERNEL_NAME.findall(_without_launch_qualifiers(without_comments(text)))]
     return list(dict.fromkeys(names))[:8]
-
-
-# A comment, or a literal that may hold what looks like one ("http://"), read left to right in one pass: an unclosed
-# /* runs to the end, as the compiler reads it, so that no later /* is tried against the rest of the text again.
-_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?(?:\*/|\Z)|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
-                                 re.DOTALL)
-
-
-def without_comments(text: str) -> str:
-    """`text` with each comment read as a space, its literals kept."""
-    return _COMMENT_OR_LITERAL.sub(lambda found: found.group(0) if found.group(0)[0] in "\"'" else " ", text)
 
 
 def _instance_advice(source: str, headers: Iterable[Path], instances: Iterable[str]) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import CompileError
-from .compile import compile_text, include_folders, local_headers, read_source, without_comments
+from .compile import compile_text, include_folders, local_headers, read_source
+from ..source_text import without_comments
 from .cubin import initialised_words
 from .nvcc import compile_with_nvcc
 

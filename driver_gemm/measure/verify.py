@@ -289,9 +289,7 @@ def rounded_one_way(values: np.ndarray, expected: np.ndarray, element: dtypes.El
     in ten or more the same way (toward zero is looked for first: on a C of
     one sign it is also down or up). Meaningful only where
     `dtypes.rounding_direction_visible` holds."""
-    flat_values, flat_expected = values.reshape(-1), np.asarray(expected, np.float64).reshape(-1)
-    step = max(1, -(-flat_expected.size // ROUNDING_SAMPLE))
-    got, exact = flat_values[::step].astype(np.float64), flat_expected[::step]
+    got, exact = _evenly_sampled(values, expected)
     if not exact.size:
         return None
     nearest = dtypes.round_to(exact, element)
@@ -327,6 +325,13 @@ def rounded_one_way(values: np.ndarray, expected: np.ndarray, element: dtypes.El
     return None
 
 
+def _evenly_sampled(values: np.ndarray, expected: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At most about `ROUNDING_SAMPLE` elements of C and of its reference, evenly spread over C, as float64."""
+    flat_values, flat_expected = values.reshape(-1), np.asarray(expected, np.float64).reshape(-1)
+    step = max(1, -(-flat_expected.size // ROUNDING_SAMPLE))
+    return flat_values[::step].astype(np.float64), flat_expected[::step]
+
+
 # How many elements whose reference lies in C's subnormal range (at least its smallest positive number) must be 0,
 # in number and as a share of them, for `flushed_to_zero` to say C was flushed: a correct kernel's C is 0 in few
 # of them, even after a split-K's several roundings there, while a flushed C is 0 in every one.
@@ -347,9 +352,8 @@ def flushed_to_zero(values: np.ndarray, expected: np.ndarray, element: dtypes.El
     said where at least `FLUSH_LEAST_ZEROS` are, nine in ten or more."""
     if element.is_integer:
         return None
-    flat_values, flat_expected = values.reshape(-1), np.asarray(expected, np.float64).reshape(-1)
-    step = max(1, -(-flat_expected.size // ROUNDING_SAMPLE))
-    got, size = flat_values[::step].astype(np.float64), np.abs(flat_expected[::step])
+    got, exact = _evenly_sampled(values, expected)
+    size = np.abs(exact)
     smallest_normal = dtypes.smallest_normal(element)
     with np.errstate(invalid="ignore"):
         looked_at = np.isfinite(got) & (size >= dtypes.smallest_positive(element)) & (size < smallest_normal)

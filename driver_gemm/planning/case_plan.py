@@ -1008,10 +1008,11 @@ _BLOCK_NAMES = frozenset({"blockDim_x", "blockDim_y", "blockDim_z", "threads"})
 
 
 def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig | None, problem,
-                        block: list[int | None] | None = None) -> None:
+                        block: list[int | None] | None = None, *, unmet_only: bool = False) -> None:
     """The kernel's ``require:`` on the case. Without a launch (`config` None: its grid or block did not evaluate
     or fit), on the `block` alone where it evaluated; a requirement that reads the block's extents without one is
-    left to the block's own problem."""
+    left to the block's own problem. With `unmet_only`, only the conditions `env` evaluates that do not hold are
+    said (one that reads a name `env` lacks, or does not evaluate, is left to the launch's own check)."""
     extents = config.block if config is not None else block
     full = dict(env)
     if extents is not None and None not in extents:
@@ -1020,13 +1021,17 @@ def _check_requirements(kernel: KernelSpec, env, config: LaunchConfig | None, pr
     for index, requirement in enumerate(kernel.require):
         if config is None and requirement.names & _BLOCK_NAMES - full.keys():
             continue
+        if unmet_only and not requirement.names <= full.keys():
+            continue
         try:
             holds = requirement.evaluate(full)
         except expr.ExpressionError as exc:
-            problem(f"'{requirement.source}': {exc}", f"require[{index}]")
+            if not unmet_only:
+                problem(f"'{requirement.source}': {exc}", f"require[{index}]")
             continue
         if not holds:
-            problem(*_unmet_words(requirement, full, index))
+            problem(f"'{requirement.source}' does not hold with {_names(requirement, full)}", f"require[{index}]",
+                    hint="the kernel was written for launches where this is true")
 
 
 def _excluded_by_require(kernel: KernelSpec, problems: list[SpecError]) -> bool:
@@ -1035,27 +1040,12 @@ def _excluded_by_require(kernel: KernelSpec, problems: list[SpecError]) -> bool:
 
 
 def _unmet_requirements(kernel: KernelSpec, env) -> list[SpecError]:
-    """The kernel's ``require:`` conditions that do not hold on the case, of those `env` evaluates without a launch
-    (one that reads the block or a name `env` lacks is left out, as is one that does not evaluate): the refusals said
-    alone in place of a check that fails because the shape is one the kernel was not written for."""
+    """The kernel's ``require:`` conditions that do not hold on the case, of those `env` evaluates without a launch:
+    the refusals said alone in place of a check that fails because the shape is one the kernel was not written
+    for."""
     unmet: list[SpecError] = []
-    problem = _collector(kernel, unmet)
-    for index, requirement in enumerate(kernel.require):
-        if not requirement.names <= env.keys():
-            continue
-        try:
-            holds = requirement.evaluate(env)
-        except expr.ExpressionError:    # said where the launch's own check of the requirements runs
-            continue
-        if not holds:
-            problem(*_unmet_words(requirement, env, index))
+    _check_requirements(kernel, env, None, _collector(kernel, unmet), unmet_only=True)
     return unmet
-
-
-def _unmet_words(requirement: expr.Expression, env, index: int) -> tuple[str, str, str]:
-    """A requirement's refusal: its message, its field and its hint."""
-    return (f"'{requirement.source}' does not hold with {_names(requirement, env)}", f"require[{index}]",
-            "the kernel was written for launches where this is true")
 
 
 def _check_count_axes(kernel: KernelSpec, env, config: LaunchConfig, problem) -> None:

@@ -138,6 +138,17 @@ def check_number(context: Context, value: Any, node: Any, key: Any, field_path: 
 _YAML_NUMBER = re.compile(r"[-+]?(0|[1-9]\d*|(\d+\.\d*|\.\d+)([eE][-+]\d+)?)")
 
 
+def flow_text(value: Any) -> str:
+    """A plain spec value (a YAML entry's) as YAML's flow style writes it: ``[16, 32]``, ``{a: fp32}``, ``true``."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}: {flow_text(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return f"[{', '.join(flow_text(item) for item in value)}]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def number_as_text_hint(value: Any) -> str | None:
     """For text that is a number to Python but not to YAML 1.1, which reads a float with an exponent only with a dot
     and a signed exponent (``1.0e-5``, ``1.0e+5``; ``1e-5`` and ``1.0e5`` are text): how to write it. For text

@@ -26,6 +26,7 @@ from .fields import (IDENTIFIER, Context, check_keys, check_number, field_name, 
                      read_text, refuse_slash_ceilings, unknown_names_error)
 from .kinds import kind_name
 from ..kernel_names import mangled_base_name, split_overload
+from ..source_text import without_comments
 from .limits import (MAX_BINARY_BYTES, MAX_CASES, MAX_FUNCTION_CHARS, MAX_NAME_CHARS, MAX_SOURCE_BYTES,
                      SOURCE_SUFFIXES)
 from .launch_fields import LAUNCH_ATTRIBUTE_KEYS, check_tensor_map_names, parse_launch_attributes
@@ -602,8 +603,6 @@ def _own_name_hint(names: list[str], source: Path | None, template_id: str | Non
     return f"{declared}: for the enumerator, qualify it ({written})"
 
 
-_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
-_LINE_COMMENT = re.compile(r"//[^\n]*")
 # enum Op { N = 0, T = 1 }, enum class Op : int { ... }; an anonymous enum has no name to qualify with. The
 # underlying type is a few words (unsigned int, std::uint8_t), read to a bound: an unbounded run to the next brace
 # from each of many "enum X :" would make the search quadratic in the source's size.
@@ -619,7 +618,7 @@ def _declaring_enum(source: Path | None, name: str) -> str | None:
         text = source.read_bytes()[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace")
     except OSError:
         return None
-    text = _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub("", text))
+    text = without_comments(text)
     for enum in _ENUM.finditer(text):
         if name in (item.split("=")[0].strip() for item in enum.group(2).split(",")):
             return enum.group(1)

@@ -22,7 +22,8 @@ import numpy as np
 import yaml
 
 from ..errors import FilePath, SpecError, WrongArgumentValue, WrongSpecArgument, flag_argument, path_argument
-from .fields import Context, check_keys, field_name, number_as_text_hint, read_bool, read_mapping, read_number
+from .fields import (Context, check_keys, field_name, flow_text, number_as_text_hint, read_bool, read_mapping,
+                     read_number)
 from .kinds import key_text, kind_name
 from .kernels import IDENTIFIER, parse_kernel, read_param_values, reads_scalar
 from .limits import INT64_MAX, INT64_MIN, MAX_CASES, MAX_NAME_CHARS
@@ -361,31 +362,23 @@ def _not_one_kernel(named: list[KernelSpec], name: str, path: str, table_where: 
         if isinstance(given, list):      # a list of configurations
             written.append((field, f"{field}: a list of {len(given)} configurations"))
         else:
-            written.extend((f"{field}.{key}", f"{field}.{key}: {_flow(given.get(key))}") for key in swept
+            written.extend((f"{field}.{key}", f"{field}.{key}: {flow_text(given.get(key))}") for key in swept
                            if isinstance(given, dict) and isinstance(given.get(key), list))
     first = written[0][0] if written else "params"
     said = "; ".join(f"{kernel.field_path}.{text}" for _, text in written) or ", ".join(swept)
     listed = next((field for field in fields if isinstance((kernel.entry or {}).get(field), list)), None)
     if listed is not None:     # the first configuration, whole
-        mapping = ", ".join(f"{key}: {_flow(value)}" for key, value in kernel.params.items()
+        mapping = ", ".join(f"{key}: {flow_text(value)}" for key, value in kernel.params.items()
                             if (key in kernel.launch_values) == (listed == "values"))
         one = f"one configuration ({listed}: {{{mapping}}})"
     else:
-        one = f"one value of {', '.join(swept)} ({', '.join(f'{key}: {_flow(kernel.params[key])}' for key in swept)})"
+        values = ", ".join(f"{key}: {flow_text(kernel.params[key])}" for key in swept)
+        one = f"one value of {', '.join(swept)} ({values})"
     return SpecError(f"kernel {name} sweeps {len(named)} configurations ({said}, at {kernel.where_field(first)}), "
                      "but a dispatch table sets, per shape, the params and values of one kernel whose own are fixed",
                      where=table_where, field=path,
                      hint=f"give {name} {one}: the table's entries set {'it' if len(swept) == 1 else 'them'} "
                           "per shape")
-
-
-def _flow(value: Any) -> str:
-    """`value` (a plain entry's) as YAML's flow style writes it: [16, 32], true."""
-    if isinstance(value, list):
-        return f"[{', '.join(_flow(item) for item in value)}]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _check_entry_param_kinds(context: Context, node: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from . import expr
 from ..errors import SpecError
 from ..gemm.dtypes import parse_types
+from .fields import flow_text
 from .model import KernelSpec, Shape
 from .typed import OPERAND_KEYS, evaluate_operands
 
@@ -55,19 +56,10 @@ def _operand_fields(kernel: KernelSpec) -> str:
     """The operand fields that make `kernel` typed (`typed.OPERAND_KEYS`), as its entry writes them
     (``types: {a: fp32}; ld: {a: K + 4}``); its types in full where the entry is not at hand."""
     entry = kernel.entry or {}
-    written = [f"{key}: {_shown(_plain(entry[key]))}" for key in OPERAND_KEYS if key in entry]
+    written = [f"{key}: {flow_text(entry[key])}" for key in OPERAND_KEYS if key in entry]
     if written or kernel.operands is None:
         return "; ".join(written)
     return f"types: {_shown(kernel.operands.types.as_dict())}"
-
-
-def _plain(value: Any) -> Any:
-    """A value of an entry as the spec writes it, a mapping's values and a list's items shown the same way."""
-    if isinstance(value, Mapping):
-        return {key: _shown(_plain(item)) for key, item in value.items()}
-    if isinstance(value, list):
-        return "[" + ", ".join(_shown(_plain(item)) for item in value) + "]"
-    return value
 
 
 def _types_words(types) -> str:
