@@ -5,8 +5,10 @@ Each of A (M x K), B (K x N) and C (M x N), repeated `batch` times, is one flat 
 column-major. The stride may be smaller than one matrix where the matrices interleave (Megatron's
 baddbmm on ``[seq, batch * heads, dim]`` tensors: stride ``dim``, rows ``batch * heads * dim``
 apart), but no two matrices share an element, except A's or B's one matrix for every batch (stride
-0). Padding (the elements no matrix holds) is filled with values a kernel must not use, and C's is
-checked after the launch. Layout codes (``layout: TN``) give A's and B's storage: N as is
+0). A batch of two levels (``count: [B, H]``: the heads of a ``[B, S, H, D]`` tensor) puts matrix (i, j) at
+``i * stride[0] + j * stride[1]``, numbered ``z = i * H + j``; a level of stride 0 gives A's or B's one matrix
+to every index of that level. Padding (the elements no matrix holds) is filled with values a kernel must not use,
+and C's is checked after the launch. Layout codes (``layout: TN``) give A's and B's storage: N as is
 (row-major), T transposed (column-major); NT stores both inputs K-major, the layout fp8 tensor cores
 need (cuBLAS calls it "TN"). C is row-major unless ``layouts: {c: col}``. The spec fields:
 docs/spec-reference.md.
@@ -96,9 +98,20 @@ class Gram:
                 **({"c0": self.c0} if self.adds_input else {})}
 
 
+# The most matrix pairs whose distance one step of the two-level overlap check holds at a time (int64 or Python
+# integers): its memory stays a few tens of MiB whatever the counts, its time grows with count[0] x count[1].
+OVERLAP_CHUNK = 1 << 20
+
+
 @dataclass(frozen=True)
 class MatrixLayout:
-    """A batch of `rows` x `cols` matrices in one flat buffer: order, leading dimension and batch stride."""
+    """A batch of `rows` x `cols` matrices in one flat buffer: order, leading dimension and batch stride.
+
+    A batch of two levels (`levels` = (count[0], count[1])) holds `batch` =
+    count[0] x count[1] matrices, matrix (i, j) at ``i * outer_stride + j *
+    batch_stride``, numbered z = i x count[1] + j; one level (`levels` None)
+    puts matrix z at ``z * batch_stride``.
+    """
 
     operand: str
     rows: int
@@ -107,6 +120,44 @@ class MatrixLayout:
     ld: int
     batch: int
     batch_stride: int
+    levels: tuple[int, int] | None = None
+    outer_stride: int = 0
+
+    @property
+    def two_level(self) -> bool:
+        """Whether the batch has two levels (``count: [B, H]``)."""
+        return self.levels is not None
+
+    @property
+    def level_strides(self) -> tuple[int, int]:
+        """(outer, inner) strides of a two-level batch; (0, the stride) for one level."""
+        return (self.outer_stride, self.batch_stride) if self.two_level else (0, self.batch_stride)
+
+    def stride_text(self) -> str:
+        """The batch stride as the spec writes it: ``64`` for one level, ``[4096, 64]`` for two."""
+        return f"[{self.outer_stride}, {self.batch_stride}]" if self.two_level else str(self.batch_stride)
+
+    def matrix_name(self, index: int) -> str:
+        """Matrix `index` (z) as a reader counts it: ``3`` for one level, ``(1, 2)`` (i, j) for two."""
+        if self.levels is None:
+            return str(index)
+        return f"({index // self.levels[1]}, {index % self.levels[1]})"
+
+    def matrix_starts(self) -> np.ndarray:
+        """The flat index of each matrix's first element, in the order z (int64, one per matrix)."""
+        if self.levels is None:
+            return np.arange(self.batch, dtype=np.int64) * self.batch_stride
+        outer, inner = self.levels
+        starts = np.arange(outer, dtype=np.int64)[:, None] * self.outer_stride \
+            + np.arange(inner, dtype=np.int64)[None, :] * self.batch_stride
+        return starts.reshape(-1)
+
+    def distinct_counts(self) -> tuple[int, ...]:
+        """How many different matrices each level holds: 1 on a level of stride 0 (one matrix for all), else its
+        count; (count,) for one level, (outer, inner) for two."""
+        if self.levels is None:
+            return (1 if self.batch_stride == 0 else self.batch,)
+        return tuple(1 if stride == 0 else count for count, stride in zip(self.levels, self.level_strides))
 
     @property
     def tight_ld(self) -> int:
@@ -136,10 +187,23 @@ class MatrixLayout:
         """
         if self.batch == 0 or self.matrix_elements == 0:
             return 0
+        if self.levels is not None:
+            return self._two_level_elements()
         whole_lines = (self.batch - 1) * self.batch_stride + self.matrix_elements
         if self.batch == 1 or self.batch_stride >= self.matrix_elements:
             return whole_lines
         last_element = (self.batch - 1) * self.batch_stride + (self.lines - 1) * self.ld + self.tight_ld - 1
+        return max(self.matrix_elements, last_element + 1)
+
+    def _two_level_elements(self) -> int:
+        """`elements` for two levels: the lines whole where every level that moves (count above 1, stride not 0)
+        puts its matrices one after another, else up to the batch's last element (or the first matrix's lines)."""
+        assert self.levels is not None
+        moving = [stride for count, stride in zip(self.levels, self.level_strides) if count > 1 and stride]
+        last_start = sum((count - 1) * stride for count, stride in zip(self.levels, self.level_strides))
+        if all(stride >= self.matrix_elements for stride in moving):
+            return last_start + self.matrix_elements
+        last_element = last_start + (self.lines - 1) * self.ld + self.tight_ld - 1
         return max(self.matrix_elements, last_element + 1)
 
     def first_shared_element(self) -> tuple[int, tuple[int, int], tuple[int, int]] | None:
@@ -173,6 +237,68 @@ class MatrixLayout:
         first, other = ((q, r), (0, 0)) if on_line[hit] else ((q + 1, 0), (0, ld - r))
         return int(moves[hit]), self.row_col(*first), self.row_col(*other)
 
+    def first_shared_pair(self, *, broadcast_allowed: bool = False) \
+            -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]] | None:
+        """Where two matrices of a two-level batch share an element: ((i, j), (row, col)) of one and ((i, j), (row,
+        col)) of the other, for the pair whose starts are closest; None where every element belongs to one matrix.
+
+        Two matrices overlap exactly where their starts are a distance d apart
+        that the one-level check finds (`first_shared_element`: d = q lines +
+        r, a line's first element on the other's line q or q + 1), so every
+        difference (di, dj) of matrix indices is tried once, those beyond one
+        matrix's lines skipped, `OVERLAP_CHUNK` at a time: the memory stays
+        bounded, the time grows with count[0] x count[1]. With
+        `broadcast_allowed`, a level of stride 0 is one matrix (a broadcast).
+        """
+        assert self.levels is not None
+        counts = list(self.levels)
+        strides = list(self.level_strides)
+        if broadcast_allowed:
+            counts = [1 if stride == 0 else count for count, stride in zip(counts, strides)]
+        lines, line_length, ld = self.lines, self.tight_ld, self.ld
+        if counts[0] * counts[1] < 2 or lines == 0 or line_length == 0:
+            return None
+        reach = lines * ld          # a start this far from another's or further shares nothing with it
+        outer_count, inner_count = counts
+        outer_stride, inner_stride = strides
+        wide = (outer_count * outer_stride + inner_count * inner_stride + reach) >= 2 ** 62
+        inner_moves = np.arange(-(inner_count - 1), inner_count, dtype=object if wide else np.int64)
+        rows_per_chunk = max(1, OVERLAP_CHUNK // len(inner_moves))
+        best = None
+        for first_outer in range(0, outer_count, rows_per_chunk):
+            outer_moves = np.arange(first_outer, min(outer_count, first_outer + rows_per_chunk),
+                                    dtype=object if wide else np.int64)[:, None]
+            if int(outer_moves[0, 0]) * outer_stride - (inner_count - 1) * inner_stride >= reach:
+                break       # every later outer move starts at least this far away
+            moves = outer_moves * outer_stride + inner_moves[None, :] * inner_stride
+            # (0, 0) is a matrix itself, and (0, -dj) the pair (0, dj) the other way round
+            moved = (outer_moves > 0) | (inner_moves[None, :] > 0)
+            distance = np.abs(moves)
+            whole_lines, within = np.divmod(distance, ld)
+            on_line = (whole_lines <= lines - 1) & (within <= line_length - 1)
+            on_next_line = (whole_lines + 1 <= lines - 1) & (ld - within <= line_length - 1)
+            hits = moved & (on_line | on_next_line)
+            if not hits.any():
+                continue
+            flat = int(np.argmin(np.where(hits, distance, reach).reshape(-1)))     # the closest pair of the chunk
+            outer_index, inner_index = divmod(flat, len(inner_moves))
+            found = int(distance[outer_index, inner_index])
+            if best is None or found < best[0]:
+                best = (found, int(outer_moves[outer_index, 0]), int(inner_moves[inner_index]),
+                        bool(on_line[outer_index, inner_index]), int(whole_lines[outer_index, inner_index]),
+                        int(within[outer_index, inner_index]), int(moves[outer_index, inner_index]) < 0)
+            if best[0] == 0:
+                break       # two matrices at one start: no pair is closer
+        if best is None:
+            return None
+        _, outer_move, inner_move, line_hit, q, r, reversed_pair = best
+        low = (0, max(0, -inner_move))
+        high = (outer_move, low[1] + inner_move)
+        if reversed_pair:       # the second matrix starts first: it is the one the other lands on
+            low, high = high, low
+        first, other = ((q, r), (0, 0)) if line_hit else ((q + 1, 0), (0, ld - r))
+        return low, self.row_col(*first), high, self.row_col(*other)
+
     def row_col(self, line: int, position: int) -> tuple[int, int]:
         """(row, column) of the element at `position` along line `line` (a row row-major, a column column-major)."""
         return (line, position) if self.order == "row" else (position, line)
@@ -182,6 +308,8 @@ class MatrixLayout:
         i = np.arange(self.rows, dtype=np.int64)[:, None]
         j = np.arange(self.cols, dtype=np.int64)[None, :]
         within = i * self.ld + j if self.order == "row" else j * self.ld + i
+        if self.levels is not None:
+            return self.matrix_starts()[:, None, None] + within
         return np.arange(self.batch, dtype=np.int64)[:, None, None] * self.batch_stride + within
 
     def pack(self, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
@@ -213,6 +341,14 @@ class MatrixLayout:
         if values.shape != (self.batch, self.rows, self.cols):
             raise ValueError(f"{self.operand}: values of shape {values.shape}, expected "
                              f"{(self.batch, self.rows, self.cols)}")
+        if self.levels is not None:
+            by_level = values.reshape(*self.levels, self.rows, self.cols)
+            for axis, (word, stride) in enumerate(zip(("outer", "inner"), self.level_strides)):
+                if stride == 0 and self.levels[axis] > 1 and \
+                        not (by_level == np.take(by_level, [0], axis=axis)).all():
+                    raise ValueError(f"{self.operand} is broadcast on the {word} level (stride 0): every index of "
+                                     "that level must hold the same matrix")
+            return values
         if self.batch_stride == 0 and self.batch > 1 and not (values == values[:1]).all():
             raise ValueError(f"{self.operand} is broadcast (batch stride 0): every batch must hold the same matrix")
         return values
@@ -222,8 +358,9 @@ class MatrixLayout:
 
 
 def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: int | None = None,
-                  batch: int = 1, batch_stride: int | None = None, *, broadcast_allowed: bool = False,
-                  where: str | None = None, field: str | None = None) -> MatrixLayout:
+                  batch: int = 1, batch_stride: int | tuple[int, int] | None = None, *,
+                  broadcast_allowed: bool = False, where: str | None = None, field: str | None = None,
+                  levels: tuple[int, int] | None = None) -> MatrixLayout:
     """A checked `MatrixLayout`: `ld` and `batch_stride` default to tight, and impossible ones are refused.
 
     The leading dimension must be at least the row length (row-major) or the
@@ -232,7 +369,10 @@ def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: in
     with `broadcast_allowed` (inputs) a stride of 0 gives every batch one
     matrix: a stride below one matrix is taken where the matrices interleave.
     Mistakes raise a `SpecError` that names the operand, the elements that
-    collide, `where` and `field`.
+    collide, `where` and `field`. With `levels` (count[0], count[1]), the
+    batch has two levels (`batch` is then their product) and `batch_stride`
+    is (outer, inner), by default (count[1] matrices, one matrix): see
+    `two_level_layout`.
     """
     if order not in ORDERS:
         raise SpecError(f"the order of {operand} is row or col, got {order!r}", where, field and f"{field}.order")
@@ -248,6 +388,10 @@ def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: in
                         f"it needs {ld_name} >= {max(tight, 1)} ({what})", where, field and f"ld.{operand.lower()}",
                         hint=f"leave {ld_name} out for the tight {max(tight, 1)}")
     layout = MatrixLayout(operand, int(rows), int(cols), order, int(ld), int(batch), 0)
+    if levels is not None:
+        return two_level_layout(layout, levels, batch_stride, broadcast_allowed=broadcast_allowed, where=where,
+                                field=field)
+    assert not isinstance(batch_stride, tuple), "a stride of two levels needs the levels' counts"
     minimum = layout.matrix_elements
     stride = minimum if batch_stride is None else batch_stride
     stride_field = field and f"batch.stride.{operand.lower()}"
@@ -270,6 +414,70 @@ def matrix_layout(operand: str, rows: int, cols: int, order: str = "row", ld: in
                         f"{other_col}) of matrix {other}, and {why}",
                         where, stride_field, hint=_interleave_hint(layout, ld_name))
     return layout
+
+
+def two_level_layout(layout: MatrixLayout, levels: tuple[int, int], strides: int | tuple[int, int] | None, *,
+                     broadcast_allowed: bool = False, where: str | None = None,
+                     field: str | None = None) -> MatrixLayout:
+    """`layout` (one matrix, its leading dimension checked) as a batch of two levels: count[0] x count[1] matrices,
+    matrix (i, j) at ``i * strides[0] + j * strides[1]``. `strides` left out is matrices one after another
+    (count[1] matrices, one matrix); a single 0 is both levels broadcast (A or B only). No two matrices may share an
+    element, save with `broadcast_allowed` every index of a level of stride 0 reading one matrix; a collision
+    raises a `SpecError` naming the element, the two matrices (i, j) and strides that keep them apart."""
+    operand = layout.operand
+    stride_field = field and f"batch.stride.{operand.lower()}"
+    for index, count in enumerate(levels):
+        if int(count) != count or count < 1:
+            raise SpecError(f"the batch count of level {index} ({('outer', 'inner')[index]}) must be a positive "
+                            f"integer, got {count!r}", where, f"batch.count[{index}]")
+    inner_count = int(levels[1])
+    matrix = layout.matrix_elements
+    tight = (inner_count * matrix, matrix)
+    if strides is None:
+        strides = tight
+    elif not isinstance(strides, tuple):
+        if strides != 0:
+            raise SpecError(f"the batch of {operand} has two levels, so its stride is a list [outer, inner], got "
+                            f"{strides}", where, stride_field,
+                            hint=f"[{tight[0]}, {tight[1]}] puts the matrices one after another; a single 0 reads "
+                                 "one matrix for every (i, j)")
+        strides = (0, 0)
+    for index, stride in enumerate(strides):
+        if int(stride) != stride or stride < 0:
+            raise SpecError(f"the batch strides of {operand} are whole numbers of elements, 0 or more, got "
+                            f"[{strides[0]}, {strides[1]}]", where, stride_field and f"{stride_field}[{index}]",
+                            hint=f"leave it out for one matrix after another ([{tight[0]}, {tight[1]}])")
+    outer, inner = int(strides[0]), int(strides[1])
+    laid_out = MatrixLayout(operand, layout.rows, layout.cols, layout.order, layout.ld,
+                            int(levels[0]) * inner_count, inner, (int(levels[0]), inner_count), outer)
+    shared = laid_out.first_shared_pair(broadcast_allowed=broadcast_allowed)
+    if shared is not None:
+        (first_i, first_j), (first_row, first_col), (other_i, other_j), (other_row, other_col) = shared
+        why = f"two writes of {operand} would race there" if not broadcast_allowed else \
+            f"matrices of {operand} share elements only as a whole (a level of stride 0: one matrix for all of it)"
+        ld_name = f"ld{operand.lower()}"
+        span, span_words = _span(laid_out, ld_name)
+        raise SpecError(f"the batch strides of {operand}, [{outer}, {inner}], put two matrices on one element "
+                        f"({laid_out.describe()} with {ld_name} = {layout.ld} spans {span} elements, {span_words}): "
+                        f"element (row {first_row}, column {first_col}) of matrix ({first_i}, {first_j}) is element "
+                        f"(row {other_row}, column {other_col}) of matrix ({other_i}, {other_j}), and {why}",
+                        where, stride_field, hint=_two_level_hint(laid_out, ld_name, broadcast_allowed))
+    return laid_out
+
+
+def _two_level_hint(layout: MatrixLayout, ld_name: str, broadcast_allowed: bool) -> str:
+    """What strides keep a two-level batch's matrices apart: one after another, or the inner level side by side
+    within each line (the heads of a [B, S, H, D] tensor) and the outer one past a matrix's lines."""
+    assert layout.levels is not None
+    inner_count = layout.levels[1]
+    line_length, matrix = layout.tight_ld, layout.matrix_elements
+    along = "rows" if layout.order == "row" else "columns"
+    broadcast = "; 0 on a level reads one matrix for all of it" if broadcast_allowed else ""
+    return (f"[{inner_count * matrix}, {matrix}] puts the matrices one after another; to interleave the inner level "
+            f"within {along} (inner stride >= {line_length}), {ld_name} must be at least {inner_count} x "
+            f"{line_length} = {inner_count * line_length}, the inner stride at most ({ld_name} - {line_length}) / "
+            f"{max(inner_count - 1, 1)} and the outer stride at least {layout.lines} x {ld_name} = "
+            f"{layout.lines * layout.ld}{broadcast}")
 
 
 def _span(layout: MatrixLayout, ld_name: str) -> tuple[int, str]:
@@ -355,6 +563,21 @@ class GemmOperands:
         return self.c.batch
 
     @property
+    def levels(self) -> tuple[int, int] | None:
+        """(count[0], count[1]) of a batch of two levels, which every operand shares; None for one level."""
+        return self.c.levels
+
+    def levels_note(self) -> str | None:
+        """What a batch of two levels is, for the plan's notes: its counts, how z numbers (i, j), and each operand's
+        strides; None for one level."""
+        if self.levels is None:
+            return None
+        outer, inner = self.levels
+        strides = ", ".join(f"{layout.operand} {layout.stride_text()}" for layout in (self.a, self.b, self.c))
+        return (f"a batch of two levels: {outer} x {inner} = {self.batch} matrices, matrix (i, j) at i * stride[0] + "
+                f"j * stride[1] and numbered z = i * {inner} + j; strides {strides}")
+
+    @property
     def flops(self) -> int:
         """The floating-point operations of the product: 2 M N K for each matrix of the batch, or the groups'."""
         return self.groups.flops if self.groups is not None else 2 * self.M * self.N * self.K * self.batch
@@ -382,20 +605,23 @@ class GemmOperands:
         return layout_code(self.orders)
 
     def kernel_scalars(self) -> dict[str, int]:
-        """The layout arguments of the typed kernels' signature (see ``kernels/types/``)."""
+        """The layout arguments of the typed kernels' signature (see ``kernels/types/``); a batch of two levels gives
+        its inner strides (stride[1]) as strideA, strideB and strideC."""
         return {"lda": self.a.ld, "ldb": self.b.ld, "ldc": self.c.ld,
                 "strideA": self.a.batch_stride, "strideB": self.b.batch_stride, "strideC": self.c.batch_stride}
 
 
 def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = None,
-                  ld: Mapping[str, int] | None = None, batch: int = 1, strides: Mapping[str, int] | None = None,
-                  where: str | None = None, groups: GemmGroups | None = None,
-                  gram: Gram | None = None) -> GemmOperands:
+                  ld: Mapping[str, int] | None = None, batch: int = 1,
+                  strides: Mapping[str, int | tuple[int, int]] | None = None, where: str | None = None,
+                  groups: GemmGroups | None = None, gram: Gram | None = None,
+                  levels: tuple[int, int] | None = None) -> GemmOperands:
     """Checked layouts of A, B and C for an M x N x K GEMM: `orders` from `parse_layout`, `ld` and `strides` per operand
     (keys ``a``, ``b``, ``c``; missing ones tight), `batch` matrices each, no two sharing an element (but A's or B's
     with a stride of 0, one matrix for every batch). With `groups`, B has a matrix per group (per weight, where the
     groups share weights), and A and C one per group where the groups are masked (`batch` is then 1). With `gram`,
-    the tied operand is the other's buffer read transposed (`tied_layout`)."""
+    the tied operand is the other's buffer read transposed (`tied_layout`). With `levels` (count[0], count[1]) the
+    batch has two levels, `batch` their product, and each of `strides` is (outer, inner) or 0 (`two_level_layout`)."""
     orders = {"a": "row", "b": "row", "c": "row", **(orders or {})}
     ld, strides = dict(ld or {}), dict(strides or {})
     for name, mapping in (("ld", ld), ("batch.stride", strides)):
@@ -403,6 +629,10 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
         if unknown:
             raise SpecError(f"unknown operand {unknown[0]!r}", where, f"{name}.{unknown[0]}",
                             hint="the operands are a, b and c")
+    for index, count in enumerate(levels or ()):
+        if int(count) != count or count < 1:
+            raise SpecError(f"the batch count of level {index} ({('outer', 'inner')[index]}) must be a positive "
+                            f"integer, got {count!r}", where, f"batch.count[{index}]")
     if int(batch) != batch or batch < 1:
         raise SpecError(f"the batch count must be a positive integer, got {batch!r}", where, "batch.count")
     shapes = {"a": (M, K), "b": (K, N), "c": (M, N)}
@@ -411,8 +641,10 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
         counts = {"a": 1, "b": groups.b_matrices, "c": 1} if groups.layout == "contiguous" else \
             {"a": groups.count, "b": groups.b_matrices, "c": groups.count}
     drawn = "abc" if gram is None else [key for key in "abc" if key != gram.tied]
+    if levels is not None and (groups is not None or levels[0] * levels[1] != batch):
+        raise ValueError(f"a batch of two levels {levels} is {batch} matrices and no groups")
     layouts = {key: matrix_layout(key.upper(), *shapes[key], orders[key], ld.get(key), counts[key], strides.get(key),
-                                  broadcast_allowed=key != "c", where=where, field=key)
+                                  broadcast_allowed=key != "c", where=where, field=key, levels=levels)
                for key in drawn}
     if gram is not None:
         layouts[gram.tied] = tied_layout(gram, M, N, K, layouts[gram.of], orders, ld, strides, where)
@@ -420,7 +652,8 @@ def gemm_operands(M: int, N: int, K: int, *, orders: Mapping[str, str] | None = 
 
 
 def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders: Mapping[str, str],
-                ld: Mapping[str, int], strides: Mapping[str, int], where: str | None = None) -> MatrixLayout:
+                ld: Mapping[str, int], strides: Mapping[str, int | tuple[int, int]],
+                where: str | None = None) -> MatrixLayout:
     """The layout of a Gram product's tied operand: `source`'s buffer read transposed, its order the other, its
     leading dimension and batch stride `source`'s. C must be square; an order, leading dimension or batch stride
     the spec gave the tied operand must be that one. Mistakes raise a `SpecError` naming gram and the field."""
@@ -443,12 +676,23 @@ def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders
                         f"{ORDER_WORDS[orders[tied]]}", where, f"layouts.{tied}",
                         hint=f"leave {tied.upper()}'s layout out, or give it {order}")
     for field_name, given, own in ((f"ld.{tied}", ld.get(tied), source.ld),
-                                   (f"batch.stride.{tied}", strides.get(tied), source.batch_stride)):
-        if given is not None and given != own:
+                                   (f"batch.stride.{tied}", strides.get(tied), _given_stride(source))):
+        if given is not None and given != own and not (source.two_level and given == 0 and own == (0, 0)):
             raise SpecError(f"gram of {of.upper()}: {tied.upper()} is {of.upper()}'s buffer read transposed, so its "
-                            f"{field_name.rsplit('.', 1)[0]} is {of.upper()}'s, {own}, not {given}", where, field_name,
-                            hint=f"leave {field_name} out, or make it equal to {of.upper()}'s")
-    return MatrixLayout(tied.upper(), rows, cols, order, source.ld, source.batch, source.batch_stride)
+                            f"{field_name.rsplit('.', 1)[0]} is {of.upper()}'s, {_shown(own)}, not {_shown(given)}",
+                            where, field_name, hint=f"leave {field_name} out, or make it equal to {of.upper()}'s")
+    return MatrixLayout(tied.upper(), rows, cols, order, source.ld, source.batch, source.batch_stride, source.levels,
+                        source.outer_stride)
+
+
+def _shown(stride: int | tuple[int, int]) -> str:
+    """A stride as the spec writes it: ``64``, or ``[4096, 64]`` for two levels."""
+    return f"[{stride[0]}, {stride[1]}]" if isinstance(stride, tuple) else str(stride)
+
+
+def _given_stride(layout: MatrixLayout) -> int | tuple[int, int]:
+    """`layout`'s batch stride as the spec gives it: a number for one level, (outer, inner) for two."""
+    return (layout.outer_stride, layout.batch_stride) if layout.two_level else layout.batch_stride
 
 
 # --------------------------------------------------------------------------- inputs, outputs, reference
@@ -519,6 +763,12 @@ def make_typed_inputs(operands: GemmOperands, types: GemmTypes, seed: int, *, wi
     rng = np.random.default_rng(seed)
 
     def draw(layout: MatrixLayout, element: ElementType) -> np.ndarray:
+        if layout.levels is not None:     # a level of stride 0 draws one matrix for every index of it
+            distinct = layout.distinct_counts()
+            values = dtypes.draw((distinct[0] * distinct[1], layout.rows, layout.cols), element, rng)
+            values = np.broadcast_to(values.reshape(*distinct, layout.rows, layout.cols),
+                                     (*layout.levels, layout.rows, layout.cols))
+            return values.reshape(layout.batch, layout.rows, layout.cols).copy()
         count = 1 if layout.batch_stride == 0 else layout.batch
         values = dtypes.draw((count, layout.rows, layout.cols), element, rng)
         return np.broadcast_to(values, (layout.batch, layout.rows, layout.cols)).copy()

@@ -6,6 +6,11 @@ plan into a callable on our stream. cuBLASLt is column-major and a row-major M x
 column-major is its transpose, so C = A @ B is asked for as C^T = B^T A^T (m = N, n = M, cuBLASLt's
 A' is our B); a column-major C needs no swap. cuBLASLt's "TN", which fp8 requires on sm_89 and
 sm_90, is then our A row-major and B column-major (layout NT in `operands`' spelling).
+
+cuBLASLt's strided batch has one stride per operand. A batch of two levels whose outer stride is count[1] inner
+strides for every operand is one strided batch of count[0] x count[1] matrices; any other is count[0] calls
+(`MatmulPlan.calls`), call i with every pointer moved by i x its outer stride and count[1] matrices an inner stride
+apart, enqueued together as one launch (one sample times them all).
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class LayoutPlan:
     ld: int
     batch_count: int
     batch_offset: int     # elements between matrices (CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
+    outer_offset: int = 0     # elements between two calls' first matrices (a batch of two levels in several calls)
+    element_bytes: int = 0    # bytes of one element, for the calls' pointers
 
     def attributes(self) -> dict[str, int]:
         return {"TYPE": self.data_type, "ORDER": ORDER_COL, "ROWS": self.rows, "COLS": self.cols, "LD": self.ld,
@@ -82,6 +89,13 @@ class MatmulPlan:
     operand_scales: tuple[float, float] | None = None   # fp8: (scale_a, scale_b) behind device pointers
     workspace_bytes: int = WORKSPACE_BYTES
     key: tuple = field(default=(), compare=False)
+    calls: int = 1                    # a batch of two levels that is no single strided batch: count[0] calls
+
+    def call_offsets(self) -> list[dict[str, int]]:
+        """The byte offset of each call's pointer from its buffer, by our operand (A, B, C), call by call: all 0 for
+        one call, call i of a batch of two levels moved by i x each operand's outer stride."""
+        return [{layout.operand: index * layout.outer_offset * layout.element_bytes
+                 for layout in (self.a, self.b, self.c)} for index in range(self.calls)]
 
     def descriptor_attributes(self) -> dict[str, Any]:
         """The matmul descriptor's attributes as they will be set (pointers by name)."""
@@ -105,10 +119,14 @@ def baseline_label(types: GemmTypes, operands: GemmOperands, alpha: float, beta:
     GEMM of a Gram product's one buffer with itself (C = A A^T, or B^T B), then ``-plusA`` where its C0 is that
     input (``c0: input``)."""
     parts = [NAME, types.label, operands.layout_code]
-    if operands.batch > 1:
+    if operands.levels is not None:
+        parts.append(f"x{operands.levels[0]}x{operands.levels[1]}")
+    elif operands.batch > 1:
         parts.append(f"x{operands.batch}")
     padded = any(layout.ld != max(layout.tight_ld, 1) or
-                 (layout.batch > 1 and layout.batch_stride != layout.matrix_elements)
+                 (layout.levels is not None and layout.level_strides != (layout.levels[1] * layout.matrix_elements,
+                                                                         layout.matrix_elements)) or
+                 (layout.levels is None and layout.batch > 1 and layout.batch_stride != layout.matrix_elements)
                  for layout in (operands.a, operands.b, operands.c))
     if padded:
         parts.append("ld")
@@ -121,12 +139,29 @@ def baseline_label(types: GemmTypes, operands: GemmOperands, alpha: float, beta:
     return "-".join(parts)
 
 
-def _view(role: str, layout: MatrixLayout, data_type: int) -> tuple[LayoutPlan, bool]:
-    """`layout` read column-major: (its cuBLASLt layout, whether it is the transpose of the logical matrix)."""
+def _view(role: str, layout: MatrixLayout, data_type: int, element_bytes: int = 0,
+          one_call: bool = True) -> tuple[LayoutPlan, bool]:
+    """`layout` read column-major: (its cuBLASLt layout, whether it is the transpose of the logical matrix). A batch
+    of two levels is one strided batch of all its matrices where `one_call` (its levels collapse to one stride),
+    else the count[1] matrices of one call, the calls an outer stride apart."""
     rows, cols = (layout.cols, layout.rows) if layout.order == "row" else (layout.rows, layout.cols)
+    transposed = layout.order == "row"
+    if layout.levels is not None and not one_call:
+        inner = layout.levels[1]
+        return LayoutPlan(role, layout.operand, data_type, rows, cols, layout.ld, inner,
+                          layout.batch_stride if inner > 1 else 0, layout.outer_stride, element_bytes), transposed
     batch_offset = layout.batch_stride if layout.batch > 1 else 0
-    return LayoutPlan(role, layout.operand, data_type, rows, cols, layout.ld, layout.batch, batch_offset), \
-        layout.order == "row"
+    return LayoutPlan(role, layout.operand, data_type, rows, cols, layout.ld, layout.batch, batch_offset,
+                      element_bytes=element_bytes), transposed
+
+
+def one_strided_batch(operands: GemmOperands) -> bool:
+    """Whether cuBLASLt's one strided batch holds the operands' batch: one level, or two whose outer stride is
+    count[1] inner strides for every operand (matrix (i, j) then at z x the inner stride)."""
+    if operands.levels is None:
+        return True
+    inner = operands.levels[1]
+    return all(layout.outer_stride == inner * layout.batch_stride for layout in (operands.a, operands.b, operands.c))
 
 
 def _compute_and_scale(types: GemmTypes) -> tuple[str, str, int] | str:
@@ -183,11 +218,14 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
     first, second = (operands.b, operands.a) if swapped else (operands.a, operands.b)
     first_type, second_type = (types.b, types.a) if swapped else (types.a, types.b)
     # op(A') must be m x k: with the swap that is B^T, which a row-major B read column-major already is.
-    a_plan, a_is_transpose = _view("A", first, first_type.cuda_data_type)
-    b_plan, b_is_transpose = _view("B", second, second_type.cuda_data_type)
+    one_call = one_strided_batch(operands)
+    calls = 1 if one_call or operands.levels is None else operands.levels[0]
+    a_plan, a_is_transpose = _view("A", first, first_type.cuda_data_type, first_type.storage_bytes, one_call)
+    b_plan, b_is_transpose = _view("B", second, second_type.cuda_data_type, second_type.storage_bytes, one_call)
     transa = "N" if a_is_transpose == swapped else "T"
     transb = "N" if b_is_transpose == swapped else "T"
-    c_plan, _ = _view("C", operands.c, types.c.cuda_data_type)     # a row-major C read column-major is C^T
+    # a row-major C read column-major is C^T
+    c_plan, _ = _view("C", operands.c, types.c.cuda_data_type, types.c.storage_bytes, one_call)
     m, n = (operands.N, operands.M) if swapped else (operands.M, operands.N)
 
     scales = None
@@ -196,7 +234,8 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
             raise CublasLtUnsupported(label, "fp8 needs cuBLASLt's TN layout on sm_90: A row-major and B "
                                       f"column-major (layout NT), not {operands.layout_code}")
         for layout, element in ((operands.a, types.a), (operands.b, types.b), (operands.c, types.c)):
-            for what, count in (("ld", layout.ld), ("batch stride", layout.batch_stride if layout.batch > 1 else 0)):
+            for what, count in (("ld", layout.ld), ("batch stride", layout.batch_stride if layout.batch > 1 else 0),
+                                ("outer batch stride", layout.outer_stride if calls > 1 else 0)):
                 if count * element.storage_bytes % FP8_ALIGNMENT_BYTES:
                     raise CublasLtUnsupported(label, f"fp8 needs 16-byte aligned leading dimensions and batch "
                                               f"strides: {layout.operand}'s {what} is {count} {element.name} "
@@ -216,13 +255,16 @@ def plan_matmul(types: GemmTypes, operands: GemmOperands, alpha: float = 1.0, be
         for name, value in (("alpha", alpha), ("beta", beta)):
             if float(np.array(value).astype(scale_dtype)) != value:
                 raise CublasLtUnsupported(label, f"{name} = {value} is not exact in the scale type {scale_dtype}")
-    layouts = tuple((layout.ld, layout.batch_stride) for layout in (operands.a, operands.b, operands.c))
+    # A batch of two levels adds its outer strides and counts: a one-level row's key stays (ld, stride).
+    layouts = tuple((layout.ld, layout.batch_stride)
+                    + ((layout.outer_stride, layout.levels) if layout.two_level else ())
+                    for layout in (operands.a, operands.b, operands.c))
     # A Gram product's inputs are one matrix and its transpose, not two drawn apart: a row of its own.
     gram = (operands.gram.of, operands.gram.adds_input) if operands.gram is not None else None
     key = (types, tuple(sorted(operands.orders.items())), operands.batch, layouts, float(alpha), float(beta), scales,
            gram)
     return MatmulPlan(label, m, n, operands.K, compute_type, scale_dtype, scale_data_type, transa, transb, swapped,
-                      a_plan, b_plan, c_plan, float(alpha), float(beta), scales, workspace_bytes, key)
+                      a_plan, b_plan, c_plan, float(alpha), float(beta), scales, workspace_bytes, key, calls)
 
 
 def simulate(plan: MatmulPlan, a_flat: np.ndarray, b_flat: np.ndarray, c_flat: np.ndarray) -> np.ndarray:
@@ -234,24 +276,24 @@ def simulate(plan: MatmulPlan, a_flat: np.ndarray, b_flat: np.ndarray, c_flat: n
     """
     buffers = {"A": a_flat, "B": b_flat, "C": np.array(c_flat, dtype=np.float64)}
 
-    def gather(layout: LayoutPlan, batch: int) -> np.ndarray:
+    def gather(layout: LayoutPlan, batch: int, call: int = 0) -> np.ndarray:
         i = np.arange(layout.rows)[:, None]
         j = np.arange(layout.cols)[None, :]
-        return buffers[layout.operand][batch * layout.batch_offset + j * layout.ld + i]
+        return buffers[layout.operand][call * layout.outer_offset + batch * layout.batch_offset + j * layout.ld + i]
 
     out = buffers["C"]
-    for batch in range(plan.c.batch_count):
-        a = gather(plan.a, batch)
-        b = gather(plan.b, batch)
+    for call, batch in ((call, batch) for call in range(plan.calls) for batch in range(plan.c.batch_count)):
+        a = gather(plan.a, batch, call)
+        b = gather(plan.b, batch, call)
         a, b = (a.T if plan.transa == "T" else a), (b.T if plan.transb == "T" else b)
         assert a.shape == (plan.m, plan.k) and b.shape == (plan.k, plan.n), (a.shape, b.shape)
         scale = np.prod(plan.operand_scales) if plan.operand_scales else 1.0
         d = plan.alpha * scale * (a @ b)
         if plan.beta != 0.0:
-            d = d + plan.beta * gather(plan.c, batch)
+            d = d + plan.beta * gather(plan.c, batch, call)
         i = np.arange(plan.c.rows)[:, None]
         j = np.arange(plan.c.cols)[None, :]
-        out[batch * plan.c.batch_offset + j * plan.c.ld + i] = d
+        out[call * plan.c.outer_offset + batch * plan.c.batch_offset + j * plan.c.ld + i] = d
     return out
 
 
@@ -437,21 +479,24 @@ class CublasLtMatmul:
         candidates = []
         for index in offered:
             algo = results.ctypes.data + index * results.itemsize    # the algo is the result's first field
-            args = (self.handle, desc, alpha, ours[plan.a.operand], layouts["A"], ours[plan.b.operand],
-                    layouts["B"], beta, C.address, layouts["C"], C.address, layouts["C"], algo,
-                    self.workspace.address, workspace, self._stream.address)
+            # One call per outer index of a batch of two levels that is no single strided batch (`plan.calls`).
+            args = [(self.handle, desc, alpha, ours[plan.a.operand] + moved[plan.a.operand], layouts["A"],
+                     ours[plan.b.operand] + moved[plan.b.operand], layouts["B"], beta, C.address + moved["C"],
+                     layouts["C"], C.address + moved["C"], layouts["C"], algo, self.workspace.address, workspace,
+                     self._stream.address) for moved in plan.call_offsets()]
             config = read_algorithm(lt, algo, self._call)
             algorithm = algorithm_choice(index + 1, config, lt, workspace_bytes=int(results[index]["workspace_size"]),
                                          waves=float(results[index]["waves_count"]), candidates=len(offered))
             candidates.append(Candidate(self._launcher(plan, args), algorithm))
         return candidates
 
-    def _launcher(self, plan: MatmulPlan, args: tuple):
+    def _launcher(self, plan: MatmulPlan, calls: list[tuple]):
         matmul = self._lt.matmul
 
         def launch() -> None:
             try:
-                self._call("cublasLtMatmul", matmul, *args)
+                for args in calls:
+                    self._call("cublasLtMatmul", matmul, *args)
             except CudaError as exc:
                 if "NOT_SUPPORTED" not in str(exc):
                     raise

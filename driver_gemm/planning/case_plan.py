@@ -274,6 +274,9 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
 
     if operands.groups is not None:
         notes.append(operands.groups.describe())
+    levels = operands.levels_note()
+    if levels:
+        notes.append(levels)
     structure = operands.structure_note()
     if structure:
         notes.append(structure)
@@ -585,7 +588,8 @@ def _first_matrix_map_notes(kernel: KernelSpec, operands: GemmOperands) -> list[
     for position, _, argument in kernel.encoded_tensor_maps():
         described = argument.tensor_map
         layout = getattr(operands, described.tensor.lower(), None) if described.tensor in ("A", "B", "C") else None
-        if described.dims is None and described.count is None and layout is not None and layout.batch > 1:
+        if described.dims is None and described.count is None and layout is not None and layout.batch > 1 \
+                and not layout.two_level:     # refused where the maps are made (`hopper_checks.tensor_maps_of`)
             count = "groups" if operands.groups is not None else "batch"
             # a kernel may as well take an array of maps, one a matrix, and pick its own by the block's index
             array = (f"; a kernel that indexes an array of maps by its matrix (&{argument.name}[blockIdx.z]) is "
@@ -732,6 +736,8 @@ def pointer_array_offsets(kernel: KernelSpec, operands: GemmOperands, matrix: st
     if groups is not None and layout.batch == 1:
         step = layout.ld if layout.order == "row" else 1     # from one row's first element to the next's
         return [start * step * element_bytes for start in groups.starts]
+    if layout.two_level:      # matrix z = (i, j) of a batch of two levels, at i * stride[0] + j * stride[1]
+        return [int(start) * element_bytes for start in layout.matrix_starts()]
     return [index * layout.batch_stride * element_bytes for index in range(layout.batch)]
 
 
@@ -931,6 +937,8 @@ def _index_overflow_notes(kernel: KernelSpec, shape: Shape, operands: GemmOperan
     if not large:
         return []
     index = "b * stride + row * ld + col" if operands is not None and operands.c.batch > 1 else "row * ld + col"
+    if operands is not None and operands.levels is not None:
+        index = "i * stride[0] + j * stride[1] + row * ld + col"
     return [f"{kernel.where_field('signature')}: shape {shape.label}: {', '.join(large)} elements reach 2**31 while "
             f"{', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} int32: an index computed in 32 bits "
             f"({index}) overflows"]

@@ -282,6 +282,13 @@ def tensor_maps_of(kernel: KernelSpec, env: dict[str, int], shape: Shape,
             problem(f"{argument.name}: {key}: {exc}", f"{field_name}.{key}")
             continue
         tensor = argument.tensor_map.tensor
+        if tensor in MATRICES and kernel.operands is not None and kernel.operands.levels is not None:
+            # A map's dimensions step by one stride each: the two levels' matrices would take a rank-4 map or one
+            # map per matrix, neither of which is checked against the layout here.
+            problem(f"{argument.name}: a tensor map over {tensor}, whose batch has two levels, is not described: "
+                    "the maps are checked against batches of one level only", field_name,
+                    hint=f"read {tensor} by pointer in this kernel, or describe the batch with one level")
+            continue
         own = _own_buffer(kernel, tensor)
         stored = BUFFER_MAP_ELEMENTS[own.element] if own is not None else operand_storage(kernel, tensor)
         if ELEMENT_TYPES[plan.element_type][1] != ELEMENT_TYPES[stored][1]:

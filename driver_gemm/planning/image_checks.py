@@ -365,6 +365,12 @@ def vector_alignment_notes(plan: CasePlan, facts: KernelPtxFacts) -> list[str]:
             name = f"stride{matrix}"
             sizes.append((f"its matrices are {name} = {layout.batch_stride:,} {element.name} elements apart", name,
                           frozenset({name}), layout.batch_stride))
+        given = kernel.operands.strides.get(matrix.lower()) if kernel.operands is not None else None
+        if layout.levels is not None and layout.outer_stride and isinstance(given, tuple) and layout.levels[0] > 1:
+            # A batch of two levels: its outer stride, as the spec writes it, is what a requirement names.
+            name = f"({given[0].source})"
+            sizes.append((f"its outer level's matrices are {name} = {layout.outer_stride:,} {element.name} "
+                          "elements apart", name, frozenset(given[0].names), layout.outer_stride))
         misaligned = [(text, name, value * element.storage_bytes) for text, name, names, value in sizes
                       if value * element.storage_bytes % access.width
                       and not _tested(kernel, facts, names, multiple)]

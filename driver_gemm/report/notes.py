@@ -135,14 +135,17 @@ def table_notes(run: RunResult, shape: Shape, cases: list[CaseResult], rows: Tim
 def checked_against_notes(cases: list[CaseResult]) -> list[str]:
     """For each case checked against more than its product, what more, as its results file records it: the inputs'
     structure, a Gram product of one input, a drawn bias and the element-wise functions (``structure``, ``gram``,
-    ``bias`` and ``elementwise`` of its operands). Values of another kind than the tool writes are left out, not
-    guessed at."""
+    ``bias`` and ``elementwise`` of its operands), and the matrices (i, j) of a batch of two levels
+    (``batch_levels``). Values of another kind than the tool writes are left out, not guessed at."""
     notes = []
     for case in cases:
         operands = case.operands
         if operands is None:
             continue
         said = []
+        levels = operands.batch_levels
+        if isinstance(levels, list) and len(levels) == 2 and all(isinstance(count, int) for count in levels):
+            said.append(f"each matrix (i, j) of a batch of two levels, {levels[0]} x {levels[1]}")
         if isinstance(operands.structure, dict) and operands.structure:
             said.append("inputs drawn " + ", ".join(f"{operand.upper()} {word}" for operand, word
                                                     in operands.structure.items() if isinstance(word, str)))

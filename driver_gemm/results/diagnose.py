@@ -240,7 +240,8 @@ SPREAD_HINT = ("an error spread over C (as a part of K dropped or added twice, o
 
 def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, plan=None,
                     matrices: int = 1, *, start: np.ndarray | None = None, alpha: float | None = None,
-                    beta: float | None = None, row_groups: np.ndarray | None = None) -> dict[str, Any]:
+                    beta: float | None = None, row_groups: np.ndarray | None = None,
+                    levels: tuple[int, int] | None = None) -> dict[str, Any]:
     """Counts, a summary in words, and the first mismatches with the block and thread responsible.
 
     `output` and `expected` hold one matrix, or `matrices` matrices of equal height stacked (row b * M + i): each
@@ -248,14 +249,15 @@ def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, 
     `start`, what C held before the launch where C started from values (C0, shaped as `output`; None where it
     started poisoned), with `alpha` and `beta` names C0 left out, added twice or without beta, and alpha and beta
     swapped or alpha not applied; `row_groups`, the group of each row of `output` (-1 for rows no group holds),
-    names the groups that fail and compares a grouped batch's matrices on their groups' rows only."""
+    names the groups that fail and compares a grouped batch's matrices on their groups' rows only; `levels`
+    (count[0], count[1]) of a batch of two levels names matrix b as (i, j), b = i * count[1] + j."""
     tile = plan.tile if plan is not None else None
     height = output.shape[0] // max(matrices, 1)
     masks = {"unwritten": verdict.masks["unwritten"], "nonfinite": verdict.masks["nonfinite"],
              "wrong": verdict.masks["wrong"] & ~verdict.masks["nonfinite"]}
     failed = masks["unwritten"] | masks["nonfinite"] | masks["wrong"]
     held_rows = np.asarray(row_groups).reshape(-1) >= 0 if row_groups is not None else None
-    labels = [_matrix_label(b, height, row_groups) for b in range(matrices)]
+    labels = [_matrix_label(b, height, row_groups, levels) for b in range(matrices)]
     swapped = _other_matrices(verdict, output, expected, failed, matrices, height, held_rows)
     sentences = [", ".join(f"{labels[b]} holds {labels[source]}'s product" for b, source in swapped.items())
                  + " (a batch stride or index)"] if swapped else []
@@ -302,13 +304,16 @@ def diagnose_output(verdict: Verdict, output: np.ndarray, expected: np.ndarray, 
     }
 
 
-def _matrix_label(b: int, height: int, row_groups: np.ndarray | None) -> str:
-    """How a matrix of the stack is named: "matrix b", or "group g" where its rows are one group's (masked groups,
-    each in a matrix of its own)."""
+def _matrix_label(b: int, height: int, row_groups: np.ndarray | None,
+                  levels: tuple[int, int] | None = None) -> str:
+    """How a matrix of the stack is named: "matrix b", "matrix (i, j)" in a batch of two levels, or "group g" where
+    its rows are one group's (masked groups, each in a matrix of its own)."""
     if row_groups is not None:
         groups = {int(g) for g in np.asarray(row_groups).reshape(-1)[b * height:(b + 1) * height] if g >= 0}
         if len(groups) == 1:
             return f"group {groups.pop()}"
+    if levels is not None:
+        return f"matrix ({b // levels[1]}, {b % levels[1]})"
     return f"matrix {b}"
 
 
@@ -360,7 +365,10 @@ def _matrices_described(masks: dict, failed: np.ndarray, states: tuple, tile, ma
             counts = [_counted(int(sum(masks[name][own[b]].sum() for b in rest)), state) for name, state in states
                       if any(masks[name][own[b]].any() for b in rest)]
             verb = "fails" if len(rest) == 1 else "fail"
-            sentences.append(f"{_numbered('matrix', rest)} {verb} too: {', '.join(counts)}")
+            # a batch of two levels names its matrices (i, j), listed; plain indices are ranged
+            named = _listed([labels[b] for b in rest]) if labels[rest[0]].startswith("matrix (") else \
+                _numbered('matrix', rest)
+            sentences.append(f"{named} {verb} too: {', '.join(counts)}")
             for b in rest:
                 covered[own[b]] = True
     return sentences, covered

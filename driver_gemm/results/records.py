@@ -348,13 +348,14 @@ class InterleavedRecord(_CasePart):
 class OperandsRecord(_CasePart):
     """A typed kernel's or cuBLASLt row's operands: types, layout code, batch, leading dimensions and strides."""
 
-    WRITTEN_WHEN_SET = ("groups", "structure", "gram", "bias", "elementwise")
+    WRITTEN_WHEN_SET = ("groups", "structure", "gram", "bias", "elementwise", "batch_levels")
 
     types: dict[str, Any] | None = None      # `gemm.dtypes.GemmTypes.as_dict`: type name by operand and role
     layout: str | None = None                # e.g. TN
     batch: int | None = None
     ld: dict[str, int] | None = None         # leading dimension by operand (a, b, c)
-    batch_stride: dict[str, int] | None = None   # elements between matrices, by operand (a, b, c)
+    # Elements between matrices, by operand (a, b, c); [outer, inner] for a batch of two levels.
+    batch_stride: dict[str, Any] | None = None
     groups: dict[str, Any] | None = None     # a grouped GEMM's: layout, each group's rows and first row, align
     # What else C was checked against, beside the product: so that a reader of the file (and `show`) knows.
     structure: dict[str, str] | None = None  # inputs drawn structured: upper, lower, diagonal or symmetric by operand
@@ -363,6 +364,8 @@ class OperandsRecord(_CasePart):
     gram: dict[str, str] | None = None
     bias: str | None = None                  # a drawn bias added along N (a value per column) or M (per row)
     elementwise: list[Any] | None = None     # the functions applied after it, as a spec writes them
+    # A batch of two levels: [count[0], count[1]], matrix (i, j) numbered i * count[1] + j; absent for one level.
+    batch_levels: list[int] | None = None
     other: dict[str, Any] = field(default_factory=dict)
 
 

@@ -352,7 +352,8 @@ def diagnosis_facts(run) -> dict[str, Any]:
     C's start), makes C no sum of alpha A @ B and beta C0: it is given the groups alone."""
     typed = run.typed
     groups = typed.operands.groups
-    facts: dict[str, Any] = {"row_groups": groups.row_groups() if groups is not None else None}
+    facts: dict[str, Any] = {"row_groups": groups.row_groups() if groups is not None else None,
+                             "levels": typed.operands.levels}
     gram = typed.operands.gram
     if typed.functions_bound is not None or (gram is not None and gram.triangle is not None):
         return facts
@@ -443,6 +444,8 @@ def launch_verify(run) -> None:
                                                            if operands.groups.layout == "masked" else ""))
     elif operands.batch > 1 and run.verdict.status == Status.FAIL:
         stacked = f"{operands.batch} matrices stacked in the error map: row b * M + i"
+        if operands.levels is not None:
+            stacked += f", matrix (i, j) of the batch of two levels at b = i * {operands.levels[1]} + j"
         said = run.record.verification.rows    # what `check_output` said of a triangle's check stays
         run.record.verification = replace(run.record.verification, rows=f"{said}; {stacked}" if said else stacked)
 
@@ -494,6 +497,10 @@ def launch_verify_lt(run) -> None:
         chosen = choose_lt_algorithm(run)
         run.launch = chosen.launch
         run.record.algorithm = chosen.algorithm
+        calls = run.case.lt.plan.calls
+        if calls > 1:     # said on the row, since its times are of several library calls
+            run.record.message = (f"{calls} cuBLASLt calls, one per outer index of the batch of two levels (its "
+                                  "strides are no single strided batch), timed together as one sample")
         _reset_output(run)
         run.launch()
     except CublasLtUnsupported as exc:

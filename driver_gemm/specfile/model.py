@@ -407,7 +407,10 @@ class OperandSpec:
 
     `orders` maps ``a``, ``b``, ``c`` to ``row`` or ``col``; `ld` and
     `strides` hold the expressions the spec gave (an operand left out is
-    tight); `batch` is the number of matrices. Evaluated per shape by
+    tight); `batch` is the number of matrices. A batch of two levels
+    (``count: [B, H]``) has `levels`, the two counts, `batch` their product,
+    and each of `strides` a pair (outer, inner), or 0 for one matrix for
+    every (i, j). Evaluated per shape by
     `driver_gemm.specfile.typed.evaluate_operands`.
     """
 
@@ -415,7 +418,7 @@ class OperandSpec:
     orders: Mapping[str, str]
     ld: Mapping[str, expr.Expression] = field(default_factory=dict)
     batch: expr.Expression = field(default_factory=lambda: expr.parse(1))
-    strides: Mapping[str, expr.Expression] = field(default_factory=dict)
+    strides: Mapping[str, expr.Expression | tuple[expr.Expression, expr.Expression]] = field(default_factory=dict)
     scales: tuple[float, float] = (1.0, 1.0)
     groups: GroupsSpec | None = None
     # ``structure: {a: upper, b: symmetric}``: what the drawn inputs are made (`gemm.operands.STRUCTURES`).
@@ -425,6 +428,8 @@ class OperandSpec:
     elementwise: tuple[ElementwiseFunction, ...] = ()
     # ``gram: {of: A, triangle: lower}``: a Gram product of one input, the other operand it transposed (`Gram`).
     gram: Gram | None = None
+    # ``batch: {count: [B, H]}``: the counts of a batch of two levels (outer, inner); None for one level.
+    levels: tuple[expr.Expression, expr.Expression] | None = None
 
     def __post_init__(self) -> None:
         freeze_fields(self, "orders", "ld", "strides", "structure")

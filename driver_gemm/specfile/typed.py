@@ -63,7 +63,7 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
     orders = _orders(context, node, dotted)
     ld_names = _Names(names | {"M", "N", "K"}, type_params or {})
     ld = _expressions(context, node, "ld", dotted, ld_names, "{a: EXPR, b: EXPR, c: EXPR} in elements")
-    batch, strides = _batch(context, node, dotted, ld_names.with_names({"lda", "ldb", "ldc"}))
+    batch, strides, levels = _batch(context, node, dotted, ld_names.with_names({"lda", "ldb", "ldc"}))
     scales = _scales(context, node, dotted, types)
     groups = _groups(context, node, dotted, ld_names)
     structure = _structure(context, node, dotted, groups)
@@ -82,7 +82,7 @@ def parse_operands(context: Context, node: dict, dotted: str, names: set[str],
         raise context.error(f"precision: tf32 is for untyped kernels{made}; a typed one says types: {{a: tf32}}",
                             node, "precision", f"{dotted}.precision",
                             hint="write types: {a: tf32} in place of precision: tf32")
-    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure, elementwise, gram)
+    return OperandSpec(types, orders, ld, batch, strides, scales, groups, structure, elementwise, gram, levels)
 
 
 def parse_gram(context: Context, node: dict, dotted: str) -> Gram | None:
@@ -294,13 +294,82 @@ def _expressions(context: Context, node: dict, key: str, dotted: str, names: _Na
 def _batch(context: Context, node: dict, dotted: str, names: _Names):
     value = node.get("batch", 1)
     if not isinstance(value, dict):     # ``batch: 4``: a count with tight strides
-        return _expression(context, node, "batch", value, f"{dotted}.batch", names), {}
+        return _expression(context, node, "batch", value, f"{dotted}.batch", names), {}, None
     check_keys(context, value, ("count", "stride"), f"{dotted}.batch")
+    if isinstance(value.get("count"), list):
+        return _two_level_batch(context, value, dotted, names)
     count = _expression(context, value, "count", value.get("count", 1), f"{dotted}.batch.count", names)
+    stride_node = value.get("stride")
+    if isinstance(stride_node, dict):
+        for key, given in stride_node.items():
+            if isinstance(given, list):
+                raise context.error(f"a stride of two numbers [outer, inner] is for a batch of two levels, and this "
+                                    f"count is one ({kind_name(value.get('count', 1))})", stride_node, key,
+                                    f"{dotted}.batch.stride.{key}",
+                                    hint="give count: [OUTER, INNER] for two levels, or one stride for one level")
     strides = _expressions(context, value, "stride", dotted, names.with_names({"batch"}),
                            "{a: EXPR, b: EXPR, c: EXPR} in elements (0 for a or b: one matrix for every batch)",
                            field_path=f"{dotted}.batch.stride")
-    return count, strides
+    return count, strides, None
+
+
+TWO_LEVEL_HINT = ("batch: {count: [B, H], stride: {a: [S * H * K, K], b: [OUTER, INNER], c: [...]}}: matrix (i, j) "
+                  "at i * stride[0] + j * stride[1]; 0 for a or b: one matrix for every (i, j)")
+
+
+def _two_level_batch(context: Context, value: dict, dotted: str, names: _Names):
+    """``batch: {count: [B, H], stride: {a: [OUTER, INNER], ...}}``: a batch of two levels (`OperandSpec.levels`),
+    its total count the product of the two, each stride a pair or 0 (one matrix for every (i, j)), an operand left
+    out one matrix after another. What is malformed is refused at its field: a count list of other than two, an
+    item that is not an expression, a stride of one number other than 0, a list of other than two, a constant below
+    its least (a count below 1, a stride below 0)."""
+    path = f"{dotted}.batch"
+    given = value["count"]
+    if len(given) != 2:
+        raise context.error(f"count is one expression, or a list of two [outer, inner] for a batch of two levels, "
+                            f"got {kind_name(given)}", value, "count", f"{path}.count", hint=TWO_LEVEL_HINT)
+    levels = tuple(_expression(context, given, index, item, f"{path}.count[{index}]", names)
+                   for index, item in enumerate(given))
+    for index, level in enumerate(levels):
+        if not level.names and level.evaluate_int({}) < 1:
+            raise context.error(f"the count of level {index} ({('outer', 'inner')[index]}) is a positive integer, "
+                                f"got {level.source}", given, index, f"{path}.count[{index}]", hint=TWO_LEVEL_HINT)
+    try:
+        total = expr.parse(f"({levels[0].source}) * ({levels[1].source})")
+    except expr.ExpressionError as exc:
+        raise context.error(str(exc), value, "count", f"{path}.count") from None
+    stride_node = value.get("stride", {})
+    if not isinstance(stride_node, dict):
+        raise context.error(f"stride is {{a: [OUTER, INNER], b: ..., c: ...}} in elements, got "
+                            f"{kind_name(stride_node)}", value, "stride", f"{path}.stride", hint=TWO_LEVEL_HINT)
+    check_keys(context, stride_node, OPERANDS, f"{path}.stride")
+    stride_names = names.with_names({"batch"})
+    strides: dict[str, Any] = {}
+    for key, item in stride_node.items():
+        item_path = f"{path}.stride.{key}"
+        if not isinstance(item, list):
+            single = _expression(context, stride_node, key, item, item_path, stride_names)
+            if single.names or single.evaluate_int({}) != 0:
+                raise context.error(f"the batch has two levels (count: [{levels[0].source}, {levels[1].source}]), "
+                                    f"so the stride of {key.upper()} is a list [outer, inner], or 0 for one matrix "
+                                    f"for every (i, j), got {single.source}", stride_node, key, item_path,
+                                    hint=TWO_LEVEL_HINT)
+            if key == "c":
+                raise context.error("a stride of 0 for C puts every matrix of C on one: two writes would race",
+                                    stride_node, key, item_path, hint=TWO_LEVEL_HINT)
+            strides[key] = single
+            continue
+        if len(item) != 2:
+            raise context.error(f"the stride of {key.upper()} in a batch of two levels is [outer, inner], got "
+                                f"{kind_name(item)}", stride_node, key, item_path, hint=TWO_LEVEL_HINT)
+        pair = tuple(_expression(context, item, index, part, f"{item_path}[{index}]", stride_names)
+                     for index, part in enumerate(item))
+        for index, part in enumerate(pair):
+            if not part.names and part.evaluate_int({}) < 0:
+                raise context.error(f"a batch stride is a whole number of elements, 0 or more, got {part.source}",
+                                    item, index, f"{item_path}[{index}]", hint=TWO_LEVEL_HINT)
+        strides[key] = pair
+    return total, strides, levels
 
 
 def _structure(context: Context, node: dict, dotted: str, groups: GroupsSpec | None) -> dict[str, str]:
@@ -584,9 +653,18 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
     lds = {f"ld{key}": ld.get(key, getattr(tight, key).ld) for key in OPERANDS}
     if spec.gram is not None:     # the tied operand's leading dimension is the other's
         lds[f"ld{spec.gram.tied}"] = lds[f"ld{spec.gram.of}"]
-    batch = evaluate(spec.batch, "batch.count", {**env, **lds})
-    strides = {key: evaluate(e, f"batch.stride.{key}", {**env, **lds, "batch": batch})
-               for key, e in spec.strides.items()}
+    levels = None
+    if spec.levels is not None:
+        outer, inner = (evaluate(e, f"batch.count[{index}]", {**env, **lds}) for index, e in enumerate(spec.levels))
+        levels = (outer, inner)
+        batch = outer * inner
+    else:
+        batch = evaluate(spec.batch, "batch.count", {**env, **lds})
+    in_strides = {**env, **lds, "batch": batch}
+    strides: dict[str, int | tuple[int, int]] = {
+        key: evaluate(e, f"batch.stride.{key}", in_strides) if isinstance(e, expr.Expression) else
+        (evaluate(e[0], f"batch.stride.{key}[0]", in_strides), evaluate(e[1], f"batch.stride.{key}[1]", in_strides))
+        for key, e in spec.strides.items()}
     groups = None
     if spec.groups is not None:
         given = spec.groups
@@ -607,7 +685,7 @@ def evaluate_operands(kernel: KernelSpec, shape: Shape) -> tuple[GemmOperands, d
         if groups.shares_weights:
             _refuse_pointers_to_shared_weights(kernel)
     operands = gemm_operands(shape.M, shape.N, shape.K, orders=spec.orders, ld=ld, batch=batch, strides=strides,
-                             groups=groups, gram=spec.gram)
+                             groups=groups, gram=spec.gram, levels=levels)
     if spec.structure:
         operands = replace(operands, structure=_checked_structure(kernel, operands))
     return operands, _names(operands)
