@@ -382,6 +382,29 @@ def expected_product_rms(kernel: KernelSpec, env: dict, argument_values: dict, p
     return math.sqrt(alpha * alpha * float(along_k.sum()) + beta * beta * draw_mean_square(types.c))
 
 
+def overflow_note(kernel: KernelSpec, env: dict, argument_values: dict, plans) -> str | None:
+    """A note where the product the check expects is likely to go beyond the largest finite number of C's type
+    (an fp16 C at alpha 1e4): its elements' root mean square (`expected_product_rms`) times the size the largest of
+    M x N such sums typically reaches, sqrt(2 ln(M N)) of it, is over that number, so the reference cannot be
+    written there and the run's check will say so. None for an integer C, a fused epilogue (its functions change
+    C's range) and a product that fits."""
+    operands = kernel.operands
+    if operands is None or operands.types.c.is_integer or operands.elementwise:
+        return None
+    largest = operands.types.c.max_finite
+    rms = expected_product_rms(kernel, env, argument_values, plans)
+    elements = max(2, env["M"] * env["N"])
+    typical_largest = rms * math.sqrt(2.0 * math.log(elements))
+    if not typical_largest > largest:
+        return None
+    alpha = _number(argument_values.get("alpha"), 1.0)
+    wider = ", or give C a wider type (fp32)" if operands.types.c.storage_bytes < 4 else ""
+    return (f"C is {operands.types.c.name}, which holds values up to {largest:g} in size: with alpha = {alpha:g} "
+            f"and K = {env['K']:,}, C's elements are expected to be about {rms:.3g} in size (root mean square) and "
+            f"the largest about {typical_largest:.3g}, beyond it, so the reference overflows {operands.types.c.name} "
+            f"there and no kernel can write it; lower alpha (or the inputs' range){wider}")
+
+
 def _number(value, default: float) -> float:
     """A scalar's value as a float; `default` where it has none (a buffer's name, an expression that failed)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

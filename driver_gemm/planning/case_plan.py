@@ -37,7 +37,7 @@ from ..specfile.kernels import (DEFAULT_SCALARS, MAX_ACTIVE_CLUSTERS_NAME, SM_CO
 from ..specfile.archs import compute_capability, machine_code_runs_on
 from ..specfile.limits import MAX_DIMENSION
 from ..specfile.model import Argument, KernelSpec, Shape, template_argument
-from .buffer_plans import BufferPlan, drawn_bias, plan_buffers
+from .buffer_plans import BufferPlan, drawn_bias, overflow_note, plan_buffers
 from .sizeof_values import sized_types, sizeof_values, unsized_types
 from .coverage import (COUNT_NAMES, PERSISTENT_NOTE, ROWS_ON_X_NOTE, UNCHECKED_NOTE, count_axes, divides_by,
                        fixed_block_count_note, flat_elements, folds_batch, folds_end_to_end, grid_axes, inferred_tile,
@@ -346,6 +346,10 @@ def plan_launch(kernel: KernelSpec, shape: Shape, limits: ArchLimits,
                                 any(buffer.grid is not None for buffer in buffers.values())))
     notes.extend(f"quantized {name}: {buffer.quantized.describe()}" for name, buffer in buffers.items()
                  if buffer.quantized is not None)
+    if not buffer_problems:
+        overflow = overflow_note(kernel, env, argument_values, buffers.values())
+        if overflow:
+            notes.append(overflow)
     notes.extend(_index_overflow_notes(kernel, shape, operands))
     notes.extend(unpassed_ld_notes(kernel, operands))
     tile = None
