@@ -101,6 +101,9 @@ class Gram:
 # The most matrix pairs whose distance one step of the two-level overlap check holds at a time (int64 or Python
 # integers): its memory stays a few tens of MiB whatever the counts, its time grows with count[0] x count[1].
 OVERLAP_CHUNK = 1 << 20
+# The most matrices (count[0] x count[1]) a batch of two levels holds: the overlap check's time grows with their count,
+# and the layout lists every matrix's start (`matrix_starts`), before any limit on the operands' buffers is reached.
+MAX_TWO_LEVEL_MATRICES = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -262,33 +265,41 @@ class MatrixLayout:
         outer_count, inner_count = counts
         outer_stride, inner_stride = strides
         wide = (outer_count * outer_stride + inner_count * inner_stride + reach) >= 2 ** 62
-        inner_moves = np.arange(-(inner_count - 1), inner_count, dtype=object if wide else np.int64)
-        rows_per_chunk = max(1, OVERLAP_CHUNK // len(inner_moves))
+        dtype = object if wide else np.int64
         best = None
-        for first_outer in range(0, outer_count, rows_per_chunk):
-            outer_moves = np.arange(first_outer, min(outer_count, first_outer + rows_per_chunk),
-                                    dtype=object if wide else np.int64)[:, None]
-            if int(outer_moves[0, 0]) * outer_stride - (inner_count - 1) * inner_stride >= reach:
-                break       # every later outer move starts at least this far away
-            moves = outer_moves * outer_stride + inner_moves[None, :] * inner_stride
-            # (0, 0) is a matrix itself, and (0, -dj) the pair (0, dj) the other way round
-            moved = (outer_moves > 0) | (inner_moves[None, :] > 0)
-            distance = np.abs(moves)
-            whole_lines, within = np.divmod(distance, ld)
-            on_line = (whole_lines <= lines - 1) & (within <= line_length - 1)
-            on_next_line = (whole_lines + 1 <= lines - 1) & (ld - within <= line_length - 1)
-            hits = moved & (on_line | on_next_line)
-            if not hits.any():
-                continue
-            flat = int(np.argmin(np.where(hits, distance, reach).reshape(-1)))     # the closest pair of the chunk
-            outer_index, inner_index = divmod(flat, len(inner_moves))
-            found = int(distance[outer_index, inner_index])
-            if best is None or found < best[0]:
-                best = (found, int(outer_moves[outer_index, 0]), int(inner_moves[inner_index]),
-                        bool(on_line[outer_index, inner_index]), int(whole_lines[outer_index, inner_index]),
-                        int(within[outer_index, inner_index]), int(moves[outer_index, inner_index]) < 0)
-            if best[0] == 0:
-                break       # two matrices at one start: no pair is closer
+        # Chunks of inner moves (each of at most OVERLAP_CHUNK), and of outer moves within each, hold the arrays
+        # below to about OVERLAP_CHUNK pairs whatever the counts.
+        inner_chunk = min(2 * inner_count - 1, OVERLAP_CHUNK)
+        for first_inner in range(-(inner_count - 1), inner_count, inner_chunk):
+            inner_moves = np.arange(first_inner, min(inner_count, first_inner + inner_chunk), dtype=dtype)
+            rows_per_chunk = max(1, OVERLAP_CHUNK // len(inner_moves))
+            for first_outer in range(0, outer_count, rows_per_chunk):
+                outer_moves = np.arange(first_outer, min(outer_count, first_outer + rows_per_chunk),
+                                        dtype=dtype)[:, None]
+                if first_outer * outer_stride + int(inner_moves[0]) * inner_stride >= reach:
+                    break       # every later outer move starts at least this far away from these inner ones
+                moves = outer_moves * outer_stride + inner_moves[None, :] * inner_stride
+                # (0, 0) is a matrix itself, and (0, -dj) the pair (0, dj) the other way round
+                moved = (outer_moves > 0) | (inner_moves[None, :] > 0)
+                distance = np.abs(moves)
+                # // and % rather than np.divmod, which takes no Python integers (the object arrays of `wide`)
+                whole_lines, within = distance // ld, distance % ld
+                on_line = (whole_lines <= lines - 1) & (within <= line_length - 1)
+                on_next_line = (whole_lines + 1 <= lines - 1) & (ld - within <= line_length - 1)
+                hits = moved & (on_line | on_next_line)
+                if not hits.any():
+                    continue
+                flat = int(np.argmin(np.where(hits, distance, reach).reshape(-1)))     # the chunk's closest pair
+                outer_index, inner_index = divmod(flat, len(inner_moves))
+                found = int(distance[outer_index, inner_index])
+                if best is None or found < best[0]:
+                    best = (found, int(outer_moves[outer_index, 0]), int(inner_moves[inner_index]),
+                            bool(on_line[outer_index, inner_index]), int(whole_lines[outer_index, inner_index]),
+                            int(within[outer_index, inner_index]), int(moves[outer_index, inner_index]) < 0)
+                if best[0] == 0:
+                    break       # two matrices at one start: no pair is closer
+            if best is not None and best[0] == 0:
+                break
         if best is None:
             return None
         _, outer_move, inner_move, line_hit, q, r, reversed_pair = best
@@ -430,6 +441,11 @@ def two_level_layout(layout: MatrixLayout, levels: tuple[int, int], strides: int
         if int(count) != count or count < 1:
             raise SpecError(f"the batch count of level {index} ({('outer', 'inner')[index]}) must be a positive "
                             f"integer, got {count!r}", where, f"batch.count[{index}]")
+    if int(levels[0]) * int(levels[1]) > MAX_TWO_LEVEL_MATRICES:
+        raise SpecError(f"a batch of two levels holds at most {MAX_TWO_LEVEL_MATRICES:,} matrices "
+                        f"(MAX_TWO_LEVEL_MATRICES), got {int(levels[0]):,} x {int(levels[1]):,} = "
+                        f"{int(levels[0]) * int(levels[1]):,}", where, "batch.count",
+                        hint="use smaller counts; a level of stride 0 still counts its matrices")
     inner_count = int(levels[1])
     matrix = layout.matrix_elements
     tight = (inner_count * matrix, matrix)
