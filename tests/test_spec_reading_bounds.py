@@ -2,6 +2,7 @@
 built; and every message about a spec's bytes names the line YAML counts, whatever the file's line ends."""
 
 import pytest
+import yaml
 
 from driver_gemm.errors import SpecError
 from driver_gemm.specfile import load_spec
@@ -56,3 +57,41 @@ def test_unicode_line_ends_count_as_yaml_counts_them(tmp_path, line_end):
     with pytest.raises(SpecError) as info:
         load_spec(path)
     assert info.value.where == f"{path}:7"
+
+
+def over_the_bound(layout: str) -> str:
+    if layout == "block":
+        return MINIMAL + "description:\n" + "".join("  - 1\n" for _ in range(MAX_YAML_NODES + 10))
+    return MINIMAL + "description: [" + ", ".join(["1"] * (MAX_YAML_NODES + 10)) + "]\n"
+
+
+@pytest.mark.parametrize("layout", ["block", "flow"])
+def test_libyaml_count_refuses_where_the_composer_does(tmp_path, monkeypatch, layout):
+    # The early count (libyaml's events) and the composer's own count must name the same node, line and hint.
+    path = write_bytes(tmp_path, over_the_bound(layout).encode())
+    errors = []
+    for with_libyaml in (True, False):
+        monkeypatch.setattr(yaml, "__with_libyaml__", with_libyaml)
+        with pytest.raises(SpecError) as info:
+            load_spec(path)
+        errors.append((info.value.message, info.value.where, info.value.hint))
+    assert errors[0] == errors[1]
+    assert f"holds more than {MAX_YAML_NODES:,} YAML nodes" in errors[0][0]
+
+
+def test_an_alias_before_the_bound_leaves_the_count_to_the_composer(tmp_path):
+    # An alias counts as what it stands for, which only the composer knows: the message blames the aliases.
+    text = over_the_bound("block").replace("description:\n", "x: &big [1, 2, 3]\ndescription:\n  - *big\n", 1)
+    with pytest.raises(SpecError) as info:
+        load_spec(write_bytes(tmp_path, text.encode()))
+    assert "counting every use of an alias" in info.value.message
+
+
+def test_text_libyaml_cannot_parse_gets_the_composers_message(tmp_path):
+    # A tab before the list: both parsers stop there, and the message is the composer's, on the tab's line.
+    text = over_the_bound("block").replace("description:\n  - 1\n", "description:\n\t- 1\n", 1)
+    path = write_bytes(tmp_path, text.encode())
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert "not valid YAML" in info.value.message
+    assert info.value.where == f"{path}:{text.splitlines().index(chr(9) + '- 1') + 1}"

@@ -112,9 +112,42 @@ class _BoundedLineLoader(yaml.SafeLoader):
                                "(counting every use of an alias)", mark,
                                hint="aliases that repeat aliases multiply; write the values out instead")
         if self._composed > MAX_YAML_NODES:
-            raise self._refuse(f"the document holds more than {MAX_YAML_NODES:,} YAML nodes (MAX_YAML_NODES)", mark,
-                               hint="write many shapes as a set of ranges, such as "
-                                    "{M: {from: 64, to: 4096, times: 2}, N: 4096, K: 4096}")
+            raise self._refuse_too_many_nodes(mark)
+
+    def _refuse_too_many_nodes(self, mark) -> SpecError:
+        return self._refuse(f"the document holds more than {MAX_YAML_NODES:,} YAML nodes (MAX_YAML_NODES)", mark,
+                            hint="write many shapes as a set of ranges, such as "
+                                 "{M: {from: 64, to: 4096, times: 2}, N: 4096, K: 4096}")
+
+    def refuse_many_nodes_early(self, text: str) -> None:
+        """Refuse a document of more than `MAX_YAML_NODES` nodes written out, counted by libyaml's parser.
+
+        The pure-Python composer below counts the same nodes and refuses at the same one, but reaching it
+        through a document of the largest allowed size takes seconds; libyaml's events take a tenth of one.
+        Anything this count cannot judge alone is left to the composer: aliases (what they stand for is counted
+        there), nesting past `MAX_YAML_DEPTH` (refused there, and first), and text libyaml cannot parse (whose
+        message is the composer's to give). Without libyaml, the composer alone counts."""
+        if not getattr(yaml, "__with_libyaml__", False):
+            return
+        nodes = depth = 0
+        try:
+            for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+                if isinstance(event, (yaml.AliasEvent, yaml.DocumentEndEvent)):
+                    return
+                if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                    depth -= 1
+                    continue
+                if not isinstance(event, yaml.NodeEvent):
+                    continue
+                nodes += 1
+                if nodes > MAX_YAML_NODES:
+                    raise self._refuse_too_many_nodes(event.start_mark)
+                if isinstance(event, yaml.CollectionStartEvent):
+                    depth += 1
+                    if depth > MAX_YAML_DEPTH:
+                        return
+        except yaml.YAMLError:
+            return
 
     def construct_yaml_int(self, node):
         # Python refuses to convert integers of over 4300 digits; none of over 40 fits any field.
@@ -288,6 +321,7 @@ def read_document(text: str, file: str) -> Any:
     loader = None
     try:
         loader = _BoundedLineLoader(text, file)   # the reader checks every character here
+        loader.refuse_many_nodes_early(text)
         return loader.get_single_data()
     except SpecError:
         raise
