@@ -136,9 +136,20 @@ class MatrixLayout:
         """(outer, inner) strides of a two-level batch; (0, the stride) for one level."""
         return (self.outer_stride, self.batch_stride) if self.two_level else (0, self.batch_stride)
 
+    @property
+    def given_stride(self) -> int | tuple[int, int]:
+        """The batch stride as the spec gives it: a number for one level, (outer, inner) for two."""
+        return (self.outer_stride, self.batch_stride) if self.two_level else self.batch_stride
+
+    @property
+    def recorded_stride(self) -> int | list[int]:
+        """`given_stride` as a results file and a dispatch table's comparison hold it: [outer, inner] for two."""
+        stride = self.given_stride
+        return list(stride) if isinstance(stride, tuple) else stride
+
     def stride_text(self) -> str:
         """The batch stride as the spec writes it: ``64`` for one level, ``[4096, 64]`` for two."""
-        return f"[{self.outer_stride}, {self.batch_stride}]" if self.two_level else str(self.batch_stride)
+        return _shown(self.given_stride)
 
     def matrix_name(self, index: int) -> str:
         """Matrix `index` (z) as a reader counts it: ``3`` for one level, ``(1, 2)`` (i, j) for two."""
@@ -692,7 +703,7 @@ def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders
                         f"{ORDER_WORDS[orders[tied]]}", where, f"layouts.{tied}",
                         hint=f"leave {tied.upper()}'s layout out, or give it {order}")
     for field_name, given, own in ((f"ld.{tied}", ld.get(tied), source.ld),
-                                   (f"batch.stride.{tied}", strides.get(tied), _given_stride(source))):
+                                   (f"batch.stride.{tied}", strides.get(tied), source.given_stride)):
         if given is not None and given != own and not (source.two_level and given == 0 and own == (0, 0)):
             raise SpecError(f"gram of {of.upper()}: {tied.upper()} is {of.upper()}'s buffer read transposed, so its "
                             f"{field_name.rsplit('.', 1)[0]} is {of.upper()}'s, {_shown(own)}, not {_shown(given)}",
@@ -704,11 +715,6 @@ def tied_layout(gram: Gram, M: int, N: int, K: int, source: MatrixLayout, orders
 def _shown(stride: int | tuple[int, int]) -> str:
     """A stride as the spec writes it: ``64``, or ``[4096, 64]`` for two levels."""
     return f"[{stride[0]}, {stride[1]}]" if isinstance(stride, tuple) else str(stride)
-
-
-def _given_stride(layout: MatrixLayout) -> int | tuple[int, int]:
-    """`layout`'s batch stride as the spec gives it: a number for one level, (outer, inner) for two."""
-    return (layout.outer_stride, layout.batch_stride) if layout.two_level else layout.batch_stride
 
 
 # --------------------------------------------------------------------------- inputs, outputs, reference

@@ -183,8 +183,7 @@ def operands_summary(types: GemmTypes, operands: GemmOperands, bias: str | None 
     (along N or M) and the kernel's element-wise functions (`gemm.elementwise.ElementwiseFunction`s)."""
     return OperandsRecord(types=types.as_dict(), layout=operands.layout_code, batch=operands.batch,
                           ld={key: getattr(operands, key).ld for key in "abc"},
-                          batch_stride={key: list(getattr(operands, key).level_strides) if operands.levels
-                                        else getattr(operands, key).batch_stride for key in "abc"},
+                          batch_stride={key: getattr(operands, key).recorded_stride for key in "abc"},
                           batch_levels=list(operands.levels) if operands.levels is not None else None,
                           groups=operands.groups.as_dict() if operands.groups is not None else None,
                           structure=dict(operands.structure) or None,

@@ -89,7 +89,7 @@ def gemm_properties(kernel: KernelSpec, shape: Shape, scalars: Mapping[str, floa
         gemm[f"groups on {shape.label}"] = laid_out.groups.describe() if laid_out.groups is not None else "none"
         gemm[f"leading dimensions on {shape.label}"] = {key: getattr(laid_out, key).ld for key in "abc"}
         if laid_out.batch > 1:
-            gemm[f"batch strides on {shape.label}"] = {key: _stride_of(getattr(laid_out, key)) for key in "abc"}
+            gemm[f"batch strides on {shape.label}"] = {key: getattr(laid_out, key).recorded_stride for key in "abc"}
         if laid_out.levels is not None:
             gemm["batch levels"] = f"{laid_out.levels[0]} x {laid_out.levels[1]}"
     gemm["alpha and beta"] = _alpha_and_beta(kernel, shape, scalars)
@@ -161,8 +161,3 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(value)
     return str(value)
-
-
-def _stride_of(layout) -> int | list[int]:
-    """An operand's batch stride as compared: a number for one level, [outer, inner] for a batch of two."""
-    return list(layout.level_strides) if layout.two_level else layout.batch_stride
