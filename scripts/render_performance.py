@@ -15,6 +15,7 @@ import dataclasses
 import gzip
 import json
 import sys
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,8 +38,15 @@ def found_file(folder: Path, step: Step) -> Path | None:
 
 
 def read_json(path: Path) -> dict:
-    data = path.read_bytes()
-    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+    """A JSON file of the folder that is not a run's results (the manifest, a check's listing or figures), gzipped
+    or not; one that cannot be read is a `UsageError` naming it, as the results files' reader names a bad file."""
+    from driver_gemm.errors import UsageError
+
+    try:
+        data = path.read_bytes()
+        return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError) as error:   # gzip.BadGzipFile is an OSError
+        raise UsageError(f"cannot be read as JSON: {error}", where=str(path)) from None
 
 
 def driver_text(version) -> str:
@@ -424,7 +432,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         parser.error(f"{args.folder}: not a folder")
-    page = render(args.folder)
+    from driver_gemm.errors import DriverGemmError
+
+    try:
+        page = render(args.folder)
+    except DriverGemmError as error:    # a file of the folder that cannot be read: named, with its line or field
+        parser.exit(2, f"{parser.prog}: {error}\n")
     if args.output:
         args.output.write_text(page)
     else:

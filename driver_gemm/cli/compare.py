@@ -48,11 +48,11 @@ def execute(args, out: Output) -> int:
         if not run.cases:
             raise UsageError("no cases in these results: nothing to compare", where=str(path))
     if args.equal_clock:
-        runs = _at_equal_clock(runs, out)
+        runs = _at_equal_clock(runs, f"{args.old}, {args.new}", out)
     comparisons = compare_runs(*runs, threshold=args.threshold / 100, across_gpus=args.across_gpus)
     warnings, notes = provenance_differences(*((run.provenance, run.environment) for run in runs))
     if runs[0].spec != runs[1].spec:   # cases match by kernel and shape whatever spec ran them: say so
-        warnings = [printable(f"spec: {runs[0].spec} -> {runs[1].spec}"), *warnings]   # the files' own text
+        warnings = [printable(f"spec: {runs[0].spec} -> {runs[1].spec}"), *warnings]   # names a spec could have
     if all(comparison.verdict in (NEW, GONE) for comparison in comparisons):
         notes = [*notes, "no case of one run is a case of the other (each is NEW or GONE): nothing was compared"]
     if out.format == "markdown":
@@ -95,14 +95,15 @@ def _check_plot(args) -> Path | None:
     return check_picture(args.plot, "--plot", [("the old results", args.old), ("the new results", args.new)])
 
 
-def _at_equal_clock(runs, out: Output) -> list:
-    """Both runs with their times scaled to one clock (`report.clock_figures.at_clock`); said on stderr."""
+def _at_equal_clock(runs, files: str, out: Output) -> list:
+    """Both runs (of `files`, which a refusal names) with their times scaled to one clock
+    (`report.clock_figures.at_clock`); said on stderr."""
     # lazy: a command imports this when it runs, after its GPUs' workers are spawned
     from ..report.clock_figures import at_clock, target_clock
 
     clock = target_clock(*runs)
     if clock is None:
-        raise UsageError("neither run recorded an SM clock (NVML was not installed)",
+        raise UsageError("neither run recorded an SM clock (NVML was not installed)", where=files,
                          field="--equal-clock")
     scaled = [at_clock(run, clock) for run in runs]
     unscaled = sum(count for _, count in scaled)

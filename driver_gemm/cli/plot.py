@@ -84,8 +84,8 @@ def execute(args, out: Output) -> int:
             raise UsageError("these are not a tune's results (no tune settings, and no kernel measured in more "
                              "than one configuration at a shape): --tune draws what `driver-gemm tune` wrote; plot "
                              "a run without --tune", where=str(args.results[0]), field="--tune")
-        figure = tune_figure(runs[0]) if args.tune else samples_figure(sampled_cases_of(args.results, runs, out,
-                                                                                        "--samples"))
+        figure = (tune_figure(runs[0], where=str(args.results[0])) if args.tune
+                  else samples_figure(sampled_cases_of(args.results, runs, out, "--samples")))
         out.note(f"plot: {save(figure, output)}", None)
         return EXIT_OK
     if not series_of(runs):

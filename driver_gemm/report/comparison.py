@@ -51,13 +51,13 @@ class Comparison:
         """What differs between the two runs' products of this case, where its times are not of the same work: the
         batch's count of matrices, or the groups' rows (``groups of rows 512, 512 -> 300, 724``); None where they
         match or a side has no typed operands."""
-        old = self.old.operands if self.old is not None else None
-        new = self.new.operands if self.new is not None else None
-        if old is None or new is None:
+        before, after = self.old, self.new
+        if before is None or after is None or before.operands is None or after.operands is None:
             return None
-        if old.batch != new.batch:
-            return f"a batch of {old.batch} -> {new.batch} matrices"
-        rows = [(part.groups or {}).get("rows") if isinstance(part.groups, dict) else None for part in (old, new)]
+        if before.matrices != after.matrices:    # a record without a batch is of one matrix, as its FLOPs count it
+            return f"a batch of {before.matrices} -> {after.matrices} matrices"
+        rows = [(part.groups or {}).get("rows") if isinstance(part.groups, dict) else None
+                for part in (before.operands, after.operands)]
         if rows[0] != rows[1]:
             shown = [", ".join(map(str, found[:8])) + (", ..." if len(found) > 8 else "")
                      if isinstance(found, list) else "none" for found in rows]

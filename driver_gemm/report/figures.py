@@ -144,13 +144,14 @@ def best_so_far(times: list[float | None]) -> list[float | None]:
     return out
 
 
-def tune_figure(run: RunResult):
+def tune_figure(run: RunResult, where: str | None = None):
     """Per kernel and shape (at most `MAX_TUNE_PANELS`): each passing configuration's median time in evaluation
-    order, and the best so far as a step line; the configurations that did not pass are counted in the title."""
+    order, and the best so far as a step line; the configurations that did not pass are counted in the title.
+    `where`: the results file, which a refusal names."""
     plt = require_matplotlib()
     groups = tune_groups(run)
     if not any(case.ok and case.median_ms for cases in groups.values() for case in cases):
-        raise UsageError("no timed, passing configuration in these results: nothing to draw")
+        raise UsageError("no timed, passing configuration in these results: nothing to draw", where=where)
     keys = list(groups)[:MAX_TUNE_PANELS]
     columns = min(3, len(keys))
     rows = -(-len(keys) // columns)

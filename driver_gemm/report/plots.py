@@ -20,7 +20,7 @@ from ..gemm import peaks
 from ..output_files import replacing
 from ..results.read import MOST_GFLOPS, MOST_PCT
 from ..results.records import RunResult
-from ..results.text import printable
+from ..results.text import printable, shortened
 from ..status import BASELINE_LABELS, is_baseline_label
 from .labels import short_labels
 from .notes import least_bytes
@@ -77,13 +77,17 @@ def series_of(runs: list[RunResult]):
 # many shapes is named under the panel.
 MOST_ANNOTATED_SHAPES = 40
 MOST_SHAPE_TICKS = 40
+# The most of one text from a results file that a picture draws: far more than a label or a GPU's name holds, and far
+# less than the 100,000 characters matplotlib would take minutes to lay out on a line no picture shows.
+MOST_DRAWN_CHARS = 200
 
 
 def drawn_text(text: str) -> str:
     """Text from a results file (a kernel's name, a GPU's) as a picture draws it: its control characters escaped
-    (`printable`), as the tables show them (the fonts have no glyph for them, and matplotlib warns of each), and its
-    dollar signs escaped, so that matplotlib draws them rather than reading the text between two as math."""
-    return printable(text).replace("$", r"\$")
+    (`printable`), as the tables show them (the fonts have no glyph for them, and matplotlib warns of each), cut to
+    `MOST_DRAWN_CHARS`, and its dollar signs escaped, so that matplotlib draws them rather than reading the text
+    between two as math."""
+    return shortened(printable(text), MOST_DRAWN_CHARS).replace("$", r"\$")
 
 
 def _check_plottable(series: dict[str, list]) -> None:

@@ -247,7 +247,7 @@ def print_run(run: RunResult, console: Console | None = None) -> None:
     device = run.environment.get("device") or {}
     if device.get("fp32_peak_gflops") and device.get("sm_count") and device.get("clock_khz"):
         say(console, f"FP32 peak {device['fp32_peak_gflops']:,.0f} GFLOP/s = {device['sm_count']} SMs x "
-                     f"{device.get('fp32_lanes_per_sm', '?')} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
+                     f"{device.get('fp32_lanes_per_sm') or '?'} lanes x 2 x {device['clock_khz'] / 1e6:.2f} GHz "
                      "(clock as the driver reports it)", "dim")
     line = tensor_peaks_line(run)
     if line:

@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import UsageError
 from ..measure.stats import SAMPLE_DIGITS
 from ..status import is_baseline_label
-from .text import first_control, printable
+from ..specfile.limits import MAX_NAME_CHARS
+from .text import first_control, printable, shortened
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 _TIME_ORDER = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
@@ -32,6 +33,7 @@ MOST_GFLOPS = 1e12        # a zettaFLOP/s
 MOST_PCT = 1e8            # a million times the vendor library's speed, or the peak's
 LEAST_MS, MOST_MS = 1e-6, 1e9     # a nanosecond (no launch is shorter) to eleven days (no sample is longer)
 MOST_MHZ = 1e5
+LEAST_MHZ = 1.0           # a GPU's clock is past a megahertz (0: not read, `_ZERO_IF_NOT_READ`)
 MOST_COUNT = 2.0**64     # bytes, blocks, waves: every count driver-gemm writes fits 64 bits
 _Figures = dict[str, tuple[float, float, str]]
 _CASE_FIGURES: _Figures = {"gflops": (0, MOST_GFLOPS, "GFLOP/s"), "pct_cublas": (0, MOST_PCT, "%"),
@@ -39,12 +41,12 @@ _CASE_FIGURES: _Figures = {"gflops": (0, MOST_GFLOPS, "GFLOP/s"), "pct_cublas": 
 _PART_FIGURES: dict[str, _Figures] = {
     "timing": {**{name: (LEAST_MS, MOST_MS, "ms") for name in (*_TIME_ORDER, "mean_ms")},
                "stdev_ms": (0, MOST_MS, "ms"), "total_ms": (0, 1e6 * MOST_MS, "ms"),
-               **{name: (0, MOST_MHZ, "MHz") for name in ("sm_clock_mhz", "sm_clock_min_mhz",
-                                                         "sm_clock_reference_mhz", "locked_sm_clock_mhz")}},
+               **{name: (LEAST_MHZ, MOST_MHZ, "MHz") for name in ("sm_clock_mhz", "sm_clock_min_mhz",
+                                                                 "sm_clock_reference_mhz", "locked_sm_clock_mhz")}},
     # a median of round medians, each of samples no shorter than LEAST_MS: a shorter one (5e-324) is no time, and
     # the memory note divides by it
     "interleaved": {"kernel_ms": (LEAST_MS, MOST_MS, "ms"), "vendor_ms": (LEAST_MS, MOST_MS, "ms"),
-                    "vendor_sm_clock_mhz": (0, MOST_MHZ, "MHz")},
+                    "vendor_sm_clock_mhz": (LEAST_MHZ, MOST_MHZ, "MHz")},
     "energy": {"joules_per_launch": (0, 1e9, "J"), "average_w": (0, 1e9, "W"),
                "gflops_per_watt": (0, MOST_GFLOPS, "GFLOP/s per W")},
     # the notes print a wave count as a whole number: a grid has fewer than 2^64 blocks, each SM holds one at least
@@ -53,6 +55,17 @@ _PART_FIGURES: dict[str, _Figures] = {
                 "arithmetic_intensity": (0, MOST_COUNT, "FLOP/byte"), "shared_bank_conflicts": (0, MOST_COUNT, ""),
                 **{name: (0, MOST_PCT, "%") for name in ("achieved_occupancy_pct", "fma_pipe_pct", "tensor_pipe_pct")}},
 }
+# The figures of the run's GPU (``environment.device``) that the tables, notes and plots compute with: its peaks, the
+# ridge of the roofline (a peak over the DRAM's bandwidth) and the % of that bandwidth a case moved its bytes at. A
+# bandwidth of 5e-324 GB/s would put the ridge at infinity; none of these is below what any GPU has.
+_DEVICE_FIGURES: _Figures = {
+    **{name: (1e3 * LEAST_MHZ, 1e3 * MOST_MHZ, "kHz") for name in ("clock_khz", "memory_clock_khz")},
+    "sm_count": (1, 1e5, "SMs"), "fp32_lanes_per_sm": (1, 1e5, "lanes"), "memory_bus_bits": (1, 1e6, "bits"),
+    "fp32_peak_gflops": (1, MOST_GFLOPS, "GFLOP/s"), "memory_bandwidth_gbs": (1, 1e9, "GB/s")}
+# Figures a run writes as 0 where it could not read them (NVML, the driver): a clock of 0 is no clock (the tables
+# pass over it), not one outside its range.
+_ZERO_IF_NOT_READ = frozenset({"sm_clock_mhz", "sm_clock_min_mhz", "sm_clock_reference_mhz", "locked_sm_clock_mhz",
+                               "memory_clock_khz", "memory_bus_bits"})
 _INT_BOUND = 1 << 64      # every whole number driver-gemm writes fits 64 bits (seeds are unsigned)
 # A run summarises its samples (`measure.stats.summarize`) and keeps each rounded to SAMPLE_DIGITS significant digits,
 # which moves every figure of the summary by at most half a unit of the last digit kept: one unit is read as rounding.
@@ -83,10 +96,10 @@ def check_repeated_cases(cases: list[dict], where: str) -> None:
         key = (case["kernel"], _shape_label(case["shape"]), device.get("uuid") or device.get("ordinal"))
         earlier = first.setdefault(key, index)
         if earlier != index and _without_message(cases[earlier]) != _without_message(case):
-            on_gpu = f" on {printable(str(device['name']))}" if device.get("name") else ""
-            raise UsageError(f"{printable(key[0])} at {key[1]}{on_gpu} is also cases[{earlier}], with other figures: a "
-                             "run writes each case once, so these results were not written by a run as they are",
-                             where=where, field=f"cases[{index}]",
+            on_gpu = f" on {shortened(printable(str(device['name'])))}" if device.get("name") else ""
+            raise UsageError(f"{shortened(printable(key[0]))} at {key[1]}{on_gpu} is also cases[{earlier}], with other "
+                             "figures: a run writes each case once, so these results were not written by a run as "
+                             "they are", where=where, field=f"cases[{index}]",
                              hint="keep one of the two, or give each its own file (compare OLD NEW matches by case)")
 
 
@@ -105,7 +118,7 @@ def check_case_consistency(case: dict, path: str, where: str) -> None:
     shape = case["shape"]
     label = _shape_label(shape)
     if "label" in shape and shape["label"] != label:
-        raise UsageError(f"label {shape['label']!r} is not M x N x K = {label}", where=where,
+        raise UsageError(f"label {_show(shape['label'])} is not M x N x K = {label}", where=where,
                          field=json_path(path, "shape.label"))
     for key in ("kernel", "name"):
         # no kernel name or label driver-gemm writes holds one (a spec's names are checked when it is read), and
@@ -114,6 +127,7 @@ def check_case_consistency(case: dict, path: str, where: str) -> None:
         if control is not None:
             raise UsageError(f"{ascii(case[key])[:80]} holds the control character {ascii(control)}: no kernel name "
                              "or label driver-gemm writes has one", where=where, field=json_path(path, key))
+    _check_name(case, "name", path, where)
     _check_figures(case, _CASE_FIGURES, path, where)
     _check_status(case, path, where)
     verification = case.get("verification") or {}
@@ -141,6 +155,73 @@ def check_case_consistency(case: dict, path: str, where: str) -> None:
                              "real samples", where=where, field=json_path(path, f"timing.{low_name}"))
     if samples:
         _check_summary(timing, samples, json_path(path, "timing"), where)
+    _check_sample_count(timing, json_path(path, "timing"), where)
+
+
+def _check_sample_count(timing: dict, path: str, where: str) -> None:
+    """Refuse a mean outside the samples' range, and a count of samples that is not the one the total and the mean
+    are of: a run's total is the sum of its samples and its mean that over their count (`summarize`), and the tables
+    print the count as it is. A file without its raw samples (`_check_summary`) is held to this much."""
+    count, mean, total = timing["samples"], timing["mean_ms"], timing["total_ms"]
+    if timing["min_ms"] > mean * (1 + 1e-9) or mean > timing["max_ms"] * (1 + 1e-9):
+        raise UsageError(f"mean_ms = {mean!r} is outside min_ms = {timing['min_ms']!r} to max_ms = "
+                         f"{timing['max_ms']!r}: the summary is not of real samples", where=where,
+                         field=json_path(path, "mean_ms"))
+    if abs(count * mean - total) > SUMMARY_TOLERANCE * total:
+        raise UsageError(f"samples = {count:,} at a mean of {mean!r} ms make {count * mean:.6g} ms, not total_ms = "
+                         f"{total!r}: these results were not written by a run as they are", where=where,
+                         field=json_path(path, "samples"))
+
+
+def check_run_record(record: dict, where: str) -> None:
+    """What a run's own fields (a whole file's top, a case log's header line) must hold beyond the schema: the name
+    of a spec (`_check_name`), and a GPU whose figures are a GPU's (`_check_device`)."""
+    _check_name(record, "spec", "", where)
+    _check_device(record.get("environment"), where)
+
+
+def _check_name(record: dict, key: str, path: str, where: str) -> None:
+    """Refuse a spec's or a kernel's name longer than a spec may give it (`MAX_NAME_CHARS`): messages, warnings and
+    the YAML `tune --from` writes quote it whole."""
+    name = record.get(key)
+    if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
+        raise UsageError(f"a name of {len(name):,} characters ({_show(name)}), where a spec's and a kernel's are at "
+                         f"most {MAX_NAME_CHARS}: these results were not written by a run as they are", where=where,
+                         field=json_path(path, key))
+
+
+def _check_device(environment: Any, where: str) -> None:
+    """Refuse a run's GPU (``environment.device``) with a figure no GPU has (`_DEVICE_FIGURES`), or an FP32 peak or
+    a DRAM bandwidth that is not the product of the figures it is made of (`cuda.device.DeviceProperties`), where
+    the file holds them: the tables print the peak beside its product, and the notes and plots divide by both. A
+    device that lacks a figure is no mistake (an older or a partial record): what it lacks is unknown."""
+    device = environment.get("device") if isinstance(environment, dict) else None
+    if not isinstance(device, dict):
+        return
+    path = "environment.device"
+    _check_figures(device, _DEVICE_FIGURES, path, where)
+    peak, sm_count, lanes, clock_khz = (device.get(name) for name in ("fp32_peak_gflops", "sm_count",
+                                                                      "fp32_lanes_per_sm", "clock_khz"))
+    if _is_figure(peak) and _is_figure(sm_count) and _is_figure(lanes) and _is_figure(clock_khz):
+        product = sm_count * lanes * 2 * clock_khz / 1e6
+        if abs(peak - product) > SUMMARY_TOLERANCE * product:
+            raise UsageError(f"fp32_peak_gflops = {peak!r}, but {sm_count} SMs x {lanes} lanes x 2 x "
+                             f"{clock_khz / 1e6:.4g} GHz make {product:.6g}: these results were not written by a run "
+                             "as they are", where=where, field=json_path(path, "fp32_peak_gflops"))
+    bandwidth, clock_khz, bus_bits = (device.get(name) for name in ("memory_bandwidth_gbs", "memory_clock_khz",
+                                                                    "memory_bus_bits"))
+    if _is_figure(bandwidth) and _is_figure(clock_khz) and _is_figure(bus_bits):
+        product = 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+        if abs(bandwidth - product) > SUMMARY_TOLERANCE * product:
+            raise UsageError(f"memory_bandwidth_gbs = {bandwidth!r}, but twice the memory clock of "
+                             f"{clock_khz / 1e6:.4g} GHz over a {bus_bits}-bit bus make {product:.6g}: these results "
+                             "were not written by a run as they are", where=where,
+                             field=json_path(path, "memory_bandwidth_gbs"))
+
+
+def _is_figure(value: Any) -> bool:
+    """A number other than 0, as a figure a product is made of is (0: not read; true and false are no figures)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
 
 
 def _check_status(case: dict, path: str, where: str) -> None:
@@ -229,6 +310,8 @@ def _check_figures(record: dict, figures: _Figures, path: str, where: str) -> No
     """Refuse a figure of `record` (a case, or one of its parts at `path`) outside the range `figures` gives it."""
     for name, (least, most, unit) in figures.items():
         value = record.get(name)
+        if value == 0 and name in _ZERO_IF_NOT_READ:
+            continue
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not least <= value <= most:
             raise UsageError(_absurd(value, least, most, unit), where=where, field=json_path(path, name))
 
@@ -616,5 +699,6 @@ def check_results_document(document: Any, text: str, where: str) -> None:
     check_against_schema(document, results_schema(), where)
     for index, case in enumerate(document["cases"]):
         check_case_consistency(case, f"cases[{index}]", where)
+    check_run_record(document, where)
     check_text(text, document, where)
     check_repeated_cases(document["cases"], where)

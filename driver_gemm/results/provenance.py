@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .settings import from_known_fields, set_fields_json
-from .text import printable
+from .text import printable, shortened
 
 # The versions a difference in which can move a kernel's time, in the order `provenance_differences` names them.
 TOOL_VERSIONS = ("driver", "cuda_driver_api", "nvrtc", "ptxas", "cublas", "cuda_bindings", "nvmath_python",
                  "driver_gemm")
+# The most of a version, a GPU's name and UUID or a kernel's name, from a file, that a line of
+# `provenance_differences` shows: a file may hold any text there.
+_MOST_SHOWN = 100
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def versions_and_gpus(provenance: Provenance | None, environment: dict) -> tuple
 
 
 def _gpu_text(gpus: list[dict]) -> str:
-    return ", ".join(f"{gpu.get('name') or '?'} {gpu.get('uuid') or ''}".strip() for gpu in gpus) or "unknown"
+    return ", ".join(shortened(f"{gpu.get('name') or '?'} {gpu.get('uuid') or ''}".strip(), _MOST_SHOWN)
+                     for gpu in gpus) or "unknown"
 
 
 def provenance_differences(old: tuple[Provenance | None, dict],
@@ -109,7 +113,8 @@ def provenance_differences(old: tuple[Provenance | None, dict],
     for name in (*TOOL_VERSIONS, *sorted(set(old_versions) - set(TOOL_VERSIONS))):
         before, after = old_versions.get(name), new_versions.get(name)
         if before is not None and after is not None and before != after:
-            lines.append(f"{name.replace('_', '-')}: {before} -> {after}")
+            lines.append(f"{shortened(name.replace('_', '-'), _MOST_SHOWN)}: {shortened(str(before), _MOST_SHOWN)} -> "
+                         f"{shortened(str(after), _MOST_SHOWN)}")
     old_provenance, new_provenance = old[0], new[0]
     if old_provenance is not None and new_provenance is not None:
         if old_provenance.clocks_locked is not None and new_provenance.clocks_locked is not None \
@@ -118,7 +123,8 @@ def provenance_differences(old: tuple[Provenance | None, dict],
         old_kernels, new_kernels = old_provenance.kernels or {}, new_provenance.kernels or {}
         changed = sorted(name for name in set(old_kernels) & set(new_kernels) if old_kernels[name] != new_kernels[name])
         if changed:
-            notes.append(f"sources differ (by digest) for kernel(s) of the same name: {', '.join(changed)}")
+            notes.append("sources differ (by digest) for kernel(s) of the same name: "
+                         + ", ".join(shortened(name, _MOST_SHOWN) for name in changed))
     return [printable(line) for line in lines], [printable(note) for note in notes]
 
 

@@ -21,11 +21,12 @@ from typing import Any, Iterator
 
 from ..errors import FilePath, UsageError, path_argument
 from .document_checks import (LEAST_MS, MOST_GFLOPS, MOST_MS, MOST_PCT, check_against_schema, check_case_consistency,
-                              check_results_document, check_text, json_path, json_type, results_schema)
+                              check_results_document, check_run_record, check_text, json_path, json_type,
+                              results_schema)
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
-from .text import printable
+from .text import printable, shortened
 
 # The bounds of figures a file may hold, and the schema's checker, are `document_checks`'; named here too, where the
 # reader's callers (plots, tests) have found them.
@@ -264,7 +265,7 @@ def _parse_json(text: str, where: str) -> Any:
         raise UsageError(f"not valid JSON: {_json_problem(exc)} at line {exc.lineno}, column {exc.colno}{hint}",
                          where=where) from None
     except (ValueError, RecursionError) as exc:
-        raise UsageError(f"not a results file: {_unparsable(exc)}", where=where) from None
+        raise UsageError(f"not a results file: {_unparsable(exc, text)}", where=where) from None
 
 
 def _loads(text: str, where: str, path: str) -> Any:
@@ -314,12 +315,12 @@ def _json_problem(error: json.JSONDecodeError) -> str:
     return error.msg.removesuffix(" at")
 
 
-def _unparsable(error: ValueError | RecursionError) -> str:
-    """Why `json.loads` refused a text, in words."""
+def _unparsable(error: ValueError | RecursionError, text: str) -> str:
+    """Why `json.loads` refused `text`, in words."""
     if isinstance(error, json.JSONDecodeError):
         return f"{_json_problem(error)} at column {error.colno}"
     if isinstance(error, RecursionError):
-        return "JSON nested too deeply"
+        return f"JSON nested too deeply{_deep_place(text)}"
     # The only other ValueError of json.loads: Python refuses to convert a whole number this long.
     return (f"a whole number of more than {sys.get_int_max_str_digits()} digits, which Python does not read and "
             "driver-gemm never writes")
@@ -349,7 +350,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                 notes.append(f"{where}: the last line is torn (a run stopped while writing it): "
                              f"{skipped} line skipped, {len(cases)} finished cases read")
                 break
-            detail = _unparsable(exc)
+            detail = _unparsable(exc, line)
             if number == 1 and _is_whole_results(text):
                 detail = "this is a whole results file, which is read under a .json name; --resume takes a .jsonl"
             spec = _spec_given(path, text) if number == 1 else None
@@ -365,6 +366,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                 raise UsageError("a run header after the first record: a case log has one, on its first line",
                                  where=where)
             check_against_schema(record, schema["$defs"]["run_line"], where)
+            check_run_record(record, where)
             check_text(line, record, where)
             header = {k: v for k, v in record.items() if k != "type"}
         elif kind == "case":
@@ -373,7 +375,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             check_text(line, record, where)
             cases.append(CaseResult.from_dict({k: v for k, v in record.items() if k != "type"}))
         else:
-            raise UsageError(f"record type {kind!r}: a case log has 'run' and 'case' lines only",
+            raise UsageError(f"record type {shortened(repr(kind), 80)}: a case log has 'run' and 'case' lines only",
                              where=where, field="type")
     if not cases and not header:
         raise UsageError("no complete record: not a case log", where=str(path))
@@ -391,6 +393,30 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
                     settings=RunSettings.from_json(header.get("settings", {})), cases=cases,
                     started=header.get("started", ""), provenance=Provenance.from_json(header.get("provenance")))
     return ResultsFile(path, run, header=header, skipped_lines=skipped, notes=notes)
+
+
+# JSON's strings (skipped whole: a bracket in one nests nothing) and its brackets, for `_deep_place`.
+_STRINGS_AND_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+DEEPEST_SHOWN = 100     # levels of nesting; a results file driver-gemm writes has fewer than ten
+
+
+def _deep_place(text: str) -> str:
+    """Where `text`, which JSON's reader found nested too deeply to read, first nests more than `DEEPEST_SHOWN`
+    levels, as `` (... from line L, column C)`` (a line of a case log: its column), or ``""`` where it does not:
+    JSON's reader gives up without a place."""
+    depth = 0
+    for found in _STRINGS_AND_BRACKETS.finditer(text):
+        mark = found.group()
+        if mark in "[{":
+            depth += 1
+            if depth > DEEPEST_SHOWN:
+                offset = found.start()
+                line, start = text.count("\n", 0, offset) + 1, text.rfind("\n", 0, offset) + 1
+                place = f"line {line}, column {offset - start + 1}" if "\n" in text else f"column {offset + 1}"
+                return f" (more than {DEEPEST_SHOWN} levels from {place})"
+        elif mark in "]}":
+            depth -= 1
+    return ""
 
 
 def _is_case_log(text: str) -> bool:
