@@ -34,7 +34,7 @@ def good_run() -> dict:
     shape = Shape(1024, 512, 1024)
     device = CaseDevice(name="NVIDIA H200", uuid="GPU-1", ordinal=0)
     cases = [CaseResult(kernel=kernel, name=kernel.split("[")[0], shape=shape, status=Status.PASS,
-                        timing=summarize([ms, ms * 1.01, ms * 0.99]), gflops=1000.0 / ms, device=device)
+                        timing=summarize([ms, ms * 1.01, ms * 0.99]), gflops=shape.flops / (ms * 1e6), device=device)
              for kernel, ms in (("cublas", 0.04), ("v1", 0.18), ("v2[TILE=32]", 0.13))]
     cases[KERNEL_CASE].dispatch = DispatchChoice(entry=0, shape=shape.label, rule="exact")
     cases[KERNEL_CASE].measured_against = BaselineRow(kernel="cublas", shape=shape.label, device=device)

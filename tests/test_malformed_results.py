@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from driver_gemm.cli import EXIT_OK, EXIT_USAGE, main
-from driver_gemm.measure.stats import summarize
+from driver_gemm.measure.stats import gflops, summarize
 from driver_gemm.errors import UsageError
 from driver_gemm.results import read
 from driver_gemm.results.records import CaseDevice, CaseResult, RunResult
@@ -34,7 +34,7 @@ def good_run() -> dict:
     """A small, valid run of the seed spec's kernels (so that tune --from finds its cases)."""
     shape = Shape(1024, 512, 1024)
     cases = [CaseResult(kernel=kernel, name=kernel.split("[")[0], shape=shape, status=Status.PASS,
-                        timing=summarize([ms, ms * 1.01, ms * 0.99, ms * 1.02]), gflops=1000.0 / ms,
+                        timing=summarize([ms, ms * 1.01, ms * 0.99, ms * 1.02]), gflops=shape.flops / (ms * 1.005e6),
                         pct_cublas=100.0 * 0.04 / ms, device=CaseDevice(name="NVIDIA H200", uuid="GPU-1"))
              for kernel, ms in (("cublas", 0.04), ("v1", 0.18), ("v2[TILE=32]", 0.13))]
     return RunResult(spec="seed", spec_path="specs/seed.yaml", cases=cases,
@@ -563,6 +563,7 @@ def test_one_bad_sample_among_thousands_is_named_by_its_index(tmp_path, bad, mes
     assert raised.value.field == "cases[1].timing.samples_ms[7777]"
     samples[7777] = 0.05
     run["cases"][1]["timing"].update(summarize(samples, keep_samples=False).as_dict(), samples_ms=samples)
+    run["cases"][1]["gflops"] = gflops(Shape(1024, 512, 1024).flops, run["cases"][1]["timing"]["median_ms"])
     read.read_results(path.write_text(json.dumps(run)) and path)          # all 10,000 pass
     run["settings"] = {"tasks": [1.5] * 5000 + [float("inf")]}       # a free-form list: finite numbers only
     path.write_text(json.dumps(run))

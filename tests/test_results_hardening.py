@@ -19,7 +19,7 @@ from rich.console import Console
 from driver_gemm.cli import EXIT_OK, EXIT_USAGE, main
 from driver_gemm.cli.common import _Stream
 from driver_gemm.errors import UsageError
-from driver_gemm.measure.stats import summarize
+from driver_gemm.measure.stats import gflops, summarize
 from driver_gemm.output_files import OutputError
 from driver_gemm.report import clock_figures
 from driver_gemm.report.formats import run_markdown
@@ -146,8 +146,8 @@ def _many_shapes_run(shapes: int) -> RunResult:
         shape = Shape(64 + index, 64, 64)
         for kernel, ms in (("cublas", 0.01), ("v1", 0.02)):
             cases.append(CaseResult(kernel=kernel, name=kernel, shape=shape, status=Status.PASS,
-                                    timing=summarize([ms, ms * 1.01, ms * 0.99]), gflops=1.0, pct_cublas=50.0,
-                                    device=device))
+                                    timing=summarize([ms, ms * 1.01, ms * 0.99]), gflops=shape.flops / (ms * 1e6),
+                                    pct_cublas=50.0, device=device))
     return RunResult(spec="many", spec_path=None, cases=cases, environment={"device": {"name": "NVIDIA H200"}})
 
 
@@ -279,7 +279,8 @@ def test_write_json_writes_numpy_numbers_as_python_ones_and_nan_as_null(tmp_path
     np = pytest.importorskip("numpy")
     run = load_results(SEED)
     first, second = run.cases[0], run.cases[1]
-    first.gflops = np.float32(1.5)
+    rate = gflops(first.flops, 0.375)      # of the timing below, whose median is 0.375 ms
+    first.gflops = np.float32(rate)
     first.params = {**first.params, "TILE": np.int64(32)}
     first.pct_cublas = np.float64("nan")
     second.pct_peak = np.float32("inf")
@@ -290,7 +291,7 @@ def test_write_json_writes_numpy_numbers_as_python_ones_and_nan_as_null(tmp_path
     first.timing = dataclasses.replace(summarize([0.5, 0.25]), samples_ms=[np.float32(0.5), np.float32(0.25)])
     back = load_results(run.write_json(tmp_path / "r.json"))
     one, two = back.cases[0], back.cases[1]
-    assert one.gflops == 1.5 and type(one.gflops) is float
+    assert one.gflops == float(np.float32(rate)) and type(one.gflops) is float
     assert one.params["TILE"] == 32 and type(one.params["TILE"]) is int
     assert one.pct_cublas is None and two.pct_peak is None      # JSON has no NaN or infinity: null, read as None
     assert two.phases == {"launch": 0.25}

@@ -23,7 +23,7 @@ from rich.console import Console
 from driver_gemm import output_files
 from driver_gemm.cli import EXIT_OK, EXIT_USAGE, main
 from driver_gemm.errors import UsageError
-from driver_gemm.measure.stats import summarize
+from driver_gemm.measure.stats import gflops, summarize
 from driver_gemm.report import clock_figures, plots, tables
 from driver_gemm.report.comparison import compare_runs
 from driver_gemm.results import document_checks, read
@@ -48,7 +48,7 @@ def _repeated_run(repeats: int) -> RunResult:
     for _ in range(repeats):
         for kernel, ms in (("cublas", 0.04), ("v1", 0.18)):
             cases.append(CaseResult(kernel=kernel, name=kernel, shape=shape, status=Status.PASS,
-                                    timing=summarize([ms, ms * 1.01, ms * 0.99]), gflops=1000.0 / ms,
+                                    timing=summarize([ms, ms * 1.01, ms * 0.99]), gflops=shape.flops / (ms * 1e6),
                                     pct_cublas=100.0 * 0.04 / ms, device=device))
     return RunResult(spec="seed", spec_path=None, cases=cases, environment={"device": {"name": "NVIDIA H200"}})
 
@@ -319,6 +319,7 @@ def test_the_table_still_formats_the_largest_figures_a_run_may_give(tmp_path, ca
     for name in ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms", "mean_ms"):
         timing[name] = read.MOST_MS
     timing["total_ms"] = read.MOST_MS * timing["samples"]     # the total of that many samples of that mean
+    document["cases"][1]["gflops"] = gflops(Shape(1024, 512, 1024).flops, read.MOST_MS)
     document["cases"][1]["pct_cublas"] = read.MOST_PCT
     assert main(["show", str(write_json(tmp_path, document))]) == EXIT_OK
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("v0 "))

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import FilePath, UsageError, path_argument
-from .document_checks import (LEAST_MS, MOST_GFLOPS, MOST_MS, MOST_PCT, check_against_schema, check_case_consistency,
-                              check_results_document, check_run_record, check_text, json_path, json_type,
-                              results_schema)
+from ..measure.stats import gflops
+from .document_checks import (LEAST_MS, MOST_GFLOPS, MOST_MS, MOST_PCT, SUMMARY_TOLERANCE, check_against_schema,
+                              check_case_consistency, check_results_document, check_run_record, check_text, json_path,
+                              json_type, results_schema)
 from .records import CaseResult, RunResult, latest_rows
 from .provenance import Provenance
 from .settings import RunSettings
@@ -71,7 +72,30 @@ def read_results(path: FilePath) -> ResultsFile:
         document = _parse_json(text, str(path))
         check_results_document(document, text, str(path))
         run = RunResult.from_dict(document)
+        for index, case in enumerate(run.cases):
+            _check_gflops(case, str(path), f"cases[{index}].gflops")
     return ResultsFile(path, run)
+
+
+# How far a case's GFLOP/s may be from its FLOPs over its median: a run computes the one from the other as written;
+# a file made by hand that rounds them to four significant digits, as its samples are kept, still reads.
+_GFLOPS_TOLERANCE = SUMMARY_TOLERANCE
+
+
+def _check_gflops(case: CaseResult, where: str, field: str) -> None:
+    """Refuse GFLOP/s that are not the case's FLOPs (`CaseResult.flops`: its shape, batch or groups) over its median,
+    as every run computes them (`measure.stats.gflops`): the tables, plots and % of peak read them as they are."""
+    if case.gflops is None:
+        return
+    if case.median_ms is None:
+        raise UsageError(f"gflops = {case.gflops!r} without a timing to be the rate of: these results were not "
+                         "written by a run as they are", where=where, field=field)
+    expected = gflops(case.flops, case.median_ms)
+    if abs(case.gflops - expected) > _GFLOPS_TOLERANCE * expected:
+        raise UsageError(f"gflops = {case.gflops!r}, but {case.flops:,} FLOPs in a median of {case.median_ms!r} ms "
+                         f"make {expected:.6g}: these results were not written by a run as they are", where=where,
+                         field=field, hint="GFLOP/s are 2 M N K per matrix (2 N K per row of a grouped GEMM) over "
+                                           "the median")
 
 
 @contextlib.contextmanager
@@ -373,7 +397,9 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             check_against_schema(record, schema["$defs"]["case_line"], where)
             check_case_consistency(record, "", where)
             check_text(line, record, where)
-            cases.append(CaseResult.from_dict({k: v for k, v in record.items() if k != "type"}))
+            case = CaseResult.from_dict({k: v for k, v in record.items() if k != "type"})
+            _check_gflops(case, where, "gflops")
+            cases.append(case)
         else:
             raise UsageError(f"record type {shortened(repr(kind), 80)}: a case log has 'run' and 'case' lines only",
                              where=where, field="type")
