@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from .common import Output, add_format_options, read_results_files, results_argument
+from .common import Output, add_format_options, read_results_files, results_argument, say
 from .plot import check_picture, sampled_cases_of
 from .exit_codes import EXIT_FAILED, EXIT_OK
 from .run import show_run
 from ..errors import UsageError
+from ..results.text import printable
 
 
 def add_parser(commands, **common) -> None:
@@ -27,8 +28,20 @@ def execute(args, out: Output) -> int:
     for path, run in zip(args.results, runs):
         if not run.cases:   # said, not an empty table and a bare exit code
             raise UsageError("no cases in these results: nothing to show", where=str(path))
-    for run in runs:
-        show_run(run, out)
+    if len(runs) == 1:
+        show_run(runs[0], out)
+    elif out.format == "csv":       # one table, each row naming its file
+        # lazy: every command imports this module, and `run` reads the report modules after its workers are spawned
+        from ..report.formats import runs_csv
+
+        out.data(runs_csv([(str(path), run) for path, run in zip(args.results, runs)]))
+    else:
+        for index, (path, run) in enumerate(zip(args.results, runs)):    # each file's tables under its name
+            if out.format == "markdown":     # a blank line first: a line straight after a table is one of its rows
+                out.data(f"{'' if index == 0 else chr(10)}{_code_span(printable(str(path)))}\n\n")
+            else:
+                say(out.console, printable(str(path)), "bold")
+            show_run(run, out)
     if picture is not None:
         # matplotlib, behind report.figures: only when a picture is asked for
         from ..report.figures import samples_figure
@@ -36,3 +49,9 @@ def execute(args, out: Output) -> int:
 
         out.note(f"plot: {save(samples_figure(sampled_cases_of(args.results, runs, out, '--plot')), picture)}", None)
     return EXIT_OK if all(run.ok for run in runs) else EXIT_FAILED
+
+
+def _code_span(text: str) -> str:
+    """`text` as Markdown code, which shows it as it is (a file's name may hold ``*`` or ``_``): fenced by two
+    backticks and spaces where it holds one."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"

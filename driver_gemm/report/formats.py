@@ -79,6 +79,17 @@ RUN_CSV_HEADER = ("spec", "kernel", "name", "M", "N", "K", "status", "median_ms"
 
 def run_csv(run: RunResult) -> str:
     """Every case of the run, one row each (`RUN_CSV_HEADER`)."""
+    return csv_text(RUN_CSV_HEADER, _run_rows(run))
+
+
+def runs_csv(files: Sequence[tuple[str, RunResult]]) -> str:
+    """The cases of several runs, each read from a file, in one table: `RUN_CSV_HEADER` after a ``file`` column
+    naming the one its row came from, under one header row (a reader of the CSV meets no second header)."""
+    return csv_text(("file", *RUN_CSV_HEADER), [(printable(file), *row) for file, run in files
+                                                 for row in _run_rows(run)])
+
+
+def _run_rows(run: RunResult) -> list[tuple]:
     rows = []
     for case in run.cases:
         timing = case.timing
@@ -90,7 +101,7 @@ def run_csv(run: RunResult) -> str:
                      case.device.name, (case.message or "").split("\n", 1)[0],
                      *((case.dispatch.entry, case.dispatch.shape, case.dispatch.rule) if case.dispatch is not None
                        else (None,) * len(RUN_DISPATCH_COLUMNS))))
-    return csv_text(RUN_CSV_HEADER, rows)
+    return rows
 
 
 PLAN_HEADER = ("kernel", "shape", "grid", "block", "threads", "blocks", "registers", "spill st/ld", "smem st+dyn",
