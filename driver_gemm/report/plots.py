@@ -57,6 +57,20 @@ def roofs(runs: list[RunResult], device: dict) -> list[tuple[str, float]]:
                   key=lambda item: (item[0] != peaks.FP32, item[1]))
 
 
+def gpus_of(runs: list[RunResult]) -> list[tuple[dict, list[RunResult]]]:
+    """Each GPU the runs were measured on (``environment.device``), with its runs, in the order first met: GPUs
+    with the same name and the same figures (peaks, bandwidth) are one, so two runs on one GPU draw one roofline."""
+    found: dict[str, tuple[dict, list[RunResult]]] = {}
+    for run in runs:
+        device = run.environment.get("device")
+        if isinstance(device, dict) and device:
+            key = repr(sorted((name, repr(value)) for name, value in device.items()
+                              if name in ("name", "sm_count", "clock_khz", "fp32_lanes_per_sm", "fp32_peak_gflops",
+                                          "memory_bandwidth_gbs", "compute_capability")))
+            found.setdefault(key, (device, []))[1].append(run)
+    return list(found.values())
+
+
 def series_of(runs: list[RunResult]):
     """Per kernel, its timed, passing cases; named by the kernel's short name where that is unambiguous."""
     labels_of: dict[str, set] = {}
@@ -136,7 +150,7 @@ def plot_results(runs: list[RunResult], output: FilePath) -> Path:
     if not series:
         raise UsageError("no timed, passing case to plot in these results")
     _check_plottable(series)
-    device: dict = next((run.environment.get("device") for run in runs if run.environment.get("device")), {}) or {}
+    gpus = gpus_of(runs)
     figure, (speed, share, roof) = plt.subplots(1, 3, figsize=(18, 6.5), dpi=100)
     colours = plt.get_cmap("tab20")
     kernels, rest = top_series(series)
@@ -199,25 +213,30 @@ def plot_results(runs: list[RunResult], output: FilePath) -> Path:
 
     roof.set_xscale("log")
     roof.set_yscale("log")
-    bandwidth = device.get("memory_bandwidth_gbs")
     low, high = roof.get_xlim()
     high *= 1.5   # room for the markers of the most intense shape
     roof.set_xlim(low, high)
-    compute_roofs = roofs(runs, device) if bandwidth else []
+    # Each GPU's roofs, from its own peaks and bandwidth, for the cases of its own runs; named by GPU where the
+    # runs are of several (one GPU's roofs under another's points would misplace them).
+    compute_roofs = [(device, math_name, peak) for device, on_it in gpus if device.get("memory_bandwidth_gbs")
+                     for math_name, peak in roofs(on_it, device)]
     if compute_roofs:   # show each ridge, where the memory roof meets a compute roof
-        low = min([low] + [peak / bandwidth / 4 for _, peak in compute_roofs])
+        low = min([low] + [peak / device["memory_bandwidth_gbs"] / 4 for device, _, peak in compute_roofs])
         xs = [low * (high / low) ** (i / 60) for i in range(61)]
-        for index, (math_name, peak) in enumerate(compute_roofs):
+        for index, (device, math_name, peak) in enumerate(compute_roofs):
+            bandwidth = device["memory_bandwidth_gbs"]
+            gpu = f"{drawn_text(str(device.get('name') or '?'))}: " if len(gpus) > 1 else ""
             roof.plot(xs, [min(peak, x * bandwidth) for x in xs], color="grey", linewidth=1.5,
                       linestyle=("-", "--", "-.", ":")[index % 4],
-                      label=f"roof: {peak / 1e3:.1f} TFLOP/s {math_name.upper()} dense, "
+                      label=f"roof: {gpu}{peak / 1e3:.1f} TFLOP/s {math_name.upper()} dense, "
                             f"{bandwidth / 1e3:.1f} TB/s DRAM (theoretical)")
         roof.set_xlim(low, high)
     roof.set_xlabel("arithmetic intensity, FLOP per DRAM byte" + (
         " (diamonds: measured by Nsight Compute; dots: A, B read and C written once, in their types)"
         if measured_any else " (A, B read and C written once, in their types)"))
     roof.set_ylabel("GFLOP/s")
-    roof.set_title("roofline" + (f" ({drawn_text(str(device.get('name')))})" if device.get("name") else ""))
+    gpu_names = list(dict.fromkeys(str(device["name"]) for device, _ in gpus if device.get("name")))
+    roof.set_title("roofline" + (f" ({drawn_text(', '.join(gpu_names))})" if gpu_names else ""))
     roof.grid(True, which="both", alpha=0.2)
     handles, labels = roof.get_legend_handles_labels()
     grey_handles, grey_labels = speed.get_legend_handles_labels()
