@@ -79,7 +79,7 @@ def test_a_case_log_s_header_is_held_to_the_same_figures(tmp_path):
 
 
 def test_a_device_whose_figures_agree_is_read(tmp_path, capsys):
-    # the peak as an older writer rounded it, and a device that records no bandwidth's parts: both read
+    # the peak rounded to a whole number, and a device that records no bandwidth's parts: both read
     path = with_device(tmp_path, fp32_peak_gflops=66908.0, memory_clock_khz=None, memory_bus_bits=None)
     assert load_results(path).environment["device"]["fp32_peak_gflops"] == 66908.0
     assert main(["show", str(path)]) == 0
@@ -88,7 +88,7 @@ def test_a_device_whose_figures_agree_is_read(tmp_path, capsys):
 
 @pytest.mark.parametrize("lanes", ["left out", "null"])
 def test_a_peak_whose_lanes_are_not_recorded_reads_and_says_so(lanes, tmp_path, capsys):
-    # an older or partial record: the product cannot be checked, and the line says what it does not know
+    # a partial record: the product cannot be checked, and the line says what it does not know
     document = json.loads(with_device(tmp_path).read_text(encoding="utf-8"))
     if lanes == "left out":
         del document["environment"]["device"]["fp32_lanes_per_sm"]
