@@ -126,7 +126,9 @@ class _BoundedLineLoader(yaml.SafeLoader):
         through a document of the largest allowed size takes seconds; libyaml's events take a tenth of one.
         Anything this count cannot judge alone is left to the composer: aliases (what they stand for is counted
         there), nesting past `MAX_YAML_DEPTH` (refused there, and first), and text libyaml cannot parse (whose
-        message is the composer's to give). Without libyaml, the composer alone counts."""
+        message is the composer's to give). Text that libyaml reads and PyYAML's scanner refuses (a tab between flow
+        items) and that holds too many nodes gets this count's refusal, both being true. Without libyaml, the
+        composer alone counts."""
         if not getattr(yaml, "__with_libyaml__", False):
             return
         nodes = depth = 0
