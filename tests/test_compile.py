@@ -323,7 +323,7 @@ def test_a_launcher_compiled_as_device_code_is_told_apart_from_a_header_library(
 
 
 def test_including_the_driver_header_gets_a_hint_of_its_own():
-    from driver_gemm.cuda.compile import compile_hints
+    from driver_gemm.cuda.compile_diagnostics import compile_hints
     host = ("/usr/local/cuda/include/cuda.h(5149): error: A function without execution space annotations "
             "(__host__/__device__/__global__) is considered a host function, and host functions are not allowed in "
             "JIT mode.")
@@ -348,7 +348,7 @@ def test_an_sm_90a_instruction_built_for_sm_90_is_told_to_take_the_a_target(tmp_
 
 
 def test_nvccs_unnamed_template_instance_gets_the_hint_nvrtcs_has():
-    from driver_gemm.cuda.compile import compile_hints
+    from driver_gemm.cuda.compile_diagnostics import compile_hints
     log = ('/tmp/driver-gemm-nvcc-x/instances.cu(2): error: cannot determine which instance of function template "k" '
            'is intended\n    __attribute__((device)) void* driver_gemm_instance_0 = (void*)&k;\n')
     hint, = compile_hints(log)

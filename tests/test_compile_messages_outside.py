@@ -178,7 +178,7 @@ def test_cubs_umbrella_header_under_nvrtc_is_said_to_pull_in_host_code_and_the_w
 
 
 def test_a_missing_header_is_said_with_the_file_that_includes_it():
-    from driver_gemm.cuda.compile import compile_hints
+    from driver_gemm.cuda.compile_diagnostics import compile_hints
     log = '/opt/lib/detail/algo.h(68): catastrophic error: cannot open source file "iterator"\n  #include <iterator>\n'
     hint, = compile_hints(log)
     assert hint.startswith("iterator is not beside the kernel source")
@@ -188,7 +188,7 @@ def test_a_missing_header_is_said_with_the_file_that_includes_it():
 
 
 def test_host_code_of_the_file_s_own_is_said_where_it_is():
-    from driver_gemm.cuda.compile import compile_hints
+    from driver_gemm.cuda.compile_diagnostics import compile_hints
     log = "k.cu(12): error: A function explicitly marked as a __host__ function is not allowed in JIT mode\n"
     hint, = compile_hints(log)
     assert hint.startswith("NVRTC compiles device code only, and this file has host code (main, a launcher, "
@@ -237,7 +237,7 @@ def test_only_a_type_defined_inside_a_namespace_alone_is_asked_after():
 # ----------------------------------------------------------------------------------- ptxas's limits
 
 def test_ptxas_refusing_static_shared_memory_or_a_newer_instruction_gets_a_hint():
-    from driver_gemm.cuda.compile import compile_hints
+    from driver_gemm.cuda.compile_diagnostics import compile_hints
     hint, = compile_hints("ptxas error   : Entry function '_Z1kv' uses too much shared data (0x18000 bytes, "
                           "0xc000 max)\nptxas fatal   : Ptx assembly aborted due to errors\n")
     assert "static shared memory (__shared__ arrays of a fixed size) is 98,304 bytes, more than the 49,152 bytes " \

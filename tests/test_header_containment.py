@@ -188,27 +188,27 @@ def test_the_include_scan_reads_block_comments_as_the_regular_expression_did_in_
     import random
     import re
 
-    from driver_gemm.cuda.compile import _block_comments, _includes
+    from driver_gemm.source_text import block_comments, includes_in
 
     pattern = re.compile(r"/\*.*?\*/", re.DOTALL)
     rng = random.Random(3)
     for _ in range(300):
         text = "".join(rng.choice(["/*", "*/", "/", "*", "x", "\n", "/*/"]) for _ in range(rng.randint(0, 40)))
-        assert list(_block_comments(text)) == [match.span() for match in pattern.finditer(text)], text
+        assert list(block_comments(text)) == [match.span() for match in pattern.finditer(text)], text
     # A valid source with thousands of unclosed /* in a line comment: scanned in one pass, where retrying each /*
     # against the rest of the text took minutes.
     text = '#include "a.h"\n// ' + "/* " * 400_000 + '\n#include "b.h"\n'
     found = []
-    assert _finishes_within(30, lambda: found.extend(_includes(text, "k.cu")))
+    assert _finishes_within(30, lambda: found.extend(includes_in(text, "k.cu")))
     assert [(where, quoted) for where, quoted, *_ in found] == [("k.cu:1", "a.h"), ("k.cu:3", "b.h")]
 
 
 def test_the_hint_for_a_misspelt_function_reads_a_large_source_in_one_pass():
-    from driver_gemm.cuda.compile import _instance_advice
+    from driver_gemm.cuda.compile_diagnostics import source_instance_advice
 
     source = 'extern "C" __global__ void k(float* c) {}\n// ' + "__global__ x " * 200_000 + "\n"
     advice = []
-    assert _finishes_within(30, lambda: advice.append(_instance_advice(source, [], ["zz"])))
+    assert _finishes_within(30, lambda: advice.append(source_instance_advice(source, [], ["zz"])))
     assert "no function named zz appears in the source or its headers" in advice[0] and "(k)" in advice[0]
 
 

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from driver_gemm import bundled
-from driver_gemm.cuda.compile import instance_advice, template_arguments_problem, template_parameters
+from driver_gemm.cuda.compile_diagnostics import instance_advice, template_arguments_problem, template_parameters
 from driver_gemm.planning.build import offline_problems
 from driver_gemm.specfile import load_spec
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from driver_gemm.argtypes import bfloat16_bits, float_value
-from driver_gemm.cuda.compile import (base_options, compile_source, not_a_kernel, plain_declarations,
-                                     template_parameter_names)
+from driver_gemm.cuda.compile import base_options, compile_source
+from driver_gemm.cuda.compile_diagnostics import not_a_kernel, plain_declarations, template_parameter_names
 from driver_gemm.cuda.launch import PackedArguments
 from driver_gemm.cuda.nvcc import find_nvcc, first_errors, nvcc_hints
 from driver_gemm.cuda.occupancy import arch_limits

@@ -20,7 +20,8 @@ import pytest
 from driver_gemm.cli import EXIT_FAILED, EXIT_NO_GPU, EXIT_OK, EXIT_USAGE, main
 from driver_gemm.cuda import headers
 from driver_gemm.cuda import nvcc as nvcc_module
-from driver_gemm.cuda.compile import compile_hints, compile_source, local_headers
+from driver_gemm.cuda.compile import compile_source, local_headers
+from driver_gemm.cuda.compile_diagnostics import compile_hints
 from driver_gemm.cuda.cubin import read_cubin
 from driver_gemm.cuda.mangling import demangle, find_symbol, normalise_parameter_type
 from driver_gemm.errors import CompileError, ImageError, SpecError, WrongArgumentValue

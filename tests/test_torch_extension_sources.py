@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from driver_gemm.cuda.compile import compile_hints, compile_source
+from driver_gemm.cuda.compile import compile_source
+from driver_gemm.cuda.compile_diagnostics import compile_hints
 from driver_gemm.cuda.nvcc import compile_with_nvcc, find_nvcc
 from driver_gemm.errors import CompileError
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Iterable
 
 from . import bounded, cache
-from .compile import (Cubin, base_options, changed_while_compiling, compile_hints, ignored_setmaxnreg,
-                      include_folders, instance_advice, load_cached, long_width_advice, long_width_twin, normalise_arch,
-                      not_a_kernel, option_tuple, pre_included_files, read_source, refuse_nul, scan_headers,
-                      store_cached)
+from .compile import (Cubin, base_options, changed_while_compiling, ignored_setmaxnreg, include_folders, load_cached,
+                      long_width_advice, long_width_twin, normalise_arch, option_tuple, pre_included_files, read_source,
+                      refuse_nul, scan_headers, store_cached)
+from .compile_diagnostics import compile_hints, instance_advice, not_a_kernel
 from .cubin import pointer_targets, read_cubin
 from .headers import is_torch_header, torch_header_hint
 from .mangling import find_symbol

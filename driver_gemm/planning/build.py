@@ -17,9 +17,9 @@ import re
 import types
 
 from ..cuda import bounded
-from ..cuda.compile import (Cubin, compile_source, include_folders, local_headers, plain_declarations,
-                            params_by_position, read_source, template_arguments_problem,
-                            template_parameter_names, template_parameters)
+from ..cuda.compile import Cubin, compile_source, include_folders, local_headers, read_source
+from ..cuda.compile_diagnostics import (params_by_position, plain_declarations, template_arguments_problem,
+                                        template_parameter_names, template_parameters)
 from .sizeof_values import known_type_sizes
 from ..cuda.cubin import KernelImage
 from ..cuda.mangling import demangle
