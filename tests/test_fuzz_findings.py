@@ -156,8 +156,11 @@ def seed_with_samples() -> dict:
     for index, case in enumerate(document["cases"]):
         samples = [0.1 * (index + 1) + 1e-4 * (position % 37) for position in range(200)]
         case["timing"] = {**case["timing"], **summarize(samples).as_dict()}
-        if case.get("gflops") is not None:      # a run's rate is of its median
-            case["gflops"] = gflops(CaseResult.from_dict(case).flops, case["timing"]["median_ms"])
+        if case.get("gflops") is not None:      # a run's rate is of its median, and its % of peak of that rate
+            rate = gflops(CaseResult.from_dict(case).flops, case["timing"]["median_ms"])
+            if case.get("pct_peak") is not None:
+                case["pct_peak"] *= rate / case["gflops"]
+            case["gflops"] = rate
     return document
 
 

@@ -48,8 +48,11 @@ def test_a_large_results_file_is_shown_in_seconds(tmp_path, capsys):
             case["shape"]["M"] += step
             case["shape"]["label"] = f"{case['shape']['M']}x{case['shape']['N']}x{case['shape']['K']}"
             if case.get("gflops") is not None:      # the rate of the larger product in the same time
-                case["gflops"] = gflops(2 * case["shape"]["M"] * case["shape"]["N"] * case["shape"]["K"],
-                                        case["timing"]["median_ms"])
+                rate = gflops(2 * case["shape"]["M"] * case["shape"]["N"] * case["shape"]["K"],
+                              case["timing"]["median_ms"])
+                if case.get("pct_peak") is not None:
+                    case["pct_peak"] *= rate / case["gflops"]
+                case["gflops"] = rate
             big["cases"].append(case)
     path = tmp_path / "big.json"
     path.write_text(json.dumps(big))

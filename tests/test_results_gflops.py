@@ -1,5 +1,6 @@
-"""A case's GFLOP/s are its FLOPs (its shape, its batch's matrices) over its median, as every run computes them:
-a file whose rate is of another product or another time is refused at the case's gflops, by every reader."""
+"""A case's GFLOP/s are its FLOPs (its shape, its batch's matrices) over its median, and its % of peak those
+GFLOP/s over its math's peak on the run's GPU, as every run computes them: a file whose rate is of another product
+or another time, or whose % is of another peak, is refused at the case's field, by every reader."""
 
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ def test_a_batch_counts_every_matrix(tmp_path):
         read_results(written(tmp_path, document))           # the rate of one matrix, for four
     assert raised.value.field == "cases[1].gflops"
     case["gflops"] *= 4
+    case["pct_peak"] *= 4
     assert read_results(written(tmp_path, document)).run.cases[1].gflops == case["gflops"]
 
 
@@ -89,3 +91,29 @@ def test_a_rate_without_a_time_is_refused(tmp_path):
     with pytest.raises(UsageError, match="without a timing") as raised:
         read_results(written(tmp_path, document))
     assert raised.value.field == "cases[3].gflops"
+
+
+def test_a_percent_of_another_peak_is_refused(tmp_path):
+    document = seed()
+    document["cases"][5]["pct_peak"] *= 2
+    with pytest.raises(UsageError, match=r"pct_peak = .*, but .* GFLOP/s of a fp32 peak of 66908.2 GFLOP/s on "
+                                         r"NVIDIA H200 make") as raised:
+        read_results(written(tmp_path, document))
+    assert raised.value.field == "cases[5].pct_peak"
+
+
+def test_a_case_log_checks_the_percent_against_its_headers_gpu(tmp_path):
+    document = seed()
+    document["cases"][5]["pct_peak"] /= 3
+    path = written(tmp_path, document, "r.jsonl")
+    with pytest.raises(UsageError, match="pct_peak") as raised:
+        read_results(path)
+    assert raised.value.where == f"{path}:7" and raised.value.field == "pct_peak"
+
+
+def test_a_case_of_another_gpu_than_the_file_records_is_not_held_to_its_peak(tmp_path):
+    # a run spread over GPUs of two models: the file records one, each case's % is of its own GPU's peak
+    document = seed()
+    document["cases"][5]["pct_peak"] *= 2
+    document["cases"][5]["device"] = {**document["cases"][5]["device"], "name": "NVIDIA H100 80GB HBM3"}
+    assert read_results(written(tmp_path, document)).run.cases[5].pct_peak == document["cases"][5]["pct_peak"]

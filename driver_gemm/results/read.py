@@ -72,8 +72,9 @@ def read_results(path: FilePath) -> ResultsFile:
         document = _parse_json(text, str(path))
         check_results_document(document, text, str(path))
         run = RunResult.from_dict(document)
+        device = run.environment.get("device") if isinstance(run.environment, dict) else None
         for index, case in enumerate(run.cases):
-            _check_gflops(case, str(path), f"cases[{index}].gflops")
+            _check_rates(case, device, str(path), f"cases[{index}].")
     return ResultsFile(path, run)
 
 
@@ -82,11 +83,18 @@ def read_results(path: FilePath) -> ResultsFile:
 _GFLOPS_TOLERANCE = SUMMARY_TOLERANCE
 
 
-def _check_gflops(case: CaseResult, where: str, field: str) -> None:
-    """Refuse GFLOP/s that are not the case's FLOPs (`CaseResult.flops`: its shape, batch or groups) over its median,
-    as every run computes them (`measure.stats.gflops`): the tables, plots and % of peak read them as they are."""
+def _check_rates(case: CaseResult, device: Any, where: str, prefix: str) -> None:
+    """Refuse a case's GFLOP/s or % of peak that are not what a run computes from its other figures: the tables,
+    plots and notes print them as they are. `prefix` goes before each field's name (``cases[3].``)."""
     if case.gflops is None:
         return
+    _check_gflops(case, where, f"{prefix}gflops")
+    _check_pct_peak(case, device, where, f"{prefix}pct_peak")
+
+
+def _check_gflops(case: CaseResult, where: str, field: str) -> None:
+    """Refuse GFLOP/s that are not the case's FLOPs (`CaseResult.flops`: its shape, batch or groups) over its median,
+    as every run computes them (`measure.stats.gflops`)."""
     if case.median_ms is None:
         raise UsageError(f"gflops = {case.gflops!r} without a timing to be the rate of: these results were not "
                          "written by a run as they are", where=where, field=field)
@@ -96,6 +104,25 @@ def _check_gflops(case: CaseResult, where: str, field: str) -> None:
                          f"make {expected:.6g}: these results were not written by a run as they are", where=where,
                          field=field, hint="GFLOP/s are 2 M N K per matrix (2 N K per row of a grouped GEMM) over "
                                            "the median")
+
+
+def _check_pct_peak(case: CaseResult, device: Any, where: str, field: str) -> None:
+    """Refuse a % of peak that is not the case's GFLOP/s over the dense peak of its math on the run's GPU
+    (`CaseResult.peak_gflops`: at the clock the driver reports), as a run computes it. A case measured on a GPU other
+    than the one the file records (a run over several) is of its own GPU's peak, which the file does not hold."""
+    if case.pct_peak is None or not isinstance(device, dict):
+        return
+    if case.device is not None and case.device.name and device.get("name") and case.device.name != device["name"]:
+        return
+    peak = case.peak_gflops(device)
+    if not peak:
+        return
+    expected = 100.0 * case.gflops / peak
+    if abs(case.pct_peak - expected) > _GFLOPS_TOLERANCE * expected:
+        raise UsageError(f"pct_peak = {case.pct_peak!r}, but {case.gflops:.6g} GFLOP/s of a {case.math} peak of "
+                         f"{peak:.6g} GFLOP/s on {shortened(printable(str(device.get('name') or 'its GPU')))} make "
+                         f"{expected:.6g}%: these results were not written by a run as they are", where=where,
+                         field=field)
 
 
 @contextlib.contextmanager
@@ -398,7 +425,9 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             check_case_consistency(record, "", where)
             check_text(line, record, where)
             case = CaseResult.from_dict({k: v for k, v in record.items() if k != "type"})
-            _check_gflops(case, where, "gflops")
+            device = (header.get("environment") or {}).get("device") if isinstance(header.get("environment"), dict) \
+                else None
+            _check_rates(case, device, where, "")
             cases.append(case)
         else:
             raise UsageError(f"record type {shortened(repr(kind), 80)}: a case log has 'run' and 'case' lines only",
