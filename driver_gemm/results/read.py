@@ -72,7 +72,7 @@ def read_results(path: FilePath) -> ResultsFile:
         document = _parse_json(text, str(path))
         check_results_document(document, text, str(path))
         run = RunResult.from_dict(document)
-        device = run.environment.get("device") if isinstance(run.environment, dict) else None
+        device = _recorded_device(run.environment)
         for index, case in enumerate(run.cases):
             _check_rates(case, device, str(path), f"cases[{index}].")
     return ResultsFile(path, run)
@@ -83,7 +83,13 @@ def read_results(path: FilePath) -> ResultsFile:
 _GFLOPS_TOLERANCE = SUMMARY_TOLERANCE
 
 
-def _check_rates(case: CaseResult, device: Any, where: str, prefix: str) -> None:
+def _recorded_device(environment: Any) -> dict | None:
+    """The GPU a run's environment records (``environment.device``), which its cases' % of peak are of."""
+    device = environment.get("device") if isinstance(environment, dict) else None
+    return device if isinstance(device, dict) else None
+
+
+def _check_rates(case: CaseResult, device: dict | None, where: str, prefix: str) -> None:
     """Refuse a case's GFLOP/s or % of peak that are not what a run computes from its other figures: the tables,
     plots and notes print them as they are. `prefix` goes before each field's name (``cases[3].``)."""
     if case.gflops is None:
@@ -106,11 +112,11 @@ def _check_gflops(case: CaseResult, where: str, field: str) -> None:
                                            "the median")
 
 
-def _check_pct_peak(case: CaseResult, device: Any, where: str, field: str) -> None:
+def _check_pct_peak(case: CaseResult, device: dict | None, where: str, field: str) -> None:
     """Refuse a % of peak that is not the case's GFLOP/s over the dense peak of its math on the run's GPU
     (`CaseResult.peak_gflops`: at the clock the driver reports), as a run computes it. A case measured on a GPU other
     than the one the file records (a run over several) is of its own GPU's peak, which the file does not hold."""
-    if case.pct_peak is None or not isinstance(device, dict):
+    if case.pct_peak is None or device is None:
         return
     if case.device is not None and case.device.name and device.get("name") and case.device.name != device["name"]:
         return
@@ -381,6 +387,7 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
     lines = text.split("\n")
     torn_tail = not text.endswith("\n")
     header: dict = {}
+    device: dict | None = None      # the header's GPU, which each case's % of peak is of
     cases: list[CaseResult] = []
     notes: list[str] = []
     skipped = 0
@@ -420,13 +427,12 @@ def _read_case_log(path: Path, text: str) -> ResultsFile:
             check_run_record(record, where)
             check_text(line, record, where)
             header = {k: v for k, v in record.items() if k != "type"}
+            device = _recorded_device(header.get("environment"))
         elif kind == "case":
             check_against_schema(record, schema["$defs"]["case_line"], where)
             check_case_consistency(record, "", where)
             check_text(line, record, where)
             case = CaseResult.from_dict({k: v for k, v in record.items() if k != "type"})
-            device = (header.get("environment") or {}).get("device") if isinstance(header.get("environment"), dict) \
-                else None
             _check_rates(case, device, where, "")
             cases.append(case)
         else:
